@@ -1,0 +1,266 @@
+#include "cluster/cluster_yaml.h"
+
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common/units.h"
+#include "common/yaml_util.h"
+
+namespace hangar::cluster {
+namespace {
+
+constexpr std::string_view kNodeKeys[] = {
+    "name", "gpus", "gpu_model", "gpu_memory", "cpu", "memory", "nvlink", "mig",
+    "numa_nodes", "rails", "rack", "labels", "group"};
+
+class ClusterParser {
+ public:
+  explicit ClusterParser(const YamlSource& src) : src_(src) {}
+
+  StatusOr<ClusterFile> Parse(const YAML::Node& root) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
+        root, "the cluster file",
+        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines"}));
+    HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
+    NodeSpec defaults;
+    defaults.nvlink = NvlinkLayout::kNode;
+    if (root["node_defaults"]) {
+      HANGAR_RETURN_IF_ERROR(ApplyNodeFields(root["node_defaults"], "node_defaults", &defaults));
+    }
+    TopologyBuilder builder(name.value_or("cluster"));
+    int forms = !!root["nodes"] + !!root["fabric"] + !!root["fat_tree"];
+    if (forms != 1) {
+      return src_.Error(root, "declare the nodes in exactly one of 'nodes' (flat), 'fabric' "
+                              "(spines > leaves > nodes) or 'fat_tree' (generated)");
+    }
+    if (root["nodes"]) {
+      HANGAR_RETURN_IF_ERROR(AddNodeList(root["nodes"], defaults, "spine-0", "leaf-0", &builder));
+    } else if (root["fabric"]) {
+      HANGAR_RETURN_IF_ERROR(AddFabric(root["fabric"], defaults, &builder));
+    } else {
+      HANGAR_RETURN_IF_ERROR(AddFatTree(root["fat_tree"], defaults, &builder));
+    }
+    ClusterFile out;
+    if (root["baselines"]) HANGAR_RETURN_IF_ERROR(ParseBaselines(root["baselines"], &out));
+    auto topo = std::move(builder).Build();
+    if (!topo.ok()) return topo.status().WithPrefix(src_.name());
+    out.topology = std::move(topo).value();
+    return out;
+  }
+
+ private:
+  Status ApplyNodeFields(const YAML::Node& n, std::string_view what, NodeSpec* spec) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(n, what, kNodeKeys));
+    spec->source_line = n.Mark().line + 1;
+    HANGAR_ASSIGN_OR_RETURN(auto gpus, src_.OptInt(n, "gpus", 0, kMaxGpusPerNode));
+    if (gpus) spec->gpus = static_cast<int>(*gpus);
+    HANGAR_ASSIGN_OR_RETURN(auto model, src_.OptString(n, "gpu_model"));
+    if (model) spec->gpu_model = *model;
+    for (auto [key, field] : {std::pair{"gpu_memory", &spec->gpu_memory_mib},
+                              std::pair{"memory", &spec->memory_mib}}) {
+      HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(n, key));
+      if (!text) continue;
+      auto mib = ParseMemoryMiB(*text);
+      if (!mib.ok()) return src_.Error(n[key], std::string(key) + ": " + mib.status().message());
+      *field = *mib;
+    }
+    HANGAR_ASSIGN_OR_RETURN(auto cpu, src_.OptString(n, "cpu"));
+    if (cpu) {
+      auto milli = ParseMilliCpu(*cpu);
+      if (!milli.ok()) return src_.Error(n["cpu"], "cpu: " + milli.status().message());
+      spec->milli_cpu = *milli;
+    }
+    HANGAR_ASSIGN_OR_RETURN(auto nvlink, src_.OptString(n, "nvlink"));
+    if (nvlink) {
+      if (*nvlink == "node") spec->nvlink = NvlinkLayout::kNode;
+      else if (*nvlink == "none") spec->nvlink = NvlinkLayout::kNone;
+      else if (*nvlink == "pairs") spec->nvlink = NvlinkLayout::kPairs;
+      else if (*nvlink == "rack") spec->nvlink = NvlinkLayout::kRack;
+      else return src_.Error(n["nvlink"], "nvlink must be node, none, pairs or rack, not '" + *nvlink + "'");
+    }
+    HANGAR_ASSIGN_OR_RETURN(auto mig, src_.OptBool(n, "mig"));
+    if (mig) spec->mig = *mig;
+    HANGAR_ASSIGN_OR_RETURN(auto numa, src_.OptInt(n, "numa_nodes", 1, 16));
+    if (numa) spec->numa_nodes = static_cast<int>(*numa);
+    HANGAR_ASSIGN_OR_RETURN(auto rails, src_.OptInt(n, "rails", 0, 64));
+    if (rails) spec->rails = static_cast<int>(*rails);
+    HANGAR_ASSIGN_OR_RETURN(auto rack, src_.OptString(n, "rack"));
+    if (rack) spec->rack = *rack;
+    HANGAR_ASSIGN_OR_RETURN(auto group, src_.OptString(n, "group"));
+    if (group) spec->group = *group;
+    if (const YAML::Node labels = n["labels"]) {
+      if (!labels.IsMap()) return src_.Error(labels, "labels must be a map of key: value");
+      for (const auto& kv : labels) {
+        std::string key = kv.first.as<std::string>(""), value = kv.second.as<std::string>("");
+        bool replaced = false;
+        for (auto& [k, v] : spec->labels) {
+          if (k == key) v = value, replaced = true;
+        }
+        if (!replaced) spec->labels.emplace_back(key, value);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status AddNodeList(const YAML::Node& list, const NodeSpec& defaults, const std::string& spine,
+                     const std::string& leaf, TopologyBuilder* builder) {
+    if (!list.IsSequence() || list.size() == 0) {
+      return src_.Error(list, "'nodes' must be a non-empty list of nodes");
+    }
+    for (const auto& n : list) {
+      NodeSpec spec = defaults;
+      HANGAR_RETURN_IF_ERROR(ApplyNodeFields(n, "a node", &spec));
+      HANGAR_ASSIGN_OR_RETURN(std::string pattern, src_.String(n, "name"));
+      auto names = ExpandNameRange(pattern);
+      if (!names.ok()) return src_.Error(n["name"], names.status().message());
+      if (spec.gpus > 0 && spec.gpu_model.empty()) {
+        return src_.Error(n, "node '" + pattern + "' has GPUs but no gpu_model; set it here or in node_defaults");
+      }
+      if (spec.gpus > 0 && spec.gpu_memory_mib <= 0) {
+        return src_.Error(n, "node '" + pattern + "' has GPUs but no gpu_memory (e.g. gpu_memory: 80Gi)");
+      }
+      if (spec.milli_cpu <= 0 || spec.memory_mib <= 0) {
+        return src_.Error(n, "node '" + pattern + "' needs cpu and memory (e.g. cpu: 128, memory: 1Ti)");
+      }
+      for (auto& name : *names) {
+        NodeSpec one = spec;
+        one.name = name;
+        one.spine = spine;
+        one.leaf = leaf;
+        builder->AddNode(std::move(one));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status AddFabric(const YAML::Node& fabric, const NodeSpec& defaults, TopologyBuilder* builder) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(fabric, "fabric", {"spines"}));
+    const YAML::Node spines = fabric["spines"];
+    if (!spines.IsSequence() || spines.size() == 0) {
+      return src_.Error(fabric, "fabric.spines must be a non-empty list");
+    }
+    for (const auto& spine : spines) {
+      HANGAR_RETURN_IF_ERROR(src_.CheckKeys(spine, "a spine", {"name", "leaves"}));
+      HANGAR_ASSIGN_OR_RETURN(std::string spine_name, src_.String(spine, "name"));
+      const YAML::Node leaves = spine["leaves"];
+      if (!leaves.IsSequence() || leaves.size() == 0) {
+        return src_.Error(spine, "spine '" + spine_name + "' needs a non-empty list of leaves");
+      }
+      for (const auto& leaf : leaves) {
+        HANGAR_RETURN_IF_ERROR(src_.CheckKeys(leaf, "a leaf", {"name", "nodes"}));
+        HANGAR_ASSIGN_OR_RETURN(std::string leaf_name, src_.String(leaf, "name"));
+        if (!leaf["nodes"]) return src_.Error(leaf, "leaf '" + leaf_name + "' has no nodes");
+        HANGAR_RETURN_IF_ERROR(AddNodeList(leaf["nodes"], defaults, spine_name, leaf_name, builder));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status AddFatTree(const YAML::Node& ft, const NodeSpec& defaults, TopologyBuilder* builder) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
+        ft, "fat_tree", {"spines", "leaves_per_spine", "nodes_per_leaf", "racks_per_leaf", "node_prefix"}));
+    HANGAR_ASSIGN_OR_RETURN(int64_t spines, src_.Int(ft, "spines", 1, 4096));
+    HANGAR_ASSIGN_OR_RETURN(int64_t leaves, src_.Int(ft, "leaves_per_spine", 1, 4096));
+    HANGAR_ASSIGN_OR_RETURN(int64_t nodes, src_.Int(ft, "nodes_per_leaf", 1, 4096));
+    HANGAR_ASSIGN_OR_RETURN(auto racks, src_.OptInt(ft, "racks_per_leaf", 1, 4096));
+    HANGAR_ASSIGN_OR_RETURN(auto prefix, src_.OptString(ft, "node_prefix"));
+    if (spines * leaves * nodes > 1'000'000) return src_.Error(ft, "more than 1,000,000 nodes");
+    if (defaults.milli_cpu <= 0 || defaults.memory_mib <= 0 ||
+        (defaults.gpus > 0 && (defaults.gpu_model.empty() || defaults.gpu_memory_mib <= 0))) {
+      return src_.Error(ft, "fat_tree builds nodes from node_defaults; give it gpus, gpu_model, "
+                            "gpu_memory, cpu and memory");
+    }
+    const int64_t total = spines * leaves * nodes;
+    const int width = total > 9999 ? 5 : 4;
+    const int64_t per_rack = racks ? (nodes + *racks - 1) / *racks : nodes;
+    int64_t id = 0;
+    char buf[96];
+    for (int64_t s = 0; s < spines; ++s) {
+      for (int64_t l = 0; l < leaves; ++l) {
+        const int64_t leaf_id = s * leaves + l;
+        for (int64_t k = 0; k < nodes; ++k, ++id) {
+          NodeSpec one = defaults;
+          std::snprintf(buf, sizeof buf, "%s-%0*lld", prefix.value_or("node").c_str(), width,
+                        static_cast<long long>(id));
+          one.name = buf;
+          one.spine = "spine-" + std::to_string(s);
+          one.leaf = "leaf-" + std::to_string(leaf_id);
+          if (racks) one.rack = "rack-" + std::to_string(leaf_id) + "-" + std::to_string(k / per_rack);
+          builder->AddNode(std::move(one));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ParseBaselines(const YAML::Node& list, ClusterFile* out) {
+    if (!list.IsSequence()) return src_.Error(list, "baselines must be a list");
+    for (const auto& b : list) {
+      HANGAR_RETURN_IF_ERROR(src_.CheckKeys(b, "a baseline", {"group", "driver", "cuda", "kernel", "ofed"}));
+      ConfigBaseline base;
+      HANGAR_ASSIGN_OR_RETURN(auto group, src_.OptString(b, "group"));
+      HANGAR_ASSIGN_OR_RETURN(auto driver, src_.OptString(b, "driver"));
+      HANGAR_ASSIGN_OR_RETURN(auto cuda, src_.OptString(b, "cuda"));
+      HANGAR_ASSIGN_OR_RETURN(auto kernel, src_.OptString(b, "kernel"));
+      HANGAR_ASSIGN_OR_RETURN(auto ofed, src_.OptString(b, "ofed"));
+      base.group = group.value_or("");
+      base.driver_version = driver.value_or("");
+      base.cuda_version = cuda.value_or("");
+      base.kernel_version = kernel.value_or("");
+      base.ofed_version = ofed.value_or("");
+      out->baselines.push_back(std::move(base));
+    }
+    return Status::Ok();
+  }
+
+  const YamlSource& src_;
+};
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> ExpandNameRange(std::string_view pattern) {
+  auto open = pattern.find('[');
+  if (open == std::string_view::npos) return std::vector<std::string>{std::string(pattern)};
+  auto close = pattern.find(']', open);
+  auto dash = pattern.find('-', open);
+  auto bad = [&] {
+    return Status::InvalidArgument("'" + std::string(pattern) +
+                                   "' is not a node range; write it like gpu-[00-15]");
+  };
+  if (close == std::string_view::npos || dash == std::string_view::npos || dash > close) return bad();
+  std::string_view lo_s = pattern.substr(open + 1, dash - open - 1);
+  std::string_view hi_s = pattern.substr(dash + 1, close - dash - 1);
+  int64_t lo = 0, hi = 0;
+  if (std::from_chars(lo_s.data(), lo_s.data() + lo_s.size(), lo).ptr != lo_s.data() + lo_s.size() ||
+      std::from_chars(hi_s.data(), hi_s.data() + hi_s.size(), hi).ptr != hi_s.data() + hi_s.size() ||
+      lo_s.empty() || hi_s.empty() || hi < lo || hi - lo > 1'000'000) {
+    return bad();
+  }
+  std::vector<std::string> out;
+  const int width = static_cast<int>(lo_s.size());
+  char buf[32];
+  for (int64_t i = lo; i <= hi; ++i) {
+    std::snprintf(buf, sizeof buf, "%0*lld", width, static_cast<long long>(i));
+    out.push_back(std::string(pattern.substr(0, open)) + buf + std::string(pattern.substr(close + 1)));
+  }
+  return out;
+}
+
+StatusOr<ClusterFile> ParseClusterYaml(std::string_view text, const std::string& source_name) {
+  YamlSource src(source_name);
+  HANGAR_ASSIGN_OR_RETURN(YAML::Node root, src.Parse(text));
+  if (!root.IsMap()) return src.Error(root, "a cluster file is a map with 'name' and the nodes");
+  return ClusterParser(src).Parse(root);
+}
+
+StatusOr<ClusterFile> LoadClusterFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot open the cluster file; check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseClusterYaml(ss.str(), path);
+}
+
+}  // namespace hangar::cluster

@@ -1,0 +1,52 @@
+#include "common/time.h"
+
+#include <gtest/gtest.h>
+
+namespace hangar {
+namespace {
+
+TEST(DurationTest, ParsesUnits) {
+  EXPECT_EQ(*ParseDuration("90s"), 90 * kSecond);
+  EXPECT_EQ(*ParseDuration("15m"), 15 * kMinute);
+  EXPECT_EQ(*ParseDuration("2h"), 2 * kHour);
+  EXPECT_EQ(*ParseDuration("1d"), kDay);
+  EXPECT_EQ(*ParseDuration("1h30m"), 90 * kMinute);
+  EXPECT_EQ(*ParseDuration("250ms"), 250);
+  EXPECT_EQ(*ParseDuration("30"), 30 * kSecond);
+  EXPECT_EQ(*ParseDuration("1.5h"), 90 * kMinute);
+}
+
+TEST(DurationTest, RejectsGarbageWithAHint) {
+  for (auto bad : {"", "abc", "5x", "h", "1h5"}) {
+    auto r = ParseDuration(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("90s, 15m"), std::string::npos);
+  }
+}
+
+TEST(DurationTest, Formats) {
+  EXPECT_EQ(FormatDuration(250), "250ms");
+  EXPECT_EQ(FormatDuration(42 * kSecond), "42s");
+  EXPECT_EQ(FormatDuration(90 * kMinute), "1h30m");
+  EXPECT_EQ(FormatDuration(26 * kHour), "1d2h");
+  EXPECT_EQ(FormatDuration(kNever), "never");
+}
+
+TEST(TimestampTest, ParsesUtc) {
+  EXPECT_EQ(*ParseUtcTimestamp("1970-01-01"), 0);
+  EXPECT_EQ(*ParseUtcTimestamp("1970-01-02 00:00:01"), kDay + kSecond);
+  EXPECT_EQ(*ParseUtcTimestamp("2017-10-09 07:01:55"), 1507532515LL * 1000);
+  EXPECT_EQ(FormatUtcTimestamp(1507532515LL * 1000), "2017-10-09T07:01:55Z");
+  EXPECT_FALSE(ParseUtcTimestamp("2017/10/09").ok());
+  EXPECT_FALSE(ParseUtcTimestamp("2017-13-09").ok());
+}
+
+TEST(ManualClockTest, OnlyMovesWhenTold) {
+  ManualClock clock(100);
+  EXPECT_EQ(clock.Now(), 100);
+  clock.Advance(50);
+  EXPECT_EQ(clock.Now(), 150);
+}
+
+}  // namespace
+}  // namespace hangar

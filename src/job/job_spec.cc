@@ -1,0 +1,378 @@
+#include "job/job_spec.h"
+
+#include <csignal>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "common/units.h"
+#include "common/yaml_util.h"
+
+namespace hangar::job {
+
+std::string_view TierName(Tier t) {
+  return t == Tier::kGuaranteed ? "guaranteed" : "opportunistic";
+}
+
+int64_t TaskGroupSpec::ReplicaMilliGpu() const {
+  switch (gpu.kind) {
+    case GpuKind::kNone: return 0;
+    case GpuKind::kWhole: return gpu.count * cluster::kMilliPerGpu;
+    case GpuKind::kShared: return gpu.milli;
+    case GpuKind::kMig: return gpu.mig_slices * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu;
+  }
+  return 0;
+}
+
+int JobSpec::TotalReplicas() const {
+  int n = 0;
+  for (const auto& t : tasks) n += t.replicas;
+  return n;
+}
+
+int64_t JobSpec::TotalMilliGpu() const {
+  int64_t n = 0;
+  for (const auto& t : tasks) n += t.ReplicaMilliGpu() * t.replicas;
+  return n;
+}
+
+namespace {
+const std::pair<const char*, int> kSignals[] = {
+    {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"ALRM", SIGALRM},
+    {"WINCH", SIGWINCH}};
+}  // namespace
+
+std::optional<int> ParseSignal(std::string_view name) {
+  if (name.starts_with("SIG")) name.remove_prefix(3);
+  for (auto [n, v] : kSignals) {
+    if (name == n) return v;
+  }
+  int v = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+    if (v > 64) return std::nullopt;
+  }
+  if (name.empty() || v < 1) return std::nullopt;
+  return v;
+}
+
+std::string SignalName(int sig) {
+  for (auto [n, v] : kSignals) {
+    if (v == sig) return std::string("SIG") + n;
+  }
+  return std::to_string(sig);
+}
+
+StatusOr<std::pair<int, int64_t>> ParseMigProfile(std::string_view profile) {
+  static const std::regex re(R"(^([1-7])g\.([0-9]+)gb$)");
+  std::cmatch m;
+  std::string p(profile);
+  if (!std::regex_match(p.c_str(), m, re)) {
+    return Status::InvalidArgument("'" + p + "' is not a MIG profile; write it like 1g.10gb or 3g.40gb");
+  }
+  int slices = std::stoi(m[1]);
+  if (slices == 5 || slices == 6) {
+    return Status::InvalidArgument("'" + p + "': MIG has no " + std::to_string(slices) +
+                                   "-slice profile; use 1g, 2g, 3g, 4g or 7g");
+  }
+  return std::pair<int, int64_t>(slices, std::stoll(m[2]) * 1024);
+}
+
+namespace {
+
+class JobParser {
+ public:
+  explicit JobParser(const YamlSource& src) : src_(src) {}
+
+  StatusOr<JobSpec> Parse(const YAML::Node& root) {
+    if (!root.IsMap()) return src_.Error(root, "a job file is a map with at least 'name' and 'tasks'");
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
+        root, "the job",
+        {"name", "queue", "user", "priority", "tier", "tasks", "topology", "time_limit",
+         "min_run_time", "checkpoint"}));
+    JobSpec spec;
+    HANGAR_ASSIGN_OR_RETURN(spec.name, src_.String(root, "name"));
+    static const std::regex name_re(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$)");
+    if (!std::regex_match(spec.name, name_re)) {
+      return src_.Error(root["name"], "name '" + spec.name +
+                                          "' must be 1-63 letters, digits, '.', '_' or '-', "
+                                          "starting with a letter or digit");
+    }
+    HANGAR_ASSIGN_OR_RETURN(auto queue, src_.OptString(root, "queue"));
+    if (queue) spec.queue = *queue;
+    HANGAR_ASSIGN_OR_RETURN(auto user, src_.OptString(root, "user"));
+    if (user) spec.user = *user;
+    HANGAR_ASSIGN_OR_RETURN(auto prio, src_.OptInt(root, "priority", -1000000, 1000000));
+    if (prio) spec.priority = static_cast<int>(*prio);
+    HANGAR_ASSIGN_OR_RETURN(auto tier, src_.OptString(root, "tier"));
+    if (tier) {
+      if (*tier == "guaranteed") spec.tier = Tier::kGuaranteed;
+      else if (*tier == "opportunistic") spec.tier = Tier::kOpportunistic;
+      else return src_.Error(root["tier"], "tier must be guaranteed or opportunistic, not '" + *tier + "'");
+    }
+    HANGAR_ASSIGN_OR_RETURN(spec.time_limit, DurationField(root, "time_limit"));
+    HANGAR_ASSIGN_OR_RETURN(spec.min_run_time, DurationField(root, "min_run_time"));
+    if (const YAML::Node cp = root["checkpoint"]) HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
+    if (const YAML::Node topo = root["topology"]) HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
+    const YAML::Node tasks = root["tasks"];
+    if (!tasks || !tasks.IsSequence() || tasks.size() == 0) {
+      return src_.Error(tasks ? tasks : root, "'tasks' must be a non-empty list of task groups "
+                                              "(each with replicas, gpus and command)");
+    }
+    for (const auto& t : tasks) {
+      HANGAR_ASSIGN_OR_RETURN(TaskGroupSpec group, ParseTaskGroup(t));
+      for (const auto& other : spec.tasks) {
+        if (other.name == group.name) {
+          return src_.Error(t, "two task groups are named '" + group.name + "'; give each its own name");
+        }
+      }
+      spec.tasks.push_back(std::move(group));
+    }
+    Status v = ValidateJobSpec(spec);
+    if (!v.ok()) return src_.Error(root, v.message());
+    return spec;
+  }
+
+ private:
+  StatusOr<Duration> DurationField(const YAML::Node& map, const char* key) {
+    HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(map, key));
+    if (!text) return Duration{0};
+    auto d = ParseDuration(*text);
+    if (!d.ok()) return src_.Error(map[key], std::string(key) + ": " + d.status().message());
+    return *d;
+  }
+
+  Status ParseCheckpoint(const YAML::Node& cp, JobSpec* spec) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(cp, "checkpoint", {"signal", "grace"}));
+    HANGAR_ASSIGN_OR_RETURN(auto sig, src_.OptString(cp, "signal"));
+    if (sig) {
+      auto s = ParseSignal(*sig);
+      if (!s) return src_.Error(cp["signal"], "'" + *sig + "' is not a signal; use e.g. SIGUSR1 or SIGTERM");
+      if (*s == SIGKILL || *s == SIGSTOP) {
+        return src_.Error(cp["signal"], "the checkpoint signal cannot be SIGKILL or SIGSTOP (they cannot be caught)");
+      }
+      spec->checkpoint.signal = *s;
+    }
+    HANGAR_ASSIGN_OR_RETURN(auto grace, DurationField(cp, "grace"));
+    if (cp["grace"]) spec->checkpoint.grace = grace;
+    return Status::Ok();
+  }
+
+  Status ParseTopology(const YAML::Node& topo, JobSpec* spec) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(topo, "topology", {"same", "mode"}));
+    HANGAR_ASSIGN_OR_RETURN(std::string same, src_.String(topo, "same"));
+    auto level = cluster::ParseLevel(same);
+    if (!level || *level == cluster::Level::kCluster) {
+      return src_.Error(topo["same"], "topology.same must be nvlink_domain, node, leaf or spine, not '" + same + "'");
+    }
+    spec->topology.same = *level;
+    HANGAR_ASSIGN_OR_RETURN(auto mode, src_.OptString(topo, "mode"));
+    std::string m = mode.value_or("required");
+    if (m != "required" && m != "preferred") {
+      return src_.Error(topo["mode"], "topology.mode must be required or preferred, not '" + m + "'");
+    }
+    spec->topology.required = m == "required";
+    return Status::Ok();
+  }
+
+  StatusOr<int64_t> Quantity(const YAML::Node& map, const char* key,
+                             StatusOr<int64_t> (*parse)(std::string_view)) {
+    HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(map, key));
+    if (!text) return int64_t{0};
+    auto v = parse(*text);
+    if (!v.ok()) return src_.Error(map[key], std::string(key) + ": " + v.status().message());
+    return *v;
+  }
+
+  Status ParseGpu(const YAML::Node& t, TaskGroupSpec* g) {
+    int forms = !!t["gpus"] + !!t["gpu_fraction"] + !!t["mig"];
+    if (forms > 1) {
+      return src_.Error(t, "a task asks GPUs in one form only: 'gpus' (whole), 'gpu_fraction' "
+                           "(a share of one GPU) or 'mig' (a MIG slice)");
+    }
+    HANGAR_ASSIGN_OR_RETURN(int64_t gpu_mem, Quantity(t, "gpu_memory", ParseMemoryMiB));
+    if (t["gpus"]) {
+      HANGAR_ASSIGN_OR_RETURN(int64_t n, src_.Int(t, "gpus", 0, cluster::kMaxGpusPerNode));
+      if (n > 0) g->gpu = {GpuKind::kWhole, static_cast<int>(n), cluster::kMilliPerGpu, 0, "", 0};
+    } else if (t["gpu_fraction"]) {
+      HANGAR_ASSIGN_OR_RETURN(int64_t milli, Quantity(t, "gpu_fraction", ParseMilliGpu));
+      if (milli <= 0 || milli > 1000) {
+        return src_.Error(t["gpu_fraction"], "gpu_fraction must be above 0 and at most 1 (e.g. 0.25 or 250m)");
+      }
+      if (milli == 1000) {
+        g->gpu = {GpuKind::kWhole, 1, cluster::kMilliPerGpu, 0, "", 0};
+      } else {
+        if (gpu_mem <= 0) {
+          return src_.Error(t, "a fractional GPU needs gpu_memory too (e.g. gpu_memory: 20Gi), "
+                               "so that tasks sharing a GPU do not run out of its memory");
+        }
+        g->gpu = {GpuKind::kShared, 1, milli, gpu_mem, "", 0};
+      }
+    } else if (t["mig"]) {
+      HANGAR_ASSIGN_OR_RETURN(std::string profile, src_.String(t, "mig"));
+      auto parsed = ParseMigProfile(profile);
+      if (!parsed.ok()) return src_.Error(t["mig"], parsed.status().message());
+      g->gpu = {GpuKind::kMig, 1, 0, parsed->second, profile, parsed->first};
+    }
+    if (t["gpu_memory"] && g->gpu.kind == GpuKind::kWhole) {
+      return src_.Error(t["gpu_memory"], "gpu_memory goes with gpu_fraction; whole GPUs bring all "
+                                         "their memory (use min_gpu_memory to ask for bigger GPUs)");
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<TaskGroupSpec> ParseTaskGroup(const YAML::Node& t) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
+        t, "a task group",
+        {"name", "replicas", "gpus", "gpu_fraction", "gpu_memory", "mig", "gpu_models",
+         "min_gpu_memory", "cpu_per_gpu", "memory_per_gpu", "cpu", "memory", "node_selector",
+         "command", "env"}));
+    TaskGroupSpec g;
+    HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(t, "name"));
+    if (name) g.name = *name;
+    HANGAR_ASSIGN_OR_RETURN(auto replicas, src_.OptInt(t, "replicas", 1, 100000));
+    if (replicas) g.replicas = static_cast<int>(*replicas);
+    HANGAR_RETURN_IF_ERROR(ParseGpu(t, &g));
+    if (const YAML::Node models = t["gpu_models"]) {
+      if (models.IsScalar()) {
+        g.gpu_models.push_back(models.Scalar());
+      } else if (models.IsSequence()) {
+        for (const auto& m : models) g.gpu_models.push_back(m.as<std::string>(""));
+      } else {
+        return src_.Error(models, "gpu_models must be a list of model names, e.g. [H100-SXM-80GB]");
+      }
+    }
+    HANGAR_ASSIGN_OR_RETURN(g.min_gpu_memory_mib, Quantity(t, "min_gpu_memory", ParseMemoryMiB));
+    HANGAR_ASSIGN_OR_RETURN(g.cpu_per_gpu, Quantity(t, "cpu_per_gpu", ParseMilliCpu));
+    HANGAR_ASSIGN_OR_RETURN(g.memory_per_gpu, Quantity(t, "memory_per_gpu", ParseMemoryMiB));
+    HANGAR_ASSIGN_OR_RETURN(g.cpu, Quantity(t, "cpu", ParseMilliCpu));
+    HANGAR_ASSIGN_OR_RETURN(g.memory, Quantity(t, "memory", ParseMemoryMiB));
+    if ((g.cpu_per_gpu || g.memory_per_gpu) && g.GpusPerReplica() == 0) {
+      return src_.Error(t, "cpu_per_gpu and memory_per_gpu need GPUs; for a CPU-only task use cpu and memory");
+    }
+    if (const YAML::Node sel = t["node_selector"]) {
+      if (!sel.IsMap()) return src_.Error(sel, "node_selector must be a map of label: value");
+      for (const auto& kv : sel) g.node_selector.emplace_back(kv.first.as<std::string>(""), kv.second.as<std::string>(""));
+      std::sort(g.node_selector.begin(), g.node_selector.end());
+    }
+    if (const YAML::Node cmd = t["command"]) {
+      if (cmd.IsScalar()) {
+        g.command = {"/bin/sh", "-c", cmd.Scalar()};
+      } else if (cmd.IsSequence()) {
+        for (const auto& a : cmd) g.command.push_back(a.as<std::string>(""));
+      } else {
+        return src_.Error(cmd, "command must be a string (run by /bin/sh -c) or a list of arguments");
+      }
+    }
+    if (const YAML::Node env = t["env"]) {
+      if (!env.IsMap()) return src_.Error(env, "env must be a map of NAME: value");
+      static const std::regex env_re(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+      for (const auto& kv : env) {
+        std::string k = kv.first.as<std::string>("");
+        if (!std::regex_match(k, env_re)) {
+          return src_.Error(kv.first, "'" + k + "' is not an environment variable name");
+        }
+        g.env.emplace_back(k, kv.second.as<std::string>(""));
+      }
+    }
+    return g;
+  }
+
+  const YamlSource& src_;
+};
+
+}  // namespace
+
+Status ValidateJobSpec(const JobSpec& spec) {
+  if (spec.tasks.empty()) return Status::InvalidArgument("a job needs at least one task group");
+  if (spec.queue.empty()) return Status::InvalidArgument("queue must not be empty");
+  int64_t replicas = 0;
+  for (const auto& t : spec.tasks) {
+    if (t.replicas < 1) return Status::InvalidArgument("task group '" + t.name + "' needs replicas >= 1");
+    replicas += t.replicas;
+    if (t.gpu.kind == GpuKind::kNone && t.cpu <= 0) {
+      return Status::InvalidArgument("task group '" + t.name +
+                                     "' asks for no GPU and no CPU; give it gpus or cpu");
+    }
+    if (t.gpu.kind == GpuKind::kShared && (t.gpu.milli <= 0 || t.gpu.milli >= 1000)) {
+      return Status::InvalidArgument("task group '" + t.name + "': a GPU share must be below 1000m");
+    }
+  }
+  if (replicas > 100000) return Status::InvalidArgument("a job may have at most 100,000 tasks");
+  return Status::Ok();
+}
+
+StatusOr<JobSpec> ParseJobSpec(std::string_view text, const std::string& source_name) {
+  YamlSource src(source_name);
+  HANGAR_ASSIGN_OR_RETURN(YAML::Node root, src.Parse(text));
+  return JobParser(src).Parse(root);
+}
+
+StatusOr<JobSpec> LoadJobFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot open the job file; check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseJobSpec(ss.str(), path);
+}
+
+nlohmann::json JobSpecToJson(const JobSpec& spec) {
+  using nlohmann::json;
+  json j;
+  j["name"] = spec.name;
+  j["queue"] = spec.queue;
+  if (!spec.user.empty()) j["user"] = spec.user;
+  j["priority"] = spec.priority;
+  j["tier"] = std::string(TierName(spec.tier));
+  if (spec.time_limit) j["time_limit"] = std::to_string(spec.time_limit) + "ms";
+  if (spec.min_run_time) j["min_run_time"] = std::to_string(spec.min_run_time) + "ms";
+  j["checkpoint"] = {{"signal", SignalName(spec.checkpoint.signal)},
+                     {"grace", std::to_string(spec.checkpoint.grace) + "ms"}};
+  if (spec.topology.same != cluster::Level::kCluster) {
+    j["topology"] = {{"same", std::string(cluster::LevelName(spec.topology.same))},
+                     {"mode", spec.topology.required ? "required" : "preferred"}};
+  }
+  json tasks = json::array();
+  for (const auto& t : spec.tasks) {
+    json g;
+    g["name"] = t.name;
+    g["replicas"] = t.replicas;
+    switch (t.gpu.kind) {
+      case GpuKind::kNone: break;
+      case GpuKind::kWhole: g["gpus"] = t.gpu.count; break;
+      case GpuKind::kShared:
+        g["gpu_fraction"] = std::to_string(t.gpu.milli) + "m";
+        g["gpu_memory"] = std::to_string(t.gpu.memory_mib) + "Mi";
+        break;
+      case GpuKind::kMig: g["mig"] = t.gpu.mig_profile; break;
+    }
+    if (!t.gpu_models.empty()) g["gpu_models"] = t.gpu_models;
+    if (t.min_gpu_memory_mib) g["min_gpu_memory"] = std::to_string(t.min_gpu_memory_mib) + "Mi";
+    if (t.cpu_per_gpu) g["cpu_per_gpu"] = std::to_string(t.cpu_per_gpu) + "m";
+    if (t.memory_per_gpu) g["memory_per_gpu"] = std::to_string(t.memory_per_gpu) + "Mi";
+    if (t.cpu) g["cpu"] = std::to_string(t.cpu) + "m";
+    if (t.memory) g["memory"] = std::to_string(t.memory) + "Mi";
+    if (!t.node_selector.empty()) {
+      json sel = json::object();
+      for (const auto& [k, v] : t.node_selector) sel[k] = v;
+      g["node_selector"] = sel;
+    }
+    if (!t.command.empty()) g["command"] = t.command;
+    if (!t.env.empty()) {
+      json env = json::object();
+      for (const auto& [k, v] : t.env) env[k] = v;
+      g["env"] = env;
+    }
+    tasks.push_back(std::move(g));
+  }
+  j["tasks"] = std::move(tasks);
+  return j;
+}
+
+StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& j) {
+  return ParseJobSpec(j.dump(), "stored job");
+}
+
+}  // namespace hangar::job

@@ -1,0 +1,103 @@
+// JobSpec: what a user asks for, as written in a job file (docs/job-format.md). Cluster-agnostic:
+// whether it fits a particular cluster is the scheduler's question (sched::CompileGang).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster/topology.h"
+#include "common/status.h"
+#include "common/time.h"
+
+namespace hangar::job {
+
+enum class Tier : uint8_t { kGuaranteed, kOpportunistic };
+std::string_view TierName(Tier t);
+
+enum class GpuKind : uint8_t {
+  kNone,    // CPU-only task
+  kWhole,   // `count` whole GPUs
+  kShared,  // a share of one GPU: `milli` < 1000 and `memory_mib` of its memory
+  kMig,     // one MIG slice: `mig_slices` of 7 and `memory_mib`
+};
+
+struct GpuRequest {
+  GpuKind kind = GpuKind::kNone;
+  int count = 0;           // whole GPUs per replica (1 for shared and MIG)
+  int64_t milli = 0;       // per GPU: 1000 for whole, < 1000 for shared
+  int64_t memory_mib = 0;  // shared/MIG: GPU memory reserved on the GPU
+  std::string mig_profile;  // e.g. "3g.40gb"
+  int mig_slices = 0;
+};
+
+struct TaskGroupSpec {
+  std::string name = "main";
+  int replicas = 1;
+  GpuRequest gpu;
+  std::vector<std::string> gpu_models;  // empty: any model
+  int64_t min_gpu_memory_mib = 0;
+  int64_t cpu_per_gpu = 0;     // milli-cores per GPU
+  int64_t memory_per_gpu = 0;  // MiB per GPU
+  int64_t cpu = 0;             // milli-cores per replica, on top of the per-GPU part
+  int64_t memory = 0;          // MiB per replica, on top of the per-GPU part
+  cluster::Labels node_selector;
+  std::vector<std::string> command;  // argv; a single string in YAML becomes {"/bin/sh","-c",s}
+  std::vector<std::pair<std::string, std::string>> env;
+
+  int GpusPerReplica() const { return gpu.kind == GpuKind::kNone ? 0 : gpu.count; }
+  int64_t ReplicaMilliCpu() const { return cpu + cpu_per_gpu * GpusPerReplica(); }
+  int64_t ReplicaMemoryMiB() const { return memory + memory_per_gpu * GpusPerReplica(); }
+  int64_t ReplicaMilliGpu() const;  // whole: count*1000; shared: milli; MIG: slices*1000/7
+};
+
+struct TopologyConstraint {
+  cluster::Level same = cluster::Level::kCluster;  // kCluster: no constraint
+  bool required = false;
+};
+
+struct CheckpointSpec {
+  int signal = 10;  // SIGUSR1
+  Duration grace = 5 * kMinute;
+};
+
+struct JobSpec {
+  std::string name;
+  std::string queue = "default";
+  std::string user;  // set by the server from the caller's identity
+  int priority = 0;
+  Tier tier = Tier::kGuaranteed;
+  std::vector<TaskGroupSpec> tasks;
+  TopologyConstraint topology;
+  Duration time_limit = 0;    // 0: none
+  Duration min_run_time = 0;  // not preempted before this much run time
+  CheckpointSpec checkpoint;
+
+  int TotalReplicas() const;
+  int64_t TotalMilliGpu() const;
+};
+
+// Parses a job file (YAML, or JSON, which is YAML too). `source_name` is what errors call it.
+// Every error is "source:line: what is wrong; what to write instead".
+StatusOr<JobSpec> ParseJobSpec(std::string_view text, const std::string& source_name);
+StatusOr<JobSpec> LoadJobFile(const std::string& path);
+
+// Checks the rules that hold on any cluster (positive counts, one GPU form per task, ...).
+Status ValidateJobSpec(const JobSpec& spec);
+
+// JSON round trip, for the store and the API.
+nlohmann::json JobSpecToJson(const JobSpec& spec);
+StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& j);
+
+// "SIGUSR1" or "USR1" or "10" to 10.
+std::optional<int> ParseSignal(std::string_view name);
+std::string SignalName(int sig);
+// "3g.40gb" to slices (3) and memory (40 GiB).
+StatusOr<std::pair<int, int64_t>> ParseMigProfile(std::string_view profile);
+
+}  // namespace hangar::job

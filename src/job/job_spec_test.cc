@@ -1,0 +1,143 @@
+#include "job/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+namespace hangar::job {
+namespace {
+
+TEST(JobSpecTest, ParsesAFullSpec) {
+  auto spec = ParseJobSpec(R"(
+name: pretrain
+queue: research
+priority: 20
+tier: guaranteed
+time_limit: 72h
+min_run_time: 30m
+checkpoint: {signal: SIGUSR2, grace: 5m}
+topology: {same: leaf, mode: required}
+tasks:
+  - name: worker
+    replicas: 4
+    gpus: 8
+    gpu_models: [H100-SXM-80GB, H200]
+    min_gpu_memory: 80Gi
+    cpu_per_gpu: 7
+    memory_per_gpu: 60Gi
+    cpu: 2
+    memory: 8Gi
+    node_selector: {pool: training}
+    env: {NCCL_DEBUG: WARN}
+    command: [python3, train.py]
+)", "pretrain.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "pretrain");
+  EXPECT_EQ(spec->queue, "research");
+  EXPECT_EQ(spec->time_limit, 72 * kHour);
+  EXPECT_EQ(spec->checkpoint.signal, SIGUSR2);
+  EXPECT_EQ(spec->topology.same, cluster::Level::kLeaf);
+  EXPECT_TRUE(spec->topology.required);
+  const auto& t = spec->tasks[0];
+  EXPECT_EQ(t.gpu.kind, GpuKind::kWhole);
+  EXPECT_EQ(t.GpusPerReplica(), 8);
+  EXPECT_EQ(t.ReplicaMilliCpu(), 58000);
+  EXPECT_EQ(t.ReplicaMemoryMiB(), 488 * 1024);
+  EXPECT_EQ(spec->TotalMilliGpu(), 32000);
+  EXPECT_EQ(t.gpu_models.size(), 2u);
+  EXPECT_EQ(t.command[1], "train.py");
+}
+
+TEST(JobSpecTest, FractionalAndMig) {
+  auto frac = ParseJobSpec("name: f\ntasks:\n  - gpu_fraction: 0.25\n    gpu_memory: 20Gi\n", "f");
+  ASSERT_TRUE(frac.ok()) << frac.status().ToString();
+  EXPECT_EQ(frac->tasks[0].gpu.kind, GpuKind::kShared);
+  EXPECT_EQ(frac->tasks[0].gpu.milli, 250);
+  EXPECT_EQ(frac->tasks[0].ReplicaMilliGpu(), 250);
+  auto mig = ParseJobSpec("name: m\ntasks:\n  - mig: 3g.40gb\n", "m");
+  ASSERT_TRUE(mig.ok()) << mig.status().ToString();
+  EXPECT_EQ(mig->tasks[0].gpu.kind, GpuKind::kMig);
+  EXPECT_EQ(mig->tasks[0].gpu.mig_slices, 3);
+  EXPECT_EQ(mig->tasks[0].gpu.memory_mib, 40 * 1024);
+  auto string_cmd = ParseJobSpec("name: s\ntasks:\n  - cpu: 1\n    command: echo hi\n", "s");
+  ASSERT_TRUE(string_cmd.ok());
+  EXPECT_EQ(string_cmd->tasks[0].command, (std::vector<std::string>{"/bin/sh", "-c", "echo hi"}));
+}
+
+TEST(JobSpecTest, ErrorsSayWhereAndWhatToWrite) {
+  struct Case {
+    const char* text;
+    const char* expect;
+  } cases[] = {
+      {"tasks:\n  - gpus: 1\n", "job.yaml:1: 'name' is required"},
+      {"name: x\ntasks:\n  - gpus: 1\n    gpu_fraction: 0.5\n", "in one form only"},
+      {"name: x\ntasks:\n  - gpu_fraction: 0.5\n", "needs gpu_memory too"},
+      {"name: x\ntasks:\n  - gpus: -1\n", "job.yaml:3: 'gpus' must be between 0 and 64"},
+      {"name: x\ntasks:\n  - gpus: 1\n    cpu_per_gpus: 4\n", "job.yaml:4: unknown field 'cpu_per_gpus'"},
+      {"name: x\ntier: gold\ntasks:\n  - gpus: 1\n", "job.yaml:2: tier must be guaranteed or opportunistic"},
+      {"name: x\ntopology: {same: rack}\ntasks:\n  - gpus: 1\n", "topology.same must be nvlink_domain"},
+      {"name: x\ntime_limit: soon\ntasks:\n  - gpus: 1\n", "job.yaml:2: time_limit:"},
+      {"name: x\ncheckpoint: {signal: SIGKILL}\ntasks:\n  - gpus: 1\n", "cannot be SIGKILL"},
+      {"name: x\ntasks:\n  - mig: 5g.50gb\n", "no 5-slice profile"},
+      {"name: x\ntasks: []\n", "'tasks' must be a non-empty list"},
+      {"name: bad name!\ntasks:\n  - gpus: 1\n", "name 'bad name!' must be"},
+      {"name: x\ntasks:\n  - {name: a, gpus: 1}\n  - {name: a, gpus: 1}\n", "two task groups are named 'a'"},
+      {"name: x\ntasks:\n  - replicas: 2\n", "asks for no GPU and no CPU"},
+      {"name: x\ntasks:\n  - gpus: 1\n    memory: 3 apples\n", "memory:"},
+      {"name: [x\n", "job.yaml:2:1: not valid YAML"},
+      {"- a\n- b\n", "a job file is a map"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseJobSpec(c.text, "job.yaml");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
+        << "got: " << r.status().message() << "\nwant: " << c.expect;
+  }
+}
+
+TEST(JobSpecTest, JsonRoundTrip) {
+  auto spec = ParseJobSpec(R"(
+name: rt
+priority: -3
+tier: opportunistic
+time_limit: 90m
+topology: {same: node, mode: preferred}
+tasks:
+  - name: a
+    replicas: 2
+    gpu_fraction: 0.5
+    gpu_memory: 10Gi
+    cpu: 1.5
+    env: {A: "1"}
+    command: [x, y]
+  - name: b
+    mig: 1g.10gb
+)", "rt.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto back = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(JobSpecToJson(*back), JobSpecToJson(*spec));
+  EXPECT_EQ(back->time_limit, 90 * kMinute);
+  EXPECT_FALSE(back->topology.required);
+  EXPECT_EQ(back->tasks[0].cpu, 1500);
+  EXPECT_EQ(back->tasks[1].gpu.mig_profile, "1g.10gb");
+}
+
+TEST(JobSpecTest, ShippedExamplesParse) {
+  for (const char* name : {"notebook.yaml", "finetune-8gpu.yaml", "pretrain-4x8.yaml",
+                           "inference-fractional.yaml"}) {
+    auto r = LoadJobFile(std::string(HANGAR_SOURCE_DIR) + "/examples/jobs/" + name);
+    EXPECT_TRUE(r.ok()) << name << ": " << r.status().ToString();
+  }
+}
+
+TEST(SignalTest, Names) {
+  EXPECT_EQ(*ParseSignal("SIGUSR1"), SIGUSR1);
+  EXPECT_EQ(*ParseSignal("TERM"), SIGTERM);
+  EXPECT_EQ(*ParseSignal("12"), 12);
+  EXPECT_FALSE(ParseSignal("SIGNOPE").has_value());
+  EXPECT_EQ(SignalName(SIGUSR1), "SIGUSR1");
+}
+
+}  // namespace
+}  // namespace hangar::job

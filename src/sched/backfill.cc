@@ -1,0 +1,53 @@
+#include "sched/backfill.h"
+
+#include <algorithm>
+
+namespace hangar::sched {
+
+namespace {
+struct Release {
+  Time end;
+  uint64_t id;
+  const cluster::GangAssignment* assignment;
+};
+}  // namespace
+
+ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const RunningJob> running,
+                           std::span<const Placement> placed, std::span<const PendingJob> pending,
+                           const GangRequest& req, placement::GangPlacer& placer,
+                           const placement::PlaceOptions& opts, Time now) {
+  std::vector<Release> releases;
+  releases.reserve(running.size() + placed.size());
+  for (const auto& r : running) {
+    if (r.assignment) releases.push_back({std::max(r.expected_end, now), r.id, r.assignment});
+  }
+  for (const auto& p : placed) {
+    const Duration limit = pending[p.pending_index].time_limit;
+    releases.push_back({limit > 0 ? now + limit : kNever, p.job, &p.assignment});
+  }
+  std::sort(releases.begin(), releases.end(), [](const Release& a, const Release& b) {
+    return a.end != b.end ? a.end < b.end : a.id < b.id;
+  });
+  cluster::ClusterUsage future = work;
+  placement::PlaceOptions free_opts = opts;
+  free_opts.excluded = nullptr;
+  ShadowPlan plan;
+  for (size_t i = 0; i < releases.size();) {
+    const Time end = releases[i].end;
+    for (; i < releases.size() && releases[i].end == end; ++i) future.Release(*releases[i].assignment);
+    // A cheap necessary condition before a full placement attempt.
+    const auto& all = future.domain(cluster::Level::kCluster, 0);
+    if (all.free_whole < req.total_whole_gpus || all.free_milli < req.total_milli_gpu) continue;
+    placement::PlaceResult r = placer.Place(future, req, free_opts);
+    if (!r.placed) continue;
+    plan.found = true;
+    plan.start = end;
+    for (const auto& t : r.assignment.tasks) plan.nodes.push_back(t.node);
+    std::sort(plan.nodes.begin(), plan.nodes.end());
+    plan.nodes.erase(std::unique(plan.nodes.begin(), plan.nodes.end()), plan.nodes.end());
+    return plan;
+  }
+  return plan;
+}
+
+}  // namespace hangar::sched

@@ -1,0 +1,64 @@
+// The gang placer: where a whole gang goes, at once or not at all. It tries the smallest
+// topology domain first (one NVLink domain, one node, one leaf, one spine block, the cluster),
+// skips domains whose aggregates show they cannot host the gang, and within a domain lets the
+// scorer choose nodes. A placement is allocated on the ClusterUsage it was given (the cycle's
+// private copy); a failure leaves that usage exactly as it was.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cluster/usage.h"
+#include "sched/placement/node_fit.h"
+#include "sched/placement/scorer.h"
+#include "sched/reason.h"
+#include "sched/request.h"
+
+namespace hangar::sched::placement {
+
+struct PlaceOptions {
+  const NodeScorer* scorer = nullptr;
+  const WorkloadProfile* profile = nullptr;
+  const std::vector<uint8_t>* excluded = nullptr;  // nodes held for another job
+  uint64_t seed = 0;
+};
+
+struct PlaceResult {
+  bool placed = false;
+  cluster::GangAssignment assignment;
+  cluster::Level locality = cluster::Level::kCluster;
+};
+
+class GangPlacer {
+ public:
+  PlaceResult Place(cluster::ClusterUsage& usage, const GangRequest& req, const PlaceOptions& o);
+
+ private:
+  struct Ctx;
+  bool PlaceSingle(Ctx& c);
+  bool PlaceOnOneNode(Ctx& c);
+  bool PlaceAtLevel(Ctx& c, cluster::Level level);
+  bool PlaceInRange(Ctx& c, uint32_t begin, uint32_t end, size_t group, int32_t replicas);
+  bool PlaceSplit(Ctx& c, cluster::Level level, uint32_t d, size_t group, int32_t replicas);
+  bool PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group);
+  bool AllocateReplica(Ctx& c, uint32_t node, size_t group, uint32_t gpu);
+  void Rollback(Ctx& c, size_t mark);
+  bool DomainMayHost(const Ctx& c, cluster::Level level, uint32_t d, bool whole_gang) const;
+  std::vector<uint32_t> OrderedChildren(const Ctx& c, cluster::Level level, uint32_t parent,
+                                        bool whole_gang) const;
+
+  cluster::GangAssignment one_;  // scratch for one replica's allocation
+  std::vector<uint32_t> replica_of_group_;
+  uint64_t nonce_ = 0;
+};
+
+// Rule::kNone when the gang could run on this cluster when it is empty and healthy; else the
+// "never" reason with its numbers.
+Reason CheckNever(const cluster::Topology& t, const GangRequest& req);
+// Why the gang does not fit `usage` now. Call after Place() failed.
+Reason ExplainNotNow(const cluster::ClusterUsage& u, const GangRequest& req,
+                     const PlaceOptions& o);
+// The smallest level at which every GPU (or task, for CPU-only gangs) shares one domain.
+cluster::Level LocalityOf(const cluster::Topology& t, const cluster::GangAssignment& a);
+
+}  // namespace hangar::sched::placement

@@ -1,0 +1,56 @@
+// Why a job is not placed: the rule that said no and the numbers behind it. Kept as a small
+// struct (formatted only when someone asks) because a cycle may explain 100,000 jobs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cluster/topology.h"
+#include "common/time.h"
+
+namespace hangar::sched {
+
+enum class Rule : uint8_t {
+  kNone,
+  // Never: the request cannot fit this cluster even when it is empty.
+  kNeverGpusPerReplica,   // need: GPUs per replica, have: largest node's GPU count
+  kNeverModel,            // no node has an allowed GPU model
+  kNeverSelector,         // no node matches the node selector
+  kNeverGpuMemory,        // need: min GPU memory MiB, have: largest GPU memory
+  kNeverCpu,              // need: milli-CPU per replica, have: largest node's CPU
+  kNeverMemory,           // need: MiB per replica, have: largest node's memory
+  kNeverMig,              // no node has MIG-mode GPUs of an allowed model
+  kNeverDomain,           // need: GPUs under one `level`, have: the largest such domain's GPUs
+  kNeverCluster,          // need: GPUs in all, have: GPUs that could ever serve it
+  // Not now: it would fit an empty cluster, but not the cluster as it is.
+  kNotNowDomain,          // need: GPUs under one `level`, have: most free in one such domain
+  kNotNowNodeGpus,        // need: free GPUs on one node, have: most free on one node
+  kNotNowCluster,         // need: GPUs in all, have: free GPUs that could serve it
+  kNotNowShared,          // need: milli-GPU on one GPU, have: most free on one GPU
+  kNotNowCpu,             // need: milli-CPU per replica, have: most free CPU on a node with the GPUs
+  kNotNowMemory,          // need: MiB per replica, have: most free memory on a node with the GPUs
+  kNotNowUnhealthy,       // fits only on nodes that are draining, degraded or cordoned
+  kNotNowReserved,        // fits only on nodes held for `other` (which starts at `at`)
+  kNotNowBlocked,         // strict order: waits behind `other`
+  kNotNowQuota,           // need: milli-GPU, have: quota headroom in its queue
+  kNotNowReplicas,        // need: replicas, have: how many fit now, other: GPUs per replica
+  kNotNowNotExamined,     // the cycle stopped before this job (no capacity left)
+};
+
+struct Reason {
+  Rule rule = Rule::kNone;
+  cluster::Level level = cluster::Level::kCluster;
+  int64_t need = 0;
+  int64_t have = 0;
+  uint64_t other = 0;  // another job's id (reservation holder, job ahead)
+  Time at = kNever;    // when a reservation starts
+  cluster::ModelMask models = cluster::kAnyModel;
+
+  bool IsNever() const { return rule >= Rule::kNeverGpusPerReplica && rule <= Rule::kNeverCluster; }
+  // One line: "needs 16 GPUs under one leaf; the emptiest leaf has 12 free".
+  std::string ToString(const cluster::Topology& topology) const;
+  // The rule's short name, e.g. "topology-domain", for metrics and machine readers.
+  std::string_view RuleName() const;
+};
+
+}  // namespace hangar::sched

@@ -1,0 +1,93 @@
+#include "sched/request.h"
+
+#include <functional>
+
+namespace hangar::sched {
+
+int64_t TaskShape::MilliGpu() const {
+  switch (kind) {
+    case job::GpuKind::kNone: return 0;
+    case job::GpuKind::kWhole: return int64_t{gpus} * cluster::kMilliPerGpu;
+    case job::GpuKind::kShared: return milli;
+    case job::GpuKind::kMig: return int64_t{milli} * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu;
+  }
+  return 0;
+}
+
+namespace {
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+}  // namespace
+
+void Fingerprint(GangRequest* r) {
+  uint64_t h = 1469598103934665603ULL;
+  h = Mix(h, static_cast<uint64_t>(r->topology.same) * 2 + r->topology.required);
+  for (const auto& g : r->groups) {
+    const TaskShape& s = g.shape;
+    for (uint64_t v : {static_cast<uint64_t>(s.kind), static_cast<uint64_t>(s.gpus),
+                       static_cast<uint64_t>(s.milli), static_cast<uint64_t>(s.gpu_memory_mib),
+                       static_cast<uint64_t>(s.min_gpu_memory_mib), static_cast<uint64_t>(s.milli_cpu),
+                       static_cast<uint64_t>(s.memory_mib), s.models, static_cast<uint64_t>(g.replicas)}) {
+      h = Mix(h, v);
+    }
+    for (const auto& [k, v] : g.selector) {
+      h = Mix(h, std::hash<std::string>()(k));
+      h = Mix(h, std::hash<std::string>()(v));
+    }
+  }
+  r->fingerprint = h;
+  r->total_milli_gpu = 0;
+  r->total_whole_gpus = 0;
+  r->total_replicas = 0;
+  for (const auto& g : r->groups) {
+    r->total_milli_gpu += g.shape.MilliGpu() * g.replicas;
+    if (g.shape.kind == job::GpuKind::kWhole) r->total_whole_gpus += int64_t{g.shape.gpus} * g.replicas;
+    r->total_replicas += g.replicas;
+  }
+}
+
+GangRequest MakeSingleTaskRequest(const TaskShape& shape, int32_t replicas,
+                                  job::TopologyConstraint topology) {
+  GangRequest r;
+  r.groups.push_back({shape, replicas, {}});
+  r.topology = topology;
+  Fingerprint(&r);
+  return r;
+}
+
+StatusOr<GangRequest> CompileGang(const job::JobSpec& spec, const cluster::Topology& topology) {
+  HANGAR_RETURN_IF_ERROR(job::ValidateJobSpec(spec));
+  GangRequest r;
+  r.topology = spec.topology;
+  for (const auto& t : spec.tasks) {
+    GroupRequest g;
+    g.replicas = t.replicas;
+    g.selector = t.node_selector;
+    TaskShape& s = g.shape;
+    s.kind = t.gpu.kind;
+    s.gpus = t.gpu.kind == job::GpuKind::kNone ? 0 : t.gpu.count;
+    switch (t.gpu.kind) {
+      case job::GpuKind::kNone: break;
+      case job::GpuKind::kWhole: s.milli = cluster::kMilliPerGpu; break;
+      case job::GpuKind::kShared:
+        s.milli = static_cast<int32_t>(t.gpu.milli);
+        s.gpu_memory_mib = t.gpu.memory_mib;
+        break;
+      case job::GpuKind::kMig:
+        s.milli = t.gpu.mig_slices;
+        s.gpu_memory_mib = t.gpu.memory_mib;
+        break;
+    }
+    s.min_gpu_memory_mib = t.min_gpu_memory_mib;
+    s.milli_cpu = t.ReplicaMilliCpu();
+    s.memory_mib = t.ReplicaMemoryMiB();
+    s.models = s.NeedsGpu() ? topology.MaskFor(t.gpu_models) : cluster::kAnyModel;
+    r.groups.push_back(std::move(g));
+  }
+  Fingerprint(&r);
+  return r;
+}
+
+}  // namespace hangar::sched

@@ -1,0 +1,61 @@
+// GangRequest: a JobSpec compiled against one cluster's Topology into integer shapes the placer
+// can test in a few instructions (model names become a bit mask, per-GPU CPU and memory become
+// per-replica totals). Built once when a job is admitted, not once per cycle.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cluster/topology.h"
+#include "common/status.h"
+#include "job/job_spec.h"
+
+namespace hangar::sched {
+
+// One replica's needs.
+struct TaskShape {
+  job::GpuKind kind = job::GpuKind::kNone;
+  int32_t gpus = 0;   // whole GPUs (1 for shared and MIG)
+  int32_t milli = 0;  // per GPU: 1000 whole, < 1000 shared, MIG slices for kMig
+  int64_t gpu_memory_mib = 0;      // shared/MIG: GPU memory taken
+  int64_t min_gpu_memory_mib = 0;  // only GPUs at least this big
+  int64_t milli_cpu = 0;           // per replica
+  int64_t memory_mib = 0;          // per replica
+  cluster::ModelMask models = cluster::kAnyModel;
+
+  bool NeedsGpu() const { return kind != job::GpuKind::kNone; }
+  // milli-GPU one replica takes (MIG slices scaled to 1000/7 each).
+  int64_t MilliGpu() const;
+};
+
+struct GroupRequest {
+  TaskShape shape;
+  int32_t replicas = 1;
+  cluster::Labels selector;  // sorted
+};
+
+struct GangRequest {
+  std::vector<GroupRequest> groups;
+  job::TopologyConstraint topology;
+  int64_t total_milli_gpu = 0;
+  int64_t total_whole_gpus = 0;
+  int32_t total_replicas = 0;
+  // Equal for requests that are equal in everything the placer reads; lets a cycle remember
+  // that a shape did not fit without trying it again.
+  uint64_t fingerprint = 0;
+
+  bool IsSingleTask() const { return total_replicas == 1; }
+};
+
+// Compiles `spec` for `topology`. Fails only on what no cluster could change (a model name this
+// cluster has never heard of is not an error: the request simply matches no node, and the
+// scheduler reports it as never).
+StatusOr<GangRequest> CompileGang(const job::JobSpec& spec, const cluster::Topology& topology);
+
+// Builds a single-task request directly (simulators and benchmarks).
+GangRequest MakeSingleTaskRequest(const TaskShape& shape, int32_t replicas = 1,
+                                  job::TopologyConstraint topology = {});
+void Fingerprint(GangRequest* request);
+
+}  // namespace hangar::sched

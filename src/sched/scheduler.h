@@ -1,0 +1,61 @@
+// Scheduler::Cycle: one scheduling cycle, the table of contents of Hangar's scheduling.
+//
+//   1. order the queue (queue/)           which job next
+//   2. copy the usage                     plan on a private copy, never on live state
+//   3. for each job in order:
+//        place the whole gang (placement/)  where: all of it or none of it
+//        or explain why not                 never / not now, with the rule and the numbers
+//        reserve for the first blocked job  EASY backfill: later jobs may not delay it
+//   4. return the decisions               the caller commits them, then acts
+//
+// Deterministic: the same Snapshot and `now` give the same Decisions. Not thread-safe: one
+// thread (the state owner, or the simulator) drives a Scheduler.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "sched/placement/gang_placer.h"
+#include "sched/queue/queue_policy.h"
+#include "sched/snapshot.h"
+
+namespace hangar::sched {
+
+enum class BackfillMode : uint8_t {
+  kNone,  // jobs behind a blocked job may still start wherever they fit (no reservation)
+  kEasy,  // the first blocked job reserves nodes; later jobs start only if they do not delay it
+};
+
+struct SchedulerConfig {
+  std::string queue_policy = "priority";
+  std::string placement_policy = "hangar";
+  BackfillMode backfill = BackfillMode::kEasy;
+  // Strict order: nothing starts behind a blocked job (a plain FIFO). Overrides backfill.
+  bool strict_order = false;
+  // At most this many placements per cycle (0: no limit), so a cycle's commit stays short.
+  int max_placements = 0;
+};
+
+class Scheduler {
+ public:
+  // Fails on an unknown policy name, naming the known ones.
+  static StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerConfig& config);
+
+  Decisions Cycle(const Snapshot& snapshot, Time now);
+
+  const SchedulerConfig& config() const { return config_; }
+  const queue::QueuePolicy& queue_policy() const { return *queue_policy_; }
+
+ private:
+  Scheduler(SchedulerConfig config, std::unique_ptr<queue::QueuePolicy> q,
+            std::unique_ptr<placement::NodeScorer> s);
+
+  SchedulerConfig config_;
+  std::unique_ptr<queue::QueuePolicy> queue_policy_;
+  std::unique_ptr<placement::NodeScorer> scorer_;
+  placement::GangPlacer placer_;
+  std::vector<uint32_t> order_;
+};
+
+}  // namespace hangar::sched

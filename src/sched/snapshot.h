@@ -1,0 +1,101 @@
+// What the scheduler sees in one cycle and what it answers. The Snapshot is read-only and holds
+// everything a decision depends on: the scheduler reads no clock, socket or file, so the same
+// Snapshot and time give the same Decisions in the controller, the simulator and the tests.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cluster/usage.h"
+#include "common/time.h"
+#include "job/job_spec.h"
+#include "sched/reason.h"
+#include "sched/request.h"
+
+namespace hangar::sched {
+
+using JobId = uint64_t;
+class WorkloadProfile;
+
+struct PendingJob {
+  JobId id = 0;
+  const GangRequest* request = nullptr;
+  int32_t priority = 0;
+  job::Tier tier = job::Tier::kGuaranteed;
+  uint32_t queue = 0;
+  Time submit = 0;
+  Duration time_limit = 0;       // 0: none; bounds the run time for backfill
+  int64_t attained_service = 0;  // GPU-milliseconds received in earlier runs (LAS ordering)
+  uint64_t seq = 0;              // final tie-break: submission order
+};
+
+struct RunningJob {
+  JobId id = 0;
+  const GangRequest* request = nullptr;
+  const cluster::GangAssignment* assignment = nullptr;
+  int32_t priority = 0;
+  job::Tier tier = job::Tier::kGuaranteed;
+  uint32_t queue = 0;
+  Time start = 0;
+  Time expected_end = kNever;     // start + time limit (or a queue default); kNever if unknown
+  int64_t attained_service = 0;   // GPU-milliseconds including the current run so far
+  Time last_checkpoint = 0;       // work since then is lost if it is preempted
+  Duration min_run_time = 0;      // not preempted before start + min_run_time
+  bool preemptible = true;
+  uint64_t seq = 0;
+};
+
+struct Snapshot {
+  const cluster::ClusterUsage* usage = nullptr;
+  std::span<const PendingJob> pending;
+  std::span<const RunningJob> running;
+  // The owner keeps `pending` in the queue policy's order already (the simulator does); the
+  // cycle then skips sorting.
+  bool pending_presorted = false;
+  // The recent mix of requests, for fragmentation-aware placement; may be null.
+  const WorkloadProfile* profile = nullptr;
+  uint64_t random_seed = 0;
+  // Jobs in `pending` that need no GPU; -1 when unknown. Lets a cycle stop early once no GPU is
+  // free.
+  int32_t cpu_only_pending = -1;
+};
+
+struct Placement {
+  JobId job = 0;
+  uint32_t pending_index = 0;
+  cluster::GangAssignment assignment;
+  cluster::Level locality = cluster::Level::kCluster;
+  bool backfilled = false;  // started ahead of a reserved job
+  std::vector<JobId> preempted;  // victims whose release made room
+};
+
+struct Verdict {
+  JobId job = 0;
+  uint32_t pending_index = 0;
+  Reason reason;
+};
+
+struct Reservation {
+  JobId job = 0;
+  Time start = kNever;  // the shadow time: when the reserved nodes are expected to be free
+  std::vector<uint32_t> nodes;
+};
+
+struct Preemption {
+  JobId victim = 0;
+  JobId for_job = 0;
+  int64_t lost_gpu_ms = 0;  // GPU-milliseconds since the victim's last checkpoint
+  std::string why;
+};
+
+struct Decisions {
+  std::vector<Placement> placements;
+  std::vector<Verdict> waiting;  // one per examined job that was not placed
+  std::vector<Reservation> reservations;
+  std::vector<Preemption> preemptions;
+  uint32_t examined = 0;          // jobs looked at, in order
+  Reason not_examined;            // why jobs after `examined` were not looked at
+};
+
+}  // namespace hangar::sched
