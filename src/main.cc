@@ -1,0 +1,22 @@
+// The one binary: `hangar controller | agent | dev | sim | swarm` and the user commands. Each
+// module registers its own subcommands; this file only wires them together.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "sim/sim_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Hangar: a control plane for multi-node GPU clusters"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("hangar 0.1.0"));
+  int rc = 0;
+  hangar::sim::RegisterSimCommand(app, &rc);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return rc;
+}

@@ -1,0 +1,13 @@
+#include "sim/sim_command.h"
+
+#include "sim/fgd/fgd_command.h"
+
+namespace hangar::sim {
+
+void RegisterSimCommand(CLI::App& app, int* rc) {
+  CLI::App* sim = app.add_subcommand("sim", "Replay traces through the production scheduler");
+  sim->require_subcommand(1);
+  RegisterFgdCommand(*sim, rc);
+}
+
+}  // namespace hangar::sim
