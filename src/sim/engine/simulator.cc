@@ -1,0 +1,205 @@
+#include "sim/engine/simulator.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace hangar::sim {
+
+StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
+    std::shared_ptr<const cluster::Topology> topo, const SimConfig& config) {
+  HANGAR_ASSIGN_OR_RETURN(auto scheduler, sched::Scheduler::Create(config.scheduler));
+  return std::unique_ptr<Simulator>(new Simulator(std::move(topo), config, std::move(scheduler)));
+}
+
+Simulator::Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig config,
+                     std::unique_ptr<sched::Scheduler> scheduler)
+    : topology_(topo), config_(std::move(config)), scheduler_(std::move(scheduler)), usage_(topo) {}
+
+void Simulator::AddJob(SimJob job) { jobs_.push_back(std::move(job)); }
+
+Status Simulator::Run() {
+  const size_t n = jobs_.size();
+  results_.assign(n, {});
+  remaining_.resize(n);
+  attained_.assign(n, 0);
+  epoch_.assign(n, 0);
+  last_rule_.assign(n, sched::Rule::kNone);
+  running_slots_.clear();
+  running_slots_.resize(n);
+  running_pos_.assign(n, SIZE_MAX);
+  index_of_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    remaining_[i] = jobs_[i].runtime;
+    if (!jobs_[i].request) return Status::InvalidArgument("job '" + jobs_[i].name + "' has no request");
+    if (!index_of_.emplace(jobs_[i].id, i).second) {
+      return Status::InvalidArgument("two jobs have id " + std::to_string(jobs_[i].id));
+    }
+  }
+  std::vector<size_t> arrivals(n);
+  std::iota(arrivals.begin(), arrivals.end(), 0);
+  std::stable_sort(arrivals.begin(), arrivals.end(), [&](size_t a, size_t b) {
+    return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit
+                                              : jobs_[a].seq < jobs_[b].seq;
+  });
+  last_account_ = n ? jobs_[arrivals[0]].submit : 0;
+  size_t next = 0;
+  while (true) {
+    while (!completions_.empty() && completions_.top().epoch != epoch_[completions_.top().job]) {
+      completions_.pop();
+    }
+    const bool have_arrival = next < n, have_completion = !completions_.empty();
+    if (!have_arrival && !have_completion) break;
+    Time t = kNever;
+    if (have_arrival) t = jobs_[arrivals[next]].submit;
+    if (have_completion) t = std::min(t, completions_.top().end);
+    AccountBusy(t);
+    while (!completions_.empty() && completions_.top().end <= t) {
+      const Completion c = completions_.top();
+      completions_.pop();
+      if (c.epoch == epoch_[c.job]) Finish(t, c.job);
+    }
+    while (next < n && jobs_[arrivals[next]].submit <= t) Arrive(arrivals[next++]);
+    Cycle(t);
+  }
+  for (const auto& p : pending_) results_[index_of_[p.id]].never = true;
+  return Status::Ok();
+}
+
+void Simulator::AccountBusy(Time now) {
+  if (now > last_account_) busy_gpu_ms_ += allocated_milli_ * (now - last_account_) / 1000;
+  last_account_ = std::max(last_account_, now);
+}
+
+void Simulator::Arrive(size_t j) {
+  const SimJob& job = jobs_[j];
+  sched::PendingJob p;
+  p.id = job.id;
+  p.request = job.request.get();
+  p.priority = job.priority;
+  p.tier = job.tier;
+  p.queue = job.queue;
+  p.submit = job.submit;
+  p.time_limit = job.time_limit;
+  p.attained_service = attained_[j];
+  p.seq = job.seq;
+  const sched::queue::OrderKey key = scheduler_->queue_policy().Key(p);
+  auto it = std::upper_bound(pending_keys_.begin(), pending_keys_.end(), key);
+  const size_t pos = static_cast<size_t>(it - pending_keys_.begin());
+  pending_keys_.insert(it, key);
+  pending_.insert(pending_.begin() + static_cast<ptrdiff_t>(pos), p);
+  if (job.request->total_milli_gpu == 0 && results_[j].preemptions == 0) cpu_only_pending_++;
+}
+
+void Simulator::Cycle(Time now) {
+  if (pending_.empty()) return;
+  for (auto& r : running_jobs_) {
+    const size_t j = index_of_[r.id];
+    r.attained_service = attained_[j] + running_slots_[j]->milli * (now - r.start) / 1000;
+  }
+  sched::Snapshot snap;
+  snap.usage = &usage_;
+  snap.pending = pending_;
+  snap.running = running_jobs_;
+  snap.pending_presorted = true;
+  snap.random_seed = config_.seed;
+  snap.cpu_only_pending = cpu_only_pending_;
+  sched::Decisions d = scheduler_->Cycle(snap, now);
+  ++cycles_;
+  std::vector<size_t> requeue;
+  for (const auto& p : d.preemptions) Preempt(now, p, &requeue);
+  std::vector<size_t> started;
+  for (const auto& p : d.placements) Start(now, p, &started);
+  if (!started.empty()) {
+    std::vector<uint8_t> gone(pending_.size(), 0);
+    for (size_t pos : started) gone[pos] = 1;
+    size_t w = 0;
+    for (size_t r = 0; r < pending_.size(); ++r) {
+      if (gone[r]) continue;
+      pending_[w] = pending_[r];
+      pending_keys_[w] = pending_keys_[r];
+      ++w;
+    }
+    pending_.resize(w);
+    pending_keys_.resize(w);
+  }
+  for (size_t j : requeue) Arrive(j);  // after the placements: their indices name old positions
+  if (observer_.on_wait) {
+    for (const auto& v : d.waiting) {
+      const size_t j = index_of_[v.job];
+      if (last_rule_[j] != v.reason.rule) {
+        last_rule_[j] = v.reason.rule;
+        observer_.on_wait(now, jobs_[j], v.reason);
+      }
+    }
+  }
+  if (observer_.on_cycle) observer_.on_cycle(now, allocated_milli_, pending_.size());
+}
+
+void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* started) {
+  const size_t j = index_of_[p.job];
+  auto run = std::make_unique<Running>();
+  run->job = j;
+  run->start = now;
+  run->end = now + remaining_[j];
+  run->assignment = p.assignment;
+  run->milli = p.assignment.TotalMilliGpu(*topology_);
+  Status s = usage_.Allocate(run->assignment);
+  if (!s.ok()) return;  // cannot happen: the cycle planned on a copy of this usage
+  allocated_milli_ += run->milli;
+  completions_.push({run->end, j, epoch_[j]});
+  results_[j].first_start = std::min(results_[j].first_start, now);
+  if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_--;
+  sched::RunningJob r;
+  r.id = jobs_[j].id;
+  r.request = jobs_[j].request.get();
+  r.assignment = &run->assignment;
+  r.priority = jobs_[j].priority;
+  r.tier = jobs_[j].tier;
+  r.queue = jobs_[j].queue;
+  r.start = now;
+  r.expected_end = jobs_[j].time_limit > 0 ? now + jobs_[j].time_limit : kNever;
+  r.attained_service = attained_[j];
+  r.last_checkpoint = now;
+  r.seq = jobs_[j].seq;
+  running_pos_[j] = running_jobs_.size();
+  running_jobs_.push_back(r);
+  running_slots_[j] = std::move(run);
+  started->push_back(p.pending_index);
+  if (observer_.on_start) observer_.on_start(now, jobs_[j], p);
+}
+
+void Simulator::Finish(Time now, size_t j) {
+  Release(now, j);
+  remaining_[j] = 0;
+  results_[j].end = now;
+  if (observer_.on_finish) observer_.on_finish(now, jobs_[j]);
+}
+
+void Simulator::Release(Time now, size_t j) {
+  Running& run = *running_slots_[j];
+  usage_.Release(run.assignment);
+  allocated_milli_ -= run.milli;
+  attained_[j] += run.milli * (now - run.start) / 1000;
+  const size_t pos = running_pos_[j];
+  running_jobs_[pos] = running_jobs_.back();
+  running_pos_[index_of_[running_jobs_[pos].id]] = pos;
+  running_jobs_.pop_back();
+  running_pos_[j] = SIZE_MAX;
+  running_slots_[j].reset();
+}
+
+void Simulator::Preempt(Time now, const sched::Preemption& p, std::vector<size_t>* requeue) {
+  auto it = index_of_.find(p.victim);
+  if (it == index_of_.end() || !running_slots_[it->second]) return;
+  const size_t j = it->second;
+  const Duration left = running_slots_[j]->end - now;
+  Release(now, j);
+  results_[j].preemptions++;
+  remaining_[j] = left + config_.restore_cost;
+  epoch_[j]++;
+  if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
+  if (observer_.on_preempt) observer_.on_preempt(now, jobs_[j], p);
+  requeue->push_back(j);
+}
+
+}  // namespace hangar::sim

@@ -1,0 +1,129 @@
+// A discrete-event simulator that drives the production Scheduler::Cycle -- the same code the
+// controller runs, not a copy of any policy. Jobs arrive at their submit times, start when a
+// cycle places them, and finish after their run time; a preempted job goes back to the queue and
+// pays a restore cost when it runs again.
+//
+// Single-threaded; one Simulator per cluster partition.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <unordered_map>
+#include <string>
+#include <vector>
+
+#include "cluster/usage.h"
+#include "sched/scheduler.h"
+
+namespace hangar::sim {
+
+struct SimJob {
+  sched::JobId id = 0;
+  std::string name;
+  std::shared_ptr<const sched::GangRequest> request;
+  Time submit = 0;
+  Duration runtime = 0;     // how long it really runs (the scheduler is not told)
+  Duration time_limit = 0;  // what the scheduler is told (0: nothing)
+  int32_t priority = 0;
+  uint32_t queue = 0;
+  job::Tier tier = job::Tier::kGuaranteed;
+  uint64_t seq = 0;  // tie-break: the trace's row
+};
+
+struct SimJobResult {
+  Time first_start = kNever;
+  Time end = kNever;
+  int preemptions = 0;
+  bool never = false;  // the cluster can never hold it
+};
+
+struct SimConfig {
+  sched::SchedulerConfig scheduler;
+  Duration restore_cost = 30 * kSecond;  // added to a preempted job's remaining run time
+  uint64_t seed = 1;
+};
+
+// What happened, for golden tests and reports. All callbacks are optional.
+struct SimObserver {
+  std::function<void(Time, const SimJob&, const sched::Placement&)> on_start;
+  std::function<void(Time, const SimJob&)> on_finish;
+  std::function<void(Time, const SimJob&, const sched::Reason&)> on_wait;  // when the reason changes
+  std::function<void(Time, const SimJob&, const sched::Preemption&)> on_preempt;
+  // After each cycle: allocated milli-GPU and pending jobs.
+  std::function<void(Time, int64_t allocated_milli, size_t pending)> on_cycle;
+};
+
+class Simulator {
+ public:
+  // Fails when the scheduler configuration names an unknown policy.
+  static StatusOr<std::unique_ptr<Simulator>> Create(std::shared_ptr<const cluster::Topology> topo,
+                                                     const SimConfig& config);
+
+  // Jobs may be added in any order before Run().
+  void AddJob(SimJob job);
+  void set_observer(SimObserver o) { observer_ = std::move(o); }
+  // Runs until every job has finished or is known never to fit.
+  Status Run();
+
+  const std::vector<SimJob>& jobs() const { return jobs_; }
+  const std::vector<SimJobResult>& results() const { return results_; }
+  int64_t cycles() const { return cycles_; }
+  // GPU-milliseconds allocated over the run, and the span it covers (first submit to last end).
+  int64_t busy_gpu_ms() const { return busy_gpu_ms_; }
+  const cluster::Topology& topology() const { return *topology_; }
+
+ private:
+  Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig config,
+            std::unique_ptr<sched::Scheduler> scheduler);
+
+  struct Running {
+    size_t job;
+    Time start;
+    Time end;
+    cluster::GangAssignment assignment;
+    int64_t milli;
+  };
+  struct Completion {
+    Time end;
+    size_t job;
+    uint64_t epoch;  // stale after a preemption
+    bool operator>(const Completion& o) const { return end != o.end ? end > o.end : job > o.job; }
+  };
+
+  void Arrive(size_t job);
+  void Cycle(Time now);
+  void Start(Time now, const sched::Placement& p, std::vector<size_t>* started);
+  void Finish(Time now, size_t job);
+  void Release(Time now, size_t job);  // frees its resources and forgets it is running
+  void Preempt(Time now, const sched::Preemption& p, std::vector<size_t>* requeue);
+  void AccountBusy(Time now);
+
+  std::shared_ptr<const cluster::Topology> topology_;
+  SimConfig config_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  cluster::ClusterUsage usage_;
+  SimObserver observer_;
+
+  std::vector<SimJob> jobs_;
+  std::vector<SimJobResult> results_;
+  std::vector<Duration> remaining_;        // run time left (plus restore costs)
+  std::vector<int64_t> attained_;          // GPU-ms received so far
+  std::vector<uint64_t> epoch_;
+  std::vector<sched::Rule> last_rule_;
+  std::vector<sched::PendingJob> pending_;  // kept in the queue policy's order
+  std::vector<sched::queue::OrderKey> pending_keys_;
+  std::vector<std::unique_ptr<Running>> running_slots_;  // by job index; null when not running
+  std::vector<sched::RunningJob> running_jobs_;          // what the scheduler sees
+  std::vector<size_t> running_pos_;                      // job index -> position in running_jobs_
+  std::unordered_map<sched::JobId, size_t> index_of_;
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
+  int64_t cycles_ = 0;
+  int64_t busy_gpu_ms_ = 0;
+  int64_t allocated_milli_ = 0;
+  Time last_account_ = 0;
+  int32_t cpu_only_pending_ = 0;
+};
+
+}  // namespace hangar::sim
