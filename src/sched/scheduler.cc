@@ -7,7 +7,9 @@
 namespace hangar::sched {
 
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& config) {
-  HANGAR_ASSIGN_OR_RETURN(auto q, queue::MakeQueuePolicy(config.queue_policy));
+  queue::QueueParams params;
+  params.las_thresholds = config.preemption.las_thresholds;
+  HANGAR_ASSIGN_OR_RETURN(auto q, queue::MakeQueuePolicy(config.queue_policy, params));
   HANGAR_ASSIGN_OR_RETURN(auto s, placement::MakeScorer(config.placement_policy));
   return std::unique_ptr<Scheduler>(new Scheduler(config, std::move(q), std::move(s)));
 }
@@ -16,10 +18,8 @@ Scheduler::Scheduler(SchedulerConfig config, std::unique_ptr<queue::QueuePolicy>
                      std::unique_ptr<placement::NodeScorer> s)
     : config_(std::move(config)), queue_policy_(std::move(q)), scorer_(std::move(s)) {}
 
-namespace {
-
 // What the cycle knows so far: the reservation, and the request shapes that already failed.
-struct CycleState {
+struct Scheduler::CycleState {
   bool reserved = false;
   Reservation reservation;
   std::vector<uint8_t> reserved_nodes;
@@ -27,7 +27,21 @@ struct CycleState {
   std::unordered_map<uint64_t, Reason> never;   // fingerprint -> never-reason or kNone
   JobId first_blocked = 0;
   bool blocked = false;
+  std::vector<uint8_t> preempted;  // per running job: already a victim this cycle
+  int victims = 0;
 };
+
+namespace {
+
+// What makes two jobs of one shape differ for preemption: their rank.
+int64_t PreemptionRank(const PreemptionConfig& cfg, const PendingJob& job) {
+  switch (cfg.mode) {
+    case PreemptionMode::kNone: return 0;
+    case PreemptionMode::kPriority: return job.priority * 2 + (job.tier == job::Tier::kGuaranteed);
+    case PreemptionMode::kLas: return ServiceLevel(cfg.las_thresholds, job.attained_service);
+  }
+  return 0;
+}
 
 bool NoGpuLeft(const cluster::ClusterUsage& u) {
   const auto& all = u.domain(cluster::Level::kCluster, 0);
@@ -39,6 +53,43 @@ bool NoGpuLeft(const cluster::ClusterUsage& u) {
 }
 
 }  // namespace
+
+bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t idx, Time now,
+                           cluster::ClusterUsage* work, CycleState* st, Decisions* out) {
+  const PreemptionConfig& cfg = config_.preemption;
+  if (cfg.mode == PreemptionMode::kNone) return false;
+  if (cfg.max_victims_per_cycle > 0 && st->victims >= cfg.max_victims_per_cycle) return false;
+  placement::PlaceOptions opts{scorer_.get(), snap.profile, nullptr, snap.random_seed};
+  PreemptionPlan plan =
+      PlanPreemption(cfg, *work, snap.running, st->preempted, job, placer_, opts, now);
+  if (!plan.found) return false;
+  Placement p;
+  p.job = job.id;
+  p.pending_index = idx;
+  p.assignment = std::move(plan.placement.assignment);
+  p.locality = plan.placement.locality;
+  for (size_t v : plan.victims) {
+    const RunningJob& victim = snap.running[v];
+    st->preempted[v] = 1;
+    st->victims++;
+    p.preempted.push_back(victim.id);
+    Preemption pre;
+    pre.victim = victim.id;
+    pre.for_job = job.id;
+    pre.lost_gpu_ms = victim.assignment->TotalMilliGpu(work->topology()) *
+                      std::max<Time>(0, now - std::max(victim.start, victim.last_checkpoint)) / 1000;
+    pre.why = cfg.mode == PreemptionMode::kLas
+                  ? "job " + std::to_string(job.id) + " has received less service (level " +
+                        std::to_string(ServiceLevel(cfg.las_thresholds, job.attained_service)) +
+                        " vs " +
+                        std::to_string(ServiceLevel(cfg.las_thresholds, victim.attained_service)) + ")"
+                  : "job " + std::to_string(job.id) + " (priority " + std::to_string(job.priority) +
+                        ") outranks it (priority " + std::to_string(victim.priority) + ")";
+    out->preemptions.push_back(std::move(pre));
+  }
+  out->placements.push_back(std::move(p));
+  return true;
+}
 
 Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   Decisions out;
@@ -53,6 +104,7 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   cluster::ClusterUsage work = *snap.usage;
   CycleState st;
   st.reserved_nodes.assign(work.topology().nodes().size(), 0);
+  st.preempted.assign(snap.running.size(), 0);
   placement::PlaceOptions opts{scorer_.get(), snap.profile, nullptr, snap.random_seed};
   bool gpus_exhausted = false;
 
@@ -64,7 +116,8 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
       out.not_examined = {Rule::kNotNowNotExamined};
       break;
     }
-    if (gpus_exhausted && snap.cpu_only_pending == 0) {
+    if (gpus_exhausted && snap.cpu_only_pending == 0 &&
+        config_.preemption.mode == PreemptionMode::kNone) {
       out.not_examined = {Rule::kNotNowNotExamined};
       break;
     }
@@ -80,7 +133,8 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
     const bool may_use_reserved =
         !st.reserved || (job.time_limit > 0 && st.reservation.start != kNever &&
                          now + job.time_limit <= st.reservation.start);
-    const uint64_t key = req.fingerprint * 2 + (may_use_reserved ? 1 : 0);
+    const uint64_t key = (req.fingerprint * 2 + (may_use_reserved ? 1 : 0)) * 31 +
+                         static_cast<uint64_t>(PreemptionRank(config_.preemption, job));
     Reason why;
     auto seen = st.failed.find(key);
     if (seen != st.failed.end()) {
@@ -103,6 +157,7 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
       if (nv == st.never.end()) {
         nv = st.never.emplace(req.fingerprint, placement::CheckNever(work.topology(), req)).first;
       }
+      if (nv->second.rule == Rule::kNone && TryPreempt(snap, job, idx, now, &work, &st, &out)) continue;
       why = nv->second.rule != Rule::kNone ? nv->second : placement::ExplainNotNow(work, req, opts);
       if (why.rule == Rule::kNotNowReserved) {
         why.other = st.reservation.job;

@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "sched/placement/gang_placer.h"
+#include "sched/preemption.h"
 #include "sched/queue/queue_policy.h"
 #include "sched/snapshot.h"
 
@@ -35,6 +36,7 @@ struct SchedulerConfig {
   bool strict_order = false;
   // At most this many placements per cycle (0: no limit), so a cycle's commit stays short.
   int max_placements = 0;
+  PreemptionConfig preemption;
 };
 
 class Scheduler {
@@ -50,6 +52,10 @@ class Scheduler {
  private:
   Scheduler(SchedulerConfig config, std::unique_ptr<queue::QueuePolicy> q,
             std::unique_ptr<placement::NodeScorer> s);
+  struct CycleState;
+  // Places `job` by preempting running gangs it outranks, if the policy allows and it helps.
+  bool TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t idx, Time now,
+                  cluster::ClusterUsage* work, CycleState* st, Decisions* out);
 
   SchedulerConfig config_;
   std::unique_ptr<queue::QueuePolicy> queue_policy_;

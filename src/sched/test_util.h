@@ -90,12 +90,29 @@ class MiniCluster {
   Decisions Step(Time now) {
     Finish(now);
     std::vector<RunningJob> running;
-    for (auto& [id, r] : running_) running.push_back(r.job);
+    for (auto& [id, r] : running_) {
+      r.job.attained_service = r.assignment->TotalMilliGpu(*topo_) * (now - r.job.start) / 1000;
+      running.push_back(r.job);
+    }
     Snapshot snap;
     snap.usage = &usage_;
     snap.pending = pending_;
     snap.running = running;
     Decisions d = sched_->Cycle(snap, now);
+    std::vector<PendingJob> requeued;
+    for (const auto& pre : d.preemptions) {
+      auto it = running_.find(pre.victim);
+      if (it == running_.end()) continue;
+      usage_.Release(*it->second.assignment);
+      PendingJob p;
+      p.id = pre.victim;
+      p.request = it->second.job.request;
+      p.submit = now;
+      p.seq = pre.victim;
+      p.attained_service = it->second.job.attained_service;
+      requeued.push_back(p);
+      running_.erase(it);
+    }
     std::vector<JobId> started;
     for (auto& p : d.placements) {
       const PendingJob& pj = pending_[p.pending_index];
@@ -115,6 +132,7 @@ class MiniCluster {
     std::erase_if(pending_, [&](const PendingJob& p) {
       return std::find(started.begin(), started.end(), p.id) != started.end();
     });
+    pending_.insert(pending_.end(), requeued.begin(), requeued.end());
     return d;
   }
 

@@ -35,10 +35,20 @@ class ShortestJobFirstPolicy final : public QueuePolicy {
 
 class LeastAttainedServicePolicy final : public QueuePolicy {
  public:
+  explicit LeastAttainedServicePolicy(std::vector<int64_t> thresholds)
+      : thresholds_(std::move(thresholds)) {}
   std::string_view name() const override { return "las"; }
   OrderKey Key(const PendingJob& j) const override {
-    return {j.attained_service, j.submit, static_cast<int64_t>(j.seq), static_cast<int64_t>(j.id)};
+    int64_t level = j.attained_service;
+    if (!thresholds_.empty()) {
+      level = 0;
+      while (level < static_cast<int64_t>(thresholds_.size()) && j.attained_service >= thresholds_[level]) ++level;
+    }
+    return {level, j.submit, static_cast<int64_t>(j.seq), static_cast<int64_t>(j.id)};
   }
+
+ private:
+  std::vector<int64_t> thresholds_;
 };
 
 }  // namespace
@@ -48,11 +58,14 @@ const std::vector<std::string_view>& QueuePolicyNames() {
   return names;
 }
 
-StatusOr<std::unique_ptr<QueuePolicy>> MakeQueuePolicy(std::string_view name) {
+StatusOr<std::unique_ptr<QueuePolicy>> MakeQueuePolicy(std::string_view name,
+                                                       const QueueParams& params) {
   if (name == "priority") return std::unique_ptr<QueuePolicy>(new PriorityPolicy());
   if (name == "fifo") return std::unique_ptr<QueuePolicy>(new FifoPolicy());
   if (name == "sjf") return std::unique_ptr<QueuePolicy>(new ShortestJobFirstPolicy());
-  if (name == "las") return std::unique_ptr<QueuePolicy>(new LeastAttainedServicePolicy());
+  if (name == "las") {
+    return std::unique_ptr<QueuePolicy>(new LeastAttainedServicePolicy(params.las_thresholds));
+  }
   std::string known;
   for (auto n : QueuePolicyNames()) known += (known.empty() ? "" : ", ") + std::string(n);
   return Status::InvalidArgument("unknown queue policy '" + std::string(name) +

@@ -28,11 +28,17 @@ class QueuePolicy {
   virtual OrderKey Key(const PendingJob& job) const = 0;
 };
 
+struct QueueParams {
+  std::vector<int64_t> las_thresholds;  // GPU-ms service levels for "las" (empty: continuous)
+};
+
 // "priority": higher priority first, then earlier submission (the default).
 // "fifo": earlier submission first, whatever the priority.
 // "sjf": shortest time limit first (jobs without one last), then submission.
-// "las": least attained service first (Tiresias), then submission.
-StatusOr<std::unique_ptr<QueuePolicy>> MakeQueuePolicy(std::string_view name);
+// "las": least attained service first (Tiresias): by service level when thresholds are given,
+//        then submission.
+StatusOr<std::unique_ptr<QueuePolicy>> MakeQueuePolicy(std::string_view name,
+                                                       const QueueParams& params = {});
 const std::vector<std::string_view>& QueuePolicyNames();
 
 // Indices into `jobs` in policy order; ties broken by seq then id, so the order is total.

@@ -1,0 +1,103 @@
+#include "sched/preemption.h"
+
+#include <algorithm>
+
+namespace hangar::sched {
+
+int ServiceLevel(const std::vector<int64_t>& thresholds, int64_t attained) {
+  int level = 0;
+  while (level < static_cast<int>(thresholds.size()) && attained >= thresholds[level]) ++level;
+  return level;
+}
+
+bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJob& victim, Time now) {
+  if (!victim.preemptible || !victim.assignment) return false;
+  if (now < victim.start + victim.min_run_time) return false;
+  switch (cfg.mode) {
+    case PreemptionMode::kNone: return false;
+    case PreemptionMode::kPriority:
+      if (job.tier != job::Tier::kGuaranteed) return false;
+      return victim.tier == job::Tier::kOpportunistic || victim.priority < job.priority;
+    case PreemptionMode::kLas:
+      return ServiceLevel(cfg.las_thresholds, job.attained_service) <
+             ServiceLevel(cfg.las_thresholds, victim.attained_service);
+  }
+  return false;
+}
+
+namespace {
+
+// GPU-milliseconds a victim would lose: its GPUs times the time since its last checkpoint.
+int64_t LostWork(const RunningJob& r, const cluster::Topology& t, Time now) {
+  return r.assignment->TotalMilliGpu(t) * std::max<Time>(0, now - std::max(r.start, r.last_checkpoint)) / 1000;
+}
+
+}  // namespace
+
+PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage& work,
+                              std::span<const RunningJob> running, const std::vector<uint8_t>& taken,
+                              const PendingJob& job, placement::GangPlacer& placer,
+                              const placement::PlaceOptions& opts, Time now) {
+  PreemptionPlan plan;
+  const GangRequest& req = *job.request;
+  struct Candidate {
+    size_t index;
+    int level;
+    int64_t lost;
+  };
+  std::vector<Candidate> candidates;
+  int64_t could_free = 0;
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (taken[i] || !Outranks(cfg, job, running[i], now)) continue;
+    const int level = cfg.mode == PreemptionMode::kLas
+                          ? ServiceLevel(cfg.las_thresholds, running[i].attained_service)
+                          : -running[i].priority;
+    candidates.push_back({i, level, LostWork(running[i], work.topology(), now)});
+    could_free += running[i].assignment->TotalMilliGpu(work.topology());
+  }
+  const auto& all = work.domain(cluster::Level::kCluster, 0);
+  if (candidates.empty() || all.free_milli + could_free < req.total_milli_gpu) return plan;
+  // The least favoured first, then the least work lost, then the youngest.
+  std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.level != b.level) return a.level > b.level;
+    if (a.lost != b.lost) return a.lost < b.lost;
+    return running[a.index].start > running[b.index].start;
+  });
+  cluster::ClusterUsage trial = work;
+  std::vector<size_t> released;
+  for (const Candidate& c : candidates) {
+    trial.Release(*running[c.index].assignment);
+    released.push_back(c.index);
+    const auto& agg = trial.domain(cluster::Level::kCluster, 0);
+    if (agg.free_whole < req.total_whole_gpus || agg.free_milli < req.total_milli_gpu) continue;
+    placement::PlaceResult r = placer.Place(trial, req, opts);
+    if (!r.placed) continue;
+    trial.Release(r.assignment);
+    // Keep only the victims the placement actually needed: a victim none of whose nodes the
+    // job uses is given back.
+    std::vector<uint8_t> used(work.topology().nodes().size(), 0);
+    for (const auto& t : r.assignment.tasks) used[t.node] = 1;
+    for (size_t v : released) {
+      bool needed = false;
+      for (const auto& t : running[v].assignment->tasks) needed = needed || used[t.node];
+      if (needed) plan.victims.push_back(v);
+    }
+    for (size_t v : plan.victims) work.Release(*running[v].assignment);
+    plan.placement = placer.Place(work, req, opts);
+    if (!plan.placement.placed) {  // the trimmed set was not enough: take every one released
+      for (size_t v : plan.victims) (void)work.Allocate(*running[v].assignment);
+      plan.victims = released;
+      for (size_t v : plan.victims) work.Release(*running[v].assignment);
+      plan.placement = placer.Place(work, req, opts);
+    }
+    plan.found = plan.placement.placed;
+    if (!plan.found) {
+      for (size_t v : plan.victims) (void)work.Allocate(*running[v].assignment);
+      plan.victims.clear();
+    }
+    return plan;
+  }
+  return plan;
+}
+
+}  // namespace hangar::sched
