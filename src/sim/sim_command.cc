@@ -1,6 +1,7 @@
 #include "sim/sim_command.h"
 
 #include "sim/fgd/fgd_command.h"
+#include "sim/replay/replay_command.h"
 
 namespace hangar::sim {
 
@@ -8,6 +9,7 @@ void RegisterSimCommand(CLI::App& app, int* rc) {
   CLI::App* sim = app.add_subcommand("sim", "Replay traces through the production scheduler");
   sim->require_subcommand(1);
   RegisterFgdCommand(*sim, rc);
+  RegisterReplayCommand(*sim, rc);
 }
 
 }  // namespace hangar::sim

@@ -1,0 +1,113 @@
+#include "sim/replay/replay_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cluster/cluster_yaml.h"
+#include "sim/replay/replay.h"
+
+namespace hangar::sim {
+namespace {
+
+struct ReplayArgs {
+  std::string trace, format = "hangar", cluster, philly_vcs, from, to, policy, json, restore = "30s";
+  double load = 1.0;
+  int threads = 2;
+};
+
+StatusOr<std::vector<TraceJob>> ReadTrace(const ReplayArgs& a) {
+  if (a.format == "hangar") return ReadHangarTrace(a.trace);
+  if (a.format == "philly") return ReadPhillyTrace(a.trace);
+  return Status::InvalidArgument("--format must be hangar or philly, not '" + a.format + "'");
+}
+
+StatusOr<std::vector<ClusterPartition>> Partitions(const ReplayArgs& a) {
+  if (a.cluster.empty() == a.philly_vcs.empty()) {
+    return Status::InvalidArgument("give exactly one of --cluster cluster.yaml or --philly-vcs philly_vc_nodes.csv");
+  }
+  std::vector<ClusterPartition> out;
+  if (!a.cluster.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(auto file, cluster::LoadClusterFile(a.cluster));
+    out.push_back({"", file.topology});
+    return out;
+  }
+  HANGAR_ASSIGN_OR_RETURN(auto vcs, ReadPhillyPartitions(a.philly_vcs));
+  for (const auto& vc : vcs) out.push_back({vc.name, UniformCluster(vc.name, vc.nodes)});
+  return out;
+}
+
+Status Run(const ReplayArgs& a) {
+  ReplayOptions opt;
+  HANGAR_ASSIGN_OR_RETURN(opt.policy, MakeReplayPolicy(a.policy));
+  HANGAR_ASSIGN_OR_RETURN(opt.restore_cost, ParseDuration(a.restore));
+  opt.load = a.load;
+  opt.threads = a.threads;
+  if (!a.from.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(opt.from, ParseUtcTimestamp(a.from));
+  }
+  if (!a.to.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(opt.to, ParseUtcTimestamp(a.to));
+  }
+  HANGAR_ASSIGN_OR_RETURN(auto partitions, Partitions(a));
+  HANGAR_ASSIGN_OR_RETURN(auto jobs, ReadTrace(a));
+  HANGAR_ASSIGN_OR_RETURN(ReplayResult r, RunReplay(std::move(jobs), partitions, opt));
+  nlohmann::json out = ReplayMetrics(r);
+  out["policy"] = a.policy;
+  out["trace"] = a.trace;
+  out["load"] = a.load;
+  out["from"] = a.from;
+  out["to"] = a.to;
+  out["restore_cost_s"] = opt.restore_cost / 1000.0;
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const auto& s : r.timeline) timeline.push_back({{"t_s", (s.t - r.first_submit) / 1000.0}, {"gpu_util_pct", s.gpu_util_pct}, {"pending", s.pending}});
+  out["timeline"] = timeline;
+  std::vector<double> jct;
+  for (const auto& o : r.done) jct.push_back((o.end - o.submit) / 1000.0);
+  std::sort(jct.begin(), jct.end());
+  nlohmann::json cdf = nlohmann::json::array();
+  for (int i = 0; i <= 200 && !jct.empty(); ++i) {
+    const size_t k = std::min(jct.size() - 1, static_cast<size_t>(i * (jct.size() - 1) / 200));
+    cdf.push_back({{"jct_s", jct[k]}, {"fraction", static_cast<double>(k + 1) / jct.size()}});
+  }
+  out["jct_cdf"] = cdf;
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    if (!f) return Status::InvalidArgument("cannot write " + a.json);
+    f << out.dump(2) << "\n";
+  }
+  std::printf("%s: %lld jobs (%lld never fit), avg JCT %.0f s, p50 %.0f s, p99 %.0f s, avg queue %.0f s, "
+              "GPU util %.1f%%, %lld preemptions; %lld cycles in %.3f s\n",
+              a.policy.c_str(), static_cast<long long>(r.done.size()), static_cast<long long>(r.never),
+              out["avg_jct_s"].get<double>(), out["p50_jct_s"].get<double>(), out["p99_jct_s"].get<double>(),
+              out["avg_queue_s"].get<double>(), out["gpu_util_pct"].get<double>(),
+              static_cast<long long>(out["preemptions"].get<int64_t>()), static_cast<long long>(r.cycles), r.wall_s);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterReplayCommand(CLI::App& sim, int* rc) {
+  auto args = std::make_shared<ReplayArgs>();
+  CLI::App* c = sim.add_subcommand("replay", "Replay a trace in time through the production scheduler");
+  c->add_option("--trace", args->trace, "Trace file")->required();
+  c->add_option("--format", args->format, "hangar | philly")->capture_default_str();
+  c->add_option("--cluster", args->cluster, "cluster.yaml to replay on");
+  c->add_option("--philly-vcs", args->philly_vcs, "philly_vc_nodes.csv: one partition per virtual cluster");
+  c->add_option("--from", args->from, "First submit day (YYYY-MM-DD), included");
+  c->add_option("--to", args->to, "Last submit day (YYYY-MM-DD), included");
+  c->add_option("--load", args->load, "Divide the gaps between arrivals by F")->capture_default_str();
+  c->add_option("--policy", args->policy, "fifo | fifo-backfill | sjf-oracle | las | hangar")->required();
+  c->add_option("--restore-cost", args->restore, "Added to a preempted job's run time")->capture_default_str();
+  c->add_option("--threads", args->threads, "Partitions replayed in parallel")->capture_default_str();
+  c->add_option("--json", args->json, "Write the metrics here");
+  c->callback([args, rc] {
+    Status s = Run(*args);
+    if (!s.ok()) {
+      std::fprintf(stderr, "hangar sim replay: %s\n", s.message().c_str());
+      *rc = 2;
+    }
+  });
+}
+
+}  // namespace hangar::sim

@@ -1,0 +1,213 @@
+#include "sim/replay/trace.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "common/units.h"
+
+namespace hangar::sim {
+namespace {
+
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : line) {
+    if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+template <typename T>
+bool ParseNumber(const std::string& s, T* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// Seconds as a decimal number to milliseconds.
+bool ParseSeconds(const std::string& s, Duration* out) {
+  double v = 0;
+  if (!ParseNumber(s, &v) || v < 0) return false;
+  *out = static_cast<Duration>(v * 1000 + 0.5);
+  return true;
+}
+
+class CsvFile {
+ public:
+  static StatusOr<CsvFile> Open(const std::string& path) {
+    CsvFile f;
+    f.path_ = path;
+    f.in_.open(path);
+    if (!f.in_) return Status::NotFound(path + ": cannot open the trace; check the path");
+    return f;
+  }
+  // Next non-blank, non-comment line; false at the end.
+  bool Next(std::vector<std::string>* fields) {
+    std::string line;
+    while (std::getline(in_, line)) {
+      ++line_;
+      if (Trim(line).empty() || line[0] == '#') continue;
+      *fields = SplitCsv(line);
+      return true;
+    }
+    return false;
+  }
+  Status Error(const std::string& what) const {
+    return Status::InvalidArgument(path_ + ":" + std::to_string(line_) + ": " + what);
+  }
+  int line() const { return line_; }
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+  int line_ = 0;
+};
+
+constexpr const char* kHangarColumns =
+    "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,time_limit";
+
+Status ParseHangarRow(const CsvFile& f, const std::vector<std::string>& v, TraceJob* j) {
+  if (v.size() != 12) {
+    return f.Error("expected 12 columns (" + std::string(kHangarColumns) + "), found " + std::to_string(v.size()));
+  }
+  std::string submit = Trim(v[0]);
+  if (!ParseSeconds(submit, &j->submit)) {
+    auto t = ParseUtcTimestamp(submit);
+    if (!t.ok()) return f.Error("submit '" + submit + "' is neither seconds nor a YYYY-MM-DD HH:MM:SS time");
+    j->submit = *t;
+  }
+  if (!ParseSeconds(Trim(v[1]), &j->runtime)) return f.Error("duration '" + v[1] + "' must be seconds >= 0");
+  if (!ParseNumber(Trim(v[2]), &j->replicas) || j->replicas < 1) return f.Error("replicas '" + v[2] + "' must be a whole number >= 1");
+  if (!ParseNumber(Trim(v[3]), &j->gpus_per_replica) || j->gpus_per_replica < 0 || j->gpus_per_replica > 64) {
+    return f.Error("gpus_per_replica '" + v[3] + "' must be 0 to 64");
+  }
+  if (!ParseNumber(Trim(v[4]), &j->milli_gpu) || j->milli_gpu < 1 || j->milli_gpu > 1000) {
+    return f.Error("milli_gpu '" + v[4] + "' must be 1 to 1000 (1000 = whole GPUs)");
+  }
+  if (j->milli_gpu < 1000 && j->gpus_per_replica != 1) {
+    return f.Error("a share of a GPU (milli_gpu < 1000) needs gpus_per_replica = 1");
+  }
+  std::string models = Trim(v[5]);
+  for (size_t b = 0; b < models.size();) {
+    size_t e = models.find('|', b);
+    if (e == std::string::npos) e = models.size();
+    if (e > b) j->gpu_models.push_back(models.substr(b, e - b));
+    b = e + 1;
+  }
+  if (!Trim(v[6]).empty()) {
+    auto cpu = ParseMilliCpu(Trim(v[6]));
+    if (!cpu.ok()) return f.Error("cpu: " + cpu.status().message());
+    j->milli_cpu = *cpu;
+  }
+  if (!Trim(v[7]).empty()) {
+    auto mem = ParseMemoryMiB(Trim(v[7]));
+    if (!mem.ok()) return f.Error("memory: " + mem.status().message());
+    j->memory_mib = *mem;
+  }
+  if (!Trim(v[8]).empty()) j->queue = Trim(v[8]);
+  if (!Trim(v[9]).empty() && !ParseNumber(Trim(v[9]), &j->priority)) return f.Error("priority '" + v[9] + "' must be a whole number");
+  const std::string tier = Trim(v[10]);
+  if (tier == "opportunistic") j->tier = job::Tier::kOpportunistic;
+  else if (!tier.empty() && tier != "guaranteed") return f.Error("tier '" + tier + "' must be guaranteed or opportunistic");
+  if (!Trim(v[11]).empty() && !ParseSeconds(Trim(v[11]), &j->time_limit)) {
+    return f.Error("time_limit '" + v[11] + "' must be seconds (or empty for none)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<TraceJob>> ReadHangarTrace(const std::string& path) {
+  HANGAR_ASSIGN_OR_RETURN(CsvFile f, CsvFile::Open(path));
+  std::vector<std::string> v;
+  if (!f.Next(&v)) return f.Error("the trace is empty; the first line must be the header: " + std::string(kHangarColumns));
+  std::string header;
+  for (size_t i = 0; i < v.size(); ++i) header += (i ? "," : "") + Trim(v[i]);
+  if (header != kHangarColumns) return f.Error("the header must be: " + std::string(kHangarColumns));
+  std::vector<TraceJob> jobs;
+  while (f.Next(&v)) {
+    TraceJob j;
+    j.row = static_cast<uint64_t>(f.line());
+    HANGAR_RETURN_IF_ERROR(ParseHangarRow(f, v, &j));
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+StatusOr<std::vector<TraceJob>> ReadPhillyTrace(const std::string& path) {
+  HANGAR_ASSIGN_OR_RETURN(CsvFile f, CsvFile::Open(path));
+  std::vector<std::string> v;
+  if (!f.Next(&v) || v.size() != 5 || Trim(v[0]) != "timestamp") {
+    return f.Error("a Philly trace starts with the header timestamp,duration,num_gpus,gpu_time,cluster");
+  }
+  std::vector<TraceJob> jobs;
+  jobs.reserve(90000);
+  while (f.Next(&v)) {
+    if (v.size() != 5) return f.Error("expected 5 columns, found " + std::to_string(v.size()));
+    TraceJob j;
+    j.row = static_cast<uint64_t>(f.line());
+    auto t = ParseUtcTimestamp(Trim(v[0]));
+    if (!t.ok()) return f.Error("timestamp: " + t.status().message());
+    j.submit = *t;
+    if (!ParseSeconds(Trim(v[1]), &j.runtime)) return f.Error("duration '" + v[1] + "' must be seconds >= 0");
+    int gpus = 0;
+    if (!ParseNumber(Trim(v[2]), &gpus) || gpus < 1) return f.Error("num_gpus '" + v[2] + "' must be a whole number >= 1");
+    j.replicas = gpus <= 8 ? 1 : (gpus + 7) / 8;
+    j.gpus_per_replica = gpus <= 8 ? gpus : 8;
+    j.partition = Trim(v[4]);
+    j.queue = j.partition;
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+StatusOr<std::vector<Partition>> ReadPhillyPartitions(const std::string& path) {
+  HANGAR_ASSIGN_OR_RETURN(CsvFile f, CsvFile::Open(path));
+  std::vector<std::string> v;
+  if (!f.Next(&v) || v.size() != 2) return f.Error("expected the header vc,node num");
+  std::vector<Partition> out;
+  while (f.Next(&v)) {
+    Partition p;
+    p.name = Trim(v.size() == 2 ? v[0] : "");
+    if (v.size() != 2 || p.name.empty() || !ParseNumber(Trim(v[1]), &p.nodes) || p.nodes < 1) {
+      return f.Error("expected a row 'vc,nodes' with nodes >= 1");
+    }
+    out.push_back(p);
+  }
+  if (out.empty()) return f.Error("no virtual clusters listed");
+  return out;
+}
+
+StatusOr<std::vector<uint64_t>> ParseSeedList(const std::string& text) {
+  std::vector<uint64_t> out;
+  auto bad = [&] { return Status::InvalidArgument("seeds '" + text + "' must look like 42-51 or 42,43,50"); };
+  auto dash = text.find('-');
+  if (dash != std::string::npos) {
+    uint64_t a = 0, b = 0;
+    if (!ParseNumber(text.substr(0, dash), &a) || !ParseNumber(text.substr(dash + 1), &b) || b < a || b - a > 10000) return bad();
+    for (uint64_t s = a; s <= b; ++s) out.push_back(s);
+    return out;
+  }
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    uint64_t s = 0;
+    if (!ParseNumber(Trim(part), &s)) return bad();
+    out.push_back(s);
+  }
+  if (out.empty()) return bad();
+  return out;
+}
+
+}  // namespace hangar::sim

@@ -1,0 +1,47 @@
+// Traces for time-based replay: Hangar's own CSV format (docs/trace-format.md) and importers for
+// the public traces as they are shipped (Microsoft Philly). Every reader reports a bad row as
+// "file:line: what is wrong".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "job/job_spec.h"
+
+namespace hangar::sim {
+
+struct TraceJob {
+  uint64_t row = 0;  // line in the file, the final tie-break
+  Time submit = 0;   // ms (since the epoch, or since the trace's zero)
+  Duration runtime = 0;
+  int32_t replicas = 1;
+  int32_t gpus_per_replica = 0;  // whole GPUs; 1 for a shared GPU
+  int32_t milli_gpu = 1000;      // per GPU: 1000 whole, less for a share of one GPU
+  std::vector<std::string> gpu_models;
+  int64_t milli_cpu = 0;   // per replica
+  int64_t memory_mib = 0;  // per replica
+  std::string queue = "default";
+  int32_t priority = 0;
+  job::Tier tier = job::Tier::kGuaranteed;
+  Duration time_limit = 0;  // 0: none
+  std::string partition;    // Philly's virtual cluster
+};
+
+StatusOr<std::vector<TraceJob>> ReadHangarTrace(const std::string& path);
+// philly.csv: timestamp,duration,num_gpus,gpu_time,cluster. Jobs of more than 8 GPUs take whole
+// 8-GPU nodes (ceil(num_gpus / 8) replicas of 8).
+StatusOr<std::vector<TraceJob>> ReadPhillyTrace(const std::string& path);
+// philly_vc_nodes.csv: vc,node num.
+struct Partition {
+  std::string name;
+  int nodes = 0;
+};
+StatusOr<std::vector<Partition>> ReadPhillyPartitions(const std::string& path);
+
+// Parses "42-51" or "42,43,50" (used by the simulator commands for seeds).
+StatusOr<std::vector<uint64_t>> ParseSeedList(const std::string& text);
+
+}  // namespace hangar::sim
