@@ -12,7 +12,7 @@ int ServiceLevel(const std::vector<int64_t>& thresholds, int64_t attained) {
 
 bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJob& victim, Time now) {
   if (!victim.preemptible || !victim.assignment) return false;
-  if (now < victim.start + victim.min_run_time) return false;
+  if (now < victim.start + std::max(victim.min_run_time, cfg.min_run_before_preempt)) return false;
   switch (cfg.mode) {
     case PreemptionMode::kNone: return false;
     case PreemptionMode::kPriority:
@@ -44,6 +44,7 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
     size_t index;
     int level;
     int64_t lost;
+    int64_t milli;
   };
   std::vector<Candidate> candidates;
   int64_t could_free = 0;
@@ -52,14 +53,21 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
     const int level = cfg.mode == PreemptionMode::kLas
                           ? ServiceLevel(cfg.las_thresholds, running[i].attained_service)
                           : -running[i].priority;
-    candidates.push_back({i, level, LostWork(running[i], work.topology(), now)});
-    could_free += running[i].assignment->TotalMilliGpu(work.topology());
+    const int64_t milli = running[i].assignment->TotalMilliGpu(work.topology());
+    candidates.push_back({i, level, LostWork(running[i], work.topology(), now), milli});
+    could_free += milli;
   }
   const auto& all = work.domain(cluster::Level::kCluster, 0);
   if (candidates.empty() || all.free_milli + could_free < req.total_milli_gpu) return plan;
-  // The least favoured first, then the least work lost, then the youngest.
+  // The least favoured first. Under LAS, within a level the job that has had the most service
+  // goes first (as continuous LAS would); otherwise the one that loses the least work.
   std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
     if (a.level != b.level) return a.level > b.level;
+    if (cfg.prefer_narrow_victims && a.milli != b.milli) return a.milli < b.milli;
+    if (cfg.mode == PreemptionMode::kLas &&
+        running[a.index].attained_service != running[b.index].attained_service) {
+      return running[a.index].attained_service > running[b.index].attained_service;
+    }
     if (a.lost != b.lost) return a.lost < b.lost;
     return running[a.index].start > running[b.index].start;
   });

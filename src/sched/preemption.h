@@ -27,6 +27,12 @@ struct PreemptionConfig {
   std::vector<int64_t> las_thresholds = {3600LL * 1000, 10LL * 3600 * 1000};
   // Preempt at most this many gangs per cycle (0: no limit).
   int max_victims_per_cycle = 0;
+  // Among equally ranked victims prefer the narrowest (fewest GPUs), so a 1-GPU job does not
+  // tear down an 8-GPU gang while a 1-GPU victim would do.
+  bool prefer_narrow_victims = false;
+  // A job, once started, runs at least this long before it may be preempted (on top of its own
+  // min_run_time); damps thrashing.
+  Duration min_run_before_preempt = 0;
 };
 
 // The service level of `attained` GPU-ms under `thresholds` (0 is the most favoured).

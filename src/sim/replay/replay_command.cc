@@ -12,6 +12,8 @@ namespace {
 
 struct ReplayArgs {
   std::string trace, format = "hangar", cluster, philly_vcs, from, to, policy, json, restore = "30s";
+  std::string las_thresholds;  // GPU-seconds, comma-separated
+  std::string jobs_csv;
   double load = 1.0;
   int threads = 2;
 };
@@ -41,6 +43,12 @@ Status Run(const ReplayArgs& a) {
   ReplayOptions opt;
   HANGAR_ASSIGN_OR_RETURN(opt.policy, MakeReplayPolicy(a.policy));
   HANGAR_ASSIGN_OR_RETURN(opt.restore_cost, ParseDuration(a.restore));
+  if (!a.las_thresholds.empty()) {
+    auto& t = opt.policy.scheduler.preemption.las_thresholds;
+    t.clear();
+    HANGAR_ASSIGN_OR_RETURN(auto values, ParseSeedList(a.las_thresholds));
+    for (uint64_t v : values) t.push_back(static_cast<int64_t>(v) * 1000);
+  }
   opt.load = a.load;
   opt.threads = a.threads;
   if (!a.from.empty()) {
@@ -71,6 +79,16 @@ Status Run(const ReplayArgs& a) {
     cdf.push_back({{"jct_s", jct[k]}, {"fraction", static_cast<double>(k + 1) / jct.size()}});
   }
   out["jct_cdf"] = cdf;
+  if (!a.jobs_csv.empty()) {
+    std::ofstream f(a.jobs_csv);
+    if (!f) return Status::InvalidArgument("cannot write " + a.jobs_csv);
+    f << "partition,submit_s,start_s,end_s,runtime_s,gpus,preemptions\n";
+    for (const auto& o : r.done) {
+      f << partitions[o.partition].name << "," << (o.submit - r.first_submit) / 1000.0 << ","
+        << (o.start - r.first_submit) / 1000.0 << "," << (o.end - r.first_submit) / 1000.0 << ","
+        << o.runtime / 1000.0 << "," << o.gpus_milli / 1000.0 << "," << o.preemptions << "\n";
+    }
+  }
   if (!a.json.empty()) {
     std::ofstream f(a.json);
     if (!f) return Status::InvalidArgument("cannot write " + a.json);
@@ -99,8 +117,11 @@ void RegisterReplayCommand(CLI::App& sim, int* rc) {
   c->add_option("--load", args->load, "Divide the gaps between arrivals by F")->capture_default_str();
   c->add_option("--policy", args->policy, "fifo | fifo-backfill | sjf-oracle | las | hangar")->required();
   c->add_option("--restore-cost", args->restore, "Added to a preempted job's run time")->capture_default_str();
+  c->add_option("--las-thresholds", args->las_thresholds,
+                 "Service levels for las/hangar, in GPU-seconds (e.g. 3600,36000)");
   c->add_option("--threads", args->threads, "Partitions replayed in parallel")->capture_default_str();
   c->add_option("--json", args->json, "Write the metrics here");
+  c->add_option("--jobs-csv", args->jobs_csv, "Write one row per finished job here");
   c->callback([args, rc] {
     Status s = Run(*args);
     if (!s.ok()) {
