@@ -1,0 +1,81 @@
+// TaskRunner: runs a task as a real process on this node -- its own process group (and its own
+// cgroup v2 with the task's CPU and memory limits where the host allows), stdout and stderr to
+// files, the environment the controller computed -- and reports how it ended.
+//
+// Thread-safe: the agent's stream thread launches and signals while a reaper collects exits.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+
+namespace hangar::agent {
+
+struct TaskLaunch {
+  std::string task_id;  // unique on this node, e.g. "42.0" (job 42, task 0); safe as a file name
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;  // added to a minimal base environment
+  std::string workdir;      // created if missing
+  std::string stdout_path;  // created/truncated
+  std::string stderr_path;
+  int64_t milli_cpu = 0;   // 0: no CPU limit
+  int64_t memory_mib = 0;  // 0: no memory limit
+};
+
+struct TaskExit {
+  std::string task_id;
+  int exit_code = 0;    // valid when signal == 0
+  int signal = 0;       // the signal that killed it, 0 if it exited
+  bool stopped = false; // it ended after Stop()
+};
+
+struct RunnerOptions {
+  // Where per-task cgroups are created (cgroup v2). Empty: detect "/sys/fs/cgroup/hangar-<pid>"
+  // when the agent may write there; otherwise tasks run without a cgroup (and CgroupStatus()
+  // says why).
+  std::string cgroup_parent;
+  bool use_cgroups = true;
+};
+
+class TaskRunner {
+ public:
+  explicit TaskRunner(RunnerOptions options = {});
+  ~TaskRunner();  // does not kill tasks: they outlive the agent by design
+
+  // Starts the task. Fails (and starts nothing) when the task id is already running, argv is
+  // empty, or the program cannot be executed (the error names the program and errno's text).
+  StatusOr<pid_t> Launch(const TaskLaunch& launch);
+  // Sends `sig` to the task's whole process group. NotFound for an unknown or ended task.
+  Status Signal(const std::string& task_id, int sig);
+  // SIGTERM to the process group now, SIGKILL once `grace` has passed (checked by Reap()).
+  Status Stop(const std::string& task_id, Duration grace);
+  // Non-blocking: the tasks that ended since the last call; also sends overdue SIGKILLs.
+  std::vector<TaskExit> Reap();
+  // Takes charge of a task started by an earlier agent process (pid of its process group leader),
+  // so that it can be signalled and its end noticed (by polling, since it is not our child).
+  Status Adopt(const std::string& task_id, pid_t pid);
+
+  bool IsRunning(const std::string& task_id) const;
+  std::vector<std::pair<std::string, pid_t>> Running() const;
+  // One line for the log: "cgroup v2 under /sys/fs/cgroup/..." or "no cgroup: <why>".
+  std::string CgroupStatus() const;
+
+ private:
+  struct Task;
+  mutable std::mutex mu_;
+  RunnerOptions options_;
+  std::string cgroup_parent_;  // empty when cgroups are not in use
+  std::string cgroup_why_;
+  std::map<std::string, std::unique_ptr<Task>> tasks_;
+};
+
+}  // namespace hangar::agent

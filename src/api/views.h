@@ -1,0 +1,79 @@
+// Wire types of the REST API (docs/api.md) and their JSON codecs, shared by the controller that
+// writes them and the CLI that reads them, so the two cannot disagree on a field name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "common/time.h"
+
+namespace hangar::api {
+
+struct TaskView {
+  uint32_t index = 0;
+  std::string group;
+  std::string node;
+  std::vector<uint32_t> gpus;  // GPU indices on the node
+  std::string state;           // pending, launched, running, exited, lost
+  int exit_code = 0;
+  int signal = 0;
+};
+
+struct JobView {
+  uint64_t id = 0;
+  std::string name;
+  std::string queue;
+  std::string user;
+  std::string state;
+  std::string tier;
+  int priority = 0;
+  double gpus = 0;  // GPUs in all (fractions allowed)
+  int tasks = 0;
+  Time submitted = 0;
+  Time started = 0;  // 0: not yet
+  Time ended = 0;
+  uint32_t attempt = 0;
+  uint32_t restarts = 0;
+  std::string reason;       // why it waits (pending) or how it ended
+  std::string reason_rule;  // the scheduler rule behind `reason`
+  std::string message;
+  std::vector<TaskView> task_views;
+  nlohmann::json spec;  // the job spec as stored
+};
+
+struct NodeView {
+  std::string name;
+  std::string state;  // ready, draining, drained, lost, unknown (never connected)
+  std::string reason;
+  std::string model;
+  std::string leaf;
+  std::string spine;
+  int gpus = 0;
+  double gpus_free = 0;
+  int64_t milli_cpu = 0;
+  int64_t milli_cpu_free = 0;
+  int64_t memory_mib = 0;
+  int64_t memory_mib_free = 0;
+  bool connected = false;
+  Time last_heartbeat = 0;
+  std::string address;
+  std::vector<std::string> conditions;
+  std::vector<uint64_t> jobs;
+};
+
+nlohmann::json ToJson(const TaskView& v);
+nlohmann::json ToJson(const JobView& v);
+nlohmann::json ToJson(const NodeView& v);
+StatusOr<JobView> JobViewFromJson(const nlohmann::json& j);
+StatusOr<NodeView> NodeViewFromJson(const nlohmann::json& j);
+
+// {"error": {"code": "INVALID_ARGUMENT", "message": "..."}}
+nlohmann::json ErrorJson(const Status& s);
+// The HTTP status for a Status code (400, 404, 409, 413, 422, 403, 401, 503, 500).
+int HttpStatusFor(const Status& s);
+
+}  // namespace hangar::api

@@ -1,0 +1,61 @@
+// The in-memory twin of the SQLite store, for unit tests: same contract, nothing on disk.
+#include <algorithm>
+#include <map>
+
+#include "controller/store/state_store.h"
+
+namespace hangar::controller {
+namespace {
+
+class MemoryStore final : public StateStore {
+ public:
+  Status Commit(const StoreBatch& b) override {
+    for (const auto& j : b.jobs) jobs_[j.id] = j;
+    for (const auto& n : b.nodes) nodes_[n.name] = n;
+    for (auto e : b.events) {
+      e.id = ++last_event_;
+      events_.push_back(std::move(e));
+    }
+    for (const auto& v : b.values) {
+      if (v.erase) values_.erase({v.table, v.key});
+      else values_[{v.table, v.key}] = v;
+    }
+    return Status::Ok();
+  }
+  StatusOr<StoreContents> Load() override {
+    StoreContents c;
+    for (const auto& [id, j] : jobs_) c.jobs.push_back(j);
+    for (const auto& [name, n] : nodes_) c.nodes.push_back(n);
+    for (const auto& [key, v] : values_) c.values.push_back(v);
+    return c;
+  }
+  StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit) override {
+    std::vector<EventRow> out;
+    for (auto it = events_.rbegin(); it != events_.rend() && static_cast<int>(out.size()) < limit; ++it) {
+      if (it->subject.compare(0, prefix.size(), prefix) == 0) out.push_back(*it);
+    }
+    return out;
+  }
+  std::string Describe() const override { return "memory://"; }
+
+ private:
+  std::map<uint64_t, JobRow> jobs_;
+  std::map<std::string, NodeRow> nodes_;
+  std::vector<EventRow> events_;
+  std::map<std::pair<std::string, std::string>, KeyValueRow> values_;
+  int64_t last_event_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<StateStore> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
+
+StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url) {
+  if (url == "memory://" || url == "memory") return NewMemoryStore();
+  const std::string prefix = "sqlite://";
+  if (url.compare(0, prefix.size(), prefix) == 0) return OpenSqliteStore(url.substr(prefix.size()));
+  return Status::InvalidArgument("store '" + url +
+                                 "' is not understood; use sqlite:///path/to/state.db or memory://");
+}
+
+}  // namespace hangar::controller

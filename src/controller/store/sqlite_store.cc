@@ -1,0 +1,231 @@
+// The embedded default store: one SQLite file in WAL mode with synchronous=FULL, so a commit
+// that returned survives a crash of the controller or of the machine.
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "controller/store/state_store.h"
+
+namespace hangar::controller {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, queue TEXT NOT NULL, user TEXT NOT NULL,
+  state TEXT NOT NULL, spec TEXT NOT NULL, submitted_ms INTEGER, started_ms INTEGER,
+  ended_ms INTEGER, attempt INTEGER, restarts INTEGER, reason TEXT, message TEXT,
+  placement TEXT, extra TEXT);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, time_ms INTEGER, kind TEXT, subject TEXT, message TEXT);
+CREATE INDEX IF NOT EXISTS events_subject ON events(subject, id);
+CREATE TABLE IF NOT EXISTS kv (tbl TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (tbl, key));
+)sql";
+
+struct StmtDeleter {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
+
+class SqliteStore final : public StateStore {
+ public:
+  ~SqliteStore() override {
+    stmts_.clear();
+    if (db_) sqlite3_close(db_);
+  }
+
+  Status Open(const std::string& path) {
+    path_ = path;
+    std::error_code ec;
+    auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK) {
+      return Status::Unavailable("cannot open the store " + path + ": " + Error());
+    }
+    sqlite3_busy_timeout(db_, 5000);
+    HANGAR_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
+    HANGAR_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
+    HANGAR_RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
+    HANGAR_RETURN_IF_ERROR(Exec(kSchema));
+    return Status::Ok();
+  }
+
+  Status Commit(const StoreBatch& b) override {
+    if (b.empty()) return Status::Ok();
+    HANGAR_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status s = WriteBatch(b);
+    if (!s.ok()) {
+      (void)Exec("ROLLBACK");
+      return s;
+    }
+    return Exec("COMMIT");
+  }
+
+  StatusOr<StoreContents> Load() override {
+    StoreContents c;
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+        "SELECT id,name,queue,user,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,"
+        "reason,message,placement,extra FROM jobs ORDER BY id"));
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      JobRow j;
+      j.id = static_cast<uint64_t>(sqlite3_column_int64(q, 0));
+      j.name = Text(q, 1);
+      j.queue = Text(q, 2);
+      j.user = Text(q, 3);
+      j.state = Text(q, 4);
+      j.spec_json = Text(q, 5);
+      j.submitted = sqlite3_column_int64(q, 6);
+      j.started = sqlite3_column_int64(q, 7);
+      j.ended = sqlite3_column_int64(q, 8);
+      j.attempt = static_cast<uint32_t>(sqlite3_column_int64(q, 9));
+      j.restarts = static_cast<uint32_t>(sqlite3_column_int64(q, 10));
+      j.reason = Text(q, 11);
+      j.message = Text(q, 12);
+      j.placement_json = Text(q, 13);
+      j.extra_json = Text(q, 14);
+      c.jobs.push_back(std::move(j));
+    }
+    sqlite3_reset(q);
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* n, Prepare("SELECT name,state FROM nodes ORDER BY name"));
+    while (sqlite3_step(n) == SQLITE_ROW) c.nodes.push_back({Text(n, 0), Text(n, 1)});
+    sqlite3_reset(n);
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* v, Prepare("SELECT tbl,key,value FROM kv ORDER BY tbl,key"));
+    while (sqlite3_step(v) == SQLITE_ROW) c.values.push_back({Text(v, 0), Text(v, 1), Text(v, 2), false});
+    sqlite3_reset(v);
+    return c;
+  }
+
+  StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit) override {
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+        "SELECT id,time_ms,kind,subject,message FROM events WHERE substr(subject,1,?1)=?2 "
+        "ORDER BY id DESC LIMIT ?3"));
+    sqlite3_bind_int64(q, 1, static_cast<int64_t>(prefix.size()));
+    sqlite3_bind_text(q, 2, prefix.data(), static_cast<int>(prefix.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 3, limit);
+    std::vector<EventRow> out;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      out.push_back({sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), Text(q, 2), Text(q, 3), Text(q, 4)});
+    }
+    sqlite3_reset(q);
+    return out;
+  }
+
+  std::string Describe() const override { return "sqlite://" + path_; }
+
+ private:
+  Status WriteBatch(const StoreBatch& b) {
+    if (!b.jobs.empty()) {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+          "INSERT INTO jobs (id,name,queue,user,state,spec,submitted_ms,started_ms,ended_ms,attempt,"
+          "restarts,reason,message,placement,extra) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
+          "?13,?14,?15) ON CONFLICT(id) DO UPDATE SET name=?2,queue=?3,user=?4,state=?5,spec=?6,"
+          "submitted_ms=?7,started_ms=?8,ended_ms=?9,attempt=?10,restarts=?11,reason=?12,"
+          "message=?13,placement=?14,extra=?15"));
+      for (const auto& j : b.jobs) {
+        sqlite3_bind_int64(q, 1, static_cast<int64_t>(j.id));
+        BindText(q, 2, j.name);
+        BindText(q, 3, j.queue);
+        BindText(q, 4, j.user);
+        BindText(q, 5, j.state);
+        BindText(q, 6, j.spec_json);
+        sqlite3_bind_int64(q, 7, j.submitted);
+        sqlite3_bind_int64(q, 8, j.started);
+        sqlite3_bind_int64(q, 9, j.ended);
+        sqlite3_bind_int64(q, 10, j.attempt);
+        sqlite3_bind_int64(q, 11, j.restarts);
+        BindText(q, 12, j.reason);
+        BindText(q, 13, j.message);
+        BindText(q, 14, j.placement_json);
+        BindText(q, 15, j.extra_json);
+        HANGAR_RETURN_IF_ERROR(StepDone(q));
+      }
+    }
+    if (!b.nodes.empty()) {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+          "INSERT INTO nodes (name,state) VALUES (?1,?2) ON CONFLICT(name) DO UPDATE SET state=?2"));
+      for (const auto& n : b.nodes) {
+        BindText(q, 1, n.name);
+        BindText(q, 2, n.state_json);
+        HANGAR_RETURN_IF_ERROR(StepDone(q));
+      }
+    }
+    if (!b.events.empty()) {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+          "INSERT INTO events (time_ms,kind,subject,message) VALUES (?1,?2,?3,?4)"));
+      for (const auto& e : b.events) {
+        sqlite3_bind_int64(q, 1, e.time);
+        BindText(q, 2, e.kind);
+        BindText(q, 3, e.subject);
+        BindText(q, 4, e.message);
+        HANGAR_RETURN_IF_ERROR(StepDone(q));
+      }
+    }
+    for (const auto& v : b.values) {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+          v.erase ? "DELETE FROM kv WHERE tbl=?1 AND key=?2"
+                  : "INSERT INTO kv (tbl,key,value) VALUES (?1,?2,?3) ON CONFLICT(tbl,key) DO UPDATE SET value=?3"));
+      BindText(q, 1, v.table);
+      BindText(q, 2, v.key);
+      if (!v.erase) BindText(q, 3, v.value);
+      HANGAR_RETURN_IF_ERROR(StepDone(q));
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<sqlite3_stmt*> Prepare(const char* sql) {
+    for (auto& [text, stmt] : stmts_) {
+      if (text == sql) return stmt.get();
+    }
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) {
+      return Status::Internal("store: cannot prepare a statement: " + Error());
+    }
+    stmts_.emplace_back(sql, Stmt(s));
+    return s;
+  }
+
+  Status StepDone(sqlite3_stmt* q) {
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    if (rc != SQLITE_DONE) return Status::Unavailable("store write failed: " + Error());
+    return Status::Ok();
+  }
+
+  Status Exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string m = err ? err : "unknown error";
+      sqlite3_free(err);
+      return Status::Unavailable("store " + path_ + ": " + m);
+    }
+    return Status::Ok();
+  }
+
+  static void BindText(sqlite3_stmt* q, int i, const std::string& s) {
+    sqlite3_bind_text(q, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  static std::string Text(sqlite3_stmt* q, int i) {
+    const unsigned char* t = sqlite3_column_text(q, i);
+    return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(q, i))) : "";
+  }
+  std::string Error() const { return db_ ? sqlite3_errmsg(db_) : "out of memory"; }
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  std::vector<std::pair<const char*, Stmt>> stmts_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path) {
+  auto s = std::make_unique<SqliteStore>();
+  HANGAR_RETURN_IF_ERROR(s->Open(path));
+  return std::unique_ptr<StateStore>(std::move(s));
+}
+
+}  // namespace hangar::controller

@@ -1,0 +1,89 @@
+// StateStore: where the controller's state becomes durable. The controller commits a batch (a
+// scheduling cycle's decisions, an accepted job) and only then tells anyone; after a crash it
+// rebuilds everything from Load(). Implementations: SQLite in WAL mode (the embedded default) and
+// an in-memory twin for unit tests. Not thread-safe: the controller's state owner is the only
+// writer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+
+namespace hangar::controller {
+
+struct JobRow {
+  uint64_t id = 0;
+  std::string name;
+  std::string queue;
+  std::string user;
+  std::string state;
+  std::string spec_json;
+  Time submitted = 0;
+  Time started = 0;
+  Time ended = 0;
+  uint32_t attempt = 0;
+  uint32_t restarts = 0;
+  std::string reason;
+  std::string message;
+  std::string placement_json;  // the current attempt's tasks and GPUs; "" when not placed
+  std::string extra_json;      // accounting and checkpoint bookkeeping; "" when none
+};
+
+struct NodeRow {
+  std::string name;
+  std::string state_json;  // drain flag and reason, health state, validation results
+};
+
+struct EventRow {
+  int64_t id = 0;  // assigned by the store
+  Time time = 0;
+  std::string kind;     // e.g. "job", "node", "health"
+  std::string subject;  // e.g. "job/42", "node/gpu-003"
+  std::string message;
+};
+
+struct KeyValueRow {
+  std::string table;  // "meta", "queue", "token", "usage"
+  std::string key;
+  std::string value;
+  bool erase = false;
+};
+
+// Everything one commit writes, atomically.
+struct StoreBatch {
+  std::vector<JobRow> jobs;
+  std::vector<NodeRow> nodes;
+  std::vector<EventRow> events;
+  std::vector<KeyValueRow> values;
+  bool empty() const { return jobs.empty() && nodes.empty() && events.empty() && values.empty(); }
+};
+
+struct StoreContents {
+  std::vector<JobRow> jobs;
+  std::vector<NodeRow> nodes;
+  std::vector<KeyValueRow> values;
+};
+
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+  // Writes the batch atomically (upserting jobs, nodes and values by key); durable on return.
+  virtual Status Commit(const StoreBatch& batch) = 0;
+  // Everything but the events, as it was after the last successful commit.
+  virtual StatusOr<StoreContents> Load() = 0;
+  // The newest events first; `subject_prefix` "" for all. At most `limit`.
+  virtual StatusOr<std::vector<EventRow>> Events(const std::string& subject_prefix, int limit) = 0;
+  virtual std::string Describe() const = 0;
+};
+
+// "sqlite:///var/lib/hangar/state.db", "sqlite://relative/path.db" or "memory://".
+StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url);
+
+std::unique_ptr<StateStore> NewMemoryStore();
+StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path);
+
+}  // namespace hangar::controller
