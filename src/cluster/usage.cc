@@ -35,6 +35,16 @@ int64_t GangAssignment::TotalMilliGpu(const Topology& topo) const {
   return total;
 }
 
+GangAssignment TaskShare(const GangAssignment& a, size_t k) {
+  GangAssignment one;
+  const TaskPlacement& t = a.tasks[k];
+  one.grants.assign(a.grants.begin() + t.first_grant, a.grants.begin() + t.end_grant);
+  one.tasks.push_back(t);
+  one.tasks[0].first_grant = 0;
+  one.tasks[0].end_grant = static_cast<uint32_t>(one.grants.size());
+  return one;
+}
+
 ClusterUsage::ClusterUsage(std::shared_ptr<const Topology> topology)
     : topology_(std::move(topology)) {
   const Topology& t = *topology_;

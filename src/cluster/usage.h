@@ -48,6 +48,9 @@ struct GangAssignment {
   bool Empty() const { return tasks.empty(); }
 };
 
+// Task k of `a` alone, as a one-task assignment (to release one task of a gang).
+GangAssignment TaskShare(const GangAssignment& a, size_t k);
+
 // What the health system allows on a node.
 struct NodeCondition {
   bool schedulable = true;     // false: draining, quarantined, failed, lost or cordoned

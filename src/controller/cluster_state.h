@@ -1,0 +1,198 @@
+// ClusterState: everything the controller knows -- jobs, their tasks, nodes, what is allocated --
+// and every way it changes. Each mutation writes what must become durable and what agents must
+// be told into an Effects; the state owner commits the batch first and only then sends the
+// messages, so no one ever hears of a decision that a crash could undo.
+//
+// Not thread-safe: only the state owner thread touches it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "api/views.h"
+#include "cluster/usage.h"
+#include "controller/store/state_store.h"
+#include "job/job_spec.h"
+#include "job/job_state.h"
+#include "proto/agent.pb.h"
+#include "sched/scheduler.h"
+
+namespace hangar::controller {
+
+namespace pb = ::hangar::agent::v1;
+
+struct Outgoing {
+  std::string node;
+  pb::ControllerMessage message;
+};
+
+struct Effects {
+  StoreBatch batch;
+  std::vector<Outgoing> messages;
+  void Event(Time t, std::string kind, std::string subject, std::string message) {
+    batch.events.push_back({0, t, std::move(kind), std::move(subject), std::move(message)});
+  }
+};
+
+struct ControllerOptions {
+  Duration heartbeat_timeout = 3 * kSecond;
+  Duration heartbeat_interval = 1 * kSecond;
+  int master_port_base = 29500;
+  int master_port_span = 2000;
+  std::string checkpoint_root = "/tmp/hangar/checkpoints";
+  Duration stop_grace = 10 * kSecond;  // for cancel and requeue, unless the job says more
+  std::vector<std::string> queues = {"default"};
+};
+
+// One task of a job's current attempt; its resources are task `index` of the job's assignment.
+struct TaskRun {
+  enum class Phase : uint8_t { kLaunching, kRunning, kEnded };
+  uint32_t index = 0;
+  uint32_t node = 0;
+  Phase phase = Phase::kLaunching;
+  int exit_code = 0;
+  int signal = 0;
+  bool stopped = false;  // ended because Hangar stopped it
+  bool lost = false;     // its node was lost
+};
+
+// A job spec as accepted, shared by every job submitted with the same text (a sweep of a
+// thousand identical jobs holds one copy).
+struct SpecEntry {
+  std::string json;
+  job::JobSpec spec;
+};
+
+struct JobRecord {
+  sched::JobId id = 0;
+  std::shared_ptr<const SpecEntry> spec;
+  std::shared_ptr<const sched::GangRequest> request;
+  job::JobState state = job::JobState::kPending;
+  Time submitted = 0, started = 0, ended = 0;
+  uint32_t attempt = 0;
+  uint32_t restarts = 0;
+  sched::Reason reason;  // why it waits, as of the last cycle
+  std::string message;   // how it ended, or why it was requeued
+  int master_port = 0;
+  cluster::GangAssignment assignment;  // the current attempt's resources; empty while pending
+  std::vector<TaskRun> tasks;          // the current attempt; empty while pending
+  size_t live_tasks = 0;       // tasks of `tasks` not yet ended
+};
+
+struct NodeRecord {
+  bool connected = false;
+  bool registered = false;  // has registered since the controller started
+  bool lost = false;
+  bool drained = false;
+  std::string drain_reason;
+  Time last_heartbeat = 0;
+  std::string address;
+  pb::Inventory inventory;
+  pb::Heartbeat telemetry;
+  std::set<std::string> orphans;  // tasks it runs that no attempt wants; stopping
+};
+
+class ClusterState {
+ public:
+  ClusterState(std::shared_ptr<const cluster::Topology> topology, ControllerOptions options,
+               std::unique_ptr<sched::Scheduler> scheduler);
+
+  // Rebuilds jobs, allocations and node flags from the store after a restart. Nodes start
+  // disconnected; those that do not come back within the heartbeat timeout are lost.
+  Status Restore(const StoreContents& contents, Time now);
+
+  // ---- commands from the API ----
+  StatusOr<sched::JobId> Submit(job::JobSpec spec, Time now, Effects* fx);
+  Status Cancel(sched::JobId id, Time now, Effects* fx);
+  Status Drain(const std::string& node, const std::string& reason, Time now, Effects* fx);
+  Status Undrain(const std::string& node, Time now, Effects* fx);
+
+  // ---- events from agents ----
+  Status OnRegister(const pb::Register& reg, Time now, Effects* fx);
+  void OnDisconnect(const std::string& node, Time now);
+  void OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now);
+  void OnTaskStatus(const std::string& node, const pb::TaskStatus& status, Time now, Effects* fx);
+
+  // ---- timers ----
+  // Marks nodes silent past the heartbeat timeout lost and requeues their gangs whole.
+  void CheckHeartbeats(Time now, Effects* fx);
+  // One scheduling cycle: places what fits, records why the rest waits.
+  void Schedule(Time now, Effects* fx);
+  bool NeedsCycle() const { return dirty_; }
+
+  // ---- reads ----
+  StatusOr<api::JobView> GetJob(sched::JobId id) const;
+  std::vector<api::JobView> ListJobs(const std::string& state_filter, size_t limit) const;
+  std::vector<api::NodeView> ListNodes() const;
+  StatusOr<api::NodeView> GetNode(const std::string& name) const;
+  // Where task `index` of a job runs (node name and task id), for logs.
+  StatusOr<std::pair<std::string, std::string>> LocateTask(sched::JobId id, uint32_t index) const;
+  bool IsTaskLive(const std::string& task_id) const;
+
+  struct Counts {
+    std::map<std::string, int64_t> jobs_by_state;
+    std::map<std::string, int64_t> nodes_by_state;
+    int64_t gpus_total = 0, gpus_allocated_milli = 0;
+    int64_t placements_total = 0;
+  };
+  Counts GetCounts() const;
+  const cluster::Topology& topology() const { return *topology_; }
+  const ControllerOptions& options() const { return options_; }
+  uint64_t next_job_id() const { return next_job_id_; }
+
+ private:
+  // cluster_state_jobs.cc
+  void Persist(const JobRecord& j, Effects* fx) const;
+  JobRow ToRow(const JobRecord& j) const;
+  std::string PlacementJson(const JobRecord& j) const;
+  api::JobView View(const JobRecord& j) const;
+  void EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx);
+  void FinishIfDone(JobRecord& j, Time now, Effects* fx);
+  void StopTasks(JobRecord& j, Duration grace, Effects* fx);
+  void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx);
+  // cluster_state_sched.cc
+  void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
+  void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
+  void LaunchAll(const JobRecord& j, Effects* fx) const;
+  // cluster_state_nodes.cc
+  void UpdateCondition(uint32_t node);
+  void LoseNode(uint32_t node, const std::string& why, Time now, Effects* fx);
+  void PersistNode(uint32_t node, Effects* fx) const;
+  std::string NodeState(uint32_t node) const;
+  // Parses "job.attempt.index".
+  static bool ParseTaskId(const std::string& id, sched::JobId* job, uint32_t* attempt, uint32_t* index);
+  static std::string TaskId(sched::JobId job, uint32_t attempt, uint32_t index);
+
+  std::shared_ptr<const cluster::Topology> topology_;
+  ControllerOptions options_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  cluster::ClusterUsage usage_;
+  std::map<sched::JobId, JobRecord> jobs_;
+  std::set<sched::JobId> pending_;  // jobs in state pending
+  std::set<sched::JobId> active_;   // jobs holding resources (tasks not all ended)
+  std::vector<NodeRecord> nodes_;
+  // Tasks of earlier attempts still running somewhere: their resources stay allocated until
+  // they end.
+  struct Zombie {
+    uint32_t node;
+    cluster::GangAssignment share;
+  };
+  std::unordered_map<std::string, Zombie> zombies_;
+  // Interning of specs and compiled requests (by JSON text and by request fingerprint).
+  std::shared_ptr<const SpecEntry> InternSpec(std::string json, job::JobSpec spec);
+  std::shared_ptr<const sched::GangRequest> InternRequest(sched::GangRequest request);
+  std::unordered_map<std::string_view, std::weak_ptr<const SpecEntry>> spec_cache_;
+  std::unordered_map<uint64_t, std::weak_ptr<const sched::GangRequest>> request_cache_;
+  uint64_t next_job_id_ = 1;
+  uint64_t placements_total_ = 0;
+  bool dirty_ = false;
+  Time started_at_ = 0;
+};
+
+}  // namespace hangar::controller

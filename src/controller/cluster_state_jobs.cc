@@ -1,0 +1,313 @@
+// ClusterState: jobs -- submission, cancellation, how tasks end, requeueing -- and their views.
+#include <algorithm>
+
+#include "controller/cluster_state.h"
+#include "sched/placement/gang_placer.h"
+
+namespace hangar::controller {
+
+using job::JobState;
+
+ClusterState::ClusterState(std::shared_ptr<const cluster::Topology> topology,
+                           ControllerOptions options, std::unique_ptr<sched::Scheduler> scheduler)
+    : topology_(std::move(topology)),
+      options_(std::move(options)),
+      scheduler_(std::move(scheduler)),
+      usage_(topology_),
+      nodes_(topology_->nodes().size()) {
+  for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
+}
+
+std::string ClusterState::TaskId(sched::JobId job, uint32_t attempt, uint32_t index) {
+  return std::to_string(job) + "." + std::to_string(attempt) + "." + std::to_string(index);
+}
+
+bool ClusterState::ParseTaskId(const std::string& id, sched::JobId* job, uint32_t* attempt, uint32_t* index) {
+  unsigned long long j = 0;
+  unsigned a = 0, i = 0;
+  char tail = 0;
+  if (std::sscanf(id.c_str(), "%llu.%u.%u%c", &j, &a, &i, &tail) != 3) return false;
+  *job = j;
+  *attempt = a;
+  *index = i;
+  return true;
+}
+
+std::shared_ptr<const SpecEntry> ClusterState::InternSpec(std::string json, job::JobSpec spec) {
+  auto it = spec_cache_.find(json);
+  if (it != spec_cache_.end()) {
+    if (auto live = it->second.lock()) return live;
+    spec_cache_.erase(it);
+  }
+  auto entry = std::make_shared<const SpecEntry>(SpecEntry{std::move(json), std::move(spec)});
+  spec_cache_[entry->json] = entry;
+  return entry;
+}
+
+std::shared_ptr<const sched::GangRequest> ClusterState::InternRequest(sched::GangRequest request) {
+  auto it = request_cache_.find(request.fingerprint);
+  if (it != request_cache_.end()) {
+    if (auto live = it->second.lock()) return live;
+  }
+  auto shared = std::make_shared<const sched::GangRequest>(std::move(request));
+  request_cache_[shared->fingerprint] = shared;
+  return shared;
+}
+
+StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects* fx) {
+  if (std::find(options_.queues.begin(), options_.queues.end(), spec.queue) == options_.queues.end()) {
+    std::string known;
+    for (const auto& q : options_.queues) known += (known.empty() ? "" : ", ") + q;
+    return Status::InvalidArgument("queue '" + spec.queue + "' does not exist; the queues are: " + known);
+  }
+  HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
+  sched::Reason never = sched::placement::CheckNever(*topology_, request);
+  if (never.rule != sched::Rule::kNone) {
+    return Status::OutOfRange("job '" + spec.name + "' can never run on this cluster: " +
+                              never.ToString(*topology_) + "; change the request and submit it again");
+  }
+  JobRecord j;
+  j.id = next_job_id_++;
+  std::string json = job::JobSpecToJson(spec).dump();
+  j.spec = InternSpec(std::move(json), std::move(spec));
+  j.request = InternRequest(std::move(request));
+  j.submitted = now;
+  j.state = JobState::kPending;
+  fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
+  fx->Event(now, "job", "job/" + std::to_string(j.id), "submitted '" + j.spec->spec.name + "' to queue " + j.spec->spec.queue);
+  Persist(j, fx);
+  pending_.insert(j.id);
+  const sched::JobId id = j.id;
+  jobs_.emplace(id, std::move(j));
+  dirty_ = true;
+  return id;
+}
+
+Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist; `hangar jobs` lists them");
+  JobRecord& j = it->second;
+  if (job::IsFinal(j.state)) {
+    return Status::FailedPrecondition("job " + std::to_string(id) + " already " + std::string(job::JobStateName(j.state)) + "; nothing to cancel");
+  }
+  pending_.erase(id);
+  if (!j.tasks.empty()) StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
+  j.state = JobState::kCancelled;
+  j.ended = now;
+  j.message = "cancelled";
+  fx->Event(now, "job", "job/" + std::to_string(id), "cancelled");
+  Persist(j, fx);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+void ClusterState::StopTasks(JobRecord& j, Duration grace, Effects* fx) {
+  for (const auto& t : j.tasks) {
+    if (t.phase == TaskRun::Phase::kEnded) continue;
+    pb::ControllerMessage m;
+    m.mutable_stop()->set_task_id(TaskId(j.id, j.attempt, t.index));
+    m.mutable_stop()->set_grace_ms(grace);
+    fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
+  }
+}
+
+void ClusterState::EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx) {
+  (void)now;
+  (void)fx;
+  if (t.phase == TaskRun::Phase::kEnded) return;
+  t.phase = TaskRun::Phase::kEnded;
+  usage_.Release(cluster::TaskShare(j.assignment, t.index));
+  if (j.live_tasks > 0 && --j.live_tasks == 0) active_.erase(j.id);
+  dirty_ = true;
+}
+
+void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
+  if (j.state != JobState::kStarting && j.state != JobState::kRunning && j.state != JobState::kPreempting) return;
+  for (const auto& t : j.tasks) {
+    if (t.phase != TaskRun::Phase::kEnded || t.lost || t.stopped) continue;
+    if (t.exit_code != 0 || t.signal != 0) {
+      j.state = JobState::kFailed;
+      j.ended = now;
+      j.message = "task " + std::to_string(t.index) +
+                  (t.signal ? " was killed by signal " + std::to_string(t.signal)
+                            : " exited with code " + std::to_string(t.exit_code));
+      StopTasks(j, options_.stop_grace, fx);
+      fx->Event(now, "job", "job/" + std::to_string(j.id), "failed: " + j.message);
+      Persist(j, fx);
+      return;
+    }
+  }
+  if (j.live_tasks > 0) return;
+  j.state = JobState::kSucceeded;
+  j.ended = now;
+  j.message = "all " + std::to_string(j.tasks.size()) + " tasks exited 0";
+  fx->Event(now, "job", "job/" + std::to_string(j.id), "succeeded");
+  Persist(j, fx);
+}
+
+void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx) {
+  const Duration grace = std::max(options_.stop_grace, j.spec->spec.checkpoint.grace);
+  for (auto& t : j.tasks) {
+    if (t.phase == TaskRun::Phase::kEnded) continue;
+    if (nodes_[t.node].lost) {
+      t.lost = true;
+      EndTask(j, t, now, fx);
+      continue;
+    }
+    // Still running on a healthy node: stop it, and keep its GPUs until it has ended.
+    const std::string id = TaskId(j.id, j.attempt, t.index);
+    pb::ControllerMessage m;
+    m.mutable_stop()->set_task_id(id);
+    m.mutable_stop()->set_grace_ms(grace);
+    fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
+    zombies_[id] = {t.node, cluster::TaskShare(j.assignment, t.index)};
+  }
+  active_.erase(j.id);
+  j.tasks.clear();
+  j.assignment = {};
+  j.live_tasks = 0;
+  j.state = JobState::kPending;
+  j.attempt++;
+  j.restarts++;
+  j.started = 0;
+  j.message = why;
+  j.reason = {};
+  pending_.insert(j.id);
+  fx->Event(now, "job", "job/" + std::to_string(j.id), "requeued whole: " + why);
+  Persist(j, fx);
+  dirty_ = true;
+}
+
+void ClusterState::Persist(const JobRecord& j, Effects* fx) const { fx->batch.jobs.push_back(ToRow(j)); }
+
+JobRow ClusterState::ToRow(const JobRecord& j) const {
+  JobRow r;
+  r.id = j.id;
+  r.name = j.spec->spec.name;
+  r.queue = j.spec->spec.queue;
+  r.user = j.spec->spec.user;
+  r.state = std::string(job::JobStateName(j.state));
+  r.spec_json = j.spec->json;
+  r.submitted = j.submitted;
+  r.started = j.started;
+  r.ended = j.ended;
+  r.attempt = j.attempt;
+  r.restarts = j.restarts;
+  r.message = j.message;
+  r.placement_json = PlacementJson(j);
+  return r;
+}
+
+std::string ClusterState::PlacementJson(const JobRecord& j) const {
+  if (j.tasks.empty()) return "";
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& t : j.tasks) {
+    const auto& task = j.assignment.tasks[t.index];
+    nlohmann::json grants = nlohmann::json::array();
+    for (const auto& g : j.assignment.GrantsOf(task)) {
+      grants.push_back({topology_->gpus()[g.gpu].index, g.milli, g.memory_mib});
+    }
+    tasks.push_back({{"index", t.index}, {"group", task.group}, {"replica", task.replica},
+                     {"node", topology_->nodes()[t.node].name}, {"cpu", task.milli_cpu},
+                     {"memory", task.memory_mib}, {"grants", grants},
+                     {"ended", t.phase == TaskRun::Phase::kEnded}, {"exit_code", t.exit_code},
+                     {"signal", t.signal}, {"stopped", t.stopped}, {"lost", t.lost}});
+  }
+  return nlohmann::json{{"master_port", j.master_port}, {"tasks", tasks}}.dump();
+}
+
+api::JobView ClusterState::View(const JobRecord& j) const {
+  api::JobView v;
+  v.id = j.id;
+  const job::JobSpec& s = j.spec->spec;
+  v.name = s.name;
+  v.queue = s.queue;
+  v.user = s.user;
+  v.state = std::string(job::JobStateName(j.state));
+  v.tier = std::string(job::TierName(s.tier));
+  v.priority = s.priority;
+  v.gpus = static_cast<double>(s.TotalMilliGpu()) / 1000.0;
+  v.tasks = s.TotalReplicas();
+  v.submitted = j.submitted;
+  v.started = j.started;
+  v.ended = j.ended;
+  v.attempt = j.attempt;
+  v.restarts = j.restarts;
+  v.message = j.message;
+  if (j.state == JobState::kPending) {
+    v.reason = j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle" : j.reason.ToString(*topology_);
+    v.reason_rule = std::string(j.reason.RuleName());
+  } else {
+    v.reason = j.message;
+  }
+  static const char* kPhase[] = {"launching", "running", "ended"};
+  for (const auto& t : j.tasks) {
+    api::TaskView tv;
+    tv.index = t.index;
+    const auto& task = j.assignment.tasks[t.index];
+    tv.group = s.tasks[task.group].name;
+    tv.node = topology_->nodes()[t.node].name;
+    for (const auto& g : j.assignment.GrantsOf(task)) tv.gpus.push_back(topology_->gpus()[g.gpu].index);
+    tv.state = t.lost ? "lost" : kPhase[static_cast<int>(t.phase)];
+    tv.exit_code = t.exit_code;
+    tv.signal = t.signal;
+    v.task_views.push_back(std::move(tv));
+  }
+  v.spec = nlohmann::json::parse(j.spec->json, nullptr, false);
+  return v;
+}
+
+StatusOr<api::JobView> ClusterState::GetJob(sched::JobId id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist; `hangar jobs` lists them");
+  return View(it->second);
+}
+
+std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter, size_t limit) const {
+  std::vector<api::JobView> out;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
+    if (!state_filter.empty() && job::JobStateName(it->second.state) != state_filter) continue;
+    api::JobView v = View(it->second);
+    v.spec = nullptr;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(sched::JobId id, uint32_t index) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist");
+  const JobRecord& j = it->second;
+  for (const auto& t : j.tasks) {
+    if (t.index == index) return std::make_pair(topology_->nodes()[t.node].name, TaskId(j.id, j.attempt, t.index));
+  }
+  if (j.tasks.empty()) return Status::FailedPrecondition("job " + std::to_string(id) + " has not started; it has no logs yet");
+  return Status::NotFound("job " + std::to_string(id) + " has no task " + std::to_string(index) +
+                          " (it has " + std::to_string(j.tasks.size()) + ")");
+}
+
+bool ClusterState::IsTaskLive(const std::string& task_id) const {
+  sched::JobId id;
+  uint32_t attempt, index;
+  if (!ParseTaskId(task_id, &id, &attempt, &index)) return false;
+  if (zombies_.count(task_id)) return true;
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.attempt != attempt) return false;
+  for (const auto& t : it->second.tasks) {
+    if (t.index == index) return t.phase != TaskRun::Phase::kEnded;
+  }
+  return false;
+}
+
+ClusterState::Counts ClusterState::GetCounts() const {
+  Counts c;
+  for (int s = 0; s <= static_cast<int>(JobState::kCancelled); ++s) c.jobs_by_state[std::string(job::JobStateName(static_cast<JobState>(s)))] = 0;
+  for (const auto& [id, j] : jobs_) c.jobs_by_state[std::string(job::JobStateName(j.state))]++;
+  for (uint32_t n = 0; n < nodes_.size(); ++n) c.nodes_by_state[NodeState(n)]++;
+  c.gpus_total = topology_->total_gpus();
+  c.gpus_allocated_milli = usage_.AllocatedMilliGpu();
+  c.placements_total = static_cast<int64_t>(placements_total_);
+  return c;
+}
+
+}  // namespace hangar::controller

@@ -1,0 +1,303 @@
+// ClusterState: nodes -- agents registering and reconciling, heartbeats, task status, lost
+// nodes, and the operator's drain.
+#include "controller/cluster_state.h"
+
+namespace hangar::controller {
+
+using job::JobState;
+
+void ClusterState::UpdateCondition(uint32_t n) {
+  const NodeRecord& r = nodes_[n];
+  cluster::NodeCondition c = usage_.node(n).condition;
+  c.schedulable = r.registered && r.connected && !r.lost && !r.drained && r.orphans.empty();
+  usage_.SetNodeCondition(n, c);
+  dirty_ = true;
+}
+
+std::string ClusterState::NodeState(uint32_t n) const {
+  const NodeRecord& r = nodes_[n];
+  if (r.lost) return "lost";
+  if (r.drained) {
+    for (sched::JobId id : active_) {
+      for (const auto& t : jobs_.at(id).tasks) {
+        if (t.node == n && t.phase != TaskRun::Phase::kEnded) return "draining";
+      }
+    }
+    return "drained";
+  }
+  if (!r.registered) return "unknown";
+  if (!r.connected) return "disconnected";
+  if (!r.orphans.empty()) return "recovering";
+  return "ready";
+}
+
+void ClusterState::PersistNode(uint32_t n, Effects* fx) const {
+  const NodeRecord& r = nodes_[n];
+  nlohmann::json s = {{"drained", r.drained}, {"drain_reason", r.drain_reason}};
+  fx->batch.nodes.push_back({topology_->nodes()[n].name, s.dump()});
+}
+
+Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) {
+  const pb::Inventory& inv = reg.inventory();
+  auto found = topology_->FindNode(inv.node());
+  if (!found) {
+    return Status::NotFound("node '" + inv.node() + "' is not in this cluster; add it to cluster.yaml or start the agent with --node set to one of its nodes");
+  }
+  const uint32_t n = *found;
+  const auto& declared = topology_->nodes()[n];
+  if (static_cast<int>(inv.gpus_size()) != declared.num_gpus) {
+    return Status::FailedPrecondition("node '" + inv.node() + "' reports " + std::to_string(inv.gpus_size()) +
+                                      " GPUs but cluster.yaml declares " + std::to_string(declared.num_gpus) +
+                                      "; fix cluster.yaml or the agent's GPUs");
+  }
+  NodeRecord& r = nodes_[n];
+  const bool was_lost = r.lost;
+  r.connected = true;
+  r.registered = true;
+  r.lost = false;
+  r.last_heartbeat = now;
+  r.address = inv.address();
+  r.inventory = inv;
+  r.orphans.clear();
+  pb::ControllerMessage reply;
+  pb::Registered* ok = reply.mutable_registered();
+  ok->set_heartbeat_interval_ms(options_.heartbeat_interval);
+  std::set<std::string> reported;
+  for (const auto& ref : reg.running()) {
+    reported.insert(ref.task_id());
+    sched::JobId id;
+    uint32_t attempt, index;
+    bool wanted = false;
+    if (zombies_.count(ref.task_id())) {
+      ok->add_stop_tasks(ref.task_id());  // still to be stopped; keep its resources until it ends
+      continue;
+    }
+    if (ParseTaskId(ref.task_id(), &id, &attempt, &index)) {
+      auto it = jobs_.find(id);
+      if (it != jobs_.end() && it->second.attempt == attempt && index < it->second.tasks.size()) {
+        TaskRun& t = it->second.tasks[index];
+        if (t.node == n && t.phase != TaskRun::Phase::kEnded && !job::IsFinal(it->second.state)) {
+          wanted = true;
+          if (t.phase == TaskRun::Phase::kLaunching) {
+            pb::TaskStatus running;
+            running.set_task_id(ref.task_id());
+            running.set_state(pb::TaskStatus::RUNNING);
+            OnTaskStatus(inv.node(), running, now, fx);
+          }
+        }
+      }
+    }
+    if (!wanted) {
+      ok->add_stop_tasks(ref.task_id());
+      r.orphans.insert(ref.task_id());
+    }
+  }
+  // Tasks this node should run that it did not report: launch them again. A launch is
+  // idempotent on the agent, which answers with the task's end if it ran already.
+  for (sched::JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    if (job::IsFinal(j.state)) continue;
+    bool missing = false;
+    for (const auto& t : j.tasks) {
+      missing = missing || (t.node == n && t.phase != TaskRun::Phase::kEnded &&
+                            !reported.count(TaskId(j.id, j.attempt, t.index)));
+    }
+    if (missing) LaunchAll(j, fx);  // LaunchAll sends only tasks still launching
+  }
+  fx->messages.insert(fx->messages.begin(), {inv.node(), std::move(reply)});
+  fx->Event(now, "node", "node/" + inv.node(),
+            std::string(was_lost ? "came back" : "registered") + " (" + std::to_string(inv.gpus_size()) + " GPUs, " +
+                inv.gpu_backend() + " backend, " + std::to_string(reg.running_size()) + " running tasks)");
+  UpdateCondition(n);
+  return Status::Ok();
+}
+
+void ClusterState::OnDisconnect(const std::string& node, Time now) {
+  (void)now;
+  auto n = topology_->FindNode(node);
+  if (!n) return;
+  nodes_[*n].connected = false;
+  UpdateCondition(*n);
+}
+
+void ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now) {
+  auto n = topology_->FindNode(node);
+  if (!n) return;
+  nodes_[*n].last_heartbeat = now;
+  nodes_[*n].telemetry = hb;
+}
+
+void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& st, Time now, Effects* fx) {
+  const bool ended = st.state() == pb::TaskStatus::EXITED || st.state() == pb::TaskStatus::FAILED_TO_START;
+  auto n = topology_->FindNode(node);
+  if (n && nodes_[*n].orphans.count(st.task_id()) && ended) {
+    nodes_[*n].orphans.erase(st.task_id());
+    if (nodes_[*n].orphans.empty()) UpdateCondition(*n);
+    return;
+  }
+  auto z = zombies_.find(st.task_id());
+  if (z != zombies_.end()) {
+    if (ended) {
+      usage_.Release(z->second.share);
+      zombies_.erase(z);
+      dirty_ = true;
+    }
+    return;
+  }
+  sched::JobId id;
+  uint32_t attempt, index;
+  if (!ParseTaskId(st.task_id(), &id, &attempt, &index)) return;
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size()) return;
+  JobRecord& j = it->second;
+  TaskRun& t = j.tasks[index];
+  if (t.phase == TaskRun::Phase::kEnded) return;  // old news
+  if (!ended) {
+    t.phase = TaskRun::Phase::kRunning;
+    if (j.state == JobState::kStarting) {
+      bool all = true;
+      for (const auto& other : j.tasks) all = all && other.phase != TaskRun::Phase::kLaunching;
+      if (all) {
+        j.state = JobState::kRunning;
+        if (!j.started) j.started = now;
+        fx->Event(now, "job", "job/" + std::to_string(j.id), "running (" + std::to_string(j.tasks.size()) + " tasks)");
+        Persist(j, fx);
+      }
+    }
+    return;
+  }
+  t.exit_code = st.state() == pb::TaskStatus::FAILED_TO_START ? 127 : st.exit_code();
+  t.signal = st.signal();
+  t.stopped = st.stopped();
+  EndTask(j, t, now, fx);
+  if (st.state() == pb::TaskStatus::FAILED_TO_START) {
+    fx->Event(now, "job", "job/" + std::to_string(j.id), "task " + std::to_string(index) + " failed to start: " + st.message());
+  }
+  FinishIfDone(j, now, fx);
+  Persist(j, fx);
+}
+
+void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    NodeRecord& r = nodes_[n];
+    if (r.lost || now - r.last_heartbeat <= options_.heartbeat_timeout) continue;
+    bool has_work = false;
+    for (sched::JobId id : active_) {
+      for (const auto& t : jobs_.at(id).tasks) has_work = has_work || (t.node == n && t.phase != TaskRun::Phase::kEnded);
+    }
+    for (const auto& [task, z] : zombies_) has_work = has_work || z.node == n;
+    if (!r.registered && !has_work) continue;  // never came: nothing to requeue
+    LoseNode(n, "no heartbeat for " + FormatDuration(now - r.last_heartbeat), now, fx);
+  }
+}
+
+void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effects* fx) {
+  NodeRecord& r = nodes_[n];
+  r.lost = true;
+  r.connected = false;
+  r.orphans.clear();
+  const std::string& name = topology_->nodes()[n].name;
+  fx->Event(now, "node", "node/" + name, "lost: " + why);
+  std::vector<sched::JobId> hit;
+  for (sched::JobId id : active_) {
+    for (const auto& t : jobs_.at(id).tasks) {
+      if (t.node == n && t.phase != TaskRun::Phase::kEnded) {
+        hit.push_back(id);
+        break;
+      }
+    }
+  }
+  for (sched::JobId id : hit) {
+    JobRecord& j = jobs_.at(id);
+    if (job::IsFinal(j.state)) {
+      for (auto& t : j.tasks) {
+        if (t.node == n && t.phase != TaskRun::Phase::kEnded) {
+          t.lost = true;
+          EndTask(j, t, now, fx);
+        }
+      }
+      Persist(j, fx);
+    } else {
+      Requeue(j, "node " + name + " lost (" + why + ")", now, fx);
+    }
+  }
+  for (auto it = zombies_.begin(); it != zombies_.end();) {
+    if (it->second.node == n) {
+      usage_.Release(it->second.share);
+      it = zombies_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  UpdateCondition(n);
+}
+
+Status ClusterState::Drain(const std::string& node, const std::string& reason, Time now, Effects* fx) {
+  auto n = topology_->FindNode(node);
+  if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
+  if (reason.empty()) return Status::InvalidArgument("say why the node is drained (--reason)");
+  nodes_[*n].drained = true;
+  nodes_[*n].drain_reason = reason;
+  UpdateCondition(*n);
+  PersistNode(*n, fx);
+  fx->Event(now, "node", "node/" + node, "drained by the operator: " + reason);
+  return Status::Ok();
+}
+
+Status ClusterState::Undrain(const std::string& node, Time now, Effects* fx) {
+  auto n = topology_->FindNode(node);
+  if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
+  if (!nodes_[*n].drained) return Status::FailedPrecondition("node '" + node + "' is not drained");
+  nodes_[*n].drained = false;
+  nodes_[*n].drain_reason.clear();
+  UpdateCondition(*n);
+  PersistNode(*n, fx);
+  fx->Event(now, "node", "node/" + node, "undrained by the operator");
+  return Status::Ok();
+}
+
+std::vector<api::NodeView> ClusterState::ListNodes() const {
+  std::vector<api::NodeView> out;
+  for (uint32_t n = 0; n < nodes_.size(); ++n) out.push_back(*GetNode(topology_->nodes()[n].name));
+  return out;
+}
+
+StatusOr<api::NodeView> ClusterState::GetNode(const std::string& name) const {
+  auto found = topology_->FindNode(name);
+  if (!found) return Status::NotFound("node '" + name + "' does not exist; `hangar nodes` lists them");
+  const uint32_t n = *found;
+  const auto& info = topology_->nodes()[n];
+  const NodeRecord& r = nodes_[n];
+  const auto& u = usage_.node(n);
+  api::NodeView v;
+  v.name = info.name;
+  v.state = NodeState(n);
+  v.reason = r.drained ? r.drain_reason : "";
+  v.model = info.num_gpus ? topology_->models()[info.model] : "";
+  v.leaf = topology_->leaves()[info.leaf].name;
+  v.spine = topology_->spines()[info.spine].name;
+  v.gpus = info.num_gpus;
+  int64_t free_milli = 0;
+  for (uint32_t g = info.first_gpu; g < info.first_gpu + info.num_gpus; ++g) {
+    if (usage_.gpu_available(g) && !topology_->gpus()[g].mig) free_milli += usage_.gpu_free_milli(g);
+  }
+  v.gpus_free = static_cast<double>(free_milli) / 1000.0;
+  v.milli_cpu = info.milli_cpu;
+  v.milli_cpu_free = u.free_cpu;
+  v.memory_mib = info.memory_mib;
+  v.memory_mib_free = u.free_memory;
+  v.connected = r.connected;
+  v.last_heartbeat = r.last_heartbeat;
+  v.address = r.address;
+  for (sched::JobId id : active_) {
+    for (const auto& t : jobs_.at(id).tasks) {
+      if (t.node == n && t.phase != TaskRun::Phase::kEnded) {
+        v.jobs.push_back(id);
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace hangar::controller

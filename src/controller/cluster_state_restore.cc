@@ -1,0 +1,93 @@
+// ClusterState: rebuilding after a restart from what the store holds.
+#include "controller/cluster_state.h"
+
+namespace hangar::controller {
+
+using job::JobState;
+
+namespace {
+
+// The current attempt's assignment and task phases, from PlacementJson().
+Status ParsePlacement(const std::string& text, const cluster::Topology& t, JobRecord* j) {
+  auto p = nlohmann::json::parse(text, nullptr, false);
+  if (p.is_discarded() || !p.contains("tasks")) return Status::Internal("job " + std::to_string(j->id) + ": unreadable placement");
+  j->master_port = p.value("master_port", 0);
+  for (const auto& task : p["tasks"]) {
+    auto node = t.FindNode(task.value("node", ""));
+    if (!node) return Status::Internal("job " + std::to_string(j->id) + ": node '" + task.value("node", "") + "' is no longer in the cluster");
+    cluster::TaskPlacement tp;
+    tp.node = *node;
+    tp.group = task.value("group", uint16_t{0});
+    tp.replica = task.value("replica", 0u);
+    tp.milli_cpu = task.value("cpu", int64_t{0});
+    tp.memory_mib = task.value("memory", int64_t{0});
+    tp.first_grant = static_cast<uint32_t>(j->assignment.grants.size());
+    for (const auto& g : task["grants"]) {
+      const uint32_t index = g[0].get<uint32_t>();
+      if (index >= t.nodes()[*node].num_gpus) return Status::Internal("job " + std::to_string(j->id) + ": GPU index out of range");
+      j->assignment.grants.push_back({t.nodes()[*node].first_gpu + index, g[1].get<int32_t>(), g[2].get<int64_t>()});
+    }
+    tp.end_grant = static_cast<uint32_t>(j->assignment.grants.size());
+    j->assignment.tasks.push_back(tp);
+    TaskRun run;
+    run.index = static_cast<uint32_t>(j->tasks.size());
+    run.node = *node;
+    run.phase = task.value("ended", false) ? TaskRun::Phase::kEnded : TaskRun::Phase::kLaunching;
+    run.exit_code = task.value("exit_code", 0);
+    run.signal = task.value("signal", 0);
+    run.stopped = task.value("stopped", false);
+    run.lost = task.value("lost", false);
+    j->tasks.push_back(run);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ClusterState::Restore(const StoreContents& c, Time now) {
+  started_at_ = now;
+  for (const auto& v : c.values) {
+    if (v.table == "meta" && v.key == "next_job_id") next_job_id_ = std::stoull(v.value);
+  }
+  for (const auto& row : c.nodes) {
+    auto n = topology_->FindNode(row.name);
+    if (!n) continue;  // a node that left cluster.yaml
+    auto s = nlohmann::json::parse(row.state_json, nullptr, false);
+    if (s.is_discarded()) continue;
+    nodes_[*n].drained = s.value("drained", false);
+    nodes_[*n].drain_reason = s.value("drain_reason", "");
+  }
+  for (auto& r : nodes_) r.last_heartbeat = now;  // every agent gets a full timeout to come back
+  for (const auto& row : c.jobs) {
+    HANGAR_ASSIGN_OR_RETURN(job::JobSpec spec, job::JobSpecFromJson(nlohmann::json::parse(row.spec_json)));
+    auto state = job::ParseJobState(row.state);
+    if (!state) return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state + "'");
+    JobRecord j;
+    j.id = row.id;
+    HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
+    j.request = InternRequest(std::move(request));
+    j.spec = InternSpec(row.spec_json, std::move(spec));
+    j.state = *state;
+    j.submitted = row.submitted;
+    j.started = row.started;
+    j.ended = row.ended;
+    j.attempt = row.attempt;
+    j.restarts = row.restarts;
+    j.message = row.message;
+    next_job_id_ = std::max<uint64_t>(next_job_id_, row.id + 1);
+    if (!row.placement_json.empty()) HANGAR_RETURN_IF_ERROR(ParsePlacement(row.placement_json, *topology_, &j));
+    for (auto& t : j.tasks) {
+      if (t.phase == TaskRun::Phase::kEnded) continue;
+      HANGAR_RETURN_IF_ERROR(usage_.Allocate(cluster::TaskShare(j.assignment, t.index)));
+      j.live_tasks++;
+    }
+    if (j.state == JobState::kPending) pending_.insert(j.id);
+    if (j.live_tasks > 0) active_.insert(j.id);
+    jobs_.emplace(j.id, std::move(j));
+  }
+  for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+}  // namespace hangar::controller

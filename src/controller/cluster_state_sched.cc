@@ -1,0 +1,146 @@
+// ClusterState: one scheduling cycle and what follows a placement -- the job's tasks, their
+// environment, and the launch commands.
+#include "controller/cluster_state.h"
+#include "controller/launch_env.h"
+
+namespace hangar::controller {
+
+using job::JobState;
+
+void ClusterState::Schedule(Time now, Effects* fx) {
+  dirty_ = false;
+  if (pending_.empty()) return;
+  std::vector<sched::PendingJob> pending;
+  pending.reserve(pending_.size());
+  for (sched::JobId id : pending_) {
+    const JobRecord& j = jobs_.at(id);
+    const job::JobSpec& s = j.spec->spec;
+    sched::PendingJob p;
+    p.id = id;
+    p.request = j.request.get();
+    p.priority = s.priority;
+    p.tier = s.tier;
+    p.submit = j.submitted;
+    p.time_limit = s.time_limit;
+    p.seq = id;
+    pending.push_back(p);
+  }
+  // Running gangs, for backfill reservations (and preemption).
+  std::vector<cluster::GangAssignment> partial;  // live tasks of partly ended gangs
+  partial.reserve(active_.size());
+  std::vector<sched::RunningJob> running;
+  running.reserve(active_.size());
+  for (sched::JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    if (j.tasks.empty()) continue;
+    sched::RunningJob r;
+    r.id = id;
+    r.request = j.request.get();
+    r.priority = j.spec->spec.priority;
+    r.tier = j.spec->spec.tier;
+    r.start = j.started ? j.started : now;
+    r.expected_end = j.spec->spec.time_limit > 0 ? r.start + j.spec->spec.time_limit : kNever;
+    r.min_run_time = j.spec->spec.min_run_time;
+    r.seq = id;
+    if (j.live_tasks == j.tasks.size()) {
+      r.assignment = &j.assignment;
+    } else {
+      cluster::GangAssignment live;
+      for (const auto& t : j.tasks) {
+        if (t.phase == TaskRun::Phase::kEnded) continue;
+        cluster::GangAssignment one = cluster::TaskShare(j.assignment, t.index);
+        one.tasks[0].first_grant = static_cast<uint32_t>(live.grants.size());
+        live.grants.insert(live.grants.end(), one.grants.begin(), one.grants.end());
+        one.tasks[0].end_grant = static_cast<uint32_t>(live.grants.size());
+        live.tasks.push_back(one.tasks[0]);
+      }
+      partial.push_back(std::move(live));
+      r.assignment = &partial.back();
+    }
+    running.push_back(r);
+  }
+  sched::Snapshot snap;
+  snap.usage = &usage_;
+  snap.pending = pending;
+  snap.running = running;
+  snap.random_seed = static_cast<uint64_t>(now);
+  sched::Decisions d = scheduler_->Cycle(snap, now);
+  for (auto& p : d.placements) StartJob(jobs_.at(p.job), p, now, fx);
+  for (const auto& v : d.waiting) jobs_.at(v.job).reason = v.reason;
+  if (d.not_examined.rule != sched::Rule::kNone) {
+    for (size_t k = d.examined; k < pending.size(); ++k) {
+      // Jobs the cycle did not reach keep their last reason, unless they never had one.
+      JobRecord& j = jobs_.at(pending[k].id);
+      if (j.reason.rule == sched::Rule::kNone) j.reason = d.not_examined;
+    }
+  }
+}
+
+void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx) {
+  if (!usage_.Allocate(p.assignment).ok()) return;  // cannot happen: the cycle planned on usage_
+  pending_.erase(j.id);
+  active_.insert(j.id);
+  j.assignment = std::move(p.assignment);
+  j.tasks.clear();
+  for (uint32_t k = 0; k < j.assignment.tasks.size(); ++k) {
+    TaskRun t;
+    t.index = k;
+    t.node = j.assignment.tasks[k].node;
+    j.tasks.push_back(t);
+  }
+  j.live_tasks = j.tasks.size();
+  j.state = JobState::kStarting;
+  j.reason = {};
+  j.master_port = options_.master_port_base +
+                  static_cast<int>((j.id * 7 + j.attempt) % static_cast<uint64_t>(options_.master_port_span));
+  ++placements_total_;
+  std::string where;
+  for (const auto& t : j.tasks) {
+    const std::string& n = topology_->nodes()[t.node].name;
+    if (where.find(n) == std::string::npos) where += (where.empty() ? "" : ",") + n;
+  }
+  fx->Event(now, "job", "job/" + std::to_string(j.id),
+            "placed (attempt " + std::to_string(j.attempt) + ") on " + where + ", locality " +
+                std::string(cluster::LevelName(p.locality)));
+  Persist(j, fx);
+  LaunchAll(j, fx);
+}
+
+void ClusterState::LaunchAll(const JobRecord& j, Effects* fx) const {
+  LaunchContext ctx;
+  ctx.job_id = j.id;
+  ctx.attempt = j.attempt;
+  ctx.restarts = j.restarts;
+  ctx.spec = &j.spec->spec;
+  ctx.assignment = &j.assignment;
+  ctx.topology = topology_.get();
+  ctx.address_of = [this](uint32_t n) {
+    return nodes_[n].address.empty() ? topology_->nodes()[n].name : nodes_[n].address;
+  };
+  ctx.master_port = j.master_port;
+  ctx.checkpoint_dir = options_.checkpoint_root + "/job-" + std::to_string(j.id);
+  auto envs = TaskEnvironments(ctx);
+  for (const auto& t : j.tasks) {
+    if (t.phase == TaskRun::Phase::kLaunching) SendLaunch(j, t, envs[t.index], fx);
+  }
+}
+
+void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
+                              const std::map<std::string, std::string>& env, Effects* fx) const {
+  const cluster::TaskPlacement& task = j.assignment.tasks[t.index];
+  pb::ControllerMessage m;
+  pb::Launch* l = m.mutable_launch();
+  l->set_task_id(TaskId(j.id, j.attempt, t.index));
+  l->set_job_id(j.id);
+  l->set_attempt(j.attempt);
+  l->set_task_index(t.index);
+  for (const auto& a : j.spec->spec.tasks[task.group].command) l->add_argv(a);
+  for (const auto& [k, v] : env) (*l->mutable_env())[k] = v;
+  for (const auto& g : j.assignment.GrantsOf(task)) l->add_gpu_indices(topology_->gpus()[g.gpu].index);
+  l->set_milli_cpu(task.milli_cpu);
+  l->set_memory_mib(task.memory_mib);
+  l->set_checkpoint_signal(j.spec->spec.checkpoint.signal);
+  fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
+}
+
+}  // namespace hangar::controller

@@ -1,0 +1,245 @@
+#include "controller/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+#include "cluster/cluster_yaml.h"
+
+namespace hangar::controller {
+namespace {
+
+std::shared_ptr<const cluster::Topology> TwoNodes() {
+  auto f = cluster::ParseClusterYaml(
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+      "nodes: [{name: a}, {name: b}]\n", "c.yaml");
+  EXPECT_TRUE(f.ok());
+  return f->topology;
+}
+
+job::JobSpec Spec(const std::string& yaml) {
+  auto s = job::ParseJobSpec(yaml, "job.yaml");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return *s;
+}
+
+class ClusterStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override { state_ = Make(); }
+  std::unique_ptr<ClusterState> Make() {
+    auto s = sched::Scheduler::Create({});
+    return std::make_unique<ClusterState>(TwoNodes(), ControllerOptions{}, std::move(s).value());
+  }
+  pb::Register Reg(const std::string& node, std::vector<std::string> running = {}) {
+    pb::Register r;
+    r.mutable_inventory()->set_node(node);
+    r.mutable_inventory()->set_address("127.0.0." + std::string(node == "a" ? "1" : "2"));
+    for (int i = 0; i < 8; ++i) r.mutable_inventory()->add_gpus()->set_index(i);
+    for (const auto& id : running) r.add_running()->set_task_id(id);
+    return r;
+  }
+  void RegisterAll(Time now) {
+    Effects fx;
+    ASSERT_TRUE(state_->OnRegister(Reg("a"), now, &fx).ok());
+    ASSERT_TRUE(state_->OnRegister(Reg("b"), now, &fx).ok());
+  }
+  void Status(const std::string& node, const std::string& task, pb::TaskStatus::State st, int code, Time now,
+              Effects* fx) {
+    pb::TaskStatus s;
+    s.set_task_id(task);
+    s.set_state(st);
+    s.set_exit_code(code);
+    state_->OnTaskStatus(node, s, now, fx);
+  }
+  static std::vector<const pb::Launch*> Launches(const Effects& fx) {
+    std::vector<const pb::Launch*> out;
+    for (const auto& m : fx.messages) if (m.message.has_launch()) out.push_back(&m.message.launch());
+    return out;
+  }
+  std::unique_ptr<ClusterState> state_;
+};
+
+constexpr const char* kGang = "name: gang\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n";
+
+TEST_F(ClusterStateTest, SubmitValidatesAndPersists) {
+  Effects fx;
+  auto id = state_->Submit(Spec("name: a\ntasks: [{gpus: 1, command: [x]}]\n"), 10, &fx);
+  ASSERT_TRUE(id.ok());
+  ASSERT_EQ(fx.batch.jobs.size(), 1u);
+  EXPECT_EQ(fx.batch.jobs[0].state, "pending");
+  EXPECT_EQ(fx.batch.values[0].key, "next_job_id");
+  Effects bad;
+  auto q = state_->Submit(Spec("name: a\nqueue: gold\ntasks: [{gpus: 1}]\n"), 10, &bad);
+  EXPECT_EQ(q.status().message(), "queue 'gold' does not exist; the queues are: default");
+  auto never = state_->Submit(Spec("name: a\ntasks: [{gpus: 9}]\n"), 10, &bad);
+  EXPECT_EQ(never.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(never.status().message().find("asks 9 GPUs per replica, largest node has 8"), std::string::npos);
+  EXPECT_TRUE(bad.batch.empty());
+}
+
+TEST_F(ClusterStateTest, NothingIsPlacedOnNodesThatHaveNotRegistered) {
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  Effects cycle;
+  state_->Schedule(2, &cycle);
+  EXPECT_TRUE(Launches(cycle).empty());
+  EXPECT_EQ(state_->GetJob(1)->state, "pending");
+}
+
+TEST_F(ClusterStateTest, GangRunsAndSucceeds) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  Effects cycle;
+  state_->Schedule(2, &cycle);
+  auto launches = Launches(cycle);
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0]->task_id(), "1.0.0");
+  EXPECT_EQ(launches[0]->env().at("MASTER_ADDR"), launches[1]->env().at("MASTER_ADDR"));
+  EXPECT_EQ(launches[1]->env().at("RANK"), "1");
+  EXPECT_EQ(launches[0]->gpu_indices_size(), 8);
+  ASSERT_EQ(cycle.batch.jobs.size(), 1u);
+  EXPECT_EQ(cycle.batch.jobs[0].state, "starting");
+  Effects st;
+  Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &st);
+  EXPECT_EQ(state_->GetJob(1)->state, "starting");
+  Status("b", "1.0.1", pb::TaskStatus::RUNNING, 0, 3, &st);
+  EXPECT_EQ(state_->GetJob(1)->state, "running");
+  Status("a", "1.0.0", pb::TaskStatus::EXITED, 0, 9, &st);
+  Status("b", "1.0.1", pb::TaskStatus::EXITED, 0, 9, &st);
+  auto j = state_->GetJob(1);
+  EXPECT_EQ(j->state, "succeeded");
+  EXPECT_EQ(j->ended, 9);
+  EXPECT_EQ(state_->ListNodes()[0].gpus_free, 8);
+}
+
+TEST_F(ClusterStateTest, AFailedTaskFailsTheJobAndStopsTheRest) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  state_->Schedule(2, &fx);
+  Effects st;
+  Status("a", "1.0.0", pb::TaskStatus::EXITED, 3, 5, &st);
+  auto j = state_->GetJob(1);
+  EXPECT_EQ(j->state, "failed");
+  EXPECT_EQ(j->message, "task 0 exited with code 3");
+  bool stopped_other = false;
+  for (const auto& m : st.messages) stopped_other |= m.node == "b" && m.message.has_stop() && m.message.stop().task_id() == "1.0.1";
+  EXPECT_TRUE(stopped_other);
+  // Node b's GPUs stay allocated until its task has ended.
+  EXPECT_EQ(state_->GetNode("b")->gpus_free, 0);
+  Status("b", "1.0.1", pb::TaskStatus::EXITED, 0, 6, &st);
+  EXPECT_EQ(state_->GetNode("b")->gpus_free, 8);
+}
+
+TEST_F(ClusterStateTest, CancelStopsEveryTask) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  state_->Schedule(2, &fx);
+  Effects c;
+  ASSERT_TRUE(state_->Cancel(1, 3, &c).ok());
+  int stops = 0;
+  for (const auto& m : c.messages) stops += m.message.has_stop();
+  EXPECT_EQ(stops, 2);
+  EXPECT_EQ(state_->GetJob(1)->state, "cancelled");
+  EXPECT_EQ(state_->Cancel(1, 4, &c).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_->Cancel(99, 4, &c).code(), StatusCode::kNotFound);
+}
+
+TEST_F(ClusterStateTest, LostNodeRequeuesTheGangWhole) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  state_->Schedule(2, &fx);
+  Effects st;
+  Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &st);
+  Status("b", "1.0.1", pb::TaskStatus::RUNNING, 0, 3, &st);
+  pb::Heartbeat hb;
+  state_->OnHeartbeat("a", hb, 3000);  // a is alive, b went silent at 0
+  Effects lost;
+  state_->CheckHeartbeats(3500, &lost);
+  auto j = state_->GetJob(1);
+  EXPECT_EQ(j->state, "pending");
+  EXPECT_EQ(j->attempt, 1u);
+  EXPECT_EQ(j->restarts, 1u);
+  EXPECT_NE(j->message.find("node b lost"), std::string::npos);
+  EXPECT_EQ(state_->GetNode("b")->state, "lost");
+  bool stop_a = false;
+  for (const auto& m : lost.messages) stop_a |= m.node == "a" && m.message.has_stop();
+  EXPECT_TRUE(stop_a);
+  // The old task on a keeps its GPUs until it has ended; then b comes back and the gang runs.
+  EXPECT_EQ(state_->GetNode("a")->gpus_free, 0);
+  Status("a", "1.0.0", pb::TaskStatus::EXITED, 0, 3600, &lost);
+  EXPECT_EQ(state_->GetNode("a")->gpus_free, 8);
+  ASSERT_TRUE(state_->OnRegister(Reg("b", {"1.0.1"}), 3700, &lost).ok());
+  EXPECT_EQ(state_->GetNode("b")->state, "recovering");  // its old task must stop first
+  Status("b", "1.0.1", pb::TaskStatus::EXITED, 0, 3800, &lost);
+  EXPECT_EQ(state_->GetNode("b")->state, "ready");
+  Effects cycle;
+  state_->Schedule(3900, &cycle);
+  auto launches = Launches(cycle);
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0]->task_id(), "1.1.0");
+  EXPECT_EQ(launches[0]->env().at("HANGAR_RESTART_COUNT"), "1");
+}
+
+TEST_F(ClusterStateTest, RestoreRebuildsStateAndReconcilesWithAgents) {
+  auto store = NewMemoryStore();
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  ASSERT_TRUE(state_->Submit(Spec("name: waits\ntasks: [{gpus: 8, command: [x]}]\n"), 1, &fx).ok());
+  state_->Schedule(2, &fx);
+  Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  ASSERT_TRUE(store->Commit(fx.batch).ok());
+  // A new controller from the store alone.
+  auto again = Make();
+  ASSERT_TRUE(again->Restore(*store->Load(), 100).ok());
+  EXPECT_EQ(again->GetJob(1)->state, "starting");
+  EXPECT_EQ(again->GetJob(2)->state, "pending");
+  EXPECT_EQ(again->GetNode("a")->gpus_free, 0);
+  // Node a still runs its task: confirmed, not launched again. Node b never got its launch.
+  Effects rec;
+  ASSERT_TRUE(again->OnRegister(Reg("a", {"1.0.0"}), 101, &rec).ok());
+  EXPECT_TRUE(Launches(rec).empty());
+  Effects rec_b;
+  ASSERT_TRUE(again->OnRegister(Reg("b"), 101, &rec_b).ok());
+  auto launches = Launches(rec_b);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0]->task_id(), "1.0.1");
+  Effects more;
+  again->Schedule(102, &more);
+  EXPECT_TRUE(Launches(more).empty());  // job 2 still has no room: nothing runs twice
+  Effects next;
+  ASSERT_TRUE(again->Submit(Spec("name: x\ntasks: [{gpus: 1, command: [x]}]\n"), 103, &next).ok());
+  EXPECT_EQ(again->next_job_id(), 4u);
+}
+
+TEST_F(ClusterStateTest, DrainKeepsNewWorkAway) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Drain("a", "bad fan", 1, &fx).ok());
+  EXPECT_EQ(state_->GetNode("a")->state, "drained");
+  EXPECT_EQ(state_->Drain("zz", "x", 1, &fx).code(), StatusCode::kNotFound);
+  EXPECT_EQ(state_->Drain("a", "", 1, &fx).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  Effects cycle;
+  state_->Schedule(2, &cycle);
+  EXPECT_TRUE(Launches(cycle).empty());
+  ASSERT_TRUE(state_->Undrain("a", 3, &fx).ok());
+  state_->Schedule(4, &cycle);
+  EXPECT_EQ(Launches(cycle).size(), 2u);
+}
+
+TEST_F(ClusterStateTest, UnknownNodeOrWrongGpuCountIsRefused) {
+  Effects fx;
+  pb::Register r = Reg("zz");
+  EXPECT_EQ(state_->OnRegister(r, 0, &fx).code(), StatusCode::kNotFound);
+  pb::Register few;
+  few.mutable_inventory()->set_node("a");
+  few.mutable_inventory()->add_gpus();
+  EXPECT_NE(state_->OnRegister(few, 0, &fx).message().find("reports 1 GPUs but cluster.yaml declares 8"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hangar::controller
