@@ -1,0 +1,367 @@
+#include "agent/agent.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/utsname.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace hangar::agent {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json ToJson(const TaskRecord& r) {
+  return {{"task_id", r.task_id}, {"job_id", r.job_id}, {"attempt", r.attempt}, {"index", r.index},
+          {"pid", r.pid},         {"ended", r.ended},   {"exit_code", r.exit_code}, {"signal", r.signal},
+          {"stopped", r.stopped}, {"failed_to_start", r.failed_to_start}, {"message", r.message},
+          {"gpus", r.gpus},       {"ended_at", r.ended_at}};
+}
+
+TaskRecord FromJson(const nlohmann::json& j) {
+  TaskRecord r;
+  r.task_id = j.value("task_id", "");
+  r.job_id = j.value("job_id", uint64_t{0});
+  r.attempt = j.value("attempt", 0u);
+  r.index = j.value("index", 0u);
+  r.pid = j.value("pid", 0);
+  r.ended = j.value("ended", false);
+  r.exit_code = j.value("exit_code", 0);
+  r.signal = j.value("signal", 0);
+  r.stopped = j.value("stopped", false);
+  r.failed_to_start = j.value("failed_to_start", false);
+  r.message = j.value("message", "");
+  r.gpus = j.value("gpus", std::vector<uint32_t>{});
+  r.ended_at = j.value("ended_at", int64_t{0});
+  return r;
+}
+
+std::string KernelVersion() {
+  utsname u{};
+  return uname(&u) == 0 ? u.release : "";
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* clock)
+    : options_(std::move(options)),
+      backend_(std::move(backend)),
+      clock_(clock),
+      runner_(RunnerOptions{"", options_.use_cgroups}) {}
+
+Agent::~Agent() = default;
+
+std::string Agent::TaskDir(const std::string& task_id) const {
+  return options_.state_dir + "/tasks/" + task_id;
+}
+
+Status Agent::Init() {
+  std::error_code ec;
+  fs::create_directories(options_.state_dir + "/tasks", ec);
+  if (ec) return Status::Unavailable("cannot create the state directory " + options_.state_dir + ": " + ec.message());
+  HANGAR_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
+  cgroup_status_ = runner_.CgroupStatus();
+  std::ifstream in(options_.state_dir + "/tasks.json");
+  if (in) {
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_array()) {
+      for (const auto& e : j) {
+        TaskRecord r = FromJson(e);
+        if (r.task_id.empty()) continue;
+        if (!r.ended) {
+          if (r.pid > 0 && runner_.Adopt(r.task_id, r.pid).ok()) {
+            for (uint32_t g : r.gpus) backend_->SetBusy(g, TaskDir(r.task_id) + "/gpu_util");
+            spdlog::info("agent: adopted task {} (pid {}) from an earlier run", r.task_id, r.pid);
+          } else {
+            r.ended = true;
+            r.exit_code = -1;
+            r.message = "ended while the agent was down; its exit status is unknown";
+            r.ended_at = clock_->Now();
+          }
+        }
+        records_[r.task_id] = r;
+      }
+    }
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  SaveRecords();
+  return Status::Ok();
+}
+
+void Agent::SaveRecords() {
+  // Forget ended tasks after an hour: the controller has heard of them many times by then.
+  const Time now = clock_->Now();
+  for (auto it = records_.begin(); it != records_.end();) {
+    if (it->second.ended && now - it->second.ended_at > kHour) it = records_.erase(it);
+    else ++it;
+  }
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [id, r] : records_) j.push_back(ToJson(r));
+  const std::string path = options_.state_dir + "/tasks.json";
+  {
+    std::ofstream out(path + ".tmp");
+    out << j.dump() << "\n";
+  }
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+pb::Register Agent::RegisterMessage() {
+  pb::Register reg;
+  pb::Inventory* inv = reg.mutable_inventory();
+  inv->set_node(options_.node);
+  inv->set_address(options_.address);
+  for (const auto& g : gpus_.gpus) *inv->add_gpus() = g;
+  inv->set_milli_cpu(options_.milli_cpu);
+  inv->set_memory_mib(options_.memory_mib);
+  inv->set_driver_version(gpus_.driver_version);
+  inv->set_cuda_version(gpus_.cuda_version);
+  inv->set_kernel_version(KernelVersion());
+  inv->set_agent_version("hangar 0.1.0");
+  inv->set_gpu_backend(backend_->name());
+  reg.set_token(options_.token);
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [id, r] : records_) {
+    if (r.ended) continue;
+    pb::TaskRef* t = reg.add_running();
+    t->set_task_id(r.task_id);
+    t->set_job_id(r.job_id);
+    t->set_attempt(r.attempt);
+    t->set_task_index(r.index);
+    t->set_pid(r.pid);
+  }
+  return reg;
+}
+
+bool Agent::Write(const pb::AgentMessage& m) {
+  std::lock_guard<std::mutex> l(write_mu_);
+  return stream_ && stream_->Write(m);
+}
+
+void Agent::SendStatus(const TaskRecord& r) {
+  pb::AgentMessage m;
+  pb::TaskStatus* s = m.mutable_task_status();
+  s->set_task_id(r.task_id);
+  s->set_job_id(r.job_id);
+  s->set_attempt(r.attempt);
+  s->set_task_index(r.index);
+  s->set_state(r.failed_to_start ? pb::TaskStatus::FAILED_TO_START
+                                 : r.ended ? pb::TaskStatus::EXITED : pb::TaskStatus::RUNNING);
+  s->set_exit_code(r.exit_code);
+  s->set_signal(r.signal);
+  s->set_stopped(r.stopped);
+  s->set_message(r.message);
+  Write(m);
+}
+
+void Agent::Run(const std::atomic<bool>* stop) {
+  std::thread reaper([this, stop] { ReaperLoop(stop); });
+  std::thread heartbeat([this, stop] { HeartbeatLoop(stop); });
+  Duration backoff = 100;
+  while (!*stop) {
+    const Time started = clock_->Now();
+    Session(stop);
+    if (*stop) break;
+    if (clock_->Now() - started > 5 * kSecond) backoff = 100;  // it was a healthy session
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
+    backoff = std::min<Duration>(backoff * 2, 2 * kSecond);
+  }
+  {
+    std::lock_guard<std::mutex> l(write_mu_);
+    if (context_) context_->TryCancel();
+  }
+  reaper.join();
+  heartbeat.join();
+}
+
+void Agent::Session(const std::atomic<bool>* stop) {
+  auto channel = grpc::CreateChannel(options_.controller, grpc::InsecureChannelCredentials());
+  auto stub = pb::AgentChannel::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->Connect(&ctx);
+  pb::AgentMessage reg;
+  *reg.mutable_register_() = RegisterMessage();
+  if (!stream->Write(reg)) {
+    stream->Finish();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> l(write_mu_);
+    stream_ = stream.get();
+    context_ = &ctx;
+  }
+  // Tell it again how every task we know of ended: it may have missed it while we were apart.
+  std::vector<TaskRecord> ended;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, r] : records_) if (r.ended) ended.push_back(r);
+  }
+  for (const auto& r : ended) SendStatus(r);
+  pb::ControllerMessage in;
+  while (!*stop && stream->Read(&in)) Handle(in);
+  {
+    std::lock_guard<std::mutex> l(write_mu_);
+    stream_ = nullptr;
+    context_ = nullptr;
+  }
+  ctx.TryCancel();
+  grpc::Status st = stream->Finish();
+  if (!st.ok() && !*stop && st.error_code() != grpc::StatusCode::CANCELLED) {
+    spdlog::warn("agent {}: controller at {}: {}", options_.node, options_.controller, st.error_message());
+  }
+}
+
+void Agent::Handle(const pb::ControllerMessage& m) {
+  switch (m.body_case()) {
+    case pb::ControllerMessage::kRegistered:
+      if (m.registered().heartbeat_interval_ms() > 0) heartbeat_ms_ = m.registered().heartbeat_interval_ms();
+      for (const auto& id : m.registered().stop_tasks()) {
+        pb::Stop s;
+        s.set_task_id(id);
+        s.set_grace_ms(10 * kSecond);
+        HandleStop(s);
+      }
+      break;
+    case pb::ControllerMessage::kLaunch: HandleLaunch(m.launch()); break;
+    case pb::ControllerMessage::kStop: HandleStop(m.stop()); break;
+    case pb::ControllerMessage::kSignal: (void)runner_.Signal(m.signal().task_id(), m.signal().signal()); break;
+    case pb::ControllerMessage::kLogRequest: HandleLog(m.log_request()); break;
+    default: break;
+  }
+}
+
+void Agent::HandleLaunch(const pb::Launch& l) {
+  std::optional<TaskRecord> known;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = records_.find(l.task_id());
+    if (it != records_.end()) known = it->second;
+  }
+  if (known) {  // launched before: say how it is, never start it twice
+    SendStatus(*known);
+    return;
+  }
+  const std::string dir = TaskDir(l.task_id());
+  TaskLaunch launch;
+  launch.task_id = l.task_id();
+  launch.argv.assign(l.argv().begin(), l.argv().end());
+  for (const auto& [k, v] : l.env()) launch.env.emplace_back(k, v);
+  launch.env.emplace_back("HANGAR_FAKE_GPU_UTIL_FILE", dir + "/gpu_util");
+  launch.env.emplace_back("HANGAR_AGENT_STATE_DIR", options_.state_dir);
+  launch.workdir = dir + "/work";
+  launch.stdout_path = dir + "/stdout.log";
+  launch.stderr_path = dir + "/stderr.log";
+  launch.milli_cpu = l.milli_cpu();
+  launch.memory_mib = l.memory_mib();
+  TaskRecord r;
+  r.task_id = l.task_id();
+  r.job_id = l.job_id();
+  r.attempt = l.attempt();
+  r.index = l.task_index();
+  r.gpus.assign(l.gpu_indices().begin(), l.gpu_indices().end());
+  auto pid = runner_.Launch(launch);
+  if (pid.ok()) {
+    r.pid = *pid;
+    for (uint32_t g : r.gpus) backend_->SetBusy(g, dir + "/gpu_util");
+    spdlog::info("agent {}: started task {} (pid {}) on GPUs [{}]", options_.node, r.task_id, r.pid,
+                 l.env().count("CUDA_VISIBLE_DEVICES") ? l.env().at("CUDA_VISIBLE_DEVICES") : "");
+  } else {
+    r.ended = true;
+    r.failed_to_start = true;
+    r.exit_code = 127;
+    r.message = pid.status().message();
+    r.ended_at = clock_->Now();
+    spdlog::warn("agent {}: task {} failed to start: {}", options_.node, r.task_id, r.message);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    records_[r.task_id] = r;
+    SaveRecords();
+  }
+  SendStatus(r);
+}
+
+void Agent::HandleStop(const pb::Stop& s) {
+  Status st = runner_.Stop(s.task_id(), s.grace_ms());
+  if (st.ok()) return;
+  // Not running here: if we know how it ended, say so again.
+  std::optional<TaskRecord> known;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = records_.find(s.task_id());
+    if (it != records_.end() && it->second.ended) known = it->second;
+  }
+  if (known) SendStatus(*known);
+}
+
+void Agent::HandleLog(const pb::LogRequest& r) {
+  pb::AgentMessage m;
+  pb::LogChunk* c = m.mutable_log_chunk();
+  c->set_request_id(r.request_id());
+  c->set_offset(r.offset());
+  const std::string path = TaskDir(r.task_id()) + (r.stderr() ? "/stderr.log" : "/stdout.log");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    c->set_error("no logs for task " + r.task_id() + " on node " + options_.node);
+  } else {
+    in.seekg(static_cast<std::streamoff>(r.offset()));
+    std::string buf(std::min<uint32_t>(r.max_bytes() ? r.max_bytes() : 65536, 1 << 20), '\0');
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    buf.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+    c->set_data(buf);
+    c->set_task_ended(!runner_.IsRunning(r.task_id()));
+  }
+  Write(m);
+}
+
+void Agent::ReaperLoop(const std::atomic<bool>* stop) {
+  while (!*stop) {
+    for (const TaskExit& e : runner_.Reap()) {
+      TaskRecord r;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        auto it = records_.find(e.task_id);
+        if (it == records_.end()) continue;
+        it->second.ended = true;
+        it->second.exit_code = e.exit_code;
+        it->second.signal = e.signal;
+        it->second.stopped = e.stopped;
+        it->second.ended_at = clock_->Now();
+        r = it->second;
+        SaveRecords();
+      }
+      for (uint32_t g : r.gpus) backend_->SetIdle(g);
+      spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id, r.exit_code,
+                   r.signal, r.stopped ? ", stopped" : "");
+      SendStatus(r);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
+  while (!*stop) {
+    const Time now = clock_->Now();
+    pb::AgentMessage m;
+    pb::Heartbeat* hb = m.mutable_heartbeat();
+    hb->set_seq(++heartbeat_seq_);
+    hb->set_time_ms(now);
+    auto sample = backend_->Sample(now);
+    if (sample.ok()) {
+      for (auto& g : *sample) *hb->add_gpus() = std::move(g);
+    }
+    Write(m);
+    for (auto& e : backend_->PollEvents(now)) {
+      pb::AgentMessage ev;
+      *ev.mutable_gpu_event() = std::move(e);
+      Write(ev);
+    }
+    const Time until = now + heartbeat_ms_.load();
+    while (!*stop && clock_->Now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace hangar::agent

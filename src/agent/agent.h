@@ -1,0 +1,93 @@
+// The node agent: registers this node's GPUs with the controller over one gRPC stream, runs the
+// tasks it is told to (each a real process, see runner/), reports heartbeats with telemetry and
+// task status, and serves task logs. Tasks outlive the agent and the controller: the agent
+// records them in its state directory, adopts them after a restart, and reconciles with the
+// controller on every (re)connect.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "agent/gpu/gpu_backend.h"
+#include "agent/runner/task_runner.h"
+#include "common/time.h"
+#include "proto/agent.grpc.pb.h"
+
+namespace hangar::agent {
+
+struct AgentOptions {
+  std::string controller;  // host:port of the controller's agent channel
+  std::string node;
+  std::string address;     // where this node's tasks are reachable (MASTER_ADDR)
+  std::string state_dir;   // task records, logs and working directories
+  int64_t milli_cpu = 0;
+  int64_t memory_mib = 0;
+  bool use_cgroups = true;
+  std::string token;
+};
+
+// What the agent remembers of a task, across its own restarts.
+struct TaskRecord {
+  std::string task_id;
+  uint64_t job_id = 0;
+  uint32_t attempt = 0;
+  uint32_t index = 0;
+  int pid = 0;
+  bool ended = false;
+  int exit_code = 0;
+  int signal = 0;
+  bool stopped = false;
+  bool failed_to_start = false;
+  std::string message;
+  std::vector<uint32_t> gpus;
+  Time ended_at = 0;
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* clock);
+  ~Agent();
+  // Discovers GPUs, loads task records and adopts tasks still running.
+  Status Init();
+  // Connects, and reconnects with backoff, until *stop.
+  void Run(const std::atomic<bool>* stop);
+  const std::string& cgroup_status() const { return cgroup_status_; }
+
+ private:
+  void Session(const std::atomic<bool>* stop);
+  void Handle(const pb::ControllerMessage& m);
+  void HandleLaunch(const pb::Launch& l);
+  void HandleStop(const pb::Stop& s);
+  void HandleLog(const pb::LogRequest& r);
+  bool Write(const pb::AgentMessage& m);
+  void SendStatus(const TaskRecord& r);
+  pb::Register RegisterMessage();
+  void ReaperLoop(const std::atomic<bool>* stop);
+  void HeartbeatLoop(const std::atomic<bool>* stop);
+  void SaveRecords();  // caller holds mu_
+  std::string TaskDir(const std::string& task_id) const;
+
+  AgentOptions options_;
+  std::unique_ptr<GpuBackend> backend_;
+  Clock* clock_;
+  TaskRunner runner_;
+  std::string cgroup_status_;
+  GpuSystemInfo gpus_;
+
+  std::mutex mu_;  // records_
+  std::map<std::string, TaskRecord> records_;
+
+  std::mutex write_mu_;  // the stream in use, if any
+  grpc::ClientReaderWriter<pb::AgentMessage, pb::ControllerMessage>* stream_ = nullptr;
+  grpc::ClientContext* context_ = nullptr;
+  std::atomic<int64_t> heartbeat_ms_{1000};
+  std::atomic<uint64_t> heartbeat_seq_{0};
+};
+
+}  // namespace hangar::agent

@@ -1,0 +1,188 @@
+#include "controller/agent_hub.h"
+
+#include <spdlog/spdlog.h>
+
+namespace hangar::controller {
+
+// One agent's stream. Reads one message at a time; writes from a queue, one in flight. Deletes
+// itself when gRPC says the stream is done.
+class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage> {
+ public:
+  explicit Stream(AgentHub* hub) : hub_(hub) { StartRead(&in_); }
+
+  void Enqueue(pb::ControllerMessage m) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_) return;
+    out_.push_back(std::move(m));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&out_.front());
+    }
+  }
+
+  void Reject(const std::string& why) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_) return;
+    finished_ = true;
+    Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why));
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!finished_) {
+        finished_ = true;
+        Finish(grpc::Status::OK);
+      }
+      return;
+    }
+    hub_->messages_in_++;
+    Handle(in_);
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> l(mu_);
+    out_.pop_front();
+    if (!ok || finished_ || out_.empty()) {
+      writing_ = false;
+      return;
+    }
+    StartWrite(&out_.front());
+  }
+
+  void OnDone() override {
+    if (!node_.empty()) {
+      hub_->Detach(node_, this);
+      std::string node = node_;
+      hub_->owner_->Post([node](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
+        s.OnDisconnect(node, 0);
+      });
+    }
+    delete this;
+  }
+
+ private:
+  void Handle(const pb::AgentMessage& m) {
+    StateOwner* owner = hub_->owner_;
+    Clock* clock = owner->clock();
+    switch (m.body_case()) {
+      case pb::AgentMessage::kRegister: {
+        node_ = m.register_().inventory().node();
+        hub_->Attach(node_, this);
+        auto reg = std::make_shared<pb::Register>(m.register_());
+        owner->Post([reg, clock, this, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit* after) {
+          Status st = s.OnRegister(*reg, clock->Now(), fx);
+          if (st.ok()) return;
+          spdlog::warn("refused agent {}: {}", reg->inventory().node(), st.message());
+          const std::string node = reg->inventory().node();
+          after->push_back([hub, node, this, why = st.message()] {
+            std::lock_guard<std::mutex> l(hub->mu_);
+            auto it = hub->streams_.find(node);
+            if (it != hub->streams_.end() && it->second == this) it->second->Reject(why);
+          });
+        });
+        break;
+      }
+      case pb::AgentMessage::kHeartbeat: {
+        hub_->heartbeats_++;
+        auto hb = std::make_shared<pb::Heartbeat>(m.heartbeat());
+        owner->Post([hb, clock, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
+          s.OnHeartbeat(node, *hb, clock->Now());
+        });
+        break;
+      }
+      case pb::AgentMessage::kTaskStatus: {
+        auto st = std::make_shared<pb::TaskStatus>(m.task_status());
+        owner->Post([st, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+          s.OnTaskStatus(node, *st, clock->Now(), fx);
+        });
+        break;
+      }
+      case pb::AgentMessage::kLogChunk:
+        hub_->DeliverLog(m.log_chunk());
+        break;
+      default:
+        break;  // later protocol additions are ignored by older controllers
+    }
+  }
+
+  AgentHub* hub_;
+  pb::AgentMessage in_;
+  std::string node_;
+  std::mutex mu_;
+  std::deque<pb::ControllerMessage> out_;
+  bool writing_ = false;
+  bool finished_ = false;
+};
+
+AgentHub::~AgentHub() = default;
+
+grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Connect(
+    grpc::CallbackServerContext*) {
+  return new Stream(this);
+}
+
+void AgentHub::Attach(const std::string& node, Stream* s) {
+  Stream* old = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = streams_.find(node);
+    if (it != streams_.end() && it->second != s) old = it->second;
+    streams_[node] = s;
+  }
+  if (old) old->Reject("a newer stream from node " + node + " replaced this one");
+}
+
+void AgentHub::Detach(const std::string& node, Stream* s) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = streams_.find(node);
+  if (it != streams_.end() && it->second == s) streams_.erase(it);
+}
+
+void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = streams_.find(node);
+  if (it != streams_.end()) it->second->Enqueue(std::move(message));
+}
+
+size_t AgentHub::connected() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return streams_.size();
+}
+
+StatusOr<pb::LogChunk> AgentHub::ReadLog(const std::string& node, const std::string& task_id,
+                                         uint64_t offset, bool stderr_stream, Duration timeout) {
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> l(log_mu_);
+    id = next_request_++;
+    log_waiting_[id] = std::nullopt;
+  }
+  pb::ControllerMessage m;
+  auto* r = m.mutable_log_request();
+  r->set_request_id(id);
+  r->set_task_id(task_id);
+  r->set_offset(offset);
+  r->set_stderr(stderr_stream);
+  r->set_max_bytes(256 * 1024);
+  Send(node, std::move(m));
+  std::unique_lock<std::mutex> l(log_mu_);
+  const bool got = log_cv_.wait_for(l, std::chrono::milliseconds(timeout), [&] { return log_waiting_[id].has_value(); });
+  auto chunk = std::move(log_waiting_[id]);
+  log_waiting_.erase(id);
+  if (!got) return Status::Unavailable("node " + node + " did not answer for the logs; is its agent connected?");
+  return std::move(*chunk);
+}
+
+void AgentHub::DeliverLog(const pb::LogChunk& chunk) {
+  {
+    std::lock_guard<std::mutex> l(log_mu_);
+    auto it = log_waiting_.find(chunk.request_id());
+    if (it == log_waiting_.end()) return;
+    it->second = chunk;
+  }
+  log_cv_.notify_all();
+}
+
+}  // namespace hangar::controller

@@ -1,0 +1,126 @@
+#include "controller/controller_command.h"
+
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "cluster/cluster_yaml.h"
+#include "controller/agent_hub.h"
+#include "controller/http_api.h"
+#include "controller/metrics.h"
+#include "controller/state_owner.h"
+
+namespace hangar::controller {
+namespace {
+
+struct Flags {
+  std::string api = "127.0.0.1:8080";
+  std::string agents = "127.0.0.1:8081";
+  std::string store = "sqlite://./hangar-state/state.db";
+  std::string cluster;
+  std::string heartbeat_timeout = "3s";
+  std::string heartbeat_interval = "1s";
+  std::vector<std::string> queues = {"default"};
+  std::string placement = "hangar";
+  std::string checkpoint_root = "/tmp/hangar/checkpoints";
+  std::string port_file;
+};
+
+std::atomic<bool> g_stop{false};
+
+StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const char* what) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument(std::string(what) + " '" + s + "' must be host:port, e.g. 127.0.0.1:8080");
+  try {
+    return std::make_pair(s.substr(0, colon), std::stoi(s.substr(colon + 1)));
+  } catch (...) {
+    return Status::InvalidArgument(std::string(what) + " '" + s + "' has no valid port");
+  }
+}
+
+Status Run(const Flags& f) {
+  if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
+  HANGAR_ASSIGN_OR_RETURN(auto cluster_file, cluster::LoadClusterFile(f.cluster));
+  HANGAR_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
+  HANGAR_ASSIGN_OR_RETURN(auto api_addr, SplitHostPort(f.api, "--api"));
+  HANGAR_ASSIGN_OR_RETURN(auto agent_addr, SplitHostPort(f.agents, "--agents"));
+  ControllerOptions opt;
+  HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_timeout, ParseDuration(f.heartbeat_timeout));
+  HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_interval, ParseDuration(f.heartbeat_interval));
+  opt.queues = f.queues;
+  opt.checkpoint_root = f.checkpoint_root;
+  sched::SchedulerConfig sc;
+  sc.placement_policy = f.placement;
+  HANGAR_ASSIGN_OR_RETURN(auto scheduler, sched::Scheduler::Create(sc));
+  auto state = std::make_unique<ClusterState>(cluster_file.topology, opt, std::move(scheduler));
+  HANGAR_ASSIGN_OR_RETURN(StoreContents contents, store->Load());
+  Clock* clock = SystemClock::Default();
+  HANGAR_RETURN_IF_ERROR(state->Restore(contents, clock->Now()));
+  spdlog::info("restored {} jobs from {}", contents.jobs.size(), store->Describe());
+
+  ControllerMetrics metrics;
+  StateOwner owner(std::move(state), std::move(store), clock);
+  AgentHub hub(&owner);
+  owner.set_sink(&hub);
+  owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
+
+  grpc::ServerBuilder builder;
+  int agent_port = 0;
+  builder.AddListeningPort(agent_addr.first + ":" + std::to_string(agent_addr.second),
+                           grpc::InsecureServerCredentials(), &agent_port);
+  builder.RegisterService(&hub);
+  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
+  if (!grpc_server || agent_port == 0) {
+    return Status::Unavailable("cannot listen on " + f.agents + " for agents; is the port in use? Choose another with --agents");
+  }
+  owner.Start();
+  HttpApi http(&owner, &hub, &metrics);
+  HANGAR_ASSIGN_OR_RETURN(int api_port, http.Start(api_addr.first, api_addr.second));
+  spdlog::info("controller: API on http://{}:{}, agents on {}:{}, cluster '{}' ({} nodes, {} GPUs)",
+               api_addr.first, api_port, agent_addr.first, agent_port, cluster_file.topology->name(),
+               cluster_file.topology->nodes().size(), cluster_file.topology->total_gpus());
+  if (!f.port_file.empty()) {
+    std::ofstream(f.port_file + ".tmp") << nlohmann::json{{"api", api_port}, {"agents", agent_port}, {"pid", ::getpid()}}.dump() << "\n";
+    std::rename((f.port_file + ".tmp").c_str(), f.port_file.c_str());
+  }
+  signal(SIGINT, [](int) { g_stop = true; });
+  signal(SIGTERM, [](int) { g_stop = true; });
+  signal(SIGPIPE, SIG_IGN);
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  spdlog::info("controller: stopping");
+  http.Stop();
+  grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  owner.Stop();
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterControllerCommand(CLI::App& app, int* rc) {
+  auto f = std::make_shared<Flags>();
+  CLI::App* c = app.add_subcommand("controller", "Run the controller: cluster state, scheduler, API, agent channel");
+  c->set_config("--config", "", "Read flags from a TOML/INI file");
+  c->add_option("--cluster", f->cluster, "cluster.yaml (docs/cluster-format.md)");
+  c->add_option("--api", f->api, "REST API listen address (port 0: any free port)")->capture_default_str();
+  c->add_option("--agents", f->agents, "Agent channel (gRPC) listen address")->capture_default_str();
+  c->add_option("--store", f->store, "sqlite:///path/state.db or memory://")->capture_default_str();
+  c->add_option("--heartbeat-timeout", f->heartbeat_timeout, "A node silent this long is lost")->capture_default_str();
+  c->add_option("--heartbeat-interval", f->heartbeat_interval, "How often agents report")->capture_default_str();
+  c->add_option("--queues", f->queues, "Queues that accept jobs")->delimiter(',')->capture_default_str();
+  c->add_option("--placement", f->placement, "Placement policy")->capture_default_str();
+  c->add_option("--checkpoint-root", f->checkpoint_root, "Where jobs' HANGAR_CHECKPOINT_DIR live")->capture_default_str();
+  c->add_option("--port-file", f->port_file, "Write the bound ports here as JSON (for port 0)");
+  c->callback([f, rc] {
+    Status s = Run(*f);
+    if (!s.ok()) {
+      spdlog::error("hangar controller: {}", s.message());
+      *rc = 2;
+    }
+  });
+}
+
+}  // namespace hangar::controller

@@ -1,0 +1,240 @@
+#include "controller/http_api.h"
+
+#include <httplib.h>
+
+#include "api/views.h"
+
+namespace hangar::controller {
+
+namespace {
+
+void Reply(httplib::Response& res, const Status& s) {
+  res.status = api::HttpStatusFor(s);
+  res.set_content(api::ErrorJson(s).dump() + "\n", "application/json");
+}
+
+void Reply(httplib::Response& res, int code, const nlohmann::json& body) {
+  res.status = code;
+  res.set_content(body.dump() + "\n", "application/json");
+}
+
+StatusOr<uint64_t> IdOf(const httplib::Request& req) {
+  try {
+    return std::stoull(req.matches[1].str());
+  } catch (...) {
+    return Status::InvalidArgument("'" + req.matches[1].str() + "' is not a job id");
+  }
+}
+
+// Reads `task` and the stream of a logs request.
+StatusOr<uint32_t> TaskOf(const httplib::Request& req) {
+  if (!req.has_param("task")) return 0u;
+  try {
+    return static_cast<uint32_t>(std::stoul(req.get_param_value("task")));
+  } catch (...) {
+    return Status::InvalidArgument("task must be a task index (0, 1, ...)");
+  }
+}
+
+}  // namespace
+
+HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics)
+    : server_(std::make_unique<httplib::Server>()), owner_(owner), hub_(hub), metrics_(metrics) {
+  Routes();
+}
+
+HttpApi::~HttpApi() { Stop(); }
+
+StatusOr<int> HttpApi::Start(const std::string& host, int port) {
+  int bound = port;
+  if (port == 0) {
+    bound = server_->bind_to_any_port(host);
+  } else if (!server_->bind_to_port(host, port)) {
+    bound = -1;
+  }
+  if (bound <= 0) {
+    return Status::Unavailable("cannot listen on " + host + ":" + std::to_string(port) +
+                               " for the API; is another process using it? Choose another with --api");
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return bound;
+}
+
+void HttpApi::Stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HttpApi::Routes() {
+  httplib::Server& s = *server_;
+  s.set_payload_max_length(kMaxBody);
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    Status st;
+    if (res.status == 413) {
+      st = Status::ResourceExhausted("the request body is over 1 MiB; a job spec is a few KB, send one job at a time");
+    } else if (res.status == 404) {
+      st = Status::NotFound("no such endpoint: " + req.method + " " + req.path + "; see docs/api.md");
+    } else {
+      st = Status(StatusCode::kInvalidArgument, "the request could not be handled (HTTP " + std::to_string(res.status) + ")");
+    }
+    res.set_content(api::ErrorJson(st).dump() + "\n", "application/json");
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    Reply(res, Status::Internal("the controller failed to handle this request; see its log"));
+  });
+
+  s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    metrics_->SetAgents(static_cast<double>(hub_->connected()), static_cast<double>(hub_->heartbeats()));
+    res.set_content(metrics_->Render(), "text/plain; version=0.0.4");
+  });
+
+  s.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto spec = job::ParseJobSpec(req.body, "request body");
+    if (!spec.ok()) return Reply(res, spec.status());
+    for (const auto& t : spec->tasks) {
+      if (t.command.empty()) {
+        return Reply(res, Status::InvalidArgument("task group '" + t.name + "' has no command; give it command: [program, args...]"));
+      }
+    }
+    if (req.has_header("X-Hangar-User")) spec->user = req.get_header_value("X-Hangar-User");
+    if (spec->user.empty()) spec->user = "anonymous";
+    auto id = owner_->Call<StatusOr<sched::JobId>>([spec = std::move(*spec), this](ClusterState& st, Effects* fx) mutable {
+      return st.Submit(std::move(spec), owner_->clock()->Now(), fx);
+    });
+    if (!id.ok()) return Reply(res, id.status());
+    metrics_->CountSubmit();
+    Reply(res, 201, {{"id", *id}, {"state", "pending"}});
+  });
+  s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string state = req.has_param("state") ? req.get_param_value("state") : "";
+    if (!state.empty() && !job::ParseJobState(state)) {
+      return Reply(res, Status::InvalidArgument("state '" + state + "' is not a job state (pending, starting, running, preempting, succeeded, failed, cancelled)"));
+    }
+    size_t limit = 1000;
+    if (req.has_param("limit")) limit = std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10);
+    auto jobs = owner_->Call<std::vector<api::JobView>>([&](ClusterState& st, Effects*) { return st.ListJobs(state, limit); });
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& j : jobs) out.push_back(api::ToJson(j));
+    Reply(res, 200, {{"jobs", out}});
+  });
+  s.Get(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = IdOf(req);
+    if (!id.ok()) return Reply(res, id.status());
+    auto job = owner_->Call<StatusOr<api::JobView>>([&](ClusterState& st, Effects*) { return st.GetJob(*id); });
+    if (!job.ok()) return Reply(res, job.status());
+    Reply(res, 200, api::ToJson(*job));
+  });
+  auto cancel = [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = IdOf(req);
+    if (!id.ok()) return Reply(res, id.status());
+    Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) { return s.Cancel(*id, owner_->clock()->Now(), fx); });
+    if (!st.ok()) return Reply(res, st);
+    Reply(res, 200, {{"id", *id}, {"state", "cancelled"}});
+  };
+  s.Post(R"(/v1/jobs/(\d+)/cancel)", cancel);
+  s.Delete(R"(/v1/jobs/(\d+))", cancel);
+  s.Get(R"(/v1/jobs/(\d+)/explain)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = IdOf(req);
+    if (!id.ok()) return Reply(res, id.status());
+    auto job = owner_->Call<StatusOr<api::JobView>>([&](ClusterState& st, Effects*) { return st.GetJob(*id); });
+    if (!job.ok()) return Reply(res, job.status());
+    Reply(res, 200, {{"id", job->id}, {"name", job->name}, {"state", job->state}, {"reason", job->reason},
+                     {"rule", job->reason_rule}, {"attempt", job->attempt}, {"message", job->message}});
+  });
+  s.Get(R"(/v1/jobs/(\d+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = IdOf(req);
+    auto task = TaskOf(req);
+    if (!id.ok()) return Reply(res, id.status());
+    if (!task.ok()) return Reply(res, task.status());
+    auto where = owner_->Call<StatusOr<std::pair<std::string, std::string>>>(
+        [&](ClusterState& st, Effects*) { return st.LocateTask(*id, *task); });
+    if (!where.ok()) return Reply(res, where.status());
+    const bool follow = req.has_param("follow") && req.get_param_value("follow") != "0";
+    const bool err = req.has_param("stream") && req.get_param_value("stream") == "stderr";
+    auto [node, task_id] = *where;
+    res.set_chunked_content_provider("text/plain", [this, node, task_id, follow, err, offset = uint64_t{0}](
+                                                       size_t, httplib::DataSink& sink) mutable {
+      while (true) {
+        auto chunk = hub_->ReadLog(node, task_id, offset, err, 5 * kSecond);
+        if (!chunk.ok()) {
+          const std::string msg = "\n[hangar: " + chunk.status().message() + "]\n";
+          sink.write(msg.data(), msg.size());
+          sink.done();
+          return true;
+        }
+        if (!chunk->error().empty()) {
+          const std::string msg = "[hangar: " + chunk->error() + "]\n";
+          sink.write(msg.data(), msg.size());
+          sink.done();
+          return true;
+        }
+        if (!chunk->data().empty()) {
+          if (!sink.write(chunk->data().data(), chunk->data().size())) return false;
+          offset += chunk->data().size();
+          continue;
+        }
+        if (!follow || chunk->task_ended()) {
+          sink.done();
+          return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        if (!sink.is_writable()) return false;
+      }
+    });
+  });
+  s.Get("/v1/nodes", [this](const httplib::Request&, httplib::Response& res) {
+    auto nodes = owner_->Call<std::vector<api::NodeView>>([](ClusterState& st, Effects*) { return st.ListNodes(); });
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& n : nodes) out.push_back(api::ToJson(n));
+    Reply(res, 200, {{"nodes", out}});
+  });
+  s.Get(R"(/v1/nodes/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string name = req.matches[1].str();
+    auto node = owner_->Call<StatusOr<api::NodeView>>([&](ClusterState& st, Effects*) { return st.GetNode(name); });
+    if (!node.ok()) return Reply(res, node.status());
+    nlohmann::json j = api::ToJson(*node);
+    auto events = owner_->Events("node/" + name, 50);
+    if (events.ok()) {
+      nlohmann::json ev = nlohmann::json::array();
+      for (const auto& e : *events) ev.push_back({{"time_ms", e.time}, {"kind", e.kind}, {"message", e.message}});
+      j["events"] = ev;
+    }
+    Reply(res, 200, j);
+  });
+  auto drain = [this](bool on) {
+    return [this, on](const httplib::Request& req, httplib::Response& res) {
+      std::string name = req.matches[1].str(), reason;
+      if (on) {
+        auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
+        if (body.is_discarded() || !body.is_object()) {
+          return Reply(res, Status::InvalidArgument("the body must be JSON like {\"reason\": \"bad fan\"}"));
+        }
+        reason = body.value("reason", "");
+      }
+      Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
+        return on ? s.Drain(name, reason, owner_->clock()->Now(), fx) : s.Undrain(name, owner_->clock()->Now(), fx);
+      });
+      if (!st.ok()) return Reply(res, st);
+      Reply(res, 200, {{"node", name}, {"drained", on}});
+    };
+  };
+  s.Post(R"(/v1/nodes/([^/]+)/drain)", drain(true));
+  s.Post(R"(/v1/nodes/([^/]+)/undrain)", drain(false));
+  s.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string subject = req.has_param("subject") ? req.get_param_value("subject") : "";
+    int limit = req.has_param("limit") ? std::atoi(req.get_param_value("limit").c_str()) : 100;
+    auto events = owner_->Events(subject, std::clamp(limit, 1, 10000));
+    if (!events.ok()) return Reply(res, events.status());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& e : *events) {
+      out.push_back({{"id", e.id}, {"time_ms", e.time}, {"kind", e.kind}, {"subject", e.subject}, {"message", e.message}});
+    }
+    Reply(res, 200, {{"events", out}});
+  });
+}
+
+}  // namespace hangar::controller

@@ -1,0 +1,43 @@
+// The controller's Prometheus metrics (prometheus-cpp), exposed on /metrics by the HTTP API.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "controller/cluster_state.h"
+
+namespace hangar::controller {
+
+class ControllerMetrics {
+ public:
+  ControllerMetrics();
+  // Owner thread, after a cycle: the cycle time, and (at most once a second) job, node and GPU
+  // gauges from the state.
+  void OnCycle(double seconds, const ClusterState& state, Time now);
+  void CountSubmit() { submitted_->Increment(); }
+  void SetAgents(double connected, double heartbeats_total);
+  // The text exposition format.
+  std::string Render();
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>* jobs_;
+  prometheus::Family<prometheus::Gauge>* nodes_;
+  prometheus::Family<prometheus::Gauge>* gpus_;
+  prometheus::Histogram* cycle_seconds_;
+  prometheus::Counter* submitted_;
+  prometheus::Gauge* placements_;
+  prometheus::Gauge* agents_;
+  prometheus::Gauge* heartbeats_;
+  std::mutex mu_;
+  Time last_counts_ = 0;
+};
+
+}  // namespace hangar::controller

@@ -1,0 +1,104 @@
+#include "controller/state_owner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+namespace hangar::controller {
+
+StateOwner::StateOwner(std::unique_ptr<ClusterState> state, std::unique_ptr<StateStore> store,
+                       Clock* clock, Duration min_cycle_interval)
+    : state_(std::move(state)), store_(std::move(store)), clock_(clock), min_cycle_interval_(min_cycle_interval) {}
+
+StateOwner::~StateOwner() { Stop(); }
+
+void StateOwner::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void StateOwner::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void StateOwner::Post(Command cmd) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    queue_.push_back(std::move(cmd));
+  }
+  cv_.notify_one();
+}
+
+OwnerStats StateOwner::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stats_;
+}
+
+StatusOr<std::vector<EventRow>> StateOwner::Events(const std::string& prefix, int limit) {
+  using Result = StatusOr<std::vector<EventRow>>;
+  auto promise = std::make_shared<std::promise<Result>>();
+  auto future = promise->get_future();
+  Post([this, prefix, limit, promise](ClusterState&, Effects*, AfterCommit* after) {
+    auto r = std::make_shared<Result>(store_->Events(prefix, limit));
+    after->push_back([promise, r] { promise->set_value(std::move(*r)); });
+  });
+  return future.get();
+}
+
+void StateOwner::Loop() {
+  constexpr Duration kTick = 100;  // heartbeat checks and cycles for time-driven work
+  while (true) {
+    std::deque<Command> batch;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait_for(l, std::chrono::milliseconds(state_->NeedsCycle() ? min_cycle_interval_ : kTick),
+                   [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+      batch.swap(queue_);
+    }
+    RunBatch(batch);
+  }
+}
+
+void StateOwner::RunBatch(std::deque<Command>& batch) {
+  Effects fx;
+  AfterCommit after;
+  for (auto& cmd : batch) cmd(*state_, &fx, &after);
+  const Time now = clock_->Now();
+  if (now - last_heartbeat_check_ >= 100) {
+    state_->CheckHeartbeats(now, &fx);
+    last_heartbeat_check_ = now;
+  }
+  double cycle_s = -1;
+  if (state_->NeedsCycle() && now - last_cycle_ >= min_cycle_interval_) {
+    const int64_t t0 = MonotonicNanos();
+    state_->Schedule(now, &fx);
+    cycle_s = (MonotonicNanos() - t0) / 1e9;
+    last_cycle_ = now;
+  }
+  // A decision counts only once it is durable: commit, then answer and send.
+  Status s = store_->Commit(fx.batch);
+  if (!s.ok()) {
+    // The in-memory state is ahead of the store; carrying on could tell someone of a decision
+    // that a restart would forget. Stop; the restarted controller rebuilds from the store.
+    spdlog::critical("cannot commit to the store ({}); exiting so that a restart recovers from it",
+                     s.ToString());
+    std::_Exit(70);
+  }
+  for (auto& a : after) a();
+  if (sink_) {
+    for (auto& m : fx.messages) sink_->Send(m.node, std::move(m.message));
+  }
+  if (cycle_s >= 0 && on_cycle_) on_cycle_(cycle_s, *state_);
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.commands += static_cast<int64_t>(batch.size());
+  stats_.commits += fx.batch.empty() ? 0 : 1;
+  if (cycle_s >= 0) {
+    stats_.cycles++;
+    stats_.last_cycle_s = cycle_s;
+  }
+}
+
+}  // namespace hangar::controller

@@ -1,0 +1,90 @@
+// StateOwner: the one thread that owns ClusterState. Everyone else hands it commands: API handlers
+// wait for an answer, agent streams post and move on. After each batch of commands (and each
+// scheduling cycle) it commits what changed to the store, and only then answers callers and
+// sends agents their messages -- a decision counts only once it is durable.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/time.h"
+#include "controller/cluster_state.h"
+#include "controller/store/state_store.h"
+
+namespace hangar::controller {
+
+class MessageSink {
+ public:
+  virtual ~MessageSink() = default;
+  virtual void Send(const std::string& node, pb::ControllerMessage message) = 0;
+};
+
+struct OwnerStats {
+  int64_t commands = 0;
+  int64_t commits = 0;
+  int64_t cycles = 0;
+  double last_cycle_s = 0;
+  int64_t heartbeats = 0;
+};
+
+class StateOwner {
+ public:
+  using AfterCommit = std::vector<std::function<void()>>;
+  using Command = std::function<void(ClusterState&, Effects*, AfterCommit*)>;
+
+  StateOwner(std::unique_ptr<ClusterState> state, std::unique_ptr<StateStore> store, Clock* clock,
+             Duration min_cycle_interval = 5);
+  ~StateOwner();
+
+  void set_sink(MessageSink* sink) { sink_ = sink; }
+  // Called after every scheduling cycle with its wall time (for metrics); owner thread.
+  void set_cycle_observer(std::function<void(double seconds, const ClusterState&)> f) { on_cycle_ = std::move(f); }
+  void Start();
+  void Stop();
+
+  // Runs `cmd` on the owner thread; does not wait.
+  void Post(Command cmd);
+  // Runs `fn` on the owner thread and returns its result once what it changed is committed.
+  template <typename R>
+  R Call(std::function<R(ClusterState&, Effects*)> fn) {
+    auto promise = std::make_shared<std::promise<R>>();
+    auto future = promise->get_future();
+    Post([fn = std::move(fn), promise](ClusterState& s, Effects* fx, AfterCommit* after) {
+      auto result = std::make_shared<R>(fn(s, fx));
+      after->push_back([promise, result] { promise->set_value(std::move(*result)); });
+    });
+    return future.get();
+  }
+  // Events from the store (read on the owner thread: the store is single-threaded).
+  StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit);
+  OwnerStats stats() const;
+  Clock* clock() const { return clock_; }
+
+ private:
+  void Loop();
+  void RunBatch(std::deque<Command>& batch);
+
+  std::unique_ptr<ClusterState> state_;
+  std::unique_ptr<StateStore> store_;
+  Clock* clock_;
+  Duration min_cycle_interval_;
+  MessageSink* sink_ = nullptr;
+  std::function<void(double, const ClusterState&)> on_cycle_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Command> queue_;
+  bool stopping_ = false;
+  OwnerStats stats_;
+  std::thread thread_;
+  Time last_cycle_ = 0;
+  Time last_heartbeat_check_ = 0;
+};
+
+}  // namespace hangar::controller
