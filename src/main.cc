@@ -6,7 +6,9 @@
 #include <string>
 
 #include "agent/agent_command.h"
+#include "cli/cli_commands.h"
 #include "controller/controller_command.h"
+#include "controller/dev_command.h"
 #include "sim/sim_command.h"
 
 int main(int argc, char** argv) {
@@ -14,8 +16,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("hangar 0.1.0"));
   int rc = 0;
+  hangar::controller::RegisterDevCommand(app, &rc);
   hangar::controller::RegisterControllerCommand(app, &rc);
   hangar::agent::RegisterAgentCommand(app, &rc);
+  hangar::cli::RegisterUserCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   try {
     app.parse(argc, argv);

@@ -8,32 +8,47 @@ namespace hangar::controller {
 // itself when gRPC says the stream is done.
 class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage> {
  public:
-  explicit Stream(AgentHub* hub) : hub_(hub) { StartRead(&in_); }
+  // The stream owns itself until gRPC calls OnDone; the hub's map holds more references, so a
+  // stream found under the hub's lock can be used after the lock is released.
+  static Stream* Create(AgentHub* hub) {
+    auto s = std::shared_ptr<Stream>(new Stream(hub));
+    s->self_ = s;
+    s->StartRead(&s->in_);
+    return s.get();
+  }
 
+  // gRPC may run a reaction inline, so nothing here calls into gRPC with mu_ held. References to
+  // deque elements stay valid across push_back, so the message being written does not move.
   void Enqueue(pb::ControllerMessage m) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (finished_) return;
-    out_.push_back(std::move(m));
-    if (!writing_) {
+    const pb::ControllerMessage* first = nullptr;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (finished_) return;
+      out_.push_back(std::move(m));
+      if (writing_) return;
       writing_ = true;
-      StartWrite(&out_.front());
+      first = &out_.front();
     }
+    StartWrite(first);
   }
 
   void Reject(const std::string& why) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (finished_) return;
-    finished_ = true;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
     Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why));
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      std::lock_guard<std::mutex> l(mu_);
-      if (!finished_) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (finished_) return;
         finished_ = true;
-        Finish(grpc::Status::OK);
       }
+      Finish(grpc::Status::OK);
       return;
     }
     hub_->messages_in_++;
@@ -42,13 +57,17 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> l(mu_);
-    out_.pop_front();
-    if (!ok || finished_ || out_.empty()) {
-      writing_ = false;
-      return;
+    const pb::ControllerMessage* next = nullptr;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      out_.pop_front();
+      if (!ok || finished_ || out_.empty()) {
+        writing_ = false;
+        return;
+      }
+      next = &out_.front();
     }
-    StartWrite(&out_.front());
+    StartWrite(next);
   }
 
   void OnDone() override {
@@ -59,7 +78,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         s.OnDisconnect(node, 0);
       });
     }
-    delete this;
+    self_.reset();  // may delete this: nothing after
   }
 
  private:
@@ -69,7 +88,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     switch (m.body_case()) {
       case pb::AgentMessage::kRegister: {
         node_ = m.register_().inventory().node();
-        hub_->Attach(node_, this);
+        hub_->Attach(node_, self_);
         auto reg = std::make_shared<pb::Register>(m.register_());
         owner->Post([reg, clock, this, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit* after) {
           Status st = s.OnRegister(*reg, clock->Now(), fx);
@@ -77,9 +96,13 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
           spdlog::warn("refused agent {}: {}", reg->inventory().node(), st.message());
           const std::string node = reg->inventory().node();
           after->push_back([hub, node, this, why = st.message()] {
-            std::lock_guard<std::mutex> l(hub->mu_);
-            auto it = hub->streams_.find(node);
-            if (it != hub->streams_.end() && it->second == this) it->second->Reject(why);
+            std::shared_ptr<Stream> s;
+            {
+              std::lock_guard<std::mutex> l(hub->mu_);
+              auto it = hub->streams_.find(node);
+              if (it != hub->streams_.end() && it->second.get() == this) s = it->second;
+            }
+            if (s) s->Reject(why);
           });
         });
         break;
@@ -107,7 +130,10 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     }
   }
 
+  explicit Stream(AgentHub* hub) : hub_(hub) {}
+
   AgentHub* hub_;
+  std::shared_ptr<Stream> self_;
   pb::AgentMessage in_;
   std::string node_;
   std::mutex mu_;
@@ -120,11 +146,11 @@ AgentHub::~AgentHub() = default;
 
 grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Connect(
     grpc::CallbackServerContext*) {
-  return new Stream(this);
+  return Stream::Create(this);
 }
 
-void AgentHub::Attach(const std::string& node, Stream* s) {
-  Stream* old = nullptr;
+void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
+  std::shared_ptr<Stream> old;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = streams_.find(node);
@@ -135,15 +161,24 @@ void AgentHub::Attach(const std::string& node, Stream* s) {
 }
 
 void AgentHub::Detach(const std::string& node, Stream* s) {
+  std::shared_ptr<Stream> gone;  // released after the lock
   std::lock_guard<std::mutex> l(mu_);
   auto it = streams_.find(node);
-  if (it != streams_.end() && it->second == s) streams_.erase(it);
+  if (it != streams_.end() && it->second.get() == s) {
+    gone = std::move(it->second);
+    streams_.erase(it);
+  }
 }
 
 void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = streams_.find(node);
-  if (it != streams_.end()) it->second->Enqueue(std::move(message));
+  std::shared_ptr<Stream> s;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = streams_.find(node);
+    if (it == streams_.end()) return;
+    s = it->second;
+  }
+  s->Enqueue(std::move(message));
 }
 
 size_t AgentHub::connected() const {

@@ -41,13 +41,13 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
  private:
   class Stream;
   friend class Stream;
-  void Attach(const std::string& node, Stream* s);
+  void Attach(const std::string& node, std::shared_ptr<Stream> s);
   void Detach(const std::string& node, Stream* s);
   void DeliverLog(const pb::LogChunk& chunk);
 
   StateOwner* owner_;
   mutable std::mutex mu_;
-  std::map<std::string, Stream*> streams_;
+  std::map<std::string, std::shared_ptr<Stream>> streams_;
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> messages_in_{0};
   // Log requests waiting for their chunk.

@@ -1,0 +1,89 @@
+#include "cli/client.h"
+
+#include <httplib.h>
+
+#include <cstdlib>
+
+namespace hangar::cli {
+
+std::string DefaultServer() {
+  const char* env = std::getenv("HANGAR_URL");
+  return env && *env ? env : "http://127.0.0.1:8080";
+}
+
+ApiClient::ApiClient(std::string server) : server_(server.empty() ? DefaultServer() : std::move(server)) {
+  if (server_.find("://") == std::string::npos) server_ = "http://" + server_;
+}
+
+namespace {
+httplib::Client Make(const std::string& server) {
+  httplib::Client c(server);
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(60, 0);
+  return c;
+}
+}  // namespace
+
+StatusOr<nlohmann::json> ApiClient::Decode(int status, const std::string& body, const std::string& what) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (status >= 200 && status < 300) {
+    if (j.is_discarded()) return Status::Internal(what + ": the server answered with something that is not JSON");
+    return j;
+  }
+  if (!j.is_discarded() && j.contains("error")) {
+    const std::string code = j["error"].value("code", "");
+    const std::string msg = j["error"].value("message", "");
+    StatusCode c = StatusCode::kInternal;
+    for (int i = 0; i <= static_cast<int>(StatusCode::kInternal); ++i) {
+      if (StatusCodeName(static_cast<StatusCode>(i)) == code) c = static_cast<StatusCode>(i);
+    }
+    return Status(c, msg);
+  }
+  return Status::Internal(what + ": HTTP " + std::to_string(status));
+}
+
+StatusOr<nlohmann::json> ApiClient::Get(const std::string& path) {
+  auto c = Make(server_);
+  auto r = c.Get(path);
+  if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + " (" + httplib::to_string(r.error()) + "); is the controller running? Set --server or HANGAR_URL");
+  return Decode(r->status, r->body, "GET " + path);
+}
+
+StatusOr<nlohmann::json> ApiClient::Post(const std::string& path, const std::string& body, const std::string& type) {
+  auto c = Make(server_);
+  auto r = c.Post(path, body, type);
+  if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + " (" + httplib::to_string(r.error()) + "); is the controller running? Set --server or HANGAR_URL");
+  return Decode(r->status, r->body, "POST " + path);
+}
+
+StatusOr<nlohmann::json> ApiClient::Delete(const std::string& path) {
+  auto c = Make(server_);
+  auto r = c.Delete(path);
+  if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + "; is the controller running?");
+  return Decode(r->status, r->body, "DELETE " + path);
+}
+
+Status ApiClient::Stream(const std::string& path, const std::function<bool(const char*, size_t)>& sink) {
+  auto c = Make(server_);
+  c.set_read_timeout(3600, 0);
+  int status = 0;
+  std::string error_body;
+  auto r = c.Get(
+      path, httplib::Headers{},
+      [&](const httplib::Response& res) {
+        status = res.status;
+        return true;
+      },
+      [&](const char* data, size_t n) {
+        if (status >= 300) {
+          error_body.append(data, n);
+          return true;
+        }
+        return sink(data, n);
+      });
+  if (!r && status == 0) return Status::Unavailable("cannot reach the Hangar API at " + server_ + "; is the controller running?");
+  if (status >= 300) return Decode(status, error_body, "GET " + path).status();
+  return Status::Ok();
+}
+
+}  // namespace hangar::cli

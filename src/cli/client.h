@@ -1,0 +1,35 @@
+// ApiClient: the CLI's side of the REST API. Turns HTTP failures and the API's JSON errors back
+// into Status values with the server's own message.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace hangar::cli {
+
+class ApiClient {
+ public:
+  // `server` like "http://127.0.0.1:8080"; "" means $HANGAR_URL, else http://127.0.0.1:8080.
+  explicit ApiClient(std::string server);
+  const std::string& server() const { return server_; }
+
+  StatusOr<nlohmann::json> Get(const std::string& path);
+  StatusOr<nlohmann::json> Post(const std::string& path, const std::string& body,
+                                const std::string& content_type = "application/json");
+  StatusOr<nlohmann::json> Delete(const std::string& path);
+  // Streams a text body to `sink` as it arrives (logs -f).
+  Status Stream(const std::string& path, const std::function<bool(const char*, size_t)>& sink);
+
+ private:
+  StatusOr<nlohmann::json> Decode(int status, const std::string& body, const std::string& what);
+  std::string server_;
+};
+
+// The default server: $HANGAR_URL or http://127.0.0.1:8080.
+std::string DefaultServer();
+
+}  // namespace hangar::cli

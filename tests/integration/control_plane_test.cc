@@ -1,0 +1,198 @@
+// End to end on loopback: a controller and four agents as real processes, jobs as real processes.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "local_cluster.h"
+
+namespace hangar::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kCluster = R"(
+name: it
+node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}
+fabric:
+  spines:
+    - name: spine-0
+      leaves:
+        - {name: leaf-0, nodes: [{name: "node-[1-2]"}]}
+        - {name: leaf-1, nodes: [{name: "node-[3-4]"}]}
+)";
+
+const std::vector<std::string> kNodes = {"node-1", "node-2", "node-3", "node-4"};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::map<std::string, std::string> ReadEnv(const std::string& path) {
+  std::map<std::string, std::string> env;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return env;
+}
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ = std::make_unique<LocalCluster>(kCluster);
+    cluster_->StartController();
+    cluster_->StartAllAgents(kNodes);
+    ASSERT_TRUE(cluster_->WaitForAgents(4)) << "agents did not register; see " << cluster_->dir();
+  }
+  uint64_t Submit(const std::string& yaml) {
+    int status = 0;
+    auto r = cluster_->Post("/v1/jobs", yaml, &status);
+    EXPECT_EQ(status, 201) << r.dump();
+    return r.value("id", uint64_t{0});
+  }
+  std::string Out() { return cluster_->dir() + "/out"; }
+  std::unique_ptr<LocalCluster> cluster_;
+};
+
+TEST_F(ControlPlaneTest, TwoNodeGangStartsWithRanksAndOneMaster) {
+  fs::create_directories(Out());
+  uint64_t id = Submit("name: gang\ntasks:\n  - replicas: 2\n    gpus: 8\n    command: [\"/bin/sh\", \"-c\", \"env > " + Out() +
+                       "/env.$RANK\"]\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 20 * kSecond)) << cluster_->Job(id).dump(2);
+  auto e0 = ReadEnv(Out() + "/env.0"), e1 = ReadEnv(Out() + "/env.1");
+  EXPECT_EQ(e0["RANK"], "0");
+  EXPECT_EQ(e1["RANK"], "1");
+  EXPECT_EQ(e0["WORLD_SIZE"], "2");
+  EXPECT_EQ(e1["WORLD_SIZE"], "2");
+  EXPECT_EQ(e0["MASTER_ADDR"], e1["MASTER_ADDR"]);
+  EXPECT_EQ(e0["MASTER_PORT"], e1["MASTER_PORT"]);
+  EXPECT_FALSE(e0["MASTER_PORT"].empty());
+  EXPECT_EQ(e0["NODE_RANK"], "0");
+  EXPECT_EQ(e1["NODE_RANK"], "1");
+  EXPECT_EQ(e0["LOCAL_RANK"], "0");
+  EXPECT_EQ(e1["LOCAL_WORLD_SIZE"], "1");
+  EXPECT_EQ(e0["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
+  EXPECT_EQ(e0["HANGAR_JOB_ID"], std::to_string(id));
+  EXPECT_EQ(e1["HANGAR_TASK_INDEX"], "1");
+  auto job = cluster_->Job(id);
+  std::set<std::string> nodes;
+  for (const auto& t : job["task_list"]) nodes.insert(t["node"].get<std::string>());
+  EXPECT_EQ(nodes.size(), 2u);
+  // The logs come back through the controller from the agents.
+  EXPECT_NE(cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=0").size(), 1u);
+}
+
+TEST_F(ControlPlaneTest, CancelStopsEveryTask) {
+  fs::create_directories(Out());
+  uint64_t id = Submit("name: sleeper\ntasks:\n  - replicas: 2\n    gpus: 8\n    command: [\"/bin/sh\", \"-c\", \"echo $$ > " +
+                       Out() + "/pid.$RANK; exec sleep 1000\"]\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 20 * kSecond));
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return fs::exists(Out() + "/pid.0") && fs::exists(Out() + "/pid.1"); }, 5 * kSecond));
+  const int p0 = std::stoi(ReadFile(Out() + "/pid.0")), p1 = std::stoi(ReadFile(Out() + "/pid.1"));
+  int status = 0;
+  cluster_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(cluster_->Job(id)["state"], "cancelled");
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return kill(p0, 0) != 0 && kill(p1, 0) != 0; }, 15 * kSecond))
+      << "tasks still running after cancel";
+  // Their GPUs come back.
+  EXPECT_TRUE(LocalCluster::WaitFor([&] {
+    auto nodes = cluster_->Get("/v1/nodes");
+    double free = 0;
+    for (const auto& n : nodes["nodes"]) free += n["gpus_free"].get<double>();
+    return free == 32;
+  }, 10 * kSecond));
+}
+
+TEST_F(ControlPlaneTest, ControllerKilledMidRunRestartsAndTheJobFinishesOnce) {
+  fs::create_directories(Out());
+  // Each run of a task appends a line: a duplicate launch would show as a second line.
+  uint64_t id = Submit("name: survivor\ntasks:\n  - replicas: 2\n    gpus: 8\n    command: [\"/bin/sh\", \"-c\", \"echo run >> " +
+                       Out() + "/runs.$RANK; sleep 4\"]\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 20 * kSecond));
+  cluster_->KillController(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  cluster_->StartController();
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 30 * kSecond)) << cluster_->Job(id).dump(2);
+  EXPECT_EQ(ReadFile(Out() + "/runs.0"), "run\n");
+  EXPECT_EQ(ReadFile(Out() + "/runs.1"), "run\n");
+  auto jobs = cluster_->Get("/v1/jobs");
+  EXPECT_EQ(jobs["jobs"].size(), 1u);
+  EXPECT_EQ(cluster_->Job(id)["attempt"], 0);
+}
+
+TEST_F(ControlPlaneTest, KilledAgentMarksItsNodeLostAndTheGangRunsAgainWhole) {
+  fs::create_directories(Out());
+  uint64_t id = Submit("name: gang\ntasks:\n  - replicas: 2\n    gpus: 8\n    command: [\"/bin/sh\", \"-c\", \"echo $HANGAR_ATTEMPT $HANGAR_NODE >> " +
+                       Out() + "/runs; exec sleep 1000\"]\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 20 * kSecond));
+  auto job = cluster_->Job(id);
+  const std::string victim = job["task_list"][0]["node"];
+  const std::string other = job["task_list"][1]["node"];
+  cluster_->KillAgent(victim, SIGKILL);
+  // The controller's heartbeat timeout is 3 s (how fast is measured by bench/fleet_scale).
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_->Get("/v1/nodes/" + victim)["state"] == "lost"; }, 15 * kSecond));
+  // Requeued whole: attempt 1 runs both tasks again, not on the lost node.
+  ASSERT_TRUE(LocalCluster::WaitFor([&] {
+    auto j = cluster_->Job(id);
+    return j["attempt"] == 1 && j["state"] == "running";
+  }, 20 * kSecond)) << cluster_->Job(id).dump(2);
+  auto again = cluster_->Job(id);
+  EXPECT_EQ(again["restarts"], 1);
+  for (const auto& t : again["task_list"]) EXPECT_NE(t["node"], victim);
+  // The surviving task of attempt 0 was stopped: exactly 4 runs, 2 per attempt.
+  std::string runs = ReadFile(Out() + "/runs");
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 4) << runs;
+  EXPECT_NE(runs.find("0 " + other), std::string::npos);
+  int status = 0;
+  cluster_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", &status);
+}
+
+TEST_F(ControlPlaneTest, BadInputGetsAClearErrorAndChangesNothing) {
+  struct Case {
+    std::string body;
+    int status;
+    std::string message;
+  } cases[] = {
+      {"name: x\ntasks: [\n", 400, "request body:"},
+      {"name: x\nqueue: nope\ntasks:\n  - {gpus: 1, command: [x]}\n", 400, "queue 'nope' does not exist"},
+      {"name: x\ntasks:\n  - {gpus: 9, command: [x]}\n", 422, "never: asks 9 GPUs per replica, largest node has 8"},
+      {"name: x\ntasks:\n  - {gpus: 1}\n", 400, "has no command"},
+      {std::string(100 * 1024 * 1024, 'a'), 413, "over 1 MiB"},
+  };
+  for (const auto& c : cases) {
+    int status = 0;
+    auto r = cluster_->Post("/v1/jobs", c.body, &status);
+    EXPECT_EQ(status, c.status) << c.body.substr(0, 60);
+    ASSERT_TRUE(r.is_object()) << c.body.substr(0, 60);
+    EXPECT_NE(r["error"]["message"].get<std::string>().find(c.message), std::string::npos) << r.dump();
+  }
+  int status = 0;
+  auto r = cluster_->Post("/v1/jobs/12345/cancel", "", &status);
+  EXPECT_EQ(status, 404);
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("job 12345 does not exist"), std::string::npos);
+  cluster_->Get("/v1/nope", &status);
+  EXPECT_EQ(status, 404);
+  // Nothing was accepted, and the controller still works.
+  EXPECT_EQ(cluster_->Get("/v1/jobs")["jobs"].size(), 0u);
+  EXPECT_EQ(cluster_->Get("/healthz")["status"], "ok");
+  uint64_t id = Submit("name: ok\ntasks:\n  - {gpus: 1, command: [\"true\"]}\n");
+  EXPECT_TRUE(cluster_->WaitForJobState(id, "succeeded", 20 * kSecond));
+}
+
+TEST_F(ControlPlaneTest, MetricsAreExposed) {
+  std::string text = cluster_->GetText("/metrics");
+  EXPECT_NE(text.find("hangar_agents_connected 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE hangar_scheduler_cycle_seconds histogram"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hangar::testing

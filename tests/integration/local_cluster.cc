@@ -1,0 +1,160 @@
+#include "local_cluster.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace hangar::testing {
+
+namespace fs = std::filesystem;
+
+LocalCluster::LocalCluster(const std::string& cluster_yaml, std::vector<std::string> extra)
+    : controller_args_(std::move(extra)) {
+  char tmpl[] = "/tmp/hangar-it-XXXXXX";
+  dir_ = mkdtemp(tmpl);
+  cluster_path_ = dir_ + "/cluster.yaml";
+  std::ofstream(cluster_path_) << cluster_yaml;
+}
+
+LocalCluster::~LocalCluster() {
+  for (auto& [node, pid] : agents_) {
+    if (pid > 0) kill(pid, SIGKILL);
+  }
+  if (controller_ > 0) kill(controller_, SIGKILL);
+  for (auto& [node, pid] : agents_) {
+    if (pid > 0) waitpid(pid, nullptr, 0);
+  }
+  if (controller_ > 0) waitpid(controller_, nullptr, 0);
+  KillTasks();
+  if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_);
+}
+
+// Every task any agent started, by the pid in its record: tests must leave nothing running.
+void LocalCluster::KillTasks() {
+  std::error_code ec;
+  if (!fs::exists(dir_ + "/agents", ec)) return;
+  for (const auto& e : fs::directory_iterator(dir_ + "/agents", ec)) {
+    std::ifstream in(e.path() / "tasks.json");
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_array()) continue;
+    for (const auto& t : j) {
+      const int pid = t.value("pid", 0);
+      if (pid > 0 && !t.value("ended", false)) kill(-pid, SIGKILL);
+    }
+  }
+}
+
+pid_t LocalCluster::Spawn(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+  }
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(HANGAR_BINARY, argv.data());
+  _exit(127);
+}
+
+void LocalCluster::StartController() {
+  const std::string port_file = dir_ + "/ports.json";
+  fs::remove(port_file);
+  std::vector<std::string> args = {"hangar", "controller", "--cluster", cluster_path_,
+                                   "--api", "127.0.0.1:" + std::to_string(api_port_),
+                                   "--agents", "127.0.0.1:" + std::to_string(agent_port_),
+                                   "--store", "sqlite://" + dir_ + "/state.db", "--port-file", port_file,
+                                   "--checkpoint-root", dir_ + "/checkpoints"};
+  args.insert(args.end(), controller_args_.begin(), controller_args_.end());
+  controller_ = Spawn(args, dir_ + "/controller.log");
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(port_file); }, 10 * kSecond)) << "the controller did not start; see " << dir_ << "/controller.log";
+  std::ifstream in(port_file);
+  auto j = nlohmann::json::parse(in);
+  api_port_ = j["api"];
+  agent_port_ = j["agents"];
+}
+
+void LocalCluster::KillController(int sig) {
+  kill(controller_, sig);
+  waitpid(controller_, nullptr, 0);
+  controller_ = 0;
+}
+
+void LocalCluster::StartAgent(const std::string& node, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"hangar", "agent", "--controller", "127.0.0.1:" + std::to_string(agent_port_),
+                                   "--node", node, "--cluster", cluster_path_,
+                                   "--state-dir", dir_ + "/agents/" + node};
+  args.insert(args.end(), extra.begin(), extra.end());
+  agents_[node] = Spawn(args, dir_ + "/agent-" + node + ".log");
+}
+
+void LocalCluster::StartAllAgents(const std::vector<std::string>& nodes) {
+  for (const auto& n : nodes) StartAgent(n);
+}
+
+void LocalCluster::KillAgent(const std::string& node, int sig) {
+  pid_t pid = agents_[node];
+  kill(pid, sig);
+  waitpid(pid, nullptr, 0);
+  agents_[node] = 0;
+}
+
+nlohmann::json LocalCluster::Get(const std::string& path, int* status) {
+  httplib::Client c("127.0.0.1", api_port_);
+  c.set_read_timeout(10, 0);
+  auto r = c.Get(path);
+  if (status) *status = r ? r->status : 0;
+  if (!r) return nullptr;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+std::string LocalCluster::GetText(const std::string& path) {
+  httplib::Client c("127.0.0.1", api_port_);
+  c.set_read_timeout(30, 0);
+  auto r = c.Get(path);
+  return r ? r->body : "";
+}
+
+nlohmann::json LocalCluster::Post(const std::string& path, const std::string& body, int* status) {
+  httplib::Client c("127.0.0.1", api_port_);
+  c.set_read_timeout(10, 0);
+  auto r = c.Post(path, body, "application/yaml");
+  if (status) *status = r ? r->status : 0;
+  if (!r) return nullptr;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+bool LocalCluster::WaitFor(const std::function<bool()>& pred, Duration timeout) {
+  const Time until = SystemClock::Default()->Now() + timeout;
+  while (SystemClock::Default()->Now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
+}
+
+bool LocalCluster::WaitForAgents(size_t n, Duration timeout) {
+  return WaitFor([&] {
+    auto h = Get("/healthz");
+    return h.is_object() && h.value("agents", 0u) == n;
+  }, timeout);
+}
+
+bool LocalCluster::WaitForJobState(uint64_t id, const std::string& state, Duration timeout) {
+  return WaitFor([&] {
+    auto j = Job(id);
+    return j.is_object() && j.value("state", "") == state;
+  }, timeout);
+}
+
+}  // namespace hangar::testing

@@ -1,0 +1,58 @@
+// LocalCluster: a controller and agents as real `hangar` processes on 127.0.0.1 with free ports,
+// in a private temporary directory, for end-to-end tests. Tears everything down -- processes and
+// the tasks they started -- when it goes away.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/time.h"
+
+namespace hangar::testing {
+
+class LocalCluster {
+ public:
+  // `cluster_yaml` is the text of the cluster file; `extra_controller_args` go to the controller.
+  explicit LocalCluster(const std::string& cluster_yaml, std::vector<std::string> extra_controller_args = {});
+  ~LocalCluster();
+
+  void StartController();  // reuses the store and the ports of an earlier start
+  void KillController(int sig);
+  void StartAgent(const std::string& node, std::vector<std::string> extra_args = {});
+  void KillAgent(const std::string& node, int sig);
+  void StartAllAgents(const std::vector<std::string>& nodes);
+
+  // HTTP against the API. `status` receives the HTTP status.
+  nlohmann::json Get(const std::string& path, int* status = nullptr);
+  nlohmann::json Post(const std::string& path, const std::string& body, int* status = nullptr);
+  std::string GetText(const std::string& path);
+
+  // Polls `pred` every 50 ms until it holds or `timeout` passes; returns whether it held.
+  static bool WaitFor(const std::function<bool()>& pred, Duration timeout);
+  bool WaitForAgents(size_t n, Duration timeout = 10 * kSecond);
+  nlohmann::json Job(uint64_t id) { return Get("/v1/jobs/" + std::to_string(id)); }
+  bool WaitForJobState(uint64_t id, const std::string& state, Duration timeout);
+
+  const std::string& dir() const { return dir_; }
+  int api_port() const { return api_port_; }
+
+ private:
+  pid_t Spawn(const std::vector<std::string>& args, const std::string& log);
+  void KillTasks();
+
+  std::string dir_;
+  std::string cluster_path_;
+  std::vector<std::string> controller_args_;
+  pid_t controller_ = 0;
+  int api_port_ = 0;
+  int agent_port_ = 0;
+  std::map<std::string, pid_t> agents_;
+};
+
+}  // namespace hangar::testing
