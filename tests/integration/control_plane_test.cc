@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -192,6 +193,30 @@ TEST_F(ControlPlaneTest, MetricsAreExposed) {
   std::string text = cluster_->GetText("/metrics");
   EXPECT_NE(text.find("hangar_agents_connected 4"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE hangar_scheduler_cycle_seconds histogram"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hangar::testing
+
+namespace hangar::testing {
+namespace {
+
+bool TorchAvailable() { return std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") == 0; }
+
+TEST_F(ControlPlaneTest, TorchDistributedAllReduceAcrossTwoAgents) {
+  if (!TorchAvailable()) GTEST_SKIP() << "Debian's python3-torch is not installed (scripts/test.sh installs it)";
+  fs::create_directories(Out());
+  const std::string script = std::string(HANGAR_SOURCE_DIR) + "/tests/integration/allreduce.py";
+  uint64_t id = Submit("name: allreduce\ntasks:\n  - replicas: 2\n    gpus: 8\n    env: {GLOO_SOCKET_IFNAME: lo}\n"
+                       "    command: [/usr/bin/python3, " + script + ", " + Out() + "]\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 120 * kSecond))
+      << cluster_->Job(id).dump(2) << "\n" << cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=0&stream=stderr");
+  EXPECT_EQ(ReadFile(Out() + "/allreduce.0"), "3 3\n");
+  EXPECT_EQ(ReadFile(Out() + "/allreduce.1"), "3 3\n");
+  std::set<std::string> nodes;
+  const auto job = cluster_->Job(id);
+  for (const auto& t : job["task_list"]) nodes.insert(t["node"].get<std::string>());
+  EXPECT_EQ(nodes.size(), 2u);
 }
 
 }  // namespace
