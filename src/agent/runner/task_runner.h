@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,8 +26,8 @@ struct TaskLaunch {
   std::string task_id;  // unique on this node, e.g. "42.0" (job 42, task 0); safe as a file name
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // added to a minimal base environment
-  std::string workdir;      // created if missing
-  std::string stdout_path;  // created/truncated
+  std::string workdir;                                   // created if missing
+  std::string stdout_path;                               // created/truncated
   std::string stderr_path;
   int64_t milli_cpu = 0;   // 0: no CPU limit
   int64_t memory_mib = 0;  // 0: no memory limit
@@ -33,9 +35,9 @@ struct TaskLaunch {
 
 struct TaskExit {
   std::string task_id;
-  int exit_code = 0;    // valid when signal == 0
-  int signal = 0;       // the signal that killed it, 0 if it exited
-  bool stopped = false; // it ended after Stop()
+  int exit_code = 0;     // valid when signal == 0
+  int signal = 0;        // the signal that killed it, 0 if it exited
+  bool stopped = false;  // it ended after Stop()
 };
 
 struct RunnerOptions {
@@ -59,6 +61,9 @@ class TaskRunner {
   // SIGTERM to the process group now, SIGKILL once `grace` has passed (checked by Reap()).
   Status Stop(const std::string& task_id, Duration grace);
   // Non-blocking: the tasks that ended since the last call; also sends overdue SIGKILLs.
+  // A task has ended when its process group leader has exited, even if other members of the
+  // group live on (those of a stopped task are then killed at once). An adopted task's exit
+  // code is unknown: it is reported as exit_code -1 with signal 0.
   std::vector<TaskExit> Reap();
   // Takes charge of a task started by an earlier agent process (pid of its process group leader),
   // so that it can be signalled and its end noticed (by polling, since it is not our child).
@@ -71,11 +76,26 @@ class TaskRunner {
 
  private:
   struct Task;
+  // Forks and execs outside the lock; Launch() has reserved the id in launching_.
+  StatusOr<std::unique_ptr<Task>> Start(const TaskLaunch& launch);
+  // The exit of a task whose leader has ended, or nullopt while it runs. Requires mu_.
+  std::optional<TaskExit> CheckEnded(const std::string& task_id, const Task& task);
+  // The task, if it is still running. Requires mu_.
+  StatusOr<Task*> FindRunning(const std::string& task_id);
+  void NoteTaskWithoutCgroup(const std::string& task_id, const Status& why);
+  void RemoveEndedCgroups();  // requires mu_
+
   mutable std::mutex mu_;
   RunnerOptions options_;
+  // Set by the constructor, read-only afterwards (so read without mu_).
   std::string cgroup_parent_;  // empty when cgroups are not in use
-  std::string cgroup_why_;
+  bool cgroup_parent_created_ = false;
+  // Guarded by mu_.
+  std::string cgroup_why_;        // no cgroup: why; else which limits the parent can enforce
+  std::string task_cgroup_note_;  // the latest task that had to run without its cgroup, and why
   std::map<std::string, std::unique_ptr<Task>> tasks_;
+  std::set<std::string> launching_;  // ids between the duplicate check and the record in tasks_
+  std::vector<std::string> ended_cgroups_;  // cgroups of ended tasks that still hold processes
 };
 
 }  // namespace hangar::agent
