@@ -20,6 +20,7 @@ httplib::Client Make(const std::string& server) {
   httplib::Client c(server);
   c.set_connection_timeout(5, 0);
   c.set_read_timeout(60, 0);
+  c.set_tcp_nodelay(true);
   return c;
 }
 }  // namespace

@@ -69,6 +69,7 @@ Status Run(const Flags& f) {
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
   grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
   int agent_port = 0;
   builder.AddListeningPort(agent_addr.first + ":" + std::to_string(agent_addr.second),
                            grpc::InsecureServerCredentials(), &agent_port);

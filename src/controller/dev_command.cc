@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
+#include "common/net.h"
 #include "common/time.h"
 
 namespace hangar::controller {
@@ -128,10 +129,9 @@ Status Run(const Flags& f) {
     std::ofstream(cluster_path) << kDefaultCluster;
   }
   HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
-  {
-    httplib::Server probe;  // refuse early and clearly when the port is taken
-    if (!probe.bind_to_port("127.0.0.1", f.port)) {
-      return Status::Unavailable("port " + std::to_string(f.port) + " on 127.0.0.1 is in use; choose another with --port");
+  for (int p : {f.port, f.port + 1}) {  // refuse early and clearly when a port is taken
+    if (!PortIsFree("127.0.0.1", p)) {
+      return Status::Unavailable("port " + std::to_string(p) + " on 127.0.0.1 is in use; choose another with --port");
     }
   }
   const std::string api = "127.0.0.1:" + std::to_string(f.port);

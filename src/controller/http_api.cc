@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "api/views.h"
+#include "common/net.h"
 
 namespace hangar::controller {
 
@@ -67,6 +68,8 @@ void HttpApi::Stop() {
 
 void HttpApi::Routes() {
   httplib::Server& s = *server_;
+  s.set_socket_options(ExclusiveServerSocketOptions);
+  s.set_tcp_nodelay(true);  // else Nagle and delayed ACKs add 40 ms to every POST
   s.set_payload_max_length(kMaxBody);
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
