@@ -28,6 +28,9 @@ struct PendingJob {
   Duration time_limit = 0;       // 0: none; bounds the run time for backfill
   int64_t attained_service = 0;  // GPU-milliseconds received in earlier runs (LAS ordering)
   uint64_t seq = 0;              // final tie-break: submission order
+  // The owner's Gittins rank for the job (queue/gittins.h), in GPU-milliseconds; lower goes
+  // first under the "gittins" queue policy and preemption mode. 0 when the owner keeps none.
+  int64_t rank = 0;
 };
 
 struct RunningJob {
@@ -44,6 +47,7 @@ struct RunningJob {
   Duration min_run_time = 0;      // not preempted before start + min_run_time
   bool preemptible = true;
   uint64_t seq = 0;
+  int64_t rank = 0;  // as on PendingJob, at the job's current age
 };
 
 struct Snapshot {

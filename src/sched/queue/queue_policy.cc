@@ -51,10 +51,18 @@ class LeastAttainedServicePolicy final : public QueuePolicy {
   std::vector<int64_t> thresholds_;
 };
 
+class GittinsPolicy final : public QueuePolicy {
+ public:
+  std::string_view name() const override { return "gittins"; }
+  OrderKey Key(const PendingJob& j) const override {
+    return {j.rank, j.submit, static_cast<int64_t>(j.seq), static_cast<int64_t>(j.id)};
+  }
+};
+
 }  // namespace
 
 const std::vector<std::string_view>& QueuePolicyNames() {
-  static const std::vector<std::string_view> names = {"priority", "fifo", "sjf", "las"};
+  static const std::vector<std::string_view> names = {"priority", "fifo", "sjf", "las", "gittins"};
   return names;
 }
 
@@ -66,6 +74,7 @@ StatusOr<std::unique_ptr<QueuePolicy>> MakeQueuePolicy(std::string_view name,
   if (name == "las") {
     return std::unique_ptr<QueuePolicy>(new LeastAttainedServicePolicy(params.las_thresholds));
   }
+  if (name == "gittins") return std::unique_ptr<QueuePolicy>(new GittinsPolicy());
   std::string known;
   for (auto n : QueuePolicyNames()) known += (known.empty() ? "" : ", ") + std::string(n);
   return Status::InvalidArgument("unknown queue policy '" + std::string(name) +

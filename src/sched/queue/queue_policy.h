@@ -37,6 +37,8 @@ struct QueueParams {
 // "sjf": shortest time limit first (jobs without one last), then submission.
 // "las": least attained service first (Tiresias): by service level when thresholds are given,
 //        then submission.
+// "gittins": lowest rank first (PendingJob::rank, which the owner computes; see gittins.h),
+//        then submission.
 StatusOr<std::unique_ptr<QueuePolicy>> MakeQueuePolicy(std::string_view name,
                                                        const QueueParams& params = {});
 const std::vector<std::string_view>& QueuePolicyNames();

@@ -24,12 +24,19 @@ TEST(QueuePolicyTest, Orders) {
   EXPECT_EQ(Order("fifo", jobs), (std::vector<uint32_t>{0, 3, 2, 1}));
   EXPECT_EQ(Order("sjf", jobs), (std::vector<uint32_t>{1, 3, 0, 2}));
   EXPECT_EQ(Order("las", jobs), (std::vector<uint32_t>{2, 1, 3, 0}));
+  // Gittins: the owner's rank, then submission.
+  jobs[0].rank = 30;
+  jobs[1].rank = 10;
+  jobs[2].rank = 30;
+  jobs[3].rank = 20;
+  EXPECT_EQ(Order("gittins", jobs), (std::vector<uint32_t>{1, 3, 0, 2}));
 }
 
 TEST(QueuePolicyTest, UnknownNameListsTheKnownOnes) {
   auto p = MakeQueuePolicy("lottery");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().message(), "unknown queue policy 'lottery'; choose one of: priority, fifo, sjf, las");
+  EXPECT_EQ(p.status().message(),
+            "unknown queue policy 'lottery'; choose one of: priority, fifo, sjf, las, gittins");
 }
 
 }  // namespace
