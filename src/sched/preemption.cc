@@ -21,6 +21,8 @@ bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJ
     case PreemptionMode::kLas:
       return ServiceLevel(cfg.las_thresholds, job.attained_service) <
              ServiceLevel(cfg.las_thresholds, victim.attained_service);
+    case PreemptionMode::kGittins:
+      return job.rank < victim.rank;
   }
   return false;
 }
@@ -42,7 +44,7 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
   const GangRequest& req = *job.request;
   struct Candidate {
     size_t index;
-    int level;
+    int64_t level;
     int64_t lost;
     int64_t milli;
   };
@@ -50,9 +52,12 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
   int64_t could_free = 0;
   for (size_t i = 0; i < running.size(); ++i) {
     if (taken[i] || !Outranks(cfg, job, running[i], now)) continue;
-    const int level = cfg.mode == PreemptionMode::kLas
-                          ? ServiceLevel(cfg.las_thresholds, running[i].attained_service)
-                          : -running[i].priority;
+    int64_t level = -running[i].priority;
+    if (cfg.mode == PreemptionMode::kLas) {
+      level = ServiceLevel(cfg.las_thresholds, running[i].attained_service);
+    } else if (cfg.mode == PreemptionMode::kGittins) {
+      level = running[i].rank;
+    }
     const int64_t milli = running[i].assignment->TotalMilliGpu(work.topology());
     candidates.push_back({i, level, LostWork(running[i], work.topology(), now), milli});
     could_free += milli;
@@ -61,7 +66,7 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
   if (candidates.empty() || all.free_milli + could_free < req.total_milli_gpu) return plan;
   // The least favoured first. Under LAS, within a level the job that has had the most service
   // goes first (as continuous LAS would); otherwise the one that loses the least work.
-  std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+  auto first = [&](const Candidate& a, const Candidate& b) {
     if (a.level != b.level) return a.level > b.level;
     if (cfg.prefer_narrow_victims && a.milli != b.milli) return a.milli < b.milli;
     if (cfg.mode == PreemptionMode::kLas &&
@@ -69,11 +74,19 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
       return running[a.index].attained_service > running[b.index].attained_service;
     }
     if (a.lost != b.lost) return a.lost < b.lost;
-    return running[a.index].start > running[b.index].start;
-  });
+    if (running[a.index].start != running[b.index].start)
+      return running[a.index].start > running[b.index].start;
+    return a.index < b.index;
+  };
+  // Usually a victim or two suffice: take them off a heap rather than sort every candidate.
+  auto later = [&](const Candidate& a, const Candidate& b) { return first(b, a); };
+  std::make_heap(candidates.begin(), candidates.end(), later);
   cluster::ClusterUsage trial = work;
   std::vector<size_t> released;
-  for (const Candidate& c : candidates) {
+  while (!candidates.empty()) {
+    std::pop_heap(candidates.begin(), candidates.end(), later);
+    const Candidate c = candidates.back();
+    candidates.pop_back();
     trial.Release(*running[c.index].assignment);
     released.push_back(c.index);
     const auto& agg = trial.domain(cluster::Level::kCluster, 0);

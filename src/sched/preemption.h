@@ -18,6 +18,7 @@ enum class PreemptionMode : uint8_t {
   kNone,
   kPriority,  // a higher-priority guaranteed job may preempt lower-priority or opportunistic work
   kLas,       // least attained service (Tiresias): a job in a higher service level preempts
+  kGittins,   // a job preempts one of higher Gittins rank (PendingJob::rank); with the "gittins" queue
 };
 
 struct PreemptionConfig {

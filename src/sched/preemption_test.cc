@@ -124,5 +124,61 @@ TEST(PreemptionTest, LasCycleNamesTheVictimAndWhy) {
   EXPECT_EQ(d.placements[0].preempted, std::vector<JobId>{old});
 }
 
+TEST(PreemptionTest, GittinsTakesTheHighestRankFirst) {
+  Fixture f;
+  f.Run(1, 1, 0, job::Tier::kGuaranteed, 0, 0);
+  f.running.back().rank = 500;
+  f.Run(2, 1, 0, job::Tier::kGuaranteed, 0, 0);
+  f.running.back().rank = 900;
+  GangRequest req = Whole(*f.topo, 1, 8);
+  PendingJob job{10, &req, 0, job::Tier::kGuaranteed, 0, 100, 0, 0, 10};
+  PreemptionConfig cfg{PreemptionMode::kGittins};
+  auto scorer = std::move(placement::MakeScorer("hangar")).value();
+  placement::GangPlacer placer;
+  placement::PlaceOptions o{scorer.get(), nullptr, nullptr, 1};
+  std::vector<uint8_t> taken(2, 0);
+  job.rank = 950;  // outranks neither
+  EXPECT_FALSE(PlanPreemption(cfg, f.usage, f.running, taken, job, placer, o, 100).found);
+  job.rank = 600;  // outranks job 2 only
+  PreemptionPlan plan = PlanPreemption(cfg, f.usage, f.running, taken, job, placer, o, 100);
+  ASSERT_TRUE(plan.found);
+  ASSERT_EQ(plan.victims.size(), 1u);
+  EXPECT_EQ(f.running[plan.victims[0]].id, 2u);
+}
+
+TEST(PreemptionTest, GittinsCycleStopsOnceNothingLeftCanStart) {
+  Fixture f;
+  f.Run(1, 1, 0, job::Tier::kGuaranteed, 0, 0);
+  f.running.back().rank = 500'000;
+  f.Run(2, 1, 0, job::Tier::kGuaranteed, 0, 0);
+  f.running.back().rank = 900'000;
+  GangRequest req = Whole(*f.topo, 1, 8);
+  std::vector<PendingJob> pending(3);
+  for (uint64_t i = 0; i < 3; ++i)
+    pending[i] = {10 + i, &req, 0, job::Tier::kGuaranteed, 0, 100, 0, 0, 10 + i};
+  pending[0].rank = 100'000;
+  pending[1].rank = 1'000'000;
+  pending[2].rank = 2'000'000;
+  SchedulerConfig cfg;
+  cfg.queue_policy = "gittins";
+  cfg.backfill = BackfillMode::kNone;
+  cfg.preemption.mode = PreemptionMode::kGittins;
+  auto sched = std::move(Scheduler::Create(cfg)).value();
+  Snapshot snap;
+  snap.usage = &f.usage;
+  snap.pending = pending;
+  snap.running = f.running;
+  snap.cpu_only_pending = 0;
+  Decisions d = sched->Cycle(snap, 100);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].victim, 2u);
+  EXPECT_EQ(d.preemptions[0].why,
+            "job 10 is expected to need less GPU time per completion (rank 100 vs 900 GPU-s)");
+  // The cluster is full again and jobs 11 and 12 outrank nobody: neither is looked at.
+  EXPECT_EQ(d.examined, 1u);
+  EXPECT_EQ(d.not_examined.rule, Rule::kNotNowNotExamined);
+  EXPECT_TRUE(d.waiting.empty());
+}
+
 }  // namespace
 }  // namespace hangar::sched

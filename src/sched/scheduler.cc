@@ -29,6 +29,7 @@ struct Scheduler::CycleState {
   bool blocked = false;
   std::vector<uint8_t> preempted;  // per running job: already a victim this cycle
   int victims = 0;
+  int64_t top_rank = 0;  // kGittins: the highest rank among preemptible running jobs
 };
 
 namespace {
@@ -39,6 +40,10 @@ int64_t PreemptionRank(const PreemptionConfig& cfg, const PendingJob& job) {
     case PreemptionMode::kNone: return 0;
     case PreemptionMode::kPriority: return job.priority * 2 + (job.tier == job::Tier::kGuaranteed);
     case PreemptionMode::kLas: return ServiceLevel(cfg.las_thresholds, job.attained_service);
+    // The "gittins" queue is in rank order and a higher rank outranks fewer victims, so a shape
+    // that failed for one job fails for every later one: the shape alone is the key.
+    case PreemptionMode::kGittins:
+      return 0;
   }
   return 0;
 }
@@ -59,6 +64,7 @@ bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t
   const PreemptionConfig& cfg = config_.preemption;
   if (cfg.mode == PreemptionMode::kNone) return false;
   if (cfg.max_victims_per_cycle > 0 && st->victims >= cfg.max_victims_per_cycle) return false;
+  if (cfg.mode == PreemptionMode::kGittins && job.rank >= st->top_rank) return false;
   placement::PlaceOptions opts{scorer_.get(), snap.profile, nullptr, snap.random_seed};
   PreemptionPlan plan =
       PlanPreemption(cfg, *work, snap.running, st->preempted, job, placer_, opts, now);
@@ -78,13 +84,18 @@ bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t
     pre.for_job = job.id;
     pre.lost_gpu_ms = victim.assignment->TotalMilliGpu(work->topology()) *
                       std::max<Time>(0, now - std::max(victim.start, victim.last_checkpoint)) / 1000;
-    pre.why = cfg.mode == PreemptionMode::kLas
-                  ? "job " + std::to_string(job.id) + " has received less service (level " +
-                        std::to_string(ServiceLevel(cfg.las_thresholds, job.attained_service)) +
-                        " vs " +
-                        std::to_string(ServiceLevel(cfg.las_thresholds, victim.attained_service)) + ")"
-                  : "job " + std::to_string(job.id) + " (priority " + std::to_string(job.priority) +
-                        ") outranks it (priority " + std::to_string(victim.priority) + ")";
+    pre.why =
+        cfg.mode == PreemptionMode::kGittins
+            ? "job " + std::to_string(job.id) +
+                  " is expected to need less GPU time per completion (rank " +
+                  std::to_string(job.rank / 1000) + " vs " + std::to_string(victim.rank / 1000) +
+                  " GPU-s)"
+        : cfg.mode == PreemptionMode::kLas
+            ? "job " + std::to_string(job.id) + " has received less service (level " +
+                  std::to_string(ServiceLevel(cfg.las_thresholds, job.attained_service)) + " vs " +
+                  std::to_string(ServiceLevel(cfg.las_thresholds, victim.attained_service)) + ")"
+            : "job " + std::to_string(job.id) + " (priority " + std::to_string(job.priority) +
+                  ") outranks it (priority " + std::to_string(victim.priority) + ")";
     out->preemptions.push_back(std::move(pre));
   }
   out->placements.push_back(std::move(p));
@@ -107,17 +118,34 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   st.preempted.assign(snap.running.size(), 0);
   placement::PlaceOptions opts{scorer_.get(), snap.profile, nullptr, snap.random_seed};
   bool gpus_exhausted = false;
+  // Under Gittins preemption a full cluster is the common case in overload, with thousands
+  // waiting: once no GPU is free and no job left in the queue outranks a running one, the
+  // rest of the queue cannot start, so it is not examined.
+  std::vector<int64_t> least_rank_from;  // least rank from each position in order_ on
+  if (config_.preemption.mode == PreemptionMode::kGittins) {
+    for (const RunningJob& r : snap.running) {
+      if (r.preemptible) st.top_rank = std::max(st.top_rank, r.rank);
+    }
+    least_rank_from.assign(order_.size() + 1, INT64_MAX);
+    for (size_t i = order_.size(); i-- > 0;) {
+      least_rank_from[i] = std::min(least_rank_from[i + 1], snap.pending[order_[i]].rank);
+    }
+    gpus_exhausted = NoGpuLeft(work);
+  }
 
   // 3. Each job in order: place it whole, or say why not.
-  for (uint32_t idx : order_) {
+  for (uint32_t pos = 0; pos < order_.size(); ++pos) {
+    const uint32_t idx = order_[pos];
     const PendingJob& job = snap.pending[idx];
     const GangRequest& req = *job.request;
     if (config_.max_placements > 0 && out.placements.size() >= static_cast<size_t>(config_.max_placements)) {
       out.not_examined = {Rule::kNotNowNotExamined};
       break;
     }
-    if (gpus_exhausted && snap.cpu_only_pending == 0 &&
-        config_.preemption.mode == PreemptionMode::kNone) {
+    const bool none_can_preempt = config_.preemption.mode == PreemptionMode::kNone ||
+                                  (config_.preemption.mode == PreemptionMode::kGittins &&
+                                   least_rank_from[pos] >= st.top_rank);
+    if (gpus_exhausted && snap.cpu_only_pending == 0 && none_can_preempt) {
       out.not_examined = {Rule::kNotNowNotExamined};
       break;
     }
@@ -157,7 +185,10 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
       if (nv == st.never.end()) {
         nv = st.never.emplace(req.fingerprint, placement::CheckNever(work.topology(), req)).first;
       }
-      if (nv->second.rule == Rule::kNone && TryPreempt(snap, job, idx, now, &work, &st, &out)) continue;
+      if (nv->second.rule == Rule::kNone && TryPreempt(snap, job, idx, now, &work, &st, &out)) {
+        gpus_exhausted = gpus_exhausted && NoGpuLeft(work);  // a wide victim may leave GPUs free
+        continue;
+      }
       why = nv->second.rule != Rule::kNone ? nv->second : placement::ExplainNotNow(work, req, opts);
       if (why.rule == Rule::kNotNowReserved) {
         why.other = st.reservation.job;
