@@ -13,7 +13,11 @@ StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
 
 Simulator::Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig config,
                      std::unique_ptr<sched::Scheduler> scheduler)
-    : topology_(topo), config_(std::move(config)), scheduler_(std::move(scheduler)), usage_(topo) {}
+    : topology_(topo), config_(std::move(config)), scheduler_(std::move(scheduler)), usage_(topo) {
+  if (config_.gittins_ranks) {
+    ranker_ = std::make_unique<sched::queue::GittinsRanker>(config_.gittins);
+  }
+}
 
 void Simulator::AddJob(SimJob job) { jobs_.push_back(std::move(job)); }
 
@@ -22,6 +26,8 @@ Status Simulator::Run() {
   results_.assign(n, {});
   remaining_.resize(n);
   attained_.assign(n, 0);
+  ran_.assign(n, 0);
+  rank_cache_.assign(n, {});
   epoch_.assign(n, 0);
   last_rule_.assign(n, sched::Rule::kNone);
   running_slots_.clear();
@@ -82,6 +88,7 @@ void Simulator::Arrive(size_t j) {
   p.time_limit = job.time_limit;
   p.attained_service = attained_[j];
   p.seq = job.seq;
+  p.rank = RankOf(j, ran_[j], &rank_cache_[j]);
   const sched::queue::OrderKey key = scheduler_->queue_policy().Key(p);
   auto it = std::upper_bound(pending_keys_.begin(), pending_keys_.end(), key);
   const size_t pos = static_cast<size_t>(it - pending_keys_.begin());
@@ -90,11 +97,59 @@ void Simulator::Arrive(size_t j) {
   if (job.request->total_milli_gpu == 0 && results_[j].preemptions == 0) cpu_only_pending_++;
 }
 
+int64_t Simulator::RankOf(size_t j, Duration age, CachedRank* cache) {
+  if (!ranker_) return 0;
+  CachedRank& c = *cache;
+  if (c.version != ranker_->version() || age >= c.until_age) {
+    const sched::GangRequest& req = *jobs_[j].request;
+    c.rank = ranker_->Rank(req.fingerprint, age, req.total_milli_gpu);
+    c.until_age = sched::queue::GittinsRanker::NextStep(age);
+    c.version = ranker_->version();
+  }
+  return c.rank;
+}
+
+void Simulator::RefreshRanks(Time now) {
+  if (estimate_due_) {
+    estimate_due_ = false;
+    // Jobs that have run and not finished are evidence too: they run at least this long.
+    std::vector<sched::queue::GittinsRanker::AliveJob> alive;
+    for (size_t k = 0; k < running_jobs_.size(); ++k) {
+      const sched::RunningJob& r = running_jobs_[k];
+      const size_t j = running_info_[k].job;
+      alive.push_back({jobs_[j].request->fingerprint, ran_[j] + now - r.start});
+    }
+    for (const auto& p : pending_) {
+      const size_t j = index_of_[p.id];
+      if (ran_[j] > 0) alive.push_back({jobs_[j].request->fingerprint, ran_[j]});
+    }
+    ranker_->Reestimate(alive);
+  }
+  if (ranker_->version() == ranked_version_) return;
+  ranked_version_ = ranker_->version();
+  std::vector<std::pair<sched::queue::OrderKey, sched::PendingJob>> keyed;
+  keyed.reserve(pending_.size());
+  for (sched::PendingJob& p : pending_) {
+    const size_t j = index_of_[p.id];
+    p.rank = RankOf(j, ran_[j], &rank_cache_[j]);
+    keyed.emplace_back(scheduler_->queue_policy().Key(p), p);
+  }
+  std::sort(keyed.begin(), keyed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    pending_keys_[i] = keyed[i].first;
+    pending_[i] = keyed[i].second;
+  }
+}
+
 void Simulator::Cycle(Time now) {
   if (pending_.empty()) return;
-  for (auto& r : running_jobs_) {
-    const size_t j = index_of_[r.id];
-    r.attained_service = attained_[j] + running_slots_[j]->milli * (now - r.start) / 1000;
+  if (ranker_) RefreshRanks(now);
+  for (size_t k = 0; k < running_jobs_.size(); ++k) {
+    sched::RunningJob& r = running_jobs_[k];
+    RunningInfo& info = running_info_[k];
+    r.attained_service = info.attained + info.milli * (now - r.start) / 1000;
+    if (ranker_) r.rank = RankOf(info.job, info.ran + now - r.start, &info.rank);
   }
   sched::Snapshot snap;
   snap.usage = &usage_;
@@ -163,6 +218,7 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   r.seq = jobs_[j].seq;
   running_pos_[j] = running_jobs_.size();
   running_jobs_.push_back(r);
+  running_info_.push_back({j, run->milli, attained_[j], ran_[j], rank_cache_[j]});
   running_slots_[j] = std::move(run);
   started->push_back(p.pending_index);
   if (observer_.on_start) observer_.on_start(now, jobs_[j], p);
@@ -172,6 +228,7 @@ void Simulator::Finish(Time now, size_t j) {
   Release(now, j);
   remaining_[j] = 0;
   results_[j].end = now;
+  if (ranker_ && ranker_->Finished(jobs_[j].request->fingerprint, ran_[j])) estimate_due_ = true;
   if (observer_.on_finish) observer_.on_finish(now, jobs_[j]);
 }
 
@@ -180,10 +237,13 @@ void Simulator::Release(Time now, size_t j) {
   usage_.Release(run.assignment);
   allocated_milli_ -= run.milli;
   attained_[j] += run.milli * (now - run.start) / 1000;
+  ran_[j] += now - run.start;
   const size_t pos = running_pos_[j];
   running_jobs_[pos] = running_jobs_.back();
-  running_pos_[index_of_[running_jobs_[pos].id]] = pos;
+  running_info_[pos] = running_info_.back();
+  running_pos_[running_info_[pos].job] = pos;
   running_jobs_.pop_back();
+  running_info_.pop_back();
   running_pos_[j] = SIZE_MAX;
   running_slots_[j].reset();
 }

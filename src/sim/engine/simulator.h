@@ -1,7 +1,9 @@
 // A discrete-event simulator that drives the production Scheduler::Cycle -- the same code the
 // controller runs, not a copy of any policy. Jobs arrive at their submit times, start when a
 // cycle places them, and finish after their run time; a preempted job goes back to the queue and
-// pays a restore cost when it runs again.
+// pays a restore cost when it runs again. With `gittins_ranks` the simulator is also the owner
+// that learns run times: it reports each finished job's run time to a GittinsRanker and hands the
+// scheduler the ranks, as the controller would; the scheduler never sees a true run time.
 //
 // Single-threaded; one Simulator per cluster partition.
 #pragma once
@@ -10,11 +12,12 @@
 #include <functional>
 #include <memory>
 #include <queue>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cluster/usage.h"
+#include "sched/queue/gittins.h"
 #include "sched/scheduler.h"
 
 namespace hangar::sim {
@@ -43,6 +46,10 @@ struct SimConfig {
   sched::SchedulerConfig scheduler;
   Duration restore_cost = 30 * kSecond;  // added to a preempted job's remaining run time
   uint64_t seed = 1;
+  // Rank jobs for the "gittins" queue policy and preemption mode: learn each job shape's run-time
+  // distribution from the jobs that finish and hand the ranks over in the Snapshot.
+  bool gittins_ranks = false;
+  sched::queue::GittinsOptions gittins;
 };
 
 // What happened, for golden tests and reports. All callbacks are optional.
@@ -99,6 +106,17 @@ class Simulator {
   void Release(Time now, size_t job);  // frees its resources and forgets it is running
   void Preempt(Time now, const sched::Preemption& p, std::vector<size_t>* requeue);
   void AccountBusy(Time now);
+  struct CachedRank {
+    int64_t rank = 0;
+    Duration until_age = -1;  // valid for ages below this
+    uint64_t version = 0;
+  };
+  // The Gittins rank of job `j` at `age`, kept in `cache` until the age reaches the next rank
+  // step or an estimate changes.
+  int64_t RankOf(size_t j, Duration age, CachedRank* cache);
+  // Re-estimates the distributions if a finish made that due, and re-sorts the pending jobs if
+  // their ranks changed.
+  void RefreshRanks(Time now);
 
   std::shared_ptr<const cluster::Topology> topology_;
   SimConfig config_;
@@ -110,6 +128,7 @@ class Simulator {
   std::vector<SimJobResult> results_;
   std::vector<Duration> remaining_;        // run time left (plus restore costs)
   std::vector<int64_t> attained_;          // GPU-ms received so far
+  std::vector<Duration> ran_;              // run time so far (restores included), ended runs
   std::vector<uint64_t> epoch_;
   std::vector<sched::Rule> last_rule_;
   std::vector<sched::PendingJob> pending_;  // kept in the queue policy's order
@@ -117,6 +136,15 @@ class Simulator {
   std::vector<std::unique_ptr<Running>> running_slots_;  // by job index; null when not running
   std::vector<sched::RunningJob> running_jobs_;          // what the scheduler sees
   std::vector<size_t> running_pos_;                      // job index -> position in running_jobs_
+  // What a cycle updates on each running job, beside running_jobs_ so the update reads it in order.
+  struct RunningInfo {
+    size_t job;
+    int64_t milli;
+    int64_t attained;  // GPU-ms before this run
+    Duration ran;      // run time before this run
+    CachedRank rank;
+  };
+  std::vector<RunningInfo> running_info_;
   std::unordered_map<sched::JobId, size_t> index_of_;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
   int64_t cycles_ = 0;
@@ -124,6 +152,11 @@ class Simulator {
   int64_t allocated_milli_ = 0;
   Time last_account_ = 0;
   int32_t cpu_only_pending_ = 0;
+
+  std::unique_ptr<sched::queue::GittinsRanker> ranker_;  // null unless gittins_ranks
+  bool estimate_due_ = false;
+  uint64_t ranked_version_ = 0;         // the ranker version the pending order reflects
+  std::vector<CachedRank> rank_cache_;  // by job index, for pending jobs
 };
 
 }  // namespace hangar::sim

@@ -80,5 +80,54 @@ TEST(SimulatorTest, DuplicateIdsAreRefused) {
   EXPECT_FALSE(sim->Run().ok());
 }
 
+SimConfig GittinsConfig() {
+  SimConfig cfg;
+  cfg.scheduler.queue_policy = "gittins";
+  cfg.scheduler.backfill = sched::BackfillMode::kNone;
+  cfg.scheduler.preemption.mode = sched::PreemptionMode::kGittins;
+  cfg.gittins_ranks = true;
+  return cfg;
+}
+
+// With nothing learned, ranks follow the age, as under least attained service: a fresh job
+// preempts one that has run 100 s; the victim resumes after it and pays the 30 s restore.
+TEST(SimulatorTest, GittinsWithoutHistoryPreemptsOldJobs) {
+  auto sim = std::move(Simulator::Create(OneNode(1), GittinsConfig())).value();
+  sim->AddJob(Job(1, 0, 1000 * kSecond, 1));
+  sim->AddJob(Job(2, 100 * kSecond, 10 * kSecond, 1));
+  ASSERT_TRUE(sim->Run().ok());
+  const auto& r = sim->results();
+  EXPECT_EQ(r[1].first_start, 100 * kSecond);
+  EXPECT_EQ(r[1].end, 110 * kSecond);
+  EXPECT_EQ(r[0].preemptions, 1);
+  EXPECT_EQ(r[0].end, 1040 * kSecond);
+}
+
+// Once ten jobs of the shape have all run 100 s, a job 90 s in is nearly done: a fresh one waits
+// for it instead of preempting it.
+TEST(SimulatorTest, GittinsLearnsThatOldJobsAreNearlyDone) {
+  for (bool history : {false, true}) {
+    auto sim = std::move(Simulator::Create(OneNode(1), GittinsConfig())).value();
+    uint64_t id = 1;
+    if (history) {
+      for (int i = 0; i < 10; ++i) sim->AddJob(Job(id++, i * 200 * kSecond, 100 * kSecond, 1));
+    }
+    const uint64_t old_id = id;
+    sim->AddJob(Job(id++, 3000 * kSecond, 100 * kSecond, 1));
+    sim->AddJob(Job(id++, 3090 * kSecond, 100 * kSecond, 1));
+    ASSERT_TRUE(sim->Run().ok());
+    const SimJobResult& old = sim->results()[old_id - 1];
+    const SimJobResult& fresh = sim->results()[old_id];
+    if (history) {
+      EXPECT_EQ(old.preemptions, 0);
+      EXPECT_EQ(old.end, 3100 * kSecond);
+      EXPECT_EQ(fresh.first_start, 3100 * kSecond);
+    } else {
+      EXPECT_EQ(old.preemptions, 1);
+      EXPECT_EQ(fresh.first_start, 3090 * kSecond);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hangar::sim

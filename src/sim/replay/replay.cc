@@ -36,10 +36,11 @@ StatusOr<ReplayPolicy> MakeReplayPolicy(const std::string& name) {
     s.backfill = sched::BackfillMode::kNone;
     s.preemption.mode = sched::PreemptionMode::kLas;
   } else if (name == "hangar") {
-    s.queue_policy = "las";
+    s.queue_policy = "gittins";
     s.placement_policy = "hangar";
     s.backfill = sched::BackfillMode::kNone;
-    s.preemption.mode = sched::PreemptionMode::kLas;
+    s.preemption.mode = sched::PreemptionMode::kGittins;
+    p.gittins_ranks = true;
   } else {
     std::string known;
     for (const auto& n : ReplayPolicyNames()) known += (known.empty() ? "" : ", ") + n;
@@ -92,6 +93,7 @@ void RunPartition(const ClusterPartition& part, uint32_t index, const ReplayOpti
   SimConfig cfg;
   cfg.scheduler = opt.policy.scheduler;
   cfg.restore_cost = opt.restore_cost;
+  cfg.gittins_ranks = opt.policy.gittins_ranks;
   auto sim = Simulator::Create(part.topology, cfg);
   if (!sim.ok()) {
     run->status = sim.status();

@@ -23,6 +23,8 @@ struct ReplayPolicy {
   std::string name;
   sched::SchedulerConfig scheduler;
   bool knows_runtime = false;
+  // The simulator learns run-time distributions online and ranks jobs by them (queue/gittins.h).
+  bool gittins_ranks = false;
 };
 StatusOr<ReplayPolicy> MakeReplayPolicy(const std::string& name);
 const std::vector<std::string>& ReplayPolicyNames();

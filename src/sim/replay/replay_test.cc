@@ -80,5 +80,34 @@ TEST(ReplayTest, DeterministicAcrossThreads) {
   }
 }
 
+// The hangar policy learns run times only from jobs that finish: lengthening one long job's run
+// time changes nothing that happens before it would have ended.
+TEST(ReplayTest, HangarDoesNotReadRunTimes) {
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 300; ++i)
+    jobs.push_back(Job(i + 1, i * 11, 20 + (i * 53) % 900, 1 << (i % 3)));
+  std::vector<ClusterPartition> cluster = {{"", UniformCluster("one", 1)}};
+  ReplayOptions opt;
+  opt.policy = *MakeReplayPolicy("hangar");
+  const size_t longest = 7;
+  jobs[longest].runtime = 2000 * kSecond;
+  auto a = RunReplay(jobs, cluster, opt);
+  jobs[longest].runtime = 3000 * kSecond;
+  auto b = RunReplay(jobs, cluster, opt);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->done.size(), b->done.size());
+  const Time cutoff = a->done[longest].end;
+  int compared = 0;
+  for (size_t i = 0; i < a->done.size(); ++i) {
+    if (a->done[i].end >= cutoff) continue;
+    EXPECT_EQ(a->done[i].start, b->done[i].start) << i;
+    EXPECT_EQ(a->done[i].end, b->done[i].end) << i;
+    compared++;
+  }
+  EXPECT_GT(compared, 50);
+  // Afterwards they do differ: the run time matters once the job has run it.
+  EXPECT_NE(a->done[longest].end, b->done[longest].end);
+}
+
 }  // namespace
 }  // namespace hangar::sim
