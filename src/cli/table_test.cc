@@ -14,7 +14,8 @@ TEST(TableTest, PadsColumns) {
 
 TEST(TableTest, Ago) {
   EXPECT_EQ(Ago(0, 5000), "-");
-  EXPECT_EQ(Ago(1000, 61000 + 1000), "1m ago");
+  EXPECT_EQ(Ago(1000, 61000), "1m ago");
+  EXPECT_EQ(Ago(1000, 92000), "1m31s ago");
 }
 
 }  // namespace
