@@ -1,6 +1,7 @@
 #include "sched/queue/gittins.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace hangar::sched::queue {
@@ -26,8 +27,13 @@ const std::vector<Duration>& BinStarts() {
 }  // namespace
 
 size_t RuntimeDistribution::BinOf(Duration t) {
-  const auto& s = BinStarts();
-  return static_cast<size_t>(std::upper_bound(s.begin() + 1, s.end(), t) - s.begin()) - 1;
+  if (t < kSecond) return 0;
+  // The octave from the bit width, then at most seven steps within it.
+  const size_t octave = std::bit_width(static_cast<uint64_t>(t / kSecond)) - 1;
+  size_t b = std::min(kBins - 1, 1 + kBinsPerOctave * octave);
+  const auto& starts = BinStarts();
+  while (b + 1 < kBins && starts[b + 1] <= t) ++b;
+  return b;
 }
 
 Duration RuntimeDistribution::BinStart(size_t bin) { return BinStarts()[bin]; }
@@ -84,10 +90,13 @@ Duration RuntimeDistribution::ComputeRank(Duration age) const {
 }
 
 Duration RuntimeDistribution::RankPerGpu(Duration age) const {
+  return RankPerGpuInBin(BinOf(std::max<Duration>(age, 0)));
+}
+
+Duration RuntimeDistribution::RankPerGpuInBin(size_t bin) const {
   if (atoms_.empty()) return -1;
-  const size_t b = BinOf(std::max<Duration>(age, 0));
-  if (memo_[b] == kUnknown) memo_[b] = ComputeRank(BinStart(b));
-  return memo_[b];
+  if (memo_[bin] == kUnknown) memo_[bin] = ComputeRank(BinStart(bin));
+  return memo_[bin];
 }
 
 bool GittinsRanker::Due(const RuntimeDistribution& d) const {
@@ -126,18 +135,22 @@ Duration GittinsRanker::NextStep(Duration age) {
   return b + 1 < kBins ? RuntimeDistribution::BinStart(b + 1) : kNever;
 }
 
-int64_t GittinsRanker::Rank(uint64_t job_class, Duration age, int64_t milli_gpu) const {
-  age = std::max<Duration>(age, 0);
+GittinsRanker::Step GittinsRanker::RankAt(uint64_t job_class, Duration age,
+                                          int64_t milli_gpu) const {
+  const size_t bin = RuntimeDistribution::BinOf(std::max<Duration>(age, 0));
   Duration per_gpu = -1;
   auto it = classes_.find(job_class);
   if (it != classes_.end() && it->second.estimated_from() >= options_.min_class_samples) {
-    per_gpu = it->second.RankPerGpu(age);
+    per_gpu = it->second.RankPerGpuInBin(bin);
   }
-  if (per_gpu < 0) per_gpu = pooled_.RankPerGpu(age);
-  if (per_gpu < 0) {
-    per_gpu = std::max(RuntimeDistribution::BinStart(RuntimeDistribution::BinOf(age)), kSecond);
-  }
-  return per_gpu * milli_gpu / 1000;
+  if (per_gpu < 0) per_gpu = pooled_.RankPerGpuInBin(bin);
+  if (per_gpu < 0) per_gpu = std::max(RuntimeDistribution::BinStart(bin), kSecond);
+  return {per_gpu * milli_gpu / 1000,
+          bin + 1 < kBins ? RuntimeDistribution::BinStart(bin + 1) : kNever};
+}
+
+int64_t GittinsRanker::Rank(uint64_t job_class, Duration age, int64_t milli_gpu) const {
+  return RankAt(job_class, age, milli_gpu).rank;
 }
 
 }  // namespace hangar::sched::queue

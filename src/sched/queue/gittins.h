@@ -40,6 +40,7 @@ class RuntimeDistribution {
   // The Gittins rank per GPU of a job of this class that has run `age`: the least expected run
   // time per completion over stopping points. -1 when no finished job outlived `age`.
   Duration RankPerGpu(Duration age) const;
+  Duration RankPerGpuInBin(size_t bin) const;  // the same for every age in `bin`
 
   // The bins: 0 holds [0, 1 s), k >= 1 holds [2^((k-1)/8), 2^(k/8)) s. A rank is constant within
   // a bin of age (it is computed at the bin's start).
@@ -90,6 +91,12 @@ class GittinsRanker {
   // With nothing learned that covers `age`, the expected remainder is taken to be the age itself,
   // which orders like least attained service.
   int64_t Rank(uint64_t job_class, Duration age, int64_t milli_gpu) const;
+  // Rank, and the age up to which it holds (NextStep), in one look-up.
+  struct Step {
+    int64_t rank = 0;
+    Duration until_age = 0;
+  };
+  Step RankAt(uint64_t job_class, Duration age, int64_t milli_gpu) const;
   // Ranks are steps in age: Rank(c, a, m) == Rank(c, b, m) for a <= b < NextStep(a) as long as
   // version() holds, so an owner may cache a rank until then.
   static Duration NextStep(Duration age);

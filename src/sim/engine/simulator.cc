@@ -102,8 +102,9 @@ int64_t Simulator::RankOf(size_t j, Duration age, CachedRank* cache) {
   CachedRank& c = *cache;
   if (c.version != ranker_->version() || age >= c.until_age) {
     const sched::GangRequest& req = *jobs_[j].request;
-    c.rank = ranker_->Rank(req.fingerprint, age, req.total_milli_gpu);
-    c.until_age = sched::queue::GittinsRanker::NextStep(age);
+    const auto step = ranker_->RankAt(req.fingerprint, age, req.total_milli_gpu);
+    c.rank = step.rank;
+    c.until_age = step.until_age;
     c.version = ranker_->version();
   }
   return c.rank;
