@@ -6,6 +6,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "sim/replay/replay.h"
+#include "sim/report/report.h"
 
 namespace hangar::sim {
 namespace {
@@ -14,6 +15,7 @@ struct ReplayArgs {
   std::string trace, format = "hangar", cluster, philly_vcs, from, to, policy, json, restore = "30s";
   std::string las_thresholds;  // GPU-seconds, comma-separated
   std::string jobs_csv;
+  std::string report;
   double load = 1.0;
   int threads = 2;
 };
@@ -89,6 +91,7 @@ Status Run(const ReplayArgs& a) {
         << o.runtime / 1000.0 << "," << o.gpus_milli / 1000.0 << "," << o.preemptions << "\n";
     }
   }
+  if (!a.report.empty()) HANGAR_RETURN_IF_ERROR(WriteReport(a.report, RenderReplayReport(out)));
   if (!a.json.empty()) {
     std::ofstream f(a.json);
     if (!f) return Status::InvalidArgument("cannot write " + a.json);
@@ -122,6 +125,7 @@ void RegisterReplayCommand(CLI::App& sim, int* rc) {
   c->add_option("--threads", args->threads, "Partitions replayed in parallel")->capture_default_str();
   c->add_option("--json", args->json, "Write the metrics here");
   c->add_option("--jobs-csv", args->jobs_csv, "Write one row per finished job here");
+  c->add_option("--report", args->report, "Write a self-contained HTML report here");
   c->callback([args, rc] {
     Status s = Run(*args);
     if (!s.ok()) {

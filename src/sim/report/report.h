@@ -1,0 +1,21 @@
+// Self-contained HTML reports for `hangar sim`: one file with the data and the chart library
+// inline, so it opens offline and can be mailed around.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace hangar::sim {
+
+// From the JSON `hangar sim replay --json` writes: the metrics, the JCT CDF, queue length and GPU
+// utilisation over time.
+std::string RenderReplayReport(const nlohmann::json& replay);
+// From the JSON `hangar sim fgd --json` writes: the allocation and fragmentation curves against
+// the published FGD reference (when present).
+std::string RenderFgdReport(const nlohmann::json& fgd);
+Status WriteReport(const std::string& path, const std::string& html);
+
+}  // namespace hangar::sim
