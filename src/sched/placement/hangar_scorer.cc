@@ -1,7 +1,33 @@
-// Hangar's default placement policy. It starts from FGD's insight (measure fragmentation against
-// the workload that is actually arriving) and adds what FGD leaves to chance: among equally good
-// fragmentation outcomes it packs, so free capacity stays together on few nodes and whole GPUs.
+// Hangar's default placement policy: FGD's fragmentation gradient, corrected where FGD's view
+// of the future is too short.
+//
+// FGD (Weng et al., ATC'23) scores a node by how much its fragmentation F(n) drops -- the idle
+// GPU share that the *next* task drawn from the workload could not use -- squashed to an
+// integer, ties going to a fixed node order. The integer buckets plus the fixed order make a
+// first-fit among equally good nodes, which keeps the load on few nodes; Hangar keeps both. But
+// a single next task sees only part of the damage a placement does, and three kinds of damage
+// show up only over many arrivals:
+//
+//  1. GPU remainders. A GPU with 190 milli free after an 810 task can take the next 160 task, so
+//     FGD calls it usable; the eventual waste depends on which sizes can still combine into it.
+//     Hangar adds the expected residue of each GPU when it is filled at random by the workload's
+//     sharing tasks (a small dynamic program over 0..1000 milli), weighted by kResidueWeight.
+//  2. CPU starvation. FGD counts a GPU as lost to CPU only once the next task lacks CPU. A node
+//     whose free CPU cannot feed its free GPUs at the workload's average CPU per GPU will strand
+//     GPUs however the next tasks are drawn. Hangar charges a placement for the GPU it newly
+//     starves this way (kStarvationWeight). Only increases are charged: rewarding decreases would
+//     pull CPU-light pods onto CPU-poor nodes ahead of everything else.
+//  3. Model scarcity. Tasks that accept only some GPU models will need a share of the remaining
+//     free GPU on those models. When a model's free GPU falls below that share, a placement that
+//     takes it is charged for the shortfall it deepens (kScarcityWeight).
+//
+// All three are in milli-GPU, like F(n), so they add to FGD's drop before the sigmoid. Without a
+// workload profile (a live controller that has not seen enough jobs) the policy packs: fewest
+// free whole GPUs left, then least free share, best-fit GPU for shared shapes.
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <vector>
 
 #include "sched/placement/fgd_scorer.h"
 #include "sched/placement/node_fit.h"
@@ -9,27 +35,214 @@
 namespace hangar::sched::placement {
 
 using cluster::ClusterUsage;
+using cluster::NodeInfo;
 
 namespace {
 
-class HangarScorer final : public FgdScorer {
+constexpr double kResidueWeight = 0.3;
+constexpr double kStarvationWeight = 2.0;
+constexpr double kScarcityWeight = 1.0;
+
+// What the scorer derives from the workload profile and the cluster's shape, once.
+struct WorkloadTraits {
+  uint64_t profile_id = 0;
+  const cluster::Topology* topology = nullptr;
+  double cpu_per_milli = 0;  // milli-CPU the workload's GPU tasks bring per milli-GPU
+  // residue[f]: expected milli left unusable on a GPU with f free when sharing tasks drawn from
+  // the profile keep landing on it while they fit. A fully free GPU can still take a whole task.
+  std::array<double, cluster::kMilliPerGpu + 1> residue{};
+  std::vector<double> model_share;  // per model: share of future GPU demand only it may serve
+};
+
+void ComputeResidue(const WorkloadProfile& profile, WorkloadTraits* t) {
+  for (int f = 0; f <= cluster::kMilliPerGpu; ++f) {
+    double sum = 0, weight = 0;
+    for (const TypicalTask& task : profile.tasks()) {
+      if (task.milli <= 0 || task.milli >= cluster::kMilliPerGpu || task.milli > f) continue;
+      sum += task.weight * t->residue[f - task.milli];
+      weight += task.weight;
+    }
+    t->residue[f] = weight > 0 ? sum / weight : f;
+  }
+  t->residue[cluster::kMilliPerGpu] = 0;
+}
+
+// Spreads each model-restricted task's GPU demand over its models in proportion to their size.
+void ComputeModelShares(const WorkloadProfile& profile, const cluster::Topology& topo,
+                        WorkloadTraits* t) {
+  const size_t models = topo.models().size();
+  std::vector<double> gpus(models, 0);
+  for (const NodeInfo& node : topo.nodes()) gpus[node.model] += node.num_gpus;
+  cluster::ModelMask all = 0;
+  for (size_t m = 0; m < models; ++m) all |= cluster::ModelMask{1} << m;
+  t->model_share.assign(models, 0);
+  double demand = 0;
+  for (const TypicalTask& task : profile.tasks()) {
+    if (task.milli <= 0) continue;
+    const double d = task.weight * task.gpus * task.milli;
+    demand += d;
+    if ((task.models & all) == all) continue;
+    double allowed = 0;
+    for (size_t m = 0; m < models; ++m) allowed += (task.models >> m & 1) ? gpus[m] : 0;
+    for (size_t m = 0; allowed > 0 && m < models; ++m) {
+      if (task.models >> m & 1) t->model_share[m] += d * gpus[m] / allowed;
+    }
+  }
+  for (double& s : t->model_share) s = demand > 0 ? s / demand : 0;
+}
+
+WorkloadTraits ComputeTraits(const WorkloadProfile& profile, const cluster::Topology& topo) {
+  WorkloadTraits t;
+  t.profile_id = profile.id();
+  t.topology = &topo;
+  double cpu = 0, milli = 0;
+  for (const TypicalTask& task : profile.tasks()) {
+    if (task.milli <= 0) continue;
+    cpu += task.weight * static_cast<double>(task.milli_cpu);
+    milli += task.weight * task.gpus * task.milli;
+  }
+  t.cpu_per_milli = milli > 0 ? cpu / milli : 0;
+  ComputeResidue(profile, &t);
+  ComputeModelShares(profile, topo, &t);
+  return t;
+}
+
+// One state of a node, as the three measures read it.
+struct NodeState {
+  int64_t cpu_left = 0;
+  const std::vector<int32_t>* free = nullptr;  // per GPU
+};
+
+// The score for a placement is the sigmoid of this gain (milli-GPU; > 0 is better than nothing).
+class HangarScorer final : public NodeScorer {
  public:
   std::string_view name() const override { return "hangar"; }
   int64_t Score(const ScoreContext& ctx, uint32_t n, const TaskShape& s,
-                uint32_t* gpu) const override {
-    const ClusterUsage& u = *ctx.usage;
-    int64_t frag = 50;
-    if (ctx.profile && !ctx.profile->empty()) frag = FgdScorer::Score(ctx, n, s, gpu);
-    if (*gpu == kNoGpu && (s.kind == job::GpuKind::kShared || s.kind == job::GpuKind::kMig)) {
-      *gpu = BestFitSharedGpu(u, n, s);
-    }
-    // Packing: fewer free whole GPUs left, then less free share left, wins.
-    const int64_t whole_left = u.node(n).free_whole;
-    const int64_t milli_left = u.node(n).free_milli - s.MilliGpu();
-    const int64_t pack = (64 - whole_left) * 100'000 + (100'000 - milli_left);
-    return frag * 100'000'000 + pack;
-  }
+                uint32_t* gpu) const override;
+
+ private:
+  static int64_t PackingScore(const ClusterUsage& u, uint32_t n, const TaskShape& s, uint32_t* gpu);
+  void Refresh(const ScoreContext& ctx) const;
+  double Measure(const ScoreContext& ctx, uint32_t n, const NodeState& state,
+                 double* starved) const;
+  double LocalGain(const ScoreContext& ctx, uint32_t n, const TaskShape& s, uint32_t* gpu) const;
+  double ScarcityCost(const ClusterUsage& u, uint32_t n, const TaskShape& s) const;
+
+  mutable WorkloadTraits traits_;
+  mutable ScoreMemo memo_;
+  mutable std::vector<int32_t> free_, after_;
+  // Free milli-GPU per model and in all, for the placement being scored.
+  mutable const ClusterUsage* supply_usage_ = nullptr;
+  mutable uint64_t supply_nonce_ = ~uint64_t{0};
+  mutable int64_t supply_total_ = -1;
+  mutable std::vector<double> model_free_;
 };
+
+int64_t HangarScorer::PackingScore(const ClusterUsage& u, uint32_t n, const TaskShape& s,
+                                   uint32_t* gpu) {
+  if (s.kind == job::GpuKind::kShared || s.kind == job::GpuKind::kMig) {
+    *gpu = BestFitSharedGpu(u, n, s);
+  }
+  const int64_t whole_left = u.node(n).free_whole;
+  const int64_t milli_left = u.node(n).free_milli - s.MilliGpu();
+  return (64 - whole_left) * 100'000 + (100'000 - milli_left);
+}
+
+void HangarScorer::Refresh(const ScoreContext& ctx) const {
+  const ClusterUsage& u = *ctx.usage;
+  if (traits_.profile_id != ctx.profile->id() || traits_.topology != &u.topology()) {
+    traits_ = ComputeTraits(*ctx.profile, u.topology());
+    supply_usage_ = nullptr;
+  }
+  const int64_t total = u.domain(cluster::Level::kCluster, 0).free_milli;
+  if (supply_usage_ == &u && supply_nonce_ == ctx.nonce && supply_total_ == total) return;
+  supply_usage_ = &u;
+  supply_nonce_ = ctx.nonce;
+  supply_total_ = total;
+  model_free_.assign(traits_.model_share.size(), 0);
+  for (uint32_t n = 0; n < u.topology().nodes().size(); ++n) {
+    if (!u.node(n).condition.schedulable) continue;
+    model_free_[u.topology().nodes()[n].model] += u.node(n).free_milli;
+  }
+}
+
+// F(n) plus the residue term; *starved gets the GPU the node's CPU cannot feed.
+double HangarScorer::Measure(const ScoreContext& ctx, uint32_t n, const NodeState& state,
+                             double* starved) const {
+  const NodeInfo& node = ctx.usage->topology().nodes()[n];
+  const NodeView view{state.cpu_left, node.num_gpus > 0, node.model, *state.free};
+  double residue = 0;
+  int64_t idle = 0;
+  for (int32_t f : *state.free) {
+    residue += traits_.residue[std::clamp<int32_t>(f, 0, cluster::kMilliPerGpu)];
+    idle += f;
+  }
+  const double fed = traits_.cpu_per_milli > 0
+                         ? static_cast<double>(state.cpu_left) / traits_.cpu_per_milli
+                         : static_cast<double>(idle);
+  *starved = std::max(0.0, static_cast<double>(idle) - fed);
+  return NodeFragmentation(*ctx.profile, view) + kResidueWeight * residue;
+}
+
+// The node-local gain of placing one replica of s on n (memoised per node state). Shared shapes
+// try every GPU that fits and keep the lowest index reaching the best integer score, as FGD does.
+double HangarScorer::LocalGain(const ScoreContext& ctx, uint32_t n, const TaskShape& s,
+                               uint32_t* gpu) const {
+  const ClusterUsage& u = *ctx.usage;
+  const NodeInfo& node = u.topology().nodes()[n];
+  FreeMilliOf(u, n, &free_);
+  const int64_t cpu = u.node(n).free_cpu;
+  double starved_before = 0, starved_after = 0;
+  const double before = Measure(ctx, n, {cpu, &free_}, &starved_before);
+  auto gain = [&](int local) {
+    after_ = free_;
+    ApplyShape(&after_, s, local);
+    const double after = Measure(ctx, n, {cpu - s.milli_cpu, &after_}, &starved_after);
+    return before - after - kStarvationWeight * std::max(0.0, starved_after - starved_before);
+  };
+  if (s.kind != job::GpuKind::kShared) return gain(0);
+  double best_gain = 0;
+  int64_t best = -1;
+  for (uint32_t g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
+    if (!GpuFitsShared(u, g, s)) continue;
+    const double d = gain(static_cast<int>(g - node.first_gpu));
+    if (FgdScorer::Sigmoid(d) > best) best = FgdScorer::Sigmoid(d), best_gain = d, *gpu = g;
+  }
+  return best_gain;
+}
+
+// How much deeper this placement pushes its model below the share of free GPU that
+// model-restricted tasks will need.
+double HangarScorer::ScarcityCost(const ClusterUsage& u, uint32_t n, const TaskShape& s) const {
+  const int64_t req = s.MilliGpu();
+  if (req <= 0) return 0;
+  const cluster::ModelId m = u.topology().nodes()[n].model;
+  const double needed = traits_.model_share[m] * static_cast<double>(supply_total_);
+  auto shortfall = [&](double free) { return std::max(0.0, needed - free); };
+  return shortfall(model_free_[m] - static_cast<double>(req)) - shortfall(model_free_[m]);
+}
+
+int64_t HangarScorer::Score(const ScoreContext& ctx, uint32_t n, const TaskShape& s,
+                            uint32_t* gpu) const {
+  const ClusterUsage& u = *ctx.usage;
+  if (!ctx.profile || ctx.profile->empty() || s.kind == job::GpuKind::kMig) {
+    return PackingScore(u, n, s, gpu);
+  }
+  Refresh(ctx);
+  const uint64_t key = ShapeKey(s);
+  double local = 0;
+  if (const auto* e = memo_.Find(u, n, ctx.profile->id(), key)) {
+    *gpu = e->gpu;
+    local = std::bit_cast<double>(e->score);
+  } else {
+    ScoreMemo::Entry entry{key, 0, kNoGpu};
+    local = LocalGain(ctx, n, s, &entry.gpu);
+    entry.score = std::bit_cast<int64_t>(local);
+    memo_.Put(u, n, ctx.profile->id(), entry);
+    *gpu = entry.gpu;
+  }
+  return FgdScorer::Sigmoid(local - kScarcityWeight * ScarcityCost(u, n, s));
+}
 
 }  // namespace
 
