@@ -10,6 +10,7 @@
 #include "controller/controller_command.h"
 #include "controller/dev_command.h"
 #include "sim/sim_command.h"
+#include "swarm/swarm_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Hangar: a control plane for multi-node GPU clusters"};
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   hangar::agent::RegisterAgentCommand(app, &rc);
   hangar::cli::RegisterUserCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
+  hangar::swarm::RegisterSwarmCommand(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -93,8 +93,12 @@ struct NodeRecord {
   std::string drain_reason;
   Time last_heartbeat = 0;
   std::string address;
-  pb::Inventory inventory;
-  pb::Heartbeat telemetry;
+  // What the agent said about its software (for config drift), kept small: the controller holds
+  // one of these per node, and fleets have ten thousand nodes.
+  struct Software {
+    std::string driver, cuda, kernel, ofed, agent, backend;
+  } software;
+  std::vector<uint8_t> gpu_util;  // per GPU, %, from the last heartbeat
   std::set<std::string> orphans;  // tasks it runs that no attempt wants; stopping
 };
 
@@ -145,6 +149,7 @@ class ClusterState {
   const cluster::Topology& topology() const { return *topology_; }
   const ControllerOptions& options() const { return options_; }
   uint64_t next_job_id() const { return next_job_id_; }
+  uint64_t placements_total() const { return placements_total_; }
 
  private:
   // cluster_state_jobs.cc
@@ -189,6 +194,9 @@ class ClusterState {
   std::shared_ptr<const sched::GangRequest> InternRequest(sched::GangRequest request);
   std::unordered_map<std::string_view, std::weak_ptr<const SpecEntry>> spec_cache_;
   std::unordered_map<uint64_t, std::weak_ptr<const sched::GangRequest>> request_cache_;
+  // Whether a request shape can ever fit this (immutable) topology; a scan of every node, so
+  // done once per shape, not once per job of a thousand-job sweep.
+  std::unordered_map<uint64_t, sched::Reason> never_cache_;
   uint64_t next_job_id_ = 1;
   uint64_t placements_total_ = 0;
   bool dirty_ = false;

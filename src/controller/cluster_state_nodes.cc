@@ -57,7 +57,8 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   r.lost = false;
   r.last_heartbeat = now;
   r.address = inv.address();
-  r.inventory = inv;
+  r.software = {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version(),
+                inv.agent_version(), inv.gpu_backend()};
   r.orphans.clear();
   pb::ControllerMessage reply;
   pb::Registered* ok = reply.mutable_registered();
@@ -123,8 +124,10 @@ void ClusterState::OnDisconnect(const std::string& node, Time now) {
 void ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now) {
   auto n = topology_->FindNode(node);
   if (!n) return;
-  nodes_[*n].last_heartbeat = now;
-  nodes_[*n].telemetry = hb;
+  NodeRecord& r = nodes_[*n];
+  r.last_heartbeat = now;
+  r.gpu_util.resize(static_cast<size_t>(hb.gpus_size()));
+  for (int i = 0; i < hb.gpus_size(); ++i) r.gpu_util[static_cast<size_t>(i)] = static_cast<uint8_t>(std::min<uint32_t>(hb.gpus(i).util_pct(), 100));
 }
 
 void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& st, Time now, Effects* fx) {

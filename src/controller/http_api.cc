@@ -105,12 +105,27 @@ void HttpApi::Routes() {
     }
     if (req.has_header("X-Hangar-User")) spec->user = req.get_header_value("X-Hangar-User");
     if (spec->user.empty()) spec->user = "anonymous";
-    auto id = owner_->Call<StatusOr<sched::JobId>>([spec = std::move(*spec), this](ClusterState& st, Effects* fx) mutable {
-      return st.Submit(std::move(spec), owner_->clock()->Now(), fx);
-    });
-    if (!id.ok()) return Reply(res, id.status());
-    metrics_->CountSubmit();
-    Reply(res, 201, {{"id", *id}, {"state", "pending"}});
+    // A job array: `?count=N` submits N copies in one commit (a sweep, a benchmark's queue).
+    long count = 1;
+    if (req.has_param("count")) {
+      count = std::strtol(req.get_param_value("count").c_str(), nullptr, 10);
+      if (count < 1 || count > 1'000'000) {
+        return Reply(res, Status::InvalidArgument("count must be 1 to 1,000,000"));
+      }
+    }
+    auto ids = owner_->Call<StatusOr<std::pair<sched::JobId, sched::JobId>>>(
+        [spec = std::move(*spec), count, this](ClusterState& st, Effects* fx) -> StatusOr<std::pair<sched::JobId, sched::JobId>> {
+          sched::JobId first = 0, last = 0;
+          for (long i = 0; i < count; ++i) {
+            HANGAR_ASSIGN_OR_RETURN(last, st.Submit(spec, owner_->clock()->Now(), fx));
+            if (i == 0) first = last;
+          }
+          return std::make_pair(first, last);
+        });
+    if (!ids.ok()) return Reply(res, ids.status());
+    for (long i = 0; i < count; ++i) metrics_->CountSubmit();
+    if (count == 1) return Reply(res, 201, {{"id", ids->first}, {"state", "pending"}});
+    Reply(res, 201, {{"first_id", ids->first}, {"last_id", ids->second}, {"count", count}, {"state", "pending"}});
   });
   s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
     std::string state = req.has_param("state") ? req.get_param_value("state") : "";

@@ -39,11 +39,11 @@ static void ClusterMetricsCounts(const ClusterState::Counts& c, prometheus::Fami
 void ControllerMetrics::OnCycle(double seconds, const ClusterState& state, Time now) {
   std::lock_guard<std::mutex> l(mu_);
   cycle_seconds_->Observe(seconds);
+  placements_->Set(static_cast<double>(state.placements_total()));  // O(1): kept fresh
   if (now - last_counts_ < kSecond) return;
   last_counts_ = now;
   const ClusterState::Counts c = state.GetCounts();
   ClusterMetricsCounts(c, jobs_, nodes_, gpus_);
-  placements_->Set(static_cast<double>(c.placements_total));
 }
 
 void ControllerMetrics::SetAgents(double connected, double heartbeats_total) {

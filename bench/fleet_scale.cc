@@ -1,0 +1,298 @@
+// bench/fleet_scale: one controller (embedded SQLite store) against `hangar swarm` playing a
+// 10,240-node x 8-GPU fat-tree over real agent streams, on this machine. Measures:
+//   - heartbeats ingested per second, and controller CPU seconds per 10,000 heartbeats;
+//   - controller resident memory per node, and per queued job with 100,000 and 1,000,000 queued;
+//   - committed placements per second for a stream of 1-GPU jobs, and for 2-node x 8-GPU gangs
+//     (a placement counts once it is committed to the store; the store commits before agents are
+//     told);
+//   - time from 1% of the agents going silent to their nodes marked lost and gangs requeued.
+//
+//   fleet_scale [--nodes N] [--json] [--no-million]   (N: 1024, 2560, 5120 or 10240)
+#include <httplib.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/net.h"
+#include "common/time.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hangar::kSecond;
+
+struct Proc {
+  pid_t pid = 0;
+  void Stop() {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 100 && waitpid(pid, nullptr, WNOHANG) == 0; ++i) usleep(50000);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = 0;
+  }
+};
+
+Proc Spawn(const std::vector<std::string>& args, const std::string& log) {
+  Proc p;
+  p.pid = fork();
+  if (p.pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(HANGAR_BINARY, argv.data());
+    _exit(127);
+  }
+  return p;
+}
+
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  auto close = s.rfind(')');
+  std::istringstream rest(s.substr(close + 2));
+  std::string f;
+  std::vector<std::string> v;
+  while (rest >> f) v.push_back(f);
+  return (std::stod(v[11]) + std::stod(v[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double RssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+bool WaitFor(const std::function<bool()>& pred, hangar::Duration timeout, int step_ms = 50) {
+  const auto until = hangar::SystemClock::Default()->Now() + timeout;
+  while (hangar::SystemClock::Default()->Now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+  }
+  return pred();
+}
+
+class Bench {
+ public:
+  Bench(int nodes, std::string dir) : nodes_(nodes), dir_(std::move(dir)) {}
+  ~Bench() {
+    swarm_.Stop();
+    controller_.Stop();
+  }
+
+  void StartController(const std::string& name, int nodes) {
+    const int spines = nodes / 1024 > 0 ? nodes / 1024 : 1;
+    const int leaves = nodes / spines / 32;
+    std::ofstream(dir_ + "/" + name + ".yaml")
+        << "name: " << name << "\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, "
+        << "cpu: 192, memory: 2Ti}\nfat_tree: {spines: " << spines << ", leaves_per_spine: " << std::max(1, leaves)
+        << ", nodes_per_leaf: " << (nodes < 32 ? nodes : 32) << "}\n";
+    cluster_ = dir_ + "/" + name + ".yaml";
+    fs::remove(dir_ + "/ports.json");
+    controller_ = Spawn({"hangar", "controller", "--cluster", cluster_, "--api", "127.0.0.1:0", "--agents",
+                         "127.0.0.1:0", "--store", "sqlite://" + dir_ + "/" + name + ".db", "--port-file",
+                         dir_ + "/ports.json", "--heartbeat-timeout", "3s"},
+                        dir_ + "/" + name + "-controller.log");
+    WaitFor([&] { return fs::exists(dir_ + "/ports.json"); }, 20 * kSecond);
+    auto j = nlohmann::json::parse(std::ifstream(dir_ + "/ports.json"));
+    api_ = j["api"];
+    agents_ = j["agents"];
+  }
+
+  bool StartSwarm(const std::string& name) {
+    fs::remove(dir_ + "/silence");
+    swarm_ = Spawn({"hangar", "swarm", "--controller", "127.0.0.1:" + std::to_string(agents_), "--cluster", cluster_,
+                    "--stats-file", dir_ + "/swarm.json", "--silent-fraction", "0.01", "--silence-file",
+                    dir_ + "/silence", "--task-duration", "3600s"},
+                   dir_ + "/" + name + "-swarm.log");
+    return WaitFor([&] { return Metric("hangar_agents_connected") == Count(); }, 180 * kSecond, 200);
+  }
+
+  double Metric(const std::string& name, const std::string& labels = "") {
+    httplib::Client c("127.0.0.1", api_);
+    c.set_read_timeout(30, 0);
+    auto r = c.Get("/metrics");
+    if (!r) return -1;
+    std::istringstream in(r->body);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(name + labels + " ", 0) == 0) return std::stod(line.substr(name.size() + labels.size() + 1));
+    }
+    return -1;
+  }
+
+  bool SubmitArray(const std::string& spec, long count) {
+    httplib::Client c("127.0.0.1", api_);
+    c.set_read_timeout(600, 0);
+    c.set_tcp_nodelay(true);
+    auto r = c.Post("/v1/jobs?count=" + std::to_string(count), spec, "application/yaml");
+    return r && r->status == 201;
+  }
+
+  double Count() const { return nodes_; }
+  int api() const { return api_; }
+  pid_t controller_pid() const { return controller_.pid; }
+  Proc& controller() { return controller_; }
+  Proc& swarm() { return swarm_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  int nodes_;
+  std::string dir_, cluster_;
+  Proc controller_, swarm_;
+  int api_ = 0, agents_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nodes = 10240;
+  bool json = false, million = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--nodes") && i + 1 < argc) nodes = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json")) json = true;
+    else if (!std::strcmp(argv[i], "--no-million")) million = false;
+    else {
+      std::fprintf(stderr, "usage: fleet_scale [--nodes N] [--json] [--no-million]\n");
+      return 2;
+    }
+  }
+  char tmpl[] = "/tmp/hangar-fleet-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  nlohmann::json out = {{"nodes", nodes}, {"gpus", nodes * 8}};
+  auto say = [&](const char* fmt, auto... a) {
+    if (!json) {
+      std::printf(fmt, a...);
+      std::fflush(stdout);
+    }
+  };
+
+  // Baseline: a controller for a one-node cluster with its one agent.
+  double rss_small = 0;
+  {
+    Bench small(32, dir);
+    small.StartController("small", 32);
+    if (!small.StartSwarm("small")) return std::fprintf(stderr, "baseline swarm did not register\n"), 1;
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    rss_small = RssBytes(small.controller_pid());
+  }
+  Bench b(nodes, dir);
+  b.StartController("fleet", nodes);
+  const int64_t t_reg = hangar::MonotonicNanos();
+  if (!b.StartSwarm("fleet")) return std::fprintf(stderr, "the swarm did not register; see %s\n", dir.c_str()), 1;
+  say("%d agents registered in %.1f s\n", nodes, (hangar::MonotonicNanos() - t_reg) / 1e9);
+
+  // 1. Heartbeats: steady state over 15 s.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const double hb0 = b.Metric("hangar_agent_heartbeats"), cpu0 = CpuSeconds(b.controller_pid());
+  const int64_t t0 = hangar::MonotonicNanos();
+  std::this_thread::sleep_for(std::chrono::seconds(15));
+  const double hb1 = b.Metric("hangar_agent_heartbeats"), cpu1 = CpuSeconds(b.controller_pid());
+  const double secs = (hangar::MonotonicNanos() - t0) / 1e9;
+  out["heartbeats_per_s"] = (hb1 - hb0) / secs;
+  out["controller_cpu_pct_heartbeats"] = 100 * (cpu1 - cpu0) / secs;
+  out["cpu_s_per_10k_heartbeats"] = (cpu1 - cpu0) / (hb1 - hb0) * 10000;
+  say("heartbeats: %.0f/s ingested, controller at %.1f%% of one core (%.3f CPU s per 10,000)\n",
+      out["heartbeats_per_s"].get<double>(), out["controller_cpu_pct_heartbeats"].get<double>(),
+      out["cpu_s_per_10k_heartbeats"].get<double>());
+
+  // 2. Memory per node.
+  const double rss_fleet = RssBytes(b.controller_pid());
+  out["controller_rss_mib"] = rss_fleet / 1048576;
+  out["bytes_per_node"] = (rss_fleet - rss_small) / (nodes - 32);
+  say("memory: controller RSS %.0f MiB, %.0f bytes per node (baseline: a 32-node controller, %.0f MiB)\n",
+      rss_fleet / 1048576, out["bytes_per_node"].get<double>(), rss_small / 1048576);
+
+  // 3. Placements: 1-GPU jobs, then 2-node x 8-GPU gangs, each committed before it is reported.
+  const double placed0 = b.Metric("hangar_placements");
+  const long singles = static_cast<long>(nodes) * 8;
+  const int64_t ts = hangar::MonotonicNanos();
+  b.SubmitArray("name: one\ntasks:\n  - {gpus: 1, command: [sleep, \"20\"]}\n", singles);
+  WaitFor([&] { return b.Metric("hangar_placements") - placed0 >= singles; }, 300 * kSecond, 20);
+  const double single_s = (hangar::MonotonicNanos() - ts) / 1e9;
+  out["placements_per_s"] = singles / single_s;
+  say("placements: %ld 1-GPU jobs submitted and placed in %.2f s: %.0f committed placements/s\n", singles, single_s,
+      out["placements_per_s"].get<double>());
+  WaitFor([&] { return b.Metric("hangar_gpus", "{state=\"allocated\"}") == 0; }, 120 * kSecond, 200);
+  const double placed1 = b.Metric("hangar_placements");
+  const long gangs = nodes / 2;
+  const int64_t tg = hangar::MonotonicNanos();
+  b.SubmitArray("name: gang\ntasks:\n  - {replicas: 2, gpus: 8, command: [sleep, \"3600\"]}\n", gangs);
+  WaitFor([&] { return b.Metric("hangar_placements") - placed1 >= gangs; }, 300 * kSecond, 20);
+  const double gang_s = (hangar::MonotonicNanos() - tg) / 1e9;
+  out["gang_placements_per_s"] = gangs / gang_s;
+  say("placements: %ld 2-node x 8-GPU gangs in %.2f s: %.0f committed gang placements/s\n", gangs, gang_s,
+      out["gang_placements_per_s"].get<double>());
+
+  // 4. Failure detection: 1% of the agents go silent; when was each marked lost (its gang
+  //    requeued in the same commit), counted from its last heartbeat?
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::ofstream(dir + "/silence") << "now\n";
+  WaitFor([&] { return fs::exists(dir + "/swarm.json") && nlohmann::json::parse(std::ifstream(dir + "/swarm.json"), nullptr, false).value("silenced", 0) > 0; }, 10 * kSecond);
+  auto sw = nlohmann::json::parse(std::ifstream(dir + "/swarm.json"));
+  std::set<std::string> silent_nodes;
+  for (const auto& n : sw["silent_nodes"]) silent_nodes.insert(n.get<std::string>());
+  hangar::Time last_lost = 0;
+  size_t lost = 0;
+  WaitFor([&] {
+    httplib::Client c("127.0.0.1", b.api());
+    auto r = c.Get("/v1/events?limit=5000");
+    if (!r) return false;
+    lost = 0;
+    for (const auto& e : nlohmann::json::parse(r->body)["events"]) {
+      const std::string subject = e["subject"], message = e["message"];
+      if (message.rfind("lost:", 0) == 0 && silent_nodes.count(subject.substr(5))) {
+        ++lost;
+        last_lost = std::max<hangar::Time>(last_lost, e["time_ms"]);
+      }
+    }
+    return lost >= silent_nodes.size();
+  }, 60 * kSecond, 200);
+  const double detect = (last_lost - sw["silenced_at_ms"].get<int64_t>()) / 1000.0;
+  out["lost_detect_s"] = detect;
+  out["silent_nodes"] = silent_nodes.size();
+  out["silent_nodes_lost"] = lost;
+  say("failure detection: %zu of %zu silent nodes marked lost (their gangs requeued), the last %.2f s after their last heartbeat\n",
+      lost, silent_nodes.size(), detect);
+
+  // 5. Memory per queued job (the cluster is full of gangs: these wait).
+  const double rss_q0 = RssBytes(b.controller_pid());
+  std::vector<long> sizes = {100000};
+  if (million) sizes.push_back(1000000);
+  long queued = 0;
+  for (long target : sizes) {
+    while (queued < target) {
+      const long chunk = std::min<long>(100000, target - queued);
+      b.SubmitArray("name: waiter\ntasks:\n  - {gpus: 8, command: [sleep, \"60\"]}\n", chunk);
+      queued += chunk;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const double per_job = (RssBytes(b.controller_pid()) - rss_q0) / queued;
+    out["bytes_per_queued_job_" + std::to_string(target)] = per_job;
+    out["bytes_per_queued_job"] = per_job;
+    say("memory: %ld jobs queued, %.0f bytes per queued job\n", queued, per_job);
+  }
+  b.swarm().Stop();
+  b.controller().Stop();
+  fs::remove_all(dir);
+  if (json) std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}

@@ -1,0 +1,294 @@
+#include "swarm/swarm.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <queue>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "proto/agent.grpc.pb.h"
+
+namespace hangar::swarm {
+
+namespace pb = ::hangar::agent::v1;
+
+Duration TaskDuration(const std::vector<std::string>& argv, Duration fallback) {
+  std::vector<std::string> words;
+  for (const auto& arg : argv) {
+    std::istringstream in(arg);
+    for (std::string w; in >> w;) words.push_back(w);
+  }
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] != "sleep" && !words[i].ends_with("/sleep")) continue;
+    char* end = nullptr;
+    const double s = std::strtod(words[i + 1].c_str(), &end);
+    if (end != words[i + 1].c_str() && s >= 0) return static_cast<Duration>(s * 1000);
+  }
+  return fallback;
+}
+
+// What every simulated agent shares: the stubs, the task timers, the counters.
+struct Swarm::Shared {
+  std::vector<std::unique_ptr<pb::AgentChannel::Stub>> stubs;
+  std::mutex mu;
+  struct Due {
+    Time at;
+    Agent* agent;
+    pb::TaskStatus status;
+    bool operator>(const Due& o) const { return at > o.at; }
+  };
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> due;
+  std::atomic<int64_t> registered{0}, heartbeats{0}, launches{0}, ended{0}, errors{0};
+  Duration default_duration = 10 * kSecond;
+};
+
+// One simulated agent: a bidirectional stream with a write queue (one write in flight).
+class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::ControllerMessage> {
+ public:
+  Agent(Shared* shared, std::string node, int gpus, std::string model, int64_t gpu_mem)
+      : shared_(shared), node_(std::move(node)), gpus_(gpus), model_(std::move(model)), gpu_mem_(gpu_mem) {}
+
+  void Begin(pb::AgentChannel::Stub* stub) {
+    stub->async()->Connect(&ctx_, this);
+    pb::AgentMessage reg;
+    pb::Inventory* inv = reg.mutable_register_()->mutable_inventory();
+    inv->set_node(node_);
+    inv->set_address("127.0.0.1");
+    inv->set_gpu_backend("swarm");
+    for (int i = 0; i < gpus_; ++i) {
+      pb::GpuInfo* g = inv->add_gpus();
+      g->set_index(static_cast<uint32_t>(i));
+      g->set_model(model_);
+      g->set_memory_mib(static_cast<uint64_t>(gpu_mem_));
+    }
+    Send(std::move(reg));
+    StartRead(&in_);
+    AddHold();  // keeps the stream open for writes issued from outside reactions
+    StartCall();
+  }
+
+  void Send(pb::AgentMessage m) {
+    const pb::AgentMessage* first = nullptr;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (done_) return;
+      out_.push_back(std::move(m));
+      if (writing_) return;
+      writing_ = true;
+      first = &out_.front();
+    }
+    StartWrite(first);
+  }
+
+  void Heartbeat(uint64_t seq, Time now) {
+    if (silent_) return;
+    pb::AgentMessage m;
+    pb::Heartbeat* hb = m.mutable_heartbeat();
+    hb->set_seq(seq);
+    hb->set_time_ms(now);
+    for (int i = 0; i < gpus_; ++i) {
+      pb::GpuTelemetry* t = hb->add_gpus();
+      t->set_index(static_cast<uint32_t>(i));
+      t->set_util_pct(busy_gpus_ > i ? 100 : 0);
+      t->set_temperature_c(40);
+      t->set_power_mw(300000);
+      t->set_pcie_gen(5);
+      t->set_pcie_width(16);
+      t->set_pcie_gen_max(5);
+      t->set_pcie_width_max(16);
+    }
+    shared_->heartbeats++;
+    Send(std::move(m));
+  }
+
+  void OnWriteDone(bool ok) override {
+    const pb::AgentMessage* next = nullptr;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      out_.pop_front();
+      if (!ok || out_.empty()) {
+        writing_ = false;
+        if (!ok) shared_->errors++;
+        return;
+      }
+      next = &out_.front();
+    }
+    StartWrite(next);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    Handle(in_);
+    StartRead(&in_);
+  }
+
+  void OnDone(const grpc::Status& s) override {
+    std::lock_guard<std::mutex> l(mu_);
+    done_ = true;
+    if (!s.ok()) shared_->errors++;
+  }
+
+  void Silence() { silent_ = true; }
+  void Close() {
+    ctx_.TryCancel();
+    RemoveHold();
+  }
+  const std::string& node() const { return node_; }
+  bool registered() const { return registered_; }
+
+ private:
+  void Handle(const pb::ControllerMessage& m) {
+    if (silent_) return;  // a silent node is a dead one: it answers nothing
+    if (m.has_registered()) {
+      if (!registered_.exchange(true)) shared_->registered++;
+      return;
+    }
+    if (!m.has_launch()) return;
+    const pb::Launch& l = m.launch();
+    shared_->launches++;
+    pb::AgentMessage running;
+    pb::TaskStatus* st = running.mutable_task_status();
+    st->set_task_id(l.task_id());
+    st->set_job_id(l.job_id());
+    st->set_attempt(l.attempt());
+    st->set_task_index(l.task_index());
+    st->set_state(pb::TaskStatus::RUNNING);
+    pb::TaskStatus ended = *st;
+    ended.set_state(pb::TaskStatus::EXITED);
+    Send(std::move(running));
+    const std::vector<std::string> argv(l.argv().begin(), l.argv().end());
+    const Duration d = TaskDuration(argv, shared_->default_duration);
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->due.push({SystemClock::Default()->Now() + d, this, std::move(ended)});
+  }
+
+  Shared* shared_;
+  std::string node_;
+  int gpus_;
+  std::string model_;
+  int64_t gpu_mem_;
+  grpc::ClientContext ctx_;
+  pb::ControllerMessage in_;
+  std::mutex mu_;
+  std::deque<pb::AgentMessage> out_;
+  bool writing_ = false;
+  bool done_ = false;
+  std::atomic<bool> registered_{false};
+  std::atomic<bool> silent_{false};
+  int busy_gpus_ = 0;
+
+  friend class Swarm;
+};
+
+Swarm::Swarm(std::shared_ptr<const cluster::Topology> topology, SwarmOptions options)
+    : topology_(std::move(topology)), options_(std::move(options)), shared_(std::make_unique<Shared>()) {
+  shared_->default_duration = options_.default_task_duration;
+  for (int c = 0; c < std::max(1, options_.channels); ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt("hangar.swarm.channel", c);  // distinct arguments: a connection of its own
+    args.SetInt(GRPC_ARG_MAX_CONCURRENT_STREAMS, 100000);
+    shared_->stubs.push_back(pb::AgentChannel::NewStub(
+        grpc::CreateCustomChannel(options_.controller, grpc::InsecureChannelCredentials(), args)));
+  }
+  for (const auto& n : topology_->nodes()) {
+    const std::string model = n.num_gpus ? topology_->models()[n.model] : "";
+    agents_.push_back(std::make_unique<Agent>(shared_.get(), n.name, n.num_gpus, model, n.gpu_memory_mib));
+  }
+}
+
+Swarm::~Swarm() {
+  for (auto& a : agents_) a->Close();
+  // Give the streams a moment to finish before their reactors are destroyed.
+  for (int i = 0; i < 200; ++i) {
+    bool all = true;
+    for (auto& a : agents_) {
+      std::lock_guard<std::mutex> l(a->mu_);
+      all = all && a->done_;
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool Swarm::Start(Duration timeout) {
+  for (size_t i = 0; i < agents_.size(); ++i) agents_[i]->Begin(shared_->stubs[i % shared_->stubs.size()].get());
+  const Time until = SystemClock::Default()->Now() + timeout;
+  while (SystemClock::Default()->Now() < until) {
+    if (shared_->registered.load() == static_cast<int64_t>(agents_.size())) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+void Swarm::Run(const std::atomic<bool>* stop) {
+  Clock* clock = SystemClock::Default();
+  const Time start = clock->Now();
+  uint64_t seq = 0;
+  Time next_beat = start;
+  Time last_beat = start;
+  bool silenced = false;
+  const size_t silent_count = static_cast<size_t>(options_.silent_fraction * static_cast<double>(agents_.size()));
+  while (!*stop) {
+    const Time now = clock->Now();
+    const bool due = options_.silence_file.empty() ? now - start >= options_.silent_after
+                                                   : ::access(options_.silence_file.c_str(), F_OK) == 0;
+    if (!silenced && silent_count > 0 && due) {
+      // Every n-th agent, spread over the fabric.
+      const size_t step = agents_.size() / silent_count;
+      for (size_t k = 0; k < silent_count; ++k) agents_[k * step]->Silence();
+      silenced = true;
+      std::lock_guard<std::mutex> l(shared_->mu);
+      silenced_at_ = last_beat;  // their last heartbeat went out then
+      silent_ = silent_count;
+    }
+    if (now >= next_beat) {
+      ++seq;
+      for (auto& a : agents_) a->Heartbeat(seq, now);
+      last_beat = now;
+      next_beat += options_.heartbeat_interval;
+    }
+    std::vector<Shared::Due> ready;
+    {
+      std::lock_guard<std::mutex> l(shared_->mu);
+      while (!shared_->due.empty() && shared_->due.top().at <= now) {
+        ready.push_back(shared_->due.top());
+        shared_->due.pop();
+      }
+    }
+    for (auto& d : ready) {
+      pb::AgentMessage m;
+      *m.mutable_task_status() = d.status;
+      d.agent->Send(std::move(m));
+      shared_->ended++;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+SwarmStats Swarm::stats() const {
+  SwarmStats s;
+  s.registered = shared_->registered.load();
+  s.heartbeats_sent = shared_->heartbeats.load();
+  s.launches = shared_->launches.load();
+  s.tasks_ended = shared_->ended.load();
+  s.stream_errors = shared_->errors.load();
+  std::lock_guard<std::mutex> l(shared_->mu);
+  s.silenced = static_cast<int64_t>(silent_);
+  s.silenced_at = silenced_at_;
+  return s;
+}
+
+std::vector<std::string> Swarm::silent_nodes() const {
+  std::vector<std::string> out;
+  for (const auto& a : agents_) {
+    if (a->silent_) out.push_back(a->node());
+  }
+  return out;
+}
+
+}  // namespace hangar::swarm

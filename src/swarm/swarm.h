@@ -1,0 +1,66 @@
+// Swarm: one process that plays many node agents against a controller, in the spirit of
+// Kubernetes' KWOK. Each simulated agent has its own real agent stream (gRPC callback API: no
+// thread per agent), registers its inventory, heartbeats with telemetry at a set rate, and "runs"
+// launched tasks without starting processes: it reports them running, then ended after their
+// duration. A fraction of agents can be told to go silent, to test failure detection.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/topology.h"
+#include "common/time.h"
+
+namespace hangar::swarm {
+
+struct SwarmOptions {
+  std::string controller;              // host:port of the agent channel
+  Duration heartbeat_interval = kSecond;
+  Duration default_task_duration = 10 * kSecond;  // when a task's command names no `sleep N`
+  int channels = 32;                   // HTTP/2 connections the streams are spread over
+  double silent_fraction = 0;          // this share of the agents stops heartbeating ...
+  Duration silent_after = 0;           // ... this long after all have registered
+  std::string silence_file;            // or when this file appears (if set)
+};
+
+struct SwarmStats {
+  int64_t registered = 0;
+  int64_t heartbeats_sent = 0;
+  int64_t launches = 0;
+  int64_t tasks_ended = 0;
+  int64_t silenced = 0;
+  Time silenced_at = 0;  // when the silent agents' last heartbeat went out (ms, wall clock)
+  int64_t stream_errors = 0;
+};
+
+class Swarm {
+ public:
+  Swarm(std::shared_ptr<const cluster::Topology> topology, SwarmOptions options);
+  ~Swarm();
+  // Opens every agent's stream and registers. Returns once all are registered or `timeout` passed.
+  bool Start(Duration timeout);
+  // Sends heartbeats, ends tasks and silences agents until *stop.
+  void Run(const std::atomic<bool>* stop);
+  SwarmStats stats() const;
+  // Names of the agents that went silent.
+  std::vector<std::string> silent_nodes() const;
+
+ private:
+  class Agent;
+  std::shared_ptr<const cluster::Topology> topology_;
+  SwarmOptions options_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+  struct Shared;
+  std::unique_ptr<Shared> shared_;
+  Time silenced_at_ = 0;  // guarded by shared_->mu
+  size_t silent_ = 0;
+};
+
+// The duration of a task from its argv: the number after `sleep` (e.g. ["sleep","2"] or
+// ["/bin/sh","-c","sleep 1.5"]); `fallback` when there is none.
+Duration TaskDuration(const std::vector<std::string>& argv, Duration fallback);
+
+}  // namespace hangar::swarm
