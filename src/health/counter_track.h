@@ -1,0 +1,59 @@
+// CounterTrack: one cumulative hardware counter (PCIe replays, IB symbol errors, ...) turned into
+// increases and rates over trailing windows.
+//
+// Hardware counters reset (driver reload, reboot, someone clears them) and saturate rather than
+// wrap. The track keeps its own monotone total: the first reading is only a baseline (so a
+// controller that starts, or meets a node for the first time, never mistakes years of history for
+// a burst); a reading lower than the one before means the counter restarted from zero, so the new
+// reading itself is the increase since the reset. An agent restart changes nothing: the hardware
+// counter carries on and so does the total.
+//
+// History is thinned to about 60 points per retention period, keeping the two newest readings
+// exact, so memory stays small with 1-second heartbeats and hour-long windows.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include "common/time.h"
+
+namespace hangar::health {
+
+class CounterTrack {
+ public:
+  // `retention`: the longest window anyone will ask about.
+  explicit CounterTrack(Duration retention);
+
+  // Adds a reading taken at t. Returns false (and changes nothing) for a reading older than the
+  // newest one, e.g. a late message from before an agent restart.
+  bool Add(Time t, uint64_t reading);
+
+  bool empty() const { return points_.empty(); }
+  uint64_t reading() const { return last_reading_; }
+  // Increase at the newest reading (0 for the baseline).
+  uint64_t last_increase() const { return last_increase_; }
+  int resets() const { return resets_; }
+
+  // Events in the trailing `window` that ends at the newest reading. When the readings around
+  // the window's start are further apart than the window, the count is scaled down to the
+  // window's length; with less history than the window it is the raw count (never scaled up, so
+  // one reading after a quiet spell cannot look like a burst).
+  double InWindow(Duration window) const;
+
+ private:
+  struct Point {
+    Time t;
+    uint64_t total;
+  };
+  void Prune();
+
+  Duration retention_;
+  Duration granularity_;
+  std::deque<Point> points_;
+  uint64_t total_ = 0;
+  uint64_t last_reading_ = 0;
+  uint64_t last_increase_ = 0;
+  int resets_ = 0;
+};
+
+}  // namespace hangar::health

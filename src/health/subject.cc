@@ -1,0 +1,182 @@
+#include "health/subject.h"
+
+#include <algorithm>
+
+namespace hangar::health {
+namespace {
+
+std::string Describe(const Fault& f) {
+  return f.finding.condition.type + ": " + f.finding.condition.reason;
+}
+
+void PruneBefore(std::deque<Time>& times, Time horizon) {
+  while (!times.empty() && times.front() < horizon) times.pop_front();
+}
+
+}  // namespace
+
+Subject::Subject(HealthState initial, Time t) : state_(initial), since_(t) {}
+
+void Subject::Cordon(std::string reason) {
+  cordoned_ = true;
+  cordon_reason_ = std::move(reason);
+}
+
+void Subject::WorkDrained(Time t) {
+  if (state_ == HealthState::kDraining && t >= since_) work_drained_ = true;
+}
+
+void Subject::HardwareReset(Time t) {
+  faults_.OnRemediation(t);
+  // Nothing survives a reset or a reboot: whatever ran there is gone.
+  if (state_ == HealthState::kDraining) work_drained_ = true;
+}
+
+void Subject::Remediated(Remedy r, Time t, std::string_view note) {
+  HardwareReset(t);
+  if (r == Remedy::kRepair) {
+    fatal_xids_.clear();
+    remediations_.clear();
+    reboots_.clear();
+    reboot_level_first_.clear();
+    latched_failure_.clear();
+    repaired_at_ = t;
+    repair_note_ = note;
+    return;
+  }
+  remediations_.push_back(t);
+  if (r == Remedy::kNodeReboot) reboots_.push_back(t);
+}
+
+void Subject::Validated(Time t, bool passed) {
+  faults_.OnValidation(t, passed);
+  if (passed) validated_at_ = std::max(validated_at_, t);
+}
+
+void Subject::RecordFatalXid(uint64_t code, bool reboot_level, Time t, const FailurePolicy& p) {
+  fatal_xids_.push_back(t);
+  if (!reboot_level) return;
+  PruneBefore(reboots_, t - p.remediation_window);
+  auto [it, inserted] = reboot_level_first_.try_emplace(code, t);
+  if (inserted || it->second < t - p.remediation_window) {
+    it->second = t;
+    return;
+  }
+  auto reboots =
+      std::count_if(reboots_.begin(), reboots_.end(), [&](Time r) { return r > it->second; });
+  if (reboots >= p.reboots) {
+    latched_failure_ = "Xid " + std::to_string(code) + " again after " + std::to_string(reboots) +
+                       " reboots: the hardware needs inspection";
+  }
+}
+
+void Subject::Restore(HealthState s, Time since, const std::string& reason) {
+  state_ = s;
+  since_ = since;
+  if (s == HealthState::kFailed) latched_failure_ = reason;
+}
+
+bool Subject::WantsNewDrain() const {
+  return IsSchedulable(state_) && (cordoned_ || faults_.WorstEffect() == Effect::kDrain);
+}
+
+bool Subject::DrainBypassesValve() const { return cordoned_ || faults_.DrainBypassesValve(); }
+
+std::string Subject::FailureReason(Time now, const FailurePolicy& p) {
+  if (!latched_failure_.empty()) return latched_failure_;
+  PruneBefore(fatal_xids_, now - p.fatal_xid_window);
+  PruneBefore(remediations_, now - p.remediation_window);
+  if (static_cast<int>(fatal_xids_.size()) >= p.fatal_xids) {
+    return std::to_string(fatal_xids_.size()) + " fatal Xids within " +
+           FormatDuration(p.fatal_xid_window) + ": out of the pool until repaired";
+  }
+  if (static_cast<int>(remediations_.size()) >= p.remediations) {
+    return std::to_string(remediations_.size()) + " remediations within " +
+           FormatDuration(p.remediation_window) + ": out of the pool until repaired";
+  }
+  return "";
+}
+
+std::optional<std::string> Subject::DrainReason() const {
+  if (cordoned_) return "drained by operator: " + cordon_reason_;
+  const Fault* worst = faults_.WorstOpen();
+  if (worst != nullptr && worst->finding.condition.effect == Effect::kDrain) {
+    return Describe(*worst);
+  }
+  return std::nullopt;
+}
+
+// The in-pool state its open warnings call for, and the warning(s) behind it.
+std::pair<HealthState, std::string> Subject::InPoolState(Time now, const SubjectPolicy& p) const {
+  std::vector<const Fault*> suspect;
+  for (const Fault* f : faults_.Open()) {
+    Effect e = f->finding.condition.effect;
+    if (e == Effect::kDegrade || e == Effect::kDrain) return {HealthState::kDegraded, Describe(*f)};
+    if (e == Effect::kSuspect) suspect.push_back(f);
+  }
+  if (suspect.size() >= 2) {
+    return {HealthState::kDegraded, std::to_string(suspect.size()) + " warnings at once: " +
+                                        Describe(*suspect[0]) + "; " + Describe(*suspect[1])};
+  }
+  if (suspect.size() == 1) {
+    int n = p.failure.repeated_warning_openings;
+    if (faults_.Repeated(Effect::kSuspect, n, now)) {
+      return {HealthState::kDegraded, Describe(*suspect[0]) + " (opened " + std::to_string(n) +
+                                          " times within " + FormatDuration(FaultSet::kMemory) +
+                                          ")"};
+    }
+    return {HealthState::kSuspect, Describe(*suspect[0])};
+  }
+  return {HealthState::kHealthy, ""};
+}
+
+std::pair<HealthState, std::string> Subject::Target(Time now, const SubjectPolicy& p,
+                                                    std::string_view held) {
+  auto back_in_pool = [&](std::string why) -> std::pair<HealthState, std::string> {
+    auto [s, driver] = InPoolState(now, p);
+    return {s, driver.empty() ? why : why + "; still " + driver};
+  };
+  if (state_ == HealthState::kFailed) {
+    if (repaired_at_ < since_) return {state_, ""};
+    std::string why = "repaired" + (repair_note_.empty() ? "" : ": " + repair_note_);
+    if (p.require_validation) return {HealthState::kPendingValidation, why};
+    return back_in_pool(why);
+  }
+  std::string failure = FailureReason(now, p.failure);
+  if (!failure.empty()) return {HealthState::kFailed, failure};
+  std::optional<std::string> drain = DrainReason();
+  switch (state_) {
+    case HealthState::kDraining:
+      if (!work_drained_) return {state_, ""};
+      return {HealthState::kQuarantined,
+              "work drained; awaiting remediation" + (drain ? ": " + *drain : "")};
+    case HealthState::kQuarantined:
+      if (drain) return {state_, ""};
+      if (p.require_validation) {
+        return {HealthState::kPendingValidation, "faults cleared; validation required before work"};
+      }
+      return back_in_pool("faults cleared");
+    case HealthState::kPendingValidation:
+      if (drain) return {HealthState::kQuarantined, *drain};
+      if (p.require_validation && validated_at_ < since_) return {state_, ""};
+      return back_in_pool(p.require_validation ? "validation passed" : "validation not required");
+    default:
+      if (!drain) return InPoolState(now, p);
+      if (!held.empty() && !DrainBypassesValve())
+        return {HealthState::kDegraded, std::string(held)};
+      return {HealthState::kDraining, *drain};
+  }
+}
+
+std::optional<Subject::Step> Subject::Advance(Time now, const SubjectPolicy& p,
+                                              std::string_view held) {
+  auto [to, reason] = Target(now, p, held);
+  if (to == state_) return std::nullopt;
+  Step step{state_, to, std::move(reason)};
+  if (to == HealthState::kDraining) work_drained_ = false;
+  state_ = to;
+  since_ = now;
+  return step;
+}
+
+}  // namespace hangar::health
