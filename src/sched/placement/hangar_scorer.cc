@@ -26,7 +26,6 @@
 // free whole GPUs left, then least free share, best-fit GPU for shared shapes.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <vector>
 
 #include "sched/placement/fgd_scorer.h"
@@ -52,6 +51,7 @@ struct WorkloadTraits {
   // the profile keep landing on it while they fit. A fully free GPU can still take a whole task.
   std::array<double, cluster::kMilliPerGpu + 1> residue{};
   std::vector<double> model_share;  // per model: share of future GPU demand only it may serve
+  bool any_model_share = false;
 };
 
 void ComputeResidue(const WorkloadProfile& profile, WorkloadTraits* t) {
@@ -88,7 +88,10 @@ void ComputeModelShares(const WorkloadProfile& profile, const cluster::Topology&
       if (task.models >> m & 1) t->model_share[m] += d * gpus[m] / allowed;
     }
   }
-  for (double& s : t->model_share) s = demand > 0 ? s / demand : 0;
+  for (double& s : t->model_share) {
+    s = demand > 0 ? s / demand : 0;
+    t->any_model_share = t->any_model_share || s > 0;
+  }
 }
 
 WorkloadTraits ComputeTraits(const WorkloadProfile& profile, const cluster::Topology& topo) {
@@ -113,6 +116,44 @@ struct NodeState {
   const std::vector<int32_t>* free = nullptr;  // per GPU
 };
 
+// The node-local part of a score per node state (the node's stamp) and shape: the gain, its
+// integer score and the GPU chosen.
+class LocalMemo {
+ public:
+  struct Entry {
+    uint64_t shape = 0;
+    double gain = 0;
+    int64_t score = 0;
+    uint32_t gpu = kNoGpu;
+  };
+  const Entry* Find(const ClusterUsage& u, uint32_t n, uint64_t profile, uint64_t shape) {
+    for (const Entry& e : Slot(u, n, profile).entries) {
+      if (e.shape == shape) return &e;
+    }
+    return nullptr;
+  }
+  void Put(const ClusterUsage& u, uint32_t n, uint64_t profile, const Entry& e) {
+    Slot(u, n, profile).entries.push_back(e);
+  }
+
+ private:
+  struct NodeSlot {
+    uint64_t stamp = 0, profile = 0;
+    std::vector<Entry> entries;
+  };
+  NodeSlot& Slot(const ClusterUsage& u, uint32_t n, uint64_t profile) {
+    if (slots_.size() < u.topology().nodes().size()) slots_.resize(u.topology().nodes().size());
+    NodeSlot& s = slots_[n];
+    if (s.stamp != u.node_stamp(n) || s.profile != profile) {
+      s.stamp = u.node_stamp(n);
+      s.profile = profile;
+      s.entries.clear();
+    }
+    return s;
+  }
+  std::vector<NodeSlot> slots_;
+};
+
 // The score for a placement is the sigmoid of this gain (milli-GPU; > 0 is better than nothing).
 class HangarScorer final : public NodeScorer {
  public:
@@ -129,7 +170,7 @@ class HangarScorer final : public NodeScorer {
   double ScarcityCost(const ClusterUsage& u, uint32_t n, const TaskShape& s) const;
 
   mutable WorkloadTraits traits_;
-  mutable ScoreMemo memo_;
+  mutable LocalMemo memo_;
   mutable std::vector<int32_t> free_, after_;
   // Free milli-GPU per model and in all, for the placement being scored.
   mutable const ClusterUsage* supply_usage_ = nullptr;
@@ -154,6 +195,7 @@ void HangarScorer::Refresh(const ScoreContext& ctx) const {
     traits_ = ComputeTraits(*ctx.profile, u.topology());
     supply_usage_ = nullptr;
   }
+  if (!traits_.any_model_share) return;
   const int64_t total = u.domain(cluster::Level::kCluster, 0).free_milli;
   if (supply_usage_ == &u && supply_nonce_ == ctx.nonce && supply_total_ == total) return;
   supply_usage_ = &u;
@@ -203,8 +245,13 @@ double HangarScorer::LocalGain(const ScoreContext& ctx, uint32_t n, const TaskSh
   if (s.kind != job::GpuKind::kShared) return gain(0);
   double best_gain = 0;
   int64_t best = -1;
+  std::array<int32_t, 2> seen = {-1, -1};  // F depends only on the free values: skip repeats
   for (uint32_t g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
-    if (!GpuFitsShared(u, g, s)) continue;
+    if (!GpuFitsShared(u, g, s) || u.gpu_free_milli(g) == seen[0] ||
+        u.gpu_free_milli(g) == seen[1]) {
+      continue;
+    }
+    seen = {u.gpu_free_milli(g), seen[0]};
     const double d = gain(static_cast<int>(g - node.first_gpu));
     if (FgdScorer::Sigmoid(d) > best) best = FgdScorer::Sigmoid(d), best_gain = d, *gpu = g;
   }
@@ -215,7 +262,7 @@ double HangarScorer::LocalGain(const ScoreContext& ctx, uint32_t n, const TaskSh
 // model-restricted tasks will need.
 double HangarScorer::ScarcityCost(const ClusterUsage& u, uint32_t n, const TaskShape& s) const {
   const int64_t req = s.MilliGpu();
-  if (req <= 0) return 0;
+  if (req <= 0 || !traits_.any_model_share) return 0;
   const cluster::ModelId m = u.topology().nodes()[n].model;
   const double needed = traits_.model_share[m] * static_cast<double>(supply_total_);
   auto shortfall = [&](double free) { return std::max(0.0, needed - free); };
@@ -230,18 +277,17 @@ int64_t HangarScorer::Score(const ScoreContext& ctx, uint32_t n, const TaskShape
   }
   Refresh(ctx);
   const uint64_t key = ShapeKey(s);
-  double local = 0;
-  if (const auto* e = memo_.Find(u, n, ctx.profile->id(), key)) {
-    *gpu = e->gpu;
-    local = std::bit_cast<double>(e->score);
-  } else {
-    ScoreMemo::Entry entry{key, 0, kNoGpu};
-    local = LocalGain(ctx, n, s, &entry.gpu);
-    entry.score = std::bit_cast<int64_t>(local);
-    memo_.Put(u, n, ctx.profile->id(), entry);
-    *gpu = entry.gpu;
+  const LocalMemo::Entry* e = memo_.Find(u, n, ctx.profile->id(), key);
+  if (!e) {
+    LocalMemo::Entry fresh{key, 0, 0, kNoGpu};
+    fresh.gain = LocalGain(ctx, n, s, &fresh.gpu);
+    fresh.score = FgdScorer::Sigmoid(fresh.gain);
+    memo_.Put(u, n, ctx.profile->id(), fresh);
+    e = memo_.Find(u, n, ctx.profile->id(), key);
   }
-  return FgdScorer::Sigmoid(local - kScarcityWeight * ScarcityCost(u, n, s));
+  *gpu = e->gpu;
+  const double cost = ScarcityCost(u, n, s);
+  return cost > 0 ? FgdScorer::Sigmoid(e->gain - kScarcityWeight * cost) : e->score;
 }
 
 }  // namespace
