@@ -257,7 +257,8 @@ int main(int argc, char** argv) {
     auto r = c.Get("/v1/events?limit=5000");
     if (!r) return false;
     lost = 0;
-    for (const auto& e : nlohmann::json::parse(r->body)["events"]) {
+    const auto events = nlohmann::json::parse(r->body);
+    for (const auto& e : events["events"]) {
       const std::string subject = e["subject"], message = e["message"];
       if (message.rfind("lost:", 0) == 0 && silent_nodes.count(subject.substr(5))) {
         ++lost;
@@ -266,6 +267,10 @@ int main(int argc, char** argv) {
     }
     return lost >= silent_nodes.size();
   }, 60 * kSecond, 200);
+  if (lost < silent_nodes.size()) {
+    std::fprintf(stderr, "only %zu of %zu silent nodes were marked lost within 60 s; see %s\n", lost,
+                 silent_nodes.size(), dir.c_str());
+  }
   const double detect = (last_lost - sw["silenced_at_ms"].get<int64_t>()) / 1000.0;
   out["lost_detect_s"] = detect;
   out["silent_nodes"] = silent_nodes.size();
@@ -292,7 +297,7 @@ int main(int argc, char** argv) {
   }
   b.swarm().Stop();
   b.controller().Stop();
-  fs::remove_all(dir);
+  if (!std::getenv("HANGAR_KEEP_BENCH_DIR")) fs::remove_all(dir);
   if (json) std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

@@ -92,6 +92,7 @@ void HttpApi::Routes() {
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     metrics_->SetAgents(static_cast<double>(hub_->connected()), static_cast<double>(hub_->heartbeats()));
+    metrics_->SetCounts(owner_->Call<ClusterState::Counts>([](ClusterState& st, Effects*) { return st.GetCounts(); }));
     res.set_content(metrics_->Render(), "text/plain; version=0.0.4");
   });
 

@@ -46,6 +46,11 @@ void ControllerMetrics::OnCycle(double seconds, const ClusterState& state, Time 
   ClusterMetricsCounts(c, jobs_, nodes_, gpus_);
 }
 
+void ControllerMetrics::SetCounts(const ClusterState::Counts& counts) {
+  std::lock_guard<std::mutex> l(mu_);
+  ClusterMetricsCounts(counts, jobs_, nodes_, gpus_);
+}
+
 void ControllerMetrics::SetAgents(double connected, double heartbeats_total) {
   std::lock_guard<std::mutex> l(mu_);
   agents_->Set(connected);

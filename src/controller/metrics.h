@@ -20,6 +20,8 @@ class ControllerMetrics {
   // Owner thread, after a cycle: the cycle time, and (at most once a second) job, node and GPU
   // gauges from the state.
   void OnCycle(double seconds, const ClusterState& state, Time now);
+  // Job, node and GPU gauges from a fresh count (the owner computes it for /metrics scrapes).
+  void SetCounts(const ClusterState::Counts& counts);
   void CountSubmit() { submitted_->Increment(); }
   void SetAgents(double connected, double heartbeats_total);
   // The text exposition format.
