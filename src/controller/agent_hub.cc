@@ -128,6 +128,20 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       case pb::AgentMessage::kLogChunk:
         hub_->DeliverLog(m.log_chunk());
         break;
+      case pb::AgentMessage::kGpuEvent: {
+        auto e = std::make_shared<pb::GpuEvent>(m.gpu_event());
+        owner->Post([e, clock, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
+          s.OnGpuEvent(node, *e, clock->Now());
+        });
+        break;
+      }
+      case pb::AgentMessage::kValidation: {
+        auto v = std::make_shared<pb::ValidationResult>(m.validation());
+        owner->Post([v, clock, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
+          s.OnValidation(node, *v, clock->Now());
+        });
+        break;
+      }
       default:
         break;  // later protocol additions are ignored by older controllers
     }

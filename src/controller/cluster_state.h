@@ -18,6 +18,7 @@
 #include "api/views.h"
 #include "cluster/usage.h"
 #include "controller/store/state_store.h"
+#include "health/health_engine.h"
 #include "job/job_spec.h"
 #include "job/job_state.h"
 #include "proto/agent.pb.h"
@@ -48,6 +49,23 @@ struct ControllerOptions {
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   Duration stop_grace = 10 * kSecond;  // for cancel and requeue, unless the job says more
   std::vector<std::string> queues = {"default"};
+  // Health: a node takes no work until its validation passes (when required), and the rules'
+  // thresholds. Baselines come from cluster.yaml.
+  bool require_validation = true;
+  health::HealthOptions health;
+  std::vector<cluster::ConfigBaseline> baselines;
+  Duration health_interval = 500;
+};
+
+// The last telemetry of one GPU, as much as /metrics exposes (dcgm-exporter's series).
+struct GpuTelemetry {
+  std::string uuid;
+  std::string pci_bus_id;
+  uint32_t util_pct = 0, mem_util_pct = 0, temperature_c = 0, memory_temperature_c = 0;
+  uint32_t power_mw = 0, sm_clock_mhz = 0, mem_clock_mhz = 0, pcie_gen = 0, pcie_width = 0;
+  uint64_t energy_mj = 0, fb_used_mib = 0, fb_free_mib = 0, pcie_replays = 0, ecc_sbe = 0, ecc_dbe = 0;
+  uint32_t remapped_corr = 0, remapped_unc = 0, last_xid = 0;
+  bool remap_failure = false;
 };
 
 // One task of a job's current attempt; its resources are task `index` of the job's assignment.
@@ -98,7 +116,8 @@ struct NodeRecord {
   struct Software {
     std::string driver, cuda, kernel, ofed, agent, backend;
   } software;
-  std::vector<uint8_t> gpu_util;  // per GPU, %, from the last heartbeat
+  std::vector<GpuTelemetry> gpus;  // per GPU, from the inventory and the last heartbeat
+  bool validation_asked = false;  // a Validate is out and no result came back yet
   std::set<std::string> orphans;  // tasks it runs that no attempt wants; stopping
 };
 
@@ -123,12 +142,19 @@ class ClusterState {
   void OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now);
   void OnTaskStatus(const std::string& node, const pb::TaskStatus& status, Time now, Effects* fx);
 
+  void OnGpuEvent(const std::string& node, const pb::GpuEvent& e, Time now);
+  void OnValidation(const std::string& node, const pb::ValidationResult& r, Time now);
+
   // ---- timers ----
+  // Runs the health rules: drains, validations, node and GPU availability, events.
+  void EvaluateHealth(Time now, Effects* fx);
   // Marks nodes silent past the heartbeat timeout lost and requeues their gangs whole.
   void CheckHeartbeats(Time now, Effects* fx);
   // One scheduling cycle: places what fits, records why the rest waits.
   void Schedule(Time now, Effects* fx);
   bool NeedsCycle() const { return dirty_; }
+  // Whether EvaluateHealth has something to do (a new observation, or time passing).
+  bool NeedsHealth(Time now) const { return health_dirty_ || now - last_health_ >= options_.health_interval; }
 
   // ---- reads ----
   StatusOr<api::JobView> GetJob(sched::JobId id) const;
@@ -146,6 +172,14 @@ class ClusterState {
     int64_t placements_total = 0;
   };
   Counts GetCounts() const;
+  // Per GPU of every connected node: its node's name, index and telemetry (for /metrics).
+  struct GpuSeries {
+    std::string node, model;
+    uint32_t index;
+    GpuTelemetry t;
+  };
+  std::vector<GpuSeries> GpuMetrics() const;
+  const health::HealthEngine& health() const { return health_; }
   const cluster::Topology& topology() const { return *topology_; }
   const ControllerOptions& options() const { return options_; }
   uint64_t next_job_id() const { return next_job_id_; }
@@ -165,6 +199,13 @@ class ClusterState {
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
+  // cluster_state_health.cc
+  void DrainWork(uint32_t node, const std::vector<uint32_t>& gpus, const std::string& why, Time now, Effects* fx);
+  bool HasWork(uint32_t node) const;
+  void RequestValidation(uint32_t node, Time now, Effects* fx);
+  void ObserveTelemetry(uint32_t node, const pb::Heartbeat& hb, Time now);
+  void PersistHealth(uint32_t node, Effects* fx) const;
+  void RestoreHealth(uint32_t node, const nlohmann::json& saved);
   // cluster_state_nodes.cc
   void UpdateCondition(uint32_t node);
   void LoseNode(uint32_t node, const std::string& why, Time now, Effects* fx);
@@ -178,6 +219,7 @@ class ClusterState {
   ControllerOptions options_;
   std::unique_ptr<sched::Scheduler> scheduler_;
   cluster::ClusterUsage usage_;
+  health::HealthEngine health_;
   std::map<sched::JobId, JobRecord> jobs_;
   std::set<sched::JobId> pending_;  // jobs in state pending
   std::set<sched::JobId> active_;   // jobs holding resources (tasks not all ended)
@@ -200,6 +242,8 @@ class ClusterState {
   uint64_t next_job_id_ = 1;
   uint64_t placements_total_ = 0;
   bool dirty_ = false;
+  bool health_dirty_ = false;
+  Time last_health_ = 0;
   Time started_at_ = 0;
 };
 

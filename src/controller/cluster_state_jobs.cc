@@ -14,7 +14,15 @@ ClusterState::ClusterState(std::shared_ptr<const cluster::Topology> topology,
       options_(std::move(options)),
       scheduler_(std::move(scheduler)),
       usage_(topology_),
+      health_(topology_,
+              [&] {
+                health::HealthOptions h = options_.health;
+                h.subjects.require_validation = options_.require_validation;
+                return h;
+              }(),
+              0),
       nodes_(topology_->nodes().size()) {
+  health_.SetBaselines(options_.baselines);
   for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
 }
 

@@ -8,15 +8,24 @@ using job::JobState;
 
 void ClusterState::UpdateCondition(uint32_t n) {
   const NodeRecord& r = nodes_[n];
-  cluster::NodeCondition c = usage_.node(n).condition;
-  c.schedulable = r.registered && r.connected && !r.lost && !r.drained && r.orphans.empty();
-  usage_.SetNodeCondition(n, c);
-  dirty_ = true;
+  // Health says what the hardware allows (suspect ranks last, degraded takes no gangs); the
+  // controller adds what it knows about the node's agent and the operator.
+  cluster::NodeCondition c = health_.node_condition(n);
+  c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained && r.orphans.empty();
+  if (!(c == usage_.node(n).condition)) {
+    usage_.SetNodeCondition(n, c);
+    dirty_ = true;
+  }
 }
 
 std::string ClusterState::NodeState(uint32_t n) const {
   const NodeRecord& r = nodes_[n];
   if (r.lost) return "lost";
+  const health::HealthState h = health_.node_state(n);
+  if (h == health::HealthState::kDraining || h == health::HealthState::kQuarantined ||
+      h == health::HealthState::kFailed) {
+    return std::string(health::StateName(h));
+  }
   if (r.drained) {
     for (sched::JobId id : active_) {
       for (const auto& t : jobs_.at(id).tasks) {
@@ -28,12 +37,21 @@ std::string ClusterState::NodeState(uint32_t n) const {
   if (!r.registered) return "unknown";
   if (!r.connected) return "disconnected";
   if (!r.orphans.empty()) return "recovering";
+  if (h != health::HealthState::kHealthy) return std::string(health::StateName(h));
   return "ready";
 }
 
 void ClusterState::PersistNode(uint32_t n, Effects* fx) const {
   const NodeRecord& r = nodes_[n];
-  nlohmann::json s = {{"drained", r.drained}, {"drain_reason", r.drain_reason}};
+  const health::NodeReport report = health_.Report(n);
+  auto reason = [](const std::vector<health::Condition>& c) { return c.empty() ? std::string() : c.front().reason; };
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : report.gpus) {
+    gpus.push_back({{"state", std::string(health::StateName(g.state))}, {"since", g.since}, {"reason", reason(g.conditions)}});
+  }
+  nlohmann::json s = {{"drained", r.drained}, {"drain_reason", r.drain_reason},
+                      {"health", {{"state", std::string(health::StateName(report.state))}, {"since", report.since},
+                                  {"reason", reason(report.conditions)}, {"gpus", gpus}}}};
   fx->batch.nodes.push_back({topology_->nodes()[n].name, s.dump()});
 }
 
@@ -57,8 +75,17 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   r.lost = false;
   r.last_heartbeat = now;
   r.address = inv.address();
+  r.validation_asked = false;
   r.software = {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version(),
                 inv.agent_version(), inv.gpu_backend()};
+  r.gpus.assign(static_cast<size_t>(inv.gpus_size()), GpuTelemetry{});
+  for (int i = 0; i < inv.gpus_size(); ++i) {
+    r.gpus[static_cast<size_t>(i)].uuid = inv.gpus(i).uuid();
+    r.gpus[static_cast<size_t>(i)].pci_bus_id = inv.gpus(i).pci_bus_id();
+  }
+  (void)health_.ObserveConfig(n, {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version()}, now);
+  if (was_lost) (void)health_.Apply({health::OperatorAction::Kind::kNodeReturned, n, -1, now});
+  health_dirty_ = true;
   r.orphans.clear();
   pb::ControllerMessage reply;
   pb::Registered* ok = reply.mutable_registered();
@@ -124,10 +151,8 @@ void ClusterState::OnDisconnect(const std::string& node, Time now) {
 void ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now) {
   auto n = topology_->FindNode(node);
   if (!n) return;
-  NodeRecord& r = nodes_[*n];
-  r.last_heartbeat = now;
-  r.gpu_util.resize(static_cast<size_t>(hb.gpus_size()));
-  for (int i = 0; i < hb.gpus_size(); ++i) r.gpu_util[static_cast<size_t>(i)] = static_cast<uint8_t>(std::min<uint32_t>(hb.gpus(i).util_pct(), 100));
+  nodes_[*n].last_heartbeat = now;
+  ObserveTelemetry(*n, hb, now);
 }
 
 void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& st, Time now, Effects* fx) {
@@ -199,6 +224,8 @@ void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effect
   r.lost = true;
   r.connected = false;
   r.orphans.clear();
+  (void)health_.Apply({health::OperatorAction::Kind::kNodeLost, n, -1, now, health::Remedy::kGpuReset, why});
+  health_dirty_ = true;
   const std::string& name = topology_->nodes()[n].name;
   fx->Event(now, "node", "node/" + name, "lost: " + why);
   std::vector<sched::JobId> hit;
@@ -241,6 +268,7 @@ Status ClusterState::Drain(const std::string& node, const std::string& reason, T
   if (reason.empty()) return Status::InvalidArgument("say why the node is drained (--reason)");
   nodes_[*n].drained = true;
   nodes_[*n].drain_reason = reason;
+  (void)health_.Apply({health::OperatorAction::Kind::kDrain, *n, -1, now, health::Remedy::kGpuReset, reason});
   UpdateCondition(*n);
   PersistNode(*n, fx);
   fx->Event(now, "node", "node/" + node, "drained by the operator: " + reason);
@@ -253,6 +281,8 @@ Status ClusterState::Undrain(const std::string& node, Time now, Effects* fx) {
   if (!nodes_[*n].drained) return Status::FailedPrecondition("node '" + node + "' is not drained");
   nodes_[*n].drained = false;
   nodes_[*n].drain_reason.clear();
+  (void)health_.Apply({health::OperatorAction::Kind::kUndrain, *n, -1, now});
+  health_dirty_ = true;
   UpdateCondition(*n);
   PersistNode(*n, fx);
   fx->Event(now, "node", "node/" + node, "undrained by the operator");
@@ -292,6 +322,15 @@ StatusOr<api::NodeView> ClusterState::GetNode(const std::string& name) const {
   v.connected = r.connected;
   v.last_heartbeat = r.last_heartbeat;
   v.address = r.address;
+  const health::NodeReport report = health_.Report(n);
+  for (const auto& c : report.conditions) v.conditions.push_back(c.ToString());
+  for (const auto& g : report.gpus) {
+    if (g.state != health::HealthState::kHealthy) {
+      v.conditions.push_back("GPU " + std::to_string(g.index) + " " + std::string(health::StateName(g.state)) +
+                             (g.conditions.empty() ? "" : ": " + g.conditions.front().reason));
+    }
+  }
+  if (v.reason.empty() && !report.conditions.empty()) v.reason = report.conditions.front().reason;
   for (sched::JobId id : active_) {
     for (const auto& t : jobs_.at(id).tasks) {
       if (t.node == n && t.phase != TaskRun::Phase::kEnded) {

@@ -44,6 +44,23 @@ Status ParsePlacement(const std::string& text, const cluster::Topology& t, JobRe
 
 }  // namespace
 
+void ClusterState::RestoreHealth(uint32_t n, const nlohmann::json& h) {
+  auto restore = [&](int gpu, const nlohmann::json& s) {
+    auto state = health::HealthState::kHealthy;
+    const std::string name = s.value("state", "healthy");
+    for (int k = 0; k <= static_cast<int>(health::HealthState::kFailed); ++k) {
+      if (health::StateName(static_cast<health::HealthState>(k)) == name) state = static_cast<health::HealthState>(k);
+    }
+    if (state != health::HealthState::kHealthy && state != health::HealthState::kPendingValidation) {
+      (void)health_.Restore(n, gpu, state, s.value("since", Time{0}), s.value("reason", ""));
+    }
+  };
+  if (!h.is_object()) return;
+  restore(-1, h);
+  int gpu = 0;
+  for (const auto& g : h.value("gpus", nlohmann::json::array())) restore(gpu++, g);
+}
+
 Status ClusterState::Restore(const StoreContents& c, Time now) {
   started_at_ = now;
   for (const auto& v : c.values) {
@@ -56,6 +73,7 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     if (s.is_discarded()) continue;
     nodes_[*n].drained = s.value("drained", false);
     nodes_[*n].drain_reason = s.value("drain_reason", "");
+    RestoreHealth(*n, s.value("health", nlohmann::json::object()));
   }
   for (auto& r : nodes_) r.last_heartbeat = now;  // every agent gets a full timeout to come back
   for (const auto& row : c.jobs) {

@@ -26,7 +26,9 @@ class ClusterStateTest : public ::testing::Test {
   void SetUp() override { state_ = Make(); }
   std::unique_ptr<ClusterState> Make() {
     auto s = sched::Scheduler::Create({});
-    return std::make_unique<ClusterState>(TwoNodes(), ControllerOptions{}, std::move(s).value());
+    ControllerOptions o;
+    o.require_validation = false;  // validation has tests of its own (cluster_state_health_test)
+    return std::make_unique<ClusterState>(TwoNodes(), o, std::move(s).value());
   }
   pb::Register Reg(const std::string& node, std::vector<std::string> running = {}) {
     pb::Register r;

@@ -71,6 +71,7 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
     state_->CheckHeartbeats(now, &fx);
     last_heartbeat_check_ = now;
   }
+  if (state_->NeedsHealth(now)) state_->EvaluateHealth(now, &fx);
   double cycle_s = -1;
   if (state_->NeedsCycle() && now - last_cycle_ >= min_cycle_interval_) {
     const int64_t t0 = MonotonicNanos();

@@ -148,6 +148,18 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
       if (!registered_.exchange(true)) shared_->registered++;
       return;
     }
+    if (m.has_validate()) {  // simulated results, like the fake GPU backend's
+      pb::AgentMessage v;
+      std::string gpus;
+      for (int i = 0; i < gpus_; ++i) {
+        gpus += (i ? "," : "") + std::string("{\"index\":") + std::to_string(i) + ",\"model\":\"" + model_ +
+                "\",\"gemm_tflops\":700,\"mem_bw_gbs\":3000,\"h2d_gbs\":50,\"d2h_gbs\":50}";
+      }
+      v.mutable_validation()->set_json("{\"gpus\":[" + gpus + "],\"nccl_busbw_gbs\":400}");
+      v.mutable_validation()->set_ok(true);
+      Send(std::move(v));
+      return;
+    }
     if (!m.has_launch()) return;
     const pb::Launch& l = m.launch();
     shared_->launches++;

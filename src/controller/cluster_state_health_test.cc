@@ -1,0 +1,186 @@
+// The controller and the health rules together: what a fault does to the cluster.
+#include <gtest/gtest.h>
+
+#include "cluster/cluster_yaml.h"
+#include "controller/cluster_state.h"
+
+namespace hangar::controller {
+namespace {
+
+constexpr const char* kGang = "name: gang\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n";
+
+class HealthLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = cluster::ParseClusterYaml(
+        "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+        "nodes: [{name: \"n-[1-4]\"}]\n", "c.yaml");
+    ASSERT_TRUE(f.ok());
+    auto s = sched::Scheduler::Create({});
+    state_ = std::make_unique<ClusterState>(f->topology, ControllerOptions{}, std::move(s).value());
+    for (int i = 1; i <= 4; ++i) {
+      pb::Register r;
+      r.mutable_inventory()->set_node("n-" + std::to_string(i));
+      for (int g = 0; g < 8; ++g) r.mutable_inventory()->add_gpus()->set_index(g);
+      Effects fx;
+      ASSERT_TRUE(state_->OnRegister(r, now_, &fx).ok());
+    }
+  }
+
+  std::string Validation(double gemm_on_gpu3 = 700) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (int g = 0; g < 8; ++g) {
+      gpus.push_back({{"index", g}, {"model", "H100"}, {"gemm_tflops", g == 3 ? gemm_on_gpu3 : 700.0},
+                      {"mem_bw_gbs", 3000.0}, {"h2d_gbs", 50.0}, {"d2h_gbs", 50.0}});
+    }
+    return nlohmann::json{{"gpus", gpus}, {"nccl_busbw_gbs", 400.0}}.dump();
+  }
+
+  void Validate(const std::string& node, const std::string& json) {
+    pb::ValidationResult v;
+    v.set_json(json);
+    v.set_ok(true);
+    state_->OnValidation(node, v, now_);
+  }
+
+  // Validation for every node: all pass.
+  void ValidateAll() {
+    Effects fx;
+    state_->EvaluateHealth(now_, &fx);
+    int asked = 0;
+    for (const auto& m : fx.messages) asked += m.message.has_validate();
+    EXPECT_EQ(asked, 4);
+    for (int i = 1; i <= 4; ++i) Validate("n-" + std::to_string(i), Validation());
+    Tick();
+  }
+
+  Effects Tick() {
+    now_ += 1000;
+    Effects fx;
+    state_->EvaluateHealth(now_, &fx);
+    return fx;
+  }
+
+  sched::JobId RunGang() {
+    Effects fx;
+    auto id = state_->Submit(*job::ParseJobSpec(kGang, "j"), now_, &fx);
+    EXPECT_TRUE(id.ok());
+    state_->Schedule(now_, &fx);
+    return *id;
+  }
+
+  std::unique_ptr<ClusterState> state_;
+  Time now_ = 1'000'000;
+};
+
+TEST_F(HealthLoopTest, NoWorkUntilValidationPasses) {
+  sched::JobId id = RunGang();
+  EXPECT_EQ(state_->GetJob(id)->state, "pending");
+  EXPECT_EQ(state_->GetNode("n-1")->state, "pending_validation");
+  ValidateAll();
+  EXPECT_EQ(state_->GetNode("n-1")->state, "ready");
+  Effects fx;
+  state_->Schedule(now_, &fx);
+  EXPECT_EQ(state_->GetJob(id)->state, "starting");
+}
+
+TEST_F(HealthLoopTest, Xid79DrainsTheNodeAndRequeuesTheGangWhole) {
+  ValidateAll();
+  sched::JobId id = RunGang();
+  const std::string victim = state_->GetJob(id)->task_views[0].node;
+  pb::GpuEvent xid;
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  state_->OnGpuEvent(victim, xid, now_);
+  Effects fx = Tick();
+  auto job = state_->GetJob(id);
+  EXPECT_EQ(job->state, "pending");
+  EXPECT_EQ(job->attempt, 1u);
+  EXPECT_NE(job->message.find("draining"), std::string::npos) << job->message;
+  EXPECT_EQ(state_->GetNode(victim)->state, "draining");
+  int signals = 0, stops = 0;
+  for (const auto& m : fx.messages) {
+    signals += m.message.has_signal() && m.message.signal().signal() == 10;  // checkpoint first
+    stops += m.message.has_stop();
+  }
+  EXPECT_EQ(signals, 2);
+  EXPECT_EQ(stops, 2);
+  bool explained = false;
+  for (const auto& e : fx.batch.events) explained |= e.message.find("draining") != std::string::npos;
+  EXPECT_TRUE(explained);
+  // The gang runs again, whole, on two other nodes.
+  Effects cycle;
+  state_->Schedule(now_, &cycle);
+  job = state_->GetJob(id);
+  ASSERT_EQ(job->task_views.size(), 2u);
+  for (const auto& t : job->task_views) EXPECT_NE(t.node, victim);
+}
+
+TEST_F(HealthLoopTest, PcieDowngradeMakesTheGpuSuspectWithTheReason) {
+  ValidateAll();
+  pb::Heartbeat hb;
+  for (int g = 0; g < 8; ++g) {
+    pb::GpuTelemetry* t = hb.add_gpus();
+    t->set_index(g);
+    t->set_util_pct(50);
+    t->set_pcie_gen(g == 5 ? 3 : 5);
+    t->set_pcie_width(g == 5 ? 4 : 16);
+    t->set_pcie_gen_max(5);
+    t->set_pcie_width_max(16);
+  }
+  state_->OnHeartbeat("n-2", hb, now_);
+  Tick();
+  auto node = state_->GetNode("n-2");
+  std::string all;
+  for (const auto& c : node->conditions) all += c + "\n";
+  EXPECT_NE(all.find("GPU 5 suspect"), std::string::npos) << all;
+  EXPECT_NE(all.find("Gen5 x16"), std::string::npos) << all;
+}
+
+TEST_F(HealthLoopTest, SlowGpuFailsValidationAndGangsAvoidTheNode) {
+  Effects fx;
+  state_->EvaluateHealth(now_, &fx);
+  for (int i = 1; i <= 3; ++i) Validate("n-" + std::to_string(i), Validation());
+  Validate("n-4", Validation(700 * 0.7));  // GPU 3 at 0.7x the fleet median
+  Tick();
+  const auto slow = state_->GetNode("n-4");
+  ASSERT_EQ(slow->conditions.size(), 1u);
+  EXPECT_NE(slow->conditions[0].find("GPU 3 degraded"), std::string::npos) << slow->conditions[0];
+  EXPECT_NE(slow->conditions[0].find("30.0% below the fleet median"), std::string::npos);
+  // n-4 takes no new gangs: the first 2-node gang goes elsewhere, the second waits for a pair of
+  // nodes rather than use n-4.
+  const auto first = state_->GetJob(RunGang());
+  ASSERT_EQ(first->task_views.size(), 2u) << first->reason;
+  for (const auto& t : first->task_views) EXPECT_NE(t.node, "n-4");
+  const auto second = state_->GetJob(RunGang());
+  EXPECT_EQ(second->state, "pending");
+  // A single-node job may still use it.
+  Effects one;
+  auto id = state_->Submit(*job::ParseJobSpec("name: one\ntasks: [{gpus: 8, command: [x]}]\n", "j"), now_, &one);
+  ASSERT_TRUE(id.ok());
+  state_->Schedule(now_, &one);
+  EXPECT_EQ(state_->GetJob(*id)->state, "starting");
+}
+
+TEST_F(HealthLoopTest, Xid13OnceIsNothingTwiceIsSuspect) {
+  ValidateAll();
+  pb::GpuEvent xid;
+  xid.set_index(1);
+  xid.set_kind("xid");
+  xid.set_code(13);
+  state_->OnGpuEvent("n-3", xid, now_);
+  Tick();
+  EXPECT_EQ(state_->GetNode("n-3")->state, "ready");
+  EXPECT_TRUE(state_->GetNode("n-3")->conditions.empty());
+  now_ += 2 * kHour;
+  state_->OnGpuEvent("n-3", xid, now_);
+  Tick();
+  std::string all;
+  const auto node = state_->GetNode("n-3");
+  for (const auto& c : node->conditions) all += c + "\n";
+  EXPECT_NE(all.find("GPU 1 suspect"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace hangar::controller
