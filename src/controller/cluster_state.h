@@ -169,6 +169,10 @@ class ClusterState {
     std::map<std::string, int64_t> jobs_by_state;
     std::map<std::string, int64_t> nodes_by_state;
     int64_t gpus_total = 0, gpus_allocated_milli = 0;
+    // milli-GPU by state: allocated, idle (whole free GPUs), fragmented (free share of GPUs
+    // partly in use), draining (draining or quarantined hardware), failed, unavailable (nodes
+    // not ready: lost, disconnected, pending validation, drained)
+    std::map<std::string, int64_t> gpus_by_state;
     int64_t placements_total = 0;
   };
   Counts GetCounts() const;

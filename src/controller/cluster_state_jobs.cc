@@ -318,6 +318,24 @@ ClusterState::Counts ClusterState::GetCounts() const {
   for (uint32_t n = 0; n < nodes_.size(); ++n) c.nodes_by_state[NodeState(n)]++;
   c.gpus_total = topology_->total_gpus();
   c.gpus_allocated_milli = usage_.AllocatedMilliGpu();
+  for (const char* s : {"allocated", "idle", "fragmented", "draining", "failed", "unavailable"}) c.gpus_by_state[s] = 0;
+  for (uint32_t g = 0; g < topology_->gpus().size(); ++g) {
+    const uint32_t n = topology_->gpus()[g].node;
+    const int64_t cap = topology_->gpus()[g].mig ? cluster::kMilliPerGpu : cluster::kMilliPerGpu;
+    const int64_t used = cap - (topology_->gpus()[g].mig ? usage_.gpu_free_milli(g) * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu
+                                                          : usage_.gpu_free_milli(g));
+    const health::HealthState hs = std::max(health_.gpu_state(g), health_.node_state(n));
+    c.gpus_by_state["allocated"] += used;
+    if (hs == health::HealthState::kFailed) {
+      c.gpus_by_state["failed"] += cap - used;
+    } else if (hs == health::HealthState::kDraining || hs == health::HealthState::kQuarantined) {
+      c.gpus_by_state["draining"] += cap - used;
+    } else if (!usage_.node(n).condition.schedulable || !usage_.gpu_available(g)) {
+      c.gpus_by_state["unavailable"] += cap - used;
+    } else {
+      c.gpus_by_state[used == 0 ? "idle" : "fragmented"] += cap - used;
+    }
+  }
   c.placements_total = static_cast<int64_t>(placements_total_);
   return c;
 }

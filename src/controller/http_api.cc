@@ -90,10 +90,12 @@ void HttpApi::Routes() {
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    const bool dcgm = req.has_param("labels") && req.get_param_value("labels") == "dcgm";
     metrics_->SetAgents(static_cast<double>(hub_->connected()), static_cast<double>(hub_->heartbeats()));
     metrics_->SetCounts(owner_->Call<ClusterState::Counts>([](ClusterState& st, Effects*) { return st.GetCounts(); }));
-    res.set_content(metrics_->Render(), "text/plain; version=0.0.4");
+    auto gpus = owner_->Call<std::vector<ClusterState::GpuSeries>>([](ClusterState& st, Effects*) { return st.GpuMetrics(); });
+    res.set_content(metrics_->Render() + ControllerMetrics::RenderGpuSeries(gpus, dcgm), "text/plain; version=0.0.4");
   });
 
   s.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {

@@ -26,6 +26,11 @@ class ControllerMetrics {
   void SetAgents(double connected, double heartbeats_total);
   // The text exposition format.
   std::string Render();
+  // Per-GPU series under dcgm-exporter's metric names. Labels: gpu, uuid, pci_bus_id, device,
+  // model_name, hostname -- dcgm-exporter's own, in the snake_case that `promtool check metrics`
+  // insists on; with `dcgm_spelling` exactly dcgm-exporter's (UUID, modelName, Hostname) for
+  // dashboards that match on them.
+  static std::string RenderGpuSeries(const std::vector<ClusterState::GpuSeries>& gpus, bool dcgm_spelling);
   prometheus::Registry& registry() { return *registry_; }
 
  private:

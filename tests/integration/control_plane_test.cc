@@ -189,10 +189,21 @@ TEST_F(ControlPlaneTest, BadInputGetsAClearErrorAndChangesNothing) {
   EXPECT_TRUE(cluster_->WaitForJobState(id, "succeeded", 20 * kSecond));
 }
 
-TEST_F(ControlPlaneTest, MetricsAreExposed) {
+TEST_F(ControlPlaneTest, MetricsAreExposedAndPassPromtool) {
   std::string text = cluster_->GetText("/metrics");
   EXPECT_NE(text.find("hangar_agents_connected 4"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE hangar_scheduler_cycle_seconds histogram"), std::string::npos);
+  EXPECT_NE(text.find("hangar_gpus{state=\"idle\"}"), std::string::npos);
+  ASSERT_TRUE(LocalCluster::WaitFor([&] {
+    return cluster_->GetText("/metrics").find("DCGM_FI_DEV_GPU_UTIL{gpu=\"7\"") != std::string::npos;
+  }, 10 * kSecond));
+  std::string dcgm = cluster_->GetText("/metrics?labels=dcgm");
+  EXPECT_NE(dcgm.find("modelName=\"H100-SXM-80GB\",Hostname=\"node-"), std::string::npos);
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "promtool is not installed";
+  const std::string path = cluster_->dir() + "/metrics.txt";
+  std::ofstream(path) << cluster_->GetText("/metrics");
+  EXPECT_EQ(std::system(("promtool check metrics < " + path + " > " + path + ".lint 2>&1").c_str()), 0)
+      << ReadFile(path + ".lint");
 }
 
 }  // namespace
