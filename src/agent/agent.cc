@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
+#include "agent/fabric/ib_counters.h"
+#include "agent/fabric/nic_affinity.h"
 
 namespace hangar::agent {
 
@@ -53,7 +55,10 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
       clock_(clock),
       runner_(RunnerOptions{"", options_.use_cgroups}) {}
 
-Agent::~Agent() = default;
+Agent::~Agent() {
+  std::lock_guard<std::mutex> l(validation_mu_);
+  if (validation_.joinable()) validation_.join();
+}
 
 std::string Agent::TaskDir(const std::string& task_id) const {
   return options_.state_dir + "/tasks/" + task_id;
@@ -64,6 +69,8 @@ Status Agent::Init() {
   fs::create_directories(options_.state_dir + "/tasks", ec);
   if (ec) return Status::Unavailable("cannot create the state directory " + options_.state_dir + ": " + ec.message());
   HANGAR_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
+  HANGAR_ASSIGN_OR_RETURN(nics_, ReadIbPorts(options_.ib_root));
+  LogNicAffinity();
   cgroup_status_ = runner_.CgroupStatus();
   std::ifstream in(options_.state_dir + "/tasks.json");
   if (in) {
@@ -122,6 +129,7 @@ pb::Register Agent::RegisterMessage() {
   inv->set_kernel_version(KernelVersion());
   inv->set_agent_version("hangar 0.1.0");
   inv->set_gpu_backend(backend_->name());
+  for (const auto& n : nics_) *inv->add_nics() = n;
   reg.set_token(options_.token);
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [id, r] : records_) {
@@ -175,6 +183,9 @@ void Agent::Run(const std::atomic<bool>* stop) {
   }
   reaper.join();
   heartbeat.join();
+  backend_->CancelValidation();
+  std::lock_guard<std::mutex> l(validation_mu_);
+  if (validation_.joinable()) validation_.join();
 }
 
 void Agent::Session(const std::atomic<bool>* stop) {
@@ -229,6 +240,9 @@ void Agent::Handle(const pb::ControllerMessage& m) {
     case pb::ControllerMessage::kStop: HandleStop(m.stop()); break;
     case pb::ControllerMessage::kSignal: (void)runner_.Signal(m.signal().task_id(), m.signal().signal()); break;
     case pb::ControllerMessage::kLogRequest: HandleLog(m.log_request()); break;
+    case pb::ControllerMessage::kValidate:
+      HandleValidate(m.validate());
+      break;
     default: break;
   }
 }
@@ -317,6 +331,76 @@ void Agent::HandleLog(const pb::LogRequest& r) {
   Write(m);
 }
 
+void Agent::HandleValidate(const pb::Validate& v) {
+  std::lock_guard<std::mutex> l(validation_mu_);
+  if (validating_) {
+    spdlog::info("agent {}: validation already running; its result will answer this request too",
+                 options_.node);
+    return;
+  }
+  if (validation_.joinable()) validation_.join();
+  validating_ = true;
+  validation_ = std::thread([this, reason = v.reason()] { RunValidation(reason); });
+}
+
+void Agent::RunValidation(const std::string& reason) {
+  spdlog::info("agent {}: validating GPUs ({})", options_.node,
+               reason.empty() ? "asked by the controller" : reason);
+  auto result = backend_->Validate();
+  pb::AgentMessage m;
+  pb::ValidationResult* v = m.mutable_validation();
+  if (result.ok() && nlohmann::json::parse(*result, nullptr, false).is_object()) {
+    v->set_ok(true);
+    v->set_json(*result);
+  } else {
+    const std::string why = result.ok()
+                                ? "validation printed no JSON object: " + result->substr(0, 200)
+                                : result.status().message();
+    spdlog::warn("agent {}: validation failed: {}", options_.node, why);
+    v->set_ok(false);
+    v->set_json(nlohmann::json{{"error", why}}.dump());
+  }
+  Write(m);
+  validating_ = false;
+}
+
+void Agent::InjectFaultsIfAsked(Time now) {
+  const std::string path = options_.state_dir + "/inject-faults.yaml";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  Status s = backend_->InjectFaultFile(path, now);
+  if (s.ok()) {
+    spdlog::info("agent {}: injected the faults in {}", options_.node, path);
+  } else {
+    spdlog::error("agent {}: {}", options_.node, s.message());
+  }
+  fs::rename(path, path + (s.ok() ? ".applied" : ".rejected"), ec);
+}
+
+void Agent::LogNicAffinity() const {
+  if (gpus_.gpus.empty() || nics_.empty()) return;
+  std::vector<PciEndpoint> gpus, nics;
+  for (const auto& g : gpus_.gpus) {
+    auto a = ParsePciAddress(g.pci_bus_id());
+    gpus.push_back({"GPU " + std::to_string(g.index()),
+                    a ? ResolvePciPath(options_.pci_root, *a) : "", g.numa_node()});
+  }
+  for (const auto& p : nics_) {
+    if (!nics.empty() && nics.back().name == p.device())
+      continue;  // one entry per device, not port
+    auto a = ParsePciAddress(p.pci_bus_id());
+    nics.push_back({p.device(), a ? ResolvePciPath(options_.pci_root, *a) : "", p.numa_node()});
+  }
+  const auto choice = BestNicPerGpu(gpus, nics);
+  std::string line;
+  for (size_t i = 0; i < choice.size(); ++i) {
+    line += (i ? ", " : "") + gpus[i].name + " -> " +
+            (choice[i].nic < 0 ? "none" : nics[static_cast<size_t>(choice[i].nic)].name) + " (" +
+            NicAffinityName(choice[i].affinity) + ")";
+  }
+  spdlog::info("agent {}: NICs for GPUs: {}", options_.node, line);
+}
+
 void Agent::ReaperLoop(const std::atomic<bool>* stop) {
   while (!*stop) {
     for (const TaskExit& e : runner_.Reap()) {
@@ -349,9 +433,14 @@ void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
     pb::Heartbeat* hb = m.mutable_heartbeat();
     hb->set_seq(++heartbeat_seq_);
     hb->set_time_ms(now);
+    InjectFaultsIfAsked(now);
     auto sample = backend_->Sample(now);
     if (sample.ok()) {
       for (auto& g : *sample) *hb->add_gpus() = std::move(g);
+    }
+    auto ports = ReadIbPorts(options_.ib_root);
+    if (ports.ok()) {
+      for (auto& p : *ports) *hb->add_ib_ports() = std::move(p);
     }
     Write(m);
     for (auto& e : backend_->PollEvents(now)) {
@@ -362,6 +451,9 @@ void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
     const Time until = now + heartbeat_ms_.load();
     while (!*stop && clock_->Now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // Session() may be blocked reading a silent stream: wake it so Run() can return.
+  std::lock_guard<std::mutex> l(write_mu_);
+  if (context_) context_->TryCancel();
 }
 
 }  // namespace hangar::agent

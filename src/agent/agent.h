@@ -3,6 +3,13 @@
 // task status, and serves task logs. Tasks outlive the agent and the controller: the agent
 // records them in its state directory, adopts them after a restart, and reconciles with the
 // controller on every (re)connect.
+//
+// Hardware: heartbeats carry a telemetry sample of every GPU and every InfiniBand/RoCE port;
+// GPU events (Xid, ECC) go out as they come; a Validate request runs the backend's validation
+// on a thread of its own and answers with a ValidationResult. For tests, a fault script dropped
+// at <state_dir>/inject-faults.yaml is handed to the GPU backend (times counted from when the
+// agent finds it) and renamed to inject-faults.yaml.applied (or .rejected, with the reason
+// logged): write it elsewhere and rename it into place, so it is never read half-written.
 #pragma once
 
 #include <atomic>
@@ -30,6 +37,8 @@ struct AgentOptions {
   int64_t memory_mib = 0;
   bool use_cgroups = true;
   std::string token;
+  std::string ib_root = "/sys/class/infiniband";  // RDMA ports; a missing directory: none
+  std::string pci_root = "/sys/bus/pci/devices";  // for GPU-to-NIC affinity
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -65,6 +74,10 @@ class Agent {
   void HandleLaunch(const pb::Launch& l);
   void HandleStop(const pb::Stop& s);
   void HandleLog(const pb::LogRequest& r);
+  void HandleValidate(const pb::Validate& v);
+  void RunValidation(const std::string& reason);
+  void InjectFaultsIfAsked(Time now);
+  void LogNicAffinity() const;
   bool Write(const pb::AgentMessage& m);
   void SendStatus(const TaskRecord& r);
   pb::Register RegisterMessage();
@@ -79,6 +92,11 @@ class Agent {
   TaskRunner runner_;
   std::string cgroup_status_;
   GpuSystemInfo gpus_;
+  std::vector<pb::IbPortSample> nics_;  // the ports found at Init, for the inventory
+
+  std::mutex validation_mu_;  // validation_
+  std::thread validation_;
+  std::atomic<bool> validating_{false};
 
   std::mutex mu_;  // records_
   std::map<std::string, TaskRecord> records_;

@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <iostream>
 
 #include "agent/agent.h"
+#include "agent/gpu/fake_backend.h"
+#include "agent/gpu/gpu_check.h"
+#include "agent/gpu/nvml_backend.h"
 #include "cluster/cluster_yaml.h"
 #include "common/units.h"
 
@@ -19,38 +23,82 @@ struct Flags {
   std::string address;
   std::string state_dir;
   std::string cluster;
+  std::string gpu_backend;  // "", "fake" or "nvml"
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string kernel_log = "/dev/kmsg";
+  std::string ib_root = "/sys/class/infiniband";
   int fake_gpus = -1;
   std::string fake_model;
   std::string fake_memory;
   std::string faults;
   bool no_cgroups = false;
+  bool validate = false;  // gpu-check
 };
 
 std::atomic<bool> g_stop{false};
 
-Status Run(const Flags& f) {
-  if (f.node.empty()) return Status::InvalidArgument("--node NAME is required (the node's name in cluster.yaml)");
-  FakeGpuOptions fake;
-  AgentOptions opt;
+// The fake GPUs' shape from cluster.yaml's entry for the node, then the --fake-* flags.
+Status ApplyClusterFile(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
+  HANGAR_ASSIGN_OR_RETURN(auto file, cluster::LoadClusterFile(f.cluster));
+  auto n = file.topology->FindNode(f.node);
+  if (!n) return Status::NotFound("node '" + f.node + "' is not in " + f.cluster);
+  const auto& info = file.topology->nodes()[*n];
+  fake.count = info.num_gpus;
+  if (info.num_gpus) fake.model = file.topology->models()[info.model];
+  fake.memory_mib = info.gpu_memory_mib;
+  int numa = 0;
+  for (uint32_t g = info.first_gpu; g < info.first_gpu + info.num_gpus; ++g) {
+    numa = std::max<int>(numa, file.topology->gpus()[g].numa + 1);
+  }
+  fake.numa_nodes = numa;
+  opt.milli_cpu = info.milli_cpu;
+  opt.memory_mib = info.memory_mib;
+  return Status::Ok();
+}
+
+// Fake GPUs when asked for, or when the command line describes them (--fake-gpus, --cluster,
+// --faults: a local cluster); otherwise NVML.
+StatusOr<std::string> ChooseBackend(const Flags& f) {
+  const bool describes_fake = f.fake_gpus >= 0 || !f.cluster.empty() || !f.faults.empty() ||
+                              !f.fake_model.empty() || !f.fake_memory.empty();
+  if (f.gpu_backend.empty()) return std::string(describes_fake ? "fake" : "nvml");
+  if (f.gpu_backend != "fake" && f.gpu_backend != "nvml") {
+    return Status::InvalidArgument("--gpu-backend must be fake or nvml, not '" + f.gpu_backend +
+                                   "'");
+  }
+  if (f.gpu_backend == "nvml" && !f.faults.empty()) {
+    return Status::InvalidArgument(
+        "--faults breaks simulated GPUs only; use it with --gpu-backend fake");
+  }
+  return f.gpu_backend;
+}
+
+StatusOr<std::unique_ptr<GpuBackend>> MakeBackend(const Flags& f, const FakeGpuOptions& fake,
+                                                  const std::string& state_dir) {
+  HANGAR_ASSIGN_OR_RETURN(std::string kind, ChooseBackend(f));
+  if (kind == "fake")
+    return MakeFakeBackend(fake, f.node.empty() ? "local" : f.node, SystemClock::Default());
+  NvmlOptions nvml;
+  nvml.library = f.nvml_library;
+  nvml.kernel_log = f.kernel_log;
+  nvml.scratch_dir = state_dir + "/validate";
+  auto backend = MakeNvmlBackend(nvml);
+  if (!backend.ok() && f.gpu_backend.empty()) {
+    return Status(backend.status().code(),
+                  "NVIDIA GPUs are not supported here: " + backend.status().message() +
+                      ". To run with simulated GPUs pass --fake-gpus N (or --gpu-backend fake); "
+                      "on a node without GPUs pass --fake-gpus 0");
+  }
+  return backend;
+}
+
+Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.controller = f.controller;
   opt.node = f.node;
   opt.state_dir = f.state_dir.empty() ? "./hangar-agent-" + f.node : f.state_dir;
   opt.use_cgroups = !f.no_cgroups;
-  if (!f.cluster.empty()) {
-    // The node's GPUs, CPU, memory and NUMA layout as cluster.yaml declares them.
-    HANGAR_ASSIGN_OR_RETURN(auto file, cluster::LoadClusterFile(f.cluster));
-    auto n = file.topology->FindNode(f.node);
-    if (!n) return Status::NotFound("node '" + f.node + "' is not in " + f.cluster);
-    const auto& info = file.topology->nodes()[*n];
-    fake.count = info.num_gpus;
-    if (info.num_gpus) fake.model = file.topology->models()[info.model];
-    fake.memory_mib = info.gpu_memory_mib;
-    int numa = 0;
-    for (uint32_t g = info.first_gpu; g < info.first_gpu + info.num_gpus; ++g) numa = std::max<int>(numa, file.topology->gpus()[g].numa + 1);
-    fake.numa_nodes = numa;
-    opt.milli_cpu = info.milli_cpu;
-    opt.memory_mib = info.memory_mib;
-  }
+  opt.ib_root = f.ib_root;
+  if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
   if (f.fake_gpus >= 0) fake.count = f.fake_gpus;
   if (!f.fake_model.empty()) fake.model = f.fake_model;
   if (!f.fake_memory.empty()) {
@@ -60,16 +108,28 @@ Status Run(const Flags& f) {
   if (!f.address.empty()) {
     opt.address = f.address;
   } else {
-    const bool loopback = f.controller.rfind("127.", 0) == 0 || f.controller.rfind("localhost", 0) == 0 ||
+    const bool loopback = f.controller.rfind("127.", 0) == 0 ||
+                          f.controller.rfind("localhost", 0) == 0 ||
                           f.controller.rfind("[::1]", 0) == 0;
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
     opt.address = loopback ? "127.0.0.1" : host;
   }
-  HANGAR_ASSIGN_OR_RETURN(auto backend, MakeFakeBackend(fake, f.node));
+  return Status::Ok();
+}
+
+Status Run(const Flags& f) {
+  if (f.node.empty())
+    return Status::InvalidArgument("--node NAME is required (the node's name in cluster.yaml)");
+  FakeGpuOptions fake;
+  AgentOptions opt;
+  HANGAR_RETURN_IF_ERROR(BuildOptions(f, fake, opt));
+  HANGAR_ASSIGN_OR_RETURN(auto backend, MakeBackend(f, fake, opt.state_dir));
+  const std::string backend_name = backend->name();
   Agent agent(opt, std::move(backend), SystemClock::Default());
   HANGAR_RETURN_IF_ERROR(agent.Init());
-  spdlog::info("agent {}: {} fake {} GPUs, controller {}, state in {}; {}", f.node, fake.count, fake.model,
+  spdlog::info("agent {}: {} GPUs, controller {}, state in {}; {}", f.node,
+               backend_name == "fake" ? std::to_string(fake.count) + " fake " + fake.model : "NVML",
                f.controller, opt.state_dir, agent.cgroup_status());
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
@@ -79,25 +139,66 @@ Status Run(const Flags& f) {
   return Status::Ok();
 }
 
+Status GpuCheck(Flags f) {
+  if (f.gpu_backend.empty() && f.fake_gpus < 0 && f.faults.empty()) f.gpu_backend = "nvml";
+  FakeGpuOptions fake;
+  if (f.fake_gpus >= 0) fake.count = f.fake_gpus;
+  fake.faults_file = f.faults;
+  const std::string scratch = f.state_dir.empty() ? "/tmp/hangar-gpu-check" : f.state_dir;
+  HANGAR_ASSIGN_OR_RETURN(auto backend, MakeBackend(f, fake, scratch));
+  return RunGpuCheck(*backend, f.validate, SystemClock::Default()->Now(), std::cout);
+}
+
+void AddBackendFlags(CLI::App* c, Flags* f) {
+  c->add_option(
+      "--gpu-backend", f->gpu_backend,
+      "fake or nvml (default: fake when --fake-gpus, --cluster or --faults is given, else nvml)");
+  c->add_option("--nvml-library", f->nvml_library, "The NVML library to load")
+      ->capture_default_str();
+  c->add_option("--fake-gpus", f->fake_gpus, "Simulated GPUs (the fake backend)");
+  c->add_option("--faults", f->faults, "YAML script of GPU faults for the fake backend");
+}
+
 }  // namespace
 
 void RegisterAgentCommand(CLI::App& app, int* rc) {
   auto f = std::make_shared<Flags>();
   CLI::App* c = app.add_subcommand("agent", "Run a node agent: report GPUs, run tasks");
-  c->add_option("--controller", f->controller, "The controller's agent address (host:port)")->capture_default_str();
+  c->add_option("--controller", f->controller, "The controller's agent address (host:port)")
+      ->capture_default_str();
   c->add_option("--node", f->node, "This node's name in cluster.yaml")->required();
   c->add_option("--address", f->address, "Where this node's tasks are reachable (MASTER_ADDR)");
   c->add_option("--state-dir", f->state_dir, "Task records, logs and working directories");
-  c->add_option("--cluster", f->cluster, "cluster.yaml: take this node's GPUs, CPU, memory and NUMA from it");
-  c->add_option("--fake-gpus", f->fake_gpus, "Simulated GPUs (the fake backend)");
+  c->add_option("--cluster", f->cluster,
+                "cluster.yaml: take this node's GPUs, CPU, memory and NUMA from it");
+  AddBackendFlags(c, f.get());
   c->add_option("--fake-model", f->fake_model, "Model name of the simulated GPUs");
   c->add_option("--fake-gpu-memory", f->fake_memory, "Memory of each simulated GPU, e.g. 80Gi");
-  c->add_option("--faults", f->faults, "YAML script of GPU faults for the fake backend");
+  c->add_option("--kernel-log", f->kernel_log, "Where NVML's backend reads Xids (\"\": nowhere)")
+      ->capture_default_str();
+  c->add_option("--ib-root", f->ib_root, "InfiniBand/RoCE devices (absent: no ports)")
+      ->capture_default_str();
   c->add_flag("--no-cgroups", f->no_cgroups, "Run tasks without cgroups");
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {
       spdlog::error("hangar agent: {}", s.message());
+      *rc = 2;
+    }
+  });
+
+  auto g = std::make_shared<Flags>();
+  g->kernel_log = "";  // a one-off check has no earlier log position to follow from
+  CLI::App* check =
+      app.add_subcommand("gpu-check", "Show this machine's GPUs as the agent sees them");
+  AddBackendFlags(check, g.get());
+  check->add_flag("--validate", g->validate,
+                  "Also run the validation benchmarks (hangar-validate)");
+  check->add_option("--scratch-dir", g->state_dir, "Where validation writes its output files");
+  check->callback([g, rc] {
+    Status s = GpuCheck(*g);
+    if (!s.ok()) {
+      std::cerr << "hangar gpu-check: " << s.message() << "\n";
       *rc = 2;
     }
   });

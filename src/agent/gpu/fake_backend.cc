@@ -1,66 +1,59 @@
-// The fake GPU backend: GPUs that exist only in memory. A GPU a task holds reports 100%
-// utilisation unless the task writes another number (0-100) into its HANGAR_FAKE_GPU_UTIL_FILE;
-// an idle GPU reports 0%.
+#include "agent/gpu/fake_backend.h"
+
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
-#include "agent/gpu/gpu_backend.h"
+#include "agent/gpu/fault_script.h"
+#include "agent/gpu/nvml_types.h"
 
 namespace hangar::agent {
 namespace {
 
+constexpr char kDriver[] = "fake-570.00";
+constexpr char kCuda[] = "13.0";
+constexpr uint64_t kXidFallenOffBus = 79;
+
+// A fault placed on the timeline: active over [start, end).
+struct ScheduledFault {
+  Fault fault;
+  Time start = 0;
+  Time end = kNever;
+  bool fired = false;  // its one-shot event was sent
+};
+
 class FakeBackend final : public GpuBackend {
  public:
-  FakeBackend(FakeGpuOptions o, std::string node) : o_(std::move(o)), node_(std::move(node)) {}
+  FakeBackend(FakeGpuOptions o, std::string node, Clock* clock)
+      : o_(std::move(o)),
+        node_(std::move(node)),
+        clock_(clock),
+        last_sample_(clock->Now()),
+        energy_mj_(static_cast<size_t>(o_.count), 0) {}
 
   std::string name() const override { return "fake"; }
 
-  StatusOr<GpuSystemInfo> Discover() override {
-    GpuSystemInfo info;
-    info.driver_version = "fake-570.00";
-    info.cuda_version = "13.0";
-    for (int i = 0; i < o_.count; ++i) {
-      pb::GpuInfo g;
-      g.set_index(static_cast<uint32_t>(i));
-      g.set_uuid("GPU-fake-" + node_ + "-" + std::to_string(i));
-      g.set_model(o_.model);
-      g.set_memory_mib(static_cast<uint64_t>(o_.memory_mib));
-      char bus[32];
-      std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x18 + i * 0x10);
-      g.set_pci_bus_id(bus);
-      g.set_numa_node(o_.numa_nodes > 0 ? i * o_.numa_nodes / std::max(1, o_.count) : -1);
-      info.gpus.push_back(g);
-    }
-    return info;
+  StatusOr<GpuSystemInfo> Discover() override;
+  StatusOr<std::vector<pb::GpuTelemetry>> Sample(Time now) override;
+  std::vector<pb::GpuEvent> PollEvents(Time now) override;
+  StatusOr<std::string> Validate() override;
+
+  Status InjectFaultFile(const std::string& path, Time now) override {
+    HANGAR_ASSIGN_OR_RETURN(auto faults, LoadFaultScript(path, o_.count));
+    AddFaults(faults, now);
+    return Status::Ok();
   }
 
-  StatusOr<std::vector<pb::GpuTelemetry>> Sample(Time) override {
+  void AddFaults(const std::vector<Fault>& faults, Time base) {
     std::lock_guard<std::mutex> l(mu_);
-    std::vector<pb::GpuTelemetry> out;
-    for (int i = 0; i < o_.count; ++i) {
-      pb::GpuTelemetry t;
-      t.set_index(static_cast<uint32_t>(i));
-      uint32_t util = 0;
-      auto it = busy_.find(static_cast<uint32_t>(i));
-      if (it != busy_.end()) util = ReadUtil(it->second);
-      t.set_util_pct(util);
-      t.set_memory_total_mib(static_cast<uint64_t>(o_.memory_mib));
-      t.set_memory_used_mib(util ? static_cast<uint64_t>(o_.memory_mib) / 2 : 0);
-      t.set_temperature_c(35 + util / 3);
-      t.set_power_mw(70000 + util * 5000);
-      t.set_sm_clock_mhz(util ? 1980 : 345);
-      t.set_mem_clock_mhz(2619);
-      t.set_pcie_gen(5);
-      t.set_pcie_width(16);
-      t.set_pcie_gen_max(5);
-      t.set_pcie_width_max(16);
-      out.push_back(t);
+    for (const Fault& f : faults) {
+      ScheduledFault s{f, base + f.at, f.duration > 0 ? base + f.at + f.duration : kNever};
+      faults_.push_back(s);
     }
-    return out;
   }
-
-  std::vector<pb::GpuEvent> PollEvents(Time) override { return {}; }
 
   void SetBusy(uint32_t gpu, const std::string& util_file) override {
     std::lock_guard<std::mutex> l(mu_);
@@ -78,18 +71,239 @@ class FakeBackend final : public GpuBackend {
     if (in >> v && v >= 0 && v <= 100) return static_cast<uint32_t>(v);
     return 100;
   }
+  static bool Hits(const ScheduledFault& s, int gpu) {
+    return s.fault.gpu < 0 || s.fault.gpu == gpu;
+  }
 
-  FakeGpuOptions o_;
-  std::string node_;
-  std::mutex mu_;
+  pb::GpuTelemetry Healthy(int i, Duration since_last);          // REQUIRES(mu_)
+  void ApplyFaults(int i, Time now, pb::GpuTelemetry& t) const;  // REQUIRES(mu_)
+  bool Lost(int i, Time now) const;                              // REQUIRES(mu_)
+  double SlowFactor(int i, Time now) const;                      // REQUIRES(mu_)
+  void FireEvents(const ScheduledFault& s, std::vector<pb::GpuEvent>& out) const;
+
+  const FakeGpuOptions o_;
+  const std::string node_;
+  Clock* const clock_;
+  std::mutex mu_;  // everything below
   std::map<uint32_t, std::string> busy_;
+  std::vector<ScheduledFault> faults_;
+  Time last_sample_;
+  std::vector<uint64_t> energy_mj_;
 };
+
+StatusOr<GpuSystemInfo> FakeBackend::Discover() {
+  GpuSystemInfo info;
+  info.driver_version = kDriver;
+  info.cuda_version = kCuda;
+  for (int i = 0; i < o_.count; ++i) {
+    pb::GpuInfo g;
+    g.set_index(static_cast<uint32_t>(i));
+    g.set_uuid("GPU-fake-" + node_ + "-" + std::to_string(i));
+    g.set_model(o_.model);
+    g.set_memory_mib(static_cast<uint64_t>(o_.memory_mib));
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x18 + i * 0x10);
+    g.set_pci_bus_id(bus);
+    g.set_numa_node(o_.numa_nodes > 0 ? i * o_.numa_nodes / std::max(1, o_.count) : -1);
+    g.set_minor_number(i);
+    g.set_serial("FAKE" + std::to_string(1000 + i));
+    g.set_mig_mode("disabled");
+    // An HGX board: every GPU reaches every other over NVSwitch.
+    for (int j = 0; j < o_.count; ++j) {
+      if (j != i) g.add_nvlink_peers(static_cast<uint32_t>(j));
+      const bool same_numa =
+          g.numa_node() == (o_.numa_nodes > 0 ? j * o_.numa_nodes / o_.count : -1);
+      g.add_topology_level(j == i      ? nvml::kTopologyInternal
+                           : same_numa ? nvml::kTopologyNode
+                                       : nvml::kTopologySystem);
+    }
+    info.gpus.push_back(g);
+  }
+  return info;
+}
+
+pb::GpuTelemetry FakeBackend::Healthy(int i, Duration since_last) {
+  pb::GpuTelemetry t;
+  t.set_index(static_cast<uint32_t>(i));
+  uint32_t util = 0;
+  auto it = busy_.find(static_cast<uint32_t>(i));
+  if (it != busy_.end()) util = ReadUtil(it->second);
+  t.set_util_pct(util);
+  t.set_mem_util_pct(util / 2);
+  t.set_memory_total_mib(static_cast<uint64_t>(o_.memory_mib));
+  t.set_memory_used_mib(util ? static_cast<uint64_t>(o_.memory_mib) / 2 : 0);
+  t.set_temperature_c(35 + util / 3);
+  t.set_memory_temperature_c(40 + util / 4);
+  t.set_power_mw(70000 + util * 5000);
+  energy_mj_[static_cast<size_t>(i)] +=
+      t.power_mw() * static_cast<uint64_t>(std::max<Duration>(0, since_last)) / 1000;
+  t.set_energy_mj(energy_mj_[static_cast<size_t>(i)]);
+  t.set_sm_clock_mhz(util ? 1980 : 345);
+  t.set_mem_clock_mhz(2619);
+  t.set_clock_event_reasons(util ? 0 : 0x1);  // idle GPUs report GpuIdle
+  t.set_pcie_gen(5);
+  t.set_pcie_width(16);
+  t.set_pcie_gen_max(5);
+  t.set_pcie_width_max(16);
+  return t;
+}
+
+void FakeBackend::ApplyFaults(int i, Time now, pb::GpuTelemetry& t) const {
+  for (const ScheduledFault& s : faults_) {
+    if (!Hits(s, i) || now < s.start) continue;
+    const bool active = now < s.end;
+    const Duration ran = std::min(now, s.end) - s.start;
+    const Fault& f = s.fault;
+    switch (f.kind) {
+      case FaultKind::kThermalThrottle:
+        t.set_thermal_violation_ms(t.thermal_violation_ms() + static_cast<uint64_t>(ran));
+        t.set_hw_slowdown_events(t.hw_slowdown_events() + 1 +
+                                 static_cast<uint64_t>(ran / (10 * kSecond)));
+        if (active) {
+          t.set_clock_event_reasons(t.clock_event_reasons() | nvml::kClocksEventHwThermalSlowdown);
+          t.set_temperature_c(std::max<uint32_t>(t.temperature_c(), 92));
+          t.set_sm_clock_mhz(std::min<uint32_t>(t.sm_clock_mhz(), 1100));
+        }
+        break;
+      case FaultKind::kPcieDowngrade:
+        if (active && f.gen) t.set_pcie_gen(std::min(t.pcie_gen(), f.gen));
+        if (active && f.width) t.set_pcie_width(std::min(t.pcie_width(), f.width));
+        break;
+      case FaultKind::kEccSbe:
+        t.set_ecc_sbe_volatile(t.ecc_sbe_volatile() + f.count);
+        break;
+      case FaultKind::kEccDbe:
+        t.set_ecc_dbe_volatile(t.ecc_dbe_volatile() + f.count);
+        break;
+      case FaultKind::kNvlinkDown:
+        if (active) t.set_nvlink_down(1);
+        break;
+      default:  // xid and fall_off_bus are events (and Lost); slow shows in Validate
+        break;
+    }
+  }
+}
+
+bool FakeBackend::Lost(int i, Time now) const {
+  for (const ScheduledFault& s : faults_) {
+    if (s.fault.kind == FaultKind::kFallOffBus && Hits(s, i) && now >= s.start) return true;
+  }
+  return false;
+}
+
+double FakeBackend::SlowFactor(int i, Time now) const {
+  double factor = 1.0;
+  for (const ScheduledFault& s : faults_) {
+    if (s.fault.kind == FaultKind::kSlow && Hits(s, i) && now >= s.start && now < s.end) {
+      factor = std::min(factor, s.fault.factor);
+    }
+  }
+  return factor;
+}
+
+StatusOr<std::vector<pb::GpuTelemetry>> FakeBackend::Sample(Time now) {
+  std::lock_guard<std::mutex> l(mu_);
+  const Duration since_last = now - last_sample_;
+  last_sample_ = now;
+  std::vector<pb::GpuTelemetry> out;
+  for (int i = 0; i < o_.count; ++i) {
+    if (Lost(i, now)) {  // as NVML: a GPU off the bus answers nothing but GPU_IS_LOST
+      pb::GpuTelemetry t;
+      t.set_index(static_cast<uint32_t>(i));
+      t.set_lost(true);
+      out.push_back(t);
+      continue;
+    }
+    pb::GpuTelemetry t = Healthy(i, since_last);
+    ApplyFaults(i, now, t);
+    out.push_back(t);
+  }
+  return out;
+}
+
+void FakeBackend::FireEvents(const ScheduledFault& s, std::vector<pb::GpuEvent>& out) const {
+  const Fault& f = s.fault;
+  for (int i = 0; i < o_.count; ++i) {
+    if (!Hits(s, i)) continue;
+    pb::GpuEvent e;
+    e.set_index(static_cast<uint32_t>(i));
+    e.set_time_ms(s.start);
+    if (f.kind == FaultKind::kXid) {
+      e.set_kind("xid");
+      e.set_code(f.code);
+      e.set_message("fault script " + f.where + ": Xid " + std::to_string(f.code));
+    } else if (f.kind == FaultKind::kFallOffBus) {
+      e.set_kind("xid");
+      e.set_code(kXidFallenOffBus);
+      e.set_message("fault script " + f.where + ": GPU has fallen off the bus");
+    } else if (f.kind == FaultKind::kEccDbe) {
+      e.set_kind("ecc_dbe");
+      e.set_code(f.count);
+      e.set_message("fault script " + f.where + ": " + std::to_string(f.count) +
+                    " double-bit ECC errors");
+    } else {
+      return;
+    }
+    out.push_back(e);
+  }
+}
+
+std::vector<pb::GpuEvent> FakeBackend::PollEvents(Time now) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<pb::GpuEvent> out;
+  for (ScheduledFault& s : faults_) {
+    if (s.fired || now < s.start) continue;
+    s.fired = true;
+    FireEvents(s, out);
+  }
+  return out;
+}
+
+StatusOr<std::string> FakeBackend::Validate() {
+  const Time now = clock_->Now();
+  std::lock_guard<std::mutex> l(mu_);
+  nlohmann::json gpus = nlohmann::json::array();
+  double slowest = 1.0;
+  int lost = -1;
+  for (int i = 0; i < o_.count; ++i) {
+    nlohmann::json g = {{"index", i}, {"model", o_.model}};
+    if (Lost(i, now)) {
+      g["error"] = "GPU " + std::to_string(i) + " has fallen off the bus";
+      lost = i;
+    } else {
+      const double f = SlowFactor(i, now);
+      slowest = std::min(slowest, f);
+      g["gemm_tflops"] = kFakeGemmTflops * f;
+      g["mem_bw_gbs"] = kFakeMemBwGbs * f;
+      g["h2d_gbs"] = kFakeHostLinkGbs * f;
+      g["d2h_gbs"] = kFakeHostLinkGbs * f;
+    }
+    gpus.push_back(g);
+  }
+  nlohmann::json out = {{"gpus", gpus}, {"driver", kDriver}, {"cuda", kCuda}};
+  // An all-reduce runs at the pace of its slowest member, and not at all without one.
+  if (lost >= 0)
+    out["nccl"] = "failed: GPU " + std::to_string(lost) + " is lost";
+  else if (o_.count < 2)
+    out["nccl"] = "single GPU";
+  else
+    out["nccl_busbw_gbs"] = kFakeNcclBusBwGbs * slowest;
+  return out.dump();
+}
 
 }  // namespace
 
-StatusOr<std::unique_ptr<GpuBackend>> MakeFakeBackend(const FakeGpuOptions& options, const std::string& node) {
-  if (options.count < 0 || options.count > 64) return Status::InvalidArgument("--fake-gpus must be 0 to 64");
-  return std::unique_ptr<GpuBackend>(new FakeBackend(options, node));
+StatusOr<std::unique_ptr<GpuBackend>> MakeFakeBackend(const FakeGpuOptions& options,
+                                                      const std::string& node, Clock* clock) {
+  if (options.count < 0 || options.count > 64) {
+    return Status::InvalidArgument("--fake-gpus must be 0 to 64");
+  }
+  auto backend = std::make_unique<FakeBackend>(options, node, clock);
+  if (!options.faults_file.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(auto faults, LoadFaultScript(options.faults_file, options.count));
+    backend->AddFaults(faults, clock->Now());
+  }
+  return std::unique_ptr<GpuBackend>(std::move(backend));
 }
 
 }  // namespace hangar::agent

@@ -1,6 +1,8 @@
-// GpuBackend: the seam between the agent and the GPUs. NVML on machines with NVIDIA GPUs; the
-// fake backend (scripted faults) for tests, demos and laptops. Discover() once at start,
-// Sample() about once a second, PollEvents() for Xid and ECC events.
+// GpuBackend: the seam between the agent and the GPUs. NVML on machines with NVIDIA GPUs
+// (nvml_backend.h); the fake backend with scripted faults for tests, demos and laptops
+// (fake_backend.h). Discover() once at start, Sample() about once a second, PollEvents() for Xid
+// and ECC events, Validate() when the controller asks. Sample, PollEvents, SetBusy and SetIdle
+// may be called from different threads; Validate runs on a thread of its own.
 #pragma once
 
 #include <cstdint>
@@ -35,16 +37,19 @@ class GpuBackend {
   // fake backend reads it; NVML measures it).
   virtual void SetBusy(uint32_t /*gpu*/, const std::string& /*util_file*/) {}
   virtual void SetIdle(uint32_t /*gpu*/) {}
+  // Runs the validation benchmarks (tools/validate/: GEMM, memory and PCIe bandwidth, NCCL) and
+  // returns their JSON. Takes up to minutes: never call it on the heartbeat thread.
+  virtual StatusOr<std::string> Validate() = 0;
+  // Makes a Validate() running on another thread, and any later one, return soon (Aborted): the
+  // agent calls it when it shuts down.
+  virtual void CancelValidation() {}
+  // Schedules the faults of a fault script (fault_script.h), `at` counted from `now`. Only the
+  // fake backend can break on cue; the others answer FailedPrecondition.
+  virtual Status InjectFaultFile(const std::string& /*path*/, Time /*now*/) {
+    return Status::FailedPrecondition("the " + name() +
+                                      " GPU backend cannot inject faults; run the agent with "
+                                      "--gpu-backend fake");
+  }
 };
-
-struct FakeGpuOptions {
-  int count = 8;
-  std::string model = "H100-SXM-80GB";
-  int64_t memory_mib = 80 * 1024;
-  int numa_nodes = 2;
-  std::string faults_file;  // YAML script of faults (see docs/health.md)
-};
-
-StatusOr<std::unique_ptr<GpuBackend>> MakeFakeBackend(const FakeGpuOptions& options, const std::string& node);
 
 }  // namespace hangar::agent

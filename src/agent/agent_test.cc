@@ -1,0 +1,171 @@
+// The agent against an in-process controller: the hardware parts of its conversation (NICs in
+// the inventory, IB ports in heartbeats, validation on request, faults injected on cue).
+#include "agent/agent.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "agent/fabric/fake_sysfs_test_util.h"
+#include "agent/gpu/fake_backend.h"
+
+namespace hangar::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using Stream = grpc::ServerReaderWriter<pb::ControllerMessage, pb::AgentMessage>;
+
+// Answers Register with a short heartbeat interval and records everything the agent sends.
+class FakeController final : public pb::AgentChannel::Service {
+ public:
+  grpc::Status Connect(grpc::ServerContext*, Stream* stream) override {
+    pb::AgentMessage m;
+    while (stream->Read(&m)) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (m.has_register_()) {
+        pb::ControllerMessage r;
+        r.mutable_registered()->set_heartbeat_interval_ms(50);
+        stream->Write(r);
+        stream_ = stream;
+      }
+      received_.push_back(m);
+      cv_.notify_all();
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    stream_ = nullptr;
+    return grpc::Status::OK;
+  }
+
+  bool Send(const pb::ControllerMessage& m) {
+    std::lock_guard<std::mutex> l(mu_);
+    return stream_ && stream_->Write(m);
+  }
+
+  // Waits (up to 20 s) for a message that `pred` accepts and returns it.
+  std::optional<pb::AgentMessage> WaitFor(
+      const std::function<bool(const pb::AgentMessage&)>& pred) {
+    std::unique_lock<std::mutex> l(mu_);
+    std::optional<pb::AgentMessage> found;
+    cv_.wait_for(l, std::chrono::seconds(20), [&] {
+      for (const auto& m : received_) {
+        if (pred(m)) found = m;
+      }
+      return found.has_value();
+    });
+    return found;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<pb::AgentMessage> received_;
+  Stream* stream_ = nullptr;
+};
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_dir_ = fs::temp_directory_path() / ("agent_test." + std::to_string(getpid()));
+    fs::create_directories(state_dir_);
+    sys_.AddPci("pci0000:10/0000:10:01.0/0000:19:00.0", 0);
+    auto port = sys_.AddIb("mlx5_0", "pci0000:10/0000:10:01.0/0000:19:00.0");
+    testing::FakeSysfs::Write(port / "counters/link_downed", "1\n");
+    grpc::ServerBuilder builder;
+    int selected = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &selected);
+    builder.RegisterService(&controller_);
+    server_ = builder.BuildAndStart();
+    ASSERT_TRUE(server_);
+
+    AgentOptions o;
+    o.controller = "127.0.0.1:" + std::to_string(selected);
+    o.node = "n1";
+    o.state_dir = state_dir_.string();
+    o.use_cgroups = false;
+    o.ib_root = sys_.ib_root();
+    o.pci_root = sys_.pci_root();
+    FakeGpuOptions fake;
+    fake.count = 2;
+    auto backend = MakeFakeBackend(fake, "n1", SystemClock::Default());
+    ASSERT_TRUE(backend.ok());
+    agent_ = std::make_unique<Agent>(o, std::move(*backend), SystemClock::Default());
+    ASSERT_TRUE(agent_->Init().ok());
+    runner_ = std::thread([this] { agent_->Run(&stop_); });
+  }
+  void TearDown() override {
+    stop_ = true;
+    if (runner_.joinable()) runner_.join();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    agent_.reset();
+    fs::remove_all(state_dir_);
+  }
+
+  testing::FakeSysfs sys_;
+  fs::path state_dir_;
+  FakeController controller_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Agent> agent_;
+  std::atomic<bool> stop_{false};
+  std::thread runner_;
+};
+
+TEST_F(AgentTest, ReportsNicsAndIbPorts) {
+  auto reg = controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); });
+  ASSERT_TRUE(reg);
+  const pb::Inventory& inv = reg->register_().inventory();
+  EXPECT_EQ(inv.gpu_backend(), "fake");
+  EXPECT_EQ(inv.gpus_size(), 2);
+  ASSERT_EQ(inv.nics_size(), 1);
+  EXPECT_EQ(inv.nics(0).device(), "mlx5_0");
+  EXPECT_EQ(inv.nics(0).pci_bus_id(), "0000:19:00.0");
+  auto hb = controller_.WaitFor([](const pb::AgentMessage& m) {
+    return m.has_heartbeat() && m.heartbeat().ib_ports_size() == 1;
+  });
+  ASSERT_TRUE(hb);
+  EXPECT_EQ(hb->heartbeat().gpus_size(), 2);
+  EXPECT_EQ(hb->heartbeat().ib_ports(0).counters().at("link_downed"), 1u);
+}
+
+TEST_F(AgentTest, ValidatesWhenAsked) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  pb::ControllerMessage v;
+  v.mutable_validate()->set_reason("test");
+  ASSERT_TRUE(controller_.Send(v));
+  auto r = controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_validation(); });
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->validation().ok());
+  auto j = nlohmann::json::parse(r->validation().json());
+  EXPECT_EQ(j["gpus"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["gpus"][0]["gemm_tflops"].get<double>(), kFakeGemmTflops);
+}
+
+TEST_F(AgentTest, InjectsFaultsDroppedIntoTheStateDirectory) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  const fs::path inject = state_dir_ / "inject-faults.yaml";
+  std::ofstream(state_dir_ / "tmp.yaml") << "- {gpu: 1, kind: fall_off_bus}\n";
+  fs::rename(state_dir_ / "tmp.yaml", inject);
+  auto ev = controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_gpu_event(); });
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->gpu_event().index(), 1u);
+  EXPECT_EQ(ev->gpu_event().code(), 79u);
+  auto lost = controller_.WaitFor([](const pb::AgentMessage& m) {
+    return m.has_heartbeat() && m.heartbeat().gpus_size() == 2 && m.heartbeat().gpus(1).lost();
+  });
+  EXPECT_TRUE(lost);
+  EXPECT_TRUE(fs::exists(state_dir_ / "inject-faults.yaml.applied"));
+  EXPECT_FALSE(fs::exists(inject));
+
+  std::ofstream(state_dir_ / "tmp.yaml") << "- {gpu: 7, kind: fall_off_bus}\n";
+  fs::rename(state_dir_ / "tmp.yaml", inject);
+  auto rejected = controller_.WaitFor([&](const pb::AgentMessage&) {
+    return fs::exists(state_dir_ / "inject-faults.yaml.rejected");
+  });
+  EXPECT_TRUE(rejected);
+}
+
+}  // namespace
+}  // namespace hangar::agent

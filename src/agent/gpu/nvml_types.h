@@ -1,0 +1,119 @@
+// The parts of NVML's C interface that Hangar uses, declared here so the agent builds without the
+// CUDA toolkit and loads libnvidia-ml.so.1 at run time. Written from NVML's public API
+// documentation; the struct layouts and constant values must match the driver's, so change them
+// only against that documentation. Shared with the test double in tests/nvml_double/.
+#pragma once
+
+extern "C" {
+
+// Every NVML call returns one of these (an int-sized C enum in nvml.h).
+typedef int nvmlReturn_t;
+
+typedef struct nvmlDevice_st* nvmlDevice_t;      // opaque
+typedef struct nvmlEventSet_st* nvmlEventSet_t;  // opaque
+
+// nvmlDeviceGetPciInfo_v2/_v3. The v1 call fills an older 52-byte layout whose first field is a
+// 16-byte busId -- the position busIdLegacy holds here -- so this larger struct serves all three.
+typedef struct {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
+
+typedef struct {
+  unsigned long long total;  // bytes
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct {
+  unsigned int gpu;     // percent of time a kernel ran over the last sample period
+  unsigned int memory;  // percent of time device memory was read or written
+} nvmlUtilization_t;
+
+// nvmlEventSetWait_v2 fills all of it; the v1 call only the first three fields.
+typedef struct {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the Xid for Xid events (999 when unknown)
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+typedef struct {
+  unsigned long long referenceTime;  // microseconds since the epoch
+  unsigned long long violationTime;  // nanoseconds the policy held the clocks down, since boot
+} nvmlViolationTime_t;
+
+}  // extern "C"
+
+namespace hangar::agent::nvml {
+
+// nvmlReturn_t values.
+inline constexpr nvmlReturn_t kSuccess = 0;
+inline constexpr nvmlReturn_t kErrorUninitialized = 1;
+inline constexpr nvmlReturn_t kErrorInvalidArgument = 2;
+inline constexpr nvmlReturn_t kErrorNotSupported = 3;
+inline constexpr nvmlReturn_t kErrorNoPermission = 4;
+inline constexpr nvmlReturn_t kErrorNotFound = 6;
+inline constexpr nvmlReturn_t kErrorInsufficientSize = 7;
+inline constexpr nvmlReturn_t kErrorDriverNotLoaded = 9;
+inline constexpr nvmlReturn_t kErrorTimeout = 10;
+inline constexpr nvmlReturn_t kErrorFunctionNotFound = 13;
+inline constexpr nvmlReturn_t kErrorGpuIsLost = 15;
+inline constexpr nvmlReturn_t kErrorResetRequired = 16;
+inline constexpr nvmlReturn_t kErrorLibRmVersionMismatch = 18;
+inline constexpr nvmlReturn_t kErrorUnknown = 999;
+
+// Buffer sizes NVML documents as large enough.
+inline constexpr unsigned kUuidBufferSize = 80;
+inline constexpr unsigned kNameBufferSize = 96;
+inline constexpr unsigned kSerialBufferSize = 30;
+inline constexpr unsigned kDriverVersionBufferSize = 80;
+
+// nvmlTemperatureSensors_t, nvmlClockType_t, nvmlEccBitType_t/nvmlMemoryErrorType_t,
+// nvmlEccCounterType_t, nvmlPageRetirementCause_t, nvmlPerfPolicyType_t.
+inline constexpr int kTemperatureGpu = 0;
+inline constexpr int kClockSm = 1;
+inline constexpr int kClockMem = 2;
+inline constexpr int kMemoryErrorCorrected = 0;
+inline constexpr int kMemoryErrorUncorrected = 1;
+inline constexpr int kVolatileEcc = 0;
+inline constexpr int kRetiredMultipleSbe = 0;
+inline constexpr int kRetiredDbe = 1;
+inline constexpr int kPerfPolicyThermal = 1;
+
+// nvmlEnableState_t, nvmlGpuP2PCapsIndex_t, nvmlGpuP2PStatus_t.
+inline constexpr int kFeatureEnabled = 1;
+inline constexpr int kP2pCapsIndexNvlink = 2;
+inline constexpr int kP2pStatusOk = 0;
+
+// nvmlGpuTopologyLevel_t: the closest common ancestor of two GPUs.
+inline constexpr int kTopologyInternal = 0;
+inline constexpr int kTopologySingle = 10;
+inline constexpr int kTopologyMultiple = 20;
+inline constexpr int kTopologyHostBridge = 30;
+inline constexpr int kTopologyNode = 40;
+inline constexpr int kTopologySystem = 50;
+
+// nvmlNvLinkErrorCounter_t: replay, recovery, CRC flit, CRC data. NVML's link count ceiling.
+inline constexpr int kNvLinkErrorCounters = 4;
+inline constexpr unsigned kNvLinkMaxLinks = 36;
+
+// Event type bits (nvmlEventType*).
+inline constexpr unsigned long long kEventSingleBitEcc = 0x1;
+inline constexpr unsigned long long kEventDoubleBitEcc = 0x2;
+inline constexpr unsigned long long kEventXidCritical = 0x8;
+
+// Clock event ("throttle") reason bits; the hardware ones mean the GPU is protecting itself.
+inline constexpr unsigned long long kClocksEventHwSlowdown = 0x8;
+inline constexpr unsigned long long kClocksEventHwThermalSlowdown = 0x40;
+inline constexpr unsigned long long kClocksEventHwPowerBrake = 0x80;
+inline constexpr unsigned long long kClocksEventHardwareMask =
+    kClocksEventHwSlowdown | kClocksEventHwThermalSlowdown | kClocksEventHwPowerBrake;
+
+}  // namespace hangar::agent::nvml
