@@ -1,0 +1,66 @@
+#include "job/queue_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace hangar::job {
+namespace {
+
+TEST(QueueSpecTest, ParsesATree) {
+  auto q = ParseQueues(R"(
+queues:
+  - name: acme
+    children:
+      - name: research
+        weight: 2
+        admins: [carol]
+        children:
+          - name: vision
+            quota: {gpus: 16, cpu: 256, memory: 2Ti}
+            borrowing_limit: {gpus: 32}
+            lending_limit: {gpus: 8}
+            users: [alice, bob]
+            idle: {gpu_util_below: 5, for: 30m, action: checkpoint-requeue}
+          - name: nlp
+            quota: {gpus: {H100-SXM-80GB: 8}}
+)", "queues.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  ASSERT_EQ(q->size(), 1u);
+  const auto& research = (*q)[0].children[0];
+  EXPECT_EQ(research.weight, 2);
+  EXPECT_EQ(research.admins, std::vector<std::string>{"carol"});
+  const auto& vision = research.children[0];
+  EXPECT_TRUE(vision.leaf());
+  EXPECT_EQ(*vision.quota.gpus_milli, 16000);
+  EXPECT_EQ(*vision.quota.milli_cpu, 256000);
+  EXPECT_EQ(*vision.borrowing_limit.gpus_milli, 32000);
+  EXPECT_EQ(vision.idle.gpu_util_below, 5);
+  EXPECT_EQ(vision.idle.for_duration, 30 * kMinute);
+  EXPECT_EQ(vision.idle.action, IdlePolicy::Action::kCheckpointRequeue);
+  EXPECT_EQ(research.children[1].quota.gpus_milli_by_model.at("H100-SXM-80GB"), 8000);
+  // Round trip through JSON.
+  auto back = ParseQueues(QueuesToJson(*q).dump(), "json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(QueuesToJson(*back), QueuesToJson(*q));
+}
+
+TEST(QueueSpecTest, ErrorsPointAtTheLine) {
+  struct Case {
+    const char* text;
+    const char* expect;
+  } cases[] = {
+      {"queues:\n  - name: a\n  - name: a\n", "q.yaml:3: queue 'a' is declared twice"},
+      {"queues:\n  - name: a\n    quota: {gpus: lots}\n", "q.yaml:3: quota.gpus:"},
+      {"queues:\n  - name: a\n    weight: 0\n", "q.yaml:3: 'weight' must be between 1 and 1000"},
+      {"queues:\n  - name: a\n    idle: {gpu_util_below: 5, for: 30m, action: explode}\n", "idle.action must be"},
+      {"queues:\n  - name: a\n    quota: {gpu: 1}\n", "unknown field 'gpu' in quota"},
+      {"queue: []\n", "a queues file is a map with 'queues'"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseQueues(c.text, "q.yaml");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace hangar::job
