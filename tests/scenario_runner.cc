@@ -6,6 +6,7 @@
 #include "cluster/cluster_yaml.h"
 #include "common/yaml_util.h"
 #include "job/job_spec.h"
+#include "job/queue_spec.h"
 #include "sim/engine/simulator.h"
 
 namespace hangar::testing {
@@ -40,7 +41,20 @@ std::string Where(const cluster::Topology& t, const cluster::GangAssignment& a,
 }
 
 Status ParseSchedulerConfig(const YamlSource& src, const YAML::Node& n, sched::SchedulerConfig* c) {
-  HANGAR_RETURN_IF_ERROR(src.CheckKeys(n, "scheduler", {"queue_policy", "placement_policy", "backfill", "strict_order"}));
+  HANGAR_RETURN_IF_ERROR(
+      src.CheckKeys(n, "scheduler", {"queue_policy", "placement_policy", "backfill", "strict_order", "preemption"}));
+  HANGAR_ASSIGN_OR_RETURN(auto pre, src.OptString(n, "preemption"));
+  if (pre) {
+    if (*pre == "none") {
+      c->preemption.mode = sched::PreemptionMode::kNone;
+    } else if (*pre == "priority") {
+      c->preemption.mode = sched::PreemptionMode::kPriority;
+    } else if (*pre == "no-reclaim") {
+      c->preemption.reclaim_quota = false;
+    } else {
+      return src.Error(n["preemption"], "preemption must be none, priority or no-reclaim");
+    }
+  }
   HANGAR_ASSIGN_OR_RETURN(auto q, src.OptString(n, "queue_policy"));
   if (q) c->queue_policy = *q;
   HANGAR_ASSIGN_OR_RETURN(auto p, src.OptString(n, "placement_policy"));
@@ -60,9 +74,15 @@ StatusOr<std::string> RunScenario(const std::string& dir) {
   const std::string jobs_path = dir + "/jobs.yaml";
   HANGAR_ASSIGN_OR_RETURN(YAML::Node root, YamlSource::LoadFile(jobs_path));
   YamlSource src(jobs_path);
-  HANGAR_RETURN_IF_ERROR(src.CheckKeys(root, "jobs.yaml", {"scheduler", "jobs"}));
+  HANGAR_RETURN_IF_ERROR(src.CheckKeys(root, "jobs.yaml", {"scheduler", "queues", "jobs"}));
   sim::SimConfig config;
   if (root["scheduler"]) HANGAR_RETURN_IF_ERROR(ParseSchedulerConfig(src, root["scheduler"], &config.scheduler));
+  if (root["queues"]) {
+    YAML::Emitter e;
+    e << YAML::BeginMap << YAML::Key << "queues" << YAML::Value << root["queues"] << YAML::EndMap;
+    HANGAR_ASSIGN_OR_RETURN(auto specs, job::ParseQueues(e.c_str(), src.Where(root["queues"])));
+    HANGAR_ASSIGN_OR_RETURN(config.queues, sched::queue::QueueTree::Build(specs, *topo));
+  }
   HANGAR_ASSIGN_OR_RETURN(auto simulator, sim::Simulator::Create(topo, config));
   uint64_t row = 0;
   for (const auto& j : root["jobs"]) {
@@ -82,6 +102,12 @@ StatusOr<std::string> RunScenario(const std::string& dir) {
     sj.time_limit = spec.time_limit;
     sj.priority = spec.priority;
     sj.tier = spec.tier;
+    sj.min_run_time = spec.min_run_time;
+    if (config.queues) {
+      const int q = config.queues->FindLeaf(spec.queue);
+      if (q < 0) return src.Error(j["spec"], "queue '" + spec.queue + "' is not a leaf queue of this scenario");
+      sj.queue = static_cast<uint32_t>(q);
+    }
     sj.seq = row;
     simulator->AddJob(std::move(sj));
   }
@@ -90,11 +116,13 @@ StatusOr<std::string> RunScenario(const std::string& dir) {
   obs.on_start = [&](Time t, const sim::SimJob& j, const sched::Placement& p) {
     log << Seconds(t) << "  start  " << j.name << " on";
     for (const auto& task : p.assignment.tasks) log << " " << Where(*topo, p.assignment, task);
-    log << "  (" << cluster::LevelName(p.locality) << (p.backfilled ? ", backfilled" : "") << ")\n";
+    log << "  (" << cluster::LevelName(p.locality) << (p.backfilled ? ", backfilled" : "")
+        << (p.borrowing ? ", borrowing" : "") << ")\n";
   };
   obs.on_finish = [&](Time t, const sim::SimJob& j) { log << Seconds(t) << "  end    " << j.name << "\n"; };
-  obs.on_wait = [&](Time t, const sim::SimJob& j, const sched::Reason& r) {
-    std::string why = r.ToString(*topo);
+  obs.on_wait = [&](Time t, const sim::SimJob& j, const sched::Verdict& v) {
+    const sched::Reason& r = v.reason;
+    std::string why = v.detail.empty() ? r.ToString(*topo) : v.detail;
     // Reservation times are absolute; print them as scenario seconds.
     if (r.rule == sched::Rule::kNotNowReserved) {
       why = "fits only on nodes reserved for job " + std::to_string(r.other) +

@@ -23,6 +23,8 @@ bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJ
              ServiceLevel(cfg.las_thresholds, victim.attained_service);
     case PreemptionMode::kGittins:
       return job.rank < victim.rank;
+    case PreemptionMode::kQuota:
+      return false;  // decided by the caller's `eligible`
   }
   return false;
 }
@@ -39,7 +41,8 @@ int64_t LostWork(const RunningJob& r, const cluster::Topology& t, Time now) {
 PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage& work,
                               std::span<const RunningJob> running, const std::vector<uint8_t>& taken,
                               const PendingJob& job, placement::GangPlacer& placer,
-                              const placement::PlaceOptions& opts, Time now) {
+                              const placement::PlaceOptions& opts, Time now,
+                              const std::vector<uint8_t>* eligible) {
   PreemptionPlan plan;
   const GangRequest& req = *job.request;
   struct Candidate {
@@ -51,8 +54,17 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
   std::vector<Candidate> candidates;
   int64_t could_free = 0;
   for (size_t i = 0; i < running.size(); ++i) {
-    if (taken[i] || !Outranks(cfg, job, running[i], now)) continue;
-    int64_t level = -running[i].priority;
+    if (taken[i]) continue;
+    if (eligible) {
+      const RunningJob& v = running[i];
+      if (!(*eligible)[i] || !v.preemptible || !v.assignment ||
+          now < v.start + std::max(v.min_run_time, cfg.min_run_before_preempt)) {
+        continue;
+      }
+    } else if (!Outranks(cfg, job, running[i], now)) {
+      continue;
+    }
+    int64_t level = cfg.mode == PreemptionMode::kQuota ? 0 : -running[i].priority;
     if (cfg.mode == PreemptionMode::kLas) {
       level = ServiceLevel(cfg.las_thresholds, running[i].attained_service);
     } else if (cfg.mode == PreemptionMode::kGittins) {
@@ -74,6 +86,8 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
       return running[a.index].attained_service > running[b.index].attained_service;
     }
     if (a.lost != b.lost) return a.lost < b.lost;
+    if (running[a.index].priority != running[b.index].priority)
+      return running[a.index].priority < running[b.index].priority;
     if (running[a.index].start != running[b.index].start)
       return running[a.index].start > running[b.index].start;
     return a.index < b.index;

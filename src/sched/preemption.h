@@ -19,6 +19,7 @@ enum class PreemptionMode : uint8_t {
   kPriority,  // a higher-priority guaranteed job may preempt lower-priority or opportunistic work
   kLas,       // least attained service (Tiresias): a job in a higher service level preempts
   kGittins,   // a job preempts one of higher Gittins rank (PendingJob::rank); with the "gittins" queue
+  kQuota,     // internal: a job within its queue's guarantee reclaims it from borrowers
 };
 
 struct PreemptionConfig {
@@ -34,6 +35,9 @@ struct PreemptionConfig {
   // A job, once started, runs at least this long before it may be preempted (on top of its own
   // min_run_time); damps thrashing.
   Duration min_run_before_preempt = 0;
+  // With queues: a guaranteed job within its queue's guarantee preempts jobs that borrow (other
+  // queues' jobs beyond their guarantee, opportunistic jobs) when it cannot start otherwise.
+  bool reclaim_quota = true;
 };
 
 // The service level of `attained` GPU-ms under `thresholds` (0 is the most favoured).
@@ -50,10 +54,12 @@ struct PreemptionPlan {
 
 // Finds victims among `running` (skipping those in `taken`, already preempted this cycle) so that
 // `job` fits `work`. On success the victims are released on `work` and the job is placed there;
-// on failure `work` is unchanged.
+// on failure `work` is unchanged. `eligible`, when given, says per running job whether the caller
+// allows it as a victim (instead of Outranks; the minimum run time still holds).
 PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage& work,
                               std::span<const RunningJob> running, const std::vector<uint8_t>& taken,
                               const PendingJob& job, placement::GangPlacer& placer,
-                              const placement::PlaceOptions& opts, Time now);
+                              const placement::PlaceOptions& opts, Time now,
+                              const std::vector<uint8_t>* eligible = nullptr);
 
 }  // namespace hangar::sched

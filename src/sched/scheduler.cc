@@ -1,8 +1,10 @@
 #include "sched/scheduler.h"
 
+#include <optional>
 #include <unordered_map>
 
 #include "sched/backfill.h"
+#include "sched/queue/quota.h"
 
 namespace hangar::sched {
 
@@ -30,6 +32,23 @@ struct Scheduler::CycleState {
   std::vector<uint8_t> preempted;  // per running job: already a victim this cycle
   int victims = 0;
   int64_t top_rank = 0;  // kGittins: the highest rank among preemptible running jobs
+  // With queues: every queue's position, what each running job is charged, and the fair-share
+  // keys (beyond-guarantee share, then whole share) per queue.
+  std::optional<queue::QuotaLedger> ledger;
+  std::vector<std::vector<int64_t>> running_charge;
+  // A queue's key: its dominant share beyond its guarantee, counting usage as the larger of now
+  // and its decayed history (so a queue whose job just ended is not refilled first, and a queue
+  // that used little lately goes first); then its share now.
+  std::vector<std::pair<double, double>> share;
+  std::vector<uint8_t> stale;
+  void Refresh(const Snapshot&, uint32_t q) { stale[q] = 1; }
+  void Key(const Snapshot& snap, uint32_t q) {
+    if (!stale[q]) return;
+    stale[q] = 0;
+    const std::vector<double>* h =
+        q < snap.queue_history.size() && !snap.queue_history[q].empty() ? &snap.queue_history[q] : nullptr;
+    share[q] = {ledger->Share(static_cast<int>(q), h, true), ledger->Share(static_cast<int>(q), nullptr, false)};
+  }
 };
 
 namespace {
@@ -43,9 +62,18 @@ int64_t PreemptionRank(const PreemptionConfig& cfg, const PendingJob& job) {
     // The "gittins" queue is in rank order and a higher rank outranks fewer victims, so a shape
     // that failed for one job fails for every later one: the shape alone is the key.
     case PreemptionMode::kGittins:
+    case PreemptionMode::kQuota:
       return 0;
   }
   return 0;
+}
+
+bool ValidLeaf(const queue::QueueTree* tree, uint32_t q) {
+  return tree && q < tree->nodes().size() && tree->nodes()[q].leaf();
+}
+
+std::string GpuText(int64_t milli) {
+  return milli % 1000 == 0 ? std::to_string(milli / 1000) : std::to_string(milli / 1000) + "." + std::to_string(milli % 1000 / 100);
 }
 
 bool NoGpuLeft(const cluster::ClusterUsage& u) {
@@ -59,15 +87,42 @@ bool NoGpuLeft(const cluster::ClusterUsage& u) {
 
 }  // namespace
 
-bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t idx, Time now,
-                           cluster::ClusterUsage* work, CycleState* st, Decisions* out) {
+bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t idx, Time now, int leaf,
+                           bool within, cluster::ClusterUsage* work, CycleState* st, Decisions* out) {
   const PreemptionConfig& cfg = config_.preemption;
-  if (cfg.mode == PreemptionMode::kNone) return false;
+  const queue::QueueTree* tree = snap.queues;
+  const bool reclaim = leaf >= 0 && within && cfg.reclaim_quota && job.tier == job::Tier::kGuaranteed;
+  if (cfg.mode == PreemptionMode::kNone && !reclaim) return false;
   if (cfg.max_victims_per_cycle > 0 && st->victims >= cfg.max_victims_per_cycle) return false;
-  if (cfg.mode == PreemptionMode::kGittins && job.rank >= st->top_rank) return false;
+  if (!reclaim && cfg.mode == PreemptionMode::kGittins && job.rank >= st->top_rank) return false;
   placement::PlaceOptions opts{scorer_.get(), snap.profile, nullptr, snap.random_seed};
-  PreemptionPlan plan =
-      PlanPreemption(cfg, *work, snap.running, st->preempted, job, placer_, opts, now);
+  // With queues the victims are chosen here: borrowers when reclaiming a guarantee (jobs of other
+  // queues beyond their guarantee, opportunistic jobs), and otherwise only jobs the policy's
+  // rule lets it outrank within its own queue (or opportunistic ones): a borrower never preempts
+  // another queue's guaranteed work.
+  std::vector<uint8_t> eligible;
+  std::vector<uint8_t> reclaimed;  // victim taken as a borrower
+  PreemptionConfig pcfg = cfg;
+  if (tree) {
+    eligible.assign(snap.running.size(), 0);
+    reclaimed.assign(snap.running.size(), 0);
+    for (size_t i = 0; i < snap.running.size(); ++i) {
+      const RunningJob& r = snap.running[i];
+      const int rq = ValidLeaf(tree, r.queue) ? static_cast<int>(r.queue) : -1;
+      const bool opportunistic = r.tier == job::Tier::kOpportunistic;
+      const bool borrower = opportunistic || (rq >= 0 && rq != leaf && !st->running_charge[i].empty() &&
+                                              st->ledger->Borrowed(rq, queue::kGpu) >= st->running_charge[i][queue::kGpu] &&
+                                              st->running_charge[i][queue::kGpu] > 0);
+      if (reclaim && borrower) {
+        eligible[i] = reclaimed[i] = 1;
+      } else if (cfg.mode != PreemptionMode::kNone && (rq == leaf || opportunistic) && Outranks(cfg, job, r, now)) {
+        eligible[i] = 1;
+      }
+    }
+    if (reclaim) pcfg.mode = PreemptionMode::kQuota;
+  }
+  PreemptionPlan plan = PlanPreemption(pcfg, *work, snap.running, st->preempted, job, placer_, opts, now,
+                                       tree ? &eligible : nullptr);
   if (!plan.found) return false;
   Placement p;
   p.job = job.id;
@@ -84,18 +139,34 @@ bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t
     pre.for_job = job.id;
     pre.lost_gpu_ms = victim.assignment->TotalMilliGpu(work->topology()) *
                       std::max<Time>(0, now - std::max(victim.start, victim.last_checkpoint)) / 1000;
-    pre.why =
-        cfg.mode == PreemptionMode::kGittins
-            ? "job " + std::to_string(job.id) +
-                  " is expected to need less GPU time per completion (rank " +
-                  std::to_string(job.rank / 1000) + " vs " + std::to_string(victim.rank / 1000) +
-                  " GPU-s)"
-        : cfg.mode == PreemptionMode::kLas
-            ? "job " + std::to_string(job.id) + " has received less service (level " +
-                  std::to_string(ServiceLevel(cfg.las_thresholds, job.attained_service)) + " vs " +
-                  std::to_string(ServiceLevel(cfg.las_thresholds, victim.attained_service)) + ")"
-            : "job " + std::to_string(job.id) + " (priority " + std::to_string(job.priority) +
-                  ") outranks it (priority " + std::to_string(victim.priority) + ")";
+    const std::string lost = "; of the jobs that may be preempted it loses the least work (" +
+                             GpuText(pre.lost_gpu_ms / 3600) + " GPU-hours since its last checkpoint)";
+    if (tree && reclaimed[v]) {
+      const int rq = ValidLeaf(tree, victim.queue) ? static_cast<int>(victim.queue) : -1;
+      pre.why = "job " + std::to_string(job.id) + " reclaims queue " + tree->nodes()[leaf].name + "'s guarantee: " +
+                (victim.tier == job::Tier::kOpportunistic
+                     ? std::string("this job is opportunistic")
+                     : "queue " + tree->nodes()[rq].name + " runs " +
+                           GpuText(st->ledger->Borrowed(rq, queue::kGpu)) + " GPUs beyond its guarantee") +
+                lost;
+    } else {
+      pre.why =
+          cfg.mode == PreemptionMode::kGittins
+              ? "job " + std::to_string(job.id) +
+                    " is expected to need less GPU time per completion (rank " +
+                    std::to_string(job.rank / 1000) + " vs " + std::to_string(victim.rank / 1000) +
+                    " GPU-s)"
+          : cfg.mode == PreemptionMode::kLas
+              ? "job " + std::to_string(job.id) + " has received less service (level " +
+                    std::to_string(ServiceLevel(cfg.las_thresholds, job.attained_service)) + " vs " +
+                    std::to_string(ServiceLevel(cfg.las_thresholds, victim.attained_service)) + ")"
+              : "job " + std::to_string(job.id) + " (priority " + std::to_string(job.priority) +
+                    ") outranks it (priority " + std::to_string(victim.priority) + ")";
+    }
+    if (tree && !st->running_charge[v].empty()) {
+      st->ledger->Add(static_cast<int>(victim.queue), st->running_charge[v], -1);
+      st->Refresh(snap, victim.queue);
+    }
     out->preemptions.push_back(std::move(pre));
   }
   out->placements.push_back(std::move(p));
@@ -113,11 +184,57 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   }
   // 2. Plan on a private copy of the usage.
   cluster::ClusterUsage work = *snap.usage;
+  const cluster::Topology& topo = work.topology();
   CycleState st;
-  st.reserved_nodes.assign(work.topology().nodes().size(), 0);
+  st.reserved_nodes.assign(topo.nodes().size(), 0);
   st.preempted.assign(snap.running.size(), 0);
   placement::PlaceOptions opts{scorer_.get(), snap.profile, nullptr, snap.random_seed};
   bool gpus_exhausted = false;
+
+  // With queues: charge what runs to its queue, and take jobs queue by queue in fair-share order
+  // (lowest share beyond the guarantee first), each queue's jobs in the policy's order.
+  const queue::QueueTree* tree = snap.queues;
+  bool reclaim_possible = false;
+  std::vector<std::vector<uint32_t>> lists;  // per tree node; one more for jobs without a valid queue
+  std::vector<size_t> cursor;
+  if (tree) {
+    st.ledger.emplace(tree);
+    st.running_charge.resize(snap.running.size());
+    for (size_t i = 0; i < snap.running.size(); ++i) {
+      const RunningJob& r = snap.running[i];
+      if (!ValidLeaf(tree, r.queue) || !r.assignment) continue;
+      st.running_charge[i] = tree->Charge(*r.request, r.assignment, topo);
+      st.ledger->Add(static_cast<int>(r.queue), st.running_charge[i]);
+    }
+    st.share.assign(tree->nodes().size() + 1, {0, 0});
+    st.stale.assign(tree->nodes().size() + 1, 1);
+    st.share.back() = {1e300, 1e300};
+    st.stale.back() = 0;
+    if (config_.preemption.reclaim_quota) {
+      for (size_t i = 0; i < snap.running.size() && !reclaim_possible; ++i) {
+        const RunningJob& r = snap.running[i];
+        reclaim_possible = r.tier == job::Tier::kOpportunistic ||
+                           (ValidLeaf(tree, r.queue) && st.ledger->Borrowed(static_cast<int>(r.queue), queue::kGpu) > 0);
+      }
+    }
+    lists.resize(tree->nodes().size() + 1);
+    cursor.assign(lists.size(), 0);
+    for (uint32_t idx : order_) {
+      const uint32_t q = snap.pending[idx].queue;
+      lists[ValidLeaf(tree, q) ? q : lists.size() - 1].push_back(idx);
+    }
+  }
+  auto next = [&](uint32_t pos) -> uint32_t {
+    if (!tree) return order_[pos];
+    size_t best = lists.size();
+    for (size_t q = 0; q < lists.size(); ++q) {
+      if (cursor[q] >= lists[q].size()) continue;
+      st.Key(snap, static_cast<uint32_t>(q));
+      if (best == lists.size() || st.share[q] < st.share[best]) best = q;
+    }
+    return lists[best][cursor[best]++];
+  };
+
   // Under Gittins preemption a full cluster is the common case in overload, with thousands
   // waiting: once no GPU is free and no job left in the queue outranks a running one, the
   // rest of the queue cannot start, so it is not examined.
@@ -131,38 +248,68 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
       least_rank_from[i] = std::min(least_rank_from[i + 1], snap.pending[order_[i]].rank);
     }
     gpus_exhausted = NoGpuLeft(work);
+  } else if (tree) {
+    gpus_exhausted = NoGpuLeft(work);
   }
+  auto never_of = [&](const GangRequest& req) -> const Reason& {
+    auto nv = st.never.find(req.fingerprint);
+    if (nv == st.never.end()) nv = st.never.emplace(req.fingerprint, placement::CheckNever(topo, req)).first;
+    return nv->second;
+  };
 
   // 3. Each job in order: place it whole, or say why not.
   for (uint32_t pos = 0; pos < order_.size(); ++pos) {
-    const uint32_t idx = order_[pos];
-    const PendingJob& job = snap.pending[idx];
-    const GangRequest& req = *job.request;
     if (config_.max_placements > 0 && out.placements.size() >= static_cast<size_t>(config_.max_placements)) {
       out.not_examined = {Rule::kNotNowNotExamined};
       break;
     }
-    const bool none_can_preempt = config_.preemption.mode == PreemptionMode::kNone ||
-                                  (config_.preemption.mode == PreemptionMode::kGittins &&
-                                   least_rank_from[pos] >= st.top_rank);
+    bool none_can_preempt = config_.preemption.mode == PreemptionMode::kNone ||
+                            (config_.preemption.mode == PreemptionMode::kGittins &&
+                             least_rank_from[tree ? 0 : pos] >= st.top_rank);
+    none_can_preempt = none_can_preempt && !reclaim_possible;
     if (gpus_exhausted && snap.cpu_only_pending == 0 && none_can_preempt) {
       out.not_examined = {Rule::kNotNowNotExamined};
       break;
     }
+    const uint32_t idx = next(pos);
+    const PendingJob& job = snap.pending[idx];
+    const GangRequest& req = *job.request;
     out.examined++;
     if (config_.strict_order && st.blocked) {
       Reason r;
       r.rule = Rule::kNotNowBlocked;
       r.other = st.first_blocked;
-      out.waiting.push_back({job.id, idx, r});
+      out.waiting.push_back({job.id, idx, r, {}});
       continue;
+    }
+    // Quota first: a job its queue may not start now waits without holding anyone up.
+    const int leaf = ValidLeaf(tree, job.queue) ? static_cast<int>(job.queue) : -1;
+    queue::QuotaLedger::Kind quota = queue::QuotaLedger::Kind::kWithin;
+    if (leaf >= 0) {
+      const queue::QuotaLedger::Verdict qv =
+          st.ledger->Check(leaf, tree->Charge(req, nullptr, topo), job.tier == job::Tier::kGuaranteed);
+      if (qv.kind == queue::QuotaLedger::Kind::kDenied) {
+        const Reason& never = never_of(req);
+        Verdict v{job.id, idx, never, {}};
+        if (never.rule == Rule::kNone) {
+          v.reason.rule = Rule::kNotNowQuota;
+          v.reason.need = qv.need;
+          v.reason.have = qv.have;
+          v.detail = st.ledger->Explain(qv, leaf);
+        }
+        out.waiting.push_back(std::move(v));
+        continue;
+      }
+      quota = qv.kind;
     }
     // EASY: a job may use the reserved nodes only if it surely ends before the reservation.
     const bool may_use_reserved =
         !st.reserved || (job.time_limit > 0 && st.reservation.start != kNever &&
                          now + job.time_limit <= st.reservation.start);
-    const uint64_t key = (req.fingerprint * 2 + (may_use_reserved ? 1 : 0)) * 31 +
-                         static_cast<uint64_t>(PreemptionRank(config_.preemption, job));
+    uint64_t key = (req.fingerprint * 2 + (may_use_reserved ? 1 : 0)) * 31 +
+                   static_cast<uint64_t>(PreemptionRank(config_.preemption, job));
+    if (leaf >= 0) key = key * 1000003 + static_cast<uint64_t>(leaf) * 4 + static_cast<uint64_t>(quota) * 2 +
+                         (job.tier == job::Tier::kGuaranteed);
     Reason why;
     auto seen = st.failed.find(key);
     if (seen != st.failed.end()) {
@@ -170,6 +317,8 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
     } else {
       opts.excluded = may_use_reserved ? nullptr : &st.reserved_nodes;
       placement::PlaceResult r = placer_.Place(work, req, opts);
+      const size_t before = out.placements.size();
+      bool placed = false;
       if (r.placed) {
         Placement p;
         p.job = job.id;
@@ -178,18 +327,24 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
         p.locality = r.locality;
         p.backfilled = st.reserved;
         out.placements.push_back(std::move(p));
-        gpus_exhausted = req.total_milli_gpu > 0 && NoGpuLeft(work);
+        placed = true;
+      } else if (never_of(req).rule == Rule::kNone &&
+                 TryPreempt(snap, job, idx, now, leaf, quota == queue::QuotaLedger::Kind::kWithin, &work, &st, &out)) {
+        placed = true;
+      }
+      if (placed) {
+        Placement& p = out.placements[before];
+        if (leaf >= 0) {
+          p.borrowing = quota == queue::QuotaLedger::Kind::kBorrow;
+          st.ledger->Add(leaf, tree->Charge(req, &p.assignment, topo));
+          st.Refresh(snap, static_cast<uint32_t>(leaf));
+        }
+        p.borrowing = p.borrowing || job.tier == job::Tier::kOpportunistic;
+        gpus_exhausted = req.total_milli_gpu > 0 ? NoGpuLeft(work) : gpus_exhausted && NoGpuLeft(work);
         continue;
       }
-      auto nv = st.never.find(req.fingerprint);
-      if (nv == st.never.end()) {
-        nv = st.never.emplace(req.fingerprint, placement::CheckNever(work.topology(), req)).first;
-      }
-      if (nv->second.rule == Rule::kNone && TryPreempt(snap, job, idx, now, &work, &st, &out)) {
-        gpus_exhausted = gpus_exhausted && NoGpuLeft(work);  // a wide victim may leave GPUs free
-        continue;
-      }
-      why = nv->second.rule != Rule::kNone ? nv->second : placement::ExplainNotNow(work, req, opts);
+      const Reason& never = never_of(req);
+      why = never.rule != Rule::kNone ? never : placement::ExplainNotNow(work, req, opts);
       if (why.rule == Rule::kNotNowReserved) {
         why.other = st.reservation.job;
         why.at = st.reservation.start;
@@ -211,7 +366,7 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
         }
       }
     }
-    out.waiting.push_back({job.id, idx, why});
+    out.waiting.push_back({job.id, idx, why, {}});
   }
   return out;
 }

@@ -54,8 +54,10 @@ class Scheduler {
             std::unique_ptr<placement::NodeScorer> s);
   struct CycleState;
   // Places `job` by preempting running gangs it outranks, if the policy allows and it helps.
-  bool TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t idx, Time now,
-                  cluster::ClusterUsage* work, CycleState* st, Decisions* out);
+  // With queues, `leaf` is the job's queue (-1: none) and `within` says whether it runs within
+  // its guarantee, which lets it reclaim that guarantee from borrowers.
+  bool TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t idx, Time now, int leaf,
+                  bool within, cluster::ClusterUsage* work, CycleState* st, Decisions* out);
 
   SchedulerConfig config_;
   std::unique_ptr<queue::QueuePolicy> queue_policy_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cluster/usage.h"
@@ -17,13 +18,16 @@ namespace hangar::sched {
 
 using JobId = uint64_t;
 class WorkloadProfile;
+namespace queue {
+class QueueTree;
+}
 
 struct PendingJob {
   JobId id = 0;
   const GangRequest* request = nullptr;
   int32_t priority = 0;
   job::Tier tier = job::Tier::kGuaranteed;
-  uint32_t queue = 0;
+  uint32_t queue = 0;  // with Snapshot::queues: the leaf's index in the tree
   Time submit = 0;
   Duration time_limit = 0;       // 0: none; bounds the run time for backfill
   int64_t attained_service = 0;  // GPU-milliseconds received in earlier runs (LAS ordering)
@@ -63,6 +67,11 @@ struct Snapshot {
   // Jobs in `pending` that need no GPU; -1 when unknown. Lets a cycle stop early once no GPU is
   // free.
   int32_t cpu_only_pending = -1;
+  // Queues, quotas and fair share (queue/quota.h); null: one pool, no quotas. Jobs' `queue` is
+  // then their leaf's index in the tree.
+  const queue::QueueTree* queues = nullptr;
+  // Per queue (tree index), its decayed past usage per dimension; may be empty.
+  std::span<const std::vector<double>> queue_history;
 };
 
 struct Placement {
@@ -72,12 +81,14 @@ struct Placement {
   cluster::Level locality = cluster::Level::kCluster;
   bool backfilled = false;  // started ahead of a reserved job
   std::vector<JobId> preempted;  // victims whose release made room
+  bool borrowing = false;        // runs beyond its queue's guarantee (or is opportunistic)
 };
 
 struct Verdict {
   JobId job = 0;
   uint32_t pending_index = 0;
   Reason reason;
+  std::string detail;  // quota denials: which queue refused and its numbers
 };
 
 struct Reservation {

@@ -287,30 +287,49 @@ QuotaLedger::Verdict QuotaLedger::Check(int leaf, const std::vector<int64_t>& ch
   return v;
 }
 
-double QuotaLedger::Share(int node, const std::vector<double>* history) const {
+double QuotaLedger::Share(int node, const std::vector<double>* history, bool beyond_guarantee,
+                          const std::vector<int64_t>* plus) const {
   double dominant = 0;
   for (size_t d = 0; d < tree_->dims(); ++d) {
     if (tree_->capacity()[d] <= 0) continue;
     double used = static_cast<double>(usage_[node][d]);
     if (history && d < history->size()) used = std::max(used, (*history)[d]);
+    if (plus && d < plus->size()) used += static_cast<double>((*plus)[d]);
+    if (beyond_guarantee) used = std::max(0.0, used - static_cast<double>(tree_->nodes()[node].nominal[d]));
     dominant = std::max(dominant, used / static_cast<double>(tree_->capacity()[d]));
   }
   return dominant / std::max(1, tree_->nodes()[node].weight);
 }
 
+std::string QueueTree::Amount(int d, int64_t v) const {
+  if (v >= kUnlimited) return "unlimited";
+  auto decimal = [](int64_t x, int64_t unit) {
+    std::string out = std::to_string(x / unit);
+    if (x % unit) {
+      std::string frac = std::to_string(1000 + (x % unit) * 1000 / unit).substr(1);
+      while (!frac.empty() && frac.back() == '0') frac.pop_back();
+      out += "." + frac;
+    }
+    return out;
+  };
+  if (d == kCpu) return decimal(v, 1000) + " CPU cores";
+  if (d == kMemory) return decimal(v, 1024) + " GiB of memory";
+  const std::string what = d == kGpu ? " GPU" : " " + models_[static_cast<size_t>(d - kFirstModel)] + " GPU";
+  return decimal(v, 1000) + what + (v == 1000 ? "" : "s");
+}
+
 std::string QuotaLedger::Explain(const Verdict& v, int leaf) const {
   if (v.kind != Kind::kDenied) return "";
   const auto& nodes = tree_->nodes();
-  const std::string what = tree_->DimName(v.dim);
-  const std::string need = "the job needs " + std::to_string(v.need) + " " + what + ", queue " +
-                           nodes[leaf].name + " may take " + std::to_string(v.have) + " more";
+  const std::string need = "queue " + nodes[leaf].name + " may start " + tree_->Amount(v.dim, v.have) +
+                           " more now and the job needs " + tree_->Amount(v.dim, v.need);
   if (v.limit_node >= 0) {
     const QueueNode& q = nodes[v.limit_node];
-    return need + ": queue " + q.name + " holds " + std::to_string(usage_[v.limit_node][v.dim]) +
-           " of its guarantee " + std::to_string(q.nominal[v.dim]) + " + borrowing limit " +
-           std::to_string(q.borrow_limit[v.dim]);
+    return need + ": queue " + q.name + " holds " + tree_->Amount(v.dim, usage_[v.limit_node][v.dim]) +
+           " of its guarantee " + tree_->Amount(v.dim, q.nominal[v.dim]) + " + borrowing limit " +
+           tree_->Amount(v.dim, q.borrow_limit[v.dim]);
   }
-  return need + ": the rest of the cluster is in use or guaranteed to queues that do not lend it";
+  return need + " (the rest is in use, or guaranteed to queues that do not lend it)";
 }
 
 }  // namespace hangar::sched::queue

@@ -49,6 +49,8 @@ class QueueTree {
   const std::vector<int64_t>& capacity() const { return capacity_; }
   size_t dims() const { return capacity_.size(); }
   std::string DimName(int d) const;
+  // "12 GPUs", "1.5 H100 GPUs", "64 CPU cores", "512 GiB of memory".
+  std::string Amount(int d, int64_t value) const;
   // Names of the leaves, in tree order.
   std::vector<std::string> LeafNames() const;
   // What a job takes: from its placement when it has one (GPUs by the model they are), else
@@ -95,8 +97,11 @@ class QuotaLedger {
   int64_t Borrowed(int node, int d) const;  // beyond its guarantee
   int64_t Lent(int node, int d) const;      // of its unused guarantee, what others hold now
   // Dominant share: max over dimensions of usage (or the remembered usage in `history`, when
-  // larger) over capacity, divided by the weight.
-  double Share(int node, const std::vector<double>* history = nullptr) const;
+  // larger) over capacity, divided by the weight. `beyond_guarantee` counts only usage beyond
+  // the queue's guarantee: the fair-share order, in which queues within their guarantee go first.
+  // `plus`, when given, is added to the usage first (the share the queue would have with it).
+  double Share(int node, const std::vector<double>* history = nullptr, bool beyond_guarantee = false,
+               const std::vector<int64_t>* plus = nullptr) const;
   std::string Explain(const Verdict& v, int leaf) const;
 
  private:

@@ -44,8 +44,8 @@ TEST(QuotaTest, WithinThenBorrowThenDenied) {
   EXPECT_EQ(v.kind, Kind::kDenied);
   EXPECT_EQ(v.have, 2000);
   EXPECT_EQ(l.Explain(v, a),
-            "the job needs 4000 GPUs (milli), queue a may take 2000 more: the rest of the cluster is in use or "
-            "guaranteed to queues that do not lend it");
+            "queue a may start 2 GPUs more now and the job needs 4 GPUs (the rest is in use, or guaranteed to "
+            "queues that do not lend it)");
   l.Add(a, Gpus(*tree, 6), -1);
   EXPECT_EQ(l.usage(a, kGpu), 8000);
 }
@@ -64,8 +64,8 @@ TEST(QuotaTest, LendingAndBorrowingLimits) {
   EXPECT_EQ(v.limit_node, a);
   EXPECT_EQ(v.have, 2000);
   EXPECT_EQ(l.Explain(v, a),
-            "the job needs 3000 GPUs (milli), queue a may take 2000 more: queue a holds 8000 of its guarantee "
-            "8000 + borrowing limit 2000");
+            "queue a may start 2 GPUs more now and the job needs 3 GPUs: queue a holds 8 GPUs of its guarantee "
+            "8 GPUs + borrowing limit 2 GPUs");
   EXPECT_EQ(l.Check(a, Gpus(*tree, 2), true).kind, Kind::kBorrow);
   // b lends at most 3: b's usage frees nothing more for a; with b holding 6, a may take 2 more.
   l.Add(b, Gpus(*tree, 6));
@@ -157,6 +157,17 @@ TEST(QuotaTest, BuildRejectsWhatCannotBeHonoured) {
   tree = QueueTree::Build(*specs, *t);
   ASSERT_FALSE(tree.ok());
   EXPECT_EQ(tree.status().message(), "queue 'a': GPU model 'B200' is not in this cluster");
+}
+
+TEST(QuotaTest, AmountsReadAsResources) {
+  auto t = Leaves(1, 1);
+  auto tree = Tree(*t, "queues:\n  - name: a\n");
+  EXPECT_EQ(tree->Amount(kGpu, 1000), "1 GPU");
+  EXPECT_EQ(tree->Amount(kGpu, 2500), "2.5 GPUs");
+  EXPECT_EQ(tree->Amount(kFirstModel, 250), "0.25 H100 GPUs");
+  EXPECT_EQ(tree->Amount(kCpu, 64000), "64 CPU cores");
+  EXPECT_EQ(tree->Amount(kMemory, 1536), "1.5 GiB of memory");
+  EXPECT_EQ(tree->Amount(kGpu, kUnlimited), "unlimited");
 }
 
 TEST(QuotaTest, DominantShareOverWeight) {

@@ -1,6 +1,7 @@
 #include "sim/engine/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace hangar::sim {
@@ -34,9 +35,19 @@ Status Simulator::Run() {
   running_slots_.resize(n);
   running_pos_.assign(n, SIZE_MAX);
   index_of_.clear();
+  const sched::queue::QueueTree* tree = config_.queues.get();
+  if (tree) {
+    queue_usage_.assign(tree->nodes().size(), std::vector<int64_t>(tree->dims(), 0));
+    queue_history_.assign(tree->nodes().size(), std::vector<double>(tree->dims(), 0.0));
+    queue_gpu_ms_.assign(tree->nodes().size(), 0);
+  }
   for (size_t i = 0; i < n; ++i) {
     remaining_[i] = jobs_[i].runtime;
     if (!jobs_[i].request) return Status::InvalidArgument("job '" + jobs_[i].name + "' has no request");
+    if (tree && (jobs_[i].queue >= tree->nodes().size() || !tree->nodes()[jobs_[i].queue].leaf())) {
+      return Status::InvalidArgument("job '" + jobs_[i].name + "' names queue " + std::to_string(jobs_[i].queue) +
+                                     ", which is not a leaf queue");
+    }
     if (!index_of_.emplace(jobs_[i].id, i).second) {
       return Status::InvalidArgument("two jobs have id " + std::to_string(jobs_[i].id));
     }
@@ -72,8 +83,30 @@ Status Simulator::Run() {
 }
 
 void Simulator::AccountBusy(Time now) {
-  if (now > last_account_) busy_gpu_ms_ += allocated_milli_ * (now - last_account_) / 1000;
+  if (now > last_account_) {
+    const Duration dt = now - last_account_;
+    busy_gpu_ms_ += allocated_milli_ * dt / 1000;
+    if (config_.queues) {
+      const double keep = config_.share_half_life > 0
+                              ? std::exp2(-static_cast<double>(dt) / static_cast<double>(config_.share_half_life))
+                              : 0.0;
+      for (size_t q = 0; q < queue_usage_.size(); ++q) {
+        queue_gpu_ms_[q] += queue_usage_[q][sched::queue::kGpu] * dt / 1000;
+        if (config_.share_half_life <= 0) continue;
+        for (size_t d = 0; d < queue_usage_[q].size(); ++d) {
+          queue_history_[q][d] = queue_history_[q][d] * keep + static_cast<double>(queue_usage_[q][d]) * (1 - keep);
+        }
+      }
+    }
+  }
   last_account_ = std::max(last_account_, now);
+}
+
+void Simulator::ChargeQueue(size_t j, const std::vector<int64_t>& charge, int sign) {
+  const auto& nodes = config_.queues->nodes();
+  for (int q = static_cast<int>(jobs_[j].queue); q >= 0; q = nodes[q].parent) {
+    for (size_t d = 0; d < charge.size(); ++d) queue_usage_[q][d] += sign * charge[d];
+  }
 }
 
 void Simulator::Arrive(size_t j) {
@@ -159,6 +192,10 @@ void Simulator::Cycle(Time now) {
   snap.pending_presorted = true;
   snap.random_seed = config_.seed;
   snap.cpu_only_pending = cpu_only_pending_;
+  if (config_.queues) {
+    snap.queues = config_.queues.get();
+    if (config_.share_half_life > 0) snap.queue_history = queue_history_;
+  }
   sched::Decisions d = scheduler_->Cycle(snap, now);
   ++cycles_;
   std::vector<size_t> requeue;
@@ -184,7 +221,7 @@ void Simulator::Cycle(Time now) {
       const size_t j = index_of_[v.job];
       if (last_rule_[j] != v.reason.rule) {
         last_rule_[j] = v.reason.rule;
-        observer_.on_wait(now, jobs_[j], v.reason);
+        observer_.on_wait(now, jobs_[j], v);
       }
     }
   }
@@ -202,6 +239,10 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   Status s = usage_.Allocate(run->assignment);
   if (!s.ok()) return;  // cannot happen: the cycle planned on a copy of this usage
   allocated_milli_ += run->milli;
+  if (config_.queues) {
+    run->charge = config_.queues->Charge(*jobs_[j].request, &run->assignment, *topology_);
+    ChargeQueue(j, run->charge, 1);
+  }
   completions_.push({run->end, j, epoch_[j]});
   results_[j].first_start = std::min(results_[j].first_start, now);
   if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_--;
@@ -216,6 +257,7 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   r.expected_end = jobs_[j].time_limit > 0 ? now + jobs_[j].time_limit : kNever;
   r.attained_service = attained_[j];
   r.last_checkpoint = now;
+  r.min_run_time = jobs_[j].min_run_time;
   r.seq = jobs_[j].seq;
   running_pos_[j] = running_jobs_.size();
   running_jobs_.push_back(r);
@@ -237,6 +279,7 @@ void Simulator::Release(Time now, size_t j) {
   Running& run = *running_slots_[j];
   usage_.Release(run.assignment);
   allocated_milli_ -= run.milli;
+  if (config_.queues) ChargeQueue(j, run.charge, -1);
   attained_[j] += run.milli * (now - run.start) / 1000;
   ran_[j] += now - run.start;
   const size_t pos = running_pos_[j];

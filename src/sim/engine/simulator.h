@@ -18,6 +18,7 @@
 
 #include "cluster/usage.h"
 #include "sched/queue/gittins.h"
+#include "sched/queue/quota.h"
 #include "sched/scheduler.h"
 
 namespace hangar::sim {
@@ -30,8 +31,9 @@ struct SimJob {
   Duration runtime = 0;     // how long it really runs (the scheduler is not told)
   Duration time_limit = 0;  // what the scheduler is told (0: nothing)
   int32_t priority = 0;
-  uint32_t queue = 0;
+  uint32_t queue = 0;  // with SimConfig::queues: its leaf's index in the tree
   job::Tier tier = job::Tier::kGuaranteed;
+  Duration min_run_time = 0;
   uint64_t seq = 0;  // tie-break: the trace's row
 };
 
@@ -50,13 +52,17 @@ struct SimConfig {
   // distribution from the jobs that finish and hand the ranks over in the Snapshot.
   bool gittins_ranks = false;
   sched::queue::GittinsOptions gittins;
+  // Queues with quotas and fair share (SimJob::queue names a leaf); null: one pool.
+  std::shared_ptr<const sched::queue::QueueTree> queues;
+  // Fair share remembers each queue's usage with this half-life (0: current usage only).
+  Duration share_half_life = 0;
 };
 
 // What happened, for golden tests and reports. All callbacks are optional.
 struct SimObserver {
   std::function<void(Time, const SimJob&, const sched::Placement&)> on_start;
   std::function<void(Time, const SimJob&)> on_finish;
-  std::function<void(Time, const SimJob&, const sched::Reason&)> on_wait;  // when the reason changes
+  std::function<void(Time, const SimJob&, const sched::Verdict&)> on_wait;  // when the reason changes
   std::function<void(Time, const SimJob&, const sched::Preemption&)> on_preempt;
   // After each cycle: allocated milli-GPU and pending jobs.
   std::function<void(Time, int64_t allocated_milli, size_t pending)> on_cycle;
@@ -80,6 +86,8 @@ class Simulator {
   // GPU-milliseconds allocated over the run, and the span it covers (first submit to last end).
   int64_t busy_gpu_ms() const { return busy_gpu_ms_; }
   const cluster::Topology& topology() const { return *topology_; }
+  // With queues: GPU-milliseconds each queue (tree index; groups include their children) held.
+  const std::vector<int64_t>& queue_gpu_ms() const { return queue_gpu_ms_; }
 
  private:
   Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig config,
@@ -91,6 +99,7 @@ class Simulator {
     Time end;
     cluster::GangAssignment assignment;
     int64_t milli;
+    std::vector<int64_t> charge;  // to its queue, with queues
   };
   struct Completion {
     Time end;
@@ -152,6 +161,12 @@ class Simulator {
   int64_t allocated_milli_ = 0;
   Time last_account_ = 0;
   int32_t cpu_only_pending_ = 0;
+
+  // With queues: what each queue holds now, its decayed past usage and its GPU-ms so far.
+  std::vector<std::vector<int64_t>> queue_usage_;
+  std::vector<std::vector<double>> queue_history_;
+  std::vector<int64_t> queue_gpu_ms_;
+  void ChargeQueue(size_t job, const std::vector<int64_t>& charge, int sign);
 
   std::unique_ptr<sched::queue::GittinsRanker> ranker_;  // null unless gittins_ranks
   bool estimate_due_ = false;

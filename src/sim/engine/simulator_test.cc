@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_yaml.h"
+#include "common/random.h"
+#include "job/queue_spec.h"
 
 namespace hangar::sim {
 namespace {
@@ -127,6 +129,55 @@ TEST(SimulatorTest, GittinsLearnsThatOldJobsAreNearlyDone) {
       EXPECT_EQ(fresh.first_start, 3090 * kSecond);
     }
   }
+}
+
+// Two saturated queues with fair-share weights 1 and 2 and no quotas: over a simulated day the
+// GPU-hours they receive are 1:2 within 5%. Jobs of 1, 2 or 4 GPUs run 10 to 90 minutes; each
+// queue has twice the cluster's day of work waiting from the start.
+double WeightedRatio(Duration half_life, uint64_t seed = 7) {
+  auto topo = cluster::ParseClusterYaml(
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 128, memory: 1Ti}\n"
+      "nodes:\n  - {name: \"n-[1-4]\"}\n",
+      "t.yaml");
+  EXPECT_TRUE(topo.ok());
+  auto specs = job::ParseQueues("queues:\n  - {name: light, weight: 1}\n  - {name: heavy, weight: 2}\n", "q.yaml");
+  EXPECT_TRUE(specs.ok());
+  auto tree = sched::queue::QueueTree::Build(*specs, *topo->topology);
+  EXPECT_TRUE(tree.ok());
+  SimConfig cfg;
+  cfg.queues = *tree;
+  cfg.share_half_life = half_life;
+  auto sim = std::move(Simulator::Create(topo->topology, cfg)).value();
+  Random rng(seed);
+  uint64_t id = 0;
+  for (const char* q : {"light", "heavy"}) {
+    int64_t gpu_seconds = 0;
+    while (gpu_seconds < 2 * 32 * 86400LL) {
+      const int gpus = 1 << rng.Uniform(3);
+      const Duration runtime = (600 + static_cast<int64_t>(rng.Uniform(4801))) * kSecond;
+      SimJob j = Job(++id, static_cast<Time>(rng.Uniform(60)) * kSecond, runtime, gpus);
+      j.queue = static_cast<uint32_t>((*tree)->FindLeaf(q));
+      sim->AddJob(std::move(j));
+      gpu_seconds += gpus * runtime / kSecond;
+    }
+  }
+  std::vector<int64_t> at_day;
+  SimObserver obs;
+  obs.on_cycle = [&](Time now, int64_t, size_t) {
+    if (at_day.empty() && now >= 86400 * kSecond) at_day = sim->queue_gpu_ms();
+  };
+  sim->set_observer(obs);
+  EXPECT_TRUE(sim->Run().ok());
+  EXPECT_FALSE(at_day.empty());
+  const double light = static_cast<double>(at_day[(*tree)->FindLeaf("light")]);
+  const double heavy = static_cast<double>(at_day[(*tree)->FindLeaf("heavy")]);
+  EXPECT_GT(light + heavy, 0.97 * 32 * 86400.0 * 1000);  // the cluster stayed busy
+  return heavy / light;
+}
+
+TEST(SimulatorTest, WeightedFairShareOverADay) {
+  // The default half-life (30 min); three workloads.
+  for (uint64_t seed : {1, 2, 3}) EXPECT_NEAR(WeightedRatio(30 * kMinute, seed), 2.0, 0.1) << "seed " << seed;
 }
 
 }  // namespace
