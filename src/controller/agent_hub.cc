@@ -135,6 +135,13 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         });
         break;
       }
+      case pb::AgentMessage::kCheckpointDone: {
+        auto c = std::make_shared<pb::CheckpointDone>(m.checkpoint_done());
+        owner->Post([c, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+          s.OnCheckpointDone(node, *c, clock->Now(), fx);
+        });
+        break;
+      }
       case pb::AgentMessage::kValidation: {
         auto v = std::make_shared<pb::ValidationResult>(m.validation());
         owner->Post([v, clock, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {

@@ -101,6 +101,11 @@ struct JobRecord {
   cluster::GangAssignment assignment;  // the current attempt's resources; empty while pending
   std::vector<TaskRun> tasks;          // the current attempt; empty while pending
   size_t live_tasks = 0;       // tasks of `tasks` not yet ended
+  Time last_checkpoint = 0;    // the latest checkpoint a task reported (any attempt)
+  std::string checkpoint_path;
+  // Preemption: victims of this pending job still stopping (it waits for their GPUs rather than
+  // preempting more), and why this job was preempted.
+  std::set<sched::JobId> awaiting_victims;
 };
 
 struct NodeRecord {
@@ -143,6 +148,8 @@ class ClusterState {
   void OnTaskStatus(const std::string& node, const pb::TaskStatus& status, Time now, Effects* fx);
 
   void OnGpuEvent(const std::string& node, const pb::GpuEvent& e, Time now);
+  // A task reported a checkpoint: the job's lost-work figure restarts from now.
+  void OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx);
   void OnValidation(const std::string& node, const pb::ValidationResult& r, Time now);
 
   // ---- timers ----
@@ -198,7 +205,9 @@ class ClusterState {
   void EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx);
   void FinishIfDone(JobRecord& j, Time now, Effects* fx);
   void StopTasks(JobRecord& j, Duration grace, Effects* fx);
-  void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx);
+  // Stops the current attempt (with the checkpoint protocol when `checkpoint`) and queues the
+  // job again, whole; its resources stay held until its tasks have ended.
+  void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint = true);
   // cluster_state_sched.cc
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;

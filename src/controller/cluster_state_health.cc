@@ -163,14 +163,7 @@ void ClusterState::DrainWork(uint32_t n, const std::vector<uint32_t>& gpus, cons
   for (sched::JobId id : hit) {
     JobRecord& j = jobs_.at(id);
     if (job::IsFinal(j.state)) continue;
-    for (const auto& t : j.tasks) {  // ask them to checkpoint before the stop's grace runs out
-      if (t.phase == TaskRun::Phase::kEnded) continue;
-      pb::ControllerMessage m;
-      m.mutable_signal()->set_task_id(TaskId(j.id, j.attempt, t.index));
-      m.mutable_signal()->set_signal(j.spec->spec.checkpoint.signal);
-      fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
-    }
-    Requeue(j, why, now, fx);
+    Requeue(j, why, now, fx);  // with the checkpoint signal first
   }
 }
 

@@ -101,7 +101,7 @@ TEST_F(HealthLoopTest, Xid79DrainsTheNodeAndRequeuesTheGangWhole) {
   EXPECT_EQ(state_->GetNode(victim)->state, "draining");
   int signals = 0, stops = 0;
   for (const auto& m : fx.messages) {
-    signals += m.message.has_signal() && m.message.signal().signal() == 10;  // checkpoint first
+    signals += m.message.has_stop() && m.message.stop().checkpoint_signal() == 10;  // checkpoint first
     stops += m.message.has_stop();
   }
   EXPECT_EQ(signals, 2);

@@ -157,8 +157,8 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
   Persist(j, fx);
 }
 
-void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx) {
-  const Duration grace = std::max(options_.stop_grace, j.spec->spec.checkpoint.grace);
+void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint) {
+  const Duration grace = checkpoint ? j.spec->spec.checkpoint.grace : options_.stop_grace;
   for (auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kEnded) continue;
     if (nodes_[t.node].lost) {
@@ -171,6 +171,10 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
     pb::ControllerMessage m;
     m.mutable_stop()->set_task_id(id);
     m.mutable_stop()->set_grace_ms(grace);
+    if (checkpoint) {
+      m.mutable_stop()->set_checkpoint_signal(j.spec->spec.checkpoint.signal);
+      m.mutable_stop()->set_kill_grace_ms(options_.stop_grace);
+    }
     fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
     zombies_[id] = {t.node, cluster::TaskShare(j.assignment, t.index)};
   }
@@ -188,6 +192,21 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   fx->Event(now, "job", "job/" + std::to_string(j.id), "requeued whole: " + why);
   Persist(j, fx);
   dirty_ = true;
+}
+
+void ClusterState::OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx) {
+  sched::JobId id;
+  uint32_t attempt, index;
+  if (!ParseTaskId(c.task_id(), &id, &attempt, &index)) return;
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  JobRecord& j = it->second;
+  j.last_checkpoint = now;
+  j.checkpoint_path = c.path();
+  fx->Event(now, "job", "job/" + std::to_string(id),
+            "checkpoint written by task " + std::to_string(index) + " on " + node +
+                (c.path().empty() ? "" : ": " + c.path()) + (c.step() ? " (step " + std::to_string(c.step()) + ")" : ""));
+  Persist(j, fx);
 }
 
 void ClusterState::Persist(const JobRecord& j, Effects* fx) const { fx->batch.jobs.push_back(ToRow(j)); }
