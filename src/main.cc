@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   hangar::controller::RegisterControllerCommand(app, &rc);
   hangar::agent::RegisterAgentCommand(app, &rc);
   hangar::cli::RegisterUserCommands(app, &rc);
+  hangar::cli::RegisterShareCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);
   try {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "api/views.h"
+#include "cli/cli_common.h"
 #include "cli/client.h"
 #include "cli/table.h"
 #include "common/time.h"
@@ -15,26 +16,6 @@
 namespace hangar::cli {
 namespace {
 
-struct Common {
-  std::string server;
-  std::string output = "table";
-};
-
-void AddCommon(CLI::App* c, Common* common) {
-  c->add_option("--server", common->server, "API address (default: $HANGAR_URL or http://127.0.0.1:8080)");
-  c->add_option("-o,--output", common->output, "table or json")->check(CLI::IsMember({"table", "json"}));
-}
-
-// Runs `body`; prints its error as one line on stderr and sets the exit code.
-void Guard(int* rc, const std::function<Status()>& body) {
-  Status s = body();
-  if (!s.ok()) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    *rc = s.code() == StatusCode::kUnavailable ? 3 : 1;
-  }
-}
-
-void PrintJson(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()); }
 
 std::string Gpus(double g) {
   char buf[32];

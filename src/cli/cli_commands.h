@@ -8,5 +8,7 @@
 namespace hangar::cli {
 
 void RegisterUserCommands(CLI::App& app, int* rc);
+// apply, queues, share, usage (share_commands.cc).
+void RegisterShareCommands(CLI::App& app, int* rc);
 
 }  // namespace hangar::cli

@@ -22,6 +22,8 @@
 #include "job/job_spec.h"
 #include "job/job_state.h"
 #include "proto/agent.pb.h"
+#include "job/queue_spec.h"
+#include "sched/queue/quota.h"
 #include "sched/scheduler.h"
 
 namespace hangar::controller {
@@ -48,7 +50,12 @@ struct ControllerOptions {
   int master_port_span = 2000;
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   Duration stop_grace = 10 * kSecond;  // for cancel and requeue, unless the job says more
+  // Leaf queues without quotas, used until a queues file is applied (`hangar apply -f`).
   std::vector<std::string> queues = {"default"};
+  // Fair share remembers each queue's usage with this half-life.
+  Duration share_half_life = 30 * kMinute;
+  // Accounting counts an allocated GPU below this utilisation as idle (waste).
+  int idle_util_pct = 5;
   // Health: a node takes no work until its validation passes (when required), and the rules'
   // thresholds. Baselines come from cluster.yaml.
   bool require_validation = true;
@@ -96,6 +103,7 @@ struct JobRecord {
   uint32_t attempt = 0;
   uint32_t restarts = 0;
   sched::Reason reason;  // why it waits, as of the last cycle
+  std::string reason_detail;  // the quota's words, when its queue is what holds it
   std::string message;   // how it ended, or why it was requeued
   int master_port = 0;
   cluster::GangAssignment assignment;  // the current attempt's resources; empty while pending
@@ -104,8 +112,27 @@ struct JobRecord {
   Time last_checkpoint = 0;    // the latest checkpoint a task reported (any attempt)
   std::string checkpoint_path;
   // Preemption: victims of this pending job still stopping (it waits for their GPUs rather than
-  // preempting more), and why this job was preempted.
+  // preempting more).
   std::set<sched::JobId> awaiting_victims;
+  uint32_t queue = 0;  // its leaf's index in the queue tree
+  // Idle reclamation and accounting of the current attempt.
+  Time idle_since = 0;        // all its GPUs below the queue's idle threshold since then
+  bool idle_notified = false;
+  int64_t idle_gpu_ms = 0;    // allocated-but-idle GPU time of this attempt
+};
+
+// One ended attempt of a job, for accounting (`hangar usage`); kept in the store ("usage").
+struct AttemptUsage {
+  sched::JobId job = 0;
+  uint32_t attempt = 0;
+  std::string user, queue, tier;
+  Time start = 0, end = 0;
+  int64_t milli_gpu = 0;
+  int64_t idle_gpu_ms = 0;
+  int64_t lost_gpu_ms = 0;  // work since its last checkpoint, thrown away by a preemption or drain
+  std::string how;          // succeeded, failed, cancelled, requeued
+  nlohmann::json ToJson() const;
+  static AttemptUsage FromJson(const nlohmann::json& j);
 };
 
 struct NodeRecord {
@@ -150,6 +177,24 @@ class ClusterState {
   void OnGpuEvent(const std::string& node, const pb::GpuEvent& e, Time now);
   // A task reported a checkpoint: the job's lost-work figure restarts from now.
   void OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx);
+
+  // ---- queues, fair share, accounting (cluster_state_queues.cc) ----
+  // Replaces the queue tree (idempotent). Fails, changing nothing, when a quota cannot be
+  // honoured or a queue that still has unfinished jobs would disappear. `summary` says what
+  // was created, changed, removed and left as it was.
+  Status ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Effects* fx, nlohmann::json* summary);
+  nlohmann::json QueuesJson() const;
+  // Per queue: guarantee, in use, borrowed, lent, share, and why its head job waits.
+  nlohmann::json ShareJson(Time now) const;
+  // GPU-hours by "queue" or "user" (and tier), with idle and preempted waste, since `since`.
+  StatusOr<nlohmann::json> UsageJson(const std::string& by, Time since, Time now) const;
+  // Applies queues' idle policies from the GPUs' utilisation and counts idle GPU time.
+  void ReclaimIdle(Time now, Effects* fx);
+  // Once a second: the fair-share history and idle reclamation.
+  void Tick(Time now, Effects* fx) {
+    UpdateShareHistory(now);
+    ReclaimIdle(now, fx);
+  }
   void OnValidation(const std::string& node, const pb::ValidationResult& r, Time now);
 
   // ---- timers ----
@@ -212,6 +257,11 @@ class ClusterState {
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
+  // cluster_state_queues.cc
+  void UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<const sched::queue::QueueTree> tree);
+  void UpdateShareHistory(Time now);
+  std::vector<std::vector<int64_t>> RunningCharges(std::vector<int>* leaf_of_active = nullptr) const;
+  void CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how, Effects* fx);
   // cluster_state_health.cc
   void DrainWork(uint32_t node, const std::vector<uint32_t>& gpus, const std::string& why, Time now, Effects* fx);
   bool HasWork(uint32_t node) const;
@@ -252,6 +302,14 @@ class ClusterState {
   // Whether a request shape can ever fit this (immutable) topology; a scan of every node, so
   // done once per shape, not once per job of a thousand-job sweep.
   std::unordered_map<uint64_t, sched::Reason> never_cache_;
+  // Queues: the applied specs, their tree, each queue's decayed usage (per tree node and
+  // dimension), and the accounting of ended attempts.
+  std::vector<job::QueueSpec> queue_specs_;
+  std::shared_ptr<const sched::queue::QueueTree> queue_tree_;
+  std::vector<std::vector<double>> share_history_;
+  Time share_history_at_ = 0;
+  std::vector<AttemptUsage> usage_log_;
+  Time idle_checked_at_ = 0;
   uint64_t next_job_id_ = 1;
   uint64_t placements_total_ = 0;
   bool dirty_ = false;

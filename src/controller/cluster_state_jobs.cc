@@ -23,6 +23,14 @@ ClusterState::ClusterState(std::shared_ptr<const cluster::Topology> topology,
               0),
       nodes_(topology_->nodes().size()) {
   health_.SetBaselines(options_.baselines);
+  std::vector<job::QueueSpec> specs;
+  for (const auto& name : options_.queues) {
+    job::QueueSpec q;
+    q.name = name;
+    specs.push_back(q);
+  }
+  auto tree = sched::queue::QueueTree::Build(specs, *topology_);
+  if (tree.ok()) UseQueues(std::move(specs), *tree);
   for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
 }
 
@@ -63,10 +71,14 @@ std::shared_ptr<const sched::GangRequest> ClusterState::InternRequest(sched::Gan
 }
 
 StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects* fx) {
-  if (std::find(options_.queues.begin(), options_.queues.end(), spec.queue) == options_.queues.end()) {
+  const int leaf = queue_tree_->FindLeaf(spec.queue);
+  if (leaf < 0) {
     std::string known;
-    for (const auto& q : options_.queues) known += (known.empty() ? "" : ", ") + q;
-    return Status::InvalidArgument("queue '" + spec.queue + "' does not exist; the queues are: " + known);
+    for (const auto& q : queue_tree_->LeafNames()) known += (known.empty() ? "" : ", ") + q;
+    return Status::InvalidArgument("queue '" + spec.queue + "' " +
+                                   (queue_tree_->Find(spec.queue) >= 0 ? "is a group, not a queue jobs can go to"
+                                                                      : "does not exist") +
+                                   "; the queues are: " + known);
   }
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
   auto cached = never_cache_.find(request.fingerprint);
@@ -85,6 +97,7 @@ StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects
   j.request = InternRequest(std::move(request));
   j.submitted = now;
   j.state = JobState::kPending;
+  j.queue = static_cast<uint32_t>(leaf);
   fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
   fx->Event(now, "job", "job/" + std::to_string(j.id), "submitted '" + j.spec->spec.name + "' to queue " + j.spec->spec.queue);
   Persist(j, fx);
@@ -103,6 +116,7 @@ Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
     return Status::FailedPrecondition("job " + std::to_string(id) + " already " + std::string(job::JobStateName(j.state)) + "; nothing to cancel");
   }
   pending_.erase(id);
+  CloseAttempt(j, now, 0, "cancelled", fx);
   if (!j.tasks.empty()) StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
   j.state = JobState::kCancelled;
   j.ended = now;
@@ -144,6 +158,7 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
                   (t.signal ? " was killed by signal " + std::to_string(t.signal)
                             : " exited with code " + std::to_string(t.exit_code));
       StopTasks(j, options_.stop_grace, fx);
+      CloseAttempt(j, now, 0, "failed", fx);
       fx->Event(now, "job", "job/" + std::to_string(j.id), "failed: " + j.message);
       Persist(j, fx);
       return;
@@ -153,12 +168,18 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
   j.state = JobState::kSucceeded;
   j.ended = now;
   j.message = "all " + std::to_string(j.tasks.size()) + " tasks exited 0";
+  CloseAttempt(j, now, 0, "succeeded", fx);
   fx->Event(now, "job", "job/" + std::to_string(j.id), "succeeded");
   Persist(j, fx);
 }
 
 void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint) {
   const Duration grace = checkpoint ? j.spec->spec.checkpoint.grace : options_.stop_grace;
+  // The work since its last checkpoint is lost (as far as anyone knows now).
+  const int64_t lost = j.started ? j.assignment.TotalMilliGpu(*topology_) *
+                                       std::max<Time>(0, now - std::max(j.started, j.last_checkpoint)) / 1000
+                                 : 0;
+  CloseAttempt(j, now, lost, "requeued", fx);
   for (auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kEnded) continue;
     if (nodes_[t.node].lost) {
@@ -188,6 +209,10 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   j.started = 0;
   j.message = why;
   j.reason = {};
+  j.reason_detail.clear();
+  j.idle_since = 0;
+  j.idle_notified = false;
+  j.idle_gpu_ms = 0;
   pending_.insert(j.id);
   fx->Event(now, "job", "job/" + std::to_string(j.id), "requeued whole: " + why);
   Persist(j, fx);
@@ -226,6 +251,11 @@ JobRow ClusterState::ToRow(const JobRecord& j) const {
   r.restarts = j.restarts;
   r.message = j.message;
   r.placement_json = PlacementJson(j);
+  nlohmann::json extra = nlohmann::json::object();
+  if (j.last_checkpoint) extra["last_checkpoint"] = j.last_checkpoint;
+  if (!j.checkpoint_path.empty()) extra["checkpoint_path"] = j.checkpoint_path;
+  if (j.idle_gpu_ms) extra["idle_gpu_ms"] = j.idle_gpu_ms;
+  if (!extra.empty()) r.extra_json = extra.dump();
   return r;
 }
 
@@ -266,7 +296,9 @@ api::JobView ClusterState::View(const JobRecord& j) const {
   v.restarts = j.restarts;
   v.message = j.message;
   if (j.state == JobState::kPending) {
-    v.reason = j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle" : j.reason.ToString(*topology_);
+    v.reason = !j.reason_detail.empty()             ? j.reason_detail
+               : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
+                                                    : j.reason.ToString(*topology_);
     v.reason_rule = std::string(j.reason.RuleName());
   } else {
     v.reason = j.message;

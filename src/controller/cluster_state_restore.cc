@@ -65,6 +65,20 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
   started_at_ = now;
   for (const auto& v : c.values) {
     if (v.table == "meta" && v.key == "next_job_id") next_job_id_ = std::stoull(v.value);
+    if (v.table == "queue" && v.key == "tree") {
+      // The queues last applied; a tree the cluster can no longer honour (nodes left
+      // cluster.yaml) is reported and the previous default kept, so the controller still starts.
+      auto specs = job::ParseQueues(v.value, "the stored queue tree");
+      auto tree = specs.ok() ? sched::queue::QueueTree::Build(*specs, *topology_)
+                             : StatusOr<std::shared_ptr<const sched::queue::QueueTree>>(specs.status());
+      if (!tree.ok()) return Status::FailedPrecondition("the applied queues no longer fit this cluster: " +
+                                                        tree.status().message() + "; fix cluster.yaml or the store");
+      UseQueues(std::move(*specs), *tree);
+    }
+    if (v.table == "usage") {
+      auto j = nlohmann::json::parse(v.value, nullptr, false);
+      if (!j.is_discarded()) usage_log_.push_back(AttemptUsage::FromJson(j));
+    }
   }
   for (const auto& row : c.nodes) {
     auto n = topology_->FindNode(row.name);
@@ -92,6 +106,20 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     j.attempt = row.attempt;
     j.restarts = row.restarts;
     j.message = row.message;
+    if (!row.extra_json.empty()) {
+      auto extra = nlohmann::json::parse(row.extra_json, nullptr, false);
+      if (extra.is_object()) {
+        j.last_checkpoint = extra.value("last_checkpoint", Time{0});
+        j.checkpoint_path = extra.value("checkpoint_path", "");
+        j.idle_gpu_ms = extra.value("idle_gpu_ms", int64_t{0});
+      }
+    }
+    const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
+    if (leaf < 0 && !job::IsFinal(j.state)) {
+      return Status::FailedPrecondition("job " + std::to_string(row.id) + " is in queue '" + j.spec->spec.queue +
+                                        "', which the controller does not have; start it with that queue (--queues) or apply a queues file that has it");
+    }
+    j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
     next_job_id_ = std::max<uint64_t>(next_job_id_, row.id + 1);
     if (!row.placement_json.empty()) HANGAR_RETURN_IF_ERROR(ParsePlacement(row.placement_json, *topology_, &j));
     for (auto& t : j.tasks) {

@@ -10,11 +10,21 @@ using job::JobState;
 void ClusterState::Schedule(Time now, Effects* fx) {
   dirty_ = false;
   if (pending_.empty()) return;
+  UpdateShareHistory(now);
   std::vector<sched::PendingJob> pending;
   pending.reserve(pending_.size());
   for (sched::JobId id : pending_) {
-    const JobRecord& j = jobs_.at(id);
+    JobRecord& j = jobs_.at(id);
     const job::JobSpec& s = j.spec->spec;
+    // Victims preempted for it that have stopped no longer hold it back.
+    std::erase_if(j.awaiting_victims, [&](sched::JobId v) {
+      const std::string prefix = std::to_string(v) + ".";
+      if (active_.count(v)) return false;
+      for (const auto& [task, z] : zombies_) {
+        if (task.compare(0, prefix.size(), prefix) == 0) return false;
+      }
+      return true;
+    });
     sched::PendingJob p;
     p.id = id;
     p.request = j.request.get();
@@ -23,6 +33,8 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     p.submit = j.submitted;
     p.time_limit = s.time_limit;
     p.seq = id;
+    p.queue = j.queue;
+    p.may_preempt = j.awaiting_victims.empty();
     pending.push_back(p);
   }
   // Running gangs, for backfill reservations (and preemption).
@@ -41,6 +53,8 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     r.start = j.started ? j.started : now;
     r.expected_end = j.spec->spec.time_limit > 0 ? r.start + j.spec->spec.time_limit : kNever;
     r.min_run_time = j.spec->spec.min_run_time;
+    r.last_checkpoint = std::max(r.start, j.last_checkpoint);
+    r.queue = j.queue;
     r.seq = id;
     if (j.live_tasks == j.tasks.size()) {
       r.assignment = &j.assignment;
@@ -64,9 +78,38 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   snap.pending = pending;
   snap.running = running;
   snap.random_seed = static_cast<uint64_t>(now);
+  snap.queues = queue_tree_.get();
+  snap.queue_history = share_history_;
   sched::Decisions d = scheduler_->Cycle(snap, now);
-  for (auto& p : d.placements) StartJob(jobs_.at(p.job), p, now, fx);
-  for (const auto& v : d.waiting) jobs_.at(v.job).reason = v.reason;
+  // Preemptions first: a victim is asked to checkpoint and stop, and keeps its GPUs until it has;
+  // the job it made room for starts in a later cycle, once they are free, and preempts no more
+  // meanwhile.
+  for (const auto& pre : d.preemptions) {
+    JobRecord& victim = jobs_.at(pre.victim);
+    fx->Event(now, "job", "job/" + std::to_string(pre.victim),
+              "preempted for job " + std::to_string(pre.for_job) + ": " + pre.why);
+    Requeue(victim, "preempted for job " + std::to_string(pre.for_job) + ": " + pre.why, now, fx);
+  }
+  for (auto& p : d.placements) {
+    JobRecord& j = jobs_.at(p.job);
+    if (!p.preempted.empty()) {
+      j.awaiting_victims.insert(p.preempted.begin(), p.preempted.end());
+      j.reason = {};
+      j.reason_detail = "waiting for " + std::to_string(p.preempted.size()) + " preempted job" +
+                        (p.preempted.size() == 1 ? "" : "s") + " to checkpoint and stop";
+      continue;
+    }
+    StartJob(j, p, now, fx);
+  }
+  for (auto& v : d.waiting) {
+    JobRecord& j = jobs_.at(v.job);
+    j.reason = v.reason;
+    j.reason_detail = std::move(v.detail);
+    if (j.reason_detail.empty() && !j.awaiting_victims.empty()) {
+      j.reason_detail = "waiting for " + std::to_string(j.awaiting_victims.size()) +
+                        " preempted job(s) to checkpoint and stop; then: " + v.reason.ToString(*topology_);
+    }
+  }
   if (d.not_examined.rule != sched::Rule::kNone) {
     for (size_t k = d.examined; k < pending.size(); ++k) {
       // Jobs the cycle did not reach keep their last reason, unless they never had one.
@@ -91,6 +134,8 @@ void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects
   j.live_tasks = j.tasks.size();
   j.state = JobState::kStarting;
   j.reason = {};
+  j.reason_detail.clear();
+  j.awaiting_victims.clear();
   j.master_port = options_.master_port_base +
                   static_cast<int>((j.id * 7 + j.attempt) % static_cast<uint64_t>(options_.master_port_span));
   ++placements_total_;

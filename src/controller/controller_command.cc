@@ -26,6 +26,10 @@ struct Flags {
   std::string heartbeat_interval = "1s";
   std::vector<std::string> queues = {"default"};
   std::string placement = "hangar";
+  std::string queue_policy = "priority";
+  std::string preemption = "priority";
+  std::string min_run = "0s";
+  std::string share_half_life = "30m";
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   std::string port_file;
 };
@@ -53,8 +57,21 @@ Status Run(const Flags& f) {
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_interval, ParseDuration(f.heartbeat_interval));
   opt.queues = f.queues;
   opt.checkpoint_root = f.checkpoint_root;
+  HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   sched::SchedulerConfig sc;
   sc.placement_policy = f.placement;
+  sc.queue_policy = f.queue_policy;
+  if (f.preemption == "none") {
+    sc.preemption.mode = sched::PreemptionMode::kNone;
+  } else if (f.preemption == "priority") {
+    sc.preemption.mode = sched::PreemptionMode::kPriority;
+  } else if (f.preemption == "quota-only") {
+    sc.preemption.mode = sched::PreemptionMode::kNone;  // guarantees are still reclaimed
+  } else {
+    return Status::InvalidArgument("--preemption must be priority, quota-only or none");
+  }
+  sc.preemption.reclaim_quota = f.preemption != "none";
+  HANGAR_ASSIGN_OR_RETURN(sc.preemption.min_run_before_preempt, ParseDuration(f.min_run));
   HANGAR_ASSIGN_OR_RETURN(auto scheduler, sched::Scheduler::Create(sc));
   auto state = std::make_unique<ClusterState>(cluster_file.topology, opt, std::move(scheduler));
   HANGAR_ASSIGN_OR_RETURN(StoreContents contents, store->Load());
@@ -116,6 +133,13 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--heartbeat-interval", f->heartbeat_interval, "How often agents report")->capture_default_str();
   c->add_option("--queues", f->queues, "Queues that accept jobs")->delimiter(',')->capture_default_str();
   c->add_option("--placement", f->placement, "Placement policy")->capture_default_str();
+  c->add_option("--queue-policy", f->queue_policy, "Order within a queue: priority, fifo, sjf, las, gittins")->capture_default_str();
+  c->add_option("--preemption", f->preemption,
+                "priority: higher-priority guaranteed jobs preempt within their queue, and guarantees are reclaimed "
+                "from borrowers; quota-only: only the latter; none: never preempt")
+      ->capture_default_str();
+  c->add_option("--min-run-before-preempt", f->min_run, "No job is preempted before it has run this long")->capture_default_str();
+  c->add_option("--share-half-life", f->share_half_life, "Fair share forgets past usage with this half-life")->capture_default_str();
   c->add_option("--checkpoint-root", f->checkpoint_root, "Where jobs' HANGAR_CHECKPOINT_DIR live")->capture_default_str();
   c->add_option("--port-file", f->port_file, "Write the bound ports here as JSON (for port 0)");
   c->callback([f, rc] {

@@ -4,6 +4,7 @@
 
 #include "api/views.h"
 #include "common/net.h"
+#include "job/queue_spec.h"
 
 namespace hangar::controller {
 
@@ -245,6 +246,40 @@ void HttpApi::Routes() {
   };
   s.Post(R"(/v1/nodes/([^/]+)/drain)", drain(true));
   s.Post(R"(/v1/nodes/([^/]+)/undrain)", drain(false));
+  s.Post("/v1/queues", [this](const httplib::Request& req, httplib::Response& res) {
+    auto specs = job::ParseQueues(req.body, "queues file");
+    if (!specs.ok()) return Reply(res, specs.status());
+    auto summary = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects* fx) -> StatusOr<nlohmann::json> {
+      nlohmann::json out;
+      HANGAR_RETURN_IF_ERROR(st.ApplyQueues(*specs, owner_->clock()->Now(), fx, &out));
+      return out;
+    });
+    if (!summary.ok()) return Reply(res, summary.status());
+    Reply(res, 200, *summary);
+  });
+  s.Get("/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) { return st.QueuesJson(); }));
+  });
+  s.Get("/v1/share", [this](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, owner_->Call<nlohmann::json>([this](ClusterState& st, Effects*) { return st.ShareJson(owner_->clock()->Now()); }));
+  });
+  s.Get("/v1/usage", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string by = req.has_param("by") ? req.get_param_value("by") : "queue";
+    Duration window = 7 * kDay;
+    if (req.has_param("since")) {
+      auto d = ParseDuration(req.get_param_value("since"));
+      if (!d.ok() || *d <= 0) {
+        return Reply(res, Status::InvalidArgument("since must be a duration back from now, like 7d, 12h or 30m"));
+      }
+      window = *d;
+    }
+    auto out = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects*) {
+      const Time now = owner_->clock()->Now();
+      return st.UsageJson(by, now - window, now);
+    });
+    if (!out.ok()) return Reply(res, out.status());
+    Reply(res, 200, *out);
+  });
   s.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
     std::string subject = req.has_param("subject") ? req.get_param_value("subject") : "";
     int limit = req.has_param("limit") ? std::atoi(req.get_param_value("limit").c_str()) : 100;

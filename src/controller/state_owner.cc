@@ -72,6 +72,10 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
     last_heartbeat_check_ = now;
   }
   if (state_->NeedsHealth(now)) state_->EvaluateHealth(now, &fx);
+  if (now - last_tick_ >= kSecond) {
+    state_->Tick(now, &fx);
+    last_tick_ = now;
+  }
   double cycle_s = -1;
   if (state_->NeedsCycle() && now - last_cycle_ >= min_cycle_interval_) {
     const int64_t t0 = MonotonicNanos();

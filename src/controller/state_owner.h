@@ -84,6 +84,7 @@ class StateOwner {
   OwnerStats stats_;
   std::thread thread_;
   Time last_cycle_ = 0;
+  Time last_tick_ = 0;
   Time last_heartbeat_check_ = 0;
 };
 

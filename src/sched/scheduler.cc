@@ -91,6 +91,7 @@ bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t
                            bool within, cluster::ClusterUsage* work, CycleState* st, Decisions* out) {
   const PreemptionConfig& cfg = config_.preemption;
   const queue::QueueTree* tree = snap.queues;
+  if (!job.may_preempt) return false;
   const bool reclaim = leaf >= 0 && within && cfg.reclaim_quota && job.tier == job::Tier::kGuaranteed;
   if (cfg.mode == PreemptionMode::kNone && !reclaim) return false;
   if (cfg.max_victims_per_cycle > 0 && st->victims >= cfg.max_victims_per_cycle) return false;

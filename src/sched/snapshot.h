@@ -35,6 +35,9 @@ struct PendingJob {
   // The owner's Gittins rank for the job (queue/gittins.h), in GPU-milliseconds; lower goes
   // first under the "gittins" queue policy and preemption mode. 0 when the owner keeps none.
   int64_t rank = 0;
+  // False while victims preempted for it are still stopping: it waits for their resources
+  // rather than preempting more.
+  bool may_preempt = true;
 };
 
 struct RunningJob {

@@ -1,0 +1,36 @@
+// What every user command shares: the server and output flags, the error guard, JSON output.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace hangar::cli {
+
+struct Common {
+  std::string server;
+  std::string output = "table";
+};
+
+inline void AddCommon(CLI::App* c, Common* common) {
+  c->add_option("--server", common->server, "API address (default: $HANGAR_URL or http://127.0.0.1:8080)");
+  c->add_option("-o,--output", common->output, "table or json")->check(CLI::IsMember({"table", "json"}));
+}
+
+// Runs `body`; prints its error as one line on stderr and sets the exit code.
+inline void Guard(int* rc, const std::function<Status()>& body) {
+  Status s = body();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    *rc = s.code() == StatusCode::kUnavailable ? 3 : 1;
+  }
+}
+
+inline void PrintJson(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()); }
+
+}  // namespace hangar::cli

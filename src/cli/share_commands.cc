@@ -1,0 +1,172 @@
+// The sharing commands: apply (queues files), queues, share, usage.
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli_commands.h"
+#include "cli/cli_common.h"
+#include "cli/client.h"
+#include "cli/table.h"
+#include "common/time.h"
+#include "job/queue_spec.h"
+
+namespace hangar::cli {
+namespace {
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v == static_cast<long long>(v) ? "%.0f" : "%.1f", v);
+  return buf;
+}
+
+Status Apply(const Common& c, const std::string& file) {
+  std::ifstream in(file);
+  if (!in) return Status::NotFound(file + ": cannot open the file; check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  if (text.find("queues:") == std::string::npos) {
+    return Status::InvalidArgument(file + ": `hangar apply` takes a queues file (a map with 'queues:', docs/queues.md); "
+                                   "submit jobs with `hangar submit`");
+  }
+  // Validate locally first, so errors name the file and line.
+  auto specs = job::ParseQueues(text, file);
+  if (!specs.ok()) return specs.status();
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/queues", text, "application/yaml"));
+  if (c.output == "json") {
+    PrintJson(r);
+    return Status::Ok();
+  }
+  auto list = [&](const char* key) {
+    std::string out;
+    for (const auto& n : r.value(key, nlohmann::json::array())) out += (out.empty() ? "" : ", ") + n.get<std::string>();
+    return out.empty() ? std::string("none") : out;
+  };
+  if (r["created"].empty() && r["changed"].empty() && r["removed"].empty()) {
+    std::printf("queues unchanged (%zu)\n", r["unchanged"].size());
+  } else {
+    std::printf("queues applied: created %s; changed %s; removed %s\n", list("created").c_str(), list("changed").c_str(),
+                list("removed").c_str());
+  }
+  return Status::Ok();
+}
+
+std::string Amounts(const nlohmann::json& a) {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : " ") + s; };
+  if (a.contains("gpus")) {
+    if (a["gpus"].is_object()) {
+      for (const auto& [m, v] : a["gpus"].items()) add(m + "=" + v.dump());
+    } else {
+      add(a["gpus"].dump() + " GPU");
+    }
+  }
+  if (a.contains("cpu")) add(a["cpu"].dump() + " CPU");
+  if (a.contains("memory")) add(a["memory"].get<std::string>() + " mem");
+  return out.empty() ? "-" : out;
+}
+
+Status Queues(const Common& c) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/queues"));
+  if (c.output == "json") {
+    PrintJson(r);
+    return Status::Ok();
+  }
+  Table t({"QUEUE", "GUARANTEE", "BORROW LIMIT", "LEND LIMIT", "WEIGHT", "IDLE POLICY", "USERS"});
+  std::function<void(const nlohmann::json&, int)> walk = [&](const nlohmann::json& qs, int depth) {
+    for (const auto& q : qs) {
+      std::string idle = "-";
+      if (q.contains("idle")) {
+        auto d = ParseDuration(q["idle"].value("for", "0s"));
+        idle = "<" + std::to_string(q["idle"].value("gpu_util_below", 0)) + "% for " +
+               (d.ok() ? FormatDuration(*d) : q["idle"].value("for", "")) + ": " + q["idle"].value("action", "");
+      }
+      std::string users;
+      for (const auto& u : q.value("users", nlohmann::json::array())) users += (users.empty() ? "" : ",") + u.get<std::string>();
+      t.Add({std::string(2 * depth, ' ') + q.value("name", ""), Amounts(q.value("quota", nlohmann::json::object())),
+             Amounts(q.value("borrowing_limit", nlohmann::json::object())),
+             Amounts(q.value("lending_limit", nlohmann::json::object())), std::to_string(q.value("weight", 1)), idle,
+             users.empty() ? "-" : users});
+      walk(q.value("children", nlohmann::json::array()), depth + 1);
+    }
+  };
+  walk(r["queues"], 0);
+  std::printf("%s", t.Render().c_str());
+  return Status::Ok();
+}
+
+Status Share(const Common& c) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/share"));
+  if (c.output == "json") {
+    PrintJson(r);
+    return Status::Ok();
+  }
+  Table t({"QUEUE", "WEIGHT", "GUARANTEE", "IN USE", "BORROWED", "LENT", "SHARE", "RECENT", "PENDING", "HEAD JOB WAITS BECAUSE"});
+  for (const auto& q : r["queues"]) {
+    std::string head = "-";
+    if (q.contains("head_job")) head = "#" + std::to_string(q["head_job"].get<uint64_t>()) + ": " + q.value("head_waits", "");
+    char share[16], recent[16];
+    std::snprintf(share, sizeof share, "%.1f%%", 100 * q.value("share", 0.0));
+    std::snprintf(recent, sizeof recent, "%.1f%%", 100 * q.value("recent_share", 0.0));
+    t.Add({std::string(2 * q.value("depth", 0), ' ') + q.value("name", ""), std::to_string(q.value("weight", 1)),
+           Num(q.value("guarantee_gpus", 0.0)), Num(q.value("in_use_gpus", 0.0)), Num(q.value("borrowed_gpus", 0.0)),
+           Num(q.value("lent_gpus", 0.0)), share, recent, std::to_string(q.value("pending", 0)), head});
+  }
+  std::printf("%s", t.Render().c_str());
+  std::printf("GPUs are whole GPUs; SHARE is the dominant share of the cluster over the weight, RECENT the same over "
+              "usage remembered with a %lld s half-life.\n",
+              static_cast<long long>(r.value("half_life_s", 0)));
+  return Status::Ok();
+}
+
+Status Usage(const Common& c, const std::string& by, const std::string& since) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/usage?by=" + by + "&since=" + since));
+  if (c.output == "json") {
+    PrintJson(r);
+    return Status::Ok();
+  }
+  std::string key = by;
+  for (auto& ch : key) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  Table t({key, "GPU-HOURS", "GUARANTEED", "OPPORTUNISTIC", "IDLE (WASTE)", "LOST TO PREEMPTION", "JOBS"});
+  double total = 0, idle = 0, lost = 0;
+  for (const auto& row : r["rows"]) {
+    t.Add({row.value(by, ""), Num(row.value("gpu_hours", 0.0)), Num(row.value("guaranteed_gpu_hours", 0.0)),
+           Num(row.value("opportunistic_gpu_hours", 0.0)), Num(row.value("idle_gpu_hours", 0.0)),
+           Num(row.value("lost_to_preemption_gpu_hours", 0.0)), std::to_string(row.value("jobs", 0))});
+    total += row.value("gpu_hours", 0.0);
+    idle += row.value("idle_gpu_hours", 0.0);
+    lost += row.value("lost_to_preemption_gpu_hours", 0.0);
+  }
+  t.Add({"total", Num(total), "", "", Num(idle), Num(lost), ""});
+  std::printf("GPU-hours over the last %s\n%s", since.c_str(), t.Render().c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterShareCommands(CLI::App& app, int* rc) {
+  auto c = std::make_shared<Common>();
+  auto s = std::make_shared<std::vector<std::string>>(2);
+
+  CLI::App* apply = app.add_subcommand("apply", "Apply a queues file: the queue tree, quotas and weights (docs/queues.md)");
+  apply->add_option("-f,--file", (*s)[0], "queues.yaml")->required();
+  AddCommon(apply, c.get());
+  apply->callback([=] { Guard(rc, [&] { return Apply(*c, (*s)[0]); }); });
+
+  CLI::App* queues = app.add_subcommand("queues", "Show the queue tree with quotas, limits, weights and idle policies");
+  AddCommon(queues, c.get());
+  queues->callback([=] { Guard(rc, [&] { return Queues(*c); }); });
+
+  CLI::App* share = app.add_subcommand("share", "Per queue: guarantee, in use, borrowed, lent, share, and why its head job waits");
+  AddCommon(share, c.get());
+  share->callback([=] { Guard(rc, [&] { return Share(*c); }); });
+
+  CLI::App* usage = app.add_subcommand("usage", "GPU-hours by queue or user, with idle and preempted waste");
+  (*s)[0] = "queue";
+  (*s)[1] = "7d";
+  usage->add_option("--by", (*s)[0], "queue or user")->check(CLI::IsMember({"queue", "user"}))->capture_default_str();
+  usage->add_option("--since", (*s)[1], "How far back, e.g. 7d, 24h")->capture_default_str();
+  AddCommon(usage, c.get());
+  usage->callback([=] { Guard(rc, [&] { return Usage(*c, (*s)[0], (*s)[1]); }); });
+}
+
+}  // namespace hangar::cli
