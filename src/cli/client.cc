@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <cstdlib>
+#include <fstream>
 
 namespace hangar::cli {
 
@@ -21,6 +22,15 @@ httplib::Client Make(const std::string& server) {
   c.set_connection_timeout(5, 0);
   c.set_read_timeout(60, 0);
   c.set_tcp_nodelay(true);
+  // RBAC: $HANGAR_TOKEN, or the file named by $HANGAR_TOKEN_FILE.
+  std::string token;
+  if (const char* t = std::getenv("HANGAR_TOKEN"); t && *t) {
+    token = t;
+  } else if (const char* f = std::getenv("HANGAR_TOKEN_FILE"); f && *f) {
+    std::ifstream in(f);
+    std::getline(in, token);
+  }
+  if (!token.empty()) c.set_default_headers({{"Authorization", "Bearer " + token}});
   return c;
 }
 }  // namespace

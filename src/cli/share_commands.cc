@@ -141,6 +141,43 @@ Status Usage(const Common& c, const std::string& by, const std::string& since) {
   return Status::Ok();
 }
 
+Status TokenCreate(const Common& c, const std::string& user, const std::string& role, const std::string& node) {
+  nlohmann::json body = {{"role", role}};
+  if (!user.empty()) body["user"] = user;
+  if (!node.empty()) body["node"] = node;
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/tokens", body.dump()));
+  if (c.output == "json") {
+    PrintJson(r);
+    return Status::Ok();
+  }
+  std::printf("%s\n", r.value("token", "").c_str());
+  std::fprintf(stderr, "token %s for %s (%s); it is shown only now: keep it secret\n", r.value("id", "").c_str(),
+               r.value("user", "").c_str(), r.value("role", "").c_str());
+  return Status::Ok();
+}
+
+Status TokenList(const Common& c) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/tokens"));
+  if (c.output == "json") {
+    PrintJson(r);
+    return Status::Ok();
+  }
+  Table t({"ID", "USER", "ROLE", "NODE", "CREATED"});
+  for (const auto& tok : r["tokens"]) {
+    t.Add({tok.value("id", ""), tok.value("user", ""), tok.value("role", ""), tok.value("node", "-"),
+           FormatUtcTimestamp(tok.value("created_ms", Time{0}))});
+  }
+  std::printf("%s", t.Render().c_str());
+  return Status::Ok();
+}
+
+Status TokenRevoke(const Common& c, const std::string& id) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Delete("/v1/tokens/" + id));
+  if (c.output == "json") PrintJson(r);
+  else std::printf("revoked token %s\n", id.c_str());
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterShareCommands(CLI::App& app, int* rc) {
@@ -167,6 +204,25 @@ void RegisterShareCommands(CLI::App& app, int* rc) {
   usage->add_option("--since", (*s)[1], "How far back, e.g. 7d, 24h")->capture_default_str();
   AddCommon(usage, c.get());
   usage->callback([=] { Guard(rc, [&] { return Usage(*c, (*s)[0], (*s)[1]); }); });
+
+  auto t = std::make_shared<std::vector<std::string>>(4);
+  CLI::App* token = app.add_subcommand("token", "API tokens (RBAC, docs/rbac.md); admins only");
+  token->require_subcommand(1);
+  CLI::App* create = token->add_subcommand("create", "Make a token; prints it once");
+  create->add_option("--user", (*t)[0], "Who the token acts as");
+  create->add_option("--role", (*t)[1], "admin, queue-admin, user, viewer or node")
+      ->required()
+      ->check(CLI::IsMember({"admin", "queue-admin", "user", "viewer", "node"}));
+  create->add_option("--node", (*t)[2], "For --role node: the node whose agent uses it");
+  AddCommon(create, c.get());
+  create->callback([=] { Guard(rc, [&] { return TokenCreate(*c, (*t)[0], (*t)[1], (*t)[2]); }); });
+  CLI::App* list = token->add_subcommand("list", "List tokens (never their secrets)");
+  AddCommon(list, c.get());
+  list->callback([=] { Guard(rc, [&] { return TokenList(*c); }); });
+  CLI::App* revoke = token->add_subcommand("revoke", "Revoke a token by its id");
+  revoke->add_option("id", (*t)[3], "Token id (`hangar token list`)")->required();
+  AddCommon(revoke, c.get());
+  revoke->callback([=] { Guard(rc, [&] { return TokenRevoke(*c, (*t)[3]); }); });
 }
 
 }  // namespace hangar::cli

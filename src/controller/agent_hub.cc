@@ -10,9 +10,10 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
  public:
   // The stream owns itself until gRPC calls OnDone; the hub's map holds more references, so a
   // stream found under the hub's lock can be used after the lock is released.
-  static Stream* Create(AgentHub* hub) {
+  static Stream* Create(AgentHub* hub, std::optional<StatusOr<Principal>> who) {
     auto s = std::shared_ptr<Stream>(new Stream(hub));
     s->self_ = s;
+    s->who_ = std::move(who);
     s->StartRead(&s->in_);
     return s.get();
   }
@@ -52,7 +53,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       return;
     }
     hub_->messages_in_++;
-    Handle(in_);
+    if (!Handle(in_)) return;  // refused: the stream is finished
     // Clear() would keep the message's capacity (a heartbeat's telemetry) for the stream's whole
     // life; with ten thousand streams that adds up, so give it back.
     pb::AgentMessage().Swap(&in_);
@@ -85,11 +86,28 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   }
 
  private:
-  void Handle(const pb::AgentMessage& m) {
+  // False when the stream was refused and must not read on.
+  bool Handle(const pb::AgentMessage& m) {
     StateOwner* owner = hub_->owner_;
     Clock* clock = owner->clock();
     switch (m.body_case()) {
       case pb::AgentMessage::kRegister: {
+        if (who_) {  // tokens are required: a node token for this very node
+          const std::string node = m.register_().inventory().node();
+          Status denied;
+          if (!who_->ok()) {
+            denied = who_->status();
+          } else if ((*who_)->role != Role::kNode || (*who_)->user != node) {
+            denied = Status::PermissionDenied("permission agent:connect for node " + node + " is missing: " +
+                                              (*who_)->Describe() + " is not that node's token; make one with "
+                                              "`hangar token create --role node --node " + node + "`");
+          }
+          if (!denied.ok()) {
+            spdlog::warn("refused agent {}: {}", node, denied.message());
+            Reject(denied.message());
+            return false;
+          }
+        }
         node_ = m.register_().inventory().node();
         hub_->Attach(node_, self_);
         auto reg = std::make_shared<pb::Register>(m.register_());
@@ -152,12 +170,14 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       default:
         break;  // later protocol additions are ignored by older controllers
     }
+    return true;
   }
 
   explicit Stream(AgentHub* hub) : hub_(hub) {}
 
   AgentHub* hub_;
   std::shared_ptr<Stream> self_;
+  std::optional<StatusOr<Principal>> who_;  // set when tokens are required
   pb::AgentMessage in_;
   std::string node_;
   std::mutex mu_;
@@ -169,8 +189,14 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
 AgentHub::~AgentHub() = default;
 
 grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Connect(
-    grpc::CallbackServerContext*) {
-  return Stream::Create(this);
+    grpc::CallbackServerContext* context) {
+  std::optional<StatusOr<Principal>> who;
+  if (tokens_) {
+    const auto& md = context->client_metadata();
+    auto it = md.find("authorization");
+    who = tokens_->Authenticate(it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size()));
+  }
+  return Stream::Create(this, std::move(who));
 }
 
 void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {

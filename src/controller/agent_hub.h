@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "controller/auth.h"
 #include "controller/state_owner.h"
 #include "proto/agent.grpc.pb.h"
 
@@ -22,6 +23,9 @@ namespace hangar::controller {
 class AgentHub final : public pb::AgentChannel::CallbackService, public MessageSink {
  public:
   explicit AgentHub(StateOwner* owner) : owner_(owner) {}
+  // With tokens, an agent must present a node token for the node it registers as (gRPC metadata
+  // "authorization: Bearer hgr_..."); without, any agent may connect.
+  void set_tokens(const TokenBook* tokens) { tokens_ = tokens; }
   ~AgentHub() override;
 
   grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* Connect(
@@ -46,6 +50,7 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   void DeliverLog(const pb::LogChunk& chunk);
 
   StateOwner* owner_;
+  const TokenBook* tokens_ = nullptr;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;
   std::atomic<int64_t> heartbeats_{0};

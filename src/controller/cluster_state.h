@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "api/views.h"
+#include "controller/auth.h"
 #include "cluster/usage.h"
 #include "controller/store/state_store.h"
 #include "health/health_engine.h"
@@ -187,7 +189,19 @@ class ClusterState {
   // Per queue: guarantee, in use, borrowed, lent, share, and why its head job waits.
   nlohmann::json ShareJson(Time now) const;
   // GPU-hours by "queue" or "user" (and tier), with idle and preempted waste, since `since`.
-  StatusOr<nlohmann::json> UsageJson(const std::string& by, Time since, Time now) const;
+  StatusOr<nlohmann::json> UsageJson(const std::string& by, Time since, Time now,
+                                     const std::function<bool(const AttemptUsage&)>& visible = nullptr) const;
+  // ---- RBAC checks that need the queue tree or the job (auth.h has the role-only ones) ----
+  Status MaySubmit(const Principal& p, const std::string& queue) const;
+  // `write`: cancel; else read (the job, its logs, its explanation).
+  Status MayAccessJob(const Principal& p, sched::JobId id, bool write) const;
+  bool MaySeeJob(const Principal& p, const JobRecord& j) const;
+  // The jobs `p` may see, newest first.
+  std::vector<api::JobView> ListJobsFor(const Principal& p, const std::string& state_filter, size_t limit) const;
+  // Usage rows `p` may see (all for admins and viewers; their subtrees' and their own for
+  // queue-admins; their own for users).
+  StatusOr<nlohmann::json> UsageJsonFor(const Principal& p, const std::string& by, Time since, Time now) const;
+
   // Applies queues' idle policies from the GPUs' utilisation and counts idle GPU time.
   void ReclaimIdle(Time now, Effects* fx);
   // Once a second: the fair-share history and idle reclamation.
@@ -262,6 +276,9 @@ class ClusterState {
   void UpdateShareHistory(Time now);
   std::vector<std::vector<int64_t>> RunningCharges(std::vector<int>* leaf_of_active = nullptr) const;
   void CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how, Effects* fx);
+  // Whether `user` is named in `admins` (or, with users = true, `users`) of `queue` or an ancestor.
+  bool NamedOnPath(int queue, const std::string& user, bool admins) const;
+  bool QueueAdminOf(const Principal& p, const std::string& queue) const;
   // cluster_state_health.cc
   void DrainWork(uint32_t node, const std::vector<uint32_t>& gpus, const std::string& why, Time now, Effects* fx);
   bool HasWork(uint32_t node) const;

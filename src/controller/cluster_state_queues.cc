@@ -238,7 +238,8 @@ void ClusterState::CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_m
   usage_log_.push_back(std::move(u));
 }
 
-StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time since, Time now) const {
+StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time since, Time now,
+                                                 const std::function<bool(const AttemptUsage&)>& visible) const {
   if (by != "queue" && by != "user") return Status::InvalidArgument("by must be queue or user");
   struct Row {
     double gpu_ms = 0, guaranteed_ms = 0, opportunistic_ms = 0, idle_ms = 0, lost_ms = 0;
@@ -246,6 +247,7 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time sin
   };
   std::map<std::string, Row> rows;
   auto add = [&](const AttemptUsage& u) {
+    if (visible && !visible(u)) return;
     const Time from = std::max(u.start, since), to = u.end;
     if (to <= from && !(u.end >= since && u.lost_gpu_ms > 0)) return;
     Row& r = rows[by == "queue" ? u.queue : u.user];
@@ -357,6 +359,87 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
     Persist(j, fx);
     dirty_ = true;
   }
+}
+
+// ---- RBAC ----
+
+bool ClusterState::NamedOnPath(int queue, const std::string& user, bool admins) const {
+  for (int x = queue; x >= 0; x = queue_tree_->nodes()[x].parent) {
+    const auto& names = admins ? queue_tree_->nodes()[x].admins : queue_tree_->nodes()[x].users;
+    if (std::find(names.begin(), names.end(), user) != names.end()) return true;
+  }
+  return false;
+}
+
+bool ClusterState::QueueAdminOf(const Principal& p, const std::string& queue) const {
+  if (p.role == Role::kAdmin) return true;
+  if (p.role != Role::kQueueAdmin) return false;
+  const int q = queue_tree_->Find(queue);
+  return q >= 0 && NamedOnPath(q, p.user, /*admins=*/true);
+}
+
+Status ClusterState::MaySubmit(const Principal& p, const std::string& queue) const {
+  HANGAR_RETURN_IF_ERROR(Allow(p, Permission::kJobsSubmit));
+  if (p.role == Role::kAdmin || QueueAdminOf(p, queue)) return Status::Ok();
+  const int leaf = queue_tree_->FindLeaf(queue);
+  if (leaf < 0) return Status::Ok();  // Submit says the queue does not exist
+  bool any_users = false;
+  for (int x = leaf; x >= 0; x = queue_tree_->nodes()[x].parent) any_users |= !queue_tree_->nodes()[x].users.empty();
+  if (!any_users || NamedOnPath(leaf, p.user, /*admins=*/false)) return Status::Ok();
+  std::string granted;
+  for (const auto& name : queue_tree_->LeafNames()) {
+    const int l = queue_tree_->FindLeaf(name);
+    bool open = true;
+    for (int x = l; x >= 0; x = queue_tree_->nodes()[x].parent) open &= queue_tree_->nodes()[x].users.empty();
+    if (open || NamedOnPath(l, p.user, false)) granted += (granted.empty() ? "" : ", ") + name;
+  }
+  return Status::PermissionDenied("permission jobs:submit on queue '" + queue + "' is missing: " + p.Describe() +
+                                  " may submit to " + (granted.empty() ? std::string("no queue") : granted) +
+                                  "; ask an admin to add " + p.user + " to the queue's users");
+}
+
+bool ClusterState::MaySeeJob(const Principal& p, const JobRecord& j) const {
+  if (p.role == Role::kAdmin || p.role == Role::kViewer) return true;
+  if (p.role == Role::kNode) return false;
+  return j.spec->spec.user == p.user || QueueAdminOf(p, j.spec->spec.queue);
+}
+
+Status ClusterState::MayAccessJob(const Principal& p, sched::JobId id, bool write) const {
+  HANGAR_RETURN_IF_ERROR(Allow(p, write ? Permission::kJobsCancel : Permission::kJobsRead));
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return Status::Ok();  // the handler says it does not exist
+  const JobRecord& j = it->second;
+  const bool own = j.spec->spec.user == p.user;
+  if (p.role == Role::kAdmin || own || QueueAdminOf(p, j.spec->spec.queue) ||
+      (!write && p.role == Role::kViewer)) {
+    return Status::Ok();
+  }
+  return Status::PermissionDenied("permission " + std::string(write ? "jobs:cancel" : "jobs:read") + " on job " +
+                                  std::to_string(id) + " is missing: " + p.Describe() + " may " +
+                                  (write ? "cancel" : "see") + " only their own jobs" +
+                                  (p.role == Role::kQueueAdmin ? " and those of the queues they administer" : "") +
+                                  "; it belongs to " + j.spec->spec.user + " in queue " + j.spec->spec.queue);
+}
+
+std::vector<api::JobView> ClusterState::ListJobsFor(const Principal& p, const std::string& state_filter,
+                                                    size_t limit) const {
+  std::vector<api::JobView> out;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
+    if (!state_filter.empty() && job::JobStateName(it->second.state) != state_filter) continue;
+    if (!MaySeeJob(p, it->second)) continue;
+    api::JobView v = View(it->second);
+    v.spec = nullptr;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+StatusOr<nlohmann::json> ClusterState::UsageJsonFor(const Principal& p, const std::string& by, Time since,
+                                                    Time now) const {
+  HANGAR_RETURN_IF_ERROR(Allow(p, Permission::kUsageRead));
+  if (p.role == Role::kAdmin || p.role == Role::kViewer) return UsageJson(by, since, now);
+  return UsageJson(by, since, now,
+                   [&](const AttemptUsage& u) { return u.user == p.user || QueueAdminOf(p, u.queue); });
 }
 
 }  // namespace hangar::controller

@@ -4,7 +4,13 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -30,6 +36,8 @@ struct Flags {
   std::string preemption = "priority";
   std::string min_run = "0s";
   std::string share_half_life = "30m";
+  std::string auth = "tokens";
+  std::string admin_token_file;
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   std::string port_file;
 };
@@ -79,9 +87,45 @@ Status Run(const Flags& f) {
   HANGAR_RETURN_IF_ERROR(state->Restore(contents, clock->Now()));
   spdlog::info("restored {} jobs from {}", contents.jobs.size(), store->Describe());
 
+  // RBAC: with tokens, the first start makes an admin token and writes it (mode 0600) for the
+  // operator; every later token is made with `hangar token create`.
+  std::unique_ptr<TokenBook> tokens;
+  if (f.auth == "tokens") {
+    tokens = std::make_unique<TokenBook>();
+    tokens->Load(contents.values);
+    std::string token_file = f.admin_token_file;
+    if (token_file.empty() && f.store.rfind("sqlite://", 0) == 0) {
+      token_file = (std::filesystem::path(f.store.substr(9)).parent_path() / "admin.token").string();
+    }
+    if (tokens->size() == 0) {
+      if (token_file.empty()) {
+        return Status::InvalidArgument("with --auth tokens the first start needs --admin-token-file PATH, where the "
+                                       "controller writes the first admin token");
+      }
+      auto [record, secret] = TokenBook::Mint("admin", Role::kAdmin, "", clock->Now());
+      StoreBatch b;
+      b.values.push_back({"token", record.id, record.ToJson(true).dump(), false});
+      HANGAR_RETURN_IF_ERROR(store->Commit(b));
+      tokens->Put(record);
+      const int fd = ::open(token_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (fd < 0) return Status::Unavailable("cannot write " + token_file + ": " + std::strerror(errno));
+      const std::string line = secret + "\n";
+      const bool wrote = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+      ::close(fd);
+      if (!wrote) return Status::Unavailable("cannot write " + token_file);
+      spdlog::info("made the first admin token; it is in {} (export HANGAR_TOKEN=$(cat {}))", token_file,
+                   token_file);
+    }
+  } else if (f.auth != "none") {
+    return Status::InvalidArgument("--auth must be tokens or none");
+  } else {
+    spdlog::warn("--auth none: anyone who can reach the API is an admin; use --auth tokens beyond a laptop");
+  }
+
   ControllerMetrics metrics;
   StateOwner owner(std::move(state), std::move(store), clock);
   AgentHub hub(&owner);
+  hub.set_tokens(tokens.get());
   owner.set_sink(&hub);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
@@ -99,7 +143,7 @@ Status Run(const Flags& f) {
     return Status::Unavailable("cannot listen on " + f.agents + " for agents; is the port in use? Choose another with --agents");
   }
   owner.Start();
-  HttpApi http(&owner, &hub, &metrics);
+  HttpApi http(&owner, &hub, &metrics, tokens.get());
   HANGAR_ASSIGN_OR_RETURN(int api_port, http.Start(api_addr.first, api_addr.second));
   spdlog::info("controller: API on http://{}:{}, agents on {}:{}, cluster '{}' ({} nodes, {} GPUs)",
                api_addr.first, api_port, agent_addr.first, agent_port, cluster_file.topology->name(),
@@ -139,6 +183,11 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
                 "from borrowers; quota-only: only the latter; none: never preempt")
       ->capture_default_str();
   c->add_option("--min-run-before-preempt", f->min_run, "No job is preempted before it has run this long")->capture_default_str();
+  c->add_option("--auth", f->auth,
+                "tokens: every API call and agent needs a token (docs/rbac.md); none: an open API, for a laptop")
+      ->capture_default_str();
+  c->add_option("--admin-token-file", f->admin_token_file,
+                "With --auth tokens: where the first start writes the first admin token (mode 0600)");
   c->add_option("--share-half-life", f->share_half_life, "Fair share forgets past usage with this half-life")->capture_default_str();
   c->add_option("--checkpoint-root", f->checkpoint_root, "Where jobs' HANGAR_CHECKPOINT_DIR live")->capture_default_str();
   c->add_option("--port-file", f->port_file, "Write the bound ports here as JSON (for port 0)");

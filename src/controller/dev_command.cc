@@ -139,7 +139,7 @@ Status Run(const Flags& f) {
   std::vector<pid_t> pids;
   pids.push_back(Spawn({"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents", agents,
                         "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout", f.heartbeat_timeout,
-                        "--checkpoint-root", f.dir + "/checkpoints"},
+                        "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none"},
                        f.dir + "/logs/controller.log"));
   for (const auto& n : cluster.topology->nodes()) {
     pids.push_back(Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster", cluster_path,

@@ -40,9 +40,34 @@ StatusOr<uint32_t> TaskOf(const httplib::Request& req) {
 
 }  // namespace
 
-HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics)
-    : server_(std::make_unique<httplib::Server>()), owner_(owner), hub_(hub), metrics_(metrics) {
+HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens)
+    : server_(std::make_unique<httplib::Server>()), owner_(owner), hub_(hub), metrics_(metrics), tokens_(tokens) {
   Routes();
+}
+
+std::optional<Principal> HttpApi::Authorize(const httplib::Request& req, httplib::Response& res,
+                                            std::optional<Permission> perm) {
+  Principal p;
+  if (!tokens_) {
+    p.open = true;
+    p.role = Role::kAdmin;
+    p.user = req.has_header("X-Hangar-User") ? req.get_header_value("X-Hangar-User") : "anonymous";
+  } else {
+    auto who = tokens_->Authenticate(req.has_header("Authorization") ? req.get_header_value("Authorization") : "");
+    if (!who.ok()) {
+      Reply(res, who.status());
+      return std::nullopt;
+    }
+    p = *who;
+  }
+  if (perm) {
+    Status s = Allow(p, *perm);
+    if (!s.ok()) {
+      Reply(res, s);
+      return std::nullopt;
+    }
+  }
+  return p;
 }
 
 HttpApi::~HttpApi() { Stop(); }
@@ -92,6 +117,7 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kMetricsRead)) return;
     const bool dcgm = req.has_param("labels") && req.get_param_value("labels") == "dcgm";
     metrics_->SetAgents(static_cast<double>(hub_->connected()), static_cast<double>(hub_->heartbeats()));
     metrics_->SetCounts(owner_->Call<ClusterState::Counts>([](ClusterState& st, Effects*) { return st.GetCounts(); }));
@@ -100,6 +126,8 @@ void HttpApi::Routes() {
   });
 
   s.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, Permission::kJobsSubmit);
+    if (!who) return;
     auto spec = job::ParseJobSpec(req.body, "request body");
     if (!spec.ok()) return Reply(res, spec.status());
     for (const auto& t : spec->tasks) {
@@ -107,8 +135,7 @@ void HttpApi::Routes() {
         return Reply(res, Status::InvalidArgument("task group '" + t.name + "' has no command; give it command: [program, args...]"));
       }
     }
-    if (req.has_header("X-Hangar-User")) spec->user = req.get_header_value("X-Hangar-User");
-    if (spec->user.empty()) spec->user = "anonymous";
+    spec->user = who->user;  // who submits, never what the spec says
     // A job array: `?count=N` submits N copies in one commit (a sweep, a benchmark's queue).
     long count = 1;
     if (req.has_param("count")) {
@@ -118,7 +145,8 @@ void HttpApi::Routes() {
       }
     }
     auto ids = owner_->Call<StatusOr<std::pair<sched::JobId, sched::JobId>>>(
-        [spec = std::move(*spec), count, this](ClusterState& st, Effects* fx) -> StatusOr<std::pair<sched::JobId, sched::JobId>> {
+        [spec = std::move(*spec), count, this, p = *who](ClusterState& st, Effects* fx) -> StatusOr<std::pair<sched::JobId, sched::JobId>> {
+          HANGAR_RETURN_IF_ERROR(st.MaySubmit(p, spec.queue));
           sched::JobId first = 0, last = 0;
           for (long i = 0; i < count; ++i) {
             HANGAR_ASSIGN_OR_RETURN(last, st.Submit(spec, owner_->clock()->Now(), fx));
@@ -132,48 +160,70 @@ void HttpApi::Routes() {
     Reply(res, 201, {{"first_id", ids->first}, {"last_id", ids->second}, {"count", count}, {"state", "pending"}});
   });
   s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, Permission::kJobsRead);
+    if (!who) return;
     std::string state = req.has_param("state") ? req.get_param_value("state") : "";
     if (!state.empty() && !job::ParseJobState(state)) {
       return Reply(res, Status::InvalidArgument("state '" + state + "' is not a job state (pending, starting, running, preempting, succeeded, failed, cancelled)"));
     }
     size_t limit = 1000;
     if (req.has_param("limit")) limit = std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10);
-    auto jobs = owner_->Call<std::vector<api::JobView>>([&](ClusterState& st, Effects*) { return st.ListJobs(state, limit); });
+    auto jobs = owner_->Call<std::vector<api::JobView>>([&](ClusterState& st, Effects*) { return st.ListJobsFor(*who, state, limit); });
     nlohmann::json out = nlohmann::json::array();
     for (const auto& j : jobs) out.push_back(api::ToJson(j));
     Reply(res, 200, {{"jobs", out}});
   });
   s.Get(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, Permission::kJobsRead);
+    if (!who) return;
     auto id = IdOf(req);
     if (!id.ok()) return Reply(res, id.status());
-    auto job = owner_->Call<StatusOr<api::JobView>>([&](ClusterState& st, Effects*) { return st.GetJob(*id); });
+    auto job = owner_->Call<StatusOr<api::JobView>>([&](ClusterState& st, Effects*) -> StatusOr<api::JobView> {
+      HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, *id, false));
+      return st.GetJob(*id);
+    });
     if (!job.ok()) return Reply(res, job.status());
     Reply(res, 200, api::ToJson(*job));
   });
   auto cancel = [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, Permission::kJobsCancel);
+    if (!who) return;
     auto id = IdOf(req);
     if (!id.ok()) return Reply(res, id.status());
-    Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) { return s.Cancel(*id, owner_->clock()->Now(), fx); });
+    Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
+      HANGAR_RETURN_IF_ERROR(s.MayAccessJob(*who, *id, true));
+      return s.Cancel(*id, owner_->clock()->Now(), fx);
+    });
     if (!st.ok()) return Reply(res, st);
     Reply(res, 200, {{"id", *id}, {"state", "cancelled"}});
   };
   s.Post(R"(/v1/jobs/(\d+)/cancel)", cancel);
   s.Delete(R"(/v1/jobs/(\d+))", cancel);
   s.Get(R"(/v1/jobs/(\d+)/explain)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, Permission::kJobsRead);
+    if (!who) return;
     auto id = IdOf(req);
     if (!id.ok()) return Reply(res, id.status());
-    auto job = owner_->Call<StatusOr<api::JobView>>([&](ClusterState& st, Effects*) { return st.GetJob(*id); });
+    auto job = owner_->Call<StatusOr<api::JobView>>([&](ClusterState& st, Effects*) -> StatusOr<api::JobView> {
+      HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, *id, false));
+      return st.GetJob(*id);
+    });
     if (!job.ok()) return Reply(res, job.status());
     Reply(res, 200, {{"id", job->id}, {"name", job->name}, {"state", job->state}, {"reason", job->reason},
                      {"rule", job->reason_rule}, {"attempt", job->attempt}, {"message", job->message}});
   });
   s.Get(R"(/v1/jobs/(\d+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, Permission::kJobsRead);
+    if (!who) return;
     auto id = IdOf(req);
     auto task = TaskOf(req);
     if (!id.ok()) return Reply(res, id.status());
     if (!task.ok()) return Reply(res, task.status());
     auto where = owner_->Call<StatusOr<std::pair<std::string, std::string>>>(
-        [&](ClusterState& st, Effects*) { return st.LocateTask(*id, *task); });
+        [&](ClusterState& st, Effects*) -> StatusOr<std::pair<std::string, std::string>> {
+          HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, *id, false));
+          return st.LocateTask(*id, *task);
+        });
     if (!where.ok()) return Reply(res, where.status());
     const bool follow = req.has_param("follow") && req.get_param_value("follow") != "0";
     const bool err = req.has_param("stream") && req.get_param_value("stream") == "stderr";
@@ -208,19 +258,22 @@ void HttpApi::Routes() {
       }
     });
   });
-  s.Get("/v1/nodes", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kClusterRead)) return;
     auto nodes = owner_->Call<std::vector<api::NodeView>>([](ClusterState& st, Effects*) { return st.ListNodes(); });
     nlohmann::json out = nlohmann::json::array();
     for (const auto& n : nodes) out.push_back(api::ToJson(n));
     Reply(res, 200, {{"nodes", out}});
   });
   s.Get(R"(/v1/nodes/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, Permission::kClusterRead);
+    if (!who) return;
     std::string name = req.matches[1].str();
     auto node = owner_->Call<StatusOr<api::NodeView>>([&](ClusterState& st, Effects*) { return st.GetNode(name); });
     if (!node.ok()) return Reply(res, node.status());
     nlohmann::json j = api::ToJson(*node);
     auto events = owner_->Events("node/" + name, 50);
-    if (events.ok()) {
+    if (events.ok() && Allow(*who, Permission::kEventsRead).ok()) {
       nlohmann::json ev = nlohmann::json::array();
       for (const auto& e : *events) ev.push_back({{"time_ms", e.time}, {"kind", e.kind}, {"message", e.message}});
       j["events"] = ev;
@@ -229,6 +282,7 @@ void HttpApi::Routes() {
   });
   auto drain = [this](bool on) {
     return [this, on](const httplib::Request& req, httplib::Response& res) {
+      if (!Authorize(req, res, Permission::kNodesDrain)) return;
       std::string name = req.matches[1].str(), reason;
       if (on) {
         auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
@@ -247,6 +301,7 @@ void HttpApi::Routes() {
   s.Post(R"(/v1/nodes/([^/]+)/drain)", drain(true));
   s.Post(R"(/v1/nodes/([^/]+)/undrain)", drain(false));
   s.Post("/v1/queues", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kQueuesApply)) return;
     auto specs = job::ParseQueues(req.body, "queues file");
     if (!specs.ok()) return Reply(res, specs.status());
     auto summary = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects* fx) -> StatusOr<nlohmann::json> {
@@ -257,13 +312,17 @@ void HttpApi::Routes() {
     if (!summary.ok()) return Reply(res, summary.status());
     Reply(res, 200, *summary);
   });
-  s.Get("/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/v1/queues", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kClusterRead)) return;
     Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) { return st.QueuesJson(); }));
   });
-  s.Get("/v1/share", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/v1/share", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kClusterRead)) return;
     Reply(res, 200, owner_->Call<nlohmann::json>([this](ClusterState& st, Effects*) { return st.ShareJson(owner_->clock()->Now()); }));
   });
   s.Get("/v1/usage", [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, Permission::kUsageRead);
+    if (!who) return;
     const std::string by = req.has_param("by") ? req.get_param_value("by") : "queue";
     Duration window = 7 * kDay;
     if (req.has_param("since")) {
@@ -275,12 +334,69 @@ void HttpApi::Routes() {
     }
     auto out = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects*) {
       const Time now = owner_->clock()->Now();
-      return st.UsageJson(by, now - window, now);
+      return st.UsageJsonFor(*who, by, now - window, now);
     });
     if (!out.ok()) return Reply(res, out.status());
     Reply(res, 200, *out);
   });
+  s.Get("/v1/whoami", [this](const httplib::Request& req, httplib::Response& res) {
+    auto who = Authorize(req, res, std::nullopt);
+    if (!who) return;
+    Reply(res, 200, {{"user", who->user}, {"role", std::string(RoleName(who->role))}, {"open", who->open}});
+  });
+  s.Post("/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kTokensManage)) return;
+    if (!tokens_) {
+      return Reply(res, Status::FailedPrecondition("this controller runs with --auth none: it takes no tokens; "
+                                                   "restart it with --auth tokens"));
+    }
+    auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
+    if (!body.is_object()) return Reply(res, Status::InvalidArgument("the body must be JSON like {\"user\": \"alice\", \"role\": \"user\"}"));
+    const std::string user = body.value("user", ""), node = body.value("node", "");
+    auto role = ParseRole(body.value("role", ""));
+    if (!role) return Reply(res, Status::InvalidArgument("role must be admin, queue-admin, user, viewer or node"));
+    if (*role == Role::kNode ? node.empty() : user.empty()) {
+      return Reply(res, Status::InvalidArgument(*role == Role::kNode ? "a node token needs the node: --node NAME"
+                                                                     : "a token needs the user it acts as: --user NAME"));
+    }
+    auto minted = owner_->Call<StatusOr<std::pair<TokenRecord, std::string>>>(
+        [&](ClusterState& st, Effects* fx) -> StatusOr<std::pair<TokenRecord, std::string>> {
+          if (*role == Role::kNode && !st.topology().FindNode(node)) {
+            return Status::NotFound("node '" + node + "' is not in cluster.yaml");
+          }
+          auto m = TokenBook::Mint(*role == Role::kNode ? "node:" + node : user, *role, node, owner_->clock()->Now());
+          fx->batch.values.push_back({"token", m.first.id, m.first.ToJson(true).dump(), false});
+          fx->Event(owner_->clock()->Now(), "auth", "token/" + m.first.id,
+                    "token made for " + m.first.user + " (" + std::string(RoleName(*role)) + ")");
+          return m;
+        });
+    if (!minted.ok()) return Reply(res, minted.status());
+    tokens_->Put(minted->first);  // durable now
+    nlohmann::json out = minted->first.ToJson(false);
+    out["token"] = minted->second;
+    Reply(res, 201, out);
+  });
+  s.Get("/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kTokensManage)) return;
+    nlohmann::json out = nlohmann::json::array();
+    if (tokens_) {
+      for (const auto& t : tokens_->List()) out.push_back(t.ToJson(false));
+    }
+    Reply(res, 200, {{"tokens", out}});
+  });
+  s.Delete(R"(/v1/tokens/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kTokensManage)) return;
+    const std::string id = req.matches[1].str();
+    if (!tokens_ || !tokens_->Erase(id)) return Reply(res, Status::NotFound("no token " + id + "; `hangar token list` lists them"));
+    owner_->Call<int>([&](ClusterState&, Effects* fx) {
+      fx->batch.values.push_back({"token", id, "", true});
+      fx->Event(owner_->clock()->Now(), "auth", "token/" + id, "token revoked");
+      return 0;
+    });
+    Reply(res, 200, {{"id", id}, {"revoked", true}});
+  });
   s.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kEventsRead)) return;
     std::string subject = req.has_param("subject") ? req.get_param_value("subject") : "";
     int limit = req.has_param("limit") ? std::atoi(req.get_param_value("limit").c_str()) : 100;
     auto events = owner_->Events(subject, std::clamp(limit, 1, 10000));

@@ -4,15 +4,19 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "controller/agent_hub.h"
+#include "controller/auth.h"
 #include "controller/metrics.h"
 #include "controller/state_owner.h"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace hangar::controller {
@@ -21,7 +25,9 @@ class HttpApi {
  public:
   static constexpr size_t kMaxBody = 1 << 20;
 
-  HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics);
+  // `tokens` null: the API is open (`--auth none`) and every caller is an admin named by the
+  // X-Hangar-User header (or "anonymous").
+  HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens = nullptr);
   ~HttpApi();
   // Binds host:port (port 0 picks a free one) and serves on a background thread. Returns the port.
   StatusOr<int> Start(const std::string& host, int port);
@@ -29,11 +35,15 @@ class HttpApi {
 
  private:
   void Routes();
+  // Who calls, and whether they hold `perm` (replies 401/403 and returns nullopt when not).
+  std::optional<Principal> Authorize(const httplib::Request& req, httplib::Response& res,
+                                     std::optional<Permission> perm);
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   StateOwner* owner_;
   AgentHub* hub_;
   ControllerMetrics* metrics_;
+  TokenBook* tokens_;
 };
 
 }  // namespace hangar::controller

@@ -1,0 +1,89 @@
+// RBAC: who is calling, and what their role lets them do (docs/rbac.md).
+//
+// Tokens look like "hgr_<id>_<secret>". The controller stores only the id, a random salt and
+// SHA-256(salt || secret), so a copy of the store gives no one a usable token; the secret is
+// shown once, when the token is made. Roles:
+//   admin        everything
+//   queue-admin  the jobs of the queue subtrees that name them in `admins`: submit, see, cancel
+//   user         submit to the queues granted to them (a queue's `users`, inherited; a queue
+//                whose path names no users is open to every user); see and cancel their own jobs
+//   viewer       read everything, change nothing
+//   node         an agent's token: the agent channel for its own node, nothing else
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "controller/store/state_store.h"
+
+namespace hangar::controller {
+
+enum class Role : uint8_t { kAdmin, kQueueAdmin, kUser, kViewer, kNode };
+std::string_view RoleName(Role r);
+std::optional<Role> ParseRole(std::string_view s);
+
+// Permissions that depend on the role alone. Queue- and job-level checks (which queue, whose
+// job) are made by ClusterState with the queue tree.
+enum class Permission : uint8_t {
+  kClusterRead,   // nodes, queues, share
+  kEventsRead,
+  kMetricsRead,
+  kJobsSubmit,    // and then: to which queue
+  kJobsRead,      // and then: which jobs
+  kJobsCancel,    // and then: which jobs
+  kNodesDrain,
+  kQueuesApply,
+  kUsageRead,     // and then: which rows
+  kTokensManage,
+  kAgentConnect,
+};
+std::string_view PermissionName(Permission p);
+
+struct Principal {
+  std::string user;  // for node tokens, the node
+  Role role = Role::kAdmin;
+  std::string token_id;
+  bool open = false;  // the API runs without authentication (`--auth none`)
+  std::string Describe() const { return user + " (" + std::string(RoleName(role)) + ")"; }
+};
+
+// PermissionDenied naming the missing permission, or Ok.
+Status Allow(const Principal& p, Permission perm);
+
+struct TokenRecord {
+  std::string id, user, node, salt, hash;
+  Role role = Role::kUser;
+  Time created = 0;
+  nlohmann::json ToJson(bool with_hash) const;
+  static std::optional<TokenRecord> FromJson(const nlohmann::json& j);
+};
+
+// The tokens the controller accepts. Thread-safe: API threads authenticate while the state
+// owner adds and revokes.
+class TokenBook {
+ public:
+  void Load(const std::vector<KeyValueRow>& values);  // rows of table "token"
+  // A new token: the record to store and the text to hand out (once).
+  static std::pair<TokenRecord, std::string> Mint(const std::string& user, Role role, const std::string& node, Time now);
+  void Put(const TokenRecord& r);
+  bool Erase(const std::string& id);
+  // From "Bearer hgr_..." or the bare token. Unauthenticated with what to do when it fails.
+  StatusOr<Principal> Authenticate(std::string_view header) const;
+  std::vector<TokenRecord> List() const;
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, TokenRecord> by_id_;
+};
+
+}  // namespace hangar::controller
