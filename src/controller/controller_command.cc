@@ -37,6 +37,7 @@ struct Flags {
   std::string min_run = "0s";
   std::string share_half_life = "30m";
   std::string auth = "tokens";
+  std::string stop_grace = "10s";
   std::string admin_token_file;
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   std::string port_file;
@@ -66,6 +67,7 @@ Status Run(const Flags& f) {
   opt.queues = f.queues;
   opt.checkpoint_root = f.checkpoint_root;
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
+  HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
   sched::SchedulerConfig sc;
   sc.placement_policy = f.placement;
   sc.queue_policy = f.queue_policy;
@@ -188,6 +190,9 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--admin-token-file", f->admin_token_file,
                 "With --auth tokens: where the first start writes the first admin token (mode 0600)");
+  c->add_option("--stop-grace", f->stop_grace,
+                "SIGTERM to SIGKILL when stopping tasks (cancel; after a checkpoint phase)")
+      ->capture_default_str();
   c->add_option("--share-half-life", f->share_half_life, "Fair share forgets past usage with this half-life")->capture_default_str();
   c->add_option("--checkpoint-root", f->checkpoint_root, "Where jobs' HANGAR_CHECKPOINT_DIR live")->capture_default_str();
   c->add_option("--port-file", f->port_file, "Write the bound ports here as JSON (for port 0)");
