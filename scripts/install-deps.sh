@@ -6,7 +6,7 @@ set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler nlohmann-json3-dev
   libyaml-cpp-dev libcpp-httplib-dev libspdlog-dev libcli11-dev prometheus-cpp-dev libsqlite3-dev
-  libpq-dev libssl-dev curl procps nodejs npm)
+  libpq-dev libssl-dev curl procps)
 test_pkgs=(python3 python3-torch prometheus postgresql iproute2)
 
 want=("${build_pkgs[@]}")
@@ -16,6 +16,10 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm (for the report's chart library) may come from Debian or be on the machine already
+# from another source (nodesource's nodejs carries npm; Debian's npm would conflict with it): only
+# when no npm is on PATH do we ask Debian for both.
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then missing+=(nodejs npm); fi
 if [[ ${#missing[@]} -eq 0 ]]; then exit 0; fi
 
 echo "installing: ${missing[*]}"
