@@ -10,6 +10,7 @@
 
 #include "agent/fabric/ib_counters.h"
 #include "agent/fabric/nic_affinity.h"
+#include "agent/runner/process_spawn.h"
 
 namespace hangar::agent {
 
@@ -42,6 +43,17 @@ TaskRecord FromJson(const nlohmann::json& j) {
   return r;
 }
 
+// `path` (a PATH value) with `dir` appended, unless it is there already.
+std::string WithDirectory(const std::string& path, const std::string& dir) {
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    if (path.compare(start, end - start, dir) == 0 && end - start == dir.size()) return path;
+    start = end + 1;
+  }
+  return path.empty() ? dir : path + ":" + dir;
+}
+
 std::string KernelVersion() {
   utsname u{};
   return uname(&u) == 0 ? u.release : "";
@@ -56,6 +68,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
       runner_(RunnerOptions{"", options_.use_cgroups}) {}
 
 Agent::~Agent() {
+  socket_.reset();  // stops its thread before anything it uses goes
   std::lock_guard<std::mutex> l(validation_mu_);
   if (validation_.joinable()) validation_.join();
 }
@@ -94,9 +107,69 @@ Status Agent::Init() {
       }
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
-  SaveRecords();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    SaveRecords();
+  }
+  StartSocket();
   return Status::Ok();
+}
+
+void Agent::StartSocket() {
+  const std::string path = AgentSocketPath(options_.state_dir);
+  auto s = AgentSocket::Listen(
+      path, [this](const CheckpointReport& c) { return OnCheckpointReport(c); },
+      [this](const CheckpointReport& c, const CheckpointReply& r) { AfterCheckpointReply(c, r); });
+  if (!s.ok()) {
+    // Tasks still run; `hangar checkpoint-done` in them says it cannot reach the agent.
+    spdlog::error("agent {}: tasks cannot report checkpoints: {}", options_.node, s.status().message());
+    return;
+  }
+  socket_ = std::move(*s);
+  spdlog::info("agent {}: tasks reach the agent at {}", options_.node, socket_->path());
+}
+
+StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
+  pb::AgentMessage m;
+  pb::CheckpointDone* done = m.mutable_checkpoint_done();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = records_.find(c.task_id);
+    if (it == records_.end() || it->second.ended || !runner_.IsRunning(c.task_id)) {
+      return Status::NotFound("task '" + c.task_id + "' does not run on node " + options_.node);
+    }
+    done->set_job_id(it->second.job_id);
+  }
+  done->set_task_id(c.task_id);
+  done->set_time_ms(clock_->Now());
+  done->set_path(c.path);
+  done->set_step(c.step);
+  CheckpointReply reply;
+  reply.released = runner_.InCheckpointPhase(c.task_id);
+  bool sent = false;
+  {
+    // Under write_mu_, so that Session() either has the stream up or collects it afterwards.
+    std::lock_guard<std::mutex> w(write_mu_);
+    sent = stream_ && stream_->Write(m);
+    if (!sent) {
+      std::lock_guard<std::mutex> l(mu_);
+      unsent_checkpoints_[c.task_id] = *done;
+    }
+  }
+  spdlog::info("agent {}: task {} wrote a checkpoint{}{}{}{}", options_.node, c.task_id,
+               c.path.empty() ? "" : " at " + c.path,
+               c.step ? " (step " + std::to_string(c.step) + ")" : "",
+               reply.released ? "; releasing it from its stop's grace" : "",
+               sent ? "" : "; the controller will hear of it when connected");
+  return reply;
+}
+
+void Agent::AfterCheckpointReply(const CheckpointReport& c, const CheckpointReply& reply) {
+  if (!reply.released) return;
+  auto released = runner_.CheckpointDone(c.task_id);
+  if (!released.ok()) {
+    spdlog::info("agent {}: task {}: {}", options_.node, c.task_id, released.status().message());
+  }
 }
 
 void Agent::SaveRecords() {
@@ -199,10 +272,13 @@ void Agent::Session(const std::atomic<bool>* stop) {
     stream->Finish();
     return;
   }
+  std::map<std::string, pb::CheckpointDone> unsent;
   {
     std::lock_guard<std::mutex> l(write_mu_);
     stream_ = stream.get();
     context_ = &ctx;
+    std::lock_guard<std::mutex> r(mu_);
+    unsent.swap(unsent_checkpoints_);
   }
   // Tell it again how every task we know of ended: it may have missed it while we were apart.
   std::vector<TaskRecord> ended;
@@ -211,6 +287,11 @@ void Agent::Session(const std::atomic<bool>* stop) {
     for (const auto& [id, r] : records_) if (r.ended) ended.push_back(r);
   }
   for (const auto& r : ended) SendStatus(r);
+  for (const auto& [id, c] : unsent) {
+    pb::AgentMessage m;
+    *m.mutable_checkpoint_done() = c;
+    Write(m);
+  }
   pb::ControllerMessage in;
   while (!*stop && stream->Read(&in)) Handle(in);
   {
@@ -265,6 +346,17 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   for (const auto& [k, v] : l.env()) launch.env.emplace_back(k, v);
   launch.env.emplace_back("HANGAR_FAKE_GPU_UTIL_FILE", dir + "/gpu_util");
   launch.env.emplace_back("HANGAR_AGENT_STATE_DIR", options_.state_dir);
+  // For `hangar checkpoint-done`: who the task is, where its agent listens, and the binary.
+  if (!l.env().count("HANGAR_TASK_ID")) launch.env.emplace_back("HANGAR_TASK_ID", l.task_id());
+  if (socket_) launch.env.emplace_back("HANGAR_AGENT_SOCKET", socket_->path());
+  if (!options_.hangar_binary.empty()) {
+    launch.env.emplace_back("HANGAR_BIN", options_.hangar_binary);
+    const char* agent_path = std::getenv("PATH");
+    const std::string path = l.env().count("PATH") ? l.env().at("PATH")
+                             : agent_path           ? agent_path
+                                                    : kDefaultTaskPath;
+    launch.env.emplace_back("PATH", WithDirectory(path, fs::path(options_.hangar_binary).parent_path().string()));
+  }
   launch.workdir = dir + "/work";
   launch.stdout_path = dir + "/stdout.log";
   launch.stderr_path = dir + "/stderr.log";
@@ -299,7 +391,23 @@ void Agent::HandleLaunch(const pb::Launch& l) {
 }
 
 void Agent::HandleStop(const pb::Stop& s) {
-  Status st = runner_.Stop(s.task_id(), s.grace_ms());
+  Status st;
+  if (s.checkpoint_signal() != 0) {
+    const Duration kill_grace = s.kill_grace_ms() > 0 ? s.kill_grace_ms() : 10 * kSecond;
+    st = runner_.StopWithCheckpoint(s.task_id(), s.checkpoint_signal(), s.grace_ms(), kill_grace);
+    if (st.ok()) {
+      spdlog::info("agent {}: task {}: signal {} to checkpoint, then SIGTERM on its report or in {} ms",
+                   options_.node, s.task_id(), s.checkpoint_signal(), s.grace_ms());
+      return;
+    }
+    if (st.code() == StatusCode::kInvalidArgument) {
+      spdlog::warn("agent {}: task {}: {}; stopping it without a checkpoint", options_.node, s.task_id(),
+                   st.message());
+      st = runner_.Stop(s.task_id(), kill_grace);
+    }
+  } else {
+    st = runner_.Stop(s.task_id(), s.grace_ms());
+  }
   if (st.ok()) return;
   // Not running here: if we know how it ended, say so again.
   std::optional<TaskRecord> known;

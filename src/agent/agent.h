@@ -10,6 +10,13 @@
 // at <state_dir>/inject-faults.yaml is handed to the GPU backend (times counted from when the
 // agent finds it) and renamed to inject-faults.yaml.applied (or .rejected, with the reason
 // logged): write it elsewhere and rename it into place, so it is never read half-written.
+//
+// Checkpoints: the agent listens on a Unix socket (AgentSocketPath(state_dir)) and gives every
+// task HANGAR_AGENT_SOCKET, HANGAR_TASK_ID, HANGAR_BIN (this binary) and PATH with this binary's
+// directory appended, so that a task can run `hangar checkpoint-done`. The agent forwards each
+// report to the controller as a CheckpointDone (held until it is connected again, if it is not)
+// and, if the task is in the checkpoint phase of a stop (Stop.checkpoint_signal), releases it:
+// SIGTERM at once rather than at the end of the grace.
 #pragma once
 
 #include <atomic>
@@ -21,6 +28,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "agent/checkpoint_socket.h"
 #include "agent/gpu/gpu_backend.h"
 #include "agent/runner/task_runner.h"
 #include "common/time.h"
@@ -39,6 +47,8 @@ struct AgentOptions {
   std::string token;
   std::string ib_root = "/sys/class/infiniband";  // RDMA ports; a missing directory: none
   std::string pci_root = "/sys/bus/pci/devices";  // for GPU-to-NIC affinity
+  // The hangar binary, for tasks (HANGAR_BIN, and its directory on their PATH); empty: none.
+  std::string hangar_binary;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -67,6 +77,8 @@ class Agent {
   // Connects, and reconnects with backoff, until *stop.
   void Run(const std::atomic<bool>* stop);
   const std::string& cgroup_status() const { return cgroup_status_; }
+  // Where tasks reach this agent (HANGAR_AGENT_SOCKET); empty when it could not listen.
+  std::string socket_path() const { return socket_ ? socket_->path() : ""; }
 
  private:
   void Session(const std::atomic<bool>* stop);
@@ -75,6 +87,10 @@ class Agent {
   void HandleStop(const pb::Stop& s);
   void HandleLog(const pb::LogRequest& r);
   void HandleValidate(const pb::Validate& v);
+  // `hangar checkpoint-done` from a task, through the socket.
+  StatusOr<CheckpointReply> OnCheckpointReport(const CheckpointReport& c);
+  void AfterCheckpointReply(const CheckpointReport& c, const CheckpointReply& reply);
+  void StartSocket();
   void RunValidation(const std::string& reason);
   void InjectFaultsIfAsked(Time now);
   void LogNicAffinity() const;
@@ -98,14 +114,20 @@ class Agent {
   std::thread validation_;
   std::atomic<bool> validating_{false};
 
-  std::mutex mu_;  // records_
+  std::mutex mu_;  // records_, unsent_checkpoints_
   std::map<std::string, TaskRecord> records_;
+  // Checkpoint reports made while no stream was up, by task: the latest of each goes out on the
+  // next connect.
+  std::map<std::string, pb::CheckpointDone> unsent_checkpoints_;
 
   std::mutex write_mu_;  // the stream in use, if any
   grpc::ClientReaderWriter<pb::AgentMessage, pb::ControllerMessage>* stream_ = nullptr;
   grpc::ClientContext* context_ = nullptr;
   std::atomic<int64_t> heartbeat_ms_{1000};
   std::atomic<uint64_t> heartbeat_seq_{0};
+
+  // Last: its thread calls into the members above, so it must go first.
+  std::unique_ptr<AgentSocket> socket_;
 };
 
 }  // namespace hangar::agent

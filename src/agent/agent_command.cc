@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "agent/agent.h"
+#include "agent/checkpoint_socket.h"
 #include "agent/gpu/fake_backend.h"
 #include "agent/gpu/gpu_check.h"
 #include "agent/gpu/nvml_backend.h"
@@ -98,6 +102,8 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.state_dir = f.state_dir.empty() ? "./hangar-agent-" + f.node : f.state_dir;
   opt.use_cgroups = !f.no_cgroups;
   opt.ib_root = f.ib_root;
+  std::error_code ec;
+  opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
   if (f.fake_gpus >= 0) fake.count = f.fake_gpus;
   if (!f.fake_model.empty()) fake.model = f.fake_model;
@@ -147,6 +153,50 @@ Status GpuCheck(Flags f) {
   const std::string scratch = f.state_dir.empty() ? "/tmp/hangar-gpu-check" : f.state_dir;
   HANGAR_ASSIGN_OR_RETURN(auto backend, MakeBackend(f, fake, scratch));
   return RunGpuCheck(*backend, f.validate, SystemClock::Default()->Now(), std::cout);
+}
+
+struct CheckpointFlags {
+  std::string path;
+  uint64_t step = 0;
+  std::string task_id;  // default: $HANGAR_TASK_ID
+  std::string socket;   // default: $HANGAR_AGENT_SOCKET
+  double timeout_s = 30;
+};
+
+std::string FromEnv(const std::string& flag, const char* name) {
+  if (!flag.empty()) return flag;
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// `hangar checkpoint-done`, run by a task: tells its node's agent that a checkpoint is written.
+Status CheckpointDone(const CheckpointFlags& f) {
+  CheckpointReport report;
+  report.task_id = FromEnv(f.task_id, "HANGAR_TASK_ID");
+  const std::string socket = FromEnv(f.socket, "HANGAR_AGENT_SOCKET");
+  if (report.task_id.empty() || socket.empty()) {
+    return Status::FailedPrecondition(
+        std::string("not inside a Hangar task: ") +
+        (report.task_id.empty() ? "HANGAR_TASK_ID" : "HANGAR_AGENT_SOCKET") +
+        " is not set (a task's agent sets it; elsewhere pass --task-id and --socket)");
+  }
+  if (!f.path.empty()) {
+    std::error_code ec;
+    report.path = std::filesystem::absolute(f.path, ec).lexically_normal().string();
+    if (ec) report.path = f.path;
+  }
+  report.step = f.step;
+  // A report that releases the task from its grace is followed by SIGTERM to the task's process
+  // group, this process included: it must still finish and say so (SIGKILL at the grace's end
+  // still ends it).
+  std::signal(SIGTERM, SIG_IGN);
+  HANGAR_ASSIGN_OR_RETURN(CheckpointReply reply,
+                          SendCheckpointDone(socket, report, static_cast<Duration>(f.timeout_s * 1000)));
+  std::cerr << "hangar checkpoint-done: task " << report.task_id << ": reported"
+            << (report.path.empty() ? "" : " " + report.path)
+            << (reply.released ? "; the task is released from its stop's grace (SIGTERM follows)" : "")
+            << "\n";
+  return Status::Ok();
 }
 
 void AddBackendFlags(CLI::App* c, Flags* f) {
@@ -199,6 +249,25 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
     Status s = GpuCheck(*g);
     if (!s.ok()) {
       std::cerr << "hangar gpu-check: " << s.message() << "\n";
+      *rc = 2;
+    }
+  });
+
+  auto k = std::make_shared<CheckpointFlags>();
+  CLI::App* ckpt = app.add_subcommand(
+      "checkpoint-done",
+      "Run inside a task: tell the node's agent a checkpoint is written (ends a preemption's "
+      "grace early)");
+  ckpt->add_option("--path", k->path, "What was written (made absolute)");
+  ckpt->add_option("--step", k->step, "The training step it covers");
+  ckpt->add_option("--task-id", k->task_id, "The task (default: $HANGAR_TASK_ID)");
+  ckpt->add_option("--socket", k->socket, "The agent's socket (default: $HANGAR_AGENT_SOCKET)");
+  ckpt->add_option("--timeout", k->timeout_s, "Seconds to wait for the agent's answer")
+      ->capture_default_str();
+  ckpt->callback([k, rc] {
+    Status s = CheckpointDone(*k);
+    if (!s.ok()) {
+      std::cerr << "hangar checkpoint-done: " << s.message() << "\n";
       *rc = 2;
     }
   });

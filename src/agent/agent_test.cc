@@ -2,13 +2,17 @@
 // the inventory, IB ports in heartbeats, validation on request, faults injected on cue).
 #include "agent/agent.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "agent/fabric/fake_sysfs_test_util.h"
 #include "agent/gpu/fake_backend.h"
@@ -88,6 +92,7 @@ class AgentTest : public ::testing::Test {
     o.use_cgroups = false;
     o.ib_root = sys_.ib_root();
     o.pci_root = sys_.pci_root();
+    o.hangar_binary = "/opt/hangar-test/bin/hangar";
     FakeGpuOptions fake;
     fake.count = 2;
     auto backend = MakeFakeBackend(fake, "n1", SystemClock::Default());
@@ -101,7 +106,47 @@ class AgentTest : public ::testing::Test {
     if (runner_.joinable()) runner_.join();
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     agent_.reset();
+    // Tasks outlive agents by design: end what the tests started.
+    std::ifstream in(state_dir_ / "tasks.json");
+    auto tasks = nlohmann::json::parse(in, nullptr, false);
+    for (const auto& t : tasks.is_array() ? tasks : nlohmann::json::array()) {
+      if (t.value("pid", 0) > 0 && !t.value("ended", false)) kill(-t.value("pid", 0), SIGKILL);
+    }
     fs::remove_all(state_dir_);
+  }
+
+  // Launches `script` under /bin/sh as task `id` of job `job`.
+  void Launch(const std::string& id, uint64_t job, const std::string& script) {
+    pb::ControllerMessage m;
+    m.mutable_launch()->set_task_id(id);
+    m.mutable_launch()->set_job_id(job);
+    for (const char* a : {"/bin/sh", "-c"}) m.mutable_launch()->add_argv(a);
+    m.mutable_launch()->add_argv(script);
+    ASSERT_TRUE(controller_.Send(m));
+    ASSERT_TRUE(controller_.WaitFor([&](const pb::AgentMessage& a) {
+      return a.has_task_status() && a.task_status().task_id() == id;
+    }));
+  }
+  fs::path Work(const std::string& id) { return state_dir_ / "tasks" / id / "work"; }
+  static std::string Read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  static bool Eventually(const std::function<bool()>& pred) {
+    for (int i = 0; i < 2000 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return pred();
+  }
+  std::map<std::string, std::string> TaskEnv(const std::string& id) {
+    EXPECT_TRUE(Eventually([&] { return Read(Work(id) / "env.done") == "ok\n"; }));
+    std::map<std::string, std::string> env;
+    std::istringstream in(Read(Work(id) / "env.txt"));
+    for (std::string line; std::getline(in, line);) {
+      auto eq = line.find('=');
+      if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    return env;
   }
 
   testing::FakeSysfs sys_;
@@ -165,6 +210,68 @@ TEST_F(AgentTest, InjectsFaultsDroppedIntoTheStateDirectory) {
     return fs::exists(state_dir_ / "inject-faults.yaml.rejected");
   });
   EXPECT_TRUE(rejected);
+}
+
+// Logs each USR1 and TERM to `signals`; TERM ends it.
+constexpr const char* kTrapper =
+    "env > env.txt; echo ok > env.done; trap 'echo USR1 >> signals' USR1; "
+    "trap 'echo TERM >> signals; exit 0' TERM; while :; do sleep 1 & wait $!; done";
+
+TEST_F(AgentTest, TasksGetTheSocketAndReportCheckpointsOnTheirOwn) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  ASSERT_FALSE(agent_->socket_path().empty());
+  EXPECT_EQ(fs::status(agent_->socket_path()).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  Launch("5.0.0", 5, kTrapper);
+  auto env = TaskEnv("5.0.0");
+  EXPECT_EQ(env["HANGAR_TASK_ID"], "5.0.0");
+  EXPECT_EQ(env["HANGAR_AGENT_SOCKET"], agent_->socket_path());
+  EXPECT_EQ(env["HANGAR_BIN"], "/opt/hangar-test/bin/hangar");
+  EXPECT_THAT(env["PATH"], ::testing::EndsWith(":/opt/hangar-test/bin"));
+
+  auto reply = SendCheckpointDone(env["HANGAR_AGENT_SOCKET"], {"5.0.0", "/ckpt/step-7", 7}, 10 * kSecond);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_FALSE(reply->released);  // not being stopped: nothing happens to it
+  auto done = controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_checkpoint_done(); });
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->checkpoint_done().task_id(), "5.0.0");
+  EXPECT_EQ(done->checkpoint_done().job_id(), 5u);
+  EXPECT_EQ(done->checkpoint_done().path(), "/ckpt/step-7");
+  EXPECT_EQ(done->checkpoint_done().step(), 7u);
+  EXPECT_GT(done->checkpoint_done().time_ms(), 0);
+  EXPECT_FALSE(fs::exists(Work("5.0.0") / "signals"));
+
+  auto stranger = SendCheckpointDone(agent_->socket_path(), {"9.0.0", "", 0}, 10 * kSecond);
+  ASSERT_FALSE(stranger.ok());
+  EXPECT_THAT(stranger.status().message(), ::testing::HasSubstr("task '9.0.0' does not run on node n1"));
+  auto nobody = SendCheckpointDone((state_dir_ / "no.sock").string(), {"5.0.0", "", 0}, kSecond);
+  EXPECT_EQ(nobody.status().code(), StatusCode::kUnavailable);
+}
+
+TEST_F(AgentTest, StopWithACheckpointSignalsAndIsReleasedByTheReport) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  Launch("6.0.0", 6, kTrapper);
+  TaskEnv("6.0.0");
+  pb::ControllerMessage stop;
+  stop.mutable_stop()->set_task_id("6.0.0");
+  stop.mutable_stop()->set_grace_ms(kHour);  // only the report can end it within the test
+  stop.mutable_stop()->set_checkpoint_signal(SIGUSR1);
+  stop.mutable_stop()->set_kill_grace_ms(kHour);
+  ASSERT_TRUE(controller_.Send(stop));
+  ASSERT_TRUE(Eventually([&] { return Read(Work("6.0.0") / "signals") == "USR1\n"; }));
+
+  auto reply = SendCheckpointDone(agent_->socket_path(), {"6.0.0", "/ckpt/x", 0}, 10 * kSecond);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_TRUE(reply->released);
+  auto ended = controller_.WaitFor([](const pb::AgentMessage& m) {
+    return m.has_task_status() && m.task_status().task_id() == "6.0.0" &&
+           m.task_status().state() == pb::TaskStatus::EXITED;
+  });
+  ASSERT_TRUE(ended);
+  EXPECT_TRUE(ended->task_status().stopped());
+  EXPECT_EQ(ended->task_status().exit_code(), 0);
+  EXPECT_EQ(Read(Work("6.0.0") / "signals"), "USR1\nTERM\n");
+  EXPECT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_checkpoint_done(); }));
 }
 
 }  // namespace

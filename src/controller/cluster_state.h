@@ -116,6 +116,10 @@ struct JobRecord {
   // Preemption: victims of this pending job still stopping (it waits for their GPUs rather than
   // preempting more).
   std::set<sched::JobId> awaiting_victims;
+  // Tasks of its previous attempt still stopping (checkpointing, or in their grace): it is not
+  // placed again until they have ended, so two attempts never run (or write its checkpoint
+  // directory) at once.
+  uint32_t stopping_tasks = 0;
   uint32_t queue = 0;  // its leaf's index in the queue tree
   // Idle reclamation and accounting of the current attempt.
   Time idle_since = 0;        // all its GPUs below the queue's idle threshold since then
@@ -267,6 +271,8 @@ class ClusterState {
   // Stops the current attempt (with the checkpoint protocol when `checkpoint`) and queues the
   // job again, whole; its resources stay held until its tasks have ended.
   void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint = true);
+  // A task of an earlier attempt (a zombie) has ended or is gone with its node.
+  void ZombieEnded(const std::string& task_id);
   // cluster_state_sched.cc
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
@@ -323,6 +329,8 @@ class ClusterState {
   // dimension), and the accounting of ended attempts.
   std::vector<job::QueueSpec> queue_specs_;
   std::shared_ptr<const sched::queue::QueueTree> queue_tree_;
+  // One leaf, no quota, no limit: the cycle need not account queues at all (the fast path).
+  bool queues_trivial_ = true;
   std::vector<std::vector<double>> share_history_;
   Time share_history_at_ = 0;
   std::vector<AttemptUsage> usage_log_;

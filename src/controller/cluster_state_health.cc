@@ -85,6 +85,14 @@ health::ValidationReport ParseValidation(const pb::ValidationResult& r, Time at)
   return v;
 }
 
+// The node's latest validation could not run (hangar-validate missing or broken, no GPU).
+bool ValidationCouldNotRun(const health::HealthEngine& health, uint32_t n) {
+  for (const auto& c : health.Report(n).conditions) {
+    if (c.type == "validation_error") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void ClusterState::OnGpuEvent(const std::string& node, const pb::GpuEvent& e, Time now) {
@@ -188,7 +196,16 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
   }
   for (uint32_t n : ev.drain_nodes) {
     if (nodes_[n].lost) continue;
-    DrainWork(n, {}, "node " + topology_->nodes()[n].name + " draining: " + health_.Report(n).conditions.front().reason, now, fx);
+    // Why: its strongest open condition, or, for an operator's drain (no condition), the cordon.
+    const health::NodeReport report = health_.Report(n);
+    std::string why = report.conditions.empty() ? "" : report.conditions.front().reason;
+    if (why.empty()) {
+      for (const auto& t : ev.transitions) {
+        if (t.node == n && t.gpu < 0) why = t.reason;
+      }
+    }
+    if (why.empty()) why = "drained";
+    DrainWork(n, {}, "node " + topology_->nodes()[n].name + " draining: " + why, now, fx);
   }
   std::map<uint32_t, std::vector<uint32_t>> gpus_by_node;
   for (uint32_t g : ev.drain_gpus) gpus_by_node[topology_->gpus()[g].node].push_back(g);
@@ -203,14 +220,30 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
     PersistHealth(report.node, fx);
   }
   // Draining nodes whose work is off move on to quarantine; nodes still waiting for validation
-  // (e.g. not connected when it was first asked) are asked again.
+  // (e.g. not connected when it was first asked) are asked again -- but not one whose latest
+  // validation could not run: its agent answers at once, and asking again at once is a hot loop
+  // of requests and events. It is asked again when that finding fades (HealthOptions, an hour).
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     const health::HealthState s = health_.node_state(n);
     if (s == health::HealthState::kDraining && !nodes_[n].lost && !HasWork(n)) {
       (void)health_.Apply({health::OperatorAction::Kind::kWorkDrained, n, -1, now});
       health_dirty_ = true;
     }
-    if (s == health::HealthState::kPendingValidation && nodes_[n].connected) RequestValidation(n, now, fx);
+    // The same for a draining GPU of a node still in the pool: once nothing holds it (its gangs
+    // were requeued and their tasks have ended), it moves on to quarantine.
+    const cluster::NodeInfo& info = topology_->nodes()[n];
+    for (uint32_t i = 0; i < info.num_gpus; ++i) {
+      const uint32_t g = info.first_gpu + i;
+      if (health_.gpu_state(g) == health::HealthState::kDraining && !nodes_[n].lost &&
+          usage_.gpu_free_milli(g) == usage_.gpu_capacity(g)) {
+        (void)health_.Apply({health::OperatorAction::Kind::kWorkDrained, n, static_cast<int>(i), now});
+        health_dirty_ = true;
+      }
+    }
+    if (s == health::HealthState::kPendingValidation && nodes_[n].connected && !nodes_[n].validation_asked &&
+        !ValidationCouldNotRun(health_, n)) {
+      RequestValidation(n, now, fx);
+    }
   }
   last_health_ = now;
 }

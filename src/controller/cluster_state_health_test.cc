@@ -109,7 +109,23 @@ TEST_F(HealthLoopTest, Xid79DrainsTheNodeAndRequeuesTheGangWhole) {
   bool explained = false;
   for (const auto& e : fx.batch.events) explained |= e.message.find("draining") != std::string::npos;
   EXPECT_TRUE(explained);
-  // The gang runs again, whole, on two other nodes.
+  // Not while its tasks are still checkpointing and stopping: two attempts never run at once.
+  Effects early;
+  state_->Schedule(now_, &early);
+  job = state_->GetJob(id);
+  EXPECT_EQ(job->state, "pending");
+  EXPECT_TRUE(job->task_views.empty());
+  EXPECT_NE(job->reason.find("previous attempt"), std::string::npos) << job->reason;
+  // The gang runs again, whole, on two other nodes, once its old tasks have ended.
+  Effects ended;
+  for (const auto& m : fx.messages) {
+    if (!m.message.has_stop()) continue;
+    pb::TaskStatus st;
+    st.set_task_id(m.message.stop().task_id());
+    st.set_state(pb::TaskStatus::EXITED);
+    st.set_signal(15);
+    state_->OnTaskStatus(m.node, st, now_, &ended);
+  }
   Effects cycle;
   state_->Schedule(now_, &cycle);
   job = state_->GetJob(id);
@@ -180,6 +196,64 @@ TEST_F(HealthLoopTest, Xid13OnceIsNothingTwiceIsSuspect) {
   const auto node = state_->GetNode("n-3");
   for (const auto& c : node->conditions) all += c + "\n";
   EXPECT_NE(all.find("GPU 1 suspect"), std::string::npos) << all;
+}
+
+// A node whose all-reduce is 30% below the fleet's (one slow GPU drags it down) comes into the
+// pool degraded -- it takes single-node work, no gangs -- and is not asked to validate again and
+// again.
+TEST_F(HealthLoopTest, NodeSlowerThanTheFleetComesInDegradedAndIsNotAskedAgain) {
+  Effects first;
+  state_->EvaluateHealth(now_, &first);
+  for (int i = 1; i <= 3; ++i) Validate("n-" + std::to_string(i), Validation());
+  auto slow = nlohmann::json::parse(Validation(490));
+  slow["nccl_busbw_gbs"] = 280.0;
+  Validate("n-4", slow.dump());
+  int asked = 0;
+  for (int i = 0; i < 5; ++i) {
+    for (const auto& m : Tick().messages) asked += m.message.has_validate();
+  }
+  EXPECT_EQ(asked, 0);
+  EXPECT_EQ(state_->GetNode("n-4")->state, "degraded");
+  EXPECT_EQ(state_->GetNode("n-1")->state, "ready");
+}
+
+// A validation that cannot run answers at once; the controller must not ask again in a loop.
+TEST_F(HealthLoopTest, ValidationThatCannotRunIsNotAskedAgainInALoop) {
+  Effects first;
+  state_->EvaluateHealth(now_, &first);
+  pb::ValidationResult broken;
+  broken.set_ok(false);
+  broken.set_json(R"({"error": "hangar-validate: no usable GPU"})");
+  state_->OnValidation("n-1", broken, now_);
+  int asked = 0;
+  for (int i = 0; i < 5; ++i) {
+    for (const auto& m : Tick().messages) asked += m.message.has_validate() && m.node == "n-1";
+  }
+  EXPECT_EQ(asked, 0);
+  auto node = state_->GetNode("n-1");
+  EXPECT_EQ(node->state, "pending_validation");
+  bool shown = false;
+  for (const auto& c : node->conditions) shown |= c.find("validation_error") != std::string::npos;
+  EXPECT_TRUE(shown);
+}
+
+// A fatal fault on one GPU takes that GPU out, not the node; with nothing on it, it moves on to
+// quarantine (it does not stay "draining" for ever).
+TEST_F(HealthLoopTest, DoubleBitEccTakesTheGpuOutNotTheNodeAndQuarantinesIt) {
+  ValidateAll();
+  pb::GpuEvent dbe;
+  dbe.set_index(1);
+  dbe.set_kind("ecc_dbe");
+  dbe.set_code(1);
+  state_->OnGpuEvent("n-2", dbe, now_);
+  Tick();
+  Tick();
+  auto node = state_->GetNode("n-2");
+  EXPECT_EQ(node->state, "ready");
+  EXPECT_EQ(node->gpus_free, 7);
+  std::string all;
+  for (const auto& c : node->conditions) all += c + "\n";
+  EXPECT_NE(all.find("GPU 1 quarantined"), std::string::npos) << all;
 }
 
 }  // namespace

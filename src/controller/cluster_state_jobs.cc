@@ -198,6 +198,7 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
     }
     fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
     zombies_[id] = {t.node, cluster::TaskShare(j.assignment, t.index)};
+    j.stopping_tasks++;
   }
   active_.erase(j.id);
   j.tasks.clear();
@@ -217,6 +218,14 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   fx->Event(now, "job", "job/" + std::to_string(j.id), "requeued whole: " + why);
   Persist(j, fx);
   dirty_ = true;
+}
+
+void ClusterState::ZombieEnded(const std::string& task_id) {
+  sched::JobId id;
+  uint32_t attempt, index;
+  if (!ParseTaskId(task_id, &id, &attempt, &index)) return;
+  auto it = jobs_.find(id);
+  if (it != jobs_.end() && it->second.stopping_tasks > 0) it->second.stopping_tasks--;
 }
 
 void ClusterState::OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx) {

@@ -167,6 +167,7 @@ void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& s
   if (z != zombies_.end()) {
     if (ended) {
       usage_.Release(z->second.share);
+      ZombieEnded(z->first);
       zombies_.erase(z);
       dirty_ = true;
     }
@@ -254,6 +255,7 @@ void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effect
   for (auto it = zombies_.begin(); it != zombies_.end();) {
     if (it->second.node == n) {
       usage_.Release(it->second.share);
+      ZombieEnded(it->first);
       it = zombies_.erase(it);
     } else {
       ++it;

@@ -65,6 +65,13 @@ void ClusterState::UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<
   share_history_ = std::move(history);
   queue_specs_ = std::move(specs);
   queue_tree_ = std::move(tree);
+  queues_trivial_ = queue_tree_->nodes().size() == 1;
+  for (const auto& n : queue_tree_->nodes()) {
+    for (size_t d = 0; d < queue_tree_->dims(); ++d) {
+      queues_trivial_ = queues_trivial_ && n.nominal[d] == 0 && n.borrow_limit[d] >= q::kUnlimited &&
+                        n.lend_limit[d] >= q::kUnlimited;
+    }
+  }
   for (auto& [id, j] : jobs_) {
     const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
     j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
@@ -123,7 +130,7 @@ std::vector<std::vector<int64_t>> ClusterState::RunningCharges(std::vector<int>*
 }
 
 void ClusterState::UpdateShareHistory(Time now) {
-  if (share_history_at_ == 0 || now <= share_history_at_) {
+  if (queues_trivial_ || share_history_at_ == 0 || now <= share_history_at_) {
     share_history_at_ = std::max(share_history_at_, now);
     return;
   }

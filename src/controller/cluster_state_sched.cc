@@ -16,6 +16,12 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   for (sched::JobId id : pending_) {
     JobRecord& j = jobs_.at(id);
     const job::JobSpec& s = j.spec->spec;
+    if (j.stopping_tasks > 0) {
+      j.reason_detail = "waiting for " + std::to_string(j.stopping_tasks) + " task" +
+                        (j.stopping_tasks == 1 ? "" : "s") +
+                        " of its previous attempt to checkpoint and stop before it starts again";
+      continue;
+    }
     // Victims preempted for it that have stopped no longer hold it back.
     std::erase_if(j.awaiting_victims, [&](sched::JobId v) {
       const std::string prefix = std::to_string(v) + ".";
@@ -78,8 +84,10 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   snap.pending = pending;
   snap.running = running;
   snap.random_seed = static_cast<uint64_t>(now);
-  snap.queues = queue_tree_.get();
-  snap.queue_history = share_history_;
+  if (!queues_trivial_) {
+    snap.queues = queue_tree_.get();
+    snap.queue_history = share_history_;
+  }
   sched::Decisions d = scheduler_->Cycle(snap, now);
   // Preemptions first: a victim is asked to checkpoint and stop, and keeps its GPUs until it has;
   // the job it made room for starts in a later cycle, once they are free, and preempts no more

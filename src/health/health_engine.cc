@@ -2,6 +2,7 @@
 // health_engine_eval.cc.
 #include "health/health_engine.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace hangar::health {
@@ -158,13 +159,19 @@ Status HealthEngine::ObserveValidation(uint32_t node, const ValidationReport& r)
 }
 
 void HealthEngine::ApplyVerdict(NodeRecord& r, const ValidationVerdict& v, Time t) {
+  // An outlier (degrade) still lets a subject out of pending validation, as degraded; only a
+  // fatal finding (a floor) keeps it out of the pool.
+  auto fatal = [](const std::vector<Finding>& findings) {
+    return std::any_of(findings.begin(), findings.end(),
+                       [](const Finding& f) { return f.condition.effect == Effect::kDrain; });
+  };
   for (const GpuVerdict& gv : v.gpus) {
     GpuRecord& g = r.gpus[gv.index];
-    g.subject.Validated(t, gv.findings.empty());
+    g.subject.Validated(t, gv.findings.empty(), fatal(gv.findings));
     for (const Finding& f : gv.findings) g.subject.faults().Assert(f, t);
     g.band = static_cast<int8_t>(gv.band);
   }
-  r.subject.Validated(t, v.node_findings.empty());
+  r.subject.Validated(t, v.node_findings.empty(), fatal(v.node_findings));
   for (const Finding& f : v.node_findings) r.subject.faults().Assert(f, t);
   if (v.node_measured) r.band = static_cast<int8_t>(v.node_band);
   r.dirty = true;

@@ -127,6 +127,49 @@ TEST(HealthEngineTest, GpuAtSeventyPercentOfTheFleetMedianIsDegraded) {
   EXPECT_EQ(e.node_condition(3), NodeCondition{});
 }
 
+// The node's own all-reduce is an outlier too (it runs at its slowest GPU's pace): the node leaves
+// pending validation degraded -- it does not wait for a validation it can never pass.
+TEST(HealthEngineTest, NodeWhoseAllReduceIsAnOutlierComesInDegradedNotStuckPending) {
+  HealthEngine e(Fleet(4), HealthOptions{}, 0);
+  for (uint32_t n = 0; n < 3; ++n) ASSERT_TRUE(e.ObserveValidation(n, Passing(1000)).ok());
+  ValidationReport slow = Passing(1000);
+  slow.gpus[6].gemm_tflops = 490;
+  slow.nccl_busbw_gbs = 0.7 * 450;
+  ASSERT_TRUE(e.ObserveValidation(3, slow).ok());
+  Evaluation ev = e.Evaluate(1000);
+  EXPECT_EQ(e.node_state(3), HealthState::kDegraded);
+  EXPECT_FALSE(e.Report(3).needs_validation);
+  EXPECT_TRUE(e.Evaluate(2000).validate_nodes.empty());  // nothing more to ask
+  NodeCondition c = e.node_condition(3);
+  EXPECT_TRUE(c.schedulable);
+  EXPECT_FALSE(c.gangs_allowed);
+  std::string reason;
+  for (const auto& t : ev.transitions) {
+    if (t.node == 3 && t.gpu < 0) reason = t.ToString("node-3");
+  }
+  EXPECT_NE(reason.find("pending_validation -> degraded: validation done, with findings; still "
+                        "validation_outlier: NCCL nccl_busbw_gbs 315.0 GB/s is 30.0% below the fleet "
+                        "median"),
+            std::string::npos)
+      << reason;
+  // A clean run brings it back to healthy.
+  ASSERT_TRUE(e.ObserveValidation(3, Passing(5000)).ok());
+  e.Evaluate(5000);
+  EXPECT_EQ(e.node_state(3), HealthState::kHealthy);
+  EXPECT_EQ(e.node_condition(3), NodeCondition{});
+}
+
+// A floor failure is fatal: the node stays out of the pool.
+TEST(HealthEngineTest, NodeBelowTheNcclFloorDoesNotLeavePendingValidation) {
+  HealthEngine e(Fleet(1), HealthOptions{}, 0);
+  ValidationReport bad = Passing(1000);
+  bad.nccl_busbw_gbs = 10;  // below the floor (150 GB/s on NVLink, 15 GB/s over PCIe)
+  ASSERT_TRUE(e.ObserveValidation(0, bad).ok());
+  e.Evaluate(1000);
+  EXPECT_FALSE(IsSchedulable(e.node_state(0)));
+  EXPECT_FALSE(e.node_condition(0).schedulable);
+}
+
 TEST(HealthEngineTest, Xid13OnceIsNothingTwiceInADayIsSuspectADayApartIsNothing) {
   HealthEngine e(Fleet(1), InPool(), 0);
   ASSERT_TRUE(e.ObserveGpuEvent(0, Xid(0, 13, 0)).ok());

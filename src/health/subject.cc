@@ -48,9 +48,11 @@ void Subject::Remediated(Remedy r, Time t, std::string_view note) {
   if (r == Remedy::kNodeReboot) reboots_.push_back(t);
 }
 
-void Subject::Validated(Time t, bool passed) {
-  faults_.OnValidation(t, passed);
-  if (passed) validated_at_ = std::max(validated_at_, t);
+void Subject::Validated(Time t, bool clean, bool fatal) {
+  faults_.OnValidation(t, clean);
+  if (fatal || t < validated_at_) return;
+  validated_at_ = t;
+  validated_clean_ = clean;
 }
 
 void Subject::RecordFatalXid(uint64_t code, bool reboot_level, Time t, const FailurePolicy& p) {
@@ -159,7 +161,8 @@ std::pair<HealthState, std::string> Subject::Target(Time now, const SubjectPolic
     case HealthState::kPendingValidation:
       if (drain) return {HealthState::kQuarantined, *drain};
       if (p.require_validation && validated_at_ < since_) return {state_, ""};
-      return back_in_pool(p.require_validation ? "validation passed" : "validation not required");
+      if (!p.require_validation) return back_in_pool("validation not required");
+      return back_in_pool(validated_clean_ ? "validation passed" : "validation done, with findings");
     default:
       if (!drain) return InPoolState(now, p);
       if (!held.empty() && !DrainBypassesValve())

@@ -9,7 +9,8 @@
 //   draining -> quarantined   once the work is gone
 //   quarantined -> pending_validation   once no fatal finding is open and no cordon holds
 //   pending_validation -> healthy (or suspect/degraded, by its open warnings)   when a
-//                             validation passes after it entered pending_validation
+//                             validation without a fatal finding finishes after it entered
+//                             pending_validation (a fleet outlier comes back degraded)
 //   any -> failed             5 fatal Xids in 24 h, 5 remediations in 7 days, or the same
 //                             reboot-level Xid after 2 reboots; only a repair brings it back
 //                             (to pending_validation).
@@ -67,8 +68,12 @@ class Subject {
   // A remediation finished at t: closes latched faults and counts toward the failure policy.
   // A repair also forgets the failure history and brings a failed subject back.
   void Remediated(Remedy r, Time t, std::string_view note);
-  // A validation covering this subject finished at t; its findings were already asserted.
-  void Validated(Time t, bool passed);
+  // A validation covering this subject finished at t (the engine asserts its findings next).
+  // `clean`: it found nothing; `fatal`: it found something that fails the subject (a floor). Any
+  // validation without a fatal finding is the one a subject pending validation waits for: it goes
+  // back to the pool in the state its open warnings call for (an outlier: degraded). Only a clean
+  // one also closes the warnings that wait for a quiet period.
+  void Validated(Time t, bool clean, bool fatal = false);
   // A fatal Xid incident, for "5 fatal Xids in 24 h" and the reboot-level rule.
   void RecordFatalXid(uint64_t code, bool reboot_level, Time t, const FailurePolicy& p);
   // Puts the subject in `s` after a controller restart; a failed one stays failed for `reason`.
@@ -102,7 +107,8 @@ class Subject {
   bool cordoned_ = false;
   std::string cordon_reason_;
   bool work_drained_ = false;
-  Time validated_at_ = -1;  // the latest passing validation
+  Time validated_at_ = -1;  // the latest validation without a fatal finding
+  bool validated_clean_ = false;  // ... and whether it found nothing at all
   Time repaired_at_ = -1;
   std::string repair_note_;
   std::string latched_failure_;                  // the reboot-level rule, once it fired

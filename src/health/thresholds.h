@@ -38,6 +38,10 @@ struct Thresholds {
   Duration rate_quiet = 10 * kMinute;  // a rate warning closes after this long below its limit
   Duration app_xid_window = kDay;      // Xid 13/31/43 twice on one GPU within this: suspect
   Duration xid_incident = kMinute;     // the same Xid again within this is the same incident
+  // The same for Xid 13/31/43. A crash prints its burst within a second (one line per SM or
+  // channel), read over at most two heartbeats; an application that crashes again on the same GPU
+  // seconds after a restart is a second incident -- the very pattern the 24 h rule looks for.
+  Duration app_xid_incident = 5 * kSecond;
   Duration info_quiet = kHour;         // informational findings fade after this
 };
 

@@ -62,7 +62,8 @@ XidHistory::Outcome XidHistory::Apply(uint16_t gpu, uint64_t code, Time t, const
   while (!seen.empty() && seen.front() <= t - std::max(th.app_xid_window, kDay)) seen.pop_front();
 
   Outcome out;
-  out.new_incident = seen.empty() || t - seen.back() >= th.xid_incident;
+  const Duration incident = rule.app_class ? th.app_xid_incident : th.xid_incident;
+  out.new_incident = seen.empty() || t - seen.back() >= incident;
   if (out.new_incident) seen.push_back(t);
   int recent = static_cast<int>(
       std::count_if(seen.begin(), seen.end(), [&](Time s) { return s > t - th.app_xid_window; }));

@@ -35,14 +35,16 @@ class XidHistory {
  public:
   struct Outcome {
     Finding finding;
-    bool new_incident = true;  // false: the same Xid within `xid_incident` (one incident)
+    bool new_incident = true;  // false: the same Xid within `xid_incident` (`app_xid_incident`
+                               // for 13/31/43) of the previous one: one incident
     bool fatal = false;        // counts toward "5 fatal Xids in 24 h"
     bool reboot_level = false;
   };
 
   // Judges Xid `code` on GPU `gpu` at time t. Xid 13/31/43 are informational once; the second
   // incident of the same code on the same GPU within `app_xid_window` makes the GPU suspect and
-  // asks for validation. Repeats within `xid_incident` are one incident (drivers log bursts).
+  // asks for validation. Repeats within `xid_incident` (`app_xid_incident` for the application
+  // class) are one incident (drivers log bursts).
   Outcome Apply(uint16_t gpu, uint64_t code, Time t, const Thresholds& th);
 
  private:

@@ -76,6 +76,20 @@ TEST(XidHistoryTest, ABurstIsOneIncident) {
   EXPECT_TRUE(fatal.new_incident);
 }
 
+TEST(XidHistoryTest, AnApplicationCrashingAgainSecondsLaterIsASecondIncident) {
+  Thresholds th;
+  XidHistory h;
+  h.Apply(1, 13, 0, th);
+  EXPECT_FALSE(h.Apply(1, 13, th.app_xid_incident - 1, th).new_incident);  // still the burst
+  auto again = h.Apply(1, 13, 2 * th.app_xid_incident, th);
+  EXPECT_TRUE(again.new_incident);
+  EXPECT_EQ(again.finding.condition.effect, Effect::kSuspect);
+  // Fatal Xids keep the longer window: a driver repeating one fault is not five faults.
+  EXPECT_TRUE(h.Apply(1, 48, 0, th).new_incident);
+  EXPECT_FALSE(h.Apply(1, 48, 2 * th.app_xid_incident, th).new_incident);
+  EXPECT_TRUE(h.Apply(1, 48, th.xid_incident, th).new_incident);
+}
+
 TEST(XidHistoryTest, Xid79SpeaksForTheNode) {
   Thresholds th;
   XidHistory h;

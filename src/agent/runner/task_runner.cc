@@ -25,12 +25,24 @@ struct TaskRunner::Task {
   std::string cgroup_dir;    // empty: the task has no cgroup of its own
   bool stop_requested = false;
   int64_t kill_at_nanos = kNever;  // MonotonicNanos() when SIGKILL is due
+  // The checkpoint phase of a stop: the checkpoint signal has gone out, SIGTERM has not.
+  bool checkpointing = false;
+  int64_t term_at_nanos = kNever;  // MonotonicNanos() when the SIGTERM that ends the phase is due
+  Duration kill_grace = 0;         // from that SIGTERM to SIGKILL
 };
 
 namespace {
 
 constexpr int64_t kNanosPerMilli = 1000000;
 constexpr size_t kMaxTaskIdLength = 200;  // "task-<id>" must fit in a file name (NAME_MAX 255)
+
+// MonotonicNanos() `after` milliseconds from now, saturating (a grace may be "forever").
+int64_t NanosFromNow(Duration after) {
+  const int64_t now = MonotonicNanos();
+  after = std::max<Duration>(after, 0);
+  if (after > (kNever - now) / kNanosPerMilli) return kNever;
+  return now + after * kNanosPerMilli;
+}
 
 struct ProcStat {
   char state = '?';
@@ -212,14 +224,64 @@ Status TaskRunner::Signal(const std::string& task_id, int sig) {
 Status TaskRunner::Stop(const std::string& task_id, Duration grace) {
   std::lock_guard lock(mu_);
   HANGAR_ASSIGN_OR_RETURN(Task * task, FindRunning(task_id));
-  if (kill(-task->pid, SIGTERM) != 0 && errno != ESRCH) {
+  return Terminate(task_id, *task, grace);
+}
+
+Status TaskRunner::Terminate(const std::string& task_id, Task& task, Duration grace) {
+  if (kill(-task.pid, SIGTERM) != 0 && errno != ESRCH) {
     return ErrnoStatus(errno, "cannot stop task '" + task_id + "'");
   }
-  kill(-task->pid, SIGCONT);  // a suspended group would not act on SIGTERM before the SIGKILL
-  task->stop_requested = true;
-  int64_t deadline = MonotonicNanos() + std::max<Duration>(grace, 0) * kNanosPerMilli;
-  task->kill_at_nanos = std::min(task->kill_at_nanos, deadline);  // a second Stop never delays
+  kill(-task.pid, SIGCONT);  // a suspended group would not act on SIGTERM before the SIGKILL
+  task.stop_requested = true;
+  task.checkpointing = false;
+  task.term_at_nanos = kNever;
+  task.kill_at_nanos = std::min(task.kill_at_nanos, NanosFromNow(grace));  // never delays
   return Status::Ok();
+}
+
+Status TaskRunner::StopWithCheckpoint(const std::string& task_id, int checkpoint_signal,
+                                      Duration grace, Duration kill_grace) {
+  if (checkpoint_signal <= 0 || checkpoint_signal >= NSIG) {
+    return Status::InvalidArgument("checkpoint signal " + std::to_string(checkpoint_signal) +
+                                   " is not a signal (1 to " + std::to_string(NSIG - 1) + ")");
+  }
+  std::lock_guard lock(mu_);
+  HANGAR_ASSIGN_OR_RETURN(Task * task, FindRunning(task_id));
+  grace = std::max<Duration>(grace, 0);
+  kill_grace = std::max<Duration>(kill_grace, 0);
+  if (task->stop_requested) {  // already stopping: bring the deadlines forward, signal nothing
+    if (task->checkpointing) {
+      task->term_at_nanos = std::min(task->term_at_nanos, NanosFromNow(grace));
+      task->kill_grace = std::min(task->kill_grace, kill_grace);
+    } else {
+      const Duration both = grace > kNever - kill_grace ? kNever : grace + kill_grace;
+      task->kill_at_nanos = std::min(task->kill_at_nanos, NanosFromNow(both));
+    }
+    return Status::Ok();
+  }
+  if (kill(-task->pid, checkpoint_signal) != 0 && errno != ESRCH) {
+    return ErrnoStatus(errno, "cannot signal task '" + task_id + "' to checkpoint");
+  }
+  kill(-task->pid, SIGCONT);  // a suspended task could not write its checkpoint
+  task->stop_requested = true;
+  task->checkpointing = true;
+  task->term_at_nanos = NanosFromNow(grace);
+  task->kill_grace = kill_grace;
+  return Status::Ok();
+}
+
+StatusOr<bool> TaskRunner::CheckpointDone(const std::string& task_id) {
+  std::lock_guard lock(mu_);
+  HANGAR_ASSIGN_OR_RETURN(Task * task, FindRunning(task_id));
+  if (!task->checkpointing) return false;
+  HANGAR_RETURN_IF_ERROR(Terminate(task_id, *task, task->kill_grace));
+  return true;
+}
+
+bool TaskRunner::InCheckpointPhase(const std::string& task_id) const {
+  std::lock_guard lock(mu_);
+  auto it = tasks_.find(task_id);
+  return it != tasks_.end() && it->second->checkpointing;
 }
 
 std::vector<TaskExit> TaskRunner::Reap() {
@@ -230,6 +292,9 @@ std::vector<TaskExit> TaskRunner::Reap() {
     Task& task = *it->second;
     std::optional<TaskExit> exit = CheckEnded(it->first, task);
     if (!exit) {
+      if (task.checkpointing && now >= task.term_at_nanos) {
+        (void)Terminate(it->first, task, task.kill_grace);  // the grace ran out: no more waiting
+      }
       if (now >= task.kill_at_nanos) {
         kill(-task.pid, SIGKILL);
         task.kill_at_nanos = kNever;

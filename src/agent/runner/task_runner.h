@@ -60,6 +60,22 @@ class TaskRunner {
   Status Signal(const std::string& task_id, int sig);
   // SIGTERM to the process group now, SIGKILL once `grace` has passed (checked by Reap()).
   Status Stop(const std::string& task_id, Duration grace);
+  // A stop with a checkpoint phase first (a preemption, a drain): `checkpoint_signal` (and
+  // SIGCONT) to the process group now; SIGTERM (and SIGCONT) when CheckpointDone() is called
+  // for the task or `grace` has passed, whichever is first (the deadline is checked by Reap());
+  // SIGKILL `kill_grace` after that SIGTERM. A task whose leader exits during the phase has
+  // ended (reported stopped), and the rest of its group is killed as after Stop(). Neither stop
+  // ever delays another: a checkpoint stop of a task already being stopped only brings its
+  // deadlines forward, and sends the checkpoint signal only once. InvalidArgument for a signal
+  // out of range, NotFound for an unknown or ended task.
+  Status StopWithCheckpoint(const std::string& task_id, int checkpoint_signal, Duration grace,
+                            Duration kill_grace);
+  // The task says its checkpoint is written. In the checkpoint phase of a stop: SIGTERM now
+  // (the early release), and true. Otherwise (a checkpoint it took on its own): nothing, and
+  // false. NotFound for an unknown or ended task.
+  StatusOr<bool> CheckpointDone(const std::string& task_id);
+  // Whether the task is in the checkpoint phase of a stop (signalled, not yet sent SIGTERM).
+  bool InCheckpointPhase(const std::string& task_id) const;
   // Non-blocking: the tasks that ended since the last call; also sends overdue SIGKILLs.
   // A task has ended when its process group leader has exited, even if other members of the
   // group live on (those of a stopped task are then killed at once). An adopted task's exit
@@ -83,6 +99,9 @@ class TaskRunner {
   // The task, if it is still running. Requires mu_.
   StatusOr<Task*> FindRunning(const std::string& task_id);
   void NoteTaskWithoutCgroup(const std::string& task_id, const Status& why);
+  // SIGTERM and SIGCONT to the group; ends a checkpoint phase; SIGKILL due `grace` from now
+  // (or earlier, if it already was). Requires mu_.
+  Status Terminate(const std::string& task_id, Task& task, Duration grace);
   void RemoveEndedCgroups();  // requires mu_
 
   mutable std::mutex mu_;

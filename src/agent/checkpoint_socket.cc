@@ -1,0 +1,271 @@
+#include "agent/checkpoint_socket.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+
+namespace hangar::agent {
+
+namespace {
+
+constexpr size_t kMaxMessage = 64 * 1024;
+constexpr Duration kRequestPatience = 2 * kSecond;  // for a client to send its request
+constexpr Duration kClosePatience = kSecond;        // for a client to close after the answer
+
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+StatusOr<sockaddr_un> SocketAddress(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    return Status::InvalidArgument("socket path '" + path + "' is empty or longer than " +
+                                   std::to_string(sizeof addr.sun_path - 1) + " bytes");
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
+// Milliseconds left until `deadline` (MonotonicNanos()), at least 0.
+int MillisLeft(int64_t deadline) {
+  const int64_t left = (deadline - MonotonicNanos()) / 1000000;
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
+}
+
+// Reads one line (without its '\n'), or what came before EOF; Unavailable at `deadline`.
+StatusOr<std::string> ReadLine(int fd, int64_t deadline) {
+  std::string text;
+  char buf[4096];
+  while (text.find('\n') == std::string::npos) {
+    if (text.size() > kMaxMessage) return Status::InvalidArgument("message too long");
+    pollfd p{fd, POLLIN, 0};
+    int ready = poll(&p, 1, MillisLeft(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return Status::Unavailable("poll: " + ErrnoText(errno));
+    if (ready == 0) return Status::Unavailable("no answer in time");
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Unavailable("read: " + ErrnoText(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  if (size_t nl = text.find('\n'); nl != std::string::npos) text.resize(nl);
+  return text;
+}
+
+Status WriteAll(int fd, const std::string& text, int64_t deadline) {
+  size_t done = 0;
+  while (done < text.size()) {
+    pollfd p{fd, POLLOUT, 0};
+    int ready = poll(&p, 1, MillisLeft(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return Status::Unavailable("cannot send in time");
+    ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Unavailable("send: " + ErrnoText(errno));
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+StatusOr<CheckpointReport> ParseRequest(const std::string& line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument("the request is not a JSON object");
+  }
+  if (j.value("op", "") != "checkpoint_done") {
+    return Status::InvalidArgument("unknown op; the agent knows \"checkpoint_done\"");
+  }
+  CheckpointReport r;
+  if (!j.contains("task_id") || !j["task_id"].is_string() || j["task_id"].get<std::string>().empty()) {
+    return Status::InvalidArgument("the request names no task_id");
+  }
+  r.task_id = j["task_id"].get<std::string>();
+  if (j.contains("path")) {
+    if (!j["path"].is_string()) return Status::InvalidArgument("path must be a string");
+    r.path = j["path"].get<std::string>();
+  }
+  if (j.contains("step")) {
+    if (!j["step"].is_number_unsigned()) {
+      return Status::InvalidArgument("step must be a non-negative integer");
+    }
+    r.step = j["step"].get<uint64_t>();
+  }
+  return r;
+}
+
+uint64_t Fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string AgentSocketPath(const std::string& state_dir) {
+  std::error_code ec;
+  std::string dir = std::filesystem::absolute(state_dir, ec).lexically_normal().string();
+  if (ec) dir = state_dir;
+  if (!dir.empty() && dir.back() == '/') dir.pop_back();
+  std::string path = dir + "/agent.sock";
+  if (path.size() < sizeof(sockaddr_un{}.sun_path)) return path;
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a(dir)));
+  return "/tmp/hangar-agent-" + std::to_string(getuid()) + "-" + hash + ".sock";
+}
+
+StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& path,
+                                                           Handler handler,
+                                                           AfterReply after_reply) {
+  const std::string what = "cannot listen on " + path + ": ";
+  auto addr = SocketAddress(path);
+  if (!addr.ok()) return Status::InvalidArgument(what + addr.status().message());
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Status::FailedPrecondition(what + "a file that is not a socket is there");
+    unlink(path.c_str());  // a stale socket of an earlier agent
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Unavailable(what + "socket: " + ErrnoText(errno));
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
+    int e = errno;
+    close(fd);
+    return Status::Unavailable(what + "bind: " + ErrnoText(e));
+  }
+  // Before listen(): no connection can be made while the mode is still the umask's.
+  if (chmod(path.c_str(), 0600) != 0 || listen(fd, 64) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(path.c_str());
+    return Status::Unavailable(what + ErrnoText(e));
+  }
+  int wake[2];
+  if (pipe2(wake, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(path.c_str());
+    return Status::Unavailable(what + "pipe: " + ErrnoText(e));
+  }
+  std::unique_ptr<AgentSocket> s(new AgentSocket(path, fd, wake[0], std::move(handler),
+                                                 std::move(after_reply)));
+  s->wake_write_fd_ = wake[1];
+  s->thread_ = std::thread([raw = s.get()] { raw->Serve(); });
+  return s;
+}
+
+AgentSocket::AgentSocket(std::string path, int fd, int wake_fd, Handler handler,
+                         AfterReply after_reply)
+    : path_(std::move(path)),
+      listen_fd_(fd),
+      wake_read_fd_(wake_fd),
+      wake_write_fd_(-1),
+      handler_(std::move(handler)),
+      after_reply_(std::move(after_reply)) {}
+
+AgentSocket::~AgentSocket() {
+  char byte = 1;
+  if (write(wake_write_fd_, &byte, 1) < 0) {
+    // The thread polls the pipe; a full pipe has woken it already.
+  }
+  if (thread_.joinable()) thread_.join();
+  close(wake_write_fd_);
+  close(wake_read_fd_);
+  close(listen_fd_);
+  // Only our own socket: a later agent may have replaced it already.
+  struct stat st {};
+  if (lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path_.c_str());
+}
+
+void AgentSocket::Serve() {
+  for (;;) {
+    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_read_fd_, POLLIN, 0}};
+    int ready = poll(p, 2, -1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0 || (p[1].revents & (POLLIN | POLLHUP | POLLERR))) return;
+    if (!(p[0].revents & POLLIN)) continue;
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;  // the client gave up already, or out of descriptors: try again
+    HandleConnection(fd);
+    close(fd);
+  }
+}
+
+void AgentSocket::HandleConnection(int fd) {
+  const int64_t deadline = MonotonicNanos() + kRequestPatience * 1000000;
+  auto line = ReadLine(fd, deadline);
+  if (!line.ok()) return;
+  nlohmann::json answer;
+  std::optional<std::pair<CheckpointReport, CheckpointReply>> done;
+  auto report = ParseRequest(*line);
+  if (!report.ok()) {
+    answer = {{"ok", false}, {"error", report.status().message()}};
+  } else {
+    auto reply = handler_(*report);
+    if (!reply.ok()) {
+      answer = {{"ok", false}, {"error", reply.status().message()}};
+    } else {
+      answer = {{"ok", true}, {"released", reply->released}};
+      done.emplace(*report, *reply);
+    }
+  }
+  if (!WriteAll(fd, answer.dump() + "\n", deadline).ok() || !done) return;
+  // Let the client read its answer and go before acting on it (it may be in the task's group).
+  pollfd p{fd, POLLIN, 0};
+  const int64_t closed_by = MonotonicNanos() + kClosePatience * 1000000;
+  char buf[256];
+  while (poll(&p, 1, MillisLeft(closed_by)) > 0) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  if (after_reply_) after_reply_(done->first, done->second);
+}
+
+StatusOr<CheckpointReply> SendCheckpointDone(const std::string& socket_path,
+                                             const CheckpointReport& report, Duration timeout) {
+  const std::string where = "the agent at " + socket_path;
+  HANGAR_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(socket_path));
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Unavailable("socket: " + ErrnoText(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::Unavailable("cannot reach " + where + ": " + ErrnoText(errno) +
+                               " (is the node's agent running?)");
+  }
+  nlohmann::json request = {{"op", "checkpoint_done"}, {"task_id", report.task_id}};
+  if (!report.path.empty()) request["path"] = report.path;
+  if (report.step) request["step"] = report.step;
+  const int64_t deadline = MonotonicNanos() + std::max<Duration>(timeout, 0) * 1000000;
+  Status sent = WriteAll(fd, request.dump() + "\n", deadline);
+  if (!sent.ok()) return Status::Unavailable("cannot send to " + where + ": " + sent.message());
+  auto line = ReadLine(fd, deadline);
+  if (!line.ok()) return Status::Unavailable(where + " did not answer: " + line.status().message());
+  auto j = nlohmann::json::parse(*line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Unavailable(where + " answered what is not JSON: '" + line->substr(0, 200) + "'");
+  }
+  if (!j.value("ok", false)) {
+    return Status::FailedPrecondition(where + " refused: " + j.value("error", std::string("no reason given")));
+  }
+  CheckpointReply reply;
+  reply.released = j.value("released", false);
+  return reply;
+}
+
+}  // namespace hangar::agent
