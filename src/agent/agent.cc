@@ -265,6 +265,8 @@ void Agent::Session(const std::atomic<bool>* stop) {
   auto channel = grpc::CreateChannel(options_.controller, grpc::InsecureChannelCredentials());
   auto stub = pb::AgentChannel::NewStub(channel);
   grpc::ClientContext ctx;
+  // With `--auth tokens` the controller admits only this node's own node token.
+  if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
   auto stream = stub->Connect(&ctx);
   pb::AgentMessage reg;
   *reg.mutable_register_() = RegisterMessage();
@@ -299,7 +301,9 @@ void Agent::Session(const std::atomic<bool>* stop) {
     stream_ = nullptr;
     context_ = nullptr;
   }
-  ctx.TryCancel();
+  // The controller ended the stream (a refusal says why in its status) or we are stopping (then
+  // the call is cancelled, which Finish would wait for otherwise).
+  if (*stop) ctx.TryCancel();
   grpc::Status st = stream->Finish();
   if (!st.ok() && !*stop && st.error_code() != grpc::StatusCode::CANCELLED) {
     spdlog::warn("agent {}: controller at {}: {}", options_.node, options_.controller, st.error_message());

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "agent/agent.h"
@@ -37,6 +39,7 @@ struct Flags {
   std::string faults;
   bool no_cgroups = false;
   bool validate = false;  // gpu-check
+  std::string token_file;
 };
 
 std::atomic<bool> g_stop{false};
@@ -96,6 +99,28 @@ StatusOr<std::unique_ptr<GpuBackend>> MakeBackend(const Flags& f, const FakeGpuO
   return backend;
 }
 
+// The node token: --token-file, else $HANGAR_NODE_TOKEN, else none (a controller with --auth none).
+StatusOr<std::string> ReadNodeToken(const std::string& file) {
+  std::string token;
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) {
+      return Status::NotFound("cannot read the node token file " + file +
+                              "; an admin makes one with `hangar token create --role node --node NAME`");
+    }
+    std::getline(in, token);
+  } else if (const char* env = std::getenv("HANGAR_NODE_TOKEN")) {
+    token = env;
+  }
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) token.erase(0, 1);
+  if (!token.empty() && token.rfind("hgr_", 0) != 0) {
+    return Status::InvalidArgument(std::string("the node token ") + (file.empty() ? "in $HANGAR_NODE_TOKEN" : "in " + file) +
+                                   " is not a Hangar token (they start with hgr_)");
+  }
+  return token;
+}
+
 Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.controller = f.controller;
   opt.node = f.node;
@@ -105,6 +130,7 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   std::error_code ec;
   opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
+  HANGAR_ASSIGN_OR_RETURN(opt.token, ReadNodeToken(f.token_file));
   if (f.fake_gpus >= 0) fake.count = f.fake_gpus;
   if (!f.fake_model.empty()) fake.model = f.fake_model;
   if (!f.fake_memory.empty()) {
@@ -217,6 +243,8 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--controller", f->controller, "The controller's agent address (host:port)")
       ->capture_default_str();
   c->add_option("--node", f->node, "This node's name in cluster.yaml")->required();
+  c->add_option("--token-file", f->token_file,
+                "This node's token, for a controller with --auth tokens (default: $HANGAR_NODE_TOKEN)");
   c->add_option("--address", f->address, "Where this node's tasks are reachable (MASTER_ADDR)");
   c->add_option("--state-dir", f->state_dir, "Task records, logs and working directories");
   c->add_option("--cluster", f->cluster,

@@ -180,5 +180,26 @@ TEST_F(RbacTest, TokensAreStoredHashedAndCanBeRevoked) {
   EXPECT_EQ(Call("user", "GET", "/v1/whoami").status, 401);
 }
 
+// Agents use node tokens: a node's own token admits it; another node's token, or none, does not.
+TEST_F(RbacTest, AgentsNeedTheirOwnNodeToken) {
+  const std::string file = cluster_->dir() + "/node-1.token";
+  std::ofstream(file) << tokens_["node"] << "\n";
+  cluster_->StartAgent("node-1", {"--token-file", file});
+  cluster_->StartAgent("node-2", {"--token-file", file});  // node-1's token
+  auto state = [&](const std::string& node) {
+    return Call("admin", "GET", "/v1/nodes/" + node).body.value("state", "");
+  };
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return state("node-1") == "ready"; }, 20 * kSecond))
+      << Call("admin", "GET", "/v1/nodes/node-1").body.dump();
+  std::string text;
+  EXPECT_TRUE(LocalCluster::WaitFor([&] {
+    std::ifstream log(cluster_->dir() + "/agent-node-2.log");
+    text.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+    return text.find("not that node's token") != std::string::npos;
+  }, 20 * kSecond)) << text;
+  EXPECT_NE(state("node-2"), "ready");
+  EXPECT_EQ(cluster_->Get("/healthz").value("agents", 0u), 1u);
+}
+
 }  // namespace
 }  // namespace hangar::testing
