@@ -66,6 +66,7 @@ Status Run(const Flags& f) {
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_interval, ParseDuration(f.heartbeat_interval));
   opt.queues = f.queues;
   opt.checkpoint_root = f.checkpoint_root;
+  opt.baselines = cluster_file.baselines;  // config drift (docs/health.md)
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
   sched::SchedulerConfig sc;

@@ -1,7 +1,9 @@
 #include "sched/placement/gang_placer.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <utility>
 
 namespace hangar::sched::placement {
 
@@ -18,6 +20,11 @@ struct GangPlacer::Ctx {
   const PlaceOptions& o;
   FitOptions fit;
   GangAssignment acc;
+  // Health ranking (NodeRank): in the first pass only nodes of rank <= max_rank are considered,
+  // so suspect, degraded and slower-band nodes come last across leaves and domains, not only
+  // within one leaf. `skipped` records that a node that fits was passed over for its rank.
+  int max_rank = std::numeric_limits<int>::max();
+  bool skipped = false;
 };
 
 namespace {
@@ -45,6 +52,10 @@ int64_t RangeWholeCapacity(const ClusterUsage& u, uint32_t begin, uint32_t end, 
   }
   return cap;
 }
+
+// A node's place in the health order: 0 clean, then a slower performance band (validation within
+// the fleet's tolerance but not at its median), then suspect, then degraded. Lower is better.
+int NodeRank(const cluster::NodeCondition& c) { return 2 * c.penalty + (c.band > 0 ? 1 : 0); }
 
 Level ChildLevel(Level l) { return l == Level::kCluster ? Level::kSpine : Level::kLeaf; }
 
@@ -150,7 +161,7 @@ bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group
   bool found = false;
   uint32_t best = 0, best_gpu = kNoGpu;
   int64_t best_score = 0;
-  int8_t best_penalty = 0;
+  int best_rank = 0;
   for (uint32_t n = begin; n < end;) {
     // Skip a whole leaf that cannot host one replica.
     const uint32_t leaf = c.t.nodes()[n].leaf;
@@ -161,15 +172,19 @@ bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group
     }
     for (; n < leaf_end; ++n) {
       if (CheckNode(c.u, n, g, c.fit) != FitFailure::kFits) continue;
+      const int rank = NodeRank(c.u.node(n).condition);
+      if (rank > c.max_rank) {
+        c.skipped = true;
+        continue;
+      }
       uint32_t gpu = kNoGpu;
       const int64_t score = c.o.scorer->Score(sc, n, g.shape, &gpu);
-      const int8_t penalty = c.u.node(n).condition.penalty;
-      if (!found || penalty < best_penalty || (penalty == best_penalty && score > best_score)) {
+      if (!found || rank < best_rank || (rank == best_rank && score > best_score)) {
         found = true;
         best = n;
         best_gpu = gpu;
         best_score = score;
-        best_penalty = penalty;
+        best_rank = rank;
       }
     }
   }
@@ -208,13 +223,18 @@ bool GangPlacer::PlaceOnOneNode(Ctx& c) {
         const auto& nu = c.u.node(n);
         if (nu.condition.schedulable && nu.free_whole >= c.req.total_whole_gpus &&
             nu.free_cpu >= cpu && nu.free_memory >= mem) {
+          if (NodeRank(nu.condition) > c.max_rank) {
+            c.skipped = true;
+            continue;
+          }
           nodes.push_back(n);
         }
       }
       std::stable_sort(nodes.begin(), nodes.end(), [&](uint32_t x, uint32_t y) {
         const auto& a = c.u.node(x);
         const auto& b = c.u.node(y);
-        return std::tie(a.condition.penalty, a.free_milli) < std::tie(b.condition.penalty, b.free_milli);
+        return std::make_pair(NodeRank(a.condition), a.free_milli) <
+               std::make_pair(NodeRank(b.condition), b.free_milli);
       });
       for (uint32_t n : nodes) {
         const size_t mark = c.acc.tasks.size();
@@ -311,19 +331,28 @@ PlaceResult GangPlacer::Place(ClusterUsage& usage, const GangRequest& req, const
   c.fit.excluded = o.excluded;
   replica_of_group_.assign(req.groups.size(), 0);
   PlaceResult result;
-  if (req.total_replicas == 1) {
-    result.placed = PlaceSingle(c);
-  } else {
-    const Level max_level = req.topology.required ? req.topology.same : Level::kCluster;
-    for (Level level : {Level::kNvlinkDomain, Level::kNode, Level::kLeaf, Level::kSpine, Level::kCluster}) {
-      if (level > max_level && !(max_level == Level::kNvlinkDomain && level == Level::kNode &&
-                                 !c.t.has_multi_node_nvlink())) {
-        break;
+  // First only clean nodes (rank 0), at every level; then, when that passed over a node for its
+  // health, everything, best rank first within each choice. Hardware that is suspect, degraded
+  // or in a slower performance band is so ranked last across the whole cluster: a gang runs at
+  // the pace of its slowest member. With no such node the first pass is the whole search.
+  for (const int max_rank : {0, std::numeric_limits<int>::max()}) {
+    c.max_rank = max_rank;
+    c.skipped = false;
+    if (req.total_replicas == 1) {
+      result.placed = PlaceSingle(c);
+    } else {
+      const Level max_level = req.topology.required ? req.topology.same : Level::kCluster;
+      for (Level level : {Level::kNvlinkDomain, Level::kNode, Level::kLeaf, Level::kSpine, Level::kCluster}) {
+        if (level > max_level && !(max_level == Level::kNvlinkDomain && level == Level::kNode &&
+                                   !c.t.has_multi_node_nvlink())) {
+          break;
+        }
+        if (level == Level::kNvlinkDomain && !c.t.has_multi_node_nvlink()) continue;
+        result.placed = level == Level::kNode ? PlaceOnOneNode(c) : PlaceAtLevel(c, level);
+        if (result.placed) break;
       }
-      if (level == Level::kNvlinkDomain && !c.t.has_multi_node_nvlink()) continue;
-      result.placed = level == Level::kNode ? PlaceOnOneNode(c) : PlaceAtLevel(c, level);
-      if (result.placed) break;
     }
+    if (result.placed || !c.skipped) break;
   }
   if (result.placed) {
     result.locality = LocalityOf(c.t, c.acc);

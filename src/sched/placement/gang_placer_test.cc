@@ -204,6 +204,45 @@ TEST_F(PlacerTest, UnhealthyAndDegradedNodes) {
   EXPECT_EQ(gang.assignment.tasks[0].node, 2u);
 }
 
+// Suspect hardware is ranked last across the whole cluster, not only within a leaf: packing the
+// fuller leaf does not win over health. It still takes work once nothing clean is left.
+TEST_F(PlacerTest, SuspectNodeIsRankedLastAcrossLeaves) {
+  auto t = Leaves(2, 2);
+  ClusterUsage u(t);
+  cluster::NodeCondition suspect;
+  suspect.penalty = 1;
+  u.SetNodeCondition(1, suspect);
+  std::vector<uint32_t> order;
+  for (int i = 0; i < 4; ++i) {
+    auto r = Place(u, Whole(*t, 1, 8));
+    ASSERT_TRUE(r.placed) << i;
+    order.push_back(r.assignment.tasks[0].node);
+  }
+  EXPECT_EQ(order, (std::vector<uint32_t>{0, 2, 3, 1}));
+}
+
+// A gang prefers nodes of the best performance band: with node 0 validated in the slower band, a
+// two-node gang takes leaf 1 whole rather than leaf 0 (first by order) with the slower node in it.
+TEST_F(PlacerTest, GangPrefersTheBestPerformanceBand) {
+  auto t = Leaves(2, 2);
+  ClusterUsage u(t);
+  cluster::NodeCondition slower;
+  slower.band = 1;
+  u.SetNodeCondition(0, slower);
+  auto r = Place(u, Whole(*t, 2, 8));
+  ASSERT_TRUE(r.placed);
+  std::set<uint32_t> nodes;
+  for (const auto& task : r.assignment.tasks) nodes.insert(task.node);
+  EXPECT_EQ(nodes, (std::set<uint32_t>{2, 3}));
+  EXPECT_EQ(r.locality, Level::kLeaf);
+  // With only leaf 0 left, the gang uses the slower node rather than wait.
+  auto again = Place(u, Whole(*t, 2, 8));
+  ASSERT_TRUE(again.placed);
+  nodes.clear();
+  for (const auto& task : again.assignment.tasks) nodes.insert(task.node);
+  EXPECT_EQ(nodes, (std::set<uint32_t>{0, 1}));
+}
+
 TEST_F(PlacerTest, BigGangFillsWholeLeavesFirst) {
   auto t = Leaves(4, 4);  // 16 nodes, 4 per leaf
   ClusterUsage u(t);
