@@ -4,9 +4,14 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include "job/queue_spec.h"
+#include "sched/queue/quota.h"
 #include "sim/engine/simulator.h"
+#include "sim/fgd/openb_trace.h"
+#include "sim/fgd/protocol.h"
 
 namespace hangar::sim {
 
@@ -65,6 +70,35 @@ std::shared_ptr<const cluster::Topology> UniformCluster(const std::string& name,
   return *std::move(b).Build();
 }
 
+StatusOr<std::shared_ptr<const cluster::Topology>> ReadOpenbCluster(const std::string& path) {
+  HANGAR_ASSIGN_OR_RETURN(auto nodes, fgd::ReadOpenbNodes(path));
+  return fgd::BuildPriorityCluster(nodes, std::vector<int32_t>(nodes.size(), 0));
+}
+
+StatusOr<std::shared_ptr<const cluster::Topology>> PoolOf(const std::vector<ClusterPartition>& partitions) {
+  cluster::TopologyBuilder b("pool");
+  for (const auto& p : partitions) {
+    const cluster::Topology& t = *p.topology;
+    for (const auto& n : t.nodes()) {
+      cluster::NodeSpec s;
+      s.name = n.name;
+      s.spine = t.spines()[n.spine].name;
+      s.leaf = t.leaves()[n.leaf].name;
+      s.rack = n.rack;
+      s.group = n.group;
+      s.gpus = n.num_gpus;
+      s.gpu_model = n.num_gpus > 0 ? t.models()[n.model] : "";
+      s.gpu_memory_mib = n.gpu_memory_mib;
+      s.milli_cpu = n.milli_cpu;
+      s.memory_mib = n.memory_mib;
+      s.mig = n.num_gpus > 0 && t.gpus()[n.first_gpu].mig;
+      s.labels = n.labels;
+      b.AddNode(std::move(s));
+    }
+  }
+  return std::move(b).Build();
+}
+
 namespace {
 
 std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j, const cluster::Topology& t) {
@@ -80,21 +114,157 @@ std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j, const cl
   return std::make_shared<sched::GangRequest>(sched::MakeSingleTaskRequest(s, j.replicas));
 }
 
+// What one simulator replays: a static partition (one queue, no quotas), or the shared pool
+// (every partition a leaf queue of `tree`).
 struct PartitionRun {
+  std::shared_ptr<const cluster::Topology> topology;
+  std::shared_ptr<const sched::queue::QueueTree> tree;  // shared pool only
+  std::vector<uint32_t> parts;       // local queue -> partition index
+  std::vector<int64_t> guarantee;    // local queue -> guaranteed GPUs (milli)
+  std::vector<uint32_t> leaf;        // local queue -> leaf in `tree`
   std::vector<const TraceJob*> jobs;
+  std::vector<uint32_t> job_queue;   // job -> local queue
   std::vector<JobOutcome> done;
   int64_t never = 0, cycles = 0, busy = 0;
   std::vector<std::tuple<Time, int64_t, int64_t>> steps;  // (t, allocated milli, pending)
+  std::vector<QueueOutcome> queues;  // by local queue
   Status status;
 };
 
-void RunPartition(const ClusterPartition& part, uint32_t index, const ReplayOptions& opt,
-                  PartitionRun* run) {
+// Follows each queue's held and waiting GPUs through the simulator's callbacks (QueueOutcome
+// defines what is measured). The simulator has no arrival callback; arrivals are replayed here in
+// its order (submit, then row): those at time t come after the finishes at t and before the
+// cycle at t, so every callback first takes in the arrivals that precede it.
+class QueueWatch {
+ public:
+  QueueWatch(const PartitionRun& run, const std::vector<SimJob>& jobs, std::vector<QueueOutcome>* out)
+      : run_(run), jobs_(jobs), out_(*out) {
+    const size_t nq = run.guarantee.size();
+    held_.assign(nq, 0);
+    waiting_.resize(nq);
+    waiting_sum_.assign(nq, 0);
+    denied_.assign(nq, 0);
+    within_.assign(jobs.size(), 0);
+    started_.assign(jobs.size(), 0);
+    arrivals_.resize(jobs.size());
+    for (size_t i = 0; i < arrivals_.size(); ++i) arrivals_[i] = i;
+    std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](size_t a, size_t b) {
+      return jobs[a].submit != jobs[b].submit ? jobs[a].submit < jobs[b].submit : jobs[a].seq < jobs[b].seq;
+    });
+  }
+
+  void Start(Time t, const SimJob& job) {
+    Advance(t);
+    ArriveUpTo(t, true);
+    const size_t j = job.id - 1;
+    const uint32_t q = run_.job_queue[j];
+    const int64_t g = Gpus(j);
+    Unwait(q, g);
+    held_[q] += g;
+    if (started_[j]) return;
+    started_[j] = 1;
+    if (!within_[j]) return;
+    const Duration wait = t - job.submit;
+    if (wait <= 0) return;
+    out_[q].within_late++;
+    out_[q].within_wait_total += wait;
+    out_[q].within_wait_max = std::max(out_[q].within_wait_max, wait);
+  }
+  void Finish(Time t, const SimJob& job) {
+    Advance(t);
+    ArriveUpTo(t, false);
+    held_[run_.job_queue[job.id - 1]] -= Gpus(job.id - 1);
+  }
+  void Preempt(Time t, const SimJob& job) {
+    Advance(t);
+    ArriveUpTo(t, true);
+    const uint32_t q = run_.job_queue[job.id - 1];
+    const int64_t g = Gpus(job.id - 1);
+    held_[q] -= g;
+    waiting_[q].insert(g);
+    waiting_sum_[q] += g;
+  }
+  void Cycle(Time t) {
+    Advance(t);
+    ArriveUpTo(t, true);
+    int borrowers = 0;
+    for (size_t q = 0; q < held_.size(); ++q) {
+      if (denied_[q]) out_[q].denied_ms += t - last_cycle_;
+      const int64_t borrowed = held_[q] - run_.guarantee[q];
+      out_[q].peak_borrowed_milli = std::max(out_[q].peak_borrowed_milli, borrowed);
+      borrowers += borrowed > 0;
+    }
+    for (size_t q = 0; q < held_.size(); ++q) {
+      // A queue that borrows holds more than its guarantee, so it is never denied here.
+      denied_[q] = borrowers > 0 && !waiting_[q].empty() && held_[q] + *waiting_[q].begin() <= run_.guarantee[q];
+      out_[q].denied_cycles += denied_[q];
+    }
+    last_cycle_ = t;
+  }
+
+ private:
+  int64_t Gpus(size_t j) const { return jobs_[j].request->total_milli_gpu; }
+  // Integrates each queue's entitlement (its demand, held + waiting, up to its guarantee) and the
+  // part of it the queue did not hold, up to `t`.
+  void Advance(Time t) {
+    if (t <= last_event_) return;
+    if (last_event_ == INT64_MIN) {  // the first event: nothing held or waiting before it
+      last_event_ = t;
+      return;
+    }
+    const Duration dt = t - last_event_;
+    last_event_ = t;
+    for (size_t q = 0; q < held_.size(); ++q) {
+      const int64_t entitled = std::min(held_[q] + waiting_sum_[q], run_.guarantee[q]);
+      out_[q].entitled_gpu_ms += entitled * dt / 1000;
+      out_[q].shortfall_gpu_ms += std::max<int64_t>(0, entitled - held_[q]) * dt / 1000;
+    }
+  }
+  void Unwait(uint32_t q, int64_t g) {
+    auto it = waiting_[q].find(g);
+    if (it == waiting_[q].end()) return;
+    waiting_[q].erase(it);
+    waiting_sum_[q] -= g;
+  }
+  void ArriveUpTo(Time t, bool inclusive) {
+    for (; next_ < arrivals_.size(); ++next_) {
+      const size_t j = arrivals_[next_];
+      const Time s = jobs_[j].submit;
+      if (inclusive ? s > t : s >= t) break;
+      const uint32_t q = run_.job_queue[j];
+      const int64_t g = Gpus(j);
+      if (held_[q] + waiting_sum_[q] + g <= run_.guarantee[q]) {
+        within_[j] = 1;
+        out_[q].asked_within++;
+      }
+      waiting_[q].insert(g);
+      waiting_sum_[q] += g;
+    }
+  }
+
+  const PartitionRun& run_;
+  const std::vector<SimJob>& jobs_;
+  std::vector<QueueOutcome>& out_;
+  std::vector<int64_t> held_;
+  std::vector<std::multiset<int64_t>> waiting_;
+  std::vector<int64_t> waiting_sum_;
+  std::vector<uint8_t> denied_, within_, started_;
+  std::vector<size_t> arrivals_;
+  size_t next_ = 0;
+  Time last_cycle_ = 0;
+  Time last_event_ = INT64_MIN;
+};
+
+void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
   SimConfig cfg;
   cfg.scheduler = opt.policy.scheduler;
   cfg.restore_cost = opt.restore_cost;
   cfg.gittins_ranks = opt.policy.gittins_ranks;
-  auto sim = Simulator::Create(part.topology, cfg);
+  if (run->tree) {
+    cfg.queues = run->tree;
+    cfg.share_half_life = opt.share_half_life;
+  }
+  auto sim = Simulator::Create(run->topology, cfg);
   if (!sim.ok()) {
     run->status = sim.status();
     return;
@@ -104,17 +274,24 @@ void RunPartition(const ClusterPartition& part, uint32_t index, const ReplayOpti
     const TraceJob& j = *run->jobs[i];
     SimJob sj;
     sj.id = i + 1;
-    sj.request = RequestFor(j, *part.topology);
+    sj.request = RequestFor(j, *run->topology);
     sj.submit = j.submit;
     sj.runtime = j.runtime;
     sj.time_limit = opt.policy.knows_runtime ? std::max<Duration>(j.runtime, 1) : j.time_limit;
     sj.priority = j.priority;
-    sj.tier = j.tier;
+    sj.tier = run->tree ? job::Tier::kGuaranteed : j.tier;
+    sj.queue = run->tree ? run->leaf[run->job_queue[i]] : 0;
     sj.seq = j.row;
     s.AddJob(std::move(sj));
   }
+  run->queues.assign(run->parts.size(), {});
+  QueueWatch watch(*run, s.jobs(), &run->queues);
   SimObserver obs;
+  obs.on_start = [&](Time t, const SimJob& j, const sched::Placement&) { watch.Start(t, j); };
+  obs.on_finish = [&](Time t, const SimJob& j) { watch.Finish(t, j); };
+  obs.on_preempt = [&](Time t, const SimJob& j, const sched::Preemption&) { watch.Preempt(t, j); };
   obs.on_cycle = [&](Time t, int64_t alloc, size_t pending) {
+    watch.Cycle(t);
     run->steps.emplace_back(t, alloc, static_cast<int64_t>(pending));
   };
   s.set_observer(obs);
@@ -132,11 +309,15 @@ void RunPartition(const ClusterPartition& part, uint32_t index, const ReplayOpti
     o.runtime = s.jobs()[i].runtime;
     o.gpus_milli = s.jobs()[i].request->total_milli_gpu;
     o.preemptions = r.preemptions;
-    o.partition = index;
+    o.partition = run->parts[run->job_queue[i]];
     run->done.push_back(o);
   }
   run->cycles = s.cycles();
   run->busy = s.busy_gpu_ms();
+  for (size_t q = 0; q < run->queues.size(); ++q) {
+    run->queues[q].guarantee_milli = run->guarantee[q];
+    run->queues[q].gpu_ms = run->tree ? s.queue_gpu_ms()[run->leaf[q]] : s.busy_gpu_ms();
+  }
 }
 
 // Merges the partitions' step functions into ~`buckets` samples of the whole cluster.
@@ -196,25 +377,64 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
   for (auto& j : jobs) j.submit = t0 + static_cast<Time>(static_cast<double>(j.submit - t0) / opt.load);
 
   ReplayResult result;
+  result.shared_pool = opt.shared_pool;
   std::map<std::string, uint32_t> index;
   for (uint32_t i = 0; i < partitions.size(); ++i) index[partitions[i].name] = i;
-  std::vector<PartitionRun> runs(partitions.size());
+  const bool whole = partitions.size() == 1 && partitions[0].name.empty();
+  std::vector<PartitionRun> runs;
+  std::vector<uint32_t> run_of(partitions.size()), local_of(partitions.size());
+  if (opt.shared_pool) {
+    if (whole || index.size() != partitions.size() || index.count("")) {
+      return Status::InvalidArgument("a shared pool needs partitions with distinct names (--philly-vcs)");
+    }
+    PartitionRun run;
+    HANGAR_ASSIGN_OR_RETURN(run.topology, PoolOf(partitions));
+    std::vector<job::QueueSpec> specs;
+    for (const auto& p : partitions) {
+      job::QueueSpec q;
+      q.name = p.name;
+      q.quota.gpus_milli = p.topology->total_gpus() * cluster::kMilliPerGpu;
+      specs.push_back(std::move(q));
+    }
+    HANGAR_ASSIGN_OR_RETURN(run.tree, sched::queue::QueueTree::Build(specs, *run.topology));
+    for (uint32_t i = 0; i < partitions.size(); ++i) {
+      run.parts.push_back(i);
+      run.guarantee.push_back(partitions[i].topology->total_gpus() * cluster::kMilliPerGpu);
+      const int leaf = run.tree->FindLeaf(partitions[i].name);
+      if (leaf < 0) return Status::Internal("queue " + partitions[i].name + " is not a leaf");
+      run.leaf.push_back(static_cast<uint32_t>(leaf));
+      run_of[i] = 0;
+      local_of[i] = i;
+    }
+    runs.push_back(std::move(run));
+  } else {
+    runs.resize(partitions.size());
+    for (uint32_t i = 0; i < partitions.size(); ++i) {
+      runs[i].topology = partitions[i].topology;
+      runs[i].parts = {i};
+      runs[i].guarantee = {partitions[i].topology->total_gpus() * cluster::kMilliPerGpu};
+      run_of[i] = i;
+      local_of[i] = 0;
+    }
+  }
   for (const auto& j : jobs) {
-    auto it = partitions.size() == 1 && partitions[0].name.empty() ? index.begin() : index.find(j.partition);
+    auto it = whole ? index.begin() : index.find(j.partition);
     if (it == index.end()) {
       result.no_partition++;
       continue;
     }
-    runs[it->second].jobs.push_back(&j);
+    PartitionRun& run = runs[run_of[it->second]];
+    run.jobs.push_back(&j);
+    run.job_queue.push_back(local_of[it->second]);
   }
   // Largest partitions first, so two threads finish together.
-  std::vector<uint32_t> order(partitions.size());
+  std::vector<uint32_t> order(runs.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return runs[a].jobs.size() > runs[b].jobs.size(); });
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t k; (k = next.fetch_add(1)) < order.size();) {
-      RunPartition(partitions[order[k]], order[k], opt, &runs[order[k]]);
+      RunPartition(opt, &runs[order[k]]);
     }
   };
   std::vector<std::thread> threads;
@@ -224,15 +444,20 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
 
   result.first_submit = t0;
   result.last_end = t0;
+  result.queues.resize(partitions.size());
+  for (const auto& p : partitions) result.total_gpus += p.topology->total_gpus();
   for (size_t p = 0; p < runs.size(); ++p) {
     HANGAR_RETURN_IF_ERROR(runs[p].status);
     result.never += runs[p].never;
     result.cycles += runs[p].cycles;
     result.busy_gpu_ms += runs[p].busy;
-    result.total_gpus += partitions[p].topology->total_gpus();
     for (const auto& o : runs[p].done) {
       result.last_end = std::max(result.last_end, o.end);
       result.done.push_back(o);
+    }
+    for (size_t q = 0; q < runs[p].parts.size(); ++q) {
+      result.queues[runs[p].parts[q]] = runs[p].queues[q];
+      result.queues[runs[p].parts[q]].name = partitions[runs[p].parts[q]].name;
     }
   }
   result.timeline = Timeline(runs, result.total_gpus, result.first_submit, result.last_end, 400);
@@ -242,12 +467,13 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
 
 nlohmann::json ReplayMetrics(const ReplayResult& r) {
   nlohmann::json j;
-  std::vector<double> jct, queue;
+  std::vector<double> jct, queue, runtime;
   double slowdown = 0;
   int64_t preemptions = 0;
   for (const auto& o : r.done) {
     jct.push_back((o.end - o.submit) / 1000.0);
     queue.push_back((o.start - o.submit) / 1000.0);
+    runtime.push_back(o.runtime / 1000.0);
     slowdown += static_cast<double>(o.end - o.submit) / static_cast<double>(std::max<Duration>(o.runtime, 1000));
     preemptions += o.preemptions;
   }
@@ -276,6 +502,59 @@ nlohmann::json ReplayMetrics(const ReplayResult& r) {
                           ? 100.0 * (r.busy_gpu_ms / 1000.0) / (static_cast<double>(r.total_gpus) * makespan)
                           : 0.0;
   j["avg_slowdown"] = r.done.empty() ? 0.0 : slowdown / static_cast<double>(r.done.size());
+  j["avg_runtime_s"] = mean(runtime);  // the no-queueing bound on avg_jct_s
+  j["mode"] = r.shared_pool ? "shared-pool" : r.queues.size() == 1 && r.queues[0].name.empty() ? "cluster" : "partitions";
+  // Per partition (queue): see QueueOutcome.
+  std::vector<double> q_jct(r.queues.size(), 0), q_wait(r.queues.size(), 0);
+  std::vector<int64_t> q_jobs(r.queues.size(), 0);
+  for (const auto& o : r.done) {
+    if (o.partition >= r.queues.size()) continue;
+    q_jobs[o.partition]++;
+    q_jct[o.partition] += (o.end - o.submit) / 1000.0;
+    q_wait[o.partition] += (o.start - o.submit) / 1000.0;
+  }
+  nlohmann::json queues = nlohmann::json::array();
+  int64_t asked = 0, late = 0, denied_cycles = 0, entitled = 0, shortfall = 0;
+  double worst_met = 100.0;
+  Duration wait_max = 0, wait_total = 0, denied_ms = 0;
+  for (size_t q = 0; q < r.queues.size(); ++q) {
+    const QueueOutcome& x = r.queues[q];
+    const double n = static_cast<double>(std::max<int64_t>(1, q_jobs[q]));
+    queues.push_back({{"name", x.name},
+                      {"guarantee_gpus", x.guarantee_milli / 1000.0},
+                      {"gpu_hours", x.gpu_ms / 1000.0 / 3600.0},
+                      {"peak_borrowed_gpus", std::max<int64_t>(0, x.peak_borrowed_milli) / 1000.0},
+                      {"jobs", q_jobs[q]},
+                      {"avg_jct_s", q_jct[q] / n},
+                      {"avg_queue_s", q_wait[q] / n},
+                      {"asked_within", x.asked_within},
+                      {"within_late", x.within_late},
+                      {"within_wait_max_s", x.within_wait_max / 1000.0},
+                      {"within_wait_avg_s", x.within_late ? x.within_wait_total / 1000.0 / static_cast<double>(x.within_late) : 0.0},
+                      {"denied_cycles", x.denied_cycles},
+                      {"denied_s", x.denied_ms / 1000.0},
+                      {"entitled_gpu_hours", x.entitled_gpu_ms / 1000.0 / 3600.0},
+                      {"shortfall_gpu_hours", x.shortfall_gpu_ms / 1000.0 / 3600.0},
+                      {"entitlement_met_pct", x.entitled_gpu_ms > 0 ? 100.0 * (1.0 - static_cast<double>(x.shortfall_gpu_ms) / static_cast<double>(x.entitled_gpu_ms)) : 100.0}});
+    asked += x.asked_within;
+    late += x.within_late;
+    wait_max = std::max(wait_max, x.within_wait_max);
+    wait_total += x.within_wait_total;
+    denied_cycles += x.denied_cycles;
+    denied_ms += x.denied_ms;
+    entitled += x.entitled_gpu_ms;
+    shortfall += x.shortfall_gpu_ms;
+    worst_met = std::min(worst_met, x.entitled_gpu_ms > 0 ? 100.0 * (1.0 - static_cast<double>(x.shortfall_gpu_ms) / static_cast<double>(x.entitled_gpu_ms)) : 100.0);
+  }
+  j["queues"] = queues;
+  j["asked_within"] = asked;
+  j["within_late"] = late;
+  j["within_wait_max_s"] = wait_max / 1000.0;
+  j["within_wait_avg_s"] = late ? wait_total / 1000.0 / static_cast<double>(late) : 0.0;
+  j["denied_cycles"] = denied_cycles;
+  j["denied_s"] = denied_ms / 1000.0;
+  j["entitlement_met_pct"] = entitled > 0 ? 100.0 * (1.0 - static_cast<double>(shortfall) / static_cast<double>(entitled)) : 100.0;
+  j["worst_queue_entitlement_met_pct"] = worst_met;
   j["preemptions"] = preemptions;
   j["cycles"] = r.cycles;
   j["gpus"] = r.total_gpus;

@@ -12,7 +12,9 @@ namespace hangar::sim {
 namespace {
 
 struct ReplayArgs {
-  std::string trace, format = "hangar", cluster, philly_vcs, from, to, policy, json, restore = "30s";
+  std::string trace, format = "hangar", cluster, philly_vcs, openb_nodes, from, to, policy, json, restore = "30s";
+  bool shared_pool = false;
+  std::string share_half_life = "30m";
   std::string las_thresholds;  // GPU-seconds, comma-separated
   std::string jobs_csv;
   std::string report;
@@ -23,14 +25,33 @@ struct ReplayArgs {
 StatusOr<std::vector<TraceJob>> ReadTrace(const ReplayArgs& a) {
   if (a.format == "hangar") return ReadHangarTrace(a.trace);
   if (a.format == "philly") return ReadPhillyTrace(a.trace);
-  return Status::InvalidArgument("--format must be hangar or philly, not '" + a.format + "'");
+  if (a.format == "openb") return ReadOpenbTrace(a.trace);
+  return Status::InvalidArgument("--format must be hangar, philly or openb, not '" + a.format + "'");
+}
+
+// The openb node list beside the pod list, for --format openb without a cluster option.
+std::string OpenbNodesBeside(const std::string& trace) {
+  const size_t slash = trace.find_last_of('/');
+  return (slash == std::string::npos ? std::string() : trace.substr(0, slash + 1)) + "openb_node_list_gpu_node.csv";
 }
 
 StatusOr<std::vector<ClusterPartition>> Partitions(const ReplayArgs& a) {
-  if (a.cluster.empty() == a.philly_vcs.empty()) {
-    return Status::InvalidArgument("give exactly one of --cluster cluster.yaml or --philly-vcs philly_vc_nodes.csv");
+  const int given = !a.cluster.empty() + !a.philly_vcs.empty() + !a.openb_nodes.empty();
+  if (given > 1 || (given == 0 && a.format != "openb")) {
+    return Status::InvalidArgument(
+        "give exactly one of --cluster cluster.yaml, --philly-vcs philly_vc_nodes.csv or --openb-nodes "
+        "openb_node_list_gpu_node.csv");
+  }
+  if (a.shared_pool && a.philly_vcs.empty()) {
+    return Status::InvalidArgument("--shared-pool pools the virtual clusters of --philly-vcs; give --philly-vcs too");
   }
   std::vector<ClusterPartition> out;
+  if (given == 0 || !a.openb_nodes.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(auto topology,
+                            ReadOpenbCluster(a.openb_nodes.empty() ? OpenbNodesBeside(a.trace) : a.openb_nodes));
+    out.push_back({"", topology});
+    return out;
+  }
   if (!a.cluster.empty()) {
     HANGAR_ASSIGN_OR_RETURN(auto file, cluster::LoadClusterFile(a.cluster));
     out.push_back({"", file.topology});
@@ -53,6 +74,8 @@ Status Run(const ReplayArgs& a) {
   }
   opt.load = a.load;
   opt.threads = a.threads;
+  opt.shared_pool = a.shared_pool;
+  HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(a.share_half_life));
   if (!a.from.empty()) {
     HANGAR_ASSIGN_OR_RETURN(opt.from, ParseUtcTimestamp(a.from));
   }
@@ -69,6 +92,8 @@ Status Run(const ReplayArgs& a) {
   out["from"] = a.from;
   out["to"] = a.to;
   out["restore_cost_s"] = opt.restore_cost / 1000.0;
+  out["format"] = a.format;
+  if (a.shared_pool) out["share_half_life_s"] = opt.share_half_life / 1000.0;
   nlohmann::json timeline = nlohmann::json::array();
   for (const auto& s : r.timeline) timeline.push_back({{"t_s", (s.t - r.first_submit) / 1000.0}, {"gpu_util_pct", s.gpu_util_pct}, {"pending", s.pending}});
   out["timeline"] = timeline;
@@ -103,6 +128,14 @@ Status Run(const ReplayArgs& a) {
               out["avg_jct_s"].get<double>(), out["p50_jct_s"].get<double>(), out["p99_jct_s"].get<double>(),
               out["avg_queue_s"].get<double>(), out["gpu_util_pct"].get<double>(),
               static_cast<long long>(out["preemptions"].get<int64_t>()), static_cast<long long>(r.cycles), r.wall_s);
+  if (r.queues.size() > 1) {
+    std::printf("%s: mean run time %.0f s; %lld jobs asked within their guarantee, %lld started later (max wait %.0f s); "
+                "a queue was denied its guarantee in %lld cycles (%.0f s)\n",
+                out["mode"].get<std::string>().c_str(), out["avg_runtime_s"].get<double>(),
+                static_cast<long long>(out["asked_within"].get<int64_t>()),
+                static_cast<long long>(out["within_late"].get<int64_t>()), out["within_wait_max_s"].get<double>(),
+                static_cast<long long>(out["denied_cycles"].get<int64_t>()), out["denied_s"].get<double>());
+  }
   return Status::Ok();
 }
 
@@ -112,9 +145,15 @@ void RegisterReplayCommand(CLI::App& sim, int* rc) {
   auto args = std::make_shared<ReplayArgs>();
   CLI::App* c = sim.add_subcommand("replay", "Replay a trace in time through the production scheduler");
   c->add_option("--trace", args->trace, "Trace file")->required();
-  c->add_option("--format", args->format, "hangar | philly")->capture_default_str();
+  c->add_option("--format", args->format, "hangar | philly | openb (an openb_pod_list_*.csv)")->capture_default_str();
   c->add_option("--cluster", args->cluster, "cluster.yaml to replay on");
   c->add_option("--philly-vcs", args->philly_vcs, "philly_vc_nodes.csv: one partition per virtual cluster");
+  c->add_option("--openb-nodes", args->openb_nodes,
+                "openb_node_list_gpu_node.csv to replay on (default with --format openb: the one beside --trace)");
+  c->add_flag("--shared-pool", args->shared_pool,
+              "With --philly-vcs: one cluster of all VCs' nodes, each VC a queue guaranteed its size (borrowing on)");
+  c->add_option("--share-half-life", args->share_half_life, "With --shared-pool: fair share's usage half-life")
+      ->capture_default_str();
   c->add_option("--from", args->from, "First submit day (YYYY-MM-DD), included");
   c->add_option("--to", args->to, "Last submit day (YYYY-MM-DD), included");
   c->add_option("--load", args->load, "Divide the gaps between arrivals by F")->capture_default_str();

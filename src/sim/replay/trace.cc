@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "sim/fgd/csv_rows.h"
+#include "sim/fgd/openb_trace.h"
 
 namespace hangar::sim {
 namespace {
@@ -169,6 +171,52 @@ StatusOr<std::vector<TraceJob>> ReadPhillyTrace(const std::string& path) {
     j.queue = j.partition;
     jobs.push_back(std::move(j));
   }
+  return jobs;
+}
+
+StatusOr<std::vector<TraceJob>> ReadOpenbTrace(const std::string& path) {
+  HANGAR_ASSIGN_OR_RETURN(std::string text, fgd::ReadTextFile(path, "the pod list"));
+  HANGAR_ASSIGN_OR_RETURN(auto pods, fgd::ParseOpenbPods(text, path));
+  fgd::CsvRows rows(text, path);
+  HANGAR_RETURN_IF_ERROR(rows.ReadHeader({}));
+  for (const char* column : {"creation_time", "deletion_time", "scheduled_time"}) {
+    if (!rows.Column(column)) {
+      return Status::InvalidArgument(path + ": the header has no '" + column +
+                                     "' column; replay needs the pods' times (the multigpu* files have none)");
+    }
+  }
+  const size_t created = *rows.Column("creation_time"), deleted = *rows.Column("deletion_time"),
+               scheduled = *rows.Column("scheduled_time");
+  std::vector<TraceJob> jobs;
+  jobs.reserve(pods.size());
+  for (const auto& pod : pods) {
+    HANGAR_ASSIGN_OR_RETURN(bool more, rows.Next());
+    if (!more || rows.line() != pod.line) return rows.Error("the pod list changed while it was read");
+    if (rows.Field(scheduled).empty()) continue;  // never ran
+    constexpr int64_t kMax = INT64_MAX / 4 / kSecond;
+    HANGAR_ASSIGN_OR_RETURN(int64_t c, rows.Int(created, 0, kMax));
+    HANGAR_ASSIGN_OR_RETURN(int64_t s, rows.Int(scheduled, 0, kMax));
+    HANGAR_ASSIGN_OR_RETURN(int64_t d, rows.Int(deleted, 0, kMax));
+    if (s < c) return rows.Error("scheduled_time " + std::to_string(s) + " is before creation_time " + std::to_string(c));
+    if (d < s) return rows.Error("deletion_time " + std::to_string(d) + " is before scheduled_time " + std::to_string(s));
+    TraceJob j;
+    j.row = static_cast<uint64_t>(pod.line);
+    j.submit = c * kSecond;
+    j.runtime = (d - s) * kSecond;
+    j.replicas = 1;
+    if (pod.NeedsGpu()) {
+      const bool shared = pod.gpu_milli < 1000;
+      j.gpus_per_replica = shared ? 1 : pod.num_gpu;
+      j.milli_gpu = pod.gpu_milli;
+      j.gpu_models = pod.models;
+    } else {
+      j.gpus_per_replica = 0;
+    }
+    j.milli_cpu = pod.milli_cpu;
+    j.memory_mib = pod.memory_mib;
+    jobs.push_back(std::move(j));
+  }
+  if (jobs.empty()) return Status::InvalidArgument(path + ": no pod was ever scheduled; nothing to replay");
   return jobs;
 }
 

@@ -34,6 +34,13 @@ StatusOr<std::vector<TraceJob>> ReadHangarTrace(const std::string& path);
 // philly.csv: timestamp,duration,num_gpus,gpu_time,cluster. Jobs of more than 8 GPUs take whole
 // 8-GPU nodes (ceil(num_gpus / 8) replicas of 8).
 StatusOr<std::vector<TraceJob>> ReadPhillyTrace(const std::string& path);
+// openb_pod_list_*.csv (Alibaba, cluster-trace-gpu-v2023; shapes read as `hangar sim fgd` reads
+// them): one job per pod, submitted at creation_time and running deletion_time - scheduled_time
+// (seconds from the trace's zero). A pod that shares a GPU (gpu_milli < 1000) takes that share of
+// one GPU; gpu_spec becomes the allowed models. Pods never scheduled (no scheduled_time, the
+// `Pending` ones) never ran and are left out; qos is not used. The multigpu* files carry no times
+// and are refused.
+StatusOr<std::vector<TraceJob>> ReadOpenbTrace(const std::string& path);
 // philly_vc_nodes.csv: vc,node num.
 struct Partition {
   std::string name;
