@@ -130,7 +130,7 @@ class Bench {
   double Metric(const std::string& name, const std::string& labels = "") {
     httplib::Client c("127.0.0.1", api_);
     c.set_read_timeout(30, 0);
-    auto r = c.Get("/metrics");
+    auto r = c.Get("/metrics?gpus=0");  // counters only: not 650k per-GPU lines per poll
     if (!r) return -1;
     std::istringstream in(r->body);
     for (std::string line; std::getline(in, line);) {

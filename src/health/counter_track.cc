@@ -42,7 +42,9 @@ bool CounterTrack::Add(Time t, uint64_t reading) {
 void CounterTrack::Prune() {
   // Keep the newest point at or before (now - retention): it is the base of the longest window.
   Time horizon = points_.back().t - retention_;
-  while (points_.size() >= 2 && points_[1].t <= horizon) points_.pop_front();
+  size_t drop = 0;
+  while (points_.size() - drop >= 2 && points_[drop + 1].t <= horizon) ++drop;
+  if (drop) points_.erase(points_.begin(), points_.begin() + static_cast<std::ptrdiff_t>(drop));
 }
 
 double CounterTrack::InWindow(Duration window) const {

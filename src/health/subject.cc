@@ -9,8 +9,10 @@ std::string Describe(const Fault& f) {
   return f.finding.condition.type + ": " + f.finding.condition.reason;
 }
 
-void PruneBefore(std::deque<Time>& times, Time horizon) {
-  while (!times.empty() && times.front() < horizon) times.pop_front();
+void PruneBefore(std::vector<Time>& times, Time horizon) {
+  auto keep = times.begin();
+  while (keep != times.end() && *keep < horizon) ++keep;
+  times.erase(times.begin(), keep);
 }
 
 }  // namespace

@@ -21,11 +21,11 @@
 // Not thread-safe; owned by the engine.
 #pragma once
 
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/time.h"
 #include "health/condition.h"
@@ -112,9 +112,10 @@ class Subject {
   Time repaired_at_ = -1;
   std::string repair_note_;
   std::string latched_failure_;                  // the reboot-level rule, once it fired
-  std::deque<Time> fatal_xids_;                  // incident times within the window
-  std::deque<Time> remediations_;                // times within the window
-  std::deque<Time> reboots_;                     // node reboots, last 7 days
+  // Vectors (a handful of entries each; an empty deque would cost ~600 bytes per subject).
+  std::vector<Time> fatal_xids_;                  // incident times within the window, oldest first
+  std::vector<Time> remediations_;                // times within the window
+  std::vector<Time> reboots_;                     // node reboots, last 7 days
   std::map<uint64_t, Time> reboot_level_first_;  // reboot-level Xid -> first seen
 };
 
