@@ -372,31 +372,44 @@ bool ClusterState::IsTaskLive(const std::string& task_id) const {
 }
 
 ClusterState::Counts ClusterState::GetCounts() const {
+  const int64_t start = MonotonicNanos();
+  if (start < counts_valid_until_ns_) {
+    counts_cache_.placements_total = static_cast<int64_t>(placements_total_);
+    return counts_cache_;
+  }
   Counts c;
-  for (int s = 0; s <= static_cast<int>(JobState::kCancelled); ++s) c.jobs_by_state[std::string(job::JobStateName(static_cast<JobState>(s)))] = 0;
-  for (const auto& [id, j] : jobs_) c.jobs_by_state[std::string(job::JobStateName(j.state))]++;
+  constexpr int kJobStates = static_cast<int>(JobState::kCancelled) + 1;
+  int64_t jobs[kJobStates] = {};
+  for (const auto& [id, j] : jobs_) jobs[static_cast<int>(j.state)]++;
+  for (int s = 0; s < kJobStates; ++s) c.jobs_by_state[std::string(job::JobStateName(static_cast<JobState>(s)))] = jobs[s];
   for (uint32_t n = 0; n < nodes_.size(); ++n) c.nodes_by_state[NodeState(n)]++;
   c.gpus_total = topology_->total_gpus();
   c.gpus_allocated_milli = usage_.AllocatedMilliGpu();
-  for (const char* s : {"allocated", "idle", "fragmented", "draining", "failed", "unavailable"}) c.gpus_by_state[s] = 0;
+  enum { kAllocated, kIdle, kFragmented, kDraining, kFailed, kUnavailable, kGpuStates };
+  int64_t gpus[kGpuStates] = {};
   for (uint32_t g = 0; g < topology_->gpus().size(); ++g) {
     const uint32_t n = topology_->gpus()[g].node;
-    const int64_t cap = topology_->gpus()[g].mig ? cluster::kMilliPerGpu : cluster::kMilliPerGpu;
+    const int64_t cap = cluster::kMilliPerGpu;
     const int64_t used = cap - (topology_->gpus()[g].mig ? usage_.gpu_free_milli(g) * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu
                                                           : usage_.gpu_free_milli(g));
     const health::HealthState hs = std::max(health_.gpu_state(g), health_.node_state(n));
-    c.gpus_by_state["allocated"] += used;
+    gpus[kAllocated] += used;
     if (hs == health::HealthState::kFailed) {
-      c.gpus_by_state["failed"] += cap - used;
+      gpus[kFailed] += cap - used;
     } else if (hs == health::HealthState::kDraining || hs == health::HealthState::kQuarantined) {
-      c.gpus_by_state["draining"] += cap - used;
+      gpus[kDraining] += cap - used;
     } else if (!usage_.node(n).condition.schedulable || !usage_.gpu_available(g)) {
-      c.gpus_by_state["unavailable"] += cap - used;
+      gpus[kUnavailable] += cap - used;
     } else {
-      c.gpus_by_state[used == 0 ? "idle" : "fragmented"] += cap - used;
+      gpus[used == 0 ? kIdle : kFragmented] += cap - used;
     }
   }
+  const char* names[kGpuStates] = {"allocated", "idle", "fragmented", "draining", "failed", "unavailable"};
+  for (int s = 0; s < kGpuStates; ++s) c.gpus_by_state[names[s]] = gpus[s];
   c.placements_total = static_cast<int64_t>(placements_total_);
+  const int64_t took = MonotonicNanos() - start;
+  counts_valid_until_ns_ = start + std::min<int64_t>(20 * took, 2'000'000'000);
+  counts_cache_ = c;
   return c;
 }
 

@@ -35,7 +35,10 @@ struct Scheduler::CycleState {
   // With queues: every queue's position, what each running job is charged, and the fair-share
   // keys (beyond-guarantee share, then whole share) per queue.
   std::optional<queue::QuotaLedger> ledger;
-  std::vector<std::vector<int64_t>> running_charge;
+  // What each running job is charged: the owner's (RunningJob::charge) or computed into
+  // charge_store (reserved up front, so the pointers stay valid); null: not charged.
+  std::vector<const std::vector<int64_t>*> running_charge;
+  std::vector<std::vector<int64_t>> charge_store;
   // A queue's key: its dominant share beyond its guarantee, counting usage as the larger of now
   // and its decayed history (so a queue whose job just ended is not refilled first, and a queue
   // that used little lately goes first); then its share now.
@@ -111,9 +114,10 @@ bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t
       const RunningJob& r = snap.running[i];
       const int rq = ValidLeaf(tree, r.queue) ? static_cast<int>(r.queue) : -1;
       const bool opportunistic = r.tier == job::Tier::kOpportunistic;
-      const bool borrower = opportunistic || (rq >= 0 && rq != leaf && !st->running_charge[i].empty() &&
-                                              st->ledger->Borrowed(rq, queue::kGpu) >= st->running_charge[i][queue::kGpu] &&
-                                              st->running_charge[i][queue::kGpu] > 0);
+      const std::vector<int64_t>* charge = st->running_charge[i];
+      const bool borrower = opportunistic || (rq >= 0 && rq != leaf && charge && !charge->empty() &&
+                                              st->ledger->Borrowed(rq, queue::kGpu) >= (*charge)[queue::kGpu] &&
+                                              (*charge)[queue::kGpu] > 0);
       if (reclaim && borrower) {
         eligible[i] = reclaimed[i] = 1;
       } else if (cfg.mode != PreemptionMode::kNone && (rq == leaf || opportunistic) && Outranks(cfg, job, r, now)) {
@@ -164,8 +168,8 @@ bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t
               : "job " + std::to_string(job.id) + " (priority " + std::to_string(job.priority) +
                     ") outranks it (priority " + std::to_string(victim.priority) + ")";
     }
-    if (tree && !st->running_charge[v].empty()) {
-      st->ledger->Add(static_cast<int>(victim.queue), st->running_charge[v], -1);
+    if (tree && st->running_charge[v] && !st->running_charge[v]->empty()) {
+      st->ledger->Add(static_cast<int>(victim.queue), *st->running_charge[v], -1);
       st->Refresh(snap, victim.queue);
     }
     out->preemptions.push_back(std::move(pre));
@@ -200,12 +204,18 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   std::vector<size_t> cursor;
   if (tree) {
     st.ledger.emplace(tree);
-    st.running_charge.resize(snap.running.size());
+    st.running_charge.assign(snap.running.size(), nullptr);
+    st.charge_store.reserve(snap.running.size());
     for (size_t i = 0; i < snap.running.size(); ++i) {
       const RunningJob& r = snap.running[i];
       if (!ValidLeaf(tree, r.queue) || !r.assignment) continue;
-      st.running_charge[i] = tree->Charge(*r.request, r.assignment, topo);
-      st.ledger->Add(static_cast<int>(r.queue), st.running_charge[i]);
+      if (r.charge) {
+        st.running_charge[i] = r.charge;
+      } else {
+        st.charge_store.push_back(tree->Charge(*r.request, r.assignment, topo));
+        st.running_charge[i] = &st.charge_store.back();
+      }
+      st.ledger->Add(static_cast<int>(r.queue), *st.running_charge[i]);
     }
     st.share.assign(tree->nodes().size() + 1, {0, 0});
     st.stale.assign(tree->nodes().size() + 1, 1);
@@ -287,8 +297,10 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
     const int leaf = ValidLeaf(tree, job.queue) ? static_cast<int>(job.queue) : -1;
     queue::QuotaLedger::Kind quota = queue::QuotaLedger::Kind::kWithin;
     if (leaf >= 0) {
+      std::vector<int64_t> computed;
+      if (!job.charge) computed = tree->Charge(req, nullptr, topo);
       const queue::QuotaLedger::Verdict qv =
-          st.ledger->Check(leaf, tree->Charge(req, nullptr, topo), job.tier == job::Tier::kGuaranteed);
+          st.ledger->Check(leaf, job.charge ? *job.charge : computed, job.tier == job::Tier::kGuaranteed);
       if (qv.kind == queue::QuotaLedger::Kind::kDenied) {
         const Reason& never = never_of(req);
         Verdict v{job.id, idx, never, {}};

@@ -38,6 +38,9 @@ struct PendingJob {
   // False while victims preempted for it are still stopping: it waits for their resources
   // rather than preempting more.
   bool may_preempt = true;
+  // With queues: what it would be charged unplaced (QueueTree::Charge(request, nullptr)), if
+  // the owner keeps it; null: the cycle computes it.
+  const std::vector<int64_t>* charge = nullptr;
 };
 
 struct RunningJob {
@@ -55,6 +58,9 @@ struct RunningJob {
   bool preemptible = true;
   uint64_t seq = 0;
   int64_t rank = 0;  // as on PendingJob, at the job's current age
+  // With queues: what it is charged (QueueTree::Charge(request, assignment)), if the owner keeps
+  // it; null: the cycle computes it.
+  const std::vector<int64_t>* charge = nullptr;
 };
 
 struct Snapshot {

@@ -29,6 +29,7 @@ Status Simulator::Run() {
   attained_.assign(n, 0);
   ran_.assign(n, 0);
   rank_cache_.assign(n, {});
+  ask_charge_.assign(n, {});
   epoch_.assign(n, 0);
   last_rule_.assign(n, sched::Rule::kNone);
   running_slots_.clear();
@@ -122,6 +123,10 @@ void Simulator::Arrive(size_t j) {
   p.attained_service = attained_[j];
   p.seq = job.seq;
   p.rank = RankOf(j, ran_[j], &rank_cache_[j]);
+  if (config_.queues) {
+    if (ask_charge_[j].empty()) ask_charge_[j] = config_.queues->Charge(*job.request, nullptr, *topology_);
+    p.charge = &ask_charge_[j];
+  }
   const sched::queue::OrderKey key = scheduler_->queue_policy().Key(p);
   auto it = std::upper_bound(pending_keys_.begin(), pending_keys_.end(), key);
   const size_t pos = static_cast<size_t>(it - pending_keys_.begin());
@@ -250,6 +255,7 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   r.id = jobs_[j].id;
   r.request = jobs_[j].request.get();
   r.assignment = &run->assignment;
+  if (config_.queues) r.charge = &run->charge;  // the Running object stays put (held by pointer)
   r.priority = jobs_[j].priority;
   r.tier = jobs_[j].tier;
   r.queue = jobs_[j].queue;

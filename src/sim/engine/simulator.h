@@ -172,6 +172,9 @@ class Simulator {
   bool estimate_due_ = false;
   uint64_t ranked_version_ = 0;         // the ranker version the pending order reflects
   std::vector<CachedRank> rank_cache_;  // by job index, for pending jobs
+  // With queues, by job index: what the job is charged unplaced (computed on its first arrival;
+  // the cycle reads it through PendingJob::charge).
+  std::vector<std::vector<int64_t>> ask_charge_;
 };
 
 }  // namespace hangar::sim
