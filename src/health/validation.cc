@@ -188,12 +188,27 @@ void FleetResults::Record(uint32_t node, const std::string& model, const Validat
   if (!r.ran) return;
   Entry& e = latest_[node];
   if (e.model != model) e = Entry{model, {}, 0, 0};
+  records_[model]++;
   for (const GpuBenchmark& b : r.gpus) e.gpus[b.index] = b;
   if (r.nccl_busbw_gbs > 0) e.nccl_busbw_gbs = r.nccl_busbw_gbs;
   if (r.nccl_latency_us > 0) e.nccl_latency_us = r.nccl_latency_us;
 }
 
 FleetResults::Median FleetResults::MedianOf(std::string_view model, Metric m) const {
+  auto rec = records_.find(model);
+  const uint64_t records = rec == records_.end() ? 0 : rec->second;
+  const std::pair<std::string, int> key{std::string(model), static_cast<int>(m)};
+  auto cached = cache_.find(key);
+  if (cached != cache_.end() && cached->second.median.nodes >= 64 &&
+      (records - cached->second.at_records) * 16 <= static_cast<uint64_t>(cached->second.median.nodes)) {
+    return cached->second.median;
+  }
+  const Median exact = ExactMedianOf(model, m);
+  cache_[key] = {exact, records};
+  return exact;
+}
+
+FleetResults::Median FleetResults::ExactMedianOf(std::string_view model, Metric m) const {
   std::vector<double> values;
   int nodes = 0;
   for (const auto& [node, e] : latest_) {
