@@ -335,6 +335,7 @@ class ClusterState {
   std::shared_ptr<const sched::queue::QueueTree> queue_tree_;
   // One leaf, no quota, no limit: the cycle need not account queues at all (the fast path).
   bool queues_trivial_ = true;
+  std::set<uint32_t> draining_gpus_;  // GPUs the health engine put in draining (global index)
   mutable Counts counts_cache_;
   mutable int64_t counts_valid_until_ns_ = 0;
   std::vector<std::vector<double>> share_history_;

@@ -208,7 +208,10 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
     DrainWork(n, {}, "node " + topology_->nodes()[n].name + " draining: " + why, now, fx);
   }
   std::map<uint32_t, std::vector<uint32_t>> gpus_by_node;
-  for (uint32_t g : ev.drain_gpus) gpus_by_node[topology_->gpus()[g].node].push_back(g);
+  for (uint32_t g : ev.drain_gpus) {
+    gpus_by_node[topology_->gpus()[g].node].push_back(g);
+    draining_gpus_.insert(g);
+  }
   for (const auto& [n, gpus] : gpus_by_node) {
     DrainWork(n, gpus, "GPU " + std::to_string(topology_->gpus()[gpus[0]].index) + " of " +
                            topology_->nodes()[n].name + " draining", now, fx);
@@ -229,21 +232,26 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
       (void)health_.Apply({health::OperatorAction::Kind::kWorkDrained, n, -1, now});
       health_dirty_ = true;
     }
-    // The same for a draining GPU of a node still in the pool: once nothing holds it (its gangs
-    // were requeued and their tasks have ended), it moves on to quarantine.
-    const cluster::NodeInfo& info = topology_->nodes()[n];
-    for (uint32_t i = 0; i < info.num_gpus; ++i) {
-      const uint32_t g = info.first_gpu + i;
-      if (health_.gpu_state(g) == health::HealthState::kDraining && !nodes_[n].lost &&
-          usage_.gpu_free_milli(g) == usage_.gpu_capacity(g)) {
-        (void)health_.Apply({health::OperatorAction::Kind::kWorkDrained, n, static_cast<int>(i), now});
-        health_dirty_ = true;
-      }
-    }
     if (s == health::HealthState::kPendingValidation && nodes_[n].connected && !nodes_[n].validation_asked &&
         !ValidationCouldNotRun(health_, n)) {
       RequestValidation(n, now, fx);
     }
+  }
+  // The same for a draining GPU of a node still in the pool: once nothing holds it (its gangs
+  // were requeued and their tasks have ended), it moves on to quarantine.
+  for (auto it = draining_gpus_.begin(); it != draining_gpus_.end();) {
+    const uint32_t g = *it;
+    const uint32_t n = topology_->gpus()[g].node;
+    if (health_.gpu_state(g) != health::HealthState::kDraining) {
+      it = draining_gpus_.erase(it);
+      continue;
+    }
+    if (!nodes_[n].lost && usage_.gpu_free_milli(g) == usage_.gpu_capacity(g)) {
+      (void)health_.Apply({health::OperatorAction::Kind::kWorkDrained, n,
+                           static_cast<int>(topology_->gpus()[g].index), now});
+      health_dirty_ = true;
+    }
+    ++it;
   }
   last_health_ = now;
 }

@@ -53,6 +53,10 @@ void ClusterState::RestoreHealth(uint32_t n, const nlohmann::json& h) {
     }
     if (state != health::HealthState::kHealthy && state != health::HealthState::kPendingValidation) {
       (void)health_.Restore(n, gpu, state, s.value("since", Time{0}), s.value("reason", ""));
+      if (gpu >= 0 && gpu < static_cast<int>(topology_->nodes()[n].num_gpus) &&
+          state == health::HealthState::kDraining) {
+        draining_gpus_.insert(topology_->nodes()[n].first_gpu + static_cast<uint32_t>(gpu));
+      }
     }
   };
   if (!h.is_object()) return;

@@ -73,6 +73,8 @@ class FaultSet {
 
   // Set when a fault opens, closes or changes effect; the engine clears it after reporting.
   bool changed() const { return changed_; }
+  // No fault at all, open or remembered.
+  bool empty() const { return faults_.empty(); }
   void ClearChanged() { changed_ = false; }
   Time last_remediation() const { return last_remediation_; }
 

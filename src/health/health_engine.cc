@@ -43,6 +43,7 @@ Status HealthEngine::CheckGpu(uint32_t node, int gpu) const {
 }
 
 void HealthEngine::Record(NodeRecord& r, int gpu, const RuleOutput& out, Time t) {
+  if (!out.raised.empty() || !out.cleared.empty()) r.settled = false;
   for (const Finding& f : out.raised) {
     Subject& s = SubjectOf(r, f.condition.scope == Scope::kNode ? -1 : gpu);
     bool opened = s.faults().Assert(f, t);
@@ -72,6 +73,7 @@ Status HealthEngine::ObserveGpu(uint32_t node, const GpuSample& s) {
 Status HealthEngine::ObserveGpuEvent(uint32_t node, const GpuEvent& e) {
   HANGAR_RETURN_IF_ERROR(CheckGpu(node, e.index));
   NodeRecord& r = nodes_[node];
+  r.settled = false;
   GpuRecord& g = r.gpus[e.index];
   RuleOutput out;
   if (e.kind != GpuEvent::Kind::kXid) {
@@ -118,6 +120,7 @@ Status HealthEngine::ObserveConfig(uint32_t node, const ConfigFacts& facts, Time
   if (it == expected_config_.end()) it = expected_config_.find("");
   std::vector<std::string> drift;
   if (it != expected_config_.end()) drift = ConfigDrift(facts, it->second);
+  nodes_[node].settled = false;
   Subject& s = nodes_[node].subject;
   if (drift.empty()) {
     s.faults().Resolve("config_drift", t);
@@ -139,6 +142,7 @@ Status HealthEngine::ObserveValidation(uint32_t node, const ValidationReport& r)
   HANGAR_RETURN_IF_ERROR(CheckNode(node));
   for (const GpuBenchmark& b : r.gpus) HANGAR_RETURN_IF_ERROR(CheckGpu(node, b.index));
   NodeRecord& rec = nodes_[node];
+  rec.settled = false;
   if (!r.ran) {
     Finding f;
     f.key = f.condition.type = "validation_error";
@@ -186,6 +190,7 @@ Status HealthEngine::Apply(const OperatorAction& a) {
   NodeRecord& r = nodes_[a.node];
   Subject& s = SubjectOf(r, a.gpu);
   r.dirty = true;
+  r.settled = false;
   switch (a.kind) {
     case OperatorAction::Kind::kDrain:
       s.Cordon(a.note.empty() ? "no reason given" : a.note);
@@ -243,6 +248,7 @@ Status HealthEngine::Restore(uint32_t node, int gpu, HealthState s, Time since,
   NodeRecord& r = nodes_[node];
   Subject& subject = SubjectOf(r, gpu);
   subject.Restore(s, since, reason);
+  r.settled = false;
   if (s == HealthState::kDraining || s == HealthState::kQuarantined) {
     Finding f;
     f.key = f.condition.type = "restored";

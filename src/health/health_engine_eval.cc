@@ -21,7 +21,9 @@ std::vector<Condition> OpenConditions(const FaultSet& faults) {
 Evaluation HealthEngine::Evaluate(Time now) {
   Evaluation ev;
   ev.at = now;
-  for (uint32_t n = 0; n < nodes_.size(); ++n) EvaluateNode(n, now, &ev);
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    if (!nodes_[n].settled) EvaluateNode(n, now, &ev);
+  }
   ev.safety_valve_tripped = valve_.tripped();
   return ev;
 }
@@ -97,6 +99,8 @@ void HealthEngine::EvaluateNode(uint32_t node, Time now, Evaluation* ev) {
 
   if (r.validate) ev->validate_nodes.push_back(node);
   r.validate = false;
+  r.settled = held.empty() && !r.lost && r.subject.AtRest();
+  for (const GpuRecord& g : r.gpus) r.settled = r.settled && g.subject.AtRest();
   bool changed = r.dirty || !r.transitions.empty() || r.subject.faults().changed();
   for (const GpuRecord& g : r.gpus) changed |= g.subject.faults().changed();
   if (!changed) return;

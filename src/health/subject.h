@@ -57,6 +57,12 @@ class Subject {
   HealthState state() const { return state_; }
   Time state_since() const { return since_; }
   bool cordoned() const { return cordoned_; }
+  // Healthy with nothing that time alone could change: no fault (open or remembered), no cordon,
+  // no failure history. Only a new input moves such a subject.
+  bool AtRest() const {
+    return state_ == HealthState::kHealthy && faults_.empty() && !cordoned_ && fatal_xids_.empty() &&
+           remediations_.empty() && reboots_.empty() && latched_failure_.empty();
+  }
 
   void Cordon(std::string reason);
   void Uncordon() { cordoned_ = false; }
