@@ -131,8 +131,12 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       case pb::AgentMessage::kHeartbeat: {
         hub_->heartbeats_++;
         auto hb = std::make_shared<pb::Heartbeat>(m.heartbeat());
-        owner->Post([hb, clock, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
-          s.OnHeartbeat(node, *hb, clock->Now());
+        // Liveness counts from when the heartbeat arrived, not from when the state thread got to
+        // it: a burst of work (thousands of placements to commit) must not make nodes look
+        // silent.
+        const Time received = clock->Now();
+        owner->Post([hb, received, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
+          s.OnHeartbeat(node, *hb, received);
         });
         break;
       }

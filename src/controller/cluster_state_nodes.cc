@@ -151,7 +151,7 @@ void ClusterState::OnDisconnect(const std::string& node, Time now) {
 void ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now) {
   auto n = topology_->FindNode(node);
   if (!n) return;
-  nodes_[*n].last_heartbeat = now;
+  nodes_[*n].last_heartbeat = std::max(nodes_[*n].last_heartbeat, now);
   ObserveTelemetry(*n, hb, now);
 }
 

@@ -65,10 +65,14 @@ void StateOwner::Loop() {
 void StateOwner::RunBatch(std::deque<Command>& batch) {
   Effects fx;
   AfterCommit after;
+  const Time began = clock_->Now();
   for (auto& cmd : batch) cmd(*state_, &fx, &after);
   const Time now = clock_->Now();
   if (now - last_heartbeat_check_ >= 100) {
-    state_->CheckHeartbeats(now, &fx);
+    // As of when this batch began: every heartbeat that had arrived by then has been applied
+    // (heartbeats arriving while a long batch runs wait in the queue; they must not count as
+    // missing).
+    state_->CheckHeartbeats(began, &fx);
     last_heartbeat_check_ = now;
   }
   if (state_->NeedsHealth(now)) state_->EvaluateHealth(now, &fx);
