@@ -34,24 +34,6 @@ const std::vector<std::string> kNodes = {"node-1", "node-2"};
 // The job's grace: the release must come long before it.
 constexpr Duration kGrace = 120 * kSecond;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) out.push_back(line);
-  }
-  return out;
-}
-
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 // The training job. Each run (by HANGAR_RESTART_COUNT, R) appends to files in $OUT:
 //   runs         "start R NODE"
 //   resumed.R    the step it resumed from, when a checkpoint was there

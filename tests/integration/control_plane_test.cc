@@ -28,13 +28,6 @@ fabric:
 
 const std::vector<std::string> kNodes = {"node-1", "node-2", "node-3", "node-4"};
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::map<std::string, std::string> ReadEnv(const std::string& path) {
   std::map<std::string, std::string> env;
   std::istringstream in(ReadFile(path));

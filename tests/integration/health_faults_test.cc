@@ -35,24 +35,6 @@ const std::vector<std::string> kNodes = {"node-1", "node-2", "node-3", "node-4"}
 
 Time Now() { return SystemClock::Default()->Now(); }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) out.push_back(line);
-  }
-  return out;
-}
-
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 // The node's conditions, one per line, for messages and searches.
 std::string Conditions(const nlohmann::json& node) {
   std::string out;

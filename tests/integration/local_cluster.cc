@@ -131,6 +131,22 @@ std::string LocalCluster::GetText(const std::string& path) {
   return r ? r->body : "";
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
 nlohmann::json LocalCluster::Post(const std::string& path, const std::string& body, int* status) {
   httplib::Client c("127.0.0.1", api_port_);
   c.set_read_timeout(10, 0);

@@ -16,6 +16,11 @@
 
 namespace hangar::testing {
 
+// Small helpers the end-to-end tests share.
+std::string ReadFile(const std::string& path);           // "" when it cannot be read
+std::vector<std::string> Lines(const std::string& text);  // non-empty lines
+inline bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 class LocalCluster {
  public:
   // `cluster_yaml` is the text of the cluster file; `extra_controller_args` go to the controller.
