@@ -146,6 +146,22 @@ Status Drain(const Common& c, const std::string& node, const std::string& reason
   return Status::Ok();
 }
 
+Status Remediate(const Common& c, const std::string& node, const std::string& remedy, int gpu, const std::string& note) {
+  nlohmann::json body = {{"remedy", remedy}, {"note", note}};
+  if (gpu >= 0) body["gpu"] = gpu;
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/nodes/" + node + "/remediate", body.dump()));
+  if (c.output == "json") PrintJson(r);
+  else std::printf("node %s: %s recorded; it takes work again once it passes validation\n", node.c_str(), remedy.c_str());
+  return Status::Ok();
+}
+
+Status ResetSafetyValve(const Common& c) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/health/safety-valve/reset", "{}"));
+  if (c.output == "json") PrintJson(r);
+  else std::printf("safety valve reset: health rules may drain nodes again\n");
+  return Status::Ok();
+}
+
 Status Events(const Common& c, const std::string& subject, int limit) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/events?limit=" + std::to_string(limit) +
                                                        (subject.empty() ? "" : "&subject=" + subject)));
@@ -218,6 +234,21 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
   undrain->add_option("node", (*s)[0], "Node name")->required();
   AddCommon(undrain, c.get());
   undrain->callback([=] { Guard(rc, [&] { return Drain(*c, (*s)[0], "", false); }); });
+
+  auto gpu = std::make_shared<int>(-1);
+  CLI::App* remediate = app.add_subcommand("remediate", "Record a GPU reset, node reboot or repair; validation follows");
+  remediate->add_option("node", (*s)[0], "Node name")->required();
+  remediate->add_option("--remedy", (*s)[1], "gpu-reset, reboot or repair")
+      ->required()
+      ->check(CLI::IsMember({"gpu-reset", "reboot", "repair"}));
+  remediate->add_option("--gpu", *gpu, "The GPU index (gpu-reset; repair of one GPU)");
+  remediate->add_option("--note", (*s)[2], "What was done, kept in the node's history");
+  AddCommon(remediate, c.get());
+  remediate->callback([=] { Guard(rc, [&] { return Remediate(*c, (*s)[0], (*s)[1], *gpu, (*s)[2]); }); });
+
+  CLI::App* valve = app.add_subcommand("reset-safety-valve", "Let health rules drain nodes again after the valve tripped");
+  AddCommon(valve, c.get());
+  valve->callback([=] { Guard(rc, [&] { return ResetSafetyValve(*c); }); });
 
   CLI::App* events = app.add_subcommand("events", "What happened, newest first");
   events->add_option("--subject", (*s)[0], "Only events of e.g. node/gpu-1 or job/42");

@@ -173,6 +173,15 @@ class ClusterState {
   Status Cancel(sched::JobId id, Time now, Effects* fx);
   Status Drain(const std::string& node, const std::string& reason, Time now, Effects* fx);
   Status Undrain(const std::string& node, Time now, Effects* fx);
+  // The operator did `remedy` ("gpu-reset" with a GPU index, "reboot" or "repair" of the node):
+  // latched faults close and the node or GPU goes on to validation (a repair also brings back a
+  // failed one). Without it, hardware quarantined for a fault that waits for remediation (Xid 79,
+  // double-bit ECC, ...) never returns.
+  Status Remediate(const std::string& node, const std::string& remedy, int gpu, const std::string& note, Time now,
+                   Effects* fx);
+  // The health safety valve stopped draining because too much of the fleet went at once; an
+  // operator looked and lets it drain again.
+  void ResetSafetyValve(Time now, Effects* fx);
 
   // ---- events from agents ----
   Status OnRegister(const pb::Register& reg, Time now, Effects* fx);

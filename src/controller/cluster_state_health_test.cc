@@ -256,5 +256,36 @@ TEST_F(HealthLoopTest, DoubleBitEccTakesTheGpuOutNotTheNodeAndQuarantinesIt) {
   EXPECT_NE(all.find("GPU 1 quarantined"), std::string::npos) << all;
 }
 
+// Xid 79 quarantines the node until someone remediates it; a reboot recorded through the API
+// sends it to validation, and a passing validation brings it back.
+TEST_F(HealthLoopTest, RebootRecordedByTheOperatorBringsAQuarantinedNodeBackThroughValidation) {
+  ValidateAll();
+  pb::GpuEvent xid;
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  state_->OnGpuEvent("n-3", xid, now_);
+  Tick();
+  Tick();
+  EXPECT_EQ(state_->GetNode("n-3")->state, "quarantined");
+  for (int i = 0; i < 3; ++i) Tick();
+  EXPECT_EQ(state_->GetNode("n-3")->state, "quarantined");  // it waits for a remedy, however long
+
+  Effects fx;
+  EXPECT_EQ(state_->Remediate("n-3", "gpu-reset", -1, "", now_, &fx).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_->Remediate("n-3", "reflash", -1, "", now_, &fx).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_->Remediate("n-9", "reboot", -1, "", now_, &fx).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(state_->Remediate("n-3", "reboot", -1, "rebooted by ops", now_, &fx).ok());
+  int asked = 0;
+  for (int i = 0; i < 2; ++i) {
+    for (const auto& m : Tick().messages) asked += m.message.has_validate() && m.node == "n-3";
+  }
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(state_->GetNode("n-3")->state, "pending_validation");
+  Validate("n-3", Validation());
+  Tick();
+  EXPECT_EQ(state_->GetNode("n-3")->state, "ready");
+}
+
 }  // namespace
 }  // namespace hangar::controller

@@ -291,6 +291,40 @@ Status ClusterState::Undrain(const std::string& node, Time now, Effects* fx) {
   return Status::Ok();
 }
 
+Status ClusterState::Remediate(const std::string& node, const std::string& remedy, int gpu, const std::string& note,
+                               Time now, Effects* fx) {
+  auto n = topology_->FindNode(node);
+  if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
+  health::Remedy r;
+  if (remedy == "gpu-reset") {
+    r = health::Remedy::kGpuReset;
+    if (gpu < 0 || gpu >= static_cast<int>(topology_->nodes()[*n].num_gpus)) {
+      return Status::InvalidArgument("a GPU reset names the GPU it reset: --gpu 0.." +
+                                     std::to_string(static_cast<int>(topology_->nodes()[*n].num_gpus) - 1));
+    }
+  } else if (remedy == "reboot" || remedy == "repair") {
+    r = remedy == "reboot" ? health::Remedy::kNodeReboot : health::Remedy::kRepair;
+    if (remedy == "reboot" && gpu >= 0) {
+      return Status::InvalidArgument("a reboot is of the whole node; leave out --gpu (or use gpu-reset)");
+    }
+  } else {
+    return Status::InvalidArgument("unknown remedy '" + remedy + "'; use gpu-reset, reboot or repair");
+  }
+  HANGAR_RETURN_IF_ERROR(health_.Apply({health::OperatorAction::Kind::kRemediated, *n, gpu, now, r,
+                                        note.empty() ? "by the operator" : note}));
+  health_dirty_ = true;
+  fx->Event(now, "node", "node/" + node,
+            std::string("remediated: ") + remedy + (gpu >= 0 ? " of GPU " + std::to_string(gpu) : "") +
+                (note.empty() ? "" : " (" + note + ")") + "; validation follows");
+  return Status::Ok();
+}
+
+void ClusterState::ResetSafetyValve(Time now, Effects* fx) {
+  (void)health_.Apply({health::OperatorAction::Kind::kResetSafetyValve, 0, -1, now});
+  health_dirty_ = true;
+  fx->Event(now, "health", "cluster", "safety valve reset by the operator: drains may proceed");
+}
+
 std::vector<api::NodeView> ClusterState::ListNodes() const {
   std::vector<api::NodeView> out;
   for (uint32_t n = 0; n < nodes_.size(); ++n) out.push_back(*GetNode(topology_->nodes()[n].name));

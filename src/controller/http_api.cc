@@ -306,6 +306,33 @@ void HttpApi::Routes() {
   };
   s.Post(R"(/v1/nodes/([^/]+)/drain)", drain(true));
   s.Post(R"(/v1/nodes/([^/]+)/undrain)", drain(false));
+  s.Post(R"(/v1/nodes/([^/]+)/remediate)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kNodesDrain)) return;
+    const std::string name = req.matches[1].str();
+    auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("remedy") || !body["remedy"].is_string() ||
+        (body.contains("gpu") && !body["gpu"].is_number_integer())) {
+      return Reply(res, Status::InvalidArgument(
+                            "the body must be JSON like {\"remedy\": \"gpu-reset\", \"gpu\": 3, \"note\": \"nvidia-smi -r\"} "
+                            "(remedy: gpu-reset, reboot or repair)"));
+    }
+    const std::string remedy = body["remedy"].get<std::string>();
+    const int gpu = body.value("gpu", -1);
+    const std::string note = body.value("note", "");
+    Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
+      return s.Remediate(name, remedy, gpu, note, owner_->clock()->Now(), fx);
+    });
+    if (!st.ok()) return Reply(res, st);
+    Reply(res, 200, {{"node", name}, {"remedy", remedy}, {"gpu", gpu}});
+  });
+  s.Post("/v1/health/safety-valve/reset", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kNodesDrain)) return;
+    owner_->Call<bool>([&](ClusterState& s, Effects* fx) {
+      s.ResetSafetyValve(owner_->clock()->Now(), fx);
+      return true;
+    });
+    Reply(res, 200, {{"safety_valve", "reset"}});
+  });
   s.Post("/v1/queues", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kQueuesApply)) return;
     auto specs = job::ParseQueues(req.body, "queues file");

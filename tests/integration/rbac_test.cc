@@ -93,6 +93,8 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
       {"GET", "/v1/nodes/node-1", "", everyone},
       {"POST", "/v1/nodes/node-2/drain", R"({"reason": "rbac test"})", {"admin"}},
       {"POST", "/v1/nodes/node-2/undrain", "", {"admin"}},
+      {"POST", "/v1/nodes/node-2/remediate", R"({"remedy": "reboot", "note": "rbac test"})", {"admin"}},
+      {"POST", "/v1/health/safety-valve/reset", "{}", {"admin"}},
       {"GET", "/v1/events", "", {"admin", "queue-admin", "viewer"}},
       {"POST", "/v1/queues", kQueues, {"admin"}},
       {"GET", "/v1/queues", "", everyone},
