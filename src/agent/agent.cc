@@ -59,6 +59,13 @@ std::string KernelVersion() {
   return uname(&u) == 0 ? u.release : "";
 }
 
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
 }  // namespace
 
 Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* clock)
@@ -200,6 +207,7 @@ pb::Register Agent::RegisterMessage() {
   inv->set_driver_version(gpus_.driver_version);
   inv->set_cuda_version(gpus_.cuda_version);
   inv->set_kernel_version(KernelVersion());
+  inv->set_boot_id(BootId());
   inv->set_agent_version("hangar 0.1.0");
   inv->set_gpu_backend(backend_->name());
   for (const auto& n : nics_) *inv->add_nics() = n;

@@ -147,6 +147,7 @@ struct NodeRecord {
   bool lost = false;
   bool drained = false;
   std::string drain_reason;
+  std::string boot_id;  // the last one its agent reported (persisted)
   Time last_heartbeat = 0;
   std::string address;
   // What the agent said about its software (for config drift), kept small: the controller holds

@@ -287,5 +287,36 @@ TEST_F(HealthLoopTest, RebootRecordedByTheOperatorBringsAQuarantinedNodeBackThro
   EXPECT_EQ(state_->GetNode("n-3")->state, "ready");
 }
 
+// An agent that registers with a new boot id says the node rebooted: for a quarantined node
+// that is its remediation, and it comes back through validation; the same boot id is not.
+TEST_F(HealthLoopTest, NodeThatRebootedComesBackThroughValidation) {
+  ValidateAll();
+  auto reregister = [&](const std::string& boot_id) {
+    pb::Register r;
+    r.mutable_inventory()->set_node("n-3");
+    r.mutable_inventory()->set_boot_id(boot_id);
+    for (int g = 0; g < 8; ++g) r.mutable_inventory()->add_gpus()->set_index(static_cast<uint32_t>(g));
+    Effects fx;
+    ASSERT_TRUE(state_->OnRegister(r, now_, &fx).ok());
+  };
+  reregister("boot-1");
+  pb::GpuEvent xid;
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  state_->OnGpuEvent("n-3", xid, now_);
+  for (int i = 0; i < 4; ++i) Tick();
+  ASSERT_EQ(state_->GetNode("n-3")->state, "quarantined");
+  reregister("boot-1");  // the agent restarted; the node did not
+  for (int i = 0; i < 2; ++i) Tick();
+  EXPECT_EQ(state_->GetNode("n-3")->state, "quarantined");
+  reregister("boot-2");
+  for (int i = 0; i < 2; ++i) Tick();
+  EXPECT_EQ(state_->GetNode("n-3")->state, "pending_validation");
+  Validate("n-3", Validation());
+  Tick();
+  EXPECT_EQ(state_->GetNode("n-3")->state, "ready");
+}
+
 }  // namespace
 }  // namespace hangar::controller

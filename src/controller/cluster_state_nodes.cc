@@ -49,7 +49,7 @@ void ClusterState::PersistNode(uint32_t n, Effects* fx) const {
   for (const auto& g : report.gpus) {
     gpus.push_back({{"state", std::string(health::StateName(g.state))}, {"since", g.since}, {"reason", reason(g.conditions)}});
   }
-  nlohmann::json s = {{"drained", r.drained}, {"drain_reason", r.drain_reason},
+  nlohmann::json s = {{"drained", r.drained}, {"drain_reason", r.drain_reason}, {"boot_id", r.boot_id},
                       {"health", {{"state", std::string(health::StateName(report.state))}, {"since", report.since},
                                   {"reason", reason(report.conditions)}, {"gpus", gpus}}}};
   fx->batch.nodes.push_back({topology_->nodes()[n].name, s.dump()});
@@ -85,6 +85,28 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   }
   (void)health_.ObserveConfig(n, {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version()}, now);
   if (was_lost) (void)health_.Apply({health::OperatorAction::Kind::kNodeReturned, n, -1, now});
+  // A new boot id: the node rebooted since its agent last registered. That is a remediation of
+  // the node (latched faults close; it goes through validation before work).
+  // Only for a node with something to remedy: every remediation counts toward "5 in 7 days:
+  // failed", and routine reboots of healthy nodes must not.
+  const bool rebooted = !r.boot_id.empty() && !inv.boot_id().empty() && inv.boot_id() != r.boot_id;
+  bool ailing = health_.node_state(n) != health::HealthState::kHealthy &&
+                health_.node_state(n) != health::HealthState::kPendingValidation;
+  for (uint32_t g = declared.first_gpu; g < declared.first_gpu + declared.num_gpus; ++g) {
+    ailing = ailing || (health_.gpu_state(g) != health::HealthState::kHealthy &&
+                        health_.gpu_state(g) != health::HealthState::kPendingValidation);
+  }
+  if (rebooted && !ailing) {
+    fx->Event(now, "node", "node/" + inv.node(), "rebooted (new boot id)");
+  } else if (rebooted) {
+    (void)health_.Apply({health::OperatorAction::Kind::kRemediated, n, -1, now, health::Remedy::kNodeReboot,
+                         "the node rebooted (new boot id)"});
+    fx->Event(now, "node", "node/" + inv.node(), "rebooted (new boot id): counted as a remediation; validation follows");
+  }
+  if (!inv.boot_id().empty() && inv.boot_id() != r.boot_id) {
+    r.boot_id = inv.boot_id();
+    PersistNode(n, fx);
+  }
   health_dirty_ = true;
   r.orphans.clear();
   pb::ControllerMessage reply;

@@ -91,6 +91,7 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     if (s.is_discarded()) continue;
     nodes_[*n].drained = s.value("drained", false);
     nodes_[*n].drain_reason = s.value("drain_reason", "");
+    nodes_[*n].boot_id = s.value("boot_id", "");
     RestoreHealth(*n, s.value("health", nlohmann::json::object()));
   }
   for (auto& r : nodes_) r.last_heartbeat = now;  // every agent gets a full timeout to come back
