@@ -295,6 +295,8 @@ class ClusterState {
   void UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<const sched::queue::QueueTree> tree);
   void UpdateShareHistory(Time now);
   std::vector<std::vector<int64_t>> RunningCharges(std::vector<int>* leaf_of_active = nullptr) const;
+  // The current attempt of `j` as a usage row up to `now` (no lost work, no ending).
+  AttemptUsage AttemptSoFar(const JobRecord& j, Time now) const;
   void CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how, Effects* fx);
   // Whether `user` is named in `admins` (or, with users = true, `users`) of `queue` or an ancestor.
   bool NamedOnPath(int queue, const std::string& user, bool admins) const;

@@ -227,8 +227,7 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
           {"half_life_s", options_.share_half_life / kSecond}};
 }
 
-void ClusterState::CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how, Effects* fx) {
-  if (j.tasks.empty()) return;
+AttemptUsage ClusterState::AttemptSoFar(const JobRecord& j, Time now) const {
   AttemptUsage u;
   u.job = j.id;
   u.attempt = j.attempt;
@@ -239,6 +238,12 @@ void ClusterState::CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_m
   u.end = now;
   u.milli_gpu = j.assignment.TotalMilliGpu(*topology_);
   u.idle_gpu_ms = j.idle_gpu_ms;
+  return u;
+}
+
+void ClusterState::CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how, Effects* fx) {
+  if (j.tasks.empty()) return;
+  AttemptUsage u = AttemptSoFar(j, now);
   u.lost_gpu_ms = lost_gpu_ms;
   u.how = how;
   fx->batch.values.push_back({"usage", std::to_string(j.id) + "." + std::to_string(j.attempt), u.ToJson().dump(), false});
@@ -272,17 +277,7 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time sin
   }
   for (sched::JobId id : active_) {  // attempts still running count up to now
     const JobRecord& j = jobs_.at(id);
-    if (j.tasks.empty()) continue;
-    AttemptUsage u;
-    u.job = j.id;
-    u.user = j.spec->spec.user;
-    u.queue = j.spec->spec.queue;
-    u.tier = std::string(job::TierName(j.spec->spec.tier));
-    u.start = j.started ? j.started : now;
-    u.end = now;
-    u.milli_gpu = j.assignment.TotalMilliGpu(*topology_);
-    u.idle_gpu_ms = j.idle_gpu_ms;
-    add(u);
+    if (!j.tasks.empty()) add(AttemptSoFar(j, now));
   }
   constexpr double kHourMs = 3600.0 * 1000.0;
   nlohmann::json out = nlohmann::json::array();
