@@ -3,40 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "health/health_engine.h"
+#include "health/health_test_fleet.h"
 
 namespace hangar::health {
 namespace {
 
+using namespace ::hangar::health::testing;
+
 using ::hangar::cluster::NodeCondition;
 using Kind = OperatorAction::Kind;
-
-std::shared_ptr<const cluster::Topology> Fleet(int nodes, int gpus = 8) {
-  cluster::TopologyBuilder b("test");
-  for (int i = 0; i < nodes; ++i) {
-    cluster::NodeSpec s;
-    s.name = "node-" + std::to_string(i);
-    s.gpus = gpus;
-    s.gpu_model = "H100";
-    s.gpu_memory_mib = 80 * 1024;
-    s.milli_cpu = 64000;
-    s.memory_mib = 512 * 1024;
-    s.group = "hgx";
-    b.AddNode(std::move(s));
-  }
-  auto topo = std::move(b).Build();
-  EXPECT_TRUE(topo.ok()) << topo.status().ToString();
-  return *topo;
-}
-
-HealthOptions InPool() {
-  HealthOptions o;
-  o.subjects.require_validation = false;
-  return o;
-}
-
-GpuEvent Xid(uint16_t gpu, uint64_t code, Time at) {
-  return GpuEvent{gpu, GpuEvent::Kind::kXid, code, at, ""};
-}
 
 GpuSample Sample(uint16_t gpu, Time at) {
   GpuSample s;

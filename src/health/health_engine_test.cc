@@ -1,38 +1,16 @@
 // The scenarios the health rules must get right, end to end through the engine, with explicit
 // times (no clocks, no sleeps).
 #include "health/health_engine.h"
+#include "health/health_test_fleet.h"
 
 #include <gtest/gtest.h>
 
 namespace hangar::health {
 namespace {
 
+using namespace ::hangar::health::testing;
+
 using ::hangar::cluster::NodeCondition;
-
-std::shared_ptr<const cluster::Topology> Fleet(int nodes, int gpus = 8) {
-  cluster::TopologyBuilder b("test");
-  for (int i = 0; i < nodes; ++i) {
-    cluster::NodeSpec s;
-    s.name = "node-" + std::to_string(i);
-    s.gpus = gpus;
-    s.gpu_model = "H100";
-    s.gpu_memory_mib = 80 * 1024;
-    s.milli_cpu = 64000;
-    s.memory_mib = 512 * 1024;
-    s.group = "hgx";
-    b.AddNode(std::move(s));
-  }
-  auto topo = std::move(b).Build();
-  EXPECT_TRUE(topo.ok()) << topo.status().ToString();
-  return *topo;
-}
-
-// Nodes start in the pool, so each scenario shows one rule at a time.
-HealthOptions InPool() {
-  HealthOptions o;
-  o.subjects.require_validation = false;
-  return o;
-}
 
 GpuSample Sample(uint16_t gpu, Time at) {
   GpuSample s;
@@ -42,10 +20,6 @@ GpuSample Sample(uint16_t gpu, Time at) {
   s.pcie_gen = s.pcie_gen_max = 5;
   s.pcie_width = s.pcie_width_max = 16;
   return s;
-}
-
-GpuEvent Xid(uint16_t gpu, uint64_t code, Time at) {
-  return GpuEvent{gpu, GpuEvent::Kind::kXid, code, at, ""};
 }
 
 ValidationReport Passing(Time at, int gpus = 8, double gemm = 700) {
