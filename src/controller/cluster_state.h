@@ -18,6 +18,7 @@
 
 #include "api/views.h"
 #include "controller/auth.h"
+#include "controller/ingest_lag.h"
 #include "cluster/usage.h"
 #include "controller/store/state_store.h"
 #include "health/health_engine.h"
@@ -149,6 +150,7 @@ struct NodeRecord {
   std::string drain_reason;
   std::string boot_id;  // the last one its agent reported (persisted)
   Time last_heartbeat = 0;
+  IngestLag::NodeClock clock;  // for the heartbeat lag (ingest_lag.h)
   std::string address;
   // What the agent said about its software (for config drift), kept small: the controller holds
   // one of these per node, and fleets have ten thousand nodes.
@@ -228,7 +230,10 @@ class ClusterState {
   // ---- timers ----
   // Runs the health rules: drains, validations, node and GPU availability, events.
   void EvaluateHealth(Time now, Effects* fx);
-  // Marks nodes silent past the heartbeat timeout lost and requeues their gangs whole.
+  // Marks nodes silent past the heartbeat timeout lost and requeues their gangs whole. The
+  // timeout is stretched by how late heartbeats are arriving right now (IngestLag), and when more
+  // than half of the connected nodes are overdue at once, the fault is taken to be the
+  // controller's or its network's and nobody is lost until heartbeats flow again.
   void CheckHeartbeats(Time now, Effects* fx);
   // One scheduling cycle: places what fits, records why the rest waits.
   void Schedule(Time now, Effects* fx);
@@ -254,6 +259,7 @@ class ClusterState {
     // not ready: lost, disconnected, pending validation, drained)
     std::map<std::string, int64_t> gpus_by_state;
     int64_t placements_total = 0;
+    Duration heartbeat_lag = 0;  // as of the last liveness check (ingest_lag.h)
   };
   // For /metrics. Counting walks every job, node and GPU (tens of ms at 10,240 nodes with 1M jobs
   // queued), so a result is reused for 20x as long as it took to compute (at most 2 s): scrapes
@@ -326,6 +332,9 @@ class ClusterState {
   std::set<sched::JobId> pending_;  // jobs in state pending
   std::set<sched::JobId> active_;   // jobs holding resources (tasks not all ended)
   std::vector<NodeRecord> nodes_;
+  IngestLag heartbeat_lag_;
+  Duration last_lag_ = 0;      // heartbeat_lag_ at the last CheckHeartbeats
+  bool holding_losses_ = false;  // the last check found most nodes overdue
   // Tasks of earlier attempts still running somewhere: their resources stay allocated until
   // they end.
   struct Zombie {

@@ -375,6 +375,7 @@ ClusterState::Counts ClusterState::GetCounts() const {
   const int64_t start = MonotonicNanos();
   if (start < counts_valid_until_ns_) {
     counts_cache_.placements_total = static_cast<int64_t>(placements_total_);
+    counts_cache_.heartbeat_lag = last_lag_;
     return counts_cache_;
   }
   Counts c;
@@ -407,6 +408,7 @@ ClusterState::Counts ClusterState::GetCounts() const {
   const char* names[kGpuStates] = {"allocated", "idle", "fragmented", "draining", "failed", "unavailable"};
   for (int s = 0; s < kGpuStates; ++s) c.gpus_by_state[names[s]] = gpus[s];
   c.placements_total = static_cast<int64_t>(placements_total_);
+  c.heartbeat_lag = last_lag_;
   const int64_t took = MonotonicNanos() - start;
   counts_valid_until_ns_ = start + std::min<int64_t>(20 * took, 2'000'000'000);
   counts_cache_ = c;

@@ -173,7 +173,9 @@ void ClusterState::OnDisconnect(const std::string& node, Time now) {
 void ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now) {
   auto n = topology_->FindNode(node);
   if (!n) return;
-  nodes_[*n].last_heartbeat = std::max(nodes_[*n].last_heartbeat, now);
+  NodeRecord& r = nodes_[*n];
+  r.last_heartbeat = std::max(r.last_heartbeat, now);
+  if (hb.time_ms() > 0) heartbeat_lag_.Observe(&r.clock, hb.time_ms(), now);
   ObserveTelemetry(*n, hb, now);
 }
 
@@ -229,16 +231,42 @@ void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& s
 }
 
 void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
+  const IngestLag::Reading lag = heartbeat_lag_.Read(now);
+  last_lag_ = lag.lag;
+  const Duration timeout = options_.heartbeat_timeout + last_lag_;
+  // Most of the fleet overdue while (almost) no heartbeat comes in is the controller's trouble
+  // (its threads stalled, its network cut), not the nodes': hold every loss until heartbeats
+  // flow again, as Kubernetes does in a full disruption. When the nodes still up keep beating,
+  // the silent ones really are gone, however many they are.
+  int64_t connected = 0, overdue = 0;
+  for (const NodeRecord& r : nodes_) {
+    if (r.lost || !r.registered) continue;
+    ++connected;
+    if (now - r.last_heartbeat > timeout) ++overdue;
+  }
+  const int64_t beating = connected - overdue;
+  const int64_t expected = beating * kSecond / std::max<Duration>(options_.heartbeat_interval, 1);
+  const bool hold = overdue * 2 > connected && lag.samples < std::max<int64_t>(1, expected / 2);
+  if (hold != holding_losses_) {
+    holding_losses_ = hold;
+    fx->Event(now, "controller", "controller",
+              hold ? std::to_string(overdue) + " of " + std::to_string(connected) +
+                         " nodes are overdue at once: holding node losses until heartbeats arrive again"
+                   : "heartbeats arrive again: node losses resume");
+  }
+  if (hold) return;
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     NodeRecord& r = nodes_[n];
-    if (r.lost || now - r.last_heartbeat <= options_.heartbeat_timeout) continue;
+    if (r.lost || now - r.last_heartbeat <= timeout) continue;
     bool has_work = false;
     for (sched::JobId id : active_) {
       for (const auto& t : jobs_.at(id).tasks) has_work = has_work || (t.node == n && t.phase != TaskRun::Phase::kEnded);
     }
     for (const auto& [task, z] : zombies_) has_work = has_work || z.node == n;
     if (!r.registered && !has_work) continue;  // never came: nothing to requeue
-    LoseNode(n, "no heartbeat for " + FormatDuration(now - r.last_heartbeat), now, fx);
+    LoseNode(n, "no heartbeat for " + FormatDuration(now - r.last_heartbeat) +
+                    (last_lag_ > 0 ? " (heartbeats arrive up to " + FormatDuration(last_lag_) + " late)" : ""),
+             now, fx);
   }
 }
 

@@ -61,6 +61,53 @@ class ClusterStateTest : public ::testing::Test {
 
 constexpr const char* kGang = "name: gang\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n";
 
+TEST_F(ClusterStateTest, AStalledControllerLosesNobodyUntilHeartbeatsFlowAgain) {
+  RegisterAll(0);
+  // Neither node's heartbeat got in for 5 s: the controller, not both nodes, is in trouble.
+  Effects fx;
+  state_->CheckHeartbeats(5000, &fx);
+  EXPECT_EQ(state_->GetNode("a")->state, "ready");
+  EXPECT_EQ(state_->GetNode("b")->state, "ready");
+  ASSERT_FALSE(fx.batch.events.empty());
+  EXPECT_NE(fx.batch.events.back().message.find("holding node losses"), std::string::npos);
+  // Heartbeats come back from a only: b really is gone.
+  pb::Heartbeat hb;
+  for (Time t = 5100; t <= 6000; t += 100) {
+    hb.set_time_ms(t);
+    state_->OnHeartbeat("a", hb, t);
+  }
+  Effects after;
+  state_->CheckHeartbeats(6000, &after);
+  EXPECT_EQ(state_->GetNode("a")->state, "ready");
+  EXPECT_EQ(state_->GetNode("b")->state, "lost");
+}
+
+TEST_F(ClusterStateTest, LateHeartbeatsStretchTheTimeoutBySoMuch) {
+  RegisterAll(0);
+  pb::Heartbeat hb;
+  // a beats ten times a second; at first promptly, then every beat arrives 2 s after it was sent.
+  for (Time t = 0; t < 4000; t += 100) {
+    hb.set_time_ms(t < 1000 ? t : t - 2000);
+    state_->OnHeartbeat("a", hb, t);
+  }
+  Effects fx;
+  state_->CheckHeartbeats(3900, &fx);  // b silent for 3.9 s, past the 3 s timeout
+  EXPECT_EQ(state_->GetNode("b")->state, "ready") << "heartbeats arrive 2 s late: b gets 2 s more";
+  for (Time t = 4000; t <= 9000; t += 100) {
+    hb.set_time_ms(t - 2000);
+    state_->OnHeartbeat("a", hb, t);
+    if (t == 5400) {
+      state_->CheckHeartbeats(t, &fx);
+      EXPECT_EQ(state_->GetNode("b")->state, "ready");
+    }
+  }
+  state_->CheckHeartbeats(9000, &fx);
+  EXPECT_EQ(state_->GetNode("b")->state, "lost");
+  bool said = false;
+  for (const auto& e : fx.batch.events) said |= e.message.find("lost: no heartbeat for 9s (heartbeats arrive up to") == 0;
+  EXPECT_TRUE(said) << "the event says how late heartbeats were";
+}
+
 TEST_F(ClusterStateTest, SubmitValidatesAndPersists) {
   Effects fx;
   auto id = state_->Submit(Spec("name: a\ntasks: [{gpus: 1, command: [x]}]\n"), 10, &fx);

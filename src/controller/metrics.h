@@ -43,6 +43,7 @@ class ControllerMetrics {
   prometheus::Gauge* placements_;
   prometheus::Gauge* agents_;
   prometheus::Gauge* heartbeats_;
+  prometheus::Gauge* heartbeat_lag_;
   std::mutex mu_;
   Time last_counts_ = 0;
 };

@@ -28,11 +28,22 @@ bool CounterTrack::Add(Time t, uint64_t reading) {
     points_.back().total = total_;
     return true;
   }
+  size_t n = points_.size();
+  // A quiet counter (most of them, most of the time) keeps two points however long it stays
+  // quiet: where the quiet run began and its newest reading. Nothing happened between them, so
+  // the total at any time in the run is known exactly (InWindow).
+  if (n >= 2 && points_[n - 1].total == total_ && points_[n - 2].total == total_) {
+    points_.back().t = t;
+    Prune();
+    return true;
+  }
   // Thin: drop the second-newest point when it sits too close to the one before it. The newest
   // two readings stay exact for short windows; older points end up >= granularity apart.
-  size_t n = points_.size();
-  if (n >= 3 && points_[n - 2].t - points_[n - 3].t < granularity_) {
-    points_.erase(points_.begin() + static_cast<std::ptrdiff_t>(n - 2));
+  // When the second-newest point opens the quiet run that the newest closes, it stays (the
+  // run's exactness depends on it) and the point before it is the one thinned.
+  const size_t victim = n >= 2 && points_[n - 2].total == points_[n - 1].total ? n - 3 : n - 2;
+  if (n >= 3 && victim >= 1 && victim < n && points_[victim].t - points_[victim - 1].t < granularity_) {
+    points_.erase(points_.begin() + static_cast<std::ptrdiff_t>(victim));
   }
   points_.push_back({t, total_});
   Prune();
@@ -55,6 +66,10 @@ double CounterTrack::InWindow(Duration window) const {
   auto it = std::upper_bound(points_.begin(), points_.end(), start,
                              [](Time s, const Point& p) { return s < p.t; });
   const Point& base = it == points_.begin() ? points_.front() : *(it - 1);
+  // The window starts inside a quiet run: the total at its start is exactly the run's.
+  if (it != points_.begin() && it != points_.end() && it->total == base.total) {
+    return static_cast<double>(now.total - base.total);
+  }
   Duration span = now.t - base.t;
   double count = static_cast<double>(now.total - base.total);
   if (span <= 0) return 0;

@@ -9,7 +9,8 @@
 // counter carries on and so does the total.
 //
 // History is thinned to about 60 points per retention period, keeping the two newest readings
-// exact, so memory stays small with 1-second heartbeats and hour-long windows.
+// exact, and a run of readings with no increase keeps only its first and newest point: a counter
+// that stays quiet (most of them) holds two points, not one per heartbeat.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,7 @@ class CounterTrack {
   // Increase at the newest reading (0 for the baseline).
   uint64_t last_increase() const { return last_increase_; }
   int resets() const { return resets_; }
+  size_t points() const { return points_.size(); }  // history kept
 
   // Events in the trailing `window` that ends at the newest reading. When the readings around
   // the window's start are further apart than the window, the count is scaled down to the
