@@ -87,7 +87,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
 
  private:
   // False when the stream was refused and must not read on.
-  bool Handle(const pb::AgentMessage& m) {
+  bool Handle(pb::AgentMessage& m) {  // may take parts of m (it is read into again)
     StateOwner* owner = hub_->owner_;
     Clock* clock = owner->clock();
     switch (m.body_case()) {
@@ -130,12 +130,14 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       }
       case pb::AgentMessage::kHeartbeat: {
         hub_->heartbeats_++;
-        auto hb = std::make_shared<pb::Heartbeat>(m.heartbeat());
+        auto hb = std::make_shared<pb::Heartbeat>();
+        hb->Swap(m.mutable_heartbeat());  // no copy of the telemetry
         // Liveness counts from when the heartbeat arrived, not from when the state thread got to
         // it: a burst of work (thousands of placements to commit) must not make nodes look
-        // silent.
+        // silent. Nothing in a heartbeat is urgent (Xids and task ends come as their own
+        // messages), so it waits for the owner's next batch.
         const Time received = clock->Now();
-        owner->Post([hb, received, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
+        owner->PostLazy([hb, received, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
           s.OnHeartbeat(node, *hb, received);
         });
         break;

@@ -31,6 +31,11 @@ void StateOwner::Post(Command cmd) {
   cv_.notify_one();
 }
 
+void StateOwner::PostLazy(Command cmd) {
+  std::lock_guard<std::mutex> l(mu_);
+  queue_.push_back(std::move(cmd));
+}
+
 OwnerStats StateOwner::stats() const {
   std::lock_guard<std::mutex> l(mu_);
   return stats_;

@@ -50,6 +50,10 @@ class StateOwner {
 
   // Runs `cmd` on the owner thread; does not wait.
   void Post(Command cmd);
+  // The same, without waking the owner thread: `cmd` runs with the next batch, at most one tick
+  // (100 ms) later. For the steady stream of heartbeats, which the owner then takes in batches
+  // instead of waking for each (10,240 nodes beating at their own phases).
+  void PostLazy(Command cmd);
   // Runs `fn` on the owner thread and returns its result once what it changed is committed.
   template <typename R>
   R Call(std::function<R(ClusterState&, Effects*)> fn) {

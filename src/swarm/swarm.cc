@@ -87,6 +87,7 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
 
   void Heartbeat(uint64_t seq, Time now) {
     if (silent_) return;
+    last_beat_ = now;
     pb::AgentMessage m;
     pb::Heartbeat* hb = m.mutable_heartbeat();
     hb->set_seq(seq);
@@ -192,6 +193,7 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
   bool done_ = false;
   std::atomic<bool> registered_{false};
   std::atomic<bool> silent_{false};
+  std::atomic<Time> last_beat_{0};  // when its last heartbeat was sent
   int busy_gpus_ = 0;
 
   friend class Swarm;
@@ -240,9 +242,11 @@ bool Swarm::Start(Duration timeout) {
 void Swarm::Run(const std::atomic<bool>* stop) {
   Clock* clock = SystemClock::Default();
   const Time start = clock->Now();
-  uint64_t seq = 0;
-  Time next_beat = start;
-  Time last_beat = start;
+  // Each agent beats once per interval at its own phase (agent k at k/N of it), as independent
+  // machines do, rather than all 10,240 in one burst each second.
+  const int64_t n = static_cast<int64_t>(agents_.size());
+  const Duration interval = std::max<Duration>(options_.heartbeat_interval, 1);
+  int64_t beats = 0;  // heartbeats due so far, over all agents
   bool silenced = false;
   const size_t silent_count = static_cast<size_t>(options_.silent_fraction * static_cast<double>(agents_.size()));
   while (!*stop) {
@@ -254,16 +258,16 @@ void Swarm::Run(const std::atomic<bool>* stop) {
       const size_t step = agents_.size() / silent_count;
       for (size_t k = 0; k < silent_count; ++k) agents_[k * step]->Silence();
       silenced = true;
+      Time last = 0;
+      for (size_t k = 0; k < silent_count; ++k) last = std::max(last, agents_[k * step]->last_beat_.load());
       std::lock_guard<std::mutex> l(shared_->mu);
-      silenced_at_ = last_beat;  // their last heartbeat went out then
+      silenced_at_ = last;  // the latest of their last heartbeats went out then
       silent_ = silent_count;
     }
-    if (now >= next_beat) {
-      ++seq;
-      for (auto& a : agents_) a->Heartbeat(seq, now);
-      last_beat = now;
-      next_beat += options_.heartbeat_interval;
-    }
+    // A swarm that fell behind sends each agent one heartbeat, not the backlog.
+    const int64_t beats_due = (now - start) * n / interval + 1;
+    beats = std::max(beats, beats_due - n);
+    for (; beats < beats_due; ++beats) agents_[static_cast<size_t>(beats % n)]->Heartbeat(static_cast<uint64_t>(beats / n + 1), now);
     std::vector<Shared::Due> ready;
     {
       std::lock_guard<std::mutex> l(shared_->mu);
@@ -280,6 +284,14 @@ void Swarm::Run(const std::atomic<bool>* stop) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+std::map<std::string, Time> Swarm::silent_last_heartbeats() const {
+  std::map<std::string, Time> out;
+  for (const auto& a : agents_) {
+    if (a->silent_) out[a->node()] = a->last_beat_.load();
+  }
+  return out;
 }
 
 SwarmStats Swarm::stats() const {

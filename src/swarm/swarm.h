@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,8 @@ class Swarm {
   SwarmStats stats() const;
   // Names of the agents that went silent.
   std::vector<std::string> silent_nodes() const;
+  // Each silent agent's last heartbeat (ms, wall clock).
+  std::map<std::string, Time> silent_last_heartbeats() const;
 
  private:
   class Agent;

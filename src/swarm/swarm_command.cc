@@ -35,7 +35,10 @@ void WriteStats(const std::string& path, const Swarm& s) {
                       {"launches", st.launches},     {"tasks_ended", st.tasks_ended},
                       {"silenced", st.silenced},     {"silenced_at_ms", st.silenced_at},
                       {"stream_errors", st.stream_errors}};
-  if (st.silenced) j["silent_nodes"] = s.silent_nodes();
+  if (st.silenced) {
+    j["silent_nodes"] = s.silent_nodes();
+    j["silent_last_heartbeat_ms"] = s.silent_last_heartbeats();
+  }
   std::ofstream(path + ".tmp") << j.dump() << "\n";
   std::rename((path + ".tmp").c_str(), path.c_str());
 }
