@@ -248,6 +248,9 @@ int main(int argc, char** argv) {
   // 4. Failure detection: 1% of the agents go silent; when was each marked lost (its gang
   //    requeued in the same commit), counted from its last heartbeat?
   std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double lost_before = b.Metric("hangar_nodes_lost_total");  // live nodes marked lost so far
+  out["live_nodes_lost_under_load"] = lost_before;
+  say("live nodes marked lost during the placement bursts: %.0f\n", lost_before);
   std::ofstream(dir + "/silence") << "now\n";
   WaitFor([&] { return fs::exists(dir + "/swarm.json") && nlohmann::json::parse(std::ifstream(dir + "/swarm.json"), nullptr, false).value("silenced", 0) > 0; }, 10 * kSecond);
   auto sw = nlohmann::json::parse(std::ifstream(dir + "/swarm.json"));
@@ -260,7 +263,7 @@ int main(int argc, char** argv) {
   size_t lost = 0, live_lost = 0;
   WaitFor([&] {
     httplib::Client c("127.0.0.1", b.api());
-    auto r = c.Get("/v1/events?limit=5000");
+    auto r = c.Get("/v1/events?subject=node/&limit=10000");
     if (!r) return false;
     lost = 0;
     live_lost = 0;

@@ -231,9 +231,10 @@ class ClusterState {
   // Runs the health rules: drains, validations, node and GPU availability, events.
   void EvaluateHealth(Time now, Effects* fx);
   // Marks nodes silent past the heartbeat timeout lost and requeues their gangs whole. The
-  // timeout is stretched by how late heartbeats are arriving right now (IngestLag), and when more
-  // than half of the connected nodes are overdue at once, the fault is taken to be the
-  // controller's or its network's and nobody is lost until heartbeats flow again.
+  // timeout is stretched by how late heartbeats are arriving right now (IngestLag), and while the
+  // controller hears almost no heartbeats even from the nodes that are not overdue, the fault is
+  // taken to be its own (or its network's) and nobody is lost until heartbeats flow again (at
+  // most 30 s or 10 timeouts).
   void CheckHeartbeats(Time now, Effects* fx);
   // One scheduling cycle: places what fits, records why the rest waits.
   void Schedule(Time now, Effects* fx);
@@ -260,6 +261,7 @@ class ClusterState {
     std::map<std::string, int64_t> gpus_by_state;
     int64_t placements_total = 0;
     Duration heartbeat_lag = 0;  // as of the last liveness check (ingest_lag.h)
+    int64_t nodes_lost_total = 0;  // times a node was marked lost since the controller started
   };
   // For /metrics. Counting walks every job, node and GPU (tens of ms at 10,240 nodes with 1M jobs
   // queued), so a result is reused for 20x as long as it took to compute (at most 2 s): scrapes
@@ -334,7 +336,9 @@ class ClusterState {
   std::vector<NodeRecord> nodes_;
   IngestLag heartbeat_lag_;
   Duration last_lag_ = 0;      // heartbeat_lag_ at the last CheckHeartbeats
-  bool holding_losses_ = false;  // the last check found most nodes overdue
+  bool holding_losses_ = false;  // CheckHeartbeats holds losses: the controller hears no heartbeats
+  Time hold_since_ = -1;
+  int64_t nodes_lost_total_ = 0;
   // Tasks of earlier attempts still running somewhere: their resources stay allocated until
   // they end.
   struct Zombie {

@@ -376,6 +376,7 @@ ClusterState::Counts ClusterState::GetCounts() const {
   if (start < counts_valid_until_ns_) {
     counts_cache_.placements_total = static_cast<int64_t>(placements_total_);
     counts_cache_.heartbeat_lag = last_lag_;
+    counts_cache_.nodes_lost_total = nodes_lost_total_;
     return counts_cache_;
   }
   Counts c;
@@ -409,6 +410,7 @@ ClusterState::Counts ClusterState::GetCounts() const {
   for (int s = 0; s < kGpuStates; ++s) c.gpus_by_state[names[s]] = gpus[s];
   c.placements_total = static_cast<int64_t>(placements_total_);
   c.heartbeat_lag = last_lag_;
+  c.nodes_lost_total = nodes_lost_total_;
   const int64_t took = MonotonicNanos() - start;
   counts_valid_until_ns_ = start + std::min<int64_t>(20 * took, 2'000'000'000);
   counts_cache_ = c;

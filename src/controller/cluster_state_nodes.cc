@@ -175,7 +175,7 @@ void ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb,
   if (!n) return;
   NodeRecord& r = nodes_[*n];
   r.last_heartbeat = std::max(r.last_heartbeat, now);
-  if (hb.time_ms() > 0) heartbeat_lag_.Observe(&r.clock, hb.time_ms(), now);
+  heartbeat_lag_.Observe(&r.clock, hb.time_ms(), now);
   ObserveTelemetry(*n, hb, now);
 }
 
@@ -234,10 +234,11 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   const IngestLag::Reading lag = heartbeat_lag_.Read(now);
   last_lag_ = lag.lag;
   const Duration timeout = options_.heartbeat_timeout + last_lag_;
-  // Most of the fleet overdue while (almost) no heartbeat comes in is the controller's trouble
-  // (its threads stalled, its network cut), not the nodes': hold every loss until heartbeats
-  // flow again, as Kubernetes does in a full disruption. When the nodes still up keep beating,
-  // the silent ones really are gone, however many they are.
+  // A controller that hears (almost) no heartbeats, not even from the nodes that are not overdue,
+  // is itself in trouble (its threads stalled, its network cut) and cannot tell dead nodes from
+  // live ones: it holds every loss until heartbeats flow again, as Kubernetes does in a full
+  // disruption, for at most kMaxHold (then a fleet that really went dark is lost). When the
+  // nodes still up keep beating, the silent ones really are gone, however many they are.
   int64_t connected = 0, overdue = 0;
   for (const NodeRecord& r : nodes_) {
     if (r.lost || !r.registered) continue;
@@ -246,15 +247,26 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   }
   const int64_t beating = connected - overdue;
   const int64_t expected = beating * kSecond / std::max<Duration>(options_.heartbeat_interval, 1);
-  const bool hold = overdue * 2 > connected && lag.samples < std::max<int64_t>(1, expected / 2);
-  if (hold != holding_losses_) {
-    holding_losses_ = hold;
+  const bool hearing = lag.samples >= std::max<int64_t>(1, expected / 2);
+  const Duration max_hold = std::max(30 * kSecond, 10 * options_.heartbeat_timeout);
+  if (overdue == 0 || hearing) {
+    if (holding_losses_) fx->Event(now, "controller", "controller", "heartbeats arrive again: node losses resume");
+    holding_losses_ = false;
+    hold_since_ = -1;
+  } else if (hold_since_ < 0) {
+    hold_since_ = now;
+    holding_losses_ = true;
     fx->Event(now, "controller", "controller",
-              hold ? std::to_string(overdue) + " of " + std::to_string(connected) +
-                         " nodes are overdue at once: holding node losses until heartbeats arrive again"
-                   : "heartbeats arrive again: node losses resume");
+              std::to_string(lag.samples) + " heartbeats in the last second where " + std::to_string(beating) +
+                  " nodes should send " + std::to_string(expected) + ": the controller is not hearing the fleet; holding " +
+                  std::to_string(overdue) + " node losses for up to " + FormatDuration(max_hold));
+  } else if (holding_losses_ && now - hold_since_ >= max_hold) {
+    holding_losses_ = false;  // until heartbeats flow again, no new hold
+    fx->Event(now, "controller", "controller",
+              "no heartbeats for " + FormatDuration(now - hold_since_) + ": losing the " + std::to_string(overdue) +
+                  " overdue nodes");
   }
-  if (hold) return;
+  if (holding_losses_) return;
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     NodeRecord& r = nodes_[n];
     if (r.lost || now - r.last_heartbeat <= timeout) continue;
@@ -273,6 +285,7 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
 void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effects* fx) {
   NodeRecord& r = nodes_[n];
   r.lost = true;
+  ++nodes_lost_total_;
   r.connected = false;
   r.orphans.clear();
   (void)health_.Apply({health::OperatorAction::Kind::kNodeLost, n, -1, now, health::Remedy::kGpuReset, why});

@@ -69,7 +69,9 @@ TEST_F(ClusterStateTest, AStalledControllerLosesNobodyUntilHeartbeatsFlowAgain) 
   EXPECT_EQ(state_->GetNode("a")->state, "ready");
   EXPECT_EQ(state_->GetNode("b")->state, "ready");
   ASSERT_FALSE(fx.batch.events.empty());
-  EXPECT_NE(fx.batch.events.back().message.find("holding node losses"), std::string::npos);
+  EXPECT_NE(fx.batch.events.back().message.find("not hearing the fleet; holding 2 node losses for up to 30s"),
+            std::string::npos)
+      << fx.batch.events.back().message;
   // Heartbeats come back from a only: b really is gone.
   pb::Heartbeat hb;
   for (Time t = 5100; t <= 6000; t += 100) {
@@ -79,6 +81,17 @@ TEST_F(ClusterStateTest, AStalledControllerLosesNobodyUntilHeartbeatsFlowAgain) 
   Effects after;
   state_->CheckHeartbeats(6000, &after);
   EXPECT_EQ(state_->GetNode("a")->state, "ready");
+  EXPECT_EQ(state_->GetNode("b")->state, "lost");
+}
+
+TEST_F(ClusterStateTest, AFleetThatStaysDarkIsLostAfterTheLongestHold) {
+  RegisterAll(0);
+  Effects fx;
+  state_->CheckHeartbeats(5000, &fx);
+  state_->CheckHeartbeats(34000, &fx);
+  EXPECT_EQ(state_->GetNode("a")->state, "ready") << "held for 29 s";
+  state_->CheckHeartbeats(35000, &fx);
+  EXPECT_EQ(state_->GetNode("a")->state, "lost");
   EXPECT_EQ(state_->GetNode("b")->state, "lost");
 }
 

@@ -7,9 +7,12 @@ namespace hangar::controller {
 Duration IngestLag::Edge(int bucket) { return bucket == 0 ? 0 : Duration{10} << (bucket - 1); }
 
 void IngestLag::Observe(NodeClock* node, Time sent, Time received) {
-  const int64_t delta = received - sent;
-  node->min_delta = std::min(node->min_delta, delta);
-  const Duration late = delta - node->min_delta;
+  Duration late = 0;  // an agent that sends no time (sent <= 0) counts as on time
+  if (sent > 0) {
+    const int64_t delta = received - sent;
+    node->min_delta = std::min(node->min_delta, delta);
+    late = delta - node->min_delta;
+  }
   int b = 0;
   while (b + 1 < kBuckets && late >= Edge(b + 1)) ++b;
   const int64_t index = received / kSlot;

@@ -30,7 +30,8 @@ class IngestLag {
     int64_t min_delta = INT64_MAX;
   };
 
-  // A heartbeat sent at `sent` (the agent's clock) was received at `received` (ours).
+  // A heartbeat sent at `sent` (the agent's clock; <= 0: not given, counted as on time) was
+  // received at `received` (ours).
   void Observe(NodeClock* node, Time sent, Time received);
   struct Reading {
     Duration lag = 0;     // p90 lateness over the last 1-1.25 s; 0 with fewer than 10 heartbeats
