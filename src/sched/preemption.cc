@@ -22,7 +22,7 @@ bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJ
       return ServiceLevel(cfg.las_thresholds, job.attained_service) <
              ServiceLevel(cfg.las_thresholds, victim.attained_service);
     case PreemptionMode::kGittins:
-      return job.rank < victim.rank;
+      return static_cast<double>(job.rank) * cfg.gittins_margin < static_cast<double>(victim.rank);
     case PreemptionMode::kQuota:
       return false;  // decided by the caller's `eligible`
   }

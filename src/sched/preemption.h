@@ -35,6 +35,11 @@ struct PreemptionConfig {
   // A job, once started, runs at least this long before it may be preempted (on top of its own
   // min_run_time); damps thrashing.
   Duration min_run_before_preempt = 0;
+  // kGittins: a job preempts a running one only when its rank times this is still below the
+  // victim's: a preemption costs the victim its restore and its place, so it must buy a clearly
+  // more urgent job (1: any lower rank). Damps thrashing between jobs of similar rank, e.g. a
+  // gang whose rank grows with age against each new job of its size.
+  double gittins_margin = 1.0;
   // With queues: a guaranteed job within its queue's guarantee preempts jobs that borrow (other
   // queues' jobs beyond their guarantee, opportunistic jobs) when it cannot start otherwise.
   bool reclaim_quota = true;

@@ -146,6 +146,23 @@ TEST(PreemptionTest, GittinsTakesTheHighestRankFirst) {
   EXPECT_EQ(f.running[plan.victims[0]].id, 2u);
 }
 
+TEST(PreemptionTest, GittinsMarginAsksForAClearlyMoreUrgentJob) {
+  Fixture f;
+  f.Run(1, 1, 0, job::Tier::kGuaranteed, 0, 0);
+  f.running.back().rank = 900;
+  GangRequest req = Whole(*f.topo, 1, 8);
+  PendingJob job{10, &req, 0, job::Tier::kGuaranteed, 0, 100, 0, 0, 10};
+  PreemptionConfig cfg{PreemptionMode::kGittins};
+  cfg.gittins_margin = 3.0;
+  job.rank = 600;  // lower, but not a third of 900
+  EXPECT_FALSE(Outranks(cfg, job, f.running[0], 100));
+  job.rank = 299;
+  EXPECT_TRUE(Outranks(cfg, job, f.running[0], 100));
+  cfg.gittins_margin = 1.0;
+  job.rank = 600;
+  EXPECT_TRUE(Outranks(cfg, job, f.running[0], 100));
+}
+
 TEST(PreemptionTest, GittinsCycleStopsOnceNothingLeftCanStart) {
   Fixture f;
   f.Run(1, 1, 0, job::Tier::kGuaranteed, 0, 0);
