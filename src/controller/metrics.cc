@@ -22,7 +22,7 @@ ControllerMetrics::ControllerMetrics() : registry_(std::make_shared<prometheus::
   submitted_ = &BuildCounter().Name("hangar_jobs_submitted_total").Help("Jobs accepted").Register(*registry_).Add({});
   placements_ = &BuildGauge().Name("hangar_placements").Help("Gangs placed since the controller started").Register(*registry_).Add({});
   agents_ = &BuildGauge().Name("hangar_agents_connected").Help("Agent streams open").Register(*registry_).Add({});
-  nodes_lost_ = &BuildGauge().Name("hangar_nodes_lost_total").Help("Times a node was marked lost (silent past the heartbeat timeout) since the controller started").Register(*registry_).Add({});
+  nodes_lost_ = &BuildCounter().Name("hangar_nodes_lost_total").Help("Times a node was marked lost (silent past the heartbeat timeout) since the controller started").Register(*registry_).Add({});
   heartbeat_lag_ = &BuildGauge().Name("hangar_heartbeat_lag_seconds").Help("How late heartbeats arrive (p90 over the last second); silent nodes get this much longer than the timeout").Register(*registry_).Add({});
   heartbeats_ = &BuildGauge().Name("hangar_agent_heartbeats").Help("Heartbeats received since the controller started").Register(*registry_).Add({});
 }
@@ -30,9 +30,10 @@ ControllerMetrics::ControllerMetrics() : registry_(std::make_shared<prometheus::
 static void ClusterMetricsCounts(const ClusterState::Counts& c, prometheus::Family<prometheus::Gauge>* jobs,
                           prometheus::Family<prometheus::Gauge>* nodes,
                           prometheus::Family<prometheus::Gauge>* gpus, prometheus::Gauge* lag,
-                          prometheus::Gauge* lost) {
+                          prometheus::Counter* lost) {
   lag->Set(static_cast<double>(c.heartbeat_lag) / 1000.0);
-  lost->Set(static_cast<double>(c.nodes_lost_total));
+  // A counter: it only moves up, by what the state counted since the last update.
+  if (static_cast<double>(c.nodes_lost_total) > lost->Value()) lost->Increment(static_cast<double>(c.nodes_lost_total) - lost->Value());
   for (const auto& [state, n] : c.jobs_by_state) jobs->Add({{"state", state}}).Set(static_cast<double>(n));
   for (const char* s : {"ready", "draining", "drained", "lost", "unknown", "disconnected", "recovering"}) {
     auto it = c.nodes_by_state.find(s);

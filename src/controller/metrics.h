@@ -44,7 +44,7 @@ class ControllerMetrics {
   prometheus::Gauge* agents_;
   prometheus::Gauge* heartbeats_;
   prometheus::Gauge* heartbeat_lag_;
-  prometheus::Gauge* nodes_lost_;
+  prometheus::Counter* nodes_lost_;
   std::mutex mu_;
   Time last_counts_ = 0;
 };
