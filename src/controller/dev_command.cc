@@ -129,6 +129,10 @@ Status Run(const Flags& f) {
     std::ofstream(cluster_path) << kDefaultCluster;
   }
   HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
+  if (f.port < 1 || f.port > 65534) {
+    return Status::InvalidArgument("--port " + std::to_string(f.port) +
+                                   " is not a port the API can use: give 1-65534 (the agents take the next one)");
+  }
   for (int p : {f.port, f.port + 1}) {  // refuse early and clearly when a port is taken
     if (!PortIsFree("127.0.0.1", p)) {
       return Status::Unavailable("port " + std::to_string(p) + " on 127.0.0.1 is in use; choose another with --port");
