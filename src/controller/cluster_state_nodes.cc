@@ -237,7 +237,7 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   // A controller that hears (almost) no heartbeats, not even from the nodes that are not overdue,
   // is itself in trouble (its threads stalled, its network cut) and cannot tell dead nodes from
   // live ones: it holds every loss until heartbeats flow again, as Kubernetes does in a full
-  // disruption, for at most kMaxHold (then a fleet that really went dark is lost). When the
+  // disruption, for at most max_hold (then a fleet that really went dark is lost). When the
   // nodes still up keep beating, the silent ones really are gone, however many they are.
   int64_t connected = 0, overdue = 0;
   for (const NodeRecord& r : nodes_) {

@@ -265,7 +265,7 @@ void Swarm::Run(const std::atomic<bool>* stop) {
       silent_ = silent_count;
     }
     // A swarm that fell behind sends each agent one heartbeat, not the backlog.
-    const int64_t beats_due = (now - start) * n / interval + 1;
+    const int64_t beats_due = n > 0 ? (now - start) * n / interval + 1 : 0;
     beats = std::max(beats, beats_due - n);
     for (; beats < beats_due; ++beats) agents_[static_cast<size_t>(beats % n)]->Heartbeat(static_cast<uint64_t>(beats / n + 1), now);
     std::vector<Shared::Due> ready;
