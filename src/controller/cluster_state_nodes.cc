@@ -240,10 +240,15 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   // disruption, for at most max_hold (then a fleet that really went dark is lost). When the
   // nodes still up keep beating, the silent ones really are gone, however many they are.
   int64_t connected = 0, overdue = 0;
-  for (const NodeRecord& r : nodes_) {
-    if (r.lost || !r.registered) continue;
-    ++connected;
-    if (now - r.last_heartbeat > timeout) ++overdue;
+  std::vector<uint32_t> silent;  // overdue, registered or not
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    const NodeRecord& r = nodes_[n];
+    if (r.lost || now - r.last_heartbeat <= timeout) {
+      connected += !r.lost && r.registered;
+      continue;
+    }
+    silent.push_back(n);
+    if (r.registered) ++connected, ++overdue;
   }
   const int64_t beating = connected - overdue;
   const int64_t expected = beating * kSecond / std::max<Duration>(options_.heartbeat_interval, 1);
@@ -267,15 +272,9 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
                   " overdue nodes");
   }
   if (holding_losses_) return;
-  for (uint32_t n = 0; n < nodes_.size(); ++n) {
-    NodeRecord& r = nodes_[n];
-    if (r.lost || now - r.last_heartbeat <= timeout) continue;
-    bool has_work = false;
-    for (sched::JobId id : active_) {
-      for (const auto& t : jobs_.at(id).tasks) has_work = has_work || (t.node == n && t.phase != TaskRun::Phase::kEnded);
-    }
-    for (const auto& [task, z] : zombies_) has_work = has_work || z.node == n;
-    if (!r.registered && !has_work) continue;  // never came: nothing to requeue
+  for (uint32_t n : silent) {
+    const NodeRecord& r = nodes_[n];
+    if (!r.registered && !HasWork(n)) continue;  // never came: nothing to requeue
     LoseNode(n, "no heartbeat for " + FormatDuration(now - r.last_heartbeat) +
                     (last_lag_ > 0 ? " (heartbeats arrive up to " + FormatDuration(last_lag_) + " late)" : ""),
              now, fx);

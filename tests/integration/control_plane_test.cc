@@ -15,18 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kCluster = R"(
-name: it
-node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}
-fabric:
-  spines:
-    - name: spine-0
-      leaves:
-        - {name: leaf-0, nodes: [{name: "node-[1-2]"}]}
-        - {name: leaf-1, nodes: [{name: "node-[3-4]"}]}
-)";
-
-const std::vector<std::string> kNodes = {"node-1", "node-2", "node-3", "node-4"};
+const std::string kCluster = FourNodeTwoLeafCluster("it");
+const std::vector<std::string>& kNodes = kFourNodes;
 
 std::map<std::string, std::string> ReadEnv(const std::string& path) {
   std::map<std::string, std::string> env;

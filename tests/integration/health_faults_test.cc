@@ -20,18 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kCluster = R"(
-name: faults
-node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}
-fabric:
-  spines:
-    - name: spine-0
-      leaves:
-        - {name: leaf-0, nodes: [{name: "node-[1-2]"}]}
-        - {name: leaf-1, nodes: [{name: "node-[3-4]"}]}
-)";
-
-const std::vector<std::string> kNodes = {"node-1", "node-2", "node-3", "node-4"};
+const std::string kCluster = FourNodeTwoLeafCluster("faults");
+const std::vector<std::string>& kNodes = kFourNodes;
 
 Time Now() { return SystemClock::Default()->Now(); }
 
@@ -369,7 +359,7 @@ TEST_F(HealthFaultsTest, Xid13OnceIsNothingTwiceOnTheSameGpuIsSuspect) {
 // Config drift: cluster.yaml expects driver 570.86.15; the fake GPUs' driver is fake-570.00. Every
 // node gets a config_drift condition (degraded: no new gangs), and `hangar nodes` shows it.
 TEST(HealthConfigDriftTest, NodeOffTheBaselineShowsConfigDriftInHangarNodes) {
-  LocalCluster cluster(std::string(kCluster) + "baselines:\n  - {driver: \"570.86.15\"}\n");
+  LocalCluster cluster(kCluster + "baselines:\n  - {driver: \"570.86.15\"}\n");
   cluster.StartController();
   for (const auto& n : kNodes) cluster.StartAgent(n);
   nlohmann::json node;

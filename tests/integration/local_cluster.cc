@@ -131,6 +131,18 @@ std::string LocalCluster::GetText(const std::string& path) {
   return r ? r->body : "";
 }
 
+std::string FourNodeTwoLeafCluster(const std::string& name) {
+  return "name: " + name + R"(
+node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}
+fabric:
+  spines:
+    - name: spine-0
+      leaves:
+        - {name: leaf-0, nodes: [{name: "node-[1-2]"}]}
+        - {name: leaf-1, nodes: [{name: "node-[3-4]"}]}
+)";
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -19,6 +19,9 @@ namespace hangar::testing {
 // Small helpers the end-to-end tests share.
 std::string ReadFile(const std::string& path);           // "" when it cannot be read
 std::vector<std::string> Lines(const std::string& text);  // non-empty lines
+// Four 8-GPU H100 nodes, node-1..2 under leaf-0 and node-3..4 under leaf-1 (kFourNodes).
+std::string FourNodeTwoLeafCluster(const std::string& name);
+inline const std::vector<std::string> kFourNodes = {"node-1", "node-2", "node-3", "node-4"};
 inline bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 class LocalCluster {
