@@ -36,6 +36,16 @@ WorkloadProfile WorkloadProfile::FromCounts(std::vector<Count> counts, double co
     t.weight = (static_cast<double>(counts[i].count) / static_cast<double>(total)) / cum_share;
     p.tasks_.push_back(std::move(t));
   }
+  double milli = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const double share = static_cast<double>(counts[i].count) / static_cast<double>(total);
+    milli += share * counts[i].task.gpus * counts[i].task.milli;
+    if (i < kept) continue;
+    TypicalTask t = counts[i].task;
+    t.weight = share;
+    p.rare_.push_back(std::move(t));
+  }
+  p.milli_per_task_ = milli;
   return p;
 }
 

@@ -35,11 +35,18 @@ class WorkloadProfile {
   static WorkloadProfile FromCounts(std::vector<Count> counts, double coverage = 0.95);
 
   const std::vector<TypicalTask>& tasks() const { return tasks_; }
+  // The shapes left out by `coverage`, weighted by their share of *all* tasks (F(n) never reads
+  // them; a policy may, for shapes too rare to be typical but too big to fit just anywhere).
+  const std::vector<TypicalTask>& rare_tasks() const { return rare_; }
+  // Mean milli-GPU one task asks for, over all tasks (CPU-only ones count as 0).
+  double milli_per_task() const { return milli_per_task_; }
   bool empty() const { return tasks_.empty(); }
   uint64_t id() const { return id_; }  // differs between profiles (for caches)
 
  private:
   std::vector<TypicalTask> tasks_;
+  std::vector<TypicalTask> rare_;
+  double milli_per_task_ = 0;
   uint64_t id_ = 0;
 };
 

@@ -20,8 +20,15 @@
 //  3. Model scarcity. Tasks that accept only some GPU models will need a share of the remaining
 //     free GPU on those models. When a model's free GPU falls below that share, a placement that
 //     takes it is charged for the shortfall it deepens (kScarcityWeight).
+//  4. Scarce hosts. FGD's profile keeps only the shapes that make up most tasks, so a shape too
+//     rare to be typical is invisible to F(n) even when only a few nodes can host it at all
+//     (openb's 8-GPU, 120-core pods fit only the 128-core nodes). For such a shape, a placement
+//     that leaves a node unable to host it is charged the shape's GPU times the chance the node
+//     would have been needed: the shape's expected arrivals while the free capacity lasts over
+//     the nodes that can host it now, at most 1 (kHostWeight). Other tasks still go there when
+//     nothing else fits, since every node that fits is scored.
 //
-// All three are in milli-GPU, like F(n), so they add to FGD's drop before the sigmoid. Without a
+// All four are in milli-GPU, like F(n), so they add to FGD's drop before the sigmoid. Without a
 // workload profile (a live controller that has not seen enough jobs) the policy packs: fewest
 // free whole GPUs left, then least free share, best-fit GPU for shared shapes.
 #include <algorithm>
@@ -41,6 +48,10 @@ namespace {
 constexpr double kResidueWeight = 0.3;
 constexpr double kStarvationWeight = 2.0;
 constexpr double kScarcityWeight = 1.0;
+constexpr double kHostWeight = 1.0;
+// A rare whole-GPU shape counts as host-restricted when at most this share of the GPU nodes
+// could host it on an empty node.
+constexpr double kScarceHostShare = 0.1;
 
 // What the scorer derives from the workload profile and the cluster's shape, once.
 struct WorkloadTraits {
@@ -52,7 +63,41 @@ struct WorkloadTraits {
   std::array<double, cluster::kMilliPerGpu + 1> residue{};
   std::vector<double> model_share;  // per model: share of future GPU demand only it may serve
   bool any_model_share = false;
+  std::vector<TypicalTask> scarce;  // rare whole-GPU shapes few nodes can host (term 4)
+  std::vector<std::vector<uint32_t>> scarce_nodes;  // per scarce shape: nodes big enough for it
+  std::vector<std::vector<uint32_t>> node_scarce;   // per node: the scarce shapes it is big enough for
+  double milli_per_task = 0;
 };
+
+// Whether node n could take `t` now (whole GPUs, CPU, model).
+bool Hosts(const NodeInfo& node, const cluster::NodeUsage& nu, const TypicalTask& t) {
+  return nu.condition.schedulable && nu.free_whole >= t.gpus && nu.free_cpu >= t.milli_cpu &&
+         (t.models >> node.model & 1);
+}
+
+void ComputeScarceHosts(const WorkloadProfile& profile, const cluster::Topology& topo,
+                        WorkloadTraits* t) {
+  t->milli_per_task = profile.milli_per_task();
+  int64_t gpu_nodes = 0;
+  for (const NodeInfo& node : topo.nodes()) gpu_nodes += node.num_gpus > 0;
+  for (const TypicalTask& task : profile.rare_tasks()) {
+    if (task.gpus <= 0 || task.milli != cluster::kMilliPerGpu || task.weight <= 0) continue;
+    std::vector<uint32_t> hosts;
+    for (uint32_t n = 0; n < topo.nodes().size(); ++n) {
+      const NodeInfo& node = topo.nodes()[n];
+      if (node.num_gpus >= task.gpus && node.milli_cpu >= task.milli_cpu &&
+          (task.models >> node.model & 1)) {
+        hosts.push_back(n);
+      }
+    }
+    if (!hosts.empty() && static_cast<double>(hosts.size()) <= kScarceHostShare * gpu_nodes) {
+      if (t->node_scarce.empty()) t->node_scarce.resize(topo.nodes().size());
+      for (uint32_t n : hosts) t->node_scarce[n].push_back(static_cast<uint32_t>(t->scarce.size()));
+      t->scarce.push_back(task);
+      t->scarce_nodes.push_back(std::move(hosts));
+    }
+  }
+}
 
 void ComputeResidue(const WorkloadProfile& profile, WorkloadTraits* t) {
   for (int f = 0; f <= cluster::kMilliPerGpu; ++f) {
@@ -107,6 +152,7 @@ WorkloadTraits ComputeTraits(const WorkloadProfile& profile, const cluster::Topo
   t.cpu_per_milli = milli > 0 ? cpu / milli : 0;
   ComputeResidue(profile, &t);
   ComputeModelShares(profile, topo, &t);
+  ComputeScarceHosts(profile, topo, &t);
   return t;
 }
 
@@ -168,6 +214,7 @@ class HangarScorer final : public NodeScorer {
                  double* starved) const;
   double LocalGain(const ScoreContext& ctx, uint32_t n, const TaskShape& s, uint32_t* gpu) const;
   double ScarcityCost(const ClusterUsage& u, uint32_t n, const TaskShape& s) const;
+  double HostCost(const ClusterUsage& u, uint32_t n, const TaskShape& s, uint32_t gpu) const;
 
   mutable WorkloadTraits traits_;
   mutable LocalMemo memo_;
@@ -177,6 +224,7 @@ class HangarScorer final : public NodeScorer {
   mutable uint64_t supply_nonce_ = ~uint64_t{0};
   mutable int64_t supply_total_ = -1;
   mutable std::vector<double> model_free_;
+  mutable std::vector<int64_t> scarce_hosts_;  // per traits_.scarce: nodes that can host it now
 };
 
 int64_t HangarScorer::PackingScore(const ClusterUsage& u, uint32_t n, const TaskShape& s,
@@ -195,16 +243,22 @@ void HangarScorer::Refresh(const ScoreContext& ctx) const {
     traits_ = ComputeTraits(*ctx.profile, u.topology());
     supply_usage_ = nullptr;
   }
-  if (!traits_.any_model_share) return;
+  if (!traits_.any_model_share && traits_.scarce.empty()) return;
   const int64_t total = u.domain(cluster::Level::kCluster, 0).free_milli;
   if (supply_usage_ == &u && supply_nonce_ == ctx.nonce && supply_total_ == total) return;
   supply_usage_ = &u;
   supply_nonce_ = ctx.nonce;
   supply_total_ = total;
   model_free_.assign(traits_.model_share.size(), 0);
-  for (uint32_t n = 0; n < u.topology().nodes().size(); ++n) {
-    if (!u.node(n).condition.schedulable) continue;
-    model_free_[u.topology().nodes()[n].model] += u.node(n).free_milli;
+  scarce_hosts_.assign(traits_.scarce.size(), 0);
+  const auto& nodes = u.topology().nodes();
+  for (uint32_t n = 0; traits_.any_model_share && n < nodes.size(); ++n) {
+    if (u.node(n).condition.schedulable) model_free_[nodes[n].model] += u.node(n).free_milli;
+  }
+  for (size_t i = 0; i < traits_.scarce.size(); ++i) {
+    for (uint32_t n : traits_.scarce_nodes[i]) {
+      scarce_hosts_[i] += Hosts(nodes[n], u.node(n), traits_.scarce[i]);
+    }
   }
 }
 
@@ -269,6 +323,36 @@ double HangarScorer::ScarcityCost(const ClusterUsage& u, uint32_t n, const TaskS
   return shortfall(model_free_[m] - static_cast<double>(req)) - shortfall(model_free_[m]);
 }
 
+// The GPU of scarce-host shapes this placement shuts out of node n, times the chance each would
+// have needed n.
+double HangarScorer::HostCost(const ClusterUsage& u, uint32_t n, const TaskShape& s,
+                              uint32_t gpu) const {
+  if (traits_.scarce.empty() || traits_.milli_per_task <= 0 || traits_.node_scarce[n].empty()) {
+    return 0;
+  }
+  const NodeInfo& node = u.topology().nodes()[n];
+  cluster::NodeUsage after = u.node(n);
+  after.free_cpu -= s.milli_cpu;
+  if (s.kind == job::GpuKind::kWhole) {
+    after.free_whole -= s.gpus;
+  } else if (s.kind == job::GpuKind::kShared && gpu != kNoGpu &&
+             u.gpu_free_milli(gpu) == cluster::kMilliPerGpu) {
+    after.free_whole -= 1;
+  }
+  double cost = 0;
+  for (uint32_t i : traits_.node_scarce[n]) {
+    const TypicalTask& t = traits_.scarce[i];
+    if (s.kind == job::GpuKind::kWhole && s.gpus == t.gpus && s.milli_cpu == t.milli_cpu) continue;
+    if (!Hosts(node, u.node(n), t) || Hosts(node, after, t)) continue;
+    const double arrivals =
+        t.weight * static_cast<double>(supply_total_) / traits_.milli_per_task;
+    const double need =
+        std::min(1.0, arrivals / static_cast<double>(std::max<int64_t>(1, scarce_hosts_[i])));
+    cost += need * t.gpus * t.milli;
+  }
+  return cost;
+}
+
 int64_t HangarScorer::Score(const ScoreContext& ctx, uint32_t n, const TaskShape& s,
                             uint32_t* gpu) const {
   const ClusterUsage& u = *ctx.usage;
@@ -286,8 +370,8 @@ int64_t HangarScorer::Score(const ScoreContext& ctx, uint32_t n, const TaskShape
     e = memo_.Find(u, n, ctx.profile->id(), key);
   }
   *gpu = e->gpu;
-  const double cost = ScarcityCost(u, n, s);
-  return cost > 0 ? FgdScorer::Sigmoid(e->gain - kScarcityWeight * cost) : e->score;
+  const double cost = kScarcityWeight * ScarcityCost(u, n, s) + kHostWeight * HostCost(u, n, s, *gpu);
+  return cost > 0 ? FgdScorer::Sigmoid(e->gain - cost) : e->score;
 }
 
 }  // namespace

@@ -90,6 +90,46 @@ TEST(ScorerTest, FgdAvoidsLeavingUnusableSlivers) {
   EXPECT_EQ(gpu, 1u);
 }
 
+TEST(ScorerTest, HangarKeepsTheOnlyHostOfARareBigShapeFree) {
+  // Node 0 is the only one with the 120 cores that a rare 8-GPU shape asks for; the other ten
+  // have 64. The shape is too rare (2 in 102 tasks) to be in FGD's typical profile.
+  std::string yaml = "nodes:\n  - {name: big, gpus: 8, gpu_model: T4, gpu_memory: 16Gi, cpu: 128, memory: 512Gi}\n";
+  for (int i = 0; i < 10; ++i) {
+    yaml += "  - {name: n" + std::to_string(i) +
+            ", gpus: 8, gpu_model: T4, gpu_memory: 16Gi, cpu: 64, memory: 512Gi}\n";
+  }
+  auto t = Cluster(yaml);
+  std::vector<WorkloadProfile::Count> counts = {
+      {{4000, 1000, 1, cluster::kAnyModel, "", 0}, 100},
+      {{120000, 1000, 8, cluster::kAnyModel, "", 0}, 2}};
+  WorkloadProfile profile = WorkloadProfile::FromCounts(counts);
+  ASSERT_EQ(profile.tasks().size(), 1u);
+  ASSERT_EQ(profile.rare_tasks().size(), 1u);
+  EXPECT_NEAR(profile.milli_per_task(), (100.0 * 1000 + 2 * 8000) / 102, 1e-9);
+
+  const GangRequest small = Gang(*t, "name: s\ntasks:\n  - gpus: 1\n    cpu: 4\n");
+  // FGD sees ten equal nodes and the big one, and takes the first; Hangar keeps the big one.
+  {
+    ClusterUsage u(t);
+    EXPECT_EQ(PlaceWith("fgd", u, small, &profile), 0u);
+  }
+  ClusterUsage u(t);
+  EXPECT_NE(PlaceWith("hangar", u, small, &profile), 0u);
+  // The rare shape then still finds its host.
+  const GangRequest big = Gang(*t, "name: b\ntasks:\n  - gpus: 8\n    cpu: 120\n");
+  EXPECT_EQ(PlaceWith("hangar", u, big, &profile), 0u);
+
+  // When nothing else fits, the big node is used.
+  ClusterUsage full(t);
+  for (uint32_t n = 1; n <= 10; ++n) {
+    GangAssignment a;
+    for (uint32_t g = 0; g < 8; ++g) a.grants.push_back({n * 8 + g, 1000, 16 * 1024});
+    a.tasks = {{n, 0, 0, 8000, 1024, 0, 8}};
+    ASSERT_TRUE(full.Allocate(a).ok());
+  }
+  EXPECT_EQ(PlaceWith("hangar", full, small, &profile), 0u);
+}
+
 TEST(ScorerTest, RandomIsDeterministicPerSeedAndSpreads) {
   auto t = Leaves(1, 8);
   std::set<uint32_t> nodes;
