@@ -104,11 +104,17 @@ bool GittinsRanker::Due(const RuntimeDistribution& d) const {
   return d.finished() >= from + std::max<int64_t>(1, from * options_.reestimate_growth_pct / 100);
 }
 
-bool GittinsRanker::Finished(uint64_t job_class, Duration run_time) {
+bool GittinsRanker::Finished(uint64_t job_class, Duration run_time, uint64_t parent_class) {
   pooled_.AddFinished(run_time);
   RuntimeDistribution& d = classes_[job_class];
   d.AddFinished(run_time);
-  return Due(d) || Due(pooled_);
+  bool due = Due(d) || Due(pooled_);
+  if (parent_class != 0 && parent_class != job_class) {
+    RuntimeDistribution& p = classes_[parent_class];
+    p.AddFinished(run_time);
+    due = due || Due(p);
+  }
+  return due;
 }
 
 void GittinsRanker::Reestimate(std::span<const AliveJob> alive) {
@@ -117,7 +123,7 @@ void GittinsRanker::Reestimate(std::span<const AliveJob> alive) {
     if (!Due(d)) continue;
     ages.clear();
     for (const AliveJob& a : alive) {
-      if (a.job_class == job_class) ages.push_back(a.age);
+      if (a.job_class == job_class || a.parent_class == job_class) ages.push_back(a.age);
     }
     d.Reestimate(ages);
     version_++;
@@ -135,13 +141,16 @@ Duration GittinsRanker::NextStep(Duration age) {
   return b + 1 < kBins ? RuntimeDistribution::BinStart(b + 1) : kNever;
 }
 
-GittinsRanker::Step GittinsRanker::RankAt(uint64_t job_class, Duration age,
-                                          int64_t milli_gpu) const {
+GittinsRanker::Step GittinsRanker::RankAt(uint64_t job_class, Duration age, int64_t milli_gpu,
+                                          uint64_t parent_class) const {
   const size_t bin = RuntimeDistribution::BinOf(std::max<Duration>(age, 0));
   Duration per_gpu = -1;
-  auto it = classes_.find(job_class);
-  if (it != classes_.end() && it->second.estimated_from() >= options_.min_class_samples) {
-    per_gpu = it->second.RankPerGpuInBin(bin);
+  for (uint64_t c : {job_class, parent_class}) {
+    if (per_gpu >= 0 || (c == parent_class && (c == 0 || c == job_class))) continue;
+    auto it = classes_.find(c);
+    if (it != classes_.end() && it->second.estimated_from() >= options_.min_class_samples) {
+      per_gpu = it->second.RankPerGpuInBin(bin);
+    }
   }
   if (per_gpu < 0) per_gpu = pooled_.RankPerGpuInBin(bin);
   if (per_gpu < 0) per_gpu = std::max(RuntimeDistribution::BinStart(bin), kSecond);
@@ -149,8 +158,9 @@ GittinsRanker::Step GittinsRanker::RankAt(uint64_t job_class, Duration age,
           bin + 1 < kBins ? RuntimeDistribution::BinStart(bin + 1) : kNever};
 }
 
-int64_t GittinsRanker::Rank(uint64_t job_class, Duration age, int64_t milli_gpu) const {
-  return RankAt(job_class, age, milli_gpu).rank;
+int64_t GittinsRanker::Rank(uint64_t job_class, Duration age, int64_t milli_gpu,
+                            uint64_t parent_class) const {
+  return RankAt(job_class, age, milli_gpu, parent_class).rank;
 }
 
 }  // namespace hangar::sched::queue

@@ -78,25 +78,29 @@ class GittinsRanker {
   struct AliveJob {
     uint64_t job_class = 0;
     Duration age = 0;  // run time so far
+    uint64_t parent_class = 0;  // 0: none
   };
 
   explicit GittinsRanker(GittinsOptions options = {}) : options_(options) {}
 
   // A job of `job_class` finished after running `run_time` in all. Returns true when an estimate
   // is due: the owner should then call Reestimate.
-  [[nodiscard]] bool Finished(uint64_t job_class, Duration run_time);
+  // With a parent_class (not 0), the run time counts for that coarser class too.
+  [[nodiscard]] bool Finished(uint64_t job_class, Duration run_time, uint64_t parent_class = 0);
   // Re-estimates the classes that are due; `alive` lists every job that has run and not finished.
   void Reestimate(std::span<const AliveJob> alive);
   // The rank, in GPU-milliseconds, of a job of `job_class` that has run `age` on `milli_gpu`.
   // With nothing learned that covers `age`, the expected remainder is taken to be the age itself,
   // which orders like least attained service.
-  int64_t Rank(uint64_t job_class, Duration age, int64_t milli_gpu) const;
+  int64_t Rank(uint64_t job_class, Duration age, int64_t milli_gpu, uint64_t parent_class = 0) const;
   // Rank, and the age up to which it holds (NextStep), in one look-up.
   struct Step {
     int64_t rank = 0;
     Duration until_age = 0;
   };
-  Step RankAt(uint64_t job_class, Duration age, int64_t milli_gpu) const;
+  // A class with too few finished jobs borrows its parent's estimate (when parent_class is not
+  // 0), then the pooled one.
+  Step RankAt(uint64_t job_class, Duration age, int64_t milli_gpu, uint64_t parent_class = 0) const;
   // Ranks are steps in age: Rank(c, a, m) == Rank(c, b, m) for a <= b < NextStep(a) as long as
   // version() holds, so an owner may cache a rank until then.
   static Duration NextStep(Duration age);

@@ -82,6 +82,26 @@ TEST(GittinsTest, RankerLearnsPerClassAndScalesByWidth) {
             100 * kSecond - Dist::BinStart(Dist::BinOf(50 * kSecond)));
 }
 
+TEST(GittinsTest, AClassWithFewJobsBorrowsItsParentsEstimate) {
+  GittinsRanker r({.min_class_samples = 2, .reestimate_growth_pct = 5});
+  // Parent 5 learns 100 s jobs through its sub-classes 50 and 51 and directly; class 60's
+  // 10 s jobs go to the pool only.
+  (void)r.Finished(50, 100 * kSecond, 5);
+  (void)r.Finished(51, 100 * kSecond, 5);
+  (void)r.Finished(60, 10 * kSecond);
+  (void)r.Finished(60, 10 * kSecond);
+  r.Reestimate({});
+  // Class 50 has one job: it borrows parent 5 (two jobs of 100 s) rather than the pool.
+  EXPECT_EQ(r.Rank(50, 0, 1000, 5), 100 * kSecond);
+  // Without a parent, or with one that knows too little, the pool: half 10 s, half 100 s.
+  EXPECT_LT(r.Rank(50, 0, 1000), 100 * kSecond);
+  EXPECT_EQ(r.Rank(50, 0, 1000, 7), r.Rank(50, 0, 1000));
+  // A sub-class with enough jobs of its own uses them.
+  (void)r.Finished(50, 1000 * kSecond, 5);
+  r.Reestimate({});
+  EXPECT_GT(r.Rank(50, 0, 1000, 5), r.Rank(5, 0, 1000));
+}
+
 TEST(GittinsTest, EstimatesAreDueAsClassesGrow) {
   GittinsRanker r({.min_class_samples = 1, .reestimate_growth_pct = 50});
   // Due after 1, 2, 3, 4 finished jobs (at least one more each time), then 6 (4 + 50%), 9.

@@ -1,6 +1,7 @@
 #include "sim/engine/simulator.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -59,6 +60,20 @@ Status Simulator::Run() {
     return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit
                                               : jobs_[a].seq < jobs_[b].seq;
   });
+  prev_.assign(n, SIZE_MAX);
+  next_.assign(n, SIZE_MAX);
+  reclassed_.clear();
+  if (ranker_ && config_.gittins_by_predecessor) {
+    std::unordered_map<uint64_t, size_t> last;  // per shape, in submission order
+    for (size_t j : arrivals) {
+      auto [it, fresh] = last.emplace(jobs_[j].request->fingerprint, j);
+      if (!fresh) {
+        prev_[j] = it->second;
+        next_[it->second] = j;
+        it->second = j;
+      }
+    }
+  }
   last_account_ = n ? jobs_[arrivals[0]].submit : 0;
   size_t next = 0;
   while (true) {
@@ -135,12 +150,21 @@ void Simulator::Arrive(size_t j) {
   if (job.request->total_milli_gpu == 0 && results_[j].preemptions == 0) cpu_only_pending_++;
 }
 
+Simulator::RankClass Simulator::ClassOf(size_t j) const {
+  const uint64_t shape = jobs_[j].request->fingerprint;
+  const size_t p = prev_.empty() ? SIZE_MAX : prev_[j];
+  if (p == SIZE_MAX || results_[p].end == kNever) return {shape, 0};
+  const int octave = std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran_[p] / kSecond, 1)));
+  return {shape * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(octave) + 1, shape};
+}
+
 int64_t Simulator::RankOf(size_t j, Duration age, CachedRank* cache) {
   if (!ranker_) return 0;
   CachedRank& c = *cache;
   if (c.version != ranker_->version() || age >= c.until_age) {
     const sched::GangRequest& req = *jobs_[j].request;
-    const auto step = ranker_->RankAt(req.fingerprint, age, req.total_milli_gpu);
+    const RankClass k = ClassOf(j);
+    const auto step = ranker_->RankAt(k.job_class, age, req.total_milli_gpu, k.parent);
     c.rank = step.rank;
     c.until_age = step.until_age;
     c.version = ranker_->version();
@@ -156,15 +180,36 @@ void Simulator::RefreshRanks(Time now) {
     for (size_t k = 0; k < running_jobs_.size(); ++k) {
       const sched::RunningJob& r = running_jobs_[k];
       const size_t j = running_info_[k].job;
-      alive.push_back({jobs_[j].request->fingerprint, ran_[j] + now - r.start});
+      const RankClass c = ClassOf(j);
+      alive.push_back({c.job_class, ran_[j] + now - r.start, c.parent});
     }
     for (const auto& p : pending_) {
       const size_t j = index_of_[p.id];
-      if (ran_[j] > 0) alive.push_back({jobs_[j].request->fingerprint, ran_[j]});
+      const RankClass c = ClassOf(j);
+      if (ran_[j] > 0) alive.push_back({c.job_class, ran_[j], c.parent});
     }
     ranker_->Reestimate(alive);
   }
-  if (ranker_->version() == ranked_version_) return;
+  if (ranker_->version() == ranked_version_) {
+    // Only some jobs changed class: move each to its new place.
+    for (size_t j : reclassed_) {
+      size_t i = 0;
+      while (i < pending_.size() && pending_[i].id != jobs_[j].id) ++i;
+      if (i == pending_.size()) continue;  // started meanwhile, or listed twice
+      sched::PendingJob p = pending_[i];
+      pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(i));
+      pending_keys_.erase(pending_keys_.begin() + static_cast<ptrdiff_t>(i));
+      p.rank = RankOf(j, ran_[j], &rank_cache_[j]);
+      const sched::queue::OrderKey key = scheduler_->queue_policy().Key(p);
+      const auto at = std::upper_bound(pending_keys_.begin(), pending_keys_.end(), key);
+      const ptrdiff_t pos = at - pending_keys_.begin();
+      pending_keys_.insert(at, key);
+      pending_.insert(pending_.begin() + pos, p);
+    }
+    reclassed_.clear();
+    return;
+  }
+  reclassed_.clear();
   ranked_version_ = ranker_->version();
   std::vector<std::pair<sched::queue::OrderKey, sched::PendingJob>> keyed;
   keyed.reserve(pending_.size());
@@ -277,7 +322,19 @@ void Simulator::Finish(Time now, size_t j) {
   Release(now, j);
   remaining_[j] = 0;
   results_[j].end = now;
-  if (ranker_ && ranker_->Finished(jobs_[j].request->fingerprint, ran_[j])) estimate_due_ = true;
+  if (ranker_) {
+    const RankClass k = ClassOf(j);
+    if (ranker_->Finished(k.job_class, ran_[j], k.parent)) estimate_due_ = true;
+    // Its successor is ranked by another class from now on.
+    if (const size_t s = next_[j]; s != SIZE_MAX && results_[s].end == kNever) {
+      rank_cache_[s].version = ~uint64_t{0};
+      if (running_pos_[s] != SIZE_MAX) {
+        running_info_[running_pos_[s]].rank.version = ~uint64_t{0};
+      } else {
+        reclassed_.push_back(s);
+      }
+    }
+  }
   if (observer_.on_finish) observer_.on_finish(now, jobs_[j]);
 }
 

@@ -52,6 +52,11 @@ struct SimConfig {
   // distribution from the jobs that finish and hand the ranks over in the Snapshot.
   bool gittins_ranks = false;
   sched::queue::GittinsOptions gittins;
+  // With gittins_ranks: consecutive jobs of one shape often come from one user's sweep, and their
+  // run times correlate. Once the job of the same shape submitted just before a job (its
+  // predecessor) has finished, the job is ranked by the run times of jobs whose predecessor ran
+  // as long to within an octave, falling back to its shape's while that class has too few.
+  bool gittins_by_predecessor = false;
   // Queues with quotas and fair share (SimJob::queue names a leaf); null: one pool.
   std::shared_ptr<const sched::queue::QueueTree> queues;
   // Fair share remembers each queue's usage with this half-life (0: current usage only).
@@ -169,6 +174,14 @@ class Simulator {
   void ChargeQueue(size_t job, const std::vector<int64_t>& charge, int sign);
 
   std::unique_ptr<sched::queue::GittinsRanker> ranker_;  // null unless gittins_ranks
+  // The class a job is ranked by now, and the class it falls back to (0: none).
+  struct RankClass {
+    uint64_t job_class = 0, parent = 0;
+  };
+  RankClass ClassOf(size_t j) const;
+  // With gittins_by_predecessor, by job index: its predecessor and successor (SIZE_MAX: none).
+  std::vector<size_t> prev_, next_;
+  std::vector<size_t> reclassed_;  // pending jobs whose predecessor finished since the last cycle
   bool estimate_due_ = false;
   uint64_t ranked_version_ = 0;         // the ranker version the pending order reflects
   std::vector<CachedRank> rank_cache_;  // by job index, for pending jobs

@@ -131,6 +131,39 @@ TEST(SimulatorTest, GittinsLearnsThatOldJobsAreNearlyDone) {
   }
 }
 
+// By predecessor: ten 1000 s jobs then ten 10 s jobs of one shape teach the classes "after a long
+// one" and "after a short one". Then P_A (1000 s) runs while A, P_B and B (10 s each) queue
+// behind it, in that order, each the predecessor of the next. When P_A ends, A's predecessor is
+// known to be long and A drops behind P_B; when P_B ends, B's is known to be short and B goes
+// ahead of A. Ranked by shape alone, they run in submission order. (No preemption here.)
+TEST(SimulatorTest, GittinsRanksByHowLongThePredecessorRan) {
+  for (bool by_predecessor : {false, true}) {
+    SimConfig cfg = GittinsConfig();
+    cfg.scheduler.preemption.mode = sched::PreemptionMode::kNone;
+    cfg.gittins_by_predecessor = by_predecessor;
+    auto sim = std::move(Simulator::Create(OneNode(1), cfg)).value();
+    uint64_t id = 1;
+    for (int i = 0; i < 10; ++i) sim->AddJob(Job(id++, i * 2000 * kSecond, 1000 * kSecond, 1));
+    for (int i = 0; i < 10; ++i) sim->AddJob(Job(id++, (20000 + i * 100) * kSecond, 10 * kSecond, 1));
+    sim->AddJob(Job(21, 21000 * kSecond, 1000 * kSecond, 1));  // P_A
+    sim->AddJob(Job(22, 21100 * kSecond, 10 * kSecond, 1));    // A
+    sim->AddJob(Job(23, 21200 * kSecond, 10 * kSecond, 1));    // P_B
+    sim->AddJob(Job(24, 21300 * kSecond, 10 * kSecond, 1));    // B
+    ASSERT_TRUE(sim->Run().ok());
+    const auto& r = sim->results();
+    EXPECT_EQ(r[20].end, 22000 * kSecond);
+    if (by_predecessor) {
+      EXPECT_EQ(r[22].first_start, 22000 * kSecond) << "P_B";
+      EXPECT_EQ(r[23].first_start, 22010 * kSecond) << "B";
+      EXPECT_EQ(r[21].first_start, 22020 * kSecond) << "A";
+    } else {
+      EXPECT_EQ(r[21].first_start, 22000 * kSecond) << "A";
+      EXPECT_EQ(r[22].first_start, 22010 * kSecond) << "P_B";
+      EXPECT_EQ(r[23].first_start, 22020 * kSecond) << "B";
+    }
+  }
+}
+
 // Two saturated queues with fair-share weights 1 and 2 and no quotas: over a simulated day the
 // GPU-hours they receive are 1:2 within 5%. Jobs of 1, 2 or 4 GPUs run 10 to 90 minutes; each
 // queue has twice the cluster's day of work waiting from the start.

@@ -26,6 +26,8 @@ struct ReplayPolicy {
   bool knows_runtime = false;
   // The simulator learns run-time distributions online and ranks jobs by them (queue/gittins.h).
   bool gittins_ranks = false;
+  // ... per shape and by how long the job's predecessor ran (SimConfig::gittins_by_predecessor).
+  bool gittins_by_predecessor = false;
 };
 StatusOr<ReplayPolicy> MakeReplayPolicy(const std::string& name);
 const std::vector<std::string>& ReplayPolicyNames();
