@@ -195,7 +195,7 @@ void Simulator::RefreshRanks(Time now) {
     for (size_t j : reclassed_) {
       size_t i = 0;
       while (i < pending_.size() && pending_[i].id != jobs_[j].id) ++i;
-      if (i == pending_.size()) continue;  // started meanwhile, or listed twice
+      if (i == pending_.size()) continue;  // started meanwhile
       sched::PendingJob p = pending_[i];
       pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(i));
       pending_keys_.erase(pending_keys_.begin() + static_cast<ptrdiff_t>(i));
@@ -330,7 +330,7 @@ void Simulator::Finish(Time now, size_t j) {
       rank_cache_[s].version = ~uint64_t{0};
       if (running_pos_[s] != SIZE_MAX) {
         running_info_[running_pos_[s]].rank.version = ~uint64_t{0};
-      } else {
+      } else if (jobs_[s].submit < now) {  // arrived, so waiting (a later one is ranked on arrival)
         reclassed_.push_back(s);
       }
     }
