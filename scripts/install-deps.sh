@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build_pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler nlohmann-json3-dev
+  libgrpc++-dev libabsl-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler nlohmann-json3-dev
   libyaml-cpp-dev libcpp-httplib-dev libspdlog-dev libcli11-dev prometheus-cpp-dev libsqlite3-dev
   libpq-dev libssl-dev curl procps)
 test_pkgs=(python3 python3-torch prometheus postgresql iproute2)

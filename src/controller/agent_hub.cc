@@ -1,5 +1,7 @@
 #include "controller/agent_hub.h"
 
+#include <list>
+
 #include <spdlog/spdlog.h>
 
 namespace hangar::controller {
@@ -19,7 +21,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   }
 
   // gRPC may run a reaction inline, so nothing here calls into gRPC with mu_ held. References to
-  // deque elements stay valid across push_back, so the message being written does not move.
+  // list elements stay valid across push_back, so the message being written does not move.
   void Enqueue(pb::ControllerMessage m) {
     const pb::ControllerMessage* first = nullptr;
     {
@@ -187,7 +189,8 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   pb::AgentMessage in_;
   std::string node_;
   std::mutex mu_;
-  std::deque<pb::ControllerMessage> out_;
+  // A list, not a deque: an empty deque already holds a ~500-byte block, per connected agent.
+  std::list<pb::ControllerMessage> out_;
   bool writing_ = false;
   bool finished_ = false;
 };

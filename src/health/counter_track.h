@@ -13,8 +13,11 @@
 // that stays quiet (most of them) holds two points, not one per heartbeat.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include <absl/container/inlined_vector.h>
 
 #include "common/time.h"
 
@@ -48,13 +51,13 @@ class CounterTrack {
     uint64_t total;
   };
   void Prune();
+  Duration granularity() const { return std::max<Duration>(retention_ / 60, 1); }
 
   Duration retention_;
-  Duration granularity_;
-  // A vector, not a deque: an empty deque still allocates its first block (~600 bytes), and
-  // there are 8 of these per GPU (18 MiB at 1,024 nodes x 8 GPUs). Few points are kept (one per
-  // granularity step within the retention), so dropping from the front is cheap.
-  std::vector<Point> points_;
+  // Few points are kept (one per granularity step within the retention), so dropping from the
+  // front is cheap. A quiet counter (most of them) keeps two, held inline: there are 4 of these
+  // per GPU, and a heap block each cost ~50 bytes more (an empty deque cost ~600).
+  absl::InlinedVector<Point, 2> points_;
   uint64_t total_ = 0;
   uint64_t last_reading_ = 0;
   uint64_t last_increase_ = 0;

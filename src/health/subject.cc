@@ -19,9 +19,14 @@ void PruneBefore(std::vector<Time>& times, Time horizon) {
 
 Subject::Subject(HealthState initial, Time t) : state_(initial), since_(t) {}
 
+Subject::History& Subject::history() {
+  if (!history_) history_ = std::make_unique<History>();
+  return *history_;
+}
+
 void Subject::Cordon(std::string reason) {
   cordoned_ = true;
-  cordon_reason_ = std::move(reason);
+  history().cordon_reason = std::move(reason);
 }
 
 void Subject::WorkDrained(Time t) {
@@ -36,18 +41,17 @@ void Subject::HardwareReset(Time t) {
 
 void Subject::Remediated(Remedy r, Time t, std::string_view note) {
   HardwareReset(t);
+  History& h = history();
   if (r == Remedy::kRepair) {
-    fatal_xids_.clear();
-    remediations_.clear();
-    reboots_.clear();
-    reboot_level_first_.clear();
-    latched_failure_.clear();
-    repaired_at_ = t;
-    repair_note_ = note;
+    std::string cordon_reason = std::move(h.cordon_reason);
+    h = History{};
+    h.cordon_reason = std::move(cordon_reason);
+    h.repaired_at = t;
+    h.repair_note = note;
     return;
   }
-  remediations_.push_back(t);
-  if (r == Remedy::kNodeReboot) reboots_.push_back(t);
+  h.remediations.push_back(t);
+  if (r == Remedy::kNodeReboot) h.reboots.push_back(t);
 }
 
 void Subject::Validated(Time t, bool clean, bool fatal) {
@@ -58,18 +62,19 @@ void Subject::Validated(Time t, bool clean, bool fatal) {
 }
 
 void Subject::RecordFatalXid(uint64_t code, bool reboot_level, Time t, const FailurePolicy& p) {
-  fatal_xids_.push_back(t);
+  History& h = history();
+  h.fatal_xids.push_back(t);
   if (!reboot_level) return;
-  PruneBefore(reboots_, t - p.remediation_window);
-  auto [it, inserted] = reboot_level_first_.try_emplace(code, t);
+  PruneBefore(h.reboots, t - p.remediation_window);
+  auto [it, inserted] = h.reboot_level_first.try_emplace(code, t);
   if (inserted || it->second < t - p.remediation_window) {
     it->second = t;
     return;
   }
   auto reboots =
-      std::count_if(reboots_.begin(), reboots_.end(), [&](Time r) { return r > it->second; });
+      std::count_if(h.reboots.begin(), h.reboots.end(), [&](Time r) { return r > it->second; });
   if (reboots >= p.reboots) {
-    latched_failure_ = "Xid " + std::to_string(code) + " again after " + std::to_string(reboots) +
+    h.latched_failure = "Xid " + std::to_string(code) + " again after " + std::to_string(reboots) +
                        " reboots: the hardware needs inspection";
   }
 }
@@ -77,7 +82,7 @@ void Subject::RecordFatalXid(uint64_t code, bool reboot_level, Time t, const Fai
 void Subject::Restore(HealthState s, Time since, const std::string& reason) {
   state_ = s;
   since_ = since;
-  if (s == HealthState::kFailed) latched_failure_ = reason;
+  if (s == HealthState::kFailed) history().latched_failure = reason;
 }
 
 bool Subject::WantsNewDrain() const {
@@ -87,22 +92,24 @@ bool Subject::WantsNewDrain() const {
 bool Subject::DrainBypassesValve() const { return cordoned_ || faults_.DrainBypassesValve(); }
 
 std::string Subject::FailureReason(Time now, const FailurePolicy& p) {
-  if (!latched_failure_.empty()) return latched_failure_;
-  PruneBefore(fatal_xids_, now - p.fatal_xid_window);
-  PruneBefore(remediations_, now - p.remediation_window);
-  if (static_cast<int>(fatal_xids_.size()) >= p.fatal_xids) {
-    return std::to_string(fatal_xids_.size()) + " fatal Xids within " +
+  if (!history_) return "";
+  History& h = *history_;
+  if (!h.latched_failure.empty()) return h.latched_failure;
+  PruneBefore(h.fatal_xids, now - p.fatal_xid_window);
+  PruneBefore(h.remediations, now - p.remediation_window);
+  if (static_cast<int>(h.fatal_xids.size()) >= p.fatal_xids) {
+    return std::to_string(h.fatal_xids.size()) + " fatal Xids within " +
            FormatDuration(p.fatal_xid_window) + ": out of the pool until repaired";
   }
-  if (static_cast<int>(remediations_.size()) >= p.remediations) {
-    return std::to_string(remediations_.size()) + " remediations within " +
+  if (static_cast<int>(h.remediations.size()) >= p.remediations) {
+    return std::to_string(h.remediations.size()) + " remediations within " +
            FormatDuration(p.remediation_window) + ": out of the pool until repaired";
   }
   return "";
 }
 
 std::optional<std::string> Subject::DrainReason() const {
-  if (cordoned_) return "drained by operator: " + cordon_reason_;
+  if (cordoned_) return "drained by operator: " + (history_ ? history_->cordon_reason : std::string());
   const Fault* worst = faults_.WorstOpen();
   if (worst != nullptr && worst->finding.condition.effect == Effect::kDrain) {
     return Describe(*worst);
@@ -141,8 +148,9 @@ std::pair<HealthState, std::string> Subject::Target(Time now, const SubjectPolic
     return {s, driver.empty() ? why : why + "; still " + driver};
   };
   if (state_ == HealthState::kFailed) {
-    if (repaired_at_ < since_) return {state_, ""};
-    std::string why = "repaired" + (repair_note_.empty() ? "" : ": " + repair_note_);
+    if (!history_ || history_->repaired_at < since_) return {state_, ""};
+    const std::string& note = history_->repair_note;
+    std::string why = "repaired" + (note.empty() ? "" : ": " + note);
     if (p.require_validation) return {HealthState::kPendingValidation, why};
     return back_in_pool(why);
   }
