@@ -186,10 +186,19 @@ bool LowerIsBetter(Metric m) { return m == Metric::kNcclLatencyUs; }
 
 void FleetResults::Record(uint32_t node, const std::string& model, const ValidationReport& r) {
   if (!r.ran) return;
+  if (latest_.size() <= node) latest_.resize(node + 1);
   Entry& e = latest_[node];
-  if (e.model != model) e = Entry{model, {}, 0, 0};
+  if (!e.recorded || e.model != model) e = Entry{true, model, {}, 0, 0};
   records_[model]++;
-  for (const GpuBenchmark& b : r.gpus) e.gpus[b.index] = b;
+  for (const GpuBenchmark& b : r.gpus) {
+    auto at = std::lower_bound(e.gpus.begin(), e.gpus.end(), b.index,
+                               [](const GpuBenchmark& x, uint16_t i) { return x.index < i; });
+    if (at != e.gpus.end() && at->index == b.index) {
+      *at = b;
+    } else {
+      e.gpus.insert(at, b);
+    }
+  }
   if (r.nccl_busbw_gbs > 0) e.nccl_busbw_gbs = r.nccl_busbw_gbs;
   if (r.nccl_latency_us > 0) e.nccl_latency_us = r.nccl_latency_us;
 }
@@ -211,11 +220,11 @@ FleetResults::Median FleetResults::MedianOf(std::string_view model, Metric m) co
 FleetResults::Median FleetResults::ExactMedianOf(std::string_view model, Metric m) const {
   std::vector<double> values;
   int nodes = 0;
-  for (const auto& [node, e] : latest_) {
-    if (e.model != model) continue;
+  for (const Entry& e : latest_) {
+    if (!e.recorded || e.model != model) continue;
     size_t before = values.size();
     if (IsGpuMetric(m)) {
-      for (const auto& [index, b] : e.gpus) {
+      for (const GpuBenchmark& b : e.gpus) {
         if (ValueOf(b, m) > 0) values.push_back(ValueOf(b, m));
       }
     } else {

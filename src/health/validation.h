@@ -80,12 +80,13 @@ class FleetResults {
  private:
   Median ExactMedianOf(std::string_view model, Metric m) const;
   struct Entry {
+    bool recorded = false;
     std::string model;
-    std::map<uint16_t, GpuBenchmark> gpus;
+    std::vector<GpuBenchmark> gpus;  // by index
     double nccl_busbw_gbs = 0;
     double nccl_latency_us = 0;
   };
-  std::map<uint32_t, Entry> latest_;
+  std::vector<Entry> latest_;  // by node; a vector, not maps: one of these per node of the fleet
   std::map<std::string, uint64_t, std::less<>> records_;  // Record calls, by model
   struct Cached {
     Median median;
