@@ -109,7 +109,7 @@ class Subject {
                                              std::string_view held);
 
   // What a healthy subject never needs: operator notes and failure history. Most subjects of a
-  // fleet never get one, so it lives behind a pointer (~220 bytes saved per GPU and node).
+  // fleet never get one, so it lives behind a pointer (a Subject is 96 bytes instead of 336).
   struct History {
     std::string cordon_reason;
     Time repaired_at = -1;
