@@ -127,6 +127,44 @@ TEST(HangarPolicyTest, SharedPodsPickTheGpuWhoseRemainderOthersCanFill) {
   }
 }
 
+// The GPU one sharing task of `milli` goes to under `policy` on a 2-GPU node whose GPUs already
+// hold `on0` and `on1` milli, with a workload of 470s, 320s, 650s, 230s and 550s.
+uint32_t SharedGpuFor(const std::string& policy, int32_t milli, int32_t on0, int32_t on1) {
+  auto t = Build({{"a", 2, "T4", 64}});
+  const WorkloadProfile profile = WorkloadProfile::FromCounts({{Task(1, 470, 1), 9},
+                                                               {Task(1, 320, 1), 4},
+                                                               {Task(1, 650, 1), 3},
+                                                               {Task(1, 230, 1), 2},
+                                                               {Task(1, 550, 1), 1}});
+  cluster::GangAssignment used;
+  used.grants = {{0, on0, 0}, {1, on1, 0}};
+  used.tasks = {{0, 0, 0, 1000, 1024, 0, 2}};
+  cluster::ClusterUsage u(t);
+  EXPECT_TRUE(u.Allocate(used).ok());
+  TaskShape s = CpuOnly(1);
+  s.kind = job::GpuKind::kShared;
+  s.gpus = 1;
+  s.milli = milli;
+  auto scorer = std::move(sched::placement::MakeScorer(policy)).value();
+  sched::placement::GangPlacer placer;
+  sched::placement::PlaceOptions o{scorer.get(), &profile, nullptr, 1};
+  auto r = placer.Place(u, sched::MakeSingleTaskRequest(s), o);
+  EXPECT_TRUE(r.placed) << policy;
+  return r.placed ? r.assignment.grants[0].gpu : UINT32_MAX;
+}
+
+TEST(HangarPolicyTest, PacksSharingSizesThatBelongTogether) {
+  // Term 5. In the tightest packing of this mix two 470s share a GPU and 320s go three to a GPU
+  // (or beside a 650). GPU 0 holds a 320, GPU 1 a 470. Beside the 470 the new 320 leaves 210,
+  // which no size of the mix fits (GPU 0 keeps 680, enough for a 650); beside the other 320 it
+  // leaves 360, room for a third, and GPU 1 keeps 530 for another 470. FGD counts what the next
+  // task could not use and prefers the first (one GPU still takes a 650); Hangar the second.
+  EXPECT_EQ(SharedGpuFor("fgd", 320, 320, 470), 1u);
+  EXPECT_EQ(SharedGpuFor("hangar", 320, 320, 470), 0u);
+  // A 470 still goes beside the 470: that pair is a tight pattern.
+  EXPECT_EQ(SharedGpuFor("hangar", 470, 320, 470), 1u);
+}
+
 TEST(HangarPolicyTest, WithoutAProfileItPacks) {
   auto t = Build({{"a", 4, "T4", 64}, {"b", 4, "T4", 64}});
   cluster::ClusterUsage u(t);
