@@ -325,13 +325,11 @@ double HangarScorer::LocalGain(const ScoreContext& ctx, uint32_t n, const TaskSh
   int64_t best = -1;
   std::array<int32_t, 2> seen = {-1, -1};  // F depends only on the free values: skip repeats
   for (uint32_t g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
-    if (!GpuFitsShared(u, g, s) || u.gpu_free_milli(g) == seen[0] ||
-        u.gpu_free_milli(g) == seen[1]) {
-      continue;
-    }
-    seen = {u.gpu_free_milli(g), seen[0]};
+    const int32_t free = u.gpu_free_milli(g);
+    if (!GpuFitsShared(u, g, s) || free == seen[0] || free == seen[1]) continue;
+    seen = {free, seen[0]};
     const double d = gain(static_cast<int>(g - node.first_gpu)) -
-                     kPackingWeight * traits_.packing.Regret(u.gpu_free_milli(g), s.milli);
+                     kPackingWeight * traits_.packing.Regret(free, s.milli);
     if (FgdScorer::Sigmoid(d) > best) best = FgdScorer::Sigmoid(d), best_gain = d, *gpu = g;
   }
   return best_gain;

@@ -48,14 +48,27 @@ TypicalTask Task(int64_t cores, int32_t milli, int32_t gpus,
   return t;
 }
 
-// Where one replica of `shape` goes under `policy`; -1 when it fits nowhere.
-int PlaceOn(const std::string& policy, cluster::ClusterUsage& u, const TaskShape& shape,
-            const WorkloadProfile* profile) {
+// One replica of `shape` placed under `policy` (not committed to `u`).
+sched::placement::PlaceResult PlaceWith(const std::string& policy, cluster::ClusterUsage& u,
+                                        const TaskShape& shape, const WorkloadProfile* profile) {
   auto scorer = std::move(sched::placement::MakeScorer(policy)).value();
   sched::placement::GangPlacer placer;
   sched::placement::PlaceOptions o{scorer.get(), profile, nullptr, 1};
-  auto r = placer.Place(u, sched::MakeSingleTaskRequest(shape), o);
+  return placer.Place(u, sched::MakeSingleTaskRequest(shape), o);
+}
+
+// Where one replica of `shape` goes under `policy`; -1 when it fits nowhere.
+int PlaceOn(const std::string& policy, cluster::ClusterUsage& u, const TaskShape& shape,
+            const WorkloadProfile* profile) {
+  auto r = PlaceWith(policy, u, shape, profile);
   return r.placed ? static_cast<int>(r.assignment.tasks[0].node) : -1;
+}
+
+// The GPU one replica of `shape` is granted under `policy`; UINT32_MAX when it fits nowhere.
+uint32_t GpuOn(const std::string& policy, cluster::ClusterUsage& u, const TaskShape& shape,
+               const WorkloadProfile* profile) {
+  auto r = PlaceWith(policy, u, shape, profile);
+  return r.placed ? r.assignment.grants[0].gpu : UINT32_MAX;
 }
 
 TaskShape CpuOnly(int64_t cores) {
@@ -70,6 +83,14 @@ TaskShape WholeGpus(int gpus, int64_t cores) {
   s.kind = job::GpuKind::kWhole;
   s.gpus = gpus;
   s.milli = 1000;
+  return s;
+}
+
+TaskShape SharedGpu(int32_t milli, int64_t cores) {
+  TaskShape s = CpuOnly(cores);
+  s.kind = job::GpuKind::kShared;
+  s.gpus = 1;
+  s.milli = milli;
   return s;
 }
 
@@ -111,19 +132,10 @@ TEST(HangarPolicyTest, SharedPodsPickTheGpuWhoseRemainderOthersCanFill) {
   cluster::GangAssignment used;
   used.grants = {{1, 100, 0}};
   used.tasks = {{0, 0, 0, 1000, 1024, 0, 1}};
-  TaskShape s = CpuOnly(1);
-  s.kind = job::GpuKind::kShared;
-  s.gpus = 1;
-  s.milli = 300;
   for (auto [policy, gpu] : {std::pair{"fgd", 0u}, std::pair{"hangar", 1u}}) {
     cluster::ClusterUsage u(t);
     ASSERT_TRUE(u.Allocate(used).ok());
-    auto scorer = std::move(sched::placement::MakeScorer(policy)).value();
-    sched::placement::GangPlacer placer;
-    sched::placement::PlaceOptions o{scorer.get(), &profile, nullptr, 1};
-    auto r = placer.Place(u, sched::MakeSingleTaskRequest(s), o);
-    ASSERT_TRUE(r.placed) << policy;
-    EXPECT_EQ(r.assignment.grants[0].gpu, gpu) << policy;
+    EXPECT_EQ(GpuOn(policy, u, SharedGpu(300, 1), &profile), gpu) << policy;
   }
 }
 
@@ -141,16 +153,7 @@ uint32_t SharedGpuFor(const std::string& policy, int32_t milli, int32_t on0, int
   used.tasks = {{0, 0, 0, 1000, 1024, 0, 2}};
   cluster::ClusterUsage u(t);
   EXPECT_TRUE(u.Allocate(used).ok());
-  TaskShape s = CpuOnly(1);
-  s.kind = job::GpuKind::kShared;
-  s.gpus = 1;
-  s.milli = milli;
-  auto scorer = std::move(sched::placement::MakeScorer(policy)).value();
-  sched::placement::GangPlacer placer;
-  sched::placement::PlaceOptions o{scorer.get(), &profile, nullptr, 1};
-  auto r = placer.Place(u, sched::MakeSingleTaskRequest(s), o);
-  EXPECT_TRUE(r.placed) << policy;
-  return r.placed ? r.assignment.grants[0].gpu : UINT32_MAX;
+  return GpuOn(policy, u, SharedGpu(milli, 1), &profile);
 }
 
 TEST(HangarPolicyTest, PacksSharingSizesThatBelongTogether) {
