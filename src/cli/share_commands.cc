@@ -141,18 +141,53 @@ Status Usage(const Common& c, const std::string& by, const std::string& since) {
   return Status::Ok();
 }
 
-Status TokenCreate(const Common& c, const std::string& user, const std::string& role, const std::string& node) {
+Status TokenCreate(const Common& c, const std::string& user, const std::string& role, const std::string& node,
+                   const std::string& ttl) {
   nlohmann::json body = {{"role", role}};
   if (!user.empty()) body["user"] = user;
   if (!node.empty()) body["node"] = node;
+  if (!ttl.empty()) body["ttl"] = ttl;
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/tokens", body.dump()));
   if (c.output == "json") {
     PrintJson(r);
     return Status::Ok();
   }
   std::printf("%s\n", r.value("token", "").c_str());
-  std::fprintf(stderr, "token %s for %s (%s); it is shown only now: keep it secret\n", r.value("id", "").c_str(),
-               r.value("user", "").c_str(), r.value("role", "").c_str());
+  const Time expires = r.value("expires_ms", Time{0});
+  std::fprintf(stderr, "token %s for %s (%s), %s; it is shown only now: keep it secret\n", r.value("id", "").c_str(),
+               r.value("user", "").c_str(), r.value("role", "").c_str(),
+               expires ? ("expires " + FormatUtcTimestamp(expires)).c_str() : "never expires");
+  return Status::Ok();
+}
+
+Status TokenRotate(const Common& c, const std::string& id) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/tokens/" + id + "/rotate", "{}"));
+  if (c.output == "json") {
+    PrintJson(r);
+    return Status::Ok();
+  }
+  std::printf("%s\n", r.value("token", "").c_str());
+  std::fprintf(stderr, "token %s replaces %s (revoked now) for %s (%s); it is shown only now: keep it secret\n",
+               r.value("id", "").c_str(), id.c_str(), r.value("user", "").c_str(), r.value("role", "").c_str());
+  return Status::Ok();
+}
+
+Status Audit(const Common& c, const std::string& user, int limit) {
+  std::string path = "/v1/audit?limit=" + std::to_string(limit);
+  if (!user.empty()) path += "&user=" + user;
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get(path));
+  if (c.output == "json") {
+    PrintJson(r);
+    return Status::Ok();
+  }
+  Table t({"TIME", "USER", "ROLE", "CALL", "FROM", "STATUS", "MESSAGE"});
+  for (const auto& a : r["audit"]) {
+    const std::string who = a.value("user", "");
+    t.Add({FormatUtcTimestamp(a.value("time_ms", Time{0})), who.empty() ? "(no valid token)" : who,
+           a.value("role", "-"), a.value("method", "") + " " + a.value("path", ""), a.value("remote", ""),
+           std::to_string(a.value("status", 0)), a.value("message", "")});
+  }
+  std::printf("%s", t.Render().c_str());
   return Status::Ok();
 }
 
@@ -162,10 +197,16 @@ Status TokenList(const Common& c) {
     PrintJson(r);
     return Status::Ok();
   }
-  Table t({"ID", "USER", "ROLE", "NODE", "CREATED"});
+  Table t({"ID", "USER", "ROLE", "NODE", "CREATED", "EXPIRES", "STATE"});
+  const Time now = SystemClock().Now();
   for (const auto& tok : r["tokens"]) {
+    const Time expires = tok.value("expires_ms", Time{0}), revoked = tok.value("revoked_ms", Time{0});
+    const std::string state = revoked ? "revoked " + FormatUtcTimestamp(revoked)
+                              : expires && now >= expires ? std::string("expired")
+                                                          : std::string("live");
     t.Add({tok.value("id", ""), tok.value("user", ""), tok.value("role", ""), tok.value("node", "-"),
-           FormatUtcTimestamp(tok.value("created_ms", Time{0}))});
+           FormatUtcTimestamp(tok.value("created_ms", Time{0})), expires ? FormatUtcTimestamp(expires) : "never",
+           state});
   }
   std::printf("%s", t.Render().c_str());
   return Status::Ok();
@@ -205,7 +246,7 @@ void RegisterShareCommands(CLI::App& app, int* rc) {
   AddCommon(usage, c.get());
   usage->callback([=] { Guard(rc, [&] { return Usage(*c, (*s)[0], (*s)[1]); }); });
 
-  auto t = std::make_shared<std::vector<std::string>>(4);
+  auto t = std::make_shared<std::vector<std::string>>(5);
   CLI::App* token = app.add_subcommand("token", "API tokens (RBAC, docs/rbac.md); admins only");
   token->require_subcommand(1);
   CLI::App* create = token->add_subcommand("create", "Make a token; prints it once");
@@ -214,8 +255,9 @@ void RegisterShareCommands(CLI::App& app, int* rc) {
       ->required()
       ->check(CLI::IsMember({"admin", "queue-admin", "user", "viewer", "node"}));
   create->add_option("--node", (*t)[2], "For --role node: the node whose agent uses it");
+  create->add_option("--ttl", (*t)[4], "How long it lives, e.g. 30d, 12h, or never (default: 90d; node tokens never)");
   AddCommon(create, c.get());
-  create->callback([=] { Guard(rc, [&] { return TokenCreate(*c, (*t)[0], (*t)[1], (*t)[2]); }); });
+  create->callback([=] { Guard(rc, [&] { return TokenCreate(*c, (*t)[0], (*t)[1], (*t)[2], (*t)[4]); }); });
   CLI::App* list = token->add_subcommand("list", "List tokens (never their secrets)");
   AddCommon(list, c.get());
   list->callback([=] { Guard(rc, [&] { return TokenList(*c); }); });
@@ -223,6 +265,17 @@ void RegisterShareCommands(CLI::App& app, int* rc) {
   revoke->add_option("id", (*t)[3], "Token id (`hangar token list`)")->required();
   AddCommon(revoke, c.get());
   revoke->callback([=] { Guard(rc, [&] { return TokenRevoke(*c, (*t)[3]); }); });
+  CLI::App* rotate = token->add_subcommand("rotate", "A new secret for a token's user and role; the old one is revoked");
+  rotate->add_option("id", (*t)[3], "Token id (`hangar token list`)")->required();
+  AddCommon(rotate, c.get());
+  rotate->callback([=] { Guard(rc, [&] { return TokenRotate(*c, (*t)[3]); }); });
+
+  auto a = std::make_shared<std::pair<std::string, int>>("", 100);
+  CLI::App* audit = app.add_subcommand("audit", "Every mutating API call: who, what, when, from where, result; admins only");
+  audit->add_option("--user", a->first, "Only this user's calls");
+  audit->add_option("--limit", a->second, "How many, newest first")->check(CLI::Range(1, 10000))->capture_default_str();
+  AddCommon(audit, c.get());
+  audit->callback([=] { Guard(rc, [&] { return Audit(*c, a->first, a->second); }); });
 }
 
 }  // namespace hangar::cli

@@ -21,6 +21,15 @@ bool SplitNumber(std::string_view text, double* value, std::string_view* unit) {
   return std::isfinite(*value) && *value >= 0;
 }
 
+// Rounds to an integer amount, refusing what no machine has (and what would overflow int64).
+StatusOr<int64_t> Bounded(std::string_view text, double v, double max, const char* what, const char* bound) {
+  if (!(v <= max)) {
+    return Status::InvalidArgument("'" + std::string(text) + "' is more " + what + " than any machine has (at most " +
+                                   bound + "); check the number and its unit");
+  }
+  return static_cast<int64_t>(std::llround(v));
+}
+
 }  // namespace
 
 StatusOr<int64_t> ParseMemoryMiB(std::string_view text) {
@@ -39,7 +48,7 @@ StatusOr<int64_t> ParseMemoryMiB(std::string_view text) {
     return Status::InvalidArgument("'" + std::string(text) + "' has an unknown unit '" +
                                    std::string(unit) + "'; use Mi, Gi or Ti");
   }
-  return static_cast<int64_t>(std::llround(mib));
+  return Bounded(text, mib, 1024.0 * 1024 * 1024 * 1024, "memory", "1024Pi");
 }
 
 StatusOr<int64_t> ParseMilliCpu(std::string_view text) {
@@ -49,7 +58,7 @@ StatusOr<int64_t> ParseMilliCpu(std::string_view text) {
     return Status::InvalidArgument("'" + std::string(text) +
                                    "' is not a CPU amount; write cores (8, 2.5) or millicores (500m)");
   }
-  return static_cast<int64_t>(std::llround(unit == "m" ? v : v * 1000));
+  return Bounded(text, unit == "m" ? v : v * 1000, 1e12, "CPU", "a billion cores");
 }
 
 StatusOr<int64_t> ParseMilliGpu(std::string_view text) {
@@ -59,7 +68,7 @@ StatusOr<int64_t> ParseMilliGpu(std::string_view text) {
     return Status::InvalidArgument("'" + std::string(text) +
                                    "' is not a GPU share; write a fraction (0.25) or milli-GPU (250m)");
   }
-  return static_cast<int64_t>(std::llround(unit == "m" ? v : v * 1000));
+  return Bounded(text, unit == "m" ? v : v * 1000, 1e9, "GPU", "a million GPUs");
 }
 
 std::string FormatMemoryMiB(int64_t mib) {

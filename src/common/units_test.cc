@@ -30,5 +30,19 @@ TEST(UnitsTest, CpuAndGpu) {
   EXPECT_EQ(FormatMilli(8000), "8");
 }
 
+// Issue 16: amounts past int64 used to wrap (100000000000000000000Gi became -9223372036854775808Mi
+// and was accepted).
+TEST(UnitsTest, AmountsNoMachineHasAreRefusedNotWrapped) {
+  auto mem = ParseMemoryMiB("100000000000000000000Gi");
+  ASSERT_FALSE(mem.ok());
+  EXPECT_EQ(mem.status().message(),
+            "'100000000000000000000Gi' is more memory than any machine has (at most 1024Pi); check the number and its unit");
+  EXPECT_TRUE(ParseMemoryMiB("1024Ti").ok());
+  EXPECT_FALSE(ParseMilliCpu("1e30").ok());
+  EXPECT_FALSE(ParseMilliCpu("99999999999999999999").ok());
+  EXPECT_FALSE(ParseMilliGpu("99999999999999999999").ok());
+  EXPECT_EQ(*ParseMilliGpu("8"), 8000);
+}
+
 }  // namespace
 }  // namespace hangar

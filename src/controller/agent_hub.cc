@@ -87,13 +87,30 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     self_.reset();  // may delete this: nothing after
   }
 
+  // The token this stream authenticated with ("" without tokens).
+  std::string token_id() const { return who_ && who_->ok() ? (*who_)->token_id : std::string(); }
+
  private:
   // False when the stream was refused and must not read on.
   bool Handle(pb::AgentMessage& m) {  // may take parts of m (it is read into again)
     StateOwner* owner = hub_->owner_;
     Clock* clock = owner->clock();
+    // Nothing but Register before Register: a stream speaks for a node only once it has shown
+    // that node's token (with tokens) and named it.
+    if (m.body_case() != pb::AgentMessage::kRegister && node_.empty()) {
+      hub_->Refuse(Refusal::kUnregistered, "an unregistered stream",
+                   "a message before Register; an agent must register (with its node's token) first");
+      Reject("send Register first: nothing else is accepted on a stream that has not registered");
+      return false;
+    }
     switch (m.body_case()) {
       case pb::AgentMessage::kRegister: {
+        if (!node_.empty() && m.register_().inventory().node() != node_) {
+          hub_->Refuse(Refusal::kReregister, "node " + node_,
+                       "a second Register, as node " + m.register_().inventory().node());
+          Reject("this stream registered as node " + node_ + "; it cannot speak for another node");
+          return false;
+        }
         if (who_) {  // tokens are required: a node token for this very node
           const std::string node = m.register_().inventory().node();
           Status denied;
@@ -118,15 +135,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
           if (st.ok()) return;
           spdlog::warn("refused agent {}: {}", reg->inventory().node(), st.message());
           const std::string node = reg->inventory().node();
-          after->push_back([hub, node, this, why = st.message()] {
-            std::shared_ptr<Stream> s;
-            {
-              std::lock_guard<std::mutex> l(hub->mu_);
-              auto it = hub->streams_.find(node);
-              if (it != hub->streams_.end() && it->second.get() == this) s = it->second;
-            }
-            if (s) s->Reject(why);
-          });
+          after->push_back([hub, node, this, why = st.message()] { hub->RejectStream(node, this, why); });
         });
         break;
       }
@@ -139,20 +148,28 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         // silent. Nothing in a heartbeat is urgent (Xids and task ends come as their own
         // messages), so it waits for the owner's next batch.
         const Time received = clock->Now();
-        owner->PostLazy([hb, received, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
-          s.OnHeartbeat(node, *hb, received);
+        owner->PostLazy([hb, received, node = node_, this, hub = hub_](ClusterState& s, Effects*,
+                                                                       StateOwner::AfterCommit* after) {
+          if (s.OnHeartbeat(node, *hb, received)) return;
+          // Marked lost while its stream stayed up (the agent was stopped, or starved, for longer
+          // than the timeout): its gangs were requeued. Closing the stream makes it register
+          // again, which reconciles its tasks and brings the node back.
+          after->push_back([hub, node, this] {
+            hub->RejectStream(node, this, "node " + node + " was marked lost; register again to reconcile its tasks");
+          });
         });
         break;
       }
       case pb::AgentMessage::kTaskStatus: {
         auto st = std::make_shared<pb::TaskStatus>(m.task_status());
-        owner->Post([st, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
-          s.OnTaskStatus(node, *st, clock->Now(), fx);
+        owner->Post([st, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+          Status ok = s.OnTaskStatus(node, *st, clock->Now(), fx);
+          if (!ok.ok()) hub->Refuse(Refusal::kForeignTask, "node " + node, ok.message());
         });
         break;
       }
       case pb::AgentMessage::kLogChunk:
-        hub_->DeliverLog(m.log_chunk());
+        hub_->DeliverLog(node_, m.log_chunk());
         break;
       case pb::AgentMessage::kGpuEvent: {
         auto e = std::make_shared<pb::GpuEvent>(m.gpu_event());
@@ -163,8 +180,9 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       }
       case pb::AgentMessage::kCheckpointDone: {
         auto c = std::make_shared<pb::CheckpointDone>(m.checkpoint_done());
-        owner->Post([c, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
-          s.OnCheckpointDone(node, *c, clock->Now(), fx);
+        owner->Post([c, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+          Status ok = s.OnCheckpointDone(node, *c, clock->Now(), fx);
+          if (!ok.ok()) hub->Refuse(Refusal::kForeignTask, "node " + node, ok.message());
         });
         break;
       }
@@ -181,6 +199,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     return true;
   }
 
+  using Refusal = AgentHub::Refusal;
   explicit Stream(AgentHub* hub) : hub_(hub) {}
 
   AgentHub* hub_;
@@ -197,13 +216,44 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
 
 AgentHub::~AgentHub() = default;
 
+const char* AgentHub::RefusalName(Refusal r) {
+  switch (r) {
+    case Refusal::kUnregistered: return "unregistered";
+    case Refusal::kReregister: return "reregister";
+    case Refusal::kForeignTask: return "foreign_task";
+    case Refusal::kForeignLog: return "foreign_log";
+    case Refusal::kCount: break;
+  }
+  return "other";
+}
+
+void AgentHub::Refuse(Refusal r, const std::string& who, const std::string& why) {
+  refused_[static_cast<size_t>(r)]++;
+  spdlog::warn("agent channel: refused {} from {}: {}", RefusalName(r), who, why);
+}
+
+size_t AgentHub::CloseStreamsOf(const std::string& token_id) {
+  if (token_id.empty()) return 0;
+  std::vector<std::shared_ptr<Stream>> closing;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [node, s] : streams_) {
+      if (s->token_id() == token_id) closing.push_back(s);
+    }
+  }
+  for (const auto& s : closing) s->Reject("the token this agent connected with was revoked");
+  if (!closing.empty()) spdlog::warn("token {} revoked: closed {} agent stream(s)", token_id, closing.size());
+  return closing.size();
+}
+
 grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Connect(
     grpc::CallbackServerContext* context) {
   std::optional<StatusOr<Principal>> who;
   if (tokens_) {
     const auto& md = context->client_metadata();
     auto it = md.find("authorization");
-    who = tokens_->Authenticate(it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size()));
+    who = tokens_->Authenticate(it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size()),
+                                owner_->clock()->Now());
   }
   return Stream::Create(this, std::move(who));
 }
@@ -217,6 +267,16 @@ void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
     streams_[node] = s;
   }
   if (old) old->Reject("a newer stream from node " + node + " replaced this one");
+}
+
+void AgentHub::RejectStream(const std::string& node, const Stream* stream, const std::string& why) {
+  std::shared_ptr<Stream> s;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = streams_.find(node);
+    if (it != streams_.end() && it->second.get() == stream) s = it->second;
+  }
+  if (s) s->Reject(why);
 }
 
 void AgentHub::Detach(const std::string& node, Stream* s) {
@@ -251,7 +311,7 @@ StatusOr<pb::LogChunk> AgentHub::ReadLog(const std::string& node, const std::str
   {
     std::lock_guard<std::mutex> l(log_mu_);
     id = next_request_++;
-    log_waiting_[id] = std::nullopt;
+    log_waiting_[id] = LogWait{node, std::nullopt};
   }
   pb::ControllerMessage m;
   auto* r = m.mutable_log_request();
@@ -262,19 +322,25 @@ StatusOr<pb::LogChunk> AgentHub::ReadLog(const std::string& node, const std::str
   r->set_max_bytes(256 * 1024);
   Send(node, std::move(m));
   std::unique_lock<std::mutex> l(log_mu_);
-  const bool got = log_cv_.wait_for(l, std::chrono::milliseconds(timeout), [&] { return log_waiting_[id].has_value(); });
-  auto chunk = std::move(log_waiting_[id]);
+  const bool got = log_cv_.wait_for(l, std::chrono::milliseconds(timeout), [&] { return log_waiting_[id].chunk.has_value(); });
+  auto chunk = std::move(log_waiting_[id].chunk);
   log_waiting_.erase(id);
   if (!got) return Status::Unavailable("node " + node + " did not answer for the logs; is its agent connected?");
   return std::move(*chunk);
 }
 
-void AgentHub::DeliverLog(const pb::LogChunk& chunk) {
+void AgentHub::DeliverLog(const std::string& node, const pb::LogChunk& chunk) {
   {
     std::lock_guard<std::mutex> l(log_mu_);
     auto it = log_waiting_.find(chunk.request_id());
-    if (it == log_waiting_.end()) return;
-    it->second = chunk;
+    if (it == log_waiting_.end()) return;  // answered too late: the reader gave up
+    if (it->second.node != node) {
+      // Another node guessing request ids would put its bytes in someone else's `logs -f`.
+      Refuse(Refusal::kForeignLog, "node " + node,
+             "log bytes for request " + std::to_string(chunk.request_id()) + ", which asked " + it->second.node);
+      return;
+    }
+    it->second.chunk = chunk;
   }
   log_cv_.notify_all();
 }

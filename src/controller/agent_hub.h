@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -41,12 +42,26 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   int64_t heartbeats() const { return heartbeats_.load(); }
   int64_t messages_in() const { return messages_in_.load(); }
 
+  // Messages refused since the start, by why: before Register ("unregistered"), a second Register
+  // on one stream ("reregister"), a report on a task placed elsewhere ("foreign_task"), log bytes
+  // nobody asked that node for ("foreign_log"). Each refusal is logged; the stream is closed for
+  // the first two.
+  enum class Refusal : uint8_t { kUnregistered, kReregister, kForeignTask, kForeignLog, kCount };
+  static const char* RefusalName(Refusal r);
+  int64_t refused(Refusal r) const { return refused_[static_cast<size_t>(r)].load(); }
+  // A token was revoked: every stream that authenticated with it is closed now (its agent's
+  // reconnection is refused, since the token is gone). Returns how many were closed.
+  size_t CloseStreamsOf(const std::string& token_id);
+
  private:
   class Stream;
   friend class Stream;
   void Attach(const std::string& node, std::shared_ptr<Stream> s);
   void Detach(const std::string& node, Stream* s);
-  void DeliverLog(const pb::LogChunk& chunk);
+  // Closes `stream` with `why` if it is still the node's current stream.
+  void RejectStream(const std::string& node, const Stream* stream, const std::string& why);
+  void DeliverLog(const std::string& node, const pb::LogChunk& chunk);
+  void Refuse(Refusal r, const std::string& who, const std::string& why);
 
   StateOwner* owner_;
   const TokenBook* tokens_ = nullptr;
@@ -54,11 +69,16 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   std::map<std::string, std::shared_ptr<Stream>> streams_;
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> messages_in_{0};
+  std::array<std::atomic<int64_t>, static_cast<size_t>(Refusal::kCount)> refused_{};
   // Log requests waiting for their chunk.
   std::mutex log_mu_;
   std::condition_variable log_cv_;
   uint64_t next_request_ = 1;
-  std::map<uint64_t, std::optional<pb::LogChunk>> log_waiting_;
+  struct LogWait {
+    std::string node;  // the only node whose answer is taken
+    std::optional<pb::LogChunk> chunk;
+  };
+  std::map<uint64_t, LogWait> log_waiting_;
 };
 
 }  // namespace hangar::controller

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <array>
 
 namespace hangar::controller {
@@ -39,6 +40,7 @@ std::string_view PermissionName(Permission p) {
     case Permission::kUsageRead: return "usage:read";
     case Permission::kTokensManage: return "tokens:manage";
     case Permission::kAgentConnect: return "agent:connect";
+    case Permission::kAuditRead: return "audit:read";
   }
   return "?";
 }
@@ -102,6 +104,9 @@ std::string Sha256Hex(const std::string& salt, std::string_view secret) {
 nlohmann::json TokenRecord::ToJson(bool with_hash) const {
   nlohmann::json j = {{"id", id}, {"user", user}, {"role", std::string(RoleName(role))}, {"created_ms", created}};
   if (!node.empty()) j["node"] = node;
+  if (expires) j["expires_ms"] = expires;
+  if (revoked) j["revoked_ms"] = revoked;
+  if (!replaced_by.empty()) j["replaced_by"] = replaced_by;
   if (with_hash) {
     j["salt"] = salt;
     j["sha256"] = hash;
@@ -118,6 +123,9 @@ std::optional<TokenRecord> TokenRecord::FromJson(const nlohmann::json& j) {
   r.salt = j.value("salt", "");
   r.hash = j.value("sha256", "");
   r.created = j.value("created_ms", Time{0});
+  r.expires = j.value("expires_ms", Time{0});
+  r.revoked = j.value("revoked_ms", Time{0});
+  r.replaced_by = j.value("replaced_by", "");
   auto role = ParseRole(j.value("role", ""));
   if (!role || r.id.empty() || r.hash.empty()) return std::nullopt;
   r.role = *role;
@@ -133,13 +141,15 @@ void TokenBook::Load(const std::vector<KeyValueRow>& values) {
   }
 }
 
-std::pair<TokenRecord, std::string> TokenBook::Mint(const std::string& user, Role role, const std::string& node, Time now) {
+std::pair<TokenRecord, std::string> TokenBook::Mint(const std::string& user, Role role, const std::string& node, Time now,
+                                                    Duration ttl) {
   TokenRecord r;
   r.id = RandomHex(6);
   r.user = user;
   r.role = role;
   r.node = node;
   r.created = now;
+  r.expires = ttl > 0 ? now + ttl : 0;
   r.salt = RandomHex(16);
   const std::string secret = RandomHex(24);
   r.hash = Sha256Hex(r.salt, secret);
@@ -156,7 +166,23 @@ bool TokenBook::Erase(const std::string& id) {
   return by_id_.erase(id) > 0;
 }
 
-StatusOr<Principal> TokenBook::Authenticate(std::string_view header) const {
+std::optional<TokenRecord> TokenBook::Revoke(const std::string& id, Time now, const std::string& replaced_by) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end() || it->second.revoked) return std::nullopt;
+  it->second.revoked = std::max<Time>(now, 1);
+  it->second.replaced_by = replaced_by;
+  return it->second;
+}
+
+std::optional<TokenRecord> TokenBook::Find(const std::string& id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return std::nullopt;
+  return it->second;
+}
+
+StatusOr<Principal> TokenBook::Authenticate(std::string_view header, Time now) const {
   const auto need = [](const std::string& what) {
     return Status::Unauthenticated(what + "; pass `Authorization: Bearer <token>` (the CLI reads $HANGAR_TOKEN); an "
                                           "admin makes tokens with `hangar token create`");
@@ -173,11 +199,23 @@ StatusOr<Principal> TokenBook::Authenticate(std::string_view header) const {
   const std::string_view secret = token.substr(sep + 1);
   std::lock_guard<std::mutex> l(mu_);
   auto it = by_id_.find(id);
-  if (it == by_id_.end()) return need("that token is unknown or was revoked");
+  if (it == by_id_.end()) return need("that token is unknown");
   const std::string got = Sha256Hex(it->second.salt, secret);
   if (got.size() != it->second.hash.size() ||
       CRYPTO_memcmp(got.data(), it->second.hash.data(), got.size()) != 0) {
-    return need("that token is unknown or was revoked");
+    return need("that token is unknown");
+  }
+  // Said only to whoever holds the secret: the token was real, and this is what became of it.
+  const TokenRecord& r = it->second;
+  if (r.revoked) {
+    return Status::Unauthenticated("token " + id + " was revoked at " + FormatUtcTimestamp(r.revoked) +
+                                   (r.replaced_by.empty() ? std::string()
+                                                          : " (rotated: token " + r.replaced_by + " replaces it)") +
+                                   "; ask an admin for a new one");
+  }
+  if (r.expires && now >= r.expires) {
+    return Status::Unauthenticated("token " + id + " expired at " + FormatUtcTimestamp(r.expires) +
+                                   "; ask an admin to rotate it (`hangar token rotate " + id + "`)");
   }
   Principal p;
   p.user = it->second.role == Role::kNode ? it->second.node : it->second.user;

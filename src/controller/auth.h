@@ -45,6 +45,7 @@ enum class Permission : uint8_t {
   kUsageRead,     // and then: which rows
   kTokensManage,
   kAgentConnect,
+  kAuditRead,     // the audit log: admins only
 };
 std::string_view PermissionName(Permission p);
 
@@ -63,6 +64,10 @@ struct TokenRecord {
   std::string id, user, node, salt, hash;
   Role role = Role::kUser;
   Time created = 0;
+  Time expires = 0;  // 0: never
+  Time revoked = 0;  // 0: live. A revoked token is kept, so that its holder is told it was revoked
+  std::string replaced_by;  // the token `hangar token rotate` made in its place
+  bool live(Time now) const { return revoked == 0 && (expires == 0 || now < expires); }
   nlohmann::json ToJson(bool with_hash) const;
   static std::optional<TokenRecord> FromJson(const nlohmann::json& j);
 };
@@ -73,11 +78,18 @@ class TokenBook {
  public:
   void Load(const std::vector<KeyValueRow>& values);  // rows of table "token"
   // A new token: the record to store and the text to hand out (once).
-  static std::pair<TokenRecord, std::string> Mint(const std::string& user, Role role, const std::string& node, Time now);
+  // `ttl` 0: it never expires.
+  static std::pair<TokenRecord, std::string> Mint(const std::string& user, Role role, const std::string& node, Time now,
+                                                  Duration ttl = 0);
   void Put(const TokenRecord& r);
-  bool Erase(const std::string& id);
-  // From "Bearer hgr_..." or the bare token. Unauthenticated with what to do when it fails.
-  StatusOr<Principal> Authenticate(std::string_view header) const;
+  bool Erase(const std::string& id);  // forgets it entirely (Revoke keeps it, marked)
+  // Marks the token revoked as of `now`; the record to store, or nullopt when there is no live
+  // token `id`.
+  std::optional<TokenRecord> Revoke(const std::string& id, Time now, const std::string& replaced_by = "");
+  std::optional<TokenRecord> Find(const std::string& id) const;
+  // From "Bearer hgr_..." or the bare token, as of `now` (Unix ms). Unauthenticated with what to
+  // do when it fails: a wrong, unknown, revoked or expired token each says which it is.
+  StatusOr<Principal> Authenticate(std::string_view header, Time now) const;
   std::vector<TokenRecord> List() const;
   size_t size() const;
 

@@ -9,7 +9,7 @@ TEST(AuthTest, MintedTokensAuthenticateAndStoreNoSecret) {
   TokenBook book;
   auto [record, text] = TokenBook::Mint("alice", Role::kUser, "", 5);
   book.Put(record);
-  auto p = book.Authenticate("Bearer " + text);
+  auto p = book.Authenticate("Bearer " + text, 10);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->user, "alice");
   EXPECT_EQ(p->role, Role::kUser);
@@ -18,7 +18,7 @@ TEST(AuthTest, MintedTokensAuthenticateAndStoreNoSecret) {
   // Round trip through the store's JSON.
   TokenBook again;
   again.Load({{"token", record.id, stored, false}});
-  EXPECT_TRUE(again.Authenticate(text).ok());
+  EXPECT_TRUE(again.Authenticate(text, 10).ok());
   // Salted: the same secret would hash differently under another salt.
   auto [other, other_text] = TokenBook::Mint("alice", Role::kUser, "", 5);
   EXPECT_NE(other.salt, record.salt);
@@ -29,13 +29,43 @@ TEST(AuthTest, BadTokensSayWhatToDo) {
   auto [record, text] = TokenBook::Mint("alice", Role::kUser, "", 5);
   book.Put(record);
   for (const std::string& bad : {std::string(""), std::string("Bearer xyz"), "hgr_" + record.id + "_wrong", std::string("hgr_nounderscore")}) {
-    auto p = book.Authenticate(bad);
+    auto p = book.Authenticate(bad, 10);
     ASSERT_FALSE(p.ok()) << bad;
     EXPECT_EQ(p.status().code(), StatusCode::kUnauthenticated);
     EXPECT_NE(p.status().message().find("hangar token create"), std::string::npos);
   }
   EXPECT_TRUE(book.Erase(record.id));
-  EXPECT_FALSE(book.Authenticate(text).ok());
+  EXPECT_FALSE(book.Authenticate(text, 10).ok());
+}
+
+// Issue 16: tokens expire, and a revoked or expired token is refused with a message that says
+// which -- to its holder only (a wrong secret is just "unknown").
+TEST(AuthTest, ExpiredAndRevokedTokensSayWhich) {
+  TokenBook book;
+  auto [record, text] = TokenBook::Mint("alice", Role::kUser, "", 1000, 60 * kSecond);
+  book.Put(record);
+  EXPECT_EQ(record.expires, 61000);
+  EXPECT_TRUE(book.Authenticate(text, 60999).ok());
+  auto late = book.Authenticate(text, 61000);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(late.status().message(), "token " + record.id + " expired at 1970-01-01T00:01:01Z; ask an admin to rotate it (`hangar token rotate " +
+                                         record.id + "`)");
+  auto revoked = book.Revoke(record.id, 2000, "abcdef012345");
+  ASSERT_TRUE(revoked.has_value());
+  EXPECT_FALSE(book.Revoke(record.id, 3000).has_value()) << "once";
+  auto after = book.Authenticate(text, 2500);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().message(), "token " + record.id +
+                                          " was revoked at 1970-01-01T00:00:02Z (rotated: token abcdef012345 replaces it); ask an admin for a new one");
+  EXPECT_EQ(book.Authenticate("hgr_" + record.id + "_wrong", 2500).status().message().rfind("that token is unknown", 0), 0u);
+  // The revocation survives a restart (it is in the stored record).
+  TokenBook again;
+  again.Load({{"token", record.id, revoked->ToJson(true).dump(), false}});
+  EXPECT_NE(again.Authenticate(text, 2500).status().message().find("was revoked"), std::string::npos);
+  auto [forever, forever_text] = TokenBook::Mint("bob", Role::kUser, "", 1000);
+  book.Put(forever);
+  EXPECT_TRUE(book.Authenticate(forever_text, int64_t{1} << 50).ok());
 }
 
 TEST(AuthTest, RolesGrantWhatTheDocsSay) {

@@ -189,12 +189,20 @@ class ClusterState {
   // ---- events from agents ----
   Status OnRegister(const pb::Register& reg, Time now, Effects* fx);
   void OnDisconnect(const std::string& node, Time now);
-  void OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now);
-  void OnTaskStatus(const std::string& node, const pb::TaskStatus& status, Time now, Effects* fx);
+  // False when the node must register (again) before its heartbeats count: it never registered,
+  // or it was marked lost while its stream stayed up. The agent channel then closes the stream;
+  // the agent reconnects, and its Register reconciles its tasks and brings the node back.
+  bool OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now);
+  // A node may report only on tasks placed on it (in the attempt it runs, or an earlier attempt's
+  // task it is still stopping): anything else is refused with PermissionDenied and changes nothing.
+  Status OnTaskStatus(const std::string& node, const pb::TaskStatus& status, Time now, Effects* fx);
 
   void OnGpuEvent(const std::string& node, const pb::GpuEvent& e, Time now);
   // A task reported a checkpoint: the job's lost-work figure restarts from now.
-  void OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx);
+  Status OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx);
+  // Ok when `node` is a registered node that may report on `task_id` (placed there, or unknown to
+  // every attempt: old news, ignored by the callers); PermissionDenied when it runs elsewhere.
+  Status CheckTaskOwner(const std::string& node, const std::string& task_id) const;
 
   // ---- queues, fair share, accounting (cluster_state_queues.cc) ----
   // Replaces the queue tree (idempotent). Fails, changing nothing, when a quota cannot be
@@ -224,7 +232,11 @@ class ClusterState {
   void Tick(Time now, Effects* fx) {
     UpdateShareHistory(now);
     ReclaimIdle(now, fx);
+    EnforceTimeLimits(now, fx);
   }
+  // Jobs that have run for their time_limit get the checkpoint signal, the grace, then SIGTERM
+  // and SIGKILL, and end timed_out (their GPUs stay held until their tasks have ended).
+  void EnforceTimeLimits(Time now, Effects* fx);
   void OnValidation(const std::string& node, const pb::ValidationResult& r, Time now);
 
   // ---- timers ----
@@ -290,6 +302,7 @@ class ClusterState {
   void EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx);
   void FinishIfDone(JobRecord& j, Time now, Effects* fx);
   void StopTasks(JobRecord& j, Duration grace, Effects* fx);
+  void TimeOut(JobRecord& j, Time now, Effects* fx);
   // Stops the current attempt (with the checkpoint protocol when `checkpoint`) and queues the
   // job again, whole; its resources stay held until its tasks have ended.
   void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint = true);

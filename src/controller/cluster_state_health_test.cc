@@ -124,7 +124,7 @@ TEST_F(HealthLoopTest, Xid79DrainsTheNodeAndRequeuesTheGangWhole) {
     st.set_task_id(m.message.stop().task_id());
     st.set_state(pb::TaskStatus::EXITED);
     st.set_signal(15);
-    state_->OnTaskStatus(m.node, st, now_, &ended);
+    EXPECT_TRUE(state_->OnTaskStatus(m.node, st, now_, &ended).ok());
   }
   Effects cycle;
   state_->Schedule(now_, &cycle);

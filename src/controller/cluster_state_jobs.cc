@@ -127,6 +127,41 @@ Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
   return Status::Ok();
 }
 
+void ClusterState::EnforceTimeLimits(Time now, Effects* fx) {
+  std::vector<sched::JobId> over;
+  for (sched::JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    const Duration limit = j.spec->spec.time_limit;
+    if (limit <= 0 || !j.started || (j.state != JobState::kRunning && j.state != JobState::kStarting)) continue;
+    if (now - j.started >= limit) over.push_back(id);
+  }
+  for (sched::JobId id : over) TimeOut(jobs_.at(id), now, fx);
+}
+
+void ClusterState::TimeOut(JobRecord& j, Time now, Effects* fx) {
+  const job::CheckpointSpec& ckpt = j.spec->spec.checkpoint;
+  // As for a preemption: the checkpoint signal, the job's grace to write one (ended early by
+  // `hangar checkpoint-done` or its exit), then SIGTERM and, after the stop grace, SIGKILL.
+  for (const auto& t : j.tasks) {
+    if (t.phase == TaskRun::Phase::kEnded) continue;
+    pb::ControllerMessage m;
+    m.mutable_stop()->set_task_id(TaskId(j.id, j.attempt, t.index));
+    m.mutable_stop()->set_grace_ms(ckpt.grace);
+    m.mutable_stop()->set_checkpoint_signal(ckpt.signal);
+    m.mutable_stop()->set_kill_grace_ms(options_.stop_grace);
+    fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
+  }
+  CloseAttempt(j, now, 0, "timed_out", fx);
+  j.state = JobState::kTimedOut;
+  j.ended = now;
+  j.message = "time limit " + FormatDuration(j.spec->spec.time_limit) + " reached: sent " +
+              job::SignalName(ckpt.signal) + ", then SIGTERM after at most " + FormatDuration(ckpt.grace) +
+              " and SIGKILL " + FormatDuration(options_.stop_grace) + " later";
+  fx->Event(now, "job", "job/" + std::to_string(j.id), "timed out: " + j.message);
+  Persist(j, fx);
+  dirty_ = true;
+}
+
 void ClusterState::StopTasks(JobRecord& j, Duration grace, Effects* fx) {
   for (const auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kEnded) continue;
@@ -228,12 +263,16 @@ void ClusterState::ZombieEnded(const std::string& task_id) {
   if (it != jobs_.end() && it->second.stopping_tasks > 0) it->second.stopping_tasks--;
 }
 
-void ClusterState::OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx) {
+Status ClusterState::OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx) {
+  // Only the node that runs the task may vouch for its checkpoint (it moves the job's lost-work
+  // mark and, during a preemption, ends the grace).
+  HANGAR_RETURN_IF_ERROR(CheckTaskOwner(node, c.task_id()));
   sched::JobId id;
   uint32_t attempt, index;
-  if (!ParseTaskId(c.task_id(), &id, &attempt, &index)) return;
+  if (!ParseTaskId(c.task_id(), &id, &attempt, &index)) return Status::Ok();
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
+  if (it == jobs_.end()) return Status::Ok();
+  if (it->second.attempt != attempt && !zombies_.count(c.task_id())) return Status::Ok();  // an old attempt's news
   JobRecord& j = it->second;
   j.last_checkpoint = now;
   j.checkpoint_path = c.path();
@@ -241,6 +280,7 @@ void ClusterState::OnCheckpointDone(const std::string& node, const pb::Checkpoin
             "checkpoint written by task " + std::to_string(index) + " on " + node +
                 (c.path().empty() ? "" : ": " + c.path()) + (c.step() ? " (step " + std::to_string(c.step()) + ")" : ""));
   Persist(j, fx);
+  return Status::Ok();
 }
 
 void ClusterState::Persist(const JobRecord& j, Effects* fx) const { fx->batch.jobs.push_back(ToRow(j)); }
@@ -380,7 +420,7 @@ ClusterState::Counts ClusterState::GetCounts() const {
     return counts_cache_;
   }
   Counts c;
-  constexpr int kJobStates = static_cast<int>(JobState::kCancelled) + 1;
+  constexpr int kJobStates = static_cast<int>(JobState::kTimedOut) + 1;
   int64_t jobs[kJobStates] = {};
   for (const auto& [id, j] : jobs_) jobs[static_cast<int>(j.state)]++;
   for (int s = 0; s < kJobStates; ++s) c.jobs_by_state[std::string(job::JobStateName(static_cast<JobState>(s)))] = jobs[s];

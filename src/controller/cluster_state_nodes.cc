@@ -118,7 +118,7 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
     sched::JobId id;
     uint32_t attempt, index;
     bool wanted = false;
-    if (zombies_.count(ref.task_id())) {
+    if (auto z = zombies_.find(ref.task_id()); z != zombies_.end() && z->second.node == n) {
       ok->add_stop_tasks(ref.task_id());  // still to be stopped; keep its resources until it ends
       continue;
     }
@@ -132,7 +132,7 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
             pb::TaskStatus running;
             running.set_task_id(ref.task_id());
             running.set_state(pb::TaskStatus::RUNNING);
-            OnTaskStatus(inv.node(), running, now, fx);
+            (void)OnTaskStatus(inv.node(), running, now, fx);
           }
         }
       }
@@ -170,23 +170,53 @@ void ClusterState::OnDisconnect(const std::string& node, Time now) {
   UpdateCondition(*n);
 }
 
-void ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now) {
+bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now) {
   auto n = topology_->FindNode(node);
-  if (!n) return;
+  if (!n) return false;
   NodeRecord& r = nodes_[*n];
+  if (!r.registered || r.lost) return false;  // it must register (again) first
   r.last_heartbeat = std::max(r.last_heartbeat, now);
   heartbeat_lag_.Observe(&r.clock, hb.time_ms(), now);
   ObserveTelemetry(*n, hb, now);
+  return true;
 }
 
-void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& st, Time now, Effects* fx) {
+Status ClusterState::CheckTaskOwner(const std::string& node, const std::string& task_id) const {
+  auto n = topology_->FindNode(node);
+  if (!n || !nodes_[*n].registered) {
+    return Status::PermissionDenied("a report on task " + task_id + " from '" + node +
+                                    "', which is not a registered node of this cluster");
+  }
+  auto z = zombies_.find(task_id);
+  if (z != zombies_.end()) {
+    if (z->second.node == *n) return Status::Ok();
+    return Status::PermissionDenied("node " + node + " reported task " + task_id + ", which runs on " +
+                                    topology_->nodes()[z->second.node].name);
+  }
+  sched::JobId id;
+  uint32_t attempt, index;
+  if (!ParseTaskId(task_id, &id, &attempt, &index)) return Status::Ok();  // nobody's: ignored
+  auto it = jobs_.find(id);
+  // Another attempt's task, or a job that is gone: old news from a node that was away, ignored.
+  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size()) return Status::Ok();
+  const TaskRun& t = it->second.tasks[index];
+  if (t.node == *n) return Status::Ok();
+  return Status::PermissionDenied("node " + node + " reported task " + task_id + ", which was placed on " +
+                                  topology_->nodes()[t.node].name);
+}
+
+Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& st, Time now, Effects* fx) {
   const bool ended = st.state() == pb::TaskStatus::EXITED || st.state() == pb::TaskStatus::FAILED_TO_START;
   auto n = topology_->FindNode(node);
-  if (n && nodes_[*n].orphans.count(st.task_id()) && ended) {
+  if (n && nodes_[*n].orphans.count(st.task_id())) {
+    if (!ended) return Status::Ok();
     nodes_[*n].orphans.erase(st.task_id());
     if (nodes_[*n].orphans.empty()) UpdateCondition(*n);
-    return;
+    return Status::Ok();
   }
+  // A node reports only on the tasks placed on it: a forged "exited 0" for a task elsewhere
+  // would free GPUs whose processes still run, and the next job would share them.
+  HANGAR_RETURN_IF_ERROR(CheckTaskOwner(node, st.task_id()));
   auto z = zombies_.find(st.task_id());
   if (z != zombies_.end()) {
     if (ended) {
@@ -195,16 +225,16 @@ void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& s
       zombies_.erase(z);
       dirty_ = true;
     }
-    return;
+    return Status::Ok();
   }
   sched::JobId id;
   uint32_t attempt, index;
-  if (!ParseTaskId(st.task_id(), &id, &attempt, &index)) return;
+  if (!ParseTaskId(st.task_id(), &id, &attempt, &index)) return Status::Ok();
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size()) return;
+  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size()) return Status::Ok();
   JobRecord& j = it->second;
   TaskRun& t = j.tasks[index];
-  if (t.phase == TaskRun::Phase::kEnded) return;  // old news
+  if (t.phase == TaskRun::Phase::kEnded) return Status::Ok();  // old news
   if (!ended) {
     t.phase = TaskRun::Phase::kRunning;
     if (j.state == JobState::kStarting) {
@@ -217,7 +247,7 @@ void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& s
         Persist(j, fx);
       }
     }
-    return;
+    return Status::Ok();
   }
   t.exit_code = st.state() == pb::TaskStatus::FAILED_TO_START ? 127 : st.exit_code();
   t.signal = st.signal();
@@ -228,6 +258,7 @@ void ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& s
   }
   FinishIfDone(j, now, fx);
   Persist(j, fx);
+  return Status::Ok();
 }
 
 void ClusterState::CheckHeartbeats(Time now, Effects* fx) {

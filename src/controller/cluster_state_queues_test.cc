@@ -58,7 +58,7 @@ class QueuesTest : public ::testing::Test {
     s.set_task_id(task);
     s.set_state(pb::TaskStatus::RUNNING);
     Effects fx;
-    state_->OnTaskStatus(node, s, now, &fx);
+    EXPECT_TRUE(state_->OnTaskStatus(node, s, now, &fx).ok());
   }
   void Exited(const std::string& node, const std::string& task, Time now, Effects* fx) {
     pb::TaskStatus s;
@@ -66,7 +66,7 @@ class QueuesTest : public ::testing::Test {
     s.set_state(pb::TaskStatus::EXITED);
     s.set_stopped(true);
     s.set_signal(15);
-    state_->OnTaskStatus(node, s, now, fx);
+    EXPECT_TRUE(state_->OnTaskStatus(node, s, now, fx).ok());
   }
   void Utilisation(const std::string& node, uint32_t util, Time now) {
     pb::Heartbeat hb;
@@ -167,7 +167,7 @@ TEST_F(QueuesTest, ACheckpointLowersTheLostWork) {
   pb::CheckpointDone c;
   c.set_task_id("1.0.0");
   c.set_path("/ckpt/step-100");
-  state_->OnCheckpointDone("a", c, 90 * kSecond, &fx);
+  EXPECT_TRUE(state_->OnCheckpointDone("a", c, 90 * kSecond, &fx).ok());
   Submit("name: t\nqueue: train\ntasks: [{gpus: 8, command: [x]}]\n", 100 * kSecond);
   state_->Schedule(100 * kSecond, &fx);
   auto usage = state_->UsageJson("user", 0, 200 * kSecond);

@@ -49,7 +49,7 @@ class ClusterStateTest : public ::testing::Test {
     s.set_task_id(task);
     s.set_state(st);
     s.set_exit_code(code);
-    state_->OnTaskStatus(node, s, now, fx);
+    EXPECT_TRUE(state_->OnTaskStatus(node, s, now, fx).ok());
   }
   static std::vector<const pb::Launch*> Launches(const Effects& fx) {
     std::vector<const pb::Launch*> out;
@@ -173,6 +173,79 @@ TEST_F(ClusterStateTest, GangRunsAndSucceeds) {
   EXPECT_EQ(state_->ListNodes()[0].gpus_free, 8);
 }
 
+// Issue 16: a node reports only on the tasks placed on it. A forged "exited 0" from another node
+// (or from no node at all) would free GPUs whose processes still run, and the next job would be
+// placed on them.
+TEST_F(ClusterStateTest, ANodeCannotEndAnotherNodesTask) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  state_->Schedule(2, &fx);
+  Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  Status("b", "1.0.1", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  ASSERT_EQ(state_->GetJob(1)->state, "running");
+  pb::TaskStatus forged;
+  forged.set_task_id("1.0.1");  // placed on b
+  forged.set_state(pb::TaskStatus::EXITED);
+  Effects st;
+  ::hangar::Status refused = state_->OnTaskStatus("a", forged, 4, &st);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(refused.message(), "node a reported task 1.0.1, which was placed on b");
+  EXPECT_EQ(state_->OnTaskStatus("", forged, 4, &st).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(state_->OnTaskStatus("nowhere", forged, 4, &st).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(st.batch.empty());
+  EXPECT_EQ(state_->GetJob(1)->state, "running");
+  EXPECT_EQ(state_->GetNode("b")->gpus_free, 0) << "b's GPUs still run the task";
+  // Nor can it vouch for b's checkpoint.
+  pb::CheckpointDone c;
+  c.set_task_id("1.0.1");
+  EXPECT_EQ(state_->OnCheckpointDone("a", c, 5, &st).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(st.batch.empty());
+  // b itself may.
+  EXPECT_TRUE(state_->OnCheckpointDone("b", c, 5, &st).ok());
+  ASSERT_EQ(st.batch.events.size(), 1u);
+  EXPECT_EQ(st.batch.events[0].message, "checkpoint written by task 1 on b");
+  EXPECT_TRUE(state_->OnTaskStatus("b", forged, 6, &st).ok());
+  EXPECT_EQ(state_->GetNode("b")->gpus_free, 8);
+}
+
+// Issue 15: time_limit is enforced. At the limit the tasks get the checkpoint signal and the
+// grace, then SIGTERM and SIGKILL; the job ends timed_out and its GPUs are held until its tasks
+// have ended.
+TEST_F(ClusterStateTest, ATimeLimitStopsTheJobWithTheCheckpointProtocol) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec("name: t\ntime_limit: 5s\ncheckpoint: {signal: SIGUSR1, grace: 2s}\n"
+                                  "tasks: [{gpus: 8, command: [sleep, '60']}]\n"),
+                             0, &fx).ok());
+  state_->Schedule(1, &fx);
+  Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 1000, &fx);
+  ASSERT_EQ(state_->GetJob(1)->state, "running");
+  Effects early;
+  state_->EnforceTimeLimits(5999, &early);
+  EXPECT_EQ(state_->GetJob(1)->state, "running");
+  EXPECT_TRUE(early.messages.empty());
+  Effects at;
+  state_->EnforceTimeLimits(6000, &at);
+  auto j = state_->GetJob(1);
+  EXPECT_EQ(j->state, "timed_out");
+  EXPECT_EQ(j->ended, 6000);
+  EXPECT_EQ(j->message, "time limit 5s reached: sent SIGUSR1, then SIGTERM after at most 2s and SIGKILL 10s later");
+  ASSERT_EQ(at.messages.size(), 1u);
+  const pb::Stop& stop = at.messages[0].message.stop();
+  EXPECT_EQ(stop.task_id(), "1.0.0");
+  EXPECT_EQ(stop.checkpoint_signal(), 10);
+  EXPECT_EQ(stop.grace_ms(), 2000);
+  EXPECT_EQ(stop.kill_grace_ms(), 10000);
+  EXPECT_EQ(state_->GetNode("a")->gpus_free, 0) << "held until the task has ended";
+  Effects again;
+  state_->EnforceTimeLimits(7000, &again);
+  EXPECT_TRUE(again.messages.empty()) << "stopped once";
+  Status("a", "1.0.0", pb::TaskStatus::EXITED, 0, 7500, &again);
+  EXPECT_EQ(state_->GetJob(1)->state, "timed_out") << "an exit 0 after the signal does not make it succeeded";
+  EXPECT_EQ(state_->GetNode("a")->gpus_free, 8);
+}
+
 TEST_F(ClusterStateTest, AFailedTaskFailsTheJobAndStopsTheRest) {
   RegisterAll(0);
   Effects fx;
@@ -225,6 +298,13 @@ TEST_F(ClusterStateTest, LostNodeRequeuesTheGangWhole) {
   EXPECT_EQ(j->restarts, 1u);
   EXPECT_NE(j->message.find("node b lost"), std::string::npos);
   EXPECT_EQ(state_->GetNode("b")->state, "lost");
+  // Issue 15: b's agent was only stopped (SIGSTOP) and beats again on the same stream; the
+  // heartbeat says "register again" (the channel then closes the stream) instead of being taken
+  // as if nothing had happened, and b stays lost until it has.
+  EXPECT_FALSE(state_->OnHeartbeat("b", hb, 3550));
+  EXPECT_EQ(state_->GetNode("b")->state, "lost");
+  EXPECT_TRUE(state_->OnHeartbeat("a", hb, 3550));
+  EXPECT_FALSE(state_->OnHeartbeat("nowhere", hb, 3550));
   bool stop_a = false;
   for (const auto& m : lost.messages) stop_a |= m.node == "a" && m.message.has_stop();
   EXPECT_TRUE(stop_a);

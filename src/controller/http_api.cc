@@ -1,7 +1,9 @@
 #include "controller/http_api.h"
 
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
+#include "api/body.h"
 #include "api/views.h"
 #include "common/net.h"
 #include "job/queue_spec.h"
@@ -12,12 +14,13 @@ namespace {
 
 void Reply(httplib::Response& res, const Status& s) {
   res.status = api::HttpStatusFor(s);
-  res.set_content(api::ErrorJson(s).dump() + "\n", "application/json");
+  res.set_content(api::SafeDump(api::ErrorJson(s)) + "\n", "application/json");
 }
 
+// SafeDump: a name with invalid UTF-8 that got into the state must not turn every listing into a 500.
 void Reply(httplib::Response& res, int code, const nlohmann::json& body) {
   res.status = code;
-  res.set_content(body.dump() + "\n", "application/json");
+  res.set_content(api::SafeDump(body) + "\n", "application/json");
 }
 
 StatusOr<uint64_t> IdOf(const httplib::Request& req) {
@@ -38,6 +41,32 @@ StatusOr<uint32_t> TaskOf(const httplib::Request& req) {
   }
 }
 
+// A POST whose body is read through a bounded reader: cpp-httplib applies its body limit to
+// Content-Length only, so a chunked body of any size would be read whole into memory first.
+void BoundedPost(httplib::Server& s, const std::string& pattern, httplib::Server::Handler handler) {
+  s.Post(pattern, [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                 const httplib::ContentReader& read) {
+    std::string body;
+    bool over = false;
+    read([&](const char* data, size_t n) {
+      if (body.size() + n > HttpApi::kMaxBody) {
+        over = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (over) {
+      res.set_header("Connection", "close");
+      return Reply(res, Status::ResourceExhausted("the request body is over 1 MiB; a job spec is a few KB, send one "
+                                                  "job at a time"));
+    }
+    httplib::Request bounded = req;
+    bounded.body = std::move(body);
+    handler(bounded, res);
+  });
+}
+
 }  // namespace
 
 HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens)
@@ -53,7 +82,8 @@ std::optional<Principal> HttpApi::Authorize(const httplib::Request& req, httplib
     p.role = Role::kAdmin;
     p.user = req.has_header("X-Hangar-User") ? req.get_header_value("X-Hangar-User") : "anonymous";
   } else {
-    auto who = tokens_->Authenticate(req.has_header("Authorization") ? req.get_header_value("Authorization") : "");
+    auto who = tokens_->Authenticate(req.has_header("Authorization") ? req.get_header_value("Authorization") : "",
+                                     owner_->clock()->Now());
     if (!who.ok()) {
       Reply(res, who.status());
       return std::nullopt;
@@ -107,12 +137,65 @@ void HttpApi::Routes() {
     } else {
       st = Status(StatusCode::kInvalidArgument, "the request could not be handled (HTTP " + std::to_string(res.status) + ")");
     }
-    res.set_content(api::ErrorJson(st).dump() + "\n", "application/json");
+    res.set_content(api::SafeDump(api::ErrorJson(st)) + "\n", "application/json");
   });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    Reply(res, Status::Internal("the controller failed to handle this request; see its log"));
+  // No 500 without its cause in the log.
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("HTTP {} {} failed: {}", req.method, req.path, what);
+    Reply(res, Status::Internal("the controller failed to handle this request (" + what + "); see its log"));
   });
 
+  // The audit log: every call that may change something, as answered (issue 16).
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") return;
+    AuditRow row;
+    row.time = owner_->clock()->Now();
+    if (!tokens_) {
+      row.user = req.has_header("X-Hangar-User") ? req.get_header_value("X-Hangar-User") : "anonymous";
+      row.role = "admin (--auth none)";
+    } else if (auto who = tokens_->Authenticate(
+                   req.has_header("Authorization") ? req.get_header_value("Authorization") : "", row.time);
+               who.ok()) {
+      row.user = who->user;
+      row.role = std::string(RoleName(who->role));
+    }
+    row.method = req.method;
+    row.path = req.target.empty() ? req.path : req.target;
+    row.remote = req.remote_addr + ":" + std::to_string(req.remote_port);
+    row.status = res.status;
+    if (res.status >= 400) {
+      auto body = nlohmann::json::parse(res.body, nullptr, false);
+      if (body.is_object() && body.contains("error") && body["error"].is_object()) {
+        row.message = body["error"].value("message", "");
+      }
+    }
+    owner_->RecordAudit(std::move(row));
+  });
+  s.Get("/v1/audit", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kAuditRead)) return;
+    int limit = 100;
+    if (req.has_param("limit")) {
+      auto n = api::ParseCount(req.get_param_value("limit"), "limit", 1, 10000);
+      if (!n.ok()) return Reply(res, n.status());
+      limit = static_cast<int>(*n);
+    }
+    const std::string user = req.has_param("user") ? req.get_param_value("user") : "";
+    auto rows = owner_->Audit(user, limit);
+    if (!rows.ok()) return Reply(res, rows.status());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& a : *rows) {
+      out.push_back({{"id", a.id}, {"time_ms", a.time}, {"user", a.user}, {"role", a.role}, {"method", a.method},
+                     {"path", a.path}, {"remote", a.remote}, {"status", a.status}, {"message", a.message}});
+    }
+    Reply(res, 200, {{"audit", out}});
+  });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });
@@ -120,6 +203,12 @@ void HttpApi::Routes() {
     if (!Authorize(req, res, Permission::kMetricsRead)) return;
     const bool dcgm = req.has_param("labels") && req.get_param_value("labels") == "dcgm";
     metrics_->SetAgents(static_cast<double>(hub_->connected()), static_cast<double>(hub_->heartbeats()));
+    std::vector<std::pair<std::string, int64_t>> refused;
+    for (size_t r = 0; r < static_cast<size_t>(AgentHub::Refusal::kCount); ++r) {
+      const auto why = static_cast<AgentHub::Refusal>(r);
+      refused.emplace_back(AgentHub::RefusalName(why), hub_->refused(why));
+    }
+    metrics_->SetAgentRefusals(refused);
     metrics_->SetCounts(owner_->Call<ClusterState::Counts>([](ClusterState& st, Effects*) { return st.GetCounts(); }));
     // ?gpus=0: the controller's own series only. Per-GPU series cost ~15 lines per GPU (1.2M
     // at 10,240 nodes x 8): a fleet that large scrapes them from dcgm-exporter on each node.
@@ -131,9 +220,12 @@ void HttpApi::Routes() {
     res.set_content(metrics_->Render() + ControllerMetrics::RenderGpuSeries(gpus, dcgm), "text/plain; version=0.0.4");
   });
 
-  s.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+  BoundedPost(s, "/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, Permission::kJobsSubmit);
     if (!who) return;
+    Status readable = api::CheckUtf8(req.body, "the job spec");
+    if (readable.ok()) readable = api::CheckNesting(req.body, "the job spec");
+    if (!readable.ok()) return Reply(res, readable);
     auto spec = job::ParseJobSpec(req.body, "request body");
     if (!spec.ok()) return Reply(res, spec.status());
     for (const auto& t : spec->tasks) {
@@ -143,12 +235,16 @@ void HttpApi::Routes() {
     }
     spec->user = who->user;  // who submits, never what the spec says
     // A job array: `?count=N` submits N copies in one commit (a sweep, a benchmark's queue).
+    // Bounded, so that one request cannot hold the state thread (and every other caller) for
+    // seconds: larger arrays are several requests.
     long count = 1;
     if (req.has_param("count")) {
-      count = std::strtol(req.get_param_value("count").c_str(), nullptr, 10);
-      if (count < 1 || count > 1'000'000) {
-        return Reply(res, Status::InvalidArgument("count must be 1 to 1,000,000"));
+      auto n = api::ParseCount(req.get_param_value("count"), "count", 1, kMaxSubmitCount);
+      if (!n.ok()) {
+        return Reply(res, Status::InvalidArgument(n.status().message() +
+                                                  "; submit larger arrays in several requests"));
       }
+      count = static_cast<long>(*n);
     }
     auto ids = owner_->Call<StatusOr<std::pair<sched::JobId, sched::JobId>>>(
         [spec = std::move(*spec), count, this, p = *who](ClusterState& st, Effects* fx) -> StatusOr<std::pair<sched::JobId, sched::JobId>> {
@@ -170,10 +266,14 @@ void HttpApi::Routes() {
     if (!who) return;
     std::string state = req.has_param("state") ? req.get_param_value("state") : "";
     if (!state.empty() && !job::ParseJobState(state)) {
-      return Reply(res, Status::InvalidArgument("state '" + state + "' is not a job state (pending, starting, running, preempting, succeeded, failed, cancelled)"));
+      return Reply(res, Status::InvalidArgument("state '" + state + "' is not a job state (pending, starting, running, preempting, succeeded, failed, cancelled, timed_out)"));
     }
     size_t limit = 1000;
-    if (req.has_param("limit")) limit = std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10);
+    if (req.has_param("limit")) {
+      auto n = api::ParseCount(req.get_param_value("limit"), "limit", 1, 1'000'000);
+      if (!n.ok()) return Reply(res, n.status());
+      limit = static_cast<size_t>(*n);
+    }
     auto jobs = owner_->Call<std::vector<api::JobView>>([&](ClusterState& st, Effects*) { return st.ListJobsFor(*who, state, limit); });
     nlohmann::json out = nlohmann::json::array();
     for (const auto& j : jobs) out.push_back(api::ToJson(j));
@@ -203,7 +303,7 @@ void HttpApi::Routes() {
     if (!st.ok()) return Reply(res, st);
     Reply(res, 200, {{"id", *id}, {"state", "cancelled"}});
   };
-  s.Post(R"(/v1/jobs/(\d+)/cancel)", cancel);
+  BoundedPost(s, R"(/v1/jobs/(\d+)/cancel)", cancel);
   s.Delete(R"(/v1/jobs/(\d+))", cancel);
   s.Get(R"(/v1/jobs/(\d+)/explain)", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, Permission::kJobsRead);
@@ -291,11 +391,13 @@ void HttpApi::Routes() {
       if (!Authorize(req, res, Permission::kNodesDrain)) return;
       std::string name = req.matches[1].str(), reason;
       if (on) {
-        auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
-        if (body.is_discarded() || !body.is_object()) {
-          return Reply(res, Status::InvalidArgument("the body must be JSON like {\"reason\": \"bad fan\"}"));
-        }
-        reason = body.value("reason", "");
+        auto body = api::ParseObject(req.body, "{\"reason\": \"bad fan\"}");
+        if (!body.ok()) return Reply(res, body.status());
+        auto r = api::OptString(*body, "reason");
+        if (!r.ok()) return Reply(res, r.status());
+        reason = r->value_or("");
+        Status text = api::CheckUtf8(reason, "the reason");
+        if (!text.ok()) return Reply(res, text);
       }
       Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
         return on ? s.Drain(name, reason, owner_->clock()->Now(), fx) : s.Undrain(name, owner_->clock()->Now(), fx);
@@ -304,28 +406,36 @@ void HttpApi::Routes() {
       Reply(res, 200, {{"node", name}, {"drained", on}});
     };
   };
-  s.Post(R"(/v1/nodes/([^/]+)/drain)", drain(true));
-  s.Post(R"(/v1/nodes/([^/]+)/undrain)", drain(false));
-  s.Post(R"(/v1/nodes/([^/]+)/remediate)", [this](const httplib::Request& req, httplib::Response& res) {
+  BoundedPost(s, R"(/v1/nodes/([^/]+)/drain)", drain(true));
+  BoundedPost(s, R"(/v1/nodes/([^/]+)/undrain)", drain(false));
+  BoundedPost(s, R"(/v1/nodes/([^/]+)/remediate)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kNodesDrain)) return;
     const std::string name = req.matches[1].str();
-    auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object() || !body.contains("remedy") || !body["remedy"].is_string() ||
-        (body.contains("gpu") && !body["gpu"].is_number_integer())) {
-      return Reply(res, Status::InvalidArgument(
-                            "the body must be JSON like {\"remedy\": \"gpu-reset\", \"gpu\": 3, \"note\": \"nvidia-smi -r\"} "
-                            "(remedy: gpu-reset, reboot or repair)"));
+    constexpr const char* kExample =
+        "{\"remedy\": \"gpu-reset\", \"gpu\": 3, \"note\": \"nvidia-smi -r\"} (remedy: gpu-reset, reboot or repair)";
+    auto body = api::ParseObject(req.body, kExample);
+    if (!body.ok()) return Reply(res, body.status());
+    auto remedy_field = api::OptString(*body, "remedy");
+    auto gpu_field = api::OptInt(*body, "gpu", -1, 1023);
+    auto note_field = api::OptString(*body, "note");
+    for (const Status& bad : {remedy_field.status(), gpu_field.status(), note_field.status()}) {
+      if (!bad.ok()) return Reply(res, bad);
     }
-    const std::string remedy = body["remedy"].get<std::string>();
-    const int gpu = body.value("gpu", -1);
-    const std::string note = body.value("note", "");
+    if (!remedy_field->has_value()) {
+      return Reply(res, Status::InvalidArgument(std::string("the body needs \"remedy\": send JSON like ") + kExample));
+    }
+    const std::string remedy = **remedy_field;
+    const int gpu = static_cast<int>(gpu_field->value_or(-1));
+    const std::string note = note_field->value_or("");
+    Status text = api::CheckUtf8(note, "the note");
+    if (!text.ok()) return Reply(res, text);
     Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
       return s.Remediate(name, remedy, gpu, note, owner_->clock()->Now(), fx);
     });
     if (!st.ok()) return Reply(res, st);
     Reply(res, 200, {{"node", name}, {"remedy", remedy}, {"gpu", gpu}});
   });
-  s.Post("/v1/health/safety-valve/reset", [this](const httplib::Request& req, httplib::Response& res) {
+  BoundedPost(s, "/v1/health/safety-valve/reset", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kNodesDrain)) return;
     owner_->Call<bool>([&](ClusterState& s, Effects* fx) {
       s.ResetSafetyValve(owner_->clock()->Now(), fx);
@@ -333,8 +443,11 @@ void HttpApi::Routes() {
     });
     Reply(res, 200, {{"safety_valve", "reset"}});
   });
-  s.Post("/v1/queues", [this](const httplib::Request& req, httplib::Response& res) {
+  BoundedPost(s, "/v1/queues", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kQueuesApply)) return;
+    Status readable = api::CheckUtf8(req.body, "the queues file");
+    if (readable.ok()) readable = api::CheckNesting(req.body, "the queues file");
+    if (!readable.ok()) return Reply(res, readable);
     auto specs = job::ParseQueues(req.body, "queues file");
     if (!specs.ok()) return Reply(res, specs.status());
     auto summary = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects* fx) -> StatusOr<nlohmann::json> {
@@ -377,27 +490,46 @@ void HttpApi::Routes() {
     if (!who) return;
     Reply(res, 200, {{"user", who->user}, {"role", std::string(RoleName(who->role))}, {"open", who->open}});
   });
-  s.Post("/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
+  BoundedPost(s, "/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kTokensManage)) return;
     if (!tokens_) {
       return Reply(res, Status::FailedPrecondition("this controller runs with --auth none: it takes no tokens; "
                                                    "restart it with --auth tokens"));
     }
-    auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
-    if (!body.is_object()) return Reply(res, Status::InvalidArgument("the body must be JSON like {\"user\": \"alice\", \"role\": \"user\"}"));
-    const std::string user = body.value("user", ""), node = body.value("node", "");
-    auto role = ParseRole(body.value("role", ""));
+    auto body = api::ParseObject(req.body, "{\"user\": \"alice\", \"role\": \"user\"}");
+    if (!body.ok()) return Reply(res, body.status());
+    auto user_field = api::OptString(*body, "user");
+    auto node_field = api::OptString(*body, "node");
+    auto role_field = api::OptString(*body, "role");
+    auto ttl_field = api::OptString(*body, "ttl");
+    for (const Status& bad : {user_field.status(), node_field.status(), role_field.status(), ttl_field.status()}) {
+      if (!bad.ok()) return Reply(res, bad);
+    }
+    const std::string user = user_field->value_or(""), node = node_field->value_or("");
+    auto role = ParseRole(role_field->value_or(""));
     if (!role) return Reply(res, Status::InvalidArgument("role must be admin, queue-admin, user, viewer or node"));
     if (*role == Role::kNode ? node.empty() : user.empty()) {
       return Reply(res, Status::InvalidArgument(*role == Role::kNode ? "a node token needs the node: --node NAME"
                                                                      : "a token needs the user it acts as: --user NAME"));
+    }
+    // People's tokens expire (90 days unless the request says otherwise; "never" for none);
+    // node tokens do not unless asked, since an agent cannot renew its own.
+    Duration ttl = *role == Role::kNode ? 0 : kDefaultTokenTtl;
+    if (ttl_field->has_value() && **ttl_field != "never") {
+      auto d = ParseDuration(**ttl_field);
+      if (!d.ok() || *d <= 0) {
+        return Reply(res, Status::InvalidArgument("ttl must be a duration like 30d, 12h or 90m, or \"never\""));
+      }
+      ttl = *d;
+    } else if (ttl_field->has_value()) {
+      ttl = 0;
     }
     auto minted = owner_->Call<StatusOr<std::pair<TokenRecord, std::string>>>(
         [&](ClusterState& st, Effects* fx) -> StatusOr<std::pair<TokenRecord, std::string>> {
           if (*role == Role::kNode && !st.topology().FindNode(node)) {
             return Status::NotFound("node '" + node + "' is not in cluster.yaml");
           }
-          auto m = TokenBook::Mint(*role == Role::kNode ? "node:" + node : user, *role, node, owner_->clock()->Now());
+          auto m = TokenBook::Mint(*role == Role::kNode ? "node:" + node : user, *role, node, owner_->clock()->Now(), ttl);
           fx->batch.values.push_back({"token", m.first.id, m.first.ToJson(true).dump(), false});
           fx->Event(owner_->clock()->Now(), "auth", "token/" + m.first.id,
                     "token made for " + m.first.user + " (" + std::string(RoleName(*role)) + ")");
@@ -407,6 +539,33 @@ void HttpApi::Routes() {
     tokens_->Put(minted->first);  // durable now
     nlohmann::json out = minted->first.ToJson(false);
     out["token"] = minted->second;
+    Reply(res, 201, out);
+  });
+  // Rotation: a new secret for the same user, role and node (and the same lifetime), and the old
+  // token revoked in the same commit. An expired token may be rotated; a revoked one may not.
+  BoundedPost(s, R"(/v1/tokens/([0-9a-f]+)/rotate)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kTokensManage)) return;
+    const std::string id = req.matches[1].str();
+    auto old = tokens_ ? tokens_->Find(id) : std::nullopt;
+    if (!old || old->revoked) {
+      return Reply(res, Status::NotFound("no token " + id + " to rotate" + (old ? " (it was revoked)" : "") +
+                                         "; `hangar token list` lists them"));
+    }
+    const Time now = owner_->clock()->Now();
+    auto [fresh, secret] = TokenBook::Mint(old->user, old->role, old->node, now, old->expires ? old->expires - old->created : 0);
+    auto revoked = tokens_->Revoke(id, now, fresh.id);
+    if (!revoked) return Reply(res, Status::NotFound("token " + id + " was revoked meanwhile"));
+    owner_->Call<int>([&](ClusterState&, Effects* fx) {
+      fx->batch.values.push_back({"token", fresh.id, fresh.ToJson(true).dump(), false});
+      fx->batch.values.push_back({"token", id, revoked->ToJson(true).dump(), false});
+      fx->Event(now, "auth", "token/" + id, "token rotated: " + fresh.id + " replaces it");
+      return 0;
+    });
+    tokens_->Put(fresh);
+    hub_->CloseStreamsOf(id);
+    nlohmann::json out = fresh.ToJson(false);
+    out["token"] = secret;
+    out["replaces"] = id;
     Reply(res, 201, out);
   });
   s.Get("/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
@@ -420,19 +579,27 @@ void HttpApi::Routes() {
   s.Delete(R"(/v1/tokens/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kTokensManage)) return;
     const std::string id = req.matches[1].str();
-    if (!tokens_ || !tokens_->Erase(id)) return Reply(res, Status::NotFound("no token " + id + "; `hangar token list` lists them"));
+    auto revoked = tokens_ ? tokens_->Revoke(id, owner_->clock()->Now()) : std::nullopt;
+    if (!revoked) return Reply(res, Status::NotFound("no live token " + id + "; `hangar token list` lists them"));
+    // Kept, marked revoked: whoever still holds it is told so, not "unknown".
     owner_->Call<int>([&](ClusterState&, Effects* fx) {
-      fx->batch.values.push_back({"token", id, "", true});
+      fx->batch.values.push_back({"token", id, revoked->ToJson(true).dump(), false});
       fx->Event(owner_->clock()->Now(), "auth", "token/" + id, "token revoked");
       return 0;
     });
+    hub_->CloseStreamsOf(id);  // an agent on this token is cut off now, not at its next reconnect
     Reply(res, 200, {{"id", id}, {"revoked", true}});
   });
   s.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kEventsRead)) return;
     std::string subject = req.has_param("subject") ? req.get_param_value("subject") : "";
-    int limit = req.has_param("limit") ? std::atoi(req.get_param_value("limit").c_str()) : 100;
-    auto events = owner_->Events(subject, std::clamp(limit, 1, 10000));
+    int limit = 100;
+    if (req.has_param("limit")) {
+      auto n = api::ParseCount(req.get_param_value("limit"), "limit", 1, 10000);
+      if (!n.ok()) return Reply(res, n.status());
+      limit = static_cast<int>(*n);
+    }
+    auto events = owner_->Events(subject, limit);
     if (!events.ok()) return Reply(res, events.status());
     nlohmann::json out = nlohmann::json::array();
     for (const auto& e : *events) {

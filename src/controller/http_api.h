@@ -24,6 +24,11 @@ namespace hangar::controller {
 class HttpApi {
  public:
   static constexpr size_t kMaxBody = 1 << 20;
+  // Most copies one `POST /v1/jobs?count=N` may submit (each request is one commit on the state
+  // thread; 10,000 take ~0.3 s).
+  static constexpr long kMaxSubmitCount = 10'000;
+  // How long a person's token lives unless its request says ("ttl": "30d" or "never").
+  static constexpr Duration kDefaultTokenTtl = 90 * kDay;
 
   // `tokens` null: the API is open (`--auth none`) and every caller is an admin named by the
   // X-Hangar-User header (or "anonymous").

@@ -24,6 +24,7 @@ ControllerMetrics::ControllerMetrics() : registry_(std::make_shared<prometheus::
   agents_ = &BuildGauge().Name("hangar_agents_connected").Help("Agent streams open").Register(*registry_).Add({});
   nodes_lost_ = &BuildCounter().Name("hangar_nodes_lost_total").Help("Times a node was marked lost (silent past the heartbeat timeout) since the controller started").Register(*registry_).Add({});
   heartbeat_lag_ = &BuildGauge().Name("hangar_heartbeat_lag_seconds").Help("How late heartbeats arrive (p90 over the last second); silent nodes get this much longer than the timeout").Register(*registry_).Add({});
+  refused_ = &BuildCounter().Name("hangar_agent_messages_refused_total").Help("Agent-channel messages refused: before Register, a second Register, a report on a task placed on another node, unrequested log bytes").Register(*registry_);
   heartbeats_ = &BuildGauge().Name("hangar_agent_heartbeats").Help("Heartbeats received since the controller started").Register(*registry_).Add({});
 }
 
@@ -61,6 +62,14 @@ void ControllerMetrics::SetAgents(double connected, double heartbeats_total) {
   std::lock_guard<std::mutex> l(mu_);
   agents_->Set(connected);
   heartbeats_->Set(heartbeats_total);
+}
+
+void ControllerMetrics::SetAgentRefusals(const std::vector<std::pair<std::string, int64_t>>& by_reason) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [reason, n] : by_reason) {
+    prometheus::Counter& c = refused_->Add({{"reason", reason}});
+    if (static_cast<double>(n) > c.Value()) c.Increment(static_cast<double>(n) - c.Value());
+  }
 }
 
 std::string ControllerMetrics::RenderGpuSeries(const std::vector<ClusterState::GpuSeries>& gpus,

@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "controller/cluster_state.h"
 
@@ -24,6 +26,8 @@ class ControllerMetrics {
   void SetCounts(const ClusterState::Counts& counts);
   void CountSubmit() { submitted_->Increment(); }
   void SetAgents(double connected, double heartbeats_total);
+  // Agent-channel messages refused (forged or foreign), by reason, as counted by the hub.
+  void SetAgentRefusals(const std::vector<std::pair<std::string, int64_t>>& by_reason);
   // The text exposition format.
   std::string Render();
   // Per-GPU series under dcgm-exporter's metric names. Labels: gpu, uuid, pci_bus_id, device,
@@ -45,6 +49,7 @@ class ControllerMetrics {
   prometheus::Gauge* heartbeats_;
   prometheus::Gauge* heartbeat_lag_;
   prometheus::Counter* nodes_lost_;
+  prometheus::Family<prometheus::Counter>* refused_;
   std::mutex mu_;
   Time last_counts_ = 0;
 };

@@ -36,6 +36,24 @@ void StateOwner::PostLazy(Command cmd) {
   queue_.push_back(std::move(cmd));
 }
 
+StatusOr<std::vector<AuditRow>> StateOwner::Audit(const std::string& user, int limit) {
+  using Result = StatusOr<std::vector<AuditRow>>;
+  auto promise = std::make_shared<std::promise<Result>>();
+  auto future = promise->get_future();
+  Post([this, user, limit, promise](ClusterState&, Effects*, AfterCommit* after) {
+    auto r = std::make_shared<Result>(store_->Audit(user, limit));
+    after->push_back([promise, r] { promise->set_value(std::move(*r)); });
+  });
+  return future.get();
+}
+
+void StateOwner::RecordAudit(AuditRow row) {
+  auto r = std::make_shared<AuditRow>(std::move(row));
+  // Lazy: it rides on the owner's next commit (within 100 ms) instead of costing an fsync of its
+  // own after every call.
+  PostLazy([r](ClusterState&, Effects* fx, AfterCommit*) { fx->batch.audit.push_back(std::move(*r)); });
+}
+
 OwnerStats StateOwner::stats() const {
   std::lock_guard<std::mutex> l(mu_);
   return stats_;

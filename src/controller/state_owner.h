@@ -67,6 +67,10 @@ class StateOwner {
   }
   // Events from the store (read on the owner thread: the store is single-threaded).
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit);
+  StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit);
+  // Appends a row to the audit log with the owner's next commit (within 100 ms; it does not wake
+  // the owner).
+  void RecordAudit(AuditRow row);
   OwnerStats stats() const;
   Clock* clock() const { return clock_; }
 

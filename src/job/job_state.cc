@@ -13,19 +13,20 @@ std::string_view JobStateName(JobState s) {
     case JobState::kSucceeded: return "succeeded";
     case JobState::kFailed: return "failed";
     case JobState::kCancelled: return "cancelled";
+    case JobState::kTimedOut: return "timed_out";
   }
   return "unknown";
 }
 
 std::optional<JobState> ParseJobState(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(JobState::kCancelled); ++i) {
+  for (int i = 0; i <= static_cast<int>(JobState::kTimedOut); ++i) {
     if (JobStateName(static_cast<JobState>(i)) == name) return static_cast<JobState>(i);
   }
   return std::nullopt;
 }
 
 bool IsFinal(JobState s) {
-  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled || s == JobState::kTimedOut;
 }
 
 bool HoldsResources(JobState s) {
@@ -36,6 +37,7 @@ bool CanTransition(JobState from, JobState to) {
   using S = JobState;
   if (IsFinal(from)) return false;
   if (to == S::kCancelled) return true;
+  if (to == S::kTimedOut) return HoldsResources(from);
   switch (from) {
     case S::kPending: return to == S::kStarting;
     case S::kStarting:

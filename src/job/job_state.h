@@ -6,6 +6,7 @@
 //      |                  +------- node lost --------+--- preempt --> preempting
 //      +--------------- requeue (lost node, preemption, reclaim) -------------+
 //   any non-final state --cancel--> cancelled
+//   starting, running, preempting --time limit reached--> timed_out
 #pragma once
 
 #include <optional>
@@ -23,6 +24,7 @@ enum class JobState : uint8_t {
   kSucceeded,
   kFailed,
   kCancelled,
+  kTimedOut,  // ran to its time_limit: checkpoint signal, grace, then killed
 };
 
 std::string_view JobStateName(JobState s);

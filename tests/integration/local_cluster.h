@@ -49,6 +49,7 @@ class LocalCluster {
 
   const std::string& dir() const { return dir_; }
   int api_port() const { return api_port_; }
+  int agent_port() const { return agent_port_; }
 
  private:
   pid_t Spawn(const std::vector<std::string>& args, const std::string& log);

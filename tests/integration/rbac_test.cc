@@ -104,11 +104,18 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
       {"POST", "/v1/tokens", R"({"user": "dave", "role": "viewer"})", {"admin"}},
       {"DELETE", "/v1/tokens/ffffffffffff", "", {"admin"}},
       {"GET", "/v1/whoami", "", {"admin", "queue-admin", "user", "other-user", "viewer", "node"}},
+      {"GET", "/v1/audit", "", {"admin"}},
   };
+  struct Made {
+    std::string role, method, path;
+    int status;
+  };
+  std::vector<Made> mutating;
   int checked = 0;
   for (const auto& e : endpoints) {
     for (const auto& role : roles) {
       Reply r = Call(role, e.method, e.path, e.body);
+      if (e.method != "GET") mutating.push_back({role, e.method, e.path, r.status});
       SCOPED_TRACE(role + " " + e.method + " " + e.path + " -> " + std::to_string(r.status) + " " + r.body.dump());
       ASSERT_NE(r.status, 0) << "no answer";
       if (role == "no-token" || role == "bad-token") {
@@ -128,6 +135,35 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
   EXPECT_EQ(checked, static_cast<int>(endpoints.size() * roles.size()));
   // /healthz needs no token at all.
   EXPECT_EQ(Call("no-token", "GET", "/healthz").status, 200);
+
+  // Issue 16: the audit log has every one of those mutating calls -- who, what, from where, and
+  // how it was answered -- the denied ones too.
+  const std::map<std::string, std::string> user_of = {
+      {"admin", "admin"}, {"queue-admin", "carol"}, {"user", "alice"}, {"other-user", "bob"},
+      {"viewer", "vic"},  {"node", "node-1"},  {"no-token", ""},  {"bad-token", ""}};
+  nlohmann::json audit;
+  ASSERT_TRUE(LocalCluster::WaitFor([&] {
+    audit = Call("admin", "GET", "/v1/audit?limit=10000").body["audit"];
+    return audit.size() >= mutating.size();
+  }, 5 * kSecond)) << audit.size() << " rows for " << mutating.size() << " calls";
+  for (const auto& m : mutating) {
+    SCOPED_TRACE(m.role + " " + m.method + " " + m.path + " -> " + std::to_string(m.status));
+    bool found = false;
+    for (auto& row : audit) {
+      if (row.is_null() || row["method"] != m.method || row["path"] != m.path || row["status"] != m.status ||
+          row["user"] != user_of.at(m.role)) {
+        continue;
+      }
+      EXPECT_EQ(row["remote"].get<std::string>().rfind("127.0.0.1:", 0), 0u) << row.dump();
+      if (m.status >= 400) {
+        EXPECT_FALSE(row["message"].get<std::string>().empty()) << row.dump();
+      }
+      row = nullptr;  // each row answers for one call
+      found = true;
+      break;
+    }
+    EXPECT_TRUE(found);
+  }
 }
 
 TEST_F(RbacTest, UsersSeeAndCancelOnlyTheirOwnJobs) {

@@ -16,6 +16,10 @@ class MemoryStore final : public StateStore {
       e.id = ++last_event_;
       events_.push_back(std::move(e));
     }
+    for (auto a : b.audit) {
+      a.id = static_cast<int64_t>(audit_.size()) + 1;
+      audit_.push_back(std::move(a));
+    }
     for (const auto& v : b.values) {
       if (v.erase) values_.erase({v.table, v.key});
       else values_[{v.table, v.key}] = v;
@@ -36,12 +40,20 @@ class MemoryStore final : public StateStore {
     }
     return out;
   }
+  StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) override {
+    std::vector<AuditRow> out;
+    for (auto it = audit_.rbegin(); it != audit_.rend() && static_cast<int>(out.size()) < limit; ++it) {
+      if (user.empty() || it->user == user) out.push_back(*it);
+    }
+    return out;
+  }
   std::string Describe() const override { return "memory://"; }
 
  private:
   std::map<uint64_t, JobRow> jobs_;
   std::map<std::string, NodeRow> nodes_;
   std::vector<EventRow> events_;
+  std::vector<AuditRow> audit_;
   std::map<std::pair<std::string, std::string>, KeyValueRow> values_;
   int64_t last_event_ = 0;
 };

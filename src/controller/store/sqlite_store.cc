@@ -1,7 +1,13 @@
 // The embedded default store: one SQLite file in WAL mode with synchronous=FULL, so a commit
 // that returned survives a crash of the controller or of the machine.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -21,6 +27,10 @@ CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT, time_ms INTEGER, kind TEXT, subject TEXT, message TEXT);
 CREATE INDEX IF NOT EXISTS events_subject ON events(subject, id);
+CREATE TABLE IF NOT EXISTS audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, time_ms INTEGER, user TEXT, role TEXT, method TEXT,
+  path TEXT, remote TEXT, status INTEGER, message TEXT);
+CREATE INDEX IF NOT EXISTS audit_user ON audit(user, id);
 CREATE TABLE IF NOT EXISTS kv (tbl TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
   PRIMARY KEY (tbl, key));
 )sql";
@@ -35,6 +45,7 @@ class SqliteStore final : public StateStore {
   ~SqliteStore() override {
     stmts_.clear();
     if (db_) sqlite3_close(db_);
+    if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
   }
 
   Status Open(const std::string& path) {
@@ -42,6 +53,17 @@ class SqliteStore final : public StateStore {
     std::error_code ec;
     auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    HANGAR_RETURN_IF_ERROR(Lock());
+    // The store holds jobs' specs (and their environments): its owner's alone. SQLite gives the
+    // -wal and -shm files the mode of the database file.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::Unavailable("cannot open the store " + path + ": " + std::strerror(errno));
+    ::fchmod(fd, 0600);
+    struct stat st {};
+    ::fstat(fd, &st);
+    inode_ = st.st_ino;
+    ::close(fd);
+    for (const char* suffix : {"-wal", "-shm"}) ::chmod((path + suffix).c_str(), 0600);
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
       return Status::Unavailable("cannot open the store " + path + ": " + Error());
@@ -56,6 +78,13 @@ class SqliteStore final : public StateStore {
 
   Status Commit(const StoreBatch& b) override {
     if (b.empty()) return Status::Ok();
+    // A store file deleted or replaced under us would take every later commit into a file no
+    // one can open again (or another store): stop at once instead of answering 201s.
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0 || st.st_ino != inode_) {
+      return Status::Unavailable("the store file " + path_ + " was deleted or replaced while the controller ran; "
+                                 "restore it from a backup (or start on a new store) and restart the controller");
+    }
     HANGAR_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Status s = WriteBatch(b);
     if (!s.ok()) {
@@ -114,9 +143,60 @@ class SqliteStore final : public StateStore {
     return out;
   }
 
+  StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) override {
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+        "SELECT id,time_ms,user,role,method,path,remote,status,message FROM audit WHERE ?1='' OR user=?1 "
+        "ORDER BY id DESC LIMIT ?2"));
+    BindText(q, 1, user);
+    sqlite3_bind_int64(q, 2, limit);
+    std::vector<AuditRow> out;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      AuditRow a;
+      a.id = sqlite3_column_int64(q, 0);
+      a.time = sqlite3_column_int64(q, 1);
+      a.user = Text(q, 2);
+      a.role = Text(q, 3);
+      a.method = Text(q, 4);
+      a.path = Text(q, 5);
+      a.remote = Text(q, 6);
+      a.status = static_cast<int>(sqlite3_column_int64(q, 7));
+      a.message = Text(q, 8);
+      out.push_back(std::move(a));
+    }
+    sqlite3_reset(q);
+    return out;
+  }
+
   std::string Describe() const override { return "sqlite://" + path_; }
 
  private:
+  // One controller per store: a second one on the same file would hand out the same job ids and
+  // overwrite the first one's rows. flock() on PATH.lock is released by the kernel when the
+  // owner exits, however it exits.
+  Status Lock() {
+    const std::string lock = path_ + ".lock";
+    lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd_ < 0) return Status::Unavailable("cannot open " + lock + ": " + std::strerror(errno));
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      char pid[32] = {};
+      const ssize_t n = ::pread(lock_fd_, pid, sizeof pid - 1, 0);
+      std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string();
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+      return Status::FailedPrecondition("the store " + path_ + " is in use by another controller" +
+                                        (holder.empty() ? std::string() : " (pid " + holder + ")") +
+                                        "; stop it first, or give this controller a store of its own (--store)");
+    }
+    const std::string mine = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, mine.data(), mine.size(), 0) < 0) {
+      return Status::Unavailable("cannot write " + lock + ": " + std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+
+  int lock_fd_ = -1;
+  ino_t inode_ = 0;
   Status WriteBatch(const StoreBatch& b) {
     if (!b.jobs.empty()) {
       HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
@@ -161,6 +241,21 @@ class SqliteStore final : public StateStore {
         BindText(q, 2, e.kind);
         BindText(q, 3, e.subject);
         BindText(q, 4, e.message);
+        HANGAR_RETURN_IF_ERROR(StepDone(q));
+      }
+    }
+    if (!b.audit.empty()) {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+          "INSERT INTO audit (time_ms,user,role,method,path,remote,status,message) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"));
+      for (const auto& a : b.audit) {
+        sqlite3_bind_int64(q, 1, a.time);
+        BindText(q, 2, a.user);
+        BindText(q, 3, a.role);
+        BindText(q, 4, a.method);
+        BindText(q, 5, a.path);
+        BindText(q, 6, a.remote);
+        sqlite3_bind_int64(q, 7, a.status);
+        BindText(q, 8, a.message);
         HANGAR_RETURN_IF_ERROR(StepDone(q));
       }
     }

@@ -46,6 +46,16 @@ struct EventRow {
   std::string message;
 };
 
+// One mutating API call (issue 16): who, what, when, from where, and how it ended.
+struct AuditRow {
+  int64_t id = 0;  // assigned by the store
+  Time time = 0;
+  std::string user, role;  // "" when the call did not authenticate
+  std::string method, path, remote;
+  int status = 0;       // the HTTP status answered
+  std::string message;  // the error sentence, when it failed
+};
+
 struct KeyValueRow {
   std::string table;  // "meta", "queue", "token", "usage"
   std::string key;
@@ -59,7 +69,8 @@ struct StoreBatch {
   std::vector<NodeRow> nodes;
   std::vector<EventRow> events;
   std::vector<KeyValueRow> values;
-  bool empty() const { return jobs.empty() && nodes.empty() && events.empty() && values.empty(); }
+  std::vector<AuditRow> audit;
+  bool empty() const { return jobs.empty() && nodes.empty() && events.empty() && values.empty() && audit.empty(); }
 };
 
 struct StoreContents {
@@ -77,6 +88,8 @@ class StateStore {
   virtual StatusOr<StoreContents> Load() = 0;
   // The newest events first; `subject_prefix` "" for all. At most `limit`.
   virtual StatusOr<std::vector<EventRow>> Events(const std::string& subject_prefix, int limit) = 0;
+  // The audit log, newest first: at most `limit` rows, of `user` only unless it is "".
+  virtual StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) = 0;
   virtual std::string Describe() const = 0;
 };
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 namespace hangar::controller {
@@ -74,15 +77,55 @@ TEST_P(StoreTest, CommitThenLoad) {
   EXPECT_EQ(store->Events("", 1)->at(0).message, "started");  // newest first
 }
 
-TEST_P(StoreTest, SurvivesReopen) {
-  if (GetParam() != "sqlite") GTEST_SKIP() << "the memory store forgets by design";
-  {
-    auto store = Open();
-    StoreBatch b;
-    b.jobs = {Job(7, "pending")};
-    ASSERT_TRUE(store->Commit(b).ok());
-  }
+TEST_P(StoreTest, AuditLogNewestFirstByUser) {
   auto store = Open();
+  StoreBatch b;
+  b.audit.push_back({0, 10, "alice", "user", "POST", "/v1/jobs", "127.0.0.1", 201, ""});
+  b.audit.push_back({0, 11, "bob", "user", "DELETE", "/v1/jobs/1", "127.0.0.1", 403, "not yours"});
+  b.audit.push_back({0, 12, "alice", "user", "POST", "/v1/jobs/2/cancel", "::1", 200, ""});
+  ASSERT_TRUE(store->Commit(b).ok());
+  auto all = store->Audit("", 10);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ(all->at(0).path, "/v1/jobs/2/cancel");
+  EXPECT_EQ(all->at(1).status, 403);
+  EXPECT_EQ(all->at(1).message, "not yours");
+  EXPECT_GT(all->at(0).id, all->at(1).id);
+  auto alice = store->Audit("alice", 10);
+  ASSERT_EQ(alice->size(), 2u);
+  EXPECT_EQ(alice->at(1).remote, "127.0.0.1");
+  EXPECT_EQ(store->Audit("", 1)->size(), 1u);
+}
+
+
+INSTANTIATE_TEST_SUITE_P(Both, StoreTest, ::testing::Values("sqlite", "memory"));
+
+// Issue 15 and 16: the SQLite store belongs to one controller, is readable by its owner only, and
+// a store file deleted under a running controller stops its commits instead of vanishing quietly.
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/sqlite-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    path_ = dir_ + "/state.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  static StoreBatch OneJob(uint64_t id) {
+    StoreBatch b;
+    b.jobs = {Job(id, "pending")};
+    return b;
+  }
+  std::string dir_, path_;
+};
+
+TEST_F(SqliteStoreTest, SurvivesReopen) {
+  {
+    auto store = OpenSqliteStore(path_);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Commit(OneJob(7)).ok());
+  }
+  auto store = std::move(OpenSqliteStore(path_)).value();
   auto c = store->Load();
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->jobs.size(), 1u);
@@ -90,7 +133,40 @@ TEST_P(StoreTest, SurvivesReopen) {
   EXPECT_EQ(c->jobs[0].user, "alice");
 }
 
-INSTANTIATE_TEST_SUITE_P(Both, StoreTest, ::testing::Values("sqlite", "memory"));
+TEST_F(SqliteStoreTest, ASecondOwnerIsRefusedUntilTheFirstCloses) {
+  auto first = OpenSqliteStore(path_);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = OpenSqliteStore(path_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(second.status().message(), "the store " + path_ + " is in use by another controller (pid " +
+                                           std::to_string(::getpid()) +
+                                           "); stop it first, or give this controller a store of its own (--store)");
+  first->reset();
+  EXPECT_TRUE(OpenSqliteStore(path_).ok()) << "the lock goes with its owner";
+}
+
+TEST_F(SqliteStoreTest, FilesAreTheOwnersOnly) {
+  auto store = OpenSqliteStore(path_);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Commit(OneJob(1)).ok());
+  for (const std::string& f : {path_, path_ + "-wal", path_ + ".lock"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(f.c_str(), &st), 0) << f;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
+  }
+}
+
+TEST_F(SqliteStoreTest, ADeletedStoreFileStopsCommits) {
+  auto store = OpenSqliteStore(path_);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Commit(OneJob(1)).ok());
+  std::filesystem::remove(path_);
+  std::filesystem::remove(path_ + "-wal");
+  Status s = (*store)->Commit(OneJob(2));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("was deleted or replaced while the controller ran"), std::string::npos) << s.message();
+}
 
 TEST(StoreUrlTest, BadUrlsAreExplained) {
   auto s = OpenStore("postgres://x");
