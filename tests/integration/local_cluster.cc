@@ -115,6 +115,8 @@ void LocalCluster::KillAgent(const std::string& node, int sig) {
   agents_[node] = 0;
 }
 
+void LocalCluster::SignalAgent(const std::string& node, int sig) { kill(agents_[node], sig); }
+
 nlohmann::json LocalCluster::Get(const std::string& path, int* status) {
   httplib::Client c("127.0.0.1", api_port_);
   c.set_read_timeout(10, 0);

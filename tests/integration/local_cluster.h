@@ -34,6 +34,8 @@ class LocalCluster {
   void KillController(int sig);
   void StartAgent(const std::string& node, std::vector<std::string> extra_args = {});
   void KillAgent(const std::string& node, int sig);
+  // Sends `sig` to the node's agent and does not wait (SIGSTOP, SIGCONT).
+  void SignalAgent(const std::string& node, int sig);
   void StartAllAgents(const std::vector<std::string>& nodes);
 
   // HTTP against the API. `status` receives the HTTP status.
