@@ -133,7 +133,7 @@ class Bench {
   double Metric(const std::string& name, const std::string& labels = "") {
     httplib::Client c("127.0.0.1", api_);
     c.set_read_timeout(30, 0);
-    auto r = c.Get("/metrics?gpus=0");  // counters only: not 650k per-GPU lines per poll
+    auto r = c.Get("/metrics?gpus=0&nodes=0");  // counters only: not 650k per-GPU lines per poll
     if (!r) return -1;
     std::istringstream in(r->body);
     for (std::string line; std::getline(in, line);) {
@@ -211,10 +211,10 @@ int main(int argc, char** argv) {
 
   // 1. Heartbeats: steady state over 15 s.
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  const double hb0 = b.Metric("hangar_agent_heartbeats"), cpu0 = CpuSeconds(b.controller_pid());
+  const double hb0 = b.Metric("hangar_agent_heartbeats_total"), cpu0 = CpuSeconds(b.controller_pid());
   const int64_t t0 = hangar::MonotonicNanos();
   std::this_thread::sleep_for(std::chrono::seconds(15));
-  const double hb1 = b.Metric("hangar_agent_heartbeats"), cpu1 = CpuSeconds(b.controller_pid());
+  const double hb1 = b.Metric("hangar_agent_heartbeats_total"), cpu1 = CpuSeconds(b.controller_pid());
   const double secs = (hangar::MonotonicNanos() - t0) / 1e9;
   out["heartbeats_per_s"] = (hb1 - hb0) / secs;
   out["controller_cpu_pct_heartbeats"] = 100 * (cpu1 - cpu0) / secs;
@@ -231,21 +231,21 @@ int main(int argc, char** argv) {
       rss_fleet / 1048576, out["bytes_per_node"].get<double>(), rss_small / 1048576);
 
   // 3. Placements: 1-GPU jobs, then 2-node x 8-GPU gangs, each committed before it is reported.
-  const double placed0 = b.Metric("hangar_placements");
+  const double placed0 = b.Metric("hangar_placements_total");
   const long singles = static_cast<long>(nodes) * 8;
   const int64_t ts = hangar::MonotonicNanos();
   b.SubmitArray("name: one\ntasks:\n  - {gpus: 1, command: [sleep, \"20\"]}\n", singles);
-  WaitFor([&] { return b.Metric("hangar_placements") - placed0 >= singles; }, 300 * kSecond, 20);
+  WaitFor([&] { return b.Metric("hangar_placements_total") - placed0 >= singles; }, 300 * kSecond, 20);
   const double single_s = (hangar::MonotonicNanos() - ts) / 1e9;
   out["placements_per_s"] = singles / single_s;
   say("placements: %ld 1-GPU jobs submitted and placed in %.2f s: %.0f committed placements/s\n", singles, single_s,
       out["placements_per_s"].get<double>());
   WaitFor([&] { return b.Metric("hangar_gpus", "{state=\"allocated\"}") == 0; }, 120 * kSecond, 200);
-  const double placed1 = b.Metric("hangar_placements");
+  const double placed1 = b.Metric("hangar_placements_total");
   const long gangs = nodes / 2;
   const int64_t tg = hangar::MonotonicNanos();
   b.SubmitArray("name: gang\ntasks:\n  - {replicas: 2, gpus: 8, command: [sleep, \"3600\"]}\n", gangs);
-  WaitFor([&] { return b.Metric("hangar_placements") - placed1 >= gangs; }, 300 * kSecond, 20);
+  WaitFor([&] { return b.Metric("hangar_placements_total") - placed1 >= gangs; }, 300 * kSecond, 20);
   const double gang_s = (hangar::MonotonicNanos() - tg) / 1e9;
   out["gang_placements_per_s"] = gangs / gang_s;
   say("placements: %ld 2-node x 8-GPU gangs in %.2f s: %.0f committed gang placements/s\n", gangs, gang_s,

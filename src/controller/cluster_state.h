@@ -285,8 +285,12 @@ class ClusterState {
     std::string node, model;
     uint32_t index;
     GpuTelemetry t;
+    std::string health;            // the GPU's health state, or its node's when worse (health::StateName)
+    std::string job, queue, user;  // who holds it now ("" when idle; ids joined by "," when shared)
   };
   std::vector<GpuSeries> GpuMetrics() const;
+  // Every node's state as `hangar nodes` shows it (ready, quarantined, lost, ...), for /metrics.
+  std::vector<std::pair<std::string, std::string>> NodeStates() const;
   const health::HealthEngine& health() const { return health_; }
   const cluster::Topology& topology() const { return *topology_; }
   const ControllerOptions& options() const { return options_; }

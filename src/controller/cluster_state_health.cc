@@ -259,14 +259,48 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
 void ClusterState::PersistHealth(uint32_t n, Effects* fx) const { PersistNode(n, fx); }
 
 std::vector<ClusterState::GpuSeries> ClusterState::GpuMetrics() const {
+  // Who holds each GPU (by global index), so a dashboard can attribute its utilisation.
+  struct Holder {
+    std::string job, queue, user;
+  };
+  std::unordered_map<uint32_t, Holder> held;
+  auto add = [](std::string& list, const std::string& v) {
+    if (list.empty()) list = v;
+    else if (("," + list + ",").find("," + v + ",") == std::string::npos) list += "," + v;
+  };
+  for (sched::JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    for (const auto& g : j.assignment.grants) {
+      Holder& h = held[g.gpu];
+      add(h.job, std::to_string(j.id));
+      add(h.queue, j.spec->spec.queue);
+      add(h.user, j.spec->spec.user);
+    }
+  }
   std::vector<GpuSeries> out;
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     if (!nodes_[n].connected) continue;
     const auto& info = topology_->nodes()[n];
     for (uint32_t i = 0; i < nodes_[n].gpus.size(); ++i) {
-      out.push_back({info.name, info.num_gpus ? topology_->models()[info.model] : "", i, nodes_[n].gpus[i]});
+      GpuSeries s{info.name, info.num_gpus ? topology_->models()[info.model] : "", i, nodes_[n].gpus[i]};
+      const uint32_t g = info.first_gpu + i;
+      // Its node's state counts too: an Xid 79 quarantines the whole node, not one GPU.
+      s.health = std::string(health::StateName(std::max(health_.gpu_state(g), health_.node_state(n))));
+      if (auto it = held.find(g); it != held.end()) {
+        s.job = it->second.job;
+        s.queue = it->second.queue;
+        s.user = it->second.user;
+      }
+      out.push_back(std::move(s));
     }
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ClusterState::NodeStates() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(nodes_.size());
+  for (uint32_t n = 0; n < nodes_.size(); ++n) out.emplace_back(topology_->nodes()[n].name, NodeState(n));
   return out;
 }
 

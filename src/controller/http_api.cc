@@ -201,7 +201,12 @@ void HttpApi::Routes() {
   });
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kMetricsRead)) return;
-    const bool dcgm = req.has_param("labels") && req.get_param_value("labels") == "dcgm";
+    const std::string form = req.has_param("labels") ? req.get_param_value("labels") : (dcgm_metrics_ ? "dcgm" : "");
+    if (!form.empty() && form != "dcgm" && form != "clean") {
+      return Reply(res, Status::InvalidArgument("labels must be dcgm (dcgm-exporter's names, types and labels) or clean "
+                                                "(promtool-clean)"));
+    }
+    const bool dcgm = form == "dcgm";
     metrics_->SetAgents(static_cast<double>(hub_->connected()), static_cast<double>(hub_->heartbeats()));
     std::vector<std::pair<std::string, int64_t>> refused;
     for (size_t r = 0; r < static_cast<size_t>(AgentHub::Refusal::kCount); ++r) {
@@ -212,12 +217,18 @@ void HttpApi::Routes() {
     metrics_->SetCounts(owner_->Call<ClusterState::Counts>([](ClusterState& st, Effects*) { return st.GetCounts(); }));
     // ?gpus=0: the controller's own series only. Per-GPU series cost ~15 lines per GPU (1.2M
     // at 10,240 nodes x 8): a fleet that large scrapes them from dcgm-exporter on each node.
+    // ?nodes=0: without the one hangar_node_state series per node.
+    std::string text = metrics_->Render();
+    if (!(req.has_param("nodes") && req.get_param_value("nodes") == "0")) {
+      text += ControllerMetrics::RenderNodeStates(
+          owner_->Call<std::vector<std::pair<std::string, std::string>>>([](ClusterState& st, Effects*) { return st.NodeStates(); }));
+    }
     if (req.has_param("gpus") && req.get_param_value("gpus") == "0") {
-      res.set_content(metrics_->Render(), "text/plain; version=0.0.4");
+      res.set_content(text, "text/plain; version=0.0.4");
       return;
     }
     auto gpus = owner_->Call<std::vector<ClusterState::GpuSeries>>([](ClusterState& st, Effects*) { return st.GpuMetrics(); });
-    res.set_content(metrics_->Render() + ControllerMetrics::RenderGpuSeries(gpus, dcgm), "text/plain; version=0.0.4");
+    res.set_content(text + ControllerMetrics::RenderGpuSeries(gpus, dcgm), "text/plain; version=0.0.4");
   });
 
   BoundedPost(s, "/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {

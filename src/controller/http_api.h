@@ -37,6 +37,8 @@ class HttpApi {
   // Binds host:port (port 0 picks a free one) and serves on a background thread. Returns the port.
   StatusOr<int> Start(const std::string& host, int port);
   void Stop();
+  // `--metrics-labels dcgm`: /metrics speaks dcgm-exporter's form unless ?labels=clean.
+  void set_dcgm_metrics(bool on) { dcgm_metrics_ = on; }
 
  private:
   void Routes();
@@ -49,6 +51,7 @@ class HttpApi {
   AgentHub* hub_;
   ControllerMetrics* metrics_;
   TokenBook* tokens_;
+  bool dcgm_metrics_ = false;
 };
 
 }  // namespace hangar::controller

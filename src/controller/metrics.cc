@@ -20,12 +20,17 @@ ControllerMetrics::ControllerMetrics() : registry_(std::make_shared<prometheus::
                         .Register(*registry_)
                         .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5});
   submitted_ = &BuildCounter().Name("hangar_jobs_submitted_total").Help("Jobs accepted").Register(*registry_).Add({});
-  placements_ = &BuildGauge().Name("hangar_placements").Help("Gangs placed since the controller started").Register(*registry_).Add({});
+  placements_ = &BuildCounter().Name("hangar_placements_total").Help("Gangs placed since the controller started").Register(*registry_).Add({});
   agents_ = &BuildGauge().Name("hangar_agents_connected").Help("Agent streams open").Register(*registry_).Add({});
   nodes_lost_ = &BuildCounter().Name("hangar_nodes_lost_total").Help("Times a node was marked lost (silent past the heartbeat timeout) since the controller started").Register(*registry_).Add({});
   heartbeat_lag_ = &BuildGauge().Name("hangar_heartbeat_lag_seconds").Help("How late heartbeats arrive (p90 over the last second); silent nodes get this much longer than the timeout").Register(*registry_).Add({});
   refused_ = &BuildCounter().Name("hangar_agent_messages_refused_total").Help("Agent-channel messages refused: before Register, a second Register, a report on a task placed on another node, unrequested log bytes").Register(*registry_);
-  heartbeats_ = &BuildGauge().Name("hangar_agent_heartbeats").Help("Heartbeats received since the controller started").Register(*registry_).Add({});
+  heartbeats_ = &BuildCounter().Name("hangar_agent_heartbeats_total").Help("Heartbeats received since the controller started").Register(*registry_).Add({});
+}
+
+// A counter moves only up: to a total counted elsewhere, by the difference.
+static void RaiseTo(prometheus::Counter* c, double total) {
+  if (total > c->Value()) c->Increment(total - c->Value());
 }
 
 static void ClusterMetricsCounts(const ClusterState::Counts& c, prometheus::Family<prometheus::Gauge>* jobs,
@@ -36,7 +41,10 @@ static void ClusterMetricsCounts(const ClusterState::Counts& c, prometheus::Fami
   // A counter: it only moves up, by what the state counted since the last update.
   if (static_cast<double>(c.nodes_lost_total) > lost->Value()) lost->Increment(static_cast<double>(c.nodes_lost_total) - lost->Value());
   for (const auto& [state, n] : c.jobs_by_state) jobs->Add({{"state", state}}).Set(static_cast<double>(n));
-  for (const char* s : {"ready", "draining", "drained", "lost", "unknown", "disconnected", "recovering"}) {
+  // Every state `hangar nodes` can show, hardware faults included, so that an alert on
+  // state!="ready" sees a quarantined node.
+  for (const char* s : {"ready", "draining", "drained", "lost", "unknown", "disconnected", "recovering", "suspect",
+                        "degraded", "pending_validation", "quarantined", "failed"}) {
     auto it = c.nodes_by_state.find(s);
     nodes->Add({{"state", s}}).Set(it == c.nodes_by_state.end() ? 0.0 : static_cast<double>(it->second));
   }
@@ -46,7 +54,7 @@ static void ClusterMetricsCounts(const ClusterState::Counts& c, prometheus::Fami
 void ControllerMetrics::OnCycle(double seconds, const ClusterState& state, Time now) {
   std::lock_guard<std::mutex> l(mu_);
   cycle_seconds_->Observe(seconds);
-  placements_->Set(static_cast<double>(state.placements_total()));  // O(1): kept fresh
+  RaiseTo(placements_, static_cast<double>(state.placements_total()));  // O(1): kept fresh
   if (now - last_counts_ < kSecond) return;
   last_counts_ = now;
   const ClusterState::Counts c = state.GetCounts();
@@ -61,7 +69,7 @@ void ControllerMetrics::SetCounts(const ClusterState::Counts& counts) {
 void ControllerMetrics::SetAgents(double connected, double heartbeats_total) {
   std::lock_guard<std::mutex> l(mu_);
   agents_->Set(connected);
-  heartbeats_->Set(heartbeats_total);
+  RaiseTo(heartbeats_, heartbeats_total);
 }
 
 void ControllerMetrics::SetAgentRefusals(const std::vector<std::pair<std::string, int64_t>>& by_reason) {
@@ -72,62 +80,104 @@ void ControllerMetrics::SetAgentRefusals(const std::vector<std::pair<std::string
   }
 }
 
+namespace {
+
+std::string Escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') o += '\\';
+    if (ch == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += ch;
+  }
+  return o;
+}
+
+std::string Number(double v) {
+  char value[64];
+  std::snprintf(value, sizeof value, "%.17g", v);
+  return value;
+}
+
+}  // namespace
+
 std::string ControllerMetrics::RenderGpuSeries(const std::vector<ClusterState::GpuSeries>& gpus,
                                                bool dcgm_spelling) {
   const char* uuid = dcgm_spelling ? "UUID" : "uuid";
   const char* model = dcgm_spelling ? "modelName" : "model_name";
   const char* host = dcgm_spelling ? "Hostname" : "hostname";
+  // `dcgm_type` and `dcgm_help` are dcgm-exporter's own (etc/default-counters.csv; the ECC fields
+  // are there commented out, as counters), so its Grafana dashboards work unchanged. The default
+  // form is `promtool check metrics`-clean: gauges, and no name ending in _COUNTER.
   struct Field {
     const char* name;
     const char* help;
+    const char* dcgm_type;
+    const char* dcgm_help;
     double (*value)(const GpuTelemetry&);
   };
   static const Field kFields[] = {
-      {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", [](const GpuTelemetry& t) { return double(t.util_pct); }},
-      {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", [](const GpuTelemetry& t) { return double(t.mem_util_pct); }},
-      {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", [](const GpuTelemetry& t) { return double(t.fb_free_mib); }},
-      {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", [](const GpuTelemetry& t) { return double(t.fb_used_mib); }},
-      {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", [](const GpuTelemetry& t) { return double(t.temperature_c); }},
-      {"DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", [](const GpuTelemetry& t) { return double(t.memory_temperature_c); }},
-      {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", [](const GpuTelemetry& t) { return t.power_mw / 1000.0; }},
-      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", [](const GpuTelemetry& t) { return double(t.energy_mj); }},
-      {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", [](const GpuTelemetry& t) { return double(t.sm_clock_mhz); }},
-      {"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", [](const GpuTelemetry& t) { return double(t.mem_clock_mhz); }},
-      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", [](const GpuTelemetry& t) { return double(t.pcie_replays); }},
-      {"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", [](const GpuTelemetry& t) { return double(t.last_xid); }},
-      {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.", [](const GpuTelemetry& t) { return double(t.ecc_sbe); }},
-      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.", [](const GpuTelemetry& t) { return double(t.ecc_dbe); }},
-      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors.", [](const GpuTelemetry& t) { return double(t.remapped_unc); }},
-      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors.", [](const GpuTelemetry& t) { return double(t.remapped_corr); }},
-      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.", [](const GpuTelemetry& t) { return t.remap_failure ? 1.0 : 0.0; }},
-      {"DCGM_FI_DEV_PCIE_LINK_GEN", "PCIe current link generation.", [](const GpuTelemetry& t) { return double(t.pcie_gen); }},
-      {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "PCIe current link width.", [](const GpuTelemetry& t) { return double(t.pcie_width); }},
+      {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.util_pct); }},
+      {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.mem_util_pct); }},
+      {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.fb_free_mib); }},
+      {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.fb_used_mib); }},
+      {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.temperature_c); }},
+      {"DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.memory_temperature_c); }},
+      {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", nullptr, [](const GpuTelemetry& t) { return t.power_mw / 1000.0; }},
+      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", "counter", nullptr, [](const GpuTelemetry& t) { return double(t.energy_mj); }},
+      {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.sm_clock_mhz); }},
+      {"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.mem_clock_mhz); }},
+      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", "counter", nullptr, [](const GpuTelemetry& t) { return double(t.pcie_replays); }},
+      {"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.last_xid); }},
+      {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.", "counter", nullptr, [](const GpuTelemetry& t) { return double(t.ecc_sbe); }},
+      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.", "counter", nullptr, [](const GpuTelemetry& t) { return double(t.ecc_dbe); }},
+      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors.", "counter",
+       "Number of remapped rows for uncorrectable errors", [](const GpuTelemetry& t) { return double(t.remapped_unc); }},
+      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors.", "counter",
+       "Number of remapped rows for correctable errors", [](const GpuTelemetry& t) { return double(t.remapped_corr); }},
+      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.", "gauge", "Whether remapping of rows has failed",
+       [](const GpuTelemetry& t) { return t.remap_failure ? 1.0 : 0.0; }},
+      {"DCGM_FI_DEV_PCIE_LINK_GEN", "PCIe current link generation.", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.pcie_gen); }},
+      {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "PCIe current link width.", "gauge", nullptr, [](const GpuTelemetry& t) { return double(t.pcie_width); }},
   };
-  auto escape = [](const std::string& s) {
-    std::string o;
-    for (char ch : s) {
-      if (ch == '\\' || ch == '"') o += '\\';
-      if (ch == '\n') {
-        o += "\\n";
-        continue;
-      }
-      o += ch;
-    }
-    return o;
-  };
+  // The labels of one GPU, the same for every field: dcgm-exporter's, then who holds the GPU
+  // (dcgm-exporter adds the pod's; Hangar the job's, its queue and user).
+  std::vector<std::string> labels;
+  labels.reserve(gpus.size());
+  for (const auto& g : gpus) {
+    labels.push_back("{gpu=\"" + std::to_string(g.index) + "\"," + uuid + "=\"" + Escape(g.t.uuid) + "\",pci_bus_id=\"" +
+                     Escape(g.t.pci_bus_id) + "\",device=\"nvidia" + std::to_string(g.index) + "\"," + model + "=\"" +
+                     Escape(g.model) + "\"," + host + "=\"" + Escape(g.node) + "\",job=\"" + Escape(g.job) +
+                     "\",queue=\"" + Escape(g.queue) + "\",user=\"" + Escape(g.user) + "\"}");
+  }
   std::string out;
   for (const Field& f : kFields) {
     // promtool also refuses a metric named "..._COUNTER"; the lint-clean spelling drops it.
     std::string name = f.name;
     if (!dcgm_spelling && name == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER") name = "DCGM_FI_DEV_PCIE_REPLAYS";
-    out += "# HELP " + name + " " + f.help + "\n# TYPE " + name + " gauge\n";
-    for (const auto& g : gpus) {
-      char value[64];
-      std::snprintf(value, sizeof value, "%.17g", f.value(g.t));
-      out += name + "{gpu=\"" + std::to_string(g.index) + "\"," + uuid + "=\"" + escape(g.t.uuid) +
-             "\",pci_bus_id=\"" + escape(g.t.pci_bus_id) + "\",device=\"nvidia" + std::to_string(g.index) + "\"," +
-             model + "=\"" + escape(g.model) + "\"," + host + "=\"" + escape(g.node) + "\"} " + value + "\n";
-    }
+    const char* help = dcgm_spelling && f.dcgm_help ? f.dcgm_help : f.help;
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + (dcgm_spelling ? f.dcgm_type : "gauge") + "\n";
+    for (size_t i = 0; i < gpus.size(); ++i) out += name + labels[i] + " " + Number(f.value(gpus[i].t)) + "\n";
+  }
+  // Health, per GPU: one series with the state it is in (an alert on state!="healthy" fires for
+  // a GPU quarantined for an Xid while its node still serves other work).
+  out += "# HELP hangar_gpu_health_state A GPU's health state (healthy, suspect, degraded, pending_validation, draining, "
+         "quarantined, failed): 1 for the state it is in.\n# TYPE hangar_gpu_health_state gauge\n";
+  for (const auto& g : gpus) {
+    out += "hangar_gpu_health_state{gpu=\"" + std::to_string(g.index) + "\",uuid=\"" + Escape(g.t.uuid) + "\",hostname=\"" +
+           Escape(g.node) + "\",state=\"" + Escape(g.health) + "\"} 1\n";
+  }
+  return out;
+}
+
+std::string ControllerMetrics::RenderNodeStates(const std::vector<std::pair<std::string, std::string>>& nodes) {
+  std::string out =
+      "# HELP hangar_node_state A node's state as `hangar nodes` shows it: 1 for the state it is in.\n"
+      "# TYPE hangar_node_state gauge\n";
+  for (const auto& [node, state] : nodes) {
+    out += "hangar_node_state{node=\"" + Escape(node) + "\",state=\"" + Escape(state) + "\"} 1\n";
   }
   return out;
 }

@@ -32,9 +32,14 @@ class ControllerMetrics {
   std::string Render();
   // Per-GPU series under dcgm-exporter's metric names. Labels: gpu, uuid, pci_bus_id, device,
   // model_name, hostname -- dcgm-exporter's own, in the snake_case that `promtool check metrics`
-  // insists on; with `dcgm_spelling` exactly dcgm-exporter's (UUID, modelName, Hostname) for
-  // dashboards that match on them.
+  // insists on, all gauges; with `dcgm_spelling` exactly dcgm-exporter's: its label spelling
+  // (UUID, modelName, Hostname), its metric types (counters for energy, PCIe replays, ECC and
+  // remapped rows) and its help texts, for dashboards built on it.
+  // Every GPU also carries job, queue and user labels (who holds it), and one
+  // hangar_gpu_health_state series with its health state.
   static std::string RenderGpuSeries(const std::vector<ClusterState::GpuSeries>& gpus, bool dcgm_spelling);
+  // hangar_node_state{node, state}: 1 per node, for the state it is in.
+  static std::string RenderNodeStates(const std::vector<std::pair<std::string, std::string>>& nodes);
   prometheus::Registry& registry() { return *registry_; }
 
  private:
@@ -44,9 +49,9 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Gauge>* gpus_;
   prometheus::Histogram* cycle_seconds_;
   prometheus::Counter* submitted_;
-  prometheus::Gauge* placements_;
+  prometheus::Counter* placements_;
   prometheus::Gauge* agents_;
-  prometheus::Gauge* heartbeats_;
+  prometheus::Counter* heartbeats_;
   prometheus::Gauge* heartbeat_lag_;
   prometheus::Counter* nodes_lost_;
   prometheus::Family<prometheus::Counter>* refused_;

@@ -210,6 +210,13 @@ TEST_F(HealthFaultsTest, Xid79UnderAGangDrainsTheNodeWithinTwoSecondsAndTheGangR
   EXPECT_TRUE(LocalCluster::WaitFor([&] { return Node(victim).value("state", "") == "quarantined"; }, 10 * kSecond))
       << Node(victim).dump(2);
   EXPECT_EQ(Node(victim)["jobs"].size(), 0u);
+  // Issue 15: an alert on state!="ready" sees it -- in the fleet counts, per node, and per GPU.
+  const std::string metrics = cluster_->GetText("/metrics");
+  EXPECT_TRUE(Contains(metrics, "hangar_nodes{state=\"quarantined\"} 1")) << metrics;
+  EXPECT_TRUE(Contains(metrics, "hangar_node_state{node=\"" + victim + "\",state=\"quarantined\"} 1"));
+  EXPECT_TRUE(Contains(metrics, "hangar_gpu_health_state{gpu=\"3\",uuid=\"GPU-fake-" + victim + "-3\",hostname=\"" + victim +
+                                    "\",state=\"quarantined\"} 1"))
+      << metrics;
   Cancel(id);
 }
 
