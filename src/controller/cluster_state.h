@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -174,6 +175,21 @@ class ClusterState {
   // ---- commands from the API ----
   StatusOr<sched::JobId> Submit(job::JobSpec spec, Time now, Effects* fx);
   Status Cancel(sched::JobId id, Time now, Effects* fx);
+  // Idempotent submission (issue 15): a client that did not hear the answer to a POST sends it
+  // again with the same Idempotency-Key and gets the first answer, not a second job. Keys belong
+  // to their user and are kept for a day. `request` is what was asked (the body and the count):
+  // the same key with another request is refused.
+  struct Remembered {
+    std::string request_digest;
+    nlohmann::json answer;
+    Time at = 0;
+  };
+  // The first answer for (user, key), if any; FailedPrecondition when the key was used for
+  // another request.
+  StatusOr<std::optional<nlohmann::json>> RecallSubmission(const std::string& user, const std::string& key,
+                                                 const std::string& request_digest, Time now) const;
+  void RememberSubmission(const std::string& user, const std::string& key, const std::string& request_digest,
+                const nlohmann::json& answer, Time now, Effects* fx);
   Status Drain(const std::string& node, const std::string& reason, Time now, Effects* fx);
   Status Undrain(const std::string& node, Time now, Effects* fx);
   // The operator did `remedy` ("gpu-reset" with a GPU index, "reboot" or "repair" of the node):
@@ -333,6 +349,10 @@ class ClusterState {
   void ObserveTelemetry(uint32_t node, const pb::Heartbeat& hb, Time now);
   void PersistHealth(uint32_t node, Effects* fx) const;
   void RestoreHealth(uint32_t node, const nlohmann::json& saved);
+  void RestoreIdempotency(const KeyValueRow& row);
+  std::map<std::string, Remembered> idempotency_;  // by user "\n" key
+  std::deque<std::pair<Time, std::string>> idempotency_by_time_;  // for pruning, oldest first
+  bool idempotency_sorted_ = true;
   // cluster_state_nodes.cc
   void UpdateCondition(uint32_t node);
   void LoseNode(uint32_t node, const std::string& why, Time now, Effects* fx);

@@ -108,6 +108,53 @@ StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects
   return id;
 }
 
+namespace {
+constexpr Duration kIdempotencyWindow = kDay;
+}  // namespace
+
+StatusOr<std::optional<nlohmann::json>> ClusterState::RecallSubmission(const std::string& user, const std::string& key,
+                                                             const std::string& request_digest, Time now) const {
+  auto it = idempotency_.find(user + "\n" + key);
+  if (it == idempotency_.end() || now - it->second.at > kIdempotencyWindow) return std::optional<nlohmann::json>();
+  if (it->second.request_digest != request_digest) {
+    return Status::FailedPrecondition("Idempotency-Key '" + key + "' was used for another request " +
+                                      FormatDuration(now - it->second.at) +
+                                      " ago; use a new key for a new request");
+  }
+  return std::optional<nlohmann::json>(it->second.answer);
+}
+
+void ClusterState::RememberSubmission(const std::string& user, const std::string& key, const std::string& request_digest,
+                            const nlohmann::json& answer, Time now, Effects* fx) {
+  const std::string id = user + "\n" + key;
+  if (!idempotency_sorted_) {
+    std::sort(idempotency_by_time_.begin(), idempotency_by_time_.end());
+    idempotency_sorted_ = true;
+  }
+  idempotency_[id] = {request_digest, answer, now};
+  idempotency_by_time_.emplace_back(now, id);
+  fx->batch.values.push_back(
+      {"idempotency", id, nlohmann::json{{"digest", request_digest}, {"answer", answer}, {"at", now}}.dump(), false});
+  // Forget what is past the window, oldest first.
+  while (!idempotency_by_time_.empty() && now - idempotency_by_time_.front().first > kIdempotencyWindow) {
+    auto it = idempotency_.find(idempotency_by_time_.front().second);
+    if (it != idempotency_.end() && it->second.at == idempotency_by_time_.front().first) {
+      fx->batch.values.push_back({"idempotency", it->first, "", true});
+      idempotency_.erase(it);
+    }
+    idempotency_by_time_.pop_front();
+  }
+}
+
+void ClusterState::RestoreIdempotency(const KeyValueRow& row) {
+  auto j = nlohmann::json::parse(row.value, nullptr, false);
+  if (!j.is_object()) return;
+  const Time at = j.value("at", Time{0});
+  idempotency_[row.key] = {j.value("digest", ""), j.value("answer", nlohmann::json::object()), at};
+  idempotency_by_time_.emplace_back(at, row.key);
+  idempotency_sorted_ = false;  // rows come back in key order; sorted by time at the next Remember
+}
+
 Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist; `hangar jobs` lists them");

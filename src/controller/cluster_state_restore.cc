@@ -79,6 +79,7 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
                                                         tree.status().message() + "; fix cluster.yaml or the store");
       UseQueues(std::move(*specs), *tree);
     }
+    if (v.table == "idempotency") RestoreIdempotency(v);
     if (v.table == "usage") {
       auto j = nlohmann::json::parse(v.value, nullptr, false);
       if (!j.is_discarded()) usage_log_.push_back(AttemptUsage::FromJson(j));

@@ -257,20 +257,44 @@ void HttpApi::Routes() {
       }
       count = static_cast<long>(*n);
     }
-    auto ids = owner_->Call<StatusOr<std::pair<sched::JobId, sched::JobId>>>(
-        [spec = std::move(*spec), count, this, p = *who](ClusterState& st, Effects* fx) -> StatusOr<std::pair<sched::JobId, sched::JobId>> {
+    // Idempotency-Key: a retry of a submission whose answer was lost gets that answer again
+    // (marked by the Idempotent-Replayed header), not a second job; the key is remembered in the
+    // same commit as the jobs.
+    const std::string key = req.has_header("Idempotency-Key") ? req.get_header_value("Idempotency-Key") : "";
+    if (key.size() > 200 || !api::CheckUtf8(key, "the key").ok()) {
+      return Reply(res, Status::InvalidArgument("Idempotency-Key must be at most 200 characters of UTF-8, such as a UUID"));
+    }
+    const std::string digest = std::to_string(std::hash<std::string>()(req.body + "\n" + std::to_string(count)));
+    struct Submitted {
+      nlohmann::json answer;
+      bool replayed = false;
+    };
+    auto done = owner_->Call<StatusOr<Submitted>>(
+        [spec = std::move(*spec), count, this, p = *who, &key, &digest](ClusterState& st, Effects* fx) -> StatusOr<Submitted> {
+          const Time now = owner_->clock()->Now();
+          if (!key.empty()) {
+            HANGAR_ASSIGN_OR_RETURN(auto before, st.RecallSubmission(p.user, key, digest, now));
+            if (before) return Submitted{*before, true};
+          }
           HANGAR_RETURN_IF_ERROR(st.MaySubmit(p, spec.queue));
           sched::JobId first = 0, last = 0;
           for (long i = 0; i < count; ++i) {
-            HANGAR_ASSIGN_OR_RETURN(last, st.Submit(spec, owner_->clock()->Now(), fx));
+            HANGAR_ASSIGN_OR_RETURN(last, st.Submit(spec, now, fx));
             if (i == 0) first = last;
           }
-          return std::make_pair(first, last);
+          nlohmann::json answer = count == 1 ? nlohmann::json{{"id", first}, {"state", "pending"}}
+                                             : nlohmann::json{{"first_id", first}, {"last_id", last}, {"count", count},
+                                                              {"state", "pending"}};
+          if (!key.empty()) st.RememberSubmission(p.user, key, digest, answer, now, fx);
+          return Submitted{answer, false};
         });
-    if (!ids.ok()) return Reply(res, ids.status());
+    if (!done.ok()) return Reply(res, done.status());
+    if (done->replayed) {
+      res.set_header("Idempotent-Replayed", "true");
+      return Reply(res, 201, done->answer);
+    }
     for (long i = 0; i < count; ++i) metrics_->CountSubmit();
-    if (count == 1) return Reply(res, 201, {{"id", ids->first}, {"state", "pending"}});
-    Reply(res, 201, {{"first_id", ids->first}, {"last_id", ids->second}, {"count", count}, {"state", "pending"}});
+    Reply(res, 201, done->answer);
   });
   s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, Permission::kJobsRead);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 
 #include "local_cluster.h"
@@ -138,6 +139,40 @@ TEST_F(ApiValidationTest, DeepNestingCostsNoMemory) {
   }
   const long after = ControllerRssKb();
   EXPECT_LT(after - before, 64 * 1024) << "RSS grew from " << before << " kB to " << after << " kB";
+}
+
+// Issue 15, item 12: a retried submission with the same Idempotency-Key gets the first answer,
+// also after the controller restarted, and never a second job.
+TEST_F(ApiValidationTest, ARetriedSubmissionIsAnsweredOnceAndCreatesNoDuplicate) {
+  const std::string job = "name: once\ntasks: [{gpus: 1, command: [sleep, '1']}]\n";
+  auto submit = [&](const std::string& key, const std::string& body, std::string* replayed = nullptr) {
+    httplib::Client c("127.0.0.1", cluster_->api_port());
+    auto r = c.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}}, body, "application/yaml");
+    if (!r) return std::make_pair(0, nlohmann::json());
+    if (replayed) *replayed = r->get_header_value("Idempotent-Replayed");
+    return std::make_pair(r->status, nlohmann::json::parse(r->body, nullptr, false));
+  };
+  auto first = submit("k-1", job);
+  ASSERT_EQ(first.first, 201) << first.second.dump();
+  std::string replayed;
+  auto again = submit("k-1", job, &replayed);
+  EXPECT_EQ(again.first, 201);
+  EXPECT_EQ(again.second, first.second);
+  EXPECT_EQ(replayed, "true");
+  EXPECT_EQ(cluster_->Get("/v1/jobs")["jobs"].size(), 1u);
+  // Another key is another job; the same key with another body is refused.
+  EXPECT_EQ(submit("k-2", job).first, 201);
+  auto other = submit("k-1", "name: other\ntasks: [{gpus: 1, command: [x]}]\n");
+  EXPECT_EQ(other.first, 409);
+  EXPECT_TRUE(Contains(other.second.dump(), "was used for another request")) << other.second.dump();
+  // The key is in the store: a restarted controller answers the same.
+  cluster_->KillController(SIGTERM);
+  cluster_->StartController();
+  auto after = submit("k-1", job, &replayed);
+  EXPECT_EQ(after.first, 201);
+  EXPECT_EQ(after.second, first.second);
+  EXPECT_EQ(replayed, "true");
+  EXPECT_EQ(cluster_->Get("/v1/jobs")["jobs"].size(), 2u);
 }
 
 }  // namespace
