@@ -579,13 +579,22 @@ void Agent::StopTasksOnExit() {
   if (running.empty()) return;
   spdlog::info("agent {}: stopping its {} task(s) before it exits", options_.node, running.size());
   for (const auto& [id, pid] : running) (void)runner_.Stop(id, options_.stop_tasks_grace);
+  // Not reported as `stopped`: that means the controller asked for it (and then the job is not
+  // failed for it), while these tasks did not finish their work.
+  auto record = [this](TaskExit e) {
+    e.stopped = false;
+    if (!RecordExit(e)) return;
+    std::lock_guard<std::mutex> l(mu_);
+    records_[e.task_id].message = "stopped when its agent exited (--stop-tasks-on-exit)";
+    SaveRecords();
+  };
   // Reap() sends the SIGKILLs once the grace has passed; a little longer for them to land.
   const Time deadline = clock_->Now() + options_.stop_tasks_grace + kSecond;
   while (!runner_.Running().empty() && clock_->Now() < deadline) {
-    for (const TaskExit& e : runner_.Reap()) RecordExit(e);
+    for (const TaskExit& e : runner_.Reap()) record(e);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (const TaskExit& e : runner_.Reap()) RecordExit(e);
+  for (const TaskExit& e : runner_.Reap()) record(e);
   for (const auto& [id, pid] : runner_.Running()) {
     spdlog::warn("agent {}: task {} (pid {}) did not end after SIGKILL", options_.node, id, pid);
   }

@@ -361,7 +361,9 @@ TEST_F(StoppingAgentTest, StopsEveryTaskWhenItExits) {
   std::ifstream in(state_dir_ / "tasks.json");
   for (const auto& t : nlohmann::json::parse(in)) {
     EXPECT_TRUE(t["ended"].get<bool>()) << t.dump();
-    EXPECT_TRUE(t["stopped"].get<bool>()) << t.dump();
+    // Not `stopped` (the controller's word for a stop it asked for): the job did not finish.
+    EXPECT_FALSE(t["stopped"].get<bool>()) << t.dump();
+    EXPECT_EQ(t["message"], "stopped when its agent exited (--stop-tasks-on-exit)");
   }
 }
 
