@@ -133,9 +133,10 @@ class DevTest : public ::testing::Test {
     }
   }
 
-  void StartDev(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {HANGAR_BINARY, "dev",  "--cluster", dir_ + "/cluster.yaml", "--dir",
-                                     dir_ + "/dev", "--port", std::to_string(port_)};
+  // `own_cluster`: the one-node cluster.yaml, else dev's default 4 x 8 GPUs.
+  void StartDev(std::vector<std::string> extra = {}, bool own_cluster = true) {
+    std::vector<std::string> args = {HANGAR_BINARY, "dev", "--dir", dir_ + "/dev", "--port", std::to_string(port_)};
+    if (own_cluster) args.insert(args.end(), {"--cluster", dir_ + "/cluster.yaml"});
     args.insert(args.end(), extra.begin(), extra.end());
     out_ = dir_ + "/dev-" + std::to_string(++runs_) + ".out";
     dev_ = fork();
@@ -238,6 +239,31 @@ TEST_F(DevTest, CtrlCStopsTasksAndARestartKeepsTheLogs) {
       },
       10 * kSecond);
   EXPECT_EQ(state, "failed");
+  kill(dev_, SIGTERM);
+  EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
+}
+
+// The shipped examples are accepted by the default dev cluster (4 nodes x 8 GPUs on two leaves):
+// `hangar dev --submit-examples examples/jobs` is what the README suggests.
+TEST_F(DevTest, TheShippedExamplesAreAcceptedByTheDefaultDevCluster) {
+  std::vector<std::string> examples;
+  for (const auto& e : fs::directory_iterator(std::string(HANGAR_SOURCE_DIR) + "/examples/jobs")) {
+    if (e.path().extension() == ".yaml") examples.push_back(e.path().filename().string());
+  }
+  ASSERT_FALSE(examples.empty());
+  std::vector<std::string> args = {"--submit-examples", std::string(HANGAR_SOURCE_DIR) + "/examples/jobs"};
+  StartDev(args, /*own_cluster=*/false);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        const std::string out = Output();
+        for (const auto& f : examples) {
+          if (!Contains(out, "submitted " + f + " as job") && !Contains(out, "could not submit " + f)) return false;
+        }
+        return true;
+      },
+      30 * kSecond))
+      << Output();
+  for (const auto& f : examples) EXPECT_TRUE(Contains(Output(), "submitted " + f + " as job")) << Output();
   kill(dev_, SIGTERM);
   EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
 }
