@@ -1,7 +1,6 @@
 // The one binary: `hangar controller | agent | dev | sim | swarm` and the user commands. Each
 // module registers its own subcommands; this file only wires them together.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <string>
 

@@ -411,17 +411,19 @@ Status Agent::PrepareCheckpointDir(const pb::Launch& l) const {
   // A relative path would name a folder inside the task's own working directory, which a
   // restarted attempt on another node never sees.
   if (dir.is_relative()) {
-    return Status::FailedPrecondition("HANGAR_CHECKPOINT_DIR '" + dir.string() +
-                                      "' is a relative path; give the controller an absolute --checkpoint-root");
+    return Status::FailedPrecondition(
+        "HANGAR_CHECKPOINT_DIR '" + dir.string() +
+        "' is a relative path; give the controller an absolute --checkpoint-root");
   }
   std::error_code ec;
   const bool created = fs::create_directories(dir, ec);
   if (!ec && created) fs::permissions(dir, fs::perms::owner_all, ec);
   if (ec || !fs::is_directory(dir)) {
-    return Status::FailedPrecondition("cannot create the job's checkpoint directory " + dir.string() + " (" +
-                                      (ec ? ec.message() : "not a directory") + "); on node " + options_.node +
-                                      " the controller's --checkpoint-root must be writable (shared storage on a "
-                                      "real cluster)");
+    return Status::FailedPrecondition(
+        "cannot create the job's checkpoint directory " + dir.string() + " (" +
+        (ec ? ec.message() : "not a directory") + "); on node " + options_.node +
+        " the controller's --checkpoint-root must be writable (shared storage on a "
+        "real cluster)");
   }
   return Status::Ok();
 }
@@ -560,8 +562,8 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
     SaveRecords();
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);
-  spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id, r.exit_code, r.signal,
-               r.stopped ? ", stopped" : "");
+  spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id,
+               r.exit_code, r.signal, r.stopped ? ", stopped" : "");
   return r;
 }
 

@@ -218,7 +218,8 @@ Status CheckpointDone(const CheckpointFlags& f) {
     // A report of a checkpoint that is not there would let the job resume from nothing.
     if (!std::filesystem::exists(f.path, ec)) {
       return Status::NotFound("--path " + f.path +
-                              " does not exist; report a checkpoint only once it is written (in $HANGAR_CHECKPOINT_DIR)");
+                              " does not exist; report a checkpoint only once it is written (in "
+                              "$HANGAR_CHECKPOINT_DIR)");
     }
     report.path = std::filesystem::absolute(f.path, ec).lexically_normal().string();
     if (ec) report.path = f.path;
@@ -269,9 +270,10 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--ib-root", f->ib_root, "InfiniBand/RoCE devices (absent: no ports)")
       ->capture_default_str();
   c->add_flag("--no-cgroups", f->no_cgroups, "Run tasks without cgroups");
-  c->add_flag("--stop-tasks-on-exit", f->stop_tasks_on_exit,
-              "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "
-              "running and a restarted agent adopts them (`hangar dev` sets this)");
+  c->add_flag(
+      "--stop-tasks-on-exit", f->stop_tasks_on_exit,
+      "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "
+      "running and a restarted agent adopts them (`hangar dev` sets this)");
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {

@@ -285,19 +285,23 @@ TEST_F(AgentTest, StopWithACheckpointSignalsAndIsReleasedByTheReport) {
 TEST_F(AgentTest, CreatesTheCheckpointDirectoryBeforeTheTaskStarts) {
   ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
   const fs::path ckpt = state_dir_ / "checkpoints" / "job-7";
-  auto ok = Launch("7.0.0", 7, "test -d \"$HANGAR_CHECKPOINT_DIR\" && touch \"$HANGAR_CHECKPOINT_DIR/seen\"",
+  auto ok = Launch("7.0.0", 7,
+                   "test -d \"$HANGAR_CHECKPOINT_DIR\" && touch \"$HANGAR_CHECKPOINT_DIR/seen\"",
                    {{"HANGAR_CHECKPOINT_DIR", ckpt.string()}});
   EXPECT_NE(ok.state(), pb::TaskStatus::FAILED_TO_START) << ok.message();
   EXPECT_TRUE(Eventually([&] { return fs::exists(ckpt / "seen"); }));
   EXPECT_EQ(fs::status(ckpt).permissions() & fs::perms::all, fs::perms::owner_all);
 
   std::ofstream(state_dir_ / "a-file") << "x";
-  auto blocked = Launch("8.0.0", 8, "true", {{"HANGAR_CHECKPOINT_DIR", (state_dir_ / "a-file" / "job-8").string()}});
+  auto blocked = Launch("8.0.0", 8, "true",
+                        {{"HANGAR_CHECKPOINT_DIR", (state_dir_ / "a-file" / "job-8").string()}});
   EXPECT_EQ(blocked.state(), pb::TaskStatus::FAILED_TO_START);
-  EXPECT_THAT(blocked.message(), ::testing::HasSubstr("cannot create the job's checkpoint directory"));
+  EXPECT_THAT(blocked.message(),
+              ::testing::HasSubstr("cannot create the job's checkpoint directory"));
   EXPECT_THAT(blocked.message(), ::testing::HasSubstr("--checkpoint-root"));
 
-  auto relative = Launch("9.0.0", 9, "true", {{"HANGAR_CHECKPOINT_DIR", "./hangar-dev/checkpoints/job-9"}});
+  auto relative =
+      Launch("9.0.0", 9, "true", {{"HANGAR_CHECKPOINT_DIR", "./hangar-dev/checkpoints/job-9"}});
   EXPECT_EQ(relative.state(), pb::TaskStatus::FAILED_TO_START);
   EXPECT_THAT(relative.message(), ::testing::HasSubstr("is a relative path"));
   EXPECT_FALSE(fs::exists(Work("9.0.0") / "hangar-dev"));
@@ -308,7 +312,8 @@ TEST_F(AgentTest, TasksGetAbsolutePathsUnderTheStateDirectory) {
   Launch("10.0.0", 10, "env > env.txt; echo ok > env.done");
   auto env = TaskEnv("10.0.0");
   EXPECT_EQ(env["HANGAR_AGENT_STATE_DIR"], state_dir_.string());
-  EXPECT_EQ(env["HANGAR_FAKE_GPU_UTIL_FILE"], (state_dir_ / "tasks" / "10.0.0" / "gpu_util").string());
+  EXPECT_EQ(env["HANGAR_FAKE_GPU_UTIL_FILE"],
+            (state_dir_ / "tasks" / "10.0.0" / "gpu_util").string());
 }
 
 class StoppingAgentTest : public AgentTest {
@@ -336,7 +341,8 @@ bool NoLiveMember(int pgid) {
 
 // A SIGKILLed group member is gone a moment later (it may still be dying, or waiting for init).
 bool ProcessGroupGone(int pgid) {
-  for (int i = 0; i < 50 && !NoLiveMember(pgid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 50 && !NoLiveMember(pgid); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   return pgid > 0 && NoLiveMember(pgid);
 }
 
@@ -345,7 +351,8 @@ bool ProcessGroupGone(int pgid) {
 TEST_F(StoppingAgentTest, StopsEveryTaskWhenItExits) {
   ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
   Launch("11.0.0", 11, kTrapper);
-  Launch("12.0.0", 12, "trap '' TERM; env > env.txt; echo ok > env.done; while :; do sleep 1; done");
+  Launch("12.0.0", 12,
+         "trap '' TERM; env > env.txt; echo ok > env.done; while :; do sleep 1; done");
   TaskEnv("11.0.0");
   TaskEnv("12.0.0");
   std::map<std::string, int> pids;

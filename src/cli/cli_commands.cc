@@ -20,10 +20,12 @@
 namespace hangar::cli {
 
 Status CheckJobId(const std::string& id) {
-  const bool digits = !id.empty() && id.size() <= 19 &&
-                      std::all_of(id.begin(), id.end(), [](unsigned char ch) { return std::isdigit(ch); });
+  const bool digits =
+      !id.empty() && id.size() <= 19 &&
+      std::all_of(id.begin(), id.end(), [](unsigned char ch) { return std::isdigit(ch); });
   if (digits) return Status::Ok();
-  return Status::InvalidArgument("job ids are numbers; '" + id + "' is not one - find the id with `hangar jobs`");
+  return Status::InvalidArgument("job ids are numbers; '" + id +
+                                 "' is not one - find the id with `hangar jobs`");
 }
 
 namespace {
@@ -147,18 +149,19 @@ Status WaitForTask(ApiClient& api, const std::string& id, int task) {
     HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(r));
     if (task >= v.tasks) {
       return Status::NotFound("job " + id + " has no task " + std::to_string(task) + " (it has " +
-                              std::to_string(v.tasks) + "); pass --task 0.." + std::to_string(v.tasks - 1));
+                              std::to_string(v.tasks) + "); pass --task 0.." +
+                              std::to_string(v.tasks - 1));
     }
     for (const auto& tv : v.task_views) {
       if (static_cast<int>(tv.index) == task && tv.state != "launching") return Status::Ok();
     }
     if (v.state == "succeeded" || v.state == "failed" || v.state == "cancelled") {
-      return Status::FailedPrecondition("job " + id + " ended (" + v.state + ") before task " + std::to_string(task) +
-                                        " started; it has no logs");
+      return Status::FailedPrecondition("job " + id + " ended (" + v.state + ") before task " +
+                                        std::to_string(task) + " started; it has no logs");
     }
     if (!noted) {
-      std::fprintf(stderr, "job %s is %s%s; waiting for it to start (Ctrl-C to stop)\n", id.c_str(), v.state.c_str(),
-                   v.reason.empty() ? "" : (": " + v.reason).c_str());
+      std::fprintf(stderr, "job %s is %s%s; waiting for it to start (Ctrl-C to stop)\n", id.c_str(),
+                   v.state.c_str(), v.reason.empty() ? "" : (": " + v.reason).c_str());
       noted = true;
     }
     std::this_thread::sleep_for(kLogsPollInterval);
@@ -167,16 +170,22 @@ Status WaitForTask(ApiClient& api, const std::string& id, int task) {
 
 Status Logs(const Common& c, const LogsOptions& o) {
   HANGAR_RETURN_IF_ERROR(CheckJobId(o.id));
-  if (o.task < 0) return Status::InvalidArgument("--task must be a task index (0, 1, ...), not " + std::to_string(o.task));
+  if (o.task < 0)
+    return Status::InvalidArgument("--task must be a task index (0, 1, ...), not " +
+                                   std::to_string(o.task));
   ApiClient api(c.server);
   if (o.follow) HANGAR_RETURN_IF_ERROR(WaitForTask(api, o.id, o.task));
-  std::string path = "/v1/jobs/" + o.id + "/logs?task=" + std::to_string(o.task) + (o.follow ? "&follow=1" : "") +
-                     (o.stderr_stream ? "&stream=stderr" : "");
-  return api.Stream(path, [](const char* d, size_t n) {
+  std::string path = "/v1/jobs/" + o.id + "/logs?task=" + std::to_string(o.task) +
+                     (o.follow ? "&follow=1" : "") + (o.stderr_stream ? "&stream=stderr" : "");
+  Status s = api.Stream(path, [](const char* d, size_t n) {
     std::fwrite(d, 1, n, stdout);
     std::fflush(stdout);
     return true;
   });
+  if (s.code() == StatusCode::kFailedPrecondition && !o.follow) {  // not started yet
+    return Status(s.code(), s.message() + "; `hangar logs -f " + o.id + "` waits for it to start");
+  }
+  return s;
 }
 
 Status Nodes(const Common& c) {
@@ -253,7 +262,8 @@ Status Events(const Common& c, const EventsOptions& o) {
 
 void RegisterUserCommands(CLI::App& app, int* rc) {
   // Every command has its own Common too: flags of one never leak into another's defaults.
-  auto add_id_command = [&](const char* name, const char* help, Status (*run)(const Common&, const std::string&)) {
+  auto add_id_command = [&](const char* name, const char* help,
+                            Status (*run)(const Common&, const std::string&)) {
     auto c = std::make_shared<Common>();
     auto id = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand(name, help);
@@ -287,7 +297,8 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     CLI::App* logs = app.add_subcommand("logs", "Print a task's output");
     logs->add_option("id", o->id, "Job id (a number: see `hangar jobs`)")->required();
     logs->add_option("--task", o->task, "Task index")->capture_default_str();
-    logs->add_flag("-f,--follow", o->follow, "Keep printing until the task ends (waits for a pending job to start)");
+    logs->add_flag("-f,--follow", o->follow,
+                   "Keep printing until the task ends (waits for a pending job to start)");
     logs->add_flag("--stderr", o->stderr_stream, "Standard error instead of standard output");
     AddCommon(logs, c.get());
     logs->callback([=] { Guard(rc, [&] { return Logs(*c, *o); }); });
@@ -326,7 +337,8 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
   {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<RemediateOptions>();
-    CLI::App* remediate = app.add_subcommand("remediate", "Record a GPU reset, node reboot or repair; validation follows");
+    CLI::App* remediate = app.add_subcommand(
+        "remediate", "Record a GPU reset, node reboot or repair; validation follows");
     remediate->add_option("node", o->node, "Node name")->required();
     remediate->add_option("--remedy", o->remedy, "gpu-reset, reboot or repair")
         ->required()
@@ -334,11 +346,13 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     remediate->add_option("--gpu", o->gpu, "The GPU index (gpu-reset; repair of one GPU)");
     remediate->add_option("--note", o->note, "What was done, kept in the node's history");
     AddCommon(remediate, c.get());
-    remediate->callback([=] { Guard(rc, [&] { return Remediate(*c, o->node, o->remedy, o->gpu, o->note); }); });
+    remediate->callback(
+        [=] { Guard(rc, [&] { return Remediate(*c, o->node, o->remedy, o->gpu, o->note); }); });
   }
   {
     auto c = std::make_shared<Common>();
-    CLI::App* valve = app.add_subcommand("reset-safety-valve", "Let health rules drain nodes again after the valve tripped");
+    CLI::App* valve = app.add_subcommand(
+        "reset-safety-valve", "Let health rules drain nodes again after the valve tripped");
     AddCommon(valve, c.get());
     valve->callback([=] { Guard(rc, [&] { return ResetSafetyValve(*c); }); });
   }

@@ -1,17 +1,15 @@
 // The user commands against a fake API server on loopback: what they ask for and what they print.
 #include "cli/cli_commands.h"
 
-#include <httplib.h>
-
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace hangar::cli {
 namespace {
@@ -80,15 +78,19 @@ TEST(CliCommandsTest, LogsAsksForTaskZeroAndEventsForFifty) {
   EXPECT_EQ(RunCli(api, {"events", "--limit", "7"}), 0);
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("hello"), std::string::npos);
-  EXPECT_EQ(api.requests(), (std::vector<std::string>{"/v1/jobs/1/logs?task=0", "/v1/events?limit=50",
-                                                      "/v1/jobs/1/logs?task=2", "/v1/events?limit=7"}));
+  EXPECT_EQ(api.requests(),
+            (std::vector<std::string>{"/v1/jobs/1/logs?task=0", "/v1/events?limit=50",
+                                      "/v1/jobs/1/logs?task=2", "/v1/events?limit=7"}));
 }
 
 TEST(CliCommandsTest, LogsFollowWaitsForAPendingJobToStart) {
   FakeApi api;
   std::atomic<int> polls{0};
   api.server().Get(R"(/v1/jobs/3)", [&](const httplib::Request&, httplib::Response& res) {
-    nlohmann::json j = {{"id", 3}, {"name", "train"}, {"state", "pending"}, {"tasks", 1},
+    nlohmann::json j = {{"id", 3},
+                        {"name", "train"},
+                        {"state", "pending"},
+                        {"tasks", 1},
                         {"reason", "waiting for 8 GPUs"}};
     if (++polls >= 3) {
       j["state"] = "running";
@@ -109,7 +111,8 @@ TEST(CliCommandsTest, LogsFollowWaitsForAPendingJobToStart) {
   EXPECT_GE(polls.load(), 3);
   EXPECT_EQ(api.requests(), (std::vector<std::string>{"/v1/jobs/3/logs?follow=1&task=0"}));
   // One note, not one per poll.
-  EXPECT_EQ(err, "job 3 is pending: waiting for 8 GPUs; waiting for it to start (Ctrl-C to stop)\n");
+  EXPECT_EQ(err,
+            "job 3 is pending: waiting for 8 GPUs; waiting for it to start (Ctrl-C to stop)\n");
 }
 
 TEST(CliCommandsTest, LogsFollowOfAJobThatEndedUnstartedSaysSo) {
@@ -123,14 +126,31 @@ TEST(CliCommandsTest, LogsFollowOfAJobThatEndedUnstartedSaysSo) {
             "error: job 4 ended (cancelled) before task 0 started; it has no logs\n");
 }
 
+TEST(CliCommandsTest, LogsOfAPendingJobSayHowToWait) {
+  FakeApi api;
+  api.server().Get(R"(/v1/jobs/5/logs)", [&](const httplib::Request&, httplib::Response& res) {
+    res.status = 400;
+    res.set_content(
+        R"({"error": {"code": "FAILED_PRECONDITION", "message": "job 5 has not started; it has no logs yet"}})",
+        "application/json");
+  });
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli(api, {"logs", "5"}), 1);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "error: job 5 has not started; it has no logs yet; `hangar logs -f 5` waits for it to "
+            "start\n");
+}
+
 TEST(CliCommandsTest, AJobIdThatIsNotANumberIsRefusedBeforeAnyRequest) {
   FakeApi api;
-  api.server().set_logger([&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
+  api.server().set_logger(
+      [&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
   for (const char* cmd : {"cancel", "job", "explain", "logs"}) {
     ::testing::internal::CaptureStderr();
     EXPECT_EQ(RunCli(api, {cmd, "llm-serve"}), 1) << cmd;
-    EXPECT_EQ(::testing::internal::GetCapturedStderr(),
-              "error: job ids are numbers; 'llm-serve' is not one - find the id with `hangar jobs`\n")
+    EXPECT_EQ(
+        ::testing::internal::GetCapturedStderr(),
+        "error: job ids are numbers; 'llm-serve' is not one - find the id with `hangar jobs`\n")
         << cmd;
   }
   EXPECT_TRUE(api.requests().empty());

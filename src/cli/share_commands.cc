@@ -200,7 +200,9 @@ void RegisterShareCommands(CLI::App& app, int* rc) {
   // Its own variables: a shared vector once let `apply -f` and `usage --by` write the same string.
   auto usage_by = std::make_shared<std::string>("queue");
   auto usage_since = std::make_shared<std::string>("7d");
-  usage->add_option("--by", *usage_by, "queue or user")->check(CLI::IsMember({"queue", "user"}))->capture_default_str();
+  usage->add_option("--by", *usage_by, "queue or user")
+      ->check(CLI::IsMember({"queue", "user"}))
+      ->capture_default_str();
   usage->add_option("--since", *usage_since, "How far back, e.g. 7d, 24h")->capture_default_str();
   AddCommon(usage, c.get());
   usage->callback([=] { Guard(rc, [&] { return Usage(*c, *usage_by, *usage_since); }); });

@@ -1,11 +1,10 @@
 #include "common/net.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 namespace hangar {
 namespace {
@@ -49,7 +48,7 @@ TEST(NetPortProbe, TimeWaitDoesNotMakeAPortTaken) {
   ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   const int served = accept(listener, nullptr, nullptr);
   ASSERT_GE(served, 0);
-  close(served);    // the server closes first: its end goes to TIME_WAIT
+  close(served);  // the server closes first: its end goes to TIME_WAIT
   char buf[1];
   EXPECT_EQ(read(client, buf, 1), 0);  // the client sees the close
   close(client);

@@ -11,10 +11,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
 #include "common/net.h"
@@ -125,7 +124,8 @@ JobTally Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint6
     auto j = api.Get("/v1/jobs/" + std::to_string(id));
     if (!j || j->status != 200) return JobTally{};
     std::string state = nlohmann::json::parse(j->body, nullptr, false).value("state", "");
-    t.all_ended = t.all_ended && (state == "succeeded" || state == "failed" || state == "cancelled");
+    t.all_ended =
+        t.all_ended && (state == "succeeded" || state == "failed" || state == "cancelled");
     if (state == "failed" || state == "cancelled") ++t.not_succeeded;
   }
   return t;
@@ -160,7 +160,8 @@ Submitted SubmitExamples(httplib::Client& api, const std::string& dir) {
     auto r = api.Post("/v1/jobs", ss.str(), "application/yaml");
     if (r && r->status == 201) {
       out.ids.push_back(nlohmann::json::parse(r->body)["id"].get<uint64_t>());
-      std::printf("submitted %s as job %llu\n", f.filename().c_str(), static_cast<unsigned long long>(out.ids.back()));
+      std::printf("submitted %s as job %llu\n", f.filename().c_str(),
+                  static_cast<unsigned long long>(out.ids.back()));
     } else {
       ++out.refused;
       std::printf("could not submit %s: %s\n", f.filename().c_str(), ErrorSentence(r).c_str());
@@ -172,30 +173,36 @@ Submitted SubmitExamples(httplib::Client& api, const std::string& dir) {
 
 // Waits until the API answers with every agent connected. Gives up when the controller exits, on
 // Ctrl-C, or after kStartupLimit; says so once if it takes long (a big store restores slowly).
-Status WaitUntilUp(httplib::Client& client, pid_t controller, size_t nodes, const std::string& dir) {
+Status WaitUntilUp(httplib::Client& client, pid_t controller, size_t nodes,
+                   const std::string& dir) {
   const Time start = SystemClock::Default()->Now();
   bool noted = false;
   while (!g_stop) {
     auto r = client.Get("/healthz");
     if (r && r->status == 200 &&
-        nlohmann::json::parse(r->body, nullptr, false).value("agents", 0) == static_cast<int>(nodes)) {
+        nlohmann::json::parse(r->body, nullptr, false).value("agents", 0) ==
+            static_cast<int>(nodes)) {
       return Status::Ok();
     }
     int status = 0;
     if (waitpid(controller, &status, WNOHANG) == controller) {
       return Status::Unavailable("the controller exited (" +
-                                 (WIFEXITED(status) ? "status " + std::to_string(WEXITSTATUS(status))
-                                                    : "signal " + std::to_string(WTERMSIG(status))) +
+                                 (WIFEXITED(status)
+                                      ? "status " + std::to_string(WEXITSTATUS(status))
+                                      : "signal " + std::to_string(WTERMSIG(status))) +
                                  ") before it came up; see " + dir + "/logs/controller.log");
     }
     const Duration waited = SystemClock::Default()->Now() - start;
     if (waited > kStartupLimit) {
-      return Status::Unavailable("the local cluster did not come up within " + std::to_string(kStartupLimit / kSecond) +
-                                 " s; see " + dir + "/logs/");
+      return Status::Unavailable("the local cluster did not come up within " +
+                                 std::to_string(kStartupLimit / kSecond) + " s; see " + dir +
+                                 "/logs/");
     }
     if (!noted && waited > 10 * kSecond) {
-      std::printf("still waiting for the controller (%s); it may be restoring a large store: see %s/logs/controller.log\n",
-                  r ? "agents connecting" : "not answering yet", dir.c_str());
+      std::printf(
+          "still waiting for the controller (%s); it may be restoring a large store: see "
+          "%s/logs/controller.log\n",
+          r ? "agents connecting" : "not answering yet", dir.c_str());
       std::fflush(stdout);
       noted = true;
     }
@@ -227,9 +234,10 @@ Status Run(const Flags& flags) {
   }
   for (int p : {f.port, f.port + 1}) {  // refuse early and clearly when a port is taken
     if (!PortIsFree("127.0.0.1", p)) {
-      return Status::Unavailable("port " + std::to_string(p) +
-                                 " on 127.0.0.1 is in use (another hangar dev or controller?); choose another "
-                                 "with --port");
+      return Status::Unavailable(
+          "port " + std::to_string(p) +
+          " on 127.0.0.1 is in use (another hangar dev or controller?); choose another "
+          "with --port");
     }
   }
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
@@ -237,19 +245,21 @@ Status Run(const Flags& flags) {
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
   const pid_t controller =
-      Spawn({"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents", agents, "--store",
-             "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout", f.heartbeat_timeout, "--checkpoint-root",
-             f.dir + "/checkpoints", "--auth", "none"},
+      Spawn({"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents", agents,
+             "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout",
+             f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none"},
             f.dir + "/logs/controller.log");
   std::vector<pid_t> agent_pids;
   for (const auto& n : cluster.topology->nodes()) {
-    agent_pids.push_back(Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster", cluster_path,
-                                "--state-dir", f.dir + "/agents/" + n.name, "--stop-tasks-on-exit"},
-                               f.dir + "/logs/agent-" + n.name + ".log"));
+    agent_pids.push_back(
+        Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",
+               cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--stop-tasks-on-exit"},
+              f.dir + "/logs/agent-" + n.name + ".log"));
   }
   httplib::Client client("http://" + api);
   client.set_connection_timeout(1, 0);
-  if (Status up = WaitUntilUp(client, controller, cluster.topology->nodes().size(), f.dir); !up.ok() || g_stop) {
+  if (Status up = WaitUntilUp(client, controller, cluster.topology->nodes().size(), f.dir);
+      !up.ok() || g_stop) {
     StopAll(controller, agent_pids);
     return up;
   }
@@ -276,10 +286,11 @@ Status Run(const Flags& flags) {
   std::fflush(stdout);
   StopAll(controller, agent_pids);
   if (f.exit_when_done && (submitted.refused > 0 || tally.not_succeeded > 0)) {
-    return Status::FailedPrecondition(std::to_string(submitted.refused) + " example(s) refused and " +
-                                      std::to_string(tally.not_succeeded) + " job(s) failed or cancelled, of " +
-                                      std::to_string(submitted.refused + submitted.ids.size()) +
-                                      " submitted; see the lines above and " + f.dir + "/logs/");
+    return Status::FailedPrecondition(
+        std::to_string(submitted.refused) + " example(s) refused and " +
+        std::to_string(tally.not_succeeded) + " job(s) failed or cancelled, of " +
+        std::to_string(submitted.refused + submitted.ids.size()) +
+        " submitted; see the lines above and " + f.dir + "/logs/");
   }
   return Status::Ok();
 }

@@ -1,12 +1,11 @@
 // A user's journey with the `hangar` binary itself (issue 15): mistyped commands, `hangar dev`
 // started, stopped with Ctrl-C and restarted, examples that are refused or fail.
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -55,7 +54,8 @@ TEST(JourneyTest, AnUnknownCommandIsNamed) {
   for (const std::string word : {"foo", "requeue"}) {
     Ran r = RunHangar({word, "7"});
     EXPECT_EQ(r.rc, 2) << r.output;
-    EXPECT_EQ(r.output, "error: unknown command '" + word + "'; run 'hangar --help' for the list\n");
+    EXPECT_EQ(r.output,
+              "error: unknown command '" + word + "'; run 'hangar --help' for the list\n");
   }
   Ran none = RunHangar({});
   EXPECT_NE(none.rc, 0);
@@ -68,7 +68,9 @@ TEST(JourneyTest, AnUnknownCommandIsNamed) {
 TEST(JourneyTest, AJobIdThatIsNotANumberIsExplained) {
   Ran r = RunHangar({"cancel", "llm-serve", "--server", "127.0.0.1:1"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_EQ(r.output, "error: job ids are numbers; 'llm-serve' is not one - find the id with `hangar jobs`\n");
+  EXPECT_EQ(
+      r.output,
+      "error: job ids are numbers; 'llm-serve' is not one - find the id with `hangar jobs`\n");
 }
 
 constexpr const char* kOneNode = R"(name: journey
@@ -82,7 +84,8 @@ fabric:
 
 std::string JobYaml(const std::string& name, const std::string& script) {
   nlohmann::json cmd = {"/bin/sh", "-c", script};  // JSON is YAML: quoting done right
-  return "name: " + name + "\nqueue: default\ntasks:\n  - name: main\n    gpus: 1\n    cpu: 1\n    memory: 1Gi\n" +
+  return "name: " + name +
+         "\nqueue: default\ntasks:\n  - name: main\n    gpus: 1\n    cpu: 1\n    memory: 1Gi\n" +
          "    command: " + cmd.dump() + "\n";
 }
 
@@ -90,8 +93,9 @@ std::string JobYaml(const std::string& name, const std::string& script) {
 class DevTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("journey_test." + std::to_string(getpid()) + "." +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+    dir_ = (fs::temp_directory_path() /
+            ("journey_test." + std::to_string(getpid()) + "." +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
     fs::create_directories(dir_ + "/examples");
@@ -113,7 +117,8 @@ class DevTest : public ::testing::Test {
     // Tasks (their command lines need not name the directory), as the agents recorded them.
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_ + "/dev/agents", ec)) {
-      auto tasks = nlohmann::json::parse(ReadFile(e.path().string() + "/tasks.json"), nullptr, false);
+      auto tasks =
+          nlohmann::json::parse(ReadFile(e.path().string() + "/tasks.json"), nullptr, false);
       for (const auto& t : tasks.is_array() ? tasks : nlohmann::json::array()) {
         if (t.value("pid", 0) > 0 && !t.value("ended", false)) kill(-t.value("pid", 0), SIGKILL);
       }
@@ -135,7 +140,8 @@ class DevTest : public ::testing::Test {
 
   // `own_cluster`: the one-node cluster.yaml, else dev's default 4 x 8 GPUs.
   void StartDev(std::vector<std::string> extra = {}, bool own_cluster = true) {
-    std::vector<std::string> args = {HANGAR_BINARY, "dev", "--dir", dir_ + "/dev", "--port", std::to_string(port_)};
+    std::vector<std::string> args = {HANGAR_BINARY, "dev",    "--dir",
+                                     dir_ + "/dev", "--port", std::to_string(port_)};
     if (own_cluster) args.insert(args.end(), {"--cluster", dir_ + "/cluster.yaml"});
     args.insert(args.end(), extra.begin(), extra.end());
     out_ = dir_ + "/dev-" + std::to_string(++runs_) + ".out";
@@ -155,7 +161,8 @@ class DevTest : public ::testing::Test {
   // Waits for `hangar dev` to exit (at most `timeout`); its exit code, or -1 if it did not.
   int WaitDev(Duration timeout) {
     int status = 0;
-    if (!LocalCluster::WaitFor([&] { return waitpid(dev_, &status, WNOHANG) == dev_; }, timeout)) return -1;
+    if (!LocalCluster::WaitFor([&] { return waitpid(dev_, &status, WNOHANG) == dev_; }, timeout))
+      return -1;
     dev_ = 0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
@@ -190,9 +197,11 @@ TEST_F(DevTest, GivesTasksAbsolutePathsAndFailsWhenAnExampleIsRefused) {
 
   std::map<std::string, std::string> env;
   for (const auto& line : Lines(ReadFile(seen + ".env"))) {
-    if (auto eq = line.find('='); eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+    if (auto eq = line.find('='); eq != std::string::npos)
+      env[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  for (const char* var : {"HANGAR_CHECKPOINT_DIR", "HANGAR_FAKE_GPU_UTIL_FILE", "HANGAR_AGENT_STATE_DIR"}) {
+  for (const char* var :
+       {"HANGAR_CHECKPOINT_DIR", "HANGAR_FAKE_GPU_UTIL_FILE", "HANGAR_AGENT_STATE_DIR"}) {
     EXPECT_EQ(env[var].rfind(dir_ + "/dev/", 0), 0u) << var << "=" << env[var];
   }
   EXPECT_TRUE(fs::is_directory(env["HANGAR_CHECKPOINT_DIR"]));
@@ -212,9 +221,11 @@ TEST_F(DevTest, AFailedJobMakesExitWhenDoneFail) {
 // "in use") and keeps the first run's logs.
 TEST_F(DevTest, CtrlCStopsTasksAndARestartKeepsTheLogs) {
   const std::string pid_file = dir_ + "/task.pid";
-  std::ofstream(dir_ + "/examples/sleeper.yaml") << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
+  std::ofstream(dir_ + "/examples/sleeper.yaml")
+      << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
   StartDev({"--submit-examples", dir_ + "/examples"});
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond)) << Output();
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond))
+      << Output();
   const int task = std::stoi(ReadFile(pid_file));
   ASSERT_EQ(kill(task, 0), 0);
   kill(dev_, SIGINT);
@@ -251,19 +262,23 @@ TEST_F(DevTest, TheShippedExamplesAreAcceptedByTheDefaultDevCluster) {
     if (e.path().extension() == ".yaml") examples.push_back(e.path().filename().string());
   }
   ASSERT_FALSE(examples.empty());
-  std::vector<std::string> args = {"--submit-examples", std::string(HANGAR_SOURCE_DIR) + "/examples/jobs"};
+  std::vector<std::string> args = {"--submit-examples",
+                                   std::string(HANGAR_SOURCE_DIR) + "/examples/jobs"};
   StartDev(args, /*own_cluster=*/false);
   ASSERT_TRUE(LocalCluster::WaitFor(
       [&] {
         const std::string out = Output();
         for (const auto& f : examples) {
-          if (!Contains(out, "submitted " + f + " as job") && !Contains(out, "could not submit " + f)) return false;
+          if (!Contains(out, "submitted " + f + " as job") &&
+              !Contains(out, "could not submit " + f))
+            return false;
         }
         return true;
       },
       30 * kSecond))
       << Output();
-  for (const auto& f : examples) EXPECT_TRUE(Contains(Output(), "submitted " + f + " as job")) << Output();
+  for (const auto& f : examples)
+    EXPECT_TRUE(Contains(Output(), "submitted " + f + " as job")) << Output();
   kill(dev_, SIGTERM);
   EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
 }
