@@ -11,9 +11,10 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
 #include "common/net.h"
@@ -211,13 +212,13 @@ Status WaitUntilUp(httplib::Client& client, pid_t controller, size_t nodes,
   return Status::Ok();  // Ctrl-C: the caller stops what it started
 }
 
-Status Run(const Flags& flags) {
-  Flags f = flags;
+// Makes --dir absolute (the controller and agents pass paths under it to tasks, which run in
+// directories of their own: HANGAR_CHECKPOINT_DIR, HANGAR_AGENT_STATE_DIR), creates it, writes
+// the default cluster.yaml when none is given, and checks the ports. Returns the cluster path.
+StatusOr<std::string> Prepare(Flags& f) {
   std::error_code ec;
-  // Absolute, because the controller and agents pass paths under it to tasks that run elsewhere
-  // (HANGAR_CHECKPOINT_DIR, the agents' state directories).
   const fs::path dir = fs::absolute(f.dir, ec).lexically_normal();
-  if (ec) return Status::InvalidArgument("--dir " + flags.dir + ": " + ec.message());
+  if (ec) return Status::InvalidArgument("--dir " + f.dir + ": " + ec.message());
   f.dir = dir.has_filename() ? dir.string() : dir.parent_path().string();  // no trailing '/'
   fs::create_directories(f.dir + "/logs", ec);
   if (ec) return Status::Unavailable("cannot create " + f.dir + ": " + ec.message());
@@ -226,11 +227,10 @@ Status Run(const Flags& flags) {
     cluster_path = f.dir + "/cluster.yaml";
     std::ofstream(cluster_path) << kDefaultCluster;
   }
-  cluster_path = fs::absolute(cluster_path, ec).string();
-  HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
   if (f.port < 1 || f.port > 65534) {
     return Status::InvalidArgument("--port " + std::to_string(f.port) +
-                                   " is not a port the API can use: give 1-65534 (the agents take the next one)");
+                                   " is not a port the API can use: give 1-65534 (the agents take "
+                                   "the next one)");
   }
   for (int p : {f.port, f.port + 1}) {  // refuse early and clearly when a port is taken
     if (!PortIsFree("127.0.0.1", p)) {
@@ -240,27 +240,47 @@ Status Run(const Flags& flags) {
           "with --port");
     }
   }
+  return fs::absolute(cluster_path, ec).string();
+}
+
+struct LocalProcesses {
+  pid_t controller = 0;
+  std::vector<pid_t> agents;
+};
+
+LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
+                              const cluster::Topology& topology) {
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   const std::string agents = "127.0.0.1:" + std::to_string(f.port + 1);
-  signal(SIGINT, [](int) { g_stop = true; });
-  signal(SIGTERM, [](int) { g_stop = true; });
-  const pid_t controller =
+  LocalProcesses p;
+  p.controller =
       Spawn({"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents", agents,
              "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout",
              f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none"},
             f.dir + "/logs/controller.log");
-  std::vector<pid_t> agent_pids;
-  for (const auto& n : cluster.topology->nodes()) {
-    agent_pids.push_back(
+  // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind.
+  for (const auto& n : topology.nodes()) {
+    p.agents.push_back(
         Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",
                cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--stop-tasks-on-exit"},
               f.dir + "/logs/agent-" + n.name + ".log"));
   }
+  return p;
+}
+
+Status Run(const Flags& flags) {
+  Flags f = flags;
+  HANGAR_ASSIGN_OR_RETURN(const std::string cluster_path, Prepare(f));
+  HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
+  signal(SIGINT, [](int) { g_stop = true; });
+  signal(SIGTERM, [](int) { g_stop = true; });
+  const LocalProcesses procs = StartProcesses(f, cluster_path, *cluster.topology);
+  const std::string api = "127.0.0.1:" + std::to_string(f.port);
   httplib::Client client("http://" + api);
   client.set_connection_timeout(1, 0);
-  if (Status up = WaitUntilUp(client, controller, cluster.topology->nodes().size(), f.dir);
+  if (Status up = WaitUntilUp(client, procs.controller, cluster.topology->nodes().size(), f.dir);
       !up.ok() || g_stop) {
-    StopAll(controller, agent_pids);
+    StopAll(procs.controller, procs.agents);
     return up;
   }
   std::printf("\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
@@ -277,14 +297,14 @@ Status Run(const Flags& flags) {
   while (!g_stop) {
     tally = Feed(client, &last_event, submitted.ids);
     if (f.exit_when_done && tally.all_ended) {
-      Feed(client, &last_event, {});  // the events of the last job's end, printed above the verdict
+      Feed(client, &last_event, {});  // the events of the last job's end, above the verdict
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   std::printf("\nstopping the local cluster...\n");
   std::fflush(stdout);
-  StopAll(controller, agent_pids);
+  StopAll(procs.controller, procs.agents);
   if (f.exit_when_done && (submitted.refused > 0 || tally.not_succeeded > 0)) {
     return Status::FailedPrecondition(
         std::to_string(submitted.refused) + " example(s) refused and " +
