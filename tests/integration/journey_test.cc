@@ -254,6 +254,17 @@ TEST_F(DevTest, CtrlCStopsTasksAndARestartKeepsTheLogs) {
   EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
 }
 
+// `hangar dev` waits for its controller as long as the controller lives (a big store restores
+// slowly), so a controller that exits must be noticed at once and named.
+TEST_F(DevTest, AControllerThatExitsIsReportedAtOnce) {
+  fs::create_directories(dir_ + "/dev/state.db");  // a directory: the store cannot open
+  StartDev();
+  const int rc = WaitDev(20 * kSecond);
+  EXPECT_EQ(rc, 2) << Output();
+  EXPECT_TRUE(Contains(Output(), "the controller exited (status ")) << Output();
+  EXPECT_TRUE(Contains(Output(), "/dev/logs/controller.log")) << Output();
+}
+
 // The shipped examples are accepted by the default dev cluster (4 nodes x 8 GPUs on two leaves):
 // `hangar dev --submit-examples examples/jobs` is what the README suggests.
 TEST_F(DevTest, TheShippedExamplesAreAcceptedByTheDefaultDevCluster) {
