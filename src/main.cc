@@ -1,7 +1,6 @@
 // The one binary: `hangar controller | agent | dev | sim | swarm` and the user commands. Each
 // module registers its own subcommands; this file only wires them together.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <string>
 
@@ -11,6 +10,22 @@
 #include "controller/dev_command.h"
 #include "sim/sim_command.h"
 #include "swarm/swarm_command.h"
+
+namespace {
+
+// CLI11 answers "A subcommand is required" both when none is given and when the word given is no
+// command at all; say which, and where the list is. Returns the message, or "" when argv is fine.
+std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return "no command given; run 'hangar --help' for the list";
+  const std::string word = argv[1];
+  if (word.empty() || word[0] == '-') return "";  // --help, --version: CLI11's own
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->check_name(word)) return "";
+  }
+  return "unknown command '" + word + "'; run 'hangar --help' for the list";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Hangar: a control plane for multi-node GPU clusters"};
@@ -24,6 +39,10 @@ int main(int argc, char** argv) {
   hangar::cli::RegisterShareCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);
+  if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {
+    std::fprintf(stderr, "error: %s\n", problem.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -264,6 +264,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
   }
   reaper.join();
   heartbeat.join();
+  if (options_.stop_tasks_on_exit) StopTasksOnExit();
   backend_->CancelValidation();
   std::lock_guard<std::mutex> l(validation_mu_);
   if (validation_.joinable()) validation_.join();
@@ -380,7 +381,8 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   r.attempt = l.attempt();
   r.index = l.task_index();
   r.gpus.assign(l.gpu_indices().begin(), l.gpu_indices().end());
-  auto pid = runner_.Launch(launch);
+  const Status ready = PrepareCheckpointDir(l);
+  StatusOr<pid_t> pid = ready.ok() ? runner_.Launch(launch) : StatusOr<pid_t>(ready);
   if (pid.ok()) {
     r.pid = *pid;
     for (uint32_t g : r.gpus) backend_->SetBusy(g, dir + "/gpu_util");
@@ -400,6 +402,30 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     SaveRecords();
   }
   SendStatus(r);
+}
+
+Status Agent::PrepareCheckpointDir(const pb::Launch& l) const {
+  auto it = l.env().find("HANGAR_CHECKPOINT_DIR");
+  if (it == l.env().end() || it->second.empty()) return Status::Ok();
+  const fs::path dir = it->second;
+  // A relative path would name a folder inside the task's own working directory, which a
+  // restarted attempt on another node never sees.
+  if (dir.is_relative()) {
+    return Status::FailedPrecondition(
+        "HANGAR_CHECKPOINT_DIR '" + dir.string() +
+        "' is a relative path; give the controller an absolute --checkpoint-root");
+  }
+  std::error_code ec;
+  const bool created = fs::create_directories(dir, ec);
+  if (!ec && created) fs::permissions(dir, fs::perms::owner_all, ec);
+  if (ec || !fs::is_directory(dir)) {
+    return Status::FailedPrecondition(
+        "cannot create the job's checkpoint directory " + dir.string() + " (" +
+        (ec ? ec.message() : "not a directory") + "); on node " + options_.node +
+        " the controller's --checkpoint-root must be writable (shared storage on a "
+        "real cluster)");
+  }
+  return Status::Ok();
 }
 
 void Agent::HandleStop(const pb::Stop& s) {
@@ -521,28 +547,58 @@ void Agent::LogNicAffinity() const {
   spdlog::info("agent {}: NICs for GPUs: {}", options_.node, line);
 }
 
+std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
+  TaskRecord r;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = records_.find(e.task_id);
+    if (it == records_.end()) return std::nullopt;
+    it->second.ended = true;
+    it->second.exit_code = e.exit_code;
+    it->second.signal = e.signal;
+    it->second.stopped = e.stopped;
+    it->second.ended_at = clock_->Now();
+    r = it->second;
+    SaveRecords();
+  }
+  for (uint32_t g : r.gpus) backend_->SetIdle(g);
+  spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id,
+               r.exit_code, r.signal, r.stopped ? ", stopped" : "");
+  return r;
+}
+
 void Agent::ReaperLoop(const std::atomic<bool>* stop) {
   while (!*stop) {
     for (const TaskExit& e : runner_.Reap()) {
-      TaskRecord r;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        auto it = records_.find(e.task_id);
-        if (it == records_.end()) continue;
-        it->second.ended = true;
-        it->second.exit_code = e.exit_code;
-        it->second.signal = e.signal;
-        it->second.stopped = e.stopped;
-        it->second.ended_at = clock_->Now();
-        r = it->second;
-        SaveRecords();
-      }
-      for (uint32_t g : r.gpus) backend_->SetIdle(g);
-      spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id, r.exit_code,
-                   r.signal, r.stopped ? ", stopped" : "");
-      SendStatus(r);
+      if (auto r = RecordExit(e)) SendStatus(*r);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void Agent::StopTasksOnExit() {
+  const auto running = runner_.Running();
+  if (running.empty()) return;
+  spdlog::info("agent {}: stopping its {} task(s) before it exits", options_.node, running.size());
+  for (const auto& [id, pid] : running) (void)runner_.Stop(id, options_.stop_tasks_grace);
+  // Not reported as `stopped`: that means the controller asked for it (and then the job is not
+  // failed for it), while these tasks did not finish their work.
+  auto record = [this](TaskExit e) {
+    e.stopped = false;
+    if (!RecordExit(e)) return;
+    std::lock_guard<std::mutex> l(mu_);
+    records_[e.task_id].message = "stopped when its agent exited (--stop-tasks-on-exit)";
+    SaveRecords();
+  };
+  // Reap() sends the SIGKILLs once the grace has passed; a little longer for them to land.
+  const Time deadline = clock_->Now() + options_.stop_tasks_grace + kSecond;
+  while (!runner_.Running().empty() && clock_->Now() < deadline) {
+    for (const TaskExit& e : runner_.Reap()) record(e);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (const TaskExit& e : runner_.Reap()) record(e);
+  for (const auto& [id, pid] : runner_.Running()) {
+    spdlog::warn("agent {}: task {} (pid {}) did not end after SIGKILL", options_.node, id, pid);
   }
 }
 

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -49,6 +50,11 @@ struct AgentOptions {
   std::string pci_root = "/sys/bus/pci/devices";  // for GPU-to-NIC affinity
   // The hangar binary, for tasks (HANGAR_BIN, and its directory on their PATH); empty: none.
   std::string hangar_binary;
+  // When Run() returns, stop every task (SIGTERM to its process group, SIGKILL after
+  // stop_tasks_grace). Off by default: a restarted agent adopts its tasks. `hangar dev` sets it,
+  // so that stopping the local cluster leaves nothing running.
+  bool stop_tasks_on_exit = false;
+  Duration stop_tasks_grace = 2 * kSecond;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -74,7 +80,8 @@ class Agent {
   ~Agent();
   // Discovers GPUs, loads task records and adopts tasks still running.
   Status Init();
-  // Connects, and reconnects with backoff, until *stop.
+  // Connects, and reconnects with backoff, until *stop; then, with stop_tasks_on_exit, stops
+  // every task and waits for them (at most stop_tasks_grace and a little).
   void Run(const std::atomic<bool>* stop);
   const std::string& cgroup_status() const { return cgroup_status_; }
   // Where tasks reach this agent (HANGAR_AGENT_SOCKET); empty when it could not listen.
@@ -98,6 +105,11 @@ class Agent {
   void SendStatus(const TaskRecord& r);
   pb::Register RegisterMessage();
   void ReaperLoop(const std::atomic<bool>* stop);
+  // Records how a task ended (and frees its GPUs); the record, or nullopt for an unknown task.
+  std::optional<TaskRecord> RecordExit(const TaskExit& e);
+  void StopTasksOnExit();
+  // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts.
+  Status PrepareCheckpointDir(const pb::Launch& l) const;
   void HeartbeatLoop(const std::atomic<bool>* stop);
   void SaveRecords();  // caller holds mu_
   std::string TaskDir(const std::string& task_id) const;

@@ -38,6 +38,7 @@ struct Flags {
   std::string fake_memory;
   std::string faults;
   bool no_cgroups = false;
+  bool stop_tasks_on_exit = false;
   bool validate = false;  // gpu-check
   std::string token_file;
 };
@@ -124,10 +125,15 @@ StatusOr<std::string> ReadNodeToken(const std::string& file) {
 Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.controller = f.controller;
   opt.node = f.node;
-  opt.state_dir = f.state_dir.empty() ? "./hangar-agent-" + f.node : f.state_dir;
-  opt.use_cgroups = !f.no_cgroups;
-  opt.ib_root = f.ib_root;
+  // Absolute: tasks get paths under it (HANGAR_AGENT_STATE_DIR, HANGAR_FAKE_GPU_UTIL_FILE) and
+  // run in a working directory of their own.
   std::error_code ec;
+  const std::string dir = f.state_dir.empty() ? "./hangar-agent-" + f.node : f.state_dir;
+  opt.state_dir = std::filesystem::absolute(dir, ec).lexically_normal().string();
+  if (ec) return Status::InvalidArgument("--state-dir " + dir + ": " + ec.message());
+  opt.use_cgroups = !f.no_cgroups;
+  opt.stop_tasks_on_exit = f.stop_tasks_on_exit;
+  opt.ib_root = f.ib_root;
   opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
   HANGAR_ASSIGN_OR_RETURN(opt.token, ReadNodeToken(f.token_file));
@@ -167,7 +173,8 @@ Status Run(const Flags& f) {
   signal(SIGTERM, [](int) { g_stop = true; });
   signal(SIGPIPE, SIG_IGN);
   agent.Run(&g_stop);
-  spdlog::info("agent {}: stopped (its tasks keep running)", f.node);
+  spdlog::info("agent {}: stopped{}", f.node,
+               opt.stop_tasks_on_exit ? " (and its tasks with it)" : " (its tasks keep running)");
   return Status::Ok();
 }
 
@@ -208,6 +215,12 @@ Status CheckpointDone(const CheckpointFlags& f) {
   }
   if (!f.path.empty()) {
     std::error_code ec;
+    // A report of a checkpoint that is not there would let the job resume from nothing.
+    if (!std::filesystem::exists(f.path, ec)) {
+      return Status::NotFound("--path " + f.path +
+                              " does not exist; report a checkpoint only once it is written (in "
+                              "$HANGAR_CHECKPOINT_DIR)");
+    }
     report.path = std::filesystem::absolute(f.path, ec).lexically_normal().string();
     if (ec) report.path = f.path;
   }
@@ -257,6 +270,10 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--ib-root", f->ib_root, "InfiniBand/RoCE devices (absent: no ports)")
       ->capture_default_str();
   c->add_flag("--no-cgroups", f->no_cgroups, "Run tasks without cgroups");
+  c->add_flag(
+      "--stop-tasks-on-exit", f->stop_tasks_on_exit,
+      "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "
+      "running and a restarted agent adopts them (`hangar dev` sets this)");
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {

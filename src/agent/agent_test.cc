@@ -93,6 +93,7 @@ class AgentTest : public ::testing::Test {
     o.ib_root = sys_.ib_root();
     o.pci_root = sys_.pci_root();
     o.hangar_binary = "/opt/hangar-test/bin/hangar";
+    o.stop_tasks_on_exit = stop_tasks_on_exit_;
     FakeGpuOptions fake;
     fake.count = 2;
     auto backend = MakeFakeBackend(fake, "n1", SystemClock::Default());
@@ -115,17 +116,21 @@ class AgentTest : public ::testing::Test {
     fs::remove_all(state_dir_);
   }
 
-  // Launches `script` under /bin/sh as task `id` of job `job`.
-  void Launch(const std::string& id, uint64_t job, const std::string& script) {
+  // Launches `script` under /bin/sh as task `id` of job `job`; returns its first status.
+  pb::TaskStatus Launch(const std::string& id, uint64_t job, const std::string& script,
+                        const std::map<std::string, std::string>& env = {}) {
     pb::ControllerMessage m;
     m.mutable_launch()->set_task_id(id);
     m.mutable_launch()->set_job_id(job);
     for (const char* a : {"/bin/sh", "-c"}) m.mutable_launch()->add_argv(a);
     m.mutable_launch()->add_argv(script);
-    ASSERT_TRUE(controller_.Send(m));
-    ASSERT_TRUE(controller_.WaitFor([&](const pb::AgentMessage& a) {
+    for (const auto& [k, v] : env) (*m.mutable_launch()->mutable_env())[k] = v;
+    EXPECT_TRUE(controller_.Send(m));
+    auto status = controller_.WaitFor([&](const pb::AgentMessage& a) {
       return a.has_task_status() && a.task_status().task_id() == id;
-    }));
+    });
+    EXPECT_TRUE(status);
+    return status ? status->task_status() : pb::TaskStatus{};
   }
   fs::path Work(const std::string& id) { return state_dir_ / "tasks" / id / "work"; }
   static std::string Read(const fs::path& p) {
@@ -149,6 +154,7 @@ class AgentTest : public ::testing::Test {
     return env;
   }
 
+  bool stop_tasks_on_exit_ = false;  // set by a derived fixture's constructor
   testing::FakeSysfs sys_;
   fs::path state_dir_;
   FakeController controller_;
@@ -272,6 +278,100 @@ TEST_F(AgentTest, StopWithACheckpointSignalsAndIsReleasedByTheReport) {
   EXPECT_EQ(ended->task_status().exit_code(), 0);
   EXPECT_EQ(Read(Work("6.0.0") / "signals"), "USR1\nTERM\n");
   EXPECT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_checkpoint_done(); }));
+}
+
+// The checkpoint directory exists before the task runs (a task that writes to it at once must not
+// find it missing), and a directory that cannot be made fails the launch with the reason.
+TEST_F(AgentTest, CreatesTheCheckpointDirectoryBeforeTheTaskStarts) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  const fs::path ckpt = state_dir_ / "checkpoints" / "job-7";
+  auto ok = Launch("7.0.0", 7,
+                   "test -d \"$HANGAR_CHECKPOINT_DIR\" && touch \"$HANGAR_CHECKPOINT_DIR/seen\"",
+                   {{"HANGAR_CHECKPOINT_DIR", ckpt.string()}});
+  EXPECT_NE(ok.state(), pb::TaskStatus::FAILED_TO_START) << ok.message();
+  EXPECT_TRUE(Eventually([&] { return fs::exists(ckpt / "seen"); }));
+  EXPECT_EQ(fs::status(ckpt).permissions() & fs::perms::all, fs::perms::owner_all);
+
+  std::ofstream(state_dir_ / "a-file") << "x";
+  auto blocked = Launch("8.0.0", 8, "true",
+                        {{"HANGAR_CHECKPOINT_DIR", (state_dir_ / "a-file" / "job-8").string()}});
+  EXPECT_EQ(blocked.state(), pb::TaskStatus::FAILED_TO_START);
+  EXPECT_THAT(blocked.message(),
+              ::testing::HasSubstr("cannot create the job's checkpoint directory"));
+  EXPECT_THAT(blocked.message(), ::testing::HasSubstr("--checkpoint-root"));
+
+  auto relative =
+      Launch("9.0.0", 9, "true", {{"HANGAR_CHECKPOINT_DIR", "./hangar-dev/checkpoints/job-9"}});
+  EXPECT_EQ(relative.state(), pb::TaskStatus::FAILED_TO_START);
+  EXPECT_THAT(relative.message(), ::testing::HasSubstr("is a relative path"));
+  EXPECT_FALSE(fs::exists(Work("9.0.0") / "hangar-dev"));
+}
+
+TEST_F(AgentTest, TasksGetAbsolutePathsUnderTheStateDirectory) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  Launch("10.0.0", 10, "env > env.txt; echo ok > env.done");
+  auto env = TaskEnv("10.0.0");
+  EXPECT_EQ(env["HANGAR_AGENT_STATE_DIR"], state_dir_.string());
+  EXPECT_EQ(env["HANGAR_FAKE_GPU_UTIL_FILE"],
+            (state_dir_ / "tasks" / "10.0.0" / "gpu_util").string());
+}
+
+class StoppingAgentTest : public AgentTest {
+ protected:
+  StoppingAgentTest() { stop_tasks_on_exit_ = true; }
+};
+
+// No live (non-zombie) process is left in process group `pgid`.
+bool NoLiveMember(int pgid) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    rest >> state >> ppid >> pgrp;
+    if (pgrp == pgid && state != 'Z') return false;
+  }
+  return true;
+}
+
+// A SIGKILLed group member is gone a moment later (it may still be dying, or waiting for init).
+bool ProcessGroupGone(int pgid) {
+  for (int i = 0; i < 50 && !NoLiveMember(pgid); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return pgid > 0 && NoLiveMember(pgid);
+}
+
+// `hangar dev` runs its agents with --stop-tasks-on-exit: leaving, the agent ends every task, one
+// that obeys SIGTERM at once and one that ignores it with SIGKILL after the grace.
+TEST_F(StoppingAgentTest, StopsEveryTaskWhenItExits) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  Launch("11.0.0", 11, kTrapper);
+  Launch("12.0.0", 12,
+         "trap '' TERM; env > env.txt; echo ok > env.done; while :; do sleep 1; done");
+  TaskEnv("11.0.0");
+  TaskEnv("12.0.0");
+  std::map<std::string, int> pids;
+  {
+    std::ifstream in(state_dir_ / "tasks.json");
+    for (const auto& t : nlohmann::json::parse(in)) pids[t["task_id"]] = t["pid"];
+  }
+  ASSERT_EQ(pids.size(), 2u);
+  stop_ = true;
+  runner_.join();  // Run() returns only once its tasks are gone
+  for (const auto& [id, pid] : pids) EXPECT_TRUE(ProcessGroupGone(pid)) << id;
+  EXPECT_EQ(Read(Work("11.0.0") / "signals"), "TERM\n");
+  std::ifstream in(state_dir_ / "tasks.json");
+  for (const auto& t : nlohmann::json::parse(in)) {
+    EXPECT_TRUE(t["ended"].get<bool>()) << t.dump();
+    // Not `stopped` (the controller's word for a stop it asked for): the job did not finish.
+    EXPECT_FALSE(t["stopped"].get<bool>()) << t.dump();
+    EXPECT_EQ(t["message"], "stopped when its agent exited (--stop-tasks-on-exit)");
+  }
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 #include "cli/cli_commands.h"
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "api/views.h"
 #include "cli/cli_common.h"
@@ -14,8 +18,45 @@
 #include "job/job_spec.h"
 
 namespace hangar::cli {
+
+Status CheckJobId(const std::string& id) {
+  const bool digits =
+      !id.empty() && id.size() <= 19 &&
+      std::all_of(id.begin(), id.end(), [](unsigned char ch) { return std::isdigit(ch); });
+  if (digits) return Status::Ok();
+  return Status::InvalidArgument("job ids are numbers; '" + id +
+                                 "' is not one - find the id with `hangar jobs`");
+}
+
 namespace {
 
+constexpr std::chrono::milliseconds kLogsPollInterval{500};
+
+// One options struct per command: nothing is shared between subcommands (a shared int once made
+// `hangar logs` ask for task 50, the default of `events --limit`).
+struct LogsOptions {
+  std::string id;
+  int task = 0;
+  bool follow = false;
+  bool stderr_stream = false;
+};
+
+struct EventsOptions {
+  std::string subject;
+  int limit = 50;
+};
+
+struct RemediateOptions {
+  std::string node;
+  std::string remedy;
+  int gpu = -1;
+  std::string note;
+};
+
+struct DrainOptions {
+  std::string node;
+  std::string reason;
+};
 
 std::string Gpus(double g) {
   char buf[32];
@@ -54,6 +95,7 @@ Status Jobs(const Common& c, const std::string& state) {
 }
 
 Status ShowJob(const Common& c, const std::string& id) {
+  HANGAR_RETURN_IF_ERROR(CheckJobId(id));
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs/" + id));
   if (c.output == "json") return PrintJson(r), Status::Ok();
   HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(r));
@@ -79,6 +121,7 @@ Status ShowJob(const Common& c, const std::string& id) {
 }
 
 Status Cancel(const Common& c, const std::string& id) {
+  HANGAR_RETURN_IF_ERROR(CheckJobId(id));
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/jobs/" + id + "/cancel", ""));
   if (c.output == "json") PrintJson(r);
   else std::printf("job %s cancelled\n", id.c_str());
@@ -86,6 +129,7 @@ Status Cancel(const Common& c, const std::string& id) {
 }
 
 Status Explain(const Common& c, const std::string& id) {
+  HANGAR_RETURN_IF_ERROR(CheckJobId(id));
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs/" + id + "/explain"));
   if (c.output == "json") return PrintJson(r), Status::Ok();
   std::printf("job %s (%s) is %s", id.c_str(), r.value("name", "").c_str(), r.value("state", "").c_str());
@@ -96,14 +140,52 @@ Status Explain(const Common& c, const std::string& id) {
   return Status::Ok();
 }
 
-Status Logs(const Common& c, const std::string& id, int task, bool follow, bool err) {
-  std::string path = "/v1/jobs/" + id + "/logs?task=" + std::to_string(task) + (follow ? "&follow=1" : "") +
-                     (err ? "&stream=stderr" : "");
-  return ApiClient(c.server).Stream(path, [](const char* d, size_t n) {
+// Waits (polling) until task `task` of job `id` has started, so that `logs -f` on a pending job
+// follows it from its first line. Says once on stderr that it waits, and why.
+Status WaitForTask(ApiClient& api, const std::string& id, int task) {
+  bool noted = false;
+  while (true) {
+    HANGAR_ASSIGN_OR_RETURN(auto r, api.Get("/v1/jobs/" + id));
+    HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(r));
+    if (task >= v.tasks) {
+      return Status::NotFound("job " + id + " has no task " + std::to_string(task) + " (it has " +
+                              std::to_string(v.tasks) + "); pass --task 0.." +
+                              std::to_string(v.tasks - 1));
+    }
+    for (const auto& tv : v.task_views) {
+      if (static_cast<int>(tv.index) == task && tv.state != "launching") return Status::Ok();
+    }
+    if (v.state == "succeeded" || v.state == "failed" || v.state == "cancelled") {
+      return Status::FailedPrecondition("job " + id + " ended (" + v.state + ") before task " +
+                                        std::to_string(task) + " started; it has no logs");
+    }
+    if (!noted) {
+      std::fprintf(stderr, "job %s is %s%s; waiting for it to start (Ctrl-C to stop)\n", id.c_str(),
+                   v.state.c_str(), v.reason.empty() ? "" : (": " + v.reason).c_str());
+      noted = true;
+    }
+    std::this_thread::sleep_for(kLogsPollInterval);
+  }
+}
+
+Status Logs(const Common& c, const LogsOptions& o) {
+  HANGAR_RETURN_IF_ERROR(CheckJobId(o.id));
+  if (o.task < 0)
+    return Status::InvalidArgument("--task must be a task index (0, 1, ...), not " +
+                                   std::to_string(o.task));
+  ApiClient api(c.server);
+  if (o.follow) HANGAR_RETURN_IF_ERROR(WaitForTask(api, o.id, o.task));
+  std::string path = "/v1/jobs/" + o.id + "/logs?task=" + std::to_string(o.task) +
+                     (o.follow ? "&follow=1" : "") + (o.stderr_stream ? "&stream=stderr" : "");
+  Status s = api.Stream(path, [](const char* d, size_t n) {
     std::fwrite(d, 1, n, stdout);
     std::fflush(stdout);
     return true;
   });
+  if (s.code() == StatusCode::kFailedPrecondition && !o.follow) {  // not started yet
+    return Status(s.code(), s.message() + "; `hangar logs -f " + o.id + "` waits for it to start");
+  }
+  return s;
 }
 
 Status Nodes(const Common& c) {
@@ -162,7 +244,9 @@ Status ResetSafetyValve(const Common& c) {
   return Status::Ok();
 }
 
-Status Events(const Common& c, const std::string& subject, int limit) {
+Status Events(const Common& c, const EventsOptions& o) {
+  const std::string& subject = o.subject;
+  const int limit = o.limit;
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/events?limit=" + std::to_string(limit) +
                                                        (subject.empty() ? "" : "&subject=" + subject)));
   if (c.output == "json") return PrintJson(r), Status::Ok();
@@ -177,84 +261,110 @@ Status Events(const Common& c, const std::string& subject, int limit) {
 }  // namespace
 
 void RegisterUserCommands(CLI::App& app, int* rc) {
-  auto c = std::make_shared<Common>();
-  auto s = std::make_shared<std::vector<std::string>>(4);
-  auto num = std::make_shared<int>(0);
-  auto flag = std::make_shared<std::pair<bool, bool>>(false, false);
+  // Every command has its own Common too: flags of one never leak into another's defaults.
+  auto add_id_command = [&](const char* name, const char* help,
+                            Status (*run)(const Common&, const std::string&)) {
+    auto c = std::make_shared<Common>();
+    auto id = std::make_shared<std::string>();
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->add_option("id", *id, "Job id (a number: see `hangar jobs`)")->required();
+    AddCommon(cmd, c.get());
+    cmd->callback([=] { Guard(rc, [&] { return run(*c, *id); }); });
+  };
 
-  CLI::App* submit = app.add_subcommand("submit", "Submit a job file (docs/job-format.md)");
-  submit->add_option("file", (*s)[0], "Job file (YAML)")->required();
-  AddCommon(submit, c.get());
-  submit->callback([=] { Guard(rc, [&] { return Submit(*c, (*s)[0]); }); });
-
-  CLI::App* jobs = app.add_subcommand("jobs", "List jobs, newest first");
-  jobs->add_option("--state", (*s)[0], "Only jobs in this state");
-  AddCommon(jobs, c.get());
-  jobs->callback([=] { Guard(rc, [&] { return Jobs(*c, (*s)[0]); }); });
-
-  CLI::App* job = app.add_subcommand("job", "Show one job, its tasks and where they run");
-  job->add_option("id", (*s)[0], "Job id")->required();
-  AddCommon(job, c.get());
-  job->callback([=] { Guard(rc, [&] { return ShowJob(*c, (*s)[0]); }); });
-
-  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a job: stop every task");
-  cancel->add_option("id", (*s)[0], "Job id")->required();
-  AddCommon(cancel, c.get());
-  cancel->callback([=] { Guard(rc, [&] { return Cancel(*c, (*s)[0]); }); });
-
-  CLI::App* explain = app.add_subcommand("explain", "Why a job waits (or how it ended)");
-  explain->add_option("id", (*s)[0], "Job id")->required();
-  AddCommon(explain, c.get());
-  explain->callback([=] { Guard(rc, [&] { return Explain(*c, (*s)[0]); }); });
-
-  CLI::App* logs = app.add_subcommand("logs", "Print a task's output");
-  logs->add_option("id", (*s)[0], "Job id")->required();
-  logs->add_option("--task", *num, "Task index")->capture_default_str();
-  logs->add_flag("-f,--follow", flag->first, "Keep printing until the task ends");
-  logs->add_flag("--stderr", flag->second, "Standard error instead of standard output");
-  AddCommon(logs, c.get());
-  logs->callback([=] { Guard(rc, [&] { return Logs(*c, (*s)[0], *num, flag->first, flag->second); }); });
-
-  CLI::App* nodes = app.add_subcommand("nodes", "List nodes, their state and free capacity");
-  AddCommon(nodes, c.get());
-  nodes->callback([=] { Guard(rc, [&] { return Nodes(*c); }); });
-
-  CLI::App* node = app.add_subcommand("node", "Show one node and its history");
-  node->add_option("name", (*s)[0], "Node name")->required();
-  AddCommon(node, c.get());
-  node->callback([=] { Guard(rc, [&] { return ShowNode(*c, (*s)[0]); }); });
-
-  CLI::App* drain = app.add_subcommand("drain", "Place no new work on a node");
-  drain->add_option("node", (*s)[0], "Node name")->required();
-  drain->add_option("--reason", (*s)[1], "Why (kept with the node)")->required();
-  AddCommon(drain, c.get());
-  drain->callback([=] { Guard(rc, [&] { return Drain(*c, (*s)[0], (*s)[1], true); }); });
-
-  CLI::App* undrain = app.add_subcommand("undrain", "Let a drained node take work again");
-  undrain->add_option("node", (*s)[0], "Node name")->required();
-  AddCommon(undrain, c.get());
-  undrain->callback([=] { Guard(rc, [&] { return Drain(*c, (*s)[0], "", false); }); });
-
-  auto gpu = std::make_shared<int>(-1);
-  CLI::App* remediate = app.add_subcommand("remediate", "Record a GPU reset, node reboot or repair; validation follows");
-  remediate->add_option("node", (*s)[0], "Node name")->required();
-  remediate->add_option("--remedy", (*s)[1], "gpu-reset, reboot or repair")
-      ->required()
-      ->check(CLI::IsMember({"gpu-reset", "reboot", "repair"}));
-  remediate->add_option("--gpu", *gpu, "The GPU index (gpu-reset; repair of one GPU)");
-  remediate->add_option("--note", (*s)[2], "What was done, kept in the node's history");
-  AddCommon(remediate, c.get());
-  remediate->callback([=] { Guard(rc, [&] { return Remediate(*c, (*s)[0], (*s)[1], *gpu, (*s)[2]); }); });
-
-  CLI::App* valve = app.add_subcommand("reset-safety-valve", "Let health rules drain nodes again after the valve tripped");
-  AddCommon(valve, c.get());
-  valve->callback([=] { Guard(rc, [&] { return ResetSafetyValve(*c); }); });
-
-  CLI::App* events = app.add_subcommand("events", "What happened, newest first");
-  events->add_option("--subject", (*s)[0], "Only events of e.g. node/gpu-1 or job/42");
-  events->add_option("--limit", *num, "How many")->default_val(50);
-  AddCommon(events, c.get());
-  events->callback([=] { Guard(rc, [&] { return Events(*c, (*s)[0], *num); }); });
+  {
+    auto c = std::make_shared<Common>();
+    auto file = std::make_shared<std::string>();
+    CLI::App* submit = app.add_subcommand("submit", "Submit a job file (docs/job-format.md)");
+    submit->add_option("file", *file, "Job file (YAML)")->required();
+    AddCommon(submit, c.get());
+    submit->callback([=] { Guard(rc, [&] { return Submit(*c, *file); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    auto state = std::make_shared<std::string>();
+    CLI::App* jobs = app.add_subcommand("jobs", "List jobs, newest first");
+    jobs->add_option("--state", *state, "Only jobs in this state");
+    AddCommon(jobs, c.get());
+    jobs->callback([=] { Guard(rc, [&] { return Jobs(*c, *state); }); });
+  }
+  add_id_command("job", "Show one job, its tasks and where they run", ShowJob);
+  add_id_command("cancel", "Cancel a job: stop every task", Cancel);
+  add_id_command("explain", "Why a job waits (or how it ended)", Explain);
+  {
+    auto c = std::make_shared<Common>();
+    auto o = std::make_shared<LogsOptions>();
+    CLI::App* logs = app.add_subcommand("logs", "Print a task's output");
+    logs->add_option("id", o->id, "Job id (a number: see `hangar jobs`)")->required();
+    logs->add_option("--task", o->task, "Task index")->capture_default_str();
+    logs->add_flag("-f,--follow", o->follow,
+                   "Keep printing until the task ends (waits for a pending job to start)");
+    logs->add_flag("--stderr", o->stderr_stream, "Standard error instead of standard output");
+    AddCommon(logs, c.get());
+    logs->callback([=] { Guard(rc, [&] { return Logs(*c, *o); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    CLI::App* nodes = app.add_subcommand("nodes", "List nodes, their state and free capacity");
+    AddCommon(nodes, c.get());
+    nodes->callback([=] { Guard(rc, [&] { return Nodes(*c); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    auto name = std::make_shared<std::string>();
+    CLI::App* node = app.add_subcommand("node", "Show one node and its history");
+    node->add_option("name", *name, "Node name")->required();
+    AddCommon(node, c.get());
+    node->callback([=] { Guard(rc, [&] { return ShowNode(*c, *name); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    auto o = std::make_shared<DrainOptions>();
+    CLI::App* drain = app.add_subcommand("drain", "Place no new work on a node");
+    drain->add_option("node", o->node, "Node name")->required();
+    drain->add_option("--reason", o->reason, "Why (kept with the node)")->required();
+    AddCommon(drain, c.get());
+    drain->callback([=] { Guard(rc, [&] { return Drain(*c, o->node, o->reason, true); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    auto name = std::make_shared<std::string>();
+    CLI::App* undrain = app.add_subcommand("undrain", "Let a drained node take work again");
+    undrain->add_option("node", *name, "Node name")->required();
+    AddCommon(undrain, c.get());
+    undrain->callback([=] { Guard(rc, [&] { return Drain(*c, *name, "", false); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    auto o = std::make_shared<RemediateOptions>();
+    CLI::App* remediate = app.add_subcommand(
+        "remediate", "Record a GPU reset, node reboot or repair; validation follows");
+    remediate->add_option("node", o->node, "Node name")->required();
+    remediate->add_option("--remedy", o->remedy, "gpu-reset, reboot or repair")
+        ->required()
+        ->check(CLI::IsMember({"gpu-reset", "reboot", "repair"}));
+    remediate->add_option("--gpu", o->gpu, "The GPU index (gpu-reset; repair of one GPU)");
+    remediate->add_option("--note", o->note, "What was done, kept in the node's history");
+    AddCommon(remediate, c.get());
+    remediate->callback(
+        [=] { Guard(rc, [&] { return Remediate(*c, o->node, o->remedy, o->gpu, o->note); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    CLI::App* valve = app.add_subcommand(
+        "reset-safety-valve", "Let health rules drain nodes again after the valve tripped");
+    AddCommon(valve, c.get());
+    valve->callback([=] { Guard(rc, [&] { return ResetSafetyValve(*c); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    auto o = std::make_shared<EventsOptions>();
+    CLI::App* events = app.add_subcommand("events", "What happened, newest first");
+    events->add_option("--subject", o->subject, "Only events of e.g. node/gpu-1 or job/42");
+    events->add_option("--limit", o->limit, "How many")->capture_default_str();
+    AddCommon(events, c.get());
+    events->callback([=] { Guard(rc, [&] { return Events(*c, *o); }); });
+  }
 }
 
 }  // namespace hangar::cli

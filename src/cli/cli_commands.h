@@ -5,10 +5,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
+#include "common/status.h"
+
 namespace hangar::cli {
 
 void RegisterUserCommands(CLI::App& app, int* rc);
 // apply, queues, share, usage (share_commands.cc).
 void RegisterShareCommands(CLI::App& app, int* rc);
+
+// OK when `id` can be a job id (digits); otherwise InvalidArgument that says where ids are found.
+// Checked before any request, so `hangar cancel llm-serve` does not end in "no such endpoint".
+Status CheckJobId(const std::string& id);
 
 }  // namespace hangar::cli

@@ -223,12 +223,11 @@ Status TokenRevoke(const Common& c, const std::string& id) {
 
 void RegisterShareCommands(CLI::App& app, int* rc) {
   auto c = std::make_shared<Common>();
-  auto s = std::make_shared<std::vector<std::string>>(2);
-
+  auto file = std::make_shared<std::string>();
   CLI::App* apply = app.add_subcommand("apply", "Apply a queues file: the queue tree, quotas and weights (docs/queues.md)");
-  apply->add_option("-f,--file", (*s)[0], "queues.yaml")->required();
+  apply->add_option("-f,--file", *file, "queues.yaml")->required();
   AddCommon(apply, c.get());
-  apply->callback([=] { Guard(rc, [&] { return Apply(*c, (*s)[0]); }); });
+  apply->callback([=] { Guard(rc, [&] { return Apply(*c, *file); }); });
 
   CLI::App* queues = app.add_subcommand("queues", "Show the queue tree with quotas, limits, weights and idle policies");
   AddCommon(queues, c.get());
@@ -239,12 +238,15 @@ void RegisterShareCommands(CLI::App& app, int* rc) {
   share->callback([=] { Guard(rc, [&] { return Share(*c); }); });
 
   CLI::App* usage = app.add_subcommand("usage", "GPU-hours by queue or user, with idle and preempted waste");
-  (*s)[0] = "queue";
-  (*s)[1] = "7d";
-  usage->add_option("--by", (*s)[0], "queue or user")->check(CLI::IsMember({"queue", "user"}))->capture_default_str();
-  usage->add_option("--since", (*s)[1], "How far back, e.g. 7d, 24h")->capture_default_str();
+  // Its own variables: a shared vector once let `apply -f` and `usage --by` write the same string.
+  auto usage_by = std::make_shared<std::string>("queue");
+  auto usage_since = std::make_shared<std::string>("7d");
+  usage->add_option("--by", *usage_by, "queue or user")
+      ->check(CLI::IsMember({"queue", "user"}))
+      ->capture_default_str();
+  usage->add_option("--since", *usage_since, "How far back, e.g. 7d, 24h")->capture_default_str();
   AddCommon(usage, c.get());
-  usage->callback([=] { Guard(rc, [&] { return Usage(*c, (*s)[0], (*s)[1]); }); });
+  usage->callback([=] { Guard(rc, [&] { return Usage(*c, *usage_by, *usage_since); }); });
 
   auto t = std::make_shared<std::vector<std::string>>(5);
   CLI::App* token = app.add_subcommand("token", "API tokens (RBAC, docs/rbac.md); admins only");

@@ -11,6 +11,11 @@ namespace {
 int BindProbe(const std::string& host, int port, int* bound_port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  // SO_REUSEADDR as the servers themselves bind (ExclusiveServerSocketOptions): connections in
+  // TIME_WAIT from a server that just stopped do not make its port look taken, while a live
+  // listener still does.
+  int yes = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));

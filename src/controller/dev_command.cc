@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -46,10 +48,28 @@ struct Flags {
 
 std::atomic<bool> g_stop{false};
 
+// Longest wait for the controller to answer: restoring a store with many jobs takes a while, and
+// a controller that dies is noticed at once anyway.
+constexpr Duration kStartupLimit = 120 * kSecond;
+constexpr int kLogGenerations = 5;  // controller.log.1 .. .5 kept from earlier runs
+
+// Moves `path` to `path`.1 (and .1 to .2, ...), so a restart keeps the previous run's log.
+void RotateLog(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  fs::remove(path + "." + std::to_string(kLogGenerations), ec);
+  for (int i = kLogGenerations - 1; i >= 1; --i) {
+    const std::string from = path + "." + std::to_string(i);
+    if (fs::exists(from, ec)) fs::rename(from, path + "." + std::to_string(i + 1), ec);
+  }
+  fs::rename(path, path + ".1", ec);
+}
+
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+  RotateLog(log);
   pid_t pid = fork();
   if (pid != 0) return pid;
-  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
     dup2(fd, 1);
     dup2(fd, 2);
@@ -62,20 +82,32 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   _exit(127);
 }
 
-void StopAll(std::vector<pid_t>& pids) {
-  for (auto it = pids.rbegin(); it != pids.rend(); ++it) kill(*it, SIGTERM);
-  for (int i = 0; i < 100; ++i) {
-    bool any = false;
-    for (pid_t p : pids) any = any || (p > 0 && waitpid(p, nullptr, WNOHANG) == 0);
-    if (!any) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+// SIGTERM to each, then SIGKILL to those still there after `grace`.
+void StopGroup(const std::vector<pid_t>& pids, Duration grace) {
+  for (pid_t p : pids) kill(p, SIGTERM);
+  std::vector<pid_t> left = pids;
+  for (Duration waited = 0; !left.empty() && waited < grace; waited += 50) {
+    std::erase_if(left, [](pid_t p) { return waitpid(p, nullptr, WNOHANG) != 0; });
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  for (pid_t p : pids) kill(p, SIGKILL);
-  for (pid_t p : pids) waitpid(p, nullptr, 0);
+  for (pid_t p : left) kill(p, SIGKILL);
+  for (pid_t p : left) waitpid(p, nullptr, 0);
 }
 
-// Prints new events and tells whether every submitted job has ended.
-bool Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint64_t>& jobs) {
+// Agents first (they stop their tasks: SIGTERM, SIGKILL after 2 s), then the controller, so that
+// it still hears how the tasks ended.
+void StopAll(pid_t controller, const std::vector<pid_t>& agents) {
+  StopGroup(agents, 5 * kSecond);
+  StopGroup({controller}, 5 * kSecond);
+}
+
+struct JobTally {
+  bool all_ended = false;
+  int not_succeeded = 0;
+};
+
+// Prints new events and tallies how the submitted jobs stand.
+JobTally Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint64_t>& jobs) {
   auto r = api.Get("/v1/events?limit=200");
   if (r && r->status == 200) {
     auto events = nlohmann::json::parse(r->body, nullptr, false)["events"];
@@ -87,40 +119,107 @@ bool Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint64_t>
     }
     std::fflush(stdout);
   }
-  bool done = !jobs.empty();
+  JobTally t;
+  t.all_ended = true;
   for (uint64_t id : jobs) {
     auto j = api.Get("/v1/jobs/" + std::to_string(id));
-    if (!j || j->status != 200) return false;
+    if (!j || j->status != 200) return JobTally{};
     std::string state = nlohmann::json::parse(j->body, nullptr, false).value("state", "");
-    done = done && (state == "succeeded" || state == "failed" || state == "cancelled");
+    t.all_ended =
+        t.all_ended && (state == "succeeded" || state == "failed" || state == "cancelled");
+    if (state == "failed" || state == "cancelled") ++t.not_succeeded;
   }
-  return done;
+  return t;
 }
 
-std::vector<uint64_t> SubmitExamples(httplib::Client& api, const std::string& dir) {
+// The server's error sentence from an API error body, else the body itself.
+std::string ErrorSentence(const httplib::Result& r) {
+  if (!r) return "no answer from the controller (" + httplib::to_string(r.error()) + ")";
+  auto j = nlohmann::json::parse(r->body, nullptr, false);
+  if (!j.is_discarded() && j.contains("error") && j["error"].is_object()) {
+    return j["error"].value("message", r->body);
+  }
+  return "HTTP " + std::to_string(r->status) + ": " + r->body;
+}
+
+struct Submitted {
+  std::vector<uint64_t> ids;
+  int refused = 0;
+};
+
+Submitted SubmitExamples(httplib::Client& api, const std::string& dir) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() == ".yaml") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
-  std::vector<uint64_t> ids;
+  Submitted out;
   for (const auto& f : files) {
     std::ifstream in(f);
     std::stringstream ss;
     ss << in.rdbuf();
     auto r = api.Post("/v1/jobs", ss.str(), "application/yaml");
     if (r && r->status == 201) {
-      ids.push_back(nlohmann::json::parse(r->body)["id"].get<uint64_t>());
-      std::printf("submitted %s as job %llu\n", f.filename().c_str(), static_cast<unsigned long long>(ids.back()));
+      out.ids.push_back(nlohmann::json::parse(r->body)["id"].get<uint64_t>());
+      std::printf("submitted %s as job %llu\n", f.filename().c_str(),
+                  static_cast<unsigned long long>(out.ids.back()));
     } else {
-      std::printf("could not submit %s: %s\n", f.filename().c_str(), r ? r->body.c_str() : "no answer");
+      ++out.refused;
+      std::printf("could not submit %s: %s\n", f.filename().c_str(), ErrorSentence(r).c_str());
     }
   }
-  return ids;
+  std::fflush(stdout);
+  return out;
 }
 
-Status Run(const Flags& f) {
+// Waits until the API answers with every agent connected. Gives up when the controller exits, on
+// Ctrl-C, or after kStartupLimit; says so once if it takes long (a big store restores slowly).
+Status WaitUntilUp(httplib::Client& client, pid_t controller, size_t nodes,
+                   const std::string& dir) {
+  const Time start = SystemClock::Default()->Now();
+  bool noted = false;
+  while (!g_stop) {
+    auto r = client.Get("/healthz");
+    if (r && r->status == 200 &&
+        nlohmann::json::parse(r->body, nullptr, false).value("agents", 0) ==
+            static_cast<int>(nodes)) {
+      return Status::Ok();
+    }
+    int status = 0;
+    if (waitpid(controller, &status, WNOHANG) == controller) {
+      return Status::Unavailable("the controller exited (" +
+                                 (WIFEXITED(status)
+                                      ? "status " + std::to_string(WEXITSTATUS(status))
+                                      : "signal " + std::to_string(WTERMSIG(status))) +
+                                 ") before it came up; see " + dir + "/logs/controller.log");
+    }
+    const Duration waited = SystemClock::Default()->Now() - start;
+    if (waited > kStartupLimit) {
+      return Status::Unavailable("the local cluster did not come up within " +
+                                 std::to_string(kStartupLimit / kSecond) + " s; see " + dir +
+                                 "/logs/");
+    }
+    if (!noted && waited > 10 * kSecond) {
+      std::printf(
+          "still waiting for the controller (%s); it may be restoring a large store: see "
+          "%s/logs/controller.log\n",
+          r ? "agents connecting" : "not answering yet", dir.c_str());
+      std::fflush(stdout);
+      noted = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Status::Ok();  // Ctrl-C: the caller stops what it started
+}
+
+// Makes --dir absolute (the controller and agents pass paths under it to tasks, which run in
+// directories of their own: HANGAR_CHECKPOINT_DIR, HANGAR_AGENT_STATE_DIR), creates it, writes
+// the default cluster.yaml when none is given, and checks the ports. Returns the cluster path.
+StatusOr<std::string> Prepare(Flags& f) {
   std::error_code ec;
+  const fs::path dir = fs::absolute(f.dir, ec).lexically_normal();
+  if (ec) return Status::InvalidArgument("--dir " + f.dir + ": " + ec.message());
+  f.dir = dir.has_filename() ? dir.string() : dir.parent_path().string();  // no trailing '/'
   fs::create_directories(f.dir + "/logs", ec);
   if (ec) return Status::Unavailable("cannot create " + f.dir + ": " + ec.message());
   std::string cluster_path = f.cluster;
@@ -128,42 +227,61 @@ Status Run(const Flags& f) {
     cluster_path = f.dir + "/cluster.yaml";
     std::ofstream(cluster_path) << kDefaultCluster;
   }
-  HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
   if (f.port < 1 || f.port > 65534) {
     return Status::InvalidArgument("--port " + std::to_string(f.port) +
-                                   " is not a port the API can use: give 1-65534 (the agents take the next one)");
+                                   " is not a port the API can use: give 1-65534 (the agents take "
+                                   "the next one)");
   }
   for (int p : {f.port, f.port + 1}) {  // refuse early and clearly when a port is taken
     if (!PortIsFree("127.0.0.1", p)) {
-      return Status::Unavailable("port " + std::to_string(p) + " on 127.0.0.1 is in use; choose another with --port");
+      return Status::Unavailable(
+          "port " + std::to_string(p) +
+          " on 127.0.0.1 is in use (another hangar dev or controller?); choose another "
+          "with --port");
     }
   }
+  return fs::absolute(cluster_path, ec).string();
+}
+
+struct LocalProcesses {
+  pid_t controller = 0;
+  std::vector<pid_t> agents;
+};
+
+LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
+                              const cluster::Topology& topology) {
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   const std::string agents = "127.0.0.1:" + std::to_string(f.port + 1);
-  std::vector<pid_t> pids;
-  pids.push_back(Spawn({"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents", agents,
-                        "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout", f.heartbeat_timeout,
-                        "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none"},
-                       f.dir + "/logs/controller.log"));
-  for (const auto& n : cluster.topology->nodes()) {
-    pids.push_back(Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster", cluster_path,
-                          "--state-dir", f.dir + "/agents/" + n.name},
-                         f.dir + "/logs/agent-" + n.name + ".log"));
+  LocalProcesses p;
+  p.controller =
+      Spawn({"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents", agents,
+             "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout",
+             f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none"},
+            f.dir + "/logs/controller.log");
+  // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind.
+  for (const auto& n : topology.nodes()) {
+    p.agents.push_back(
+        Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",
+               cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--stop-tasks-on-exit"},
+              f.dir + "/logs/agent-" + n.name + ".log"));
   }
+  return p;
+}
+
+Status Run(const Flags& flags) {
+  Flags f = flags;
+  HANGAR_ASSIGN_OR_RETURN(const std::string cluster_path, Prepare(f));
+  HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
+  const LocalProcesses procs = StartProcesses(f, cluster_path, *cluster.topology);
+  const std::string api = "127.0.0.1:" + std::to_string(f.port);
   httplib::Client client("http://" + api);
   client.set_connection_timeout(1, 0);
-  bool up = false;
-  for (int i = 0; i < 100 && !g_stop && !up; ++i) {
-    auto r = client.Get("/healthz");
-    up = r && r->status == 200 && nlohmann::json::parse(r->body, nullptr, false).value("agents", 0) ==
-                                      static_cast<int>(cluster.topology->nodes().size());
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!up) {
-    StopAll(pids);
-    return Status::Unavailable("the local cluster did not come up within 10 s; see " + f.dir + "/logs/");
+  if (Status up = WaitUntilUp(client, procs.controller, cluster.topology->nodes().size(), f.dir);
+      !up.ok() || g_stop) {
+    StopAll(procs.controller, procs.agents);
+    return up;
   }
   std::printf("\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
               "  API:   http://%s   (export HANGAR_URL=http://%s)\n"
@@ -171,16 +289,29 @@ Status Run(const Flags& f) {
               "  logs:  %s/logs/      stop: Ctrl-C\n\n",
               cluster.topology->name().c_str(), cluster.topology->nodes().size(),
               static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), api.c_str(), api.c_str(), f.dir.c_str());
-  std::vector<uint64_t> submitted;
+  std::fflush(stdout);
+  Submitted submitted;
   if (!f.submit_dir.empty()) submitted = SubmitExamples(client, f.submit_dir);
   int64_t last_event = 0;
+  JobTally tally;
   while (!g_stop) {
-    const bool done = Feed(client, &last_event, submitted);
-    if (done && f.exit_when_done) break;
+    tally = Feed(client, &last_event, submitted.ids);
+    if (f.exit_when_done && tally.all_ended) {
+      Feed(client, &last_event, {});  // the events of the last job's end, above the verdict
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   std::printf("\nstopping the local cluster...\n");
-  StopAll(pids);
+  std::fflush(stdout);
+  StopAll(procs.controller, procs.agents);
+  if (f.exit_when_done && (submitted.refused > 0 || tally.not_succeeded > 0)) {
+    return Status::FailedPrecondition(
+        std::to_string(submitted.refused) + " example(s) refused and " +
+        std::to_string(tally.not_succeeded) + " job(s) failed or cancelled, of " +
+        std::to_string(submitted.refused + submitted.ids.size()) +
+        " submitted; see the lines above and " + f.dir + "/logs/");
+  }
   return Status::Ok();
 }
 

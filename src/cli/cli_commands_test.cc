@@ -1,0 +1,163 @@
+// The user commands against a fake API server on loopback: what they ask for and what they print.
+#include "cli/cli_commands.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+namespace hangar::cli {
+namespace {
+
+class FakeApi {
+ public:
+  FakeApi() {
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeApi() {
+    server_.stop();
+    thread_.join();
+  }
+  httplib::Server& server() { return server_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  void Record(const httplib::Request& req) {
+    std::lock_guard<std::mutex> l(mu_);
+    requests_.push_back(req.path + (req.params.empty() ? "" : "?") + Params(req));
+  }
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_;
+  }
+
+ private:
+  static std::string Params(const httplib::Request& req) {
+    std::string out;
+    for (const auto& [k, v] : req.params) out += (out.empty() ? "" : "&") + k + "=" + v;
+    return out;
+  }
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+};
+
+// Runs `hangar ARGS --server FAKE` through the real command registration; returns the exit code.
+int RunCli(const FakeApi& api, std::vector<std::string> args) {
+  CLI::App app{"test"};
+  int rc = 0;
+  RegisterUserCommands(app, &rc);
+  args.push_back("--server");
+  args.push_back(api.address());
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes argv reversed
+  app.parse(reversed);
+  return rc;
+}
+
+TEST(CliCommandsTest, LogsAsksForTaskZeroAndEventsForFifty) {
+  FakeApi api;
+  api.server().Get(R"(/v1/jobs/1/logs)", [&](const httplib::Request& req, httplib::Response& res) {
+    api.Record(req);
+    res.set_content("hello\n", "text/plain");
+  });
+  api.server().Get("/v1/events", [&](const httplib::Request& req, httplib::Response& res) {
+    api.Record(req);
+    res.set_content(R"({"events": []})", "application/json");
+  });
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunCli(api, {"logs", "1"}), 0);
+  EXPECT_EQ(RunCli(api, {"events"}), 0);
+  EXPECT_EQ(RunCli(api, {"logs", "1", "--task", "2"}), 0);
+  EXPECT_EQ(RunCli(api, {"events", "--limit", "7"}), 0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("hello"), std::string::npos);
+  EXPECT_EQ(api.requests(),
+            (std::vector<std::string>{"/v1/jobs/1/logs?task=0", "/v1/events?limit=50",
+                                      "/v1/jobs/1/logs?task=2", "/v1/events?limit=7"}));
+}
+
+TEST(CliCommandsTest, LogsFollowWaitsForAPendingJobToStart) {
+  FakeApi api;
+  std::atomic<int> polls{0};
+  api.server().Get(R"(/v1/jobs/3)", [&](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json j = {{"id", 3},
+                        {"name", "train"},
+                        {"state", "pending"},
+                        {"tasks", 1},
+                        {"reason", "waiting for 8 GPUs"}};
+    if (++polls >= 3) {
+      j["state"] = "running";
+      j["task_list"] = {{{"index", 0}, {"node", "node-1"}, {"state", "running"}}};
+    }
+    res.set_content(j.dump(), "application/json");
+  });
+  api.server().Get(R"(/v1/jobs/3/logs)", [&](const httplib::Request& req, httplib::Response& res) {
+    api.Record(req);
+    res.set_content("step 1\n", "text/plain");
+  });
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli(api, {"logs", "-f", "3"}), 0);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out, "step 1\n");
+  EXPECT_GE(polls.load(), 3);
+  EXPECT_EQ(api.requests(), (std::vector<std::string>{"/v1/jobs/3/logs?follow=1&task=0"}));
+  // One note, not one per poll.
+  EXPECT_EQ(err,
+            "job 3 is pending: waiting for 8 GPUs; waiting for it to start (Ctrl-C to stop)\n");
+}
+
+TEST(CliCommandsTest, LogsFollowOfAJobThatEndedUnstartedSaysSo) {
+  FakeApi api;
+  api.server().Get(R"(/v1/jobs/4)", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"id": 4, "state": "cancelled", "tasks": 2})", "application/json");
+  });
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli(api, {"logs", "-f", "4"}), 1);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "error: job 4 ended (cancelled) before task 0 started; it has no logs\n");
+}
+
+TEST(CliCommandsTest, LogsOfAPendingJobSayHowToWait) {
+  FakeApi api;
+  api.server().Get(R"(/v1/jobs/5/logs)", [&](const httplib::Request&, httplib::Response& res) {
+    res.status = 400;
+    res.set_content(
+        R"({"error": {"code": "FAILED_PRECONDITION", "message": "job 5 has not started; it has no logs yet"}})",
+        "application/json");
+  });
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli(api, {"logs", "5"}), 1);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "error: job 5 has not started; it has no logs yet; `hangar logs -f 5` waits for it to "
+            "start\n");
+}
+
+TEST(CliCommandsTest, AJobIdThatIsNotANumberIsRefusedBeforeAnyRequest) {
+  FakeApi api;
+  api.server().set_logger(
+      [&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
+  for (const char* cmd : {"cancel", "job", "explain", "logs"}) {
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(RunCli(api, {cmd, "llm-serve"}), 1) << cmd;
+    EXPECT_EQ(
+        ::testing::internal::GetCapturedStderr(),
+        "error: job ids are numbers; 'llm-serve' is not one - find the id with `hangar jobs`\n")
+        << cmd;
+  }
+  EXPECT_TRUE(api.requests().empty());
+  EXPECT_TRUE(CheckJobId("42").ok());
+  EXPECT_FALSE(CheckJobId("").ok());
+  EXPECT_FALSE(CheckJobId("-1").ok());
+}
+
+}  // namespace
+}  // namespace hangar::cli

@@ -1,0 +1,298 @@
+// A user's journey with the `hangar` binary itself (issue 15): mistyped commands, `hangar dev`
+// started, stopped with Ctrl-C and restarted, examples that are refused or fail.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/net.h"
+#include "local_cluster.h"
+
+namespace hangar::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Ran {
+  int rc = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the hangar binary with `args` (no shell) and waits for it.
+Ran RunHangar(const std::vector<std::string>& args) {
+  char path[] = "/tmp/journey_out.XXXXXX";
+  const int fd = mkstemp(path);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv{const_cast<char*>(HANGAR_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(HANGAR_BINARY, argv.data());
+    _exit(127);
+  }
+  close(fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Ran r{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), ReadFile(path)};
+  unlink(path);
+  return r;
+}
+
+TEST(JourneyTest, AnUnknownCommandIsNamed) {
+  for (const std::string word : {"foo", "requeue"}) {
+    Ran r = RunHangar({word, "7"});
+    EXPECT_EQ(r.rc, 2) << r.output;
+    EXPECT_EQ(r.output,
+              "error: unknown command '" + word + "'; run 'hangar --help' for the list\n");
+  }
+  Ran none = RunHangar({});
+  EXPECT_NE(none.rc, 0);
+  EXPECT_TRUE(Contains(none.output, "no command given")) << none.output;
+  Ran help = RunHangar({"--help"});
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_TRUE(Contains(help.output, "submit")) << help.output;
+}
+
+TEST(JourneyTest, AJobIdThatIsNotANumberIsExplained) {
+  Ran r = RunHangar({"cancel", "llm-serve", "--server", "127.0.0.1:1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(
+      r.output,
+      "error: job ids are numbers; 'llm-serve' is not one - find the id with `hangar jobs`\n");
+}
+
+constexpr const char* kOneNode = R"(name: journey
+node_defaults: {gpus: 2, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: 32Gi}
+fabric:
+  spines:
+    - name: spine-0
+      leaves:
+        - {name: leaf-0, nodes: [{name: "node-1"}]}
+)";
+
+std::string JobYaml(const std::string& name, const std::string& script) {
+  nlohmann::json cmd = {"/bin/sh", "-c", script};  // JSON is YAML: quoting done right
+  return "name: " + name +
+         "\nqueue: default\ntasks:\n  - name: main\n    gpus: 1\n    cpu: 1\n    memory: 1Gi\n" +
+         "    command: " + cmd.dump() + "\n";
+}
+
+// `hangar dev` as a child process of the test, with its output in a file.
+class DevTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() /
+            ("journey_test." + std::to_string(getpid()) + "." +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ + "/examples");
+    std::ofstream(dir_ + "/cluster.yaml") << kOneNode;
+    // The API port and the next one (the agents') must both be free.
+    for (int i = 0; i < 50 && port_ == 0; ++i) {
+      const int p = PickFreePort("127.0.0.1");
+      if (p > 0 && p < 65534 && PortIsFree("127.0.0.1", p + 1)) port_ = p;
+    }
+    ASSERT_GT(port_, 0);
+  }
+
+  void TearDown() override {
+    if (dev_ > 0) {
+      kill(dev_, SIGKILL);
+      waitpid(dev_, nullptr, 0);
+    }
+    KillEverythingUnder(dir_);
+    // Tasks (their command lines need not name the directory), as the agents recorded them.
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_ + "/dev/agents", ec)) {
+      auto tasks =
+          nlohmann::json::parse(ReadFile(e.path().string() + "/tasks.json"), nullptr, false);
+      for (const auto& t : tasks.is_array() ? tasks : nlohmann::json::array()) {
+        if (t.value("pid", 0) > 0 && !t.value("ended", false)) kill(-t.value("pid", 0), SIGKILL);
+      }
+    }
+    if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_);
+  }
+
+  // Any process whose command line names the test directory (controller, agents, tasks left by
+  // a failed test): nothing outlives the test.
+  static void KillEverythingUnder(const std::string& dir) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string cmdline = ReadFile(e.path().string() + "/cmdline");
+      if (Contains(cmdline, dir)) kill(std::stoi(name), SIGKILL);
+    }
+  }
+
+  // `own_cluster`: the one-node cluster.yaml, else dev's default 4 x 8 GPUs.
+  void StartDev(std::vector<std::string> extra = {}, bool own_cluster = true) {
+    std::vector<std::string> args = {HANGAR_BINARY, "dev",    "--dir",
+                                     dir_ + "/dev", "--port", std::to_string(port_)};
+    if (own_cluster) args.insert(args.end(), {"--cluster", dir_ + "/cluster.yaml"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    out_ = dir_ + "/dev-" + std::to_string(++runs_) + ".out";
+    dev_ = fork();
+    if (dev_ == 0) {
+      const int fd = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(HANGAR_BINARY, argv.data());
+      _exit(127);
+    }
+  }
+
+  // Waits for `hangar dev` to exit (at most `timeout`); its exit code, or -1 if it did not.
+  int WaitDev(Duration timeout) {
+    int status = 0;
+    if (!LocalCluster::WaitFor([&] { return waitpid(dev_, &status, WNOHANG) == dev_; }, timeout))
+      return -1;
+    dev_ = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string Output() const { return ReadFile(out_); }
+  bool WaitForOutput(const std::string& part, Duration timeout) {
+    return LocalCluster::WaitFor([&] { return Contains(Output(), part); }, timeout);
+  }
+
+  std::string dir_;
+  int port_ = 0;
+  pid_t dev_ = 0;
+  int runs_ = 0;
+  std::string out_;
+};
+
+// Examples: one that checks what a task is given, one the controller refuses. --exit-when-done
+// must print the refusal as a sentence and exit non-zero.
+TEST_F(DevTest, GivesTasksAbsolutePathsAndFailsWhenAnExampleIsRefused) {
+  const std::string seen = dir_ + "/seen";
+  std::ofstream(dir_ + "/examples/a-check.yaml") << JobYaml(
+      "check", "env > " + seen + ".env; test -d \"$HANGAR_CHECKPOINT_DIR\" && echo dir >> " + seen +
+                   "; hangar checkpoint-done --path /no/such/checkpoint; echo ckpt=$? >> " + seen);
+  std::ofstream(dir_ + "/examples/b-refused.yaml") << "name: refused\nqueue: default\ntasks: []\n";
+  StartDev({"--submit-examples", dir_ + "/examples", "--exit-when-done"});
+  const int rc = WaitDev(60 * kSecond);
+  const std::string out = Output();
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_TRUE(Contains(out, "could not submit b-refused.yaml: ")) << out;
+  EXPECT_FALSE(Contains(out, "{\"error\"")) << out;
+  EXPECT_TRUE(Contains(out, "1 example(s) refused")) << out;
+
+  std::map<std::string, std::string> env;
+  for (const auto& line : Lines(ReadFile(seen + ".env"))) {
+    if (auto eq = line.find('='); eq != std::string::npos)
+      env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  for (const char* var :
+       {"HANGAR_CHECKPOINT_DIR", "HANGAR_FAKE_GPU_UTIL_FILE", "HANGAR_AGENT_STATE_DIR"}) {
+    EXPECT_EQ(env[var].rfind(dir_ + "/dev/", 0), 0u) << var << "=" << env[var];
+  }
+  EXPECT_TRUE(fs::is_directory(env["HANGAR_CHECKPOINT_DIR"]));
+  // The checkpoint directory existed for the task, and a report of a missing checkpoint failed.
+  EXPECT_EQ(ReadFile(seen), "dir\nckpt=2\n");
+}
+
+TEST_F(DevTest, AFailedJobMakesExitWhenDoneFail) {
+  std::ofstream(dir_ + "/examples/fails.yaml") << JobYaml("fails", "exit 3");
+  StartDev({"--submit-examples", dir_ + "/examples", "--exit-when-done"});
+  const int rc = WaitDev(60 * kSecond);
+  EXPECT_EQ(rc, 2) << Output();
+  EXPECT_TRUE(Contains(Output(), "1 job(s) failed")) << Output();
+}
+
+// Ctrl-C stops every task `hangar dev` started; starting again at once works (the port is not
+// "in use") and keeps the first run's logs.
+TEST_F(DevTest, CtrlCStopsTasksAndARestartKeepsTheLogs) {
+  const std::string pid_file = dir_ + "/task.pid";
+  std::ofstream(dir_ + "/examples/sleeper.yaml")
+      << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
+  StartDev({"--submit-examples", dir_ + "/examples"});
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond))
+      << Output();
+  const int task = std::stoi(ReadFile(pid_file));
+  ASSERT_EQ(kill(task, 0), 0);
+  kill(dev_, SIGINT);
+  EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
+  EXPECT_TRUE(kill(task, 0) != 0 && errno == ESRCH) << "task " << task << " still runs";
+  const std::string first_log = ReadFile(dir_ + "/dev/logs/controller.log");
+  ASSERT_FALSE(first_log.empty());
+
+  StartDev();
+  ASSERT_TRUE(WaitForOutput("is up", 30 * kSecond)) << Output();
+  EXPECT_EQ(ReadFile(dir_ + "/dev/logs/controller.log.1"), first_log);
+  EXPECT_TRUE(fs::exists(dir_ + "/dev/logs/agent-node-1.log.1"));
+  // The restarted controller hears from the agent how the task ended: killed, so the job failed
+  // (it did not "succeed").
+  httplib::Client api("127.0.0.1", port_);
+  std::string state;
+  LocalCluster::WaitFor(
+      [&] {
+        auto r = api.Get("/v1/jobs/1");
+        state = r && r->status == 200 ? nlohmann::json::parse(r->body).value("state", "") : "";
+        return state == "failed" || state == "succeeded";
+      },
+      10 * kSecond);
+  EXPECT_EQ(state, "failed");
+  kill(dev_, SIGTERM);
+  EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
+}
+
+// `hangar dev` waits for its controller as long as the controller lives (a big store restores
+// slowly), so a controller that exits must be noticed at once and named.
+TEST_F(DevTest, AControllerThatExitsIsReportedAtOnce) {
+  fs::create_directories(dir_ + "/dev/state.db");  // a directory: the store cannot open
+  StartDev();
+  const int rc = WaitDev(20 * kSecond);
+  EXPECT_EQ(rc, 2) << Output();
+  EXPECT_TRUE(Contains(Output(), "the controller exited (status ")) << Output();
+  EXPECT_TRUE(Contains(Output(), "/dev/logs/controller.log")) << Output();
+}
+
+// The shipped examples are accepted by the default dev cluster (4 nodes x 8 GPUs on two leaves):
+// `hangar dev --submit-examples examples/jobs` is what the README suggests.
+TEST_F(DevTest, TheShippedExamplesAreAcceptedByTheDefaultDevCluster) {
+  std::vector<std::string> examples;
+  for (const auto& e : fs::directory_iterator(std::string(HANGAR_SOURCE_DIR) + "/examples/jobs")) {
+    if (e.path().extension() == ".yaml") examples.push_back(e.path().filename().string());
+  }
+  ASSERT_FALSE(examples.empty());
+  std::vector<std::string> args = {"--submit-examples",
+                                   std::string(HANGAR_SOURCE_DIR) + "/examples/jobs"};
+  StartDev(args, /*own_cluster=*/false);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        const std::string out = Output();
+        for (const auto& f : examples) {
+          if (!Contains(out, "submitted " + f + " as job") &&
+              !Contains(out, "could not submit " + f))
+            return false;
+        }
+        return true;
+      },
+      30 * kSecond))
+      << Output();
+  for (const auto& f : examples)
+    EXPECT_TRUE(Contains(Output(), "submitted " + f + " as job")) << Output();
+  kill(dev_, SIGTERM);
+  EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
+}
+
+}  // namespace
+}  // namespace hangar::testing
