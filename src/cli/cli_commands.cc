@@ -74,7 +74,7 @@ Status Submit(const Common& c, const std::string& file) {
   // Validate locally first: the same parser, with the file's own name in the message.
   auto spec = job::ParseJobSpec(ss.str(), file);
   if (!spec.ok()) return spec.status();
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/jobs", ss.str(), "application/yaml"));
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).PostOnce("/v1/jobs", ss.str(), "application/yaml", NewIdempotencyKey()));
   if (c.output == "json") PrintJson(r);
   else std::printf("submitted job %llu (%s)\n", r["id"].get<unsigned long long>(), spec->name.c_str());
   return Status::Ok();

@@ -2,8 +2,12 @@
 
 #include <httplib.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
+#include <thread>
 
 namespace hangar::cli {
 
@@ -65,6 +69,26 @@ StatusOr<nlohmann::json> ApiClient::Post(const std::string& path, const std::str
   auto r = c.Post(path, body, type);
   if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + " (" + httplib::to_string(r.error()) + "); is the controller running? Set --server or HANGAR_URL");
   return Decode(r->status, r->body, "POST " + path);
+}
+
+StatusOr<nlohmann::json> ApiClient::PostOnce(const std::string& path, const std::string& body, const std::string& type,
+                                             const std::string& key) {
+  auto c = Make(server_);
+  const httplib::Headers h{{"Idempotency-Key", key}};
+  auto r = c.Post(path, h, body, type);
+  if (!r) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    r = c.Post(path, h, body, type);
+  }
+  if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + " (" + httplib::to_string(r.error()) + "); is the controller running? Set --server or HANGAR_URL");
+  return Decode(r->status, r->body, "POST " + path);
+}
+
+std::string NewIdempotencyKey() {
+  std::random_device rd;
+  char buf[33];
+  for (int i = 0; i < 4; ++i) std::snprintf(buf + 8 * i, 9, "%08x", rd());
+  return buf;
 }
 
 StatusOr<nlohmann::json> ApiClient::Delete(const std::string& path) {

@@ -20,6 +20,10 @@ class ApiClient {
   StatusOr<nlohmann::json> Get(const std::string& path);
   StatusOr<nlohmann::json> Post(const std::string& path, const std::string& body,
                                 const std::string& content_type = "application/json");
+  // With an Idempotency-Key, and sent once more when no answer came back (the connection dropped):
+  // the server answers a repeated key with its first answer, so a retry never makes a second job.
+  StatusOr<nlohmann::json> PostOnce(const std::string& path, const std::string& body, const std::string& content_type,
+                                    const std::string& idempotency_key);
   StatusOr<nlohmann::json> Delete(const std::string& path);
   // Streams a text body to `sink` as it arrives (logs -f).
   Status Stream(const std::string& path, const std::function<bool(const char*, size_t)>& sink);
@@ -31,5 +35,7 @@ class ApiClient {
 
 // The default server: $HANGAR_URL or http://127.0.0.1:8080.
 std::string DefaultServer();
+// 32 random hex digits, for an Idempotency-Key.
+std::string NewIdempotencyKey();
 
 }  // namespace hangar::cli

@@ -19,6 +19,7 @@
 #include "cluster/cluster_yaml.h"
 #include "common/net.h"
 #include "common/time.h"
+#include "job/job_state.h"
 
 namespace hangar::controller {
 namespace {
@@ -125,9 +126,9 @@ JobTally Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint6
     auto j = api.Get("/v1/jobs/" + std::to_string(id));
     if (!j || j->status != 200) return JobTally{};
     std::string state = nlohmann::json::parse(j->body, nullptr, false).value("state", "");
-    t.all_ended =
-        t.all_ended && (state == "succeeded" || state == "failed" || state == "cancelled");
-    if (state == "failed" || state == "cancelled") ++t.not_succeeded;
+    const auto parsed = hangar::job::ParseJobState(state);
+    t.all_ended = t.all_ended && parsed && hangar::job::IsFinal(*parsed);
+    if (parsed && hangar::job::IsFinal(*parsed) && state != "succeeded") ++t.not_succeeded;
   }
   return t;
 }
