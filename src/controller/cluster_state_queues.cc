@@ -297,6 +297,16 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
   const Duration dt = idle_checked_at_ ? std::max<Duration>(0, now - idle_checked_at_) : 0;
   idle_checked_at_ = now;
   std::vector<std::pair<sched::JobId, std::string>> requeue, stop;
+  // A checkpoint-requeue frees GPUs for someone else; with nobody waiting for GPUs it would only
+  // restart the job where it was (killing a notebook's kernel every `for`), so it waits for one.
+  bool someone_waits = false;
+  for (sched::JobId p : pending_) {
+    const JobRecord& w = jobs_.at(p);
+    if (w.stopping_tasks == 0 && w.request->total_milli_gpu > 0) {
+      someone_waits = true;
+      break;
+    }
+  }
   for (sched::JobId id : active_) {
     JobRecord& j = jobs_.at(id);
     if (j.tasks.empty() || (j.state != JobState::kRunning && j.state != JobState::kStarting)) continue;
@@ -343,7 +353,17 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
                         FormatDuration(now - j.idle_since) + " (queue " + j.spec->spec.queue + " notifies only)");
         }
         break;
-      case job::IdlePolicy::Action::kCheckpointRequeue: requeue.emplace_back(id, why); break;
+      case job::IdlePolicy::Action::kCheckpointRequeue:
+        if (someone_waits) {
+          requeue.emplace_back(id, why);
+        } else if (!j.idle_notified) {
+          j.idle_notified = true;
+          fx->Event(now, "job", "job/" + std::to_string(id),
+                    "idle: its GPUs stayed below " + std::to_string(policy.gpu_util_below) + "% utilisation for " +
+                        FormatDuration(now - j.idle_since) + "; kept running, since no job waits for GPUs (queue " +
+                        j.spec->spec.queue + " checkpoints and requeues it once one does)");
+        }
+        break;
       case job::IdlePolicy::Action::kStop: stop.emplace_back(id, why); break;
       case job::IdlePolicy::Action::kNone: break;
     }

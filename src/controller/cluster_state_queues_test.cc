@@ -175,6 +175,30 @@ TEST_F(QueuesTest, ACheckpointLowersTheLostWork) {
   EXPECT_NEAR((*usage)["rows"][0]["lost_to_preemption_gpu_hours"].get<double>(), 16.0 * 10 / 3600, 1e-6);
 }
 
+// Issue 15: with free capacity and nobody waiting, checkpoint-requeue would restart the idle job
+// where it is, every `for` (killing a notebook's kernel for nothing): it is kept, and told once.
+TEST_F(QueuesTest, AnIdleJobIsNotRequeuedWhenNobodyWaitsForGpus) {
+  const auto idle = Submit("name: idle\nqueue: adhoc\ntasks: [{gpus: 8, command: [x]}]\n", 1);
+  Effects fx;
+  state_->Schedule(2, &fx);
+  Running("a", "1.0.0", 3);
+  Effects tick;
+  for (Time t = 10 * kSecond; t <= 31 * kMinute; t += 30 * kSecond) {
+    Utilisation("a", 0, t);
+    state_->ReclaimIdle(t, &tick);
+  }
+  EXPECT_EQ(state_->GetJob(idle)->state, "running");
+  EXPECT_EQ(StopOf(tick, "1.0.0"), nullptr);
+  int kept = 0;
+  for (const auto& e : tick.batch.events) kept += e.message.find("kept running, since no job waits for GPUs") != std::string::npos;
+  EXPECT_EQ(kept, 1);
+  // Once a job waits for GPUs, the idle one makes room.
+  Submit("name: waiter\nqueue: adhoc\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n", 31 * kMinute);
+  state_->ReclaimIdle(31 * kMinute + 30 * kSecond, &tick);
+  EXPECT_EQ(state_->GetJob(idle)->state, "pending");
+  EXPECT_NE(StopOf(tick, "1.0.0"), nullptr);
+}
+
 TEST_F(QueuesTest, IdleJobsAreReclaimedPerTheirQueuesPolicy) {
   const auto idle = Submit("name: idle\nqueue: adhoc\ntasks: [{gpus: 8, command: [x]}]\n", 1);
   const auto notebook = Submit("name: nb\nqueue: notebooks\ntasks: [{gpus: 8, command: [x]}]\n", 1);
@@ -182,6 +206,7 @@ TEST_F(QueuesTest, IdleJobsAreReclaimedPerTheirQueuesPolicy) {
   state_->Schedule(2, &fx);
   Running("a", "1.0.0", 3);
   Running("b", "2.0.0", 3);
+  Submit("name: waiter\nqueue: adhoc\ntasks: [{gpus: 8, command: [x]}]\n", 4);  // someone waits for GPUs
   Effects tick;
   for (Time t = 10 * kSecond; t <= 11 * kMinute; t += 30 * kSecond) {
     Utilisation("a", 0, t);

@@ -47,16 +47,15 @@ void BoundedPost(httplib::Server& s, const std::string& pattern, httplib::Server
   s.Post(pattern, [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
                                                  const httplib::ContentReader& read) {
     std::string body;
-    bool over = false;
-    read([&](const char* data, size_t n) {
-      if (body.size() + n > HttpApi::kMaxBody) {
-        over = true;
-        return false;
-      }
+    // False also when cpp-httplib refused a Content-Length over its limit without reading it (a
+    // connection that broke off mid-body hears nothing either way).
+    const bool has_body = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+    const bool whole = !has_body || read([&](const char* data, size_t n) {
+      if (body.size() + n > HttpApi::kMaxBody) return false;
       body.append(data, n);
       return true;
     });
-    if (over) {
+    if (!whole) {
       res.set_header("Connection", "close");
       return Reply(res, Status::ResourceExhausted("the request body is over 1 MiB; a job spec is a few KB, send one "
                                                   "job at a time"));

@@ -74,6 +74,8 @@ TEST_F(SharingTest, AnIdleJobIsCheckpointedAndRequeued) {
       "name: idle\nqueue: adhoc\ncheckpoint: {grace: 2s}\n"
       "tasks: [{gpus: 1, command: [sh, -c, 'echo 0 > $HANGAR_FAKE_GPU_UTIL_FILE; exec sleep 600']}]\n");
   ASSERT_TRUE(cluster_->WaitForJobState(idle, "running", 20 * kSecond));
+  // It is reclaimed only for someone: a job that needs every GPU, the idle one's too.
+  Submit("name: waiter\nqueue: adhoc\ntasks: [{replicas: 2, gpus: 8, command: [sleep, '600']}]\n");
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_->Job(idle)["restarts"].get<int>() >= 1; }, 30 * kSecond))
       << cluster_->Job(idle).dump();
   auto events = cluster_->Get("/v1/events?subject=job/" + std::to_string(idle));
