@@ -113,7 +113,7 @@ class Bench {
     fs::remove(dir_ + "/ports.json");
     controller_ = Spawn({"hangar", "controller", "--cluster", cluster_, "--api", "127.0.0.1:0", "--agents",
                          "127.0.0.1:0", "--store", "sqlite://" + dir_ + "/" + name + ".db", "--port-file",
-                         dir_ + "/ports.json", "--heartbeat-timeout", "2500ms", "--auth", "none"},
+                         dir_ + "/ports.json", "--heartbeat-timeout", "2500ms", "--auth", "none", "--insecure"},
                         dir_ + "/" + name + "-controller.log");
     WaitFor([&] { return fs::exists(dir_ + "/ports.json"); }, 20 * kSecond);
     auto j = nlohmann::json::parse(std::ifstream(dir_ + "/ports.json"));

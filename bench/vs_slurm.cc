@@ -269,7 +269,7 @@ class HangarSystem : public System {
     children_.push_back(SpawnHangar({"hangar", "controller", "--cluster", dir_ + "/cluster.yaml", "--api",
                                       "127.0.0.1:0", "--agents", "127.0.0.1:0", "--store",
                                       "sqlite://" + dir_ + "/state.db", "--port-file", dir_ + "/ports.json",
-                                      "--checkpoint-root", dir_ + "/checkpoints", "--auth", "none"},
+                                      "--checkpoint-root", dir_ + "/checkpoints", "--auth", "none", "--insecure"},
                                      dir_ + "/logs/controller.log"));
     if (!WaitFor([&] { return fs::exists(dir_ + "/ports.json"); }, 30)) {
       return "the controller did not start; see " + dir_ + "/logs/controller.log";
@@ -282,7 +282,7 @@ class HangarSystem : public System {
       // No cgroups, as the Slurm side runs without them (proctrack/pgid, task/none).
       children_.push_back(SpawnHangar({"hangar", "agent", "--controller", agents, "--node", node, "--cluster",
                                         dir_ + "/cluster.yaml", "--state-dir", dir_ + "/agents/" + node,
-                                        "--no-cgroups"},
+                                        "--no-cgroups", "--insecure"},
                                        dir_ + "/logs/agent-" + node + ".log"));
     }
     if (!WaitFor([&] { return AllNodesReady(); }, 120, 250)) {

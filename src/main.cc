@@ -5,6 +5,7 @@
 #include <string>
 
 #include "agent/agent_command.h"
+#include "cli/certs.h"
 #include "cli/cli_commands.h"
 #include "controller/controller_command.h"
 #include "controller/dev_command.h"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   hangar::agent::RegisterAgentCommand(app, &rc);
   hangar::cli::RegisterUserCommands(app, &rc);
   hangar::cli::RegisterShareCommands(app, &rc);
+  hangar::cli::RegisterCertsCommand(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);
   if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {

@@ -271,7 +271,15 @@ void Agent::Run(const std::atomic<bool>* stop) {
 }
 
 void Agent::Session(const std::atomic<bool>* stop) {
-  auto channel = grpc::CreateChannel(options_.controller, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options_.tls_ca_pem.empty()) {
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = options_.tls_ca_pem;
+    o.pem_private_key = options_.tls_key_pem;
+    o.pem_cert_chain = options_.tls_cert_pem;
+    creds = grpc::SslCredentials(o);
+  }
+  auto channel = grpc::CreateChannel(options_.controller, creds);
   auto stub = pb::AgentChannel::NewStub(channel);
   grpc::ClientContext ctx;
   // With `--auth tokens` the controller admits only this node's own node token.

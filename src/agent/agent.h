@@ -46,6 +46,8 @@ struct AgentOptions {
   int64_t memory_mib = 0;
   bool use_cgroups = true;
   std::string token;
+  // Mutual TLS to the controller (PEM text); all empty: plaintext (--insecure).
+  std::string tls_ca_pem, tls_cert_pem, tls_key_pem;
   std::string ib_root = "/sys/class/infiniband";  // RDMA ports; a missing directory: none
   std::string pci_root = "/sys/bus/pci/devices";  // for GPU-to-NIC affinity
   // The hangar binary, for tasks (HANGAR_BIN, and its directory on their PATH); empty: none.

@@ -18,6 +18,7 @@
 #include "agent/gpu/gpu_check.h"
 #include "agent/gpu/nvml_backend.h"
 #include "cluster/cluster_yaml.h"
+#include "common/tls_files.h"
 #include "common/units.h"
 
 namespace hangar::agent {
@@ -41,6 +42,9 @@ struct Flags {
   bool stop_tasks_on_exit = false;
   bool validate = false;  // gpu-check
   std::string token_file;
+  std::string tls_dir;
+  TlsFiles tls;
+  bool insecure = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -137,6 +141,19 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
   HANGAR_ASSIGN_OR_RETURN(opt.token, ReadNodeToken(f.token_file));
+  // Mutual TLS with the controller: this node's certificate from the cluster CA, or --insecure.
+  HANGAR_ASSIGN_OR_RETURN(TlsFiles tls, ResolveTls(f.tls_dir, "node-" + f.node, f.tls));
+  if (!tls.empty() && f.insecure) return Status::InvalidArgument("--insecure and TLS files together: choose one");
+  if (tls.empty() && !f.insecure) {
+    return Status::InvalidArgument("the agent talks to the controller over mutual TLS: give it --tls-dir DIR with "
+                                   "ca.crt and node-" + f.node + ".crt/.key (`hangar certs issue --node " + f.node +
+                                   "`), or --insecure for a controller that runs with --insecure");
+  }
+  if (!tls.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(opt.tls_ca_pem, ReadPem(tls.ca));
+    HANGAR_ASSIGN_OR_RETURN(opt.tls_cert_pem, ReadPem(tls.cert));
+    HANGAR_ASSIGN_OR_RETURN(opt.tls_key_pem, ReadPem(tls.key));
+  }
   if (f.fake_gpus >= 0) fake.count = f.fake_gpus;
   if (!f.fake_model.empty()) fake.model = f.fake_model;
   if (!f.fake_memory.empty()) {
@@ -258,6 +275,11 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--node", f->node, "This node's name in cluster.yaml")->required();
   c->add_option("--token-file", f->token_file,
                 "This node's token, for a controller with --auth tokens (default: $HANGAR_NODE_TOKEN)");
+  c->add_option("--tls-dir", f->tls_dir, "ca.crt and node-NODE.crt/.key as `hangar certs` writes them");
+  c->add_option("--tls-ca", f->tls.ca, "The cluster CA (the controller's certificate must be signed by it)");
+  c->add_option("--tls-cert", f->tls.cert, "This node's certificate (its common name is the node's name)");
+  c->add_option("--tls-key", f->tls.key, "This node's private key");
+  c->add_flag("--insecure", f->insecure, "Plaintext to a controller that runs with --insecure");
   c->add_option("--address", f->address, "Where this node's tasks are reachable (MASTER_ADDR)");
   c->add_option("--state-dir", f->state_dir, "Task records, logs and working directories");
   c->add_option("--cluster", f->cluster,

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 
@@ -19,6 +20,10 @@ struct Common {
 
 inline void AddCommon(CLI::App* c, Common* common) {
   c->add_option("--server", common->server, "API address (default: $HANGAR_URL or http://127.0.0.1:8080)");
+  // The client reads $HANGAR_CA; the flag sets it for this run.
+  c->add_option_function<std::string>(
+      "--ca", [](const std::string& path) { ::setenv("HANGAR_CA", path.c_str(), 1); },
+      "For an https:// server: the cluster CA's certificate (default: $HANGAR_CA, else the system's CAs)");
   c->add_option("-o,--output", common->output, "table or json")->check(CLI::IsMember({"table", "json"}));
 }
 

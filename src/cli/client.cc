@@ -23,6 +23,11 @@ ApiClient::ApiClient(std::string server) : server_(server.empty() ? DefaultServe
 namespace {
 httplib::Client Make(const std::string& server) {
   httplib::Client c(server);
+  if (server.rfind("https://", 0) == 0) {
+    // The cluster's own CA (`hangar certs`), else the system's.
+    if (const char* ca = std::getenv("HANGAR_CA"); ca && *ca) c.set_ca_cert_path(ca);
+    c.enable_server_certificate_verification(true);
+  }
   c.set_connection_timeout(5, 0);
   c.set_read_timeout(60, 0);
   c.set_tcp_nodelay(true);
@@ -57,17 +62,33 @@ StatusOr<nlohmann::json> ApiClient::Decode(int status, const std::string& body, 
   return Status::Internal(what + ": HTTP " + std::to_string(status));
 }
 
+// Why no answer came, and what to do.
+Status Unreachable(const std::string& server, httplib::Error e) {
+  if (e == httplib::Error::SSLServerVerification) {
+    return Status::Unavailable("the Hangar API at " + server + " has a certificate no CA you trust signed; pass the "
+                               "cluster CA with --ca ca.crt or $HANGAR_CA (docs/operations.md)");
+  }
+  if (e == httplib::Error::SSLConnection) {
+    return Status::Unavailable("no TLS connection to " + server + "; is it an https:// server? (a controller with "
+                               "--insecure speaks http://)");
+  }
+  const bool plain = server.rfind("http://", 0) == 0;
+  return Status::Unavailable("cannot reach the Hangar API at " + server + " (" + httplib::to_string(e) +
+                             "); is the controller running? Set --server or HANGAR_URL" +
+                             (plain ? " (a controller with TLS wants https://)" : ""));
+}
+
 StatusOr<nlohmann::json> ApiClient::Get(const std::string& path) {
   auto c = Make(server_);
   auto r = c.Get(path);
-  if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + " (" + httplib::to_string(r.error()) + "); is the controller running? Set --server or HANGAR_URL");
+  if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "GET " + path);
 }
 
 StatusOr<nlohmann::json> ApiClient::Post(const std::string& path, const std::string& body, const std::string& type) {
   auto c = Make(server_);
   auto r = c.Post(path, body, type);
-  if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + " (" + httplib::to_string(r.error()) + "); is the controller running? Set --server or HANGAR_URL");
+  if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "POST " + path);
 }
 
@@ -80,7 +101,7 @@ StatusOr<nlohmann::json> ApiClient::PostOnce(const std::string& path, const std:
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     r = c.Post(path, h, body, type);
   }
-  if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + " (" + httplib::to_string(r.error()) + "); is the controller running? Set --server or HANGAR_URL");
+  if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "POST " + path);
 }
 
@@ -94,7 +115,7 @@ std::string NewIdempotencyKey() {
 StatusOr<nlohmann::json> ApiClient::Delete(const std::string& path) {
   auto c = Make(server_);
   auto r = c.Delete(path);
-  if (!r) return Status::Unavailable("cannot reach the Hangar API at " + server_ + "; is the controller running?");
+  if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "DELETE " + path);
 }
 
@@ -116,7 +137,7 @@ Status ApiClient::Stream(const std::string& path, const std::function<bool(const
         }
         return sink(data, n);
       });
-  if (!r && status == 0) return Status::Unavailable("cannot reach the Hangar API at " + server_ + "; is the controller running?");
+  if (!r && status == 0) return Unreachable(server_, r.error());
   if (status >= 300) return Decode(status, error_body, "GET " + path).status();
   return Status::Ok();
 }

@@ -12,10 +12,11 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
  public:
   // The stream owns itself until gRPC calls OnDone; the hub's map holds more references, so a
   // stream found under the hub's lock can be used after the lock is released.
-  static Stream* Create(AgentHub* hub, std::optional<StatusOr<Principal>> who) {
+  static Stream* Create(AgentHub* hub, std::optional<StatusOr<Principal>> who, std::optional<std::string> cert_node) {
     auto s = std::shared_ptr<Stream>(new Stream(hub));
     s->self_ = s;
     s->who_ = std::move(who);
+    s->cert_node_ = std::move(cert_node);
     s->StartRead(&s->in_);
     return s.get();
   }
@@ -105,6 +106,14 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     }
     switch (m.body_case()) {
       case pb::AgentMessage::kRegister: {
+        if (cert_node_ && *cert_node_ != m.register_().inventory().node()) {
+          const std::string why = "this agent's certificate is node " + *cert_node_ + "'s; it cannot register as node " +
+                                  m.register_().inventory().node() + " (issue it one with `hangar certs issue --node " +
+                                  m.register_().inventory().node() + "`)";
+          spdlog::warn("refused agent {}: {}", m.register_().inventory().node(), why);
+          Reject(why);
+          return false;
+        }
         if (!node_.empty() && m.register_().inventory().node() != node_) {
           hub_->Refuse(Refusal::kReregister, "node " + node_,
                        "a second Register, as node " + m.register_().inventory().node());
@@ -205,6 +214,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   AgentHub* hub_;
   std::shared_ptr<Stream> self_;
   std::optional<StatusOr<Principal>> who_;  // set when tokens are required
+  std::optional<std::string> cert_node_;     // with mutual TLS: the common name of its certificate
   pb::AgentMessage in_;
   std::string node_;
   std::mutex mu_;
@@ -255,7 +265,16 @@ grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Conn
     who = tokens_->Authenticate(it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size()),
                                 owner_->clock()->Now());
   }
-  return Stream::Create(this, std::move(who));
+  std::optional<std::string> cert_node;
+  if (require_certs_) {
+    // gRPC has verified the chain against the cluster CA; the name is the certificate's CN.
+    cert_node = std::string();
+    auto auth = context->auth_context();
+    if (auth) {
+      for (const auto& v : auth->FindPropertyValues("x509_common_name")) cert_node = std::string(v.data(), v.size());
+    }
+  }
+  return Stream::Create(this, std::move(who), std::move(cert_node));
 }
 
 void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {

@@ -26,6 +26,9 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // With tokens, an agent must present a node token for the node it registers as (gRPC metadata
   // "authorization: Bearer hgr_..."); without, any agent may connect.
   void set_tokens(const TokenBook* tokens) { tokens_ = tokens; }
+  // With mutual TLS, an agent's certificate names its node (its common name): it may register as
+  // that node only.
+  void set_require_client_certs(bool on) { require_certs_ = on; }
   ~AgentHub() override;
 
   grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* Connect(
@@ -65,6 +68,7 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
 
   StateOwner* owner_;
   const TokenBook* tokens_ = nullptr;
+  bool require_certs_ = false;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;
   std::atomic<int64_t> heartbeats_{0};

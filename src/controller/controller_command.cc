@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cluster/cluster_yaml.h"
+#include "common/tls_files.h"
 #include "controller/agent_hub.h"
 #include "controller/http_api.h"
 #include "controller/metrics.h"
@@ -41,7 +42,24 @@ struct Flags {
   std::string admin_token_file;
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   std::string port_file;
+  // TLS (issue 16): HTTPS on the API and mutual TLS on the agent channel, or --insecure.
+  std::string tls_dir;
+  TlsFiles tls;
+  bool insecure = false;
+  std::string metrics_labels = "clean";
 };
+
+// The TLS material, or nothing with --insecure; a controller with neither refuses to start.
+StatusOr<TlsFiles> ControllerTls(const Flags& f) {
+  HANGAR_ASSIGN_OR_RETURN(TlsFiles tls, ResolveTls(f.tls_dir, "controller", f.tls));
+  if (!tls.empty() && f.insecure) return Status::InvalidArgument("--insecure and TLS files together: choose one");
+  if (tls.empty() && !f.insecure) {
+    return Status::InvalidArgument(
+        "the controller serves TLS: give it --tls-dir DIR (made with `hangar certs init --dir DIR` and `hangar certs "
+        "issue --controller --dir DIR`), or --insecure for plaintext on a trusted network (hangar dev does, on loopback)");
+  }
+  return tls;
+}
 
 std::atomic<bool> g_stop{false};
 
@@ -57,6 +75,7 @@ StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const 
 
 Status Run(const Flags& f) {
   if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
+  HANGAR_ASSIGN_OR_RETURN(const TlsFiles tls, ControllerTls(f));
   HANGAR_ASSIGN_OR_RETURN(auto cluster_file, cluster::LoadClusterFile(f.cluster));
   HANGAR_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
   HANGAR_ASSIGN_OR_RETURN(auto api_addr, SplitHostPort(f.api, "--api"));
@@ -65,7 +84,8 @@ Status Run(const Flags& f) {
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_timeout, ParseDuration(f.heartbeat_timeout));
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_interval, ParseDuration(f.heartbeat_interval));
   opt.queues = f.queues;
-  opt.checkpoint_root = f.checkpoint_root;
+  // Absolute: agents create it and tasks write there from their own working directories.
+  opt.checkpoint_root = std::filesystem::absolute(f.checkpoint_root).lexically_normal().string();
   opt.baselines = cluster_file.baselines;  // config drift (docs/health.md)
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
@@ -129,6 +149,7 @@ Status Run(const Flags& f) {
   StateOwner owner(std::move(state), std::move(store), clock);
   AgentHub hub(&owner);
   hub.set_tokens(tokens.get());
+  hub.set_require_client_certs(!tls.empty());
   owner.set_sink(&hub);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
@@ -138,18 +159,33 @@ Status Run(const Flags& f) {
   // small (deadlines, census and compression filters are not used on this channel).
   builder.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
   int agent_port = 0;
-  builder.AddListeningPort(agent_addr.first + ":" + std::to_string(agent_addr.second),
-                           grpc::InsecureServerCredentials(), &agent_port);
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!tls.empty()) {
+    // Mutual TLS: an agent shows a certificate from the cluster CA, whose name is its node.
+    grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    HANGAR_ASSIGN_OR_RETURN(o.pem_root_certs, ReadPem(tls.ca));
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    HANGAR_ASSIGN_OR_RETURN(pair.private_key, ReadPem(tls.key));
+    HANGAR_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(tls.cert));
+    o.pem_key_cert_pairs.push_back(pair);
+    creds = grpc::SslServerCredentials(o);
+  }
+  builder.AddListeningPort(agent_addr.first + ":" + std::to_string(agent_addr.second), creds, &agent_port);
   builder.RegisterService(&hub);
   std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
   if (!grpc_server || agent_port == 0) {
     return Status::Unavailable("cannot listen on " + f.agents + " for agents; is the port in use? Choose another with --agents");
   }
   owner.Start();
-  HttpApi http(&owner, &hub, &metrics, tokens.get());
+  HttpApi http(&owner, &hub, &metrics, tokens.get(), tls);
+  if (!http.valid()) {
+    return Status::InvalidArgument("cannot load the API's TLS certificate " + tls.cert + " and key " + tls.key +
+                                   "; issue them with `hangar certs issue --controller`");
+  }
+  http.set_dcgm_metrics(f.metrics_labels == "dcgm");
   HANGAR_ASSIGN_OR_RETURN(int api_port, http.Start(api_addr.first, api_addr.second));
-  spdlog::info("controller: API on http://{}:{}, agents on {}:{}, cluster '{}' ({} nodes, {} GPUs)",
-               api_addr.first, api_port, agent_addr.first, agent_port, cluster_file.topology->name(),
+  spdlog::info("controller: API on {}://{}:{}, agents on {}:{} ({}), cluster '{}' ({} nodes, {} GPUs)",
+               tls.empty() ? "http" : "https", api_addr.first, api_port, agent_addr.first, agent_port, tls.empty() ? "plaintext" : "mutual TLS", cluster_file.topology->name(),
                cluster_file.topology->nodes().size(), cluster_file.topology->total_gpus());
   if (!f.port_file.empty()) {
     std::ofstream(f.port_file + ".tmp") << nlohmann::json{{"api", api_port}, {"agents", agent_port}, {"pid", ::getpid()}}.dump() << "\n";
@@ -197,6 +233,15 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--share-half-life", f->share_half_life, "Fair share forgets past usage with this half-life")->capture_default_str();
   c->add_option("--checkpoint-root", f->checkpoint_root, "Where jobs' HANGAR_CHECKPOINT_DIR live")->capture_default_str();
   c->add_option("--port-file", f->port_file, "Write the bound ports here as JSON (for port 0)");
+  c->add_option("--tls-dir", f->tls_dir, "ca.crt, controller.crt and controller.key as `hangar certs` writes them");
+  c->add_option("--tls-ca", f->tls.ca, "The cluster CA (agents' certificates must be signed by it)");
+  c->add_option("--tls-cert", f->tls.cert, "The controller's certificate (HTTPS and the agent channel)");
+  c->add_option("--tls-key", f->tls.key, "The controller's private key");
+  c->add_flag("--insecure", f->insecure, "Plaintext on both ports, for a laptop or a trusted network");
+  c->add_option("--metrics-labels", f->metrics_labels,
+                "/metrics by default: clean (promtool-clean) or dcgm (dcgm-exporter's names, types and labels)")
+      ->check(CLI::IsMember({"clean", "dcgm"}))
+      ->capture_default_str();
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {

@@ -257,13 +257,14 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
   p.controller =
       Spawn({"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents", agents,
              "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout",
-             f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none"},
+             f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none", "--insecure"},
             f.dir + "/logs/controller.log");
-  // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind.
+  // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind. --insecure: plaintext, on
+  // loopback only.
   for (const auto& n : topology.nodes()) {
     p.agents.push_back(
         Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",
-               cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--stop-tasks-on-exit"},
+               cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--stop-tasks-on-exit", "--insecure"},
               f.dir + "/logs/agent-" + n.name + ".log"));
   }
   return p;

@@ -68,10 +68,17 @@ void BoundedPost(httplib::Server& s, const std::string& pattern, httplib::Server
 
 }  // namespace
 
-HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens)
-    : server_(std::make_unique<httplib::Server>()), owner_(owner), hub_(hub), metrics_(metrics), tokens_(tokens) {
+HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens, const TlsFiles& tls)
+    : server_(tls.empty() ? std::make_unique<httplib::Server>()
+                          : std::make_unique<httplib::SSLServer>(tls.cert.c_str(), tls.key.c_str())),
+      owner_(owner),
+      hub_(hub),
+      metrics_(metrics),
+      tokens_(tokens) {
   Routes();
 }
+
+bool HttpApi::valid() const { return server_->is_valid(); }
 
 std::optional<Principal> HttpApi::Authorize(const httplib::Request& req, httplib::Response& res,
                                             std::optional<Permission> perm) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "common/tls_files.h"
 #include "controller/agent_hub.h"
 #include "controller/auth.h"
 #include "controller/metrics.h"
@@ -32,7 +33,11 @@ class HttpApi {
 
   // `tokens` null: the API is open (`--auth none`) and every caller is an admin named by the
   // X-Hangar-User header (or "anonymous").
-  HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens = nullptr);
+  // `tls` non-empty: HTTPS with its certificate and key (the CLI checks them against the CA).
+  HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens = nullptr,
+          const TlsFiles& tls = {});
+  // False when the TLS certificate or key could not be loaded.
+  bool valid() const;
   ~HttpApi();
   // Binds host:port (port 0 picks a free one) and serves on a background thread. Returns the port.
   StatusOr<int> Start(const std::string& host, int port);

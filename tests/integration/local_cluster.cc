@@ -82,6 +82,8 @@ void LocalCluster::StartController() {
     args.push_back("--auth");
     args.push_back("none");
   }
+  // Plaintext on loopback unless the test sets up TLS (tls_test does).
+  if (std::find(args.begin(), args.end(), "--tls-dir") == args.end()) args.push_back("--insecure");
   controller_ = Spawn(args, dir_ + "/controller.log");
   ASSERT_TRUE(WaitFor([&] { return fs::exists(port_file); }, 10 * kSecond)) << "the controller did not start; see " << dir_ << "/controller.log";
   std::ifstream in(port_file);
@@ -101,6 +103,10 @@ void LocalCluster::StartAgent(const std::string& node, std::vector<std::string> 
                                    "--node", node, "--cluster", cluster_path_,
                                    "--state-dir", dir_ + "/agents/" + node};
   args.insert(args.end(), extra.begin(), extra.end());
+  if (std::find(args.begin(), args.end(), "--tls-dir") == args.end() &&
+      std::find(args.begin(), args.end(), "--tls-ca") == args.end()) {
+    args.push_back("--insecure");
+  }
   agents_[node] = Spawn(args, dir_ + "/agent-" + node + ".log");
 }
 
