@@ -10,7 +10,12 @@ namespace hangar {
 
 Time SystemClock::Now() const {
   using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  struct Anchor {
+    int64_t mono = MonotonicNanos();
+    Time wall = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  };
+  static const Anchor anchor;
+  return Anchored(anchor.wall, anchor.mono, MonotonicNanos());
 }
 
 SystemClock* SystemClock::Default() {

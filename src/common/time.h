@@ -27,11 +27,19 @@ class Clock {
   virtual Time Now() const = 0;
 };
 
-// Wall-clock time (CLOCK_REALTIME) in milliseconds.
+// Unix milliseconds that never step: the wall clock read once, when the process first asks, then
+// moved on by the monotonic clock. Heartbeat intervals, timeouts and token expiry measured with
+// it are immune to the wall clock being stepped (by an operator, or NTP at boot): a controller
+// whose clock jumps an hour ahead does not lose its fleet, and an agent whose clock jumps back
+// keeps beating. (NTP's gradual slewing moves the monotonic clock as well.)
 class SystemClock final : public Clock {
  public:
   Time Now() const override;
   static SystemClock* Default();
+  // The rule, for tests: the wall time at the anchor plus the monotonic time since it.
+  static Time Anchored(Time wall_at_anchor, int64_t mono_ns_at_anchor, int64_t mono_ns_now) {
+    return wall_at_anchor + (mono_ns_now - mono_ns_at_anchor) / 1'000'000;
+  }
 };
 
 // A clock that only moves when told to. Thread-safe.

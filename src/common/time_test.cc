@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
+
 namespace hangar {
 namespace {
 
@@ -46,6 +49,27 @@ TEST(ManualClockTest, OnlyMovesWhenTold) {
   EXPECT_EQ(clock.Now(), 100);
   clock.Advance(50);
   EXPECT_EQ(clock.Now(), 150);
+}
+
+}  // namespace
+}  // namespace hangar
+
+namespace hangar {
+namespace {
+
+// Issue 15, item 10: time in the daemons never steps with the wall clock.
+TEST(SystemClockTest, MovesWithTheMonotonicClockFromOneWallReading) {
+  EXPECT_EQ(SystemClock::Anchored(1'000'000, 5'000'000'000, 8'500'000'000), 1'003'500);
+  const Time a = SystemClock::Default()->Now();
+  const Time wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_LT(std::abs(a - wall), 5'000) << "anchored to the wall clock at the start";
+  Time last = a;
+  for (int i = 0; i < 1000; ++i) {
+    const Time t = SystemClock::Default()->Now();
+    EXPECT_GE(t, last);
+    last = t;
+  }
 }
 
 }  // namespace
