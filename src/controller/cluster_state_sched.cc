@@ -108,6 +108,12 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       continue;
     }
     StartJob(j, p, now, fx);
+    // The cycle counts a victim's GPUs free at once; here they stay held until it has stopped,
+    // so a job placed on them waits for the next cycle.
+    if (j.state == JobState::kPending) {
+      j.reason = {};
+      j.reason_detail = "waiting for preempted jobs to checkpoint and stop";
+    }
   }
   for (auto& v : d.waiting) {
     JobRecord& j = jobs_.at(v.job);
@@ -118,12 +124,10 @@ void ClusterState::Schedule(Time now, Effects* fx) {
                         " preempted job(s) to checkpoint and stop; then: " + v.reason.ToString(*topology_);
     }
   }
-  if (d.not_examined.rule != sched::Rule::kNone) {
-    for (size_t k = d.examined; k < pending.size(); ++k) {
-      // Jobs the cycle did not reach keep their last reason, unless they never had one.
-      JobRecord& j = jobs_.at(pending[k].id);
-      if (j.reason.rule == sched::Rule::kNone) j.reason = d.not_examined;
-    }
+  for (sched::JobId id : d.unexamined) {
+    // Jobs the cycle did not reach keep their last reason, unless they never had one.
+    JobRecord& j = jobs_.at(id);
+    if (j.reason.rule == sched::Rule::kNone) j.reason = d.not_examined;
   }
 }
 

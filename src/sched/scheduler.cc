@@ -20,12 +20,43 @@ Scheduler::Scheduler(SchedulerConfig config, std::unique_ptr<queue::QueuePolicy>
                      std::unique_ptr<placement::NodeScorer> s)
     : config_(std::move(config)), queue_policy_(std::move(q)), scorer_(std::move(s)) {}
 
+namespace {
+
+// What makes two jobs get the same answer from placement and preemption within one cycle: the
+// request's shape, whether it may use reserved nodes, its preemption rank and, with queues, its
+// queue and quota standing. Compared field by field: an arithmetic mix of the fields let two
+// jobs whose ranks differ by 31 share an answer across the reserved-nodes bit.
+struct ShapeKey {
+  uint64_t fingerprint = 0;
+  int64_t preemption_rank = 0;
+  int32_t leaf = -1;  // -1: no queues
+  bool may_use_reserved = false;
+  queue::QuotaLedger::Kind quota = queue::QuotaLedger::Kind::kWithin;
+  job::Tier tier = job::Tier::kGuaranteed;
+  bool operator==(const ShapeKey&) const = default;
+};
+
+struct ShapeKeyHash {
+  size_t operator()(const ShapeKey& k) const {
+    uint64_t h = k.fingerprint;
+    for (uint64_t v : {static_cast<uint64_t>(k.preemption_rank), static_cast<uint64_t>(k.leaf),
+                       static_cast<uint64_t>(k.may_use_reserved), static_cast<uint64_t>(k.quota),
+                       static_cast<uint64_t>(k.tier)}) {
+      h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+}  // namespace
+
 // What the cycle knows so far: the reservation, and the request shapes that already failed.
 struct Scheduler::CycleState {
   bool reserved = false;
   Reservation reservation;
   std::vector<uint8_t> reserved_nodes;
-  std::unordered_map<uint64_t, Reason> failed;  // (fingerprint, may use reserved nodes) -> why
+  // Why a shape failed; cleared by a preemption, which frees what it failed for.
+  std::unordered_map<ShapeKey, Reason, ShapeKeyHash> failed;
   std::unordered_map<uint64_t, Reason> never;   // fingerprint -> never-reason or kNone
   JobId first_blocked = 0;
   bool blocked = false;
@@ -175,11 +206,14 @@ bool Scheduler::TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t
     out->preemptions.push_back(std::move(pre));
   }
   out->placements.push_back(std::move(p));
+  // The victims' release may let shapes that failed before fit now: forget those answers.
+  st->failed.clear();
   return true;
 }
 
 Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   Decisions out;
+  placer_.BeginCycle(snap.random_seed);
   // 1. Order the queue.
   if (snap.pending_presorted) {
     order_.resize(snap.pending.size());
@@ -262,6 +296,17 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   } else if (tree) {
     gpus_exhausted = NoGpuLeft(work);
   }
+  // Names the jobs the cycle stops before, from position `pos` of the order on.
+  auto unexamined = [&](uint32_t pos) {
+    if (!tree) {
+      out.unexamined.reserve(order_.size() - pos);
+      for (; pos < order_.size(); ++pos) out.unexamined.push_back(snap.pending[order_[pos]].id);
+      return;
+    }
+    for (size_t q = 0; q < lists.size(); ++q) {
+      for (size_t k = cursor[q]; k < lists[q].size(); ++k) out.unexamined.push_back(snap.pending[lists[q][k]].id);
+    }
+  };
   auto never_of = [&](const GangRequest& req) -> const Reason& {
     auto nv = st.never.find(req.fingerprint);
     if (nv == st.never.end()) nv = st.never.emplace(req.fingerprint, placement::CheckNever(topo, req)).first;
@@ -272,6 +317,7 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   for (uint32_t pos = 0; pos < order_.size(); ++pos) {
     if (config_.max_placements > 0 && out.placements.size() >= static_cast<size_t>(config_.max_placements)) {
       out.not_examined = {Rule::kNotNowNotExamined};
+      unexamined(pos);
       break;
     }
     bool none_can_preempt = config_.preemption.mode == PreemptionMode::kNone ||
@@ -280,6 +326,7 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
     none_can_preempt = none_can_preempt && !reclaim_possible;
     if (gpus_exhausted && snap.cpu_only_pending == 0 && none_can_preempt) {
       out.not_examined = {Rule::kNotNowNotExamined};
+      unexamined(pos);
       break;
     }
     const uint32_t idx = next(pos);
@@ -319,10 +366,8 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
     const bool may_use_reserved =
         !st.reserved || (job.time_limit > 0 && st.reservation.start != kNever &&
                          now + job.time_limit <= st.reservation.start);
-    uint64_t key = (req.fingerprint * 2 + (may_use_reserved ? 1 : 0)) * 31 +
-                   static_cast<uint64_t>(PreemptionRank(config_.preemption, job));
-    if (leaf >= 0) key = key * 1000003 + static_cast<uint64_t>(leaf) * 4 + static_cast<uint64_t>(quota) * 2 +
-                         (job.tier == job::Tier::kGuaranteed);
+    const ShapeKey key{req.fingerprint, PreemptionRank(config_.preemption, job), leaf, may_use_reserved,
+                       quota, job.tier};
     Reason why;
     auto seen = st.failed.find(key);
     if (seen != st.failed.end()) {

@@ -1,6 +1,7 @@
 #include "sched/placement/gang_placer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -56,6 +57,11 @@ int64_t RangeWholeCapacity(const ClusterUsage& u, uint32_t begin, uint32_t end, 
 // A node's place in the health order: 0 clean, then a slower performance band (validation within
 // the fleet's tolerance but not at its median), then suspect, then degraded. Lower is better.
 int NodeRank(const cluster::NodeCondition& c) { return 2 * c.penalty + (c.band > 0 ? 1 : 0); }
+
+uint64_t NextPass() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 Level ChildLevel(Level l) { return l == Level::kCluster ? Level::kSpine : Level::kLeaf; }
 
@@ -157,7 +163,7 @@ void GangPlacer::Rollback(Ctx& c, size_t mark) {
 
 bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group) {
   const GroupRequest& g = c.req.groups[group];
-  ScoreContext sc{&c.u, c.o.profile, c.o.seed, nonce_++};
+  ScoreContext sc{&c.u, c.o.profile, c.o.seed, nonce_++, NextPass()};
   bool found = false;
   uint32_t best = 0, best_gpu = kNoGpu;
   int64_t best_score = 0;

@@ -31,6 +31,9 @@ struct PlaceResult {
 
 class GangPlacer {
  public:
+  // Starts a cycle: the scorers' draws restart from `seed` (the snapshot's), so a cycle's
+  // placements depend on its inputs alone, not on what this placer placed before.
+  void BeginCycle(uint64_t seed) { nonce_ = seed; }
   PlaceResult Place(cluster::ClusterUsage& usage, const GangRequest& req, const PlaceOptions& o);
 
  private:
@@ -49,7 +52,7 @@ class GangPlacer {
 
   cluster::GangAssignment one_;  // scratch for one replica's allocation
   std::vector<uint32_t> replica_of_group_;
-  uint64_t nonce_ = 0;
+  uint64_t nonce_ = 0;  // per replica search: scorers' draws differ from one to the next
 };
 
 // Rule::kNone when the gang could run on this cluster when it is empty and healthy; else the

@@ -240,7 +240,8 @@ void Simulator::Cycle(Time now) {
   snap.pending = pending_;
   snap.running = running_jobs_;
   snap.pending_presorted = true;
-  snap.random_seed = config_.seed;
+  // Each cycle draws from its snapshot's seed alone: vary it per cycle, as the controller does.
+  snap.random_seed = config_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(cycles_);
   snap.cpu_only_pending = cpu_only_pending_;
   if (config_.queues) {
     snap.queues = config_.queues.get();
