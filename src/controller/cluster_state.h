@@ -26,6 +26,8 @@
 #include "job/job_state.h"
 #include "proto/agent.pb.h"
 #include "job/queue_spec.h"
+#include "sched/owner/ranks.h"
+#include "sched/owner/workload.h"
 #include "sched/queue/quota.h"
 #include "sched/scheduler.h"
 
@@ -299,6 +301,22 @@ class ClusterState {
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
+  // The owner's side of the snapshot (sched/owner/), as the simulator keeps it: what each job
+  // received in its ended attempts (LAS), Gittins ranks learned from finished jobs, and the
+  // workload profile learned from what was submitted.
+  struct JobService {
+    int64_t attained_gpu_ms = 0;  // in ended attempts
+    Duration ran = 0;             // run time of ended attempts
+    sched::owner::CachedRank rank;
+  };
+  // Folds attempts that ended since the last cycle into service_ and ranks_, and jobs submitted
+  // since into workload_.
+  void LearnFromHistory(bool ranked);
+  std::unordered_map<sched::JobId, JobService> service_;
+  size_t usage_seen_ = 0;            // usage_log_ rows folded into service_
+  sched::JobId profiled_upto_ = 0;   // jobs (by id) counted in workload_
+  sched::owner::RankBook ranks_;
+  sched::owner::WorkloadLearner workload_;
   // cluster_state_queues.cc
   void UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<const sched::queue::QueueTree> tree);
   void UpdateShareHistory(Time now);

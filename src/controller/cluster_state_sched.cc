@@ -7,10 +7,59 @@ namespace hangar::controller {
 
 using job::JobState;
 
+void ClusterState::LearnFromHistory(bool ranked) {
+  for (auto it = jobs_.upper_bound(profiled_upto_); it != jobs_.end(); ++it) {
+    if (it->second.request) workload_.Add(*it->second.request);
+    profiled_upto_ = it->first;
+  }
+  // Sums first, then completions: after a restore the rows come in the store's order, and a
+  // job's last attempt may come before its earlier ones.
+  const size_t from = usage_seen_;
+  for (; usage_seen_ < usage_log_.size(); ++usage_seen_) {
+    const AttemptUsage& u = usage_log_[usage_seen_];
+    JobService& s = service_[u.job];
+    s.attained_gpu_ms += u.milli_gpu * std::max<Time>(0, u.end - u.start) / 1000;
+    s.ran += std::max<Time>(0, u.end - u.start);
+  }
+  for (size_t k = from; k < usage_log_.size(); ++k) {
+    const AttemptUsage& u = usage_log_[k];
+    if (u.how == "requeued") continue;
+    auto s = service_.find(u.job);
+    auto j = jobs_.find(u.job);
+    if (s == service_.end()) continue;
+    // Succeeded or failed, it ran this long: what a Gittins rank predicts. Cancelled or
+    // reclaimed ones say nothing about run times.
+    if (ranked && j != jobs_.end() && j->second.request && (u.how == "succeeded" || u.how == "failed")) {
+      ranks_.Finished({j->second.request->fingerprint, 0}, s->second.ran);
+    }
+    service_.erase(s);
+  }
+}
+
 void ClusterState::Schedule(Time now, Effects* fx) {
   dirty_ = false;
   if (pending_.empty()) return;
   UpdateShareHistory(now);
+  const sched::SchedulerConfig& cfg = scheduler_->config();
+  const bool ranked = cfg.queue_policy == "gittins" || cfg.preemption.mode == sched::PreemptionMode::kGittins;
+  LearnFromHistory(ranked);
+  if (ranked && ranks_.due()) {
+    // Jobs that have run and not finished are evidence too: they run at least this long.
+    std::vector<sched::queue::GittinsRanker::AliveJob> alive;
+    for (const auto& [id, s] : service_) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end() || !it->second.request) continue;
+      const JobRecord& j = it->second;
+      const Duration ran = s.ran + (active_.count(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
+      if (ran > 0) alive.push_back({j.request->fingerprint, ran, 0});
+    }
+    for (sched::JobId id : active_) {
+      const JobRecord& j = jobs_.at(id);
+      if (!service_.count(id) && j.started) alive.push_back({j.request->fingerprint, std::max<Time>(0, now - j.started), 0});
+    }
+    ranks_.Reestimate(alive);
+  }
+  int32_t cpu_only = 0;
   std::vector<sched::PendingJob> pending;
   pending.reserve(pending_.size());
   for (sched::JobId id : pending_) {
@@ -41,6 +90,14 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     p.seq = id;
     p.queue = j.queue;
     p.may_preempt = j.awaiting_victims.empty();
+    if (auto sv = service_.find(id); sv != service_.end()) {
+      p.attained_service = sv->second.attained_gpu_ms;
+      if (ranked) p.rank = ranks_.RankOf({j.request->fingerprint, 0}, sv->second.ran, j.request->total_milli_gpu, &sv->second.rank);
+    } else if (ranked) {
+      JobService& fresh = service_[id];
+      p.rank = ranks_.RankOf({j.request->fingerprint, 0}, 0, j.request->total_milli_gpu, &fresh.rank);
+    }
+    cpu_only += j.request->total_milli_gpu == 0;
     pending.push_back(p);
   }
   // Running gangs, for backfill reservations (and preemption).
@@ -62,6 +119,11 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     r.last_checkpoint = std::max(r.start, j.last_checkpoint);
     r.queue = j.queue;
     r.seq = id;
+    {
+      JobService& sv = service_[id];
+      r.attained_service = sched::owner::AttainedService(sv.attained_gpu_ms, j.request->total_milli_gpu, r.start, now);
+      if (ranked) r.rank = ranks_.RankOf({j.request->fingerprint, 0}, sv.ran + now - r.start, j.request->total_milli_gpu, &sv.rank);
+    }
     if (j.live_tasks == j.tasks.size()) {
       r.assignment = &j.assignment;
     } else {
@@ -84,6 +146,8 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   snap.pending = pending;
   snap.running = running;
   snap.random_seed = static_cast<uint64_t>(now);
+  snap.cpu_only_pending = cpu_only;
+  snap.profile = workload_.profile();
   if (!queues_trivial_) {
     snap.queues = queue_tree_.get();
     snap.queue_history = share_history_;

@@ -65,5 +65,74 @@ TEST_F(SchedOwnerTest, NotExaminedGoesToTheJobsTheCycleDidNotReach) {
   EXPECT_EQ(RuleOf(low), "not-examined");
 }
 
+constexpr const char* kFull = "tasks: [{gpus: 8, command: [x]}]\n";
+
+// LAS in the controller: a job that already ran goes after a fresh one (and, with LAS
+// preemption, makes room for it), because the cycle is told each job's attained service.
+TEST_F(SchedOwnerTest, LasOrdersByAttainedService) {
+  sched::SchedulerConfig cfg;
+  cfg.queue_policy = "las";
+  cfg.backfill = sched::BackfillMode::kNone;
+  cfg.preemption.mode = sched::PreemptionMode::kLas;
+  Start(cfg);
+  const auto old_job = Submit(std::string("name: old\n") + kFull, 0);
+  Effects fx;
+  state_->Schedule(1, &fx);
+  ASSERT_EQ(StateOf(old_job), "starting");
+  Task("1.0.0", pb::TaskStatus::RUNNING, 2);
+  // Two hours on 8 GPUs: 16 GPU-hours, service level 2; a fresh job is at level 0.
+  const Time later = 2 * kHour;
+  const auto fresh = Submit(std::string("name: fresh\n") + kFull, later);
+  Effects preempt;
+  state_->Schedule(later, &preempt);
+  bool stop = false;
+  for (const auto& m : preempt.messages) stop = stop || (m.message.has_stop() && m.message.stop().task_id() == "1.0.0");
+  EXPECT_TRUE(stop) << "the fresh job preempts the one that ran";
+  EXPECT_EQ(StateOf(old_job), "pending");
+  EXPECT_EQ(StateOf(fresh), "pending");
+  pb::TaskStatus stopped;
+  stopped.set_task_id("1.0.0");
+  stopped.set_state(pb::TaskStatus::EXITED);
+  stopped.set_stopped(true);
+  stopped.set_signal(15);
+  state_->OnTaskStatus("a", stopped, later + kSecond, &fx);
+  ASSERT_EQ(StateOf(old_job), "pending");
+  // Both wait now, the old one submitted first; LAS starts the fresh one.
+  state_->Schedule(later + 2 * kSecond, &fx);
+  EXPECT_EQ(StateOf(fresh), "starting");
+  EXPECT_EQ(StateOf(old_job), "pending");
+}
+
+// Gittins in the controller: ranks come from the run times of finished jobs of each shape, so a
+// job of a shape that finishes quickly goes before an earlier one of a shape that runs long.
+TEST_F(SchedOwnerTest, GittinsRanksByLearnedRunTimes) {
+  sched::SchedulerConfig cfg;
+  cfg.queue_policy = "gittins";
+  cfg.backfill = sched::BackfillMode::kNone;
+  Start(cfg);
+  const std::string quick = "name: quick\ntasks: [{gpus: 8, cpu: 1, command: [x]}]\n";
+  const std::string slow = "name: slow\ntasks: [{gpus: 8, cpu: 2, command: [x]}]\n";
+  Time now = 0;
+  for (int k = 0; k < 20; ++k) {
+    const bool is_quick = k % 2 == 0;
+    const auto id = Submit(is_quick ? quick : slow, now);
+    Effects fx;
+    state_->Schedule(now + 1, &fx);
+    ASSERT_EQ(StateOf(id), "starting") << k;
+    const std::string task = std::to_string(id) + ".0.0";
+    Task(task, pb::TaskStatus::RUNNING, now + 1);
+    now += is_quick ? 10 * kSecond : 1000 * kSecond;
+    Task(task, pb::TaskStatus::EXITED, now);
+    ASSERT_EQ(StateOf(id), "succeeded") << k;
+    now += kSecond;
+  }
+  const auto s = Submit(slow, now);
+  const auto q = Submit(quick, now + 1);
+  Effects fx;
+  state_->Schedule(now + 2, &fx);
+  EXPECT_EQ(StateOf(q), "starting");
+  EXPECT_EQ(StateOf(s), "pending");
+}
+
 }  // namespace
 }  // namespace hangar::controller

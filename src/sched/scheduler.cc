@@ -296,6 +296,11 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   } else if (tree) {
     gpus_exhausted = NoGpuLeft(work);
   }
+  auto never_of = [&](const GangRequest& req) -> const Reason& {
+    auto nv = st.never.find(req.fingerprint);
+    if (nv == st.never.end()) nv = st.never.emplace(req.fingerprint, placement::CheckNever(topo, req)).first;
+    return nv->second;
+  };
   // Names the jobs the cycle stops before, from position `pos` of the order on.
   auto unexamined = [&](uint32_t pos) {
     if (!tree) {
@@ -303,14 +308,29 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
       for (; pos < order_.size(); ++pos) out.unexamined.push_back(snap.pending[order_[pos]].id);
       return;
     }
+    // With queues, the first job left of each queue still hears whether its queue refuses it
+    // now (owners show that reason for a queue's head): a ledger check, no placement.
     for (size_t q = 0; q < lists.size(); ++q) {
-      for (size_t k = cursor[q]; k < lists[q].size(); ++k) out.unexamined.push_back(snap.pending[lists[q][k]].id);
+      for (size_t k = cursor[q]; k < lists[q].size(); ++k) {
+        const uint32_t idx = lists[q][k];
+        const PendingJob& job = snap.pending[idx];
+        if (k == cursor[q] && ValidLeaf(tree, job.queue)) {
+          const int leaf = static_cast<int>(job.queue);
+          const std::vector<int64_t> computed = job.charge ? std::vector<int64_t>{} : tree->Charge(*job.request, nullptr, topo);
+          const queue::QuotaLedger::Verdict qv = st.ledger->Check(leaf, job.charge ? *job.charge : computed,
+                                                                 job.tier == job::Tier::kGuaranteed);
+          if (qv.kind == queue::QuotaLedger::Kind::kDenied && never_of(*job.request).rule == Rule::kNone) {
+            Verdict v{job.id, idx, {}, st.ledger->Explain(qv, leaf)};
+            v.reason.rule = Rule::kNotNowQuota;
+            v.reason.need = qv.need;
+            v.reason.have = qv.have;
+            out.waiting.push_back(std::move(v));
+            continue;
+          }
+        }
+        out.unexamined.push_back(job.id);
+      }
     }
-  };
-  auto never_of = [&](const GangRequest& req) -> const Reason& {
-    auto nv = st.never.find(req.fingerprint);
-    if (nv == st.never.end()) nv = st.never.emplace(req.fingerprint, placement::CheckNever(topo, req)).first;
-    return nv->second;
   };
 
   // 3. Each job in order: place it whole, or say why not.

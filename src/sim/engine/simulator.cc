@@ -17,7 +17,7 @@ Simulator::Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig co
                      std::unique_ptr<sched::Scheduler> scheduler)
     : topology_(topo), config_(std::move(config)), scheduler_(std::move(scheduler)), usage_(topo) {
   if (config_.gittins_ranks) {
-    ranker_ = std::make_unique<sched::queue::GittinsRanker>(config_.gittins);
+    ranker_ = std::make_unique<sched::owner::RankBook>(config_.gittins);
   }
 }
 
@@ -148,6 +148,7 @@ void Simulator::Arrive(size_t j) {
   pending_keys_.insert(it, key);
   pending_.insert(pending_.begin() + static_cast<ptrdiff_t>(pos), p);
   if (job.request->total_milli_gpu == 0 && results_[j].preemptions == 0) cpu_only_pending_++;
+  if (config_.learn_profile && results_[j].preemptions == 0) workload_.Add(*job.request);
 }
 
 Simulator::RankClass Simulator::ClassOf(size_t j) const {
@@ -160,21 +161,12 @@ Simulator::RankClass Simulator::ClassOf(size_t j) const {
 
 int64_t Simulator::RankOf(size_t j, Duration age, CachedRank* cache) {
   if (!ranker_) return 0;
-  CachedRank& c = *cache;
-  if (c.version != ranker_->version() || age >= c.until_age) {
-    const sched::GangRequest& req = *jobs_[j].request;
-    const RankClass k = ClassOf(j);
-    const auto step = ranker_->RankAt(k.job_class, age, req.total_milli_gpu, k.parent);
-    c.rank = step.rank;
-    c.until_age = step.until_age;
-    c.version = ranker_->version();
-  }
-  return c.rank;
+  if (ranker_->Holds(*cache, age)) return cache->rank;
+  return ranker_->RankOf(ClassOf(j), age, jobs_[j].request->total_milli_gpu, cache);
 }
 
 void Simulator::RefreshRanks(Time now) {
-  if (estimate_due_) {
-    estimate_due_ = false;
+  if (ranker_->due()) {
     // Jobs that have run and not finished are evidence too: they run at least this long.
     std::vector<sched::queue::GittinsRanker::AliveJob> alive;
     for (size_t k = 0; k < running_jobs_.size(); ++k) {
@@ -243,6 +235,7 @@ void Simulator::Cycle(Time now) {
   // Each cycle draws from its snapshot's seed alone: vary it per cycle, as the controller does.
   snap.random_seed = config_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(cycles_);
   snap.cpu_only_pending = cpu_only_pending_;
+  if (config_.learn_profile) snap.profile = workload_.profile();
   if (config_.queues) {
     snap.queues = config_.queues.get();
     if (config_.share_half_life > 0) snap.queue_history = queue_history_;
@@ -325,12 +318,12 @@ void Simulator::Finish(Time now, size_t j) {
   results_[j].end = now;
   if (ranker_) {
     const RankClass k = ClassOf(j);
-    if (ranker_->Finished(k.job_class, ran_[j], k.parent)) estimate_due_ = true;
+    ranker_->Finished(k, ran_[j]);
     // Its successor is ranked by another class from now on.
     if (const size_t s = next_[j]; s != SIZE_MAX && results_[s].end == kNever) {
-      rank_cache_[s].version = ~uint64_t{0};
+      rank_cache_[s].Invalidate();
       if (running_pos_[s] != SIZE_MAX) {
-        running_info_[running_pos_[s]].rank.version = ~uint64_t{0};
+        running_info_[running_pos_[s]].rank.Invalidate();
       } else if (jobs_[s].submit < now) {  // arrived, so waiting (a later one is ranked on arrival)
         reclassed_.push_back(s);
       }

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "cluster/usage.h"
+#include "sched/owner/ranks.h"
+#include "sched/owner/workload.h"
 #include "sched/queue/gittins.h"
 #include "sched/queue/quota.h"
 #include "sched/scheduler.h"
@@ -61,6 +63,10 @@ struct SimConfig {
   std::shared_ptr<const sched::queue::QueueTree> queues;
   // Fair share remembers each queue's usage with this half-life (0: current usage only).
   Duration share_half_life = 0;
+  // Hand the scheduler the workload profile learned from the jobs that arrived so far, as the
+  // controller does (sched/owner/workload.h), for the fgd and hangar scorers. Off by default:
+  // the Philly figures in docs/ were measured without it.
+  bool learn_profile = false;
 };
 
 // What happened, for golden tests and reports. All callbacks are optional.
@@ -120,13 +126,8 @@ class Simulator {
   void Release(Time now, size_t job);  // frees its resources and forgets it is running
   void Preempt(Time now, const sched::Preemption& p, std::vector<size_t>* requeue);
   void AccountBusy(Time now);
-  struct CachedRank {
-    int64_t rank = 0;
-    Duration until_age = -1;  // valid for ages below this
-    uint64_t version = 0;
-  };
-  // The Gittins rank of job `j` at `age`, kept in `cache` until the age reaches the next rank
-  // step or an estimate changes.
+  using CachedRank = sched::owner::CachedRank;
+  // The Gittins rank of job `j` at `age` (sched/owner/ranks.h), kept in `cache`.
   int64_t RankOf(size_t j, Duration age, CachedRank* cache);
   // Re-estimates the distributions if a finish made that due, and re-sorts the pending jobs if
   // their ranks changed.
@@ -173,16 +174,14 @@ class Simulator {
   std::vector<int64_t> queue_gpu_ms_;
   void ChargeQueue(size_t job, const std::vector<int64_t>& charge, int sign);
 
-  std::unique_ptr<sched::queue::GittinsRanker> ranker_;  // null unless gittins_ranks
+  sched::owner::WorkloadLearner workload_;  // with learn_profile
+  std::unique_ptr<sched::owner::RankBook> ranker_;  // null unless gittins_ranks
   // The class a job is ranked by now, and the class it falls back to (0: none).
-  struct RankClass {
-    uint64_t job_class = 0, parent = 0;
-  };
+  using RankClass = sched::owner::RankClass;
   RankClass ClassOf(size_t j) const;
   // With gittins_by_predecessor, by job index: its predecessor and successor (SIZE_MAX: none).
   std::vector<size_t> prev_, next_;
   std::vector<size_t> reclassed_;  // pending jobs whose predecessor finished since the last cycle
-  bool estimate_due_ = false;
   uint64_t ranked_version_ = 0;         // the ranker version the pending order reflects
   std::vector<CachedRank> rank_cache_;  // by job index, for pending jobs
   // With queues, by job index: what the job is charged unplaced (computed on its first arrival;
