@@ -151,6 +151,13 @@ class Scheduler::Run {
   // owner's RunningJob::charge, or computed into charge_store_, reserved up front so the
   // pointers stay valid; null: not charged), and whether a guarantee may be reclaimed.
   std::optional<queue::QuotaLedger> ledger_;
+  // Quota verdicts per (queue, shape, tier), with the words of a denial; valid while the ledger
+  // holds still (cleared by every placement and preemption that changes it).
+  struct QuotaAnswer {
+    queue::QuotaLedger::Verdict verdict;
+    std::string detail;
+  };
+  std::unordered_map<ShapeKey, QuotaAnswer, ShapeKeyHash> quota_answers_;
   std::vector<const std::vector<int64_t>*> running_charge_;
   std::vector<std::vector<int64_t>> charge_store_;
   bool reclaim_possible_ = false;
@@ -326,10 +333,15 @@ void Scheduler::Run::Examine(uint32_t idx) {
 
 // Admission: false when the job's queue may not start it now (its verdict is recorded).
 bool Scheduler::Run::Admit(const PendingJob& job, uint32_t idx, int leaf, Kind* quota) {
-  std::vector<int64_t> computed;
-  if (!job.charge) computed = tree_->Charge(*job.request, nullptr, topo_);
-  const queue::QuotaLedger::Verdict qv =
-      ledger_->Check(leaf, job.charge ? *job.charge : computed, job.tier == job::Tier::kGuaranteed);
+  const ShapeKey key{job.request->fingerprint, 0, leaf, false, Kind::kWithin, job.tier};
+  auto [it, fresh] = quota_answers_.try_emplace(key);
+  QuotaAnswer& a = it->second;
+  if (fresh) {
+    std::vector<int64_t> computed;
+    if (!job.charge) computed = tree_->Charge(*job.request, nullptr, topo_);
+    a.verdict = ledger_->Check(leaf, job.charge ? *job.charge : computed, job.tier == job::Tier::kGuaranteed);
+  }
+  const queue::QuotaLedger::Verdict& qv = a.verdict;
   *quota = qv.kind;
   if (qv.kind != Kind::kDenied) return true;
   const Reason& never = NeverOf(*job.request);
@@ -338,7 +350,8 @@ bool Scheduler::Run::Admit(const PendingJob& job, uint32_t idx, int leaf, Kind* 
     v.reason.rule = Rule::kNotNowQuota;
     v.reason.need = qv.need;
     v.reason.have = qv.have;
-    v.detail = ledger_->Explain(qv, leaf);
+    if (a.detail.empty()) a.detail = ledger_->Explain(qv, leaf);
+    v.detail = a.detail;
   }
   out_.waiting.push_back(std::move(v));
   return false;
@@ -370,6 +383,7 @@ void Scheduler::Run::Placed(const PendingJob& job, size_t placement, int leaf, K
     p.borrowing = quota == Kind::kBorrow;
     ledger_->Add(leaf, tree_->Charge(*job.request, &p.assignment, topo_));
     stale_[static_cast<uint32_t>(leaf)] = 1;
+    quota_answers_.clear();
   }
   p.borrowing = p.borrowing || job.tier == job::Tier::kOpportunistic;
   gpus_exhausted_ = job.request->total_milli_gpu > 0 ? NoGpuLeft(work_) : gpus_exhausted_ && NoGpuLeft(work_);
@@ -492,8 +506,9 @@ bool Scheduler::Run::TryPreempt(const PendingJob& job, uint32_t idx, int leaf, b
                       std::max<Time>(0, now_ - std::max(victim.start, victim.last_checkpoint)) / 1000;
     pre.why = WhyPreempted(job, victim, leaf, tree_ && reclaimed[v], pre.lost_gpu_ms);
     if (tree_ && running_charge_[v] && !running_charge_[v]->empty()) {
-      ledger_->Add(static_cast<int>(victim.queue), *running_charge_[v], -1);
+      ledger_->Remove(static_cast<int>(victim.queue), *running_charge_[v]);
       stale_[victim.queue] = 1;
+      quota_answers_.clear();
     }
     out_.preemptions.push_back(std::move(pre));
   }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/queue/quota.h"
 #include "sched/test_util.h"
 
 namespace hangar::sched {
@@ -248,6 +249,40 @@ TEST(SchedulerTest, UnexaminedJobsAreNamedById) {
   EXPECT_EQ(d.placements[0].job, high);
   EXPECT_EQ(d.not_examined.rule, Rule::kNotNowNotExamined);
   EXPECT_EQ(d.unexamined, (std::vector<JobId>{mid, low}));
+}
+
+// Quota verdicts are kept per (queue, shape) while the ledger holds still: every denied job of
+// a shape hears the same words, and a placement in between is seen by the jobs after it.
+TEST(SchedulerTest, QuotaVerdictsFollowTheLedger) {
+  auto t = Leaves(1, 2);
+  auto specs = job::ParseQueues("queues:\n  - name: a\n    quota: {gpus: 4}\n    borrowing_limit: {gpus: 0}\n"
+                                "  - name: b\n    quota: {gpus: 8}\n",
+                                "queues.yaml");
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  auto tree = queue::QueueTree::Build(*specs, *t);
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  const uint32_t a = static_cast<uint32_t>((*tree)->FindLeaf("a"));
+  cluster::ClusterUsage u(t);
+  const GangRequest two = Whole(*t, 1, 2);
+  std::vector<PendingJob> pending(4);
+  pending[0] = {1, &two, 0, job::Tier::kGuaranteed, a, 0, 0, 0, 1};    // within: placed
+  pending[1] = {2, &two, 0, job::Tier::kGuaranteed, a, 1, 0, 0, 2};    // within: placed, a is full
+  pending[2] = {3, &two, 0, job::Tier::kGuaranteed, a, 2, 0, 0, 3};    // denied
+  pending[3] = {4, &two, 0, job::Tier::kGuaranteed, a, 3, 0, 0, 4};    // denied, same words
+  auto s = std::move(Scheduler::Create({.queue_policy = "fifo"})).value();
+  Snapshot snap;
+  snap.usage = &u;
+  snap.pending = pending;
+  snap.queues = tree->get();
+  Decisions d = s->Cycle(snap, 0);
+  ASSERT_EQ(d.placements.size(), 2u);
+  const Verdict* v3 = VerdictFor(d, 3);
+  const Verdict* v4 = VerdictFor(d, 4);
+  ASSERT_TRUE(v3 && v4);
+  EXPECT_EQ(v3->reason.rule, Rule::kNotNowQuota);
+  EXPECT_EQ(v4->reason.rule, Rule::kNotNowQuota);
+  EXPECT_FALSE(v3->detail.empty());
+  EXPECT_EQ(v3->detail, v4->detail);
 }
 
 TEST(SchedulerTest, UnknownPolicyIsAClearError) {

@@ -46,9 +46,11 @@ class GangPlacer {
   bool PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group);
   bool AllocateReplica(Ctx& c, uint32_t node, size_t group, uint32_t gpu);
   void Rollback(Ctx& c, size_t mark);
-  bool DomainMayHost(const Ctx& c, cluster::Level level, uint32_t d, bool whole_gang) const;
+  // What a domain is asked to host: one replica of each group, or the whole gang.
+  enum class Hosting : uint8_t { kOneReplica, kWholeGang };
+  bool DomainMayHost(const Ctx& c, cluster::Level level, uint32_t d, Hosting what) const;
   std::vector<uint32_t> OrderedChildren(const Ctx& c, cluster::Level level, uint32_t parent,
-                                        bool whole_gang) const;
+                                        Hosting what) const;
 
   cluster::GangAssignment one_;  // scratch for one replica's allocation
   std::vector<uint32_t> replica_of_group_;
