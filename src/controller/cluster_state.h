@@ -67,6 +67,9 @@ struct ControllerOptions {
   health::HealthOptions health;
   std::vector<cluster::ConfigBaseline> baselines;
   Duration health_interval = 500;
+  // Gittins ranks (--queue-policy/--preemption gittins) class a job by how long its
+  // predecessor of the same shape ran, as `hangar sim replay --policy hangar` does.
+  bool gittins_by_predecessor = true;
 };
 
 // The last telemetry of one GPU, as much as /metrics exposes (dcgm-exporter's series).
@@ -308,10 +311,19 @@ class ClusterState {
     int64_t attained_gpu_ms = 0;  // in ended attempts
     Duration ran = 0;             // run time of ended attempts
     sched::owner::CachedRank rank;
+    uint64_t rank_class = 0;  // the class `rank` was computed for
   };
   // Folds attempts that ended since the last cycle into service_ and ranks_, and jobs submitted
   // since into workload_.
   void LearnFromHistory(bool ranked);
+  // The Gittins class of a job: its shape, or with gittins_by_predecessor, once the job of its
+  // shape submitted just before it has finished, its shape and how long that one ran (to within
+  // an octave), falling back to the shape -- as the simulator classes jobs.
+  sched::owner::RankClass ClassOf(sched::JobId id, const JobRecord& j) const;
+  int64_t RankOf(sched::JobId id, const JobRecord& j, Duration age, JobService* s) const;
+  std::unordered_map<uint64_t, sched::JobId> last_of_shape_;    // by request fingerprint
+  std::unordered_map<sched::JobId, sched::JobId> predecessor_;  // of jobs not yet ended
+  std::unordered_map<sched::JobId, Duration> finished_ran_;     // of finished predecessors
   std::unordered_map<sched::JobId, JobService> service_;
   size_t usage_seen_ = 0;            // usage_log_ rows folded into service_
   sched::JobId profiled_upto_ = 0;   // jobs (by id) counted in workload_

@@ -1,5 +1,7 @@
 // ClusterState: one scheduling cycle and what follows a placement -- the job's tasks, their
 // environment, and the launch commands.
+#include <bit>
+
 #include "controller/cluster_state.h"
 #include "controller/launch_env.h"
 
@@ -7,10 +9,36 @@ namespace hangar::controller {
 
 using job::JobState;
 
+sched::owner::RankClass ClusterState::ClassOf(sched::JobId id, const JobRecord& j) const {
+  const uint64_t shape = j.request->fingerprint;
+  auto p = predecessor_.find(id);
+  if (p == predecessor_.end()) return {shape, 0};
+  auto ran = finished_ran_.find(p->second);
+  if (ran == finished_ran_.end()) return {shape, 0};
+  const int octave = std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran->second / kSecond, 1)));
+  return {shape * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(octave) + 1, shape};
+}
+
+int64_t ClusterState::RankOf(sched::JobId id, const JobRecord& j, Duration age, JobService* s) const {
+  const sched::owner::RankClass c = ClassOf(id, j);
+  if (c.job_class != s->rank_class) {  // its predecessor finished: ranked by another class now
+    s->rank_class = c.job_class;
+    s->rank.Invalidate();
+  }
+  return ranks_.RankOf(c, age, j.request->total_milli_gpu, &s->rank);
+}
+
 void ClusterState::LearnFromHistory(bool ranked) {
   for (auto it = jobs_.upper_bound(profiled_upto_); it != jobs_.end(); ++it) {
-    if (it->second.request) workload_.Add(*it->second.request);
     profiled_upto_ = it->first;
+    if (!it->second.request) continue;
+    workload_.Add(*it->second.request);
+    if (!ranked || !options_.gittins_by_predecessor) continue;
+    auto [last, fresh] = last_of_shape_.emplace(it->second.request->fingerprint, it->first);
+    if (!fresh) {
+      predecessor_[it->first] = last->second;
+      last->second = it->first;
+    }
   }
   // Sums first, then completions: after a restore the rows come in the store's order, and a
   // job's last attempt may come before its earlier ones.
@@ -30,7 +58,13 @@ void ClusterState::LearnFromHistory(bool ranked) {
     // Succeeded or failed, it ran this long: what a Gittins rank predicts. Cancelled or
     // reclaimed ones say nothing about run times.
     if (ranked && j != jobs_.end() && j->second.request && (u.how == "succeeded" || u.how == "failed")) {
-      ranks_.Finished({j->second.request->fingerprint, 0}, s->second.ran);
+      ranks_.Finished(ClassOf(u.job, j->second), s->second.ran);
+      if (options_.gittins_by_predecessor) finished_ran_[u.job] = s->second.ran;
+    }
+    // Its predecessor's run time has served (each job has one successor at most).
+    if (auto p = predecessor_.find(u.job); p != predecessor_.end()) {
+      finished_ran_.erase(p->second);
+      predecessor_.erase(p);
     }
     service_.erase(s);
   }
@@ -51,11 +85,13 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       if (it == jobs_.end() || !it->second.request) continue;
       const JobRecord& j = it->second;
       const Duration ran = s.ran + (active_.count(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
-      if (ran > 0) alive.push_back({j.request->fingerprint, ran, 0});
+      const sched::owner::RankClass c = ClassOf(id, j);
+      if (ran > 0) alive.push_back({c.job_class, ran, c.parent});
     }
     for (sched::JobId id : active_) {
       const JobRecord& j = jobs_.at(id);
-      if (!service_.count(id) && j.started) alive.push_back({j.request->fingerprint, std::max<Time>(0, now - j.started), 0});
+      const sched::owner::RankClass c = ClassOf(id, j);
+      if (!service_.count(id) && j.started) alive.push_back({c.job_class, std::max<Time>(0, now - j.started), c.parent});
     }
     ranks_.Reestimate(alive);
   }
@@ -92,10 +128,9 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     p.may_preempt = j.awaiting_victims.empty();
     if (auto sv = service_.find(id); sv != service_.end()) {
       p.attained_service = sv->second.attained_gpu_ms;
-      if (ranked) p.rank = ranks_.RankOf({j.request->fingerprint, 0}, sv->second.ran, j.request->total_milli_gpu, &sv->second.rank);
+      if (ranked) p.rank = RankOf(id, j, sv->second.ran, &sv->second);
     } else if (ranked) {
-      JobService& fresh = service_[id];
-      p.rank = ranks_.RankOf({j.request->fingerprint, 0}, 0, j.request->total_milli_gpu, &fresh.rank);
+      p.rank = RankOf(id, j, 0, &service_[id]);
     }
     cpu_only += j.request->total_milli_gpu == 0;
     pending.push_back(p);
@@ -122,7 +157,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     {
       JobService& sv = service_[id];
       r.attained_service = sched::owner::AttainedService(sv.attained_gpu_ms, j.request->total_milli_gpu, r.start, now);
-      if (ranked) r.rank = ranks_.RankOf({j.request->fingerprint, 0}, sv.ran + now - r.start, j.request->total_milli_gpu, &sv.rank);
+      if (ranked) r.rank = RankOf(id, j, sv.ran + now - r.start, &sv);
     }
     if (j.live_tasks == j.tasks.size()) {
       r.assignment = &j.assignment;

@@ -171,6 +171,7 @@ std::vector<Time> StartsInSimulator(const sched::SchedulerConfig& cfg, std::shar
   sim::SimConfig sc;
   sc.scheduler = cfg;
   sc.gittins_ranks = cfg.queue_policy == "gittins";
+  sc.gittins_by_predecessor = sc.gittins_ranks;  // as the controller does by default
   auto s = std::move(sim::Simulator::Create(t, sc)).value();
   const std::vector<TestJob> jobs = Workload();
   for (size_t i = 0; i < jobs.size(); ++i) {

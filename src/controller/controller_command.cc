@@ -41,6 +41,7 @@ struct Flags {
   std::string admin_token_file;
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   std::string port_file;
+  bool gittins_by_predecessor = true;
 };
 
 std::atomic<bool> g_stop{false};
@@ -69,6 +70,7 @@ Status Run(const Flags& f) {
   opt.baselines = cluster_file.baselines;  // config drift (docs/health.md)
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
+  opt.gittins_by_predecessor = f.gittins_by_predecessor;
   sched::SchedulerConfig sc;
   sc.placement_policy = f.placement;
   sc.queue_policy = f.queue_policy;
@@ -196,6 +198,10 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
                 "priority: higher-priority guaranteed jobs preempt within their queue, and guarantees are reclaimed "
                 "from borrowers; quota-only: only the latter; las: less attained service preempts (Tiresias); "
                 "gittins: a clearly lower Gittins rank preempts; none: never preempt")
+      ->capture_default_str();
+  c->add_option("--gittins-by-predecessor", f->gittins_by_predecessor,
+                "Gittins ranks also class a job by how long the previous job of its shape ran (as hangar sim "
+                "replay --policy hangar)")
       ->capture_default_str();
   c->add_option("--min-run-before-preempt", f->min_run, "No job is preempted before it has run this long")->capture_default_str();
   c->add_option("--auth", f->auth,
