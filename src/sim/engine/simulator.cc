@@ -81,15 +81,21 @@ Status Simulator::Run() {
       completions_.pop();
     }
     const bool have_arrival = next < n, have_completion = !completions_.empty();
-    if (!have_arrival && !have_completion) break;
+    if (!have_arrival && !have_completion && stops_.empty()) break;
     Time t = kNever;
     if (have_arrival) t = jobs_[arrivals[next]].submit;
     if (have_completion) t = std::min(t, completions_.top().end);
+    if (!stops_.empty()) t = std::min(t, stops_.top().end);
     AccountBusy(t);
     while (!completions_.empty() && completions_.top().end <= t) {
       const Completion c = completions_.top();
       completions_.pop();
       if (c.epoch == epoch_[c.job]) Finish(t, c.job);
+    }
+    while (!stops_.empty() && stops_.top().end <= t) {
+      const size_t j = stops_.top().job;
+      stops_.pop();
+      Stopped(j);
     }
     while (next < n && jobs_[arrivals[next]].submit <= t) Arrive(arrivals[next++]);
     Cycle(t);
@@ -245,7 +251,17 @@ void Simulator::Cycle(Time now) {
   std::vector<size_t> requeue;
   for (const auto& p : d.preemptions) Preempt(now, p, &requeue);
   std::vector<size_t> started;
-  for (const auto& p : d.placements) Start(now, p, &started);
+  for (const auto& p : d.placements) {
+    if (config_.preemption_grace > 0 && !p.preempted.empty()) {
+      // It waits for its victims' GPUs, and preempts no one else meanwhile.
+      const size_t j = index_of_[p.job];
+      awaiting_[j] = static_cast<int>(p.preempted.size());
+      for (sched::JobId v : p.preempted) stopping_for_[index_of_[v]] = j;
+      pending_[p.pending_index].may_preempt = false;
+      continue;
+    }
+    Start(now, p, &started);
+  }
   if (!started.empty()) {
     std::vector<uint8_t> gone(pending_.size(), 0);
     for (size_t pos : started) gone[pos] = 1;
@@ -354,13 +370,46 @@ void Simulator::Preempt(Time now, const sched::Preemption& p, std::vector<size_t
   if (it == index_of_.end() || !running_slots_[it->second]) return;
   const size_t j = it->second;
   const Duration left = running_slots_[j]->end - now;
+  std::unique_ptr<Running> held;
+  if (config_.preemption_grace > 0) held = std::make_unique<Running>(*running_slots_[j]);
   Release(now, j);
   results_[j].preemptions++;
   remaining_[j] = left + config_.restore_cost;
   epoch_[j]++;
-  if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
   if (observer_.on_preempt) observer_.on_preempt(now, jobs_[j], p);
+  if (held) {
+    // It stops after the grace, holding its GPUs until then (Release gave them back: take
+    // them again), and queues again only then.
+    (void)usage_.Allocate(held->assignment);
+    allocated_milli_ += held->milli;
+    if (config_.queues) ChargeQueue(j, held->charge, 1);
+    stops_.push({now + config_.preemption_grace, j, epoch_[j]});
+    stopping_[j] = std::move(held);
+    return;
+  }
+  if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
   requeue->push_back(j);
+}
+
+void Simulator::Stopped(size_t j) {
+  auto it = stopping_.find(j);
+  if (it == stopping_.end()) return;
+  Running& run = *it->second;
+  usage_.Release(run.assignment);
+  allocated_milli_ -= run.milli;
+  if (config_.queues) ChargeQueue(j, run.charge, -1);
+  stopping_.erase(it);
+  if (auto f = stopping_for_.find(j); f != stopping_for_.end()) {
+    if (--awaiting_[f->second] == 0) {
+      awaiting_.erase(f->second);
+      for (auto& p : pending_) {
+        if (p.id == jobs_[f->second].id) p.may_preempt = true;
+      }
+    }
+    stopping_for_.erase(f);
+  }
+  if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
+  Arrive(j);
 }
 
 }  // namespace hangar::sim

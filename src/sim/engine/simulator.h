@@ -49,6 +49,10 @@ struct SimJobResult {
 struct SimConfig {
   sched::SchedulerConfig scheduler;
   Duration restore_cost = 30 * kSecond;  // added to a preempted job's remaining run time
+  // As in the controller: a victim gets this long to checkpoint and stop, keeping its GPUs, and
+  // the job it was preempted for starts once every victim has stopped (in a later cycle). 0: the
+  // victim's GPUs are free at once and the preemptor starts in the same cycle.
+  Duration preemption_grace = 0;
   uint64_t seed = 1;
   // Rank jobs for the "gittins" queue policy and preemption mode: learn each job shape's run-time
   // distribution from the jobs that finish and hand the ranks over in the Snapshot.
@@ -125,6 +129,8 @@ class Simulator {
   void Finish(Time now, size_t job);
   void Release(Time now, size_t job);  // frees its resources and forgets it is running
   void Preempt(Time now, const sched::Preemption& p, std::vector<size_t>* requeue);
+  // With a preemption grace: a victim that has stopped gives its GPUs back and queues again.
+  void Stopped(size_t job);
   void AccountBusy(Time now);
   using CachedRank = sched::owner::CachedRank;
   // The Gittins rank of job `j` at `age` (sched/owner/ranks.h), kept in `cache`.
@@ -162,6 +168,12 @@ class Simulator {
   std::vector<RunningInfo> running_info_;
   std::unordered_map<sched::JobId, size_t> index_of_;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
+  // With a preemption grace: victims still stopping (by the time they stop), what each holds,
+  // and per preemptor how many of its victims are still stopping.
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> stops_;
+  std::unordered_map<size_t, std::unique_ptr<Running>> stopping_;
+  std::unordered_map<size_t, size_t> stopping_for_;  // victim -> the job it was preempted for
+  std::unordered_map<size_t, int> awaiting_;         // preemptor -> victims still stopping
   int64_t cycles_ = 0;
   int64_t busy_gpu_ms_ = 0;
   int64_t allocated_milli_ = 0;
