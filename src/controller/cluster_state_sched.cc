@@ -68,6 +68,13 @@ void ClusterState::LearnFromHistory(bool ranked) {
     }
     service_.erase(s);
   }
+  // Jobs cancelled before they ever ran leave no usage row: sweep what ended now and then.
+  const size_t live = pending_.size() + active_.size();
+  if (service_.size() + predecessor_.size() > 4 * live + 256) {
+    auto ended = [&](sched::JobId id) { return !pending_.count(id) && !active_.count(id); };
+    std::erase_if(service_, [&](const auto& e) { return ended(e.first); });
+    std::erase_if(predecessor_, [&](const auto& e) { return ended(e.first); });
+  }
 }
 
 void ClusterState::Schedule(Time now, Effects* fx) {
