@@ -27,6 +27,8 @@
 #include "job/job_state.h"
 #include "proto/agent.pb.h"
 #include "job/queue_spec.h"
+#include "sched/owner/ranks.h"
+#include "sched/owner/workload.h"
 #include "sched/queue/quota.h"
 #include "sched/scheduler.h"
 
@@ -66,6 +68,9 @@ struct ControllerOptions {
   health::HealthOptions health;
   std::vector<cluster::ConfigBaseline> baselines;
   Duration health_interval = 500;
+  // Gittins ranks (--queue-policy/--preemption gittins) class a job by how long its
+  // predecessor of the same shape ran, as `hangar sim replay --policy hangar` does.
+  bool gittins_by_predecessor = true;
 };
 
 // The last telemetry of one GPU, as much as /metrics exposes (dcgm-exporter's series).
@@ -332,6 +337,31 @@ class ClusterState {
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
+  // The owner's side of the snapshot (sched/owner/), as the simulator keeps it: what each job
+  // received in its ended attempts (LAS), Gittins ranks learned from finished jobs, and the
+  // workload profile learned from what was submitted.
+  struct JobService {
+    int64_t attained_gpu_ms = 0;  // in ended attempts
+    Duration ran = 0;             // run time of ended attempts
+    sched::owner::CachedRank rank;
+    uint64_t rank_class = 0;  // the class `rank` was computed for
+  };
+  // Folds attempts that ended since the last cycle into service_ and ranks_, and jobs submitted
+  // since into workload_.
+  void LearnFromHistory(bool ranked);
+  // The Gittins class of a job: its shape, or with gittins_by_predecessor, once the job of its
+  // shape submitted just before it has finished, its shape and how long that one ran (to within
+  // an octave), falling back to the shape -- as the simulator classes jobs.
+  sched::owner::RankClass ClassOf(sched::JobId id, const JobRecord& j) const;
+  int64_t RankOf(sched::JobId id, const JobRecord& j, Duration age, JobService* s) const;
+  std::unordered_map<uint64_t, sched::JobId> last_of_shape_;    // by request fingerprint
+  std::unordered_map<sched::JobId, sched::JobId> predecessor_;  // of jobs not yet ended
+  std::unordered_map<sched::JobId, Duration> finished_ran_;     // of finished predecessors
+  std::unordered_map<sched::JobId, JobService> service_;
+  size_t usage_seen_ = 0;            // usage_log_ rows folded into service_
+  sched::JobId profiled_upto_ = 0;   // jobs (by id) counted in workload_
+  sched::owner::RankBook ranks_;
+  sched::owner::WorkloadLearner workload_;
   // cluster_state_queues.cc
   void UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<const sched::queue::QueueTree> tree);
   void UpdateShareHistory(Time now);

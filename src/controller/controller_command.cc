@@ -47,6 +47,7 @@ struct Flags {
   TlsFiles tls;
   bool insecure = false;
   std::string metrics_labels = "clean";
+  bool gittins_by_predecessor = true;
 };
 
 // The TLS material, or nothing with --insecure; a controller with neither refuses to start.
@@ -89,17 +90,29 @@ Status Run(const Flags& f) {
   opt.baselines = cluster_file.baselines;  // config drift (docs/health.md)
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
+  opt.gittins_by_predecessor = f.gittins_by_predecessor;
   sched::SchedulerConfig sc;
   sc.placement_policy = f.placement;
   sc.queue_policy = f.queue_policy;
+  // The simulator's oracles are told each job's true run time; a live cluster cannot be.
+  if (f.queue_policy == "sjf-oracle" || f.queue_policy == "sjf_oracle") {
+    return Status::InvalidArgument(
+        "--queue-policy sjf-oracle needs every job's true run time, which only `hangar sim` knows; use sjf "
+        "(shortest time_limit first), las or gittins (ranks learned from finished jobs)");
+  }
   if (f.preemption == "none") {
     sc.preemption.mode = sched::PreemptionMode::kNone;
   } else if (f.preemption == "priority") {
     sc.preemption.mode = sched::PreemptionMode::kPriority;
   } else if (f.preemption == "quota-only") {
     sc.preemption.mode = sched::PreemptionMode::kNone;  // guarantees are still reclaimed
+  } else if (f.preemption == "las") {
+    sc.preemption.mode = sched::PreemptionMode::kLas;
+  } else if (f.preemption == "gittins") {
+    sc.preemption.mode = sched::PreemptionMode::kGittins;
+    sc.preemption.gittins_margin = 3.0;  // as `hangar sim replay --policy hangar` (docs/benchmarks.md)
   } else {
-    return Status::InvalidArgument("--preemption must be priority, quota-only or none");
+    return Status::InvalidArgument("--preemption must be priority, las, gittins, quota-only or none");
   }
   sc.preemption.reclaim_quota = f.preemption != "none";
   HANGAR_ASSIGN_OR_RETURN(sc.preemption.min_run_before_preempt, ParseDuration(f.min_run));
@@ -219,7 +232,12 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--queue-policy", f->queue_policy, "Order within a queue: priority, fifo, sjf, las, gittins")->capture_default_str();
   c->add_option("--preemption", f->preemption,
                 "priority: higher-priority guaranteed jobs preempt within their queue, and guarantees are reclaimed "
-                "from borrowers; quota-only: only the latter; none: never preempt")
+                "from borrowers; quota-only: only the latter; las: less attained service preempts (Tiresias); "
+                "gittins: a clearly lower Gittins rank preempts; none: never preempt")
+      ->capture_default_str();
+  c->add_option("--gittins-by-predecessor", f->gittins_by_predecessor,
+                "Gittins ranks also class a job by how long the previous job of its shape ran (as hangar sim "
+                "replay --policy hangar)")
       ->capture_default_str();
   c->add_option("--min-run-before-preempt", f->min_run, "No job is preempted before it has run this long")->capture_default_str();
   c->add_option("--auth", f->auth,

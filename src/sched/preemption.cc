@@ -38,6 +38,75 @@ int64_t LostWork(const RunningJob& r, const cluster::Topology& t, Time now) {
 
 }  // namespace
 
+namespace {
+
+struct Candidate {
+  size_t index;
+  int64_t level;
+  int64_t lost;
+  int64_t milli;
+};
+
+// The running jobs `job` may preempt, with what ranks them as victims; *could_free gets their
+// milli-GPU.
+std::vector<Candidate> Candidates(const PreemptionConfig& cfg, const cluster::Topology& topo,
+                                  std::span<const RunningJob> running, const std::vector<uint8_t>& taken,
+                                  const PendingJob& job, Time now, const std::vector<uint8_t>* eligible,
+                                  int64_t* could_free) {
+  std::vector<Candidate> candidates;
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (taken[i]) continue;
+    const RunningJob& v = running[i];
+    if (eligible) {
+      if (!(*eligible)[i] || !v.preemptible || !v.assignment ||
+          now < v.start + std::max(v.min_run_time, cfg.min_run_before_preempt)) {
+        continue;
+      }
+    } else if (!Outranks(cfg, job, v, now)) {
+      continue;
+    }
+    int64_t level = cfg.mode == PreemptionMode::kQuota ? 0 : -v.priority;
+    if (cfg.mode == PreemptionMode::kLas) {
+      level = ServiceLevel(cfg.las_thresholds, v.attained_service);
+    } else if (cfg.mode == PreemptionMode::kGittins) {
+      level = v.rank;
+    }
+    const int64_t milli = v.assignment->TotalMilliGpu(topo);
+    candidates.push_back({i, level, LostWork(v, topo, now), milli});
+    *could_free += milli;
+  }
+  return candidates;
+}
+
+// `released` let the job fit: keep only the victims the placement needs (a victim none of whose
+// nodes it uses is given back), release them on `work` and place the job there.
+void Commit(cluster::ClusterUsage& work, std::span<const RunningJob> running, const std::vector<size_t>& released,
+            const placement::PlaceResult& trial, const GangRequest& req, placement::GangPlacer& placer,
+            const placement::PlaceOptions& opts, PreemptionPlan* plan) {
+  std::vector<uint8_t> used(work.topology().nodes().size(), 0);
+  for (const auto& t : trial.assignment.tasks) used[t.node] = 1;
+  for (size_t v : released) {
+    bool needed = false;
+    for (const auto& t : running[v].assignment->tasks) needed = needed || used[t.node];
+    if (needed) plan->victims.push_back(v);
+  }
+  for (size_t v : plan->victims) work.Release(*running[v].assignment);
+  plan->placement = placer.Place(work, req, opts);
+  if (!plan->placement.placed) {  // the trimmed set was not enough: take every one released
+    for (size_t v : plan->victims) (void)work.Allocate(*running[v].assignment);
+    plan->victims = released;
+    for (size_t v : plan->victims) work.Release(*running[v].assignment);
+    plan->placement = placer.Place(work, req, opts);
+  }
+  plan->found = plan->placement.placed;
+  if (!plan->found) {
+    for (size_t v : plan->victims) (void)work.Allocate(*running[v].assignment);
+    plan->victims.clear();
+  }
+}
+
+}  // namespace
+
 PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage& work,
                               std::span<const RunningJob> running, const std::vector<uint8_t>& taken,
                               const PendingJob& job, placement::GangPlacer& placer,
@@ -45,35 +114,9 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
                               const std::vector<uint8_t>* eligible) {
   PreemptionPlan plan;
   const GangRequest& req = *job.request;
-  struct Candidate {
-    size_t index;
-    int64_t level;
-    int64_t lost;
-    int64_t milli;
-  };
-  std::vector<Candidate> candidates;
   int64_t could_free = 0;
-  for (size_t i = 0; i < running.size(); ++i) {
-    if (taken[i]) continue;
-    if (eligible) {
-      const RunningJob& v = running[i];
-      if (!(*eligible)[i] || !v.preemptible || !v.assignment ||
-          now < v.start + std::max(v.min_run_time, cfg.min_run_before_preempt)) {
-        continue;
-      }
-    } else if (!Outranks(cfg, job, running[i], now)) {
-      continue;
-    }
-    int64_t level = cfg.mode == PreemptionMode::kQuota ? 0 : -running[i].priority;
-    if (cfg.mode == PreemptionMode::kLas) {
-      level = ServiceLevel(cfg.las_thresholds, running[i].attained_service);
-    } else if (cfg.mode == PreemptionMode::kGittins) {
-      level = running[i].rank;
-    }
-    const int64_t milli = running[i].assignment->TotalMilliGpu(work.topology());
-    candidates.push_back({i, level, LostWork(running[i], work.topology(), now), milli});
-    could_free += milli;
-  }
+  std::vector<Candidate> candidates =
+      Candidates(cfg, work.topology(), running, taken, job, now, eligible, &could_free);
   const auto& all = work.domain(cluster::Level::kCluster, 0);
   if (candidates.empty() || all.free_milli + could_free < req.total_milli_gpu) return plan;
   // The least favoured first. Under LAS, within a level the job that has had the most service
@@ -108,28 +151,7 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
     placement::PlaceResult r = placer.Place(trial, req, opts);
     if (!r.placed) continue;
     trial.Release(r.assignment);
-    // Keep only the victims the placement actually needed: a victim none of whose nodes the
-    // job uses is given back.
-    std::vector<uint8_t> used(work.topology().nodes().size(), 0);
-    for (const auto& t : r.assignment.tasks) used[t.node] = 1;
-    for (size_t v : released) {
-      bool needed = false;
-      for (const auto& t : running[v].assignment->tasks) needed = needed || used[t.node];
-      if (needed) plan.victims.push_back(v);
-    }
-    for (size_t v : plan.victims) work.Release(*running[v].assignment);
-    plan.placement = placer.Place(work, req, opts);
-    if (!plan.placement.placed) {  // the trimmed set was not enough: take every one released
-      for (size_t v : plan.victims) (void)work.Allocate(*running[v].assignment);
-      plan.victims = released;
-      for (size_t v : plan.victims) work.Release(*running[v].assignment);
-      plan.placement = placer.Place(work, req, opts);
-    }
-    plan.found = plan.placement.placed;
-    if (!plan.found) {
-      for (size_t v : plan.victims) (void)work.Allocate(*running[v].assignment);
-      plan.victims.clear();
-    }
+    Commit(work, running, released, r, req, placer, opts, &plan);
     return plan;
   }
   return plan;

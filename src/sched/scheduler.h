@@ -2,14 +2,17 @@
 //
 //   1. order the queue (queue/)           which job next
 //   2. copy the usage                     plan on a private copy, never on live state
-//   3. for each job in order:
+//   3. for each job in order (fair share across queues), the stages of Scheduler::Run:
+//        admission (queue/quota.h)          may its queue start it now
 //        place the whole gang (placement/)  where: all of it or none of it
+//        or preempt what it outranks        victims, budget, ranks (preemption.h)
 //        or explain why not                 never / not now, with the rule and the numbers
 //        reserve for the first blocked job  EASY backfill: later jobs may not delay it
 //   4. return the decisions               the caller commits them, then acts
 //
-// Deterministic: the same Snapshot and `now` give the same Decisions. Not thread-safe: one
-// thread (the state owner, or the simulator) drives a Scheduler.
+// Deterministic: the same Snapshot and `now` give the same Decisions, from any Scheduler: the
+// placer's draws restart from the snapshot's seed every cycle. Not thread-safe: one thread (the
+// state owner, or the simulator) drives a Scheduler.
 #pragma once
 
 #include <memory>
@@ -52,12 +55,7 @@ class Scheduler {
  private:
   Scheduler(SchedulerConfig config, std::unique_ptr<queue::QueuePolicy> q,
             std::unique_ptr<placement::NodeScorer> s);
-  struct CycleState;
-  // Places `job` by preempting running gangs it outranks, if the policy allows and it helps.
-  // With queues, `leaf` is the job's queue (-1: none) and `within` says whether it runs within
-  // its guarantee, which lets it reclaim that guarantee from borrowers.
-  bool TryPreempt(const Snapshot& snap, const PendingJob& job, uint32_t idx, Time now, int leaf,
-                  bool within, cluster::ClusterUsage* work, CycleState* st, Decisions* out);
+  class Run;  // one cycle's state and its stages (scheduler.cc)
 
   SchedulerConfig config_;
   std::unique_ptr<queue::QueuePolicy> queue_policy_;

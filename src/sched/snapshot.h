@@ -119,7 +119,10 @@ struct Decisions {
   std::vector<Reservation> reservations;
   std::vector<Preemption> preemptions;
   uint32_t examined = 0;          // jobs looked at, in order
-  Reason not_examined;            // why jobs after `examined` were not looked at
+  Reason not_examined;            // why the jobs in `unexamined` were not looked at
+  // The jobs the cycle stopped before (in its order within each queue): named by id because the
+  // cycle's order is its own, not the owner's.
+  std::vector<JobId> unexamined;
 };
 
 }  // namespace hangar::sched

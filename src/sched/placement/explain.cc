@@ -116,6 +116,76 @@ Reason CheckNever(const Topology& t, const GangRequest& req) {
   return r;
 }
 
+namespace {
+
+// What the nodes whose hardware could take a replica of group `g` have free now.
+struct GroupScan {
+  int64_t fit_now = 0, blocked_health = 0, blocked_reserved = 0;
+  int64_t max_whole = 0, max_share = 0, max_cpu = -1, max_mem = -1, free_total = 0;
+};
+
+GroupScan ScanGroup(const ClusterUsage& u, const GroupRequest& g, const FitOptions& fit, const PlaceOptions& o) {
+  const Topology& t = u.topology();
+  const TaskShape& s = g.shape;
+  GroupScan c;
+  for (uint32_t n = 0; n < t.nodes().size(); ++n) {
+    if (CheckNodeStatic(t, n, g) != FitFailure::kFits) continue;
+    const auto& nu = u.node(n);
+    FitFailure f = CheckNode(u, n, g, fit);
+    if (f == FitFailure::kUnschedulable || f == FitFailure::kNoGangs) {
+      ++c.blocked_health;
+      continue;
+    }
+    c.max_whole = std::max<int64_t>(c.max_whole, nu.free_whole);
+    c.max_share = std::max<int64_t>(c.max_share, nu.max_gpu_free_milli);
+    c.free_total += s.kind == job::GpuKind::kWhole ? nu.free_whole * int64_t{cluster::kMilliPerGpu} : nu.free_milli;
+    const bool gpus_ok = f != FitFailure::kWholeGpus && f != FitFailure::kSharedGpu && f != FitFailure::kMig;
+    if (gpus_ok) {
+      c.max_cpu = std::max(c.max_cpu, nu.free_cpu);
+      if (f != FitFailure::kCpu) c.max_mem = std::max(c.max_mem, nu.free_memory);
+    }
+    if (f != FitFailure::kFits) continue;
+    if (o.excluded && (*o.excluded)[n]) {
+      ++c.blocked_reserved;
+      continue;
+    }
+    c.fit_now += s.kind == job::GpuKind::kWhole ? nu.free_whole / s.gpus : 1;
+  }
+  return c;
+}
+
+// Why group `g`, which does not fit now (per `c`), blocks the gang.
+Reason GroupReason(const GangRequest& req, const GroupRequest& g, const GroupScan& c) {
+  const TaskShape& s = g.shape;
+  Reason r;
+  r.need = s.kind == job::GpuKind::kWhole ? s.gpus : s.milli;
+  if (c.blocked_reserved > 0) {
+    r.rule = Rule::kNotNowReserved;
+  } else if (s.kind == job::GpuKind::kShared && c.max_share < s.milli) {
+    r = {Rule::kNotNowShared, Level::kNode, s.milli, c.max_share};
+  } else if (s.kind == job::GpuKind::kWhole && c.max_whole < s.gpus) {
+    r = {Rule::kNotNowNodeGpus, Level::kNode, s.gpus, c.max_whole};
+    if (c.blocked_health > 0 && c.max_whole == 0) r.rule = Rule::kNotNowUnhealthy;
+  } else if (c.max_cpu >= 0 && c.max_cpu < s.milli_cpu) {
+    r = {Rule::kNotNowCpu, Level::kNode, s.milli_cpu, c.max_cpu};
+  } else if (c.max_mem >= 0 && c.max_mem < s.memory_mib) {
+    r = {Rule::kNotNowMemory, Level::kNode, s.memory_mib, c.max_mem};
+  } else if (c.free_total < ShapeGpusMilli(g)) {
+    r = {Rule::kNotNowCluster, Level::kCluster, req.total_milli_gpu, c.free_total};
+  } else if (g.replicas > 1 || req.groups.size() > 1) {
+    r.rule = Rule::kNotNowReplicas;
+    r.need = g.replicas;
+    r.have = c.fit_now;
+    r.other = static_cast<uint64_t>(s.gpus);
+  } else {
+    r.rule = c.blocked_health > 0 ? Rule::kNotNowUnhealthy : Rule::kNotNowNodeGpus;
+    r.have = c.max_whole;
+  }
+  return r;
+}
+
+}  // namespace
+
 Reason ExplainNotNow(const ClusterUsage& u, const GangRequest& req, const PlaceOptions& o) {
   const Topology& t = u.topology();
   const Level level = req.topology.required ? req.topology.same : Level::kCluster;
@@ -136,59 +206,8 @@ Reason ExplainNotNow(const ClusterUsage& u, const GangRequest& req, const PlaceO
   FitOptions fit;
   fit.gang = req.total_replicas > 1;
   for (const auto& g : req.groups) {
-    const TaskShape& s = g.shape;
-    int64_t fit_now = 0, blocked_health = 0, blocked_reserved = 0;
-    int64_t max_whole = 0, max_share = 0, max_cpu = -1, max_mem = -1, free_total = 0;
-    for (uint32_t n = 0; n < t.nodes().size(); ++n) {
-      if (CheckNodeStatic(t, n, g) != FitFailure::kFits) continue;
-      const auto& nu = u.node(n);
-      FitOptions plain = fit;
-      FitFailure f = CheckNode(u, n, g, plain);
-      if (f == FitFailure::kUnschedulable || f == FitFailure::kNoGangs) {
-        ++blocked_health;
-        continue;
-      }
-      max_whole = std::max<int64_t>(max_whole, nu.free_whole);
-      max_share = std::max<int64_t>(max_share, nu.max_gpu_free_milli);
-      free_total += s.kind == job::GpuKind::kWhole ? nu.free_whole * int64_t{cluster::kMilliPerGpu}
-                                                   : nu.free_milli;
-      const bool gpus_ok = f != FitFailure::kWholeGpus && f != FitFailure::kSharedGpu && f != FitFailure::kMig;
-      if (gpus_ok) {
-        max_cpu = std::max(max_cpu, nu.free_cpu);
-        if (f != FitFailure::kCpu) max_mem = std::max(max_mem, nu.free_memory);
-      }
-      if (f != FitFailure::kFits) continue;
-      if (o.excluded && (*o.excluded)[n]) {
-        ++blocked_reserved;
-        continue;
-      }
-      fit_now += s.kind == job::GpuKind::kWhole ? nu.free_whole / s.gpus : 1;
-    }
-    if (fit_now >= g.replicas) continue;  // this group is not the one that blocks
-    r.need = s.kind == job::GpuKind::kWhole ? s.gpus : s.milli;
-    if (blocked_reserved > 0) {
-      r.rule = Rule::kNotNowReserved;
-    } else if (s.kind == job::GpuKind::kShared && max_share < s.milli) {
-      r = {Rule::kNotNowShared, Level::kNode, s.milli, max_share};
-    } else if (s.kind == job::GpuKind::kWhole && max_whole < s.gpus) {
-      r = {Rule::kNotNowNodeGpus, Level::kNode, s.gpus, max_whole};
-      if (blocked_health > 0 && max_whole == 0) r.rule = Rule::kNotNowUnhealthy;
-    } else if (max_cpu >= 0 && max_cpu < s.milli_cpu) {
-      r = {Rule::kNotNowCpu, Level::kNode, s.milli_cpu, max_cpu};
-    } else if (max_mem >= 0 && max_mem < s.memory_mib) {
-      r = {Rule::kNotNowMemory, Level::kNode, s.memory_mib, max_mem};
-    } else if (free_total < ShapeGpusMilli(g)) {
-      r = {Rule::kNotNowCluster, Level::kCluster, req.total_milli_gpu, free_total};
-    } else if (g.replicas > 1 || req.groups.size() > 1) {
-      r.rule = Rule::kNotNowReplicas;
-      r.need = g.replicas;
-      r.have = fit_now;
-      r.other = static_cast<uint64_t>(s.gpus);
-    } else {
-      r.rule = blocked_health > 0 ? Rule::kNotNowUnhealthy : Rule::kNotNowNodeGpus;
-      r.have = max_whole;
-    }
-    return r;
+    const GroupScan c = ScanGroup(u, g, fit, o);
+    if (c.fit_now < g.replicas) return GroupReason(req, g, c);  // this group blocks
   }
   // Each group fits on its own; together, or within the preferred locality, they do not.
   r.rule = Rule::kNotNowCluster;

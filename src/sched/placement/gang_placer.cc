@@ -1,6 +1,7 @@
 #include "sched/placement/gang_placer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -57,6 +58,11 @@ int64_t RangeWholeCapacity(const ClusterUsage& u, uint32_t begin, uint32_t end, 
 // the fleet's tolerance but not at its median), then suspect, then degraded. Lower is better.
 int NodeRank(const cluster::NodeCondition& c) { return 2 * c.penalty + (c.band > 0 ? 1 : 0); }
 
+uint64_t NextPass() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 Level ChildLevel(Level l) { return l == Level::kCluster ? Level::kSpine : Level::kLeaf; }
 
 std::pair<uint32_t, uint32_t> ChildRange(const Topology& t, Level level, uint32_t d) {
@@ -66,7 +72,8 @@ std::pair<uint32_t, uint32_t> ChildRange(const Topology& t, Level level, uint32_
 
 }  // namespace
 
-bool GangPlacer::DomainMayHost(const Ctx& c, Level level, uint32_t d, bool whole_gang) const {
+bool GangPlacer::DomainMayHost(const Ctx& c, Level level, uint32_t d, Hosting what) const {
+  const bool whole_gang = what == Hosting::kWholeGang;
   DomainUsage agg;
   const bool summed = level == Level::kNvlinkDomain;
   if (summed) {
@@ -104,12 +111,12 @@ bool GangPlacer::DomainMayHost(const Ctx& c, Level level, uint32_t d, bool whole
 }
 
 std::vector<uint32_t> GangPlacer::OrderedChildren(const Ctx& c, Level level, uint32_t parent,
-                                                  bool whole_gang) const {
+                                                  Hosting what) const {
   const Level child = ChildLevel(level);
   auto [b, e] = ChildRange(c.t, level, parent);
   std::vector<uint32_t> out;
   for (uint32_t d = b; d < e; ++d) {
-    if (DomainMayHost(c, child, d, whole_gang)) out.push_back(d);
+    if (DomainMayHost(c, child, d, what)) out.push_back(d);
   }
   // Fullest first: packing keeps the emptiest domains whole for the big gangs to come.
   std::stable_sort(out.begin(), out.end(), [&](uint32_t x, uint32_t y) {
@@ -157,7 +164,7 @@ void GangPlacer::Rollback(Ctx& c, size_t mark) {
 
 bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group) {
   const GroupRequest& g = c.req.groups[group];
-  ScoreContext sc{&c.u, c.o.profile, c.o.seed, nonce_++};
+  ScoreContext sc{&c.u, c.o.profile, c.o.seed, nonce_++, NextPass()};
   bool found = false;
   uint32_t best = 0, best_gpu = kNoGpu;
   int64_t best_score = 0;
@@ -166,7 +173,7 @@ bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group
     // Skip a whole leaf that cannot host one replica.
     const uint32_t leaf = c.t.nodes()[n].leaf;
     const uint32_t leaf_end = std::min(end, c.t.leaves()[leaf].end_node);
-    if (leaf_end - n > 1 && !DomainMayHost(c, Level::kLeaf, leaf, /*whole_gang=*/false)) {
+    if (leaf_end - n > 1 && !DomainMayHost(c, Level::kLeaf, leaf, Hosting::kOneReplica)) {
       n = leaf_end;
       continue;
     }
@@ -192,8 +199,8 @@ bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group
 }
 
 bool GangPlacer::PlaceSingle(Ctx& c) {
-  for (uint32_t spine : OrderedChildren(c, Level::kCluster, 0, false)) {
-    for (uint32_t leaf : OrderedChildren(c, Level::kSpine, spine, false)) {
+  for (uint32_t spine : OrderedChildren(c, Level::kCluster, 0, Hosting::kOneReplica)) {
+    for (uint32_t leaf : OrderedChildren(c, Level::kSpine, spine, Hosting::kOneReplica)) {
       const auto& l = c.t.leaves()[leaf];
       if (PlaceReplica(c, l.first_node, l.end_node, 0)) return true;
     }
@@ -215,8 +222,8 @@ bool GangPlacer::PlaceOnOneNode(Ctx& c) {
     cpu += g.shape.milli_cpu * g.replicas;
     mem += g.shape.memory_mib * g.replicas;
   }
-  for (uint32_t spine : OrderedChildren(c, Level::kCluster, 0, false)) {
-    for (uint32_t leaf : OrderedChildren(c, Level::kSpine, spine, false)) {
+  for (uint32_t spine : OrderedChildren(c, Level::kCluster, 0, Hosting::kOneReplica)) {
+    for (uint32_t leaf : OrderedChildren(c, Level::kSpine, spine, Hosting::kOneReplica)) {
       const auto& l = c.t.leaves()[leaf];
       std::vector<uint32_t> nodes;
       for (uint32_t n = l.first_node; n < l.end_node; ++n) {
@@ -296,7 +303,7 @@ bool GangPlacer::PlaceAtLevel(Ctx& c, Level level) {
   const uint32_t count = c.t.NumDomains(level);
   for (uint32_t d = 0; d < count; ++d) {
     if (level == Level::kNvlinkDomain && !c.t.nvlink_domains()[d].multi_node) continue;
-    if (DomainMayHost(c, level, d, true)) domains.push_back(d);
+    if (DomainMayHost(c, level, d, Hosting::kWholeGang)) domains.push_back(d);
   }
   auto free_of = [&](uint32_t d) {
     if (level == Level::kNvlinkDomain) {

@@ -31,6 +31,9 @@ struct PlaceResult {
 
 class GangPlacer {
  public:
+  // Starts a cycle: the scorers' draws restart from `seed` (the snapshot's), so a cycle's
+  // placements depend on its inputs alone, not on what this placer placed before.
+  void BeginCycle(uint64_t seed) { nonce_ = seed; }
   PlaceResult Place(cluster::ClusterUsage& usage, const GangRequest& req, const PlaceOptions& o);
 
  private:
@@ -43,13 +46,15 @@ class GangPlacer {
   bool PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group);
   bool AllocateReplica(Ctx& c, uint32_t node, size_t group, uint32_t gpu);
   void Rollback(Ctx& c, size_t mark);
-  bool DomainMayHost(const Ctx& c, cluster::Level level, uint32_t d, bool whole_gang) const;
+  // What a domain is asked to host: one replica of each group, or the whole gang.
+  enum class Hosting : uint8_t { kOneReplica, kWholeGang };
+  bool DomainMayHost(const Ctx& c, cluster::Level level, uint32_t d, Hosting what) const;
   std::vector<uint32_t> OrderedChildren(const Ctx& c, cluster::Level level, uint32_t parent,
-                                        bool whole_gang) const;
+                                        Hosting what) const;
 
   cluster::GangAssignment one_;  // scratch for one replica's allocation
   std::vector<uint32_t> replica_of_group_;
-  uint64_t nonce_ = 0;
+  uint64_t nonce_ = 0;  // per replica search: scorers' draws differ from one to the next
 };
 
 // Rule::kNone when the gang could run on this cluster when it is empty and healthy; else the

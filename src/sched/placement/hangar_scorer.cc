@@ -243,9 +243,8 @@ class HangarScorer final : public NodeScorer {
   mutable WorkloadTraits traits_;
   mutable LocalMemo memo_;
   mutable std::vector<int32_t> free_, after_;
-  // Free milli-GPU per model and in all, for the placement being scored.
-  mutable const ClusterUsage* supply_usage_ = nullptr;
-  mutable uint64_t supply_nonce_ = ~uint64_t{0};
+  // Free milli-GPU per model and in all, for the search being scored (ScoreContext::pass).
+  mutable uint64_t supply_pass_ = 0;
   mutable int64_t supply_total_ = -1;
   mutable std::vector<double> model_free_;
   mutable std::vector<int64_t> scarce_hosts_;  // per traits_.scarce: nodes that can host it now
@@ -265,14 +264,14 @@ void HangarScorer::Refresh(const ScoreContext& ctx) const {
   const ClusterUsage& u = *ctx.usage;
   if (traits_.profile_id != ctx.profile->id() || traits_.topology != &u.topology()) {
     traits_ = ComputeTraits(*ctx.profile, u.topology());
-    supply_usage_ = nullptr;
+    supply_pass_ = 0;
   }
   if (!traits_.any_model_share && traits_.scarce.empty()) return;
-  const int64_t total = u.domain(cluster::Level::kCluster, 0).free_milli;
-  if (supply_usage_ == &u && supply_nonce_ == ctx.nonce && supply_total_ == total) return;
-  supply_usage_ = &u;
-  supply_nonce_ = ctx.nonce;
-  supply_total_ = total;
+  // The usage does not change within one search; a pass of 0 (a caller outside the placer)
+  // caches nothing.
+  if (ctx.pass != 0 && supply_pass_ == ctx.pass) return;
+  supply_pass_ = ctx.pass;
+  supply_total_ = u.domain(cluster::Level::kCluster, 0).free_milli;
   model_free_.assign(traits_.model_share.size(), 0);
   scarce_hosts_.assign(traits_.scarce.size(), 0);
   const auto& nodes = u.topology().nodes();

@@ -22,7 +22,10 @@ struct ScoreContext {
   const cluster::ClusterUsage* usage = nullptr;
   const WorkloadProfile* profile = nullptr;  // may be null
   uint64_t seed = 0;   // for scorers that draw at random
-  uint64_t nonce = 0;  // differs per replica placed
+  uint64_t nonce = 0;  // differs per replica placed; the same for the same cycle inputs
+  // Unique to one search (one replica's scoring, on a usage that does not change meanwhile) in
+  // the whole process: what a scorer derives from the usage alone may be cached by it.
+  uint64_t pass = 0;
 };
 
 inline constexpr uint32_t kNoGpu = UINT32_MAX;

@@ -164,7 +164,7 @@ int64_t QuotaLedger::Floor(int node, int d) const {
   return std::max<int64_t>(0, q.nominal[d] - std::min(q.lend_limit[d], q.nominal[d]));
 }
 
-void QuotaLedger::Add(int leaf, const std::vector<int64_t>& charge, int sign) {
+void QuotaLedger::Apply(int leaf, const std::vector<int64_t>& charge, int sign) {
   for (int x = leaf; x >= 0; x = tree_->nodes()[x].parent) {
     for (size_t d = 0; d < charge.size(); ++d) usage_[x][d] += sign * charge[d];
   }

@@ -80,8 +80,9 @@ class QueueTree {
 class QuotaLedger {
  public:
   explicit QuotaLedger(const QueueTree* tree);
-  // Adds (or with sign -1 removes) a charge to a leaf and its ancestors.
-  void Add(int leaf, const std::vector<int64_t>& charge, int sign = 1);
+  // Adds a charge to a leaf and its ancestors; Remove takes it back.
+  void Add(int leaf, const std::vector<int64_t>& charge) { Apply(leaf, charge, 1); }
+  void Remove(int leaf, const std::vector<int64_t>& charge) { Apply(leaf, charge, -1); }
 
   enum class Kind : uint8_t { kWithin, kBorrow, kDenied };
   struct Verdict {
@@ -105,6 +106,7 @@ class QuotaLedger {
   std::string Explain(const Verdict& v, int leaf) const;
 
  private:
+  void Apply(int leaf, const std::vector<int64_t>& charge, int sign);
   int64_t Floor(int node, int d) const;  // unlendable guarantee
   // The first failing dimension for growing `leaf` by `charge` (kWithin when none fails).
   Verdict Fits(int leaf, const std::vector<int64_t>& charge) const;

@@ -46,7 +46,7 @@ TEST(QuotaTest, WithinThenBorrowThenDenied) {
   EXPECT_EQ(l.Explain(v, a),
             "queue a may start 2 GPUs more now and the job needs 4 GPUs (the rest is in use, or guaranteed to "
             "queues that do not lend it)");
-  l.Add(a, Gpus(*tree, 6), -1);
+  l.Remove(a, Gpus(*tree, 6));
   EXPECT_EQ(l.usage(a, kGpu), 8000);
 }
 

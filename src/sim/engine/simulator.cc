@@ -17,7 +17,7 @@ Simulator::Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig co
                      std::unique_ptr<sched::Scheduler> scheduler)
     : topology_(topo), config_(std::move(config)), scheduler_(std::move(scheduler)), usage_(topo) {
   if (config_.gittins_ranks) {
-    ranker_ = std::make_unique<sched::queue::GittinsRanker>(config_.gittins);
+    ranker_ = std::make_unique<sched::owner::RankBook>(config_.gittins);
   }
 }
 
@@ -81,15 +81,21 @@ Status Simulator::Run() {
       completions_.pop();
     }
     const bool have_arrival = next < n, have_completion = !completions_.empty();
-    if (!have_arrival && !have_completion) break;
+    if (!have_arrival && !have_completion && stops_.empty()) break;
     Time t = kNever;
     if (have_arrival) t = jobs_[arrivals[next]].submit;
     if (have_completion) t = std::min(t, completions_.top().end);
+    if (!stops_.empty()) t = std::min(t, stops_.top().end);
     AccountBusy(t);
     while (!completions_.empty() && completions_.top().end <= t) {
       const Completion c = completions_.top();
       completions_.pop();
       if (c.epoch == epoch_[c.job]) Finish(t, c.job);
+    }
+    while (!stops_.empty() && stops_.top().end <= t) {
+      const size_t j = stops_.top().job;
+      stops_.pop();
+      Stopped(j);
     }
     while (next < n && jobs_[arrivals[next]].submit <= t) Arrive(arrivals[next++]);
     Cycle(t);
@@ -148,6 +154,7 @@ void Simulator::Arrive(size_t j) {
   pending_keys_.insert(it, key);
   pending_.insert(pending_.begin() + static_cast<ptrdiff_t>(pos), p);
   if (job.request->total_milli_gpu == 0 && results_[j].preemptions == 0) cpu_only_pending_++;
+  if (config_.learn_profile && results_[j].preemptions == 0) workload_.Add(*job.request);
 }
 
 Simulator::RankClass Simulator::ClassOf(size_t j) const {
@@ -160,21 +167,12 @@ Simulator::RankClass Simulator::ClassOf(size_t j) const {
 
 int64_t Simulator::RankOf(size_t j, Duration age, CachedRank* cache) {
   if (!ranker_) return 0;
-  CachedRank& c = *cache;
-  if (c.version != ranker_->version() || age >= c.until_age) {
-    const sched::GangRequest& req = *jobs_[j].request;
-    const RankClass k = ClassOf(j);
-    const auto step = ranker_->RankAt(k.job_class, age, req.total_milli_gpu, k.parent);
-    c.rank = step.rank;
-    c.until_age = step.until_age;
-    c.version = ranker_->version();
-  }
-  return c.rank;
+  if (ranker_->Holds(*cache, age)) return cache->rank;
+  return ranker_->RankOf(ClassOf(j), age, jobs_[j].request->total_milli_gpu, cache);
 }
 
 void Simulator::RefreshRanks(Time now) {
-  if (estimate_due_) {
-    estimate_due_ = false;
+  if (ranker_->due()) {
     // Jobs that have run and not finished are evidence too: they run at least this long.
     std::vector<sched::queue::GittinsRanker::AliveJob> alive;
     for (size_t k = 0; k < running_jobs_.size(); ++k) {
@@ -240,8 +238,10 @@ void Simulator::Cycle(Time now) {
   snap.pending = pending_;
   snap.running = running_jobs_;
   snap.pending_presorted = true;
-  snap.random_seed = config_.seed;
+  // Each cycle draws from its snapshot's seed alone: vary it per cycle, as the controller does.
+  snap.random_seed = config_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(cycles_);
   snap.cpu_only_pending = cpu_only_pending_;
+  if (config_.learn_profile) snap.profile = workload_.profile();
   if (config_.queues) {
     snap.queues = config_.queues.get();
     if (config_.share_half_life > 0) snap.queue_history = queue_history_;
@@ -251,7 +251,17 @@ void Simulator::Cycle(Time now) {
   std::vector<size_t> requeue;
   for (const auto& p : d.preemptions) Preempt(now, p, &requeue);
   std::vector<size_t> started;
-  for (const auto& p : d.placements) Start(now, p, &started);
+  for (const auto& p : d.placements) {
+    if (config_.preemption_grace > 0 && !p.preempted.empty()) {
+      // It waits for its victims' GPUs, and preempts no one else meanwhile.
+      const size_t j = index_of_[p.job];
+      awaiting_[j] = static_cast<int>(p.preempted.size());
+      for (sched::JobId v : p.preempted) stopping_for_[index_of_[v]] = j;
+      pending_[p.pending_index].may_preempt = false;
+      continue;
+    }
+    Start(now, p, &started);
+  }
   if (!started.empty()) {
     std::vector<uint8_t> gone(pending_.size(), 0);
     for (size_t pos : started) gone[pos] = 1;
@@ -324,12 +334,12 @@ void Simulator::Finish(Time now, size_t j) {
   results_[j].end = now;
   if (ranker_) {
     const RankClass k = ClassOf(j);
-    if (ranker_->Finished(k.job_class, ran_[j], k.parent)) estimate_due_ = true;
+    ranker_->Finished(k, ran_[j]);
     // Its successor is ranked by another class from now on.
     if (const size_t s = next_[j]; s != SIZE_MAX && results_[s].end == kNever) {
-      rank_cache_[s].version = ~uint64_t{0};
+      rank_cache_[s].Invalidate();
       if (running_pos_[s] != SIZE_MAX) {
-        running_info_[running_pos_[s]].rank.version = ~uint64_t{0};
+        running_info_[running_pos_[s]].rank.Invalidate();
       } else if (jobs_[s].submit < now) {  // arrived, so waiting (a later one is ranked on arrival)
         reclassed_.push_back(s);
       }
@@ -360,13 +370,46 @@ void Simulator::Preempt(Time now, const sched::Preemption& p, std::vector<size_t
   if (it == index_of_.end() || !running_slots_[it->second]) return;
   const size_t j = it->second;
   const Duration left = running_slots_[j]->end - now;
+  std::unique_ptr<Running> held;
+  if (config_.preemption_grace > 0) held = std::make_unique<Running>(*running_slots_[j]);
   Release(now, j);
   results_[j].preemptions++;
   remaining_[j] = left + config_.restore_cost;
   epoch_[j]++;
-  if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
   if (observer_.on_preempt) observer_.on_preempt(now, jobs_[j], p);
+  if (held) {
+    // It stops after the grace, holding its GPUs until then (Release gave them back: take
+    // them again), and queues again only then.
+    (void)usage_.Allocate(held->assignment);
+    allocated_milli_ += held->milli;
+    if (config_.queues) ChargeQueue(j, held->charge, 1);
+    stops_.push({now + config_.preemption_grace, j, epoch_[j]});
+    stopping_[j] = std::move(held);
+    return;
+  }
+  if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
   requeue->push_back(j);
+}
+
+void Simulator::Stopped(size_t j) {
+  auto it = stopping_.find(j);
+  if (it == stopping_.end()) return;
+  Running& run = *it->second;
+  usage_.Release(run.assignment);
+  allocated_milli_ -= run.milli;
+  if (config_.queues) ChargeQueue(j, run.charge, -1);
+  stopping_.erase(it);
+  if (auto f = stopping_for_.find(j); f != stopping_for_.end()) {
+    if (--awaiting_[f->second] == 0) {
+      awaiting_.erase(f->second);
+      for (auto& p : pending_) {
+        if (p.id == jobs_[f->second].id) p.may_preempt = true;
+      }
+    }
+    stopping_for_.erase(f);
+  }
+  if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
+  Arrive(j);
 }
 
 }  // namespace hangar::sim

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "cluster/usage.h"
+#include "sched/owner/ranks.h"
+#include "sched/owner/workload.h"
 #include "sched/queue/gittins.h"
 #include "sched/queue/quota.h"
 #include "sched/scheduler.h"
@@ -47,6 +49,10 @@ struct SimJobResult {
 struct SimConfig {
   sched::SchedulerConfig scheduler;
   Duration restore_cost = 30 * kSecond;  // added to a preempted job's remaining run time
+  // As in the controller: a victim gets this long to checkpoint and stop, keeping its GPUs, and
+  // the job it was preempted for starts once every victim has stopped (in a later cycle). 0: the
+  // victim's GPUs are free at once and the preemptor starts in the same cycle.
+  Duration preemption_grace = 0;
   uint64_t seed = 1;
   // Rank jobs for the "gittins" queue policy and preemption mode: learn each job shape's run-time
   // distribution from the jobs that finish and hand the ranks over in the Snapshot.
@@ -61,6 +67,10 @@ struct SimConfig {
   std::shared_ptr<const sched::queue::QueueTree> queues;
   // Fair share remembers each queue's usage with this half-life (0: current usage only).
   Duration share_half_life = 0;
+  // Hand the scheduler the workload profile learned from the jobs that arrived so far, as the
+  // controller does (sched/owner/workload.h), for the fgd and hangar scorers. Off by default:
+  // the Philly figures in docs/ were measured without it.
+  bool learn_profile = false;
 };
 
 // What happened, for golden tests and reports. All callbacks are optional.
@@ -119,14 +129,11 @@ class Simulator {
   void Finish(Time now, size_t job);
   void Release(Time now, size_t job);  // frees its resources and forgets it is running
   void Preempt(Time now, const sched::Preemption& p, std::vector<size_t>* requeue);
+  // With a preemption grace: a victim that has stopped gives its GPUs back and queues again.
+  void Stopped(size_t job);
   void AccountBusy(Time now);
-  struct CachedRank {
-    int64_t rank = 0;
-    Duration until_age = -1;  // valid for ages below this
-    uint64_t version = 0;
-  };
-  // The Gittins rank of job `j` at `age`, kept in `cache` until the age reaches the next rank
-  // step or an estimate changes.
+  using CachedRank = sched::owner::CachedRank;
+  // The Gittins rank of job `j` at `age` (sched/owner/ranks.h), kept in `cache`.
   int64_t RankOf(size_t j, Duration age, CachedRank* cache);
   // Re-estimates the distributions if a finish made that due, and re-sorts the pending jobs if
   // their ranks changed.
@@ -161,6 +168,12 @@ class Simulator {
   std::vector<RunningInfo> running_info_;
   std::unordered_map<sched::JobId, size_t> index_of_;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
+  // With a preemption grace: victims still stopping (by the time they stop), what each holds,
+  // and per preemptor how many of its victims are still stopping.
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> stops_;
+  std::unordered_map<size_t, std::unique_ptr<Running>> stopping_;
+  std::unordered_map<size_t, size_t> stopping_for_;  // victim -> the job it was preempted for
+  std::unordered_map<size_t, int> awaiting_;         // preemptor -> victims still stopping
   int64_t cycles_ = 0;
   int64_t busy_gpu_ms_ = 0;
   int64_t allocated_milli_ = 0;
@@ -173,16 +186,14 @@ class Simulator {
   std::vector<int64_t> queue_gpu_ms_;
   void ChargeQueue(size_t job, const std::vector<int64_t>& charge, int sign);
 
-  std::unique_ptr<sched::queue::GittinsRanker> ranker_;  // null unless gittins_ranks
+  sched::owner::WorkloadLearner workload_;  // with learn_profile
+  std::unique_ptr<sched::owner::RankBook> ranker_;  // null unless gittins_ranks
   // The class a job is ranked by now, and the class it falls back to (0: none).
-  struct RankClass {
-    uint64_t job_class = 0, parent = 0;
-  };
+  using RankClass = sched::owner::RankClass;
   RankClass ClassOf(size_t j) const;
   // With gittins_by_predecessor, by job index: its predecessor and successor (SIZE_MAX: none).
   std::vector<size_t> prev_, next_;
   std::vector<size_t> reclassed_;  // pending jobs whose predecessor finished since the last cycle
-  bool estimate_due_ = false;
   uint64_t ranked_version_ = 0;         // the ranker version the pending order reflects
   std::vector<CachedRank> rank_cache_;  // by job index, for pending jobs
   // With queues, by job index: what the job is charged unplaced (computed on its first arrival;

@@ -105,6 +105,24 @@ TEST(SimulatorTest, GittinsWithoutHistoryPreemptsOldJobs) {
   EXPECT_EQ(r[0].end, 1040 * kSecond);
 }
 
+// With a preemption grace, as in the controller: the victim keeps its GPU for the grace, the
+// preemptor starts once it has stopped, and the victim queues again only then.
+TEST(SimulatorTest, PreemptorStartsWhenItsVictimHasStopped) {
+  SimConfig cfg = GittinsConfig();
+  cfg.preemption_grace = 60 * kSecond;
+  auto sim = std::move(Simulator::Create(OneNode(1), cfg)).value();
+  sim->AddJob(Job(1, 0, 1000 * kSecond, 1));
+  sim->AddJob(Job(2, 100 * kSecond, 10 * kSecond, 1));
+  ASSERT_TRUE(sim->Run().ok());
+  const auto& r = sim->results();
+  EXPECT_EQ(r[1].first_start, 160 * kSecond);
+  EXPECT_EQ(r[1].end, 170 * kSecond);
+  EXPECT_EQ(r[0].preemptions, 1);
+  EXPECT_EQ(r[0].end, (170 + 900 + 30) * kSecond);  // the 900 s it had left, plus the restore
+  // GPU-ms busy: the victim's grace counts (it holds the GPU): 160 + 10 + 930 s.
+  EXPECT_EQ(sim->busy_gpu_ms(), (160 + 10 + 930) * kSecond);
+}
+
 // Once ten jobs of the shape have all run 100 s, a job 90 s in is nearly done: a fresh one waits
 // for it instead of preempting it.
 TEST(SimulatorTest, GittinsLearnsThatOldJobsAreNearlyDone) {

@@ -36,7 +36,8 @@ bool PlaceOne(sched::Scheduler& scheduler, const sched::GangRequest& request,
   snap.pending = std::span<const sched::PendingJob>(&job, 1);
   snap.pending_presorted = true;
   snap.profile = &profile;
-  snap.random_seed = static_cast<uint64_t>(seed);
+  // Each pod is a cycle of its own, which draws from its snapshot's seed: vary it per pod.
+  snap.random_seed = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull + id;
   snap.cpu_only_pending = request.total_milli_gpu > 0 ? 0 : 1;
   const sched::Decisions d = scheduler.Cycle(snap, /*now=*/0);
   if (d.placements.empty()) return false;

@@ -264,6 +264,7 @@ void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
   SimConfig cfg;
   cfg.scheduler = opt.policy.scheduler;
   cfg.restore_cost = opt.restore_cost;
+  cfg.preemption_grace = opt.preemption_grace;
   cfg.gittins_ranks = opt.policy.gittins_ranks;
   cfg.gittins_by_predecessor = opt.policy.gittins_by_predecessor;
   if (run->tree) {

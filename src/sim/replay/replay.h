@@ -35,6 +35,7 @@ const std::vector<std::string>& ReplayPolicyNames();
 struct ReplayOptions {
   ReplayPolicy policy;
   Duration restore_cost = 30 * kSecond;
+  Duration preemption_grace = 0;    // SimConfig::preemption_grace
   double load = 1.0;                // arrival gaps divided by this
   std::optional<Time> from, to;     // select jobs by submit day, both days included
   int threads = 2;                  // partitions replay in parallel

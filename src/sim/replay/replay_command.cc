@@ -12,7 +12,7 @@ namespace hangar::sim {
 namespace {
 
 struct ReplayArgs {
-  std::string trace, format = "hangar", cluster, philly_vcs, openb_nodes, from, to, policy, json, restore = "30s";
+  std::string trace, format = "hangar", cluster, philly_vcs, openb_nodes, from, to, policy, json, restore = "30s", grace = "0s";
   bool shared_pool = false;
   std::string share_half_life = "30m";
   std::string las_thresholds;  // GPU-seconds, comma-separated
@@ -66,6 +66,7 @@ Status Run(const ReplayArgs& a) {
   ReplayOptions opt;
   HANGAR_ASSIGN_OR_RETURN(opt.policy, MakeReplayPolicy(a.policy));
   HANGAR_ASSIGN_OR_RETURN(opt.restore_cost, ParseDuration(a.restore));
+  HANGAR_ASSIGN_OR_RETURN(opt.preemption_grace, ParseDuration(a.grace));
   if (!a.las_thresholds.empty()) {
     auto& t = opt.policy.scheduler.preemption.las_thresholds;
     t.clear();
@@ -159,6 +160,9 @@ void RegisterReplayCommand(CLI::App& sim, int* rc) {
   c->add_option("--load", args->load, "Divide the gaps between arrivals by F")->capture_default_str();
   c->add_option("--policy", args->policy, "fifo | fifo-backfill | sjf-oracle | las | hangar")->required();
   c->add_option("--restore-cost", args->restore, "Added to a preempted job's run time")->capture_default_str();
+  c->add_option("--preemption-grace", args->grace,
+                "A victim keeps its GPUs this long to checkpoint, and its preemptor starts after (as in the controller)")
+      ->capture_default_str();
   c->add_option("--las-thresholds", args->las_thresholds,
                  "Service levels for las/hangar, in GPU-seconds (e.g. 3600,36000)");
   c->add_option("--threads", args->threads, "Partitions replayed in parallel")->capture_default_str();
