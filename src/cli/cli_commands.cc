@@ -37,6 +37,7 @@ constexpr std::chrono::milliseconds kLogsPollInterval{500};
 struct LogsOptions {
   std::string id;
   int task = 0;
+  int attempt = -1;  // -1: the current one (or, while it waits, the latest that ran)
   bool follow = false;
   bool stderr_stream = false;
 };
@@ -176,7 +177,8 @@ Status Logs(const Common& c, const LogsOptions& o) {
   ApiClient api(c.server);
   if (o.follow) HANGAR_RETURN_IF_ERROR(WaitForTask(api, o.id, o.task));
   std::string path = "/v1/jobs/" + o.id + "/logs?task=" + std::to_string(o.task) +
-                     (o.follow ? "&follow=1" : "") + (o.stderr_stream ? "&stream=stderr" : "");
+                     (o.follow ? "&follow=1" : "") + (o.stderr_stream ? "&stream=stderr" : "") +
+                     (o.attempt >= 0 ? "&attempt=" + std::to_string(o.attempt) : "");
   Status s = api.Stream(path, [](const char* d, size_t n) {
     std::fwrite(d, 1, n, stdout);
     std::fflush(stdout);
@@ -297,6 +299,8 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     CLI::App* logs = app.add_subcommand("logs", "Print a task's output");
     logs->add_option("id", o->id, "Job id (a number: see `hangar jobs`)")->required();
     logs->add_option("--task", o->task, "Task index")->capture_default_str();
+    logs->add_option("--attempt", o->attempt,
+                     "An earlier attempt's (0, 1, ...; default: the current one, or the latest that ran)");
     logs->add_flag("-f,--follow", o->follow,
                    "Keep printing until the task ends (waits for a pending job to start)");
     logs->add_flag("--stderr", o->stderr_stream, "Standard error instead of standard output");

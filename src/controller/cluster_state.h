@@ -144,6 +144,7 @@ struct AttemptUsage {
   int64_t idle_gpu_ms = 0;
   int64_t lost_gpu_ms = 0;  // work since its last checkpoint, thrown away by a preemption or drain
   std::string how;          // succeeded, failed, cancelled, requeued
+  std::vector<std::string> task_nodes;  // where each task ran, by index (for its logs)
   nlohmann::json ToJson() const;
   static AttemptUsage FromJson(const nlohmann::json& j);
 };
@@ -280,8 +281,10 @@ class ClusterState {
   std::vector<api::JobView> ListJobs(const std::string& state_filter, size_t limit) const;
   std::vector<api::NodeView> ListNodes() const;
   StatusOr<api::NodeView> GetNode(const std::string& name) const;
-  // Where task `index` of a job runs (node name and task id), for logs.
-  StatusOr<std::pair<std::string, std::string>> LocateTask(sched::JobId id, uint32_t index) const;
+  // Where task `index` of a job runs or ran (node name and task id), for logs: of `attempt`, else
+  // of the current attempt, else (a job waiting after a preemption) of its latest attempt.
+  StatusOr<std::pair<std::string, std::string>> LocateTask(sched::JobId id, uint32_t index,
+                                                           std::optional<uint32_t> attempt = std::nullopt) const;
   bool IsTaskLive(const std::string& task_id) const;
 
   struct Counts {

@@ -433,12 +433,31 @@ std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter
   return out;
 }
 
-StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(sched::JobId id, uint32_t index) const {
+StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(sched::JobId id, uint32_t index,
+                                                                     std::optional<uint32_t> attempt) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist");
   const JobRecord& j = it->second;
-  for (const auto& t : j.tasks) {
-    if (t.index == index) return std::make_pair(topology_->nodes()[t.node].name, TaskId(j.id, j.attempt, t.index));
+  if (!attempt || *attempt == j.attempt) {
+    for (const auto& t : j.tasks) {
+      if (t.index == index) return std::make_pair(topology_->nodes()[t.node].name, TaskId(j.id, j.attempt, t.index));
+    }
+  }
+  // An ended attempt: its logs stay on the nodes it ran on (the agents keep them).
+  if (attempt || j.tasks.empty()) {
+    for (auto u = usage_log_.rbegin(); u != usage_log_.rend(); ++u) {
+      if (u->job != id || (attempt && u->attempt != *attempt) || u->task_nodes.empty()) continue;
+      if (index >= u->task_nodes.size()) {
+        return Status::NotFound("attempt " + std::to_string(u->attempt) + " of job " + std::to_string(id) +
+                                " had no task " + std::to_string(index) + " (it had " +
+                                std::to_string(u->task_nodes.size()) + ")");
+      }
+      return std::make_pair(u->task_nodes[index], TaskId(j.id, u->attempt, index));
+    }
+    if (attempt) {
+      return Status::NotFound("job " + std::to_string(id) + " has no attempt " + std::to_string(*attempt) +
+                              " that ran (its attempts so far: 0 to " + std::to_string(j.attempt) + ")");
+    }
   }
   if (j.tasks.empty()) return Status::FailedPrecondition("job " + std::to_string(id) + " has not started; it has no logs yet");
   return Status::NotFound("job " + std::to_string(id) + " has no task " + std::to_string(index) +

@@ -14,7 +14,7 @@ namespace q = sched::queue;
 nlohmann::json AttemptUsage::ToJson() const {
   return {{"job", job},         {"attempt", attempt}, {"user", user},           {"queue", queue},
           {"tier", tier},       {"start", start},     {"end", end},             {"milli_gpu", milli_gpu},
-          {"idle_gpu_ms", idle_gpu_ms}, {"lost_gpu_ms", lost_gpu_ms}, {"how", how}};
+          {"idle_gpu_ms", idle_gpu_ms}, {"lost_gpu_ms", lost_gpu_ms}, {"how", how}, {"nodes", task_nodes}};
 }
 
 AttemptUsage AttemptUsage::FromJson(const nlohmann::json& j) {
@@ -30,6 +30,7 @@ AttemptUsage AttemptUsage::FromJson(const nlohmann::json& j) {
   u.idle_gpu_ms = j.value("idle_gpu_ms", int64_t{0});
   u.lost_gpu_ms = j.value("lost_gpu_ms", int64_t{0});
   u.how = j.value("how", "");
+  u.task_nodes = j.value("nodes", std::vector<std::string>{});
   return u;
 }
 
@@ -238,6 +239,10 @@ AttemptUsage ClusterState::AttemptSoFar(const JobRecord& j, Time now) const {
   u.end = now;
   u.milli_gpu = j.assignment.TotalMilliGpu(*topology_);
   u.idle_gpu_ms = j.idle_gpu_ms;
+  u.task_nodes.resize(j.tasks.size());
+  for (const auto& t : j.tasks) {
+    if (t.index < u.task_nodes.size()) u.task_nodes[t.index] = topology_->nodes()[t.node].name;
+  }
   return u;
 }
 

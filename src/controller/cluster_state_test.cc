@@ -298,6 +298,10 @@ TEST_F(ClusterStateTest, LostNodeRequeuesTheGangWhole) {
   EXPECT_EQ(j->restarts, 1u);
   EXPECT_NE(j->message.find("node b lost"), std::string::npos);
   EXPECT_EQ(state_->GetNode("b")->state, "lost");
+  // Issue 15: the requeued job's logs are still there, where attempt 0 ran.
+  EXPECT_EQ(*state_->LocateTask(1, 0), std::make_pair(std::string("a"), std::string("1.0.0")));
+  EXPECT_EQ(*state_->LocateTask(1, 1, 0u), std::make_pair(std::string("b"), std::string("1.0.1")));
+  EXPECT_EQ(state_->LocateTask(1, 0, 5u).status().code(), StatusCode::kNotFound);
   // Issue 15: b's agent was only stopped (SIGSTOP) and beats again on the same stream; the
   // heartbeat says "register again" (the channel then closes the stream) instead of being taken
   // as if nothing had happened, and b stays lost until it has.

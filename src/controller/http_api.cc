@@ -366,10 +366,16 @@ void HttpApi::Routes() {
     auto task = TaskOf(req);
     if (!id.ok()) return Reply(res, id.status());
     if (!task.ok()) return Reply(res, task.status());
+    std::optional<uint32_t> attempt;
+    if (req.has_param("attempt")) {
+      auto n = api::ParseCount(req.get_param_value("attempt"), "attempt", 0, 1'000'000);
+      if (!n.ok()) return Reply(res, n.status());
+      attempt = static_cast<uint32_t>(*n);
+    }
     auto where = owner_->Call<StatusOr<std::pair<std::string, std::string>>>(
         [&](ClusterState& st, Effects*) -> StatusOr<std::pair<std::string, std::string>> {
           HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, *id, false));
-          return st.LocateTask(*id, *task);
+          return st.LocateTask(*id, *task, attempt);
         });
     if (!where.ok()) return Reply(res, where.status());
     const bool follow = req.has_param("follow") && req.get_param_value("follow") != "0";
