@@ -360,7 +360,8 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<EventsOptions>();
     CLI::App* events = app.add_subcommand("events", "What happened, newest first");
-    events->add_option("--subject", o->subject, "Only events of e.g. node/gpu-1 or job/42");
+    // `hangar events job/42` as well as --subject: a user may read only their own jobs' events.
+    events->add_option("subject,--subject", o->subject, "Only events of e.g. node/gpu-1 or job/42");
     events->add_option("--limit", o->limit, "How many")->capture_default_str();
     AddCommon(events, c.get());
     events->callback([=] { Guard(rc, [&] { return Events(*c, *o); }); });

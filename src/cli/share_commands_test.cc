@@ -38,6 +38,7 @@ class FakeApi {
 int RunCli(const FakeApi& api, std::vector<std::string> args) {
   CLI::App app{"test"};
   int rc = 0;
+  RegisterUserCommands(app, &rc);
   RegisterShareCommands(app, &rc);
   args.push_back("--server");
   args.push_back(api.address());
@@ -117,6 +118,19 @@ TEST(ShareCommandsTest, ApplyWarnsWhenItRemovesAQueue) {
                      "without 'queue:' use it); to keep it, add `- name: default` to the file"),
             std::string::npos)
       << err;
+}
+
+TEST(ShareCommandsTest, EventsTakeTheSubjectAsAnArgument) {
+  FakeApi api;
+  std::string asked;
+  api.server().Get("/v1/events", [&](const httplib::Request& req, httplib::Response& res) {
+    asked = req.get_param_value("subject");
+    res.set_content(R"({"events": []})", "application/json");
+  });
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunCli(api, {"events", "job/7"}), 0);  // what a user may read: their own job's events
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(asked, "job/7");
 }
 
 }  // namespace
