@@ -196,8 +196,12 @@ Status Nodes(const Common& c) {
     HANGAR_ASSIGN_OR_RETURN(api::NodeView v, api::NodeViewFromJson(j));
     std::string reason = v.reason;
     for (const auto& cond : v.conditions) reason += (reason.empty() ? "" : "; ") + cond;
-    t.Add({v.name, v.state, v.leaf, v.model, std::to_string(v.gpus), Gpus(v.gpus_free), FormatMilli(v.milli_cpu_free),
-           FormatMemoryMiB(v.memory_mib_free), std::to_string(v.jobs.size()), Short(reason, 60)});
+    // A node no agent serves (never registered, gone, lost) has nothing free to use, whatever
+    // its capacity: "-", not its 8 idle GPUs.
+    const bool served = v.state != "unknown" && v.state != "disconnected" && v.state != "lost";
+    t.Add({v.name, v.state, v.leaf, v.model, std::to_string(v.gpus), served ? Gpus(v.gpus_free) : "-",
+           served ? FormatMilli(v.milli_cpu_free) : "-", served ? FormatMemoryMiB(v.memory_mib_free) : "-",
+           std::to_string(v.jobs.size()), Short(reason, 60)});
   }
   std::printf("%s", t.Render().c_str());
   return Status::Ok();

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "api/views.h"
 #include "cli/cli_commands.h"
 #include "job/queue_spec.h"
 
@@ -131,6 +132,29 @@ TEST(ShareCommandsTest, EventsTakeTheSubjectAsAnArgument) {
   EXPECT_EQ(RunCli(api, {"events", "job/7"}), 0);  // what a user may read: their own job's events
   ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(asked, "job/7");
+}
+
+TEST(ShareCommandsTest, NodesNoAgentServesShowNothingFree) {
+  FakeApi api;
+  api.server().Get("/v1/nodes", [&](const httplib::Request&, httplib::Response& res) {
+    api::NodeView ready, unknown;
+    ready.name = "node-1";
+    ready.state = "ready";
+    ready.gpus = 8;
+    ready.gpus_free = 8;
+    unknown = ready;
+    unknown.name = "node-2";
+    unknown.state = "unknown";
+    unknown.reason = "not registered: no agent has connected for it yet";
+    res.set_content(nlohmann::json{{"nodes", {api::ToJson(ready), api::ToJson(unknown)}}}.dump(), "application/json");
+  });
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunCli(api, {"nodes"}), 0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("node-1  ready    "), std::string::npos) << out;
+  const std::string row = out.substr(out.find("node-2"));
+  EXPECT_NE(row.find("8     -     -"), std::string::npos) << out;
+  EXPECT_NE(row.find("not registered"), std::string::npos) << out;
 }
 
 }  // namespace

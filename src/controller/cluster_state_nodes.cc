@@ -488,6 +488,9 @@ StatusOr<api::NodeView> ClusterState::GetNode(const std::string& name) const {
     }
   }
   if (v.reason.empty() && !report.conditions.empty()) v.reason = report.conditions.front().reason;
+  if (v.reason.empty() && !r.registered) {
+    v.reason = "not registered: no agent has connected for it yet; start `hangar agent` on " + info.name;
+  }
   for (sched::JobId id : active_) {
     for (const auto& t : jobs_.at(id).tasks) {
       if (t.node == n && t.phase != TaskRun::Phase::kEnded) {
