@@ -145,7 +145,7 @@ TEST(ShareCommandsTest, NodesNoAgentServesShowNothingFree) {
     unknown = ready;
     unknown.name = "node-2";
     unknown.state = "unknown";
-    unknown.reason = "not registered: no agent has connected for it yet";
+    unknown.reason = "no agent has connected yet: start `hangar agent` on it";
     res.set_content(nlohmann::json{{"nodes", {api::ToJson(ready), api::ToJson(unknown)}}}.dump(), "application/json");
   });
   ::testing::internal::CaptureStdout();
@@ -154,7 +154,7 @@ TEST(ShareCommandsTest, NodesNoAgentServesShowNothingFree) {
   EXPECT_NE(out.find("node-1  ready    "), std::string::npos) << out;
   const std::string row = out.substr(out.find("node-2"));
   EXPECT_NE(row.find("8     -     -"), std::string::npos) << out;
-  EXPECT_NE(row.find("not registered"), std::string::npos) << out;
+  EXPECT_NE(row.find("no agent has connected yet"), std::string::npos) << out;
 }
 
 }  // namespace

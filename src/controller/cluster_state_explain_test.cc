@@ -55,7 +55,7 @@ TEST_F(ExplainTest, AJobWaitingForNodesThatNeverRegisteredSaysSo) {
             "there (`hangar nodes` shows them as unknown)");
   auto n = state_->GetNode("a");
   EXPECT_EQ(n->state, "unknown");
-  EXPECT_EQ(n->reason, "not registered: no agent has connected for it yet; start `hangar agent` on a");
+  EXPECT_EQ(n->reason, "no agent has connected yet: start `hangar agent` on it");
   // One registered and drained, one never registered: both causes are named.
   Register("a", 3);
   ASSERT_TRUE(state_->Drain("a", "maintenance", 3, &fx).ok());

@@ -489,7 +489,7 @@ StatusOr<api::NodeView> ClusterState::GetNode(const std::string& name) const {
   }
   if (v.reason.empty() && !report.conditions.empty()) v.reason = report.conditions.front().reason;
   if (v.reason.empty() && !r.registered) {
-    v.reason = "not registered: no agent has connected for it yet; start `hangar agent` on " + info.name;
+    v.reason = "no agent has connected yet: start `hangar agent` on it";
   }
   for (sched::JobId id : active_) {
     for (const auto& t : jobs_.at(id).tasks) {

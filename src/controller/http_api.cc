@@ -644,12 +644,11 @@ void HttpApi::Routes() {
     // Without events:read, a user may still read the events of a job they may see (their own).
     if (Status all = Allow(*who, Permission::kEventsRead); !all.ok()) {
       if (!one_job || !Allow(*who, Permission::kJobsRead).ok()) {
+        if (!Allow(*who, Permission::kJobsRead).ok()) return Reply(res, all);
         return Reply(res, Status::PermissionDenied(
-                              all.message() + (Allow(*who, Permission::kJobsRead).ok()
-                                                   ? "; a " + std::string(RoleName(who->role)) +
-                                                         " may read the events of their own jobs only: "
-                                                         "`hangar events job/ID` (GET /v1/events?subject=job/ID)"
-                                                   : "")));
+                              "permission events:read is missing: " + who->Describe() +
+                              " may read the events of their own jobs only: `hangar events job/ID` "
+                              "(GET /v1/events?subject=job/ID); ask an admin for a viewer token to read every event"));
       }
       const sched::JobId id = std::stoull(m[1].str());
       Status mine = owner_->Call<Status>([&](ClusterState& st, Effects*) { return st.MayAccessJob(*who, id, false); });

@@ -221,7 +221,8 @@ TEST_F(RbacTest, UsersReadTheEventsOfTheirOwnJobsOnly) {
   Reply all = Call("user", "GET", "/v1/events");
   EXPECT_EQ(all.status, 403);
   EXPECT_NE(all.body["error"]["message"].get<std::string>().find(
-                "a user may read the events of their own jobs only: `hangar events job/ID`"),
+                "permission events:read is missing: alice (user) may read the events of their own jobs only: "
+                "`hangar events job/ID`"),
             std::string::npos)
       << all.body.dump();
   // A prefix is not a job: job/1 is not job/12's, and job/ alone is everyone's.
