@@ -294,7 +294,7 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
   }
   add_id_command("job", "Show one job, its tasks and where they run", ShowJob);
   add_id_command("cancel", "Cancel a job: stop every task", Cancel);
-  add_id_command("explain", "Why a job waits (or how it ended)", Explain);
+  add_id_command("explain", "Why a job waits (or where it runs, or how it ended)", Explain);
   {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<LogsOptions>();
