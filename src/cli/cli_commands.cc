@@ -198,8 +198,12 @@ Status Nodes(const Common& c) {
     HANGAR_ASSIGN_OR_RETURN(api::NodeView v, api::NodeViewFromJson(j));
     std::string reason = v.reason;
     for (const auto& cond : v.conditions) reason += (reason.empty() ? "" : "; ") + cond;
-    t.Add({v.name, v.state, v.leaf, v.model, std::to_string(v.gpus), Gpus(v.gpus_free), FormatMilli(v.milli_cpu_free),
-           FormatMemoryMiB(v.memory_mib_free), std::to_string(v.jobs.size()), Short(reason, 60)});
+    // A node no agent serves (never registered, gone, lost) has nothing free to use, whatever
+    // its capacity: "-", not its 8 idle GPUs.
+    const bool served = v.state != "unknown" && v.state != "disconnected" && v.state != "lost";
+    t.Add({v.name, v.state, v.leaf, v.model, std::to_string(v.gpus), served ? Gpus(v.gpus_free) : "-",
+           served ? FormatMilli(v.milli_cpu_free) : "-", served ? FormatMemoryMiB(v.memory_mib_free) : "-",
+           std::to_string(v.jobs.size()), Short(reason, 60)});
   }
   std::printf("%s", t.Render().c_str());
   return Status::Ok();
@@ -292,7 +296,7 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
   }
   add_id_command("job", "Show one job, its tasks and where they run", ShowJob);
   add_id_command("cancel", "Cancel a job: stop every task", Cancel);
-  add_id_command("explain", "Why a job waits (or how it ended)", Explain);
+  add_id_command("explain", "Why a job waits (or where it runs, or how it ended)", Explain);
   {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<LogsOptions>();
@@ -364,7 +368,8 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<EventsOptions>();
     CLI::App* events = app.add_subcommand("events", "What happened, newest first");
-    events->add_option("--subject", o->subject, "Only events of e.g. node/gpu-1 or job/42");
+    // `hangar events job/42` as well as --subject: a user may read only their own jobs' events.
+    events->add_option("subject,--subject", o->subject, "Only events of e.g. node/gpu-1 or job/42");
     events->add_option("--limit", o->limit, "How many")->capture_default_str();
     AddCommon(events, c.get());
     events->callback([=] { Guard(rc, [&] { return Events(*c, *o); }); });

@@ -7,6 +7,7 @@
 #include "cli/client.h"
 #include "cli/table.h"
 #include "common/time.h"
+#include "common/units.h"
 #include "job/queue_spec.h"
 
 namespace hangar::cli {
@@ -47,21 +48,46 @@ Status Apply(const Common& c, const std::string& file) {
     std::printf("queues applied: created %s; changed %s; removed %s\n", list("created").c_str(), list("changed").c_str(),
                 list("removed").c_str());
   }
+  // A queue left out of the file is removed, `default` too (the shipped examples and every job
+  // without `queue:` use it): say so, since jobs that name it are refused from now on.
+  for (const auto& n : r.value("removed", nlohmann::json::array())) {
+    const std::string name = n.get<std::string>();
+    std::fprintf(stderr,
+                 "warning: queue '%s' was not in %s and is removed: jobs that name it are refused from now on%s; "
+                 "to keep it, add `- name: %s` to the file and apply it again\n",
+                 name.c_str(), file.c_str(),
+                 name == "default" ? " (the shipped examples and jobs without 'queue:' use it)" : "", name.c_str());
+  }
   return Status::Ok();
 }
 
+// A count as the API gives it: a number (16, 0.5), or a milli-unit string ("16000m") from an
+// older controller.
+std::string Count(const nlohmann::json& v) {
+  if (v.is_number()) return Num(v.get<double>());
+  auto milli = ParseMilliGpu(v.is_string() ? v.get<std::string>() : v.dump());
+  return milli.ok() ? Num(static_cast<double>(*milli) / 1000.0) : v.dump();
+}
+
+std::string Plural(const std::string& n, const char* one, const char* many) { return n + (n == "1" ? one : many); }
+
+// "16 GPUs, 256 cores, 2Ti memory"; GPUs of one model as "8 H100-SXM-80GB".
 std::string Amounts(const nlohmann::json& a) {
   std::string out;
-  auto add = [&](const std::string& s) { out += (out.empty() ? "" : " ") + s; };
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
   if (a.contains("gpus")) {
     if (a["gpus"].is_object()) {
-      for (const auto& [m, v] : a["gpus"].items()) add(m + "=" + v.dump());
+      for (const auto& [m, v] : a["gpus"].items()) add(Count(v) + " " + m);
     } else {
-      add(a["gpus"].dump() + " GPU");
+      add(Plural(Count(a["gpus"]), " GPU", " GPUs"));
     }
   }
-  if (a.contains("cpu")) add(a["cpu"].dump() + " CPU");
-  if (a.contains("memory")) add(a["memory"].get<std::string>() + " mem");
+  if (a.contains("cpu")) add(Plural(Count(a["cpu"]), " core", " cores"));
+  if (a.contains("memory")) {
+    const auto& m = a["memory"];
+    auto mib = ParseMemoryMiB(m.is_string() ? m.get<std::string>() : m.dump());
+    add((mib.ok() ? FormatMemoryMiB(*mib) : m.dump()) + " memory");
+  }
   return out.empty() ? "-" : out;
 }
 
@@ -94,6 +120,19 @@ Status Queues(const Common& c) {
   return Status::Ok();
 }
 
+// A queue's GPU guarantee: of any model, then of each model it guarantees ("16 + 8 H100-SXM-80GB"
+// for a group whose children guarantee 16 GPUs and 8 H100s). The per-model part is a guarantee of
+// its own: leaving it out showed a queue with only a model quota as guaranteeing nothing.
+std::string Guarantee(const nlohmann::json& q) {
+  const double any = q.value("guarantee_gpus", 0.0);
+  std::string out = any > 0 ? Num(any) : "";
+  const nlohmann::json by_model = q.value("guarantee_by_model", nlohmann::json::object());
+  for (const auto& [model, n] : by_model.items()) {
+    out += (out.empty() ? "" : " + ") + Num(n.get<double>()) + " " + model;
+  }
+  return out.empty() ? "0" : out;
+}
+
 Status Share(const Common& c) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/share"));
   if (c.output == "json") {
@@ -108,7 +147,7 @@ Status Share(const Common& c) {
     std::snprintf(share, sizeof share, "%.1f%%", 100 * q.value("share", 0.0));
     std::snprintf(recent, sizeof recent, "%.1f%%", 100 * q.value("recent_share", 0.0));
     t.Add({std::string(2 * q.value("depth", 0), ' ') + q.value("name", ""), std::to_string(q.value("weight", 1)),
-           Num(q.value("guarantee_gpus", 0.0)), Num(q.value("in_use_gpus", 0.0)), Num(q.value("borrowed_gpus", 0.0)),
+           Guarantee(q), Num(q.value("in_use_gpus", 0.0)), Num(q.value("borrowed_gpus", 0.0)),
            Num(q.value("lent_gpus", 0.0)), share, recent, std::to_string(q.value("pending", 0)), head});
   }
   std::printf("%s", t.Render().c_str());

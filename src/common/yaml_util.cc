@@ -1,5 +1,6 @@
 #include "common/yaml_util.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -34,24 +35,61 @@ Status YamlSource::Error(const YAML::Node& node, std::string_view message) const
   return Status::InvalidArgument(Where(node) + ": " + std::string(message));
 }
 
+std::string ClosestKey(std::string_view key, std::span<const std::string_view> allowed) {
+  // Levenshtein distance, one row at a time.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_d = std::max<size_t>(1, key.size() / 3) + 1;
+  for (auto a : allowed) {
+    const size_t d = distance(key, a);
+    if (d < best_d) {
+      best_d = d;
+      best = std::string(a);
+    }
+  }
+  return best;
+}
+
+void YamlSource::UnknownKeys(const YAML::Node& map, std::string_view what, std::span<const std::string_view> allowed,
+                             std::vector<std::string>* out) const {
+  if (!map.IsMap()) return;
+  std::string list;
+  for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>("");
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    const std::string near = ClosestKey(key, allowed);
+    out->push_back(Where(kv.first) + ": unknown field '" + key + "' in " + std::string(what) +
+                   (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; the fields are: " + list);
+  }
+}
+
 Status YamlSource::CheckKeys(const YAML::Node& map, std::string_view what,
                              std::span<const std::string_view> allowed) const {
   if (!map.IsMap()) return Error(map, std::string(what) + " must be a map of key: value");
-  for (const auto& kv : map) {
-    std::string key = kv.first.as<std::string>("");
-    bool ok = false;
-    for (auto a : allowed) ok = ok || a == key;
-    if (!ok) {
-      std::string list;
-      for (auto a : allowed) {
-        if (!list.empty()) list += ", ";
-        list += a;
-      }
-      return Error(kv.first, "unknown field '" + key + "' in " + std::string(what) +
-                                 "; the fields are: " + list);
-    }
-  }
-  return Status::Ok();
+  std::vector<std::string> unknown;
+  UnknownKeys(map, what, allowed, &unknown);
+  return JoinUnknownKeys(unknown);
+}
+
+Status JoinUnknownKeys(const std::vector<std::string>& lines) {
+  if (lines.empty()) return Status::Ok();
+  std::string all;
+  for (const auto& l : lines) all += (all.empty() ? "" : "\n") + l;
+  return Status::InvalidArgument(all);
 }
 
 StatusOr<std::optional<std::string>> YamlSource::OptString(const YAML::Node& map,

@@ -10,10 +10,18 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
 namespace hangar {
+
+// The allowed key closest to `key` by edit distance when it is close enough to be a typo
+// (at most a third of the key's length, at least 1), else empty.
+std::string ClosestKey(std::string_view key, std::span<const std::string_view> allowed);
+
+// UnknownKeys' lines as one error (one line each), or Ok when there are none.
+Status JoinUnknownKeys(const std::vector<std::string>& lines);
 
 class YamlSource {
  public:
@@ -29,12 +37,22 @@ class YamlSource {
   std::string Where(const YAML::Node& node) const;
   Status Error(const YAML::Node& node, std::string_view message) const;
 
-  // Fails when `map` is not a map, or holds a key outside `allowed` (naming the allowed ones).
+  // Fails when `map` is not a map, or holds keys outside `allowed`: one line per unknown key,
+  // with the closest allowed key when it looks like a typo, and the allowed ones.
   Status CheckKeys(const YAML::Node& map, std::string_view what,
                    std::span<const std::string_view> allowed) const;
   Status CheckKeys(const YAML::Node& map, std::string_view what,
                    std::initializer_list<std::string_view> allowed) const {
     return CheckKeys(map, what, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+  }
+
+  // Appends CheckKeys' line for each key of `map` (a map) outside `allowed`, so a caller can
+  // report the unknown keys of several maps in one error.
+  void UnknownKeys(const YAML::Node& map, std::string_view what, std::span<const std::string_view> allowed,
+                   std::vector<std::string>* out) const;
+  void UnknownKeys(const YAML::Node& map, std::string_view what, std::initializer_list<std::string_view> allowed,
+                   std::vector<std::string>* out) const {
+    UnknownKeys(map, what, std::span<const std::string_view>(allowed.begin(), allowed.size()), out);
   }
 
   // Scalar accessors. A missing optional key gives std::nullopt; a present key of the wrong

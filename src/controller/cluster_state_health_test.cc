@@ -320,3 +320,30 @@ TEST_F(HealthLoopTest, NodeThatRebootedComesBackThroughValidation) {
 
 }  // namespace
 }  // namespace hangar::controller
+
+// Undrain on a node health quarantined says what for, and points to the remedy that returns it.
+namespace hangar::controller {
+namespace {
+TEST_F(HealthLoopTest, UndrainOnAQuarantinedNodePointsToRemediate) {
+  ValidateAll();
+  pb::GpuEvent xid;
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  state_->OnGpuEvent("n-3", xid, now_);
+  Tick();
+  Tick();
+  ASSERT_EQ(state_->GetNode("n-3")->state, "quarantined");
+  Effects fx;
+  Status s = state_->Undrain("n-3", now_, &fx);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("node 'n-3' is not drained by an operator: quarantined for "), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("Xid 79"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("`hangar remediate n-3 --remedy reboot (or repair)`"), std::string::npos) << s.message();
+  // A healthy node that was never drained is told only that.
+  s = state_->Undrain("n-1", now_, &fx);
+  EXPECT_EQ(s.message(), "node 'n-1' is not drained (it is ready); `hangar drain` and `hangar undrain` go together");
+}
+}  // namespace
+}  // namespace hangar::controller

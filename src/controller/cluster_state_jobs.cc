@@ -396,6 +396,43 @@ api::JobView ClusterState::View(const JobRecord& j) const {
                : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
                                                     : j.reason.ToString(*topology_);
     v.reason_rule = std::string(j.reason.RuleName());
+    // The scheduler sees a node no agent has registered for as one it may not use, like a
+    // draining one; say which it is, since the fix differs (start its agent, not wait or remediate).
+    if (j.reason_detail.empty() && j.reason.rule == sched::Rule::kNotNowUnhealthy) {
+      std::vector<std::string> unregistered;
+      bool others = false;
+      for (uint32_t n = 0; n < nodes_.size(); ++n) {
+        if (!nodes_[n].registered) {
+          unregistered.push_back(topology_->nodes()[n].name);
+        } else if (!usage_.node(n).condition.schedulable) {
+          others = true;
+        }
+      }
+      std::string list;
+      for (size_t i = 0; i < unregistered.size() && i < 5; ++i) list += (i ? ", " : "") + unregistered[i];
+      if (unregistered.size() > 5) list += " and " + std::to_string(unregistered.size() - 5) + " more";
+      if (!unregistered.empty()) {
+        v.reason = others ? v.reason + "; of them, " + list + " have not registered (no agent has connected)"
+                          : "fits only on nodes that have not registered: no agent has connected for " + list +
+                                "; start `hangar agent` there (`hangar nodes` shows them as unknown)";
+      }
+    }
+  } else if (j.state == JobState::kStarting || j.state == JobState::kRunning) {
+    // Where it runs, not the message of an earlier attempt (a preemption's "preempted for job 4"
+    // stays in `message` and the events).
+    std::vector<std::string> where;
+    for (const auto& t : j.tasks) {
+      if (t.phase == TaskRun::Phase::kEnded) continue;
+      const std::string& node = topology_->nodes()[t.node].name;
+      if (std::find(where.begin(), where.end(), node) == where.end()) where.push_back(node);
+    }
+    std::string on;
+    for (size_t i = 0; i < where.size(); ++i) {
+      on += (i == 0 ? "" : i + 1 == where.size() ? " and " : ", ") + where[i];
+    }
+    v.reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
+               (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
+               (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
   } else {
     v.reason = j.message;
   }

@@ -373,7 +373,35 @@ Status ClusterState::Drain(const std::string& node, const std::string& reason, T
 Status ClusterState::Undrain(const std::string& node, Time now, Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
-  if (!nodes_[*n].drained) return Status::FailedPrecondition("node '" + node + "' is not drained");
+  if (!nodes_[*n].drained) {
+    // Health took it out (an Xid, a bad link): undrain cannot put it back, a recorded remedy can,
+    // and its validation then returns the node. Say what it is held for and which remedy fits.
+    const health::NodeReport report = health_.Report(*n);
+    auto held = [](health::HealthState h) {
+      return h == health::HealthState::kDraining || h == health::HealthState::kQuarantined ||
+             h == health::HealthState::kFailed;
+    };
+    std::string why, remedy;
+    if (held(report.state)) {
+      why = std::string(health::StateName(report.state)) +
+            (report.conditions.empty() ? std::string() : " for " + report.conditions.front().reason);
+      remedy = "--remedy reboot (or repair)";
+    }
+    for (const auto& g : report.gpus) {
+      if (!held(g.state) || !why.empty()) continue;
+      why = "GPU " + std::to_string(g.index) + " is " + std::string(health::StateName(g.state)) +
+            (g.conditions.empty() ? std::string() : " for " + g.conditions.front().reason);
+      remedy = "--remedy gpu-reset --gpu " + std::to_string(g.index) + " (or reboot, repair)";
+    }
+    if (!why.empty()) {
+      return Status::FailedPrecondition("node '" + node + "' is not drained by an operator: " + why +
+                                        "; undrain does not clear a health finding: fix it, then record the fix with "
+                                        "`hangar remediate " + node + " " + remedy +
+                                        "`, and validation returns the node to service");
+    }
+    return Status::FailedPrecondition("node '" + node + "' is not drained (it is " + NodeState(*n) +
+                                      "); `hangar drain` and `hangar undrain` go together");
+  }
   nodes_[*n].drained = false;
   nodes_[*n].drain_reason.clear();
   (void)health_.Apply({health::OperatorAction::Kind::kUndrain, *n, -1, now});
@@ -460,6 +488,9 @@ StatusOr<api::NodeView> ClusterState::GetNode(const std::string& name) const {
     }
   }
   if (v.reason.empty() && !report.conditions.empty()) v.reason = report.conditions.front().reason;
+  if (v.reason.empty() && !r.registered) {
+    v.reason = "no agent has connected yet: start `hangar agent` on it";
+  }
   for (sched::JobId id : active_) {
     for (const auto& t : jobs_.at(id).tasks) {
       if (t.node == n && t.phase != TaskRun::Phase::kEnded) {

@@ -88,10 +88,7 @@ class JobParser {
 
   StatusOr<JobSpec> Parse(const YAML::Node& root) {
     if (!root.IsMap()) return src_.Error(root, "a job file is a map with at least 'name' and 'tasks'");
-    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
-        root, "the job",
-        {"name", "queue", "user", "priority", "tier", "tasks", "topology", "time_limit",
-         "min_run_time", "checkpoint"}));
+    HANGAR_RETURN_IF_ERROR(CheckAllKeys(root));
     JobSpec spec;
     HANGAR_ASSIGN_OR_RETURN(spec.name, src_.String(root, "name"));
     static const std::regex name_re(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$)");
@@ -136,6 +133,28 @@ class JobParser {
   }
 
  private:
+  static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
+                                                  "tasks",    "topology", "time_limit", "min_run_time", "checkpoint"};
+  static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
+  static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
+  static constexpr std::string_view kTaskKeys[] = {
+      "name",           "replicas",    "gpus",           "gpu_fraction", "gpu_memory", "mig",           "gpu_models",
+      "min_gpu_memory", "cpu_per_gpu", "memory_per_gpu", "cpu",          "memory",     "node_selector", "command",
+      "env"};
+
+  // Every unknown key of the job, its checkpoint, topology and task groups in one error, so a
+  // spec with several typos is fixed in one round.
+  Status CheckAllKeys(const YAML::Node& root) {
+    std::vector<std::string> unknown;
+    src_.UnknownKeys(root, "the job", kJobKeys, &unknown);
+    if (const YAML::Node cp = root["checkpoint"]) src_.UnknownKeys(cp, "checkpoint", kCheckpointKeys, &unknown);
+    if (const YAML::Node topo = root["topology"]) src_.UnknownKeys(topo, "topology", kTopologyKeys, &unknown);
+    if (const YAML::Node tasks = root["tasks"]; tasks && tasks.IsSequence()) {
+      for (const auto& t : tasks) src_.UnknownKeys(t, "a task group", kTaskKeys, &unknown);
+    }
+    return JoinUnknownKeys(unknown);
+  }
+
   StatusOr<Duration> DurationField(const YAML::Node& map, const char* key) {
     HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(map, key));
     if (!text) return Duration{0};
@@ -145,7 +164,7 @@ class JobParser {
   }
 
   Status ParseCheckpoint(const YAML::Node& cp, JobSpec* spec) {
-    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(cp, "checkpoint", {"signal", "grace"}));
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(cp, "checkpoint", kCheckpointKeys));
     HANGAR_ASSIGN_OR_RETURN(auto sig, src_.OptString(cp, "signal"));
     if (sig) {
       auto s = ParseSignal(*sig);
@@ -161,7 +180,7 @@ class JobParser {
   }
 
   Status ParseTopology(const YAML::Node& topo, JobSpec* spec) {
-    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(topo, "topology", {"same", "mode"}));
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(topo, "topology", kTopologyKeys));
     HANGAR_ASSIGN_OR_RETURN(std::string same, src_.String(topo, "same"));
     auto level = cluster::ParseLevel(same);
     if (!level || *level == cluster::Level::kCluster) {
@@ -224,11 +243,7 @@ class JobParser {
   }
 
   StatusOr<TaskGroupSpec> ParseTaskGroup(const YAML::Node& t) {
-    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
-        t, "a task group",
-        {"name", "replicas", "gpus", "gpu_fraction", "gpu_memory", "mig", "gpu_models",
-         "min_gpu_memory", "cpu_per_gpu", "memory_per_gpu", "cpu", "memory", "node_selector",
-         "command", "env"}));
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(t, "a task group", kTaskKeys));
     TaskGroupSpec g;
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(t, "name"));
     if (name) g.name = *name;

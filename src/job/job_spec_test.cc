@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
+
+#include "common/yaml_util.h"
 
 namespace hangar::job {
 namespace {
@@ -93,6 +96,43 @@ TEST(JobSpecTest, ErrorsSayWhereAndWhatToWrite) {
     EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
         << "got: " << r.status().message() << "\nwant: " << c.expect;
   }
+}
+
+TEST(JobSpecTest, EveryUnknownKeyInOneErrorWithTheClosestKnownOne) {
+  auto r = ParseJobSpec(
+      "name: x\n"
+      "prority: 3\n"
+      "checkpoint: {signl: SIGUSR1}\n"
+      "tasks:\n"
+      "  - gpus: 1\n"
+      "    cpu_per_gpus: 4\n"
+      "    colour: red\n"
+      "  - gpus: 1\n"
+      "    comand: [sleep, '1']\n",
+      "job.yaml");
+  ASSERT_FALSE(r.ok());
+  const std::string m = r.status().message();
+  // One line per unknown key, in file order, each with where it is and the nearest known key.
+  EXPECT_EQ(m.rfind("job.yaml:2: unknown field 'prority' in the job (did you mean 'priority'?); the fields are: name,", 0),
+            0u) << m;
+  EXPECT_NE(m.find("\njob.yaml:3: unknown field 'signl' in checkpoint (did you mean 'signal'?); the fields are: signal, grace"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("\njob.yaml:6: unknown field 'cpu_per_gpus' in a task group (did you mean 'cpu_per_gpu'?)"),
+            std::string::npos) << m;
+  // Nothing close: no guess, just the fields.
+  EXPECT_NE(m.find("\njob.yaml:7: unknown field 'colour' in a task group; the fields are:"), std::string::npos) << m;
+  EXPECT_NE(m.find("\njob.yaml:9: unknown field 'comand' in a task group (did you mean 'command'?)"), std::string::npos)
+      << m;
+  EXPECT_EQ(std::count(m.begin(), m.end(), '\n'), 4) << m;
+}
+
+TEST(JobSpecTest, ClosestKeyIsATypoOrNothing) {
+  const std::string_view keys[] = {"gpus", "cpu", "memory", "gpu_memory"};
+  EXPECT_EQ(ClosestKey("gpu", keys), "gpus");
+  EXPECT_EQ(ClosestKey("memroy", keys), "memory");
+  EXPECT_EQ(ClosestKey("gpu_memry", keys), "gpu_memory");
+  EXPECT_EQ(ClosestKey("replicas", keys), "");
+  EXPECT_EQ(ClosestKey("x", keys), "");
 }
 
 TEST(JobSpecTest, JsonRoundTrip) {

@@ -118,16 +118,23 @@ class QueueParser {
   std::set<std::string> names_;
 };
 
+// In the units people write (16 GPUs, 256 cores, "2Ti", "30m"), so that `hangar queues` and
+// GET /v1/queues read like the file applied; ParseQueues reads this form back (the store keeps it).
+nlohmann::json Count(int64_t milli) {
+  if (milli % 1000 == 0) return milli / 1000;
+  return std::stod(FormatMilli(milli));
+}
+
 nlohmann::json AmountsJson(const ResourceAmounts& a) {
   nlohmann::json j = nlohmann::json::object();
-  if (a.gpus_milli) j["gpus"] = std::to_string(*a.gpus_milli) + "m";
+  if (a.gpus_milli) j["gpus"] = Count(*a.gpus_milli);
   if (!a.gpus_milli_by_model.empty()) {
     nlohmann::json m = nlohmann::json::object();
-    for (const auto& [k, v] : a.gpus_milli_by_model) m[k] = std::to_string(v) + "m";
+    for (const auto& [k, v] : a.gpus_milli_by_model) m[k] = Count(v);
     j["gpus"] = m;
   }
-  if (a.milli_cpu) j["cpu"] = std::to_string(*a.milli_cpu) + "m";
-  if (a.memory_mib) j["memory"] = std::to_string(*a.memory_mib) + "Mi";
+  if (a.milli_cpu) j["cpu"] = Count(*a.milli_cpu);
+  if (a.memory_mib) j["memory"] = FormatMemoryMiB(*a.memory_mib);
   return j;
 }
 
@@ -137,7 +144,7 @@ nlohmann::json QueueJson(const QueueSpec& q) {
   if (!q.borrowing_limit.empty()) j["borrowing_limit"] = AmountsJson(q.borrowing_limit);
   if (!q.lending_limit.empty()) j["lending_limit"] = AmountsJson(q.lending_limit);
   if (q.idle.gpu_util_below >= 0) {
-    j["idle"] = {{"gpu_util_below", q.idle.gpu_util_below}, {"for", std::to_string(q.idle.for_duration) + "ms"},
+    j["idle"] = {{"gpu_util_below", q.idle.gpu_util_below}, {"for", FormatDuration(q.idle.for_duration)},
                  {"action", std::string(IdleActionName(q.idle.action))}};
   }
   if (!q.users.empty()) j["users"] = q.users;

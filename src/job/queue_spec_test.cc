@@ -43,6 +43,32 @@ queues:
   EXPECT_EQ(QueuesToJson(*back), QueuesToJson(*q));
 }
 
+TEST(QueueSpecTest, JsonSpeaksPeoplesUnitsAndReadsTheOldForm) {
+  const char* file = R"(
+queues:
+  - name: vision
+    quota: {gpus: 16, cpu: 256, memory: 2Ti}
+    borrowing_limit: {gpus: 0.5}
+    idle: {gpu_util_below: 5, for: 30m, action: checkpoint-requeue}
+  - name: nlp
+    quota: {gpus: {H100-SXM-80GB: 8}, cpu: 1.5, memory: 512Gi}
+)";
+  auto q = ParseQueues(file, "queues.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  const nlohmann::json j = QueuesToJson(*q);
+  EXPECT_EQ(j["queues"][0]["quota"].dump(), R"({"cpu":256,"gpus":16,"memory":"2Ti"})");
+  EXPECT_EQ(j["queues"][0]["borrowing_limit"].dump(), R"({"gpus":0.5})");
+  EXPECT_EQ(j["queues"][0]["idle"]["for"], "30m");
+  EXPECT_EQ(j["queues"][1]["quota"].dump(), R"({"cpu":1.5,"gpus":{"H100-SXM-80GB":8},"memory":"512Gi"})");
+  // Stores written before kept milli-units, MiB and milliseconds: they still read the same.
+  auto old = ParseQueues(R"({"queues":[{"name":"vision","quota":{"gpus":"16000m","cpu":"256000m","memory":"2097152Mi"},
+      "borrowing_limit":{"gpus":"500m"},"idle":{"gpu_util_below":5,"for":"1800000ms","action":"checkpoint-requeue"}},
+      {"name":"nlp","quota":{"gpus":{"H100-SXM-80GB":"8000m"},"cpu":"1500m","memory":"524288Mi"}}]})",
+                         "store");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(QueuesToJson(*old), j);
+}
+
 TEST(QueueSpecTest, ErrorsPointAtTheLine) {
   struct Case {
     const char* text;

@@ -96,6 +96,9 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
       {"POST", "/v1/nodes/node-2/remediate", R"({"remedy": "reboot", "note": "rbac test"})", {"admin"}},
       {"POST", "/v1/health/safety-valve/reset", "{}", {"admin"}},
       {"GET", "/v1/events", "", {"admin", "queue-admin", "viewer"}},
+      // A user reads the events of their own job, not another subject's.
+      {"GET", "/v1/events?subject=job/" + std::to_string(alices), "", {"admin", "queue-admin", "user", "viewer"}},
+      {"GET", "/v1/events?subject=node/node-1", "", {"admin", "queue-admin", "viewer"}},
       {"POST", "/v1/queues", kQueues, {"admin"}},
       {"GET", "/v1/queues", "", everyone},
       {"GET", "/v1/share", "", everyone},
@@ -198,6 +201,34 @@ TEST_F(RbacTest, UsersSeeAndCancelOnlyTheirOwnJobs) {
   EXPECT_EQ(Call("queue-admin", "POST", "/v1/jobs/" + std::to_string(alices) + "/cancel").status, 200);
   EXPECT_EQ(Call("queue-admin", "POST", "/v1/jobs/" + std::to_string(bobs) + "/cancel").status, 403);
   EXPECT_EQ(Call("other-user", "POST", "/v1/jobs/" + std::to_string(bobs) + "/cancel").status, 200);
+}
+
+TEST_F(RbacTest, UsersReadTheEventsOfTheirOwnJobsOnly) {
+  const uint64_t alices = SubmitAs("user", "vision");
+  const std::string subject = "job/" + std::to_string(alices);
+  Reply mine;
+  ASSERT_TRUE(LocalCluster::WaitFor([&] {
+    mine = Call("user", "GET", "/v1/events?subject=" + subject);
+    return mine.status == 200 && !mine.body["events"].empty();
+  }, 5 * kSecond)) << mine.status << " " << mine.body.dump();
+  for (const auto& e : mine.body["events"]) EXPECT_EQ(e["subject"], subject);
+  // bob is told whose job it is; alice is told which events she may read.
+  Reply other = Call("other-user", "GET", "/v1/events?subject=" + subject);
+  EXPECT_EQ(other.status, 403);
+  EXPECT_EQ(other.body["error"]["message"],
+            "permission jobs:read on job " + std::to_string(alices) +
+                " is missing: bob (user) may see only their own jobs; it belongs to alice in queue vision");
+  Reply all = Call("user", "GET", "/v1/events");
+  EXPECT_EQ(all.status, 403);
+  EXPECT_NE(all.body["error"]["message"].get<std::string>().find(
+                "permission events:read is missing: alice (user) may read the events of their own jobs only: "
+                "`hangar events job/ID`"),
+            std::string::npos)
+      << all.body.dump();
+  // A prefix is not a job: job/1 is not job/12's, and job/ alone is everyone's.
+  EXPECT_EQ(Call("user", "GET", "/v1/events?subject=job/").status, 403);
+  EXPECT_EQ(Call("user", "GET", "/v1/events?subject=job/" + std::to_string(alices) + "0").status, 200);
+  EXPECT_TRUE(Call("user", "GET", "/v1/events?subject=job/" + std::to_string(alices) + "0").body["events"].empty());
 }
 
 TEST_F(RbacTest, TokensAreStoredHashedAndCanBeRevoked) {
