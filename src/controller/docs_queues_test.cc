@@ -57,7 +57,10 @@ TEST(DocsQueuesTest, TheExampleKeepsDefaultAndRunsEveryShippedExample) {
     auto j = state.GetJob(id);
     // The rest wait for what pretrain holds, not on a queue that refuses them.
     EXPECT_EQ(j->state, "pending");
-    EXPECT_NE(j->reason.find("(the rest is in use"), std::string::npos) << j->reason;
+    // (With every GPU taken the cycle stops early: "no free capacity was left for it".)
+    EXPECT_TRUE(j->reason.find("(the rest is in use") != std::string::npos ||
+                j->reason.find("no free capacity was left for it") != std::string::npos)
+        << j->reason;
   }
   // pretrain ends; the other three then start together.
   for (const auto& t : pretrain->task_views) {
