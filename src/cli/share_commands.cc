@@ -124,9 +124,12 @@ Status Queues(const Common& c) {
 // for a group whose children guarantee 16 GPUs and 8 H100s). The per-model part is a guarantee of
 // its own: leaving it out showed a queue with only a model quota as guaranteeing nothing.
 std::string Guarantee(const nlohmann::json& q) {
-  const double any = q.value("guarantee_gpus", 0.0);
-  std::string out = any > 0 ? Num(any) : "";
+  // guarantee_gpus counts the per-model guarantees too; the table shows them apart.
   const nlohmann::json by_model = q.value("guarantee_by_model", nlohmann::json::object());
+  double models = 0;
+  for (const auto& [model, n] : by_model.items()) models += n.get<double>();
+  const double any = q.value("guarantee_gpus", 0.0) - models;
+  std::string out = any > 0 ? Num(any) : "";
   for (const auto& [model, n] : by_model.items()) {
     out += (out.empty() ? "" : " + ") + Num(n.get<double>()) + " " + model;
   }

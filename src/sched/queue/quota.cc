@@ -48,6 +48,11 @@ StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const std::vector<jo
     q.users = s.users;
     q.admins = s.admins;
     Fill(s.quota, tree->models_, 0, &q.nominal, &error);
+    // GPUs of a model are GPUs: a guarantee of 8 H100s is a guarantee of 8 GPUs too (a job on them
+    // is charged to both), else its queue would count as borrowing while it runs within it.
+    int64_t by_model = 0;
+    for (size_t d = kFirstModel; d < q.nominal.size(); ++d) by_model += q.nominal[d];
+    q.nominal[kGpu] = std::max(q.nominal[kGpu], by_model);
     Fill(s.borrowing_limit, tree->models_, kUnlimited, &q.borrow_limit, &error);
     Fill(s.lending_limit, tree->models_, kUnlimited, &q.lend_limit, &error);
     if (!error.empty()) return Status::InvalidArgument("queue '" + s.name + "': " + error);

@@ -143,6 +143,30 @@ TEST(QuotaTest, ModelQuotasChargeTheModelPlacedOrRequested) {
   EXPECT_EQ(l.Check(q, any, true).kind, Kind::kBorrow);  // its guarantee is H100s only
 }
 
+// A guarantee of 8 H100s is a guarantee of 8 GPUs: the group above counts it (docs/queues.md's
+// research: vision's 16 GPUs and nlp's 8 H100s, 24 in all), and nlp's job on its H100s runs
+// within it, not as a borrower.
+TEST(QuotaTest, ModelGuaranteesCountAsGpusOfTheirGroup) {
+  auto t = Cluster(
+      "nodes:\n"
+      "  - {name: h, gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+      "  - {name: a1, gpus: 8, gpu_model: A100, gpu_memory: 40Gi, cpu: 64, memory: 512Gi}\n"
+      "  - {name: a2, gpus: 8, gpu_model: A100, gpu_memory: 40Gi, cpu: 64, memory: 512Gi}\n");
+  auto tree = Tree(*t,
+                   "queues:\n  - name: research\n    borrowing_limit: {gpus: 0}\n    children:\n"
+                   "      - name: vision\n        quota: {gpus: 16}\n"
+                   "      - name: nlp\n        quota: {gpus: {H100: 8}}\n");
+  const int research = tree->Find("research"), nlp = tree->FindLeaf("nlp"), vision = tree->FindLeaf("vision");
+  EXPECT_EQ(tree->nodes()[research].nominal[kGpu], 24000);
+  EXPECT_EQ(tree->nodes()[nlp].nominal[kGpu], 8000);
+  QuotaLedger l(tree.get());
+  auto on_h100 = tree->Charge(Whole(*t, 1, 8, "", "H100"), nullptr, *t);
+  EXPECT_EQ(l.Check(nlp, on_h100, true).kind, Kind::kWithin);
+  l.Add(nlp, on_h100);
+  // With nlp's 8 H100s busy, vision still gets its 16.
+  EXPECT_EQ(l.Check(vision, Gpus(*tree, 16), true).kind, Kind::kWithin);
+}
+
 TEST(QuotaTest, BuildRejectsWhatCannotBeHonoured) {
   auto t = Leaves(1, 1);
   auto specs = job::ParseQueues("queues:\n  - name: a\n    quota: {gpus: 6}\n  - name: b\n    quota: {gpus: 6}\n",
