@@ -82,12 +82,13 @@ TEST(ShareCommandsTest, QueuesPrintPeoplesUnits) {
 TEST(ShareCommandsTest, ShareShowsPerModelGuarantees) {
   FakeApi api;
   api.server().Get("/v1/share", [&](const httplib::Request&, httplib::Response& res) {
+    // As the controller answers: guarantee_gpus counts the per-model guarantees too.
     nlohmann::json share = {
         {"half_life_s", 1800},
         {"queues",
-         {{{"name", "research"}, {"depth", 0}, {"guarantee_gpus", 16.0}, {"guarantee_by_model", {{"H100-SXM-80GB", 8.0}}}},
+         {{{"name", "research"}, {"depth", 0}, {"guarantee_gpus", 24.0}, {"guarantee_by_model", {{"H100-SXM-80GB", 8.0}}}},
           {{"name", "vision"}, {"depth", 1}, {"guarantee_gpus", 16.0}},
-          {{"name", "nlp"}, {"depth", 1}, {"guarantee_gpus", 0.0}, {"guarantee_by_model", {{"H100-SXM-80GB", 8.0}}}},
+          {{"name", "nlp"}, {"depth", 1}, {"guarantee_gpus", 8.0}, {"guarantee_by_model", {{"H100-SXM-80GB", 8.0}}}},
           {{"name", "default"}, {"depth", 0}, {"guarantee_gpus", 0.0}}}}};
     res.set_content(share.dump(), "application/json");
   });
