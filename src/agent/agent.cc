@@ -378,7 +378,9 @@ void Agent::HandleLaunch(const pb::Launch& l) {
                                                     : kDefaultTaskPath;
     launch.env.emplace_back("PATH", WithDirectory(path, fs::path(options_.hangar_binary).parent_path().string()));
   }
-  launch.workdir = dir + "/work";
+  // The job's workdir when it names one (it must be there: shared storage or the same checkout
+  // on every node), else a private folder per task.
+  launch.workdir = l.workdir().empty() ? dir + "/work" : l.workdir();
   launch.stdout_path = dir + "/stdout.log";
   launch.stderr_path = dir + "/stderr.log";
   launch.milli_cpu = l.milli_cpu();
@@ -389,7 +391,11 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   r.attempt = l.attempt();
   r.index = l.task_index();
   r.gpus.assign(l.gpu_indices().begin(), l.gpu_indices().end());
-  const Status ready = PrepareCheckpointDir(l);
+  Status ready = PrepareCheckpointDir(l);
+  if (ready.ok() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
+    ready = Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + options_.node +
+                             "; put the job's files on storage every node mounts at that path");
+  }
   StatusOr<pid_t> pid = ready.ok() ? runner_.Launch(launch) : StatusOr<pid_t>(ready);
   if (pid.ok()) {
     r.pid = *pid;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -75,7 +76,17 @@ Status Submit(const Common& c, const std::string& file) {
   // Validate locally first: the same parser, with the file's own name in the message.
   auto spec = job::ParseJobSpec(ss.str(), file);
   if (!spec.ok()) return spec.status();
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).PostOnce("/v1/jobs", ss.str(), "application/yaml", NewIdempotencyKey()));
+  // A relative workdir is the job file's folder's: sent resolved (the spec as JSON), the text as is
+  // otherwise.
+  std::string body = ss.str(), type = "application/yaml";
+  bool relative = false;
+  for (const auto& t : spec->tasks) relative = relative || (!t.workdir.empty() && t.workdir.front() != '/');
+  if (relative) {
+    job::ResolveWorkdirs(&*spec, std::filesystem::path(file).parent_path().string());
+    body = job::JobSpecToJson(*spec).dump();
+    type = "application/json";
+  }
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).PostOnce("/v1/jobs", body, type, NewIdempotencyKey()));
   if (c.output == "json") PrintJson(r);
   else std::printf("submitted job %llu (%s)\n", r["id"].get<unsigned long long>(), spec->name.c_str());
   return Status::Ok();

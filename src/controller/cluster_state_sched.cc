@@ -303,6 +303,7 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
   l->set_milli_cpu(task.milli_cpu);
   l->set_memory_mib(task.memory_mib);
   l->set_checkpoint_signal(j.spec->spec.checkpoint.signal);
+  l->set_workdir(j.spec->spec.tasks[task.group].workdir);
   fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
 }
 

@@ -247,6 +247,7 @@ void HttpApi::Routes() {
     if (!readable.ok()) return Reply(res, readable);
     auto spec = job::ParseJobSpec(req.body, "request body");
     if (!spec.ok()) return Reply(res, spec.status());
+    if (Status abs = job::RequireAbsoluteWorkdirs(*spec); !abs.ok()) return Reply(res, abs);
     for (const auto& t : spec->tasks) {
       if (t.command.empty()) {
         return Reply(res, Status::InvalidArgument("task group '" + t.name + "' has no command; give it command: [program, args...]"));

@@ -1,6 +1,7 @@
 #include "job/job_spec.h"
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -118,8 +119,10 @@ class JobParser {
       return src_.Error(tasks ? tasks : root, "'tasks' must be a non-empty list of task groups "
                                               "(each with replicas, gpus and command)");
     }
+    HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(root, "workdir"));  // the groups' default
     for (const auto& t : tasks) {
       HANGAR_ASSIGN_OR_RETURN(TaskGroupSpec group, ParseTaskGroup(t));
+      if (group.workdir.empty() && workdir) group.workdir = *workdir;
       for (const auto& other : spec.tasks) {
         if (other.name == group.name) {
           return src_.Error(t, "two task groups are named '" + group.name + "'; give each its own name");
@@ -134,13 +137,14 @@ class JobParser {
 
  private:
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
-                                                  "tasks",    "topology", "time_limit", "min_run_time", "checkpoint"};
+                                                  "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
+                                                  "workdir"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
   static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
   static constexpr std::string_view kTaskKeys[] = {
       "name",           "replicas",    "gpus",           "gpu_fraction", "gpu_memory", "mig",           "gpu_models",
       "min_gpu_memory", "cpu_per_gpu", "memory_per_gpu", "cpu",          "memory",     "node_selector", "command",
-      "env"};
+      "env",            "workdir"};
 
   // Every unknown key of the job, its checkpoint, topology and task groups in one error, so a
   // spec with several typos is fixed in one round.
@@ -281,6 +285,8 @@ class JobParser {
         return src_.Error(cmd, "command must be a string (run by /bin/sh -c) or a list of arguments");
       }
     }
+    HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(t, "workdir"));
+    if (workdir) g.workdir = *workdir;
     if (const YAML::Node env = t["env"]) {
       if (!env.IsMap()) return src_.Error(env, "env must be a map of NAME: value");
       static const std::regex env_re(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
@@ -375,6 +381,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
       g["node_selector"] = sel;
     }
     if (!t.command.empty()) g["command"] = t.command;
+    if (!t.workdir.empty()) g["workdir"] = t.workdir;
     if (!t.env.empty()) {
       json env = json::object();
       for (const auto& [k, v] : t.env) env[k] = v;
@@ -384,6 +391,25 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   }
   j["tasks"] = std::move(tasks);
   return j;
+}
+
+Status RequireAbsoluteWorkdirs(const JobSpec& spec) {
+  for (const auto& t : spec.tasks) {
+    if (!t.workdir.empty() && t.workdir.front() != '/') {
+      return Status::InvalidArgument("task group '" + t.name + "': workdir '" + t.workdir +
+                                     "' must be an absolute path on the nodes (`hangar submit` makes a relative one "
+                                     "absolute against the job file's folder)");
+    }
+  }
+  return Status::Ok();
+}
+
+void ResolveWorkdirs(JobSpec* spec, const std::string& base) {
+  for (auto& t : spec->tasks) {
+    if (t.workdir.empty() || t.workdir.front() == '/') continue;
+    t.workdir = (std::filesystem::absolute(base) / t.workdir).lexically_normal().string();
+    if (t.workdir.size() > 1 && t.workdir.back() == '/') t.workdir.pop_back();
+  }
 }
 
 StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& j) {

@@ -49,6 +49,9 @@ struct TaskGroupSpec {
   cluster::Labels node_selector;
   std::vector<std::string> command;  // argv; a single string in YAML becomes {"/bin/sh","-c",s}
   std::vector<std::pair<std::string, std::string>> env;
+  // Where the command runs: an absolute path that exists on the nodes (shared storage, or the
+  // same checkout everywhere). Empty: a fresh private folder the agent makes per task.
+  std::string workdir;
 
   int GpusPerReplica() const { return gpu.kind == GpuKind::kNone ? 0 : gpu.count; }
   int64_t ReplicaMilliCpu() const { return cpu + cpu_per_gpu * GpusPerReplica(); }
@@ -89,6 +92,11 @@ StatusOr<JobSpec> LoadJobFile(const std::string& path);
 
 // Checks the rules that hold on any cluster (positive counts, one GPU form per task, ...).
 Status ValidateJobSpec(const JobSpec& spec);
+// Makes relative workdirs absolute against `base` (the job file's folder): `hangar submit`
+// does this before it sends the spec, so `workdir: .` is where the job file is.
+void ResolveWorkdirs(JobSpec* spec, const std::string& base);
+// What the controller accepts: every workdir absolute (a relative one means nothing on a node).
+Status RequireAbsoluteWorkdirs(const JobSpec& spec);
 
 // JSON round trip, for the store and the API.
 nlohmann::json JobSpecToJson(const JobSpec& spec);

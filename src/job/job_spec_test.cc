@@ -181,3 +181,34 @@ TEST(SignalTest, Names) {
 
 }  // namespace
 }  // namespace hangar::job
+
+namespace hangar::job {
+namespace {
+
+// Issue 15, item 5: a job names where its command runs, so `python3 train.py` finds train.py.
+TEST(JobSpecWorkdirTest, JobAndGroupWorkdirsAndTheirResolution) {
+  auto spec = ParseJobSpec(
+      "name: w\nworkdir: proj\ntasks:\n  - {name: a, gpus: 1, command: [python3, train.py]}\n"
+      "  - {name: b, gpus: 1, workdir: /data/eval, command: [x]}\n",
+      "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->tasks[0].workdir, "proj") << "the job's default";
+  EXPECT_EQ(spec->tasks[1].workdir, "/data/eval");
+  EXPECT_EQ(RequireAbsoluteWorkdirs(*spec).message(),
+            "task group 'a': workdir 'proj' must be an absolute path on the nodes (`hangar submit` makes a relative "
+            "one absolute against the job file's folder)");
+  ResolveWorkdirs(&*spec, "/home/alice/jobs");
+  EXPECT_EQ(spec->tasks[0].workdir, "/home/alice/jobs/proj");
+  EXPECT_EQ(spec->tasks[1].workdir, "/data/eval");
+  EXPECT_TRUE(RequireAbsoluteWorkdirs(*spec).ok());
+  // Through the stored JSON and back.
+  auto back = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->tasks[0].workdir, "/home/alice/jobs/proj");
+  auto dot = ParseJobSpec("name: w\nworkdir: .\ntasks: [{gpus: 1, command: [x]}]\n", "job.yaml");
+  ResolveWorkdirs(&*dot, "/home/alice/jobs");
+  EXPECT_EQ(dot->tasks[0].workdir, "/home/alice/jobs");
+}
+
+}  // namespace
+}  // namespace hangar::job
