@@ -414,7 +414,15 @@ class ClusterState {
   struct Zombie {
     uint32_t node;
     cluster::GangAssignment share;
+    sched::JobId held_for = 0;  // preempted for this job: its share is kept for it when it ends
   };
+  // What victims freed, kept for the job that preempted them until all its victims have stopped
+  // (then released at the start of the next cycle, where it comes first). Without this, a victim
+  // that stopped early was placed straight back on its GPUs while the preemptor waited for the
+  // others, and preempted again: a loop.
+  std::unordered_map<sched::JobId, std::vector<cluster::GangAssignment>> held_;
+  void EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z);
+  void ReleaseHolds();
   std::unordered_map<std::string, Zombie> zombies_;
   // Interning of specs and compiled requests (by JSON text and by request fingerprint).
   std::shared_ptr<const SpecEntry> InternSpec(std::string json, job::JobSpec spec);

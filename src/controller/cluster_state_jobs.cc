@@ -302,6 +302,30 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   dirty_ = true;
 }
 
+void ClusterState::EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z) {
+  const sched::JobId for_job = z->second.held_for;
+  auto p = for_job ? jobs_.find(for_job) : jobs_.end();
+  if (p != jobs_.end() && p->second.state == JobState::kPending && !p->second.awaiting_victims.empty()) {
+    held_[for_job].push_back(std::move(z->second.share));
+  } else {
+    usage_.Release(z->second.share);
+  }
+  ZombieEnded(z->first);
+  zombies_.erase(z);
+}
+
+void ClusterState::ReleaseHolds() {
+  for (auto it = held_.begin(); it != held_.end();) {
+    const JobRecord& p = jobs_.at(it->first);
+    if (p.state == JobState::kPending && !p.awaiting_victims.empty()) {
+      ++it;
+      continue;
+    }
+    for (const auto& share : it->second) usage_.Release(share);
+    it = held_.erase(it);
+  }
+}
+
 void ClusterState::ZombieEnded(const std::string& task_id) {
   sched::JobId id;
   uint32_t attempt, index;

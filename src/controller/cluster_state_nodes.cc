@@ -220,9 +220,7 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   auto z = zombies_.find(st.task_id());
   if (z != zombies_.end()) {
     if (ended) {
-      usage_.Release(z->second.share);
-      ZombieEnded(z->first);
-      zombies_.erase(z);
+      EndZombie(z);
       dirty_ = true;
     }
     return Status::Ok();

@@ -79,7 +79,10 @@ void ClusterState::LearnFromHistory(bool ranked) {
 
 void ClusterState::Schedule(Time now, Effects* fx) {
   dirty_ = false;
-  if (pending_.empty()) return;
+  if (pending_.empty()) {
+    ReleaseHolds();
+    return;
+  }
   UpdateShareHistory(now);
   const sched::SchedulerConfig& cfg = scheduler_->config();
   const bool ranked = cfg.queue_policy == "gittins" || cfg.preemption.mode == sched::PreemptionMode::kGittins;
@@ -142,6 +145,9 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     cpu_only += j.request->total_milli_gpu == 0;
     pending.push_back(p);
   }
+  // A preemptor whose victims have all stopped gets what they freed back in the pool now, before
+  // the cycle in which it comes first.
+  ReleaseHolds();
   // Running gangs, for backfill reservations (and preemption).
   std::vector<cluster::GangAssignment> partial;  // live tasks of partly ended gangs
   partial.reserve(active_.size());
@@ -203,11 +209,22 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     fx->Event(now, "job", "job/" + std::to_string(pre.victim),
               "preempted for job " + std::to_string(pre.for_job) + ": " + pre.why);
     Requeue(victim, "preempted for job " + std::to_string(pre.for_job) + ": " + pre.why, now, fx);
+    const std::string prefix = std::to_string(pre.victim) + ".";
+    for (auto& [task, z] : zombies_) {
+      if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0) z.held_for = pre.for_job;
+    }
   }
   for (auto& p : d.placements) {
     JobRecord& j = jobs_.at(p.job);
     if (!p.preempted.empty()) {
       j.awaiting_victims.insert(p.preempted.begin(), p.preempted.end());
+      // Hold the part of its placement that is free now, so that nobody (a victim requeued, a
+      // smaller job backfilling) takes it while the victims stop; the victims' GPUs join the hold
+      // as they are freed (EndZombie).
+      for (size_t k = 0; k < p.assignment.tasks.size(); ++k) {
+        cluster::GangAssignment share = cluster::TaskShare(p.assignment, k);
+        if (usage_.Allocate(share).ok()) held_[j.id].push_back(std::move(share));
+      }
       j.reason = {};
       j.reason_detail = "waiting for " + std::to_string(p.preempted.size()) + " preempted job" +
                         (p.preempted.size() == 1 ? "" : "s") + " to checkpoint and stop";
