@@ -37,14 +37,7 @@ void StateOwner::PostLazy(Command cmd) {
 }
 
 StatusOr<std::vector<AuditRow>> StateOwner::Audit(const std::string& user, int limit) {
-  using Result = StatusOr<std::vector<AuditRow>>;
-  auto promise = std::make_shared<std::promise<Result>>();
-  auto future = promise->get_future();
-  Post([this, user, limit, promise](ClusterState&, Effects*, AfterCommit* after) {
-    auto r = std::make_shared<Result>(store_->Audit(user, limit));
-    after->push_back([promise, r] { promise->set_value(std::move(*r)); });
-  });
-  return future.get();
+  return ReadStore<StatusOr<std::vector<AuditRow>>>([&](StateStore& s) { return s.Audit(user, limit); });
 }
 
 void StateOwner::RecordAudit(AuditRow row) {
@@ -60,14 +53,7 @@ OwnerStats StateOwner::stats() const {
 }
 
 StatusOr<std::vector<EventRow>> StateOwner::Events(const std::string& prefix, int limit) {
-  using Result = StatusOr<std::vector<EventRow>>;
-  auto promise = std::make_shared<std::promise<Result>>();
-  auto future = promise->get_future();
-  Post([this, prefix, limit, promise](ClusterState&, Effects*, AfterCommit* after) {
-    auto r = std::make_shared<Result>(store_->Events(prefix, limit));
-    after->push_back([promise, r] { promise->set_value(std::move(*r)); });
-  });
-  return future.get();
+  return ReadStore<StatusOr<std::vector<EventRow>>>([&](StateStore& s) { return s.Events(prefix, limit); });
 }
 
 void StateOwner::Loop() {

@@ -75,6 +75,18 @@ class StateOwner {
   Clock* clock() const { return clock_; }
 
  private:
+  // Runs `read` against the store on the owner thread (the store is single-threaded) and waits
+  // for its answer; `read` may capture the caller's locals, since the caller waits.
+  template <typename R>
+  R ReadStore(const std::function<R(StateStore&)>& read) {
+    auto promise = std::make_shared<std::promise<R>>();
+    auto future = promise->get_future();
+    Post([this, &read, promise](ClusterState&, Effects*, AfterCommit* after) {
+      auto r = std::make_shared<R>(read(*store_));
+      after->push_back([promise, r] { promise->set_value(std::move(*r)); });
+    });
+    return future.get();
+  }
   void Loop();
   void RunBatch(std::deque<Command>& batch);
 
