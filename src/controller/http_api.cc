@@ -333,6 +333,14 @@ void HttpApi::Routes() {
       return st.GetJob(*id);
     });
     if (!job.ok()) return Reply(res, job.status());
+    // A job's environment may hold its owner's secrets (API keys): its values are for the owner
+    // and admins; a viewer or queue-admin sees the names only.
+    if (!who->open && who->role != Role::kAdmin && who->user != job->user && job->spec.is_object()) {
+      for (auto& group : job->spec["tasks"]) {
+        if (!group.contains("env")) continue;
+        for (auto& [name, value] : group["env"].items()) value = "(hidden: only " + job->user + " and admins see it)";
+      }
+    }
     Reply(res, 200, api::ToJson(*job));
   });
   auto cancel = [this](const httplib::Request& req, httplib::Response& res) {

@@ -250,6 +250,21 @@ TEST_F(RbacTest, TokensAreStoredHashedAndCanBeRevoked) {
 }
 
 // Agents use node tokens: a node's own token admits it; another node's token, or none, does not.
+// Issue 16: a job's environment values (its owner's secrets) are shown to its owner and admins
+// only; a viewer sees the variable names.
+TEST_F(RbacTest, EnvironmentValuesAreTheOwnersAndAdminsOnly) {
+  Reply r = Call("user", "POST", "/v1/jobs",
+                 "name: j\nqueue: vision\ntasks: [{gpus: 1, command: [x], env: {WANDB_API_KEY: s3cret}}]\n");
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  const std::string path = "/v1/jobs/" + std::to_string(r.body["id"].get<uint64_t>());
+  EXPECT_EQ(Call("user", "GET", path).body["spec"]["tasks"][0]["env"]["WANDB_API_KEY"], "s3cret");
+  EXPECT_EQ(Call("admin", "GET", path).body["spec"]["tasks"][0]["env"]["WANDB_API_KEY"], "s3cret");
+  auto seen = Call("viewer", "GET", path).body;
+  EXPECT_EQ(seen["spec"]["tasks"][0]["env"]["WANDB_API_KEY"], "(hidden: only alice and admins see it)") << seen.dump();
+  EXPECT_FALSE(Contains(seen.dump(), "s3cret"));
+  EXPECT_FALSE(Contains(Call("queue-admin", "GET", path).body.dump(), "s3cret"));
+}
+
 TEST_F(RbacTest, AgentsNeedTheirOwnNodeToken) {
   const std::string file = cluster_->dir() + "/node-1.token";
   std::ofstream(file) << tokens_["node"] << "\n";

@@ -67,7 +67,8 @@ StatusOr<UniqueFd> OpenOutput(const std::string& path, const std::string& stream
   }
   HANGAR_RETURN_IF_ERROR(MakeDirectories(std::filesystem::path(path).parent_path(),
                                          "the directory of the " + stream + " file"));
-  return AboveStdio(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_CLOEXEC, 0644),
+  // The task's owner's alone: output often echoes its environment (tokens, keys).
+  return AboveStdio(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_CLOEXEC, 0600),
                     "cannot open the " + stream + " file '" + path + "'");
 }
 

@@ -28,6 +28,9 @@ TEST_F(TaskRunnerTest, RunsATaskAndReportsItsExitCodeOnce) {
   EXPECT_FALSE(exit.stopped);
   EXPECT_EQ(ReadFile(launch.stdout_path), "out\n");
   EXPECT_EQ(ReadFile(launch.stderr_path), "err\n");
+  // Issue 16: a task's output is its owner's alone (it often echoes tokens and keys).
+  EXPECT_EQ(fs::status(launch.stdout_path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(launch.stderr_path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_TRUE(fs::is_directory(launch.workdir));
   EXPECT_FALSE(runner.IsRunning("42.0"));
   EXPECT_TRUE(runner.Reap().empty());
