@@ -11,55 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "cli/fake_api.h"
+
 namespace hangar::cli {
 namespace {
 
-class FakeApi {
- public:
-  FakeApi() {
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~FakeApi() {
-    server_.stop();
-    thread_.join();
-  }
-  httplib::Server& server() { return server_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  void Record(const httplib::Request& req) {
-    std::lock_guard<std::mutex> l(mu_);
-    requests_.push_back(req.path + (req.params.empty() ? "" : "?") + Params(req));
-  }
-  std::vector<std::string> requests() {
-    std::lock_guard<std::mutex> l(mu_);
-    return requests_;
-  }
-
- private:
-  static std::string Params(const httplib::Request& req) {
-    std::string out;
-    for (const auto& [k, v] : req.params) out += (out.empty() ? "" : "&") + k + "=" + v;
-    return out;
-  }
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::string> requests_;
-};
-
-// Runs `hangar ARGS --server FAKE` through the real command registration; returns the exit code.
-int RunCli(const FakeApi& api, std::vector<std::string> args) {
-  CLI::App app{"test"};
-  int rc = 0;
-  RegisterUserCommands(app, &rc);
-  args.push_back("--server");
-  args.push_back(api.address());
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes argv reversed
-  app.parse(reversed);
-  return rc;
-}
+using testing::FakeApi;
+using testing::RunCli;
 
 TEST(CliCommandsTest, LogsAsksForTaskZeroAndEventsForFifty) {
   FakeApi api;

@@ -13,40 +13,13 @@
 #include "cli/cli_commands.h"
 #include "job/queue_spec.h"
 
+#include "cli/fake_api.h"
+
 namespace hangar::cli {
 namespace {
 
-class FakeApi {
- public:
-  FakeApi() {
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~FakeApi() {
-    server_.stop();
-    thread_.join();
-  }
-  httplib::Server& server() { return server_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-};
-
-int RunCli(const FakeApi& api, std::vector<std::string> args) {
-  CLI::App app{"test"};
-  int rc = 0;
-  RegisterUserCommands(app, &rc);
-  RegisterShareCommands(app, &rc);
-  args.push_back("--server");
-  args.push_back(api.address());
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes argv reversed
-  app.parse(reversed);
-  return rc;
-}
+using testing::FakeApi;
+using testing::RunCli;
 
 constexpr const char* kQueues = R"(queues:
   - name: research
