@@ -105,70 +105,11 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       return false;
     }
     switch (m.body_case()) {
-      case pb::AgentMessage::kRegister: {
-        if (cert_node_ && *cert_node_ != m.register_().inventory().node()) {
-          const std::string why = "this agent's certificate is node " + *cert_node_ + "'s; it cannot register as node " +
-                                  m.register_().inventory().node() + " (issue it one with `hangar certs issue --node " +
-                                  m.register_().inventory().node() + "`)";
-          spdlog::warn("refused agent {}: {}", m.register_().inventory().node(), why);
-          Reject(why);
-          return false;
-        }
-        if (!node_.empty() && m.register_().inventory().node() != node_) {
-          hub_->Refuse(Refusal::kReregister, "node " + node_,
-                       "a second Register, as node " + m.register_().inventory().node());
-          Reject("this stream registered as node " + node_ + "; it cannot speak for another node");
-          return false;
-        }
-        if (who_) {  // tokens are required: a node token for this very node
-          const std::string node = m.register_().inventory().node();
-          Status denied;
-          if (!who_->ok()) {
-            denied = who_->status();
-          } else if ((*who_)->role != Role::kNode || (*who_)->user != node) {
-            denied = Status::PermissionDenied("permission agent:connect for node " + node + " is missing: " +
-                                              (*who_)->Describe() + " is not that node's token; make one with "
-                                              "`hangar token create --role node --node " + node + "`");
-          }
-          if (!denied.ok()) {
-            spdlog::warn("refused agent {}: {}", node, denied.message());
-            Reject(denied.message());
-            return false;
-          }
-        }
-        node_ = m.register_().inventory().node();
-        hub_->Attach(node_, self_);
-        auto reg = std::make_shared<pb::Register>(m.register_());
-        owner->Post([reg, clock, this, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit* after) {
-          Status st = s.OnRegister(*reg, clock->Now(), fx);
-          if (st.ok()) return;
-          spdlog::warn("refused agent {}: {}", reg->inventory().node(), st.message());
-          const std::string node = reg->inventory().node();
-          after->push_back([hub, node, this, why = st.message()] { hub->RejectStream(node, this, why); });
-        });
+      case pb::AgentMessage::kRegister:
+        return HandleRegister(m.register_());
+      case pb::AgentMessage::kHeartbeat:
+        HandleHeartbeat(m.mutable_heartbeat());
         break;
-      }
-      case pb::AgentMessage::kHeartbeat: {
-        hub_->heartbeats_++;
-        auto hb = std::make_shared<pb::Heartbeat>();
-        hb->Swap(m.mutable_heartbeat());  // no copy of the telemetry
-        // Liveness counts from when the heartbeat arrived, not from when the state thread got to
-        // it: a burst of work (thousands of placements to commit) must not make nodes look
-        // silent. Nothing in a heartbeat is urgent (Xids and task ends come as their own
-        // messages), so it waits for the owner's next batch.
-        const Time received = clock->Now();
-        owner->PostLazy([hb, received, node = node_, this, hub = hub_](ClusterState& s, Effects*,
-                                                                       StateOwner::AfterCommit* after) {
-          if (s.OnHeartbeat(node, *hb, received)) return;
-          // Marked lost while its stream stayed up (the agent was stopped, or starved, for longer
-          // than the timeout): its gangs were requeued. Closing the stream makes it register
-          // again, which reconciles its tasks and brings the node back.
-          after->push_back([hub, node, this] {
-            hub->RejectStream(node, this, "node " + node + " was marked lost; register again to reconcile its tasks");
-          });
-        });
-        break;
-      }
       case pb::AgentMessage::kTaskStatus: {
         auto st = std::make_shared<pb::TaskStatus>(m.task_status());
         owner->Post([st, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
@@ -206,6 +147,72 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         break;  // later protocol additions are ignored by older controllers
     }
     return true;
+  }
+
+  // Why this stream may not register as `node` (its certificate or token is another node's, or
+  // it registered as another node already); Ok when it may.
+  Status MayRegisterAs(const std::string& node) const {
+    if (cert_node_ && *cert_node_ != node) {
+      return Status::PermissionDenied("this agent's certificate is node " + *cert_node_ + "'s; it cannot register as node " +
+                                      node + " (issue it one with `hangar certs issue --node " + node + "`)");
+    }
+    if (!node_.empty() && node != node_) {
+      return Status::FailedPrecondition("this stream registered as node " + node_ + "; it cannot speak for another node");
+    }
+    if (!who_) return Status::Ok();  // no tokens: any agent may connect
+    if (!who_->ok()) return who_->status();
+    if ((*who_)->role != Role::kNode || (*who_)->user != node) {
+      return Status::PermissionDenied("permission agent:connect for node " + node + " is missing: " +
+                                      (*who_)->Describe() + " is not that node's token; make one with "
+                                      "`hangar token create --role node --node " + node + "`");
+    }
+    return Status::Ok();
+  }
+
+  bool HandleRegister(const pb::Register& m) {
+    const std::string& node = m.inventory().node();
+    if (Status denied = MayRegisterAs(node); !denied.ok()) {
+      if (!node_.empty() && node != node_) {
+        hub_->Refuse(Refusal::kReregister, "node " + node_, "a second Register, as node " + node);
+      } else {
+        spdlog::warn("refused agent {}: {}", node, denied.message());
+      }
+      Reject(denied.message());
+      return false;
+    }
+    node_ = node;
+    hub_->Attach(node_, self_);
+    auto reg = std::make_shared<pb::Register>(m);
+    Clock* clock = hub_->owner_->clock();
+    hub_->owner_->Post([reg, clock, this, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit* after) {
+      Status st = s.OnRegister(*reg, clock->Now(), fx);
+      if (st.ok()) return;
+      spdlog::warn("refused agent {}: {}", reg->inventory().node(), st.message());
+      const std::string node = reg->inventory().node();
+      after->push_back([hub, node, this, why = st.message()] { hub->RejectStream(node, this, why); });
+    });
+    return true;
+  }
+
+  void HandleHeartbeat(pb::Heartbeat* in) {
+    hub_->heartbeats_++;
+    auto hb = std::make_shared<pb::Heartbeat>();
+    hb->Swap(in);  // no copy of the telemetry
+    // Liveness counts from when the heartbeat arrived, not from when the state thread got to
+    // it: a burst of work (thousands of placements to commit) must not make nodes look
+    // silent. Nothing in a heartbeat is urgent (Xids and task ends come as their own
+    // messages), so it waits for the owner's next batch.
+    const Time received = hub_->owner_->clock()->Now();
+    hub_->owner_->PostLazy([hb, received, node = node_, this, hub = hub_](ClusterState& s, Effects*,
+                                                                          StateOwner::AfterCommit* after) {
+      if (s.OnHeartbeat(node, *hb, received)) return;
+      // Marked lost while its stream stayed up (the agent was stopped, or starved, for longer
+      // than the timeout): its gangs were requeued. Closing the stream makes it register
+      // again, which reconciles its tasks and brings the node back.
+      after->push_back([hub, node, this] {
+        hub->RejectStream(node, this, "node " + node + " was marked lost; register again to reconcile its tasks");
+      });
+    });
   }
 
   using Refusal = AgentHub::Refusal;

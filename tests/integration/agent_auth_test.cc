@@ -24,11 +24,11 @@ constexpr const char* kCluster =
 class RawAgent {
  public:
   RawAgent(int port, const std::string& token)
-      : stub_(pb::AgentChannel::NewStub(
+      : client_(pb::AgentChannel::NewStub(
             grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()))) {
     if (!token.empty()) ctx_.AddMetadata("authorization", "Bearer " + token);
     ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    stream_ = stub_->Connect(&ctx_);
+    stream_ = client_->Connect(&ctx_);
   }
   bool Send(const pb::AgentMessage& m) { return stream_->Write(m); }
   bool Read(pb::ControllerMessage* m) { return stream_->Read(m); }
@@ -58,7 +58,7 @@ class RawAgent {
   }
 
  private:
-  std::unique_ptr<pb::AgentChannel::Stub> stub_;
+  std::unique_ptr<pb::AgentChannel::Stub> client_;  // gRPC's generated client
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<pb::AgentMessage, pb::ControllerMessage>> stream_;
 };
