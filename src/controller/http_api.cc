@@ -1,4 +1,5 @@
 #include "controller/http_api.h"
+#include "controller/http_api_internal.h"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -12,7 +13,7 @@
 
 namespace hangar::controller {
 
-namespace {
+namespace http {
 
 void Reply(httplib::Response& res, const Status& s) {
   res.status = api::HttpStatusFor(s);
@@ -68,7 +69,9 @@ void BoundedPost(httplib::Server& s, const std::string& pattern, httplib::Server
   });
 }
 
-}  // namespace
+}  // namespace http
+
+using namespace http;  // NOLINT: the handlers' own helpers
 
 HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens, const TlsFiles& tls)
     : server_(tls.empty() ? std::make_unique<httplib::Server>()
@@ -160,50 +163,7 @@ void HttpApi::Routes() {
     Reply(res, Status::Internal("the controller failed to handle this request (" + what + "); see its log"));
   });
 
-  // The audit log: every call that may change something, as answered (issue 16).
-  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") return;
-    AuditRow row;
-    row.time = owner_->clock()->Now();
-    if (!tokens_) {
-      row.user = req.has_header("X-Hangar-User") ? req.get_header_value("X-Hangar-User") : "anonymous";
-      row.role = "admin (--auth none)";
-    } else if (auto who = tokens_->Authenticate(
-                   req.has_header("Authorization") ? req.get_header_value("Authorization") : "", row.time);
-               who.ok()) {
-      row.user = who->user;
-      row.role = std::string(RoleName(who->role));
-    }
-    row.method = req.method;
-    row.path = req.target.empty() ? req.path : req.target;
-    row.remote = req.remote_addr + ":" + std::to_string(req.remote_port);
-    row.status = res.status;
-    if (res.status >= 400) {
-      auto body = nlohmann::json::parse(res.body, nullptr, false);
-      if (body.is_object() && body.contains("error") && body["error"].is_object()) {
-        row.message = body["error"].value("message", "");
-      }
-    }
-    owner_->RecordAudit(std::move(row));
-  });
-  s.Get("/v1/audit", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kAuditRead)) return;
-    int limit = 100;
-    if (req.has_param("limit")) {
-      auto n = api::ParseCount(req.get_param_value("limit"), "limit", 1, 10000);
-      if (!n.ok()) return Reply(res, n.status());
-      limit = static_cast<int>(*n);
-    }
-    const std::string user = req.has_param("user") ? req.get_param_value("user") : "";
-    auto rows = owner_->Audit(user, limit);
-    if (!rows.ok()) return Reply(res, rows.status());
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& a : *rows) {
-      out.push_back({{"id", a.id}, {"time_ms", a.time}, {"user", a.user}, {"role", a.role}, {"method", a.method},
-                     {"path", a.path}, {"remote", a.remote}, {"status", a.status}, {"message", a.message}});
-    }
-    Reply(res, 200, {{"audit", out}});
-  });
+  AuthRoutes();  // whoami, tokens and the audit log: http_api_auth.cc
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });
@@ -542,111 +502,6 @@ void HttpApi::Routes() {
     });
     if (!out.ok()) return Reply(res, out.status());
     Reply(res, 200, *out);
-  });
-  s.Get("/v1/whoami", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, std::nullopt);
-    if (!who) return;
-    Reply(res, 200, {{"user", who->user}, {"role", std::string(RoleName(who->role))}, {"open", who->open}});
-  });
-  BoundedPost(s, "/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kTokensManage)) return;
-    if (!tokens_) {
-      return Reply(res, Status::FailedPrecondition("this controller runs with --auth none: it takes no tokens; "
-                                                   "restart it with --auth tokens"));
-    }
-    auto body = api::ParseObject(req.body, "{\"user\": \"alice\", \"role\": \"user\"}");
-    if (!body.ok()) return Reply(res, body.status());
-    auto user_field = api::OptString(*body, "user");
-    auto node_field = api::OptString(*body, "node");
-    auto role_field = api::OptString(*body, "role");
-    auto ttl_field = api::OptString(*body, "ttl");
-    for (const Status& bad : {user_field.status(), node_field.status(), role_field.status(), ttl_field.status()}) {
-      if (!bad.ok()) return Reply(res, bad);
-    }
-    const std::string user = user_field->value_or(""), node = node_field->value_or("");
-    auto role = ParseRole(role_field->value_or(""));
-    if (!role) return Reply(res, Status::InvalidArgument("role must be admin, queue-admin, user, viewer or node"));
-    if (*role == Role::kNode ? node.empty() : user.empty()) {
-      return Reply(res, Status::InvalidArgument(*role == Role::kNode ? "a node token needs the node: --node NAME"
-                                                                     : "a token needs the user it acts as: --user NAME"));
-    }
-    // People's tokens expire (90 days unless the request says otherwise; "never" for none);
-    // node tokens do not unless asked, since an agent cannot renew its own.
-    Duration ttl = *role == Role::kNode ? 0 : kDefaultTokenTtl;
-    if (ttl_field->has_value() && **ttl_field != "never") {
-      auto d = ParseDuration(**ttl_field);
-      if (!d.ok() || *d <= 0) {
-        return Reply(res, Status::InvalidArgument("ttl must be a duration like 30d, 12h or 90m, or \"never\""));
-      }
-      ttl = *d;
-    } else if (ttl_field->has_value()) {
-      ttl = 0;
-    }
-    auto minted = owner_->Call<StatusOr<std::pair<TokenRecord, std::string>>>(
-        [&](ClusterState& st, Effects* fx) -> StatusOr<std::pair<TokenRecord, std::string>> {
-          if (*role == Role::kNode && !st.topology().FindNode(node)) {
-            return Status::NotFound("node '" + node + "' is not in cluster.yaml");
-          }
-          auto m = TokenBook::Mint(*role == Role::kNode ? "node:" + node : user, *role, node, owner_->clock()->Now(), ttl);
-          fx->batch.values.push_back({"token", m.first.id, m.first.ToJson(true).dump(), false});
-          fx->Event(owner_->clock()->Now(), "auth", "token/" + m.first.id,
-                    "token made for " + m.first.user + " (" + std::string(RoleName(*role)) + ")");
-          return m;
-        });
-    if (!minted.ok()) return Reply(res, minted.status());
-    tokens_->Put(minted->first);  // durable now
-    nlohmann::json out = minted->first.ToJson(false);
-    out["token"] = minted->second;
-    Reply(res, 201, out);
-  });
-  // Rotation: a new secret for the same user, role and node (and the same lifetime), and the old
-  // token revoked in the same commit. An expired token may be rotated; a revoked one may not.
-  BoundedPost(s, R"(/v1/tokens/([0-9a-f]+)/rotate)", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kTokensManage)) return;
-    const std::string id = req.matches[1].str();
-    auto old = tokens_ ? tokens_->Find(id) : std::nullopt;
-    if (!old || old->revoked) {
-      return Reply(res, Status::NotFound("no token " + id + " to rotate" + (old ? " (it was revoked)" : "") +
-                                         "; `hangar token list` lists them"));
-    }
-    const Time now = owner_->clock()->Now();
-    auto [fresh, secret] = TokenBook::Mint(old->user, old->role, old->node, now, old->expires ? old->expires - old->created : 0);
-    auto revoked = tokens_->Revoke(id, now, fresh.id);
-    if (!revoked) return Reply(res, Status::NotFound("token " + id + " was revoked meanwhile"));
-    owner_->Call<int>([&](ClusterState&, Effects* fx) {
-      fx->batch.values.push_back({"token", fresh.id, fresh.ToJson(true).dump(), false});
-      fx->batch.values.push_back({"token", id, revoked->ToJson(true).dump(), false});
-      fx->Event(now, "auth", "token/" + id, "token rotated: " + fresh.id + " replaces it");
-      return 0;
-    });
-    tokens_->Put(fresh);
-    hub_->CloseStreamsOf(id);
-    nlohmann::json out = fresh.ToJson(false);
-    out["token"] = secret;
-    out["replaces"] = id;
-    Reply(res, 201, out);
-  });
-  s.Get("/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kTokensManage)) return;
-    nlohmann::json out = nlohmann::json::array();
-    if (tokens_) {
-      for (const auto& t : tokens_->List()) out.push_back(t.ToJson(false));
-    }
-    Reply(res, 200, {{"tokens", out}});
-  });
-  s.Delete(R"(/v1/tokens/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kTokensManage)) return;
-    const std::string id = req.matches[1].str();
-    auto revoked = tokens_ ? tokens_->Revoke(id, owner_->clock()->Now()) : std::nullopt;
-    if (!revoked) return Reply(res, Status::NotFound("no live token " + id + "; `hangar token list` lists them"));
-    // Kept, marked revoked: whoever still holds it is told so, not "unknown".
-    owner_->Call<int>([&](ClusterState&, Effects* fx) {
-      fx->batch.values.push_back({"token", id, revoked->ToJson(true).dump(), false});
-      fx->Event(owner_->clock()->Now(), "auth", "token/" + id, "token revoked");
-      return 0;
-    });
-    hub_->CloseStreamsOf(id);  // an agent on this token is cut off now, not at its next reconnect
-    Reply(res, 200, {{"id", id}, {"revoked", true}});
   });
   s.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, std::nullopt);

@@ -1,0 +1,22 @@
+// Helpers the REST handlers share (http_api.cc, http_api_auth.cc): replies with the API's error
+// JSON, path and query parsing, and POST routes whose bodies are read with a bound.
+#pragma once
+
+#include <httplib.h>
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace hangar::controller::http {
+
+void Reply(httplib::Response& res, const Status& s);
+void Reply(httplib::Response& res, int code, const nlohmann::json& body);
+StatusOr<uint64_t> IdOf(const httplib::Request& req);
+StatusOr<uint32_t> TaskOf(const httplib::Request& req);
+void BoundedPost(httplib::Server& s, const std::string& pattern, httplib::Server::Handler handler);
+
+}  // namespace hangar::controller::http
