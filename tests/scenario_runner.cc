@@ -7,6 +7,7 @@
 #include "common/yaml_util.h"
 #include "job/job_spec.h"
 #include "job/queue_spec.h"
+#include "sim/controller/controller_engine.h"
 #include "sim/engine/simulator.h"
 
 namespace hangar::testing {
@@ -68,7 +69,7 @@ Status ParseSchedulerConfig(const YamlSource& src, const YAML::Node& n, sched::S
 
 }  // namespace
 
-StatusOr<std::string> RunScenario(const std::string& dir) {
+StatusOr<std::string> RunScenario(const std::string& dir, Owner owner) {
   HANGAR_ASSIGN_OR_RETURN(auto cluster_file, cluster::LoadClusterFile(dir + "/cluster.yaml"));
   auto topo = cluster_file.topology;
   const std::string jobs_path = dir + "/jobs.yaml";
@@ -82,8 +83,14 @@ StatusOr<std::string> RunScenario(const std::string& dir) {
     e << YAML::BeginMap << YAML::Key << "queues" << YAML::Value << root["queues"] << YAML::EndMap;
     HANGAR_ASSIGN_OR_RETURN(auto specs, job::ParseQueues(e.c_str(), src.Where(root["queues"])));
     HANGAR_ASSIGN_OR_RETURN(config.queues, sched::queue::QueueTree::Build(specs, *topo));
+    config.queue_specs = specs;
   }
-  HANGAR_ASSIGN_OR_RETURN(auto simulator, sim::Simulator::Create(topo, config));
+  std::unique_ptr<sim::Engine> simulator;
+  if (owner == Owner::kController) {
+    HANGAR_ASSIGN_OR_RETURN(simulator, sim::MakeControllerEngine(topo, config));
+  } else {
+    HANGAR_ASSIGN_OR_RETURN(simulator, sim::Simulator::Create(topo, config));
+  }
   uint64_t row = 0;
   for (const auto& j : root["jobs"]) {
     HANGAR_RETURN_IF_ERROR(src.CheckKeys(j, "a job", {"at", "runtime", "spec"}));

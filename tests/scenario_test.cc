@@ -25,7 +25,7 @@ class ScenarioTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ScenarioTest, MatchesExpected) {
   const std::string dir = std::string(HANGAR_SOURCE_DIR) + "/tests/scenarios/" + GetParam();
-  auto got = RunScenario(dir);
+  auto got = RunScenario(dir, Owner::kSimulator);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   const std::string expected_path = dir + "/expected.txt";
   if (std::getenv("HANGAR_UPDATE_GOLDEN")) {
@@ -37,6 +37,19 @@ TEST_P(ScenarioTest, MatchesExpected) {
   std::stringstream want;
   want << in.rdbuf();
   EXPECT_EQ(*got, want.str()) << "scenario " << GetParam();
+}
+
+// The controller's own state machine, as `hangar controller` runs it, decides the same: every
+// placement, preemption and reason of expected.txt.
+TEST_P(ScenarioTest, TheControllerDecidesTheSame) {
+  const std::string dir = std::string(HANGAR_SOURCE_DIR) + "/tests/scenarios/" + GetParam();
+  auto got = RunScenario(dir, Owner::kController);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  std::ifstream in(dir + "/expected.txt");
+  ASSERT_TRUE(in) << "missing " << dir << "/expected.txt";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(*got, want.str()) << "scenario " << GetParam() << " through the controller";
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, ScenarioTest, ::testing::ValuesIn(ScenarioNames()),

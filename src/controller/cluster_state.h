@@ -71,6 +71,12 @@ struct ControllerOptions {
   // Gittins ranks (--queue-policy/--preemption gittins) class a job by how long its
   // predecessor of the same shape ran, as `hangar sim replay --policy hangar` does.
   bool gittins_by_predecessor = true;
+  // Hand the cycle the workload profile learned from what was submitted (the fgd and hangar
+  // scorers read it). Off only to compare with figures measured without it (`hangar sim`).
+  bool learn_profile = true;
+  // The base of each cycle's random seed (sched::owner::CycleSeed); `hangar sim` passes its own.
+  uint64_t seed = 1;
+  Time seed_epoch = 0;  // cycles draw by time since this (the simulator's clock runs ahead)
 };
 
 // The last telemetry of one GPU, as much as /metrics exposes (dcgm-exporter's series).
@@ -116,6 +122,9 @@ struct JobRecord {
   std::string message;   // how it ended, or why it was requeued
   int master_port = 0;
   cluster::GangAssignment assignment;  // the current attempt's resources; empty while pending
+  // How the current attempt was placed (sched::Placement's flags).
+  cluster::Level locality = cluster::Level::kCluster;
+  bool backfilled = false, borrowing = false;
   std::vector<TaskRun> tasks;          // the current attempt; empty while pending
   size_t live_tasks = 0;       // tasks of `tasks` not yet ended
   Time last_checkpoint = 0;    // the latest checkpoint a task reported (any attempt)
@@ -278,6 +287,12 @@ class ClusterState {
 
   // ---- reads ----
   StatusOr<api::JobView> GetJob(sched::JobId id) const;
+  // The job's record itself (null when there is none), for owners that read decisions back
+  // without the API's views (the simulator's controller engine).
+  const JobRecord* FindJob(sched::JobId id) const {
+    auto it = jobs_.find(id);
+    return it == jobs_.end() ? nullptr : &it->second;
+  }
   std::vector<api::JobView> ListJobs(const std::string& state_filter, size_t limit) const;
   std::vector<api::NodeView> ListNodes() const;
   StatusOr<api::NodeView> GetNode(const std::string& name) const;
@@ -338,6 +353,17 @@ class ClusterState {
   void ZombieEnded(const std::string& task_id);
   // cluster_state_sched.cc
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
+  // Placements a cycle made that wait for preempted jobs to stop: a preemptor's, and those of
+  // jobs placed on GPUs the victims still hold. Once the victims have stopped, StartPlanned
+  // starts each where it was placed (in the order placed) and takes it out of this cycle's
+  // `pending`, as the simulator starts them in the cycle that preempted.
+  struct Planned {
+    sched::Placement placement;
+    uint64_t order = 0;
+  };
+  void StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending, int32_t* cpu_only);
+  std::unordered_map<sched::JobId, Planned> planned_;
+  uint64_t next_plan_ = 0;
   void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
   // The owner's side of the snapshot (sched/owner/), as the simulator keeps it: what each job

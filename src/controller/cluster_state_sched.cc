@@ -145,8 +145,10 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     cpu_only += j.request->total_milli_gpu == 0;
     pending.push_back(p);
   }
-  // A preemptor whose victims have all stopped gets what they freed back in the pool now, before
-  // the cycle in which it comes first.
+  // A preemptor whose victims have all stopped starts where the cycle that preempted for it placed
+  // it, and so does a job that cycle placed on GPUs its victims still held; should that be
+  // impossible now, what it held goes back to the pool and this cycle places it afresh.
+  StartPlanned(now, fx, &pending, &cpu_only);
   ReleaseHolds();
   // Running gangs, for backfill reservations (and preemption).
   std::vector<cluster::GangAssignment> partial;  // live tasks of partly ended gangs
@@ -193,14 +195,15 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   snap.usage = &usage_;
   snap.pending = pending;
   snap.running = running;
-  snap.random_seed = static_cast<uint64_t>(now);
+  snap.random_seed = sched::owner::CycleSeed(options_.seed, now - options_.seed_epoch);
   snap.cpu_only_pending = cpu_only;
-  snap.profile = workload_.profile();
+  if (options_.learn_profile) snap.profile = workload_.profile();
   if (!queues_trivial_) {
     snap.queues = queue_tree_.get();
     snap.queue_history = share_history_;
   }
   sched::Decisions d = scheduler_->Cycle(snap, now);
+
   // Preemptions first: a victim is asked to checkpoint and stop, and keeps its GPUs until it has;
   // the job it made room for starts in a later cycle, once they are free, and preempts no more
   // meanwhile.
@@ -225,17 +228,20 @@ void ClusterState::Schedule(Time now, Effects* fx) {
         cluster::GangAssignment share = cluster::TaskShare(p.assignment, k);
         if (usage_.Allocate(share).ok()) held_[j.id].push_back(std::move(share));
       }
+      planned_[j.id] = {p, next_plan_++};
       j.reason = {};
       j.reason_detail = "waiting for " + std::to_string(p.preempted.size()) + " preempted job" +
                         (p.preempted.size() == 1 ? "" : "s") + " to checkpoint and stop";
       continue;
     }
+    sched::Placement plan = d.preemptions.empty() ? sched::Placement{} : p;
     StartJob(j, p, now, fx);
     // The cycle counts a victim's GPUs free at once; here they stay held until it has stopped,
-    // so a job placed on them waits for the next cycle.
+    // so a job placed on them starts there in a later cycle, once they are free.
     if (j.state == JobState::kPending) {
       j.reason = {};
       j.reason_detail = "waiting for preempted jobs to checkpoint and stop";
+      if (!d.preemptions.empty()) planned_[j.id] = {std::move(plan), next_plan_++};
     }
   }
   for (auto& v : d.waiting) {
@@ -254,11 +260,48 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   }
 }
 
+void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending, int32_t* cpu_only) {
+  // In the order the cycles placed them.
+  std::vector<std::pair<uint64_t, sched::JobId>> order;
+  for (const auto& [id, plan] : planned_) order.emplace_back(plan.order, id);
+  std::sort(order.begin(), order.end());
+  for (const auto& [ord, id] : order) {
+    auto it = planned_.find(id);
+    auto jt = jobs_.find(id);
+    if (jt == jobs_.end() || jt->second.state != JobState::kPending) {
+      planned_.erase(it);
+      continue;
+    }
+    JobRecord& j = jt->second;
+    if (!j.awaiting_victims.empty() || j.stopping_tasks > 0) continue;
+    sched::Placement p = std::move(it->second.placement);
+    planned_.erase(it);
+    if (auto h = held_.find(j.id); h != held_.end()) {
+      for (const auto& share : h->second) usage_.Release(share);
+      held_.erase(h);
+    }
+    bool usable = true;
+    for (const auto& t : p.assignment.tasks) {
+      const cluster::NodeCondition& c = usage_.node(t.node).condition;
+      usable &= nodes_[t.node].connected && c.schedulable && (c.gangs_allowed || p.assignment.tasks.size() == 1);
+    }
+    for (const auto& g : p.assignment.grants) usable &= usage_.gpu_available(g.gpu);
+    if (!usable) continue;
+    StartJob(j, p, now, fx);
+    if (j.state == JobState::kPending) continue;
+    std::erase_if(*pending, [&](const sched::PendingJob& q) { return q.id == j.id; });
+    *cpu_only -= j.request->total_milli_gpu == 0;
+  }
+}
+
 void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx) {
   if (!usage_.Allocate(p.assignment).ok()) return;  // cannot happen: the cycle planned on usage_
   pending_.erase(j.id);
   active_.insert(j.id);
   j.assignment = std::move(p.assignment);
+  j.locality = p.locality;
+  j.backfilled = p.backfilled;
+  j.borrowing = p.borrowing;
   j.tasks.clear();
   for (uint32_t k = 0; k < j.assignment.tasks.size(); ++k) {
     TaskRun t;

@@ -133,6 +133,8 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
       return running[a.index].priority < running[b.index].priority;
     if (running[a.index].start != running[b.index].start)
       return running[a.index].start > running[b.index].start;
+    // Not the owner's order of `running`: the same jobs give the same victims from any owner.
+    if (running[a.index].seq != running[b.index].seq) return running[a.index].seq > running[b.index].seq;
     return a.index < b.index;
   };
   // Usually a victim or two suffice: take them off a heap rather than sort every candidate.

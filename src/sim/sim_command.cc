@@ -1,5 +1,6 @@
 #include "sim/sim_command.h"
 
+#include "sim/controller/controller_engine.h"
 #include "sim/fgd/fgd_command.h"
 #include "sim/replay/replay_command.h"
 
@@ -9,7 +10,7 @@ void RegisterSimCommand(CLI::App& app, int* rc) {
   CLI::App* sim = app.add_subcommand("sim", "Replay traces through the production scheduler");
   sim->require_subcommand(1);
   RegisterFgdCommand(*sim, rc);
-  RegisterReplayCommand(*sim, rc);
+  RegisterReplayCommand(*sim, rc, {{"controller", MakeControllerEngine}});
 }
 
 }  // namespace hangar::sim

@@ -69,4 +69,11 @@ inline int64_t AttainedService(int64_t earlier_gpu_ms, int64_t milli_gpu, Time s
   return earlier_gpu_ms + milli_gpu * std::max<Time>(0, now - start) / 1000;
 }
 
+// The seed of the cycle at `now` (Snapshot::random_seed): from the owner's base seed and the
+// instant alone, so the same jobs at the same times draw the same numbers in any owner, and a
+// restarted controller draws what it would have drawn.
+inline uint64_t CycleSeed(uint64_t base, Time now) {
+  return base * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(now);
+}
+
 }  // namespace hangar::sched::owner

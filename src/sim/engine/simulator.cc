@@ -60,6 +60,10 @@ Status Simulator::Run() {
     return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit
                                               : jobs_[a].seq < jobs_[b].seq;
   });
+  // The scheduler's `seq` is the submission order (a trace's rows need not be in time order), as
+  // the controller's job ids are.
+  order_.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) order_[arrivals[k]] = k + 1;
   prev_.assign(n, SIZE_MAX);
   next_.assign(n, SIZE_MAX);
   reclassed_.clear();
@@ -98,7 +102,9 @@ Status Simulator::Run() {
       Stopped(j);
     }
     while (next < n && jobs_[arrivals[next]].submit <= t) Arrive(arrivals[next++]);
-    Cycle(t);
+    // As in the controller: victims that stopped at once wait again in this instant's next cycle.
+    while (Cycle(t)) {
+    }
   }
   for (const auto& p : pending_) results_[index_of_[p.id]].never = true;
   return Status::Ok();
@@ -142,7 +148,7 @@ void Simulator::Arrive(size_t j) {
   p.submit = job.submit;
   p.time_limit = job.time_limit;
   p.attained_service = attained_[j];
-  p.seq = job.seq;
+  p.seq = order_[j];
   p.rank = RankOf(j, ran_[j], &rank_cache_[j]);
   if (config_.queues) {
     if (ask_charge_[j].empty()) ask_charge_[j] = config_.queues->Charge(*job.request, nullptr, *topology_);
@@ -224,8 +230,8 @@ void Simulator::RefreshRanks(Time now) {
   }
 }
 
-void Simulator::Cycle(Time now) {
-  if (pending_.empty()) return;
+bool Simulator::Cycle(Time now) {
+  if (pending_.empty()) return false;
   if (ranker_) RefreshRanks(now);
   for (size_t k = 0; k < running_jobs_.size(); ++k) {
     sched::RunningJob& r = running_jobs_[k];
@@ -238,8 +244,8 @@ void Simulator::Cycle(Time now) {
   snap.pending = pending_;
   snap.running = running_jobs_;
   snap.pending_presorted = true;
-  // Each cycle draws from its snapshot's seed alone: vary it per cycle, as the controller does.
-  snap.random_seed = config_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(cycles_);
+  // Each cycle draws from its snapshot's seed alone, which varies with the instant, as in the controller.
+  snap.random_seed = sched::owner::CycleSeed(config_.seed, now);
   snap.cpu_only_pending = cpu_only_pending_;
   if (config_.learn_profile) snap.profile = workload_.profile();
   if (config_.queues) {
@@ -247,6 +253,7 @@ void Simulator::Cycle(Time now) {
     if (config_.share_half_life > 0) snap.queue_history = queue_history_;
   }
   sched::Decisions d = scheduler_->Cycle(snap, now);
+
   ++cycles_;
   std::vector<size_t> requeue;
   for (const auto& p : d.preemptions) Preempt(now, p, &requeue);
@@ -286,6 +293,7 @@ void Simulator::Cycle(Time now) {
     }
   }
   if (observer_.on_cycle) observer_.on_cycle(now, allocated_milli_, pending_.size());
+  return !requeue.empty();
 }
 
 void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* started) {
@@ -319,7 +327,7 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   r.attained_service = attained_[j];
   r.last_checkpoint = now;
   r.min_run_time = jobs_[j].min_run_time;
-  r.seq = jobs_[j].seq;
+  r.seq = order_[j];
   running_pos_[j] = running_jobs_.size();
   running_jobs_.push_back(r);
   running_info_.push_back({j, run->milli, attained_[j], ran_[j], rank_cache_[j]});

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cluster/usage.h"
+#include "sim/engine/engine.h"
 #include "sched/owner/ranks.h"
 #include "sched/owner/workload.h"
 #include "sched/queue/gittins.h"
@@ -25,84 +26,26 @@
 
 namespace hangar::sim {
 
-struct SimJob {
-  sched::JobId id = 0;
-  std::string name;
-  std::shared_ptr<const sched::GangRequest> request;
-  Time submit = 0;
-  Duration runtime = 0;     // how long it really runs (the scheduler is not told)
-  Duration time_limit = 0;  // what the scheduler is told (0: nothing)
-  int32_t priority = 0;
-  uint32_t queue = 0;  // with SimConfig::queues: its leaf's index in the tree
-  job::Tier tier = job::Tier::kGuaranteed;
-  Duration min_run_time = 0;
-  uint64_t seq = 0;  // tie-break: the trace's row
-};
-
-struct SimJobResult {
-  Time first_start = kNever;
-  Time end = kNever;
-  int preemptions = 0;
-  bool never = false;  // the cluster can never hold it
-};
-
-struct SimConfig {
-  sched::SchedulerConfig scheduler;
-  Duration restore_cost = 30 * kSecond;  // added to a preempted job's remaining run time
-  // As in the controller: a victim gets this long to checkpoint and stop, keeping its GPUs, and
-  // the job it was preempted for starts once every victim has stopped (in a later cycle). 0: the
-  // victim's GPUs are free at once and the preemptor starts in the same cycle.
-  Duration preemption_grace = 0;
-  uint64_t seed = 1;
-  // Rank jobs for the "gittins" queue policy and preemption mode: learn each job shape's run-time
-  // distribution from the jobs that finish and hand the ranks over in the Snapshot.
-  bool gittins_ranks = false;
-  sched::queue::GittinsOptions gittins;
-  // With gittins_ranks: consecutive jobs of one shape often come from one user's sweep, and their
-  // run times correlate. Once the job of the same shape submitted just before a job (its
-  // predecessor) has finished, the job is ranked by the run times of jobs whose predecessor ran
-  // as long to within an octave, falling back to its shape's while that class has too few.
-  bool gittins_by_predecessor = false;
-  // Queues with quotas and fair share (SimJob::queue names a leaf); null: one pool.
-  std::shared_ptr<const sched::queue::QueueTree> queues;
-  // Fair share remembers each queue's usage with this half-life (0: current usage only).
-  Duration share_half_life = 0;
-  // Hand the scheduler the workload profile learned from the jobs that arrived so far, as the
-  // controller does (sched/owner/workload.h), for the fgd and hangar scorers. Off by default:
-  // the Philly figures in docs/ were measured without it.
-  bool learn_profile = false;
-};
-
-// What happened, for golden tests and reports. All callbacks are optional.
-struct SimObserver {
-  std::function<void(Time, const SimJob&, const sched::Placement&)> on_start;
-  std::function<void(Time, const SimJob&)> on_finish;
-  std::function<void(Time, const SimJob&, const sched::Verdict&)> on_wait;  // when the reason changes
-  std::function<void(Time, const SimJob&, const sched::Preemption&)> on_preempt;
-  // After each cycle: allocated milli-GPU and pending jobs.
-  std::function<void(Time, int64_t allocated_milli, size_t pending)> on_cycle;
-};
-
-class Simulator {
+class Simulator : public Engine {
  public:
   // Fails when the scheduler configuration names an unknown policy.
   static StatusOr<std::unique_ptr<Simulator>> Create(std::shared_ptr<const cluster::Topology> topo,
                                                      const SimConfig& config);
 
   // Jobs may be added in any order before Run().
-  void AddJob(SimJob job);
-  void set_observer(SimObserver o) { observer_ = std::move(o); }
+  void AddJob(SimJob job) override;
+  void set_observer(SimObserver o) override { observer_ = std::move(o); }
   // Runs until every job has finished or is known never to fit.
-  Status Run();
+  Status Run() override;
 
-  const std::vector<SimJob>& jobs() const { return jobs_; }
-  const std::vector<SimJobResult>& results() const { return results_; }
-  int64_t cycles() const { return cycles_; }
+  const std::vector<SimJob>& jobs() const override { return jobs_; }
+  const std::vector<SimJobResult>& results() const override { return results_; }
+  int64_t cycles() const override { return cycles_; }
   // GPU-milliseconds allocated over the run, and the span it covers (first submit to last end).
-  int64_t busy_gpu_ms() const { return busy_gpu_ms_; }
+  int64_t busy_gpu_ms() const override { return busy_gpu_ms_; }
   const cluster::Topology& topology() const { return *topology_; }
   // With queues: GPU-milliseconds each queue (tree index; groups include their children) held.
-  const std::vector<int64_t>& queue_gpu_ms() const { return queue_gpu_ms_; }
+  const std::vector<int64_t>& queue_gpu_ms() const override { return queue_gpu_ms_; }
 
  private:
   Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig config,
@@ -124,7 +67,9 @@ class Simulator {
   };
 
   void Arrive(size_t job);
-  void Cycle(Time now);
+  // One cycle; true when it preempted jobs that are waiting again already (no grace), which the
+  // controller would consider in another cycle at the same instant.
+  bool Cycle(Time now);
   void Start(Time now, const sched::Placement& p, std::vector<size_t>* started);
   void Finish(Time now, size_t job);
   void Release(Time now, size_t job);  // frees its resources and forgets it is running
@@ -151,6 +96,7 @@ class Simulator {
   std::vector<int64_t> attained_;          // GPU-ms received so far
   std::vector<Duration> ran_;              // run time so far (restores included), ended runs
   std::vector<uint64_t> epoch_;
+  std::vector<uint64_t> order_;  // by job index: its place in submission order, from 1
   std::vector<sched::Rule> last_rule_;
   std::vector<sched::PendingJob> pending_;  // kept in the queue policy's order
   std::vector<sched::queue::OrderKey> pending_keys_;

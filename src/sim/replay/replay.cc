@@ -124,6 +124,7 @@ std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j, const cl
 struct PartitionRun {
   std::shared_ptr<const cluster::Topology> topology;
   std::shared_ptr<const sched::queue::QueueTree> tree;  // shared pool only
+  std::vector<job::QueueSpec> specs;                     // what `tree` was built from
   std::vector<uint32_t> parts;       // local queue -> partition index
   std::vector<int64_t> guarantee;    // local queue -> guaranteed GPUs (milli)
   std::vector<uint32_t> leaf;        // local queue -> leaf in `tree`
@@ -260,6 +261,11 @@ class QueueWatch {
   Time last_event_ = INT64_MIN;
 };
 
+StatusOr<std::unique_ptr<Engine>> LeanEngine(std::shared_ptr<const cluster::Topology> topology, const SimConfig& cfg) {
+  HANGAR_ASSIGN_OR_RETURN(auto sim, Simulator::Create(std::move(topology), cfg));
+  return std::unique_ptr<Engine>(std::move(sim));
+}
+
 void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
   SimConfig cfg;
   cfg.scheduler = opt.policy.scheduler;
@@ -269,14 +275,15 @@ void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
   cfg.gittins_by_predecessor = opt.policy.gittins_by_predecessor;
   if (run->tree) {
     cfg.queues = run->tree;
+    cfg.queue_specs = run->specs;
     cfg.share_half_life = opt.share_half_life;
   }
-  auto sim = Simulator::Create(run->topology, cfg);
+  auto sim = opt.engine ? opt.engine(run->topology, cfg) : LeanEngine(run->topology, cfg);
   if (!sim.ok()) {
     run->status = sim.status();
     return;
   }
-  Simulator& s = **sim;
+  Engine& s = **sim;
   for (size_t i = 0; i < run->jobs.size(); ++i) {
     const TraceJob& j = *run->jobs[i];
     SimJob sj;
@@ -404,6 +411,7 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
       specs.push_back(std::move(q));
     }
     HANGAR_ASSIGN_OR_RETURN(run.tree, sched::queue::QueueTree::Build(specs, *run.topology));
+    run.specs = specs;
     for (uint32_t i = 0; i < partitions.size(); ++i) {
       run.parts.push_back(i);
       run.guarantee.push_back(partitions[i].topology->total_gpus() * cluster::kMilliPerGpu);

@@ -14,6 +14,7 @@
 
 #include "cluster/topology.h"
 #include "sched/scheduler.h"
+#include "sim/engine/engine.h"
 #include "sim/replay/trace.h"
 
 namespace hangar::sim {
@@ -44,6 +45,9 @@ struct ReplayOptions {
   // or lending limit, weight 1) and its jobs go to that queue. Needs named partitions.
   bool shared_pool = false;
   Duration share_half_life = 30 * kMinute;  // fair share's usage memory, with shared_pool
+  // Makes the engine that replays each partition; null: the lean Simulator. `hangar sim replay
+  // --engine controller` passes MakeControllerEngine (sim/controller/).
+  EngineFactory engine;
 };
 
 struct ClusterPartition {

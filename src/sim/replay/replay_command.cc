@@ -18,6 +18,7 @@ struct ReplayArgs {
   std::string las_thresholds;  // GPU-seconds, comma-separated
   std::string jobs_csv;
   std::string report;
+  std::string engine = "lean";
   double load = 1.0;
   int threads = 2;
 };
@@ -62,8 +63,17 @@ StatusOr<std::vector<ClusterPartition>> Partitions(const ReplayArgs& a) {
   return out;
 }
 
-Status Run(const ReplayArgs& a) {
+Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engines) {
   ReplayOptions opt;
+  if (a.engine != "lean") {
+    auto it = engines.find(a.engine);
+    if (it == engines.end()) {
+      std::string known = "lean";
+      for (const auto& [name, f] : engines) known += ", " + name;
+      return Status::InvalidArgument("--engine must be one of " + known + ", not '" + a.engine + "'");
+    }
+    opt.engine = it->second;
+  }
   HANGAR_ASSIGN_OR_RETURN(opt.policy, MakeReplayPolicy(a.policy));
   HANGAR_ASSIGN_OR_RETURN(opt.restore_cost, ParseDuration(a.restore));
   HANGAR_ASSIGN_OR_RETURN(opt.preemption_grace, ParseDuration(a.grace));
@@ -94,6 +104,7 @@ Status Run(const ReplayArgs& a) {
   out["to"] = a.to;
   out["restore_cost_s"] = opt.restore_cost / 1000.0;
   out["format"] = a.format;
+  out["engine"] = a.engine;
   if (a.shared_pool) out["share_half_life_s"] = opt.share_half_life / 1000.0;
   nlohmann::json timeline = nlohmann::json::array();
   for (const auto& s : r.timeline) timeline.push_back({{"t_s", (s.t - r.first_submit) / 1000.0}, {"gpu_util_pct", s.gpu_util_pct}, {"pending", s.pending}});
@@ -142,7 +153,7 @@ Status Run(const ReplayArgs& a) {
 
 }  // namespace
 
-void RegisterReplayCommand(CLI::App& sim, int* rc) {
+void RegisterReplayCommand(CLI::App& sim, int* rc, std::map<std::string, EngineFactory> engines) {
   auto args = std::make_shared<ReplayArgs>();
   CLI::App* c = sim.add_subcommand("replay", "Replay a trace in time through the production scheduler");
   c->add_option("--trace", args->trace, "Trace file")->required();
@@ -169,8 +180,11 @@ void RegisterReplayCommand(CLI::App& sim, int* rc) {
   c->add_option("--json", args->json, "Write the metrics here");
   c->add_option("--jobs-csv", args->jobs_csv, "Write one row per finished job here");
   c->add_option("--report", args->report, "Write a self-contained HTML report here");
-  c->callback([args, rc] {
-    Status s = Run(*args);
+  c->add_option("--engine", args->engine,
+                "lean (the simulator's own owner) or controller (the controller's state machine, with simulated agents)")
+      ->capture_default_str();
+  c->callback([args, rc, engines = std::move(engines)] {
+    Status s = Run(*args, engines);
     if (!s.ok()) {
       std::fprintf(stderr, "hangar sim replay: %s\n", s.message().c_str());
       *rc = 2;
