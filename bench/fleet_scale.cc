@@ -7,7 +7,7 @@
 //     told);
 //   - time from 1% of the agents going silent to their nodes marked lost and gangs requeued.
 //     The controller runs with --heartbeat-timeout 2500ms (heartbeats every 1 s), stretched by
-//     how late heartbeats arrive (controller/ingest_lag.h); live nodes marked lost are counted.
+//     how late heartbeats arrive (controller/state/ingest_lag.h); live nodes marked lost are counted.
 //
 //   fleet_scale [--nodes N] [--json] [--no-million]   (N: 1024, 2560, 5120 or 10240)
 #include <httplib.h>

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "controller/auth.h"
+#include "controller/state/auth.h"
 #include "controller/state_owner.h"
 #include "proto/agent.grpc.pb.h"
 

@@ -10,7 +10,7 @@
 
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
-#include "controller/auth.h"
+#include "controller/state/auth.h"
 #include "controller/metrics.h"
 #include "controller/state_owner.h"
 

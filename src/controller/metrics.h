@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 
 namespace hangar::controller {
 

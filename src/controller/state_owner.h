@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/time.h"
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 #include "controller/store/state_store.h"
 
 namespace hangar::controller {

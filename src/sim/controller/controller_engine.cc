@@ -8,7 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 #include "controller/store/state_store.h"
 #include "sched/placement/gang_placer.h"
 

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "cluster/cluster_yaml.h"
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 #include "sim/engine/simulator.h"
 
 namespace hangar::controller {

@@ -1,5 +1,5 @@
 // ClusterState: rebuilding after a restart from what the store holds.
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 
 namespace hangar::controller {
 

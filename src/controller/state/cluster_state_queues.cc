@@ -4,7 +4,7 @@
 #include <cmath>
 #include <functional>
 
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 
 namespace hangar::controller {
 

@@ -1,4 +1,4 @@
-#include "controller/auth.h"
+#include "controller/state/auth.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,8 @@
 // environment, and the launch commands.
 #include <bit>
 
-#include "controller/cluster_state.h"
-#include "controller/launch_env.h"
+#include "controller/state/cluster_state.h"
+#include "controller/state/launch_env.h"
 
 namespace hangar::controller {
 

@@ -1,4 +1,4 @@
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 
 #include <gtest/gtest.h>
 

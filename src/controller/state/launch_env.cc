@@ -1,4 +1,4 @@
-#include "controller/launch_env.h"
+#include "controller/state/launch_env.h"
 
 #include <algorithm>
 

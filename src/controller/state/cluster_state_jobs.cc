@@ -1,7 +1,7 @@
 // ClusterState: jobs -- submission, cancellation, how tasks end, requeueing -- and their views.
 #include <algorithm>
 
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 #include "sched/placement/gang_placer.h"
 
 namespace hangar::controller {

@@ -1,4 +1,4 @@
-#include "controller/ingest_lag.h"
+#include "controller/state/ingest_lag.h"
 
 #include <algorithm>
 

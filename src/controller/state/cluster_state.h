@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "api/views.h"
-#include "controller/auth.h"
-#include "controller/ingest_lag.h"
+#include "controller/state/auth.h"
+#include "controller/state/ingest_lag.h"
 #include "cluster/usage.h"
 #include "controller/store/state_store.h"
 #include "health/health_engine.h"

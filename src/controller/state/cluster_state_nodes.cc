@@ -1,6 +1,6 @@
 // ClusterState: nodes -- agents registering and reconciling, heartbeats, task status, lost
 // nodes, and the operator's drain.
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 
 namespace hangar::controller {
 

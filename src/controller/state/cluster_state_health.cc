@@ -3,7 +3,7 @@
 // which nodes and GPUs may take work, and the events that explain it all.
 #include <algorithm>
 
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 
 namespace hangar::controller {
 

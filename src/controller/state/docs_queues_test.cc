@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "cluster/cluster_yaml.h"
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 
 namespace hangar::controller {
 namespace {

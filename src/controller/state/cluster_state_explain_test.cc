@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_yaml.h"
-#include "controller/cluster_state.h"
+#include "controller/state/cluster_state.h"
 
 namespace hangar::controller {
 namespace {
