@@ -25,16 +25,20 @@ ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const Ru
     const Duration limit = pending[p.pending_index].time_limit;
     releases.push_back({limit > 0 ? now + limit : kNever, p.job, &p.assignment});
   }
-  std::sort(releases.begin(), releases.end(), [](const Release& a, const Release& b) {
-    return a.end != b.end ? a.end < b.end : a.id < b.id;
-  });
+  // Usually the first few releases make room: take them off a heap rather than sort them all.
+  auto later = [](const Release& a, const Release& b) { return a.end != b.end ? a.end > b.end : a.id > b.id; };
+  std::make_heap(releases.begin(), releases.end(), later);
   cluster::ClusterUsage future = work;
   placement::PlaceOptions free_opts = opts;
   free_opts.excluded = nullptr;
   ShadowPlan plan;
-  for (size_t i = 0; i < releases.size();) {
-    const Time end = releases[i].end;
-    for (; i < releases.size() && releases[i].end == end; ++i) future.Release(*releases[i].assignment);
+  while (!releases.empty()) {
+    const Time end = releases.front().end;
+    while (!releases.empty() && releases.front().end == end) {
+      std::pop_heap(releases.begin(), releases.end(), later);
+      future.Release(*releases.back().assignment);
+      releases.pop_back();
+    }
     // A cheap necessary condition before a full placement attempt.
     const auto& all = future.domain(cluster::Level::kCluster, 0);
     if (all.free_whole < req.total_whole_gpus || all.free_milli < req.total_milli_gpu) continue;
