@@ -461,6 +461,12 @@ class ClusterState {
   // Queues: the applied specs, their tree, each queue's decayed usage (per tree node and
   // dimension), and the accounting of ended attempts.
   std::vector<job::QueueSpec> queue_specs_;
+  // Per node of queue_tree_: what only the controller reads of its spec.
+  struct QueueAccess {
+    job::IdlePolicy idle;
+    std::vector<std::string> users, admins;
+  };
+  std::vector<QueueAccess> queue_access_;
   std::shared_ptr<const sched::queue::QueueTree> queue_tree_;
   // One leaf, no quota, no limit: the cycle need not account queues at all (the fast path).
   bool queues_trivial_ = true;

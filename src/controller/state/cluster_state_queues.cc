@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "controller/state/cluster_state.h"
+#include "sched/owner/share_history.h"
 
 namespace hangar::controller {
 
@@ -73,6 +74,15 @@ void ClusterState::UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<
                         n.lend_limit[d] >= q::kUnlimited;
     }
   }
+  // What the scheduler does not read (idle policies, who may submit, who administers), by tree node.
+  queue_access_.assign(queue_tree_->nodes().size(), {});
+  std::function<void(const std::vector<job::QueueSpec>&)> index = [&](const std::vector<job::QueueSpec>& specs) {
+    for (const auto& s : specs) {
+      if (const int x = queue_tree_->Find(s.name); x >= 0) queue_access_[x] = {s.idle, s.users, s.admins};
+      index(s.children);
+    }
+  };
+  index(queue_specs_);
   for (auto& [id, j] : jobs_) {
     const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
     j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
@@ -137,9 +147,6 @@ void ClusterState::UpdateShareHistory(Time now) {
   }
   const Duration dt = now - share_history_at_;
   share_history_at_ = now;
-  const double keep = options_.share_half_life > 0
-                          ? std::exp2(-static_cast<double>(dt) / static_cast<double>(options_.share_half_life))
-                          : 0.0;
   std::vector<std::vector<int64_t>> usage(queue_tree_->nodes().size(), std::vector<int64_t>(queue_tree_->dims(), 0));
   std::vector<int> leaf_of;
   auto charges = RunningCharges(&leaf_of);
@@ -148,11 +155,7 @@ void ClusterState::UpdateShareHistory(Time now) {
       for (size_t d = 0; d < charges[k].size(); ++d) usage[x][d] += charges[k][d];
     }
   }
-  for (size_t x = 0; x < usage.size(); ++x) {
-    for (size_t d = 0; d < usage[x].size(); ++d) {
-      share_history_[x][d] = share_history_[x][d] * keep + static_cast<double>(usage[x][d]) * (1 - keep);
-    }
-  }
+  sched::owner::DecayShareHistory(share_history_, usage, dt, options_.share_half_life);
 }
 
 nlohmann::json ClusterState::ShareJson(Time now) const {
@@ -200,8 +203,8 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
         {"in_use_gpus", static_cast<double>(ledger.usage(x, q::kGpu)) / 1000.0},
         {"borrowed_gpus", static_cast<double>(ledger.Borrowed(x, q::kGpu)) / 1000.0},
         {"lent_gpus", static_cast<double>(ledger.Lent(x, q::kGpu)) / 1000.0},
-        {"share", ledger.Share(x, nullptr, false)},
-        {"recent_share", ledger.Share(x, h, false)},
+        {"share", ledger.Share(x)},
+        {"recent_share", ledger.Share(x, h)},
         {"pending", waiting[x]},
     };
     nlohmann::json models = nlohmann::json::object();
@@ -337,7 +340,7 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
     if (!any_gpu) continue;
     if (known) j.idle_gpu_ms += idle_milli * dt / 1000;
     if (j.queue >= queue_tree_->nodes().size()) continue;
-    const job::IdlePolicy& policy = queue_tree_->nodes()[j.queue].idle;
+    const job::IdlePolicy& policy = queue_access_[j.queue].idle;
     if (policy.gpu_util_below < 0 || policy.action == job::IdlePolicy::Action::kNone) continue;
     if (!known || static_cast<int>(busiest) >= policy.gpu_util_below || j.state != JobState::kRunning) {
       j.idle_since = 0;
@@ -392,7 +395,7 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
 
 bool ClusterState::NamedOnPath(int queue, const std::string& user, bool admins) const {
   for (int x = queue; x >= 0; x = queue_tree_->nodes()[x].parent) {
-    const auto& names = admins ? queue_tree_->nodes()[x].admins : queue_tree_->nodes()[x].users;
+    const auto& names = admins ? queue_access_[x].admins : queue_access_[x].users;
     if (std::find(names.begin(), names.end(), user) != names.end()) return true;
   }
   return false;
@@ -411,13 +414,13 @@ Status ClusterState::MaySubmit(const Principal& p, const std::string& queue) con
   const int leaf = queue_tree_->FindLeaf(queue);
   if (leaf < 0) return Status::Ok();  // Submit says the queue does not exist
   bool any_users = false;
-  for (int x = leaf; x >= 0; x = queue_tree_->nodes()[x].parent) any_users |= !queue_tree_->nodes()[x].users.empty();
+  for (int x = leaf; x >= 0; x = queue_tree_->nodes()[x].parent) any_users |= !queue_access_[x].users.empty();
   if (!any_users || NamedOnPath(leaf, p.user, /*admins=*/false)) return Status::Ok();
   std::string granted;
   for (const auto& name : queue_tree_->LeafNames()) {
     const int l = queue_tree_->FindLeaf(name);
     bool open = true;
-    for (int x = l; x >= 0; x = queue_tree_->nodes()[x].parent) open &= queue_tree_->nodes()[x].users.empty();
+    for (int x = l; x >= 0; x = queue_tree_->nodes()[x].parent) open &= queue_access_[x].users.empty();
     if (open || NamedOnPath(l, p.user, false)) granted += (granted.empty() ? "" : ", ") + name;
   }
   return Status::PermissionDenied("permission jobs:submit on queue '" + queue + "' is missing: " + p.Describe() +

@@ -44,9 +44,6 @@ StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const std::vector<jo
     q.name = s.name;
     q.parent = parent;
     q.weight = s.weight;
-    q.idle = s.idle;
-    q.users = s.users;
-    q.admins = s.admins;
     Fill(s.quota, tree->models_, 0, &q.nominal, &error);
     // GPUs of a model are GPUs: a guarantee of 8 H100s is a guarantee of 8 GPUs too (a job on them
     // is charged to both), else its queue would count as borrowing while it runs within it.
@@ -292,7 +289,7 @@ QuotaLedger::Verdict QuotaLedger::Check(int leaf, const std::vector<int64_t>& ch
   return v;
 }
 
-double QuotaLedger::Share(int node, const std::vector<double>* history, bool beyond_guarantee,
+double QuotaLedger::Share(int node, const std::vector<double>* history, Counting counting,
                           const std::vector<int64_t>* plus) const {
   double dominant = 0;
   for (size_t d = 0; d < tree_->dims(); ++d) {
@@ -300,7 +297,7 @@ double QuotaLedger::Share(int node, const std::vector<double>* history, bool bey
     double used = static_cast<double>(usage_[node][d]);
     if (history && d < history->size()) used = std::max(used, (*history)[d]);
     if (plus && d < plus->size()) used += static_cast<double>((*plus)[d]);
-    if (beyond_guarantee) used = std::max(0.0, used - static_cast<double>(tree_->nodes()[node].nominal[d]));
+    if (counting == Counting::kBeyondGuarantee) used = std::max(0.0, used - static_cast<double>(tree_->nodes()[node].nominal[d]));
     dominant = std::max(dominant, used / static_cast<double>(tree_->capacity()[d]));
   }
   return dominant / std::max(1, tree_->nodes()[node].weight);

@@ -32,8 +32,6 @@ struct QueueNode {
   std::vector<int64_t> lend_limit;    // of unused nominal
   std::vector<bool> declared;         // a quota was written for this dimension here or above
   int weight = 1;
-  job::IdlePolicy idle;
-  std::vector<std::string> users, admins;
   bool leaf() const { return children.empty(); }
 };
 
@@ -101,7 +99,8 @@ class QuotaLedger {
   // larger) over capacity, divided by the weight. `beyond_guarantee` counts only usage beyond
   // the queue's guarantee: the fair-share order, in which queues within their guarantee go first.
   // `plus`, when given, is added to the usage first (the share the queue would have with it).
-  double Share(int node, const std::vector<double>* history = nullptr, bool beyond_guarantee = false,
+  enum class Counting : uint8_t { kAllUsage, kBeyondGuarantee };
+  double Share(int node, const std::vector<double>* history = nullptr, Counting counting = Counting::kAllUsage,
                const std::vector<int64_t>* plus = nullptr) const;
   std::string Explain(const Verdict& v, int leaf) const;
 

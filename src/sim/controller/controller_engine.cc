@@ -121,7 +121,8 @@ class ControllerEngine final : public Engine {
   Status Deliver(const AgentEvent& e, Time now);
   Status Report(const std::string& node, const std::string& task, pb::TaskStatus::State state, bool stopped,
                 Time now);
-  void Charge(size_t j, const std::vector<int64_t>& charge, int sign);
+  enum class Charging : int8_t { kAdd = 1, kRemove = -1 };
+  void Charge(size_t j, const std::vector<int64_t>& charge, Charging how);
 
   std::shared_ptr<const cluster::Topology> topology_;
   SimConfig config_;
@@ -282,7 +283,8 @@ void ControllerEngine::Account(Time now) {
   last_account_ = now;
 }
 
-void ControllerEngine::Charge(size_t j, const std::vector<int64_t>& charge, int sign) {
+void ControllerEngine::Charge(size_t j, const std::vector<int64_t>& charge, Charging how) {
+  const int sign = static_cast<int>(how);
   if (!config_.queues || charge.empty()) return;
   const auto& nodes = config_.queues->nodes();
   for (int q = queue_leaf_[j]; q >= 0; q = nodes[q].parent) queue_milli_[q] += sign * charge[sched::queue::kGpu];
@@ -318,7 +320,7 @@ Status ControllerEngine::OnLaunch(const std::string& node, const pb::Launch& l, 
     allocated_milli_ += live.milli;
     if (config_.queues) {
       live.charge = config_.queues->Charge(*jobs_[j].request, nullptr, *topology_);
-      Charge(j, live.charge, 1);
+      Charge(j, live.charge, Charging::kAdd);
     }
     --pending_;
     waiting_.erase(j);
@@ -404,7 +406,7 @@ Status ControllerEngine::Deliver(const AgentEvent& e, Time now) {
     if (live.stopping || live.attempt != e.attempt || live.tasks.empty()) return Status::Ok();  // preempted meanwhile
     const auto tasks = live.tasks;
     allocated_milli_ -= live.milli;
-    Charge(e.job, live.charge, -1);
+    Charge(e.job, live.charge, Charging::kRemove);
     live = {};
     remaining_[e.job] = 0;
     results_[e.job].end = now;
@@ -420,7 +422,7 @@ Status ControllerEngine::Deliver(const AgentEvent& e, Time now) {
     if (it != live.tasks.end()) live.tasks.erase(it);
     if (live.tasks.empty()) {
       allocated_milli_ -= live.milli;
-      Charge(e.job, live.charge, -1);
+      Charge(e.job, live.charge, Charging::kRemove);
       live = {};
     }
   }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "sched/owner/share_history.h"
+
 namespace hangar::sim {
 
 StatusOr<std::unique_ptr<Simulator>> Simulator::Create(
@@ -115,22 +117,17 @@ void Simulator::AccountBusy(Time now) {
     const Duration dt = now - last_account_;
     busy_gpu_ms_ += allocated_milli_ * dt / 1000;
     if (config_.queues) {
-      const double keep = config_.share_half_life > 0
-                              ? std::exp2(-static_cast<double>(dt) / static_cast<double>(config_.share_half_life))
-                              : 0.0;
-      for (size_t q = 0; q < queue_usage_.size(); ++q) {
-        queue_gpu_ms_[q] += queue_usage_[q][sched::queue::kGpu] * dt / 1000;
-        if (config_.share_half_life <= 0) continue;
-        for (size_t d = 0; d < queue_usage_[q].size(); ++d) {
-          queue_history_[q][d] = queue_history_[q][d] * keep + static_cast<double>(queue_usage_[q][d]) * (1 - keep);
-        }
+      for (size_t q = 0; q < queue_usage_.size(); ++q) queue_gpu_ms_[q] += queue_usage_[q][sched::queue::kGpu] * dt / 1000;
+      if (config_.share_half_life > 0) {
+        sched::owner::DecayShareHistory(queue_history_, queue_usage_, dt, config_.share_half_life);
       }
     }
   }
   last_account_ = std::max(last_account_, now);
 }
 
-void Simulator::ChargeQueue(size_t j, const std::vector<int64_t>& charge, int sign) {
+void Simulator::ChargeQueue(size_t j, const std::vector<int64_t>& charge, Charging how) {
+  const int sign = static_cast<int>(how);
   const auto& nodes = config_.queues->nodes();
   for (int q = static_cast<int>(jobs_[j].queue); q >= 0; q = nodes[q].parent) {
     for (size_t d = 0; d < charge.size(); ++d) queue_usage_[q][d] += sign * charge[d];
@@ -309,7 +306,7 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   allocated_milli_ += run->milli;
   if (config_.queues) {
     run->charge = config_.queues->Charge(*jobs_[j].request, &run->assignment, *topology_);
-    ChargeQueue(j, run->charge, 1);
+    ChargeQueue(j, run->charge, Charging::kAdd);
   }
   completions_.push({run->end, j, epoch_[j]});
   results_[j].first_start = std::min(results_[j].first_start, now);
@@ -360,7 +357,7 @@ void Simulator::Release(Time now, size_t j) {
   Running& run = *running_slots_[j];
   usage_.Release(run.assignment);
   allocated_milli_ -= run.milli;
-  if (config_.queues) ChargeQueue(j, run.charge, -1);
+  if (config_.queues) ChargeQueue(j, run.charge, Charging::kRemove);
   attained_[j] += run.milli * (now - run.start) / 1000;
   ran_[j] += now - run.start;
   const size_t pos = running_pos_[j];
@@ -390,7 +387,7 @@ void Simulator::Preempt(Time now, const sched::Preemption& p, std::vector<size_t
     // them again), and queues again only then.
     (void)usage_.Allocate(held->assignment);
     allocated_milli_ += held->milli;
-    if (config_.queues) ChargeQueue(j, held->charge, 1);
+    if (config_.queues) ChargeQueue(j, held->charge, Charging::kAdd);
     stops_.push({now + config_.preemption_grace, j, epoch_[j]});
     stopping_[j] = std::move(held);
     return;
@@ -405,7 +402,7 @@ void Simulator::Stopped(size_t j) {
   Running& run = *it->second;
   usage_.Release(run.assignment);
   allocated_milli_ -= run.milli;
-  if (config_.queues) ChargeQueue(j, run.charge, -1);
+  if (config_.queues) ChargeQueue(j, run.charge, Charging::kRemove);
   stopping_.erase(it);
   if (auto f = stopping_for_.find(j); f != stopping_for_.end()) {
     if (--awaiting_[f->second] == 0) {

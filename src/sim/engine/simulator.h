@@ -130,7 +130,9 @@ class Simulator : public Engine {
   std::vector<std::vector<int64_t>> queue_usage_;
   std::vector<std::vector<double>> queue_history_;
   std::vector<int64_t> queue_gpu_ms_;
-  void ChargeQueue(size_t job, const std::vector<int64_t>& charge, int sign);
+  // Adds (kAdd) or takes back (kRemove) what a job is charged, along its queue's path.
+  enum class Charging : int8_t { kAdd = 1, kRemove = -1 };
+  void ChargeQueue(size_t job, const std::vector<int64_t>& charge, Charging how);
 
   sched::owner::WorkloadLearner workload_;  // with learn_profile
   std::unique_ptr<sched::owner::RankBook> ranker_;  // null unless gittins_ranks

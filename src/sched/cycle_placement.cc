@@ -1,0 +1,86 @@
+// Placement: each job in turn, the whole gang where it fits now, and why it waits. A stage of Scheduler::Run (cycle.h).
+#include "sched/cycle.h"
+
+namespace hangar::sched {
+
+const Reason& Scheduler::Run::NeverOf(const GangRequest& req) {
+  auto nv = never_.find(req.fingerprint);
+  if (nv == never_.end()) nv = never_.emplace(req.fingerprint, placement::CheckNever(topo_, req)).first;
+  return nv->second;
+}
+
+void Scheduler::Run::Examine(uint32_t idx) {
+  const PendingJob& job = snap_.pending[idx];
+  const GangRequest& req = *job.request;
+  out_.examined++;
+  if (cfg_.strict_order && blocked_) {
+    Reason r;
+    r.rule = Rule::kNotNowBlocked;
+    r.other = first_blocked_;
+    out_.waiting.push_back({job.id, idx, r, {}});
+    return;
+  }
+  // Quota first: a job its queue may not start now waits without holding anyone up.
+  const int leaf = ValidLeaf(tree_, job.queue) ? static_cast<int>(job.queue) : -1;
+  Kind quota = Kind::kWithin;
+  if (leaf >= 0 && !Admit(job, idx, leaf, &quota)) return;
+  // EASY: a job may use the reserved nodes only if it surely ends before the reservation.
+  const bool may_use_reserved = !reserved_ || (job.time_limit > 0 && reservation_.start != kNever &&
+                                               now_ + job.time_limit <= reservation_.start);
+  const ShapeKey key{req.fingerprint, PreemptionRank(cfg_.preemption, job), leaf, may_use_reserved, quota, job.tier};
+  Reason why;
+  if (auto seen = failed_.find(key); seen != failed_.end()) {
+    why = seen->second;
+  } else if (Place(job, idx, leaf, quota, may_use_reserved)) {
+    return;
+  } else {
+    why = Explain(req);
+    failed_.emplace(key, why);
+  }
+  if (!why.IsNever()) Block(job);
+  out_.waiting.push_back({job.id, idx, why, {}});
+}
+
+// Placement: the whole gang where it fits now, or by preempting what it outranks.
+bool Scheduler::Run::Place(const PendingJob& job, uint32_t idx, int leaf, Kind quota, bool may_use_reserved) {
+  opts_.excluded = may_use_reserved ? nullptr : &reserved_nodes_;
+  placement::PlaceResult r = placer_.Place(work_, *job.request, opts_);
+  const size_t before = out_.placements.size();
+  if (r.placed) {
+    Placement p;
+    p.job = job.id;
+    p.pending_index = idx;
+    p.assignment = std::move(r.assignment);
+    p.locality = r.locality;
+    p.backfilled = reserved_;
+    out_.placements.push_back(std::move(p));
+  } else if (NeverOf(*job.request).rule != Rule::kNone || !TryPreempt(job, idx, leaf, quota == Kind::kWithin)) {
+    return false;
+  }
+  Placed(job, before, leaf, quota);
+  return true;
+}
+
+void Scheduler::Run::Placed(const PendingJob& job, size_t placement, int leaf, Kind quota) {
+  Placement& p = out_.placements[placement];
+  if (leaf >= 0) {
+    p.borrowing = quota == Kind::kBorrow;
+    ledger_->Add(leaf, tree_->Charge(*job.request, &p.assignment, topo_));
+    stale_[static_cast<uint32_t>(leaf)] = 1;
+    quota_answers_.clear();
+  }
+  p.borrowing = p.borrowing || job.tier == job::Tier::kOpportunistic;
+  gpus_exhausted_ = job.request->total_milli_gpu > 0 ? NoGpuLeft(work_) : gpus_exhausted_ && NoGpuLeft(work_);
+}
+
+Reason Scheduler::Run::Explain(const GangRequest& req) {
+  const Reason& never = NeverOf(req);
+  Reason why = never.rule != Rule::kNone ? never : placement::ExplainNotNow(work_, req, opts_);
+  if (why.rule == Rule::kNotNowReserved) {
+    why.other = reservation_.job;
+    why.at = reservation_.start;
+  }
+  return why;
+}
+
+}  // namespace hangar::sched
