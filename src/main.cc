@@ -1,8 +1,10 @@
 // The one binary: `hangar controller | agent | dev | sim | swarm` and the user commands. Each
 // module registers its own subcommands; this file only wires them together.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "agent/agent_command.h"
 #include "cli/certs.h"
@@ -14,16 +16,65 @@
 
 namespace {
 
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 // CLI11 answers "A subcommand is required" both when none is given and when the word given is no
-// command at all; say which, and where the list is. Returns the message, or "" when argv is fine.
+// command at all, at any depth (`hangar token craete`); say which, what the commands there are,
+// and the nearest one. Returns the message, or "" when argv is fine.
 std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
   if (argc < 2) return "no command given; run 'hangar --help' for the list";
-  const std::string word = argv[1];
-  if (word.empty() || word[0] == '-') return "";  // --help, --version: CLI11's own
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (sub->check_name(word)) return "";
+  const CLI::App* at = &app;
+  std::string path = "hangar";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') return "";  // options (and --help): CLI11's own
+    const auto subs = at->get_subcommands([](const CLI::App*) { return true; });
+    if (subs.empty()) return "";  // a leaf command: the rest are its arguments
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : subs) {
+      if (sub->check_name(word)) next = sub;
+    }
+    if (next) {
+      at = next;
+      path += " " + word;
+      continue;
+    }
+    if (at->get_require_subcommand_min() == 0) return "";  // a command that takes arguments too
+    std::string names, nearest;
+    size_t best = word.size() >= 5 ? 3 : 2;  // suggest only what is within two edits (one for short words)
+    for (const CLI::App* sub : subs) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      const size_t d = EditDistance(word, sub->get_name());
+      if (d < best) {
+        best = d;
+        nearest = sub->get_name();
+      }
+    }
+    return "unknown command '" + path + " " + word + "'" +
+           (nearest.empty() ? std::string(".") : "; did you mean '" + path + " " + nearest + "'?") +
+           " The commands of '" + path + "' are: " + names + "; run '" + path + " --help' for more";
   }
-  return "unknown command '" + word + "'; run 'hangar --help' for the list";
+  if (at != &app && at->get_require_subcommand_min() > 0) {
+    std::string names;
+    for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    return "'" + path + "' needs a command: " + names + "; run '" + path + " --help' for more";
+  }
+  return "";
 }
 
 }  // namespace

@@ -54,9 +54,20 @@ TEST(JourneyTest, AnUnknownCommandIsNamed) {
   for (const std::string word : {"foo", "requeue"}) {
     Ran r = RunHangar({word, "7"});
     EXPECT_EQ(r.rc, 2) << r.output;
-    EXPECT_EQ(r.output,
-              "error: unknown command '" + word + "'; run 'hangar --help' for the list\n");
+    EXPECT_TRUE(Contains(r.output, "error: unknown command 'hangar " + word + "'. The commands of 'hangar' are: "))
+        << r.output;
   }
+  // A typo is caught at any depth, with the nearest command and the list of that level.
+  Ran typo = RunHangar({"token", "craete", "--user", "x"});
+  EXPECT_EQ(typo.rc, 2) << typo.output;
+  EXPECT_EQ(typo.output,
+            "error: unknown command 'hangar token craete'; did you mean 'hangar token create'? The commands of "
+            "'hangar token' are: create, list, revoke, rotate; run 'hangar token --help' for more\n");
+  Ran top = RunHangar({"submitt", "job.yaml"});
+  EXPECT_TRUE(Contains(top.output, "did you mean 'hangar submit'?")) << top.output;
+  Ran bare = RunHangar({"sim"});
+  EXPECT_EQ(bare.rc, 2) << bare.output;
+  EXPECT_EQ(bare.output, "error: 'hangar sim' needs a command: fgd, replay; run 'hangar sim --help' for more\n");
   Ran none = RunHangar({});
   EXPECT_NE(none.rc, 0);
   EXPECT_TRUE(Contains(none.output, "no command given")) << none.output;
