@@ -52,8 +52,12 @@ Status ParseSchedulerConfig(const YamlSource& src, const YAML::Node& n, sched::S
       c->preemption.mode = sched::PreemptionMode::kPriority;
     } else if (*pre == "no-reclaim") {
       c->preemption.reclaim_quota = false;
+    } else if (*pre == "las") {
+      c->preemption.mode = sched::PreemptionMode::kLas;
+    } else if (*pre == "gittins") {
+      c->preemption.mode = sched::PreemptionMode::kGittins;
     } else {
-      return src.Error(n["preemption"], "preemption must be none, priority or no-reclaim");
+      return src.Error(n["preemption"], "preemption must be none, priority, no-reclaim, las or gittins");
     }
   }
   HANGAR_ASSIGN_OR_RETURN(auto q, src.OptString(n, "queue_policy"));
@@ -75,9 +79,16 @@ StatusOr<std::string> RunScenario(const std::string& dir, Owner owner) {
   const std::string jobs_path = dir + "/jobs.yaml";
   HANGAR_ASSIGN_OR_RETURN(YAML::Node root, YamlSource::LoadFile(jobs_path));
   YamlSource src(jobs_path);
-  HANGAR_RETURN_IF_ERROR(src.CheckKeys(root, "jobs.yaml", {"scheduler", "queues", "jobs"}));
+  HANGAR_RETURN_IF_ERROR(src.CheckKeys(root, "jobs.yaml", {"scheduler", "queues", "share_half_life", "jobs"}));
   sim::SimConfig config;
   if (root["scheduler"]) HANGAR_RETURN_IF_ERROR(ParseSchedulerConfig(src, root["scheduler"], &config.scheduler));
+  // The owner learns Gittins ranks from the jobs that finish, as both owners do for this policy.
+  config.gittins_ranks = config.scheduler.queue_policy == "gittins" ||
+                         config.scheduler.preemption.mode == sched::PreemptionMode::kGittins;
+  HANGAR_ASSIGN_OR_RETURN(auto half_life, src.OptString(root, "share_half_life"));
+  if (half_life) {
+    HANGAR_ASSIGN_OR_RETURN(config.share_half_life, ParseDuration(*half_life));
+  }
   if (root["queues"]) {
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "queues" << YAML::Value << root["queues"] << YAML::EndMap;

@@ -95,9 +95,10 @@ class ControllerEngine final : public Engine {
     size_t job;
     uint32_t attempt;
     std::string node, task;  // kStopped: the task
-    bool operator>(const AgentEvent& o) const {
+    bool operator>(const AgentEvent& o) const {  // at one instant, by job as the lean engine
       if (t != o.t) return t > o.t;
       if (kind != o.kind) return kind > o.kind;
+      if (job != o.job) return job > o.job;
       return seq > o.seq;
     }
   };

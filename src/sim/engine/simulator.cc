@@ -107,6 +107,7 @@ Status Simulator::Run() {
     // As in the controller: victims that stopped at once wait again in this instant's next cycle.
     while (Cycle(t)) {
     }
+    if (observer_.on_wait) ReportWaits(t);
   }
   for (const auto& p : pending_) results_[index_of_[p.id]].never = true;
   return Status::Ok();
@@ -281,16 +282,28 @@ bool Simulator::Cycle(Time now) {
   }
   for (size_t j : requeue) Arrive(j);  // after the placements: their indices name old positions
   if (observer_.on_wait) {
-    for (const auto& v : d.waiting) {
-      const size_t j = index_of_[v.job];
-      if (last_rule_[j] != v.reason.rule) {
-        last_rule_[j] = v.reason.rule;
-        observer_.on_wait(now, jobs_[j], v);
-      }
+    // Reported once the instant has settled (ReportWaits), as the controller keeps a reason per
+    // job: a job the cycle did not reach keeps its last reason, unless it never had one.
+    for (auto& v : d.waiting) verdicts_[index_of_[v.job]] = std::move(v);
+    for (sched::JobId id : d.unexamined) {
+      const size_t j = index_of_[id];
+      auto it = verdicts_.find(j);
+      const sched::Rule had = it != verdicts_.end() ? it->second.reason.rule : last_rule_[j];
+      if (had == sched::Rule::kNone) verdicts_[j] = {id, 0, d.not_examined, {}};
     }
   }
   if (observer_.on_cycle) observer_.on_cycle(now, allocated_milli_, pending_.size());
   return !requeue.empty();
+}
+
+void Simulator::ReportWaits(Time now) {
+  for (auto& [j, v] : verdicts_) {  // in job order
+    if (running_slots_[j] || results_[j].end != kNever || stopping_.count(j)) continue;  // started since
+    if (last_rule_[j] == v.reason.rule) continue;
+    last_rule_[j] = v.reason.rule;
+    observer_.on_wait(now, jobs_[j], v);
+  }
+  verdicts_.clear();
 }
 
 void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* started) {

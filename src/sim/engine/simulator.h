@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <queue>
 #include <string>
@@ -98,6 +99,9 @@ class Simulator : public Engine {
   std::vector<uint64_t> epoch_;
   std::vector<uint64_t> order_;  // by job index: its place in submission order, from 1
   std::vector<sched::Rule> last_rule_;
+  // With an on_wait observer: this instant's latest verdict per job (by index), and their report.
+  std::map<size_t, sched::Verdict> verdicts_;
+  void ReportWaits(Time now);
   std::vector<sched::PendingJob> pending_;  // kept in the queue policy's order
   std::vector<sched::queue::OrderKey> pending_keys_;
   std::vector<std::unique_ptr<Running>> running_slots_;  // by job index; null when not running
