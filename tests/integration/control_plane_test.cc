@@ -173,13 +173,17 @@ TEST_F(ControlPlaneTest, BadInputGetsAClearErrorAndChangesNothing) {
 }
 
 TEST_F(ControlPlaneTest, MetricsAreExposedAndPassPromtool) {
-  std::string text = cluster_->GetText("/metrics");
-  EXPECT_NE(text.find("hangar_agents_connected 4"), std::string::npos) << text;
+  std::string text;
+  // Every agent's stream is up (on a loaded machine the last one may still be connecting).
+  EXPECT_TRUE(LocalCluster::WaitFor([&] {
+    text = cluster_->GetText("/metrics");
+    return text.find("hangar_agents_connected 4") != std::string::npos;
+  }, 20 * kSecond)) << text;
   EXPECT_NE(text.find("# TYPE hangar_scheduler_cycle_seconds histogram"), std::string::npos);
   EXPECT_NE(text.find("hangar_gpus{state=\"idle\"}"), std::string::npos);
   ASSERT_TRUE(LocalCluster::WaitFor([&] {
     return cluster_->GetText("/metrics").find("DCGM_FI_DEV_GPU_UTIL{gpu=\"7\"") != std::string::npos;
-  }, 10 * kSecond));
+  }, 20 * kSecond));
   std::string dcgm = cluster_->GetText("/metrics?labels=dcgm");
   EXPECT_NE(dcgm.find("modelName=\"H100-SXM-80GB\",Hostname=\"node-"), std::string::npos);
   // Issue 15: dcgm-exporter's form as its etc/default-counters.csv has it -- names, types, help --
