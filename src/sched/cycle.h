@@ -145,6 +145,8 @@ class Scheduler::Run {
   // Placement: why a shape failed (cleared by a preemption, which frees what it failed for), and
   // whether a shape can ever fit.
   std::unordered_map<ShapeKey, Reason, ShapeKeyHash> failed_;
+  std::optional<ShapeKey> last_failed_;  // the last answer of failed_ looked up, and its reason
+  Reason last_reason_;
   std::unordered_map<uint64_t, Reason> never_;  // fingerprint -> never-reason or kNone
   bool gpus_exhausted_ = false;
   // Preemption: victims so far, and under kGittins the highest rank among preemptible running

@@ -17,7 +17,7 @@ void Scheduler::Run::Examine(uint32_t idx) {
     Reason r;
     r.rule = Rule::kNotNowBlocked;
     r.other = first_blocked_;
-    out_.waiting.push_back({job.id, idx, r, {}});
+    if (snap_.record_waiting) out_.waiting.push_back({job.id, idx, r, {}});
     return;
   }
   // Quota first: a job its queue may not start now waits without holding anyone up.
@@ -29,16 +29,22 @@ void Scheduler::Run::Examine(uint32_t idx) {
                                                now_ + job.time_limit <= reservation_.start);
   const ShapeKey key{req.fingerprint, PreemptionRank(cfg_.preemption, job), leaf, may_use_reserved, quota, job.tier};
   Reason why;
-  if (auto seen = failed_.find(key); seen != failed_.end()) {
+  if (last_failed_ && *last_failed_ == key) {  // a sweep's jobs come one after another
+    why = last_reason_;
+  } else if (auto seen = failed_.find(key); seen != failed_.end()) {
     why = seen->second;
+    last_failed_ = key;
+    last_reason_ = why;
   } else if (Place(job, idx, leaf, quota, may_use_reserved)) {
     return;
   } else {
     why = Explain(req);
     failed_.emplace(key, why);
+    last_failed_ = key;
+    last_reason_ = why;
   }
   if (!why.IsNever()) Block(job);
-  out_.waiting.push_back({job.id, idx, why, {}});
+  if (snap_.record_waiting) out_.waiting.push_back({job.id, idx, why, {}});
 }
 
 // Placement: the whole gang where it fits now, or by preempting what it outranks.

@@ -104,6 +104,7 @@ bool Scheduler::Run::TryPreempt(const PendingJob& job, uint32_t idx, int leaf, b
   out_.placements.push_back(std::move(p));
   // The victims' release may let shapes that failed before fit now: forget those answers.
   failed_.clear();
+  last_failed_.reset();
   return true;
 }
 

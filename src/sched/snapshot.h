@@ -81,6 +81,10 @@ struct Snapshot {
   const queue::QueueTree* queues = nullptr;
   // Per queue (tree index), its decayed past usage per dimension; may be empty.
   std::span<const std::vector<double>> queue_history;
+  // False when the owner reads no reasons (a replay that reports no waits): jobs that cannot
+  // start are then not listed in Decisions::waiting (quota refusals still are). Decisions are the
+  // same either way.
+  bool record_waiting = true;
 };
 
 struct Placement {

@@ -245,6 +245,7 @@ bool Simulator::Cycle(Time now) {
   // Each cycle draws from its snapshot's seed alone, which varies with the instant, as in the controller.
   snap.random_seed = sched::owner::CycleSeed(config_.seed, now);
   snap.cpu_only_pending = cpu_only_pending_;
+  snap.record_waiting = static_cast<bool>(observer_.on_wait);
   if (config_.learn_profile) snap.profile = workload_.profile();
   if (config_.queues) {
     snap.queues = config_.queues.get();
