@@ -10,16 +10,19 @@
 #     /etc/hangar/tls; then `systemd-analyze verify` on the installed units;
 #  5. the admin's steps from docs/operations.md (certs, the controller key's owner, a node token),
 #     and each unit started from its own ExecStart= line as systemd would start it (its
-#     Environment= and EnvironmentFile= expanded, its StateDirectory=, User= and UMask=), with
-#     the shipped configuration; only the listen addresses are moved to free ports on 127.0.0.1
-#     and the agent is given fake GPUs, as agent.env tells a machine without NVIDIA GPUs to do;
+#     Environment= and EnvironmentFile= expanded, its StateDirectory=, User= and UMask=, and the
+#     sandbox settings that need no systemd: ProtectSystem=, ProtectHome=, PrivateTmp=,
+#     PrivateDevices=, NoNewPrivileges=, ...), with the shipped configuration; only the listen
+#     addresses are moved to free ports on 127.0.0.1 and the agent is given fake GPUs, as
+#     agent.env tells a machine without NVIDIA GPUs to do; each sandbox is checked from inside;
 #  6. the agent registers (`hangar nodes` over HTTPS with the CA and the admin token), a job runs
 #     on it, and every series the Grafana dashboard names is one the controller serves;
 #  7. both daemons stop on SIGTERM and leave no process; a reinstall keeps an edited conffile and
 #     a purge removes the package's files but leaves the user and the state, as postrm says.
 #
-# Usage: deb_test.sh BUILD_DIR. Needs root, dpkg-dev, systemd (systemd-analyze), util-linux,
-# curl and python3 (scripts/install-deps.sh --test). Talks to 127.0.0.1 only.
+# Usage: deb_test.sh BUILD_DIR. Needs root, dpkg-dev, systemd (systemd-analyze), util-linux
+# (unshare, setpriv, nsenter), adduser, curl and python3 (scripts/install-deps.sh --test). Talks to
+# 127.0.0.1 only; this machine's /etc, /var/lib and dpkg database are left as they were.
 set -euo pipefail
 
 fail() { echo "deb_test: FAIL: $*" >&2; exit 1; }
@@ -28,7 +31,7 @@ step() { echo "== [${SECONDS} s] $*"; }
 if [[ "${HANGAR_DEB_TEST_NS:-}" != 1 ]]; then
   [[ $# -eq 1 ]] || fail "usage: $0 BUILD_DIR"
   [[ $(id -u) -eq 0 ]] || fail "needs root: it installs the package into a copy-on-write chroot of this machine"
-  for tool in cpack dpkg-deb dpkg-shlibdeps systemd-analyze unshare setpriv chroot curl python3; do
+  for tool in cpack dpkg-deb dpkg-shlibdeps systemd-analyze unshare setpriv nsenter chroot adduser curl python3; do
     command -v "$tool" >/dev/null || fail "$tool is missing; run scripts/install-deps.sh --test"
   done
   # Everything below runs in a mount namespace of its own: its mounts vanish with it. The parent
@@ -55,13 +58,20 @@ host_state() {
 }
 host_before=$(host_state)
 
-# The processes whose root is the chroot: the daemons and anything they started.
+# The processes in the chroot: in the mount namespace of a unit (the daemons and anything they
+# started), or with the chroot as their root.
+unit_namespaces=()
 in_chroot() {
-  local p root
-  for p in /proc/[0-9]*; do
-    root=$(readlink "$p/root" 2>/dev/null) || continue
-    if [[ "$root" == "$R" ]]; then echo "${p#/proc/}"; fi
-  done
+  python3 - "$R" "${unit_namespaces[@]}" <<'PY'
+import os, sys
+root, namespaces = sys.argv[1], set(sys.argv[2:])
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.readlink(f"/proc/{pid}/root") == root or os.readlink(f"/proc/{pid}/ns/mnt") in namespaces:
+            print(pid)
+    except OSError:
+        pass  # gone meanwhile
+PY
 }
 
 cleanup() {
@@ -294,19 +304,77 @@ start_unit() {
     envv+=(STATE_DIRECTORY="/var/lib/$d")
   done
   for k in "${!env[@]}"; do envv+=("$k=${env[$k]}"); done
+
+  # The unit's sandbox, as far as it can be built without systemd: a mount namespace of its own
+  # for ProtectSystem=, ProtectHome=, PrivateTmp=, PrivateDevices=, ProtectKernelTunables= and
+  # ProtectControlGroups=, and setpriv for NoNewPrivileges= and an empty CapabilityBoundingSet=.
+  # The seccomp-based settings (SystemCallFilter=, RestrictAddressFamilies=,
+  # MemoryDenyWriteExecute=, ...) and the other namespaces are not applied: they are named.
+  local script="$work/$name.sandbox.sh" key applied=() skipped=() sandbox=()
+  # Read-only with what is mounted below it. Always "remount,bind": the flag of this namespace's
+  # mount, never the file system's (which would reach the host's mounts).
+  sandbox_ro() {
+    sandbox+=("if [ -d $R$1 ]; then mount --rbind $R$1 $R$1; findmnt -R -n -r -o TARGET $R$1 | while read -r m; do mount -o remount,bind,ro \"\$m\"; done; fi")
+  }
+  for d in $dirs; do sandbox+=("mount --bind $R/var/lib/$d $R/var/lib/$d"); done   # stays writable
+  while IFS='=' read -r key value; do
+    case "$key=$value" in
+      ProtectSystem=strict) sandbox+=("mount -o remount,bind,ro $R" "mount -o remount,bind,ro $R/run" \
+                                      "mount -o remount,bind,ro $R/tmp") ;;
+      ProtectSystem=full) sandbox_ro /usr; sandbox_ro /boot; sandbox_ro /efi; sandbox_ro /etc ;;
+      ProtectSystem=yes) sandbox_ro /usr; sandbox_ro /boot; sandbox_ro /efi ;;
+      ProtectHome=yes) for h in /home /root /run/user; do
+                         sandbox+=("if [ -d $R$h ]; then mount -t tmpfs -o mode=000,size=4k protecthome $R$h; fi")
+                       done ;;
+      PrivateTmp=yes) sandbox+=("mount -t tmpfs -o mode=1777 privatetmp $R/tmp" "mount -t tmpfs -o mode=1777 privatetmp $R/var/tmp") ;;
+      PrivateDevices=yes) sandbox+=("mount -t tmpfs -o mode=755,nosuid privatedev $R/dev"
+                                    "for n in null zero full random urandom tty; do touch $R/dev/\$n; mount --bind /dev/\$n $R/dev/\$n; done"
+                                    "mkdir $R/dev/shm && mount -t tmpfs -o mode=1777 shm $R/dev/shm"
+                                    "ln -s /proc/self/fd $R/dev/fd; ln -s fd/0 $R/dev/stdin; ln -s fd/1 $R/dev/stdout; ln -s fd/2 $R/dev/stderr") ;;
+      ProtectKernelTunables=yes) sandbox_ro /proc/sys; sandbox_ro /sys ;;
+      ProtectControlGroups=yes) sandbox_ro /sys/fs/cgroup ;;
+      NoNewPrivileges=yes) ids+=(--no-new-privs) ;;
+      CapabilityBoundingSet=) ids+=(--bounding-set=-all) ;;
+      ProtectSystem=* | ProtectHome=* | PrivateTmp=* | PrivateDevices=* | NoNewPrivileges=* | \
+      CapabilityBoundingSet=* | ProtectKernelTunables=* | ProtectControlGroups=*)
+        if [[ "$value" != no ]]; then fail "$name: $key=$value is not emulated by this test"; fi
+        continue ;;
+      Protect*=* | Private*=* | Restrict*=* | SystemCall*=* | MemoryDenyWriteExecute=* | LockPersonality=* | \
+      RemoveIPC=* | AmbientCapabilities=*)
+        skipped+=("$key"); continue ;;
+      *) continue ;;
+    esac
+    applied+=("$key=$value")
+  done < <(unit_lines "$unit")
+  {
+    echo "set -e"
+    printf '%s\n' "${sandbox[@]}"
+    printf 'umask %q\ncd /\nexec chroot %q setpriv' "${umask:-0022}" "$R"
+    printf ' %q' "${ids[@]}" --pdeathsig KILL -- env -i "${envv[@]}" "${argv[@]}"
+    echo
+  } >"$script"
   echo "$name: ${user:-root}, umask ${umask:-0022}: ${argv[*]}"
-  (
-    umask "${umask:-0022}"
-    cd /
-    exec chroot "$R" setpriv "${ids[@]}" --pdeathsig KILL -- env -i "${envv[@]}" "${argv[@]}"
-  ) >"$log" 2>&1 </dev/null &
+  echo "$name: sandbox: ${applied[*]:-none}${skipped:+; not applied here: ${skipped[*]}}"
+  # Without --fork: unshare, bash and chroot exec one another, so that the daemon is this
+  # script's child and dies with it (--pdeathsig).
+  unshare --mount --propagation private -- bash "$script" >"$log" 2>&1 </dev/null &
   started_pid=$!
   pids+=("$started_pid")
+  # Its mount namespace, once it has its own: tasks it starts share it (see in_chroot).
+  local i ns_self ns_unit
+  ns_self=$(readlink /proc/self/ns/mnt)
+  for ((i = 0; i < 100; i++)); do
+    ns_unit=$(readlink "/proc/$started_pid/ns/mnt" 2>/dev/null) || fail "$name exited at once: $(cat "$log")"
+    if [[ "$ns_unit" != "$ns_self" ]]; then break; fi
+    sleep 0.05
+  done
+  [[ "$ns_unit" != "$ns_self" ]] || fail "$name has no mount namespace of its own after 5 s"
+  unit_namespaces+=("$ns_unit")
 }
 
 # stop_unit NAME PID: SIGTERM (KillSignal=), and it must be gone within the unit's stop timeout.
 stop_unit() {
-  local name=$1 pid=$2 i
+  local name=$1 pid=$2 i t0=$SECONDS
   kill -TERM "$pid" 2>/dev/null || fail "$name (pid $pid) was no longer running before it was stopped"
   for ((i = 0; i < 150; i++)); do
     kill -0 "$pid" 2>/dev/null || break
@@ -314,7 +382,7 @@ stop_unit() {
   done
   kill -0 "$pid" 2>/dev/null && fail "$name did not stop within 15 s of SIGTERM"
   wait "$pid" || fail "$name exited with status $? on SIGTERM"
-  echo "$name: stopped"
+  echo "$name: stopped ($((SECONDS - t0)) s)"
 }
 
 wait_for() {  # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds
@@ -383,6 +451,26 @@ cli nodes
 running=" $(in_chroot | tr '\n' ' ') "
 [[ "$running" == *" $controller_pid "* && "$running" == *" $agent_pid "* ]] ||
   fail "the daemons ($controller_pid, $agent_pid) are not among the chroot's processes:$running"
+# The sandboxes hold, seen from inside each daemon's mount namespace and root.
+in_unit() { local pid=$1; shift; nsenter --target "$pid" --mount --root -- "$@"; }
+writable() { in_unit "$1" sh -c "touch $2/.deb-test-probe && rm $2/.deb-test-probe" 2>/dev/null; }
+writable "$controller_pid" /var/lib/hangar || fail "the controller cannot write its StateDirectory"
+for d in / /etc /usr /var/lib /run; do
+  if writable "$controller_pid" "$d"; then fail "the controller can write $d (ProtectSystem=strict)"; fi
+done
+[[ -z "$(in_unit "$controller_pid" ls -A /tmp)" ]] || fail "the controller's /tmp is not private (PrivateTmp=yes)"
+mounted_ro() { [[ "$(in_unit "$1" findmnt -n -o OPTIONS --target "$2" | tail -1)" == ro,* ]]; }
+for m in /sys /sys/fs/cgroup /proc/sys; do
+  mounted_ro "$controller_pid" "$m" || fail "the controller's $m is writable (ProtectKernelTunables=, ProtectControlGroups=)"
+done
+[[ -z "$(in_unit "$controller_pid" find /root /home -mindepth 1 -maxdepth 1)" ]] || fail "the controller sees /root or /home (ProtectHome=yes)"
+[[ "$(in_unit "$controller_pid" ls /dev | tr '\n' ' ')" == "fd full null random shm stderr stdin stdout tty urandom zero " ]] ||
+  fail "the controller's /dev: $(in_unit "$controller_pid" ls /dev | tr '\n' ' ') (PrivateDevices=yes)"
+writable "$agent_pid" /var/lib/hangar-agent || fail "the agent cannot write its StateDirectory"
+writable "$agent_pid" /tmp || fail "the agent cannot write /tmp (it shares the node's)"
+for d in /etc /usr; do
+  if writable "$agent_pid" "$d"; then fail "the agent can write $d (ProtectSystem=full)"; fi
+done
 grep -h -E 'controller: API on|agent [^ ]+: [0-9]+ ' "$work/hangar-controller.log" "$work/hangar-agent.log" | sed 's/^\[[^]]*\] //'
 
 step "a job on the installed agent"
