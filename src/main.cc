@@ -1,7 +1,6 @@
 // The one binary: `hangar controller | agent | dev | sim | swarm` and the user commands. Each
 // module registers its own subcommands; this file only wires them together.
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,27 +8,13 @@
 #include "agent/agent_command.h"
 #include "cli/certs.h"
 #include "cli/cli_commands.h"
+#include "common/yaml_util.h"
 #include "controller/controller_command.h"
 #include "controller/dev_command.h"
 #include "sim/sim_command.h"
 #include "swarm/swarm_command.h"
 
 namespace {
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // CLI11 answers "A subcommand is required" both when none is given and when the word given is no
 // command at all, at any depth (`hangar token craete`); say which, what the commands there are,
@@ -53,16 +38,14 @@ std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
       continue;
     }
     if (at->get_require_subcommand_min() == 0) return "";  // a command that takes arguments too
-    std::string names, nearest;
-    size_t best = word.size() >= 5 ? 3 : 2;  // suggest only what is within two edits (one for short words)
+    std::string names;
+    std::vector<std::string> known;
     for (const CLI::App* sub : subs) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
-      const size_t d = EditDistance(word, sub->get_name());
-      if (d < best) {
-        best = d;
-        nearest = sub->get_name();
-      }
+      known.push_back(sub->get_name());
     }
+    const std::vector<std::string_view> views(known.begin(), known.end());
+    const std::string nearest = hangar::ClosestKey(word, views);
     return "unknown command '" + path + " " + word + "'" +
            (nearest.empty() ? std::string(".") : "; did you mean '" + path + " " + nearest + "'?") +
            " The commands of '" + path + "' are: " + names + "; run '" + path + " --help' for more";
