@@ -125,6 +125,7 @@ class Scheduler::Run {
   void StopBefore(uint32_t pos);
   const Reason& NeverOf(const GangRequest& req);
 
+  Scheduler& scheduler_;
   const SchedulerConfig& cfg_;
   placement::GangPlacer& placer_;
   const std::vector<uint32_t>& order_;
@@ -147,7 +148,6 @@ class Scheduler::Run {
   std::unordered_map<ShapeKey, Reason, ShapeKeyHash> failed_;
   std::optional<ShapeKey> last_failed_;  // the last answer of failed_ looked up, and its reason
   Reason last_reason_;
-  std::unordered_map<uint64_t, Reason> never_;  // fingerprint -> never-reason or kNone
   bool gpus_exhausted_ = false;
   // Preemption: victims so far, and under kGittins the highest rank among preemptible running
   // jobs and the least rank from each position of the order on.

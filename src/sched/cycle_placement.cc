@@ -3,11 +3,7 @@
 
 namespace hangar::sched {
 
-const Reason& Scheduler::Run::NeverOf(const GangRequest& req) {
-  auto nv = never_.find(req.fingerprint);
-  if (nv == never_.end()) nv = never_.emplace(req.fingerprint, placement::CheckNever(topo_, req)).first;
-  return nv->second;
-}
+const Reason& Scheduler::Run::NeverOf(const GangRequest& req) { return scheduler_.NeverReason(topo_, req); }
 
 void Scheduler::Run::Examine(uint32_t idx) {
   const PendingJob& job = snap_.pending[idx];

@@ -16,8 +16,18 @@ Scheduler::Scheduler(SchedulerConfig config, std::unique_ptr<queue::QueuePolicy>
                      std::unique_ptr<placement::NodeScorer> s)
     : config_(std::move(config)), queue_policy_(std::move(q)), scorer_(std::move(s)) {}
 
+const Reason& Scheduler::NeverReason(const cluster::Topology& topology, const GangRequest& request) {
+  if (never_topology_ != &topology) {
+    never_.clear();
+    never_topology_ = &topology;
+  }
+  auto it = never_.find(request.fingerprint);
+  if (it == never_.end()) it = never_.emplace(request.fingerprint, placement::CheckNever(topology, request)).first;
+  return it->second;
+}
+
 Scheduler::Run::Run(Scheduler& s, const Snapshot& snap, Time now)
-    : cfg_(s.config_), placer_(s.placer_), order_(s.order_), snap_(snap), now_(now), tree_(snap.queues),
+    : scheduler_(s), cfg_(s.config_), placer_(s.placer_), order_(s.order_), snap_(snap), now_(now), tree_(snap.queues),
       work_(*snap.usage), topo_(work_.topology()), opts_{s.scorer_.get(), snap.profile, nullptr, snap.random_seed} {
   reserved_nodes_.assign(topo_.nodes().size(), 0);
   preempted_.assign(snap.running.size(), 0);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <string>
 
 #include "common/status.h"
@@ -52,6 +53,11 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
   const queue::QueuePolicy& queue_policy() const { return *queue_policy_; }
 
+  // Whether a request can ever fit `topology` (Rule::kNone when it can), remembered per request
+  // shape for as long as the topology is the same one: the one cache of this answer, for the
+  // cycle and for owners that refuse such requests up front (the controller, at submission).
+  const Reason& NeverReason(const cluster::Topology& topology, const GangRequest& request);
+
  private:
   Scheduler(SchedulerConfig config, std::unique_ptr<queue::QueuePolicy> q,
             std::unique_ptr<placement::NodeScorer> s);
@@ -62,6 +68,8 @@ class Scheduler {
   std::unique_ptr<placement::NodeScorer> scorer_;
   placement::GangPlacer placer_;
   std::vector<uint32_t> order_;
+  const cluster::Topology* never_topology_ = nullptr;
+  std::unordered_map<uint64_t, Reason> never_;  // request fingerprint -> never-reason or kNone
 };
 
 }  // namespace hangar::sched

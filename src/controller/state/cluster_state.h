@@ -455,9 +455,6 @@ class ClusterState {
   std::shared_ptr<const sched::GangRequest> InternRequest(sched::GangRequest request);
   std::unordered_map<std::string_view, std::weak_ptr<const SpecEntry>> spec_cache_;
   std::unordered_map<uint64_t, std::weak_ptr<const sched::GangRequest>> request_cache_;
-  // Whether a request shape can ever fit this (immutable) topology; a scan of every node, so
-  // done once per shape, not once per job of a thousand-job sweep.
-  std::unordered_map<uint64_t, sched::Reason> never_cache_;
   // Queues: the applied specs, their tree, each queue's decayed usage (per tree node and
   // dimension), and the accounting of ended attempts.
   std::vector<job::QueueSpec> queue_specs_;

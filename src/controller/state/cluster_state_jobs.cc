@@ -81,11 +81,7 @@ StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects
                                    "; the queues are: " + known);
   }
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
-  auto cached = never_cache_.find(request.fingerprint);
-  if (cached == never_cache_.end()) {
-    cached = never_cache_.emplace(request.fingerprint, sched::placement::CheckNever(*topology_, request)).first;
-  }
-  const sched::Reason never = cached->second;
+  const sched::Reason never = scheduler_->NeverReason(*topology_, request);
   if (never.rule != sched::Rule::kNone) {
     return Status::OutOfRange("job '" + spec.name + "' can never run on this cluster: " +
                               never.ToString(*topology_) + "; change the request and submit it again");
