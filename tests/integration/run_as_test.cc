@@ -175,6 +175,29 @@ TEST_F(RunAsTest, EachUsersTaskRunsAsTheirUidAndCannotReadTheOthersOutput) {
             R"({"gid":61001,"groups":[61010,61011],"uid":61001})");
 }
 
+// The attack of issue 16: one user's job read another's /proc/PID/environ (an API key).
+TEST_F(RunAsTest, AUsersTaskCannotReadAnotherUsersEnvironment) {
+  nlohmann::json spec = {{"name", "keyholder"},
+                         {"tasks", {{{"gpus", 1}, {"env", {{"API_KEY", "bob-key-123"}}}, {"command", {"sleep", "60"}}}}}};
+  Reply r = Call(bob_, "POST", "/v1/jobs", spec.dump());
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  const std::string task = std::to_string(r.body.value("id", uint64_t{0})) + ".0.0";
+  int pid = 0;
+  ASSERT_TRUE(LocalCluster::WaitFor([&] {
+    auto tasks = nlohmann::json::parse(ReadFile(cluster_->dir() + "/agents/node-1/tasks.json"), nullptr, false);
+    for (const auto& t : tasks.is_array() ? tasks : nlohmann::json::array()) {
+      if (t.value("task_id", "") == task) pid = t.value("pid", 0);
+    }
+    return pid > 0;
+  }, 20 * kSecond));
+  ASSERT_TRUE(Contains(ReadFile("/proc/" + std::to_string(pid) + "/environ"), "API_KEY=bob-key-123"));
+  const std::string environ = "/proc/" + std::to_string(pid) + "/environ";
+  const std::string alice_task = Succeeded(Submit(alice_, "default", "cat " + environ + "; echo \"cat: $?\""));
+  EXPECT_EQ(ReadFile(alice_task + "/stdout.log"), "cat: 1\n");
+  EXPECT_TRUE(Contains(ReadFile(alice_task + "/stderr.log"), environ + ": Permission denied"))
+      << ReadFile(alice_task + "/stderr.log");
+}
+
 TEST_F(RunAsTest, RootOnlyWhereTheQueueAllowsIt) {
   Reply refused = Call(ops_, "POST", "/v1/jobs", "name: fix\ntasks: [{gpus: 1, command: [id, -u]}]\n");
   EXPECT_EQ(refused.status, 403) << refused.body.dump();
