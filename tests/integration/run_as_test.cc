@@ -170,6 +170,11 @@ TEST_F(RunAsTest, EachUsersTaskRunsAsTheirUidAndCannotReadTheOthersOutput) {
   EXPECT_TRUE(Contains(alice_err, "Permission denied")) << alice_err;  // ls of Bob's workdir
   EXPECT_FALSE(Contains(alice_err, "bob-secret"));
   ExpectOwned(alice_task + "/stdout.log", 61001, 61001, 0600);
+  // A rotated token runs its jobs as the same account.
+  const std::string bob_id = bob_.substr(4, bob_.find('_', 4) - 4);  // hgr_<id>_<secret>
+  Reply rotated = Call(admin_, "POST", "/v1/tokens/" + bob_id + "/rotate", "{}");
+  EXPECT_EQ(rotated.status, 201) << rotated.body.dump();
+  EXPECT_EQ(rotated.body["run_as"].dump(), R"({"gid":61020,"uid":61002})");
   // The job records who it ran as.
   EXPECT_EQ(Call(admin_, "GET", "/v1/jobs/" + std::to_string(alices)).body["spec"]["run_as"].dump(),
             R"({"gid":61001,"groups":[61010,61011],"uid":61001})");
