@@ -1,8 +1,13 @@
 #include "agent/agent.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -22,7 +27,7 @@ nlohmann::json ToJson(const TaskRecord& r) {
   return {{"task_id", r.task_id}, {"job_id", r.job_id}, {"attempt", r.attempt}, {"index", r.index},
           {"pid", r.pid},         {"ended", r.ended},   {"exit_code", r.exit_code}, {"signal", r.signal},
           {"stopped", r.stopped}, {"failed_to_start", r.failed_to_start}, {"message", r.message},
-          {"gpus", r.gpus},       {"ended_at", r.ended_at}};
+          {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}};
 }
 
 TaskRecord FromJson(const nlohmann::json& j) {
@@ -40,6 +45,7 @@ TaskRecord FromJson(const nlohmann::json& j) {
   r.message = j.value("message", "");
   r.gpus = j.value("gpus", std::vector<uint32_t>{});
   r.ended_at = j.value("ended_at", int64_t{0});
+  r.uid = j.value("uid", int64_t{-1});
   return r;
 }
 
@@ -52,6 +58,31 @@ std::string WithDirectory(const std::string& path, const std::string& dir) {
     start = end + 1;
   }
   return path.empty() ? dir : path + ":" + dir;
+}
+
+// Makes `path` a file or directory (`dir`) that belongs to `who`, mode 0600 or 0700: created if
+// missing, never through a link. One that exists already must be theirs.
+Status GiveTo(const std::string& path, bool dir, const TaskCredentials& who) {
+  const std::string what = (dir ? "directory " : "file ") + path;
+  if (dir && mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::FailedPrecondition("cannot create the " + what + ": " + std::strerror(errno));
+  }
+  const int fd = dir ? open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                     : open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FailedPrecondition("cannot open the " + what + ": " + std::strerror(errno));
+  struct stat st {};
+  Status s = Status::Ok();
+  if (fstat(fd, &st) != 0) {
+    s = Status::FailedPrecondition("cannot stat the " + what + ": " + std::strerror(errno));
+  } else if (st.st_uid != who.uid && st.st_uid != geteuid()) {
+    // Someone else's (an earlier job's under a reused id, say): never handed over.
+    s = Status::FailedPrecondition("the " + what + " belongs to uid " + std::to_string(st.st_uid) +
+                                   ", not to " + who.Describe() + " that the task runs as; remove it or give it to them");
+  } else if (st.st_uid != who.uid && (fchown(fd, who.uid, who.gid) != 0 || fchmod(fd, dir ? 0700 : 0600) != 0)) {
+    s = Status::FailedPrecondition("cannot give the " + what + " to " + who.Describe() + ": " + std::strerror(errno));
+  }
+  close(fd);
+  return s;
 }
 
 std::string KernelVersion() {
@@ -144,6 +175,14 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
     auto it = records_.find(c.task_id);
     if (it == records_.end() || it->second.ended || !runner_.IsRunning(c.task_id)) {
       return Status::NotFound("task '" + c.task_id + "' does not run on node " + options_.node);
+    }
+    // The socket is open to every local user: a task's reports come from its own uid (or root).
+    const int64_t owner = it->second.uid >= 0 ? it->second.uid : static_cast<int64_t>(geteuid());
+    if (c.peer_uid >= 0 && c.peer_uid != 0 && c.peer_uid != owner) {
+      spdlog::warn("agent {}: refused a checkpoint report for task {} from uid {} (the task runs as uid {})",
+                   options_.node, c.task_id, c.peer_uid, owner);
+      return Status::PermissionDenied("task '" + c.task_id + "' runs as uid " + std::to_string(owner) + "; uid " +
+                                      std::to_string(c.peer_uid) + " may not report its checkpoints");
     }
     done->set_job_id(it->second.job_id);
   }
@@ -391,10 +430,25 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   r.attempt = l.attempt();
   r.index = l.task_index();
   r.gpus.assign(l.gpu_indices().begin(), l.gpu_indices().end());
-  Status ready = PrepareCheckpointDir(l);
+  StatusOr<std::optional<TaskCredentials>> run_as = RunAsOf(l);
+  Status ready = run_as.status();
+  if (ready.ok()) {
+    launch.run_as = *run_as;
+    r.uid = *run_as ? (*run_as)->uid : geteuid();
+    ready = PrepareCheckpointDir(l, *run_as);
+  }
   if (ready.ok() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
     ready = Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + options_.node +
                              "; put the job's files on storage every node mounts at that path");
+  }
+  if (ready.ok() && *run_as) {
+    // The task's folder stays the agent's (so no one can put a link where it reads logs from);
+    // what the task writes in it is the user's: its output (the runner), its fresh workdir (the
+    // runner) and its fake GPU load.
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    ready = ec ? Status::FailedPrecondition("cannot create " + dir + ": " + ec.message())
+               : GiveTo(dir + "/gpu_util", /*dir=*/false, **run_as);
   }
   StatusOr<pid_t> pid = ready.ok() ? runner_.Launch(launch) : StatusOr<pid_t>(ready);
   if (pid.ok()) {
@@ -418,7 +472,30 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   SendStatus(r);
 }
 
-Status Agent::PrepareCheckpointDir(const pb::Launch& l) const {
+StatusOr<std::optional<TaskCredentials>> Agent::RunAsOf(const pb::Launch& l) const {
+  if (!l.has_run_as()) return std::optional<TaskCredentials>();
+  const pb::RunAs& a = l.run_as();
+  TaskCredentials who;
+  if (a.has_uid()) {
+    who = CredentialsFromIds(a.uid(), a.gid(), std::vector<gid_t>(a.groups().begin(), a.groups().end()));
+  } else if (!a.account().empty()) {
+    auto found = ResolveAccount(a.account());
+    if (!found.ok()) return Status(found.status().code(), "node " + options_.node + ": " + found.status().message());
+    who = std::move(*found);
+  } else {
+    return Status::InvalidArgument("the launch names neither an account nor a uid to run the task as");
+  }
+  if (who.uid == 0 && !a.allow_root()) {
+    return Status::PermissionDenied("the task would run as root (" + who.Describe() + ") on node " + options_.node +
+                                    " and its queue does not allow root tasks (allow_root)");
+  }
+  // An agent that is not root runs tasks only as itself (and then switches nothing).
+  auto switched = SwitchFrom(geteuid(), getegid(), std::move(who));
+  if (!switched.ok()) return Status(switched.status().code(), "node " + options_.node + ": " + switched.status().message());
+  return *switched;
+}
+
+Status Agent::PrepareCheckpointDir(const pb::Launch& l, const std::optional<TaskCredentials>& run_as) const {
   auto it = l.env().find("HANGAR_CHECKPOINT_DIR");
   if (it == l.env().end() || it->second.empty()) return Status::Ok();
   const fs::path dir = it->second;
@@ -438,6 +515,10 @@ Status Agent::PrepareCheckpointDir(const pb::Launch& l) const {
         (ec ? ec.message() : "not a directory") + "); on node " + options_.node +
         " the controller's --checkpoint-root must be writable (shared storage on a "
         "real cluster)");
+  }
+  if (run_as) {
+    Status mine = GiveTo(dir.string(), /*dir=*/true, *run_as);
+    if (!mine.ok()) return Status(mine.code(), "the job's checkpoint directory on node " + options_.node + ": " + mine.message());
   }
   return Status::Ok();
 }

@@ -74,6 +74,7 @@ struct TaskRecord {
   std::string message;
   std::vector<uint32_t> gpus;
   Time ended_at = 0;
+  int64_t uid = -1;  // who it runs as; -1: the agent's own user (records of older agents)
 };
 
 class Agent {
@@ -110,8 +111,12 @@ class Agent {
   // Records how a task ended (and frees its GPUs); the record, or nullopt for an unknown task.
   std::optional<TaskRecord> RecordExit(const TaskExit& e);
   void StopTasksOnExit();
-  // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts.
-  Status PrepareCheckpointDir(const pb::Launch& l) const;
+  // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts,
+  // owned by the task's user.
+  Status PrepareCheckpointDir(const pb::Launch& l, const std::optional<TaskCredentials>& run_as) const;
+  // Who a launch runs as: nullopt for the agent's own user (no run_as: `--auth none`); refused
+  // for an account the node lacks, and for root unless the launch allows it.
+  StatusOr<std::optional<TaskCredentials>> RunAsOf(const pb::Launch& l) const;
   void HeartbeatLoop(const std::atomic<bool>* stop);
   void SaveRecords();  // caller holds mu_
   std::string TaskDir(const std::string& task_id) const;

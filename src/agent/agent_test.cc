@@ -4,7 +4,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <grp.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -118,8 +121,10 @@ class AgentTest : public ::testing::Test {
 
   // Launches `script` under /bin/sh as task `id` of job `job`; returns its first status.
   pb::TaskStatus Launch(const std::string& id, uint64_t job, const std::string& script,
-                        const std::map<std::string, std::string>& env = {}) {
+                        const std::map<std::string, std::string>& env = {},
+                        const std::optional<pb::RunAs>& run_as = std::nullopt) {
     pb::ControllerMessage m;
+    if (run_as) *m.mutable_launch()->mutable_run_as() = *run_as;
     m.mutable_launch()->set_task_id(id);
     m.mutable_launch()->set_job_id(job);
     for (const char* a : {"/bin/sh", "-c"}) m.mutable_launch()->add_argv(a);
@@ -226,8 +231,10 @@ constexpr const char* kTrapper =
 TEST_F(AgentTest, TasksGetTheSocketAndReportCheckpointsOnTheirOwn) {
   ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
   ASSERT_FALSE(agent_->socket_path().empty());
+  // Every local user may connect (tasks run as their users); the agent checks who did.
   EXPECT_EQ(fs::status(agent_->socket_path()).permissions() & fs::perms::all,
-            fs::perms::owner_read | fs::perms::owner_write);
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::group_write |
+                fs::perms::others_read | fs::perms::others_write);
   Launch("5.0.0", 5, kTrapper);
   auto env = TaskEnv("5.0.0");
   EXPECT_EQ(env["HANGAR_TASK_ID"], "5.0.0");
@@ -314,6 +321,109 @@ TEST_F(AgentTest, TasksGetAbsolutePathsUnderTheStateDirectory) {
   EXPECT_EQ(env["HANGAR_AGENT_STATE_DIR"], state_dir_.string());
   EXPECT_EQ(env["HANGAR_FAKE_GPU_UTIL_FILE"],
             (state_dir_ / "tasks" / "10.0.0" / "gpu_util").string());
+}
+
+pb::RunAs Uid(uint32_t uid, uint32_t gid, std::vector<uint32_t> groups = {}, bool allow_root = false) {
+  pb::RunAs r;
+  r.set_uid(uid);
+  r.set_gid(gid);
+  for (uint32_t g : groups) r.add_groups(g);
+  r.set_allow_root(allow_root);
+  return r;
+}
+
+struct Owner {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  unsigned mode = 0;
+};
+Owner OwnerOf(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(lstat(p.c_str(), &st), 0) << p;
+  return {st.st_uid, st.st_gid, static_cast<unsigned>(st.st_mode & 07777)};
+}
+
+// `hangar checkpoint-done` for task `id` from a process running as `uid`: the agent's answer.
+std::string ReportAs(uid_t uid, const std::string& socket, const std::string& id) {
+  int fds[2];
+  if (pipe(fds) != 0) return "no pipe";
+  pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    std::string answer;
+    if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0) {
+      answer = "could not become " + std::to_string(uid);
+    } else {
+      auto r = SendCheckpointDone(socket, {id, "", 0, -1}, 10 * kSecond);
+      answer = r.ok() ? "ok" : r.status().message();
+    }
+    ssize_t n = write(fds[1], answer.data(), answer.size());
+    _exit(n < 0);
+  }
+  close(fds[1]);
+  std::string answer;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  waitpid(child, nullptr, 0);
+  return answer;
+}
+
+// Issue 16: a task runs as the user the Launch names, in a workdir of theirs, with its output,
+// fake GPU load file and checkpoint directory theirs; only they (or root) may report its
+// checkpoints. Switching users needs root.
+TEST_F(AgentTest, RunsATaskAsTheUserTheLaunchNames) {
+  if (geteuid() != 0) GTEST_SKIP() << "switching users needs root";
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  const fs::path ckpt = state_dir_ / "checkpoints" / "job-11";
+  auto started = Launch("11.0.0", 11,
+                        "id -u > ids; id -g >> ids; id -G >> ids; echo 40 > \"$HANGAR_FAKE_GPU_UTIL_FILE\"; "
+                        "touch \"$HANGAR_CHECKPOINT_DIR/seen\"; " + std::string(kTrapper),
+                        {{"HANGAR_CHECKPOINT_DIR", ckpt.string()}}, Uid(61001, 61002, {61010, 61011}));
+  ASSERT_EQ(started.state(), pb::TaskStatus::RUNNING) << started.message();
+  EXPECT_EQ(TaskEnv("11.0.0")["HOME"], Work("11.0.0").string());
+  EXPECT_EQ(Read(Work("11.0.0") / "ids"), "61001\n61002\n61002 61010 61011\n");
+  EXPECT_EQ(Read(state_dir_ / "tasks/11.0.0/gpu_util"), "40\n");
+  EXPECT_TRUE(fs::exists(ckpt / "seen"));
+  const fs::path task = state_dir_ / "tasks" / "11.0.0";
+  for (const auto& [path, mode] : std::vector<std::pair<fs::path, unsigned>>{
+           {task / "stdout.log", 0600}, {task / "stderr.log", 0600}, {task / "gpu_util", 0600},
+           {task / "work", 0700}, {ckpt, 0700}}) {
+    const Owner o = OwnerOf(path);
+    EXPECT_EQ(o.uid, 61001u) << path;
+    EXPECT_EQ(o.gid, 61002u) << path;
+    EXPECT_EQ(o.mode, mode) << path;
+  }
+  EXPECT_EQ(OwnerOf(task).uid, 0u) << "the task's folder stays the agent's: no one puts a link where it reads logs";
+  std::ifstream records(state_dir_ / "tasks.json");
+  EXPECT_EQ(nlohmann::json::parse(records)[0].value("uid", -2), 61001);
+
+  EXPECT_EQ(ReportAs(61005, agent_->socket_path(), "11.0.0"),
+            "the agent at " + agent_->socket_path() +
+                " refused: task '11.0.0' runs as uid 61001; uid 61005 may not report its checkpoints");
+  EXPECT_EQ(ReportAs(61001, agent_->socket_path(), "11.0.0"), "ok");
+}
+
+TEST_F(AgentTest, RunsNothingAsRootUnlessTheLaunchAllowsIt) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  auto root = Launch("12.0.0", 12, "true", {}, Uid(0, 0));
+  EXPECT_EQ(root.state(), pb::TaskStatus::FAILED_TO_START);
+  EXPECT_EQ(root.message(), "the task would run as root (uid 0 gid 0 (root)) on node n1 and its queue does not allow "
+                            "root tasks (allow_root)");
+  pb::RunAs named;
+  named.set_account("root");
+  auto by_name = Launch("13.0.0", 13, "true", {}, named);
+  EXPECT_EQ(by_name.state(), pb::TaskStatus::FAILED_TO_START);
+  EXPECT_THAT(by_name.message(), ::testing::HasSubstr("would run as root"));
+  pb::RunAs missing;
+  missing.set_account("hangar-no-such-account");
+  auto unknown = Launch("14.0.0", 14, "true", {}, missing);
+  EXPECT_EQ(unknown.state(), pb::TaskStatus::FAILED_TO_START);
+  EXPECT_THAT(unknown.message(), ::testing::StartsWith("node n1: this node has no Unix account 'hangar-no-such-account'"));
+  if (geteuid() != 0) return;
+  auto allowed = Launch("15.0.0", 15, "id -u > ids", {}, Uid(0, 0, {}, /*allow_root=*/true));
+  EXPECT_NE(allowed.state(), pb::TaskStatus::FAILED_TO_START) << allowed.message();
+  EXPECT_TRUE(Eventually([&] { return Read(Work("15.0.0") / "ids") == "0\n"; }));
 }
 
 class StoppingAgentTest : public AgentTest {

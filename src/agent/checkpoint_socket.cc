@@ -146,8 +146,9 @@ StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& pa
     close(fd);
     return Status::Unavailable(what + "bind: " + ErrnoText(e));
   }
-  // Before listen(): no connection can be made while the mode is still the umask's.
-  if (chmod(path.c_str(), 0600) != 0 || listen(fd, 64) != 0) {
+  // Before listen(): no connection can be made while the mode is still the umask's. Every
+  // local user may connect (tasks run as their users); the handler checks who did.
+  if (chmod(path.c_str(), 0666) != 0 || listen(fd, 64) != 0) {
     int e = errno;
     close(fd);
     unlink(path.c_str());
@@ -211,6 +212,9 @@ void AgentSocket::HandleConnection(int fd) {
   nlohmann::json answer;
   std::optional<std::pair<CheckpointReport, CheckpointReply>> done;
   auto report = ParseRequest(*line);
+  ucred peer{};
+  socklen_t peer_size = sizeof peer;
+  if (report.ok() && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0) report->peer_uid = peer.uid;
   if (!report.ok()) {
     answer = {{"ok", false}, {"error", report.status().message()}};
   } else {

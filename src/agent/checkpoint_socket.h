@@ -1,6 +1,7 @@
 // The agent's local socket: how a task talks to the agent of its node. A Unix domain stream
-// socket (mode 0600: tasks run as the agent's user), its path given to every task as
-// HANGAR_AGENT_SOCKET. One request per connection, each a JSON line, answered by a JSON line:
+// socket, its path given to every task as HANGAR_AGENT_SOCKET; mode 0666, since tasks run as
+// their users: the kernel tells the agent who connected (SO_PEERCRED), and the agent takes a
+// task's reports only from its own uid (or root). One request per connection, each a JSON line, answered by a JSON line:
 //
 //   -> {"op": "checkpoint_done", "task_id": "42.0.1", "path": "/ckpt/step-900", "step": 900}
 //   <- {"ok": true, "released": false}            or  {"ok": false, "error": "..."}
@@ -25,6 +26,7 @@ struct CheckpointReport {
   std::string task_id;
   std::string path;   // optional: what it wrote (absolute)
   uint64_t step = 0;  // optional: the training step it covers
+  int64_t peer_uid = -1;  // who sent it (the connecting process's uid); -1: unknown
 };
 
 // What the agent answers.

@@ -1,4 +1,5 @@
 // The sharing commands: apply (queues files), queues, share, usage.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -183,12 +184,57 @@ Status Usage(const Common& c, const std::string& by, const std::string& since) {
   return Status::Ok();
 }
 
+// Who a token's jobs run as, from `hangar token create`'s flags: --account NAME, or --uid N
+// [--gid N] [--groups N,N,...].
+struct TokenAccount {
+  std::string account;
+  int64_t uid = -1, gid = -1;  // -1: not given
+  std::string groups;          // "61010,61011"
+};
+
+StatusOr<nlohmann::json> GroupList(const std::string& text) {
+  nlohmann::json out = nlohmann::json::array();
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string one = text.substr(start, end - start);
+    if (one.empty() || one.size() > 10 || one.find_first_not_of("0123456789") != std::string::npos) {
+      return Status::InvalidArgument("--groups takes group ids separated by commas, e.g. 61010,61011; '" + one +
+                                     "' is not a group id");
+    }
+    out.push_back(std::stoull(one));
+    start = end + 1;
+  }
+  return out;
+}
+
+// "uid 61001 gid 61001 groups 61010,61011", "alice", or, for a token that names none, the
+// account named like its user.
+std::string RunsAs(const nlohmann::json& tok) {
+  const std::string role = tok.value("role", "");
+  if (role != "admin" && role != "queue-admin" && role != "user") return "-";
+  const nlohmann::json r = tok.value("run_as", nlohmann::json::object());
+  if (r.contains("uid")) {
+    std::string out = "uid " + std::to_string(r.value("uid", 0u)) + " gid " + std::to_string(r.value("gid", 0u));
+    const auto groups = r.value("groups", std::vector<uint32_t>{});
+    for (size_t i = 0; i < groups.size(); ++i) out += (i ? "," : " groups ") + std::to_string(groups[i]);
+    return out;
+  }
+  return r.value("account", tok.value("user", ""));
+}
+
 Status TokenCreate(const Common& c, const std::string& user, const std::string& role, const std::string& node,
-                   const std::string& ttl) {
+                   const std::string& ttl, const TokenAccount& account) {
   nlohmann::json body = {{"role", role}};
   if (!user.empty()) body["user"] = user;
   if (!node.empty()) body["node"] = node;
   if (!ttl.empty()) body["ttl"] = ttl;
+  if (!account.account.empty()) body["account"] = account.account;
+  if (account.uid >= 0) body["uid"] = account.uid;
+  if (account.gid >= 0) body["gid"] = account.gid;
+  if (!account.groups.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(body["groups"], GroupList(account.groups));
+  }
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/tokens", body.dump()));
   if (c.output == "json") {
     PrintJson(r);
@@ -196,8 +242,10 @@ Status TokenCreate(const Common& c, const std::string& user, const std::string& 
   }
   std::printf("%s\n", r.value("token", "").c_str());
   const Time expires = r.value("expires_ms", Time{0});
-  std::fprintf(stderr, "token %s for %s (%s), %s; it is shown only now: keep it secret\n", r.value("id", "").c_str(),
+  const std::string runs_as = RunsAs(r);
+  std::fprintf(stderr, "token %s for %s (%s)%s, %s; it is shown only now: keep it secret\n", r.value("id", "").c_str(),
                r.value("user", "").c_str(), r.value("role", "").c_str(),
+               runs_as == "-" ? "" : (", tasks run as " + runs_as).c_str(),
                expires ? ("expires " + FormatUtcTimestamp(expires)).c_str() : "never expires");
   return Status::Ok();
 }
@@ -239,14 +287,14 @@ Status TokenList(const Common& c) {
     PrintJson(r);
     return Status::Ok();
   }
-  Table t({"ID", "USER", "ROLE", "NODE", "CREATED", "EXPIRES", "STATE"});
+  Table t({"ID", "USER", "ROLE", "NODE", "RUNS AS", "CREATED", "EXPIRES", "STATE"});
   const Time now = SystemClock().Now();
   for (const auto& tok : r["tokens"]) {
     const Time expires = tok.value("expires_ms", Time{0}), revoked = tok.value("revoked_ms", Time{0});
     const std::string state = revoked ? "revoked " + FormatUtcTimestamp(revoked)
                               : expires && now >= expires ? std::string("expired")
                                                           : std::string("live");
-    t.Add({tok.value("id", ""), tok.value("user", ""), tok.value("role", ""), tok.value("node", "-"),
+    t.Add({tok.value("id", ""), tok.value("user", ""), tok.value("role", ""), tok.value("node", "-"), RunsAs(tok),
            FormatUtcTimestamp(tok.value("created_ms", Time{0})), expires ? FormatUtcTimestamp(expires) : "never",
            state});
   }
@@ -300,8 +348,17 @@ void RegisterShareCommands(CLI::App& app, int* rc) {
       ->check(CLI::IsMember({"admin", "queue-admin", "user", "viewer", "node"}));
   create->add_option("--node", (*t)[2], "For --role node: the node whose agent uses it");
   create->add_option("--ttl", (*t)[4], "How long it lives, e.g. 30d, 12h, or never (default: 90d; node tokens never)");
+  auto account = std::make_shared<TokenAccount>();
+  create->add_option("--account", account->account,
+                     "The Unix account its jobs' tasks run as, resolved on each node (default: the account named "
+                     "like --user)");
+  create->add_option("--uid", account->uid, "Or: the uid its tasks run as (no account needed on the nodes)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4294967294}));
+  create->add_option("--gid", account->gid, "With --uid: the primary group (default: the same number as --uid)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4294967294}));
+  create->add_option("--groups", account->groups, "With --uid: supplementary group ids, e.g. 61010,61011");
   AddCommon(create, c.get());
-  create->callback([=] { Guard(rc, [&] { return TokenCreate(*c, (*t)[0], (*t)[1], (*t)[2], (*t)[4]); }); });
+  create->callback([=] { Guard(rc, [&] { return TokenCreate(*c, (*t)[0], (*t)[1], (*t)[2], (*t)[4], *account); }); });
   CLI::App* list = token->add_subcommand("list", "List tokens (never their secrets)");
   AddCommon(list, c.get());
   list->callback([=] { Guard(rc, [&] { return TokenList(*c); }); });

@@ -131,5 +131,53 @@ TEST(ShareCommandsTest, NodesNoAgentServesShowNothingFree) {
   EXPECT_NE(row.find("no agent has connected yet"), std::string::npos) << out;
 }
 
+// Issue 16: a token maps to the Unix account its jobs run as; `token list` shows it.
+TEST(ShareCommandsTest, TokensSayWhoTheirTasksRunAs) {
+  FakeApi api;
+  std::vector<nlohmann::json> bodies;
+  api.server().Post("/v1/tokens", [&](const httplib::Request& req, httplib::Response& res) {
+    bodies.push_back(nlohmann::json::parse(req.body));
+    nlohmann::json out = bodies.back();
+    out["id"] = "3f2a9c01d4e7";
+    out["token"] = "hgr_3f2a9c01d4e7_secret";
+    if (out.contains("uid")) out["run_as"] = {{"uid", out["uid"]}, {"gid", out.value("gid", out["uid"])}, {"groups", out["groups"]}};
+    res.status = 201;
+    res.set_content(out.dump(), "application/json");
+  });
+  api.server().Get("/v1/tokens", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"tokens": [
+      {"id": "a1", "user": "alice", "role": "user", "created_ms": 0, "run_as": {"uid": 61001, "gid": 61001, "groups": [61010, 61011]}},
+      {"id": "b2", "user": "bob", "role": "user", "created_ms": 0},
+      {"id": "c3", "user": "svc", "role": "user", "created_ms": 0, "run_as": {"account": "train"}},
+      {"id": "d4", "user": "node:gpu-001", "role": "node", "node": "gpu-001", "created_ms": 0}]})",
+                    "application/json");
+  });
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli(api, {"token", "create", "--user", "alice", "--role", "user", "--uid", "61001", "--groups",
+                         "61010,61011"}),
+            0);
+  EXPECT_EQ(RunCli(api, {"token", "create", "--user", "svc", "--role", "user", "--account", "train"}), 0);
+  EXPECT_EQ(RunCli(api, {"token", "create", "--user", "carol", "--role", "user", "--uid", "5", "--groups", "1,x"}), 1);
+  ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(bodies.size(), 2u);
+  EXPECT_EQ(bodies[0].dump(), R"({"groups":[61010,61011],"role":"user","uid":61001,"user":"alice"})");
+  EXPECT_EQ(bodies[1].dump(), R"({"account":"train","role":"user","user":"svc"})");
+  EXPECT_NE(err.find("token 3f2a9c01d4e7 for alice (user), tasks run as uid 61001 gid 61001 groups 61010,61011"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("'x' is not a group id"), std::string::npos) << err;
+
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunCli(api, {"token", "list"}), 0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("RUNS AS"), std::string::npos) << out;
+  EXPECT_NE(out.find("uid 61001 gid 61001 groups 61010,61011"), std::string::npos) << out;
+  EXPECT_NE(out.find("b2  bob           user  -        bob "), std::string::npos) << out;  // named like the user
+  EXPECT_NE(out.find("c3  svc           user  -        train "), std::string::npos) << out;
+  EXPECT_NE(out.find("gpu-001  -  "), std::string::npos) << out;  // node tokens run nothing
+}
+
 }  // namespace
 }  // namespace hangar::cli

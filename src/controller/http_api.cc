@@ -214,6 +214,7 @@ void HttpApi::Routes() {
       }
     }
     spec->user = who->user;  // who submits, never what the spec says
+    spec->run_as = TaskAccount(*who);  // and the Unix account its tasks run as
     // A job array: `?count=N` submits N copies in one commit (a sweep, a benchmark's queue).
     // Bounded, so that one request cannot hold the state thread (and every other caller) for
     // seconds: larger arrays are several requests.

@@ -57,7 +57,12 @@ void HttpApi::AuthRoutes() {
   s.Get("/v1/whoami", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, std::nullopt);
     if (!who) return;
-    Reply(res, 200, {{"user", who->user}, {"role", std::string(RoleName(who->role))}, {"open", who->open}});
+    nlohmann::json out = {{"user", who->user}, {"role", std::string(RoleName(who->role))}, {"open", who->open}};
+    // Who this caller's tasks would run as (none with --auth none: the agents' own user).
+    if (who->role == Role::kAdmin || who->role == Role::kQueueAdmin || who->role == Role::kUser) {
+      out["run_as"] = TaskAccount(*who).ToJson();
+    }
+    Reply(res, 200, out);
   });
   BoundedPost(s, "/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kTokensManage)) return;
@@ -81,6 +86,22 @@ void HttpApi::AuthRoutes() {
       return Reply(res, Status::InvalidArgument(*role == Role::kNode ? "a node token needs the node: --node NAME"
                                                                      : "a token needs the user it acts as: --user NAME"));
     }
+    // Who its jobs' tasks run as: an account the nodes resolve, or numbers; neither: the
+    // account named like the user (docs/rbac.md).
+    nlohmann::json account = nlohmann::json::object();
+    for (const char* key : {"account", "uid", "gid", "groups"}) {
+      if (body->contains(key)) account[key] = (*body)[key];
+    }
+    auto run_as = job::RunAs::FromJson(account);
+    if (!run_as.ok()) return Reply(res, run_as.status());
+    if (!run_as->account.empty()) {
+      if (Status name = job::RunAs::CheckAccountName(run_as->account); !name.ok()) return Reply(res, name);
+    }
+    if (!run_as->empty() && *role != Role::kAdmin && *role != Role::kQueueAdmin && *role != Role::kUser) {
+      return Reply(res, Status::InvalidArgument("a " + std::string(RoleName(*role)) +
+                                                " token submits no jobs, so it runs as no account; drop account, "
+                                                "uid, gid and groups"));
+    }
     // People's tokens expire (90 days unless the request says otherwise; "never" for none);
     // node tokens do not unless asked, since an agent cannot renew its own.
     Duration ttl = *role == Role::kNode ? 0 : kDefaultTokenTtl;
@@ -99,9 +120,11 @@ void HttpApi::AuthRoutes() {
             return Status::NotFound("node '" + node + "' is not in cluster.yaml");
           }
           auto m = TokenBook::Mint(*role == Role::kNode ? "node:" + node : user, *role, node, owner_->clock()->Now(), ttl);
+          m.first.run_as = *run_as;
           fx->batch.values.push_back({"token", m.first.id, m.first.ToJson(true).dump(), false});
           fx->Event(owner_->clock()->Now(), "auth", "token/" + m.first.id,
-                    "token made for " + m.first.user + " (" + std::string(RoleName(*role)) + ")");
+                    "token made for " + m.first.user + " (" + std::string(RoleName(*role)) + ")" +
+                        (run_as->empty() ? "" : ", tasks run as " + run_as->Describe()));
           return m;
         });
     if (!minted.ok()) return Reply(res, minted.status());
@@ -122,6 +145,7 @@ void HttpApi::AuthRoutes() {
     }
     const Time now = owner_->clock()->Now();
     auto [fresh, secret] = TokenBook::Mint(old->user, old->role, old->node, now, old->expires ? old->expires - old->created : 0);
+    fresh.run_as = old->run_as;  // its jobs run as the same account
     auto revoked = tokens_->Revoke(id, now, fresh.id);
     if (!revoked) return Reply(res, Status::NotFound("token " + id + " was revoked meanwhile"));
     owner_->Call<int>([&](ClusterState&, Effects* fx) {

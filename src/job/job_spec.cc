@@ -81,7 +81,109 @@ StatusOr<std::pair<int, int64_t>> ParseMigProfile(std::string_view profile) {
   return std::pair<int, int64_t>(slices, std::stoll(m[2]) * 1024);
 }
 
+std::string RunAs::Describe() const {
+  if (!uid) return account.empty() ? "the agent's own user" : "account " + account;
+  std::string out = "uid " + std::to_string(*uid) + " gid " + std::to_string(gid);
+  for (size_t i = 0; i < groups.size(); ++i) out += (i ? "," : " groups ") + std::to_string(groups[i]);
+  return out;
+}
+
+nlohmann::json RunAs::ToJson() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (uid) {
+    j["uid"] = *uid;
+    j["gid"] = gid;
+    if (!groups.empty()) j["groups"] = groups;
+  } else if (!account.empty()) {
+    j["account"] = account;
+  }
+  return j;
+}
+
+Status RunAs::Check() const {
+  if (!account.empty() && uid) {
+    return Status::InvalidArgument("give either an account (a name the nodes resolve) or a uid (with gid and "
+                                   "groups), not both");
+  }
+  if (!uid && (gid != 0 || !groups.empty())) {
+    return Status::InvalidArgument("gid and groups go with a uid; an account's groups come from the nodes' group "
+                                   "database");
+  }
+  if (groups.size() > kMaxGroups) {
+    return Status::InvalidArgument("at most " + std::to_string(kMaxGroups) + " supplementary groups");
+  }
+  return Status::Ok();
+}
+
+Status RunAs::CheckAccountName(const std::string& name) {
+  static const std::regex name_re(R"(^[A-Za-z0-9_][A-Za-z0-9._-]{0,31}$)");
+  if (std::regex_match(name, name_re)) return Status::Ok();
+  return Status::InvalidArgument("account '" + name + "' is not a Unix account name (1-32 letters, digits, '.', "
+                                 "'_' or '-', not starting with '.' or '-')");
+}
+
+StatusOr<RunAs> RunAs::FromJson(const nlohmann::json& j) {
+  const std::string form = "run_as is {\"account\": NAME} or {\"uid\": N, \"gid\": N, \"groups\": [N, ...]}";
+  if (!j.is_object()) return Status::InvalidArgument(form);
+  auto id = [&](const char* key) -> StatusOr<std::optional<uint32_t>> {
+    if (!j.contains(key)) return std::optional<uint32_t>();
+    const auto& v = j[key];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > kMaxId) {
+      return Status::InvalidArgument(std::string(key) + " must be a number from 0 to " + std::to_string(kMaxId));
+    }
+    return std::optional<uint32_t>(static_cast<uint32_t>(v.get<uint64_t>()));
+  };
+  RunAs r;
+  for (const auto& [key, value] : j.items()) {
+    if (key != "account" && key != "uid" && key != "gid" && key != "groups") {
+      return Status::InvalidArgument("run_as has no field '" + key + "'; " + form);
+    }
+  }
+  if (j.contains("account")) {
+    if (!j["account"].is_string() || j["account"].get<std::string>().empty()) {
+      return Status::InvalidArgument("account must be a non-empty string");
+    }
+    r.account = j["account"].get<std::string>();
+  }
+  HANGAR_ASSIGN_OR_RETURN(r.uid, id("uid"));
+  HANGAR_ASSIGN_OR_RETURN(auto gid, id("gid"));
+  if (gid && !r.uid) return Status::InvalidArgument("gid goes with a uid");
+  r.gid = gid.value_or(r.uid.value_or(0));
+  if (j.contains("groups")) {
+    if (!j["groups"].is_array()) return Status::InvalidArgument("groups must be a list of group ids");
+    if (!r.uid) return Status::InvalidArgument("groups go with a uid; an account's groups come from the nodes");
+    for (const auto& g : j["groups"]) {
+      if (!g.is_number_unsigned() || g.get<uint64_t>() > kMaxId) {
+        return Status::InvalidArgument("groups must be numbers from 0 to " + std::to_string(kMaxId));
+      }
+      r.groups.push_back(static_cast<uint32_t>(g.get<uint64_t>()));
+    }
+  }
+  HANGAR_RETURN_IF_ERROR(r.Check());
+  return r;
+}
+
 namespace {
+
+// A YAML node (a job file's scalars, maps and lists) as JSON, numbers as numbers.
+nlohmann::json YamlToJson(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& kv : n) j[kv.first.as<std::string>("")] = YamlToJson(kv.second);
+    return j;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& e : n) j.push_back(YamlToJson(e));
+    return j;
+  }
+  if (!n.IsScalar()) return nullptr;
+  const std::string s = n.Scalar();
+  if (!s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos) {
+    return std::stoull(s);
+  }
+  return s;
+}
 
 class JobParser {
  public:
@@ -102,6 +204,11 @@ class JobParser {
     if (queue) spec.queue = *queue;
     HANGAR_ASSIGN_OR_RETURN(auto user, src_.OptString(root, "user"));
     if (user) spec.user = *user;
+    if (const YAML::Node run_as = root["run_as"]) {
+      auto r = RunAs::FromJson(YamlToJson(run_as));
+      if (!r.ok()) return src_.Error(run_as, r.status().message());
+      spec.run_as = std::move(*r);
+    }
     HANGAR_ASSIGN_OR_RETURN(auto prio, src_.OptInt(root, "priority", -1000000, 1000000));
     if (prio) spec.priority = static_cast<int>(*prio);
     HANGAR_ASSIGN_OR_RETURN(auto tier, src_.OptString(root, "tier"));
@@ -138,7 +245,7 @@ class JobParser {
  private:
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
-                                                  "workdir"};
+                                                  "workdir",  "run_as"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
   static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
   static constexpr std::string_view kTaskKeys[] = {
@@ -345,6 +452,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   j["name"] = spec.name;
   j["queue"] = spec.queue;
   if (!spec.user.empty()) j["user"] = spec.user;
+  if (!spec.run_as.empty()) j["run_as"] = spec.run_as.ToJson();
   j["priority"] = spec.priority;
   j["tier"] = std::string(TierName(spec.tier));
   if (spec.time_limit) j["time_limit"] = std::to_string(spec.time_limit) + "ms";

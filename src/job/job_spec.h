@@ -69,10 +69,34 @@ struct CheckpointSpec {
   Duration grace = 5 * kMinute;
 };
 
+// The Unix account a job's tasks run as (docs/rbac.md). Set by the controller from the
+// submitting token (never from what a job file says); empty with `--auth none`, where tasks run
+// as the agent's own user.
+struct RunAs {
+  static constexpr uint32_t kMaxId = 4294967294u;  // (uid_t)-1 means "unchanged" to the kernel
+  static constexpr size_t kMaxGroups = 256;
+  std::string account;           // a name every node resolves (passwd and group databases); or
+  std::optional<uint32_t> uid;   // numbers, used as they are, without an account on the node:
+  uint32_t gid = 0;              //   the primary group
+  std::vector<uint32_t> groups;  //   and the supplementary groups
+  bool empty() const { return account.empty() && !uid; }
+  bool IsRoot() const { return uid ? *uid == 0 : account == "root"; }
+  // "account alice", "uid 61001 gid 61001 groups 61010,61011"
+  std::string Describe() const;
+  nlohmann::json ToJson() const;  // {} when empty
+  // From {"account": NAME} or {"uid": N, "gid": N, "groups": [...]} (gid defaults to uid).
+  static StatusOr<RunAs> FromJson(const nlohmann::json& j);
+  // A name goes without numbers, and gid and groups with a uid.
+  Status Check() const;
+  // Whether `name` is one a node could have: 1-32 letters, digits, '.', '_' or '-'.
+  static Status CheckAccountName(const std::string& name);
+};
+
 struct JobSpec {
   std::string name;
   std::string queue = "default";
   std::string user;  // set by the server from the caller's identity
+  RunAs run_as;      // likewise
   int priority = 0;
   Tier tier = Tier::kGuaranteed;
   std::vector<TaskGroupSpec> tasks;

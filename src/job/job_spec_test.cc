@@ -210,5 +210,60 @@ TEST(JobSpecWorkdirTest, JobAndGroupWorkdirsAndTheirResolution) {
   EXPECT_EQ(dot->tasks[0].workdir, "/home/alice/jobs");
 }
 
+// Issue 16: who a job's tasks run as, set by the controller from the token, kept with the job.
+TEST(JobSpecRunAsTest, AccountsAndNumbersAndTheirStoredForm) {
+  auto numbers = RunAs::FromJson(nlohmann::json::parse(R"({"uid": 61001, "groups": [61010, 61011]})"));
+  ASSERT_TRUE(numbers.ok()) << numbers.status().ToString();
+  EXPECT_EQ(numbers->gid, 61001u) << "the gid defaults to the uid";
+  EXPECT_EQ(numbers->Describe(), "uid 61001 gid 61001 groups 61010,61011");
+  EXPECT_FALSE(numbers->IsRoot());
+  auto named = RunAs::FromJson(nlohmann::json::parse(R"({"account": "alice"})"));
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->Describe(), "account alice");
+  EXPECT_TRUE(RunAs::FromJson(nlohmann::json::parse(R"({"account": "root"})"))->IsRoot());
+  EXPECT_TRUE(RunAs::FromJson(nlohmann::json::parse(R"({"uid": 0, "gid": 100})"))->IsRoot());
+  EXPECT_TRUE(RunAs().empty());
+  EXPECT_EQ(RunAs().ToJson().dump(), "{}");
+  struct Bad {
+    const char* json;
+    const char* says;
+  } bad[] = {
+      {R"({"account": "alice", "uid": 5})", "either an account"},
+      {R"({"gid": 5})", "gid goes with a uid"},
+      {R"({"account": "a", "groups": [1]})", "groups go with a uid"},
+      {R"({"uid": -1})", "uid must be a number from 0 to 4294967294"},
+      {R"({"uid": 4294967295})", "uid must be a number from 0 to 4294967294"},
+      {R"({"uid": 1, "groups": ["x"]})", "groups must be numbers"},
+      {R"({"user": "alice"})", "run_as has no field 'user'"},
+  };
+  for (const auto& b : bad) {
+    auto r = RunAs::FromJson(nlohmann::json::parse(b.json));
+    ASSERT_FALSE(r.ok()) << b.json;
+    EXPECT_NE(r.status().message().find(b.says), std::string::npos) << r.status().message();
+  }
+  EXPECT_TRUE(RunAs::CheckAccountName("svc-train.01").ok());
+  EXPECT_FALSE(RunAs::CheckAccountName("-rf").ok());
+  EXPECT_FALSE(RunAs::CheckAccountName("alice@corp").ok());
+
+  // Kept with the job: through the stored JSON (a job spec) and back.
+  auto spec = ParseJobSpec("name: r\ntasks: [{gpus: 1, command: [x]}]\n", "job.yaml");
+  ASSERT_TRUE(spec.ok());
+  spec->run_as = *numbers;
+  const nlohmann::json stored = JobSpecToJson(*spec);
+  EXPECT_EQ(stored["run_as"].dump(), R"({"gid":61001,"groups":[61010,61011],"uid":61001})");
+  auto back = JobSpecFromJson(stored);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->run_as.Describe(), "uid 61001 gid 61001 groups 61010,61011");
+  // A name the token API would refuse (it came from a token's user) still round-trips.
+  spec->run_as = RunAs{"alice@corp", std::nullopt, 0, {}};
+  auto odd = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+  EXPECT_EQ(odd->run_as.account, "alice@corp");
+  auto wrong = ParseJobSpec("name: r\nrun_as: {uid: 1, account: x}\ntasks: [{gpus: 1, command: [x]}]\n", "job.yaml");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("job.yaml:2: give either an account"), std::string::npos)
+      << wrong.status().message();
+}
+
 }  // namespace
 }  // namespace hangar::job

@@ -25,7 +25,8 @@ class QueueParser {
 
   StatusOr<QueueSpec> Queue(const YAML::Node& n, int depth) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(n, "a queue", {"name", "quota", "borrowing_limit", "lending_limit",
-                                                         "weight", "idle", "users", "admins", "children"}));
+                                                         "weight", "idle", "users", "admins", "allow_root",
+                                                         "children"}));
     QueueSpec q;
     HANGAR_ASSIGN_OR_RETURN(q.name, src_.String(n, "name"));
     if (!names_.insert(q.name).second) return src_.Error(n["name"], "queue '" + q.name + "' is declared twice; queue names are unique");
@@ -46,6 +47,7 @@ class QueueParser {
     }
     HANGAR_ASSIGN_OR_RETURN(q.users, Names(n, "users"));
     HANGAR_ASSIGN_OR_RETURN(q.admins, Names(n, "admins"));
+    HANGAR_ASSIGN_OR_RETURN(q.allow_root, src_.OptBool(n, "allow_root"));
     if (const YAML::Node kids = n["children"]) {
       if (!kids.IsSequence()) return src_.Error(kids, "children must be a list of queues");
       for (const auto& k : kids) {
@@ -149,6 +151,7 @@ nlohmann::json QueueJson(const QueueSpec& q) {
   }
   if (!q.users.empty()) j["users"] = q.users;
   if (!q.admins.empty()) j["admins"] = q.admins;
+  if (q.allow_root) j["allow_root"] = *q.allow_root;
   if (!q.children.empty()) {
     j["children"] = nlohmann::json::array();
     for (const auto& c : q.children) j["children"].push_back(QueueJson(c));
@@ -178,6 +181,25 @@ nlohmann::json QueuesToJson(const std::vector<QueueSpec>& queues) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& q : queues) list.push_back(QueueJson(q));
   return {{"queues", list}};
+}
+
+namespace {
+
+// The nearest allow_root on the path to `name` below `queues`, `inherited` when none says;
+// nullopt when `name` is not there.
+std::optional<bool> FindAllowsRoot(const std::vector<QueueSpec>& queues, std::string_view name, bool inherited) {
+  for (const auto& q : queues) {
+    const bool here = q.allow_root.value_or(inherited);
+    if (q.name == name) return here;
+    if (auto below = FindAllowsRoot(q.children, name, here)) return below;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool AllowsRoot(const std::vector<QueueSpec>& queues, std::string_view name) {
+  return FindAllowsRoot(queues, name, false).value_or(false);
 }
 
 std::vector<QueueSpec> DefaultQueues() {

@@ -45,6 +45,9 @@ struct QueueSpec {
   IdlePolicy idle;
   std::vector<std::string> users;   // may submit (RBAC); inherited by children
   std::vector<std::string> admins;  // queue-admins of this subtree
+  // Whether jobs whose tokens map to root (uid 0) may run in this subtree (docs/rbac.md); unset:
+  // as the parent says, and no at the top.
+  std::optional<bool> allow_root;
   std::vector<QueueSpec> children;
   bool leaf() const { return children.empty(); }
 };
@@ -52,6 +55,9 @@ struct QueueSpec {
 // Parses `queues: [...]`. Names are unique across the whole tree. Errors say file:line.
 StatusOr<std::vector<QueueSpec>> ParseQueues(std::string_view text, const std::string& source_name);
 nlohmann::json QueuesToJson(const std::vector<QueueSpec>& queues);
+// Whether queue `name` lets tasks run as root: the nearest `allow_root` on its path from the
+// root of the tree; false when none says, or when there is no such queue.
+bool AllowsRoot(const std::vector<QueueSpec>& queues, std::string_view name);
 // The default when nothing was applied: one leaf queue "default" with no quota (everything it
 // runs is borrowed from the idle pool) and weight 1.
 std::vector<QueueSpec> DefaultQueues();

@@ -88,5 +88,33 @@ TEST(QueueSpecTest, ErrorsPointAtTheLine) {
   }
 }
 
+// Issue 16: a queue may let its jobs run as root; the nearest setting on the path wins.
+TEST(QueueSpecTest, AllowRootIsInheritedAndOverridden) {
+  auto q = ParseQueues(
+      "queues:\n"
+      "  - name: ops\n    allow_root: true\n    children:\n"
+      "      - name: maintenance\n"
+      "      - name: interns\n        allow_root: false\n"
+      "  - name: default\n",
+      "q.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_TRUE(AllowsRoot(*q, "maintenance"));
+  EXPECT_FALSE(AllowsRoot(*q, "interns"));
+  EXPECT_FALSE(AllowsRoot(*q, "default"));
+  EXPECT_FALSE(AllowsRoot(*q, "nope"));
+  EXPECT_FALSE(AllowsRoot(DefaultQueues(), "default"));
+  // Kept through the stored JSON.
+  const nlohmann::json j = QueuesToJson(*q);
+  EXPECT_EQ(j["queues"][0]["allow_root"], true);
+  EXPECT_FALSE(j["queues"][1].contains("allow_root"));
+  auto back = ParseQueues(j.dump(), "store");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(QueuesToJson(*back), j);
+  auto bad = ParseQueues("queues:\n  - name: a\n    allow_root: sometimes\n", "q.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("q.yaml:3: 'allow_root' must be true or false"), std::string::npos)
+      << bad.status().message();
+}
+
 }  // namespace
 }  // namespace hangar::job

@@ -78,8 +78,11 @@ class AgentAuthTest : public ::testing::Test {
     ASSERT_TRUE(LocalCluster::WaitFor([&] { return Api("GET", "/v1/nodes/node-1").value("state", "") == "ready"; },
                                       20 * kSecond))
         << Api("GET", "/v1/nodes/node-1").dump();
-    // Job 1 holds all of node-1's GPUs (node-2 has no agent, so it can only go there).
-    job_ = Api("POST", "/v1/jobs", "name: victim\ntasks: [{gpus: 8, command: [sleep, '60']}]\n").value("id", 0u);
+    // Job 1 holds all of node-1's GPUs (node-2 has no agent, so it can only go there). A user's,
+    // whose token maps to an account its tasks run as (issue 16).
+    user_ = Api("POST", "/v1/tokens", R"({"user": "vera", "role": "user", )" + TaskAccountFields() + "}").value("token", "");
+    ASSERT_FALSE(user_.empty());
+    job_ = Api("POST", "/v1/jobs", "name: victim\ntasks: [{gpus: 8, command: [sleep, '60']}]\n", user_).value("id", 0u);
     ASSERT_EQ(job_, 1u);
     ASSERT_TRUE(LocalCluster::WaitFor([&] { return Api("GET", "/v1/jobs/1").value("state", "") == "running"; },
                                       20 * kSecond));
@@ -89,9 +92,10 @@ class AgentAuthTest : public ::testing::Test {
     auto r = Api("POST", "/v1/tokens", R"({"role": "node", "node": ")" + node + R"("})");
     return r.value("token", "");
   }
-  nlohmann::json Api(const std::string& method, const std::string& path, const std::string& body = "") {
+  nlohmann::json Api(const std::string& method, const std::string& path, const std::string& body = "",
+                     const std::string& token = "") {
     httplib::Client c("127.0.0.1", cluster_->api_port());
-    httplib::Headers h{{"Authorization", "Bearer " + admin_}};
+    httplib::Headers h{{"Authorization", "Bearer " + (token.empty() ? admin_ : token)}};
     httplib::Result r = method == "GET"    ? c.Get(path, h)
                         : method == "POST" ? c.Post(path, h, body, "application/yaml")
                                            : c.Delete(path, h);
@@ -111,7 +115,7 @@ class AgentAuthTest : public ::testing::Test {
   }
 
   std::unique_ptr<LocalCluster> cluster_;
-  std::string admin_;
+  std::string admin_, user_;
   std::map<std::string, std::string> node_token_;
   uint64_t job_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,9 @@ LocalCluster::LocalCluster(const std::string& cluster_yaml, std::vector<std::str
     : controller_args_(std::move(extra)) {
   char tmpl[] = "/tmp/hangar-it-XXXXXX";
   dir_ = mkdtemp(tmpl);
+  // Tasks may run as other users (issue 16): they must reach their folders under the agents'
+  // state directories in here, as they would under /var/lib/hangar.
+  chmod(dir_.c_str(), 0711);
   cluster_path_ = dir_ + "/cluster.yaml";
   std::ofstream(cluster_path_) << cluster_yaml;
 }
@@ -149,6 +153,12 @@ fabric:
         - {name: leaf-0, nodes: [{name: "node-[1-2]"}]}
         - {name: leaf-1, nodes: [{name: "node-[3-4]"}]}
 )";
+}
+
+std::string TaskAccountFields() {
+  const uid_t uid = geteuid() == 0 ? 61001 : geteuid();
+  const gid_t gid = geteuid() == 0 ? 61001 : getegid();
+  return "\"uid\": " + std::to_string(uid) + ", \"gid\": " + std::to_string(gid);
 }
 
 std::string ReadFile(const std::string& path) {

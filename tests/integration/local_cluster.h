@@ -23,6 +23,10 @@ std::vector<std::string> Lines(const std::string& text);  // non-empty lines
 std::string FourNodeTwoLeafCluster(const std::string& name);
 inline const std::vector<std::string> kFourNodes = {"node-1", "node-2", "node-3", "node-4"};
 inline bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+// What a user token of a test (`--auth tokens`) maps to for its tasks to run (issue 16): the body
+// fields `"uid": N, "gid": N`. uid and gid 61001 when the test runs as root (so do its agents);
+// else its own (an agent that is not root runs tasks only as itself).
+std::string TaskAccountFields();
 
 class LocalCluster {
  public:

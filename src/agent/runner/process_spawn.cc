@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,15 +62,37 @@ Status MakeDirectories(const std::filesystem::path& dir, const std::string& what
   return Status::Ok();
 }
 
-StatusOr<UniqueFd> OpenOutput(const std::string& path, const std::string& stream) {
+// The workdir, made if missing; one this makes belongs to the task's user, who alone may enter it.
+Status MakeWorkdir(const SpawnRequest& request) {
+  if (request.workdir.empty()) return Status::Ok();
+  std::error_code error;
+  const bool existed = std::filesystem::exists(request.workdir, error);
+  HANGAR_RETURN_IF_ERROR(MakeDirectories(request.workdir, "workdir"));
+  if (existed || !request.credentials) return Status::Ok();
+  const TaskCredentials& c = *request.credentials;
+  if (lchown(request.workdir.c_str(), c.uid, c.gid) != 0 || chmod(request.workdir.c_str(), 0700) != 0) {
+    return ErrnoStatus(errno, "cannot give workdir '" + request.workdir + "' to " + c.Describe());
+  }
+  return Status::Ok();
+}
+
+StatusOr<UniqueFd> OpenOutput(const std::string& path, const std::string& stream,
+                              const std::optional<TaskCredentials>& owner) {
   if (path.empty()) {
     return AboveStdio(open("/dev/null", O_WRONLY | O_CLOEXEC), "cannot open /dev/null");
   }
   HANGAR_RETURN_IF_ERROR(MakeDirectories(std::filesystem::path(path).parent_path(),
                                          "the directory of the " + stream + " file"));
-  // The task's owner's alone: output often echoes its environment (tokens, keys).
-  return AboveStdio(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_CLOEXEC, 0600),
-                    "cannot open the " + stream + " file '" + path + "'");
+  // The task's owner's alone: output often echoes its environment (tokens, keys). Never through
+  // a link someone put in its place.
+  const std::string what = "cannot open the " + stream + " file '" + path + "'";
+  HANGAR_ASSIGN_OR_RETURN(
+      UniqueFd fd,
+      AboveStdio(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0600), what));
+  if (owner && fchown(fd.get(), owner->uid, owner->gid) != 0) {
+    return ErrnoStatus(errno, "cannot give the " + stream + " file '" + path + "' to " + owner->Describe());
+  }
+  return fd;
 }
 
 struct StdStreams {
@@ -80,13 +103,13 @@ StatusOr<StdStreams> OpenStreams(const SpawnRequest& request) {
   StdStreams streams;
   HANGAR_ASSIGN_OR_RETURN(
       streams.in, AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC), "cannot open /dev/null"));
-  HANGAR_ASSIGN_OR_RETURN(streams.out, OpenOutput(request.stdout_path, "stdout"));
+  HANGAR_ASSIGN_OR_RETURN(streams.out, OpenOutput(request.stdout_path, "stdout", request.credentials));
   if (!request.stderr_path.empty() && request.stderr_path == request.stdout_path) {
     // Two opens with O_TRUNC would give two file offsets that overwrite each other.
     streams.err = UniqueFd(fcntl(streams.out.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1));
     if (streams.err.get() < 0) return ErrnoStatus(errno, "cannot share the stdout file");
   } else {
-    HANGAR_ASSIGN_OR_RETURN(streams.err, OpenOutput(request.stderr_path, "stderr"));
+    HANGAR_ASSIGN_OR_RETURN(streams.err, OpenOutput(request.stderr_path, "stderr", request.credentials));
   }
   return streams;
 }
@@ -108,7 +131,7 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
 }
 
 // What the child reports through the pipe. Everything but kCgroup ends the child.
-enum class Stage : int { kSession = 1, kCgroup, kStdio, kWorkdir, kExec };
+enum class Stage : int { kSession = 1, kCgroup, kStdio, kCredentials, kWorkdir, kExec };
 struct ChildReport {
   Stage stage;
   int err;
@@ -125,6 +148,11 @@ struct ChildPlan {
   int cgroup_procs_fd;  // -1: no cgroup to join
   int report_fd;
   int max_fd;  // bound for marking descriptors close-on-exec when close_range() is missing
+  bool switch_user;  // become uid/gid/groups; false: stay the agent's user
+  uid_t uid;
+  gid_t gid;
+  const gid_t* groups;
+  size_t group_count;
 };
 
 void Report(int report_fd, Stage stage, int err) {
@@ -163,6 +191,23 @@ void CloseOnExecAbove2(int max_fd) {
   if (dup2(plan.stdin_fd, STDIN_FILENO) < 0 || dup2(plan.stdout_fd, STDOUT_FILENO) < 0 ||
       dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
     Fail(plan, Stage::kStdio);
+  }
+  // The task's user, after the cgroup (joining it needs the agent's rights) and before the
+  // workdir (entered with the user's rights, as the user would). Groups first, then the gid,
+  // and the uid last: once it is dropped, neither may change any more. Raw system calls: glibc's
+  // wrappers synchronise every thread of the process, which in a child of a multi-threaded
+  // process is not safe to ask for; here there is one thread, and the kernel's calls act on it.
+  if (plan.switch_user) {
+#ifdef SYS_setgroups32
+    const long set_groups = SYS_setgroups32, set_gid = SYS_setresgid32, set_uid = SYS_setresuid32;
+#else
+    const long set_groups = SYS_setgroups, set_gid = SYS_setresgid, set_uid = SYS_setresuid;
+#endif
+    if (syscall(set_groups, plan.group_count, plan.groups) != 0 ||
+        syscall(set_gid, plan.gid, plan.gid, plan.gid) != 0 ||
+        syscall(set_uid, plan.uid, plan.uid, plan.uid) != 0) {
+      Fail(plan, Stage::kCredentials);
+    }
   }
   if (plan.workdir != nullptr && chdir(plan.workdir) < 0) Fail(plan, Stage::kWorkdir);
   CloseOnExecAbove2(plan.max_fd);
@@ -218,8 +263,12 @@ Status FailureStatus(const ChildReport& report, const SpawnRequest& request) {
     case Stage::kStdio:
       what += ": cannot redirect its standard streams";
       break;
+    case Stage::kCredentials:
+      what += " as " + request.credentials->Describe();
+      break;
     case Stage::kWorkdir:
       what += ": cannot enter workdir '" + request.workdir + "'";
+      if (request.credentials) what += " as " + request.credentials->Describe();
       break;
     default:
       break;
@@ -261,7 +310,7 @@ StatusOr<SpawnedProcess> SpawnProcess(const SpawnRequest& request) {
   }
   HANGAR_ASSIGN_OR_RETURN(std::string program,
                           ResolveProgram(request.argv[0], PathOf(request.env)));
-  HANGAR_RETURN_IF_ERROR(MakeDirectories(request.workdir, "workdir"));
+  HANGAR_RETURN_IF_ERROR(MakeWorkdir(request));
   HANGAR_ASSIGN_OR_RETURN(StdStreams streams, OpenStreams(request));
 
   SpawnedProcess spawned;
@@ -281,11 +330,22 @@ StatusOr<SpawnedProcess> SpawnProcess(const SpawnRequest& request) {
 
   std::vector<char*> argv = CStrings(request.argv);
   std::vector<char*> envp = CStrings(request.env);
-  ChildPlan plan{program.c_str(),    argv.data(),
-                 envp.data(),        request.workdir.empty() ? nullptr : request.workdir.c_str(),
-                 streams.in.get(),   streams.out.get(),
-                 streams.err.get(),  cgroup_procs.get(),
-                 report_write.get(), DescriptorBound()};
+  const std::vector<gid_t> groups = request.credentials ? request.credentials->groups : std::vector<gid_t>();
+  ChildPlan plan{program.c_str(),
+                 argv.data(),
+                 envp.data(),
+                 request.workdir.empty() ? nullptr : request.workdir.c_str(),
+                 streams.in.get(),
+                 streams.out.get(),
+                 streams.err.get(),
+                 cgroup_procs.get(),
+                 report_write.get(),
+                 DescriptorBound(),
+                 request.credentials.has_value(),
+                 request.credentials ? request.credentials->uid : 0,
+                 request.credentials ? request.credentials->gid : 0,
+                 groups.data(),
+                 groups.size()};
   spawned.pid = ForkChild(plan);
   if (spawned.pid < 0) return ErrnoStatus(errno, "cannot start '" + request.argv[0] + "'");
   report_write.Reset(-1);  // so that read() sees end of file once the child has exec'd

@@ -1,15 +1,18 @@
 // Starting a task's process: fork, then in the child only async-signal-safe calls (the agent is
 // multi-threaded) -- default signal dispositions, an empty signal mask, a new session, the task's
-// cgroup, stdin from /dev/null, stdout and stderr to files, the working directory -- and execve.
+// cgroup, stdin from /dev/null, stdout and stderr to files, the task's user (supplementary
+// groups, gid, uid), the working directory -- and execve.
 // Failures up to and including execve are reported back through a close-on-exec pipe, so the
 // caller learns synchronously whether the program is running.
 #pragma once
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/runner/task_credentials.h"
 #include "common/status.h"
 
 namespace hangar::agent {
@@ -21,10 +24,14 @@ struct SpawnRequest {
   std::vector<std::string> argv;  // argv[0] is looked up in the PATH given in `env` unless it
                                   // holds a '/' (then it is taken relative to `workdir`)
   std::vector<std::string> env;   // the complete environment, "NAME=value"
-  std::string workdir;            // created if missing; empty: the agent's working directory
-  std::string stdout_path;        // parent directories created, file truncated; empty: /dev/null
+  std::string workdir;            // created if missing (then owned by the task's user, mode
+                                  // 0700); empty: the agent's working directory
+  std::string stdout_path;        // parent directories created, file truncated, mode 0600 and
+                                  // owned by the task's user; empty: /dev/null
   std::string stderr_path;        // as stdout_path; the same path as stdout_path shares one file
   std::string cgroup_dir;         // cgroup v2 directory to join before exec; empty: none
+  // Who the process runs as; nullopt: the agent's own user. Switching needs root.
+  std::optional<TaskCredentials> credentials;
 };
 
 struct SpawnedProcess {

@@ -82,12 +82,20 @@ bool OtherProcessAlive(pid_t pid, uint64_t start_ticks) {
   return start_ticks == 0 || stat->start_ticks == start_ticks;
 }
 
-// A minimal base taken from the agent's own environment, then the launch's pairs on top.
-std::vector<std::string> TaskEnvironment(
-    const std::vector<std::pair<std::string, std::string>>& extra) {
+// A minimal base taken from the agent's own environment (its user's HOME, USER and LOGNAME
+// when it runs as another), then the launch's pairs on top.
+std::vector<std::string> TaskEnvironment(const std::vector<std::pair<std::string, std::string>>& extra,
+                                         const std::optional<TaskCredentials>& run_as,
+                                         const std::string& workdir) {
   std::map<std::string, std::string> env;
   for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR"}) {
     if (const char* value = std::getenv(name)) env[name] = value;
+  }
+  if (run_as) {
+    env.erase("HOME");
+    if (!run_as->home.empty()) env["HOME"] = run_as->home;
+    else if (!workdir.empty()) env["HOME"] = workdir;
+    if (!run_as->name.empty()) env["USER"] = env["LOGNAME"] = run_as->name;
   }
   env.try_emplace("PATH", kDefaultTaskPath);
   env.try_emplace("TMPDIR", "/tmp");
@@ -169,8 +177,14 @@ StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& launch) {
 }
 
 StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& launch) {
-  SpawnRequest request{launch.argv,        TaskEnvironment(launch.env), launch.workdir,
-                       launch.stdout_path, launch.stderr_path,          ""};
+  StatusOr<std::optional<TaskCredentials>> switched = SwitchFrom(geteuid(), getegid(), launch.run_as);
+  if (!switched.ok()) {
+    return Status(switched.status().code(), "task '" + launch.task_id + "': " + switched.status().message());
+  }
+  const std::optional<TaskCredentials>& run_as = *switched;
+  SpawnRequest request{launch.argv,        TaskEnvironment(launch.env, run_as, launch.workdir), launch.workdir,
+                       launch.stdout_path, launch.stderr_path,                                  "",
+                       run_as};
   if (!cgroup_parent_.empty()) {
     StatusOr<std::string> dir =
         CreateTaskCgroup(cgroup_parent_, launch.task_id, launch.milli_cpu, launch.memory_mib);

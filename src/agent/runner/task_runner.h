@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/runner/task_credentials.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -31,6 +32,10 @@ struct TaskLaunch {
   std::string stderr_path;
   int64_t milli_cpu = 0;   // 0: no CPU limit
   int64_t memory_mib = 0;  // 0: no memory limit
+  // Who it runs as; nullopt: the agent's own user. Another user needs an agent running as root;
+  // an agent that is not root runs tasks only as itself. The task gets the account's HOME (its
+  // workdir when the node has no account for the uid), USER and LOGNAME, unless `env` says.
+  std::optional<TaskCredentials> run_as;
 };
 
 struct TaskExit {

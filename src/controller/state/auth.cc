@@ -68,6 +68,14 @@ Status Allow(const Principal& p, Permission perm) {
                                   " may not do this; ask an admin for a token with a role that may");
 }
 
+job::RunAs TaskAccount(const Principal& p) {
+  if (p.open) return {};
+  if (!p.run_as.empty()) return p.run_as;
+  job::RunAs named;
+  named.account = p.user;
+  return named;
+}
+
 namespace {
 
 std::string Hex(const unsigned char* data, size_t n) {
@@ -107,6 +115,7 @@ nlohmann::json TokenRecord::ToJson(bool with_hash) const {
   if (expires) j["expires_ms"] = expires;
   if (revoked) j["revoked_ms"] = revoked;
   if (!replaced_by.empty()) j["replaced_by"] = replaced_by;
+  if (!run_as.empty()) j["run_as"] = run_as.ToJson();
   if (with_hash) {
     j["salt"] = salt;
     j["sha256"] = hash;
@@ -126,6 +135,11 @@ std::optional<TokenRecord> TokenRecord::FromJson(const nlohmann::json& j) {
   r.expires = j.value("expires_ms", Time{0});
   r.revoked = j.value("revoked_ms", Time{0});
   r.replaced_by = j.value("replaced_by", "");
+  if (j.contains("run_as")) {
+    auto run_as = job::RunAs::FromJson(j["run_as"]);
+    if (!run_as.ok()) return std::nullopt;
+    r.run_as = std::move(*run_as);
+  }
   auto role = ParseRole(j.value("role", ""));
   if (!role || r.id.empty() || r.hash.empty()) return std::nullopt;
   r.role = *role;
@@ -221,6 +235,7 @@ StatusOr<Principal> TokenBook::Authenticate(std::string_view header, Time now) c
   p.user = it->second.role == Role::kNode ? it->second.node : it->second.user;
   p.role = it->second.role;
   p.token_id = id;
+  p.run_as = it->second.run_as;
   return p;
 }
 

@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "controller/store/state_store.h"
+#include "job/job_spec.h"
 
 namespace hangar::controller {
 
@@ -54,8 +55,13 @@ struct Principal {
   Role role = Role::kAdmin;
   std::string token_id;
   bool open = false;  // the API runs without authentication (`--auth none`)
+  job::RunAs run_as;  // the token's Unix account, as made (empty: none named)
   std::string Describe() const { return user + " (" + std::string(RoleName(role)) + ")"; }
 };
+
+// The Unix account the tasks of `p`'s jobs run as: with `--auth none` none (the agent's own
+// user); else the token's account, or, when it names none, the account named like its user.
+job::RunAs TaskAccount(const Principal& p);
 
 // PermissionDenied naming the missing permission, or Ok.
 Status Allow(const Principal& p, Permission perm);
@@ -67,6 +73,7 @@ struct TokenRecord {
   Time expires = 0;  // 0: never
   Time revoked = 0;  // 0: live. A revoked token is kept, so that its holder is told it was revoked
   std::string replaced_by;  // the token `hangar token rotate` made in its place
+  job::RunAs run_as;        // who its jobs' tasks run as (TaskAccount); empty: its user's name
   bool live(Time now) const { return revoked == 0 && (expires == 0 || now < expires); }
   nlohmann::json ToJson(bool with_hash) const;
   static std::optional<TokenRecord> FromJson(const nlohmann::json& j);

@@ -84,5 +84,30 @@ TEST(AuthTest, RolesGrantWhatTheDocsSay) {
             "permission nodes:drain is missing: bob (user) may not do this; ask an admin for a token with a role that may");
 }
 
+// Issue 16: a token maps to the Unix account its jobs' tasks run as, kept with its record.
+TEST(AuthTest, ATokenCarriesTheAccountItsTasksRunAs) {
+  TokenBook book;
+  auto [record, text] = TokenBook::Mint("alice", Role::kUser, "", 5);
+  record.run_as = job::RunAs{"", 61001u, 61001, {61010, 61011}};
+  TokenBook stored;
+  stored.Load({{"token", record.id, record.ToJson(true).dump(), false}});
+  auto p = stored.Authenticate(text, 10);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(TaskAccount(*p).Describe(), "uid 61001 gid 61001 groups 61010,61011");
+  EXPECT_EQ(record.ToJson(false)["run_as"].dump(), R"({"gid":61001,"groups":[61010,61011],"uid":61001})");
+  // A token that names none runs its tasks as the account named like its user; an open API
+  // (--auth none) as the agents' own user.
+  auto [bob, bob_text] = TokenBook::Mint("bob", Role::kUser, "", 5);
+  book.Put(bob);
+  auto b = book.Authenticate(bob_text, 10);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(TaskAccount(*b).Describe(), "account bob");
+  EXPECT_FALSE(bob.ToJson(false).contains("run_as"));
+  Principal open;
+  open.open = true;
+  open.user = "anonymous";
+  EXPECT_TRUE(TaskAccount(open).empty());
+}
+
 }  // namespace
 }  // namespace hangar::controller

@@ -80,6 +80,12 @@ StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects
                                                                       : "does not exist") +
                                    "; the queues are: " + known);
   }
+  if (spec.run_as.IsRoot() && !job::AllowsRoot(queue_specs_, spec.queue)) {
+    return Status::PermissionDenied("job '" + spec.name + "' would run as root (" + spec.run_as.Describe() +
+                                    ") and queue '" + spec.queue +
+                                    "' does not allow root tasks; submit with a token mapped to another account, "
+                                    "or ask an admin to set allow_root: true on the queue (docs/queues.md)");
+  }
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
   const sched::Reason never = scheduler_->NeverReason(*topology_, request);
   if (never.rule != sched::Rule::kNone) {

@@ -266,5 +266,60 @@ TEST_F(QueuesTest, ShareSaysWhyTheHeadJobWaits) {
   }
 }
 
+// Issue 16: tasks run as their user, never as root unless the queue allows it; the Launch says
+// who, and whether root is allowed, so that the agent can hold to it too.
+TEST_F(QueuesTest, TasksRunAsTheirUserAndAsRootOnlyWhereTheQueueAllowsIt) {
+  Effects fx;
+  nlohmann::json summary;
+  ASSERT_TRUE(state_->ApplyQueues(Queues(std::string(kTree) + "  - name: ops\n    allow_root: true\n"), 1, &fx,
+                                  &summary).ok());
+  auto as = [](const std::string& yaml, job::RunAs who) {
+    job::JobSpec s = Spec(yaml);
+    s.run_as = std::move(who);
+    return s;
+  };
+  const job::RunAs root{"", 0u, 0, {}}, alice{"", 61001u, 61002, {61010}}, named{"root", std::nullopt, 0, {}};
+  for (const job::RunAs& who : {root, named}) {
+    auto refused = state_->Submit(as("name: fix\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n", who), 2, &fx);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_EQ(refused.status().message(),
+              "job 'fix' would run as root (" + who.Describe() +
+                  ") and queue 'adhoc' does not allow root tasks; submit with a token mapped to another account, or "
+                  "ask an admin to set allow_root: true on the queue (docs/queues.md)");
+  }
+  auto fix = state_->Submit(as("name: fix\nqueue: ops\ntasks: [{gpus: 1, command: [x]}]\n", root), 2, &fx);
+  ASSERT_TRUE(fix.ok()) << fix.status().ToString();
+  auto train = state_->Submit(as("name: t\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n", alice), 2, &fx);
+  ASSERT_TRUE(train.ok());
+  auto open = state_->Submit(Spec("name: o\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n"), 2, &fx);
+  ASSERT_TRUE(open.ok());
+  Effects launched;
+  state_->Schedule(3, &launched);
+  std::map<uint64_t, const pb::Launch*> by_job;
+  for (const auto& m : launched.messages) {
+    if (m.message.has_launch()) by_job[m.message.launch().job_id()] = &m.message.launch();
+  }
+  ASSERT_EQ(by_job.size(), 3u);
+  const pb::Launch& l_fix = *by_job[*fix];
+  ASSERT_TRUE(l_fix.has_run_as());
+  EXPECT_TRUE(l_fix.run_as().has_uid());
+  EXPECT_EQ(l_fix.run_as().uid(), 0u);
+  EXPECT_TRUE(l_fix.run_as().allow_root());
+  const pb::Launch& l_train = *by_job[*train];
+  ASSERT_TRUE(l_train.has_run_as());
+  EXPECT_EQ(l_train.run_as().uid(), 61001u);
+  EXPECT_EQ(l_train.run_as().gid(), 61002u);
+  EXPECT_EQ(std::vector<uint32_t>(l_train.run_as().groups().begin(), l_train.run_as().groups().end()),
+            std::vector<uint32_t>{61010});
+  EXPECT_FALSE(l_train.run_as().allow_root());
+  // No account (`--auth none`): the agent's own user.
+  EXPECT_FALSE(by_job[*open]->has_run_as());
+  // Kept with the job across a restart: the stored spec says who.
+  EXPECT_NE(state_->GetJob(*train)->spec.dump().find(R"("run_as":{"gid":61002,"groups":[61010],"uid":61001})"),
+            std::string::npos)
+      << state_->GetJob(*train)->spec.dump();
+}
+
 }  // namespace
 }  // namespace hangar::controller

@@ -364,6 +364,19 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
   l->set_memory_mib(task.memory_mib);
   l->set_checkpoint_signal(j.spec->spec.checkpoint.signal);
   l->set_workdir(j.spec->spec.tasks[task.group].workdir);
+  // Who it runs as; without (--auth none), the agent's own user. The agent runs nothing as root
+  // unless told that the queue allows it.
+  if (const job::RunAs& who = j.spec->spec.run_as; !who.empty()) {
+    pb::RunAs* r = l->mutable_run_as();
+    if (who.uid) {
+      r->set_uid(*who.uid);
+      r->set_gid(who.gid);
+      for (uint32_t g : who.groups) r->add_groups(g);
+    } else {
+      r->set_account(who.account);
+    }
+    r->set_allow_root(job::AllowsRoot(queue_specs_, j.spec->spec.queue));
+  }
   fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
 }
 

@@ -75,5 +75,26 @@ TEST(DocsQueuesTest, TheExampleKeepsDefaultAndRunsEveryShippedExample) {
   for (uint64_t id = 2; id < next; ++id) EXPECT_EQ(state.GetJob(id)->state, "starting") << state.GetJob(id)->reason;
 }
 
+// Its `ops` queue takes jobs that run as root; `default` refuses them (docs/rbac.md).
+TEST(DocsQueuesTest, TheExampleAllowsRootInOpsOnly) {
+  auto cluster = cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/dev-4x8.yaml");
+  ASSERT_TRUE(cluster.ok());
+  ControllerOptions o;
+  o.require_validation = false;
+  ClusterState state(cluster->topology, o, sched::Scheduler::Create({}).value());
+  auto specs = job::ParseQueues(DocsQueuesFile(), "docs/queues.md");
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  Effects fx;
+  nlohmann::json summary;
+  ASSERT_TRUE(state.ApplyQueues(*specs, 1, &fx, &summary).ok());
+  auto spec = job::ParseJobSpec("name: fix\ntasks: [{gpus: 1, command: [x]}]\n", "job.yaml");
+  ASSERT_TRUE(spec.ok());
+  spec->user = "ops";
+  spec->run_as.uid = 0;
+  EXPECT_EQ(state.Submit(*spec, 2, &fx).status().code(), StatusCode::kPermissionDenied);
+  spec->queue = "ops";
+  EXPECT_TRUE(state.Submit(*spec, 2, &fx).ok());
+}
+
 }  // namespace
 }  // namespace hangar::controller
