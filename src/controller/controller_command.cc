@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -48,7 +50,37 @@ struct Flags {
   bool insecure = false;
   std::string metrics_labels = "clean";
   bool gittins_by_predecessor = true;
+  // Limits against hostile clients (issue 16): the REST API's connections, and what one user
+  // may have queued.
+  int http_max_connections = HttpLimits{}.max_connections;
+  int http_max_connections_per_client = HttpLimits{}.max_connections_per_client;
+  std::string http_header_timeout = "10s";
+  std::string http_idle_timeout = "10s";
+  std::string http_body_timeout = "60s";
+  long max_queued_per_user = ControllerOptions{}.max_queued_per_user;
 };
+
+// The REST API's connection limits from the flags.
+StatusOr<HttpLimits> ApiLimits(const Flags& f) {
+  HttpLimits l;
+  if (f.http_max_connections < 1 || f.http_max_connections_per_client < 1) {
+    return Status::InvalidArgument("--http-max-connections and --http-max-connections-per-client must be at least 1");
+  }
+  l.max_connections = f.http_max_connections;
+  l.max_connections_per_client = f.http_max_connections_per_client;
+  const std::pair<const std::string*, Duration*> timeouts[] = {{&f.http_header_timeout, &l.header_timeout},
+                                                               {&f.http_idle_timeout, &l.idle_timeout},
+                                                               {&f.http_body_timeout, &l.body_timeout}};
+  for (const auto& [text, out] : timeouts) {
+    auto d = ParseDuration(*text);
+    if (!d.ok() || *d <= 0) {
+      return Status::InvalidArgument("--http-header-timeout, --http-idle-timeout and --http-body-timeout take a "
+                                     "duration such as 10s or 500ms, not '" + *text + "'");
+    }
+    *out = *d;
+  }
+  return l;
+}
 
 // The TLS material, or nothing with --insecure; a controller with neither refuses to start.
 StatusOr<TlsFiles> ControllerTls(const Flags& f) {
@@ -81,7 +113,20 @@ Status Run(const Flags& f) {
   HANGAR_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
   HANGAR_ASSIGN_OR_RETURN(auto api_addr, SplitHostPort(f.api, "--api"));
   HANGAR_ASSIGN_OR_RETURN(auto agent_addr, SplitHostPort(f.agents, "--agents"));
+  HANGAR_ASSIGN_OR_RETURN(const HttpLimits api_limits, ApiLimits(f));
+  // Buffers of 256 KiB and more (request bodies up to 1 MiB, /metrics text, listings) are mapped
+  // and unmapped whole. glibc's default raises this threshold after the first such free, and from
+  // then on keeps them in its per-thread arenas: with many API threads, hostile 1 MiB bodies grew
+  // the controller by ~1 MiB per arena and never gave it back (docs/benchmarks.md).
+  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  // Every API connection is a file descriptor: as many as the hard limit allows.
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   ControllerOptions opt;
+  if (f.max_queued_per_user < 1) return Status::InvalidArgument("--max-queued-per-user must be at least 1");
+  opt.max_queued_per_user = f.max_queued_per_user;
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_timeout, ParseDuration(f.heartbeat_timeout));
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_interval, ParseDuration(f.heartbeat_interval));
   opt.queues = f.queues;
@@ -190,7 +235,7 @@ Status Run(const Flags& f) {
     return Status::Unavailable("cannot listen on " + f.agents + " for agents; is the port in use? Choose another with --agents");
   }
   owner.Start();
-  HttpApi http(&owner, &hub, &metrics, tokens.get(), tls);
+  HttpApi http(&owner, &hub, &metrics, tokens.get(), tls, api_limits);
   if (!http.valid()) {
     return Status::InvalidArgument("cannot load the API's TLS certificate " + tls.cert + " and key " + tls.key +
                                    "; issue them with `hangar certs issue --controller`");
@@ -256,6 +301,24 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--tls-cert", f->tls.cert, "The controller's certificate (HTTPS and the agent channel)");
   c->add_option("--tls-key", f->tls.key, "The controller's private key");
   c->add_flag("--insecure", f->insecure, "Plaintext on both ports, for a laptop or a trusted network");
+  c->add_option("--http-max-connections", f->http_max_connections,
+                "REST API connections held at once (idle ones included); one more is answered 503")
+      ->capture_default_str();
+  c->add_option("--http-max-connections-per-client", f->http_max_connections_per_client,
+                "REST API connections one client address may hold at once; one more is answered 503")
+      ->capture_default_str();
+  c->add_option("--http-header-timeout", f->http_header_timeout,
+                "A request's TLS handshake, request line and headers must arrive within this of its first byte")
+      ->capture_default_str();
+  c->add_option("--http-idle-timeout", f->http_idle_timeout,
+                "A REST API connection with no request under way is closed after this")
+      ->capture_default_str();
+  c->add_option("--http-body-timeout", f->http_body_timeout,
+                "A request body must arrive within this of the end of its headers")
+      ->capture_default_str();
+  c->add_option("--max-queued-per-user", f->max_queued_per_user,
+                "Pending jobs one user may have; a submission beyond it is refused with 429")
+      ->capture_default_str();
   c->add_option("--metrics-labels", f->metrics_labels,
                 "/metrics by default: clean (promtool-clean) or dcgm (dcgm-exporter's names, types and labels)")
       ->check(CLI::IsMember({"clean", "dcgm"}))

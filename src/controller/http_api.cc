@@ -2,8 +2,12 @@
 #include "controller/http_api_internal.h"
 
 #include <httplib.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <regex>
 
 #include "api/body.h"
@@ -53,6 +57,10 @@ void BoundedPost(httplib::Server& s, const std::string& pattern, httplib::Server
     // False also when cpp-httplib refused a Content-Length over its limit without reading it (a
     // connection that broke off mid-body hears nothing either way).
     const bool has_body = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+    // One allocation of the announced size (at most the cap), not a chain of doublings.
+    if (req.has_header("Content-Length")) {
+      body.reserve(std::min<size_t>(HttpApi::kMaxBody, std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10)));
+    }
     const bool whole = !has_body || read([&](const char* data, size_t n) {
       if (body.size() + n > HttpApi::kMaxBody) return false;
       body.append(data, n);
@@ -73,14 +81,78 @@ void BoundedPost(httplib::Server& s, const std::string& pattern, httplib::Server
 
 using namespace http;  // NOLINT: the handlers' own helpers
 
-HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens, const TlsFiles& tls)
-    : server_(tls.empty() ? std::make_unique<httplib::Server>()
-                          : std::make_unique<httplib::SSLServer>(tls.cert.c_str(), tls.key.c_str())),
-      owner_(owner),
-      hub_(hub),
-      metrics_(metrics),
-      tokens_(tokens) {
+HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens, const TlsFiles& tls,
+                 const HttpLimits& limits)
+    : owner_(owner), hub_(hub), metrics_(metrics), tokens_(tokens) {
+  HttpServer made = MakeHttpServer(tls, limits);
+  server_ = std::move(made.server);
+  control_ = made.control;
+  if (metrics_) conn_metrics_ = std::make_unique<ConnMetrics>(metrics_->registry());
   Routes();
+}
+
+// The connection layer's series, registered once.
+struct HttpApi::ConnMetrics {
+  explicit ConnMetrics(prometheus::Registry& reg)
+      : open(prometheus::BuildGauge()
+                 .Name("hangar_http_connections_open")
+                 .Help("REST API connections open (idle or in a request)")
+                 .Register(reg)
+                 .Add({})),
+        in_flight(prometheus::BuildGauge()
+                      .Name("hangar_http_requests_in_flight")
+                      .Help("REST API requests being served (a log follow counts while it streams)")
+                      .Register(reg)
+                      .Add({})),
+        accepted(prometheus::BuildCounter()
+                     .Name("hangar_http_connections_accepted_total")
+                     .Help("REST API connections accepted (before the caps)")
+                     .Register(reg)
+                     .Add({})),
+        refused(prometheus::BuildCounter()
+                    .Name("hangar_http_connections_refused_total")
+                    .Help("REST API connections refused at once: over --http-max-connections (max_connections), "
+                          "over --http-max-connections-per-client (max_connections_per_client), or no thread could "
+                          "be started (no_thread)")
+                    .Register(reg)),
+        cut(prometheus::BuildCounter()
+                .Name("hangar_http_connections_cut_total")
+                .Help("REST API connections closed mid-request: the TLS handshake or headers not in within "
+                      "--http-header-timeout (header_timeout: slowloris), headers over 64 KiB (header_size), the "
+                      "body not in within --http-body-timeout or stalled (body_timeout)")
+                .Register(reg)),
+        idle_closed(prometheus::BuildCounter()
+                        .Name("hangar_http_idle_connections_closed_total")
+                        .Help("REST API connections closed after --http-idle-timeout without a request")
+                        .Register(reg)
+                        .Add({})) {}
+  prometheus::Gauge& open;
+  prometheus::Gauge& in_flight;
+  prometheus::Counter& accepted;
+  prometheus::Family<prometheus::Counter>& refused;
+  prometheus::Family<prometheus::Counter>& cut;
+  prometheus::Counter& idle_closed;
+};
+
+// Counters move only up: each by what the connection layer counted since the last scrape.
+void HttpApi::ExportConnStats() {
+  if (!conn_metrics_ || !control_) return;
+  const HttpConnStats& st = control_->stats();
+  ConnMetrics& m = *conn_metrics_;
+  std::lock_guard<std::mutex> l(export_mu_);
+  m.open.Set(static_cast<double>(st.open.load()));
+  m.in_flight.Set(static_cast<double>(st.in_flight.load()));
+  auto raise = [](prometheus::Counter& c, int64_t total) {
+    if (static_cast<double>(total) > c.Value()) c.Increment(static_cast<double>(total) - c.Value());
+  };
+  raise(m.accepted, st.accepted.load());
+  raise(m.refused.Add({{"reason", "max_connections"}}), st.refused_total_cap.load());
+  raise(m.refused.Add({{"reason", "max_connections_per_client"}}), st.refused_client_cap.load());
+  raise(m.refused.Add({{"reason", "no_thread"}}), st.refused_no_thread.load());
+  raise(m.cut.Add({{"reason", "header_timeout"}}), st.header_timeouts.load());
+  raise(m.cut.Add({{"reason", "header_size"}}), st.headers_too_large.load());
+  raise(m.cut.Add({{"reason", "body_timeout"}}), st.body_timeouts.load());
+  raise(m.idle_closed, st.idle_closed.load());
 }
 
 bool HttpApi::valid() const { return server_->is_valid(); }
@@ -114,12 +186,7 @@ std::optional<Principal> HttpApi::Authorize(const httplib::Request& req, httplib
 HttpApi::~HttpApi() { Stop(); }
 
 StatusOr<int> HttpApi::Start(const std::string& host, int port) {
-  int bound = port;
-  if (port == 0) {
-    bound = server_->bind_to_any_port(host);
-  } else if (!server_->bind_to_port(host, port)) {
-    bound = -1;
-  }
+  const int bound = control_->Bind(host, port, /*backlog=*/4096);
   if (bound <= 0) {
     return Status::Unavailable("cannot listen on " + host + ":" + std::to_string(port) +
                                " for the API; is another process using it? Choose another with --api");
@@ -175,6 +242,7 @@ void HttpApi::Routes() {
                                                 "(promtool-clean)"));
     }
     const bool dcgm = form == "dcgm";
+    ExportConnStats();
     metrics_->SetAgents(static_cast<double>(hub_->connected()), static_cast<double>(hub_->heartbeats()));
     std::vector<std::pair<std::string, int64_t>> refused;
     for (size_t r = 0; r < static_cast<size_t>(AgentHub::Refusal::kCount); ++r) {
@@ -238,6 +306,7 @@ void HttpApi::Routes() {
     struct Submitted {
       nlohmann::json answer;
       bool replayed = false;
+      std::optional<Status> over_cap;  // --max-queued-per-user: answered 429
     };
     auto done = owner_->Call<StatusOr<Submitted>>(
         [spec = std::move(*spec), count, this, p = *who, &key, &digest](ClusterState& st, Effects* fx) -> StatusOr<Submitted> {
@@ -247,6 +316,7 @@ void HttpApi::Routes() {
             if (before) return Submitted{*before, true};
           }
           HANGAR_RETURN_IF_ERROR(st.MaySubmit(p, spec.queue));
+          if (Status cap = st.MayQueue(p.user, count); !cap.ok()) return Submitted{{}, false, cap};
           sched::JobId first = 0, last = 0;
           for (long i = 0; i < count; ++i) {
             HANGAR_ASSIGN_OR_RETURN(last, st.Submit(spec, now, fx));
@@ -259,6 +329,7 @@ void HttpApi::Routes() {
           return Submitted{answer, false};
         });
     if (!done.ok()) return Reply(res, done.status());
+    if (done->over_cap) return Reply(res, 429, api::ErrorJson(*done->over_cap));
     if (done->replayed) {
       res.set_header("Idempotent-Replayed", "true");
       return Reply(res, 201, done->answer);

@@ -1,15 +1,19 @@
 // The REST API (docs/api.md): JSON over HTTP with cpp-httplib. Handlers hand commands to the state
 // owner and answer once what they changed is durable. Errors are JSON with a message that says
-// what to fix; bodies over 1 MiB are refused before they are read.
+// what to fix; bodies over 1 MiB are refused before they are read. Connections are held to the
+// limits of http_server.h (timeouts, caps per client and in all): idle and slow clients cost no
+// worker, and a long-lived response (`logs -f`) holds a thread of its own.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
+#include "controller/http_server.h"
 #include "controller/state/auth.h"
 #include "controller/metrics.h"
 #include "controller/state_owner.h"
@@ -35,7 +39,7 @@ class HttpApi {
   // X-Hangar-User header (or "anonymous").
   // `tls` non-empty: HTTPS with its certificate and key (the CLI checks them against the CA).
   HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, TokenBook* tokens = nullptr,
-          const TlsFiles& tls = {});
+          const TlsFiles& tls = {}, const HttpLimits& limits = {});
   // False when the TLS certificate or key could not be loaded.
   bool valid() const;
   ~HttpApi();
@@ -51,13 +55,19 @@ class HttpApi {
   // Who calls, and whether they hold `perm` (replies 401/403 and returns nullopt when not).
   std::optional<Principal> Authorize(const httplib::Request& req, httplib::Response& res,
                                      std::optional<Permission> perm);
+  // The connection layer's counts into /metrics (hangar_http_*).
+  void ExportConnStats();
+  struct ConnMetrics;
+  std::unique_ptr<ConnMetrics> conn_metrics_;
   std::unique_ptr<httplib::Server> server_;
+  HttpServerControl* control_ = nullptr;  // server_'s connection layer
   std::thread thread_;
   StateOwner* owner_;
   AgentHub* hub_;
   ControllerMetrics* metrics_;
   TokenBook* tokens_;
   bool dcgm_metrics_ = false;
+  std::mutex export_mu_;
 };
 
 }  // namespace hangar::controller

@@ -71,6 +71,8 @@ struct ControllerOptions {
   // Gittins ranks (--queue-policy/--preemption gittins) class a job by how long its
   // predecessor of the same shape ran, as `hangar sim replay --policy hangar` does.
   bool gittins_by_predecessor = true;
+  // Pending jobs one user may have (`--max-queued-per-user`); MayQueue refuses beyond it.
+  long max_queued_per_user = 250'000;
   // Hand the cycle the workload profile learned from what was submitted (the fgd and hangar
   // scorers read it). Off only to compare with figures measured without it (`hangar sim`).
   bool learn_profile = true;
@@ -248,6 +250,9 @@ class ClusterState {
                                      const std::function<bool(const AttemptUsage&)>& visible = nullptr) const;
   // ---- RBAC checks that need the queue tree or the job (auth.h has the role-only ones) ----
   Status MaySubmit(const Principal& p, const std::string& queue) const;
+  // Whether `user` may queue `count` more jobs under options().max_queued_per_user: a
+  // ResourceExhausted status with the cap and what to do when not.
+  Status MayQueue(const std::string& user, long count) const;
   // `write`: cancel; else read (the job, its logs, its explanation).
   Status MayAccessJob(const Principal& p, sched::JobId id, bool write) const;
   bool MaySeeJob(const Principal& p, const JobRecord& j) const;

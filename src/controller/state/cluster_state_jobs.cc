@@ -70,6 +70,22 @@ std::shared_ptr<const sched::GangRequest> ClusterState::InternRequest(sched::Gan
   return shared;
 }
 
+Status ClusterState::MayQueue(const std::string& user, long count) const {
+  const long cap = options_.max_queued_per_user;
+  // Every pending job at most is this user's: counting them is needed only past the cap.
+  if (static_cast<long>(pending_.size()) + count <= cap) return Status::Ok();
+  long mine = 0;
+  for (sched::JobId id : pending_) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.spec->spec.user == user) ++mine;
+  }
+  if (mine + count <= cap) return Status::Ok();
+  return Status::ResourceExhausted(
+      user + " has " + std::to_string(mine) + " jobs pending and may have at most " + std::to_string(cap) +
+      " (the controller's --max-queued-per-user)" + (count > 1 ? ", so " + std::to_string(count) + " more do not fit" : "") +
+      "; wait for some to start or cancel some (hangar cancel), or ask an admin to raise the cap");
+}
+
 StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects* fx) {
   const int leaf = queue_tree_->FindLeaf(spec.queue);
   if (leaf < 0) {
