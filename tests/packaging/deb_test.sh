@@ -481,13 +481,17 @@ tasks:
     gpus: 1
     command: [/bin/sh, -c, 'echo "hello from \$(id -un) on \$HANGAR_JOB_ID"']
 JOB
-job=$(cli submit /tmp/hello.yaml -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+# Tasks run as their submitter's Unix account (docs/rbac.md): a user whose token maps to the
+# account nobody (the first admin token's user, admin, has no account on the node).
+hello_token=$(cli token create --user hello --role user --account nobody 2>/dev/null) || fail "hangar token create --account failed"
+job=$(chroot "$R" env HANGAR_URL="https://127.0.0.1:$api" HANGAR_CA=/etc/hangar/tls/ca.crt HANGAR_TOKEN="$hello_token" \
+  hangar submit /tmp/hello.yaml -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
 job_done() { cli job "$job" -o json | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["state"] in ("succeeded", "failed", "cancelled", "timed_out") else 1)'; }
 wait_for 30 "end of job $job" job_done
 state=$(cli job "$job" -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')
 [[ "$state" == succeeded ]] || { cli job "$job"; fail "job $job ended $state"; }
 out=$(cli logs "$job" 2>&1) || fail "hangar logs $job: $out"
-[[ "$out" == *"hello from"* ]] || fail "job $job wrote '$out'"
+[[ "$out" == *"hello from nobody on $job"* ]] || fail "job $job wrote '$out' (want it to run as nobody)"
 echo "job $job: $out"
 
 step "the Grafana dashboard's series are the controller's"

@@ -66,9 +66,9 @@ Status MakeDirectories(const std::filesystem::path& dir, const std::string& what
 Status MakeWorkdir(const SpawnRequest& request) {
   if (request.workdir.empty()) return Status::Ok();
   std::error_code error;
-  const bool existed = std::filesystem::exists(request.workdir, error);
-  HANGAR_RETURN_IF_ERROR(MakeDirectories(request.workdir, "workdir"));
-  if (existed || !request.credentials) return Status::Ok();
+  const bool created = std::filesystem::create_directories(request.workdir, error);
+  if (error) return ErrnoStatus(error.value(), "cannot create workdir '" + request.workdir + "'");
+  if (!created || !request.credentials) return Status::Ok();
   const TaskCredentials& c = *request.credentials;
   if (lchown(request.workdir.c_str(), c.uid, c.gid) != 0 || chmod(request.workdir.c_str(), 0700) != 0) {
     return ErrnoStatus(errno, "cannot give workdir '" + request.workdir + "' to " + c.Describe());
