@@ -97,6 +97,16 @@ ts("Heartbeats", [("hangar_heartbeat_lag_seconds", "lag (p90)", "A"),
    desc="hangar_heartbeat_lag_seconds (how late heartbeats arrive) and hangar_agent_heartbeats_total.")
 ts("Agent messages refused", [("sum by (reason) (rate(hangar_agent_messages_refused_total[$__rate_interval]))", "{{reason}}")],
    unit="ops", desc="Forged or out-of-place agent messages (hangar_agent_messages_refused_total), by reason.")
+ts("REST connections", [("hangar_http_connections_open", "open", "A"),
+                        ("hangar_http_requests_in_flight", "requests in flight", "B"),
+                        ("rate(hangar_http_connections_accepted_total[$__rate_interval])", "accepted per second", "C")],
+   desc="hangar_http_connections_open, hangar_http_requests_in_flight, hangar_http_connections_accepted_total.")
+ts("REST connections refused or cut", [
+    ("sum by (reason) (rate(hangar_http_connections_refused_total[$__rate_interval]))", "refused: {{reason}}", "A"),
+    ("sum by (reason) (rate(hangar_http_connections_cut_total[$__rate_interval]))", "cut: {{reason}}", "B"),
+    ("rate(hangar_http_idle_connections_closed_total[$__rate_interval])", "idle closed", "C")],
+   unit="ops", desc="Connections over the caps (hangar_http_connections_refused_total), cut for slow headers or "
+                    "bodies (hangar_http_connections_cut_total), idle ones closed (hangar_http_idle_connections_closed_total).")
 ts("Nodes lost", [("increase(hangar_nodes_lost_total[$__rate_interval])", "lost")],
    desc="hangar_nodes_lost_total")
 ts("Agents connected", [("hangar_agents_connected", "streams")], desc="hangar_agents_connected")
