@@ -132,8 +132,13 @@ TEST_F(ControlPlaneTest, KilledAgentMarksItsNodeLostAndTheGangRunsAgainWhole) {
   auto again = cluster_->Job(id);
   EXPECT_EQ(again["restarts"], 1);
   for (const auto& t : again["task_list"]) EXPECT_NE(t["node"], victim);
-  // The surviving task of attempt 0 was stopped: exactly 4 runs, 2 per attempt.
-  std::string runs = ReadFile(Out() + "/runs");
+  // The surviving task of attempt 0 was stopped: exactly 4 runs, 2 per attempt. ("running" means
+  // the processes started; on a loaded machine their first line may come a moment later.)
+  std::string runs;
+  LocalCluster::WaitFor([&] {
+    runs = ReadFile(Out() + "/runs");
+    return std::count(runs.begin(), runs.end(), '\n') >= 4;
+  }, 10 * kSecond);
   EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 4) << runs;
   EXPECT_NE(runs.find("0 " + other), std::string::npos);
   int status = 0;
