@@ -30,6 +30,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "child_process.h"
+
 #include "common/net.h"
 #include "common/time.h"
 
@@ -38,17 +40,6 @@ namespace {
 namespace fs = std::filesystem;
 using hangar::kSecond;
 
-struct Proc {
-  pid_t pid = 0;
-  void Stop() {
-    if (pid <= 0) return;
-    kill(pid, SIGTERM);
-    for (int i = 0; i < 100 && waitpid(pid, nullptr, WNOHANG) == 0; ++i) usleep(50000);
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    pid = 0;
-  }
-};
 
 Proc Spawn(const std::vector<std::string>& args, const std::string& log) {
   Proc p;

@@ -47,6 +47,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "child_process.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -62,17 +64,6 @@ double Pct(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
-struct Proc {
-  pid_t pid = 0;
-  void Stop() {
-    if (pid <= 0) return;
-    kill(pid, SIGTERM);
-    for (int i = 0; i < 100 && waitpid(pid, nullptr, WNOHANG) == 0; ++i) usleep(50000);
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    pid = 0;
-  }
-};
 
 Proc Spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& log) {
   Proc p;
