@@ -16,7 +16,8 @@ nlohmann::json ToJson(const JobView& v) {
           {"submitted_ms", v.submitted}, {"started_ms", v.started}, {"ended_ms", v.ended},
           {"attempt", v.attempt}, {"restarts", v.restarts}, {"reason", v.reason},
           {"reason_rule", v.reason_rule}, {"message", v.message}, {"task_list", tasks},
-          {"spec", v.spec}};
+          {"spec", v.spec},       {"array_id", v.array_id}, {"array_index", v.array_index},
+          {"held", v.held}};
 }
 
 nlohmann::json ToJson(const NodeView& v) {
@@ -51,6 +52,9 @@ StatusOr<JobView> JobViewFromJson(const nlohmann::json& j) {
     v.reason = j.value("reason", "");
     v.reason_rule = j.value("reason_rule", "");
     v.message = j.value("message", "");
+    v.array_id = j.value("array_id", uint64_t{0});
+    v.array_index = j.value("array_index", int64_t{-1});
+    v.held = j.value("held", false);
     for (const auto& t : j.value("task_list", nlohmann::json::array())) {
       TaskView tv;
       tv.index = t.value("index", 0u);

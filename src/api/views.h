@@ -41,6 +41,9 @@ struct JobView {
   std::string reason;       // why it waits (pending) or how it ended
   std::string reason_rule;  // the scheduler rule behind `reason`
   std::string message;
+  uint64_t array_id = 0;     // the array it is an element of (its first element's id); 0: none
+  int64_t array_index = -1;  // its HANGAR_ARRAY_INDEX
+  bool held = false;         // pending, and kept from starting until released
   std::vector<TaskView> task_views;
   nlohmann::json spec;  // the job spec as stored
 };

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "api/views.h"
+#include "cli/batch_commands.h"
 #include "cli/cli_common.h"
 #include "cli/client.h"
 #include "cli/table.h"
@@ -68,7 +69,14 @@ std::string Gpus(double g) {
 
 std::string Short(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 1) + "~"; }
 
-Status Submit(const Common& c, const std::string& file) {
+struct SubmitOptions {
+  std::string file;
+  std::string array;  // overrides the file's array:
+  std::string after;  // overrides the file's after: ("ok:12:13,any:14")
+};
+
+Status Submit(const Common& c, const SubmitOptions& o) {
+  const std::string& file = o.file;
   std::ifstream in(file);
   if (!in) return Status::NotFound(file + ": cannot open the job file; check the path");
   std::stringstream ss;
@@ -81,28 +89,28 @@ Status Submit(const Common& c, const std::string& file) {
   std::string body = ss.str(), type = "application/yaml";
   bool relative = false;
   for (const auto& t : spec->tasks) relative = relative || (!t.workdir.empty() && t.workdir.front() != '/');
-  if (relative) {
+  if (!o.array.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(spec->array, job::ParseArraySpec(o.array));
+  }
+  if (!o.after.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(spec->after, job::ParseDependencyFlag(o.after));
+  }
+  if (relative || !o.array.empty() || !o.after.empty()) {
     job::ResolveWorkdirs(&*spec, std::filesystem::path(file).parent_path().string());
     body = job::JobSpecToJson(*spec).dump();
     type = "application/json";
   }
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).PostOnce("/v1/jobs", body, type, NewIdempotencyKey()));
-  if (c.output == "json") PrintJson(r);
-  else std::printf("submitted job %llu (%s)\n", r["id"].get<unsigned long long>(), spec->name.c_str());
-  return Status::Ok();
-}
-
-Status Jobs(const Common& c, const std::string& state) {
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs" + (state.empty() ? "" : "?state=" + state)));
-  if (c.output == "json") return PrintJson(r), Status::Ok();
-  Table t({"ID", "NAME", "QUEUE", "STATE", "GPUS", "TASKS", "AGE", "REASON"});
-  const Time now = SystemClock::Default()->Now();
-  for (const auto& j : r["jobs"]) {
-    HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(j));
-    t.Add({std::to_string(v.id), Short(v.name, 24), v.queue, v.state, Gpus(v.gpus), std::to_string(v.tasks),
-           Ago(v.submitted, now), Short(v.reason, 70)});
+  if (c.output == "json") {
+    PrintJson(r);
+  } else if (r.contains("array_id")) {
+    std::printf("submitted array %llu (%s): jobs %llu-%llu, %llu elements%s\n", r["array_id"].get<unsigned long long>(),
+                spec->name.c_str(), r["first_id"].get<unsigned long long>(), r["last_id"].get<unsigned long long>(),
+                r["count"].get<unsigned long long>(),
+                spec->array.max_running ? (", at most " + std::to_string(spec->array.max_running) + " running").c_str() : "");
+  } else {
+    std::printf("submitted job %llu (%s)\n", r["id"].get<unsigned long long>(), spec->name.c_str());
   }
-  std::printf("%s", t.Render().c_str());
   return Status::Ok();
 }
 
@@ -129,14 +137,6 @@ Status ShowJob(const Common& c, const std::string& id) {
     }
     std::printf("%s", t.Render().c_str());
   }
-  return Status::Ok();
-}
-
-Status Cancel(const Common& c, const std::string& id) {
-  HANGAR_RETURN_IF_ERROR(CheckJobId(id));
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/jobs/" + id + "/cancel", ""));
-  if (c.output == "json") PrintJson(r);
-  else std::printf("job %s cancelled\n", id.c_str());
   return Status::Ok();
 }
 
@@ -291,22 +291,15 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
 
   {
     auto c = std::make_shared<Common>();
-    auto file = std::make_shared<std::string>();
+    auto o = std::make_shared<SubmitOptions>();
     CLI::App* submit = app.add_subcommand("submit", "Submit a job file (docs/job-format.md)");
-    submit->add_option("file", *file, "Job file (YAML)")->required();
+    submit->add_option("file", o->file, "Job file (YAML)")->required();
+    submit->add_option("--array", o->array, "Submit it as an array: 0-49, 0-48:2, 1,3,5-7; %8 caps how many run at once");
+    submit->add_option("--after", o->after, "Start after other jobs: ok:12:13 (succeeded), any:14 (ended), notok:15 (failed)");
     AddCommon(submit, c.get());
-    submit->callback([=] { Guard(rc, [&] { return Submit(*c, *file); }); });
-  }
-  {
-    auto c = std::make_shared<Common>();
-    auto state = std::make_shared<std::string>();
-    CLI::App* jobs = app.add_subcommand("jobs", "List jobs, newest first");
-    jobs->add_option("--state", *state, "Only jobs in this state");
-    AddCommon(jobs, c.get());
-    jobs->callback([=] { Guard(rc, [&] { return Jobs(*c, *state); }); });
+    submit->callback([=] { Guard(rc, [&] { return Submit(*c, *o); }); });
   }
   add_id_command("job", "Show one job, its tasks and where they run", ShowJob);
-  add_id_command("cancel", "Cancel a job: stop every task", Cancel);
   add_id_command("explain", "Why a job waits (or where it runs, or how it ended)", Explain);
   {
     auto c = std::make_shared<Common>();
@@ -385,6 +378,7 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     AddCommon(events, c.get());
     events->callback([=] { Guard(rc, [&] { return Events(*c, *o); }); });
   }
+  RegisterBatchCommands(app, rc);
 }
 
 }  // namespace hangar::cli

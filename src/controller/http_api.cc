@@ -231,6 +231,7 @@ void HttpApi::Routes() {
   });
 
   AuthRoutes();  // whoami, tokens and the audit log: http_api_auth.cc
+  JobRoutes();   // job lists, bulk operations, accounting: http_api_jobs.cc
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });
@@ -294,6 +295,10 @@ void HttpApi::Routes() {
                                                   "; submit larger arrays in several requests"));
       }
       count = static_cast<long>(*n);
+      if (count > 1 && !spec->array.empty()) {
+        return Reply(res, Status::InvalidArgument("a job with array: is submitted once (it becomes one job per "
+                                                  "element); drop ?count="));
+      }
     }
     // Idempotency-Key: a retry of a submission whose answer was lost gets that answer again
     // (marked by the Idempotent-Replayed header), not a second job; the key is remembered in the
@@ -316,7 +321,15 @@ void HttpApi::Routes() {
             if (before) return Submitted{*before, true};
           }
           HANGAR_RETURN_IF_ERROR(st.MaySubmit(p, spec.queue));
-          if (Status cap = st.MayQueue(p.user, count); !cap.ok()) return Submitted{{}, false, cap};
+          const long elements = spec.array.empty() ? count : static_cast<long>(spec.array.indices.size());
+          if (Status cap = st.MayQueue(p.user, elements); !cap.ok()) return Submitted{{}, false, cap};
+          if (!spec.array.empty()) {
+            HANGAR_ASSIGN_OR_RETURN(std::vector<sched::JobId> ids, st.SubmitArray(spec, now, fx));
+            nlohmann::json answer = {{"id", ids.front()},      {"array_id", ids.front()}, {"count", ids.size()},
+                                     {"first_id", ids.front()}, {"last_id", ids.back()},  {"state", "pending"}};
+            if (!key.empty()) st.RememberSubmission(p.user, key, digest, answer, now, fx);
+            return Submitted{answer, false};
+          }
           sched::JobId first = 0, last = 0;
           for (long i = 0; i < count; ++i) {
             HANGAR_ASSIGN_OR_RETURN(last, st.Submit(spec, now, fx));
@@ -334,26 +347,9 @@ void HttpApi::Routes() {
       res.set_header("Idempotent-Replayed", "true");
       return Reply(res, 201, done->answer);
     }
-    for (long i = 0; i < count; ++i) metrics_->CountSubmit();
+    const long submitted = done->answer.contains("count") ? done->answer["count"].get<long>() : 1;
+    for (long i = 0; i < submitted; ++i) metrics_->CountSubmit();
     Reply(res, 201, done->answer);
-  });
-  s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kJobsRead);
-    if (!who) return;
-    std::string state = req.has_param("state") ? req.get_param_value("state") : "";
-    if (!state.empty() && !job::ParseJobState(state)) {
-      return Reply(res, Status::InvalidArgument("state '" + state + "' is not a job state (pending, starting, running, preempting, succeeded, failed, cancelled, timed_out)"));
-    }
-    size_t limit = 1000;
-    if (req.has_param("limit")) {
-      auto n = api::ParseCount(req.get_param_value("limit"), "limit", 1, 1'000'000);
-      if (!n.ok()) return Reply(res, n.status());
-      limit = static_cast<size_t>(*n);
-    }
-    auto jobs = owner_->Call<std::vector<api::JobView>>([&](ClusterState& st, Effects*) { return st.ListJobsFor(*who, state, limit); });
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& j : jobs) out.push_back(api::ToJson(j));
-    Reply(res, 200, {{"jobs", out}});
   });
   s.Get(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, Permission::kJobsRead);

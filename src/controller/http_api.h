@@ -52,6 +52,7 @@ class HttpApi {
  private:
   void Routes();
   void AuthRoutes();  // http_api_auth.cc
+  void JobRoutes();   // lists, bulk operations and accounting: http_api_jobs.cc
   // Who calls, and whether they hold `perm` (replies 401/403 and returns nullopt when not).
   std::optional<Principal> Authorize(const httplib::Request& req, httplib::Response& res,
                                      std::optional<Permission> perm);

@@ -221,6 +221,7 @@ class JobParser {
     HANGAR_ASSIGN_OR_RETURN(spec.min_run_time, DurationField(root, "min_run_time"));
     if (const YAML::Node cp = root["checkpoint"]) HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
     if (const YAML::Node topo = root["topology"]) HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
+    HANGAR_RETURN_IF_ERROR(ParseBatch(root, &spec));
     const YAML::Node tasks = root["tasks"];
     if (!tasks || !tasks.IsSequence() || tasks.size() == 0) {
       return src_.Error(tasks ? tasks : root, "'tasks' must be a non-empty list of task groups "
@@ -245,7 +246,7 @@ class JobParser {
  private:
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
-                                                  "workdir",  "run_as"};
+                                                  "workdir",  "run_as",   "array",      "after"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
   static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
   static constexpr std::string_view kTaskKeys[] = {
@@ -287,6 +288,22 @@ class JobParser {
     }
     HANGAR_ASSIGN_OR_RETURN(auto grace, DurationField(cp, "grace"));
     if (cp["grace"]) spec->checkpoint.grace = grace;
+    return Status::Ok();
+  }
+
+  // array: "0-49%8" and after: {ok: [...], any: [...], notok: [...]} (batch_spec.h).
+  Status ParseBatch(const YAML::Node& root, JobSpec* spec) {
+    HANGAR_ASSIGN_OR_RETURN(auto array, src_.OptString(root, "array"));
+    if (array) {
+      auto a = ParseArraySpec(*array);
+      if (!a.ok()) return src_.Error(root["array"], a.status().message());
+      spec->array = std::move(*a);
+    }
+    if (const YAML::Node after = root["after"]) {
+      auto d = DependenciesFromJson(YamlToJson(after));
+      if (!d.ok()) return src_.Error(after, d.status().message());
+      spec->after = std::move(*d);
+    }
     return Status::Ok();
   }
 
@@ -463,6 +480,8 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
     j["topology"] = {{"same", std::string(cluster::LevelName(spec.topology.same))},
                      {"mode", spec.topology.required ? "required" : "preferred"}};
   }
+  if (!spec.array.empty()) j["array"] = spec.array.text;
+  if (!spec.after.empty()) j["after"] = spec.after.ToJson();
   json tasks = json::array();
   for (const auto& t : spec.tasks) {
     json g;

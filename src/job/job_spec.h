@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/topology.h"
+#include "job/batch_spec.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -104,6 +105,8 @@ struct JobSpec {
   Duration time_limit = 0;    // 0: none
   Duration min_run_time = 0;  // not preempted before this much run time
   CheckpointSpec checkpoint;
+  ArraySpec array;    // empty: one job (batch_spec.h)
+  Dependencies after;  // jobs that must end (a certain way) before this one starts
 
   int TotalReplicas() const;
   int64_t TotalMilliGpu() const;

@@ -106,7 +106,7 @@ TEST_F(ApiValidationTest, EveryGapAnswers4xxWithASentence) {
              return out + "0\r\n\r\n";
            }()),
        413, "over 1 MiB"},
-      {"limit=abc", Raw("GET /v1/jobs?limit=abc HTTP/1.1"), 400, "limit must be a whole number (1 to 1000000), not 'abc'"},
+      {"limit=abc", Raw("GET /v1/jobs?limit=abc HTTP/1.1"), 400, "limit must be a whole number (1 to 100000), not 'abc'"},
       {"events limit=abc", Raw("GET /v1/events?limit=abc HTTP/1.1"), 400, "limit must be a whole number"},
       {"count past the cap", Post("/v1/jobs?count=1000000", job, "application/yaml"), 400,
        "count must be 1 to 10000; 1000000 is not; submit larger arrays in several requests"},

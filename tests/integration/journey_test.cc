@@ -51,7 +51,7 @@ Ran RunHangar(const std::vector<std::string>& args) {
 }
 
 TEST(JourneyTest, AnUnknownCommandIsNamed) {
-  for (const std::string word : {"foo", "requeue"}) {
+  for (const std::string word : {"foo", "scontrol"}) {
     Ran r = RunHangar({word, "7"});
     EXPECT_EQ(r.rc, 2) << r.output;
     EXPECT_TRUE(Contains(r.output, "error: unknown command 'hangar " + word + "'. The commands of 'hangar' are: "))

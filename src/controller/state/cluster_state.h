@@ -143,7 +143,34 @@ struct JobRecord {
   Time idle_since = 0;        // all its GPUs below the queue's idle threshold since then
   bool idle_notified = false;
   int64_t idle_gpu_ms = 0;    // allocated-but-idle GPU time of this attempt
+  // Batch (cluster_state_batch.cc): the array it belongs to (its first element's id) and its
+  // index there; a hold (`hangar hold`) keeps a pending job from starting until released.
+  uint64_t array_id = 0;
+  int64_t array_index = -1;
+  bool held = false;
+  std::string held_by;
+  bool gated = false;  // reason_detail was set by a batch gate (hold, dependency, array cap)
 };
+
+// Which jobs a list or a bulk operation is about (GET /v1/jobs, POST /v1/jobs/bulk/...). Empty
+// fields match every job; `state` "held" matches pending jobs on hold.
+struct JobFilter {
+  std::vector<sched::JobId> ids;
+  uint64_t array = 0;
+  std::string user, queue, name;  // name: exact, or a prefix ending in '*'
+  std::string state;
+  Time since = 0, until = 0;      // submitted within [since, until); 0: unbounded
+  sched::JobId before = 0;        // the cursor: ids below it (the list runs newest first); 0: from the newest
+  size_t limit = 100;
+};
+
+struct JobPage {
+  std::vector<api::JobView> jobs;
+  sched::JobId next = 0;  // the cursor for the next page; 0: this is the last
+  size_t more = 0;        // matching jobs after this page
+};
+
+enum class BulkAction : uint8_t { kCancel, kHold, kRelease, kRequeue };
 
 // One ended attempt of a job, for accounting (`hangar usage`); kept in the store ("usage").
 struct AttemptUsage {
@@ -192,6 +219,17 @@ class ClusterState {
   // ---- commands from the API ----
   StatusOr<sched::JobId> Submit(job::JobSpec spec, Time now, Effects* fx);
   Status Cancel(sched::JobId id, Time now, Effects* fx);
+  // ---- batch (cluster_state_batch.cc) ----
+  // A spec with `array:` becomes one job per element, all in this commit; returns their ids.
+  StatusOr<std::vector<sched::JobId>> SubmitArray(job::JobSpec spec, Time now, Effects* fx);
+  // Hold, release, requeue or cancel every job `f` selects that `p` may change, in one commit:
+  // {"action", "matched", "changed", "unchanged", "denied", "changed_ids" (the first 1000),
+  // "skipped" (the first 20 with why)}. Idempotent: what is already so counts as unchanged.
+  StatusOr<nlohmann::json> Bulk(const Principal& p, const JobFilter& f, BulkAction action, Time now, Effects* fx);
+  // A page of the jobs `p` may see that match `f`, newest first.
+  JobPage ListJobsPage(const Principal& p, const JobFilter& f) const;
+  // Per job (`hangar history`, GET /v1/accounting/jobs): what sacct gives, plus the waste.
+  nlohmann::json AccountingJobs(const Principal& p, const JobFilter& f, Time now, sched::JobId* next, size_t* more) const;
   // Idempotent submission (issue 15): a client that did not hear the answer to a POST sends it
   // again with the same Idempotency-Key and gets the first answer, not a second job. Keys belong
   // to their user and are kept for a day. `request` is what was asked (the body and the count):
@@ -356,6 +394,30 @@ class ClusterState {
   void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint = true);
   // A task of an earlier attempt (a zombie) has ended or is gone with its node.
   void ZombieEnded(const std::string& task_id);
+  // cluster_state_batch.cc
+  StatusOr<sched::GangRequest> Admissible(const job::JobSpec& spec, int* leaf) const;
+  sched::JobId Admit(std::shared_ptr<const SpecEntry> spec, std::shared_ptr<const sched::GangRequest> request,
+                     int leaf, Time now, Effects* fx, uint64_t array_id = 0, int64_t array_index = -1);
+  // Ends a pending job whose dependency can no longer be met (cancelled, saying why).
+  void EndUnmet(JobRecord& j, const std::string& why, Time now, Effects* fx);
+  // Live elements of each array that has a cap.
+  std::unordered_map<uint64_t, int> RunningArrayElements() const;
+  Status CheckDependenciesAtSubmit(const job::Dependencies& after) const;
+  // Whether a pending job may go to this cycle: not held, its dependencies met, its array under
+  // its cap (`running` counts each capped array's live elements, and those let in so far). Sets
+  // the reason when not; `*never` when a dependency can no longer be met.
+  bool PassesGates(JobRecord& j, std::unordered_map<uint64_t, int>* running, std::string* never);
+  // "" when met; else why it waits. `*never` when it can never be met.
+  std::string DependencyWait(const job::Dependencies& after, bool* never) const;
+  bool MatchesFilter(const JobRecord& j, const JobFilter& f) const;
+  template <typename Fn>
+  void ForEachSelected(const JobFilter& f, Fn&& fn) const;
+  Status ApplyBulk(JobRecord& j, const Principal& p, BulkAction action, Time now, Effects* fx, bool* changed);
+  struct ArrayRecord {
+    std::vector<sched::JobId> elements;
+    int max_running = 0;
+  };
+  std::unordered_map<uint64_t, ArrayRecord> arrays_;
   // cluster_state_sched.cc
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   // Placements a cycle made that wait for preempted jobs to stop: a preemptor's, and those of

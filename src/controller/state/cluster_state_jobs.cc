@@ -86,7 +86,7 @@ Status ClusterState::MayQueue(const std::string& user, long count) const {
       "; wait for some to start or cancel some (hangar cancel), or ask an admin to raise the cap");
 }
 
-StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects* fx) {
+StatusOr<sched::GangRequest> ClusterState::Admissible(const job::JobSpec& spec, int* leaf_out) const {
   const int leaf = queue_tree_->FindLeaf(spec.queue);
   if (leaf < 0) {
     std::string known;
@@ -102,27 +102,50 @@ StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects
                                     "' does not allow root tasks; submit with a token mapped to another account, "
                                     "or ask an admin to set allow_root: true on the queue (docs/queues.md)");
   }
+  HANGAR_RETURN_IF_ERROR(CheckDependenciesAtSubmit(spec.after));
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
   const sched::Reason never = scheduler_->NeverReason(*topology_, request);
   if (never.rule != sched::Rule::kNone) {
     return Status::OutOfRange("job '" + spec.name + "' can never run on this cluster: " +
                               never.ToString(*topology_) + "; change the request and submit it again");
   }
+  *leaf_out = leaf;
+  return request;
+}
+
+sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::shared_ptr<const sched::GangRequest> request,
+                                 int leaf, Time now, Effects* fx, uint64_t array_id, int64_t array_index) {
   JobRecord j;
   j.id = next_job_id_++;
-  std::string json = job::JobSpecToJson(spec).dump();
-  j.spec = InternSpec(std::move(json), std::move(spec));
-  j.request = InternRequest(std::move(request));
+  j.spec = std::move(spec);
+  j.request = std::move(request);
   j.submitted = now;
   j.state = JobState::kPending;
   j.queue = static_cast<uint32_t>(leaf);
-  fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
-  fx->Event(now, "job", "job/" + std::to_string(j.id), "submitted '" + j.spec->spec.name + "' to queue " + j.spec->spec.queue);
-  Persist(j, fx);
-  pending_.insert(j.id);
+  j.array_id = array_id;
+  j.array_index = array_index;
+  fx->Event(now, "job", "job/" + std::to_string(j.id),
+            "submitted '" + j.spec->spec.name + "' to queue " + j.spec->spec.queue +
+                (array_id ? " as element " + std::to_string(array_index) + " of array " + std::to_string(array_id) : ""));
   const sched::JobId id = j.id;
-  jobs_.emplace(id, std::move(j));
+  pending_.insert(id);
+  auto& stored = jobs_.emplace(id, std::move(j)).first->second;
+  Persist(stored, fx);
   dirty_ = true;
+  return id;
+}
+
+StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects* fx) {
+  if (!spec.array.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(std::vector<sched::JobId> ids, SubmitArray(std::move(spec), now, fx));
+    return ids.front();
+  }
+  int leaf = 0;
+  HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, Admissible(spec, &leaf));
+  std::string json = job::JobSpecToJson(spec).dump();
+  auto entry = InternSpec(std::move(json), std::move(spec));
+  const sched::JobId id = Admit(std::move(entry), InternRequest(std::move(request)), leaf, now, fx);
+  fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
   return id;
 }
 
@@ -393,6 +416,11 @@ JobRow ClusterState::ToRow(const JobRecord& j) const {
   if (j.last_checkpoint) extra["last_checkpoint"] = j.last_checkpoint;
   if (!j.checkpoint_path.empty()) extra["checkpoint_path"] = j.checkpoint_path;
   if (j.idle_gpu_ms) extra["idle_gpu_ms"] = j.idle_gpu_ms;
+  if (j.array_id) {
+    extra["array_id"] = j.array_id;
+    extra["array_index"] = j.array_index;
+  }
+  if (j.held) extra["held_by"] = j.held_by;
   if (!extra.empty()) r.extra_json = extra.dump();
   return r;
 }
@@ -433,6 +461,9 @@ api::JobView ClusterState::View(const JobRecord& j) const {
   v.attempt = j.attempt;
   v.restarts = j.restarts;
   v.message = j.message;
+  v.array_id = j.array_id;
+  v.array_index = j.array_index;
+  v.held = j.held;
   if (j.state == JobState::kPending) {
     v.reason = !j.reason_detail.empty()             ? j.reason_detail
                : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"

@@ -118,7 +118,16 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
         j.last_checkpoint = extra.value("last_checkpoint", Time{0});
         j.checkpoint_path = extra.value("checkpoint_path", "");
         j.idle_gpu_ms = extra.value("idle_gpu_ms", int64_t{0});
+        j.array_id = extra.value("array_id", uint64_t{0});
+        j.array_index = extra.value("array_index", int64_t{-1});
+        j.held = extra.contains("held_by") && j.state == JobState::kPending;
+        j.held_by = extra.value("held_by", "");
       }
+    }
+    if (j.array_id) {
+      ArrayRecord& a = arrays_[j.array_id];
+      a.elements.push_back(j.id);
+      a.max_running = j.spec->spec.array.max_running;
     }
     const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
     if (leaf < 0 && !job::IsFinal(j.state)) {

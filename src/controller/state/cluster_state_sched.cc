@@ -108,9 +108,18 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   int32_t cpu_only = 0;
   std::vector<sched::PendingJob> pending;
   pending.reserve(pending_.size());
+  std::unordered_map<uint64_t, int> array_running = arrays_.empty() ? std::unordered_map<uint64_t, int>{} : RunningArrayElements();
+  std::vector<std::pair<sched::JobId, std::string>> unmet;
   for (sched::JobId id : pending_) {
     JobRecord& j = jobs_.at(id);
     const job::JobSpec& s = j.spec->spec;
+    if (j.held || j.gated || !s.after.empty() || j.array_id) {
+      std::string never;
+      if (!PassesGates(j, &array_running, &never)) {
+        if (!never.empty()) unmet.emplace_back(id, std::move(never));
+        continue;
+      }
+    }
     if (j.stopping_tasks > 0) {
       j.reason_detail = "waiting for " + std::to_string(j.stopping_tasks) + " task" +
                         (j.stopping_tasks == 1 ? "" : "s") +
@@ -145,6 +154,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     cpu_only += j.request->total_milli_gpu == 0;
     pending.push_back(p);
   }
+  for (const auto& [id, why] : unmet) EndUnmet(jobs_.at(id), why, now, fx);
   // A preemptor whose victims have all stopped starts where the cycle that preempted for it placed
   // it, and so does a job that cycle placed on GPUs its victims still held; should that be
   // impossible now, what it held goes back to the pool and this cycle places it afresh.
@@ -342,6 +352,8 @@ void ClusterState::LaunchAll(const JobRecord& j, Effects* fx) const {
   };
   ctx.master_port = j.master_port;
   ctx.checkpoint_dir = options_.checkpoint_root + "/job-" + std::to_string(j.id);
+  ctx.array_id = j.array_id;
+  ctx.array_index = j.array_index;
   auto envs = TaskEnvironments(ctx);
   for (const auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kLaunching) SendLaunch(j, t, envs[t.index], fx);

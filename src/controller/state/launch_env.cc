@@ -41,6 +41,10 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
     env["HANGAR_RESTART_COUNT"] = std::to_string(ctx.restarts);
     env["HANGAR_CHECKPOINT_DIR"] = ctx.checkpoint_dir;
     env["HANGAR_NODE"] = ctx.topology->nodes()[task.node].name;
+    if (ctx.array_id) {
+      env["HANGAR_ARRAY_JOB_ID"] = std::to_string(ctx.array_id);
+      env["HANGAR_ARRAY_INDEX"] = std::to_string(ctx.array_index);
+    }
     const auto& gpu = ctx.spec->tasks[task.group].gpu;
     if (gpu.kind == job::GpuKind::kShared) {
       env["HANGAR_GPU_FRACTION"] = FormatMilli(gpu.milli);

@@ -23,6 +23,8 @@ struct LaunchContext {
   std::function<std::string(uint32_t node)> address_of;  // where a node's tasks are reachable
   int master_port = 0;
   std::string checkpoint_dir;  // the job's, the same across restarts
+  uint64_t array_id = 0;       // an array element's array (HANGAR_ARRAY_JOB_ID) and index
+  int64_t array_index = -1;
 };
 
 // One environment per task, in task order. RANK is the task's index, WORLD_SIZE the number of

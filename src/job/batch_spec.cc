@@ -1,0 +1,165 @@
+#include "job/batch_spec.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace hangar::job {
+
+namespace {
+
+constexpr const char* kArraySyntax =
+    "write e.g. \"0-49\", \"0-48:2\" (a step), \"1,3,5-7\" or \"0-99%8\" (at most 8 elements running at once)";
+
+StatusOr<int64_t> Number(std::string_view s, std::string_view what, std::string_view whole) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0) {
+    return Status::InvalidArgument("array '" + std::string(whole) + "': '" + std::string(s) + "' is not " +
+                                   std::string(what) + "; " + kArraySyntax);
+  }
+  return v;
+}
+
+// One comma-separated part: "N", "A-B" or "A-B:S", appended to `out`.
+Status ExpandPart(std::string_view part, std::string_view whole, std::vector<int64_t>* out) {
+  const size_t dash = part.find('-');
+  if (dash == std::string_view::npos) {
+    HANGAR_ASSIGN_OR_RETURN(int64_t v, Number(part, "an index", whole));
+    out->push_back(v);
+    return Status::Ok();
+  }
+  std::string_view rest = part.substr(dash + 1);
+  int64_t step = 1;
+  if (size_t colon = rest.find(':'); colon != std::string_view::npos) {
+    HANGAR_ASSIGN_OR_RETURN(step, Number(rest.substr(colon + 1), "a step", whole));
+    rest = rest.substr(0, colon);
+    if (step == 0) return Status::InvalidArgument("array '" + std::string(whole) + "': the step must be 1 or more");
+  }
+  HANGAR_ASSIGN_OR_RETURN(int64_t from, Number(part.substr(0, dash), "an index", whole));
+  HANGAR_ASSIGN_OR_RETURN(int64_t to, Number(rest, "an index", whole));
+  if (to < from) {
+    return Status::InvalidArgument("array '" + std::string(whole) + "': range " + std::string(part) +
+                                   " ends before it starts; write the lower index first");
+  }
+  if (to > ArraySpec::kMaxIndex || (to - from) / step + 1 + static_cast<int64_t>(out->size()) >
+                                        static_cast<int64_t>(ArraySpec::kMaxElements)) {
+    return Status::InvalidArgument("array '" + std::string(whole) + "' has more than " +
+                                   std::to_string(ArraySpec::kMaxElements) + " elements or an index over " +
+                                   std::to_string(ArraySpec::kMaxIndex) + "; split it into several arrays");
+  }
+  for (int64_t v = from; v <= to; v += step) out->push_back(v);
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> JobId(const nlohmann::json& v, std::string_view kind) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    uint64_t id = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+    if (!s.empty() && ec == std::errc() && end == s.data() + s.size()) return id;
+  }
+  return Status::InvalidArgument("after." + std::string(kind) + ": " + v.dump() +
+                                 " is not a job id; list ids such as [12, 13] (an array's id means all its elements)");
+}
+
+}  // namespace
+
+StatusOr<ArraySpec> ParseArraySpec(std::string_view text) {
+  ArraySpec a;
+  a.text = std::string(text);
+  std::string_view ranges = text;
+  if (size_t pct = text.find('%'); pct != std::string_view::npos) {
+    HANGAR_ASSIGN_OR_RETURN(int64_t cap, Number(text.substr(pct + 1), "a count of elements", text));
+    if (cap < 1 || cap > 1'000'000) {
+      return Status::InvalidArgument("array '" + std::string(text) + "': the cap after % must be 1 or more");
+    }
+    a.max_running = static_cast<int>(cap);
+    ranges = text.substr(0, pct);
+  }
+  if (ranges.empty()) return Status::InvalidArgument("array '" + std::string(text) + "' names no elements; " + kArraySyntax);
+  size_t start = 0;
+  while (start <= ranges.size()) {
+    const size_t comma = std::min(ranges.find(',', start), ranges.size());
+    HANGAR_RETURN_IF_ERROR(ExpandPart(ranges.substr(start, comma - start), text, &a.indices));
+    start = comma + 1;
+  }
+  std::sort(a.indices.begin(), a.indices.end());
+  a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
+  return a;
+}
+
+std::string_view DependencyKindName(DependencyKind k) {
+  switch (k) {
+    case DependencyKind::kOk: return "ok";
+    case DependencyKind::kAny: return "any";
+    case DependencyKind::kNotOk: return "notok";
+  }
+  return "?";
+}
+
+const std::vector<uint64_t>& Dependencies::of(DependencyKind k) const {
+  return k == DependencyKind::kOk ? ok : k == DependencyKind::kAny ? any : notok;
+}
+
+nlohmann::json Dependencies::ToJson() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (!ok.empty()) j["ok"] = ok;
+  if (!any.empty()) j["any"] = any;
+  if (!notok.empty()) j["notok"] = notok;
+  return j;
+}
+
+StatusOr<Dependencies> DependenciesFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) {
+    return Status::InvalidArgument("after must be a map such as {ok: [12], any: [13], notok: [14]}");
+  }
+  Dependencies d;
+  for (const auto& [key, list] : j.items()) {
+    std::vector<uint64_t>* into = key == "ok" ? &d.ok : key == "any" ? &d.any : key == "notok" ? &d.notok : nullptr;
+    if (!into) {
+      return Status::InvalidArgument("after." + key + " is not a kind of dependency; use ok (succeeded), any (ended) "
+                                     "or notok (failed, cancelled or timed out)");
+    }
+    if (!list.is_array()) {
+      if (list.is_null()) continue;
+      HANGAR_ASSIGN_OR_RETURN(uint64_t id, JobId(list, key));
+      into->push_back(id);
+      continue;
+    }
+    for (const auto& v : list) {
+      HANGAR_ASSIGN_OR_RETURN(uint64_t id, JobId(v, key));
+      into->push_back(id);
+    }
+  }
+  if (d.size() > 1000) return Status::InvalidArgument("after names more than 1000 jobs; depend on an array's id instead");
+  return d;
+}
+
+StatusOr<Dependencies> ParseDependencyFlag(std::string_view text) {
+  nlohmann::json j = nlohmann::json::object();
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string_view part = text.substr(start, comma - start);
+    start = comma + 1;
+    const size_t colon = part.find(':');
+    std::string kind(part.substr(0, colon));
+    if (kind.rfind("after", 0) == 0) kind = kind.substr(5);
+    if (colon == std::string_view::npos || (kind != "ok" && kind != "any" && kind != "notok")) {
+      return Status::InvalidArgument("dependency '" + std::string(part) +
+                                     "' must be KIND:ID[:ID...] with KIND ok, any or notok, e.g. ok:12:13,any:14");
+    }
+    std::string_view ids = part.substr(colon + 1);
+    size_t s = 0;
+    while (s <= ids.size()) {
+      const size_t c = std::min(ids.find(':', s), ids.size());
+      j[kind].push_back(std::string(ids.substr(s, c - s)));
+      s = c + 1;
+    }
+  }
+  if (j.empty()) return Status::InvalidArgument("the dependency is empty; write e.g. ok:12:13,any:14");
+  return DependenciesFromJson(j);
+}
+
+}  // namespace hangar::job
