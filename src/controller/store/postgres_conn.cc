@@ -30,11 +30,12 @@ std::string RedactUrl(const std::string& url) {
   PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
   if (!opts) {
     PQfreemem(err);
-    // Unparsable: show it up to the host, never what may be a password before '@'.
-    const auto at = url.rfind('@');
+    // Unparsable: shown as written, less what may be a password (USER:PASSWORD@).
     const auto scheme = url.find("://");
-    if (at == std::string::npos || scheme == std::string::npos) return url;
-    return url.substr(0, scheme + 3) + "...@" + url.substr(at + 1);
+    const auto at = url.rfind('@');
+    if (at == std::string::npos || scheme == std::string::npos || at < scheme) return url;
+    const std::string user = url.substr(scheme + 3, at - scheme - 3);
+    return url.substr(0, scheme + 3) + user.substr(0, user.find(':')) + url.substr(at);
   }
   std::string user, host, port, db;
   for (PQconninfoOption* o = opts; o->keyword; ++o) {

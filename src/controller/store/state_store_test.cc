@@ -136,7 +136,7 @@ TEST_P(StoreTest, EventsKeepTheirOrderAndFilterByPrefix) {
   ASSERT_EQ(all->size(), 150u);
   for (size_t i = 0; i < all->size(); ++i) EXPECT_EQ(all->at(i).message, std::to_string(149 - i));
   auto two = store->Events("job/2", 1000);
-  ASSERT_EQ(two->size(), 50u);
+  ASSERT_EQ(two->size(), 48u);  // i % 3 == 2: 16 of each round's 50
   EXPECT_EQ(two->at(0).subject, "job/2");
   EXPECT_EQ(store->Events("job/", 7)->size(), 7u);
   EXPECT_TRUE(store->Events("node/", 10)->empty());

@@ -158,6 +158,7 @@ std::string PostgresServer::Url(const std::string& database) const {
 
 Status PostgresServer::CreateDatabase(const std::string& name) {
   PGconn* c = PQconnectdb(Url("postgres").c_str());
+  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);  // "does not exist, skipping"
   Status s;
   if (PQstatus(c) != CONNECTION_OK) s = Status::Unavailable(std::string("cannot reach the test server: ") + PQerrorMessage(c));
   for (const std::string& sql : {"DROP DATABASE IF EXISTS \"" + name + "\"", "CREATE DATABASE \"" + name + "\""}) {

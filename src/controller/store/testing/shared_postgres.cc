@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdio>
+#include <functional>
 #include <memory>
 
 namespace hangar::controller::testing {
@@ -41,11 +43,15 @@ std::string FreshDatabaseUrl() {
   PostgresServer* server = SharedPostgres();
   if (!server) return "postgres://unstarted";
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  // PostgreSQL keeps 63 bytes of a name: a readable prefix and a hash of the whole test name.
+  const std::string full = std::string(info->test_suite_name()) + "." + info->name();
   std::string name = "t_";
-  for (char c : std::string(info->test_suite_name()) + "_" + info->name()) {
+  for (char c : full.substr(0, 40)) {
     name += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '_';
   }
-  name = name.substr(0, 60);
+  char hash[20];
+  std::snprintf(hash, sizeof hash, "_%016zx", std::hash<std::string>{}(full));
+  name += hash;
   Status s = server->CreateDatabase(name);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return server->Url(name);
