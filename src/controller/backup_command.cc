@@ -24,20 +24,21 @@ struct RestoreFlags {
 };
 
 // A SQLite store belongs to its running controller (it holds the file's lock): say so in the
-// words of this command.
-StatusOr<std::unique_ptr<StateStore>> OpenForCommand(const std::string& url, const char* verb) {
+// words of this command. `verb`: "back up"; `done`: "backed up".
+StatusOr<std::unique_ptr<StateStore>> OpenForCommand(const std::string& url, const char* verb, const char* done) {
   auto store = OpenStore(url);
   if (!store.ok() && store.status().code() == StatusCode::kFailedPrecondition && url.rfind("sqlite://", 0) == 0) {
-    return Status::FailedPrecondition(store.status().message() + ". A SQLite store has one owner: stop its "
-                                      "controller, then " + verb + " (a PostgreSQL store can be " + verb +
-                                      "d while its controllers run)");
+    const std::string& m = store.status().message();
+    return Status::FailedPrecondition(m.substr(0, m.find("; stop it first")) +
+                                      "; a SQLite store has one owner: stop that controller, then " + verb +
+                                      " (a PostgreSQL store can be " + done + " while its controllers run)");
   }
   return store;
 }
 
 Status Backup(const BackupFlags& f) {
   if (f.store.empty() || f.out.empty()) return Status::InvalidArgument("both --store URL and --out FILE are needed");
-  HANGAR_ASSIGN_OR_RETURN(auto store, OpenForCommand(f.store, "back up"));
+  HANGAR_ASSIGN_OR_RETURN(auto store, OpenForCommand(f.store, "back up", "backed up"));
   // Written beside the target and renamed into place: a failed backup never replaces a good one.
   // The rows hold jobs' specs and token records: the file is its owner's only.
   const std::string tmp = f.out + ".partial";
@@ -61,7 +62,7 @@ Status Restore(const RestoreFlags& f) {
   if (f.store.empty() || f.in.empty()) return Status::InvalidArgument("both --store URL and --in FILE are needed");
   std::ifstream in(f.in);
   if (!in) return Status::InvalidArgument("cannot read " + f.in + "; check the path");
-  HANGAR_ASSIGN_OR_RETURN(auto store, OpenForCommand(f.store, "restore"));
+  HANGAR_ASSIGN_OR_RETURN(auto store, OpenForCommand(f.store, "restore", "restored into"));
   HANGAR_ASSIGN_OR_RETURN(BackupCounts counts, RestoreBackup(in, f.in, *store, f.force));
   std::printf("restored %s into %s: %s\n", f.in.c_str(), ShownStoreUrl(f.store).c_str(), counts.ToString().c_str());
   return Status::Ok();

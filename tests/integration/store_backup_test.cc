@@ -60,7 +60,8 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
   Ran busy = RunHangar({"backup", "--store", db, "--out", file}, sqlite.dir());
   EXPECT_EQ(busy.rc, 2);
   EXPECT_TRUE(Contains(busy.output, "is in use by another controller")) << busy.output;
-  EXPECT_TRUE(Contains(busy.output, "A SQLite store has one owner: stop its controller, then back up")) << busy.output;
+  EXPECT_TRUE(Contains(busy.output, "a SQLite store has one owner: stop that controller, then back up (a PostgreSQL "
+                                   "store can be backed up while its controllers run)")) << busy.output;
   EXPECT_FALSE(std::filesystem::exists(file));
 
   sqlite.KillController(SIGTERM);

@@ -1,10 +1,10 @@
 // The PostgreSQL store (issue 18): the SQLite store's contract on a server that several
 // controllers can share. A commit is one transaction sent in one round trip (libpq pipeline mode;
-// each table's rows go as one JSON parameter unpacked by json_to_recordset), with
+// one statement per table, its rows as one array per column unpacked by unnest), with
 // synchronous_commit on: when Commit returns OK the batch is on the server's disk.
 #include <map>
-#include <nlohmann/json.hpp>
 
+#include "controller/store/postgres_arrays.h"
 #include "controller/store/postgres_conn.h"
 #include "controller/store/postgres_schema.h"
 #include "controller/store/state_store.h"
@@ -12,14 +12,12 @@
 namespace hangar::controller {
 namespace {
 
-using nlohmann::json;
-
 constexpr const char* kUpsertJobs = R"sql(
 INSERT INTO jobs (id,name,queue,user_name,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,
                   reason,message,placement,extra)
-SELECT * FROM json_to_recordset($1::json) AS x(id bigint, name text, queue text, user_name text,
-  state text, spec text, submitted_ms bigint, started_ms bigint, ended_ms bigint, attempt bigint,
-  restarts bigint, reason text, message text, placement text, extra text)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+  $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[],
+  $14::text[], $15::text[])
 ON CONFLICT (id) DO UPDATE SET name=EXCLUDED.name, queue=EXCLUDED.queue, user_name=EXCLUDED.user_name,
   state=EXCLUDED.state, spec=EXCLUDED.spec, submitted_ms=EXCLUDED.submitted_ms,
   started_ms=EXCLUDED.started_ms, ended_ms=EXCLUDED.ended_ms, attempt=EXCLUDED.attempt,
@@ -27,28 +25,26 @@ ON CONFLICT (id) DO UPDATE SET name=EXCLUDED.name, queue=EXCLUDED.queue, user_na
   placement=EXCLUDED.placement, extra=EXCLUDED.extra)sql";
 
 constexpr const char* kUpsertNodes = R"sql(
-INSERT INTO nodes (name,state) SELECT * FROM json_to_recordset($1::json) AS x(name text, state text)
+INSERT INTO nodes (name,state) SELECT * FROM unnest($1::text[], $2::text[])
 ON CONFLICT (name) DO UPDATE SET state=EXCLUDED.state)sql";
 
 constexpr const char* kUpsertValues = R"sql(
-INSERT INTO kv (tbl,key,value) SELECT * FROM json_to_recordset($1::json) AS x(tbl text, key text, value text)
+INSERT INTO kv (tbl,key,value) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
 ON CONFLICT (tbl,key) DO UPDATE SET value=EXCLUDED.value)sql";
 
 constexpr const char* kEraseValues = R"sql(
-DELETE FROM kv USING json_to_recordset($1::json) AS x(tbl text, key text)
-WHERE kv.tbl = x.tbl AND kv.key = x.key)sql";
+DELETE FROM kv USING unnest($1::text[], $2::text[]) AS x(tbl, key) WHERE kv.tbl = x.tbl AND kv.key = x.key)sql";
 
 // Ids follow the batch's order (WITH ORDINALITY), as SQLite's AUTOINCREMENT does.
 constexpr const char* kInsertEvents = R"sql(
 INSERT INTO events (time_ms,kind,subject,message)
-SELECT time_ms,kind,subject,message FROM ROWS FROM (json_to_recordset($1::json) AS (time_ms bigint,
-  kind text, subject text, message text)) WITH ORDINALITY AS x(time_ms,kind,subject,message,n) ORDER BY n)sql";
+SELECT t,k,s,m FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS x(t,k,s,m,n)
+ORDER BY n)sql";
 
 constexpr const char* kInsertAudit = R"sql(
 INSERT INTO audit (time_ms,user_name,role,method,path,remote,status,message)
-SELECT time_ms,user_name,role,method,path,remote,status,message FROM ROWS FROM (json_to_recordset($1::json)
-  AS (time_ms bigint, user_name text, role text, method text, path text, remote text, status bigint,
-  message text)) WITH ORDINALITY AS x(time_ms,user_name,role,method,path,remote,status,message,n) ORDER BY n)sql";
+SELECT t,u,r,me,p,re,st,msg FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+  $6::text[], $7::bigint[], $8::text[]) WITH ORDINALITY AS x(t,u,r,me,p,re,st,msg,n) ORDER BY n)sql";
 
 // Takes the lease when there is none or it has expired (on the server's clock), with the next epoch.
 constexpr const char* kAcquireLease = R"sql(
@@ -67,15 +63,33 @@ constexpr const char* kReadLease = R"sql(
 SELECT holder, epoch, greatest(0, (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint)
 FROM lease WHERE id = 1)sql";
 
-// Text that PostgreSQL stores is UTF-8; a byte that is not is replaced rather than failing the batch.
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+void AddJob(const JobRow& j, pg::ArrayParams* a) {
+  a->Int(0, static_cast<int64_t>(j.id));
+  a->Text(1, j.name);
+  a->Text(2, j.queue);
+  a->Text(3, j.user);
+  a->Text(4, j.state);
+  a->Text(5, j.spec_json);
+  a->Int(6, j.submitted);
+  a->Int(7, j.started);
+  a->Int(8, j.ended);
+  a->Int(9, j.attempt);
+  a->Int(10, j.restarts);
+  a->Text(11, j.reason);
+  a->Text(12, j.message);
+  a->Text(13, j.placement_json);
+  a->Text(14, j.extra_json);
+}
 
-json JobJson(const JobRow& j) {
-  return {{"id", j.id},           {"name", j.name},         {"queue", j.queue},
-          {"user_name", j.user},  {"state", j.state},       {"spec", j.spec_json},
-          {"submitted_ms", j.submitted}, {"started_ms", j.started}, {"ended_ms", j.ended},
-          {"attempt", j.attempt}, {"restarts", j.restarts}, {"reason", j.reason},
-          {"message", j.message}, {"placement", j.placement_json}, {"extra", j.extra_json}};
+void AddAudit(const AuditRow& r, pg::ArrayParams* a) {
+  a->Int(0, r.time);
+  a->Text(1, r.user);
+  a->Text(2, r.role);
+  a->Text(3, r.method);
+  a->Text(4, r.path);
+  a->Text(5, r.remote);
+  a->Int(6, r.status);
+  a->Text(7, r.message);
 }
 
 class PostgresStore final : public StateStore {
@@ -172,45 +186,57 @@ class PostgresStore final : public StateStore {
     std::map<uint64_t, const JobRow*> jobs;
     for (const auto& j : b.jobs) jobs[j.id] = &j;
     if (!jobs.empty()) {
-      json rows = json::array();
-      for (const auto& [id, j] : jobs) rows.push_back(JobJson(*j));
-      out.push_back({kUpsertJobs, {Dump(rows)}});
+      pg::ArrayParams rows(15);
+      for (const auto& [id, j] : jobs) AddJob(*j, &rows);
+      out.push_back({kUpsertJobs, rows.Take()});
     }
     std::map<std::string, const NodeRow*> nodes;
     for (const auto& n : b.nodes) nodes[n.name] = &n;
     if (!nodes.empty()) {
-      json rows = json::array();
-      for (const auto& [name, n] : nodes) rows.push_back({{"name", name}, {"state", n->state_json}});
-      out.push_back({kUpsertNodes, {Dump(rows)}});
+      pg::ArrayParams rows(2);
+      for (const auto& [name, n] : nodes) {
+        rows.Text(0, name);
+        rows.Text(1, n->state_json);
+      }
+      out.push_back({kUpsertNodes, rows.Take()});
     }
     AppendValues(b.values, &out);
     if (!b.events.empty()) {
-      json rows = json::array();
+      pg::ArrayParams rows(4);
       for (const auto& e : b.events) {
-        rows.push_back({{"time_ms", e.time}, {"kind", e.kind}, {"subject", e.subject}, {"message", e.message}});
+        rows.Int(0, e.time);
+        rows.Text(1, e.kind);
+        rows.Text(2, e.subject);
+        rows.Text(3, e.message);
       }
-      out.push_back({kInsertEvents, {Dump(rows)}});
+      out.push_back({kInsertEvents, rows.Take()});
     }
     if (!b.audit.empty()) {
-      json rows = json::array();
-      for (const auto& a : b.audit) {
-        rows.push_back({{"time_ms", a.time}, {"user_name", a.user}, {"role", a.role}, {"method", a.method},
-                        {"path", a.path}, {"remote", a.remote}, {"status", a.status}, {"message", a.message}});
-      }
-      out.push_back({kInsertAudit, {Dump(rows)}});
+      pg::ArrayParams rows(8);
+      for (const auto& a : b.audit) AddAudit(a, &rows);
+      out.push_back({kInsertAudit, rows.Take()});
     }
   }
 
   static void AppendValues(const std::vector<KeyValueRow>& values, std::vector<Statement>* out) {
     std::map<std::pair<std::string, std::string>, const KeyValueRow*> last;
     for (const auto& v : values) last[{v.table, v.key}] = &v;
-    json set = json::array(), erase = json::array();
+    pg::ArrayParams set(3), erase(2);
+    size_t sets = 0, erases = 0;
     for (const auto& [key, v] : last) {
-      if (v->erase) erase.push_back({{"tbl", v->table}, {"key", v->key}});
-      else set.push_back({{"tbl", v->table}, {"key", v->key}, {"value", v->value}});
+      if (v->erase) {
+        erase.Text(0, v->table);
+        erase.Text(1, v->key);
+        ++erases;
+      } else {
+        set.Text(0, v->table);
+        set.Text(1, v->key);
+        set.Text(2, v->value);
+        ++sets;
+      }
     }
-    if (!erase.empty()) out->push_back({kEraseValues, {Dump(erase)}});
-    if (!set.empty()) out->push_back({kUpsertValues, {Dump(set)}});
+    if (erases > 0) out->push_back({kEraseValues, erase.Take()});
+    if (sets > 0) out->push_back({kUpsertValues, set.Take()});
   }
 
   StatusOr<StoreContents> LoadInTransaction() {

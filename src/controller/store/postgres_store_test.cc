@@ -102,15 +102,20 @@ TEST(PostgresStoreTest, AMissingDatabaseAndABadUrlAreExplained) {
 }
 
 TEST(PostgresStoreTest, AFailedBatchWritesNothingAndTheStoreGoesOn) {
-  auto store = std::move(OpenStore(testing::FreshDatabaseUrl())).value();
+  const std::string url = testing::FreshDatabaseUrl();
+  auto store = std::move(OpenStore(url)).value();
+  // The events statement, after the jobs' and the nodes', fails on the server.
+  Sql(url, "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$; "
+           "CREATE TRIGGER boom BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.message = 'boom') "
+           "EXECUTE FUNCTION boom()");
   StoreBatch b;
   b.jobs = {Job(1)};
   b.nodes = {{"n1", "{}"}};
-  // PostgreSQL's text cannot hold a NUL: the events statement, after the jobs', fails.
-  b.events = {{0, 1, "job", "job/1", std::string("a\0b", 3)}};
+  b.events = {{0, 1, "job", "job/1", "boom"}};
   Status s = store->Commit(b);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("boom"), std::string::npos) << s.message();
   auto c = store->Load();
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->jobs.empty());
@@ -119,6 +124,15 @@ TEST(PostgresStoreTest, AFailedBatchWritesNothingAndTheStoreGoesOn) {
   next.jobs = {Job(2)};
   ASSERT_TRUE(store->Commit(next).ok());
   EXPECT_EQ(store->Load()->jobs.size(), 1u);
+}
+
+TEST(PostgresStoreTest, TextThatPostgresCannotHoldIsStoredAsReplacementCharacters) {
+  auto store = std::move(OpenStore(testing::FreshDatabaseUrl())).value();
+  StoreBatch b;
+  b.jobs = {Job(1)};
+  b.jobs[0].message = std::string("exit") + '\0' + "code \xff\xfe \"q\" \\ {a,b} caf\xc3\xa9";
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(store->Load()->jobs.at(0).message, "exit\xEF\xBF\xBD" "code \xEF\xBF\xBD\xEF\xBF\xBD \"q\" \\ {a,b} caf\xc3\xa9");
 }
 
 TEST(PostgresStoreTest, TwoStoresOnOneDatabaseSeeEachOthersCommits) {
