@@ -5,11 +5,16 @@
 namespace hangar::controller::pg {
 namespace {
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '.')) s.pop_back();
-  for (char& c : s) {
-    if (c == '\n') c = ' ';
+// libpq's messages end in a newline and may span lines ("...failed: Connection refused\n\tIs the
+// server running..."): one line, single spaces, no final full stop (our sentence goes on).
+std::string Trim(const std::string& in) {
+  std::string s;
+  for (char c : in) {
+    if (c == '\n' || c == '\t') c = ' ';
+    if (c == ' ' && (s.empty() || s.back() == ' ')) continue;
+    s += c;
   }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '.')) s.pop_back();
   return s;
 }
 
