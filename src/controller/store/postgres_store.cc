@@ -148,9 +148,11 @@ class PostgresStore final : public StateStore {
   }
 
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit) override {
-    HANGAR_ASSIGN_OR_RETURN(pg::Result r, conn_.Exec("SELECT id,time_ms,kind,subject,message FROM events WHERE "
-                                                     "starts_with(subject, $1) ORDER BY id DESC LIMIT $2",
-                                                     {prefix, std::to_string(limit)}));
+    // The range lets the planner use events_subject; starts_with is the exact test.
+    HANGAR_ASSIGN_OR_RETURN(pg::Result r, conn_.Exec(
+        "SELECT id,time_ms,kind,subject,message FROM events WHERE $1 = '' OR (subject COLLATE \"C\" >= $1 AND "
+        "subject COLLATE \"C\" < $1 || chr(1114111) AND starts_with(subject, $1)) ORDER BY id DESC LIMIT $2",
+        {prefix, std::to_string(limit)}));
     std::vector<EventRow> out;
     for (int i = 0; i < PQntuples(r.get()); ++i) {
       out.push_back({pg::Int(r.get(), i, 0), pg::Int(r.get(), i, 1), pg::Text(r.get(), i, 2),

@@ -1,7 +1,6 @@
 // What only the PostgreSQL store has: a versioned schema, a server that may be away, several
 // stores on one database.
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include "common/net.h"
 #include "controller/store/postgres_schema.h"
@@ -11,17 +10,7 @@
 namespace hangar::controller {
 namespace {
 
-// One SQL statement through a connection of the test's own (not the store's).
-std::string Sql(const std::string& url, const std::string& sql) {
-  PGconn* c = PQconnectdb(url.c_str());
-  PGresult* r = PQexec(c, sql.c_str());
-  std::string out = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
-  EXPECT_TRUE(PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK)
-      << sql << ": " << PQresultErrorMessage(r);
-  PQclear(r);
-  PQfinish(c);
-  return out;
-}
+using testing::Sql;
 
 JobRow Job(uint64_t id) {
   JobRow j;

@@ -1,6 +1,7 @@
 #include "controller/store/testing/shared_postgres.h"
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <cctype>
 #include <cstdio>
@@ -55,6 +56,17 @@ std::string FreshDatabaseUrl() {
   Status s = server->CreateDatabase(name);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return server->Url(name);
+}
+
+std::string Sql(const std::string& url, const std::string& sql) {
+  PGconn* c = PQconnectdb(url.c_str());
+  PGresult* r = PQexec(c, sql.c_str());
+  const ExecStatusType st = PQresultStatus(r);
+  EXPECT_TRUE(st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) << sql << ": " << PQresultErrorMessage(r);
+  std::string out = st == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
+  PQclear(r);
+  PQfinish(c);
+  return out;
 }
 
 }  // namespace hangar::controller::testing

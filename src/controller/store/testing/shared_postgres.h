@@ -15,4 +15,8 @@ PostgresServer* SharedPostgres();
 // An empty database named after the running test (dropped and made anew), as a store URL.
 std::string FreshDatabaseUrl();
 
+// Runs `sql` (one or more statements) on a connection of the test's own; returns the first value
+// of the last result ("" when none). A failure fails the calling test.
+std::string Sql(const std::string& url, const std::string& sql);
+
 }  // namespace hangar::controller::testing
