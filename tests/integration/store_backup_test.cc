@@ -40,8 +40,8 @@ Ran RunHangar(const std::vector<std::string>& args, const std::string& dir) {
 
 uint64_t Submit(LocalCluster& c, const std::string& name) {
   int status = 0;
-  auto r = c.Post("/v1/jobs", "name: " + name + "\ntasks:\n  - {gpus: 1, command: [sleep, \"60\"]}\n",
-                  &status);
+  auto r = c.Post("/v1/jobs",
+                  "name: " + name + "\ntasks:\n  - {gpus: 1, command: [sleep, \"60\"]}\n", &status);
   EXPECT_EQ(status, 201) << r.dump();
   return r.value("id", uint64_t{0});
 }
@@ -55,29 +55,37 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
   int status = 0;
   sqlite.Post("/v1/jobs/" + std::to_string(cancelled) + "/cancel", "", &status);
   ASSERT_EQ(status, 200);
-  const std::string db = "sqlite://" + sqlite.dir() + "/state.db", file = sqlite.dir() + "/backup.jsonl";
+  const std::string db = "sqlite://" + sqlite.dir() + "/state.db",
+                    file = sqlite.dir() + "/backup.jsonl";
 
   Ran busy = RunHangar({"backup", "--store", db, "--out", file}, sqlite.dir());
   EXPECT_EQ(busy.rc, 2);
   EXPECT_TRUE(Contains(busy.output, "is in use by another controller")) << busy.output;
-  EXPECT_TRUE(Contains(busy.output, "a SQLite store has one owner: stop that controller, then back up (a PostgreSQL "
-                                   "store can be backed up while its controllers run)")) << busy.output;
+  EXPECT_TRUE(
+      Contains(busy.output,
+               "a SQLite store has one owner: stop that controller, then back up (a PostgreSQL "
+               "store can be backed up while its controllers run)"))
+      << busy.output;
   EXPECT_FALSE(std::filesystem::exists(file));
 
   sqlite.KillController(SIGTERM);
   Ran backup = RunHangar({"backup", "--store", db, "--out", file}, sqlite.dir());
   ASSERT_EQ(backup.rc, 0) << backup.output;
-  EXPECT_TRUE(Contains(backup.output, "backed up " + db + " to " + file + ": 2 jobs, ")) << backup.output;
+  EXPECT_TRUE(Contains(backup.output, "backed up " + db + " to " + file + ": 2 jobs, "))
+      << backup.output;
   EXPECT_EQ(std::filesystem::status(file).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 
   const std::string pg = controller::testing::FreshDatabaseUrl();
   Ran restore = RunHangar({"restore", "--store", pg, "--in", file}, sqlite.dir());
   ASSERT_EQ(restore.rc, 0) << restore.output;
-  EXPECT_TRUE(Contains(restore.output, "restored " + file + " into " + pg + ": 2 jobs, ")) << restore.output;
+  EXPECT_TRUE(Contains(restore.output, "restored " + file + " into " + pg + ": 2 jobs, "))
+      << restore.output;
   Ran again = RunHangar({"restore", "--store", pg, "--in", file}, sqlite.dir());
   EXPECT_EQ(again.rc, 2);
-  EXPECT_TRUE(Contains(again.output, "the store " + pg + " is not empty; restore into an empty store, or add --force"))
+  EXPECT_TRUE(
+      Contains(again.output,
+               "the store " + pg + " is not empty; restore into an empty store, or add --force"))
       << again.output;
   Ran forced = RunHangar({"restore", "--store", pg, "--in", file, "--force"}, sqlite.dir());
   EXPECT_EQ(forced.rc, 0) << forced.output;
@@ -92,7 +100,8 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
   postgres.KillController(SIGTERM);
 
   // And back into a new SQLite store, from a backup of the PostgreSQL one.
-  const std::string file2 = sqlite.dir() + "/from-pg.jsonl", db2 = "sqlite://" + sqlite.dir() + "/again.db";
+  const std::string file2 = sqlite.dir() + "/from-pg.jsonl",
+                    db2 = "sqlite://" + sqlite.dir() + "/again.db";
   ASSERT_EQ(RunHangar({"backup", "--store", pg, "--out", file2}, sqlite.dir()).rc, 0);
   Ran back = RunHangar({"restore", "--store", db2, "--in", file2}, sqlite.dir());
   ASSERT_EQ(back.rc, 0) << back.output;
@@ -102,12 +111,16 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
 TEST(StoreBackupTest, BadInputIsExplained) {
   const std::string dir = ::testing::TempDir() + "/backup-bad-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
-  Ran missing = RunHangar({"restore", "--store", "sqlite://" + dir + "/s.db", "--in", dir + "/nope.jsonl"}, dir);
+  Ran missing = RunHangar(
+      {"restore", "--store", "sqlite://" + dir + "/s.db", "--in", dir + "/nope.jsonl"}, dir);
   EXPECT_EQ(missing.rc, 2);
-  EXPECT_TRUE(Contains(missing.output, "cannot read " + dir + "/nope.jsonl; check the path")) << missing.output;
-  Ran unreachable = RunHangar({"backup", "--store", "postgres://hangar:pw@127.0.0.1:1/hangar", "--out", dir + "/b"}, dir);
+  EXPECT_TRUE(Contains(missing.output, "cannot read " + dir + "/nope.jsonl; check the path"))
+      << missing.output;
+  Ran unreachable = RunHangar(
+      {"backup", "--store", "postgres://hangar:pw@127.0.0.1:1/hangar", "--out", dir + "/b"}, dir);
   EXPECT_EQ(unreachable.rc, 2);
-  EXPECT_TRUE(Contains(unreachable.output, "cannot reach the store postgres://hangar@127.0.0.1:1/hangar"))
+  EXPECT_TRUE(
+      Contains(unreachable.output, "cannot reach the store postgres://hangar@127.0.0.1:1/hangar"))
       << unreachable.output;
   EXPECT_FALSE(Contains(unreachable.output, "pw@"));
   std::filesystem::remove_all(dir);

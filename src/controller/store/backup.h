@@ -28,6 +28,7 @@ StatusOr<bool> StoreIsEmpty(StateStore& store);
 // Reads a backup written by WriteBackup into `store`, in commits of at most 10,000 rows. A store
 // that is not empty is refused (FailedPrecondition) unless `replace`: then its rows are erased in
 // the first commit. `source` names the input in error messages ("backup.jsonl:12: ...").
-StatusOr<BackupCounts> RestoreBackup(std::istream& in, const std::string& source, StateStore& store, bool replace);
+StatusOr<BackupCounts> RestoreBackup(std::istream& in, const std::string& source, StateStore& store,
+                                     bool replace);
 
 }  // namespace hangar::controller

@@ -39,9 +39,11 @@ class BackupTest : public ::testing::Test {
       j.placement_json = id == 1 ? "{\"tasks\":[{\"node\":\"gpu-1\"}]}" : "";
       b.jobs = {j};
       b.nodes = {{"gpu-" + std::to_string(id), "{\"drained\":false}"}};
-      b.values = {{"meta", "next_job_id", std::to_string(id + 1), false}, {"token", "t" + std::to_string(id), "{}", false}};
+      b.values = {{"meta", "next_job_id", std::to_string(id + 1), false},
+                  {"token", "t" + std::to_string(id), "{}", false}};
       b.events = {{0, static_cast<Time>(id), "job", "job/" + std::to_string(id), "submitted"}};
-      b.audit = {{0, static_cast<Time>(id), "alice", "user", "POST", "/v1/jobs", "127.0.0.1", 201, ""}};
+      b.audit = {
+          {0, static_cast<Time>(id), "alice", "user", "POST", "/v1/jobs", "127.0.0.1", 201, ""}};
       ASSERT_TRUE(s.Commit(b).ok());
     }
   }
@@ -54,7 +56,9 @@ class BackupTest : public ::testing::Test {
   }
 
   // The backup without its header line (which names the store it came from).
-  static std::string Rows(const std::string& backup) { return backup.substr(backup.find('\n') + 1); }
+  static std::string Rows(const std::string& backup) {
+    return backup.substr(backup.find('\n') + 1);
+  }
 
   std::unique_ptr<StateStore> Sqlite(const std::string& name) {
     return std::move(OpenStore("sqlite://" + dir_ + "/" + name + ".db")).value();
@@ -95,9 +99,10 @@ TEST_F(BackupTest, ANonEmptyStoreIsRefusedUnlessReplaced) {
   auto refused = RestoreBackup(in, "b.jsonl", *target, false);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(refused.status().message(), "the store sqlite://" + dir_ +
-                                            "/b.db is not empty; restore into an empty store, or add --force to "
-                                            "erase everything in it and replace it with the backup");
+  EXPECT_EQ(refused.status().message(),
+            "the store sqlite://" + dir_ +
+                "/b.db is not empty; restore into an empty store, or add --force to "
+                "erase everything in it and replace it with the backup");
   EXPECT_EQ(target->Load()->jobs.size(), 1u) << "a refused restore changes nothing";
   std::stringstream again(backup);
   ASSERT_TRUE(RestoreBackup(again, "b.jsonl", *target, true).ok());
@@ -112,7 +117,8 @@ TEST_F(BackupTest, ADamagedBackupChangesNothing) {
   std::stringstream truncated(backup.substr(0, backup.rfind("{\"end\"")));
   auto s = RestoreBackup(truncated, "cut.jsonl", *target, false);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().message(), "cut.jsonl ends before its end line: the backup is truncated; take it again");
+  EXPECT_EQ(s.status().message(),
+            "cut.jsonl ends before its end line: the backup is truncated; take it again");
   std::string broken = backup;
   broken.insert(backup.find('\n') + 1, "{\"job\":{\"id\":\"seven\"}}\n");
   std::stringstream bad(broken);
@@ -121,7 +127,8 @@ TEST_F(BackupTest, ADamagedBackupChangesNothing) {
   EXPECT_EQ(s.status().message().rfind("bad.jsonl:2: bad row: ", 0), 0u) << s.status().message();
   std::stringstream none("{\"jobs\":[]}\n");
   s = RestoreBackup(none, "other.json", *target, false);
-  EXPECT_EQ(s.status().message(), "other.json:1: not a hangar backup (its first line has no \"hangar_backup\")");
+  EXPECT_EQ(s.status().message(),
+            "other.json:1: not a hangar backup (its first line has no \"hangar_backup\")");
   EXPECT_TRUE(StoreIsEmpty(*target).value());
 }
 

@@ -48,12 +48,14 @@ TEST(LeaseTest, ATakeoverFencesTheOldLeadersCommits) {
   Status stale = a->Commit(OneJob(2));
   ASSERT_FALSE(stale.ok());
   EXPECT_TRUE(IsFenced(stale)) << stale.ToString();
-  EXPECT_NE(stale.message().find("lease (epoch 1) is no longer current: controller-b leads at epoch 2"),
-            std::string::npos)
+  EXPECT_NE(
+      stale.message().find("lease (epoch 1) is no longer current: controller-b leads at epoch 2"),
+      std::string::npos)
       << stale.message();
   Status renew = a->RenewLease(60'000);
   EXPECT_TRUE(IsFenced(renew)) << renew.ToString();
-  EXPECT_NE(renew.message().find("was taken over by controller-b at epoch 2"), std::string::npos) << renew.message();
+  EXPECT_NE(renew.message().find("was taken over by controller-b at epoch 2"), std::string::npos)
+      << renew.message();
 
   ASSERT_TRUE(b->Commit(OneJob(3)).ok());
   ASSERT_TRUE(b->RenewLease(10'000).ok());
@@ -73,7 +75,8 @@ TEST(LeaseTest, AnExpiredLeaseIsNotRenewedButTakenAgainWithANewEpoch) {
   ExpireLease(url);
   Status expired = a->RenewLease(60'000);
   EXPECT_TRUE(IsFenced(expired));
-  EXPECT_NE(expired.message().find("(epoch 1) expired before it was renewed"), std::string::npos) << expired.message();
+  EXPECT_NE(expired.message().find("(epoch 1) expired before it was renewed"), std::string::npos)
+      << expired.message();
   // Nobody took over: its commits still pass the fence (no other leader could have written).
   EXPECT_TRUE(a->Commit(OneJob(1)).ok());
   EXPECT_EQ(a->AcquireLease("controller-a", 60'000).value(), 2);
@@ -85,8 +88,10 @@ TEST(LeaseTest, StoresWithOneOwnerHaveNoLease) {
   auto sqlite = std::move(OpenStore("sqlite://" + dir + "/state.db")).value();
   auto lease = sqlite->AcquireLease("controller-a", 1000);
   EXPECT_EQ(lease.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(lease.status().message().find("leader election needs a PostgreSQL store"), std::string::npos);
-  EXPECT_EQ(OpenStore("sqlite://" + dir + "/state.db").status().code(), StatusCode::kFailedPrecondition)
+  EXPECT_NE(lease.status().message().find("leader election needs a PostgreSQL store"),
+            std::string::npos);
+  EXPECT_EQ(OpenStore("sqlite://" + dir + "/state.db").status().code(),
+            StatusCode::kFailedPrecondition)
       << "SQLite still refuses a second owner";
   EXPECT_EQ(NewMemoryStore()->AcquireLease("x", 1000).status().code(), StatusCode::kUnimplemented);
   sqlite.reset();

@@ -24,8 +24,9 @@ Status Connection::ResultError(const PGresult* r) const {
   const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
   if (state && std::string(state) == kFencedState) {
     const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-    return Status::Aborted("store " + shown_ + ": " + (primary ? primary : "fenced") +
-                           "; this controller must stop acting (nothing of this batch was written)");
+    return Status::Aborted(
+        "store " + shown_ + ": " + (primary ? primary : "fenced") +
+        "; this controller must stop acting (nothing of this batch was written)");
   }
   return Status::Unavailable("store " + shown_ + ": " + Trim(PQresultErrorMessage(r)));
 }
@@ -53,8 +54,8 @@ std::string RedactUrl(const std::string& url) {
   }
   PQconninfoFree(opts);
   const bool socket = !host.empty() && host[0] == '/';
-  return "postgres://" + (user.empty() ? "" : user + "@") + (socket ? "" : host) + (port.empty() ? "" : ":" + port) +
-         "/" + db + (socket ? "?host=" + host : "");
+  return "postgres://" + (user.empty() ? "" : user + "@") + (socket ? "" : host) +
+         (port.empty() ? "" : ":" + port) + "/" + db + (socket ? "?host=" + host : "");
 }
 
 Connection::~Connection() {
@@ -68,7 +69,8 @@ Status Connection::Connect(const std::string& url) {
   if (!opts) {
     std::string why = err ? Trim(err) : "unparsable";
     PQfreemem(err);
-    return Status::InvalidArgument("the store URL " + shown_ + " is not a PostgreSQL URL libpq understands (" + why +
+    return Status::InvalidArgument("the store URL " + shown_ +
+                                   " is not a PostgreSQL URL libpq understands (" + why +
                                    "); write it as postgres://USER@HOST:PORT/DATABASE");
   }
   PQconninfoFree(opts);
@@ -79,9 +81,10 @@ Status Connection::Connect(const std::string& url) {
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
     const std::string why = conn_ ? Trim(PQerrorMessage(conn_)) : "out of memory";
-    return Status::Unavailable("cannot reach the store " + shown_ + ": " + why +
-                               "; check that PostgreSQL runs there and that the URL's user, password and "
-                               "database are right (the database must exist: createdb)");
+    return Status::Unavailable(
+        "cannot reach the store " + shown_ + ": " + why +
+        "; check that PostgreSQL runs there and that the URL's user, password and "
+        "database are right (the database must exist: createdb)");
   }
   return Status::Ok();
 }
@@ -95,8 +98,8 @@ StatusOr<Result> Connection::Exec(const std::string& sql, const std::vector<std:
   for (const auto& p : params) values.push_back(p.c_str());
   // Without parameters, the simple protocol: it takes several statements (a migration) at once.
   Result r(values.empty() ? PQexec(conn_, sql.c_str())
-                          : PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                                         values.data(), nullptr, nullptr, 0));
+                          : PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()),
+                                         nullptr, values.data(), nullptr, nullptr, 0));
   const ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     return r ? ResultError(r.get()) : Failure("no answer");
@@ -107,8 +110,8 @@ StatusOr<Result> Connection::Exec(const std::string& sql, const std::vector<std:
 Status Connection::SendParams(const char* sql, const std::vector<std::string>& params) {
   std::vector<const char*> values;
   for (const auto& p : params) values.push_back(p.c_str());
-  if (PQsendQueryParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0) !=
-      1) {
+  if (PQsendQueryParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(),
+                        nullptr, nullptr, 0) != 1) {
     return Failure("cannot send a statement");
   }
   return Status::Ok();
@@ -127,7 +130,8 @@ Status Connection::ExecInTransaction(
   PQexitPipelineMode(conn_);
   // A statement that failed leaves the transaction open and aborted: end it, so that the
   // connection is clean for the next call.
-  if (PQtransactionStatus(conn_) == PQTRANS_INERROR || PQtransactionStatus(conn_) == PQTRANS_INTRANS) {
+  if (PQtransactionStatus(conn_) == PQTRANS_INERROR ||
+      PQtransactionStatus(conn_) == PQTRANS_INTRANS) {
     (void)Exec("ROLLBACK");
   }
   return s;
@@ -141,7 +145,8 @@ Status Connection::ReadPipeline(size_t statements) {
     if (!r) return first.ok() ? Failure("the connection ended before the batch's answer") : first;
     const ExecStatusType st = PQresultStatus(r.get());
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && first.ok()) {
-      first = st == PGRES_PIPELINE_ABORTED ? Failure("the batch was aborted") : ResultError(r.get());
+      first =
+          st == PGRES_PIPELINE_ABORTED ? Failure("the batch was aborted") : ResultError(r.get());
     }
     while (Result extra{PQgetResult(conn_)}) {  // the NULL that ends each statement's results
     }

@@ -35,7 +35,8 @@ class Connection {
   StatusOr<Result> Exec(const std::string& sql, const std::vector<std::string>& params = {});
   // Runs `statements` (each with its text parameters) in one transaction and one round trip (libpq
   // pipeline mode): BEGIN, the statements, COMMIT. OK only when COMMIT succeeded.
-  Status ExecInTransaction(const std::vector<std::pair<const char*, std::vector<std::string>>>& statements);
+  Status ExecInTransaction(
+      const std::vector<std::pair<const char*, std::vector<std::string>>>& statements);
   const std::string& shown() const { return shown_; }
 
  private:

@@ -61,12 +61,14 @@ Status Migrate(Connection& conn) {
   HANGAR_RETURN_IF_ERROR(conn.Exec("BEGIN").status());
   auto run = [&]() -> Status {
     HANGAR_RETURN_IF_ERROR(conn.Exec("SET LOCAL client_min_messages = warning").status());
-    HANGAR_RETURN_IF_ERROR(conn.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
-                                     "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-                               .status());
+    HANGAR_RETURN_IF_ERROR(
+        conn.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+                  "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            .status());
     // Two controllers opening one new database at once: the second waits, then finds it done.
     HANGAR_RETURN_IF_ERROR(conn.Exec("LOCK TABLE schema_version IN EXCLUSIVE MODE").status());
-    HANGAR_ASSIGN_OR_RETURN(Result r, conn.Exec("SELECT coalesce(max(version), 0) FROM schema_version"));
+    HANGAR_ASSIGN_OR_RETURN(Result r,
+                            conn.Exec("SELECT coalesce(max(version), 0) FROM schema_version"));
     const int current = static_cast<int>(Int(r.get(), 0, 0));
     if (current > LatestSchemaVersion()) {
       return Status::FailedPrecondition(
@@ -78,7 +80,8 @@ Status Migrate(Connection& conn) {
       if (m.version <= current) continue;
       HANGAR_RETURN_IF_ERROR(conn.Exec(m.sql).status());
       HANGAR_RETURN_IF_ERROR(
-          conn.Exec("INSERT INTO schema_version (version) VALUES ($1)", {std::to_string(m.version)}).status());
+          conn.Exec("INSERT INTO schema_version (version) VALUES ($1)", {std::to_string(m.version)})
+              .status());
     }
     return Status::Ok();
   };

@@ -46,7 +46,8 @@ INSERT INTO audit (time_ms,user_name,role,method,path,remote,status,message)
 SELECT t,u,r,me,p,re,st,msg FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
   $6::text[], $7::bigint[], $8::text[]) WITH ORDINALITY AS x(t,u,r,me,p,re,st,msg,n) ORDER BY n)sql";
 
-// Takes the lease when there is none or it has expired (on the server's clock), with the next epoch.
+// Takes the lease when there is none or it has expired (on the server's clock), with the next
+// epoch.
 constexpr const char* kAcquireLease = R"sql(
 INSERT INTO lease (id, holder, epoch, acquired_at, expires_at)
 VALUES (1, $1, 1, clock_timestamp(), clock_timestamp() + $2::double precision * interval '1 millisecond')
@@ -105,34 +106,40 @@ class PostgresStore final : public StateStore {
     if (b.empty()) return Status::Ok();
     std::vector<Statement> statements;
     // A leader's commit first passes the fence, in the same transaction (migration 2).
-    if (epoch_ > 0) statements.push_back({"SELECT hangar_check_epoch($1)", {std::to_string(epoch_)}});
+    if (epoch_ > 0)
+      statements.push_back({"SELECT hangar_check_epoch($1)", {std::to_string(epoch_)}});
     AppendStatements(b, &statements);
     return conn_.ExecInTransaction(statements);
   }
 
   StatusOr<int64_t> AcquireLease(const std::string& holder, Duration ttl) override {
-    if (holder.empty() || ttl <= 0) return Status::InvalidArgument("a lease needs a holder's name and a positive ttl");
+    if (holder.empty() || ttl <= 0)
+      return Status::InvalidArgument("a lease needs a holder's name and a positive ttl");
     HANGAR_ASSIGN_OR_RETURN(pg::Result r, conn_.Exec(kAcquireLease, {holder, std::to_string(ttl)}));
     if (PQntuples(r.get()) == 1) {
       epoch_ = pg::Int(r.get(), 0, 0);
       return epoch_;
     }
     HANGAR_ASSIGN_OR_RETURN(pg::Result held, conn_.Exec(kReadLease));
-    if (PQntuples(held.get()) != 1) return Status::Unavailable("store " + conn_.shown() + ": the lease row vanished");
-    return Status::FailedPrecondition("the store " + conn_.shown() + " is led by " + pg::Text(held.get(), 0, 0) +
-                                      " (epoch " + pg::Text(held.get(), 0, 1) + ") for " +
-                                      pg::Text(held.get(), 0, 2) + " ms more unless it renews; stand by");
+    if (PQntuples(held.get()) != 1)
+      return Status::Unavailable("store " + conn_.shown() + ": the lease row vanished");
+    return Status::FailedPrecondition(
+        "the store " + conn_.shown() + " is led by " + pg::Text(held.get(), 0, 0) + " (epoch " +
+        pg::Text(held.get(), 0, 1) + ") for " + pg::Text(held.get(), 0, 2) +
+        " ms more unless it renews; stand by");
   }
 
   Status RenewLease(Duration ttl) override {
-    if (epoch_ == 0) return Status::FailedPrecondition("this store holds no lease to renew; acquire it first");
+    if (epoch_ == 0)
+      return Status::FailedPrecondition("this store holds no lease to renew; acquire it first");
     if (ttl <= 0) return Status::InvalidArgument("a lease needs a positive ttl");
-    HANGAR_ASSIGN_OR_RETURN(pg::Result r, conn_.Exec(kRenewLease, {std::to_string(epoch_), std::to_string(ttl)}));
+    HANGAR_ASSIGN_OR_RETURN(pg::Result r,
+                            conn_.Exec(kRenewLease, {std::to_string(epoch_), std::to_string(ttl)}));
     if (PQntuples(r.get()) == 1) return Status::Ok();
     HANGAR_ASSIGN_OR_RETURN(pg::Result now, conn_.Exec(kReadLease));
     const bool same = PQntuples(now.get()) == 1 && pg::Int(now.get(), 0, 1) == epoch_;
-    return Status::Aborted("store " + conn_.shown() + ": this controller's lease (epoch " + std::to_string(epoch_) +
-                           ") " +
+    return Status::Aborted("store " + conn_.shown() + ": this controller's lease (epoch " +
+                           std::to_string(epoch_) + ") " +
                            (same ? std::string("expired before it was renewed")
                                  : "was taken over by " + pg::Text(now.get(), 0, 0) + " at epoch " +
                                        pg::Text(now.get(), 0, 1)) +
@@ -149,10 +156,12 @@ class PostgresStore final : public StateStore {
 
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit) override {
     // The range lets the planner use events_subject; starts_with is the exact test.
-    HANGAR_ASSIGN_OR_RETURN(pg::Result r, conn_.Exec(
-        "SELECT id,time_ms,kind,subject,message FROM events WHERE $1 = '' OR (subject COLLATE \"C\" >= $1 AND "
-        "subject COLLATE \"C\" < $1 || chr(1114111) AND starts_with(subject, $1)) ORDER BY id DESC LIMIT $2",
-        {prefix, std::to_string(limit)}));
+    HANGAR_ASSIGN_OR_RETURN(pg::Result r,
+                            conn_.Exec("SELECT id,time_ms,kind,subject,message FROM events WHERE "
+                                       "$1 = '' OR (subject COLLATE \"C\" >= $1 AND "
+                                       "subject COLLATE \"C\" < $1 || chr(1114111) AND "
+                                       "starts_with(subject, $1)) ORDER BY id DESC LIMIT $2",
+                                       {prefix, std::to_string(limit)}));
     std::vector<EventRow> out;
     for (int i = 0; i < PQntuples(r.get()); ++i) {
       out.push_back({pg::Int(r.get(), i, 0), pg::Int(r.get(), i, 1), pg::Text(r.get(), i, 2),
@@ -162,15 +171,17 @@ class PostgresStore final : public StateStore {
   }
 
   StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) override {
-    HANGAR_ASSIGN_OR_RETURN(pg::Result r,
-                            conn_.Exec("SELECT id,time_ms,user_name,role,method,path,remote,status,message FROM audit "
-                                       "WHERE $1 = '' OR user_name = $1 ORDER BY id DESC LIMIT $2",
-                                       {user, std::to_string(limit)}));
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result r,
+        conn_.Exec("SELECT id,time_ms,user_name,role,method,path,remote,status,message FROM audit "
+                   "WHERE $1 = '' OR user_name = $1 ORDER BY id DESC LIMIT $2",
+                   {user, std::to_string(limit)}));
     std::vector<AuditRow> out;
     for (int i = 0; i < PQntuples(r.get()); ++i) {
       const PGresult* q = r.get();
-      out.push_back({pg::Int(q, i, 0), pg::Int(q, i, 1), pg::Text(q, i, 2), pg::Text(q, i, 3), pg::Text(q, i, 4),
-                     pg::Text(q, i, 5), pg::Text(q, i, 6), static_cast<int>(pg::Int(q, i, 7)), pg::Text(q, i, 8)});
+      out.push_back({pg::Int(q, i, 0), pg::Int(q, i, 1), pg::Text(q, i, 2), pg::Text(q, i, 3),
+                     pg::Text(q, i, 4), pg::Text(q, i, 5), pg::Text(q, i, 6),
+                     static_cast<int>(pg::Int(q, i, 7)), pg::Text(q, i, 8)});
     }
     return out;
   }
@@ -243,9 +254,11 @@ class PostgresStore final : public StateStore {
 
   StatusOr<StoreContents> LoadInTransaction() {
     StoreContents c;
-    HANGAR_ASSIGN_OR_RETURN(pg::Result j, conn_.Exec(
-        "SELECT id,name,queue,user_name,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,reason,"
-        "message,placement,extra FROM jobs ORDER BY id"));
+    HANGAR_ASSIGN_OR_RETURN(pg::Result j,
+                            conn_.Exec("SELECT "
+                                       "id,name,queue,user_name,state,spec,submitted_ms,started_ms,"
+                                       "ended_ms,attempt,restarts,reason,"
+                                       "message,placement,extra FROM jobs ORDER BY id"));
     const PGresult* q = j.get();
     for (int i = 0; i < PQntuples(q); ++i) {
       JobRow r;
@@ -267,12 +280,16 @@ class PostgresStore final : public StateStore {
       c.jobs.push_back(std::move(r));
     }
     // COLLATE "C": the same order as SQLite's byte order, whatever the database's locale.
-    HANGAR_ASSIGN_OR_RETURN(pg::Result n, conn_.Exec("SELECT name,state FROM nodes ORDER BY name COLLATE \"C\""));
-    for (int i = 0; i < PQntuples(n.get()); ++i) c.nodes.push_back({pg::Text(n.get(), i, 0), pg::Text(n.get(), i, 1)});
-    HANGAR_ASSIGN_OR_RETURN(pg::Result v,
-                            conn_.Exec("SELECT tbl,key,value FROM kv ORDER BY tbl COLLATE \"C\", key COLLATE \"C\""));
+    HANGAR_ASSIGN_OR_RETURN(pg::Result n,
+                            conn_.Exec("SELECT name,state FROM nodes ORDER BY name COLLATE \"C\""));
+    for (int i = 0; i < PQntuples(n.get()); ++i)
+      c.nodes.push_back({pg::Text(n.get(), i, 0), pg::Text(n.get(), i, 1)});
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result v,
+        conn_.Exec("SELECT tbl,key,value FROM kv ORDER BY tbl COLLATE \"C\", key COLLATE \"C\""));
     for (int i = 0; i < PQntuples(v.get()); ++i) {
-      c.values.push_back({pg::Text(v.get(), i, 0), pg::Text(v.get(), i, 1), pg::Text(v.get(), i, 2), false});
+      c.values.push_back(
+          {pg::Text(v.get(), i, 0), pg::Text(v.get(), i, 1), pg::Text(v.get(), i, 2), false});
     }
     return c;
   }

@@ -27,8 +27,10 @@ TEST(PostgresStoreTest, MigratesOnceAndRecordsTheVersion) {
   const std::string url = testing::FreshDatabaseUrl();
   ASSERT_TRUE(OpenStore(url).ok());
   ASSERT_TRUE(OpenStore(url).ok());
-  EXPECT_EQ(Sql(url, "SELECT count(*) FROM schema_version"), std::to_string(pg::LatestSchemaVersion()));
-  EXPECT_EQ(Sql(url, "SELECT max(version) FROM schema_version"), std::to_string(pg::LatestSchemaVersion()));
+  EXPECT_EQ(Sql(url, "SELECT count(*) FROM schema_version"),
+            std::to_string(pg::LatestSchemaVersion()));
+  EXPECT_EQ(Sql(url, "SELECT max(version) FROM schema_version"),
+            std::to_string(pg::LatestSchemaVersion()));
 }
 
 TEST(PostgresStoreTest, AnOlderSchemaIsMigratedKeepingItsRows) {
@@ -40,10 +42,13 @@ TEST(PostgresStoreTest, AnOlderSchemaIsMigratedKeepingItsRows) {
     ASSERT_TRUE(store->Commit(b).ok());
   }
   // Back to version 1, as a store written before the lease existed.
-  Sql(url, "DROP FUNCTION hangar_check_epoch(BIGINT); DROP TABLE lease; DELETE FROM schema_version WHERE version > 1");
+  Sql(url,
+      "DROP FUNCTION hangar_check_epoch(BIGINT); DROP TABLE lease; DELETE FROM schema_version "
+      "WHERE version > 1");
   ASSERT_EQ(Sql(url, "SELECT max(version) FROM schema_version"), "1");
   auto store = std::move(OpenStore(url)).value();
-  EXPECT_EQ(Sql(url, "SELECT max(version) FROM schema_version"), std::to_string(pg::LatestSchemaVersion()));
+  EXPECT_EQ(Sql(url, "SELECT max(version) FROM schema_version"),
+            std::to_string(pg::LatestSchemaVersion()));
   EXPECT_EQ(store->Load()->jobs.size(), 1u);
   EXPECT_TRUE(store->AcquireLease("controller-a", 1000).ok()) << "migration 2 made the lease";
 }
@@ -55,10 +60,11 @@ TEST(PostgresStoreTest, ANewerSchemaIsRefused) {
   auto s = OpenStore(url);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(s.status().message(), "the store " + url + " has schema version 999, newer than this hangar knows (up to " +
-                                      std::to_string(pg::LatestSchemaVersion()) +
-                                      "); run the newer hangar that wrote it, or restore a backup into an empty "
-                                      "database");
+  EXPECT_EQ(s.status().message(),
+            "the store " + url + " has schema version 999, newer than this hangar knows (up to " +
+                std::to_string(pg::LatestSchemaVersion()) +
+                "); run the newer hangar that wrote it, or restore a backup into an empty "
+                "database");
 }
 
 TEST(PostgresStoreTest, AnUnreachableServerIsNamedWithoutItsPassword) {
@@ -68,7 +74,10 @@ TEST(PostgresStoreTest, AnUnreachableServerIsNamedWithoutItsPassword) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
   const std::string& m = s.status().message();
-  EXPECT_EQ(m.rfind("cannot reach the store postgres://hangar@127.0.0.1:" + std::to_string(port) + "/hangar: ", 0), 0u)
+  EXPECT_EQ(m.rfind("cannot reach the store postgres://hangar@127.0.0.1:" + std::to_string(port) +
+                        "/hangar: ",
+                    0),
+            0u)
       << m;
   EXPECT_NE(m.find("check that PostgreSQL runs there"), std::string::npos) << m;
   EXPECT_EQ(m.find("s3cret"), std::string::npos) << m;
@@ -79,24 +88,28 @@ TEST(PostgresStoreTest, AMissingDatabaseAndABadUrlAreExplained) {
   ASSERT_NE(server, nullptr);
   auto missing = OpenStore(server->Url("no_such_db"));
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("database \"no_such_db\" does not exist"), std::string::npos)
+  EXPECT_NE(missing.status().message().find("database \"no_such_db\" does not exist"),
+            std::string::npos)
       << missing.status().message();
   EXPECT_NE(missing.status().message().find("createdb"), std::string::npos);
   auto bad = OpenStore("postgres://hangar:pw@127.0.0.1/db?colour=blue");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().ToString();
-  EXPECT_EQ(bad.status().message(), "the store URL postgres://hangar@127.0.0.1/db?colour=blue is not a PostgreSQL "
-                                    "URL libpq understands (invalid URI query parameter: \"colour\"); write it as "
-                                    "postgres://USER@HOST:PORT/DATABASE");
+  EXPECT_EQ(bad.status().message(),
+            "the store URL postgres://hangar@127.0.0.1/db?colour=blue is not a PostgreSQL "
+            "URL libpq understands (invalid URI query parameter: \"colour\"); write it as "
+            "postgres://USER@HOST:PORT/DATABASE");
 }
 
 TEST(PostgresStoreTest, AFailedBatchWritesNothingAndTheStoreGoesOn) {
   const std::string url = testing::FreshDatabaseUrl();
   auto store = std::move(OpenStore(url)).value();
   // The events statement, after the jobs' and the nodes', fails on the server.
-  Sql(url, "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$; "
-           "CREATE TRIGGER boom BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.message = 'boom') "
-           "EXECUTE FUNCTION boom()");
+  Sql(url,
+      "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'boom'; "
+      "END $$; "
+      "CREATE TRIGGER boom BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.message = 'boom') "
+      "EXECUTE FUNCTION boom()");
   StoreBatch b;
   b.jobs = {Job(1)};
   b.nodes = {{"n1", "{}"}};
@@ -121,7 +134,9 @@ TEST(PostgresStoreTest, TextThatPostgresCannotHoldIsStoredAsReplacementCharacter
   b.jobs = {Job(1)};
   b.jobs[0].message = std::string("exit") + '\0' + "code \xff\xfe \"q\" \\ {a,b} caf\xc3\xa9";
   ASSERT_TRUE(store->Commit(b).ok());
-  EXPECT_EQ(store->Load()->jobs.at(0).message, "exit\xEF\xBF\xBD" "code \xEF\xBF\xBD\xEF\xBF\xBD \"q\" \\ {a,b} caf\xc3\xa9");
+  EXPECT_EQ(store->Load()->jobs.at(0).message,
+            "exit\xEF\xBF\xBD"
+            "code \xEF\xBF\xBD\xEF\xBF\xBD \"q\" \\ {a,b} caf\xc3\xa9");
 }
 
 TEST(PostgresStoreTest, TwoStoresOnOneDatabaseSeeEachOthersCommits) {

@@ -45,7 +45,8 @@ std::string FindBinaries() {
 
 // Forks and execs `argv` with output to `log`, as uid/gid when `drop`; in its own process group so
 // that a stop reaches the server's children too. Returns the child's pid, or -1.
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool drop, uid_t uid, gid_t gid) {
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool drop, uid_t uid,
+            gid_t gid) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -57,7 +58,8 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool d
     ::dup2(fd, 1);
     ::dup2(fd, 2);
   }
-  if (drop && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0)) ::_exit(126);
+  if (drop && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0))
+    ::_exit(126);
   ::setenv("LC_ALL", "C", 1);
   ::execv(args[0], args.data());
   ::_exit(127);
@@ -84,15 +86,20 @@ StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(const Options& o
 Status PostgresServer::Init(const Options&) {
   bin_ = FindBinaries();
   if (bin_.empty()) {
-    return Status::Unavailable("no PostgreSQL server binaries in /usr/lib/postgresql/*/bin; install them with "
-                               "scripts/install-deps.sh --test (Debian's postgresql), or set HANGAR_POSTGRES_BIN");
+    return Status::Unavailable(
+        "no PostgreSQL server binaries in /usr/lib/postgresql/*/bin; install them with "
+        "scripts/install-deps.sh --test (Debian's postgresql), or set HANGAR_POSTGRES_BIN");
   }
   char tmpl[] = "/tmp/hangar-pg-XXXXXX";
-  if (!::mkdtemp(tmpl)) return Status::Unavailable(std::string("cannot make a folder in /tmp: ") + std::strerror(errno));
+  if (!::mkdtemp(tmpl))
+    return Status::Unavailable(std::string("cannot make a folder in /tmp: ") +
+                               std::strerror(errno));
   dir_ = tmpl;
   if (::geteuid() == 0) {
     const passwd* pw = ::getpwnam("nobody");
-    if (!pw) return Status::Unavailable("running as root, PostgreSQL needs another user, and there is no 'nobody'");
+    if (!pw)
+      return Status::Unavailable(
+          "running as root, PostgreSQL needs another user, and there is no 'nobody'");
     drop_privileges_ = true;
     uid_ = pw->pw_uid;
     gid_ = pw->pw_gid;
@@ -100,11 +107,12 @@ Status PostgresServer::Init(const Options&) {
       return Status::Unavailable("cannot give " + dir_ + " to nobody: " + std::strerror(errno));
     }
   }
-  const pid_t pid = Spawn({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "hangar", "-A", "trust", "-E", "UTF8",
-                           "--locale=C", "--no-sync"},
+  const pid_t pid = Spawn({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "hangar", "-A", "trust",
+                           "-E", "UTF8", "--locale=C", "--no-sync"},
                           dir_ + "/initdb.log", drop_privileges_, uid_, gid_);
   int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
     std::ifstream in(dir_ + "/initdb.log");
     std::stringstream log;
     log << in.rdbuf();
@@ -115,11 +123,12 @@ Status PostgresServer::Init(const Options&) {
 
 Status PostgresServer::Launch(const Options& options) {
   port_ = PickFreePort("127.0.0.1");
-  pid_ = Spawn({bin_ + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-k", dir_, "-c",
-                "listen_addresses=127.0.0.1", "-c", std::string("fsync=") + (options.fsync ? "on" : "off"), "-c",
-                "max_connections=40"},
+  pid_ = Spawn({bin_ + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-k", dir_,
+                "-c", "listen_addresses=127.0.0.1", "-c",
+                std::string("fsync=") + (options.fsync ? "on" : "off"), "-c", "max_connections=40"},
                dir_ + "/postgres.log", drop_privileges_, uid_, gid_);
-  if (pid_ < 0) return Status::Unavailable(std::string("cannot fork postgres: ") + std::strerror(errno));
+  if (pid_ < 0)
+    return Status::Unavailable(std::string("cannot fork postgres: ") + std::strerror(errno));
   Status ready = WaitReady();
   if (!ready.ok() && pid_ > 0) {
     ::kill(-pid_, SIGKILL);
@@ -130,13 +139,15 @@ Status PostgresServer::Launch(const Options& options) {
 }
 
 Status PostgresServer::WaitReady() {
-  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) + " user=hangar dbname=postgres";
+  const std::string conninfo =
+      "host=127.0.0.1 port=" + std::to_string(port_) + " user=hangar dbname=postgres";
   const int64_t until = MonotonicNanos() + 60'000'000'000LL;
   while (MonotonicNanos() < until) {
     int status = 0;
     if (Exited(pid_, &status)) {
       pid_ = -1;
-      return Status::Unavailable("postgres exited at start (port " + std::to_string(port_) + "): " + LogTail());
+      return Status::Unavailable("postgres exited at start (port " + std::to_string(port_) +
+                                 "): " + LogTail());
     }
     if (PQping(conninfo.c_str()) == PQPING_OK) return Status::Ok();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -158,13 +169,17 @@ std::string PostgresServer::Url(const std::string& database) const {
 
 Status PostgresServer::CreateDatabase(const std::string& name) {
   PGconn* c = PQconnectdb(Url("postgres").c_str());
-  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);  // "does not exist, skipping"
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);  // "does not exist, skipping"
   Status s;
-  if (PQstatus(c) != CONNECTION_OK) s = Status::Unavailable(std::string("cannot reach the test server: ") + PQerrorMessage(c));
-  for (const std::string& sql : {"DROP DATABASE IF EXISTS \"" + name + "\"", "CREATE DATABASE \"" + name + "\""}) {
+  if (PQstatus(c) != CONNECTION_OK)
+    s = Status::Unavailable(std::string("cannot reach the test server: ") + PQerrorMessage(c));
+  for (const std::string& sql :
+       {"DROP DATABASE IF EXISTS \"" + name + "\"", "CREATE DATABASE \"" + name + "\""}) {
     if (!s.ok()) break;
     PGresult* r = PQexec(c, sql.c_str());
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) s = Status::Unavailable(sql + ": " + PQresultErrorMessage(r));
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+      s = Status::Unavailable(sql + ": " + PQresultErrorMessage(r));
     PQclear(r);
   }
   PQfinish(c);

@@ -17,7 +17,8 @@ namespace hangar::controller::testing {
 class PostgresServer {
  public:
   struct Options {
-    // fsync off makes a throwaway server faster; benchmarks that measure durable commits keep it on.
+    // fsync off makes a throwaway server faster; benchmarks that measure durable commits keep it
+    // on.
     bool fsync = true;
   };
   // Starts a server with the superuser `hangar` (trust authentication) and a database `hangar`.

@@ -62,7 +62,8 @@ std::string Sql(const std::string& url, const std::string& sql) {
   PGconn* c = PQconnectdb(url.c_str());
   PGresult* r = PQexec(c, sql.c_str());
   const ExecStatusType st = PQresultStatus(r);
-  EXPECT_TRUE(st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) << sql << ": " << PQresultErrorMessage(r);
+  EXPECT_TRUE(st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+      << sql << ": " << PQresultErrorMessage(r);
   std::string out = st == PGRES_TUPLES_OK && PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "";
   PQclear(r);
   PQfinish(c);
