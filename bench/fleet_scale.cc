@@ -10,11 +10,11 @@
 //     how late heartbeats arrive (controller/state/ingest_lag.h); live nodes marked lost are counted.
 //
 //   fleet_scale [--nodes N] [--json] [--no-million]   (N: 1024, 2560, 5120 or 10240)
-//   fleet_scale --store postgres[://URL] [--nodes N] [--json]
-// With --store, only the placement step, once on SQLite and once on PostgreSQL (issue 18): the URL's
-// database (empty), or with no URL a server of the bench's own (controller/store/testing, fsync
-// on); then what bounds each store, measured on the store alone: commits per second of one-row
-// batches, and the time to commit a batch of 1,000 job rows.
+//   fleet_scale --store postgres[://URL] [--rounds N] [--nodes N] [--json]
+// With --store, only the placement step, on SQLite and on PostgreSQL in turn (issue 18): the URL's
+// database (empty; one round), or with no URL a server of the bench's own (controller/store/testing,
+// fsync on), N rounds in alternating order; then what bounds each store, measured on the store
+// alone: commits per second of one-row batches, and the time to commit a batch of 1,000 job rows.
 #include <httplib.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -210,7 +210,7 @@ PlacementRun PlaceSingles(Bench& b, long singles, pid_t server) {
 }
 
 // --store: the placement step on SQLite, then on PostgreSQL, then each store alone.
-int CompareStores(int nodes, std::string url, bool json, const std::string& dir, nlohmann::json& out) {
+int CompareStores(int nodes, std::string url, int rounds, bool json, const std::string& dir, nlohmann::json& out) {
   std::unique_ptr<hangar::controller::testing::PostgresServer> server;
   if (url == "postgres" || url == "postgresql") {
     auto started = hangar::controller::testing::PostgresServer::Start({.fsync = true});
@@ -230,24 +230,51 @@ int CompareStores(int nodes, std::string url, bool json, const std::string& dir,
     }
   }
   out["postgres"] = hangar::controller::ShownStoreUrl(url);
+  // Rounds alternate the order (SQLite first, then PostgreSQL first, ...) so that a machine whose
+  // load drifts does not favour one store; each run has a store of its own, empty.
+  if (!server) rounds = 1;
   const long singles = static_cast<long>(nodes) * 8;
-  for (const std::string store : {"sqlite", "postgres"}) {
-    Bench b(nodes, dir);
-    b.StartController(store, nodes, store == "sqlite" ? "" : url);
-    if (!b.StartSwarm(store)) return std::fprintf(stderr, "the swarm did not register; see %s\n", dir.c_str()), 1;
-    std::this_thread::sleep_for(std::chrono::seconds(3));
-    const PlacementRun run = PlaceSingles(b, singles, store == "postgres" && server ? server->pid() : -1);
-    out["placements_per_s_" + store] = run.per_s;
-    out["placement_seconds_" + store] = run.seconds;
-    out["controller_cpu_s_" + store] = run.controller_cpu_s;
-    if (store == "postgres" && server) out["postgres_server_cpu_s"] = run.server_cpu_s;
-    if (!json) {
-      std::printf("%s: %ld 1-GPU jobs placed in %.2f s: %.0f committed placements/s (controller %.1f CPU s%s)\n",
-                  store.c_str(), singles, run.seconds, run.per_s, run.controller_cpu_s,
-                  store == "postgres" && server ? (", server " + std::to_string(run.server_cpu_s) + " CPU s").c_str()
-                                                : "");
+  std::map<std::string, std::vector<PlacementRun>> runs;
+  for (int r = 0; r < rounds; ++r) {
+    const std::vector<std::string> order =
+        r % 2 == 0 ? std::vector<std::string>{"sqlite", "postgres"} : std::vector<std::string>{"postgres", "sqlite"};
+    for (const std::string& store : order) {
+      const std::string name = store + std::to_string(r);
+      std::string store_url;
+      if (store == "postgres") {
+        store_url = url;
+        if (server && r > 0) {
+          if (Status s = server->CreateDatabase(name); !s.ok()) return std::fprintf(stderr, "%s\n", s.ToString().c_str()), 1;
+          store_url = server->Url(name);
+        }
+      }
+      Bench b(nodes, dir);
+      b.StartController(name, nodes, store_url);
+      if (!b.StartSwarm(name)) return std::fprintf(stderr, "the swarm did not register; see %s\n", dir.c_str()), 1;
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      const PlacementRun run = PlaceSingles(b, singles, store == "postgres" && server ? server->pid() : -1);
+      runs[store].push_back(run);
+      if (!json) {
+        std::printf("%s: %ld 1-GPU jobs placed in %.2f s: %.0f committed placements/s (controller %.1f CPU s%s)\n",
+                    store.c_str(), singles, run.seconds, run.per_s, run.controller_cpu_s,
+                    store == "postgres" && server ? (", server " + std::to_string(run.server_cpu_s) + " CPU s").c_str()
+                                                  : "");
+      }
     }
   }
+  for (const auto& [store, list] : runs) {
+    double per_s = 0, cpu = 0, server_cpu = 0;
+    for (const auto& run : list) {
+      out["placements_per_s_" + store + "_runs"].push_back(run.per_s);
+      per_s += run.per_s / list.size();
+      cpu += run.controller_cpu_s / list.size();
+      server_cpu += run.server_cpu_s / list.size();
+    }
+    out["placements_per_s_" + store] = per_s;  // the mean over the rounds
+    out["controller_cpu_s_" + store] = cpu;
+    if (store == "postgres" && server) out["postgres_server_cpu_s"] = server_cpu;
+  }
+  out["rounds"] = rounds;
   out["postgres_vs_sqlite"] = out["placements_per_s_postgres"].get<double>() / out["placements_per_s_sqlite"].get<double>();
   const std::string rates_pg = server ? server->Url("rates") : "";
   for (const auto& [store, store_url] : {std::pair<std::string, std::string>{"sqlite", "sqlite://" + dir + "/rates.db"},
@@ -271,13 +298,15 @@ int main(int argc, char** argv) {
   int nodes = 10240;
   bool json = false, million = true;
   std::string store;
+  int rounds = 1;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--nodes") && i + 1 < argc) nodes = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--store") && i + 1 < argc) store = argv[++i];
+    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--json")) json = true;
     else if (!std::strcmp(argv[i], "--no-million")) million = false;
     else {
-      std::fprintf(stderr, "usage: fleet_scale [--nodes N] [--json] [--no-million] [--store postgres[://URL]]\n");
+      std::fprintf(stderr, "usage: fleet_scale [--nodes N] [--json] [--no-million] [--store postgres[://URL] [--rounds N]]\n");
       return 2;
     }
   }
@@ -293,7 +322,7 @@ int main(int argc, char** argv) {
 
   if (!store.empty()) {
     if (store.rfind("postgres", 0) != 0) return std::fprintf(stderr, "--store takes postgres or a postgres:// URL\n"), 2;
-    const int rc = CompareStores(nodes, store, json, dir, out);
+    const int rc = CompareStores(nodes, store, rounds, json, dir, out);
     if (rc == 0 && !std::getenv("HANGAR_KEEP_BENCH_DIR")) fs::remove_all(dir);
     if (rc == 0 && json) std::printf("%s\n", out.dump(2).c_str());
     return rc;
