@@ -10,6 +10,11 @@
 //     how late heartbeats arrive (controller/state/ingest_lag.h); live nodes marked lost are counted.
 //
 //   fleet_scale [--nodes N] [--json] [--no-million]   (N: 1024, 2560, 5120 or 10240)
+//   fleet_scale --store postgres[://URL] [--rounds N] [--nodes N] [--json]
+// With --store, only the placement step, on SQLite and on PostgreSQL in turn (issue 18): the URL's
+// database (empty; one round), or with no URL a server of the bench's own (controller/store/testing,
+// fsync on), N rounds in alternating order; then what bounds each store, measured on the store
+// alone: commits per second of one-row batches, and the time to commit a batch of 1,000 job rows.
 #include <httplib.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -31,14 +36,18 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
+#include "store_rates.h"
+#include "controller/store/testing/postgres_server.h"
 
 #include "common/net.h"
 #include "common/time.h"
+#include "controller/store/state_store.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using hangar::kSecond;
+using hangar::Status;
 
 
 Proc Spawn(const std::vector<std::string>& args, const std::string& log) {
@@ -93,7 +102,7 @@ class Bench {
     controller_.Stop();
   }
 
-  void StartController(const std::string& name, int nodes) {
+  void StartController(const std::string& name, int nodes, const std::string& store = "") {
     const int spines = nodes / 1024 > 0 ? nodes / 1024 : 1;
     const int leaves = nodes / spines / 32;
     std::ofstream(dir_ + "/" + name + ".yaml")
@@ -103,7 +112,7 @@ class Bench {
     cluster_ = dir_ + "/" + name + ".yaml";
     fs::remove(dir_ + "/ports.json");
     controller_ = Spawn({"hangar", "controller", "--cluster", cluster_, "--api", "127.0.0.1:0", "--agents",
-                         "127.0.0.1:0", "--store", "sqlite://" + dir_ + "/" + name + ".db", "--port-file",
+                         "127.0.0.1:0", "--store", store.empty() ? "sqlite://" + dir_ + "/" + name + ".db" : store, "--port-file",
                          dir_ + "/ports.json", "--heartbeat-timeout", "2500ms", "--auth", "none", "--insecure"},
                         dir_ + "/" + name + "-controller.log");
     WaitFor([&] { return fs::exists(dir_ + "/ports.json"); }, 20 * kSecond);
@@ -161,17 +170,143 @@ class Bench {
   int api_ = 0, agents_ = 0;
 };
 
+// CPU seconds of a PostgreSQL server: its postmaster and the children alive now (the
+// controller's connection is one of them, for the whole run).
+double ServerCpuSeconds(pid_t postmaster) {
+  double total = CpuSeconds(postmaster);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string state, ppid;
+    rest >> state >> ppid;
+    if (ppid == std::to_string(postmaster)) total += CpuSeconds(std::stoi(pid));
+  }
+  return total;
+}
+
+struct PlacementRun {
+  double per_s = 0, seconds = 0, controller_cpu_s = 0, server_cpu_s = 0;
+};
+
+// A stream of 1-GPU jobs, one per GPU of the fleet, each placement counted once committed.
+PlacementRun PlaceSingles(Bench& b, long singles, pid_t server) {
+  PlacementRun run;
+  const double placed0 = b.Metric("hangar_placements_total");
+  const double cpu0 = CpuSeconds(b.controller_pid()), server0 = server > 0 ? ServerCpuSeconds(server) : 0;
+  const int64_t ts = hangar::MonotonicNanos();
+  b.SubmitArray("name: one\ntasks:\n  - {gpus: 1, command: [sleep, \"20\"]}\n", singles);
+  WaitFor([&] { return b.Metric("hangar_placements_total") - placed0 >= singles; }, 300 * kSecond, 20);
+  run.seconds = (hangar::MonotonicNanos() - ts) / 1e9;
+  run.per_s = singles / run.seconds;
+  run.controller_cpu_s = CpuSeconds(b.controller_pid()) - cpu0;
+  run.server_cpu_s = server > 0 ? ServerCpuSeconds(server) - server0 : 0;
+  return run;
+}
+
+// --store: the placement step on SQLite, then on PostgreSQL, then each store alone.
+int CompareStores(int nodes, std::string url, int rounds, bool json, const std::string& dir, nlohmann::json& out) {
+  std::unique_ptr<hangar::controller::testing::PostgresServer> server;
+  if (url == "postgres" || url == "postgresql") {
+    auto started = hangar::controller::testing::PostgresServer::Start({.fsync = true});
+    if (!started.ok()) return std::fprintf(stderr, "%s\n", started.status().ToString().c_str()), 1;
+    server = std::move(started).value();
+    for (const char* db : {"fleet", "rates"}) {
+      if (Status s = server->CreateDatabase(db); !s.ok()) return std::fprintf(stderr, "%s\n", s.ToString().c_str()), 1;
+    }
+    url = server->Url("fleet");
+  } else {
+    auto given = hangar::controller::OpenStore(url);
+    auto contents = given.ok() ? (*given)->Load() : given.status();
+    if (!contents.ok()) return std::fprintf(stderr, "%s\n", contents.status().ToString().c_str()), 1;
+    if (!contents->jobs.empty() || !contents->nodes.empty()) {
+      return std::fprintf(stderr, "the database of %s holds a cluster already; give the bench an empty one\n",
+                          hangar::controller::ShownStoreUrl(url).c_str()), 2;
+    }
+  }
+  out["postgres"] = hangar::controller::ShownStoreUrl(url);
+  // Rounds alternate the order (SQLite first, then PostgreSQL first, ...) so that a machine whose
+  // load drifts does not favour one store; each run has a store of its own, empty.
+  if (!server) rounds = 1;
+  const long singles = static_cast<long>(nodes) * 8;
+  std::map<std::string, std::vector<PlacementRun>> runs;
+  for (int r = 0; r < rounds; ++r) {
+    const std::vector<std::string> order =
+        r % 2 == 0 ? std::vector<std::string>{"sqlite", "postgres"} : std::vector<std::string>{"postgres", "sqlite"};
+    for (const std::string& store : order) {
+      const std::string name = store + std::to_string(r);
+      std::string store_url;
+      if (store == "postgres") {
+        store_url = url;
+        if (server && r > 0) {
+          if (Status s = server->CreateDatabase(name); !s.ok()) return std::fprintf(stderr, "%s\n", s.ToString().c_str()), 1;
+          store_url = server->Url(name);
+        }
+      }
+      Bench b(nodes, dir);
+      b.StartController(name, nodes, store_url);
+      if (!b.StartSwarm(name)) return std::fprintf(stderr, "the swarm did not register; see %s\n", dir.c_str()), 1;
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      const PlacementRun run = PlaceSingles(b, singles, store == "postgres" && server ? server->pid() : -1);
+      runs[store].push_back(run);
+      if (!json) {
+        std::printf("%s: %ld 1-GPU jobs placed in %.2f s: %.0f committed placements/s (controller %.1f CPU s%s)\n",
+                    store.c_str(), singles, run.seconds, run.per_s, run.controller_cpu_s,
+                    store == "postgres" && server ? (", server " + std::to_string(run.server_cpu_s) + " CPU s").c_str()
+                                                  : "");
+      }
+    }
+  }
+  for (const auto& [store, list] : runs) {
+    double per_s = 0, cpu = 0, server_cpu = 0;
+    for (const auto& run : list) {
+      out["placements_per_s_" + store + "_runs"].push_back(run.per_s);
+      per_s += run.per_s / list.size();
+      cpu += run.controller_cpu_s / list.size();
+      server_cpu += run.server_cpu_s / list.size();
+    }
+    out["placements_per_s_" + store] = per_s;  // the mean over the rounds
+    out["controller_cpu_s_" + store] = cpu;
+    if (store == "postgres" && server) out["postgres_server_cpu_s"] = server_cpu;
+  }
+  out["rounds"] = rounds;
+  out["postgres_vs_sqlite"] = out["placements_per_s_postgres"].get<double>() / out["placements_per_s_sqlite"].get<double>();
+  const std::string rates_pg = server ? server->Url("rates") : "";
+  for (const auto& [store, store_url] : {std::pair<std::string, std::string>{"sqlite", "sqlite://" + dir + "/rates.db"},
+                                         {"postgres", rates_pg}}) {
+    if (store_url.empty()) continue;  // a URL of the operator's: one database, used by the controller
+    auto rates = hangar::bench::MeasureStoreRates(store_url);
+    if (!rates.ok()) return std::fprintf(stderr, "%s\n", rates.status().ToString().c_str()), 1;
+    out["one_row_commits_per_s_" + store] = rates->one_row_commits_per_s;
+    out["batch_1000_commit_ms_" + store] = rates->batch_1000_ms;
+    if (!json) {
+      std::printf("%s alone: %.0f one-row commits/s; %.2f ms to commit 1,000 job rows\n", store.c_str(),
+                  rates->one_row_commits_per_s, rates->batch_1000_ms);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int nodes = 10240;
   bool json = false, million = true;
+  std::string store;
+  int rounds = 1;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--nodes") && i + 1 < argc) nodes = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--store") && i + 1 < argc) store = argv[++i];
+    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--json")) json = true;
     else if (!std::strcmp(argv[i], "--no-million")) million = false;
     else {
-      std::fprintf(stderr, "usage: fleet_scale [--nodes N] [--json] [--no-million]\n");
+      std::fprintf(stderr, "usage: fleet_scale [--nodes N] [--json] [--no-million] [--store postgres[://URL] [--rounds N]]\n");
       return 2;
     }
   }
@@ -184,6 +319,14 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   };
+
+  if (!store.empty()) {
+    if (store.rfind("postgres", 0) != 0) return std::fprintf(stderr, "--store takes postgres or a postgres:// URL\n"), 2;
+    const int rc = CompareStores(nodes, store, rounds, json, dir, out);
+    if (rc == 0 && !std::getenv("HANGAR_KEEP_BENCH_DIR")) fs::remove_all(dir);
+    if (rc == 0 && json) std::printf("%s\n", out.dump(2).c_str());
+    return rc;
+  }
 
   // Baseline: a controller for a one-node cluster with its one agent.
   double rss_small = 0;

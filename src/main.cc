@@ -9,6 +9,7 @@
 #include "cli/certs.h"
 #include "cli/cli_commands.h"
 #include "common/yaml_util.h"
+#include "controller/backup_command.h"
 #include "controller/controller_command.h"
 #include "controller/dev_command.h"
 #include "sim/sim_command.h"
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   hangar::controller::RegisterDevCommand(app, &rc);
   hangar::controller::RegisterControllerCommand(app, &rc);
+  hangar::controller::RegisterBackupCommands(app, &rc);
   hangar::agent::RegisterAgentCommand(app, &rc);
   hangar::cli::RegisterUserCommands(app, &rc);
   hangar::cli::RegisterShareCommands(app, &rc);

@@ -269,7 +269,7 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--cluster", f->cluster, "cluster.yaml (docs/cluster-format.md)");
   c->add_option("--api", f->api, "REST API listen address (port 0: any free port)")->capture_default_str();
   c->add_option("--agents", f->agents, "Agent channel (gRPC) listen address")->capture_default_str();
-  c->add_option("--store", f->store, "sqlite:///path/state.db or memory://")->capture_default_str();
+  c->add_option("--store", f->store, "sqlite:///path/state.db, postgres://USER@HOST:PORT/DATABASE or memory://")->capture_default_str();
   c->add_option("--heartbeat-timeout", f->heartbeat_timeout, "A node silent this long is lost")->capture_default_str();
   c->add_option("--heartbeat-interval", f->heartbeat_interval, "How often agents report")->capture_default_str();
   c->add_option("--queues", f->queues, "Queues that accept jobs")->delimiter(',')->capture_default_str();

@@ -78,9 +78,12 @@ void LocalCluster::StartController() {
   std::vector<std::string> args = {"hangar", "controller", "--cluster", cluster_path_,
                                    "--api", "127.0.0.1:" + std::to_string(api_port_),
                                    "--agents", "127.0.0.1:" + std::to_string(agent_port_),
-                                   "--store", "sqlite://" + dir_ + "/state.db", "--port-file", port_file,
-                                   "--checkpoint-root", dir_ + "/checkpoints"};
+                                   "--port-file", port_file, "--checkpoint-root", dir_ + "/checkpoints"};
   args.insert(args.end(), controller_args_.begin(), controller_args_.end());
+  // A SQLite store in the folder unless the test names one (a PostgreSQL URL).
+  if (std::find(args.begin(), args.end(), "--store") == args.end()) {
+    args.insert(args.end(), {"--store", "sqlite://" + dir_ + "/state.db"});
+  }
   // An open API unless the test asks for tokens (the RBAC tests do).
   if (std::find(args.begin(), args.end(), "--auth") == args.end()) {
     args.push_back("--auth");

@@ -10,6 +10,7 @@ namespace {
 class MemoryStore final : public StateStore {
  public:
   Status Commit(const StoreBatch& b) override {
+    if (b.erase_all) *this = MemoryStore();
     for (const auto& j : b.jobs) jobs_[j.id] = j;
     for (const auto& n : b.nodes) nodes_[n.name] = n;
     for (auto e : b.events) {
@@ -59,6 +60,13 @@ class MemoryStore final : public StateStore {
 };
 
 }  // namespace
+
+StatusOr<int64_t> StateStore::AcquireLease(const std::string&, Duration) {
+  return Status::Unimplemented("the store " + Describe() +
+                               " has a single owner; leader election needs a PostgreSQL store (--store postgres://...)");
+}
+
+Status StateStore::RenewLease(Duration) { return AcquireLease("", 0).status(); }
 
 std::unique_ptr<StateStore> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
 

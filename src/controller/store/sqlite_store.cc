@@ -198,6 +198,10 @@ class SqliteStore final : public StateStore {
   int lock_fd_ = -1;
   ino_t inode_ = 0;
   Status WriteBatch(const StoreBatch& b) {
+    if (b.erase_all) {
+      HANGAR_RETURN_IF_ERROR(Exec("DELETE FROM jobs; DELETE FROM nodes; DELETE FROM events; DELETE FROM audit; "
+                                  "DELETE FROM kv"));
+    }
     if (!b.jobs.empty()) {
       HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
           "INSERT INTO jobs (id,name,queue,user,state,spec,submitted_ms,started_ms,ended_ms,attempt,"

@@ -1,7 +1,7 @@
 // StateStore: where the controller's state becomes durable. The controller commits a batch (a
 // scheduling cycle's decisions, an accepted job) and only then tells anyone; after a crash it
-// rebuilds everything from Load(). Implementations: SQLite in WAL mode (the embedded default) and
-// an in-memory twin for unit tests. Not thread-safe: the controller's state owner is the only
+// rebuilds everything from Load(). Implementations: SQLite in WAL mode (the embedded default),
+// PostgreSQL (for controllers that share one store) and an in-memory twin for unit tests. Not thread-safe: the controller's state owner is the only
 // writer.
 #pragma once
 
@@ -70,7 +70,11 @@ struct StoreBatch {
   std::vector<EventRow> events;
   std::vector<KeyValueRow> values;
   std::vector<AuditRow> audit;
-  bool empty() const { return jobs.empty() && nodes.empty() && events.empty() && values.empty() && audit.empty(); }
+  // Erase every row of every table first, in the same transaction (a restore with --force).
+  bool erase_all = false;
+  bool empty() const {
+    return !erase_all && jobs.empty() && nodes.empty() && events.empty() && values.empty() && audit.empty();
+  }
 };
 
 struct StoreContents {
@@ -91,12 +95,32 @@ class StateStore {
   // The audit log, newest first: at most `limit` rows, of `user` only unless it is "".
   virtual StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) = 0;
   virtual std::string Describe() const = 0;
+
+  // Leadership of a store that several controllers share (PostgreSQL; issue 18). The lease is one
+  // row: its holder, its expiry on the database server's clock, and an epoch that grows at every
+  // takeover. AcquireLease takes it when it is free or expired and returns the new epoch; from then
+  // on every Commit of this store checks, in its own transaction, that this epoch is still the
+  // current one, and fails with Aborted (IsFenced) when another store has taken the lease since --
+  // writing nothing. FailedPrecondition, naming the holder, while another holds it. Stores with a
+  // single owner (SQLite's file lock, memory) answer Unimplemented.
+  virtual StatusOr<int64_t> AcquireLease(const std::string& holder, Duration ttl);
+  // Extends this store's lease to `ttl` from now. Aborted (IsFenced) when it expired or was taken.
+  virtual Status RenewLease(Duration ttl);
 };
 
-// "sqlite:///var/lib/hangar/state.db", "sqlite://relative/path.db" or "memory://".
+// True for the one failure that means "another controller leads now": stop acting at once.
+inline bool IsFenced(const Status& s) { return s.code() == StatusCode::kAborted; }
+
+// "sqlite:///var/lib/hangar/state.db", "sqlite://relative/path.db", "memory://", or a libpq URI
+// "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?PARAM=VALUE...]" (also "postgresql://").
 StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url);
+// The URL as it may be shown in logs and messages: a PostgreSQL URL without its password.
+std::string ShownStoreUrl(const std::string& url);
 
 std::unique_ptr<StateStore> NewMemoryStore();
 StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path);
+// Connects, then applies the schema's migrations in order (a database newer than this binary is
+// refused). Unavailable, naming the URL without its password, when the server cannot be reached.
+StatusOr<std::unique_ptr<StateStore>> OpenPostgresStore(const std::string& url);
 
 }  // namespace hangar::controller

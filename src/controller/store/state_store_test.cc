@@ -5,25 +5,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+
+#include "controller/store/testing/shared_postgres.h"
 
 namespace hangar::controller {
 namespace {
 
-// The same contract for both implementations.
+// The same contract for every implementation: memory, SQLite and PostgreSQL (a server of the
+// test binary's own, one database per test).
 class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   std::unique_ptr<StateStore> Open() {
     auto s = OpenStore(url_);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
+    return s.ok() ? std::move(s).value() : NewMemoryStore();
   }
   void SetUp() override {
     if (GetParam() == "sqlite") {
-      dir_ = ::testing::TempDir() + "/store-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name();
+      std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+      std::replace(name.begin(), name.end(), '/', '_');
+      dir_ = ::testing::TempDir() + "/store-" + std::to_string(::getpid()) + "-" + name;
       std::filesystem::remove_all(dir_);
       url_ = "sqlite://" + dir_ + "/state.db";
+    } else if (GetParam() == "postgres") {
+      url_ = testing::FreshDatabaseUrl();
     } else {
       url_ = "memory://";
     }
@@ -97,8 +104,94 @@ TEST_P(StoreTest, AuditLogNewestFirstByUser) {
   EXPECT_EQ(store->Audit("", 1)->size(), 1u);
 }
 
+TEST_P(StoreTest, ARowNamedTwiceInOneBatchKeepsItsLastWrite) {
+  auto store = Open();
+  StoreBatch b;
+  b.jobs = {Job(1, "pending"), Job(2, "pending"), Job(1, "running")};
+  b.nodes = {{"n1", "a"}, {"n1", "b"}};
+  b.values = {{"meta", "k", "1", false}, {"meta", "k", "", true}, {"meta", "j", "1", false}, {"meta", "j", "2", false}};
+  ASSERT_TRUE(store->Commit(b).ok());
+  auto c = store->Load();
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->jobs.size(), 2u);
+  EXPECT_EQ(c->jobs[0].state, "running");
+  ASSERT_EQ(c->nodes.size(), 1u);
+  EXPECT_EQ(c->nodes[0].state_json, "b");
+  ASSERT_EQ(c->values.size(), 1u);
+  EXPECT_EQ(c->values[0].key, "j");
+  EXPECT_EQ(c->values[0].value, "2");
+}
 
-INSTANTIATE_TEST_SUITE_P(Both, StoreTest, ::testing::Values("sqlite", "memory"));
+TEST_P(StoreTest, EventsKeepTheirOrderAndFilterByPrefix) {
+  auto store = Open();
+  for (int round = 0; round < 3; ++round) {
+    StoreBatch b;
+    for (int i = 0; i < 50; ++i) {
+      b.events.push_back({0, round * 100 + i, "job", "job/" + std::to_string(i % 3), std::to_string(round * 50 + i)});
+    }
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  auto all = store->Events("", 1000);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 150u);
+  for (size_t i = 0; i < all->size(); ++i) EXPECT_EQ(all->at(i).message, std::to_string(149 - i));
+  auto two = store->Events("job/2", 1000);
+  ASSERT_EQ(two->size(), 48u);  // i % 3 == 2: 16 of each round's 50
+  EXPECT_EQ(two->at(0).subject, "job/2");
+  EXPECT_EQ(store->Events("job/", 7)->size(), 7u);
+  EXPECT_TRUE(store->Events("node/", 10)->empty());
+}
+
+TEST_P(StoreTest, EraseAllEmptiesEveryTableInTheSameCommit) {
+  auto store = Open();
+  StoreBatch b;
+  b.jobs = {Job(1, "pending")};
+  b.nodes = {{"n1", "{}"}};
+  b.values = {{"meta", "k", "v", false}};
+  b.events = {{0, 1, "job", "job/1", "submitted"}};
+  b.audit = {{0, 1, "alice", "user", "POST", "/v1/jobs", "127.0.0.1", 201, ""}};
+  ASSERT_TRUE(store->Commit(b).ok());
+  StoreBatch replace;
+  replace.erase_all = true;
+  replace.jobs = {Job(9, "pending")};
+  ASSERT_TRUE(store->Commit(replace).ok());
+  auto c = store->Load();
+  ASSERT_EQ(c->jobs.size(), 1u);
+  EXPECT_EQ(c->jobs[0].id, 9u);
+  EXPECT_TRUE(c->nodes.empty());
+  EXPECT_TRUE(c->values.empty());
+  EXPECT_TRUE(store->Events("", 10)->empty());
+  EXPECT_TRUE(store->Audit("", 10)->empty());
+}
+
+// The memory store keeps nothing across opens, by design: this holds for the durable two.
+class DurableStoreTest : public StoreTest {};
+
+TEST_P(DurableStoreTest, ACommitSurvivesReopen) {
+  {
+    auto store = Open();
+    StoreBatch b;
+    b.jobs = {Job(7, "running")};
+    b.jobs[0].spec_json = "{\"name\":\"caf\u00e9 \\\" 'quoted'\"}";
+    b.jobs[0].started = 1'700'000'000'123;
+    b.jobs[0].attempt = 3;
+    b.events = {{0, 5, "job", "job/7", "started"}};
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  auto store = Open();
+  auto c = store->Load();
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->jobs.size(), 1u);
+  EXPECT_EQ(c->jobs[0].spec_json, "{\"name\":\"caf\u00e9 \\\" 'quoted'\"}");
+  EXPECT_EQ(c->jobs[0].started, 1'700'000'000'123);
+  EXPECT_EQ(c->jobs[0].attempt, 3u);
+  EXPECT_EQ(store->Events("job/7", 10)->size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStores, StoreTest, ::testing::Values("memory", "sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Durable, DurableStoreTest, ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
 
 // Issue 15 and 16: the SQLite store belongs to one controller, is readable by its owner only, and
 // a store file deleted under a running controller stops its commits instead of vanishing quietly.
@@ -169,9 +262,10 @@ TEST_F(SqliteStoreTest, ADeletedStoreFileStopsCommits) {
 }
 
 TEST(StoreUrlTest, BadUrlsAreExplained) {
-  auto s = OpenStore("postgres://x");
+  auto s = OpenStore("mysql://x");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("use sqlite:///path/to/state.db or memory://"), std::string::npos);
+  EXPECT_NE(s.status().message().find("use sqlite:///path/to/state.db, postgres://USER@HOST:PORT/DATABASE or memory://"),
+            std::string::npos);
   auto unwritable = OpenStore("sqlite:///proc/nope/state.db");
   EXPECT_FALSE(unwritable.ok());
 }

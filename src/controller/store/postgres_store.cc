@@ -1,0 +1,309 @@
+// The PostgreSQL store (issue 18): the SQLite store's contract on a server that several
+// controllers can share. A commit is one transaction sent in one round trip (libpq pipeline mode;
+// one statement per table, its rows as one array per column unpacked by unnest), with
+// synchronous_commit on: when Commit returns OK the batch is on the server's disk.
+#include <map>
+
+#include "controller/store/postgres_arrays.h"
+#include "controller/store/postgres_conn.h"
+#include "controller/store/postgres_schema.h"
+#include "controller/store/state_store.h"
+
+namespace hangar::controller {
+namespace {
+
+constexpr const char* kUpsertJobs = R"sql(
+INSERT INTO jobs (id,name,queue,user_name,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,
+                  reason,message,placement,extra)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+  $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[],
+  $14::text[], $15::text[])
+ON CONFLICT (id) DO UPDATE SET name=EXCLUDED.name, queue=EXCLUDED.queue, user_name=EXCLUDED.user_name,
+  state=EXCLUDED.state, spec=EXCLUDED.spec, submitted_ms=EXCLUDED.submitted_ms,
+  started_ms=EXCLUDED.started_ms, ended_ms=EXCLUDED.ended_ms, attempt=EXCLUDED.attempt,
+  restarts=EXCLUDED.restarts, reason=EXCLUDED.reason, message=EXCLUDED.message,
+  placement=EXCLUDED.placement, extra=EXCLUDED.extra)sql";
+
+constexpr const char* kUpsertNodes = R"sql(
+INSERT INTO nodes (name,state) SELECT * FROM unnest($1::text[], $2::text[])
+ON CONFLICT (name) DO UPDATE SET state=EXCLUDED.state)sql";
+
+constexpr const char* kUpsertValues = R"sql(
+INSERT INTO kv (tbl,key,value) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+ON CONFLICT (tbl,key) DO UPDATE SET value=EXCLUDED.value)sql";
+
+constexpr const char* kEraseValues = R"sql(
+DELETE FROM kv USING unnest($1::text[], $2::text[]) AS x(tbl, key) WHERE kv.tbl = x.tbl AND kv.key = x.key)sql";
+
+// Ids follow the batch's order (WITH ORDINALITY), as SQLite's AUTOINCREMENT does.
+constexpr const char* kInsertEvents = R"sql(
+INSERT INTO events (time_ms,kind,subject,message)
+SELECT t,k,s,m FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS x(t,k,s,m,n)
+ORDER BY n)sql";
+
+constexpr const char* kInsertAudit = R"sql(
+INSERT INTO audit (time_ms,user_name,role,method,path,remote,status,message)
+SELECT t,u,r,me,p,re,st,msg FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+  $6::text[], $7::bigint[], $8::text[]) WITH ORDINALITY AS x(t,u,r,me,p,re,st,msg,n) ORDER BY n)sql";
+
+// Takes the lease when there is none or it has expired (on the server's clock), with the next
+// epoch.
+constexpr const char* kAcquireLease = R"sql(
+INSERT INTO lease (id, holder, epoch, acquired_at, expires_at)
+VALUES (1, $1, 1, clock_timestamp(), clock_timestamp() + $2::double precision * interval '1 millisecond')
+ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, epoch = lease.epoch + 1,
+  acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+WHERE lease.expires_at < clock_timestamp()
+RETURNING epoch)sql";
+
+constexpr const char* kRenewLease = R"sql(
+UPDATE lease SET expires_at = clock_timestamp() + $2::double precision * interval '1 millisecond'
+WHERE id = 1 AND epoch = $1 AND expires_at >= clock_timestamp() RETURNING epoch)sql";
+
+constexpr const char* kReadLease = R"sql(
+SELECT holder, epoch, greatest(0, (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint)
+FROM lease WHERE id = 1)sql";
+
+void AddJob(const JobRow& j, pg::ArrayParams* a) {
+  a->Int(0, static_cast<int64_t>(j.id));
+  a->Text(1, j.name);
+  a->Text(2, j.queue);
+  a->Text(3, j.user);
+  a->Text(4, j.state);
+  a->Text(5, j.spec_json);
+  a->Int(6, j.submitted);
+  a->Int(7, j.started);
+  a->Int(8, j.ended);
+  a->Int(9, j.attempt);
+  a->Int(10, j.restarts);
+  a->Text(11, j.reason);
+  a->Text(12, j.message);
+  a->Text(13, j.placement_json);
+  a->Text(14, j.extra_json);
+}
+
+void AddAudit(const AuditRow& r, pg::ArrayParams* a) {
+  a->Int(0, r.time);
+  a->Text(1, r.user);
+  a->Text(2, r.role);
+  a->Text(3, r.method);
+  a->Text(4, r.path);
+  a->Text(5, r.remote);
+  a->Int(6, r.status);
+  a->Text(7, r.message);
+}
+
+class PostgresStore final : public StateStore {
+ public:
+  Status Open(const std::string& url) {
+    HANGAR_RETURN_IF_ERROR(conn_.Connect(url));
+    // Durable on return is the contract, whatever the server's default says.
+    HANGAR_RETURN_IF_ERROR(conn_.Exec("SET synchronous_commit = on").status());
+    return pg::Migrate(conn_);
+  }
+
+  Status Commit(const StoreBatch& b) override {
+    if (b.empty()) return Status::Ok();
+    std::vector<Statement> statements;
+    // A leader's commit first passes the fence, in the same transaction (migration 2).
+    if (epoch_ > 0)
+      statements.push_back({"SELECT hangar_check_epoch($1)", {std::to_string(epoch_)}});
+    AppendStatements(b, &statements);
+    return conn_.ExecInTransaction(statements);
+  }
+
+  StatusOr<int64_t> AcquireLease(const std::string& holder, Duration ttl) override {
+    if (holder.empty() || ttl <= 0)
+      return Status::InvalidArgument("a lease needs a holder's name and a positive ttl");
+    HANGAR_ASSIGN_OR_RETURN(pg::Result r, conn_.Exec(kAcquireLease, {holder, std::to_string(ttl)}));
+    if (PQntuples(r.get()) == 1) {
+      epoch_ = pg::Int(r.get(), 0, 0);
+      return epoch_;
+    }
+    HANGAR_ASSIGN_OR_RETURN(pg::Result held, conn_.Exec(kReadLease));
+    if (PQntuples(held.get()) != 1)
+      return Status::Unavailable("store " + conn_.shown() + ": the lease row vanished");
+    return Status::FailedPrecondition(
+        "the store " + conn_.shown() + " is led by " + pg::Text(held.get(), 0, 0) + " (epoch " +
+        pg::Text(held.get(), 0, 1) + ") for " + pg::Text(held.get(), 0, 2) +
+        " ms more unless it renews; stand by");
+  }
+
+  Status RenewLease(Duration ttl) override {
+    if (epoch_ == 0)
+      return Status::FailedPrecondition("this store holds no lease to renew; acquire it first");
+    if (ttl <= 0) return Status::InvalidArgument("a lease needs a positive ttl");
+    HANGAR_ASSIGN_OR_RETURN(pg::Result r,
+                            conn_.Exec(kRenewLease, {std::to_string(epoch_), std::to_string(ttl)}));
+    if (PQntuples(r.get()) == 1) return Status::Ok();
+    HANGAR_ASSIGN_OR_RETURN(pg::Result now, conn_.Exec(kReadLease));
+    const bool same = PQntuples(now.get()) == 1 && pg::Int(now.get(), 0, 1) == epoch_;
+    return Status::Aborted("store " + conn_.shown() + ": this controller's lease (epoch " +
+                           std::to_string(epoch_) + ") " +
+                           (same ? std::string("expired before it was renewed")
+                                 : "was taken over by " + pg::Text(now.get(), 0, 0) + " at epoch " +
+                                       pg::Text(now.get(), 0, 1)) +
+                           "; this controller must stop acting");
+  }
+
+  StatusOr<StoreContents> Load() override {
+    // One snapshot for the three tables, even while another store writes to the database.
+    HANGAR_RETURN_IF_ERROR(conn_.Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").status());
+    auto c = LoadInTransaction();
+    (void)conn_.Exec(c.ok() ? "COMMIT" : "ROLLBACK");
+    return c;
+  }
+
+  StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit) override {
+    // The range lets the planner use events_subject; starts_with is the exact test.
+    HANGAR_ASSIGN_OR_RETURN(pg::Result r,
+                            conn_.Exec("SELECT id,time_ms,kind,subject,message FROM events WHERE "
+                                       "$1 = '' OR (subject COLLATE \"C\" >= $1 AND "
+                                       "subject COLLATE \"C\" < $1 || chr(1114111) AND "
+                                       "starts_with(subject, $1)) ORDER BY id DESC LIMIT $2",
+                                       {prefix, std::to_string(limit)}));
+    std::vector<EventRow> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      out.push_back({pg::Int(r.get(), i, 0), pg::Int(r.get(), i, 1), pg::Text(r.get(), i, 2),
+                     pg::Text(r.get(), i, 3), pg::Text(r.get(), i, 4)});
+    }
+    return out;
+  }
+
+  StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) override {
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result r,
+        conn_.Exec("SELECT id,time_ms,user_name,role,method,path,remote,status,message FROM audit "
+                   "WHERE $1 = '' OR user_name = $1 ORDER BY id DESC LIMIT $2",
+                   {user, std::to_string(limit)}));
+    std::vector<AuditRow> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      const PGresult* q = r.get();
+      out.push_back({pg::Int(q, i, 0), pg::Int(q, i, 1), pg::Text(q, i, 2), pg::Text(q, i, 3),
+                     pg::Text(q, i, 4), pg::Text(q, i, 5), pg::Text(q, i, 6),
+                     static_cast<int>(pg::Int(q, i, 7)), pg::Text(q, i, 8)});
+    }
+    return out;
+  }
+
+  std::string Describe() const override { return conn_.shown(); }
+
+ private:
+  using Statement = std::pair<const char*, std::vector<std::string>>;
+
+  // One statement per table. A batch may name a row twice (a job submitted and placed in one
+  // batch): the last write wins, as it does when SQLite applies the rows one by one.
+  static void AppendStatements(const StoreBatch& b, std::vector<Statement>* statements) {
+    std::vector<Statement>& out = *statements;
+    if (b.erase_all) out.push_back({"TRUNCATE jobs, nodes, events, audit, kv", {}});
+    std::map<uint64_t, const JobRow*> jobs;
+    for (const auto& j : b.jobs) jobs[j.id] = &j;
+    if (!jobs.empty()) {
+      pg::ArrayParams rows(15);
+      for (const auto& [id, j] : jobs) AddJob(*j, &rows);
+      out.push_back({kUpsertJobs, rows.Take()});
+    }
+    std::map<std::string, const NodeRow*> nodes;
+    for (const auto& n : b.nodes) nodes[n.name] = &n;
+    if (!nodes.empty()) {
+      pg::ArrayParams rows(2);
+      for (const auto& [name, n] : nodes) {
+        rows.Text(0, name);
+        rows.Text(1, n->state_json);
+      }
+      out.push_back({kUpsertNodes, rows.Take()});
+    }
+    AppendValues(b.values, &out);
+    if (!b.events.empty()) {
+      pg::ArrayParams rows(4);
+      for (const auto& e : b.events) {
+        rows.Int(0, e.time);
+        rows.Text(1, e.kind);
+        rows.Text(2, e.subject);
+        rows.Text(3, e.message);
+      }
+      out.push_back({kInsertEvents, rows.Take()});
+    }
+    if (!b.audit.empty()) {
+      pg::ArrayParams rows(8);
+      for (const auto& a : b.audit) AddAudit(a, &rows);
+      out.push_back({kInsertAudit, rows.Take()});
+    }
+  }
+
+  static void AppendValues(const std::vector<KeyValueRow>& values, std::vector<Statement>* out) {
+    std::map<std::pair<std::string, std::string>, const KeyValueRow*> last;
+    for (const auto& v : values) last[{v.table, v.key}] = &v;
+    pg::ArrayParams set(3), erase(2);
+    size_t sets = 0, erases = 0;
+    for (const auto& [key, v] : last) {
+      if (v->erase) {
+        erase.Text(0, v->table);
+        erase.Text(1, v->key);
+        ++erases;
+      } else {
+        set.Text(0, v->table);
+        set.Text(1, v->key);
+        set.Text(2, v->value);
+        ++sets;
+      }
+    }
+    if (erases > 0) out->push_back({kEraseValues, erase.Take()});
+    if (sets > 0) out->push_back({kUpsertValues, set.Take()});
+  }
+
+  StatusOr<StoreContents> LoadInTransaction() {
+    StoreContents c;
+    HANGAR_ASSIGN_OR_RETURN(pg::Result j,
+                            conn_.Exec("SELECT "
+                                       "id,name,queue,user_name,state,spec,submitted_ms,started_ms,"
+                                       "ended_ms,attempt,restarts,reason,"
+                                       "message,placement,extra FROM jobs ORDER BY id"));
+    const PGresult* q = j.get();
+    for (int i = 0; i < PQntuples(q); ++i) {
+      JobRow r;
+      r.id = static_cast<uint64_t>(pg::Int(q, i, 0));
+      r.name = pg::Text(q, i, 1);
+      r.queue = pg::Text(q, i, 2);
+      r.user = pg::Text(q, i, 3);
+      r.state = pg::Text(q, i, 4);
+      r.spec_json = pg::Text(q, i, 5);
+      r.submitted = pg::Int(q, i, 6);
+      r.started = pg::Int(q, i, 7);
+      r.ended = pg::Int(q, i, 8);
+      r.attempt = static_cast<uint32_t>(pg::Int(q, i, 9));
+      r.restarts = static_cast<uint32_t>(pg::Int(q, i, 10));
+      r.reason = pg::Text(q, i, 11);
+      r.message = pg::Text(q, i, 12);
+      r.placement_json = pg::Text(q, i, 13);
+      r.extra_json = pg::Text(q, i, 14);
+      c.jobs.push_back(std::move(r));
+    }
+    // COLLATE "C": the same order as SQLite's byte order, whatever the database's locale.
+    HANGAR_ASSIGN_OR_RETURN(pg::Result n,
+                            conn_.Exec("SELECT name,state FROM nodes ORDER BY name COLLATE \"C\""));
+    for (int i = 0; i < PQntuples(n.get()); ++i)
+      c.nodes.push_back({pg::Text(n.get(), i, 0), pg::Text(n.get(), i, 1)});
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result v,
+        conn_.Exec("SELECT tbl,key,value FROM kv ORDER BY tbl COLLATE \"C\", key COLLATE \"C\""));
+    for (int i = 0; i < PQntuples(v.get()); ++i) {
+      c.values.push_back(
+          {pg::Text(v.get(), i, 0), pg::Text(v.get(), i, 1), pg::Text(v.get(), i, 2), false});
+    }
+    return c;
+  }
+
+  pg::Connection conn_;
+  int64_t epoch_ = 0;  // the lease epoch this store holds; 0: it never took the lease
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<StateStore>> OpenPostgresStore(const std::string& url) {
+  auto s = std::make_unique<PostgresStore>();
+  HANGAR_RETURN_IF_ERROR(s->Open(url));
+  return std::unique_ptr<StateStore>(std::move(s));
+}
+
+}  // namespace hangar::controller
