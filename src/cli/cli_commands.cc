@@ -13,6 +13,7 @@
 #include "api/views.h"
 #include "cli/cli_common.h"
 #include "cli/client.h"
+#include "cli/squeue.h"
 #include "cli/table.h"
 #include "common/time.h"
 #include "common/units.h"
@@ -95,8 +96,17 @@ Status Submit(const Common& c, const std::string& file) {
 Status Jobs(const Common& c, const std::string& state) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs" + (state.empty() ? "" : "?state=" + state)));
   if (c.output == "json") return PrintJson(r), Status::Ok();
-  Table t({"ID", "NAME", "QUEUE", "STATE", "GPUS", "TASKS", "AGE", "REASON"});
   const Time now = SystemClock::Default()->Now();
+  if (c.output == "slurm") {
+    std::vector<api::JobView> views;
+    for (const auto& j : r["jobs"]) {
+      HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(j));
+      views.push_back(std::move(v));
+    }
+    std::printf("%s", RenderSqueue(views, now).c_str());
+    return Status::Ok();
+  }
+  Table t({"ID", "NAME", "QUEUE", "STATE", "GPUS", "TASKS", "AGE", "REASON"});
   for (const auto& j : r["jobs"]) {
     HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(j));
     t.Add({std::to_string(v.id), Short(v.name, 24), v.queue, v.state, Gpus(v.gpus), std::to_string(v.tasks),
@@ -297,12 +307,14 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     AddCommon(submit, c.get());
     submit->callback([=] { Guard(rc, [&] { return Submit(*c, *file); }); });
   }
+  RegisterSbatchCommand(app, rc);  // sbatch_command.cc: a Slurm batch script as a job
   {
     auto c = std::make_shared<Common>();
     auto state = std::make_shared<std::string>();
     CLI::App* jobs = app.add_subcommand("jobs", "List jobs, newest first");
     jobs->add_option("--state", *state, "Only jobs in this state");
-    AddCommon(jobs, c.get());
+    // slurm: squeue's columns and state letters (docs/slurm.md).
+    AddCommon(jobs, c.get(), {"table", "json", "slurm"});
     jobs->callback([=] { Guard(rc, [&] { return Jobs(*c, *state); }); });
   }
   add_id_command("job", "Show one job, its tasks and where they run", ShowJob);

@@ -12,6 +12,8 @@
 namespace hangar::cli {
 
 void RegisterUserCommands(CLI::App& app, int* rc);
+// `hangar sbatch SCRIPT` (sbatch_command.cc; docs/slurm.md).
+void RegisterSbatchCommand(CLI::App& app, int* rc);
 // apply, queues, share, usage (share_commands.cc).
 void RegisterShareCommands(CLI::App& app, int* rc);
 
