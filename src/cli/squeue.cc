@@ -29,6 +29,15 @@ std::string SlurmElapsed(Duration d) {
   return buf;
 }
 
+namespace {
+// b is a's successor in one range: n9,n10 are; gpu09,gpu10 are (same width); n09,n10 are not
+// (zero-padded and not).
+bool Follows(const std::string& a, const std::string& b) {
+  const bool padded = (a.size() > 1 && a[0] == '0') || (b.size() > 1 && b[0] == '0');
+  return std::stoll(b) == std::stoll(a) + 1 && (!padded || a.size() == b.size());
+}
+}  // namespace
+
 std::string CompressHostList(const std::vector<std::string>& hosts) {
   // prefix -> numeric suffixes (as written, to keep leading zeros), in first-seen order of prefixes
   std::vector<std::string> order;
@@ -37,7 +46,7 @@ std::string CompressHostList(const std::vector<std::string>& hosts) {
   for (const auto& h : hosts) {
     size_t cut = h.size();
     while (cut > 0 && std::isdigit(static_cast<unsigned char>(h[cut - 1]))) --cut;
-    if (cut == h.size() || cut == 0) {
+    if (cut == h.size() || cut == 0 || h.size() - cut > 18) {  // no number, or too long for one
       plain.push_back(h);
       continue;
     }
@@ -59,7 +68,7 @@ std::string CompressHostList(const std::vector<std::string>& hosts) {
     std::string ranges;
     for (size_t i = 0; i < nums.size();) {
       size_t j = i;
-      while (j + 1 < nums.size() && nums[j + 1].size() == nums[i].size() && std::stoll(nums[j + 1]) == std::stoll(nums[j]) + 1) ++j;
+      while (j + 1 < nums.size() && Follows(nums[j], nums[j + 1])) ++j;
       ranges += (ranges.empty() ? "" : ",") + nums[i] + (j > i ? "-" + nums[j] : "");
       i = j + 1;
     }
