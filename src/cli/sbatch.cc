@@ -30,7 +30,8 @@ std::string Where(const SbatchOptions& o, const std::string& option) {
 // "1d2h3m4s" exactly (ParseDuration reads it back), "0s" for zero.
 std::string ExactDuration(Duration d) {
   std::string out;
-  const std::pair<Duration, const char*> units[] = {{kDay, "d"}, {kHour, "h"}, {kMinute, "m"}, {kSecond, "s"}};
+  const std::pair<Duration, const char*> units[] = {
+      {kDay, "d"}, {kHour, "h"}, {kMinute, "m"}, {kSecond, "s"}};
   for (auto [unit, name] : units) {
     if (d >= unit) out += std::to_string(d / unit) + name, d %= unit;
   }
@@ -57,31 +58,37 @@ StatusOr<Shape> ResolveShape(const SbatchOptions& o) {
   if (o.ntasks_per_node) {
     s.tasks_per_node = *o.ntasks_per_node;
     if (o.ntasks && *o.ntasks != s.nodes * s.tasks_per_node) {
-      return Err(Where(o, "ntasks") + ": --ntasks=" + std::to_string(*o.ntasks) + " is not --nodes (" +
-                 std::to_string(s.nodes) + ") x --ntasks-per-node (" + std::to_string(s.tasks_per_node) + ", " +
-                 Where(o, "ntasks-per-node") + "); give two of the three");
+      return Err(Where(o, "ntasks") + ": --ntasks=" + std::to_string(*o.ntasks) +
+                 " is not --nodes (" + std::to_string(s.nodes) + ") x --ntasks-per-node (" +
+                 std::to_string(s.tasks_per_node) + ", " + Where(o, "ntasks-per-node") +
+                 "); give two of the three");
     }
   } else if (o.ntasks) {
     if (*o.ntasks % s.nodes != 0) {
-      return Err(Where(o, "ntasks") + ": --ntasks=" + std::to_string(*o.ntasks) + " does not divide evenly among " +
-                 std::to_string(s.nodes) + " nodes; Hangar runs the same tasks on every node: give --ntasks-per-node");
+      return Err(Where(o, "ntasks") + ": --ntasks=" + std::to_string(*o.ntasks) +
+                 " does not divide evenly among " + std::to_string(s.nodes) +
+                 " nodes; Hangar runs the same tasks on every node: give --ntasks-per-node");
     }
     s.tasks_per_node = *o.ntasks / s.nodes;
   }
   if (o.gpus_per_task) {
     s.gpus = *o.gpus_per_task * s.tasks_per_node;
     if (o.gpus_per_node && *o.gpus_per_node != s.gpus) {
-      return Err(Where(o, "gpus-per-task") + ": --gpus-per-task x tasks per node (" + std::to_string(s.gpus) +
-                 ") disagrees with the GPUs per node (" + std::to_string(*o.gpus_per_node) + ", " +
-                 Where(o, "gpus-per-node") + "); give one of them");
+      return Err(Where(o, "gpus-per-task") + ": --gpus-per-task x tasks per node (" +
+                 std::to_string(s.gpus) + ") disagrees with the GPUs per node (" +
+                 std::to_string(*o.gpus_per_node) + ", " + Where(o, "gpus-per-node") +
+                 "); give one of them");
     }
   } else {
     s.gpus = o.gpus_per_node.value_or(0);
   }
-  if (s.gpus > 64) return Err(Where(o, "gpus-per-task") + ": " + std::to_string(s.gpus) + " GPUs per node is more than any node has");
+  if (s.gpus > 64)
+    return Err(Where(o, "gpus-per-task") + ": " + std::to_string(s.gpus) +
+               " GPUs per node is more than any node has");
   if (!s.gpus && (o.cpus_per_gpu || o.mem_per_gpu_mib)) {
     return Err(Where(o, o.cpus_per_gpu ? "cpus-per-gpu" : "mem-per-gpu") +
-               ": --cpus-per-gpu and --mem-per-gpu need GPUs (--gres=gpu:N or --gpus-per-node=N); without GPUs give "
+               ": --cpus-per-gpu and --mem-per-gpu need GPUs (--gres=gpu:N or --gpus-per-node=N); "
+               "without GPUs give "
                "--cpus-per-task and --mem");
   }
   return s;
@@ -106,7 +113,8 @@ StatusOr<std::string> JobName(const SbatchOptions& o, const std::string& script_
   if (o.job_name) {
     if (std::regex_match(*o.job_name, name_re)) return *o.job_name;
     return Err(Where(o, "job-name") + ": --job-name '" + *o.job_name +
-               "' is not a Hangar job name: 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit");
+               "' is not a Hangar job name: 1-63 letters, digits, '.', '_' or '-', starting with a "
+               "letter or digit");
   }
   // sbatch's default is the script's file name; made into a Hangar name.
   std::string name = std::filesystem::path(script_name).filename().string();
@@ -125,8 +133,8 @@ Status AddTiming(const SbatchOptions& o, nlohmann::ordered_json* j) {
   if (o.time && *o.time > 0) {
     if (o.signal && *o.time <= warning) {
       return Err(Where(o, "signal") + ": --signal's warning (" + ExactDuration(warning) +
-                 " before the end) is not shorter than --time (" + ExactDuration(*o.time) + ", " + Where(o, "time") +
-                 "); give a shorter warning or a longer time");
+                 " before the end) is not shorter than --time (" + ExactDuration(*o.time) + ", " +
+                 Where(o, "time") + "); give a shorter warning or a longer time");
     }
     (*j)["time_limit"] = ExactDuration(o.signal ? *o.time - warning : *o.time);
   }
@@ -237,15 +245,20 @@ struct WrapperInputs {
 // the checkpoint signal and SIGTERM (the agent signals the whole process group; the job ends when
 // this process does), so it traps them and only waits.
 std::string Wrapper(const WrapperInputs& w) {
-  std::string s = "# hangar sbatch: runs the batch script ($1) as Slurm's batch step would (docs/slurm.md)\n";
+  std::string s =
+      "# hangar sbatch: runs the batch script ($1) as Slurm's batch step would (docs/slurm.md)\n";
   s += "trap : " + w.trap_signals + "\n";
-  s += "export SLURM_JOB_ID=\"$HANGAR_JOB_ID\" SLURM_JOBID=\"$HANGAR_JOB_ID\" SLURM_NODEID=\"${RANK:-0}\" "
+  s += "export SLURM_JOB_ID=\"$HANGAR_JOB_ID\" SLURM_JOBID=\"$HANGAR_JOB_ID\" "
+       "SLURM_NODEID=\"${RANK:-0}\" "
        "SLURM_LOCALID=0\n";
-  s += "SLURM_PROCID=$((${RANK:-0} * " + std::to_string(w.tasks_per_node) + ")); export SLURM_PROCID\n";
+  s += "SLURM_PROCID=$((${RANK:-0} * " + std::to_string(w.tasks_per_node) +
+       ")); export SLURM_PROCID\n";
   s += "if [ -n \"${HANGAR_ARRAY_INDEX:-}\" ]; then\n"
-       "  export SLURM_ARRAY_JOB_ID=\"$HANGAR_ARRAY_JOB_ID\" SLURM_ARRAY_TASK_ID=\"$HANGAR_ARRAY_INDEX\"\n"
+       "  export SLURM_ARRAY_JOB_ID=\"$HANGAR_ARRAY_JOB_ID\" "
+       "SLURM_ARRAY_TASK_ID=\"$HANGAR_ARRAY_INDEX\"\n"
        "fi\n";
-  s += "hangar_node=$(uname -n); hangar_node=${hangar_node%%.*}; hangar_user=$(id -un 2>/dev/null)\n";
+  s += "hangar_node=$(uname -n); hangar_node=${hangar_node%%.*}; hangar_user=$(id -un "
+       "2>/dev/null)\n";
   s += "export SLURMD_NODENAME=\"$hangar_node\"\n";
   s += "hangar_dir=$(mktemp -d \"${TMPDIR:-/tmp}/hangar-sbatch.XXXXXX\") || exit 1\n";
   s += "printf '%s' \"$1\" > \"$hangar_dir/slurm_script\" || exit 1\n";
@@ -260,18 +273,23 @@ std::string Wrapper(const WrapperInputs& w) {
 StatusOr<std::string> Redirect(const SbatchOptions& o, const std::string& name, bool append) {
   const std::string default_out = o.array ? "slurm-%A_%a.out" : "slurm-%j.out";
   auto out = OutputPatternToShell(o.output.value_or(default_out), name);
-  if (!out.ok()) return Err(Where(o, "output") + ": --output=" + o.output.value_or("") + ": " + out.status().message());
+  if (!out.ok())
+    return Err(Where(o, "output") + ": --output=" + o.output.value_or("") + ": " +
+               out.status().message());
   const std::string op = append ? ">>" : ">";
   if (!o.error || o.error == o.output) return op + " " + *out + " 2>&1";
   auto err = OutputPatternToShell(*o.error, name);
-  if (!err.ok()) return Err(Where(o, "error") + ": --error=" + *o.error + ": " + err.status().message());
+  if (!err.ok())
+    return Err(Where(o, "error") + ": --error=" + *o.error + ": " + err.status().message());
   return op + " " + *out + " 2" + op + " " + *err;
 }
 
 StatusOr<SbatchOptions> ReadOptions(const Submission& s) {
   if (s.script_text.rfind("#!", 0) != 0) {
-    return Err(s.script_name + ":1: a batch script starts with #! and its interpreter (e.g. #!/bin/bash), as sbatch "
-               "requires");
+    return Err(
+        s.script_name +
+        ":1: a batch script starts with #! and its interpreter (e.g. #!/bin/bash), as sbatch "
+        "requires");
   }
   if (s.script_text.size() > kMaxScriptBytes) {
     return Err(s.script_name + ": the script is " + std::to_string(s.script_text.size()) +
@@ -303,9 +321,12 @@ StatusOr<QosMapping> MapQos(const std::string& qos) {
   for (const char* preemptible : {"scavenger", "standby", "preemptible", "opportunistic", "spot"}) {
     if (qos == preemptible) return QosMapping{"opportunistic", 0};
   }
-  return Err("hangar sbatch maps the QoS normal, high (priority 100), low (priority -100) and scavenger, standby, "
-             "preemptible, opportunistic or spot (tier opportunistic); for others give --partition and edit the job "
-             "file from --dry-run");
+  return Err(
+      "hangar sbatch maps the QoS normal, high (priority 100), low (priority -100) and scavenger, "
+      "standby, "
+      "preemptible, opportunistic or spot (tier opportunistic); for others give --partition and "
+      "edit the job "
+      "file from --dry-run");
 }
 
 StatusOr<std::string> OutputPatternToShell(std::string_view pattern, const std::string& job_name) {
@@ -321,24 +342,40 @@ StatusOr<std::string> OutputPatternToShell(std::string_view pattern, const std::
     }
     size_t j = i + 1;
     int width = 0;
-    while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j]))) width = width * 10 + (pattern[j++] - '0');
-    if (j >= pattern.size()) return Err("'" + std::string(pattern) + "' ends in a lone %; write %% for a percent sign");
+    while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j])))
+      width = width * 10 + (pattern[j++] - '0');
+    if (j >= pattern.size())
+      return Err("'" + std::string(pattern) + "' ends in a lone %; write %% for a percent sign");
     const char c = pattern[j];
     std::string var;
-    if (c == 'j') var = "${HANGAR_JOB_ID}";
-    else if (c == 'A') var = "${HANGAR_ARRAY_JOB_ID:-$HANGAR_JOB_ID}";
-    else if (c == 'a') var = "${HANGAR_ARRAY_INDEX:-4294967294}";  // Slurm's NO_VAL outside an array
-    else if (c == 'n') var = "${SLURM_NODEID}";
-    else if (c == 'N') var = "${hangar_node}";
-    else if (c == 'u') var = "${hangar_user}";
-    else if (c == 'x') { for (char n : job_name) literal(n); i = j; continue; }
-    else if (c == '%' && width == 0) { out += '%'; i = j; continue; }
-    else {
+    if (c == 'j')
+      var = "${HANGAR_JOB_ID}";
+    else if (c == 'A')
+      var = "${HANGAR_ARRAY_JOB_ID:-$HANGAR_JOB_ID}";
+    else if (c == 'a')
+      var = "${HANGAR_ARRAY_INDEX:-4294967294}";  // Slurm's NO_VAL outside an array
+    else if (c == 'n')
+      var = "${SLURM_NODEID}";
+    else if (c == 'N')
+      var = "${hangar_node}";
+    else if (c == 'u')
+      var = "${hangar_user}";
+    else if (c == 'x') {
+      for (char n : job_name) literal(n);
+      i = j;
+      continue;
+    } else if (c == '%' && width == 0) {
+      out += '%';
+      i = j;
+      continue;
+    } else {
       return Err("'%" + std::string(1, c) + "' in '" + std::string(pattern) +
-                 "' cannot be honoured (hangar sbatch fills %j %A %a %x %N %n %u and %%; a batch script has no step or "
+                 "' cannot be honoured (hangar sbatch fills %j %A %a %x %N %n %u and %%; a batch "
+                 "script has no step or "
                  "task of its own)");
     }
-    if (width > 10) return Err("zero-padding to " + std::to_string(width) + " digits; Slurm allows at most 10");
+    if (width > 10)
+      return Err("zero-padding to " + std::to_string(width) + " digits; Slurm allows at most 10");
     out += width ? "$(printf %0" + std::to_string(width) + "d \"" + var + "\")" : var;
     i = j;
   }
@@ -356,7 +393,8 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   const bool append = o.open_mode == "append" || shape.nodes > 1;  // several writers share the file
   HANGAR_ASSIGN_OR_RETURN(std::string redirect, Redirect(o, name, append));
   const int sig = o.signal ? o.signal->signal : SIGTERM;
-  WrapperInputs w{sig == SIGTERM ? "TERM" : "TERM " + TrapName(sig), shape.tasks_per_node, redirect};
+  WrapperInputs w{sig == SIGTERM ? "TERM" : "TERM " + TrapName(sig), shape.tasks_per_node,
+                  redirect};
   nlohmann::ordered_json group;
   group["name"] = "batch";
   group["replicas"] = shape.nodes;
@@ -381,7 +419,8 @@ void Emit(YAML::Emitter& e, const nlohmann::ordered_json& j) {
     e << YAML::EndMap;
   } else if (j.is_array()) {
     bool scalars = true;
-    for (const auto& v : j) scalars = scalars && (v.is_number() || (v.is_string() && v.get<std::string>().size() < 40));
+    for (const auto& v : j)
+      scalars = scalars && (v.is_number() || (v.is_string() && v.get<std::string>().size() < 40));
     if (scalars) e << YAML::Flow;
     e << YAML::BeginSeq;
     for (const auto& v : j) Emit(e, v);
@@ -389,9 +428,12 @@ void Emit(YAML::Emitter& e, const nlohmann::ordered_json& j) {
   } else if (j.is_string()) {
     const std::string& s = j.get_ref<const std::string&>();
     const bool number_like = s.empty() || s.find_first_not_of("0123456789.-") == std::string::npos;
-    if (s.find('\n') != std::string::npos) e << YAML::Literal << s;
-    else if (number_like) e << YAML::DoubleQuoted << s;
-    else e << s;
+    if (s.find('\n') != std::string::npos)
+      e << YAML::Literal << s;
+    else if (number_like)
+      e << YAML::DoubleQuoted << s;
+    else
+      e << s;
   } else if (j.is_number_unsigned()) {
     e << j.get<uint64_t>();
   } else if (j.is_number_integer()) {

@@ -9,11 +9,10 @@
 // command once per task of this node (Hangar has no srun: the replicas are the fan-out).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/sbatch_script.h"
 #include "common/status.h"
@@ -23,7 +22,7 @@ namespace hangar::cli::sbatch {
 // sbatch's argv (the script's path travels separately): the options that override #SBATCH lines.
 struct Submission {
   std::string script_text;
-  std::string script_name;  // as given (messages, the job's default name)
+  std::string script_name;                // as given (messages, the job's default name)
   std::vector<std::string> command_line;  // e.g. {"--array=0-3", "-J", "sweep"}
   std::string submit_dir;                 // absolute: the job's workdir unless --chdir
 };

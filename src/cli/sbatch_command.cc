@@ -50,18 +50,22 @@ Status Sbatch(const Common& c, const SbatchCommandOptions& o) {
   text << in.rdbuf();
   sbatch::Submission s{text.str(), o.script, {}, std::filesystem::current_path().string()};
   for (size_t i = 0; i < std::size(kOverrides); ++i) {
-    if (!o.overrides[i].empty()) s.command_line.push_back(std::string("--") + kOverrides[i].name + "=" + o.overrides[i]);
+    if (!o.overrides[i].empty())
+      s.command_line.push_back(std::string("--") + kOverrides[i].name + "=" + o.overrides[i]);
   }
   HANGAR_ASSIGN_OR_RETURN(sbatch::BatchJob job, sbatch::ConvertBatchScript(s));
   if (o.dry_run) return std::printf("%s", job.yaml.c_str()), Status::Ok();
   // The same local check as `hangar submit`: the controller's parser, before anything is sent.
   auto spec = job::ParseJobSpec(job.yaml, o.script + " (as a Hangar job; see it with --dry-run)");
   if (!spec.ok()) return spec.status();
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).PostOnce("/v1/jobs", job.yaml, "application/yaml",
-                                                               NewIdempotencyKey()));
+  HANGAR_ASSIGN_OR_RETURN(
+      auto r,
+      ApiClient(c.server).PostOnce("/v1/jobs", job.yaml, "application/yaml", NewIdempotencyKey()));
   const auto id = r["id"].get<unsigned long long>();
-  if (o.parsable) std::printf("%llu\n", id);
-  else std::printf("Submitted batch job %llu\n", id);  // sbatch's words, for scripts that read them
+  if (o.parsable)
+    std::printf("%llu\n", id);
+  else
+    std::printf("Submitted batch job %llu\n", id);  // sbatch's words, for scripts that read them
   return Status::Ok();
 }
 
@@ -70,12 +74,14 @@ Status Sbatch(const Common& c, const SbatchCommandOptions& o) {
 void RegisterSbatchCommand(CLI::App& app, int* rc) {
   auto c = std::make_shared<Common>();
   auto o = std::make_shared<SbatchCommandOptions>();
-  CLI::App* cmd = app.add_subcommand("sbatch", "Submit a Slurm batch script: its #SBATCH lines become a job (docs/slurm.md)");
+  CLI::App* cmd = app.add_subcommand(
+      "sbatch", "Submit a Slurm batch script: its #SBATCH lines become a job (docs/slurm.md)");
   cmd->add_option("script", o->script, "The batch script")->required();
   cmd->add_flag("--dry-run", o->dry_run, "Print the job file it becomes (YAML) and submit nothing");
   cmd->add_flag("--parsable", o->parsable, "Print only the job id");
   for (size_t i = 0; i < std::size(kOverrides); ++i) {
-    cmd->add_option(kOverrides[i].flags, o->overrides[i], std::string(kOverrides[i].help) + " (overrides #SBATCH)");
+    cmd->add_option(kOverrides[i].flags, o->overrides[i],
+                    std::string(kOverrides[i].help) + " (overrides #SBATCH)");
   }
   AddServer(cmd, c.get());  // no -o format: -o is sbatch's --output
   cmd->callback([=] { Guard(rc, [&] { return Sbatch(*c, *o); }); });

@@ -34,13 +34,13 @@ std::string ErrorOf(const std::string& script) {
 
 TEST(SlurmTimeTest, EveryFormatSbatchAccepts) {
   const std::pair<const char*, Duration> cases[] = {
-      {"90", 90 * kMinute},                                     // minutes
-      {"5:30", 5 * kMinute + 30 * kSecond},                     // MM:SS
-      {"02:03:04", 2 * kHour + 3 * kMinute + 4 * kSecond},      // HH:MM:SS
-      {"2-12", 2 * kDay + 12 * kHour},                          // D-HH
-      {"1-02:30", kDay + 2 * kHour + 30 * kMinute},             // D-HH:MM
-      {"3-00:00:10", 3 * kDay + 10 * kSecond},                  // D-HH:MM:SS
-      {"0", 0},                                                 // no limit
+      {"90", 90 * kMinute},                                 // minutes
+      {"5:30", 5 * kMinute + 30 * kSecond},                 // MM:SS
+      {"02:03:04", 2 * kHour + 3 * kMinute + 4 * kSecond},  // HH:MM:SS
+      {"2-12", 2 * kDay + 12 * kHour},                      // D-HH
+      {"1-02:30", kDay + 2 * kHour + 30 * kMinute},         // D-HH:MM
+      {"3-00:00:10", 3 * kDay + 10 * kSecond},              // D-HH:MM:SS
+      {"0", 0},                                             // no limit
       {"UNLIMITED", 0},
       {"INFINITE", 0},
   };
@@ -52,8 +52,10 @@ TEST(SlurmTimeTest, EveryFormatSbatchAccepts) {
   for (const char* bad : {"", "1h", "1:2:3:4", "-5", "1-", "a-01", "1-1:2:3:4", "10:", ":10"}) {
     auto d = ParseSlurmTime(bad);
     ASSERT_FALSE(d.ok()) << bad;
-    EXPECT_EQ(d.status().message(), "'" + std::string(bad) +
-                                        "' is not a Slurm time; write minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
+    EXPECT_EQ(
+        d.status().message(),
+        "'" + std::string(bad) +
+            "' is not a Slurm time; write minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS");
   }
 }
 
@@ -65,7 +67,8 @@ TEST(SlurmMemoryTest, MegabytesByDefaultAndBinarySuffixes) {
   EXPECT_EQ(*ParseSlurmMemoryMiB("1T"), 1024 * 1024);
   EXPECT_EQ(*ParseSlurmMemoryMiB("2048K"), 2);
   EXPECT_EQ(*ParseSlurmMemoryMiB("1K"), 1);  // rounded up
-  for (const char* bad : {"", "1.5G", "64GB", "-1", "G", "12X"}) EXPECT_FALSE(ParseSlurmMemoryMiB(bad).ok()) << bad;
+  for (const char* bad : {"", "1.5G", "64GB", "-1", "G", "12X"})
+    EXPECT_FALSE(ParseSlurmMemoryMiB(bad).ok()) << bad;
 }
 
 TEST(SlurmDependencyTest, AfterOkAnyNotOkWithSeveralIds) {
@@ -78,16 +81,22 @@ TEST(SlurmDependencyTest, AfterOkAnyNotOkWithSeveralIds) {
 
 TEST(SlurmDependencyTest, WhatHasNoHangarMeaningIsRefusedWithTheReason) {
   const std::pair<const char*, const char*> cases[] = {
-      {"after:12", "'after' (once the job has started) has no Hangar equivalent; use afterok or afterany"},
+      {"after:12",
+       "'after' (once the job has started) has no Hangar equivalent; use afterok or afterany"},
       {"singleton", "'singleton' (one job of this name at a time) has no Hangar equivalent"},
-      {"aftercorr:12", "'aftercorr' (element by element) is not supported; afterok:ID waits for the whole array"},
+      {"aftercorr:12",
+       "'aftercorr' (element by element) is not supported; afterok:ID waits for the whole array"},
       {"afterok:12?afterany:13",
-       "'?' (any one of the dependencies) is not supported; Hangar waits for all of them: join them with ','"},
+       "'?' (any one of the dependencies) is not supported; Hangar waits for all of them: join "
+       "them with ','"},
       {"afterok:12_3",
-       "'12_3': a dependency on one array element is not supported; depend on the whole array (its job id)"},
+       "'12_3': a dependency on one array element is not supported; depend on the whole array (its "
+       "job id)"},
       {"afterok", "'afterok' names no job; write e.g. afterok:12:13"},
       {"afterok:x", "'x' is not a job id (a number: see `hangar jobs`)"},
-      {"afterburstbuffer:3", "'afterburstbuffer' is not a dependency type hangar sbatch reads: afterok, afterany, afternotok"},
+      {"afterburstbuffer:3",
+       "'afterburstbuffer' is not a dependency type hangar sbatch reads: afterok, afterany, "
+       "afternotok"},
   };
   for (auto [text, why] : cases) {
     auto d = ParseDependency(text);
@@ -115,8 +124,10 @@ TEST(SlurmSignalTest, SignalAndSecondsWithOrWithoutB) {
             "R: (a reservation's end) has no meaning in Hangar; write [B:]SIG@SECONDS");
   EXPECT_EQ(ParseSignalRequest("KILL@60").status().message(),
             "the warning signal cannot be KILL or STOP (they cannot be caught)");
-  EXPECT_EQ(ParseSignalRequest("USR3@60").status().message(), "'USR3' is not a signal; write e.g. USR1@120");
-  EXPECT_EQ(ParseSignalRequest("USR1@soon").status().message(), "'soon' is not a number of seconds (0 to 65535)");
+  EXPECT_EQ(ParseSignalRequest("USR3@60").status().message(),
+            "'USR3' is not a signal; write e.g. USR1@120");
+  EXPECT_EQ(ParseSignalRequest("USR1@soon").status().message(),
+            "'soon' is not a number of seconds (0 to 65535)");
 }
 
 TEST(SlurmArrayTest, RangesStepsListsAndCap) {
@@ -131,11 +142,13 @@ TEST(SlurmArrayTest, RangesStepsListsAndCap) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->indices, (std::vector<uint32_t>{1, 3, 5, 6, 7}));
   EXPECT_EQ(a->max_running, 0);
-  for (const char* bad : {"", "5-1", "0-9:0", "0-9%0", "a-b", "1-2-3", "0-9:2:3", "0-9%", "0-200000"}) {
+  for (const char* bad :
+       {"", "5-1", "0-9:0", "0-9%0", "a-b", "1-2-3", "0-9:2:3", "0-9%", "0-200000"}) {
     EXPECT_FALSE(ParseArraySpec(bad).ok()) << bad;
   }
   EXPECT_EQ(ParseArraySpec("5-1").status().message(),
-            "'5-1' is not an array spec ('5-1' runs backwards or past 4000000); write e.g. 0-49, 0-49:2, 0-49%8 or "
+            "'5-1' is not an array spec ('5-1' runs backwards or past 4000000); write e.g. 0-49, "
+            "0-49:2, 0-49%8 or "
             "1,3,5-7");
 }
 
@@ -169,9 +182,12 @@ TEST(DirectivesTest, OnlyTheLeadingCommentBlockAndEveryForm) {
 TEST(DirectivesTest, EveryDirectiveItReads) {
   SbatchOptions o = Read(
       "#!/bin/sh\n"
-      "#SBATCH -J a -N 1-1 --ntasks-per-node=2 --ntasks=2 --gres=gpu:h100:2 --cpus-per-gpu=6 --mem-per-gpu=40G\n"
-      "#SBATCH --cpus-per-task=3 --mem=100G --time=1:00:00 --partition=p --qos=high --array=1-3 -d afterok:7\n"
-      "#SBATCH --signal=B:USR2@90 -o o.txt -e e.txt -D /scratch --open-mode=append --export=A=1,B=x=y --nice=5\n"
+      "#SBATCH -J a -N 1-1 --ntasks-per-node=2 --ntasks=2 --gres=gpu:h100:2 --cpus-per-gpu=6 "
+      "--mem-per-gpu=40G\n"
+      "#SBATCH --cpus-per-task=3 --mem=100G --time=1:00:00 --partition=p --qos=high --array=1-3 -d "
+      "afterok:7\n"
+      "#SBATCH --signal=B:USR2@90 -o o.txt -e e.txt -D /scratch --open-mode=append "
+      "--export=A=1,B=x=y --nice=5\n"
       "#SBATCH --requeue --gpus-per-task=1\n"
       "true\n");
   EXPECT_EQ(o.job_name, "a");
@@ -196,7 +212,8 @@ TEST(DirectivesTest, EveryDirectiveItReads) {
   EXPECT_EQ(o.error, "e.txt");
   EXPECT_EQ(o.chdir, "/scratch");
   EXPECT_EQ(o.open_mode, "append");
-  EXPECT_EQ(o.export_env, (std::vector<std::pair<std::string, std::string>>{{"A", "1"}, {"B", "x=y"}}));
+  EXPECT_EQ(o.export_env,
+            (std::vector<std::pair<std::string, std::string>>{{"A", "1"}, {"B", "x=y"}}));
   EXPECT_EQ(o.nice, 5);
   EXPECT_EQ(o.gpus_per_task, 1);
   EXPECT_EQ(Read("#!/bin/sh\n#SBATCH --gpus-per-node=a100:4\n").gpu_type, "a100");
@@ -215,75 +232,105 @@ TEST(DirectivesTest, ACommandLineOptionOverridesTheScript) {
   EXPECT_EQ(o.job_name, "b");
   EXPECT_EQ(o.where["array"], "command line");
   EXPECT_EQ(ReadCommandLine({"--exclusive"}).status().message(),
-            "command line: --exclusive is not supported by hangar sbatch; Hangar gives a job only what it asks; ask for "
+            "command line: --exclusive is not supported by hangar sbatch; Hangar gives a job only "
+            "what it asks; ask for "
             "all of a node's GPUs (--gpus-per-node) to have it alone");
 }
 
 TEST(DirectivesTest, UnsupportedDirectivesAreRefusedByNameWithTheirLine) {
   EXPECT_EQ(ErrorOf("#!/bin/bash\n#SBATCH -N 1\n\n#SBATCH --exclusive\n"),
-            "job.sbatch:4: #SBATCH --exclusive is not supported by hangar sbatch; Hangar gives a job only what it asks; "
+            "job.sbatch:4: #SBATCH --exclusive is not supported by hangar sbatch; Hangar gives a "
+            "job only what it asks; "
             "ask for all of a node's GPUs (--gpus-per-node) to have it alone");
   EXPECT_EQ(ErrorOf("#!/bin/bash\n#SBATCH -A proj\n"),
-            "job.sbatch:2: #SBATCH -A is not supported by hangar sbatch; Hangar charges the job's queue: give "
+            "job.sbatch:2: #SBATCH -A is not supported by hangar sbatch; Hangar charges the job's "
+            "queue: give "
             "--partition (the queue) instead");
   EXPECT_EQ(ErrorOf("#!/bin/bash\n#SBATCH --mail-type=END\n"),
-            "job.sbatch:2: #SBATCH --mail-type=END is not supported by hangar sbatch; Hangar sends no mail; follow the "
+            "job.sbatch:2: #SBATCH --mail-type=END is not supported by hangar sbatch; Hangar sends "
+            "no mail; follow the "
             "job with `hangar jobs` or `hangar events job/ID`");
   EXPECT_EQ(ErrorOf("#!/bin/bash\n#SBATCH --frobnicate=3\n"),
-            "job.sbatch:2: #SBATCH --frobnicate=3 is not supported by hangar sbatch; docs/slurm.md lists the directives "
+            "job.sbatch:2: #SBATCH --frobnicate=3 is not supported by hangar sbatch; docs/slurm.md "
+            "lists the directives "
             "it reads");
-  for (const char* name : {"constraint=a100", "nodelist=n1", "exclude=n2", "reservation=r", "begin=now", "hold",
-                           "no-requeue", "mem-per-cpu=4G", "gpus=8", "switches=1", "wrap=hostname", "account=x",
-                           "get-user-env", "licenses=a", "deadline=now", "wait", "oversubscribe"}) {
-    const std::string want = "job.sbatch:3: #SBATCH --" + std::string(name) + " is not supported by hangar sbatch; ";
-    EXPECT_EQ(ErrorOf("#!/bin/bash\n#SBATCH -J ok\n#SBATCH --" + std::string(name) + "\n").rfind(want, 0), 0u)
-        << name << ": " << ErrorOf("#!/bin/bash\n#SBATCH -J ok\n#SBATCH --" + std::string(name) + "\n");
+  for (const char* name :
+       {"constraint=a100", "nodelist=n1", "exclude=n2", "reservation=r", "begin=now", "hold",
+        "no-requeue", "mem-per-cpu=4G", "gpus=8", "switches=1", "wrap=hostname", "account=x",
+        "get-user-env", "licenses=a", "deadline=now", "wait", "oversubscribe"}) {
+    const std::string want =
+        "job.sbatch:3: #SBATCH --" + std::string(name) + " is not supported by hangar sbatch; ";
+    EXPECT_EQ(
+        ErrorOf("#!/bin/bash\n#SBATCH -J ok\n#SBATCH --" + std::string(name) + "\n").rfind(want, 0),
+        0u)
+        << name << ": "
+        << ErrorOf("#!/bin/bash\n#SBATCH -J ok\n#SBATCH --" + std::string(name) + "\n");
   }
 }
 
 TEST(DirectivesTest, BadValuesAreRefusedWithTheirLine) {
   const std::pair<const char*, const char*> cases[] = {
       {"--time=soon",
-       "job.sbatch:2: #SBATCH --time=soon: 'soon' is not a Slurm time; write minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM "
+       "job.sbatch:2: #SBATCH --time=soon: 'soon' is not a Slurm time; write minutes, MM:SS, "
+       "HH:MM:SS, D-HH, D-HH:MM "
        "or D-HH:MM:SS"},
-      {"-t 1h", "job.sbatch:2: #SBATCH -t 1h: '1h' is not a Slurm time; write minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM "
-                "or D-HH:MM:SS"},
+      {"-t 1h",
+       "job.sbatch:2: #SBATCH -t 1h: '1h' is not a Slurm time; write minutes, MM:SS, HH:MM:SS, "
+       "D-HH, D-HH:MM "
+       "or D-HH:MM:SS"},
       {"--nodes=2-4",
-       "job.sbatch:2: #SBATCH --nodes=2-4: a range of node counts ('2-4') is not supported: a Hangar gang has a fixed "
+       "job.sbatch:2: #SBATCH --nodes=2-4: a range of node counts ('2-4') is not supported: a "
+       "Hangar gang has a fixed "
        "size; give one number"},
-      {"--nodes=0", "job.sbatch:2: #SBATCH --nodes=0: '0' is not a node count (a whole number from 1 to 100000)"},
-      {"--gres=gpu:x", "job.sbatch:2: #SBATCH --gres=gpu:x: 'x' is not a GPU count (a whole number from 1 to 64)"},
+      {"--nodes=0",
+       "job.sbatch:2: #SBATCH --nodes=0: '0' is not a node count (a whole number from 1 to "
+       "100000)"},
+      {"--gres=gpu:x",
+       "job.sbatch:2: #SBATCH --gres=gpu:x: 'x' is not a GPU count (a whole number from 1 to 64)"},
       {"--gres=nvme:1",
-       "job.sbatch:2: #SBATCH --gres=nvme:1: only GPUs can be asked as a gres (gpu:N or gpu:TYPE:N), not 'nvme:1'"},
+       "job.sbatch:2: #SBATCH --gres=nvme:1: only GPUs can be asked as a gres (gpu:N or "
+       "gpu:TYPE:N), not 'nvme:1'"},
       {"--mem=0",
-       "job.sbatch:2: #SBATCH --mem=0: --mem=0 (all of a node's memory) has no Hangar equivalent; give a size such as "
+       "job.sbatch:2: #SBATCH --mem=0: --mem=0 (all of a node's memory) has no Hangar equivalent; "
+       "give a size such as "
        "64G"},
       {"--mem-per-gpu=lots",
-       "job.sbatch:2: #SBATCH --mem-per-gpu=lots: 'lots' is not a Slurm size; write a whole number with K, M (the "
+       "job.sbatch:2: #SBATCH --mem-per-gpu=lots: 'lots' is not a Slurm size; write a whole number "
+       "with K, M (the "
        "default), G or T, e.g. 64G"},
       {"--partition=a,b",
-       "job.sbatch:2: #SBATCH --partition=a,b: a list of partitions is not supported: give the one queue to charge"},
-      {"--open-mode=w", "job.sbatch:2: #SBATCH --open-mode=w: --open-mode is append or truncate, not 'w'"},
+       "job.sbatch:2: #SBATCH --partition=a,b: a list of partitions is not supported: give the one "
+       "queue to charge"},
+      {"--open-mode=w",
+       "job.sbatch:2: #SBATCH --open-mode=w: --open-mode is append or truncate, not 'w'"},
       {"--export=ALL",
-       "job.sbatch:2: #SBATCH --export=ALL: 'ALL': Hangar tasks do not get the submitter's environment (sbatch's "
+       "job.sbatch:2: #SBATCH --export=ALL: 'ALL': Hangar tasks do not get the submitter's "
+       "environment (sbatch's "
        "--export=ALL or a bare name); give values as --export=NAME=value,NAME2=value2"},
       {"--array=9-1",
-       "job.sbatch:2: #SBATCH --array=9-1: '9-1' is not an array spec ('9-1' runs backwards or past 4000000); write "
+       "job.sbatch:2: #SBATCH --array=9-1: '9-1' is not an array spec ('9-1' runs backwards or "
+       "past 4000000); write "
        "e.g. 0-49, 0-49:2, 0-49%8 or 1,3,5-7"},
       {"--dependency=after:3",
-       "job.sbatch:2: #SBATCH --dependency=after:3: 'after' (once the job has started) has no Hangar equivalent; use "
+       "job.sbatch:2: #SBATCH --dependency=after:3: 'after' (once the job has started) has no "
+       "Hangar equivalent; use "
        "afterok or afterany"},
-      {"--signal=USR1@x", "job.sbatch:2: #SBATCH --signal=USR1@x: 'x' is not a number of seconds (0 to 65535)"},
+      {"--signal=USR1@x",
+       "job.sbatch:2: #SBATCH --signal=USR1@x: 'x' is not a number of seconds (0 to 65535)"},
       {"--job-name", "job.sbatch:2: #SBATCH --job-name needs a value, e.g. --job-name=VALUE"},
       {"--requeue=yes", "job.sbatch:2: #SBATCH --requeue=yes takes no value; write --requeue"},
-      {"time=10", "job.sbatch:2: #SBATCH time=10 is not an sbatch option; write options like --time=10 or -t 10"},
+      {"time=10",
+       "job.sbatch:2: #SBATCH time=10 is not an sbatch option; write options like --time=10 or -t "
+       "10"},
   };
-  for (auto [line, want] : cases) EXPECT_EQ(ErrorOf("#!/bin/bash\n#SBATCH " + std::string(line) + "\n"), want) << line;
+  for (auto [line, want] : cases)
+    EXPECT_EQ(ErrorOf("#!/bin/bash\n#SBATCH " + std::string(line) + "\n"), want) << line;
 }
 
 TEST(DirectivesTest, AnSbatchLineAfterTheFirstCommandIsNamed) {
   EXPECT_EQ(ErrorOf("#!/bin/bash\n#SBATCH -J a\nmodule load cuda\n#SBATCH --time=10\n"),
-            "job.sbatch:4: #SBATCH after the script's first command (line 3) is ignored by sbatch; move it above line 3 "
+            "job.sbatch:4: #SBATCH after the script's first command (line 3) is ignored by sbatch; "
+            "move it above line 3 "
             "or delete it");
 }
 

@@ -11,7 +11,7 @@ namespace hangar::cli {
 
 std::string SlurmStateLetters(std::string_view s) {
   static const std::pair<std::string_view, const char*> kLetters[] = {
-      {"pending", "PD"},  {"starting", "CF"},  {"running", "R"},    {"preempting", "CG"},
+      {"pending", "PD"},   {"starting", "CF"}, {"running", "R"},    {"preempting", "CG"},
       {"succeeded", "CD"}, {"failed", "F"},    {"cancelled", "CA"}, {"timed_out", "TO"}};
   for (auto [name, letters] : kLetters) {
     if (s == name) return letters;
@@ -23,9 +23,13 @@ std::string SlurmElapsed(Duration d) {
   const int64_t total = std::max<Duration>(d, 0) / kSecond;
   const int64_t days = total / 86400, h = total / 3600 % 24, m = total / 60 % 60, s = total % 60;
   char buf[48];
-  if (days) std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", (long long)days, (long long)h, (long long)m, (long long)s);
-  else if (h) std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)h, (long long)m, (long long)s);
-  else std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)m, (long long)s);
+  if (days)
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", (long long)days, (long long)h,
+                  (long long)m, (long long)s);
+  else if (h)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)h, (long long)m, (long long)s);
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)m, (long long)s);
   return buf;
 }
 
@@ -83,7 +87,8 @@ namespace {
 std::string NodeList(const api::JobView& v, int* count) {
   std::vector<std::string> nodes;
   for (const auto& t : v.task_views) {
-    if (!t.node.empty() && std::find(nodes.begin(), nodes.end(), t.node) == nodes.end()) nodes.push_back(t.node);
+    if (!t.node.empty() && std::find(nodes.begin(), nodes.end(), t.node) == nodes.end())
+      nodes.push_back(t.node);
   }
   *count = nodes.empty() ? v.tasks : static_cast<int>(nodes.size());
   if (v.state == "pending" || nodes.empty()) {
@@ -103,8 +108,8 @@ std::string RenderSqueue(const std::vector<api::JobView>& jobs, Time now) {
     const Duration ran = v.started && v.state != "pending" ? end - v.started : 0;
     int nodes = 0;
     const std::string where = NodeList(v, &nodes);
-    t.Add({std::to_string(v.id), v.queue, v.name, v.user.empty() ? "-" : v.user, SlurmStateLetters(v.state),
-           SlurmElapsed(ran), std::to_string(nodes), where});
+    t.Add({std::to_string(v.id), v.queue, v.name, v.user.empty() ? "-" : v.user,
+           SlurmStateLetters(v.state), SlurmElapsed(ran), std::to_string(nodes), where});
   }
   return t.Render();
 }

@@ -19,10 +19,11 @@ using testing::RunCli;
 
 TEST(SqueueTest, SlurmsStateLetters) {
   const std::pair<const char*, const char*> cases[] = {
-      {"pending", "PD"},  {"starting", "CF"}, {"running", "R"},    {"preempting", "CG"},
-      {"succeeded", "CD"}, {"failed", "F"},   {"cancelled", "CA"}, {"timed_out", "TO"}};
+      {"pending", "PD"},   {"starting", "CF"}, {"running", "R"},    {"preempting", "CG"},
+      {"succeeded", "CD"}, {"failed", "F"},    {"cancelled", "CA"}, {"timed_out", "TO"}};
   for (auto [state, letters] : cases) EXPECT_EQ(SlurmStateLetters(state), letters) << state;
-  EXPECT_EQ(SlurmStateLetters("held"), "held");  // a state Slurm has no letter for is shown as it is
+  EXPECT_EQ(SlurmStateLetters("held"),
+            "held");  // a state Slurm has no letter for is shown as it is
 }
 
 TEST(SqueueTest, ElapsedTimeAsSqueuePrintsIt) {
@@ -50,7 +51,8 @@ TEST(SqueueTest, RendersTheColumnsOfSqueue) {
   running.state = "running";
   running.tasks = 2;
   running.started = 1000;
-  running.task_views = {{0, "batch", "node-1", {0}, "running"}, {1, "batch", "node-2", {0}, "running"}};
+  running.task_views = {{0, "batch", "node-1", {0}, "running"},
+                        {1, "batch", "node-2", {0}, "running"}};
   api::JobView pending;
   pending.id = 13;
   pending.name = "sweep";
@@ -65,7 +67,8 @@ TEST(SqueueTest, RendersTheColumnsOfSqueue) {
   EXPECT_EQ(RenderSqueue({running, pending, done}, 1000 + kHour + 5 * kSecond),
             "JOBID  PARTITION  NAME            USER  ST  TIME     NODES  NODELIST(REASON)\n"
             "12     default    llama-pretrain  ada   R   1:00:05  2      node-[1-2]\n"
-            "13     research   sweep           -     PD  0:00     1      (waiting for 8 GPUs on one node)\n"
+            "13     research   sweep           -     PD  0:00     1      (waiting for 8 GPUs on "
+            "one node)\n"
             "11     default    llama-pretrain  ada   CD  1:30     2      node-[1-2]\n");
 }
 
@@ -73,22 +76,26 @@ TEST(SqueueCliTest, JobsDashOSlurmReadsTheSameList) {
   FakeApi api;
   api.server().Get("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res) {
     api.Record(req);
-    res.set_content(R"({"jobs": [{"id": 7, "name": "a", "queue": "default", "user": "bob", "state": "pending",
+    res.set_content(
+        R"({"jobs": [{"id": 7, "name": "a", "queue": "default", "user": "bob", "state": "pending",
                                   "tasks": 2, "reason": "waiting for the next scheduling cycle"}]})",
-                    "application/json");
+        "application/json");
   });
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(RunCli(api, {"jobs", "-o", "slurm", "--state", "pending"}), 0);
-  EXPECT_EQ(::testing::internal::GetCapturedStdout(),
-            "JOBID  PARTITION  NAME  USER  ST  TIME  NODES  NODELIST(REASON)\n"
-            "7      default    a     bob   PD  0:00  2      (waiting for the next scheduling cycle)\n");
+  EXPECT_EQ(
+      ::testing::internal::GetCapturedStdout(),
+      "JOBID  PARTITION  NAME  USER  ST  TIME  NODES  NODELIST(REASON)\n"
+      "7      default    a     bob   PD  0:00  2      (waiting for the next scheduling cycle)\n");
   EXPECT_EQ(api.requests(), (std::vector<std::string>{"/v1/jobs?state=pending"}));
 }
 
 class SbatchCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() / ("sbatch_cli_test." + std::to_string(getpid()))).string();
+    dir_ =
+        (std::filesystem::temp_directory_path() / ("sbatch_cli_test." + std::to_string(getpid())))
+            .string();
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -115,19 +122,23 @@ TEST_F(SbatchCliTest, SubmitsTheConvertedJobAndSaysSoInSbatchsWords) {
   EXPECT_EQ(RunCli(api, {"sbatch", "--parsable", path}), 0);
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "Submitted batch job 42\n42\n");
   EXPECT_EQ(type, "application/yaml");
-  EXPECT_EQ(body.rfind("name: hello\ntime_limit: 10m\n", 0), 0u) << body;  // the last one: no overrides
+  EXPECT_EQ(body.rfind("name: hello\ntime_limit: 10m\n", 0), 0u)
+      << body;  // the last one: no overrides
 }
 
 TEST_F(SbatchCliTest, CommandLineOptionsOverrideAndDryRunPrintsTheJob) {
   FakeApi api;
-  api.server().set_logger([&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
+  api.server().set_logger(
+      [&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
   const std::string path = Script("#!/bin/bash\n#SBATCH -J hello -t 10\necho hi\n");
   ::testing::internal::CaptureStdout();
-  EXPECT_EQ(RunCli(api, {"sbatch", "--dry-run", path, "-t", "1:00:00", "-p", "research", "-J", "other", "-a",
-                         "0-3%2", "-d", "afterok:5", "-q", "high", "-o", "o-%j.txt"}),
-            0);
+  EXPECT_EQ(
+      RunCli(api, {"sbatch", "--dry-run", path, "-t", "1:00:00", "-p", "research", "-J", "other",
+                   "-a", "0-3%2", "-d", "afterok:5", "-q", "high", "-o", "o-%j.txt"}),
+      0);
   const std::string out = ::testing::internal::GetCapturedStdout();
-  EXPECT_EQ(out.rfind("name: other\nqueue: research\npriority: 100\ntier: guaranteed\narray: 0-3%2\nafter:\n  ok: [5]\n"
+  EXPECT_EQ(out.rfind("name: other\nqueue: research\npriority: 100\ntier: guaranteed\narray: "
+                      "0-3%2\nafter:\n  ok: [5]\n"
                       "time_limit: 1h\n",
                       0),
             0u)
@@ -138,13 +149,16 @@ TEST_F(SbatchCliTest, CommandLineOptionsOverrideAndDryRunPrintsTheJob) {
 
 TEST_F(SbatchCliTest, ARefusedDirectiveIsNamedAndNothingIsSent) {
   FakeApi api;
-  api.server().set_logger([&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
+  api.server().set_logger(
+      [&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
   const std::string path = Script("#!/bin/bash\n#SBATCH -J x\n#SBATCH --exclusive\necho hi\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", path}), 1);
-  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
-            "error: " + path + ":3: #SBATCH --exclusive is not supported by hangar sbatch; Hangar gives a job only "
-            "what it asks; ask for all of a node's GPUs (--gpus-per-node) to have it alone\n");
+  EXPECT_EQ(
+      ::testing::internal::GetCapturedStderr(),
+      "error: " + path +
+          ":3: #SBATCH --exclusive is not supported by hangar sbatch; Hangar gives a job only "
+          "what it asks; ask for all of a node's GPUs (--gpus-per-node) to have it alone\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", dir_ + "/missing.sbatch"}), 1);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(),

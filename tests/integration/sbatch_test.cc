@@ -1,7 +1,7 @@
-// `hangar sbatch` end to end (issue 20, item 6): batch scripts submitted with the `hangar` binary to
-// a real `hangar dev`, run by its agent, their output in the --output files; `hangar jobs -o slurm`.
-// The array and dependency tests need the job spec's `array` and `after` fields (issue 20, items
-// 1-2): they skip, saying so, while the parser does not know them.
+// `hangar sbatch` end to end (issue 20, item 6): batch scripts submitted with the `hangar` binary
+// to a real `hangar dev`, run by its agent, their output in the --output files; `hangar jobs -o
+// slurm`. The array and dependency tests need the job spec's `array` and `after` fields (issue 20,
+// items 1-2): they skip, saying so, while the parser does not know them.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -38,15 +38,17 @@ struct Ran {
 
 // Whether this build's job parser knows a top-level field (issue 20's `array` and `after`).
 bool ParserKnows(const std::string& field_yaml) {
-  auto spec = job::ParseJobSpec("name: probe\n" + field_yaml + "\ntasks: [{cpu: 1, command: [true]}]\n", "probe");
+  auto spec = job::ParseJobSpec(
+      "name: probe\n" + field_yaml + "\ntasks: [{cpu: 1, command: [true]}]\n", "probe");
   return spec.ok() || spec.status().message().find("unknown field") == std::string::npos;
 }
 
 class SbatchEndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("sbatch_e2e." + std::to_string(getpid()) + "." +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+    dir_ = (fs::temp_directory_path() /
+            ("sbatch_e2e." + std::to_string(getpid()) + "." +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
     fs::create_directories(dir_ + "/work");
@@ -62,7 +64,8 @@ class SbatchEndToEndTest : public ::testing::Test {
   void TearDown() override {
     if (dev_ > 0) {
       kill(dev_, SIGINT);  // `hangar dev` stops its controller, agents and their tasks
-      if (!LocalCluster::WaitFor([&] { return waitpid(dev_, nullptr, WNOHANG) == dev_; }, 20 * kSecond)) {
+      if (!LocalCluster::WaitFor([&] { return waitpid(dev_, nullptr, WNOHANG) == dev_; },
+                                 20 * kSecond)) {
         kill(dev_, SIGKILL);
         waitpid(dev_, nullptr, 0);
       }
@@ -71,8 +74,10 @@ class SbatchEndToEndTest : public ::testing::Test {
   }
 
   void StartDev() {
-    std::vector<std::string> args = {HANGAR_BINARY, "dev", "--dir", dir_ + "/dev", "--port", std::to_string(port_),
-                                     "--cluster", dir_ + "/cluster.yaml"};
+    std::vector<std::string> args = {HANGAR_BINARY, "dev",
+                                     "--dir",       dir_ + "/dev",
+                                     "--port",      std::to_string(port_),
+                                     "--cluster",   dir_ + "/cluster.yaml"};
     out_ = dir_ + "/dev.out";
     dev_ = fork();
     if (dev_ == 0) {
@@ -85,7 +90,8 @@ class SbatchEndToEndTest : public ::testing::Test {
       execv(HANGAR_BINARY, argv.data());
       _exit(127);
     }
-    ASSERT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(out_), "is up"); }, 60 * kSecond))
+    ASSERT_TRUE(
+        LocalCluster::WaitFor([&] { return Contains(ReadFile(out_), "is up"); }, 60 * kSecond))
         << ReadFile(out_);
   }
 
@@ -111,7 +117,8 @@ class SbatchEndToEndTest : public ::testing::Test {
   }
 
   // Submits `script` (written to work/NAME) and returns the job id sbatch printed (0 on failure).
-  uint64_t Sbatch(const std::string& name, const std::string& script, std::vector<std::string> options = {}) {
+  uint64_t Sbatch(const std::string& name, const std::string& script,
+                  std::vector<std::string> options = {}) {
     std::ofstream(dir_ + "/work/" + name) << script;
     std::vector<std::string> args = {"sbatch", name};
     args.insert(args.end(), options.begin(), options.end());
@@ -141,19 +148,22 @@ class SbatchEndToEndTest : public ::testing::Test {
 };
 
 TEST_F(SbatchEndToEndTest, ASingleNodeScriptRunsAndItsOutputFileHoldsWhatItPrinted) {
-  const uint64_t id = Sbatch("hello.sbatch",
-                             "#!/bin/sh\n"
-                             "#SBATCH --job-name=hello\n"
-                             "#SBATCH --gres=gpu:1 --cpus-per-task=1 --mem=1G\n"
-                             "#SBATCH --time=5\n"
-                             "#SBATCH --output=hello-%j.out\n"
-                             "echo \"hello from $SLURM_JOB_NAME job $SLURM_JOB_ID in $(basename \"$PWD\")\"\n"
-                             "srun sh -c 'echo \"task $SLURM_PROCID of $SLURM_NTASKS\"'\n"
-                             "echo to-stderr >&2\n");
+  const uint64_t id =
+      Sbatch("hello.sbatch",
+             "#!/bin/sh\n"
+             "#SBATCH --job-name=hello\n"
+             "#SBATCH --gres=gpu:1 --cpus-per-task=1 --mem=1G\n"
+             "#SBATCH --time=5\n"
+             "#SBATCH --output=hello-%j.out\n"
+             "echo \"hello from $SLURM_JOB_NAME job $SLURM_JOB_ID in $(basename \"$PWD\")\"\n"
+             "srun sh -c 'echo \"task $SLURM_PROCID of $SLURM_NTASKS\"'\n"
+             "echo to-stderr >&2\n");
   ASSERT_GT(id, 0u);
-  ASSERT_TRUE(WaitForState(id, "succeeded", 60 * kSecond)) << JobState(id) << "\n" << ReadFile(out_);
+  ASSERT_TRUE(WaitForState(id, "succeeded", 60 * kSecond)) << JobState(id) << "\n"
+                                                           << ReadFile(out_);
   const std::string ids = std::to_string(id);
-  EXPECT_EQ(Work("hello-" + ids + ".out"), "hello from hello job " + ids + " in work\ntask 0 of 1\nto-stderr\n");
+  EXPECT_EQ(Work("hello-" + ids + ".out"),
+            "hello from hello job " + ids + " in work\ntask 0 of 1\nto-stderr\n");
 
   Ran q = Hangar({"jobs", "-o", "slurm"});
   EXPECT_EQ(q.rc, 0) << q.output;
@@ -164,27 +174,34 @@ TEST_F(SbatchEndToEndTest, ASingleNodeScriptRunsAndItsOutputFileHoldsWhatItPrint
 }
 
 TEST_F(SbatchEndToEndTest, AFailingScriptFailsTheJobAndARefusedOneIsNeverSent) {
-  const uint64_t id = Sbatch("fails.sbatch", "#!/bin/sh\n#SBATCH -c 1 -o fails.out\necho before; exit 7\n");
+  const uint64_t id =
+      Sbatch("fails.sbatch", "#!/bin/sh\n#SBATCH -c 1 -o fails.out\necho before; exit 7\n");
   ASSERT_GT(id, 0u);
   ASSERT_TRUE(WaitForState(id, "failed", 60 * kSecond)) << JobState(id);
   EXPECT_EQ(Work("fails.out"), "before\n");
 
-  std::ofstream(dir_ + "/work/refused.sbatch") << "#!/bin/sh\n#SBATCH -c 1\n#SBATCH --exclusive\ntrue\n";
+  std::ofstream(dir_ + "/work/refused.sbatch")
+      << "#!/bin/sh\n#SBATCH -c 1\n#SBATCH --exclusive\ntrue\n";
   Ran r = Hangar({"sbatch", "refused.sbatch"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_EQ(r.output, "error: refused.sbatch:3: #SBATCH --exclusive is not supported by hangar sbatch; Hangar gives a "
-                      "job only what it asks; ask for all of a node's GPUs (--gpus-per-node) to have it alone\n");
+  EXPECT_EQ(
+      r.output,
+      "error: refused.sbatch:3: #SBATCH --exclusive is not supported by hangar sbatch; Hangar "
+      "gives a "
+      "job only what it asks; ask for all of a node's GPUs (--gpus-per-node) to have it alone\n");
   Ran jobs = Hangar({"jobs", "-o", "json"});
   EXPECT_EQ(nlohmann::json::parse(jobs.output, nullptr, false)["jobs"].size(), 1u) << jobs.output;
 }
 
 // Needs the job spec's `array` field (issue 20, item 1).
 TEST_F(SbatchEndToEndTest, AnArrayRunsEveryElementWithItsIndex) {
-  if (!ParserKnows("array: \"0-2\"")) GTEST_SKIP() << "needs the job spec's `array` field (issue 20, item 1)";
-  const uint64_t id = Sbatch("sweep.sbatch",
-                             "#!/bin/sh\n#SBATCH -c 1 --array=0-9 -o sweep-%A_%a.out\n"
-                             "echo \"element $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COUNT in $SLURM_ARRAY_JOB_ID\"\n",
-                             {"--array=0-2%2"});  // the command line wins
+  if (!ParserKnows("array: \"0-2\""))
+    GTEST_SKIP() << "needs the job spec's `array` field (issue 20, item 1)";
+  const uint64_t id = Sbatch(
+      "sweep.sbatch",
+      "#!/bin/sh\n#SBATCH -c 1 --array=0-9 -o sweep-%A_%a.out\n"
+      "echo \"element $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COUNT in $SLURM_ARRAY_JOB_ID\"\n",
+      {"--array=0-2%2"});  // the command line wins
   ASSERT_GT(id, 0u);
   const std::string ids = std::to_string(id);
   for (int i = 0; i < 3; ++i) {
@@ -197,8 +214,10 @@ TEST_F(SbatchEndToEndTest, AnArrayRunsEveryElementWithItsIndex) {
 
 // Needs the job spec's `after` field (issue 20, item 2).
 TEST_F(SbatchEndToEndTest, AnAfterOkDependencyWaitsForTheFirstJob) {
-  if (!ParserKnows("after: {ok: [1]}")) GTEST_SKIP() << "needs the job spec's `after` field (issue 20, item 2)";
-  const uint64_t first = Sbatch("first.sbatch", "#!/bin/sh\n#SBATCH -c 1 -o first.out\nsleep 2; echo first done\n");
+  if (!ParserKnows("after: {ok: [1]}"))
+    GTEST_SKIP() << "needs the job spec's `after` field (issue 20, item 2)";
+  const uint64_t first =
+      Sbatch("first.sbatch", "#!/bin/sh\n#SBATCH -c 1 -o first.out\nsleep 2; echo first done\n");
   ASSERT_GT(first, 0u);
   const uint64_t second =
       Sbatch("second.sbatch", "#!/bin/sh\n#SBATCH -c 1 -o second.out\ncat first.out; echo second\n",
