@@ -1,7 +1,6 @@
 // The user commands of `hangar`: submit, sbatch (sbatch_command.cc), jobs, job, cancel, explain,
-// logs, nodes, node, drain,
-// undrain, events. Tables for people, `-o json` for scripts; the server from --server or
-// $HANGAR_URL.
+// logs, nodes, node, drain, undrain, events. Tables for people, `-o json` for scripts; the server
+// from --server or $HANGAR_URL.
 #pragma once
 
 #include <CLI/CLI.hpp>
