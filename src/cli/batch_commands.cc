@@ -9,6 +9,7 @@
 #include "api/views.h"
 #include "cli/cli_common.h"
 #include "cli/client.h"
+#include "cli/squeue.h"
 #include "cli/table.h"
 #include "common/time.h"
 
@@ -112,6 +113,18 @@ Status Jobs(const Common& c, const ListOptions& o) {
       return Status::Ok();
     }));
     PrintJson({{"jobs", all}, {"more", last.value("more", 0)}, {"next_cursor", last.value("next_cursor", nlohmann::json())}});
+    return Status::Ok();
+  }
+  if (c.output == "slurm") {  // squeue's columns and state letters (docs/slurm.md)
+    std::vector<api::JobView> views;
+    HANGAR_RETURN_IF_ERROR(EachPage(api, "/v1/jobs" + Query(o.sel), o, "hangar jobs", [&](const nlohmann::json& r) {
+      for (const auto& j : r["jobs"]) {
+        HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(j));
+        views.push_back(std::move(v));
+      }
+      return Status::Ok();
+    }));
+    std::printf("%s", RenderSqueue(views, now).c_str());
     return Status::Ok();
   }
   Table t({"ID", "NAME", "ARRAY", "QUEUE", "USER", "STATE", "GPUS", "TASKS", "AGE", "REASON"});
@@ -250,7 +263,7 @@ void RegisterBatchCommands(CLI::App& app, int* rc) {
     auto o = std::make_shared<ListOptions>();
     CLI::App* jobs = app.add_subcommand("jobs", "List jobs, newest first (filters; pages of --limit)");
     AddList(jobs, o.get());
-    AddCommon(jobs, c.get());
+    AddCommon(jobs, c.get(), {"table", "json", "slurm"});
     jobs->callback([=] { Guard(rc, [&] { return Jobs(*c, *o); }); });
   }
   {

@@ -299,6 +299,7 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     AddCommon(submit, c.get());
     submit->callback([=] { Guard(rc, [&] { return Submit(*c, *o); }); });
   }
+  RegisterSbatchCommand(app, rc);  // sbatch_command.cc: a Slurm batch script as a job
   add_id_command("job", "Show one job, its tasks and where they run", ShowJob);
   add_id_command("explain", "Why a job waits (or where it runs, or how it ended)", Explain);
   {

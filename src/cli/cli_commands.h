@@ -1,6 +1,6 @@
-// The user commands of `hangar`: submit, jobs, job, cancel, explain, logs, nodes, node, drain,
-// undrain, events. Tables for people, `-o json` for scripts; the server from --server or
-// $HANGAR_URL.
+// The user commands of `hangar`: submit, sbatch (sbatch_command.cc), jobs, job, cancel, explain,
+// logs, nodes, node, drain, undrain, events. Tables for people, `-o json` for scripts; the server
+// from --server or $HANGAR_URL.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,6 +12,8 @@
 namespace hangar::cli {
 
 void RegisterUserCommands(CLI::App& app, int* rc);
+// `hangar sbatch SCRIPT` (sbatch_command.cc; docs/slurm.md).
+void RegisterSbatchCommand(CLI::App& app, int* rc);
 // apply, queues, share, usage (share_commands.cc).
 void RegisterShareCommands(CLI::App& app, int* rc);
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,13 +19,21 @@ struct Common {
   std::string output = "table";
 };
 
-inline void AddCommon(CLI::App* c, Common* common) {
+// --server and --ca.
+inline void AddServer(CLI::App* c, Common* common) {
   c->add_option("--server", common->server, "API address (default: $HANGAR_URL or http://127.0.0.1:8080)");
   // The client reads $HANGAR_CA; the flag sets it for this run.
   c->add_option_function<std::string>(
       "--ca", [](const std::string& path) { ::setenv("HANGAR_CA", path.c_str(), 1); },
       "For an https:// server: the cluster CA's certificate (default: $HANGAR_CA, else the system's CAs)");
-  c->add_option("-o,--output", common->output, "table or json")->check(CLI::IsMember({"table", "json"}));
+}
+
+// --server, --ca and -o/--output (one of `formats`).
+inline void AddCommon(CLI::App* c, Common* common, std::vector<std::string> formats = {"table", "json"}) {
+  AddServer(c, common);
+  std::string help;
+  for (const auto& f : formats) help += (help.empty() ? "" : (&f == &formats.back() ? " or " : ", ")) + f;
+  c->add_option("-o,--output", common->output, help)->check(CLI::IsMember(formats));
 }
 
 // Runs `body`; prints its error as one line on stderr and sets the exit code.

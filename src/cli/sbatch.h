@@ -1,0 +1,54 @@
+// `hangar sbatch`: a Slurm batch script as a Hangar job file (docs/slurm.md). ConvertBatchScript
+// is a pure function of the script's text, its name, the command-line options and the submit
+// folder; the command (cli_commands.cc) reads the file, prints or submits what it returns.
+//
+// The mapping in one paragraph: one task group `batch` with one replica per Slurm node, each
+// replica asking that node's GPUs, CPUs and memory and running the script itself (its text travels
+// in the job, as sbatch copies it to the spool) under a small /bin/sh wrapper that sets Slurm's
+// variables, writes stdout/stderr to --output/--error, and puts an `srun` on PATH that runs its
+// command once per task of this node (Hangar has no srun: the replicas are the fan-out).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/sbatch_script.h"
+#include "common/status.h"
+
+namespace hangar::cli::sbatch {
+
+// sbatch's argv (the script's path travels separately): the options that override #SBATCH lines.
+struct Submission {
+  std::string script_text;
+  std::string script_name;                // as given (messages, the job's default name)
+  std::vector<std::string> command_line;  // e.g. {"--array=0-3", "-J", "sweep"}
+  std::string submit_dir;                 // absolute: the job's workdir unless --chdir
+};
+
+struct BatchJob {
+  nlohmann::ordered_json spec;  // the job file's fields, in the order a person writes them
+  std::string yaml;             // the same as a job file (what --dry-run prints)
+  SbatchOptions options;        // what was read, in Slurm's terms
+};
+
+// Fails with "file:line: #SBATCH ...: what is wrong; what to do" for an unsupported directive or a
+// bad value, and names both lines when two disagree (--ntasks against --nodes).
+StatusOr<BatchJob> ConvertBatchScript(const Submission& s);
+
+// --output/--error patterns as a /bin/sh word, expanded when the task runs: %j %A %a %x %N %n %u
+// %% (with zero-padding, %4a); Fails naming the pattern and the letter for %t %s %J and others.
+StatusOr<std::string> OutputPatternToShell(std::string_view pattern, const std::string& job_name);
+
+// The QoS names hangar sbatch maps (docs/slurm.md): normal, high, low, and the preemptible ones.
+struct QosMapping {
+  std::string tier;
+  int priority = 0;
+};
+StatusOr<QosMapping> MapQos(const std::string& qos);
+
+// A job file as YAML text: block style, multi-line strings (the script) as literal blocks.
+std::string ToYaml(const nlohmann::ordered_json& j);
+
+}  // namespace hangar::cli::sbatch
