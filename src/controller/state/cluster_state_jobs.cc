@@ -404,7 +404,9 @@ std::string ClusterState::PlacementJson(const JobRecord& j) const {
     const auto& task = j.assignment.tasks[t.index];
     nlohmann::json grants = nlohmann::json::array();
     for (const auto& g : j.assignment.GrantsOf(task)) {
-      grants.push_back({topology_->gpus()[g.gpu].index, g.milli, g.memory_mib});
+      nlohmann::json grant = {topology_->gpus()[g.gpu].index, g.milli, g.memory_mib};
+      if (g.mig_start >= 0) grant.insert(grant.end(), {g.mig_start, g.mig_shape});  // MIG placement
+      grants.push_back(std::move(grant));
     }
     tasks.push_back({{"index", t.index}, {"group", task.group}, {"replica", task.replica},
                      {"node", topology_->nodes()[t.node].name}, {"cpu", task.milli_cpu},
@@ -485,7 +487,10 @@ api::JobView ClusterState::View(const JobRecord& j) const {
     const auto& task = j.assignment.tasks[t.index];
     tv.group = s.tasks[task.group].name;
     tv.node = topology_->nodes()[t.node].name;
-    for (const auto& g : j.assignment.GrantsOf(task)) tv.gpus.push_back(topology_->gpus()[g.gpu].index);
+    for (const auto& g : j.assignment.GrantsOf(task)) {
+      tv.gpus.push_back(topology_->gpus()[g.gpu].index);
+      if (g.mig_start >= 0) tv.mig_starts.push_back(g.mig_start);
+    }
     tv.state = t.lost ? "lost" : kPhase[static_cast<int>(t.phase)];
     tv.exit_code = t.exit_code;
     tv.signal = t.signal;
