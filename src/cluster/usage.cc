@@ -325,6 +325,12 @@ void ClusterUsage::SetGpuAvailable(uint32_t g, bool available) {
   ApplyNodeDelta(n, before, nodes_[n]);
 }
 
+int64_t ClusterUsage::StrandedGpus() const {
+  int64_t n = 0;
+  for (const NodeUsage& u : nodes_) n += StrandsGpus(u) ? u.free_whole : 0;
+  return n;
+}
+
 int64_t ClusterUsage::AllocatedMilliGpu() const {
   int64_t total = 0;
   for (uint32_t g = 0; g < gpu_free_milli_.size(); ++g) {

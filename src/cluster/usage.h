@@ -81,6 +81,14 @@ struct NodeUsage {
   uint16_t task_classes[kTaskClasses] = {};  // GPU tasks on the node, by TaskClassOf
 };
 
+// Stranding: a free GPU on a schedulable node whose CPU or memory is (nearly) gone can take no
+// task. Below one core or 1 GiB free, a node's free GPUs count as stranded.
+inline constexpr int64_t kStrandingMilliCpu = 1000;
+inline constexpr int64_t kStrandingMemoryMiB = 1024;
+inline bool StrandsGpus(const NodeUsage& u) {
+  return u.condition.schedulable && (u.free_cpu < kStrandingMilliCpu || u.free_memory < kStrandingMemoryMiB);
+}
+
 struct DomainUsage {
   int64_t free_milli = 0;
   int32_t free_whole = 0;
@@ -122,6 +130,8 @@ class ClusterUsage {
   void SetGpuAvailable(uint32_t g, bool available);
 
   int64_t TotalFreeWholeGpus() const { return cluster_.free_whole; }
+  // Free whole GPUs on nodes that strand them (StrandsGpus); a scan of the nodes.
+  int64_t StrandedGpus() const;
   int64_t AllocatedMilliGpu() const;  // over every GPU, available or not (MIG slices scaled)
 
  private:

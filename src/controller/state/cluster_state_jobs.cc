@@ -577,7 +577,7 @@ ClusterState::Counts ClusterState::GetCounts() const {
   for (uint32_t n = 0; n < nodes_.size(); ++n) c.nodes_by_state[NodeState(n)]++;
   c.gpus_total = topology_->total_gpus();
   c.gpus_allocated_milli = usage_.AllocatedMilliGpu();
-  enum { kAllocated, kIdle, kFragmented, kDraining, kFailed, kUnavailable, kGpuStates };
+  enum { kAllocated, kIdle, kFragmented, kDraining, kFailed, kUnavailable, kStranded, kGpuStates };
   int64_t gpus[kGpuStates] = {};
   for (uint32_t g = 0; g < topology_->gpus().size(); ++g) {
     const uint32_t n = topology_->gpus()[g].node;
@@ -593,10 +593,10 @@ ClusterState::Counts ClusterState::GetCounts() const {
     } else if (!usage_.node(n).condition.schedulable || !usage_.gpu_available(g)) {
       gpus[kUnavailable] += cap - used;
     } else {
-      gpus[used == 0 ? kIdle : kFragmented] += cap - used;
+      gpus[used > 0 ? kFragmented : cluster::StrandsGpus(usage_.node(n)) ? kStranded : kIdle] += cap - used;
     }
   }
-  const char* names[kGpuStates] = {"allocated", "idle", "fragmented", "draining", "failed", "unavailable"};
+  const char* names[kGpuStates] = {"allocated", "idle", "fragmented", "draining", "failed", "unavailable", "stranded"};
   for (int s = 0; s < kGpuStates; ++s) c.gpus_by_state[names[s]] = gpus[s];
   c.placements_total = static_cast<int64_t>(placements_total_);
   c.heartbeat_lag = last_lag_;
