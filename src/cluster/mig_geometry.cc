@@ -22,7 +22,9 @@ constexpr MigShapeInfo kShapes[kMigShapes] = {
 // H100-80GB share their names; H100 NVL (94 GB) and GH200's H100 (96 GB) differ in 3g/4g/7g.
 constexpr MigPart kParts[] = {
     {"A100-40GB", 40 * 1024, {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}},
-    {"A100/H100-80GB", 80 * 1024, {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
+    {"A100/H100-80GB",
+     80 * 1024,
+     {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
     {"H100-94GB", 94 * 1024, {"1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"}},
     {"H100-96GB", 96 * 1024, {"1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"}},
     {"H200-141GB", 141 * 1024, {"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"}},

@@ -32,7 +32,8 @@ TEST(MigGeometryTest, EveryShapeAtEveryStart) {
     EXPECT_EQ(MigMaxInstances(e.shape), static_cast<int>(e.starts.size()));
     for (int s = -1; s <= kMigMemorySlices; ++s) {
       const bool allowed = std::find(e.starts.begin(), e.starts.end(), s) != e.starts.end();
-      SCOPED_TRACE("shape " + std::to_string(static_cast<int>(e.shape)) + " start " + std::to_string(s));
+      SCOPED_TRACE("shape " + std::to_string(static_cast<int>(e.shape)) + " start " +
+                   std::to_string(s));
       EXPECT_EQ(MigFitsAt(0, e.shape, s), allowed);
       if (allowed) {
         EXPECT_EQ(MigPlacementMask(e.shape, s), ((1u << e.memory_slices) - 1) << s);
@@ -58,7 +59,8 @@ TEST(MigGeometryTest, OverlapsRefused) {
   const uint8_t four = MigPlacementMask(MigShape::k4g, 0);
   EXPECT_TRUE(MigFitsAt(four, MigShape::k3g, 4));
   EXPECT_TRUE(MigFitsAt(four | MigPlacementMask(MigShape::k2g, 4), MigShape::k1g, 6));
-  EXPECT_FALSE(MigFitsAt(four | MigPlacementMask(MigShape::k2g, 4), MigShape::k2g, 6));  // 2g: 0,2,4
+  EXPECT_FALSE(
+      MigFitsAt(four | MigPlacementMask(MigShape::k2g, 4), MigShape::k2g, 6));  // 2g: 0,2,4
   EXPECT_EQ(MigPlaceableShapes(0xff), 0);
   EXPECT_EQ(MigPlaceableShapes(0), 0b11'1111);
   EXPECT_EQ(MigPlaceableShapes(four | MigPlacementMask(MigShape::k3g, 4)), 0);
@@ -84,7 +86,8 @@ TEST(MigGeometryTest, BestStartKeepsLargeShapes) {
   // With a 3g at 0 (placed by someone else), a 2g goes at 4 and leaves 1g at 6.
   EXPECT_EQ(MigBestStart(MigPlacementMask(MigShape::k3g, 0), MigShape::k2g), 4);
   EXPECT_GT(MigLayoutValue(0), MigLayoutValue(MigPlacementMask(MigShape::k1g, 6)));
-  EXPECT_GT(MigLayoutValue(MigPlacementMask(MigShape::k1g, 6)), MigLayoutValue(MigPlacementMask(MigShape::k1g, 0)));
+  EXPECT_GT(MigLayoutValue(MigPlacementMask(MigShape::k1g, 6)),
+            MigLayoutValue(MigPlacementMask(MigShape::k1g, 0)));
 }
 
 TEST(MigGeometryTest, PartsAndNames) {
@@ -115,7 +118,8 @@ std::shared_ptr<const Topology> MigNode() {
   auto f = ParseClusterYaml(R"(
 nodes:
   - {name: m0, gpus: 2, gpu_model: H200, gpu_memory: 141Gi, cpu: 64, memory: 512Gi, mig: true}
-)", "t.yaml");
+)",
+                            "t.yaml");
   EXPECT_TRUE(f.ok()) << f.status().ToString();
   return f->topology;
 }
@@ -138,7 +142,7 @@ TEST(MigGeometryTest, UsageKeepsSliceMasks) {
   EXPECT_EQ(u.gpu_free_milli(0), 1);  // one compute slice left, but no memory for it
   EXPECT_FALSE(u.Allocate(Instance(0, MigShape::k1g, 3)).ok());
   EXPECT_FALSE(u.Allocate(Instance(1, MigShape::k3g, 2)).ok());  // not an allowed start
-  EXPECT_EQ(u.node(0).mig_shapes, 0b11'1111);  // GPU 1 is empty
+  EXPECT_EQ(u.node(0).mig_shapes, 0b11'1111);                    // GPU 1 is empty
   auto seven = Instance(1, MigShape::k7g, 0);
   ASSERT_TRUE(u.Allocate(seven).ok());
   EXPECT_EQ(u.node(0).mig_shapes, 0);

@@ -17,7 +17,8 @@ const std::vector<unsigned>& MigProfileIndices() {
   return kIndices;
 }
 
-std::string MigProfileName(int64_t gpu_memory_mib, unsigned compute_slices, unsigned memory_slices) {
+std::string MigProfileName(int64_t gpu_memory_mib, unsigned compute_slices,
+                           unsigned memory_slices) {
   const cluster::MigPart& part = cluster::MigPartAt(cluster::MigPartFor(gpu_memory_mib));
   for (int k = 0; k < cluster::kMigShapes; ++k) {
     const auto& s = cluster::ShapeInfo(static_cast<cluster::MigShape>(k));
@@ -57,25 +58,32 @@ std::string Offers(const pb::MigProfile& p) {
 
 Status CheckOne(const pb::GpuInfo& gpu, const pb::MigInstance& mi) {
   const std::string where = "GPU " + std::to_string(mi.gpu_index());
-  if (!gpu.mig()) return Status::FailedPrecondition(where + " is not in MIG mode; the controller's view of this node is stale");
+  if (!gpu.mig())
+    return Status::FailedPrecondition(
+        where + " is not in MIG mode; the controller's view of this node is stale");
   if (gpu.mig_profiles().empty()) return Status::Ok();
   for (const pb::MigProfile& p : gpu.mig_profiles()) {
     if (p.name() != mi.profile()) continue;
-    const bool start_ok = std::find(p.starts().begin(), p.starts().end(), mi.start()) != p.starts().end();
+    const bool start_ok =
+        std::find(p.starts().begin(), p.starts().end(), mi.start()) != p.starts().end();
     if (start_ok && p.memory_slices() == mi.memory_slices()) return Status::Ok();
-    return Status::FailedPrecondition(where + " offers " + Offers(p) + " (" + std::to_string(p.memory_slices()) +
+    return Status::FailedPrecondition(where + " offers " + Offers(p) + " (" +
+                                      std::to_string(p.memory_slices()) +
                                       " memory slices), not slice " + std::to_string(mi.start()));
   }
-  return Status::FailedPrecondition(where + " has no MIG profile " + mi.profile() +
-                                    "; its GPUs' memory names another part (see `hangar gpu-check`)");
+  return Status::FailedPrecondition(
+      where + " has no MIG profile " + mi.profile() +
+      "; its GPUs' memory names another part (see `hangar gpu-check`)");
 }
 
 }  // namespace
 
 Status CheckMigInstances(const std::vector<pb::GpuInfo>& gpus, const pb::Launch& l) {
   for (const pb::MigInstance& mi : l.mig_instances()) {
-    auto it = std::find_if(gpus.begin(), gpus.end(), [&](const pb::GpuInfo& g) { return g.index() == mi.gpu_index(); });
-    if (it == gpus.end()) return Status::NotFound("GPU " + std::to_string(mi.gpu_index()) + " is not on this node");
+    auto it = std::find_if(gpus.begin(), gpus.end(),
+                           [&](const pb::GpuInfo& g) { return g.index() == mi.gpu_index(); });
+    if (it == gpus.end())
+      return Status::NotFound("GPU " + std::to_string(mi.gpu_index()) + " is not on this node");
     HANGAR_RETURN_IF_ERROR(CheckOne(*it, mi));
   }
   return Status::Ok();

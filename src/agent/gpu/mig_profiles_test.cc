@@ -33,8 +33,9 @@ TEST(MigProfilesTest, FakeMigGpusOfferTheTable) {
   EXPECT_EQ(g.mig_mode(), "enabled");
   ASSERT_EQ(g.mig_profiles_size(), 6);
   EXPECT_EQ(g.mig_profiles(1).name(), "1g.35gb");
-  EXPECT_EQ(std::vector<uint32_t>(g.mig_profiles(1).starts().begin(), g.mig_profiles(1).starts().end()),
-            (std::vector<uint32_t>{0, 2, 4, 6}));
+  EXPECT_EQ(
+      std::vector<uint32_t>(g.mig_profiles(1).starts().begin(), g.mig_profiles(1).starts().end()),
+      (std::vector<uint32_t>{0, 2, 4, 6}));
   EXPECT_EQ(g.mig_profiles(1).nvml_profile(), 9u);
 
   pb::Launch l;
@@ -50,7 +51,8 @@ TEST(MigProfilesTest, FakeMigGpusOfferTheTable) {
   mi->set_start(4);
   mi->set_profile("2g.20gb");  // an 80 GB part's name
   EXPECT_EQ(CheckMigInstances(info->gpus, l).message(),
-            "GPU 1 has no MIG profile 2g.20gb; its GPUs' memory names another part (see `hangar gpu-check`)");
+            "GPU 1 has no MIG profile 2g.20gb; its GPUs' memory names another part (see `hangar "
+            "gpu-check`)");
   mi->set_gpu_index(7);
   EXPECT_EQ(CheckMigInstances(info->gpus, l).code(), StatusCode::kNotFound);
 }

@@ -21,8 +21,9 @@ class MigPlacementTest : public ::testing::Test {
     return placer_.Place(u, Gang(u.topology(), "name: m\ntasks:\n  - mig: " + profile + "\n"), o);
   }
   static std::shared_ptr<const cluster::Topology> Node(int gpus, const std::string& memory) {
-    return Cluster("nodes:\n  - {name: m0, gpus: " + std::to_string(gpus) + ", gpu_model: H, gpu_memory: " +
-                   memory + ", cpu: 64, memory: 512Gi, mig: true}\n");
+    return Cluster("nodes:\n  - {name: m0, gpus: " + std::to_string(gpus) +
+                   ", gpu_model: H, gpu_memory: " + memory +
+                   ", cpu: 64, memory: 512Gi, mig: true}\n");
   }
   std::unique_ptr<NodeScorer> scorer_ = std::move(MakeScorer("hangar")).value();
   GangPlacer placer_;
@@ -59,7 +60,7 @@ TEST_F(MigPlacementTest, A2gKeepsA3gPossible) {
   auto r = Place(u, "2g.20gb");
   ASSERT_TRUE(r.placed);
   EXPECT_EQ(r.assignment.grants[0].mig_start, 4);  // at 0 or 2 it would leave no 3g or 4g home
-  ASSERT_TRUE(Place(u, "1g.20gb").placed);   // double-memory 1g: slices 6-7
+  ASSERT_TRUE(Place(u, "1g.20gb").placed);         // double-memory 1g: slices 6-7
   EXPECT_EQ(u.gpu_mig_taken(0), 0xf0);
   ASSERT_TRUE(Place(u, "3g.40gb").placed);  // at 0
 }
@@ -93,7 +94,8 @@ TEST_F(MigPlacementTest, NodeAggregateAnswersByShape) {
 TEST_F(MigPlacementTest, StaticCapacityCountsInstances) {
   auto t = Node(2, "80Gi");
   auto cap = [&](const std::string& p) {
-    return StaticReplicaCapacity(*t, 0, Gang(*t, "name: m\ntasks:\n  - mig: " + p + "\n").groups[0]);
+    return StaticReplicaCapacity(*t, 0,
+                                 Gang(*t, "name: m\ntasks:\n  - mig: " + p + "\n").groups[0]);
   };
   EXPECT_EQ(cap("1g.10gb"), 14);
   EXPECT_EQ(cap("1g.20gb"), 8);
