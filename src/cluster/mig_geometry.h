@@ -64,8 +64,8 @@ int MigBestStart(uint8_t taken, MigShape shape);
 
 // One MIG part: its memory class and the names its profiles go by.
 struct MigPart {
-  std::string_view name;      // "H100-80GB"
-  int64_t memory_mib;         // the part's GPU memory, as cluster.yaml or NVML states it
+  std::string_view name;  // "H100-80GB"
+  int64_t memory_mib;     // the part's GPU memory, as cluster.yaml or NVML states it
   std::string_view profiles[kMigShapes];  // by MigShape: "1g.10gb", "1g.20gb", ...
 };
 inline constexpr int kMigParts = 5;
