@@ -15,6 +15,7 @@
 
 #include "agent/fabric/ib_counters.h"
 #include "agent/fabric/nic_affinity.h"
+#include "agent/gpu/mig_profiles.h"
 #include "agent/runner/process_spawn.h"
 
 namespace hangar::agent {
@@ -437,6 +438,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     r.uid = *run_as ? (*run_as)->uid : geteuid();
     ready = PrepareCheckpointDir(l, *run_as);
   }
+  if (ready.ok()) ready = CheckMigInstances(gpus_.gpus, l);
   if (ready.ok() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
     ready = Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + options_.node +
                              "; put the job's files on storage every node mounts at that path");

@@ -58,6 +58,7 @@ Status ApplyClusterFile(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt)
   fake.count = info.num_gpus;
   if (info.num_gpus) fake.model = file.topology->models()[info.model];
   fake.memory_mib = info.gpu_memory_mib;
+  fake.mig = info.num_gpus > 0 && file.topology->gpus()[info.first_gpu].mig;
   int numa = 0;
   for (uint32_t g = info.first_gpu; g < info.first_gpu + info.num_gpus; ++g) {
     numa = std::max<int>(numa, file.topology->gpus()[g].numa + 1);

@@ -3,8 +3,10 @@
 namespace hangar::api {
 
 nlohmann::json ToJson(const TaskView& v) {
-  return {{"index", v.index}, {"group", v.group}, {"node", v.node}, {"gpus", v.gpus},
-          {"state", v.state}, {"exit_code", v.exit_code}, {"signal", v.signal}};
+  nlohmann::json j = {{"index", v.index}, {"group", v.group}, {"node", v.node}, {"gpus", v.gpus},
+                      {"state", v.state}, {"exit_code", v.exit_code}, {"signal", v.signal}};
+  if (!v.mig_starts.empty()) j["mig_starts"] = v.mig_starts;
+  return j;
 }
 
 nlohmann::json ToJson(const JobView& v) {
@@ -61,6 +63,7 @@ StatusOr<JobView> JobViewFromJson(const nlohmann::json& j) {
       tv.group = t.value("group", "");
       tv.node = t.value("node", "");
       tv.gpus = t.value("gpus", std::vector<uint32_t>{});
+      tv.mig_starts = t.value("mig_starts", std::vector<int>{});
       tv.state = t.value("state", "");
       tv.exit_code = t.value("exit_code", 0);
       tv.signal = t.value("signal", 0);

@@ -18,6 +18,7 @@ struct TaskView {
   std::string group;
   std::string node;
   std::vector<uint32_t> gpus;  // GPU indices on the node
+  std::vector<int> mig_starts;  // MIG tasks: each instance's first memory slice, as gpus
   std::string state;           // pending, launched, running, exited, lost
   int exit_code = 0;
   int signal = 0;

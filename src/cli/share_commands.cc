@@ -181,6 +181,10 @@ Status Usage(const Common& c, const std::string& by, const std::string& since) {
   }
   t.Add({"total", Num(total), "", "", Num(idle), Num(lost), ""});
   std::printf("GPU-hours over the last %s\n%s", since.c_str(), t.Render().c_str());
+  if (const int64_t stranded = r.value("stranded_gpus", int64_t{0}); stranded > 0) {
+    std::printf("stranded now: %lld free GPUs on nodes with no CPU or memory left for them\n",
+                static_cast<long long>(stranded));
+  }
   return Status::Ok();
 }
 

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "cluster/mig_geometry.h"
+
 namespace hangar::cluster {
 
 std::string_view LevelName(Level level) {
@@ -260,6 +262,7 @@ StatusOr<std::shared_ptr<const Topology>> TopologyBuilder::Build() && {
       g.model = node.model;
       g.memory_mib = s.gpu_memory_mib;
       g.mig = s.mig;
+      g.mig_part = MigPartFor(s.gpu_memory_mib);
       g.numa = static_cast<int16_t>(i * numa / s.gpus);
       g.rail = s.rails > 0 ? static_cast<int16_t>(i % s.rails) : -1;
       switch (s.nvlink) {

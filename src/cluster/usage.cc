@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "cluster/mig_geometry.h"
+
 namespace hangar::cluster {
 
 namespace {
@@ -53,6 +55,7 @@ ClusterUsage::ClusterUsage(std::shared_ptr<const Topology> topology)
   gpu_free_milli_.resize(ng);
   gpu_free_mem_.resize(ng);
   gpu_available_.assign(ng, 1);
+  gpu_mig_taken_.assign(ng, 0);
   for (size_t g = 0; g < ng; ++g) {
     gpu_free_milli_[g] = gpu_capacity(static_cast<uint32_t>(g));
     gpu_free_mem_[g] = t.gpus()[g].memory_mib;
@@ -122,11 +125,13 @@ void ClusterUsage::RecomputeNode(uint32_t n) {
   u.free_milli = 0;
   u.max_gpu_free_milli = 0;
   u.max_mig_free_slices = 0;
+  u.mig_shapes = 0;
   for (uint32_t g = info.first_gpu; g < info.first_gpu + info.num_gpus; ++g) {
     if (!gpu_available_[g]) continue;
     const int32_t free = gpu_free_milli_[g];
     if (topology_->gpus()[g].mig) {
       u.max_mig_free_slices = std::max(u.max_mig_free_slices, free);
+      u.mig_shapes |= MigPlaceableShapes(gpu_mig_taken_[g]);
       continue;
     }
     u.free_milli += free;
@@ -193,6 +198,45 @@ void ClusterUsage::RecomputeMaxima(Level level, uint32_t d) {
   u.max_gpu_free_milli = best;
 }
 
+// Per GPU: whole and shared grants must fit the free milli and memory; MIG grants must be allowed
+// placements that overlap neither each other nor the instances already on the GPU.
+Status ClusterUsage::CheckGpuGrants(const GangAssignment& a) const {
+  std::vector<GpuGrant> per_gpu(a.grants.begin(), a.grants.end());
+  std::sort(per_gpu.begin(), per_gpu.end(),
+            [](const GpuGrant& x, const GpuGrant& y) { return x.gpu < y.gpu; });
+  for (size_t i = 0; i < per_gpu.size();) {
+    const uint32_t g = per_gpu[i].gpu;
+    if (g >= gpu_free_milli_.size()) return Status::InvalidArgument("allocation names an unknown GPU");
+    const GpuInfo& gi = topology_->gpus()[g];
+    auto where = [&] { return "GPU " + std::to_string(gi.index) + " of node " + topology_->nodes()[gi.node].name; };
+    int64_t milli = 0, mem = 0;
+    uint8_t taken = gpu_mig_taken_[g];
+    for (; i < per_gpu.size() && per_gpu[i].gpu == g; ++i) {
+      const GpuGrant& grant = per_gpu[i];
+      milli += grant.milli;
+      if (!gi.mig) {
+        mem += grant.memory_mib;
+        continue;
+      }
+      const MigShape shape = static_cast<MigShape>(grant.mig_shape);
+      if (grant.mig_shape >= kMigShapes || MigPlacementMask(shape, grant.mig_start) == 0 ||
+          ShapeInfo(shape).compute_slices != grant.milli) {
+        return Status::InvalidArgument(where() + ": not an allowed MIG placement (shape " +
+                                       std::to_string(grant.mig_shape) + " at slice " +
+                                       std::to_string(grant.mig_start) + ")");
+      }
+      if (!MigFitsAt(taken, shape, grant.mig_start)) {
+        return Status::FailedPrecondition(where() + ": MIG slices from " + std::to_string(grant.mig_start) + " are already taken");
+      }
+      taken |= MigPlacementMask(shape, grant.mig_start);
+    }
+    if (gpu_free_milli_[g] < milli || gpu_free_mem_[g] < mem) {
+      return Status::FailedPrecondition(where() + " is already taken");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ClusterUsage::Allocate(const GangAssignment& a) {
   // Validate first, with per-node and per-GPU totals, so that a failed allocation changes nothing.
   std::vector<TaskPlacement> per_node(a.tasks.begin(), a.tasks.end());
@@ -211,23 +255,7 @@ Status ClusterUsage::Allocate(const GangAssignment& a) {
                                         " lacks the CPU or memory for this allocation");
     }
   }
-  std::vector<GpuGrant> per_gpu(a.grants.begin(), a.grants.end());
-  std::sort(per_gpu.begin(), per_gpu.end(),
-            [](const GpuGrant& x, const GpuGrant& y) { return x.gpu < y.gpu; });
-  for (size_t i = 0; i < per_gpu.size();) {
-    const uint32_t g = per_gpu[i].gpu;
-    if (g >= gpu_free_milli_.size()) return Status::InvalidArgument("allocation names an unknown GPU");
-    int64_t milli = 0, mem = 0;
-    for (; i < per_gpu.size() && per_gpu[i].gpu == g; ++i) {
-      milli += per_gpu[i].milli;
-      mem += per_gpu[i].memory_mib;
-    }
-    if (gpu_free_milli_[g] < milli || gpu_free_mem_[g] < mem) {
-      const GpuInfo& gi = topology_->gpus()[g];
-      return Status::FailedPrecondition("GPU " + std::to_string(gi.index) + " of node " +
-                                        topology_->nodes()[gi.node].name + " is already taken");
-    }
-  }
+  HANGAR_RETURN_IF_ERROR(CheckGpuGrants(a));
   std::vector<uint32_t> touched;
   for (const auto& t : a.tasks) {
     nodes_[t.node].free_cpu -= t.milli_cpu;
@@ -238,7 +266,11 @@ Status ClusterUsage::Allocate(const GangAssignment& a) {
   }
   for (const auto& g : a.grants) {
     gpu_free_milli_[g.gpu] -= g.milli;
-    gpu_free_mem_[g.gpu] -= g.memory_mib;
+    if (topology_->gpus()[g.gpu].mig) {
+      gpu_mig_taken_[g.gpu] |= MigPlacementMask(static_cast<MigShape>(g.mig_shape), g.mig_start);
+    } else {
+      gpu_free_mem_[g.gpu] -= g.memory_mib;
+    }
   }
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
@@ -261,7 +293,12 @@ void ClusterUsage::Release(const GangAssignment& a) {
   }
   for (const auto& g : a.grants) {
     gpu_free_milli_[g.gpu] += g.milli;
-    gpu_free_mem_[g.gpu] += g.memory_mib;
+    if (topology_->gpus()[g.gpu].mig) {
+      gpu_mig_taken_[g.gpu] &= static_cast<uint8_t>(
+          ~MigPlacementMask(static_cast<MigShape>(g.mig_shape), g.mig_start));
+    } else {
+      gpu_free_mem_[g.gpu] += g.memory_mib;
+    }
   }
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
@@ -286,6 +323,12 @@ void ClusterUsage::SetGpuAvailable(uint32_t g, bool available) {
   NodeUsage before = nodes_[n];
   RecomputeNode(n);
   ApplyNodeDelta(n, before, nodes_[n]);
+}
+
+int64_t ClusterUsage::StrandedGpus() const {
+  int64_t n = 0;
+  for (const NodeUsage& u : nodes_) n += StrandsGpus(u) ? u.free_whole : 0;
+  return n;
 }
 
 int64_t ClusterUsage::AllocatedMilliGpu() const {

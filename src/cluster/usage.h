@@ -18,11 +18,15 @@
 
 namespace hangar::cluster {
 
-// A share of one GPU granted to a task. For a GPU in MIG mode `milli` counts MIG slices (1-7).
+// A share of one GPU granted to a task. For a GPU in MIG mode `milli` counts compute slices
+// (1-7), and the grant is one GPU instance of `mig_shape` (a MigShape) at memory slice
+// `mig_start`; its memory is the instance's, so `memory_mib` is what the profile names.
 struct GpuGrant {
   uint32_t gpu = 0;  // global GPU index in the Topology
   int32_t milli = 0;
   int64_t memory_mib = 0;
+  int8_t mig_start = -1;  // MIG only: the first memory slice (0-7)
+  uint8_t mig_shape = 0;  // MIG only: a MigShape
 };
 
 // One task (a replica of a task group) on one node.
@@ -71,10 +75,19 @@ struct NodeUsage {
   int32_t free_whole = 0;          // available, non-MIG GPUs with nothing on them
   int32_t free_milli = 0;          // sum of free milli over available non-MIG GPUs
   int32_t max_gpu_free_milli = 0;  // largest free share on one available non-MIG GPU
-  int32_t max_mig_free_slices = 0;
+  int32_t max_mig_free_slices = 0;  // most free compute slices on one available MIG GPU
+  uint8_t mig_shapes = 0;  // bit k: MigShape k has a free placement on an available MIG GPU
   NodeCondition condition;
   uint16_t task_classes[kTaskClasses] = {};  // GPU tasks on the node, by TaskClassOf
 };
+
+// Stranding: a free GPU on a schedulable node whose CPU or memory is (nearly) gone can take no
+// task. Below one core or 1 GiB free, a node's free GPUs count as stranded.
+inline constexpr int64_t kStrandingMilliCpu = 1000;
+inline constexpr int64_t kStrandingMemoryMiB = 1024;
+inline bool StrandsGpus(const NodeUsage& u) {
+  return u.condition.schedulable && (u.free_cpu < kStrandingMilliCpu || u.free_memory < kStrandingMemoryMiB);
+}
 
 struct DomainUsage {
   int64_t free_milli = 0;
@@ -94,6 +107,8 @@ class ClusterUsage {
   int32_t gpu_free_milli(uint32_t g) const { return gpu_free_milli_[g]; }
   int64_t gpu_free_memory(uint32_t g) const { return gpu_free_mem_[g]; }
   bool gpu_available(uint32_t g) const { return gpu_available_[g]; }
+  // MIG mode: the memory slices GPU instances hold on GPU g (bit s: slice s); 0 otherwise.
+  uint8_t gpu_mig_taken(uint32_t g) const { return gpu_mig_taken_[g]; }
   // Capacity of GPU g in its own units: 1000 milli, or 7 slices in MIG mode.
   int32_t gpu_capacity(uint32_t g) const;
   const NodeUsage& node(uint32_t n) const { return nodes_[n]; }
@@ -106,7 +121,8 @@ class ClusterUsage {
   // How many replicas of `gpus` whole GPUs each fit in domain d, counting GPUs only.
   int64_t WholeGpuCapacity(Level level, uint32_t d, int gpus) const;
 
-  // Takes everything in `a`. Fails (changing nothing) when a grant exceeds what is free.
+  // Takes everything in `a`. Fails (changing nothing) when a grant exceeds what is free, or a
+  // MIG grant is not an allowed placement or overlaps an instance already there.
   Status Allocate(const GangAssignment& a);
   // Gives back everything in `a` (which must have been allocated).
   void Release(const GangAssignment& a);
@@ -114,10 +130,13 @@ class ClusterUsage {
   void SetGpuAvailable(uint32_t g, bool available);
 
   int64_t TotalFreeWholeGpus() const { return cluster_.free_whole; }
+  // Free whole GPUs on nodes that strand them (StrandsGpus); a scan of the nodes.
+  int64_t StrandedGpus() const;
   int64_t AllocatedMilliGpu() const;  // over every GPU, available or not (MIG slices scaled)
 
  private:
   void RecomputeNode(uint32_t n);
+  Status CheckGpuGrants(const GangAssignment& a) const;
   void ApplyNodeDelta(uint32_t n, const NodeUsage& before, const NodeUsage& after);
   void RecomputeMaxima(Level level, uint32_t d);
   int32_t* Hist(Level level, uint32_t d);
@@ -127,6 +146,7 @@ class ClusterUsage {
   std::vector<int32_t> gpu_free_milli_;
   std::vector<int64_t> gpu_free_mem_;
   std::vector<uint8_t> gpu_available_;
+  std::vector<uint8_t> gpu_mig_taken_;
   std::vector<NodeUsage> nodes_;
   std::vector<uint64_t> node_stamps_;
   std::vector<DomainUsage> leaves_, spines_;

@@ -102,3 +102,29 @@ TEST(UsageTest, StampsChangeWithTheNode) {
 
 }  // namespace
 }  // namespace hangar::cluster
+
+namespace hangar::cluster {
+namespace {
+
+TEST(UsageTest, GpusOnANodeWithoutCpuAreStranded) {
+  ClusterUsage u(TwoLeaves());
+  EXPECT_EQ(u.StrandedGpus(), 0);
+  // A CPU-only task takes all but half a core of node 0: its 4 free GPUs can feed no task.
+  GangAssignment cpu_hog;
+  cpu_hog.tasks.push_back({0, 0, 0, 63'500, 1024, 0, 0});
+  ASSERT_TRUE(u.Allocate(cpu_hog).ok());
+  EXPECT_TRUE(StrandsGpus(u.node(0)));
+  EXPECT_EQ(u.StrandedGpus(), 4);
+  // Memory too: node 1 keeps its CPU but loses its memory.
+  GangAssignment mem_hog;
+  mem_hog.tasks.push_back({1, 0, 0, 1000, 512 * 1024 - 512, 0, 0});
+  ASSERT_TRUE(u.Allocate(mem_hog).ok());
+  EXPECT_EQ(u.StrandedGpus(), 8);
+  u.Release(cpu_hog);
+  EXPECT_EQ(u.StrandedGpus(), 4);
+  u.SetNodeCondition(1, NodeCondition{.schedulable = false});  // a drained node strands nothing
+  EXPECT_EQ(u.StrandedGpus(), 0);
+}
+
+}  // namespace
+}  // namespace hangar::cluster

@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cluster/mig_geometry.h"
 #include "common/units.h"
 #include "common/yaml_util.h"
 
@@ -77,6 +78,10 @@ StatusOr<std::pair<int, int64_t>> ParseMigProfile(std::string_view profile) {
   if (slices == 5 || slices == 6) {
     return Status::InvalidArgument("'" + p + "': MIG has no " + std::to_string(slices) +
                                    "-slice profile; use 1g, 2g, 3g, 4g or 7g");
+  }
+  if (!cluster::IsKnownMigProfile(p)) {
+    return Status::InvalidArgument("'" + p + "' is not a MIG profile of any GPU Hangar knows; use one of " +
+                                   cluster::KnownMigProfiles());
   }
   return std::pair<int, int64_t>(slices, std::stoll(m[2]) * 1024);
 }

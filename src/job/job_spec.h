@@ -25,7 +25,7 @@ enum class GpuKind : uint8_t {
   kNone,    // CPU-only task
   kWhole,   // `count` whole GPUs
   kShared,  // a share of one GPU: `milli` < 1000 and `memory_mib` of its memory
-  kMig,     // one MIG slice: `mig_slices` of 7 and `memory_mib`
+  kMig,     // one MIG instance of `mig_profile`: `mig_slices` compute slices of 7, `memory_mib`
 };
 
 struct GpuRequest {
@@ -132,7 +132,8 @@ StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& j);
 // "SIGUSR1" or "USR1" or "10" to 10.
 std::optional<int> ParseSignal(std::string_view name);
 std::string SignalName(int sig);
-// "3g.40gb" to slices (3) and memory (40 GiB).
+// "3g.40gb" to compute slices (3) and memory (40 GiB); the name must be a profile of some MIG
+// part (cluster/mig_geometry.h).
 StatusOr<std::pair<int, int64_t>> ParseMigProfile(std::string_view profile);
 
 }  // namespace hangar::job

@@ -82,6 +82,7 @@ TEST(JobSpecTest, ErrorsSayWhereAndWhatToWrite) {
       {"name: x\ntime_limit: soon\ntasks:\n  - gpus: 1\n", "job.yaml:2: time_limit:"},
       {"name: x\ncheckpoint: {signal: SIGKILL}\ntasks:\n  - gpus: 1\n", "cannot be SIGKILL"},
       {"name: x\ntasks:\n  - mig: 5g.50gb\n", "no 5-slice profile"},
+      {"name: x\ntasks:\n  - mig: 3g.50gb\n", "job.yaml:3: '3g.50gb' is not a MIG profile of any GPU Hangar knows; use one of A100-40GB: 1g.5gb"},
       {"name: x\ntasks: []\n", "'tasks' must be a non-empty list"},
       {"name: bad name!\ntasks:\n  - gpus: 1\n", "name 'bad name!' must be"},
       {"name: x\ntasks:\n  - {name: a, gpus: 1}\n  - {name: a, gpus: 1}\n", "two task groups are named 'a'"},

@@ -65,7 +65,9 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
       return "never: asks " + FormatMemoryMiB(need) + " memory per replica, largest node has " +
              FormatMemoryMiB(have);
     case Rule::kNeverMig:
-      return "never: no node has MIG-mode GPUs of model " + topo.MaskToString(models);
+      return "never: no node has MIG-mode GPUs of model " + topo.MaskToString(models) +
+             " that offer this profile (its name follows the GPU's memory, e.g. 3g.40gb on 80 GB, "
+             "3g.71gb on H200: docs/mig.md)";
     case Rule::kNeverDomain:
       return "never: needs " + Gpus(need) + " GPUs under one " + lvl + "; the largest " + lvl +
              " has " + Gpus(have);

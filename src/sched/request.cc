@@ -14,6 +14,24 @@ int64_t TaskShape::MilliGpu() const {
   return 0;
 }
 
+void TaskShape::SetMigProfile(std::string_view profile, int compute_slices, int64_t memory) {
+  kind = job::GpuKind::kMig;
+  gpus = 1;
+  milli = compute_slices;
+  gpu_memory_mib = memory;
+  for (uint8_t p = 0; p < cluster::kMigParts; ++p) {
+    auto shape = cluster::MigShapeOn(p, profile);
+    mig_shape[p] = shape ? static_cast<uint8_t>(*shape) : cluster::kNoMigShape;
+  }
+}
+
+std::string TaskShape::MigProfileName() const {
+  for (uint8_t p = 0; p < cluster::kMigParts; ++p) {
+    if (mig_shape[p] != cluster::kNoMigShape) return std::string(cluster::MigPartAt(p).profiles[mig_shape[p]]);
+  }
+  return "";
+}
+
 namespace {
 uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -32,6 +50,7 @@ void Fingerprint(GangRequest* r) {
                        static_cast<uint64_t>(s.memory_mib), s.models, static_cast<uint64_t>(g.replicas)}) {
       h = Mix(h, v);
     }
+    for (uint8_t m : s.mig_shape) h = Mix(h, m);
     for (const auto& [k, v] : g.selector) {
       h = Mix(h, std::hash<std::string>()(k));
       h = Mix(h, std::hash<std::string>()(v));
@@ -75,10 +94,7 @@ StatusOr<GangRequest> CompileGang(const job::JobSpec& spec, const cluster::Topol
         s.milli = static_cast<int32_t>(t.gpu.milli);
         s.gpu_memory_mib = t.gpu.memory_mib;
         break;
-      case job::GpuKind::kMig:
-        s.milli = t.gpu.mig_slices;
-        s.gpu_memory_mib = t.gpu.memory_mib;
-        break;
+      case job::GpuKind::kMig: s.SetMigProfile(t.gpu.mig_profile, t.gpu.mig_slices, t.gpu.memory_mib); break;
     }
     s.min_gpu_memory_mib = t.min_gpu_memory_mib;
     s.milli_cpu = t.ReplicaMilliCpu();

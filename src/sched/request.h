@@ -3,10 +3,12 @@
 // per-replica totals). Built once when a job is admitted, not once per cycle.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "cluster/mig_geometry.h"
 #include "cluster/topology.h"
 #include "common/status.h"
 #include "job/job_spec.h"
@@ -23,6 +25,19 @@ struct TaskShape {
   int64_t milli_cpu = 0;           // per replica
   int64_t memory_mib = 0;          // per replica
   cluster::ModelMask models = cluster::kAnyModel;
+  // kMig: the MigShape the profile names on each MIG part (kNoMigShape: that part has no such
+  // profile), so a fit reads the shape of a GPU's part without parsing names.
+  std::array<uint8_t, cluster::kMigParts> mig_shape = NoMigShapes();
+
+  static constexpr std::array<uint8_t, cluster::kMigParts> NoMigShapes() {
+    std::array<uint8_t, cluster::kMigParts> a{};
+    a.fill(cluster::kNoMigShape);
+    return a;
+  }
+  // Sets kind, milli, gpu_memory_mib and mig_shape for one instance of MIG `profile`.
+  void SetMigProfile(std::string_view profile, int compute_slices, int64_t memory_mib);
+  // kMig: the profile's name on the first part that has it ("" when none does).
+  std::string MigProfileName() const;
 
   bool NeedsGpu() const { return kind != job::GpuKind::kNone; }
   // milli-GPU one replica takes (MIG slices scaled to 1000/7 each).

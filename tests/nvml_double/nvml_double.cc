@@ -19,7 +19,9 @@
 // pcie_gen, pcie_width, pcie_gen_max, pcie_width_max, pcie_replay, ecc_sbe, ecc_dbe,
 // remapped ([corr, unc, pending, failure]), retired_sbe, retired_dbe, mig (0/1), nvlinks (18),
 // nvlinks_down, nvlink_errors (each counter of each link), thermal_violation_ns, nvlink_p2p
-// (true), and "fail": {"nvmlDeviceGetTemperature": 3, "*": 15} (per function, "*" for all).
+// (true), mig_profiles (with mig 1: H100-80GB's answers, below; {"<index>": [id, slices,
+// instances, memory MB, [starts], size]} replaces them), and "fail":
+// {"nvmlDeviceGetTemperature": 3, "*": 15} (per function, "*" for all).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -109,7 +111,16 @@ json DefaultGpu(size_t i, size_t n) {
           {"nvlinks_down", 0},
           {"nvlink_errors", 0},
           {"thermal_violation_ns", 0},
-          {"nvlink_p2p", true}};
+          {"nvlink_p2p", true},
+          // What an H100-SXM5-80GB answers per NVML_GPU_INSTANCE_PROFILE_* index: id,
+          // sliceCount, instanceCount, memorySizeMB, placement starts, placement size.
+          {"mig_profiles",
+           {{"0", {19, 1, 7, 9984, {0, 1, 2, 3, 4, 5, 6}, 1}},
+            {"9", {15, 1, 4, 20096, {0, 2, 4, 6}, 2}},
+            {"1", {14, 2, 3, 20096, {0, 2, 4}, 2}},
+            {"2", {9, 3, 2, 40448, {0, 4}, 4}},
+            {"3", {5, 4, 1, 40448, {0}, 4}},
+            {"4", {0, 7, 1, 81152, {0}, 8}}}}};
 }
 
 std::map<std::string, int> FailMap(const json& j) {
@@ -588,3 +599,46 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long 
   g->registered |= types;
   return nvml::kSuccess;
 }
+
+#ifndef NVML_DOUBLE_LEGACY
+namespace {
+// The scripted answer for GPU instance profile `profile`, or null (NOT_SUPPORTED).
+const json* MigProfile(Gpu* g, unsigned profile) {
+  if (U(g, "mig") == 0) return nullptr;
+  const json& all = g->v["mig_profiles"];
+  auto it = all.find(std::to_string(profile));
+  return it == all.end() ? nullptr : &*it;
+}
+}  // namespace
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t d, unsigned profile,
+                                                             nvmlGpuInstanceProfileInfo_t* info) {
+  DEVICE_CALL(d);
+  const json* p = MigProfile(g, profile);
+  if (!p) return nvml::kErrorNotSupported;
+  *info = {};
+  info->id = (*p)[0].get<unsigned>();
+  info->sliceCount = (*p)[1].get<unsigned>();
+  info->instanceCount = (*p)[2].get<unsigned>();
+  info->memorySizeMB = (*p)[3].get<unsigned long long>();
+  return nvml::kSuccess;
+}
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t d, unsigned profile, nvmlGpuInstancePlacement_t* out, unsigned* count) {
+  DEVICE_CALL(d);
+  const json* p = MigProfile(g, profile);
+  if (!p) return nvml::kErrorNotSupported;
+  const json& starts = (*p)[4];
+  if (!out) {  // NVML: a null array asks for the count
+    *count = static_cast<unsigned>(starts.size());
+    return nvml::kSuccess;
+  }
+  if (*count < starts.size()) {
+    *count = static_cast<unsigned>(starts.size());
+    return nvml::kErrorInsufficientSize;
+  }
+  for (size_t i = 0; i < starts.size(); ++i) out[i] = {starts[i].get<unsigned>(), (*p)[5].get<unsigned>()};
+  *count = static_cast<unsigned>(starts.size());
+  return nvml::kSuccess;
+}
+#endif  // NVML_DOUBLE_LEGACY

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/gpu/fault_script.h"
+#include "agent/gpu/mig_profiles.h"
 #include "agent/gpu/nvml_types.h"
 
 namespace hangar::agent {
@@ -107,7 +108,9 @@ StatusOr<GpuSystemInfo> FakeBackend::Discover() {
     g.set_numa_node(o_.numa_nodes > 0 ? i * o_.numa_nodes / std::max(1, o_.count) : -1);
     g.set_minor_number(i);
     g.set_serial("FAKE" + std::to_string(1000 + i));
-    g.set_mig_mode("disabled");
+    g.set_mig(o_.mig);
+    g.set_mig_mode(o_.mig ? "enabled" : "disabled");
+    if (o_.mig) AddTableMigProfiles(&g);
     // An HGX board: every GPU reaches every other over NVSwitch.
     for (int j = 0; j < o_.count; ++j) {
       if (j != i) g.add_nvlink_peers(static_cast<uint32_t>(j));

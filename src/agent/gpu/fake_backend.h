@@ -28,6 +28,7 @@ struct FakeGpuOptions {
   std::string model = "H100-SXM-80GB";
   int64_t memory_mib = 80 * 1024;
   int numa_nodes = 2;
+  bool mig = false;  // MIG mode: the GPUs offer the geometry table's profiles for their memory
   std::string faults_file;  // fault script, `at` counted from the backend's creation
 };
 

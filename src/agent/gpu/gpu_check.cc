@@ -31,6 +31,14 @@ void PrintInventory(const GpuSystemInfo& info, std::ostream& out) {
                   g.mig_mode().empty() ? "-" : g.mig_mode().c_str(), g.minor_number(),
                   Join(g.nvlink_peers()).c_str(), g.uuid().c_str());
   }
+  for (const pb::GpuInfo& g : info.gpus) {
+    if (g.mig_profiles_size() == 0) continue;
+    out << Format("  GPU %-3u MIG profiles (name: start slices / memory slices):", g.index());
+    for (const pb::MigProfile& p : g.mig_profiles()) {
+      out << " " << p.name() << ": " << Join(p.starts()) << "/" << p.memory_slices();
+    }
+    out << "\n";
+  }
   if (!info.gpus.empty() && info.gpus[0].topology_level_size() > 0) {
     out << "topology (NVML common ancestor: 0 same board .. 50 across CPU sockets)\n";
     for (const pb::GpuInfo& g : info.gpus)

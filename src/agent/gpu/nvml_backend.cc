@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "agent/gpu/kernel_log_xid.h"
+#include "agent/gpu/mig_profiles.h"
 #include "agent/gpu/nvml_library.h"
 #include "agent/gpu/pci_address.h"
 #include "agent/gpu/validate_program.h"
@@ -82,6 +83,7 @@ class NvmlBackend final : public GpuBackend {
   const NvmlFunctions& f() const { return lib_->fn(); }
   void StartEvents();
   pb::GpuInfo Identify(uint32_t index);
+  void ReadMigProfiles(GpuQuery& q, pb::GpuInfo* g);
   std::string PciBusId(GpuQuery& q, NvmlGpu& gpu);
   int32_t NumaNode(GpuQuery& q, const NvmlGpu& gpu);
   void AddTopology(std::vector<pb::GpuInfo>& gpus);
@@ -177,6 +179,27 @@ int32_t NvmlBackend::NumaNode(GpuQuery& q, const NvmlGpu& gpu) {
   return in >> v ? v : -1;
 }
 
+// The GPU instance profiles the driver offers on a MIG-mode GPU and their possible placements;
+// a profile the driver does not know (NOT_SUPPORTED, an older part) is left out.
+void NvmlBackend::ReadMigProfiles(GpuQuery& q, pb::GpuInfo* g) {
+  for (unsigned index : MigProfileIndices()) {
+    nvmlGpuInstanceProfileInfo_t info{};
+    if (!q.Ok(f().device_get_gpu_instance_profile_info, index, &info)) continue;
+    nvmlGpuInstancePlacement_t placements[nvml::kMigMaxPlacements] = {};
+    unsigned count = nvml::kMigMaxPlacements;
+    if (!q.Ok(f().device_get_gpu_instance_possible_placements, index, placements, &count)) continue;
+    pb::MigProfile* p = g->add_mig_profiles();
+    p->set_nvml_profile(index);
+    p->set_id(info.id);
+    p->set_compute_slices(info.sliceCount);
+    p->set_memory_mib(info.memorySizeMB);
+    p->set_instances(info.instanceCount);
+    for (unsigned i = 0; i < count && i < nvml::kMigMaxPlacements; ++i) p->add_starts(placements[i].start);
+    p->set_memory_slices(count > 0 ? placements[0].size : 0);
+    p->set_name(MigProfileName(static_cast<int64_t>(g->memory_mib()), info.sliceCount, p->memory_slices()));
+  }
+}
+
 pb::GpuInfo NvmlBackend::Identify(uint32_t index) {
   NvmlGpu& gpu = gpus_[index];
   GpuQuery q(gpu.handle);
@@ -197,6 +220,7 @@ pb::GpuInfo NvmlBackend::Identify(uint32_t index) {
     g.set_mig(current == nvml::kFeatureEnabled);
     g.set_mig_mode(current == nvml::kFeatureEnabled ? "enabled" : "disabled");
   }
+  if (g.mig()) ReadMigProfiles(q, &g);
   for (unsigned link = 0; link < nvml::kNvLinkMaxLinks && f().device_get_nvlink_state; ++link) {
     int state = 0;
     if (q.Ok(f().device_get_nvlink_state, link, &state)) gpu.nvlinks.push_back(link);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/gpu/mig_profiles.h"
 #include "agent/gpu/nvml_types.h"
 #include "nvml_double_control.h"
 
@@ -113,6 +114,52 @@ TEST_F(NvmlBackendTest, DiscoversIdentityTopologyAndVersions) {
   const int shutdowns = d.calls("nvmlShutdown");
   b.reset();
   EXPECT_EQ(d.calls("nvmlShutdown"), shutdowns + 1);
+}
+
+// The double answers as an H100-80GB does; the backend's reading must match the geometry table
+// the scheduler places by, profile by profile.
+TEST_F(NvmlBackendTest, ReadsMigProfilesAndPlacements) {
+  Double d(NVML_DOUBLE);
+  d.Configure(kFourGpus);
+  auto b = Make(NVML_DOUBLE);
+  ASSERT_TRUE(b);
+  auto info = b->Discover();
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->gpus[0].mig_profiles_size(), 0);  // not in MIG mode: not asked
+  const pb::GpuInfo& mig = info->gpus[2];
+  pb::GpuInfo table;
+  table.set_memory_mib(mig.memory_mib());
+  AddTableMigProfiles(&table);
+  ASSERT_EQ(mig.mig_profiles_size(), 6);
+  for (int i = 0; i < 6; ++i) {
+    const pb::MigProfile& got = mig.mig_profiles(i);
+    const pb::MigProfile& want = table.mig_profiles(i);
+    SCOPED_TRACE(want.name());
+    EXPECT_EQ(got.name(), want.name());
+    EXPECT_EQ(got.nvml_profile(), want.nvml_profile());
+    EXPECT_EQ(got.compute_slices(), want.compute_slices());
+    EXPECT_EQ(got.memory_slices(), want.memory_slices());
+    EXPECT_EQ(got.instances(), want.instances());
+    EXPECT_EQ(std::vector<uint32_t>(got.starts().begin(), got.starts().end()),
+              std::vector<uint32_t>(want.starts().begin(), want.starts().end()));
+  }
+  EXPECT_EQ(mig.mig_profiles(3).name(), "3g.40gb");
+  EXPECT_EQ(mig.mig_profiles(3).id(), 9u);
+  EXPECT_EQ(mig.mig_profiles(3).memory_mib(), 40448u);
+  EXPECT_GT(d.calls("nvmlDeviceGetGpuInstancePossiblePlacements_v2"), 0);
+  // A Launch is checked against what the driver said.
+  pb::Launch l;
+  pb::MigInstance* mi = l.add_mig_instances();
+  mi->set_gpu_index(2);
+  mi->set_profile("3g.40gb");
+  mi->set_start(4);
+  mi->set_memory_slices(4);
+  EXPECT_TRUE(CheckMigInstances(info->gpus, l).ok());
+  mi->set_start(2);
+  EXPECT_EQ(CheckMigInstances(info->gpus, l).message(),
+            "GPU 2 offers 3g.40gb starts at 0, 4 (4 memory slices), not slice 2");
+  mi->set_gpu_index(0);
+  EXPECT_FALSE(CheckMigInstances(info->gpus, l).ok());  // not in MIG mode
 }
 
 TEST_F(NvmlBackendTest, SamplesEveryField) {

@@ -67,6 +67,10 @@ Status NvmlLibrary::Bind() {
   BindFirst(h, fn_.device_get_numa_node_id, {"nvmlDeviceGetNumaNodeId"});
   BindFirst(h, fn_.device_get_memory_info, {"nvmlDeviceGetMemoryInfo"});
   BindFirst(h, fn_.device_get_mig_mode, {"nvmlDeviceGetMigMode"});
+  BindFirst(h, fn_.device_get_gpu_instance_profile_info, {"nvmlDeviceGetGpuInstanceProfileInfo"});
+  // v1 took a placements array in another form (driver < 470); only v2 is read.
+  BindFirst(h, fn_.device_get_gpu_instance_possible_placements,
+            {"nvmlDeviceGetGpuInstancePossiblePlacements_v2"});
   BindFirst(h, fn_.device_get_topology_common_ancestor, {"nvmlDeviceGetTopologyCommonAncestor"});
   BindFirst(h, fn_.device_get_p2p_status, {"nvmlDeviceGetP2PStatus"});
   BindFirst(h, fn_.device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"});

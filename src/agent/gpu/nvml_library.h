@@ -31,6 +31,12 @@ struct NvmlFunctions {
   nvmlReturn_t (*device_get_numa_node_id)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*device_get_memory_info)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*device_get_mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*device_get_gpu_instance_profile_info)(nvmlDevice_t, unsigned,
+                                                       nvmlGpuInstanceProfileInfo_t*) = nullptr;
+  // With a null array: the count. Else fills up to *count placements.
+  nvmlReturn_t (*device_get_gpu_instance_possible_placements)(nvmlDevice_t, unsigned,
+                                                              nvmlGpuInstancePlacement_t*,
+                                                              unsigned*) = nullptr;
   nvmlReturn_t (*device_get_topology_common_ancestor)(nvmlDevice_t, nvmlDevice_t, int*) = nullptr;
   nvmlReturn_t (*device_get_p2p_status)(nvmlDevice_t, nvmlDevice_t, int, int*) = nullptr;
   // Optional: telemetry.

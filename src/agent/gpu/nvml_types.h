@@ -49,6 +49,27 @@ typedef struct {
   unsigned long long violationTime;  // nanoseconds the policy held the clocks down, since boot
 } nvmlViolationTime_t;
 
+// nvmlDeviceGetGpuInstancePossiblePlacements_v2: where an instance may go, in memory slices.
+typedef struct {
+  unsigned int start;  // first memory slice
+  unsigned int size;   // memory slices
+} nvmlGpuInstancePlacement_t;
+
+// nvmlDeviceGetGpuInstanceProfileInfo (the unversioned struct).
+typedef struct {
+  unsigned int id;  // the driver's profile id (nvidia-smi mig -lgip)
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;     // compute slices
+  unsigned int instanceCount;  // how many fit on the empty GPU
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+} nvmlGpuInstanceProfileInfo_t;
+
 }  // extern "C"
 
 namespace hangar::agent::nvml {
@@ -68,6 +89,15 @@ inline constexpr nvmlReturn_t kErrorGpuIsLost = 15;
 inline constexpr nvmlReturn_t kErrorResetRequired = 16;
 inline constexpr nvmlReturn_t kErrorLibRmVersionMismatch = 18;
 inline constexpr nvmlReturn_t kErrorUnknown = 999;
+
+// NVML_GPU_INSTANCE_PROFILE_*: the index nvmlDeviceGetGpuInstanceProfileInfo takes.
+inline constexpr unsigned kGpuInstanceProfile1Slice = 0;
+inline constexpr unsigned kGpuInstanceProfile2Slice = 1;
+inline constexpr unsigned kGpuInstanceProfile3Slice = 2;
+inline constexpr unsigned kGpuInstanceProfile4Slice = 3;
+inline constexpr unsigned kGpuInstanceProfile7Slice = 4;
+inline constexpr unsigned kGpuInstanceProfile1SliceRev2 = 9;  // one compute slice, double memory
+inline constexpr unsigned kMigMaxPlacements = 8;  // one per memory slice at most
 
 // Buffer sizes NVML documents as large enough.
 inline constexpr unsigned kUuidBufferSize = 80;

@@ -351,7 +351,8 @@ class ClusterState {
     int64_t gpus_total = 0, gpus_allocated_milli = 0;
     // milli-GPU by state: allocated, idle (whole free GPUs), fragmented (free share of GPUs
     // partly in use), draining (draining or quarantined hardware), failed, unavailable (nodes
-    // not ready: lost, disconnected, pending validation, drained)
+    // not ready: lost, disconnected, pending validation, drained), stranded (free GPUs on nodes
+    // with too little CPU or memory left to feed them: cluster::StrandsGpus)
     std::map<std::string, int64_t> gpus_by_state;
     int64_t placements_total = 0;
     Duration heartbeat_lag = 0;  // as of the last liveness check (ingest_lag.h)

@@ -432,7 +432,9 @@ std::string ClusterState::PlacementJson(const JobRecord& j) const {
     const auto& task = j.assignment.tasks[t.index];
     nlohmann::json grants = nlohmann::json::array();
     for (const auto& g : j.assignment.GrantsOf(task)) {
-      grants.push_back({topology_->gpus()[g.gpu].index, g.milli, g.memory_mib});
+      nlohmann::json grant = {topology_->gpus()[g.gpu].index, g.milli, g.memory_mib};
+      if (g.mig_start >= 0) grant.insert(grant.end(), {g.mig_start, g.mig_shape});  // MIG placement
+      grants.push_back(std::move(grant));
     }
     tasks.push_back({{"index", t.index}, {"group", task.group}, {"replica", task.replica},
                      {"node", topology_->nodes()[t.node].name}, {"cpu", task.milli_cpu},
@@ -516,7 +518,10 @@ api::JobView ClusterState::View(const JobRecord& j) const {
     const auto& task = j.assignment.tasks[t.index];
     tv.group = s.tasks[task.group].name;
     tv.node = topology_->nodes()[t.node].name;
-    for (const auto& g : j.assignment.GrantsOf(task)) tv.gpus.push_back(topology_->gpus()[g.gpu].index);
+    for (const auto& g : j.assignment.GrantsOf(task)) {
+      tv.gpus.push_back(topology_->gpus()[g.gpu].index);
+      if (g.mig_start >= 0) tv.mig_starts.push_back(g.mig_start);
+    }
     tv.state = t.lost ? "lost" : kPhase[static_cast<int>(t.phase)];
     tv.exit_code = t.exit_code;
     tv.signal = t.signal;
@@ -603,7 +608,7 @@ ClusterState::Counts ClusterState::GetCounts() const {
   for (uint32_t n = 0; n < nodes_.size(); ++n) c.nodes_by_state[NodeState(n)]++;
   c.gpus_total = topology_->total_gpus();
   c.gpus_allocated_milli = usage_.AllocatedMilliGpu();
-  enum { kAllocated, kIdle, kFragmented, kDraining, kFailed, kUnavailable, kGpuStates };
+  enum { kAllocated, kIdle, kFragmented, kDraining, kFailed, kUnavailable, kStranded, kGpuStates };
   int64_t gpus[kGpuStates] = {};
   for (uint32_t g = 0; g < topology_->gpus().size(); ++g) {
     const uint32_t n = topology_->gpus()[g].node;
@@ -619,10 +624,10 @@ ClusterState::Counts ClusterState::GetCounts() const {
     } else if (!usage_.node(n).condition.schedulable || !usage_.gpu_available(g)) {
       gpus[kUnavailable] += cap - used;
     } else {
-      gpus[used == 0 ? kIdle : kFragmented] += cap - used;
+      gpus[used > 0 ? kFragmented : cluster::StrandsGpus(usage_.node(n)) ? kStranded : kIdle] += cap - used;
     }
   }
-  const char* names[kGpuStates] = {"allocated", "idle", "fragmented", "draining", "failed", "unavailable"};
+  const char* names[kGpuStates] = {"allocated", "idle", "fragmented", "draining", "failed", "unavailable", "stranded"};
   for (int s = 0; s < kGpuStates; ++s) c.gpus_by_state[names[s]] = gpus[s];
   c.placements_total = static_cast<int64_t>(placements_total_);
   c.heartbeat_lag = last_lag_;

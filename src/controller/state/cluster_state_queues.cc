@@ -298,7 +298,8 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time sin
                    {"lost_to_preemption_gpu_hours", r.lost_ms / kHourMs},
                    {"jobs", r.jobs.size()}});
   }
-  return nlohmann::json{{"by", by}, {"since_ms", since}, {"until_ms", now}, {"rows", out}};
+  return nlohmann::json{{"by", by}, {"since_ms", since}, {"until_ms", now}, {"rows", out},
+                        {"stranded_gpus", usage_.StrandedGpus()}};
 }
 
 void ClusterState::ReclaimIdle(Time now, Effects* fx) {

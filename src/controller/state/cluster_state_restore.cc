@@ -25,7 +25,12 @@ Status ParsePlacement(const std::string& text, const cluster::Topology& t, JobRe
     for (const auto& g : task["grants"]) {
       const uint32_t index = g[0].get<uint32_t>();
       if (index >= t.nodes()[*node].num_gpus) return Status::Internal("job " + std::to_string(j->id) + ": GPU index out of range");
-      j->assignment.grants.push_back({t.nodes()[*node].first_gpu + index, g[1].get<int32_t>(), g[2].get<int64_t>()});
+      cluster::GpuGrant grant{t.nodes()[*node].first_gpu + index, g[1].get<int32_t>(), g[2].get<int64_t>()};
+      if (g.size() >= 5) {  // a MIG instance: its start slice and shape
+        grant.mig_start = g[3].get<int8_t>();
+        grant.mig_shape = g[4].get<uint8_t>();
+      }
+      j->assignment.grants.push_back(grant);
     }
     tp.end_grant = static_cast<uint32_t>(j->assignment.grants.size());
     j->assignment.tasks.push_back(tp);

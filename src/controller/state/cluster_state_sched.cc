@@ -3,6 +3,8 @@
 #include <bit>
 
 #include "controller/state/cluster_state.h"
+
+#include "cluster/mig_geometry.h"
 #include "controller/state/launch_env.h"
 
 namespace hangar::controller {
@@ -371,7 +373,17 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
   l->set_task_index(t.index);
   for (const auto& a : j.spec->spec.tasks[task.group].command) l->add_argv(a);
   for (const auto& [k, v] : env) (*l->mutable_env())[k] = v;
-  for (const auto& g : j.assignment.GrantsOf(task)) l->add_gpu_indices(topology_->gpus()[g.gpu].index);
+  for (const auto& g : j.assignment.GrantsOf(task)) {
+    l->add_gpu_indices(topology_->gpus()[g.gpu].index);
+    if (g.mig_start < 0) continue;
+    const auto& shape = cluster::ShapeInfo(static_cast<cluster::MigShape>(g.mig_shape));
+    pb::MigInstance* mi = l->add_mig_instances();
+    mi->set_gpu_index(topology_->gpus()[g.gpu].index);
+    mi->set_profile(j.spec->spec.tasks[task.group].gpu.mig_profile);
+    mi->set_start(static_cast<uint32_t>(g.mig_start));
+    mi->set_memory_slices(static_cast<uint32_t>(shape.memory_slices));
+    mi->set_compute_slices(static_cast<uint32_t>(shape.compute_slices));
+  }
   l->set_milli_cpu(task.milli_cpu);
   l->set_memory_mib(task.memory_mib);
   l->set_checkpoint_signal(j.spec->spec.checkpoint.signal);

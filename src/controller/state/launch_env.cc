@@ -50,7 +50,13 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
       env["HANGAR_GPU_FRACTION"] = FormatMilli(gpu.milli);
       env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(std::max<int64_t>(1, gpu.milli / 10));
     }
-    if (gpu.kind == job::GpuKind::kMig) env["HANGAR_MIG_PROFILE"] = gpu.mig_profile;
+    if (gpu.kind == job::GpuKind::kMig) {
+      env["HANGAR_MIG_PROFILE"] = gpu.mig_profile;
+      // Where the instance is: "<gpu>:<first memory slice>" (the agent checks it against the GPU).
+      for (const auto& g : ctx.assignment->GrantsOf(task)) {
+        if (g.mig_start >= 0) env["HANGAR_MIG_PLACEMENT"] = std::to_string(ctx.topology->gpus()[g.gpu].index) + ":" + std::to_string(g.mig_start);
+      }
+    }
     env["MASTER_ADDR"] = ctx.address_of(tasks[0].node);
     env["MASTER_PORT"] = std::to_string(ctx.master_port);
     env["WORLD_SIZE"] = std::to_string(tasks.size());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cluster/mig_geometry.h"
+
 namespace hangar::sched::placement {
 
 using cluster::ClusterUsage;
@@ -40,16 +42,54 @@ int MaxFreeInOneNvlinkDomain(const ClusterUsage& u, uint32_t n) {
   return best;
 }
 
+// What one more instance of `shape` costs the GPU's future (MigLayoutValue lost) at its best
+// start on `taken`.
+uint32_t MigValueLost(uint8_t taken, cluster::MigShape shape, int start) {
+  return cluster::MigLayoutValue(taken) -
+         cluster::MigLayoutValue(taken | cluster::MigPlacementMask(shape, start));
+}
+
+// MIG: the GPU where the instance costs the least of what the node could still place (a GPU
+// already cut before an empty one, so whole-GPU 7g/4g homes survive); then the fewest free
+// compute slices, then the lowest index.
+uint32_t BestMigGpu(const ClusterUsage& u, uint32_t n, const TaskShape& s) {
+  const NodeInfo& node = u.topology().nodes()[n];
+  uint32_t best = UINT32_MAX;
+  uint32_t best_lost = UINT32_MAX;
+  int32_t best_free = INT32_MAX;
+  for (uint32_t g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
+    if (!GpuFitsShared(u, g, s)) continue;
+    const auto shape = static_cast<cluster::MigShape>(MigShapeFor(u.topology(), g, s));
+    const uint8_t taken = u.gpu_mig_taken(g);
+    const uint32_t lost = MigValueLost(taken, shape, cluster::MigBestStart(taken, shape));
+    if (lost < best_lost || (lost == best_lost && u.gpu_free_milli(g) < best_free)) {
+      best = g;
+      best_lost = lost;
+      best_free = u.gpu_free_milli(g);
+    }
+  }
+  return best;
+}
+
 }  // namespace
+
+uint8_t MigShapeFor(const Topology& t, uint32_t g, const TaskShape& s) {
+  return s.mig_shape[t.gpus()[g].mig_part];
+}
 
 bool GpuFitsShared(const ClusterUsage& u, uint32_t g, const TaskShape& s) {
   const GpuInfo& gi = u.topology().gpus()[g];
-  const bool want_mig = s.kind == job::GpuKind::kMig;
-  return u.gpu_available(g) && gi.mig == want_mig && u.gpu_free_milli(g) >= s.milli &&
-         u.gpu_free_memory(g) >= s.gpu_memory_mib && gi.memory_mib >= s.min_gpu_memory_mib;
+  if (!u.gpu_available(g) || gi.memory_mib < s.min_gpu_memory_mib) return false;
+  if (s.kind == job::GpuKind::kMig) {
+    const uint8_t shape = MigShapeFor(u.topology(), g, s);
+    return gi.mig && shape != cluster::kNoMigShape &&
+           (cluster::MigPlaceableShapes(u.gpu_mig_taken(g)) >> shape & 1);
+  }
+  return !gi.mig && u.gpu_free_milli(g) >= s.milli && u.gpu_free_memory(g) >= s.gpu_memory_mib;
 }
 
 uint32_t BestFitSharedGpu(const ClusterUsage& u, uint32_t n, const TaskShape& s) {
+  if (s.kind == job::GpuKind::kMig) return BestMigGpu(u, n, s);
   const NodeInfo& node = u.topology().nodes()[n];
   uint32_t best = UINT32_MAX;
   int32_t best_free = INT32_MAX;
@@ -86,11 +126,13 @@ FitFailure CheckNode(const ClusterUsage& u, uint32_t n, const GroupRequest& g,
         return FitFailure::kSharedGpu;
       }
       break;
-    case job::GpuKind::kMig:
-      if (nu.max_mig_free_slices < s.milli || BestFitSharedGpu(u, n, s) == UINT32_MAX) {
-        return FitFailure::kMig;
-      }
+    case job::GpuKind::kMig: {
+      // A node's GPUs are one model, so one part: its shape for s, against what the node can
+      // still place.
+      const uint8_t shape = MigShapeFor(u.topology(), node.first_gpu, s);
+      if (shape == cluster::kNoMigShape || !(nu.mig_shapes >> shape & 1)) return FitFailure::kMig;
       break;
+    }
   }
   if (nu.free_cpu < s.milli_cpu) return FitFailure::kCpu;
   if (nu.free_memory < s.memory_mib) return FitFailure::kMemory;
@@ -102,13 +144,16 @@ FitFailure CheckNodeStatic(const Topology& t, uint32_t n, const GroupRequest& g)
   const TaskShape& s = g.shape;
   if (s.NeedsGpu()) {
     if (!ModelAllowed(node, s)) return FitFailure::kModel;
-    if (s.kind == job::GpuKind::kMig && !t.gpus()[node.first_gpu].mig) return FitFailure::kMig;
+    if (s.kind == job::GpuKind::kMig && (!t.gpus()[node.first_gpu].mig ||
+                                         MigShapeFor(t, node.first_gpu, s) == cluster::kNoMigShape)) {
+      return FitFailure::kMig;
+    }
     if (s.kind != job::GpuKind::kMig && t.gpus()[node.first_gpu].mig) return FitFailure::kModel;
   }
   if (!g.selector.empty() && !SelectorMatches(node, g)) return FitFailure::kSelector;
   if (s.NeedsGpu()) {
     if (node.gpu_memory_mib < s.min_gpu_memory_mib ||
-        node.gpu_memory_mib < s.gpu_memory_mib) {
+        (s.kind != job::GpuKind::kMig && node.gpu_memory_mib < s.gpu_memory_mib)) {
       return FitFailure::kGpuMemorySize;
     }
     if (node.num_gpus < s.gpus) return FitFailure::kWholeGpus;
@@ -133,9 +178,8 @@ int64_t StaticReplicaCapacity(const Topology& t, uint32_t n, const GroupRequest&
       break;
     }
     case job::GpuKind::kMig: {
-      int64_t per_gpu = cluster::kMigSlicesPerGpu / s.milli;
-      if (s.gpu_memory_mib > 0) per_gpu = std::min<int64_t>(per_gpu, node.gpu_memory_mib / s.gpu_memory_mib);
-      cap = per_gpu * node.num_gpus;
+      const auto shape = static_cast<cluster::MigShape>(MigShapeFor(t, node.first_gpu, s));
+      cap = int64_t{cluster::MigMaxInstances(shape)} * node.num_gpus;
       break;
     }
   }
@@ -153,7 +197,13 @@ void ChooseGpus(const ClusterUsage& u, uint32_t n, const TaskShape& s, uint32_t 
     uint32_t g = (preferred >= begin && preferred < end && GpuFitsShared(u, preferred, s))
                      ? preferred
                      : BestFitSharedGpu(u, n, s);
-    out->push_back({g, s.milli, s.gpu_memory_mib});
+    cluster::GpuGrant grant{g, s.milli, s.gpu_memory_mib};
+    if (s.kind == job::GpuKind::kMig) {
+      grant.mig_shape = MigShapeFor(t, g, s);
+      grant.mig_start = static_cast<int8_t>(
+          cluster::MigBestStart(u.gpu_mig_taken(g), static_cast<cluster::MigShape>(grant.mig_shape)));
+    }
+    out->push_back(grant);
     return;
   }
   if (s.kind != job::GpuKind::kWhole) return;

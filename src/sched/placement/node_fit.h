@@ -41,13 +41,18 @@ int64_t StaticReplicaCapacity(const cluster::Topology& t, uint32_t n, const Grou
 
 // Appends the grants for one replica of `s` on node n, which must fit. Whole GPUs: the best-fit
 // NVLink domain inside the node that holds them all, lowest indices first. Shared and MIG: GPU
-// `preferred` when it fits, else the GPU with the least free share that fits (lowest index).
+// `preferred` when it fits, else the GPU with the least free share that fits (lowest index);
+// for MIG, the GPU whose cut costs the node the least of what it could still place, and on it
+// the start slice that keeps the largest shapes possible (cluster::MigBestStart).
 void ChooseGpus(const cluster::ClusterUsage& u, uint32_t n, const TaskShape& s, uint32_t preferred,
                 std::vector<cluster::GpuGrant>* out);
 
-// For shared shapes: the GPU with the least free milli that still fits (best fit), or UINT32_MAX.
+// For shared shapes: the GPU with the least free milli that still fits (best fit); for MIG,
+// as ChooseGpus picks; UINT32_MAX when none fits.
 uint32_t BestFitSharedGpu(const cluster::ClusterUsage& u, uint32_t n, const TaskShape& s);
 // True when GPU g (of the replica's node) can take one replica of shared/MIG shape s.
 bool GpuFitsShared(const cluster::ClusterUsage& u, uint32_t g, const TaskShape& s);
+// kMig: the MigShape that s's profile names on GPU g's part (cluster::kNoMigShape when none).
+uint8_t MigShapeFor(const cluster::Topology& t, uint32_t g, const TaskShape& s);
 
 }  // namespace hangar::sched::placement

@@ -49,6 +49,7 @@ StatusOr<job::JobSpec> SpecFor(const SimJob& sj, const cluster::Topology& topolo
       break;
     case job::GpuKind::kMig:
       t.gpu.mig_slices = s.milli;
+      t.gpu.mig_profile = s.MigProfileName();
       t.gpu.memory_mib = s.gpu_memory_mib;
       break;
   }
