@@ -1,0 +1,44 @@
+// The dashboard's live feed (docs/dashboard.md): server-sent events, so the page applies changes
+// instead of polling everything. On connect the whole map; then, once a second, what changed:
+//   event: gpus   data: {"nodes": [[index, name, spine, leaf, state, codes, utils, temps, jobs], ...]}
+//   event: jobs   data: {"generation": "..."}   (jobs were submitted, placed, ended: lists are stale)
+// The page opens it after its first render: a request held open while a page loads keeps a
+// headless browser from ever finishing the load.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace httplib {
+struct Response;
+}
+
+namespace hangar::controller {
+
+class StateOwner;
+
+class LiveFeed {
+ public:
+  explicit LiveFeed(StateOwner* owner) : owner_(owner) {}
+  // Makes `res` stream the feed until the client goes away or Stop() is called. Holds one HTTP
+  // worker thread per open feed.
+  void Serve(httplib::Response& res);
+  // Ends every open feed within a second (the controller is stopping).
+  void Stop() { stopping_ = true; }
+
+  // What a feed has sent: the map rows by node index (dumped JSON) and the jobs' generation.
+  struct Sent {
+    std::vector<std::string> rows;
+    std::string generation;
+  };
+  // The events that bring `sent` up to date with the state now, as SSE text ("" when nothing
+  // changed); updates `sent`. Blocks on the state owner.
+  std::string NextEvents(Sent* sent);
+
+ private:
+  StateOwner* owner_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace hangar::controller
