@@ -1,6 +1,6 @@
 # Writes OUTPUT, a C++ source defining hangar::controller::web::Assets(): every file in FILES
-# ("|"-separated names under DIR) as a string, so the dashboard is compiled into the binary.
-string(REPLACE "|" ";" names "${FILES}")
+# (","-separated names under DIR) as a string, so the dashboard is compiled into the binary.
+string(REPLACE "," ";" names "${FILES}")
 set(delim "hgr7d2b")
 file(WRITE "${OUTPUT}" "// Generated from ${DIR} by cmake/embed_dashboard.cmake. Do not edit.\n")
 file(APPEND "${OUTPUT}" "#include \"controller/web_ui.h\"\nnamespace hangar::controller::web {\n")

@@ -132,12 +132,13 @@ async function run(dir) {
       assert.equal(await cellColour(page, spare, 4), '#f4f6f8', 'its healthy neighbour changed');
       const updates = await page.$eval('#map', (c) => Number(c.dataset.updates || 0));
       assert.ok(updates >= 1 && updates < 4, `the feed redrew ${updates} nodes; expected only the changed node(s)`);
-      await page.hover('#map');
-      await shot(page, 'map');
       await page.focus('#map');
       await page.keyboard.press('ArrowRight');
       const tip = await page.$eval('#map-tip', (e) => e.innerText);
-      assert.match(tip, /node-2 \(spine-0 \/ leaf-0/, `keyboard selection: ${tip}`);
+      assert.match(tip, /^node-2 \(spine-0 \/ leaf-0, ready\): /, `keyboard selection: ${tip}`);
+      const suspect = await page.$eval(`#map-text li[data-node="${spare}"]`, (e) => e.innerText);
+      assert.match(suspect, /GPU 5 suspect/);
+      await shot(page, 'map');
     });
     await check('node view: conditions name the suspect GPU', async () => {
       const spare = (await a.get('/v1/nodes')).nodes.find((n) => n.conditions.some((c) => c.includes('GPU 5 suspect'))).name;

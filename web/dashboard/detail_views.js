@@ -1,6 +1,6 @@
 // One node and one job.
 import { get, getText } from './api.js';
-import { h, table, jobLink, nodeLink, when, gpuCount } from './dom.js';
+import { fill, h, table, jobLink, nodeLink, when, gpuCount } from './dom.js';
 import { STATES } from './states.js';
 
 function events(list) {
@@ -20,7 +20,7 @@ export async function nodeView(main, ctx, name) {
   const draw = (r) => gpus.replaceChildren(table('GPUs', ['GPU', 'State', 'Utilisation', 'Temperature'],
     [...(r ? r[4] : '')].map((c, g) => [`GPU ${g}`, h('span', {}, h('span', { class: `swatch swatch-${c}`, 'aria-hidden': 'true' }), ' ', STATES[c].name), `${r[5][g]} %`, `${r[6][g]} °C`])));
   draw(row);
-  main.replaceChildren(h('h2', {}, `Node ${node.name}`),
+  fill(main, h('h2', {}, `Node ${node.name}`),
     h('p', { id: 'node-state' }, `${node.state}${node.reason ? ': ' + node.reason : ''} — ${node.model}, ${node.spine} / ${node.leaf}, `,
       `${gpuCount(node.gpus_free)}/${node.gpus} GPUs free, ${node.connected ? 'connected' : 'not connected'}, last heartbeat ${when(node.last_heartbeat_ms)}`),
     h('h3', {}, 'Conditions'),
@@ -34,6 +34,8 @@ export async function nodeView(main, ctx, name) {
     if (ch) draw(ch.slice(1));
   };
 }
+
+const LABEL = { pending: 'Waits: ', starting: 'Runs: ', running: 'Runs: ', preempting: 'Stops: ' };
 
 export async function jobView(main, ctx, id) {
   const [job, ev] = await Promise.all([get(`/v1/jobs/${id}`), get(`/v1/events?subject=job/${id}&limit=200`).catch(() => ({ events: [] }))]);
@@ -54,10 +56,10 @@ export async function jobView(main, ctx, id) {
   };
   sample();
   const logs = h('pre', { id: 'job-logs', tabindex: '0', 'aria-label': 'Logs of task 0' }, job.task_list.length ? '' : 'No task has run yet.');
-  main.replaceChildren(h('h2', {}, `Job ${job.name} (#${job.id})`),
+  fill(main, h('h2', {}, `Job ${job.name} (#${job.id})`),
     h('p', { id: 'job-state' }, `${job.state} — ${job.user}, queue ${job.queue}, ${gpuCount(job.gpus)} GPUs in ${job.tasks} tasks, `,
       `attempt ${job.attempt}, ${job.restarts} restarts; submitted ${when(job.submitted_ms)}, started ${when(job.started_ms)}, ended ${when(job.ended_ms)}`),
-    job.reason ? h('p', { class: 'blocker', id: 'job-reason' }, job.state === 'pending' ? 'Waits: ' : 'Reason: ', job.reason, job.reason_rule ? ` [${job.reason_rule}]` : '') : null,
+    job.reason ? h('p', { class: 'blocker', id: 'job-reason' }, LABEL[job.state] || 'Ended: ', job.reason, job.reason_rule && job.reason_rule !== 'none' ? ` [${job.reason_rule}]` : '') : null,
     job.message ? h('p', {}, job.message) : null,
     table('Tasks', ['Task', 'Group', 'Node', 'GPUs', 'State', 'Exit'],
       job.task_list.map((t) => [String(t.index), t.group, t.node ? nodeLink(t.node) : '—', t.gpus.join(', '), t.state, t.signal ? `signal ${t.signal}` : String(t.exit_code)])),
@@ -78,6 +80,8 @@ function followLogs(job, pre, ctx) {
   getText(`/v1/jobs/${job.id}/logs?task=0${live}`, ctrl.signal).then(async (res) => {
     const reader = res.body.getReader();
     const dec = new TextDecoder();
+    pre.textContent = '';
+    pre.dataset.placeholder = 'no output yet';
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
@@ -91,9 +95,13 @@ function followLogs(job, pre, ctx) {
 function spark(samples) {
   const c = h('canvas', { width: 120, height: 20, class: 'spark', role: 'img', 'aria-label': `utilisation samples: ${samples.slice(-10).join(', ')} %` });
   const g = c.getContext('2d');
+  g.fillStyle = '#f4f6f8';
+  g.fillRect(0, 0, 120, 20);
   g.strokeStyle = '#2f6db5';
+  g.lineWidth = 2;
   g.beginPath();
   const s = samples.slice(-60);
+  if (s.length === 1) s.push(s[0]);
   s.forEach((v, i) => (i ? g.lineTo : g.moveTo).call(g, i * 2, 19 - v * 0.18));
   g.stroke();
   return c;

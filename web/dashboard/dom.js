@@ -50,3 +50,9 @@ export function inHowLong(ms) {
 export function gpuCount(g) {
   return Number.isInteger(g) ? String(g) : g.toFixed(2);
 }
+
+// el.replaceChildren, skipping null and false (which replaceChildren would write as text).
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+}

@@ -1,6 +1,6 @@
 // Queues and fair share; usage and waste.
 import { get } from './api.js';
-import { h, table, jobLink, nodeLink } from './dom.js';
+import { fill, h, table, jobLink, nodeLink } from './dom.js';
 
 const num = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : '—');
 
@@ -21,7 +21,7 @@ export async function queuesView(main, ctx) {
       : h('p', {}, 'No queues are configured: every job is in the default queue (`hangar queues apply` sets them up).'),
     h('p', {}, `Cluster: ${num(share.cluster_gpus)} GPUs.`));
   };
-  main.replaceChildren(h('h2', {}, 'Queues and fair share'), body);
+  fill(main, h('h2', {}, 'Queues and fair share'), body);
   await draw();
   ctx.onJobs = draw;
 }
@@ -37,7 +37,7 @@ export async function usageView(main, ctx) {
   const cols = (key) => [key, 'GPU-hours', 'Guaranteed', 'Opportunistic', 'Idle (allocated)', 'Lost to preemption', 'Jobs'];
   const rows = (u, key) => u.rows.map((r) => [r[key], num(r.gpu_hours), num(r.guaranteed_gpu_hours),
     num(r.opportunistic_gpu_hours), num(r.idle_gpu_hours), num(r.lost_to_preemption_gpu_hours), String(r.jobs)]);
-  main.replaceChildren(h('h2', {}, 'Usage and waste (last 7 days)'),
+  fill(main, h('h2', {}, 'Usage and waste (last 7 days)'),
     idleAlerts(map.nodes),
     table('GPU-hours by queue', cols('Queue'), rows(byQueue, 'queue')),
     table('GPU-hours by user', cols('User'), rows(byUser, 'user')));

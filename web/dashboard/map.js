@@ -17,10 +17,11 @@ export class ClusterMap {
   layout(width) {
     const n = this.rows.length;
     const gpus = this.rows.reduce((m, r) => Math.max(m, r[4].length), 1);
-    this.cell = n <= 64 ? 18 : n <= 1024 ? 8 : 4;
-    const gap = this.cell <= 4 ? 2 : 4;
+    this.cell = n <= 16 ? 30 : n <= 64 ? 18 : n <= 1024 ? 8 : 4;
+    const gap = this.cell <= 4 ? 2 : this.cell >= 18 ? 10 : 4;
+    this.names = this.cell >= 18 ? 14 : 0;  // room for the node's name under its cells
     this.nodeW = GPU_COLS * this.cell + gap;
-    this.nodeH = Math.ceil(gpus / GPU_COLS) * this.cell + gap;
+    this.nodeH = Math.ceil(gpus / GPU_COLS) * this.cell + gap + this.names;
     this.label = this.cell >= 8 ? 14 : 11;
     this.rects = new Array(n);
     this.groups = [];
@@ -84,16 +85,24 @@ export class ClusterMap {
     const r = this.rects[k];
     const row = this.rows[k];
     const codes = row[4];
-    ctx.clearRect(r.x, r.y, this.nodeW, this.nodeH);
+    ctx.clearRect(r.x - 1, r.y - 1, this.nodeW, this.nodeH);
     for (let g = 0; g < codes.length; g++) {
       const x = r.x + (g % GPU_COLS) * this.cell;
       const y = r.y + Math.floor(g / GPU_COLS) * this.cell;
       this.drawCell(ctx, x, y, codes[g], row[5][g], row[6][g]);
     }
+    const rowsH = Math.ceil(codes.length / GPU_COLS) * this.cell;
+    if (this.names) {
+      ctx.fillStyle = '#1b2733';
+      ctx.font = '12px sans-serif';
+      ctx.textBaseline = 'top';
+      ctx.fillText(row[0], r.x, r.y + rowsH + 1, GPU_COLS * this.cell);
+      ctx.textBaseline = 'alphabetic';
+    }
     if (k === this.selected) {
       ctx.strokeStyle = '#000000';
       ctx.lineWidth = 2;
-      ctx.strokeRect(r.x + 1, r.y + 1, GPU_COLS * this.cell - 1, this.nodeH - (this.cell <= 4 ? 2 : 4) - 1);
+      ctx.strokeRect(r.x - 1, r.y - 1, GPU_COLS * this.cell + 1, rowsH + 1);
     }
   }
 

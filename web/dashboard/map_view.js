@@ -2,7 +2,7 @@
 // for keyboards and screen readers. Hover or focus shows a node and its jobs; Enter or a click
 // opens the node.
 import { get } from './api.js';
-import { h, nodeLink, jobLink } from './dom.js';
+import { fill, h, nodeLink, jobLink } from './dom.js';
 import { ClusterMap } from './map.js';
 import { STATES, ORDER, countCodes, describeCounts } from './states.js';
 
@@ -16,7 +16,7 @@ export async function mapView(main, ctx) {
     h('option', { value: 'temp' }, 'temperature'));
   const wrap = h('div', { class: 'map-canvas' }, canvas);
   const text = h('div', { class: 'map-text', id: 'map-text' });
-  main.replaceChildren(h('h2', {}, `Cluster map: ${data.cluster}`),
+  fill(main, h('h2', {}, `Cluster map: ${data.cluster}`),
     h('div', { class: 'map-tools' }, h('label', {}, 'Colour by ', mode), legend()), tip,
     h('div', { class: 'map-layout' }, wrap, text));
   const width = Math.max(320, Math.floor(wrap.clientWidth || 900));
@@ -42,7 +42,7 @@ function legend() {
 function wire(canvas, map, tip) {
   const show = (k) => {
     map.select(k);
-    tip.replaceChildren(k < 0 ? 'Point at a node, or focus the map and use the arrow keys.' : describe(map.rows[k]));
+    tip.replaceChildren(k < 0 ? 'Point at a node, or focus the map and use the arrow keys.' : h('span', {}, describe(map.rows[k])));
   };
   canvas.addEventListener('mousemove', (e) => {
     const r = canvas.getBoundingClientRect();

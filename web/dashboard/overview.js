@@ -1,6 +1,6 @@
 // The first page: nodes by name, running and pending jobs by name, each pending job's blocker.
 import { get } from './api.js';
-import { h, jobLink, nodeLink, gpuCount } from './dom.js';
+import { fill, h, jobLink, nodeLink, gpuCount } from './dom.js';
 
 const LIST_CAP = 200;  // rows per list on this page; the queue and map views show them all
 
@@ -8,7 +8,7 @@ export async function overview(main, ctx) {
   const [nodes, running, queue] = await Promise.all([
     get('/v1/nodes'), get(`/v1/jobs?state=running&limit=${LIST_CAP}`), get(`/v1/dashboard/queue?limit=${LIST_CAP}`),
   ]);
-  main.replaceChildren(
+  fill(main, 
     h('h2', {}, 'Overview'),
     summary(nodes.nodes, running.jobs, queue),
     h('div', { class: 'columns' }, pendingSection(queue), runningSection(running.jobs), nodesSection(nodes.nodes)));
@@ -21,7 +21,7 @@ function summary(nodes, running, queue) {
   const ready = nodes.filter((n) => n.state === 'ready').length;
   return h('p', { class: 'summary', id: 'summary' },
     `${nodes.length} nodes (${ready} ready), ${gpus} GPUs (${gpuCount(free)} free); `,
-    `${running.length}${running.length >= LIST_CAP ? '+' : ''} running jobs, ${queue.total} pending.`);
+    `${running.length}${running.length >= LIST_CAP ? '+' : ''} running ${running.length === 1 ? 'job' : 'jobs'}, ${queue.total} pending.`);
 }
 
 function pendingSection(queue) {

@@ -2,7 +2,7 @@
 // queue and the backfill plan's estimated start. Rows are fetched a page at a time and only the
 // rows in view are in the DOM, so 100,000 pending jobs cost one page.
 import { get } from './api.js';
-import { h, jobLink, gpuCount, when, inHowLong } from './dom.js';
+import { fill, h, jobLink, gpuCount, when, inHowLong } from './dom.js';
 
 const PAGE = 200;
 const ROW_H = 48;
@@ -15,7 +15,7 @@ export async function queueView(main, ctx) {
   const scroller = h('div', { class: 'vscroll', tabindex: '0', 'aria-label': 'Pending jobs' }, spacer);
   const header = h('div', { class: 'qrow qhead', role: 'row' },
     ['Position', 'Job', 'User / queue', 'GPUs', 'Why it waits', 'Estimated start'].map((c) => h('span', { role: 'columnheader' }, c)));
-  main.replaceChildren(h('h2', {}, 'Queue'),
+  fill(main, h('h2', {}, 'Queue'),
     h('p', { id: 'queue-total' }, `${first.total} pending jobs, in the order the scheduler considers them.`),
     h('div', { role: 'table', 'aria-label': 'Pending jobs', 'aria-rowcount': first.total }, header, scroller));
   let total = first.total;
