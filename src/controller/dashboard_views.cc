@@ -1,5 +1,6 @@
 // The dashboard's compact reads (web_ui.h): the cluster map and the queue in the cycle's order.
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -19,31 +20,48 @@ char GpuCode(const std::string& health, const std::string& node_state, bool held
   return 'f';
 }
 
-nlohmann::json MapJson(const ClusterState& st) {
-  const std::vector<api::NodeView> nodes = st.ListNodes();
-  const std::vector<ClusterState::GpuSeries> gpus = st.GpuMetrics();
-  std::unordered_map<std::string, size_t> first;  // node -> its first row in `gpus`
-  for (size_t i = 0; i < gpus.size(); ++i) first.try_emplace(gpus[i].node, i);
-  nlohmann::json rows = nlohmann::json::array();
-  for (const api::NodeView& n : nodes) {
-    std::string codes(static_cast<size_t>(n.gpus), 'o');
-    nlohmann::json util = nlohmann::json::array(), temp = nlohmann::json::array();
-    auto it = first.find(n.name);
-    for (int g = 0; g < n.gpus; ++g) {
-      const size_t row = it == first.end() ? gpus.size() : it->second + static_cast<size_t>(g);
-      if (row >= gpus.size() || gpus[row].node != n.name) {
-        util.push_back(0);
-        temp.push_back(0);
-        continue;
-      }
-      const ClusterState::GpuSeries& s = gpus[row];
-      codes[static_cast<size_t>(g)] = GpuCode(s.health, n.state, !s.job.empty(), s.t.util_pct);
-      util.push_back(s.t.util_pct);
-      temp.push_back(s.t.temperature_c);
-    }
-    rows.push_back({n.name, n.spine, n.leaf, n.state, codes, util, temp, n.jobs});
+namespace {
+
+// "4,17" -> [4, 17]: the ids GpuSeries joins for a shared GPU, added to `jobs` once each.
+void AddJobIds(const std::string& list, std::vector<uint64_t>* jobs) {
+  size_t at = 0;
+  while (at < list.size()) {
+    size_t comma = list.find(',', at);
+    if (comma == std::string::npos) comma = list.size();
+    const uint64_t id = std::strtoull(list.c_str() + at, nullptr, 10);
+    if (std::find(jobs->begin(), jobs->end(), id) == jobs->end()) jobs->push_back(id);
+    at = comma + 1;
   }
-  return {{"cluster", st.topology().name()}, {"nodes", rows}};
+}
+
+}  // namespace
+
+// Built from the per-GPU series (one pass over the running jobs), not from ListNodes(), which
+// looks for each node's jobs among all running jobs: minutes at 10,240 busy nodes.
+nlohmann::json MapJson(const ClusterState& st) {
+  const cluster::Topology& topo = st.topology();
+  const auto states = st.NodeStates();
+  const std::vector<ClusterState::GpuSeries> gpus = st.GpuMetrics();  // connected nodes, in node order
+  nlohmann::json rows = nlohmann::json::array();
+  size_t next = 0;
+  for (uint32_t n = 0; n < topo.nodes().size(); ++n) {
+    const cluster::NodeInfo& info = topo.nodes()[n];
+    const std::string& state = states[n].second;
+    std::string codes(info.num_gpus, 'o');
+    std::vector<uint32_t> util(info.num_gpus, 0), temp(info.num_gpus, 0);
+    std::vector<uint64_t> jobs;
+    while (next < gpus.size() && gpus[next].node == info.name) {
+      const ClusterState::GpuSeries& g = gpus[next++];
+      if (g.index >= info.num_gpus) continue;
+      codes[g.index] = GpuCode(g.health, state, !g.job.empty(), g.t.util_pct);
+      util[g.index] = g.t.util_pct;
+      temp[g.index] = g.t.temperature_c;
+      AddJobIds(g.job, &jobs);
+    }
+    rows.push_back({info.name, topo.spines()[info.spine].name, topo.leaves()[info.leaf].name, state, codes, util,
+                    temp, jobs});
+  }
+  return {{"cluster", topo.name()}, {"nodes", rows}};
 }
 
 namespace {

@@ -14,12 +14,12 @@
 
 namespace hangar::controller {
 
-namespace {
-
-struct Snapshot {
+struct LiveFeed::Snapshot {
   nlohmann::json map;
   std::string generation;
 };
+
+namespace {
 
 std::string Event(const char* name, const nlohmann::json& data) {
   return std::string("event: ") + name + "\ndata: " + api::SafeDump(data) + "\n\n";
@@ -27,7 +27,10 @@ std::string Event(const char* name, const nlohmann::json& data) {
 
 }  // namespace
 
-std::string LiveFeed::NextEvents(Sent* sent) {
+std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Current() {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (cached_ && now - cached_at_ < std::chrono::milliseconds(900)) return cached_;
   auto snap = owner_->Call<std::shared_ptr<Snapshot>>([](ClusterState& st, Effects*) {
     auto s = std::make_shared<Snapshot>();
     s->map = web::MapJson(st);
@@ -40,8 +43,15 @@ std::string LiveFeed::NextEvents(Sent* sent) {
   if (auto last = owner_->Events("", 1); last.ok() && !last->empty()) {
     snap->generation += "." + std::to_string(last->front().id);
   }
+  cached_ = snap;
+  cached_at_ = now;
+  return cached_;
+}
+
+std::string LiveFeed::NextEvents(Sent* sent) {
+  const std::shared_ptr<const Snapshot> snap = Current();
   nlohmann::json changed = nlohmann::json::array();
-  const auto& nodes = snap->map["nodes"];
+  const auto& nodes = snap->map.at("nodes");
   sent->rows.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::string row = nodes[i].dump();

@@ -7,6 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,8 +40,15 @@ class LiveFeed {
   std::string NextEvents(Sent* sent);
 
  private:
+  struct Snapshot;
+  // The state as of at most 900 ms ago, shared by every open feed: each costs the state thread
+  // one map build a second however many feeds are open.
+  std::shared_ptr<const Snapshot> Current();
   StateOwner* owner_;
   std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  std::shared_ptr<const Snapshot> cached_;  // guarded by mu_; replaced when older than 900 ms
+  std::chrono::steady_clock::time_point cached_at_;
 };
 
 }  // namespace hangar::controller

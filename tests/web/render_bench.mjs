@@ -17,6 +17,7 @@ const HANGAR = path.resolve(arg('--hangar', 'build/hangar'));
 const NODES = Number(arg('--nodes', '10240'));
 const PENDING = Number(arg('--pending', '100000'));
 const RUNS = Number(arg('--runs', '5'));
+const HOLD = process.argv.includes('--hold');  // set up, print the API's address, wait (to probe by hand)
 
 function clusterYaml(nodes) {
   const perLeaf = Math.min(32, nodes);
@@ -60,7 +61,9 @@ async function load(base, a) {
 async function measure(page, base, hash, view, apiPath) {
   await page.goto('about:blank');
   await page.goto(`${base}/${hash}`, { waitUntil: 'domcontentloaded' });
-  await page.waitForFunction((v) => document.body.dataset.rendered === v, { timeout: 120000 }, view);
+  await page.waitForFunction((v) => ['error', v].includes(document.body.dataset.rendered), { timeout: 120000 }, view);
+  const shown = await page.evaluate(() => document.body.dataset.rendered);
+  if (shown !== view) throw new Error(`the ${view} view failed: ${await page.$eval('main', (m) => m.innerText)}`);
   return page.evaluate((p) => {
     const mark = performance.getEntriesByName('hangar:rendered').pop();
     const res = performance.getEntriesByType('resource').filter((e) => e.name.includes(p)).pop();
@@ -100,9 +103,14 @@ try {
   fleet = await startFleet(dir);
   await load(fleet.base, fleet.a);
   console.log(`fleet up: ${NODES} nodes x 8 GPUs, all busy, ${PENDING} pending (${((Date.now() - t0) / 1000).toFixed(0)} s to set up)`);
+  if (HOLD) {
+    console.log(`holding: ${fleet.base}`);
+    await new Promise(() => {});
+  }
   browser = await launchBrowser();
   const errors = [];
   const page = await newPage(browser, errors, 1600, 1000);
+  process.on('exit', () => { if (errors.length) console.log(`console errors: ${errors.join('; ')}`); });
   const out = [await bench(page, fleet.base, '#/map', 'map', '/v1/dashboard/map'),
     await bench(page, fleet.base, '#/queue', 'queue', '/v1/dashboard/queue'),
     await bench(page, fleet.base, '#/', 'overview', '/v1/nodes')];

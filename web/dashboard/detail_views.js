@@ -102,7 +102,8 @@ function spark(samples) {
   g.beginPath();
   const s = samples.slice(-60);
   if (s.length === 1) s.push(s[0]);
-  s.forEach((v, i) => (i ? g.lineTo : g.moveTo).call(g, i * 2, 19 - v * 0.18));
+  const step = 116 / (s.length - 1);
+  s.forEach((v, i) => (i ? g.lineTo : g.moveTo).call(g, 2 + i * step, 18 - v * 0.16));
   g.stroke();
   return c;
 }

@@ -1,13 +1,16 @@
 // The first page: nodes by name, running and pending jobs by name, each pending job's blocker.
 import { get } from './api.js';
 import { fill, h, jobLink, nodeLink, gpuCount } from './dom.js';
+import { STATES } from './states.js';
 
 const LIST_CAP = 200;  // rows per list on this page; the queue and map views show them all
 
 export async function overview(main, ctx) {
   const [nodes, running, queue] = await Promise.all([
-    get('/v1/nodes'), get(`/v1/jobs?state=running&limit=${LIST_CAP}`), get(`/v1/dashboard/queue?limit=${LIST_CAP}`),
+    get('/v1/dashboard/map'), get(`/v1/jobs?state=running&limit=${LIST_CAP}`), get(`/v1/dashboard/queue?limit=${LIST_CAP}`),
   ]);
+  // The map's compact rows: [name, spine, leaf, state, codes, utils, temps, jobs].
+  nodes.nodes = nodes.nodes.map(([name, , , state, codes]) => ({ name, state, codes }));
   fill(main, 
     h('h2', {}, 'Overview'),
     summary(nodes.nodes, running.jobs, queue),
@@ -16,8 +19,8 @@ export async function overview(main, ctx) {
 }
 
 function summary(nodes, running, queue) {
-  const gpus = nodes.reduce((s, n) => s + n.gpus, 0);
-  const free = nodes.reduce((s, n) => s + n.gpus_free, 0);
+  const gpus = nodes.reduce((s, n) => s + n.codes.length, 0);
+  const free = nodes.reduce((s, n) => s + freeOf(n), 0);
   const ready = nodes.filter((n) => n.state === 'ready').length;
   return h('p', { class: 'summary', id: 'summary' },
     `${nodes.length} nodes (${ready} ready), ${gpus} GPUs (${gpuCount(free)} free); `,
@@ -52,13 +55,19 @@ function nodesOf(job) {
 
 function nodesSection(nodes) {
   const shown = nodes.slice(0, LIST_CAP);
-  const items = shown.map((n) => h('li', {}, nodeLink(n.name),
-    ` — ${n.state}${n.reason ? ' (' + n.reason + ')' : ''}, ${gpuCount(n.gpus_free)}/${n.gpus} GPUs free`,
-    n.conditions.length ? h('span', { class: 'conditions' }, '; ' + n.conditions.join('; ')) : null));
+  const items = shown.map((n) => {
+    const odd = [...n.codes].map((c, g) => ('vsdq'.includes(c) ? `GPU ${g} ${STATES[c].name}` : '')).filter(Boolean);
+    return h('li', {}, nodeLink(n.name), ` — ${n.state}, ${freeOf(n)}/${n.codes.length} GPUs free`,
+      odd.length ? h('span', { class: 'conditions' }, '; ' + odd.join(', ')) : null);
+  });
   return h('section', { 'aria-labelledby': 'nodes-h' },
     h('h3', { id: 'nodes-h' }, `Nodes (${nodes.length})`),
     h('ul', { id: 'node-list' }, items),
     more(nodes.length, shown.length, '#/map', 'every node on the cluster map'));
+}
+
+function freeOf(n) {
+  return [...n.codes].filter((c) => c === 'f').length;
 }
 
 function more(total, shown, href, what) {
