@@ -48,6 +48,8 @@ std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Current() {
   return cached_;
 }
 
+nlohmann::json LiveFeed::Map() { return Current()->map; }
+
 std::string LiveFeed::NextEvents(Sent* sent) {
   const std::shared_ptr<const Snapshot> snap = Current();
   nlohmann::json changed = nlohmann::json::array();

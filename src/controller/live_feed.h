@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace httplib {
 struct Response;
 }
@@ -29,6 +31,10 @@ class LiveFeed {
   void Serve(httplib::Response& res);
   // Ends every open feed within a second (the controller is stopping).
   void Stop() { stopping_ = true; }
+
+  // The cluster map (web::MapJson) as of at most 900 ms ago: GET /v1/dashboard/map and every
+  // open feed share one build a second. Blocks on the state owner when the copy is older.
+  nlohmann::json Map();
 
   // What a feed has sent: the map rows by node index (dumped JSON) and the jobs' generation.
   struct Sent {

@@ -70,7 +70,7 @@ void HttpApi::DashboardRoutes() {
   });
   s.Get("/v1/dashboard/map", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kClusterRead)) return;
-    http::Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) { return web::MapJson(st); }));
+    http::Reply(res, 200, feed_->Map());
   });
   s.Get("/v1/dashboard/queue", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, Permission::kJobsRead);

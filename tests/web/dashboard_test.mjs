@@ -175,10 +175,63 @@ async function run(dir) {
   }
 }
 
+// --auth tokens: the page asks for a token, refuses a wrong one, and shows a user what the API
+// lets that user see: only their own pending job, at its true position behind another's.
+async function runAuth(dir) {
+  fs.writeFileSync(path.join(dir, 'cluster.yaml'),
+    'name: tokens\nnode_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: gpu-a}, {name: gpu-b}]\n');
+  const ctl = start(HANGAR, ['controller', '--cluster', path.join(dir, 'cluster.yaml'), '--api', '127.0.0.1:0', '--agents', '127.0.0.1:0',
+    '--store', `sqlite://${dir}/state.db`, '--port-file', path.join(dir, 'ports.json'), '--auth', 'tokens',
+    '--admin-token-file', path.join(dir, 'admin.token'), '--insecure'], path.join(dir, 'controller.log'));
+  const ports = await waitFor('the port file', () => fs.existsSync(path.join(dir, 'ports.json')) && JSON.parse(fs.readFileSync(path.join(dir, 'ports.json'))), 30000);
+  const base = `http://127.0.0.1:${ports.api}`;
+  const admin = fs.readFileSync(path.join(dir, 'admin.token'), 'utf8').trim();
+  const call = async (tok, method, p, body) => {
+    const r = await fetch(base + p, { method, body, headers: { Authorization: `Bearer ${tok}` } });
+    const text = await r.text();
+    if (r.status >= 300) throw new Error(`${method} ${p}: HTTP ${r.status} ${text}`);
+    return JSON.parse(text);
+  };
+  const tokenOf = async (user) => (await call(admin, 'POST', '/v1/tokens', JSON.stringify({ user, role: 'user' }))).token;
+  const bob = await tokenOf('bob');
+  const alice = await tokenOf('alice');
+  const job = (name) => `name: ${name}\ntasks:\n  - {gpus: 8, command: [sleep, "100"]}\n`;
+  await call(bob, 'POST', '/v1/jobs', job('bobs-job'));
+  const mine = await call(alice, 'POST', '/v1/jobs', job('alices-job'));
+  const browser = await launchBrowser();
+  const errors = [];
+  const page = await newPage(browser, errors);
+  try {
+    await check('--auth tokens: a login, a wrong token refused, RBAC as on the API', async () => {
+      await open(page, base, '#/queue', 'login');
+      await page.type('#token', 'hgr_not-a-token');
+      await page.click('#login button');
+      await page.waitForFunction(() => document.querySelector('#login') && document.querySelector('#login').innerText.includes('was refused'), { timeout: 10000 });
+      await page.$eval('#token', (e) => { e.value = ''; });
+      await page.type('#token', alice);
+      await page.click('#login button');
+      await page.waitForFunction(() => document.body.dataset.rendered === 'queue', { timeout: 10000 });
+      const rows = await page.$$eval('.qrow[data-job]', (rs) => rs.map((r) => r.innerText));
+      assert.equal(rows.length, 1, rows.join('\n'));
+      assert.ok(rows[0].includes('alices-job') && rows[0].includes(`#${mine.id}`), rows[0]);
+      assert.match(rows[0], /#2 in default/, 'alice\'s job is second, behind bob\'s she may not see');
+      assert.ok((await page.$eval('#who', (e) => e.innerText)).includes('alice (user)'));
+      await shot(page, 'login-queue');
+      // Only the refused logins' 401s may be in the console.
+      assert.deepEqual(errors.filter((e) => !e.includes('401')), []);
+    });
+  } finally {
+    await browser.close();
+    await stop(ctl);
+  }
+}
+
 fs.mkdirSync(OUT, { recursive: true });
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-dashboard-'));
 try {
   await run(dir);
+  fs.mkdirSync(path.join(dir, 'tokens'));
+  await runAuth(path.join(dir, 'tokens'));
   console.log(`all ${checks.length} checks passed; screenshots in ${OUT}`);
   fs.rmSync(dir, { recursive: true, force: true });
 } catch (e) {

@@ -67,8 +67,29 @@ async function measure(page, base, hash, view, apiPath) {
   return page.evaluate((p) => {
     const mark = performance.getEntriesByName('hangar:rendered').pop();
     const res = performance.getEntriesByType('resource').filter((e) => e.name.includes(p)).pop();
-    return { render: mark.startTime, apiEnd: res ? res.responseEnd : NaN, apiStart: res ? res.startTime : NaN, bytes: res ? res.encodedBodySize : 0 };
+    const nav = performance.getEntriesByType('navigation')[0];
+    return { render: mark.startTime, apiEnd: res ? res.responseEnd : NaN, apiStart: res ? res.startTime : NaN, dcl: nav.domContentLoadedEventEnd };
   }, apiPath);
+}
+
+// What bounds a view's API answer: the same request timed from here (no browser), beside
+// /healthz (no state-thread work) and /v1/jobs?limit=1 (one round trip through the state thread,
+// almost no work): the wait for the state thread shows as the second minus the first.
+async function probe(base, paths, n = 5) {
+  const out = {};
+  for (const p of paths) {
+    const ms = [];
+    let bytes = 0;
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const r = await fetch(base + p);
+      bytes = (await r.arrayBuffer()).byteLength;
+      ms.push(performance.now() - t0);
+    }
+    out[p] = { ms: median(ms), bytes };
+    console.log(`probe ${p}: median ${median(ms).toFixed(0)} ms (${ms.map((x) => x.toFixed(0)).join(', ')}), ${(bytes / 1e6).toFixed(2)} MB`);
+  }
+  return out;
 }
 
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
@@ -80,9 +101,12 @@ async function bench(page, base, hash, view, apiPath) {
   const render = median(runs.map((r) => r.render));
   const apiMs = median(runs.map((r) => r.apiEnd - r.apiStart));
   const after = median(runs.map((r) => r.render - r.apiEnd));
+  const before = median(runs.map((r) => r.apiStart));
+  const dcl = median(runs.map((r) => r.dcl));
   console.log(`${view}: first full render ${render.toFixed(0)} ms (median of ${RUNS}; runs ${runs.map((r) => r.render.toFixed(0)).join(', ')}); ` +
-    `its API answer ${apiMs.toFixed(0)} ms for ${(runs[0].bytes / 1e6).toFixed(2)} MB; page work after the answer ${after.toFixed(0)} ms`);
-  return { view, render, apiMs, after, bytes: runs[0].bytes };
+    `page and scripts loaded at ${dcl.toFixed(0)} ms, API request sent at ${before.toFixed(0)} ms, its answer took ${apiMs.toFixed(0)} ms; ` +
+    `page work after the answer ${after.toFixed(0)} ms`);
+  return { view, render, dcl, before, apiMs, after };
 }
 
 async function updateCost(page, base) {
@@ -114,10 +138,11 @@ try {
   const out = [await bench(page, fleet.base, '#/map', 'map', '/v1/dashboard/map'),
     await bench(page, fleet.base, '#/queue', 'queue', '/v1/dashboard/queue'),
     await bench(page, fleet.base, '#/', 'overview', '/v1/nodes')];
+  const probes = await probe(fleet.base, ['/healthz', '/v1/jobs?limit=1', '/v1/dashboard/map', '/v1/dashboard/queue?limit=200']);
   const upd = await updateCost(page, fleet.base);
   console.log(`map updates from the feed: ${upd.updates} node(s) redrawn in the first update seen (of ${NODES})`);
   if (errors.length) console.log(`console errors: ${errors.join('; ')}`);
-  console.log(JSON.stringify({ nodes: NODES, pending: PENDING, results: out }));
+  console.log(JSON.stringify({ nodes: NODES, pending: PENDING, results: out, probes }));
 } catch (e) {
   console.error(`FAILED: ${e.stack || e}; logs in ${dir}`);
   process.exitCode = 1;

@@ -104,7 +104,7 @@ function startFeed() {
 async function start() {
   const header = document.querySelector('header');
   header.append(h('span', { id: 'who' }));
-  await checkWho();
+  checkWho();  // beside the first view, not before it
   window.addEventListener('hashchange', render);
   await render();
 }

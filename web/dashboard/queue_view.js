@@ -5,7 +5,7 @@ import { get } from './api.js';
 import { fill, h, jobLink, gpuCount, when, inHowLong } from './dom.js';
 
 const PAGE = 200;
-const ROW_H = 48;
+const ROW_H = 66;
 
 export async function queueView(main, ctx) {
   const first = await get(`/v1/dashboard/queue?limit=${PAGE}`);
@@ -16,7 +16,7 @@ export async function queueView(main, ctx) {
   const header = h('div', { class: 'qrow qhead', role: 'row' },
     ['Position', 'Job', 'User / queue', 'GPUs', 'Why it waits', 'Estimated start'].map((c) => h('span', { role: 'columnheader' }, c)));
   fill(main, h('h2', {}, 'Queue'),
-    h('p', { id: 'queue-total' }, `${first.total} pending jobs, in the order the scheduler considers them.`),
+    h('p', { id: 'queue-total' }, totalText(first.total)),
     h('div', { role: 'table', 'aria-label': 'Pending jobs', 'aria-rowcount': first.total }, header, scroller));
   let total = first.total;
   const render = () => renderRows(body, spacer, scroller, pages, total, fetchPage);
@@ -37,9 +37,13 @@ export async function queueView(main, ctx) {
     pages.clear();
     pages.set(0, fresh.jobs);
     total = fresh.total;
-    document.getElementById('queue-total').textContent = `${total} pending jobs, in the order the scheduler considers them.`;
+    document.getElementById('queue-total').textContent = totalText(total);
     render();
   };
+}
+
+function totalText(n) {
+  return `${n} pending ${n === 1 ? 'job' : 'jobs'}, in the order the scheduler considers them.`;
 }
 
 function renderRows(body, spacer, scroller, pages, total, fetchPage) {
@@ -70,6 +74,6 @@ function row(j, i) {
     h('span', { role: 'cell' }, jobLink(j.id, j.name)),
     h('span', { role: 'cell' }, `${j.user} / ${j.queue}`),
     h('span', { role: 'cell' }, gpuCount(j.gpus)),
-    h('span', { role: 'cell', class: 'blocker' }, j.reason, j.rule ? h('small', {}, ` [${j.rule}]`) : null),
+    h('span', { role: 'cell', class: 'blocker', title: j.reason }, j.reason, j.rule ? h('small', {}, ` [${j.rule}]`) : null),
     h('span', { role: 'cell' }, start));
 }
