@@ -137,7 +137,7 @@ try {
   process.on('exit', () => { if (errors.length) console.log(`console errors: ${errors.join('; ')}`); });
   const out = [await bench(page, fleet.base, '#/map', 'map', '/v1/dashboard/map'),
     await bench(page, fleet.base, '#/queue', 'queue', '/v1/dashboard/queue'),
-    await bench(page, fleet.base, '#/', 'overview', '/v1/nodes')];
+    await bench(page, fleet.base, '#/', 'overview', '/v1/jobs?state=running')];
   const probes = await probe(fleet.base, ['/healthz', '/v1/jobs?limit=1', '/v1/dashboard/map', '/v1/dashboard/queue?limit=200']);
   const upd = await updateCost(page, fleet.base);
   console.log(`map updates from the feed: ${upd.updates} node(s) redrawn in the first update seen (of ${NODES})`);
