@@ -85,7 +85,7 @@ export class ClusterMap {
     const r = this.rects[k];
     const row = this.rows[k];
     const codes = row[4];
-    ctx.clearRect(r.x - 1, r.y - 1, this.nodeW, this.nodeH);
+    ctx.clearRect(r.x - 2, r.y - 2, this.nodeW, this.nodeH);  // with the selection outline
     for (let g = 0; g < codes.length; g++) {
       const x = r.x + (g % GPU_COLS) * this.cell;
       const y = r.y + Math.floor(g / GPU_COLS) * this.cell;
