@@ -8,8 +8,10 @@
 
 namespace hangar::controller::web {
 
-char GpuCode(const std::string& health, const std::string& node_state, bool held, unsigned util_pct) {
-  if (node_state == "lost" || node_state == "drained" || node_state == "unknown" || node_state == "disconnected") {
+char GpuCode(const std::string& health, const std::string& node_state, bool held,
+             unsigned util_pct) {
+  if (node_state == "lost" || node_state == "drained" || node_state == "unknown" ||
+      node_state == "disconnected") {
     return 'o';
   }
   if (health == "quarantined" || health == "failed") return 'q';
@@ -41,7 +43,8 @@ void AddJobIds(const std::string& list, std::vector<uint64_t>* jobs) {
 nlohmann::json MapJson(const ClusterState& st) {
   const cluster::Topology& topo = st.topology();
   const auto states = st.NodeStates();
-  const std::vector<ClusterState::GpuSeries> gpus = st.GpuMetrics();  // connected nodes, in node order
+  const std::vector<ClusterState::GpuSeries> gpus =
+      st.GpuMetrics();  // connected nodes, in node order
   nlohmann::json rows = nlohmann::json::array();
   size_t next = 0;
   for (uint32_t n = 0; n < topo.nodes().size(); ++n) {
@@ -58,8 +61,8 @@ nlohmann::json MapJson(const ClusterState& st) {
       temp[g.index] = g.t.temperature_c;
       AddJobIds(g.job, &jobs);
     }
-    rows.push_back({info.name, topo.spines()[info.spine].name, topo.leaves()[info.leaf].name, state, codes, util,
-                    temp, jobs});
+    rows.push_back({info.name, topo.spines()[info.spine].name, topo.leaves()[info.leaf].name, state,
+                    codes, util, temp, jobs});
   }
   return {{"cluster", topo.name()}, {"nodes", rows}};
 }
@@ -97,10 +100,18 @@ nlohmann::json QueueJson(const ClusterState& st, const Principal& p, size_t offs
     auto view = st.GetJob(j->id);
     if (!view.ok()) continue;
     nlohmann::json start = nullptr;
-    if (auto r = reserved.find(j->id); r != reserved.end() && r->second != kNever) start = r->second;
-    rows.push_back({{"id", view->id}, {"name", view->name}, {"user", view->user}, {"queue", view->queue},
-                    {"gpus", view->gpus}, {"priority", view->priority}, {"submitted_ms", view->submitted},
-                    {"reason", view->reason}, {"rule", view->reason_rule}, {"position", position},
+    if (auto r = reserved.find(j->id); r != reserved.end() && r->second != kNever)
+      start = r->second;
+    rows.push_back({{"id", view->id},
+                    {"name", view->name},
+                    {"user", view->user},
+                    {"queue", view->queue},
+                    {"gpus", view->gpus},
+                    {"priority", view->priority},
+                    {"submitted_ms", view->submitted},
+                    {"reason", view->reason},
+                    {"rule", view->reason_rule},
+                    {"position", position},
                     {"estimated_start_ms", start}});
   }
   return {{"total", visible}, {"offset", offset}, {"jobs", rows}};

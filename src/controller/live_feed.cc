@@ -4,9 +4,8 @@
 
 #include <chrono>
 #include <memory>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "api/body.h"
 #include "controller/state_owner.h"
@@ -34,8 +33,8 @@ std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Current() {
   auto snap = owner_->Call<std::shared_ptr<Snapshot>>([](ClusterState& st, Effects*) {
     auto s = std::make_shared<Snapshot>();
     s->map = web::MapJson(st);
-    s->generation = std::to_string(st.next_job_id()) + "." + std::to_string(st.placements_total()) + "." +
-                    std::to_string(st.waiting_order().jobs.size());
+    s->generation = std::to_string(st.next_job_id()) + "." + std::to_string(st.placements_total()) +
+                    "." + std::to_string(st.waiting_order().jobs.size());
     return s;
   });
   // The latest event's id moves with every job and node transition the cycle alone does not show
@@ -76,21 +75,24 @@ void LiveFeed::Serve(httplib::Response& res) {
   res.set_header("Cache-Control", "no-store");
   res.set_header("X-Accel-Buffering", "no");
   auto sent = std::make_shared<Sent>();
-  res.set_chunked_content_provider("text/event-stream", [this, sent](size_t, httplib::DataSink& sink) {
-    // A comment first, so the client sees the stream open before the first snapshot is built.
-    const std::string hello = ": hangar live feed\nretry: 2000\n\n";
-    if (!sink.write(hello.data(), hello.size())) return false;
-    while (!stopping_) {
-      const std::string text = NextEvents(sent.get());
-      // A comment every quiet second, so a client that went away is noticed by the failed write.
-      const std::string out = text.empty() ? ": quiet\n\n" : text;
-      if (!sink.write(out.data(), out.size())) return false;
-      for (int i = 0; i < 10 && !stopping_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (!sink.is_writable()) return false;
-    }
-    sink.done();
-    return true;
-  });
+  res.set_chunked_content_provider(
+      "text/event-stream", [this, sent](size_t, httplib::DataSink& sink) {
+        // A comment first, so the client sees the stream open before the first snapshot is built.
+        const std::string hello = ": hangar live feed\nretry: 2000\n\n";
+        if (!sink.write(hello.data(), hello.size())) return false;
+        while (!stopping_) {
+          const std::string text = NextEvents(sent.get());
+          // A comment every quiet second, so a client that went away is noticed by the failed
+          // write.
+          const std::string out = text.empty() ? ": quiet\n\n" : text;
+          if (!sink.write(out.data(), out.size())) return false;
+          for (int i = 0; i < 10 && !stopping_; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          if (!sink.is_writable()) return false;
+        }
+        sink.done();
+        return true;
+      });
 }
 
 }  // namespace hangar::controller

@@ -1,7 +1,8 @@
 // The dashboard's live feed (docs/dashboard.md): server-sent events, so the page applies changes
 // instead of polling everything. On connect the whole map; then, once a second, what changed:
-//   event: gpus   data: {"nodes": [[index, name, spine, leaf, state, codes, utils, temps, jobs], ...]}
-//   event: jobs   data: {"generation": "..."}   (jobs were submitted, placed, ended: lists are stale)
+//   event: gpus   data: {"nodes": [[index, name, spine, leaf, state, codes, utils, temps, jobs],
+//   ...]} event: jobs   data: {"generation": "..."}   (jobs were submitted, placed, ended: lists
+//   are stale)
 // The page opens it after its first render: a request held open while a page loads keeps a
 // headless browser from ever finishing the load.
 #pragma once
@@ -10,10 +11,9 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace httplib {
 struct Response;

@@ -38,13 +38,15 @@ namespace {
 
 // Everything the page loads comes from this controller: no CDN, no external font, no inline script.
 constexpr const char* kPolicy =
-    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; "
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src "
+    "'self'; "
     "frame-ancestors 'none'";
 
 void ServeAsset(const std::string& path, httplib::Response& res) {
   const web::Asset* a = web::FindAsset(path);
   if (!a) {
-    return http::Reply(res, Status::NotFound("the dashboard has no file " + path + "; open / for the dashboard"));
+    return http::Reply(
+        res, Status::NotFound("the dashboard has no file " + path + "; open / for the dashboard"));
   }
   res.set_header("Content-Security-Policy", kPolicy);
   res.set_header("X-Content-Type-Options", "nosniff");
@@ -52,7 +54,8 @@ void ServeAsset(const std::string& path, httplib::Response& res) {
   res.set_content(std::string(a->body), std::string(web::ContentTypeOf(path)));
 }
 
-StatusOr<size_t> CountParam(const httplib::Request& req, const char* name, size_t fallback, int64_t max) {
+StatusOr<size_t> CountParam(const httplib::Request& req, const char* name, size_t fallback,
+                            int64_t max) {
   if (!req.has_param(name)) return fallback;
   auto n = api::ParseCount(req.get_param_value(name), name, 0, max);
   if (!n.ok()) return n.status();
@@ -64,7 +67,8 @@ StatusOr<size_t> CountParam(const httplib::Request& req, const char* name, size_
 void HttpApi::DashboardRoutes() {
   httplib::Server& s = *server_;
   feed_ = std::make_shared<LiveFeed>(owner_);
-  s.Get("/", [](const httplib::Request&, httplib::Response& res) { ServeAsset("index.html", res); });
+  s.Get("/",
+        [](const httplib::Request&, httplib::Response& res) { ServeAsset("index.html", res); });
   s.Get(R"(/ui/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
     ServeAsset(req.matches[1].str(), res);
   });

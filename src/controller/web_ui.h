@@ -6,11 +6,10 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "controller/state/auth.h"
 #include "controller/state/cluster_state.h"
@@ -31,7 +30,8 @@ std::string_view ContentTypeOf(std::string_view path);
 // kIdleUtilPct), v validating, s suspect (or degraded), d draining, q quarantined (or failed),
 // o offline (its node is lost, drained or not connected).
 inline constexpr unsigned kIdleUtilPct = 5;
-char GpuCode(const std::string& health, const std::string& node_state, bool held, unsigned util_pct);
+char GpuCode(const std::string& health, const std::string& node_state, bool held,
+             unsigned util_pct);
 
 // The map: every node in fabric order as [name, spine, leaf, state, codes, utils, temps, jobs]
 // (codes: one letter per GPU; utils and temps per GPU; jobs: ids holding its GPUs).

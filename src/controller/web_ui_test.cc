@@ -28,7 +28,8 @@ class DashboardViewsTest : public ::testing::Test {
   void SetUp() override {
     auto f = cluster::ParseClusterYaml(
         "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-        "nodes: [{name: a}, {name: b}]\n", "c.yaml");
+        "nodes: [{name: a}, {name: b}]\n",
+        "c.yaml");
     ASSERT_TRUE(f.ok());
     ControllerOptions o;
     o.require_validation = false;
@@ -61,7 +62,8 @@ TEST_F(DashboardViewsTest, MapHasOneLetterPerGpuInFabricOrder) {
   const std::string a = m["nodes"][0][4], b = m["nodes"][1][4];
   EXPECT_EQ(m["nodes"][0][0], "a");
   // One node is wholly held (idle: no utilisation reported yet), the other free.
-  EXPECT_TRUE((a == "iiiiiiii" && b == "ffffffff") || (a == "ffffffff" && b == "iiiiiiii")) << m.dump();
+  EXPECT_TRUE((a == "iiiiiiii" && b == "ffffffff") || (a == "ffffffff" && b == "iiiiiiii"))
+      << m.dump();
   EXPECT_EQ(m["nodes"][0][5].size(), 8u);
 }
 
@@ -69,8 +71,10 @@ TEST_F(DashboardViewsTest, QueueGivesPositionsAndTheReservationsEstimatedStart) 
   Submit("name: running\ntime_limit: 1h\ntasks:\n  - {gpus: 8, command: [train]}\n", 1);
   Effects fx;
   state_->Schedule(2, &fx);
-  const uint64_t big = Submit("name: big\nuser: alice\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n", 3);
-  const uint64_t next = Submit("name: next\nuser: bob\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n", 4);
+  const uint64_t big =
+      Submit("name: big\nuser: alice\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n", 3);
+  const uint64_t next =
+      Submit("name: next\nuser: bob\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n", 4);
   Principal admin;
   nlohmann::json q = web::QueueJson(*state_, admin, 0, 10);
   // Before a cycle has seen them: in submission order, no estimate.
