@@ -8,8 +8,8 @@ build_pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-d
   libyaml-cpp-dev libcpp-httplib-dev libspdlog-dev libcli11-dev prometheus-cpp-dev libsqlite3-dev
   libpq-dev libssl-dev curl procps)
 # systemd (systemd-analyze), dpkg-dev (dpkg-shlibdeps, for cpack), adduser and util-linux (unshare,
-# setpriv): tests/packaging/deb_test.sh.
-test_pkgs=(python3 python3-torch prometheus postgresql iproute2 systemd dpkg-dev adduser util-linux)
+# setpriv): tests/packaging/deb_test.sh. chromium: the dashboard's browser tests (tests/web/).
+test_pkgs=(python3 python3-torch prometheus postgresql iproute2 systemd dpkg-dev adduser util-linux chromium)
 
 want=("${build_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}"); fi

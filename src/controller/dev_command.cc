@@ -286,11 +286,12 @@ Status Run(const Flags& flags) {
     return up;
   }
   std::printf("\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
-              "  API:   http://%s   (export HANGAR_URL=http://%s)\n"
+              "  API:   http://%s   (export HANGAR_URL=http://%s)   dashboard: http://%s/\n"
               "  try:   hangar nodes | hangar submit examples/jobs/notebook.yaml | hangar jobs | hangar logs 1\n"
               "  logs:  %s/logs/      stop: Ctrl-C\n\n",
               cluster.topology->name().c_str(), cluster.topology->nodes().size(),
-              static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), api.c_str(), api.c_str(), f.dir.c_str());
+              static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), api.c_str(), api.c_str(), api.c_str(),
+              f.dir.c_str());
   std::fflush(stdout);
   Submitted submitted;
   if (!f.submit_dir.empty()) submitted = SubmitExamples(client, f.submit_dir);

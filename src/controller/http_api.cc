@@ -196,6 +196,7 @@ StatusOr<int> HttpApi::Start(const std::string& host, int port) {
 }
 
 void HttpApi::Stop() {
+  StopDashboard();
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
 }
@@ -232,6 +233,7 @@ void HttpApi::Routes() {
 
   AuthRoutes();  // whoami, tokens and the audit log: http_api_auth.cc
   JobRoutes();   // job lists, bulk operations, accounting: http_api_jobs.cc
+  DashboardRoutes();  // the web dashboard: web_ui.cc
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });

@@ -26,6 +26,8 @@ struct Response;
 
 namespace hangar::controller {
 
+class LiveFeed;
+
 class HttpApi {
  public:
   static constexpr size_t kMaxBody = 1 << 20;
@@ -53,6 +55,9 @@ class HttpApi {
   void Routes();
   void AuthRoutes();  // http_api_auth.cc
   void JobRoutes();   // lists, bulk operations and accounting: http_api_jobs.cc
+  void DashboardRoutes();  // web_ui.cc: the dashboard's files, reads and live feed
+  void StopDashboard();    // web_ui.cc: ends the open live feeds
+  std::shared_ptr<LiveFeed> feed_;
   // Who calls, and whether they hold `perm` (replies 401/403 and returns nullopt when not).
   std::optional<Principal> Authorize(const httplib::Request& req, httplib::Response& res,
                                      std::optional<Permission> perm);

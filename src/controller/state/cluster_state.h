@@ -379,6 +379,15 @@ class ClusterState {
   const ControllerOptions& options() const { return options_; }
   uint64_t next_job_id() const { return next_job_id_; }
   uint64_t placements_total() const { return placements_total_; }
+  // The last scheduling cycle's order of the jobs it left waiting (those it examined, in its
+  // order, then those it stopped before) and the expected start of each backfill reservation:
+  // the dashboard's queue positions and estimated starts (controller/web_ui.cc). Replaced by
+  // every cycle; it may name jobs that have since started or ended.
+  struct WaitingOrder {
+    std::vector<sched::JobId> jobs;
+    std::unordered_map<sched::JobId, Time> reserved_start;  // kNever: no estimate
+  };
+  const WaitingOrder& waiting_order() const { return waiting_order_; }
 
  private:
   // cluster_state_jobs.cc
@@ -495,6 +504,7 @@ class ClusterState {
   cluster::ClusterUsage usage_;
   health::HealthEngine health_;
   std::map<sched::JobId, JobRecord> jobs_;
+  WaitingOrder waiting_order_;  // the dashboard's (waiting_order())
   std::set<sched::JobId> pending_;  // jobs in state pending
   std::set<sched::JobId> active_;   // jobs holding resources (tasks not all ended)
   std::vector<NodeRecord> nodes_;

@@ -215,6 +215,11 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     snap.queue_history = share_history_;
   }
   sched::Decisions d = scheduler_->Cycle(snap, now);
+  waiting_order_.jobs.clear();
+  waiting_order_.reserved_start.clear();
+  for (const auto& v : d.waiting) waiting_order_.jobs.push_back(v.job);
+  waiting_order_.jobs.insert(waiting_order_.jobs.end(), d.unexamined.begin(), d.unexamined.end());
+  for (const auto& r : d.reservations) waiting_order_.reserved_start[r.job] = r.start;
 
   // Preemptions first: a victim is asked to checkpoint and stop, and keeps its GPUs until it has;
   // the job it made room for starts in a later cycle, once they are free, and preempts no more

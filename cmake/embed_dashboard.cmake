@@ -1,0 +1,16 @@
+# Writes OUTPUT, a C++ source defining hangar::controller::web::Assets(): every file in FILES
+# (","-separated names under DIR) as a string, so the dashboard is compiled into the binary.
+string(REPLACE "," ";" names "${FILES}")
+set(delim "hgr7d2b")
+file(WRITE "${OUTPUT}" "// Generated from ${DIR} by cmake/embed_dashboard.cmake. Do not edit.\n")
+file(APPEND "${OUTPUT}" "#include \"controller/web_ui.h\"\nnamespace hangar::controller::web {\n")
+file(APPEND "${OUTPUT}" "const std::vector<Asset>& Assets() {\n  static const std::vector<Asset> assets = {\n")
+foreach(name IN LISTS names)
+  file(READ "${DIR}/${name}" content)
+  string(FIND "${content}" ")${delim}\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${DIR}/${name} contains the raw string delimiter; change it in embed_dashboard.cmake")
+  endif()
+  file(APPEND "${OUTPUT}" "    {\"${name}\", R\"${delim}(${content})${delim}\"},\n")
+endforeach()
+file(APPEND "${OUTPUT}" "  };\n  return assets;\n}\n}  // namespace hangar::controller::web\n")

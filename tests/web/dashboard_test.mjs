@@ -1,0 +1,241 @@
+// The dashboard against a live `hangar dev` (4 nodes x 8 fake GPUs, --auth none) on loopback,
+// in Debian's chromium (issue 21, "Must show"): the first page renders fully under
+// `chromium --dump-dom --virtual-time-budget=8000`; every view opens and shows the cluster's own
+// facts (node names, a waiting job's blocker and queue position, a fault injected on a fake GPU
+// turning its map cell suspect through the live feed); no console errors; a screenshot of each
+// view under --out.
+//   node dashboard_test.mjs --hangar build/hangar --out build/dashboard-screenshots
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { api, dumpDom, freePortPair, launchBrowser, newPage, start, stop, waitFor } from './harness.mjs';
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : fallback;
+}
+const HANGAR = path.resolve(arg('--hangar', 'build/hangar'));
+const OUT = path.resolve(arg('--out', 'build/dashboard-screenshots'));
+
+const BLOCKED = 'name: big-pretrain\ntasks:\n  - {replicas: 4, gpus: 8, command: [sleep, "1000"]}\n';
+const BLOCKED_2 = 'name: second-in-line\ntasks:\n  - {replicas: 4, gpus: 8, command: [sleep, "1000"]}\n';
+const RUNNING = 'name: finetune-a\ntime_limit: 2h\ntasks:\n  - {gpus: 8, command: [sleep, "1000"]}\n';
+
+const checks = [];
+async function check(name, fn) {
+  const t0 = Date.now();
+  await fn();
+  checks.push(name);
+  console.log(`ok - ${name} (${Date.now() - t0} ms)`);
+}
+
+async function startCluster(dir) {
+  const port = await freePortPair();
+  const base = `http://127.0.0.1:${port}`;
+  const dev = start(HANGAR, ['dev', '--port', String(port), '--dir', dir], path.join(dir, 'dev.log'));
+  const a = api(base);
+  await waitFor('4 ready nodes', async () => {
+    const n = await a.get('/v1/nodes');
+    return n.nodes.length === 4 && n.nodes.every((x) => x.state === 'ready' && x.connected);
+  }, 60000);
+  return { dev, base, a };
+}
+
+// A fault script for a fake GPU, written beside and renamed into place (docs/health.md).
+async function inject(dir, node, script) {
+  const agentDir = path.join(dir, 'agents', node);
+  fs.writeFileSync(path.join(agentDir, 'faults.tmp'), script);
+  fs.renameSync(path.join(agentDir, 'faults.tmp'), path.join(agentDir, 'inject-faults.yaml'));
+  await waitFor(`${node} to apply the fault script`, () => fs.existsSync(path.join(agentDir, 'inject-faults.yaml.applied')), 15000);
+}
+
+// The colour of a GPU's cell on the map canvas, read from its pixels.
+async function cellColour(page, node, gpu) {
+  return page.evaluate((nodeName, g) => {
+    const m = window.hangarMap;
+    const k = m.rows.findIndex((r) => r[0] === nodeName);
+    const r = m.rects[k];
+    const x = r.x + (g % 4) * m.cell + 2;
+    const y = r.y + Math.floor(g / 4) * m.cell + 2;
+    const [red, green, blue] = m.canvas.getContext('2d').getImageData(x, y, 1, 1).data;
+    return `#${[red, green, blue].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
+  }, node, gpu);
+}
+
+async function open(page, base, hash, view) {
+  await page.goto(`${base}/${hash}`, { waitUntil: 'domcontentloaded' });
+  await page.waitForFunction((v) => document.body.dataset.rendered === v, { timeout: 20000 }, view);
+}
+
+async function shot(page, name) {
+  const file = path.join(OUT, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: false });
+  console.log(`screenshot: ${file}`);
+}
+
+async function run(dir) {
+  const { dev, base, a } = await startCluster(dir);
+  const running = await a.post('/v1/jobs', RUNNING);
+  await waitFor('finetune-a running', async () => (await a.get(`/v1/jobs/${running.id}`)).state === 'running', 30000);
+  const blocked = await a.post('/v1/jobs', BLOCKED);
+  const blocked2 = await a.post('/v1/jobs', BLOCKED_2);
+  const why = await waitFor('a blocker for big-pretrain', async () => {
+    const e = await a.get(`/v1/jobs/${blocked.id}/explain`);
+    return e.reason && e.rule !== 'none' && e.reason !== 'waiting for the next scheduling cycle' ? e.reason : null;
+  });
+  console.log(`big-pretrain waits: ${why}`);
+
+  await check('the first page renders fully under chromium --dump-dom --virtual-time-budget=8000', async () => {
+    const dom = await dumpDom(`${base}/`);
+    assert.match(dom, /data-rendered="overview"/, 'the overview did not finish rendering');
+    for (const n of ['node-1', 'node-2', 'node-3', 'node-4', 'finetune-a', 'big-pretrain', 'second-in-line']) assert.ok(dom.includes(n), `${n} missing from the dumped DOM`);
+    assert.ok(dom.includes(why), `the blocker sentence "${why}" is missing from the dumped DOM`);
+  });
+
+  const browser = await launchBrowser();
+  const errors = [];
+  const page = await newPage(browser, errors);
+  try {
+    await check('overview: nodes, running and pending jobs, blockers', async () => {
+      await open(page, base, '#/', 'overview');
+      const text = await page.$eval('main', (m) => m.innerText);
+      for (const n of ['node-1', 'node-4', 'finetune-a', 'big-pretrain', why, '#1 in queue', '#2 in queue']) assert.ok(text.includes(n), `overview lacks "${n}"`);
+      await shot(page, 'overview');
+    });
+    await check('queue: blocker text and position in its queue', async () => {
+      await open(page, base, '#/queue', 'queue');
+      const rows = await page.$$eval('.qrow[data-job]', (rs) => rs.map((r) => r.innerText));
+      assert.equal(rows.length, 2, rows.join('\n'));
+      assert.match(rows[0], /#1 in default/);
+      assert.ok(rows[0].includes('big-pretrain') && rows[0].includes(why), rows[0]);
+      assert.match(rows[1], /#2 in default/);
+      assert.ok(rows[1].includes('second-in-line'), rows[1]);
+      await shot(page, 'queue');
+    });
+    await check('cluster map: cells coloured by state; a fault on a fake GPU turns its cell suspect live', async () => {
+      await open(page, base, '#/map', 'map');
+      const list = await page.$eval('#map-text', (e) => e.innerText);
+      for (const n of ['leaf-0', 'leaf-1', 'spine-0']) assert.ok(list.includes(n), `map text lacks ${n}`);
+      const runNode = (await a.get(`/v1/jobs/${running.id}`)).task_list[0].node;
+      const busy = await cellColour(page, runNode, 0);
+      assert.ok(busy === '#2f6db5' || busy === '#f2c14e', `the running job's GPU is drawn ${busy}, not allocated`);
+      const spare = ['node-1', 'node-2', 'node-3', 'node-4'].find((n) => n !== runNode);
+      assert.equal(await cellColour(page, spare, 5), '#f4f6f8', 'a free cell is not drawn free');
+      await page.waitForFunction(() => document.getElementById('feed-status').dataset.state === 'live', { timeout: 10000 });
+      await inject(dir, spare, '- {gpu: 5, kind: pcie_downgrade, gen: 3, width: 4}\n');
+      await page.waitForFunction((n) => {
+        const li = document.querySelector(`#map-text li[data-node="${n}"]`);
+        return li && li.innerText.includes('GPU 5 suspect');
+      }, { timeout: 20000 }, spare);
+      assert.equal(await cellColour(page, spare, 5), '#e8772e', 'the suspect GPU is not drawn suspect');
+      assert.equal(await cellColour(page, spare, 4), '#f4f6f8', 'its healthy neighbour changed');
+      const updates = await page.$eval('#map', (c) => Number(c.dataset.updates || 0));
+      assert.ok(updates >= 1 && updates < 4, `the feed redrew ${updates} nodes; expected only the changed node(s)`);
+      await page.focus('#map');
+      await page.keyboard.press('ArrowRight');
+      const tip = await page.$eval('#map-tip', (e) => e.innerText);
+      assert.match(tip, /^node-2 \(spine-0 \/ leaf-0, ready\): /, `keyboard selection: ${tip}`);
+      const suspect = await page.$eval(`#map-text li[data-node="${spare}"]`, (e) => e.innerText);
+      assert.match(suspect, /GPU 5 suspect/);
+      await shot(page, 'map');
+    });
+    await check('node view: conditions name the suspect GPU', async () => {
+      const spare = (await a.get('/v1/nodes')).nodes.find((n) => n.conditions.some((c) => c.includes('GPU 5 suspect'))).name;
+      await open(page, base, `#/node/${spare}`, 'node');
+      const text = await page.$eval('main', (m) => m.innerText);
+      assert.ok(text.includes(`Node ${spare}`) && text.includes('GPU 5 suspect'), text);
+      assert.match(text, /GPU 5\s+suspect/);
+      await shot(page, 'node');
+    });
+    await check('job view: tasks, nodes and GPUs, events, logs', async () => {
+      await open(page, base, `#/job/${running.id}`, 'job');
+      const text = await page.$eval('main', (m) => m.innerText);
+      assert.ok(text.includes('finetune-a') && text.includes('running'), text);
+      assert.match(text, /0, 1, 2, 3, 4, 5, 6, 7/);
+      await shot(page, 'job');
+      await open(page, base, `#/job/${blocked.id}`, 'job');
+      assert.ok((await page.$eval('#job-reason', (e) => e.innerText)).includes(why));
+    });
+    await check('queues and fair share; usage and waste', async () => {
+      await open(page, base, '#/queues', 'queues');
+      assert.ok((await page.$eval('main', (m) => m.innerText)).includes('Cluster: 32 GPUs'));
+      await shot(page, 'queues');
+      await open(page, base, '#/usage', 'usage');
+      const text = await page.$eval('main', (m) => m.innerText);
+      assert.ok(text.includes('GPU-hours by queue') && text.includes('default'), text);
+      await shot(page, 'usage');
+    });
+    await check('no console errors', async () => {
+      assert.deepEqual(errors, []);
+    });
+  } finally {
+    await browser.close();
+    await stop(dev);
+  }
+}
+
+// --auth tokens: the page asks for a token, refuses a wrong one, and shows a user what the API
+// lets that user see: only their own pending job, at its true position behind another's.
+async function runAuth(dir) {
+  fs.writeFileSync(path.join(dir, 'cluster.yaml'),
+    'name: tokens\nnode_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: gpu-a}, {name: gpu-b}]\n');
+  const ctl = start(HANGAR, ['controller', '--cluster', path.join(dir, 'cluster.yaml'), '--api', '127.0.0.1:0', '--agents', '127.0.0.1:0',
+    '--store', `sqlite://${dir}/state.db`, '--port-file', path.join(dir, 'ports.json'), '--auth', 'tokens',
+    '--admin-token-file', path.join(dir, 'admin.token'), '--insecure'], path.join(dir, 'controller.log'));
+  const ports = await waitFor('the port file', () => fs.existsSync(path.join(dir, 'ports.json')) && JSON.parse(fs.readFileSync(path.join(dir, 'ports.json'))), 30000);
+  const base = `http://127.0.0.1:${ports.api}`;
+  const admin = fs.readFileSync(path.join(dir, 'admin.token'), 'utf8').trim();
+  const call = async (tok, method, p, body) => {
+    const r = await fetch(base + p, { method, body, headers: { Authorization: `Bearer ${tok}` } });
+    const text = await r.text();
+    if (r.status >= 300) throw new Error(`${method} ${p}: HTTP ${r.status} ${text}`);
+    return JSON.parse(text);
+  };
+  const tokenOf = async (user) => (await call(admin, 'POST', '/v1/tokens', JSON.stringify({ user, role: 'user' }))).token;
+  const bob = await tokenOf('bob');
+  const alice = await tokenOf('alice');
+  const job = (name) => `name: ${name}\ntasks:\n  - {gpus: 8, command: [sleep, "100"]}\n`;
+  await call(bob, 'POST', '/v1/jobs', job('bobs-job'));
+  const mine = await call(alice, 'POST', '/v1/jobs', job('alices-job'));
+  const browser = await launchBrowser();
+  const errors = [];
+  const page = await newPage(browser, errors);
+  try {
+    await check('--auth tokens: a login, a wrong token refused, RBAC as on the API', async () => {
+      await open(page, base, '#/queue', 'login');
+      await page.type('#token', 'hgr_not-a-token');
+      await page.click('#login button');
+      await page.waitForFunction(() => document.querySelector('#login') && document.querySelector('#login').innerText.includes('was refused'), { timeout: 10000 });
+      await page.$eval('#token', (e) => { e.value = ''; });
+      await page.type('#token', alice);
+      await page.click('#login button');
+      await page.waitForFunction(() => document.body.dataset.rendered === 'queue', { timeout: 10000 });
+      const rows = await page.$$eval('.qrow[data-job]', (rs) => rs.map((r) => r.innerText));
+      assert.equal(rows.length, 1, rows.join('\n'));
+      assert.ok(rows[0].includes('alices-job') && rows[0].includes(`#${mine.id}`), rows[0]);
+      assert.match(rows[0], /#2 in default/, 'alice\'s job is second, behind bob\'s she may not see');
+      assert.ok((await page.$eval('#who', (e) => e.innerText)).includes('alice (user)'));
+      await shot(page, 'login-queue');
+      // Only the refused logins' 401s may be in the console.
+      assert.deepEqual(errors.filter((e) => !e.includes('401')), []);
+    });
+  } finally {
+    await browser.close();
+    await stop(ctl);
+  }
+}
+
+fs.mkdirSync(OUT, { recursive: true });
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-dashboard-'));
+try {
+  await run(dir);
+  fs.mkdirSync(path.join(dir, 'tokens'));
+  await runAuth(path.join(dir, 'tokens'));
+  console.log(`all ${checks.length} checks passed; screenshots in ${OUT}`);
+  fs.rmSync(dir, { recursive: true, force: true });
+} catch (e) {
+  console.error(`FAILED: ${e.stack || e}`);
+  console.error(`logs kept in ${dir}`);
+  process.exitCode = 1;
+}

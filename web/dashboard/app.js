@@ -1,0 +1,112 @@
+// The dashboard: a hash router over the views, the login (with --auth tokens), and the live feed,
+// opened once the first view has rendered.
+import { get, token, setToken, openFeed, ApiError } from './api.js';
+import { h } from './dom.js';
+import { overview } from './overview.js';
+import { mapView } from './map_view.js';
+import { queueView } from './queue_view.js';
+import { nodeView, jobView } from './detail_views.js';
+import { queuesView, usageView } from './fleet_views.js';
+
+const ROUTES = [
+  [/^#?\/?$/, 'overview', (m, c) => overview(m, c)],
+  [/^#\/map$/, 'map', (m, c) => mapView(m, c)],
+  [/^#\/queue$/, 'queue', (m, c) => queueView(m, c)],
+  [/^#\/queues$/, 'queues', (m, c) => queuesView(m, c)],
+  [/^#\/usage$/, 'usage', (m, c) => usageView(m, c)],
+  [/^#\/node\/(.+)$/, 'node', (m, c, a) => nodeView(m, c, decodeURIComponent(a))],
+  [/^#\/job\/(\d+)$/, 'job', (m, c, a) => jobView(m, c, a)],
+];
+
+let ctx = null;
+let stopFeed = null;
+
+function newContext() {
+  return { onGpus: null, onJobs: null, after: [], cleanup: [], rerender: () => render() };
+}
+
+async function render() {
+  if (ctx) ctx.cleanup.forEach((f) => f());
+  ctx = newContext();
+  const mine = ctx;
+  const main = document.getElementById('main');
+  const hash = location.hash || '#/';
+  const route = ROUTES.find(([re]) => re.test(hash));
+  document.body.dataset.rendered = '';
+  markNav(hash);
+  try {
+    if (!route) throw new ApiError(404, `no such view: ${hash}`);
+    const [re, name, view] = route;
+    const arg = hash.match(re)[1];
+    await view(main, mine, arg);
+    if (mine !== ctx) return;
+    document.title = `Hangar — ${main.querySelector('h2') ? main.querySelector('h2').textContent : name}`;
+    document.body.dataset.rendered = name;
+    performance.mark('hangar:rendered', { detail: name });
+    mine.after.forEach((f) => f());
+    startFeed();
+  } catch (e) {
+    if (mine !== ctx) return;
+    if (e instanceof ApiError && e.status === 401) return login(main, e.message);
+    main.replaceChildren(h('h2', {}, 'Something went wrong'), h('p', { class: 'error', role: 'alert' }, e.message));
+    document.body.dataset.rendered = 'error';
+  }
+}
+
+function markNav(hash) {
+  for (const a of document.querySelectorAll('nav a')) {
+    const here = a.getAttribute('href') === hash || (hash === '#/' && a.getAttribute('href') === '#/');
+    if (here) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+}
+
+function login(main, why) {
+  const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true, size: 50 });
+  const form = h('form', { id: 'login' },
+    h('h2', {}, 'Log in'),
+    h('p', {}, token() ? `The token was refused: ${why}` : 'This controller runs with --auth tokens. Paste your API token (`hangar token create`, or $HANGAR_TOKEN).'),
+    h('label', { for: 'token' }, 'Token '), input, ' ', h('button', { type: 'submit' }, 'Log in'));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    setToken(input.value.trim());
+    checkWho().then(render);
+  });
+  main.replaceChildren(form);
+  document.body.dataset.rendered = 'login';
+  input.focus();
+}
+
+async function checkWho() {
+  const who = document.getElementById('who');
+  try {
+    const w = await get('/v1/whoami');
+    who.replaceChildren(`${w.user || 'anonymous'} (${w.role || 'admin'})`,
+      token() ? h('button', { type: 'button', id: 'logout', onclick: () => { setToken(''); location.reload(); } }, 'Log out') : '');
+  } catch (e) {
+    who.textContent = '';
+  }
+}
+
+// The live feed opens after the first render, once per page load.
+function startFeed() {
+  if (stopFeed) return;
+  const status = document.getElementById('feed-status');
+  stopFeed = openFeed((name, data) => {
+    if (name === 'gpus' && ctx && ctx.onGpus) ctx.onGpus(data.nodes);
+    if (name === 'jobs' && ctx && ctx.onJobs) ctx.onJobs(data.generation);
+  }, (state) => {
+    status.textContent = state === 'live' ? 'Live' : 'Reconnecting…';
+    status.dataset.state = state;
+  });
+}
+
+async function start() {
+  const header = document.querySelector('header');
+  header.append(h('span', { id: 'who' }));
+  checkWho();  // beside the first view, not before it
+  window.addEventListener('hashchange', render);
+  await render();
+}
+
+start();

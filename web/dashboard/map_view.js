@@ -1,0 +1,102 @@
+// The cluster map view: the canvas, its legend, and beside it the same facts as text (by leaf),
+// for keyboards and screen readers. Hover or focus shows a node and its jobs; Enter or a click
+// opens the node.
+import { get } from './api.js';
+import { fill, h, nodeLink, jobLink } from './dom.js';
+import { ClusterMap } from './map.js';
+import { STATES, ORDER, countCodes, describeCounts } from './states.js';
+
+export async function mapView(main, ctx) {
+  const data = await get('/v1/dashboard/map');
+  const canvas = h('canvas', { id: 'map', tabindex: '0', role: 'img',
+    'aria-label': 'Cluster map: one cell per GPU; the list beside it says the same in words' });
+  const tip = h('div', { id: 'map-tip', role: 'status', 'aria-live': 'polite' }, 'Point at a node, or focus the map and use the arrow keys.');
+  const mode = h('select', { id: 'map-mode', 'aria-label': 'Colour cells by' },
+    h('option', { value: 'state' }, 'state'), h('option', { value: 'util' }, 'utilisation'),
+    h('option', { value: 'temp' }, 'temperature'));
+  const wrap = h('div', { class: 'map-canvas' }, canvas);
+  const text = h('div', { class: 'map-text', id: 'map-text' });
+  fill(main, h('h2', {}, `Cluster map: ${data.cluster}`),
+    h('div', { class: 'map-tools' }, h('label', {}, 'Colour by ', mode), legend()), tip,
+    h('div', { class: 'map-layout' }, wrap, text));
+  const width = Math.max(320, Math.floor(wrap.clientWidth || 900));
+  const map = new ClusterMap(canvas, data.nodes, width);
+  map.draw();
+  window.hangarMap = map;  // read by the browser test and the render benchmark (tests/web/)
+  renderText(text, map.rows);
+  mode.addEventListener('change', () => map.setMode(mode.value));
+  wire(canvas, map, tip);
+  ctx.onGpus = (changes) => {
+    const drawn = map.update(changes);
+    if (drawn < 0) return ctx.rerender();
+    if (drawn > 0) renderText(text, map.rows);
+    canvas.dataset.updates = String(Number(canvas.dataset.updates || 0) + drawn);
+  };
+}
+
+function legend() {
+  return h('ul', { class: 'legend', 'aria-label': 'Legend' }, ORDER.map((c) => h('li', {},
+    h('span', { class: `swatch swatch-${c}`, 'aria-hidden': 'true' }), STATES[c].name)));
+}
+
+function wire(canvas, map, tip) {
+  const show = (k) => {
+    map.select(k);
+    tip.replaceChildren(k < 0 ? 'Point at a node, or focus the map and use the arrow keys.' : h('span', {}, describe(map.rows[k])));
+  };
+  canvas.addEventListener('mousemove', (e) => {
+    const r = canvas.getBoundingClientRect();
+    const k = map.nodeAt((e.clientX - r.left) * canvas.width / r.width, (e.clientY - r.top) * canvas.height / r.height);
+    if (k !== map.selected) show(k);
+  });
+  canvas.addEventListener('click', () => {
+    if (map.selected >= 0) location.hash = `#/node/${encodeURIComponent(map.rows[map.selected][0])}`;
+  });
+  canvas.addEventListener('keydown', (e) => {
+    if (e.key.startsWith('Arrow')) {
+      e.preventDefault();
+      show(map.neighbour(map.selected, e.key));
+    } else if (e.key === 'Enter' && map.selected >= 0) {
+      location.hash = `#/node/${encodeURIComponent(map.rows[map.selected][0])}`;
+    }
+  });
+  canvas.addEventListener('focus', () => {
+    if (map.selected < 0) show(0);
+  });
+}
+
+function describe(row) {
+  const [name, spine, leaf, state, codes, , , jobs] = row;
+  const jobsText = jobs.length ? ['; jobs: ', jobs.map((id, i) => [i ? ', ' : '', jobLink(id)])] : ['; no jobs'];
+  return [nodeLink(name), ` (${spine} / ${leaf}, ${state}): ${describeCounts(countCodes(codes))}`, ...jobsText];
+}
+
+// Per leaf: its GPUs by state; every node that is not plainly free or busy is named with what
+// is wrong; the full node list is one click away (a <details> per leaf).
+function renderText(el, rows) {
+  const leaves = new Map();
+  for (const row of rows) {
+    const key = `${row[1]} / ${row[2]}`;
+    if (!leaves.has(key)) leaves.set(key, []);
+    leaves.get(key).push(row);
+  }
+  const items = [];
+  for (const [key, nodes] of leaves) {
+    const counts = countCodes(nodes.map((r) => r[4]).join(''));
+    const odd = nodes.filter((r) => /[ivsdqo]/.test(r[4]) || r[3] !== 'ready');
+    const det = h('details', {}, h('summary', {}, `${key}: ${nodes.length} nodes; ${describeCounts(counts)}`));
+    det.addEventListener('toggle', () => {
+      if (det.open && det.children.length === 1) det.append(h('ul', {}, nodes.map((r) => nodeLine(r))));
+    }, { once: true });
+    items.push(h('li', {}, det, odd.length ? h('ul', { class: 'odd' }, odd.slice(0, 50).map((r) => nodeLine(r))) : null));
+  }
+  el.replaceChildren(h('h3', {}, 'By leaf switch'), h('ul', { class: 'leaves' }, items));
+}
+
+function nodeLine(r) {
+  const bad = [];
+  for (let g = 0; g < r[4].length; g++) {
+    if ('ivsdqo'.includes(r[4][g])) bad.push(`GPU ${g} ${STATES[r[4][g]].name}`);
+  }
+  return h('li', { 'data-node': r[0] }, nodeLink(r[0]), `: ${r[3]}`, bad.length ? `; ${bad.join(', ')}` : `; ${describeCounts(countCodes(r[4]))}`);
+}
