@@ -51,8 +51,8 @@ TEST(SqueueTest, RendersTheColumnsOfSqueue) {
   running.state = "running";
   running.tasks = 2;
   running.started = 1000;
-  running.task_views = {{0, "batch", "node-1", {0}, "running"},
-                        {1, "batch", "node-2", {0}, "running"}};
+  running.task_views = {{0, "batch", "node-1", {0}, {}, "running"},
+                        {1, "batch", "node-2", {0}, {}, "running"}};
   api::JobView pending;
   pending.id = 13;
   pending.name = "sweep";
@@ -87,7 +87,7 @@ TEST(SqueueCliTest, JobsDashOSlurmReadsTheSameList) {
       ::testing::internal::GetCapturedStdout(),
       "JOBID  PARTITION  NAME  USER  ST  TIME  NODES  NODELIST(REASON)\n"
       "7      default    a     bob   PD  0:00  2      (waiting for the next scheduling cycle)\n");
-  EXPECT_EQ(api.requests(), (std::vector<std::string>{"/v1/jobs?state=pending"}));
+  EXPECT_EQ(api.requests(), (std::vector<std::string>{"/v1/jobs?limit=100&state=pending"}));
 }
 
 class SbatchCliTest : public ::testing::Test {

@@ -490,6 +490,9 @@ class ClusterState {
   std::deque<std::pair<Time, std::string>> idempotency_by_time_;  // for pruning, oldest first
   bool idempotency_sorted_ = true;
   // cluster_state_nodes.cc
+  // The jobs with live tasks on each node (or on `only`, as the one list), in id order.
+  std::vector<std::vector<uint64_t>> JobsByNode(std::optional<uint32_t> only) const;
+  api::NodeView NodeViewOf(uint32_t node, std::vector<uint64_t> jobs) const;
   void UpdateCondition(uint32_t node);
   void LoseNode(uint32_t node, const std::string& why, Time now, Effects* fx);
   void PersistNode(uint32_t node, Effects* fx) const;
