@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
   // List pages.
   std::mt19937_64 rng(7);
   std::vector<double> list_ms;
+  std::vector<double> by_kind[4];
   const char* kinds[] = {"", "&user=user3", "&state=pending", "&cursor="};
   for (int i = 0; i < samples; ++i) {
     std::string q = "/v1/jobs?limit=100";
@@ -140,6 +141,7 @@ int main(int argc, char** argv) {
     t0 = Now();
     auto r = http.Get(q);
     list_ms.push_back((Now() - t0) * 1000);
+    by_kind[k].push_back(list_ms.back());
     if (!r || r->status != 200) return fail("a list failed: " + q);
   }
   // Single cancels of pending jobs (not the array's).
@@ -164,6 +166,8 @@ int main(int argc, char** argv) {
                         {"submit_array_10000_s", array_s},
                         {"list_page_p50_ms", Pct(list_ms, 0.5)},
                         {"list_page_p99_ms", Pct(list_ms, 0.99)},
+                        {"list_page_p99_ms_by_kind", {{"newest", Pct(by_kind[0], 0.99)}, {"user", Pct(by_kind[1], 0.99)},
+                                                      {"pending", Pct(by_kind[2], 0.99)}, {"cursor", Pct(by_kind[3], 0.99)}}},
                         {"cancel_p50_ms", Pct(cancel_ms, 0.5)},
                         {"cancel_p99_ms", Pct(cancel_ms, 0.99)},
                         {"bulk_cancel_10000_s", bulk_s},

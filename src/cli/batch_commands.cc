@@ -92,10 +92,11 @@ Status EachPage(ApiClient& api, const std::string& path, const ListOptions& o, c
                                             (cursor.empty() ? "" : "&cursor=" + cursor)));
     HANGAR_RETURN_IF_ERROR(page(r));
     const size_t more = r.value("more", size_t{0});
-    if (more == 0 || !r["next_cursor"].is_string()) return Status::Ok();
+    if ((more == 0 && !r.value("more_at_least", false)) || !r["next_cursor"].is_string()) return Status::Ok();
     cursor = r["next_cursor"].get<std::string>();
     if (!o.all) {
-      std::fprintf(stderr, "%zu more: `%s --cursor %s` for the next page, or --all\n", more, again.c_str(), cursor.c_str());
+      std::fprintf(stderr, "%zu%s more: `%s --cursor %s` for the next page, or --all\n", more,
+                   r.value("more_at_least", false) ? "+" : "", again.c_str(), cursor.c_str());
       return Status::Ok();
     }
   }

@@ -144,7 +144,7 @@ void HttpApi::JobRoutes() {
     JobPage page = owner_->Call<JobPage>([&](ClusterState& st, Effects*) { return st.ListJobsPage(*who, *f); });
     nlohmann::json out = nlohmann::json::array();
     for (const auto& j : page.jobs) out.push_back(api::ToJson(j));
-    nlohmann::json body = {{"jobs", out}, {"more", page.more}};
+    nlohmann::json body = {{"jobs", out}, {"more", page.more}, {"more_at_least", page.more_at_least}};
     body["next_cursor"] = page.next ? nlohmann::json(std::to_string(page.next)) : nlohmann::json(nullptr);
     Reply(res, 200, body);
   });

@@ -165,9 +165,13 @@ struct JobFilter {
 };
 
 struct JobPage {
+  // Past the page, a list looks at this many more candidates to count what is left, so that a
+  // page costs the same at 100,000 queued jobs as at 100 (beyond it, "at least" that many).
+  static constexpr size_t kCountScan = 5'000;
   std::vector<api::JobView> jobs;
   sched::JobId next = 0;  // the cursor for the next page; 0: this is the last
-  size_t more = 0;        // matching jobs after this page
+  size_t more = 0;        // matching jobs after this page (at least this many when more_at_least)
+  bool more_at_least = false;  // counting stopped after kCountScan candidates past the page
 };
 
 enum class BulkAction : uint8_t { kCancel, kHold, kRelease, kRequeue };
@@ -428,6 +432,9 @@ class ClusterState {
     int max_running = 0;
   };
   std::unordered_map<uint64_t, ArrayRecord> arrays_;
+  // Pending jobs with `after:`, as of the last cycle (plus those submitted since): while there
+  // are none, cancelling a pending job cannot change what a cycle decides.
+  size_t jobs_with_deps_ = 0;
   // cluster_state_sched.cc
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   // Placements a cycle made that wait for preempted jobs to stop: a preemptor's, and those of

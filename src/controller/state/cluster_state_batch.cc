@@ -163,14 +163,14 @@ bool ClusterState::MatchesFilter(const JobRecord& j, const JobFilter& f) const {
   return true;
 }
 
-// Calls fn(id) for the candidates of `f`, newest first, below the cursor, until fn returns false:
+// Calls fn(id, record or null) for the candidates of `f`, newest first, below the cursor, until fn returns false:
 // the listed ids, an array's elements, the pending set, or every job -- whichever is smallest.
 template <typename Fn>
 void ClusterState::ForEachSelected(const JobFilter& f, Fn&& fn) const {
   const sched::JobId below = f.before ? f.before : UINT64_MAX;
   auto walk = [&](auto first, auto last) {
     for (auto it = first; it != last; ++it) {
-      if (!fn(*it)) return;
+      if (!fn(*it, nullptr)) return;
     }
   };
   if (!f.ids.empty()) {
@@ -192,17 +192,22 @@ void ClusterState::ForEachSelected(const JobFilter& f, Fn&& fn) const {
     return walk(std::make_reverse_iterator(pending_.lower_bound(below)), pending_.rend());
   }
   for (auto it = std::make_reverse_iterator(jobs_.lower_bound(below)); it != jobs_.rend(); ++it) {
-    if (!fn(it->first)) return;
+    if (!fn(it->first, &it->second)) return;
   }
 }
 
 JobPage ClusterState::ListJobsPage(const Principal& p, const JobFilter& f) const {
   JobPage page;
-  ForEachSelected(f, [&](sched::JobId id) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || !MatchesFilter(it->second, f) || !MaySeeJob(p, it->second)) return true;
+  size_t scanned_past = 0;
+  ForEachSelected(f, [&](sched::JobId id, const JobRecord* j) {
+    if (page.jobs.size() >= f.limit && ++scanned_past > JobPage::kCountScan) {
+      page.more_at_least = true;
+      return false;
+    }
+    if (!j) j = FindJob(id);
+    if (!j || !MatchesFilter(*j, f) || !MaySeeJob(p, *j)) return true;
     if (page.jobs.size() < f.limit) {
-      api::JobView v = View(it->second);
+      api::JobView v = View(*j);
       v.spec = nullptr;
       page.jobs.push_back(std::move(v));
       page.next = id;
@@ -211,7 +216,7 @@ JobPage ClusterState::ListJobsPage(const Principal& p, const JobFilter& f) const
     }
     return true;
   });
-  if (page.more == 0) page.next = 0;
+  if (page.more == 0 && !page.more_at_least) page.next = 0;
   return page;
 }
 
@@ -273,7 +278,7 @@ StatusOr<nlohmann::json> ClusterState::Bulk(const Principal& p, const JobFilter&
                                    "{\"user\": \"bob\", \"state\": \"pending\"}); an empty selector would take every job");
   }
   std::vector<sched::JobId> selected;
-  ForEachSelected(f, [&](sched::JobId id) {
+  ForEachSelected(f, [&](sched::JobId id, const JobRecord*) {
     selected.push_back(id);
     return true;
   });
@@ -324,14 +329,14 @@ nlohmann::json ClusterState::AccountingJobs(const Principal& p, const JobFilter&
   nlohmann::json rows = nlohmann::json::array();
   *next = 0;
   *more = 0;
-  ForEachSelected(f, [&](sched::JobId id) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || !MatchesFilter(it->second, f) || !MaySeeJob(p, it->second)) return true;
+  ForEachSelected(f, [&](sched::JobId id, const JobRecord* rec) {
+    if (!rec) rec = FindJob(id);
+    if (!rec || !MatchesFilter(*rec, f) || !MaySeeJob(p, *rec)) return true;
     if (rows.size() >= f.limit) {
       ++*more;
-      return true;
+      return *more < JobPage::kCountScan;  // "at least" past that, as for lists
     }
-    const JobRecord& j = it->second;
+    const JobRecord& j = *rec;
     std::vector<AttemptUsage> runs;
     if (auto a = attempts.find(id); a != attempts.end()) {
       for (const AttemptUsage* u : a->second) runs.push_back(*u);

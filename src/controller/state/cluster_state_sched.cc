@@ -112,9 +112,11 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   pending.reserve(pending_.size());
   std::unordered_map<uint64_t, int> array_running = arrays_.empty() ? std::unordered_map<uint64_t, int>{} : RunningArrayElements();
   std::vector<std::pair<sched::JobId, std::string>> unmet;
+  jobs_with_deps_ = 0;
   for (sched::JobId id : pending_) {
     JobRecord& j = jobs_.at(id);
     const job::JobSpec& s = j.spec->spec;
+    jobs_with_deps_ += !s.after.empty();
     if (j.held || j.gated || !s.after.empty() || j.array_id) {
       std::string never;
       if (!PassesGates(j, &array_running, &never)) {
