@@ -81,10 +81,19 @@ struct ListOptions {
   bool all = false;
 };
 
-// Pages through `path` (a list endpoint): every page with --all, else one; says on stderr how
-// many more there are and how to get them, so a list never stops silently.
+// Says on stderr (after the table) how many more there are and how to get them, so that a list
+// never stops silently.
+struct MoreNote {
+  std::string text;
+  ~MoreNote() {
+    std::fflush(stdout);
+    if (!text.empty()) std::fprintf(stderr, "%s", text.c_str());
+  }
+};
+
+// Pages through `path` (a list endpoint): every page with --all, else one.
 Status EachPage(ApiClient& api, const std::string& path, const ListOptions& o, const std::string& again,
-                const std::function<Status(const nlohmann::json&)>& page) {
+                const std::function<Status(const nlohmann::json&)>& page, MoreNote* note) {
   std::string cursor = o.cursor;
   while (true) {
     const std::string sep = path.find('?') == std::string::npos ? "?" : "&";
@@ -95,14 +104,15 @@ Status EachPage(ApiClient& api, const std::string& path, const ListOptions& o, c
     if ((more == 0 && !r.value("more_at_least", false)) || !r["next_cursor"].is_string()) return Status::Ok();
     cursor = r["next_cursor"].get<std::string>();
     if (!o.all) {
-      std::fprintf(stderr, "%zu%s more: `%s --cursor %s` for the next page, or --all\n", more,
-                   r.value("more_at_least", false) ? "+" : "", again.c_str(), cursor.c_str());
+      note->text = std::to_string(more) + (r.value("more_at_least", false) ? "+" : "") + " more: `" + again +
+                   " --cursor " + cursor + "` for the next page, or --all\n";
       return Status::Ok();
     }
   }
 }
 
 Status Jobs(const Common& c, const ListOptions& o) {
+  MoreNote note;  // printed last, after the table
   ApiClient api(c.server);
   const Time now = SystemClock::Default()->Now();
   if (c.output == "json") {
@@ -112,7 +122,7 @@ Status Jobs(const Common& c, const ListOptions& o) {
       for (const auto& j : r["jobs"]) all.push_back(j);
       last = r;
       return Status::Ok();
-    }));
+    }, &note));
     PrintJson({{"jobs", all}, {"more", last.value("more", 0)}, {"next_cursor", last.value("next_cursor", nlohmann::json())}});
     return Status::Ok();
   }
@@ -124,7 +134,7 @@ Status Jobs(const Common& c, const ListOptions& o) {
         views.push_back(std::move(v));
       }
       return Status::Ok();
-    }));
+    }, &note));
     std::printf("%s", RenderSqueue(views, now).c_str());
     return Status::Ok();
   }
@@ -137,12 +147,13 @@ Status Jobs(const Common& c, const ListOptions& o) {
              std::to_string(v.tasks), Ago(v.submitted, now), Short(v.reason, 70)});
     }
     return Status::Ok();
-  }));
+  }, &note));
   std::printf("%s", t.Render().c_str());
   return Status::Ok();
 }
 
 Status History(const Common& c, const ListOptions& o, bool csv) {
+  MoreNote note;  // printed last, after the table
   ApiClient api(c.server);
   if (csv) {
     // CSV pages through the JSON form and prints one header.
@@ -174,14 +185,14 @@ Status History(const Common& c, const ListOptions& o, bool csv) {
                     j.value("staging_gpu_hours", 0.0), quoted.c_str());
       }
       return Status::Ok();
-    });
+    }, &note);
   }
   if (c.output == "json") {
     nlohmann::json all = nlohmann::json::array();
     HANGAR_RETURN_IF_ERROR(EachPage(api, "/v1/accounting/jobs" + Query(o.sel), o, "hangar history", [&](const nlohmann::json& r) {
       for (const auto& j : r["jobs"]) all.push_back(j);
       return Status::Ok();
-    }));
+    }, &note));
     PrintJson({{"jobs", all}});
     return Status::Ok();
   }
@@ -201,7 +212,7 @@ Status History(const Common& c, const ListOptions& o, bool csv) {
              start && end ? FormatDuration(end - start) : "-", gh, ih, ph});
     }
     return Status::Ok();
-  }));
+  }, &note));
   std::printf("%s", t.Render().c_str());
   return Status::Ok();
 }
