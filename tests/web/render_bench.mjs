@@ -152,4 +152,6 @@ try {
     await stop(fleet.swarm);
     await stop(fleet.ctl);
   }
+  // Kept when it failed (its logs say why); else nothing is left behind.
+  if (!process.exitCode) fs.rmSync(dir, { recursive: true, force: true });
 }
