@@ -50,21 +50,7 @@ using hangar::kSecond;
 using hangar::Status;
 
 
-Proc Spawn(const std::vector<std::string>& args, const std::string& log) {
-  Proc p;
-  p.pid = fork();
-  if (p.pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(HANGAR_BINARY, argv.data());
-    _exit(127);
-  }
-  return p;
-}
+Proc Spawn(const std::vector<std::string>& args, const std::string& log) { return ::Spawn(HANGAR_BINARY, args, log); }
 
 double CpuSeconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");

@@ -65,21 +65,6 @@ double Pct(std::vector<double> v, double p) {
 }
 
 
-Proc Spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& log) {
-  Proc p;
-  p.pid = fork();
-  if (p.pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
-  return p;
-}
 
 // "Key:  value kB" from /proc/PID/status, in bytes (or the bare number for Threads).
 double ProcStatus(pid_t pid, const std::string& key) {

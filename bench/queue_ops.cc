@@ -40,21 +40,7 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Proc Spawn(const std::vector<std::string>& args, const std::string& log) {
-  Proc p;
-  p.pid = fork();
-  if (p.pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(HANGAR_BINARY, argv.data());
-    _exit(127);
-  }
-  return p;
-}
+Proc Spawn(const std::vector<std::string>& args, const std::string& log) { return ::Spawn(HANGAR_BINARY, args, log); }
 
 double RssMiB(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");

@@ -152,41 +152,45 @@ Status Jobs(const Common& c, const ListOptions& o) {
   return Status::Ok();
 }
 
+// `hangar history --csv`: pages through the JSON form and prints one header.
+Status HistoryCsv(const Common& c, const ListOptions& o) {
+  MoreNote note;  // printed last, after the rows
+  ApiClient api(c.server);
+  bool header = false;
+  static const char* kCols[] = {"id", "name", "array_id", "array_index", "user", "queue", "tier", "gpus", "gpu_model",
+                                "submitted", "started", "ended", "state", "attempts", "gpu_hours", "idle_gpu_hours",
+                                "preempted_gpu_hours", "staging_gpu_hours", "exit"};
+  return EachPage(api, "/v1/accounting/jobs" + Query(o.sel), o, "hangar history", [&](const nlohmann::json& r) {
+    if (!header) {
+      for (size_t k = 0; k < std::size(kCols); ++k) std::printf("%s%s", k ? "," : "", kCols[k]);
+      std::printf("\n");
+      header = true;
+    }
+    for (const auto& j : r["jobs"]) {
+      auto ts = [&](const char* k) {
+        const int64_t v = j.value(k, int64_t{0});
+        return v ? FormatUtcTimestamp(v) : std::string();
+      };
+      std::string exit = j.value("exit", "");
+      std::string quoted = "\"";
+      for (char ch : exit) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+      std::printf("%llu,%s,%llu,%lld,%s,%s,%s,%g,%s,%s,%s,%s,%s,%d,%.4f,%.4f,%.4f,%.4f,%s\"\n",
+                  j.value("id", 0ull), j.value("name", "").c_str(), j.value("array_id", 0ull),
+                  j.value("array_index", -1ll), j.value("user", "").c_str(), j.value("queue", "").c_str(),
+                  j.value("tier", "").c_str(), j.value("gpus", 0.0), j.value("gpu_model", "").c_str(),
+                  ts("submitted_ms").c_str(), ts("started_ms").c_str(), ts("ended_ms").c_str(),
+                  j.value("state", "").c_str(), j.value("attempts", 0), j.value("gpu_hours", 0.0),
+                  j.value("idle_gpu_hours", 0.0), j.value("preempted_gpu_hours", 0.0),
+                  j.value("staging_gpu_hours", 0.0), quoted.c_str());
+    }
+    return Status::Ok();
+  }, &note);
+}
+
 Status History(const Common& c, const ListOptions& o, bool csv) {
+  if (csv) return HistoryCsv(c, o);
   MoreNote note;  // printed last, after the table
   ApiClient api(c.server);
-  if (csv) {
-    // CSV pages through the JSON form and prints one header.
-    bool header = false;
-    static const char* kCols[] = {"id", "name", "array_id", "array_index", "user", "queue", "tier", "gpus", "gpu_model",
-                                  "submitted", "started", "ended", "state", "attempts", "gpu_hours", "idle_gpu_hours",
-                                  "preempted_gpu_hours", "staging_gpu_hours", "exit"};
-    return EachPage(api, "/v1/accounting/jobs" + Query(o.sel), o, "hangar history", [&](const nlohmann::json& r) {
-      if (!header) {
-        for (size_t k = 0; k < std::size(kCols); ++k) std::printf("%s%s", k ? "," : "", kCols[k]);
-        std::printf("\n");
-        header = true;
-      }
-      for (const auto& j : r["jobs"]) {
-        auto ts = [&](const char* k) {
-          const int64_t v = j.value(k, int64_t{0});
-          return v ? FormatUtcTimestamp(v) : std::string();
-        };
-        std::string exit = j.value("exit", "");
-        std::string quoted = "\"";
-        for (char ch : exit) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        std::printf("%llu,%s,%llu,%lld,%s,%s,%s,%g,%s,%s,%s,%s,%s,%d,%.4f,%.4f,%.4f,%.4f,%s\"\n",
-                    j.value("id", 0ull), j.value("name", "").c_str(), j.value("array_id", 0ull),
-                    j.value("array_index", -1ll), j.value("user", "").c_str(), j.value("queue", "").c_str(),
-                    j.value("tier", "").c_str(), j.value("gpus", 0.0), j.value("gpu_model", "").c_str(),
-                    ts("submitted_ms").c_str(), ts("started_ms").c_str(), ts("ended_ms").c_str(),
-                    j.value("state", "").c_str(), j.value("attempts", 0), j.value("gpu_hours", 0.0),
-                    j.value("idle_gpu_hours", 0.0), j.value("preempted_gpu_hours", 0.0),
-                    j.value("staging_gpu_hours", 0.0), quoted.c_str());
-      }
-      return Status::Ok();
-    }, &note);
-  }
   if (c.output == "json") {
     nlohmann::json all = nlohmann::json::array();
     HANGAR_RETURN_IF_ERROR(EachPage(api, "/v1/accounting/jobs" + Query(o.sel), o, "hangar history", [&](const nlohmann::json& r) {

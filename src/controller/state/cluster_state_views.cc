@@ -1,0 +1,114 @@
+// ClusterState: how jobs look from the API -- a job's view (its reason in words, where it runs,
+// its tasks), one job, and the simple list.
+#include <algorithm>
+
+#include "controller/state/cluster_state.h"
+
+namespace hangar::controller {
+
+using job::JobState;
+
+api::JobView ClusterState::View(const JobRecord& j) const {
+  api::JobView v;
+  v.id = j.id;
+  const job::JobSpec& s = j.spec->spec;
+  v.name = s.name;
+  v.queue = s.queue;
+  v.user = s.user;
+  v.state = std::string(job::JobStateName(j.state));
+  v.tier = std::string(job::TierName(s.tier));
+  v.priority = s.priority;
+  v.gpus = static_cast<double>(s.TotalMilliGpu()) / 1000.0;
+  v.tasks = s.TotalReplicas();
+  v.submitted = j.submitted;
+  v.started = j.started;
+  v.ended = j.ended;
+  v.attempt = j.attempt;
+  v.restarts = j.restarts;
+  v.message = j.message;
+  v.array_id = j.array_id;
+  v.array_index = j.array_index;
+  v.held = j.held;
+  if (j.state == JobState::kPending) {
+    v.reason = !j.reason_detail.empty()             ? j.reason_detail
+               : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
+                                                    : j.reason.ToString(*topology_);
+    v.reason_rule = std::string(j.reason.RuleName());
+    // The scheduler sees a node no agent has registered for as one it may not use, like a
+    // draining one; say which it is, since the fix differs (start its agent, not wait or remediate).
+    if (j.reason_detail.empty() && j.reason.rule == sched::Rule::kNotNowUnhealthy) {
+      std::vector<std::string> unregistered;
+      bool others = false;
+      for (uint32_t n = 0; n < nodes_.size(); ++n) {
+        if (!nodes_[n].registered) {
+          unregistered.push_back(topology_->nodes()[n].name);
+        } else if (!usage_.node(n).condition.schedulable) {
+          others = true;
+        }
+      }
+      std::string list;
+      for (size_t i = 0; i < unregistered.size() && i < 5; ++i) list += (i ? ", " : "") + unregistered[i];
+      if (unregistered.size() > 5) list += " and " + std::to_string(unregistered.size() - 5) + " more";
+      if (!unregistered.empty()) {
+        v.reason = others ? v.reason + "; of them, " + list + " have not registered (no agent has connected)"
+                          : "fits only on nodes that have not registered: no agent has connected for " + list +
+                                "; start `hangar agent` there (`hangar nodes` shows them as unknown)";
+      }
+    }
+  } else if (j.state == JobState::kStarting || j.state == JobState::kRunning) {
+    // Where it runs, not the message of an earlier attempt (a preemption's "preempted for job 4"
+    // stays in `message` and the events).
+    std::vector<std::string> where;
+    for (const auto& t : j.tasks) {
+      if (t.phase == TaskRun::Phase::kEnded) continue;
+      const std::string& node = topology_->nodes()[t.node].name;
+      if (std::find(where.begin(), where.end(), node) == where.end()) where.push_back(node);
+    }
+    std::string on;
+    for (size_t i = 0; i < where.size(); ++i) {
+      on += (i == 0 ? "" : i + 1 == where.size() ? " and " : ", ") + where[i];
+    }
+    v.reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
+               (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
+               (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
+  } else {
+    v.reason = j.message;
+  }
+  static const char* kPhase[] = {"launching", "running", "ended"};
+  for (const auto& t : j.tasks) {
+    api::TaskView tv;
+    tv.index = t.index;
+    const auto& task = j.assignment.tasks[t.index];
+    tv.group = s.tasks[task.group].name;
+    tv.node = topology_->nodes()[t.node].name;
+    for (const auto& g : j.assignment.GrantsOf(task)) {
+      tv.gpus.push_back(topology_->gpus()[g.gpu].index);
+      if (g.mig_start >= 0) tv.mig_starts.push_back(g.mig_start);
+    }
+    tv.state = t.lost ? "lost" : kPhase[static_cast<int>(t.phase)];
+    tv.exit_code = t.exit_code;
+    tv.signal = t.signal;
+    v.task_views.push_back(std::move(tv));
+  }
+  v.spec = nlohmann::json::parse(j.spec->json, nullptr, false);
+  return v;
+}
+
+StatusOr<api::JobView> ClusterState::GetJob(sched::JobId id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist; `hangar jobs` lists them");
+  return View(it->second);
+}
+
+std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter, size_t limit) const {
+  std::vector<api::JobView> out;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
+    if (!state_filter.empty() && job::JobStateName(it->second.state) != state_filter) continue;
+    api::JobView v = View(it->second);
+    v.spec = nullptr;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace hangar::controller
