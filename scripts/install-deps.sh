@@ -10,9 +10,14 @@ build_pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-d
 # systemd (systemd-analyze), dpkg-dev (dpkg-shlibdeps, for cpack), adduser and util-linux (unshare,
 # setpriv): tests/packaging/deb_test.sh. chromium: the dashboard's browser tests (tests/web/).
 test_pkgs=(python3 python3-torch prometheus postgresql iproute2 systemd dpkg-dev adduser util-linux chromium)
+# Container tasks (docs/containers.md): podman with runc (crun refuses this host's cgroup hybrid),
+# catatonit (podman --init), skopeo (pins tags to digests), docker-registry (`hangar dev
+# --registry`, tests) and busybox-static (the tests' images). With --test, or alone with --containers.
+container_pkgs=(podman runc catatonit skopeo docker-registry busybox-static)
 
 want=("${build_pkgs[@]}")
-if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}"); fi
+if [[ "${1:-}" == "--test" ]]; then want+=("${test_pkgs[@]}" "${container_pkgs[@]}"); fi
+if [[ "${1:-}" == "--containers" ]]; then want+=("${container_pkgs[@]}"); fi
 
 missing=()
 for p in "${want[@]}"; do

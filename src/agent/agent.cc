@@ -28,7 +28,8 @@ nlohmann::json ToJson(const TaskRecord& r) {
   return {{"task_id", r.task_id}, {"job_id", r.job_id}, {"attempt", r.attempt}, {"index", r.index},
           {"pid", r.pid},         {"ended", r.ended},   {"exit_code", r.exit_code}, {"signal", r.signal},
           {"stopped", r.stopped}, {"failed_to_start", r.failed_to_start}, {"message", r.message},
-          {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}};
+          {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}, {"container", r.container},
+          {"image", r.image}};
 }
 
 TaskRecord FromJson(const nlohmann::json& j) {
@@ -47,6 +48,8 @@ TaskRecord FromJson(const nlohmann::json& j) {
   r.gpus = j.value("gpus", std::vector<uint32_t>{});
   r.ended_at = j.value("ended_at", int64_t{0});
   r.uid = j.value("uid", int64_t{-1});
+  r.container = j.value("container", "");
+  r.image = j.value("image", "");
   return r;
 }
 
@@ -150,6 +153,7 @@ Status Agent::Init() {
     std::lock_guard<std::mutex> l(mu_);
     SaveRecords();
   }
+  InitContainers();
   StartSocket();
   return Status::Ok();
 }
@@ -289,6 +293,7 @@ void Agent::SendStatus(const TaskRecord& r) {
 void Agent::Run(const std::atomic<bool>* stop) {
   std::thread reaper([this, stop] { ReaperLoop(stop); });
   std::thread heartbeat([this, stop] { HeartbeatLoop(stop); });
+  std::thread stager([this, stop] { StageLoop(stop); });
   Duration backoff = 100;
   while (!*stop) {
     const Time started = clock_->Now();
@@ -304,6 +309,8 @@ void Agent::Run(const std::atomic<bool>* stop) {
   }
   reaper.join();
   heartbeat.join();
+  stage_cv_.notify_all();
+  stager.join();
   if (options_.stop_tasks_on_exit) StopTasksOnExit();
   backend_->CancelValidation();
   std::lock_guard<std::mutex> l(validation_mu_);
@@ -346,6 +353,7 @@ void Agent::Session(const std::atomic<bool>* stop) {
     for (const auto& [id, r] : records_) if (r.ended) ended.push_back(r);
   }
   for (const auto& r : ended) SendStatus(r);
+  if (images_) SendImages();
   for (const auto& [id, c] : unsent) {
     pb::AgentMessage m;
     *m.mutable_checkpoint_done() = c;
@@ -385,6 +393,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
     case pb::ControllerMessage::kValidate:
       HandleValidate(m.validate());
       break;
+    case pb::ControllerMessage::kStage: HandleStage(m.stage()); break;
     default: break;
   }
 }
@@ -439,7 +448,8 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     ready = PrepareCheckpointDir(l, *run_as);
   }
   if (ready.ok()) ready = CheckMigInstances(gpus_.gpus, l);
-  if (ready.ok() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
+  if (ready.ok() && l.has_container()) ready = ToContainer(l, dir, &launch, &r);
+  if (ready.ok() && !l.has_container() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
     ready = Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + options_.node +
                              "; put the job's files on storage every node mounts at that path");
   }
@@ -550,6 +560,23 @@ void Agent::HandleStop(const pb::Stop& s) {
     std::lock_guard<std::mutex> l(mu_);
     auto it = records_.find(s.task_id());
     if (it != records_.end() && it->second.ended) known = it->second;
+    if (it == records_.end()) {
+      // Never launched here (its gang was still staging its image): it has ended, stopped, and a
+      // late Launch of it finds this record and starts nothing.
+      TaskRecord r;
+      r.task_id = s.task_id();
+      uint64_t job = 0;
+      uint32_t attempt = 0, index = 0;
+      if (std::sscanf(r.task_id.c_str(), "%lu.%u.%u", &job, &attempt, &index) == 3) {
+        r.job_id = job, r.attempt = attempt, r.index = index;
+      }
+      r.ended = r.stopped = true;
+      r.message = "stopped before it started on node " + options_.node;
+      r.ended_at = clock_->Now();
+      records_[r.task_id] = r;
+      SaveRecords();
+      known = r;
+    }
   }
   if (known) SendStatus(*known);
 }
@@ -656,6 +683,11 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
     it->second.stopped = e.stopped;
     it->second.ended_at = clock_->Now();
     r = it->second;
+  }
+  if (!r.container.empty()) ReleaseContainer(&r);  // gone before its GPUs are free
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    records_[r.task_id] = r;
     SaveRecords();
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);

@@ -20,6 +20,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,12 +32,23 @@
 #include <grpcpp/grpcpp.h>
 
 #include "agent/checkpoint_socket.h"
+#include "agent/container/image_cache.h"
+#include "agent/container/podman.h"
 #include "agent/gpu/gpu_backend.h"
 #include "agent/runner/task_runner.h"
 #include "common/time.h"
 #include "proto/agent.grpc.pb.h"
 
 namespace hangar::agent {
+
+// Container tasks (docs/containers.md).
+struct ContainerOptions {
+  bool enabled = true;  // off: a task with an image fails to start, saying so
+  PodmanOptions podman;  // podman.dir empty: <state dir>/podman
+  int64_t image_cache_budget_bytes = 0;  // 0: no budget
+  // The static `hangar` for inside containers; empty: hangar-in-container beside hangar_binary.
+  std::string in_container_tool;
+};
 
 struct AgentOptions {
   std::string controller;  // host:port of the controller's agent channel
@@ -57,6 +70,7 @@ struct AgentOptions {
   // so that stopping the local cluster leaves nothing running.
   bool stop_tasks_on_exit = false;
   Duration stop_tasks_grace = 2 * kSecond;
+  ContainerOptions containers;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -75,6 +89,8 @@ struct TaskRecord {
   std::vector<uint32_t> gpus;
   Time ended_at = 0;
   int64_t uid = -1;  // who it runs as; -1: the agent's own user (records of older agents)
+  std::string container;  // the podman container it runs in; empty: a process
+  std::string image;
 };
 
 class Agent {
@@ -118,6 +134,20 @@ class Agent {
   // for an account the node lacks, and for root unless the launch allows it.
   StatusOr<std::optional<TaskCredentials>> RunAsOf(const pb::Launch& l) const;
   void HeartbeatLoop(const std::atomic<bool>* stop);
+  // Containers (agent_containers.cc).
+  void InitContainers();
+  // Removes containers of this node that no running task record owns (after a crash).
+  void SweepContainers();
+  // Turns `launch` into a foreground `podman run` of the launch's container.
+  Status ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const;
+  // After a container task's podman process ended: the container is gone before its GPUs are
+  // free; the message says what podman's exit codes mean.
+  void ReleaseContainer(TaskRecord* r);
+  void HandleStage(const pb::Stage& s);
+  void StageLoop(const std::atomic<bool>* stop);
+  void StageImage(const pb::Stage& s, const std::string& image, const std::atomic<bool>* stop);
+  void SendImages();
+  std::set<std::string> ImagesInUse();
   void SaveRecords();  // caller holds mu_
   std::string TaskDir(const std::string& task_id) const;
 
@@ -144,6 +174,13 @@ class Agent {
   grpc::ClientContext* context_ = nullptr;
   std::atomic<int64_t> heartbeat_ms_{1000};
   std::atomic<uint64_t> heartbeat_seq_{0};
+
+  std::optional<Podman> podman_;
+  std::string podman_error_;  // why containers do not run here, when they do not
+  std::unique_ptr<ImageCache> images_;
+  std::mutex stage_mu_;  // stage_queue_
+  std::condition_variable stage_cv_;
+  std::deque<pb::Stage> stage_queue_;
 
   // Last: its thread calls into the members above, so it must go first.
   std::unique_ptr<AgentSocket> socket_;

@@ -45,6 +45,13 @@ struct Flags {
   std::string tls_dir;
   TlsFiles tls;
   bool insecure = false;
+  // Containers (docs/containers.md).
+  std::string containers = "on";
+  std::string podman = "podman";
+  std::string podman_root;
+  std::string container_gpus;  // "": cdi with NVML, node:/dev/null with fake GPUs
+  std::string image_cache_budget = "0";
+  std::string registries_conf;
 };
 
 std::atomic<bool> g_stop{false};
@@ -127,6 +134,23 @@ StatusOr<std::string> ReadNodeToken(const std::string& file) {
   return token;
 }
 
+Status ContainerFlags(const Flags& f, AgentOptions& opt) {
+  if (f.containers != "on" && f.containers != "off") {
+    return Status::InvalidArgument("--containers '" + f.containers + "': use on or off");
+  }
+  ContainerOptions& c = opt.containers;
+  c.enabled = f.containers == "on";
+  c.podman.binary = f.podman;
+  if (!f.podman_root.empty()) c.podman.root = f.podman_root;
+  const bool nvml = f.gpu_backend == "nvml" || (f.gpu_backend.empty() && f.fake_gpus < 0 && f.cluster.empty());
+  c.podman.gpu_devices = !f.container_gpus.empty() ? f.container_gpus : nvml ? "cdi" : "node:/dev/null";
+  c.podman.registries_conf = f.registries_conf;
+  auto budget = ParseMemoryMiB(f.image_cache_budget);
+  if (!budget.ok()) return Status::InvalidArgument("--image-cache-budget: " + budget.status().message());
+  c.image_cache_budget_bytes = *budget * 1024 * 1024;
+  return Status::Ok();
+}
+
 Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.controller = f.controller;
   opt.node = f.node;
@@ -141,6 +165,7 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.ib_root = f.ib_root;
   opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
+  HANGAR_RETURN_IF_ERROR(ContainerFlags(f, opt));
   HANGAR_ASSIGN_OR_RETURN(opt.token, ReadNodeToken(f.token_file));
   // Mutual TLS with the controller: this node's certificate from the cluster CA, or --insecure.
   HANGAR_ASSIGN_OR_RETURN(TlsFiles tls, ResolveTls(f.tls_dir, "node-" + f.node, f.tls));
@@ -293,6 +318,19 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--ib-root", f->ib_root, "InfiniBand/RoCE devices (absent: no ports)")
       ->capture_default_str();
   c->add_flag("--no-cgroups", f->no_cgroups, "Run tasks without cgroups");
+  c->add_option("--containers", f->containers, "Run tasks that name an image: on (needs podman and runc) or off")
+      ->capture_default_str();
+  c->add_option("--podman", f->podman, "The podman program")->capture_default_str();
+  c->add_option("--podman-root", f->podman_root, "podman's image and container storage (default: STATE_DIR/podman/storage)");
+  c->add_option("--container-gpus", f->container_gpus,
+                "How containers get GPUs: cdi (nvidia-ctk's spec; the default with NVML) or node:PATH (PATH "
+                "appears as /dev/nvidiaN; node:/dev/null is the default with fake GPUs)");
+  c->add_option("--image-cache-budget", f->image_cache_budget,
+                "Disk the node's image cache may use, e.g. 200Gi (0: no budget); least recently used images go first")
+      ->capture_default_str();
+  c->add_option("--registries-conf", f->registries_conf,
+                "A registries.conf for podman (mirrors, a site registry); default: one that pulls loopback "
+                "registries without TLS");
   c->add_flag(
       "--stop-tasks-on-exit", f->stop_tasks_on_exit,
       "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "

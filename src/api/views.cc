@@ -19,7 +19,7 @@ nlohmann::json ToJson(const JobView& v) {
           {"attempt", v.attempt}, {"restarts", v.restarts}, {"reason", v.reason},
           {"reason_rule", v.reason_rule}, {"message", v.message}, {"task_list", tasks},
           {"spec", v.spec},       {"array_id", v.array_id}, {"array_index", v.array_index},
-          {"held", v.held}};
+          {"held", v.held}, {"staging_ms", v.staging_ms}, {"staging_gpu_ms", v.staging_gpu_ms}};
 }
 
 nlohmann::json ToJson(const NodeView& v) {
@@ -57,6 +57,8 @@ StatusOr<JobView> JobViewFromJson(const nlohmann::json& j) {
     v.array_id = j.value("array_id", uint64_t{0});
     v.array_index = j.value("array_index", int64_t{-1});
     v.held = j.value("held", false);
+    v.staging_ms = j.value("staging_ms", int64_t{0});
+    v.staging_gpu_ms = j.value("staging_gpu_ms", int64_t{0});
     for (const auto& t : j.value("task_list", nlohmann::json::array())) {
       TaskView tv;
       tv.index = t.value("index", 0u);

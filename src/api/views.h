@@ -45,6 +45,8 @@ struct JobView {
   uint64_t array_id = 0;     // the array it is an element of (its first element's id); 0: none
   int64_t array_index = -1;  // its HANGAR_ARRAY_INDEX
   bool held = false;         // pending, and kept from starting until released
+  int64_t staging_ms = 0;      // this attempt's wait for its image on its nodes (containers)
+  int64_t staging_gpu_ms = 0;  // GPU-milliseconds held meanwhile
   std::vector<TaskView> task_views;
   nlohmann::json spec;  // the job spec as stored
 };

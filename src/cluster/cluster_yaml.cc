@@ -22,7 +22,7 @@ class ClusterParser {
   StatusOr<ClusterFile> Parse(const YAML::Node& root) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
         root, "the cluster file",
-        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines"}));
+        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -44,6 +44,7 @@ class ClusterParser {
     }
     ClusterFile out;
     if (root["baselines"]) HANGAR_RETURN_IF_ERROR(ParseBaselines(root["baselines"], &out));
+    if (root["containers"]) HANGAR_RETURN_IF_ERROR(ParseContainers(root["containers"], &out));
     auto topo = std::move(builder).Build();
     if (!topo.ok()) return topo.status().WithPrefix(src_.name());
     out.topology = std::move(topo).value();
@@ -191,6 +192,22 @@ class ClusterParser {
           builder->AddNode(std::move(one));
         }
       }
+    }
+    return Status::Ok();
+  }
+
+  Status ParseContainers(const YAML::Node& c, ClusterFile* out) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(c, "containers", {"mounts_allowed"}));
+    const YAML::Node list = c["mounts_allowed"];
+    if (!list) return Status::Ok();
+    if (!list.IsSequence()) return src_.Error(list, "mounts_allowed must be a list of absolute host paths, e.g. [/data]");
+    for (const auto& p : list) {
+      std::string path = p.as<std::string>("");
+      if (path.empty() || path.front() != '/') {
+        return src_.Error(p, "mounts_allowed: '" + path + "' is not an absolute path");
+      }
+      while (path.size() > 1 && path.back() == '/') path.pop_back();
+      out->mounts_allowed.push_back(path);
     }
     return Status::Ok();
   }

@@ -24,6 +24,8 @@ struct ConfigBaseline {
 struct ClusterFile {
   std::shared_ptr<const Topology> topology;
   std::vector<ConfigBaseline> baselines;
+  // containers.mounts_allowed: host paths container tasks may mount (and what lies below them).
+  std::vector<std::string> mounts_allowed;
 };
 
 StatusOr<ClusterFile> LoadClusterFile(const std::string& path);

@@ -143,6 +143,20 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         });
         break;
       }
+      case pb::AgentMessage::kStageResult: {
+        auto r = std::make_shared<pb::StageResult>(m.stage_result());
+        owner->Post([r, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+          s.OnStageResult(node, *r, clock->Now(), fx);
+        });
+        break;
+      }
+      case pb::AgentMessage::kImages: {
+        auto inv = std::make_shared<pb::ImageInventory>(m.images());
+        owner->Post([inv, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+          s.OnImages(node, *inv, clock->Now(), fx);
+        });
+        break;
+      }
       default:
         break;  // later protocol additions are ignored by older controllers
     }

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,6 +47,7 @@ struct Flags {
   std::string submit_dir;
   bool exit_when_done = false;
   std::string heartbeat_timeout = "3s";
+  bool registry = false;  // also run a loopback docker-registry on port + 2 (docs/containers.md)
 };
 
 std::atomic<bool> g_stop{false};
@@ -226,14 +229,17 @@ StatusOr<std::string> Prepare(Flags& f) {
   std::string cluster_path = f.cluster;
   if (cluster_path.empty()) {
     cluster_path = f.dir + "/cluster.yaml";
-    std::ofstream(cluster_path) << kDefaultCluster;
+    // Container jobs may mount what lies under the dev folder.
+    std::ofstream(cluster_path) << kDefaultCluster << "containers: {mounts_allowed: [\"" << f.dir << "\"]}\n";
   }
   if (f.port < 1 || f.port > 65534) {
     return Status::InvalidArgument("--port " + std::to_string(f.port) +
                                    " is not a port the API can use: give 1-65534 (the agents take "
                                    "the next one)");
   }
-  for (int p : {f.port, f.port + 1}) {  // refuse early and clearly when a port is taken
+  std::vector<int> ports = {f.port, f.port + 1};
+  if (f.registry) ports.push_back(f.port + 2);
+  for (int p : ports) {  // refuse early and clearly when a port is taken
     if (!PortIsFree("127.0.0.1", p)) {
       return Status::Unavailable(
           "port " + std::to_string(p) +
@@ -247,7 +253,41 @@ StatusOr<std::string> Prepare(Flags& f) {
 struct LocalProcesses {
   pid_t controller = 0;
   std::vector<pid_t> agents;
+  pid_t registry = 0;
 };
+
+// Debian's docker-registry on 127.0.0.1:port, its storage under `dir`/registry. Agents pull
+// from loopback registries without TLS.
+StatusOr<pid_t> StartRegistry(const std::string& dir, int port) {
+  std::error_code ec;
+  fs::create_directories(dir + "/registry", ec);
+  const std::string conf = dir + "/registry/config.yml";
+  std::ofstream(conf) << "version: 0.1\nlog: {level: warn}\nstorage:\n  filesystem:\n    rootdirectory: " << dir
+                      << "/registry/storage\n  delete: {enabled: true}\nhttp:\n  addr: 127.0.0.1:" << port << "\n";
+  const std::string log = dir + "/logs/registry.log";
+  RotateLog(log);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
+    setpgid(0, 0);
+    execlp("docker-registry", "docker-registry", "serve", conf.c_str(), nullptr);
+    std::fprintf(stderr, "cannot run docker-registry: %s\n", std::strerror(errno));
+    _exit(127);
+  }
+  httplib::Client c("127.0.0.1", port);
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) {
+      return Status::FailedPrecondition("docker-registry did not start (see " + log +
+                                        "); install it: scripts/install-deps.sh --containers");
+    }
+    if (auto r = c.Get("/v2/"); r && r->status == 200) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return Status::Unavailable("docker-registry did not answer on 127.0.0.1:" + std::to_string(port) + "; see " + log);
+}
 
 LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
                               const cluster::Topology& topology) {
@@ -276,6 +316,10 @@ Status Run(const Flags& flags) {
   HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
+  pid_t registry = 0;
+  if (f.registry) {
+    HANGAR_ASSIGN_OR_RETURN(registry, StartRegistry(f.dir, f.port + 2));
+  }
   const LocalProcesses procs = StartProcesses(f, cluster_path, *cluster.topology);
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   httplib::Client client("http://" + api);
@@ -283,6 +327,7 @@ Status Run(const Flags& flags) {
   if (Status up = WaitUntilUp(client, procs.controller, cluster.topology->nodes().size(), f.dir);
       !up.ok() || g_stop) {
     StopAll(procs.controller, procs.agents);
+    if (registry) StopGroup({registry}, 2 * kSecond);
     return up;
   }
   std::printf("\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
@@ -292,6 +337,12 @@ Status Run(const Flags& flags) {
               cluster.topology->name().c_str(), cluster.topology->nodes().size(),
               static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), api.c_str(), api.c_str(), api.c_str(),
               f.dir.c_str());
+  if (registry) {
+    std::printf("  registry: 127.0.0.1:%d (loopback, no TLS); build and push the example image with\n"
+                "            examples/containers/push-busybox.sh 127.0.0.1:%d, then hangar submit "
+                "examples/containers/hello.yaml\n\n",
+                f.port + 2, f.port + 2);
+  }
   std::fflush(stdout);
   Submitted submitted;
   if (!f.submit_dir.empty()) submitted = SubmitExamples(client, f.submit_dir);
@@ -308,6 +359,7 @@ Status Run(const Flags& flags) {
   std::printf("\nstopping the local cluster...\n");
   std::fflush(stdout);
   StopAll(procs.controller, procs.agents);
+  if (registry) StopGroup({registry}, 2 * kSecond);
   if (f.exit_when_done && (submitted.refused > 0 || tally.not_succeeded > 0)) {
     return Status::FailedPrecondition(
         std::to_string(submitted.refused) + " example(s) refused and " +
@@ -328,6 +380,8 @@ void RegisterDevCommand(CLI::App& app, int* rc) {
   c->add_option("--port", f->port, "API port on 127.0.0.1 (agents use the next one)")->capture_default_str();
   c->add_option("--submit-examples", f->submit_dir, "Submit every .yaml job spec in this folder");
   c->add_flag("--exit-when-done", f->exit_when_done, "Stop once the submitted jobs have ended");
+  c->add_flag("--registry", f->registry,
+              "Also run a container registry (docker-registry) on 127.0.0.1, port --port + 2, for container jobs");
   c->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Node lost after this silence")->capture_default_str();
   c->callback([f, rc] {
     Status s = Run(*f);

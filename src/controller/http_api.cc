@@ -1,5 +1,7 @@
 #include "controller/http_api.h"
+
 #include "controller/http_api_internal.h"
+#include "controller/image_resolver.h"
 
 #include <httplib.h>
 #include <prometheus/counter.h>
@@ -279,6 +281,16 @@ void HttpApi::Routes() {
     auto spec = job::ParseJobSpec(req.body, "request body");
     if (!spec.ok()) return Reply(res, spec.status());
     if (Status abs = job::RequireAbsoluteWorkdirs(*spec); !abs.ok()) return Reply(res, abs);
+    // Container jobs: mounts the cluster allows, and every image pinned to its digest now (off the
+    // state thread: it asks the registry).
+    const bool mounts = std::any_of(spec->tasks.begin(), spec->tasks.end(),
+                                    [](const job::TaskGroupSpec& g) { return !g.container.mounts.empty(); });
+    if (mounts) {
+      auto allowed = owner_->Call<std::vector<std::string>>(
+          [](ClusterState& st, Effects*) { return st.options().mounts_allowed; });
+      if (Status m = CheckMounts(*spec, allowed); !m.ok()) return Reply(res, m);
+    }
+    if (Status pin = PinImages(&*spec, ImageResolverOptions{}); !pin.ok()) return Reply(res, pin);
     for (const auto& t : spec->tasks) {
       if (t.command.empty()) {
         return Reply(res, Status::InvalidArgument("task group '" + t.name + "' has no command; give it command: [program, args...]"));

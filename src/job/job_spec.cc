@@ -233,9 +233,12 @@ class JobParser {
                                               "(each with replicas, gpus and command)");
     }
     HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(root, "workdir"));  // the groups' default
+    HANGAR_ASSIGN_OR_RETURN(auto image, src_.OptString(root, "image"));
     for (const auto& t : tasks) {
       HANGAR_ASSIGN_OR_RETURN(TaskGroupSpec group, ParseTaskGroup(t));
       if (group.workdir.empty() && workdir) group.workdir = *workdir;
+      if (group.container.image.empty() && image) group.container.image = *image;
+      if (Status c = CheckContainer(group); !c.ok()) return src_.Error(t, c.message());
       for (const auto& other : spec.tasks) {
         if (other.name == group.name) {
           return src_.Error(t, "two task groups are named '" + group.name + "'; give each its own name");
@@ -251,13 +254,13 @@ class JobParser {
  private:
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
-                                                  "workdir",  "run_as",   "array",      "after"};
+                                                  "workdir",  "run_as",   "array",      "after",        "image"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
   static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
   static constexpr std::string_view kTaskKeys[] = {
       "name",           "replicas",    "gpus",           "gpu_fraction", "gpu_memory", "mig",           "gpu_models",
       "min_gpu_memory", "cpu_per_gpu", "memory_per_gpu", "cpu",          "memory",     "node_selector", "command",
-      "env",            "workdir"};
+      "env",            "workdir",     "image",          "mounts",       "shm_size"};
 
   // Every unknown key of the job, its checkpoint, topology and task groups in one error, so a
   // spec with several typos is fixed in one round.
@@ -416,6 +419,7 @@ class JobParser {
     }
     HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(t, "workdir"));
     if (workdir) g.workdir = *workdir;
+    HANGAR_RETURN_IF_ERROR(ParseContainer(t, &g));
     if (const YAML::Node env = t["env"]) {
       if (!env.IsMap()) return src_.Error(env, "env must be a map of NAME: value");
       static const std::regex env_re(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
@@ -428,6 +432,38 @@ class JobParser {
       }
     }
     return g;
+  }
+
+  Status ParseContainer(const YAML::Node& t, TaskGroupSpec* g) {
+    HANGAR_ASSIGN_OR_RETURN(auto image, src_.OptString(t, "image"));
+    if (image) g->container.image = *image;
+    HANGAR_ASSIGN_OR_RETURN(g->container.shm_size_mib, Quantity(t, "shm_size", ParseMemoryMiB));
+    const YAML::Node mounts = t["mounts"];
+    if (!mounts) return Status::Ok();
+    if (!mounts.IsSequence()) return src_.Error(mounts, "mounts must be a list like [\"/data:/data\", \"/scratch:/out:rw\"]");
+    for (const auto& m : mounts) {
+      auto parsed = ParseMount(m.as<std::string>(""));
+      if (!parsed.ok()) return src_.Error(m, parsed.status().message());
+      g->container.mounts.push_back(*parsed);
+    }
+    return Status::Ok();
+  }
+
+  // A container group names a valid image, and its workdir is a path in the container.
+  static Status CheckContainer(const TaskGroupSpec& g) {
+    if (g.container.image.empty()) {
+      if (!g.container.mounts.empty() || g.container.shm_size_mib) {
+        return Status::InvalidArgument("task group '" + g.name + "': mounts and shm_size are for containers; add image:");
+      }
+      return Status::Ok();
+    }
+    auto ref = ParseImageRef(g.container.image);
+    if (!ref.ok()) return Status::InvalidArgument("task group '" + g.name + "': " + ref.status().message());
+    if (!g.workdir.empty() && g.workdir.front() != '/') {
+      return Status::InvalidArgument("task group '" + g.name + "': workdir '" + g.workdir +
+                                     "' is a path inside the container and must be absolute");
+    }
+    return Status::Ok();
   }
 
   const YamlSource& src_;
@@ -514,6 +550,13 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
     }
     if (!t.command.empty()) g["command"] = t.command;
     if (!t.workdir.empty()) g["workdir"] = t.workdir;
+    if (!t.container.image.empty()) g["image"] = t.container.image;
+    if (t.container.shm_size_mib) g["shm_size"] = std::to_string(t.container.shm_size_mib) + "Mi";
+    if (!t.container.mounts.empty()) {
+      json mounts = json::array();
+      for (const auto& m : t.container.mounts) mounts.push_back(MountText(m));
+      g["mounts"] = mounts;
+    }
     if (!t.env.empty()) {
       json env = json::object();
       for (const auto& [k, v] : t.env) env[k] = v;
@@ -538,7 +581,7 @@ Status RequireAbsoluteWorkdirs(const JobSpec& spec) {
 
 void ResolveWorkdirs(JobSpec* spec, const std::string& base) {
   for (auto& t : spec->tasks) {
-    if (t.workdir.empty() || t.workdir.front() == '/') continue;
+    if (t.workdir.empty() || t.workdir.front() == '/' || !t.container.empty()) continue;
     t.workdir = (std::filesystem::absolute(base) / t.workdir).lexically_normal().string();
     if (t.workdir.size() > 1 && t.workdir.back() == '/') t.workdir.pop_back();
   }

@@ -13,6 +13,7 @@
 
 #include "cluster/topology.h"
 #include "job/batch_spec.h"
+#include "job/container_spec.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -51,8 +52,11 @@ struct TaskGroupSpec {
   std::vector<std::string> command;  // argv; a single string in YAML becomes {"/bin/sh","-c",s}
   std::vector<std::pair<std::string, std::string>> env;
   // Where the command runs: an absolute path that exists on the nodes (shared storage, or the
-  // same checkout everywhere). Empty: a fresh private folder the agent makes per task.
+  // same checkout everywhere). Empty: a fresh private folder the agent makes per task. With an
+  // image: a path inside the container (empty: the image's own).
   std::string workdir;
+  // `image:` and its mounts: the task runs in a container (docs/containers.md). Empty: a process.
+  ContainerSpec container;
 
   int GpusPerReplica() const { return gpu.kind == GpuKind::kNone ? 0 : gpu.count; }
   int64_t ReplicaMilliCpu() const { return cpu + cpu_per_gpu * GpusPerReplica(); }

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include "local_cluster.h"
+#include "loopback_registry.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -39,6 +40,7 @@ LocalCluster::~LocalCluster() {
   }
   if (controller_ > 0) waitpid(controller_, nullptr, 0);
   KillTasks();
+  RemoveContainersUnder(dir_ + "/agents");  // a container outlives its podman process
   if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_);
 }
 

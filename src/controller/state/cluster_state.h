@@ -67,6 +67,7 @@ struct ControllerOptions {
   bool require_validation = true;
   health::HealthOptions health;
   std::vector<cluster::ConfigBaseline> baselines;
+  std::vector<std::string> mounts_allowed;  // cluster.yaml's containers.mounts_allowed
   Duration health_interval = 500;
   // Gittins ranks (--queue-policy/--preemption gittins) class a job by how long its
   // predecessor of the same shape ran, as `hangar sim replay --policy hangar` does.
@@ -150,6 +151,14 @@ struct JobRecord {
   bool held = false;
   std::string held_by;
   bool gated = false;  // reason_detail was set by a batch gate (hold, dependency, array cap)
+  // Containers (cluster_state_staging.cc): the placed gang's nodes still pulling its image (its
+  // tasks start when none is left), since when; the nodes asked to pre-stage it while it was
+  // reserved or nominated; and what staging has cost this attempt.
+  std::set<uint32_t> staging_waiting;
+  Time staging_since = 0;
+  std::set<uint32_t> stage_asked;
+  Duration staging_ms = 0;
+  int64_t staging_gpu_ms = 0;
 };
 
 // Which jobs a list or a bulk operation is about (GET /v1/jobs, POST /v1/jobs/bulk/...). Empty
@@ -185,6 +194,7 @@ struct AttemptUsage {
   int64_t milli_gpu = 0;
   int64_t idle_gpu_ms = 0;
   int64_t lost_gpu_ms = 0;  // work since its last checkpoint, thrown away by a preemption or drain
+  int64_t staging_gpu_ms = 0;  // GPUs held while the gang's image was pulled
   std::string how;          // succeeded, failed, cancelled, requeued
   std::vector<std::string> task_nodes;  // where each task ran, by index (for its logs)
   nlohmann::json ToJson() const;
@@ -209,6 +219,11 @@ struct NodeRecord {
   std::vector<GpuTelemetry> gpus;  // per GPU, from the inventory and the last heartbeat
   bool validation_asked = false;  // a Validate is out and no result came back yet
   std::set<std::string> orphans;  // tasks it runs that no attempt wants; stopping
+  // Its image cache, as the agent last reported it: digests held, and whether what it must keep
+  // does not fit its budget.
+  std::set<std::string> images;
+  int64_t image_bytes = 0, image_budget = 0;
+  bool image_cache_full = false;
 };
 
 class ClusterState {
@@ -316,6 +331,9 @@ class ClusterState {
   // and SIGKILL, and end timed_out (their GPUs stay held until their tasks have ended).
   void EnforceTimeLimits(Time now, Effects* fx);
   void OnValidation(const std::string& node, const pb::ValidationResult& r, Time now);
+  // Containers (cluster_state_staging.cc): a node's image cache, and how a pull went.
+  void OnImages(const std::string& node, const pb::ImageInventory& inv, Time now, Effects* fx);
+  void OnStageResult(const std::string& node, const pb::StageResult& r, Time now, Effects* fx);
 
   // ---- timers ----
   // Runs the health rules: drains, validations, node and GPU availability, events.
@@ -450,6 +468,18 @@ class ClusterState {
   uint64_t next_plan_ = 0;
   void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
+  // A placed gang whose nodes lack its image: asks them to pull it and returns true (its tasks
+  // start from OnStageResult once every node has it); false: launch now.
+  bool StartStaging(JobRecord& j, Time now, Effects* fx);
+  // Pre-staging for a job reserved or nominated on `nodes`: each is asked once per attempt.
+  void PreStage(JobRecord& j, const std::vector<uint32_t>& nodes, Effects* fx);
+  // The pinned images the job's task groups run (empty: no containers).
+  static std::set<std::string> JobImages(const JobRecord& j);
+  // Every image a job placed, starting, reserved or nominated on `node` needs (kept from eviction).
+  std::vector<std::string> KeepOn(uint32_t node) const;
+  void SendStage(const JobRecord& j, uint32_t node, const std::set<std::string>& images, Effects* fx) const;
+  void FinishStaging(JobRecord& j, Time now, Effects* fx);
+  void FailStaging(JobRecord& j, const std::string& why, Time now, Effects* fx);
   // The owner's side of the snapshot (sched/owner/), as the simulator keeps it: what each job
   // received in its ended attempts (LAS), Gittins ranks learned from finished jobs, and the
   // workload profile learned from what was submitted.

@@ -343,6 +343,8 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   j.idle_since = 0;
   j.idle_notified = false;
   j.idle_gpu_ms = 0;
+  j.staging_ms = j.staging_gpu_ms = 0;
+  j.staging_waiting.clear();
   pending_.insert(j.id);
   fx->Event(now, "job", "job/" + std::to_string(j.id), "requeued whole: " + why);
   Persist(j, fx);
@@ -422,6 +424,8 @@ JobRow ClusterState::ToRow(const JobRecord& j) const {
   if (j.last_checkpoint) extra["last_checkpoint"] = j.last_checkpoint;
   if (!j.checkpoint_path.empty()) extra["checkpoint_path"] = j.checkpoint_path;
   if (j.idle_gpu_ms) extra["idle_gpu_ms"] = j.idle_gpu_ms;
+  if (j.staging_ms) extra["staging_ms"] = j.staging_ms;
+  if (j.staging_gpu_ms) extra["staging_gpu_ms"] = j.staging_gpu_ms;
   if (j.array_id) {
     extra["array_id"] = j.array_id;
     extra["array_index"] = j.array_index;

@@ -505,6 +505,11 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
                              (g.conditions.empty() ? "" : ": " + g.conditions.front().reason));
     }
   }
+  if (r.image_cache_full) {
+    v.conditions.push_back("ImageCacheFull: the images its jobs need (" + std::to_string(r.image_bytes >> 20) +
+                           " MiB) do not fit its cache budget (" + std::to_string(r.image_budget >> 20) +
+                           " MiB); raise --image-cache-budget or free disk");
+  }
   if (v.reason.empty() && !report.conditions.empty()) v.reason = report.conditions.front().reason;
   if (v.reason.empty() && !r.registered) {
     v.reason = "no agent has connected yet: start `hangar agent` on it";

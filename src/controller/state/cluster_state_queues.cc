@@ -15,7 +15,8 @@ namespace q = sched::queue;
 nlohmann::json AttemptUsage::ToJson() const {
   return {{"job", job},         {"attempt", attempt}, {"user", user},           {"queue", queue},
           {"tier", tier},       {"start", start},     {"end", end},             {"milli_gpu", milli_gpu},
-          {"idle_gpu_ms", idle_gpu_ms}, {"lost_gpu_ms", lost_gpu_ms}, {"how", how}, {"nodes", task_nodes}};
+          {"idle_gpu_ms", idle_gpu_ms}, {"lost_gpu_ms", lost_gpu_ms}, {"how", how}, {"nodes", task_nodes},
+          {"staging_gpu_ms", staging_gpu_ms}};
 }
 
 AttemptUsage AttemptUsage::FromJson(const nlohmann::json& j) {
@@ -30,6 +31,7 @@ AttemptUsage AttemptUsage::FromJson(const nlohmann::json& j) {
   u.milli_gpu = j.value("milli_gpu", int64_t{0});
   u.idle_gpu_ms = j.value("idle_gpu_ms", int64_t{0});
   u.lost_gpu_ms = j.value("lost_gpu_ms", int64_t{0});
+  u.staging_gpu_ms = j.value("staging_gpu_ms", int64_t{0});
   u.how = j.value("how", "");
   u.task_nodes = j.value("nodes", std::vector<std::string>{});
   return u;
@@ -242,6 +244,7 @@ AttemptUsage ClusterState::AttemptSoFar(const JobRecord& j, Time now) const {
   u.end = now;
   u.milli_gpu = j.assignment.TotalMilliGpu(*topology_);
   u.idle_gpu_ms = j.idle_gpu_ms;
+  u.staging_gpu_ms = j.staging_gpu_ms;
   u.task_nodes.resize(j.tasks.size());
   for (const auto& t : j.tasks) {
     if (t.index < u.task_nodes.size()) u.task_nodes[t.index] = topology_->nodes()[t.node].name;
@@ -262,14 +265,14 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time sin
                                                  const std::function<bool(const AttemptUsage&)>& visible) const {
   if (by != "queue" && by != "user") return Status::InvalidArgument("by must be queue or user");
   struct Row {
-    double gpu_ms = 0, guaranteed_ms = 0, opportunistic_ms = 0, idle_ms = 0, lost_ms = 0;
+    double gpu_ms = 0, guaranteed_ms = 0, opportunistic_ms = 0, idle_ms = 0, lost_ms = 0, staging_ms = 0;
     std::set<sched::JobId> jobs;
   };
   std::map<std::string, Row> rows;
   auto add = [&](const AttemptUsage& u) {
     if (visible && !visible(u)) return;
     const Time from = std::max(u.start, since), to = u.end;
-    if (to <= from && !(u.end >= since && u.lost_gpu_ms > 0)) return;
+    if (to <= from && !(u.end >= since && (u.lost_gpu_ms > 0 || u.staging_gpu_ms > 0))) return;
     Row& r = rows[by == "queue" ? u.queue : u.user];
     const double ms = static_cast<double>(u.milli_gpu) * static_cast<double>(std::max<Time>(0, to - from)) / 1000.0;
     // Idle time is prorated to the part of the attempt inside the window.
@@ -278,6 +281,7 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time sin
     (u.tier == "opportunistic" ? r.opportunistic_ms : r.guaranteed_ms) += ms;
     r.idle_ms += static_cast<double>(u.idle_gpu_ms) * part;
     r.lost_ms += static_cast<double>(u.lost_gpu_ms);
+    r.staging_ms += static_cast<double>(u.staging_gpu_ms);
     r.jobs.insert(u.job);
   };
   for (const auto& u : usage_log_) {
@@ -296,6 +300,7 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time sin
                    {"opportunistic_gpu_hours", r.opportunistic_ms / kHourMs},
                    {"idle_gpu_hours", r.idle_ms / kHourMs},
                    {"lost_to_preemption_gpu_hours", r.lost_ms / kHourMs},
+                   {"staging_gpu_hours", r.staging_ms / kHourMs},
                    {"jobs", r.jobs.size()}});
   }
   return nlohmann::json{{"by", by}, {"since_ms", since}, {"until_ms", now}, {"rows", out},

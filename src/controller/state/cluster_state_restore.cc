@@ -123,6 +123,8 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
         j.last_checkpoint = extra.value("last_checkpoint", Time{0});
         j.checkpoint_path = extra.value("checkpoint_path", "");
         j.idle_gpu_ms = extra.value("idle_gpu_ms", int64_t{0});
+        j.staging_ms = extra.value("staging_ms", Duration{0});
+        j.staging_gpu_ms = extra.value("staging_gpu_ms", int64_t{0});
         j.array_id = extra.value("array_id", uint64_t{0});
         j.array_index = extra.value("array_index", int64_t{-1});
         j.held = extra.contains("held_by") && j.state == JobState::kPending;

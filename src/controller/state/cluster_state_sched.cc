@@ -247,6 +247,9 @@ void ClusterState::Schedule(Time now, Effects* fx) {
         cluster::GangAssignment share = cluster::TaskShare(p.assignment, k);
         if (usage_.Allocate(share).ok()) held_[j.id].push_back(std::move(share));
       }
+      std::vector<uint32_t> nodes;
+      for (const auto& t : p.assignment.tasks) nodes.push_back(t.node);
+      PreStage(j, nodes, fx);  // its image is warm by the time the victims have stopped
       planned_[j.id] = {p, next_plan_++};
       j.reason = {};
       j.reason_detail = "waiting for " + std::to_string(p.preempted.size()) + " preempted job" +
@@ -262,6 +265,9 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       j.reason_detail = "waiting for preempted jobs to checkpoint and stop";
       if (!d.preemptions.empty()) planned_[j.id] = {std::move(plan), next_plan_++};
     }
+  }
+  for (const auto& r : d.reservations) {
+    if (auto it = jobs_.find(r.job); it != jobs_.end()) PreStage(it->second, r.nodes, fx);
   }
   for (auto& v : d.waiting) {
     JobRecord& j = jobs_.at(v.job);
@@ -345,7 +351,8 @@ void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects
             "placed (attempt " + std::to_string(j.attempt) + ") on " + where + ", locality " +
                 std::string(cluster::LevelName(p.locality)));
   Persist(j, fx);
-  LaunchAll(j, fx);
+  j.stage_asked.clear();
+  if (!StartStaging(j, now, fx)) LaunchAll(j, fx);
 }
 
 void ClusterState::LaunchAll(const JobRecord& j, Effects* fx) const {
@@ -394,7 +401,19 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
   l->set_milli_cpu(task.milli_cpu);
   l->set_memory_mib(task.memory_mib);
   l->set_checkpoint_signal(j.spec->spec.checkpoint.signal);
-  l->set_workdir(j.spec->spec.tasks[task.group].workdir);
+  const job::TaskGroupSpec& group = j.spec->spec.tasks[task.group];
+  l->set_workdir(group.workdir);
+  if (!group.container.empty()) {
+    pb::Container* c = l->mutable_container();
+    c->set_image(group.container.image);
+    c->set_shm_size_mib(group.container.shm_size_mib);
+    for (const auto& m : group.container.mounts) {
+      pb::Mount* pm = c->add_mounts();
+      pm->set_host(m.host);
+      pm->set_path(m.path);
+      pm->set_read_only(m.read_only);
+    }
+  }
   // Who it runs as; without (--auth none), the agent's own user. The agent runs nothing as root
   // unless told that the queue allows it.
   if (const job::RunAs& who = j.spec->spec.run_as; !who.empty()) {

@@ -29,6 +29,8 @@ api::JobView ClusterState::View(const JobRecord& j) const {
   v.array_id = j.array_id;
   v.array_index = j.array_index;
   v.held = j.held;
+  v.staging_ms = j.staging_ms;
+  v.staging_gpu_ms = j.staging_gpu_ms;
   if (j.state == JobState::kPending) {
     v.reason = !j.reason_detail.empty()             ? j.reason_detail
                : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
@@ -68,7 +70,9 @@ api::JobView ClusterState::View(const JobRecord& j) const {
     for (size_t i = 0; i < where.size(); ++i) {
       on += (i == 0 ? "" : i + 1 == where.size() ? " and " : ", ") + where[i];
     }
-    v.reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
+    if (!j.staging_waiting.empty()) {
+      v.reason = j.reason_detail + " (waiting for " + std::to_string(j.staging_waiting.size()) + " node(s))";
+    } else v.reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
                (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
                (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
   } else {

@@ -1,0 +1,233 @@
+// The agent's container tasks and image staging (issue 17, docs/containers.md): a task whose
+// Launch names a container runs as a foreground `podman run`; a Stage pulls images ahead of a
+// gang's start and says how it went; the node's image cache is reported to the controller.
+#include <filesystem>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/agent.h"
+
+namespace hangar::agent {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kToolInContainer[] = "/.hangar/bin/hangar";
+constexpr char kContainerPath[] = "/.hangar/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// podman container names: [a-zA-Z0-9][a-zA-Z0-9_.-]*.
+std::string ContainerName(const std::string& node, const std::string& task_id) {
+  std::string n = "hangar-" + node + "-" + task_id;
+  for (char& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') c = '_';
+  }
+  return n;
+}
+
+std::vector<std::string> RdmaDevices() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/dev/infiniband", ec)) out.push_back(e.path().string());
+  return out;
+}
+
+std::string ExitMeaning(int code) {
+  switch (code) {
+    case 125: return "podman could not create the container";
+    case 126: return "the container runtime could not start the command";
+    case 127: return "the command was not found in the image";
+    case 137: return "killed by SIGKILL (out of memory, or a stop past its grace)";
+    case 143: return "ended by SIGTERM";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+void Agent::InitContainers() {
+  const ContainerOptions& c = options_.containers;
+  if (!c.enabled) {
+    podman_error_ = "containers are off on this node (hangar agent --containers off)";
+    return;
+  }
+  PodmanOptions o = c.podman;
+  if (o.dir.empty()) o.dir = options_.state_dir + "/podman";
+  auto p = Podman::Open(o);
+  if (!p.ok()) {
+    podman_error_ = p.status().message();
+    spdlog::warn("agent {}: container tasks cannot run here: {}", options_.node, podman_error_);
+    return;
+  }
+  podman_.emplace(std::move(*p));
+  images_ = std::make_unique<ImageCache>(&*podman_, options_.state_dir + "/images.json", c.image_cache_budget_bytes);
+  if (Status s = images_->Refresh(clock_->Now()); !s.ok()) spdlog::warn("agent {}: image cache: {}", options_.node, s.message());
+  SweepContainers();
+  spdlog::info("agent {}: container tasks run with podman (storage {}, GPUs by {})", options_.node,
+               podman_->options().root, podman_->options().gpu_devices);
+}
+
+void Agent::SweepContainers() {
+  auto found = podman_->Containers("hangar.node=" + options_.node);
+  if (!found.ok()) {
+    spdlog::warn("agent {}: cannot list its containers: {}", options_.node, found.status().message());
+    return;
+  }
+  std::set<std::string> owned;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, r] : records_) {
+      if (!r.ended && !r.container.empty() && runner_.IsRunning(id)) owned.insert(r.container);
+    }
+  }
+  for (const auto& c : *found) {
+    if (owned.count(c.name)) continue;
+    spdlog::warn("agent {}: removing container {} ({}): no running task of this agent owns it", options_.node, c.name,
+                 c.state);
+    if (Status s = podman_->RemoveContainer(c.name); !s.ok()) spdlog::warn("agent {}: {}", options_.node, s.message());
+  }
+}
+
+Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const {
+  if (!podman_) return Status::FailedPrecondition("node " + options_.node + " cannot run container tasks: " + podman_error_);
+  const pb::Container& c = l.container();
+  ContainerRun run;
+  run.name = ContainerName(options_.node, l.task_id());
+  run.image = c.image();
+  run.argv = launch->argv;
+  for (const auto& [k, v] : launch->env) {
+    if (k != "PATH" && k != "HANGAR_BIN" && k != "CUDA_VISIBLE_DEVICES") run.env_names.push_back(k);
+  }
+  run.env_set = {{"PATH", l.env().count("PATH") ? l.env().at("PATH") : kContainerPath}, {"HANGAR_BIN", kToolInContainer}};
+  std::string uuids;
+  for (uint32_t g : l.gpu_indices()) {
+    const std::string uuid = g < gpus_.gpus.size() ? gpus_.gpus[g].uuid() : "";
+    run.gpus.push_back({g, uuid});
+    uuids += (uuids.empty() ? "" : ",") + uuid;
+  }
+  if (!run.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
+  run.workdir = l.workdir();
+  for (const auto& m : c.mounts()) run.mounts.push_back({m.host(), m.path(), m.read_only()});
+  run.mounts.push_back({dir, dir, false});  // the fake GPU load file, and nothing the task lacks
+  if (socket_) run.mounts.push_back({socket_->path(), socket_->path(), false});
+  const std::string tool = !options_.containers.in_container_tool.empty() ? options_.containers.in_container_tool
+                           : options_.hangar_binary.empty()
+                               ? ""
+                               : (fs::path(options_.hangar_binary).parent_path() / "hangar-in-container").string();
+  if (!tool.empty() && fs::exists(tool)) run.mounts.push_back({tool, kToolInContainer, true});
+  if (auto ck = l.env().find("HANGAR_CHECKPOINT_DIR"); ck != l.env().end()) run.mounts.push_back({ck->second, ck->second, false});
+  run.devices = RdmaDevices();
+  run.milli_cpu = l.milli_cpu();
+  run.memory_mib = l.memory_mib();
+  run.shm_size_mib = c.shm_size_mib();
+  if (launch->run_as) run.user = std::make_pair(launch->run_as->uid, launch->run_as->gid);
+  run.labels = {{"hangar.node", options_.node}, {"hangar.task", l.task_id()}, {"hangar.job", std::to_string(l.job_id())}};
+  launch->argv = podman_->RunArgv(run);
+  for (auto& kv : podman_->Environment()) launch->env.push_back(kv);
+  launch->run_as.reset();  // podman runs as the agent; --user switches inside the container
+  launch->milli_cpu = launch->memory_mib = 0;  // the container has the limits, not podman
+  r->container = run.name;
+  r->image = run.image;
+  if (images_) images_->Touch(run.image, clock_->Now());
+  return Status::Ok();
+}
+
+void Agent::ReleaseContainer(TaskRecord* r) {
+  if (podman_) {
+    if (Status s = podman_->RemoveContainer(r->container); !s.ok()) {
+      spdlog::warn("agent {}: task {}: {}", options_.node, r->task_id, s.message());
+    }
+  }
+  if (r->signal == 0 && r->message.empty()) {
+    const std::string meaning = ExitMeaning(r->exit_code);
+    if (!meaning.empty()) r->message = "container exited " + std::to_string(r->exit_code) + ": " + meaning;
+  }
+  if (images_) images_->Touch(r->image, clock_->Now());
+}
+
+void Agent::HandleStage(const pb::Stage& s) {
+  {
+    std::lock_guard<std::mutex> l(stage_mu_);
+    stage_queue_.push_back(s);
+  }
+  stage_cv_.notify_one();
+}
+
+std::set<std::string> Agent::ImagesInUse() {
+  std::set<std::string> out;
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [id, r] : records_) {
+    if (!r.ended && !r.image.empty()) out.insert(r.image);
+  }
+  return out;
+}
+
+void Agent::StageLoop(const std::atomic<bool>* stop) {
+  while (!*stop) {
+    pb::Stage s;
+    {
+      std::unique_lock<std::mutex> l(stage_mu_);
+      stage_cv_.wait_for(l, std::chrono::milliseconds(200), [&] { return !stage_queue_.empty() || *stop; });
+      if (stage_queue_.empty()) continue;
+      s = std::move(stage_queue_.front());
+      stage_queue_.pop_front();
+    }
+    if (images_) images_->SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
+    for (const auto& image : s.images()) StageImage(s, image, stop);
+  }
+}
+
+void Agent::StageImage(const pb::Stage& s, const std::string& image, const std::atomic<bool>* stop) {
+  pb::AgentMessage m;
+  pb::StageResult* res = m.mutable_stage_result();
+  res->set_job_id(s.job_id());
+  res->set_attempt(s.attempt());
+  res->set_image(image);
+  if (!podman_) {
+    res->set_message("node " + options_.node + " cannot run container tasks: " + podman_error_);
+    Write(m);
+    return;
+  }
+  if (images_->Holds(image)) {
+    res->set_ok(true);
+    res->set_bytes(images_->BytesOf(image));
+    Write(m);
+    return;
+  }
+  // A registry that is down: say so, and try again with backoff (1 s doubling to 30 s) until the
+  // pull works or fails for good, or the agent stops.
+  for (Duration backoff = kSecond; !*stop; backoff = std::min<Duration>(backoff * 2, 30 * kSecond)) {
+    PullOutcome p = podman_->Pull(image, 30 * kMinute);
+    res->set_duration_ms(p.took);
+    if (p.failure != PullFailure::kUnreachable) {
+      res->set_ok(p.failure == PullFailure::kNone);
+      res->set_retrying(false);
+      res->set_message(p.message);
+      break;
+    }
+    res->set_retrying(true);
+    res->set_message("staging: " + p.message + ", retrying");
+    Write(m);
+    for (Duration waited = 0; waited < backoff && !*stop; waited += 100) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  if (*stop) return;
+  (void)images_->Refresh(clock_->Now());
+  images_->Touch(image, clock_->Now());
+  res->set_bytes(std::max<int64_t>(0, images_->BytesOf(image)));
+  spdlog::info("agent {}: staged {} for job {}: {}", options_.node, image, s.job_id(),
+               res->ok() ? "ok in " + std::to_string(res->duration_ms()) + " ms" : res->message());
+  Write(m);
+  for (const auto& gone : images_->Evict(ImagesInUse(), clock_->Now())) {
+    spdlog::info("agent {}: evicted image {} (cache budget)", options_.node, gone);
+  }
+  SendImages();
+}
+
+void Agent::SendImages() {
+  pb::AgentMessage m;
+  *m.mutable_images() = images_->Inventory();
+  Write(m);
+}
+
+}  // namespace hangar::agent

@@ -1,0 +1,121 @@
+// Running tasks in OCI containers through podman's CLI (issue 17, docs/containers.md). Always an
+// argument list, never a shell. The agent gives podman its own storage (--root, --runroot,
+// --tmpdir under the agent's state directory unless told otherwise) and a containers.conf and
+// registries.conf it writes there: runc as the runtime, rlimits this host allows, the file
+// events logger, and loopback registries pulled without TLS. Nothing under /etc is touched.
+//
+// A container task is a foreground `podman run --rm` that the TaskRunner starts like any task:
+// its exit code is the container's, signals sent to it reach the container's main process
+// (podman proxies them), and its output goes where the task's output goes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "common/subprocess.h"
+#include "common/time.h"
+
+namespace hangar::agent {
+
+struct PodmanOptions {
+  std::string binary = "podman";
+  std::string root;      // image and container storage; empty: <dir>/storage
+  std::string runroot;   // empty: <dir>/run
+  std::string tmpdir;    // empty: <dir>/tmp
+  std::string dir;       // where the config files (and default storage) live
+  // How a task gets its GPUs: "cdi" (--device nvidia.com/gpu=<uuid>, from the spec
+  // `nvidia-ctk cdi generate` writes) or "node:<path>" (the device node <path> appears as
+  // /dev/nvidia<index> for each GPU: fake nodes in tests, e.g. node:/dev/null).
+  std::string gpu_devices = "cdi";
+  std::string registries_conf;  // a site's own (mirrors, auth); empty: Hangar writes one
+  std::string network = "host";  // multi-node gangs reach each other on the node's addresses
+};
+
+struct ContainerMount {
+  std::string host, path;
+  bool read_only = true;
+};
+
+struct ContainerGpu {
+  uint32_t index = 0;
+  std::string uuid;
+};
+
+struct ContainerRun {
+  std::string name;   // unique on the node
+  std::string image;  // pinned reference
+  std::vector<std::string> argv;  // empty: the image's entrypoint and command
+  // Names passed with `-e NAME`: podman copies their values from its own environment, so no
+  // value (a token, say) is on a command line.
+  std::vector<std::string> env_names;
+  std::vector<std::pair<std::string, std::string>> env_set;  // set with -e NAME=VALUE
+  std::string workdir;  // in the container; empty: the image's
+  std::vector<ContainerMount> mounts;
+  std::vector<ContainerGpu> gpus;
+  std::vector<std::string> devices;  // more host devices (RDMA: /dev/infiniband/*)
+  int64_t milli_cpu = 0, memory_mib = 0, shm_size_mib = 0;
+  std::optional<std::pair<uid_t, gid_t>> user;  // nullopt: the image's user
+  std::vector<std::pair<std::string, std::string>> labels;
+};
+
+struct LocalImage {
+  std::string id;
+  std::vector<std::string> digests;  // repo digests' sha256 parts, "sha256:..."
+  std::vector<std::string> names;
+  int64_t bytes = 0;
+};
+
+struct LocalContainer {
+  std::string name;
+  std::string state;  // "running", "exited", ...
+  std::vector<std::pair<std::string, std::string>> labels;
+};
+
+// Why a pull failed, as far as podman's words tell.
+enum class PullFailure { kNone, kNotFound, kUnreachable, kOther };
+
+struct PullOutcome {
+  PullFailure failure = PullFailure::kNone;
+  std::string message;  // names the image and the registry
+  Duration took = 0;
+};
+
+class Podman {
+ public:
+  // Writes the config files and checks that podman runs. The error says what to install.
+  static StatusOr<Podman> Open(PodmanOptions options);
+
+  // The environment podman itself needs (CONTAINERS_CONF, CONTAINERS_REGISTRIES_CONF).
+  std::vector<std::pair<std::string, std::string>> Environment() const;
+  // `podman <global flags> run ...` for the task; pure.
+  std::vector<std::string> RunArgv(const ContainerRun& run) const;
+
+  StatusOr<bool> ImageExists(const std::string& ref) const;
+  PullOutcome Pull(const std::string& ref, Duration timeout) const;
+  StatusOr<std::vector<LocalImage>> Images() const;
+  Status RemoveImage(const std::string& id) const;
+  // Containers carrying label key=value.
+  StatusOr<std::vector<LocalContainer>> Containers(const std::string& label) const;
+  Status RemoveContainer(const std::string& name) const;
+
+  const PodmanOptions& options() const { return options_; }
+
+ private:
+  explicit Podman(PodmanOptions options) : options_(std::move(options)) {}
+  std::vector<std::string> Global() const;
+  StatusOr<CommandResult> Run(std::vector<std::string> args, Duration timeout) const;
+  std::string containers_conf_, registries_conf_;
+  PodmanOptions options_;
+};
+
+// The rlimits podman may set here: nofile from the hard limit, nproc from min(hard limit,
+// pid_max) (../shared/reference/containers.md).
+std::string ContainersConf(uint64_t nofile, uint64_t nproc, const std::string& init_path);
+
+}  // namespace hangar::agent

@@ -1,0 +1,31 @@
+// Pins a job's images at submission (issue 17): every task group's `image:` tag is resolved to
+// its manifest digest once, so that every node of the job, and every later attempt, runs the very
+// same image. Asks the registry with skopeo (loopback registries without TLS), off the state
+// thread. A site's registry mirrors and credentials come from skopeo's own configuration
+// (registries.conf, auth.json), or from --registries-conf.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "job/job_spec.h"
+
+namespace hangar::controller {
+
+struct ImageResolverOptions {
+  std::string skopeo = "skopeo";
+  std::string registries_conf;  // empty: skopeo's default
+  Duration timeout = 30 * kSecond;
+};
+
+// Rewrites each container group's image to repository@digest. Errors: NotFound names the image
+// and the registry; Unavailable when the registry does not answer (nothing is accepted: submit
+// again); FailedPrecondition when skopeo is missing.
+Status PinImages(job::JobSpec* spec, const ImageResolverOptions& options);
+
+// Whether every mount of the spec is under the cluster's containers.mounts_allowed.
+Status CheckMounts(const job::JobSpec& spec, const std::vector<std::string>& allowed);
+
+}  // namespace hangar::controller

@@ -1,0 +1,237 @@
+// Issue 17, end to end with real podman: a controller and agents on loopback, each agent with a
+// podman store of its own (so cold and warm are per node), images built from busybox-static and
+// pushed to a loopback docker-registry. A container task sees its fake GPUs, environment, mounts
+// and limits; a 2-node gang gets the torchrun variables; the checkpoint signal and
+// `hangar checkpoint-done` work from inside; cancel stops the container; `kill -9` of the agent
+// and a restart leave no orphan and start nothing twice; a missing image and a registry that is
+// down say so.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "common/subprocess.h"
+#include "local_cluster.h"
+#include "loopback_registry.h"
+
+namespace hangar::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ContainerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    scratch_ = new std::string(fs::temp_directory_path() / ("hangar-registry-" + std::to_string(getpid())));
+    fs::create_directories(*scratch_);
+    registry_ = new LoopbackRegistry(*scratch_);
+    if (registry_->ok()) image_ = new std::string(registry_->Push("test/busybox", "1"));
+  }
+  static void TearDownTestSuite() {
+    delete registry_;
+    fs::remove_all(*scratch_);
+    delete scratch_;
+    delete image_;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(registry_->ok()) << "docker-registry did not start (scripts/install-deps.sh --test installs it)";
+    ASSERT_FALSE(image_->empty()) << "the test image could not be built (podman, busybox-static)";
+  }
+  void StartCluster(int nodes) {
+    std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
+                       "nodes: [";
+    for (int i = 1; i <= nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
+    cluster_ = std::make_unique<LocalCluster>(yaml + "]\ncontainers: {mounts_allowed: [/tmp]}\n");
+    cluster_->StartController();
+    for (int i = 1; i <= nodes; ++i) cluster_->StartAgent("node-" + std::to_string(i));
+    ASSERT_TRUE(cluster_->WaitForAgents(nodes));
+    for (int i = 1; i <= nodes; ++i) {
+      const std::string n = "/v1/nodes/node-" + std::to_string(i);
+      ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_->Get(n).value("state", "") == "ready"; }, 20 * kSecond));
+    }
+    out_ = cluster_->dir() + "/out";
+    fs::create_directories(out_);
+  }
+  uint64_t Submit(const std::string& yaml) {
+    int status = 0;
+    auto r = cluster_->Post("/v1/jobs", yaml, &status);
+    EXPECT_EQ(status, 201) << r.dump();
+    return r.value("id", uint64_t{0});
+  }
+  // The containers podman knows in node's store.
+  std::string PodmanPs(const std::string& node) {
+    const std::string d = cluster_->dir() + "/agents/" + node + "/podman";
+    CommandOptions o;
+    o.env = {{"CONTAINERS_CONF", d + "/containers.conf"}};
+    auto r = RunCommand({"podman", "--root", d + "/storage", "--runroot", d + "/run", "--tmpdir", d + "/tmp", "ps", "-a",
+                         "--format", "{{.Names}}"},
+                        o);
+    return r.ok() ? r->out : "podman failed";
+  }
+
+  static std::string* scratch_;
+  static LoopbackRegistry* registry_;
+  static std::string* image_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::string out_;
+};
+
+std::string* ContainerTest::scratch_ = nullptr;
+LoopbackRegistry* ContainerTest::registry_ = nullptr;
+std::string* ContainerTest::image_ = nullptr;
+
+TEST_F(ContainerTest, ATaskSeesItsGpusEnvironmentMountsAndLimits) {
+  StartCluster(1);
+  const std::string data = cluster_->dir() + "/data";
+  fs::create_directories(data);
+  std::ofstream(data + "/input.txt") << "shard-0\n";
+  const uint64_t id = Submit(
+      "name: boxed\nimage: " + *image_ +
+      "\ntasks:\n  - gpus: 2\n    memory: 96Mi\n    cpu: 500m\n    workdir: /out\n    env: {LR: '0.1'}\n"
+      "    mounts: ['" + data + ":/data', '" + out_ + ":/out:rw']\n"
+      "    command: ['/bin/sh', '-c', 'ls /dev | grep nvidia > gpus; env > env; cat /data/input.txt > data; "
+      "(touch /data/x 2>/dev/null && echo writable || echo read-only) > ro; "
+      "cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; true' ]\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
+  auto job = cluster_->Job(id);
+  EXPECT_TRUE(Contains(job["spec"]["tasks"][0].value("image", ""), "@sha256:")) << "pinned at submission: " << job.dump();
+  const auto gpus = Lines(ReadFile(out_ + "/gpus"));
+  EXPECT_EQ(gpus.size(), 2u) << ReadFile(out_ + "/gpus");
+  const std::string env = ReadFile(out_ + "/env");
+  EXPECT_TRUE(Contains(env, "LR=0.1")) << env;
+  EXPECT_TRUE(Contains(env, "CUDA_VISIBLE_DEVICES=GPU-")) << env;
+  EXPECT_TRUE(Contains(env, "HANGAR_TASK_ID=" + std::to_string(id) + ".0.0")) << env;
+  EXPECT_TRUE(Contains(env, "HANGAR_BIN=/.hangar/bin/hangar")) << env;
+  EXPECT_EQ(ReadFile(out_ + "/data"), "shard-0\n");
+  EXPECT_EQ(ReadFile(out_ + "/ro"), "read-only\n");
+  EXPECT_FALSE(fs::exists(data + "/x"));
+  // Its output is the task's log, through Hangar's log API.
+  const std::string log = cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=0");
+  EXPECT_TRUE(Contains(log, std::to_string(96 * 1024 * 1024))) << "the memory limit: " << log;
+  EXPECT_EQ(PodmanPs("node-1"), "") << "the container is removed once it has ended";
+}
+
+TEST_F(ContainerTest, ATwoNodeGangInContainersGetsTheTorchrunVariables) {
+  StartCluster(2);
+  const uint64_t id = Submit("name: gang\nimage: " + *image_ +
+                             "\ntasks:\n  - replicas: 2\n    gpus: 4\n    mounts: ['" + out_ +
+                             ":/out:rw']\n    command: ['/bin/sh', '-c', 'echo $MASTER_ADDR:$MASTER_PORT "
+                             "$WORLD_SIZE $NODE_RANK $HANGAR_TASK_ID > /out/rank.$RANK']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
+  const std::string r0 = ReadFile(out_ + "/rank.0"), r1 = ReadFile(out_ + "/rank.1");
+  ASSERT_FALSE(r0.empty());
+  ASSERT_FALSE(r1.empty());
+  EXPECT_EQ(r0.substr(0, r0.find(' ')), r1.substr(0, r1.find(' '))) << "one master for both: " << r0 << r1;
+  EXPECT_TRUE(Contains(r0, " 2 ")) << r0;
+  EXPECT_NE(r0, r1);
+  auto job = cluster_->Job(id);
+  std::set<std::string> nodes;
+  for (const auto& t : job["task_list"]) nodes.insert(t.value("node", ""));
+  EXPECT_EQ(nodes.size(), 2u) << job.dump();
+  // Both nodes were cold: the gang waited for both pulls, and the wait is on record.
+  EXPECT_GT(job.value("staging_ms", 0), 0) << job.dump();
+  EXPECT_GT(job.value("staging_gpu_ms", 0), 0) << job.dump();
+}
+
+TEST_F(ContainerTest, CheckpointSignalAndCheckpointDoneWorkFromInside) {
+  StartCluster(1);
+  // Each start notes itself; on SIGUSR1 the task reports its checkpoint with the in-container
+  // `hangar`, which ends the 60 s grace at once.
+  const uint64_t id = Submit(
+      "name: ckpt\nimage: " + *image_ + "\ncheckpoint: {signal: SIGUSR1, grace: 60s}\ntasks:\n  - gpus: 1\n"
+      "    mounts: ['" + out_ + ":/out:rw']\n"
+      "    command: ['/bin/sh', '-c', 'echo start >> /out/starts; "
+      "trap \"hangar checkpoint-done --step 7 && echo reported >> /out/ckpt\" USR1; "
+      "trap \"echo term >> /out/ckpt; exit 143\" TERM; while true; do sleep 0.1; done']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 60 * kSecond)) << cluster_->Job(id).dump();
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return ReadFile(out_ + "/starts") == "start\n"; }, 20 * kSecond));
+  int status = 0;
+  cluster_->Post("/v1/jobs/" + std::to_string(id) + "/requeue", "", &status);
+  ASSERT_EQ(status, 200);
+  // Well before the grace: released by the report, stopped by SIGTERM, started again.
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return ReadFile(out_ + "/starts") == "start\nstart\n"; }, 30 * kSecond))
+      << ReadFile(out_ + "/ckpt") << cluster_->Job(id).dump();
+  EXPECT_EQ(ReadFile(out_ + "/ckpt"), "reported\nterm\n");
+  bool said = false;
+  for (const auto& e : cluster_->Get("/v1/events?limit=200").value("events", nlohmann::json::array())) {
+    said |= Contains(e.value("message", ""), "checkpoint") && Contains(e.value("message", ""), "step 7");
+  }
+  EXPECT_TRUE(said) << cluster_->Get("/v1/events?limit=200").dump();
+  cluster_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", &status);
+}
+
+TEST_F(ContainerTest, CancelStopsTheContainer) {
+  StartCluster(1);
+  const uint64_t id = Submit("name: long\nimage: " + *image_ + "\ntasks: [{gpus: 1, command: ['sleep', '600']}]\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 60 * kSecond)) << cluster_->Job(id).dump();
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Contains(PodmanPs("node-1"), "hangar-node-1-"); }, 10 * kSecond));
+  int status = 0;
+  cluster_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", &status);
+  ASSERT_EQ(status, 200);
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "cancelled", 10 * kSecond));
+  // sleep is no init: catatonit passes SIGTERM on, so it ends within the stop grace.
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_->Get("/v1/nodes/node-1").value("gpus_free", 0.0) == 4.0; },
+                                    20 * kSecond));
+  EXPECT_EQ(PodmanPs("node-1"), "") << "no container is left once its GPUs are free";
+}
+
+TEST_F(ContainerTest, AnAgentKilledAndRestartedLeavesNoOrphanAndStartsNothingTwice) {
+  StartCluster(1);
+  const uint64_t id = Submit("name: survivor\nimage: " + *image_ + "\ntasks:\n  - gpus: 1\n    mounts: ['" + out_ +
+                             ":/out:rw']\n    command: ['/bin/sh', '-c', 'echo start >> /out/starts; sleep 600']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 60 * kSecond)) << cluster_->Job(id).dump();
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return ReadFile(out_ + "/starts") == "start\n"; }, 20 * kSecond));
+  cluster_->KillAgent("node-1", SIGKILL);
+  cluster_->StartAgent("node-1");
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_->Get("/v1/nodes/node-1").value("connected", false); },
+                                    20 * kSecond));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(cluster_->Job(id).value("state", ""), "running") << "adopted, not lost: " << cluster_->Job(id).dump();
+  EXPECT_EQ(ReadFile(out_ + "/starts"), "start\n") << "started once";
+  EXPECT_EQ(Lines(PodmanPs("node-1")).size(), 1u) << PodmanPs("node-1");
+  int status = 0;
+  cluster_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", &status);
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return PodmanPs("node-1").empty(); }, 20 * kSecond)) << PodmanPs("node-1");
+}
+
+TEST_F(ContainerTest, AMissingImageIsRefusedNamingTheImageAndTheRegistry) {
+  StartCluster(1);
+  int status = 0;
+  const std::string missing = registry_->host() + "/test/nope:9";
+  auto r = cluster_->Post("/v1/jobs", "name: typo\nimage: " + missing + "\ntasks: [{gpus: 1, command: [true]}]\n", &status);
+  EXPECT_EQ(status, 404) << r.dump();
+  const std::string said = r.dump();
+  EXPECT_TRUE(Contains(said, "image " + missing + " does not exist in registry " + registry_->host())) << said;
+  auto bad_mount = cluster_->Post("/v1/jobs", "name: m\nimage: " + *image_ +
+                                                  "\ntasks: [{gpus: 1, mounts: ['/etc:/host-etc'], command: [true]}]\n",
+                                  &status);
+  EXPECT_EQ(status, 403) << bad_mount.dump();
+  EXPECT_TRUE(Contains(bad_mount.dump(), "not under a path this cluster allows (/tmp)")) << bad_mount.dump();
+}
+
+TEST_F(ContainerTest, ARegistryThatIsDownLeavesTheJobStagingAndRetrying) {
+  StartCluster(1);
+  const std::string ref = registry_->Push("test/later", "1");
+  ASSERT_FALSE(ref.empty());
+  const std::string job = "name: later\nimage: " + ref + "\ntasks: [{gpus: 1, command: [true]}]\n";
+  // Pinned while the registry is up, held, then released once it is down.
+  int status = 0;
+  auto r = cluster_->Post("/v1/jobs", job, &status);
+  ASSERT_EQ(status, 201) << r.dump();
+  const uint64_t id = r["id"];
+  cluster_->Post("/v1/jobs/" + std::to_string(id) + "/hold", "", &status);
+  registry_->Stop();
+  cluster_->Post("/v1/jobs/" + std::to_string(id) + "/release", "", &status);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return Contains(cluster_->Job(id).value("reason", ""), "staging: registry unreachable"); }, 30 * kSecond))
+      << cluster_->Job(id).dump();
+  EXPECT_EQ(cluster_->Job(id).value("state", ""), "starting");
+  registry_->Start();
+  ASSERT_TRUE(registry_->ok());
+  EXPECT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
+}
+
+}  // namespace
+}  // namespace hangar::testing
