@@ -31,7 +31,8 @@ class ContainerTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     delete registry_;
-    fs::remove_all(*scratch_);
+    std::error_code ec;
+    fs::remove_all(*scratch_, ec);
     delete scratch_;
     delete image_;
   }

@@ -41,7 +41,8 @@ LocalCluster::~LocalCluster() {
   if (controller_ > 0) waitpid(controller_, nullptr, 0);
   KillTasks();
   RemoveContainersUnder(dir_ + "/agents");  // a container outlives its podman process
-  if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_);
+  std::error_code ec;
+  if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_, ec);
 }
 
 // Every task any agent started, by the pid in its record: tests must leave nothing running.

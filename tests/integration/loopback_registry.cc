@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@ LoopbackRegistry::~LoopbackRegistry() {
   (void)RunCommand({"podman", "--root", dir_ + "/build/storage", "--runroot", dir_ + "/build/run", "system", "reset",
                     "--force"},
                    o);
+  UnmountUnder(dir_);
 }
 
 void LoopbackRegistry::Start() {
@@ -105,7 +107,7 @@ std::string LoopbackRegistry::Push(const std::string& repository, const std::str
   }
   if (pad_mb > 0) {
     std::ofstream pad(root + "/pad.bin", std::ios::binary);
-    std::mt19937_64 rng(42);
+    std::mt19937_64 rng(std::hash<std::string>()(repository + ":" + tag));  // distinct layers per image
     std::vector<uint64_t> block(1 << 17);  // 1 MiB
     for (int i = 0; i < pad_mb; ++i) {
       for (auto& w : block) w = rng();
@@ -136,6 +138,16 @@ std::string LoopbackRegistry::Push(const std::string& repository, const std::str
   return ref;
 }
 
+void UnmountUnder(const std::string& root) {
+  std::ifstream in("/proc/self/mounts");
+  std::vector<std::string> points;
+  for (std::string dev, point, rest; in >> dev >> point && std::getline(in, rest);) {
+    if (point.rfind(root, 0) == 0) points.push_back(point);
+  }
+  std::sort(points.rbegin(), points.rend());  // deepest first
+  for (const auto& p : points) umount2(p.c_str(), MNT_DETACH);
+}
+
 void RemoveContainersUnder(const std::string& root) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(root, ec)) {
@@ -151,6 +163,7 @@ void RemoveContainersUnder(const std::string& root) {
       argv.insert(argv.end(), tail.begin(), tail.end());
       (void)RunCommand(argv, o);
     }
+    UnmountUnder(d);  // podman leaves its storage's own overlay mount behind
   }
 }
 

@@ -40,5 +40,7 @@ class LoopbackRegistry {
 
 // Removes every container of every podman store under `root` (agents' <state>/podman/storage).
 void RemoveContainersUnder(const std::string& root);
+// Detaches every mount under `root` (what podman's overlay storage leaves), deepest first.
+void UnmountUnder(const std::string& root);
 
 }  // namespace hangar::testing

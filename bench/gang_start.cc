@@ -1,0 +1,219 @@
+// bench/gang_start (issue 17): placed -> all tasks running for an 8-task gang on 8 real agents on
+// loopback, each with its own podman store, pulling from a loopback docker-registry:
+//   bare      the gang as plain processes
+//   warm      in containers, the image already on every node
+//   cold      in containers, the image (S MB) on no node
+//   prestaged the image cold when the gang is reserved behind a blocker (EASY backfill): its
+//             nodes pull while it waits; timed from the blocker's GPUs freed to all running
+// Prints warm_overhead_ms (median over runs of warm minus bare), cold_s, prestaged_s and the
+// GPU-seconds held while staging in each case.
+//   gang_start [--json] [--image-mb S] [--runs N] [--nodes N]
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "local_cluster.h"
+#include "loopback_registry.h"
+
+using hangar::Duration;
+using hangar::kSecond;
+using hangar::testing::LocalCluster;
+using hangar::testing::LoopbackRegistry;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Args {
+  bool json = false;
+  int image_mb = 512;
+  int runs = 3;
+  int nodes = 8;
+};
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+struct Run {
+  double placed_to_running_ms = 0;
+  double staging_gpu_s = 0;
+  bool ok = false;
+};
+
+// When the job was placed, from its events; 0 if not found.
+double PlacedAt(LocalCluster& c, uint64_t id) {
+  const std::string subject = "job/" + std::to_string(id);
+  for (const auto& e : c.Get("/v1/events?limit=500").value("events", nlohmann::json::array())) {
+    if (e.value("subject", "") == subject && e.value("message", "").rfind("placed", 0) == 0) {
+      return e.value("time_ms", 0.0);
+    }
+  }
+  return 0;
+}
+
+std::string GangSpec(const std::string& name, const std::string& image, int n, const std::string& extra = "") {
+  return "name: " + name + "\n" + (image.empty() ? "" : "image: " + image + "\n") + extra +
+         "tasks: [{replicas: " + std::to_string(n) + ", gpus: 1, command: ['sleep', '600']}]\n";
+}
+
+uint64_t Submit(LocalCluster& c, const std::string& spec) {
+  int status = 0;
+  auto r = c.Post("/v1/jobs", spec, &status);
+  if (status != 201) std::fprintf(stderr, "submit: %s\n", r.dump().c_str());
+  return r.value("id", uint64_t{0});
+}
+
+void CancelAndWait(LocalCluster& c, uint64_t id, int nodes) {
+  int status = 0;
+  c.Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", &status);
+  LocalCluster::WaitFor(
+      [&] {
+        double free = 0;
+        for (const auto& n : c.Get("/v1/nodes").value("nodes", nlohmann::json::array())) free += n.value("gpus_free", 0.0);
+        return free >= nodes;
+      },
+      60 * kSecond);
+}
+
+Run TimeGang(LocalCluster& c, const std::string& image, int nodes) {
+  Run r;
+  const uint64_t id = Submit(c, GangSpec("gang", image, nodes));
+  if (!id || !c.WaitForJobState(id, "running", 600 * kSecond)) {
+    std::fprintf(stderr, "gang %lu did not run: %s\n", static_cast<unsigned long>(id), c.Job(id).dump().c_str());
+    return r;
+  }
+  auto job = c.Job(id);
+  const double placed = PlacedAt(c, id);
+  r.placed_to_running_ms = job.value("started_ms", 0.0) - placed;
+  r.staging_gpu_s = job.value("staging_gpu_ms", 0.0) / 1000.0;
+  r.ok = placed > 0;
+  CancelAndWait(c, id, nodes);
+  return r;
+}
+
+// The gang is reserved behind a blocker that holds every GPU; its image is cold. Once its nodes
+// hold the image, the blocker is cancelled: freed -> all running.
+Run TimePrestaged(LocalCluster& c, const std::string& image, int nodes) {
+  Run r;
+  const uint64_t blocker = Submit(c, GangSpec("blocker", "", nodes, "time_limit: 10m\n"));
+  if (!c.WaitForJobState(blocker, "running", 60 * kSecond)) return r;
+  const uint64_t id = Submit(c, GangSpec("reserved", image, nodes));
+  const std::string digest = image.substr(image.find('@') + 1);
+  // Wait until every node reports the image (the pre-stage pulls), then free the GPUs.
+  const bool warm = LocalCluster::WaitFor(
+      [&] {
+        int holding = 0;
+        for (int i = 1; i <= nodes; ++i) {
+          const std::string dir = c.dir() + "/agents/node-" + std::to_string(i) + "/images.json";
+          holding += hangar::testing::ReadFile(dir).find(digest) != std::string::npos;
+        }
+        return holding == nodes;
+      },
+      600 * kSecond);
+  if (!warm) std::fprintf(stderr, "the reserved gang's image was not pre-staged on every node\n");
+  int status = 0;
+  const double freed = NowMs();
+  c.Post("/v1/jobs/" + std::to_string(blocker) + "/cancel", "", &status);
+  if (!c.WaitForJobState(id, "running", 120 * kSecond)) return r;
+  auto job = c.Job(id);
+  r.placed_to_running_ms = job.value("started_ms", 0.0) - freed;
+  r.staging_gpu_s = job.value("staging_gpu_ms", 0.0) / 1000.0;
+  r.ok = warm;
+  CancelAndWait(c, id, nodes);
+  return r;
+}
+
+// The reference pinned to its digest (what the job runs; staging is recorded by digest).
+std::string Pinned(const std::string& ref) {
+  auto r = hangar::RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}", "docker://" + ref});
+  if (!r.ok() || !r->ok()) return ref;
+  std::string d = r->out;
+  while (!d.empty() && d.back() == '\n') d.pop_back();
+  return ref.substr(0, ref.rfind(':')) + "@" + d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--json") a.json = true;
+    else if (s == "--image-mb" && i + 1 < argc) a.image_mb = std::atoi(argv[++i]);
+    else if (s == "--runs" && i + 1 < argc) a.runs = std::atoi(argv[++i]);
+    else if (s == "--nodes" && i + 1 < argc) a.nodes = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: gang_start [--json] [--image-mb S] [--runs N] [--nodes N]\n");
+      return 2;
+    }
+  }
+  const std::string scratch = fs::temp_directory_path() / ("hangar-gang-start-" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  int rc = 0;
+  {
+    LoopbackRegistry reg(scratch);
+    if (!reg.ok()) return 1;
+    std::string yaml = "node_defaults: {gpus: 1, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: 32Gi}\nnodes: [";
+    for (int i = 1; i <= a.nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
+    LocalCluster c(yaml + "]\n");
+    c.StartController();
+    for (int i = 1; i <= a.nodes; ++i) c.StartAgent("node-" + std::to_string(i));
+    c.WaitForAgents(a.nodes, 60 * kSecond);
+    LocalCluster::WaitFor(
+        [&] {
+          int ready = 0;
+          for (const auto& n : c.Get("/v1/nodes").value("nodes", nlohmann::json::array())) ready += n.value("state", "") == "ready";
+          return ready == a.nodes;
+        },
+        60 * kSecond);
+    std::vector<double> bare, warm, overhead, cold, cold_gpu, pre, pre_gpu, warm_gpu;
+    for (int run = 0; run < a.runs; ++run) {
+      const std::string tag = std::to_string(run);
+      const std::string image = Pinned(reg.Push("bench/train", "cold" + tag, {}, a.image_mb));
+      const std::string later = Pinned(reg.Push("bench/train", "pre" + tag, {}, a.image_mb));
+      Run k = TimeGang(c, image, a.nodes);  // cold on every node
+      Run w = TimeGang(c, image, a.nodes);  // now warm on every node
+      Run b = TimeGang(c, "", a.nodes);
+      Run p = TimePrestaged(c, later, a.nodes);
+      if (!(k.ok && w.ok && b.ok && p.ok)) rc = 1;
+      cold.push_back(k.placed_to_running_ms / 1000);
+      cold_gpu.push_back(k.staging_gpu_s);
+      warm.push_back(w.placed_to_running_ms);
+      warm_gpu.push_back(w.staging_gpu_s);
+      bare.push_back(b.placed_to_running_ms);
+      overhead.push_back(w.placed_to_running_ms - b.placed_to_running_ms);
+      pre.push_back(p.placed_to_running_ms / 1000);
+      pre_gpu.push_back(p.staging_gpu_s);
+      std::fprintf(stderr, "run %d: bare %.0f ms, warm %.0f ms, cold %.1f s, prestaged %.2f s\n", run,
+                   b.placed_to_running_ms, w.placed_to_running_ms, k.placed_to_running_ms / 1000,
+                   p.placed_to_running_ms / 1000);
+    }
+    const double wo = Median(overhead), cs = Median(cold), ps = Median(pre);
+    if (a.json) {
+      std::printf("{\"nodes\": %d, \"image_mb\": %d, \"runs\": %d, \"bare_ms\": %.0f, \"warm_ms\": %.0f, "
+                  "\"warm_overhead_ms\": %.0f, \"cold_s\": %.2f, \"prestaged_s\": %.2f, \"gpu_s_held_staging\": "
+                  "{\"cold\": %.2f, \"warm\": %.2f, \"prestaged\": %.2f}}\n",
+                  a.nodes, a.image_mb, a.runs, Median(bare), Median(warm), wo, cs, ps, Median(cold_gpu),
+                  Median(warm_gpu), Median(pre_gpu));
+    } else {
+      std::printf("gang of %d, image %d MB, %d runs (medians)\n  bare %.0f ms, warm %.0f ms: warm_overhead_ms %.0f\n"
+                  "  cold_s %.2f (GPU-s held staging %.2f)\n  prestaged_s %.2f (GPU-s held staging %.2f)\n",
+                  a.nodes, a.image_mb, a.runs, Median(bare), Median(warm), wo, cs, Median(cold_gpu), ps,
+                  Median(pre_gpu));
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  return rc;
+}
