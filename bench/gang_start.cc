@@ -8,6 +8,8 @@
 // Prints warm_overhead_ms (median over runs of warm minus bare), cold_s, prestaged_s and the
 // GPU-seconds held while staging in each case.
 //   gang_start [--json] [--image-mb S] [--runs N] [--nodes N]
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -62,9 +64,33 @@ double PlacedAt(LocalCluster& c, uint64_t id) {
   return 0;
 }
 
+// Each task touches <out>/<name>.<rank> when its command starts (in the container, not when podman
+// is spawned): the gang runs when all have.
+std::string g_out;  // the host folder, mounted at /out in containers
+
 std::string GangSpec(const std::string& name, const std::string& image, int n, const std::string& extra = "") {
+  const std::string dir = image.empty() ? g_out : "/out";
+  const std::string mounts = image.empty() ? "" : ", mounts: ['" + g_out + ":/out:rw']";
   return "name: " + name + "\n" + (image.empty() ? "" : "image: " + image + "\n") + extra +
-         "tasks: [{replicas: " + std::to_string(n) + ", gpus: 1, command: ['sleep', '600']}]\n";
+         "tasks: [{replicas: " + std::to_string(n) + ", gpus: 1" + mounts + ", command: ['/bin/sh', '-c', 'touch " + dir +
+         "/" + name + ".$HANGAR_JOB_ID.$RANK; exec sleep 600']}]\n";
+}
+
+// When the last task of job `id` started its command (ms since the epoch); 0 if not all did.
+double AllStartedAt(const std::string& name, uint64_t id, int n) {
+  double last = 0;
+  for (int r = 0; r < n; ++r) {
+    struct stat st {};
+    if (stat((g_out + "/" + name + "." + std::to_string(id) + "." + std::to_string(r)).c_str(), &st) != 0) return 0;
+    last = std::max(last, st.st_mtim.tv_sec * 1000.0 + st.st_mtim.tv_nsec / 1e6);
+  }
+  return last;
+}
+
+double WaitAllStarted(const std::string& name, uint64_t id, int n) {
+  double at = 0;
+  LocalCluster::WaitFor([&] { return (at = AllStartedAt(name, id, n)) > 0; }, 120 * kSecond);
+  return at;
 }
 
 uint64_t Submit(LocalCluster& c, const std::string& spec) {
@@ -93,11 +119,12 @@ Run TimeGang(LocalCluster& c, const std::string& image, int nodes) {
     std::fprintf(stderr, "gang %lu did not run: %s\n", static_cast<unsigned long>(id), c.Job(id).dump().c_str());
     return r;
   }
+  const double started = WaitAllStarted("gang", id, nodes);
   auto job = c.Job(id);
   const double placed = PlacedAt(c, id);
-  r.placed_to_running_ms = job.value("started_ms", 0.0) - placed;
+  r.placed_to_running_ms = started - placed;
   r.staging_gpu_s = job.value("staging_gpu_ms", 0.0) / 1000.0;
-  r.ok = placed > 0;
+  r.ok = placed > 0 && started > 0;
   CancelAndWait(c, id, nodes);
   return r;
 }
@@ -126,10 +153,11 @@ Run TimePrestaged(LocalCluster& c, const std::string& image, int nodes) {
   const double freed = NowMs();
   c.Post("/v1/jobs/" + std::to_string(blocker) + "/cancel", "", &status);
   if (!c.WaitForJobState(id, "running", 120 * kSecond)) return r;
+  const double started = WaitAllStarted("reserved", id, nodes);
   auto job = c.Job(id);
-  r.placed_to_running_ms = job.value("started_ms", 0.0) - freed;
+  r.placed_to_running_ms = started - freed;
   r.staging_gpu_s = job.value("staging_gpu_ms", 0.0) / 1000.0;
-  r.ok = warm;
+  r.ok = warm && started > 0;
   CancelAndWait(c, id, nodes);
   return r;
 }
@@ -166,7 +194,9 @@ int main(int argc, char** argv) {
     if (!reg.ok()) return 1;
     std::string yaml = "node_defaults: {gpus: 1, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: 32Gi}\nnodes: [";
     for (int i = 1; i <= a.nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
-    LocalCluster c(yaml + "]\n");
+    g_out = scratch + "/out";
+    fs::create_directories(g_out);
+    LocalCluster c(yaml + "]\ncontainers: {mounts_allowed: [" + scratch + "]}\n");
     c.StartController();
     for (int i = 1; i <= a.nodes; ++i) c.StartAgent("node-" + std::to_string(i));
     c.WaitForAgents(a.nodes, 60 * kSecond);

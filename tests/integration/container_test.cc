@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "common/subprocess.h"
 #include "local_cluster.h"
@@ -232,6 +233,46 @@ TEST_F(ContainerTest, ARegistryThatIsDownLeavesTheJobStagingAndRetrying) {
   registry_->Start();
   ASSERT_TRUE(registry_->ok());
   EXPECT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
+}
+
+// What README and docs say to do, as they say it: push-busybox.sh builds and pushes the example
+// image; examples/containers/*.yaml and docs/job-format.md's example run (with the test
+// registry's port in place of hangar dev's 8082).
+TEST_F(ContainerTest, TheShippedContainerExamplesRunAsTheDocsSay) {
+  StartCluster(2);
+  auto pushed = RunCommand({std::string(HANGAR_SOURCE_DIR) + "/examples/containers/push-busybox.sh", registry_->host()});
+  ASSERT_TRUE(pushed.ok() && pushed->ok()) << (pushed.ok() ? pushed->Describe() : pushed.status().message());
+  EXPECT_TRUE(Contains(pushed->out, "pushed " + registry_->host() + "/examples/busybox:1")) << pushed->out;
+  auto local = [&](std::string text) {
+    for (size_t at; (at = text.find("127.0.0.1:8082")) != std::string::npos;) text.replace(at, 14, registry_->host());
+    return text;
+  };
+  const std::string doc = ReadFile(std::string(HANGAR_SOURCE_DIR) + "/docs/job-format.md");
+  const size_t section = doc.find("## Containers");
+  ASSERT_NE(section, std::string::npos);
+  const size_t from = doc.find("```yaml\n", section) + 8, to = doc.find("```", from);
+  const std::string from_doc = doc.substr(from, to - from);
+  const std::string hello = ReadFile(std::string(HANGAR_SOURCE_DIR) + "/examples/containers/hello.yaml");
+  for (const std::string& spec : {hello, from_doc}) {
+    const uint64_t id = Submit(local(spec));
+    ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
+    const std::string log = cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=0");
+    EXPECT_TRUE(Contains(log, "rank 0 of 2 on node-")) << log;
+    EXPECT_TRUE(Contains(log, "nvidia0")) << log;
+  }
+  const uint64_t ck = Submit(local(ReadFile(std::string(HANGAR_SOURCE_DIR) + "/examples/containers/checkpoint.yaml")));
+  ASSERT_TRUE(cluster_->WaitForJobState(ck, "running", 60 * kSecond)) << cluster_->Job(ck).dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int status = 0;
+  cluster_->Post("/v1/jobs/" + std::to_string(ck) + "/requeue", "", &status);
+  ASSERT_EQ(status, 200);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        return Contains(cluster_->GetText("/v1/jobs/" + std::to_string(ck) + "/logs?task=0"), "attempt 1 started");
+      },
+      30 * kSecond))
+      << "requeued well within its 5 min grace: " << cluster_->Job(ck).dump();
+  cluster_->Post("/v1/jobs/" + std::to_string(ck) + "/cancel", "", &status);
 }
 
 }  // namespace
