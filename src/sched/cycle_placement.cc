@@ -46,7 +46,9 @@ void Scheduler::Run::Examine(uint32_t idx) {
 // Placement: the whole gang where it fits now, or by preempting what it outranks.
 bool Scheduler::Run::Place(const PendingJob& job, uint32_t idx, int leaf, Kind quota, bool may_use_reserved) {
   opts_.excluded = may_use_reserved ? nullptr : &reserved_nodes_;
+  opts_.staging_s = job.staging_s;
   placement::PlaceResult r = placer_.Place(work_, *job.request, opts_);
+  opts_.staging_s = nullptr;
   const size_t before = out_.placements.size();
   if (r.placed) {
     Placement p;

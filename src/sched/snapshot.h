@@ -41,6 +41,8 @@ struct PendingJob {
   // With queues: what it would be charged unplaced (QueueTree::Charge(request, nullptr)), if
   // the owner keeps it; null: the cycle computes it.
   const std::vector<int64_t>* charge = nullptr;
+  // Container jobs: per node, the seconds staging its image there would take (PlaceOptions).
+  const std::vector<uint16_t>* staging_s = nullptr;
 };
 
 struct RunningJob {

@@ -144,9 +144,9 @@ TEST_F(ContainerTest, CheckpointSignalAndCheckpointDoneWorkFromInside) {
   const uint64_t id = Submit(
       "name: ckpt\nimage: " + *image_ + "\ncheckpoint: {signal: SIGUSR1, grace: 60s}\ntasks:\n  - gpus: 1\n"
       "    mounts: ['" + out_ + ":/out:rw']\n"
-      "    command: ['/bin/sh', '-c', 'echo start >> /out/starts; "
+      "    command: ['/bin/sh', '-c', '"
       "trap \"hangar checkpoint-done --step 7 && echo reported >> /out/ckpt\" USR1; "
-      "trap \"echo term >> /out/ckpt; exit 143\" TERM; while true; do sleep 0.1; done']\n");
+      "trap \"echo term >> /out/ckpt; exit 143\" TERM; echo start >> /out/starts; while true; do sleep 0.1; done']\n");
   ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 60 * kSecond)) << cluster_->Job(id).dump();
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return ReadFile(out_ + "/starts") == "start\n"; }, 20 * kSecond));
   int status = 0;
@@ -154,7 +154,8 @@ TEST_F(ContainerTest, CheckpointSignalAndCheckpointDoneWorkFromInside) {
   ASSERT_EQ(status, 200);
   // Well before the grace: released by the report, stopped by SIGTERM, started again.
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return ReadFile(out_ + "/starts") == "start\nstart\n"; }, 30 * kSecond))
-      << ReadFile(out_ + "/ckpt") << cluster_->Job(id).dump();
+      << "ckpt: " << ReadFile(out_ + "/ckpt") << "\n" << cluster_->Job(id).dump() << "\n"
+      << ReadFile(cluster_->dir() + "/agent-node-1.log");
   EXPECT_EQ(ReadFile(out_ + "/ckpt"), "reported\nterm\n");
   bool said = false;
   for (const auto& e : cluster_->Get("/v1/events?limit=200").value("events", nlohmann::json::array())) {

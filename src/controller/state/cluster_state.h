@@ -473,10 +473,16 @@ class ClusterState {
   bool StartStaging(JobRecord& j, Time now, Effects* fx);
   // Pre-staging for a job reserved or nominated on `nodes`: each is asked once per attempt.
   void PreStage(JobRecord& j, const std::vector<uint32_t>& nodes, Effects* fx);
+  // Per node, the whole seconds staging the job's images there would take (missing bytes at
+  // kStageBytesPerSecond; 0 where the node holds them); null for a job without images. Cached
+  // per image set until a node's cache changes.
+  const std::vector<uint16_t>* StagingSeconds(const JobRecord& j);
   // The pinned images the job's task groups run (empty: no containers).
   static std::set<std::string> JobImages(const JobRecord& j);
   // Every image a job placed, starting, reserved or nominated on `node` needs (kept from eviction).
   std::vector<std::string> KeepOn(uint32_t node) const;
+  std::map<std::string, std::vector<uint16_t>> staging_s_;  // by the job's images, joined
+  std::map<std::string, int64_t> image_bytes_;              // by digest, as nodes report them
   void SendStage(const JobRecord& j, uint32_t node, const std::set<std::string>& images, Effects* fx) const;
   void FinishStaging(JobRecord& j, Time now, Effects* fx);
   void FailStaging(JobRecord& j, const std::string& why, Time now, Effects* fx);

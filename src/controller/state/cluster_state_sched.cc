@@ -155,6 +155,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     } else if (ranked) {
       p.rank = RankOf(id, j, 0, &service_[id]);
     }
+    p.staging_s = StagingSeconds(j);
     cpu_only += j.request->total_milli_gpu == 0;
     pending.push_back(p);
   }

@@ -29,6 +29,32 @@ std::set<std::string> ClusterState::JobImages(const JobRecord& j) {
   return out;
 }
 
+// What a node pulls per second, for weighing missing bytes (a podman pull decompresses and
+// hashes at about this rate on one core: ../shared/reference/containers.md).
+constexpr int64_t kStageBytesPerSecond = 100ll << 20;
+// An image no node has reported yet counts as this big.
+constexpr int64_t kUnknownImageBytes = 1ll << 30;
+
+const std::vector<uint16_t>* ClusterState::StagingSeconds(const JobRecord& j) {
+  const std::set<std::string> images = JobImages(j);
+  if (images.empty()) return nullptr;
+  std::string key;
+  for (const auto& i : images) key += i + "\n";
+  auto [it, fresh] = staging_s_.try_emplace(key);
+  if (!fresh) return &it->second;
+  it->second.assign(nodes_.size(), 0);
+  for (const auto& ref : images) {
+    const std::string d = Digest(ref);
+    const auto size = image_bytes_.find(d);
+    const int64_t bytes = size != image_bytes_.end() ? size->second : kUnknownImageBytes;
+    const int64_t s = std::max<int64_t>(1, (bytes + kStageBytesPerSecond - 1) / kStageBytesPerSecond);
+    for (uint32_t n = 0; n < nodes_.size(); ++n) {
+      if (!nodes_[n].images.count(d)) it->second[n] = static_cast<uint16_t>(std::min<int64_t>(65535, it->second[n] + s));
+    }
+  }
+  return &it->second;
+}
+
 std::vector<std::string> ClusterState::KeepOn(uint32_t node) const {
   std::set<std::string> keep;
   for (sched::JobId id : active_) {
@@ -102,7 +128,11 @@ void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& i
   if (!n) return;
   NodeRecord& r = nodes_[*n];
   r.images.clear();
-  for (const auto& i : inv.images()) r.images.insert(i.digest());
+  for (const auto& i : inv.images()) {
+    r.images.insert(i.digest());
+    image_bytes_[i.digest()] = i.bytes();
+  }
+  staging_s_.clear();
   r.image_bytes = inv.used_bytes();
   r.image_budget = inv.budget_bytes();
   if (inv.over_budget() != r.image_cache_full) {
@@ -117,7 +147,10 @@ void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& i
 void ClusterState::OnStageResult(const std::string& node, const pb::StageResult& r, Time now, Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return;
-  if (r.ok()) nodes_[*n].images.insert(Digest(r.image()));
+  if (r.ok() && nodes_[*n].images.insert(Digest(r.image())).second) {
+    if (r.bytes() > 0) image_bytes_[Digest(r.image())] = r.bytes();
+    staging_s_.clear();
+  }
   auto it = jobs_.find(r.job_id());
   if (it == jobs_.end()) return;
   JobRecord& j = it->second;

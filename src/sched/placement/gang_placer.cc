@@ -168,7 +168,7 @@ bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group
   bool found = false;
   uint32_t best = 0, best_gpu = kNoGpu;
   int64_t best_score = 0;
-  int best_rank = 0;
+  int best_rank = 0, best_stage = 0;
   for (uint32_t n = begin; n < end;) {
     // Skip a whole leaf that cannot host one replica.
     const uint32_t leaf = c.t.nodes()[n].leaf;
@@ -186,12 +186,15 @@ bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group
       }
       uint32_t gpu = kNoGpu;
       const int64_t score = c.o.scorer->Score(sc, n, g.shape, &gpu);
-      if (!found || rank < best_rank || (rank == best_rank && score > best_score)) {
+      const int stage = c.o.staging_s && n < c.o.staging_s->size() ? (*c.o.staging_s)[n] : 0;
+      if (!found || rank < best_rank || (rank == best_rank && stage < best_stage) ||
+          (rank == best_rank && stage == best_stage && score > best_score)) {
         found = true;
         best = n;
         best_gpu = gpu;
         best_score = score;
         best_rank = rank;
+        best_stage = stage;
       }
     }
   }

@@ -21,6 +21,10 @@ struct PlaceOptions {
   const WorkloadProfile* profile = nullptr;
   const std::vector<uint8_t>* excluded = nullptr;  // nodes held for another job
   uint64_t seed = 0;
+  // Per node: whole seconds it would take to stage the job's image there (0: it holds it). Among
+  // nodes of equal health rank, fewer seconds win before the scorer's score (a gang-aware
+  // ImageLocality). Null: no images.
+  const std::vector<uint16_t>* staging_s = nullptr;
 };
 
 struct PlaceResult {
