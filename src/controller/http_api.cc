@@ -234,6 +234,12 @@ void HttpApi::Routes() {
   AuthRoutes();  // whoami, tokens and the audit log: http_api_auth.cc
   JobRoutes();   // job lists, bulk operations, accounting: http_api_jobs.cc
   DashboardRoutes();  // the web dashboard: web_ui.cc
+  // Who leads (issue 18); a standby answers it too. "single": one controller, no lease.
+  s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
+    if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});
+    nlohmann::json me = leader_info_();
+    Reply(res, 200, {{"role", "leader"}, {"name", me.value("name", "")}, {"leader", me}});
+  });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });
