@@ -49,6 +49,7 @@ void StandbyServers::Answer(const httplib::Request& req, httplib::Response& res)
     return;
   }
   res.status = 503;
+  res.set_header("X-Hangar-Role", "standby");
   if (!l.name.empty() && l.left > 0) res.set_header("X-Hangar-Leader", l.api);
   res.set_content(StandbyError(name, l).dump(), "application/json");
 }
