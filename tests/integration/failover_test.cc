@@ -52,6 +52,21 @@ class Load {
   std::thread thread_;
 };
 
+void ExpectRunWasCorrect(HaCluster* c, Load& load) {
+  load.Stop();
+  EXPECT_EQ(load.failed(), 0) << "submissions that no controller accepted within 10 s";
+  const auto ids = load.accepted();
+  EXPECT_GT(ids.size(), 20u);
+  EXPECT_TRUE(c->WaitEnded(ids, 60 * kSecond)) << c->Describe();
+  const Invariants v = c->Check(ids);
+  std::string problems;
+  for (const auto& p : v.problems) problems += p + "\n";
+  EXPECT_TRUE(v.ok()) << problems << c->Describe();
+  EXPECT_EQ(v.jobs_lost, 0);
+  EXPECT_EQ(v.double_allocations, 0);
+  EXPECT_EQ(v.tasks_started_twice, 0);
+}
+
 class FailoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -73,20 +88,7 @@ class FailoverTest : public ::testing::Test {
     }
     return l == old ? -1 : l;
   }
-  void ExpectInvariants(Load& load) {
-    load.Stop();
-    EXPECT_EQ(load.failed(), 0) << "submissions that no controller accepted within 10 s";
-    const auto ids = load.accepted();
-    EXPECT_GT(ids.size(), 20u);
-    EXPECT_TRUE(c_->WaitEnded(ids, 60 * kSecond)) << c_->Describe();
-    const Invariants v = c_->Check(ids);
-    std::string problems;
-    for (const auto& p : v.problems) problems += p + "\n";
-    EXPECT_TRUE(v.ok()) << problems << c_->Describe();
-    EXPECT_EQ(v.jobs_lost, 0);
-    EXPECT_EQ(v.double_allocations, 0);
-    EXPECT_EQ(v.tasks_started_twice, 0);
-  }
+  void ExpectInvariants(Load& load) { ExpectRunWasCorrect(c_.get(), load); }
   std::unique_ptr<HaCluster> c_;
 };
 
@@ -178,6 +180,26 @@ TEST_F(FailoverTest, PostgresRestartedUnderTheControllers) {
   EXPECT_GE(c_->WaitLeader(10 * kSecond), 0) << c_->Describe();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   ExpectInvariants(load);
+}
+
+// The leader's link to PostgreSQL goes silent while agents still reach it: its renewals hang, it
+// stops acting before its lease runs out, and a standby takes over.
+TEST(FailoverCutTest, ALeaderCutOffFromPostgresStopsAndAStandbyTakesOver) {
+  HaOptions o;
+  o.proxy_first = true;
+  auto started = HaCluster::Start(o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  HaCluster* c = started->get();
+  Load load(c);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(c->Leader(), 0);
+  c->CutFirstFromStore();
+  const int st = c->WaitExit(0, 3 * kSecond);
+  ASSERT_NE(st, -1) << "the cut-off leader still runs" << c->Describe();
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 75) << "status " << st << c->Describe();
+  EXPECT_GE(c->WaitLeader(5 * kSecond), 1) << c->Describe();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ExpectRunWasCorrect(c, load);
 }
 
 }  // namespace

@@ -43,6 +43,10 @@ StatusOr<std::unique_ptr<HaCluster>> HaCluster::Start(const HaOptions& o) {
   c->o_ = o;
   HANGAR_ASSIGN_OR_RETURN(c->pg_, controller::testing::PostgresServer::Start());
   c->url_ = c->pg_->Url();
+  if (o.proxy_first) {
+    c->proxy_ = std::make_unique<TcpProxy>(c->pg_->port());
+    if (c->proxy_->port() == 0) return Status::Unavailable("the store proxy cannot listen");
+  }
   char tmpl[] = "/tmp/hangar-ha-XXXXXX";
   if (!mkdtemp(tmpl)) return Status::Unavailable("cannot make a temp dir");
   c->dir_ = tmpl;
@@ -106,7 +110,9 @@ Status HaCluster::StartController(int i) {
   if (Alive(i)) return Status::FailedPrecondition("controller " + std::to_string(i) + " runs already");
   const std::string port_file = dir_ + "/ctl-" + std::to_string(i) + ".json";
   fs::remove(port_file);
-  pids_[i] = Spawn({"hangar", "controller", "--cluster", cluster_path_, "--store", url_, "--api",
+  const std::string url =
+      i == 0 && proxy_ ? "postgres://hangar@127.0.0.1:" + std::to_string(proxy_->port()) + "/hangar" : url_;
+  pids_[i] = Spawn({"hangar", "controller", "--cluster", cluster_path_, "--store", url, "--api",
                     "127.0.0.1:" + std::to_string(api_ports_[i]), "--agents", "127.0.0.1:" + std::to_string(agent_ports_[i]),
                     "--port-file", port_file, "--auth", "none", "--insecure", "--name", "ctl-" + std::to_string(i),
                     "--lease", o_.lease, "--lease-renew", o_.renew, "--lease-poll", o_.poll, "--checkpoint-root",
@@ -135,6 +141,10 @@ Status HaCluster::StartAgents() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return Status::Unavailable("the agents did not all connect to the leader: " + Describe());
+}
+
+void HaCluster::CutFirstFromStore() {
+  if (proxy_) proxy_->Cut();
 }
 
 void HaCluster::Signal(int i, int sig) {

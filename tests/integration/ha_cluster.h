@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "controller/store/testing/postgres_server.h"
+#include "tcp_proxy.h"
 
 namespace hangar::testing {
 
@@ -23,6 +24,8 @@ struct HaOptions {
   int controllers = 3;
   std::vector<std::string> nodes = {"node-1", "node-2", "node-3", "node-4"};  // 8 GPUs each
   std::string lease = "1500ms", renew = "300ms", poll = "100ms";
+  // Controller 0 reaches the store through a TcpProxy that CutFirstFromStore() silences.
+  bool proxy_first = false;
 };
 
 // What the invariant checker found; all zero is a correct run.
@@ -42,6 +45,8 @@ class HaCluster {
 
   Status StartController(int i);  // (re)starts controller i on its own ports
   void Signal(int i, int sig);    // to a live controller
+  // With proxy_first: controller 0's link to the store goes silent (no reset); agents still reach it.
+  void CutFirstFromStore();
   // Waits up to `timeout` for controller i to exit; its wait status, or -1 while it runs.
   int WaitExit(int i, Duration timeout);
   bool Alive(int i);
@@ -73,6 +78,7 @@ class HaCluster {
 
   HaOptions o_;
   std::unique_ptr<controller::testing::PostgresServer> pg_;
+  std::unique_ptr<TcpProxy> proxy_;
   std::string url_, dir_, cluster_path_;
   std::vector<int> api_ports_, agent_ports_;
   std::vector<pid_t> pids_;
