@@ -333,12 +333,14 @@ void Agent::Session(const std::atomic<bool>* stop) {
     creds = grpc::SslCredentials(o);
   }
   const std::string controller = NextController(options_.controller, &next_controller_);
-  // Keepalive pings: a controller that stopped answering (SIGSTOP, a cut link) is left within ~2 s
-  // for the next one of the list.
+  // With several controllers, keepalive pings: one that stopped answering (SIGSTOP, a cut link)
+  // is left within ~2 s for the next of the list.
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 1000);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  if (options_.controller.find(',') != std::string::npos) {
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 1000);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   auto channel = grpc::CreateCustomChannel(controller, creds, args);
   auto stub = pb::AgentChannel::NewStub(channel);
   grpc::ClientContext ctx;
