@@ -158,7 +158,6 @@ StatusOr<std::unique_ptr<LeaseKeeper>> StandBy(const Flags& f, const TlsFiles& t
   o.api = !f.advertise.empty() ? f.advertise
                                : (tls.empty() ? "http://" : "https://") + api->first + ":" + std::to_string(api->second);
   HANGAR_RETURN_IF_ERROR(CheckLeaseOptions(o));
-  WritePortFile(f.port_file, ports.first, ports.second, "standby");
   spdlog::info("controller {}: standby (API {}, agents on port {}); waiting for the lease of {}", o.name, o.api,
                ports.second, ShownStoreUrl(f.store));
   auto keeper = std::make_unique<LeaseKeeper>(o);
@@ -384,7 +383,8 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--share-half-life", f->share_half_life, "Fair share forgets past usage with this half-life")->capture_default_str();
   c->add_option("--checkpoint-root", f->checkpoint_root, "Where jobs' HANGAR_CHECKPOINT_DIR live")->capture_default_str();
-  c->add_option("--port-file", f->port_file, "Write the bound ports here as JSON (for port 0)");
+  c->add_option("--port-file", f->port_file,
+                "Write the bound ports here as JSON (for port 0) once the controller serves (on PostgreSQL: once it leads)");
   c->add_option("--tls-dir", f->tls_dir, "ca.crt, controller.crt and controller.key as `hangar certs` writes them");
   c->add_option("--tls-ca", f->tls.ca, "The cluster CA (agents' certificates must be signed by it)");
   c->add_option("--tls-cert", f->tls.cert, "The controller's certificate (HTTPS and the agent channel)");

@@ -192,6 +192,9 @@ StatusOr<int> HttpApi::Start(const std::string& host, int port) {
                                " for the API; is another process using it? Choose another with --api");
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // Until it runs, httplib's stop() would not end it: a Stop right after Start (a SIGTERM during
+  // startup) would wait forever.
+  for (int i = 0; i < 2000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return bound;
 }
 

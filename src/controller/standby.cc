@@ -63,6 +63,7 @@ StatusOr<std::pair<int, int>> StandbyServers::Start(const std::pair<std::string,
                                " for the API; is another process using it? Choose another with --api");
   }
   http_thread_ = std::thread([this] { http_.server->listen_after_bind(); });
+  for (int i = 0; i < 2000 && !http_.server->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int agent_port = 0;

@@ -119,12 +119,15 @@ Status HaCluster::StartController(int i) {
                     dir_ + "/checkpoints"},
                    dir_ + "/ctl-" + std::to_string(i) + ".log");
   exit_status_[i] = -1;
-  for (int t = 0; t < 400 && !fs::exists(port_file); ++t) {
+  // Up when it answers GET /v1/leader (a standby does; the port file waits until it leads).
+  for (int t = 0; t < 400; ++t) {
     if (!Alive(i)) return Status::Unavailable("controller " + std::to_string(i) + " exited: " + Describe());
+    httplib::Client c("127.0.0.1", api_ports_[i]);
+    c.set_connection_timeout(0, 200'000);
+    if (auto r = c.Get("/v1/leader"); r && r->status == 200) return Status::Ok();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (!fs::exists(port_file)) return Status::Unavailable("controller " + std::to_string(i) + " did not start");
-  return Status::Ok();
+  return Status::Unavailable("controller " + std::to_string(i) + " did not start");
 }
 
 Status HaCluster::StartAgents() {
