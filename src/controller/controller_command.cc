@@ -345,6 +345,7 @@ Status Run(const Flags& f) {
   http.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   owner.Stop();
+  if (lease) lease->Release();  // nothing acts any more: a standby may take over at once
   return Status::Ok();
 }
 

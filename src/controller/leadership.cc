@@ -124,6 +124,20 @@ std::string LeaseKeeper::Lost() const {
   return "";
 }
 
+void LeaseKeeper::Release() {
+  stop_ = true;
+  if (renewer_.joinable()) renewer_.join();
+  if (epoch_ == 0 || !Lost().empty()) return;  // never held, or another may lead already
+  Status s = store_ ? Status::Ok() : Reconnect();
+  if (s.ok()) s = store_->RenewLease(1);  // expires a millisecond from now
+  if (s.ok()) {
+    spdlog::info("controller {}: released the lease (epoch {})", o_.name, epoch_);
+  } else {
+    spdlog::warn("controller {}: could not release the lease ({}); a standby takes over when it expires", o_.name,
+                 s.message());
+  }
+}
+
 LeaderInfo LeaseKeeper::Me() const {
   LeaderInfo l;
   l.name = o_.name;

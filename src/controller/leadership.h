@@ -61,6 +61,9 @@ class LeaseKeeper {
   // Otherwise why this controller must stop acting.
   std::string Lost() const;
   LeaderInfo Me() const;
+  // A leader that stops (SIGTERM), once it has stopped acting: ends the renewals and expires its
+  // lease now, so that a standby takes over at its next poll instead of after the lease.
+  void Release();
 
  private:
   void RenewOnce();

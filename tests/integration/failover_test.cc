@@ -125,6 +125,18 @@ TEST_F(FailoverTest, StandbysPointToTheLeaderAndTheCliFindsIt) {
   EXPECT_NE(after.find("epoch       2"), std::string::npos) << after;
 }
 
+TEST_F(FailoverTest, AStoppedLeaderReleasesItsLease) {
+  ASSERT_EQ(c_->Leader(), 0);
+  c_->Signal(0, SIGTERM);
+  const int st = c_->WaitExit(0, 10 * kSecond);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st << c_->Describe();
+  const int64_t t0 = MonotonicNanos();
+  EXPECT_GE(c_->WaitLeader(5 * kSecond), 1) << c_->Describe();
+  // Well within the 1.5 s lease: it was released, not left to expire.
+  EXPECT_LT((MonotonicNanos() - t0) / 1e9, 1.0) << c_->Describe();
+  EXPECT_NE(c_->Describe().find("ctl-0: released the lease (epoch 1)"), std::string::npos) << c_->Describe();
+}
+
 TEST_F(FailoverTest, KillingTheLeaderUnderLoadLosesNothing) {
   Load load(c_.get());
   int64_t epoch = 1;
