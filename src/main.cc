@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   hangar::agent::RegisterAgentCommand(app, &rc);
   hangar::cli::RegisterUserCommands(app, &rc);
   hangar::cli::RegisterShareCommands(app, &rc);
+  hangar::cli::RegisterStatusCommand(app, &rc);
   hangar::cli::RegisterCertsCommand(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);

@@ -301,7 +301,9 @@ void Agent::Run(const std::atomic<bool>* stop) {
     if (*stop) break;
     if (clock_->Now() - started > 5 * kSecond) backoff = 100;  // it was a healthy session
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
-    backoff = std::min<Duration>(backoff * 2, 2 * kSecond);
+    // With several controllers, the next one is tried soon: one of them leads (issue 18).
+    const bool several = options_.controller.find(',') != std::string::npos;
+    backoff = std::min<Duration>(backoff * 2, several ? 300 : 2 * kSecond);
   }
   {
     std::lock_guard<std::mutex> l(write_mu_);
@@ -317,6 +319,17 @@ void Agent::Run(const std::atomic<bool>* stop) {
   if (validation_.joinable()) validation_.join();
 }
 
+// The next address of a comma-separated list of controllers, round robin (issue 18).
+static std::string NextController(const std::string& list, size_t* next) {
+  std::vector<std::string> all;
+  std::stringstream in(list);
+  for (std::string a; std::getline(in, a, ',');) {
+    if (!a.empty()) all.push_back(a);
+  }
+  if (all.empty()) return list;
+  return all[(*next)++ % all.size()];
+}
+
 void Agent::Session(const std::atomic<bool>* stop) {
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!options_.tls_ca_pem.empty()) {
@@ -326,7 +339,16 @@ void Agent::Session(const std::atomic<bool>* stop) {
     o.pem_cert_chain = options_.tls_cert_pem;
     creds = grpc::SslCredentials(o);
   }
-  auto channel = grpc::CreateChannel(options_.controller, creds);
+  const std::string controller = NextController(options_.controller, &next_controller_);
+  // With several controllers, keepalive pings: one that stopped answering (SIGSTOP, a cut link)
+  // is left within ~2 s for the next of the list.
+  grpc::ChannelArguments args;
+  if (options_.controller.find(',') != std::string::npos) {
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 1000);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
+  auto channel = grpc::CreateCustomChannel(controller, creds, args);
   auto stub = pb::AgentChannel::NewStub(channel);
   grpc::ClientContext ctx;
   // With `--auth tokens` the controller admits only this node's own node token.
@@ -360,7 +382,15 @@ void Agent::Session(const std::atomic<bool>* stop) {
     Write(m);
   }
   pb::ControllerMessage in;
-  while (!*stop && stream->Read(&in)) Handle(in);
+  while (!*stop && stream->Read(&in)) {
+    if (in.epoch() < newest_epoch_) {  // a deposed leader: refuse its orders and leave it
+      spdlog::warn("agent {}: refused a message of epoch {} from {}: epoch {} leads now", options_.node,
+                   in.epoch(), controller, newest_epoch_);
+      break;
+    }
+    newest_epoch_ = in.epoch();
+    Handle(in);
+  }
   {
     std::lock_guard<std::mutex> l(write_mu_);
     stream_ = nullptr;
@@ -371,7 +401,7 @@ void Agent::Session(const std::atomic<bool>* stop) {
   if (*stop) ctx.TryCancel();
   grpc::Status st = stream->Finish();
   if (!st.ok() && !*stop && st.error_code() != grpc::StatusCode::CANCELLED) {
-    spdlog::warn("agent {}: controller at {}: {}", options_.node, options_.controller, st.error_message());
+    spdlog::warn("agent {}: controller at {}: {}", options_.node, controller, st.error_message());
   }
 }
 

@@ -174,6 +174,10 @@ class Agent {
   grpc::ClientContext* context_ = nullptr;
   std::atomic<int64_t> heartbeat_ms_{1000};
   std::atomic<uint64_t> heartbeat_seq_{0};
+  // Issue 18: the next address of options_.controller's list (a,b,c) to try, and the newest
+  // leadership epoch seen on any stream (orders of an older one are refused). Session's only.
+  size_t next_controller_ = 0;
+  int64_t newest_epoch_ = 0;
 
   std::optional<Podman> podman_;
   std::string podman_error_;  // why containers do not run here, when they do not

@@ -296,7 +296,7 @@ void AddBackendFlags(CLI::App* c, Flags* f) {
 void RegisterAgentCommand(CLI::App& app, int* rc) {
   auto f = std::make_shared<Flags>();
   CLI::App* c = app.add_subcommand("agent", "Run a node agent: report GPUs, run tasks");
-  c->add_option("--controller", f->controller, "The controller's agent address (host:port)")
+  c->add_option("--controller", f->controller, "The controller's agent address (host:port), or several controllers' as a comma-separated list (the leader is found)")
       ->capture_default_str();
   c->add_option("--node", f->node, "This node's name in cluster.yaml")->required();
   c->add_option("--token-file", f->token_file,

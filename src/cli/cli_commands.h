@@ -16,6 +16,8 @@ void RegisterUserCommands(CLI::App& app, int* rc);
 void RegisterSbatchCommand(CLI::App& app, int* rc);
 // apply, queues, share, usage (share_commands.cc).
 void RegisterShareCommands(CLI::App& app, int* rc);
+// `hangar status`: who leads, since when, at which epoch (status_command.cc; docs/ha.md).
+void RegisterStatusCommand(CLI::App& app, int* rc);
 
 // OK when `id` can be a job id (digits); otherwise InvalidArgument that says where ids are found.
 // Checked before any request, so `hangar cancel llm-serve` does not end in "no such endpoint".

@@ -21,7 +21,8 @@ struct Common {
 
 // --server and --ca.
 inline void AddServer(CLI::App* c, Common* common) {
-  c->add_option("--server", common->server, "API address (default: $HANGAR_URL or http://127.0.0.1:8080)");
+  c->add_option("--server", common->server, "API address, or several controllers' as a comma-separated list (the leader is found) (default: $HANGAR_URL or "
+                "http://127.0.0.1:8080)");
   // The client reads $HANGAR_CA; the flag sets it for this run.
   c->add_option_function<std::string>(
       "--ca", [](const std::string& path) { ::setenv("HANGAR_CA", path.c_str(), 1); },

@@ -16,8 +16,21 @@ std::string DefaultServer() {
   return env && *env ? env : "http://127.0.0.1:8080";
 }
 
-ApiClient::ApiClient(std::string server) : server_(server.empty() ? DefaultServer() : std::move(server)) {
-  if (server_.find("://") == std::string::npos) server_ = "http://" + server_;
+namespace {
+std::string WithScheme(const std::string& s) { return s.find("://") == std::string::npos ? "http://" + s : s; }
+}  // namespace
+
+ApiClient::ApiClient(std::string server) {
+  if (server.empty()) server = DefaultServer();
+  size_t start = 0;
+  while (start <= server.size()) {
+    size_t comma = server.find(',', start);
+    if (comma == std::string::npos) comma = server.size();
+    if (comma > start) servers_.push_back(WithScheme(server.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  if (servers_.empty()) servers_.push_back(WithScheme(DefaultServer()));
+  server_ = servers_[0];
 }
 
 namespace {
@@ -78,28 +91,48 @@ Status Unreachable(const std::string& server, httplib::Error e) {
                              (plain ? " (a controller with TLS wants https://)" : ""));
 }
 
+httplib::Result ApiClient::ToLeader(const std::function<httplib::Result(httplib::Client&)>& call, bool resend) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string target = servers_[current_];
+  for (size_t tries = 1;; ++tries) {
+    auto c = Make(target);
+    httplib::Result r = call(c);
+    server_ = target;
+    const bool standby = r && r->status == 503 && r->get_header_value("X-Hangar-Role") == "standby";
+    if (standby && r->has_header("X-Hangar-Leader") && tries < 8) {  // it names the leader
+      target = r->get_header_value("X-Hangar-Leader");
+      continue;
+    }
+    // Not sent (no connection), or sent and lost where that is safe to repeat.
+    const bool unanswered = !r && (r.error() == httplib::Error::Connection || resend);
+    const bool several = servers_.size() > 1;
+    if (!(standby || (unanswered && several)) || std::chrono::steady_clock::now() > deadline) return r;
+    current_ = (current_ + 1) % servers_.size();
+    target = servers_[current_];
+    if (current_ == 0 || !several) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 StatusOr<nlohmann::json> ApiClient::Get(const std::string& path) {
-  auto c = Make(server_);
-  auto r = c.Get(path);
+  auto r = ToLeader([&](httplib::Client& c) { return c.Get(path); }, true);
   if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "GET " + path);
 }
 
 StatusOr<nlohmann::json> ApiClient::Post(const std::string& path, const std::string& body, const std::string& type) {
-  auto c = Make(server_);
-  auto r = c.Post(path, body, type);
+  auto r = ToLeader([&](httplib::Client& c) { return c.Post(path, body, type); }, false);
   if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "POST " + path);
 }
 
 StatusOr<nlohmann::json> ApiClient::PostOnce(const std::string& path, const std::string& body, const std::string& type,
                                              const std::string& key) {
-  auto c = Make(server_);
   const httplib::Headers h{{"Idempotency-Key", key}};
-  auto r = c.Post(path, h, body, type);
+  auto post = [&](httplib::Client& c) { return c.Post(path, h, body, type); };
+  auto r = ToLeader(post, true);
   if (!r) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    r = c.Post(path, h, body, type);
+    r = ToLeader(post, true);
   }
   if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "POST " + path);
@@ -113,18 +146,19 @@ std::string NewIdempotencyKey() {
 }
 
 StatusOr<nlohmann::json> ApiClient::Delete(const std::string& path) {
-  auto c = Make(server_);
-  auto r = c.Delete(path);
+  auto r = ToLeader([&](httplib::Client& c) { return c.Delete(path); }, false);
   if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "DELETE " + path);
 }
 
 Status ApiClient::Stream(const std::string& path, const std::function<bool(const char*, size_t)>& sink) {
-  auto c = Make(server_);
-  c.set_read_timeout(3600, 0);
   int status = 0;
   std::string error_body;
-  auto r = c.Get(
+  auto r = ToLeader([&](httplib::Client& c) {
+    c.set_read_timeout(3600, 0);
+    status = 0;
+    error_body.clear();
+    return c.Get(
       path, httplib::Headers{},
       [&](const httplib::Response& res) {
         status = res.status;
@@ -137,6 +171,7 @@ Status ApiClient::Stream(const std::string& path, const std::function<bool(const
         }
         return sink(data, n);
       });
+  }, false);
   if (!r && status == 0) return Unreachable(server_, r.error());
   if (status >= 300) return Decode(status, error_body, "GET " + path).status();
   return Status::Ok();

@@ -4,6 +4,9 @@
 
 #include <functional>
 #include <string>
+#include <vector>
+
+#include <httplib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -13,7 +16,9 @@ namespace hangar::cli {
 
 class ApiClient {
  public:
-  // `server` like "http://127.0.0.1:8080"; "" means $HANGAR_URL, else http://127.0.0.1:8080.
+  // `server` like "http://127.0.0.1:8080"; "" means $HANGAR_URL, else http://127.0.0.1:8080. With
+  // several controllers (issue 18), a comma-separated list: every call goes to the leader (a
+  // standby's answer names it; an address that does not answer passes to the next).
   explicit ApiClient(std::string server);
   const std::string& server() const { return server_; }
 
@@ -30,7 +35,12 @@ class ApiClient {
 
  private:
   StatusOr<nlohmann::json> Decode(int status, const std::string& body, const std::string& what);
-  std::string server_;
+  // Runs `call` against the leader, for up to 10 s while controllers hand over. `resend`: the call
+  // may be sent again after a connection that broke mid-way (a GET, or a POST with a key).
+  httplib::Result ToLeader(const std::function<httplib::Result(httplib::Client&)>& call, bool resend);
+  std::vector<std::string> servers_;
+  size_t current_ = 0;
+  std::string server_;  // the one answering now
 };
 
 // The default server: $HANGAR_URL or http://127.0.0.1:8080.

@@ -330,6 +330,7 @@ void AgentHub::Detach(const std::string& node, Stream* s) {
 }
 
 void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
+  if (const int64_t e = epoch_.load(); e > 0) message.set_epoch(e);
   std::shared_ptr<Stream> s;
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -29,6 +29,8 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // With mutual TLS, an agent's certificate names its node (its common name): it may register as
   // that node only.
   void set_require_client_certs(bool on) { require_certs_ = on; }
+  // The leadership epoch stamped on every message to agents (issue 18); 0: no lease.
+  void set_epoch(int64_t epoch) { epoch_ = epoch; }
   ~AgentHub() override;
 
   grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* Connect(
@@ -69,6 +71,7 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   StateOwner* owner_;
   const TokenBook* tokens_ = nullptr;
   bool require_certs_ = false;
+  std::atomic<int64_t> epoch_{0};
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;
   std::atomic<int64_t> heartbeats_{0};

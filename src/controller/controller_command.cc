@@ -20,7 +20,9 @@
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
 #include "controller/http_api.h"
+#include "controller/leadership.h"
 #include "controller/metrics.h"
+#include "controller/standby.h"
 #include "controller/state_owner.h"
 
 namespace hangar::controller {
@@ -58,6 +60,12 @@ struct Flags {
   std::string http_idle_timeout = "10s";
   std::string http_body_timeout = "60s";
   long max_queued_per_user = ControllerOptions{}.max_queued_per_user;
+  // Leader election on a PostgreSQL store (issue 18).
+  std::string name;       // default: HOSTNAME:API_PORT
+  std::string advertise;  // the API URL clients are sent to; default: the bound --api address
+  std::string lease = "1500ms";
+  std::string lease_renew = "300ms";
+  std::string lease_poll = "100ms";
 };
 
 // The REST API's connection limits from the flags.
@@ -96,6 +104,72 @@ StatusOr<TlsFiles> ControllerTls(const Flags& f) {
 
 std::atomic<bool> g_stop{false};
 
+using HostPort = std::pair<std::string, int>;
+
+bool IsPostgresUrl(const std::string& url) {
+  return url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0;
+}
+
+// The agent channel's credentials: mutual TLS (an agent shows a certificate from the cluster CA,
+// whose name is its node), or plaintext.
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> AgentCredentials(const TlsFiles& tls) {
+  if (tls.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  HANGAR_ASSIGN_OR_RETURN(o.pem_root_certs, ReadPem(tls.ca));
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  HANGAR_ASSIGN_OR_RETURN(pair.private_key, ReadPem(tls.key));
+  HANGAR_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(tls.cert));
+  o.pem_key_cert_pairs.push_back(pair);
+  return grpc::SslServerCredentials(o);
+}
+
+void WritePortFile(const std::string& path, int api, int agents, const char* role) {
+  if (path.empty()) return;
+  std::ofstream(path + ".tmp") << nlohmann::json{{"api", api}, {"agents", agents}, {"pid", ::getpid()}, {"role", role}}.dump()
+                               << "\n";
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+StatusOr<LeaseOptions> LeaseFlags(const Flags& f) {
+  LeaseOptions o;
+  o.url = f.store;
+  HANGAR_ASSIGN_OR_RETURN(o.ttl, ParseDuration(f.lease));
+  HANGAR_ASSIGN_OR_RETURN(o.renew_every, ParseDuration(f.lease_renew));
+  HANGAR_ASSIGN_OR_RETURN(o.poll_every, ParseDuration(f.lease_poll));
+  return o;
+}
+
+// A controller on a PostgreSQL store stands by until it takes the lease (issue 18): its servers
+// answer on the API and agent ports (a standby points to the leader, never acts), and are closed
+// when it leads; `api` and `agents` get the ports bound, for the leader's servers. Returns the
+// lease, renewing.
+StatusOr<std::unique_ptr<LeaseKeeper>> StandBy(const Flags& f, const TlsFiles& tls, const HttpLimits& limits,
+                                               HostPort* api, HostPort* agents) {
+  HANGAR_ASSIGN_OR_RETURN(LeaseOptions o, LeaseFlags(f));
+  HANGAR_ASSIGN_OR_RETURN(auto creds, AgentCredentials(tls));
+  char host[256] = "controller";
+  ::gethostname(host, sizeof(host) - 1);
+  StandbyServers standby(f.name.empty() ? std::string(host) : f.name, tls, limits);
+  HANGAR_ASSIGN_OR_RETURN(const auto ports, standby.Start(*api, *agents, creds));
+  api->second = ports.first;
+  agents->second = ports.second;
+  o.name = f.name.empty() ? std::string(host) + ":" + std::to_string(ports.first) : f.name;
+  standby.SetName(o.name);
+  o.api = !f.advertise.empty() ? f.advertise
+                               : (tls.empty() ? "http://" : "https://") + api->first + ":" + std::to_string(api->second);
+  HANGAR_RETURN_IF_ERROR(CheckLeaseOptions(o));
+  spdlog::info("controller {}: standby (API {}, agents on port {}); waiting for the lease of {}", o.name, o.api,
+               ports.second, ShownStoreUrl(f.store));
+  auto keeper = std::make_unique<LeaseKeeper>(o);
+  HANGAR_ASSIGN_OR_RETURN(const int64_t epoch,
+                          keeper->Acquire(g_stop, [&standby](const LeaderInfo& l) { standby.SetLeader(l); }));
+  standby.Stop();
+  keeper->StartRenewing();
+  spdlog::info("controller {}: leads at epoch {} (lease {} ms, renewed every {} ms)", o.name, epoch, o.ttl,
+               o.renew_every);
+  return keeper;
+}
+
 StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const char* what) {
   auto colon = s.rfind(':');
   if (colon == std::string::npos) return Status::InvalidArgument(std::string(what) + " '" + s + "' must be host:port, e.g. 127.0.0.1:8080");
@@ -110,10 +184,26 @@ Status Run(const Flags& f) {
   if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
   HANGAR_ASSIGN_OR_RETURN(const TlsFiles tls, ControllerTls(f));
   HANGAR_ASSIGN_OR_RETURN(auto cluster_file, cluster::LoadClusterFile(f.cluster));
-  HANGAR_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
   HANGAR_ASSIGN_OR_RETURN(auto api_addr, SplitHostPort(f.api, "--api"));
   HANGAR_ASSIGN_OR_RETURN(auto agent_addr, SplitHostPort(f.agents, "--agents"));
   HANGAR_ASSIGN_OR_RETURN(const HttpLimits api_limits, ApiLimits(f));
+  signal(SIGINT, [](int) { g_stop = true; });
+  signal(SIGTERM, [](int) { g_stop = true; });
+  signal(SIGPIPE, SIG_IGN);
+  // On PostgreSQL, several controllers share the store and the one holding its lease leads.
+  std::unique_ptr<LeaseKeeper> lease;
+  if (IsPostgresUrl(f.store)) {
+    auto standby = StandBy(f, tls, api_limits, &api_addr, &agent_addr);
+    if (!standby.ok() && g_stop) {
+      spdlog::info("controller: stopping (a standby)");
+      return Status::Ok();
+    }
+    HANGAR_ASSIGN_OR_RETURN(lease, std::move(standby));
+  }
+  HANGAR_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
+  if (lease) {
+    HANGAR_RETURN_IF_ERROR(store->AdoptLease(lease->Me().epoch));
+  }
   // Buffers of 256 KiB and more (request bodies up to 1 MiB, /metrics text, listings) are mapped
   // and unmapped whole. glibc's default raises this threshold after the first such free, and from
   // then on keeps them in its per-thread arenas: with many API threads, hostile 1 MiB bodies grew
@@ -209,6 +299,7 @@ Status Run(const Flags& f) {
   AgentHub hub(&owner);
   hub.set_tokens(tokens.get());
   hub.set_require_client_certs(!tls.empty());
+  if (lease) hub.set_epoch(lease->Me().epoch);
   owner.set_sink(&hub);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
@@ -217,18 +308,11 @@ Status Run(const Flags& f) {
   // Agent streams live for days and are many: the minimal filter stack keeps each call's arena
   // small (deadlines, census and compression filters are not used on this channel).
   builder.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
+  // Agents ping every second to notice a controller that stopped answering (issue 18).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   int agent_port = 0;
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!tls.empty()) {
-    // Mutual TLS: an agent shows a certificate from the cluster CA, whose name is its node.
-    grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    HANGAR_ASSIGN_OR_RETURN(o.pem_root_certs, ReadPem(tls.ca));
-    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    HANGAR_ASSIGN_OR_RETURN(pair.private_key, ReadPem(tls.key));
-    HANGAR_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(tls.cert));
-    o.pem_key_cert_pairs.push_back(pair);
-    creds = grpc::SslServerCredentials(o);
-  }
+  HANGAR_ASSIGN_OR_RETURN(auto creds, AgentCredentials(tls));
   builder.AddListeningPort(agent_addr.first + ":" + std::to_string(agent_addr.second), creds, &agent_port);
   builder.RegisterService(&hub);
   std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
@@ -242,22 +326,27 @@ Status Run(const Flags& f) {
                                    "; issue them with `hangar certs issue --controller`");
   }
   http.set_dcgm_metrics(f.metrics_labels == "dcgm");
+  if (lease) http.set_leader_info([&lease] { return lease->Me().ToJson(); });
   HANGAR_ASSIGN_OR_RETURN(int api_port, http.Start(api_addr.first, api_addr.second));
   spdlog::info("controller: API on {}://{}:{}, agents on {}:{} ({}), cluster '{}' ({} nodes, {} GPUs)",
                tls.empty() ? "http" : "https", api_addr.first, api_port, agent_addr.first, agent_port, tls.empty() ? "plaintext" : "mutual TLS", cluster_file.topology->name(),
                cluster_file.topology->nodes().size(), cluster_file.topology->total_gpus());
-  if (!f.port_file.empty()) {
-    std::ofstream(f.port_file + ".tmp") << nlohmann::json{{"api", api_port}, {"agents", agent_port}, {"pid", ::getpid()}}.dump() << "\n";
-    std::rename((f.port_file + ".tmp").c_str(), f.port_file.c_str());
+  WritePortFile(f.port_file, api_port, agent_port, lease ? "leader" : "single");
+  while (!g_stop) {
+    // A leader that cannot be sure of its lease stops acting at once: another may lead already.
+    if (lease) {
+      if (const std::string why = lease->Lost(); !why.empty()) {
+        spdlog::critical("controller {}: stops acting: {}; exiting (restart it to stand by again)", lease->Me().name, why);
+        std::_Exit(75);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(lease ? 20 : 100));
   }
-  signal(SIGINT, [](int) { g_stop = true; });
-  signal(SIGTERM, [](int) { g_stop = true; });
-  signal(SIGPIPE, SIG_IGN);
-  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   spdlog::info("controller: stopping");
   http.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   owner.Stop();
+  if (lease) lease->Release();  // nothing acts any more: a standby may take over at once
   return Status::Ok();
 }
 
@@ -296,7 +385,8 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--share-half-life", f->share_half_life, "Fair share forgets past usage with this half-life")->capture_default_str();
   c->add_option("--checkpoint-root", f->checkpoint_root, "Where jobs' HANGAR_CHECKPOINT_DIR live")->capture_default_str();
-  c->add_option("--port-file", f->port_file, "Write the bound ports here as JSON (for port 0)");
+  c->add_option("--port-file", f->port_file,
+                "Write the bound ports here as JSON (for port 0) once the controller serves (on PostgreSQL: once it leads)");
   c->add_option("--tls-dir", f->tls_dir, "ca.crt, controller.crt and controller.key as `hangar certs` writes them");
   c->add_option("--tls-ca", f->tls.ca, "The cluster CA (agents' certificates must be signed by it)");
   c->add_option("--tls-cert", f->tls.cert, "The controller's certificate (HTTPS and the agent channel)");
@@ -320,6 +410,15 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--max-queued-per-user", f->max_queued_per_user,
                 "Pending jobs one user may have; a submission beyond it is refused with 429")
       ->capture_default_str();
+  c->add_option("--name", f->name, "With a PostgreSQL store: this controller's name in the lease (default HOSTNAME:API_PORT)");
+  c->add_option("--advertise", f->advertise,
+                "With a PostgreSQL store: the API URL standbys send clients to while this one leads (default: the "
+                "bound --api address)");
+  c->add_option("--lease", f->lease, "With a PostgreSQL store: the leadership lease; a leader that cannot renew it "
+                                     "within this stops, and a standby takes over after it")
+      ->capture_default_str();
+  c->add_option("--lease-renew", f->lease_renew, "How often the leader renews its lease")->capture_default_str();
+  c->add_option("--lease-poll", f->lease_poll, "How often a standby tries to take the lease")->capture_default_str();
   c->add_option("--metrics-labels", f->metrics_labels,
                 "/metrics by default: clean (promtool-clean) or dcgm (dcgm-exporter's names, types and labels)")
       ->check(CLI::IsMember({"clean", "dcgm"}))

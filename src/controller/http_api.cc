@@ -194,6 +194,9 @@ StatusOr<int> HttpApi::Start(const std::string& host, int port) {
                                " for the API; is another process using it? Choose another with --api");
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // Until it runs, httplib's stop() would not end it: a Stop right after Start (a SIGTERM during
+  // startup) would wait forever.
+  for (int i = 0; i < 2000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return bound;
 }
 
@@ -236,6 +239,12 @@ void HttpApi::Routes() {
   AuthRoutes();  // whoami, tokens and the audit log: http_api_auth.cc
   JobRoutes();   // job lists, bulk operations, accounting: http_api_jobs.cc
   DashboardRoutes();  // the web dashboard: web_ui.cc
+  // Who leads (issue 18); a standby answers it too. "single": one controller, no lease.
+  s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
+    if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});
+    nlohmann::json me = leader_info_();
+    Reply(res, 200, {{"role", "leader"}, {"name", me.value("name", "")}, {"leader", me}});
+  });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });

@@ -5,6 +5,7 @@
 // worker, and a long-lived response (`logs -f`) holds a thread of its own.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,8 @@ class HttpApi {
   void Stop();
   // `--metrics-labels dcgm`: /metrics speaks dcgm-exporter's form unless ?labels=clean.
   void set_dcgm_metrics(bool on) { dcgm_metrics_ = on; }
+  // With leader election (issue 18): who this leader is, for GET /v1/leader (LeaderInfo::ToJson).
+  void set_leader_info(std::function<nlohmann::json()> info) { leader_info_ = std::move(info); }
 
  private:
   void Routes();
@@ -73,6 +76,7 @@ class HttpApi {
   ControllerMetrics* metrics_;
   TokenBook* tokens_;
   bool dcgm_metrics_ = false;
+  std::function<nlohmann::json()> leader_info_;
   std::mutex export_mu_;
 };
 

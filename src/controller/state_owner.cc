@@ -98,6 +98,10 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
   }
   // A decision counts only once it is durable: commit, then answer and send.
   Status s = store_->Commit(fx.batch);
+  if (IsFenced(s)) {  // issue 18: another controller took the lease; this one must not act
+    spdlog::critical("the store refused this leader's commit: {}; exiting", s.message());
+    std::_Exit(75);
+  }
   if (!s.ok()) {
     // The in-memory state is ahead of the store; carrying on could tell someone of a decision
     // that a restart would forget. Stop; the restarted controller rebuilds from the store.

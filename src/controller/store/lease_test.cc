@@ -82,6 +82,31 @@ TEST(LeaseTest, AnExpiredLeaseIsNotRenewedButTakenAgainWithANewEpoch) {
   EXPECT_EQ(a->AcquireLease("controller-a", 60'000).value(), 2);
 }
 
+// The controller takes and renews the lease on a connection of its own, and commits on another that
+// adopts the epoch (issue 18): that one is fenced like the holder.
+TEST(LeaseTest, AnAdoptedEpochIsReadBackAndFenced) {
+  const std::string url = testing::FreshDatabaseUrl();
+  auto lease = std::move(OpenStore(url)).value();
+  auto commits = std::move(OpenStore(url)).value();
+  EXPECT_EQ(commits->ReadLease().value().epoch, 0) << "nobody took it yet";
+  ASSERT_EQ(lease->AcquireLease("ctl-a (http://127.0.0.1:1)", 60'000).value(), 1);
+  const LeaseRow row = commits->ReadLease().value();
+  EXPECT_EQ(row.holder, "ctl-a (http://127.0.0.1:1)");
+  EXPECT_EQ(row.epoch, 1);
+  EXPECT_GT(row.left, 50'000);
+  EXPECT_GT(row.acquired, 1'700'000'000'000) << "ms since the Unix epoch";
+  EXPECT_EQ(commits->AdoptLease(0).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(commits->AdoptLease(1).ok());
+  ASSERT_TRUE(commits->Commit(OneJob(1)).ok());
+  ExpireLease(url);
+  auto other = std::move(OpenStore(url)).value();
+  ASSERT_EQ(other->AcquireLease("ctl-b (http://127.0.0.1:2)", 60'000).value(), 2);
+  Status stale = commits->Commit(OneJob(2));
+  EXPECT_TRUE(IsFenced(stale)) << stale.ToString();
+  EXPECT_TRUE(IsFenced(lease->RenewLease(60'000)));
+  EXPECT_EQ(NewMemoryStore()->ReadLease().status().code(), StatusCode::kUnimplemented);
+}
+
 TEST(LeaseTest, StoresWithOneOwnerHaveNoLease) {
   const std::string dir = ::testing::TempDir() + "/lease-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);

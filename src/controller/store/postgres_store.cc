@@ -64,6 +64,11 @@ constexpr const char* kReadLease = R"sql(
 SELECT holder, epoch, greatest(0, (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint)
 FROM lease WHERE id = 1)sql";
 
+constexpr const char* kReadLeaseRow = R"sql(
+SELECT holder, epoch, greatest(0, (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint),
+  (extract(epoch FROM acquired_at) * 1000)::bigint
+FROM lease WHERE id = 1)sql";
+
 void AddJob(const JobRow& j, pg::ArrayParams* a) {
   a->Int(0, static_cast<int64_t>(j.id));
   a->Text(1, j.name);
@@ -144,6 +149,23 @@ class PostgresStore final : public StateStore {
                                  : "was taken over by " + pg::Text(now.get(), 0, 0) + " at epoch " +
                                        pg::Text(now.get(), 0, 1)) +
                            "; this controller must stop acting");
+  }
+
+  StatusOr<LeaseRow> ReadLease() override {
+    HANGAR_ASSIGN_OR_RETURN(pg::Result r, conn_.Exec(kReadLeaseRow));
+    LeaseRow row;
+    if (PQntuples(r.get()) != 1) return row;
+    row.holder = pg::Text(r.get(), 0, 0);
+    row.epoch = pg::Int(r.get(), 0, 1);
+    row.left = pg::Int(r.get(), 0, 2);
+    row.acquired = pg::Int(r.get(), 0, 3);
+    return row;
+  }
+
+  Status AdoptLease(int64_t epoch) override {
+    if (epoch <= 0) return Status::InvalidArgument("a lease epoch is a positive number");
+    epoch_ = epoch;
+    return Status::Ok();
   }
 
   StatusOr<StoreContents> Load() override {

@@ -77,6 +77,14 @@ struct StoreBatch {
   }
 };
 
+// The leadership lease as it is now (issue 18); epoch 0 and holder "" when nobody ever took it.
+struct LeaseRow {
+  std::string holder;
+  int64_t epoch = 0;
+  Time acquired = 0;  // when its holder took it (the database server's clock, ms since the epoch)
+  Duration left = 0;  // until it expires unless renewed; 0 when it has expired
+};
+
 struct StoreContents {
   std::vector<JobRow> jobs;
   std::vector<NodeRow> nodes;
@@ -106,6 +114,11 @@ class StateStore {
   virtual StatusOr<int64_t> AcquireLease(const std::string& holder, Duration ttl);
   // Extends this store's lease to `ttl` from now. Aborted (IsFenced) when it expired or was taken.
   virtual Status RenewLease(Duration ttl);
+  // The lease row, for standbys and `hangar status`.
+  virtual StatusOr<LeaseRow> ReadLease();
+  // From now on this store commits and renews as the holder of `epoch`, which another store object
+  // of this controller (on a connection of its own) acquired. Unimplemented where there is no lease.
+  virtual Status AdoptLease(int64_t epoch);
 };
 
 // True for the one failure that means "another controller leads now": stop acting at once.

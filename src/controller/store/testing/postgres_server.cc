@@ -71,6 +71,7 @@ bool Exited(pid_t pid, int* status) { return ::waitpid(pid, status, WNOHANG) == 
 
 StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start(const Options& options) {
   std::unique_ptr<PostgresServer> s(new PostgresServer());
+  s->options_ = options;
   HANGAR_RETURN_IF_ERROR(s->Init(options));
   // The port was free when picked; another process may take it before postgres binds it.
   Status launched;
@@ -121,8 +122,8 @@ Status PostgresServer::Init(const Options&) {
   return Status::Ok();
 }
 
-Status PostgresServer::Launch(const Options& options) {
-  port_ = PickFreePort("127.0.0.1");
+Status PostgresServer::Launch(const Options& options, int port) {
+  port_ = port > 0 ? port : PickFreePort("127.0.0.1");
   pid_ = Spawn({bin_ + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-k", dir_,
                 "-c", "listen_addresses=127.0.0.1", "-c",
                 std::string("fsync=") + (options.fsync ? "on" : "off"), "-c", "max_connections=40"},
@@ -186,7 +187,18 @@ Status PostgresServer::CreateDatabase(const std::string& name) {
   return s;
 }
 
+Status PostgresServer::Restart() {
+  Shutdown();
+  return Launch(options_, port_);
+}
+
 PostgresServer::~PostgresServer() {
+  Shutdown();
+  std::error_code ec;
+  if (!dir_.empty()) fs::remove_all(dir_, ec);
+}
+
+void PostgresServer::Shutdown() {
   if (pid_ > 0) {
     ::kill(pid_, SIGINT);  // fast shutdown: ends sessions, checkpoints, exits
     int status = 0;
@@ -196,9 +208,8 @@ PostgresServer::~PostgresServer() {
     }
     ::kill(-pid_, SIGKILL);  // whatever is left of its process group (nothing, normally)
     ::waitpid(pid_, nullptr, WNOHANG);
+    pid_ = -1;
   }
-  std::error_code ec;
-  if (!dir_.empty()) fs::remove_all(dir_, ec);
 }
 
 }  // namespace hangar::controller::testing

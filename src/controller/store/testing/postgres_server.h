@@ -33,6 +33,9 @@ class PostgresServer {
   std::string Url(const std::string& database = "hangar") const;
   // Creates (dropping first, if it exists) an empty database: one per test keeps tests apart.
   Status CreateDatabase(const std::string& name);
+  // Stops the server (fast shutdown: every session ends) and starts it again on the same port and
+  // data, as an operator's restart would.
+  Status Restart();
   int port() const { return port_; }
   const std::string& dir() const { return dir_; }
   pid_t pid() const { return pid_; }
@@ -40,10 +43,12 @@ class PostgresServer {
  private:
   PostgresServer() = default;
   Status Init(const Options& options);
-  Status Launch(const Options& options);
+  Status Launch(const Options& options, int port = 0);  // port 0: a free one
   Status WaitReady();
+  void Shutdown();
   std::string LogTail() const;
 
+  Options options_;
   std::string bin_, dir_;
   int port_ = 0;
   pid_t pid_ = -1;
