@@ -1,6 +1,6 @@
-// The dashboard's compact reads (web_ui.h): the cluster map and the queue in the cycle's order.
+// The dashboard's compact reads (web_ui.h): a GPU's letter on the map, and the queue in the
+// cycle's order (the map itself: dashboard_map.cc).
 #include <algorithm>
-#include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -8,8 +8,7 @@
 
 namespace hangar::controller::web {
 
-char GpuCode(const std::string& health, const std::string& node_state, bool held,
-             unsigned util_pct) {
+char GpuCode(std::string_view health, std::string_view node_state, bool held, unsigned util_pct) {
   if (node_state == "lost" || node_state == "drained" || node_state == "unknown" ||
       node_state == "disconnected") {
     return 'o';
@@ -20,51 +19,6 @@ char GpuCode(const std::string& health, const std::string& node_state, bool held
   if (health == "pending_validation") return 'v';
   if (held) return util_pct < kIdleUtilPct ? 'i' : 'a';
   return 'f';
-}
-
-namespace {
-
-// "4,17" -> [4, 17]: the ids GpuSeries joins for a shared GPU, added to `jobs` once each.
-void AddJobIds(const std::string& list, std::vector<uint64_t>* jobs) {
-  size_t at = 0;
-  while (at < list.size()) {
-    size_t comma = list.find(',', at);
-    if (comma == std::string::npos) comma = list.size();
-    const uint64_t id = std::strtoull(list.c_str() + at, nullptr, 10);
-    if (std::find(jobs->begin(), jobs->end(), id) == jobs->end()) jobs->push_back(id);
-    at = comma + 1;
-  }
-}
-
-}  // namespace
-
-// Built from the per-GPU series (one pass over the running jobs), not from ListNodes(), which
-// looks for each node's jobs among all running jobs: minutes at 10,240 busy nodes.
-nlohmann::json MapJson(const ClusterState& st) {
-  const cluster::Topology& topo = st.topology();
-  const auto states = st.NodeStates();
-  const std::vector<ClusterState::GpuSeries> gpus =
-      st.GpuMetrics();  // connected nodes, in node order
-  nlohmann::json rows = nlohmann::json::array();
-  size_t next = 0;
-  for (uint32_t n = 0; n < topo.nodes().size(); ++n) {
-    const cluster::NodeInfo& info = topo.nodes()[n];
-    const std::string& state = states[n].second;
-    std::string codes(info.num_gpus, 'o');
-    std::vector<uint32_t> util(info.num_gpus, 0), temp(info.num_gpus, 0);
-    std::vector<uint64_t> jobs;
-    while (next < gpus.size() && gpus[next].node == info.name) {
-      const ClusterState::GpuSeries& g = gpus[next++];
-      if (g.index >= info.num_gpus) continue;
-      codes[g.index] = GpuCode(g.health, state, !g.job.empty(), g.t.util_pct);
-      util[g.index] = g.t.util_pct;
-      temp[g.index] = g.t.temperature_c;
-      AddJobIds(g.job, &jobs);
-    }
-    rows.push_back({info.name, topo.spines()[info.spine].name, topo.leaves()[info.leaf].name, state,
-                    codes, util, temp, jobs});
-  }
-  return {{"cluster", topo.name()}, {"nodes", rows}};
 }
 
 namespace {

@@ -4,6 +4,11 @@
 
 #include <httplib.h>
 
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+
 #include "api/body.h"
 #include "controller/http_api.h"
 #include "controller/http_api_internal.h"
@@ -62,6 +67,36 @@ StatusOr<size_t> CountParam(const httplib::Request& req, const char* name, size_
   return static_cast<size_t>(*n);
 }
 
+// JSON the dashboard compressed itself (web::Gzip). With a charset the type is not one that
+// cpp-httplib compresses, so it does not Brotli it at quality 11 (2-3 s for the map).
+constexpr const char* kJson = "application/json; charset=utf-8";
+
+void ReplyJson(const httplib::Request& req, httplib::Response& res, const std::string& body,
+               const std::string& gzip) {
+  res.status = 200;
+  res.set_header("Vary", "Accept-Encoding");
+  if (!gzip.empty() && req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos) {
+    res.set_header("Content-Encoding", "gzip");
+    res.set_content(gzip, kJson);
+  } else {
+    res.set_content(body, kJson);
+  }
+}
+
+void ReplyJson(const httplib::Request& req, httplib::Response& res, const nlohmann::json& j) {
+  const std::string body = api::SafeDump(j) + "\n";
+  ReplyJson(req, res, body, body.size() >= 1024 ? web::Gzip(body) : std::string());
+}
+
+// Where the map's time went, for the browser's resource timing (the render benchmark reads it).
+std::string ServerTiming(const LiveFeed::Snapshot& s) {
+  const double age = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s.at).count();
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "state;dur=%.1f, collect;dur=%.1f, encode;dur=%.1f, age;dur=%.0f",
+                s.state_ms, s.collect_ms, s.encode_ms, age);
+  return buf;
+}
+
 }  // namespace
 
 void HttpApi::DashboardRoutes() {
@@ -74,7 +109,10 @@ void HttpApi::DashboardRoutes() {
   });
   s.Get("/v1/dashboard/map", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kClusterRead)) return;
-    http::Reply(res, 200, feed_->Map());
+    const auto snap = feed_->Map();
+    if (!snap) return http::Reply(res, Status::Unavailable("the controller is stopping"));
+    res.set_header("Server-Timing", ServerTiming(*snap));
+    ReplyJson(req, res, snap->body, snap->gzip);
   });
   s.Get("/v1/dashboard/queue", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, Permission::kJobsRead);
@@ -83,13 +121,19 @@ void HttpApi::DashboardRoutes() {
     auto limit = CountParam(req, "limit", 500, 100'000);
     if (!offset.ok()) return http::Reply(res, offset.status());
     if (!limit.ok()) return http::Reply(res, limit.status());
-    http::Reply(res, 200, owner_->Call<nlohmann::json>([&](ClusterState& st, Effects*) {
+    ReplyJson(req, res, owner_->Call<nlohmann::json>([&](ClusterState& st, Effects*) {
       return web::QueueJson(st, *who, *offset, *limit);
     }));
   });
   s.Get("/v1/dashboard/feed", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kClusterRead)) return;
-    feed_->Serve(res);
+    std::optional<uint64_t> since;
+    if (req.has_param("since")) {
+      auto n = api::ParseCount(req.get_param_value("since"), "since", 0, INT64_MAX);
+      if (!n.ok()) return http::Reply(res, n.status());
+      since = static_cast<uint64_t>(*n);
+    }
+    feed_->Serve(res, since);
   });
 }
 

@@ -68,7 +68,11 @@ async function measure(page, base, hash, view, apiPath) {
     const mark = performance.getEntriesByName('hangar:rendered').pop();
     const res = performance.getEntriesByType('resource').filter((e) => e.name.includes(p)).pop();
     const nav = performance.getEntriesByType('navigation')[0];
-    return { render: mark.startTime, apiEnd: res ? res.responseEnd : NaN, apiStart: res ? res.startTime : NaN, dcl: nav.domContentLoadedEventEnd };
+    const drawn = performance.getEntriesByName('hangar:map-drawn').pop();
+    const server = {};
+    for (const t of (res && res.serverTiming) || []) server[t.name] = t.duration;
+    return { render: mark.startTime, apiEnd: res ? res.responseEnd : NaN, apiStart: res ? res.startTime : NaN, dcl: nav.domContentLoadedEventEnd,
+      drawn: drawn ? drawn.startTime : NaN, server, bytes: res ? res.encodedBodySize : NaN };
   }, apiPath);
 }
 
@@ -80,14 +84,17 @@ async function probe(base, paths, n = 5) {
   for (const p of paths) {
     const ms = [];
     let bytes = 0;
+    let enc = null;
     for (let i = 0; i < n; i++) {
       const t0 = performance.now();
-      const r = await fetch(base + p);
+      const r = await fetch(base + p, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });  // as a browser asks
       bytes = (await r.arrayBuffer()).byteLength;
+      enc = r.headers.get('content-encoding');
       ms.push(performance.now() - t0);
     }
-    out[p] = { ms: median(ms), bytes };
-    console.log(`probe ${p}: median ${median(ms).toFixed(0)} ms (${ms.map((x) => x.toFixed(0)).join(', ')}), ${(bytes / 1e6).toFixed(2)} MB`);
+    out[p] = { ms: median(ms), bytes, encoding: enc };
+    console.log(`probe ${p}: median ${median(ms).toFixed(0)} ms (${ms.map((x) => x.toFixed(0)).join(', ')}), ${(bytes / 1e6).toFixed(2)} MB, ` +
+      `content-encoding ${enc || 'none'}`);
   }
   return out;
 }
@@ -103,10 +110,15 @@ async function bench(page, base, hash, view, apiPath) {
   const after = median(runs.map((r) => r.render - r.apiEnd));
   const before = median(runs.map((r) => r.apiStart));
   const dcl = median(runs.map((r) => r.dcl));
+  const drawnAfter = median(runs.map((r) => r.drawn - r.apiEnd));
+  const server = {};
+  for (const k of Object.keys(runs[0].server)) server[k] = median(runs.map((r) => r.server[k]));
+  const serverText = Object.keys(server).length ? `; server (median): ${Object.entries(server).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(', ')}` : '';
   console.log(`${view}: first full render ${render.toFixed(0)} ms (median of ${RUNS}; runs ${runs.map((r) => r.render.toFixed(0)).join(', ')}); ` +
-    `page and scripts loaded at ${dcl.toFixed(0)} ms, API request sent at ${before.toFixed(0)} ms, its answer took ${apiMs.toFixed(0)} ms; ` +
-    `page work after the answer ${after.toFixed(0)} ms`);
-  return { view, render, dcl, before, apiMs, after };
+    `page and scripts loaded at ${dcl.toFixed(0)} ms, API request sent at ${before.toFixed(0)} ms, its answer took ${apiMs.toFixed(0)} ms ` +
+    `(${(runs[0].bytes / 1e3).toFixed(0)} kB on the wire); page work after the answer ${after.toFixed(0)} ms` +
+    `${Number.isNaN(drawnAfter) ? '' : ` (canvas drawn ${drawnAfter.toFixed(0)} ms after the answer)`}${serverText}`);
+  return { view, render, dcl, before, apiMs, after, drawnAfter, server };
 }
 
 async function updateCost(page, base) {
