@@ -172,10 +172,10 @@ nlohmann::json MapJson(const ClusterState& st) {
   return nlohmann::json::parse(MapBody(d.cluster, MapRows(d), 0));
 }
 
-std::string Gzip(std::string_view text) {
+std::string Gzip(std::string_view text, int level) {
   z_stream z{};
   // 15 + 16: a gzip header and trailer around the deflate stream.
-  if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return "";
+  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return "";
   std::string out(deflateBound(&z, text.size()), '\0');
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
   z.avail_in = static_cast<uInt>(text.size());

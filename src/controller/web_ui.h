@@ -68,11 +68,10 @@ std::vector<std::string> MapRows(const MapData& d);
 std::string MapBody(const std::string& cluster, const std::vector<std::string>& rows, uint64_t snapshot);
 // The three above in one, parsed (for tests).
 nlohmann::json MapJson(const ClusterState& st);
-// `text` gzip-compressed (level 1: ~10 ms for the 1 MB map). cpp-httplib would compress a JSON
-// answer itself with Brotli at quality 11 for any client that accepts br (every browser): 2-3 s
-// for the map, so the dashboard compresses its answers itself (ReplyCompressed, web_ui.cc).
-// "" if zlib fails.
-std::string Gzip(std::string_view text);
+// `text` gzip-compressed ("" if zlib fails); level 1 takes ~10 ms for the 1 MB map. The dashboard
+// compresses its answers and files itself (web_ui.cc: Send), since cpp-httplib would compress
+// them with Brotli at quality 11 for every browser: 2-3 s for the map.
+std::string Gzip(std::string_view text, int level = 1);
 
 // The pending jobs `p` may see in the last cycle's order (then those submitted since), from
 // `offset`, at most `limit`: id, name, user, queue, GPUs, the blocker sentence and rule, the

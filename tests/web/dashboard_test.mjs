@@ -130,6 +130,18 @@ async function run(dir) {
       assert.equal(m.nodes.length, 4);
       assert.ok(Number.isInteger(m.snapshot) && m.snapshot > 0, `snapshot ${m.snapshot}`);
       assert.equal(m.nodes[0].length, 9, JSON.stringify(m.nodes[0]));
+      const q = await fetch(`${base}/v1/dashboard/queue`, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+      assert.ok([null, 'gzip'].includes(q.headers.get('content-encoding')), `the queue is sent ${q.headers.get('content-encoding')}`);
+      assert.equal((await q.json()).total, 2);
+      for (const f of ['/ui/app.js', '/ui/style.css']) {
+        const res = await fetch(base + f, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+        assert.equal(res.status, 200, f);
+        assert.equal(res.headers.get('content-encoding'), 'gzip', `${f} is not sent gzipped`);
+        assert.ok((await res.text()).length > 1000, f);
+      }
+      const plain = await fetch(`${base}/ui/app.js`, { headers: { 'Accept-Encoding': 'identity' } });
+      assert.equal(plain.headers.get('content-encoding'), null);
+      assert.match(await plain.text(), /^\/\/ The dashboard/);
     });
     await check('cluster map: cells coloured by state; a fractional GPU drawn by its share; a fault on a fake GPU turns its cell suspect live', async () => {
       await open(page, base, '#/map', 'map');

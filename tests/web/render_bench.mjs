@@ -72,7 +72,7 @@ async function measure(page, base, hash, view, apiPath) {
     const server = {};
     for (const t of (res && res.serverTiming) || []) server[t.name] = t.duration;
     return { render: mark.startTime, apiEnd: res ? res.responseEnd : NaN, apiStart: res ? res.startTime : NaN, dcl: nav.domContentLoadedEventEnd,
-      drawn: drawn ? drawn.startTime : NaN, server, bytes: res ? res.encodedBodySize : NaN };
+      drawn: drawn ? drawn.startTime : null, server, bytes: res ? res.encodedBodySize : NaN };
   }, apiPath);
 }
 
@@ -110,7 +110,7 @@ async function bench(page, base, hash, view, apiPath) {
   const after = median(runs.map((r) => r.render - r.apiEnd));
   const before = median(runs.map((r) => r.apiStart));
   const dcl = median(runs.map((r) => r.dcl));
-  const drawnAfter = median(runs.map((r) => r.drawn - r.apiEnd));
+  const drawnAfter = runs[0].drawn === null ? NaN : median(runs.map((r) => r.drawn - r.apiEnd));
   const server = {};
   for (const k of Object.keys(runs[0].server)) server[k] = median(runs.map((r) => r.server[k]));
   const serverText = Object.keys(server).length ? `; server (median): ${Object.entries(server).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(', ')}` : '';
@@ -152,7 +152,8 @@ try {
     await bench(page, fleet.base, '#/', 'overview', '/v1/jobs?state=running')];
   const probes = await probe(fleet.base, ['/healthz', '/v1/jobs?limit=1', '/v1/dashboard/map', '/v1/dashboard/queue?limit=200']);
   const upd = await updateCost(page, fleet.base);
-  console.log(`map updates from the feed: ${upd.updates} node(s) redrawn in the first update seen (of ${NODES})`);
+  console.log(upd.updates ? `map updates from the feed: ${upd.updates} node(s) redrawn in the first update seen (of ${NODES})`
+    : `map updates from the feed: none within 60 s (no row changed: the swarm's telemetry is steady)`);
   if (errors.length) console.log(`console errors: ${errors.join('; ')}`);
   console.log(JSON.stringify({ nodes: NODES, pending: PENDING, results: out, probes }));
 } catch (e) {

@@ -107,7 +107,18 @@ function startFeed(since) {
   });
 }
 
+// A page left for another keeps its feed open if the browser keeps the page (the back-forward
+// cache): six such pages take every connection the browser allows to this host, and the next
+// page never loads. Close it when the page is hidden; draw afresh if the page comes back.
+function closeFeed() {
+  if (stopFeed) stopFeed();
+  stopFeed = null;
+  feedSince = undefined;
+}
+
 async function start() {
+  window.addEventListener('pagehide', closeFeed);
+  window.addEventListener('pageshow', (e) => { if (e.persisted) render(); });
   const header = document.querySelector('header');
   header.append(h('span', { id: 'who' }));
   checkWho();  // beside the first view, not before it

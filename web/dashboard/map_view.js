@@ -38,7 +38,8 @@ export async function mapView(main, ctx) {
 
 function legend() {
   return h('ul', { class: 'legend', 'aria-label': 'Legend' }, ORDER.map((c) => h('li', {},
-    h('span', { class: `swatch swatch-${c}`, 'aria-hidden': 'true' }), STATES[c].name)));
+    h('span', { class: `swatch swatch-${c}`, 'aria-hidden': 'true' }), STATES[c].name)),
+  h('li', {}, h('span', { class: 'swatch swatch-share', 'aria-hidden': 'true' }), 'shared: the fraction in use, or MIG slices'));
 }
 
 function wire(canvas, map, tip) {
@@ -88,8 +89,11 @@ export function sharedText(row) {
 }
 
 // Per leaf: its GPUs by state; every node that is not plainly free or busy is named with what
-// is wrong (the first 50 of a leaf); the full node list is one click away (a <details> per leaf).
+// is wrong (the first ODD_CAP of a leaf, then how many more); the full node list is one click
+// away (a <details> per leaf).
 // A feed update re-renders only the leaves of the nodes that changed.
+const ODD_CAP = 12;  // a leaf's nodes named beside the map (of 32 at 10,240 nodes)
+
 class LeafList {
   constructor(el, rows) {
     this.rows = rows;
@@ -117,8 +121,8 @@ class LeafList {
     det.addEventListener('toggle', () => {
       if (det.open && det.children.length === 1) det.append(h('ul', {}, leaf.nodes.map((k) => nodeLine(this.rows[k]))));
     }, { once: true });
-    const more = odd.length > 50 ? h('li', {}, `and ${odd.length - 50} more: open the leaf`) : null;
-    return h('li', {}, det, odd.length ? h('ul', { class: 'odd' }, odd.slice(0, 50).map((r) => nodeLine(r)), more) : null);
+    const more = odd.length > ODD_CAP ? h('li', {}, `and ${odd.length - ODD_CAP} more: open the leaf`) : null;
+    return h('li', {}, det, odd.length ? h('ul', { class: 'odd' }, odd.slice(0, ODD_CAP).map((r) => nodeLine(r)), more) : null);
   }
 
   update(changed) {
