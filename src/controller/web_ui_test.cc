@@ -250,6 +250,14 @@ TEST_F(DashboardViewsTest, QueueGivesPositionsAndTheReservationsEstimatedStart) 
   q = web::QueueJson(*state_, admin, 1, 10);
   ASSERT_EQ(q["jobs"].size(), 1u);
   EXPECT_EQ(q["jobs"][0]["id"], next);
+  // A job submitted since the cycle comes after those the cycle ordered.
+  const uint64_t late = Submit("name: late\ntasks:\n  - {gpus: 1, command: [train]}\n", 6);
+  q = web::QueueJson(*state_, admin, 0, 10);
+  ASSERT_EQ(q["jobs"].size(), 3u) << q.dump(2);
+  EXPECT_EQ(q["jobs"][0]["id"], big);
+  EXPECT_EQ(q["jobs"][1]["id"], next);
+  EXPECT_EQ(q["jobs"][2]["id"], late);
+  EXPECT_EQ(q["jobs"][2]["position"], 3);
 }
 
 }  // namespace
