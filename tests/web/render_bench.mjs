@@ -3,7 +3,7 @@
 // then, in Debian's chromium, the time from navigation to the first full render of the cluster
 // map and of the queue view (the page's performance mark 'hangar:rendered'), split into the
 // API answer (server and transfer) and the page's own work (parse, layout, draw). Prints figures.
-//   node render_bench.mjs --hangar build/hangar [--nodes 10240] [--pending 100000] [--runs 5]
+//   node render_bench.mjs --hangar build/hangar [--nodes 10240] [--pending 100000] [--runs 5] [--shots DIR]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +17,8 @@ const HANGAR = path.resolve(arg('--hangar', 'build/hangar'));
 const NODES = Number(arg('--nodes', '10240'));
 const PENDING = Number(arg('--pending', '100000'));
 const RUNS = Number(arg('--runs', '5'));
-const HOLD = process.argv.includes('--hold');  // set up, print the API's address, wait (to probe by hand)
+const HOLD = process.argv.includes('--hold');
+const SHOTS = arg('--shots', '');  // a folder for a screenshot of the map and the queue at this size  // set up, print the API's address, wait (to probe by hand)
 
 function clusterYaml(nodes) {
   const perLeaf = Math.min(32, nodes);
@@ -151,6 +152,13 @@ try {
     await bench(page, fleet.base, '#/queue', 'queue', '/v1/dashboard/queue'),
     await bench(page, fleet.base, '#/', 'overview', '/v1/jobs?state=running')];
   const probes = await probe(fleet.base, ['/healthz', '/v1/jobs?limit=1', '/v1/dashboard/map', '/v1/dashboard/queue?limit=200']);
+  if (SHOTS) {
+    fs.mkdirSync(SHOTS, { recursive: true });
+    for (const [hash, view] of [['#/map', 'map'], ['#/queue', 'queue']]) {
+      await measure(page, fleet.base, hash, view, '/v1/dashboard/');
+      await page.screenshot({ path: path.join(SHOTS, `bench-${view}.png`) });
+    }
+  }
   const upd = await updateCost(page, fleet.base);
   console.log(upd.updates ? `map updates from the feed: ${upd.updates} node(s) redrawn in the first update seen (of ${NODES})`
     : `map updates from the feed: none within 60 s (no row changed: the swarm's telemetry is steady)`);
