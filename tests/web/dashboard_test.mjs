@@ -181,13 +181,17 @@ async function run(dir) {
       assert.match(suspect, /GPU 5 suspect/);
       await shot(page, 'map');
     });
-    await check('node view: conditions name the suspect GPU', async () => {
+    await check('node view: conditions name the suspect GPU; a shared GPU names its job and share', async () => {
       const spare = (await a.get('/v1/nodes')).nodes.find((n) => n.conditions.some((c) => c.includes('GPU 5 suspect'))).name;
       await open(page, base, `#/node/${spare}`, 'node');
       const text = await page.$eval('main', (m) => m.innerText);
       assert.ok(text.includes(`Node ${spare}`) && text.includes('GPU 5 suspect'), text);
       assert.match(text, /GPU 5\s+suspect/);
       await shot(page, 'node');
+      const frac = await placeOf(a, half.id);
+      await open(page, base, `#/node/${frac.node}`, 'node');
+      const shared = await page.$eval('#node-gpus', (e) => e.innerText);
+      assert.match(shared, new RegExp(`GPU ${frac.gpu}\\s.*#${half.id}: 0\\.50`), shared);
     });
     await check('job view: tasks, nodes and GPUs, events, logs', async () => {
       await open(page, base, `#/job/${running.id}`, 'job');
