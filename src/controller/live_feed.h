@@ -1,18 +1,24 @@
 // The dashboard's live feed (docs/dashboard.md): server-sent events, so the page applies changes
-// instead of polling everything. On connect the whole map; then, once a second, what changed:
-//   event: gpus   data: {"nodes": [[index, name, spine, leaf, state, codes, utils, temps, jobs],
-//   ...]} event: jobs   data: {"generation": "..."}   (jobs were submitted, placed, ended: lists
-//   are stale)
+// instead of polling everything, and the map snapshot that the feed and GET /v1/dashboard/map
+// share. Once a second, what changed since what this feed sent (or since the snapshot `since`
+// named, the one the page drew):
+//   event: gpus   data: {"nodes": [[index, name, spine, leaf, state, codes, utils, temps, jobs,
+//                 shares], ...]}
+//   event: jobs   data: {"generation": "..."}   (jobs were submitted, placed, ended: lists are stale)
 // The page opens it after its first render: a request held open while a page loads keeps a
 // headless browser from ever finishing the load.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace httplib {
@@ -26,35 +32,63 @@ class StateOwner;
 class LiveFeed {
  public:
   explicit LiveFeed(StateOwner* owner) : owner_(owner) {}
-  // Makes `res` stream the feed until the client goes away or Stop() is called. Holds one HTTP
-  // worker thread per open feed.
-  void Serve(httplib::Response& res);
-  // Ends every open feed within a second (the controller is stopping).
-  void Stop() { stopping_ = true; }
+  ~LiveFeed() { Stop(); }
+  LiveFeed(const LiveFeed&) = delete;
+  LiveFeed& operator=(const LiveFeed&) = delete;
 
-  // The cluster map (web::MapJson) as of at most 900 ms ago: GET /v1/dashboard/map and every
-  // open feed share one build a second. Blocks on the state owner when the copy is older.
-  nlohmann::json Map();
+  // Makes `res` stream the feed until the client goes away or Stop() is called; the first event
+  // brings a page that drew snapshot `since` up to date (every row when that snapshot is gone),
+  // without `since` the feed starts from now. Holds one HTTP worker thread per open feed.
+  void Serve(httplib::Response& res, std::optional<uint64_t> since);
+  // Ends every open feed within a second and the map's refresher. Call while the state owner
+  // still runs (HttpApi::Stop, before StateOwner::Stop).
+  void Stop();
 
-  // What a feed has sent: the map rows by node index (dumped JSON) and the jobs' generation.
-  struct Sent {
+  // The cluster map, published as one immutable snapshot: its rows as JSON text (web::MapRows),
+  // the whole answer and its gzip. One refresher thread rebuilds it once a second while anyone
+  // reads it (stopping after kIdle without a read): the state thread only gathers flat arrays
+  // (web::CollectMap, a few ms at 81,920 GPUs), the JSON and gzip are made on the refresher.
+  struct Snapshot {
+    uint64_t seq = 0;
     std::vector<std::string> rows;
+    std::string body, gzip;
+    std::string generation;  // moves when jobs were submitted, placed or ended
+    std::chrono::steady_clock::time_point at;  // when the state was read
+    double state_ms = 0, collect_ms = 0, encode_ms = 0;  // round trip to the state thread, work on it, JSON + gzip
+  };
+  static constexpr std::chrono::milliseconds kRefresh{1000};
+  static constexpr std::chrono::milliseconds kMaxAge{3000};  // older: a reader waits for a new one
+  static constexpr std::chrono::milliseconds kIdle{10000};
+  // The latest snapshot: at once when it is under kMaxAge old, else after the next build. Null
+  // only when stopping before any was built.
+  std::shared_ptr<const Snapshot> Map();
+
+  // What one feed has sent: the snapshot its rows came from, and the jobs' generation.
+  struct Sent {
+    std::shared_ptr<const Snapshot> last;
     std::string generation;
   };
-  // The events that bring `sent` up to date with the state now, as SSE text ("" when nothing
-  // changed); updates `sent`. Blocks on the state owner.
+  // The events that bring `sent` up to date with the latest snapshot, as SSE text ("" when
+  // nothing changed); updates `sent`.
   std::string NextEvents(Sent* sent);
+  // A recent snapshot by its seq (the last few are kept), or null.
+  std::shared_ptr<const Snapshot> Recent(uint64_t seq);
 
  private:
-  struct Snapshot;
-  // The state as of at most 900 ms ago, shared by every open feed: each costs the state thread
-  // one map build a second however many feeds are open.
-  std::shared_ptr<const Snapshot> Current();
+  void Refresh();  // the refresher thread's loop
+  std::shared_ptr<Snapshot> Build();
+
   StateOwner* owner_;
-  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopped_{false};  // for the feeds' loops
   std::mutex mu_;
-  std::shared_ptr<const Snapshot> cached_;  // guarded by mu_; replaced when older than 900 ms
-  std::chrono::steady_clock::time_point cached_at_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_, like everything below
+  bool want_now_ = false;  // a reader waits for a fresh snapshot
+  std::chrono::steady_clock::time_point wanted_at_;  // the last read
+  std::shared_ptr<const Snapshot> cached_;
+  std::deque<std::shared_ptr<const Snapshot>> recent_;  // the last few, newest last
+  uint64_t next_seq_ = 1;  // the refresher's own
+  std::thread refresher_;  // started by the first read
 };
 
 }  // namespace hangar::controller

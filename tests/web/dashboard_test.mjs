@@ -21,6 +21,7 @@ const OUT = path.resolve(arg('--out', 'build/dashboard-screenshots'));
 const BLOCKED = 'name: big-pretrain\ntasks:\n  - {replicas: 4, gpus: 8, command: [sleep, "1000"]}\n';
 const BLOCKED_2 = 'name: second-in-line\ntasks:\n  - {replicas: 4, gpus: 8, command: [sleep, "1000"]}\n';
 const RUNNING = 'name: finetune-a\ntime_limit: 2h\ntasks:\n  - {gpus: 8, command: [sleep, "1000"]}\n';
+const HALF = 'name: half-gpu\ntime_limit: 2h\ntasks:\n  - {gpu_fraction: 0.5, gpu_memory: 20Gi, command: [sleep, "1000"]}\n';
 
 const checks = [];
 async function check(name, fn) {
@@ -42,6 +43,12 @@ async function startCluster(dir) {
   return { dev, base, a };
 }
 
+// Where a job's first task runs: its node and first GPU.
+async function placeOf(a, id) {
+  const t = (await a.get(`/v1/jobs/${id}`)).task_list[0];
+  return { node: t.node, gpu: t.gpus[0] };
+}
+
 // A fault script for a fake GPU, written beside and renamed into place (docs/health.md).
 async function inject(dir, node, script) {
   const agentDir = path.join(dir, 'agents', node);
@@ -50,17 +57,17 @@ async function inject(dir, node, script) {
   await waitFor(`${node} to apply the fault script`, () => fs.existsSync(path.join(agentDir, 'inject-faults.yaml.applied')), 15000);
 }
 
-// The colour of a GPU's cell on the map canvas, read from its pixels.
-async function cellColour(page, node, gpu) {
-  return page.evaluate((nodeName, g) => {
+// The colour of a GPU's cell on the map canvas, read from its pixels (`dy` px from the cell's top).
+async function cellColour(page, node, gpu, dy = 2) {
+  return page.evaluate((nodeName, g, down) => {
     const m = window.hangarMap;
     const k = m.rows.findIndex((r) => r[0] === nodeName);
     const r = m.rects[k];
     const x = r.x + (g % 4) * m.cell + 2;
-    const y = r.y + Math.floor(g / 4) * m.cell + 2;
+    const y = r.y + Math.floor(g / 4) * m.cell + down;
     const [red, green, blue] = m.canvas.getContext('2d').getImageData(x, y, 1, 1).data;
     return `#${[red, green, blue].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
-  }, node, gpu);
+  }, node, gpu, dy);
 }
 
 async function open(page, base, hash, view) {
@@ -78,6 +85,8 @@ async function run(dir) {
   const { dev, base, a } = await startCluster(dir);
   const running = await a.post('/v1/jobs', RUNNING);
   await waitFor('finetune-a running', async () => (await a.get(`/v1/jobs/${running.id}`)).state === 'running', 30000);
+  const half = await a.post('/v1/jobs', HALF);
+  await waitFor('half-gpu running', async () => (await a.get(`/v1/jobs/${half.id}`)).state === 'running', 30000);
   const blocked = await a.post('/v1/jobs', BLOCKED);
   const blocked2 = await a.post('/v1/jobs', BLOCKED_2);
   const why = await waitFor('a blocker for big-pretrain', async () => {
@@ -113,15 +122,47 @@ async function run(dir) {
       assert.ok(rows[1].includes('second-in-line'), rows[1]);
       await shot(page, 'queue');
     });
-    await check('cluster map: cells coloured by state; a fault on a fake GPU turns its cell suspect live', async () => {
+    await check('cluster map: compressed answer (gzip, not Brotli), one snapshot shared with the feed', async () => {
+      const r = await fetch(`${base}/v1/dashboard/map`, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+      assert.equal(r.headers.get('content-encoding'), 'gzip');
+      assert.match(r.headers.get('server-timing') || '', /collect;dur=[\d.]+.*encode;dur=/);
+      const m = await r.json();
+      assert.equal(m.nodes.length, 4);
+      assert.ok(Number.isInteger(m.snapshot) && m.snapshot > 0, `snapshot ${m.snapshot}`);
+      assert.equal(m.nodes[0].length, 9, JSON.stringify(m.nodes[0]));
+      const q = await fetch(`${base}/v1/dashboard/queue`, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+      assert.ok([null, 'gzip'].includes(q.headers.get('content-encoding')), `the queue is sent ${q.headers.get('content-encoding')}`);
+      assert.equal((await q.json()).total, 2);
+      for (const f of ['/ui/app.js', '/ui/style.css']) {
+        const res = await fetch(base + f, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+        assert.equal(res.status, 200, f);
+        assert.equal(res.headers.get('content-encoding'), 'gzip', `${f} is not sent gzipped`);
+        assert.ok((await res.text()).length > 1000, f);
+      }
+      const plain = await fetch(`${base}/ui/app.js`, { headers: { 'Accept-Encoding': 'identity' } });
+      assert.equal(plain.headers.get('content-encoding'), null);
+      assert.match(await plain.text(), /^\/\/ The dashboard/);
+    });
+    await check('cluster map: cells coloured by state; a fractional GPU drawn by its share; a fault on a fake GPU turns its cell suspect live', async () => {
       await open(page, base, '#/map', 'map');
       const list = await page.$eval('#map-text', (e) => e.innerText);
       for (const n of ['leaf-0', 'leaf-1', 'spine-0']) assert.ok(list.includes(n), `map text lacks ${n}`);
-      const runNode = (await a.get(`/v1/jobs/${running.id}`)).task_list[0].node;
+      const runNode = (await placeOf(a, running.id)).node;
       const busy = await cellColour(page, runNode, 0);
       assert.ok(busy === '#2f6db5' || busy === '#f2c14e', `the running job's GPU is drawn ${busy}, not allocated`);
-      const spare = ['node-1', 'node-2', 'node-3', 'node-4'].find((n) => n !== runNode);
+      // The half GPU: its cell's lower half in use, its upper half free; named in the text.
+      const frac = await placeOf(a, half.id);
+      const cellPx = await page.evaluate(() => window.hangarMap.cell - 2);
+      const low = await cellColour(page, frac.node, frac.gpu, cellPx - 4);
+      assert.ok(low === '#2f6db5' || low === '#f2c14e', `the half GPU's lower half is drawn ${low}, not in use`);
+      assert.equal(await cellColour(page, frac.node, frac.gpu, 4), '#f4f6f8', 'the half GPU\'s upper half is not drawn free');
+      const fracLine = await page.$eval(`#map-text li[data-node="${frac.node}"]`, (e) => e.innerText);
+      assert.ok(fracLine.includes(`GPU ${frac.gpu} shared: job ${half.id} 0.50`), fracLine);
+      const spare = ['node-1', 'node-2', 'node-3', 'node-4'].find((n) => n !== runNode && n !== frac.node);
       assert.equal(await cellColour(page, spare, 5), '#f4f6f8', 'a free cell is not drawn free');
+      const timing = await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/dashboard/map'))
+        .map((e) => ({ names: e.serverTiming.map((t) => t.name), encoded: e.encodedBodySize, decoded: e.decodedBodySize })).pop());
+      assert.ok(timing && timing.names.includes('collect') && timing.encoded < timing.decoded, JSON.stringify(timing));
       await page.waitForFunction(() => document.getElementById('feed-status').dataset.state === 'live', { timeout: 10000 });
       await inject(dir, spare, '- {gpu: 5, kind: pcie_downgrade, gen: 3, width: 4}\n');
       await page.waitForFunction((n) => {
@@ -140,13 +181,17 @@ async function run(dir) {
       assert.match(suspect, /GPU 5 suspect/);
       await shot(page, 'map');
     });
-    await check('node view: conditions name the suspect GPU', async () => {
+    await check('node view: conditions name the suspect GPU; a shared GPU names its job and share', async () => {
       const spare = (await a.get('/v1/nodes')).nodes.find((n) => n.conditions.some((c) => c.includes('GPU 5 suspect'))).name;
       await open(page, base, `#/node/${spare}`, 'node');
       const text = await page.$eval('main', (m) => m.innerText);
       assert.ok(text.includes(`Node ${spare}`) && text.includes('GPU 5 suspect'), text);
       assert.match(text, /GPU 5\s+suspect/);
       await shot(page, 'node');
+      const frac = await placeOf(a, half.id);
+      await open(page, base, `#/node/${frac.node}`, 'node');
+      const shared = await page.$eval('#node-gpus', (e) => e.innerText);
+      assert.match(shared, new RegExp(`GPU ${frac.gpu}\\s.*#${half.id}: 0\\.50`), shared);
     });
     await check('job view: tasks, nodes and GPUs, events, logs', async () => {
       await open(page, base, `#/job/${running.id}`, 'job');

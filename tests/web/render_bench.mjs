@@ -3,7 +3,7 @@
 // then, in Debian's chromium, the time from navigation to the first full render of the cluster
 // map and of the queue view (the page's performance mark 'hangar:rendered'), split into the
 // API answer (server and transfer) and the page's own work (parse, layout, draw). Prints figures.
-//   node render_bench.mjs --hangar build/hangar [--nodes 10240] [--pending 100000] [--runs 5]
+//   node render_bench.mjs --hangar build/hangar [--nodes 10240] [--pending 100000] [--runs 5] [--shots DIR]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +17,8 @@ const HANGAR = path.resolve(arg('--hangar', 'build/hangar'));
 const NODES = Number(arg('--nodes', '10240'));
 const PENDING = Number(arg('--pending', '100000'));
 const RUNS = Number(arg('--runs', '5'));
-const HOLD = process.argv.includes('--hold');  // set up, print the API's address, wait (to probe by hand)
+const HOLD = process.argv.includes('--hold');
+const SHOTS = arg('--shots', '');  // a folder for a screenshot of the map and the queue at this size  // set up, print the API's address, wait (to probe by hand)
 
 function clusterYaml(nodes) {
   const perLeaf = Math.min(32, nodes);
@@ -68,7 +69,11 @@ async function measure(page, base, hash, view, apiPath) {
     const mark = performance.getEntriesByName('hangar:rendered').pop();
     const res = performance.getEntriesByType('resource').filter((e) => e.name.includes(p)).pop();
     const nav = performance.getEntriesByType('navigation')[0];
-    return { render: mark.startTime, apiEnd: res ? res.responseEnd : NaN, apiStart: res ? res.startTime : NaN, dcl: nav.domContentLoadedEventEnd };
+    const drawn = performance.getEntriesByName('hangar:map-drawn').pop();
+    const server = {};
+    for (const t of (res && res.serverTiming) || []) server[t.name] = t.duration;
+    return { render: mark.startTime, apiEnd: res ? res.responseEnd : NaN, apiStart: res ? res.startTime : NaN, dcl: nav.domContentLoadedEventEnd,
+      drawn: drawn ? drawn.startTime : null, server, bytes: res ? res.encodedBodySize : NaN };
   }, apiPath);
 }
 
@@ -80,14 +85,17 @@ async function probe(base, paths, n = 5) {
   for (const p of paths) {
     const ms = [];
     let bytes = 0;
+    let enc = null;
     for (let i = 0; i < n; i++) {
       const t0 = performance.now();
-      const r = await fetch(base + p);
+      const r = await fetch(base + p, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });  // as a browser asks
       bytes = (await r.arrayBuffer()).byteLength;
+      enc = r.headers.get('content-encoding');
       ms.push(performance.now() - t0);
     }
-    out[p] = { ms: median(ms), bytes };
-    console.log(`probe ${p}: median ${median(ms).toFixed(0)} ms (${ms.map((x) => x.toFixed(0)).join(', ')}), ${(bytes / 1e6).toFixed(2)} MB`);
+    out[p] = { ms: median(ms), bytes, encoding: enc };
+    console.log(`probe ${p}: median ${median(ms).toFixed(0)} ms (${ms.map((x) => x.toFixed(0)).join(', ')}), ${(bytes / 1e6).toFixed(2)} MB, ` +
+      `content-encoding ${enc || 'none'}`);
   }
   return out;
 }
@@ -103,10 +111,15 @@ async function bench(page, base, hash, view, apiPath) {
   const after = median(runs.map((r) => r.render - r.apiEnd));
   const before = median(runs.map((r) => r.apiStart));
   const dcl = median(runs.map((r) => r.dcl));
+  const drawnAfter = runs[0].drawn === null ? NaN : median(runs.map((r) => r.drawn - r.apiEnd));
+  const server = {};
+  for (const k of Object.keys(runs[0].server)) server[k] = median(runs.map((r) => r.server[k]));
+  const serverText = Object.keys(server).length ? `; server (median): ${Object.entries(server).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(', ')}` : '';
   console.log(`${view}: first full render ${render.toFixed(0)} ms (median of ${RUNS}; runs ${runs.map((r) => r.render.toFixed(0)).join(', ')}); ` +
-    `page and scripts loaded at ${dcl.toFixed(0)} ms, API request sent at ${before.toFixed(0)} ms, its answer took ${apiMs.toFixed(0)} ms; ` +
-    `page work after the answer ${after.toFixed(0)} ms`);
-  return { view, render, dcl, before, apiMs, after };
+    `page and scripts loaded at ${dcl.toFixed(0)} ms, API request sent at ${before.toFixed(0)} ms, its answer took ${apiMs.toFixed(0)} ms ` +
+    `(${(runs[0].bytes / 1e3).toFixed(0)} kB on the wire); page work after the answer ${after.toFixed(0)} ms` +
+    `${Number.isNaN(drawnAfter) ? '' : ` (canvas drawn ${drawnAfter.toFixed(0)} ms after the answer)`}${serverText}`);
+  return { view, render, dcl, before, apiMs, after, drawnAfter, server };
 }
 
 async function updateCost(page, base) {
@@ -139,8 +152,16 @@ try {
     await bench(page, fleet.base, '#/queue', 'queue', '/v1/dashboard/queue'),
     await bench(page, fleet.base, '#/', 'overview', '/v1/jobs?state=running')];
   const probes = await probe(fleet.base, ['/healthz', '/v1/jobs?limit=1', '/v1/dashboard/map', '/v1/dashboard/queue?limit=200']);
+  if (SHOTS) {
+    fs.mkdirSync(SHOTS, { recursive: true });
+    for (const [hash, view] of [['#/map', 'map'], ['#/queue', 'queue']]) {
+      await measure(page, fleet.base, hash, view, '/v1/dashboard/');
+      await page.screenshot({ path: path.join(SHOTS, `bench-${view}.png`) });
+    }
+  }
   const upd = await updateCost(page, fleet.base);
-  console.log(`map updates from the feed: ${upd.updates} node(s) redrawn in the first update seen (of ${NODES})`);
+  console.log(upd.updates ? `map updates from the feed: ${upd.updates} node(s) redrawn in the first update seen (of ${NODES})`
+    : `map updates from the feed: none within 60 s (no row changed: the swarm's telemetry is steady)`);
   if (errors.length) console.log(`console errors: ${errors.join('; ')}`);
   console.log(JSON.stringify({ nodes: NODES, pending: PENDING, results: out, probes }));
 } catch (e) {

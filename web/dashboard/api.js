@@ -46,16 +46,16 @@ export async function getText(path, signal) {
   return res;
 }
 
-// The live feed (server-sent events over fetch, so the token travels in a header): calls
-// onEvent(name, data) for each event until stop() is called; reconnects after a break.
-export function openFeed(onEvent, onState) {
+// The live feed at `path` (server-sent events over fetch, so the token travels in a header):
+// calls onEvent(name, data) for each event until stop() is called; reconnects after a break.
+export function openFeed(path, onEvent, onState) {
   let stopped = false;
   let ctrl = null;
   async function run() {
     while (!stopped) {
       ctrl = new AbortController();
       try {
-        const res = await fetch('/v1/dashboard/feed', { headers: headers(), signal: ctrl.signal });
+        const res = await fetch(path, { headers: headers(), signal: ctrl.signal });
         if (!res.ok) throw new ApiError(res.status, 'feed refused');
         onState('live');
         await readEvents(res.body.getReader(), onEvent);

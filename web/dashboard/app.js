@@ -22,7 +22,7 @@ let ctx = null;
 let stopFeed = null;
 
 function newContext() {
-  return { onGpus: null, onJobs: null, after: [], cleanup: [], rerender: () => render() };
+  return { onGpus: null, onJobs: null, feedSince: undefined, after: [], cleanup: [], rerender: () => render() };
 }
 
 async function render() {
@@ -44,7 +44,7 @@ async function render() {
     document.body.dataset.rendered = name;
     performance.mark('hangar:rendered', { detail: name });
     mine.after.forEach((f) => f());
-    startFeed();
+    startFeed(mine.feedSince);
   } catch (e) {
     if (mine !== ctx) return;
     if (e instanceof ApiError && e.status === 401) return login(main, e.message);
@@ -88,11 +88,17 @@ async function checkWho() {
   }
 }
 
-// The live feed opens after the first render, once per page load.
-function startFeed() {
-  if (stopFeed) return;
+// The live feed opens after the first render. A view that drew the map from a snapshot
+// (ctx.feedSince) has it reopened from that snapshot, so that no change in between is lost;
+// else it starts from now and stays open across views.
+let feedSince;
+function startFeed(since) {
+  if (stopFeed && (since === undefined || since === feedSince)) return;
+  if (stopFeed) stopFeed();
+  feedSince = since;
   const status = document.getElementById('feed-status');
-  stopFeed = openFeed((name, data) => {
+  const path = since === undefined ? '/v1/dashboard/feed' : `/v1/dashboard/feed?since=${since}`;
+  stopFeed = openFeed(path, (name, data) => {
     if (name === 'gpus' && ctx && ctx.onGpus) ctx.onGpus(data.nodes);
     if (name === 'jobs' && ctx && ctx.onJobs) ctx.onJobs(data.generation);
   }, (state) => {
@@ -101,7 +107,18 @@ function startFeed() {
   });
 }
 
+// A page left for another keeps its feed open if the browser keeps the page (the back-forward
+// cache): six such pages take every connection the browser allows to this host, and the next
+// page never loads. Close it when the page is hidden; draw afresh if the page comes back.
+function closeFeed() {
+  if (stopFeed) stopFeed();
+  stopFeed = null;
+  feedSince = undefined;
+}
+
 async function start() {
+  window.addEventListener('pagehide', closeFeed);
+  window.addEventListener('pageshow', (e) => { if (e.persisted) render(); });
   const header = document.querySelector('header');
   header.append(h('span', { id: 'who' }));
   checkWho();  // beside the first view, not before it

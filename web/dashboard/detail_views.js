@@ -2,10 +2,17 @@
 import { get, getText } from './api.js';
 import { fill, h, table, jobLink, nodeLink, when, gpuCount } from './dom.js';
 import { STATES } from './states.js';
+import { sharesByGpu } from './map.js';
 
 function events(list) {
   if (!list || !list.length) return h('p', {}, 'No events.');
   return h('ol', { class: 'events' }, list.map((e) => h('li', {}, h('time', {}, when(e.time_ms)), ` ${e.kind}: ${e.message}`)));
+}
+
+// A GPU's fractions or MIG instances: "job 12: 0.50", "job 7: MIG slices 0-3" (whole: "—").
+function shareCell(list) {
+  if (!list) return '—';
+  return list.map((s, i) => [i ? ', ' : '', jobLink(s[1]), s[3] >= 0 ? `: MIG slices ${s[3]}-${s[3] + s[4] - 1}` : `: ${(s[2] / 1000).toFixed(2)}`]);
 }
 
 async function mapRows() {
@@ -17,8 +24,12 @@ export async function nodeView(main, ctx, name) {
   const [node, rows] = await Promise.all([get(`/v1/nodes/${encodeURIComponent(name)}`), mapRows()]);
   const row = rows.get(name);
   const gpus = h('div', { id: 'node-gpus' });
-  const draw = (r) => gpus.replaceChildren(table('GPUs', ['GPU', 'State', 'Utilisation', 'Temperature'],
-    [...(r ? r[4] : '')].map((c, g) => [`GPU ${g}`, h('span', {}, h('span', { class: `swatch swatch-${c}`, 'aria-hidden': 'true' }), ' ', STATES[c].name), `${r[5][g]} %`, `${r[6][g]} °C`])));
+  const draw = (r) => {
+    const shares = r ? sharesByGpu(r) : new Map();
+    gpus.replaceChildren(table('GPUs', ['GPU', 'State', 'Utilisation', 'Temperature', 'Shared by'],
+      [...(r ? r[4] : '')].map((c, g) => [`GPU ${g}`, h('span', {}, h('span', { class: `swatch swatch-${c}`, 'aria-hidden': 'true' }), ' ', STATES[c].name),
+        `${r[5][g]} %`, `${r[6][g]} °C`, shareCell(shares.get(g))])));
+  };
   draw(row);
   fill(main, h('h2', {}, `Node ${node.name}`),
     h('p', { id: 'node-state' }, `${node.state}${node.reason ? ': ' + node.reason : ''} — ${node.model}, ${node.spine} / ${node.leaf}, `,

@@ -1,6 +1,8 @@
-// The cluster map on a canvas: spine -> leaf -> node -> GPU, one cell per GPU. Drawn once, then
-// only the cells whose state changed are redrawn (update()).
-import { STATES, rampColour } from './states.js';
+// The cluster map on a canvas: spine -> leaf -> node -> GPU, one cell per GPU. Drawn once (small
+// cells straight into the pixels), then only the nodes whose row changed are redrawn (update()).
+// A GPU shared by fractions is filled from the bottom by the share in use; a MIG GPU shows its
+// eight memory slices, each instance a block.
+import { STATES, rampColour, packRgb } from './states.js';
 
 const GPU_COLS = 4;
 
@@ -70,26 +72,67 @@ export class ClusterMap {
 
   draw() {
     const ctx = this.canvas.getContext('2d');
-    ctx.fillStyle = '#ffffff';
-    ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
+    if (this.cell <= 8) {
+      this.drawPixels(ctx);  // one putImageData for every cell: no per-cell canvas call
+    } else {
+      ctx.fillStyle = '#ffffff';
+      ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
+      for (let k = 0; k < this.rows.length; k++) this.drawNode(ctx, k);
+    }
     ctx.fillStyle = '#1b2733';
     ctx.textBaseline = 'alphabetic';
     for (const g of this.groups) {
       ctx.font = g.kind === 'spine' ? `bold ${this.label - 1}px sans-serif` : `${this.label - 3}px sans-serif`;
       ctx.fillText(g.name, g.x, g.y);
     }
-    for (let k = 0; k < this.rows.length; k++) this.drawNode(ctx, k);
+    if (this.selected >= 0) this.drawNode(ctx, this.selected);
+  }
+
+  // Every cell written straight into the canvas's pixels (small cells: no marks, no shares),
+  // the same colours and free-cell outline as drawCell.
+  drawPixels(ctx) {
+    const w = this.canvas.width;
+    const img = ctx.createImageData(w, this.canvas.height);
+    const px = new Uint32Array(img.data.buffer);
+    px.fill(0xffffffff);
+    const c = this.cell - (this.cell >= 8 ? 2 : 1);
+    const outline = packRgb('#9aa5b1');
+    for (let k = 0; k < this.rows.length; k++) {
+      const r = this.rects[k];
+      const row = this.rows[k];
+      const codes = row[4];
+      for (let g = 0; g < codes.length; g++) {
+        const x0 = r.x + (g % GPU_COLS) * this.cell;
+        const y0 = r.y + Math.floor(g / GPU_COLS) * this.cell;
+        const fill = packRgb(this.fillOf(codes[g], row[5][g], row[6][g]));
+        const edge = codes[g] === 'f' ? outline : fill;
+        for (let y = 0; y < c; y++) {
+          const at = (y0 + y) * w + x0;
+          const border = y === 0 || y === c - 1;
+          for (let x = 0; x < c; x++) px[at + x] = border || x === 0 || x === c - 1 ? edge : fill;
+        }
+      }
+    }
+    ctx.putImageData(img, 0, 0);
+  }
+
+  fillOf(code, util, temp) {
+    if (this.mode === 'util' && code !== 'o') return rampColour(util / 100);
+    if (this.mode === 'temp' && code !== 'o') return rampColour((temp - 25) / 65);
+    return (STATES[code] || STATES.o).fill;
   }
 
   drawNode(ctx, k) {
     const r = this.rects[k];
     const row = this.rows[k];
     const codes = row[4];
-    ctx.clearRect(r.x - 2, r.y - 2, this.nodeW, this.nodeH);  // with the selection outline
+    ctx.fillStyle = '#ffffff';  // over the old cells and selection outline
+    ctx.fillRect(r.x - 2, r.y - 2, this.nodeW, this.nodeH);
+    const shares = sharesByGpu(row);
     for (let g = 0; g < codes.length; g++) {
       const x = r.x + (g % GPU_COLS) * this.cell;
       const y = r.y + Math.floor(g / GPU_COLS) * this.cell;
-      this.drawCell(ctx, x, y, codes[g], row[5][g], row[6][g]);
+      this.drawCell(ctx, x, y, codes[g], row[5][g], row[6][g], shares.get(g));
     }
     const rowsH = Math.ceil(codes.length / GPU_COLS) * this.cell;
     if (this.names) {
@@ -106,13 +149,15 @@ export class ClusterMap {
     }
   }
 
-  drawCell(ctx, x, y, code, util, temp) {
+  drawCell(ctx, x, y, code, util, temp, shares) {
     const s = STATES[code] || STATES.o;
     const c = this.cell - (this.cell >= 8 ? 2 : 1);
-    if (this.mode === 'util' && code !== 'o') ctx.fillStyle = rampColour(util / 100);
-    else if (this.mode === 'temp' && code !== 'o') ctx.fillStyle = rampColour((temp - 25) / 65);
-    else ctx.fillStyle = s.fill;
+    ctx.fillStyle = this.fillOf(code, util, temp);
     ctx.fillRect(x, y, c, c);
+    if (shares && c >= 6 && this.mode === 'state' && (code === 'a' || code === 'i')) {
+      drawShares(ctx, x, y, c, shares, s);
+      return;
+    }
     if (code === 'f') {
       ctx.strokeStyle = '#9aa5b1';
       ctx.lineWidth = 1;
@@ -214,4 +259,40 @@ export class ClusterMap {
     }
     return best;
   }
+}
+
+// Row element 8: [gpu, job, milli, mig_start, mig_slices] per grant of part of a GPU.
+export function sharesByGpu(row) {
+  const out = new Map();
+  for (const sh of row[8] || []) {
+    if (!out.has(sh[0])) out.set(sh[0], []);
+    out.get(sh[0]).push(sh);
+  }
+  return out;
+}
+
+// A shared GPU's cell: free background; MIG instances as blocks over its 8 memory slices, or the
+// fractions in use filled from the bottom; a line between two jobs' parts.
+function drawShares(ctx, x, y, c, shares, s) {
+  ctx.fillStyle = STATES.f.fill;
+  ctx.fillRect(x, y, c, c);
+  ctx.fillStyle = s.fill;
+  if (shares[0][3] >= 0) {
+    for (const sh of shares) {
+      const x0 = x + Math.round((sh[3] * c) / 8);
+      const x1 = x + Math.round(((sh[3] + sh[4]) * c) / 8);
+      ctx.fillRect(x0, y, Math.max(1, x1 - x0 - 1), c);
+    }
+  } else {
+    let used = 0;
+    for (const sh of shares) {
+      const h0 = Math.round((used * c) / 1000);
+      used = Math.min(1000, used + sh[2]);
+      const h1 = Math.round((used * c) / 1000);
+      ctx.fillRect(x, y + c - h1, c, Math.max(1, h1 - h0 - 1));
+    }
+  }
+  ctx.strokeStyle = '#2f6db5';
+  ctx.lineWidth = 1;
+  ctx.strokeRect(x + 0.5, y + 0.5, c - 1, c - 1);
 }

@@ -16,8 +16,32 @@ export const ORDER = ['f', 'a', 'i', 'v', 's', 'd', 'q', 'o'];
 // Utilisation or temperature as a colour on a light-to-dark blue ramp (readable in greyscale).
 export function rampColour(fraction) {
   const f = Math.max(0, Math.min(1, fraction));
-  const l = 95 - f * 70;
+  const l = Math.round(95 - f * 70);  // whole percents: 71 colours, each packed once
   return `hsl(215, 70%, ${l}%)`;
+}
+
+// '#rrggbb' or 'hsl(h, s%, l%)' as one canvas pixel (RGBA in little-endian memory order).
+const packed = new Map();
+export function packRgb(colour) {
+  let v = packed.get(colour);
+  if (v !== undefined) return v;
+  let rgb;
+  if (colour.startsWith('#')) rgb = [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16));
+  else rgb = hslToRgb(...colour.match(/[\d.]+/g).map(Number));
+  v = ((255 << 24) | (rgb[2] << 16) | (rgb[1] << 8) | rgb[0]) >>> 0;
+  packed.set(colour, v);
+  return v;
+}
+
+function hslToRgb(hue, sat, light) {
+  const s = sat / 100;
+  const l = light / 100;
+  const a = s * Math.min(l, 1 - l);
+  const f = (n) => {
+    const k = (n + hue / 30) % 12;
+    return Math.round(255 * (l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1))));
+  };
+  return [f(0), f(8), f(4)];
 }
 
 export function countCodes(codes) {

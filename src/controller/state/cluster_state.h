@@ -394,6 +394,15 @@ class ClusterState {
     std::string job, queue, user;  // who holds it now ("" when idle; ids joined by "," when shared)
   };
   std::vector<GpuSeries> GpuMetrics() const;
+  // Every GPU grant of the jobs holding resources, with its job, in job order: one pass over
+  // them and no strings (the dashboard's map, controller/web_ui.h, at 81,920 GPUs).
+  std::vector<std::pair<sched::JobId, cluster::GpuGrant>> GpuGrants() const;
+  // Node `n`'s record (connected, each GPU's last telemetry), read-only.
+  const NodeRecord& node_record(uint32_t n) const { return nodes_[n]; }
+  // Every job by id, and the ids of the pending ones, read-only: the dashboard's queue walks the
+  // two side by side instead of looking up 100,000 pending jobs one by one.
+  const std::map<sched::JobId, JobRecord>& jobs() const { return jobs_; }
+  const std::set<sched::JobId>& pending_ids() const { return pending_; }
   // Every node's state as `hangar nodes` shows it (ready, quarantined, lost, ...), for /metrics.
   std::vector<std::pair<std::string, std::string>> NodeStates() const;
   const health::HealthEngine& health() const { return health_; }

@@ -115,4 +115,12 @@ std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter
   return out;
 }
 
+std::vector<std::pair<sched::JobId, cluster::GpuGrant>> ClusterState::GpuGrants() const {
+  std::vector<std::pair<sched::JobId, cluster::GpuGrant>> out;
+  for (sched::JobId id : active_) {
+    for (const cluster::GpuGrant& g : jobs_.at(id).assignment.grants) out.emplace_back(id, g);
+  }
+  return out;
+}
+
 }  // namespace hangar::controller
