@@ -89,6 +89,13 @@ void Agent::SweepContainers() {
 
 Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const {
   if (!podman_) return Status::FailedPrecondition("node " + options_.node + " cannot run container tasks: " + podman_error_);
+  if (l.mig_instances_size() > 0 && podman_->options().gpu_devices == "cdi") {
+    // nvidia-ctk names MIG devices by the instance's own UUID, which this agent does not track
+    // yet: handing the container the whole GPU would break the isolation MIG promises.
+    return Status::Unimplemented("node " + options_.node +
+                                 ": MIG tasks in containers are not supported yet with CDI; run this task group "
+                                 "without image:, or on whole GPUs");
+  }
   const pb::Container& c = l.container();
   ContainerRun run;
   run.name = ContainerName(options_.node, l.task_id());
