@@ -76,15 +76,21 @@ std::string GangSpec(const std::string& name, const std::string& image, int n, c
          "/" + name + ".$HANGAR_JOB_ID.$RANK; exec sleep 600']}]\n";
 }
 
-// When the last task of job `id` started its command (ms since the epoch); 0 if not all did.
-double AllStartedAt(const std::string& name, uint64_t id, int n) {
+// The latest modification time of <g_out>/<prefix><r> for r in [0, n), in ms since the epoch; 0
+// unless all exist.
+double LatestMtime(const std::string& prefix, int n) {
   double last = 0;
   for (int r = 0; r < n; ++r) {
     struct stat st {};
-    if (stat((g_out + "/" + name + "." + std::to_string(id) + "." + std::to_string(r)).c_str(), &st) != 0) return 0;
+    if (stat((g_out + "/" + prefix + std::to_string(r)).c_str(), &st) != 0) return 0;
     last = std::max(last, st.st_mtim.tv_sec * 1000.0 + st.st_mtim.tv_nsec / 1e6);
   }
   return last;
+}
+
+// When the last task of job `id` started its command; 0 if not all did.
+double AllStartedAt(const std::string& name, uint64_t id, int n) {
+  return LatestMtime(name + "." + std::to_string(id) + ".", n);
 }
 
 double WaitAllStarted(const std::string& name, uint64_t id, int n) {
@@ -189,14 +195,9 @@ double PodmanFloorMs(LocalCluster& c, const std::string& image, int nodes) {
     });
   }
   for (auto& t : runs) t.join();
-  double last = 0;
-  for (int r = 0; r < nodes; ++r) {
-    struct stat st {};
-    if (stat((g_out + "/floor." + std::to_string(r)).c_str(), &st) != 0) return 0;
-    last = std::max(last, st.st_mtim.tv_sec * 1000.0 + st.st_mtim.tv_nsec / 1e6);
-    fs::remove(g_out + "/floor." + std::to_string(r));
-  }
-  return last - start;
+  const double last = LatestMtime("floor.", nodes);
+  for (int r = 0; r < nodes; ++r) fs::remove(g_out + "/floor." + std::to_string(r));
+  return last > 0 ? last - start : 0;
 }
 
 }  // namespace

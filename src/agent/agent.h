@@ -109,7 +109,9 @@ class Agent {
  private:
   void Session(const std::atomic<bool>* stop);
   void Handle(const pb::ControllerMessage& m);
-  void HandleLaunch(const pb::Launch& l);
+  void HandleLaunch(const pb::Launch& l);  // agent_launch.cc, as are the next three
+  // The launch's argv, environment (Hangar's additions too), folders and limits.
+  TaskLaunch BaseLaunch(const pb::Launch& l, const std::string& dir) const;
   void HandleStop(const pb::Stop& s);
   void HandleLog(const pb::LogRequest& r);
   void HandleValidate(const pb::Validate& v);

@@ -22,15 +22,12 @@ StatusOr<std::string> Resolve(const job::ImageRef& ref, const ImageResolverOptio
   }
   const std::string registry = ref.registry.empty() ? "the default registry" : ref.registry;
   if (!r->ok()) {
-    const std::string& e = r->err;
-    auto has = [&](const char* s) { return e.find(s) != std::string::npos; };
-    if (has("manifest unknown") || has("name unknown") || has("not found") || has("MANIFEST_UNKNOWN") ||
-        has("NAME_UNKNOWN")) {
+    const job::RegistryError e = job::ClassifyRegistryError(r->err);
+    if (e == job::RegistryError::kNotFound) {
       return Status::NotFound("image " + ref.Reference() + " does not exist in registry " + registry +
                               "; push it there, or fix the name or tag");
     }
-    if (r->timed_out || has("connection refused") || has("no such host") || has("i/o timeout") ||
-        has("network is unreachable")) {
+    if (r->timed_out || e == job::RegistryError::kUnreachable) {
       return Status::Unavailable("registry " + registry + " did not answer for image " + ref.Reference() +
                                  " (" + r->Describe() + "); nothing was submitted: submit again when it is up");
     }

@@ -70,6 +70,24 @@ StatusOr<ImageRef> ParseImageRef(std::string_view text) {
   return r;
 }
 
+std::string RegistryOf(const std::string& ref) {
+  auto r = ParseImageRef(ref);
+  return r.ok() && !r->registry.empty() ? r->registry : "the default registry";
+}
+
+RegistryError ClassifyRegistryError(std::string_view err) {
+  auto has = [&](const char* s) { return err.find(s) != std::string_view::npos; };
+  if (has("manifest unknown") || has("not found") || has("name unknown") || has("NAME_UNKNOWN") ||
+      has("MANIFEST_UNKNOWN")) {
+    return RegistryError::kNotFound;
+  }
+  if (has("connection refused") || has("no such host") || has("i/o timeout") || has("connect:") ||
+      has("network is unreachable") || has("TLS handshake timeout")) {
+    return RegistryError::kUnreachable;
+  }
+  return RegistryError::kOther;
+}
+
 StatusOr<Mount> ParseMount(std::string_view text) {
   const std::string t(text);
   std::vector<std::string> parts;

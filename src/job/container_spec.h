@@ -35,6 +35,14 @@ struct ImageRef {
 // The error names the part that is wrong and shows the form.
 StatusOr<ImageRef> ParseImageRef(std::string_view text);
 
+// "127.0.0.1:5000" for a reference that names its registry, else "the default registry"; for
+// messages.
+std::string RegistryOf(const std::string& ref);
+
+// What a registry client's (podman's, skopeo's) error output says went wrong.
+enum class RegistryError { kOther, kNotFound, kUnreachable };
+RegistryError ClassifyRegistryError(std::string_view err);
+
 struct Mount {
   std::string host;  // an absolute path on the node
   std::string path;  // an absolute path in the container

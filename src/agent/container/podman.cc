@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include "job/container_spec.h"
 
 namespace hangar::agent {
 namespace fs = std::filesystem;
@@ -31,27 +34,6 @@ Status WriteFile(const std::string& path, const std::string& text) {
   out.close();
   if (!out) return Status::Unavailable("cannot write " + path);
   return Status::Ok();
-}
-
-std::string Registry(const std::string& ref) {
-  const size_t slash = ref.find('/');
-  if (slash == std::string::npos) return "the default registry";
-  const std::string first = ref.substr(0, slash);
-  const bool is_host = first.find('.') != std::string::npos || first.find(':') != std::string::npos || first == "localhost";
-  return is_host ? first : "the default registry";
-}
-
-PullFailure Classify(const std::string& err) {
-  auto has = [&](const char* s) { return err.find(s) != std::string::npos; };
-  if (has("manifest unknown") || has("not found") || has("name unknown") || has("NAME_UNKNOWN") ||
-      has("MANIFEST_UNKNOWN")) {
-    return PullFailure::kNotFound;
-  }
-  if (has("connection refused") || has("no such host") || has("i/o timeout") || has("connect:") ||
-      has("network is unreachable") || has("TLS handshake timeout")) {
-    return PullFailure::kUnreachable;
-  }
-  return PullFailure::kOther;
 }
 
 }  // namespace
@@ -92,7 +74,7 @@ StatusOr<Podman> Podman::Open(PodmanOptions o) {
     }
     HANGAR_RETURN_IF_ERROR(WriteFile(p.registries_conf_, reg));
   }
-  auto v = p.Run({"--version"}, 20 * kSecond);
+  auto v = RunCommand({o.binary, "--version"});
   if (!v.ok() || !v->ok()) {
     return Status::FailedPrecondition("podman does not run (" +
                                       (v.ok() ? v->Describe() : v.status().message()) +
@@ -131,8 +113,9 @@ std::vector<std::string> Podman::RunArgv(const ContainerRun& r) const {
   for (const auto& d : r.devices) a.insert(a.end(), {"--device", d});
   if (!r.devices.empty()) a.insert(a.end(), {"--cap-add", "IPC_LOCK"});
   if (r.milli_cpu > 0) {
-    a.insert(a.end(), {"--cpus", std::to_string(r.milli_cpu / 1000) + "." + std::to_string(r.milli_cpu % 1000 / 100) +
-                                     std::to_string(r.milli_cpu % 100 / 10) + std::to_string(r.milli_cpu % 10)});
+    char cpus[32];
+    std::snprintf(cpus, sizeof cpus, "%.3f", static_cast<double>(r.milli_cpu) / 1000.0);
+    a.insert(a.end(), {"--cpus", cpus});
   }
   if (r.memory_mib > 0) a.insert(a.end(), {"--memory", std::to_string(r.memory_mib) + "m"});
   if (r.shm_size_mib > 0) a.insert(a.end(), {"--shm-size", std::to_string(r.shm_size_mib) + "m"});
@@ -145,7 +128,6 @@ std::vector<std::string> Podman::RunArgv(const ContainerRun& r) const {
 StatusOr<CommandResult> Podman::Run(std::vector<std::string> args, Duration timeout) const {
   std::vector<std::string> argv = Global();
   argv.insert(argv.end(), args.begin(), args.end());
-  if (args.size() == 1 && args[0] == "--version") argv = {options_.binary, "--version"};
   CommandOptions o;
   o.env = Environment();
   o.timeout = timeout;
@@ -166,8 +148,11 @@ PullOutcome Podman::Pull(const std::string& ref, Duration timeout) const {
   out.took = SystemClock::Default()->Now() - start;
   if (r.ok() && r->ok()) return out;
   const std::string why = r.ok() ? r->Describe() : r.status().message();
-  out.failure = r.ok() ? Classify(r->err) : PullFailure::kOther;
-  const std::string registry = Registry(ref);
+  const job::RegistryError e = r.ok() ? job::ClassifyRegistryError(r->err) : job::RegistryError::kOther;
+  out.failure = e == job::RegistryError::kNotFound      ? PullFailure::kNotFound
+                : e == job::RegistryError::kUnreachable ? PullFailure::kUnreachable
+                                                        : PullFailure::kOther;
+  const std::string registry = job::RegistryOf(ref);
   switch (out.failure) {
     case PullFailure::kNotFound:
       out.message = "image " + ref + " does not exist in registry " + registry + " (" + why + ")";
