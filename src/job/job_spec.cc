@@ -234,11 +234,19 @@ class JobParser {
     }
     HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(root, "workdir"));  // the groups' default
     HANGAR_ASSIGN_OR_RETURN(auto image, src_.OptString(root, "image"));
+    std::vector<ArtifactSpec> job_artifacts;  // every group's, before its own
+    HANGAR_RETURN_IF_ERROR(ParseArtifacts(root, &job_artifacts));
     for (const auto& t : tasks) {
       HANGAR_ASSIGN_OR_RETURN(TaskGroupSpec group, ParseTaskGroup(t));
       if (group.workdir.empty() && workdir) group.workdir = *workdir;
       if (group.container.image.empty() && image) group.container.image = *image;
+      group.artifacts.insert(group.artifacts.begin(), job_artifacts.begin(), job_artifacts.end());
       if (Status c = CheckContainer(group); !c.ok()) return src_.Error(t, c.message());
+      for (const auto& a : group.artifacts) {
+        if (Status c = CheckArtifact(a, !group.container.empty()); !c.ok()) {
+          return src_.Error(t, "task group '" + group.name + "': " + c.message());
+        }
+      }
       for (const auto& other : spec.tasks) {
         if (other.name == group.name) {
           return src_.Error(t, "two task groups are named '" + group.name + "'; give each its own name");
@@ -254,13 +262,16 @@ class JobParser {
  private:
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
-                                                  "workdir",  "run_as",   "array",      "after",        "image"};
+                                                  "workdir",  "run_as",   "array",      "after",        "image",
+                                                  "artifacts"};
+  static constexpr std::string_view kArtifactKeys[] = {"source", "sha256", "size", "path", "shard_by", "shards"};
+  static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
   static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
   static constexpr std::string_view kTaskKeys[] = {
       "name",           "replicas",    "gpus",           "gpu_fraction", "gpu_memory", "mig",           "gpu_models",
       "min_gpu_memory", "cpu_per_gpu", "memory_per_gpu", "cpu",          "memory",     "node_selector", "command",
-      "env",            "workdir",     "image",          "mounts",       "shm_size"};
+      "env",            "workdir",     "image",          "mounts",       "shm_size",      "artifacts"};
 
   // Every unknown key of the job, its checkpoint, topology and task groups in one error, so a
   // spec with several typos is fixed in one round.
@@ -269,8 +280,12 @@ class JobParser {
     src_.UnknownKeys(root, "the job", kJobKeys, &unknown);
     if (const YAML::Node cp = root["checkpoint"]) src_.UnknownKeys(cp, "checkpoint", kCheckpointKeys, &unknown);
     if (const YAML::Node topo = root["topology"]) src_.UnknownKeys(topo, "topology", kTopologyKeys, &unknown);
+    ArtifactKeys(root, &unknown);
     if (const YAML::Node tasks = root["tasks"]; tasks && tasks.IsSequence()) {
-      for (const auto& t : tasks) src_.UnknownKeys(t, "a task group", kTaskKeys, &unknown);
+      for (const auto& t : tasks) {
+        src_.UnknownKeys(t, "a task group", kTaskKeys, &unknown);
+        if (t.IsMap()) ArtifactKeys(t, &unknown);
+      }
     }
     return JoinUnknownKeys(unknown);
   }
@@ -420,6 +435,7 @@ class JobParser {
     HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(t, "workdir"));
     if (workdir) g.workdir = *workdir;
     HANGAR_RETURN_IF_ERROR(ParseContainer(t, &g));
+    HANGAR_RETURN_IF_ERROR(ParseArtifacts(t, &g.artifacts));
     if (const YAML::Node env = t["env"]) {
       if (!env.IsMap()) return src_.Error(env, "env must be a map of NAME: value");
       static const std::regex env_re(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
@@ -432,6 +448,70 @@ class JobParser {
       }
     }
     return g;
+  }
+
+  void ArtifactKeys(const YAML::Node& map, std::vector<std::string>* unknown) {
+    const YAML::Node list = map["artifacts"];
+    if (!list || !list.IsSequence()) return;
+    for (const auto& a : list) {
+      if (!a.IsMap()) continue;
+      src_.UnknownKeys(a, "an artifact", kArtifactKeys, unknown);
+      if (const YAML::Node shards = a["shards"]; shards && shards.IsSequence()) {
+        for (const auto& s : shards) {
+          if (s.IsMap()) src_.UnknownKeys(s, "a shard", kShardKeys, unknown);
+        }
+      }
+    }
+  }
+
+  StatusOr<ArtifactObject> ParseArtifactObject(const YAML::Node& m) {
+    ArtifactObject o;
+    HANGAR_ASSIGN_OR_RETURN(auto source, src_.OptString(m, "source"));
+    HANGAR_ASSIGN_OR_RETURN(auto sha, src_.OptString(m, "sha256"));
+    HANGAR_ASSIGN_OR_RETURN(auto size, src_.OptString(m, "size"));
+    if (source) o.source = *source;
+    if (sha) {
+      auto d = ParseSha256(*sha);
+      if (!d.ok()) return src_.Error(m["sha256"], d.status().message());
+      o.digest = *d;
+    }
+    if (size) {
+      auto b = ParseByteSize(*size);
+      if (!b.ok()) return src_.Error(m["size"], b.status().message());
+      o.bytes = *b;
+    }
+    return o;
+  }
+
+  Status ParseArtifacts(const YAML::Node& map, std::vector<ArtifactSpec>* out) {
+    const YAML::Node list = map["artifacts"];
+    if (!list) return Status::Ok();
+    if (!list.IsSequence()) return src_.Error(list, "artifacts must be a list of {source, sha256, size, path}");
+    for (const auto& m : list) {
+      if (!m.IsMap()) return src_.Error(m, "an artifact is a map: {source, sha256, size, path}");
+      ArtifactSpec a;
+      HANGAR_ASSIGN_OR_RETURN(auto path, src_.OptString(m, "path"));
+      HANGAR_ASSIGN_OR_RETURN(auto shard_by, src_.OptString(m, "shard_by"));
+      if (path) a.path = *path;
+      if (shard_by && *shard_by != "rank") return src_.Error(m["shard_by"], "shard_by can only be 'rank'");
+      a.shard_by_rank = shard_by.has_value();
+      const YAML::Node shards = m["shards"];
+      if (shards && !a.shard_by_rank) return src_.Error(shards, "shards are split across tasks: add shard_by: rank");
+      if (a.shard_by_rank && (!shards || !shards.IsSequence() || m["source"])) {
+        return src_.Error(m, "an artifact with shard_by: rank lists its files under shards: [{source, sha256, size}, ...]");
+      }
+      if (shards) {
+        for (const auto& s : shards) {
+          HANGAR_ASSIGN_OR_RETURN(ArtifactObject o, ParseArtifactObject(s));
+          a.objects.push_back(std::move(o));
+        }
+      } else {
+        HANGAR_ASSIGN_OR_RETURN(ArtifactObject o, ParseArtifactObject(m));
+        a.objects.push_back(std::move(o));
+      }
+      out->push_back(std::move(a));
+    }
+    return Status::Ok();
   }
 
   Status ParseContainer(const YAML::Node& t, TaskGroupSpec* g) {
@@ -504,6 +584,29 @@ StatusOr<JobSpec> LoadJobFile(const std::string& path) {
   return ParseJobSpec(ss.str(), path);
 }
 
+namespace {
+
+nlohmann::json ArtifactsJson(const std::vector<ArtifactSpec>& list) {
+  auto object = [](const ArtifactObject& o) {
+    return nlohmann::json{{"source", o.source}, {"sha256", o.digest}, {"size", std::to_string(o.bytes)}};
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& a : list) {
+    nlohmann::json j = {{"path", a.path}};
+    if (a.shard_by_rank) {
+      j["shard_by"] = "rank";
+      j["shards"] = nlohmann::json::array();
+      for (const auto& o : a.objects) j["shards"].push_back(object(o));
+    } else if (!a.objects.empty()) {
+      j.update(object(a.objects.front()));
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json JobSpecToJson(const JobSpec& spec) {
   using nlohmann::json;
   json j;
@@ -557,6 +660,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
       for (const auto& m : t.container.mounts) mounts.push_back(MountText(m));
       g["mounts"] = mounts;
     }
+    if (!t.artifacts.empty()) g["artifacts"] = ArtifactsJson(t.artifacts);
     if (!t.env.empty()) {
       json env = json::object();
       for (const auto& [k, v] : t.env) env[k] = v;

@@ -13,6 +13,7 @@
 
 #include "cluster/topology.h"
 #include "job/batch_spec.h"
+#include "job/artifact_spec.h"
 #include "job/container_spec.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -57,6 +58,9 @@ struct TaskGroupSpec {
   std::string workdir;
   // `image:` and its mounts: the task runs in a container (docs/containers.md). Empty: a process.
   ContainerSpec container;
+  // `artifacts:` (and the job's): files staged into the node's cache before the task starts,
+  // visible read-only in the task (docs/data.md).
+  std::vector<ArtifactSpec> artifacts;
 
   int GpusPerReplica() const { return gpu.kind == GpuKind::kNone ? 0 : gpu.count; }
   int64_t ReplicaMilliCpu() const { return cpu + cpu_per_gpu * GpusPerReplica(); }
