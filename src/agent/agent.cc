@@ -29,7 +29,7 @@ nlohmann::json ToJson(const TaskRecord& r) {
           {"pid", r.pid},         {"ended", r.ended},   {"exit_code", r.exit_code}, {"signal", r.signal},
           {"stopped", r.stopped}, {"failed_to_start", r.failed_to_start}, {"message", r.message},
           {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}, {"container", r.container},
-          {"image", r.image}};
+          {"image", r.image},     {"artifacts", r.artifacts}};
 }
 
 TaskRecord FromJson(const nlohmann::json& j) {
@@ -50,6 +50,7 @@ TaskRecord FromJson(const nlohmann::json& j) {
   r.uid = j.value("uid", int64_t{-1});
   r.container = j.value("container", "");
   r.image = j.value("image", "");
+  r.artifacts = j.value("artifacts", std::vector<std::string>{});
   return r;
 }
 
@@ -118,6 +119,7 @@ Status Agent::Init() {
     SaveRecords();
   }
   InitContainers();
+  HANGAR_RETURN_IF_ERROR(InitData());
   StartSocket();
   return Status::Ok();
 }
@@ -339,7 +341,7 @@ void Agent::Session(const std::atomic<bool>* stop) {
     for (const auto& [id, r] : records_) if (r.ended) ended.push_back(r);
   }
   for (const auto& r : ended) SendStatus(r);
-  if (images_) SendImages();
+  SendImages();
   for (const auto& [id, c] : unsent) {
     pb::AgentMessage m;
     *m.mutable_checkpoint_done() = c;
@@ -373,6 +375,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
   switch (m.body_case()) {
     case pb::ControllerMessage::kRegistered:
       if (m.registered().heartbeat_interval_ms() > 0) heartbeat_ms_ = m.registered().heartbeat_interval_ms();
+      SetDataToken(m.registered().data_token());
       for (const auto& id : m.registered().stop_tasks()) {
         pb::Stop s;
         s.set_task_id(id);

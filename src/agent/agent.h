@@ -34,6 +34,9 @@
 #include "agent/checkpoint_socket.h"
 #include "agent/container/image_cache.h"
 #include "agent/container/podman.h"
+#include "agent/data/data_server.h"
+#include "agent/data/object_cache.h"
+#include "agent/data/stager.h"
 #include "agent/gpu/gpu_backend.h"
 #include "agent/runner/task_runner.h"
 #include "common/time.h"
@@ -48,6 +51,14 @@ struct ContainerOptions {
   int64_t image_cache_budget_bytes = 0;  // 0: no budget
   // The static `hangar` for inside containers; empty: hangar-in-container beside hangar_binary.
   std::string in_container_tool;
+};
+
+// The node's artifact cache and data port (issue 19, docs/data.md).
+struct DataOptions {
+  std::string cache_dir;  // empty: <state dir>/cache (give it the node's local scratch disk)
+  int64_t cache_budget_bytes = 0;  // 0: no budget
+  // HOST:PORT on the data network where peers read this node's cache; empty: serves no peers.
+  std::string address;
 };
 
 struct AgentOptions {
@@ -71,6 +82,7 @@ struct AgentOptions {
   bool stop_tasks_on_exit = false;
   Duration stop_tasks_grace = 2 * kSecond;
   ContainerOptions containers;
+  DataOptions data;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -91,6 +103,7 @@ struct TaskRecord {
   int64_t uid = -1;  // who it runs as; -1: the agent's own user (records of older agents)
   std::string container;  // the podman container it runs in; empty: a process
   std::string image;
+  std::vector<std::string> artifacts;  // digests of the cached objects it sees
 };
 
 class Agent {
@@ -149,6 +162,14 @@ class Agent {
   void StageLoop(const std::atomic<bool>* stop);
   void StageImage(const pb::Stage& s, const std::string& image, const std::atomic<bool>* stop);
   void SendImages();
+  // Artifacts (agent_data.cc).
+  Status InitData();
+  void SetDataToken(const std::string& token);
+  void StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a, const std::atomic<bool>* stop);
+  std::set<std::string> ArtifactsInUse();
+  // Checks that the launch's artifacts are here and shows them to the task: for a process,
+  // links under $HANGAR_ARTIFACTS (<task dir>/artifacts); a container gets them mounted read-only.
+  Status PrepareArtifacts(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const;
   std::set<std::string> ImagesInUse();
   void SaveRecords();  // caller holds mu_
   std::string TaskDir(const std::string& task_id) const;
@@ -187,6 +208,11 @@ class Agent {
   std::mutex stage_mu_;  // stage_queue_
   std::condition_variable stage_cv_;
   std::deque<pb::Stage> stage_queue_;
+  std::unique_ptr<data::ObjectCache> objects_;
+  std::unique_ptr<data::DataServer> data_server_;
+  std::unique_ptr<data::Stager> stager_;
+  mutable std::mutex data_mu_;  // data_token_
+  std::string data_token_;
 
   // Last: its thread calls into the members above, so it must go first.
   std::unique_ptr<AgentSocket> socket_;

@@ -52,6 +52,10 @@ struct Flags {
   std::string container_gpus;  // "": cdi with NVML, node:/dev/null with fake GPUs
   std::string image_cache_budget = "0";
   std::string registries_conf;
+  // Artifacts (docs/data.md).
+  std::string cache_dir;
+  std::string cache_budget = "0";
+  std::string data_address;
 };
 
 std::atomic<bool> g_stop{false};
@@ -148,6 +152,11 @@ Status ContainerFlags(const Flags& f, AgentOptions& opt) {
   auto budget = ParseMemoryMiB(f.image_cache_budget);
   if (!budget.ok()) return Status::InvalidArgument("--image-cache-budget: " + budget.status().message());
   c.image_cache_budget_bytes = *budget * 1024 * 1024;
+  auto cache = ParseMemoryMiB(f.cache_budget);
+  if (!cache.ok()) return Status::InvalidArgument("--cache-budget: " + cache.status().message());
+  opt.data.cache_budget_bytes = *cache * 1024 * 1024;
+  opt.data.cache_dir = f.cache_dir.empty() ? "" : std::filesystem::absolute(f.cache_dir).lexically_normal().string();
+  opt.data.address = f.data_address;
   return Status::Ok();
 }
 
@@ -328,6 +337,15 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--image-cache-budget", f->image_cache_budget,
                 "Disk the node's image cache may use, e.g. 200Gi (0: no budget); least recently used images go first")
       ->capture_default_str();
+  c->add_option("--cache-dir", f->cache_dir,
+                "The node's artifact cache, on its local scratch disk (default: STATE_DIR/cache)");
+  c->add_option("--cache-budget", f->cache_budget,
+                "Disk the artifact cache may use, e.g. 2Ti (0: no budget); least recently used objects go first, "
+                "never one a running, placed, reserved or nominated job here needs")
+      ->capture_default_str();
+  c->add_option("--data-address", f->data_address,
+                "HOST:PORT on the cluster's data network where peers read this node's cache (PORT 0: a free one); "
+                "empty: this node serves no peers");
   c->add_option("--registries-conf", f->registries_conf,
                 "A registries.conf for podman (mirrors, a site registry); default: one that pulls loopback "
                 "registries without TLS");

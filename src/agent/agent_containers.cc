@@ -2,6 +2,7 @@
 // Launch names a container runs as a foreground `podman run`; a Stage pulls images ahead of a
 // gang's start and says how it went; the node's image cache is reported to the controller.
 #include <filesystem>
+#include <list>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -114,6 +115,7 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   if (!run.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
   run.workdir = l.workdir();
   for (const auto& m : c.mounts()) run.mounts.push_back({m.host(), m.path(), m.read_only()});
+  for (const auto& a : l.artifacts()) run.mounts.push_back({objects_->PathOf(a.digest()), a.path(), true});
   run.mounts.push_back({dir, dir, false});  // the fake GPU load file, and nothing the task lacks
   if (socket_) run.mounts.push_back({socket_->path(), socket_->path(), false});
   const std::string tool = !options_.containers.in_container_tool.empty() ? options_.containers.in_container_tool
@@ -169,6 +171,7 @@ std::set<std::string> Agent::ImagesInUse() {
 }
 
 void Agent::StageLoop(const std::atomic<bool>* stop) {
+  std::list<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> artifact_threads;
   while (!*stop) {
     pb::Stage s;
     {
@@ -179,8 +182,27 @@ void Agent::StageLoop(const std::atomic<bool>* stop) {
       stage_queue_.pop_front();
     }
     if (images_) images_->SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
+    objects_->SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
+    // Artifacts stage side by side (each reads its own origin or peers); images one by one.
+    for (const auto& a : s.artifacts()) {
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      artifact_threads.emplace_back(std::thread([this, s, a, stop, done] {
+                                      StageArtifact(s, a, stop);
+                                      *done = true;
+                                    }),
+                                    done);
+    }
     for (const auto& image : s.images()) StageImage(s, image, stop);
+    for (auto it = artifact_threads.begin(); it != artifact_threads.end();) {
+      if (*it->second) {
+        it->first.join();
+        it = artifact_threads.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
+  for (auto& [t, done] : artifact_threads) t.join();
 }
 
 void Agent::StageImage(const pb::Stage& s, const std::string& image, const std::atomic<bool>* stop) {
@@ -233,7 +255,10 @@ void Agent::StageImage(const pb::Stage& s, const std::string& image, const std::
 
 void Agent::SendImages() {
   pb::AgentMessage m;
-  *m.mutable_images() = images_->Inventory();
+  pb::ImageInventory* inv = m.mutable_images();
+  if (images_) *inv = images_->Inventory();
+  if (objects_) objects_->FillInventory(inv);
+  if (data_server_) inv->set_data_url(data_server_->url());
   Write(m);
 }
 

@@ -114,6 +114,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     ready = PrepareCheckpointDir(l, *run_as);
   }
   if (ready.ok()) ready = CheckMigInstances(gpus_.gpus, l);
+  if (ready.ok()) ready = PrepareArtifacts(l, dir, &launch, &r);
   if (ready.ok() && l.has_container()) ready = ToContainer(l, dir, &launch, &r);
   if (ready.ok() && !l.has_container() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
     ready = Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + options_.node +

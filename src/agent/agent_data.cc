@@ -1,0 +1,101 @@
+// The agent's artifacts (issue 19, docs/data.md): the node's content-addressed cache, the data
+// port that serves it to peers, staging as the controller's plan says, and showing staged
+// objects to tasks read-only.
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/agent.h"
+
+namespace hangar::agent {
+namespace fs = std::filesystem;
+
+Status Agent::InitData() {
+  const DataOptions& d = options_.data;
+  objects_ = std::make_unique<data::ObjectCache>(d.cache_dir.empty() ? options_.state_dir + "/cache" : d.cache_dir,
+                                                 d.cache_budget_bytes);
+  HANGAR_RETURN_IF_ERROR(objects_->Init(clock_->Now()));
+  stager_ = std::make_unique<data::Stager>(
+      objects_.get(),
+      [this] {
+        std::lock_guard<std::mutex> l(data_mu_);
+        return data_token_;
+      },
+      clock_);
+  if (!d.address.empty()) {
+    data_server_ = std::make_unique<data::DataServer>(objects_.get());
+    if (Status s = data_server_->Start(d.address); !s.ok()) {
+      return Status(s.code(), "node " + options_.node + ": --data-address: " + s.message());
+    }
+    spdlog::info("agent {}: serves its artifact cache ({}) to peers at {}", options_.node, objects_->dir(), data_server_->url());
+  }
+  return Status::Ok();
+}
+
+void Agent::SetDataToken(const std::string& token) {
+  {
+    std::lock_guard<std::mutex> l(data_mu_);
+    data_token_ = token;
+  }
+  if (data_server_) data_server_->SetToken(token);
+}
+
+std::set<std::string> Agent::ArtifactsInUse() {
+  std::set<std::string> out;
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [id, r] : records_) {
+    if (!r.ended) out.insert(r.artifacts.begin(), r.artifacts.end());
+  }
+  return out;
+}
+
+void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a, const std::atomic<bool>* stop) {
+  data::StageOutcome o = stager_->Stage(a, stop);
+  if (*stop) return;
+  pb::AgentMessage m;
+  pb::StageResult* res = m.mutable_stage_result();
+  res->set_job_id(s.job_id());
+  res->set_attempt(s.attempt());
+  res->set_artifact(a.digest());
+  res->set_ok(o.ok);
+  res->set_message(o.message);
+  res->set_bytes(a.bytes());
+  res->set_duration_ms(o.took);
+  res->set_origin_bytes(o.origin_bytes);
+  res->set_peer_bytes(o.peer_bytes);
+  spdlog::info("agent {}: staged artifact {} for job {}: {} ({} MiB from the origin, {} MiB from peers)", options_.node,
+               a.digest(), s.job_id(), o.ok ? "ok in " + std::to_string(o.took) + " ms" : o.message, o.origin_bytes >> 20,
+               o.peer_bytes >> 20);
+  Write(m);
+  for (const auto& gone : objects_->Evict(ArtifactsInUse())) {
+    spdlog::info("agent {}: evicted artifact {} (cache budget)", options_.node, gone);
+  }
+  SendImages();
+}
+
+Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const {
+  if (l.artifacts_size() == 0) return Status::Ok();
+  const std::string links = dir + "/artifacts";
+  for (const auto& a : l.artifacts()) {
+    const std::string path = objects_->PathOf(a.digest());
+    if (path.empty()) {
+      return Status::FailedPrecondition("artifact " + a.digest() + " (" + a.path() + ") is not in node " + options_.node +
+                                        "'s cache: it was evicted or never staged; the job is started again elsewhere");
+    }
+    r->artifacts.push_back(a.digest());
+    objects_->Touch(a.digest(), clock_->Now());
+    if (l.has_container()) continue;  // mounted read-only by ToContainer
+    std::string rel = a.path();
+    while (!rel.empty() && rel.front() == '/') rel.erase(rel.begin());
+    const fs::path link = fs::path(links) / rel;
+    std::error_code ec;
+    fs::create_directories(link.parent_path(), ec);
+    fs::remove(link, ec);
+    fs::create_symlink(path, link, ec);
+    if (ec) return Status::FailedPrecondition("cannot show artifact " + a.digest() + " at " + link.string() + ": " + ec.message());
+  }
+  if (!l.has_container()) launch->env.emplace_back("HANGAR_ARTIFACTS", links);
+  return Status::Ok();
+}
+
+}  // namespace hangar::agent

@@ -1,0 +1,54 @@
+// An agent's data port (issue 19, docs/data.md): serves the objects of its artifact cache to
+// other agents over HTTP, on the node's data-network address (--data-address), never on the
+// management one. Whole objects honour Range requests; `?offset=&length=` asks for bytes that
+// may still be arriving and waits (up to `wait_ms`, at most 10 s) for them, so that chunks pass
+// down a fan-out tree while they are being downloaded. Every request shows the token the
+// controller gave this node's agents (Authorization: Bearer).
+//
+//   GET /v1/objects/sha256:<hex>                        the object (Range: bytes=a-b honoured)
+//   GET /v1/objects/sha256:<hex>?offset=O&length=L&wait_ms=W
+//     200: those bytes; 503 + X-Hangar-Chunks-Held: not there yet, ask again; 404: not held here
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/data/object_cache.h"
+#include "common/status.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace hangar::agent::data {
+
+class DataServer {
+ public:
+  explicit DataServer(ObjectCache* cache);
+  ~DataServer();
+  // Listens on HOST:PORT (PORT 0: a free one) and serves on a thread of its own.
+  Status Start(const std::string& address);
+  void Stop();
+  // http://HOST:PORT, once started.
+  std::string url() const { return url_; }
+  void SetToken(std::string token);
+  int64_t bytes_served() const { return bytes_served_; }
+
+ private:
+  bool Authorized(const std::string& header) const;
+  ObjectCache* cache_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::string url_;
+  mutable std::mutex mu_;
+  std::string token_;
+  std::atomic<int64_t> bytes_served_{0};
+};
+
+// "HOST:PORT" (or "[v6]:PORT") split; the error says the form.
+StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);
+
+}  // namespace hangar::agent::data

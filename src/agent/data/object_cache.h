@@ -1,0 +1,117 @@
+// The node's artifact cache (issue 19, docs/data.md): a content-addressed store on the node's
+// local scratch disk. An object is named by its SHA-256 and lives at <dir>/objects/<hex>
+// (read-only) only once its whole content has been verified against that digest; while it is
+// being staged it lives at <dir>/partial/<hex>, chunk by chunk, and peers may already read the
+// chunks it holds. Eviction follows the image cache's rule (PlanEviction): least recently used
+// first, never an object a running task uses or that a job placed, reserved or nominated on this
+// node needs (the controller's `keep`). Last-use times survive restarts (<dir>/index.json).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "proto/agent.pb.h"
+
+namespace hangar::agent::data {
+
+namespace pb = ::hangar::agent::v1;
+
+// "sha256:<hex>" -> "<hex>" when it is a well-formed digest, else "".
+std::string HexOf(const std::string& digest);
+
+// One object being staged: a sparse file and which of its chunks are written.
+class Partial {
+ public:
+  Partial(std::string digest, int64_t bytes, int64_t chunk_bytes, int fd, std::string path);
+  ~Partial();
+  const std::string& digest() const { return digest_; }
+  int64_t bytes() const { return bytes_; }
+  int64_t chunk_bytes() const { return chunk_bytes_; }
+  int64_t chunks() const { return chunks_; }
+  // [offset, offset+length) of chunk i.
+  std::pair<int64_t, int64_t> ChunkRange(int64_t i) const;
+  Status Write(int64_t i, const std::string& data);
+  bool Has(int64_t i) const;
+  bool Complete() const;
+  // Waits until chunks [first, last] are all written (true), or `timeout` passes or the staging
+  // is abandoned (false).
+  bool WaitFor(int64_t first, int64_t last, Duration timeout);
+  // Reads bytes that are written (callers wait first).
+  StatusOr<std::string> Read(int64_t offset, int64_t length) const;
+  void Abandon();
+  bool abandoned() const { return abandoned_; }
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
+
+ private:
+  std::string digest_;
+  int64_t bytes_, chunk_bytes_, chunks_;
+  int fd_;
+  std::string path_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<bool> have_;
+  int64_t have_count_ = 0;
+  std::atomic<bool> abandoned_{false};
+};
+
+struct CachedObject {
+  std::string digest;
+  int64_t bytes = 0;
+  Time last_used = 0;
+};
+
+class ObjectCache {
+ public:
+  ObjectCache(std::string dir, int64_t budget_bytes);
+  // Makes the folders, reads the objects there and their last-use times, and removes what a
+  // previous run left half-staged.
+  Status Init(Time now);
+  const std::string& dir() const { return dir_; }
+  // The verified object's file, or "" when this node does not hold it.
+  std::string PathOf(const std::string& digest) const;
+  bool Holds(const std::string& digest) const { return !PathOf(digest).empty(); }
+  int64_t BytesOf(const std::string& digest) const;
+  void Touch(const std::string& digest, Time now);
+  void SetWanted(std::set<std::string> digests);
+  // Starts staging an object (a fresh sparse file); refused while it is being staged already.
+  StatusOr<std::shared_ptr<Partial>> Begin(const std::string& digest, int64_t bytes, int64_t chunk_bytes);
+  // The object being staged, if any (for peers that read chunks as they arrive).
+  std::shared_ptr<Partial> Staging(const std::string& digest) const;
+  // Verifies the staged content against its digest; on success the object is in the cache. Either
+  // way the partial is gone afterwards. The error says what the content hashed to.
+  Status Commit(const std::shared_ptr<Partial>& p, Time now);
+  // Abandons a staging: peers waiting on it are answered at once, and its file is removed.
+  void Drop(const std::shared_ptr<Partial>& p);
+  // Evicts what the budget needs, sparing `in_use` and the wanted ones; returns what it removed.
+  std::vector<std::string> Evict(const std::set<std::string>& in_use);
+  void FillInventory(pb::ImageInventory* inv) const;
+  std::vector<CachedObject> Objects() const;
+
+ private:
+  void SaveLocked() const;
+  std::string dir_;
+  int64_t budget_bytes_;
+  mutable std::mutex mu_;
+  std::map<std::string, CachedObject> objects_;  // by digest
+  std::map<std::string, std::shared_ptr<Partial>> staging_;
+  std::set<std::string> wanted_;
+  bool over_budget_ = false;
+};
+
+// `length` bytes at `offset` of a file (all of them, or an error).
+StatusOr<std::string> ReadAt(int fd, int64_t offset, int64_t length);
+
+// The SHA-256 of a file's content, as "sha256:<hex>".
+StatusOr<std::string> Sha256OfFile(int fd, int64_t bytes);
+
+}  // namespace hangar::agent::data

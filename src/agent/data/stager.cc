@@ -1,0 +1,242 @@
+#include "agent/data/stager.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+namespace hangar::agent::data {
+namespace {
+
+// "https://host:port/a/b" -> {"https://host:port", "/a/b"}.
+std::pair<std::string, std::string> SplitUrl(const std::string& url) {
+  const size_t scheme = url.find("://");
+  const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (slash == std::string::npos) return {url, "/"};
+  return {url.substr(0, slash), url.substr(slash)};
+}
+
+std::unique_ptr<httplib::Client> MakeClient(const std::string& base, Duration timeout) {
+  auto c = std::make_unique<httplib::Client>(base);
+  c->set_connection_timeout(5, 0);
+  c->set_read_timeout(static_cast<time_t>(timeout / 1000), 0);
+  c->set_keep_alive(true);
+  if (base.rfind("https://", 0) == 0) {
+    c->enable_server_certificate_verification(true);
+    if (std::filesystem::exists("/etc/ssl/certs/ca-certificates.crt")) c->set_ca_cert_path("/etc/ssl/certs/ca-certificates.crt");
+  }
+  return c;
+}
+
+StatusOr<std::string> ReadFileRange(const std::string& path, int64_t total, int64_t offset, int64_t length) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound("cannot open " + path + ": " + std::strerror(errno));
+  const int64_t size = ::lseek(fd, 0, SEEK_END);
+  if (size != total) {
+    ::close(fd);
+    return Status::FailedPrecondition(path + " is " + std::to_string(size) + " bytes, not the " + std::to_string(total) +
+                            " the job's size says");
+  }
+  auto data = ReadAt(fd, offset, length);
+  ::close(fd);
+  return data;
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadOrigin(const std::string& source, int64_t total, int64_t offset, int64_t length,
+                                 Duration timeout) {
+  if (source.rfind("file://", 0) == 0) return ReadFileRange(source.substr(7), total, offset, length);
+  auto [base, path] = SplitUrl(source);
+  auto client = MakeClient(base, timeout);
+  const httplib::Headers h = {{"Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1)}};
+  auto res = client->Get(path, h);
+  if (!res) return Status::Unavailable(source + " did not answer (" + httplib::to_string(res.error()) + ")");
+  if (res->status == 206 && static_cast<int64_t>(res->body.size()) == length) return std::move(res->body);
+  if (res->status == 200 && static_cast<int64_t>(res->body.size()) == total) return res->body.substr(offset, length);
+  if (res->status == 200 || res->status == 206 || res->status == 416) {
+    return Status::FailedPrecondition(source + " answered " + std::to_string(res->status) + " with " + std::to_string(res->body.size()) +
+                            " bytes for bytes " + std::to_string(offset) + "-" + std::to_string(offset + length - 1) + " of a " +
+                            std::to_string(total) + "-byte object: is the job's size right?");
+  }
+  return Status(res->status == 404 ? StatusCode::kNotFound : StatusCode::kUnavailable,
+                source + " answered HTTP " + std::to_string(res->status));
+}
+
+Stager::Stager(ObjectCache* cache, std::function<std::string()> token, Clock* clock, StagerOptions o)
+    : cache_(cache), token_(std::move(token)), clock_(clock), o_(o) {}
+
+StageOutcome Stager::Stage(const pb::ArtifactStage& s, const std::atomic<bool>* stop) {
+  const Time start = clock_->Now();
+  StageOutcome out;
+  if (cache_->Holds(s.digest())) {
+    out.ok = true;
+    return out;
+  }
+  // Another Stage of this object on this node (another job's): wait for it.
+  while (cache_->Staging(s.digest()) && !*stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (cache_->Holds(s.digest())) {
+    out.ok = true;
+    out.took = clock_->Now() - start;
+    return out;
+  }
+  out = Attempt(s, /*origin_only=*/false, stop);
+  if (!out.ok && out.peer_bytes > 0 && !*stop && out.message.find("hashes to") != std::string::npos) {
+    spdlog::warn("artifact {}: {}; staging again from the origin alone", s.digest(), out.message);
+    StageOutcome again = Attempt(s, /*origin_only=*/true, stop);
+    again.peer_bytes += out.peer_bytes;
+    again.origin_bytes += out.origin_bytes;
+    out = again;
+  }
+  out.took = clock_->Now() - start;
+  return out;
+}
+
+namespace {
+
+// What the workers of one staging share.
+struct Work {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<int64_t> origin;                   // chunks to read from the origin
+  std::deque<std::pair<int64_t, int>> peer;     // chunk, peer index
+  int peer_busy = 0;
+  Status failure = Status::Ok();
+  std::atomic<int64_t> origin_bytes{0}, peer_bytes{0};
+
+  void Fail(Status s) {
+    std::lock_guard<std::mutex> l(mu);
+    if (failure.ok()) failure = std::move(s);
+    cv.notify_all();
+  }
+  bool Failed() {
+    std::lock_guard<std::mutex> l(mu);
+    return !failure.ok();
+  }
+};
+
+}  // namespace
+
+StageOutcome Stager::Attempt(const pb::ArtifactStage& s, bool origin_only, const std::atomic<bool>* stop) {
+  StageOutcome out;
+  const int64_t chunk = s.chunk_bytes() > 0 ? s.chunk_bytes() : (8ll << 20);
+  auto begun = cache_->Begin(s.digest(), s.bytes(), chunk);
+  if (!begun.ok()) {
+    out.message = "artifact " + s.digest() + ": " + begun.status().message();
+    return out;
+  }
+  std::shared_ptr<Partial> p = *begun;
+  Work w;
+  for (int64_t c = 0; c < p->chunks(); ++c) {
+    const int src = c < s.chunk_source_size() ? s.chunk_source(static_cast<int>(c)) : -1;
+    if (origin_only || src < 0 || src >= s.peers_size()) {
+      w.origin.push_back(c);
+    } else {
+      w.peer.emplace_back(c, src);
+    }
+  }
+  const std::string auth = "Bearer " + token_();
+  auto origin_worker = [&] {
+    while (!*stop) {
+      int64_t c;
+      {
+        std::unique_lock<std::mutex> l(w.mu);
+        w.cv.wait_for(l, std::chrono::milliseconds(200), [&] { return !w.origin.empty() || (w.peer.empty() && w.peer_busy == 0) || !w.failure.ok(); });
+        if (!w.failure.ok()) return;
+        if (w.origin.empty()) {
+          if (w.peer.empty() && w.peer_busy == 0) return;
+          continue;
+        }
+        c = w.origin.front();
+        w.origin.pop_front();
+      }
+      auto [off, len] = p->ChunkRange(c);
+      auto data = ReadOrigin(s.source(), s.bytes(), off, len, o_.origin_timeout);
+      if (!data.ok()) return w.Fail(data.status());
+      if (Status ws = p->Write(c, *data); !ws.ok()) return w.Fail(ws);
+      w.origin_bytes += len;
+    }
+  };
+  auto peer_worker = [&] {
+    std::map<int, std::unique_ptr<httplib::Client>> clients;
+    while (!*stop) {
+      std::pair<int64_t, int> item;
+      {
+        std::lock_guard<std::mutex> l(w.mu);
+        if (w.peer.empty() || !w.failure.ok()) return;
+        item = w.peer.front();
+        w.peer.pop_front();
+        ++w.peer_busy;
+      }
+      auto [c, src] = item;
+      auto [off, len] = p->ChunkRange(c);
+      auto& client = clients[src];
+      if (!client) client = MakeClient(s.peers(src), o_.peer_wait + 5 * kSecond);
+      const std::string path = "/v1/objects/" + s.digest() + "?offset=" + std::to_string(off) + "&length=" + std::to_string(len) +
+                               "&wait_ms=" + std::to_string(o_.peer_wait);
+      bool got = false;
+      int64_t held = -1;
+      Time progress = clock_->Now();
+      while (!*stop && !w.Failed()) {
+        auto res = client->Get(path, {{"Authorization", auth}});
+        if (res && res->status == 200 && static_cast<int64_t>(res->body.size()) == len) {
+          got = p->Write(c, res->body).ok();
+          if (got) w.peer_bytes += len;
+          break;
+        }
+        if (!res || res->status != 503) break;  // not there and not coming: the origin
+        const int64_t now_held = std::atoll(res->get_header_value("X-Hangar-Chunks-Held").c_str());
+        if (now_held > held) {
+          held = now_held;
+          progress = clock_->Now();
+        } else if (clock_->Now() - progress > o_.peer_stall) {
+          break;
+        }
+      }
+      std::lock_guard<std::mutex> l(w.mu);
+      --w.peer_busy;
+      if (!got && !*stop) {
+        spdlog::info("artifact {}: chunk {} not from peer {}; reading the origin", s.digest(), c, s.peers(src));
+        w.origin.push_back(c);
+      }
+      w.cv.notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.emplace_back(origin_worker);
+  for (int i = 0; i < o_.peer_workers; ++i) threads.emplace_back(peer_worker);
+  for (auto& t : threads) t.join();
+  out.origin_bytes = w.origin_bytes;
+  out.peer_bytes = w.peer_bytes;
+  if (*stop) {
+    cache_->Drop(p);
+    out.message = "artifact " + s.digest() + ": the agent stopped";
+    return out;
+  }
+  if (!w.failure.ok() || !p->Complete()) {
+    cache_->Drop(p);
+    out.message = "artifact " + s.digest() + " from " + s.source() + ": " +
+                  (w.failure.ok() ? std::string("not every chunk arrived") : w.failure.message());
+    return out;
+  }
+  if (Status c = cache_->Commit(p, clock_->Now()); !c.ok()) {
+    out.message = "artifact " + s.digest() + " from " + s.source() + ": " + c.message() +
+                  (out.peer_bytes > 0 ? "" : ": the origin copy is not what the job names (corrupted, or changed since); "
+                                             "fix the source or the job's sha256");
+    return out;
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace hangar::agent::data
