@@ -1,5 +1,8 @@
 #include "cluster/cluster_yaml.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -22,7 +25,7 @@ class ClusterParser {
   StatusOr<ClusterFile> Parse(const YAML::Node& root) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
         root, "the cluster file",
-        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers"}));
+        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -45,6 +48,7 @@ class ClusterParser {
     ClusterFile out;
     if (root["baselines"]) HANGAR_RETURN_IF_ERROR(ParseBaselines(root["baselines"], &out));
     if (root["containers"]) HANGAR_RETURN_IF_ERROR(ParseContainers(root["containers"], &out));
+    if (root["data"]) HANGAR_RETURN_IF_ERROR(ParseData(root["data"], &out.data));
     auto topo = std::move(builder).Build();
     if (!topo.ok()) return topo.status().WithPrefix(src_.name());
     out.topology = std::move(topo).value();
@@ -196,6 +200,38 @@ class ClusterParser {
     return Status::Ok();
   }
 
+  Status ParseData(const YAML::Node& d, DataConfig* out) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
+        d, "data", {"network", "origin_readers", "chunk_size", "fanout", "origin_bandwidth", "peer_bandwidth"}));
+    HANGAR_ASSIGN_OR_RETURN(auto network, src_.OptString(d, "network"));
+    if (network) {
+      if (network->find('/') == std::string::npos || !AddressInNetwork(network->substr(0, network->find('/')), *network)) {
+        return src_.Error(d["network"], "data.network '" + *network + "' is not a CIDR block like 10.20.0.0/16 or fd00::/8");
+      }
+      out->network = *network;
+    }
+    HANGAR_ASSIGN_OR_RETURN(auto readers, src_.OptInt(d, "origin_readers", 1, 10000));
+    if (readers) out->origin_readers = static_cast<int>(*readers);
+    HANGAR_ASSIGN_OR_RETURN(auto fanout, src_.OptInt(d, "fanout", 1, 64));
+    if (fanout) out->fanout = static_cast<int>(*fanout);
+    struct Size {
+      const char* key;
+      int64_t* to;
+    };
+    for (Size z : {Size{"chunk_size", &out->chunk_bytes}, Size{"origin_bandwidth", &out->origin_bytes_per_s},
+                   Size{"peer_bandwidth", &out->peer_bytes_per_s}}) {
+      HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(d, z.key));
+      if (!text) continue;
+      auto mib = ParseMemoryMiB(*text);
+      if (!mib.ok() || *mib <= 0) {
+        return src_.Error(d[z.key], std::string("data.") + z.key + ": '" + *text + "' is not a size like 8Mi or 1Gi" +
+                                        (z.to == &out->chunk_bytes ? "" : " (bytes per second)"));
+      }
+      *z.to = *mib << 20;
+    }
+    return Status::Ok();
+  }
+
   Status ParseContainers(const YAML::Node& c, ClusterFile* out) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(c, "containers", {"mounts_allowed"}));
     const YAML::Node list = c["mounts_allowed"];
@@ -270,6 +306,37 @@ StatusOr<ClusterFile> ParseClusterYaml(std::string_view text, const std::string&
   HANGAR_ASSIGN_OR_RETURN(YAML::Node root, src.Parse(text));
   if (!root.IsMap()) return src.Error(root, "a cluster file is a map with 'name' and the nodes");
   return ClusterParser(src).Parse(root);
+}
+
+bool AddressInNetwork(const std::string& host, const std::string& cidr) {
+  if (cidr.empty()) return true;
+  const size_t slash = cidr.find('/');
+  if (slash == std::string::npos) return false;
+  const std::string net = cidr.substr(0, slash);
+  int bits = -1;
+  try {
+    bits = std::stoi(cidr.substr(slash + 1));
+  } catch (...) {
+    return false;
+  }
+  unsigned char a[16] = {}, n[16] = {};
+  int len = 0;
+  if (inet_pton(AF_INET, net.c_str(), n) == 1) {
+    len = 4;
+    if (inet_pton(AF_INET, host.c_str(), a) != 1) return false;
+  } else if (inet_pton(AF_INET6, net.c_str(), n) == 1) {
+    len = 16;
+    if (inet_pton(AF_INET6, host.c_str(), a) != 1) return false;
+  } else {
+    return false;
+  }
+  if (bits < 0 || bits > len * 8) return false;
+  for (int i = 0; i < len; ++i) {
+    const int b = std::clamp(bits - i * 8, 0, 8);
+    const unsigned char mask = static_cast<unsigned char>(b == 0 ? 0 : 0xff << (8 - b));
+    if ((a[i] & mask) != (n[i] & mask)) return false;
+  }
+  return true;
 }
 
 StatusOr<ClusterFile> LoadClusterFile(const std::string& path) {

@@ -21,11 +21,26 @@ struct ConfigBaseline {
   std::string ofed_version;
 };
 
+// `data:` (issue 19, docs/data.md): how nodes share artifacts.
+struct DataConfig {
+  std::string network;          // CIDR of the data network ("10.20.0.0/16"); empty: any address
+  int origin_readers = 4;       // at most this many nodes read one object's origin at once
+  int64_t chunk_bytes = 8ll << 20;
+  int fanout = 3;               // peers a node passes each chunk on to
+  int64_t origin_bytes_per_s = 100ll << 20;  // for placement: what staging from the origin gets
+  int64_t peer_bytes_per_s = 1ll << 30;      // and from a peer
+};
+
+// Whether `host` (an IPv4 or IPv6 address) lies in `cidr` ("10.20.0.0/16", "fd00::/8"); an empty
+// cidr holds everything.
+bool AddressInNetwork(const std::string& host, const std::string& cidr);
+
 struct ClusterFile {
   std::shared_ptr<const Topology> topology;
   std::vector<ConfigBaseline> baselines;
   // containers.mounts_allowed: host paths container tasks may mount (and what lies below them).
   std::vector<std::string> mounts_allowed;
+  DataConfig data;
 };
 
 StatusOr<ClusterFile> LoadClusterFile(const std::string& path);

@@ -99,3 +99,40 @@ TEST(ClusterYamlTest, ShippedExamplesLoad) {
 
 }  // namespace
 }  // namespace hangar::cluster
+
+namespace hangar::cluster {
+namespace {
+
+TEST(ClusterYamlDataTest, ReadsTheDataSectionAndRefusesBadValues) {
+  const std::string nodes = "nodes: [{name: a, gpus: 1, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}]\n";
+  auto f = ParseClusterYaml(nodes + "data: {network: 10.20.0.0/16, origin_readers: 2, chunk_size: 4Mi, fanout: 4, "
+                                    "origin_bandwidth: 50Mi, peer_bandwidth: 2Gi}\n",
+                            "c.yaml");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->data.network, "10.20.0.0/16");
+  EXPECT_EQ(f->data.origin_readers, 2);
+  EXPECT_EQ(f->data.chunk_bytes, 4ll << 20);
+  EXPECT_EQ(f->data.fanout, 4);
+  EXPECT_EQ(f->data.origin_bytes_per_s, 50ll << 20);
+  EXPECT_EQ(f->data.peer_bytes_per_s, 2ll << 30);
+  auto bad = ParseClusterYaml(nodes + "data: {network: 10.20.0.0}\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a CIDR block"), std::string::npos);
+  EXPECT_FALSE(ParseClusterYaml(nodes + "data: {chunk_size: lots}\n", "c.yaml").ok());
+  EXPECT_FALSE(ParseClusterYaml(nodes + "data: {origin_readers: 0}\n", "c.yaml").ok());
+  EXPECT_FALSE(ParseClusterYaml(nodes + "data: {fan_out: 2}\n", "c.yaml").ok());
+}
+
+TEST(ClusterYamlDataTest, AddressInNetwork) {
+  EXPECT_TRUE(AddressInNetwork("10.20.3.4", "10.20.0.0/16"));
+  EXPECT_FALSE(AddressInNetwork("10.21.3.4", "10.20.0.0/16"));
+  EXPECT_FALSE(AddressInNetwork("fd00::1", "10.20.0.0/16"));
+  EXPECT_TRUE(AddressInNetwork("fd00::1", "fd00::/8"));
+  EXPECT_TRUE(AddressInNetwork("127.0.0.1", "127.0.0.0/8"));
+  EXPECT_TRUE(AddressInNetwork("1.2.3.4", ""));
+  EXPECT_TRUE(AddressInNetwork("1.2.3.4", "0.0.0.0/0"));
+  EXPECT_FALSE(AddressInNetwork("10.20.0.1", "10.20.0.0/33"));
+}
+
+}  // namespace
+}  // namespace hangar::cluster

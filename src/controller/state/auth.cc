@@ -95,6 +95,12 @@ std::string RandomHex(size_t bytes) {
   return Hex(b.data(), b.size());
 }
 
+}  // namespace
+
+std::string NewDataToken() { return RandomHex(32); }
+
+namespace {
+
 std::string Sha256Hex(const std::string& salt, std::string_view secret) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
   unsigned int len = 0;

@@ -105,4 +105,7 @@ class TokenBook {
   std::map<std::string, TokenRecord> by_id_;
 };
 
+// A fresh random secret (64 hex digits): what agents show each other on their data ports.
+std::string NewDataToken();
+
 }  // namespace hangar::controller

@@ -20,6 +20,7 @@
 #include "api/views.h"
 #include "controller/state/auth.h"
 #include "controller/state/ingest_lag.h"
+#include "cluster/cluster_yaml.h"
 #include "cluster/usage.h"
 #include "controller/store/state_store.h"
 #include "health/health_engine.h"
@@ -68,6 +69,9 @@ struct ControllerOptions {
   health::HealthOptions health;
   std::vector<cluster::ConfigBaseline> baselines;
   std::vector<std::string> mounts_allowed;  // cluster.yaml's containers.mounts_allowed
+  cluster::DataConfig data;  // cluster.yaml's data: (artifact fan-out, docs/data.md)
+  // What agents show each other on their data ports; the controller makes one at start.
+  std::string data_token;
   Duration health_interval = 500;
   // Gittins ranks (--queue-policy/--preemption gittins) class a job by how long its
   // predecessor of the same shape ran, as `hangar sim replay --policy hangar` does.
@@ -151,10 +155,11 @@ struct JobRecord {
   bool held = false;
   std::string held_by;
   bool gated = false;  // reason_detail was set by a batch gate (hold, dependency, array cap)
-  // Containers (cluster_state_staging.cc): the placed gang's nodes still pulling its image (its
-  // tasks start when none is left), since when; the nodes asked to pre-stage it while it was
-  // reserved or nominated; and what staging has cost this attempt.
-  std::set<uint32_t> staging_waiting;
+  // Staging (cluster_state_staging.cc): the placed gang's nodes still pulling its images or
+  // artifacts, with what each still lacks (its tasks start when none is left), since when; the
+  // nodes asked to pre-stage it while it was reserved or nominated; and what staging has cost
+  // this attempt.
+  std::map<uint32_t, std::set<std::string>> staging_waiting;
   Time staging_since = 0;
   std::set<uint32_t> stage_asked;
   Duration staging_ms = 0;
@@ -224,6 +229,13 @@ struct NodeRecord {
   std::set<std::string> images;
   int64_t image_bytes = 0, image_budget = 0;
   bool image_cache_full = false;
+  // Its artifact cache (issue 19): digests held, use, and where it serves peers ("": it does not,
+  // or its address is not on the cluster's data network).
+  std::set<std::string> artifacts;
+  int64_t artifact_bytes = 0, artifact_budget = 0;
+  bool artifact_cache_full = false;
+  std::string data_url;
+  bool data_url_refused = false;
 };
 
 class ClusterState {
@@ -492,7 +504,28 @@ class ClusterState {
   std::vector<std::string> KeepOn(uint32_t node) const;
   std::map<std::string, std::vector<uint16_t>> staging_s_;  // by the job's images, joined
   std::map<std::string, int64_t> image_bytes_;              // by digest, as nodes report them
-  void SendStage(const JobRecord& j, uint32_t node, const std::set<std::string>& images, Effects* fx) const;
+  // What a node lacks of a job's images and artifacts: pinned image refs, and artifact objects.
+  struct StageNeeds {
+    std::set<std::string> images;
+    std::map<std::string, const job::ArtifactObject*> artifacts;  // by digest
+    bool empty() const { return images.empty() && artifacts.empty(); }
+  };
+  // Per node of `nodes` (all of the job's tasks there, or all of its objects for a node it is
+  // only reserved on), what it lacks.
+  std::map<uint32_t, StageNeeds> MissingOn(const JobRecord& j, const std::vector<uint32_t>& nodes, bool by_task) const;
+  // Sends each node its Stage, planning every artifact's chunks with the swarm of its digest.
+  void SendStages(const JobRecord& j, const std::map<uint32_t, StageNeeds>& needs, Effects* fx);
+  // The artifact views (object, path) of the job's task `index`.
+  static std::vector<job::ArtifactView> TaskArtifacts(const JobRecord& j, uint32_t index);
+  static std::set<std::string> JobArtifactDigests(const JobRecord& j);
+  // The tracker (chunk_plan.h): per artifact digest, the nodes holding or staging it.
+  struct Swarm {
+    std::vector<uint32_t> members;  // holders first, then stagers as they joined
+    int holders = 0, roots = 1;
+    std::set<uint32_t> staging;     // members still staging
+  };
+  std::map<std::string, Swarm> swarms_;
+  void LeaveSwarm(const std::string& digest, uint32_t node);
   void FinishStaging(JobRecord& j, Time now, Effects* fx);
   void FailStaging(JobRecord& j, const std::string& why, Time now, Effects* fx);
   // The owner's side of the snapshot (sched/owner/), as the simulator keeps it: what each job

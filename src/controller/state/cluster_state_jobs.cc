@@ -23,6 +23,7 @@ ClusterState::ClusterState(std::shared_ptr<const cluster::Topology> topology,
               0),
       nodes_(topology_->nodes().size()) {
   health_.SetBaselines(options_.baselines);
+  if (options_.data_token.empty()) options_.data_token = NewDataToken();  // for agents' data ports
   std::vector<job::QueueSpec> specs;
   for (const auto& name : options_.queues) {
     job::QueueSpec q;

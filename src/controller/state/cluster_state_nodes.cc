@@ -112,6 +112,7 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   pb::ControllerMessage reply;
   pb::Registered* ok = reply.mutable_registered();
   ok->set_heartbeat_interval_ms(options_.heartbeat_interval);
+  ok->set_data_token(options_.data_token);
   std::set<std::string> reported;
   for (const auto& ref : reg.running()) {
     reported.insert(ref.task_id());

@@ -404,6 +404,11 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
   l->set_checkpoint_signal(j.spec->spec.checkpoint.signal);
   const job::TaskGroupSpec& group = j.spec->spec.tasks[task.group];
   l->set_workdir(group.workdir);
+  for (const auto& v : TaskArtifacts(j, t.index)) {
+    pb::ArtifactMount* a = l->add_artifacts();
+    a->set_digest(v.object->digest);
+    a->set_path(v.path);
+  }
   if (!group.container.empty()) {
     pb::Container* c = l->mutable_container();
     c->set_image(group.container.image);

@@ -1,11 +1,14 @@
-// ClusterState: container images and staging (issue 17, docs/containers.md). A gang placed on
-// nodes that lack its image waits, holding its GPUs, until every one of them has pulled it; then
-// all its tasks launch together, so no task burns its GPUs waiting for a slow peer. A gang that is
-// reserved (backfill) or nominated (waiting for preemption victims) has its nodes pull the image
-// ahead, so that it is warm when the GPUs free up. What staging costs (seconds, and GPU-seconds
-// held) is recorded per attempt and reported as waste beside idle and preemption.
+// ClusterState: staging container images (issue 17, docs/containers.md) and artifacts (issue 19,
+// docs/data.md). A gang placed on nodes that lack its images or artifacts waits, holding its
+// GPUs, until every one of them has them; then all its tasks launch together, so no task burns
+// its GPUs waiting for a slow peer. A gang that is reserved (backfill) or nominated (waiting for
+// preemption victims) has its nodes stage ahead, so that it is warm when the GPUs free up.
+// Artifacts fan out: the controller is the tracker, and tells each node where to read each chunk
+// (chunk_plan.h). What staging costs (seconds, and GPU-seconds held) is recorded per attempt and
+// reported as waste beside idle and preemption.
 #include <algorithm>
 
+#include "controller/state/chunk_plan.h"
 #include "controller/state/cluster_state.h"
 
 namespace hangar::controller {
@@ -19,6 +22,13 @@ std::string Digest(const std::string& ref) {
   return at == std::string::npos ? ref : ref.substr(at + 1);
 }
 
+// "http://10.20.0.5:7071" -> "10.20.0.5"; "http://[fd00::5]:7071" -> "fd00::5".
+std::string HostOfUrl(const std::string& url) {
+  std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  if (!rest.empty() && rest.front() == '[') return rest.substr(1, rest.find(']') - 1);
+  return rest.substr(0, rest.find(':'));
+}
+
 }  // namespace
 
 std::set<std::string> ClusterState::JobImages(const JobRecord& j) {
@@ -29,28 +39,70 @@ std::set<std::string> ClusterState::JobImages(const JobRecord& j) {
   return out;
 }
 
-// What a node pulls per second, for weighing missing bytes (a podman pull decompresses and
-// hashes at about this rate on one core: ../shared/reference/containers.md).
+std::vector<job::ArtifactView> ClusterState::TaskArtifacts(const JobRecord& j, uint32_t index) {
+  const auto& group = j.spec->spec.tasks[j.assignment.tasks[index].group];
+  std::vector<job::ArtifactView> out;
+  for (const auto& a : group.artifacts) {
+    for (auto& v : job::ArtifactViews(a, static_cast<int>(index), static_cast<int>(j.assignment.tasks.size()))) out.push_back(v);
+  }
+  return out;
+}
+
+std::set<std::string> ClusterState::JobArtifactDigests(const JobRecord& j) {
+  std::set<std::string> out;
+  for (const auto& g : j.spec->spec.tasks) {
+    for (const auto& a : g.artifacts) {
+      for (const auto& o : a.objects) out.insert(o.digest);
+    }
+  }
+  return out;
+}
+
+// What a node pulls per second, for weighing missing image bytes (a podman pull decompresses
+// and hashes at about this rate on one core: ../shared/reference/containers.md).
 constexpr int64_t kStageBytesPerSecond = 100ll << 20;
 // An image no node has reported yet counts as this big.
 constexpr int64_t kUnknownImageBytes = 1ll << 30;
 
 const std::vector<uint16_t>* ClusterState::StagingSeconds(const JobRecord& j) {
   const std::set<std::string> images = JobImages(j);
-  if (images.empty()) return nullptr;
+  const std::set<std::string> artifacts = JobArtifactDigests(j);
+  if (images.empty() && artifacts.empty()) return nullptr;
   std::string key;
   for (const auto& i : images) key += i + "\n";
+  for (const auto& a : artifacts) key += a + "\n";
   auto [it, fresh] = staging_s_.try_emplace(key);
   if (!fresh) return &it->second;
-  it->second.assign(nodes_.size(), 0);
+  std::vector<int64_t> ms(nodes_.size(), 0);  // per node, milliseconds of staging
   for (const auto& ref : images) {
     const std::string d = Digest(ref);
     const auto size = image_bytes_.find(d);
     const int64_t bytes = size != image_bytes_.end() ? size->second : kUnknownImageBytes;
-    const int64_t s = std::max<int64_t>(1, (bytes + kStageBytesPerSecond - 1) / kStageBytesPerSecond);
     for (uint32_t n = 0; n < nodes_.size(); ++n) {
-      if (!nodes_[n].images.count(d)) it->second[n] = static_cast<uint16_t>(std::min<int64_t>(65535, it->second[n] + s));
+      if (!nodes_[n].images.count(d)) ms[n] += bytes * 1000 / kStageBytesPerSecond;
     }
+  }
+  // An artifact comes from a peer when some node serves it, else from the origin. A job's shards
+  // are spread over its tasks: a node counts its share.
+  const int world = std::max(1, j.spec->spec.TotalReplicas());
+  for (const auto& g : j.spec->spec.tasks) {
+    for (const auto& a : g.artifacts) {
+      for (const auto& o : a.objects) {
+        const bool served = swarms_.count(o.digest) ||
+                            std::any_of(nodes_.begin(), nodes_.end(), [&](const NodeRecord& r) {
+                              return !r.data_url.empty() && r.artifacts.count(o.digest);
+                            });
+        const int64_t rate = served ? options_.data.peer_bytes_per_s : options_.data.origin_bytes_per_s;
+        const int64_t bytes = a.shard_by_rank ? o.bytes / world : o.bytes;
+        for (uint32_t n = 0; n < nodes_.size(); ++n) {
+          if (!nodes_[n].artifacts.count(o.digest)) ms[n] += bytes * 1000 / std::max<int64_t>(1, rate);
+        }
+      }
+    }
+  }
+  it->second.assign(nodes_.size(), 0);
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    if (ms[n] > 0) it->second[n] = static_cast<uint16_t>(std::clamp<int64_t>((ms[n] + 999) / 1000, 1, 65535));
   }
   return &it->second;
 }
@@ -63,64 +115,154 @@ std::vector<std::string> ClusterState::KeepOn(uint32_t node) const {
       if (t.node != node || t.phase == TaskRun::Phase::kEnded) continue;
       const auto& g = j.spec->spec.tasks[j.assignment.tasks[t.index].group];
       if (!g.container.empty()) keep.insert(g.container.image);
+      for (const auto& v : TaskArtifacts(j, t.index)) keep.insert(v.object->digest);
     }
   }
   for (sched::JobId id : pending_) {
     const JobRecord& j = jobs_.at(id);
     if (j.stage_asked.count(node)) {
       for (const auto& i : JobImages(j)) keep.insert(i);
+      for (const auto& a : JobArtifactDigests(j)) keep.insert(a);
     }
   }
   return {keep.begin(), keep.end()};
 }
 
-void ClusterState::SendStage(const JobRecord& j, uint32_t node, const std::set<std::string>& images, Effects* fx) const {
-  pb::ControllerMessage m;
-  pb::Stage* s = m.mutable_stage();
-  s->set_job_id(j.id);
-  s->set_attempt(j.attempt);
-  for (const auto& i : images) s->add_images(i);
-  for (const auto& k : KeepOn(node)) s->add_keep(k);
-  for (const auto& i : images) {
-    if (std::find(s->keep().begin(), s->keep().end(), i) == s->keep().end()) s->add_keep(i);
+std::map<uint32_t, ClusterState::StageNeeds> ClusterState::MissingOn(const JobRecord& j, const std::vector<uint32_t>& nodes,
+                                                                     bool by_task) const {
+  std::map<uint32_t, StageNeeds> out;
+  auto add_image = [&](uint32_t n, const std::string& ref) {
+    if (!nodes_[n].images.count(Digest(ref))) out[n].images.insert(ref);
+  };
+  auto add_object = [&](uint32_t n, const job::ArtifactObject* o) {
+    if (!nodes_[n].artifacts.count(o->digest)) out[n].artifacts.emplace(o->digest, o);
+  };
+  if (by_task) {  // a placed gang: what each of its tasks needs on its node
+    for (const auto& t : j.tasks) {
+      const auto& g = j.spec->spec.tasks[j.assignment.tasks[t.index].group];
+      if (!g.container.empty()) add_image(t.node, g.container.image);
+      for (const auto& v : TaskArtifacts(j, t.index)) add_object(t.node, v.object);
+    }
+    return out;
   }
-  fx->messages.push_back({topology_->nodes()[node].name, std::move(m)});
+  for (uint32_t n : nodes) {  // reserved or nominated: its tasks' places are not known yet
+    if (n >= nodes_.size()) continue;
+    for (const auto& i : JobImages(j)) add_image(n, i);
+    for (const auto& g : j.spec->spec.tasks) {
+      for (const auto& a : g.artifacts) {
+        if (a.shard_by_rank) continue;  // which shards a node gets depends on where its tasks go
+        for (const auto& o : a.objects) add_object(n, &o);
+      }
+    }
+  }
+  return out;
+}
+
+void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, StageNeeds>& needs, Effects* fx) {
+  std::map<uint32_t, pb::ControllerMessage> messages;
+  for (const auto& [node, need] : needs) {
+    pb::Stage* s = messages[node].mutable_stage();
+    s->set_job_id(j.id);
+    s->set_attempt(j.attempt);
+    for (const auto& i : need.images) s->add_images(i);
+    std::set<std::string> keep;
+    for (const auto& k : KeepOn(node)) keep.insert(k);
+    for (const auto& i : need.images) keep.insert(i);
+    for (const auto& [d, o] : need.artifacts) keep.insert(d);
+    for (const auto& k : keep) s->add_keep(k);
+  }
+  // Each artifact: the nodes staging it now join its swarm together, behind those that hold it
+  // or were staging it before.
+  std::map<std::string, std::pair<const job::ArtifactObject*, std::vector<uint32_t>>> by_object;
+  for (const auto& [node, need] : needs) {
+    for (const auto& [d, o] : need.artifacts) {
+      by_object[d].first = o;
+      by_object[d].second.push_back(node);
+    }
+  }
+  const cluster::DataConfig& cfg = options_.data;
+  for (const auto& [digest, entry] : by_object) {
+    const job::ArtifactObject* o = entry.first;
+    auto [it, fresh] = swarms_.try_emplace(digest);
+    Swarm& w = it->second;
+    std::vector<uint32_t> joining, leaves;  // leaves: nodes that serve no peers
+    for (uint32_t n : entry.second) (nodes_[n].data_url.empty() ? leaves : joining).push_back(n);
+    if (fresh) {
+      for (uint32_t n = 0; n < nodes_.size(); ++n) {
+        if (nodes_[n].artifacts.count(digest) && !nodes_[n].data_url.empty() && w.holders < 16) {
+          w.members.push_back(n);
+          ++w.holders;
+        }
+      }
+      w.roots = std::max(1, std::min<int>(cfg.origin_readers, static_cast<int>(joining.size())));
+    }
+    for (uint32_t n : joining) {
+      if (std::find(w.members.begin(), w.members.end(), n) == w.members.end()) w.members.push_back(n);
+    }
+    const int64_t chunks = (o->bytes + cfg.chunk_bytes - 1) / cfg.chunk_bytes;
+    auto fill = [&](uint32_t node, pb::ArtifactStage* a) {
+      a->set_digest(digest);
+      a->set_source(o->source);
+      a->set_bytes(o->bytes);
+      a->set_chunk_bytes(cfg.chunk_bytes);
+      for (uint32_t m : w.members) a->add_peers(nodes_[m].data_url);
+      const auto pos = std::find(w.members.begin(), w.members.end(), node) - w.members.begin();
+      if (pos < static_cast<long>(w.members.size())) {
+        for (int32_t src : PlanChunkSources(chunks, w.holders, w.roots, static_cast<int>(pos), cfg.fanout)) a->add_chunk_source(src);
+      } else if (!w.members.empty()) {  // a leaf reads round robin from the members
+        for (int64_t c = 0; c < chunks; ++c) a->add_chunk_source(static_cast<int32_t>((c + node) % w.members.size()));
+      }  // else: no node serves peers, so every chunk comes from the origin
+    };
+    for (uint32_t n : joining) {
+      w.staging.insert(n);
+      fill(n, messages[n].mutable_stage()->add_artifacts());
+    }
+    for (uint32_t n : leaves) {
+      w.staging.insert(n);
+      fill(n, messages[n].mutable_stage()->add_artifacts());
+    }
+  }
+  for (auto& [node, m] : messages) fx->messages.push_back({topology_->nodes()[node].name, std::move(m)});
+}
+
+void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node) {
+  auto it = swarms_.find(digest);
+  if (it == swarms_.end()) return;
+  it->second.staging.erase(node);
+  if (it->second.staging.empty()) swarms_.erase(it);  // the next one starts from the holders
 }
 
 bool ClusterState::StartStaging(JobRecord& j, Time now, Effects* fx) {
-  const std::set<std::string> images = JobImages(j);
   j.staging_waiting.clear();
-  if (images.empty()) return false;
-  std::map<uint32_t, std::set<std::string>> missing;
-  for (const auto& t : j.tasks) {
-    const auto& g = j.spec->spec.tasks[j.assignment.tasks[t.index].group];
-    if (g.container.empty()) continue;
-    if (!nodes_[t.node].images.count(Digest(g.container.image))) missing[t.node].insert(g.container.image);
-  }
+  const std::map<uint32_t, StageNeeds> missing = MissingOn(j, {}, /*by_task=*/true);
   if (missing.empty()) return false;
-  for (const auto& [node, refs] : missing) {
-    j.staging_waiting.insert(node);
-    SendStage(j, node, refs, fx);
+  size_t images = 0, artifacts = 0;
+  for (const auto& [node, need] : missing) {
+    auto& waiting = j.staging_waiting[node];
+    for (const auto& i : need.images) waiting.insert(Digest(i));
+    for (const auto& [d, o] : need.artifacts) waiting.insert(d);
+    images = std::max(images, need.images.size());
+    artifacts = std::max(artifacts, need.artifacts.size());
   }
+  SendStages(j, missing, fx);
   j.staging_since = now;
-  j.reason_detail = "staging: pulling " + *images.begin() + " on " + std::to_string(missing.size()) + " of its nodes";
+  const std::string what = (images ? std::to_string(images) + " image(s)" : "") + (images && artifacts ? " and " : "") +
+                           (artifacts ? std::to_string(artifacts) + " artifact(s)" : "");
+  j.reason_detail = "staging " + what + " on " + std::to_string(missing.size()) + " of its nodes";
   fx->Event(now, "job", "job/" + std::to_string(j.id),
-            "staging " + std::to_string(images.size()) + " image(s) on " + std::to_string(missing.size()) +
-                " node(s) before its tasks start");
+            "staging " + what + " on " + std::to_string(missing.size()) + " node(s) before its tasks start");
   return true;
 }
 
 void ClusterState::PreStage(JobRecord& j, const std::vector<uint32_t>& nodes, Effects* fx) {
-  const std::set<std::string> images = JobImages(j);
-  if (images.empty()) return;
+  if (JobImages(j).empty() && JobArtifactDigests(j).empty()) return;
+  std::vector<uint32_t> fresh;
   for (uint32_t n : nodes) {
-    if (n >= nodes_.size() || !j.stage_asked.insert(n).second) continue;
-    std::set<std::string> missing;
-    for (const auto& i : images) {
-      if (!nodes_[n].images.count(Digest(i))) missing.insert(i);
-    }
-    if (!missing.empty()) SendStage(j, n, missing, fx);
+    if (n < nodes_.size() && j.stage_asked.insert(n).second) fresh.push_back(n);
   }
+  if (fresh.empty()) return;
+  auto missing = MissingOn(j, fresh, /*by_task=*/false);
+  if (!missing.empty()) SendStages(j, missing, fx);
 }
 
 void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& inv, Time now, Effects* fx) {
@@ -132,9 +274,22 @@ void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& i
     r.images.insert(i.digest());
     image_bytes_[i.digest()] = i.bytes();
   }
+  r.artifacts.clear();
+  for (const auto& a : inv.artifacts()) r.artifacts.insert(a.digest());
   staging_s_.clear();
   r.image_bytes = inv.used_bytes();
   r.image_budget = inv.budget_bytes();
+  r.artifact_bytes = inv.artifact_used_bytes();
+  r.artifact_budget = inv.artifact_budget_bytes();
+  const std::string url = inv.data_url();
+  const bool refused = !url.empty() && !cluster::AddressInNetwork(HostOfUrl(url), options_.data.network);
+  if (refused && !r.data_url_refused) {
+    fx->Event(now, "node", "node/" + node,
+              "its data address " + url + " is not on the cluster's data network " + options_.data.network +
+                  " (cluster.yaml data.network): it serves no peers; give hangar agent --data-address on that network");
+  }
+  r.data_url_refused = refused;
+  r.data_url = refused ? "" : url;
   if (inv.over_budget() != r.image_cache_full) {
     fx->Event(now, "node", "node/" + node,
               inv.over_budget() ? "image cache full: the images its jobs need (" + std::to_string(inv.used_bytes() >> 20) +
@@ -142,21 +297,37 @@ void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& i
                                 : "image cache back within its budget");
   }
   r.image_cache_full = inv.over_budget();
+  if (inv.artifacts_over_budget() != r.artifact_cache_full) {
+    fx->Event(now, "node", "node/" + node,
+              inv.artifacts_over_budget()
+                  ? "artifact cache full: what its jobs need (" + std::to_string(inv.artifact_used_bytes() >> 20) +
+                        " MiB) does not fit its budget (" + std::to_string(inv.artifact_budget_bytes() >> 20) + " MiB)"
+                  : "artifact cache back within its budget");
+  }
+  r.artifact_cache_full = inv.artifacts_over_budget();
 }
 
 void ClusterState::OnStageResult(const std::string& node, const pb::StageResult& r, Time now, Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return;
-  if (r.ok() && nodes_[*n].images.insert(Digest(r.image())).second) {
-    if (r.bytes() > 0) image_bytes_[Digest(r.image())] = r.bytes();
+  const bool artifact = !r.artifact().empty();
+  const std::string key = artifact ? r.artifact() : Digest(r.image());
+  if (artifact) {
+    if (!r.retrying()) LeaveSwarm(key, *n);
+    if (r.ok() && nodes_[*n].artifacts.insert(key).second) staging_s_.clear();
+  } else if (r.ok() && nodes_[*n].images.insert(key).second) {
+    if (r.bytes() > 0) image_bytes_[key] = r.bytes();
     staging_s_.clear();
   }
   auto it = jobs_.find(r.job_id());
   if (it == jobs_.end()) return;
   JobRecord& j = it->second;
-  if (j.attempt != r.attempt() || j.state != JobState::kStarting || !j.staging_waiting.count(*n)) return;
+  if (j.attempt != r.attempt() || j.state != JobState::kStarting) return;
+  auto waiting = j.staging_waiting.find(*n);
+  if (waiting == j.staging_waiting.end() || !waiting->second.count(key)) return;
   if (r.ok()) {
-    j.staging_waiting.erase(*n);
+    waiting->second.erase(key);
+    if (waiting->second.empty()) j.staging_waiting.erase(waiting);
     if (j.staging_waiting.empty()) FinishStaging(j, now, fx);
     return;
   }
@@ -164,7 +335,9 @@ void ClusterState::OnStageResult(const std::string& node, const pb::StageResult&
     j.reason_detail = r.message();
     return;
   }
-  FailStaging(j, r.message().empty() ? "staging " + r.image() + " on node " + node + " failed" : r.message(), now, fx);
+  const std::string what = artifact ? "artifact " + key : r.image();
+  FailStaging(j, r.message().empty() ? "staging " + what + " on node " + node + " failed" : r.message() + " (node " + node + ")",
+              now, fx);
 }
 
 void ClusterState::FinishStaging(JobRecord& j, Time now, Effects* fx) {
@@ -173,7 +346,7 @@ void ClusterState::FinishStaging(JobRecord& j, Time now, Effects* fx) {
   j.staging_gpu_ms += j.assignment.TotalMilliGpu(*topology_) * took / 1000;
   j.reason_detail.clear();
   fx->Event(now, "job", "job/" + std::to_string(j.id),
-            "staged its image in " + FormatDuration(took) + "; starting its " + std::to_string(j.tasks.size()) + " tasks");
+            "staged in " + FormatDuration(took) + "; starting its " + std::to_string(j.tasks.size()) + " tasks");
   Persist(j, fx);
   LaunchAll(j, fx);
 }
