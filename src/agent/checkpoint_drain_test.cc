@@ -206,6 +206,35 @@ TEST_F(CheckpointDrainTest, APlainStoreFolderIsRestoredAndBecomesGenerationZero)
   EXPECT_EQ(StoreNames(), (std::vector<std::string>{".job-7.gen-0000000001", ".job-7.lock", "job-7"}));
 }
 
+// The agent runs as root and copies for the task's user: the copies are theirs, and it copies only
+// their files.
+TEST_F(CheckpointDrainTest, CopiesBelongToTheTasksUserAndOnlyTheirFilesAreCopied) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (to give files to another uid)";
+  const FileOwner user{61001, 61002};
+  Write(a_ + "/model.pt", "step 1");
+  ASSERT_EQ(chown(a_.c_str(), user.uid, user.gid), 0);
+  ASSERT_EQ(chown((a_ + "/model.pt").c_str(), user.uid, user.gid), 0);
+  ASSERT_TRUE(DrainCheckpoint(a_, store_, user).ok());
+  struct stat st {};
+  ASSERT_EQ(stat((store_ + "/model.pt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user.uid);
+  EXPECT_EQ(st.st_gid, user.gid);
+  ASSERT_EQ(stat(ResolveStoreLink(store_).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user.uid);
+  auto restored = RestoreCheckpoint(store_, b_, user);
+  ASSERT_TRUE(restored.ok()) << restored.status().message();
+  ASSERT_EQ(stat((b_ + "/model.pt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user.uid);
+  ASSERT_EQ(stat(b_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user.uid);
+
+  Write(a_ + "/shadow", "root's");  // say, a link swapped for a folder mid-drain
+  auto refused = DrainCheckpoint(a_, store_, user);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("shadow is not a file of uid 61001"));
+  EXPECT_FALSE(fs::exists(store_ + "/shadow"));
+}
+
 TEST_F(CheckpointDrainTest, TheDrainerDrainsInTheBackgroundInOrder) {
   std::mutex mu;
   std::condition_variable cv;
