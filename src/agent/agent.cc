@@ -250,7 +250,8 @@ pb::Register Agent::RegisterMessage() {
   reg.set_token(options_.token);
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [id, r] : records_) {
-    if (r.ended) continue;
+    // A task whose end waits for its job's drain is still running, as far as the controller knows.
+    if (r.ended && !drains_.count(r.job_id)) continue;
     pb::TaskRef* t = reg.add_running();
     t->set_task_id(r.task_id);
     t->set_job_id(r.job_id);
