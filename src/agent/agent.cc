@@ -29,7 +29,9 @@ nlohmann::json ToJson(const TaskRecord& r) {
           {"pid", r.pid},         {"ended", r.ended},   {"exit_code", r.exit_code}, {"signal", r.signal},
           {"stopped", r.stopped}, {"failed_to_start", r.failed_to_start}, {"message", r.message},
           {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}, {"container", r.container},
-          {"image", r.image},     {"artifacts", r.artifacts}};
+          {"image", r.image}, {"checkpoint_local", r.checkpoint_local}, {"checkpoint_store", r.checkpoint_store},
+          {"gid", r.gid}, {"drain_pending", r.drain_pending}, {"drain_path", r.drain_path},
+          {"drain_step", r.drain_step}, {"artifacts", r.artifacts}};
 }
 
 TaskRecord FromJson(const nlohmann::json& j) {
@@ -51,6 +53,12 @@ TaskRecord FromJson(const nlohmann::json& j) {
   r.container = j.value("container", "");
   r.image = j.value("image", "");
   r.artifacts = j.value("artifacts", std::vector<std::string>{});
+  r.checkpoint_local = j.value("checkpoint_local", "");
+  r.checkpoint_store = j.value("checkpoint_store", "");
+  r.gid = j.value("gid", int64_t{-1});
+  r.drain_pending = j.value("drain_pending", false);
+  r.drain_path = j.value("drain_path", "");
+  r.drain_step = j.value("drain_step", uint64_t{0});
   return r;
 }
 
@@ -76,6 +84,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
 
 Agent::~Agent() {
   socket_.reset();  // stops its thread before anything it uses goes
+  drainer_.reset();  // likewise (after the drain in progress)
   std::lock_guard<std::mutex> l(validation_mu_);
   if (validation_.joinable()) validation_.join();
 }
@@ -120,6 +129,12 @@ Status Agent::Init() {
   }
   InitContainers();
   HANGAR_RETURN_IF_ERROR(InitData());
+  if (!options_.scratch_dir.empty()) {
+    drainer_ = std::make_unique<CheckpointDrainer>(
+        [this](const CheckpointDrainer::Request& q, const StatusOr<DrainResult>& r) { OnDrained(q, r); },
+        options_.drain_lock_timeout);
+    ResumeDrains();
+  }
   StartSocket();
   return Status::Ok();
 }
@@ -141,6 +156,7 @@ void Agent::StartSocket() {
 StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
   pb::AgentMessage m;
   pb::CheckpointDone* done = m.mutable_checkpoint_done();
+  TaskRecord record;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = records_.find(c.task_id);
@@ -156,6 +172,7 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
                                       std::to_string(c.peer_uid) + " may not report its checkpoints");
     }
     done->set_job_id(it->second.job_id);
+    record = it->second;
   }
   done->set_task_id(c.task_id);
   done->set_time_ms(clock_->Now());
@@ -163,6 +180,17 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
   done->set_step(c.step);
   CheckpointReply reply;
   reply.released = runner_.InCheckpointPhase(c.task_id);
+  if (!record.checkpoint_local.empty() && drainer_) {
+    // Node-local scratch: the task goes on (or is released) now; the controller hears of the
+    // checkpoint once it is durable in the shared store.
+    QueueDrain(record, c.path, c.step);
+    spdlog::info("agent {}: task {} wrote a checkpoint{}{}{}; draining {} to {} in the background", options_.node,
+                 c.task_id, c.path.empty() ? "" : " at " + c.path,
+                 c.step ? " (step " + std::to_string(c.step) + ")" : "",
+                 reply.released ? "; releasing it from its stop's grace" : "", record.checkpoint_local,
+                 record.checkpoint_store);
+    return reply;
+  }
   bool sent = false;
   {
     // Under write_mu_, so that Session() either has the stream up or collects it afterwards.
@@ -224,7 +252,8 @@ pb::Register Agent::RegisterMessage() {
   reg.set_token(options_.token);
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [id, r] : records_) {
-    if (r.ended) continue;
+    // A task whose end waits for its job's drain is still running, as far as the controller knows.
+    if (r.ended && !drains_.count(r.job_id)) continue;
     pb::TaskRef* t = reg.add_running();
     t->set_task_id(r.task_id);
     t->set_job_id(r.job_id);
@@ -338,15 +367,17 @@ void Agent::Session(const std::atomic<bool>* stop) {
   std::vector<TaskRecord> ended;
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [id, r] : records_) if (r.ended) ended.push_back(r);
+    // Not those whose job's checkpoint is still draining: they go out when it is durable.
+    for (const auto& [id, r] : records_) if (r.ended && !drains_.count(r.job_id)) ended.push_back(r);
   }
-  for (const auto& r : ended) SendStatus(r);
-  SendImages();
+  // Checkpoints first: one the controller hears of after its task's end belongs to an old attempt.
   for (const auto& [id, c] : unsent) {
     pb::AgentMessage m;
     *m.mutable_checkpoint_done() = c;
     Write(m);
   }
+  for (const auto& r : ended) SendStatus(r);
+  SendImages();
   pb::ControllerMessage in;
   while (!*stop && stream->Read(&in)) {
     if (in.epoch() < newest_epoch_) {  // a deposed leader: refuse its orders and leave it
@@ -438,7 +469,7 @@ void Agent::HandleStop(const pb::Stop& s) {
       known = r;
     }
   }
-  if (known) SendStatus(*known);
+  if (known && !HoldStatus(known->task_id)) SendStatus(*known);
 }
 
 void Agent::HandleLog(const pb::LogRequest& r) {
@@ -547,7 +578,9 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
   if (!r.container.empty()) ReleaseContainer(&r);  // gone before its GPUs are free
   {
     std::lock_guard<std::mutex> l(mu_);
-    records_[r.task_id] = r;
+    TaskRecord& kept = records_[r.task_id];
+    r.drain_pending = kept.drain_pending;  // a drain may have ended meanwhile
+    kept = r;
     SaveRecords();
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);
@@ -559,7 +592,9 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
 void Agent::ReaperLoop(const std::atomic<bool>* stop) {
   while (!*stop) {
     for (const TaskExit& e : runner_.Reap()) {
-      if (auto r = RecordExit(e)) SendStatus(*r);
+      if (auto r = RecordExit(e)) {
+        if (!HoldStatus(r->task_id)) SendStatus(*r);
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

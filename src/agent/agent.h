@@ -17,6 +17,13 @@
 // report to the controller as a CheckpointDone (held until it is connected again, if it is not)
 // and, if the task is in the checkpoint phase of a stop (Stop.checkpoint_signal), releases it:
 // SIGTERM at once rather than at the end of the grace.
+//
+// With a scratch dir (issue 19, agent_checkpoints.cc and checkpoint_drain.h) a task checkpoints to
+// node-local scratch; the agent restores the store's newest checkpoint there before the task
+// starts, answers `hangar checkpoint-done` at once, drains to the shared store in the background
+// and forwards the CheckpointDone only once the checkpoint is durable there. Until every drain of
+// a job is over, the ends of its tasks on this node are not reported to the controller, so the
+// job cannot be requeued elsewhere before its checkpoint is in the store.
 #pragma once
 
 #include <atomic>
@@ -31,6 +38,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "agent/checkpoint_drain.h"
 #include "agent/checkpoint_socket.h"
 #include "agent/container/image_cache.h"
 #include "agent/container/podman.h"
@@ -83,6 +91,11 @@ struct AgentOptions {
   Duration stop_tasks_grace = 2 * kSecond;
   ContainerOptions containers;
   DataOptions data;
+  // Node-local scratch (NVMe) for checkpoints: tasks get HANGAR_CHECKPOINT_DIR under
+  // <scratch_dir>/checkpoints and the agent drains them to the controller's path (the shared store,
+  // HANGAR_CHECKPOINT_STORE). Empty: tasks write to the shared store themselves.
+  std::string scratch_dir;
+  Duration drain_lock_timeout = 60 * kSecond;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -104,6 +117,15 @@ struct TaskRecord {
   std::string container;  // the podman container it runs in; empty: a process
   std::string image;
   std::vector<std::string> artifacts;  // digests of the cached objects it sees
+  // With a scratch dir: the job's node-local checkpoint folder and its shared store (else empty),
+  // the task's group, and whether a drain of one of its reports has not finished (again after a
+  // restart of the agent) with what it reported.
+  std::string checkpoint_local, checkpoint_store;
+  int64_t gid = -1;
+  bool drain_pending = false;
+  std::string drain_path;
+  uint64_t drain_step = 0;
+  bool status_held = false;  // its end waits for the job's drains (not kept across restarts)
 };
 
 class Agent {
@@ -145,6 +167,16 @@ class Agent {
   // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts,
   // owned by the task's user.
   Status PrepareCheckpointDir(const pb::Launch& l, const std::optional<TaskCredentials>& run_as) const;
+  // With a scratch dir (agent_checkpoints.cc): the job's node-local checkpoint folder, holding the
+  // store's newest checkpoint, becomes the task's HANGAR_CHECKPOINT_DIR.
+  Status PrepareScratchCheckpoint(const pb::Launch& l, const std::optional<TaskCredentials>& run_as,
+                                  TaskLaunch* launch, TaskRecord* r);
+  // A report of a task with a scratch folder: drained in the background, forwarded when durable.
+  void QueueDrain(const TaskRecord& r, const std::string& path, uint64_t step);
+  void OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainResult>& result);
+  // Whether the end of task `r` waits for a drain of its job (then it is sent when that is over).
+  bool HoldStatus(const std::string& task_id);  // caller does not hold mu_
+  void ResumeDrains();  // Init: drains a restart interrupted; caller does not hold mu_
   // Who a launch runs as: nullopt for the agent's own user (no run_as: `--auth none`); refused
   // for an account the node lacks, and for root unless the launch allows it.
   StatusOr<std::optional<TaskCredentials>> RunAsOf(const pb::Launch& l) const;
@@ -186,11 +218,12 @@ class Agent {
   std::thread validation_;
   std::atomic<bool> validating_{false};
 
-  std::mutex mu_;  // records_, unsent_checkpoints_
+  std::mutex mu_;  // records_, unsent_checkpoints_, drains_
   std::map<std::string, TaskRecord> records_;
   // Checkpoint reports made while no stream was up, by task: the latest of each goes out on the
   // next connect.
   std::map<std::string, pb::CheckpointDone> unsent_checkpoints_;
+  std::map<uint64_t, int> drains_;  // by job: drains asked for and not over
 
   std::mutex write_mu_;  // the stream in use, if any
   grpc::ClientReaderWriter<pb::AgentMessage, pb::ControllerMessage>* stream_ = nullptr;
@@ -214,7 +247,8 @@ class Agent {
   mutable std::mutex data_mu_;  // data_token_
   std::string data_token_;
 
-  // Last: its thread calls into the members above, so it must go first.
+  // Last: their threads call into the members above, so they must go first.
+  std::unique_ptr<CheckpointDrainer> drainer_;
   std::unique_ptr<AgentSocket> socket_;
 };
 

@@ -56,6 +56,7 @@ struct Flags {
   std::string cache_dir;
   std::string cache_budget = "0";
   std::string data_address;
+  std::string scratch_dir;
 };
 
 std::atomic<bool> g_stop{false};
@@ -172,6 +173,16 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.use_cgroups = !f.no_cgroups;
   opt.stop_tasks_on_exit = f.stop_tasks_on_exit;
   opt.ib_root = f.ib_root;
+  if (!f.scratch_dir.empty()) {
+    opt.scratch_dir = std::filesystem::absolute(f.scratch_dir, ec).lexically_normal().string();
+    if (ec) return Status::InvalidArgument("--scratch-dir " + f.scratch_dir + ": " + ec.message());
+    std::filesystem::create_directories(opt.scratch_dir + "/checkpoints", ec);
+    if (ec) {
+      return Status::InvalidArgument("--scratch-dir " + opt.scratch_dir + ": cannot create " + opt.scratch_dir +
+                                     "/checkpoints (" + ec.message() + "); give a folder on this node's local disk "
+                                     "that the agent can write");
+    }
+  }
   opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
   HANGAR_RETURN_IF_ERROR(ContainerFlags(f, opt));
@@ -327,6 +338,10 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--ib-root", f->ib_root, "InfiniBand/RoCE devices (absent: no ports)")
       ->capture_default_str();
   c->add_flag("--no-cgroups", f->no_cgroups, "Run tasks without cgroups");
+  c->add_option("--scratch-dir", f->scratch_dir,
+                "Node-local scratch (NVMe) for checkpoints: tasks write HANGAR_CHECKPOINT_DIR there and the agent "
+                "drains each one reported with `hangar checkpoint-done` to the controller's --checkpoint-root (shared "
+                "storage) in the background; default: none (tasks write to --checkpoint-root themselves)");
   c->add_option("--containers", f->containers, "Run tasks that name an image: on (needs podman and runc) or off")
       ->capture_default_str();
   c->add_option("--podman", f->podman, "The podman program")->capture_default_str();

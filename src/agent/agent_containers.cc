@@ -123,7 +123,10 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
                                ? ""
                                : (fs::path(options_.hangar_binary).parent_path() / "hangar-in-container").string();
   if (!tool.empty() && fs::exists(tool)) run.mounts.push_back({tool, kToolInContainer, true});
-  if (auto ck = l.env().find("HANGAR_CHECKPOINT_DIR"); ck != l.env().end()) run.mounts.push_back({ck->second, ck->second, false});
+  // The launch's (node-local scratch, with --scratch-dir), not the controller's.
+  for (const auto& [k, v] : launch->env) {
+    if (k == "HANGAR_CHECKPOINT_DIR" && !v.empty()) run.mounts.push_back({v, v, false});
+  }
   run.devices = RdmaDevices();
   run.milli_cpu = l.milli_cpu();
   run.memory_mib = l.memory_mib();

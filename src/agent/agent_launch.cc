@@ -111,7 +111,8 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   if (ready.ok()) {
     launch.run_as = *run_as;
     r.uid = *run_as ? (*run_as)->uid : geteuid();
-    ready = PrepareCheckpointDir(l, *run_as);
+    ready = options_.scratch_dir.empty() ? PrepareCheckpointDir(l, *run_as)
+                                         : PrepareScratchCheckpoint(l, *run_as, &launch, &r);
   }
   if (ready.ok()) ready = CheckMigInstances(gpus_.gpus, l);
   if (ready.ok()) ready = PrepareArtifacts(l, dir, &launch, &r);
@@ -177,7 +178,8 @@ StatusOr<std::optional<TaskCredentials>> Agent::RunAsOf(const pb::Launch& l) con
 Status Agent::PrepareCheckpointDir(const pb::Launch& l, const std::optional<TaskCredentials>& run_as) const {
   auto it = l.env().find("HANGAR_CHECKPOINT_DIR");
   if (it == l.env().end() || it->second.empty()) return Status::Ok();
-  const fs::path dir = it->second;
+  // A store that agents with scratch dirs drained is a link to its newest generation (checkpoint_drain.h).
+  const fs::path dir = ResolveStoreLink(it->second);
   // A relative path would name a folder inside the task's own working directory, which a
   // restarted attempt on another node never sees.
   if (dir.is_relative()) {

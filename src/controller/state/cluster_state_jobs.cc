@@ -395,11 +395,21 @@ Status ClusterState::OnCheckpointDone(const std::string& node, const pb::Checkpo
   if (it == jobs_.end()) return Status::Ok();
   if (it->second.attempt != attempt && !zombies_.count(c.task_id())) return Status::Ok();  // an old attempt's news
   JobRecord& j = it->second;
+  const std::string step = c.step() ? " (step " + std::to_string(c.step()) + ")" : "";
+  if (!c.drain_error().empty()) {
+    // Written to the node's scratch but not drained to the shared store (issue 19): not durable,
+    // so the lost-work mark stays at the last checkpoint that is.
+    fx->Event(now, "job", "job/" + std::to_string(id),
+              "checkpoint of task " + std::to_string(index) + " on " + node + step +
+                  " is NOT durable: " + c.drain_error() + "; a restart resumes from the previous checkpoint in the store");
+    return Status::Ok();
+  }
   j.last_checkpoint = now;
   j.checkpoint_path = c.path();
   fx->Event(now, "job", "job/" + std::to_string(id),
             "checkpoint written by task " + std::to_string(index) + " on " + node +
-                (c.path().empty() ? "" : ": " + c.path()) + (c.step() ? " (step " + std::to_string(c.step()) + ")" : ""));
+                (c.path().empty() ? "" : ": " + c.path()) + step +
+                (c.drained() ? ", drained to the shared store in " + std::to_string(c.drain_ms()) + " ms" : ""));
   Persist(j, fx);
   return Status::Ok();
 }

@@ -175,6 +175,43 @@ TEST_F(QueuesTest, ACheckpointLowersTheLostWork) {
   EXPECT_NEAR((*usage)["rows"][0]["lost_to_preemption_gpu_hours"].get<double>(), 16.0 * 10 / 3600, 1e-6);
 }
 
+// Issue 19: a checkpoint the agent could not drain from node-local scratch to the shared store is
+// not durable: an event says so, and the lost work still counts from the last durable one.
+TEST_F(QueuesTest, ACheckpointThatFailedToDrainIsNotDurable) {
+  Submit("name: big\nqueue: adhoc\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n", 1);
+  Effects fx;
+  state_->Schedule(2, &fx);
+  Running("a", "1.0.0", 3);
+  Running("b", "1.0.1", 3);
+  pb::CheckpointDone durable;
+  durable.set_task_id("1.0.0");
+  durable.set_path("/store/job-1/step-50");
+  durable.set_step(50);
+  durable.set_drained(true);
+  durable.set_drain_ms(1234);
+  Effects first;
+  EXPECT_TRUE(state_->OnCheckpointDone("a", durable, 50 * kSecond, &first).ok());
+  ASSERT_EQ(first.batch.events.size(), 1u);
+  EXPECT_EQ(first.batch.events[0].message,
+            "checkpoint written by task 0 on a: /store/job-1/step-50 (step 50), drained to the shared store in 1234 ms");
+  pb::CheckpointDone failed;
+  failed.set_task_id("1.0.0");
+  failed.set_step(90);
+  failed.set_drain_error("draining /scratch/job-1 to /store/job-1: no space left on device");
+  Effects second;
+  EXPECT_TRUE(state_->OnCheckpointDone("a", failed, 90 * kSecond, &second).ok());
+  ASSERT_EQ(second.batch.events.size(), 1u);
+  EXPECT_EQ(second.batch.events[0].message,
+            "checkpoint of task 0 on a (step 90) is NOT durable: draining /scratch/job-1 to /store/job-1: no space "
+            "left on device; a restart resumes from the previous checkpoint in the store");
+  Submit("name: t\nqueue: train\ntasks: [{gpus: 8, command: [x]}]\n", 100 * kSecond);
+  state_->Schedule(100 * kSecond, &fx);
+  auto usage = state_->UsageJson("user", 0, 200 * kSecond);
+  ASSERT_TRUE(usage.ok());
+  // From t=50 s (the durable one), not t=90 s.
+  EXPECT_NEAR((*usage)["rows"][0]["lost_to_preemption_gpu_hours"].get<double>(), 16.0 * 50 / 3600, 1e-6);
+}
+
 // Issue 15: with free capacity and nobody waiting, checkpoint-requeue would restart the idle job
 // where it is, every `for` (killing a notebook's kernel for nothing): it is kept, and told once.
 TEST_F(QueuesTest, AnIdleJobIsNotRequeuedWhenNobodyWaitsForGpus) {
