@@ -146,6 +146,7 @@ StageOutcome Stager::Attempt(const pb::ArtifactStage& s, bool origin_only, const
     }
   }
   const std::string auth = "Bearer " + token_();
+  const Time begun_at = clock_->Now();
   auto origin_worker = [&] {
     while (!*stop) {
       int64_t c;
@@ -193,6 +194,11 @@ StageOutcome Stager::Attempt(const pb::ArtifactStage& s, bool origin_only, const
           got = p->Write(c, res->body).ok();
           if (got) w.peer_bytes += len;
           break;
+        }
+        // A peer told to stage in the same breath may not have begun yet: give it a moment.
+        if (res && res->status == 404 && clock_->Now() - begun_at < o_.peer_grace) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          continue;
         }
         if (!res || res->status != 503) break;  // not there and not coming: the origin
         const int64_t now_held = std::atoll(res->get_header_value("X-Hangar-Chunks-Held").c_str());

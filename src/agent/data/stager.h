@@ -31,6 +31,7 @@ struct StagerOptions {
   Duration peer_wait = 5 * kSecond;     // one long-poll
   Duration peer_stall = 30 * kSecond;   // a peer that gains no chunk this long is given up
   Duration origin_timeout = 120 * kSecond;
+  Duration peer_grace = 3 * kSecond;    // a peer that has not begun staging yet, at first
 };
 
 class Stager {
