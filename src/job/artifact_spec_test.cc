@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cluster/cluster_yaml.h"
 #include "job/job_spec.h"
+
+#include <fstream>
 
 namespace hangar::job {
 namespace {
@@ -102,6 +105,48 @@ TEST(ArtifactSpecTest, ByteSizes) {
   EXPECT_FALSE(ParseByteSize("").ok());
   EXPECT_FALSE(ParseByteSize("Gi").ok());
   EXPECT_FALSE(ParseByteSize("99999999999Ti").ok());
+}
+
+}  // namespace
+}  // namespace hangar::job
+
+namespace hangar::job {
+namespace {
+
+// The ```yaml blocks of a doc, in order.
+std::vector<std::string> YamlBlocks(const std::string& doc) {
+  std::ifstream in(std::string(HANGAR_SOURCE_DIR) + "/" + doc);
+  std::string text((std::istreambuf_iterator<char>(in)), {}), out;
+  std::vector<std::string> blocks;
+  for (size_t at = text.find("```yaml\n"); at != std::string::npos; at = text.find("```yaml\n", at)) {
+    at += 8;
+    const size_t end = text.find("```", at);
+    blocks.push_back(text.substr(at, end - at));
+    at = end + 3;
+  }
+  return blocks;
+}
+
+TEST(ArtifactDocsTest, TheExamplesInDataMdAndJobFormatMdLoad) {
+  auto blocks = YamlBlocks("docs/data.md");
+  ASSERT_EQ(blocks.size(), 2u);
+  auto job = ParseJobSpec(blocks[0], "docs/data.md");
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  ASSERT_EQ(job->tasks[0].artifacts.size(), 2u);
+  EXPECT_TRUE(job->tasks[0].artifacts[1].shard_by_rank);
+  auto cluster = cluster::ParseClusterYaml(
+      "nodes: [{name: a, gpus: 1, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}]\n" + blocks[1], "docs/data.md");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  EXPECT_EQ(cluster->data.network, "10.20.0.0/16");
+  bool found = false;
+  for (const auto& b : YamlBlocks("docs/job-format.md")) {
+    if (b.rfind("artifacts:", 0) != 0) continue;
+    found = true;
+    auto spec = ParseJobSpec("name: x\n" + b + "tasks:\n  - gpus: 1\n    command: [\"true\"]\n", "docs/job-format.md");
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    EXPECT_EQ(spec->tasks[0].artifacts[0].objects[0].bytes, 64ll << 20);
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace
