@@ -12,6 +12,7 @@ void StagingStats::Add(const StagingStats& o) {
   lost_gpu_ms += o.lost_gpu_ms;
   transfers += o.transfers;
   prestage_transfers += o.prestage_transfers;
+  origin_transfers += o.origin_transfers;
   origin_bytes += o.origin_bytes;
   peer_bytes += o.peer_bytes;
   evictions += o.evictions;
@@ -71,6 +72,7 @@ Time StagingModel::CopyTo(Time now, uint32_t node, const SimArtifact& a, bool pr
     const Time start = std::max(now, origin_free_);
     ready = start + TransferMs(a.bytes, config_.origin_bytes_per_s);
     origin_free_ = ready;
+    stats_.origin_transfers++;
     stats_.origin_bytes += a.bytes;
   }
   stats_.transfers++;

@@ -54,6 +54,7 @@ struct StagingStats {
   int64_t lost_gpu_ms = 0;         // GPU-milliseconds held while staging
   int64_t transfers = 0;           // object copies made to a node
   int64_t prestage_transfers = 0;  // ... of which for a reserved or nominated job
+  int64_t origin_transfers = 0;    // ... of which from the origin (with fan-out: first copies)
   int64_t origin_bytes = 0;
   int64_t peer_bytes = 0;
   int64_t evictions = 0;

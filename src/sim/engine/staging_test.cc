@@ -60,6 +60,8 @@ TEST(StagingModelTest, PeerFanoutReadsTheOriginOnce) {
   // Four nodes at once: the first copy from the origin (10 s), the others from it as it arrives.
   EXPECT_EQ(fan.Stage(0, fan.Intern({{7, 10 * kGB}}), nodes, 1, false), 10000);
   EXPECT_EQ(fan.stats().origin_bytes, 10 * kGB);
+  EXPECT_EQ(fan.stats().origin_transfers, 1);
+  EXPECT_EQ(fan.stats().transfers, 4);
   EXPECT_EQ(fan.stats().peer_bytes, 30 * kGB);
   c.peer_fanout = false;
   StagingModel origin(c, 4);
