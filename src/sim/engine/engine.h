@@ -19,6 +19,7 @@
 #include "sched/queue/gittins.h"
 #include "sched/queue/quota.h"
 #include "sched/scheduler.h"
+#include "sim/engine/staging.h"
 
 namespace hangar::sim {
 
@@ -34,6 +35,8 @@ struct SimJob {
   job::Tier tier = job::Tier::kGuaranteed;
   Duration min_run_time = 0;
   uint64_t seq = 0;  // tie-break: the trace's row
+  // What it needs on every node it runs on, with SimConfig::staging (sim/engine/staging.h).
+  std::vector<SimArtifact> artifacts;
 };
 
 struct SimJobResult {
@@ -41,6 +44,7 @@ struct SimJobResult {
   Time end = kNever;
   int preemptions = 0;
   bool never = false;  // the cluster can never hold it
+  Duration staging = 0;  // time it held its GPUs waiting for its objects, over all its runs
 };
 
 struct SimConfig {
@@ -70,6 +74,8 @@ struct SimConfig {
   // controller does (sched/owner/workload.h), for the fgd and hangar scorers. Off by default:
   // the Philly figures in docs/ were measured without it.
   bool learn_profile = false;
+  // Jobs' artifacts, node caches and transfers (staging.h); off: artifacts are ignored.
+  StagingConfig staging;
 };
 
 // What happened, for golden tests and reports. All callbacks are optional.
@@ -97,6 +103,8 @@ class Engine {
   virtual int64_t busy_gpu_ms() const = 0;
   // With queues: GPU-milliseconds each queue (tree index; groups include their children) held.
   virtual const std::vector<int64_t>& queue_gpu_ms() const = 0;
+  // With SimConfig::staging: what staging cost. Engines without a staging model report nothing.
+  virtual StagingStats staging_stats() const { return {}; }
 };
 
 // Makes an engine for one cluster (partition); the replay calls it once per partition.

@@ -21,6 +21,9 @@ Simulator::Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig co
   if (config_.gittins_ranks) {
     ranker_ = std::make_unique<sched::owner::RankBook>(config_.gittins);
   }
+  if (config_.staging.enabled) {
+    staging_ = std::make_unique<StagingModel>(config_.staging, static_cast<uint32_t>(topology_->nodes().size()));
+  }
 }
 
 void Simulator::AddJob(SimJob job) { jobs_.push_back(std::move(job)); }
@@ -56,6 +59,7 @@ Status Simulator::Run() {
       return Status::InvalidArgument("two jobs have id " + std::to_string(jobs_[i].id));
     }
   }
+  HANGAR_RETURN_IF_ERROR(InternArtifacts());
   std::vector<size_t> arrivals(n);
   std::iota(arrivals.begin(), arrivals.end(), 0);
   std::stable_sort(arrivals.begin(), arrivals.end(), [&](size_t a, size_t b) {
@@ -148,6 +152,9 @@ void Simulator::Arrive(size_t j) {
   p.attained_service = attained_[j];
   p.seq = order_[j];
   p.rank = RankOf(j, ran_[j], &rank_cache_[j]);
+  if (staging_ && config_.staging.data_aware && set_of_[j] != UINT32_MAX) {
+    p.staging_s = staging_->SecondsFor(set_of_[j]);  // kept up to date before each cycle
+  }
   if (config_.queues) {
     if (ask_charge_[j].empty()) ask_charge_[j] = config_.queues->Charge(*job.request, nullptr, *topology_);
     p.charge = &ask_charge_[j];
@@ -159,6 +166,76 @@ void Simulator::Arrive(size_t j) {
   pending_.insert(pending_.begin() + static_cast<ptrdiff_t>(pos), p);
   if (job.request->total_milli_gpu == 0 && results_[j].preemptions == 0) cpu_only_pending_++;
   if (config_.learn_profile && results_[j].preemptions == 0) workload_.Add(*job.request);
+}
+
+Status Simulator::InternArtifacts() {
+  set_of_.assign(jobs_.size(), UINT32_MAX);
+  prestaged_.clear();
+  if (!staging_) return Status::Ok();
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    if (jobs_[i].artifacts.empty()) continue;
+    for (const auto& a : jobs_[i].artifacts) {
+      if (a.bytes <= 0) {
+        return Status::InvalidArgument("job '" + jobs_[i].name + "' needs object " + std::to_string(a.object) +
+                                       " of " + std::to_string(a.bytes) + " bytes; sizes must be above 0");
+      }
+    }
+    set_of_[i] = staging_->Intern(jobs_[i].artifacts);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+std::vector<uint32_t> NodesOf(const cluster::GangAssignment& a) {
+  std::vector<uint32_t> nodes;
+  for (const auto& t : a.tasks) nodes.push_back(t.node);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+}  // namespace
+
+Time Simulator::StageFor(Time now, size_t j, const cluster::GangAssignment& a) {
+  if (!staging_ || set_of_[j] == UINT32_MAX) return now;
+  staging_->Unpin(PrestageOwner(j));  // its own pins below take over
+  const Time ready = staging_->Stage(now, set_of_[j], NodesOf(a), j, false);
+  StagingStats& st = staging_->stats();
+  st.starts_with_objects++;
+  if (ready > now) st.staged_starts++;
+  return ready;
+}
+
+void Simulator::PrestageOn(Time now, size_t j, const std::vector<uint32_t>& nodes) {
+  staging_->Unpin(PrestageOwner(j));
+  (void)staging_->Stage(now, set_of_[j], nodes, PrestageOwner(j), true);
+}
+
+void Simulator::Prestage(Time now, const sched::Decisions& d) {
+  std::vector<size_t> keep;
+  for (const auto& r : d.reservations) {
+    const size_t j = index_of_[r.job];
+    if (set_of_[j] == UINT32_MAX) continue;
+    PrestageOn(now, j, r.nodes);
+    keep.push_back(j);
+  }
+  for (const auto& p : d.placements) {
+    const size_t j = index_of_[p.job];
+    if (!awaiting_.count(j) || set_of_[j] == UINT32_MAX) continue;  // started, or not nominated
+    PrestageOn(now, j, NodesOf(p.assignment));
+    keep.push_back(j);
+  }
+  // A job no longer reserved keeps its pins only while it waits for its victims.
+  for (size_t j : prestaged_) {
+    if (std::find(keep.begin(), keep.end(), j) != keep.end()) continue;
+    if (awaiting_.count(j) && !running_slots_[j]) {
+      keep.push_back(j);
+      continue;
+    }
+    staging_->Unpin(PrestageOwner(j));
+  }
+  prestaged_ = std::move(keep);
 }
 
 Simulator::RankClass Simulator::ClassOf(size_t j) const {
@@ -237,6 +314,7 @@ bool Simulator::Cycle(Time now) {
     r.attained_service = info.attained + info.milli * (now - r.start) / 1000;
     if (ranker_) r.rank = RankOf(info.job, info.ran + now - r.start, &info.rank);
   }
+  if (staging_ && config_.staging.data_aware) staging_->Refresh();
   sched::Snapshot snap;
   snap.usage = &usage_;
   snap.pending = pending_;
@@ -282,6 +360,7 @@ bool Simulator::Cycle(Time now) {
     pending_keys_.resize(w);
   }
   for (size_t j : requeue) Arrive(j);  // after the placements: their indices name old positions
+  if (staging_ && config_.staging.prestage) Prestage(now, d);
   if (observer_.on_wait) {
     // Reported once the instant has settled (ReportWaits), as the controller keeps a reason per
     // job: a job the cycle did not reach keeps its last reason, unless it never had one.
@@ -312,11 +391,13 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   auto run = std::make_unique<Running>();
   run->job = j;
   run->start = now;
-  run->end = now + remaining_[j];
   run->assignment = p.assignment;
   run->milli = p.assignment.TotalMilliGpu(*topology_);
   Status s = usage_.Allocate(run->assignment);
   if (!s.ok()) return;  // cannot happen: the cycle planned on a copy of this usage
+  // It holds its GPUs from now and runs once its objects are on all its nodes.
+  run->ready = StageFor(now, j, run->assignment);
+  run->end = run->ready + remaining_[j];
   allocated_milli_ += run->milli;
   if (config_.queues) {
     run->charge = config_.queues->Charge(*jobs_[j].request, &run->assignment, *topology_);
@@ -334,7 +415,7 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   r.tier = jobs_[j].tier;
   r.queue = jobs_[j].queue;
   r.start = now;
-  r.expected_end = jobs_[j].time_limit > 0 ? now + jobs_[j].time_limit : kNever;
+  r.expected_end = jobs_[j].time_limit > 0 ? run->ready + jobs_[j].time_limit : kNever;
   r.attained_service = attained_[j];
   r.last_checkpoint = now;
   r.min_run_time = jobs_[j].min_run_time;
@@ -372,8 +453,16 @@ void Simulator::Release(Time now, size_t j) {
   usage_.Release(run.assignment);
   allocated_milli_ -= run.milli;
   if (config_.queues) ChargeQueue(j, run.charge, Charging::kRemove);
-  attained_[j] += run.milli * (now - run.start) / 1000;
-  ran_[j] += now - run.start;
+  // Staging is no service: it runs from `ready` on.
+  const Time served_from = std::min(now, run.ready);
+  attained_[j] += run.milli * (now - served_from) / 1000;
+  ran_[j] += now - served_from;
+  if (staging_) {
+    staging_->Unpin(j);
+    results_[j].staging += served_from - run.start;
+    staging_->stats().staging_ms += served_from - run.start;
+    staging_->stats().lost_gpu_ms += run.milli * (served_from - run.start) / 1000;
+  }
   const size_t pos = running_pos_[j];
   running_jobs_[pos] = running_jobs_.back();
   running_info_[pos] = running_info_.back();
@@ -388,7 +477,7 @@ void Simulator::Preempt(Time now, const sched::Preemption& p, std::vector<size_t
   auto it = index_of_.find(p.victim);
   if (it == index_of_.end() || !running_slots_[it->second]) return;
   const size_t j = it->second;
-  const Duration left = running_slots_[j]->end - now;
+  const Duration left = running_slots_[j]->end - std::max(now, running_slots_[j]->ready);
   std::unique_ptr<Running> held;
   if (config_.preemption_grace > 0) held = std::make_unique<Running>(*running_slots_[j]);
   Release(now, j);

@@ -47,6 +47,9 @@ class Simulator : public Engine {
   const cluster::Topology& topology() const { return *topology_; }
   // With queues: GPU-milliseconds each queue (tree index; groups include their children) held.
   const std::vector<int64_t>& queue_gpu_ms() const override { return queue_gpu_ms_; }
+  // With SimConfig::staging: the node caches (tests preload them) and what staging cost.
+  StagingModel* staging_model() { return staging_.get(); }
+  StagingStats staging_stats() const override { return staging_ ? staging_->stats() : StagingStats{}; }
 
  private:
   Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig config,
@@ -55,6 +58,7 @@ class Simulator : public Engine {
   struct Running {
     size_t job;
     Time start;
+    Time ready;  // when its objects are on all its nodes (start, without staging)
     Time end;
     cluster::GangAssignment assignment;
     int64_t milli;
@@ -78,6 +82,13 @@ class Simulator : public Engine {
   // With a preemption grace: a victim that has stopped gives its GPUs back and queues again.
   void Stopped(size_t job);
   void AccountBusy(Time now);
+  // Staging (staging.h): when job `j`, placed on `a` at `now`, may run; and the pre-staging of
+  // this cycle's reserved and nominated jobs.
+  Time StageFor(Time now, size_t j, const cluster::GangAssignment& a);
+  void Prestage(Time now, const sched::Decisions& d);
+  void PrestageOn(Time now, size_t j, const std::vector<uint32_t>& nodes);
+  Status InternArtifacts();  // fills set_of_
+  static uint64_t PrestageOwner(size_t j) { return (uint64_t{1} << 63) | j; }
   using CachedRank = sched::owner::CachedRank;
   // The Gittins rank of job `j` at `age` (sched/owner/ranks.h), kept in `cache`.
   int64_t RankOf(size_t j, Duration age, CachedRank* cache);
@@ -129,6 +140,12 @@ class Simulator : public Engine {
   int64_t allocated_milli_ = 0;
   Time last_account_ = 0;
   int32_t cpu_only_pending_ = 0;
+
+  // With SimConfig::staging: the node caches, each job's object set (UINT32_MAX: none), and the
+  // jobs whose objects are pinned for a reservation or nomination.
+  std::unique_ptr<StagingModel> staging_;
+  std::vector<uint32_t> set_of_;
+  std::vector<size_t> prestaged_;
 
   // With queues: what each queue holds now, its decayed past usage and its GPU-ms so far.
   std::vector<std::vector<int64_t>> queue_usage_;

@@ -134,6 +134,7 @@ struct PartitionRun {
   int64_t never = 0, cycles = 0, busy = 0;
   std::vector<std::tuple<Time, int64_t, int64_t>> steps;  // (t, allocated milli, pending)
   std::vector<QueueOutcome> queues;  // by local queue
+  StagingStats staging;
   Status status;
 };
 
@@ -273,6 +274,7 @@ void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
   cfg.preemption_grace = opt.preemption_grace;
   cfg.gittins_ranks = opt.policy.gittins_ranks;
   cfg.gittins_by_predecessor = opt.policy.gittins_by_predecessor;
+  cfg.staging = opt.staging;
   if (run->tree) {
     cfg.queues = run->tree;
     cfg.queue_specs = run->specs;
@@ -296,6 +298,7 @@ void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
     sj.tier = run->tree ? job::Tier::kGuaranteed : j.tier;
     sj.queue = run->tree ? run->leaf[run->job_queue[i]] : 0;
     sj.seq = j.row;
+    if (opt.staging.enabled) sj.artifacts = j.artifacts;
     s.AddJob(std::move(sj));
   }
   run->queues.assign(run->parts.size(), {});
@@ -324,10 +327,12 @@ void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
     o.gpus_milli = s.jobs()[i].request->total_milli_gpu;
     o.preemptions = r.preemptions;
     o.partition = run->parts[run->job_queue[i]];
+    o.staging = r.staging;
     run->done.push_back(o);
   }
   run->cycles = s.cycles();
   run->busy = s.busy_gpu_ms();
+  run->staging = s.staging_stats();
   for (size_t q = 0; q < run->queues.size(); ++q) {
     run->queues[q].guarantee_milli = run->guarantee[q];
     run->queues[q].gpu_ms = run->tree ? s.queue_gpu_ms()[run->leaf[q]] : s.busy_gpu_ms();
@@ -371,6 +376,20 @@ std::vector<UsageSample> Timeline(const std::vector<PartitionRun>& runs, int64_t
   return out;
 }
 
+Status CheckStaging(const ReplayOptions& opt) {
+  const StagingConfig& s = opt.staging;
+  if (!s.enabled) return Status::Ok();
+  if (opt.engine) return Status::InvalidArgument("the staging model runs in the lean engine only (--engine lean)");
+  if (!(s.origin_bytes_per_s > 0) || !(s.peer_bytes_per_s > 0)) {
+    return Status::InvalidArgument("--origin-mbps and --peer-mbps must be above 0");
+  }
+  if (s.node_cache_bytes < 0) return Status::InvalidArgument("--node-cache-gb must be 0 or more");
+  if (opt.artifacts.models_per_class < 1 || opt.artifacts.datasets_per_group < 1) {
+    return Status::InvalidArgument("--models-per-class and --datasets-per-group must be at least 1");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
@@ -379,6 +398,7 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
   const int64_t t_start = MonotonicNanos();
   if (opt.load <= 0) return Status::InvalidArgument("--load must be above 0");
   if (partitions.empty()) return Status::InvalidArgument("no cluster to replay on");
+  HANGAR_RETURN_IF_ERROR(CheckStaging(opt));
   // Select by submit day, then compress the gaps between arrivals.
   std::erase_if(jobs, [&](const TraceJob& j) {
     return (opt.from && j.submit < *opt.from) || (opt.to && j.submit >= *opt.to + kDay);
@@ -387,10 +407,17 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
   std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) {
     return a.submit != b.submit ? a.submit < b.submit : a.row < b.row;
   });
+  ReplayResult result;
+  result.staging = opt.staging;
+  if (opt.staging.enabled) {
+    // By the trace's own days, before --load compresses them.
+    const ArtifactCatalogue catalogue = AttachArtifacts(&jobs, opt.artifacts);
+    result.staging_objects = static_cast<int64_t>(catalogue.objects());
+    result.staging_catalogue_bytes = catalogue.bytes();
+  }
   const Time t0 = jobs.front().submit;
   for (auto& j : jobs) j.submit = t0 + static_cast<Time>(static_cast<double>(j.submit - t0) / opt.load);
 
-  ReplayResult result;
   result.shared_pool = opt.shared_pool;
   std::map<std::string, uint32_t> index;
   for (uint32_t i = 0; i < partitions.size(); ++i) index[partitions[i].name] = i;
@@ -466,6 +493,7 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
     result.never += runs[p].never;
     result.cycles += runs[p].cycles;
     result.busy_gpu_ms += runs[p].busy;
+    result.staging_stats.Add(runs[p].staging);
     for (const auto& o : runs[p].done) {
       result.last_end = std::max(result.last_end, o.end);
       result.done.push_back(o);
@@ -574,7 +602,35 @@ nlohmann::json ReplayMetrics(const ReplayResult& r) {
   j["cycles"] = r.cycles;
   j["gpus"] = r.total_gpus;
   j["wall_s"] = r.wall_s;
+  if (r.staging.enabled) j["staging"] = StagingMetrics(r);
   return j;
+}
+
+nlohmann::json StagingMetrics(const ReplayResult& r) {
+  const StagingStats& s = r.staging_stats;
+  const StagingConfig& c = r.staging;
+  const double staged = static_cast<double>(std::max<int64_t>(1, s.staged_starts));
+  return {{"data_aware", c.data_aware},
+          {"prestage", c.prestage},
+          {"peer_fanout", c.peer_fanout},
+          {"origin_mbps", c.origin_bytes_per_s / 1e6},
+          {"peer_mbps", c.peer_bytes_per_s / 1e6},
+          {"node_cache_gb", static_cast<double>(c.node_cache_bytes) / 1e9},
+          {"objects", r.staging_objects},
+          {"catalogue_gb", static_cast<double>(r.staging_catalogue_bytes) / 1e9},
+          {"gpu_hours_lost", static_cast<double>(s.lost_gpu_ms) / 1000.0 / 3600.0},
+          {"lost_pct_of_gpu_hours", r.busy_gpu_ms > 0 ? 100.0 * static_cast<double>(s.lost_gpu_ms) / static_cast<double>(r.busy_gpu_ms) : 0.0},
+          {"starts_with_objects", s.starts_with_objects},
+          {"staged_starts", s.staged_starts},
+          {"avg_staging_s", s.staged_starts ? static_cast<double>(s.staging_ms) / 1000.0 / staged : 0.0},
+          {"staging_s_total", static_cast<double>(s.staging_ms) / 1000.0},
+          {"transfers", s.transfers},
+          {"prestage_transfers", s.prestage_transfers},
+          {"origin_transfers", s.origin_transfers},
+          {"origin_gb", static_cast<double>(s.origin_bytes) / 1e9},
+          {"peer_gb", static_cast<double>(s.peer_bytes) / 1e9},
+          {"evictions", s.evictions},
+          {"overflows", s.overflows}};
 }
 
 }  // namespace hangar::sim

@@ -15,6 +15,7 @@
 #include "cluster/topology.h"
 #include "sched/scheduler.h"
 #include "sim/engine/engine.h"
+#include "sim/replay/artifacts.h"
 #include "sim/replay/trace.h"
 
 namespace hangar::sim {
@@ -48,6 +49,10 @@ struct ReplayOptions {
   // Makes the engine that replays each partition; null: the lean Simulator. `hangar sim replay
   // --engine controller` passes MakeControllerEngine (sim/controller/).
   EngineFactory engine;
+  // With staging.enabled: jobs get artifacts by `artifacts` (artifacts.h) and the lean engine
+  // stages them (sim/engine/staging.h, docs/sim-staging.md).
+  StagingConfig staging;
+  ArtifactRule artifacts;
 };
 
 struct ClusterPartition {
@@ -63,6 +68,7 @@ struct JobOutcome {
   int64_t gpus_milli = 0;
   int preemptions = 0;
   uint32_t partition = 0;
+  Duration staging = 0;  // GPUs held waiting for its objects
 };
 
 // Per partition (a queue of the shared pool, or a static partition): what it was guaranteed,
@@ -112,6 +118,10 @@ struct ReplayResult {
   std::vector<UsageSample> timeline;
   bool shared_pool = false;
   std::vector<QueueOutcome> queues;  // by partition index
+  // With ReplayOptions::staging: its settings, what it cost, and the catalogue the rule built.
+  StagingConfig staging;
+  StagingStats staging_stats;
+  int64_t staging_objects = 0, staging_catalogue_bytes = 0;
 };
 
 // Selects (--from/--to), compresses (--load) and replays `jobs`. A job goes to the partition
@@ -132,6 +142,9 @@ StatusOr<std::shared_ptr<const cluster::Topology>> PoolOf(const std::vector<Clus
 
 // The metrics: jobs, avg/p50/p99 JCT, avg/p99 queueing, makespan, GPU utilisation, slowdown,
 // mean run time (the no-queueing bound on average JCT), and `queues`: one entry per partition.
+// With staging, also `staging`: StagingMetrics.
 nlohmann::json ReplayMetrics(const ReplayResult& r);
+// What staging cost: GPU-hours lost, staged starts and their waits, bytes from origin and peers.
+nlohmann::json StagingMetrics(const ReplayResult& r);
 
 }  // namespace hangar::sim

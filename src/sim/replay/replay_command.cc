@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <vector>
 
 #include "cluster/cluster_yaml.h"
 #include "sim/replay/replay.h"
@@ -21,7 +22,83 @@ struct ReplayArgs {
   std::string engine = "lean";
   double load = 1.0;
   int threads = 2;
+  // The staging model (docs/sim-staging.md).
+  bool staging = false, staging_compare = false;
+  double origin_mbps = 1000, peer_mbps = 3000, node_cache_gb = 500;
+  std::string data_aware = "on", prestage = "on", peer_fanout = "on", datasets = "on";
+  int models_per_class = 8, datasets_per_group = 4;
+  std::vector<CLI::Option*> staging_options;  // need --staging or --staging-compare
+  CLI::Option* data_aware_option = nullptr;
+  CLI::Option* prestage_option = nullptr;
 };
+
+StatusOr<bool> OnOff(const std::string& flag, const std::string& v) {
+  if (v == "on") return true;
+  if (v == "off") return false;
+  return Status::InvalidArgument(flag + " must be on or off, not '" + v + "'");
+}
+
+Status StagingOptions(const ReplayArgs& a, ReplayOptions* opt) {
+  const bool on = a.staging || a.staging_compare;
+  for (const CLI::Option* o : a.staging_options) {
+    if (!on && o->count() > 0) return Status::InvalidArgument(o->get_name() + " needs --staging (or --staging-compare)");
+  }
+  if (a.staging_compare && (a.data_aware_option->count() > 0 || a.prestage_option->count() > 0)) {
+    return Status::InvalidArgument("--staging-compare runs with --data-aware and --prestage both on, then both off; "
+                                   "give neither");
+  }
+  if (!on) return Status::Ok();
+  if (!(a.origin_mbps > 0) || !(a.peer_mbps > 0)) return Status::InvalidArgument("--origin-mbps and --peer-mbps must be above 0");
+  if (!(a.node_cache_gb >= 0)) return Status::InvalidArgument("--node-cache-gb must be 0 or more");
+  StagingConfig& s = opt->staging;
+  s.enabled = true;
+  s.origin_bytes_per_s = a.origin_mbps * 1e6;
+  s.peer_bytes_per_s = a.peer_mbps * 1e6;
+  s.node_cache_bytes = static_cast<int64_t>(a.node_cache_gb * 1e9);
+  HANGAR_ASSIGN_OR_RETURN(s.data_aware, OnOff("--data-aware", a.data_aware));
+  HANGAR_ASSIGN_OR_RETURN(s.prestage, OnOff("--prestage", a.prestage));
+  HANGAR_ASSIGN_OR_RETURN(s.peer_fanout, OnOff("--peer-fanout", a.peer_fanout));
+  HANGAR_ASSIGN_OR_RETURN(opt->artifacts.datasets, OnOff("--datasets", a.datasets));
+  opt->artifacts.models_per_class = a.models_per_class;
+  opt->artifacts.datasets_per_group = a.datasets_per_group;
+  if (a.staging_compare) s.data_aware = s.prestage = true;
+  return Status::Ok();
+}
+
+std::string OnOffText(bool v) { return v ? "on" : "off"; }
+
+// One line per staging configuration, from its StagingSummary.
+void PrintStaging(const nlohmann::json& s) {
+  std::printf("staging (data-aware %s, pre-staging %s): avg JCT %.0f s, %.1f GPU-hours lost to staging "
+              "(%lld of %lld starts staged, avg %.0f s), origin %.0f GB, peers %.0f GB, %lld pre-staged copies, "
+              "%lld evictions\n",
+              OnOffText(s["data_aware"].get<bool>()).c_str(), OnOffText(s["prestage"].get<bool>()).c_str(),
+              s["avg_jct_s"].get<double>(), s["gpu_hours_lost"].get<double>(),
+              static_cast<long long>(s["staged_starts"].get<int64_t>()),
+              static_cast<long long>(s["starts_with_objects"].get<int64_t>()), s["avg_staging_s"].get<double>(),
+              s["origin_gb"].get<double>(), s["peer_gb"].get<double>(),
+              static_cast<long long>(s["prestage_transfers"].get<int64_t>()),
+              static_cast<long long>(s["evictions"].get<int64_t>()));
+}
+
+// The figures the two configurations of --staging-compare are set side by side by.
+nlohmann::json StagingSummary(const nlohmann::json& m) {
+  nlohmann::json out = m["staging"];
+  for (const char* k : {"jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s", "gpu_util_pct", "makespan_s"}) {
+    out[k] = m[k];
+  }
+  return out;
+}
+
+// --staging-compare: the same replay with data-aware placement and pre-staging both off.
+Status CompareStaging(std::vector<TraceJob> jobs, const std::vector<ClusterPartition>& partitions, ReplayOptions opt,
+                      nlohmann::json* out) {
+  opt.staging.data_aware = opt.staging.prestage = false;
+  HANGAR_ASSIGN_OR_RETURN(ReplayResult r, RunReplay(std::move(jobs), partitions, opt));
+  const nlohmann::json off = ReplayMetrics(r);
+  (*out)["staging_compare"] = {{"on", StagingSummary(*out)}, {"off", StagingSummary(off)}};
+  return Status::Ok();
+}
 
 StatusOr<std::vector<TraceJob>> ReadTrace(const ReplayArgs& a) {
   if (a.format == "hangar") return ReadHangarTrace(a.trace);
@@ -93,10 +170,14 @@ Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engi
   if (!a.to.empty()) {
     HANGAR_ASSIGN_OR_RETURN(opt.to, ParseUtcTimestamp(a.to));
   }
+  HANGAR_RETURN_IF_ERROR(StagingOptions(a, &opt));
   HANGAR_ASSIGN_OR_RETURN(auto partitions, Partitions(a));
   HANGAR_ASSIGN_OR_RETURN(auto jobs, ReadTrace(a));
+  std::vector<TraceJob> again;
+  if (a.staging_compare) again = jobs;
   HANGAR_ASSIGN_OR_RETURN(ReplayResult r, RunReplay(std::move(jobs), partitions, opt));
   nlohmann::json out = ReplayMetrics(r);
+  if (a.staging_compare) HANGAR_RETURN_IF_ERROR(CompareStaging(std::move(again), partitions, opt, &out));
   out["policy"] = a.policy;
   out["trace"] = a.trace;
   out["load"] = a.load;
@@ -148,7 +229,42 @@ Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engi
                 static_cast<long long>(out["within_late"].get<int64_t>()), out["within_wait_max_s"].get<double>(),
                 static_cast<long long>(out["denied_cycles"].get<int64_t>()), out["denied_s"].get<double>());
   }
+  if (a.staging_compare) {
+    PrintStaging(out["staging_compare"]["on"]);
+    PrintStaging(out["staging_compare"]["off"]);
+  } else if (opt.staging.enabled) {
+    PrintStaging(StagingSummary(out));
+  }
   return Status::Ok();
+}
+
+void RegisterStagingOptions(CLI::App* c, ReplayArgs* a) {
+  c->add_flag("--staging", a->staging,
+              "Give jobs artifacts by the rule of docs/sim-staging.md and stage them onto node caches");
+  c->add_flag("--staging-compare", a->staging_compare,
+              "As --staging, twice: data-aware placement and pre-staging both on, then both off; prints both");
+  auto& v = a->staging_options;
+  v.push_back(c->add_option("--origin-mbps", a->origin_mbps, "Staging: the origin's egress in MB/s (10^6 bytes/s), "
+                                                              "shared by its readers")->capture_default_str());
+  v.push_back(c->add_option("--peer-mbps", a->peer_mbps, "Staging: MB/s one node reads from a peer")->capture_default_str());
+  v.push_back(c->add_option("--peer-fanout", a->peer_fanout, "Staging: on: copies after the first come from peers")
+                  ->capture_default_str());
+  v.push_back(c->add_option("--node-cache-gb", a->node_cache_gb, "Staging: each node's cache budget, GB (10^9 bytes)")
+                  ->capture_default_str());
+  a->data_aware_option = c->add_option("--data-aware", a->data_aware,
+                                       "Staging: on: placement weighs the seconds a node would stage")
+                             ->capture_default_str();
+  a->prestage_option = c->add_option("--prestage", a->prestage,
+                                     "Staging: on: reserved and nominated jobs' nodes stage ahead")
+                           ->capture_default_str();
+  v.push_back(a->data_aware_option);
+  v.push_back(a->prestage_option);
+  v.push_back(c->add_option("--datasets", a->datasets, "Staging: on: each job needs a dataset beside its model")
+                  ->capture_default_str());
+  v.push_back(c->add_option("--models-per-class", a->models_per_class, "Staging: models per group and size class")
+                  ->capture_default_str());
+  v.push_back(c->add_option("--datasets-per-group", a->datasets_per_group, "Staging: datasets per group")
+                  ->capture_default_str());
 }
 
 }  // namespace
@@ -183,6 +299,7 @@ void RegisterReplayCommand(CLI::App& sim, int* rc, std::map<std::string, EngineF
   c->add_option("--engine", args->engine,
                 "lean (the simulator's own owner) or controller (the controller's state machine, with simulated agents)")
       ->capture_default_str();
+  RegisterStagingOptions(c, args.get());
   c->callback([args, rc, engines = std::move(engines)] {
     Status s = Run(*args, engines);
     if (!s.ok()) {

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "job/job_spec.h"
+#include "sim/engine/staging.h"
 
 namespace hangar::sim {
 
@@ -28,6 +29,7 @@ struct TraceJob {
   job::Tier tier = job::Tier::kGuaranteed;
   Duration time_limit = 0;  // 0: none
   std::string partition;    // Philly's virtual cluster
+  std::vector<SimArtifact> artifacts;  // what it needs on its nodes (artifacts.h attaches them)
 };
 
 StatusOr<std::vector<TraceJob>> ReadHangarTrace(const std::string& path);
