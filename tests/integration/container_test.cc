@@ -165,6 +165,22 @@ TEST_F(ContainerTest, CheckpointSignalAndCheckpointDoneWorkFromInside) {
   cluster_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", &status);
 }
 
+TEST_F(ContainerTest, AnArtifactIsMountedReadOnlyInTheContainer) {
+  StartCluster(1);
+  const std::string weights = cluster_->dir() + "/weights.bin";
+  std::ofstream(weights) << "test";  // sha256 of "test"
+  const uint64_t id = Submit(
+      "name: weights\nimage: " + *image_ +
+      "\ntasks:\n  - gpus: 1\n    mounts: ['" + out_ + ":/out:rw']\n"
+      "    artifacts: [{source: \"file://" + weights +
+      "\", sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, size: 4, path: /models/w.bin}]\n"
+      "    command: ['/bin/sh', '-c', 'cat /models/w.bin > /out/read; "
+      "(echo x > /models/w.bin 2>/dev/null && echo writable || echo read-only) > /out/ro']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
+  EXPECT_EQ(ReadFile(out_ + "/read"), "test");
+  EXPECT_EQ(ReadFile(out_ + "/ro"), "read-only\n") << "even as root in the container";
+}
+
 TEST_F(ContainerTest, CancelStopsTheContainer) {
   StartCluster(1);
   const uint64_t id = Submit("name: long\nimage: " + *image_ + "\ntasks: [{gpus: 1, command: ['sleep', '600']}]\n");
