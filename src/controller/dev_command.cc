@@ -301,11 +301,12 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
             f.dir + "/logs/controller.log");
   // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind. --insecure: plaintext, on
   // loopback only. --scratch-dir: each node's "local NVMe", drained to checkpoints/ (issue 19).
+  // --data-address: each node serves its artifact cache to the others on a free loopback port.
   for (const auto& n : topology.nodes()) {
     p.agents.push_back(
         Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",
                cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--scratch-dir",
-               f.dir + "/scratch/" + n.name, "--stop-tasks-on-exit", "--insecure"},
+               f.dir + "/scratch/" + n.name, "--data-address", "127.0.0.1:0", "--stop-tasks-on-exit", "--insecure"},
               f.dir + "/logs/agent-" + n.name + ".log"));
   }
   return p;

@@ -4,11 +4,14 @@
 // the rest from peers; eviction never removes what a reserved job needs.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <random>
 #include <regex>
 
@@ -148,6 +151,44 @@ TEST_F(DataTest, AGangReadsTheOriginOnceAndTheRestFromPeers) {
   EXPECT_EQ(peers, 48);
   const auto job = cluster_->Job(id);
   EXPECT_TRUE(Contains(job.dump(), "staging_ms")) << job.dump();
+}
+
+TEST_F(DataTest, WithoutDataPortsNodesTakeTurnsAtTheOrigin) {
+  // Agents that serve no peers all read the origin; the controller lets origin_readers (1) at a
+  // time. The origin counts how many requests it serves at once.
+  std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
+                     "nodes: [{name: node-1}, {name: node-2}, {name: node-3}]\ndata: {origin_readers: 1, chunk_size: 1Mi}\n";
+  cluster_ = std::make_unique<LocalCluster>(yaml);
+  cluster_->StartController();
+  for (int i = 1; i <= 3; ++i) cluster_->StartAgent("node-" + std::to_string(i));
+  ASSERT_TRUE(cluster_->WaitForAgents(3));
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_->Get("/v1/nodes/node-3").value("state", "") == "ready"; }, 20 * kSecond));
+  origin_ = cluster_->dir() + "/origin";
+  fs::create_directories(origin_);
+  const Blob w = MakeBlob(origin_ + "/w.bin", 4 << 20, 7);
+  const std::string content = ReadFile(w.path);
+  std::atomic<int> in_flight{0}, most{0}, served{0};
+  httplib::Server origin;
+  origin.Get("/w.bin", [&](const httplib::Request&, httplib::Response& res) {
+    const int now = ++in_flight;
+    for (int m = most; now > m && !most.compare_exchange_weak(m, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    ++served;
+    res.set_content(content, "application/octet-stream");
+    --in_flight;
+  });
+  const int port = origin.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { origin.listen_after_bind(); });
+  const uint64_t id = Submit("name: turns\ntasks:\n  - replicas: 3\n    gpus: 4\n    artifacts: [{source: \"http://127.0.0.1:" +
+                             std::to_string(port) + "/w.bin\", sha256: \"" + w.digest + "\", size: " + std::to_string(w.bytes) +
+                             ", path: /w}]\n    command: ['true']\n");
+  const bool ok = cluster_->WaitForJobState(id, "succeeded", 60 * kSecond);
+  origin.stop();
+  t.join();
+  ASSERT_TRUE(ok) << cluster_->Job(id).dump();
+  EXPECT_EQ(served.load(), 12) << "each node read the 4 chunks from the origin";
+  EXPECT_EQ(most.load(), 1) << "never more than origin_readers at once";
 }
 
 TEST_F(DataTest, EvictionNeverRemovesWhatAReservedJobNeeds) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -523,9 +524,13 @@ class ClusterState {
     std::vector<uint32_t> members;  // holders first, then stagers as they joined
     int holders = 0, roots = 1;
     std::set<uint32_t> staging;     // members still staging
+    // With no member that serves peers, nodes read the origin, at most origin_readers at once;
+    // the rest wait here (job, attempt, node) for a reader to finish.
+    std::set<uint32_t> origin_readers;
+    std::deque<std::tuple<sched::JobId, uint32_t, uint32_t>> waiting;
   };
   std::map<std::string, Swarm> swarms_;
-  void LeaveSwarm(const std::string& digest, uint32_t node);
+  void LeaveSwarm(const std::string& digest, uint32_t node, Effects* fx);
   void FinishStaging(JobRecord& j, Time now, Effects* fx);
   void FailStaging(JobRecord& j, const std::string& why, Time now, Effects* fx);
   // The owner's side of the snapshot (sched/owner/), as the simulator keeps it: what each job

@@ -218,6 +218,12 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
       fill(n, messages[n].mutable_stage()->add_artifacts());
     }
     for (uint32_t n : leaves) {
+      if (w.members.empty() && !w.origin_readers.count(n) &&
+          static_cast<int>(w.origin_readers.size()) >= std::max(1, cfg.origin_readers)) {
+        w.waiting.emplace_back(j.id, j.attempt, n);  // the origin has its readers: next in line
+        continue;
+      }
+      if (w.members.empty()) w.origin_readers.insert(n);
       w.staging.insert(n);
       fill(n, messages[n].mutable_stage()->add_artifacts());
     }
@@ -225,11 +231,36 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
   for (auto& [node, m] : messages) fx->messages.push_back({topology_->nodes()[node].name, std::move(m)});
 }
 
-void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node) {
+void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node, Effects* fx) {
   auto it = swarms_.find(digest);
   if (it == swarms_.end()) return;
-  it->second.staging.erase(node);
-  if (it->second.staging.empty()) swarms_.erase(it);  // the next one starts from the holders
+  Swarm& w = it->second;
+  w.staging.erase(node);
+  w.origin_readers.erase(node);
+  // A reader of the origin is done: the next node waiting for it may start.
+  while (!w.waiting.empty() && static_cast<int>(w.origin_readers.size()) < std::max(1, options_.data.origin_readers)) {
+    auto [job, attempt, n] = w.waiting.front();
+    w.waiting.pop_front();
+    auto j = jobs_.find(job);
+    if (j == jobs_.end() || j->second.attempt != attempt || nodes_[n].artifacts.count(digest) ||
+        (j->second.state != JobState::kStarting && j->second.state != JobState::kPending)) {
+      continue;
+    }
+    const job::ArtifactObject* object = nullptr;
+    for (const auto& g : j->second.spec->spec.tasks) {
+      for (const auto& a : g.artifacts) {
+        for (const auto& o : a.objects) {
+          if (o.digest == digest) object = &o;
+        }
+      }
+    }
+    if (!object) continue;
+    StageNeeds need;
+    need.artifacts.emplace(digest, object);
+    SendStages(j->second, {{n, need}}, fx);
+    return;  // SendStages took it (w may be gone or changed)
+  }
+  if (w.staging.empty() && w.waiting.empty()) swarms_.erase(it);  // the next one starts from the holders
 }
 
 bool ClusterState::StartStaging(JobRecord& j, Time now, Effects* fx) {
@@ -313,7 +344,7 @@ void ClusterState::OnStageResult(const std::string& node, const pb::StageResult&
   const bool artifact = !r.artifact().empty();
   const std::string key = artifact ? r.artifact() : Digest(r.image());
   if (artifact) {
-    if (!r.retrying()) LeaveSwarm(key, *n);
+    if (!r.retrying()) LeaveSwarm(key, *n, fx);
     if (r.ok() && nodes_[*n].artifacts.insert(key).second) staging_s_.clear();
   } else if (r.ok() && nodes_[*n].images.insert(key).second) {
     if (r.bytes() > 0) image_bytes_[key] = r.bytes();
