@@ -31,7 +31,9 @@ nlohmann::json ToJson(const NodeView& v) {
           {"memory_mib", v.memory_mib}, {"memory_mib_free", v.memory_mib_free},
           {"connected", v.connected}, {"last_heartbeat_ms", v.last_heartbeat},
           {"address", v.address},   {"conditions", v.conditions},
-          {"jobs", v.jobs}};
+          {"jobs", v.jobs},
+          {"artifact_cache", {{"objects", v.artifacts}, {"used_bytes", v.artifact_bytes}, {"budget_bytes", v.artifact_budget},
+                              {"data_url", v.data_url}}}};
 }
 
 StatusOr<JobView> JobViewFromJson(const nlohmann::json& j) {
@@ -97,6 +99,12 @@ StatusOr<NodeView> NodeViewFromJson(const nlohmann::json& j) {
     v.last_heartbeat = j.value("last_heartbeat_ms", int64_t{0});
     v.address = j.value("address", "");
     v.conditions = j.value("conditions", std::vector<std::string>{});
+    if (auto c = j.find("artifact_cache"); c != j.end() && c->is_object()) {
+      v.artifacts = c->value("objects", int64_t{0});
+      v.artifact_bytes = c->value("used_bytes", int64_t{0});
+      v.artifact_budget = c->value("budget_bytes", int64_t{0});
+      v.data_url = c->value("data_url", "");
+    }
     v.jobs = j.value("jobs", std::vector<uint64_t>{});
     return v;
   } catch (const nlohmann::json::exception& e) {

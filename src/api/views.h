@@ -69,6 +69,10 @@ struct NodeView {
   std::string address;
   std::vector<std::string> conditions;
   std::vector<uint64_t> jobs;
+  // Its artifact cache (docs/data.md): objects held, bytes used and its budget (0: none), and
+  // where it serves peers ("": it does not).
+  int64_t artifacts = 0, artifact_bytes = 0, artifact_budget = 0;
+  std::string data_url;
 };
 
 nlohmann::json ToJson(const TaskView& v);

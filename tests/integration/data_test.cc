@@ -104,6 +104,12 @@ TEST_F(DataTest, AnArtifactIsStagedVerifiedAndVisibleToTheTask) {
   EXPECT_TRUE(Contains(seen, w.digest.substr(7))) << "the task read the verified bytes: " << seen;
   EXPECT_TRUE(Contains(seen, "-r--r--r--")) << "read-only: " << seen;
   EXPECT_TRUE(fs::exists(Cached("node-1", w)));
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return cluster_->Get("/v1/nodes/node-1")["artifact_cache"].value("objects", 0) == 1; }, 10 * kSecond))
+      << cluster_->Get("/v1/nodes/node-1").dump();
+  const auto cache = cluster_->Get("/v1/nodes/node-1")["artifact_cache"];
+  EXPECT_EQ(cache.value("used_bytes", 0), 3 << 20);
+  EXPECT_TRUE(Contains(cache.value("data_url", ""), "http://127.0.0.1:")) << cache.dump();
   // A second job finds it cached: nothing is read again.
   const uint64_t again = Submit("name: again\ntasks:\n  - gpus: 1\n    artifacts: [" + Artifact(w, "/w") + "]\n    command: ['true']\n");
   ASSERT_TRUE(cluster_->WaitForJobState(again, "succeeded", 60 * kSecond));
@@ -213,6 +219,9 @@ TEST_F(DataTest, EvictionNeverRemovesWhatAReservedJobNeeds) {
                                 "]\n    command: ['true']\n");
   ASSERT_TRUE(cluster_->WaitForJobState(small, "succeeded", 60 * kSecond)) << cluster_->Job(small).dump();
   EXPECT_TRUE(fs::exists(Cached("node-1", wanted))) << "never evicted while the reserved job needs it";
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] { return Contains(cluster_->Get("/v1/nodes/node-1").dump(), "ArtifactCacheFull"); }, 10 * kSecond))
+      << "what it must keep does not fit its budget: " << cluster_->Get("/v1/nodes/node-1").dump();
   EXPECT_EQ(cluster_->Job(reserved).value("state", ""), "pending");
   // Once the GPUs are free, the reserved job starts warm.
   int status = 0;

@@ -511,6 +511,15 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
                            " MiB) do not fit its cache budget (" + std::to_string(r.image_budget >> 20) +
                            " MiB); raise --image-cache-budget or free disk");
   }
+  if (r.artifact_cache_full) {
+    v.conditions.push_back("ArtifactCacheFull: the artifacts its jobs need (" + std::to_string(r.artifact_bytes >> 20) +
+                           " MiB) do not fit its cache budget (" + std::to_string(r.artifact_budget >> 20) +
+                           " MiB); raise --cache-budget or give --cache-dir a bigger disk");
+  }
+  v.artifacts = static_cast<int64_t>(r.artifacts.size());
+  v.artifact_bytes = r.artifact_bytes;
+  v.artifact_budget = r.artifact_budget;
+  v.data_url = r.data_url;
   if (v.reason.empty() && !report.conditions.empty()) v.reason = report.conditions.front().reason;
   if (v.reason.empty() && !r.registered) {
     v.reason = "no agent has connected yet: start `hangar agent` on it";
