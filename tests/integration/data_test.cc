@@ -197,6 +197,36 @@ TEST_F(DataTest, WithoutDataPortsNodesTakeTurnsAtTheOrigin) {
   EXPECT_EQ(most.load(), 1) << "never more than origin_readers at once";
 }
 
+TEST_F(DataTest, PlacementGoesWhereTheBytesAlreadyAre) {
+  // Two empty, identical nodes: packing alone would take node-1 (the first); node-2 holds the
+  // job's 8 MiB of weights, so placement prefers it.
+  std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
+                     "nodes: [{name: node-1, labels: {pool: a}}, {name: node-2, labels: {pool: b}}]\n"
+                     "data: {origin_bandwidth: 1Mi}\n";
+  cluster_ = std::make_unique<LocalCluster>(yaml);
+  cluster_->StartController();
+  cluster_->StartAgent("node-1");
+  cluster_->StartAgent("node-2");
+  ASSERT_TRUE(cluster_->WaitForAgents(2));
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_->Get("/v1/nodes/node-2").value("state", "") == "ready"; }, 20 * kSecond));
+  origin_ = cluster_->dir() + "/origin";
+  fs::create_directories(origin_);
+  const Blob w = MakeBlob(origin_ + "/w.bin", 8 << 20, 8);
+  auto node_of = [&](uint64_t id) { return cluster_->Job(id)["task_list"][0].value("node", ""); };
+  const uint64_t plain = Submit("name: plain\ntasks:\n  - gpus: 1\n    command: ['true']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(plain, "succeeded", 30 * kSecond));
+  EXPECT_EQ(node_of(plain), "node-1") << "without data, the first node";
+  const uint64_t seed = Submit("name: seed\ntasks:\n  - gpus: 1\n    node_selector: {pool: b}\n    artifacts: [" +
+                               Artifact(w, "/w") + "]\n    command: ['true']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(seed, "succeeded", 30 * kSecond));
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return cluster_->Get("/v1/nodes/node-2")["artifact_cache"].value("objects", 0) == 1; }, 10 * kSecond));
+  const uint64_t id = Submit("name: warm\ntasks:\n  - gpus: 1\n    artifacts: [" + Artifact(w, "/w") + "]\n    command: ['true']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 30 * kSecond));
+  EXPECT_EQ(node_of(id), "node-2") << "where its weights are: " << cluster_->Job(id).dump();
+  EXPECT_EQ(cluster_->Job(id).value("staging_ms", -1), 0) << "nothing to stage there";
+}
+
 TEST_F(DataTest, EvictionNeverRemovesWhatAReservedJobNeeds) {
   Start(1, "", {"--cache-budget", "3Mi"});
   const Blob old = MakeBlob(origin_ + "/old.bin", 2 << 20, 4), wanted = MakeBlob(origin_ + "/wanted.bin", 2 << 20, 5),
