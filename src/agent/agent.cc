@@ -594,6 +594,13 @@ void Agent::ReaperLoop(const std::atomic<bool>* stop) {
     for (const TaskExit& e : runner_.Reap()) {
       if (auto r = RecordExit(e)) {
         if (!HoldStatus(r->task_id)) SendStatus(*r);
+        // What it used may go now, if the budget needs room (and the cache may be within it again).
+        if (!r->artifacts.empty() && objects_) {
+          for (const auto& gone : objects_->Evict(ArtifactsInUse())) {
+            spdlog::info("agent {}: evicted artifact {} (cache budget)", options_.node, gone);
+          }
+          SendImages();
+        }
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
