@@ -52,8 +52,8 @@ LoopbackRegistry::~LoopbackRegistry() {
   Stop();
   CommandOptions o;
   o.env = {{"CONTAINERS_CONF", dir_ + "/containers.conf"}};
-  (void)RunCommand({"podman", "--root", dir_ + "/build/storage", "--runroot", dir_ + "/build/run", "system", "reset",
-                    "--force"},
+  (void)RunCommand({"podman", "--root", dir_ + "/build/storage", "--runroot", dir_ + "/build/run", "--tmpdir",
+                    dir_ + "/build/tmp", "system", "reset", "--force"},
                    o);
   UnmountUnder(dir_);
 }
@@ -119,7 +119,10 @@ std::string LoopbackRegistry::Push(const std::string& repository, const std::str
   CommandOptions o;
   o.env = {{"CONTAINERS_CONF", dir_ + "/containers.conf"}};
   o.timeout = 5 * kMinute;
-  const std::vector<std::string> p = {"podman", "--root", dir_ + "/build/storage", "--runroot", dir_ + "/build/run"};
+  // Its own tmpdir too: podman's default (/run/libpod) is shared with every other podman on the
+  // machine, and a parallel test's `system reset` removes what this one is using.
+  const std::vector<std::string> p = {"podman", "--root", dir_ + "/build/storage", "--runroot", dir_ + "/build/run",
+                                      "--tmpdir", dir_ + "/build/tmp"};
   for (const auto& step : std::vector<std::vector<std::string>>{
            {"tar", "-C", root, "-cf", tar, "."},
            {"import", tar, ref},

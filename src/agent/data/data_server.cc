@@ -61,67 +61,70 @@ void Error(httplib::Response& res, int status, const std::string& why) {
 
 }  // namespace
 
+void DataServer::Serve(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req.get_header_value("Authorization"))) {
+    return Error(res, 401, "this data port serves the agents of its cluster only: show the controller's data token");
+  }
+  const std::string digest = req.matches[1];
+  const int64_t offset = QueryInt(req, "offset", -2), length = QueryInt(req, "length", -2);
+  const int64_t wait_ms = std::clamp<int64_t>(QueryInt(req, "wait_ms", 0), 0, 10000);
+  const std::string path = cache_->PathOf(digest);
+  if (offset == -2 && length == -2) {  // the whole object, Range honoured
+    if (path.empty()) return Error(res, 404, digest + " is not held here");
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error(res, 404, digest + " is not held here");
+    const int64_t size = ::lseek(fd, 0, SEEK_END);
+    auto shared_fd = std::shared_ptr<int>(new int(fd), [](int* f) { ::close(*f); delete f; });
+    res.set_content_provider(static_cast<size_t>(size), "application/octet-stream",
+                             [this, shared_fd](size_t off, size_t len, httplib::DataSink& sink) {
+                               std::string buf(std::min<size_t>(len, 1 << 20), '\0');
+                               const ssize_t r = ::pread(*shared_fd, buf.data(), buf.size(), static_cast<off_t>(off));
+                               if (r <= 0) return false;
+                               bytes_served_ += r;
+                               return sink.write(buf.data(), static_cast<size_t>(r));
+                             });
+    return;
+  }
+  if (offset < 0 || length <= 0) return Error(res, 400, "offset and length must be non-negative integers (length > 0)");
+  if (!path.empty()) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error(res, 404, digest + " is not held here");
+    const int64_t size = ::lseek(fd, 0, SEEK_END);
+    if (offset + length > size) {
+      ::close(fd);
+      return Error(res, 416, "the object has " + std::to_string(size) + " bytes");
+    }
+    auto data = ReadAt(fd, offset, length);
+    ::close(fd);
+    if (!data.ok()) return Error(res, 500, data.status().message());
+    bytes_served_ += length;
+    return res.set_content(*data, "application/octet-stream");
+  }
+  std::shared_ptr<Partial> p = cache_->Staging(digest);
+  if (!p) return Error(res, 404, digest + " is not held here");
+  if (offset + length > p->bytes()) return Error(res, 416, "the object has " + std::to_string(p->bytes()) + " bytes");
+  const int64_t first = offset / p->chunk_bytes(), last = (offset + length - 1) / p->chunk_bytes();
+  if (!p->WaitFor(first, last, wait_ms)) {
+    if (p->abandoned()) return Error(res, 404, digest + " is not held here (its staging failed)");
+    int64_t held = 0;
+    for (int64_t i = 0; i < p->chunks(); ++i) held += p->Has(i);
+    res.set_header("X-Hangar-Chunks-Held", std::to_string(held));
+    return Error(res, 503, "not here yet: ask again");
+  }
+  auto data = p->Read(offset, length);
+  if (!data.ok()) return Error(res, 500, data.status().message());
+  bytes_served_ += length;
+  res.set_content(*data, "application/octet-stream");
+}
+
 Status DataServer::Start(const std::string& address) {
   HANGAR_ASSIGN_OR_RETURN(auto hp, SplitHostPort(address));
   server_ = std::make_unique<httplib::Server>();
   // Chunk requests wait for bytes in flight: room for every peer's workers at once.
   server_->new_task_queue = [] { return new httplib::ThreadPool(48); };
   server_->set_keep_alive_max_count(100000);
-  server_->Get(R"(/v1/objects/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req.get_header_value("Authorization"))) {
-      return Error(res, 401, "this data port serves the agents of its cluster only: show the controller's data token");
-    }
-    const std::string digest = req.matches[1];
-    const int64_t offset = QueryInt(req, "offset", -2), length = QueryInt(req, "length", -2);
-    const int64_t wait_ms = std::clamp<int64_t>(QueryInt(req, "wait_ms", 0), 0, 10000);
-    const std::string path = cache_->PathOf(digest);
-    if (offset == -2 && length == -2) {  // the whole object, Range honoured
-      if (path.empty()) return Error(res, 404, digest + " is not held here");
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return Error(res, 404, digest + " is not held here");
-      const int64_t size = ::lseek(fd, 0, SEEK_END);
-      auto shared_fd = std::shared_ptr<int>(new int(fd), [](int* f) { ::close(*f); delete f; });
-      res.set_content_provider(static_cast<size_t>(size), "application/octet-stream",
-                               [this, shared_fd](size_t off, size_t len, httplib::DataSink& sink) {
-                                 std::string buf(std::min<size_t>(len, 1 << 20), '\0');
-                                 const ssize_t r = ::pread(*shared_fd, buf.data(), buf.size(), static_cast<off_t>(off));
-                                 if (r <= 0) return false;
-                                 bytes_served_ += r;
-                                 return sink.write(buf.data(), static_cast<size_t>(r));
-                               });
-      return;
-    }
-    if (offset < 0 || length <= 0) return Error(res, 400, "offset and length must be non-negative integers (length > 0)");
-    if (!path.empty()) {
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return Error(res, 404, digest + " is not held here");
-      const int64_t size = ::lseek(fd, 0, SEEK_END);
-      if (offset + length > size) {
-        ::close(fd);
-        return Error(res, 416, "the object has " + std::to_string(size) + " bytes");
-      }
-      auto data = ReadAt(fd, offset, length);
-      ::close(fd);
-      if (!data.ok()) return Error(res, 500, data.status().message());
-      bytes_served_ += length;
-      return res.set_content(*data, "application/octet-stream");
-    }
-    std::shared_ptr<Partial> p = cache_->Staging(digest);
-    if (!p) return Error(res, 404, digest + " is not held here");
-    if (offset + length > p->bytes()) return Error(res, 416, "the object has " + std::to_string(p->bytes()) + " bytes");
-    const int64_t first = offset / p->chunk_bytes(), last = (offset + length - 1) / p->chunk_bytes();
-    if (!p->WaitFor(first, last, wait_ms)) {
-      if (p->abandoned()) return Error(res, 404, digest + " is not held here (its staging failed)");
-      int64_t held = 0;
-      for (int64_t i = 0; i < p->chunks(); ++i) held += p->Has(i);
-      res.set_header("X-Hangar-Chunks-Held", std::to_string(held));
-      return Error(res, 503, "not here yet: ask again");
-    }
-    auto data = p->Read(offset, length);
-    if (!data.ok()) return Error(res, 500, data.status().message());
-    bytes_served_ += length;
-    res.set_content(*data, "application/octet-stream");
-  });
+  server_->Get(R"(/v1/objects/(sha256:[0-9a-f]{64}))",
+               [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); });
   int port = hp.second;
   if (port == 0) {
     port = server_->bind_to_any_port(hp.first);

@@ -21,6 +21,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace hangar::agent::data {
@@ -39,6 +41,7 @@ class DataServer {
 
  private:
   bool Authorized(const std::string& header) const;
+  void Serve(const httplib::Request& req, httplib::Response& res);
   ObjectCache* cache_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;

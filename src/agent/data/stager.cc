@@ -106,6 +106,13 @@ namespace {
 
 // What the workers of one staging share.
 struct Work {
+  const pb::ArtifactStage& s;
+  Partial& p;
+  const StagerOptions& o;
+  Clock* clock;
+  const std::atomic<bool>* stop;
+  std::string auth;  // "Bearer <data token>"
+  Time begun_at = 0;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<int64_t> origin;                   // chunks to read from the origin
@@ -114,9 +121,9 @@ struct Work {
   Status failure = Status::Ok();
   std::atomic<int64_t> origin_bytes{0}, peer_bytes{0};
 
-  void Fail(Status s) {
+  void Fail(Status st) {
     std::lock_guard<std::mutex> l(mu);
-    if (failure.ok()) failure = std::move(s);
+    if (failure.ok()) failure = std::move(st);
     cv.notify_all();
   }
   bool Failed() {
@@ -124,6 +131,88 @@ struct Work {
     return !failure.ok();
   }
 };
+
+// The origin worker: its chunks one at a time (one connection per node), until no peer worker
+// can send it more.
+void ReadOriginChunks(Work& w) {
+  while (!*w.stop) {
+    int64_t c;
+    {
+      std::unique_lock<std::mutex> l(w.mu);
+      w.cv.wait_for(l, std::chrono::milliseconds(200),
+                    [&] { return !w.origin.empty() || (w.peer.empty() && w.peer_busy == 0) || !w.failure.ok(); });
+      if (!w.failure.ok()) return;
+      if (w.origin.empty()) {
+        if (w.peer.empty() && w.peer_busy == 0) return;
+        continue;
+      }
+      c = w.origin.front();
+      w.origin.pop_front();
+    }
+    auto [off, len] = w.p.ChunkRange(c);
+    auto data = ReadOrigin(w.s.source(), w.s.bytes(), off, len, w.o.origin_timeout);
+    if (!data.ok()) return w.Fail(data.status());
+    if (Status ws = w.p.Write(c, *data); !ws.ok()) return w.Fail(ws);
+    w.origin_bytes += len;
+  }
+}
+
+// Chunk `c` from a peer, waiting while the peer is still getting it; false: the origin must.
+bool ReadFromPeer(Work& w, httplib::Client& client, int64_t c) {
+  auto [off, len] = w.p.ChunkRange(c);
+  const std::string path = "/v1/objects/" + w.s.digest() + "?offset=" + std::to_string(off) + "&length=" + std::to_string(len) +
+                           "&wait_ms=" + std::to_string(w.o.peer_wait);
+  int64_t held = -1;
+  Time progress = w.clock->Now();
+  while (!*w.stop && !w.Failed()) {
+    auto res = client.Get(path, {{"Authorization", w.auth}});
+    if (res && res->status == 200 && static_cast<int64_t>(res->body.size()) == len) {
+      if (!w.p.Write(c, res->body).ok()) return false;
+      w.peer_bytes += len;
+      return true;
+    }
+    // A peer told to stage in the same breath may not have begun yet: give it a moment.
+    if (res && res->status == 404 && w.clock->Now() - w.begun_at < w.o.peer_grace) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    if (!res || res->status != 503) return false;  // not there and not coming
+    const int64_t now_held = std::atoll(res->get_header_value("X-Hangar-Chunks-Held").c_str());
+    if (now_held > held) {
+      held = now_held;
+      progress = w.clock->Now();
+    } else if (w.clock->Now() - progress > w.o.peer_stall) {
+      return false;
+    }
+  }
+  return false;
+}
+
+// A peer worker: chunks from the peers the plan names; what a peer cannot give goes to the origin.
+void ReadPeerChunks(Work& w) {
+  std::map<int, std::unique_ptr<httplib::Client>> clients;
+  while (!*w.stop) {
+    std::pair<int64_t, int> item;
+    {
+      std::lock_guard<std::mutex> l(w.mu);
+      if (w.peer.empty() || !w.failure.ok()) return;
+      item = w.peer.front();
+      w.peer.pop_front();
+      ++w.peer_busy;
+    }
+    auto [c, src] = item;
+    auto& client = clients[src];
+    if (!client) client = MakeClient(w.s.peers(src), w.o.peer_wait + 5 * kSecond);
+    const bool got = ReadFromPeer(w, *client, c);
+    std::lock_guard<std::mutex> l(w.mu);
+    --w.peer_busy;
+    if (!got && !*w.stop) {
+      spdlog::info("artifact {}: chunk {} not from peer {}; reading the origin", w.s.digest(), c, w.s.peers(src));
+      w.origin.push_back(c);
+    }
+    w.cv.notify_all();
+  }
+}
 
 }  // namespace
 
@@ -136,7 +225,7 @@ StageOutcome Stager::Attempt(const pb::ArtifactStage& s, bool origin_only, const
     return out;
   }
   std::shared_ptr<Partial> p = *begun;
-  Work w;
+  Work w{s, *p, o_, clock_, stop, "Bearer " + token_(), clock_->Now()};
   for (int64_t c = 0; c < p->chunks(); ++c) {
     const int src = c < s.chunk_source_size() ? s.chunk_source(static_cast<int>(c)) : -1;
     if (origin_only || src < 0 || src >= s.peers_size()) {
@@ -145,82 +234,9 @@ StageOutcome Stager::Attempt(const pb::ArtifactStage& s, bool origin_only, const
       w.peer.emplace_back(c, src);
     }
   }
-  const std::string auth = "Bearer " + token_();
-  const Time begun_at = clock_->Now();
-  auto origin_worker = [&] {
-    while (!*stop) {
-      int64_t c;
-      {
-        std::unique_lock<std::mutex> l(w.mu);
-        w.cv.wait_for(l, std::chrono::milliseconds(200), [&] { return !w.origin.empty() || (w.peer.empty() && w.peer_busy == 0) || !w.failure.ok(); });
-        if (!w.failure.ok()) return;
-        if (w.origin.empty()) {
-          if (w.peer.empty() && w.peer_busy == 0) return;
-          continue;
-        }
-        c = w.origin.front();
-        w.origin.pop_front();
-      }
-      auto [off, len] = p->ChunkRange(c);
-      auto data = ReadOrigin(s.source(), s.bytes(), off, len, o_.origin_timeout);
-      if (!data.ok()) return w.Fail(data.status());
-      if (Status ws = p->Write(c, *data); !ws.ok()) return w.Fail(ws);
-      w.origin_bytes += len;
-    }
-  };
-  auto peer_worker = [&] {
-    std::map<int, std::unique_ptr<httplib::Client>> clients;
-    while (!*stop) {
-      std::pair<int64_t, int> item;
-      {
-        std::lock_guard<std::mutex> l(w.mu);
-        if (w.peer.empty() || !w.failure.ok()) return;
-        item = w.peer.front();
-        w.peer.pop_front();
-        ++w.peer_busy;
-      }
-      auto [c, src] = item;
-      auto [off, len] = p->ChunkRange(c);
-      auto& client = clients[src];
-      if (!client) client = MakeClient(s.peers(src), o_.peer_wait + 5 * kSecond);
-      const std::string path = "/v1/objects/" + s.digest() + "?offset=" + std::to_string(off) + "&length=" + std::to_string(len) +
-                               "&wait_ms=" + std::to_string(o_.peer_wait);
-      bool got = false;
-      int64_t held = -1;
-      Time progress = clock_->Now();
-      while (!*stop && !w.Failed()) {
-        auto res = client->Get(path, {{"Authorization", auth}});
-        if (res && res->status == 200 && static_cast<int64_t>(res->body.size()) == len) {
-          got = p->Write(c, res->body).ok();
-          if (got) w.peer_bytes += len;
-          break;
-        }
-        // A peer told to stage in the same breath may not have begun yet: give it a moment.
-        if (res && res->status == 404 && clock_->Now() - begun_at < o_.peer_grace) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          continue;
-        }
-        if (!res || res->status != 503) break;  // not there and not coming: the origin
-        const int64_t now_held = std::atoll(res->get_header_value("X-Hangar-Chunks-Held").c_str());
-        if (now_held > held) {
-          held = now_held;
-          progress = clock_->Now();
-        } else if (clock_->Now() - progress > o_.peer_stall) {
-          break;
-        }
-      }
-      std::lock_guard<std::mutex> l(w.mu);
-      --w.peer_busy;
-      if (!got && !*stop) {
-        spdlog::info("artifact {}: chunk {} not from peer {}; reading the origin", s.digest(), c, s.peers(src));
-        w.origin.push_back(c);
-      }
-      w.cv.notify_all();
-    }
-  };
   std::vector<std::thread> threads;
-  threads.emplace_back(origin_worker);
-  for (int i = 0; i < o_.peer_workers; ++i) threads.emplace_back(peer_worker);
+  threads.emplace_back([&w] { ReadOriginChunks(w); });
+  for (int i = 0; i < o_.peer_workers; ++i) threads.emplace_back([&w] { ReadPeerChunks(w); });
   for (auto& t : threads) t.join();
   out.origin_bytes = w.origin_bytes;
   out.peer_bytes = w.peer_bytes;
