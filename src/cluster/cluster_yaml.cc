@@ -25,7 +25,7 @@ class ClusterParser {
   StatusOr<ClusterFile> Parse(const YAML::Node& root) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
         root, "the cluster file",
-        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data"}));
+        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data", "mig"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -52,6 +52,7 @@ class ClusterParser {
     auto topo = std::move(builder).Build();
     if (!topo.ok()) return topo.status().WithPrefix(src_.name());
     out.topology = std::move(topo).value();
+    if (root["mig"]) HANGAR_RETURN_IF_ERROR(ParseMig(root["mig"], &out));
     return out;
   }
 
@@ -195,6 +196,52 @@ class ClusterParser {
           if (racks) one.rack = "rack-" + std::to_string(leaf_id) + "-" + std::to_string(k / per_rack);
           builder->AddNode(std::move(one));
         }
+      }
+    }
+    return Status::Ok();
+  }
+
+  // mig.fixed_layouts: NODES (a name or a range such as "gpu-[00-03]") -> the profiles each of
+  // its GPUs holds, placed largest first by the placer's start rule.
+  Status ParseMig(const YAML::Node& m, ClusterFile* out) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(m, "mig", {"fixed_layouts"}));
+    const YAML::Node layouts = m["fixed_layouts"];
+    if (!layouts) return Status::Ok();
+    if (!layouts.IsMap()) return src_.Error(layouts, "fixed_layouts must map node names to lists of MIG profiles, e.g. {gpu-01: [3g.40gb, 3g.40gb]}");
+    const Topology& t = *out->topology;
+    for (const auto& kv : layouts) {
+      HANGAR_ASSIGN_OR_RETURN(auto names, ExpandNameRange(kv.first.as<std::string>("")));
+      if (!kv.second.IsSequence() || kv.second.size() == 0) {
+        return src_.Error(kv.second, "fixed_layouts: give each node a non-empty list of MIG profiles, e.g. [3g.40gb, 3g.40gb]");
+      }
+      for (const std::string& name : names) {
+        auto n = t.FindNode(name);
+        if (!n) return src_.Error(kv.first, "fixed_layouts: no node '" + name + "' in this cluster");
+        const NodeInfo& node = t.nodes()[*n];
+        if (node.num_gpus == 0 || !t.gpus()[node.first_gpu].mig) {
+          return src_.Error(kv.first, "fixed_layouts: node '" + name + "' is not in MIG mode; set mig: true on it");
+        }
+        ClusterFile::FixedMigLayout fixed;
+        std::vector<MigShape> shapes;
+        const uint8_t part = t.gpus()[node.first_gpu].mig_part;
+        for (const auto& p : kv.second) {
+          const std::string profile = p.as<std::string>("");
+          auto shape = MigShapeOn(part, profile);
+          if (!shape) {
+            return src_.Error(p, "fixed_layouts: '" + profile + "' is not a MIG profile of node '" + name + "' (a " +
+                                     std::string(MigPartAt(part).name) + "); its profiles are " + KnownMigProfiles());
+          }
+          fixed.profiles.push_back(profile);
+          shapes.push_back(*shape);
+        }
+        std::sort(shapes.rbegin(), shapes.rend());
+        for (MigShape shape : shapes) {
+          if (!fixed.layout.Add(shape, MigBestStart(fixed.layout.Mask(), shape))) {
+            return src_.Error(kv.second, "fixed_layouts: the profiles for node '" + name +
+                                             "' do not fit on one GPU (8 memory slices, 7 compute slices)");
+          }
+        }
+        out->mig_fixed_layouts[*n] = std::move(fixed);
       }
     }
     return Status::Ok();

@@ -2,11 +2,13 @@
 // to write instead.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cluster/mig_geometry.h"
 #include "cluster/topology.h"
 #include "common/status.h"
 
@@ -41,6 +43,14 @@ struct ClusterFile {
   // containers.mounts_allowed: host paths container tasks may mount (and what lies below them).
   std::vector<std::string> mounts_allowed;
   DataConfig data;
+  // `mig: {fixed_layouts: {NODES: [PROFILE, ...]}}` (issue 22, docs/mig.md): nodes whose MIG GPUs
+  // each keep these instances, never re-cut by the queue. By node index; the profiles as written
+  // (the agent creates them) and the layout they make on one GPU.
+  struct FixedMigLayout {
+    std::vector<std::string> profiles;
+    MigLayout layout;
+  };
+  std::map<uint32_t, FixedMigLayout> mig_fixed_layouts;
 };
 
 StatusOr<ClusterFile> LoadClusterFile(const std::string& path);

@@ -133,4 +133,50 @@ std::string KnownMigProfiles() {
   return out;
 }
 
+uint8_t MigLayout::Mask() const {
+  uint8_t m = 0;
+  for (int s = 0; s < kMigMemorySlices; ++s) {
+    if (shape_at[s] != kNoMigShape) m |= MigPlacementMask(static_cast<MigShape>(shape_at[s]), s);
+  }
+  return m;
+}
+
+int MigLayout::Count() const {
+  int n = 0;
+  for (uint8_t sh : shape_at) n += sh != kNoMigShape;
+  return n;
+}
+
+bool MigLayout::Add(MigShape shape, int start) {
+  if (start < 0 || start >= kMigMemorySlices || !MigFitsAt(Mask(), shape, start)) return false;
+  shape_at[start] = static_cast<uint8_t>(shape);
+  return true;
+}
+
+bool MigLayout::Remove(int start) {
+  if (start < 0 || start >= kMigMemorySlices || shape_at[start] == kNoMigShape) return false;
+  shape_at[start] = kNoMigShape;
+  return true;
+}
+
+uint8_t MigLayout::StartsOverlapping(uint8_t mask) const {
+  uint8_t starts = 0;
+  for (int s = 0; s < kMigMemorySlices; ++s) {
+    if (shape_at[s] != kNoMigShape && (MigPlacementMask(static_cast<MigShape>(shape_at[s]), s) & mask)) {
+      starts |= static_cast<uint8_t>(1u << s);
+    }
+  }
+  return starts;
+}
+
+std::string MigLayoutText(const MigLayout& layout, uint8_t part) {
+  std::string out;
+  for (int s = 0; s < kMigMemorySlices; ++s) {
+    if (layout.shape_at[s] == kNoMigShape) continue;
+    if (!out.empty()) out += ',';
+    out += std::string(MigPartAt(part).profiles[layout.shape_at[s]]) + "@" + std::to_string(s);
+  }
+  return out.empty() ? "empty" : out;
+}
+
 }  // namespace hangar::cluster

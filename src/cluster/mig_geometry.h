@@ -11,6 +11,7 @@
 // Pure functions over constant tables: safe from any thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -61,6 +62,31 @@ uint32_t MigLayoutValue(uint8_t taken);
 // The allowed start for `shape` on `taken` that keeps the most MigLayoutValue; on a tie the
 // highest, packing from the top where only small shapes start. -1 when the shape does not fit.
 int MigBestStart(uint8_t taken, MigShape shape);
+
+// The GPU instances that exist on one MIG GPU: at most one starting at each memory slice. The
+// hardware runs tasks only in instances that exist, so a GPU whose layout is known places a MIG
+// task only into a free instance of its shape; re-cutting idle instances is a reshape.
+struct MigLayout {
+  std::array<uint8_t, kMigMemorySlices> shape_at;  // by start slice: a MigShape, or kNoMigShape
+
+  MigLayout() { shape_at.fill(kNoMigShape); }
+  // The memory slices the instances take.
+  uint8_t Mask() const;
+  int Count() const;
+  // Adds an instance; false (and nothing changes) when `start` is not one of the shape's starts
+  // or it overlaps an instance already there.
+  bool Add(MigShape shape, int start);
+  // Removes the instance starting at `start`; false when there is none.
+  bool Remove(int start);
+  bool Has(MigShape shape, int start) const {
+    return start >= 0 && start < kMigMemorySlices && shape_at[start] == static_cast<uint8_t>(shape);
+  }
+  // The instances that overlap memory slices `mask`, as a mask of their start slices.
+  uint8_t StartsOverlapping(uint8_t mask) const;
+  bool operator==(const MigLayout&) const = default;
+};
+// "1g.10gb@6,3g.40gb@0" on part `part` (or "empty").
+std::string MigLayoutText(const MigLayout& layout, uint8_t part);
 
 // One MIG part: its memory class and the names its profiles go by.
 struct MigPart {

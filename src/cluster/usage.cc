@@ -56,6 +56,9 @@ ClusterUsage::ClusterUsage(std::shared_ptr<const Topology> topology)
   gpu_free_mem_.resize(ng);
   gpu_available_.assign(ng, 1);
   gpu_mig_taken_.assign(ng, 0);
+  gpu_mig_layout_.resize(ng);
+  gpu_mig_managed_.assign(ng, 0);
+  gpu_mig_reshaping_.assign(ng, 0);
   for (size_t g = 0; g < ng; ++g) {
     gpu_free_milli_[g] = gpu_capacity(static_cast<uint32_t>(g));
     gpu_free_mem_[g] = t.gpus()[g].memory_mib;
@@ -130,8 +133,8 @@ void ClusterUsage::RecomputeNode(uint32_t n) {
     if (!gpu_available_[g]) continue;
     const int32_t free = gpu_free_milli_[g];
     if (topology_->gpus()[g].mig) {
-      u.max_mig_free_slices = std::max(u.max_mig_free_slices, free);
-      u.mig_shapes |= MigPlaceableShapes(gpu_mig_taken_[g]);
+      u.max_mig_free_slices = std::max(u.max_mig_free_slices, MigFreeComputeSlices(g));
+      u.mig_shapes |= MigPlaceable(g);
       continue;
     }
     u.free_milli += free;
@@ -225,6 +228,11 @@ Status ClusterUsage::CheckGpuGrants(const GangAssignment& a) const {
                                        std::to_string(grant.mig_shape) + " at slice " +
                                        std::to_string(grant.mig_start) + ")");
       }
+      if (gpu_mig_managed_[g] && !gpu_mig_layout_[g].Has(shape, grant.mig_start)) {
+        return Status::FailedPrecondition(where() + " has no MIG instance of that shape at slice " +
+                                          std::to_string(grant.mig_start) + " (its instances: " +
+                                          MigLayoutText(gpu_mig_layout_[g], gi.mig_part) + ")");
+      }
       if (!MigFitsAt(taken, shape, grant.mig_start)) {
         return Status::FailedPrecondition(where() + ": MIG slices from " + std::to_string(grant.mig_start) + " are already taken");
       }
@@ -313,6 +321,70 @@ void ClusterUsage::SetNodeCondition(uint32_t n, NodeCondition c) {
   NodeUsage before = nodes_[n];
   nodes_[n].condition = c;
   node_stamps_[n] = NextStamp();
+  ApplyNodeDelta(n, before, nodes_[n]);
+}
+
+uint8_t ClusterUsage::MigPlaceable(uint32_t g) const {
+  if (gpu_mig_reshaping_[g]) return 0;
+  if (!gpu_mig_managed_[g]) return MigPlaceableShapes(gpu_mig_taken_[g]);
+  uint8_t shapes = 0;
+  const MigLayout& l = gpu_mig_layout_[g];
+  for (int s = 0; s < kMigMemorySlices; ++s) {
+    const uint8_t sh = l.shape_at[s];
+    if (sh != kNoMigShape && !(MigPlacementMask(static_cast<MigShape>(sh), s) & gpu_mig_taken_[g])) {
+      shapes |= static_cast<uint8_t>(1u << sh);
+    }
+  }
+  return shapes;
+}
+
+int32_t ClusterUsage::MigFreeComputeSlices(uint32_t g) const {
+  if (gpu_mig_reshaping_[g]) return 0;
+  if (!gpu_mig_managed_[g]) return gpu_free_milli_[g];
+  int32_t free = 0;
+  const MigLayout& l = gpu_mig_layout_[g];
+  for (int s = 0; s < kMigMemorySlices; ++s) {
+    const uint8_t sh = l.shape_at[s];
+    if (sh != kNoMigShape && !(MigPlacementMask(static_cast<MigShape>(sh), s) & gpu_mig_taken_[g])) {
+      free += ShapeInfo(static_cast<MigShape>(sh)).compute_slices;
+    }
+  }
+  return free;
+}
+
+int ClusterUsage::MigStartFor(uint32_t g, MigShape shape) const {
+  if (gpu_mig_reshaping_[g]) return -1;
+  if (!gpu_mig_managed_[g]) return MigBestStart(gpu_mig_taken_[g], shape);
+  for (int s = 0; s < kMigMemorySlices; ++s) {
+    if (gpu_mig_layout_[g].Has(shape, s) && MigFitsAt(gpu_mig_taken_[g], shape, s)) return s;
+  }
+  return -1;
+}
+
+void ClusterUsage::SetMigLayout(uint32_t g, const MigLayout& layout, bool fixed) {
+  gpu_mig_layout_[g] = layout;
+  gpu_mig_managed_[g] = fixed ? 2 : 1;
+  const uint32_t n = topology_->gpus()[g].node;
+  NodeUsage before = nodes_[n];
+  RecomputeNode(n);
+  ApplyNodeDelta(n, before, nodes_[n]);
+}
+
+void ClusterUsage::ClearMigLayout(uint32_t g) {
+  gpu_mig_layout_[g] = MigLayout();
+  gpu_mig_managed_[g] = 0;
+  const uint32_t n = topology_->gpus()[g].node;
+  NodeUsage before = nodes_[n];
+  RecomputeNode(n);
+  ApplyNodeDelta(n, before, nodes_[n]);
+}
+
+void ClusterUsage::SetMigReshaping(uint32_t g, bool reshaping) {
+  if (static_cast<bool>(gpu_mig_reshaping_[g]) == reshaping) return;
+  gpu_mig_reshaping_[g] = reshaping;
+  const uint32_t n = topology_->gpus()[g].node;
+  NodeUsage before = nodes_[n];
+  RecomputeNode(n);
   ApplyNodeDelta(n, before, nodes_[n]);
 }
 

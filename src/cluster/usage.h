@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/mig_geometry.h"
 #include "cluster/topology.h"
 #include "common/status.h"
 
@@ -129,6 +130,25 @@ class ClusterUsage {
   void SetNodeCondition(uint32_t n, NodeCondition c);
   void SetGpuAvailable(uint32_t g, bool available);
 
+  // MIG layouts (issue 22). A MIG GPU whose layout is not set places an instance wherever its
+  // memory slices are free (as if instances were made on demand: the simulator's ideal). Once
+  // set, it places a task only into a free instance its layout holds; a reshape changes that.
+  // `fixed`: cluster.yaml sets the layout; reshaping leaves it alone.
+  void SetMigLayout(uint32_t g, const MigLayout& layout, bool fixed = false);
+  bool gpu_mig_fixed(uint32_t g) const { return gpu_mig_managed_[g] == 2; }
+  void ClearMigLayout(uint32_t g);
+  const MigLayout* gpu_mig_layout(uint32_t g) const {
+    return gpu_mig_managed_[g] ? &gpu_mig_layout_[g] : nullptr;
+  }
+  // A reshape in flight on GPU g: it takes no new MIG task until the reshape ends.
+  void SetMigReshaping(uint32_t g, bool reshaping);
+  bool gpu_mig_reshaping(uint32_t g) const { return gpu_mig_reshaping_[g]; }
+  // Bit k: GPU g can take one more instance of MigShape k now.
+  uint8_t MigPlaceable(uint32_t g) const;
+  // Where a new instance of `shape` goes on GPU g: the lowest free instance of that shape in its
+  // layout, or on a GPU without one the start that keeps the most (MigBestStart); -1: none.
+  int MigStartFor(uint32_t g, MigShape shape) const;
+
   int64_t TotalFreeWholeGpus() const { return cluster_.free_whole; }
   // Free whole GPUs on nodes that strand them (StrandsGpus); a scan of the nodes.
   int64_t StrandedGpus() const;
@@ -136,6 +156,7 @@ class ClusterUsage {
 
  private:
   void RecomputeNode(uint32_t n);
+  int32_t MigFreeComputeSlices(uint32_t g) const;
   Status CheckGpuGrants(const GangAssignment& a) const;
   void ApplyNodeDelta(uint32_t n, const NodeUsage& before, const NodeUsage& after);
   void RecomputeMaxima(Level level, uint32_t d);
@@ -147,6 +168,9 @@ class ClusterUsage {
   std::vector<int64_t> gpu_free_mem_;
   std::vector<uint8_t> gpu_available_;
   std::vector<uint8_t> gpu_mig_taken_;
+  std::vector<MigLayout> gpu_mig_layout_;
+  std::vector<uint8_t> gpu_mig_managed_;
+  std::vector<uint8_t> gpu_mig_reshaping_;
   std::vector<NodeUsage> nodes_;
   std::vector<uint64_t> node_stamps_;
   std::vector<DomainUsage> leaves_, spines_;

@@ -157,6 +157,13 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         });
         break;
       }
+      case pb::AgentMessage::kMigReshaped: {
+        auto r = std::make_shared<pb::MigReshaped>(m.mig_reshaped());
+        owner->Post([r, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+          s.OnMigReshaped(node, *r, clock->Now(), fx);
+        });
+        break;
+      }
       default:
         break;  // later protocol additions are ignored by older controllers
     }

@@ -224,6 +224,7 @@ Status Run(const Flags& f) {
   opt.checkpoint_root = std::filesystem::absolute(f.checkpoint_root).lexically_normal().string();
   opt.baselines = cluster_file.baselines;  // config drift (docs/health.md)
   opt.mounts_allowed = cluster_file.mounts_allowed;  // container tasks (docs/containers.md)
+  opt.mig_fixed_layouts = cluster_file.mig_fixed_layouts;  // docs/mig.md
   opt.data = cluster_file.data;                      // artifacts (docs/data.md)
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));

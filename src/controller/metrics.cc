@@ -25,6 +25,11 @@ ControllerMetrics::ControllerMetrics() : registry_(std::make_shared<prometheus::
   nodes_lost_ = &BuildCounter().Name("hangar_nodes_lost_total").Help("Times a node was marked lost (silent past the heartbeat timeout) since the controller started").Register(*registry_).Add({});
   heartbeat_lag_ = &BuildGauge().Name("hangar_heartbeat_lag_seconds").Help("How late heartbeats arrive (p90 over the last second); silent nodes get this much longer than the timeout").Register(*registry_).Add({});
   refused_ = &BuildCounter().Name("hangar_agent_messages_refused_total").Help("Agent-channel messages refused: before Register, a second Register, a report on a task placed on another node, unrequested log bytes").Register(*registry_);
+  auto& mig = BuildCounter().Name("hangar_mig_reshapes_total").Help("MIG GPUs re-cut for the queue, by result (docs/mig.md)").Register(*registry_);
+  mig_done_ = &mig.Add({{"result", "done"}});
+  mig_failed_ = &mig.Add({{"result", "failed"}});
+  mig_seconds_ = &BuildCounter().Name("hangar_mig_reshape_seconds_total").Help("Seconds from sending a MIG reshape to the agent's answer, summed over reshapes").Register(*registry_).Add({});
+  mig_in_flight_ = &BuildGauge().Name("hangar_mig_reshapes_in_flight").Help("MIG reshapes sent and not yet answered").Register(*registry_).Add({});
   heartbeats_ = &BuildCounter().Name("hangar_agent_heartbeats_total").Help("Heartbeats received since the controller started").Register(*registry_).Add({});
 }
 
@@ -55,6 +60,11 @@ void ControllerMetrics::OnCycle(double seconds, const ClusterState& state, Time 
   std::lock_guard<std::mutex> l(mu_);
   cycle_seconds_->Observe(seconds);
   RaiseTo(placements_, static_cast<double>(state.placements_total()));  // O(1): kept fresh
+  const ClusterState::MigReshapeStats mig = state.mig_reshape_stats();
+  RaiseTo(mig_done_, static_cast<double>(mig.done));
+  RaiseTo(mig_failed_, static_cast<double>(mig.failed));
+  RaiseTo(mig_seconds_, mig.seconds_sum);
+  mig_in_flight_->Set(static_cast<double>(mig.in_flight));
   if (now - last_counts_ < kSecond) return;
   last_counts_ = now;
   const ClusterState::Counts c = state.GetCounts();

@@ -55,6 +55,11 @@ class ControllerMetrics {
   prometheus::Gauge* heartbeat_lag_;
   prometheus::Counter* nodes_lost_;
   prometheus::Family<prometheus::Counter>* refused_;
+  // MIG reshapes (issue 22): done and failed, their seconds, and those in flight.
+  prometheus::Counter* mig_done_;
+  prometheus::Counter* mig_failed_;
+  prometheus::Counter* mig_seconds_;
+  prometheus::Gauge* mig_in_flight_;
   std::mutex mu_;
   Time last_counts_ = 0;
 };

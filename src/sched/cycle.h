@@ -6,6 +6,7 @@
 //   cycle_placement.cc  placement: the whole gang where it fits now, the per-shape answers, reasons
 //   cycle_preemption.cc preemption: who may be a victim, the plan, and why each was chosen
 //   cycle_backfill.cc   backfill: the first blocked job's reservation (EASY)
+//   cycle_mig.cc        MIG reshapes for the MIG jobs no instance could take (mig_reshape.h)
 // scheduler.cc holds Scheduler::Cycle, which reads as the table of contents of a cycle.
 #pragma once
 
@@ -106,6 +107,8 @@ class Scheduler::Run {
   uint32_t Next(uint32_t pos);
   // Places the job, or says why not.
   void Examine(uint32_t idx);
+  // After the last job: MIG reshapes for the MIG jobs that found no instance (cycle_mig.cc).
+  void PlanReshapes();
   Decisions Take() { return std::move(out_); }
 
  private:

@@ -63,7 +63,9 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   Run run(*this, snap, now);
   // 3. Each job in order (fair share across queues): admission, placement, preemption, backfill.
   for (uint32_t pos = 0; pos < order_.size() && !run.StopsBefore(pos); ++pos) run.Examine(run.Next(pos));
-  // 4. The owner commits the decisions, then acts.
+  // 4. MIG GPUs re-cut for the MIG jobs that found no instance of their shape.
+  run.PlanReshapes();
+  // 5. The owner commits the decisions, then acts.
   return run.Take();
 }
 

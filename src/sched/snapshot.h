@@ -119,11 +119,21 @@ struct Preemption {
   std::string why;
 };
 
+// Re-cut one MIG GPU (sched/mig_reshape.h): from `before` (its layout now) to `after`, whose
+// new instances are for pending jobs. Instances in `before` but not `after` are idle.
+struct MigReshapePlan {
+  uint32_t gpu = 0;  // global GPU index
+  cluster::MigLayout before;
+  cluster::MigLayout after;
+  JobId for_job = 0;  // the first job it makes room for
+};
+
 struct Decisions {
   std::vector<Placement> placements;
   std::vector<Verdict> waiting;  // one per examined job that was not placed
   std::vector<Reservation> reservations;
   std::vector<Preemption> preemptions;
+  std::vector<MigReshapePlan> mig_reshapes;
   uint32_t examined = 0;          // jobs looked at, in order
   Reason not_examined;            // why the jobs in `unexamined` were not looked at
   // The jobs the cycle stopped before (in its order within each queue): named by id because the

@@ -71,6 +71,8 @@ struct ControllerOptions {
   std::vector<cluster::ConfigBaseline> baselines;
   std::vector<std::string> mounts_allowed;  // cluster.yaml's containers.mounts_allowed
   cluster::DataConfig data;  // cluster.yaml's data: (artifact fan-out, docs/data.md)
+  // cluster.yaml's mig.fixed_layouts (docs/mig.md): nodes whose MIG GPUs are never re-cut.
+  std::map<uint32_t, cluster::ClusterFile::FixedMigLayout> mig_fixed_layouts;
   // What agents show each other on their data ports; the controller makes one at start.
   std::string data_token;
   Duration health_interval = 500;
@@ -347,6 +349,18 @@ class ClusterState {
   // Containers (cluster_state_staging.cc): a node's image cache, and how a pull went.
   void OnImages(const std::string& node, const pb::ImageInventory& inv, Time now, Effects* fx);
   void OnStageResult(const std::string& node, const pb::StageResult& r, Time now, Effects* fx);
+  // MIG (cluster_state_mig.cc): how a reshape went, and the GPU's layout after it.
+  void OnMigReshaped(const std::string& node, const pb::MigReshaped& r, Time now, Effects* fx);
+  struct MigReshapeStats {
+    int64_t done = 0, failed = 0;
+    double seconds_sum = 0;  // from sending the MigReshape to its answer
+    int64_t in_flight = 0;
+  };
+  MigReshapeStats mig_reshape_stats() const {
+    MigReshapeStats s = mig_stats_;
+    s.in_flight = static_cast<int64_t>(mig_reshapes_.size());
+    return s;
+  }
 
   // ---- timers ----
   // Runs the health rules: drains, validations, node and GPU availability, events.
@@ -530,6 +544,21 @@ class ClusterState {
     std::deque<std::tuple<sched::JobId, uint32_t, uint32_t>> waiting;
   };
   std::map<std::string, Swarm> swarms_;
+  // MIG (cluster_state_mig.cc): the GPUs' layouts from the agents' reports, reshapes in flight
+  // by id, and what they did.
+  void ApplyMigInventory(uint32_t n, const pb::Inventory& inv, Time now, Effects* fx);
+  cluster::MigLayout LayoutFromReport(uint32_t g, const google::protobuf::RepeatedPtrField<pb::MigGpuInstance>& instances,
+                                      std::string* problems) const;
+  void SendMigReshapes(const std::vector<sched::MigReshapePlan>& plans, Time now, Effects* fx);
+  void EndReshape(uint32_t g);
+  struct InFlightReshape {
+    uint32_t gpu = 0;
+    Time sent = 0;
+    sched::JobId for_job = 0;
+  };
+  std::map<uint64_t, InFlightReshape> mig_reshapes_;
+  uint64_t next_mig_reshape_ = 1;
+  MigReshapeStats mig_stats_;
   void LeaveSwarm(const std::string& digest, uint32_t node, Effects* fx);
   void FinishStaging(JobRecord& j, Time now, Effects* fx);
   void FailStaging(JobRecord& j, const std::string& why, Time now, Effects* fx);

@@ -83,6 +83,7 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
     r.gpus[static_cast<size_t>(i)].uuid = inv.gpus(i).uuid();
     r.gpus[static_cast<size_t>(i)].pci_bus_id = inv.gpus(i).pci_bus_id();
   }
+  ApplyMigInventory(n, inv, now, fx);
   (void)health_.ObserveConfig(n, {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version()}, now);
   if (was_lost) (void)health_.Apply({health::OperatorAction::Kind::kNodeReturned, n, -1, now});
   // A new boot id: the node rebooted since its agent last registered. That is a remediation of

@@ -218,6 +218,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     snap.queue_history = share_history_;
   }
   sched::Decisions d = scheduler_->Cycle(snap, now);
+  SendMigReshapes(d.mig_reshapes, now, fx);
   waiting_order_.jobs.clear();
   waiting_order_.reserved_start.clear();
   for (const auto& v : d.waiting) waiting_order_.jobs.push_back(v.job);

@@ -61,7 +61,7 @@ uint32_t BestMigGpu(const ClusterUsage& u, uint32_t n, const TaskShape& s) {
     if (!GpuFitsShared(u, g, s)) continue;
     const auto shape = static_cast<cluster::MigShape>(MigShapeFor(u.topology(), g, s));
     const uint8_t taken = u.gpu_mig_taken(g);
-    const uint32_t lost = MigValueLost(taken, shape, cluster::MigBestStart(taken, shape));
+    const uint32_t lost = MigValueLost(taken, shape, u.MigStartFor(g, shape));
     if (lost < best_lost || (lost == best_lost && u.gpu_free_milli(g) < best_free)) {
       best = g;
       best_lost = lost;
@@ -83,7 +83,7 @@ bool GpuFitsShared(const ClusterUsage& u, uint32_t g, const TaskShape& s) {
   if (s.kind == job::GpuKind::kMig) {
     const uint8_t shape = MigShapeFor(u.topology(), g, s);
     return gi.mig && shape != cluster::kNoMigShape &&
-           (cluster::MigPlaceableShapes(u.gpu_mig_taken(g)) >> shape & 1);
+           (u.MigPlaceable(g) >> shape & 1);
   }
   return !gi.mig && u.gpu_free_milli(g) >= s.milli && u.gpu_free_memory(g) >= s.gpu_memory_mib;
 }
@@ -200,8 +200,8 @@ void ChooseGpus(const ClusterUsage& u, uint32_t n, const TaskShape& s, uint32_t 
     cluster::GpuGrant grant{g, s.milli, s.gpu_memory_mib};
     if (s.kind == job::GpuKind::kMig) {
       grant.mig_shape = MigShapeFor(t, g, s);
-      grant.mig_start = static_cast<int8_t>(
-          cluster::MigBestStart(u.gpu_mig_taken(g), static_cast<cluster::MigShape>(grant.mig_shape)));
+      grant.mig_start =
+          static_cast<int8_t>(u.MigStartFor(g, static_cast<cluster::MigShape>(grant.mig_shape)));
     }
     out->push_back(grant);
     return;

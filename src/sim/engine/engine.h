@@ -76,6 +76,20 @@ struct SimConfig {
   bool learn_profile = false;
   // Jobs' artifacts, node caches and transfers (staging.h); off: artifacts are ignored.
   StagingConfig staging;
+  // MIG layouts (issue 22), by global GPU index: a MIG GPU given one places tasks only into its
+  // instances (the others make instances on demand, the ideal). With `mig_reshape` the cycle
+  // re-cuts idle instances for the queue (sched/mig_reshape.h) and each reshape keeps its GPU
+  // out of use for `mig_reshape_time`; without it the layouts are fixed.
+  std::vector<cluster::MigLayout> mig_layouts;
+  bool mig_reshape = true;
+  Duration mig_reshape_time = 5 * kSecond;
+};
+
+// What MIG reshaping did over a run (SimConfig::mig_layouts).
+struct MigReshapeStats {
+  int64_t reshapes = 0;            // GPUs re-cut (one MigReshape each)
+  int64_t instances_created = 0;
+  int64_t instances_destroyed = 0;
 };
 
 // What happened, for golden tests and reports. All callbacks are optional.
@@ -105,6 +119,8 @@ class Engine {
   virtual const std::vector<int64_t>& queue_gpu_ms() const = 0;
   // With SimConfig::staging: what staging cost. Engines without a staging model report nothing.
   virtual StagingStats staging_stats() const { return {}; }
+  // With SimConfig::mig_layouts: what reshaping did.
+  virtual MigReshapeStats mig_stats() const { return {}; }
 };
 
 // Makes an engine for one cluster (partition); the replay calls it once per partition.

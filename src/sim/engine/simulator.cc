@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "sched/mig_reshape.h"
 #include "sched/owner/share_history.h"
 
 namespace hangar::sim {
@@ -24,6 +25,20 @@ Simulator::Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig co
   if (config_.staging.enabled) {
     staging_ = std::make_unique<StagingModel>(config_.staging, static_cast<uint32_t>(topology_->nodes().size()));
   }
+  for (uint32_t g = 0; g < config_.mig_layouts.size() && g < topology_->gpus().size(); ++g) {
+    if (topology_->gpus()[g].mig) usage_.SetMigLayout(g, config_.mig_layouts[g], !config_.mig_reshape);
+  }
+}
+
+// The owner's side of a MIG reshape: the GPU takes its new layout at once, and no task until the
+// reshape's time has passed.
+void Simulator::Reshape(Time now, const sched::MigReshapePlan& plan) {
+  usage_.SetMigLayout(plan.gpu, plan.after);
+  usage_.SetMigReshaping(plan.gpu, true);
+  reshapes_.push({now + config_.mig_reshape_time, plan.gpu});
+  ++mig_stats_.reshapes;
+  mig_stats_.instances_created += std::popcount(sched::MigStartsToCreate(plan.before, plan.after));
+  mig_stats_.instances_destroyed += std::popcount(sched::MigStartsToDestroy(plan.before, plan.after));
 }
 
 void Simulator::AddJob(SimJob job) { jobs_.push_back(std::move(job)); }
@@ -91,11 +106,12 @@ Status Simulator::Run() {
       completions_.pop();
     }
     const bool have_arrival = next < n, have_completion = !completions_.empty();
-    if (!have_arrival && !have_completion && stops_.empty()) break;
+    if (!have_arrival && !have_completion && stops_.empty() && reshapes_.empty()) break;
     Time t = kNever;
     if (have_arrival) t = jobs_[arrivals[next]].submit;
     if (have_completion) t = std::min(t, completions_.top().end);
     if (!stops_.empty()) t = std::min(t, stops_.top().end);
+    if (!reshapes_.empty()) t = std::min(t, reshapes_.top().first);
     AccountBusy(t);
     while (!completions_.empty() && completions_.top().end <= t) {
       const Completion c = completions_.top();
@@ -106,6 +122,10 @@ Status Simulator::Run() {
       const size_t j = stops_.top().job;
       stops_.pop();
       Stopped(j);
+    }
+    while (!reshapes_.empty() && reshapes_.top().first <= t) {
+      usage_.SetMigReshaping(reshapes_.top().second, false);
+      reshapes_.pop();
     }
     while (next < n && jobs_[arrivals[next]].submit <= t) Arrive(arrivals[next++]);
     // As in the controller: victims that stopped at once wait again in this instant's next cycle.
@@ -332,6 +352,7 @@ bool Simulator::Cycle(Time now) {
   sched::Decisions d = scheduler_->Cycle(snap, now);
 
   ++cycles_;
+  for (const auto& plan : d.mig_reshapes) Reshape(now, plan);
   std::vector<size_t> requeue;
   for (const auto& p : d.preemptions) Preempt(now, p, &requeue);
   std::vector<size_t> started;

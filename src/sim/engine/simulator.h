@@ -50,6 +50,7 @@ class Simulator : public Engine {
   // With SimConfig::staging: the node caches (tests preload them) and what staging cost.
   StagingModel* staging_model() { return staging_.get(); }
   StagingStats staging_stats() const override { return staging_ ? staging_->stats() : StagingStats{}; }
+  MigReshapeStats mig_stats() const override { return mig_stats_; }
 
  private:
   Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig config,
@@ -135,6 +136,10 @@ class Simulator : public Engine {
   std::unordered_map<size_t, std::unique_ptr<Running>> stopping_;
   std::unordered_map<size_t, size_t> stopping_for_;  // victim -> the job it was preempted for
   std::unordered_map<size_t, int> awaiting_;         // preemptor -> victims still stopping
+  // MIG reshapes in flight: when each GPU's ends.
+  std::priority_queue<std::pair<Time, uint32_t>, std::vector<std::pair<Time, uint32_t>>, std::greater<>> reshapes_;
+  MigReshapeStats mig_stats_;
+  void Reshape(Time now, const sched::MigReshapePlan& plan);
   int64_t cycles_ = 0;
   int64_t busy_gpu_ms_ = 0;
   int64_t allocated_milli_ = 0;

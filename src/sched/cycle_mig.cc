@@ -1,0 +1,43 @@
+// The cycle's last stage: MIG reshapes for the MIG jobs it could not place (sched/mig_reshape.h).
+#include <vector>
+
+#include "sched/cycle.h"
+#include "sched/mig_reshape.h"
+
+namespace hangar::sched {
+
+namespace {
+
+bool WantsMig(const GangRequest& r) {
+  for (const GroupRequest& g : r.groups) {
+    if (g.shape.kind == job::GpuKind::kMig) return true;
+  }
+  return false;
+}
+
+// Reasons that a new instance would not change: the job waits for its quota, behind another
+// job, or can never run here.
+bool ReshapeCannotHelp(const Reason& r) {
+  return r.IsNever() || r.rule == Rule::kNotNowQuota || r.rule == Rule::kNotNowBlocked ||
+         r.rule == Rule::kNotNowReserved;
+}
+
+}  // namespace
+
+void Scheduler::Run::PlanReshapes() {
+  const MigReshapeLimits limits;
+  std::vector<uint8_t> skip(snap_.pending.size(), 0);
+  for (const Placement& p : out_.placements) skip[p.pending_index] = 1;
+  for (const Verdict& v : out_.waiting) {
+    if (ReshapeCannotHelp(v.reason)) skip[v.pending_index] = 1;
+  }
+  std::vector<uint32_t> wanting;
+  for (uint32_t idx : order_) {
+    if (skip[idx] || !WantsMig(*snap_.pending[idx].request)) continue;
+    wanting.push_back(idx);
+    if (static_cast<int>(wanting.size()) >= limits.max_jobs) break;
+  }
+  if (!wanting.empty()) PlanMigReshapes(work_, snap_, wanting, limits, &out_.mig_reshapes);
+}
+
+}  // namespace hangar::sched
