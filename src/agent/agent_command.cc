@@ -16,6 +16,8 @@
 #include "agent/checkpoint_socket.h"
 #include "agent/gpu/fake_backend.h"
 #include "agent/gpu/gpu_check.h"
+#include "agent/gpu/mps.h"
+#include "agent/runner/process_spawn.h"
 #include "agent/gpu/nvml_backend.h"
 #include "cluster/cluster_yaml.h"
 #include "common/tls_files.h"
@@ -57,6 +59,9 @@ struct Flags {
   std::string cache_budget = "0";
   std::string data_address;
   std::string scratch_dir;
+  // Issue 22: fractional tasks under CUDA MPS.
+  std::string mps = "auto";
+  std::string mps_control;
 };
 
 std::atomic<bool> g_stop{false};
@@ -161,6 +166,18 @@ Status ContainerFlags(const Flags& f, AgentOptions& opt) {
   return Status::Ok();
 }
 
+// --mps and --mps-control; needs opt.state_dir and opt.hangar_binary.
+Status MpsFlags(const Flags& f, AgentOptions& opt) {
+  HANGAR_ASSIGN_OR_RETURN(MpsMode mode, ParseMpsMode(f.mps));
+  HANGAR_ASSIGN_OR_RETURN(std::string backend, ChooseBackend(f));
+  const char* path = std::getenv("PATH");
+  std::string note;
+  HANGAR_ASSIGN_OR_RETURN(opt.mps, ChooseMps(mode, backend == "fake", opt.hangar_binary, f.mps_control,
+                                             path ? path : kDefaultTaskPath, opt.state_dir, &note));
+  spdlog::info("agent {}: {}", f.node, note);
+  return Status::Ok();
+}
+
 Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.controller = f.controller;
   opt.node = f.node;
@@ -186,6 +203,7 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
   HANGAR_RETURN_IF_ERROR(ContainerFlags(f, opt));
+  HANGAR_RETURN_IF_ERROR(MpsFlags(f, opt));
   HANGAR_ASSIGN_OR_RETURN(opt.token, ReadNodeToken(f.token_file));
   // Mutual TLS with the controller: this node's certificate from the cluster CA, or --insecure.
   HANGAR_ASSIGN_OR_RETURN(TlsFiles tls, ResolveTls(f.tls_dir, "node-" + f.node, f.tls));
@@ -364,6 +382,13 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--registries-conf", f->registries_conf,
                 "A registries.conf for podman (mirrors, a site registry); default: one that pulls loopback "
                 "registries without TLS");
+  c->add_option("--mps", f->mps,
+                "Fractional tasks under CUDA MPS (their GPU memory and compute share enforced): auto (where "
+                "nvidia-cuda-mps-control is installed, and always with fake GPUs), on (required) or off")
+      ->capture_default_str();
+  c->add_option("--mps-control", f->mps_control,
+                "The MPS control program (default: nvidia-cuda-mps-control from PATH; with fake GPUs the "
+                "stand-in, `hangar fake-mps-control`)");
   c->add_flag(
       "--stop-tasks-on-exit", f->stop_tasks_on_exit,
       "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "
@@ -391,6 +416,14 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
       *rc = 2;
     }
   });
+
+  auto mps_daemon = std::make_shared<bool>(false);
+  CLI::App* fake_mps = app.add_subcommand(
+      "fake-mps-control",
+      "The stand-in for nvidia-cuda-mps-control that agents with fake GPUs run: -d starts it in the background; "
+      "without -d it sends the commands on stdin (quit) to the one in $CUDA_MPS_PIPE_DIRECTORY");
+  fake_mps->add_flag("-d", *mps_daemon, "Start the daemon in the background");
+  fake_mps->callback([mps_daemon, rc] { *rc = RunFakeMpsControl(*mps_daemon); });
 
   auto k = std::make_shared<CheckpointFlags>();
   CLI::App* ckpt = app.add_subcommand(
