@@ -85,7 +85,7 @@ void Agent::InitMps() {
 
 void Agent::CheckMpsLimits() {
   if (!mps_ || !mps_->options().fake) return;
-  std::vector<std::pair<std::string, std::string>> over;  // task, why
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> over;  // task, (daemon, why)
   {
     std::lock_guard<std::mutex> l(mu_);
     for (auto& [id, r] : records_) {
@@ -96,13 +96,18 @@ void Agent::CheckMpsLimits() {
                   std::to_string(r.gpus.empty() ? 0 : r.gpus[0]) + ", its CUDA_MPS_PINNED_DEVICE_MEM_LIMIT is " +
                   std::to_string(r.mps_memory_mib) +
                   " MiB (on a GPU the allocation fails with out of memory); ask for more gpu_memory";
-      over.emplace_back(id, r.mps);
+      over.push_back({id, {r.mps, r.message}});
     }
     if (!over.empty()) SaveRecords();
   }
-  for (const auto& [id, key] : over) {
-    std::ofstream log(mps_->options().root + "/" + key + "/log/server.log", std::ios::app);
-    log << "client of task " << id << ": allocation refused, over its pinned device memory limit; task ended\n";
+  for (const auto& [id, why] : over) {
+    {
+      std::ofstream log(mps_->options().root + "/" + why.first + "/log/server.log", std::ios::app);
+      log << "client of task " << id << ": allocation refused, over its pinned device memory limit; task ended\n";
+      // Where its user looks (`hangar logs --stderr`), as a CUDA program prints its out-of-memory error.
+      std::ofstream err(TaskDir(id) + "/stderr.log", std::ios::app);
+      err << "hangar agent: " << why.second << "\n";
+    }
     spdlog::warn("agent {}: task {}: over its MPS memory limit; ending it", options_.node, id);
     (void)runner_.Signal(id, SIGKILL);
   }

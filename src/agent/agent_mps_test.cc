@@ -306,6 +306,7 @@ TEST_F(AgentMpsTest, ATaskOverItsMemoryLimitIsEndedAsItsAllocationFails) {
       << s->message();
   EXPECT_NE(Read(state_ / "mps" / ("gpu0-uid" + me_) / "log/server.log").find("client of task 14: allocation refused"),
             std::string::npos);
+  EXPECT_NE(Read(state_ / "tasks/14/stderr.log").find("hangar agent: GPU memory over its MPS limit"), std::string::npos);
   EXPECT_TRUE(Eventually([&] { return LiveDaemonPid((state_ / "mps" / ("gpu0-uid" + me_) / "pipe").string()) == 0; }));
 }
 
