@@ -17,6 +17,7 @@
 #include "agent/gpu/fake_backend.h"
 #include "agent/gpu/gpu_check.h"
 #include "agent/gpu/mps.h"
+#include "agent/gpu/mps_check.h"
 #include "agent/runner/process_spawn.h"
 #include "agent/gpu/nvml_backend.h"
 #include "cluster/cluster_yaml.h"
@@ -269,6 +270,23 @@ Status GpuCheck(Flags f) {
   return RunGpuCheck(*backend, f.validate, SystemClock::Default()->Now(), std::cout);
 }
 
+// `hangar mps-check`: a command as a fractional task of this node, under MPS.
+Status MpsCheck(Flags f, const MpsCheckOptions& check, int* rc) {
+  if (f.gpu_backend.empty() && f.fake_gpus < 0) f.gpu_backend = "nvml";
+  if (f.state_dir.empty()) f.state_dir = "/tmp/hangar-mps-check";
+  f.node = "mps-check";
+  FakeGpuOptions fake;
+  if (f.fake_gpus >= 0) fake.count = f.fake_gpus;
+  HANGAR_ASSIGN_OR_RETURN(auto backend, MakeBackend(f, fake, f.state_dir));
+  AgentOptions opt;
+  opt.state_dir = std::filesystem::absolute(f.state_dir).lexically_normal().string();
+  std::error_code ec;
+  opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  f.mps = "on";
+  HANGAR_RETURN_IF_ERROR(MpsFlags(f, opt));
+  return RunMpsCheck(*backend, opt.mps, check, std::cout, rc);
+}
+
 struct CheckpointFlags {
   std::string path;
   uint64_t step = 0;
@@ -413,6 +431,33 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
     Status s = GpuCheck(*g);
     if (!s.ok()) {
       std::cerr << "hangar gpu-check: " << s.message() << "\n";
+      *rc = 2;
+    }
+  });
+
+  auto mf = std::make_shared<Flags>();
+  auto mc = std::make_shared<MpsCheckOptions>();
+  auto mem = std::make_shared<std::string>();
+  CLI::App* mps_check = app.add_subcommand(
+      "mps-check", "Run a command as a fractional task of this node would run: under its GPU's MPS daemon, "
+                   "with its memory and thread limits (the daemon is started and stopped around it)");
+  AddBackendFlags(mps_check, mf.get());
+  mps_check->add_option("--gpu", mc->gpu, "The GPU (index)")->capture_default_str();
+  mps_check->add_option("--fraction", mc->fraction, "The task's share of it (0.5 or 500m)")->capture_default_str();
+  mps_check->add_option("--gpu-memory", *mem, "Its GPU memory, e.g. 20Gi (default: the same share of the GPU's)");
+  mps_check->add_option("--mps-control", mf->mps_control, "The MPS control program (default: as the agent's)");
+  mps_check->add_option("--state-dir", mf->state_dir, "Where the daemon's folders go (default /tmp/hangar-mps-check)");
+  mps_check->add_option("command", mc->command, "The command, after --")->required();
+  mps_check->callback([mf, mc, mem, rc] {
+    Status s = Status::Ok();
+    if (!mem->empty()) {
+      auto mib = ParseMemoryMiB(*mem);
+      s = mib.ok() ? Status::Ok() : Status::InvalidArgument("--gpu-memory: " + mib.status().message());
+      if (mib.ok()) mc->gpu_memory_mib = *mib;
+    }
+    if (s.ok()) s = MpsCheck(*mf, *mc, rc);
+    if (!s.ok()) {
+      std::cerr << "hangar mps-check: " << s.message() << "\n";
       *rc = 2;
     }
   });
