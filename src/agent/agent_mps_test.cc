@@ -29,7 +29,8 @@ std::string Read(const fs::path& p) {
 }
 
 bool Eventually(const std::function<bool()>& pred) {
-  for (int i = 0; i < 2000 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 2000 && !pred(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return pred();
 }
 
@@ -56,7 +57,9 @@ class MpsDir : public ::testing::Test {
     }
     fs::remove_all(state_);
   }
-  pid_t Daemon(const std::string& key) { return LiveDaemonPid((state_ / "mps" / key / "pipe").string()); }
+  pid_t Daemon(const std::string& key) {
+    return LiveDaemonPid((state_ / "mps" / key / "pipe").string());
+  }
   fs::path state_;
 };
 
@@ -232,13 +235,18 @@ class AgentMpsTest : public MpsDir {
     std::map<std::string, std::string> env;
     std::istringstream in(Read(work / "env.txt"));
     for (std::string line; std::getline(in, line);) {
-      if (auto eq = line.find('='); eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+      if (auto eq = line.find('='); eq != std::string::npos)
+        env[line.substr(0, eq)] = line.substr(eq + 1);
     }
     return env;
   }
   // Writes its environment, then waits until the file `release` exists.
-  static std::string Holder() { return "env > env.txt; echo ok > env.done; while [ ! -e release ]; do sleep 0.05; done"; }
-  void Release(const std::string& id) { std::ofstream(state_ / "tasks" / id / "work" / "release") << "\n"; }
+  static std::string Holder() {
+    return "env > env.txt; echo ok > env.done; while [ ! -e release ]; do sleep 0.05; done";
+  }
+  void Release(const std::string& id) {
+    std::ofstream(state_ / "tasks" / id / "work" / "release") << "\n";
+  }
   const std::string me_ = std::to_string(geteuid());
 
   FakeController controller_;
@@ -273,7 +281,8 @@ TEST_F(AgentMpsTest, TwoFractionalTasksShareOneDaemonThatQuitsAfterBoth) {
   const pid_t daemon = LiveDaemonPid(pipe);
   ASSERT_GT(daemon, 0);
   const std::string log = Read(state_ / "mps" / ("gpu0-uid" + me_) / "log/control.log");
-  EXPECT_EQ(log.find("Control daemon started"), log.rfind("Control daemon started")) << log;  // started once
+  EXPECT_EQ(log.find("Control daemon started"), log.rfind("Control daemon started"))
+      << log;  // started once
   Release("11");
   ASSERT_TRUE(controller_.WaitForStatus("11", true));
   EXPECT_EQ(LiveDaemonPid(pipe), daemon);
@@ -294,8 +303,11 @@ TEST_F(AgentMpsTest, AWholeGpuTaskIsLeftAlone) {
 
 TEST_F(AgentMpsTest, ATaskOverItsMemoryLimitIsEndedAsItsAllocationFails) {
   // 30 GiB is within a half GPU's 40; 50 GiB is not.
-  Launch("14", "echo '90 30720' > $HANGAR_FAKE_GPU_UTIL_FILE; sleep 0.5; echo '90 51200' > $HANGAR_FAKE_GPU_UTIL_FILE; "
-         "exec sleep 60", {0}, "0.5");
+  Launch("14",
+         "echo '90 30720' > $HANGAR_FAKE_GPU_UTIL_FILE; sleep 0.5; echo '90 51200' > "
+         "$HANGAR_FAKE_GPU_UTIL_FILE; "
+         "exec sleep 60",
+         {0}, "0.5");
   auto s = controller_.WaitForStatus("14", true);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->signal(), SIGKILL);
@@ -304,10 +316,14 @@ TEST_F(AgentMpsTest, ATaskOverItsMemoryLimitIsEndedAsItsAllocationFails) {
                               "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT is 40960 MiB"),
             std::string::npos)
       << s->message();
-  EXPECT_NE(Read(state_ / "mps" / ("gpu0-uid" + me_) / "log/server.log").find("client of task 14: allocation refused"),
+  EXPECT_NE(Read(state_ / "mps" / ("gpu0-uid" + me_) / "log/server.log")
+                .find("client of task 14: allocation refused"),
             std::string::npos);
-  EXPECT_NE(Read(state_ / "tasks/14/stderr.log").find("hangar agent: GPU memory over its MPS limit"), std::string::npos);
-  EXPECT_TRUE(Eventually([&] { return LiveDaemonPid((state_ / "mps" / ("gpu0-uid" + me_) / "pipe").string()) == 0; }));
+  EXPECT_NE(
+      Read(state_ / "tasks/14/stderr.log").find("hangar agent: GPU memory over its MPS limit"),
+      std::string::npos);
+  EXPECT_TRUE(Eventually(
+      [&] { return LiveDaemonPid((state_ / "mps" / ("gpu0-uid" + me_) / "pipe").string()) == 0; }));
 }
 
 TEST_F(AgentMpsTest, TheAgentStopsItsDaemonsWhenItStops) {

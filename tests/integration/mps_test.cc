@@ -21,7 +21,8 @@ constexpr const char* kCluster =
 std::map<std::string, std::string> EnvFile(const std::string& path) {
   std::map<std::string, std::string> env;
   for (const auto& line : Lines(ReadFile(path))) {
-    if (auto eq = line.find('='); eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+    if (auto eq = line.find('='); eq != std::string::npos)
+      env[line.substr(0, eq)] = line.substr(eq + 1);
   }
   return env;
 }
@@ -38,14 +39,16 @@ class MpsTest : public ::testing::Test {
     cluster_ = std::make_unique<LocalCluster>(kCluster);
     cluster_->StartController();
     cluster_->StartAgent("node-1");
-    ASSERT_TRUE(cluster_->WaitForAgents(1)) << "the agent did not register; see " << cluster_->dir();
+    ASSERT_TRUE(cluster_->WaitForAgents(1))
+        << "the agent did not register; see " << cluster_->dir();
   }
   // A job whose task writes its environment to env-NAME and runs until `release-NAME` exists.
   uint64_t Submit(const std::string& name, const std::string& gpu) {
     const std::string d = cluster_->dir();
-    const std::string yaml = "name: " + name + "\ntasks: [{" + gpu + ", command: [sh, -c, 'env > " + d + "/env-" +
-                             name + ".tmp && mv " + d + "/env-" + name + ".tmp " + d + "/env-" + name +
-                             "; while [ ! -e " + d + "/release-" + name + " ]; do sleep 0.1; done']}]\n";
+    const std::string yaml = "name: " + name + "\ntasks: [{" + gpu + ", command: [sh, -c, 'env > " +
+                             d + "/env-" + name + ".tmp && mv " + d + "/env-" + name + ".tmp " + d +
+                             "/env-" + name + "; while [ ! -e " + d + "/release-" + name +
+                             " ]; do sleep 0.1; done']}]\n";
     int status = 0;
     auto r = cluster_->Post("/v1/jobs", yaml, &status);
     EXPECT_EQ(status, 201) << r.dump();
@@ -56,7 +59,9 @@ class MpsTest : public ::testing::Test {
     EXPECT_TRUE(LocalCluster::WaitFor([&] { return fs::exists(path); }, 20 * kSecond)) << name;
     return EnvFile(path);
   }
-  void Release(const std::string& name) { std::ofstream(cluster_->dir() + "/release-" + name) << "\n"; }
+  void Release(const std::string& name) {
+    std::ofstream(cluster_->dir() + "/release-" + name) << "\n";
+  }
   std::unique_ptr<LocalCluster> cluster_;
 };
 
@@ -65,7 +70,8 @@ TEST_F(MpsTest, TwoHalfGpuJobsShareOneDaemonThatQuitsAfterBoth) {
   const uint64_t b = Submit("b", "gpu_fraction: 0.5, gpu_memory: 40Gi");
   auto ea = Env("a"), eb = Env("b");
   const std::string mps = cluster_->dir() + "/agents/node-1/mps/";
-  ASSERT_EQ(ea["CUDA_MPS_PIPE_DIRECTORY"].rfind(mps + "gpu0-uid", 0), 0u) << ea["CUDA_MPS_PIPE_DIRECTORY"];
+  ASSERT_EQ(ea["CUDA_MPS_PIPE_DIRECTORY"].rfind(mps + "gpu0-uid", 0), 0u)
+      << ea["CUDA_MPS_PIPE_DIRECTORY"];
   EXPECT_EQ(eb["CUDA_MPS_PIPE_DIRECTORY"], ea["CUDA_MPS_PIPE_DIRECTORY"]);
   EXPECT_EQ(ea["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=40960M");
   EXPECT_EQ(ea["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "50");
@@ -88,25 +94,30 @@ TEST_F(MpsTest, AWholeGpuJobIsNotUnderMps) {
   auto env = Env("w");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0");
   EXPECT_EQ(env.count("CUDA_MPS_PIPE_DIRECTORY"), 0u);
-  EXPECT_FALSE(fs::exists(cluster_->dir() + "/agents/node-1/mps/gpu0-uid" + std::to_string(geteuid())));
+  EXPECT_FALSE(
+      fs::exists(cluster_->dir() + "/agents/node-1/mps/gpu0-uid" + std::to_string(geteuid())));
   Release("w");
   ASSERT_TRUE(cluster_->WaitForJobState(w, "succeeded", 20 * kSecond)) << cluster_->Job(w).dump();
 }
 
 TEST_F(MpsTest, AJobOverItsGpuMemoryFailsAndSaysWhy) {
   int status = 0;
-  auto r = cluster_->Post("/v1/jobs",
-                          "name: greedy\ntasks: [{gpu_fraction: 0.5, gpu_memory: 40Gi, command: [sh, -c, "
-                          "'echo 90 61440 > $HANGAR_FAKE_GPU_UTIL_FILE; exec sleep 60']}]\n",
-                          &status);
+  auto r = cluster_->Post(
+      "/v1/jobs",
+      "name: greedy\ntasks: [{gpu_fraction: 0.5, gpu_memory: 40Gi, command: [sh, -c, "
+      "'echo 90 61440 > $HANGAR_FAKE_GPU_UTIL_FILE; exec sleep 60']}]\n",
+      &status);
   ASSERT_EQ(status, 201) << r.dump();
   const uint64_t id = r["id"];
   ASSERT_TRUE(cluster_->WaitForJobState(id, "failed", 20 * kSecond)) << cluster_->Job(id).dump();
   EXPECT_EQ(cluster_->Job(id)["message"], "task 0 was killed by signal 9");
   // The reason is in the task's stderr, where a CUDA program prints its out-of-memory error.
-  const std::string err = cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=0&stream=stderr");
-  EXPECT_TRUE(Contains(err, "hangar agent: GPU memory over its MPS limit: it used 61440 MiB of GPU 0, its "
-                            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT is 40960 MiB"))
+  const std::string err =
+      cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=0&stream=stderr");
+  EXPECT_TRUE(
+      Contains(err,
+               "hangar agent: GPU memory over its MPS limit: it used 61440 MiB of GPU 0, its "
+               "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT is 40960 MiB"))
       << err;
 }
 

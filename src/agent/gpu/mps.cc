@@ -26,8 +26,9 @@ StatusOr<MpsMode> ParseMpsMode(std::string_view text) {
   if (text == "off") return MpsMode::kOff;
   if (text == "auto") return MpsMode::kAuto;
   if (text == "on") return MpsMode::kOn;
-  return Status::InvalidArgument("--mps '" + std::string(text) +
-                                 "': use auto (MPS for fractional tasks where it can run), on (required) or off");
+  return Status::InvalidArgument(
+      "--mps '" + std::string(text) +
+      "': use auto (MPS for fractional tasks where it can run), on (required) or off");
 }
 
 StatusOr<MpsOptions> ChooseMps(MpsMode mode, bool fake_backend, const std::string& hangar_binary,
@@ -44,15 +45,18 @@ StatusOr<MpsOptions> ChooseMps(MpsMode mode, bool fake_backend, const std::strin
     if (!found.ok()) return Status::NotFound("--mps-control: " + found.status().message());
     o.control = {*found};
   } else if (fake_backend) {
-    if (hangar_binary.empty()) return Status::FailedPrecondition("the MPS stand-in needs the hangar binary's path");
+    if (hangar_binary.empty())
+      return Status::FailedPrecondition("the MPS stand-in needs the hangar binary's path");
     o.control = {hangar_binary, "fake-mps-control"};
     o.fake = true;
   } else {
     auto found = ResolveProgram(kMpsControlProgram, path);
     if (!found.ok()) {
-      const std::string why = std::string(kMpsControlProgram) + " is not installed (" + found.status().message() + ")";
+      const std::string why =
+          std::string(kMpsControlProgram) + " is not installed (" + found.status().message() + ")";
       if (mode == MpsMode::kOn) {
-        return Status::NotFound("--mps on: " + why + "; install the NVIDIA driver's compute utilities, or run with "
+        return Status::NotFound("--mps on: " + why +
+                                "; install the NVIDIA driver's compute utilities, or run with "
                                 "--mps auto or off");
       }
       *note = "MPS off: " + why + "; fractional tasks share their GPU unenforced";
@@ -61,17 +65,20 @@ StatusOr<MpsOptions> ChooseMps(MpsMode mode, bool fake_backend, const std::strin
     o.control = {*found};
   }
   o.enabled = true;
-  *note = "MPS on for fractional tasks: " + o.control[0] + (o.fake ? " fake-mps-control (the fake GPUs' stand-in)" : "");
+  *note = "MPS on for fractional tasks: " + o.control[0] +
+          (o.fake ? " fake-mps-control (the fake GPUs' stand-in)" : "");
   return o;
 }
 
-StatusOr<std::optional<MpsShare>> FractionalShare(const std::map<std::string, std::string>& env, size_t gpus,
-                                                  bool mig, int64_t gpu_memory_mib) {
+StatusOr<std::optional<MpsShare>> FractionalShare(const std::map<std::string, std::string>& env,
+                                                  size_t gpus, bool mig, int64_t gpu_memory_mib) {
   auto fraction = env.find("HANGAR_GPU_FRACTION");
   if (fraction == env.end() || mig || gpus != 1) return std::optional<MpsShare>();
   auto milli = ParseMilliGpu(fraction->second);
-  if (!milli.ok()) return Status::InvalidArgument("HANGAR_GPU_FRACTION: " + milli.status().message());
-  if (*milli <= 0 || *milli >= 1000) return std::optional<MpsShare>();  // a whole GPU: nothing to share
+  if (!milli.ok())
+    return Status::InvalidArgument("HANGAR_GPU_FRACTION: " + milli.status().message());
+  if (*milli <= 0 || *milli >= 1000)
+    return std::optional<MpsShare>();  // a whole GPU: nothing to share
   MpsShare s;
   s.milli = *milli;
   s.memory_mib = gpu_memory_mib * s.milli / 1000;
@@ -79,13 +86,15 @@ StatusOr<std::optional<MpsShare>> FractionalShare(const std::map<std::string, st
     char* end = nullptr;
     const long long v = std::strtoll(mem->second.c_str(), &end, 10);
     if (mem->second.empty() || *end != '\0' || v <= 0) {
-      return Status::InvalidArgument("HANGAR_GPU_MEMORY_MIB '" + mem->second + "' is not a positive number of MiB");
+      return Status::InvalidArgument("HANGAR_GPU_MEMORY_MIB '" + mem->second +
+                                     "' is not a positive number of MiB");
     }
     s.memory_mib = v;
   }
   if (gpu_memory_mib > 0) s.memory_mib = std::min(s.memory_mib, gpu_memory_mib);
   if (s.memory_mib <= 0) {
-    return Status::FailedPrecondition("the GPU's memory is unknown, so a share of it cannot be enforced");
+    return Status::FailedPrecondition(
+        "the GPU's memory is unknown, so a share of it cannot be enforced");
   }
   return std::optional<MpsShare>(s);
 }
@@ -94,20 +103,23 @@ int ActiveThreadPercentage(int64_t milli) {
   return static_cast<int>(std::clamp<int64_t>((milli + 9) / 10, 1, 100));
 }
 
-std::vector<std::pair<std::string, std::string>> MpsClientEnv(const MpsShare& share, const MpsDaemon& d) {
-  return {{"CUDA_MPS_PIPE_DIRECTORY", d.pipe_dir},
-          {"CUDA_MPS_LOG_DIRECTORY", d.log_dir},
-          // Device 0: the only one the daemon's server shows.
-          {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=" + std::to_string(share.memory_mib) + "M"},
-          {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(ActiveThreadPercentage(share.milli))},
-          {"CUDA_VISIBLE_DEVICES", d.uuid}};
+std::vector<std::pair<std::string, std::string>> MpsClientEnv(const MpsShare& share,
+                                                              const MpsDaemon& d) {
+  return {
+      {"CUDA_MPS_PIPE_DIRECTORY", d.pipe_dir},
+      {"CUDA_MPS_LOG_DIRECTORY", d.log_dir},
+      // Device 0: the only one the daemon's server shows.
+      {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=" + std::to_string(share.memory_mib) + "M"},
+      {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(ActiveThreadPercentage(share.milli))},
+      {"CUDA_VISIBLE_DEVICES", d.uuid}};
 }
 
 bool ProcessAlive(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' && stat[close + 2] != 'X';
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' &&
+         stat[close + 2] != 'X';
 }
 
 pid_t LiveDaemonPid(const std::string& pipe_dir) {
@@ -134,11 +146,13 @@ StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::vector
   while (true) {
     const pid_t done = waitpid(p.pid, &status, WNOHANG);
     if (done == p.pid) break;
-    if (done < 0 && errno != EINTR) return Status::Internal(std::string("waitpid: ") + std::strerror(errno));
+    if (done < 0 && errno != EINTR)
+      return Status::Internal(std::string("waitpid: ") + std::strerror(errno));
     if (std::chrono::steady_clock::now() > deadline) {
       kill(-p.pid, SIGKILL);
       waitpid(p.pid, nullptr, 0);
-      return Status::Unavailable(argv[0] + " did not finish within " + std::to_string(timeout / 1000) + " s");
+      return Status::Unavailable(argv[0] + " did not finish within " +
+                                 std::to_string(timeout / 1000) + " s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -166,11 +180,12 @@ std::string Tail(const std::string& path) {
 std::vector<std::string> MpsDaemons::Env(const MpsDaemon& d) const {
   const char* path = std::getenv("PATH");
   return {"CUDA_VISIBLE_DEVICES=" + d.uuid, "CUDA_MPS_PIPE_DIRECTORY=" + d.pipe_dir,
-          "CUDA_MPS_LOG_DIRECTORY=" + d.log_dir, std::string("PATH=") + (path ? path : kDefaultTaskPath)};
+          "CUDA_MPS_LOG_DIRECTORY=" + d.log_dir,
+          std::string("PATH=") + (path ? path : kDefaultTaskPath)};
 }
 
-StatusOr<MpsDaemon> MpsDaemons::Acquire(const std::string& task_id, uint32_t gpu, const std::string& uuid,
-                                        int64_t uid) {
+StatusOr<MpsDaemon> MpsDaemons::Acquire(const std::string& task_id, uint32_t gpu,
+                                        const std::string& uuid, int64_t uid) {
   if (!o_.enabled) return Status::FailedPrecondition("MPS is off on this node");
   const int64_t who = uid >= 0 ? uid : static_cast<int64_t>(geteuid());
   MpsDaemon d;
@@ -197,15 +212,20 @@ Status MpsDaemons::Start(const MpsDaemon& d, int64_t uid) {
   std::error_code ec;
   fs::create_directories(d.pipe_dir, ec);
   if (!ec) fs::create_directories(d.log_dir, ec);
-  if (ec) return Status::FailedPrecondition("cannot create the MPS folders under " + o_.root + ": " + ec.message());
-  // The pipes are the task user's to reach: their folder is theirs (the daemon, as root, reaches it).
+  if (ec)
+    return Status::FailedPrecondition("cannot create the MPS folders under " + o_.root + ": " +
+                                      ec.message());
+  // The pipes are the task user's to reach: their folder is theirs (the daemon, as root, reaches
+  // it).
   chmod(d.pipe_dir.c_str(), 0700);
-  if (geteuid() == 0 && uid != 0 && chown(d.pipe_dir.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(-1)) != 0) {
-    return Status::FailedPrecondition("cannot give " + d.pipe_dir + " to uid " + std::to_string(uid) + ": " +
-                                      std::strerror(errno));
+  if (geteuid() == 0 && uid != 0 &&
+      chown(d.pipe_dir.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(-1)) != 0) {
+    return Status::FailedPrecondition("cannot give " + d.pipe_dir + " to uid " +
+                                      std::to_string(uid) + ": " + std::strerror(errno));
   }
   if (pid_t pid = LiveDaemonPid(d.pipe_dir)) {
-    spdlog::info("mps: took over the control daemon of {} (pid {}) from an earlier run", d.key, pid);
+    spdlog::info("mps: took over the control daemon of {} (pid {}) from an earlier run", d.key,
+                 pid);
     return Status::Ok();
   }
   std::vector<std::string> argv = o_.control;
@@ -213,11 +233,13 @@ Status MpsDaemons::Start(const MpsDaemon& d, int64_t uid) {
   const std::string out = d.log_dir + "/start.out";
   HANGAR_ASSIGN_OR_RETURN(int rc, RunAndWait(argv, Env(d), out, o_.timeout));
   if (rc != 0 || !WaitUntil([&] { return LiveDaemonPid(d.pipe_dir) != 0; }, o_.timeout)) {
-    return Status::Unavailable("the MPS control daemon for GPU " + std::to_string(d.gpu) + " did not start (" +
-                               argv[0] + " -d exited " + std::to_string(rc) + ": " + Tail(out) + "); see " +
-                               d.log_dir + "/control.log, or run the agent with --mps off");
+    return Status::Unavailable("the MPS control daemon for GPU " + std::to_string(d.gpu) +
+                               " did not start (" + argv[0] + " -d exited " + std::to_string(rc) +
+                               ": " + Tail(out) + "); see " + d.log_dir +
+                               "/control.log, or run the agent with --mps off");
   }
-  spdlog::info("mps: started the control daemon of {} (pid {}) on {}", d.key, LiveDaemonPid(d.pipe_dir), d.uuid);
+  spdlog::info("mps: started the control daemon of {} (pid {}) on {}", d.key,
+               LiveDaemonPid(d.pipe_dir), d.uuid);
   return Status::Ok();
 }
 
@@ -232,8 +254,8 @@ void MpsDaemons::Stop(const MpsDaemon& d) {
     return;
   }
   // It did not obey quit (or quit could not be sent): end it, as the agent started it.
-  spdlog::warn("mps: the control daemon of {} (pid {}) did not quit ({}); sending SIGTERM", d.key, pid,
-               rc.ok() ? "quit exited " + std::to_string(*rc) : rc.status().message());
+  spdlog::warn("mps: the control daemon of {} (pid {}) did not quit ({}); sending SIGTERM", d.key,
+               pid, rc.ok() ? "quit exited " + std::to_string(*rc) : rc.status().message());
   kill(pid, SIGTERM);
   if (!WaitUntil([&] { return !ProcessAlive(pid); }, 2 * kSecond)) kill(pid, SIGKILL);
 }

@@ -38,10 +38,10 @@ inline constexpr char kMpsControlProgram[] = "nvidia-cuda-mps-control";
 
 struct MpsOptions {
   bool enabled = false;
-  std::string root;                   // the daemons' folders (<state dir>/mps)
-  std::vector<std::string> control;   // the control program and any leading arguments
-  bool fake = false;                  // the stand-in: memory is enforced from the tasks' reports
-  Duration timeout = 10 * kSecond;    // for a daemon to start, or to quit
+  std::string root;                  // the daemons' folders (<state dir>/mps)
+  std::vector<std::string> control;  // the control program and any leading arguments
+  bool fake = false;                 // the stand-in: memory is enforced from the tasks' reports
+  Duration timeout = 10 * kSecond;   // for a daemon to start, or to quit
 };
 
 // What --mps asks for on this node: `control_override` (--mps-control) when given, else
@@ -62,8 +62,8 @@ struct MpsShare {
 // ("0.5"), and HANGAR_GPU_MEMORY_MIB when the controller sends the granted memory (else the same
 // fraction of the GPU's memory); at most the GPU's memory. nullopt for a task that is not
 // fractional (no fraction, MIG, or not exactly one GPU).
-StatusOr<std::optional<MpsShare>> FractionalShare(const std::map<std::string, std::string>& env, size_t gpus,
-                                                  bool mig, int64_t gpu_memory_mib);
+StatusOr<std::optional<MpsShare>> FractionalShare(const std::map<std::string, std::string>& env,
+                                                  size_t gpus, bool mig, int64_t gpu_memory_mib);
 // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of a share: milli / 10 rounded up, 1 to 100.
 int ActiveThreadPercentage(int64_t milli);
 
@@ -76,7 +76,8 @@ struct MpsDaemon {
 
 // The variables a client of `d` gets: the two folders, its limits, and CUDA_VISIBLE_DEVICES as
 // the GPU's UUID (the server sees only that GPU, so an index would name the wrong device).
-std::vector<std::pair<std::string, std::string>> MpsClientEnv(const MpsShare& share, const MpsDaemon& d);
+std::vector<std::pair<std::string, std::string>> MpsClientEnv(const MpsShare& share,
+                                                              const MpsDaemon& d);
 
 // Whether `pid` runs (a zombie does not).
 bool ProcessAlive(pid_t pid);
@@ -90,7 +91,8 @@ class MpsDaemons {
   const MpsOptions& options() const { return o_; }
   // The daemon of (gpu, uid), started for this task if it is the first; a daemon already
   // running there (from before an agent restart) is taken over. `uid` < 0: the agent's own user.
-  StatusOr<MpsDaemon> Acquire(const std::string& task_id, uint32_t gpu, const std::string& uuid, int64_t uid);
+  StatusOr<MpsDaemon> Acquire(const std::string& task_id, uint32_t gpu, const std::string& uuid,
+                              int64_t uid);
   // The task is gone; its daemon quits with its last task.
   void Release(const std::string& task_id);
   // Quits every daemon no task holds, also those under root that no one holds any more (an agent
@@ -105,7 +107,7 @@ class MpsDaemons {
 
   const MpsOptions o_;
   mutable std::mutex mu_;
-  std::map<std::string, MpsDaemon> daemons_;             // by key
+  std::map<std::string, MpsDaemon> daemons_;            // by key
   std::map<std::string, std::set<std::string>> tasks_;  // key -> tasks that hold it
 };
 

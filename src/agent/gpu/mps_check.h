@@ -21,7 +21,7 @@ struct MpsCheckOptions {
 
 // Discovers the GPUs, starts the daemon, runs the command with the client environment (and its
 // output to `out`'s terminal), stops the daemon. *exit_code: the command's exit status.
-Status RunMpsCheck(GpuBackend& backend, const MpsOptions& mps, const MpsCheckOptions& o, std::ostream& out,
-                   int* exit_code);
+Status RunMpsCheck(GpuBackend& backend, const MpsOptions& mps, const MpsCheckOptions& o,
+                   std::ostream& out, int* exit_code);
 
 }  // namespace hangar::agent

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -70,8 +70,8 @@ void Serve(const std::string& control, const std::string& pid_file) {
   sa.sa_handler = [](int) { g_term = 1; };
   sigaction(SIGTERM, &sa, nullptr);  // no SA_RESTART: a blocked read returns
   sigaction(SIGINT, &sa, nullptr);
-  Log("Control daemon started (hangar fake-mps-control, pid " + std::to_string(getpid()) + ", GPU " +
-      EnvOr("CUDA_VISIBLE_DEVICES", "all") + ")");
+  Log("Control daemon started (hangar fake-mps-control, pid " + std::to_string(getpid()) +
+      ", GPU " + EnvOr("CUDA_VISIBLE_DEVICES", "all") + ")");
   const int fd = open(control.c_str(), O_RDWR | O_CLOEXEC);  // RDWR: never sees EOF
   int percentage = 100;
   std::string pending;
@@ -99,7 +99,8 @@ int StartDaemon() {
   std::filesystem::create_directories(log, ec);
   const std::string control = pipe + "/control", pid_file = pipe + "/" + kMpsPidFile;
   if (pid_t pid = LiveDaemonPid(pipe)) {
-    std::cerr << "An instance of this daemon is already running (pid " << pid << ") in " << pipe << "\n";
+    std::cerr << "An instance of this daemon is already running (pid " << pid << ") in " << pipe
+              << "\n";
     return 1;
   }
   unlink(control.c_str());
@@ -146,14 +147,16 @@ int SendCommands() {
   for (std::string line; std::getline(std::cin, line);) {
     line += "\n";
     if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-      std::cerr << "cannot send '" << line.substr(0, line.size() - 1) << "': " << std::strerror(errno) << "\n";
+      std::cerr << "cannot send '" << line.substr(0, line.size() - 1)
+                << "': " << std::strerror(errno) << "\n";
       close(fd);
       return 1;
     }
     quit |= line == "quit\n";
   }
   close(fd);
-  for (int i = 0; quit && i < 500 && ProcessAlive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; quit && i < 500 && ProcessAlive(pid); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return 0;
 }
 

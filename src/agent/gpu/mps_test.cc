@@ -32,23 +32,26 @@ TEST(FractionalShareTest, AHalfGpuGetsHalfTheMemoryAndHalfTheThreads) {
 }
 
 TEST(FractionalShareTest, TheGrantedMemoryWinsAndIsCappedAtTheGpu) {
-  auto s = FractionalShare({{"HANGAR_GPU_FRACTION", "0.25"}, {"HANGAR_GPU_MEMORY_MIB", "20480"}}, 1, false, k80Gi);
+  auto s = FractionalShare({{"HANGAR_GPU_FRACTION", "0.25"}, {"HANGAR_GPU_MEMORY_MIB", "20480"}}, 1,
+                           false, k80Gi);
   ASSERT_TRUE(s.ok() && *s);
   EXPECT_EQ((*s)->memory_mib, 20480);
-  auto big = FractionalShare({{"HANGAR_GPU_FRACTION", "0.25"}, {"HANGAR_GPU_MEMORY_MIB", "999999"}}, 1, false, k80Gi);
+  auto big = FractionalShare({{"HANGAR_GPU_FRACTION", "0.25"}, {"HANGAR_GPU_MEMORY_MIB", "999999"}},
+                             1, false, k80Gi);
   ASSERT_TRUE(big.ok() && *big);
   EXPECT_EQ((*big)->memory_mib, k80Gi);
-  auto bad = FractionalShare({{"HANGAR_GPU_FRACTION", "0.25"}, {"HANGAR_GPU_MEMORY_MIB", "20Gi"}}, 1, false, k80Gi);
+  auto bad = FractionalShare({{"HANGAR_GPU_FRACTION", "0.25"}, {"HANGAR_GPU_MEMORY_MIB", "20Gi"}},
+                             1, false, k80Gi);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("HANGAR_GPU_MEMORY_MIB '20Gi'"), std::string::npos);
 }
 
 TEST(FractionalShareTest, WholeGpusMigAndSeveralGpusAreNotFractional) {
-  EXPECT_FALSE(*FractionalShare({}, 1, false, k80Gi));                                  // whole GPU
-  EXPECT_FALSE(*FractionalShare({{"HANGAR_GPU_FRACTION", "1"}}, 1, false, k80Gi));       // a whole share
-  EXPECT_FALSE(*FractionalShare({{"HANGAR_GPU_FRACTION", "0.5"}}, 1, true, k80Gi));      // MIG
-  EXPECT_FALSE(*FractionalShare({{"HANGAR_GPU_FRACTION", "0.5"}}, 2, false, k80Gi));     // two GPUs
-  EXPECT_FALSE(*FractionalShare({{"HANGAR_GPU_FRACTION", "0.5"}}, 0, false, k80Gi));     // none
+  EXPECT_FALSE(*FractionalShare({}, 1, false, k80Gi));                              // whole GPU
+  EXPECT_FALSE(*FractionalShare({{"HANGAR_GPU_FRACTION", "1"}}, 1, false, k80Gi));  // a whole share
+  EXPECT_FALSE(*FractionalShare({{"HANGAR_GPU_FRACTION", "0.5"}}, 1, true, k80Gi));   // MIG
+  EXPECT_FALSE(*FractionalShare({{"HANGAR_GPU_FRACTION", "0.5"}}, 2, false, k80Gi));  // two GPUs
+  EXPECT_FALSE(*FractionalShare({{"HANGAR_GPU_FRACTION", "0.5"}}, 0, false, k80Gi));  // none
   EXPECT_FALSE(FractionalShare({{"HANGAR_GPU_FRACTION", "half"}}, 1, false, k80Gi).ok());
 }
 
@@ -93,7 +96,8 @@ class ChooseMpsTest : public ::testing::Test {
 
 TEST_F(ChooseMpsTest, FakeGpusGetTheStandIn) {
   std::string note;
-  auto o = ChooseMps(MpsMode::kAuto, /*fake_backend=*/true, "/opt/h/hangar", "", bin_.string(), "/state", &note);
+  auto o = ChooseMps(MpsMode::kAuto, /*fake_backend=*/true, "/opt/h/hangar", "", bin_.string(),
+                     "/state", &note);
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_TRUE(o->enabled);
   EXPECT_TRUE(o->fake);
@@ -103,11 +107,13 @@ TEST_F(ChooseMpsTest, FakeGpusGetTheStandIn) {
 
 TEST_F(ChooseMpsTest, RealGpusUseTheInstalledDaemonOrSayWhyNot) {
   std::string note;
-  auto absent = ChooseMps(MpsMode::kAuto, false, "/opt/h/hangar", "", bin_.string(), "/state", &note);
+  auto absent =
+      ChooseMps(MpsMode::kAuto, false, "/opt/h/hangar", "", bin_.string(), "/state", &note);
   ASSERT_TRUE(absent.ok());
   EXPECT_FALSE(absent->enabled);
   EXPECT_NE(note.find("nvidia-cuda-mps-control is not installed"), std::string::npos) << note;
-  auto required = ChooseMps(MpsMode::kOn, false, "/opt/h/hangar", "", bin_.string(), "/state", &note);
+  auto required =
+      ChooseMps(MpsMode::kOn, false, "/opt/h/hangar", "", bin_.string(), "/state", &note);
   ASSERT_FALSE(required.ok());
   EXPECT_NE(required.status().message().find("--mps on"), std::string::npos);
   InstallControl();
