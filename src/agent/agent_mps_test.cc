@@ -2,6 +2,7 @@
 // daemons' lifecycle on their own, then through an agent against an in-process controller.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -122,6 +123,25 @@ TEST_F(MpsDaemonsTest, ADaemonThatCannotStartSaysWhy) {
   EXPECT_NE(a.status().message().find("did not start (/bin/false -d exited 1"), std::string::npos)
       << a.status().message();
   EXPECT_TRUE(mps.Running().empty());
+}
+
+// `hangar mps-check` (what scripts/device-check.sh runs on a GPU), here with the stand-in.
+TEST_F(MpsDaemonsTest, MpsCheckRunsACommandAsAFractionalClientAndStopsTheDaemon) {
+  const std::string cmd = std::string(HANGAR_TEST_BINARY) + " mps-check --fake-gpus 2 --gpu 1 --fraction 0.25 " +
+                          "--gpu-memory 8Gi --state-dir " + state_.string() +
+                          " -- sh -c 'echo limit=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT " +
+                          "threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; exit 3' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_TRUE(p);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  const int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 3) << out;  // the command's
+  EXPECT_NE(out.find("limit=0=8192M threads=25"), std::string::npos) << out;
+  EXPECT_NE(out.find("control daemon for GPU 1 (GPU-fake-mps-check-1"), std::string::npos) << out;
+  EXPECT_NE(out.find("command exited 3; control daemon stopped"), std::string::npos) << out;
+  EXPECT_EQ(Daemon("gpu1-uid" + std::to_string(geteuid())), 0);
 }
 
 // Records what the agent sends; answers Register with a short heartbeat.
