@@ -31,7 +31,8 @@ nlohmann::json ToJson(const TaskRecord& r) {
           {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}, {"container", r.container},
           {"image", r.image}, {"checkpoint_local", r.checkpoint_local}, {"checkpoint_store", r.checkpoint_store},
           {"gid", r.gid}, {"drain_pending", r.drain_pending}, {"drain_path", r.drain_path},
-          {"drain_step", r.drain_step}, {"artifacts", r.artifacts}};
+          {"drain_step", r.drain_step}, {"artifacts", r.artifacts}, {"mps", r.mps},
+          {"mps_memory_mib", r.mps_memory_mib}};
 }
 
 TaskRecord FromJson(const nlohmann::json& j) {
@@ -59,6 +60,8 @@ TaskRecord FromJson(const nlohmann::json& j) {
   r.drain_pending = j.value("drain_pending", false);
   r.drain_path = j.value("drain_path", "");
   r.drain_step = j.value("drain_step", uint64_t{0});
+  r.mps = j.value("mps", "");
+  r.mps_memory_mib = j.value("mps_memory_mib", int64_t{0});
   return r;
 }
 
@@ -127,6 +130,7 @@ Status Agent::Init() {
     std::lock_guard<std::mutex> l(mu_);
     SaveRecords();
   }
+  InitMps();
   InitContainers();
   HANGAR_RETURN_IF_ERROR(InitData());
   if (!options_.scratch_dir.empty()) {
@@ -309,6 +313,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
   stage_cv_.notify_all();
   stager.join();
   if (options_.stop_tasks_on_exit) StopTasksOnExit();
+  if (mps_) mps_->StopUnused();  // those of tasks that outlive the agent stay, for them
   backend_->CancelValidation();
   std::lock_guard<std::mutex> l(validation_mu_);
   if (validation_.joinable()) validation_.join();
@@ -584,6 +589,7 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
     SaveRecords();
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);
+  ReleaseMps(r);
   spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id,
                r.exit_code, r.signal, r.stopped ? ", stopped" : "");
   return r;
@@ -641,6 +647,7 @@ void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
     hb->set_seq(++heartbeat_seq_);
     hb->set_time_ms(now);
     InjectFaultsIfAsked(now);
+    CheckMpsLimits();
     auto sample = backend_->Sample(now);
     if (sample.ok()) {
       for (auto& g : *sample) *hb->add_gpus() = std::move(g);

@@ -46,6 +46,7 @@
 #include "agent/data/object_cache.h"
 #include "agent/data/stager.h"
 #include "agent/gpu/gpu_backend.h"
+#include "agent/gpu/mps.h"
 #include "agent/runner/task_runner.h"
 #include "common/time.h"
 #include "proto/agent.grpc.pb.h"
@@ -96,6 +97,8 @@ struct AgentOptions {
   // HANGAR_CHECKPOINT_STORE). Empty: tasks write to the shared store themselves.
   std::string scratch_dir;
   Duration drain_lock_timeout = 60 * kSecond;
+  // Issue 22: fractional tasks under CUDA MPS (agent_mps.cc, docs/sharing.md); disabled: none.
+  MpsOptions mps;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -126,6 +129,9 @@ struct TaskRecord {
   std::string drain_path;
   uint64_t drain_step = 0;
   bool status_held = false;  // its end waits for the job's drains (not kept across restarts)
+  // A fractional task under MPS: its control daemon (MpsDaemon::key) and memory limit; else empty.
+  std::string mps;
+  int64_t mps_memory_mib = 0;
 };
 
 class Agent {
@@ -203,6 +209,14 @@ class Agent {
   // links under $HANGAR_ARTIFACTS (<task dir>/artifacts); a container gets them mounted read-only.
   Status PrepareArtifacts(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const;
   std::set<std::string> ImagesInUse();
+  // MPS (agent_mps.cc): a fractional launch becomes a client of its GPU's control daemon, started
+  // for it if need be; the daemon quits with its last task. Whole-GPU and MIG launches: nothing.
+  Status PrepareMps(const pb::Launch& l, TaskLaunch* launch, TaskRecord* r);
+  void ReleaseMps(const TaskRecord& r);
+  void InitMps();  // Init: the daemons of adopted tasks held again, the others stopped
+  // Fake GPUs: a task that reports more GPU memory than its limit is ended, as the allocation
+  // fails on a GPU. Caller does not hold mu_.
+  void CheckMpsLimits();
   void SaveRecords();  // caller holds mu_
   std::string TaskDir(const std::string& task_id) const;
 
@@ -246,6 +260,8 @@ class Agent {
   std::unique_ptr<data::Stager> stager_;
   mutable std::mutex data_mu_;  // data_token_
   std::string data_token_;
+
+  std::unique_ptr<MpsDaemons> mps_;  // null: MPS off
 
   // Last: their threads call into the members above, so they must go first.
   std::unique_ptr<CheckpointDrainer> drainer_;

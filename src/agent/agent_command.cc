@@ -16,6 +16,9 @@
 #include "agent/checkpoint_socket.h"
 #include "agent/gpu/fake_backend.h"
 #include "agent/gpu/gpu_check.h"
+#include "agent/gpu/mps.h"
+#include "agent/gpu/mps_check.h"
+#include "agent/runner/process_spawn.h"
 #include "agent/gpu/nvml_backend.h"
 #include "cluster/cluster_yaml.h"
 #include "common/tls_files.h"
@@ -57,6 +60,9 @@ struct Flags {
   std::string cache_budget = "0";
   std::string data_address;
   std::string scratch_dir;
+  // Issue 22: fractional tasks under CUDA MPS.
+  std::string mps = "auto";
+  std::string mps_control;
 };
 
 std::atomic<bool> g_stop{false};
@@ -161,6 +167,18 @@ Status ContainerFlags(const Flags& f, AgentOptions& opt) {
   return Status::Ok();
 }
 
+// --mps and --mps-control; needs opt.state_dir and opt.hangar_binary.
+Status MpsFlags(const Flags& f, AgentOptions& opt) {
+  HANGAR_ASSIGN_OR_RETURN(MpsMode mode, ParseMpsMode(f.mps));
+  HANGAR_ASSIGN_OR_RETURN(std::string backend, ChooseBackend(f));
+  const char* path = std::getenv("PATH");
+  std::string note;
+  HANGAR_ASSIGN_OR_RETURN(opt.mps, ChooseMps(mode, backend == "fake", opt.hangar_binary, f.mps_control,
+                                             path ? path : kDefaultTaskPath, opt.state_dir, &note));
+  spdlog::info("agent {}: {}", f.node, note);
+  return Status::Ok();
+}
+
 Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.controller = f.controller;
   opt.node = f.node;
@@ -186,6 +204,7 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!f.cluster.empty()) HANGAR_RETURN_IF_ERROR(ApplyClusterFile(f, fake, opt));
   HANGAR_RETURN_IF_ERROR(ContainerFlags(f, opt));
+  HANGAR_RETURN_IF_ERROR(MpsFlags(f, opt));
   HANGAR_ASSIGN_OR_RETURN(opt.token, ReadNodeToken(f.token_file));
   // Mutual TLS with the controller: this node's certificate from the cluster CA, or --insecure.
   HANGAR_ASSIGN_OR_RETURN(TlsFiles tls, ResolveTls(f.tls_dir, "node-" + f.node, f.tls));
@@ -249,6 +268,23 @@ Status GpuCheck(Flags f) {
   const std::string scratch = f.state_dir.empty() ? "/tmp/hangar-gpu-check" : f.state_dir;
   HANGAR_ASSIGN_OR_RETURN(auto backend, MakeBackend(f, fake, scratch));
   return RunGpuCheck(*backend, f.validate, SystemClock::Default()->Now(), std::cout);
+}
+
+// `hangar mps-check`: a command as a fractional task of this node, under MPS.
+Status MpsCheck(Flags f, const MpsCheckOptions& check, int* rc) {
+  if (f.gpu_backend.empty() && f.fake_gpus < 0) f.gpu_backend = "nvml";
+  if (f.state_dir.empty()) f.state_dir = "/tmp/hangar-mps-check";
+  f.node = "mps-check";
+  FakeGpuOptions fake;
+  if (f.fake_gpus >= 0) fake.count = f.fake_gpus;
+  HANGAR_ASSIGN_OR_RETURN(auto backend, MakeBackend(f, fake, f.state_dir));
+  AgentOptions opt;
+  opt.state_dir = std::filesystem::absolute(f.state_dir).lexically_normal().string();
+  std::error_code ec;
+  opt.hangar_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  f.mps = "on";
+  HANGAR_RETURN_IF_ERROR(MpsFlags(f, opt));
+  return RunMpsCheck(*backend, opt.mps, check, std::cout, rc);
 }
 
 struct CheckpointFlags {
@@ -364,6 +400,13 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--registries-conf", f->registries_conf,
                 "A registries.conf for podman (mirrors, a site registry); default: one that pulls loopback "
                 "registries without TLS");
+  c->add_option("--mps", f->mps,
+                "Fractional tasks under CUDA MPS (their GPU memory and compute share enforced): auto (where "
+                "nvidia-cuda-mps-control is installed, and always with fake GPUs), on (required) or off")
+      ->capture_default_str();
+  c->add_option("--mps-control", f->mps_control,
+                "The MPS control program (default: nvidia-cuda-mps-control from PATH; with fake GPUs the "
+                "stand-in, `hangar fake-mps-control`)");
   c->add_flag(
       "--stop-tasks-on-exit", f->stop_tasks_on_exit,
       "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "
@@ -391,6 +434,41 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
       *rc = 2;
     }
   });
+
+  auto mf = std::make_shared<Flags>();
+  auto mc = std::make_shared<MpsCheckOptions>();
+  auto mem = std::make_shared<std::string>();
+  CLI::App* mps_check = app.add_subcommand(
+      "mps-check", "Run a command as a fractional task of this node would run: under its GPU's MPS daemon, "
+                   "with its memory and thread limits (the daemon is started and stopped around it)");
+  AddBackendFlags(mps_check, mf.get());
+  mps_check->add_option("--gpu", mc->gpu, "The GPU (index)")->capture_default_str();
+  mps_check->add_option("--fraction", mc->fraction, "The task's share of it (0.5 or 500m)")->capture_default_str();
+  mps_check->add_option("--gpu-memory", *mem, "Its GPU memory, e.g. 20Gi (default: the same share of the GPU's)");
+  mps_check->add_option("--mps-control", mf->mps_control, "The MPS control program (default: as the agent's)");
+  mps_check->add_option("--state-dir", mf->state_dir, "Where the daemon's folders go (default /tmp/hangar-mps-check)");
+  mps_check->add_option("command", mc->command, "The command, after --")->required();
+  mps_check->callback([mf, mc, mem, rc] {
+    Status s = Status::Ok();
+    if (!mem->empty()) {
+      auto mib = ParseMemoryMiB(*mem);
+      s = mib.ok() ? Status::Ok() : Status::InvalidArgument("--gpu-memory: " + mib.status().message());
+      if (mib.ok()) mc->gpu_memory_mib = *mib;
+    }
+    if (s.ok()) s = MpsCheck(*mf, *mc, rc);
+    if (!s.ok()) {
+      std::cerr << "hangar mps-check: " << s.message() << "\n";
+      *rc = 2;
+    }
+  });
+
+  auto mps_daemon = std::make_shared<bool>(false);
+  CLI::App* fake_mps = app.add_subcommand(
+      "fake-mps-control",
+      "The stand-in for nvidia-cuda-mps-control that agents with fake GPUs run: -d starts it in the background; "
+      "without -d it sends the commands on stdin (quit) to the one in $CUDA_MPS_PIPE_DIRECTORY");
+  fake_mps->add_flag("-d", *mps_daemon, "Start the daemon in the background");
+  fake_mps->callback([mps_daemon, rc] { *rc = RunFakeMpsControl(*mps_daemon); });
 
   auto k = std::make_shared<CheckpointFlags>();
   CLI::App* ckpt = app.add_subcommand(

@@ -130,6 +130,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     ready = ec ? Status::FailedPrecondition("cannot create " + dir + ": " + ec.message())
                : GiveTo(dir + "/gpu_util", /*dir=*/false, **run_as);
   }
+  if (ready.ok()) ready = PrepareMps(l, &launch, &r);  // last: only the launch itself may fail after it
   StatusOr<pid_t> pid = ready.ok() ? runner_.Launch(launch) : StatusOr<pid_t>(ready);
   if (pid.ok()) {
     r.pid = *pid;
@@ -137,6 +138,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     spdlog::info("agent {}: started task {} (pid {}) on GPUs [{}]", options_.node, r.task_id, r.pid,
                  l.env().count("CUDA_VISIBLE_DEVICES") ? l.env().at("CUDA_VISIBLE_DEVICES") : "");
   } else {
+    ReleaseMps(r);
     r.ended = true;
     r.failed_to_start = true;
     r.exit_code = 127;

@@ -57,6 +57,12 @@ void LocalCluster::KillTasks() {
       const int pid = t.value("pid", 0);
       if (pid > 0 && !t.value("ended", false)) kill(-pid, SIGKILL);
     }
+    // MPS control daemons (issue 22): a killed agent leaves them to its tasks.
+    for (const auto& d : fs::directory_iterator(e.path() / "mps", ec)) {
+      std::ifstream pid_file(d.path() / "pipe" / "nvidia-cuda-mps-control.pid");
+      int pid = 0;
+      if (pid_file >> pid && pid > 1) kill(pid, SIGKILL);
+    }
   }
 }
 
