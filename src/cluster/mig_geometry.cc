@@ -68,11 +68,6 @@ const Tables& GetTables() {
 
 const MigShapeInfo& ShapeInfo(MigShape shape) { return kShapes[static_cast<int>(shape)]; }
 
-uint8_t MigPlacementMask(MigShape shape, int start) {
-  const MigShapeInfo& s = ShapeInfo(shape);
-  if (start < 0 || start >= kMigMemorySlices || !(s.starts >> start & 1)) return 0;
-  return static_cast<uint8_t>(((1u << s.memory_slices) - 1) << start);
-}
 
 int MigMaxInstances(MigShape shape) { return FreePlacements(0, shape); }
 

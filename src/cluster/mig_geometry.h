@@ -45,8 +45,21 @@ struct MigShapeInfo {
 const MigShapeInfo& ShapeInfo(MigShape shape);
 
 // The memory slices a shape takes when it starts at `start`: a mask, or 0 when `start` is not
-// one of the shape's allowed starts.
-uint8_t MigPlacementMask(MigShape shape, int start);
+// one of the shape's allowed starts. A table (the placer asks this in its inner loops);
+// mig_geometry_test checks it against ShapeInfo.
+inline constexpr uint8_t kMigPlacementMasks[kMigShapes][kMigMemorySlices] = {
+    {0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0},  // 1g
+    {0x03, 0, 0x0c, 0, 0x30, 0, 0xc0, 0},           // 1g, double memory
+    {0x03, 0, 0x0c, 0, 0x30, 0, 0, 0},              // 2g
+    {0x0f, 0, 0, 0, 0xf0, 0, 0, 0},                 // 3g
+    {0x0f, 0, 0, 0, 0, 0, 0, 0},                    // 4g
+    {0xff, 0, 0, 0, 0, 0, 0, 0},                    // 7g
+};
+inline uint8_t MigPlacementMask(MigShape shape, int start) {
+  return static_cast<unsigned>(start) < kMigMemorySlices && static_cast<unsigned>(shape) < kMigShapes
+             ? kMigPlacementMasks[static_cast<int>(shape)][start]
+             : 0;
+}
 // True when `shape` may start at `start` on a GPU whose taken memory slices are `taken`.
 inline bool MigFitsAt(uint8_t taken, MigShape shape, int start) {
   const uint8_t m = MigPlacementMask(shape, start);

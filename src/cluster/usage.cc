@@ -133,8 +133,9 @@ void ClusterUsage::RecomputeNode(uint32_t n) {
     if (!gpu_available_[g]) continue;
     const int32_t free = gpu_free_milli_[g];
     if (topology_->gpus()[g].mig) {
-      u.max_mig_free_slices = std::max(u.max_mig_free_slices, MigFreeComputeSlices(g));
-      u.mig_shapes |= MigPlaceable(g);
+      uint8_t shapes = 0;
+      u.max_mig_free_slices = std::max(u.max_mig_free_slices, MigFree(g, &shapes));
+      u.mig_shapes |= shapes;
       continue;
     }
     u.free_milli += free;
@@ -324,32 +325,34 @@ void ClusterUsage::SetNodeCondition(uint32_t n, NodeCondition c) {
   ApplyNodeDelta(n, before, nodes_[n]);
 }
 
-uint8_t ClusterUsage::MigPlaceable(uint32_t g) const {
+// GPU g's free compute slices in MIG mode (those its free instances hold, when its layout is
+// known) and the shapes it can place one more of (bit k: MigShape k). One pass: RecomputeNode
+// asks it for every GPU of a node on every allocation.
+int32_t ClusterUsage::MigFree(uint32_t g, uint8_t* shapes) const {
+  *shapes = 0;
   if (gpu_mig_reshaping_[g]) return 0;
-  if (!gpu_mig_managed_[g]) return MigPlaceableShapes(gpu_mig_taken_[g]);
-  uint8_t shapes = 0;
-  const MigLayout& l = gpu_mig_layout_[g];
-  for (int s = 0; s < kMigMemorySlices; ++s) {
-    const uint8_t sh = l.shape_at[s];
-    if (sh != kNoMigShape && !(MigPlacementMask(static_cast<MigShape>(sh), s) & gpu_mig_taken_[g])) {
-      shapes |= static_cast<uint8_t>(1u << sh);
-    }
+  const uint8_t taken = gpu_mig_taken_[g];
+  if (!gpu_mig_managed_[g]) {
+    *shapes = MigPlaceableShapes(taken);
+    return gpu_free_milli_[g];
   }
-  return shapes;
-}
-
-int32_t ClusterUsage::MigFreeComputeSlices(uint32_t g) const {
-  if (gpu_mig_reshaping_[g]) return 0;
-  if (!gpu_mig_managed_[g]) return gpu_free_milli_[g];
+  static constexpr int8_t kCompute[kMigShapes] = {1, 1, 2, 3, 4, 7};
   int32_t free = 0;
   const MigLayout& l = gpu_mig_layout_[g];
   for (int s = 0; s < kMigMemorySlices; ++s) {
     const uint8_t sh = l.shape_at[s];
-    if (sh != kNoMigShape && !(MigPlacementMask(static_cast<MigShape>(sh), s) & gpu_mig_taken_[g])) {
-      free += ShapeInfo(static_cast<MigShape>(sh)).compute_slices;
+    if (sh != kNoMigShape && !(kMigPlacementMasks[sh][s] & taken)) {
+      *shapes |= static_cast<uint8_t>(1u << sh);
+      free += kCompute[sh];
     }
   }
   return free;
+}
+
+uint8_t ClusterUsage::MigPlaceable(uint32_t g) const {
+  uint8_t shapes = 0;
+  MigFree(g, &shapes);
+  return shapes;
 }
 
 int ClusterUsage::MigStartFor(uint32_t g, MigShape shape) const {

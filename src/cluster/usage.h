@@ -156,7 +156,7 @@ class ClusterUsage {
 
  private:
   void RecomputeNode(uint32_t n);
-  int32_t MigFreeComputeSlices(uint32_t g) const;
+  int32_t MigFree(uint32_t g, uint8_t* shapes) const;
   Status CheckGpuGrants(const GangAssignment& a) const;
   void ApplyNodeDelta(uint32_t n, const NodeUsage& before, const NodeUsage& after);
   void RecomputeMaxima(Level level, uint32_t d);

@@ -48,7 +48,11 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
     const auto& gpu = ctx.spec->tasks[task.group].gpu;
     if (gpu.kind == job::GpuKind::kShared) {
       env["HANGAR_GPU_FRACTION"] = FormatMilli(gpu.milli);
-      env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(std::max<int64_t>(1, gpu.milli / 10));
+      // The GPU memory granted, for the agent's MPS limit (docs/sharing.md); the agent sets the
+      // compute share itself. Set after the job's own env, so a job cannot raise its limit.
+      for (const auto& g : ctx.assignment->GrantsOf(task)) {
+        if (g.memory_mib > 0) env["HANGAR_GPU_MEMORY_MIB"] = std::to_string(g.memory_mib);
+      }
     }
     if (gpu.kind == job::GpuKind::kMig) {
       env["HANGAR_MIG_PROFILE"] = gpu.mig_profile;

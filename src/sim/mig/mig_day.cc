@@ -182,7 +182,8 @@ std::vector<MigLayout> ProportionalLayout(const std::vector<SimJob>& jobs, const
   const double scale = slices > 0 ? double(topo.gpus().size()) * kMigMemorySlices / slices : 0;
   std::vector<MigLayout> gpus(topo.gpus().size());
   for (int k = kMigShapes - 1; k >= 0; --k) {  // largest first
-    const auto n = static_cast<int64_t>(std::floor(weight[k] * scale));
+    // Every shape the day asks for gets at least one home, so no job waits forever.
+    const auto n = std::max<int64_t>(weight[k] > 0, static_cast<int64_t>(std::floor(weight[k] * scale)));
     for (int64_t i = 0; i < n && PackOne(&gpus, static_cast<MigShape>(k)); ++i) {
     }
   }

@@ -39,7 +39,7 @@ cluster::MigShape ShapeForGpuMilli(int gpu_milli);
 StatusOr<std::vector<MigPod>> ReadSharingPods(const std::vector<std::string>& files);
 
 struct MigDayConfig {
-  int nodes = 16;  // x 8 H100-80GB in MIG mode
+  int nodes = 8;  // x 8 H100-80GB in MIG mode
   double load = 0.9;
   Duration day = 24 * kHour;
   Duration reshape_time = 10 * kSecond;
@@ -53,7 +53,8 @@ std::vector<SimJob> DayOfDemand(const std::vector<MigPod>& pods, const cluster::
 
 // A static layout for every GPU in proportion to the demand: instances of each shape in the
 // ratio of the day's mean concurrent demand for it (weighted by `power`: 1 = by instances,
-// 0 = the same count of each), packed onto GPUs largest first with the placer's start rule, and
+// 0 = the same count of each; at least one of each shape asked for), packed onto GPUs largest
+// first with the placer's start rule, and
 // the slices left over cut into 1g.
 std::vector<cluster::MigLayout> ProportionalLayout(const std::vector<SimJob>& jobs,
                                                    const cluster::Topology& topo, double power);
