@@ -35,12 +35,18 @@
 //     collect at those prices (kPackingWeight), nothing when the task is part of the best way to
 //     fill what the GPU has free.
 //
+// CPU-bound clusters. Terms 2 and 4 assume GPU is what runs out: CPU starved on one node could
+// have fed GPUs on another, and a big shape's host is worth keeping. When the cluster's free CPU
+// cannot feed even kFeedableShare of its free GPU at the workload's CPU per GPU (a mix far more
+// CPU-hungry than the nodes), free GPUs will be left over whatever the placement, and both terms
+// only push pods onto the CPU-rich nodes that others need; they are then off, and FGD's F(n),
+// which already counts GPU the next task lacks CPU for, decides with terms 1, 3 and 5.
+//
 // All five are in milli-GPU, like F(n), so they add to FGD's drop before the sigmoid. Without a
 // workload profile (a live controller that has not seen enough jobs) the policy packs: fewest
 // free whole GPUs left, then least free share, best-fit GPU for shared shapes.
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <vector>
 
 #include "sched/placement/fgd_scorer.h"
@@ -54,15 +60,17 @@ using cluster::NodeInfo;
 
 namespace {
 
-#include <cstdlib>
-static double EnvW(const char* n, double d) { const char* v = std::getenv(n); return v ? std::atof(v) : d; }
-static const double kResidueWeight = EnvW("HW_RES", 0.3);
-static const double kStarvationWeight = EnvW("HW_STARVE", 2.0);
-static const double kScarcityWeight = EnvW("HW_SCARCE", 1.0);
-static const double kHostWeight = EnvW("HW_HOST", 1.0);
+constexpr double kResidueWeight = 0.3;
+constexpr double kStarvationWeight = 2.0;
+constexpr double kScarcityWeight = 1.0;
+constexpr double kHostWeight = 1.0;
+// Terms 2 and 4 are charged only while the cluster's free CPU could feed at least this share of
+// its free GPU at the workload's CPU per GPU (openb, 2x CPU per pod, seeds 42-45: 1.0 -> 61.17,
+// 0.9 / 0.8 -> 61.17, 0.7 -> 61.35; 1.5x: 77.09 / 78.50 / 78.74 / 78.68; never off: 78.82, 60.58).
+constexpr double kFeedableShare = 0.7;
 // Large enough that a placement any packing of the mix would avoid is scored below every one it
 // would make (openb, seeds 42-51: 3 -> multigpu40 97.36, 10 -> 97.46, 30 and 100 -> 97.46).
-static const double kPackingWeight = EnvW("HW_PACK", 10.0);
+constexpr double kPackingWeight = 10.0;
 // A rare whole-GPU shape counts as host-restricted when at most this share of the GPU nodes
 // could host it on an empty node.
 constexpr double kScarceHostShare = 0.1;
@@ -72,8 +80,6 @@ struct WorkloadTraits {
   uint64_t profile_id = 0;
   const cluster::Topology* topology = nullptr;
   double cpu_per_milli = 0;  // milli-CPU the workload's GPU tasks bring per milli-GPU
-  // milli-CPU all the workload's tasks (CPU-only ones too) bring per milli-GPU they ask for
-  double demand_cpu_per_milli = 0;
   // residue[f]: expected milli left unusable on a GPU with f free when sharing tasks drawn from
   // the profile keep landing on it while they fit. A fully free GPU can still take a whole task.
   std::array<double, cluster::kMilliPerGpu + 1> residue{};
@@ -160,15 +166,13 @@ WorkloadTraits ComputeTraits(const WorkloadProfile& profile, const cluster::Topo
   WorkloadTraits t;
   t.profile_id = profile.id();
   t.topology = &topo;
-  double cpu = 0, milli = 0, all_cpu = 0;
+  double cpu = 0, milli = 0;
   for (const TypicalTask& task : profile.tasks()) {
-    all_cpu += task.weight * static_cast<double>(task.milli_cpu);
     if (task.milli <= 0) continue;
     cpu += task.weight * static_cast<double>(task.milli_cpu);
     milli += task.weight * task.gpus * task.milli;
   }
   t.cpu_per_milli = milli > 0 ? cpu / milli : 0;
-  t.demand_cpu_per_milli = milli > 0 ? all_cpu / milli : 0;
   ComputeResidue(profile, &t);
   ComputeModelShares(profile, topo, &t);
   ComputeScarceHosts(profile, topo, &t);
@@ -256,11 +260,11 @@ class HangarScorer final : public NodeScorer {
   mutable int64_t supply_total_ = -1;
   mutable std::vector<double> model_free_;
   mutable std::vector<int64_t> scarce_hosts_;  // per traits_.scarce: nodes that can host it now
-  // The starvation weight for the search being scored (FeedWeight), and its pass.
+  // Whether the search being scored (feed_pass_) finds the cluster CPU-bound (RefreshFeed).
   mutable uint64_t feed_pass_ = 0;
   mutable double starvation_weight_ = 0;
-  mutable double cpu_frag_weight_ = 0;
-  mutable uint64_t memo_key_ = 0;  // the profile id mixed with the weight's step
+  mutable bool cpu_bound_ = false;
+  mutable uint64_t memo_key_ = 0;  // the profile id and cpu_bound_ (the local gain depends on both)
 };
 
 int64_t HangarScorer::PackingScore(const ClusterUsage& u, uint32_t n, const TaskShape& s,
@@ -271,29 +275,6 @@ int64_t HangarScorer::PackingScore(const ClusterUsage& u, uint32_t n, const Task
   const int64_t whole_left = u.node(n).free_whole;
   const int64_t milli_left = u.node(n).free_milli - s.MilliGpu();
   return (64 - whole_left) * 100'000 + (100'000 - milli_left);
-}
-
-static const int kFeedMode = static_cast<int>(EnvW("HW_FMODE", 0));
-static const double kFeedPow = EnvW("HW_FPOW", 2);
-static const double kCpuFragWeight = EnvW("HW_CPUFRAG", 0);
-static const bool kHostGate = EnvW("HW_HOSTGATE", 0) != 0;
-static const double kCpuFragPow = EnvW("HW_CPUPOW", 1);
-
-// The free CPU on a node that a task drawn from the profile could not use (it does not fit).
-double CpuFragmentation(const WorkloadProfile& profile, const NodeInfo& node, int64_t cpu_left,
-                        const std::vector<int32_t>& free) {
-  if (cpu_left <= 0) return 0;
-  double frag = 0;
-  for (const TypicalTask& t : profile.tasks()) {
-    bool fits = cpu_left >= t.milli_cpu;
-    if (fits && t.milli > 0) {
-      int fitting = 0;
-      for (int32_t f : free) fitting += f >= t.milli;
-      fits = node.num_gpus > 0 && (t.models >> node.model & 1) && fitting >= t.gpus;
-    }
-    if (!fits) frag += t.weight;
-  }
-  return frag * static_cast<double>(cpu_left);
 }
 
 void HangarScorer::RefreshFeed(const ScoreContext& ctx) const {
@@ -307,18 +288,11 @@ void HangarScorer::RefreshFeed(const ScoreContext& ctx) const {
     cpu += static_cast<double>(nu.free_cpu);
     milli += nu.free_milli;
   }
-  const double ratio = kFeedMode == 3 || kFeedMode == 4 ? traits_.demand_cpu_per_milli : traits_.cpu_per_milli;
-  const double feedable = milli > 0 && ratio > 0 ? std::min(1.0, cpu / (ratio * milli)) : 1.0;
-  double f = 1.0;
-  if (kFeedMode == 1 || kFeedMode == 3) f = feedable >= 1.0 ? 1.0 : 0.0;
-  if (kFeedMode == 2 || kFeedMode == 4) f = std::pow(feedable, kFeedPow);
-  if (kFeedMode == 5) f = feedable >= kFeedPow ? 1.0 : 0.0;
-  const int step = static_cast<int>(std::lround(f * 64));
-  starvation_weight_ = kStarvationWeight * step / 64.0;
-  const int cstep = static_cast<int>(std::lround(std::pow(1.0 - feedable, kCpuFragPow) * 64));
-  cpu_frag_weight_ = traits_.cpu_per_milli > 0 ? kCpuFragWeight * cstep / 64.0 / traits_.cpu_per_milli : 0;
-  memo_key_ = ctx.profile->id() * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step) * 131 +
-              static_cast<uint64_t>(cstep);
+  const double ratio = traits_.cpu_per_milli;
+  const double feedable = milli > 0 && ratio > 0 ? cpu / (ratio * milli) : 1.0;
+  cpu_bound_ = feedable < kFeedableShare;
+  starvation_weight_ = cpu_bound_ ? 0.0 : kStarvationWeight;
+  memo_key_ = ctx.profile->id() * 2 + (cpu_bound_ ? 1 : 0);
 }
 
 void HangarScorer::Refresh(const ScoreContext& ctx) const {
@@ -361,10 +335,7 @@ double HangarScorer::Measure(const ScoreContext& ctx, uint32_t n, const NodeStat
                          ? static_cast<double>(state.cpu_left) / traits_.cpu_per_milli
                          : static_cast<double>(idle);
   *starved = std::max(0.0, static_cast<double>(idle) - fed);
-  const double cpu_frag = cpu_frag_weight_ > 0
-                              ? cpu_frag_weight_ * CpuFragmentation(*ctx.profile, node, state.cpu_left, *state.free)
-                              : 0;
-  return NodeFragmentation(*ctx.profile, view) + kResidueWeight * residue + cpu_frag;
+  return NodeFragmentation(*ctx.profile, view) + kResidueWeight * residue;
 }
 
 // The node-local gain of placing one replica of s on n (memoised per node state). Shared shapes
@@ -457,8 +428,8 @@ int64_t HangarScorer::Score(const ScoreContext& ctx, uint32_t n, const TaskShape
     e = memo_.Find(u, n, memo_key_, key);
   }
   *gpu = e->gpu;
-  const double host_w = kHostGate ? kHostWeight * starvation_weight_ / kStarvationWeight : kHostWeight;
-  const double cost = kScarcityWeight * ScarcityCost(u, n, s) + host_w * HostCost(u, n, s, *gpu);
+  const double host = cpu_bound_ ? 0.0 : kHostWeight * HostCost(u, n, s, *gpu);
+  const double cost = kScarcityWeight * ScarcityCost(u, n, s) + host;
   return cost > 0 ? FgdScorer::Sigmoid(e->gain - cost) : e->score;
 }
 
