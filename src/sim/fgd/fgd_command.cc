@@ -100,8 +100,9 @@ Status CheckOptions(const FgdOptions& o) {
                                    "'; choose one of: " + PolicyList());
   }
   if (!(o.cpu_scale > 0 && o.cpu_scale <= 100)) {
-    return Status::InvalidArgument("--cpu-scale must be above 0 and at most 100 (1.5 makes every "
-                                   "pod ask for 1.5x its CPU)");
+    return Status::InvalidArgument(
+        "--cpu-scale must be above 0 and at most 100 (1.5 makes every "
+        "pod ask for 1.5x its CPU)");
   }
   if (!(o.tune <= 10.0))
     return Status::InvalidArgument("--tune must be at most 10 (1.3 is the protocol's)");

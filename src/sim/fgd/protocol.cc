@@ -87,8 +87,9 @@ StatusOr<OpenbTrace> LoadOpenbTrace(const std::string& nodes_csv, const std::str
 
 Status ScalePodCpu(double factor, OpenbTrace* trace) {
   if (!(factor > 0 && factor <= 100)) {
-    return Status::InvalidArgument("--cpu-scale must be above 0 and at most 100 (1.5 makes every pod "
-                                   "ask for 1.5x its CPU)");
+    return Status::InvalidArgument(
+        "--cpu-scale must be above 0 and at most 100 (1.5 makes every pod "
+        "ask for 1.5x its CPU)");
   }
   for (auto& p : trace->pods) {
     p.milli_cpu = static_cast<int64_t>(std::llround(static_cast<double>(p.milli_cpu) * factor));
