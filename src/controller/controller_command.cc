@@ -225,6 +225,7 @@ Status Run(const Flags& f) {
   opt.baselines = cluster_file.baselines;  // config drift (docs/health.md)
   opt.mounts_allowed = cluster_file.mounts_allowed;  // container tasks (docs/containers.md)
   opt.data = cluster_file.data;                      // artifacts (docs/data.md)
+  opt.gpu_models = cluster_file.gpu_models;          // CPU and memory per GPU (docs/cluster-format.md)
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
   opt.gittins_by_predecessor = f.gittins_by_predecessor;

@@ -71,6 +71,8 @@ struct ControllerOptions {
   std::vector<cluster::ConfigBaseline> baselines;
   std::vector<std::string> mounts_allowed;  // cluster.yaml's containers.mounts_allowed
   cluster::DataConfig data;  // cluster.yaml's data: (artifact fan-out, docs/data.md)
+  // cluster.yaml's gpu_models: CPU and memory per GPU applied at submission (job/gpu_proportions.h)
+  std::vector<cluster::GpuModelLimits> gpu_models;
   // What agents show each other on their data ports; the controller makes one at start.
   std::string data_token;
   Duration health_interval = 500;
