@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <climits>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +19,8 @@ constexpr std::string_view kNodeKeys[] = {
     "name", "gpus", "gpu_model", "gpu_memory", "cpu", "memory", "nvlink", "mig",
     "numa_nodes", "rails", "rack", "labels", "group"};
 
+std::string FormatCores(int64_t milli) { return FormatMilli(milli) + " cores"; }
+
 class ClusterParser {
  public:
   explicit ClusterParser(const YamlSource& src) : src_(src) {}
@@ -25,7 +28,8 @@ class ClusterParser {
   StatusOr<ClusterFile> Parse(const YAML::Node& root) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
         root, "the cluster file",
-        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data", "mig"}));
+        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data",
+         "gpu_models", "mig"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -53,6 +57,7 @@ class ClusterParser {
     if (!topo.ok()) return topo.status().WithPrefix(src_.name());
     out.topology = std::move(topo).value();
     if (root["mig"]) HANGAR_RETURN_IF_ERROR(ParseMig(root["mig"], &out));
+    if (root["gpu_models"]) HANGAR_RETURN_IF_ERROR(ParseGpuModels(root["gpu_models"], &out));
     return out;
   }
 
@@ -311,6 +316,82 @@ class ClusterParser {
       base.kernel_version = kernel.value_or("");
       base.ofed_version = ofed.value_or("");
       out->baselines.push_back(std::move(base));
+    }
+    return Status::Ok();
+  }
+
+  // One quantity of a gpu_models entry; 0 when absent.
+  StatusOr<int64_t> PerGpu(const YAML::Node& m, const char* key, bool cpu) {
+    HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(m, key));
+    if (!text) return int64_t{0};
+    auto v = cpu ? ParseMilliCpu(*text) : ParseMemoryMiB(*text);
+    if (!v.ok() || *v <= 0) {
+      return src_.Error(m[key], std::string(key) + ": '" + *text + "' is not " +
+                                    (cpu ? "a CPU count like 8 or 7500m" : "a size like 64Gi or 500Mi"));
+    }
+    return *v;
+  }
+
+  // Fills in the defaults a model entry leaves out: the smallest CPU (memory) per GPU over the
+  // model's nodes, so the default fits on every one of them.
+  Status DeriveDefaults(const Topology& topo, const YAML::Node& m, GpuModelLimits* l) {
+    int64_t cpu = INT64_MAX, mem = INT64_MAX;
+    for (const NodeInfo& n : topo.nodes()) {
+      if (n.num_gpus == 0 || topo.models()[n.model] != l->model) continue;
+      cpu = std::min(cpu, n.milli_cpu / n.num_gpus);
+      mem = std::min(mem, n.memory_mib / n.num_gpus);
+    }
+    if (cpu == INT64_MAX) {
+      std::string known;
+      for (const auto& name : topo.models()) {
+        if (!name.empty()) known += (known.empty() ? "" : ", ") + name;
+      }
+      return src_.Error(m, "gpu_models: '" + l->model + "' is not the gpu_model of any node; the models are: " +
+                               (known.empty() ? "none (no node has GPUs)" : known));
+    }
+    if (!l->default_milli_cpu_per_gpu) l->default_milli_cpu_per_gpu = cpu, l->cpu_derived = true;
+    if (!l->default_memory_mib_per_gpu) l->default_memory_mib_per_gpu = mem, l->memory_derived = true;
+    return Status::Ok();
+  }
+
+  Status ParseGpuModels(const YAML::Node& models, ClusterFile* out) {
+    if (!models.IsMap()) {
+      return src_.Error(models, "gpu_models must be a map of model: {default_cpu_per_gpu, max_cpu_per_gpu, "
+                                "default_memory_per_gpu, max_memory_per_gpu}");
+    }
+    for (const auto& kv : models) {
+      GpuModelLimits l;
+      l.model = kv.first.as<std::string>("");
+      l.line = kv.first.Mark().line + 1;
+      const YAML::Node& m = kv.second;
+      if (m.IsNull()) {
+        HANGAR_RETURN_IF_ERROR(DeriveDefaults(*out->topology, kv.first, &l));
+        out->gpu_models.push_back(std::move(l));
+        continue;
+      }
+      if (!m.IsMap()) return src_.Error(m, "gpu_models." + l.model + " must be a map (or {} to derive the defaults)");
+      HANGAR_RETURN_IF_ERROR(src_.CheckKeys(m, "gpu_models." + l.model,
+                                            {"default_cpu_per_gpu", "max_cpu_per_gpu", "default_memory_per_gpu",
+                                             "max_memory_per_gpu"}));
+      HANGAR_ASSIGN_OR_RETURN(l.default_milli_cpu_per_gpu, PerGpu(m, "default_cpu_per_gpu", true));
+      HANGAR_ASSIGN_OR_RETURN(l.max_milli_cpu_per_gpu, PerGpu(m, "max_cpu_per_gpu", true));
+      HANGAR_ASSIGN_OR_RETURN(l.default_memory_mib_per_gpu, PerGpu(m, "default_memory_per_gpu", false));
+      HANGAR_ASSIGN_OR_RETURN(l.max_memory_mib_per_gpu, PerGpu(m, "max_memory_per_gpu", false));
+      HANGAR_RETURN_IF_ERROR(DeriveDefaults(*out->topology, m, &l));
+      if (l.max_milli_cpu_per_gpu && l.default_milli_cpu_per_gpu > l.max_milli_cpu_per_gpu) {
+        return src_.Error(m, "gpu_models." + l.model + ": the default CPU per GPU (" +
+                                 FormatCores(l.default_milli_cpu_per_gpu) +
+                                 (l.cpu_derived ? ", derived from the nodes" : "") + ") is above max_cpu_per_gpu (" +
+                                 FormatCores(l.max_milli_cpu_per_gpu) + "); raise the maximum or set a lower default_cpu_per_gpu");
+      }
+      if (l.max_memory_mib_per_gpu && l.default_memory_mib_per_gpu > l.max_memory_mib_per_gpu) {
+        return src_.Error(m, "gpu_models." + l.model + ": the default memory per GPU (" +
+                                 FormatMemoryMiB(l.default_memory_mib_per_gpu) +
+                                 (l.memory_derived ? ", derived from the nodes" : "") + ") is above max_memory_per_gpu (" +
+                                 FormatMemoryMiB(l.max_memory_mib_per_gpu) +
+                                 "); raise the maximum or set a lower default_memory_per_gpu");
+      }
+      out->gpu_models.push_back(std::move(l));
     }
     return Status::Ok();
   }

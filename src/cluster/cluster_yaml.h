@@ -37,6 +37,20 @@ struct DataConfig {
 // cidr holds everything.
 bool AddressInNetwork(const std::string& host, const std::string& cidr);
 
+// `gpu_models:` (issue 22, docs/cluster-format.md): CPU and host memory per GPU for jobs on a
+// model, after Slurm's DefCpuPerGPU / DefMemPerGPU. A task that asks for neither CPU nor memory
+// gets the defaults; one above a maximum is refused at submission.
+struct GpuModelLimits {
+  std::string model;
+  int64_t default_milli_cpu_per_gpu = 0;  // always set: configured, or derived (below)
+  int64_t default_memory_mib_per_gpu = 0;
+  int64_t max_milli_cpu_per_gpu = 0;  // 0: no maximum
+  int64_t max_memory_mib_per_gpu = 0;
+  bool cpu_derived = false;     // the default was not written: the smallest node CPU / GPUs
+  bool memory_derived = false;  // likewise for memory
+  int line = 0;
+};
+
 struct ClusterFile {
   std::shared_ptr<const Topology> topology;
   std::vector<ConfigBaseline> baselines;
@@ -51,6 +65,7 @@ struct ClusterFile {
     MigLayout layout;
   };
   std::map<uint32_t, FixedMigLayout> mig_fixed_layouts;
+  std::vector<GpuModelLimits> gpu_models;  // one per model listed, in file order
 };
 
 StatusOr<ClusterFile> LoadClusterFile(const std::string& path);

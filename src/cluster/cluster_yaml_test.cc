@@ -134,5 +134,38 @@ TEST(ClusterYamlDataTest, AddressInNetwork) {
   EXPECT_FALSE(AddressInNetwork("10.20.0.1", "10.20.0.0/33"));
 }
 
+TEST(ClusterYamlTest, GpuModelsParseAndRefuseWhatCannotWork) {
+  const std::string nodes =
+      "nodes: [{name: \"g-[0-1]\", gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 192, memory: 2Ti}]\n";
+  auto ok = ParseClusterYaml(nodes + "gpu_models:\n  H100: {max_cpu_per_gpu: 32, default_memory_per_gpu: 100Gi}\n", "c.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->gpu_models.size(), 1u);
+  EXPECT_EQ(ok->gpu_models[0].default_milli_cpu_per_gpu, 24000);  // 192 cores / 8 GPUs
+  EXPECT_EQ(ok->gpu_models[0].max_milli_cpu_per_gpu, 32000);
+  EXPECT_EQ(ok->gpu_models[0].default_memory_mib_per_gpu, 100 * 1024);
+  EXPECT_FALSE(ok->gpu_models[0].memory_derived);
+  auto empty = ParseClusterYaml(nodes + "gpu_models: {H100: {}}\n", "c.yaml");
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty->gpu_models[0].default_memory_mib_per_gpu, 256 * 1024);
+  struct Case {
+    std::string text, expect;
+  } cases[] = {
+      {"gpu_models: {A100: {}}", "c.yaml:2: gpu_models: 'A100' is not the gpu_model of any node; the models are: H100"},
+      {"gpu_models: {H100: {max_cpus_per_gpu: 8}}", "unknown field 'max_cpus_per_gpu'"},
+      {"gpu_models: {H100: {max_cpu_per_gpu: lots}}", "max_cpu_per_gpu: 'lots' is not a CPU count like 8 or 7500m"},
+      {"gpu_models: {H100: {max_memory_per_gpu: 0}}", "max_memory_per_gpu: '0' is not a size like 64Gi"},
+      {"gpu_models: {H100: {max_cpu_per_gpu: 16}}",
+       "the default CPU per GPU (24 cores, derived from the nodes) is above max_cpu_per_gpu (16 cores)"},
+      {"gpu_models: {H100: {default_memory_per_gpu: 64Gi, max_memory_per_gpu: 32Gi}}",
+       "the default memory per GPU (64Gi) is above max_memory_per_gpu (32Gi)"},
+      {"gpu_models: [H100]", "gpu_models must be a map of model"},
+  };
+  for (const auto& c : cases) {
+    auto f = ParseClusterYaml(nodes + c.text + "\n", "c.yaml");
+    ASSERT_FALSE(f.ok()) << c.text;
+    EXPECT_NE(f.status().message().find(c.expect), std::string::npos) << f.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace hangar::cluster

@@ -73,6 +73,8 @@ struct ControllerOptions {
   cluster::DataConfig data;  // cluster.yaml's data: (artifact fan-out, docs/data.md)
   // cluster.yaml's mig.fixed_layouts (docs/mig.md): nodes whose MIG GPUs are never re-cut.
   std::map<uint32_t, cluster::ClusterFile::FixedMigLayout> mig_fixed_layouts;
+  // cluster.yaml's gpu_models: CPU and memory per GPU applied at submission (job/gpu_proportions.h)
+  std::vector<cluster::GpuModelLimits> gpu_models;
   // What agents show each other on their data ports; the controller makes one at start.
   std::string data_token;
   Duration health_interval = 500;

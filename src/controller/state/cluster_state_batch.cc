@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "controller/state/cluster_state.h"
+#include "job/gpu_proportions.h"
 
 namespace hangar::controller {
 
 using job::JobState;
 
 StatusOr<std::vector<sched::JobId>> ClusterState::SubmitArray(job::JobSpec spec, Time now, Effects* fx) {
+  HANGAR_RETURN_IF_ERROR(job::ApplyGpuModelLimits(options_.gpu_models, *topology_, &spec));  // idempotent
   int leaf = 0;
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, Admissible(spec, &leaf));
   const std::vector<int64_t> indices = spec.array.indices;

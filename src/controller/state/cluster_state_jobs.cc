@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "controller/state/cluster_state.h"
+#include "job/gpu_proportions.h"
 #include "sched/placement/gang_placer.h"
 
 namespace hangar::controller {
@@ -138,6 +139,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::sha
 }
 
 StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects* fx) {
+  HANGAR_RETURN_IF_ERROR(job::ApplyGpuModelLimits(options_.gpu_models, *topology_, &spec));
   if (!spec.array.empty()) {
     HANGAR_ASSIGN_OR_RETURN(std::vector<sched::JobId> ids, SubmitArray(std::move(spec), now, fx));
     return ids.front();

@@ -137,6 +137,34 @@ TEST_F(ClusterStateTest, SubmitValidatesAndPersists) {
   EXPECT_TRUE(bad.batch.empty());
 }
 
+// cluster.yaml's gpu_models at submission (job/gpu_proportions.h has the rules' own tests).
+TEST_F(ClusterStateTest, SubmitAppliesTheGpuModelsCpuAndMemoryPerGpu) {
+  ControllerOptions o;
+  o.require_validation = false;
+  cluster::GpuModelLimits h100;
+  h100.model = "H100";
+  h100.default_milli_cpu_per_gpu = 8000;  // the derived default of 64 cores / 8 GPUs
+  h100.default_memory_mib_per_gpu = 64 * 1024;
+  h100.max_milli_cpu_per_gpu = 8000;
+  o.gpu_models = {h100};
+  state_ = std::make_unique<ClusterState>(TwoNodes(), o, std::move(sched::Scheduler::Create({})).value());
+  Effects fx;
+  auto id = state_->Submit(Spec("name: a\ntasks: [{gpus: 2, command: [x]}]\n"), 10, &fx);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto view = state_->GetJob(*id);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->spec["tasks"][0]["cpu_per_gpu"], "8000m") << view->spec.dump();
+  EXPECT_EQ(view->spec["tasks"][0]["memory_per_gpu"], "65536Mi") << view->spec.dump();
+  Effects bad;
+  auto over = state_->Submit(Spec("name: b\ntasks: [{gpus: 1, cpu_per_gpu: 12, command: [x]}]\n"), 10, &bad);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(over.status().message().find("12 cores of CPU per GPU, above the most a H100 GPU may have"),
+            std::string::npos)
+      << over.status().message();
+  EXPECT_TRUE(bad.batch.empty());
+}
+
 TEST_F(ClusterStateTest, NothingIsPlacedOnNodesThatHaveNotRegistered) {
   Effects fx;
   ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());

@@ -35,6 +35,13 @@
 //     collect at those prices (kPackingWeight), nothing when the task is part of the best way to
 //     fill what the GPU has free.
 //
+// CPU-bound clusters. Terms 2 and 4 assume GPU is what runs out: CPU starved on one node could
+// have fed GPUs on another, and a big shape's host is worth keeping. When the cluster's free CPU
+// cannot feed even kFeedableShare of its free GPU at the workload's CPU per GPU (a mix far more
+// CPU-hungry than the nodes), free GPUs will be left over whatever the placement, and both terms
+// only push pods onto the CPU-rich nodes that others need; they are then off, and FGD's F(n),
+// which already counts GPU the next task lacks CPU for, decides with terms 1, 3 and 5.
+//
 // All five are in milli-GPU, like F(n), so they add to FGD's drop before the sigmoid. Without a
 // workload profile (a live controller that has not seen enough jobs) the policy packs: fewest
 // free whole GPUs left, then least free share, best-fit GPU for shared shapes.
@@ -57,6 +64,10 @@ constexpr double kResidueWeight = 0.3;
 constexpr double kStarvationWeight = 2.0;
 constexpr double kScarcityWeight = 1.0;
 constexpr double kHostWeight = 1.0;
+// Terms 2 and 4 are charged only while the cluster's free CPU could feed at least this share of
+// its free GPU at the workload's CPU per GPU (openb, 2x CPU per pod, seeds 42-45: 1.0 -> 61.17,
+// 0.9 / 0.8 -> 61.17, 0.7 -> 61.35; 1.5x: 77.09 / 78.50 / 78.74 / 78.68; never off: 78.82, 60.58).
+constexpr double kFeedableShare = 0.7;
 // Large enough that a placement any packing of the mix would avoid is scored below every one it
 // would make (openb, seeds 42-51: 3 -> multigpu40 97.36, 10 -> 97.46, 30 and 100 -> 97.46).
 constexpr double kPackingWeight = 10.0;
@@ -234,6 +245,7 @@ class HangarScorer final : public NodeScorer {
  private:
   static int64_t PackingScore(const ClusterUsage& u, uint32_t n, const TaskShape& s, uint32_t* gpu);
   void Refresh(const ScoreContext& ctx) const;
+  void RefreshFeed(const ScoreContext& ctx) const;
   double Measure(const ScoreContext& ctx, uint32_t n, const NodeState& state,
                  double* starved) const;
   double LocalGain(const ScoreContext& ctx, uint32_t n, const TaskShape& s, uint32_t* gpu) const;
@@ -248,6 +260,11 @@ class HangarScorer final : public NodeScorer {
   mutable int64_t supply_total_ = -1;
   mutable std::vector<double> model_free_;
   mutable std::vector<int64_t> scarce_hosts_;  // per traits_.scarce: nodes that can host it now
+  // Whether the search being scored (feed_pass_) finds the cluster CPU-bound (RefreshFeed).
+  mutable uint64_t feed_pass_ = 0;
+  mutable double starvation_weight_ = 0;
+  mutable bool cpu_bound_ = false;
+  mutable uint64_t memo_key_ = 0;  // the profile id and cpu_bound_ (the local gain depends on both)
 };
 
 int64_t HangarScorer::PackingScore(const ClusterUsage& u, uint32_t n, const TaskShape& s,
@@ -258,6 +275,24 @@ int64_t HangarScorer::PackingScore(const ClusterUsage& u, uint32_t n, const Task
   const int64_t whole_left = u.node(n).free_whole;
   const int64_t milli_left = u.node(n).free_milli - s.MilliGpu();
   return (64 - whole_left) * 100'000 + (100'000 - milli_left);
+}
+
+void HangarScorer::RefreshFeed(const ScoreContext& ctx) const {
+  if (ctx.pass != 0 && feed_pass_ == ctx.pass) return;
+  feed_pass_ = ctx.pass;
+  const ClusterUsage& u = *ctx.usage;
+  double cpu = 0, milli = 0;
+  for (uint32_t n = 0; n < u.topology().nodes().size(); ++n) {
+    const cluster::NodeUsage& nu = u.node(n);
+    if (!nu.condition.schedulable) continue;
+    cpu += static_cast<double>(nu.free_cpu);
+    milli += nu.free_milli;
+  }
+  const double ratio = traits_.cpu_per_milli;
+  const double feedable = milli > 0 && ratio > 0 ? cpu / (ratio * milli) : 1.0;
+  cpu_bound_ = feedable < kFeedableShare;
+  starvation_weight_ = cpu_bound_ ? 0.0 : kStarvationWeight;
+  memo_key_ = ctx.profile->id() * 2 + (cpu_bound_ ? 1 : 0);
 }
 
 void HangarScorer::Refresh(const ScoreContext& ctx) const {
@@ -317,7 +352,7 @@ double HangarScorer::LocalGain(const ScoreContext& ctx, uint32_t n, const TaskSh
     after_ = free_;
     ApplyShape(&after_, s, local);
     const double after = Measure(ctx, n, {cpu - s.milli_cpu, &after_}, &starved_after);
-    return before - after - kStarvationWeight * std::max(0.0, starved_after - starved_before);
+    return before - after - starvation_weight_ * std::max(0.0, starved_after - starved_before);
   };
   if (s.kind != job::GpuKind::kShared) return gain(0);
   double best_gain = 0;
@@ -382,17 +417,19 @@ int64_t HangarScorer::Score(const ScoreContext& ctx, uint32_t n, const TaskShape
     return PackingScore(u, n, s, gpu);
   }
   Refresh(ctx);
+  RefreshFeed(ctx);
   const uint64_t key = ShapeKey(s);
-  const LocalMemo::Entry* e = memo_.Find(u, n, ctx.profile->id(), key);
+  const LocalMemo::Entry* e = memo_.Find(u, n, memo_key_, key);
   if (!e) {
     LocalMemo::Entry fresh{key, 0, 0, kNoGpu};
     fresh.gain = LocalGain(ctx, n, s, &fresh.gpu);
     fresh.score = FgdScorer::Sigmoid(fresh.gain);
-    memo_.Put(u, n, ctx.profile->id(), fresh);
-    e = memo_.Find(u, n, ctx.profile->id(), key);
+    memo_.Put(u, n, memo_key_, fresh);
+    e = memo_.Find(u, n, memo_key_, key);
   }
   *gpu = e->gpu;
-  const double cost = kScarcityWeight * ScarcityCost(u, n, s) + kHostWeight * HostCost(u, n, s, *gpu);
+  const double host = cpu_bound_ ? 0.0 : kHostWeight * HostCost(u, n, s, *gpu);
+  const double cost = kScarcityWeight * ScarcityCost(u, n, s) + host;
   return cost > 0 ? FgdScorer::Sigmoid(e->gain - cost) : e->score;
 }
 

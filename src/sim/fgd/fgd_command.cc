@@ -57,7 +57,8 @@ void PrintSummary(const FgdOptions& o, const std::string& workload,
   int64_t pods = 0, failed = 0;
   for (const auto& r : runs) pods += r.pods, failed += r.failed;
   out << "hangar sim fgd: " << o.policy << " on " << workload << ", " << seeds.size()
-      << " seed(s) (" << o.seeds << "), tune " << o.tune << "\n";
+      << " seed(s) (" << o.seeds << "), tune " << o.tune
+      << (o.cpu_scale != 1.0 ? ", cpu scale " + Fixed(o.cpu_scale, 2) : std::string()) << "\n";
   out << "  ours         alloc@100 " << Fixed(h.alloc_at_100) << " %  alloc@130 "
       << Fixed(h.alloc_at_130) << " %  frag@100 " << Fixed(h.frag_at_100) << " %\n";
   if (ref) {
@@ -67,6 +68,9 @@ void PrintSummary(const FgdOptions& o, const std::string& workload,
         << " %  frag@100 " << Fixed(r.frag_at_100) << " %  (published, " << ref->runs.size()
         << " seeds)\n";
   }
+  const Stranding st = StrandingOf(runs);
+  out << "  at 100 %    stranded " << Fixed(st.stranded_at_100) << " % of GPUs  CPU-starved "
+      << Fixed(st.starved_at_100) << " %\n";
   out << "  " << pods / static_cast<int64_t>(runs.size()) << " pods per run, "
       << Fixed(
              100.0 * static_cast<double>(failed) / static_cast<double>(std::max<int64_t>(1, pods)),
@@ -94,6 +98,11 @@ Status CheckOptions(const FgdOptions& o) {
   if (o.policy.empty() || !ReferencePolicyFor(o.policy)) {
     return Status::InvalidArgument("unknown policy '" + o.policy +
                                    "'; choose one of: " + PolicyList());
+  }
+  if (!(o.cpu_scale > 0 && o.cpu_scale <= 100)) {
+    return Status::InvalidArgument(
+        "--cpu-scale must be above 0 and at most 100 (1.5 makes every "
+        "pod ask for 1.5x its CPU)");
   }
   if (!(o.tune <= 10.0))
     return Status::InvalidArgument("--tune must be at most 10 (1.3 is the protocol's)");
@@ -157,6 +166,7 @@ Status RunFgdCommand(const FgdOptions& o, std::ostream& out) {
   HANGAR_ASSIGN_OR_RETURN(std::vector<int64_t> seeds, ParseSeeds(o.seeds));
   const auto start = std::chrono::steady_clock::now();
   HANGAR_ASSIGN_OR_RETURN(OpenbTrace trace, LoadOpenbTrace(o.nodes, o.pods));
+  if (o.cpu_scale != 1.0) HANGAR_RETURN_IF_ERROR(ScalePodCpu(o.cpu_scale, &trace));
   std::optional<ReferenceSet> ref;
   if (!o.reference.empty()) {
     HANGAR_ASSIGN_OR_RETURN(
@@ -166,8 +176,9 @@ Status RunFgdCommand(const FgdOptions& o, std::ostream& out) {
   HANGAR_ASSIGN_OR_RETURN(auto runs, RunSeeds(trace, o.policy, seeds, o.tune, o.threads));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  HANGAR_RETURN_IF_ERROR(
-      WriteJson(o.json, ReportJson(o.policy, trace.workload, o.tune, runs, ref ? &*ref : nullptr)));
+  nlohmann::json report = ReportJson(o.policy, trace.workload, o.tune, runs, ref ? &*ref : nullptr);
+  report["cpu_scale"] = o.cpu_scale;
+  HANGAR_RETURN_IF_ERROR(WriteJson(o.json, report));
   PrintSummary(o, trace.workload, seeds, runs, ref ? &*ref : nullptr, seconds, out);
   return Status::Ok();
 }
@@ -189,6 +200,9 @@ void RegisterFgdCommand(CLI::App& sim, int* rc) {
   cmd->add_option("--json", opts->json, "write the report (JSON) here");
   cmd->add_option("--reference", opts->reference, "fgd_reference folder to compare with");
   cmd->add_option("--threads", opts->threads, "seeds run in parallel")->capture_default_str();
+  cmd->add_option("--cpu-scale", opts->cpu_scale,
+                  "multiply every pod's CPU request by this (a CPU-heavier mix above 1)")
+      ->capture_default_str();
   cmd->callback([opts, rc] {
     Status s = fgd::RunFgdCommand(*opts, std::cout);
     if (!s.ok()) {

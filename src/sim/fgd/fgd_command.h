@@ -1,7 +1,7 @@
 // `hangar sim fgd`: the FGD evaluation protocol on the openb traces, through Hangar's scheduler.
 //
 //   hangar sim fgd --nodes NODES.csv --pods PODS.csv --policy NAME --seeds 42-51 [--tune 1.3]
-//                  --json OUT.json [--reference DIR] [--threads 2]
+//                  --json OUT.json [--reference DIR] [--threads 2] [--cpu-scale 1.5]
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -29,6 +29,7 @@ struct FgdOptions {
   std::string json;
   std::string reference;  // the fgd_reference folder; empty: none
   int threads = 2;
+  double cpu_scale = 1.0;  // every pod's CPU request times this (a CPU-heavier mix above 1)
 };
 
 // Runs the command: the summary goes to `out`, the report to options.json. A failure is one

@@ -100,5 +100,64 @@ TEST(FgdCommandTest, WritesTheReportWithTheReference) {
   std::remove(path.c_str());
 }
 
+// One node, 4 cores and 2 GPUs; two pods of 3.5 cores and one GPU each. Whichever comes first
+// takes a GPU and leaves half a core, so the other GPU is stranded (under one core left) and
+// CPU-starved (below the 3.5 cores of any GPU pod) when the arrived request reaches 100 %.
+TEST(FgdCommandTest, StrandedShareAtFullArrival) {
+  OpenbTrace t;
+  t.workload = "tiny";
+  t.nodes.push_back({"n0", 4000, 65536, 2, "V100M16", 2});
+  for (const char* name : {"p0", "p1"}) {
+    OpenbPod p;
+    p.name = name;
+    p.milli_cpu = 3500;
+    p.memory_mib = 1024;
+    p.num_gpu = 1;
+    p.gpu_milli = 1000;
+    t.pods.push_back(p);
+  }
+  for (const char* policy : {"hangar", "fgd", "best-fit"}) {
+    auto r = RunProtocol(t, RunOptions{policy, 42, 0});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->failed, 1) << policy;
+    ASSERT_TRUE(r->stranded_at_100.has_value()) << policy;
+    EXPECT_DOUBLE_EQ(*r->stranded_at_100, 50.0) << policy;
+    EXPECT_DOUBLE_EQ(*r->starved_at_100, 50.0) << policy;
+  }
+  // With 2 cores per pod both fit: no GPU is left to strand.
+  ASSERT_TRUE(ScalePodCpu(2000.0 / 3500.0, &t).ok());
+  EXPECT_EQ(t.pods[0].milli_cpu, 2000);
+  auto fits = RunProtocol(t, RunOptions{"hangar", 42, 0});
+  ASSERT_TRUE(fits.ok());
+  EXPECT_EQ(fits->failed, 0);
+  EXPECT_DOUBLE_EQ(*fits->stranded_at_100, 0.0);
+  const nlohmann::json j = ReportJson("hangar", "tiny", 0, {*fits}, nullptr);
+  EXPECT_EQ(j["stranded_at_100"], 0.0);
+  EXPECT_EQ(j["per_seed"]["starved_at_100"].size(), 1u);
+  EXPECT_FALSE(ScalePodCpu(0, &t).ok());
+}
+
+TEST(FgdCommandTest, CpuScaleMakesTheMixCpuHeavier) {
+  std::ostringstream out;
+  FgdOptions o = DefaultOptions(TempPath("scaled.json"));
+  o.cpu_scale = 2;
+  ASSERT_TRUE(RunFgdCommand(o, out).ok());
+  EXPECT_NE(out.str().find("cpu scale 2.00"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("stranded"), std::string::npos) << out.str();
+  nlohmann::json heavy = nlohmann::json::parse(std::ifstream(o.json));
+  o.cpu_scale = 1;
+  o.json = TempPath("unscaled.json");
+  ASSERT_TRUE(RunFgdCommand(o, out).ok());
+  nlohmann::json plain = nlohmann::json::parse(std::ifstream(o.json));
+  EXPECT_EQ(heavy["cpu_scale"], 2.0);
+  // Twice the CPU per pod: CPU runs out long before the GPUs do (the cluster has 17 cores per
+  // GPU, the trace's GPU pods ask 11 and, doubled, 22).
+  EXPECT_LT(heavy["alloc_at_100"].get<double>(), plain["alloc_at_100"].get<double>() - 20);
+  EXPECT_GT(heavy["stranded_at_100"].get<double>(), plain["stranded_at_100"].get<double>());
+  o.cpu_scale = -1;
+  EXPECT_EQ(RunFgdCommand(o, out).message(),
+            "--cpu-scale must be above 0 and at most 100 (1.5 makes every pod ask for 1.5x its CPU)");
+}
+
 }  // namespace
 }  // namespace hangar::sim::fgd

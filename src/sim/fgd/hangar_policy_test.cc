@@ -105,6 +105,28 @@ TEST(HangarPolicyTest, CpuOnlyPodsStayOffNodesWhoseCpuTheirGpusNeed) {
   EXPECT_EQ(PlaceOn("hangar", u2, CpuOnly(40), &profile), 1);
 }
 
+TEST(HangarPolicyTest, StarvationIsChargedOnlyWhileTheClusterCanFeedItsGpus) {
+  // The cluster of the test above: 200 cores for 10 GPUs. With 12-core GPU tasks its CPU can feed
+  // every free GPU, so the 40-core pod keeps off the node whose GPUs need their CPU. With 40-core
+  // GPU tasks it can feed only half of them (below 70 %): GPUs are left over wherever the pod
+  // goes, the charge is off, and the pod goes where FGD puts it, keeping the CPU-rich node's CPU
+  // for its two GPUs.
+  auto t = Build({{"tight", 8, "G2", 96}, {"roomy", 2, "T4", 104}});
+  const WorkloadProfile light =
+      WorkloadProfile::FromCounts({{Task(12, 1000, 1), 9}, {Task(40, 0, 0), 1}});
+  const WorkloadProfile heavy =
+      WorkloadProfile::FromCounts({{Task(40, 1000, 1), 9}, {Task(40, 0, 0), 1}});
+  cluster::ClusterUsage u1(t), u2(t), u3(t);
+  EXPECT_EQ(PlaceOn("hangar", u1, CpuOnly(40), &light), 1);
+  EXPECT_EQ(PlaceOn("fgd", u2, CpuOnly(40), &heavy), 0);
+  EXPECT_EQ(PlaceOn("hangar", u3, CpuOnly(40), &heavy), 0);
+  // Once node 0's GPUs are taken, node 1's 104 cores can feed the 2 GPUs left: the charge is
+  // back, and the pod takes node 0's CPU (no GPU left to starve there), not node 1's.
+  cluster::ClusterUsage fed(t);
+  ASSERT_EQ(PlaceOn("fgd", fed, WholeGpus(8, 16), &heavy), 0);  // placed and kept in `fed`
+  EXPECT_EQ(PlaceOn("hangar", fed, CpuOnly(40), &heavy), 0);
+}
+
 TEST(HangarPolicyTest, FlexiblePodsLeaveScarceModelsToTheTasksThatNeedThem) {
   // Three in eight tasks run only on T4, and the T4 node has one GPU left. FGD would fill it
   // (that completes the node); Hangar keeps it for the T4-only tasks and takes a G2 GPU.

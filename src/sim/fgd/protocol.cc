@@ -1,6 +1,8 @@
 #include "sim/fgd/protocol.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -48,6 +50,22 @@ bool PlaceOne(sched::Scheduler& scheduler, const sched::GangRequest& request,
   return true;
 }
 
+// The stranded and starved shares (RunResult) of the cluster's GPUs, in percent.
+void MeasureStranding(const cluster::ClusterUsage& usage, int64_t min_gpu_pod_cpu,
+                      RunResult* result) {
+  const auto& nodes = usage.topology().nodes();
+  int64_t gpus = 0, starved_milli = 0;
+  for (uint32_t n = 0; n < nodes.size(); ++n) {
+    gpus += nodes[n].num_gpus;
+    const cluster::NodeUsage& u = usage.node(n);
+    if (u.condition.schedulable && u.free_cpu < min_gpu_pod_cpu) starved_milli += u.free_milli;
+  }
+  const double total = static_cast<double>(std::max<int64_t>(1, gpus));
+  result->stranded_at_100 = 100.0 * static_cast<double>(usage.StrandedGpus()) / total;
+  result->starved_at_100 =
+      100.0 * static_cast<double>(starved_milli) / cluster::kMilliPerGpu / total;
+}
+
 }  // namespace
 
 int64_t OpenbTrace::capacity_milli() const {
@@ -65,6 +83,18 @@ StatusOr<OpenbTrace> LoadOpenbTrace(const std::string& nodes_csv, const std::str
   std::stable_sort(t.nodes.begin(), t.nodes.end(), by_name);
   std::stable_sort(t.pods.begin(), t.pods.end(), by_name);
   return t;
+}
+
+Status ScalePodCpu(double factor, OpenbTrace* trace) {
+  if (!(factor > 0 && factor <= 100)) {
+    return Status::InvalidArgument(
+        "--cpu-scale must be above 0 and at most 100 (1.5 makes every pod "
+        "ask for 1.5x its CPU)");
+  }
+  for (auto& p : trace->pods) {
+    p.milli_cpu = static_cast<int64_t>(std::llround(static_cast<double>(p.milli_cpu) * factor));
+  }
+  return Status::Ok();
 }
 
 StatusOr<std::shared_ptr<const cluster::Topology>> BuildPriorityCluster(
@@ -144,6 +174,10 @@ StatusOr<RunResult> RunProtocol(const OpenbTrace& trace, const RunOptions& optio
   DiscreteCurves curves(capacity);
   RunResult result;
   result.seed = options.seed;
+  int64_t min_gpu_pod_cpu = INT64_MAX;
+  for (const auto& p : trace.pods) {
+    if (p.NeedsGpu()) min_gpu_pod_cpu = std::min(min_gpu_pod_cpu, p.milli_cpu);
+  }
   int64_t arrived = 0, used = 0;
   for (int32_t k : plan.arrivals) {
     arrived += trace.pods[k].TotalMilliGpu();
@@ -152,6 +186,9 @@ StatusOr<RunResult> RunProtocol(const OpenbTrace& trace, const RunOptions& optio
       result.failed++;
     }
     curves.Add(arrived, used, frag.total_milli());
+    if (!result.stranded_at_100 && arrived >= capacity) {
+      MeasureStranding(usage, min_gpu_pod_cpu, &result);
+    }
   }
   result.alloc = curves.Alloc();
   result.frag = curves.Frag();

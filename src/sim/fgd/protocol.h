@@ -32,6 +32,10 @@ struct OpenbTrace {
 // Reads both files and sorts them by name, as the simulator does.
 StatusOr<OpenbTrace> LoadOpenbTrace(const std::string& nodes_csv, const std::string& pods_csv);
 
+// Makes the mix CPU-heavier (or lighter): every pod's cpu_milli times `factor`, rounded to the
+// nearest milli-core. Fails unless 0 < factor <= 100.
+Status ScalePodCpu(double factor, OpenbTrace* trace);
+
 struct RunOptions {
   std::string policy = "fgd";  // a placement policy name (sched::placement::ScorerNames)
   int64_t seed = 42;
@@ -44,6 +48,14 @@ struct RunResult {
   int64_t failed = 0;  // pods that fit nowhere when they arrived
   Curve alloc;         // % of GPU capacity allocated, per column
   Curve frag;          // fragmented GPU as % of capacity, per column
+  // At the first pod that brings the arrived GPU request to 100 % of capacity (nullopt when the
+  // run never gets there), as % of the cluster's GPUs:
+  //  - stranded: free whole GPUs on nodes with under one core or 1 GiB free
+  //    (cluster::StrandsGpus, the rule of hangar_gpus{state="stranded"} and `hangar usage`);
+  //  - starved: free GPU (shares included) on nodes whose free CPU is below the smallest CPU
+  //    request of any GPU pod in the trace, so that no GPU pod of the trace could use it.
+  std::optional<double> stranded_at_100;
+  std::optional<double> starved_at_100;
 };
 
 // Fails on an unknown policy or a cluster the topology builder rejects.

@@ -83,6 +83,19 @@ std::optional<double> MeanAt(const std::vector<Curve>& curves, int k) {
   return sum / n;
 }
 
+Stranding StrandingOf(const std::vector<RunResult>& runs) {
+  auto mean = [&](std::optional<double> RunResult::*field) -> std::optional<double> {
+    double sum = 0;
+    int n = 0;
+    for (const auto& r : runs) {
+      if (r.*field) sum += *(r.*field), ++n;
+    }
+    if (n == 0) return std::nullopt;
+    return sum / n;
+  };
+  return {mean(&RunResult::stranded_at_100), mean(&RunResult::starved_at_100)};
+}
+
 Headline HeadlineOf(const SeedCurves& c) {
   return {MeanAt(c.alloc, 100), MeanAt(c.alloc, 130), MeanAt(c.frag, 100)};
 }
@@ -96,10 +109,17 @@ nlohmann::json ReportJson(const std::string& policy, const std::string& workload
   nlohmann::json& per = j["per_seed"];
   per["pods"] = nlohmann::json::array();
   per["failed"] = nlohmann::json::array();
+  per["stranded_at_100"] = nlohmann::json::array();
+  per["starved_at_100"] = nlohmann::json::array();
   for (const auto& r : runs) {
     per["pods"].push_back(r.pods);
     per["failed"].push_back(r.failed);
+    per["stranded_at_100"].push_back(Value(r.stranded_at_100));
+    per["starved_at_100"].push_back(Value(r.starved_at_100));
   }
+  const Stranding st = StrandingOf(runs);
+  j["stranded_at_100"] = Value(st.stranded_at_100);
+  j["starved_at_100"] = Value(st.starved_at_100);
   if (reference) {
     j["reference"] = CurvesJson(CurvesOf(*reference));
     j["reference"]["policy"] = reference->policy;

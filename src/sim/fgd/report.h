@@ -1,7 +1,8 @@
 // The JSON report of `hangar sim fgd` and the headline numbers it is summarised by.
 //
-// Keys: "policy", "workload", "tune", "seeds"; the means over seeds "alloc_at_100",
-// "alloc_at_130", "frag_at_100"; "per_seed" (those three per seed, plus "pods" and "failed");
+// Keys: "policy", "workload", "tune", "cpu_scale", "seeds"; the means over seeds "alloc_at_100",
+// "alloc_at_130", "frag_at_100", "stranded_at_100", "starved_at_100" (% of the GPUs; see
+// RunResult); "per_seed" (those five per seed, plus "pods" and "failed");
 // "curves" ("alloc" and "frag": the mean per column 0..130; "per_seed_alloc", "per_seed_frag":
 // one array per seed); and, with a reference, "reference" holding the same keys for the
 // published runs of the same workload and the compared policy. Values are percent of the
@@ -36,6 +37,12 @@ struct Headline {
   std::optional<double> alloc_at_100, alloc_at_130, frag_at_100;
 };
 Headline HeadlineOf(const SeedCurves& c);
+
+// Means over the seeds that reached 100 % arrived (RunResult's stranded and starved shares).
+struct Stranding {
+  std::optional<double> stranded_at_100, starved_at_100;
+};
+Stranding StrandingOf(const std::vector<RunResult>& runs);
 
 nlohmann::json ReportJson(const std::string& policy, const std::string& workload, double tune,
                           const std::vector<RunResult>& runs, const ReferenceSet* reference);
