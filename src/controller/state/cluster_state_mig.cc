@@ -62,7 +62,9 @@ void ClusterState::ApplyMigInventory(uint32_t n, const pb::Inventory& inv, Time 
   std::string problems;
   for (int i = 0; i < inv.gpus_size() && i < node.num_gpus; ++i) {
     const uint32_t g = node.first_gpu + static_cast<uint32_t>(i);
-    if (!topology_->gpus()[g].mig) continue;
+    // Only a GPU its agent says is in MIG mode has instances to report; others (the simulator's
+    // agents) keep making instances on demand.
+    if (!topology_->gpus()[g].mig || !inv.gpus(i).mig()) continue;
     EndReshape(g);  // a reshape in flight when the agent went away: what it reports now is the truth
     usage_.SetMigLayout(g, LayoutFromReport(g, inv.gpus(i).mig_layout(), &problems), fixed);
   }
