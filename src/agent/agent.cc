@@ -31,7 +31,7 @@ nlohmann::json ToJson(const TaskRecord& r) {
           {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}, {"container", r.container},
           {"image", r.image}, {"checkpoint_local", r.checkpoint_local}, {"checkpoint_store", r.checkpoint_store},
           {"gid", r.gid}, {"drain_pending", r.drain_pending}, {"drain_path", r.drain_path},
-          {"drain_step", r.drain_step}, {"artifacts", r.artifacts}};
+          {"drain_step", r.drain_step}, {"artifacts", r.artifacts}, {"mig", r.mig}};
 }
 
 TaskRecord FromJson(const nlohmann::json& j) {
@@ -59,6 +59,7 @@ TaskRecord FromJson(const nlohmann::json& j) {
   r.drain_pending = j.value("drain_pending", false);
   r.drain_path = j.value("drain_path", "");
   r.drain_step = j.value("drain_step", uint64_t{0});
+  r.mig = j.value("mig", std::vector<std::array<uint32_t, 3>>{});
   return r;
 }
 
@@ -127,6 +128,7 @@ Status Agent::Init() {
     std::lock_guard<std::mutex> l(mu_);
     SaveRecords();
   }
+  InitMig();
   InitContainers();
   HANGAR_RETURN_IF_ERROR(InitData());
   if (!options_.scratch_dir.empty()) {
@@ -239,7 +241,17 @@ pb::Register Agent::RegisterMessage() {
   pb::Inventory* inv = reg.mutable_inventory();
   inv->set_node(options_.node);
   inv->set_address(options_.address);
-  for (const auto& g : gpus_.gpus) *inv->add_gpus() = g;
+  {
+    std::lock_guard<std::mutex> l(mig_mu_);
+    for (const auto& g : gpus_.gpus) {
+      pb::GpuInfo* out = inv->add_gpus();
+      *out = g;
+      auto it = mig_layouts_.find(g.index());
+      if (it != mig_layouts_.end()) {
+        for (const auto& mi : it->second) *out->add_mig_layout() = mi;
+      }
+    }
+  }
   inv->set_milli_cpu(options_.milli_cpu);
   inv->set_memory_mib(options_.memory_mib);
   inv->set_driver_version(gpus_.driver_version);
@@ -289,6 +301,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
   std::thread reaper([this, stop] { ReaperLoop(stop); });
   std::thread heartbeat([this, stop] { HeartbeatLoop(stop); });
   std::thread stager([this, stop] { StageLoop(stop); });
+  std::thread mig([this, stop] { MigLoop(stop); });
   Duration backoff = 100;
   while (!*stop) {
     const Time started = clock_->Now();
@@ -308,6 +321,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
   heartbeat.join();
   stage_cv_.notify_all();
   stager.join();
+  mig.join();
   if (options_.stop_tasks_on_exit) StopTasksOnExit();
   backend_->CancelValidation();
   std::lock_guard<std::mutex> l(validation_mu_);
@@ -422,6 +436,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
       HandleValidate(m.validate());
       break;
     case pb::ControllerMessage::kStage: HandleStage(m.stage()); break;
+    case pb::ControllerMessage::kMigReshape: HandleMigReshape(m.mig_reshape()); break;
     default: break;
   }
 }
@@ -584,6 +599,7 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
     SaveRecords();
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);
+  ReleaseMigInstances(r.task_id);
   spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id,
                r.exit_code, r.signal, r.stopped ? ", stopped" : "");
   return r;

@@ -26,6 +26,7 @@
 // job cannot be requeued elsewhere before its checkpoint is in the store.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -46,6 +47,7 @@
 #include "agent/data/object_cache.h"
 #include "agent/data/stager.h"
 #include "agent/gpu/gpu_backend.h"
+#include "agent/gpu/mig_layout.h"
 #include "agent/runner/task_runner.h"
 #include "common/time.h"
 #include "proto/agent.grpc.pb.h"
@@ -96,6 +98,8 @@ struct AgentOptions {
   // HANGAR_CHECKPOINT_STORE). Empty: tasks write to the shared store themselves.
   std::string scratch_dir;
   Duration drain_lock_timeout = 60 * kSecond;
+  // MIG GPU instances to create at start on a MIG GPU that has none (--mig-layout).
+  StaticMigLayout mig_layout;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -126,6 +130,8 @@ struct TaskRecord {
   std::string drain_path;
   uint64_t drain_step = 0;
   bool status_held = false;  // its end waits for the job's drains (not kept across restarts)
+  // The MIG instances it runs in: GPU index, start and memory slices of each.
+  std::vector<std::array<uint32_t, 3>> mig;
 };
 
 class Agent {
@@ -190,6 +196,17 @@ class Agent {
   // After a container task's podman process ended: the container is gone before its GPUs are
   // free; the message says what podman's exit codes mean.
   void ReleaseContainer(TaskRecord* r);
+  // MIG (agent_mig.cc): static layout at start, reshapes on a thread of their own, and the
+  // instances tasks run in.
+  void InitMig();
+  void HandleMigReshape(const pb::MigReshape& r);
+  void MigLoop(const std::atomic<bool>* stop);
+  pb::MigReshaped ApplyMigReshape(const pb::MigReshape& r);
+  Status RefuseBusyMig(const pb::MigReshape& r, const MigLayout& destroy);  // caller holds mig_mu_
+  // Checks the launch's MIG instances exist, claims them for the task and puts their MIG UUIDs
+  // in CUDA_VISIBLE_DEVICES.
+  Status ClaimMigInstances(const pb::Launch& l, TaskLaunch* launch, TaskRecord* r);
+  void ReleaseMigInstances(const std::string& task_id);
   void HandleStage(const pb::Stage& s);
   void StageLoop(const std::atomic<bool>* stop);
   void StageImage(const pb::Stage& s, const std::string& image, const std::atomic<bool>* stop);
@@ -246,6 +263,13 @@ class Agent {
   std::unique_ptr<data::Stager> stager_;
   mutable std::mutex data_mu_;  // data_token_
   std::string data_token_;
+
+  std::mutex mig_mu_;  // everything below until the next blank line
+  std::map<uint32_t, MigLayout> mig_layouts_;  // by MIG-mode GPU: its instances now
+  std::map<std::string, std::vector<std::array<uint32_t, 3>>> mig_claims_;  // by running task
+  std::map<uint32_t, MigLayout> mig_reshaping_;  // by GPU: instances a reshape in progress destroys
+  std::condition_variable mig_cv_;
+  std::deque<pb::MigReshape> mig_queue_;
 
   // Last: their threads call into the members above, so they must go first.
   std::unique_ptr<CheckpointDrainer> drainer_;

@@ -57,6 +57,7 @@ struct Flags {
   std::string cache_budget = "0";
   std::string data_address;
   std::string scratch_dir;
+  std::string mig_layout;  // --mig-layout "0:3g.40gb,3g.40gb;1:7g.80gb"
 };
 
 std::atomic<bool> g_stop{false};
@@ -206,6 +207,8 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
     HANGAR_ASSIGN_OR_RETURN(fake.memory_mib, ParseMemoryMiB(f.fake_memory));
   }
   fake.faults_file = f.faults;
+  fake.mig_state_file = opt.state_dir + "/fake-mig-layout.json";
+  HANGAR_ASSIGN_OR_RETURN(opt.mig_layout, ParseStaticMigLayout(f.mig_layout));
   if (!f.address.empty()) {
     opt.address = f.address;
   } else {
@@ -342,6 +345,10 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
                 "Node-local scratch (NVMe) for checkpoints: tasks write HANGAR_CHECKPOINT_DIR there and the agent "
                 "drains each one reported with `hangar checkpoint-done` to the controller's --checkpoint-root (shared "
                 "storage) in the background; default: none (tasks write to --checkpoint-root themselves)");
+  c->add_option("--mig-layout", f->mig_layout,
+                "MIG GPU instances to create at start on MIG GPUs that have none: GPU:PROFILE[@START],... per GPU, "
+                "';' between GPUs, GPU * for every other MIG GPU, e.g. \"0:3g.40gb,3g.40gb;1:7g.80gb\" or "
+                "\"*:1g.10gb@0,2g.20gb,4g.40gb\"");
   c->add_option("--containers", f->containers, "Run tasks that name an image: on (needs podman and runc) or off")
       ->capture_default_str();
   c->add_option("--podman", f->podman, "The podman program")->capture_default_str();
