@@ -143,6 +143,11 @@ Status CheckMigReshape(const MigLayout& layout, const MigLayout& destroy, const 
                                         " memory slices) to destroy; the GPU has " +
                                         DescribeMigLayout(layout));
     }
+    if (!d.profile().empty() && d.profile() != have->profile()) {
+      return Status::FailedPrecondition("the instance at slice " + std::to_string(d.start()) + " is " +
+                                        have->profile() + ", not " + d.profile() + "; the GPU has " +
+                                        DescribeMigLayout(layout));
+    }
     taken &= static_cast<uint8_t>(~MaskOf(*have));
   }
   for (const auto& c : create) {
