@@ -348,7 +348,7 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--mig-layout", f->mig_layout,
                 "MIG GPU instances to create at start on MIG GPUs that have none: GPU:PROFILE[@START],... per GPU, "
                 "';' between GPUs, GPU * for every other MIG GPU, e.g. \"0:3g.40gb,3g.40gb;1:7g.80gb\" or "
-                "\"*:1g.10gb@0,2g.20gb,4g.40gb\"");
+                "\"*:1g.10gb@6,2g.20gb,4g.40gb\"");
   c->add_option("--containers", f->containers, "Run tasks that name an image: on (needs podman and runc) or off")
       ->capture_default_str();
   c->add_option("--podman", f->podman, "The podman program")->capture_default_str();

@@ -49,7 +49,7 @@ struct StaticMigItem {
 using StaticMigLayout = std::map<int, std::vector<StaticMigItem>>;
 
 // Parses `--mig-layout`: "GPU:PROFILE[@START],...;GPU:..." with GPU an index or `*`, e.g.
-// "0:3g.40gb,3g.40gb;1:7g.80gb" or "*:1g.10gb@0,2g.20gb,4g.40gb". "" parses to no layout.
+// "0:3g.40gb,3g.40gb;1:7g.80gb" or "*:1g.10gb@6,2g.20gb,4g.40gb". "" parses to no layout.
 StatusOr<StaticMigLayout> ParseStaticMigLayout(const std::string& text);
 // The instances a static layout asks for on GPU `gpu` of `gpu_memory_mib` (empty when the layout
 // names neither it nor `*`), with their starts: pinned ones first, then the rest largest first

@@ -27,6 +27,12 @@ TEST(StaticMigLayout, ParsesAndPlacesLargestFirst) {
   EXPECT_EQ(DescribeMigLayout(*g0), "4g.40gb@0, 1g.10gb@6");
   EXPECT_EQ(DescribeMigLayout(*PlaceStaticMigLayout(*l, 1, 80 * 1024)), "7g.80gb@0");
   EXPECT_EQ(DescribeMigLayout(*PlaceStaticMigLayout(*l, 5, 80 * 1024)), "3g.40gb@0, 2g.20gb@4");
+  auto doc = ParseStaticMigLayout("0:3g.40gb,3g.40gb;1:7g.80gb;*:1g.10gb@6,2g.20gb,4g.40gb");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(DescribeMigLayout(*PlaceStaticMigLayout(*doc, 0, 80 * 1024)), "3g.40gb@0, 3g.40gb@4");
+  EXPECT_EQ(DescribeMigLayout(*PlaceStaticMigLayout(*doc, 2, 80 * 1024)), "4g.40gb@0, 2g.20gb@4, 1g.10gb@6");
+  EXPECT_EQ(PlaceStaticMigLayout(*ParseStaticMigLayout("2:1g.10gb@0,4g.40gb"), 2, 80 * 1024).status().message(),
+            "--mig-layout GPU 2: 4g.40gb does not fit beside 1g.10gb@0");
   EXPECT_TRUE(PlaceStaticMigLayout(*ParseStaticMigLayout("0:7g.80gb"), 1, 80 * 1024)->empty());
 }
 
