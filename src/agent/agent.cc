@@ -32,7 +32,7 @@ nlohmann::json ToJson(const TaskRecord& r) {
           {"image", r.image}, {"checkpoint_local", r.checkpoint_local}, {"checkpoint_store", r.checkpoint_store},
           {"gid", r.gid}, {"drain_pending", r.drain_pending}, {"drain_path", r.drain_path},
           {"drain_step", r.drain_step}, {"artifacts", r.artifacts}, {"mps", r.mps},
-          {"mps_memory_mib", r.mps_memory_mib}};
+          {"mps_memory_mib", r.mps_memory_mib}, {"mig", r.mig}};
 }
 
 TaskRecord FromJson(const nlohmann::json& j) {
@@ -62,6 +62,7 @@ TaskRecord FromJson(const nlohmann::json& j) {
   r.drain_step = j.value("drain_step", uint64_t{0});
   r.mps = j.value("mps", "");
   r.mps_memory_mib = j.value("mps_memory_mib", int64_t{0});
+  r.mig = j.value("mig", std::vector<std::array<uint32_t, 3>>{});
   return r;
 }
 
@@ -131,6 +132,7 @@ Status Agent::Init() {
     SaveRecords();
   }
   InitMps();
+  InitMig();
   InitContainers();
   HANGAR_RETURN_IF_ERROR(InitData());
   if (!options_.scratch_dir.empty()) {
@@ -243,7 +245,17 @@ pb::Register Agent::RegisterMessage() {
   pb::Inventory* inv = reg.mutable_inventory();
   inv->set_node(options_.node);
   inv->set_address(options_.address);
-  for (const auto& g : gpus_.gpus) *inv->add_gpus() = g;
+  {
+    std::lock_guard<std::mutex> l(mig_mu_);
+    for (const auto& g : gpus_.gpus) {
+      pb::GpuInfo* out = inv->add_gpus();
+      *out = g;
+      auto it = mig_layouts_.find(g.index());
+      if (it != mig_layouts_.end()) {
+        for (const auto& mi : it->second) *out->add_mig_layout() = mi;
+      }
+    }
+  }
   inv->set_milli_cpu(options_.milli_cpu);
   inv->set_memory_mib(options_.memory_mib);
   inv->set_driver_version(gpus_.driver_version);
@@ -293,6 +305,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
   std::thread reaper([this, stop] { ReaperLoop(stop); });
   std::thread heartbeat([this, stop] { HeartbeatLoop(stop); });
   std::thread stager([this, stop] { StageLoop(stop); });
+  std::thread mig([this, stop] { MigLoop(stop); });
   Duration backoff = 100;
   while (!*stop) {
     const Time started = clock_->Now();
@@ -312,6 +325,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
   heartbeat.join();
   stage_cv_.notify_all();
   stager.join();
+  mig.join();
   if (options_.stop_tasks_on_exit) StopTasksOnExit();
   if (mps_) mps_->StopUnused();  // those of tasks that outlive the agent stay, for them
   backend_->CancelValidation();
@@ -427,6 +441,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
       HandleValidate(m.validate());
       break;
     case pb::ControllerMessage::kStage: HandleStage(m.stage()); break;
+    case pb::ControllerMessage::kMigReshape: HandleMigReshape(m.mig_reshape()); break;
     default: break;
   }
 }
@@ -590,6 +605,7 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);
   ReleaseMps(r);
+  ReleaseMigInstances(r.task_id);
   spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id,
                r.exit_code, r.signal, r.stopped ? ", stopped" : "");
   return r;

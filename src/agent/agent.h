@@ -26,6 +26,7 @@
 // job cannot be requeued elsewhere before its checkpoint is in the store.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -47,6 +48,7 @@
 #include "agent/data/stager.h"
 #include "agent/gpu/gpu_backend.h"
 #include "agent/gpu/mps.h"
+#include "agent/gpu/mig_layout.h"
 #include "agent/runner/task_runner.h"
 #include "common/time.h"
 #include "proto/agent.grpc.pb.h"
@@ -99,6 +101,8 @@ struct AgentOptions {
   Duration drain_lock_timeout = 60 * kSecond;
   // Issue 22: fractional tasks under CUDA MPS (agent_mps.cc, docs/sharing.md); disabled: none.
   MpsOptions mps;
+  // MIG GPU instances to create at start on a MIG GPU that has none (--mig-layout).
+  StaticMigLayout mig_layout;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -132,6 +136,8 @@ struct TaskRecord {
   // A fractional task under MPS: its control daemon (MpsDaemon::key) and memory limit; else empty.
   std::string mps;
   int64_t mps_memory_mib = 0;
+  // The MIG instances it runs in: GPU index, start and memory slices of each.
+  std::vector<std::array<uint32_t, 3>> mig;
 };
 
 class Agent {
@@ -196,6 +202,17 @@ class Agent {
   // After a container task's podman process ended: the container is gone before its GPUs are
   // free; the message says what podman's exit codes mean.
   void ReleaseContainer(TaskRecord* r);
+  // MIG (agent_mig.cc): static layout at start, reshapes on a thread of their own, and the
+  // instances tasks run in.
+  void InitMig();
+  void HandleMigReshape(const pb::MigReshape& r);
+  void MigLoop(const std::atomic<bool>* stop);
+  pb::MigReshaped ApplyMigReshape(const pb::MigReshape& r);
+  Status RefuseBusyMig(const pb::MigReshape& r, const MigLayout& destroy);  // caller holds mig_mu_
+  // Checks the launch's MIG instances exist, claims them for the task and puts their MIG UUIDs
+  // in CUDA_VISIBLE_DEVICES.
+  Status ClaimMigInstances(const pb::Launch& l, TaskLaunch* launch, TaskRecord* r);
+  void ReleaseMigInstances(const std::string& task_id);
   void HandleStage(const pb::Stage& s);
   void StageLoop(const std::atomic<bool>* stop);
   void StageImage(const pb::Stage& s, const std::string& image, const std::atomic<bool>* stop);
@@ -262,6 +279,12 @@ class Agent {
   std::string data_token_;
 
   std::unique_ptr<MpsDaemons> mps_;  // null: MPS off
+  std::mutex mig_mu_;  // everything below until the next blank line
+  std::map<uint32_t, MigLayout> mig_layouts_;  // by MIG-mode GPU: its instances now
+  std::map<std::string, std::vector<std::array<uint32_t, 3>>> mig_claims_;  // by running task
+  std::map<uint32_t, MigLayout> mig_reshaping_;  // by GPU: instances a reshape in progress destroys
+  std::condition_variable mig_cv_;
+  std::deque<pb::MigReshape> mig_queue_;
 
   // Last: their threads call into the members above, so they must go first.
   std::unique_ptr<CheckpointDrainer> drainer_;

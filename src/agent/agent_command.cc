@@ -63,6 +63,7 @@ struct Flags {
   // Issue 22: fractional tasks under CUDA MPS.
   std::string mps = "auto";
   std::string mps_control;
+  std::string mig_layout;  // --mig-layout "0:3g.40gb,3g.40gb;1:7g.80gb"
 };
 
 std::atomic<bool> g_stop{false};
@@ -84,6 +85,13 @@ Status ApplyClusterFile(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt)
   fake.numa_nodes = numa;
   opt.milli_cpu = info.milli_cpu;
   opt.memory_mib = info.memory_mib;
+  // cluster.yaml's mig.fixed_layouts for this node: every MIG GPU gets them (docs/mig.md);
+  // --mig-layout, when given, wins.
+  if (auto fixed = file.mig_fixed_layouts.find(*n); fixed != file.mig_fixed_layouts.end() && f.mig_layout.empty()) {
+    std::string layout = "*:";
+    for (size_t i = 0; i < fixed->second.profiles.size(); ++i) layout += (i ? "," : "") + fixed->second.profiles[i];
+    HANGAR_ASSIGN_OR_RETURN(opt.mig_layout, ParseStaticMigLayout(layout));
+  }
   return Status::Ok();
 }
 
@@ -225,6 +233,10 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
     HANGAR_ASSIGN_OR_RETURN(fake.memory_mib, ParseMemoryMiB(f.fake_memory));
   }
   fake.faults_file = f.faults;
+  fake.mig_state_file = opt.state_dir + "/fake-mig-layout.json";
+  if (!f.mig_layout.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(opt.mig_layout, ParseStaticMigLayout(f.mig_layout));
+  }
   if (!f.address.empty()) {
     opt.address = f.address;
   } else {
@@ -378,6 +390,10 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
                 "Node-local scratch (NVMe) for checkpoints: tasks write HANGAR_CHECKPOINT_DIR there and the agent "
                 "drains each one reported with `hangar checkpoint-done` to the controller's --checkpoint-root (shared "
                 "storage) in the background; default: none (tasks write to --checkpoint-root themselves)");
+  c->add_option("--mig-layout", f->mig_layout,
+                "MIG GPU instances to create at start on MIG GPUs that have none: GPU:PROFILE[@START],... per GPU, "
+                "';' between GPUs, GPU * for every other MIG GPU, e.g. \"0:3g.40gb,3g.40gb;1:7g.80gb\" or "
+                "\"*:1g.10gb@6,2g.20gb,4g.40gb\"");
   c->add_option("--containers", f->containers, "Run tasks that name an image: on (needs podman and runc) or off")
       ->capture_default_str();
   c->add_option("--podman", f->podman, "The podman program")->capture_default_str();

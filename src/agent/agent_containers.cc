@@ -112,6 +112,8 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
     run.gpus.push_back({g, uuid});
     uuids += (uuids.empty() ? "" : ",") + uuid;
   }
+  // A MIG task sees its MIG devices (ClaimMigInstances put their UUIDs in the launch).
+  for (const auto& [k, v] : launch->env) if (k == "CUDA_VISIBLE_DEVICES" && l.mig_instances_size() > 0) uuids = v;
   if (!run.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
   run.workdir = l.workdir();
   for (const auto& m : c.mounts()) run.mounts.push_back({m.host(), m.path(), m.read_only()});

@@ -114,7 +114,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     ready = options_.scratch_dir.empty() ? PrepareCheckpointDir(l, *run_as)
                                          : PrepareScratchCheckpoint(l, *run_as, &launch, &r);
   }
-  if (ready.ok()) ready = CheckMigInstances(gpus_.gpus, l);
+  if (ready.ok()) ready = ClaimMigInstances(l, &launch, &r);
   if (ready.ok()) ready = PrepareArtifacts(l, dir, &launch, &r);
   if (ready.ok() && l.has_container()) ready = ToContainer(l, dir, &launch, &r);
   if (ready.ok() && !l.has_container() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
@@ -135,8 +135,9 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   if (pid.ok()) {
     r.pid = *pid;
     for (uint32_t g : r.gpus) backend_->SetBusy(g, dir + "/gpu_util");
-    spdlog::info("agent {}: started task {} (pid {}) on GPUs [{}]", options_.node, r.task_id, r.pid,
-                 l.env().count("CUDA_VISIBLE_DEVICES") ? l.env().at("CUDA_VISIBLE_DEVICES") : "");
+    std::string devices;
+    for (const auto& [k, v] : launch.env) if (k == "CUDA_VISIBLE_DEVICES") devices = v;
+    spdlog::info("agent {}: started task {} (pid {}) on GPUs [{}]", options_.node, r.task_id, r.pid, devices);
   } else {
     ReleaseMps(r);
     r.ended = true;
@@ -144,6 +145,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     r.exit_code = 127;
     r.message = pid.status().message();
     r.ended_at = clock_->Now();
+    ReleaseMigInstances(r.task_id);
     spdlog::warn("agent {}: task {} failed to start: {}", options_.node, r.task_id, r.message);
   }
   {

@@ -21,7 +21,12 @@
 // nvlinks_down, nvlink_errors (each counter of each link), thermal_violation_ns, nvlink_p2p
 // (true), mig_profiles (with mig 1: H100-80GB's answers, below; {"<index>": [id, slices,
 // instances, memory MB, [starts], size]} replaces them), and "fail":
-// {"nvmlDeviceGetTemperature": 3, "*": 15} (per function, "*" for all).
+// {"nvmlDeviceGetTemperature": 3, "*": 15} (per function, "*" for all), "fail_after":
+// {"nvmlGpuInstanceCreateComputeInstance": [1, 23]} (the first 1 call succeeds, later ones fail
+// with 23), mig_instances ([{"profile": 2, "start": 4}]: GPU instances, each with one compute
+// instance over all of it, there from the start; see nvml_double_mig.cc).
+//
+// Every call is logged in order (nvmlDoubleCallLog); the MIG calls with their arguments.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -34,47 +39,15 @@
 #include <string>
 #include <vector>
 
-#include "agent/gpu/nvml_types.h"
+#include "nvml_double_internal.h"
 
-#define NVML_EXPORT extern "C" __attribute__((visibility("default")))
-
-namespace {
-
-namespace nvml = hangar::agent::nvml;
-using nlohmann::json;
-
-struct Gpu {
-  json v;  // the GPU's fields, defaults filled in
-  std::map<std::string, int> fail;
-  unsigned long long registered = 0;  // event types registered on the event set
-};
-
-struct Event {
-  unsigned gpu;
-  unsigned long long type;
-  unsigned long long data;
-};
-
-struct Machine {
-  std::mutex mu;
-  bool configured = false;
-  int initialized = 0;
-  std::string driver = "570.86.15";
-  int cuda = 12080;
-  std::map<std::string, int> fail;
-  std::vector<Gpu> gpus;
-  std::vector<std::vector<int>> topology;
-  std::deque<Event> events;
-  std::map<std::string, int> calls;
-};
+namespace nvml_double {
 
 Machine& M() {
   static Machine m;
   return m;
 }
 
-constexpr uintptr_t kHandleBase = 0x10000;
-constexpr uintptr_t kHandleStep = 0x100;
 nvmlEventSet_t const kEventSet = reinterpret_cast<nvmlEventSet_t>(uintptr_t{0x20000});
 
 json DefaultGpu(size_t i, size_t n) {
@@ -145,6 +118,11 @@ void Apply(const json& doc) {
     m.gpus[i].v = DefaultGpu(i, n);
     if (gpus.is_array()) m.gpus[i].v.update(gpus[i]);
     m.gpus[i].fail = FailMap(m.gpus[i].v.value("fail", json::object()));
+    const json after = m.gpus[i].v.value("fail_after", json::object());
+    for (auto& [fn, rule] : after.items()) {
+      m.gpus[i].fail_after[fn] = {rule[0].get<int>(), rule[1].get<int>(), 0};
+    }
+    ApplyMig(m.gpus[i], i);
   }
   m.topology.assign(n, std::vector<int>(n, 0));
   for (size_t i = 0; i < n; ++i) {
@@ -179,10 +157,11 @@ void EnsureConfigured() {
 }
 
 // Counts the call and says whether the scripted machine fails it.
-nvmlReturn_t EnterSystem(const char* fn, bool needs_init = true) {
+nvmlReturn_t EnterSystem(const char* fn, bool needs_init) {
   Machine& m = M();
   EnsureConfigured();
   ++m.calls[fn];
+  m.log.push_back(fn);
   if (auto it = m.fail.find(fn); it != m.fail.end()) return it->second;
   if (needs_init && m.initialized == 0) return nvml::kErrorUninitialized;
   return nvml::kSuccess;
@@ -196,10 +175,21 @@ nvmlReturn_t EnterDevice(const char* fn, nvmlDevice_t d, Gpu** gpu) {
     return nvml::kErrorInvalidArgument;
   }
   *gpu = &M().gpus[i];
+  return GpuFails(*gpu, fn);
+}
+
+nvmlReturn_t GpuFails(Gpu* gpu, const char* fn) {
   for (const char* key : {fn, "*"}) {
-    if (auto it = (*gpu)->fail.find(key); it != (*gpu)->fail.end()) return it->second;
+    if (auto it = gpu->fail.find(key); it != gpu->fail.end()) return it->second;
+  }
+  if (auto it = gpu->fail_after.find(fn); it != gpu->fail_after.end()) {
+    if (++it->second.calls > it->second.after) return it->second.error;
   }
   return nvml::kSuccess;
+}
+
+void Annotate(const std::string& args) {
+  if (!M().log.empty()) M().log.back() += "(" + args + ")";
 }
 
 nvmlDevice_t Handle(size_t i) {
@@ -218,16 +208,6 @@ unsigned long long ULL(const Gpu* g, const char* field) {
   return g->v[field].get<unsigned long long>();
 }
 
-// Takes the lock, counts the call as `fn` and returns early when the machine fails it.
-#define SYSTEM_ENTER(fn)                     \
-  std::lock_guard<std::mutex> lock_(M().mu); \
-  if (nvmlReturn_t r_ = EnterSystem(fn)) return r_
-#define DEVICE_ENTER(fn, dev)                \
-  std::lock_guard<std::mutex> lock_(M().mu); \
-  Gpu* g = nullptr;                          \
-  if (nvmlReturn_t r_ = EnterDevice(fn, dev, &g)) return r_
-#define SYSTEM_CALL() SYSTEM_ENTER(__func__)
-#define DEVICE_CALL(dev) DEVICE_ENTER(__func__, dev)
 
 nvmlReturn_t Init(const char* fn) {
   std::lock_guard<std::mutex> lock(M().mu);
@@ -304,7 +284,9 @@ nvmlReturn_t RetiredPages(const char* fn, nvmlDevice_t dev, int cause, unsigned*
   return room ? nvml::kSuccess : nvml::kErrorInsufficientSize;
 }
 
-}  // namespace
+}  // namespace nvml_double
+
+using namespace nvml_double;
 
 // ---- control ----
 
@@ -322,6 +304,18 @@ NVML_EXPORT int nvmlDoublePushEvent(unsigned gpu, unsigned long long type,
   EnsureConfigured();
   M().events.push_back({gpu, type, data});
   return 0;
+}
+
+NVML_EXPORT const char* nvmlDoubleCallLog() {
+  std::lock_guard<std::mutex> lock(M().mu);
+  M().log_text.clear();
+  for (const std::string& line : M().log) M().log_text += line + "\n";
+  return M().log_text.c_str();
+}
+
+NVML_EXPORT void nvmlDoubleClearCallLog() {
+  std::lock_guard<std::mutex> lock(M().mu);
+  M().log.clear();
 }
 
 NVML_EXPORT int nvmlDoubleCalls(const char* name) {
@@ -433,6 +427,12 @@ NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t r) {
       return "Timeout";
     case nvml::kErrorGpuIsLost:
       return "GPU is lost";
+    case nvml::kErrorNotFound:
+      return "Not Found";
+    case nvml::kErrorInUse:
+      return "In use by another client";
+    case nvml::kErrorInsufficientResources:
+      return "Insufficient Resources";
     default:
       return "Unknown Error";
   }
@@ -446,6 +446,14 @@ NVML_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* out, unsigned len) {
 // ---- NVML: identity and topology ----
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* out, unsigned len) {
+  {
+    std::lock_guard<std::mutex> lock(M().mu);
+    std::string uuid;
+    if (MigDeviceUuid(d, &uuid)) {
+      if (nvmlReturn_t r = EnterSystem(__func__)) return r;
+      return CopyString(uuid, out, len);
+    }
+  }
   DEVICE_CALL(d);
   return CopyString(g->v["uuid"].get<std::string>(), out, len);
 }

@@ -14,4 +14,11 @@ typedef int (*nvmlDoublePushEvent_fn)(unsigned gpu, unsigned long long type,
 // How many times the NVML function `name` was called since the library was loaded.
 typedef int (*nvmlDoubleCalls_fn)(const char* name);
 
+// Every NVML call since the library was loaded or the log last cleared, one per line, in order:
+// the function's name, and for the MIG calls its arguments, e.g.
+// "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=9, start=4, size=4)". The text
+// stays valid until the next call of this function.
+typedef const char* (*nvmlDoubleCallLog_fn)();
+typedef void (*nvmlDoubleClearCallLog_fn)();
+
 }  // extern "C"

@@ -7,7 +7,10 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "agent/gpu/fault_script.h"
+#include "agent/gpu/mig_layout.h"
 #include "agent/gpu/mig_profiles.h"
 #include "agent/gpu/nvml_types.h"
 
@@ -17,6 +20,21 @@ namespace {
 constexpr char kDriver[] = "fake-570.00";
 constexpr char kCuda[] = "13.0";
 constexpr uint64_t kXidFallenOffBus = 79;
+
+// A MIG device UUID that is the same whenever the same instance is created on the same GPU.
+std::string FakeMigUuid(const std::string& node, int gpu, const pb::MigGpuInstance& mi) {
+  const std::string key = node + "/" + std::to_string(gpu) + "/" + std::to_string(mi.start()) + "/" + mi.profile();
+  auto fnv = [&](uint64_t h) {
+    for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+    return h;
+  };
+  const uint64_t a = fnv(14695981039346656037ull), b = fnv(a ^ 0x9e3779b97f4a7c15ull);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "MIG-%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>(a >> 16 & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffull));
+  return buf;
+}
 
 // A fault placed on the timeline: active over [start, end).
 struct ScheduledFault {
@@ -33,7 +51,10 @@ class FakeBackend final : public GpuBackend {
         node_(std::move(node)),
         clock_(clock),
         last_sample_(clock->Now()),
-        energy_mj_(static_cast<size_t>(o_.count), 0) {}
+        energy_mj_(static_cast<size_t>(o_.count), 0),
+        mig_(static_cast<size_t>(o_.count)) {
+    LoadMigState();
+  }
 
   std::string name() const override { return "fake"; }
 
@@ -55,6 +76,14 @@ class FakeBackend final : public GpuBackend {
       faults_.push_back(s);
     }
   }
+
+  StatusOr<std::vector<pb::MigGpuInstance>> MigLayout(uint32_t gpu) override {
+    std::lock_guard<std::mutex> l(mu_);
+    HANGAR_RETURN_IF_ERROR(CheckMigGpu(gpu));
+    return mig_[gpu];
+  }
+  MigReshapeResult ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
+                              const std::vector<pb::MigGpuInstance>& create) override;
 
   void SetBusy(uint32_t gpu, const std::string& util_file) override {
     std::lock_guard<std::mutex> l(mu_);
@@ -81,6 +110,10 @@ class FakeBackend final : public GpuBackend {
   bool Lost(int i, Time now) const;                              // REQUIRES(mu_)
   double SlowFactor(int i, Time now) const;                      // REQUIRES(mu_)
   void FireEvents(const ScheduledFault& s, std::vector<pb::GpuEvent>& out) const;
+  Status CheckMigGpu(uint32_t gpu) const;
+  Status CreateMig(uint32_t gpu, pb::MigGpuInstance mi);  // REQUIRES(mu_)
+  void LoadMigState();
+  void SaveMigState() const;  // REQUIRES(mu_)
 
   const FakeGpuOptions o_;
   const std::string node_;
@@ -90,7 +123,92 @@ class FakeBackend final : public GpuBackend {
   std::vector<ScheduledFault> faults_;
   Time last_sample_;
   std::vector<uint64_t> energy_mj_;
+  std::vector<std::vector<pb::MigGpuInstance>> mig_;  // by GPU: its instances
 };
+
+Status FakeBackend::CheckMigGpu(uint32_t gpu) const {
+  if (gpu >= static_cast<uint32_t>(o_.count)) {
+    return Status::NotFound("GPU " + std::to_string(gpu) + " is not on this node (it has " +
+                            std::to_string(o_.count) + ")");
+  }
+  if (!o_.mig) return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " is not in MIG mode");
+  return Status::Ok();
+}
+
+Status FakeBackend::CreateMig(uint32_t gpu, pb::MigGpuInstance mi) {
+  mi.set_uuid("");
+  HANGAR_RETURN_IF_ERROR(CompleteMigInstance(o_.memory_mib, &mi));
+  std::vector<pb::MigGpuInstance>& layout = mig_[gpu];
+  HANGAR_RETURN_IF_ERROR(CheckMigReshape(layout, {}, {mi}));
+  mi.set_uuid(FakeMigUuid(node_, static_cast<int>(gpu), mi));
+  layout.push_back(std::move(mi));
+  std::sort(layout.begin(), layout.end(), [](const auto& a, const auto& b) { return a.start() < b.start(); });
+  return Status::Ok();
+}
+
+MigReshapeResult FakeBackend::ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
+                                         const std::vector<pb::MigGpuInstance>& create) {
+  std::lock_guard<std::mutex> l(mu_);
+  MigReshapeResult out;
+  out.status = CheckMigGpu(gpu);
+  if (!out.status.ok()) return out;
+  std::vector<pb::MigGpuInstance>& layout = mig_[gpu];
+  const std::string where = "GPU " + std::to_string(gpu) + ": ";
+  for (const auto& d : destroy) {
+    auto it = std::find_if(layout.begin(), layout.end(), [&](const pb::MigGpuInstance& mi) {
+      return mi.start() == d.start() && mi.memory_slices() == d.memory_slices();
+    });
+    if (it == layout.end()) {
+      out.status = Status::FailedPrecondition(where + "destroy " + d.profile() + " at slice " +
+                                              std::to_string(d.start()) + ": no such instance");
+      break;
+    }
+    layout.erase(it);
+  }
+  for (size_t i = 0; out.status.ok() && i < create.size(); ++i) {
+    Status s = CreateMig(gpu, create[i]);
+    if (!s.ok()) out.status = Status::FailedPrecondition(where + "create " + create[i].profile() + " at slice " +
+                                                         std::to_string(create[i].start()) + ": " + s.message());
+  }
+  SaveMigState();
+  out.layout = layout;
+  return out;
+}
+
+void FakeBackend::LoadMigState() {
+  if (o_.mig_state_file.empty() || !o_.mig) return;
+  std::ifstream in(o_.mig_state_file);
+  if (!in) return;
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object()) {
+    spdlog::warn("fake GPUs: {} is not a JSON object; the MIG GPUs start with no instances", o_.mig_state_file);
+    return;
+  }
+  for (auto& [gpu, list] : j.items()) {
+    const uint32_t g = static_cast<uint32_t>(std::atoi(gpu.c_str()));
+    if (g >= mig_.size() || !list.is_array()) continue;
+    for (const auto& e : list) {
+      pb::MigGpuInstance mi;
+      mi.set_profile(e.value("profile", ""));
+      mi.set_start(e.value("start", 0u));
+      Status s = CreateMig(g, mi);
+      if (!s.ok()) spdlog::warn("fake GPUs: {}: GPU {}: {}; left out", o_.mig_state_file, g, s.message());
+    }
+  }
+}
+
+void FakeBackend::SaveMigState() const {
+  if (o_.mig_state_file.empty()) return;
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t g = 0; g < mig_.size(); ++g) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& mi : mig_[g]) list.push_back({{"profile", mi.profile()}, {"start", mi.start()}});
+    j[std::to_string(g)] = list;
+  }
+  const std::string tmp = o_.mig_state_file + ".tmp";
+  std::ofstream(tmp) << j.dump() << "\n";
+  std::rename(tmp.c_str(), o_.mig_state_file.c_str());
+}
 
 StatusOr<GpuSystemInfo> FakeBackend::Discover() {
   GpuSystemInfo info;
@@ -111,6 +229,10 @@ StatusOr<GpuSystemInfo> FakeBackend::Discover() {
     g.set_mig(o_.mig);
     g.set_mig_mode(o_.mig ? "enabled" : "disabled");
     if (o_.mig) AddTableMigProfiles(&g);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (const auto& mi : mig_[static_cast<size_t>(i)]) *g.add_mig_layout() = mi;
+    }
     // An HGX board: every GPU reaches every other over NVSwitch.
     for (int j = 0; j < o_.count; ++j) {
       if (j != i) g.add_nvlink_peers(static_cast<uint32_t>(j));

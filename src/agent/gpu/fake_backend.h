@@ -12,6 +12,7 @@
 //   nvlink_down      nvlink_down = 1
 //   fall_off_bus     the GPU reports lost = true (and nothing else) and sends Xid 79
 //   slow             Validate() reports the GPU's figures times `factor`
+// MIG-mode GPUs keep a layout of GPU instances that ReshapeMig changes (see FakeGpuOptions).
 // Telemetry is a function of the faults and the time, so a ManualClock makes it exact.
 #pragma once
 
@@ -29,6 +30,10 @@ struct FakeGpuOptions {
   int64_t memory_mib = 80 * 1024;
   int numa_nodes = 2;
   bool mig = false;  // MIG mode: the GPUs offer the geometry table's profiles for their memory
+  // MIG GPU instances live in memory (geometry as the driver enforces it, MIG UUIDs derived from
+  // node, GPU, start and profile) and, with a state file, survive the agent's restarts as real
+  // ones do. A MIG GPU starts with no instances (the agent creates a static layout, if given).
+  std::string mig_state_file;
   std::string faults_file;  // fault script, `at` counted from the backend's creation
 };
 

@@ -18,6 +18,13 @@ namespace hangar::agent {
 
 namespace pb = ::hangar::agent::v1;
 
+// How a MIG reshape went: OK, or the first step that failed (the NVML call and its error); and
+// the GPU's layout as read back afterwards, either way (best effort after a failure).
+struct MigReshapeResult {
+  Status status;
+  std::vector<pb::MigGpuInstance> layout;
+};
+
 struct GpuSystemInfo {
   std::string driver_version;
   std::string cuda_version;
@@ -43,6 +50,21 @@ class GpuBackend {
   // Makes a Validate() running on another thread, and any later one, return soon (Aborted): the
   // agent calls it when it shuts down.
   virtual void CancelValidation() {}
+  // MIG (issue 22). Discover() fills GpuInfo::mig_layout of every MIG-mode GPU. MigLayout reads
+  // one GPU's instances now; ReshapeMig destroys `destroy` (each one's compute instances, then
+  // the GPU instance) and then creates `create` (a GPU instance at that placement and one compute
+  // instance over all of it), in order, stopping at the first failure, and reads the layout back.
+  // The instances are complete (mig_layout.h CompleteMigInstance); the caller has checked that
+  // the plan fits and that no task runs in what it destroys. May block for seconds: never call it
+  // on the heartbeat or stream thread.
+  virtual StatusOr<std::vector<pb::MigGpuInstance>> MigLayout(uint32_t /*gpu*/) {
+    return Status::FailedPrecondition("the " + name() + " GPU backend has no MIG instances");
+  }
+  virtual MigReshapeResult ReshapeMig(uint32_t /*gpu*/,
+                                      const std::vector<pb::MigGpuInstance>& /*destroy*/,
+                                      const std::vector<pb::MigGpuInstance>& /*create*/) {
+    return {Status::FailedPrecondition("the " + name() + " GPU backend cannot re-cut MIG GPUs"), {}};
+  }
   // Schedules the faults of a fault script (fault_script.h), `at` counted from `now`. Only the
   // fake backend can break on cue; the others answer FailedPrecondition.
   virtual Status InjectFaultFile(const std::string& /*path*/, Time /*now*/) {

@@ -12,6 +12,7 @@
 #include "agent/gpu/kernel_log_xid.h"
 #include "agent/gpu/mig_profiles.h"
 #include "agent/gpu/nvml_library.h"
+#include "agent/gpu/nvml_mig.h"
 #include "agent/gpu/pci_address.h"
 #include "agent/gpu/validate_program.h"
 
@@ -65,7 +66,7 @@ struct RecentXid {
 class NvmlBackend final : public GpuBackend {
  public:
   NvmlBackend(NvmlOptions o, std::unique_ptr<NvmlLibrary> lib)
-      : o_(std::move(o)), lib_(std::move(lib)) {}
+      : o_(std::move(o)), lib_(std::move(lib)), mig_(*lib_) {}
   ~NvmlBackend() override {
     if (events_ && f().event_set_free) f().event_set_free(events_);
     if (initialized_ && f().shutdown) f().shutdown();
@@ -78,6 +79,9 @@ class NvmlBackend final : public GpuBackend {
   std::vector<pb::GpuEvent> PollEvents(Time now) override;
   StatusOr<std::string> Validate() override;
   void CancelValidation() override { cancel_validation_ = true; }
+  StatusOr<std::vector<pb::MigGpuInstance>> MigLayout(uint32_t gpu) override;
+  MigReshapeResult ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
+                              const std::vector<pb::MigGpuInstance>& create) override;
 
  private:
   const NvmlFunctions& f() const { return lib_->fn(); }
@@ -103,7 +107,28 @@ class NvmlBackend final : public GpuBackend {
   nvmlEventSet_t events_ = nullptr;
   std::unique_ptr<KernelLogXidReader> kernel_log_;
   std::deque<RecentXid> recent_xids_;
+  // MIG instance calls, apart from mu_ (a reshape takes seconds; telemetry goes on meanwhile).
+  std::mutex mig_mu_;
+  NvmlMig mig_;
+  std::vector<int64_t> mig_memory_mib_;  // by GPU: its memory, for profile names; 0: not MIG
 };
+
+StatusOr<std::vector<pb::MigGpuInstance>> NvmlBackend::MigLayout(uint32_t gpu) {
+  std::lock_guard<std::mutex> l(mig_mu_);
+  if (gpu >= mig_memory_mib_.size() || !mig_memory_mib_[gpu] || !gpus_[gpu].handle) {
+    return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " is not a MIG-mode GPU of this node");
+  }
+  return mig_.Read(gpus_[gpu].handle, gpu, mig_memory_mib_[gpu]);
+}
+
+MigReshapeResult NvmlBackend::ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
+                                         const std::vector<pb::MigGpuInstance>& create) {
+  std::lock_guard<std::mutex> l(mig_mu_);
+  if (gpu >= mig_memory_mib_.size() || !mig_memory_mib_[gpu] || !gpus_[gpu].handle) {
+    return {Status::FailedPrecondition("GPU " + std::to_string(gpu) + " is not a MIG-mode GPU of this node"), {}};
+  }
+  return mig_.Reshape(gpus_[gpu].handle, gpu, mig_memory_mib_[gpu], destroy, create);
+}
 
 Status NvmlBackend::Start() {
   const nvmlReturn_t r = f().init();
@@ -221,6 +246,17 @@ pb::GpuInfo NvmlBackend::Identify(uint32_t index) {
     g.set_mig_mode(current == nvml::kFeatureEnabled ? "enabled" : "disabled");
   }
   if (g.mig()) ReadMigProfiles(q, &g);
+  if (g.mig() && !q.lost()) {
+    std::lock_guard<std::mutex> l(mig_mu_);
+    mig_memory_mib_.resize(gpus_.size(), 0);
+    mig_memory_mib_[index] = static_cast<int64_t>(g.memory_mib());
+    auto layout = mig_.Read(gpu.handle, index, mig_memory_mib_[index]);
+    if (layout.ok()) {
+      for (auto& mi : *layout) *g.add_mig_layout() = std::move(mi);
+    } else {
+      spdlog::warn("nvml: {}", layout.status().message());
+    }
+  }
   for (unsigned link = 0; link < nvml::kNvLinkMaxLinks && f().device_get_nvlink_state; ++link) {
     int state = 0;
     if (q.Ok(f().device_get_nvlink_state, link, &state)) gpu.nvlinks.push_back(link);

@@ -71,6 +71,22 @@ Status NvmlLibrary::Bind() {
   // v1 took a placements array in another form (driver < 470); only v2 is read.
   BindFirst(h, fn_.device_get_gpu_instance_possible_placements,
             {"nvmlDeviceGetGpuInstancePossiblePlacements_v2"});
+  BindFirst(h, fn_.device_get_gpu_instances, {"nvmlDeviceGetGpuInstances"});
+  BindFirst(h, fn_.gpu_instance_get_info, {"nvmlGpuInstanceGetInfo"});
+  BindFirst(h, fn_.gpu_instance_get_compute_instance_profile_info,
+            {"nvmlGpuInstanceGetComputeInstanceProfileInfo"});
+  BindFirst(h, fn_.gpu_instance_get_compute_instances, {"nvmlGpuInstanceGetComputeInstances"});
+  BindFirst(h, fn_.compute_instance_get_info,
+            {"nvmlComputeInstanceGetInfo_v2", "nvmlComputeInstanceGetInfo"});
+  BindFirst(h, fn_.device_create_gpu_instance_with_placement,
+            {"nvmlDeviceCreateGpuInstanceWithPlacement"});
+  BindFirst(h, fn_.gpu_instance_create_compute_instance, {"nvmlGpuInstanceCreateComputeInstance"});
+  BindFirst(h, fn_.compute_instance_destroy, {"nvmlComputeInstanceDestroy"});
+  BindFirst(h, fn_.gpu_instance_destroy, {"nvmlGpuInstanceDestroy"});
+  BindFirst(h, fn_.device_get_max_mig_device_count, {"nvmlDeviceGetMaxMigDeviceCount"});
+  BindFirst(h, fn_.device_get_mig_device_handle_by_index, {"nvmlDeviceGetMigDeviceHandleByIndex"});
+  BindFirst(h, fn_.device_get_gpu_instance_id, {"nvmlDeviceGetGpuInstanceId"});
+  BindFirst(h, fn_.device_get_compute_instance_id, {"nvmlDeviceGetComputeInstanceId"});
   BindFirst(h, fn_.device_get_topology_common_ancestor, {"nvmlDeviceGetTopologyCommonAncestor"});
   BindFirst(h, fn_.device_get_p2p_status, {"nvmlDeviceGetP2PStatus"});
   BindFirst(h, fn_.device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"});

@@ -37,6 +37,28 @@ struct NvmlFunctions {
   nvmlReturn_t (*device_get_gpu_instance_possible_placements)(nvmlDevice_t, unsigned,
                                                               nvmlGpuInstancePlacement_t*,
                                                               unsigned*) = nullptr;
+  // MIG instances (issue 22): read, created with a placement, destroyed; and MIG devices.
+  nvmlReturn_t (*device_get_gpu_instances)(nvmlDevice_t, unsigned, nvmlGpuInstance_t*,
+                                           unsigned*) = nullptr;
+  nvmlReturn_t (*gpu_instance_get_info)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*) = nullptr;
+  nvmlReturn_t (*gpu_instance_get_compute_instance_profile_info)(
+      nvmlGpuInstance_t, unsigned, unsigned, nvmlComputeInstanceProfileInfo_t*) = nullptr;
+  nvmlReturn_t (*gpu_instance_get_compute_instances)(nvmlGpuInstance_t, unsigned,
+                                                     nvmlComputeInstance_t*, unsigned*) = nullptr;
+  nvmlReturn_t (*compute_instance_get_info)(nvmlComputeInstance_t,
+                                            nvmlComputeInstanceInfo_t*) = nullptr;
+  nvmlReturn_t (*device_create_gpu_instance_with_placement)(nvmlDevice_t, unsigned,
+                                                            const nvmlGpuInstancePlacement_t*,
+                                                            nvmlGpuInstance_t*) = nullptr;
+  nvmlReturn_t (*gpu_instance_create_compute_instance)(nvmlGpuInstance_t, unsigned,
+                                                       nvmlComputeInstance_t*) = nullptr;
+  nvmlReturn_t (*compute_instance_destroy)(nvmlComputeInstance_t) = nullptr;
+  nvmlReturn_t (*gpu_instance_destroy)(nvmlGpuInstance_t) = nullptr;
+  nvmlReturn_t (*device_get_max_mig_device_count)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*device_get_mig_device_handle_by_index)(nvmlDevice_t, unsigned,
+                                                        nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*device_get_gpu_instance_id)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*device_get_compute_instance_id)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*device_get_topology_common_ancestor)(nvmlDevice_t, nvmlDevice_t, int*) = nullptr;
   nvmlReturn_t (*device_get_p2p_status)(nvmlDevice_t, nvmlDevice_t, int, int*) = nullptr;
   // Optional: telemetry.

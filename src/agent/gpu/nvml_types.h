@@ -70,6 +70,40 @@ typedef struct {
   unsigned long long memorySizeMB;
 } nvmlGpuInstanceProfileInfo_t;
 
+// MIG GPU and compute instances (opaque handles).
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
+
+// nvmlGpuInstanceGetInfo.
+typedef struct {
+  nvmlDevice_t device;  // the parent GPU
+  unsigned int id;      // unique on the GPU
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+// nvmlGpuInstanceGetComputeInstanceProfileInfo (the unversioned struct).
+typedef struct {
+  unsigned int id;  // what nvmlGpuInstanceCreateComputeInstance takes
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+// nvmlComputeInstanceGetInfo_v2 fills all of it; the v1 call the first four fields.
+typedef struct {
+  nvmlDevice_t device;
+  nvmlGpuInstance_t gpuInstance;
+  unsigned int id;  // unique in its GPU instance
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;  // nvmlComputeInstancePlacement_t: compute slices
+} nvmlComputeInstanceInfo_t;
+
 }  // extern "C"
 
 namespace hangar::agent::nvml {
@@ -88,6 +122,8 @@ inline constexpr nvmlReturn_t kErrorFunctionNotFound = 13;
 inline constexpr nvmlReturn_t kErrorGpuIsLost = 15;
 inline constexpr nvmlReturn_t kErrorResetRequired = 16;
 inline constexpr nvmlReturn_t kErrorLibRmVersionMismatch = 18;
+inline constexpr nvmlReturn_t kErrorInUse = 19;
+inline constexpr nvmlReturn_t kErrorInsufficientResources = 23;
 inline constexpr nvmlReturn_t kErrorUnknown = 999;
 
 // NVML_GPU_INSTANCE_PROFILE_*: the index nvmlDeviceGetGpuInstanceProfileInfo takes.
@@ -98,6 +134,17 @@ inline constexpr unsigned kGpuInstanceProfile4Slice = 3;
 inline constexpr unsigned kGpuInstanceProfile7Slice = 4;
 inline constexpr unsigned kGpuInstanceProfile1SliceRev2 = 9;  // one compute slice, double memory
 inline constexpr unsigned kMigMaxPlacements = 8;  // one per memory slice at most
+inline constexpr unsigned kMigMaxInstances = 8;   // GPU or compute instances of one profile
+
+// NVML_COMPUTE_INSTANCE_PROFILE_*: 1, 2, 3, 4, 7, 8, 6 slices, then 1 slice (rev 1); and the
+// engine profile NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED.
+inline constexpr unsigned kComputeInstanceProfile1Slice = 0;
+inline constexpr unsigned kComputeInstanceProfile2Slice = 1;
+inline constexpr unsigned kComputeInstanceProfile3Slice = 2;
+inline constexpr unsigned kComputeInstanceProfile4Slice = 3;
+inline constexpr unsigned kComputeInstanceProfile7Slice = 4;
+inline constexpr unsigned kComputeInstanceProfileCount = 8;
+inline constexpr unsigned kComputeInstanceEngineProfileShared = 0;
 
 // Buffer sizes NVML documents as large enough.
 inline constexpr unsigned kUuidBufferSize = 80;
