@@ -95,6 +95,10 @@ ts("Scheduling cycle", [
 ts("Heartbeats", [("hangar_heartbeat_lag_seconds", "lag (p90)", "A"),
                   ("rate(hangar_agent_heartbeats_total[$__rate_interval])", "received per second", "B")],
    desc="hangar_heartbeat_lag_seconds (how late heartbeats arrive) and hangar_agent_heartbeats_total.")
+ts("MIG reshapes", [("sum by (result) (rate(hangar_mig_reshapes_total[$__rate_interval]))", "{{result}}", "A"),
+                    ("hangar_mig_reshapes_in_flight", "in flight", "B"),
+                    ("rate(hangar_mig_reshape_seconds_total[$__rate_interval]) / clamp_min(sum(rate(hangar_mig_reshapes_total[$__rate_interval])), 1e-9)", "mean seconds", "C")],
+   desc="MIG GPUs re-cut for the queue (hangar_mig_reshapes_total by result, hangar_mig_reshapes_in_flight) and their mean time, sent to answered (hangar_mig_reshape_seconds_total); docs/mig.md.")
 ts("Agent messages refused", [("sum by (reason) (rate(hangar_agent_messages_refused_total[$__rate_interval]))", "{{reason}}")],
    unit="ops", desc="Forged or out-of-place agent messages (hangar_agent_messages_refused_total), by reason.")
 ts("REST connections", [("hangar_http_connections_open", "open", "A"),

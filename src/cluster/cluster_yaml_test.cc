@@ -88,7 +88,7 @@ TEST(ClusterYamlTest, ErrorsPointAtTheLine) {
 }
 
 TEST(ClusterYamlTest, ShippedExamplesLoad) {
-  for (const char* name : {"lab-4.yaml", "fabric-32x8.yaml", "fat-tree-1024.yaml", "dev-4x8.yaml"}) {
+  for (const char* name : {"lab-4.yaml", "fabric-32x8.yaml", "fat-tree-1024.yaml", "dev-4x8.yaml", "mig-2.yaml"}) {
     auto f = LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/" + name);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().ToString();
   }

@@ -170,6 +170,11 @@ TEST(JobSpecTest, ShippedExamplesParse) {
     auto r = LoadJobFile(std::string(HANGAR_SOURCE_DIR) + "/examples/jobs/" + name);
     EXPECT_TRUE(r.ok()) << name << ": " << r.status().ToString();
   }
+  for (const char* name : {"inference-1g.yaml", "train-3g.yaml", "eval-7g.yaml"}) {
+    auto r = LoadJobFile(std::string(HANGAR_SOURCE_DIR) + "/examples/mig/" + name);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status().ToString();
+    EXPECT_EQ(r->tasks[0].gpu.kind, GpuKind::kMig) << name;
+  }
 }
 
 TEST(SignalTest, Names) {
