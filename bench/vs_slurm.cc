@@ -16,7 +16,13 @@
 //                       job has ended, per job
 // and the ratios Hangar / Slurm (for latency and CPU: Slurm / Hangar, so > 1 means Hangar wins).
 //
-//   vs_slurm [--singles 2000] [--gangs 2000] [--clients 4] [--sleep 1] [--only hangar|slurm] [--json]
+// `--stream htc` is the high-throughput stream Slurm's own HTC guide is about instead: --jobs
+// (10,000) single-GPU jobs of `true` (after the start is recorded), submitted as fast as each system
+// takes them. Besides jobs_started_per_s it prints jobs_finished_per_s: jobs / (the moment the
+// system first reports none unfinished - first submission), polled every 250 ms.
+//
+//   vs_slurm [--stream mixed|htc] [--singles 2000] [--gangs 2000] [--jobs 10000] [--clients 4]
+//            [--sleep 1] [--only hangar|slurm] [--json]
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -55,8 +61,9 @@ constexpr int kNodes = 64, kGpusPerNode = 8, kLeaves = 4;
 const std::string kSlurmScripts = std::string(HANGAR_SOURCE_DIR) + "/bench/peers/slurm";
 
 struct Options {
-  int singles = 2000, gangs = 2000, clients = 4;
-  std::string sleep = "1";
+  int singles = 2000, gangs = 2000, clients = 4, jobs = 10000;
+  std::string stream = "mixed";
+  std::string sleep = "1";  // "": the task runs `true` (the htc stream)
   std::string only;
   bool json = false;
 };
@@ -71,6 +78,9 @@ int64_t WallNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+// What a task runs once its start is recorded: `sleep N`, or `true` for the htc stream.
+std::string Tail(const std::string& sleep) { return sleep.empty() ? "true" : "sleep " + sleep; }
 
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -241,7 +251,7 @@ class HangarSubmitter : public Submitter {
   std::optional<uint64_t> Submit(const Shape& shape, const std::string& started_dir) override {
     const std::string spec = "name: " + shape.name + "\ntasks:\n  - replicas: " + std::to_string(shape.tasks) +
                              "\n    gpus: " + std::to_string(shape.gpus) + "\n    command: \"date +%s%N > " +
-                             started_dir + "/$HANGAR_JOB_ID.$HANGAR_TASK_INDEX; sleep " + sleep_ + "\"\n";
+                             started_dir + "/$HANGAR_JOB_ID.$HANGAR_TASK_INDEX; " + Tail(sleep_) + "\"\n";
     auto r = client_.Post("/v1/jobs", spec, "application/yaml");
     if (!r || r->status != 201) return std::nullopt;
     return json::parse(r->body)["id"].get<uint64_t>();
@@ -352,13 +362,13 @@ class SlurmSubmitter : public Submitter {
                                      "--output=/dev/null", "--chdir=" + started_dir};
     if (shape.tasks == 1) {
       args.insert(args.end(), {"--ntasks=1", "--gres=gpu:" + std::to_string(shape.gpus),
-                               "--wrap=" + record + "/$SLURM_JOB_ID.0; sleep " + sleep_});
+                               "--wrap=" + record + "/$SLURM_JOB_ID.0; " + Tail(sleep_)});
     } else {
       // The batch script runs on the first node; srun starts one process on each node.
       args.insert(args.end(), {"--nodes=" + std::to_string(shape.tasks), "--gres=gpu:" + std::to_string(shape.gpus),
                                "--exclusive",
                                "--wrap=srun --nodes=" + std::to_string(shape.tasks) + " --ntasks-per-node=1 sh -c '" +
-                                   record + "/$SLURM_JOB_ID.$SLURM_PROCID; sleep " + sleep_ + "'"});
+                                   record + "/$SLURM_JOB_ID.$SLURM_PROCID; " + Tail(sleep_) + "'"});
     }
     std::string out;
     if (RunProcess(args, &out) != 0 || out.empty()) return std::nullopt;
@@ -423,6 +433,7 @@ struct Phase {
   std::string name;
   int jobs = 0, failed = 0, started = 0;
   double window_s = 0, submit_s = 0, wall_s = 0, cpu_s = 0, machine_busy_pct = 0;
+  double finish_window_s = 0;  // first submission until the system first said none was unfinished
   CpuSample used;  // over the phase: first submission until every job has ended
   std::vector<double> latency_ms, submit_ms;  // submit-to-start; submission round trips
   json ToJson() const {
@@ -430,6 +441,7 @@ struct Phase {
             {"refused", failed},
             {"started", started},
             {"jobs_started_per_s", window_s > 0 ? started / window_s : 0},
+            {"jobs_finished_per_s", finish_window_s > 0 ? started / finish_window_s : 0},
             {"submitted_per_s", submit_s > 0 ? (jobs - failed) / submit_s : 0},
             {"start_p50_ms", Pct(latency_ms, 0.5)},
             {"start_p99_ms", Pct(latency_ms, 0.99)},
@@ -500,7 +512,10 @@ Phase RunPhase(System& sys, const Shape& shape, int clients, const std::string& 
     std::fprintf(stderr, "%s: only %d of %d %s tasks started within %.0f s\n", sys.name().c_str(),
                  CountStartFiles(started_dir), want, shape.name.c_str(), patience);
   }
-  WaitFor([&] { return sys.Unfinished() == 0; }, 120, 250);
+  const int64_t first_sent_wall = sent.empty() ? WallNanos() : std::min_element(sent.begin(), sent.end(), [](const auto& a, const auto& b) {
+                                                                 return a.second < b.second;
+                                                               })->second;
+  if (WaitFor([&] { return sys.Unfinished() == 0; }, 120, 250)) p.finish_window_s = (WallNanos() - first_sent_wall) / 1e9;
   p.used = SampleCpu(sys.controller_pid(), nodes) - cpu0;
   p.wall_s = (hangar::MonotonicNanos() - t0) / 1e9;
   p.cpu_s = p.used.controller;
@@ -530,6 +545,7 @@ json Totals(const std::vector<Phase>& phases) {
     all.failed += p.failed;
     all.started += p.started;
     all.window_s += p.window_s;
+    all.finish_window_s += p.finish_window_s;
     all.submit_s += p.submit_s;
     all.cpu_s += p.cpu_s;
     all.wall_s += p.wall_s;
@@ -565,8 +581,9 @@ std::vector<pid_t> ProcessesUnder(const std::string& dir) {
 }
 
 void PrintFigures(FILE* info, const std::string& who, const json& j) {
-  std::fprintf(info, "%-15s %5d jobs: %6.1f started/s, submit-to-start p50 %6.0f ms, p99 %6.0f ms, controller %.2f ms CPU/job (%d started, %d refused; submitted at %.0f/s)\n",
-               who.c_str(), j["jobs"].get<int>(), j["jobs_started_per_s"].get<double>(), j["start_p50_ms"].get<double>(),
+  std::fprintf(info, "%-15s %5d jobs: %6.1f started/s, %6.1f finished/s, submit-to-start p50 %6.0f ms, p99 %6.0f ms, controller %.2f ms CPU/job (%d started, %d refused; submitted at %.0f/s)\n",
+               who.c_str(), j["jobs"].get<int>(), j["jobs_started_per_s"].get<double>(),
+               j["jobs_finished_per_s"].get<double>(), j["start_p50_ms"].get<double>(),
                j["start_p99_ms"].get<double>(), 1000 * j["cpu_s_per_job"].get<double>(), j["started"].get<int>(),
                j["refused"].get<int>(), j["submitted_per_s"].get<double>());
   std::fflush(info);
@@ -587,7 +604,10 @@ json Measure(System& sys, const Options& o, const std::string& dir, FILE* info) 
   std::this_thread::sleep_for(std::chrono::seconds(5));
   const CpuSample idle = SampleCpu(sys.controller_pid(), sys.node_pids()) - idle0;
   std::vector<Phase> phases;
-  for (const Shape& shape : {Shape{"single", o.singles, 1, 1}, Shape{"gang", o.gangs, 2, kGpusPerNode}}) {
+  const std::vector<Shape> stream = o.stream == "htc" ? std::vector<Shape>{Shape{"htc", o.jobs, 1, 1}}
+                                                      : std::vector<Shape>{Shape{"single", o.singles, 1, 1},
+                                                                           Shape{"gang", o.gangs, 2, kGpusPerNode}};
+  for (const Shape& shape : stream) {
     if (shape.jobs <= 0 || g_interrupted) continue;
     phases.push_back(RunPhase(sys, shape, o.clients, dir));
     const json j = phases.back().ToJson();
@@ -609,16 +629,24 @@ Options Parse(int argc, char** argv) {
     if (a == "--singles" && has) o.singles = std::atoi(argv[++i]);
     else if (a == "--gangs" && has) o.gangs = std::atoi(argv[++i]);
     else if (a == "--clients" && has) o.clients = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--jobs" && has) o.jobs = std::atoi(argv[++i]);
+    else if (a == "--stream" && has) o.stream = argv[++i];
     else if (a == "--sleep" && has) o.sleep = argv[++i];
     else if (a == "--only" && has) o.only = argv[++i];
     else if (a == "--json") o.json = true;
     else {
-      std::fprintf(stderr, "usage: vs_slurm [--singles N] [--gangs N] [--clients C] [--sleep SECONDS] "
-                           "[--only hangar|slurm] [--json]\n");
+      std::fprintf(stderr, "usage: vs_slurm [--stream mixed|htc] [--singles N] [--gangs N] [--jobs N] [--clients C] "
+                           "[--sleep SECONDS] [--only hangar|slurm] [--json]\n");
       std::exit(2);
     }
   }
-  if (o.sleep.find_first_not_of("0123456789.") != std::string::npos) {
+  if (o.stream != "mixed" && o.stream != "htc") {
+    std::fprintf(stderr, "vs_slurm: --stream is mixed (singles, then gangs) or htc (--jobs single-GPU jobs of true), not '%s'\n",
+                 o.stream.c_str());
+    std::exit(2);
+  }
+  if (o.stream == "htc") o.sleep = "";
+  if (!o.sleep.empty() && o.sleep.find_first_not_of("0123456789.") != std::string::npos) {
     std::fprintf(stderr, "vs_slurm: --sleep takes seconds, e.g. 1 or 0.5, not '%s'\n", o.sleep.c_str());
     std::exit(2);
   }
@@ -628,6 +656,7 @@ Options Parse(int argc, char** argv) {
 json Ratios(const json& h, const json& s) {
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   json r = {{"jobs_started_per_s", ratio(h["jobs_started_per_s"], s["jobs_started_per_s"])},
+            {"jobs_finished_per_s", ratio(h["jobs_finished_per_s"], s["jobs_finished_per_s"])},
             {"start_p50_ms", ratio(s["start_p50_ms"], h["start_p50_ms"])},
             {"start_p99_ms", ratio(s["start_p99_ms"], h["start_p99_ms"])},
             {"cpu_s_per_job", ratio(s["cpu_s_per_job"], h["cpu_s_per_job"])}};
@@ -643,7 +672,7 @@ int main(int argc, char** argv) {
   signal(SIGTERM, [](int) { g_interrupted = true; });
   char tmpl[] = "/tmp/hangar-vs-slurm-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
-  json out = {{"singles", o.singles}, {"gangs", o.gangs}, {"clients", o.clients}, {"sleep_s", std::stod(o.sleep)},
+  json out = {{"stream", o.stream}, {"clients", o.clients}, {"sleep_s", o.sleep.empty() ? 0.0 : std::stod(o.sleep)},
               {"nodes", kNodes}, {"gpus_per_node", kGpusPerNode}};
   bool ok = true;
   for (const std::string name : {"hangar", "slurm"}) {
@@ -657,9 +686,11 @@ int main(int argc, char** argv) {
       ok = false;
     }
   }
+  if (o.stream == "htc") out["jobs"] = o.jobs;
+  else out.update({{"singles", o.singles}, {"gangs", o.gangs}});
   if (ok && out.contains("hangar") && out.contains("slurm")) {
     out["ratio"] = Ratios(out["hangar"], out["slurm"]);
-    for (const char* phase : {"single", "gang"}) {
+    for (const char* phase : {"single", "gang", "htc"}) {
       if (out["hangar"].contains(phase) && out["slurm"].contains(phase)) {
         out["ratio"][phase] = Ratios(out["hangar"][phase], out["slurm"][phase]);
       }
@@ -676,8 +707,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
   } else if (out.contains("ratio")) {
     const json& r = out["ratio"];
-    std::printf("Hangar / Slurm: %.1fx jobs started per second, p50 %.1fx and p99 %.1fx lower submit-to-start, %.1fx less controller CPU per job\n",
-                r["jobs_started_per_s"].get<double>(), r["start_p50_ms"].get<double>(), r["start_p99_ms"].get<double>(),
+    std::printf("Hangar / Slurm: %.1fx jobs started and %.1fx finished per second, p50 %.1fx and p99 %.1fx lower submit-to-start, %.1fx less controller CPU per job\n",
+                r["jobs_started_per_s"].get<double>(), r["jobs_finished_per_s"].get<double>(), r["start_p50_ms"].get<double>(), r["start_p99_ms"].get<double>(),
                 r["cpu_s_per_job"].get<double>());
   }
   return ok && left.empty() && !g_interrupted ? 0 : 1;

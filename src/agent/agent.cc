@@ -113,7 +113,7 @@ Status Agent::Init() {
         TaskRecord r = FromJson(e);
         if (r.task_id.empty()) continue;
         if (!r.ended) {
-          if (r.pid > 0 && runner_.Adopt(r.task_id, r.pid).ok()) {
+          if (r.pid > 0 && runner_.Adopt(r.task_id, r.pid, /*signal_proxy=*/!r.container.empty()).ok()) {
             for (uint32_t g : r.gpus) backend_->SetBusy(g, TaskDir(r.task_id) + "/gpu_util");
             spdlog::info("agent: adopted task {} (pid {}) from an earlier run", r.task_id, r.pid);
           } else {

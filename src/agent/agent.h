@@ -60,6 +60,8 @@ struct ContainerOptions {
   bool enabled = true;  // off: a task with an image fails to start, saying so
   PodmanOptions podman;  // podman.dir empty: <state dir>/podman
   int64_t image_cache_budget_bytes = 0;  // 0: no budget
+  // The free space the image cache leaves on the disk under podman's storage (0: no floor).
+  int64_t image_cache_min_free_bytes = int64_t{1} << 30;
   // The static `hangar` for inside containers; empty: hangar-in-container beside hangar_binary.
   std::string in_container_tool;
 };

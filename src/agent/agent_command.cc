@@ -54,6 +54,7 @@ struct Flags {
   std::string podman_root;
   std::string container_gpus;  // "": cdi with NVML, node:/dev/null with fake GPUs
   std::string image_cache_budget = "0";
+  std::string image_cache_min_free = "1Gi";
   std::string registries_conf;
   // Artifacts (docs/data.md).
   std::string cache_dir;
@@ -167,6 +168,9 @@ Status ContainerFlags(const Flags& f, AgentOptions& opt) {
   auto budget = ParseMemoryMiB(f.image_cache_budget);
   if (!budget.ok()) return Status::InvalidArgument("--image-cache-budget: " + budget.status().message());
   c.image_cache_budget_bytes = *budget * 1024 * 1024;
+  auto floor = ParseMemoryMiB(f.image_cache_min_free);
+  if (!floor.ok()) return Status::InvalidArgument("--image-cache-min-free: " + floor.status().message());
+  c.image_cache_min_free_bytes = *floor * 1024 * 1024;
   auto cache = ParseMemoryMiB(f.cache_budget);
   if (!cache.ok()) return Status::InvalidArgument("--cache-budget: " + cache.status().message());
   opt.data.cache_budget_bytes = *cache * 1024 * 1024;
@@ -403,6 +407,10 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
                 "appears as /dev/nvidiaN; node:/dev/null is the default with fake GPUs)");
   c->add_option("--image-cache-budget", f->image_cache_budget,
                 "Disk the node's image cache may use, e.g. 200Gi (0: no budget); least recently used images go first")
+      ->capture_default_str();
+  c->add_option("--image-cache-min-free", f->image_cache_min_free,
+                "Free space the image cache leaves on the disk under podman's storage, e.g. 20Gi (0: none); "
+                "below it, least recently used images go as when over budget")
       ->capture_default_str();
   c->add_option("--cache-dir", f->cache_dir,
                 "The node's artifact cache, on its local scratch disk (default: STATE_DIR/cache)");

@@ -1,6 +1,7 @@
 // The agent's container tasks and image staging (issue 17, docs/containers.md): a task whose
 // Launch names a container runs as a foreground `podman run`; a Stage pulls images ahead of a
 // gang's start and says how it went; the node's image cache is reported to the controller.
+#include <csignal>
 #include <filesystem>
 #include <list>
 #include <set>
@@ -61,6 +62,7 @@ void Agent::InitContainers() {
   }
   podman_.emplace(std::move(*p));
   images_ = std::make_unique<ImageCache>(&*podman_, options_.state_dir + "/images.json", c.image_cache_budget_bytes);
+  images_->SetDiskFloor(podman_->options().root, c.image_cache_min_free_bytes);
   if (Status s = images_->Refresh(clock_->Now()); !s.ok()) spdlog::warn("agent {}: image cache: {}", options_.node, s.message());
   SweepContainers();
   spdlog::info("agent {}: container tasks run with podman (storage {}, GPUs by {})", options_.node,
@@ -90,13 +92,6 @@ void Agent::SweepContainers() {
 
 Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const {
   if (!podman_) return Status::FailedPrecondition("node " + options_.node + " cannot run container tasks: " + podman_error_);
-  if (l.mig_instances_size() > 0 && podman_->options().gpu_devices == "cdi") {
-    // nvidia-ctk names MIG devices by the instance's own UUID, which this agent does not track
-    // yet: handing the container the whole GPU would break the isolation MIG promises.
-    return Status::Unimplemented("node " + options_.node +
-                                 ": MIG tasks in containers are not supported yet with CDI; run this task group "
-                                 "without image:, or on whole GPUs");
-  }
   const pb::Container& c = l.container();
   ContainerRun run;
   run.name = ContainerName(options_.node, l.task_id());
@@ -114,6 +109,14 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   }
   // A MIG task sees its MIG devices (ClaimMigInstances put their UUIDs in the launch).
   for (const auto& [k, v] : launch->env) if (k == "CUDA_VISIBLE_DEVICES" && l.mig_instances_size() > 0) uuids = v;
+  if (l.mig_instances_size() > 0) {
+    for (size_t at = 0; at < uuids.size();) {
+      size_t comma = uuids.find(',', at);
+      if (comma == std::string::npos) comma = uuids.size();
+      if (comma > at) run.mig_devices.push_back(uuids.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
   if (!run.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
   run.workdir = l.workdir();
   for (const auto& m : c.mounts()) run.mounts.push_back({m.host(), m.path(), m.read_only()});
@@ -137,6 +140,7 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   run.labels = {{"hangar.node", options_.node}, {"hangar.task", l.task_id()}, {"hangar.job", std::to_string(l.job_id())}};
   launch->argv = podman_->RunArgv(run);
   for (auto& kv : podman_->Environment()) launch->env.push_back(kv);
+  launch->signal_proxy = true;  // podman forwards the stop's signals to the container
   launch->run_as.reset();  // podman runs as the agent; --user switches inside the container
   launch->milli_cpu = launch->memory_mib = 0;  // the container has the limits, not podman
   r->container = run.name;
@@ -147,7 +151,15 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
 
 void Agent::ReleaseContainer(TaskRecord* r) {
   if (podman_) {
-    if (Status s = podman_->RemoveContainer(r->container); !s.ok()) {
+    // podman itself died of SIGTERM: it could not forward it (podman 4.3 then kills itself with
+    // the signal), so the container may be running without having had it. It gets it now, and
+    // the stop's usual grace to act on it, rather than SIGKILL at once.
+    const Duration grace = r->signal == SIGTERM ? 10 * kSecond : 0;
+    if (grace > 0) {
+      spdlog::warn("agent {}: task {}: podman ended by SIGTERM without its container; stopping the container "
+                   "with SIGTERM and up to {} s before SIGKILL", options_.node, r->task_id, grace / kSecond);
+    }
+    if (Status s = podman_->RemoveContainer(r->container, grace); !s.ok()) {
       spdlog::warn("agent {}: task {}: {}", options_.node, r->task_id, s.message());
     }
   }
@@ -227,6 +239,10 @@ void Agent::StageImage(const pb::Stage& s, const std::string& image, const std::
     Write(m);
     return;
   }
+  // Room first, where the budget or the disk floor needs it: a pull onto a full disk fails.
+  for (const auto& gone : images_->Evict(ImagesInUse(), clock_->Now())) {
+    spdlog::info("agent {}: evicted image {} to make room for {}", options_.node, gone, image);
+  }
   // A registry that is down: say so, and try again with backoff (1 s doubling to 30 s) until the
   // pull works or fails for good, or the agent stops.
   for (Duration backoff = kSecond; !*stop; backoff = std::min<Duration>(backoff * 2, 30 * kSecond)) {
@@ -253,7 +269,7 @@ void Agent::StageImage(const pb::Stage& s, const std::string& image, const std::
                res->ok() ? "ok in " + std::to_string(res->duration_ms()) + " ms" : res->message());
   Write(m);
   for (const auto& gone : images_->Evict(ImagesInUse(), clock_->Now())) {
-    spdlog::info("agent {}: evicted image {} (cache budget)", options_.node, gone);
+    spdlog::info("agent {}: evicted image {} (cache budget or disk floor)", options_.node, gone);
   }
   SendImages();
 }

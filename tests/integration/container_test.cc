@@ -47,7 +47,7 @@ class ContainerTest : public ::testing::Test {
     for (int i = 1; i <= nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
     cluster_ = std::make_unique<LocalCluster>(yaml + "]\ncontainers: {mounts_allowed: [/tmp]}\n");
     cluster_->StartController();
-    for (int i = 1; i <= nodes; ++i) cluster_->StartAgent("node-" + std::to_string(i));
+    for (int i = 1; i <= nodes; ++i) cluster_->StartAgent("node-" + std::to_string(i), agent_args_);
     ASSERT_TRUE(cluster_->WaitForAgents(nodes));
     for (int i = 1; i <= nodes; ++i) {
       const std::string n = "/v1/nodes/node-" + std::to_string(i);
@@ -63,13 +63,15 @@ class ContainerTest : public ::testing::Test {
     return r.value("id", uint64_t{0});
   }
   // The containers podman knows in node's store.
-  std::string PodmanPs(const std::string& node) {
+  std::string PodmanPs(const std::string& node) { return NodePodman(node, {"ps", "-a", "--format", "{{.Names}}"}); }
+  // What `podman ARGS` prints against node's store.
+  std::string NodePodman(const std::string& node, const std::vector<std::string>& args) {
     const std::string d = cluster_->dir() + "/agents/" + node + "/podman";
     CommandOptions o;
     o.env = {{"CONTAINERS_CONF", d + "/containers.conf"}};
-    auto r = RunCommand({"podman", "--root", d + "/storage", "--runroot", d + "/run", "--tmpdir", d + "/tmp", "ps", "-a",
-                         "--format", "{{.Names}}"},
-                        o);
+    std::vector<std::string> argv = {"podman", "--root", d + "/storage", "--runroot", d + "/run", "--tmpdir", d + "/tmp"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = RunCommand(argv, o);
     return r.ok() ? r->out : "podman failed";
   }
 
@@ -78,6 +80,7 @@ class ContainerTest : public ::testing::Test {
   static std::string* image_;
   std::unique_ptr<LocalCluster> cluster_;
   std::string out_;
+  std::vector<std::string> agent_args_;  // for every agent StartCluster starts
 };
 
 std::string* ContainerTest::scratch_ = nullptr;
@@ -293,4 +296,38 @@ TEST_F(ContainerTest, TheShippedContainerExamplesRunAsTheDocsSay) {
 }
 
 }  // namespace
+// A disk that fills up evicts as a budget does: with a free-space floor this disk can never meet,
+// the image a finished job used goes before the next pull, the one a job needs stays, and the
+// node says its cache is full.
+TEST_F(ContainerTest, ADiskBelowItsFreeSpaceFloorEvictsWhatNoJobNeedsAndShowsTheCacheFull) {
+  const std::string a = registry_->Push("test/floor", "a", {{"/which", "a"}});
+  const std::string b = registry_->Push("test/floor", "b", {{"/which", "b"}});
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  agent_args_ = {"--image-cache-min-free", "1000000Ti"};
+  StartCluster(1);
+  // Runs a job of `image`; the digest it was pinned to.
+  auto run = [&](const std::string& image) -> std::string {
+    const uint64_t id = Submit("name: floor\nimage: " + image + "\ntasks:\n  - gpus: 1\n    command: ['/bin/true']\n");
+    EXPECT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
+    const std::string pinned = cluster_->Job(id)["spec"]["tasks"][0].value("image", "");
+    return pinned.substr(pinned.find('@') + 1);
+  };
+  auto images = [&] { return NodePodman("node-1", {"images", "--digests", "--format", "{{.Digest}}"}); };
+  const std::string da = run(a);
+  ASSERT_TRUE(Contains(da, "sha256:")) << da;
+  EXPECT_TRUE(Contains(images(), da)) << images();
+  const std::string db = run(b);
+  ASSERT_NE(da, db);
+  const std::string after = images();
+  EXPECT_TRUE(Contains(after, db)) << after;
+  EXPECT_FALSE(Contains(after, da)) << "evicted for the disk: " << after;
+  std::string conditions;
+  EXPECT_TRUE(LocalCluster::WaitFor([&] {
+    conditions = cluster_->Get("/v1/nodes/node-1").value("conditions", nlohmann::json::array()).dump();
+    return Contains(conditions, "ImageCacheFull") && Contains(conditions, "free space");
+  }, 20 * kSecond)) << conditions;
+  EXPECT_TRUE(Contains(ReadFile(cluster_->dir() + "/agent-node-1.log"), "under its floor"));
+}
+
 }  // namespace hangar::testing

@@ -1,5 +1,7 @@
 #include "agent/container/image_cache.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <fstream>
 
@@ -49,14 +51,38 @@ std::vector<std::string> PlanEviction(const std::vector<CachedImageState>& image
   return out;
 }
 
+int64_t CacheRoom(int64_t budget_bytes, int64_t used_bytes, int64_t free_bytes, int64_t min_free_bytes) {
+  int64_t room = budget_bytes > 0 ? budget_bytes : -1;
+  if (min_free_bytes > 0 && free_bytes >= 0) {
+    // What the images hold, plus what is free beyond the floor; never below 1 byte, so that a
+    // disk that is full whatever the cache does empties the cache of all it may give up.
+    const int64_t disk = std::max<int64_t>(1, used_bytes + free_bytes - min_free_bytes);
+    room = room < 0 ? disk : std::min(room, disk);
+  }
+  return room;
+}
+
 ImageCache::ImageCache(const Podman* podman, std::string state_file, int64_t budget_bytes)
-    : podman_(podman), state_file_(std::move(state_file)), budget_bytes_(budget_bytes) {
+    : podman_(podman), state_file_(std::move(state_file)), budget_bytes_(budget_bytes), room_bytes_(budget_bytes > 0 ? budget_bytes : -1) {
   std::ifstream in(state_file_);
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_object()) {
     for (const auto& [d, t] : j.items()) {
       if (t.is_number_integer()) last_used_[d] = t.get<Time>();
     }
+  }
+}
+
+void ImageCache::SetDiskFloor(std::string path, int64_t min_free_bytes, std::function<int64_t()> free_bytes) {
+  disk_path_ = std::move(path);
+  min_free_bytes_ = min_free_bytes;
+  free_bytes_ = std::move(free_bytes);
+  if (!free_bytes_) {
+    free_bytes_ = [p = disk_path_]() -> int64_t {
+      struct statvfs v {};
+      if (statvfs(p.c_str(), &v) != 0) return -1;  // unknown: the budget alone decides
+      return static_cast<int64_t>(v.f_bavail) * static_cast<int64_t>(v.f_frsize);
+    };
   }
 }
 
@@ -115,13 +141,22 @@ void ImageCache::SetWanted(std::set<std::string> refs) {
 std::vector<std::string> ImageCache::Evict(const std::set<std::string>& in_use, Time now) {
   (void)now;
   std::vector<std::string> plan;
+  // Read outside the lock: a slow disk must not hold up Holds() and Touch().
+  const int64_t free_bytes = min_free_bytes_ > 0 && free_bytes_ ? free_bytes_() : -1;
   {
     std::lock_guard<std::mutex> l(mu_);
     std::set<std::string> keep = wanted_;
     for (const auto& r : in_use) {
       if (std::string d = DigestOf(r); !d.empty()) keep.insert(d);
     }
-    plan = PlanEviction(images_, keep, budget_bytes_);
+    int64_t used = 0;
+    for (const auto& s : images_) used += s.image.bytes;
+    room_bytes_ = CacheRoom(budget_bytes_, used, free_bytes, min_free_bytes_);
+    plan = PlanEviction(images_, keep, room_bytes_);
+    if (free_bytes >= 0 && free_bytes < min_free_bytes_ && (budget_bytes_ <= 0 || used <= budget_bytes_)) {
+      spdlog::warn("image cache: the disk under {} has {} MiB free, under its floor of {} MiB: evicting {} image(s)",
+                   disk_path_, free_bytes >> 20, min_free_bytes_ >> 20, plan.size());
+    }
   }
   std::vector<std::string> removed;
   for (const auto& id : plan) {
@@ -140,7 +175,7 @@ std::vector<std::string> ImageCache::Evict(const std::set<std::string>& in_use, 
                 images_.end());
   int64_t used = 0;
   for (const auto& s : images_) used += s.image.bytes;
-  over_budget_ = budget_bytes_ > 0 && used > budget_bytes_;
+  over_budget_ = room_bytes_ > 0 && used > room_bytes_;
   return removed;
 }
 
@@ -158,7 +193,7 @@ pb::ImageInventory ImageCache::Inventory() const {
     }
     used += s.image.bytes;
   }
-  inv.set_budget_bytes(budget_bytes_);
+  inv.set_budget_bytes(std::max<int64_t>(0, room_bytes_));
   inv.set_used_bytes(used);
   inv.set_over_budget(over_budget_);
   return inv;

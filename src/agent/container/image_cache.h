@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -33,12 +34,23 @@ struct CachedImageState {
 std::vector<std::string> PlanEviction(const std::vector<CachedImageState>& images, const std::set<std::string>& keep,
                                       int64_t budget_bytes);
 
+// The bytes the cache may hold: its budget (<= 0: none), lowered so that the file system under
+// it keeps `min_free_bytes` free (`free_bytes`: what it has free now, with `used_bytes` of images
+// on it). -1 when neither limits it; at least 1 when the disk does (then only kept images stay).
+// Pure.
+int64_t CacheRoom(int64_t budget_bytes, int64_t used_bytes, int64_t free_bytes, int64_t min_free_bytes);
+
 // The digest part of a pinned reference ("repo@sha256:..." -> "sha256:..."); "" if unpinned.
 std::string DigestOf(const std::string& ref);
 
 class ImageCache {
  public:
   ImageCache(const Podman* podman, std::string state_file, int64_t budget_bytes);
+  // Also keep `min_free_bytes` free on the file system that holds `path` (podman's storage):
+  // a disk filled by anything (datasets, logs) evicts images as an exhausted budget does, and
+  // shows the node as ImageCacheFull when what must stay does not leave that much free.
+  // `free_bytes` reads the free space (tests); by default statvfs(path).
+  void SetDiskFloor(std::string path, int64_t min_free_bytes, std::function<int64_t()> free_bytes = {});
   // Reads podman's images and the saved last-use times.
   Status Refresh(Time now);
   bool Holds(const std::string& ref) const;
@@ -56,6 +68,12 @@ class ImageCache {
   const Podman* podman_;
   std::string state_file_;
   int64_t budget_bytes_;
+  // The disk floor (SetDiskFloor); set before use, read-only afterwards.
+  std::string disk_path_;
+  int64_t min_free_bytes_ = 0;
+  std::function<int64_t()> free_bytes_;
+  // The room Evict() last found (CacheRoom), reported as the inventory's budget. Guarded by mu_.
+  int64_t room_bytes_ = -1;
   mutable std::mutex mu_;
   std::vector<CachedImageState> images_;
   std::map<std::string, Time> last_used_;  // by digest

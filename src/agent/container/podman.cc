@@ -103,7 +103,11 @@ std::vector<std::string> Podman::RunArgv(const ContainerRun& r) const {
   for (const auto& m : r.mounts) {
     a.insert(a.end(), {"-v", m.host + ":" + m.path + (m.read_only ? ":ro" : ":rw")});
   }
+  if (options_.gpu_devices == "cdi") {
+    for (const auto& m : r.mig_devices) a.insert(a.end(), {"--device", "nvidia.com/gpu=" + m});
+  }
   for (const auto& g : r.gpus) {
+    if (options_.gpu_devices == "cdi" && !r.mig_devices.empty()) break;  // the instances, not the GPUs
     if (options_.gpu_devices == "cdi") {
       a.insert(a.end(), {"--device", "nvidia.com/gpu=" + g.uuid});
     } else {
@@ -216,8 +220,10 @@ StatusOr<std::vector<LocalContainer>> Podman::Containers(const std::string& labe
   return out;
 }
 
-Status Podman::RemoveContainer(const std::string& name) const {
-  HANGAR_ASSIGN_OR_RETURN(CommandResult r, Run({"rm", "--force", "--time", "0", "--ignore", name}, 60 * kSecond));
+Status Podman::RemoveContainer(const std::string& name, Duration stop_timeout) const {
+  const std::string seconds = std::to_string(std::max<Duration>(0, stop_timeout) / kSecond);
+  HANGAR_ASSIGN_OR_RETURN(CommandResult r,
+                          Run({"rm", "--force", "--time", seconds, "--ignore", name}, 60 * kSecond + stop_timeout));
   if (!r.ok()) return Status::Unavailable("podman rm " + name + ": " + r.Describe());
   return Status::Ok();
 }

@@ -58,6 +58,10 @@ struct ContainerRun {
   std::string workdir;  // in the container; empty: the image's
   std::vector<ContainerMount> mounts;
   std::vector<ContainerGpu> gpus;
+  // The MIG devices (their "MIG-..." UUIDs) of a task on MIG instances. With CDI they replace the
+  // whole GPUs: each is --device nvidia.com/gpu=<MIG uuid>, as nvidia-ctk's uuid names have it.
+  // With node:<path> (fake GPUs) the GPUs' device nodes stand in for them.
+  std::vector<std::string> mig_devices;
   std::vector<std::string> devices;  // more host devices (RDMA: /dev/infiniband/*)
   int64_t milli_cpu = 0, memory_mib = 0, shm_size_mib = 0;
   std::optional<std::pair<uid_t, gid_t>> user;  // nullopt: the image's user
@@ -102,7 +106,9 @@ class Podman {
   Status RemoveImage(const std::string& id) const;
   // Containers carrying label key=value.
   StatusOr<std::vector<LocalContainer>> Containers(const std::string& label) const;
-  Status RemoveContainer(const std::string& name) const;
+  // Removes the container, killing it if it still runs: at once, or after its stop signal and
+  // up to `stop_timeout` to act on it (whole seconds).
+  Status RemoveContainer(const std::string& name, Duration stop_timeout = 0) const;
 
   const PodmanOptions& options() const { return options_; }
 

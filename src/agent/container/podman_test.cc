@@ -34,6 +34,18 @@ TEST(PlanEvictionTest, NeverEvictsWhatARunningOrQueuedJobNeeds) {
   EXPECT_EQ(PlanEviction(images, {"sha256:a", "sha256:b"}, 50ll << 20), std::vector<std::string>{"c"});
 }
 
+TEST(CacheRoomTest, TheDiskFloorLowersTheBudget) {
+  constexpr int64_t G = int64_t{1} << 30;
+  EXPECT_EQ(CacheRoom(0, 5 * G, 100 * G, 0), -1) << "neither a budget nor a floor: no limit";
+  EXPECT_EQ(CacheRoom(200 * G, 5 * G, 100 * G, 0), 200 * G);
+  EXPECT_EQ(CacheRoom(200 * G, 5 * G, 100 * G, 10 * G), 95 * G) << "what is there plus what is free beyond the floor";
+  EXPECT_EQ(CacheRoom(0, 5 * G, 3 * G, 10 * G), 1) << "a disk full without the cache: all that may go, goes";
+  EXPECT_EQ(CacheRoom(50 * G, 5 * G, 100 * G, 10 * G), 50 * G) << "the budget, where it is the tighter";
+  EXPECT_EQ(CacheRoom(50 * G, 5 * G, -1, 10 * G), 50 * G) << "free space unknown: the budget alone";
+  // Eviction does not move it: the bytes it frees are free afterwards.
+  EXPECT_EQ(CacheRoom(0, 2 * G, 6 * G, 10 * G), CacheRoom(0, 5 * G, 3 * G, 10 * G));
+}
+
 TEST(DigestOfTest, TakesThePinnedPart) {
   EXPECT_EQ(DigestOf("127.0.0.1:5000/a/b@sha256:abc"), "sha256:abc");
   EXPECT_EQ(DigestOf("a/b:1"), "");
@@ -98,6 +110,32 @@ TEST_F(RunArgvTest, AnArgumentListWithDevicesMountsLimitsAndNoSecretValues) {
   ASSERT_TRUE(q.ok());
   const auto b = q->RunArgv(r);
   EXPECT_NE(std::find(b.begin(), b.end(), "nvidia.com/gpu=GPU-x"), b.end());
+}
+
+TEST_F(RunArgvTest, AMigTaskGetsItsMigDevicesThroughCdiAndNotTheWholeGpu) {
+  PodmanOptions o;
+  o.dir = dir_;
+  o.gpu_devices = "cdi";
+  auto p = Podman::Open(o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ContainerRun r;
+  r.name = "hangar-n1-4.0.0";
+  r.image = "127.0.0.1:5000/t/b@sha256:abc";
+  r.gpus = {{2, "GPU-whole"}};
+  r.mig_devices = {"MIG-aaaa", "MIG-bbbb"};
+  const auto a = p->RunArgv(r);
+  std::vector<std::string> devices;
+  for (size_t i = 0; i + 1 < a.size(); ++i) {
+    if (a[i] == "--device") devices.push_back(a[i + 1]);
+  }
+  EXPECT_EQ(devices, (std::vector<std::string>{"nvidia.com/gpu=MIG-aaaa", "nvidia.com/gpu=MIG-bbbb"}))
+      << "the instances only: the whole GPU would break MIG's isolation";
+  // Fake GPUs have no MIG device nodes: the GPU's node stands in.
+  o.gpu_devices = "node:/dev/null";
+  auto q = Podman::Open(o);
+  ASSERT_TRUE(q.ok());
+  const auto b = q->RunArgv(r);
+  EXPECT_NE(std::find(b.begin(), b.end(), "/dev/null:/dev/nvidia2"), b.end());
 }
 
 TEST_F(RunArgvTest, RefusesAnUnknownGpuMode) {

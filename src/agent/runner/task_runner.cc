@@ -29,6 +29,7 @@ struct TaskRunner::Task {
   bool checkpointing = false;
   int64_t term_at_nanos = kNever;  // MonotonicNanos() when the SIGTERM that ends the phase is due
   Duration kill_grace = 0;         // from that SIGTERM to SIGKILL
+  bool signal_proxy = false;       // TaskLaunch::signal_proxy: no SIGCONT with a stop's signals
 };
 
 namespace {
@@ -202,6 +203,7 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
   auto task = std::make_unique<Task>();
   task->pid = spawned->pid;
   task->start_ticks = StartTicks(spawned->pid);
+  task->signal_proxy = launch.signal_proxy;
   task->cgroup_dir = request.cgroup_dir;
   if (!spawned->cgroup.ok()) {
     NoteTaskWithoutCgroup(launch.task_id, spawned->cgroup);
@@ -245,7 +247,7 @@ Status TaskRunner::Terminate(const std::string& task_id, Task& task, Duration gr
   if (kill(-task.pid, SIGTERM) != 0 && errno != ESRCH) {
     return ErrnoStatus(errno, "cannot stop task '" + task_id + "'");
   }
-  kill(-task.pid, SIGCONT);  // a suspended group would not act on SIGTERM before the SIGKILL
+  if (!task.signal_proxy) kill(-task.pid, SIGCONT);  // a suspended group would not act on SIGTERM before the SIGKILL
   task.stop_requested = true;
   task.checkpointing = false;
   task.term_at_nanos = kNever;
@@ -276,7 +278,7 @@ Status TaskRunner::StopWithCheckpoint(const std::string& task_id, int checkpoint
   if (kill(-task->pid, checkpoint_signal) != 0 && errno != ESRCH) {
     return ErrnoStatus(errno, "cannot signal task '" + task_id + "' to checkpoint");
   }
-  kill(-task->pid, SIGCONT);  // a suspended task could not write its checkpoint
+  if (!task->signal_proxy) kill(-task->pid, SIGCONT);  // a suspended task could not write its checkpoint
   task->stop_requested = true;
   task->checkpointing = true;
   task->term_at_nanos = NanosFromNow(grace);
@@ -353,7 +355,7 @@ void TaskRunner::RemoveEndedCgroups() {
   std::erase_if(ended_cgroups_, [](const std::string& dir) { return RemoveCgroup(dir); });
 }
 
-Status TaskRunner::Adopt(const std::string& task_id, pid_t pid) {
+Status TaskRunner::Adopt(const std::string& task_id, pid_t pid, bool signal_proxy) {
   HANGAR_RETURN_IF_ERROR(ValidateTaskId(task_id));
   const std::string what = "cannot adopt task '" + task_id + "' (pid " + std::to_string(pid) + ")";
   if (pid <= 0) return Status::InvalidArgument(what + ": not a process id");
@@ -374,6 +376,7 @@ Status TaskRunner::Adopt(const std::string& task_id, pid_t pid) {
   task->pid = pid;
   task->start_ticks = StartTicks(pid);
   task->adopted = true;
+  task->signal_proxy = signal_proxy;
   // A task that an earlier agent started under the same parent has its cgroup there.
   if (!cgroup_parent_.empty()) {
     std::string cgroup_dir = cgroup_parent_ + "/task-" + task_id;

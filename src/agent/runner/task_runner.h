@@ -36,6 +36,10 @@ struct TaskLaunch {
   // an agent that is not root runs tasks only as itself. The task gets the account's HOME (its
   // workdir when the node has no account for the uid), USER and LOGNAME, unless `env` says.
   std::optional<TaskCredentials> run_as;
+  // The process is a proxy that forwards the signals it gets to the real task (`podman run
+  // --sig-proxy`): stops send it no SIGCONT, which podman 4.3 cannot always forward and, once one
+  // forward fails, stops forwarding altogether (so the SIGTERM after it would be lost).
+  bool signal_proxy = false;
 };
 
 struct TaskExit {
@@ -88,7 +92,7 @@ class TaskRunner {
   std::vector<TaskExit> Reap();
   // Takes charge of a task started by an earlier agent process (pid of its process group leader),
   // so that it can be signalled and its end noticed (by polling, since it is not our child).
-  Status Adopt(const std::string& task_id, pid_t pid);
+  Status Adopt(const std::string& task_id, pid_t pid, bool signal_proxy = false);
 
   bool IsRunning(const std::string& task_id) const;
   std::vector<std::pair<std::string, pid_t>> Running() const;

@@ -42,6 +42,31 @@ TEST_F(TaskRunnerTest, CheckpointStopSignalsFirstAndTerminatesAtTheDeadline) {
   EXPECT_EQ(ReadFile(fs::path(launch.workdir) / "signals"), "USR1\nTERM\n");
 }
 
+// A task behind a signal proxy (podman run) gets the stop's signals and no SIGCONT with them;
+// any other task gets SIGCONT too, so that a suspended one can act on them.
+TEST_F(TaskRunnerTest, ASignalProxyGetsTheStopsSignalsWithoutSigcont) {
+  const std::string logger = "trap 'echo CONT >> signals' CONT; " + SignalLogger();
+  for (const bool proxy : {true, false}) {
+    TaskRunner& runner = NewRunner();
+    const std::string id = proxy ? "proxy" : "plain";
+    TaskLaunch launch = Shell(id, logger);
+    launch.signal_proxy = proxy;
+    ASSERT_TRUE(runner.Launch(launch).ok());
+    ASSERT_TRUE(WaitForLine(launch, "ready"));
+    ASSERT_TRUE(runner.StopWithCheckpoint(id, SIGUSR1, kHour, 60 * kSecond).ok());
+    ASSERT_TRUE(WaitForLine(launch, "signals"));
+    ASSERT_TRUE(runner.CheckpointDone(id).ok());
+    EXPECT_TRUE(WaitForExit(runner, id).stopped);
+    const std::string got = ReadFile(fs::path(launch.workdir) / "signals");
+    if (proxy) {
+      EXPECT_EQ(got, "USR1\nTERM\n");
+    } else {
+      EXPECT_THAT(got, HasSubstr("CONT")) << got;
+      EXPECT_THAT(got, HasSubstr("TERM")) << got;
+    }
+  }
+}
+
 TEST_F(TaskRunnerTest, CheckpointDoneReleasesTheTaskBeforeItsGrace) {
   TaskRunner& runner = NewRunner();
   TaskLaunch launch = Shell("early", SignalLogger());

@@ -112,6 +112,7 @@ struct TaskRun {
   int signal = 0;
   bool stopped = false;  // ended because Hangar stopped it
   bool lost = false;     // its node was lost
+  std::string message;   // the agent's words on how it ended ("over its GPU memory limit ..."), if any
 };
 
 // A job spec as accepted, shared by every job submitted with the same text (a sweep of a

@@ -288,7 +288,8 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
       j.ended = now;
       j.message = "task " + std::to_string(t.index) +
                   (t.signal ? " was killed by signal " + std::to_string(t.signal)
-                            : " exited with code " + std::to_string(t.exit_code));
+                            : " exited with code " + std::to_string(t.exit_code)) +
+                  (t.message.empty() ? "" : ": " + t.message);
       StopTasks(j, options_.stop_grace, fx);
       CloseAttempt(j, now, 0, "failed", fx);
       fx->Event(now, "job", "job/" + std::to_string(j.id), "failed: " + j.message);

@@ -252,6 +252,7 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   t.exit_code = st.state() == pb::TaskStatus::FAILED_TO_START ? 127 : st.exit_code();
   t.signal = st.signal();
   t.stopped = st.stopped();
+  t.message = st.message();
   EndTask(j, t, now, fx);
   if (st.state() == pb::TaskStatus::FAILED_TO_START) {
     fx->Event(now, "job", "job/" + std::to_string(j.id), "task " + std::to_string(index) + " failed to start: " + st.message());
@@ -509,8 +510,9 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
   }
   if (r.image_cache_full) {
     v.conditions.push_back("ImageCacheFull: the images its jobs need (" + std::to_string(r.image_bytes >> 20) +
-                           " MiB) do not fit its cache budget (" + std::to_string(r.image_budget >> 20) +
-                           " MiB); raise --image-cache-budget or free disk");
+                           " MiB) do not fit its room (" + std::to_string(r.image_budget >> 20) +
+                           " MiB: the --image-cache-budget, or the disk's free space above --image-cache-min-free, "
+                           "whichever is less); raise the budget or free disk");
   }
   if (r.artifact_cache_full) {
     v.conditions.push_back("ArtifactCacheFull: the artifacts its jobs need (" + std::to_string(r.artifact_bytes >> 20) +

@@ -324,7 +324,8 @@ void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& i
   if (inv.over_budget() != r.image_cache_full) {
     fx->Event(now, "node", "node/" + node,
               inv.over_budget() ? "image cache full: the images its jobs need (" + std::to_string(inv.used_bytes() >> 20) +
-                                      " MiB) do not fit its budget (" + std::to_string(inv.budget_bytes() >> 20) + " MiB)"
+                                      " MiB) do not fit its room (" + std::to_string(inv.budget_bytes() >> 20) +
+                                      " MiB, its budget or the disk's free space above its floor)"
                                 : "image cache back within its budget");
   }
   r.image_cache_full = inv.over_budget();

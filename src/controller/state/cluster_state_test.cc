@@ -312,6 +312,21 @@ TEST_F(ClusterStateTest, AVictimThatStopsFirstDoesNotTakeBackWhatItsPreemptorWai
   EXPECT_EQ(state_->GetJob(2)->restarts, 1u);
 }
 
+TEST_F(ClusterStateTest, AFailedTaskCarriesTheAgentsWordsIntoTheJobsMessage) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  state_->Schedule(2, &fx);
+  Effects st;
+  pb::TaskStatus s;
+  s.set_task_id("1.0.0");
+  s.set_state(pb::TaskStatus::EXITED);
+  s.set_signal(9);
+  s.set_message("GPU memory over its MPS limit: it used 61440 MiB of GPU 0");
+  ASSERT_TRUE(state_->OnTaskStatus("a", s, 5, &st).ok());
+  EXPECT_EQ(state_->GetJob(1)->message, "task 0 was killed by signal 9: GPU memory over its MPS limit: it used 61440 MiB of GPU 0");
+}
+
 TEST_F(ClusterStateTest, AFailedTaskFailsTheJobAndStopsTheRest) {
   RegisterAll(0);
   Effects fx;
