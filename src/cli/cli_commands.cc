@@ -111,6 +111,9 @@ Status Submit(const Common& c, const SubmitOptions& o) {
   } else {
     std::printf("submitted job %llu (%s)\n", r["id"].get<unsigned long long>(), spec->name.c_str());
   }
+  if (c.output != "json" && r.contains("warning") && r["warning"].is_string()) {
+    std::fprintf(stderr, "warning: %s\n", r["warning"].get<std::string>().c_str());
+  }
   return Status::Ok();
 }
 

@@ -194,6 +194,7 @@ StatusOr<int> HttpApi::Start(const std::string& host, int port) {
                                " for the API; is another process using it? Choose another with --api");
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  pinner_ = std::make_unique<ImagePinner>(owner_, ImageResolverOptions{});
   // Until it runs, httplib's stop() would not end it: a Stop right after Start (a SIGTERM during
   // startup) would wait forever.
   for (int i = 0; i < 2000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -201,6 +202,7 @@ StatusOr<int> HttpApi::Start(const std::string& host, int port) {
 }
 
 void HttpApi::Stop() {
+  pinner_.reset();
   StopDashboard();
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
@@ -299,7 +301,10 @@ void HttpApi::Routes() {
           [](ClusterState& st, Effects*) { return st.options().mounts_allowed; });
       if (Status m = CheckMounts(*spec, allowed); !m.ok()) return Reply(res, m);
     }
-    if (Status pin = PinImages(&*spec, ImageResolverOptions{}); !pin.ok()) return Reply(res, pin);
+    // A registry that is down does not lose the submission: the job is accepted with its tags and
+    // waits, unplaced, until the pinner has pinned them (ClusterState::OnPinned).
+    Status pin = PinImages(&*spec, ImageResolverOptions{});
+    if (!pin.ok() && pin.code() != StatusCode::kUnavailable) return Reply(res, pin);
     for (const auto& t : spec->tasks) {
       if (t.command.empty()) {
         return Reply(res, Status::InvalidArgument("task group '" + t.name + "' has no command; give it command: [program, args...]"));
@@ -372,6 +377,10 @@ void HttpApi::Routes() {
     }
     const long submitted = done->answer.contains("count") ? done->answer["count"].get<long>() : 1;
     for (long i = 0; i < submitted; ++i) metrics_->CountSubmit();
+    if (!pin.ok()) {
+      done->answer["warning"] = pin.message() + "; the job is queued and waits until its image can be pinned to a digest";
+      if (pinner_) pinner_->Wake();
+    }
     Reply(res, 201, done->answer);
   });
   s.Get(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {

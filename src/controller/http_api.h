@@ -15,6 +15,7 @@
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
 #include "controller/http_server.h"
+#include "controller/image_resolver.h"
 #include "controller/state/auth.h"
 #include "controller/metrics.h"
 #include "controller/state_owner.h"
@@ -71,6 +72,7 @@ class HttpApi {
   std::unique_ptr<httplib::Server> server_;
   HttpServerControl* control_ = nullptr;  // server_'s connection layer
   std::thread thread_;
+  std::unique_ptr<ImagePinner> pinner_;  // jobs accepted while their registry was down
   StateOwner* owner_;
   AgentHub* hub_;
   ControllerMetrics* metrics_;

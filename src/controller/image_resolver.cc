@@ -1,8 +1,12 @@
 #include "controller/image_resolver.h"
 
+#include <algorithm>
 #include <map>
 
+#include <spdlog/spdlog.h>
+
 #include "common/subprocess.h"
+#include "controller/state_owner.h"
 
 namespace hangar::controller {
 namespace {
@@ -29,7 +33,7 @@ StatusOr<std::string> Resolve(const job::ImageRef& ref, const ImageResolverOptio
     }
     if (r->timed_out || e == job::RegistryError::kUnreachable) {
       return Status::Unavailable("registry " + registry + " did not answer for image " + ref.Reference() +
-                                 " (" + r->Describe() + "); nothing was submitted: submit again when it is up");
+                                 " (" + r->Describe() + ")");
     }
     return Status::InvalidArgument("image " + ref.Reference() + " in registry " + registry +
                                    " cannot be used: " + r->Describe());
@@ -59,6 +63,61 @@ Status PinImages(job::JobSpec* spec, const ImageResolverOptions& options) {
     g.container.image = slot;
   }
   return Status::Ok();
+}
+
+ImagePinner::ImagePinner(StateOwner* owner, ImageResolverOptions options)
+    : owner_(owner), options_(std::move(options)), thread_([this] { Loop(); }) {}
+
+ImagePinner::~ImagePinner() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void ImagePinner::Wake() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    woken_ = true;
+  }
+  cv_.notify_all();
+}
+
+void ImagePinner::Loop() {
+  Duration backoff = kSecond;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait_for(l, std::chrono::milliseconds(backoff), [&] { return stop_ || woken_; });
+      if (stop_) return;
+      woken_ = false;
+    }
+    auto work = owner_->Call<std::vector<std::pair<sched::JobId, job::JobSpec>>>(
+        [](ClusterState& st, Effects*) { return st.UnpinnedJobs(64); });
+    bool down = false;
+    for (auto& [id, spec] : work) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (stop_) return;
+      }
+      Status s = PinImages(&spec, options_);
+      down |= s.code() == StatusCode::kUnavailable;
+      const StatusOr<job::JobSpec> answer = s.ok() ? StatusOr<job::JobSpec>(std::move(spec)) : StatusOr<job::JobSpec>(s);
+      if (!s.ok() && s.code() != StatusCode::kUnavailable) {
+        spdlog::warn("job {}: its image cannot be pinned: {}", id, s.message());
+      }
+      owner_->Call<int>([&, id = id](ClusterState& st, Effects* fx) {
+        st.OnPinned(id, answer, owner_->clock()->Now(), fx);
+        return 0;
+      });
+      // A registry that does not answer may take skopeo's whole timeout per image: the rest wait
+      // for the next round rather than hold this one for minutes.
+      if (down) break;
+    }
+    backoff = down ? std::min<Duration>(backoff * 2, 30 * kSecond) : kSecond;
+  }
 }
 
 Status CheckMounts(const job::JobSpec& spec, const std::vector<std::string>& allowed) {

@@ -5,7 +5,10 @@
 // (registries.conf, auth.json), or from --registries-conf.
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -14,6 +17,8 @@
 
 namespace hangar::controller {
 
+class StateOwner;
+
 struct ImageResolverOptions {
   std::string skopeo = "skopeo";
   std::string registries_conf;  // empty: skopeo's default
@@ -21,9 +26,29 @@ struct ImageResolverOptions {
 };
 
 // Rewrites each container group's image to repository@digest. Errors: NotFound names the image
-// and the registry; Unavailable when the registry does not answer (nothing is accepted: submit
-// again); FailedPrecondition when skopeo is missing.
+// and the registry; Unavailable when the registry does not answer (the submission is accepted
+// with its tags, and ImagePinner pins them once it does); FailedPrecondition when skopeo is
+// missing.
 Status PinImages(job::JobSpec* spec, const ImageResolverOptions& options);
+
+// Pins, in the background, the images of jobs accepted while their registry was down
+// (ClusterState::UnpinnedJobs): every second while none fails, backing off to 30 s while their
+// registry stays down. A job whose image turns out not to exist fails with that sentence.
+class ImagePinner {
+ public:
+  ImagePinner(StateOwner* owner, ImageResolverOptions options);
+  ~ImagePinner();  // stops and joins
+  void Wake();     // a submission was accepted unpinned: try now
+
+ private:
+  void Loop();
+  StateOwner* owner_;
+  ImageResolverOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false, woken_ = false;
+  std::thread thread_;
+};
 
 // Whether every mount of the spec is under the cluster's containers.mounts_allowed.
 Status CheckMounts(const job::JobSpec& spec, const std::vector<std::string>& allowed);

@@ -255,6 +255,35 @@ TEST_F(ContainerTest, ARegistryThatIsDownLeavesTheJobStagingAndRetrying) {
   EXPECT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
 }
 
+// A registry that is down at submission loses nothing: the job is accepted with its tag, waits
+// unplaced with the reason, and runs the pinned digest once the registry answers; a tag that turns
+// out not to exist then fails its job with the sentence that names it.
+TEST_F(ContainerTest, ASubmissionWhileTheRegistryIsDownIsQueuedAndPinnedOnceItIsUp) {
+  StartCluster(1);
+  const std::string ref = registry_->Push("test/unpinned", "1");
+  ASSERT_FALSE(ref.empty());
+  registry_->Stop();
+  int status = 0;
+  auto r = cluster_->Post("/v1/jobs", "name: unpinned\nimage: " + ref + "\ntasks: [{gpus: 1, command: [true]}]\n", &status);
+  ASSERT_EQ(status, 201) << r.dump();
+  EXPECT_TRUE(Contains(r.value("warning", ""), "did not answer")) << r.dump();
+  const uint64_t id = r["id"];
+  auto missing = cluster_->Post("/v1/jobs", "name: missing\nimage: " + registry_->host() +
+                                    "/test/unpinned:nope\ntasks: [{gpus: 1, command: [true]}]\n", &status);
+  ASSERT_EQ(status, 201) << missing.dump();
+  const uint64_t gone = missing["id"];
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return Contains(cluster_->Job(id).value("reason", ""), "staging: registry unreachable"); }, 20 * kSecond))
+      << cluster_->Job(id).dump();
+  EXPECT_EQ(cluster_->Job(id).value("state", ""), "pending") << "not placed while its image is a tag";
+  registry_->Start();
+  ASSERT_TRUE(registry_->ok());
+  EXPECT_TRUE(cluster_->WaitForJobState(id, "succeeded", 90 * kSecond)) << cluster_->Job(id).dump();
+  EXPECT_TRUE(Contains(cluster_->Job(id)["spec"]["tasks"][0].value("image", ""), "@sha256:")) << cluster_->Job(id).dump();
+  EXPECT_TRUE(cluster_->WaitForJobState(gone, "failed", 60 * kSecond)) << cluster_->Job(gone).dump();
+  EXPECT_TRUE(Contains(cluster_->Job(gone).value("message", ""), "does not exist in registry")) << cluster_->Job(gone).dump();
+}
+
 // What README and docs say to do, as they say it: push-busybox.sh builds and pushes the example
 // image; examples/containers/*.yaml and docs/job-format.md's example run (with the test
 // registry's port in place of hangar dev's 8082).

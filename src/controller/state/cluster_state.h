@@ -120,6 +120,9 @@ struct TaskRun {
 struct SpecEntry {
   std::string json;
   job::JobSpec spec;
+  // A container image still at a tag (its registry was down at submission): the job waits, unplaced,
+  // until ImagePinner pins it (issue 17).
+  bool unpinned = false;
 };
 
 struct JobRecord {
@@ -352,6 +355,13 @@ class ClusterState {
   // Containers (cluster_state_staging.cc): a node's image cache, and how a pull went.
   void OnImages(const std::string& node, const pb::ImageInventory& inv, Time now, Effects* fx);
   void OnStageResult(const std::string& node, const pb::StageResult& r, Time now, Effects* fx);
+  // Pending jobs accepted while their registry was down, their images still at tags (at most
+  // `limit`, oldest first), with their specs for the pinner to pin off the state thread.
+  std::vector<std::pair<sched::JobId, job::JobSpec>> UnpinnedJobs(size_t limit) const;
+  // What the pinner found for job `id`: `pinned` (every image at its digest) becomes the job's
+  // spec and it may be placed; Unavailable keeps it waiting with that reason; any other error
+  // (the image does not exist) fails it with that sentence.
+  void OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinned, Time now, Effects* fx);
   // MIG (cluster_state_mig.cc): how a reshape went, and the GPU's layout after it.
   void OnMigReshaped(const std::string& node, const pb::MigReshaped& r, Time now, Effects* fx);
   struct MigReshapeStats {

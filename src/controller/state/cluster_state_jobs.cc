@@ -57,7 +57,9 @@ std::shared_ptr<const SpecEntry> ClusterState::InternSpec(std::string json, job:
     if (auto live = it->second.lock()) return live;
     spec_cache_.erase(it);
   }
-  auto entry = std::make_shared<const SpecEntry>(SpecEntry{std::move(json), std::move(spec)});
+  bool unpinned = false;
+  for (const auto& g : spec.tasks) unpinned |= !g.container.empty() && g.container.image.find('@') == std::string::npos;
+  auto entry = std::make_shared<const SpecEntry>(SpecEntry{std::move(json), std::move(spec), unpinned});
   spec_cache_[entry->json] = entry;
   return entry;
 }

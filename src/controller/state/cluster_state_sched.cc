@@ -124,6 +124,10 @@ void ClusterState::Schedule(Time now, Effects* fx) {
         continue;
       }
     }
+    if (j.spec->unpinned) {  // its registry was down at submission: not placed until its tags are pinned
+      if (j.reason_detail.empty()) j.reason_detail = "staging: registry unreachable at submission; retrying to pin its image tags to digests";
+      continue;
+    }
     if (j.stopping_tasks > 0) {
       j.reason_detail = "waiting for " + std::to_string(j.stopping_tasks) + " task" +
                         (j.stopping_tasks == 1 ? "" : "s") +

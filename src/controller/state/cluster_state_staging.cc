@@ -402,4 +402,54 @@ void ClusterState::FailStaging(JobRecord& j, const std::string& why, Time now, E
   Persist(j, fx);
 }
 
+std::vector<std::pair<sched::JobId, job::JobSpec>> ClusterState::UnpinnedJobs(size_t limit) const {
+  std::vector<std::pair<sched::JobId, job::JobSpec>> out;
+  for (sched::JobId id : pending_) {  // ordered by id: oldest first
+    if (out.size() >= limit) break;
+    const JobRecord& j = jobs_.at(id);
+    if (j.spec->unpinned) out.emplace_back(id, j.spec->spec);
+  }
+  return out;
+}
+
+void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinned, Time now, Effects* fx) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state != JobState::kPending || !it->second.spec->unpinned) return;
+  JobRecord& j = it->second;
+  const std::string subject = "job/" + std::to_string(id);
+  if (pinned.ok()) {
+    j.spec = InternSpec(job::JobSpecToJson(*pinned).dump(), *pinned);
+    std::string images;
+    for (const auto& g : pinned->tasks) {
+      if (!g.container.empty() && images.find(g.container.image) == std::string::npos) {
+        images += (images.empty() ? "" : ", ") + g.container.image;
+      }
+    }
+    j.reason_detail.clear();
+    fx->Event(now, "job", subject, "image pinned now that its registry answers: " + images);
+    Persist(j, fx);
+    dirty_ = true;
+    return;
+  }
+  if (pinned.status().code() == StatusCode::kUnavailable) {
+    const std::string why = "staging: registry unreachable: " + pinned.status().message() + "; retrying to pin its image";
+    if (why != j.reason_detail) {
+      if (j.reason_detail.empty() || j.reason_detail.rfind("staging: registry unreachable at submission", 0) == 0) {
+        fx->Event(now, "job", subject, why);
+      }
+      j.reason_detail = why;
+    }
+    return;
+  }
+  pending_.erase(id);
+  j.state = JobState::kFailed;
+  j.ended = now;
+  j.message = "its image could not be pinned: " + pinned.status().message();
+  j.reason = {};
+  j.reason_detail.clear();
+  fx->Event(now, "job", subject, "failed: " + j.message);
+  Persist(j, fx);
+  dirty_ = true;
+}
+
 }  // namespace hangar::controller
