@@ -587,7 +587,10 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = records_.find(e.task_id);
-    if (it == records_.end()) return std::nullopt;
+    if (it == records_.end()) {
+      early_exits_[e.task_id] = e;  // its launch is still recording it: it takes it from here
+      return std::nullopt;
+    }
     it->second.ended = true;
     it->second.exit_code = e.exit_code;
     it->second.signal = e.signal;
@@ -614,18 +617,20 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
 void Agent::ReaperLoop(const std::atomic<bool>* stop) {
   while (!*stop) {
     for (const TaskExit& e : runner_.Reap()) {
-      if (auto r = RecordExit(e)) {
-        if (!HoldStatus(r->task_id)) SendStatus(*r);
-        // What it used may go now, if the budget needs room (and the cache may be within it again).
-        if (!r->artifacts.empty() && objects_) {
-          for (const auto& gone : objects_->Evict(ArtifactsInUse())) {
-            spdlog::info("agent {}: evicted artifact {} (cache budget)", options_.node, gone);
-          }
-          SendImages();
-        }
-      }
+      if (auto r = RecordExit(e)) AfterExit(*r);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void Agent::AfterExit(const TaskRecord& r) {
+  if (!HoldStatus(r.task_id)) SendStatus(r);
+  // What it used may go now, if the budget needs room (and the cache may be within it again).
+  if (!r.artifacts.empty() && objects_) {
+    for (const auto& gone : objects_->Evict(ArtifactsInUse())) {
+      spdlog::info("agent {}: evicted artifact {} (cache budget)", options_.node, gone);
+    }
+    SendImages();
   }
 }
 

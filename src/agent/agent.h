@@ -175,8 +175,12 @@ class Agent {
   void SendStatus(const TaskRecord& r);
   pb::Register RegisterMessage();
   void ReaperLoop(const std::atomic<bool>* stop);
-  // Records how a task ended (and frees its GPUs); the record, or nullopt for an unknown task.
+  // Records how a task ended (and frees its GPUs); the record, or nullopt for a task not recorded
+  // yet (its exit waits in early_exits_ for its launch).
   std::optional<TaskRecord> RecordExit(const TaskExit& e);
+  // After RecordExit: the end to the controller (unless a checkpoint drain holds it), and what
+  // the task's artifacts may free.
+  void AfterExit(const TaskRecord& r);
   void StopTasksOnExit();
   // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts,
   // owned by the task's user.
@@ -251,8 +255,11 @@ class Agent {
   std::thread validation_;
   std::atomic<bool> validating_{false};
 
-  std::mutex mu_;  // records_, unsent_checkpoints_, drains_
+  std::mutex mu_;  // records_, early_exits_, unsent_checkpoints_, drains_
   std::map<std::string, TaskRecord> records_;
+  // Exits the reaper saw before the launch had recorded its task (a `true` can end before
+  // Launch() has returned): the launch handles them once its record is in.
+  std::map<std::string, TaskExit> early_exits_;
   // Checkpoint reports made while no stream was up, by task: the latest of each goes out on the
   // next connect.
   std::map<std::string, pb::CheckpointDone> unsent_checkpoints_;

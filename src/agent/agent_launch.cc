@@ -148,12 +148,21 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     ReleaseMigInstances(r.task_id);
     spdlog::warn("agent {}: task {} failed to start: {}", options_.node, r.task_id, r.message);
   }
+  std::optional<TaskExit> early;
   {
     std::lock_guard<std::mutex> lock(mu_);
     records_[r.task_id] = r;
     SaveRecords();
+    if (auto e = early_exits_.find(r.task_id); e != early_exits_.end()) {
+      early = e->second;
+      early_exits_.erase(e);
+    }
   }
   SendStatus(r);
+  // It ended before it was recorded (the reaper left its exit here): its end goes out now.
+  if (early) {
+    if (auto ended = RecordExit(*early)) AfterExit(*ended);
+  }
 }
 
 StatusOr<std::optional<TaskCredentials>> Agent::RunAsOf(const pb::Launch& l) const {

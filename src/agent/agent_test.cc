@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -289,6 +290,49 @@ TEST_F(AgentTest, StopWithACheckpointSignalsAndIsReleasedByTheReport) {
 
 // The checkpoint directory exists before the task runs (a task that writes to it at once must not
 // find it missing), and a directory that cannot be made fails the launch with the reason.
+// A task may end before its launch has recorded it (`true` under load): its end is still reported,
+// once, never lost with the job left running forever.
+TEST_F(AgentTest, TasksThatEndAtOnceAreAllReportedEnded) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  constexpr int kTasks = 500;
+  // Busy cores, as on a loaded node: the launch is often preempted between starting a task and
+  // recording it, which is when a `true` ends.
+  std::atomic<bool> busy{true};
+  std::vector<std::thread> spinners;
+  for (unsigned i = 0; i < 2 * std::max(1u, std::thread::hardware_concurrency()); ++i) {
+    spinners.emplace_back([&] {
+      while (busy) {
+      }
+    });
+  }
+  for (int i = 1; i <= kTasks; ++i) {
+    pb::ControllerMessage m;
+    m.mutable_launch()->set_task_id(std::to_string(i) + ".0.0");
+    m.mutable_launch()->set_job_id(i);
+    m.mutable_launch()->add_argv("/bin/true");
+    ASSERT_TRUE(controller_.Send(m));
+  }
+  std::set<std::string> ended;
+  auto stop_spinning = [&] {
+    busy = false;
+    for (auto& t : spinners) t.join();
+    spinners.clear();
+  };
+  for (int i = 1; i <= kTasks; ++i) {
+    const std::string id = std::to_string(i) + ".0.0";
+    auto status = controller_.WaitFor([&](const pb::AgentMessage& a) {
+      return a.has_task_status() && a.task_status().task_id() == id && a.task_status().state() == pb::TaskStatus::EXITED;
+    });
+    if (status) {
+      EXPECT_EQ(status->task_status().exit_code(), 0) << id;
+      ended.insert(id);
+    }
+    if (i == kTasks / 2) stop_spinning();
+  }
+  stop_spinning();
+  EXPECT_EQ(ended.size(), static_cast<size_t>(kTasks)) << "every task that ended at once is reported ended";
+}
+
 TEST_F(AgentTest, CreatesTheCheckpointDirectoryBeforeTheTaskStarts) {
   ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
   const fs::path ckpt = state_dir_ / "checkpoints" / "job-7";
