@@ -2,6 +2,7 @@
 
 #include "sim/controller/controller_engine.h"
 #include "sim/fgd/fgd_command.h"
+#include "sim/mig/mig_command.h"
 #include "sim/replay/replay_command.h"
 
 namespace hangar::sim {
@@ -10,6 +11,7 @@ void RegisterSimCommand(CLI::App& app, int* rc) {
   CLI::App* sim = app.add_subcommand("sim", "Replay traces through the production scheduler");
   sim->require_subcommand(1);
   RegisterFgdCommand(*sim, rc);
+  RegisterMigCommand(*sim, rc);
   RegisterReplayCommand(*sim, rc, {{"controller", MakeControllerEngine}});
 }
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cluster/mig_geometry.h"
 #include "cluster/topology.h"
 #include "common/status.h"
@@ -72,5 +74,17 @@ struct MigDayResult {
 StatusOr<MigDayResult> RunDay(std::shared_ptr<const cluster::Topology> topo, const std::vector<SimJob>& jobs,
                               const std::vector<cluster::MigLayout>& layouts, bool reshape,
                               const MigDayConfig& cfg);
+
+// The comparison `hangar sim mig` and bench/mig_reshape print: three demand-proportional static
+// layouts (fixed all day; the best is the one that strands fewest jobs, then waits least),
+// queue-driven reshaping from the best of them, and reshaping from empty GPUs. JSON with
+// static_avg_wait_s, dynamic_avg_wait_s, static_p99_wait_s, dynamic_p99_wait_s, static_util,
+// dynamic_util, reconfigurations, avg_wait_cut and the runs behind them.
+StatusOr<nlohmann::json> CompareDay(const std::vector<MigPod>& pods, const MigDayConfig& cfg);
+// CompareDay's answer as a table.
+std::string FormatComparison(const nlohmann::json& c);
+// The default demand: data/traces/openb's gpushare40 under `source_dir` (the checkout) when it is
+// there, else ../shared/traces/openb's gpushare40, 60 and 80 from the working directory.
+std::vector<std::string> DefaultPodFiles(const std::string& source_dir);
 
 }  // namespace hangar::sim::mig

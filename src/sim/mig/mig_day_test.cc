@@ -2,6 +2,11 @@
 // layout, and reshaping against a fixed layout on the lean simulator.
 #include "sim/mig/mig_day.h"
 
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "sim/mig/mig_command.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -112,6 +117,58 @@ TEST(MigDayTest, ReshapingServesShapesAFixedLayoutLacks) {
   EXPECT_GT(dynamic->reshape.instances_destroyed, 0);
   EXPECT_GT(dynamic->util, 0.1);
   EXPECT_LE(dynamic->util, 1.0);
+}
+
+// `hangar sim mig` as docs/mig.md runs it, from the checkout (its default demand is the shipped
+// gpushare40 pods): the comparison's figures, and reshaping beating the best static layout.
+TEST(SimMigCommandTest, RunsTheDocsCommandOnTheShippedPods) {
+  std::string doc;
+  {
+    std::ifstream in(std::string(HANGAR_SOURCE_DIR) + "/docs/mig.md");
+    doc.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = doc.find("hangar sim mig ");
+  ASSERT_NE(at, std::string::npos) << "docs/mig.md shows the command";
+  std::string args = doc.substr(at + 7, doc.find('\n', at) - at - 7);  // "sim mig ..."
+  ASSERT_EQ(args.rfind("sim mig", 0), 0u) << args;
+  args = args.substr(4);  // "mig ..."
+  CLI::App app;
+  int rc = -1;
+  RegisterMigCommand(app, &rc);
+  ::testing::internal::CaptureStdout();
+  app.parse(args + " --json", false);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0) << args;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << out;
+  for (const char* k : {"static_avg_wait_s", "dynamic_avg_wait_s", "static_util", "dynamic_util", "reconfigurations"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_GT(j["jobs"].get<int64_t>(), 100);
+  EXPECT_LT(j["dynamic_avg_wait_s"].get<double>(), j["static_avg_wait_s"].get<double>()) << out;
+  EXPECT_GE(j["dynamic_util"].get<double>(), j["static_util"].get<double>() - 0.01) << out;
+  EXPECT_GT(j["reconfigurations"].get<int64_t>(), 0);
+}
+
+TEST(SimMigCommandTest, RefusesBadInputSayingWhatToGive) {
+  for (const std::string bad : {"mig --load -1", "mig --nodes 0", "mig --reshape-seconds -5"}) {
+    CLI::App app;
+    int rc = -1;
+    RegisterMigCommand(app, &rc);
+    ::testing::internal::CaptureStderr();
+    app.parse(bad, false);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(rc, 2) << bad;
+    EXPECT_NE(err.find("error: --"), std::string::npos) << err;
+  }
+  CLI::App app;
+  int rc = -1;
+  RegisterMigCommand(app, &rc);
+  ::testing::internal::CaptureStderr();
+  app.parse("mig --pods /nonexistent/pods.csv", false);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("/nonexistent/pods.csv"), std::string::npos) << err;
 }
 
 }  // namespace
