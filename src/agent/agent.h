@@ -138,8 +138,10 @@ struct TaskRecord {
   // A fractional task under MPS: its control daemon (MpsDaemon::key) and memory limit; else empty.
   std::string mps;
   int64_t mps_memory_mib = 0;
-  // The MIG instances it runs in: GPU index, start and memory slices of each.
+  // The MIG instances it runs in: GPU index, start and memory slices of each; and their MIG
+  // devices' UUIDs, for the launch (not kept across restarts).
   std::vector<std::array<uint32_t, 3>> mig;
+  std::vector<std::string> mig_devices;
 };
 
 class Agent {

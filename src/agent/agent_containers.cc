@@ -109,14 +109,7 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   }
   // A MIG task sees its MIG devices (ClaimMigInstances put their UUIDs in the launch).
   for (const auto& [k, v] : launch->env) if (k == "CUDA_VISIBLE_DEVICES" && l.mig_instances_size() > 0) uuids = v;
-  if (l.mig_instances_size() > 0) {
-    for (size_t at = 0; at < uuids.size();) {
-      size_t comma = uuids.find(',', at);
-      if (comma == std::string::npos) comma = uuids.size();
-      if (comma > at) run.mig_devices.push_back(uuids.substr(at, comma - at));
-      at = comma + 1;
-    }
-  }
+  run.mig_devices = r->mig_devices;
   if (!run.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
   run.workdir = l.workdir();
   for (const auto& m : c.mounts()) run.mounts.push_back({m.host(), m.path(), m.read_only()});

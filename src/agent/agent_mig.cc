@@ -153,6 +153,7 @@ Status Agent::ClaimMigInstances(const pb::Launch& l, TaskLaunch* launch, TaskRec
   std::lock_guard<std::mutex> lock(mig_mu_);
   std::string devices;
   std::vector<std::array<uint32_t, 3>> slots;
+  std::vector<std::string> uuids;
   for (const pb::MigInstance& mi : l.mig_instances()) {
     const std::string where = "GPU " + std::to_string(mi.gpu_index()) + " of node " + options_.node;
     const MigLayout& layout = mig_layouts_[mi.gpu_index()];
@@ -173,6 +174,7 @@ Status Agent::ClaimMigInstances(const pb::Launch& l, TaskLaunch* launch, TaskRec
                                         std::to_string(mi.start()) + " is going away");
     }
     devices += (devices.empty() ? "" : ",") + have->uuid();
+    uuids.push_back(have->uuid());
     slots.push_back({mi.gpu_index(), mi.start(), mi.memory_slices()});
   }
   auto it = std::find_if(launch->env.begin(), launch->env.end(),
@@ -181,6 +183,7 @@ Status Agent::ClaimMigInstances(const pb::Launch& l, TaskLaunch* launch, TaskRec
   else launch->env.emplace_back("CUDA_VISIBLE_DEVICES", devices);
   mig_claims_[l.task_id()] = slots;
   r->mig = slots;
+  r->mig_devices = std::move(uuids);
   return Status::Ok();
 }
 

@@ -357,7 +357,7 @@ class ClusterState {
   void OnStageResult(const std::string& node, const pb::StageResult& r, Time now, Effects* fx);
   // Pending jobs accepted while their registry was down, their images still at tags (at most
   // `limit`, oldest first), with their specs for the pinner to pin off the state thread.
-  std::vector<std::pair<sched::JobId, job::JobSpec>> UnpinnedJobs(size_t limit) const;
+  std::vector<std::pair<sched::JobId, job::JobSpec>> UnpinnedJobs(size_t limit);
   // What the pinner found for job `id`: `pinned` (every image at its digest) becomes the job's
   // spec and it may be placed; Unavailable keeps it waiting with that reason; any other error
   // (the image does not exist) fails it with that sentence.
@@ -641,6 +641,7 @@ class ClusterState {
   std::map<sched::JobId, JobRecord> jobs_;
   WaitingOrder waiting_order_;  // the dashboard's (waiting_order())
   std::set<sched::JobId> pending_;  // jobs in state pending
+  std::set<sched::JobId> unpinned_;  // pending jobs whose images wait for the pinner (may hold ended ones)
   std::set<sched::JobId> active_;   // jobs holding resources (tasks not all ended)
   std::vector<NodeRecord> nodes_;
   IngestLag heartbeat_lag_;

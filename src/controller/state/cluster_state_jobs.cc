@@ -134,6 +134,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::sha
                 (array_id ? " as element " + std::to_string(array_index) + " of array " + std::to_string(array_id) : ""));
   const sched::JobId id = j.id;
   pending_.insert(id);
+  if (j.spec->unpinned) unpinned_.insert(id);
   auto& stored = jobs_.emplace(id, std::move(j)).first->second;
   Persist(stored, fx);
   dirty_ = true;

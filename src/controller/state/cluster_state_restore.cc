@@ -150,6 +150,7 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
       j.live_tasks++;
     }
     if (j.state == JobState::kPending) pending_.insert(j.id);
+    if (j.state == JobState::kPending && j.spec->unpinned) unpinned_.insert(j.id);
     if (j.live_tasks > 0) active_.insert(j.id);
     jobs_.emplace(j.id, std::move(j));
   }

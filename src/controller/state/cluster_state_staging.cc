@@ -402,12 +402,16 @@ void ClusterState::FailStaging(JobRecord& j, const std::string& why, Time now, E
   Persist(j, fx);
 }
 
-std::vector<std::pair<sched::JobId, job::JobSpec>> ClusterState::UnpinnedJobs(size_t limit) const {
+std::vector<std::pair<sched::JobId, job::JobSpec>> ClusterState::UnpinnedJobs(size_t limit) {
   std::vector<std::pair<sched::JobId, job::JobSpec>> out;
-  for (sched::JobId id : pending_) {  // ordered by id: oldest first
-    if (out.size() >= limit) break;
-    const JobRecord& j = jobs_.at(id);
-    if (j.spec->unpinned) out.emplace_back(id, j.spec->spec);
+  for (auto it = unpinned_.begin(); it != unpinned_.end() && out.size() < limit;) {  // oldest first
+    auto j = jobs_.find(*it);
+    if (j == jobs_.end() || j->second.state != JobState::kPending || !j->second.spec->unpinned) {
+      it = unpinned_.erase(it);  // pinned, cancelled or gone since
+      continue;
+    }
+    out.emplace_back(*it, j->second.spec->spec);
+    ++it;
   }
   return out;
 }
