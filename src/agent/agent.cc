@@ -17,6 +17,7 @@
 #include "agent/fabric/nic_affinity.h"
 #include "agent/gpu/mig_profiles.h"
 #include "agent/runner/process_spawn.h"
+#include "agent/task_journal.h"
 
 namespace hangar::agent {
 
@@ -105,30 +106,29 @@ Status Agent::Init() {
   HANGAR_ASSIGN_OR_RETURN(nics_, ReadIbPorts(options_.ib_root));
   LogNicAffinity();
   cgroup_status_ = runner_.CgroupStatus();
-  std::ifstream in(options_.state_dir + "/tasks.json");
-  if (in) {
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_array()) {
-      for (const auto& e : j) {
-        TaskRecord r = FromJson(e);
-        if (r.task_id.empty()) continue;
-        if (!r.ended) {
-          if (r.pid > 0 && runner_.Adopt(r.task_id, r.pid, /*signal_proxy=*/!r.container.empty()).ok()) {
-            for (uint32_t g : r.gpus) backend_->SetBusy(g, TaskDir(r.task_id) + "/gpu_util");
-            spdlog::info("agent: adopted task {} (pid {}) from an earlier run", r.task_id, r.pid);
-          } else {
-            r.ended = true;
-            r.exit_code = -1;
-            r.message = "ended while the agent was down; its exit status is unknown";
-            r.ended_at = clock_->Now();
-          }
-        }
-        records_[r.task_id] = r;
+  journal_ = std::make_unique<TaskJournal>(options_.state_dir);
+  std::map<std::string, TaskRecord> loaded;
+  for (const auto& e : journal_->Load()) {
+    TaskRecord r = FromJson(e);
+    if (!r.task_id.empty()) loaded[r.task_id] = std::move(r);  // the latest line of a task wins
+  }
+  for (auto& [id, r] : loaded) {
+    if (!r.ended) {
+      if (r.pid > 0 && runner_.Adopt(r.task_id, r.pid, /*signal_proxy=*/!r.container.empty()).ok()) {
+        for (uint32_t g : r.gpus) backend_->SetBusy(g, TaskDir(r.task_id) + "/gpu_util");
+        spdlog::info("agent: adopted task {} (pid {}) from an earlier run", r.task_id, r.pid);
+      } else {
+        r.ended = true;
+        r.exit_code = -1;
+        r.message = "ended while the agent was down; its exit status is unknown";
+        r.ended_at = clock_->Now();
       }
     }
   }
+  store_id_ = ReadStoreId(options_.state_dir);
   {
     std::lock_guard<std::mutex> l(mu_);
+    records_ = std::move(loaded);
     SaveRecords();
   }
   InitMps();
@@ -141,6 +141,7 @@ Status Agent::Init() {
         options_.drain_lock_timeout);
     ResumeDrains();
   }
+  if (options_.forget_store && !store_id_.empty()) ForgetStore();
   StartSocket();
   return Status::Ok();
 }
@@ -226,22 +227,53 @@ void Agent::AfterCheckpointReply(const CheckpointReport& c, const CheckpointRepl
 void Agent::SaveRecords() {
   // Forget ended tasks after an hour: the controller has heard of them many times by then.
   const Time now = clock_->Now();
+  std::vector<nlohmann::json> all;
+  all.reserve(records_.size());
   for (auto it = records_.begin(); it != records_.end();) {
-    if (it->second.ended && now - it->second.ended_at > kHour) it = records_.erase(it);
-    else ++it;
+    if (it->second.ended && now - it->second.ended_at > kHour) {
+      it = records_.erase(it);
+    } else {
+      all.push_back(ToJson(it->second));
+      ++it;
+    }
   }
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& [id, r] : records_) j.push_back(ToJson(r));
-  const std::string path = options_.state_dir + "/tasks.json";
-  {
-    std::ofstream out(path + ".tmp");
-    out << j.dump() << "\n";
+  if (journal_) journal_->Compact(all);
+}
+
+void Agent::SaveRecord(const std::string& task_id) {
+  auto it = records_.find(task_id);
+  if (!journal_ || it == records_.end()) return;
+  journal_->Append(ToJson(it->second));
+  // Folded into a snapshot once the journal is longer than the records: each line is written
+  // about twice in all, however many records the agent keeps.
+  if (journal_->appended() > std::max<size_t>(1024, 2 * records_.size())) SaveRecords();
+}
+
+void Agent::ForgetStore() {
+  const auto running = runner_.Running();
+  spdlog::warn("agent {}: --forget-store: forgetting store {} and its {} task record(s){}", options_.node, store_id_,
+               records_.size(), running.empty() ? "" : "; stopping its " + std::to_string(running.size()) + " task(s)");
+  for (const auto& [id, pid] : running) (void)runner_.Stop(id, options_.stop_tasks_grace);
+  const Time deadline = clock_->Now() + options_.stop_tasks_grace + kSecond;
+  while (!runner_.Running().empty() && clock_->Now() < deadline) {
+    for (const TaskExit& e : runner_.Reap()) (void)RecordExit(e);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::rename((path + ".tmp").c_str(), path.c_str());
+  for (const TaskExit& e : runner_.Reap()) (void)RecordExit(e);
+  std::lock_guard<std::mutex> l(mu_);
+  records_.clear();
+  early_exits_.clear();
+  unsent_checkpoints_.clear();
+  SaveRecords();
+  store_id_.clear();
+  if (!WriteStoreId(options_.state_dir, "")) {
+    spdlog::error("agent {}: cannot remove {}/store_id", options_.node, options_.state_dir);
+  }
 }
 
 pb::Register Agent::RegisterMessage() {
   pb::Register reg;
+  reg.set_store_id(store_id_);
   pb::Inventory* inv = reg.mutable_inventory();
   inv->set_node(options_.node);
   inv->set_address(options_.address);
@@ -405,6 +437,19 @@ void Agent::Session(const std::atomic<bool>* stop) {
       break;
     }
     newest_epoch_ = in.epoch();
+    if (!in.store_id().empty() && in.store_id() != store_id_) {
+      if (!store_id_.empty()) {  // the controller let us in, so it runs on another store than it did
+        spdlog::error("agent {}: refused a message from {}: it serves store {}, this agent store {} (its tasks "
+                      "belong to that one); restart the agent with --forget-store to serve the new one",
+                      options_.node, controller, in.store_id(), store_id_);
+        break;
+      }
+      store_id_ = in.store_id();  // the first controller this agent serves
+      if (!WriteStoreId(options_.state_dir, store_id_)) {
+        spdlog::error("agent {}: cannot write {}/store_id", options_.node, options_.state_dir);
+      }
+      spdlog::info("agent {}: serves the controller store {}", options_.node, store_id_);
+    }
     Handle(in);
   }
   {
@@ -485,7 +530,7 @@ void Agent::HandleStop(const pb::Stop& s) {
       r.message = "stopped before it started on node " + options_.node;
       r.ended_at = clock_->Now();
       records_[r.task_id] = r;
-      SaveRecords();
+      SaveRecord(r.task_id);
       known = r;
     }
   }
@@ -604,7 +649,7 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
     TaskRecord& kept = records_[r.task_id];
     r.drain_pending = kept.drain_pending;  // a drain may have ended meanwhile
     kept = r;
-    SaveRecords();
+    SaveRecord(r.task_id);
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);
   ReleaseMps(r);
@@ -646,7 +691,7 @@ void Agent::StopTasksOnExit() {
     if (!RecordExit(e)) return;
     std::lock_guard<std::mutex> l(mu_);
     records_[e.task_id].message = "stopped when its agent exited (--stop-tasks-on-exit)";
-    SaveRecords();
+    SaveRecord(e.task_id);
   };
   // Reap() sends the SIGKILLs once the grace has passed; a little longer for them to land.
   const Time deadline = clock_->Now() + options_.stop_tasks_grace + kSecond;

@@ -50,6 +50,7 @@
 #include "agent/gpu/mps.h"
 #include "agent/gpu/mig_layout.h"
 #include "agent/runner/task_runner.h"
+#include "agent/task_journal.h"
 #include "common/time.h"
 #include "proto/agent.grpc.pb.h"
 
@@ -93,6 +94,9 @@ struct AgentOptions {
   // stop_tasks_grace). Off by default: a restarted agent adopts its tasks. `hangar dev` sets it,
   // so that stopping the local cluster leaves nothing running.
   bool stop_tasks_on_exit = false;
+  // At Init: stop the tasks of the controller store this agent last served and forget them (and
+  // the store), so that it may serve a controller on another store (issue 15).
+  bool forget_store = false;
   Duration stop_tasks_grace = 2 * kSecond;
   ContainerOptions containers;
   DataOptions data;
@@ -242,7 +246,10 @@ class Agent {
   // Fake GPUs: a task that reports more GPU memory than its limit is ended, as the allocation
   // fails on a GPU. Caller does not hold mu_.
   void CheckMpsLimits();
-  void SaveRecords();  // caller holds mu_
+  void SaveRecords();  // every record as a new snapshot (ended ones over an hour old dropped); caller holds mu_
+  void SaveRecord(const std::string& task_id);  // one changed record, to the journal; caller holds mu_
+  // --forget-store at Init: stops the tasks of the store this agent served and forgets them.
+  void ForgetStore();
   std::string TaskDir(const std::string& task_id) const;
 
   AgentOptions options_;
@@ -259,6 +266,7 @@ class Agent {
 
   std::mutex mu_;  // records_, early_exits_, unsent_checkpoints_, drains_
   std::map<std::string, TaskRecord> records_;
+  std::unique_ptr<TaskJournal> journal_;  // records_ on disk (made by Init)
   // Exits the reaper saw before the launch had recorded its task (a `true` can end before
   // Launch() has returned): the launch handles them once its record is in.
   std::map<std::string, TaskExit> early_exits_;
@@ -276,6 +284,9 @@ class Agent {
   // leadership epoch seen on any stream (orders of an older one are refused). Session's only.
   size_t next_controller_ = 0;
   int64_t newest_epoch_ = 0;
+  // Issue 15: the controller store this agent serves (<state dir>/store_id); "" until a
+  // controller names its own. Init's, then Session's only.
+  std::string store_id_;
 
   std::optional<Podman> podman_;
   std::string podman_error_;  // why containers do not run here, when they do not

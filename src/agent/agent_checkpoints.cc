@@ -85,8 +85,8 @@ void Agent::QueueDrain(const TaskRecord& r, const std::string& path, uint64_t st
       it->second.drain_pending = true;
       it->second.drain_path = path;
       it->second.drain_step = step;
+      SaveRecord(r.task_id);
     }
-    SaveRecords();
   }
   drainer_->Enqueue(RequestOf(r, path, step));
 }

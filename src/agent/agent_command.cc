@@ -43,6 +43,7 @@ struct Flags {
   std::string faults;
   bool no_cgroups = false;
   bool stop_tasks_on_exit = false;
+  bool forget_store = false;
   bool validate = false;  // gpu-check
   std::string token_file;
   std::string tls_dir;
@@ -202,6 +203,7 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   if (ec) return Status::InvalidArgument("--state-dir " + dir + ": " + ec.message());
   opt.use_cgroups = !f.no_cgroups;
   opt.stop_tasks_on_exit = f.stop_tasks_on_exit;
+  opt.forget_store = f.forget_store;
   opt.ib_root = f.ib_root;
   if (!f.scratch_dir.empty()) {
     opt.scratch_dir = std::filesystem::absolute(f.scratch_dir, ec).lexically_normal().string();
@@ -435,6 +437,10 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
       "--stop-tasks-on-exit", f->stop_tasks_on_exit,
       "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "
       "running and a restarted agent adopts them (`hangar dev` sets this)");
+  c->add_flag("--forget-store", f->forget_store,
+              "Stop the tasks this agent runs for the controller store it served and forget them (and that "
+              "store), so that it serves a controller on another store; a controller refuses an agent that "
+              "served another store (its task ids are that store's)");
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {

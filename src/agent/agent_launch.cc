@@ -152,7 +152,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     records_[r.task_id] = r;
-    SaveRecords();
+    SaveRecord(r.task_id);
     if (auto e = early_exits_.find(r.task_id); e != early_exits_.end()) {
       early = e->second;
       early_exits_.erase(e);

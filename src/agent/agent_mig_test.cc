@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/gpu/fake_backend.h"
+#include "agent/task_journal.h"
 
 namespace hangar::agent {
 namespace {
@@ -93,9 +94,7 @@ class AgentMigTest : public ::testing::Test {
     if (runner_.joinable()) runner_.join();
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     agent_.reset();
-    std::ifstream in(dir_ / "tasks.json");
-    auto tasks = nlohmann::json::parse(in, nullptr, false);
-    for (const auto& t : tasks.is_array() ? tasks : nlohmann::json::array()) {
+    for (const auto& t : LatestTaskRecords(dir_.string())) {
       if (t.value("pid", 0) > 0 && !t.value("ended", false)) kill(-t.value("pid", 0), SIGKILL);
     }
     fs::remove_all(dir_);

@@ -20,12 +20,15 @@
 
 #include "agent/fabric/fake_sysfs_test_util.h"
 #include "agent/gpu/fake_backend.h"
+#include "agent/task_journal.h"
 
 namespace hangar::agent {
 namespace {
 
 namespace fs = std::filesystem;
 using Stream = grpc::ServerReaderWriter<pb::ControllerMessage, pb::AgentMessage>;
+
+std::vector<nlohmann::json> TaskRecords(const fs::path& dir) { return LatestTaskRecords(dir.string()); }
 
 // Answers Register with a short heartbeat interval and records everything the agent sends.
 class FakeController final : public pb::AgentChannel::Service {
@@ -112,9 +115,7 @@ class AgentTest : public ::testing::Test {
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     agent_.reset();
     // Tasks outlive agents by design: end what the tests started.
-    std::ifstream in(state_dir_ / "tasks.json");
-    auto tasks = nlohmann::json::parse(in, nullptr, false);
-    for (const auto& t : tasks.is_array() ? tasks : nlohmann::json::array()) {
+    for (const auto& t : TaskRecords(state_dir_)) {
       if (t.value("pid", 0) > 0 && !t.value("ended", false)) kill(-t.value("pid", 0), SIGKILL);
     }
     fs::remove_all(state_dir_);
@@ -439,8 +440,9 @@ TEST_F(AgentTest, RunsATaskAsTheUserTheLaunchNames) {
     EXPECT_EQ(o.mode, mode) << path;
   }
   EXPECT_EQ(OwnerOf(task).uid, 0u) << "the task's folder stays the agent's: no one puts a link where it reads logs";
-  std::ifstream records(state_dir_ / "tasks.json");
-  EXPECT_EQ(nlohmann::json::parse(records)[0].value("uid", -2), 61001);
+  const auto records = TaskRecords(state_dir_);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0].value("uid", -2), 61001);
 
   EXPECT_EQ(ReportAs(61005, agent_->socket_path(), "11.0.0"),
             "the agent at " + agent_->socket_path() +
@@ -511,16 +513,16 @@ TEST_F(StoppingAgentTest, StopsEveryTaskWhenItExits) {
   TaskEnv("12.0.0");
   std::map<std::string, int> pids;
   {
-    std::ifstream in(state_dir_ / "tasks.json");
-    for (const auto& t : nlohmann::json::parse(in)) pids[t["task_id"]] = t["pid"];
+    for (const auto& t : TaskRecords(state_dir_)) pids[t["task_id"]] = t["pid"];
   }
   ASSERT_EQ(pids.size(), 2u);
   stop_ = true;
   runner_.join();  // Run() returns only once its tasks are gone
   for (const auto& [id, pid] : pids) EXPECT_TRUE(ProcessGroupGone(pid)) << id;
   EXPECT_EQ(Read(Work("11.0.0") / "signals"), "TERM\n");
-  std::ifstream in(state_dir_ / "tasks.json");
-  for (const auto& t : nlohmann::json::parse(in)) {
+  const auto ended = TaskRecords(state_dir_);
+  EXPECT_EQ(ended.size(), 2u);
+  for (const auto& t : ended) {
     EXPECT_TRUE(t["ended"].get<bool>()) << t.dump();
     // Not `stopped` (the controller's word for a stop it asked for): the job did not finish.
     EXPECT_FALSE(t["stopped"].get<bool>()) << t.dump();

@@ -17,7 +17,12 @@ namespace {
 
 constexpr std::string_view kNodeKeys[] = {
     "name", "gpus", "gpu_model", "gpu_memory", "cpu", "memory", "nvlink", "mig",
-    "numa_nodes", "rails", "rack", "labels", "group"};
+    "numa_nodes", "rails", "rack", "labels", "group", "management_address", "data_address", "data_interfaces"};
+
+bool IsIpAddress(const std::string& s) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+}
 
 std::string FormatCores(int64_t milli) { return FormatMilli(milli) + " cores"; }
 
@@ -29,7 +34,7 @@ class ClusterParser {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
         root, "the cluster file",
         {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data",
-         "gpu_models", "mig"}));
+         "gpu_models", "mig", "networks"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -53,6 +58,8 @@ class ClusterParser {
     if (root["baselines"]) HANGAR_RETURN_IF_ERROR(ParseBaselines(root["baselines"], &out));
     if (root["containers"]) HANGAR_RETURN_IF_ERROR(ParseContainers(root["containers"], &out));
     if (root["data"]) HANGAR_RETURN_IF_ERROR(ParseData(root["data"], &out.data));
+    if (root["networks"]) HANGAR_RETURN_IF_ERROR(ParseNetworks(root["networks"], &out));
+    HANGAR_RETURN_IF_ERROR(CheckNodeNetworks(builder, out.management_network));
     auto topo = std::move(builder).Build();
     if (!topo.ok()) return topo.status().WithPrefix(src_.name());
     out.topology = std::move(topo).value();
@@ -64,6 +71,11 @@ class ClusterParser {
  private:
   Status ApplyNodeFields(const YAML::Node& n, std::string_view what, NodeSpec* spec) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(n, what, kNodeKeys));
+    if (what == "node_defaults") {
+      for (const char* key : {"management_address", "data_address"}) {
+        if (n[key]) return src_.Error(n[key], std::string(key) + " belongs on a node entry (each node has its own), not in node_defaults");
+      }
+    }
     spec->source_line = n.Mark().line + 1;
     HANGAR_ASSIGN_OR_RETURN(auto gpus, src_.OptInt(n, "gpus", 0, kMaxGpusPerNode));
     if (gpus) spec->gpus = static_cast<int>(*gpus);
@@ -97,6 +109,9 @@ class ClusterParser {
     if (numa) spec->numa_nodes = static_cast<int>(*numa);
     HANGAR_ASSIGN_OR_RETURN(auto rails, src_.OptInt(n, "rails", 0, 64));
     if (rails) spec->rails = static_cast<int>(*rails);
+    if (const YAML::Node ifs = n["data_interfaces"]) {
+      HANGAR_RETURN_IF_ERROR(ParseDataInterfaces(ifs, &spec->networks.data_interfaces));
+    }
     HANGAR_ASSIGN_OR_RETURN(auto rack, src_.OptString(n, "rack"));
     if (rack) spec->rack = *rack;
     HANGAR_ASSIGN_OR_RETURN(auto group, src_.OptString(n, "group"));
@@ -110,6 +125,98 @@ class ClusterParser {
           if (k == key) v = value, replaced = true;
         }
         if (!replaced) spec->labels.emplace_back(key, value);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // data_interfaces: one per rail, rail 0 first; each a netdev name ("eth1") or
+  // {netdev: eth1, hca: mlx5_0}.
+  Status ParseDataInterfaces(const YAML::Node& ifs, std::vector<DataInterface>* out) {
+    const char* example = "e.g. [{netdev: ib0, hca: mlx5_0}, {netdev: ib1, hca: mlx5_1}] or [eth1, eth2]";
+    if (!ifs.IsSequence() || ifs.size() == 0 || ifs.size() > 64) {
+      return src_.Error(ifs, std::string("data_interfaces must list 1 to 64 interfaces, one per rail, ") + example);
+    }
+    out->clear();
+    for (const auto& i : ifs) {
+      DataInterface d;
+      if (i.IsScalar()) {
+        d.netdev = i.as<std::string>("");
+      } else if (i.IsMap()) {
+        HANGAR_RETURN_IF_ERROR(src_.CheckKeys(i, "a data interface", {"netdev", "hca"}));
+        HANGAR_ASSIGN_OR_RETURN(auto netdev, src_.OptString(i, "netdev"));
+        HANGAR_ASSIGN_OR_RETURN(auto hca, src_.OptString(i, "hca"));
+        d.netdev = netdev.value_or("");
+        d.hca = hca.value_or("");
+      } else {
+        return src_.Error(i, std::string("a data interface is a netdev name or a map, ") + example);
+      }
+      for (const std::string* name : {&d.netdev, &d.hca}) {
+        const bool bad = name->size() > 64 || name->find_first_of(", =\t\n\"'") != std::string::npos;
+        if (bad) return src_.Error(i, "data interface name '" + *name + "' is not a device name, " + example);
+      }
+      if (d.netdev.empty() && d.hca.empty()) return src_.Error(i, std::string("a data interface needs a netdev or an hca, ") + example);
+      out->push_back(std::move(d));
+    }
+    return Status::Ok();
+  }
+
+  // management_address / data_address of a node entry: one IP address, or a range that expands
+  // alongside the entry's name ("10.77.0.[11-26]" for "gpu-[01-16]").
+  StatusOr<std::vector<std::string>> NodeAddresses(const YAML::Node& n, const char* key, size_t nodes,
+                                                   const std::string& pattern) {
+    HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(n, key));
+    if (!text) return std::vector<std::string>(nodes);
+    auto list = ExpandNameRange(*text);
+    if (!list.ok()) return src_.Error(n[key], std::string(key) + ": " + list.status().message());
+    if (list->size() != nodes) {
+      return src_.Error(n[key], std::string(key) + " '" + *text + "' gives " + std::to_string(list->size()) +
+                                    " address(es) for the " + std::to_string(nodes) + " node(s) of '" + pattern +
+                                    "'; give a range as long as the name's, e.g. 10.77.0.[11-26] for gpu-[01-16]");
+    }
+    for (const auto& a : *list) {
+      if (!IsIpAddress(a)) {
+        return src_.Error(n[key], std::string(key) + " '" + a + "' is not an IP address (e.g. 10.77.0.11 or fd00::11); "
+                                                     "the controller checks agents' connections against it");
+      }
+    }
+    return list;
+  }
+
+  Status ParseNetworks(const YAML::Node& nw, ClusterFile* out) {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(nw, "networks", {"management"}));
+    HANGAR_ASSIGN_OR_RETURN(auto mgmt, src_.OptString(nw, "management"));
+    if (mgmt) {
+      if (mgmt->find('/') == std::string::npos || !AddressInNetwork(mgmt->substr(0, mgmt->find('/')), *mgmt)) {
+        return src_.Error(nw["management"], "networks.management '" + *mgmt + "' is not a CIDR block like 10.77.0.0/24 or fd00::/64");
+      }
+      out->management_network = *mgmt;
+    }
+    return Status::Ok();
+  }
+
+  // Each management address once, inside networks.management; data interfaces, where given,
+  // one per rail.
+  Status CheckNodeNetworks(const TopologyBuilder& builder, const std::string& management) {
+    std::map<std::string, const NodeSpec*> by_address;
+    for (const NodeSpec& s : builder.specs()) {
+      const std::string where = src_.name() + ":" + std::to_string(s.source_line) + ": node '" + s.name + "'";
+      const std::string& a = s.networks.management_address;
+      if (!a.empty()) {
+        if (!management.empty() && !AddressInNetwork(a, management)) {
+          return Status::InvalidArgument(where + ": management_address " + a + " is outside networks.management " +
+                                         management + "; give it the node's address on that network");
+        }
+        auto [it, fresh] = by_address.emplace(a, &s);
+        if (!fresh) {
+          return Status::InvalidArgument(where + ": management_address " + a + " is node '" + it->second->name +
+                                         "''s too; each node has its own");
+        }
+      }
+      const size_t ifs = s.networks.data_interfaces.size();
+      if (ifs > 0 && s.rails > 0 && static_cast<size_t>(s.rails) != ifs) {
+        return Status::InvalidArgument(where + ": rails is " + std::to_string(s.rails) + " but data_interfaces lists " +
+                                       std::to_string(ifs) + "; give one data interface per rail");
       }
     }
     return Status::Ok();
@@ -135,9 +242,17 @@ class ClusterParser {
       if (spec.milli_cpu <= 0 || spec.memory_mib <= 0) {
         return src_.Error(n, "node '" + pattern + "' needs cpu and memory (e.g. cpu: 128, memory: 1Ti)");
       }
-      for (auto& name : *names) {
+      if (spec.rails == 0 && !spec.networks.data_interfaces.empty()) {
+        spec.rails = static_cast<int>(spec.networks.data_interfaces.size());
+      }
+      HANGAR_ASSIGN_OR_RETURN(auto mgmt, NodeAddresses(n, "management_address", names->size(), pattern));
+      HANGAR_ASSIGN_OR_RETURN(auto data, NodeAddresses(n, "data_address", names->size(), pattern));
+      for (size_t k = 0; k < names->size(); ++k) {
+        const std::string& name = (*names)[k];
         NodeSpec one = spec;
         one.name = name;
+        one.networks.management_address = mgmt[k];
+        one.networks.data_address = data[k];
         one.spine = spine;
         one.leaf = leaf;
         builder->AddNode(std::move(one));
@@ -193,6 +308,7 @@ class ClusterParser {
         const int64_t leaf_id = s * leaves + l;
         for (int64_t k = 0; k < nodes; ++k, ++id) {
           NodeSpec one = defaults;
+          if (one.rails == 0) one.rails = static_cast<int>(one.networks.data_interfaces.size());
           std::snprintf(buf, sizeof buf, "%s-%0*lld", prefix.value_or("node").c_str(), width,
                         static_cast<long long>(id));
           one.name = buf;

@@ -66,6 +66,9 @@ struct ClusterFile {
   };
   std::map<uint32_t, FixedMigLayout> mig_fixed_layouts;
   std::vector<GpuModelLimits> gpu_models;  // one per model listed, in file order
+  // networks.management (issue 16, docs/networks.md): the CIDR the controller listens on and its
+  // agents talk over; "" when not declared.
+  std::string management_network;
 };
 
 StatusOr<ClusterFile> LoadClusterFile(const std::string& path);

@@ -123,6 +123,58 @@ TEST(ClusterYamlDataTest, ReadsTheDataSectionAndRefusesBadValues) {
   EXPECT_FALSE(ParseClusterYaml(nodes + "data: {fan_out: 2}\n", "c.yaml").ok());
 }
 
+// issue 16 item 7: where nodes sit on the management and data networks.
+TEST(ClusterYamlNetworksTest, ReadsNodeAddressesAndDataInterfaces) {
+  auto f = ParseClusterYaml(
+      "networks: {management: 10.77.0.0/24}\n"
+      "node_defaults: {gpus: 4, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi, data_interfaces: [ib0, {netdev: ib1, hca: mlx5_1}]}\n"
+      "nodes:\n"
+      "  - {name: 'g[1-3]', management_address: '10.77.0.[11-13]', data_address: '10.78.0.[21-23]'}\n"
+      "  - {name: x, management_address: 10.77.0.9, data_interfaces: [{hca: mlx5_0}]}\n",
+      "c.yaml");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->management_network, "10.77.0.0/24");
+  const auto& nodes = f->topology->nodes();
+  EXPECT_EQ(nodes[2].networks.management_address, "10.77.0.13");
+  EXPECT_EQ(nodes[2].networks.data_address, "10.78.0.23");
+  ASSERT_EQ(nodes[0].networks.data_interfaces.size(), 2u);
+  EXPECT_EQ(nodes[0].networks.data_interfaces[0], (DataInterface{"ib0", ""}));
+  EXPECT_EQ(nodes[0].networks.data_interfaces[1], (DataInterface{"ib1", "mlx5_1"}));
+  EXPECT_EQ(f->topology->gpus()[3].rail, 1) << "two interfaces: two rails";
+  EXPECT_EQ(nodes[3].networks.data_address, "");
+  EXPECT_EQ(f->topology->gpus()[nodes[3].first_gpu + 3].rail, 0) << "one interface: one rail";
+}
+
+TEST(ClusterYamlNetworksTest, RefusesWhatWouldMixTheNetworks) {
+  const std::string d = "node_defaults: {gpus: 2, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}\n";
+  auto error = [&](const std::string& yaml) {
+    auto f = ParseClusterYaml(d + yaml, "c.yaml");
+    return f.ok() ? std::string("accepted") : f.status().message();
+  };
+  EXPECT_EQ(error("networks: {management: 10.77.0.0}\nnodes: [{name: a}]\n"),
+            "c.yaml:2: networks.management '10.77.0.0' is not a CIDR block like 10.77.0.0/24 or fd00::/64");
+  EXPECT_EQ(error("networks: {management: 10.77.0.0/24}\nnodes: [{name: a, management_address: 10.78.0.1}]\n"),
+            "c.yaml:3: node 'a': management_address 10.78.0.1 is outside networks.management 10.77.0.0/24; give it the "
+            "node's address on that network");
+  EXPECT_EQ(error("nodes: [{name: a, management_address: 10.77.0.1}, {name: b, management_address: 10.77.0.1}]\n"),
+            "c.yaml:2: node 'b': management_address 10.77.0.1 is node 'a''s too; each node has its own");
+  EXPECT_EQ(error("nodes: [{name: 'a[1-3]', management_address: '10.77.0.[1-2]'}]\n"),
+            "c.yaml:2: management_address '10.77.0.[1-2]' gives 2 address(es) for the 3 node(s) of 'a[1-3]'; give a "
+            "range as long as the name's, e.g. 10.77.0.[11-26] for gpu-[01-16]");
+  EXPECT_EQ(error("nodes: [{name: a, management_address: head-1}]\n"),
+            "c.yaml:2: management_address 'head-1' is not an IP address (e.g. 10.77.0.11 or fd00::11); the controller "
+            "checks agents' connections against it");
+  auto defaults = ParseClusterYaml("node_defaults: {management_address: 10.0.0.1}\nnodes: [{name: a}]\n", "c.yaml");
+  ASSERT_FALSE(defaults.ok());
+  EXPECT_NE(defaults.status().message().find("management_address belongs on a node entry (each node has its own), not in "
+                                              "node_defaults"), std::string::npos) << defaults.status().message();
+  EXPECT_EQ(error("nodes: [{name: a, rails: 4, data_interfaces: [ib0, ib1]}]\n"),
+            "c.yaml:2: node 'a': rails is 4 but data_interfaces lists 2; give one data interface per rail");
+  EXPECT_NE(error("nodes: [{name: a, data_interfaces: ['ib0,ib1']}]\n").find("is not a device name"), std::string::npos);
+  EXPECT_NE(error("nodes: [{name: a, data_interfaces: [{}]}]\n").find("needs a netdev or an hca"), std::string::npos);
+  EXPECT_NE(error("nodes: [{name: a, data_interfaces: []}]\n").find("must list 1 to 64 interfaces"), std::string::npos);
+}
+
 TEST(ClusterYamlDataTest, AddressInNetwork) {
   EXPECT_TRUE(AddressInNetwork("10.20.3.4", "10.20.0.0/16"));
   EXPECT_FALSE(AddressInNetwork("10.21.3.4", "10.20.0.0/16"));

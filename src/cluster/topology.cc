@@ -197,6 +197,7 @@ StatusOr<std::shared_ptr<const Topology>> TopologyBuilder::Build() && {
     node.labels = s.labels;
     std::sort(node.labels.begin(), node.labels.end());
     node.source_line = s.source_line;
+    node.networks = s.networks;
     if (s.gpus > 0) {
       auto id = topo->FindModel(s.gpu_model);
       if (!id) {

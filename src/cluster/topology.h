@@ -48,6 +48,21 @@ struct GpuInfo {
   uint8_t mig_part = 0;  // MIG mode: which part's profile names it has (mig_geometry.h)
 };
 
+// One rail's interface on the data network (issue 16): the netdev tasks' sockets use
+// (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME) and the RDMA device (NCCL_IB_HCA), "" when none.
+struct DataInterface {
+  std::string netdev;
+  std::string hca;
+  bool operator==(const DataInterface&) const = default;
+};
+
+// Where a node sits on the management and data networks (cluster.yaml; empty: not declared).
+struct NodeNetworks {
+  std::string management_address;  // the only address its agent may reach the controller from
+  std::string data_address;        // tasks' rendezvous (MASTER_ADDR) when set
+  std::vector<DataInterface> data_interfaces;  // by rail
+};
+
 struct NodeInfo {
   std::string name;
   uint32_t first_gpu = 0;  // GPUs of node n are [first_gpu, first_gpu + num_gpus)
@@ -62,6 +77,7 @@ struct NodeInfo {
   std::string group;  // the node group it was declared in (for expected config baselines)
   Labels labels;
   int source_line = 0;  // where cluster.yaml declared it, 0 when built in code
+  NodeNetworks networks;
 };
 
 struct DomainInfo {
@@ -154,6 +170,7 @@ struct NodeSpec {
   int numa_nodes = 1;  // GPUs are split evenly over this many NUMA nodes
   int rails = 0;       // NIC rails; GPU i is wired to rail i % rails when > 0
   Labels labels;
+  NodeNetworks networks;
   int source_line = 0;
 };
 
@@ -164,6 +181,7 @@ class TopologyBuilder {
   explicit TopologyBuilder(std::string cluster_name) : name_(std::move(cluster_name)) {}
   void AddNode(NodeSpec spec) { specs_.push_back(std::move(spec)); }
   size_t size() const { return specs_.size(); }
+  const std::vector<NodeSpec>& specs() const { return specs_; }
   // Fails on duplicate node names, a leaf under two spines, zero-GPU nodes with a model, more
   // than kMaxModels models or kMaxGpusPerNode GPUs on a node.
   StatusOr<std::shared_ptr<const Topology>> Build() &&;

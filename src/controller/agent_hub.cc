@@ -1,8 +1,10 @@
 #include "controller/agent_hub.h"
 
-#include <list>
-
+#include <arpa/inet.h>
 #include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <list>
 
 namespace hangar::controller {
 
@@ -12,9 +14,11 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
  public:
   // The stream owns itself until gRPC calls OnDone; the hub's map holds more references, so a
   // stream found under the hub's lock can be used after the lock is released.
-  static Stream* Create(AgentHub* hub, std::optional<StatusOr<Principal>> who, std::optional<std::string> cert_node) {
+  static Stream* Create(AgentHub* hub, std::optional<StatusOr<Principal>> who, std::optional<std::string> cert_node,
+                        std::string peer) {
     auto s = std::shared_ptr<Stream>(new Stream(hub));
     s->self_ = s;
+    s->peer_ = std::move(peer);
     s->who_ = std::move(who);
     s->cert_node_ = std::move(cert_node);
     s->StartRead(&s->in_);
@@ -192,6 +196,18 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
 
   bool HandleRegister(const pb::Register& m) {
     const std::string& node = m.inventory().node();
+    if (auto it = hub_->management_.find(node); it != hub_->management_.end() && node_.empty()) {
+      const std::string from = AgentHub::PeerAddress(peer_);
+      if (from != it->second) {
+        const std::string why = "node " + node + "'s agent connected from " + (from.empty() ? peer_ : from) +
+                                ", but cluster.yaml gives its management address as " + it->second +
+                                ": agents talk to the controller over the management network only; give the agent's "
+                                "--controller an address on that network (docs/networks.md)";
+        hub_->Refuse(Refusal::kWrongNetwork, "node " + node, why);
+        Reject(why);
+        return false;
+      }
+    }
     if (Status denied = MayRegisterAs(node); !denied.ok()) {
       if (!node_.empty() && node != node_) {
         hub_->Refuse(Refusal::kReregister, "node " + node_, "a second Register, as node " + node);
@@ -201,10 +217,22 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       Reject(denied.message());
       return false;
     }
+    Clock* clock = hub_->owner_->clock();
+    if (const std::string& served = m.store_id(); !served.empty() && !hub_->store_id_.empty() &&
+                                                  served != hub_->store_id_) {
+      const std::string why = ForeignStore(node, served);
+      hub_->Refuse(Refusal::kForeignStore, "node " + node, why);
+      if (hub_->FirstForeignStoreRefusal(node)) {  // its agent retries every few seconds: one event
+        hub_->owner_->Post([node, why, clock](ClusterState&, Effects* fx, StateOwner::AfterCommit*) {
+          fx->Event(clock->Now(), "node", "node/" + node, "refused: " + why);
+        });
+      }
+      Reject(why);
+      return false;
+    }
     node_ = node;
     hub_->Attach(node_, self_);
     auto reg = std::make_shared<pb::Register>(m);
-    Clock* clock = hub_->owner_->clock();
     hub_->owner_->Post([reg, clock, this, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit* after) {
       Status st = s.OnRegister(*reg, clock->Now(), fx);
       if (st.ok()) return;
@@ -213,6 +241,15 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       after->push_back([hub, node, this, why = st.message()] { hub->RejectStream(node, this, why); });
     });
     return true;
+  }
+
+  // The sentence an agent of another store is refused with: what happened and both ways out.
+  std::string ForeignStore(const std::string& node, const std::string& served) const {
+    return "node " + node + "'s agent last served store " + served + ", but this controller's store is " +
+           hub_->store_id_ + ": the agent's task ids name that store's jobs, not this one's. If the store was lost, " +
+           "restore it from a backup (`hangar restore`) and restart the controller; to give the node to this store, " +
+           "restart its agent with --forget-store (it stops the tasks it runs for store " + served +
+           " and forgets them)";
   }
 
   void HandleHeartbeat(pb::Heartbeat* in) {
@@ -243,6 +280,7 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   std::shared_ptr<Stream> self_;
   std::optional<StatusOr<Principal>> who_;  // set when tokens are required
   std::optional<std::string> cert_node_;     // with mutual TLS: the common name of its certificate
+  std::string peer_;                          // where the connection comes from (gRPC peer string)
   pb::AgentMessage in_;
   std::string node_;
   std::mutex mu_;
@@ -260,6 +298,8 @@ const char* AgentHub::RefusalName(Refusal r) {
     case Refusal::kReregister: return "reregister";
     case Refusal::kForeignTask: return "foreign_task";
     case Refusal::kForeignLog: return "foreign_log";
+    case Refusal::kForeignStore: return "foreign_store";
+    case Refusal::kWrongNetwork: return "wrong_network";
     case Refusal::kCount: break;
   }
   return "other";
@@ -268,6 +308,11 @@ const char* AgentHub::RefusalName(Refusal r) {
 void AgentHub::Refuse(Refusal r, const std::string& who, const std::string& why) {
   refused_[static_cast<size_t>(r)]++;
   spdlog::warn("agent channel: refused {} from {}: {}", RefusalName(r), who, why);
+}
+
+bool AgentHub::FirstForeignStoreRefusal(const std::string& node) {
+  std::lock_guard<std::mutex> l(mu_);
+  return foreign_store_nodes_.insert(node).second;
 }
 
 size_t AgentHub::CloseStreamsOf(const std::string& token_id) {
@@ -302,7 +347,46 @@ grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Conn
       for (const auto& v : auth->FindPropertyValues("x509_common_name")) cert_node = std::string(v.data(), v.size());
     }
   }
-  return Stream::Create(this, std::move(who), std::move(cert_node));
+  return Stream::Create(this, std::move(who), std::move(cert_node), context->peer());
+}
+
+void AgentHub::set_management_addresses(std::map<std::string, std::string> by_node) {
+  management_.clear();
+  for (auto& [node, address] : by_node) {
+    if (!address.empty()) management_[node] = CanonicalAddress(address);
+  }
+}
+
+std::string AgentHub::CanonicalAddress(const std::string& address) {
+  unsigned char buf[16];
+  char text[INET6_ADDRSTRLEN];
+  if (inet_pton(AF_INET, address.c_str(), buf) == 1) {
+    return inet_ntop(AF_INET, buf, text, sizeof text) ? text : "";
+  }
+  if (inet_pton(AF_INET6, address.c_str(), buf) != 1) return "";
+  static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(buf, kMapped, 12) == 0) return inet_ntop(AF_INET, buf + 12, text, sizeof text) ? text : "";
+  return inet_ntop(AF_INET6, buf, text, sizeof text) ? text : "";
+}
+
+std::string AgentHub::PeerAddress(const std::string& peer) {
+  std::string rest;
+  if (peer.rfind("ipv4:", 0) == 0 || peer.rfind("ipv6:", 0) == 0) rest = peer.substr(5);
+  else return "";
+  // gRPC percent-encodes the brackets of an IPv6 peer in some versions ("%5B::1%5D:5000").
+  for (size_t at; (at = rest.find("%5B")) != std::string::npos || (at = rest.find("%5b")) != std::string::npos;) rest.replace(at, 3, "[");
+  for (size_t at; (at = rest.find("%5D")) != std::string::npos || (at = rest.find("%5d")) != std::string::npos;) rest.replace(at, 3, "]");
+  std::string host;
+  if (!rest.empty() && rest[0] == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) return "";
+    host = rest.substr(1, close - 1);
+  } else {
+    const size_t colon = rest.rfind(':');
+    host = colon == std::string::npos ? rest : rest.substr(0, colon);
+  }
+  if (const size_t zone = host.find('%'); zone != std::string::npos) host.resize(zone);
+  return CanonicalAddress(host);
 }
 
 void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
@@ -338,6 +422,7 @@ void AgentHub::Detach(const std::string& node, Stream* s) {
 
 void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
   if (const int64_t e = epoch_.load(); e > 0) message.set_epoch(e);
+  if (!store_id_.empty()) message.set_store_id(store_id_);
   std::shared_ptr<Stream> s;
   {
     std::lock_guard<std::mutex> l(mu_);

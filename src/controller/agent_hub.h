@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "controller/state/auth.h"
@@ -31,6 +32,12 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   void set_require_client_certs(bool on) { require_certs_ = on; }
   // The leadership epoch stamped on every message to agents (issue 18); 0: no lease.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  // The store's identity (issue 15), stamped on every message to agents; an agent that last
+  // served another store is refused at Register. Set before the server starts.
+  void set_store_id(std::string id) { store_id_ = std::move(id); }
+  // Nodes' management addresses (cluster.yaml, issue 16): such a node's agent may register only
+  // over a connection from that address. Set before the server starts.
+  void set_management_addresses(std::map<std::string, std::string> by_node);
   ~AgentHub() override;
 
   grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* Connect(
@@ -50,8 +57,15 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // Messages refused since the start, by why: before Register ("unregistered"), a second Register
   // on one stream ("reregister"), a report on a task placed elsewhere ("foreign_task"), log bytes
   // nobody asked that node for ("foreign_log"). Each refusal is logged; the stream is closed for
-  // the first two.
-  enum class Refusal : uint8_t { kUnregistered, kReregister, kForeignTask, kForeignLog, kCount };
+  // the first two; an agent that last served another store ("foreign_store") is refused at
+  // Register, and its stream closed; so is one that connects from an address other than its
+  // node's management address ("wrong_network").
+  enum class Refusal : uint8_t { kUnregistered, kReregister, kForeignTask, kForeignLog, kForeignStore, kWrongNetwork, kCount };
+  // The IP address of a gRPC peer ("ipv4:10.0.0.1:5000", "ipv6:[::1]:5000"), in canonical form
+  // (an IPv4-mapped IPv6 address as IPv4); "" when it is not an IP peer.
+  static std::string PeerAddress(const std::string& peer);
+  // `address` in canonical form ("" when it is not an IP address).
+  static std::string CanonicalAddress(const std::string& address);
   static const char* RefusalName(Refusal r);
   int64_t refused(Refusal r) const { return refused_[static_cast<size_t>(r)].load(); }
   // A token was revoked: every stream that authenticated with it is closed now (its agent's
@@ -67,13 +81,18 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   void RejectStream(const std::string& node, const Stream* stream, const std::string& why);
   void DeliverLog(const std::string& node, const pb::LogChunk& chunk);
   void Refuse(Refusal r, const std::string& who, const std::string& why);
+  // True the first time a node's agent is refused for serving another store.
+  bool FirstForeignStoreRefusal(const std::string& node);
 
   StateOwner* owner_;
   const TokenBook* tokens_ = nullptr;
   bool require_certs_ = false;
   std::atomic<int64_t> epoch_{0};
+  std::string store_id_;
+  std::map<std::string, std::string> management_;  // node -> canonical address
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;
+  std::set<std::string> foreign_store_nodes_;
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> messages_in_{0};
   std::array<std::atomic<int64_t>, static_cast<size_t>(Refusal::kCount)> refused_{};

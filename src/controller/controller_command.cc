@@ -180,12 +180,34 @@ StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const 
   }
 }
 
+// With networks.management in cluster.yaml (issue 16), the controller listens there (or on
+// loopback) only: never on every interface, which would put it on the data network too.
+Status OnManagementNetwork(const std::string& network, std::string host, const char* flag) {
+  if (network.empty()) return Status::Ok();
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string ip = AgentHub::CanonicalAddress(host == "localhost" ? "127.0.0.1" : host);
+  if (ip.rfind("127.", 0) == 0 || ip == "::1") return Status::Ok();
+  const std::string fix = std::string("; give ") + flag + " an address of this host in networks.management " + network +
+                          " (cluster.yaml), or a loopback one (docs/networks.md)";
+  if (ip == "0.0.0.0" || ip == "::" || host.empty()) {
+    return Status::InvalidArgument(std::string(flag) + " " + (host.empty() ? "*" : host) +
+                                   " listens on every interface, the data network's too" + fix);
+  }
+  if (ip.empty()) return Status::InvalidArgument(std::string(flag) + " " + host + " is not an IP address" + fix);
+  if (!cluster::AddressInNetwork(ip, network)) {
+    return Status::InvalidArgument(std::string(flag) + " " + host + " is outside the management network" + fix);
+  }
+  return Status::Ok();
+}
+
 Status Run(const Flags& f) {
   if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
   HANGAR_ASSIGN_OR_RETURN(const TlsFiles tls, ControllerTls(f));
   HANGAR_ASSIGN_OR_RETURN(auto cluster_file, cluster::LoadClusterFile(f.cluster));
   HANGAR_ASSIGN_OR_RETURN(auto api_addr, SplitHostPort(f.api, "--api"));
   HANGAR_ASSIGN_OR_RETURN(auto agent_addr, SplitHostPort(f.agents, "--agents"));
+  HANGAR_RETURN_IF_ERROR(OnManagementNetwork(cluster_file.management_network, api_addr.first, "--api"));
+  HANGAR_RETURN_IF_ERROR(OnManagementNetwork(cluster_file.management_network, agent_addr.first, "--agents"));
   HANGAR_ASSIGN_OR_RETURN(const HttpLimits api_limits, ApiLimits(f));
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
@@ -260,7 +282,8 @@ Status Run(const Flags& f) {
   HANGAR_ASSIGN_OR_RETURN(StoreContents contents, store->Load());
   Clock* clock = SystemClock::Default();
   HANGAR_RETURN_IF_ERROR(state->Restore(contents, clock->Now()));
-  spdlog::info("restored {} jobs from {}", contents.jobs.size(), store->Describe());
+  HANGAR_ASSIGN_OR_RETURN(const std::string store_id, EnsureStoreId(*store, contents));
+  spdlog::info("restored {} jobs from {} (store {})", contents.jobs.size(), store->Describe(), store_id);
 
   // RBAC: with tokens, the first start makes an admin token and writes it (mode 0600) for the
   // operator; every later token is made with `hangar token create`.
@@ -303,6 +326,12 @@ Status Run(const Flags& f) {
   hub.set_tokens(tokens.get());
   hub.set_require_client_certs(!tls.empty());
   if (lease) hub.set_epoch(lease->Me().epoch);
+  hub.set_store_id(store_id);
+  {
+    std::map<std::string, std::string> management;
+    for (const auto& n : cluster_file.topology->nodes()) management[n.name] = n.networks.management_address;
+    hub.set_management_addresses(std::move(management));
+  }
   owner.set_sink(&hub);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 

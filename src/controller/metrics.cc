@@ -24,7 +24,7 @@ ControllerMetrics::ControllerMetrics() : registry_(std::make_shared<prometheus::
   agents_ = &BuildGauge().Name("hangar_agents_connected").Help("Agent streams open").Register(*registry_).Add({});
   nodes_lost_ = &BuildCounter().Name("hangar_nodes_lost_total").Help("Times a node was marked lost (silent past the heartbeat timeout) since the controller started").Register(*registry_).Add({});
   heartbeat_lag_ = &BuildGauge().Name("hangar_heartbeat_lag_seconds").Help("How late heartbeats arrive (p90 over the last second); silent nodes get this much longer than the timeout").Register(*registry_).Add({});
-  refused_ = &BuildCounter().Name("hangar_agent_messages_refused_total").Help("Agent-channel messages refused: before Register, a second Register, a report on a task placed on another node, unrequested log bytes").Register(*registry_);
+  refused_ = &BuildCounter().Name("hangar_agent_messages_refused_total").Help("Agent-channel messages refused: before Register, a second Register, a report on a task placed on another node, unrequested log bytes, an agent of another store").Register(*registry_);
   auto& mig = BuildCounter().Name("hangar_mig_reshapes_total").Help("MIG GPUs re-cut for the queue, by result (docs/mig.md)").Register(*registry_);
   mig_done_ = &mig.Add({{"result", "done"}});
   mig_failed_ = &mig.Add({{"result", "failed"}});

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "ha_cluster.h"
+#include "agent/task_journal.h"
 
 namespace hangar::testing {
 namespace {
@@ -158,10 +159,7 @@ Invariants HaCluster::Check(const std::vector<uint64_t>& accepted) {
   }
   // A task killed before its end mark: the agent's record of when it ended.
   for (const auto& node : o_.nodes) {
-    std::ifstream t(dir_ + "/agents/" + node + "/tasks.json");
-    auto records = nlohmann::json::parse(t, nullptr, false);
-    if (!records.is_array()) continue;
-    for (const auto& r : records) {
+    for (const auto& r : agent::LatestTaskRecords(dir_ + "/agents/" + node)) {
       const std::string key = node + "/" + std::to_string(r.value("job_id", 0)) + "/" +
                               std::to_string(r.value("index", 0)) + "/" + std::to_string(r.value("attempt", 0));
       auto it = spans.find(key);

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/net.h"
+#include "agent/task_journal.h"
 
 namespace hangar::testing {
 namespace fs = std::filesystem;
@@ -27,13 +28,6 @@ std::string Cluster(const std::vector<std::string>& nodes) {
                   "fabric:\n  spines:\n    - name: spine-0\n      leaves:\n        - name: leaf-0\n          nodes:\n";
   for (const auto& n : nodes) y += "            - {name: " + n + "}\n";
   return y;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -82,9 +76,7 @@ HaCluster::~HaCluster() {
   // The tasks: every record's pid that had not ended.
   std::error_code ec;
   for (const auto& n : o_.nodes) {
-    auto j = nlohmann::json::parse(Slurp(dir_ + "/agents/" + n + "/tasks.json"), nullptr, false);
-    if (!j.is_array()) continue;
-    for (const auto& t : j) {
+    for (const auto& t : agent::LatestTaskRecords(dir_ + "/agents/" + n)) {
       if (t.value("pid", 0) > 0 && !t.value("ended", false)) kill(-t.value("pid", 0), SIGKILL);
     }
   }

@@ -17,6 +17,7 @@
 
 #include "common/net.h"
 #include "local_cluster.h"
+#include "agent/task_journal.h"
 
 namespace hangar::testing {
 namespace {
@@ -128,9 +129,7 @@ class DevTest : public ::testing::Test {
     // Tasks (their command lines need not name the directory), as the agents recorded them.
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_ + "/dev/agents", ec)) {
-      auto tasks =
-          nlohmann::json::parse(ReadFile(e.path().string() + "/tasks.json"), nullptr, false);
-      for (const auto& t : tasks.is_array() ? tasks : nlohmann::json::array()) {
+      for (const auto& t : agent::LatestTaskRecords(e.path().string())) {
         if (t.value("pid", 0) > 0 && !t.value("ended", false)) kill(-t.value("pid", 0), SIGKILL);
       }
     }

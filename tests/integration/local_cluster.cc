@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include "agent/task_journal.h"
 
 namespace hangar::testing {
 
@@ -50,10 +51,7 @@ void LocalCluster::KillTasks() {
   std::error_code ec;
   if (!fs::exists(dir_ + "/agents", ec)) return;
   for (const auto& e : fs::directory_iterator(dir_ + "/agents", ec)) {
-    std::ifstream in(e.path() / "tasks.json");
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (!j.is_array()) continue;
-    for (const auto& t : j) {
+    for (const auto& t : agent::LatestTaskRecords(e.path().string())) {
       const int pid = t.value("pid", 0);
       if (pid > 0 && !t.value("ended", false)) kill(-pid, SIGKILL);
     }

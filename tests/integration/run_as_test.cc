@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "local_cluster.h"
+#include "agent/task_journal.h"
 
 namespace hangar::testing {
 namespace {
@@ -189,8 +190,7 @@ TEST_F(RunAsTest, AUsersTaskCannotReadAnotherUsersEnvironment) {
   const std::string task = std::to_string(r.body.value("id", uint64_t{0})) + ".0.0";
   int pid = 0;
   ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    auto tasks = nlohmann::json::parse(ReadFile(cluster_->dir() + "/agents/node-1/tasks.json"), nullptr, false);
-    for (const auto& t : tasks.is_array() ? tasks : nlohmann::json::array()) {
+    for (const auto& t : agent::LatestTaskRecords(cluster_->dir() + "/agents/node-1")) {
       if (t.value("task_id", "") == task) pid = t.value("pid", 0);
     }
     return pid > 0;

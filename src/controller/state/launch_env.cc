@@ -61,7 +61,41 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
         if (g.mig_start >= 0) env["HANGAR_MIG_PLACEMENT"] = std::to_string(ctx.topology->gpus()[g.gpu].index) + ":" + std::to_string(g.mig_start);
       }
     }
-    env["MASTER_ADDR"] = ctx.address_of(tasks[0].node);
+    // The data network (issue 16, docs/networks.md): collectives and rendezvous stay off the
+    // management network. Set after the job's own env, as the node's wiring is not the job's to
+    // choose. A task uses its GPUs' rails; one without GPUs every rail of its node.
+    const cluster::NodeNetworks& nets = ctx.topology->nodes()[task.node].networks;
+    if (!nets.data_interfaces.empty()) {
+      std::vector<int> rails;
+      for (const auto& g : ctx.assignment->GrantsOf(task)) {
+        const int rail = ctx.topology->gpus()[g.gpu].rail;
+        if (rail >= 0 && static_cast<size_t>(rail) < nets.data_interfaces.size() &&
+            std::find(rails.begin(), rails.end(), rail) == rails.end()) {
+          rails.push_back(rail);
+        }
+      }
+      // The names of one kind on the task's rails; where those rails have none of that kind,
+      // every rail's (a socket must still leave by a data interface).
+      auto names = [&](std::string cluster::DataInterface::*field) {
+        std::string out;
+        for (int pass = 0; pass < 2 && out.empty(); ++pass) {
+          for (size_t r = 0; r < nets.data_interfaces.size(); ++r) {
+            if (pass == 0 && std::find(rails.begin(), rails.end(), static_cast<int>(r)) == rails.end()) continue;
+            const std::string& name = nets.data_interfaces[r].*field;
+            if (!name.empty()) out += (out.empty() ? "" : ",") + name;
+          }
+        }
+        return out;
+      };
+      const std::string netdevs = names(&cluster::DataInterface::netdev), hcas = names(&cluster::DataInterface::hca);
+      if (!netdevs.empty()) {
+        env["NCCL_SOCKET_IFNAME"] = "=" + netdevs;  // '=': these names exactly, not as prefixes
+        env["GLOO_SOCKET_IFNAME"] = netdevs;
+      }
+      if (!hcas.empty()) env["NCCL_IB_HCA"] = "=" + hcas;
+    }
+    const cluster::NodeNetworks& first = ctx.topology->nodes()[tasks[0].node].networks;
+    env["MASTER_ADDR"] = first.data_address.empty() ? ctx.address_of(tasks[0].node) : first.data_address;
     env["MASTER_PORT"] = std::to_string(ctx.master_port);
     env["WORLD_SIZE"] = std::to_string(tasks.size());
     env["RANK"] = std::to_string(i);

@@ -130,6 +130,11 @@ StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url);
 // The URL as it may be shown in logs and messages: a PostgreSQL URL without its password.
 std::string ShownStoreUrl(const std::string& url);
 
+// The store's identity (issue 15): meta/store_id in `contents`, or a new random one committed
+// now when the store has none (a new store, or one from before identities). Agents remember it,
+// so a controller started on a lost store's empty replacement cannot take their old results.
+StatusOr<std::string> EnsureStoreId(StateStore& store, const StoreContents& contents);
+
 std::unique_ptr<StateStore> NewMemoryStore();
 StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path);
 // Connects, then applies the schema's migrations in order (a database newer than this binary is
