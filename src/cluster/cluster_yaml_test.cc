@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace hangar::cluster {
 namespace {
 
@@ -143,6 +146,32 @@ TEST(ClusterYamlNetworksTest, ReadsNodeAddressesAndDataInterfaces) {
   EXPECT_EQ(f->topology->gpus()[3].rail, 1) << "two interfaces: two rails";
   EXPECT_EQ(nodes[3].networks.data_address, "");
   EXPECT_EQ(f->topology->gpus()[nodes[3].first_gpu + 3].rail, 0) << "one interface: one rail";
+}
+
+// docs/networks.md's example is examples/clusters/networks-16x8.yaml, and loads.
+TEST(ClusterYamlNetworksTest, TheDocsExampleIsTheShippedOneAndLoads) {
+  std::ifstream doc_in(std::string(HANGAR_SOURCE_DIR) + "/docs/networks.md");
+  std::stringstream doc;
+  doc << doc_in.rdbuf();
+  const std::string text = doc.str();
+  const size_t start = text.find("```yaml\n");
+  ASSERT_NE(start, std::string::npos);
+  const size_t end = text.find("```", start + 8);
+  std::string block = text.substr(start + 8, end - start - 8);
+  block.replace(block.find("                  # examples/clusters/networks-16x8.yaml"), 56, "");
+  const std::string path = std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/networks-16x8.yaml";
+  std::ifstream file_in(path);
+  std::stringstream file;
+  file << file_in.rdbuf();
+  EXPECT_EQ(block, file.str());
+  auto f = LoadClusterFile(path);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  const auto& t = *f->topology;
+  ASSERT_EQ(t.nodes().size(), 16u);
+  EXPECT_EQ(t.nodes()[15].networks.management_address, "10.77.0.26");
+  EXPECT_EQ(t.nodes()[15].networks.data_address, "10.78.0.26");
+  EXPECT_EQ(t.nodes()[15].networks.data_interfaces.size(), 8u);
+  EXPECT_EQ(t.gpus()[t.nodes()[15].first_gpu + 7].rail, 7);
 }
 
 TEST(ClusterYamlNetworksTest, RefusesWhatWouldMixTheNetworks) {

@@ -23,6 +23,11 @@ void StateOwner::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool StateOwner::stopping() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stopping_;
+}
+
 void StateOwner::Post(Command cmd) {
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -64,10 +69,11 @@ void StateOwner::Loop() {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait_for(l, std::chrono::milliseconds(state_->NeedsCycle() ? min_cycle_interval_ : kTick),
                    [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) break;
       batch.swap(queue_);
     }
-    RunBatch(batch);
+    // Stopping: what was posted until now (a lazy audit row, a report) is still committed.
+    if (!batch.empty() || !stopping()) RunBatch(batch);
+    if (stopping()) break;
   }
 }
 

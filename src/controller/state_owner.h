@@ -72,6 +72,8 @@ class StateOwner {
   // the owner).
   void RecordAudit(AuditRow row);
   OwnerStats stats() const;
+  // Stop() was called: the owner commits what was posted until then, and stops.
+  bool stopping() const;
   Clock* clock() const { return clock_; }
 
  private:
