@@ -3,6 +3,7 @@
 #include "loopback_registry.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -64,9 +65,16 @@ void LocalCluster::KillTasks() {
   }
 }
 
-pid_t LocalCluster::Spawn(const std::vector<std::string>& args, const std::string& log) {
+pid_t LocalCluster::Spawn(const std::vector<std::string>& args, const std::string& log) { return SpawnHangar(args, log); }
+
+pid_t SpawnHangar(const std::vector<std::string>& args, const std::string& log, const std::string& netns) {
   pid_t pid = fork();
   if (pid != 0) return pid;
+  if (!netns.empty()) {
+    int nsfd = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0 || setns(nsfd, CLONE_NEWNET) != 0) _exit(126);
+    close(nsfd);
+  }
   int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
     dup2(fd, 1);

@@ -27,6 +27,9 @@ inline bool Contains(const std::string& s, const std::string& part) { return s.f
 // fields `"uid": N, "gid": N`. uid and gid 61001 when the test runs as root (so do its agents);
 // else its own (an agent that is not root runs tasks only as itself).
 std::string TaskAccountFields();
+// Starts the hangar binary with `args` (args[0] is its argv[0]), stdout and stderr appended to
+// `log`; with `netns`, in that network namespace (/run/netns/NAME). Returns the child's pid.
+pid_t SpawnHangar(const std::vector<std::string>& args, const std::string& log, const std::string& netns = "");
 
 class LocalCluster {
  public:

@@ -104,24 +104,9 @@ nodes:
 
   // Runs `hangar args...` in the host's namespace, its output to `log`.
   pid_t Spawn(const std::string& host, const std::vector<std::string>& args, const std::string& log) {
-    const std::string ns = "/run/netns/" + Ns(host);
-    pid_t pid = fork();
-    if (pid != 0) {
-      pids_.push_back(pid);
-      return pid;
-    }
-    int nsfd = open(ns.c_str(), O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0 || setns(nsfd, CLONE_NEWNET) != 0) _exit(126);
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(HANGAR_BINARY, argv.data());
-    _exit(127);
+    const pid_t pid = SpawnHangar(args, log, Ns(host));
+    pids_.push_back(pid);
+    return pid;
   }
 
   std::vector<std::string> ControllerArgs(const std::string& agents) const {
