@@ -11,6 +11,10 @@
 //
 //   fleet_scale [--nodes N] [--json] [--no-million]   (N: 1024, 2560, 5120 or 10240)
 //   fleet_scale --store postgres[://URL] [--rounds N] [--nodes N] [--json]
+//   fleet_scale --compare-tls [--nodes N] [--rounds N] [--json]
+// With --compare-tls (issue 16), the same fleet over plaintext and over mutual TLS, each agent on a
+// connection of its own in both: registration (the handshakes), heartbeat cost, controller RSS and
+// the placement rate (its submissions over HTTPS), and the ratios; N rounds in alternating order.
 // With --store, only the placement step, on SQLite and on PostgreSQL in turn (issue 18): the URL's
 // database (empty; one round), or with no URL a server of the bench's own (controller/store/testing,
 // fsync on), N rounds in alternating order; then what bounds each store, measured on the store
@@ -88,7 +92,11 @@ class Bench {
     controller_.Stop();
   }
 
-  void StartController(const std::string& name, int nodes, const std::string& store = "") {
+  // tls: the controller serves HTTPS and mutual TLS with certificates made by `hangar certs`
+  // (a CA, the controller's, every node's), and the swarm connects each agent over its own
+  // mutual-TLS connection. channels: the swarm's connections (0: one per agent).
+  void StartController(const std::string& name, int nodes, const std::string& store = "", bool tls = false,
+                       const std::string& heartbeat_timeout = "2500ms") {
     const int spines = nodes / 1024 > 0 ? nodes / 1024 : 1;
     const int leaves = nodes / spines / 32;
     std::ofstream(dir_ + "/" + name + ".yaml")
@@ -97,27 +105,57 @@ class Bench {
         << ", nodes_per_leaf: " << (nodes < 32 ? nodes : 32) << "}\n";
     cluster_ = dir_ + "/" + name + ".yaml";
     fs::remove(dir_ + "/ports.json");
-    controller_ = Spawn({"hangar", "controller", "--cluster", cluster_, "--api", "127.0.0.1:0", "--agents",
-                         "127.0.0.1:0", "--store", store.empty() ? "sqlite://" + dir_ + "/" + name + ".db" : store, "--port-file",
-                         dir_ + "/ports.json", "--heartbeat-timeout", "2500ms", "--auth", "none", "--insecure"},
-                        dir_ + "/" + name + "-controller.log");
+    tls_ = tls ? dir_ + "/tls" : "";
+    if (tls && !fs::exists(tls_ + "/controller.crt")) {
+      for (const auto& args : std::vector<std::vector<std::string>>{
+               {"hangar", "certs", "init", "--dir", tls_},
+               {"hangar", "certs", "issue", "--controller", "--dir", tls_},
+               {"hangar", "certs", "issue", "--nodes-of", cluster_, "--dir", tls_}}) {
+        Proc p = Spawn(args, dir_ + "/certs.log");
+        int status = 0;
+        waitpid(p.pid, &status, 0);
+        p.pid = 0;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) std::fprintf(stderr, "hangar certs failed; see %s/certs.log\n", dir_.c_str());
+      }
+    }
+    std::vector<std::string> args = {"hangar", "controller", "--cluster", cluster_, "--api", "127.0.0.1:0", "--agents",
+                                     "127.0.0.1:0", "--store", store.empty() ? "sqlite://" + dir_ + "/" + name + ".db" : store,
+                                     "--port-file", dir_ + "/ports.json", "--heartbeat-timeout", heartbeat_timeout, "--auth", "none"};
+    if (tls) {
+      args.insert(args.end(), {"--tls-dir", tls_});
+    } else {
+      args.push_back("--insecure");
+    }
+    controller_ = Spawn(args, dir_ + "/" + name + "-controller.log");
     WaitFor([&] { return fs::exists(dir_ + "/ports.json"); }, 20 * kSecond);
     auto j = nlohmann::json::parse(std::ifstream(dir_ + "/ports.json"));
     api_ = j["api"];
     agents_ = j["agents"];
   }
 
-  bool StartSwarm(const std::string& name) {
+  bool StartSwarm(const std::string& name, int channels = 32) {
     fs::remove(dir_ + "/silence");
-    swarm_ = Spawn({"hangar", "swarm", "--controller", "127.0.0.1:" + std::to_string(agents_), "--cluster", cluster_,
-                    "--stats-file", dir_ + "/swarm.json", "--silent-fraction", "0.01", "--silence-file",
-                    dir_ + "/silence", "--task-duration", "3600s"},
-                   dir_ + "/" + name + "-swarm.log");
+    std::vector<std::string> args = {"hangar", "swarm", "--controller", "127.0.0.1:" + std::to_string(agents_),
+                                     "--cluster", cluster_, "--stats-file", dir_ + "/swarm.json", "--silent-fraction",
+                                     "0.01", "--silence-file", dir_ + "/silence", "--task-duration", "3600s",
+                                     "--channels", std::to_string(channels)};
+    if (!tls_.empty()) args.insert(args.end(), {"--tls-dir", tls_});
+    swarm_ = Spawn(args, dir_ + "/" + name + "-swarm.log");
     return WaitFor([&] { return Metric("hangar_agents_connected") == Count(); }, 180 * kSecond, 200);
   }
 
+  // A client of the API: https:// with the bench's CA when the controller runs TLS.
+  httplib::Client Client() const {
+    httplib::Client c((tls_.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(api_));
+    if (!tls_.empty()) {
+      c.set_ca_cert_path(tls_ + "/ca.crt");
+      c.enable_server_certificate_verification(true);
+    }
+    return c;
+  }
+
   double Metric(const std::string& name, const std::string& labels = "") {
-    httplib::Client c("127.0.0.1", api_);
+    httplib::Client c = Client();
     c.set_read_timeout(30, 0);
     auto r = c.Get("/metrics?gpus=0&nodes=0");  // counters only: not 650k per-GPU lines per poll
     if (!r) return -1;
@@ -130,7 +168,7 @@ class Bench {
 
   // In requests of at most 10,000 copies, the API's cap on ?count= (one commit each).
   bool SubmitArray(const std::string& spec, long count) {
-    httplib::Client c("127.0.0.1", api_);
+    httplib::Client c = Client();
     c.set_read_timeout(600, 0);
     c.set_tcp_nodelay(true);
     for (long left = count; left > 0;) {
@@ -151,7 +189,7 @@ class Bench {
 
  private:
   int nodes_;
-  std::string dir_, cluster_;
+  std::string dir_, cluster_, tls_;
   Proc controller_, swarm_;
   int api_ = 0, agents_ = 0;
 };
@@ -278,11 +316,99 @@ int CompareStores(int nodes, std::string url, int rounds, bool json, const std::
   return 0;
 }
 
+// --compare-tls: the same fleet over plaintext and over mutual TLS, one connection per agent in
+// both (as real agents have), so that the difference is what TLS costs.
+struct TransportRun {
+  double register_s = 0, register_cpu_s = 0, heartbeats_per_s = 0, cpu_s_per_10k_heartbeats = 0, rss_mib = 0;
+  PlacementRun place;
+};
+
+bool MeasureTransport(int nodes, const std::string& dir, bool tls, int round, TransportRun* run) {
+  const std::string name = (tls ? "tls" : "plain") + std::to_string(round);
+  Bench b(nodes, dir);
+  // A heartbeat timeout of 30 s: while 10,240 agents register at once, this one machine does both
+  // ends of every TLS handshake, and the swarm's heartbeats fall seconds behind (on separate
+  // machines they would not); with 2.5 s most nodes were marked lost mid-registration.
+  b.StartController(name, nodes, "", tls, "30s");
+  const double cpu_r0 = CpuSeconds(b.controller_pid());
+  const int64_t t_reg = hangar::MonotonicNanos();
+  if (!b.StartSwarm(name, 0)) return false;
+  run->register_s = (hangar::MonotonicNanos() - t_reg) / 1e9;
+  run->register_cpu_s = CpuSeconds(b.controller_pid()) - cpu_r0;
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const double hb0 = b.Metric("hangar_agent_heartbeats_total"), cpu0 = CpuSeconds(b.controller_pid());
+  const int64_t t0 = hangar::MonotonicNanos();
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  const double hb1 = b.Metric("hangar_agent_heartbeats_total"), cpu1 = CpuSeconds(b.controller_pid());
+  run->heartbeats_per_s = (hb1 - hb0) / ((hangar::MonotonicNanos() - t0) / 1e9);
+  run->cpu_s_per_10k_heartbeats = (cpu1 - cpu0) / (hb1 - hb0) * 10000;
+  run->rss_mib = RssBytes(b.controller_pid()) / 1048576;
+  run->place = PlaceSingles(b, static_cast<long>(nodes) * 8, -1);
+  return true;
+}
+
+int CompareTls(int nodes, int rounds, bool json, const std::string& dir, nlohmann::json& out) {
+  std::map<std::string, std::vector<TransportRun>> runs;
+  for (int r = 0; r < rounds; ++r) {
+    for (bool tls : r % 2 == 0 ? std::vector<bool>{false, true} : std::vector<bool>{true, false}) {
+      TransportRun run;
+      if (!MeasureTransport(nodes, dir, tls, r, &run)) {
+        return std::fprintf(stderr, "the swarm did not register (%s); see %s\n", tls ? "TLS" : "plaintext", dir.c_str()), 1;
+      }
+      const std::string key = tls ? "tls" : "plaintext";
+      runs[key].push_back(run);
+      if (!json) {
+        std::printf("%-9s %d agents registered in %.2f s (controller %.2f CPU s); %.0f heartbeats/s at %.3f CPU s per "
+                    "10,000; RSS %.0f MiB; %ld 1-GPU jobs placed in %.2f s: %.0f committed placements/s (controller "
+                    "%.1f CPU s)\n",
+                    key.c_str(), nodes, run.register_s, run.register_cpu_s, run.heartbeats_per_s,
+                    run.cpu_s_per_10k_heartbeats, run.rss_mib, static_cast<long>(nodes) * 8, run.place.seconds,
+                    run.place.per_s, run.place.controller_cpu_s);
+        std::fflush(stdout);
+      }
+    }
+  }
+  for (const auto& [key, list] : runs) {
+    nlohmann::json m = {{"register_s", 0.0}, {"register_controller_cpu_s", 0.0}, {"heartbeats_per_s", 0.0},
+                        {"cpu_s_per_10k_heartbeats", 0.0}, {"controller_rss_mib", 0.0}, {"placements_per_s", 0.0},
+                        {"placement_controller_cpu_s", 0.0}};
+    for (const auto& run : list) {
+      const double k = 1.0 / list.size();
+      m["register_s"] = m["register_s"].get<double>() + k * run.register_s;
+      m["register_controller_cpu_s"] = m["register_controller_cpu_s"].get<double>() + k * run.register_cpu_s;
+      m["heartbeats_per_s"] = m["heartbeats_per_s"].get<double>() + k * run.heartbeats_per_s;
+      m["cpu_s_per_10k_heartbeats"] = m["cpu_s_per_10k_heartbeats"].get<double>() + k * run.cpu_s_per_10k_heartbeats;
+      m["controller_rss_mib"] = m["controller_rss_mib"].get<double>() + k * run.rss_mib;
+      m["placements_per_s"] = m["placements_per_s"].get<double>() + k * run.place.per_s;
+      m["placement_controller_cpu_s"] = m["placement_controller_cpu_s"].get<double>() + k * run.place.controller_cpu_s;
+      m["placements_per_s_runs"].push_back(run.place.per_s);
+    }
+    out[key] = m;
+  }
+  const auto &p = out["plaintext"], &t = out["tls"];
+  out["rounds"] = rounds;
+  out["connections"] = "one per agent";
+  out["tls_cost"] = {
+      {"placements_per_s_ratio", t["placements_per_s"].get<double>() / p["placements_per_s"].get<double>()},
+      {"heartbeat_cpu_ratio", t["cpu_s_per_10k_heartbeats"].get<double>() / p["cpu_s_per_10k_heartbeats"].get<double>()},
+      {"register_cpu_ms_per_agent",
+       (t["register_controller_cpu_s"].get<double>() - p["register_controller_cpu_s"].get<double>()) * 1000 / nodes},
+      {"rss_added_mib", t["controller_rss_mib"].get<double>() - p["controller_rss_mib"].get<double>()}};
+  if (!json) {
+    const auto& c = out["tls_cost"];
+    std::printf("TLS cost (mean of %d round(s)): %.2fx the placement rate; %.2fx the controller CPU per heartbeat; "
+                "%+.3f ms of controller CPU per agent to register (the handshakes); %+.0f MiB RSS\n",
+                rounds, c["placements_per_s_ratio"].get<double>(), c["heartbeat_cpu_ratio"].get<double>(),
+                c["register_cpu_ms_per_agent"].get<double>(), c["rss_added_mib"].get<double>());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int nodes = 10240;
-  bool json = false, million = true;
+  bool json = false, million = true, compare_tls = false;
   std::string store;
   int rounds = 1;
   for (int i = 1; i < argc; ++i) {
@@ -291,8 +417,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--json")) json = true;
     else if (!std::strcmp(argv[i], "--no-million")) million = false;
+    else if (!std::strcmp(argv[i], "--compare-tls")) compare_tls = true;
     else {
-      std::fprintf(stderr, "usage: fleet_scale [--nodes N] [--json] [--no-million] [--store postgres[://URL] [--rounds N]]\n");
+      std::fprintf(stderr, "usage: fleet_scale [--nodes N] [--json] [--no-million] [--store postgres[://URL] [--rounds N]]\n"
+                           "       fleet_scale --compare-tls [--nodes N] [--rounds N] [--json]\n");
       return 2;
     }
   }
@@ -306,6 +434,12 @@ int main(int argc, char** argv) {
     }
   };
 
+  if (compare_tls) {
+    const int rc = CompareTls(nodes, rounds, json, dir, out);
+    if (rc == 0 && !std::getenv("HANGAR_KEEP_BENCH_DIR")) fs::remove_all(dir);
+    if (rc == 0 && json) std::printf("%s\n", out.dump(2).c_str());
+    return rc;
+  }
   if (!store.empty()) {
     if (store.rfind("postgres", 0) != 0) return std::fprintf(stderr, "--store takes postgres or a postgres:// URL\n"), 2;
     const int rc = CompareStores(nodes, store, rounds, json, dir, out);
@@ -388,7 +522,7 @@ int main(int argc, char** argv) {
   hangar::Time last_lost = 0;
   size_t lost = 0, live_lost = 0;
   WaitFor([&] {
-    httplib::Client c("127.0.0.1", b.api());
+    httplib::Client c = b.Client();
     auto r = c.Get("/v1/events?subject=node/&limit=10000");
     if (!r) return false;
     lost = 0;

@@ -3,8 +3,12 @@
 // per second and submit-to-task-started latency (p50/p99): each task writes the time it started,
 // and the latency is that time minus the moment its POST was sent.
 //
-//   submit_latency [--jobs 1000] [--rate R] [--clients 4] [--json]
+//   submit_latency [--jobs 1000] [--rate R] [--clients 4] [--tls | --compare-tls] [--json]
 //   --rate R submits R jobs per second (open loop); 0 submits as fast as the API accepts.
+//   --tls runs `hangar dev --tls` (HTTPS on the API, mutual TLS to the agents); --compare-tls runs
+//   the plaintext cluster and then the TLS one in the same run, and prints both and what TLS costs.
+//   Each run also times 200 fresh connections (connect, TLS handshake, GET /healthz), as a CLI
+//   command that opens its own connection pays them.
 #include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -40,22 +44,24 @@ int64_t NowNanosWall() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
+struct Options {
   int jobs = 1000, clients = 4;
   double rate = 0;
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--jobs") && i + 1 < argc) jobs = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--rate") && i + 1 < argc) rate = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--clients") && i + 1 < argc) clients = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--json")) json = true;
-    else {
-      std::fprintf(stderr, "usage: submit_latency [--jobs N] [--rate R] [--clients C] [--json]\n");
-      return 2;
-    }
+};
+
+httplib::Client MakeClient(int port, const std::string& ca) {
+  httplib::Client c((ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port));
+  if (!ca.empty()) {
+    c.set_ca_cert_path(ca);
+    c.enable_server_certificate_verification(true);
   }
+  return c;
+}
+
+// One `hangar dev` cluster (plaintext, or --tls), `o.jobs` jobs through it; figures as JSON, or
+// an error sentence on stderr and a null.
+nlohmann::json RunOnce(const Options& o, bool tls) {
   char tmpl[] = "/tmp/hangar-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   const std::string out = dir + "/started";
@@ -71,13 +77,18 @@ int main(int argc, char** argv) {
     dup2(fd, 1);
     dup2(fd, 2);
     execl(HANGAR_BINARY, "hangar", "dev", "--port", std::to_string(port).c_str(), "--dir", (dir + "/dev").c_str(),
-          static_cast<char*>(nullptr));
+          tls ? "--tls" : static_cast<char*>(nullptr), static_cast<char*>(nullptr));
     _exit(127);
   }
-  httplib::Client api("127.0.0.1", port);
-  api.set_connection_timeout(1, 0);
+  const std::string ca = tls ? dir + "/dev/tls/ca.crt" : "";
   bool up = false;
-  for (int i = 0; i < 200 && !up; ++i) {
+  for (int i = 0; i < 300 && !up; ++i) {
+    if (tls && !fs::exists(ca)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    auto api = MakeClient(port, ca);
+    api.set_connection_timeout(1, 0);
     auto r = api.Get("/healthz");
     up = r && r->status == 200 && nlohmann::json::parse(r->body, nullptr, false).value("agents", 0) == 4;
     if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -86,34 +97,47 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the dev cluster did not come up; see %s/dev.log\n", dir.c_str());
     kill(dev, SIGINT);
     waitpid(dev, nullptr, 0);
-    return 1;
+    return nullptr;
+  }
+  // Fresh connections: connect (and handshake) + GET /healthz, one at a time.
+  std::vector<double> fresh_ms;
+  for (int i = 0; i < 200; ++i) {
+    auto c = MakeClient(port, ca);
+    const int64_t a = hangar::MonotonicNanos();
+    auto r = c.Get("/healthz");
+    if (r && r->status == 200) fresh_ms.push_back((hangar::MonotonicNanos() - a) / 1e6);
   }
   const std::string spec = "name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"-c\", \"date +%s%N > " + out +
                            "/$HANGAR_JOB_ID\"]\n";
+  const int jobs = o.jobs;
   std::vector<int64_t> sent(jobs + 1, 0);
+  std::vector<double> post_ms(jobs + 1, -1);
   std::atomic<int> next{0}, failed{0};
   const int64_t t0 = hangar::MonotonicNanos();
   auto worker = [&] {
-    httplib::Client c("127.0.0.1", port);
+    auto c = MakeClient(port, ca);
     c.set_keep_alive(true);
     c.set_tcp_nodelay(true);
     for (int k; (k = next.fetch_add(1)) < jobs;) {
-      if (rate > 0) {
-        const int64_t due = t0 + static_cast<int64_t>(k / rate * 1e9);
+      if (o.rate > 0) {
+        const int64_t due = t0 + static_cast<int64_t>(k / o.rate * 1e9);
         while (hangar::MonotonicNanos() < due) std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
-      const int64_t before = NowNanosWall();
+      const int64_t before = NowNanosWall(), mono = hangar::MonotonicNanos();
       auto r = c.Post("/v1/jobs", spec, "application/yaml");
       if (!r || r->status != 201) {
         failed++;
         continue;
       }
       const uint64_t id = nlohmann::json::parse(r->body)["id"];
-      if (id < sent.size()) sent[id] = before;
+      if (id < sent.size()) {
+        sent[id] = before;
+        post_ms[id] = (hangar::MonotonicNanos() - mono) / 1e6;
+      }
     }
   };
   std::vector<std::thread> threads;
-  for (int i = 0; i < clients; ++i) threads.emplace_back(worker);
+  for (int i = 0; i < o.clients; ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   const double submit_s = (hangar::MonotonicNanos() - t0) / 1e9;
   // Wait for every task to have started (written its file).
@@ -123,31 +147,91 @@ int main(int argc, char** argv) {
     if (static_cast<int>(n) >= jobs - failed) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::vector<double> latency_ms;
+  std::vector<double> latency_ms, answered_ms;
   for (int id = 1; id <= jobs; ++id) {
     std::ifstream in(out + "/" + std::to_string(id));
     int64_t started = 0;
     if (in >> started && sent[id] > 0) latency_ms.push_back((started - sent[id]) / 1e6);
+    if (post_ms[id] >= 0) answered_ms.push_back(post_ms[id]);
   }
   kill(dev, SIGINT);
   waitpid(dev, nullptr, 0);
   fs::remove_all(dir);
-  nlohmann::json r = {{"jobs", jobs},
-                      {"failed", failed.load()},
-                      {"started", latency_ms.size()},
-                      {"clients", clients},
-                      {"rate", rate},
-                      {"accepted_per_s", (jobs - failed) / submit_s},
-                      {"start_p50_ms", Pct(latency_ms, 0.50)},
-                      {"start_p99_ms", Pct(latency_ms, 0.99)},
-                      {"start_max_ms", Pct(latency_ms, 1.0)}};
-  if (json) {
-    std::printf("%s\n", r.dump(2).c_str());
-  } else {
-    std::printf("%d jobs (%d refused), %d clients, rate %s: %.0f accepted/s; submit-to-started p50 %.1f ms, p99 %.1f ms, max %.1f ms (%zu started)\n",
-                jobs, failed.load(), clients, rate > 0 ? std::to_string(rate).c_str() : "max",
-                r["accepted_per_s"].get<double>(), r["start_p50_ms"].get<double>(), r["start_p99_ms"].get<double>(),
-                r["start_max_ms"].get<double>(), latency_ms.size());
+  return {{"transport", tls ? "tls" : "plaintext"},
+          {"jobs", jobs},
+          {"failed", failed.load()},
+          {"started", latency_ms.size()},
+          {"clients", o.clients},
+          {"rate", o.rate},
+          {"accepted_per_s", (jobs - failed) / submit_s},
+          {"post_p50_ms", Pct(answered_ms, 0.50)},
+          {"post_p99_ms", Pct(answered_ms, 0.99)},
+          {"start_p50_ms", Pct(latency_ms, 0.50)},
+          {"start_p99_ms", Pct(latency_ms, 0.99)},
+          {"start_max_ms", Pct(latency_ms, 1.0)},
+          {"fresh_connection_p50_ms", Pct(fresh_ms, 0.50)},
+          {"fresh_connection_p99_ms", Pct(fresh_ms, 0.99)}};
+}
+
+void Print(const nlohmann::json& r) {
+  std::printf("%-9s %d jobs (%d refused), %d clients, rate %s: %.0f accepted/s; POST answered p50 %.2f ms, p99 %.2f ms; "
+              "submit-to-started p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d started); a fresh connection + GET /healthz "
+              "p50 %.2f ms, p99 %.2f ms\n",
+              r["transport"].get<std::string>().c_str(), r["jobs"].get<int>(), r["failed"].get<int>(),
+              r["clients"].get<int>(), r["rate"].get<double>() > 0 ? std::to_string(r["rate"].get<double>()).c_str() : "max",
+              r["accepted_per_s"].get<double>(), r["post_p50_ms"].get<double>(), r["post_p99_ms"].get<double>(),
+              r["start_p50_ms"].get<double>(), r["start_p99_ms"].get<double>(), r["start_max_ms"].get<double>(),
+              r["started"].get<int>(), r["fresh_connection_p50_ms"].get<double>(),
+              r["fresh_connection_p99_ms"].get<double>());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  bool json = false, tls = false, compare = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--jobs") && i + 1 < argc) o.jobs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rate") && i + 1 < argc) o.rate = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--clients") && i + 1 < argc) o.clients = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json")) json = true;
+    else if (!std::strcmp(argv[i], "--tls")) tls = true;
+    else if (!std::strcmp(argv[i], "--compare-tls")) compare = true;
+    else {
+      std::fprintf(stderr, "usage: submit_latency [--jobs N] [--rate R] [--clients C] [--tls | --compare-tls] [--json]\n");
+      return 2;
+    }
+  }
+  std::vector<bool> runs = compare ? std::vector<bool>{false, true} : std::vector<bool>{tls};
+  nlohmann::json all = nlohmann::json::array();
+  for (bool t : runs) {
+    nlohmann::json r = RunOnce(o, t);
+    if (r.is_null()) return 1;
+    if (!json) Print(r);
+    std::fflush(stdout);
+    all.push_back(r);
+  }
+  if (compare) {
+    const auto &p = all[0], &t = all[1];
+    nlohmann::json cost = {
+        {"accepted_per_s_ratio", t["accepted_per_s"].get<double>() / p["accepted_per_s"].get<double>()},
+        {"post_p50_added_ms", t["post_p50_ms"].get<double>() - p["post_p50_ms"].get<double>()},
+        {"post_p99_added_ms", t["post_p99_ms"].get<double>() - p["post_p99_ms"].get<double>()},
+        {"start_p50_added_ms", t["start_p50_ms"].get<double>() - p["start_p50_ms"].get<double>()},
+        {"start_p99_added_ms", t["start_p99_ms"].get<double>() - p["start_p99_ms"].get<double>()},
+        {"fresh_connection_p50_added_ms",
+         t["fresh_connection_p50_ms"].get<double>() - p["fresh_connection_p50_ms"].get<double>()}};
+    if (json) {
+      std::printf("%s\n", nlohmann::json{{"plaintext", p}, {"tls", t}, {"tls_cost", cost}}.dump(2).c_str());
+    } else {
+      std::printf("TLS cost: %.2fx the accepted rate; POST p50 %+.2f ms, p99 %+.2f ms; submit-to-started p50 %+.1f ms, "
+                  "p99 %+.1f ms; a fresh connection %+.2f ms (the handshake)\n",
+                  cost["accepted_per_s_ratio"].get<double>(), cost["post_p50_added_ms"].get<double>(),
+                  cost["post_p99_added_ms"].get<double>(), cost["start_p50_added_ms"].get<double>(),
+                  cost["start_p99_added_ms"].get<double>(), cost["fresh_connection_p50_added_ms"].get<double>());
+    }
+  } else if (json) {
+    std::printf("%s\n", all[0].dump(2).c_str());
   }
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "cli/cli_common.h"
+#include "cluster/cluster_yaml.h"
 
 namespace hangar::cli {
 namespace {
@@ -160,11 +161,16 @@ StatusOr<IssuedFiles> IssueController(const std::string& dir, const std::vector<
   return IssuedFiles{dir + "/controller.crt", dir + "/controller.key"};
 }
 
-StatusOr<IssuedFiles> IssueNode(const std::string& dir, const std::string& node, int days) {
+namespace {
+
+Status CheckNodeName(const std::string& node) {
   if (node.empty() || node.find_first_of("/ ,") != std::string::npos) {
     return Status::InvalidArgument("'" + node + "' is not a node name (as in cluster.yaml)");
   }
-  HANGAR_ASSIGN_OR_RETURN(Ca ca, LoadCa(dir));
+  return Status::Ok();
+}
+
+StatusOr<IssuedFiles> IssueNodeWith(const Ca& ca, const std::string& dir, const std::string& node, int days) {
   HANGAR_ASSIGN_OR_RETURN(Pkey key, NewKey());
   HANGAR_ASSIGN_OR_RETURN(Cert cert, MakeCert(key.get(), node, ca.cert.get(), ca.key.get(), days,
                                               {{NID_basic_constraints, "critical,CA:FALSE"},
@@ -176,9 +182,26 @@ StatusOr<IssuedFiles> IssueNode(const std::string& dir, const std::string& node,
   return IssuedFiles{dir + "/node-" + node + ".crt", dir + "/node-" + node + ".key"};
 }
 
+}  // namespace
+
+StatusOr<IssuedFiles> IssueNode(const std::string& dir, const std::string& node, int days) {
+  HANGAR_RETURN_IF_ERROR(CheckNodeName(node));
+  HANGAR_ASSIGN_OR_RETURN(Ca ca, LoadCa(dir));
+  return IssueNodeWith(ca, dir, node, days);
+}
+
+StatusOr<size_t> IssueNodes(const std::string& dir, const std::vector<std::string>& nodes, int days) {
+  for (const auto& n : nodes) HANGAR_RETURN_IF_ERROR(CheckNodeName(n));
+  HANGAR_ASSIGN_OR_RETURN(Ca ca, LoadCa(dir));
+  for (const auto& n : nodes) {
+    HANGAR_RETURN_IF_ERROR(IssueNodeWith(ca, dir, n, days).status());
+  }
+  return nodes.size();
+}
+
 void RegisterCertsCommand(CLI::App& app, int* rc) {
   struct Args {
-    std::string dir = "./hangar-certs", name = "Hangar cluster CA", node;
+    std::string dir = "./hangar-certs", name = "Hangar cluster CA", node, nodes_of;
     bool controller = false;
     std::vector<std::string> hosts;
   };
@@ -201,10 +224,25 @@ void RegisterCertsCommand(CLI::App& app, int* rc) {
   auto* ctl = issue->add_flag("--controller", a->controller, "The controller's: DIR/controller.crt and .key");
   issue->add_option("--host", a->hosts, "With --controller: a name or address agents and users reach it by (repeat)");
   auto* node = issue->add_option("--node", a->node, "A node agent's: DIR/node-NAME.crt and .key, for --node NAME");
+  auto* all = issue->add_option("--nodes-of", a->nodes_of,
+                                 "Every node of this cluster.yaml: DIR/node-NAME.crt and .key for each");
   ctl->excludes(node);
+  ctl->excludes(all);
+  node->excludes(all);
   issue->callback([=] {
     Guard(rc, [&]() -> Status {
-      if (!a->controller && a->node.empty()) return Status::InvalidArgument("say whose certificate: --controller or --node NAME");
+      if (!a->nodes_of.empty()) {
+        HANGAR_ASSIGN_OR_RETURN(auto file, cluster::LoadClusterFile(a->nodes_of));
+        std::vector<std::string> names;
+        for (const auto& n : file.topology->nodes()) names.push_back(n.name);
+        HANGAR_ASSIGN_OR_RETURN(size_t issued, IssueNodes(a->dir, names));
+        std::printf("issued %zu node certificates in %s (node-NAME.crt and .key for each node of %s)\n", issued,
+                    a->dir.c_str(), a->nodes_of.c_str());
+        return Status::Ok();
+      }
+      if (!a->controller && a->node.empty()) {
+        return Status::InvalidArgument("say whose certificate: --controller, --node NAME or --nodes-of cluster.yaml");
+      }
       auto f = a->controller ? IssueController(a->dir, a->hosts) : IssueNode(a->dir, a->node);
       if (!f.ok()) return f.status();
       std::printf("issued %s and %s\n", f->cert.c_str(), f->key.c_str());

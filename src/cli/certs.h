@@ -25,6 +25,8 @@ StatusOr<IssuedFiles> InitCa(const std::string& dir, const std::string& name, in
 StatusOr<IssuedFiles> IssueController(const std::string& dir, const std::vector<std::string>& hosts, int days = 825);
 // A node agent's certificate: CN and SAN the node's name; usable as a TLS client.
 StatusOr<IssuedFiles> IssueNode(const std::string& dir, const std::string& node, int days = 825);
+// The certificates of many nodes at once (the CA read once): how many were issued.
+StatusOr<size_t> IssueNodes(const std::string& dir, const std::vector<std::string>& nodes, int days = 825);
 
 void RegisterCertsCommand(CLI::App& app, int* rc);
 

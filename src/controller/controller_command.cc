@@ -44,6 +44,7 @@ struct Flags {
   std::string auth = "tokens";
   std::string stop_grace = "10s";
   std::string admin_token_file;
+  std::string secrets_key;
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   std::string port_file;
   // TLS (issue 16): HTTPS on the API and mutual TLS on the agent channel, or --insecure.
@@ -105,6 +106,30 @@ StatusOr<TlsFiles> ControllerTls(const Flags& f) {
 std::atomic<bool> g_stop{false};
 
 using HostPort = std::pair<std::string, int>;
+
+// The key that seals job environments in the store (secret_sealer.h): --secrets-key, else for
+// SQLite STORE.key beside the database (made on the first start). A PostgreSQL store is shared
+// by several controllers, which must use one key: it is never made for them.
+StatusOr<std::shared_ptr<const SecretSealer>> OpenSecretsKey(const Flags& f) {
+  if (!f.secrets_key.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(auto sealer, SecretSealer::FromKeyFile(f.secrets_key, false));
+    spdlog::info("controller: job environments are sealed in the store with the secrets key {} ({})", sealer->key_id(),
+                 f.secrets_key);
+    return sealer;
+  }
+  if (f.store.rfind("sqlite://", 0) == 0) {
+    const std::string path = f.store.substr(9) + ".key";
+    HANGAR_ASSIGN_OR_RETURN(auto sealer, SecretSealer::FromKeyFile(path, true));
+    spdlog::info("controller: job environments are sealed in the store with the secrets key {} ({})", sealer->key_id(),
+                 path);
+    return sealer;
+  }
+  if (f.store.rfind("memory://", 0) != 0) {
+    spdlog::warn("controller: job environments are stored as given (not sealed): give every controller of this store "
+                 "the same --secrets-key FILE (docs/operations.md)");
+  }
+  return std::shared_ptr<const SecretSealer>();
+}
 
 bool IsPostgresUrl(const std::string& url) {
   return url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0;
@@ -277,6 +302,7 @@ Status Run(const Flags& f) {
   }
   sc.preemption.reclaim_quota = f.preemption != "none";
   HANGAR_ASSIGN_OR_RETURN(sc.preemption.min_run_before_preempt, ParseDuration(f.min_run));
+  HANGAR_ASSIGN_OR_RETURN(opt.sealer, OpenSecretsKey(f));
   HANGAR_ASSIGN_OR_RETURN(auto scheduler, sched::Scheduler::Create(sc));
   auto state = std::make_unique<ClusterState>(cluster_file.topology, opt, std::move(scheduler));
   HANGAR_ASSIGN_OR_RETURN(StoreContents contents, store->Load());
@@ -412,6 +438,9 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--admin-token-file", f->admin_token_file,
                 "With --auth tokens: where the first start writes the first admin token (mode 0600)");
+  c->add_option("--secrets-key", f->secrets_key,
+                "The key (64 hex digits, mode 0600) that seals job environments in the store; default for SQLite: "
+                "STORE.key beside the database, made on the first start");
   c->add_option("--stop-grace", f->stop_grace,
                 "SIGTERM to SIGKILL when stopping tasks (cancel; after a checkpoint phase)")
       ->capture_default_str();

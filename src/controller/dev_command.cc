@@ -48,6 +48,7 @@ struct Flags {
   bool exit_when_done = false;
   std::string heartbeat_timeout = "3s";
   bool registry = false;  // also run a loopback docker-registry on port + 2 (docs/containers.md)
+  bool tls = false;       // HTTPS and mutual TLS, with a CA of its own under DIR/tls (docs/operations.md)
 };
 
 std::atomic<bool> g_stop{false};
@@ -84,6 +85,38 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   argv.push_back(nullptr);
   execv("/proc/self/exe", argv.data());
   _exit(127);
+}
+
+// Runs `hangar ARGS...` to its end, its output appended to `log`.
+Status RunToEnd(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  std::string what;
+  for (const auto& a : args) what += (what.empty() ? "" : " ") + a;
+  return Status::Unavailable("`" + what + "` failed; see " + log);
+}
+
+// --tls: the dev cluster's own CA under DIR/tls, made on the first run and kept; the controller's
+// certificate (127.0.0.1) and every node's, issued again each run (the cluster may have changed).
+Status PrepareTls(const std::string& dir, const std::string& cluster_path) {
+  const std::string tls = dir + "/tls", log = dir + "/logs/certs.log";
+  std::error_code ec;
+  if (!fs::exists(tls + "/ca.key", ec)) {
+    HANGAR_RETURN_IF_ERROR(RunToEnd({"hangar", "certs", "init", "--dir", tls, "--name", "Hangar dev CA"}, log));
+  }
+  HANGAR_RETURN_IF_ERROR(RunToEnd({"hangar", "certs", "issue", "--controller", "--dir", tls}, log));
+  return RunToEnd({"hangar", "certs", "issue", "--nodes-of", cluster_path, "--dir", tls}, log);
 }
 
 // SIGTERM to each, then SIGKILL to those still there after `grace`.
@@ -293,21 +326,25 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
                               const cluster::Topology& topology) {
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   const std::string agents = "127.0.0.1:" + std::to_string(f.port + 1);
+  // --insecure: plaintext, on loopback only; --tls: the certificates PrepareTls made.
+  const std::vector<std::string> transport =
+      f.tls ? std::vector<std::string>{"--tls-dir", f.dir + "/tls"} : std::vector<std::string>{"--insecure"};
   LocalProcesses p;
-  p.controller =
-      Spawn({"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents", agents,
-             "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout",
-             f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none", "--insecure"},
-            f.dir + "/logs/controller.log");
-  // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind. --insecure: plaintext, on
-  // loopback only. --scratch-dir: each node's "local NVMe", drained to checkpoints/ (issue 19).
-  // --data-address: each node serves its artifact cache to the others on a free loopback port.
+  std::vector<std::string> controller = {"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents",
+                                         agents, "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout",
+                                         f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none"};
+  controller.insert(controller.end(), transport.begin(), transport.end());
+  p.controller = Spawn(controller, f.dir + "/logs/controller.log");
+  // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind. --scratch-dir: each node's
+  // "local NVMe", drained to checkpoints/ (issue 19). --data-address: each node serves its
+  // artifact cache to the others on a free loopback port.
   for (const auto& n : topology.nodes()) {
-    p.agents.push_back(
-        Spawn({"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",
-               cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--scratch-dir",
-               f.dir + "/scratch/" + n.name, "--data-address", "127.0.0.1:0", "--stop-tasks-on-exit", "--insecure"},
-              f.dir + "/logs/agent-" + n.name + ".log"));
+    std::vector<std::string> agent = {"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",
+                                      cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--scratch-dir",
+                                      f.dir + "/scratch/" + n.name, "--data-address", "127.0.0.1:0",
+                                      "--stop-tasks-on-exit"};
+    agent.insert(agent.end(), transport.begin(), transport.end());
+    p.agents.push_back(Spawn(agent, f.dir + "/logs/agent-" + n.name + ".log"));
   }
   return p;
 }
@@ -318,13 +355,19 @@ Status Run(const Flags& flags) {
   HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
+  if (f.tls) HANGAR_RETURN_IF_ERROR(PrepareTls(f.dir, cluster_path));
   pid_t registry = 0;
   if (f.registry) {
     HANGAR_ASSIGN_OR_RETURN(registry, StartRegistry(f.dir, f.port + 2));
   }
   const LocalProcesses procs = StartProcesses(f, cluster_path, *cluster.topology);
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
-  httplib::Client client("http://" + api);
+  const std::string url = (f.tls ? "https://" : "http://") + api;
+  httplib::Client client(url);
+  if (f.tls) {
+    client.set_ca_cert_path(f.dir + "/tls/ca.crt");
+    client.enable_server_certificate_verification(true);
+  }
   client.set_connection_timeout(1, 0);
   if (Status up = WaitUntilUp(client, procs.controller, cluster.topology->nodes().size(), f.dir);
       !up.ok() || g_stop) {
@@ -332,13 +375,19 @@ Status Run(const Flags& flags) {
     if (registry) StopGroup({registry}, 2 * kSecond);
     return up;
   }
+  const std::string exports =
+      "export HANGAR_URL=" + url + (f.tls ? " HANGAR_CA=" + f.dir + "/tls/ca.crt" : "");
   std::printf("\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
-              "  API:   http://%s   (export HANGAR_URL=http://%s)   dashboard: http://%s/\n"
+              "  API:   %s   (%s)   dashboard: %s/\n"
               "  try:   hangar nodes | hangar submit examples/jobs/notebook.yaml | hangar jobs | hangar logs 1\n"
               "  logs:  %s/logs/      stop: Ctrl-C\n\n",
               cluster.topology->name().c_str(), cluster.topology->nodes().size(),
-              static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), api.c_str(), api.c_str(), api.c_str(),
-              f.dir.c_str());
+              static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), url.c_str(), exports.c_str(),
+              url.c_str(), f.dir.c_str());
+  if (f.tls) {
+    std::printf("  TLS:   HTTPS on the API and mutual TLS to the agents; the CA and certificates are in %s/tls\n\n",
+                f.dir.c_str());
+  }
   if (registry) {
     std::printf("  registry: 127.0.0.1:%d (loopback, no TLS); build and push the example image with\n"
                 "            examples/containers/push-busybox.sh 127.0.0.1:%d, then hangar submit "
@@ -385,6 +434,8 @@ void RegisterDevCommand(CLI::App& app, int* rc) {
   c->add_flag("--registry", f->registry,
               "Also run a container registry (docker-registry) on 127.0.0.1, port --port + 2, for container jobs");
   c->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Node lost after this silence")->capture_default_str();
+  c->add_flag("--tls", f->tls,
+              "HTTPS on the API and mutual TLS to the agents, with a CA of its own in DIR/tls (instead of plaintext)");
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {

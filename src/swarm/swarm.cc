@@ -202,12 +202,21 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
 Swarm::Swarm(std::shared_ptr<const cluster::Topology> topology, SwarmOptions options)
     : topology_(std::move(topology)), options_(std::move(options)), shared_(std::make_unique<Shared>()) {
   shared_->default_duration = options_.default_task_duration;
-  for (int c = 0; c < std::max(1, options_.channels); ++c) {
+  const bool own = options_.channels <= 0 || !options_.tls.ca.empty();  // a connection per agent
+  const size_t channels = own ? topology_->nodes().size() : static_cast<size_t>(options_.channels);
+  for (size_t c = 0; c < channels; ++c) {
     grpc::ChannelArguments args;
-    args.SetInt("hangar.swarm.channel", c);  // distinct arguments: a connection of its own
+    args.SetInt("hangar.swarm.channel", static_cast<int>(c));  // distinct arguments: a connection of its own
     args.SetInt(GRPC_ARG_MAX_CONCURRENT_STREAMS, 100000);
-    shared_->stubs.push_back(pb::AgentChannel::NewStub(
-        grpc::CreateCustomChannel(options_.controller, grpc::InsecureChannelCredentials(), args)));
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+    if (!options_.tls.ca.empty()) {
+      grpc::SslCredentialsOptions o;
+      o.pem_root_certs = options_.tls.ca;
+      o.pem_cert_chain = options_.tls.certs[c];
+      o.pem_private_key = options_.tls.keys[c];
+      creds = grpc::SslCredentials(o);
+    }
+    shared_->stubs.push_back(pb::AgentChannel::NewStub(grpc::CreateCustomChannel(options_.controller, creds, args)));
   }
   for (const auto& n : topology_->nodes()) {
     const std::string model = n.num_gpus ? topology_->models()[n.model] : "";

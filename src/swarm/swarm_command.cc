@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
+#include "common/tls_files.h"
 #include "swarm/swarm.h"
 
 namespace hangar::swarm {
@@ -25,6 +26,7 @@ struct Flags {
   std::string silent_after = "30s";
   std::string stats_file;
   std::string silence_file;
+  std::string tls_dir;
 };
 
 std::atomic<bool> g_stop{false};
@@ -54,9 +56,21 @@ Status Run(const Flags& f) {
   o.channels = f.channels;
   o.silent_fraction = f.silent_fraction;
   o.silence_file = f.silence_file;
+  if (!f.tls_dir.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(o.tls.ca, ReadPem(f.tls_dir + "/ca.crt"));
+    for (const auto& node : file.topology->nodes()) {
+      const std::string stem = f.tls_dir + "/node-" + node.name;
+      HANGAR_ASSIGN_OR_RETURN(std::string cert, ReadPem(stem + ".crt"));
+      HANGAR_ASSIGN_OR_RETURN(std::string key, ReadPem(stem + ".key"));
+      o.tls.certs.push_back(std::move(cert));
+      o.tls.keys.push_back(std::move(key));
+    }
+  }
   Swarm swarm(file.topology, o);
   const size_t n = file.topology->nodes().size();
-  std::printf("swarm: %zu agents connecting to %s over %d connections\n", n, f.controller.c_str(), f.channels);
+  const size_t connections = f.channels <= 0 || !f.tls_dir.empty() ? n : static_cast<size_t>(f.channels);
+  std::printf("swarm: %zu agents connecting to %s over %zu %s connections\n", n, f.controller.c_str(), connections,
+              f.tls_dir.empty() ? "plaintext" : "mutual-TLS");
   if (!swarm.Start(120 * kSecond)) {
     return Status::Unavailable("only " + std::to_string(swarm.stats().registered) + " of " + std::to_string(n) +
                                " agents registered within 120 s; is the controller at " + f.controller + " using " + f.cluster + "?");
@@ -86,7 +100,10 @@ void RegisterSwarmCommand(CLI::App& app, int* rc) {
   c->add_option("--cluster", f->cluster, "cluster.yaml: one simulated agent per node")->required();
   c->add_option("--heartbeat", f->heartbeat, "Heartbeat interval per agent")->capture_default_str();
   c->add_option("--task-duration", f->task_duration, "How long a task runs when its command has no 'sleep N'")->capture_default_str();
-  c->add_option("--channels", f->channels, "Connections to spread the streams over")->capture_default_str();
+  c->add_option("--channels", f->channels, "Connections to spread the streams over (0: one per agent)")->capture_default_str();
+  c->add_option("--tls-dir", f->tls_dir,
+                "Mutual TLS: DIR/ca.crt and each node's DIR/node-NAME.crt/.key (hangar certs issue --nodes-of); "
+                "one connection per agent");
   c->add_option("--silent-fraction", f->silent_fraction, "Share of agents that go silent")->capture_default_str();
   c->add_option("--silent-after", f->silent_after, "When they go silent, after all registered")->capture_default_str();
   c->add_option("--silence-file", f->silence_file, "Go silent when this file appears (instead of --silent-after)");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,6 +274,59 @@ TEST_F(DevTest, AControllerThatExitsIsReportedAtOnce) {
   EXPECT_EQ(rc, 2) << Output();
   EXPECT_TRUE(Contains(Output(), "the controller exited (status ")) << Output();
   EXPECT_TRUE(Contains(Output(), "/dev/logs/controller.log")) << Output();
+}
+
+// `hangar dev --tls`: its own CA under DIR/tls, HTTPS on the API and mutual TLS to the agents.
+// The banner's exports work as printed; plaintext is refused; a restart keeps the CA.
+TEST_F(DevTest, TlsServesHttpsWithItsOwnCaAndTheBannerSaysHowToReachIt) {
+  StartDev({"--tls"});
+  ASSERT_TRUE(WaitForOutput("is up", 60 * kSecond)) << Output();
+  const std::string url = "https://127.0.0.1:" + std::to_string(port_), ca = dir_ + "/dev/tls/ca.crt";
+  EXPECT_TRUE(Contains(Output(), "export HANGAR_URL=" + url + " HANGAR_CA=" + ca)) << Output();
+  for (const char* f : {"ca.key", "controller.key", "node-node-1.key"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((dir_ + "/dev/tls/" + f).c_str(), &st), 0) << f;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
+  }
+  EXPECT_TRUE(Contains(ReadFile(dir_ + "/dev/logs/controller.log"), "TLS")) << ReadFile(dir_ + "/dev/logs/controller.log");
+  // The CLI as the banner says: the node is ready, a job runs and its log reads back.
+  setenv("HANGAR_URL", url.c_str(), 1);
+  setenv("HANGAR_CA", ca.c_str(), 1);
+  Ran nodes = RunHangar({"nodes"});
+  EXPECT_EQ(nodes.rc, 0) << nodes.output;
+  EXPECT_TRUE(Contains(nodes.output, "node-1  ready")) << nodes.output;
+  std::ofstream(dir_ + "/hello.yaml") << JobYaml("hello", "echo over-tls");
+  Ran submit = RunHangar({"submit", dir_ + "/hello.yaml"});
+  EXPECT_EQ(submit.rc, 0) << submit.output;
+  std::string state;
+  LocalCluster::WaitFor(
+      [&] {
+        Ran job = RunHangar({"job", "1", "-o", "json"});
+        state = nlohmann::json::parse(job.output, nullptr, false).value("state", "");
+        return state == "succeeded" || state == "failed";
+      },
+      30 * kSecond);
+  EXPECT_EQ(state, "succeeded");
+  Ran logs = RunHangar({"logs", "1"});
+  EXPECT_TRUE(Contains(logs.output, "over-tls")) << logs.output;
+  // Without the CA, and over http://: refused, each with its sentence.
+  unsetenv("HANGAR_CA");
+  Ran untrusted = RunHangar({"nodes"});
+  EXPECT_NE(untrusted.rc, 0);
+  EXPECT_TRUE(Contains(untrusted.output, "has a certificate no CA you trust signed")) << untrusted.output;
+  Ran plain = RunHangar({"nodes", "--server", "http://127.0.0.1:" + std::to_string(port_)});
+  EXPECT_NE(plain.rc, 0);
+  EXPECT_TRUE(Contains(plain.output, "a controller with TLS wants https://")) << plain.output;
+  unsetenv("HANGAR_URL");
+  // A restart keeps the CA (certificates users were given stay valid).
+  const std::string ca_pem = ReadFile(ca);
+  kill(dev_, SIGINT);
+  ASSERT_EQ(WaitDev(20 * kSecond), 0) << Output();
+  StartDev({"--tls"});
+  ASSERT_TRUE(WaitForOutput("is up", 60 * kSecond)) << Output();
+  EXPECT_EQ(ReadFile(ca), ca_pem);
+  kill(dev_, SIGINT);
+  EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
 }
 
 // The shipped examples are accepted by the default dev cluster (4 nodes x 8 GPUs on two leaves):

@@ -52,7 +52,15 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
   sqlite.StartController();
   const uint64_t waiting = Submit(sqlite, "waiting");
   const uint64_t cancelled = Submit(sqlite, "cancelled");
+  // A job whose environment holds a secret (issue 16): sealed in the store and in the backup.
   int status = 0;
+  const uint64_t secret = sqlite.Post("/v1/jobs",
+                                      "name: secret\ntasks:\n  - gpus: 1\n    command: [sleep, \"60\"]\n"
+                                      "    env: {API_KEY: tiger-lily-42}\n",
+                                      &status)
+                              .value("id", uint64_t{0});
+  ASSERT_EQ(status, 201);
+  status = 0;
   sqlite.Post("/v1/jobs/" + std::to_string(cancelled) + "/cancel", "", &status);
   ASSERT_EQ(status, 200);
   const std::string db = "sqlite://" + sqlite.dir() + "/state.db",
@@ -71,15 +79,18 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
   sqlite.KillController(SIGTERM);
   Ran backup = RunHangar({"backup", "--store", db, "--out", file}, sqlite.dir());
   ASSERT_EQ(backup.rc, 0) << backup.output;
-  EXPECT_TRUE(Contains(backup.output, "backed up " + db + " to " + file + ": 2 jobs, "))
+  EXPECT_TRUE(Contains(backup.output, "backed up " + db + " to " + file + ": 3 jobs, "))
       << backup.output;
+  EXPECT_FALSE(Contains(ReadFile(file), "tiger-lily-42"));
+  EXPECT_TRUE(Contains(ReadFile(file), "hangar-sealed:v1:"));
+  for (const char* f : {"/state.db", "/state.db-wal"}) EXPECT_FALSE(Contains(ReadFile(sqlite.dir() + f), "tiger-lily-42")) << f;
   EXPECT_EQ(std::filesystem::status(file).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 
   const std::string pg = controller::testing::FreshDatabaseUrl();
   Ran restore = RunHangar({"restore", "--store", pg, "--in", file}, sqlite.dir());
   ASSERT_EQ(restore.rc, 0) << restore.output;
-  EXPECT_TRUE(Contains(restore.output, "restored " + file + " into " + pg + ": 2 jobs, "))
+  EXPECT_TRUE(Contains(restore.output, "restored " + file + " into " + pg + ": 3 jobs, "))
       << restore.output;
   Ran again = RunHangar({"restore", "--store", pg, "--in", file}, sqlite.dir());
   EXPECT_EQ(again.rc, 2);
@@ -90,13 +101,24 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
   Ran forced = RunHangar({"restore", "--store", pg, "--in", file, "--force"}, sqlite.dir());
   EXPECT_EQ(forced.rc, 0) << forced.output;
 
-  // A controller on the PostgreSQL store carries on where the SQLite one stopped.
-  LocalCluster postgres(FourNodeTwoLeafCluster("backup"), {"--store", pg});
+  // Without the SQLite store's secrets key, a controller cannot open the sealed environment: it
+  // refuses to start and says what to give it.
+  Ran keyless = RunHangar({"controller", "--cluster", sqlite.dir() + "/cluster.yaml", "--store", pg, "--auth", "none",
+                           "--insecure", "--api", "127.0.0.1:0", "--agents", "127.0.0.1:0"},
+                          sqlite.dir());
+  EXPECT_NE(keyless.rc, 0);
+  EXPECT_TRUE(Contains(keyless.output, "this store holds job environments sealed with a secrets key, and the "
+                                       "controller has none; give it --secrets-key FILE"))
+      << keyless.output;
+  // A controller on the PostgreSQL store, with the key, carries on where the SQLite one stopped.
+  LocalCluster postgres(FourNodeTwoLeafCluster("backup"),
+                        {"--store", pg, "--secrets-key", sqlite.dir() + "/state.db.key"});
   postgres.StartController();
+  EXPECT_EQ(postgres.Job(secret)["spec"]["tasks"][0]["env"]["API_KEY"], "tiger-lily-42") << postgres.Job(secret).dump();
   EXPECT_EQ(postgres.Job(waiting)["state"], "pending") << postgres.Job(waiting).dump();
   EXPECT_EQ(postgres.Job(cancelled)["state"], "cancelled");
   const uint64_t next = Submit(postgres, "after");
-  EXPECT_EQ(next, cancelled + 1) << "job ids go on from the restored store";
+  EXPECT_EQ(next, secret + 1) << "job ids go on from the restored store";
   postgres.KillController(SIGTERM);
 
   // And back into a new SQLite store, from a backup of the PostgreSQL one.
@@ -105,7 +127,7 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
   ASSERT_EQ(RunHangar({"backup", "--store", pg, "--out", file2}, sqlite.dir()).rc, 0);
   Ran back = RunHangar({"restore", "--store", db2, "--in", file2}, sqlite.dir());
   ASSERT_EQ(back.rc, 0) << back.output;
-  EXPECT_TRUE(Contains(back.output, ": 3 jobs, ")) << back.output;
+  EXPECT_TRUE(Contains(back.output, ": 4 jobs, ")) << back.output;
 }
 
 TEST(StoreBackupTest, BadInputIsExplained) {

@@ -77,6 +77,25 @@ TEST_F(TlsTest, CertsAreMadeWithPrivateKeys) {
   EXPECT_TRUE(Contains(out, "say whose certificate")) << out;
 }
 
+// `certs issue --nodes-of cluster.yaml`: every node's certificate at once, each good for its node.
+TEST_F(TlsTest, EveryNodeOfAClusterFileGetsItsCertificate) {
+  std::ofstream(dir_ + "/three.yaml") << "node_defaults: {gpus: 2, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 128Gi}\n"
+                                         "nodes: [{name: \"node-[1-3]\"}]\n";
+  std::string out;
+  ASSERT_EQ(Hangar("certs issue --nodes-of " + dir_ + "/three.yaml --dir " + certs_, &out), 0) << out;
+  EXPECT_TRUE(Contains(out, "issued 3 node certificates in " + certs_)) << out;
+  for (const char* n : {"node-1", "node-2", "node-3"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((certs_ + "/node-" + n + ".key").c_str(), &st), 0) << n;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << n;
+  }
+  cluster_->StartAgent("node-2", {"--tls-dir", certs_});
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return NodeState("node-2") == "ready"; }, 20 * kSecond));
+  EXPECT_NE(Hangar("certs issue --nodes-of " + dir_ + "/missing.yaml --dir " + certs_, &out), 0);
+  EXPECT_NE(Hangar("certs issue --node node-1 --nodes-of " + dir_ + "/three.yaml --dir " + certs_, &out), 0);
+  EXPECT_TRUE(Contains(out, "excludes")) << out;
+}
+
 TEST_F(TlsTest, AControllerWithoutTlsOrInsecureRefusesToStart) {
   std::string out;
   EXPECT_NE(Hangar("controller --cluster " + dir_ + "/c.yaml --store memory:// --auth none --api 127.0.0.1:0 --agents 127.0.0.1:0", &out), 0);

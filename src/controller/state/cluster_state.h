@@ -21,6 +21,7 @@
 #include "api/views.h"
 #include "controller/state/auth.h"
 #include "controller/state/ingest_lag.h"
+#include "controller/state/secret_sealer.h"
 #include "cluster/cluster_yaml.h"
 #include "cluster/usage.h"
 #include "controller/store/state_store.h"
@@ -86,6 +87,8 @@ struct ControllerOptions {
   // Hand the cycle the workload profile learned from what was submitted (the fgd and hangar
   // scorers read it). Off only to compare with figures measured without it (`hangar sim`).
   bool learn_profile = true;
+  // Seals job environments in the store (`--secrets-key`; none: they are stored as given).
+  std::shared_ptr<const SecretSealer> sealer;
   // The base of each cycle's random seed (sched::owner::CycleSeed); `hangar sim` passes its own.
   uint64_t seed = 1;
   Time seed_epoch = 0;  // cycles draw by time since this (the simulator's clock runs ahead)
@@ -120,6 +123,9 @@ struct TaskRun {
 struct SpecEntry {
   std::string json;
   job::JobSpec spec;
+  // What the store keeps: `json` with its environment values sealed (secret_sealer.h), or `json`
+  // itself when the controller has no secrets key or the spec no environment.
+  std::string stored;
   // A container image still at a tag (its registry was down at submission): the job waits, unplaced,
   // until ImagePinner pins it (issue 17).
   bool unpinned = false;

@@ -59,7 +59,9 @@ std::shared_ptr<const SpecEntry> ClusterState::InternSpec(std::string json, job:
   }
   bool unpinned = false;
   for (const auto& g : spec.tasks) unpinned |= !g.container.empty() && g.container.image.find('@') == std::string::npos;
-  auto entry = std::make_shared<const SpecEntry>(SpecEntry{std::move(json), std::move(spec), unpinned});
+  // Sealed once per distinct spec: every job of a sweep shares the sealed text too.
+  std::string stored = options_.sealer ? options_.sealer->Seal(json) : json;
+  auto entry = std::make_shared<const SpecEntry>(SpecEntry{std::move(json), std::move(spec), std::move(stored), unpinned});
   spec_cache_[entry->json] = entry;
   return entry;
 }
@@ -429,7 +431,7 @@ JobRow ClusterState::ToRow(const JobRecord& j) const {
   r.queue = j.spec->spec.queue;
   r.user = j.spec->spec.user;
   r.state = std::string(job::JobStateName(j.state));
-  r.spec_json = j.spec->json;
+  r.spec_json = j.spec->stored;
   r.submitted = j.submitted;
   r.started = j.started;
   r.ended = j.ended;

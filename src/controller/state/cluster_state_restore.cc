@@ -101,15 +101,24 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     RestoreHealth(*n, s.value("health", nlohmann::json::object()));
   }
   for (auto& r : nodes_) r.last_heartbeat = now;  // every agent gets a full timeout to come back
+  // Opened once per distinct stored text (the jobs of a sweep share one).
+  std::unordered_map<std::string, std::string> opened;
   for (const auto& row : c.jobs) {
-    HANGAR_ASSIGN_OR_RETURN(job::JobSpec spec, job::JobSpecFromJson(nlohmann::json::parse(row.spec_json)));
+    auto open = opened.find(row.spec_json);
+    if (open == opened.end()) {
+      auto plain = UnsealSpec(options_.sealer.get(), row.spec_json);
+      if (!plain.ok()) return Status(plain.status().code(), "job " + std::to_string(row.id) + ": " + plain.status().message());
+      open = opened.emplace(row.spec_json, std::move(plain).value()).first;
+    }
+    const std::string& json = open->second;
+    HANGAR_ASSIGN_OR_RETURN(job::JobSpec spec, job::JobSpecFromJson(nlohmann::json::parse(json)));
     auto state = job::ParseJobState(row.state);
     if (!state) return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state + "'");
     JobRecord j;
     j.id = row.id;
     HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
     j.request = InternRequest(std::move(request));
-    j.spec = InternSpec(row.spec_json, std::move(spec));
+    j.spec = InternSpec(json, std::move(spec));
     j.state = *state;
     j.submitted = row.submitted;
     j.started = row.started;
