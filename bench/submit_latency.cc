@@ -7,6 +7,8 @@
 //   --rate R submits R jobs per second (open loop); 0 submits as fast as the API accepts.
 //   --tls runs `hangar dev --tls` (HTTPS on the API, mutual TLS to the agents); --compare-tls runs
 //   the plaintext cluster and then the TLS one in the same run, and prints both and what TLS costs.
+//   Each run also splits every job's latency into stages (accepted by the API, placed by a
+//   cycle, started on its node) from the store's times and the controller's events.
 //   Each run also times 200 fresh connections (connect, TLS handshake, GET /healthz), as a CLI
 //   command that opens its own connection pays them.
 #include <httplib.h>
@@ -15,6 +17,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -154,10 +158,58 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
     if (in >> started && sent[id] > 0) latency_ms.push_back((started - sent[id]) / 1e6);
     if (post_ms[id] >= 0) answered_ms.push_back(post_ms[id]);
   }
+  // Where the time goes, per job: accepted (the store's submitted time) - sent; placed (the
+  // cycle's "placed" event) - accepted; the task's own start - placed; and for the slowest 1%,
+  // the mean of each stage.
+  std::map<int, std::array<double, 3>> stages;  // job -> {accept, place, launch} in ms
+  {
+    auto api = MakeClient(port, ca);
+    api.set_read_timeout(30, 0);
+    std::map<int, int64_t> placed_ms;
+    auto r = api.Get("/v1/events?subject=job/&limit=10000");
+    if (r && r->status == 200) {
+      const auto events = nlohmann::json::parse(r->body, nullptr, false);
+      for (const auto& e : events.value("events", nlohmann::json::array())) {
+        const std::string subject = e.value("subject", ""), message = e.value("message", "");
+        if (message.rfind("placed (attempt 0)", 0) != 0 || subject.rfind("job/", 0) != 0) continue;
+        placed_ms[std::atoi(subject.c_str() + 4)] = e.value("time_ms", int64_t{0});
+      }
+    }
+    if (placed_ms.empty()) std::fprintf(stderr, "no \"placed\" events read: the stages are not known\n");
+    for (int id = 1; id <= jobs; ++id) {
+      std::ifstream in(out + "/" + std::to_string(id));
+      int64_t started = 0;
+      if (!(in >> started) || sent[id] == 0 || !placed_ms.count(id)) continue;
+      auto r = api.Get("/v1/jobs/" + std::to_string(id));
+      if (!r || r->status != 200) continue;
+      const int64_t submitted = nlohmann::json::parse(r->body, nullptr, false).value("submitted_ms", int64_t{0});
+      stages[id] = {static_cast<double>(submitted) - sent[id] / 1e6, static_cast<double>(placed_ms[id] - submitted),
+                    started / 1e6 - static_cast<double>(placed_ms[id])};
+    }
+  }
+  nlohmann::json stage_json = nlohmann::json::object();
+  const char* names[3] = {"accept", "place", "launch"};
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> v;
+    for (const auto& [id, st] : stages) v.push_back(st[k]);
+    stage_json[names[k]] = {{"p50_ms", Pct(v, 0.5)}, {"p99_ms", Pct(v, 0.99)}, {"max_ms", Pct(v, 1.0)}};
+  }
+  {
+    std::vector<std::pair<double, int>> total;
+    for (const auto& [id, st] : stages) total.push_back({st[0] + st[1] + st[2], id});
+    std::sort(total.rbegin(), total.rend());
+    const size_t n = std::max<size_t>(1, total.size() / 100);
+    std::array<double, 3> mean{};
+    for (size_t i = 0; i < n && i < total.size(); ++i) {
+      for (int k = 0; k < 3; ++k) mean[k] += stages[total[i].second][k] / n;
+    }
+    stage_json["slowest_1pct_mean_ms"] = {{"accept", mean[0]}, {"place", mean[1]}, {"launch", mean[2]}};
+  }
   kill(dev, SIGINT);
   waitpid(dev, nullptr, 0);
   fs::remove_all(dir);
   return {{"transport", tls ? "tls" : "plaintext"},
+          {"stages", stage_json},
           {"jobs", jobs},
           {"failed", failed.load()},
           {"started", latency_ms.size()},
@@ -174,6 +226,16 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
 }
 
 void Print(const nlohmann::json& r) {
+  const auto& st = r["stages"];
+  std::printf("%-9s stages p50 / p99 / max (ms): accept %.1f / %.1f / %.1f; place %.1f / %.1f / %.1f; launch %.1f / "
+              "%.1f / %.1f; the slowest 1%%, mean: accept %.1f, place %.1f, launch %.1f\n",
+              r["transport"].get<std::string>().c_str(), st["accept"]["p50_ms"].get<double>(),
+              st["accept"]["p99_ms"].get<double>(), st["accept"]["max_ms"].get<double>(),
+              st["place"]["p50_ms"].get<double>(), st["place"]["p99_ms"].get<double>(),
+              st["place"]["max_ms"].get<double>(), st["launch"]["p50_ms"].get<double>(),
+              st["launch"]["p99_ms"].get<double>(), st["launch"]["max_ms"].get<double>(),
+              st["slowest_1pct_mean_ms"]["accept"].get<double>(), st["slowest_1pct_mean_ms"]["place"].get<double>(),
+              st["slowest_1pct_mean_ms"]["launch"].get<double>());
   std::printf("%-9s %d jobs (%d refused), %d clients, rate %s: %.0f accepted/s; POST answered p50 %.2f ms, p99 %.2f ms; "
               "submit-to-started p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d started); a fresh connection + GET /healthz "
               "p50 %.2f ms, p99 %.2f ms\n",

@@ -226,6 +226,38 @@ TEST_F(SqliteStoreTest, SurvivesReopen) {
   EXPECT_EQ(c->jobs[0].user, "alice");
 }
 
+// The WAL is copied into the database by the store's own thread, while the store stays open and
+// commits go on (no commit waits for a checkpoint), and what was committed reads back.
+TEST_F(SqliteStoreTest, TheWalIsCheckpointedWhileTheStoreStaysOpenAndCommitsGoOn) {
+  auto store = std::move(OpenSqliteStore(path_)).value();
+  const auto size = [](const std::string& f) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(f, ec);
+    return ec ? uintmax_t{0} : n;
+  };
+  const uintmax_t empty = size(path_);
+  // ~2,000 WAL pages: past the 1,000 that wake the checkpointer.
+  for (uint64_t id = 1; id <= 2000; ++id) {
+    StoreBatch b;
+    b.jobs = {Job(id, "pending")};
+    b.jobs[0].spec_json = std::string(3000, 'x');
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  bool copied = false;
+  for (int i = 0; i < 100 && !copied; ++i) {
+    copied = size(path_) > empty + 4'000'000;  // the rows are in the database file itself
+    if (!copied) ::usleep(50'000);
+  }
+  EXPECT_TRUE(copied) << "database " << size(path_) << " bytes, WAL " << size(path_ + "-wal");
+  ASSERT_TRUE(store->Commit(OneJob(5000)).ok());
+  auto c = store->Load();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->jobs.size(), 2001u);
+  store.reset();
+  auto again = std::move(OpenSqliteStore(path_)).value();
+  EXPECT_EQ(again->Load()->jobs.size(), 2001u);
+}
+
 TEST_F(SqliteStoreTest, ASecondOwnerIsRefusedUntilTheFirstCloses) {
   auto first = OpenSqliteStore(path_);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
