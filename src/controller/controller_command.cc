@@ -34,6 +34,7 @@ struct Flags {
   std::string store = "sqlite://./hangar-state/state.db";
   std::string cluster;
   std::string heartbeat_timeout = "3s";
+  std::string reconnect_grace = "auto";
   std::string heartbeat_interval = "1s";
   std::vector<std::string> queues = {"default"};
   std::string placement = "hangar";
@@ -265,6 +266,9 @@ Status Run(const Flags& f) {
   if (f.max_queued_per_user < 1) return Status::InvalidArgument("--max-queued-per-user must be at least 1");
   opt.max_queued_per_user = f.max_queued_per_user;
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_timeout, ParseDuration(f.heartbeat_timeout));
+  if (f.reconnect_grace != "auto") {
+    HANGAR_ASSIGN_OR_RETURN(opt.reconnect_grace, ParseDuration(f.reconnect_grace));
+  }
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_interval, ParseDuration(f.heartbeat_interval));
   opt.queues = f.queues;
   // Absolute: agents create it and tasks write there from their own working directories.
@@ -309,7 +313,8 @@ Status Run(const Flags& f) {
   Clock* clock = SystemClock::Default();
   HANGAR_RETURN_IF_ERROR(state->Restore(contents, clock->Now()));
   HANGAR_ASSIGN_OR_RETURN(const std::string store_id, EnsureStoreId(*store, contents));
-  spdlog::info("restored {} jobs from {} (store {})", contents.jobs.size(), store->Describe(), store_id);
+  spdlog::info("restored {} jobs from {} (store {}); nodes have {} to reconnect before their work is requeued",
+               contents.jobs.size(), store->Describe(), store_id, FormatDuration(state->ReconnectGrace()));
 
   // RBAC: with tokens, the first start makes an admin token and writes it (mode 0600) for the
   // operator; every later token is made with `hangar token create`.
@@ -419,6 +424,10 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--agents", f->agents, "Agent channel (gRPC) listen address")->capture_default_str();
   c->add_option("--store", f->store, "sqlite:///path/state.db, postgres://USER@HOST:PORT/DATABASE or memory://")->capture_default_str();
   c->add_option("--heartbeat-timeout", f->heartbeat_timeout, "A node silent this long is lost")->capture_default_str();
+  c->add_option("--reconnect-grace", f->reconnect_grace,
+                "After a (re)start, how long a node may take to reconnect before it is lost and its jobs requeued "
+                "(auto: 10 s + 2.5 ms per node, at least --heartbeat-timeout)")
+      ->capture_default_str();
   c->add_option("--heartbeat-interval", f->heartbeat_interval, "How often agents report")->capture_default_str();
   c->add_option("--queues", f->queues, "Queues that accept jobs")->delimiter(',')->capture_default_str();
   c->add_option("--placement", f->placement, "Placement policy")->capture_default_str();

@@ -87,6 +87,11 @@ struct ControllerOptions {
   // Hand the cycle the workload profile learned from what was submitted (the fgd and hangar
   // scorers read it). Off only to compare with figures measured without it (`hangar sim`).
   bool learn_profile = true;
+  // After a restart (Restore), a node that has not registered yet is not lost before this long:
+  // the whole fleet reconnects at once, and its handshakes take the controller's CPU (10,240
+  // mutual-TLS agents: ~36 CPU s here; docs/benchmarks.md). Below 0: 10 s + 2.5 ms per node,
+  // and never less than the heartbeat timeout (`--reconnect-grace`).
+  Duration reconnect_grace = -1;
   // Seals job environments in the store (`--secrets-key`; none: they are stored as given).
   std::shared_ptr<const SecretSealer> sealer;
   // The base of each cycle's random seed (sched::owner::CycleSeed); `hangar sim` passes its own.
@@ -390,6 +395,8 @@ class ClusterState {
   // taken to be its own (or its network's) and nobody is lost until heartbeats flow again (at
   // most 30 s or 10 timeouts).
   void CheckHeartbeats(Time now, Effects* fx);
+  // How long after Restore a node that has not registered again is spared (ControllerOptions).
+  Duration ReconnectGrace() const;
   // One scheduling cycle: places what fits, records why the rest waits.
   void Schedule(Time now, Effects* fx);
   bool NeedsCycle() const { return dirty_; }
@@ -652,6 +659,7 @@ class ClusterState {
   std::vector<NodeRecord> nodes_;
   IngestLag heartbeat_lag_;
   Duration last_lag_ = 0;      // heartbeat_lag_ at the last CheckHeartbeats
+  Time restored_at_ = -1;  // when Restore ran: the reconnect grace counts from it
   bool holding_losses_ = false;  // CheckHeartbeats holds losses: the controller hears no heartbeats
   Time hold_since_ = -1;
   int64_t nodes_lost_total_ = 0;

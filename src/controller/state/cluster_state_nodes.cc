@@ -262,6 +262,11 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   return Status::Ok();
 }
 
+Duration ClusterState::ReconnectGrace() const {
+  if (options_.reconnect_grace >= 0) return std::max(options_.reconnect_grace, options_.heartbeat_timeout);
+  return std::max<Duration>(options_.heartbeat_timeout, 10 * kSecond + static_cast<Duration>(nodes_.size()) * 5 / 2);
+}
+
 void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   const IngestLag::Reading lag = heartbeat_lag_.Read(now);
   last_lag_ = lag.lag;
@@ -273,9 +278,11 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   // nodes still up keep beating, the silent ones really are gone, however many they are.
   int64_t connected = 0, overdue = 0;
   std::vector<uint32_t> silent;  // overdue, registered or not
+  const bool reconnecting = restored_at_ >= 0 && now - restored_at_ <= ReconnectGrace();
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     const NodeRecord& r = nodes_[n];
-    if (r.lost || now - r.last_heartbeat <= timeout) {
+    // Restarted: a node that has not come back yet has the reconnect grace, not the timeout.
+    if (r.lost || now - r.last_heartbeat <= timeout || (reconnecting && !r.registered)) {
       connected += !r.lost && r.registered;
       continue;
     }

@@ -100,7 +100,10 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     nodes_[*n].boot_id = s.value("boot_id", "");
     RestoreHealth(*n, s.value("health", nlohmann::json::object()));
   }
-  for (auto& r : nodes_) r.last_heartbeat = now;  // every agent gets a full timeout to come back
+  // Every agent gets the reconnect grace to come back (ReconnectGrace: the fleet reconnects at
+  // once), then the heartbeat timeout as usual.
+  for (auto& r : nodes_) r.last_heartbeat = now;
+  restored_at_ = now;
   // Opened once per distinct stored text (the jobs of a sweep share one).
   std::unordered_map<std::string, std::string> opened;
   for (const auto& row : c.jobs) {

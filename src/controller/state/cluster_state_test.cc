@@ -441,6 +441,41 @@ TEST_F(ClusterStateTest, RestoreRebuildsStateAndReconcilesWithAgents) {
   EXPECT_EQ(again->next_job_id(), 4u);
 }
 
+// After a restart the whole fleet reconnects at once; a node that has not come back within the
+// heartbeat timeout is not lost (its gang not requeued) until the reconnect grace has passed.
+TEST_F(ClusterStateTest, ARestartGivesNodesTheReconnectGraceBeforeTheirWorkIsRequeued) {
+  auto store = NewMemoryStore();
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
+  state_->Schedule(2, &fx);
+  Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  Status("b", "1.0.1", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  ASSERT_TRUE(store->Commit(fx.batch).ok());
+  auto again = Make();
+  ASSERT_TRUE(again->Restore(*store->Load(), 1000).ok());
+  EXPECT_EQ(again->ReconnectGrace(), 10 * kSecond + 5);  // 10 s + 2.5 ms for each of 2 nodes
+  Effects rec;
+  ASSERT_TRUE(again->OnRegister(Reg("a", {"1.0.0"}), 1100, &rec).ok());
+  pb::Heartbeat hb;
+  auto beat_a_until = [&](Time until, Time from) {
+    for (Time t = from; t <= until; t += 100) {
+      hb.set_time_ms(t);
+      again->OnHeartbeat("a", hb, t);
+      if (t % 1000 == 0) {
+        Effects check;
+        again->CheckHeartbeats(t, &check);
+      }
+    }
+  };
+  beat_a_until(9000, 1200);  // 8 s after the restart: well past the 3 s timeout, within the grace
+  EXPECT_NE(again->GetNode("b")->state, "lost");
+  EXPECT_EQ(again->GetJob(1)->state, "running");
+  beat_a_until(12000, 9100);  // past the grace: b never came back
+  EXPECT_EQ(again->GetNode("b")->state, "lost");
+  EXPECT_NE(again->GetJob(1)->state, "running");
+}
+
 TEST_F(ClusterStateTest, DrainKeepsNewWorkAway) {
   RegisterAll(0);
   Effects fx;
