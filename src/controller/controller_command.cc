@@ -112,24 +112,19 @@ using HostPort = std::pair<std::string, int>;
 // SQLite STORE.key beside the database (made on the first start). A PostgreSQL store is shared
 // by several controllers, which must use one key: it is never made for them.
 StatusOr<std::shared_ptr<const SecretSealer>> OpenSecretsKey(const Flags& f) {
-  if (!f.secrets_key.empty()) {
-    HANGAR_ASSIGN_OR_RETURN(auto sealer, SecretSealer::FromKeyFile(f.secrets_key, false));
-    spdlog::info("controller: job environments are sealed in the store with the secrets key {} ({})", sealer->key_id(),
-                 f.secrets_key);
-    return sealer;
+  const bool sqlite = f.store.rfind("sqlite://", 0) == 0;
+  if (f.secrets_key.empty() && !sqlite) {
+    if (f.store.rfind("memory://", 0) != 0) {
+      spdlog::warn("controller: job environments are stored as given (not sealed): give every controller of this "
+                   "store the same --secrets-key FILE (docs/operations.md)");
+    }
+    return std::shared_ptr<const SecretSealer>();
   }
-  if (f.store.rfind("sqlite://", 0) == 0) {
-    const std::string path = f.store.substr(9) + ".key";
-    HANGAR_ASSIGN_OR_RETURN(auto sealer, SecretSealer::FromKeyFile(path, true));
-    spdlog::info("controller: job environments are sealed in the store with the secrets key {} ({})", sealer->key_id(),
-                 path);
-    return sealer;
-  }
-  if (f.store.rfind("memory://", 0) != 0) {
-    spdlog::warn("controller: job environments are stored as given (not sealed): give every controller of this store "
-                 "the same --secrets-key FILE (docs/operations.md)");
-  }
-  return std::shared_ptr<const SecretSealer>();
+  const std::string path = f.secrets_key.empty() ? f.store.substr(9) + ".key" : f.secrets_key;
+  HANGAR_ASSIGN_OR_RETURN(auto sealer, SecretSealer::FromKeyFile(path, /*create=*/f.secrets_key.empty()));
+  spdlog::info("controller: job environments are sealed in the store with the secrets key {} ({})", sealer->key_id(),
+               path);
+  return sealer;
 }
 
 bool IsPostgresUrl(const std::string& url) {

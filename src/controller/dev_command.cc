@@ -70,8 +70,9 @@ void RotateLog(const std::string& path) {
   fs::rename(path, path + ".1", ec);
 }
 
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
-  RotateLog(log);
+// Starts `hangar ARGS...` (this binary) in a process group of its own, its output appended to
+// `log`.
+pid_t ForkHangar(const std::vector<std::string>& args, const std::string& log) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -87,18 +88,14 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   _exit(127);
 }
 
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+  RotateLog(log);
+  return ForkHangar(args, log);
+}
+
 // Runs `hangar ARGS...` to its end, its output appended to `log`.
 Status RunToEnd(const std::vector<std::string>& args, const std::string& log) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
-    _exit(127);
-  }
+  const pid_t pid = ForkHangar(args, log);
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();

@@ -224,6 +224,8 @@ Swarm::Swarm(std::shared_ptr<const cluster::Topology> topology, SwarmOptions opt
   }
 }
 
+size_t Swarm::connections() const { return shared_->stubs.size(); }
+
 Swarm::~Swarm() {
   for (auto& a : agents_) a->Close();
   // Give the streams a moment to finish before their reactors are destroyed.

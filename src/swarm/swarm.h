@@ -52,6 +52,8 @@ class Swarm {
   // Sends heartbeats, ends tasks and silences agents until *stop.
   void Run(const std::atomic<bool>* stop);
   SwarmStats stats() const;
+  // The connections the agents' streams are spread over.
+  size_t connections() const;
   // Names of the agents that went silent.
   std::vector<std::string> silent_nodes() const;
   // Each silent agent's last heartbeat (ms, wall clock).

@@ -68,8 +68,7 @@ Status Run(const Flags& f) {
   }
   Swarm swarm(file.topology, o);
   const size_t n = file.topology->nodes().size();
-  const size_t connections = f.channels <= 0 || !f.tls_dir.empty() ? n : static_cast<size_t>(f.channels);
-  std::printf("swarm: %zu agents connecting to %s over %zu %s connections\n", n, f.controller.c_str(), connections,
+  std::printf("swarm: %zu agents connecting to %s over %zu %s connections\n", n, f.controller.c_str(), swarm.connections(),
               f.tls_dir.empty() ? "plaintext" : "mutual-TLS");
   if (!swarm.Start(120 * kSecond)) {
     return Status::Unavailable("only " + std::to_string(swarm.stats().registered) + " of " + std::to_string(n) +

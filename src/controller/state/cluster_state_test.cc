@@ -21,6 +21,8 @@ job::JobSpec Spec(const std::string& yaml) {
   return *s;
 }
 
+constexpr const char* kGang = "name: gang\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n";
+
 class ClusterStateTest : public ::testing::Test {
  protected:
   void SetUp() override { state_ = Make(); }
@@ -43,6 +45,14 @@ class ClusterStateTest : public ::testing::Test {
     ASSERT_TRUE(state_->OnRegister(Reg("a"), now, &fx).ok());
     ASSERT_TRUE(state_->OnRegister(Reg("b"), now, &fx).ok());
   }
+  // Both nodes registered at 0, and job 1 (kGang) placed at 2 and running on a and b at 3.
+  void RunGang(Effects* fx) {
+    RegisterAll(0);
+    ASSERT_TRUE(state_->Submit(Spec(kGang), 1, fx).ok());
+    state_->Schedule(2, fx);
+    Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, fx);
+    Status("b", "1.0.1", pb::TaskStatus::RUNNING, 0, 3, fx);
+  }
   void Status(const std::string& node, const std::string& task, pb::TaskStatus::State st, int code, Time now,
               Effects* fx) {
     pb::TaskStatus s;
@@ -58,8 +68,6 @@ class ClusterStateTest : public ::testing::Test {
   }
   std::unique_ptr<ClusterState> state_;
 };
-
-constexpr const char* kGang = "name: gang\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n";
 
 TEST_F(ClusterStateTest, AStalledControllerLosesNobodyUntilHeartbeatsFlowAgain) {
   RegisterAll(0);
@@ -205,12 +213,8 @@ TEST_F(ClusterStateTest, GangRunsAndSucceeds) {
 // (or from no node at all) would free GPUs whose processes still run, and the next job would be
 // placed on them.
 TEST_F(ClusterStateTest, ANodeCannotEndAnotherNodesTask) {
-  RegisterAll(0);
   Effects fx;
-  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
-  state_->Schedule(2, &fx);
-  Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
-  Status("b", "1.0.1", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  RunGang(&fx);
   ASSERT_EQ(state_->GetJob(1)->state, "running");
   pb::TaskStatus forged;
   forged.set_task_id("1.0.1");  // placed on b
@@ -445,12 +449,8 @@ TEST_F(ClusterStateTest, RestoreRebuildsStateAndReconcilesWithAgents) {
 // heartbeat timeout is not lost (its gang not requeued) until the reconnect grace has passed.
 TEST_F(ClusterStateTest, ARestartGivesNodesTheReconnectGraceBeforeTheirWorkIsRequeued) {
   auto store = NewMemoryStore();
-  RegisterAll(0);
   Effects fx;
-  ASSERT_TRUE(state_->Submit(Spec(kGang), 1, &fx).ok());
-  state_->Schedule(2, &fx);
-  Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
-  Status("b", "1.0.1", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  RunGang(&fx);
   ASSERT_TRUE(store->Commit(fx.batch).ok());
   auto again = Make();
   ASSERT_TRUE(again->Restore(*store->Load(), 1000).ok());
