@@ -263,6 +263,7 @@ StatusOr<std::shared_ptr<const Topology>> TopologyBuilder::Build() && {
       g.model = node.model;
       g.memory_mib = s.gpu_memory_mib;
       g.mig = s.mig;
+      topo->has_mig_ = topo->has_mig_ || s.mig;
       g.mig_part = MigPartFor(s.gpu_memory_mib);
       g.numa = static_cast<int16_t>(i * numa / s.gpus);
       g.rail = s.rails > 0 ? static_cast<int16_t>(i % s.rails) : -1;

@@ -109,6 +109,7 @@ class Topology {
   const std::vector<NvlinkDomainInfo>& nvlink_domains() const { return nvlink_domains_; }
   const std::vector<std::string>& models() const { return models_; }
   bool has_multi_node_nvlink() const { return has_multi_node_nvlink_; }
+  bool has_mig() const { return has_mig_; }  // some GPU is in MIG mode
   int max_gpus_per_node() const { return max_gpus_per_node_; }
   int64_t max_node_milli_cpu() const { return max_node_milli_cpu_; }
   int64_t total_gpus() const { return static_cast<int64_t>(gpus_.size()); }
@@ -142,6 +143,7 @@ class Topology {
   std::vector<std::string> models_;
   std::unordered_map<std::string, uint32_t> node_index_;
   bool has_multi_node_nvlink_ = false;
+  bool has_mig_ = false;
   int max_gpus_per_node_ = 0;
   int64_t max_node_milli_cpu_ = 0;
 };

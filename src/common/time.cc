@@ -88,15 +88,43 @@ std::string FormatDuration(Duration d) {
   return sign + buf;
 }
 
+namespace {
+// Reads "Y-M-D", then optionally spaces or a 'T' and "h:m:s" (anything after is ignored); the
+// count of fields read, as sscanf("%d-%d-%d%*[ T]%d:%d:%d") counts them, without its cost (a
+// trace of 100,000 rows reads as many timestamps).
+int ReadDateFields(std::string_view t, int* f) {
+  const char* p = t.data();
+  const char* end = p + t.size();
+  auto field = [&](int k, char after) {
+    auto [next, ec] = std::from_chars(p, end, f[k]);
+    if (ec != std::errc()) return false;
+    p = next;
+    if (after == 0) return true;
+    if (p == end || *p != after) return false;
+    ++p;
+    return true;
+  };
+  if (!field(0, '-') || !field(1, '-')) return 0;
+  if (!field(2, 0)) return 2;
+  const char* gap = p;
+  while (p < end && (*p == ' ' || *p == 'T')) ++p;
+  if (p == gap) return 3;
+  if (!field(3, ':')) return 3;
+  if (!field(4, ':')) return 5;
+  return field(5, 0) ? 6 : 5;
+}
+}  // namespace
+
 StatusOr<Time> ParseUtcTimestamp(std::string_view text) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
-  std::string t(text);
-  int n = std::sscanf(t.c_str(), "%d-%d-%d%*[ T]%d:%d:%d", &y, &mo, &d, &h, &mi, &s);
+  int f[6] = {0, 0, 0, 0, 0, 0};
+  const int n = ReadDateFields(text, f);
   if (n != 3 && n != 6) {
+    const std::string t(text);
     return Status::InvalidArgument("'" + t + "' is not a date; write YYYY-MM-DD or YYYY-MM-DD HH:MM:SS");
   }
+  int y = f[0], mo = f[1], d = f[2], h = f[3], mi = f[4], s = f[5];
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) {
-    return Status::InvalidArgument("'" + t + "' is not a valid date and time");
+    return Status::InvalidArgument("'" + std::string(text) + "' is not a valid date and time");
   }
   // Days from civil (Howard Hinnant's algorithm), UTC.
   y -= mo <= 2;

@@ -41,6 +41,10 @@ TEST(TimestampTest, ParsesUtc) {
   EXPECT_EQ(*ParseUtcTimestamp("2017-10-09 07:01:55"), 1507532515LL * 1000);
   EXPECT_EQ(FormatUtcTimestamp(1507532515LL * 1000), "2017-10-09T07:01:55Z");
   EXPECT_FALSE(ParseUtcTimestamp("2017/10/09").ok());
+  EXPECT_EQ(*ParseUtcTimestamp("2017-10-09T07:01:55Z"), 1507532515LL * 1000);  // the rest is ignored
+  EXPECT_FALSE(ParseUtcTimestamp("2017-10-09 07:01").ok());  // a time needs its seconds
+  EXPECT_FALSE(ParseUtcTimestamp("2017-10").ok());
+  EXPECT_FALSE(ParseUtcTimestamp("").ok());
   EXPECT_FALSE(ParseUtcTimestamp("2017-13-09").ok());
 }
 

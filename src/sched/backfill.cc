@@ -4,19 +4,16 @@
 
 namespace hangar::sched {
 
-namespace {
-struct Release {
-  Time end;
-  uint64_t id;
-  const cluster::GangAssignment* assignment;
-};
-}  // namespace
 
 ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const RunningJob> running,
                            std::span<const Placement> placed, std::span<const PendingJob> pending,
                            const GangRequest& req, placement::GangPlacer& placer,
-                           const placement::PlaceOptions& opts, Time now) {
-  std::vector<Release> releases;
+                           const placement::PlaceOptions& opts, Time now, ReservationScratch* scratch) {
+  ReservationScratch own;
+  ReservationScratch& sc = scratch ? *scratch : own;
+  using Release = ReservationScratch::Release;
+  std::vector<Release>& releases = sc.releases;
+  releases.clear();
   releases.reserve(running.size() + placed.size());
   for (const auto& r : running) {
     if (r.assignment) releases.push_back({std::max(r.expected_end, now), r.id, r.assignment});
@@ -28,7 +25,12 @@ ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const Ru
   // Usually the first few releases make room: take them off a heap rather than sort them all.
   auto later = [](const Release& a, const Release& b) { return a.end != b.end ? a.end > b.end : a.id > b.id; };
   std::make_heap(releases.begin(), releases.end(), later);
-  cluster::ClusterUsage future = work;
+  if (sc.future) {
+    *sc.future = work;
+  } else {
+    sc.future.emplace(work);
+  }
+  cluster::ClusterUsage& future = *sc.future;
   placement::PlaceOptions free_opts = opts;
   free_opts.excluded = nullptr;
   ShadowPlan plan;

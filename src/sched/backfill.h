@@ -3,6 +3,7 @@
 // jobs may use those nodes only if they end before that time.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -18,11 +19,23 @@ struct ShadowPlan {
   std::vector<uint32_t> nodes;
 };
 
+// What PlanReservation works in, kept by its caller between calls so that planning the next
+// reservation reuses these buffers.
+struct ReservationScratch {
+  struct Release {
+    Time end;
+    uint64_t id;
+    const cluster::GangAssignment* assignment;
+  };
+  std::vector<Release> releases;
+  std::optional<cluster::ClusterUsage> future;
+};
+
 // `work` is the cycle's usage with this cycle's placements applied; `placed` are those
 // placements (ending at now + their job's time limit). Does not change `work`.
 ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const RunningJob> running,
                            std::span<const Placement> placed, std::span<const PendingJob> pending,
                            const GangRequest& req, placement::GangPlacer& placer,
-                           const placement::PlaceOptions& opts, Time now);
+                           const placement::PlaceOptions& opts, Time now, ReservationScratch* scratch = nullptr);
 
 }  // namespace hangar::sched

@@ -101,10 +101,16 @@ class Scheduler::Run {
   Run(Scheduler& s, const Snapshot& snap, Time now);
   // Whether the cycle stops before position `pos` of the order (the placement cap, or nothing
   // left can start); then the rest are named in Decisions::unexamined.
-  bool StopsBefore(uint32_t pos);
+  // Called once per examined job, so the common answers are inline.
+  bool StopsBefore(uint32_t pos) {
+    const bool capped =
+        cfg_.max_placements > 0 && out_.placements.size() >= static_cast<size_t>(cfg_.max_placements);
+    if (!capped && !gpus_exhausted_) return false;
+    return StopsBeforeSlow(pos, capped);
+  }
   // The pending job (index) at position `pos`: the policy's order, or with queues the next job
   // of the queue with the lowest fair-share key.
-  uint32_t Next(uint32_t pos);
+  uint32_t Next(uint32_t pos) { return tree_ ? NextByShare() : order_[pos]; }
   // Places the job, or says why not.
   void Examine(uint32_t idx);
   // After the last job: MIG reshapes for the MIG jobs that found no instance (cycle_mig.cc).
@@ -113,6 +119,8 @@ class Scheduler::Run {
 
  private:
   using Kind = queue::QuotaLedger::Kind;
+  bool StopsBeforeSlow(uint32_t pos, bool capped);
+  uint32_t NextByShare();
   void ChargeRunning();
   void SortIntoQueues();
   void FairShareKey(uint32_t q);
@@ -135,7 +143,7 @@ class Scheduler::Run {
   const Snapshot& snap_;
   const Time now_;
   const queue::QueueTree* tree_;
-  cluster::ClusterUsage work_;
+  cluster::ClusterUsage& work_;  // the scheduler's copy of the snapshot's usage
   const cluster::Topology& topo_;
   placement::PlaceOptions opts_;
   Decisions out_;

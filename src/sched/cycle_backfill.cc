@@ -12,7 +12,7 @@ void Scheduler::Run::Block(const PendingJob& job) {
   if (cfg_.backfill != BackfillMode::kEasy || cfg_.strict_order || reserved_) return;
   opts_.excluded = nullptr;
   ShadowPlan plan = PlanReservation(work_, snap_.running, out_.placements, snap_.pending, *job.request, placer_,
-                                    opts_, now_);
+                                    opts_, now_, &scheduler_.reservation_scratch_);
   if (!plan.found) return;
   reserved_ = true;
   reservation_ = {job.id, plan.start, plan.nodes};

@@ -25,6 +25,7 @@ bool ReshapeCannotHelp(const Reason& r) {
 }  // namespace
 
 void Scheduler::Run::PlanReshapes() {
+  if (!topo_.has_mig()) return;  // no GPU to re-cut
   const MigReshapeLimits limits;
   std::vector<uint8_t> skip(snap_.pending.size(), 0);
   for (const Placement& p : out_.placements) skip[p.pending_index] = 1;

@@ -26,8 +26,7 @@ void Scheduler::Run::FairShareKey(uint32_t q) {
   share_[q] = {ledger_->Share(static_cast<int>(q), h, Counting::kBeyondGuarantee), ledger_->Share(static_cast<int>(q))};
 }
 
-uint32_t Scheduler::Run::Next(uint32_t pos) {
-  if (!tree_) return order_[pos];
+uint32_t Scheduler::Run::NextByShare() {
   size_t best = lists_.size();
   for (size_t q = 0; q < lists_.size(); ++q) {
     if (cursor_[q] >= lists_[q].size()) continue;
@@ -37,9 +36,7 @@ uint32_t Scheduler::Run::Next(uint32_t pos) {
   return lists_[best][cursor_[best]++];
 }
 
-bool Scheduler::Run::StopsBefore(uint32_t pos) {
-  const bool capped =
-      cfg_.max_placements > 0 && out_.placements.size() >= static_cast<size_t>(cfg_.max_placements);
+bool Scheduler::Run::StopsBeforeSlow(uint32_t pos, bool capped) {
   const bool none_can_preempt =
       (cfg_.preemption.mode == PreemptionMode::kNone ||
        (cfg_.preemption.mode == PreemptionMode::kGittins && least_rank_from_[tree_ ? 0 : pos] >= top_rank_)) &&
@@ -53,6 +50,7 @@ bool Scheduler::Run::StopsBefore(uint32_t pos) {
 void Scheduler::Run::StopBefore(uint32_t pos) {
   out_.not_examined = {Rule::kNotNowNotExamined};
   if (!tree_) {
+    if (!snap_.record_waiting) return;  // nobody reads them
     out_.unexamined.reserve(order_.size() - pos);
     for (; pos < order_.size(); ++pos) out_.unexamined.push_back(snap_.pending[order_[pos]].id);
     return;
@@ -72,7 +70,7 @@ void Scheduler::Run::StopBefore(uint32_t pos) {
         }
         out_.waiting.resize(before);  // a never-reason waits for the cycle that examines the job
       }
-      out_.unexamined.push_back(job.id);
+      if (snap_.record_waiting) out_.unexamined.push_back(job.id);
     }
   }
 }

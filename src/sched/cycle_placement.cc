@@ -39,7 +39,10 @@ void Scheduler::Run::Examine(uint32_t idx) {
     last_failed_ = key;
     last_reason_ = why;
   }
-  if (!why.IsNever()) Block(job);
+  // Block does nothing more once a job is blocked and either the reservation is made or there is
+  // none to make.
+  const bool block_done = blocked_ && (reserved_ || cfg_.backfill != BackfillMode::kEasy || cfg_.strict_order);
+  if (!why.IsNever() && !block_done) Block(job);
   if (snap_.record_waiting) out_.waiting.push_back({job.id, idx, why, {}});
 }
 

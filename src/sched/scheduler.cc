@@ -26,9 +26,18 @@ const Reason& Scheduler::NeverReason(const cluster::Topology& topology, const Ga
   return it->second;
 }
 
+cluster::ClusterUsage& Scheduler::CopyOfUsage(const cluster::ClusterUsage& usage) {
+  if (work_) {
+    *work_ = usage;
+  } else {
+    work_.emplace(usage);
+  }
+  return *work_;
+}
+
 Scheduler::Run::Run(Scheduler& s, const Snapshot& snap, Time now)
     : scheduler_(s), cfg_(s.config_), placer_(s.placer_), order_(s.order_), snap_(snap), now_(now), tree_(snap.queues),
-      work_(*snap.usage), topo_(work_.topology()), opts_{s.scorer_.get(), snap.profile, nullptr, snap.random_seed} {
+      work_(s.CopyOfUsage(*snap.usage)), topo_(work_.topology()), opts_{s.scorer_.get(), snap.profile, nullptr, snap.random_seed} {
   reserved_nodes_.assign(topo_.nodes().size(), 0);
   preempted_.assign(snap.running.size(), 0);
   if (tree_) {

@@ -16,10 +16,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <string>
 
 #include "common/status.h"
+#include "sched/backfill.h"
 #include "sched/placement/gang_placer.h"
 #include "sched/preemption.h"
 #include "sched/queue/queue_policy.h"
@@ -68,6 +70,11 @@ class Scheduler {
   std::unique_ptr<placement::NodeScorer> scorer_;
   placement::GangPlacer placer_;
   std::vector<uint32_t> order_;
+  // The cycle's private copy of the usage, kept between cycles so that copying the next one
+  // reuses its buffers (a copy per cycle was a tenth of a Philly replay, mostly malloc).
+  std::optional<cluster::ClusterUsage> work_;
+  cluster::ClusterUsage& CopyOfUsage(const cluster::ClusterUsage& usage);
+  ReservationScratch reservation_scratch_;  // likewise for backfill's reservation
   const cluster::Topology* never_topology_ = nullptr;
   std::unordered_map<uint64_t, Reason> never_;  // request fingerprint -> never-reason or kNone
 };

@@ -84,8 +84,8 @@ struct Snapshot {
   // Per queue (tree index), its decayed past usage per dimension; may be empty.
   std::span<const std::vector<double>> queue_history;
   // False when the owner reads no reasons (a replay that reports no waits): jobs that cannot
-  // start are then not listed in Decisions::waiting (quota refusals still are). Decisions are the
-  // same either way.
+  // start are then not listed in Decisions::waiting (quota refusals still are), nor the jobs the
+  // cycle stopped before in Decisions::unexamined. Decisions are the same either way.
   bool record_waiting = true;
 };
 

@@ -328,7 +328,9 @@ void Simulator::RefreshRanks(Time now) {
 bool Simulator::Cycle(Time now) {
   if (pending_.empty()) return false;
   if (ranker_) RefreshRanks(now);
-  for (size_t k = 0; k < running_jobs_.size(); ++k) {
+  // Running jobs' service so far is read only by LAS preemption, their rank only with a ranker.
+  const bool las = scheduler_->config().preemption.mode == sched::PreemptionMode::kLas;
+  for (size_t k = 0; (las || ranker_) && k < running_jobs_.size(); ++k) {
     sched::RunningJob& r = running_jobs_[k];
     RunningInfo& info = running_info_[k];
     r.attained_service = info.attained + info.milli * (now - r.start) / 1000;
@@ -369,9 +371,12 @@ bool Simulator::Cycle(Time now) {
   }
   if (!started.empty()) {
     std::vector<uint8_t> gone(pending_.size(), 0);
-    for (size_t pos : started) gone[pos] = 1;
-    size_t w = 0;
-    for (size_t r = 0; r < pending_.size(); ++r) {
+    size_t w = pending_.size();  // the first position that goes: the ones before it stay put
+    for (size_t pos : started) {
+      gone[pos] = 1;
+      w = std::min(w, pos);
+    }
+    for (size_t r = w; r < pending_.size(); ++r) {
       if (gone[r]) continue;
       pending_[w] = pending_[r];
       pending_keys_[w] = pending_keys_[r];

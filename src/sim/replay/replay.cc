@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -392,6 +393,24 @@ Status CheckStaging(const ReplayOptions& opt) {
 
 }  // namespace
 
+namespace {
+// By (submit, row): an order of indices first, then each job moved once (a job is ~200 bytes
+// with strings and vectors, and sorting the jobs themselves was 3% of a Philly replay).
+std::vector<TraceJob> SortedBySubmit(std::vector<TraceJob> jobs) {
+  auto before = [](const TraceJob& a, const TraceJob& b) {
+    return a.submit != b.submit ? a.submit < b.submit : a.row < b.row;
+  };
+  if (std::is_sorted(jobs.begin(), jobs.end(), before)) return jobs;
+  std::vector<uint32_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return before(jobs[a], jobs[b]); });
+  std::vector<TraceJob> sorted;
+  sorted.reserve(jobs.size());
+  for (uint32_t i : order) sorted.push_back(std::move(jobs[i]));
+  return sorted;
+}
+}  // namespace
+
 StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
                                  const std::vector<ClusterPartition>& partitions,
                                  const ReplayOptions& opt) {
@@ -404,9 +423,7 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
     return (opt.from && j.submit < *opt.from) || (opt.to && j.submit >= *opt.to + kDay);
   });
   if (jobs.empty()) return Status::InvalidArgument("no job in the trace was submitted in the selected days");
-  std::stable_sort(jobs.begin(), jobs.end(), [](const TraceJob& a, const TraceJob& b) {
-    return a.submit != b.submit ? a.submit < b.submit : a.row < b.row;
-  });
+  jobs = SortedBySubmit(std::move(jobs));
   ReplayResult result;
   result.staging = opt.staging;
   if (opt.staging.enabled) {

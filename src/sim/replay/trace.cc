@@ -11,19 +11,26 @@
 namespace hangar::sim {
 namespace {
 
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : line) {
-    if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
+// Splits a line at its commas into `out`, reusing its strings' buffers (carriage returns dropped).
+void SplitCsv(const std::string& line, std::vector<std::string>* out) {
+  size_t n = 0;
+  size_t b = 0;
+  for (;;) {
+    size_t e = line.find(',', b);
+    if (e == std::string::npos) e = line.size();
+    if (out->size() <= n) out->emplace_back();
+    std::string& f = (*out)[n++];
+    f.assign(line, b, e - b);
+    std::erase(f, '\r');
+    if (e == line.size()) break;
+    b = e + 1;
   }
-  out.push_back(cur);
-  return out;
+  out->resize(n);
+}
+
+std::string_view TrimView(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string_view::npos ? std::string_view() : s.substr(b, e - b + 1);
 }
 
 std::string Trim(const std::string& s) {
@@ -32,13 +39,13 @@ std::string Trim(const std::string& s) {
 }
 
 template <typename T>
-bool ParseNumber(const std::string& s, T* out) {
+bool ParseNumber(std::string_view s, T* out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && p == s.data() + s.size();
 }
 
 // Seconds as a decimal number to milliseconds.
-bool ParseSeconds(const std::string& s, Duration* out) {
+bool ParseSeconds(std::string_view s, Duration* out) {
   double v = 0;
   if (!ParseNumber(s, &v) || v < 0) return false;
   *out = static_cast<Duration>(v * 1000 + 0.5);
@@ -56,11 +63,10 @@ class CsvFile {
   }
   // Next non-blank, non-comment line; false at the end.
   bool Next(std::vector<std::string>* fields) {
-    std::string line;
-    while (std::getline(in_, line)) {
+    while (std::getline(in_, line_text_)) {
       ++line_;
-      if (Trim(line).empty() || line[0] == '#') continue;
-      *fields = SplitCsv(line);
+      if (TrimView(line_text_).empty() || line_text_[0] == '#') continue;
+      SplitCsv(line_text_, fields);
       return true;
     }
     return false;
@@ -73,6 +79,7 @@ class CsvFile {
  private:
   std::string path_;
   std::ifstream in_;
+  std::string line_text_;
   int line_ = 0;
 };
 
@@ -159,15 +166,15 @@ StatusOr<std::vector<TraceJob>> ReadPhillyTrace(const std::string& path) {
     if (v.size() != 5) return f.Error("expected 5 columns, found " + std::to_string(v.size()));
     TraceJob j;
     j.row = static_cast<uint64_t>(f.line());
-    auto t = ParseUtcTimestamp(Trim(v[0]));
+    auto t = ParseUtcTimestamp(TrimView(v[0]));
     if (!t.ok()) return f.Error("timestamp: " + t.status().message());
     j.submit = *t;
-    if (!ParseSeconds(Trim(v[1]), &j.runtime)) return f.Error("duration '" + v[1] + "' must be seconds >= 0");
+    if (!ParseSeconds(TrimView(v[1]), &j.runtime)) return f.Error("duration '" + v[1] + "' must be seconds >= 0");
     int gpus = 0;
-    if (!ParseNumber(Trim(v[2]), &gpus) || gpus < 1) return f.Error("num_gpus '" + v[2] + "' must be a whole number >= 1");
+    if (!ParseNumber(TrimView(v[2]), &gpus) || gpus < 1) return f.Error("num_gpus '" + v[2] + "' must be a whole number >= 1");
     j.replicas = gpus <= 8 ? 1 : (gpus + 7) / 8;
     j.gpus_per_replica = gpus <= 8 ? gpus : 8;
-    j.partition = Trim(v[4]);
+    j.partition = TrimView(v[4]);
     j.queue = j.partition;
     jobs.push_back(std::move(j));
   }
