@@ -46,8 +46,10 @@ bool Scheduler::Run::Admit(const PendingJob& job, uint32_t idx, int leaf, Kind* 
     v.reason.rule = Rule::kNotNowQuota;
     v.reason.need = qv.need;
     v.reason.have = qv.have;
-    if (a.detail.empty()) a.detail = ledger_->Explain(qv, leaf);
-    v.detail = a.detail;
+    if (snap_.record_waiting) {  // the words only for an owner that reads them, once per (queue, shape)
+      if (a.detail.empty()) a.detail = ledger_->Explain(qv, leaf);
+      v.detail = a.detail;
+    }
   }
   out_.waiting.push_back(std::move(v));
   return false;

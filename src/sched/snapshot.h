@@ -103,7 +103,7 @@ struct Verdict {
   JobId job = 0;
   uint32_t pending_index = 0;
   Reason reason;
-  std::string detail;  // quota denials: which queue refused and its numbers
+  std::string detail;  // quota denials: which queue refused and its numbers (with record_waiting)
 };
 
 struct Reservation {
