@@ -269,7 +269,11 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     if (j.state == JobState::kPending) {
       j.reason = {};
       j.reason_detail = "waiting for preempted jobs to checkpoint and stop";
-      if (!d.preemptions.empty()) planned_[j.id] = {std::move(plan), next_plan_++};
+      if (!d.preemptions.empty()) {
+        // It waits, where it was placed, for this cycle's victims to stop (as a preemptor does).
+        for (const auto& pre : d.preemptions) j.awaiting_victims.insert(pre.victim);
+        planned_[j.id] = {std::move(plan), next_plan_++};
+      }
     }
   }
   for (const auto& r : d.reservations) {

@@ -32,9 +32,11 @@ std::vector<TraceJob> Workload(int n, uint64_t seed) {
   return jobs;
 }
 
-ReplayResult Replay(const std::string& policy, bool controller, const std::vector<TraceJob>& jobs) {
+ReplayResult Replay(const std::string& policy, bool controller, const std::vector<TraceJob>& jobs,
+                    Duration grace = 0) {
   ReplayOptions opt;
   opt.policy = *MakeReplayPolicy(policy);
+  opt.preemption_grace = grace;
   if (controller) opt.engine = MakeControllerEngine;
   auto r = RunReplay(jobs, {{"", UniformCluster("c", 4)}}, opt);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -68,6 +70,32 @@ INSTANTIATE_TEST_SUITE_P(Policies, EngineAgreementTest, ::testing::Values("fifo"
                            for (auto& c : n) if (c == '-') c = '_';
                            return n;
                          });
+
+// With a preemption grace, victims keep their GPUs while they checkpoint; the preemptor, and any
+// job the same cycle placed on GPUs the victims still hold, wait for them where they were placed,
+// and a cycle at the same instant considers the rest. Both owners must do all of it alike.
+class GraceAgreementTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GraceAgreementTest, WithAGraceTheControllerStartsAndEndsEveryJobAsTheLeanEngineDoes) {
+  const auto jobs = Workload(600, 11);
+  const ReplayResult lean = Replay(GetParam(), false, jobs, 60 * kSecond);
+  const ReplayResult ctl = Replay(GetParam(), true, jobs, 60 * kSecond);
+  ASSERT_EQ(lean.done.size(), jobs.size());
+  ASSERT_EQ(ctl.done.size(), jobs.size());
+  const auto lm = ReplayMetrics(lean), cm = ReplayMetrics(ctl);
+  EXPECT_GT(lm["preemptions"].get<int64_t>(), 10);
+  EXPECT_EQ(cm["preemptions"], lm["preemptions"]);
+  EXPECT_EQ(cm["avg_jct_s"], lm["avg_jct_s"]);
+  int differ = 0;
+  for (size_t i = 0; i < lean.done.size(); ++i) {
+    differ += lean.done[i].start != ctl.done[i].start || lean.done[i].end != ctl.done[i].end;
+  }
+  EXPECT_EQ(differ, 0) << "jobs that started or ended at another time";
+}
+
+// Not yet "hangar": on this synthetic mix (whole-node gangs on 4 nodes) 186 of its 600 jobs still
+// start or end elsewhere with a grace (docs/benchmarks.md, "With a preemption grace").
+INSTANTIATE_TEST_SUITE_P(Policies, GraceAgreementTest, ::testing::Values("las"));
 
 TEST(ControllerEngineTest, AJobThatCanNeverFitIsCountedAsNever) {
   auto jobs = Workload(5, 1);

@@ -287,6 +287,11 @@ void Simulator::RefreshRanks(Time now) {
       const RankClass c = ClassOf(j);
       if (ran_[j] > 0) alive.push_back({c.job_class, ran_[j], c.parent});
     }
+    // Victims still stopping have run too (the controller counts them among its waiting jobs).
+    for (const auto& [j, run] : stopping_) {
+      const RankClass c = ClassOf(j);
+      if (ran_[j] > 0) alive.push_back({c.job_class, ran_[j], c.parent});
+    }
     ranker_->Reestimate(alive);
   }
   if (ranker_->version() == ranked_version_) {
@@ -325,7 +330,54 @@ void Simulator::RefreshRanks(Time now) {
   }
 }
 
+// A preemptor whose victims have all stopped starts where the cycle that preempted for it placed
+// it, and so does a job that cycle placed on GPUs its victims still held; should that be
+// impossible now, it waits for this cycle to place it afresh. In the order they were placed.
+void Simulator::StartPlanned(Time now) {
+  if (planned_.empty()) return;
+  std::vector<std::pair<uint64_t, size_t>> order;
+  for (const auto& [j, plan] : planned_) order.emplace_back(plan.order, j);
+  std::sort(order.begin(), order.end());
+  std::vector<size_t> started;
+  for (const auto& [ord, j] : order) {
+    auto it = planned_.find(j);
+    if (!Waiting(j)) {
+      planned_.erase(it);
+      continue;
+    }
+    if (awaiting_.count(j)) continue;
+    sched::Placement p = std::move(it->second.placement);
+    planned_.erase(it);
+    if (auto h = held_.find(j); h != held_.end()) {
+      for (const auto& share : h->second) usage_.Release(share);
+      held_.erase(h);
+    }
+    size_t pos = 0;
+    while (pos < pending_.size() && pending_[pos].id != p.job) ++pos;
+    if (pos == pending_.size()) continue;
+    p.pending_index = static_cast<uint32_t>(pos);
+    started.clear();
+    if (!Start(now, p, &started)) continue;
+    pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(pos));
+    pending_keys_.erase(pending_keys_.begin() + static_cast<ptrdiff_t>(pos));
+  }
+}
+
+// What is held for a job that is no longer waiting for victims goes back.
+void Simulator::ReleaseHolds() {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (Waiting(it->first) && awaiting_.count(it->first)) {
+      ++it;
+      continue;
+    }
+    for (const auto& share : it->second) usage_.Release(share);
+    it = held_.erase(it);
+  }
+}
+
 bool Simulator::Cycle(Time now) {
+  StartPlanned(now);
+  ReleaseHolds();
   if (pending_.empty()) return false;
   if (ranker_) RefreshRanks(now);
   // Running jobs' service so far is read only by LAS preemption, their rank only with a ranker.
@@ -359,15 +411,38 @@ bool Simulator::Cycle(Time now) {
   for (const auto& p : d.preemptions) Preempt(now, p, &requeue);
   std::vector<size_t> started;
   for (const auto& p : d.placements) {
+    const size_t j = index_of_[p.job];
     if (config_.preemption_grace > 0 && !p.preempted.empty()) {
-      // It waits for its victims' GPUs, and preempts no one else meanwhile.
-      const size_t j = index_of_[p.job];
+      // It waits for its victims' GPUs, and preempts no one else meanwhile. What of its
+      // placement is free now is held for it, so that nobody takes it while the victims stop.
       awaiting_[j] = static_cast<int>(p.preempted.size());
-      for (sched::JobId v : p.preempted) stopping_for_[index_of_[v]] = j;
+      for (sched::JobId v : p.preempted) {
+        const size_t vj = index_of_[v];
+        if (!stopping_for_.count(vj)) stopping_for_[vj] = j;
+      }
       pending_[p.pending_index].may_preempt = false;
+      for (size_t k = 0; k < p.assignment.tasks.size(); ++k) {
+        cluster::GangAssignment share = cluster::TaskShare(p.assignment, k);
+        if (usage_.Allocate(share).ok()) held_[j].push_back(std::move(share));
+      }
+      planned_[j] = {p, next_plan_++};
       continue;
     }
-    Start(now, p, &started);
+    // Placed on GPUs that this cycle's victims still hold: it starts there once they have stopped.
+    if (!Start(now, p, &started) && !d.preemptions.empty()) {
+      int victims = 0;
+      for (const auto& pre : d.preemptions) {
+        auto v = index_of_.find(pre.victim);
+        if (v == index_of_.end() || !stopping_.count(v->second)) continue;
+        also_waiting_[v->second].push_back(j);
+        ++victims;
+      }
+      if (victims > 0) {
+        awaiting_[j] = victims;
+        pending_[p.pending_index].may_preempt = false;
+      }
+      planned_[j] = {p, next_plan_++};
+    }
   }
   if (!started.empty()) {
     std::vector<uint8_t> gone(pending_.size(), 0);
@@ -399,7 +474,7 @@ bool Simulator::Cycle(Time now) {
     }
   }
   if (observer_.on_cycle) observer_.on_cycle(now, allocated_milli_, pending_.size());
-  return !requeue.empty();
+  return !requeue.empty() || !d.preemptions.empty();  // as the controller: another cycle for what settled
 }
 
 void Simulator::ReportWaits(Time now) {
@@ -412,7 +487,7 @@ void Simulator::ReportWaits(Time now) {
   verdicts_.clear();
 }
 
-void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* started) {
+bool Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* started) {
   const size_t j = index_of_[p.job];
   auto run = std::make_unique<Running>();
   run->job = j;
@@ -420,7 +495,7 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   run->assignment = p.assignment;
   run->milli = p.assignment.TotalMilliGpu(*topology_);
   Status s = usage_.Allocate(run->assignment);
-  if (!s.ok()) return;  // cannot happen: the cycle planned on a copy of this usage
+  if (!s.ok()) return false;  // on GPUs that victims, stopping, still hold
   // It holds its GPUs from now and runs once its objects are on all its nodes.
   run->ready = StageFor(now, j, run->assignment);
   run->end = run->ready + remaining_[j];
@@ -452,6 +527,7 @@ void Simulator::Start(Time now, const sched::Placement& p, std::vector<size_t>* 
   running_slots_[j] = std::move(run);
   started->push_back(p.pending_index);
   if (observer_.on_start) observer_.on_start(now, jobs_[j], p);
+  return true;
 }
 
 void Simulator::Finish(Time now, size_t j) {
@@ -529,18 +605,32 @@ void Simulator::Stopped(size_t j) {
   auto it = stopping_.find(j);
   if (it == stopping_.end()) return;
   Running& run = *it->second;
-  usage_.Release(run.assignment);
+  // Its GPUs join what is held for the job it was preempted for, while that one still waits.
+  auto f = stopping_for_.find(j);
+  if (f != stopping_for_.end() && Waiting(f->second) && awaiting_.count(f->second)) {
+    held_[f->second].push_back(std::move(run.assignment));
+  } else {
+    usage_.Release(run.assignment);
+  }
   allocated_milli_ -= run.milli;
   if (config_.queues) ChargeQueue(j, run.charge, Charging::kRemove);
   stopping_.erase(it);
-  if (auto f = stopping_for_.find(j); f != stopping_for_.end()) {
-    if (--awaiting_[f->second] == 0) {
-      awaiting_.erase(f->second);
-      for (auto& p : pending_) {
-        if (p.id == jobs_[f->second].id) p.may_preempt = true;
-      }
-    }
+  std::vector<size_t> waited;  // the jobs that waited for it
+  if (f != stopping_for_.end()) {
+    waited.push_back(f->second);
     stopping_for_.erase(f);
+  }
+  if (auto w = also_waiting_.find(j); w != also_waiting_.end()) {
+    waited.insert(waited.end(), w->second.begin(), w->second.end());
+    also_waiting_.erase(w);
+  }
+  for (size_t k : waited) {
+    auto a = awaiting_.find(k);
+    if (a == awaiting_.end() || --a->second > 0) continue;
+    awaiting_.erase(a);
+    for (auto& p : pending_) {
+      if (p.id == jobs_[k].id) p.may_preempt = true;
+    }
   }
   if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
   Arrive(j);

@@ -76,9 +76,10 @@ class Simulator : public Engine {
   // One cycle; true when it preempted jobs that are waiting again already (no grace), which the
   // controller would consider in another cycle at the same instant.
   bool Cycle(Time now);
-  void Start(Time now, const sched::Placement& p, std::vector<size_t>* started);
   void Finish(Time now, size_t job);
   void Release(Time now, size_t job);  // frees its resources and forgets it is running
+  // Starts a placed job; false when its GPUs are not free (victims still hold them).
+  bool Start(Time now, const sched::Placement& p, std::vector<size_t>* started);
   void Preempt(Time now, const sched::Preemption& p, std::vector<size_t>* requeue);
   // With a preemption grace: a victim that has stopped gives its GPUs back and queues again.
   void Stopped(size_t job);
@@ -136,6 +137,24 @@ class Simulator : public Engine {
   std::unordered_map<size_t, std::unique_ptr<Running>> stopping_;
   std::unordered_map<size_t, size_t> stopping_for_;  // victim -> the job it was preempted for
   std::unordered_map<size_t, int> awaiting_;         // preemptor -> victims still stopping
+  // victim -> jobs placed on GPUs it holds in the cycle that preempted it (besides its preemptor)
+  std::unordered_map<size_t, std::vector<size_t>> also_waiting_;
+  // As the controller does (ClusterState::StartPlanned): where the cycle that preempted placed
+  // each preemptor (and each job it placed on GPUs the victims still held), in the order placed,
+  // started there once its victims have stopped; and per preemptor what it holds meanwhile (the
+  // part of its placement that was free, then its victims' GPUs as they stop).
+  struct Planned {
+    sched::Placement placement;
+    uint64_t order = 0;
+  };
+  std::unordered_map<size_t, Planned> planned_;
+  uint64_t next_plan_ = 0;
+  std::unordered_map<size_t, std::vector<cluster::GangAssignment>> held_;
+  bool Waiting(size_t j) const {  // pending: neither running, stopping nor ended
+    return !running_slots_[j] && results_[j].end == kNever && !stopping_.count(j);
+  }
+  void StartPlanned(Time now);
+  void ReleaseHolds();
   // MIG reshapes in flight: when each GPU's ends.
   std::priority_queue<std::pair<Time, uint32_t>, std::vector<std::pair<Time, uint32_t>>, std::greater<>> reshapes_;
   MigReshapeStats mig_stats_;
