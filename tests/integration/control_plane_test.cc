@@ -208,7 +208,10 @@ TEST_F(ControlPlaneTest, MetricsAreExposedAndPassPromtool) {
   EXPECT_TRUE(Contains(text, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION gauge")) << "the default form stays lint-clean";
   EXPECT_TRUE(Contains(text, "# TYPE hangar_placements_total counter"));
   EXPECT_TRUE(Contains(text, "# TYPE hangar_agent_heartbeats_total counter"));
-  EXPECT_TRUE(Contains(text, "hangar_node_state{node=\"node-1\",state=\"ready\"} 1"));
+  // A node is ready once it has registered and passed validation, which can follow its stream.
+  EXPECT_TRUE(LocalCluster::WaitFor([&] {
+    return Contains(cluster_->GetText("/metrics"), "hangar_node_state{node=\"node-1\",state=\"ready\"} 1");
+  }, 20 * kSecond)) << cluster_->GetText("/metrics");
   int status = 0;
   auto bad = cluster_->Get("/metrics?labels=xml", &status);
   EXPECT_EQ(status, 400);
