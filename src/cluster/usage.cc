@@ -47,6 +47,32 @@ GangAssignment TaskShare(const GangAssignment& a, size_t k) {
   return one;
 }
 
+std::vector<GangAssignment> HoldWhatIsFree(ClusterUsage& usage, const GangAssignment& a) {
+  std::vector<GangAssignment> held;
+  for (size_t k = 0; k < a.tasks.size(); ++k) {
+    GangAssignment share = TaskShare(a, k);
+    if (usage.Allocate(share).ok()) {
+      held.push_back(std::move(share));
+      continue;
+    }
+    // Part of its node is still in use (by a victim that has not stopped): hold the GPUs that
+    // are free, without CPU or memory, or the next job placed there takes them and the
+    // preemptor must preempt again.
+    for (const GpuGrant& g : share.grants) {
+      GangAssignment one;
+      one.grants.push_back(g);
+      TaskPlacement t = share.tasks[0];
+      t.milli_cpu = 0;
+      t.memory_mib = 0;
+      t.first_grant = 0;
+      t.end_grant = 1;
+      one.tasks.push_back(t);
+      if (usage.Allocate(one).ok()) held.push_back(std::move(one));
+    }
+  }
+  return held;
+}
+
 ClusterUsage::ClusterUsage(std::shared_ptr<const Topology> topology)
     : topology_(std::move(topology)) {
   const Topology& t = *topology_;

@@ -56,6 +56,12 @@ struct GangAssignment {
 // Task k of `a` alone, as a one-task assignment (to release one task of a gang).
 GangAssignment TaskShare(const GangAssignment& a, size_t k);
 
+class ClusterUsage;
+// Holds for a job what of `a` is free in `usage` now, so that nobody else takes it while the
+// job waits for the rest (a preemptor waiting for its victims to stop): each task whole where it
+// fits, else each of its GPU grants that fits on its own. Returns what it allocated (to Release).
+std::vector<GangAssignment> HoldWhatIsFree(ClusterUsage& usage, const GangAssignment& a);
+
 // What the health system allows on a node.
 struct NodeCondition {
   bool schedulable = true;     // false: draining, quarantined, failed, lost or cordoned

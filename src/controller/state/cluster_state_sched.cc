@@ -249,10 +249,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       // Hold the part of its placement that is free now, so that nobody (a victim requeued, a
       // smaller job backfilling) takes it while the victims stop; the victims' GPUs join the hold
       // as they are freed (EndZombie).
-      for (size_t k = 0; k < p.assignment.tasks.size(); ++k) {
-        cluster::GangAssignment share = cluster::TaskShare(p.assignment, k);
-        if (usage_.Allocate(share).ok()) held_[j.id].push_back(std::move(share));
-      }
+      for (auto& share : cluster::HoldWhatIsFree(usage_, p.assignment)) held_[j.id].push_back(std::move(share));
       std::vector<uint32_t> nodes;
       for (const auto& t : p.assignment.tasks) nodes.push_back(t.node);
       PreStage(j, nodes, fx);  // its image is warm by the time the victims have stopped

@@ -316,6 +316,44 @@ TEST_F(ClusterStateTest, AVictimThatStopsFirstDoesNotTakeBackWhatItsPreemptorWai
   EXPECT_EQ(state_->GetJob(2)->restarts, 1u);
 }
 
+// The GPUs of a preemptor's placement that are free while a victim still stops on the same node
+// are held too: they were not (only whole tasks were held), a small job took them, the preemptor
+// found its plan taken and preempted again, in a loop (`hangar dev --submit-examples
+// examples/jobs`: thousands of attempts a minute, found by the first-run journey).
+TEST_F(ClusterStateTest, APreemptorHoldsTheFreeGpusOfANodeAVictimStillHolds) {
+  sched::SchedulerConfig sc;
+  sc.preemption.mode = sched::PreemptionMode::kPriority;
+  ControllerOptions o;
+  o.require_validation = false;
+  state_ = std::make_unique<ClusterState>(TwoNodes(), o, std::move(sched::Scheduler::Create(sc)).value());
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec("name: half\ntasks: [{gpus: 4, command: [x]}]\n"), 1, &fx).ok());
+  ASSERT_TRUE(state_->Submit(Spec("name: whole\ntasks: [{gpus: 8, command: [x]}]\n"), 1, &fx).ok());
+  state_->Schedule(2, &fx);
+  const std::string node1 = state_->GetJob(1)->task_views[0].node, node2 = state_->GetJob(2)->task_views[0].node;
+  Status(node1, "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  Status(node2, "2.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
+  ASSERT_TRUE(state_->Submit(Spec("name: h\npriority: 50\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n"), 4, &fx).ok());
+  Effects pre;
+  state_->Schedule(5, &pre);
+  ASSERT_EQ(state_->GetJob(1)->state, "pending");
+  ASSERT_EQ(state_->GetJob(2)->state, "pending");
+  // While both victims checkpoint, a small job arrives: the 4 free GPUs beside job 1's are job 3's.
+  ASSERT_TRUE(state_->Submit(Spec("name: small\ntasks: [{gpus: 1, command: [x]}]\n"), 6, &fx).ok());
+  Effects cycle;
+  state_->Schedule(7, &cycle);
+  EXPECT_EQ(state_->GetJob(4)->state, "pending") << "job 4 must not take GPUs job 3 waits for";
+  Effects st;
+  Status(node1, "1.0.0", pb::TaskStatus::EXITED, 0, 8, &st);
+  Status(node2, "2.0.0", pb::TaskStatus::EXITED, 0, 8, &st);
+  Effects start;
+  state_->Schedule(9, &start);
+  EXPECT_EQ(state_->GetJob(3)->state, "starting") << state_->GetJob(3)->reason;
+  EXPECT_EQ(state_->GetJob(1)->restarts, 1u);
+  EXPECT_EQ(state_->GetJob(2)->restarts, 1u);
+}
+
 TEST_F(ClusterStateTest, AFailedTaskCarriesTheAgentsWordsIntoTheJobsMessage) {
   RegisterAll(0);
   Effects fx;

@@ -376,10 +376,7 @@ bool Simulator::Cycle(Time now) {
         if (!stopping_for_.count(vj)) stopping_for_[vj] = j;
       }
       pending_[p.pending_index].may_preempt = false;
-      for (size_t k = 0; k < p.assignment.tasks.size(); ++k) {
-        cluster::GangAssignment share = cluster::TaskShare(p.assignment, k);
-        if (usage_.Allocate(share).ok()) held_[j].push_back(std::move(share));
-      }
+      for (auto& share : cluster::HoldWhatIsFree(usage_, p.assignment)) held_[j].push_back(std::move(share));
       planned_[j] = {p, next_plan_++};
       continue;
     }
