@@ -28,7 +28,7 @@ namespace {
 nlohmann::json ToJson(const TaskRecord& r) {
   return {{"task_id", r.task_id}, {"job_id", r.job_id}, {"attempt", r.attempt}, {"index", r.index},
           {"pid", r.pid},         {"ended", r.ended},   {"exit_code", r.exit_code}, {"signal", r.signal},
-          {"stopped", r.stopped}, {"failed_to_start", r.failed_to_start}, {"message", r.message},
+          {"stopped", r.stopped}, {"agent_exiting", r.agent_exiting}, {"failed_to_start", r.failed_to_start}, {"message", r.message},
           {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}, {"container", r.container},
           {"image", r.image}, {"checkpoint_local", r.checkpoint_local}, {"checkpoint_store", r.checkpoint_store},
           {"gid", r.gid}, {"drain_pending", r.drain_pending}, {"drain_path", r.drain_path},
@@ -47,6 +47,7 @@ TaskRecord FromJson(const nlohmann::json& j) {
   r.exit_code = j.value("exit_code", 0);
   r.signal = j.value("signal", 0);
   r.stopped = j.value("stopped", false);
+  r.agent_exiting = j.value("agent_exiting", false);
   r.failed_to_start = j.value("failed_to_start", false);
   r.message = j.value("message", "");
   r.gpus = j.value("gpus", std::vector<uint32_t>{});
@@ -329,6 +330,7 @@ void Agent::SendStatus(const TaskRecord& r) {
   s->set_exit_code(r.exit_code);
   s->set_signal(r.signal);
   s->set_stopped(r.stopped);
+  s->set_agent_exiting(r.agent_exiting);
   s->set_message(r.message);
   Write(m);
 }
@@ -691,6 +693,7 @@ void Agent::StopTasksOnExit() {
     if (!RecordExit(e)) return;
     std::lock_guard<std::mutex> l(mu_);
     records_[e.task_id].message = "stopped when its agent exited (--stop-tasks-on-exit)";
+    records_[e.task_id].agent_exiting = true;
     SaveRecord(e.task_id);
   };
   // Reap() sends the SIGKILLs once the grace has passed; a little longer for them to land.

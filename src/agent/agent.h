@@ -122,6 +122,7 @@ struct TaskRecord {
   int exit_code = 0;
   int signal = 0;
   bool stopped = false;
+  bool agent_exiting = false;  // stopped because the agent exited (--stop-tasks-on-exit)
   bool failed_to_start = false;
   std::string message;
   std::vector<uint32_t> gpus;

@@ -527,6 +527,8 @@ TEST_F(StoppingAgentTest, StopsEveryTaskWhenItExits) {
     // Not `stopped` (the controller's word for a stop it asked for): the job did not finish.
     EXPECT_FALSE(t["stopped"].get<bool>()) << t.dump();
     EXPECT_EQ(t["message"], "stopped when its agent exited (--stop-tasks-on-exit)");
+    // Said so, for the controller to queue the job again rather than fail it.
+    EXPECT_TRUE(t["agent_exiting"].get<bool>()) << t.dump();
   }
 }
 

@@ -249,6 +249,17 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
     }
     return Status::Ok();
   }
+  if (st.agent_exiting() && !job::IsFinal(j.state)) {
+    // Its agent was stopped and took the task with it (`hangar dev` stopped with Ctrl-C): the
+    // job did not fail; it runs again, whole, from its last checkpoint.
+    t.phase = TaskRun::Phase::kEnded;
+    t.exit_code = st.exit_code();
+    t.signal = st.signal();
+    t.message = st.message();
+    EndTask(j, t, now, fx);
+    Requeue(j, "task " + std::to_string(index) + " was stopped when node " + topology_->nodes()[t.node].name + "'s agent exited", now, fx);
+    return Status::Ok();
+  }
   t.exit_code = st.state() == pb::TaskStatus::FAILED_TO_START ? 127 : st.exit_code();
   t.signal = st.signal();
   t.stopped = st.stopped();

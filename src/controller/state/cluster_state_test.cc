@@ -354,6 +354,31 @@ TEST_F(ClusterStateTest, APreemptorHoldsTheFreeGpusOfANodeAVictimStillHolds) {
   EXPECT_EQ(state_->GetJob(2)->restarts, 1u);
 }
 
+// Ctrl-C on `hangar dev` stops the agents and their tasks with them (--stop-tasks-on-exit): the
+// jobs did not fail, they run again after the restart (they came back `failed: killed by signal
+// 15`, found by the first-run journey).
+TEST_F(ClusterStateTest, ATaskStoppedBecauseItsAgentExitedRequeuesItsJob) {
+  Effects fx;
+  RunGang(&fx);
+  ASSERT_EQ(state_->GetJob(1)->state, "running");
+  pb::TaskStatus s;
+  s.set_task_id("1.0.0");
+  s.set_state(pb::TaskStatus::EXITED);
+  s.set_signal(15);
+  s.set_agent_exiting(true);
+  s.set_message("stopped when its agent exited (--stop-tasks-on-exit)");
+  Effects st;
+  ASSERT_TRUE(state_->OnTaskStatus("a", s, 5, &st).ok());
+  auto j = state_->GetJob(1);
+  EXPECT_EQ(j->state, "pending");
+  EXPECT_EQ(j->restarts, 1u);
+  ASSERT_EQ(st.messages.size(), 1u) << "the other task of the gang is stopped";
+  EXPECT_EQ(st.messages[0].node, "b");
+  bool said = false;
+  for (const auto& e : st.batch.events) said |= e.message == "requeued whole: task 0 was stopped when node a's agent exited";
+  EXPECT_TRUE(said);
+}
+
 TEST_F(ClusterStateTest, AFailedTaskCarriesTheAgentsWordsIntoTheJobsMessage) {
   RegisterAll(0);
   Effects fx;

@@ -1,0 +1,108 @@
+# Sourced by every journey (tests/journeys/*.t, run by cram): `hangar` on PATH is the build's,
+# `hangar dev` started on free loopback ports, waits that poll the real CLI, and a stop that
+# leaves nothing running. Everything lives in cram's temporary directory ($PWD).
+set -u
+export HANGAR_SRC="${HANGAR_SOURCE_DIR:?HANGAR_SOURCE_DIR names the source tree}"
+export NO_COLOR=1
+J_PY=/usr/bin/python3
+
+# A free TCP port on 127.0.0.1 whose next `n` ports (default 1) are free as well.
+free_port() {
+  "$J_PY" - "${1:-1}" <<'PY'
+import socket, sys, random
+n = int(sys.argv[1])
+def free(p):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", p)); return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+for _ in range(200):
+    p = random.randint(20000, 60000)
+    if all(free(p + i) for i in range(n + 1)):
+        print(p); break
+PY
+}
+
+# Polls a shell condition for at most `secs` seconds; fails (and says what) if it never holds.
+wait_for() {
+  local secs=$1; shift
+  local end=$((SECONDS + secs))
+  until eval "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $end ]; then echo "timed out after ${secs}s waiting for: $*"; return 1; fi
+    sleep 0.2
+  done
+}
+
+# The state of job $1 as `hangar job -o json` reports it.
+job_state() {
+  hangar job "$1" -o json 2>/dev/null | "$J_PY" -c 'import json,sys; print(json.load(sys.stdin)["state"])'
+}
+
+# Waits (at most $3 s, default 30) until job $1 is in state $2.
+wait_job() {
+  wait_for "${3:-30}" '[ "$(job_state '"$1"')" = '"$2"' ]' || { hangar job "$1"; return 1; }
+}
+
+# Waits until `hangar nodes` lists $1 nodes as ready (at most $2 s, default 30).
+wait_ready() {
+  wait_for "${2:-30}" '[ "$(hangar nodes -o json | '"$J_PY"' -c "import json,sys; print(sum(n[\"state\"] == \"ready\" for n in json.load(sys.stdin)[\"nodes\"]))")" -ge '"$1"' ]'
+}
+
+# Starts `hangar dev` in ./hangar-dev (args passed on) and waits until its nodes are ready.
+# HANGAR_URL points the CLI at it. DEV_PID, DEV_PORT (kept across restarts), DEV_OUT are set.
+dev_start() {
+  DEV_PORT=${DEV_PORT:-$(free_port 3)}
+  DEV_RUNS=$((${DEV_RUNS:-0} + 1))
+  DEV_OUT=$PWD/dev-$DEV_RUNS.out  # this run's output (dev-1.out, dev-2.out, ...)
+  export HANGAR_URL=http://127.0.0.1:$DEV_PORT
+  hangar dev --dir "$PWD/hangar-dev" --port "$DEV_PORT" "$@" >"$DEV_OUT" 2>&1 &
+  DEV_PID=$!
+  wait_for 60 'grep -q "is up:" "$DEV_OUT"' || { tail -20 "$DEV_OUT"; return 1; }
+}
+
+# Ctrl-C to `hangar dev` (SIGINT), as a person at the terminal would; waits for it to exit.
+dev_stop() {
+  kill -INT "$DEV_PID" 2>/dev/null
+  wait_for 20 '! kill -0 '"$DEV_PID" || { echo "hangar dev did not stop"; kill -KILL "$DEV_PID"; }
+  wait "$DEV_PID" 2>/dev/null
+  return 0
+}
+
+# Processes whose command line or working directory is under this journey's directory.
+left_running() {
+  local me=$$ p
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [ "$p" = "$me" ] && continue
+    if { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q "$PWD/hangar-dev" ||
+       readlink "/proc/$p/cwd" 2>/dev/null | grep -q "^$PWD/hangar-dev"; then
+      echo "$p $({ tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null)"
+    fi
+  done
+}
+
+# The end of every journey: nothing it started keeps running (killed if it did, and said).
+cleanup() {
+  [ -n "${DEV_PID:-}" ] && kill -0 "$DEV_PID" 2>/dev/null && dev_stop
+  local left
+  left=$(left_running)
+  if [ -n "$left" ]; then
+    echo "left running:"; echo "$left"
+    echo "$left" | while read -r p _; do kill -KILL "$p" 2>/dev/null; done
+    return 1
+  fi
+}
+
+# Waits (at most $1 s) for `hangar dev` to exit by itself and prints its exit status.
+dev_wait_exit() {
+  if wait_for "$1" '! kill -0 '"$DEV_PID"; then
+    wait "$DEV_PID"; echo "hangar dev exited with $?"
+  else
+    echo "hangar dev still runs after $1 s"; dev_stop
+  fi
+  DEV_PID=
+}
