@@ -122,9 +122,10 @@ Status ShowJob(const Common& c, const std::string& id) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs/" + id));
   if (c.output == "json") return PrintJson(r), Status::Ok();
   HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(r));
-  std::printf("job %llu  %s\n  state:    %s (attempt %u, %u restarts)\n  queue:    %s  tier %s  priority %d\n"
+  std::printf("job %llu  %s\n  state:    %s (attempt %u, %u restart%s)\n  queue:    %s  tier %s  priority %d\n"
               "  user:     %s\n  gpus:     %s in %d tasks\n  submitted %s\n",
               static_cast<unsigned long long>(v.id), v.name.c_str(), v.state.c_str(), v.attempt, v.restarts,
+              v.restarts == 1 ? "" : "s",
               v.queue.c_str(), v.tier.c_str(), v.priority, v.user.c_str(), Gpus(v.gpus).c_str(), v.tasks,
               FormatUtcTimestamp(v.submitted).c_str());
   if (v.started) std::printf("  started   %s\n", FormatUtcTimestamp(v.started).c_str());
@@ -244,7 +245,8 @@ Status Drain(const Common& c, const std::string& node, const std::string& reason
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/nodes/" + node + (on ? "/drain" : "/undrain"),
                                                         nlohmann::json{{"reason", reason}}.dump()));
   if (c.output == "json") PrintJson(r);
-  else std::printf("node %s %s\n", node.c_str(), on ? "drained: no new work will be placed on it" : "undrained");
+  else if (on) std::printf("node %s drained: no new work will be placed on it, and its running jobs are requeued with their checkpoint signal\n", node.c_str());
+  else std::printf("node %s undrained\n", node.c_str());
   return Status::Ok();
 }
 
@@ -336,7 +338,7 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
   {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<DrainOptions>();
-    CLI::App* drain = app.add_subcommand("drain", "Place no new work on a node");
+    CLI::App* drain = app.add_subcommand("drain", "Place no new work on a node and requeue its running jobs (with their checkpoint signal)");
     drain->add_option("node", o->node, "Node name")->required();
     drain->add_option("--reason", o->reason, "Why (kept with the node)")->required();
     AddCommon(drain, c.get());

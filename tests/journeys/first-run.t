@@ -57,6 +57,6 @@ that Ctrl-C stopped runs again: it did not fail, its node's agent was stopped.
   $ wait_job 13 running
   $ hangar job 13 | head -3
   job 13  notebook-alice
-    state:    running (attempt 1, 1 restarts)
+    state:    running (attempt 1, 1 restart)
     queue:    default  tier opportunistic  priority 0
   $ cleanup
