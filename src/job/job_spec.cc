@@ -686,7 +686,8 @@ Status RequireAbsoluteWorkdirs(const JobSpec& spec) {
 void ResolveWorkdirs(JobSpec* spec, const std::string& base) {
   for (auto& t : spec->tasks) {
     if (t.workdir.empty() || t.workdir.front() == '/' || !t.container.empty()) continue;
-    t.workdir = (std::filesystem::absolute(base) / t.workdir).lexically_normal().string();
+    // A job file named without a folder (`hangar submit job.yaml`) is in the current one.
+    t.workdir = (std::filesystem::absolute(base.empty() ? "." : base) / t.workdir).lexically_normal().string();
     if (t.workdir.size() > 1 && t.workdir.back() == '/') t.workdir.pop_back();
   }
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <csignal>
 
@@ -214,6 +216,10 @@ TEST(JobSpecWorkdirTest, JobAndGroupWorkdirsAndTheirResolution) {
   auto dot = ParseJobSpec("name: w\nworkdir: .\ntasks: [{gpus: 1, command: [x]}]\n", "job.yaml");
   ResolveWorkdirs(&*dot, "/home/alice/jobs");
   EXPECT_EQ(dot->tasks[0].workdir, "/home/alice/jobs");
+  // `hangar submit job.yaml`: the job file's folder is the current one (this aborted the CLI).
+  auto here = ParseJobSpec("name: w\nworkdir: .\ntasks: [{gpus: 1, command: [x]}]\n", "job.yaml");
+  ResolveWorkdirs(&*here, "");
+  EXPECT_EQ(here->tasks[0].workdir, std::filesystem::current_path().string());
 }
 
 // Issue 16: who a job's tasks run as, set by the controller from the token, kept with the job.

@@ -106,3 +106,27 @@ dev_wait_exit() {
   fi
   DEV_PID=
 }
+
+# The Nth fenced block (```) of a document in the source tree, as it stands: journeys run the
+# documents' examples from the documents themselves (doc_examples.py checks each is run).
+doc_block() {
+  "$J_PY" - "$HANGAR_SRC/$1" "$2" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
+n = int(sys.argv[2])
+if not 1 <= n <= len(blocks):
+    sys.exit(f"{sys.argv[1]} has {len(blocks)} fenced blocks, not {n}")
+sys.stdout.write(blocks[n - 1])
+PY
+}
+
+# Runs the `$ ` commands of a transcript block of a document (its other lines are the output it
+# shows), each printed before its output as the document shows it.
+doc_run() {
+  local line
+  doc_block "$1" "$2" | grep '^\$ ' | sed 's/^\$ //' | while IFS= read -r line; do
+    echo "\$ $line"
+    eval "$line" 2>&1 </dev/null
+  done
+}
