@@ -126,7 +126,7 @@ PY
 doc_run() {
   local line
   doc_block "$1" "$2" | grep '^\$ ' | sed 's/^\$ //' | while IFS= read -r line; do
-    echo "\$ $line"
+    echo "[doc] \$ $line"  # not "$ ...": cram would take it for a command
     eval "$line" 2>&1 </dev/null
   done
 }
