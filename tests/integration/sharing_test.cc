@@ -50,7 +50,7 @@ TEST_F(SharingTest, AnIdleJobIsReclaimedPerItsQueuesPolicy) {
   const auto j = cluster_->Job(idle);
   EXPECT_EQ(j["message"].get<std::string>().rfind("reclaimed: its GPUs stayed below 5% utilisation for 3s", 0), 0u)
       << j.dump();
-  EXPECT_NE(j["message"].get<std::string>().find("queue notebooks's idle policy: stop"), std::string::npos);
+  EXPECT_NE(j["message"].get<std::string>().find("queue notebooks: its idle policy, stop"), std::string::npos);
   EXPECT_EQ(cluster_->Job(busy)["state"], "running");
   // Its GPUs went back to the pool, and the idle time is waste in the accounting.
   EXPECT_TRUE(LocalCluster::WaitFor(

@@ -357,7 +357,7 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
     if (now - j.idle_since < policy.for_duration) continue;
     const std::string why = "reclaimed: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
                             "% utilisation for " + FormatDuration(now - j.idle_since) + " (queue " +
-                            j.spec->spec.queue + "'s idle policy: " + std::string(job::IdleActionName(policy.action)) + ")";
+                            j.spec->spec.queue + ": its idle policy, " + std::string(job::IdleActionName(policy.action)) + ")";
     switch (policy.action) {
       case job::IdlePolicy::Action::kNotify:
         if (!j.idle_notified) {

@@ -264,7 +264,7 @@ TEST_F(QueuesTest, IdleJobsAreReclaimedPerTheirQueuesPolicy) {
   }
   j = state_->GetJob(notebook);
   EXPECT_EQ(j->state, "cancelled");
-  EXPECT_NE(j->message.find("queue notebooks's idle policy: stop"), std::string::npos);
+  EXPECT_NE(j->message.find("queue notebooks: its idle policy, stop"), std::string::npos);
   // The idle GPU time is waste in the accounting.
   auto usage = state_->UsageJson("queue", 0, 16 * kMinute);
   ASSERT_TRUE(usage.ok());
