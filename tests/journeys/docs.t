@@ -83,6 +83,30 @@ docs/health.md: an Xid 79 injected on node-3 while it runs: the node drains, is 
   node node-3: reboot recorded; it takes work again once it passes validation
   $ wait_for 20 'hangar nodes | grep -q "node-3  ready"'
 
+docs/job-format.md's dependencies, its transcript run as written (37 array elements first, so that
+prep is job 40 as there), and its errors as the API gives them too:
+
+  $ printf 'name: filler\ntasks:\n  - {name: main, gpus: 1, command: [true]}\n' > filler.yaml
+  $ hangar submit --array 0-36 filler.yaml
+  submitted array 3 (filler): jobs 3-39, 37 elements
+  $ for n in prep train alert; do printf "name: $n\ntasks:\n  - {name: main, gpus: 1, command: [true]}\n" > $n.yaml; done
+  $ doc_run docs/job-format.md 3
+  [doc] $ hangar submit prep.yaml
+  submitted job 40 (prep)
+  [doc] $ hangar submit --after ok:40 train.yaml
+  submitted job 41 (train)
+  [doc] $ hangar submit --after notok:41 alert.yaml
+  submitted job 42 (alert)
+  $ wait_job 42 cancelled && hangar explain 42
+  job 42 (alert) is cancelled: dependency can never be met: job 41 succeeded, so after.notok can never be met
+  $ printf 'name: x\ntasks:\n  - {gpus: -1, command: [x]}\n' > job.yaml
+  $ hangar submit job.yaml
+  error: job.yaml:3: 'gpus' must be between 0 and 64, not -1
+  [1]
+  $ curl -s -X POST -H 'Content-Type: application/json' -d '{"name": "x", "tasks": [{"gpus": 9, "command": ["x"]}]}' $HANGAR_URL/v1/jobs; echo
+  {"error":{"code":"OUT_OF_RANGE","message":"job 'x' can never run on this cluster: never: asks 9 GPUs per replica, largest node has 8; change the request and submit it again"}}
+  
+
 docs/operations.md: the cluster's CA and certificates, in a directory of the journey's own
 instead of /etc/hangar/tls.
 

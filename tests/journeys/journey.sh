@@ -122,10 +122,11 @@ PY
 }
 
 # Runs the `$ ` commands of a transcript block of a document (its other lines are the output it
-# shows), each printed before its output as the document shows it.
+# shows), each printed before its output as the document shows it. $3, if given: an extended
+# regex of commands the journey does its own way and doc_run skips (e.g. '^hangar dev &').
 doc_run() {
   local line
-  doc_block "$1" "$2" | grep '^\$ ' | sed 's/^\$ //' | while IFS= read -r line; do
+  doc_block "$1" "$2" | grep '^\$ ' | sed 's/^\$ //' | grep -Ev "${3:-^\$^}" | while IFS= read -r line; do
     echo "[doc] \$ $line"  # not "$ ...": cram would take it for a command
     eval "$line" 2>&1 </dev/null
   done
