@@ -107,6 +107,15 @@ prep is job 40 as there), and its errors as the API gives them too:
   {"error":{"code":"OUT_OF_RANGE","message":"job 'x' can never run on this cluster: never: asks 9 GPUs per replica, largest node has 8; change the request and submit it again"}}
   
 
+docs/health.md's fault script is one the fake backend takes as it is (a typo is named):
+
+  $ doc_block docs/health.md 5 > faults.yaml
+  $ hangar gpu-check --faults faults.yaml | head -1
+  backend fake, driver fake-570.00, CUDA 13.0, 8 GPUs
+  $ sed 's/kind: xid,/kind: xidd,/' faults.yaml > typo.yaml; hangar gpu-check --faults typo.yaml
+  hangar gpu-check: typo.yaml:2: unknown fault kind 'xidd'; the kinds are: xid, thermal_throttle, pcie_downgrade, ecc_sbe, ecc_dbe, nvlink_down, fall_off_bus, slow
+  [2]
+
 docs/operations.md: the cluster's CA and certificates, in a directory of the journey's own
 instead of /etc/hangar/tls.
 

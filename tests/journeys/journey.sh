@@ -88,6 +88,7 @@ left_running() {
 # The end of every journey: nothing it started keeps running (killed if it did, and said).
 cleanup() {
   [ -n "${DEV_PID:-}" ] && kill -0 "$DEV_PID" 2>/dev/null && dev_stop
+  pg_stop
   local left
   left=$(left_running)
   if [ -n "$left" ]; then
@@ -124,10 +125,34 @@ PY
 # Runs the `$ ` commands of a transcript block of a document (its other lines are the output it
 # shows), each printed before its output as the document shows it. $3, if given: an extended
 # regex of commands the journey does its own way and doc_run skips (e.g. '^hangar dev &').
+# $DOC_SED, if set: a sed script for the commands (the journey's own ports and folders).
 doc_run() {
   local line
-  doc_block "$1" "$2" | grep '^\$ ' | sed 's/^\$ //' | grep -Ev "${3:-^\$^}" | while IFS= read -r line; do
+  doc_block "$1" "$2" | grep '^\$ ' | sed 's/^\$ //' | grep -Ev "${3:-^\$^}" | sed "${DOC_SED:-}" | while IFS= read -r line; do
     echo "[doc] \$ $line"  # not "$ ...": cram would take it for a command
     eval "$line" 2>&1 </dev/null
   done
+}
+
+# A PostgreSQL server of the journey's own on a free loopback port (PG_PORT, PG_URL_BASE); as
+# root it runs as user nobody (initdb refuses root), in a folder of its own that nobody can enter.
+# pg_stop ends it.
+pg_start() {
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  PG_DIR=$(mktemp -d /tmp/hangar-journey-pg.XXXXXX)
+  PG_PORT=$(free_port 1)
+  chmod 755 "$PG_DIR"
+  local as=()
+  if [ "$(id -u)" = 0 ]; then chown nobody: "$PG_DIR"; as=(setpriv --reuid=nobody --regid=nogroup --clear-groups); fi
+  "${as[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U hangar -A trust >"$PG_DIR/initdb.log" 2>&1 || { tail "$PG_DIR/initdb.log"; return 1; }
+  "${as[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_DIR" -c listen_addresses=127.0.0.1 >"$PG_DIR/postgres.log" 2>&1 &
+  PG_PID=$!
+  wait_for 60 '"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"' || { tail "$PG_DIR/postgres.log"; return 1; }
+  PG_URL_BASE=postgres://hangar@127.0.0.1:$PG_PORT
+}
+
+pg_stop() {
+  [ -n "${PG_PID:-}" ] || return 0
+  kill -INT "$PG_PID" 2>/dev/null; wait "$PG_PID" 2>/dev/null
+  rm -rf "$PG_DIR"; PG_PID=
 }

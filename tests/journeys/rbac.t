@@ -72,5 +72,10 @@ Rotated, the old secret is refused at once; revoked, so is the new one.
   USER   ROLE  CALL                    FROM             STATUS  MESSAGE
   alice  user  POST /v1/jobs/2/cancel  127.0.0.1:* *403     permission jobs:cancel on job 2 is missing: alice (user) may cancel only their own jobs; it belongs to bob in queue default (glob)
   alice  user  POST /v1/jobs           127.0.0.1:* *201 (glob)
+  $ doc_block docs/rbac.md 5 | sed "s/ *#.*//; s|http://127.0.0.1:8080|$HANGAR_URL|" > audit.sh
+  $ bash audit.sh > audit.out 2>/dev/null; echo "exit $?"
+  exit 0
+  $ grep -c '"user": *"alice"' audit.out
+  1
   $ kill %1; wait
   $ cleanup

@@ -61,6 +61,29 @@ class ClusterStateTest : public ::testing::Test {
     s.set_exit_code(code);
     EXPECT_TRUE(state_->OnTaskStatus(node, s, now, fx).ok());
   }
+  // Priority preemption on the two 8-GPU nodes: job 1 (`first_gpus` GPUs) and job 2 (8) run, one
+  // on each node; job 3 (2 x 8, priority 50) preempts both, which are pending again and stopping.
+  void PreemptTwoVictims(int first_gpus, std::string* node1, std::string* node2) {
+    sched::SchedulerConfig sc;
+    sc.preemption.mode = sched::PreemptionMode::kPriority;
+    ControllerOptions o;
+    o.require_validation = false;
+    state_ = std::make_unique<ClusterState>(TwoNodes(), o, std::move(sched::Scheduler::Create(sc)).value());
+    RegisterAll(0);
+    Effects fx;
+    ASSERT_TRUE(state_->Submit(Spec("name: l1\ntasks: [{gpus: " + std::to_string(first_gpus) + ", command: [x]}]\n"), 1, &fx).ok());
+    ASSERT_TRUE(state_->Submit(Spec("name: l2\ntasks: [{gpus: 8, command: [x]}]\n"), 1, &fx).ok());
+    state_->Schedule(2, &fx);
+    *node1 = state_->GetJob(1)->task_views[0].node;
+    *node2 = state_->GetJob(2)->task_views[0].node;
+    Status(*node1, "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
+    Status(*node2, "2.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
+    ASSERT_TRUE(state_->Submit(Spec("name: h\npriority: 50\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n"), 4, &fx).ok());
+    Effects pre;
+    state_->Schedule(5, &pre);
+    ASSERT_EQ(state_->GetJob(1)->state, "pending");
+    ASSERT_EQ(state_->GetJob(2)->state, "pending");
+  }
   static std::vector<const pb::Launch*> Launches(const Effects& fx) {
     std::vector<const pb::Launch*> out;
     for (const auto& m : fx.messages) if (m.message.has_launch()) out.push_back(&m.message.launch());
@@ -282,24 +305,8 @@ TEST_F(ClusterStateTest, ATimeLimitStopsTheJobWithTheCheckpointProtocol) {
 // for: that preempted it again, in a loop (seen on `hangar dev` with pretrain-4x8 and the other
 // examples: 38 preemptions for one start).
 TEST_F(ClusterStateTest, AVictimThatStopsFirstDoesNotTakeBackWhatItsPreemptorWaitsFor) {
-  sched::SchedulerConfig sc;
-  sc.preemption.mode = sched::PreemptionMode::kPriority;
-  ControllerOptions o;
-  o.require_validation = false;
-  state_ = std::make_unique<ClusterState>(TwoNodes(), o, std::move(sched::Scheduler::Create(sc)).value());
-  RegisterAll(0);
-  Effects fx;
-  ASSERT_TRUE(state_->Submit(Spec("name: l1\ntasks: [{gpus: 8, command: [x]}]\n"), 1, &fx).ok());
-  ASSERT_TRUE(state_->Submit(Spec("name: l2\ntasks: [{gpus: 8, command: [x]}]\n"), 1, &fx).ok());
-  state_->Schedule(2, &fx);
-  const std::string node1 = state_->GetJob(1)->task_views[0].node, node2 = state_->GetJob(2)->task_views[0].node;
-  Status(node1, "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
-  Status(node2, "2.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
-  ASSERT_TRUE(state_->Submit(Spec("name: h\npriority: 50\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n"), 4, &fx).ok());
-  Effects pre;
-  state_->Schedule(5, &pre);
-  ASSERT_EQ(state_->GetJob(1)->state, "pending");
-  ASSERT_EQ(state_->GetJob(2)->state, "pending");
+  std::string node1, node2;
+  ASSERT_NO_FATAL_FAILURE(PreemptTwoVictims(8, &node1, &node2));
   // Job 1's task stops first; job 2's is still checkpointing.
   Effects st;
   Status(node1, "1.0.0", pb::TaskStatus::EXITED, 0, 6, &st);
@@ -321,24 +328,9 @@ TEST_F(ClusterStateTest, AVictimThatStopsFirstDoesNotTakeBackWhatItsPreemptorWai
 // found its plan taken and preempted again, in a loop (`hangar dev --submit-examples
 // examples/jobs`: thousands of attempts a minute, found by the first-run journey).
 TEST_F(ClusterStateTest, APreemptorHoldsTheFreeGpusOfANodeAVictimStillHolds) {
-  sched::SchedulerConfig sc;
-  sc.preemption.mode = sched::PreemptionMode::kPriority;
-  ControllerOptions o;
-  o.require_validation = false;
-  state_ = std::make_unique<ClusterState>(TwoNodes(), o, std::move(sched::Scheduler::Create(sc)).value());
-  RegisterAll(0);
+  std::string node1, node2;
+  ASSERT_NO_FATAL_FAILURE(PreemptTwoVictims(4, &node1, &node2));
   Effects fx;
-  ASSERT_TRUE(state_->Submit(Spec("name: half\ntasks: [{gpus: 4, command: [x]}]\n"), 1, &fx).ok());
-  ASSERT_TRUE(state_->Submit(Spec("name: whole\ntasks: [{gpus: 8, command: [x]}]\n"), 1, &fx).ok());
-  state_->Schedule(2, &fx);
-  const std::string node1 = state_->GetJob(1)->task_views[0].node, node2 = state_->GetJob(2)->task_views[0].node;
-  Status(node1, "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
-  Status(node2, "2.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
-  ASSERT_TRUE(state_->Submit(Spec("name: h\npriority: 50\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n"), 4, &fx).ok());
-  Effects pre;
-  state_->Schedule(5, &pre);
-  ASSERT_EQ(state_->GetJob(1)->state, "pending");
-  ASSERT_EQ(state_->GetJob(2)->state, "pending");
   // While both victims checkpoint, a small job arrives: the 4 free GPUs beside job 1's are job 3's.
   ASSERT_TRUE(state_->Submit(Spec("name: small\ntasks: [{gpus: 1, command: [x]}]\n"), 6, &fx).ok());
   Effects cycle;
