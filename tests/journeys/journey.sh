@@ -61,7 +61,9 @@ dev_start() {
   export HANGAR_URL=http://127.0.0.1:$DEV_PORT
   hangar dev --dir "$PWD/hangar-dev" --port "$DEV_PORT" "$@" >"$DEV_OUT" 2>&1 &
   DEV_PID=$!
-  wait_for 60 'grep -q "is up:" "$DEV_OUT"' || { tail -20 "$DEV_OUT"; return 1; }
+  # Up, or gone (a refused cluster file, a port in use): said at once, not after the wait.
+  wait_for 60 'grep -q "is up:" "$DEV_OUT" || ! kill -0 $DEV_PID' >/dev/null
+  grep -q "is up:" "$DEV_OUT" || { tail -20 "$DEV_OUT"; return 1; }
 }
 
 # Ctrl-C to `hangar dev` (SIGINT), as a person at the terminal would; waits for it to exit.
