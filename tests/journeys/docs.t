@@ -84,12 +84,13 @@ docs/health.md: an Xid 79 injected on node-3 while it runs: the node drains, is 
   $ wait_for 20 'hangar nodes | grep -q "node-3  ready"'
 
 docs/job-format.md's dependencies, its transcript run as written (37 array elements first, so that
-prep is job 40 as there), and its errors as the API gives them too:
+prep is job 40 as there; each job runs 3 s, so that train has not ended when alert names it),
+and its errors as the API gives them too:
 
   $ printf 'name: filler\ntasks:\n  - {name: main, gpus: 1, command: [true]}\n' > filler.yaml
   $ hangar submit --array 0-36 filler.yaml
   submitted array 3 (filler): jobs 3-39, 37 elements
-  $ for n in prep train alert; do printf "name: $n\ntasks:\n  - {name: main, gpus: 1, command: [true]}\n" > $n.yaml; done
+  $ for n in prep train alert; do printf "name: $n\ntasks:\n  - {name: main, gpus: 1, command: [sleep, '3']}\n" > $n.yaml; done
   $ doc_run docs/job-format.md 3
   [doc] $ hangar submit prep.yaml
   submitted job 40 (prep)
