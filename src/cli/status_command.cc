@@ -23,6 +23,18 @@ Status PrintStatus(const Common& c) {
     std::printf("leader      this one: its store has a single owner (no leader election)\n");
     return Status::Ok();
   }
+  if (const auto& f = r.value("following", nlohmann::json()); f.is_object()) {
+    if (f.value("every_ms", int64_t{0}) <= 0) {
+      std::printf("copy        none (--standby-follow 0: it loads the whole store when it takes over)\n");
+    } else if (f["caught_up_ms_ago"].is_null()) {
+      std::printf("copy        not yet (it cannot read the store; see its log)\n");
+    } else {
+      std::printf("copy        %lld jobs at revision %lld, caught up %lld ms ago (every %lld ms)\n",
+                  static_cast<long long>(f.value("jobs", int64_t{0})), static_cast<long long>(f.value("rev", int64_t{0})),
+                  static_cast<long long>(f.value("caught_up_ms_ago", int64_t{0})),
+                  static_cast<long long>(f.value("every_ms", int64_t{0})));
+    }
+  }
   const nlohmann::json& l = r["leader"];
   if (!l.is_object() || l.value("lease_left_ms", int64_t{0}) <= 0) {
     std::printf("leader      none right now (the lease is free or expiring; a standby takes it within a lease)\n");

@@ -24,6 +24,7 @@
 #include "controller/metrics.h"
 #include "controller/standby.h"
 #include "controller/state_owner.h"
+#include "controller/warm_standby.h"
 
 namespace hangar::controller {
 namespace {
@@ -68,6 +69,7 @@ struct Flags {
   std::string lease = "1500ms";
   std::string lease_renew = "300ms";
   std::string lease_poll = "100ms";
+  std::string standby_follow = "250ms";  // how often a standby catches up with the store; 0: cold
 };
 
 // The REST API's connection limits from the flags.
@@ -165,12 +167,13 @@ StatusOr<LeaseOptions> LeaseFlags(const Flags& f) {
 // when it leads; `api` and `agents` get the ports bound, for the leader's servers. Returns the
 // lease, renewing.
 StatusOr<std::unique_ptr<LeaseKeeper>> StandBy(const Flags& f, const TlsFiles& tls, const HttpLimits& limits,
-                                               HostPort* api, HostPort* agents) {
+                                               HostPort* api, HostPort* agents, const WarmStandby& warm) {
   HANGAR_ASSIGN_OR_RETURN(LeaseOptions o, LeaseFlags(f));
   HANGAR_ASSIGN_OR_RETURN(auto creds, AgentCredentials(tls));
   char host[256] = "controller";
   ::gethostname(host, sizeof(host) - 1);
   StandbyServers standby(f.name.empty() ? std::string(host) : f.name, tls, limits);
+  standby.SetFollowing([&warm] { return warm.Following(); });
   HANGAR_ASSIGN_OR_RETURN(const auto ports, standby.Start(*api, *agents, creds));
   api->second = ports.first;
   agents->second = ports.second;
@@ -179,6 +182,7 @@ StatusOr<std::unique_ptr<LeaseKeeper>> StandBy(const Flags& f, const TlsFiles& t
   o.api = !f.advertise.empty() ? f.advertise
                                : (tls.empty() ? "http://" : "https://") + api->first + ":" + std::to_string(api->second);
   HANGAR_RETURN_IF_ERROR(CheckLeaseOptions(o));
+  if (f.standby_follow != "0" && f.standby_follow != "0ms") o.ready = [&warm] { return warm.ready(); };
   spdlog::info("controller {}: standby (API {}, agents on port {}); waiting for the lease of {}", o.name, o.api,
                ports.second, ShownStoreUrl(f.store));
   auto keeper = std::make_unique<LeaseKeeper>(o);
@@ -233,19 +237,12 @@ Status Run(const Flags& f) {
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
   signal(SIGPIPE, SIG_IGN);
-  // On PostgreSQL, several controllers share the store and the one holding its lease leads.
-  std::unique_ptr<LeaseKeeper> lease;
-  if (IsPostgresUrl(f.store)) {
-    auto standby = StandBy(f, tls, api_limits, &api_addr, &agent_addr);
-    if (!standby.ok() && g_stop) {
-      spdlog::info("controller: stopping (a standby)");
-      return Status::Ok();
-    }
-    HANGAR_ASSIGN_OR_RETURN(lease, std::move(standby));
-  }
-  HANGAR_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
-  if (lease) {
-    HANGAR_RETURN_IF_ERROR(store->AdoptLease(lease->Me().epoch));
+  // A single-owner store opens here (it takes its lock and makes its folder, where the secrets key
+  // may go); on PostgreSQL, several controllers share the store and the one holding its lease
+  // leads, while a standby keeps a warm copy of the store (warm_standby.h, below).
+  std::unique_ptr<StateStore> store;
+  if (!IsPostgresUrl(f.store)) {
+    HANGAR_ASSIGN_OR_RETURN(store, OpenStore(f.store));
   }
   // Buffers of 256 KiB and more (request bodies up to 1 MiB, /metrics text, listings) are mapped
   // and unmapped whole. glibc's default raises this threshold after the first such free, and from
@@ -304,12 +301,39 @@ Status Run(const Flags& f) {
   HANGAR_ASSIGN_OR_RETURN(opt.sealer, OpenSecretsKey(f));
   HANGAR_ASSIGN_OR_RETURN(auto scheduler, sched::Scheduler::Create(sc));
   auto state = std::make_unique<ClusterState>(cluster_file.topology, opt, std::move(scheduler));
-  HANGAR_ASSIGN_OR_RETURN(StoreContents contents, store->Load());
+  std::unique_ptr<LeaseKeeper> lease;
+  StoreContents contents;
+  int64_t load_ns = 0;
+  std::string how = "loaded whole";
+  if (IsPostgresUrl(f.store)) {
+    HANGAR_ASSIGN_OR_RETURN(const Duration follow, ParseDuration(f.standby_follow));
+    WarmStandby warm(f.store, follow, state.get(), f.name.empty() ? "controller" : f.name);
+    auto standby = StandBy(f, tls, api_limits, &api_addr, &agent_addr, warm);
+    if (!standby.ok() && g_stop) {
+      spdlog::info("controller: stopping (a standby)");
+      return Status::Ok();
+    }
+    HANGAR_ASSIGN_OR_RETURN(lease, std::move(standby));
+    load_ns = MonotonicNanos();
+    HANGAR_ASSIGN_OR_RETURN(WarmStandby::Handover h, warm.Take());
+    if (h.warm) how = "a standby's copy, " + std::to_string(h.rows_at_takeover) + " job rows read at takeover";
+    store = std::move(h.store);
+    contents = std::move(h.contents);
+    HANGAR_RETURN_IF_ERROR(store->AdoptLease(lease->Me().epoch));
+  } else {
+    load_ns = MonotonicNanos();
+    HANGAR_ASSIGN_OR_RETURN(contents, store->Load());
+  }
   Clock* clock = SystemClock::Default();
+  const int64_t rebuild_ns = MonotonicNanos();
   HANGAR_RETURN_IF_ERROR(state->Restore(contents, clock->Now()));
+  const double restore_ms = (MonotonicNanos() - load_ns) / 1e6;
+  how += ", " + std::to_string((MonotonicNanos() - rebuild_ns) / 1'000'000) + " ms of it rebuilding the state";
   HANGAR_ASSIGN_OR_RETURN(const std::string store_id, EnsureStoreId(*store, contents));
-  spdlog::info("restored {} jobs from {} (store {}); nodes have {} to reconnect before their work is requeued",
-               contents.jobs.size(), store->Describe(), store_id, FormatDuration(state->ReconnectGrace()));
+  spdlog::info("restored {} jobs from {} (store {}) in {:.0f} ms ({}); nodes have {} to reconnect before their work "
+               "is requeued",
+               contents.jobs.size(), store->Describe(), store_id, restore_ms, how,
+               FormatDuration(state->ReconnectGrace()));
 
   // RBAC: with tokens, the first start makes an admin token and writes it (mode 0600) for the
   // operator; every later token is made with `hangar token create`.
@@ -347,6 +371,8 @@ Status Run(const Flags& f) {
   }
 
   ControllerMetrics metrics;
+  // Agents reach it from now on: their reconnect grace starts here, however long the restore took.
+  state->OpenReconnectGrace(clock->Now());
   StateOwner owner(std::move(state), std::move(store), clock);
   AgentHub hub(&owner);
   hub.set_tokens(tokens.get());
@@ -484,6 +510,10 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--lease-renew", f->lease_renew, "How often the leader renews its lease")->capture_default_str();
   c->add_option("--lease-poll", f->lease_poll, "How often a standby tries to take the lease")->capture_default_str();
+  c->add_option("--standby-follow", f->standby_follow,
+                "How often a standby reads what the leader committed, to take over without loading the whole "
+                "store (0: stay cold)")
+      ->capture_default_str();
   c->add_option("--metrics-labels", f->metrics_labels,
                 "/metrics by default: clean (promtool-clean) or dcgm (dcgm-exporter's names, types and labels)")
       ->check(CLI::IsMember({"clean", "dcgm"}))

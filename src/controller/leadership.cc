@@ -54,8 +54,24 @@ Status LeaseKeeper::Reconnect() {
 StatusOr<int64_t> LeaseKeeper::Acquire(const std::atomic<bool>& stop,
                                        const std::function<void(const LeaderInfo&)>& seen) {
   bool outage = false;  // logged once per outage
+  int64_t free_since = 0;  // MonotonicNanos when this standby, not ready, first saw the lease free
   while (!stop) {
     Status s = store_ ? Status::Ok() : Reconnect();
+    if (s.ok() && o_.ready && !o_.ready()) {
+      // Not ready to lead at once: a ready standby takes a free lease first.
+      if (auto row = store_->ReadLease(); row.ok()) {
+        if (row->left > 0) {
+          free_since = 0;
+          seen(ParseLease(*row));
+        } else if (free_since == 0) {
+          free_since = MonotonicNanos();
+        }
+        if (free_since == 0 || MonotonicNanos() - free_since < o_.unready_defer * 1'000'000) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(o_.poll_every));
+          continue;
+        }
+      }
+    }
     if (s.ok()) {
       const int64_t t0 = MonotonicNanos();
       auto e = store_->AcquireLease(HolderText(o_.name, o_.api), o_.ttl);

@@ -40,6 +40,11 @@ struct LeaseOptions {
   Duration ttl = 1500;
   Duration renew_every = 300;
   Duration poll_every = 100;
+  // Whether this standby is ready to lead at once (its warm copy of the store, warm_standby.h).
+  // One that is not lets the lease lie expired for `unready_defer` before it takes it, so that a
+  // ready standby wins the takeover.
+  std::function<bool()> ready;
+  Duration unready_defer = 1000;
 };
 // InvalidArgument unless 0 < renew_every, poll_every and 2 * renew_every <= ttl.
 Status CheckLeaseOptions(const LeaseOptions& o);

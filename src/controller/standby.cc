@@ -44,8 +44,9 @@ void StandbyServers::Answer(const httplib::Request& req, httplib::Response& res)
   const auto [name, l] = NameAndLeader();
   if (req.method == "GET" && req.path == "/v1/leader") {
     res.status = 200;
-    res.set_content(nlohmann::json{{"role", "standby"}, {"name", name}, {"leader", l.ToJson()}}.dump(),
-                    "application/json");
+    nlohmann::json body{{"role", "standby"}, {"name", name}, {"leader", l.ToJson()}};
+    if (following_) body["following"] = following_();
+    res.set_content(body.dump(), "application/json");
     return;
   }
   res.status = 503;

@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,8 @@ class StandbyServers final : public pb::AgentChannel::CallbackService {
                                       std::shared_ptr<grpc::ServerCredentials> creds);
   void SetLeader(const LeaderInfo& l);
   void SetName(const std::string& name);
+  // What `GET /v1/leader` says of the standby's copy of the store ("following"); set before Start.
+  void SetFollowing(std::function<nlohmann::json()> following) { following_ = std::move(following); }
   void Stop();
 
   grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* Connect(
@@ -49,6 +52,7 @@ class StandbyServers final : public pb::AgentChannel::CallbackService {
   std::unique_ptr<grpc::Server> grpc_;
   mutable std::mutex mu_;
   LeaderInfo leader_;
+  std::function<nlohmann::json()> following_;
 };
 
 }  // namespace hangar::controller

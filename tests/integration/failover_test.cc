@@ -115,6 +115,9 @@ TEST_F(FailoverTest, StandbysPointToTheLeaderAndTheCliFindsIt) {
   EXPECT_NE(status.find("(standby)"), std::string::npos) << status;
   EXPECT_NE(status.find("leader      ctl-0 at " + c_->api(0)), std::string::npos) << status;
   EXPECT_NE(status.find("epoch       1"), std::string::npos) << status;
+  // It keeps a copy of the store, to take over without loading it whole.
+  EXPECT_NE(status.find("copy        "), std::string::npos) << status;
+  EXPECT_NE(status.find(" caught up "), std::string::npos) << status;
   const std::string list = c_->api(2) + "," + c_->api(1) + "," + c_->api(0);
   EXPECT_NE(Shell(std::string(HANGAR_BINARY) + " nodes --server " + list).find("node-4"), std::string::npos);
   c_->Signal(0, SIGKILL);
@@ -154,6 +157,9 @@ TEST_F(FailoverTest, KillingTheLeaderUnderLoadLosesNothing) {
     const int64_t e = Epoch();
     EXPECT_GT(e, epoch) << "the epoch grows at every takeover";
     epoch = e;
+    // It followed the store while it stood by: it restored from its copy, not a full load.
+    EXPECT_NE(Shell("grep -c \"(a standby's copy, \" " + c_->dir() + "/ctl-" + std::to_string(now) + ".log"), "0\n")
+        << c_->Describe();
     ASSERT_TRUE(c_->StartController(old).ok()) << c_->Describe();  // back, as a standby
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));

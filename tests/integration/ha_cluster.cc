@@ -47,6 +47,7 @@ StatusOr<std::unique_ptr<HaCluster>> HaCluster::Start(const HaOptions& o) {
   chmod(c->dir_.c_str(), 0711);
   c->cluster_path_ = c->dir_ + "/cluster.yaml";
   std::ofstream(c->cluster_path_) << Cluster(o.nodes);
+  if (o.before_controllers) HANGAR_RETURN_IF_ERROR(o.before_controllers(c->url_));
   for (int i = 0; i < o.controllers; ++i) {
     c->api_ports_.push_back(PickFreePort("127.0.0.1"));
     c->agent_ports_.push_back(PickFreePort("127.0.0.1"));
@@ -107,7 +108,7 @@ Status HaCluster::StartController(int i) {
   pids_[i] = Spawn({"hangar", "controller", "--cluster", cluster_path_, "--store", url, "--api",
                     "127.0.0.1:" + std::to_string(api_ports_[i]), "--agents", "127.0.0.1:" + std::to_string(agent_ports_[i]),
                     "--port-file", port_file, "--auth", "none", "--insecure", "--name", "ctl-" + std::to_string(i),
-                    "--lease", o_.lease, "--lease-renew", o_.renew, "--lease-poll", o_.poll, "--checkpoint-root",
+                    "--lease", o_.lease, "--lease-renew", o_.renew, "--lease-poll", o_.poll, "--standby-follow", o_.follow, "--checkpoint-root",
                     dir_ + "/checkpoints"},
                    dir_ + "/ctl-" + std::to_string(i) + ".log");
   exit_status_[i] = -1;
@@ -185,6 +186,29 @@ int HaCluster::WaitLeader(Duration timeout) {
     l = Leader();
   }
   return l;
+}
+
+bool HaCluster::WaitStandbysReady(Duration timeout) {
+  const int64_t until = MonotonicNanos() + timeout * 1'000'000;
+  while (MonotonicNanos() < until) {
+    bool all = true;
+    for (int i = 0; i < controllers() && all; ++i) {
+      if (!Alive(i)) continue;
+      httplib::Client c("127.0.0.1", api_ports_[i]);
+      c.set_connection_timeout(0, 300'000);
+      c.set_read_timeout(0, 500'000);
+      auto r = c.Get("/v1/leader");
+      auto j = r && r->status == 200 ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+      if (!j.is_object()) {
+        all = false;
+      } else if (j.value("role", "") == "standby") {
+        all = j.value("following", nlohmann::json::object()).value("ready", false);
+      }
+    }
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
 }
 
 std::string HaCluster::ApiList() const {

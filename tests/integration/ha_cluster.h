@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct HaOptions {
   std::string lease = "1500ms", renew = "300ms", poll = "100ms";
   // Controller 0 reaches the store through a TcpProxy that CutFirstFromStore() silences.
   bool proxy_first = false;
+  // How often standbys follow the store (--standby-follow; "0": cold standbys).
+  std::string follow = "250ms";
+  // Runs once the store's server is up, before any controller starts (e.g. to fill the store).
+  std::function<Status(const std::string& url)> before_controllers;
 };
 
 // What the invariant checker found; all zero is a correct run.
@@ -53,6 +58,8 @@ class HaCluster {
   // The controller that answers GET /v1/leader as the leader; -1 when none does now.
   int Leader();
   int WaitLeader(Duration timeout);
+  // Waits until every live standby says its copy of the store is ready (warm_standby.h).
+  bool WaitStandbysReady(Duration timeout);
   // Submits a job of `replicas` x `gpus` GPUs that runs `seconds`, through the controller list
   // (an Idempotency-Key, resent until `timeout`). Its id, or 0; `by` gets who accepted it.
   uint64_t Submit(int replicas, int gpus, double seconds, Duration timeout, int* by = nullptr);

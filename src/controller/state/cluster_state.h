@@ -6,6 +6,7 @@
 // Not thread-safe: only the state owner thread touches it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -266,6 +267,12 @@ class ClusterState {
   // Rebuilds jobs, allocations and node flags from the store after a restart. Nodes start
   // disconnected; those that do not come back within the heartbeat timeout are lost.
   Status Restore(const StoreContents& contents, Time now);
+  // A standby's head start (issue 18): parses and compiles the specs of stored jobs ahead of a
+  // takeover, once per distinct stored text, so that Restore finds them ready. Call it as often as
+  // new rows arrive (StoreFollower); Restore uses and then forgets what it holds. Returns early,
+  // with what it parsed kept, once `cancel` is set (a takeover: Restore parses the rest).
+  Status WarmSpecs(const std::vector<const JobRow*>& rows, const std::atomic<bool>* cancel = nullptr);
+  size_t warm_specs() const { return warm_specs_.size(); }
 
   // ---- commands from the API ----
   StatusOr<sched::JobId> Submit(job::JobSpec spec, Time now, Effects* fx);
@@ -397,6 +404,9 @@ class ClusterState {
   void CheckHeartbeats(Time now, Effects* fx);
   // How long after Restore a node that has not registered again is spared (ControllerOptions).
   Duration ReconnectGrace() const;
+  // Starts that grace (and every node's heartbeat timeout) now: call it when the agents can
+  // reach the controller again, after a restore that may have taken long.
+  void OpenReconnectGrace(Time now);
   // One scheduling cycle: places what fits, records why the rest waits.
   void Schedule(Time now, Effects* fx);
   bool NeedsCycle() const { return dirty_; }
@@ -683,6 +693,13 @@ class ClusterState {
   std::shared_ptr<const sched::GangRequest> InternRequest(sched::GangRequest request);
   std::unordered_map<std::string_view, std::weak_ptr<const SpecEntry>> spec_cache_;
   std::unordered_map<uint64_t, std::weak_ptr<const sched::GangRequest>> request_cache_;
+  // Specs parsed before Restore (WarmSpecs), by their stored (possibly sealed) text.
+  struct WarmSpec {
+    std::shared_ptr<const SpecEntry> spec;
+    std::shared_ptr<const sched::GangRequest> request;
+  };
+  StatusOr<const WarmSpec*> Warm(const std::string& stored, uint64_t job_id);
+  std::unordered_map<std::string, WarmSpec> warm_specs_;
   // Queues: the applied specs, their tree, each queue's decayed usage (per tree node and
   // dimension), and the accounting of ended attempts.
   std::vector<job::QueueSpec> queue_specs_;

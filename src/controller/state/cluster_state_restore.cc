@@ -104,24 +104,15 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
   // once), then the heartbeat timeout as usual.
   for (auto& r : nodes_) r.last_heartbeat = now;
   restored_at_ = now;
-  // Opened once per distinct stored text (the jobs of a sweep share one).
-  std::unordered_map<std::string, std::string> opened;
   for (const auto& row : c.jobs) {
-    auto open = opened.find(row.spec_json);
-    if (open == opened.end()) {
-      auto plain = UnsealSpec(options_.sealer.get(), row.spec_json);
-      if (!plain.ok()) return Status(plain.status().code(), "job " + std::to_string(row.id) + ": " + plain.status().message());
-      open = opened.emplace(row.spec_json, std::move(plain).value()).first;
-    }
-    const std::string& json = open->second;
-    HANGAR_ASSIGN_OR_RETURN(job::JobSpec spec, job::JobSpecFromJson(nlohmann::json::parse(json)));
+    // Parsed once per distinct stored text (the jobs of a sweep share one), or by a standby ahead.
+    HANGAR_ASSIGN_OR_RETURN(const WarmSpec* warm, Warm(row.spec_json, row.id));
     auto state = job::ParseJobState(row.state);
     if (!state) return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state + "'");
     JobRecord j;
     j.id = row.id;
-    HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
-    j.request = InternRequest(std::move(request));
-    j.spec = InternSpec(json, std::move(spec));
+    j.request = warm->request;
+    j.spec = warm->spec;
     j.state = *state;
     j.submitted = row.submitted;
     j.started = row.started;
@@ -167,7 +158,41 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     jobs_.emplace(j.id, std::move(j));
   }
   for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
+  warm_specs_.clear();  // the jobs hold what they use; the interning maps find it from now on
   dirty_ = true;
+  return Status::Ok();
+}
+
+void ClusterState::OpenReconnectGrace(Time now) {
+  for (auto& r : nodes_) {
+    if (!r.registered) r.last_heartbeat = now;
+  }
+  restored_at_ = now;
+}
+
+StatusOr<const ClusterState::WarmSpec*> ClusterState::Warm(const std::string& stored, uint64_t job_id) {
+  auto it = warm_specs_.find(stored);
+  if (it != warm_specs_.end()) return &it->second;
+  auto fail = [job_id](const Status& s) { return Status(s.code(), "job " + std::to_string(job_id) + ": " + s.message()); };
+  auto plain = UnsealSpec(options_.sealer.get(), stored);
+  if (!plain.ok()) return fail(plain.status());
+  auto parsed = nlohmann::json::parse(*plain, nullptr, false);
+  if (parsed.is_discarded()) return Status::Internal("job " + std::to_string(job_id) + ": its stored spec is not JSON");
+  auto spec = job::JobSpecFromJson(parsed);
+  if (!spec.ok()) return fail(spec.status());
+  auto request = sched::CompileGang(*spec, *topology_);
+  if (!request.ok()) return fail(request.status());
+  WarmSpec w;
+  w.request = InternRequest(std::move(request).value());
+  w.spec = InternSpec(std::move(plain).value(), std::move(spec).value());
+  return &warm_specs_.emplace(stored, std::move(w)).first->second;
+}
+
+Status ClusterState::WarmSpecs(const std::vector<const JobRow*>& rows, const std::atomic<bool>* cancel) {
+  for (const JobRow* row : rows) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) return Status::Aborted("a takeover began");
+    HANGAR_RETURN_IF_ERROR(Warm(row->spec_json, row->id).status());
+  }
   return Status::Ok();
 }
 

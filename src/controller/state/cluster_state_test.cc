@@ -531,6 +531,27 @@ TEST_F(ClusterStateTest, ARestartGivesNodesTheReconnectGraceBeforeTheirWorkIsReq
   EXPECT_NE(again->GetJob(1)->state, "running");
 }
 
+// A large store takes long to restore (a cold takeover of 100,000 jobs took 15 s): the grace counts
+// from when the controller can hear its agents again, not from when the restore began. Before,
+// every node was lost the moment the restore ended and its running gangs started a second time.
+TEST_F(ClusterStateTest, TheReconnectGraceCountsFromWhenTheControllerListensAgain) {
+  auto store = NewMemoryStore();
+  Effects fx;
+  RunGang(&fx);
+  ASSERT_TRUE(store->Commit(fx.batch).ok());
+  auto again = Make();
+  ASSERT_TRUE(again->Restore(*store->Load(), 1000).ok());
+  again->OpenReconnectGrace(16000);  // the restore took 15 s
+  Effects check;
+  again->CheckHeartbeats(16100, &check);
+  EXPECT_NE(again->GetNode("a")->state, "lost");
+  EXPECT_NE(again->GetNode("b")->state, "lost");
+  EXPECT_EQ(again->GetJob(1)->state, "running");
+  Effects late;
+  again->CheckHeartbeats(16000 + again->ReconnectGrace() + 3100, &late);
+  EXPECT_EQ(again->GetNode("b")->state, "lost") << "past the grace, a node that never came back is lost";
+}
+
 TEST_F(ClusterStateTest, DrainKeepsNewWorkAway) {
   RegisterAll(0);
   Effects fx;

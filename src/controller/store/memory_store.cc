@@ -69,6 +69,10 @@ StatusOr<int64_t> StateStore::AcquireLease(const std::string&, Duration) {
 Status StateStore::RenewLease(Duration) { return AcquireLease("", 0).status(); }
 StatusOr<LeaseRow> StateStore::ReadLease() { return AcquireLease("", 0).status(); }
 Status StateStore::AdoptLease(int64_t) { return AcquireLease("", 0).status(); }
+StatusOr<StoreChanges> StateStore::ChangesSince(int64_t) {
+  return Status::Unimplemented("the store " + Describe() +
+                               " keeps no change log; only a PostgreSQL store can be followed by a standby");
+}
 
 std::unique_ptr<StateStore> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
 

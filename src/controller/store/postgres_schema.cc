@@ -51,6 +51,14 @@ BEGIN
   END IF;
 END $$;
 )sql"},
+    // The change log standbys follow (issue 18): one row per commit, naming the rows it wrote, so
+    // that a standby reads only those. Commits are serial (one leader, fenced), so revisions grow
+    // in commit order. `reset`: a restore emptied every table.
+    {3, R"sql(
+CREATE TABLE changes (
+  rev BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, reset BOOLEAN NOT NULL DEFAULT false,
+  job_ids BIGINT[] NOT NULL, node_names TEXT[] NOT NULL, kv_tbls TEXT[] NOT NULL, kv_keys TEXT[] NOT NULL);
+)sql"},
 };
 
 }  // namespace

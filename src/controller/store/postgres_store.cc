@@ -46,6 +46,26 @@ INSERT INTO audit (time_ms,user_name,role,method,path,remote,status,message)
 SELECT t,u,r,me,p,re,st,msg FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
   $6::text[], $7::bigint[], $8::text[]) WITH ORDINALITY AS x(t,u,r,me,p,re,st,msg,n) ORDER BY n)sql";
 
+constexpr const char* kLogChanges = R"sql(
+INSERT INTO changes (reset, job_ids, node_names, kv_tbls, kv_keys)
+VALUES ($1::boolean, $2::bigint[], $3::text[], $4::text[], $5::text[]))sql";
+
+// The change log keeps this many commits: a standby polls several times a second, so one that
+// falls further behind has been away and loads everything again.
+constexpr int kChangesKept = 10000;
+constexpr uint64_t kPruneEvery = 256;  // commits of this store between two prunings
+constexpr const char* kPruneChanges = R"sql(
+DELETE FROM changes WHERE rev < (SELECT max(rev) FROM changes) - $1::bigint)sql";
+
+constexpr const char* kJobColumns =
+    "id,name,queue,user_name,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,reason,message,"
+    "placement,extra";
+
+// Since $1: the log's oldest and newest revisions and whether a commit since emptied the store.
+constexpr const char* kChangesHead = R"sql(
+SELECT (SELECT min(rev) FROM changes), (SELECT max(rev) FROM changes),
+  (SELECT coalesce(bool_or(reset), false) FROM changes WHERE rev > $1::bigint))sql";
+
 // Takes the lease when there is none or it has expired (on the server's clock), with the next
 // epoch.
 constexpr const char* kAcquireLease = R"sql(
@@ -114,7 +134,15 @@ class PostgresStore final : public StateStore {
     if (epoch_ > 0)
       statements.push_back({"SELECT hangar_check_epoch($1)", {std::to_string(epoch_)}});
     AppendStatements(b, &statements);
+    if (++commits_ % kPruneEvery == 0) statements.push_back({kPruneChanges, {std::to_string(kChangesKept)}});
     return conn_.ExecInTransaction(statements);
+  }
+
+  StatusOr<StoreChanges> ChangesSince(int64_t since) override {
+    HANGAR_RETURN_IF_ERROR(conn_.Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").status());
+    auto c = ChangesInTransaction(since);
+    (void)conn_.Exec(c.ok() ? "COMMIT" : "ROLLBACK");
+    return c;
   }
 
   StatusOr<int64_t> AcquireLease(const std::string& holder, Duration ttl) override {
@@ -251,6 +279,20 @@ class PostgresStore final : public StateStore {
       for (const auto& a : b.audit) AddAudit(a, &rows);
       out.push_back({kInsertAudit, rows.Take()});
     }
+    // The change log: what a standby must read again (not events nor audit, which it never holds).
+    if (b.erase_all || !jobs.empty() || !nodes.empty() || !b.values.empty()) {
+      pg::ArrayParams ids(1), names(1), kv(2);
+      for (const auto& [id, j] : jobs) ids.Int(0, static_cast<int64_t>(id));
+      for (const auto& [name, n] : nodes) names.Text(0, name);
+      for (const auto& v : b.values) {
+        kv.Text(0, v.table);
+        kv.Text(1, v.key);
+      }
+      std::vector<std::string> params = {b.erase_all ? "true" : "false", std::move(ids.Take()[0]),
+                                         std::move(names.Take()[0])};
+      for (auto& col : kv.Take()) params.push_back(std::move(col));
+      out.push_back({kLogChanges, std::move(params)});
+    }
   }
 
   static void AppendValues(const std::vector<KeyValueRow>& values, std::vector<Statement>* out) {
@@ -274,14 +316,8 @@ class PostgresStore final : public StateStore {
     if (sets > 0) out->push_back({kUpsertValues, set.Take()});
   }
 
-  StatusOr<StoreContents> LoadInTransaction() {
-    StoreContents c;
-    HANGAR_ASSIGN_OR_RETURN(pg::Result j,
-                            conn_.Exec("SELECT "
-                                       "id,name,queue,user_name,state,spec,submitted_ms,started_ms,"
-                                       "ended_ms,attempt,restarts,reason,"
-                                       "message,placement,extra FROM jobs ORDER BY id"));
-    const PGresult* q = j.get();
+  static void ReadJobs(const PGresult* q, std::vector<JobRow>* out) {
+    out->reserve(out->size() + static_cast<size_t>(PQntuples(q)));
     for (int i = 0; i < PQntuples(q); ++i) {
       JobRow r;
       r.id = static_cast<uint64_t>(pg::Int(q, i, 0));
@@ -299,8 +335,53 @@ class PostgresStore final : public StateStore {
       r.message = pg::Text(q, i, 12);
       r.placement_json = pg::Text(q, i, 13);
       r.extra_json = pg::Text(q, i, 14);
-      c.jobs.push_back(std::move(r));
+      out->push_back(std::move(r));
     }
+  }
+
+  StatusOr<StoreChanges> ChangesInTransaction(int64_t since) {
+    StoreChanges c;
+    const std::string from = std::to_string(since);
+    HANGAR_ASSIGN_OR_RETURN(pg::Result head, conn_.Exec(kChangesHead, {from}));
+    const bool empty = PQgetisnull(head.get(), 0, 0);
+    c.rev = empty ? since : pg::Int(head.get(), 0, 1);
+    // Pruned past `since` (the log keeps no row right after it), or emptied by a restore.
+    const bool pruned = !empty && pg::Int(head.get(), 0, 0) > since + 1;
+    if (pruned || pg::Text(head.get(), 0, 2) == "t" || c.rev < since) {
+      c.reset = true;
+      return c;
+    }
+    if (c.rev == since) return c;
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result j, conn_.Exec(std::string("SELECT ") + kJobColumns +
+                                     " FROM jobs WHERE id IN (SELECT x.id FROM changes, unnest(job_ids) AS x(id) "
+                                     "WHERE rev > $1::bigint) ORDER BY id",
+                                 {from}));
+    ReadJobs(j.get(), &c.jobs);
+    HANGAR_ASSIGN_OR_RETURN(pg::Result n,
+                            conn_.Exec("SELECT name,state FROM nodes WHERE name IN (SELECT x.n FROM changes, "
+                                       "unnest(node_names) AS x(n) WHERE rev > $1::bigint)",
+                                       {from}));
+    for (int i = 0; i < PQntuples(n.get()); ++i) c.nodes.push_back({pg::Text(n.get(), i, 0), pg::Text(n.get(), i, 1)});
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result v, conn_.Exec("SELECT x.t, x.k, kv.value, kv.value IS NULL FROM (SELECT DISTINCT x.t, x.k FROM "
+                                 "changes, unnest(kv_tbls, kv_keys) AS x(t, k) WHERE rev > $1::bigint) AS x "
+                                 "LEFT JOIN kv ON kv.tbl = x.t AND kv.key = x.k",
+                                 {from}));
+    for (int i = 0; i < PQntuples(v.get()); ++i) {
+      c.values.push_back({pg::Text(v.get(), i, 0), pg::Text(v.get(), i, 1), pg::Text(v.get(), i, 2),
+                          pg::Text(v.get(), i, 3) == "t"});
+    }
+    return c;
+  }
+
+  StatusOr<StoreContents> LoadInTransaction() {
+    StoreContents c;
+    HANGAR_ASSIGN_OR_RETURN(pg::Result rev, conn_.Exec("SELECT coalesce(max(rev), 0) FROM changes"));
+    c.rev = pg::Int(rev.get(), 0, 0);
+    HANGAR_ASSIGN_OR_RETURN(pg::Result j,
+                            conn_.Exec(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id"));
+    ReadJobs(j.get(), &c.jobs);
     // COLLATE "C": the same order as SQLite's byte order, whatever the database's locale.
     HANGAR_ASSIGN_OR_RETURN(pg::Result n,
                             conn_.Exec("SELECT name,state FROM nodes ORDER BY name COLLATE \"C\""));
@@ -317,6 +398,7 @@ class PostgresStore final : public StateStore {
   }
 
   pg::Connection conn_;
+  uint64_t commits_ = 0;
   int64_t epoch_ = 0;  // the lease epoch this store holds; 0: it never took the lease
 };
 

@@ -43,14 +43,18 @@ TEST(PostgresStoreTest, AnOlderSchemaIsMigratedKeepingItsRows) {
   }
   // Back to version 1, as a store written before the lease existed.
   Sql(url,
-      "DROP FUNCTION hangar_check_epoch(BIGINT); DROP TABLE lease; DELETE FROM schema_version "
-      "WHERE version > 1");
+      "DROP FUNCTION hangar_check_epoch(BIGINT); DROP TABLE lease; DROP TABLE changes; DELETE FROM "
+      "schema_version WHERE version > 1");
   ASSERT_EQ(Sql(url, "SELECT max(version) FROM schema_version"), "1");
   auto store = std::move(OpenStore(url)).value();
   EXPECT_EQ(Sql(url, "SELECT max(version) FROM schema_version"),
             std::to_string(pg::LatestSchemaVersion()));
   EXPECT_EQ(store->Load()->jobs.size(), 1u);
   EXPECT_TRUE(store->AcquireLease("controller-a", 1000).ok()) << "migration 2 made the lease";
+  auto changes = store->ChangesSince(0);
+  ASSERT_TRUE(changes.ok()) << "migration 3 made the change log: " << changes.status().ToString();
+  EXPECT_EQ(changes->rev, 0) << "no commit since the migration";
+  EXPECT_EQ(store->Load()->rev, 0);
 }
 
 TEST(PostgresStoreTest, ANewerSchemaIsRefused) {

@@ -89,6 +89,19 @@ struct StoreContents {
   std::vector<JobRow> jobs;
   std::vector<NodeRow> nodes;
   std::vector<KeyValueRow> values;
+  // The store's change revision this snapshot includes (ChangesSince); 0 where stores keep none.
+  int64_t rev = 0;
+};
+
+// The rows written since a revision (issue 18: a standby follows the store this way). `values`
+// has erase set for rows deleted since. `reset`: the changes cannot be told (the store was emptied
+// by a restore, or its change log was pruned past `since`): Load everything again.
+struct StoreChanges {
+  int64_t rev = 0;  // the revision these bring a follower to
+  bool reset = false;
+  std::vector<JobRow> jobs;
+  std::vector<NodeRow> nodes;
+  std::vector<KeyValueRow> values;
 };
 
 class StateStore {
@@ -103,6 +116,10 @@ class StateStore {
   // The audit log, newest first: at most `limit` rows, of `user` only unless it is "".
   virtual StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) = 0;
   virtual std::string Describe() const = 0;
+  // What was committed after revision `since` (a Load's or an earlier call's rev), as one
+  // consistent snapshot. Stores that several controllers share keep a change log for it
+  // (PostgreSQL); the others answer Unimplemented.
+  virtual StatusOr<StoreChanges> ChangesSince(int64_t since);
 
   // Leadership of a store that several controllers share (PostgreSQL; issue 18). The lease is one
   // row: its holder, its expiry on the database server's clock, and an epoch that grows at every
