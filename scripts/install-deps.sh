@@ -3,10 +3,11 @@
 # Idempotent: when everything is present it does nothing. Uses sudo when not root.
 set -euo pipefail
 
+# ccache: scripts/build.sh uses it, so that a clone in another folder (CI's) rebuilds from the cache.
 build_pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libabsl-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler nlohmann-json3-dev
   libyaml-cpp-dev libcpp-httplib-dev libspdlog-dev libcli11-dev prometheus-cpp-dev libsqlite3-dev
-  libpq-dev libssl-dev curl procps)
+  libpq-dev libssl-dev curl procps ccache)
 # systemd (systemd-analyze), dpkg-dev (dpkg-shlibdeps, for cpack), adduser and util-linux (unshare,
 # setpriv): tests/packaging/deb_test.sh. chromium: the dashboard's browser tests (tests/web/).
 test_pkgs=(python3 python3-cram sqlite3 jq curl python3-torch prometheus postgresql iproute2 systemd dpkg-dev adduser util-linux chromium)

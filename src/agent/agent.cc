@@ -662,11 +662,17 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
 }
 
 void Agent::ReaperLoop(const std::atomic<bool>* stop) {
+  // Woken by the tasks' pidfds as they exit (not a poll every few ms: idle agents cost CPU on
+  // every node), and at least every 200 ms to notice the stop.
+  bool woke = false;
   while (!*stop) {
-    for (const TaskExit& e : runner_.Reap()) {
+    const auto exits = runner_.Reap();
+    for (const TaskExit& e : exits) {
       if (auto r = RecordExit(e)) AfterExit(*r);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // A wake-up that reaped nothing (a leader's group still exiting): no busy loop.
+    if (woke && exits.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    woke = runner_.WaitForEnd(200);
   }
 }
 
@@ -732,7 +738,9 @@ void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
       Write(ev);
     }
     const Time until = now + heartbeat_ms_.load();
-    while (!*stop && clock_->Now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (Time t = clock_->Now(); !*stop && t < until; t = clock_->Now()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<Duration>(until - t, 100)));
+    }
   }
   // Session() may be blocked reading a silent stream: wake it so Run() can return.
   std::lock_guard<std::mutex> l(write_mu_);
