@@ -37,16 +37,24 @@
 //
 // CPU-bound clusters. Terms 2 and 4 assume GPU is what runs out: CPU starved on one node could
 // have fed GPUs on another, and a big shape's host is worth keeping. When the cluster's free CPU
-// cannot feed even kFeedableShare of its free GPU at the workload's CPU per GPU (a mix far more
-// CPU-hungry than the nodes), free GPUs will be left over whatever the placement, and both terms
-// only push pods onto the CPU-rich nodes that others need; they are then off, and FGD's F(n),
-// which already counts GPU the next task lacks CPU for, decides with terms 1, 3 and 5.
+// could feed no more than kFeedableShare of its free GPU at the workload's CPU per GPU (a mix
+// about as CPU-hungry as the nodes, or more), CPU is what runs out, and what decides the
+// allocation is how much of it ends in GPU tasks: the free CPU left in holes no GPU task can use
+// (beside no free GPU, or too small) is lost, and so is the CPU that CPU-only tasks take from
+// such holes' neighbours. Terms 2 and 4 then only push pods onto the CPU-rich nodes that others
+// need, and are off; in their place
+//  6. CPU fragmentation, FGD's measure turned to CPU: the free CPU of a node times the share of
+//     the workload's GPU tasks that could not use it (lacking CPU, GPU or the model), each task
+//     weighted by the GPU it brings per core squared (relative to the workload's), so that holes
+//     the CPU-light tasks can use count most. A placement gains what it lowers this by, in
+//     milli-GPU at the workload's CPU per GPU (kCpuFragWeight).
 //
-// All five are in milli-GPU, like F(n), so they add to FGD's drop before the sigmoid. Without a
+// All six are in milli-GPU, like F(n), so they add to FGD's drop before the sigmoid. Without a
 // workload profile (a live controller that has not seen enough jobs) the policy packs: fewest
 // free whole GPUs left, then least free share, best-fit GPU for shared shapes.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include "sched/placement/fgd_scorer.h"
@@ -64,10 +72,18 @@ constexpr double kResidueWeight = 0.3;
 constexpr double kStarvationWeight = 2.0;
 constexpr double kScarcityWeight = 1.0;
 constexpr double kHostWeight = 1.0;
-// Terms 2 and 4 are charged only while the cluster's free CPU could feed at least this share of
-// its free GPU at the workload's CPU per GPU (openb, 2x CPU per pod, seeds 42-45: 1.0 -> 61.17,
-// 0.9 / 0.8 -> 61.17, 0.7 -> 61.35; 1.5x: 77.09 / 78.50 / 78.74 / 78.68; never off: 78.82, 60.58).
-constexpr double kFeedableShare = 0.7;
+// Terms 2 and 4 are charged, and term 6 is not, while the cluster's free CPU could feed more than
+// this share of its free GPU at the workload's CPU per GPU. openb with every pod's CPU scaled
+// (seeds 42-45, term 6 at weight 1, default x2 / cpu200 x1.5): 0.7 -> 61.35 / 71.94 (term 6 never
+// on), 1.1, 1.2 and 1.5 -> 61.74 / 74.40 (on from the first pod at these scales). At CPU scale 1
+// the 13 openb variants never reach 1.4 (identical results), so 1.2 leaves them as they were.
+constexpr double kFeedableShare = 1.2;
+// Term 6 (seeds 42-45, alloc@100 on default x2 / cpu200 x1.5 / default x1.75; FGD: 60.96 /
+// 72.03 / 69.09): weight 1 -> 61.74 / 74.40 / 69.49, weight 2 -> 61.71 / 74.23 / 69.43 (GPU per
+// core squared); at weight 1, GPU per core to the power 0 / 0.5 / 1: 61.67 / 73.93 / 69.28,
+// 61.70 / 74.11 / 69.42, 61.60 / 74.25 / 69.49.
+constexpr double kCpuFragWeight = 1.0;
+constexpr double kCpuFragExponent = 2.0;
 // Large enough that a placement any packing of the mix would avoid is scored below every one it
 // would make (openb, seeds 42-51: 3 -> multigpu40 97.36, 10 -> 97.46, 30 and 100 -> 97.46).
 constexpr double kPackingWeight = 10.0;
@@ -90,6 +106,10 @@ struct WorkloadTraits {
   std::vector<std::vector<uint32_t>> node_scarce;   // per node: the scarce shapes it is big enough for
   double milli_per_task = 0;
   PackingPrices packing;  // term 5
+  // Term 6: per profile task, its weight in the CPU-fragmentation measure (0 for CPU-only tasks),
+  // and their sum.
+  std::vector<double> cpu_frag_weight;
+  double cpu_frag_total = 0;
 };
 
 // Whether node n could take `t` now (whole GPUs, CPU, model).
@@ -173,6 +193,18 @@ WorkloadTraits ComputeTraits(const WorkloadProfile& profile, const cluster::Topo
     milli += task.weight * task.gpus * task.milli;
   }
   t.cpu_per_milli = milli > 0 ? cpu / milli : 0;
+  for (const TypicalTask& task : profile.tasks()) {
+    double w = 0;
+    if (task.milli > 0 && task.gpus > 0 && t.cpu_per_milli > 0) {
+      // GPU per core relative to the workload's; a task asking under a core counts as one core.
+      const double per_core = static_cast<double>(task.milli) * task.gpus /
+                              static_cast<double>(std::max<int64_t>(task.milli_cpu, 1000)) *
+                              t.cpu_per_milli;
+      w = task.weight * std::pow(per_core, kCpuFragExponent);
+    }
+    t.cpu_frag_weight.push_back(w);
+    t.cpu_frag_total += w;
+  }
   ComputeResidue(profile, &t);
   ComputeModelShares(profile, topo, &t);
   ComputeScarceHosts(profile, topo, &t);
@@ -248,6 +280,7 @@ class HangarScorer final : public NodeScorer {
   void RefreshFeed(const ScoreContext& ctx) const;
   double Measure(const ScoreContext& ctx, uint32_t n, const NodeState& state,
                  double* starved) const;
+  double CpuFragmentation(const ScoreContext& ctx, uint32_t n, const NodeState& state) const;
   double LocalGain(const ScoreContext& ctx, uint32_t n, const TaskShape& s, uint32_t* gpu) const;
   double ScarcityCost(const ClusterUsage& u, uint32_t n, const TaskShape& s) const;
   double HostCost(const ClusterUsage& u, uint32_t n, const TaskShape& s, uint32_t gpu) const;
@@ -260,7 +293,8 @@ class HangarScorer final : public NodeScorer {
   mutable int64_t supply_total_ = -1;
   mutable std::vector<double> model_free_;
   mutable std::vector<int64_t> scarce_hosts_;  // per traits_.scarce: nodes that can host it now
-  // Whether the search being scored (feed_pass_) finds the cluster CPU-bound (RefreshFeed).
+  // Whether the search being scored (feed_pass_) finds the cluster CPU-bound (RefreshFeed): terms
+  // 2 and 4 off, term 6 on.
   mutable uint64_t feed_pass_ = 0;
   mutable double starvation_weight_ = 0;
   mutable bool cpu_bound_ = false;
@@ -338,6 +372,29 @@ double HangarScorer::Measure(const ScoreContext& ctx, uint32_t n, const NodeStat
   return NodeFragmentation(*ctx.profile, view) + kResidueWeight * residue;
 }
 
+// Term 6's measure: the node's free CPU times the weighted share of the profile's GPU tasks that
+// could not be placed on it, in milli-CPU.
+double HangarScorer::CpuFragmentation(const ScoreContext& ctx, uint32_t n,
+                                      const NodeState& state) const {
+  if (state.cpu_left <= 0 || traits_.cpu_frag_total <= 0) return 0;
+  const NodeInfo& node = ctx.usage->topology().nodes()[n];
+  const auto& tasks = ctx.profile->tasks();
+  double unusable = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const double w = traits_.cpu_frag_weight[i];
+    if (w <= 0) continue;
+    const TypicalTask& t = tasks[i];
+    bool fits = state.cpu_left >= t.milli_cpu && (t.models >> node.model & 1);
+    if (fits) {
+      int fitting = 0;
+      for (int32_t f : *state.free) fitting += f >= t.milli;
+      fits = fitting >= t.gpus;
+    }
+    if (!fits) unusable += w;
+  }
+  return static_cast<double>(state.cpu_left) * unusable / traits_.cpu_frag_total;
+}
+
 // The node-local gain of placing one replica of s on n (memoised per node state). Shared shapes
 // try every GPU that fits and keep the lowest index reaching the best integer score, as FGD does.
 double HangarScorer::LocalGain(const ScoreContext& ctx, uint32_t n, const TaskShape& s,
@@ -348,11 +405,17 @@ double HangarScorer::LocalGain(const ScoreContext& ctx, uint32_t n, const TaskSh
   const int64_t cpu = u.node(n).free_cpu;
   double starved_before = 0, starved_after = 0;
   const double before = Measure(ctx, n, {cpu, &free_}, &starved_before);
+  const double cpu_frag_before = cpu_bound_ ? CpuFragmentation(ctx, n, {cpu, &free_}) : 0.0;
   auto gain = [&](int local) {
     after_ = free_;
     ApplyShape(&after_, s, local);
     const double after = Measure(ctx, n, {cpu - s.milli_cpu, &after_}, &starved_after);
-    return before - after - starvation_weight_ * std::max(0.0, starved_after - starved_before);
+    double g = before - after - starvation_weight_ * std::max(0.0, starved_after - starved_before);
+    if (cpu_bound_ && traits_.cpu_per_milli > 0) {
+      const double cpu_frag_after = CpuFragmentation(ctx, n, {cpu - s.milli_cpu, &after_});
+      g += kCpuFragWeight * (cpu_frag_before - cpu_frag_after) / traits_.cpu_per_milli;
+    }
+    return g;
   };
   if (s.kind != job::GpuKind::kShared) return gain(0);
   double best_gain = 0;
