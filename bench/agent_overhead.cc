@@ -168,6 +168,7 @@ int Measure(const std::string& backend, int gpus, int seconds, const fs::path& d
                                    "--state-dir",
                                    (dir / ("state-" + backend)).string(),
                                    "--no-cgroups",
+                                   "--insecure",  // the bench's controller is plaintext on loopback
                                    "--ib-root",
                                    (dir / "infiniband").string()};
   std::vector<std::string> env;
