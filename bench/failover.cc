@@ -47,6 +47,9 @@ class Clients {
   Clients(HaCluster* c, int n) {
     for (int i = 0; i < n; ++i) threads_.emplace_back([this, c] { Run(c); });
   }
+  // A run that fails early returns with the clients still submitting: stop them, so that the
+  // cluster's destructor runs and stops its controllers, agents and PostgreSQL.
+  ~Clients() { Stop(); }
   void Stop() {
     stop_ = true;
     for (auto& t : threads_) t.join();
