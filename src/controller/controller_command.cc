@@ -195,6 +195,53 @@ StatusOr<std::unique_ptr<LeaseKeeper>> StandBy(const Flags& f, const TlsFiles& t
   return keeper;
 }
 
+// What a controller leads with: its store, the store's rows restored into `state`, and on
+// PostgreSQL the lease, taken after standing by with a warm copy of the store (warm_standby.h).
+// `single` is a single-owner store, already open. A standby stopped before it led returns no store.
+struct Leading {
+  std::unique_ptr<LeaseKeeper> lease;
+  std::unique_ptr<StateStore> store;
+  StoreContents contents;
+  std::string store_id;
+};
+
+StatusOr<Leading> TakeCharge(const Flags& f, const TlsFiles& tls, const HttpLimits& limits, HostPort* api,
+                             HostPort* agents, std::unique_ptr<StateStore> single, ClusterState* state, Clock* clock) {
+  Leading l;
+  int64_t load_ns = 0;
+  std::string how = "loaded whole";
+  if (IsPostgresUrl(f.store)) {
+    HANGAR_ASSIGN_OR_RETURN(const Duration follow, ParseDuration(f.standby_follow));
+    WarmStandby warm(f.store, follow, state, f.name.empty() ? "controller" : f.name);
+    auto standby = StandBy(f, tls, limits, api, agents, warm);
+    if (!standby.ok() && g_stop) {
+      spdlog::info("controller: stopping (a standby)");
+      return l;
+    }
+    HANGAR_ASSIGN_OR_RETURN(l.lease, std::move(standby));
+    load_ns = MonotonicNanos();
+    HANGAR_ASSIGN_OR_RETURN(WarmStandby::Handover h, warm.Take());
+    if (h.warm) how = "a standby's copy, " + std::to_string(h.rows_at_takeover) + " job rows read at takeover";
+    l.store = std::move(h.store);
+    l.contents = std::move(h.contents);
+    HANGAR_RETURN_IF_ERROR(l.store->AdoptLease(l.lease->Me().epoch));
+  } else {
+    l.store = std::move(single);
+    load_ns = MonotonicNanos();
+    HANGAR_ASSIGN_OR_RETURN(l.contents, l.store->Load());
+  }
+  const int64_t rebuild_ns = MonotonicNanos();
+  HANGAR_RETURN_IF_ERROR(state->Restore(l.contents, clock->Now()));
+  const double restore_ms = (MonotonicNanos() - load_ns) / 1e6;
+  how += ", " + std::to_string((MonotonicNanos() - rebuild_ns) / 1'000'000) + " ms of it rebuilding the state";
+  HANGAR_ASSIGN_OR_RETURN(l.store_id, EnsureStoreId(*l.store, l.contents));
+  spdlog::info("restored {} jobs from {} (store {}) in {:.0f} ms ({}); nodes have {} to reconnect before their work "
+               "is requeued",
+               l.contents.jobs.size(), l.store->Describe(), l.store_id, restore_ms, how,
+               FormatDuration(state->ReconnectGrace()));
+  return l;
+}
+
 StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const char* what) {
   auto colon = s.rfind(':');
   if (colon == std::string::npos) return Status::InvalidArgument(std::string(what) + " '" + s + "' must be host:port, e.g. 127.0.0.1:8080");
@@ -301,39 +348,14 @@ Status Run(const Flags& f) {
   HANGAR_ASSIGN_OR_RETURN(opt.sealer, OpenSecretsKey(f));
   HANGAR_ASSIGN_OR_RETURN(auto scheduler, sched::Scheduler::Create(sc));
   auto state = std::make_unique<ClusterState>(cluster_file.topology, opt, std::move(scheduler));
-  std::unique_ptr<LeaseKeeper> lease;
-  StoreContents contents;
-  int64_t load_ns = 0;
-  std::string how = "loaded whole";
-  if (IsPostgresUrl(f.store)) {
-    HANGAR_ASSIGN_OR_RETURN(const Duration follow, ParseDuration(f.standby_follow));
-    WarmStandby warm(f.store, follow, state.get(), f.name.empty() ? "controller" : f.name);
-    auto standby = StandBy(f, tls, api_limits, &api_addr, &agent_addr, warm);
-    if (!standby.ok() && g_stop) {
-      spdlog::info("controller: stopping (a standby)");
-      return Status::Ok();
-    }
-    HANGAR_ASSIGN_OR_RETURN(lease, std::move(standby));
-    load_ns = MonotonicNanos();
-    HANGAR_ASSIGN_OR_RETURN(WarmStandby::Handover h, warm.Take());
-    if (h.warm) how = "a standby's copy, " + std::to_string(h.rows_at_takeover) + " job rows read at takeover";
-    store = std::move(h.store);
-    contents = std::move(h.contents);
-    HANGAR_RETURN_IF_ERROR(store->AdoptLease(lease->Me().epoch));
-  } else {
-    load_ns = MonotonicNanos();
-    HANGAR_ASSIGN_OR_RETURN(contents, store->Load());
-  }
   Clock* clock = SystemClock::Default();
-  const int64_t rebuild_ns = MonotonicNanos();
-  HANGAR_RETURN_IF_ERROR(state->Restore(contents, clock->Now()));
-  const double restore_ms = (MonotonicNanos() - load_ns) / 1e6;
-  how += ", " + std::to_string((MonotonicNanos() - rebuild_ns) / 1'000'000) + " ms of it rebuilding the state";
-  HANGAR_ASSIGN_OR_RETURN(const std::string store_id, EnsureStoreId(*store, contents));
-  spdlog::info("restored {} jobs from {} (store {}) in {:.0f} ms ({}); nodes have {} to reconnect before their work "
-               "is requeued",
-               contents.jobs.size(), store->Describe(), store_id, restore_ms, how,
-               FormatDuration(state->ReconnectGrace()));
+  HANGAR_ASSIGN_OR_RETURN(Leading leading,
+                          TakeCharge(f, tls, api_limits, &api_addr, &agent_addr, std::move(store), state.get(), clock));
+  if (!leading.store) return Status::Ok();  // a standby, stopped
+  std::unique_ptr<LeaseKeeper> lease = std::move(leading.lease);
+  store = std::move(leading.store);
+  const StoreContents& contents = leading.contents;
+  const std::string& store_id = leading.store_id;
 
   // RBAC: with tokens, the first start makes an admin token and writes it (mode 0600) for the
   // operator; every later token is made with `hangar token create`.

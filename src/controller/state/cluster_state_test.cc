@@ -46,6 +46,16 @@ class ClusterStateTest : public ::testing::Test {
     ASSERT_TRUE(state_->OnRegister(Reg("b"), now, &fx).ok());
   }
   // Both nodes registered at 0, and job 1 (kGang) placed at 2 and running on a and b at 3.
+  // A second state restored at `now` from the store of one that runs the gang on both nodes.
+  std::unique_ptr<ClusterState> RestartedWithARunningGang(Time now) {
+    auto store = NewMemoryStore();
+    Effects fx;
+    RunGang(&fx);
+    if (!store->Commit(fx.batch).ok()) return nullptr;
+    auto again = Make();
+    if (!again->Restore(*store->Load(), now).ok()) return nullptr;
+    return again;
+  }
   void RunGang(Effects* fx) {
     RegisterAll(0);
     ASSERT_TRUE(state_->Submit(Spec(kGang), 1, fx).ok());
@@ -503,12 +513,8 @@ TEST_F(ClusterStateTest, RestoreRebuildsStateAndReconcilesWithAgents) {
 // After a restart the whole fleet reconnects at once; a node that has not come back within the
 // heartbeat timeout is not lost (its gang not requeued) until the reconnect grace has passed.
 TEST_F(ClusterStateTest, ARestartGivesNodesTheReconnectGraceBeforeTheirWorkIsRequeued) {
-  auto store = NewMemoryStore();
-  Effects fx;
-  RunGang(&fx);
-  ASSERT_TRUE(store->Commit(fx.batch).ok());
-  auto again = Make();
-  ASSERT_TRUE(again->Restore(*store->Load(), 1000).ok());
+  auto again = RestartedWithARunningGang(1000);
+  ASSERT_TRUE(again);
   EXPECT_EQ(again->ReconnectGrace(), 10 * kSecond + 5);  // 10 s + 2.5 ms for each of 2 nodes
   Effects rec;
   ASSERT_TRUE(again->OnRegister(Reg("a", {"1.0.0"}), 1100, &rec).ok());
@@ -535,12 +541,8 @@ TEST_F(ClusterStateTest, ARestartGivesNodesTheReconnectGraceBeforeTheirWorkIsReq
 // from when the controller can hear its agents again, not from when the restore began. Before,
 // every node was lost the moment the restore ended and its running gangs started a second time.
 TEST_F(ClusterStateTest, TheReconnectGraceCountsFromWhenTheControllerListensAgain) {
-  auto store = NewMemoryStore();
-  Effects fx;
-  RunGang(&fx);
-  ASSERT_TRUE(store->Commit(fx.batch).ok());
-  auto again = Make();
-  ASSERT_TRUE(again->Restore(*store->Load(), 1000).ok());
+  auto again = RestartedWithARunningGang(1000);
+  ASSERT_TRUE(again);
   again->OpenReconnectGrace(16000);  // the restore took 15 s
   Effects check;
   again->CheckHeartbeats(16100, &check);
