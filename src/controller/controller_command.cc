@@ -182,7 +182,7 @@ StatusOr<std::unique_ptr<LeaseKeeper>> StandBy(const Flags& f, const TlsFiles& t
   o.api = !f.advertise.empty() ? f.advertise
                                : (tls.empty() ? "http://" : "https://") + api->first + ":" + std::to_string(api->second);
   HANGAR_RETURN_IF_ERROR(CheckLeaseOptions(o));
-  if (f.standby_follow != "0" && f.standby_follow != "0ms") o.ready = [&warm] { return warm.ready(); };
+  if (warm.following()) o.ready = [&warm] { return warm.ready(); };
   spdlog::info("controller {}: standby (API {}, agents on port {}); waiting for the lease of {}", o.name, o.api,
                ports.second, ShownStoreUrl(f.store));
   auto keeper = std::make_unique<LeaseKeeper>(o);

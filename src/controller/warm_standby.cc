@@ -83,7 +83,6 @@ StatusOr<WarmStandby::Handover> WarmStandby::Take() {
   if (follower_) {
     std::vector<const JobRow*> changed;
     if (Status s = follower_->CatchUp(&changed); s.ok()) {
-      (void)state_->WarmSpecs(changed);  // Restore reports a spec that cannot be read
       h.rows_at_takeover = static_cast<int64_t>(changed.size());
       h.warm = true;
       h.contents = follower_->Take();

@@ -34,7 +34,8 @@ class WarmStandby {
     int64_t rows_at_takeover = 0;  // job rows read after the lease was taken
   };
   // Call once the lease is taken (so the old leader can commit nothing more): stops following,
-  // catches up a last time and hands over. Cold, or when following failed, it opens and loads.
+  // catches up a last time and hands over (Restore parses the specs the last rows bring). Cold,
+  // or when following failed, it opens and loads.
   StatusOr<Handover> Take();
 
   // For `GET /v1/leader` on a standby: whether it follows, the revision it holds, its jobs, and
@@ -43,6 +44,7 @@ class WarmStandby {
   // Whether its copy is caught up and every spec in it parsed: ready to take over at once. A
   // standby that is not yet lets ready ones take the lease first (LeaseOptions::ready).
   bool ready() const { return ready_.load(); }
+  bool following() const { return every_ > 0; }
 
  private:
   void Follow();
