@@ -662,17 +662,11 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
 }
 
 void Agent::ReaperLoop(const std::atomic<bool>* stop) {
-  // Woken by the tasks' pidfds as they exit (not a poll every few ms: idle agents cost CPU on
-  // every node), and at least every 200 ms to notice the stop.
-  bool woke = false;
   while (!*stop) {
-    const auto exits = runner_.Reap();
-    for (const TaskExit& e : exits) {
+    for (const TaskExit& e : runner_.Reap()) {
       if (auto r = RecordExit(e)) AfterExit(*r);
     }
-    // A wake-up that reaped nothing (a leader's group still exiting): no busy loop.
-    if (woke && exits.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    woke = runner_.WaitForEnd(200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 

@@ -19,7 +19,7 @@ when the job is requeued off a drained node, and the resume from the saved step 
   to stderr
   $ wait_job 1 succeeded
   $ hangar jobs
-  ID  NAME   ARRAY  QUEUE    USER       STATE      GPUS  TASKS  AGE      REASON
+  ID  NAME   ARRAY  QUEUE    USER       STATE      GPUS  TASKS  AGE +REASON (re)
   1   hello  -      default  anonymous  succeeded  1     1 *ago *all 1 tasks exited 0 (glob)
   $ hangar explain 1
   job 1 (hello) is succeeded: all 1 tasks exited 0

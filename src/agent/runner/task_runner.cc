@@ -1,8 +1,6 @@
 #include "agent/runner/task_runner.h"
 
 #include <signal.h>
-#include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,7 +11,6 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include "agent/runner/os_error.h"
 #include "agent/runner/process_spawn.h"
@@ -33,7 +30,6 @@ struct TaskRunner::Task {
   int64_t term_at_nanos = kNever;  // MonotonicNanos() when the SIGTERM that ends the phase is due
   Duration kill_grace = 0;         // from that SIGTERM to SIGKILL
   bool signal_proxy = false;       // TaskLaunch::signal_proxy: no SIGCONT with a stop's signals
-  int pidfd = -1;                  // readable once the leader has exited (WaitForEnd); -1: none
 };
 
 namespace {
@@ -145,7 +141,6 @@ Status ValidateLaunch(const TaskLaunch& launch) {
 }  // namespace
 
 TaskRunner::TaskRunner(RunnerOptions options) : options_(std::move(options)) {
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (!options_.use_cgroups) {
     cgroup_why_ = "disabled by options";
     return;
@@ -158,10 +153,6 @@ TaskRunner::TaskRunner(RunnerOptions options) : options_(std::move(options)) {
 
 TaskRunner::~TaskRunner() {
   std::lock_guard lock(mu_);
-  for (auto& [id, task] : tasks_) {
-    if (task->pidfd >= 0) close(task->pidfd);
-  }
-  if (epoll_fd_ >= 0) close(epoll_fd_);
   RemoveEndedCgroups();
   // Fails, as it should, while tasks still run under the parent: they outlive the agent.
   if (cgroup_parent_created_) RemoveCgroup(cgroup_parent_);
@@ -182,49 +173,8 @@ StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& launch) {
   launching_.erase(launch.task_id);
   if (!task.ok()) return task.status();
   pid_t pid = (*task)->pid;
-  Watch(**task);
   tasks_[launch.task_id] = std::move(*task);
   return pid;
-}
-
-void TaskRunner::Watch(Task& task) {
-  if (epoll_fd_ < 0) return;
-  // A pidfd (Linux 5.3) is close-on-exec, so tasks started later do not inherit it.
-  const int fd = static_cast<int>(syscall(SYS_pidfd_open, task.pid, 0));
-  if (fd < 0) return;  // an older kernel, or the process has gone: Reap() polls it
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = fd;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-    close(fd);
-    return;
-  }
-  task.pidfd = fd;
-}
-
-bool TaskRunner::WaitForEnd(Duration max_wait) {
-  int64_t wait = std::max<Duration>(max_wait, 0) * kNanosPerMilli;
-  {
-    std::lock_guard lock(mu_);
-    const int64_t now = MonotonicNanos();
-    for (const auto& [id, task] : tasks_) {
-      // Deadlines Reap() must act on (SIGTERM, SIGKILL), and tasks it can only poll.
-      if (task->kill_at_nanos != kNever) wait = std::min(wait, task->kill_at_nanos - now);
-      if (task->checkpointing) wait = std::min(wait, task->term_at_nanos - now);
-      if (task->pidfd < 0) wait = std::min<int64_t>(wait, 50 * kNanosPerMilli);
-    }
-  }
-  const int timeout_ms = static_cast<int>(std::max<int64_t>(0, (wait + kNanosPerMilli - 1) / kNanosPerMilli));
-  if (epoll_fd_ < 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 50)));
-    return false;
-  }
-  epoll_event events[16];
-  int n;
-  do {
-    n = epoll_wait(epoll_fd_, events, 16, timeout_ms);
-  } while (n < 0 && errno == EINTR);
-  return n > 0;
 }
 
 StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& launch) {
@@ -369,7 +319,6 @@ std::vector<TaskExit> TaskRunner::Reap() {
       continue;
     }
     if (!task.cgroup_dir.empty()) ended_cgroups_.push_back(task.cgroup_dir);
-    if (task.pidfd >= 0) close(task.pidfd);  // and out of the epoll set with it
     exits.push_back(std::move(*exit));
     it = tasks_.erase(it);
   }
@@ -434,7 +383,6 @@ Status TaskRunner::Adopt(const std::string& task_id, pid_t pid, bool signal_prox
     std::error_code error;
     if (std::filesystem::is_directory(cgroup_dir, error)) task->cgroup_dir = cgroup_dir;
   }
-  Watch(*task);  // a pidfd works for a process that is not our child too
   tasks_[task_id] = std::move(task);
   return Status::Ok();
 }

@@ -90,9 +90,6 @@ class TaskRunner {
   // group live on (those of a stopped task are then killed at once). An adopted task's exit
   // code is unknown: it is reported as exit_code -1 with signal 0.
   std::vector<TaskExit> Reap();
-  // Blocks until a task's leader may have exited (a pidfd became readable), a deadline Reap()
-  // acts on is due, or `max_wait` has passed; then call Reap(). True when a task ended.
-  bool WaitForEnd(Duration max_wait);
   // Takes charge of a task started by an earlier agent process (pid of its process group leader),
   // so that it can be signalled and its end noticed (by polling, since it is not our child).
   Status Adopt(const std::string& task_id, pid_t pid, bool signal_proxy = false);
@@ -115,9 +112,6 @@ class TaskRunner {
   // (or earlier, if it already was). Requires mu_.
   Status Terminate(const std::string& task_id, Task& task, Duration grace);
   void RemoveEndedCgroups();  // requires mu_
-  // Adds the task's pidfd to epoll_fd_ (WaitForEnd); without one, Reap() polls it.
-  void Watch(Task& task);
-  int epoll_fd_ = -1;
 
   mutable std::mutex mu_;
   RunnerOptions options_;
