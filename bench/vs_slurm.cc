@@ -17,12 +17,20 @@
 // and the ratios Hangar / Slurm (for latency and CPU: Slurm / Hangar, so > 1 means Hangar wins).
 //
 // `--stream htc` is the high-throughput stream Slurm's own HTC guide is about instead: --jobs
-// (10,000) single-GPU jobs of `true` (after the start is recorded), submitted as fast as each system
-// takes them. Besides jobs_started_per_s it prints jobs_finished_per_s: jobs / (the moment the
-// system first reports none unfinished - first submission), polled every 250 ms.
+// (10,000) single-GPU jobs of `/bin/true`, submitted as fast as each system takes them. Besides
+// jobs_started_per_s it prints jobs_finished_per_s: jobs / (the moment the system first reports
+// none unfinished - first submission), polled every 250 ms. How a job's start is known there
+// (--start):
+//   own     (the default for htc) each system runs its own kind of job of /bin/true: Hangar
+//           executes the argv [/bin/true] itself (no shell), and its job's start is the time
+//           Hangar recorded for it (`started_ms`: when the controller heard the task run, which is
+//           after the process began); a Slurm job is a batch script, run by a shell, which records
+//           its start as in the mixed stream and then runs /bin/true
+//   record  (the mixed stream's way, and htc's before 2026-12-05) both run a shell that records
+//           the start (`date +%s%N > FILE; true`)
 //
-//   vs_slurm [--stream mixed|htc] [--singles 2000] [--gangs 2000] [--jobs 10000] [--clients 4]
-//            [--sleep 1] [--only hangar|slurm] [--json]
+//   vs_slurm [--stream mixed|htc] [--start own|record] [--singles 2000] [--gangs 2000] [--jobs 10000]
+//            [--clients 4] [--sleep 1] [--only hangar|slurm] [--json]
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -38,6 +46,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -66,6 +75,7 @@ struct Options {
   std::string sleep = "1";  // "": the task runs `true` (the htc stream)
   std::string only;
   bool json = false;
+  bool own_start = false;  // --start own: Hangar runs [/bin/true] and its own record is the start
 };
 
 // One kind of job in the stream: `tasks` processes of `gpus` GPUs each, one per node.
@@ -234,6 +244,10 @@ class System {
   virtual std::unique_ptr<Submitter> NewSubmitter() = 0;
   // Jobs that have not ended yet; -1 when the system did not answer.
   virtual int Unfinished() = 0;
+  // Job id -> when the system itself recorded its start (ns since the epoch), for systems whose
+  // tasks do not record it themselves (--start own); empty when the tasks do.
+  virtual std::map<uint64_t, int64_t> OwnStarts() { return {}; }
+  virtual bool uses_own_starts() const { return false; }
   virtual pid_t controller_pid() const = 0;
   virtual std::vector<pid_t> node_pids() const = 0;
   virtual void Stop() = 0;
@@ -243,15 +257,18 @@ class System {
 
 class HangarSubmitter : public Submitter {
  public:
-  HangarSubmitter(int port, std::string sleep) : client_("127.0.0.1", port), sleep_(std::move(sleep)) {
+  HangarSubmitter(int port, std::string sleep, bool own_start)
+      : client_("127.0.0.1", port), sleep_(std::move(sleep)), own_start_(own_start) {
     client_.set_keep_alive(true);
     client_.set_tcp_nodelay(true);
     client_.set_read_timeout(60, 0);
   }
   std::optional<uint64_t> Submit(const Shape& shape, const std::string& started_dir) override {
+    const std::string command =
+        own_start_ ? "[/bin/true]"
+                   : "\"date +%s%N > " + started_dir + "/$HANGAR_JOB_ID.$HANGAR_TASK_INDEX; " + Tail(sleep_) + "\"";
     const std::string spec = "name: " + shape.name + "\ntasks:\n  - replicas: " + std::to_string(shape.tasks) +
-                             "\n    gpus: " + std::to_string(shape.gpus) + "\n    command: \"date +%s%N > " +
-                             started_dir + "/$HANGAR_JOB_ID.$HANGAR_TASK_INDEX; " + Tail(sleep_) + "\"\n";
+                             "\n    gpus: " + std::to_string(shape.gpus) + "\n    command: " + command + "\n";
     auto r = client_.Post("/v1/jobs", spec, "application/yaml");
     if (!r || r->status != 201) return std::nullopt;
     return json::parse(r->body)["id"].get<uint64_t>();
@@ -260,17 +277,19 @@ class HangarSubmitter : public Submitter {
  private:
   httplib::Client client_;
   std::string sleep_;
+  bool own_start_;
 };
 
 class HangarSystem : public System {
  public:
-  HangarSystem(std::string dir, std::string sleep) : dir_(std::move(dir)), sleep_(std::move(sleep)) {}
+  HangarSystem(std::string dir, std::string sleep, bool own_start)
+      : dir_(std::move(dir)), sleep_(std::move(sleep)), own_start_(own_start) {}
   std::string name() const override { return "hangar"; }
   pid_t controller_pid() const override { return children_.empty() ? 0 : children_[0]; }
   std::vector<pid_t> node_pids() const override {
     return children_.empty() ? std::vector<pid_t>{} : std::vector<pid_t>(children_.begin() + 1, children_.end());
   }
-  std::unique_ptr<Submitter> NewSubmitter() override { return std::make_unique<HangarSubmitter>(api_, sleep_); }
+  std::unique_ptr<Submitter> NewSubmitter() override { return std::make_unique<HangarSubmitter>(api_, sleep_, own_start_); }
   void Stop() override { StopChildren(children_); }
 
   std::string Start() override {
@@ -301,15 +320,38 @@ class HangarSystem : public System {
     return "";
   }
 
+  // Counted from one-row pages (`more` says how many are left), so that polling it costs the
+  // controller little while thousands of jobs are queued.
   int Unfinished() override {
     httplib::Client c("127.0.0.1", api_);
     int n = 0;
     for (const char* state : {"pending", "starting", "running", "preempting"}) {
-      auto r = c.Get(std::string("/v1/jobs?limit=100000&state=") + state);
+      auto r = c.Get(std::string("/v1/jobs?limit=1&state=") + state);
       if (!r || r->status != 200) return -1;
-      n += static_cast<int>(json::parse(r->body)["jobs"].size());
+      const json page = json::parse(r->body);
+      n += static_cast<int>(page["jobs"].size() + page.value("more", 0));
     }
     return n;
+  }
+
+  // Each job's start as Hangar recorded it (started_ms, in ns since the epoch), for --start own.
+  bool uses_own_starts() const override { return own_start_; }
+  std::map<uint64_t, int64_t> OwnStarts() override {
+    httplib::Client c("127.0.0.1", api_);
+    c.set_read_timeout(60, 0);
+    std::map<uint64_t, int64_t> starts;
+    std::string cursor;
+    for (;;) {
+      auto r = c.Get("/v1/jobs?limit=10000" + (cursor.empty() ? "" : "&cursor=" + cursor));
+      if (!r || r->status != 200) break;
+      const json page = json::parse(r->body);
+      for (const auto& j : page["jobs"]) {
+        if (j.value("started_ms", int64_t{0}) > 0) starts[j["id"].get<uint64_t>()] = j["started_ms"].get<int64_t>() * 1'000'000;
+      }
+      if (!page["next_cursor"].is_string()) break;
+      cursor = page["next_cursor"].get<std::string>();
+    }
+    return starts;
   }
 
  private:
@@ -347,6 +389,7 @@ class HangarSystem : public System {
   }
 
   std::string dir_, sleep_;
+  bool own_start_;
   std::vector<pid_t> children_;  // the controller first, then the agents
   int api_ = 0;
 };
@@ -508,14 +551,18 @@ Phase RunPhase(System& sys, const Shape& shape, int clients, const std::string& 
   p.submit_s = (hangar::MonotonicNanos() - t0) / 1e9;
   const int want = static_cast<int>(sent.size()) * shape.tasks;
   const double patience = 120 + 2.0 * shape.jobs;
-  if (!WaitFor([&] { return CountStartFiles(started_dir) >= want; }, patience, 100) && !g_interrupted) {
+  const bool own = sys.uses_own_starts();
+  if (!own && !WaitFor([&] { return CountStartFiles(started_dir) >= want; }, patience, 100) && !g_interrupted) {
     std::fprintf(stderr, "%s: only %d of %d %s tasks started within %.0f s\n", sys.name().c_str(),
                  CountStartFiles(started_dir), want, shape.name.c_str(), patience);
   }
   const int64_t first_sent_wall = sent.empty() ? WallNanos() : std::min_element(sent.begin(), sent.end(), [](const auto& a, const auto& b) {
                                                                  return a.second < b.second;
                                                                })->second;
-  if (WaitFor([&] { return sys.Unfinished() == 0; }, 120, 250)) p.finish_window_s = (WallNanos() - first_sent_wall) / 1e9;
+  if (WaitFor([&] { return sys.Unfinished() == 0; }, own ? patience : 120, 250)) {
+    p.finish_window_s = (WallNanos() - first_sent_wall) / 1e9;
+  }
+  const std::map<uint64_t, int64_t> own_starts = own ? sys.OwnStarts() : std::map<uint64_t, int64_t>{};
   p.used = SampleCpu(sys.controller_pid(), nodes) - cpu0;
   p.wall_s = (hangar::MonotonicNanos() - t0) / 1e9;
   p.cpu_s = p.used.controller;
@@ -523,7 +570,11 @@ Phase RunPhase(System& sys, const Shape& shape, int clients, const std::string& 
   int64_t first_sent = INT64_MAX, last_start = 0;
   for (const auto& [id, at] : sent) {
     int64_t job_start = 0;
-    for (int t = 0; t < shape.tasks && job_start >= 0; ++t) {
+    if (own) {
+      const auto it = own_starts.find(id);
+      job_start = it == own_starts.end() ? -1 : it->second;
+    }
+    for (int t = 0; t < shape.tasks && job_start >= 0 && !own; ++t) {
       std::ifstream in(started_dir + "/" + std::to_string(id) + "." + std::to_string(t));
       int64_t v = 0;
       job_start = (in >> v) ? std::max(job_start, v) : -1;
@@ -623,6 +674,7 @@ json Measure(System& sys, const Options& o, const std::string& dir, FILE* info) 
 
 Options Parse(int argc, char** argv) {
   Options o;
+  std::string start;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
@@ -633,9 +685,10 @@ Options Parse(int argc, char** argv) {
     else if (a == "--stream" && has) o.stream = argv[++i];
     else if (a == "--sleep" && has) o.sleep = argv[++i];
     else if (a == "--only" && has) o.only = argv[++i];
+    else if (a == "--start" && has) start = argv[++i];
     else if (a == "--json") o.json = true;
     else {
-      std::fprintf(stderr, "usage: vs_slurm [--stream mixed|htc] [--singles N] [--gangs N] [--jobs N] [--clients C] "
+      std::fprintf(stderr, "usage: vs_slurm [--stream mixed|htc] [--start own|record] [--singles N] [--gangs N] [--jobs N] [--clients C] "
                            "[--sleep SECONDS] [--only hangar|slurm] [--json]\n");
       std::exit(2);
     }
@@ -646,6 +699,17 @@ Options Parse(int argc, char** argv) {
     std::exit(2);
   }
   if (o.stream == "htc") o.sleep = "";
+  if (start.empty()) start = o.stream == "htc" ? "own" : "record";
+  if (start != "own" && start != "record") {
+    std::fprintf(stderr, "vs_slurm: --start is own (Hangar runs /bin/true and its own record is the start) or record "
+                         "(every task's shell records its start), not '%s'\n", start.c_str());
+    std::exit(2);
+  }
+  if (start == "own" && o.stream != "htc") {
+    std::fprintf(stderr, "vs_slurm: --start own is for --stream htc (the mixed stream's tasks sleep after recording their start)\n");
+    std::exit(2);
+  }
+  o.own_start = start == "own";
   if (!o.sleep.empty() && o.sleep.find_first_not_of("0123456789.") != std::string::npos) {
     std::fprintf(stderr, "vs_slurm: --sleep takes seconds, e.g. 1 or 0.5, not '%s'\n", o.sleep.c_str());
     std::exit(2);
@@ -672,13 +736,13 @@ int main(int argc, char** argv) {
   signal(SIGTERM, [](int) { g_interrupted = true; });
   char tmpl[] = "/tmp/hangar-vs-slurm-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
-  json out = {{"stream", o.stream}, {"clients", o.clients}, {"sleep_s", o.sleep.empty() ? 0.0 : std::stod(o.sleep)},
+  json out = {{"stream", o.stream}, {"start", o.own_start ? "own" : "record"}, {"clients", o.clients}, {"sleep_s", o.sleep.empty() ? 0.0 : std::stod(o.sleep)},
               {"nodes", kNodes}, {"gpus_per_node", kGpusPerNode}};
   bool ok = true;
   for (const std::string name : {"hangar", "slurm"}) {
     if ((!o.only.empty() && o.only != name) || g_interrupted) continue;
     std::unique_ptr<System> sys;
-    if (name == "hangar") sys = std::make_unique<HangarSystem>(dir + "/hangar", o.sleep);
+    if (name == "hangar") sys = std::make_unique<HangarSystem>(dir + "/hangar", o.sleep, o.own_start);
     else sys = std::make_unique<SlurmSystem>(dir + "/slurm", o.sleep);
     out[name] = Measure(*sys, o, dir, o.json ? stderr : stdout);
     if (out[name].contains("error")) {

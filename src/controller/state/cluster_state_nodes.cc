@@ -260,6 +260,9 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
     Requeue(j, "task " + std::to_string(index) + " was stopped when node " + topology_->nodes()[t.node].name + "'s agent exited", now, fx);
     return Status::Ok();
   }
+  // A task that ran and ended at once may be heard of first by its exit (its agent's reaper wrote
+  // before the launch's RUNNING): the job did start, by this moment at the latest.
+  if (st.state() != pb::TaskStatus::FAILED_TO_START && !j.started) j.started = now;
   t.exit_code = st.state() == pb::TaskStatus::FAILED_TO_START ? 127 : st.exit_code();
   t.signal = st.signal();
   t.stopped = st.stopped();

@@ -242,6 +242,25 @@ TEST_F(ClusterStateTest, GangRunsAndSucceeds) {
   EXPECT_EQ(state_->ListNodes()[0].gpus_free, 8);
 }
 
+// A job of `/bin/true` can end before its RUNNING reaches the controller (the agent's reaper
+// reports the exit first): it still ran, and its record says when it started.
+TEST_F(ClusterStateTest, AJobHeardOfFirstByItsExitStillHasAStartTime) {
+  RegisterAll(0);
+  Effects fx;
+  ASSERT_TRUE(state_->Submit(Spec("name: t\ntasks:\n  - gpus: 1\n    command: [/bin/true]\n"), 1, &fx).ok());
+  Effects cycle;
+  state_->Schedule(2, &cycle);
+  ASSERT_EQ(Launches(cycle).size(), 1u);
+  const std::string node = state_->GetJob(1)->task_views[0].node;
+  Effects st;
+  Status(node, "1.0.0", pb::TaskStatus::EXITED, 0, 7, &st);
+  Status(node, "1.0.0", pb::TaskStatus::RUNNING, 0, 8, &st);  // late: old news
+  auto j = state_->GetJob(1);
+  EXPECT_EQ(j->state, "succeeded");
+  EXPECT_EQ(j->started, 7);
+  EXPECT_EQ(j->ended, 7);
+}
+
 // Issue 16: a node reports only on the tasks placed on it. A forged "exited 0" from another node
 // (or from no node at all) would free GPUs whose processes still run, and the next job would be
 // placed on them.
