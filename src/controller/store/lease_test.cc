@@ -2,8 +2,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
+#include <thread>
+#include <vector>
 
+#include "controller/store/postgres_conn.h"
 #include "controller/store/state_store.h"
 #include "controller/store/testing/shared_postgres.h"
 
@@ -105,6 +110,50 @@ TEST(LeaseTest, AnAdoptedEpochIsReadBackAndFenced) {
   EXPECT_TRUE(IsFenced(stale)) << stale.ToString();
   EXPECT_TRUE(IsFenced(lease->RenewLease(60'000)));
   EXPECT_EQ(NewMemoryStore()->ReadLease().status().code(), StatusCode::kUnimplemented);
+}
+
+// A leader's commit holds the fence check's lock on the lease row until it ends; a big one
+// (81,920 new jobs: 1.5-2 s) must not keep the leader from renewing its lease meanwhile, or a healthy
+// leader loses it. A takeover, though, waits for it: every commit of the old epoch comes first.
+TEST(LeaseTest, ACommitInFlightLetsItsLeaderRenewButHoldsATakeoverBack) {
+  const std::string url = testing::FreshDatabaseUrl();
+  auto a = std::move(OpenStore(url)).value();
+  ASSERT_EQ(a->AcquireLease("controller-a", 60'000).value(), 1);
+  pg::Connection commit;  // the leader's commit in flight, as its store runs one
+  ASSERT_TRUE(commit.Connect(url).ok());
+  ASSERT_TRUE(commit.Exec("BEGIN").ok());
+  auto checked = commit.Exec("SELECT hangar_check_epoch(1)");
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+
+  auto renew = std::async(std::launch::async, [&] { return a->RenewLease(60'000); });
+  const bool renewed_in_time = renew.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  if (!renewed_in_time) (void)commit.Exec("ROLLBACK");  // let it go, then fail
+  ASSERT_TRUE(renewed_in_time) << "the renewal waited for the leader's own commit";
+  EXPECT_TRUE(renew.get().ok());
+
+  ExpireLease(url);  // the leader stalls past its lease while its commit is still in flight
+  auto b = std::move(OpenStore(url)).value();
+  auto takeover = std::async(std::launch::async, [&] { return b->AcquireLease("controller-b", 60'000); });
+  EXPECT_EQ(takeover.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
+      << "a takeover must wait until the old leader's commit in flight has ended";
+  ASSERT_TRUE(commit.Exec("COMMIT").ok());
+  auto epoch = takeover.get();
+  ASSERT_TRUE(epoch.ok()) << epoch.status().ToString();
+  EXPECT_EQ(*epoch, 2);
+  EXPECT_TRUE(IsFenced(a->Commit(OneJob(1))));
+}
+
+// Two controllers, or a leader and its standby's follower, opening one new database at once.
+TEST(LeaseTest, StoresOpenedAtOnceOnANewDatabaseAllMigrateIt) {
+  const std::string url = testing::FreshDatabaseUrl();
+  std::vector<std::future<Status>> opens;
+  for (int i = 0; i < 4; ++i) {
+    opens.push_back(std::async(std::launch::async, [&] { return OpenStore(url).status(); }));
+  }
+  for (auto& o : opens) {
+    const Status s = o.get();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
 }
 
 TEST(LeaseTest, StoresWithOneOwnerHaveNoLease) {

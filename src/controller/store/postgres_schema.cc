@@ -59,6 +59,27 @@ CREATE TABLE changes (
   rev BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, reset BOOLEAN NOT NULL DEFAULT false,
   job_ids BIGINT[] NOT NULL, node_names TEXT[] NOT NULL, kv_tbls TEXT[] NOT NULL, kv_keys TEXT[] NOT NULL);
 )sql"},
+    // A leader renews its lease while its own commits are in flight. The fence check used to take
+    // FOR SHARE on the lease row until its commit ended, and a renewal (an UPDATE) waited for it:
+    // a commit of 81,920 new jobs (1.5-2 s) let the lease run out under a healthy leader. With a
+    // unique index on `epoch`, PostgreSQL counts it as a key column: the check takes FOR KEY SHARE,
+    // which a renewal (FOR NO KEY UPDATE: it changes only expires_at) does not wait for, while a
+    // takeover, which changes the epoch (FOR UPDATE), still waits until the old leader's commit in
+    // flight has ended, so that every commit of the old epoch comes before the new one's.
+    {4, R"sql(
+CREATE UNIQUE INDEX lease_epoch ON lease (epoch);
+CREATE OR REPLACE FUNCTION hangar_check_epoch(mine BIGINT) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  cur BIGINT;
+  who TEXT;
+BEGIN
+  SELECT epoch, holder INTO cur, who FROM lease WHERE id = 1 FOR KEY SHARE;
+  IF cur IS DISTINCT FROM mine THEN
+    RAISE EXCEPTION 'this controller''s lease (epoch %) is no longer current: % leads at epoch %', mine, who, cur
+      USING ERRCODE = 'HF001';
+  END IF;
+END $$;
+)sql"},
 };
 
 }  // namespace
@@ -69,6 +90,10 @@ Status Migrate(Connection& conn) {
   HANGAR_RETURN_IF_ERROR(conn.Exec("BEGIN").status());
   auto run = [&]() -> Status {
     HANGAR_RETURN_IF_ERROR(conn.Exec("SET LOCAL client_min_messages = warning").status());
+    // Two controllers (or a leader and its standby's follower) opening one new database at once:
+    // CREATE TABLE IF NOT EXISTS is not safe against itself (the loser fails on pg_type's unique
+    // index), so the first takes this transaction-scoped lock and the second waits for it.
+    HANGAR_RETURN_IF_ERROR(conn.Exec("SELECT pg_advisory_xact_lock(7304715823210)").status());
     HANGAR_RETURN_IF_ERROR(
         conn.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
                   "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
