@@ -35,14 +35,15 @@
 //     collect at those prices (kPackingWeight), nothing when the task is part of the best way to
 //     fill what the GPU has free.
 //
-// CPU-bound clusters. Terms 2 and 4 assume GPU is what runs out: CPU starved on one node could
-// have fed GPUs on another, and a big shape's host is worth keeping. When the cluster's free CPU
-// could feed no more than kFeedableShare of its free GPU at the workload's CPU per GPU (a mix
-// about as CPU-hungry as the nodes, or more), CPU is what runs out, and what decides the
-// allocation is how much of it ends in GPU tasks: the free CPU left in holes no GPU task can use
-// (beside no free GPU, or too small) is lost, and so is the CPU that CPU-only tasks take from
-// such holes' neighbours. Terms 2 and 4 then only push pods onto the CPU-rich nodes that others
-// need, and are off; in their place
+// CPU-bound clusters. Terms 1, 2 and 4 assume GPU is what runs out: a GPU's remainder will be
+// wanted by the sharing sizes, CPU starved on one node could have fed GPUs on another, and a big
+// shape's host is worth keeping. When the cluster's free CPU could feed no more than
+// kFeedableShare of its free GPU at the workload's CPU per GPU (a mix about as CPU-hungry as the
+// nodes, or more), CPU is what runs out, and what decides the allocation is how much of it ends
+// in GPU tasks: the free CPU left in holes no GPU task can use (beside no free GPU, or too small)
+// is lost, and so is the CPU that CPU-only tasks take from such holes' neighbours. Terms 2 and 4
+// then only push pods onto the CPU-rich nodes that others need, and are off, and so is term 1
+// (GPU is left over whatever the remainders); term 5 stays. In their place
 //  6. CPU fragmentation, FGD's measure turned to CPU: the free CPU of a node times the share of
 //     the workload's GPU tasks that could not use it (lacking CPU, GPU or the model), each task
 //     weighted by the GPU it brings per core squared (relative to the workload's), so that holes
@@ -69,14 +70,20 @@ using cluster::NodeInfo;
 namespace {
 
 constexpr double kResidueWeight = 0.3;
+// Term 1's weight while the cluster is CPU-bound (below). openb with every pod's CPU scaled
+// (seeds 42-45, alloc@100, default x1.75 / x2 / x1.5 / cpu200 x1.5): 0.3 (as when GPU-bound) ->
+// 69.49 / 61.74 / 79.74 / 74.40; 0 -> 69.77 / 61.71 / 79.97 / 74.36; 0.1 / 0.6 / 1 on x1.75:
+// 69.78 / 69.66 / 69.63.
+constexpr double kCpuBoundResidueWeight = 0.0;
 constexpr double kStarvationWeight = 2.0;
 constexpr double kScarcityWeight = 1.0;
 constexpr double kHostWeight = 1.0;
-// Terms 2 and 4 are charged, and term 6 is not, while the cluster's free CPU could feed more than
-// this share of its free GPU at the workload's CPU per GPU. openb with every pod's CPU scaled
-// (seeds 42-45, term 6 at weight 1, default x2 / cpu200 x1.5): 0.7 -> 61.35 / 71.94 (term 6 never
-// on), 1.1, 1.2 and 1.5 -> 61.74 / 74.40 (on from the first pod at these scales). At CPU scale 1
-// the 13 openb variants never reach 1.4 (identical results), so 1.2 leaves them as they were.
+// Terms 2 and 4 are charged, term 1 at kResidueWeight, and term 6 is not, while the cluster's
+// free CPU could feed more than this share of its free GPU at the workload's CPU per GPU. openb
+// with every pod's CPU scaled (seeds 42-45, term 6 at weight 1, default x2 / cpu200 x1.5): 0.7 ->
+// 61.35 / 71.94 (term 6 never on), 1.1, 1.2 and 1.5 -> 61.74 / 74.40 (on from the first pod at
+// these scales). At CPU scale 1 the 13 openb variants never reach 1.4 (identical results), so
+// 1.2 leaves them as they were.
 constexpr double kFeedableShare = 1.2;
 // Term 6 (seeds 42-45, alloc@100 on default x2 / cpu200 x1.5 / default x1.75; FGD: 60.96 /
 // 72.03 / 69.09): weight 1 -> 61.74 / 74.40 / 69.49, weight 2 -> 61.71 / 74.23 / 69.43 (GPU per
@@ -294,7 +301,7 @@ class HangarScorer final : public NodeScorer {
   mutable std::vector<double> model_free_;
   mutable std::vector<int64_t> scarce_hosts_;  // per traits_.scarce: nodes that can host it now
   // Whether the search being scored (feed_pass_) finds the cluster CPU-bound (RefreshFeed): terms
-  // 2 and 4 off, term 6 on.
+  // 1, 2 and 4 off, term 6 on.
   mutable uint64_t feed_pass_ = 0;
   mutable double starvation_weight_ = 0;
   mutable bool cpu_bound_ = false;
@@ -354,11 +361,13 @@ void HangarScorer::Refresh(const ScoreContext& ctx) const {
   }
 }
 
-// F(n) plus the residue term; *starved gets the GPU the node's CPU cannot feed.
+// F(n) plus the residue term (none while CPU-bound); *starved gets the GPU the node's CPU cannot
+// feed.
 double HangarScorer::Measure(const ScoreContext& ctx, uint32_t n, const NodeState& state,
                              double* starved) const {
   const NodeInfo& node = ctx.usage->topology().nodes()[n];
   const NodeView view{state.cpu_left, node.num_gpus > 0, node.model, *state.free};
+  const double residue_weight = cpu_bound_ ? kCpuBoundResidueWeight : kResidueWeight;
   double residue = 0;
   int64_t idle = 0;
   for (int32_t f : *state.free) {
@@ -369,7 +378,7 @@ double HangarScorer::Measure(const ScoreContext& ctx, uint32_t n, const NodeStat
                          ? static_cast<double>(state.cpu_left) / traits_.cpu_per_milli
                          : static_cast<double>(idle);
   *starved = std::max(0.0, static_cast<double>(idle) - fed);
-  return NodeFragmentation(*ctx.profile, view) + kResidueWeight * residue;
+  return NodeFragmentation(*ctx.profile, view) + residue_weight * residue;
 }
 
 // Term 6's measure: the node's free CPU times the weighted share of the profile's GPU tasks that

@@ -130,6 +130,35 @@ TEST(ScorerTest, HangarKeepsTheOnlyHostOfARareBigShapeFree) {
   EXPECT_EQ(PlaceWith("hangar", full, small, &profile), 0u);
 }
 
+TEST(ScorerTest, HangarPricesGpuRemaindersOnlyWhileGpuIsWhatRunsOut) {
+  // Workload: 500 and 300 milli tasks. A 300 pod on the fresh GPU 0 leaves 700 there; on GPU 1
+  // (900 free) it leaves 600. Every task still fits either way, so FGD ties and takes GPU 0; but
+  // 700 fills to 500+200 or 300+300+100 while 600 fills to 300+300, and Hangar's residue term
+  // (term 1) takes GPU 1 -- while the node's CPU can feed its free GPU. When the tasks ask for 40
+  // cores each, 62 free cores feed a third of the 1.9 free GPUs: CPU runs out first, GPU is left
+  // over whatever the remainders, term 1 is off and Hangar ties like FGD.
+  auto t = Cluster(R"(
+nodes:
+  - {name: a, gpus: 2, gpu_model: T4, gpu_memory: 16Gi, cpu: 64, memory: 256Gi}
+)");
+  auto profile = [](int64_t milli_cpu) {
+    return WorkloadProfile::FromCounts({{{milli_cpu, 500, 1, cluster::kAnyModel, "", 0}, 1},
+                                        {{milli_cpu, 300, 1, cluster::kAnyModel, "", 0}, 1}});
+  };
+  const WorkloadProfile light = profile(1000), heavy = profile(40000);
+  GangAssignment used;
+  used.grants = {{1, 100, 1024}};
+  used.tasks = {{0, 0, 0, 1000, 1024, 0, 1}};
+  for (auto [policy, p, want] : {std::tuple{"fgd", &light, 0u}, std::tuple{"hangar", &light, 1u},
+                                 std::tuple{"fgd", &heavy, 0u}, std::tuple{"hangar", &heavy, 0u}}) {
+    ClusterUsage u(t);
+    ASSERT_TRUE(u.Allocate(used).ok());
+    uint32_t gpu = kNoGpu;
+    EXPECT_EQ(PlaceWith(policy, u, Shared(*t, 300, "1Gi"), p, &gpu), 0u);
+    EXPECT_EQ(gpu, want) << policy << (p == &light ? " light" : " heavy");
+  }
+}
+
 TEST(ScorerTest, RandomIsDeterministicPerSeedAndSpreads) {
   auto t = Leaves(1, 8);
   std::set<uint32_t> nodes;

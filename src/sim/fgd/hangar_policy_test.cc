@@ -218,7 +218,8 @@ TEST(HangarPolicyTest, BeatsFgdOnTheDefaultTrace) {
 
 // Issue 22: on a CPU-heavier mix (every pod's CPU request x1.5) CPU runs out before GPU, and what
 // decides the allocation is how much of the CPU ends in GPU pods (term 6, CPU fragmentation).
-// Seed 42: FGD 77.09; Hangar 78.20 before term 6 (+1.11), 79.06 with it.
+// Seed 42: FGD 77.09; Hangar 78.20 before term 6 (+1.11), 79.06 with it, 79.67 with term 1 off
+// while CPU-bound.
 TEST(HangarPolicyTest, BeatsFgdOnACpuHeavierMix) {
   const std::string data = std::string(HANGAR_SOURCE_DIR) + "/data/traces/openb/";
   auto trace =
