@@ -272,35 +272,8 @@ Status OnManagementNetwork(const std::string& network, std::string host, const c
   return Status::Ok();
 }
 
-Status Run(const Flags& f) {
-  if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
-  HANGAR_ASSIGN_OR_RETURN(const TlsFiles tls, ControllerTls(f));
-  HANGAR_ASSIGN_OR_RETURN(auto cluster_file, cluster::LoadClusterFile(f.cluster));
-  HANGAR_ASSIGN_OR_RETURN(auto api_addr, SplitHostPort(f.api, "--api"));
-  HANGAR_ASSIGN_OR_RETURN(auto agent_addr, SplitHostPort(f.agents, "--agents"));
-  HANGAR_RETURN_IF_ERROR(OnManagementNetwork(cluster_file.management_network, api_addr.first, "--api"));
-  HANGAR_RETURN_IF_ERROR(OnManagementNetwork(cluster_file.management_network, agent_addr.first, "--agents"));
-  HANGAR_ASSIGN_OR_RETURN(const HttpLimits api_limits, ApiLimits(f));
-  signal(SIGINT, [](int) { g_stop = true; });
-  signal(SIGTERM, [](int) { g_stop = true; });
-  signal(SIGPIPE, SIG_IGN);
-  // A single-owner store opens here (it takes its lock and makes its folder, where the secrets key
-  // may go); on PostgreSQL, several controllers share the store and the one holding its lease
-  // leads, while a standby keeps a warm copy of the store (warm_standby.h, below).
-  std::unique_ptr<StateStore> store;
-  if (!IsPostgresUrl(f.store)) {
-    HANGAR_ASSIGN_OR_RETURN(store, OpenStore(f.store));
-  }
-  // Buffers of 256 KiB and more (request bodies up to 1 MiB, /metrics text, listings) are mapped
-  // and unmapped whole. glibc's default raises this threshold after the first such free, and from
-  // then on keeps them in its per-thread arenas: with many API threads, hostile 1 MiB bodies grew
-  // the controller by ~1 MiB per arena and never gave it back (docs/benchmarks.md).
-  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-  // Every API connection is a file descriptor: as many as the hard limit allows.
-  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
-  }
+// The state machine's options from the flags and the cluster file.
+StatusOr<ControllerOptions> OptionsFrom(const Flags& f, const cluster::ClusterFile& cluster_file) {
   ControllerOptions opt;
   if (f.max_queued_per_user < 1) return Status::InvalidArgument("--max-queued-per-user must be at least 1");
   opt.max_queued_per_user = f.max_queued_per_user;
@@ -320,6 +293,11 @@ Status Run(const Flags& f) {
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
   opt.gittins_by_predecessor = f.gittins_by_predecessor;
+  return opt;
+}
+
+// The scheduler's policies from the flags.
+StatusOr<sched::SchedulerConfig> SchedulerConfigFrom(const Flags& f) {
   sched::SchedulerConfig sc;
   sc.placement_policy = f.placement;
   sc.queue_policy = f.queue_policy;
@@ -345,20 +323,13 @@ Status Run(const Flags& f) {
   }
   sc.preemption.reclaim_quota = f.preemption != "none";
   HANGAR_ASSIGN_OR_RETURN(sc.preemption.min_run_before_preempt, ParseDuration(f.min_run));
-  HANGAR_ASSIGN_OR_RETURN(opt.sealer, OpenSecretsKey(f));
-  HANGAR_ASSIGN_OR_RETURN(auto scheduler, sched::Scheduler::Create(sc));
-  auto state = std::make_unique<ClusterState>(cluster_file.topology, opt, std::move(scheduler));
-  Clock* clock = SystemClock::Default();
-  HANGAR_ASSIGN_OR_RETURN(Leading leading,
-                          TakeCharge(f, tls, api_limits, &api_addr, &agent_addr, std::move(store), state.get(), clock));
-  if (!leading.store) return Status::Ok();  // a standby, stopped
-  std::unique_ptr<LeaseKeeper> lease = std::move(leading.lease);
-  store = std::move(leading.store);
-  const StoreContents& contents = leading.contents;
-  const std::string& store_id = leading.store_id;
+  return sc;
+}
 
-  // RBAC: with tokens, the first start makes an admin token and writes it (mode 0600) for the
-  // operator; every later token is made with `hangar token create`.
+// RBAC: with tokens, the first start makes an admin token and writes it (mode 0600) for the
+// operator; every later token is made with `hangar token create`. None with --auth none.
+StatusOr<std::unique_ptr<TokenBook>> OpenTokens(const Flags& f, const StoreContents& contents, StateStore* store,
+                                                Clock* clock) {
   std::unique_ptr<TokenBook> tokens;
   if (f.auth == "tokens") {
     tokens = std::make_unique<TokenBook>();
@@ -391,6 +362,53 @@ Status Run(const Flags& f) {
   } else {
     spdlog::warn("--auth none: anyone who can reach the API is an admin; use --auth tokens beyond a laptop");
   }
+  return tokens;
+}
+
+Status Run(const Flags& f) {
+  if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
+  HANGAR_ASSIGN_OR_RETURN(const TlsFiles tls, ControllerTls(f));
+  HANGAR_ASSIGN_OR_RETURN(auto cluster_file, cluster::LoadClusterFile(f.cluster));
+  HANGAR_ASSIGN_OR_RETURN(auto api_addr, SplitHostPort(f.api, "--api"));
+  HANGAR_ASSIGN_OR_RETURN(auto agent_addr, SplitHostPort(f.agents, "--agents"));
+  HANGAR_RETURN_IF_ERROR(OnManagementNetwork(cluster_file.management_network, api_addr.first, "--api"));
+  HANGAR_RETURN_IF_ERROR(OnManagementNetwork(cluster_file.management_network, agent_addr.first, "--agents"));
+  HANGAR_ASSIGN_OR_RETURN(const HttpLimits api_limits, ApiLimits(f));
+  signal(SIGINT, [](int) { g_stop = true; });
+  signal(SIGTERM, [](int) { g_stop = true; });
+  signal(SIGPIPE, SIG_IGN);
+  // A single-owner store opens here (it takes its lock and makes its folder, where the secrets key
+  // may go); on PostgreSQL, several controllers share the store and the one holding its lease
+  // leads, while a standby keeps a warm copy of the store (warm_standby.h, below).
+  std::unique_ptr<StateStore> store;
+  if (!IsPostgresUrl(f.store)) {
+    HANGAR_ASSIGN_OR_RETURN(store, OpenStore(f.store));
+  }
+  // Buffers of 256 KiB and more (request bodies up to 1 MiB, /metrics text, listings) are mapped
+  // and unmapped whole. glibc's default raises this threshold after the first such free, and from
+  // then on keeps them in its per-thread arenas: with many API threads, hostile 1 MiB bodies grew
+  // the controller by ~1 MiB per arena and never gave it back (docs/benchmarks.md).
+  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  // Every API connection is a file descriptor: as many as the hard limit allows.
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  HANGAR_ASSIGN_OR_RETURN(ControllerOptions opt, OptionsFrom(f, cluster_file));
+  HANGAR_ASSIGN_OR_RETURN(sched::SchedulerConfig sc, SchedulerConfigFrom(f));
+  HANGAR_ASSIGN_OR_RETURN(opt.sealer, OpenSecretsKey(f));
+  HANGAR_ASSIGN_OR_RETURN(auto scheduler, sched::Scheduler::Create(sc));
+  auto state = std::make_unique<ClusterState>(cluster_file.topology, opt, std::move(scheduler));
+  Clock* clock = SystemClock::Default();
+  HANGAR_ASSIGN_OR_RETURN(Leading leading,
+                          TakeCharge(f, tls, api_limits, &api_addr, &agent_addr, std::move(store), state.get(), clock));
+  if (!leading.store) return Status::Ok();  // a standby, stopped
+  std::unique_ptr<LeaseKeeper> lease = std::move(leading.lease);
+  store = std::move(leading.store);
+  const StoreContents& contents = leading.contents;
+  const std::string& store_id = leading.store_id;
+
+  HANGAR_ASSIGN_OR_RETURN(std::unique_ptr<TokenBook> tokens, OpenTokens(f, contents, store.get(), clock));
 
   ControllerMetrics metrics;
   // Agents reach it from now on: their reconnect grace starts here, however long the restore took.
