@@ -389,6 +389,14 @@ Status Run(const Flags& f) {
   // then on keeps them in its per-thread arenas: with many API threads, hostile 1 MiB bodies grew
   // the controller by ~1 MiB per arena and never gave it back (docs/benchmarks.md).
   ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  // Setting that threshold also freezes glibc's trim threshold at 128 KiB: every free that left
+  // more than that at the top of a heap gave it back to the kernel (brk, or MADV_DONTNEED in the
+  // threads' arenas), and the next cycle's allocations faulted it in again; page faults are dear
+  // under a hypervisor. Placing 81,920 jobs at 10,240 nodes on PostgreSQL took the controller
+  // 25-34 CPU-s with it, 17-19 with the heap kept (docs/benchmarks.md, 2026-12-05). A heap now
+  // keeps what it freed (up to 1 GiB at its top: the controller's high-water mark is what it
+  // needs anyway) and grows 64 MiB at a time; big buffers still go back, by the threshold above.
+  ::mallopt(M_TOP_PAD, 64 << 20);
   // Every API connection is a file descriptor: as many as the hard limit allows.
   if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
     nofile.rlim_cur = nofile.rlim_max;
