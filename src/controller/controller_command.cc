@@ -365,6 +365,49 @@ StatusOr<std::unique_ptr<TokenBook>> OpenTokens(const Flags& f, const StoreConte
   return tokens;
 }
 
+// Process-wide settings for a long-lived server: the allocator's thresholds and open files.
+void TuneProcessForServing() {
+  // Buffers of 256 KiB and more (request bodies up to 1 MiB, /metrics text, listings) are mapped
+  // and unmapped whole. glibc's default raises this threshold after the first such free, and from
+  // then on keeps them in its per-thread arenas: with many API threads, hostile 1 MiB bodies grew
+  // the controller by ~1 MiB per arena and never gave it back (docs/benchmarks.md).
+  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  // Setting that threshold also freezes glibc's trim threshold at 128 KiB: every free that left
+  // more than that at the top of a heap gave it back to the kernel (brk, or MADV_DONTNEED in the
+  // threads' arenas), and the next cycle's allocations faulted it in again; page faults are dear
+  // under a hypervisor. Placing 81,920 jobs at 10,240 nodes on PostgreSQL took the controller
+  // 25-34 CPU-s with it, 17-19 with the heap kept (docs/benchmarks.md, 2026-12-05). A heap now
+  // keeps what it freed (up to 1 GiB at its top: the controller's high-water mark is what it
+  // needs anyway) and grows 64 MiB at a time; big buffers still go back, by the threshold above.
+  ::mallopt(M_TOP_PAD, 64 << 20);
+  // Every API connection is a file descriptor: as many as the hard limit allows.
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+}
+
+// The agent channel (gRPC) on `addr`: the port it took goes to *agent_port.
+StatusOr<std::unique_ptr<grpc::Server>> ServeAgents(const Flags& f, const TlsFiles& tls, const HostPort& addr,
+                                                     AgentHub* hub, int* agent_port) {
+  grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
+  // Agent streams live for days and are many: the minimal filter stack keeps each call's arena
+  // small (deadlines, census and compression filters are not used on this channel).
+  builder.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
+  // Agents ping every second to notice a controller that stopped answering (issue 18).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  HANGAR_ASSIGN_OR_RETURN(auto creds, AgentCredentials(tls));
+  builder.AddListeningPort(addr.first + ":" + std::to_string(addr.second), creds, agent_port);
+  builder.RegisterService(hub);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || *agent_port == 0) {
+    return Status::Unavailable("cannot listen on " + f.agents + " for agents; is the port in use? Choose another with --agents");
+  }
+  return server;
+}
+
 Status Run(const Flags& f) {
   if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
   HANGAR_ASSIGN_OR_RETURN(const TlsFiles tls, ControllerTls(f));
@@ -384,24 +427,7 @@ Status Run(const Flags& f) {
   if (!IsPostgresUrl(f.store)) {
     HANGAR_ASSIGN_OR_RETURN(store, OpenStore(f.store));
   }
-  // Buffers of 256 KiB and more (request bodies up to 1 MiB, /metrics text, listings) are mapped
-  // and unmapped whole. glibc's default raises this threshold after the first such free, and from
-  // then on keeps them in its per-thread arenas: with many API threads, hostile 1 MiB bodies grew
-  // the controller by ~1 MiB per arena and never gave it back (docs/benchmarks.md).
-  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-  // Setting that threshold also freezes glibc's trim threshold at 128 KiB: every free that left
-  // more than that at the top of a heap gave it back to the kernel (brk, or MADV_DONTNEED in the
-  // threads' arenas), and the next cycle's allocations faulted it in again; page faults are dear
-  // under a hypervisor. Placing 81,920 jobs at 10,240 nodes on PostgreSQL took the controller
-  // 25-34 CPU-s with it, 17-19 with the heap kept (docs/benchmarks.md, 2026-12-05). A heap now
-  // keeps what it freed (up to 1 GiB at its top: the controller's high-water mark is what it
-  // needs anyway) and grows 64 MiB at a time; big buffers still go back, by the threshold above.
-  ::mallopt(M_TOP_PAD, 64 << 20);
-  // Every API connection is a file descriptor: as many as the hard limit allows.
-  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
-  }
+  TuneProcessForServing();
   HANGAR_ASSIGN_OR_RETURN(ControllerOptions opt, OptionsFrom(f, cluster_file));
   HANGAR_ASSIGN_OR_RETURN(sched::SchedulerConfig sc, SchedulerConfigFrom(f));
   HANGAR_ASSIGN_OR_RETURN(opt.sealer, OpenSecretsKey(f));
@@ -435,22 +461,8 @@ Status Run(const Flags& f) {
   owner.set_sink(&hub);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
-  grpc::ServerBuilder builder;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
-  // Agent streams live for days and are many: the minimal filter stack keeps each call's arena
-  // small (deadlines, census and compression filters are not used on this channel).
-  builder.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
-  // Agents ping every second to notice a controller that stopped answering (issue 18).
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   int agent_port = 0;
-  HANGAR_ASSIGN_OR_RETURN(auto creds, AgentCredentials(tls));
-  builder.AddListeningPort(agent_addr.first + ":" + std::to_string(agent_addr.second), creds, &agent_port);
-  builder.RegisterService(&hub);
-  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
-  if (!grpc_server || agent_port == 0) {
-    return Status::Unavailable("cannot listen on " + f.agents + " for agents; is the port in use? Choose another with --agents");
-  }
+  HANGAR_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> grpc_server, ServeAgents(f, tls, agent_addr, &hub, &agent_port));
   owner.Start();
   HttpApi http(&owner, &hub, &metrics, tokens.get(), tls, api_limits);
   if (!http.valid()) {
