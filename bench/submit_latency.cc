@@ -3,7 +3,11 @@
 // per second and submit-to-task-started latency (p50/p99): each task writes the time it started,
 // and the latency is that time minus the moment its POST was sent.
 //
-//   submit_latency [--jobs 1000] [--rate R] [--clients 4] [--tls | --compare-tls] [--json]
+//   submit_latency [--jobs 1000] [--rate R] [--clients 4] [--task date|sh] [--tls | --compare-tls] [--json]
+//   --task date (the default) runs the argv [/bin/date, +%s%N]: one process, whose first act is to
+//   read the clock, and its stdout is the task's log (read from the agents' task folders here).
+//   --task sh runs [/bin/sh, -c, "date +%s%N > FILE"], as before 2026-12-05: a shell and then
+//   date, two programs loaded per job, which on this VM costs the machine ~5 ms of CPU per job.
 //   --rate R submits R jobs per second (open loop); 0 submits as fast as the API accepts.
 //   --tls runs `hangar dev --tls` (HTTPS on the API, mutual TLS to the agents); --compare-tls runs
 //   the plaintext cluster and then the TLS one in the same run, and prints both and what TLS costs.
@@ -52,7 +56,25 @@ int64_t NowNanosWall() {
 struct Options {
   int jobs = 1000, clients = 4;
   double rate = 0;
+  bool shell = false;  // --task sh
 };
+
+// The wall-clock nanoseconds job `id` wrote when its task started, or 0 while it has not: from
+// `out`/ID (--task sh), or from the task's stdout in its agent's folder (--task date).
+int64_t StartedNanos(const Options& o, const std::string& out, const std::string& agents, int id) {
+  if (o.shell) {
+    std::ifstream in(out + "/" + std::to_string(id));
+    int64_t t = 0;
+    return in >> t ? t : 0;
+  }
+  std::error_code ec;
+  for (const auto& node : fs::directory_iterator(agents, ec)) {
+    std::ifstream in(node.path() / "tasks" / (std::to_string(id) + ".0.0") / "stdout.log");
+    int64_t t = 0;
+    if (in >> t) return t;
+  }
+  return 0;
+}
 
 httplib::Client MakeClient(int port, const std::string& ca) {
   httplib::Client c((ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port));
@@ -111,8 +133,11 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
     auto r = c.Get("/healthz");
     if (r && r->status == 200) fresh_ms.push_back((hangar::MonotonicNanos() - a) / 1e6);
   }
-  const std::string spec = "name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"-c\", \"date +%s%N > " + out +
-                           "/$HANGAR_JOB_ID\"]\n";
+  const std::string agents = dir + "/dev/agents";
+  const std::string spec =
+      o.shell ? "name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"-c\", \"date +%s%N > " + out +
+                    "/$HANGAR_JOB_ID\"]\n"
+              : std::string("name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/date\", \"+%s%N\"]\n");
   const int jobs = o.jobs;
   std::vector<int64_t> sent(jobs + 1, 0);
   std::vector<double> post_ms(jobs + 1, -1);
@@ -144,18 +169,20 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
   for (int i = 0; i < o.clients; ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   const double submit_s = (hangar::MonotonicNanos() - t0) / 1e9;
-  // Wait for every task to have started (written its file).
-  for (int i = 0; i < 600; ++i) {
-    size_t n = 0;
-    for (const auto& e : fs::directory_iterator(out)) n += e.is_regular_file() && e.file_size() > 0;
-    if (static_cast<int>(n) >= jobs - failed) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Wait for every task to have started (written its time), reading each job's time once; the
+  // first look comes a second after the last POST, so that reading 1,000 files does not compete
+  // with the last tasks' starts.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::vector<int64_t> started_ns(jobs + 1, 0);
+  for (int i = 0, seen = 0; i < 600 && seen < jobs - failed; ++i) {
+    for (int id = 1; id <= jobs; ++id) {
+      if (!started_ns[id] && (started_ns[id] = StartedNanos(o, out, agents, id))) ++seen;
+    }
+    if (seen < jobs - failed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::vector<double> latency_ms, answered_ms;
   for (int id = 1; id <= jobs; ++id) {
-    std::ifstream in(out + "/" + std::to_string(id));
-    int64_t started = 0;
-    if (in >> started && sent[id] > 0) latency_ms.push_back((started - sent[id]) / 1e6);
+    if (started_ns[id] && sent[id] > 0) latency_ms.push_back((started_ns[id] - sent[id]) / 1e6);
     if (post_ms[id] >= 0) answered_ms.push_back(post_ms[id]);
   }
   // Where the time goes, per job: accepted (the store's submitted time) - sent; placed (the
@@ -177,9 +204,8 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
     }
     if (placed_ms.empty()) std::fprintf(stderr, "no \"placed\" events read: the stages are not known\n");
     for (int id = 1; id <= jobs; ++id) {
-      std::ifstream in(out + "/" + std::to_string(id));
-      int64_t started = 0;
-      if (!(in >> started) || sent[id] == 0 || !placed_ms.count(id)) continue;
+      const int64_t started = started_ns[id];
+      if (!started || sent[id] == 0 || !placed_ms.count(id)) continue;
       auto r = api.Get("/v1/jobs/" + std::to_string(id));
       if (!r || r->status != 200) continue;
       const int64_t submitted = nlohmann::json::parse(r->body, nullptr, false).value("submitted_ms", int64_t{0});
@@ -209,6 +235,7 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
   waitpid(dev, nullptr, 0);
   fs::remove_all(dir);
   return {{"transport", tls ? "tls" : "plaintext"},
+          {"task", o.shell ? "sh" : "date"},
           {"stages", stage_json},
           {"jobs", jobs},
           {"failed", failed.load()},
@@ -256,11 +283,13 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--jobs") && i + 1 < argc) o.jobs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--rate") && i + 1 < argc) o.rate = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--clients") && i + 1 < argc) o.clients = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--task") && i + 1 < argc && !std::strcmp(argv[i + 1], "sh")) o.shell = true, ++i;
+    else if (!std::strcmp(argv[i], "--task") && i + 1 < argc && !std::strcmp(argv[i + 1], "date")) o.shell = false, ++i;
     else if (!std::strcmp(argv[i], "--json")) json = true;
     else if (!std::strcmp(argv[i], "--tls")) tls = true;
     else if (!std::strcmp(argv[i], "--compare-tls")) compare = true;
     else {
-      std::fprintf(stderr, "usage: submit_latency [--jobs N] [--rate R] [--clients C] [--tls | --compare-tls] [--json]\n");
+      std::fprintf(stderr, "usage: submit_latency [--jobs N] [--rate R] [--clients C] [--task date|sh] [--tls | --compare-tls] [--json]\n");
       return 2;
     }
   }
