@@ -664,6 +664,10 @@ class ClusterState {
   std::map<sched::JobId, JobRecord> jobs_;
   WaitingOrder waiting_order_;  // the dashboard's (waiting_order())
   std::set<sched::JobId> pending_;  // jobs in state pending
+  // Every job's id under its user, ascending: a list or bulk operation by user walks that user's
+  // jobs, not the whole queue.
+  std::unordered_map<std::string, std::vector<sched::JobId>> jobs_by_user_;
+  void IndexByUser(const JobRecord& j);
   std::set<sched::JobId> unpinned_;  // pending jobs whose images wait for the pinner (may hold ended ones)
   std::set<sched::JobId> active_;   // jobs holding resources (tasks not all ended)
   std::vector<NodeRecord> nodes_;

@@ -166,7 +166,7 @@ bool ClusterState::MatchesFilter(const JobRecord& j, const JobFilter& f) const {
 }
 
 // Calls fn(id, record or null) for the candidates of `f`, newest first, below the cursor, until fn returns false:
-// the listed ids, an array's elements, the pending set, or every job -- whichever is smallest.
+// the listed ids, an array's elements, a user's jobs, the pending set, or every job -- whichever is smallest.
 template <typename Fn>
 void ClusterState::ForEachSelected(const JobFilter& f, Fn&& fn) const {
   const sched::JobId below = f.before ? f.before : UINT64_MAX;
@@ -190,11 +190,27 @@ void ClusterState::ForEachSelected(const JobFilter& f, Fn&& fn) const {
     const auto& e = a->second.elements;  // ascending
     return walk(std::make_reverse_iterator(std::lower_bound(e.begin(), e.end(), below)), e.rend());
   }
-  if (f.state == "pending" || f.state == "held") {
-    return walk(std::make_reverse_iterator(pending_.lower_bound(below)), pending_.rend());
+  const bool pending = f.state == "pending" || f.state == "held";
+  if (!f.user.empty()) {  // that user's jobs, unless the pending set is smaller
+    auto u = jobs_by_user_.find(f.user);
+    if (u == jobs_by_user_.end()) return;
+    const auto& mine = u->second;  // ascending
+    if (!pending || mine.size() <= pending_.size()) {
+      return walk(std::make_reverse_iterator(std::lower_bound(mine.begin(), mine.end(), below)), mine.rend());
+    }
   }
+  if (pending) return walk(std::make_reverse_iterator(pending_.lower_bound(below)), pending_.rend());
   for (auto it = std::make_reverse_iterator(jobs_.lower_bound(below)); it != jobs_.rend(); ++it) {
     if (!fn(it->first, &it->second)) return;
+  }
+}
+
+void ClusterState::IndexByUser(const JobRecord& j) {
+  auto& mine = jobs_by_user_[j.spec->spec.user];
+  if (mine.empty() || mine.back() < j.id) {
+    mine.push_back(j.id);
+  } else {
+    mine.insert(std::lower_bound(mine.begin(), mine.end(), j.id), j.id);
   }
 }
 

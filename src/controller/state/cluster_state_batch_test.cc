@@ -224,6 +224,46 @@ TEST_F(BatchTest, ListsPageByCursorWithTheCountOfWhatIsLeft) {
   EXPECT_EQ(state_->ListJobsPage(Admin(), named).jobs.size(), 12u);
 }
 
+// A list by user walks that user's jobs: two of bob's with more than a count scan of alice's
+// between them still count exactly (walking every job, the count gave up inside alice's).
+TEST_F(BatchTest, AUsersListCountsOnlyThatUsersJobsAndKeepsItsIndexAcrossARestart) {
+  const sched::JobId first = Submit(kOneGpu, 0, "bob");
+  for (size_t i = 0; i < JobPage::kCountScan + 1; ++i) Submit(kOneGpu, 0, "alice");
+  const sched::JobId last = Submit(kOneGpu, 0, "bob");
+  JobFilter f;
+  f.user = "bob";
+  f.limit = 1;
+  JobPage p = state_->ListJobsPage(Admin(), f);
+  ASSERT_EQ(p.jobs.size(), 1u);
+  EXPECT_EQ(p.jobs[0].id, last);
+  EXPECT_EQ(p.more, 1u);
+  EXPECT_FALSE(p.more_at_least);
+  f.before = p.next;
+  p = state_->ListJobsPage(Admin(), f);
+  ASSERT_EQ(p.jobs.size(), 1u);
+  EXPECT_EQ(p.jobs[0].id, first);
+  EXPECT_EQ(p.next, 0u);
+  f.user = "carol";
+  EXPECT_TRUE(state_->ListJobsPage(Admin(), f).jobs.empty()) << "a user with no jobs lists none";
+
+  StoreContents contents;
+  for (const auto& [id, row] : rows_) contents.jobs.push_back(row);
+  std::reverse(contents.jobs.begin(), contents.jobs.end());  // a store's rows come in any order
+  contents.values = values_;
+  state_ = Make();
+  ASSERT_TRUE(state_->Restore(contents, 10).ok());
+  JobFilter bobs;
+  bobs.user = "bob";
+  bobs.state = "pending";
+  p = state_->ListJobsPage(Admin(), bobs);
+  ASSERT_EQ(p.jobs.size(), 2u);
+  EXPECT_EQ(p.jobs[0].id, last);
+  EXPECT_EQ(p.jobs[1].id, first);
+  Bulk(Admin(), bobs, BulkAction::kCancel);
+  EXPECT_EQ(State(first), "cancelled");
+  EXPECT_EQ(State(first + 1), "pending") << "alice's stay";
+}
+
 TEST_F(BatchTest, AccountingGivesEachJobItsGpuHoursAndAttempts) {
   const sched::JobId id = Submit("name: acct\ntasks: [{gpus: 2, command: [x]}]\n");
   auto launched = Cycle(1000);  // time 0 means "not started" to the controller

@@ -138,6 +138,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::sha
   pending_.insert(id);
   if (j.spec->unpinned) unpinned_.insert(id);
   auto& stored = jobs_.emplace(id, std::move(j)).first->second;
+  IndexByUser(stored);
   Persist(stored, fx);
   dirty_ = true;
   return id;

@@ -157,6 +157,8 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     if (j.live_tasks > 0) active_.insert(j.id);
     jobs_.emplace(j.id, std::move(j));
   }
+  jobs_by_user_.clear();
+  for (const auto& [id, j] : jobs_) IndexByUser(j);
   for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
   warm_specs_.clear();  // the jobs hold what they use; the interning maps find it from now on
   dirty_ = true;
