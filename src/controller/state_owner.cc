@@ -12,7 +12,31 @@ StateOwner::StateOwner(std::unique_ptr<ClusterState> state, std::unique_ptr<Stat
 
 StateOwner::~StateOwner() { Stop(); }
 
-void StateOwner::Start() { thread_ = std::thread([this] { Loop(); }); }
+namespace {
+
+// The owner thread waits for the committer while this many rows wait to be committed: a store
+// that falls behind slows decisions down instead of letting them pile up in memory.
+constexpr size_t kMaxWaitingRows = 200'000;
+
+size_t Rows(const StoreBatch& b) {
+  return b.jobs.size() + b.nodes.size() + b.events.size() + b.values.size() + b.audit.size();
+}
+
+template <typename T>
+void Append(std::vector<T>& to, std::vector<T>& from) {
+  if (to.empty()) {
+    to.swap(from);
+  } else {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  }
+}
+
+}  // namespace
+
+void StateOwner::Start() {
+  committer_ = std::thread([this] { CommitLoop(); });
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void StateOwner::Stop() {
   {
@@ -21,6 +45,12 @@ void StateOwner::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> l(commit_mu_);
+    committer_stopping_ = true;  // after the owner's last batch: the committer drains, then ends
+  }
+  commit_cv_.notify_all();
+  if (committer_.joinable()) committer_.join();
 }
 
 bool StateOwner::stopping() const {
@@ -102,30 +132,75 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
     cycle_s = (MonotonicNanos() - t0) / 1e9;
     last_cycle_ = now;
   }
-  // A decision counts only once it is durable: commit, then answer and send.
-  Status s = store_->Commit(fx.batch);
-  if (IsFenced(s)) {  // issue 18: another controller took the lease; this one must not act
-    spdlog::critical("the store refused this leader's commit: {}; exiting", s.message());
-    std::_Exit(75);
-  }
-  if (!s.ok()) {
-    // The in-memory state is ahead of the store; carrying on could tell someone of a decision
-    // that a restart would forget. Stop; the restarted controller rebuilds from the store.
-    spdlog::critical("cannot commit to the store ({}); exiting so that a restart recovers from it",
-                     s.ToString());
-    std::_Exit(70);
-  }
-  for (auto& a : after) a();
-  if (sink_) {
-    for (auto& m : fx.messages) sink_->Send(m.node, std::move(m.message));
-  }
+  // A decision counts only once it is durable: the committer commits, then answers and sends.
+  Hand(std::move(fx), std::move(after));
   if (cycle_s >= 0 && on_cycle_) on_cycle_(cycle_s, *state_);
   std::lock_guard<std::mutex> l(mu_);
   stats_.commands += static_cast<int64_t>(batch.size());
-  stats_.commits += fx.batch.empty() ? 0 : 1;
   if (cycle_s >= 0) {
     stats_.cycles++;
     stats_.last_cycle_s = cycle_s;
+  }
+}
+
+void StateOwner::Hand(Effects fx, AfterCommit after) {
+  std::unique_lock<std::mutex> l(commit_mu_);
+  commit_cv_.wait(l, [&] { return made_rows_ < kMaxWaitingRows; });
+  made_rows_ += Rows(fx.batch);
+  // Merged into the batch waiting before it, unless either empties the store first (a restore):
+  // rows of the same job or key keep their order, and the store keeps the last.
+  if (!made_.empty() && !made_.back().batch.erase_all && !fx.batch.erase_all) {
+    Made& m = made_.back();
+    Append(m.batch.jobs, fx.batch.jobs);
+    Append(m.batch.nodes, fx.batch.nodes);
+    Append(m.batch.events, fx.batch.events);
+    Append(m.batch.values, fx.batch.values);
+    Append(m.batch.audit, fx.batch.audit);
+    Append(m.after, after);
+    Append(m.messages, fx.messages);
+  } else {
+    made_.push_back(Made{std::move(fx.batch), std::move(after), std::move(fx.messages)});
+  }
+  l.unlock();
+  commit_cv_.notify_all();
+}
+
+void StateOwner::CommitLoop() {
+  while (true) {
+    Made m;
+    {
+      std::unique_lock<std::mutex> l(commit_mu_);
+      commit_cv_.wait(l, [&] { return committer_stopping_ || !made_.empty(); });
+      if (made_.empty()) return;  // stopping, and everything made was committed
+      m = std::move(made_.front());
+      made_.pop_front();
+      made_rows_ -= Rows(m.batch);
+    }
+    commit_cv_.notify_all();  // the owner may wait for room
+    Status s;
+    {
+      std::lock_guard<std::mutex> store(store_mu_);
+      s = store_->Commit(m.batch);
+    }
+    if (IsFenced(s)) {  // issue 18: another controller took the lease; this one must not act
+      spdlog::critical("the store refused this leader's commit: {}; exiting", s.message());
+      std::_Exit(75);
+    }
+    if (!s.ok()) {
+      // The in-memory state is ahead of the store; carrying on could tell someone of a decision
+      // that a restart would forget. Stop; the restarted controller rebuilds from the store.
+      spdlog::critical("cannot commit to the store ({}); exiting so that a restart recovers from it",
+                       s.ToString());
+      std::_Exit(70);
+    }
+    for (auto& a : m.after) a();
+    if (sink_) {
+      for (auto& msg : m.messages) sink_->Send(msg.node, std::move(msg.message));
+    }
+    if (!m.batch.empty()) {
+      std::lock_guard<std::mutex> l(mu_);
+      stats_.commits++;
+    }
   }
 }
 

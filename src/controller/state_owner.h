@@ -1,7 +1,14 @@
 // StateOwner: the one thread that owns ClusterState. Everyone else hands it commands: API handlers
 // wait for an answer, agent streams post and move on. After each batch of commands (and each
-// scheduling cycle) it commits what changed to the store, and only then answers callers and
-// sends agents their messages -- a decision counts only once it is durable.
+// scheduling cycle) what changed goes to the store, and only once it is committed are callers
+// answered and agents sent their messages -- a decision counts only once it is durable.
+//
+// Commits are pipelined: a committer thread commits batches in the order they were made, while
+// the owner thread goes on with the next ones. Batches that wait behind a commit in flight are
+// merged into one commit (group commit), so a store's round trip (PostgreSQL's) bounds how often
+// it commits, not how much. Nothing of a batch is published before the batch is durable, and a
+// batch is never durable before the ones it was made after: a later batch's answers may reflect
+// an earlier batch's changes, and are given only after both are committed.
 #pragma once
 
 #include <condition_variable>
@@ -65,7 +72,8 @@ class StateOwner {
     });
     return future.get();
   }
-  // Events from the store (read on the owner thread: the store is single-threaded).
+  // Events from the store (read on the owner thread, the store taken from the committer while
+  // it reads).
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit);
   StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit);
   // Appends a row to the audit log with the owner's next commit (within 100 ms; it does not wake
@@ -84,13 +92,26 @@ class StateOwner {
     auto promise = std::make_shared<std::promise<R>>();
     auto future = promise->get_future();
     Post([this, &read, promise](ClusterState&, Effects*, AfterCommit* after) {
-      auto r = std::make_shared<R>(read(*store_));
+      std::shared_ptr<R> r;
+      {
+        std::lock_guard<std::mutex> store(store_mu_);
+        r = std::make_shared<R>(read(*store_));
+      }
       after->push_back([promise, r] { promise->set_value(std::move(*r)); });
     });
     return future.get();
   }
   void Loop();
   void RunBatch(std::deque<Command>& batch);
+  // What a batch made, waiting to be committed and then published.
+  struct Made {
+    StoreBatch batch;
+    AfterCommit after;
+    std::vector<Outgoing> messages;
+  };
+  // Hands a batch to the committer, merged into the one waiting there when it can be.
+  void Hand(Effects fx, AfterCommit after);
+  void CommitLoop();
 
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<StateStore> store_;
@@ -105,6 +126,14 @@ class StateOwner {
   bool stopping_ = false;
   OwnerStats stats_;
   std::thread thread_;
+  // The committer's side: batches made, in order, not yet taken for a commit.
+  std::mutex store_mu_;  // the store: the committer's commits, the owner thread's reads
+  std::mutex commit_mu_;
+  std::condition_variable commit_cv_;
+  std::deque<Made> made_;
+  size_t made_rows_ = 0;  // rows waiting in made_ (the owner waits past kMaxWaitingRows)
+  bool committer_stopping_ = false;
+  std::thread committer_;
   Time last_cycle_ = 0;
   Time last_tick_ = 0;
   Time last_heartbeat_check_ = 0;

@@ -311,7 +311,14 @@ TEST_F(ContainerTest, TheShippedContainerExamplesRunAsTheDocsSay) {
   }
   const uint64_t ck = Submit(local(ReadFile(std::string(HANGAR_SOURCE_DIR) + "/examples/containers/checkpoint.yaml")));
   ASSERT_TRUE(cluster_->WaitForJobState(ck, "running", 60 * kSecond)) << cluster_->Job(ck).dump();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Its traps are set once it says it started (a signal before them would be ignored by the
+  // container's PID 1, and the requeue would wait out the 5 min grace).
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        return Contains(cluster_->GetText("/v1/jobs/" + std::to_string(ck) + "/logs?task=0"), "attempt 0 started");
+      },
+      30 * kSecond))
+      << cluster_->Job(ck).dump();
   int status = 0;
   cluster_->Post("/v1/jobs/" + std::to_string(ck) + "/requeue", "", &status);
   ASSERT_EQ(status, 200);
