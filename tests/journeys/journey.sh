@@ -52,6 +52,12 @@ wait_ready() {
   wait_for "${2:-30}" '[ "$(hangar nodes -o json | '"$J_PY"' -c "import json,sys; print(sum(n[\"state\"] == \"ready\" for n in json.load(sys.stdin)[\"nodes\"]))")" -ge '"$1"' ]'
 }
 
+# Waits until no node holds a job's GPUs (at most $1 s, default 30): a cancelled job's GPUs stay
+# held until its agent has seen its processes end.
+wait_idle() {
+  wait_for "${1:-30}" '[ "$(hangar nodes -o json | '"$J_PY"' -c "import json,sys; print(sum(n[\"gpus_free\"] != n[\"gpus\"] or len(n[\"jobs\"]) > 0 for n in json.load(sys.stdin)[\"nodes\"]))")" = 0 ]'
+}
+
 # Starts `hangar dev` in ./hangar-dev (args passed on) and waits until its nodes are ready.
 # HANGAR_URL points the CLI at it. DEV_PID, DEV_PORT (kept across restarts), DEV_OUT are set.
 dev_start() {

@@ -121,6 +121,7 @@ Requeued by hand, it checkpoints again and resumes again; the drained node is gi
   job 5 cancelled
   node node-1 undrained
   $ wait_job 5 cancelled
+  $ wait_idle
   $ hangar nodes
   NAME    STATE  LEAF    MODEL          GPUS  FREE  CPU FREE  MEM FREE  JOBS  REASON
   node-1  ready  leaf-0  H100-SXM-80GB  8     8     64        512Gi     0
