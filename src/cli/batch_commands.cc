@@ -288,9 +288,9 @@ void RegisterBatchCommands(CLI::App& app, int* rc) {
     auto csv = std::make_shared<bool>(false);
     CLI::App* history = app.add_subcommand("history", "Per-job accounting: GPU-hours, attempts, idle and preempted waste");
     AddList(history, o.get());
-    history->add_flag("--csv", *csv, "Comma-separated values, one header line");
-    AddCommon(history, c.get());
-    history->callback([=] { Guard(rc, [&] { return History(*c, *o, *csv); }); });
+    history->add_flag("--csv", *csv, "Comma-separated values, one header line (the same as -o csv)");
+    AddCommon(history, c.get(), {"table", "json", "csv"});
+    history->callback([=] { Guard(rc, [&] { return History(*c, *o, *csv || c->output == "csv"); }); });
   }
   const std::pair<const char*, const char*> actions[] = {
       {"cancel", "Cancel jobs: stop every task (by ids, or every job a selector matches)"},

@@ -179,6 +179,9 @@ TEST_F(BatchTest, HistoryAccountsForEachJob) {
   auto [rc, said] = Shell(Cli("history --csv"));
   EXPECT_EQ(rc, 0);
   EXPECT_TRUE(Contains(said, std::to_string(id) + ",acct,0,-1,anonymous,default,guaranteed,2,H100-SXM-80GB")) << said;
+  auto [orc, same] = Shell(Cli("history -o csv"));  // where other commands take -o, a user tries it first
+  EXPECT_EQ(orc, 0);
+  EXPECT_EQ(same, said);
   auto [trc, table] = Shell(Cli("history"));
   EXPECT_TRUE(Contains(table, "succeeded")) << table;
 }
