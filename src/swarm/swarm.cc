@@ -86,7 +86,7 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
   }
 
   void Heartbeat(uint64_t seq, Time now) {
-    if (silent_) return;
+    if (silent_ || !registered_) return;  // its stream may not even be open yet
     last_beat_ = now;
     pb::AgentMessage m;
     pb::Heartbeat* hb = m.mutable_heartbeat();
@@ -240,10 +240,10 @@ Swarm::~Swarm() {
   }
 }
 
-bool Swarm::Start(Duration timeout) {
+bool Swarm::Start(Duration timeout, const std::atomic<bool>* stop) {
   for (size_t i = 0; i < agents_.size(); ++i) agents_[i]->Begin(shared_->stubs[i % shared_->stubs.size()].get());
   const Time until = SystemClock::Default()->Now() + timeout;
-  while (SystemClock::Default()->Now() < until) {
+  while (SystemClock::Default()->Now() < until && !(stop && *stop)) {
     if (shared_->registered.load() == static_cast<int64_t>(agents_.size())) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -259,11 +259,14 @@ void Swarm::Run(const std::atomic<bool>* stop) {
   const Duration interval = std::max<Duration>(options_.heartbeat_interval, 1);
   int64_t beats = 0;  // heartbeats due so far, over all agents
   bool silenced = false;
+  Time all_registered_at = -1;  // silent_after counts from here
   const size_t silent_count = static_cast<size_t>(options_.silent_fraction * static_cast<double>(agents_.size()));
   while (!*stop) {
     const Time now = clock->Now();
-    const bool due = options_.silence_file.empty() ? now - start >= options_.silent_after
-                                                   : ::access(options_.silence_file.c_str(), F_OK) == 0;
+    if (all_registered_at < 0 && shared_->registered.load() == n) all_registered_at = now;
+    const bool due = options_.silence_file.empty()
+                         ? all_registered_at >= 0 && now - all_registered_at >= options_.silent_after
+                         : ::access(options_.silence_file.c_str(), F_OK) == 0;
     if (!silenced && silent_count > 0 && due) {
       // Every n-th agent, spread over the fabric.
       const size_t step = agents_.size() / silent_count;

@@ -48,8 +48,11 @@ class Swarm {
   Swarm(std::shared_ptr<const cluster::Topology> topology, SwarmOptions options);
   ~Swarm();
   // Opens every agent's stream and registers. Returns once all are registered or `timeout` passed.
-  bool Start(Duration timeout);
-  // Sends heartbeats, ends tasks and silences agents until *stop.
+  // Run may already be running: an agent heartbeats from its registration on, as a real one does
+  // (a burst of 10,240 registrations takes longer than the controller's heartbeat timeout).
+  bool Start(Duration timeout, const std::atomic<bool>* stop = nullptr);  // false also once *stop
+  // Sends heartbeats (to the agents registered so far), ends tasks and silences agents until
+  // *stop. May start before Start.
   void Run(const std::atomic<bool>* stop);
   SwarmStats stats() const;
   // The connections the agents' streams are spread over.

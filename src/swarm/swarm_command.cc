@@ -70,21 +70,29 @@ Status Run(const Flags& f) {
   const size_t n = file.topology->nodes().size();
   std::printf("swarm: %zu agents connecting to %s over %zu %s connections\n", n, f.controller.c_str(), swarm.connections(),
               f.tls_dir.empty() ? "plaintext" : "mutual-TLS");
-  if (!swarm.Start(120 * kSecond)) {
+  signal(SIGINT, [](int) { g_stop = true; });
+  signal(SIGTERM, [](int) { g_stop = true; });
+  // Heartbeats from each agent's registration on, while the rest still register.
+  std::thread beats([&] { swarm.Run(&g_stop); });
+  if (!swarm.Start(120 * kSecond, &g_stop)) {
+    if (g_stop) {
+      beats.join();
+      return Status::Ok();  // interrupted while registering
+    }
+    g_stop = true;
+    beats.join();
     return Status::Unavailable("only " + std::to_string(swarm.stats().registered) + " of " + std::to_string(n) +
                                " agents registered within 120 s; is the controller at " + f.controller + " using " + f.cluster + "?");
   }
   std::printf("swarm: all %zu agents registered\n", n);
   std::fflush(stdout);
-  signal(SIGINT, [](int) { g_stop = true; });
-  signal(SIGTERM, [](int) { g_stop = true; });
   std::thread stats([&] {
     while (!g_stop) {
       if (!f.stats_file.empty()) WriteStats(f.stats_file, swarm);
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });
-  swarm.Run(&g_stop);
+  beats.join();
   stats.join();
   if (!f.stats_file.empty()) WriteStats(f.stats_file, swarm);
   return Status::Ok();
