@@ -583,6 +583,11 @@ class ClusterState {
   // MIG (cluster_state_mig.cc): the GPUs' layouts from the agents' reports, reshapes in flight
   // by id, and what they did.
   void ApplyMigInventory(uint32_t n, const pb::Inventory& inv, Time now, Effects* fx);
+  // OnRegister's parts (cluster_state_nodes.cc).
+  void ObserveBoot(uint32_t n, const pb::Inventory& inv, Time now, Effects* fx);
+  std::set<std::string> ReconcileReportedTasks(uint32_t n, const pb::Register& reg, Time now, pb::Registered* ok,
+                                               Effects* fx);
+  void RelaunchUnreported(uint32_t n, const std::set<std::string>& reported, Effects* fx) const;
   cluster::MigLayout LayoutFromReport(uint32_t g, const google::protobuf::RepeatedPtrField<pb::MigGpuInstance>& instances,
                                       std::string* problems) const;
   void SendMigReshapes(const std::vector<sched::MigReshapePlan>& plans, Time now, Effects* fx);

@@ -86,10 +86,29 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   ApplyMigInventory(n, inv, now, fx);
   (void)health_.ObserveConfig(n, {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version()}, now);
   if (was_lost) (void)health_.Apply({health::OperatorAction::Kind::kNodeReturned, n, -1, now});
-  // A new boot id: the node rebooted since its agent last registered. That is a remediation of
-  // the node (latched faults close; it goes through validation before work).
-  // Only for a node with something to remedy: every remediation counts toward "5 in 7 days:
-  // failed", and routine reboots of healthy nodes must not.
+  ObserveBoot(n, inv, now, fx);
+  health_dirty_ = true;
+  pb::ControllerMessage reply;
+  pb::Registered* ok = reply.mutable_registered();
+  ok->set_heartbeat_interval_ms(options_.heartbeat_interval);
+  ok->set_data_token(options_.data_token);
+  const std::set<std::string> reported = ReconcileReportedTasks(n, reg, now, ok, fx);
+  RelaunchUnreported(n, reported, fx);
+  fx->messages.insert(fx->messages.begin(), {inv.node(), std::move(reply)});
+  fx->Event(now, "node", "node/" + inv.node(),
+            std::string(was_lost ? "came back" : "registered") + " (" + std::to_string(inv.gpus_size()) + " GPUs, " +
+                inv.gpu_backend() + " backend, " + std::to_string(reg.running_size()) + " running tasks)");
+  UpdateCondition(n);
+  return Status::Ok();
+}
+
+// A new boot id: the node rebooted since its agent last registered. That is a remediation of
+// the node (latched faults close; it goes through validation before work).
+// Only for a node with something to remedy: every remediation counts toward "5 in 7 days:
+// failed", and routine reboots of healthy nodes must not.
+void ClusterState::ObserveBoot(uint32_t n, const pb::Inventory& inv, Time now, Effects* fx) {
+  NodeRecord& r = nodes_[n];
+  const auto& declared = topology_->nodes()[n];
   const bool rebooted = !r.boot_id.empty() && !inv.boot_id().empty() && inv.boot_id() != r.boot_id;
   bool ailing = health_.node_state(n) != health::HealthState::kHealthy &&
                 health_.node_state(n) != health::HealthState::kPendingValidation;
@@ -108,22 +127,25 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
     r.boot_id = inv.boot_id();
     PersistNode(n, fx);
   }
-  health_dirty_ = true;
+}
+
+// The tasks a registering agent says it runs: those of this node's live attempts are kept (a
+// launch it had not confirmed counts as running); a task still being stopped stays to be
+// stopped; anything else is an orphan, stopped. Returns the task ids reported.
+std::set<std::string> ClusterState::ReconcileReportedTasks(uint32_t n, const pb::Register& reg, Time now,
+                                                           pb::Registered* ok, Effects* fx) {
+  NodeRecord& r = nodes_[n];
   r.orphans.clear();
-  pb::ControllerMessage reply;
-  pb::Registered* ok = reply.mutable_registered();
-  ok->set_heartbeat_interval_ms(options_.heartbeat_interval);
-  ok->set_data_token(options_.data_token);
   std::set<std::string> reported;
   for (const auto& ref : reg.running()) {
     reported.insert(ref.task_id());
-    sched::JobId id;
-    uint32_t attempt, index;
-    bool wanted = false;
     if (auto z = zombies_.find(ref.task_id()); z != zombies_.end() && z->second.node == n) {
       ok->add_stop_tasks(ref.task_id());  // still to be stopped; keep its resources until it ends
       continue;
     }
+    sched::JobId id;
+    uint32_t attempt, index;
+    bool wanted = false;
     if (ParseTaskId(ref.task_id(), &id, &attempt, &index)) {
       auto it = jobs_.find(id);
       if (it != jobs_.end() && it->second.attempt == attempt && index < it->second.tasks.size()) {
@@ -134,7 +156,7 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
             pb::TaskStatus running;
             running.set_task_id(ref.task_id());
             running.set_state(pb::TaskStatus::RUNNING);
-            (void)OnTaskStatus(inv.node(), running, now, fx);
+            (void)OnTaskStatus(reg.inventory().node(), running, now, fx);
           }
         }
       }
@@ -144,8 +166,12 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
       r.orphans.insert(ref.task_id());
     }
   }
-  // Tasks this node should run that it did not report: launch them again. A launch is
-  // idempotent on the agent, which answers with the task's end if it ran already.
+  return reported;
+}
+
+// Tasks node n should run that its agent did not report: launch them again. A launch is
+// idempotent on the agent, which answers with the task's end if it ran already.
+void ClusterState::RelaunchUnreported(uint32_t n, const std::set<std::string>& reported, Effects* fx) const {
   for (sched::JobId id : active_) {
     const JobRecord& j = jobs_.at(id);
     if (job::IsFinal(j.state)) continue;
@@ -156,12 +182,6 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
     }
     if (missing) LaunchAll(j, fx);  // LaunchAll sends only tasks still launching
   }
-  fx->messages.insert(fx->messages.begin(), {inv.node(), std::move(reply)});
-  fx->Event(now, "node", "node/" + inv.node(),
-            std::string(was_lost ? "came back" : "registered") + " (" + std::to_string(inv.gpus_size()) + " GPUs, " +
-                inv.gpu_backend() + " backend, " + std::to_string(reg.running_size()) + " running tasks)");
-  UpdateCondition(n);
-  return Status::Ok();
 }
 
 void ClusterState::OnDisconnect(const std::string& node, Time now) {
