@@ -378,7 +378,10 @@ static std::string NextController(const std::string& list, size_t* next) {
   return all[(*next)++ % all.size()];
 }
 
-void Agent::Session(const std::atomic<bool>* stop) {
+// A channel to one controller: mutual TLS when configured; with several controllers, keepalive
+// pings, so that one that stopped answering (SIGSTOP, a cut link) is left within ~2 s for the
+// next of the list.
+std::shared_ptr<grpc::Channel> Agent::ChannelTo(const std::string& controller) const {
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!options_.tls_ca_pem.empty()) {
     grpc::SslCredentialsOptions o;
@@ -387,17 +390,61 @@ void Agent::Session(const std::atomic<bool>* stop) {
     o.pem_cert_chain = options_.tls_cert_pem;
     creds = grpc::SslCredentials(o);
   }
-  const std::string controller = NextController(options_.controller, &next_controller_);
-  // With several controllers, keepalive pings: one that stopped answering (SIGSTOP, a cut link)
-  // is left within ~2 s for the next of the list.
   grpc::ChannelArguments args;
   if (options_.controller.find(',') != std::string::npos) {
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 1000);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   }
-  auto channel = grpc::CreateCustomChannel(controller, creds, args);
-  auto stub = pb::AgentChannel::NewStub(channel);
+  return grpc::CreateCustomChannel(controller, creds, args);
+}
+
+// Just registered: tell the controller again what it may have missed while we were apart.
+// Checkpoints first: one the controller hears of after its task's end belongs to an old attempt.
+void Agent::RetellAfterRegistering(const std::map<std::string, pb::CheckpointDone>& unsent) {
+  std::vector<TaskRecord> ended;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    // Not those whose job's checkpoint is still draining: they go out when it is durable.
+    for (const auto& [id, r] : records_) if (r.ended && !drains_.count(r.job_id)) ended.push_back(r);
+  }
+  for (const auto& [id, c] : unsent) {
+    pb::AgentMessage m;
+    *m.mutable_checkpoint_done() = c;
+    Write(m);
+  }
+  for (const auto& r : ended) SendStatus(r);
+  SendImages();
+}
+
+// Whether to act on a message from `controller`: not from a deposed leader (an epoch older than
+// the newest seen), nor from a controller on another store than the one this agent serves (the
+// first it hears of is recorded).
+bool Agent::Accept(const pb::ControllerMessage& in, const std::string& controller) {
+  if (in.epoch() < newest_epoch_) {
+    spdlog::warn("agent {}: refused a message of epoch {} from {}: epoch {} leads now", options_.node,
+                 in.epoch(), controller, newest_epoch_);
+    return false;
+  }
+  newest_epoch_ = in.epoch();
+  if (in.store_id().empty() || in.store_id() == store_id_) return true;
+  if (!store_id_.empty()) {  // the controller let us in, so it runs on another store than it did
+    spdlog::error("agent {}: refused a message from {}: it serves store {}, this agent store {} (its tasks "
+                  "belong to that one); restart the agent with --forget-store to serve the new one",
+                  options_.node, controller, in.store_id(), store_id_);
+    return false;
+  }
+  store_id_ = in.store_id();  // the first controller this agent serves
+  if (!WriteStoreId(options_.state_dir, store_id_)) {
+    spdlog::error("agent {}: cannot write {}/store_id", options_.node, options_.state_dir);
+  }
+  spdlog::info("agent {}: serves the controller store {}", options_.node, store_id_);
+  return true;
+}
+
+void Agent::Session(const std::atomic<bool>* stop) {
+  const std::string controller = NextController(options_.controller, &next_controller_);
+  auto stub = pb::AgentChannel::NewStub(ChannelTo(controller));
   grpc::ClientContext ctx;
   // With `--auth tokens` the controller admits only this node's own node token.
   if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
@@ -416,42 +463,10 @@ void Agent::Session(const std::atomic<bool>* stop) {
     std::lock_guard<std::mutex> r(mu_);
     unsent.swap(unsent_checkpoints_);
   }
-  // Tell it again how every task we know of ended: it may have missed it while we were apart.
-  std::vector<TaskRecord> ended;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    // Not those whose job's checkpoint is still draining: they go out when it is durable.
-    for (const auto& [id, r] : records_) if (r.ended && !drains_.count(r.job_id)) ended.push_back(r);
-  }
-  // Checkpoints first: one the controller hears of after its task's end belongs to an old attempt.
-  for (const auto& [id, c] : unsent) {
-    pb::AgentMessage m;
-    *m.mutable_checkpoint_done() = c;
-    Write(m);
-  }
-  for (const auto& r : ended) SendStatus(r);
-  SendImages();
+  RetellAfterRegistering(unsent);
   pb::ControllerMessage in;
   while (!*stop && stream->Read(&in)) {
-    if (in.epoch() < newest_epoch_) {  // a deposed leader: refuse its orders and leave it
-      spdlog::warn("agent {}: refused a message of epoch {} from {}: epoch {} leads now", options_.node,
-                   in.epoch(), controller, newest_epoch_);
-      break;
-    }
-    newest_epoch_ = in.epoch();
-    if (!in.store_id().empty() && in.store_id() != store_id_) {
-      if (!store_id_.empty()) {  // the controller let us in, so it runs on another store than it did
-        spdlog::error("agent {}: refused a message from {}: it serves store {}, this agent store {} (its tasks "
-                      "belong to that one); restart the agent with --forget-store to serve the new one",
-                      options_.node, controller, in.store_id(), store_id_);
-        break;
-      }
-      store_id_ = in.store_id();  // the first controller this agent serves
-      if (!WriteStoreId(options_.state_dir, store_id_)) {
-        spdlog::error("agent {}: cannot write {}/store_id", options_.node, options_.state_dir);
-      }
-      spdlog::info("agent {}: serves the controller store {}", options_.node, store_id_);
-    }
+    if (!Accept(in, controller)) break;
     Handle(in);
   }
   {

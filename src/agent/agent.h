@@ -164,6 +164,9 @@ class Agent {
 
  private:
   void Session(const std::atomic<bool>* stop);
+  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& controller) const;  // Session's parts
+  void RetellAfterRegistering(const std::map<std::string, pb::CheckpointDone>& unsent);
+  bool Accept(const pb::ControllerMessage& in, const std::string& controller);
   void Handle(const pb::ControllerMessage& m);
   void HandleLaunch(const pb::Launch& l);  // agent_launch.cc, as are the next three
   // The launch's argv, environment (Hangar's additions too), folders and limits.

@@ -121,10 +121,19 @@ TEST_F(FailoverTest, StandbysPointToTheLeaderAndTheCliFindsIt) {
   const std::string list = c_->api(2) + "," + c_->api(1) + "," + c_->api(0);
   EXPECT_NE(Shell(std::string(HANGAR_BINARY) + " nodes --server " + list).find("node-4"), std::string::npos);
   c_->Signal(0, SIGKILL);
+  for (int i = 0; i < 200 && c_->Alive(0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_FALSE(c_->Alive(0));
   // The CLI rides over the takeover (it retries the list while controllers hand over).
   const std::string nodes = Shell(std::string(HANGAR_BINARY) + " nodes --server " + list);
   EXPECT_NE(nodes.find("node-4"), std::string::npos) << nodes;
-  const std::string after = Shell(std::string(HANGAR_BINARY) + " status --server " + list);
+  // `status` answers from the first controller of the list that answers: a standby says the
+  // lease as it last read it (every --lease-poll), so the new epoch shows within a poll or two.
+  std::string after;
+  for (int i = 0; i < 50; ++i) {
+    after = Shell(std::string(HANGAR_BINARY) + " status --server " + list);
+    if (after.find("epoch       2") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_NE(after.find("epoch       2"), std::string::npos) << after;
 }
 
