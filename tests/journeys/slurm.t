@@ -36,8 +36,10 @@ array example.
     - name: batch
       replicas: 1
 
-The array example, as block 4 of the document runs it:
+The array example, as block 4 of the document runs it, with a train.py that trains for longer
+than the journey looks (without one, each element fails at once and may be over before the cancel):
 
+  $ printf 'import time\ntime.sleep(600)\n' > train.py
   $ doc_run docs/slurm.md 4
   [doc] $ hangar sbatch examples/slurm/sweep-array.sbatch
   Submitted batch job 3
