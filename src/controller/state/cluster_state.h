@@ -588,6 +588,9 @@ class ClusterState {
   std::set<std::string> ReconcileReportedTasks(uint32_t n, const pb::Register& reg, Time now, pb::Registered* ok,
                                                Effects* fx);
   void RelaunchUnreported(uint32_t n, const std::set<std::string>& reported, Effects* fx) const;
+  // OnTaskStatus's parts (cluster_state_nodes.cc).
+  void MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* fx);
+  void EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatus& st, Time now, Effects* fx);
   cluster::MigLayout LayoutFromReport(uint32_t g, const google::protobuf::RepeatedPtrField<pb::MigGpuInstance>& instances,
                                       std::string* problems) const;
   void SendMigReshapes(const std::vector<sched::MigReshapePlan>& plans, Time now, Effects* fx);

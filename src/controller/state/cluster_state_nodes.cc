@@ -256,19 +256,29 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   TaskRun& t = j.tasks[index];
   if (t.phase == TaskRun::Phase::kEnded) return Status::Ok();  // old news
   if (!ended) {
-    t.phase = TaskRun::Phase::kRunning;
-    if (j.state == JobState::kStarting) {
-      bool all = true;
-      for (const auto& other : j.tasks) all = all && other.phase != TaskRun::Phase::kLaunching;
-      if (all) {
-        j.state = JobState::kRunning;
-        if (!j.started) j.started = now;
-        fx->Event(now, "job", "job/" + std::to_string(j.id), "running (" + std::to_string(j.tasks.size()) + " tasks)");
-        Persist(j, fx);
-      }
-    }
+    MarkTaskRunning(j, t, now, fx);
     return Status::Ok();
   }
+  EndReportedTask(j, t, st, now, fx);
+  return Status::Ok();
+}
+
+// A task's RUNNING report: the job runs once none of its tasks is still launching.
+void ClusterState::MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* fx) {
+  t.phase = TaskRun::Phase::kRunning;
+  if (j.state != JobState::kStarting) return;
+  for (const auto& other : j.tasks) {
+    if (other.phase == TaskRun::Phase::kLaunching) return;
+  }
+  j.state = JobState::kRunning;
+  if (!j.started) j.started = now;
+  fx->Event(now, "job", "job/" + std::to_string(j.id), "running (" + std::to_string(j.tasks.size()) + " tasks)");
+  Persist(j, fx);
+}
+
+// A task's end (it exited, or never started), as its agent reported it.
+void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatus& st, Time now, Effects* fx) {
+  const std::string task = "task " + std::to_string(t.index);
   if (st.agent_exiting() && !job::IsFinal(j.state)) {
     // Its agent was stopped and took the task with it (`hangar dev` stopped with Ctrl-C): the
     // job did not fail; it runs again, whole, from its last checkpoint.
@@ -277,23 +287,21 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
     t.signal = st.signal();
     t.message = st.message();
     EndTask(j, t, now, fx);
-    Requeue(j, "task " + std::to_string(index) + " was stopped when node " + topology_->nodes()[t.node].name + "'s agent exited", now, fx);
-    return Status::Ok();
+    Requeue(j, task + " was stopped when node " + topology_->nodes()[t.node].name + "'s agent exited", now, fx);
+    return;
   }
+  const bool never_started = st.state() == pb::TaskStatus::FAILED_TO_START;
   // A task that ran and ended at once may be heard of first by its exit (its agent's reaper wrote
   // before the launch's RUNNING): the job did start, by this moment at the latest.
-  if (st.state() != pb::TaskStatus::FAILED_TO_START && !j.started) j.started = now;
-  t.exit_code = st.state() == pb::TaskStatus::FAILED_TO_START ? 127 : st.exit_code();
+  if (!never_started && !j.started) j.started = now;
+  t.exit_code = never_started ? 127 : st.exit_code();
   t.signal = st.signal();
   t.stopped = st.stopped();
   t.message = st.message();
   EndTask(j, t, now, fx);
-  if (st.state() == pb::TaskStatus::FAILED_TO_START) {
-    fx->Event(now, "job", "job/" + std::to_string(j.id), "task " + std::to_string(index) + " failed to start: " + st.message());
-  }
+  if (never_started) fx->Event(now, "job", "job/" + std::to_string(j.id), task + " failed to start: " + st.message());
   FinishIfDone(j, now, fx);
   Persist(j, fx);
-  return Status::Ok();
 }
 
 Duration ClusterState::ReconnectGrace() const {
