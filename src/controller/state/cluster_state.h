@@ -649,6 +649,9 @@ class ClusterState {
   void PersistHealth(uint32_t node, Effects* fx) const;
   void RestoreHealth(uint32_t node, const nlohmann::json& saved);
   void RestoreIdempotency(const KeyValueRow& row);
+  Status RestoreValues(const std::vector<KeyValueRow>& values);  // Restore's parts
+  void RestoreNodes(const std::vector<NodeRow>& rows);
+  Status RestoreJob(const JobRow& row);
   std::map<std::string, Remembered> idempotency_;  // by user "\n" key
   std::deque<std::pair<Time, std::string>> idempotency_by_time_;  // for pruning, oldest first
   bool idempotency_sorted_ = true;

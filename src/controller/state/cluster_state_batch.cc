@@ -206,12 +206,8 @@ void ClusterState::ForEachSelected(const JobFilter& f, Fn&& fn) const {
 }
 
 void ClusterState::IndexByUser(const JobRecord& j) {
-  auto& mine = jobs_by_user_[j.spec->spec.user];
-  if (mine.empty() || mine.back() < j.id) {
-    mine.push_back(j.id);
-  } else {
-    mine.insert(std::lower_bound(mine.begin(), mine.end(), j.id), j.id);
-  }
+  auto& mine = jobs_by_user_[j.spec->spec.user];  // ids come in ascending order: this appends
+  mine.insert(std::upper_bound(mine.begin(), mine.end(), j.id), j.id);
 }
 
 JobPage ClusterState::ListJobsPage(const Principal& p, const JobFilter& f) const {

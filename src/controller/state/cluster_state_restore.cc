@@ -72,7 +72,24 @@ void ClusterState::RestoreHealth(uint32_t n, const nlohmann::json& h) {
 
 Status ClusterState::Restore(const StoreContents& c, Time now) {
   started_at_ = now;
-  for (const auto& v : c.values) {
+  HANGAR_RETURN_IF_ERROR(RestoreValues(c.values));
+  RestoreNodes(c.nodes);
+  // Every agent gets the reconnect grace to come back (ReconnectGrace: the fleet reconnects at
+  // once), then the heartbeat timeout as usual.
+  for (auto& r : nodes_) r.last_heartbeat = now;
+  restored_at_ = now;
+  for (const auto& row : c.jobs) HANGAR_RETURN_IF_ERROR(RestoreJob(row));
+  jobs_by_user_.clear();
+  for (const auto& [id, j] : jobs_) IndexByUser(j);
+  for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
+  warm_specs_.clear();  // the jobs hold what they use; the interning maps find it from now on
+  dirty_ = true;
+  return Status::Ok();
+}
+
+// The key-value rows: the next job id, the applied queues, idempotency keys, usage.
+Status ClusterState::RestoreValues(const std::vector<KeyValueRow>& values) {
+  for (const auto& v : values) {
     if (v.table == "meta" && v.key == "next_job_id") next_job_id_ = std::stoull(v.value);
     if (v.table == "queue" && v.key == "tree") {
       // The queues last applied; a tree the cluster can no longer honour (nodes left
@@ -90,9 +107,14 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
       if (!j.is_discarded()) usage_log_.push_back(AttemptUsage::FromJson(j));
     }
   }
-  for (const auto& row : c.nodes) {
+  return Status::Ok();
+}
+
+// The node rows: drains, boot ids and health (a node that left cluster.yaml is skipped).
+void ClusterState::RestoreNodes(const std::vector<NodeRow>& rows) {
+  for (const auto& row : rows) {
     auto n = topology_->FindNode(row.name);
-    if (!n) continue;  // a node that left cluster.yaml
+    if (!n) continue;
     auto s = nlohmann::json::parse(row.state_json, nullptr, false);
     if (s.is_discarded()) continue;
     nodes_[*n].drained = s.value("drained", false);
@@ -100,68 +122,61 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     nodes_[*n].boot_id = s.value("boot_id", "");
     RestoreHealth(*n, s.value("health", nlohmann::json::object()));
   }
-  // Every agent gets the reconnect grace to come back (ReconnectGrace: the fleet reconnects at
-  // once), then the heartbeat timeout as usual.
-  for (auto& r : nodes_) r.last_heartbeat = now;
-  restored_at_ = now;
-  for (const auto& row : c.jobs) {
-    // Parsed once per distinct stored text (the jobs of a sweep share one), or by a standby ahead.
-    HANGAR_ASSIGN_OR_RETURN(const WarmSpec* warm, Warm(row.spec_json, row.id));
-    auto state = job::ParseJobState(row.state);
-    if (!state) return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state + "'");
-    JobRecord j;
-    j.id = row.id;
-    j.request = warm->request;
-    j.spec = warm->spec;
-    j.state = *state;
-    j.submitted = row.submitted;
-    j.started = row.started;
-    j.ended = row.ended;
-    j.attempt = row.attempt;
-    j.restarts = row.restarts;
-    j.message = row.message;
-    if (!row.extra_json.empty()) {
-      auto extra = nlohmann::json::parse(row.extra_json, nullptr, false);
-      if (extra.is_object()) {
-        j.last_checkpoint = extra.value("last_checkpoint", Time{0});
-        j.checkpoint_path = extra.value("checkpoint_path", "");
-        j.idle_gpu_ms = extra.value("idle_gpu_ms", int64_t{0});
-        j.staging_ms = extra.value("staging_ms", Duration{0});
-        j.staging_gpu_ms = extra.value("staging_gpu_ms", int64_t{0});
-        j.array_id = extra.value("array_id", uint64_t{0});
-        j.array_index = extra.value("array_index", int64_t{-1});
-        j.held = extra.contains("held_by") && j.state == JobState::kPending;
-        j.held_by = extra.value("held_by", "");
-      }
+}
+
+// One job row, in id order: its record, its array, the resources its live tasks hold.
+Status ClusterState::RestoreJob(const JobRow& row) {
+  // Parsed once per distinct stored text (the jobs of a sweep share one), or by a standby ahead.
+  HANGAR_ASSIGN_OR_RETURN(const WarmSpec* warm, Warm(row.spec_json, row.id));
+  auto state = job::ParseJobState(row.state);
+  if (!state) return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state + "'");
+  JobRecord j;
+  j.id = row.id;
+  j.request = warm->request;
+  j.spec = warm->spec;
+  j.state = *state;
+  j.submitted = row.submitted;
+  j.started = row.started;
+  j.ended = row.ended;
+  j.attempt = row.attempt;
+  j.restarts = row.restarts;
+  j.message = row.message;
+  if (!row.extra_json.empty()) {
+    auto extra = nlohmann::json::parse(row.extra_json, nullptr, false);
+    if (extra.is_object()) {
+      j.last_checkpoint = extra.value("last_checkpoint", Time{0});
+      j.checkpoint_path = extra.value("checkpoint_path", "");
+      j.idle_gpu_ms = extra.value("idle_gpu_ms", int64_t{0});
+      j.staging_ms = extra.value("staging_ms", Duration{0});
+      j.staging_gpu_ms = extra.value("staging_gpu_ms", int64_t{0});
+      j.array_id = extra.value("array_id", uint64_t{0});
+      j.array_index = extra.value("array_index", int64_t{-1});
+      j.held = extra.contains("held_by") && j.state == JobState::kPending;
+      j.held_by = extra.value("held_by", "");
     }
-    if (j.array_id) {
-      ArrayRecord& a = arrays_[j.array_id];
-      a.elements.push_back(j.id);
-      a.max_running = j.spec->spec.array.max_running;
-    }
-    const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
-    if (leaf < 0 && !job::IsFinal(j.state)) {
-      return Status::FailedPrecondition("job " + std::to_string(row.id) + " is in queue '" + j.spec->spec.queue +
-                                        "', which the controller does not have; start it with that queue (--queues) or apply a queues file that has it");
-    }
-    j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
-    next_job_id_ = std::max<uint64_t>(next_job_id_, row.id + 1);
-    if (!row.placement_json.empty()) HANGAR_RETURN_IF_ERROR(ParsePlacement(row.placement_json, *topology_, &j));
-    for (auto& t : j.tasks) {
-      if (t.phase == TaskRun::Phase::kEnded) continue;
-      HANGAR_RETURN_IF_ERROR(usage_.Allocate(cluster::TaskShare(j.assignment, t.index)));
-      j.live_tasks++;
-    }
-    if (j.state == JobState::kPending) pending_.insert(j.id);
-    if (j.state == JobState::kPending && j.spec->unpinned) unpinned_.insert(j.id);
-    if (j.live_tasks > 0) active_.insert(j.id);
-    jobs_.emplace(j.id, std::move(j));
   }
-  jobs_by_user_.clear();
-  for (const auto& [id, j] : jobs_) IndexByUser(j);
-  for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
-  warm_specs_.clear();  // the jobs hold what they use; the interning maps find it from now on
-  dirty_ = true;
+  if (j.array_id) {
+    ArrayRecord& a = arrays_[j.array_id];
+    a.elements.push_back(j.id);
+    a.max_running = j.spec->spec.array.max_running;
+  }
+  const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
+  if (leaf < 0 && !job::IsFinal(j.state)) {
+    return Status::FailedPrecondition("job " + std::to_string(row.id) + " is in queue '" + j.spec->spec.queue +
+                                      "', which the controller does not have; start it with that queue (--queues) or apply a queues file that has it");
+  }
+  j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
+  next_job_id_ = std::max<uint64_t>(next_job_id_, row.id + 1);
+  if (!row.placement_json.empty()) HANGAR_RETURN_IF_ERROR(ParsePlacement(row.placement_json, *topology_, &j));
+  for (auto& t : j.tasks) {
+    if (t.phase == TaskRun::Phase::kEnded) continue;
+    HANGAR_RETURN_IF_ERROR(usage_.Allocate(cluster::TaskShare(j.assignment, t.index)));
+    j.live_tasks++;
+  }
+  if (j.state == JobState::kPending) pending_.insert(j.id);
+  if (j.state == JobState::kPending && j.spec->unpinned) unpinned_.insert(j.id);
+  if (j.live_tasks > 0) active_.insert(j.id);
+  jobs_.emplace(j.id, std::move(j));
   return Status::Ok();
 }
 
