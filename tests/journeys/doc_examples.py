@@ -7,7 +7,7 @@ failing test"). Each fenced block must be named in doc-examples.txt with how it 
   FILE#N  output NAME    an output the document shows; journey NAME prints it (its lines are there)
   FILE#N  not-run WHY    cannot run in a test (why), said so
 
-docs/benchmarks.md is the record of benchmark runs (bench/, with their commands), not examples.
+docs/benchmarks.md (current figures) and docs/benchmarks-log.md (every run) record benchmarks, not examples.
 """
 import pathlib, re, sys
 
@@ -17,7 +17,7 @@ docs = [root / "README.md"] + sorted((root / "docs").glob("*.md"))
 blocks = {}
 for d in docs:
     rel = d.relative_to(root).as_posix()
-    if rel == "docs/benchmarks.md":
+    if rel in ("docs/benchmarks.md", "docs/benchmarks-log.md"):
         continue
     for n, b in enumerate(re.findall(r"^```[^\n]*\n(.*?)^```", d.read_text(), re.S | re.M), 1):
         blocks[f"{rel}#{n}"] = b
