@@ -335,7 +335,7 @@ void HttpApi::Routes() {
     if (key.size() > 200 || !api::CheckUtf8(key, "the key").ok()) {
       return Reply(res, Status::InvalidArgument("Idempotency-Key must be at most 200 characters of UTF-8, such as a UUID"));
     }
-    const std::string digest = std::to_string(std::hash<std::string>()(req.body + "\n" + std::to_string(count)));
+    const SubmissionDigest digest = SubmissionDigest::Of(req.body, count);
     struct Submitted {
       nlohmann::json answer;
       bool replayed = false;
@@ -422,13 +422,19 @@ void HttpApi::Routes() {
     if (!who) return;
     auto id = IdOf(req);
     if (!id.ok()) return Reply(res, id.status());
+    Time estimated_start = kNever;  // the head job's reservation, when the scheduler made one
     auto job = owner_->Call<StatusOr<api::JobView>>([&](ClusterState& st, Effects*) -> StatusOr<api::JobView> {
       HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, *id, false));
+      const auto& reserved = st.waiting_order().reserved_start;
+      if (auto r = reserved.find(*id); r != reserved.end()) estimated_start = r->second;
       return st.GetJob(*id);
     });
     if (!job.ok()) return Reply(res, job.status());
-    Reply(res, 200, {{"id", job->id}, {"name", job->name}, {"state", job->state}, {"reason", job->reason},
-                     {"rule", job->reason_rule}, {"attempt", job->attempt}, {"message", job->message}});
+    nlohmann::json out = {{"id", job->id},           {"name", job->name},         {"state", job->state},
+                          {"reason", job->reason},   {"rule", job->reason_rule}, {"attempt", job->attempt},
+                          {"message", job->message}, {"estimated_start_ms", nullptr}};
+    if (job->state == "pending" && estimated_start != kNever) out["estimated_start_ms"] = estimated_start;
+    Reply(res, 200, out);
   });
   s.Get(R"(/v1/jobs/(\d+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, Permission::kJobsRead);

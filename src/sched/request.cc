@@ -67,6 +67,24 @@ void Fingerprint(GangRequest* r) {
   }
 }
 
+namespace {
+bool SameShape(const TaskShape& a, const TaskShape& b) {
+  return a.kind == b.kind && a.gpus == b.gpus && a.milli == b.milli && a.gpu_memory_mib == b.gpu_memory_mib &&
+         a.min_gpu_memory_mib == b.min_gpu_memory_mib && a.milli_cpu == b.milli_cpu && a.memory_mib == b.memory_mib &&
+         a.models == b.models && a.mig_shape == b.mig_shape;
+}
+}  // namespace
+
+bool SamePlacement(const GangRequest& a, const GangRequest& b) {
+  if (a.topology.same != b.topology.same || a.topology.required != b.topology.required) return false;
+  if (a.groups.size() != b.groups.size()) return false;
+  for (size_t i = 0; i < a.groups.size(); ++i) {
+    const GroupRequest &x = a.groups[i], &y = b.groups[i];
+    if (x.replicas != y.replicas || x.selector != y.selector || !SameShape(x.shape, y.shape)) return false;
+  }
+  return true;
+}
+
 GangRequest MakeSingleTaskRequest(const TaskShape& shape, int32_t replicas,
                                   job::TopologyConstraint topology) {
   GangRequest r;

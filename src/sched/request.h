@@ -72,5 +72,8 @@ StatusOr<GangRequest> CompileGang(const job::JobSpec& spec, const cluster::Topol
 GangRequest MakeSingleTaskRequest(const TaskShape& shape, int32_t replicas = 1,
                                   job::TopologyConstraint topology = {});
 void Fingerprint(GangRequest* request);
+// Whether two requests are equal in everything the placer reads, field by field: what a cache
+// keyed by the fingerprint must check on a hit (two requests may share a fingerprint).
+bool SamePlacement(const GangRequest& a, const GangRequest& b);
 
 }  // namespace hangar::sched

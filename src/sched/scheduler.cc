@@ -21,9 +21,11 @@ const Reason& Scheduler::NeverReason(const cluster::Topology& topology, const Ga
     never_.clear();
     never_topology_ = &topology;
   }
-  auto it = never_.find(request.fingerprint);
-  if (it == never_.end()) it = never_.emplace(request.fingerprint, placement::CheckNever(topology, request)).first;
-  return it->second;
+  auto [first, last] = never_.equal_range(request.fingerprint);
+  for (auto it = first; it != last; ++it) {
+    if (SamePlacement(it->second.request, request)) return it->second.reason;
+  }
+  return never_.emplace(request.fingerprint, NeverEntry{request, placement::CheckNever(topology, request)})->second.reason;
 }
 
 cluster::ClusterUsage& Scheduler::CopyOfUsage(const cluster::ClusterUsage& usage) {

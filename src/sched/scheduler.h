@@ -76,7 +76,14 @@ class Scheduler {
   cluster::ClusterUsage& CopyOfUsage(const cluster::ClusterUsage& usage);
   ReservationScratch reservation_scratch_;  // likewise for backfill's reservation
   const cluster::Topology* never_topology_ = nullptr;
-  std::unordered_map<uint64_t, Reason> never_;  // request fingerprint -> never-reason or kNone
+  // Never-reasons by request (kNone: could fit), for never_topology_; cleared when the topology
+  // changes. Keyed by fingerprint, and a hit compares the whole request (SamePlacement): two
+  // requests may share a fingerprint. A multimap, so references to reasons stay valid.
+  struct NeverEntry {
+    GangRequest request;
+    Reason reason;
+  };
+  std::unordered_multimap<uint64_t, NeverEntry> never_;
 };
 
 }  // namespace hangar::sched

@@ -41,6 +41,21 @@ TEST(SchedulerTest, NeverJobsAreReportedAndDoNotBlock) {
   EXPECT_TRUE(VerdictFor(d, never)->reason.IsNever());
 }
 
+// The never-cache is keyed by fingerprint but compares the whole request on a hit: a request
+// that can never fit must not be answered "could fit" because another shape shares its key.
+TEST(SchedulerTest, NeverCacheComparesTheWholeRequestNotOnlyItsFingerprint) {
+  auto t = Leaves(1, 1);
+  auto s = Scheduler::Create({});
+  ASSERT_TRUE(s.ok());
+  GangRequest fits = Whole(*t, 1, 1), never = Whole(*t, 1, 9);
+  never.fingerprint = fits.fingerprint;  // a collision, forced
+  EXPECT_FALSE((*s)->NeverReason(*t, fits).IsNever());
+  EXPECT_TRUE((*s)->NeverReason(*t, never).IsNever());
+  EXPECT_FALSE((*s)->NeverReason(*t, fits).IsNever());
+  EXPECT_TRUE(SamePlacement(fits, Whole(*t, 1, 1)));
+  EXPECT_FALSE(SamePlacement(fits, never));
+}
+
 TEST(SchedulerTest, StrictOrderBlocksEverythingBehindTheHead) {
   auto t = Leaves(1, 1);
   MiniCluster c(t, {.queue_policy = "fifo", .strict_order = true});

@@ -23,6 +23,7 @@
 #include "controller/state/auth.h"
 #include "controller/state/ingest_lag.h"
 #include "controller/state/secret_sealer.h"
+#include "controller/state/submission_digest.h"
 #include "cluster/cluster_yaml.h"
 #include "cluster/usage.h"
 #include "controller/store/state_store.h"
@@ -300,8 +301,8 @@ class ClusterState {
   // The first answer for (user, key), if any; FailedPrecondition when the key was used for
   // another request.
   StatusOr<std::optional<nlohmann::json>> RecallSubmission(const std::string& user, const std::string& key,
-                                                 const std::string& request_digest, Time now) const;
-  void RememberSubmission(const std::string& user, const std::string& key, const std::string& request_digest,
+                                                 const SubmissionDigest& request, Time now) const;
+  void RememberSubmission(const std::string& user, const std::string& key, const SubmissionDigest& request,
                 const nlohmann::json& answer, Time now, Effects* fx);
   Status Drain(const std::string& node, const std::string& reason, Time now, Effects* fx);
   Status Undrain(const std::string& node, Time now, Effects* fx);
@@ -707,7 +708,8 @@ class ClusterState {
   std::shared_ptr<const SpecEntry> InternSpec(std::string json, job::JobSpec spec);
   std::shared_ptr<const sched::GangRequest> InternRequest(sched::GangRequest request);
   std::unordered_map<std::string_view, std::weak_ptr<const SpecEntry>> spec_cache_;
-  std::unordered_map<uint64_t, std::weak_ptr<const sched::GangRequest>> request_cache_;
+  // Keyed by fingerprint; a hit compares the whole request (two may share a fingerprint).
+  std::unordered_multimap<uint64_t, std::weak_ptr<const sched::GangRequest>> request_cache_;
   // Specs parsed before Restore (WarmSpecs), by their stored (possibly sealed) text.
   struct WarmSpec {
     std::shared_ptr<const SpecEntry> spec;

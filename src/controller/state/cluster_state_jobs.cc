@@ -67,12 +67,18 @@ std::shared_ptr<const SpecEntry> ClusterState::InternSpec(std::string json, job:
 }
 
 std::shared_ptr<const sched::GangRequest> ClusterState::InternRequest(sched::GangRequest request) {
-  auto it = request_cache_.find(request.fingerprint);
-  if (it != request_cache_.end()) {
-    if (auto live = it->second.lock()) return live;
+  auto [it, last] = request_cache_.equal_range(request.fingerprint);
+  while (it != last) {
+    auto live = it->second.lock();
+    if (!live) {
+      it = request_cache_.erase(it);  // its last job is gone
+      continue;
+    }
+    if (sched::SamePlacement(*live, request)) return live;
+    ++it;
   }
   auto shared = std::make_shared<const sched::GangRequest>(std::move(request));
-  request_cache_[shared->fingerprint] = shared;
+  request_cache_.emplace(shared->fingerprint, shared);
   return shared;
 }
 
@@ -112,8 +118,10 @@ StatusOr<sched::GangRequest> ClusterState::Admissible(const job::JobSpec& spec, 
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
   const sched::Reason never = scheduler_->NeverReason(*topology_, request);
   if (never.rule != sched::Rule::kNone) {
-    return Status::OutOfRange("job '" + spec.name + "' can never run on this cluster: " +
-                              never.ToString(*topology_) + "; change the request and submit it again");
+    std::string why = never.ToString(*topology_);
+    if (why.rfind("never: ", 0) == 0) why.erase(0, 7);  // the sentence says "never" already
+    return Status::OutOfRange("job '" + spec.name + "' can never run on this cluster: " + why +
+                              "; change the request and submit it again");
   }
   *leaf_out = leaf;
   return request;
@@ -164,10 +172,10 @@ constexpr Duration kIdempotencyWindow = kDay;
 }  // namespace
 
 StatusOr<std::optional<nlohmann::json>> ClusterState::RecallSubmission(const std::string& user, const std::string& key,
-                                                             const std::string& request_digest, Time now) const {
+                                                             const SubmissionDigest& request, Time now) const {
   auto it = idempotency_.find(user + "\n" + key);
   if (it == idempotency_.end() || now - it->second.at > kIdempotencyWindow) return std::optional<nlohmann::json>();
-  if (it->second.request_digest != request_digest) {
+  if (!request.Matches(it->second.request_digest)) {
     return Status::FailedPrecondition("Idempotency-Key '" + key + "' was used for another request " +
                                       FormatDuration(now - it->second.at) +
                                       " ago; use a new key for a new request");
@@ -175,8 +183,9 @@ StatusOr<std::optional<nlohmann::json>> ClusterState::RecallSubmission(const std
   return std::optional<nlohmann::json>(it->second.answer);
 }
 
-void ClusterState::RememberSubmission(const std::string& user, const std::string& key, const std::string& request_digest,
+void ClusterState::RememberSubmission(const std::string& user, const std::string& key, const SubmissionDigest& request,
                             const nlohmann::json& answer, Time now, Effects* fx) {
+  const std::string& request_digest = request.sha256;
   const std::string id = user + "\n" + key;
   if (!idempotency_sorted_) {
     std::sort(idempotency_by_time_.begin(), idempotency_by_time_.end());
