@@ -255,3 +255,39 @@ TEST_F(ControlPlaneTest, TorchDistributedAllReduceAcrossTwoAgents) {
 
 }  // namespace
 }  // namespace hangar::testing
+
+namespace hangar::testing {
+namespace {
+
+// The last ```yaml block of a document.
+std::string LastYamlBlock(const std::string& doc) {
+  const std::string text = ReadFile(std::string(HANGAR_SOURCE_DIR) + "/" + doc);
+  const size_t at = text.rfind("```yaml\n");
+  if (at == std::string::npos) return "";
+  const size_t end = text.find("```", at + 8);
+  return text.substr(at + 8, end - at - 8);
+}
+
+// docs/job-format.md's torchrun example as written: `torchrun train.py` with no flags on two
+// nodes finds its rendezvous from the PET_* variables Hangar sets (without them every node took
+// torchrun's defaults: node 0 of 1, port 29500, and the second failed to bind).
+TEST_F(ControlPlaneTest, TorchrunWithoutFlagsRunsATwoNodeGangFromTheDocs) {
+  ASSERT_TRUE(TorchAvailable()) << "Debian's python3-torch is missing: scripts/install-deps.sh --test installs it";
+  std::string yaml = LastYamlBlock("docs/job-format.md");
+  ASSERT_NE(yaml.find("[/usr/bin/torchrun, train.py]"), std::string::npos) << yaml;
+  const std::string dir = std::string(HANGAR_SOURCE_DIR) + "/examples/torchrun";
+  yaml.replace(yaml.find("workdir: ."), 10, "workdir: " + dir);  // what `hangar submit` does
+  const uint64_t id = Submit(yaml);
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 180 * kSecond))
+      << cluster_->Job(id).dump(2) << "\n" << cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=1&stream=stderr");
+  std::set<std::string> nodes;
+  for (const auto& t : cluster_->Job(id)["task_list"]) nodes.insert(t["node"].get<std::string>());
+  EXPECT_EQ(nodes.size(), 2u);
+  const std::string out = cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=0") +
+                          cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=1");
+  EXPECT_NE(out.find("rank 0 of 2: all_reduce gave 3, expected 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank 1 of 2: all_reduce gave 3, expected 3"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace hangar::testing

@@ -13,6 +13,33 @@ std::vector<uint32_t> GpuIndices(const cluster::Topology& t, const cluster::Gang
   return out;
 }
 
+namespace {
+
+// torchrun reads its flags from PET_* variables, not from MASTER_ADDR/NODE_RANK: without these,
+// `torchrun train.py` on every node of a gang would think it is node 0 of 1. Each task is one
+// torchrun agent (its "node" in torchrun's words), so a gang of N tasks is N torchrun nodes and
+// a task's rank among them is its task index; the workers it starts are the task's whole GPUs.
+// The job's own env wins: a user who sets PET_NPROC_PER_NODE (or passes flags) means it.
+void SetTorchrunDefaults(const LaunchContext& ctx, size_t task_index, std::map<std::string, std::string>* env) {
+  const auto& tasks = ctx.assignment->tasks;
+  const auto& group = ctx.spec->tasks[tasks[task_index].group];
+  auto set = [&](const std::string& k, const std::string& v) {
+    for (const auto& [name, value] : group.env) {
+      if (name == k) return;
+    }
+    (*env)[k] = v;
+  };
+  set("PET_NNODES", std::to_string(tasks.size()));
+  set("PET_NODE_RANK", std::to_string(task_index));
+  set("PET_MASTER_ADDR", (*env)["MASTER_ADDR"]);
+  set("PET_MASTER_PORT", (*env)["MASTER_PORT"]);
+  if (group.gpu.kind == job::GpuKind::kWhole && group.gpu.count > 0) {
+    set("PET_NPROC_PER_NODE", std::to_string(group.gpu.count));
+  }
+}
+
+}  // namespace
+
 std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchContext& ctx) {
   const auto& tasks = ctx.assignment->tasks;
   std::vector<uint32_t> node_order;  // distinct nodes in order of first task
@@ -103,6 +130,7 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
     env["LOCAL_RANK"] = std::to_string(local_rank);
     env["LOCAL_WORLD_SIZE"] = std::to_string(local_world);
     env["GROUP_RANK"] = env["NODE_RANK"];
+    SetTorchrunDefaults(ctx, i, &env);
     out.push_back(std::move(env));
   }
   return out;

@@ -29,7 +29,9 @@ struct LaunchContext {
 
 // One environment per task, in task order. RANK is the task's index, WORLD_SIZE the number of
 // tasks; NODE_RANK numbers the gang's nodes in order of their first task; LOCAL_RANK and
-// LOCAL_WORLD_SIZE count tasks on the same node; MASTER_ADDR is task 0's node.
+// LOCAL_WORLD_SIZE count tasks on the same node; MASTER_ADDR is task 0's node. torchrun's own
+// PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT and PET_NPROC_PER_NODE (whole GPUs)
+// treat each task as one torchrun node, unless the job's env sets them.
 std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchContext& ctx);
 
 // "3" -> "0,1,2" style list of the GPU indices a task holds on its node.

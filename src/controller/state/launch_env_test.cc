@@ -49,10 +49,42 @@ TEST(LaunchEnvTest, TorchrunVariablesForATwoNodeGang) {
     EXPECT_EQ(env[i]["HANGAR_RESTART_COUNT"], "1");
     EXPECT_EQ(env[i]["HANGAR_CHECKPOINT_DIR"], "/ckpt/job-42");
     EXPECT_EQ(env[i]["X"], "y");
+    // torchrun's own variables: each task is one torchrun node running one worker per GPU.
+    EXPECT_EQ(env[i]["PET_NNODES"], "4");
+    EXPECT_EQ(env[i]["PET_NODE_RANK"], std::to_string(i));
+    EXPECT_EQ(env[i]["PET_MASTER_ADDR"], "10.0.0.1");
+    EXPECT_EQ(env[i]["PET_MASTER_PORT"], "29511");
+    EXPECT_EQ(env[i]["PET_NPROC_PER_NODE"], "4");
   }
   EXPECT_EQ(env[0]["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
   EXPECT_EQ(env[1]["CUDA_VISIBLE_DEVICES"], "4,5,6,7");
   EXPECT_EQ(env[3]["CUDA_VISIBLE_DEVICES"], "4,5,6,7");
+}
+
+TEST(LaunchEnvTest, AJobsOwnTorchrunVariablesWin) {
+  auto f = cluster::ParseClusterYaml(
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+      "nodes: [{name: a}]\n", "c.yaml");
+  ASSERT_TRUE(f.ok());
+  auto spec = job::ParseJobSpec("name: g\ntasks:\n  - {gpus: 8, env: {PET_NPROC_PER_NODE: '2'}}\n", "j");
+  ASSERT_TRUE(spec.ok());
+  cluster::GangAssignment a;
+  cluster::TaskPlacement task{0, 0, 0, 0, 0, 0, 0};
+  for (uint32_t g = 0; g < 8; ++g) a.grants.push_back({g, 1000, 0});
+  task.end_grant = 8;
+  a.tasks.push_back(task);
+  LaunchContext ctx;
+  ctx.job_id = 7;
+  ctx.spec = &*spec;
+  ctx.assignment = &a;
+  ctx.topology = &*f->topology;
+  ctx.address_of = [](uint32_t) { return "10.0.0.1"; };
+  ctx.master_port = 29500;
+  auto env = TaskEnvironments(ctx);
+  ASSERT_EQ(env.size(), 1u);
+  EXPECT_EQ(env[0]["PET_NPROC_PER_NODE"], "2");
+  EXPECT_EQ(env[0]["PET_NNODES"], "1");
+  EXPECT_EQ(env[0]["PET_NODE_RANK"], "0");
 }
 
 // issue 16 item 7: a task's collectives go over the data interfaces of its GPUs' rails, and its
