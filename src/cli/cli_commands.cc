@@ -132,7 +132,8 @@ Status ShowJob(const Common& c, const std::string& id) {
   if (v.ended) std::printf("  ended     %s\n", FormatUtcTimestamp(v.ended).c_str());
   if (!v.reason.empty()) std::printf("  reason:   %s\n", v.reason.c_str());
   if (!v.task_views.empty()) {
-    Table t({"  TASK", "GROUP", "NODE", "GPUS", "STATE", "EXIT"});
+    // The GPUs' indices on their node ("0" is GPU 0, not "no GPUs"): so headed.
+    Table t({"  TASK", "GROUP", "NODE", "GPU INDICES", "STATE", "EXIT"});
     for (const auto& tv : v.task_views) {
       std::string gpus;
       for (uint32_t g : tv.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
@@ -152,6 +153,9 @@ Status Explain(const Common& c, const std::string& id) {
   const std::string reason = r.value("reason", ""), rule = r.value("rule", "");
   if (!reason.empty()) std::printf(": %s", reason.c_str());
   if (!rule.empty() && rule != "none") std::printf("  [rule: %s]", rule.c_str());
+  if (r.contains("estimated_start_ms") && r["estimated_start_ms"].is_number()) {
+    std::printf("; estimated start %s", FormatUtcTimestamp(r["estimated_start_ms"].get<int64_t>()).c_str());
+  }
   std::printf("\n");
   return Status::Ok();
 }
@@ -184,6 +188,18 @@ Status WaitForTask(ApiClient& api, const std::string& id, int task) {
   }
 }
 
+// A task that wrote only to stderr shows nothing on `hangar logs`: say where its output is.
+void NoteStderrOnly(ApiClient& api, const std::string& stdout_path, const LogsOptions& o) {
+  size_t bytes = 0;
+  const Status s = api.Stream(stdout_path + "&stream=stderr", [&bytes](const char*, size_t n) {
+    bytes += n;
+    return true;
+  });
+  if (!s.ok() || bytes == 0) return;
+  std::fprintf(stderr, "(task %d wrote nothing to stdout; its stderr has %zu bytes: hangar logs %s%s --stderr)\n", o.task,
+               bytes, o.id.c_str(), o.task ? (" --task " + std::to_string(o.task)).c_str() : "");
+}
+
 Status Logs(const Common& c, const LogsOptions& o) {
   HANGAR_RETURN_IF_ERROR(CheckJobId(o.id));
   if (o.task < 0)
@@ -194,14 +210,17 @@ Status Logs(const Common& c, const LogsOptions& o) {
   std::string path = "/v1/jobs/" + o.id + "/logs?task=" + std::to_string(o.task) +
                      (o.follow ? "&follow=1" : "") + (o.stderr_stream ? "&stream=stderr" : "") +
                      (o.attempt >= 0 ? "&attempt=" + std::to_string(o.attempt) : "");
-  Status s = api.Stream(path, [](const char* d, size_t n) {
+  size_t written = 0;
+  Status s = api.Stream(path, [&written](const char* d, size_t n) {
     std::fwrite(d, 1, n, stdout);
     std::fflush(stdout);
+    written += n;
     return true;
   });
   if (s.code() == StatusCode::kFailedPrecondition && !o.follow) {  // not started yet
     return Status(s.code(), s.message() + "; `hangar logs -f " + o.id + "` waits for it to start");
   }
+  if (s.ok() && written == 0 && !o.stderr_stream) NoteStderrOnly(api, path, o);
   return s;
 }
 
@@ -232,6 +251,9 @@ Status ShowNode(const Common& c, const std::string& name) {
               v.name.c_str(), v.state.c_str(), v.reason.empty() ? "" : (" (" + v.reason + ")").c_str(), v.leaf.c_str(),
               v.spine.c_str(), v.gpus, v.model.c_str(), Gpus(v.gpus_free).c_str(), v.address.c_str());
   for (const auto& cond : v.conditions) std::printf("  condition: %s\n", cond.c_str());
+  std::string jobs;
+  for (uint64_t id : v.jobs) jobs += (jobs.empty() ? "" : ", ") + std::to_string(id);
+  std::printf("  jobs:   %s\n", jobs.empty() ? "none" : (jobs + "  (hangar job ID)").c_str());
   if (r.contains("events")) {
     std::printf("  history:\n");
     for (const auto& e : r["events"]) {

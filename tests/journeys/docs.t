@@ -43,7 +43,7 @@ lists them.
 
   $ doc_block docs/job-format.md 7 > pretrain.yaml
   $ hangar submit pretrain.yaml
-  error: job 'pretrain-70b' can never run on this cluster: never: needs 32 GPUs under one leaf; the largest leaf has 16; change the request and submit it again
+  error: job 'pretrain-70b' can never run on this cluster: needs 32 GPUs under one leaf; the largest leaf has 16; change the request and submit it again
   [1]
   $ printf 'name: x\ntasks:\n  - name: main\n    gpus: -1\n    cpu_per_gpus: 2\n    command: [x]\n' > job.yaml
   $ hangar submit job.yaml
@@ -51,7 +51,7 @@ lists them.
   [1]
   $ printf 'name: x\ntasks:\n  - name: main\n    gpus: 9\n    command: [x]\n' > job.yaml
   $ hangar submit job.yaml
-  error: job 'x' can never run on this cluster: never: asks 9 GPUs per replica, largest node has 8; change the request and submit it again
+  error: job 'x' can never run on this cluster: asks 9 GPUs per replica, largest node has 8; change the request and submit it again
   [1]
 
 docs/sharing.md: the fractional service runs on half a GPU; its `python3 serve.py` is the user's
@@ -105,7 +105,7 @@ and its errors as the API gives them too:
   error: job.yaml:3: 'gpus' must be between 0 and 64, not -1
   [1]
   $ curl -s -X POST -H 'Content-Type: application/json' -d '{"name": "x", "tasks": [{"gpus": 9, "command": ["x"]}]}' $HANGAR_URL/v1/jobs; echo
-  {"error":{"code":"OUT_OF_RANGE","message":"job 'x' can never run on this cluster: never: asks 9 GPUs per replica, largest node has 8; change the request and submit it again"}}
+  {"error":{"code":"OUT_OF_RANGE","message":"job 'x' can never run on this cluster: asks 9 GPUs per replica, largest node has 8; change the request and submit it again"}}
   
 
 docs/health.md's fault script is one the fake backend takes as it is (a typo is named):
