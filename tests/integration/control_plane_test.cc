@@ -281,7 +281,8 @@ TEST_F(ControlPlaneTest, TorchrunWithoutFlagsRunsATwoNodeGangFromTheDocs) {
   ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 180 * kSecond))
       << cluster_->Job(id).dump(2) << "\n" << cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=1&stream=stderr");
   std::set<std::string> nodes;
-  for (const auto& t : cluster_->Job(id)["task_list"]) nodes.insert(t["node"].get<std::string>());
+  const auto job = cluster_->Job(id);
+  for (const auto& t : job["task_list"]) nodes.insert(t["node"].get<std::string>());
   EXPECT_EQ(nodes.size(), 2u);
   const std::string out = cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=0") +
                           cluster_->GetText("/v1/jobs/" + std::to_string(id) + "/logs?task=1");
