@@ -114,6 +114,12 @@ class HealthEngine {
   // ---- reads ----
   NodeReport Report(uint32_t node) const;
   HealthState node_state(uint32_t node) const { return nodes_[node].subject.state(); }
+  // Whether a node-wide fault (not only an operator's cordon) keeps the node out: a quarantine
+  // then waits for a remedy, where an operator's drain waits only for undrain.
+  bool held_for_fault(uint32_t node) const {
+    const Fault* worst = nodes_[node].subject.faults().WorstOpen();
+    return worst != nullptr && worst->finding.condition.effect == Effect::kDrain;
+  }
   HealthState gpu_state(uint32_t gpu) const;  // global GPU index
   bool gpu_available(uint32_t gpu) const { return IsSchedulable(gpu_state(gpu)); }
   cluster::NodeCondition node_condition(uint32_t node) const;

@@ -256,6 +256,26 @@ TEST_F(HealthLoopTest, DoubleBitEccTakesTheGpuOutNotTheNodeAndQuarantinesIt) {
   EXPECT_NE(all.find("GPU 1 quarantined"), std::string::npos) << all;
 }
 
+// An operator's drain of a healthy node (routine maintenance) ends "drained", back with undrain;
+// only a fault ends "quarantined", which waits for a remedy. The same drain with a fault open
+// is quarantined.
+TEST_F(HealthLoopTest, AnOperatorsDrainEndsDrainedNotQuarantined) {
+  ValidateAll();
+  Effects fx;
+  ASSERT_TRUE(state_->Drain("n-3", "firmware update", now_, &fx).ok());
+  for (int i = 0; i < 3; ++i) Tick();
+  EXPECT_EQ(state_->GetNode("n-3")->state, "drained");
+  ASSERT_TRUE(state_->Undrain("n-3", now_, &fx).ok());
+  pb::GpuEvent xid;
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  ASSERT_TRUE(state_->Drain("n-2", "firmware update", now_, &fx).ok());
+  state_->OnGpuEvent("n-2", xid, now_);
+  for (int i = 0; i < 3; ++i) Tick();
+  EXPECT_EQ(state_->GetNode("n-2")->state, "quarantined");
+}
+
 // Xid 79 quarantines the node until someone remediates it; a reboot recorded through the API
 // sends it to validation, and a passing validation brings it back.
 TEST_F(HealthLoopTest, RebootRecordedByTheOperatorBringsAQuarantinedNodeBackThroughValidation) {

@@ -22,8 +22,11 @@ std::string ClusterState::NodeState(uint32_t n) const {
   const NodeRecord& r = nodes_[n];
   if (r.lost) return "lost";
   const health::HealthState h = health_.node_state(n);
-  if (h == health::HealthState::kDraining || h == health::HealthState::kQuarantined ||
-      h == health::HealthState::kFailed) {
+  // A node an operator drained for maintenance ends "drained" (back with `hangar undrain`), not
+  // "quarantined", which means a fault that waits for a remedy.
+  const bool operator_drain_only = r.drained && h == health::HealthState::kQuarantined && !health_.held_for_fault(n);
+  if ((h == health::HealthState::kDraining || h == health::HealthState::kQuarantined ||
+       h == health::HealthState::kFailed) && !operator_drain_only) {
     return std::string(health::StateName(h));
   }
   if (r.drained) {
