@@ -151,14 +151,14 @@ async function run(dir) {
       await shot(page, 'queue');
     });
     await check('cluster map: compressed answer (gzip, not Brotli), one snapshot shared with the feed', async () => {
-      const r = await fetch(`${base}/v1/dashboard/map`, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+      const r = await fetch(`${base}/v1/dashboard/map`, { headers: { 'Accept-Encoding': 'gzip, deflate, br', Authorization: `Bearer ${token}` } });
       assert.equal(r.headers.get('content-encoding'), 'gzip');
       assert.match(r.headers.get('server-timing') || '', /collect;dur=[\d.]+.*encode;dur=/);
       const m = await r.json();
       assert.equal(m.nodes.length, 4);
       assert.ok(Number.isInteger(m.snapshot) && m.snapshot > 0, `snapshot ${m.snapshot}`);
       assert.equal(m.nodes[0].length, 9, JSON.stringify(m.nodes[0]));
-      const q = await fetch(`${base}/v1/dashboard/queue`, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+      const q = await fetch(`${base}/v1/dashboard/queue`, { headers: { 'Accept-Encoding': 'gzip, deflate, br', Authorization: `Bearer ${token}` } });
       assert.ok([null, 'gzip'].includes(q.headers.get('content-encoding')), `the queue is sent ${q.headers.get('content-encoding')}`);
       assert.equal((await q.json()).total, 2);
       for (const f of ['/ui/app.js', '/ui/style.css']) {
