@@ -29,10 +29,12 @@ Status MakePrivateDir(const std::string& dir) {
   if (ec) return Status::Unavailable("cannot create " + dir + ": " + ec.message());
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
-    return Status::FailedPrecondition(dir + " is not a folder of this account's; remove it and start again");
+    return Status::FailedPrecondition(
+        dir + " is not a folder of this account's; remove it and start again");
   }
   if ((st.st_mode & 0777) != 0700 && ::chmod(dir.c_str(), 0700) != 0) {
-    return Status::Unavailable("cannot make " + dir + " private (chmod 0700): " + std::strerror(errno));
+    return Status::Unavailable("cannot make " + dir +
+                               " private (chmod 0700): " + std::strerror(errno));
   }
   return Status::Ok();
 }
@@ -54,9 +56,11 @@ int LoopbackPort(std::string s) {
     host = s.substr(0, colon);
     if (colon != std::string::npos) port = s.substr(colon + 1);
   }
-  const bool loopback = host == "localhost" || host == "::1" ||
-                        (host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos);
-  if (!loopback || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) {
+  const bool loopback =
+      host == "localhost" || host == "::1" ||
+      (host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos);
+  if (!loopback || port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos) {
     return 0;
   }
   const int p = std::stoi(port);
@@ -66,10 +70,12 @@ int LoopbackPort(std::string s) {
 // The whole of `path` when it is a small regular file of this account's that no one else may read.
 StatusOr<std::string> ReadPrivateText(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return Status::FailedPrecondition("cannot read " + path + ": " + std::strerror(errno));
+  if (fd < 0)
+    return Status::FailedPrecondition("cannot read " + path + ": " + std::strerror(errno));
   struct stat st {};
-  const bool private_file = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-                            (st.st_mode & 077) == 0 && st.st_size < 4096;
+  const bool private_file = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                            st.st_uid == ::geteuid() && (st.st_mode & 077) == 0 &&
+                            st.st_size < 4096;
   std::string text;
   if (private_file) {
     char buf[4096];
@@ -78,8 +84,9 @@ StatusOr<std::string> ReadPrivateText(const std::string& path) {
   }
   ::close(fd);
   if (!private_file) {
-    return Status::FailedPrecondition(path + " must be a file of this account's that no one else may read (chmod 600 " +
-                                      path + ")");
+    return Status::FailedPrecondition(
+        path + " must be a file of this account's that no one else may read (chmod 600 " + path +
+        ")");
   }
   return text;
 }

@@ -25,8 +25,10 @@ class DevTokenTest : public ::testing::Test {
     setenv("XDG_RUNTIME_DIR", (dir_ / "run").c_str(), 1);
   }
   void TearDown() override {
-    if (old_.empty()) unsetenv("XDG_RUNTIME_DIR");
-    else setenv("XDG_RUNTIME_DIR", old_.c_str(), 1);
+    if (old_.empty())
+      unsetenv("XDG_RUNTIME_DIR");
+    else
+      setenv("XDG_RUNTIME_DIR", old_.c_str(), 1);
     fs::remove_all(dir_);
   }
   static unsigned ModeOf(const fs::path& p) {
@@ -54,7 +56,8 @@ TEST_F(DevTokenTest, APrivateFileIsReadableByItsAccountOnly) {
   fs::permissions(f, fs::perms(0640));
   auto shared = ReadPrivateFile(f);
   ASSERT_FALSE(shared.ok());
-  EXPECT_NE(shared.status().message().find("chmod 600"), std::string::npos) << shared.status().message();
+  EXPECT_NE(shared.status().message().find("chmod 600"), std::string::npos)
+      << shared.status().message();
 }
 
 TEST_F(DevTokenTest, ALinkPlantedWhereTheTokenGoesIsReplacedNotFollowed) {
@@ -79,12 +82,14 @@ TEST_F(DevTokenTest, TheCliFindsTheRecordByTheLoopbackPortItCalls) {
   const fs::path record = dir_ / "run/hangar/dev/18080.token";
   EXPECT_EQ(ModeOf(record), 0600u);
   EXPECT_EQ(ModeOf(dir_ / "run/hangar/dev"), 0700u);
-  for (const char* url : {"http://127.0.0.1:18080", "127.0.0.1:18080", "https://localhost:18080/", "http://[::1]:18080"}) {
+  for (const char* url : {"http://127.0.0.1:18080", "127.0.0.1:18080", "https://localhost:18080/",
+                          "http://[::1]:18080"}) {
     EXPECT_EQ(FindForServer(url).value_or(""), "hgr_dev_abc") << url;
   }
   // Never sent anywhere but loopback, and only to its own port.
-  for (const char* url : {"http://10.0.0.1:18080", "http://127.0.0.1.evil.example:18080", "http://127.0.0.1:18081",
-                          "http://127.0.0.1", "http://localhost.example:18080"}) {
+  for (const char* url :
+       {"http://10.0.0.1:18080", "http://127.0.0.1.evil.example:18080", "http://127.0.0.1:18081",
+        "http://127.0.0.1", "http://localhost.example:18080"}) {
     EXPECT_FALSE(FindForServer(url)) << url;
   }
   RemoveRecord(18080, getpid() + 1);  // another run's: kept

@@ -8,7 +8,9 @@ namespace {
 
 constexpr std::string_view kMask = "REDACTED";
 
-bool IsTokenChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
+bool IsTokenChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+}
 
 // A parameter name, as sent (percent-encoding and case aside), that names a credential.
 bool NamesCredential(std::string_view raw) {
@@ -17,12 +19,14 @@ bool NamesCredential(std::string_view raw) {
     const bool escaped = raw[i] == '%' && i + 2 < raw.size() &&
                          std::isxdigit(static_cast<unsigned char>(raw[i + 1])) &&
                          std::isxdigit(static_cast<unsigned char>(raw[i + 2]));
-    const char c = escaped ? static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16)) : raw[i];
+    const char c =
+        escaped ? static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16))
+                : raw[i];
     if (escaped) i += 2;
     name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  for (std::string_view part : {"token", "secret", "password", "passwd", "auth", "credential", "api_key",
-                                "apikey", "api-key"}) {
+  for (std::string_view part : {"token", "secret", "password", "passwd", "auth", "credential",
+                                "api_key", "apikey", "api-key"}) {
     if (name.find(part) != std::string::npos) return true;
   }
   return name == "key" || name == "sig" || name == "signature";

@@ -10,7 +10,8 @@ namespace {
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return out;
 }
 
@@ -82,8 +83,11 @@ std::optional<RequestGuard::Refusal> RequestGuard::CheckHost(const httplib::Requ
   const std::string host = n == 1 ? req.get_header_value("Host") : "";
   if (n == 1 && HostAllowed(host)) return std::nullopt;
   std::string names;
-  for (size_t i = 0; i < hosts_.size(); ++i) names += (i ? (i + 1 == hosts_.size() ? " or " : ", ") : "") + hosts_[i];
-  const std::string given = n == 0 ? "no Host header" : n > 1 ? "several Host headers" : "Host '" + host + "'";
+  for (size_t i = 0; i < hosts_.size(); ++i)
+    names += (i ? (i + 1 == hosts_.size() ? " or " : ", ") : "") + hosts_[i];
+  const std::string given = n == 0  ? "no Host header"
+                            : n > 1 ? "several Host headers"
+                                    : "Host '" + host + "'";
   return Refuse(421, Status::PermissionDenied("this API answers to " + names + ", not to " + given +
                                               "; call it by one of those names (a web page that "
                                               "points another name at this address is refused)"));
@@ -101,7 +105,8 @@ std::optional<RequestGuard::Refusal> RequestGuard::CheckOrigin(const httplib::Re
   const std::string authority = sep == std::string::npos ? "" : origin.substr(sep + 3);
   const std::string host = Lower(req.get_header_value("Host"));
   const bool web = scheme == "http" || scheme == "https";
-  if (n == 1 && web && !authority.empty() && (authority == host || HostAllowed(authority))) return std::nullopt;
+  if (n == 1 && web && !authority.empty() && (authority == host || HostAllowed(authority)))
+    return std::nullopt;
   const std::string own = (options_.tls ? "https://" : "http://") + host;
   return Refuse(403, Status::PermissionDenied(
                          "a web page of another origin (Origin '" + req.get_header_value("Origin") +
@@ -132,16 +137,20 @@ bool RequestGuard::HoldsDevToken(const httplib::Request& req) const {
   return given.size() == want.size() && CRYPTO_memcmp(given.data(), want.data(), want.size()) == 0;
 }
 
-std::optional<RequestGuard::Refusal> RequestGuard::CheckDevToken(const httplib::Request& req) const {
+std::optional<RequestGuard::Refusal> RequestGuard::CheckDevToken(
+    const httplib::Request& req) const {
   if (!dev_mode() || OpenRead(req) || HoldsDevToken(req)) return std::nullopt;
-  const std::string file = options_.dev_token_file.empty() ? "the dev folder's dev-token" : options_.dev_token_file;
-  return Refuse(401, Status::Unauthenticated(
-                         std::string(req.has_header("Authorization") ? "that is not this `hangar dev` cluster's token"
-                                                                     : "this `hangar dev` cluster takes calls with its "
-                                                                       "per-run token only") +
-                         "; the CLI of the account that started it finds the token by itself (HANGAR_URL is "
-                         "enough); others send `Authorization: Bearer $(cat " + file +
-                         ")`, and the dashboard asks for it"));
+  const std::string file =
+      options_.dev_token_file.empty() ? "the dev folder's dev-token" : options_.dev_token_file;
+  return Refuse(
+      401, Status::Unauthenticated(
+               std::string(req.has_header("Authorization")
+                               ? "that is not this `hangar dev` cluster's token"
+                               : "this `hangar dev` cluster takes calls with its "
+                                 "per-run token only") +
+               "; the CLI of the account that started it finds the token by itself (HANGAR_URL is "
+               "enough); others send `Authorization: Bearer $(cat " +
+               file + ")`, and the dashboard asks for it"));
 }
 
 std::optional<RequestGuard::Refusal> RequestGuard::Check(const httplib::Request& req) const {

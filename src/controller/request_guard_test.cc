@@ -5,9 +5,11 @@
 namespace hangar::controller {
 namespace {
 
-constexpr const char* kToken = "hgr_dev_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+constexpr const char* kToken =
+    "hgr_dev_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-httplib::Request Req(const std::string& method, const std::string& path, httplib::Headers headers = {}) {
+httplib::Request Req(const std::string& method, const std::string& path,
+                     httplib::Headers headers = {}) {
   httplib::Request r;
   r.method = method;
   r.path = path;
@@ -47,27 +49,35 @@ TEST(RequestGuardTest, ACrossOriginBrowserPostIsRefusedInEveryMode) {
   auto refused = open.Check(Req("POST", "/v1/jobs", attack));
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->http_status, 403);
-  EXPECT_NE(refused->why.message().find("Origin 'http://127.0.0.2:8080'"), std::string::npos) << refused->why.message();
+  EXPECT_NE(refused->why.message().find("Origin 'http://127.0.0.2:8080'"), std::string::npos)
+      << refused->why.message();
   EXPECT_EQ(StatusOf(Dev(), Req("POST", "/v1/jobs", attack)), 403);
   // Even with the token (a page cannot have it, but the check does not rest on that).
   httplib::Headers with_token = attack;
   with_token.emplace("Authorization", std::string("Bearer ") + kToken);
   EXPECT_EQ(StatusOf(Dev(), Req("POST", "/v1/jobs", with_token)), 403);
-  EXPECT_EQ(StatusOf(open, Req("DELETE", "/v1/jobs/1", {{"Host", "a:1"}, {"Origin", "null"}})), 403);
+  EXPECT_EQ(StatusOf(open, Req("DELETE", "/v1/jobs/1", {{"Host", "a:1"}, {"Origin", "null"}})),
+            403);
 }
 
 TEST(RequestGuardTest, TheApisOwnPagesAndProgramsWithoutOriginPass) {
   RequestGuard open;
   open.Bind(8080);
-  httplib::Headers same = {{"Host", "ctl.example:8080"}, {"Origin", "https://ctl.example:8080"},
-                           {"Content-Type", "application/json"}, {"Content-Length", "2"}};
+  httplib::Headers same = {{"Host", "ctl.example:8080"},
+                           {"Origin", "https://ctl.example:8080"},
+                           {"Content-Type", "application/json"},
+                           {"Content-Length", "2"}};
   EXPECT_EQ(StatusOf(open, Req("POST", "/v1/jobs/1/cancel", same)), 0);
-  EXPECT_EQ(StatusOf(open, Req("POST", "/v1/jobs", {{"Content-Type", "application/json"}, {"Content-Length", "2"}})), 0);
+  EXPECT_EQ(StatusOf(open, Req("POST", "/v1/jobs",
+                               {{"Content-Type", "application/json"}, {"Content-Length", "2"}})),
+            0);
   // Reads from other origins are left to the browser's own rule (no CORS headers are sent).
   EXPECT_EQ(StatusOf(open, Req("GET", "/v1/jobs", {{"Origin", "http://evil.example"}})), 0);
   // In dev mode no other origin gets anything but the dashboard's page.
-  EXPECT_EQ(StatusOf(Dev(), Req("GET", "/v1/jobs", {{"Host", "127.0.0.1:8080"}, {"Origin", "http://evil.example"},
-                                                     {"Authorization", std::string("Bearer ") + kToken}})),
+  EXPECT_EQ(StatusOf(Dev(), Req("GET", "/v1/jobs",
+                                {{"Host", "127.0.0.1:8080"},
+                                 {"Origin", "http://evil.example"},
+                                 {"Authorization", std::string("Bearer ") + kToken}})),
             403);
   EXPECT_EQ(StatusOf(Dev(), Req("POST", "/v1/jobs", kJobPost)), 0);
   httplib::Headers dashboard = kJobPost;
@@ -78,10 +88,12 @@ TEST(RequestGuardTest, TheApisOwnPagesAndProgramsWithoutOriginPass) {
 TEST(RequestGuardTest, MutatingCallsTakeOnlyJsonOrYaml) {
   RequestGuard open;
   open.Bind(8080);
-  for (const char* bad : {"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
-                          "multipart/form-data; boundary=x", "text/html", ""}) {
+  for (const char* bad :
+       {"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x", "text/html", ""}) {
     SCOPED_TRACE(bad);
-    auto refused = open.Check(Req("POST", "/v1/jobs", {{"Content-Type", bad}, {"Content-Length", "12"}}));
+    auto refused =
+        open.Check(Req("POST", "/v1/jobs", {{"Content-Type", bad}, {"Content-Length", "12"}}));
     ASSERT_TRUE(refused);
     EXPECT_EQ(refused->http_status, 415);
     EXPECT_NE(refused->why.message().find("application/yaml"), std::string::npos);
@@ -92,10 +104,12 @@ TEST(RequestGuardTest, MutatingCallsTakeOnlyJsonOrYaml) {
   // No body and no type (curl -X POST, `hangar cancel`'s DELETE): nothing to check.
   EXPECT_EQ(StatusOf(open, Req("POST", "/v1/jobs/1/cancel", {{"Content-Length", "0"}})), 0);
   EXPECT_EQ(StatusOf(open, Req("DELETE", "/v1/jobs/1")), 0);
-  for (const char* good : {"application/json", "Application/JSON; charset=utf-8", "application/yaml",
-                           "application/x-yaml", "text/yaml"}) {
+  for (const char* good : {"application/json", "Application/JSON; charset=utf-8",
+                           "application/yaml", "application/x-yaml", "text/yaml"}) {
     SCOPED_TRACE(good);
-    EXPECT_EQ(StatusOf(open, Req("POST", "/v1/jobs", {{"Content-Type", good}, {"Content-Length", "12"}})), 0);
+    EXPECT_EQ(
+        StatusOf(open, Req("POST", "/v1/jobs", {{"Content-Type", good}, {"Content-Length", "12"}})),
+        0);
   }
   // Reads are not checked: GET bodies are never read.
   EXPECT_EQ(StatusOf(open, Req("GET", "/v1/jobs", {{"Content-Type", "text/plain"}})), 0);
@@ -109,14 +123,16 @@ TEST(RequestGuardTest, DevModeTakesOnlyLoopbackNamesOfItsPort) {
     h.emplace("Host", ok);
     EXPECT_EQ(StatusOf(g, Req("POST", "/v1/jobs", h)), 0) << ok;
   }
-  for (const char* bad : {"evil.example:8080", "127.0.0.1:9090", "127.0.0.1", "localhost", "127.0.0.2:8080"}) {
+  for (const char* bad :
+       {"evil.example:8080", "127.0.0.1:9090", "127.0.0.1", "localhost", "127.0.0.2:8080"}) {
     httplib::Headers h = kJobPost;
     h.erase("Host");
     h.emplace("Host", bad);
     auto refused = g.Check(Req("POST", "/v1/jobs", h));
     ASSERT_TRUE(refused) << bad;
     EXPECT_EQ(refused->http_status, 421) << bad;
-    EXPECT_NE(refused->why.message().find("127.0.0.1:8080, localhost:8080 or [::1]:8080"), std::string::npos)
+    EXPECT_NE(refused->why.message().find("127.0.0.1:8080, localhost:8080 or [::1]:8080"),
+              std::string::npos)
         << refused->why.message();
   }
   // The page itself too: a rebound name gets nothing.
@@ -145,32 +161,37 @@ TEST(RequestGuardTest, DevModeWantsTheTokenForAllButThePageHealthAndMetrics) {
   for (const char* open : {"/", "/ui/app.js", "/healthz", "/metrics"}) {
     EXPECT_EQ(StatusOf(g, Req("GET", open, host)), 0) << open;
   }
-  for (const char* closed : {"/v1/jobs", "/v1/jobs/1/logs", "/v1/nodes", "/v1/audit", "/v1/dashboard/feed",
-                             "/v1/whoami"}) {
+  for (const char* closed : {"/v1/jobs", "/v1/jobs/1/logs", "/v1/nodes", "/v1/audit",
+                             "/v1/dashboard/feed", "/v1/whoami"}) {
     auto refused = g.Check(Req("GET", closed, host));
     ASSERT_TRUE(refused) << closed;
     EXPECT_EQ(refused->http_status, 401) << closed;
     EXPECT_NE(refused->why.message().find("cat /home/me/hangar-dev/dev-token"), std::string::npos)
         << refused->why.message();
   }
-  httplib::Headers post = {{"Host", "127.0.0.1:8080"}, {"Content-Type", "application/yaml"}, {"Content-Length", "4"}};
+  httplib::Headers post = {
+      {"Host", "127.0.0.1:8080"}, {"Content-Type", "application/yaml"}, {"Content-Length", "4"}};
   EXPECT_EQ(StatusOf(g, Req("POST", "/v1/jobs", post)), 401);
   EXPECT_EQ(StatusOf(g, Req("POST", "/healthz", post)), 401);  // open to reads only
-  for (const std::string& wrong : {std::string("Bearer ") + kToken + "0", std::string("Bearer hgr_dev_0123"),
-                                  std::string("Basic ") + kToken, std::string(kToken)}) {
+  for (const std::string& wrong :
+       {std::string("Bearer ") + kToken + "0", std::string("Bearer hgr_dev_0123"),
+        std::string("Basic ") + kToken, std::string(kToken)}) {
     httplib::Headers h = post;
     h.emplace("Authorization", wrong);
     auto refused = g.Check(Req("POST", "/v1/jobs", h));
     ASSERT_TRUE(refused) << wrong;
     EXPECT_EQ(refused->http_status, 401);
-    EXPECT_NE(refused->why.message().find("not this `hangar dev` cluster's token"), std::string::npos);
+    EXPECT_NE(refused->why.message().find("not this `hangar dev` cluster's token"),
+              std::string::npos);
   }
-  EXPECT_TRUE(g.HoldsDevToken(Req("GET", "/v1/jobs", {{"Authorization", std::string("bearer  ") + kToken}})));
+  EXPECT_TRUE(g.HoldsDevToken(
+      Req("GET", "/v1/jobs", {{"Authorization", std::string("bearer  ") + kToken}})));
   // Without a dev token (--auth none, --auth tokens) the guard wants none: Authorize does.
   RequestGuard open;
   open.Bind(8080);
   EXPECT_EQ(StatusOf(open, Req("GET", "/v1/jobs")), 0);
-  EXPECT_FALSE(open.HoldsDevToken(Req("GET", "/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}})));
+  EXPECT_FALSE(open.HoldsDevToken(
+      Req("GET", "/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}})));
 }
 
 }  // namespace

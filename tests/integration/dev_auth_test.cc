@@ -33,7 +33,8 @@ constexpr const char* kOneNode = R"(name: devauth
 node_defaults: {gpus: 2, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: 32Gi}
 nodes: [{name: node-1}]
 )";
-constexpr const char* kJob = "name: hello\ntasks:\n  - {gpus: 1, cpu: 1, memory: 1Gi, command: [/bin/true]}\n";
+constexpr const char* kJob =
+    "name: hello\ntasks:\n  - {gpus: 1, cpu: 1, memory: 1Gi, command: [/bin/true]}\n";
 
 struct Ran {
   int rc = -1;
@@ -71,7 +72,8 @@ class DevAuthTest : public ::testing::Test {
             std::to_string(port_).c_str(), "--cluster", (dir_ + "/cluster.yaml").c_str(), nullptr);
       _exit(127);
     }
-    ASSERT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(dir_ + "/dev.out"), "is up"); }, 60 * kSecond))
+    ASSERT_TRUE(LocalCluster::WaitFor(
+        [&] { return Contains(ReadFile(dir_ + "/dev.out"), "is up"); }, 60 * kSecond))
         << ReadFile(dir_ + "/dev.out");
     const auto lines = Lines(ReadFile(dir_ + "/dev/dev-token"));
     token_ = lines.empty() ? "" : lines[0];
@@ -80,7 +82,8 @@ class DevAuthTest : public ::testing::Test {
   void TearDown() override {
     if (dev_ > 0) {
       kill(dev_, SIGTERM);
-      if (!LocalCluster::WaitFor([&] { return waitpid(dev_, nullptr, WNOHANG) == dev_; }, 20 * kSecond)) {
+      if (!LocalCluster::WaitFor([&] { return waitpid(dev_, nullptr, WNOHANG) == dev_; },
+                                 20 * kSecond)) {
         kill(dev_, SIGKILL);
         waitpid(dev_, nullptr, 0);
       }
@@ -156,7 +159,8 @@ class DevAuthTest : public ::testing::Test {
 
 TEST_F(DevAuthTest, ACallWithoutTheTokenIsRefusedAndTheCliFindsItFromAnyFolder) {
   EXPECT_EQ(token_.size(), 8u + 64u) << "DIR/dev-token: " << token_;
-  auto [status, body] = Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\nContent-Type: application/yaml", kJob);
+  auto [status, body] =
+      Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\nContent-Type: application/yaml", kJob);
   EXPECT_EQ(status, 401) << body;
   EXPECT_TRUE(Contains(body, "per-run token")) << body;
   EXPECT_TRUE(Contains(body, dir_ + "/dev/dev-token")) << body;
@@ -174,15 +178,18 @@ TEST_F(DevAuthTest, ACallWithoutTheTokenIsRefusedAndTheCliFindsItFromAnyFolder) 
   EXPECT_TRUE(Contains(submit.output, "submitted job 1")) << submit.output;
   EXPECT_EQ(JobCount(), 1u);
   // The token is this account's alone: the file, the record and its folder.
-  for (const std::string& f : {dir_ + "/dev/dev-token", dir_ + "/run/hangar/dev/" + std::to_string(port_) + ".token"}) {
+  for (const std::string& f :
+       {dir_ + "/dev/dev-token", dir_ + "/run/hangar/dev/" + std::to_string(port_) + ".token"}) {
     struct stat st {};
     ASSERT_EQ(::stat(f.c_str(), &st), 0) << f;
     EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
     EXPECT_EQ(st.st_uid, ::geteuid()) << f;
   }
-  EXPECT_TRUE(Contains(ReadFile(dir_ + "/run/hangar/dev/" + std::to_string(port_) + ".token"), token_));
+  EXPECT_TRUE(
+      Contains(ReadFile(dir_ + "/run/hangar/dev/" + std::to_string(port_) + ".token"), token_));
   // The banner names the file, never the token.
-  EXPECT_TRUE(Contains(ReadFile(dir_ + "/dev.out"), "token: " + dir_ + "/dev/dev-token")) << ReadFile(dir_ + "/dev.out");
+  EXPECT_TRUE(Contains(ReadFile(dir_ + "/dev.out"), "token: " + dir_ + "/dev/dev-token"))
+      << ReadFile(dir_ + "/dev.out");
   EXPECT_FALSE(Contains(ReadFile(dir_ + "/dev.out"), token_));
 }
 
@@ -190,20 +197,23 @@ TEST_F(DevAuthTest, ACallWithoutTheTokenIsRefusedAndTheCliFindsItFromAnyFolder) 
 // mode: 'no-cors', body}) -- a "simple" request, text/plain, that the browser sends without asking.
 TEST_F(DevAuthTest, ACrossOriginBrowserPostIsRefusedAndMakesNoJob) {
   const std::string origin = "Origin: http://127.0.0.2:" + std::to_string(port_);
-  const std::string browser = "\r\nSec-Fetch-Mode: no-cors\r\nSec-Fetch-Site: cross-site\r\nUser-Agent: Mozilla/5.0";
+  const std::string browser =
+      "\r\nSec-Fetch-Mode: no-cors\r\nSec-Fetch-Site: cross-site\r\nUser-Agent: Mozilla/5.0";
   auto [status, body] = Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\n" + origin +
                                 "\r\nContent-Type: text/plain;charset=UTF-8" + browser,
                             kJob);
   EXPECT_EQ(status, 403) << body;
   EXPECT_TRUE(Contains(body, "a web page of another origin")) << body;
   // Not even with the token (a page cannot read it, but the refusal does not rest on that).
-  auto with_token = Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\n" + origin + "\r\n" + Bearer() +
-                            "\r\nContent-Type: application/yaml" + browser,
+  auto with_token = Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\n" + origin + "\r\n" +
+                            Bearer() + "\r\nContent-Type: application/yaml" + browser,
                         kJob);
   EXPECT_EQ(with_token.first, 403) << with_token.second;
   // text/plain and forms are refused from anyone, with the token or not.
   for (const char* type : {"text/plain;charset=UTF-8", "application/x-www-form-urlencoded"}) {
-    auto typed = Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\n" + Bearer() + "\r\nContent-Type: " + type, kJob);
+    auto typed =
+        Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\n" + Bearer() + "\r\nContent-Type: " + type,
+            kJob);
     EXPECT_EQ(typed.first, 415) << type << ": " << typed.second;
     EXPECT_TRUE(Contains(typed.second, "application/yaml")) << typed.second;
   }
@@ -213,7 +223,8 @@ TEST_F(DevAuthTest, ACrossOriginBrowserPostIsRefusedAndMakesNoJob) {
 // DNS rebinding: a name of the attacker's that resolves to 127.0.0.1 reaches the port, with its
 // own Host; refused even with the token.
 TEST_F(DevAuthTest, AnotherHostNameIsRefused) {
-  for (const std::string& host : {"Host: rebind.example:" + std::to_string(port_), std::string("Host: 127.0.0.1")}) {
+  for (const std::string& host :
+       {"Host: rebind.example:" + std::to_string(port_), std::string("Host: 127.0.0.1")}) {
     auto [status, body] = Raw("POST /v1/jobs HTTP/1.1\r\n" + host + "\r\n" + Bearer() +
                                   "\r\nContent-Type: application/yaml",
                               kJob);
@@ -227,15 +238,20 @@ TEST_F(DevAuthTest, AnotherHostNameIsRefused) {
 
 // Another local account cannot read the token, and without it gets nothing done.
 TEST_F(DevAuthTest, AnotherLocalAccountCannotReadTheTokenOrSubmit) {
-  ASSERT_EQ(::geteuid(), 0u) << "this test switches to uid 65534 and must run as root (the project's tests do)";
+  ASSERT_EQ(::geteuid(), 0u)
+      << "this test switches to uid 65534 and must run as root (the project's tests do)";
   const pid_t pid = fork();
   if (pid == 0) {
-    if (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(10);
+    if (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+        setresuid(65534, 65534, 65534) != 0)
+      _exit(10);
     const int fd = ::open((dir_ + "/dev/dev-token").c_str(), O_RDONLY);
     if (fd >= 0 || errno != EACCES) _exit(11);
-    const int record = ::open((dir_ + "/run/hangar/dev/" + std::to_string(port_) + ".token").c_str(), O_RDONLY);
+    const int record =
+        ::open((dir_ + "/run/hangar/dev/" + std::to_string(port_) + ".token").c_str(), O_RDONLY);
     if (record >= 0) _exit(12);
-    auto [status, body] = Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\nContent-Type: application/yaml", kJob);
+    auto [status, body] =
+        Raw("POST /v1/jobs HTTP/1.1\r\n" + Host() + "\r\nContent-Type: application/yaml", kJob);
     _exit(status == 401 ? 0 : 13);
   }
   int status = 0;
@@ -246,9 +262,10 @@ TEST_F(DevAuthTest, AnotherLocalAccountCannotReadTheTokenOrSubmit) {
 
 // A token put in a URL (?token=, ?access_token=) is masked before the audit log stores the call.
 TEST_F(DevAuthTest, ATokenInTheQueryStringIsNotStoredInClear) {
-  auto [status, body] = Raw("POST /v1/jobs?token=" + token_ + "&access_token=" + token_ + " HTTP/1.1\r\n" + Host() +
-                                "\r\n" + Bearer() + "\r\nContent-Type: application/yaml",
-                            kJob);
+  auto [status, body] =
+      Raw("POST /v1/jobs?token=" + token_ + "&access_token=" + token_ + " HTTP/1.1\r\n" + Host() +
+              "\r\n" + Bearer() + "\r\nContent-Type: application/yaml",
+          kJob);
   ASSERT_EQ(status, 201) << body;
   auto refused = Raw("POST /v1/jobs/1/cancel?token=" + token_ + " HTTP/1.1\r\n" + Host());
   EXPECT_EQ(refused.first, 401);
