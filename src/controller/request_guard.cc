@@ -143,14 +143,17 @@ std::optional<RequestGuard::Refusal> RequestGuard::CheckDevToken(
   const std::string file =
       options_.dev_token_file.empty() ? "the dev folder's dev-token" : options_.dev_token_file;
   return Refuse(
-      401, Status::Unauthenticated(
-               std::string(req.has_header("Authorization")
-                               ? "that is not this `hangar dev` cluster's token"
-                               : "this `hangar dev` cluster takes calls with its "
-                                 "per-run token only") +
-               "; the CLI of the account that started it finds the token by itself (HANGAR_URL is "
-               "enough); others send `Authorization: Bearer $(cat " +
-               file + ")`, and the dashboard asks for it"));
+      401,
+      Status::Unauthenticated(
+          std::string(req.has_header("Authorization")
+                          ? "that is not this `hangar dev` cluster's token (it makes a new one "
+                            "at each start; a $HANGAR_TOKEN or $HANGAR_TOKEN_FILE of yours "
+                            "comes first: unset them)"
+                          : "this `hangar dev` cluster takes calls with its "
+                            "per-run token only") +
+          "; the CLI of the account that started it finds the token by itself (HANGAR_URL is "
+          "enough); others send `Authorization: Bearer $(cat " +
+          file + ")`, and the dashboard asks for it"));
 }
 
 std::optional<RequestGuard::Refusal> RequestGuard::Check(const httplib::Request& req) const {
