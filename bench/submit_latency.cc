@@ -76,8 +76,10 @@ int64_t StartedNanos(const Options& o, const std::string& out, const std::string
   return 0;
 }
 
-httplib::Client MakeClient(int port, const std::string& ca) {
+// `token`: the dev cluster's per-run token (DIR/dev-token); "" for /healthz, which needs none.
+httplib::Client MakeClient(int port, const std::string& ca, const std::string& token = "") {
   httplib::Client c((ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port));
+  if (!token.empty()) c.set_default_headers({{"Authorization", "Bearer " + token}});
   if (!ca.empty()) {
     c.set_ca_cert_path(ca);
     c.enable_server_certificate_verification(true);
@@ -133,6 +135,8 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
     auto r = c.Get("/healthz");
     if (r && r->status == 200) fresh_ms.push_back((hangar::MonotonicNanos() - a) / 1e6);
   }
+  std::string token;
+  std::getline(std::ifstream(dir + "/dev/dev-token"), token);
   const std::string agents = dir + "/dev/agents";
   const std::string spec =
       o.shell ? "name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"-c\", \"date +%s%N > " + out +
@@ -144,7 +148,7 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
   std::atomic<int> next{0}, failed{0};
   const int64_t t0 = hangar::MonotonicNanos();
   auto worker = [&] {
-    auto c = MakeClient(port, ca);
+    auto c = MakeClient(port, ca, token);
     c.set_keep_alive(true);
     c.set_tcp_nodelay(true);
     for (int k; (k = next.fetch_add(1)) < jobs;) {
@@ -190,7 +194,7 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
   // the mean of each stage.
   std::map<int, std::array<double, 3>> stages;  // job -> {accept, place, launch} in ms
   {
-    auto api = MakeClient(port, ca);
+    auto api = MakeClient(port, ca, token);
     api.set_read_timeout(30, 0);
     std::map<int, int64_t> placed_ms;
     auto r = api.Get("/v1/events?subject=job/&limit=10000");

@@ -9,6 +9,8 @@
 #include <random>
 #include <thread>
 
+#include "common/dev_token.h"
+
 namespace hangar::cli {
 
 std::string DefaultServer() {
@@ -44,13 +46,16 @@ httplib::Client Make(const std::string& server) {
   c.set_connection_timeout(5, 0);
   c.set_read_timeout(60, 0);
   c.set_tcp_nodelay(true);
-  // RBAC: $HANGAR_TOKEN, or the file named by $HANGAR_TOKEN_FILE.
+  // RBAC: $HANGAR_TOKEN, or the file named by $HANGAR_TOKEN_FILE; else, for a loopback address,
+  // the token of the `hangar dev` this account runs there.
   std::string token;
   if (const char* t = std::getenv("HANGAR_TOKEN"); t && *t) {
     token = t;
   } else if (const char* f = std::getenv("HANGAR_TOKEN_FILE"); f && *f) {
     std::ifstream in(f);
     std::getline(in, token);
+  } else if (auto dev = dev_token::FindForServer(server)) {
+    token = *dev;
   }
   if (!token.empty()) c.set_default_headers({{"Authorization", "Bearer " + token}});
   return c;

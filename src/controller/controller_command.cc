@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cluster/cluster_yaml.h"
+#include "common/dev_token.h"
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
 #include "controller/http_api.h"
@@ -46,6 +47,7 @@ struct Flags {
   std::string auth = "tokens";
   std::string stop_grace = "10s";
   std::string admin_token_file;
+  std::vector<std::string> api_hosts;  // Host names the API answers to (request_guard.h); empty: any
   std::string secrets_key;
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   std::string port_file;
@@ -357,12 +359,36 @@ StatusOr<std::unique_ptr<TokenBook>> OpenTokens(const Flags& f, const StoreConte
       spdlog::info("made the first admin token; it is in {} (export HANGAR_TOKEN=$(cat {}))", token_file,
                    token_file);
     }
+  } else if (f.auth == "dev") {
+    spdlog::info("--auth dev: every call but the dashboard's files, /healthz and /metrics needs the token in {}, "
+                 "and only loopback names reach the API", f.admin_token_file);
   } else if (f.auth != "none") {
-    return Status::InvalidArgument("--auth must be tokens or none");
+    return Status::InvalidArgument("--auth must be tokens, none or dev");
   } else {
     spdlog::warn("--auth none: anyone who can reach the API is an admin; use --auth tokens beyond a laptop");
   }
   return tokens;
+}
+
+// What every API request passes before routing. `--auth dev` (what `hangar dev` runs): the one
+// token in --admin-token-file, which `hangar dev` makes at each start, and loopback names only.
+StatusOr<RequestGuardOptions> GuardOptions(const Flags& f, bool tls) {
+  RequestGuardOptions g;
+  g.hosts = f.api_hosts;
+  g.tls = tls;
+  if (f.auth != "dev") return g;
+  if (f.admin_token_file.empty()) {
+    return Status::InvalidArgument("--auth dev needs --admin-token-file PATH, the file of the one token it takes "
+                                   "(`hangar dev` writes one at each start)");
+  }
+  HANGAR_ASSIGN_OR_RETURN(g.dev_token, dev_token::ReadPrivateFile(f.admin_token_file));
+  if (g.dev_token.size() < 32) {
+    return Status::InvalidArgument(f.admin_token_file + " holds no token of 32 characters or more; `hangar dev` "
+                                   "writes one at each start");
+  }
+  g.dev_token_file = f.admin_token_file;
+  g.loopback_hosts = true;
+  return g;
 }
 
 // Process-wide settings for a long-lived server: the allocator's thresholds and open files.
@@ -417,6 +443,7 @@ Status Run(const Flags& f) {
   HANGAR_RETURN_IF_ERROR(OnManagementNetwork(cluster_file.management_network, api_addr.first, "--api"));
   HANGAR_RETURN_IF_ERROR(OnManagementNetwork(cluster_file.management_network, agent_addr.first, "--agents"));
   HANGAR_ASSIGN_OR_RETURN(const HttpLimits api_limits, ApiLimits(f));
+  HANGAR_ASSIGN_OR_RETURN(RequestGuardOptions guard, GuardOptions(f, !tls.empty()));
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
   signal(SIGPIPE, SIG_IGN);
@@ -470,6 +497,7 @@ Status Run(const Flags& f) {
                                    "; issue them with `hangar certs issue --controller`");
   }
   http.set_dcgm_metrics(f.metrics_labels == "dcgm");
+  http.set_request_guard(std::move(guard));
   if (lease) http.set_leader_info([&lease] { return lease->Me().ToJson(); });
   HANGAR_ASSIGN_OR_RETURN(int api_port, http.Start(api_addr.first, api_addr.second));
   spdlog::info("controller: API on {}://{}:{}, agents on {}:{} ({}), cluster '{}' ({} nodes, {} GPUs)",
@@ -524,10 +552,16 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--min-run-before-preempt", f->min_run, "No job is preempted before it has run this long")->capture_default_str();
   c->add_option("--auth", f->auth,
-                "tokens: every API call and agent needs a token (docs/rbac.md); none: an open API, for a laptop")
+                "tokens: every API call and agent needs a token (docs/rbac.md); none: an open API, for a laptop; "
+                "dev: one token, read from --admin-token-file, on loopback (what hangar dev runs)")
       ->capture_default_str();
   c->add_option("--admin-token-file", f->admin_token_file,
-                "With --auth tokens: where the first start writes the first admin token (mode 0600)");
+                "With --auth tokens: where the first start writes the first admin token (mode 0600); with --auth "
+                "dev: the token to take (mode 0600)");
+  c->add_option("--api-hosts", f->api_hosts,
+                "Host names the API answers to (name or name:port, comma-separated); others are refused (421). "
+                "Default: any")
+      ->delimiter(',');
   c->add_option("--secrets-key", f->secrets_key,
                 "The key (64 hex digits, mode 0600) that seals job environments in the store; default for SQLite: "
                 "STORE.key beside the database, made on the first start");

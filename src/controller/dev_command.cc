@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
+#include "common/dev_token.h"
 #include "common/net.h"
 #include "common/time.h"
 #include "job/job_state.h"
@@ -329,7 +331,8 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
   LocalProcesses p;
   std::vector<std::string> controller = {"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents",
                                          agents, "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout",
-                                         f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "none"};
+                                         f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "dev",
+                                         "--admin-token-file", f.dir + "/dev-token"};
   controller.insert(controller.end(), transport.begin(), transport.end());
   p.controller = Spawn(controller, f.dir + "/logs/controller.log");
   // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind. --scratch-dir: each node's
@@ -346,9 +349,32 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
   return p;
 }
 
+// This run's token (dev_token.h): in DIR/dev-token for the controller and for people, and in the
+// record by port that this account's CLI finds; the record goes when `hangar dev` ends.
+class RunToken {
+ public:
+  static StatusOr<std::unique_ptr<RunToken>> Make(const Flags& f) {
+    auto t = std::unique_ptr<RunToken>(new RunToken(f.port, dev_token::Make(), f.dir + "/dev-token"));
+    HANGAR_RETURN_IF_ERROR(dev_token::WritePrivateFile(t->file_, t->token_ + "\n"));
+    t->recorded_ = dev_token::WriteRecord(f.port, t->token_, getpid());
+    return t;
+  }
+  ~RunToken() { dev_token::RemoveRecord(port_, getpid()); }
+  const std::string& token() const { return token_; }
+  const std::string& file() const { return file_; }
+  const Status& recorded() const { return recorded_; }
+
+ private:
+  RunToken(int port, std::string token, std::string file) : port_(port), token_(std::move(token)), file_(std::move(file)) {}
+  int port_;
+  std::string token_, file_;
+  Status recorded_;
+};
+
 Status Run(const Flags& flags) {
   Flags f = flags;
   HANGAR_ASSIGN_OR_RETURN(const std::string cluster_path, Prepare(f));
+  HANGAR_ASSIGN_OR_RETURN(const std::unique_ptr<RunToken> token, RunToken::Make(f));
   HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
@@ -361,6 +387,7 @@ Status Run(const Flags& flags) {
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   const std::string url = (f.tls ? "https://" : "http://") + api;
   httplib::Client client(url);
+  client.set_default_headers({{"Authorization", "Bearer " + token->token()}});
   if (f.tls) {
     client.set_ca_cert_path(f.dir + "/tls/ca.crt");
     client.enable_server_certificate_verification(true);
@@ -377,10 +404,18 @@ Status Run(const Flags& flags) {
   std::printf("\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
               "  API:   %s   (%s)   dashboard: %s/\n"
               "  try:   hangar nodes | hangar submit examples/jobs/notebook.yaml | hangar jobs | hangar logs 1\n"
-              "  logs:  %s/logs/      stop: Ctrl-C\n\n",
+              "  logs:  %s/logs/      stop: Ctrl-C\n",
               cluster.topology->name().c_str(), cluster.topology->nodes().size(),
               static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), url.c_str(), exports.c_str(),
               url.c_str(), f.dir.c_str());
+  // The token itself is never printed: this output is often kept in a file others may read.
+  std::printf("  token: %s   (this account's CLI finds it by itself; curl: -H \"Authorization: Bearer $(cat %s)\"; "
+              "the dashboard asks for it)\n\n",
+              token->file().c_str(), token->file().c_str());
+  if (!token->recorded().ok()) {
+    std::printf("  note:  the CLI cannot find the token by itself (%s): export HANGAR_TOKEN_FILE=%s\n\n",
+                token->recorded().message().c_str(), token->file().c_str());
+  }
   if (f.tls) {
     std::printf("  TLS:   HTTPS on the API and mutual TLS to the agents; the CA and certificates are in %s/tls\n\n",
                 f.dir.c_str());

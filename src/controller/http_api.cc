@@ -2,6 +2,7 @@
 
 #include "controller/http_api_internal.h"
 #include "controller/image_resolver.h"
+#include "controller/redact.h"
 
 #include <httplib.h>
 #include <prometheus/counter.h>
@@ -193,6 +194,7 @@ StatusOr<int> HttpApi::Start(const std::string& host, int port) {
     return Status::Unavailable("cannot listen on " + host + ":" + std::to_string(port) +
                                " for the API; is another process using it? Choose another with --api");
   }
+  guard_.Bind(bound);
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   pinner_ = std::make_unique<ImagePinner>(owner_, ImageResolverOptions{});
   // Until it runs, httplib's stop() would not end it: a Stop right after Start (a SIGTERM during
@@ -213,6 +215,14 @@ void HttpApi::Routes() {
   s.set_socket_options(ExclusiveServerSocketOptions);
   s.set_tcp_nodelay(true);  // else Nagle and delayed ACKs add 40 ms to every POST
   s.set_payload_max_length(kMaxBody);
+  // Before routing, so before any body is read: a refused request costs no more than its headers.
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    auto refused = guard_.Check(req);
+    if (!refused) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("Connection", "close");  // its body, if any, is never read
+    Reply(res, refused->http_status, api::ErrorJson(refused->why));
+    return httplib::Server::HandlerResponse::Handled;
+  });
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     Status st;
@@ -234,7 +244,7 @@ void HttpApi::Routes() {
       what = e.what();
     } catch (...) {
     }
-    spdlog::error("HTTP {} {} failed: {}", req.method, req.path, what);
+    spdlog::error("HTTP {} {} failed: {}", req.method, RedactCredentials(req.path), what);
     Reply(res, Status::Internal("the controller failed to handle this request (" + what + "); see its log"));
   });
 

@@ -18,6 +18,7 @@
 #include "controller/image_resolver.h"
 #include "controller/state/auth.h"
 #include "controller/metrics.h"
+#include "controller/request_guard.h"
 #include "controller/state_owner.h"
 
 namespace httplib {
@@ -52,6 +53,9 @@ class HttpApi {
   void Stop();
   // `--metrics-labels dcgm`: /metrics speaks dcgm-exporter's form unless ?labels=clean.
   void set_dcgm_metrics(bool on) { dcgm_metrics_ = on; }
+  // What every request passes before routing (request_guard.h): Host, Origin, Content-Type and,
+  // with `--auth dev`, the dev token. Call before Start.
+  void set_request_guard(RequestGuardOptions options) { guard_ = RequestGuard(std::move(options)); }
   // With leader election (issue 18): who this leader is, for GET /v1/leader (LeaderInfo::ToJson).
   void set_leader_info(std::function<nlohmann::json()> info) { leader_info_ = std::move(info); }
 
@@ -78,6 +82,7 @@ class HttpApi {
   ControllerMetrics* metrics_;
   TokenBook* tokens_;
   bool dcgm_metrics_ = false;
+  RequestGuard guard_;  // set before Start; read-only while serving
   std::function<nlohmann::json()> leader_info_;
   std::mutex export_mu_;
 };

@@ -3,6 +3,7 @@
 #include "api/body.h"
 #include "controller/http_api.h"
 #include "controller/http_api_internal.h"
+#include "controller/redact.h"
 
 namespace hangar::controller {
 
@@ -17,7 +18,9 @@ void HttpApi::AuthRoutes() {
     row.time = owner_->clock()->Now();
     if (!tokens_) {
       row.user = req.has_header("X-Hangar-User") ? req.get_header_value("X-Hangar-User") : "anonymous";
-      row.role = "admin (--auth none)";
+      row.role = !guard_.dev_mode()         ? "admin (--auth none)"
+                 : guard_.HoldsDevToken(req) ? "admin (the hangar dev token)"
+                                             : "none (no hangar dev token)";
     } else if (auto who = tokens_->Authenticate(
                    req.has_header("Authorization") ? req.get_header_value("Authorization") : "", row.time);
                who.ok()) {
@@ -25,7 +28,7 @@ void HttpApi::AuthRoutes() {
       row.role = std::string(RoleName(who->role));
     }
     row.method = req.method;
-    row.path = req.target.empty() ? req.path : req.target;
+    row.path = RedactCredentials(req.target.empty() ? req.path : req.target);
     row.remote = req.remote_addr + ":" + std::to_string(req.remote_port);
     row.status = res.status;
     if (res.status >= 400) {

@@ -111,9 +111,10 @@ TEST_F(ApiValidationTest, EveryGapAnswers4xxWithASentence) {
       {"count past the cap", Post("/v1/jobs?count=1000000", job, "application/yaml"), 400,
        "count must be 1 to 10000; 1000000 is not; submit larger arrays in several requests"},
       {"count=abc", Post("/v1/jobs?count=abc", job, "application/yaml"), 400, "count must be a whole number"},
+      // Refused before its body is read: what an HTML form or curl -d sends is never a job.
       {"a form-encoded body (curl -d) past 8 KB", Post("/v1/nodes/node-1/drain", std::string(10000, 'a'),
                                                         "application/x-www-form-urlencoded"),
-       400, "this is not JSON"},
+       415, "Content-Type 'application/x-www-form-urlencoded' is not one this API takes"},
       {"deep nesting", Post("/v1/nodes/node-1/drain", std::string(500000, '[')), 400, "nests deeper than 32 levels"},
       {"deep nesting in a job", Post("/v1/jobs", std::string(500000, '['), "application/yaml"), 400, "nests deeper than 32 levels"},
       {"tokens on an open controller", Post("/v1/tokens", "[1]"), 409, "this controller runs with --auth none"},

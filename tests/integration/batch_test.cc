@@ -109,8 +109,8 @@ TEST_F(BatchTest, BulkCancelHoldReleaseAndRequeueAreOneRequestEach) {
   ASSERT_TRUE(cluster_->WaitForJobState(running["id"], "running", 20 * kSecond)) << cluster_->Job(running["id"]).dump();
   for (const char* user : {"bob", "bob", "bob", "carol"}) {
     // As that user: with --auth none the X-Hangar-User header names the submitter.
-    auto [crc, out] = Shell("curl -sf -X POST -H 'X-Hangar-User: " + std::string(user) +
-                            "' --data-binary '{\"name\": \"wait\", \"tasks\": [{\"gpus\": 4, \"command\": [\"sleep\", \"30\"]}]}' "
+    auto [crc, out] = Shell("curl -sf -X POST -H 'Content-Type: application/json' -H 'X-Hangar-User: " +
+                            std::string(user) + "' --data-binary '{\"name\": \"wait\", \"tasks\": [{\"gpus\": 4, \"command\": [\"sleep\", \"30\"]}]}' "
                             "http://127.0.0.1:" + std::to_string(cluster_->api_port()) + "/v1/jobs");
     ASSERT_EQ(crc, 0) << out;
   }

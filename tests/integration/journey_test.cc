@@ -252,6 +252,7 @@ TEST_F(DevTest, CtrlCStopsTasksAndARestartKeepsTheLogs) {
   // The restarted controller hears from the agent how the task ended: stopped because its agent
   // exited, not by its own doing -- so the job did not fail: it runs again (attempt 1).
   httplib::Client api("127.0.0.1", port_);
+  api.set_default_headers({{"Authorization", "Bearer " + Lines(ReadFile(dir_ + "/dev/dev-token")).at(0)}});
   std::string state;
   uint64_t restarts = 0;
   LocalCluster::WaitFor(

@@ -104,7 +104,7 @@ and its errors as the API gives them too:
   $ hangar submit job.yaml
   error: job.yaml:3: 'gpus' must be between 0 and 64, not -1
   [1]
-  $ curl -s -X POST -H 'Content-Type: application/json' -d '{"name": "x", "tasks": [{"gpus": 9, "command": ["x"]}]}' $HANGAR_URL/v1/jobs; echo
+  $ curl -s -X POST -H "Authorization: Bearer $(cat hangar-dev/dev-token)" -H 'Content-Type: application/json' -d '{"name": "x", "tasks": [{"gpus": 9, "command": ["x"]}]}' $HANGAR_URL/v1/jobs; echo
   {"error":{"code":"OUT_OF_RANGE","message":"job 'x' can never run on this cluster: asks 9 GPUs per replica, largest node has 8; change the request and submit it again"}}
   
 

@@ -1,4 +1,4 @@
-// The dashboard against a live `hangar dev` (4 nodes x 8 fake GPUs, --auth none) on loopback,
+// The dashboard against a live `hangar dev` (4 nodes x 8 fake GPUs, its per-run token) on loopback,
 // in Debian's chromium (issue 21, "Must show"): the first page renders fully under
 // `chromium --dump-dom --virtual-time-budget=8000`; every view opens and shows the cluster's own
 // facts (node names, a waiting job's blocker and queue position, a fault injected on a fake GPU
@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { api, dumpDom, freePortPair, launchBrowser, newPage, start, stop, waitFor } from './harness.mjs';
+import http from 'node:http';
+import { api, devToken, dumpDom, freePortPair, launchBrowser, newPage, start, stop, waitFor } from './harness.mjs';
 
 function arg(name, fallback) {
   const i = process.argv.indexOf(name);
@@ -35,12 +36,13 @@ async function startCluster(dir) {
   const port = await freePortPair();
   const base = `http://127.0.0.1:${port}`;
   const dev = start(HANGAR, ['dev', '--port', String(port), '--dir', dir], path.join(dir, 'dev.log'));
-  const a = api(base);
+  const token = await devToken(dir);
+  const a = api(base, token);
   await waitFor('4 ready nodes', async () => {
     const n = await a.get('/v1/nodes');
     return n.nodes.length === 4 && n.nodes.every((x) => x.state === 'ready' && x.connected);
   }, 60000);
-  return { dev, base, a };
+  return { dev, base, a, token };
 }
 
 // Where a job's first task runs: its node and first GPU.
@@ -96,7 +98,7 @@ async function shot(page, name) {
 }
 
 async function run(dir) {
-  const { dev, base, a } = await startCluster(dir);
+  const { dev, base, a, token } = await startCluster(dir);
   const running = await a.post('/v1/jobs', RUNNING);
   await waitFor('finetune-a running', async () => (await a.get(`/v1/jobs/${running.id}`)).state === 'running', 30000);
   const half = await a.post('/v1/jobs', HALF);
@@ -110,7 +112,7 @@ async function run(dir) {
   console.log(`big-pretrain waits: ${why}`);
 
   await check('the first page renders fully under chromium --dump-dom --virtual-time-budget=8000', async () => {
-    const dom = await dumpDom(`${base}/`);
+    const dom = await dumpDom(`${base}/#token=${token}`);
     assert.match(dom, /data-rendered="overview"/, 'the overview did not finish rendering');
     for (const n of ['node-1', 'node-2', 'node-3', 'node-4', 'finetune-a', 'big-pretrain', 'second-in-line']) assert.ok(dom.includes(n), `${n} missing from the dumped DOM`);
     assert.ok(dom.includes(why), `the blocker sentence "${why}" is missing from the dumped DOM`);
@@ -120,6 +122,18 @@ async function run(dir) {
   const errors = [];
   const page = await newPage(browser, errors);
   try {
+    await check('hangar dev: the page asks for its token, takes it from a link, and drops it from the address', async () => {
+      await open(page, base, '#/', 'login');
+      const said = await page.$eval('#login', (f) => f.innerText);
+      assert.ok(said.includes(`cat ${path.join(dir, 'dev-token')}`), said);
+      await open(page, base, `#token=${token}`, 'overview');
+      assert.equal(await page.evaluate(() => location.hash), '#/');
+      // Only the login page's 401 may be in the console.
+      errors.splice(0, errors.length, ...errors.filter((e) => !e.includes('401')));
+    });
+    await check('a page of another loopback origin cannot submit a job (fetch no-cors, text/plain)', async () => {
+      await crossOriginAttack(browser, base, a);
+    });
     await check('overview: nodes, running and pending jobs, blockers', async () => {
       await open(page, base, '#/', 'overview');
       const text = await page.$eval('main', (m) => m.innerText);
@@ -137,14 +151,14 @@ async function run(dir) {
       await shot(page, 'queue');
     });
     await check('cluster map: compressed answer (gzip, not Brotli), one snapshot shared with the feed', async () => {
-      const r = await fetch(`${base}/v1/dashboard/map`, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+      const r = await fetch(`${base}/v1/dashboard/map`, { headers: { 'Accept-Encoding': 'gzip, deflate, br', Authorization: `Bearer ${token}` } });
       assert.equal(r.headers.get('content-encoding'), 'gzip');
       assert.match(r.headers.get('server-timing') || '', /collect;dur=[\d.]+.*encode;dur=/);
       const m = await r.json();
       assert.equal(m.nodes.length, 4);
       assert.ok(Number.isInteger(m.snapshot) && m.snapshot > 0, `snapshot ${m.snapshot}`);
       assert.equal(m.nodes[0].length, 9, JSON.stringify(m.nodes[0]));
-      const q = await fetch(`${base}/v1/dashboard/queue`, { headers: { 'Accept-Encoding': 'gzip, deflate, br' } });
+      const q = await fetch(`${base}/v1/dashboard/queue`, { headers: { 'Accept-Encoding': 'gzip, deflate, br', Authorization: `Bearer ${token}` } });
       assert.ok([null, 'gzip'].includes(q.headers.get('content-encoding')), `the queue is sent ${q.headers.get('content-encoding')}`);
       assert.equal((await q.json()).total, 2);
       for (const f of ['/ui/app.js', '/ui/style.css']) {
@@ -238,6 +252,35 @@ async function run(dir) {
   }
 }
 
+// The attack on `hangar dev` as it was made: a page served from 127.0.0.2 posts a job to the dev
+// API with fetch(..., {mode: 'no-cors'}) -- a request the browser sends without asking the API --
+// and as an HTML form would. No job may come of it.
+async function crossOriginAttack(browser, base, a) {
+  const before = (await a.get('/v1/jobs')).jobs.length;
+  const job = 'name: pwned\ntasks:\n  - {gpus: 1, command: [/bin/true]}\n';
+  const page = `<!doctype html><meta charset="utf-8"><body><form id="f" method="POST" action="${base}/v1/jobs"
+    enctype="text/plain" target="sink"><input type="hidden" name="x" value="y"></form><iframe name="sink"></iframe>
+    <script>
+      fetch(${JSON.stringify(base + '/v1/jobs')}, { method: 'POST', mode: 'no-cors', body: ${JSON.stringify(job)} })
+        .then(() => { window.sent = 'fetch'; }, (e) => { window.sent = 'fetch failed: ' + e; })
+        .then(() => { document.getElementById('f').submit(); window.done = true; });
+    </script>`;
+  const server = http.createServer((req, res) => { res.writeHead(200, { 'Content-Type': 'text/html' }); res.end(page); });
+  await new Promise((r) => server.listen(0, '127.0.0.2', r));
+  const tab = await browser.newPage();
+  try {
+    await tab.goto(`http://127.0.0.2:${server.address().port}/`, { waitUntil: 'load' });
+    await tab.waitForFunction(() => window.done === true, { timeout: 10000 });
+    await new Promise((r) => setTimeout(r, 1000));  // the form's request
+    assert.equal(await tab.evaluate(() => window.sent), 'fetch', 'the browser did not send the request');
+  } finally {
+    await tab.close();
+    server.close();
+  }
+  const after = (await a.get('/v1/jobs')).jobs;
+  assert.equal(after.length, before, `a job came of it: ${JSON.stringify(after.map((j) => j.name))}`);
+}
+
 // --auth tokens: the page asks for a token, refuses a wrong one, and shows a user what the API
 // lets that user see: only their own pending job, at its true position behind another's.
 async function runAuth(dir) {
@@ -250,7 +293,8 @@ async function runAuth(dir) {
   const base = `http://127.0.0.1:${ports.api}`;
   const admin = fs.readFileSync(path.join(dir, 'admin.token'), 'utf8').trim();
   const call = async (tok, method, p, body) => {
-    const r = await fetch(base + p, { method, body, headers: { Authorization: `Bearer ${tok}` } });
+    const type = body && body.startsWith('{') ? 'application/json' : 'application/yaml';
+    const r = await fetch(base + p, { method, body, headers: { Authorization: `Bearer ${tok}`, ...(body ? { 'Content-Type': type } : {}) } });
     const text = await r.text();
     if (r.status >= 300) throw new Error(`${method} ${p}: HTTP ${r.status} ${text}`);
     return JSON.parse(text);

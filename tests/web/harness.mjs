@@ -4,6 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 
 const children = new Set();
@@ -81,20 +82,29 @@ export async function waitFor(what, fn, timeoutMs = 30000, everyMs = 200) {
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last && last.message ? last.message : JSON.stringify(last)})`);
 }
 
-export function api(base) {
+// The REST API at `base`, with `token` (a `hangar dev` cluster's DIR/dev-token) when given. Job
+// specs go as YAML: the API takes only JSON or YAML bodies.
+export function api(base, token = '') {
+  const auth = token ? { Authorization: `Bearer ${token}` } : {};
   return {
     async get(path) {
-      const r = await fetch(base + path);
+      const r = await fetch(base + path, { headers: auth });
       if (!r.ok) throw new Error(`GET ${path}: HTTP ${r.status} ${await r.text()}`);
       return r.json();
     },
     async post(path, body) {
-      const r = await fetch(base + path, { method: 'POST', body });
+      const r = await fetch(base + path, { method: 'POST', body, headers: { ...auth, 'Content-Type': 'application/yaml' } });
       const text = await r.text();
       if (r.status >= 300) throw new Error(`POST ${path}: HTTP ${r.status} ${text}`);
       return JSON.parse(text);
     },
   };
+}
+
+// `hangar dev`'s per-run token, once it has written it to DIR/dev-token.
+export async function devToken(dir) {
+  const file = path.join(dir, 'dev-token');
+  return waitFor(`${file}`, () => fs.existsSync(file) && fs.readFileSync(file, 'utf8').trim(), 30000);
 }
 
 // Debian's chromium; never a downloaded one. Throws (the test fails, it does not skip) without it.

@@ -65,7 +65,7 @@ function login(main, why) {
   const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true, size: 50 });
   const form = h('form', { id: 'login' },
     h('h2', {}, 'Log in'),
-    h('p', {}, token() ? `The token was refused: ${why}` : 'This controller runs with --auth tokens. Paste your API token (`hangar token create`, or $HANGAR_TOKEN).'),
+    h('p', {}, token() ? `The token was refused: ${why}` : `This controller asks for a token. ${why}`),
     h('label', { for: 'token' }, 'Token '), input, ' ', h('button', { type: 'submit' }, 'Log in'));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -116,13 +116,27 @@ function closeFeed() {
   feedSince = undefined;
 }
 
+// A link may carry the token in its fragment (/#token=hgr_...; a fragment never reaches a
+// server or its logs): it is kept for this tab and taken out of the address bar and history.
+function tokenFromLink() {
+  const m = location.hash.match(/^#token=([A-Za-z0-9_]+)$/);
+  if (!m) return false;
+  setToken(m[1]);
+  history.replaceState(null, '', location.pathname + location.search + '#/');
+  return true;
+}
+
 async function start() {
+  tokenFromLink();
   window.addEventListener('pagehide', closeFeed);
   window.addEventListener('pageshow', (e) => { if (e.persisted) render(); });
   const header = document.querySelector('header');
   header.append(h('span', { id: 'who' }));
   checkWho();  // beside the first view, not before it
-  window.addEventListener('hashchange', render);
+  window.addEventListener('hashchange', () => {
+    if (tokenFromLink()) checkWho();
+    render();
+  });
   await render();
 }
 
