@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,6 +84,10 @@ pid_t ForkHangar(const std::vector<std::string>& args, const std::string& log) {
     dup2(fd, 2);
   }
   setpgid(0, 0);  // Ctrl-C goes to `hangar dev`, which stops its children in order
+  // However `hangar dev` ends (SIGKILL, a crash), its children end with it: SIGTERM makes an
+  // agent stop its tasks (--stop-tasks-on-exit) and the controller close its store.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() == 1) _exit(0);  // `hangar dev` died before prctl took hold
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -143,13 +148,16 @@ struct JobTally {
 };
 
 // Prints new events and tallies how the submitted jobs stand.
-JobTally Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint64_t>& jobs) {
+// Events from before `since_ms` (an earlier run's, restored with the store) are not printed: they
+// would read as if they were happening now.
+JobTally Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint64_t>& jobs, int64_t since_ms) {
   auto r = api.Get("/v1/events?limit=200");
   if (r && r->status == 200) {
     auto events = nlohmann::json::parse(r->body, nullptr, false)["events"];
     for (auto it = events.rbegin(); it != events.rend(); ++it) {
       if ((*it)["id"].get<int64_t>() <= *last_event) continue;
       *last_event = (*it)["id"].get<int64_t>();
+      if ((*it)["time_ms"].get<int64_t>() < since_ms) continue;
       std::printf("%s  %-12s %s\n", hangar::FormatUtcTimestamp((*it)["time_ms"].get<int64_t>()).substr(11, 8).c_str(),
                   (*it)["subject"].get<std::string>().c_str(), (*it)["message"].get<std::string>().c_str());
     }
@@ -176,6 +184,32 @@ std::string ErrorSentence(const httplib::Result& r) {
     return j["error"].value("message", r->body);
   }
   return "HTTP " + std::to_string(r->status) + ": " + r->body;
+}
+
+// Jobs the store holds (1 or more: "some"), or 0; -1 when the API does not answer.
+int64_t JobsInStore(httplib::Client& api) {
+  auto r = api.Get("/v1/jobs?limit=1");
+  if (!r || r->status != 200) return -1;
+  auto j = nlohmann::json::parse(r->body, nullptr, false);
+  if (j.is_discarded() || !j.contains("jobs")) return -1;
+  const bool more = j.contains("more") && j["more"].is_number() && j["more"].get<int64_t>() > 0;
+  return static_cast<int64_t>(j["jobs"].size()) + (more ? 1 : 0);
+}
+
+// The folder of this binary when `hangar` on PATH is not this binary ("" when it is), so the
+// banner's commands work as printed.
+std::string CliNotOnPath() {
+  std::error_code ec;
+  const fs::path self = fs::canonical("/proc/self/exe", ec);
+  if (ec) return "";
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string d; std::getline(dirs, d, ':');) {
+    if (d.empty()) continue;
+    const fs::path found = fs::canonical(fs::path(d) / "hangar", ec);
+    if (!ec) return found == self ? "" : self.parent_path().string();
+  }
+  return self.parent_path().string();
 }
 
 struct Submitted {
@@ -276,7 +310,9 @@ StatusOr<std::string> Prepare(Flags& f) {
       return Status::Unavailable(
           "port " + std::to_string(p) +
           " on 127.0.0.1 is in use (another hangar dev or controller?); choose another "
-          "with --port");
+          "with --port, or find what holds it (`ss -ltnp 'sport = :" + std::to_string(p) +
+          "'`; a previous run's processes: `pgrep -af 'hangar (dev|controller|agent)'`) and stop it "
+          "(`pkill -f 'hangar (dev|controller|agent) '`)");
     }
   }
   return fs::absolute(cluster_path, ec).string();
@@ -303,6 +339,7 @@ StatusOr<pid_t> StartRegistry(const std::string& dir, int port) {
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // it ends with `hangar dev`, however that ends
     execlp("docker-registry", "docker-registry", "serve", conf.c_str(), nullptr);
     std::fprintf(stderr, "cannot run docker-registry: %s\n", std::strerror(errno));
     _exit(127);
@@ -378,6 +415,11 @@ Status Run(const Flags& flags) {
   HANGAR_ASSIGN_OR_RETURN(auto cluster, cluster::LoadClusterFile(cluster_path));
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
+  signal(SIGHUP, [](int) { g_stop = true; });
+  // Output piped through `tee`: Ctrl-C ends tee too, and the next line written would kill
+  // `hangar dev` with SIGPIPE before it stopped anything. A write to a closed pipe fails instead.
+  signal(SIGPIPE, SIG_IGN);
+  const int64_t started_ms = SystemClock::Default()->Now();
   if (f.tls) HANGAR_RETURN_IF_ERROR(PrepareTls(f.dir, cluster_path));
   pid_t registry = 0;
   if (f.registry) {
@@ -399,15 +441,20 @@ Status Run(const Flags& flags) {
     if (registry) StopGroup({registry}, 2 * kSecond);
     return up;
   }
-  const std::string exports =
-      "export HANGAR_URL=" + url + (f.tls ? " HANGAR_CA=" + f.dir + "/tls/ca.crt" : "");
+  const std::string on_path = CliNotOnPath();
+  const std::string exports = "export HANGAR_URL=" + url + (f.tls ? " HANGAR_CA=" + f.dir + "/tls/ca.crt" : "") +
+                              (on_path.empty() ? "" : " PATH=" + on_path + ":$PATH");
   std::printf("\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
               "  API:   %s   (%s)   dashboard: %s/\n"
-              "  try:   hangar nodes | hangar submit examples/jobs/notebook.yaml | hangar jobs | hangar logs 1\n"
+              "%s"
+              "  try:   hangar nodes;  hangar submit examples/jobs/notebook.yaml;  hangar jobs;  hangar logs 1\n"
               "  logs:  %s/logs/      stop: Ctrl-C\n",
               cluster.topology->name().c_str(), cluster.topology->nodes().size(),
               static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), url.c_str(), exports.c_str(),
-              url.c_str(), f.dir.c_str());
+              url.c_str(),
+              on_path.empty() ? ""
+                              : ("  CLI:   " + on_path + "/hangar is not on PATH: the export above adds it\n").c_str(),
+              f.dir.c_str());
   // The token itself is never printed: this output is often kept in a file others may read.
   std::printf("  token: %s   (this account's CLI finds it by itself; curl: -H \"Authorization: Bearer $(cat %s)\"; "
               "the dashboard asks for it)\n\n",
@@ -428,13 +475,23 @@ Status Run(const Flags& flags) {
   }
   std::fflush(stdout);
   Submitted submitted;
-  if (!f.submit_dir.empty()) submitted = SubmitExamples(client, f.submit_dir);
+  if (!f.submit_dir.empty()) {
+    // A restart restores the store: the examples it holds are not submitted a second time.
+    const int64_t held = JobsInStore(client);
+    if (held > 0) {
+      std::printf("the store holds %lld job(s) from an earlier run: not submitting %s again "
+                  "(start with an empty --dir, or remove %s/state.db, for a fresh cluster)\n",
+                  static_cast<long long>(held), f.submit_dir.c_str(), f.dir.c_str());
+    } else {
+      submitted = SubmitExamples(client, f.submit_dir);
+    }
+  }
   int64_t last_event = 0;
   JobTally tally;
   while (!g_stop) {
-    tally = Feed(client, &last_event, submitted.ids);
+    tally = Feed(client, &last_event, submitted.ids, started_ms);
     if (f.exit_when_done && tally.all_ended) {
-      Feed(client, &last_event, {});  // the events of the last job's end, above the verdict
+      Feed(client, &last_event, {}, started_ms);  // the events of the last job's end, above the verdict
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -169,6 +169,57 @@ class DevTest : public ::testing::Test {
     }
   }
 
+  // As StartDev, its output into a pipe (as `hangar dev | tee log`); returns the read end.
+  int StartDevPiped(std::vector<std::string> extra = {}) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    std::vector<std::string> args = {HANGAR_BINARY, "dev", "--dir", dir_ + "/dev", "--port", std::to_string(port_),
+                                     "--cluster", dir_ + "/cluster.yaml"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    dev_ = fork();
+    if (dev_ == 0) {
+      dup2(fds[1], 1);
+      dup2(fds[1], 2);
+      close(fds[0]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(HANGAR_BINARY, argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    return fds[0];
+  }
+
+  // Reads the pipe until `part` has come (or `timeout`); what was read.
+  static std::string ReadPipeUntil(int fd, const std::string& part, Duration timeout) {
+    std::string got;
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    LocalCluster::WaitFor(
+        [&] {
+          char buf[4096];
+          for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+          return Contains(got, part);
+        },
+        timeout);
+    return got;
+  }
+
+  // Whether any `hangar controller` or `hangar agent` of this test's directory still runs.
+  bool DaemonsLeft() const {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string cmdline = ReadFile(e.path().string() + "/cmdline");
+      if (Contains(cmdline, dir_) && (Contains(cmdline, std::string("controller\0", 11)) ||
+                                      Contains(cmdline, std::string("agent\0", 6)))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // Waits for `hangar dev` to exit (at most `timeout`); its exit code, or -1 if it did not.
   int WaitDev(Duration timeout) {
     int status = 0;
@@ -266,6 +317,57 @@ TEST_F(DevTest, CtrlCStopsTasksAndARestartKeepsTheLogs) {
       20 * kSecond);
   EXPECT_EQ(state, "running");
   EXPECT_EQ(restarts, 1u);
+  kill(dev_, SIGTERM);
+  EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
+}
+
+// `hangar dev | tee log`, then Ctrl-C: the terminal's SIGINT ends tee as well, so `hangar dev`
+// writes to a closed pipe. It must still stop its agents, tasks and controller (it died of
+// SIGPIPE and left them all running under PID 1).
+TEST_F(DevTest, CtrlCWithItsOutputPipeClosedStillStopsEverything) {
+  const std::string pid_file = dir_ + "/task.pid";
+  std::ofstream(dir_ + "/examples/sleeper.yaml") << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
+  const int out = StartDevPiped({"--submit-examples", dir_ + "/examples"});
+  ASSERT_GE(out, 0);
+  const std::string seen = ReadPipeUntil(out, "is up", 30 * kSecond);
+  ASSERT_TRUE(Contains(seen, "is up")) << seen;
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond)) << seen;
+  const int task = std::stoi(ReadFile(pid_file));
+  close(out);  // tee is gone
+  kill(dev_, SIGINT);
+  EXPECT_EQ(WaitDev(20 * kSecond), 0);
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return kill(task, 0) != 0 && errno == ESRCH; }, 10 * kSecond))
+      << "task " << task << " still runs";
+  EXPECT_FALSE(DaemonsLeft());
+}
+
+// `hangar dev` killed outright (SIGKILL, an OOM kill): its controller and agents end with it, and
+// the agents stop their tasks; nothing is left running for the next start to trip over.
+TEST_F(DevTest, AKilledDevTakesItsDaemonsAndTasksWithIt) {
+  const std::string pid_file = dir_ + "/task.pid";
+  std::ofstream(dir_ + "/examples/sleeper.yaml") << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
+  StartDev({"--submit-examples", dir_ + "/examples"});
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond)) << Output();
+  const int task = std::stoi(ReadFile(pid_file));
+  kill(dev_, SIGKILL);
+  EXPECT_EQ(WaitDev(10 * kSecond), 128 + SIGKILL);
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return !DaemonsLeft(); }, 15 * kSecond)) << "controller or agent still runs";
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return kill(task, 0) != 0 && errno == ESRCH; }, 15 * kSecond))
+      << "task " << task << " still runs";
+}
+
+// A restart restores the store: the examples are not submitted again, and the events of the
+// earlier run are not printed as if they happened now.
+TEST_F(DevTest, ARestartNeitherResubmitsTheExamplesNorReplaysOldEvents) {
+  std::ofstream(dir_ + "/examples/quick.yaml") << JobYaml("quick", "true");
+  StartDev({"--submit-examples", dir_ + "/examples", "--exit-when-done"});
+  ASSERT_EQ(WaitDev(60 * kSecond), 0) << Output();
+  ASSERT_TRUE(Contains(Output(), "submitted quick.yaml as job 1")) << Output();
+  StartDev({"--submit-examples", dir_ + "/examples"});
+  ASSERT_TRUE(WaitForOutput("not submitting", 30 * kSecond)) << Output();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // a few rounds of the event feed
+  EXPECT_FALSE(Contains(Output(), "submitted quick.yaml")) << Output();
+  EXPECT_FALSE(Contains(Output(), "job/1")) << "an old event printed again:\n" << Output();
   kill(dev_, SIGTERM);
   EXPECT_EQ(WaitDev(20 * kSecond), 0) << Output();
 }
