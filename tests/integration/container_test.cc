@@ -45,7 +45,7 @@ class ContainerTest : public ::testing::Test {
     std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
                        "nodes: [";
     for (int i = 1; i <= nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
-    cluster_ = std::make_unique<LocalCluster>(yaml + "]\ncontainers: {mounts_allowed: [/tmp]}\n");
+    cluster_ = std::make_unique<LocalCluster>(yaml + "]\ncontainers: {mounts_allowed: [/tmp]}\ndata: {file_roots: [/tmp]}\n");
     cluster_->StartController();
     for (int i = 1; i <= nodes; ++i) cluster_->StartAgent("node-" + std::to_string(i), agent_args_);
     ASSERT_TRUE(cluster_->WaitForAgents(nodes));
