@@ -426,6 +426,8 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
       pm->set_path(m.path);
       pm->set_read_only(m.read_only);
     }
+    // The agent checks each source again, where its links lead, as the task's user.
+    for (const auto& a : options_.mounts_allowed) c->add_mounts_allowed(a);
   }
   // Who it runs as; without (--auth none), the agent's own user. The agent runs nothing as root
   // unless told that the queue allows it.
