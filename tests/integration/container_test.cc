@@ -193,13 +193,12 @@ TEST_F(ContainerTest, AMountSourceLinkedOutOfTheAllowedFoldersIsRefusedByTheAgen
   fs::create_directory_symlink("/etc", link);
   const uint64_t id = Submit("name: escape\nimage: " + *image_ + "\ntasks:\n  - gpus: 1\n    mounts: ['" + link +
                              ":/host-etc:rw', '" + out_ + ":/out:rw']\n    command: ['/bin/sh', '-c', "
-                             "'ls /host-etc > /out/seen; echo pwned >> /host-etc/hangar-escape']\n");
+                             "'ls /host-etc > /out/seen']\n");
   ASSERT_TRUE(cluster_->WaitForJobState(id, "failed", 60 * kSecond)) << cluster_->Job(id).dump();
   const std::string why = cluster_->Job(id).dump();
   EXPECT_TRUE(Contains(why, "resolves to /etc, which is not under a folder this cluster allows "
                             "(containers.mounts_allowed: /tmp)")) << why;
-  EXPECT_FALSE(fs::exists(out_ + "/seen")) << "the task never ran";
-  EXPECT_FALSE(fs::exists("/etc/hangar-escape"));
+  EXPECT_FALSE(fs::exists(out_ + "/seen")) << "the task never ran, so never saw the host's /etc: " << ReadFile(out_ + "/seen");
   EXPECT_EQ(PodmanPs("node-1"), "");
   EXPECT_FALSE(fs::exists(cluster_->dir() + "/agents/node-1/mounts/" + std::to_string(id) + ".0.0"))
       << "no pin is left behind";

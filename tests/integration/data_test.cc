@@ -205,7 +205,7 @@ TEST_F(DataTest, PlacementGoesWhereTheBytesAlreadyAre) {
   // job's 8 MiB of weights, so placement prefers it.
   std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
                      "nodes: [{name: node-1, labels: {pool: a}}, {name: node-2, labels: {pool: b}}]\n"
-                     "data: {origin_bandwidth: 1Mi}\n";
+                     "data: {origin_bandwidth: 1Mi, file_roots: [/tmp]}\n";
   cluster_ = std::make_unique<LocalCluster>(yaml);
   cluster_->StartController();
   cluster_->StartAgent("node-1");

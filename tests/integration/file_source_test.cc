@@ -30,7 +30,7 @@ struct Reply {
   nlohmann::json body;
 };
 
-class FileSourceTest : public ::testing::Test {
+class FileArtifactTest : public ::testing::Test {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/hangar-files-XXXXXX";
@@ -132,7 +132,7 @@ std::string DigestOf(const std::string& path) {
   return *d;
 }
 
-TEST_F(FileSourceTest, TheThreeTriesAttackOnARootOnlyFileLearnsNothingAndStagesNothing) {
+TEST_F(FileArtifactTest, TheThreeTriesAttackOnARootOnlyFileLearnsNothingAndStagesNothing) {
   const std::string key = shared_ + "/node.key";
   std::ofstream(key) << "-----BEGIN PRIVATE KEY----- the node's";
   chmod(key.c_str(), 0600);
@@ -165,7 +165,7 @@ TEST_F(FileSourceTest, TheThreeTriesAttackOnARootOnlyFileLearnsNothingAndStagesN
   EXPECT_TRUE(fs::is_empty(Cache() + "/partial"));
 }
 
-TEST_F(FileSourceTest, AFileTheUserCanReadStagesAndOnlyHerTaskReadsIt) {
+TEST_F(FileArtifactTest, AFileTheUserCanReadStagesAndOnlyHerTaskReadsIt) {
   const std::string weights = shared_ + "/weights.bin";
   std::ofstream(weights) << "open weights";
   chmod(weights.c_str(), 0644);
@@ -190,7 +190,7 @@ TEST_F(FileSourceTest, AFileTheUserCanReadStagesAndOnlyHerTaskReadsIt) {
   EXPECT_EQ(st.st_mode & 0077, 0u) << "no one else enters the task's view";
 }
 
-TEST_F(FileSourceTest, APathOutsideTheFileRootsIsRefusedAtSubmission) {
+TEST_F(FileArtifactTest, APathOutsideTheFileRootsIsRefusedAtSubmission) {
   Reply r;
   EXPECT_EQ(Submit("/etc/shadow", std::string(64, '0'), 1, "true", &r), 0u);
   EXPECT_EQ(r.status, 403) << r.body.dump();
