@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/agent.h"
+#include "agent/container/mount_source.h"
 
 namespace hangar::agent {
 namespace fs = std::filesystem;
@@ -42,6 +43,40 @@ std::string ExitMeaning(int code) {
     case 143: return "ended by SIGTERM";
     default: return "";
   }
+}
+
+// Where a task's pinned mount sources live (mount_source.h): a folder only the agent may enter.
+std::string PinsDir(const std::string& state_dir, const std::string& task_id) {
+  return state_dir + "/mounts/" + task_id;
+}
+
+// The job's mount sources, each opened as the task's user, checked against the cluster's
+// containers.mounts_allowed and pinned, then given to podman by their pins.
+Status PinMounts(const pb::Launch& l, const TaskLaunch& launch, const std::string& state_dir, ContainerRun* run) {
+  const pb::Container& c = l.container();
+  if (c.mounts_size() == 0) return Status::Ok();
+  if (l.task_id().empty() || l.task_id().find('/') != std::string::npos || l.task_id().front() == '.') {
+    return Status::InvalidArgument("task id '" + l.task_id() + "' cannot name a folder");
+  }
+  const std::string pins = PinsDir(state_dir, l.task_id());
+  UnpinMounts(pins);  // an earlier try's
+  std::error_code ec;
+  std::filesystem::create_directories(pins, ec);
+  std::filesystem::permissions(state_dir + "/mounts", std::filesystem::perms::owner_all, ec);
+  std::filesystem::permissions(pins, std::filesystem::perms::owner_all, ec);
+  if (ec) return Status::Internal("cannot create " + pins + ": " + ec.message());
+  const std::vector<std::string> allowed(c.mounts_allowed().begin(), c.mounts_allowed().end());
+  for (int i = 0; i < c.mounts_size(); ++i) {
+    const pb::Mount& m = c.mounts(i);
+    auto pinned = PinMountSource(m.host(), launch.run_as, allowed, pins + "/" + std::to_string(i),
+                                 "mount " + m.host() + ":" + m.path());
+    if (!pinned.ok()) {
+      UnpinMounts(pins);
+      return pinned.status();
+    }
+    run->mounts.push_back({*pinned, m.path(), m.read_only()});
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -82,6 +117,11 @@ void Agent::SweepContainers() {
       if (!r.ended && !r.container.empty() && runner_.IsRunning(id)) owned.insert(r.container);
     }
   }
+  // Pins of tasks that no longer run (mount_source.h).
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(options_.state_dir + "/mounts", ec)) {
+    if (!owned.count(ContainerName(options_.node, e.path().filename().string()))) UnpinMounts(e.path().string());
+  }
   for (const auto& c : *found) {
     if (owned.count(c.name)) continue;
     spdlog::warn("agent {}: removing container {} ({}): no running task of this agent owns it", options_.node, c.name,
@@ -112,7 +152,7 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   run.mig_devices = r->mig_devices;
   if (!run.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
   run.workdir = l.workdir();
-  for (const auto& m : c.mounts()) run.mounts.push_back({m.host(), m.path(), m.read_only()});
+  HANGAR_RETURN_IF_ERROR(PinMounts(l, *launch, options_.state_dir, &run));
   for (const auto& a : l.artifacts()) run.mounts.push_back({objects_->PathOf(a.digest()), a.path(), true});
   run.mounts.push_back({dir, dir, false});  // the fake GPU load file, and nothing the task lacks
   if (socket_) run.mounts.push_back({socket_->path(), socket_->path(), false});
@@ -156,6 +196,7 @@ void Agent::ReleaseContainer(TaskRecord* r) {
       spdlog::warn("agent {}: task {}: {}", options_.node, r->task_id, s.message());
     }
   }
+  UnpinMounts(PinsDir(options_.state_dir, r->task_id));  // the container, their only user, is gone
   if (r->signal == 0 && r->message.empty()) {
     const std::string meaning = ExitMeaning(r->exit_code);
     if (!meaning.empty()) r->message = "container exited " + std::to_string(r->exit_code) + ": " + meaning;

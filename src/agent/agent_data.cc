@@ -1,11 +1,13 @@
 // The agent's artifacts (issue 19, docs/data.md): the node's content-addressed cache, the data
-// port that serves it to peers, staging as the controller's plan says, and showing staged
-// objects to tasks read-only.
+// port that serves it to peers, staging as the controller's plan says (a file:// source read as
+// the job's user), and showing staged objects to tasks read-only, each task only its own.
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
 
 #include "agent/agent.h"
+#include "agent/data/task_view.h"
+#include "agent/run_as.h"
 
 namespace hangar::agent {
 namespace fs = std::filesystem;
@@ -15,6 +17,17 @@ Status Agent::InitData() {
   objects_ = std::make_unique<data::ObjectCache>(d.cache_dir.empty() ? options_.state_dir + "/cache" : d.cache_dir,
                                                  d.cache_budget_bytes);
   HANGAR_RETURN_IF_ERROR(objects_->Init(clock_->Now()));
+  // Views of tasks that are not running any more (the records are loaded; nothing launches yet).
+  std::set<std::string> running;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, r] : records_) {
+      if (!r.ended) running.insert(id);
+    }
+  }
+  for (const auto& task : data::TaskViews(objects_->views_dir())) {
+    if (!running.count(task)) data::RemoveTaskView(objects_->views_dir(), task);
+  }
   stager_ = std::make_unique<data::Stager>(
       objects_.get(),
       [this] {
@@ -50,7 +63,13 @@ std::set<std::string> Agent::ArtifactsInUse() {
 }
 
 void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a, const std::atomic<bool>* stop) {
-  data::StageOutcome o = stager_->Stage(a, stop);
+  data::StageOutcome o;
+  auto who = ResolveRunAs(a.has_run_as() ? &a.run_as() : nullptr, options_.node);
+  if (who.ok()) {
+    o = stager_->Stage(a, *who, stop);
+  } else {
+    o.message = "artifact " + a.digest() + ": " + who.status().message();
+  }
   if (*stop) return;
   pb::AgentMessage m;
   pb::StageResult* res = m.mutable_stage_result();
@@ -67,15 +86,25 @@ void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a, const 
                a.digest(), s.job_id(), o.ok ? "ok in " + std::to_string(o.took) + " ms" : o.message, o.origin_bytes >> 20,
                o.peer_bytes >> 20);
   Write(m);
+  // Views of ended tasks go before eviction: their links would keep evicted bytes on the disk.
+  std::vector<std::string> ended;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, r] : records_) {
+      if (r.ended) ended.push_back(id);
+    }
+  }
+  for (const auto& task : ended) data::RemoveTaskView(objects_->views_dir(), task);
   for (const auto& gone : objects_->Evict(ArtifactsInUse())) {
     spdlog::info("agent {}: evicted artifact {} (cache budget)", options_.node, gone);
   }
   SendImages();
 }
 
-Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const {
+Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& /*task_dir*/, TaskLaunch* launch,
+                               TaskRecord* r) const {
   if (l.artifacts_size() == 0) return Status::Ok();
-  const std::string links = dir + "/artifacts";
+  std::vector<data::ViewEntry> view;
   for (const auto& a : l.artifacts()) {
     const std::string path = objects_->PathOf(a.digest());
     if (path.empty()) {
@@ -84,17 +113,19 @@ Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& dir, Task
     }
     r->artifacts.push_back(a.digest());
     objects_->Touch(a.digest(), clock_->Now());
-    if (l.has_container()) continue;  // mounted read-only by ToContainer
     std::string rel = a.path();
     while (!rel.empty() && rel.front() == '/') rel.erase(rel.begin());
-    const fs::path link = fs::path(links) / rel;
-    std::error_code ec;
-    fs::create_directories(link.parent_path(), ec);
-    fs::remove(link, ec);
-    fs::create_symlink(path, link, ec);
-    if (ec) return Status::FailedPrecondition("cannot show artifact " + a.digest() + " at " + link.string() + ": " + ec.message());
+    view.push_back({path, rel});
   }
-  if (!l.has_container()) launch->env.emplace_back("HANGAR_ARTIFACTS", links);
+  if (l.has_container()) return Status::Ok();  // mounted read-only by ToContainer
+  std::optional<std::pair<uid_t, gid_t>> owner;
+  if (launch->run_as) owner = std::make_pair(launch->run_as->uid, launch->run_as->gid);
+  auto made = data::MakeTaskView(objects_->views_dir(), l.task_id(), view, owner);
+  if (!made.ok()) {
+    return Status::FailedPrecondition("node " + options_.node + ": cannot show the artifacts to task " + l.task_id() +
+                                      ": " + made.status().message());
+  }
+  launch->env.emplace_back("HANGAR_ARTIFACTS", *made);
   return Status::Ok();
 }
 

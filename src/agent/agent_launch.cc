@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/run_as.h"
 #include "agent/gpu/mig_profiles.h"
 #include "agent/runner/process_spawn.h"
 
@@ -166,26 +167,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
 }
 
 StatusOr<std::optional<TaskCredentials>> Agent::RunAsOf(const pb::Launch& l) const {
-  if (!l.has_run_as()) return std::optional<TaskCredentials>();
-  const pb::RunAs& a = l.run_as();
-  TaskCredentials who;
-  if (a.has_uid()) {
-    who = CredentialsFromIds(a.uid(), a.gid(), std::vector<gid_t>(a.groups().begin(), a.groups().end()));
-  } else if (!a.account().empty()) {
-    auto found = ResolveAccount(a.account());
-    if (!found.ok()) return Status(found.status().code(), "node " + options_.node + ": " + found.status().message());
-    who = std::move(*found);
-  } else {
-    return Status::InvalidArgument("the launch names neither an account nor a uid to run the task as");
-  }
-  if (who.uid == 0 && !a.allow_root()) {
-    return Status::PermissionDenied("the task would run as root (" + who.Describe() + ") on node " + options_.node +
-                                    " and its queue does not allow root tasks (allow_root)");
-  }
-  // An agent that is not root runs tasks only as itself (and then switches nothing).
-  auto switched = SwitchFrom(geteuid(), getegid(), std::move(who));
-  if (!switched.ok()) return Status(switched.status().code(), "node " + options_.node + ": " + switched.status().message());
-  return *switched;
+  return ResolveRunAs(l.has_run_as() ? &l.run_as() : nullptr, options_.node);
 }
 
 Status Agent::PrepareCheckpointDir(const pb::Launch& l, const std::optional<TaskCredentials>& run_as) const {

@@ -370,7 +370,8 @@ class ClusterParser {
 
   Status ParseData(const YAML::Node& d, DataConfig* out) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
-        d, "data", {"network", "origin_readers", "chunk_size", "fanout", "origin_bandwidth", "peer_bandwidth"}));
+        d, "data", {"network", "origin_readers", "chunk_size", "fanout", "origin_bandwidth", "peer_bandwidth", "file_roots"}));
+    if (d["file_roots"]) HANGAR_RETURN_IF_ERROR(ParseFolders(d["file_roots"], "data.file_roots", "/lustre", &out->file_roots));
     HANGAR_ASSIGN_OR_RETURN(auto network, src_.OptString(d, "network"));
     if (network) {
       if (network->find('/') == std::string::npos || !AddressInNetwork(network->substr(0, network->find('/')), *network)) {
@@ -402,16 +403,21 @@ class ClusterParser {
 
   Status ParseContainers(const YAML::Node& c, ClusterFile* out) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(c, "containers", {"mounts_allowed"}));
-    const YAML::Node list = c["mounts_allowed"];
-    if (!list) return Status::Ok();
-    if (!list.IsSequence()) return src_.Error(list, "mounts_allowed must be a list of absolute host paths, e.g. [/data]");
+    if (!c["mounts_allowed"]) return Status::Ok();
+    return ParseFolders(c["mounts_allowed"], "mounts_allowed", "/data", &out->mounts_allowed);
+  }
+
+  // A list of absolute host folders (trailing '/' dropped); `example` shows one in the error.
+  Status ParseFolders(const YAML::Node& list, const std::string& key, const std::string& example,
+                      std::vector<std::string>* out) {
+    if (!list.IsSequence()) return src_.Error(list, key + " must be a list of absolute host paths, e.g. [" + example + "]");
     for (const auto& p : list) {
-      std::string path = p.as<std::string>("");
+      std::string path = p.IsScalar() ? p.as<std::string>("") : "";
       if (path.empty() || path.front() != '/') {
-        return src_.Error(p, "mounts_allowed: '" + path + "' is not an absolute path");
+        return src_.Error(p, key + ": '" + path + "' is not an absolute path");
       }
       while (path.size() > 1 && path.back() == '/') path.pop_back();
-      out->mounts_allowed.push_back(path);
+      out->push_back(path);
     }
     return Status::Ok();
   }

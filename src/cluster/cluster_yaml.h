@@ -31,6 +31,9 @@ struct DataConfig {
   int fanout = 3;               // peers a node passes each chunk on to
   int64_t origin_bytes_per_s = 100ll << 20;  // for placement: what staging from the origin gets
   int64_t peer_bytes_per_s = 1ll << 30;      // and from a peer
+  // Folders a file:// artifact source may lie under (after its links are resolved); none: no
+  // file:// sources. The agent opens them as the job's user.
+  std::vector<std::string> file_roots;
 };
 
 // Whether `host` (an IPv4 or IPv6 address) lies in `cidr` ("10.20.0.0/16", "fd00::/8"); an empty

@@ -118,6 +118,14 @@ TEST(ClusterYamlDataTest, ReadsTheDataSectionAndRefusesBadValues) {
   EXPECT_EQ(f->data.fanout, 4);
   EXPECT_EQ(f->data.origin_bytes_per_s, 50ll << 20);
   EXPECT_EQ(f->data.peer_bytes_per_s, 2ll << 30);
+  EXPECT_TRUE(f->data.file_roots.empty()) << "no file:// sources unless the cluster names their folders";
+  auto roots = ParseClusterYaml(nodes + "data: {file_roots: [/lustre/, /data]}\n", "c.yaml");
+  ASSERT_TRUE(roots.ok()) << roots.status().message();
+  EXPECT_EQ(roots->data.file_roots, (std::vector<std::string>{"/lustre", "/data"}));
+  auto relative = ParseClusterYaml(nodes + "data: {file_roots: [data]}\n", "c.yaml");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.status().message().find("data.file_roots: 'data' is not an absolute path"), std::string::npos)
+      << relative.status().message();
   auto bad = ParseClusterYaml(nodes + "data: {network: 10.20.0.0}\n", "c.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("not a CIDR block"), std::string::npos);

@@ -295,8 +295,9 @@ StatusOr<std::string> Prepare(Flags& f) {
   std::string cluster_path = f.cluster;
   if (cluster_path.empty()) {
     cluster_path = f.dir + "/cluster.yaml";
-    // Container jobs may mount what lies under the dev folder.
-    std::ofstream(cluster_path) << kDefaultCluster << "containers: {mounts_allowed: [\"" << f.dir << "\"]}\n";
+    // Container jobs may mount, and file:// artifacts be read from, what lies under the dev folder.
+    std::ofstream(cluster_path) << kDefaultCluster << "containers: {mounts_allowed: [\"" << f.dir << "\"]}\n"
+                                << "data: {file_roots: [\"" << f.dir << "\"]}\n";
   }
   if (f.port < 1 || f.port > 65534) {
     return Status::InvalidArgument("--port " + std::to_string(f.port) +

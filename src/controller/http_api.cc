@@ -311,6 +311,11 @@ void HttpApi::Routes() {
           [](ClusterState& st, Effects*) { return st.options().mounts_allowed; });
       if (Status m = CheckMounts(*spec, allowed); !m.ok()) return Reply(res, m);
     }
+    if (HasFileSources(*spec)) {  // file:// artifacts: only under the cluster's data.file_roots
+      auto roots = owner_->Call<std::vector<std::string>>(
+          [](ClusterState& st, Effects*) { return st.options().data.file_roots; });
+      if (Status f = CheckFileSources(*spec, roots); !f.ok()) return Reply(res, f);
+    }
     // A registry that is down does not lose the submission: the job is accepted with its tags and
     // waits, unplaced, until the pinner has pinned them (ClusterState::OnPinned).
     Status pin = PinImages(&*spec, ImageResolverOptions{});

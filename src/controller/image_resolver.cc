@@ -129,4 +129,24 @@ Status CheckMounts(const job::JobSpec& spec, const std::vector<std::string>& all
   return Status::Ok();
 }
 
+bool HasFileSources(const job::JobSpec& spec) {
+  for (const auto& g : spec.tasks) {
+    for (const auto& a : g.artifacts) {
+      for (const auto& o : a.objects) {
+        if (o.source.starts_with("file://")) return true;
+      }
+    }
+  }
+  return false;
+}
+
+Status CheckFileSources(const job::JobSpec& spec, const std::vector<std::string>& roots) {
+  for (const auto& g : spec.tasks) {
+    for (const auto& a : g.artifacts) {
+      if (Status s = job::CheckFileSources(a, roots); !s.ok()) return Status(s.code(), "task group '" + g.name + "': " + s.message());
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace hangar::controller

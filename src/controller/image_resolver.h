@@ -53,4 +53,9 @@ class ImagePinner {
 // Whether every mount of the spec is under the cluster's containers.mounts_allowed.
 Status CheckMounts(const job::JobSpec& spec, const std::vector<std::string>& allowed);
 
+// Whether the spec names a file:// artifact source, and whether each is under the cluster's
+// data.file_roots (as spelled: the agent checks where links lead, as the job's user).
+bool HasFileSources(const job::JobSpec& spec);
+Status CheckFileSources(const job::JobSpec& spec, const std::vector<std::string>& roots);
+
 }  // namespace hangar::controller

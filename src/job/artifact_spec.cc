@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <limits>
 
 namespace hangar::job {
@@ -112,6 +113,27 @@ Status CheckArtifact(const ArtifactSpec& a, bool container) {
     if (a.shard_by_rank && SourceFileName(o.source).empty()) {
       return Status::InvalidArgument("shard '" + o.source + "' of artifact '" + a.path + "' has no file name to appear under");
     }
+  }
+  return Status::Ok();
+}
+
+Status CheckFileSources(const ArtifactSpec& a, const std::vector<std::string>& roots) {
+  for (const auto& o : a.objects) {
+    if (!std::string_view(o.source).starts_with("file://")) continue;
+    const std::string path = std::filesystem::path(o.source.substr(7)).lexically_normal().string();
+    const bool under = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) {
+      if (r == "/") return true;
+      return path == r || (path.size() > r.size() && path.compare(0, r.size(), r) == 0 && path[r.size()] == '/');
+    });
+    if (under) continue;
+    std::string list;
+    for (const auto& r : roots) list += (list.empty() ? "" : ", ") + r;
+    return Status::PermissionDenied("artifact '" + a.path + "': source " + o.source +
+                                    " is not under a folder this cluster lets jobs read (" +
+                                    (list.empty() ? std::string("none: cluster.yaml sets no data.file_roots")
+                                                  : "data.file_roots: " + list) +
+                                    "); ask an admin to add its folder to data.file_roots in cluster.yaml, or "
+                                    "serve the file over https://");
   }
   return Status::Ok();
 }

@@ -60,5 +60,9 @@ std::string SourceFileName(std::string_view url);
 // The whole artifact checked: a path (absolute for containers), objects with digests and
 // sizes, and shards only with shard_by: rank. `container` says whether the group has an image.
 Status CheckArtifact(const ArtifactSpec& a, bool container);
+// Whether every file:// source of `a` lies, as spelled, under one of `roots` (the cluster's
+// data.file_roots; a folder holds itself and what is below it). An early, friendly refusal: the
+// agent checks again where links lead, opening the file as the job's user.
+Status CheckFileSources(const ArtifactSpec& a, const std::vector<std::string>& roots);
 
 }  // namespace hangar::job

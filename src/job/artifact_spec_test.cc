@@ -78,6 +78,24 @@ TEST(ArtifactSpecTest, RefusesBadDigestsSizesSourcesAndPaths) {
   EXPECT_THAT(bad("{path: w, shards: [{source: \"file:///a\", sha256: " + kHex + ", size: 1}]}"), HasSubstr("add shard_by: rank"));
 }
 
+TEST(ArtifactSpecTest, FileSourcesOnlyUnderTheClustersFileRoots) {
+  auto source = [](const std::string& url) {
+    return ArtifactSpec{"/w", {{url, kDigest, 10}}, false};
+  };
+  EXPECT_TRUE(CheckFileSources(source("file:///lustre/a/w.bin"), {"/data", "/lustre"}).ok());
+  EXPECT_TRUE(CheckFileSources(source("https://models.example/w.bin"), {}).ok()) << "only file:// sources";
+  const Status shadow = CheckFileSources(source("file:///etc/shadow"), {"/data", "/lustre"});
+  EXPECT_EQ(shadow.code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(shadow.message(), HasSubstr("file:///etc/shadow is not under a folder this cluster lets jobs read "
+                                          "(data.file_roots: /data, /lustre)"));
+  EXPECT_THAT(shadow.message(), HasSubstr("add its folder to data.file_roots in cluster.yaml"));
+  // Spelled inside, but leading out; and a neighbour that merely shares the prefix.
+  EXPECT_FALSE(CheckFileSources(source("file:///data/../etc/shadow"), {"/data"}).ok());
+  EXPECT_FALSE(CheckFileSources(source("file:///database/x"), {"/data"}).ok());
+  EXPECT_THAT(CheckFileSources(source("file:///data/x"), {}).message(),
+              HasSubstr("none: cluster.yaml sets no data.file_roots"));
+}
+
 TEST(ArtifactSpecTest, ShardsGoToRanksRoundRobin) {
   auto spec = ParseJobSpec(Job("    artifacts:\n      - path: /data/\n        shard_by: rank\n        shards:\n"
                                "          - {source: \"file:///d/p0.tar\", sha256: " + kHex + ", size: 1}\n"

@@ -45,7 +45,8 @@ class ContainerTest : public ::testing::Test {
     std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
                        "nodes: [";
     for (int i = 1; i <= nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
-    cluster_ = std::make_unique<LocalCluster>(yaml + "]\ncontainers: {mounts_allowed: [/tmp]}\n");
+    cluster_ = std::make_unique<LocalCluster>(yaml +
+                                              "]\ncontainers: {mounts_allowed: [/tmp]}\ndata: {file_roots: [/tmp]}\n");
     cluster_->StartController();
     for (int i = 1; i <= nodes; ++i) cluster_->StartAgent("node-" + std::to_string(i), agent_args_);
     ASSERT_TRUE(cluster_->WaitForAgents(nodes));
@@ -182,6 +183,25 @@ TEST_F(ContainerTest, AnArtifactIsMountedReadOnlyInTheContainer) {
   ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
   EXPECT_EQ(ReadFile(out_ + "/read"), "test");
   EXPECT_EQ(ReadFile(out_ + "/ro"), "read-only\n") << "even as root in the container";
+}
+
+// A link inside an allowed folder that leads out of it (to /etc) passes the controller's check of
+// the path as written; the agent resolves it, as the task's user, and refuses to mount it.
+TEST_F(ContainerTest, AMountSourceLinkedOutOfTheAllowedFoldersIsRefusedByTheAgent) {
+  StartCluster(1);
+  const std::string link = cluster_->dir() + "/etc-link";
+  fs::create_directory_symlink("/etc", link);
+  const uint64_t id = Submit("name: escape\nimage: " + *image_ + "\ntasks:\n  - gpus: 1\n    mounts: ['" + link +
+                             ":/host-etc:rw', '" + out_ + ":/out:rw']\n    command: ['/bin/sh', '-c', "
+                             "'ls /host-etc > /out/seen']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "failed", 60 * kSecond)) << cluster_->Job(id).dump();
+  const std::string why = cluster_->Job(id).dump();
+  EXPECT_TRUE(Contains(why, "resolves to /etc, which is not under a folder this cluster allows "
+                            "(containers.mounts_allowed: /tmp)")) << why;
+  EXPECT_FALSE(fs::exists(out_ + "/seen")) << "the task never ran, so never saw the host's /etc: " << ReadFile(out_ + "/seen");
+  EXPECT_EQ(PodmanPs("node-1"), "");
+  EXPECT_FALSE(fs::exists(cluster_->dir() + "/agents/node-1/mounts/" + std::to_string(id) + ".0.0"))
+      << "no pin is left behind";
 }
 
 TEST_F(ContainerTest, CancelStopsTheContainer) {

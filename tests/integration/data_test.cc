@@ -49,7 +49,10 @@ class DataTest : public ::testing::Test {
   void Start(int nodes, const std::string& data_yaml, std::vector<std::string> agent_args = {}) {
     std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\nnodes: [";
     for (int i = 1; i <= nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
-    cluster_ = std::make_unique<LocalCluster>(yaml + "]\n" + data_yaml);
+    // The file:// origins lie in the test's folder, under /tmp: the cluster lets jobs read there.
+    std::string data = data_yaml.empty() ? "data: {}\n" : data_yaml;
+    data.insert(data.find('{') + 1, data_yaml.empty() ? "file_roots: [/tmp]" : "file_roots: [/tmp], ");
+    cluster_ = std::make_unique<LocalCluster>(yaml + "]\n" + data);
     cluster_->StartController();
     for (int i = 1; i <= nodes; ++i) {
       std::vector<std::string> args = {"--data-address", "127.0.0.1:0"};
@@ -202,7 +205,7 @@ TEST_F(DataTest, PlacementGoesWhereTheBytesAlreadyAre) {
   // job's 8 MiB of weights, so placement prefers it.
   std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
                      "nodes: [{name: node-1, labels: {pool: a}}, {name: node-2, labels: {pool: b}}]\n"
-                     "data: {origin_bandwidth: 1Mi}\n";
+                     "data: {origin_bandwidth: 1Mi, file_roots: [/tmp]}\n";
   cluster_ = std::make_unique<LocalCluster>(yaml);
   cluster_->StartController();
   cluster_->StartAgent("node-1");

@@ -8,6 +8,7 @@
 #include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,8 +44,23 @@ LocalCluster::~LocalCluster() {
   if (controller_ > 0) waitpid(controller_, nullptr, 0);
   KillTasks();
   RemoveContainersUnder(dir_ + "/agents");  // a container outlives its podman process
+  UnmountPins(dir_ + "/agents");
   std::error_code ec;
   if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_, ec);
+}
+
+// A killed agent leaves its container tasks' pinned mount sources mounted
+// (agent/container/mount_source.h): they are detached before the folder is removed, so that the
+// removal never reaches through one into what it mounts.
+void LocalCluster::UnmountPins(const std::string& agents_dir) {
+  std::error_code ec;
+  for (const auto& agent : fs::directory_iterator(agents_dir, ec)) {
+    std::error_code inner;
+    for (const auto& task : fs::directory_iterator(agent.path() / "mounts", inner)) {
+      std::error_code pins;
+      for (const auto& pin : fs::directory_iterator(task.path(), pins)) umount2(pin.path().c_str(), MNT_DETACH);
+    }
+  }
 }
 
 // Every task any agent started, by the pid in its record: tests must leave nothing running.

@@ -63,6 +63,7 @@ class LocalCluster {
  private:
   pid_t Spawn(const std::vector<std::string>& args, const std::string& log);
   void KillTasks();
+  static void UnmountPins(const std::string& agents_dir);
 
   std::string dir_;
   std::string cluster_path_;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -24,6 +25,48 @@ StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address) 
   }
   if (port > 65535) return Status::InvalidArgument("data address '" + address + "' has a bad port");
   return std::make_pair(host, port);
+}
+
+namespace {
+
+// A decimal number without sign; false for anything else, or one past int64.
+bool ParseOffset(const std::string& text, int64_t* out) {
+  if (text.empty() || text.size() > 19) return false;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    if (v > (std::numeric_limits<int64_t>::max() - (c - '0')) / 10) return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+RangeAsked ParseRange(const std::string& header, int64_t size) {
+  RangeAsked r;
+  if (header.empty()) return r;
+  r.kind = RangeAsked::kUnsatisfiable;
+  if (header.rfind("bytes=", 0) != 0 || size <= 0) return r;
+  const std::string spec = header.substr(6);
+  const size_t dash = spec.find('-');
+  if (dash == std::string::npos || spec.find(',') != std::string::npos) return r;
+  const std::string a = spec.substr(0, dash), b = spec.substr(dash + 1);
+  int64_t first = 0, last = size - 1;
+  if (a.empty()) {  // the last N bytes
+    int64_t n = 0;
+    if (!ParseOffset(b, &n) || n == 0) return r;
+    first = n >= size ? 0 : size - n;
+  } else {
+    if (!ParseOffset(a, &first) || (!b.empty() && !ParseOffset(b, &last))) return r;
+    if (first > last || first >= size) return r;
+    last = std::min(last, size - 1);
+  }
+  r.kind = RangeAsked::kPart;
+  r.first = first;
+  r.last = last;
+  return r;
 }
 
 DataServer::DataServer(ObjectCache* cache) : cache_(cache) {}
@@ -75,10 +118,26 @@ void DataServer::Serve(const httplib::Request& req, httplib::Response& res) {
     if (fd < 0) return Error(res, 404, digest + " is not held here");
     const int64_t size = ::lseek(fd, 0, SEEK_END);
     auto shared_fd = std::shared_ptr<int>(new int(fd), [](int* f) { ::close(*f); delete f; });
-    res.set_content_provider(static_cast<size_t>(size), "application/octet-stream",
-                             [this, shared_fd](size_t off, size_t len, httplib::DataSink& sink) {
+    const RangeAsked range = ParseRange(req.get_header_value("Range"), size);
+    // The range is answered here, whole: httplib would otherwise apply its own reading of the
+    // header again (and answers a start past the end with 206 and no bytes).
+    const_cast<httplib::Request&>(req).ranges.clear();
+    if (range.kind == RangeAsked::kUnsatisfiable) {
+      res.set_header("Content-Range", "bytes */" + std::to_string(size));
+      return Error(res, 416, "the object has " + std::to_string(size) + " bytes: ask for one range within them");
+    }
+    const int64_t first = range.kind == RangeAsked::kPart ? range.first : 0;
+    const int64_t count = range.kind == RangeAsked::kPart ? range.last - range.first + 1 : size;
+    if (range.kind == RangeAsked::kPart) {
+      res.status = 206;
+      res.set_header("Content-Range", "bytes " + std::to_string(range.first) + "-" + std::to_string(range.last) + "/" +
+                                          std::to_string(size));
+    }
+    res.set_content_provider(static_cast<size_t>(count), "application/octet-stream",
+                             [this, shared_fd, first](size_t off, size_t len, httplib::DataSink& sink) {
                                std::string buf(std::min<size_t>(len, 1 << 20), '\0');
-                               const ssize_t r = ::pread(*shared_fd, buf.data(), buf.size(), static_cast<off_t>(off));
+                               const ssize_t r = ::pread(*shared_fd, buf.data(), buf.size(),
+                                                         static_cast<off_t>(first + static_cast<int64_t>(off)));
                                if (r <= 0) return false;
                                bytes_served_ += r;
                                return sink.write(buf.data(), static_cast<size_t>(r));
@@ -90,7 +149,7 @@ void DataServer::Serve(const httplib::Request& req, httplib::Response& res) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Error(res, 404, digest + " is not held here");
     const int64_t size = ::lseek(fd, 0, SEEK_END);
-    if (offset + length > size) {
+    if (length > size || offset > size - length) {
       ::close(fd);
       return Error(res, 416, "the object has " + std::to_string(size) + " bytes");
     }
@@ -102,7 +161,7 @@ void DataServer::Serve(const httplib::Request& req, httplib::Response& res) {
   }
   std::shared_ptr<Partial> p = cache_->Staging(digest);
   if (!p) return Error(res, 404, digest + " is not held here");
-  if (offset + length > p->bytes()) return Error(res, 416, "the object has " + std::to_string(p->bytes()) + " bytes");
+  if (length > p->bytes() || offset > p->bytes() - length) return Error(res, 416, "the object has " + std::to_string(p->bytes()) + " bytes");
   const int64_t first = offset / p->chunk_bytes(), last = (offset + length - 1) / p->chunk_bytes();
   if (!p->WaitFor(first, last, wait_ms)) {
     if (p->abandoned()) return Error(res, 404, digest + " is not held here (its staging failed)");

@@ -5,7 +5,8 @@
 // down a fan-out tree while they are being downloaded. Every request shows the token the
 // controller gave this node's agents (Authorization: Bearer).
 //
-//   GET /v1/objects/sha256:<hex>                        the object (Range: bytes=a-b honoured)
+//   GET /v1/objects/sha256:<hex>                        the object (Range: bytes=a-b honoured;
+//                                                       416 for a range it does not hold)
 //   GET /v1/objects/sha256:<hex>?offset=O&length=L&wait_ms=W
 //     200: those bytes; 503 + X-Hangar-Chunks-Held: not there yet, ask again; 404: not held here
 #pragma once
@@ -50,6 +51,16 @@ class DataServer {
   std::string token_;
   std::atomic<int64_t> bytes_served_{0};
 };
+
+// What a Range header asks of an object of `size` bytes: the whole object (no header), bytes
+// [first, last] (one range: "bytes=A-B", "bytes=A-", "bytes=-N"; B past the end is cut to it), or
+// nothing this object can give (a start past the end, a malformed or overflowing number, several
+// ranges): 416 with "Content-Range: bytes */SIZE".
+struct RangeAsked {
+  enum Kind { kWhole, kPart, kUnsatisfiable } kind = kWhole;
+  int64_t first = 0, last = 0;
+};
+RangeAsked ParseRange(const std::string& header, int64_t size);
 
 // "HOST:PORT" (or "[v6]:PORT") split; the error says the form.
 StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);

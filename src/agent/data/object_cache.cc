@@ -150,10 +150,22 @@ Status ObjectCache::Init(Time now) {
   fs::create_directories(dir_ + "/objects", ec);
   fs::remove_all(dir_ + "/partial", ec);
   fs::create_directories(dir_ + "/partial", ec);
-  if (!fs::is_directory(dir_ + "/objects") || !fs::is_directory(dir_ + "/partial")) {
+  fs::create_directories(dir_ + "/views", ec);
+  if (!fs::is_directory(dir_ + "/objects") || !fs::is_directory(dir_ + "/partial") || !fs::is_directory(dir_ + "/views")) {
     return Status::FailedPrecondition("cannot create the artifact cache in " + dir_ +
                                       "; give hangar agent a writable --cache-dir (the node's local scratch disk)");
   }
+  // Objects are readable only through the views of the tasks that use them (and by the agent,
+  // which serves peers): the other folders admit no one else. Set at every start, so that a cache
+  // an older agent made open is closed too.
+  for (const auto& [sub, mode] : {std::pair<std::string, mode_t>{"", 0711}, {"/objects", 0700}, {"/partial", 0700},
+                                  {"/views", 0711}}) {
+    if (::chmod((dir_ + sub).c_str(), mode) != 0) {
+      return Status::FailedPrecondition("cannot restrict " + dir_ + sub + ": " + std::strerror(errno) +
+                                        "; the artifact cache must belong to the agent's user");
+    }
+  }
+  ::chmod((dir_ + "/index.json").c_str(), 0600);
   std::map<std::string, Time> last;
   {
     std::ifstream in(dir_ + "/index.json");
@@ -310,10 +322,14 @@ void ObjectCache::SaveLocked() const {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [d, o] : objects_) j[d] = o.last_used;
   const std::string file = dir_ + "/index.json";
-  std::ofstream out(file + ".tmp", std::ios::trunc);
-  out << j.dump();
-  out.close();
-  if (out) std::rename((file + ".tmp").c_str(), file.c_str());
+  // Private: a digest is all a job needs to be given a cached object.
+  const int fd = ::open((file + ".tmp").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const std::string text = j.dump();
+  const bool wrote = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::fchmod(fd, 0600);
+  ::close(fd);
+  if (wrote) std::rename((file + ".tmp").c_str(), file.c_str());
 }
 
 }  // namespace hangar::agent::data

@@ -5,6 +5,8 @@
 // chunks it holds. Eviction follows the image cache's rule (PlanEviction): least recently used
 // first, never an object a running task uses or that a job placed, reserved or nominated on this
 // node needs (the controller's `keep`). Last-use times survive restarts (<dir>/index.json).
+// Only the agent may read objects/, partial/ and index.json; a task reads the objects it uses
+// through its own view (task_view.h).
 #pragma once
 
 #include <atomic>
@@ -77,6 +79,8 @@ class ObjectCache {
   // previous run left half-staged.
   Status Init(Time now);
   const std::string& dir() const { return dir_; }
+  // Where tasks' views of their objects live (task_view.h); objects/ itself admits only the agent.
+  std::string views_dir() const { return dir_ + "/views"; }
   // The verified object's file, or "" when this node does not hold it.
   std::string PathOf(const std::string& digest) const;
   bool Holds(const std::string& digest) const { return !PathOf(digest).empty(); }

@@ -1,7 +1,10 @@
 #include "agent/data/stager.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <condition_variable>
 #include <deque>
@@ -38,25 +41,13 @@ std::unique_ptr<httplib::Client> MakeClient(const std::string& base, Duration ti
   return c;
 }
 
-StatusOr<std::string> ReadFileRange(const std::string& path, int64_t total, int64_t offset, int64_t length) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::NotFound("cannot open " + path + ": " + std::strerror(errno));
-  const int64_t size = ::lseek(fd, 0, SEEK_END);
-  if (size != total) {
-    ::close(fd);
-    return Status::FailedPrecondition(path + " is " + std::to_string(size) + " bytes, not the " + std::to_string(total) +
-                            " the job's size says");
-  }
-  auto data = ReadAt(fd, offset, length);
-  ::close(fd);
-  return data;
-}
-
 }  // namespace
 
 StatusOr<std::string> ReadOrigin(const std::string& source, int64_t total, int64_t offset, int64_t length,
                                  Duration timeout) {
-  if (source.rfind("file://", 0) == 0) return ReadFileRange(source.substr(7), total, offset, length);
+  if (source.rfind("file://", 0) == 0) {
+    return Status::InvalidArgument(source + ": a file:// source is opened as its user (OpenFileSource), not read here");
+  }
   auto [base, path] = SplitUrl(source);
   auto client = MakeClient(base, timeout);
   const httplib::Headers h = {{"Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1)}};
@@ -73,10 +64,25 @@ StatusOr<std::string> ReadOrigin(const std::string& source, int64_t total, int64
                 source + " answered HTTP " + std::to_string(res->status));
 }
 
+StatusOr<OpenedPath> OpenFileSource(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who) {
+  const std::vector<std::string> roots(s.file_roots().begin(), s.file_roots().end());
+  HANGAR_ASSIGN_OR_RETURN(OpenedPath f,
+                          OpenAsUser(s.source().substr(7), who, roots, OpenFor::kReading, "data.file_roots", s.source()));
+  // Facts about the file only now that the user has shown they may read it.
+  struct stat st {};
+  if (::fstat(f.fd(), &st) != 0) return Status::Internal(s.source() + ": " + std::strerror(errno));
+  if (st.st_size != s.bytes()) {
+    return Status::FailedPrecondition(s.source() + " is " + std::to_string(st.st_size) + " bytes, not the " +
+                                      std::to_string(s.bytes()) + " the job's size says");
+  }
+  return f;
+}
+
 Stager::Stager(ObjectCache* cache, std::function<std::string()> token, Clock* clock, StagerOptions o)
     : cache_(cache), token_(std::move(token)), clock_(clock), o_(o) {}
 
-StageOutcome Stager::Stage(const pb::ArtifactStage& s, const std::atomic<bool>* stop) {
+StageOutcome Stager::Stage(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who,
+                           const std::atomic<bool>* stop) {
   const Time start = clock_->Now();
   StageOutcome out;
   if (cache_->Holds(s.digest())) {
@@ -90,10 +96,10 @@ StageOutcome Stager::Stage(const pb::ArtifactStage& s, const std::atomic<bool>* 
     out.took = clock_->Now() - start;
     return out;
   }
-  out = Attempt(s, /*origin_only=*/false, stop);
+  out = Attempt(s, who, /*origin_only=*/false, stop);
   if (!out.ok && out.peer_bytes > 0 && !*stop && out.message.find("hashes to") != std::string::npos) {
     spdlog::warn("artifact {}: {}; staging again from the origin alone", s.digest(), out.message);
-    StageOutcome again = Attempt(s, /*origin_only=*/true, stop);
+    StageOutcome again = Attempt(s, who, /*origin_only=*/true, stop);
     again.peer_bytes += out.peer_bytes;
     again.origin_bytes += out.origin_bytes;
     out = again;
@@ -112,6 +118,7 @@ struct Work {
   Clock* clock;
   const std::atomic<bool>* stop;
   std::string auth;  // "Bearer <data token>"
+  int origin_fd = -1;  // a file:// origin, opened as the job's user
   Time begun_at = 0;
   std::mutex mu;
   std::condition_variable cv;
@@ -150,7 +157,8 @@ void ReadOriginChunks(Work& w) {
       w.origin.pop_front();
     }
     auto [off, len] = w.p.ChunkRange(c);
-    auto data = ReadOrigin(w.s.source(), w.s.bytes(), off, len, w.o.origin_timeout);
+    auto data = w.origin_fd >= 0 ? ReadAt(w.origin_fd, off, len)
+                                 : ReadOrigin(w.s.source(), w.s.bytes(), off, len, w.o.origin_timeout);
     if (!data.ok()) return w.Fail(data.status());
     if (Status ws = w.p.Write(c, *data); !ws.ok()) return w.Fail(ws);
     w.origin_bytes += len;
@@ -216,8 +224,20 @@ void ReadPeerChunks(Work& w) {
 
 }  // namespace
 
-StageOutcome Stager::Attempt(const pb::ArtifactStage& s, bool origin_only, const std::atomic<bool>* stop) {
+StageOutcome Stager::Attempt(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who, bool origin_only,
+                             const std::atomic<bool>* stop) {
   StageOutcome out;
+  // A file:// origin is opened before anything is staged: a source its user may not read leaves
+  // nothing behind, and the error says no more than the user could learn.
+  OpenedPath file;
+  if (s.source().rfind("file://", 0) == 0) {
+    auto opened = OpenFileSource(s, who);
+    if (!opened.ok()) {
+      out.message = "artifact " + s.digest() + ": " + opened.status().message();
+      return out;
+    }
+    file = std::move(*opened);
+  }
   const int64_t chunk = s.chunk_bytes() > 0 ? s.chunk_bytes() : (8ll << 20);
   auto begun = cache_->Begin(s.digest(), s.bytes(), chunk);
   if (!begun.ok()) {
@@ -225,7 +245,7 @@ StageOutcome Stager::Attempt(const pb::ArtifactStage& s, bool origin_only, const
     return out;
   }
   std::shared_ptr<Partial> p = *begun;
-  Work w{s, *p, o_, clock_, stop, "Bearer " + token_(), clock_->Now()};
+  Work w{s, *p, o_, clock_, stop, "Bearer " + token_(), file.fd(), clock_->Now()};
   for (int64_t c = 0; c < p->chunks(); ++c) {
     const int src = c < s.chunk_source_size() ? s.chunk_source(static_cast<int>(c)) : -1;
     if (origin_only || src < 0 || src >= s.peers_size()) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -46,6 +47,7 @@ pb::ArtifactStage Plan(const Origin& o, const std::string& source, int64_t chunk
   s.set_bytes(static_cast<int64_t>(o.content.size()));
   s.set_chunk_bytes(chunk);
   for (const auto& p : peers) s.add_peers(p);
+  s.add_file_roots(std::filesystem::path(o.path).parent_path().string());  // the test's folder
   for (int64_t c = 0; c < (s.bytes() + chunk - 1) / chunk; ++c) s.add_chunk_source(each_chunk_from);
   return s;
 }
@@ -67,12 +69,12 @@ TEST_F(StagerTest, StagesFromAFileOriginAndVerifies) {
   ObjectCache cache(dir_.path() + "/a", 0);
   ASSERT_TRUE(cache.Init(1).ok());
   Stager st(&cache, [] { return "t"; }, &clock_);
-  StageOutcome out = st.Stage(Plan(o, "file://" + o.path, 1 << 20, {}, -1), &stop_);
+  StageOutcome out = st.Stage(Plan(o, "file://" + o.path, 1 << 20, {}, -1), std::nullopt, &stop_);
   ASSERT_TRUE(out.ok) << out.message;
   EXPECT_EQ(out.origin_bytes, 3'000'001);
   EXPECT_EQ(Read(cache.PathOf(o.digest)), o.content);
   // Held: staging again reads nothing.
-  StageOutcome again = st.Stage(Plan(o, "file://" + o.path, 1 << 20, {}, -1), &stop_);
+  StageOutcome again = st.Stage(Plan(o, "file://" + o.path, 1 << 20, {}, -1), std::nullopt, &stop_);
   EXPECT_TRUE(again.ok);
   EXPECT_EQ(again.origin_bytes, 0);
 }
@@ -85,7 +87,7 @@ TEST_F(StagerTest, ACorruptedOriginFailsWithWhatItHashedTo) {
   ObjectCache cache(dir_.path() + "/a", 0);
   ASSERT_TRUE(cache.Init(1).ok());
   Stager st(&cache, [] { return "t"; }, &clock_);
-  StageOutcome out = st.Stage(Plan(o, "file://" + o.path, 1 << 16, {}, -1), &stop_);
+  StageOutcome out = st.Stage(Plan(o, "file://" + o.path, 1 << 16, {}, -1), std::nullopt, &stop_);
   ASSERT_FALSE(out.ok);
   EXPECT_THAT(out.message, HasSubstr("hashes to sha256:"));
   EXPECT_THAT(out.message, HasSubstr("not " + o.digest));
@@ -94,7 +96,7 @@ TEST_F(StagerTest, ACorruptedOriginFailsWithWhatItHashedTo) {
   // A size that is not the file's is named too.
   pb::ArtifactStage wrong = Plan(o, "file://" + o.path, 1 << 16, {}, -1);
   wrong.set_bytes(99'999);
-  StageOutcome sized = st.Stage(wrong, &stop_);
+  StageOutcome sized = st.Stage(wrong, std::nullopt, &stop_);
   EXPECT_THAT(sized.message, HasSubstr("is 100000 bytes, not the 99999"));
 }
 
@@ -111,7 +113,7 @@ TEST_F(StagerTest, StagesOverHttpWithRangeRequests) {
   ObjectCache cache(dir_.path() + "/a", 0);
   ASSERT_TRUE(cache.Init(1).ok());
   Stager st(&cache, [] { return "t"; }, &clock_);
-  StageOutcome out = st.Stage(Plan(o, "http://127.0.0.1:" + std::to_string(port) + "/w.bin", 1 << 20, {}, -1), &stop_);
+  StageOutcome out = st.Stage(Plan(o, "http://127.0.0.1:" + std::to_string(port) + "/w.bin", 1 << 20, {}, -1), std::nullopt, &stop_);
   origin.stop();
   t.join();
   ASSERT_TRUE(out.ok) << out.message;
@@ -132,7 +134,7 @@ TEST_F(StagerTest, APeerPassesChunksOnWhileItIsStillStagingThem) {
   ASSERT_TRUE(p.ok());
   Stager sb(&b, [] { return "secret"; }, &clock_);
   StageOutcome out;
-  std::thread t([&] { out = sb.Stage(Plan(o, "file:///nonexistent", 1 << 20, {server.url()}, 0), &stop_); });
+  std::thread t([&] { out = sb.Stage(Plan(o, "http://127.0.0.1:1/never-read", 1 << 20, {server.url()}, 0), std::nullopt, &stop_); });
   for (int64_t c = 0; c < 4; ++c) {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     auto [off, len] = (*p)->ChunkRange(c);
@@ -156,7 +158,7 @@ TEST_F(StagerTest, AChunkAPeerCannotGiveComesFromTheOrigin) {
   server.SetToken("secret");
   // The peer holds nothing; and a wrong token is refused like a missing object.
   Stager sb(&b, [] { return "wrong"; }, &clock_);
-  StageOutcome out = sb.Stage(Plan(o, "file://" + o.path, 1 << 20, {server.url()}, 0), &stop_);
+  StageOutcome out = sb.Stage(Plan(o, "file://" + o.path, 1 << 20, {server.url()}, 0), std::nullopt, &stop_);
   ASSERT_TRUE(out.ok) << out.message;
   EXPECT_EQ(out.origin_bytes, 2'000'000);
   EXPECT_EQ(out.peer_bytes, 0);
@@ -179,7 +181,7 @@ TEST_F(StagerTest, APeerThatServesBadBytesCannotFailTheStaging) {
   ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   server.SetToken("s");
   Stager sb(&b, [] { return "s"; }, &clock_);
-  StageOutcome out = sb.Stage(Plan(o, "file://" + o.path, 1 << 18, {server.url()}, 0), &stop_);
+  StageOutcome out = sb.Stage(Plan(o, "file://" + o.path, 1 << 18, {server.url()}, 0), std::nullopt, &stop_);
   ASSERT_TRUE(out.ok) << out.message;
   EXPECT_EQ(out.peer_bytes, 1'000'000);
   EXPECT_EQ(out.origin_bytes, 1'000'000);  // staged again from the origin alone
@@ -191,7 +193,7 @@ TEST_F(StagerTest, WholeObjectsHonourRange) {
   ObjectCache a(dir_.path() + "/a", 0);
   ASSERT_TRUE(a.Init(1).ok());
   Stager sa(&a, [] { return "s"; }, &clock_);
-  ASSERT_TRUE(sa.Stage(Plan(o, "file://" + o.path, 1 << 20, {}, -1), &stop_).ok);
+  ASSERT_TRUE(sa.Stage(Plan(o, "file://" + o.path, 1 << 20, {}, -1), std::nullopt, &stop_).ok);
   DataServer server(&a);
   ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   server.SetToken("s");

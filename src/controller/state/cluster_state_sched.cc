@@ -6,6 +6,7 @@
 
 #include "cluster/mig_geometry.h"
 #include "controller/state/launch_env.h"
+#include "controller/state/run_as_message.h"
 
 namespace hangar::controller {
 
@@ -425,19 +426,13 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
       pm->set_path(m.path);
       pm->set_read_only(m.read_only);
     }
+    // The agent checks each source again, where its links lead, as the task's user.
+    for (const auto& a : options_.mounts_allowed) c->add_mounts_allowed(a);
   }
   // Who it runs as; without (--auth none), the agent's own user. The agent runs nothing as root
   // unless told that the queue allows it.
   if (const job::RunAs& who = j.spec->spec.run_as; !who.empty()) {
-    pb::RunAs* r = l->mutable_run_as();
-    if (who.uid) {
-      r->set_uid(*who.uid);
-      r->set_gid(who.gid);
-      for (uint32_t g : who.groups) r->add_groups(g);
-    } else {
-      r->set_account(who.account);
-    }
-    r->set_allow_root(job::AllowsRoot(queue_specs_, j.spec->spec.queue));
+    FillRunAs(who, job::AllowsRoot(queue_specs_, j.spec->spec.queue), l->mutable_run_as());
   }
   fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
 }

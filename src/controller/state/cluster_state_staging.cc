@@ -10,6 +10,7 @@
 
 #include "controller/state/chunk_plan.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/run_as_message.h"
 
 namespace hangar::controller {
 
@@ -205,6 +206,11 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
       a->set_source(o->source);
       a->set_bytes(o->bytes);
       a->set_chunk_bytes(cfg.chunk_bytes);
+      // A file:// source is read as the job's user, under the cluster's file roots only.
+      if (!j.spec->spec.run_as.empty()) {
+        FillRunAs(j.spec->spec.run_as, job::AllowsRoot(queue_specs_, j.spec->spec.queue), a->mutable_run_as());
+      }
+      for (const auto& r : cfg.file_roots) a->add_file_roots(r);
       for (uint32_t m : w.members) a->add_peers(nodes_[m].data_url);
       const auto pos = std::find(w.members.begin(), w.members.end(), node) - w.members.begin();
       if (pos < static_cast<long>(w.members.size())) {
