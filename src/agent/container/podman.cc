@@ -1,15 +1,20 @@
 #include "agent/container/podman.h"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "common/sha256.h"
 #include "job/container_spec.h"
 
 namespace hangar::agent {
@@ -47,11 +52,34 @@ std::string ContainersConf(uint64_t nofile, uint64_t nproc, const std::string& i
   return s;
 }
 
+StatusOr<std::string> ShortRunDir(const std::string& dir) {
+  std::string base = "/tmp";
+  if (geteuid() == 0 && ::access("/run", W_OK) == 0) {
+    base = "/run";
+  } else if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && *xdg == '/' && std::strlen(xdg) <= 20) {
+    base = xdg;
+  }
+  const std::string path = base + "/hangar-podman-" + Sha256Hex(fs::absolute(dir).lexically_normal().string()).substr(0, 12);
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::Unavailable("cannot create podman's run folder " + path + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    return Status::FailedPrecondition("podman's run folder " + path +
+                                      " is not a private folder of this account (a link, another owner, or open to "
+                                      "others); remove it and start the agent again");
+  }
+  return path;
+}
+
 StatusOr<Podman> Podman::Open(PodmanOptions o) {
   if (o.dir.empty()) return Status::InvalidArgument("podman needs a directory for its configuration");
   if (o.root.empty()) o.root = o.dir + "/storage";
-  if (o.runroot.empty()) o.runroot = o.dir + "/run";
-  if (o.tmpdir.empty()) o.tmpdir = o.dir + "/tmp";
+  if (o.runroot.empty() || o.tmpdir.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(const std::string run, ShortRunDir(o.dir));
+    if (o.runroot.empty()) o.runroot = run + "/run";
+    if (o.tmpdir.empty()) o.tmpdir = run + "/tmp";
+  }
   if (o.gpu_devices != "cdi" && o.gpu_devices.rfind("node:", 0) != 0) {
     return Status::InvalidArgument("--container-gpus '" + o.gpu_devices +
                                    "': use cdi (production) or node:<device path> (fake GPUs in tests)");

@@ -26,8 +26,10 @@ namespace hangar::agent {
 struct PodmanOptions {
   std::string binary = "podman";
   std::string root;      // image and container storage; empty: <dir>/storage
-  std::string runroot;   // empty: <dir>/run
-  std::string tmpdir;    // empty: <dir>/tmp
+  // empty: a short folder of its own (ShortRunDir), since podman refuses a runroot longer than
+  // 50 characters and <dir> sits under the agent's state folder, as long as the checkout path.
+  std::string runroot;
+  std::string tmpdir;    // empty: beside the runroot
   std::string dir;       // where the config files (and default storage) live
   // How a task gets its GPUs: "cdi" (--device nvidia.com/gpu=<uuid>, from the spec
   // `nvidia-ctk cdi generate` writes) or "node:<path>" (the device node <path> appears as
@@ -36,6 +38,11 @@ struct PodmanOptions {
   std::string registries_conf;  // a site's own (mirrors, auth); empty: Hangar writes one
   std::string network = "host";  // multi-node gangs reach each other on the node's addresses
 };
+
+// A folder of at most 42 characters for podman's runroot and tmpdir, one per `dir` (a digest of
+// its path): under /run for root, else $XDG_RUNTIME_DIR, else /tmp. Made 0700 and checked to be
+// this account's own (not a link, nobody else's), since /tmp is shared and the name predictable.
+StatusOr<std::string> ShortRunDir(const std::string& dir);
 
 struct ContainerMount {
   std::string host, path;

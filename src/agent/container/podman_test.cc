@@ -6,6 +6,8 @@
 #include "agent/container/image_cache.h"
 #include "agent/container/podman.h"
 
+#include <sys/stat.h>
+
 namespace hangar::agent {
 namespace {
 
@@ -110,6 +112,36 @@ TEST_F(RunArgvTest, AnArgumentListWithDevicesMountsLimitsAndNoSecretValues) {
   ASSERT_TRUE(q.ok());
   const auto b = q->RunArgv(r);
   EXPECT_NE(std::find(b.begin(), b.end(), "nvidia.com/gpu=GPU-x"), b.end());
+}
+
+// An agent whose state folder sits under a long checkout path (a home folder) still gives podman
+// a runroot within its 50-character limit ("the specified runroot is longer than 50 characters"
+// failed every pull from such a checkout), private to this account, the same for the same folder.
+TEST_F(RunArgvTest, TheRunrootStaysShortWhateverTheStateFolder) {
+  PodmanOptions o;
+  o.dir = dir_ + "/home/someone/src/hangar-checkouts/a-long-branch-name/hangar-dev/agents/node-1/podman";
+  o.gpu_devices = "node:/dev/null";
+  ASSERT_GT(o.dir.size(), 100u);
+  auto p = Podman::Open(o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const auto g = p->Global();
+  auto after = [&](const std::string& flag) {
+    for (size_t i = 0; i + 1 < g.size(); ++i) {
+      if (g[i] == flag) return g[i + 1];
+    }
+    return std::string();
+  };
+  const std::string runroot = after("--runroot");
+  EXPECT_LE(runroot.size(), 50u) << runroot;
+  EXPECT_LE(after("--tmpdir").size(), 50u);
+  struct stat st {};
+  const std::string parent = std::filesystem::path(runroot).parent_path().string();
+  ASSERT_EQ(lstat(parent.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u) << parent << " is open to others";
+  auto again = Podman::Open(o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->Global(), g);
+  std::filesystem::remove_all(parent);
 }
 
 TEST_F(RunArgvTest, AMigTaskGetsItsMigDevicesThroughCdiAndNotTheWholeGpu) {
