@@ -230,6 +230,8 @@ void HttpApi::Routes() {
     std::string what = "unknown exception";
     try {
       if (ep) std::rethrow_exception(ep);
+    } catch (const StoreCommitRefused& e) {  // the store took nothing (a full disk): say so
+      return Reply(res, Status::Unavailable(e.what()));
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {
