@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -113,10 +114,17 @@ Status CheckSqliteFile(const std::string& path, bool thorough) {
   }
   sqlite3_finalize(q);
   if (found.size() == 1 && found[0] == "ok") return Status::Ok();
-  std::string what =
-      std::string("SQLite's ") + (thorough ? "integrity_check" : "quick_check") + " found: ";
-  for (size_t i = 0; i < found.size(); ++i) what += (i ? "; " : "") + found[i];
-  return damaged(what);
+  // One line of the log and the error: SQLite's rows may hold several lines, and a heading.
+  std::string problems;
+  for (const std::string& row : found) {
+    std::istringstream lines(row);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line.rfind("*** in database", 0) == 0) continue;
+      problems += (problems.empty() ? "" : "; ") + line;
+    }
+  }
+  return damaged(std::string("SQLite's ") + (thorough ? "integrity_check" : "quick_check") +
+                 " found: " + problems);
 }
 
 Status CheckSqliteFileAtOpen(const std::string& path, bool start_new) {
