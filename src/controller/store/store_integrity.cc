@@ -160,36 +160,62 @@ int64_t StoreIntegrityFailures() { return g_integrity_failures.load(); }
 
 namespace {
 
-// The high-water record: the highest job id the store ever held and whether it held node rows.
-// Jobs and nodes are never deleted (only a restore's erase_all empties a store), so a store
-// whose rows fall short of it lost them.
+// Job rows a batch erases: the store's retention may purge finished jobs (StoreBatch::erased_jobs,
+// where the store has it); none otherwise.
+template <typename Batch>
+uint64_t ErasedJobs(const Batch& b) {
+  if constexpr (requires { b.erased_jobs; }) {
+    return b.erased_jobs.size();
+  } else {
+    return 0;
+  }
+}
+
+// The high-water record: how many job rows the store holds, the highest job id it ever gave, and
+// whether it held node rows. Job rows go only by a purge that the record counts (or a restore's
+// erase_all, which starts it again), so a store holding fewer rows than its record lost them.
 struct HighWater {
+  uint64_t jobs = 0;
   uint64_t last_job_id = 0;
   bool nodes = false;
   bool operator==(const HighWater&) const = default;
   static HighWater Of(const StoreContents& c) {
     HighWater h;
+    h.jobs = c.jobs.size();
     for (const auto& j : c.jobs) h.last_job_id = std::max(h.last_job_id, j.id);
     h.nodes = !c.nodes.empty();
     return h;
   }
+  // Job ids are given in ascending order: a row above the highest id is a new one.
   HighWater With(const StoreBatch& b) const {
     HighWater h = *this;
-    for (const auto& j : b.jobs) h.last_job_id = std::max(h.last_job_id, j.id);
+    uint64_t top = last_job_id;
+    for (const auto& j : b.jobs) {
+      if (j.id > top) {
+        top = j.id;
+        h.jobs++;
+      }
+    }
+    const uint64_t erased = ErasedJobs(b);
+    h.jobs = h.jobs > erased ? h.jobs - erased : 0;
+    h.last_job_id = top;
     h.nodes = h.nodes || !b.nodes.empty();
     return h;
   }
   bool Covers(const HighWater& record) const {
-    return last_job_id >= record.last_job_id && (nodes || !record.nodes);
+    return jobs >= record.jobs && (nodes || !record.nodes);
   }
   std::string Value() const {
-    return "{\"last_job_id\":" + std::to_string(last_job_id) +
+    return "{\"jobs\":" + std::to_string(jobs) + ",\"last_job_id\":" + std::to_string(last_job_id) +
            ",\"nodes\":" + (nodes ? "true" : "false") + "}";
   }
   static HighWater Parse(const std::string& v) {
     HighWater h;
-    unsigned long long id = 0;
-    if (std::sscanf(v.c_str(), "{\"last_job_id\":%llu", &id) == 1) h.last_job_id = id;
+    unsigned long long jobs = 0, id = 0;
+    if (std::sscanf(v.c_str(), "{\"jobs\":%llu,\"last_job_id\":%llu", &jobs, &id) == 2) {
+      h.jobs = jobs;
+      h.last_job_id = id;
+    }
     h.nodes = v.find("\"nodes\":true") != std::string::npos;
     return h;
   }
@@ -257,14 +283,14 @@ class CheckedStore final : public StateStore {
     const HighWater have = HighWater::Of(c);
     loaded_ = true;
     if (have.Covers(record)) {
-      record_ = found ? HighWater{std::max(have.last_job_id, record.last_job_id),
+      record_ = found ? HighWater{have.jobs, std::max(have.last_job_id, record.last_job_id),
                                   have.nodes || record.nodes}
                       : have;
       // A store from before the record: it goes in with the next commit.
       unwritten_ = !found && !(have == HighWater{});
       return c;
     }
-    const Status short_of = ShortOf(record, have, c.jobs.size());
+    const Status short_of = ShortOf(record, have);
     if (options_.check && !options_.start_new) return short_of;
     if (options_.start_new) {
       spdlog::warn("--store-new: {}; going on with what it holds", short_of.message());
@@ -280,8 +306,7 @@ class CheckedStore final : public StateStore {
     HANGAR_ASSIGN_OR_RETURN(StoreChanges c, inner_->ChangesSince(since));
     bool found = false;
     const HighWater record = TakeRecord(&c.values, &found);
-    if (found && loaded_)
-      record_ = {std::max(record_.last_job_id, record.last_job_id), record_.nodes || record.nodes};
+    if (found && loaded_) record_ = record;  // the leader's, as of these changes
     return c;
   }
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit) override {
@@ -299,14 +324,14 @@ class CheckedStore final : public StateStore {
   Status AdoptLease(int64_t epoch) override { return inner_->AdoptLease(epoch); }
 
  private:
-  Status ShortOf(const HighWater& record, const HighWater& have, size_t jobs) const {
+  Status ShortOf(const HighWater& record, const HighWater& have) const {
     const std::string url = ShownStoreUrl(inner_->Describe());
     std::string what;
-    if (have.last_job_id < record.last_job_id) {
-      what = (jobs == 0 ? std::string("holds no jobs")
-                        : "holds " + std::to_string(jobs) + " jobs up to id " +
-                              std::to_string(have.last_job_id)) +
-             ", but it has held jobs up to id " + std::to_string(record.last_job_id);
+    if (have.jobs < record.jobs) {
+      what = (have.jobs == 0 ? std::string("holds no jobs")
+                             : "holds " + std::to_string(have.jobs) + " jobs") +
+             ", but it should hold " + std::to_string(record.jobs) + " (its job ids went up to " +
+             std::to_string(record.last_job_id) + ")";
     } else {
       what = "holds no nodes, but it has held some";
     }

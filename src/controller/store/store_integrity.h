@@ -6,10 +6,11 @@
 //   - at open, a SQLite file that exists but holds 0 bytes (it is not "a new store"), or fails
 //     SQLite's PRAGMA integrity_check (every page, every index against its table: 0.7 s for a
 //     100,000-job store here, docs/ha.md);
-//   - at load, any store whose rows fall short of its high-water record: the last job id and
-//     whether it ever held node rows, kept in the store's meta values and updated in the same
-//     transaction as the rows it counts (so a jobs table emptied behind the controller's back, or
-//     a page of it lost, shows);
+//   - at load, any store whose rows fall short of its high-water record: how many job rows it
+//     holds (new ones counted in, purged ones out), the highest job id, and whether it ever held
+//     node rows, kept in the store's meta values and updated in the same transaction as the rows
+//     it counts (so a jobs table emptied behind the controller's back, or a page of it lost,
+//     shows);
 //   - while running, a SQLite store's file is checked again every `integrity_every` (PRAGMA
 //     quick_check, on a connection of its own, off the commit path); once it fails the store
 //     refuses every commit with the sentence (nothing is written to a damaged file) and the

@@ -148,8 +148,8 @@ TEST_F(StoreIntegrityTest, AStoreWhoseJobsVanishedIsRefusedAsUnexpectedlyEmpty) 
   ASSERT_FALSE(c.ok()) << "a store whose jobs were deleted loaded as an empty cluster";
   ExpectRefusedWithRestoreAdvice(c.status(),
                                  "the store " + url_ +
-                                     " is unexpectedly empty: it holds no jobs, but it has held "
-                                     "jobs up to id 30");
+                                     " is unexpectedly empty: it holds no jobs, but it should "
+                                     "hold 30 (its job ids went up to 30)");
   store->reset();
   StoreOpenOptions fresh;
   fresh.start_new = true;
@@ -169,8 +169,39 @@ TEST_F(StoreIntegrityTest, LostTailJobsAreRefused) {
   ASSERT_TRUE(store.ok());
   auto c = (*store)->Load();
   ASSERT_FALSE(c.ok());
-  ExpectRefusedWithRestoreAdvice(c.status(),
-                                 "it holds 20 jobs up to id 20, but it has held jobs up to id 30");
+  ExpectRefusedWithRestoreAdvice(
+      c.status(), "it holds 20 jobs, but it should hold 30 (its job ids went up to 30)");
+}
+
+// The record counts rows, not commits: updates of jobs it holds leave it as it is, new ones raise
+// it, across restarts.
+TEST_F(StoreIntegrityTest, TheRecordFollowsUpdatesAndNewJobsAcrossRestarts) {
+  MakeStore(30);
+  {
+    auto store = OpenStore(url_);
+    ASSERT_TRUE(store.ok());
+    auto c = (*store)->Load();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    StoreBatch b;
+    b.jobs = {c->jobs[4], c->jobs[29], c->jobs[29]};
+    b.jobs[0].state = "succeeded";
+    b.jobs[2].id = 31;  // a new job, in the same batch as an update of job 30
+    ASSERT_TRUE((*store)->Commit(b).ok());
+  }
+  {
+    auto store = OpenStore(url_);
+    ASSERT_TRUE(store.ok());
+    auto c = (*store)->Load();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->jobs.size(), 31u);
+  }
+  Sql("DELETE FROM jobs WHERE id = 3");
+  auto store = OpenStore(url_);
+  ASSERT_TRUE(store.ok());
+  auto c = (*store)->Load();
+  ASSERT_FALSE(c.ok()) << "one lost row is a lost row";
+  ExpectRefusedWithRestoreAdvice(
+      c.status(), "it holds 30 jobs, but it should hold 31 (its job ids went up to 31)");
 }
 
 TEST_F(StoreIntegrityTest, UncheckedOpensReadWhatIsLeft) {
