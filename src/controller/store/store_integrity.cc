@@ -337,7 +337,7 @@ class CheckedStore final : public StateStore {
     }
     return Status::FailedPrecondition(
         "the store " + url + " is unexpectedly empty: it " + what +
-        " (its rows were deleted or lost: a damaged page, an emptied table); a "
+        ": its rows were deleted or lost (a damaged page, an emptied table); a "
         "controller does not start on it, since it would not know the work that runs: " +
         RestoreAdvice(url));
   }
