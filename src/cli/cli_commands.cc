@@ -281,6 +281,15 @@ Status Remediate(const Common& c, const std::string& node, const std::string& re
   return Status::Ok();
 }
 
+Status DecideOrphans(const Common& c, const std::string& node, bool stop) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/nodes/" + node + "/orphans",
+                                                        nlohmann::json{{"decision", stop ? "stop" : "release"}}.dump()));
+  if (c.output == "json") PrintJson(r);
+  else if (stop) std::printf("node %s: the tasks unknown to the store are being stopped; it takes work once they end\n", node.c_str());
+  else std::printf("node %s: the tasks unknown to the store run on, and the node takes work again\n", node.c_str());
+  return Status::Ok();
+}
+
 Status ResetSafetyValve(const Common& c) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/health/safety-valve/reset", "{}"));
   if (c.output == "json") PrintJson(r);
@@ -388,6 +397,25 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     AddCommon(remediate, c.get());
     remediate->callback(
         [=] { Guard(rc, [&] { return Remediate(*c, o->node, o->remedy, o->gpu, o->note); }); });
+  }
+  {
+    auto c = std::make_shared<Common>();
+    auto o = std::make_shared<std::pair<std::string, std::string>>();  // node, decision
+    CLI::App* orphans = app.add_subcommand(
+        "orphans", "Decide on the tasks a node runs that the store does not know (held, running, since its agent "
+                   "registered): stop them, or release them to run on");
+    orphans->add_option("node", o->first, "Node name")->required();
+    auto* stop = orphans->add_flag_callback("--stop", [o] { o->second = "stop"; }, "Stop them");
+    auto* release = orphans->add_flag_callback("--release", [o] { o->second = "release"; },
+                                               "Let them run on, unknown to the store, and the node take work again");
+    stop->excludes(release);
+    AddCommon(orphans, c.get());
+    orphans->callback([=] {
+      Guard(rc, [&] {
+        if (o->second.empty()) return Status::InvalidArgument("say what becomes of them: --stop or --release");
+        return DecideOrphans(*c, o->first, o->second == "stop");
+      });
+    });
   }
   {
     auto c = std::make_shared<Common>();

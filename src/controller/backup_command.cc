@@ -10,6 +10,7 @@
 
 #include "controller/store/backup.h"
 #include "controller/store/state_store.h"
+#include "controller/store/store_integrity.h"
 
 namespace hangar::controller {
 namespace {
@@ -27,7 +28,11 @@ struct RestoreFlags {
 // words of this command. `verb`: "back up"; `done`: "backed up".
 StatusOr<std::unique_ptr<StateStore>> OpenForCommand(const std::string& url, const char* verb,
                                                      const char* done) {
-  auto store = OpenStore(url);
+  // Unchecked: a backup saves what is left of a damaged store, a restore replaces it.
+  StoreOpenOptions unchecked;
+  unchecked.check = false;
+  unchecked.integrity_every = 0;
+  auto store = OpenStore(url, unchecked);
   if (!store.ok() && store.status().code() == StatusCode::kFailedPrecondition &&
       url.rfind("sqlite://", 0) == 0) {
     const std::string& m = store.status().message();
@@ -66,11 +71,27 @@ Status Backup(const BackupFlags& f) {
   return Status::Ok();
 }
 
+// A damaged SQLite file cannot be emptied row by row: with --force it is moved aside (kept, to
+// PATH.damaged-TIME) and the backup goes into a new file. An empty (0-byte) file is restored into.
+Status SetDamagedFileAside(const RestoreFlags& f) {
+  const std::string prefix = "sqlite://";
+  if (f.store.rfind(prefix, 0) != 0) return Status::Ok();
+  const std::string path = f.store.substr(prefix.size());
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && st.st_size == 0) return Status::Ok();
+  Status damaged = CheckSqliteFileAtOpen(path, f.force);
+  if (damaged.ok() || f.force || damaged.code() != StatusCode::kFailedPrecondition) return damaged;
+  return Status::FailedPrecondition("the store " + path +
+                                    " is damaged; add --force to move it aside (it is kept, as " + path +
+                                    ".damaged-TIME) and restore the backup into a new file");
+}
+
 Status Restore(const RestoreFlags& f) {
   if (f.store.empty() || f.in.empty())
     return Status::InvalidArgument("both --store URL and --in FILE are needed");
   std::ifstream in(f.in);
   if (!in) return Status::InvalidArgument("cannot read " + f.in + "; check the path");
+  HANGAR_RETURN_IF_ERROR(SetDamagedFileAside(f));
   HANGAR_ASSIGN_OR_RETURN(auto store, OpenForCommand(f.store, "restore", "restored into"));
   HANGAR_ASSIGN_OR_RETURN(BackupCounts counts, RestoreBackup(in, f.in, *store, f.force));
   std::printf("restored %s into %s: %s\n", f.in.c_str(), ShownStoreUrl(f.store).c_str(),

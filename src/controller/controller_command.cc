@@ -25,6 +25,7 @@
 #include "controller/metrics.h"
 #include "controller/standby.h"
 #include "controller/state_owner.h"
+#include "controller/store/store_disk.h"
 #include "controller/warm_standby.h"
 
 namespace hangar::controller {
@@ -34,6 +35,7 @@ struct Flags {
   std::string api = "127.0.0.1:8080";
   std::string agents = "127.0.0.1:8081";
   std::string store = "sqlite://./hangar-state/state.db";
+  bool store_new = false;  // begin again over a damaged or emptied store (store_integrity.h)
   std::string cluster;
   std::string heartbeat_timeout = "3s";
   std::string reconnect_grace = "auto";
@@ -236,6 +238,9 @@ StatusOr<Leading> TakeCharge(const Flags& f, const TlsFiles& tls, const HttpLimi
   HANGAR_RETURN_IF_ERROR(state->Restore(l.contents, clock->Now()));
   const double restore_ms = (MonotonicNanos() - load_ns) / 1e6;
   how += ", " + std::to_string((MonotonicNanos() - rebuild_ns) / 1'000'000) + " ms of it rebuilding the state";
+  HANGAR_RETURN_IF_ERROR(AwaitRoomToCommit(*l.store, clock->Now(), g_stop, 10 * kSecond, [](const Status& s) {
+    spdlog::error("{}; the controller waits for room before it serves (trying again every 10 s)", s.message());
+  }));
   HANGAR_ASSIGN_OR_RETURN(l.store_id, EnsureStoreId(*l.store, l.contents));
   spdlog::info("restored {} jobs from {} (store {}) in {:.0f} ms ({}); nodes have {} to reconnect before their work "
                "is requeued",
@@ -452,7 +457,16 @@ Status Run(const Flags& f) {
   // leads, while a standby keeps a warm copy of the store (warm_standby.h, below).
   std::unique_ptr<StateStore> store;
   if (!IsPostgresUrl(f.store)) {
-    HANGAR_ASSIGN_OR_RETURN(store, OpenStore(f.store));
+    StoreOpenOptions checked;
+    checked.start_new = f.store_new;
+    auto opened = OpenStore(f.store, checked);
+    while (!opened.ok() && IsStoreDiskFull(opened.status()) && !g_stop) {  // wait for room, not exit
+      spdlog::error("{}; the controller waits for room before it serves (trying again every 10 s)",
+                    opened.status().message());
+      for (int i = 0; i < 100 && !g_stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      opened = OpenStore(f.store, checked);
+    }
+    HANGAR_ASSIGN_OR_RETURN(store, std::move(opened));
   }
   TuneProcessForServing();
   HANGAR_ASSIGN_OR_RETURN(ControllerOptions opt, OptionsFrom(f, cluster_file));
@@ -504,7 +518,9 @@ Status Run(const Flags& f) {
                tls.empty() ? "http" : "https", api_addr.first, api_port, agent_addr.first, agent_port, tls.empty() ? "plaintext" : "mutual TLS", cluster_file.topology->name(),
                cluster_file.topology->nodes().size(), cluster_file.topology->total_gpus());
   WritePortFile(f.port_file, api_port, agent_port, lease ? "leader" : "single");
-  while (!g_stop) {
+  Status stopped_by;  // a commit that failed (a full disk, a damaged store): answered, then stop
+  while (!g_stop && stopped_by.ok()) {
+    stopped_by = owner.failure();
     // A leader that cannot be sure of its lease stops acting at once: another may lead already.
     if (lease) {
       if (const std::string why = lease->Lost(); !why.empty()) {
@@ -519,7 +535,7 @@ Status Run(const Flags& f) {
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   owner.Stop();
   if (lease) lease->Release();  // nothing acts any more: a standby may take over at once
-  return Status::Ok();
+  return stopped_by;
 }
 
 }  // namespace
@@ -532,6 +548,9 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--api", f->api, "REST API listen address (port 0: any free port)")->capture_default_str();
   c->add_option("--agents", f->agents, "Agent channel (gRPC) listen address")->capture_default_str();
   c->add_option("--store", f->store, "sqlite:///path/state.db, postgres://USER@HOST:PORT/DATABASE or memory://")->capture_default_str();
+  c->add_flag("--store-new", f->store_new,
+              "Begin again on an empty store where the store is damaged or lost its rows (a damaged SQLite file is "
+              "kept aside); without it such a store is refused (docs/ha.md)");
   c->add_option("--heartbeat-timeout", f->heartbeat_timeout, "A node silent this long is lost")->capture_default_str();
   c->add_option("--reconnect-grace", f->reconnect_grace,
                 "After a (re)start, how long a node may take to reconnect before it is lost and its jobs requeued "

@@ -240,6 +240,8 @@ void HttpApi::Routes() {
     std::string what = "unknown exception";
     try {
       if (ep) std::rethrow_exception(ep);
+    } catch (const StoreCommitRefused& e) {  // the store took nothing (a full disk): say so
+      return Reply(res, Status::Unavailable(e.what()));
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {
@@ -547,6 +549,25 @@ void HttpApi::Routes() {
   };
   BoundedPost(s, R"(/v1/nodes/([^/]+)/drain)", drain(true));
   BoundedPost(s, R"(/v1/nodes/([^/]+)/undrain)", drain(false));
+  // Tasks a node runs that the store does not know (held since its agent registered).
+  BoundedPost(s, R"(/v1/nodes/([^/]+)/orphans)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, Permission::kNodesDrain)) return;
+    const std::string name = req.matches[1].str();
+    constexpr const char* kExample = "{\"decision\": \"stop\"} (decision: stop or release)";
+    auto body = api::ParseObject(req.body, kExample);
+    if (!body.ok()) return Reply(res, body.status());
+    auto decision = api::OptString(*body, "decision");
+    if (!decision.ok()) return Reply(res, decision.status());
+    if (*decision != "stop" && *decision != "release") {
+      return Reply(res, Status::InvalidArgument(std::string("the body needs \"decision\": send JSON like ") + kExample));
+    }
+    const bool stop = *decision == "stop";
+    Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
+      return s.DecideHeldOrphans(name, stop, owner_->clock()->Now(), fx);
+    });
+    if (!st.ok()) return Reply(res, st);
+    Reply(res, 200, {{"node", name}, {"decision", **decision}});
+  });
   BoundedPost(s, R"(/v1/nodes/([^/]+)/remediate)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kNodesDrain)) return;
     const std::string name = req.matches[1].str();

@@ -86,6 +86,13 @@ void ImagePinner::Wake() {
 }
 
 void ImagePinner::Loop() {
+  try {
+    PinWhileRunning();
+  } catch (const StoreCommitRefused&) {  // the store failed: the controller is stopping
+  }
+}
+
+void ImagePinner::PinWhileRunning() {
   Duration backoff = kSecond;
   for (;;) {
     {

@@ -42,6 +42,7 @@ class ImagePinner {
 
  private:
   void Loop();
+  void PinWhileRunning();  // Loop's work, until stopped
   StateOwner* owner_;
   ImageResolverOptions options_;
   std::mutex mu_;

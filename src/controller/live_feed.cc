@@ -63,7 +63,12 @@ void LiveFeed::Refresh() {
     }
     want_now_ = false;
     l.unlock();
-    std::shared_ptr<Snapshot> s = Build();
+    std::shared_ptr<Snapshot> s;
+    try {
+      s = Build();
+    } catch (const StoreCommitRefused&) {  // the store failed: the controller is stopping
+      return;
+    }
     l.lock();
     cached_ = s;
     recent_.push_back(s);

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "controller/store/store_integrity.h"
+
 namespace hangar::controller {
 
 using prometheus::BuildCounter;
@@ -31,6 +33,7 @@ ControllerMetrics::ControllerMetrics() : registry_(std::make_shared<prometheus::
   mig_seconds_ = &BuildCounter().Name("hangar_mig_reshape_seconds_total").Help("Seconds from sending a MIG reshape to the agent's answer, summed over reshapes").Register(*registry_).Add({});
   mig_in_flight_ = &BuildGauge().Name("hangar_mig_reshapes_in_flight").Help("MIG reshapes sent and not yet answered").Register(*registry_).Add({});
   heartbeats_ = &BuildCounter().Name("hangar_agent_heartbeats_total").Help("Heartbeats received since the controller started").Register(*registry_).Add({});
+  integrity_failures_ = &BuildCounter().Name("hangar_store_integrity_failures_total").Help("Scheduled integrity checks of the store that failed (the controller then writes nothing more to it and stops; docs/ha.md)").Register(*registry_).Add({});
 }
 
 // A counter moves only up: to a total counted elsewhere, by the difference.
@@ -48,7 +51,7 @@ static void ClusterMetricsCounts(const ClusterState::Counts& c, prometheus::Fami
   for (const auto& [state, n] : c.jobs_by_state) jobs->Add({{"state", state}}).Set(static_cast<double>(n));
   // Every state `hangar nodes` can show, hardware faults included, so that an alert on
   // state!="ready" sees a quarantined node.
-  for (const char* s : {"ready", "draining", "drained", "lost", "unknown", "disconnected", "recovering", "suspect",
+  for (const char* s : {"ready", "draining", "drained", "lost", "unknown", "disconnected", "recovering", "orphans-held", "suspect",
                         "degraded", "pending_validation", "quarantined", "failed"}) {
     auto it = c.nodes_by_state.find(s);
     nodes->Add({{"state", s}}).Set(it == c.nodes_by_state.end() ? 0.0 : static_cast<double>(it->second));
@@ -80,6 +83,7 @@ void ControllerMetrics::SetAgents(double connected, double heartbeats_total) {
   std::lock_guard<std::mutex> l(mu_);
   agents_->Set(connected);
   RaiseTo(heartbeats_, heartbeats_total);
+  RaiseTo(integrity_failures_, static_cast<double>(StoreIntegrityFailures()));  // also read at each scrape
 }
 
 void ControllerMetrics::SetAgentRefusals(const std::vector<std::pair<std::string, int64_t>>& by_reason) {

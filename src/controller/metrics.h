@@ -60,6 +60,7 @@ class ControllerMetrics {
   prometheus::Counter* mig_failed_;
   prometheus::Counter* mig_seconds_;
   prometheus::Gauge* mig_in_flight_;
+  prometheus::Counter* integrity_failures_;  // the store's scheduled checks that failed
   std::mutex mu_;
   Time last_counts_ = 0;
 };

@@ -177,23 +177,9 @@ void StateOwner::CommitLoop() {
       made_rows_ -= Rows(m.batch);
     }
     commit_cv_.notify_all();  // the owner may wait for room
-    Status s;
-    {
-      std::lock_guard<std::mutex> store(store_mu_);
-      s = store_->Commit(m.batch);
-    }
-    if (IsFenced(s)) {  // issue 18: another controller took the lease; this one must not act
-      spdlog::critical("the store refused this leader's commit: {}; exiting", s.message());
-      std::_Exit(75);
-    }
-    if (!s.ok()) {
-      // The in-memory state is ahead of the store; carrying on could tell someone of a decision
-      // that a restart would forget. Stop; the restarted controller rebuilds from the store.
-      spdlog::critical("cannot commit to the store ({}); exiting so that a restart recovers from it",
-                       s.ToString());
-      std::_Exit(70);
-    }
+    commit_failure_ = CommitOrRefuse(m.batch);
     for (auto& a : m.after) a();
+    if (!commit_failure_.ok()) continue;  // agents are told nothing that was not committed
     if (sink_) {
       for (auto& msg : m.messages) sink_->Send(msg.node, std::move(msg.message));
     }
@@ -202,6 +188,32 @@ void StateOwner::CommitLoop() {
       stats_.commits++;
     }
   }
+}
+
+Status StateOwner::failure() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return failure_;
+}
+
+Status StateOwner::CommitOrRefuse(const StoreBatch& batch) {
+  if (Status earlier = failure(); !earlier.ok()) return earlier;  // built on the failed batch's state
+  Status s;
+  {
+    std::lock_guard<std::mutex> store(store_mu_);
+    s = store_->Commit(batch);
+  }
+  if (IsFenced(s)) {  // another controller took the lease; this one must not act
+    spdlog::critical("the store refused this leader's commit: {}; exiting", s.message());
+    std::_Exit(75);
+  }
+  if (s.ok()) return s;
+  // The in-memory state is now ahead of the store, and every batch after this one builds on it:
+  // none of them may count. Their callers are answered with this failure (a full disk: 503, and
+  // nothing was accepted) and the controller stops; restarted, it rebuilds from the store.
+  spdlog::critical("cannot commit to the store: {}; refusing every change from now on, and stopping", s.message());
+  std::lock_guard<std::mutex> l(mu_);
+  failure_ = s;
+  return s;
 }
 
 }  // namespace hangar::controller

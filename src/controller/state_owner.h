@@ -17,7 +17,9 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "common/time.h"
@@ -25,6 +27,18 @@
 #include "controller/store/state_store.h"
 
 namespace hangar::controller {
+
+// Thrown to a Call whose answer is not a Status when its commit failed; the API answers 503 with
+// its message.
+class StoreCommitRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+struct IsStatusOr : std::false_type {};
+template <typename T>
+struct IsStatusOr<StatusOr<T>> : std::true_type {};
 
 class MessageSink {
  public:
@@ -62,16 +76,30 @@ class StateOwner {
   // instead of waking for each (10,240 nodes beating at their own phases).
   void PostLazy(Command cmd);
   // Runs `fn` on the owner thread and returns its result once what it changed is committed.
+  // When the commit fails (a full disk, a damaged store), nothing of it counts: a Status or
+  // StatusOr answer is the store's failure (Unavailable, its sentence kept), any other answer
+  // throws StoreCommitRefused.
   template <typename R>
   R Call(std::function<R(ClusterState&, Effects*)> fn) {
     auto promise = std::make_shared<std::promise<R>>();
     auto future = promise->get_future();
-    Post([fn = std::move(fn), promise](ClusterState& s, Effects* fx, AfterCommit* after) {
+    Post([this, fn = std::move(fn), promise](ClusterState& s, Effects* fx, AfterCommit* after) {
       auto result = std::make_shared<R>(fn(s, fx));
-      after->push_back([promise, result] { promise->set_value(std::move(*result)); });
+      after->push_back([this, promise, result] {
+        if (commit_failure_.ok()) return promise->set_value(std::move(*result));
+        const Status refused(StatusCode::kUnavailable, commit_failure_.message());
+        if constexpr (std::is_same_v<R, Status> || IsStatusOr<R>::value) {
+          promise->set_value(R(refused));
+        } else {
+          promise->set_exception(std::make_exception_ptr(StoreCommitRefused(refused.message())));
+        }
+      });
     });
     return future.get();
   }
+  // Not OK once a commit failed for a reason other than fencing: the owner commits nothing more
+  // (every later batch is answered with the same failure), and the controller should stop.
+  Status failure() const;
   // Events from the store (read on the owner thread, the store taken from the committer while
   // it reads).
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit);
@@ -112,6 +140,8 @@ class StateOwner {
   // Hands a batch to the committer, merged into the one waiting there when it can be.
   void Hand(Effects fx, AfterCommit after);
   void CommitLoop();
+  // Commits one batch, or refuses it once an earlier one failed; returns how it ended.
+  Status CommitOrRefuse(const StoreBatch& batch);
 
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<StateStore> store_;
@@ -133,6 +163,10 @@ class StateOwner {
   std::deque<Made> made_;
   size_t made_rows_ = 0;  // rows waiting in made_ (the owner waits past kMaxWaitingRows)
   bool committer_stopping_ = false;
+  // The committer's: why the batch whose answers it is giving was not committed (OK when it was).
+  // Read by those answers, on the committer thread.
+  Status commit_failure_;
+  Status failure_;  // GUARDED_BY(mu_): the first failed commit, for failure()
   std::thread committer_;
   Time last_cycle_ = 0;
   Time last_tick_ = 0;

@@ -3,10 +3,14 @@
 #include "controller/state_owner.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -107,6 +111,62 @@ TEST(StateOwnerTest, CommitsArePipelinedMergedAndAnsweredOnlyWhenDurable) {
   EXPECT_EQ(store->events_, 6) << "answered only once its own event, and all before it, were committed";
   EXPECT_EQ(store->commits_, 2) << "what waited behind the first commit went in one";
   owner.Stop();
+}
+
+// A commit that fails because the store's disk is full (a real one: a 512 KiB tmpfs in a mount
+// namespace of this test's own) is answered with the store's sentence; nothing of it, or of what
+// came after it, counts, and the owner says it failed instead of killing the process.
+TEST(StateOwnerTest, AFullDiskAnswersTheCallersAndStopsCommitting) {
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << "needs root (a private mount namespace): " << std::strerror(errno);
+  ASSERT_EQ(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
+  const auto dir = std::filesystem::temp_directory_path() / ("hangar-owner-full-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::mount("owner-full", dir.c_str(), "tmpfs", 0, "size=512k"), 0) << std::strerror(errno);
+  const std::string url = "sqlite://" + (dir / "state.db").string();
+  auto f = cluster::ParseClusterYaml(
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: a}]\n", "c.yaml");
+  ASSERT_TRUE(f.ok());
+  {
+    auto store = OpenStore(url);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->Load().ok());
+    StateOwner owner(std::make_unique<ClusterState>(f->topology, ControllerOptions{}, sched::Scheduler::Create({}).value()),
+                     std::move(*store), SystemClock::Default());
+    owner.Start();
+    {  // fill the disk
+      const int fd = ::open((dir / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      const std::string block(4096, 'f');
+      while (fd >= 0 && ::write(fd, block.data(), block.size()) > 0) {
+      }
+      ::close(fd);
+    }
+    const Status answer = owner.Call<Status>([](ClusterState&, Effects* fx) {
+      fx->Event(1, "test", "test/big", std::string(256 * 1024, 'e'));  // needs new pages
+      return Status::Ok();
+    });
+    EXPECT_EQ(answer.code(), StatusCode::kUnavailable) << answer.ToString();
+    EXPECT_EQ(answer.message().rfind("the store's disk is full: free space on owner-full (mounted at " + dir.string(), 0),
+              0u)
+        << answer.message();
+    EXPECT_NE(answer.message().find("; nothing was accepted"), std::string::npos) << answer.message();
+    EXPECT_FALSE(owner.failure().ok()) << "the controller is told to stop";
+    std::filesystem::remove(dir / "filler");
+    EXPECT_THROW(owner.Call<int>([](ClusterState&, Effects* fx) {
+      fx->Event(1, "test", "test/after", "built on a state the store does not have");
+      return 0;
+    }),
+                 StoreCommitRefused)
+        << "nothing after the failed commit counts, even once there is room";
+    owner.Stop();
+  }
+  auto reopened = OpenStore(url);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  auto events = (*reopened)->Events("test/", 10);
+  ASSERT_TRUE(events.ok());
+  EXPECT_TRUE(events->empty()) << "nothing of the refused commits was written";
+  reopened->reset();
+  ::umount2(dir.c_str(), MNT_DETACH);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
       {"POST", "/v1/nodes/node-2/drain", R"({"reason": "rbac test"})", {"admin"}},
       {"POST", "/v1/nodes/node-2/undrain", "", {"admin"}},
       {"POST", "/v1/nodes/node-2/remediate", R"({"remedy": "reboot", "note": "rbac test"})", {"admin"}},
+      {"POST", "/v1/nodes/node-2/orphans", R"({"decision": "release"})", {"admin"}},
       {"POST", "/v1/health/safety-valve/reset", "{}", {"admin"}},
       {"GET", "/v1/events", "", {"admin", "queue-admin", "viewer"}},
       // A user reads the events of their own job, not another subject's.

@@ -246,6 +246,10 @@ struct NodeRecord {
   std::vector<GpuTelemetry> gpus;  // per GPU, from the inventory and the last heartbeat
   bool validation_asked = false;  // a Validate is out and no result came back yet
   std::set<std::string> orphans;  // tasks it runs that no attempt wants; stopping
+  // Tasks it runs that the store does not know (a store restored from an older backup, or one that
+  // lost rows): kept running, and the node takes no work, until they end or an operator decides
+  // (DecideHeldOrphans).
+  std::set<std::string> held;
   // Its image cache, as the agent last reported it: digests held, and whether what it must keep
   // does not fit its budget.
   std::set<std::string> images;
@@ -306,6 +310,10 @@ class ClusterState {
                 const nlohmann::json& answer, Time now, Effects* fx);
   Status Drain(const std::string& node, const std::string& reason, Time now, Effects* fx);
   Status Undrain(const std::string& node, Time now, Effects* fx);
+  // The operator's decision on the tasks a node runs that the store does not know: `stop` them
+  // (as orphans are stopped), or release them (they run on, and the node takes work again).
+  // FailedPrecondition when the node holds none.
+  Status DecideHeldOrphans(const std::string& node, bool stop, Time now, Effects* fx);
   // The operator did `remedy` ("gpu-reset" with a GPU index, "reboot" or "repair" of the node):
   // latched faults close and the node or GPU goes on to validation (a repair also brings back a
   // failed one). Without it, hardware quarantined for a fault that waits for remediation (Xid 79,
@@ -588,6 +596,10 @@ class ClusterState {
   void ObserveBoot(uint32_t n, const pb::Inventory& inv, Time now, Effects* fx);
   std::set<std::string> ReconcileReportedTasks(uint32_t n, const pb::Register& reg, Time now, pb::Registered* ok,
                                                Effects* fx);
+  // Whether the store knows task `id`: of a job it holds, for an attempt it has reached. A task it
+  // does not know is held, never stopped, until an operator decides (DecideHeldOrphans).
+  bool StoreKnowsTask(const std::string& id) const;
+  void HoldUnknownTasks(uint32_t n, const std::vector<std::string>& unknown, Time now, Effects* fx);
   void RelaunchUnreported(uint32_t n, const std::set<std::string>& reported, Effects* fx) const;
   // OnTaskStatus's parts (cluster_state_nodes.cc).
   void MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* fx);

@@ -11,7 +11,8 @@ void ClusterState::UpdateCondition(uint32_t n) {
   // Health says what the hardware allows (suspect ranks last, degraded takes no gangs); the
   // controller adds what it knows about the node's agent and the operator.
   cluster::NodeCondition c = health_.node_condition(n);
-  c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained && r.orphans.empty();
+  c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained && r.orphans.empty() &&
+                  r.held.empty();
   if (!(c == usage_.node(n).condition)) {
     usage_.SetNodeCondition(n, c);
     dirty_ = true;
@@ -39,6 +40,7 @@ std::string ClusterState::NodeState(uint32_t n) const {
   }
   if (!r.registered) return "unknown";
   if (!r.connected) return "disconnected";
+  if (!r.held.empty()) return "orphans-held";
   if (!r.orphans.empty()) return "recovering";
   if (h != health::HealthState::kHealthy) return std::string(health::StateName(h));
   return "ready";
@@ -134,11 +136,14 @@ void ClusterState::ObserveBoot(uint32_t n, const pb::Inventory& inv, Time now, E
 
 // The tasks a registering agent says it runs: those of this node's live attempts are kept (a
 // launch it had not confirmed counts as running); a task still being stopped stays to be
-// stopped; anything else is an orphan, stopped. Returns the task ids reported.
+// stopped; one of an attempt the store knows is over is an orphan, stopped; one the store does
+// not know at all is held, running, until an operator decides. Returns the task ids reported.
 std::set<std::string> ClusterState::ReconcileReportedTasks(uint32_t n, const pb::Register& reg, Time now,
                                                            pb::Registered* ok, Effects* fx) {
   NodeRecord& r = nodes_[n];
   r.orphans.clear();
+  r.held.clear();
+  std::vector<std::string> unknown;
   std::set<std::string> reported;
   for (const auto& ref : reg.running()) {
     reported.insert(ref.task_id());
@@ -164,12 +169,78 @@ std::set<std::string> ClusterState::ReconcileReportedTasks(uint32_t n, const pb:
         }
       }
     }
-    if (!wanted) {
-      ok->add_stop_tasks(ref.task_id());
-      r.orphans.insert(ref.task_id());
+    if (wanted) continue;
+    if (!StoreKnowsTask(ref.task_id())) {
+      unknown.push_back(ref.task_id());
+      continue;
     }
+    ok->add_stop_tasks(ref.task_id());
+    r.orphans.insert(ref.task_id());
   }
+  HoldUnknownTasks(n, unknown, now, fx);
   return reported;
+}
+
+bool ClusterState::StoreKnowsTask(const std::string& id) const {
+  sched::JobId job;
+  uint32_t attempt, index;
+  if (!ParseTaskId(id, &job, &attempt, &index)) return false;
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return false;
+  const JobRecord& j = it->second;
+  // An earlier attempt, or the current one of a job that ended: the store knows it is over.
+  return attempt < j.attempt || (attempt == j.attempt && (job::IsFinal(j.state) || index < j.tasks.size()));
+}
+
+void ClusterState::HoldUnknownTasks(uint32_t n, const std::vector<std::string>& unknown, Time now, Effects* fx) {
+  if (unknown.empty()) return;
+  NodeRecord& r = nodes_[n];
+  r.held.insert(unknown.begin(), unknown.end());
+  // Their job ids are taken, whatever the store says: a new job must not get one (its tasks would
+  // share their ids with tasks already running).
+  const uint64_t before = next_job_id_;
+  for (const std::string& id : unknown) {
+    sched::JobId job;
+    uint32_t attempt, index;
+    if (ParseTaskId(id, &job, &attempt, &index) && job >= next_job_id_) next_job_id_ = job + 1;
+  }
+  if (next_job_id_ != before) fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
+  const std::string& name = topology_->nodes()[n].name;
+  std::string ids;
+  for (size_t i = 0; i < unknown.size() && i < 8; ++i) ids += (i ? ", " : "") + unknown[i];
+  if (unknown.size() > 8) ids += ", ...";
+  fx->Event(now, "node", "node/" + name,
+            "runs " + std::to_string(unknown.size()) + " task(s) the store does not know (" + ids +
+                "): held, still running, and the node takes no new work until they end or an operator decides: "
+                "`hangar orphans " + name + " --stop` stops them, `hangar orphans " + name +
+                " --release` lets them run on and the node take work");
+}
+
+Status ClusterState::DecideHeldOrphans(const std::string& node, bool stop, Time now, Effects* fx) {
+  auto n = topology_->FindNode(node);
+  if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
+  NodeRecord& r = nodes_[*n];
+  if (r.held.empty()) {
+    return Status::FailedPrecondition("node '" + node + "' holds no tasks unknown to the store (it is " +
+                                      NodeState(*n) + ")");
+  }
+  std::string ids;
+  for (const std::string& id : r.held) {
+    ids += (ids.empty() ? "" : ", ") + id;
+    if (!stop) continue;
+    pb::ControllerMessage m;
+    m.mutable_stop()->set_task_id(id);
+    m.mutable_stop()->set_grace_ms(options_.stop_grace);
+    fx->messages.push_back({node, std::move(m)});
+    r.orphans.insert(id);  // stopping, as any orphan: the node waits for their ends
+  }
+  fx->Event(now, "node", "node/" + node,
+            stop ? "the operator stopped the tasks unknown to the store (" + ids + ")"
+                 : "the operator released the tasks unknown to the store (" + ids +
+                       "): they run on, and the node takes work again");
+  r.held.clear();
+  UpdateCondition(*n);
+  return Status::Ok();
 }
 
 // Tasks node n should run that its agent did not report: launch them again. A launch is
@@ -237,6 +308,13 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
     if (!ended) return Status::Ok();
     nodes_[*n].orphans.erase(st.task_id());
     if (nodes_[*n].orphans.empty()) UpdateCondition(*n);
+    return Status::Ok();
+  }
+  if (n && nodes_[*n].held.count(st.task_id())) {
+    if (!ended) return Status::Ok();
+    nodes_[*n].held.erase(st.task_id());
+    fx->Event(now, "node", "node/" + node, "task " + st.task_id() + ", unknown to the store, ended by itself");
+    if (nodes_[*n].held.empty()) UpdateCondition(*n);
     return Status::Ok();
   }
   // A node reports only on the tasks placed on it: a forged "exited 0" for a task elsewhere
@@ -570,6 +648,14 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
     v.conditions.push_back("ArtifactCacheFull: the artifacts its jobs need (" + std::to_string(r.artifact_bytes >> 20) +
                            " MiB) do not fit its cache budget (" + std::to_string(r.artifact_budget >> 20) +
                            " MiB); raise --cache-budget or give --cache-dir a bigger disk");
+  }
+  if (!r.held.empty()) {
+    std::string ids;
+    for (const std::string& id : r.held) ids += (ids.empty() ? "" : ", ") + id;
+    v.conditions.push_back("OrphansHeld: it runs " + std::to_string(r.held.size()) +
+                           " task(s) the store does not know (" + ids + "), held running; `hangar orphans " + info.name +
+                           " --stop` stops them, `--release` lets them run on and the node take work");
+    if (v.reason.empty()) v.reason = "runs tasks the store does not know: " + ids;
   }
   v.artifacts = static_cast<int64_t>(r.artifacts.size());
   v.artifact_bytes = r.artifact_bytes;

@@ -1,6 +1,7 @@
 // OpenStore: a store URL to the store behind it.
 #include "controller/store/postgres_conn.h"
 #include "controller/store/state_store.h"
+#include "controller/store/store_integrity.h"
 
 namespace hangar::controller {
 namespace {
@@ -11,11 +12,19 @@ bool IsPostgres(const std::string& url) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url) {
+StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url, const StoreOpenOptions& options) {
   if (url == "memory://" || url == "memory") return NewMemoryStore();
   const std::string prefix = "sqlite://";
-  if (url.compare(0, prefix.size(), prefix) == 0) return OpenSqliteStore(url.substr(prefix.size()));
-  if (IsPostgres(url)) return OpenPostgresStore(url);
+  if (url.compare(0, prefix.size(), prefix) == 0) {
+    const std::string path = url.substr(prefix.size());
+    if (options.check) HANGAR_RETURN_IF_ERROR(CheckSqliteFileAtOpen(path, options.start_new));
+    HANGAR_ASSIGN_OR_RETURN(auto store, OpenSqliteStore(path));
+    return WithIntegrityChecks(std::move(store), options, options.check ? path : "");
+  }
+  if (IsPostgres(url)) {
+    HANGAR_ASSIGN_OR_RETURN(auto store, OpenPostgresStore(url));
+    return WithIntegrityChecks(std::move(store), options, "");
+  }
   return Status::InvalidArgument("store '" + ShownStoreUrl(url) +
                                  "' is not understood; use sqlite:///path/to/state.db, "
                                  "postgres://USER@HOST:PORT/DATABASE or memory://");

@@ -16,6 +16,9 @@
 #include <memory>
 
 #include "controller/store/state_store.h"
+#include "controller/store/store_disk.h"
+#include "controller/store/store_integrity.h"
+#include "controller/store/store_lock.h"
 
 namespace hangar::controller {
 namespace {
@@ -50,7 +53,6 @@ class SqliteStore final : public StateStore {
     StopCheckpointer();
     stmts_.clear();
     if (db_) sqlite3_close(db_);
-    if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
   }
 
   Status Open(const std::string& path) {
@@ -58,16 +60,8 @@ class SqliteStore final : public StateStore {
     std::error_code ec;
     auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    HANGAR_RETURN_IF_ERROR(Lock());
-    // The store holds jobs' specs (and their environments): its owner's alone. SQLite gives the
-    // -wal and -shm files the mode of the database file.
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return Status::Unavailable("cannot open the store " + path + ": " + std::strerror(errno));
-    ::fchmod(fd, 0600);
-    struct stat st {};
-    ::fstat(fd, &st);
-    inode_ = st.st_ino;
-    ::close(fd);
+    HANGAR_ASSIGN_OR_RETURN(lock_, StoreFileLock::Take(path));
+    inode_ = lock_.inode();
     for (const char* suffix : {"-wal", "-shm"}) ::chmod((path + suffix).c_str(), 0600);
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -93,11 +87,13 @@ class SqliteStore final : public StateStore {
     }
     HANGAR_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Status s = WriteBatch(b);
+    if (s.ok()) s = Exec("COMMIT");
     if (!s.ok()) {
+      const bool full = DiskFull();  // before the rollback sets another error
       (void)Exec("ROLLBACK");
-      return s;
+      return full ? StoreDiskFull(path_) : s;
     }
-    return Exec("COMMIT");
+    return s;
   }
 
   StatusOr<StoreContents> Load() override {
@@ -105,7 +101,8 @@ class SqliteStore final : public StateStore {
     HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
         "SELECT id,name,queue,user,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,"
         "reason,message,placement,extra FROM jobs ORDER BY id"));
-    while (sqlite3_step(q) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
       JobRow j;
       j.id = static_cast<uint64_t>(sqlite3_column_int64(q, 0));
       j.name = Text(q, 1);
@@ -124,13 +121,13 @@ class SqliteStore final : public StateStore {
       j.extra_json = Text(q, 14);
       c.jobs.push_back(std::move(j));
     }
-    sqlite3_reset(q);
+    HANGAR_RETURN_IF_ERROR(Finish(q, rc, "jobs"));
     HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* n, Prepare("SELECT name,state FROM nodes ORDER BY name"));
-    while (sqlite3_step(n) == SQLITE_ROW) c.nodes.push_back({Text(n, 0), Text(n, 1)});
-    sqlite3_reset(n);
+    while ((rc = sqlite3_step(n)) == SQLITE_ROW) c.nodes.push_back({Text(n, 0), Text(n, 1)});
+    HANGAR_RETURN_IF_ERROR(Finish(n, rc, "nodes"));
     HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* v, Prepare("SELECT tbl,key,value FROM kv ORDER BY tbl,key"));
-    while (sqlite3_step(v) == SQLITE_ROW) c.values.push_back({Text(v, 0), Text(v, 1), Text(v, 2), false});
-    sqlite3_reset(v);
+    while ((rc = sqlite3_step(v)) == SQLITE_ROW) c.values.push_back({Text(v, 0), Text(v, 1), Text(v, 2), false});
+    HANGAR_RETURN_IF_ERROR(Finish(v, rc, "values"));
     return c;
   }
 
@@ -174,34 +171,13 @@ class SqliteStore final : public StateStore {
   }
 
   std::string Describe() const override { return "sqlite://" + path_; }
-
- private:
-  // One controller per store: a second one on the same file would hand out the same job ids and
-  // overwrite the first one's rows. flock() on PATH.lock is released by the kernel when the
-  // owner exits, however it exits.
-  Status Lock() {
-    const std::string lock = path_ + ".lock";
-    lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock_fd_ < 0) return Status::Unavailable("cannot open " + lock + ": " + std::strerror(errno));
-    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-      char pid[32] = {};
-      const ssize_t n = ::pread(lock_fd_, pid, sizeof pid - 1, 0);
-      std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string();
-      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-      ::close(lock_fd_);
-      lock_fd_ = -1;
-      return Status::FailedPrecondition("the store " + path_ + " is in use by another controller" +
-                                        (holder.empty() ? std::string() : " (pid " + holder + ")") +
-                                        "; stop it first, or give this controller a store of its own (--store)");
-    }
-    const std::string mine = std::to_string(::getpid()) + "\n";
-    if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, mine.data(), mine.size(), 0) < 0) {
-      return Status::Unavailable("cannot write " + lock + ": " + std::strerror(errno));
-    }
-    return Status::Ok();
+  // The last failure was for want of room on the store's disk.
+  bool DiskFull() const {
+    return db_ && (sqlite3_errcode(db_) == SQLITE_FULL || sqlite3_system_errno(db_) == ENOSPC);
   }
 
-  int lock_fd_ = -1;
+ private:
+  StoreFileLock lock_;  // one controller per store file (store_lock.h); released after db_ closes
   ino_t inode_ = 0;
   Status WriteBatch(const StoreBatch& b) {
     if (b.erase_all) {
@@ -319,6 +295,14 @@ class SqliteStore final : public StateStore {
     return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(q, i))) : "";
   }
   std::string Error() const { return db_ ? sqlite3_errmsg(db_) : "out of memory"; }
+  // A scan that stopped before its end (a damaged page) is an error, never a shorter answer.
+  Status Finish(sqlite3_stmt* q, int rc, const char* what) {
+    const std::string why = rc == SQLITE_DONE ? std::string() : Error();
+    sqlite3_reset(q);
+    if (rc == SQLITE_DONE) return Status::Ok();
+    return Status::FailedPrecondition("the store " + path_ + " could not be read to the end of its " + what +
+                                      " (" + why + "); " + RestoreAdvice(Describe()));
+  }
 
   // Checkpoints off the commit path. SQLite's automatic checkpoint runs inside the COMMIT that
   // takes the WAL past 1,000 pages: it copies the WAL into the database and syncs it, and that
@@ -394,7 +378,7 @@ class SqliteStore final : public StateStore {
 
 StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path) {
   auto s = std::make_unique<SqliteStore>();
-  HANGAR_RETURN_IF_ERROR(s->Open(path));
+  if (Status opened = s->Open(path); !opened.ok()) return s->DiskFull() ? StoreDiskFull(path) : opened;
   return std::unique_ptr<StateStore>(std::move(s));
 }
 

@@ -143,7 +143,19 @@ inline bool IsFenced(const Status& s) { return s.code() == StatusCode::kAborted;
 
 // "sqlite:///var/lib/hangar/state.db", "sqlite://relative/path.db", "memory://", or a libpq URI
 // "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?PARAM=VALUE...]" (also "postgresql://").
-StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url);
+// A controller's store is checked (store_integrity.h): a damaged or unexpectedly empty one is
+// refused with a sentence and the restore command.
+struct StoreOpenOptions {
+  // false: opened as it is, unchecked (`hangar backup` reads what is left of a store, `hangar
+  // restore` replaces it).
+  bool check = true;
+  // hangar controller --store-new: a damaged or empty store file is moved aside and a new store
+  // begins; a store short of its high-water record is accepted as it is.
+  bool start_new = false;
+  // A SQLite store's file is checked this often while it is open; 0: never.
+  Duration integrity_every = 10 * kMinute;
+};
+StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url, const StoreOpenOptions& options = {});
 // The URL as it may be shown in logs and messages: a PostgreSQL URL without its password.
 std::string ShownStoreUrl(const std::string& url);
 
