@@ -16,17 +16,19 @@ bool ClusterState::Purgeable(const JobRecord& j, Time now) const {
 }
 
 void ClusterState::PurgeFinished(Time now, Effects* fx) {
-  if (options_.keep_finished <= 0 || jobs_.empty()) return;
+  if (options_.keep_finished <= 0) return;
   std::vector<sched::JobId> gone;
-  auto it = jobs_.lower_bound(purge_from_);
-  if (it == jobs_.end()) it = jobs_.begin();
-  const sched::JobId first = it->first;
-  for (size_t seen = 0; seen < kPurgeScan; ++seen) {
-    if (Purgeable(it->second, now)) gone.push_back(it->first);
-    if (++it == jobs_.end()) it = jobs_.begin();  // wrap: the walk goes round and round
-    if (it->first == first) break;               // each job at most once a call
+  if (!jobs_.empty()) {
+    auto it = jobs_.lower_bound(purge_from_);
+    if (it == jobs_.end()) it = jobs_.begin();
+    const sched::JobId first = it->first;
+    for (size_t seen = 0; seen < kPurgeScan; ++seen) {
+      if (Purgeable(it->second, now)) gone.push_back(it->first);
+      if (++it == jobs_.end()) it = jobs_.begin();  // wrap: the walk goes round and round
+      if (it->first == first) break;               // each job at most once a call
+    }
+    purge_from_ = it->first;
   }
-  purge_from_ = it->first;
   if (!gone.empty()) {
     Forget(gone, fx);
     purged_since_trim_ += static_cast<int64_t>(gone.size());

@@ -157,5 +157,24 @@ TEST_F(SpecStorageTest, FinishedJobsAreForgottenAfterKeepFinishedWithTheirSpecs)
   EXPECT_EQ(left->jobs[0].id, kept);
 }
 
+// The heap goes back once the purge comes to rest, also when it took every job there was.
+TEST_F(SpecStorageTest, TheHeapIsHandedBackWhenThePurgeTookEveryJob) {
+  ControllerOptions o;
+  o.keep_finished = kSecond;
+  int trims = 0;
+  o.after_large_purge = [&] { ++trims; };
+  auto state = Make(o);
+  Effects fx;
+  auto ids = state->SubmitArray(Spec("name: sweep\narray: \"0-9999\"\ntasks: [{gpus: 1, command: [x]}]\n"), 0, &fx);
+  ASSERT_TRUE(ids.ok());
+  for (sched::JobId id : *ids) ASSERT_TRUE(state->Cancel(id, 1, &fx).ok());
+  for (Time t = 1 + kSecond; t <= 1 + 3 * kSecond; t += kSecond) {
+    Effects tick;
+    state->PurgeFinished(t, &tick);
+  }
+  EXPECT_TRUE(state->jobs().empty());
+  EXPECT_EQ(trims, 1);
+}
+
 }  // namespace
 }  // namespace hangar::controller
