@@ -125,7 +125,7 @@ hangar::Status Preload(const std::string& url, int n) {
     r.queue = spec.queue;
     r.user = spec.user;
     r.state = "succeeded";
-    r.spec_json = hangar::job::JobSpecToJson(spec).dump();
+    r.SetSpec(hangar::job::JobSpecToJson(spec).dump());
     r.submitted = 1'700'000'000'000 + i;
     r.started = r.submitted + 10;
     r.ended = r.started + 1000;

@@ -1,10 +1,47 @@
 #include "cli/table.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "common/time.h"
 
 namespace hangar::cli {
+
+std::string EscapeControl(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  char hex[8];
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned char>(text[++i]));
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+void Table::Add(std::vector<std::string> row) {
+  for (auto& cell : row) {
+    if (std::any_of(cell.begin(), cell.end(), [](char ch) {
+          const auto c = static_cast<unsigned char>(ch);
+          return c < 0x20 || c == 0x7f || c == 0xc2;
+        })) {
+      cell = EscapeControl(cell);
+    }
+  }
+  rows_.push_back(std::move(row));
+}
 
 std::string Table::Render() const {
   std::vector<size_t> width;

@@ -67,6 +67,8 @@ struct Flags {
   std::string http_idle_timeout = "10s";
   std::string http_body_timeout = "60s";
   long max_queued_per_user = ControllerOptions{}.max_queued_per_user;
+  std::string max_spec_bytes_per_user = "1Gi";  // SpecBook::kDefaultMaxBytesPerUser
+  std::string keep_finished = "30d";
   // Leader election on a PostgreSQL store (issue 18).
   std::string name;       // default: HOSTNAME:API_PORT
   std::string advertise;  // the API URL clients are sent to; default: the bound --api address
@@ -279,11 +281,35 @@ Status OnManagementNetwork(const std::string& network, std::string host, const c
   return Status::Ok();
 }
 
+// After a large purge, on the state thread (whose arena held the forgotten jobs): the freed heap
+// goes back to the kernel. malloc_trim gives back the free pages inside every arena but not the
+// free top of a thread's arena, which glibc keeps up to M_TOP_PAD (above): with no pad for a
+// moment, freeing a block of this thread's lets its arena shrink its top; then the pad is kept
+// again. The cost (a few ms) is paid once per large purge, not on the hot path.
+void GiveBackHeap() {
+  ::mallopt(M_TOP_PAD, 0);
+  void* block = ::malloc(128 * 1024);  // under M_MMAP_THRESHOLD: from this thread's arena
+  ::free(block);
+  ::mallopt(M_TOP_PAD, 64 << 20);
+  ::malloc_trim(0);
+}
+
 // The state machine's options from the flags and the cluster file.
 StatusOr<ControllerOptions> OptionsFrom(const Flags& f, const cluster::ClusterFile& cluster_file) {
   ControllerOptions opt;
   if (f.max_queued_per_user < 1) return Status::InvalidArgument("--max-queued-per-user must be at least 1");
   opt.max_queued_per_user = f.max_queued_per_user;
+  auto spec_bytes = job::ParseByteSize(f.max_spec_bytes_per_user);
+  if (!spec_bytes.ok() || *spec_bytes < 1) {
+    return Status::InvalidArgument("--max-spec-bytes-per-user must be a size such as 1Gi or 256Mi");
+  }
+  opt.max_spec_bytes_per_user = *spec_bytes;
+  if (f.keep_finished != "forever") {
+    auto keep = ParseDuration(f.keep_finished);
+    if (!keep.ok() || *keep <= 0) return Status::InvalidArgument("--keep-finished must be a duration such as 30d or 12h, or forever");
+    opt.keep_finished = *keep;
+  }
+  opt.after_large_purge = GiveBackHeap;
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_timeout, ParseDuration(f.heartbeat_timeout));
   if (f.reconnect_grace != "auto") {
     HANGAR_ASSIGN_OR_RETURN(opt.reconnect_grace, ParseDuration(f.reconnect_grace));
@@ -613,6 +639,14 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--max-queued-per-user", f->max_queued_per_user,
                 "Pending jobs one user may have; a submission beyond it is refused with 429")
+      ->capture_default_str();
+  c->add_option("--max-spec-bytes-per-user", f->max_spec_bytes_per_user,
+                "Bytes of job specs one user may have in the store (each distinct spec counted once); a "
+                "submission beyond it is refused")
+      ->capture_default_str();
+  c->add_option("--keep-finished", f->keep_finished,
+                "A finished job is forgotten (in memory and in the store; its accounting stays) this long after it "
+                "ended; \"forever\" keeps every job")
       ->capture_default_str();
   c->add_option("--name", f->name, "With a PostgreSQL store: this controller's name in the lease (default HOSTNAME:API_PORT)");
   c->add_option("--advertise", f->advertise,

@@ -89,6 +89,9 @@ void HttpApi::AuthRoutes() {
       return Reply(res, Status::InvalidArgument(*role == Role::kNode ? "a node token needs the node: --node NAME"
                                                                      : "a token needs the user it acts as: --user NAME"));
     }
+    if (*role != Role::kNode) {
+      if (Status name = CheckUserName(user); !name.ok()) return Reply(res, name);
+    }
     // Who its jobs' tasks run as: an account the nodes resolve, or numbers; neither: the
     // account named like the user (docs/rbac.md).
     nlohmann::json account = nlohmann::json::object();

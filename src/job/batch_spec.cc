@@ -20,35 +20,67 @@ StatusOr<int64_t> Number(std::string_view s, std::string_view what, std::string_
   return v;
 }
 
-// One comma-separated part: "N", "A-B" or "A-B:S", appended to `out`.
-Status ExpandPart(std::string_view part, std::string_view whole, std::vector<int64_t>* out) {
+// One comma-separated part: "N", "A-B" or "A-B:S".
+struct ArrayPart {
+  int64_t from = 0, to = 0, step = 1;
+  int64_t count() const { return (to - from) / step + 1; }
+};
+
+StatusOr<ArrayPart> ParsePart(std::string_view part, std::string_view whole) {
+  ArrayPart p;
   const size_t dash = part.find('-');
   if (dash == std::string_view::npos) {
-    HANGAR_ASSIGN_OR_RETURN(int64_t v, Number(part, "an index", whole));
-    out->push_back(v);
-    return Status::Ok();
+    HANGAR_ASSIGN_OR_RETURN(p.from, Number(part, "an index", whole));
+    p.to = p.from;
+  } else {
+    std::string_view rest = part.substr(dash + 1);
+    if (size_t colon = rest.find(':'); colon != std::string_view::npos) {
+      HANGAR_ASSIGN_OR_RETURN(p.step, Number(rest.substr(colon + 1), "a step", whole));
+      rest = rest.substr(0, colon);
+      if (p.step == 0) return Status::InvalidArgument("array '" + std::string(whole) + "': the step must be 1 or more");
+    }
+    HANGAR_ASSIGN_OR_RETURN(p.from, Number(part.substr(0, dash), "an index", whole));
+    HANGAR_ASSIGN_OR_RETURN(p.to, Number(rest, "an index", whole));
+    if (p.to < p.from) {
+      return Status::InvalidArgument("array '" + std::string(whole) + "': range " + std::string(part) +
+                                     " ends before it starts; write the lower index first");
+    }
   }
-  std::string_view rest = part.substr(dash + 1);
-  int64_t step = 1;
-  if (size_t colon = rest.find(':'); colon != std::string_view::npos) {
-    HANGAR_ASSIGN_OR_RETURN(step, Number(rest.substr(colon + 1), "a step", whole));
-    rest = rest.substr(0, colon);
-    if (step == 0) return Status::InvalidArgument("array '" + std::string(whole) + "': the step must be 1 or more");
+  if (p.to > ArraySpec::kMaxIndex) {
+    return Status::InvalidArgument("array '" + std::string(whole) + "': index " + std::to_string(p.to) +
+                                   " is over the largest index, " + std::to_string(ArraySpec::kMaxIndex) +
+                                   "; number the elements from 0");
   }
-  HANGAR_ASSIGN_OR_RETURN(int64_t from, Number(part.substr(0, dash), "an index", whole));
-  HANGAR_ASSIGN_OR_RETURN(int64_t to, Number(rest, "an index", whole));
-  if (to < from) {
-    return Status::InvalidArgument("array '" + std::string(whole) + "': range " + std::string(part) +
-                                   " ends before it starts; write the lower index first");
+  return p;
+}
+
+// Calls fn(part) for each comma-separated part of `ranges`, in order.
+template <typename Fn>
+Status ForEachPart(std::string_view ranges, std::string_view whole, Fn&& fn) {
+  size_t start = 0;
+  while (start <= ranges.size()) {
+    const size_t comma = std::min(ranges.find(',', start), ranges.size());
+    HANGAR_ASSIGN_OR_RETURN(ArrayPart part, ParsePart(ranges.substr(start, comma - start), whole));
+    HANGAR_RETURN_IF_ERROR(fn(part));
+    start = comma + 1;
   }
-  if (to > ArraySpec::kMaxIndex || (to - from) / step + 1 + static_cast<int64_t>(out->size()) >
-                                        static_cast<int64_t>(ArraySpec::kMaxElements)) {
-    return Status::InvalidArgument("array '" + std::string(whole) + "' has more than " +
-                                   std::to_string(ArraySpec::kMaxElements) + " elements or an index over " +
-                                   std::to_string(ArraySpec::kMaxIndex) + "; split it into several arrays");
-  }
-  for (int64_t v = from; v <= to; v += step) out->push_back(v);
   return Status::Ok();
+}
+
+// The ranges part of `text` (before any "%N") and the cap after it.
+StatusOr<std::string_view> SplitCap(std::string_view text, int* max_running) {
+  *max_running = 0;
+  std::string_view ranges = text;
+  if (size_t pct = text.find('%'); pct != std::string_view::npos) {
+    HANGAR_ASSIGN_OR_RETURN(int64_t cap, Number(text.substr(pct + 1), "a count of elements", text));
+    if (cap < 1 || cap > 1'000'000) {
+      return Status::InvalidArgument("array '" + std::string(text) + "': the cap after % must be 1 or more");
+    }
+    *max_running = static_cast<int>(cap);
+    ranges = text.substr(0, pct);
+  }
+  if (ranges.empty()) return Status::InvalidArgument("array '" + std::string(text) + "' names no elements; " + kArraySyntax);
+  return ranges;
 }
 
 StatusOr<uint64_t> JobId(const nlohmann::json& v, std::string_view kind) {
@@ -65,25 +97,33 @@ StatusOr<uint64_t> JobId(const nlohmann::json& v, std::string_view kind) {
 
 }  // namespace
 
+StatusOr<size_t> CountArrayElements(std::string_view text) {
+  int max_running = 0;
+  HANGAR_ASSIGN_OR_RETURN(std::string_view ranges, SplitCap(text, &max_running));
+  int64_t total = 0;
+  HANGAR_RETURN_IF_ERROR(ForEachPart(ranges, text, [&](const ArrayPart& p) -> Status {
+    total += p.count();  // each part at most kMaxIndex + 1: no overflow before the check below
+    if (total > static_cast<int64_t>(ArraySpec::kMaxElements)) {
+      return Status::InvalidArgument("array '" + std::string(text.substr(0, 40)) + (text.size() > 40 ? "..." : "") +
+                                     "' has more than " + std::to_string(ArraySpec::kMaxElements) +
+                                     " elements (counting each part as written); split it into several arrays");
+    }
+    return Status::Ok();
+  }));
+  return static_cast<size_t>(total);
+}
+
 StatusOr<ArraySpec> ParseArraySpec(std::string_view text) {
+  // Every limit is checked on the text before a single index is expanded.
+  HANGAR_ASSIGN_OR_RETURN(size_t count, CountArrayElements(text));
   ArraySpec a;
   a.text = std::string(text);
-  std::string_view ranges = text;
-  if (size_t pct = text.find('%'); pct != std::string_view::npos) {
-    HANGAR_ASSIGN_OR_RETURN(int64_t cap, Number(text.substr(pct + 1), "a count of elements", text));
-    if (cap < 1 || cap > 1'000'000) {
-      return Status::InvalidArgument("array '" + std::string(text) + "': the cap after % must be 1 or more");
-    }
-    a.max_running = static_cast<int>(cap);
-    ranges = text.substr(0, pct);
-  }
-  if (ranges.empty()) return Status::InvalidArgument("array '" + std::string(text) + "' names no elements; " + kArraySyntax);
-  size_t start = 0;
-  while (start <= ranges.size()) {
-    const size_t comma = std::min(ranges.find(',', start), ranges.size());
-    HANGAR_RETURN_IF_ERROR(ExpandPart(ranges.substr(start, comma - start), text, &a.indices));
-    start = comma + 1;
-  }
+  HANGAR_ASSIGN_OR_RETURN(std::string_view ranges, SplitCap(text, &a.max_running));
+  a.indices.reserve(count);
+  HANGAR_RETURN_IF_ERROR(ForEachPart(ranges, text, [&](const ArrayPart& p) -> Status {
+    for (int64_t k = 0, n = p.count(); k < n; ++k) a.indices.push_back(p.from + k * p.step);
+    return Status::Ok();
+  }));
   std::sort(a.indices.begin(), a.indices.end());
   a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
   return a;

@@ -28,8 +28,13 @@ struct ArraySpec {
 };
 
 // "7", "0-49", "0-49:2" (a step), "1,3,5-7", each optionally ending in "%N". The error names the
-// part that is wrong and shows the syntax.
+// part that is wrong and shows the syntax. An index over kMaxIndex, or more than kMaxElements
+// elements (CountArrayElements), is refused before anything is expanded.
 StatusOr<ArraySpec> ParseArraySpec(std::string_view text);
+// How many elements `text` names, counting each part as written (a repeated index counts each
+// time), without expanding them: nothing is spent per element before the count is known to be
+// under kMaxElements.
+StatusOr<size_t> CountArrayElements(std::string_view text);
 
 enum class DependencyKind : uint8_t { kOk, kAny, kNotOk };
 std::string_view DependencyKindName(DependencyKind k);  // "ok", "any", "notok"

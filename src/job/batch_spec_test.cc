@@ -32,6 +32,39 @@ TEST(ArraySpecTest, RefusesWhatSlurmWouldWithTheSyntax) {
   EXPECT_NE(ParseArraySpec("0-200000").status().message().find("split it"), std::string::npos);
 }
 
+// A comma list of 150,000 indices (0.94 MB) was expanded in full before the cap was checked;
+// every limit is now checked on the text.
+TEST(ArraySpecTest, ALongCommaListIsCountedAndRefusedBeforeItIsExpanded) {
+  std::string list;
+  for (int i = 0; i < 150'000; ++i) list += (i ? "," : "") + std::to_string(i);
+  auto n = CountArrayElements(list);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("more than 100000 elements"), std::string::npos) << n.status().message();
+  auto a = ParseArraySpec(list);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("split it into several arrays"), std::string::npos);
+  // Ranges are counted, not walked: 150,000 elements in a few bytes.
+  EXPECT_FALSE(CountArrayElements("0-99999,100000-149999").ok());
+  auto fits = CountArrayElements("0-99998:2,7,7%4");
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(*fits, 50'002u);  // a repeated index counts each time it is written
+}
+
+// An index of 2^63 - 1 was accepted on its own (only ranges were checked), and a huge step
+// overflowed the expansion.
+TEST(ArraySpecTest, IndicesAreCappedAndStepsCannotOverflow) {
+  for (const char* bad : {"9223372036854775807", "9223372036854775808", "1,10000000", "5-10000000"}) {
+    auto a = ParseArraySpec(bad);
+    ASSERT_FALSE(a.ok()) << bad;
+    EXPECT_NE(a.status().message().find("array '"), std::string::npos) << a.status().message();
+  }
+  EXPECT_NE(ParseArraySpec("10000000").status().message().find("over the largest index, 9999999"),
+            std::string::npos);
+  auto a = ParseArraySpec("9999990-9999999:9223372036854775807");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->indices, (std::vector<int64_t>{9'999'990}));
+}
+
 TEST(DependenciesTest, ParsesTheMapAndTheFlag) {
   auto d = DependenciesFromJson(nlohmann::json::parse(R"({"ok": [12, "13"], "any": 14})"));
   ASSERT_TRUE(d.ok()) << d.status().message();

@@ -9,6 +9,7 @@
 #include "cluster/mig_geometry.h"
 #include "common/units.h"
 #include "common/yaml_util.h"
+#include "job/spec_text.h"
 
 namespace hangar::job {
 
@@ -192,7 +193,10 @@ nlohmann::json YamlToJson(const YAML::Node& n) {
 
 class JobParser {
  public:
-  explicit JobParser(const YamlSource& src) : src_(src) {}
+  // `fresh`: a new submission, held to every rule. A stored spec (JobSpecFromJson) was accepted
+  // under the rules of its day and is read as it is, so that a stricter rule never keeps a
+  // controller from restoring the jobs it already has.
+  JobParser(const YamlSource& src, bool fresh) : src_(src), fresh_(fresh) {}
 
   StatusOr<JobSpec> Parse(const YAML::Node& root) {
     if (!root.IsMap()) return src_.Error(root, "a job file is a map with at least 'name' and 'tasks'");
@@ -223,6 +227,9 @@ class JobParser {
       else return src_.Error(root["tier"], "tier must be guaranteed or opportunistic, not '" + *tier + "'");
     }
     HANGAR_ASSIGN_OR_RETURN(spec.time_limit, DurationField(root, "time_limit"));
+    if (fresh_ && root["time_limit"] && spec.time_limit <= 0) {
+      return src_.Error(root["time_limit"], "time_limit must be positive, such as 30m or 2h; leave it out for no limit");
+    }
     HANGAR_ASSIGN_OR_RETURN(spec.min_run_time, DurationField(root, "min_run_time"));
     if (const YAML::Node cp = root["checkpoint"]) HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
     if (const YAML::Node topo = root["topology"]) HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
@@ -260,6 +267,18 @@ class JobParser {
   }
 
  private:
+  static constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX
+
+  // A task group's name is shown in tables and makes task ids and folders: a name, not a path.
+  Status CheckGroupName(const YAML::Node& t, const std::string& name) {
+    static const std::regex name_re(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$)");
+    if (std::regex_match(name, name_re)) return Status::Ok();
+    std::string shown = name.size() > 40 ? name.substr(0, 40) + "..." : name;
+    return src_.Error(t["name"], "task group name '" + shown + "' (" + std::to_string(name.size()) +
+                                     " bytes) must be 1-63 letters, digits, '.', '_' or '-', starting with a "
+                                     "letter or digit");
+  }
+
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
                                                   "workdir",  "run_as",   "array",      "after",        "image",
@@ -398,6 +417,7 @@ class JobParser {
     TaskGroupSpec g;
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(t, "name"));
     if (name) g.name = *name;
+    if (fresh_) HANGAR_RETURN_IF_ERROR(CheckGroupName(t, g.name));
     HANGAR_ASSIGN_OR_RETURN(auto replicas, src_.OptInt(t, "replicas", 1, 100000));
     if (replicas) g.replicas = static_cast<int>(*replicas);
     HANGAR_RETURN_IF_ERROR(ParseGpu(t, &g));
@@ -434,6 +454,10 @@ class JobParser {
     }
     HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(t, "workdir"));
     if (workdir) g.workdir = *workdir;
+    if (fresh_ && g.workdir.size() > kMaxPathBytes) {
+      return src_.Error(t["workdir"], "workdir is " + std::to_string(g.workdir.size()) + " bytes long; a path is at most " +
+                                          std::to_string(kMaxPathBytes));
+    }
     HANGAR_RETURN_IF_ERROR(ParseContainer(t, &g));
     HANGAR_RETURN_IF_ERROR(ParseArtifacts(t, &g.artifacts));
     if (const YAML::Node env = t["env"]) {
@@ -547,7 +571,20 @@ class JobParser {
   }
 
   const YamlSource& src_;
+  const bool fresh_;
 };
+
+StatusOr<JobSpec> ParseJobText(std::string_view text, const std::string& source_name, bool fresh) {
+  YamlSource src(source_name);
+  if (!fresh) {
+    HANGAR_ASSIGN_OR_RETURN(YAML::Node root, src.Parse(text));
+    return JobParser(src, false).Parse(root);
+  }
+  HANGAR_ASSIGN_OR_RETURN(YAML::Node root, ParseOneDocument(src, text));
+  HANGAR_RETURN_IF_ERROR(CheckNoDuplicateKeys(src, root));
+  HANGAR_RETURN_IF_ERROR(CheckJobText(src, root));
+  return JobParser(src, true).Parse(root);
+}
 
 }  // namespace
 
@@ -571,9 +608,7 @@ Status ValidateJobSpec(const JobSpec& spec) {
 }
 
 StatusOr<JobSpec> ParseJobSpec(std::string_view text, const std::string& source_name) {
-  YamlSource src(source_name);
-  HANGAR_ASSIGN_OR_RETURN(YAML::Node root, src.Parse(text));
-  return JobParser(src).Parse(root);
+  return ParseJobText(text, source_name, true);
 }
 
 StatusOr<JobSpec> LoadJobFile(const std::string& path) {
@@ -693,7 +728,7 @@ void ResolveWorkdirs(JobSpec* spec, const std::string& base) {
 }
 
 StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& j) {
-  return ParseJobSpec(j.dump(), "stored job");
+  return ParseJobText(j.dump(), "stored job", false);
 }
 
 }  // namespace hangar::job

@@ -4,6 +4,7 @@
 
 #include "common/units.h"
 #include "common/yaml_util.h"
+#include "job/spec_text.h"
 
 namespace hangar::job {
 
@@ -29,6 +30,7 @@ class QueueParser {
                                                          "children"}));
     QueueSpec q;
     HANGAR_ASSIGN_OR_RETURN(q.name, src_.String(n, "name"));
+    HANGAR_RETURN_IF_ERROR(CheckName(n["name"], "queue name", q.name));
     if (!names_.insert(q.name).second) return src_.Error(n["name"], "queue '" + q.name + "' is declared twice; queue names are unique");
     if (depth > 8) return src_.Error(n, "queues nest at most 8 deep");
     HANGAR_ASSIGN_OR_RETURN(auto weight, src_.OptInt(n, "weight", 1, 1000));
@@ -112,8 +114,24 @@ class QueueParser {
     const YAML::Node list = n[key];
     if (!list) return out;
     if (!list.IsSequence()) return src_.Error(list, std::string(key) + " must be a list of user names");
-    for (const auto& u : list) out.push_back(u.as<std::string>(""));
+    for (const auto& u : list) {
+      out.push_back(u.as<std::string>(""));
+      HANGAR_RETURN_IF_ERROR(CheckName(u, std::string(key) + " entry", out.back()));
+    }
     return out;
+  }
+
+  // Queue and user names are shown in tables and logs: plain text of a sane length.
+  Status CheckName(const YAML::Node& at, const std::string& what, const std::string& name) {
+    constexpr size_t kMaxName = 128;
+    if (name.size() > kMaxName) {
+      return src_.Error(at, what + " is " + std::to_string(name.size()) + " bytes long; a name is at most " +
+                                std::to_string(kMaxName));
+    }
+    if (Status plain = CheckPlainText(what, name); !plain.ok()) {
+      return src_.Error(at, plain.message());
+    }
+    return Status::Ok();
   }
 
   const YamlSource& src_;
@@ -163,7 +181,8 @@ nlohmann::json QueueJson(const QueueSpec& q) {
 
 StatusOr<std::vector<QueueSpec>> ParseQueues(std::string_view text, const std::string& source_name) {
   YamlSource src(source_name);
-  HANGAR_ASSIGN_OR_RETURN(YAML::Node root, src.Parse(text));
+  HANGAR_ASSIGN_OR_RETURN(YAML::Node root, ParseOneDocument(src, text));
+  HANGAR_RETURN_IF_ERROR(CheckNoDuplicateKeys(src, root));
   if (!root.IsMap() || !root["queues"]) return src.Error(root, "a queues file is a map with 'queues': a list of queues");
   HANGAR_RETURN_IF_ERROR(src.CheckKeys(root, "the queues file", {"queues"}));
   const YAML::Node list = root["queues"];

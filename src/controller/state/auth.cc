@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <regex>
+
+#include "job/spec_text.h"
 
 namespace hangar::controller {
 
@@ -66,6 +69,16 @@ Status Allow(const Principal& p, Permission perm) {
   if (ok) return Status::Ok();
   return Status::PermissionDenied("permission " + std::string(PermissionName(perm)) + " is missing: " + p.Describe() +
                                   " may not do this; ask an admin for a token with a role that may");
+}
+
+Status CheckUserName(const std::string& user) {
+  // Said without the name itself: it may hold what a terminal must not be sent.
+  if (Status plain = job::CheckPlainText("the user name", user); !plain.ok()) return plain;
+  static const std::regex name_re(R"(^[A-Za-z0-9_][A-Za-z0-9._@+-]{0,63}$)");
+  if (std::regex_match(user, name_re)) return Status::Ok();
+  return Status::InvalidArgument("user '" + user.substr(0, 64) + (user.size() > 64 ? "..." : "") +
+                                 "' is not a user name: 1-64 letters, digits, '.', '_', '-', '@' or '+', starting "
+                                 "with a letter, digit or '_'");
 }
 
 job::RunAs TaskAccount(const Principal& p) {

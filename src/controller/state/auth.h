@@ -63,6 +63,11 @@ struct Principal {
 // user); else the token's account, or, when it names none, the account named like its user.
 job::RunAs TaskAccount(const Principal& p);
 
+// Whether `user` may name a token's user: 1-64 letters, digits, '.', '_', '-', '@' or '+',
+// starting with a letter, digit or '_'. It is shown in tables and logs, names the Unix account
+// its tasks run as unless the token names another, and keys the per-user limits.
+Status CheckUserName(const std::string& user);
+
 // PermissionDenied naming the missing permission, or Ok.
 Status Allow(const Principal& p, Permission perm);
 

@@ -111,3 +111,23 @@ TEST(AuthTest, ATokenCarriesTheAccountItsTasksRunAs) {
 
 }  // namespace
 }  // namespace hangar::controller
+
+namespace hangar::controller {
+namespace {
+
+// A token made for "mallory\n1  alice  admin" forged rows wherever users are listed.
+TEST(AuthTest, UserNamesArePlainNames) {
+  for (const char* ok : {"alice", "svc_ci", "a.b-c", "grafana@example.org", "_x"}) {
+    EXPECT_TRUE(CheckUserName(ok).ok()) << ok;
+  }
+  EXPECT_EQ(CheckUserName("mallory\n1  alice").message(),
+            "the user name holds a control character, newline (0x0a); it is plain text: remove it");
+  EXPECT_NE(CheckUserName("a\x1b]0;x").message().find("ESC (0x1b)"), std::string::npos);
+  EXPECT_NE(CheckUserName(std::string(65, 'a')).message().find("1-64 letters"), std::string::npos);
+  EXPECT_NE(CheckUserName("../x").message().find("is not a user name"), std::string::npos);
+  EXPECT_FALSE(CheckUserName("").ok());
+  EXPECT_FALSE(CheckUserName("a b").ok());
+}
+
+}  // namespace
+}  // namespace hangar::controller

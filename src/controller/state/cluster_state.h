@@ -24,6 +24,7 @@
 #include "controller/state/ingest_lag.h"
 #include "controller/state/secret_sealer.h"
 #include "controller/state/submission_digest.h"
+#include "controller/state/spec_book.h"
 #include "cluster/cluster_yaml.h"
 #include "cluster/usage.h"
 #include "controller/store/state_store.h"
@@ -86,6 +87,16 @@ struct ControllerOptions {
   bool gittins_by_predecessor = true;
   // Pending jobs one user may have (`--max-queued-per-user`); MayQueue refuses beyond it.
   long max_queued_per_user = 250'000;
+  // Bytes of job specs one user may have in the store (`--max-spec-bytes-per-user`, default
+  // SpecBook::kDefaultMaxBytesPerUser; SpecBook); 0 here: no limit (the simulator replays traces).
+  int64_t max_spec_bytes_per_user = 0;
+  // Finished jobs are forgotten -- in memory and in the store, with their specs once no job
+  // refers to them -- this long after they ended (`--keep-finished`); 0: kept for ever. Their
+  // accounting (`hangar usage`) stays.
+  Duration keep_finished = 0;
+  // Called on the state thread after a purge pass that forgot many jobs has come to rest: the
+  // daemon hands the freed heap back to the kernel (malloc_trim); unset in the simulator.
+  std::function<void()> after_large_purge;
   // Hand the cycle the workload profile learned from what was submitted (the fgd and hangar
   // scorers read it). Off only to compare with figures measured without it (`hangar sim`).
   bool learn_profile = true;
@@ -130,9 +141,11 @@ struct TaskRun {
 struct SpecEntry {
   std::string json;
   job::JobSpec spec;
-  // What the store keeps: `json` with its environment values sealed (secret_sealer.h), or `json`
-  // itself when the controller has no secrets key or the spec no environment.
-  std::string stored;
+  // What the store keeps, once for every job that shares this entry: `json` with its environment
+  // values sealed (secret_sealer.h), or `json` itself when the controller has no secrets key or the
+  // spec no environment; and the key it is stored under (SpecKey).
+  std::shared_ptr<const std::string> stored;
+  std::string key;
   // A container image still at a tag (its registry was down at submission): the job waits, unplaced,
   // until ImagePinner pins it (issue 17).
   bool unpinned = false;
@@ -374,7 +387,13 @@ class ClusterState {
     UpdateShareHistory(now);
     ReclaimIdle(now, fx);
     EnforceTimeLimits(now, fx);
+    PurgeFinished(now, fx);
   }
+  // Forgets the finished jobs that ended at least options().keep_finished ago (none when it is 0)
+  // and have no task left anywhere (cluster_state_purge.cc). Looks at most kPurgeScan jobs a call,
+  // from where the last call stopped, so that a call costs the same at any number of jobs.
+  static constexpr size_t kPurgeScan = 20'000;
+  void PurgeFinished(Time now, Effects* fx);
   // Jobs that have run for their time_limit get the checkpoint signal, the grace, then SIGTERM
   // and SIGKILL, and end timed_out (their GPUs stay held until their tasks have ended).
   void EnforceTimeLimits(Time now, Effects* fx);
@@ -716,8 +735,24 @@ class ClusterState {
   void EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z);
   void ReleaseHolds();
   std::unordered_map<std::string, Zombie> zombies_;
-  // Interning of specs and compiled requests (by JSON text and by request fingerprint).
-  std::shared_ptr<const SpecEntry> InternSpec(std::string json, job::JobSpec spec);
+  // Interning of specs and compiled requests (by JSON text and by request fingerprint). `stored`:
+  // the text the store already holds for it (a restore); else it is sealed now.
+  std::shared_ptr<const SpecEntry> InternSpec(std::string json, job::JobSpec spec,
+                                              std::shared_ptr<const std::string> stored = nullptr);
+  // The specs the store holds and each user's bytes of them, counted from the jobs on first use
+  // (after a restore); Admit refers to them, MayStoreSpec checks the per-user limit.
+  SpecBook& Specs();
+  Status MayStoreSpec(const SpecEntry& entry);
+  // Gives a job another spec (its images pinned): the new one is referred to, the old one let go.
+  void ReplaceSpec(JobRecord& j, std::shared_ptr<const SpecEntry> entry, Effects* fx);
+  SpecBook spec_book_;
+  bool spec_book_counted_ = false;
+  // Purging (cluster_state_purge.cc): where the next pass starts, and jobs forgotten since the
+  // heap was last handed back.
+  bool Purgeable(const JobRecord& j, Time now) const;
+  void Forget(const std::vector<sched::JobId>& ids, Effects* fx);
+  sched::JobId purge_from_ = 0;
+  int64_t purged_since_trim_ = 0;
   std::shared_ptr<const sched::GangRequest> InternRequest(sched::GangRequest request);
   std::unordered_map<std::string_view, std::weak_ptr<const SpecEntry>> spec_cache_;
   // Keyed by fingerprint; a hit compares the whole request (two may share a fingerprint).
@@ -727,7 +762,7 @@ class ClusterState {
     std::shared_ptr<const SpecEntry> spec;
     std::shared_ptr<const sched::GangRequest> request;
   };
-  StatusOr<const WarmSpec*> Warm(const std::string& stored, uint64_t job_id);
+  StatusOr<const WarmSpec*> Warm(const std::shared_ptr<const std::string>& stored, uint64_t job_id);
   std::unordered_map<std::string, WarmSpec> warm_specs_;
   // Queues: the applied specs, their tree, each queue's decayed usage (per tree node and
   // dimension), and the accounting of ended attempts.

@@ -51,7 +51,8 @@ bool ClusterState::ParseTaskId(const std::string& id, sched::JobId* job, uint32_
   return true;
 }
 
-std::shared_ptr<const SpecEntry> ClusterState::InternSpec(std::string json, job::JobSpec spec) {
+std::shared_ptr<const SpecEntry> ClusterState::InternSpec(std::string json, job::JobSpec spec,
+                                                          std::shared_ptr<const std::string> stored) {
   auto it = spec_cache_.find(json);
   if (it != spec_cache_.end()) {
     if (auto live = it->second.lock()) return live;
@@ -59,11 +60,35 @@ std::shared_ptr<const SpecEntry> ClusterState::InternSpec(std::string json, job:
   }
   bool unpinned = false;
   for (const auto& g : spec.tasks) unpinned |= !g.container.empty() && g.container.image.find('@') == std::string::npos;
-  // Sealed once per distinct spec: every job of a sweep shares the sealed text too.
-  std::string stored = options_.sealer ? options_.sealer->Seal(json) : json;
-  auto entry = std::make_shared<const SpecEntry>(SpecEntry{std::move(json), std::move(spec), std::move(stored), unpinned});
+  // Sealed once per distinct spec: every job of a sweep shares the sealed text too. A restored
+  // spec keeps the text the store has (sealing again would draw a new nonce: a second copy).
+  if (!stored) stored = std::make_shared<const std::string>(options_.sealer ? options_.sealer->Seal(json) : json);
+  std::string key = SpecKey(*stored);
+  auto entry = std::make_shared<const SpecEntry>(
+      SpecEntry{std::move(json), std::move(spec), std::move(stored), std::move(key), unpinned});
   spec_cache_[entry->json] = entry;
   return entry;
+}
+
+SpecBook& ClusterState::Specs() {
+  if (!spec_book_counted_) {
+    spec_book_ = SpecBook(options_.max_spec_bytes_per_user);
+    for (const auto& [id, j] : jobs_) {
+      spec_book_.Ref(j.spec->key, j.spec->spec.user, static_cast<int64_t>(j.spec->stored->size()));
+    }
+    spec_book_counted_ = true;
+  }
+  return spec_book_;
+}
+
+void ClusterState::ReplaceSpec(JobRecord& j, std::shared_ptr<const SpecEntry> entry, Effects* fx) {
+  Specs().Ref(entry->key, entry->spec.user, static_cast<int64_t>(entry->stored->size()));
+  if (Specs().Unref(j.spec->key)) fx->batch.erased_specs.push_back(j.spec->key);
+  j.spec = std::move(entry);
+}
+
+Status ClusterState::MayStoreSpec(const SpecEntry& entry) {
+  return Specs().MayStore(entry.spec.user, entry.key, static_cast<int64_t>(entry.stored->size()));
 }
 
 std::shared_ptr<const sched::GangRequest> ClusterState::InternRequest(sched::GangRequest request) {
@@ -143,6 +168,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::sha
             "submitted '" + j.spec->spec.name + "' to queue " + j.spec->spec.queue +
                 (array_id ? " as element " + std::to_string(array_index) + " of array " + std::to_string(array_id) : ""));
   const sched::JobId id = j.id;
+  Specs().Ref(j.spec->key, j.spec->spec.user, static_cast<int64_t>(j.spec->stored->size()));
   pending_.insert(id);
   if (j.spec->unpinned) unpinned_.insert(id);
   auto& stored = jobs_.emplace(id, std::move(j)).first->second;
@@ -162,6 +188,7 @@ StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, Admissible(spec, &leaf));
   std::string json = job::JobSpecToJson(spec).dump();
   auto entry = InternSpec(std::move(json), std::move(spec));
+  HANGAR_RETURN_IF_ERROR(MayStoreSpec(*entry));
   const sched::JobId id = Admit(std::move(entry), InternRequest(std::move(request)), leaf, now, fx);
   fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
   return id;
@@ -441,7 +468,8 @@ JobRow ClusterState::ToRow(const JobRecord& j) const {
   r.queue = j.spec->spec.queue;
   r.user = j.spec->spec.user;
   r.state = std::string(job::JobStateName(j.state));
-  r.spec_json = j.spec->stored;
+  r.spec_key = j.spec->key;
+  r.spec = j.spec->stored;
   r.submitted = j.submitted;
   r.started = j.started;
   r.ended = j.ended;

@@ -127,7 +127,7 @@ void ClusterState::RestoreNodes(const std::vector<NodeRow>& rows) {
 // One job row, in id order: its record, its array, the resources its live tasks hold.
 Status ClusterState::RestoreJob(const JobRow& row) {
   // Parsed once per distinct stored text (the jobs of a sweep share one), or by a standby ahead.
-  HANGAR_ASSIGN_OR_RETURN(const WarmSpec* warm, Warm(row.spec_json, row.id));
+  HANGAR_ASSIGN_OR_RETURN(const WarmSpec* warm, Warm(row.spec, row.id));
   auto state = job::ParseJobState(row.state);
   if (!state) return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state + "'");
   JobRecord j;
@@ -187,7 +187,12 @@ void ClusterState::OpenReconnectGrace(Time now) {
   restored_at_ = now;
 }
 
-StatusOr<const ClusterState::WarmSpec*> ClusterState::Warm(const std::string& stored, uint64_t job_id) {
+StatusOr<const ClusterState::WarmSpec*> ClusterState::Warm(const std::shared_ptr<const std::string>& stored_text,
+                                                           uint64_t job_id) {
+  if (!stored_text) {
+    return Status::Internal("job " + std::to_string(job_id) + ": the store holds no spec for it; the store is damaged");
+  }
+  const std::string& stored = *stored_text;
   auto it = warm_specs_.find(stored);
   if (it != warm_specs_.end()) return &it->second;
   auto fail = [job_id](const Status& s) { return Status(s.code(), "job " + std::to_string(job_id) + ": " + s.message()); };
@@ -201,14 +206,14 @@ StatusOr<const ClusterState::WarmSpec*> ClusterState::Warm(const std::string& st
   if (!request.ok()) return fail(request.status());
   WarmSpec w;
   w.request = InternRequest(std::move(request).value());
-  w.spec = InternSpec(std::move(plain).value(), std::move(spec).value());
+  w.spec = InternSpec(std::move(plain).value(), std::move(spec).value(), stored_text);
   return &warm_specs_.emplace(stored, std::move(w)).first->second;
 }
 
 Status ClusterState::WarmSpecs(const std::vector<const JobRow*>& rows, const std::atomic<bool>* cancel) {
   for (const JobRow* row : rows) {
     if (cancel && cancel->load(std::memory_order_relaxed)) return Status::Aborted("a takeover began");
-    HANGAR_RETURN_IF_ERROR(Warm(row->spec_json, row->id).status());
+    HANGAR_RETURN_IF_ERROR(Warm(row->spec, row->id).status());
   }
   return Status::Ok();
 }

@@ -428,7 +428,7 @@ void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinne
   JobRecord& j = it->second;
   const std::string subject = "job/" + std::to_string(id);
   if (pinned.ok()) {
-    j.spec = InternSpec(job::JobSpecToJson(*pinned).dump(), *pinned);
+    ReplaceSpec(j, InternSpec(job::JobSpecToJson(*pinned).dump(), *pinned), fx);
     std::string images;
     for (const auto& g : pinned->tasks) {
       if (!g.container.empty() && images.find(g.container.image) == std::string::npos) {

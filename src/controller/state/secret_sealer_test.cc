@@ -123,8 +123,8 @@ TEST(SecretSealerTest, TheStoreNeverHoldsAValueAndARestoreNeedsTheKey) {
   ASSERT_TRUE(contents.ok());
   ASSERT_EQ(contents->jobs.size(), 2u);
   for (const auto& row : contents->jobs) {
-    EXPECT_EQ(row.spec_json.find("s3cret-value"), std::string::npos) << row.spec_json;
-    EXPECT_TRUE(HasSealedValues(row.spec_json));
+    EXPECT_EQ(row.spec_text().find("s3cret-value"), std::string::npos) << row.spec_text();
+    EXPECT_TRUE(HasSealedValues(row.spec_text()));
   }
   // The API's view (and the launch) has the plain value.
   EXPECT_EQ(state->GetJob(1)->spec["tasks"][0]["env"]["API_KEY"], "s3cret-value");

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <map>
+#include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace hangar::controller {
@@ -10,7 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kFormat = 1;
+// 1: each job row holds its spec's text. 2: each spec is a row of its own, written once before the
+// jobs that refer to it by key. Both are read.
+constexpr int kFormat = 2;
 constexpr size_t kRowsPerCommit = 10'000;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -21,7 +26,7 @@ json ToJson(const JobRow& j) {
           {"queue", j.queue},
           {"user", j.user},
           {"state", j.state},
-          {"spec", j.spec_json},
+          {"spec_key", j.spec_key},
           {"submitted", j.submitted},
           {"started", j.started},
           {"ended", j.ended},
@@ -33,14 +38,23 @@ json ToJson(const JobRow& j) {
           {"extra", j.extra_json}};
 }
 
-JobRow JobFrom(const json& j) {
+// A job row of either format: format 1 carries the spec's text, format 2 its key, whose text came
+// on a spec line before it (`specs`).
+JobRow JobFrom(const json& j, const std::map<std::string, std::shared_ptr<const std::string>>& specs) {
   JobRow r;
+  if (j.contains("spec")) {
+    r.SetSpec(j.at("spec").get<std::string>());
+  } else {
+    r.spec_key = j.at("spec_key").get<std::string>();
+    auto it = specs.find(r.spec_key);
+    if (it == specs.end()) throw std::invalid_argument("a job whose spec " + r.spec_key + " has no line before it");
+    r.spec = it->second;
+  }
   r.id = j.at("id").get<uint64_t>();
   r.name = j.at("name").get<std::string>();
   r.queue = j.at("queue").get<std::string>();
   r.user = j.at("user").get<std::string>();
   r.state = j.at("state").get<std::string>();
-  r.spec_json = j.at("spec").get<std::string>();
   r.submitted = j.at("submitted").get<Time>();
   r.started = j.at("started").get<Time>();
   r.ended = j.at("ended").get<Time>();
@@ -71,17 +85,24 @@ AuditRow AuditFrom(const json& j) {
 }
 
 json CountsJson(const BackupCounts& c) {
-  return {{"jobs", c.jobs},
-          {"nodes", c.nodes},
-          {"values", c.values},
-          {"events", c.events},
-          {"audit", c.audit}};
+  json j = {{"jobs", c.jobs}, {"nodes", c.nodes}, {"values", c.values}, {"events", c.events}, {"audit", c.audit}};
+  if (c.specs) j["specs"] = c.specs;  // format 1 has no spec lines
+  return j;
 }
 
+// The specs read so far, by key: a format-2 job line refers to one that came before it.
+using SpecTexts = std::map<std::string, std::shared_ptr<const std::string>>;
+
 // Adds one row line to `batch`; the line's kind is its only key.
-void AddRow(const json& line, StoreBatch* batch, BackupCounts* counts) {
-  if (line.contains("job")) {
-    batch->jobs.push_back(JobFrom(line["job"]));
+void AddRow(const json& line, StoreBatch* batch, BackupCounts* counts, SpecTexts* specs) {
+  if (line.contains("spec")) {
+    const json& s = line["spec"];
+    auto text = std::make_shared<const std::string>(s.at("text").get<std::string>());
+    if (SpecKey(*text) != s.at("key").get<std::string>()) throw std::invalid_argument("a spec whose key is not its text's");
+    (*specs)[s.at("key").get<std::string>()] = std::move(text);
+    counts->specs++;
+  } else if (line.contains("job")) {
+    batch->jobs.push_back(JobFrom(line["job"], *specs));
     counts->jobs++;
   } else if (line.contains("node")) {
     const json& n = line["node"];
@@ -102,7 +123,7 @@ void AddRow(const json& line, StoreBatch* batch, BackupCounts* counts) {
     batch->audit.push_back(AuditFrom(line["audit"]));
     counts->audit++;
   } else {
-    throw std::invalid_argument("a line that is no job, node, value, event or audit row");
+    throw std::invalid_argument("a line that is no spec, job, node, value, event or audit row");
   }
 }
 
@@ -118,6 +139,7 @@ Status ReadLines(std::istream& in, const std::string& source,
   size_t n = 0;
   BackupCounts seen;
   StoreBatch scratch;
+  SpecTexts specs;
   bool ended = false;
   for (; std::getline(in, text);) {
     ++n;
@@ -148,7 +170,7 @@ Status ReadLines(std::istream& in, const std::string& source,
         }
         ended = true;
       } else {
-        AddRow(line, &scratch, &seen);
+        AddRow(line, &scratch, &seen, &specs);
         scratch = StoreBatch();
         if (row) row(line);
       }
@@ -178,6 +200,14 @@ StatusOr<BackupCounts> WriteBackup(StateStore& store, std::ostream& out) {
   HANGAR_ASSIGN_OR_RETURN(std::vector<AuditRow> audit, store.Audit("", INT_MAX));
   out << Dump({{"hangar_backup", kFormat}, {"from", ShownStoreUrl(store.Describe())}}) << "\n";
   BackupCounts n;
+  // Each spec once, before the first job that refers to it.
+  std::set<std::string_view> written;
+  for (const auto& j : c.jobs) {
+    if (!j.spec) return Status::Internal("job " + std::to_string(j.id) + " refers to spec " + j.spec_key +
+                                         ", which the store does not hold; the store is damaged");
+    if (!written.insert(j.spec_key).second) continue;
+    out << Dump({{"spec", {{"key", j.spec_key}, {"user", j.user}, {"text", *j.spec}}}}) << "\n";
+  }
   for (const auto& j : c.jobs) out << Dump({{"job", ToJson(j)}}) << "\n";
   for (const auto& node : c.nodes)
     out << Dump({{"node", {{"name", node.name}, {"state", node.state_json}}}}) << "\n";
@@ -195,7 +225,7 @@ StatusOr<BackupCounts> WriteBackup(StateStore& store, std::ostream& out) {
   }
   for (auto a = audit.rbegin(); a != audit.rend(); ++a)
     out << Dump({{"audit", ToJson(*a)}}) << "\n";
-  n = {c.jobs.size(), c.nodes.size(), c.values.size(), events.size(), audit.size()};
+  n = {c.jobs.size(), c.nodes.size(), c.values.size(), events.size(), audit.size(), written.size()};
   out << Dump({{"end", CountsJson(n)}}) << "\n";
   out.flush();
   if (!out) return Status::Unavailable("could not write the whole backup (disk full?)");
@@ -225,6 +255,7 @@ StatusOr<BackupCounts> RestoreBackup(std::istream& in, const std::string& source
   if (!in) return Status::InvalidArgument(source + " cannot be read twice; restore from a file");
   BackupCounts counts;
   StoreBatch batch;
+  SpecTexts specs;
   batch.erase_all = !empty;
   Status failed;
   auto flush = [&] {
@@ -232,7 +263,7 @@ StatusOr<BackupCounts> RestoreBackup(std::istream& in, const std::string& source
     batch = StoreBatch();
   };
   HANGAR_RETURN_IF_ERROR(ReadLines(in, source, [&](const json& line) {
-    AddRow(line, &batch, &counts);
+    AddRow(line, &batch, &counts, &specs);
     if (Rows(batch) >= kRowsPerCommit) flush();
   }));
   flush();

@@ -32,7 +32,7 @@ class BackupTest : public ::testing::Test {
       j.queue = "research";
       j.user = "alice";
       j.state = id == 1 ? "running" : "pending";
-      j.spec_json = "{\"name\":\"train\",\"env\":{\"A\":\"caf\u00e9\"}}";
+      j.SetSpec("{\"name\":\"train\",\"env\":{\"A\":\"caf\u00e9\"}}");
       j.submitted = 1000 * id;
       j.started = id == 1 ? 5000 : 0;
       j.attempt = 1;
@@ -93,6 +93,7 @@ TEST_F(BackupTest, ANonEmptyStoreIsRefusedUnlessReplaced) {
   StoreBatch other;
   other.jobs.push_back(JobRow{});
   other.jobs[0].id = 99;
+  other.jobs[0].SetSpec("{}");
   other.events = {{0, 1, "job", "job/99", "mine"}};
   ASSERT_TRUE(target->Commit(other).ok());
   std::stringstream in(backup);

@@ -12,6 +12,7 @@ class MemoryStore final : public StateStore {
   Status Commit(const StoreBatch& b) override {
     if (b.erase_all) *this = MemoryStore();
     for (const auto& j : b.jobs) jobs_[j.id] = j;
+    for (uint64_t id : b.erased_jobs) jobs_.erase(id);
     for (const auto& n : b.nodes) nodes_[n.name] = n;
     for (auto e : b.events) {
       e.id = ++last_event_;

@@ -3,6 +3,10 @@
 // one statement per table, its rows as one array per column unpacked by unnest), with
 // synchronous_commit on: when Commit returns OK the batch is on the server's disk.
 #include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "controller/store/postgres_arrays.h"
 #include "controller/store/postgres_conn.h"
@@ -13,16 +17,24 @@ namespace hangar::controller {
 namespace {
 
 constexpr const char* kUpsertJobs = R"sql(
-INSERT INTO jobs (id,name,queue,user_name,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,
+INSERT INTO jobs (id,name,queue,user_name,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,restarts,
                   reason,message,placement,extra)
 SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
   $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::text[],
   $14::text[], $15::text[])
 ON CONFLICT (id) DO UPDATE SET name=EXCLUDED.name, queue=EXCLUDED.queue, user_name=EXCLUDED.user_name,
-  state=EXCLUDED.state, spec=EXCLUDED.spec, submitted_ms=EXCLUDED.submitted_ms,
+  state=EXCLUDED.state, spec_key=EXCLUDED.spec_key, submitted_ms=EXCLUDED.submitted_ms,
   started_ms=EXCLUDED.started_ms, ended_ms=EXCLUDED.ended_ms, attempt=EXCLUDED.attempt,
   restarts=EXCLUDED.restarts, reason=EXCLUDED.reason, message=EXCLUDED.message,
   placement=EXCLUDED.placement, extra=EXCLUDED.extra)sql";
+
+// A spec's text never changes under its key: one already stored is left as it is.
+constexpr const char* kInsertSpecs = R"sql(
+INSERT INTO specs (key,user_name,text) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+ON CONFLICT (key) DO NOTHING)sql";
+
+constexpr const char* kEraseSpecs = R"sql(DELETE FROM specs WHERE key = ANY($1::text[]))sql";
+constexpr const char* kEraseJobs = R"sql(DELETE FROM jobs WHERE id = ANY($1::bigint[]))sql";
 
 constexpr const char* kUpsertNodes = R"sql(
 INSERT INTO nodes (name,state) SELECT * FROM unnest($1::text[], $2::text[])
@@ -58,7 +70,7 @@ constexpr const char* kPruneChanges = R"sql(
 DELETE FROM changes WHERE rev < (SELECT max(rev) FROM changes) - $1::bigint)sql";
 
 constexpr const char* kJobColumns =
-    "id,name,queue,user_name,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,reason,message,"
+    "id,name,queue,user_name,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,restarts,reason,message,"
     "placement,extra";
 
 // Since $1: the log's oldest and newest revisions and whether a commit since emptied the store.
@@ -95,7 +107,7 @@ void AddJob(const JobRow& j, pg::ArrayParams* a) {
   a->Text(2, j.queue);
   a->Text(3, j.user);
   a->Text(4, j.state);
-  a->Text(5, j.spec_json);
+  a->Text(5, j.spec_key);
   a->Int(6, j.submitted);
   a->Int(7, j.started);
   a->Int(8, j.ended);
@@ -133,9 +145,14 @@ class PostgresStore final : public StateStore {
     // A leader's commit first passes the fence, in the same transaction (migration 2).
     if (epoch_ > 0)
       statements.push_back({"SELECT hangar_check_epoch($1)", {std::to_string(epoch_)}});
-    AppendStatements(b, &statements);
+    std::vector<std::string> new_specs;
+    AppendStatements(b, &statements, &new_specs);
     if (++commits_ % kPruneEvery == 0) statements.push_back({kPruneChanges, {std::to_string(kChangesKept)}});
-    return conn_.ExecInTransaction(statements);
+    HANGAR_RETURN_IF_ERROR(conn_.ExecInTransaction(statements));
+    if (b.erase_all) stored_specs_.clear();
+    for (const auto& key : b.erased_specs) stored_specs_.erase(key);
+    for (auto& key : new_specs) stored_specs_.insert(std::move(key));
+    return Status::Ok();
   }
 
   StatusOr<StoreChanges> ChangesSince(int64_t since) override {
@@ -243,15 +260,28 @@ class PostgresStore final : public StateStore {
 
   // One statement per table. A batch may name a row twice (a job submitted and placed in one
   // batch): the last write wins, as it does when SQLite applies the rows one by one.
-  static void AppendStatements(const StoreBatch& b, std::vector<Statement>* statements) {
+  // `new_specs`: the keys of the specs this batch writes, known to be stored once it commits.
+  void AppendStatements(const StoreBatch& b, std::vector<Statement>* statements,
+                        std::vector<std::string>* new_specs) const {
     std::vector<Statement>& out = *statements;
-    if (b.erase_all) out.push_back({"TRUNCATE jobs, nodes, events, audit, kv", {}});
+    if (b.erase_all) out.push_back({"TRUNCATE jobs, specs, nodes, events, audit, kv", {}});
     std::map<uint64_t, const JobRow*> jobs;
     for (const auto& j : b.jobs) jobs[j.id] = &j;
+    if (!b.erased_specs.empty()) {
+      pg::ArrayParams keys(1);
+      for (const auto& k : b.erased_specs) keys.Text(0, k);
+      out.push_back({kEraseSpecs, keys.Take()});
+    }
+    AppendSpecs(jobs, b.erase_all, b.erased_specs, &out, new_specs);
     if (!jobs.empty()) {
       pg::ArrayParams rows(15);
       for (const auto& [id, j] : jobs) AddJob(*j, &rows);
       out.push_back({kUpsertJobs, rows.Take()});
+    }
+    if (!b.erased_jobs.empty()) {
+      pg::ArrayParams ids(1);
+      for (uint64_t id : b.erased_jobs) ids.Int(0, static_cast<int64_t>(id));
+      out.push_back({kEraseJobs, ids.Take()});
     }
     std::map<std::string, const NodeRow*> nodes;
     for (const auto& n : b.nodes) nodes[n.name] = &n;
@@ -280,9 +310,10 @@ class PostgresStore final : public StateStore {
       out.push_back({kInsertAudit, rows.Take()});
     }
     // The change log: what a standby must read again (not events nor audit, which it never holds).
-    if (b.erase_all || !jobs.empty() || !nodes.empty() || !b.values.empty()) {
+    if (b.erase_all || !jobs.empty() || !b.erased_jobs.empty() || !nodes.empty() || !b.values.empty()) {
       pg::ArrayParams ids(1), names(1), kv(2);
       for (const auto& [id, j] : jobs) ids.Int(0, static_cast<int64_t>(id));
+      for (uint64_t id : b.erased_jobs) ids.Int(0, static_cast<int64_t>(id));  // a follower finds them gone
       for (const auto& [name, n] : nodes) names.Text(0, name);
       for (const auto& v : b.values) {
         kv.Text(0, v.table);
@@ -293,6 +324,48 @@ class PostgresStore final : public StateStore {
       for (auto& col : kv.Take()) params.push_back(std::move(col));
       out.push_back({kLogChanges, std::move(params)});
     }
+  }
+
+  // The specs of the batch's jobs that this store has not written or read yet, each once: a
+  // spec's text goes over the wire once, not with every commit that touches one of its jobs.
+  void AppendSpecs(const std::map<uint64_t, const JobRow*>& jobs, bool erase_all,
+                   const std::vector<std::string>& erased, std::vector<Statement>* out,
+                   std::vector<std::string>* new_specs) const {
+    pg::ArrayParams rows(3);
+    std::set<std::string_view> seen;
+    const std::set<std::string_view> gone(erased.begin(), erased.end());
+    for (const auto& [id, j] : jobs) {
+      const bool stored = !erase_all && stored_specs_.count(j->spec_key) && !gone.count(j->spec_key);
+      if (!j->spec || stored || !seen.insert(j->spec_key).second) continue;
+      rows.Text(0, j->spec_key);
+      rows.Text(1, j->user);
+      rows.Text(2, *j->spec);
+      new_specs->push_back(j->spec_key);
+    }
+    if (!seen.empty()) out->push_back({kInsertSpecs, rows.Take()});
+  }
+
+  // Gives each row the text of its spec, reading the specs of `keys` (every spec when empty).
+  Status AttachSpecs(std::vector<JobRow>* rows, size_t from, bool all) {
+    std::unordered_map<std::string, std::shared_ptr<const std::string>> texts;
+    pg::ArrayParams keys(1);
+    std::set<std::string_view> wanted;
+    for (size_t i = from; i < rows->size(); ++i) {
+      if (wanted.insert((*rows)[i].spec_key).second) keys.Text(0, (*rows)[i].spec_key);
+    }
+    if (wanted.empty() && !all) return Status::Ok();
+    HANGAR_ASSIGN_OR_RETURN(pg::Result r, all ? conn_.Exec("SELECT key,text FROM specs")
+                                              : conn_.Exec("SELECT key,text FROM specs WHERE key = ANY($1::text[])",
+                                                           {std::move(keys.Take()[0])}));
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      std::string key = pg::Text(r.get(), i, 0);
+      stored_specs_.insert(key);
+      texts.emplace(std::move(key), std::make_shared<const std::string>(pg::Text(r.get(), i, 1)));
+    }
+    for (size_t i = from; i < rows->size(); ++i) {
+      if (auto it = texts.find((*rows)[i].spec_key); it != texts.end()) (*rows)[i].spec = it->second;
+    }
+    return Status::Ok();
   }
 
   static void AppendValues(const std::vector<KeyValueRow>& values, std::vector<Statement>* out) {
@@ -325,7 +398,7 @@ class PostgresStore final : public StateStore {
       r.queue = pg::Text(q, i, 2);
       r.user = pg::Text(q, i, 3);
       r.state = pg::Text(q, i, 4);
-      r.spec_json = pg::Text(q, i, 5);
+      r.spec_key = pg::Text(q, i, 5);
       r.submitted = pg::Int(q, i, 6);
       r.started = pg::Int(q, i, 7);
       r.ended = pg::Int(q, i, 8);
@@ -358,6 +431,12 @@ class PostgresStore final : public StateStore {
                                      "WHERE rev > $1::bigint) ORDER BY id",
                                  {from}));
     ReadJobs(j.get(), &c.jobs);
+    HANGAR_RETURN_IF_ERROR(AttachSpecs(&c.jobs, 0, false));
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result gone, conn_.Exec("SELECT DISTINCT x.id FROM changes, unnest(job_ids) AS x(id) WHERE rev > $1::bigint "
+                                    "AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = x.id)",
+                                    {from}));
+    for (int i = 0; i < PQntuples(gone.get()); ++i) c.erased_jobs.push_back(static_cast<uint64_t>(pg::Int(gone.get(), i, 0)));
     HANGAR_ASSIGN_OR_RETURN(pg::Result n,
                             conn_.Exec("SELECT name,state FROM nodes WHERE name IN (SELECT x.n FROM changes, "
                                        "unnest(node_names) AS x(n) WHERE rev > $1::bigint)",
@@ -382,6 +461,7 @@ class PostgresStore final : public StateStore {
     HANGAR_ASSIGN_OR_RETURN(pg::Result j,
                             conn_.Exec(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id"));
     ReadJobs(j.get(), &c.jobs);
+    HANGAR_RETURN_IF_ERROR(AttachSpecs(&c.jobs, 0, true));
     // COLLATE "C": the same order as SQLite's byte order, whatever the database's locale.
     HANGAR_ASSIGN_OR_RETURN(pg::Result n,
                             conn_.Exec("SELECT name,state FROM nodes ORDER BY name COLLATE \"C\""));
@@ -398,6 +478,9 @@ class PostgresStore final : public StateStore {
   }
 
   pg::Connection conn_;
+  // Keys of the specs known to be in the database (written by a commit of this store or read by
+  // it). Specs are never changed; a restore (erase_all) forgets them.
+  std::unordered_set<std::string> stored_specs_;
   uint64_t commits_ = 0;
   int64_t epoch_ = 0;  // the lease epoch this store holds; 0: it never took the lease
 };

@@ -19,7 +19,7 @@ JobRow Job(uint64_t id) {
   j.queue = "default";
   j.user = "alice";
   j.state = "pending";
-  j.spec_json = "{}";
+  j.SetSpec("{}");
   return j;
 }
 
@@ -41,9 +41,10 @@ TEST(PostgresStoreTest, AnOlderSchemaIsMigratedKeepingItsRows) {
     b.jobs = {Job(1)};
     ASSERT_TRUE(store->Commit(b).ok());
   }
-  // Back to version 1, as a store written before the lease existed.
+  // Back to version 1, as a store written before the lease existed (and before specs were shared).
   Sql(url,
-      "DROP FUNCTION hangar_check_epoch(BIGINT); DROP TABLE lease; DROP TABLE changes; DELETE FROM "
+      "DROP TABLE specs; ALTER TABLE jobs DROP COLUMN spec_key; ALTER TABLE jobs ADD COLUMN spec TEXT NOT NULL "
+      "DEFAULT '{}'; DROP FUNCTION hangar_check_epoch(BIGINT); DROP TABLE lease; DROP TABLE changes; DELETE FROM "
       "schema_version WHERE version > 1");
   ASSERT_EQ(Sql(url, "SELECT max(version) FROM schema_version"), "1");
   auto store = std::move(OpenStore(url)).value();

@@ -14,6 +14,9 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "controller/store/state_store.h"
 #include "controller/store/store_disk.h"
@@ -72,6 +75,7 @@ class SqliteStore final : public StateStore {
     HANGAR_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
     HANGAR_RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
     HANGAR_RETURN_IF_ERROR(Exec(kSchema));
+    HANGAR_RETURN_IF_ERROR(Migrate());
     StartCheckpointer();
     return Status::Ok();
   }
@@ -98,8 +102,12 @@ class SqliteStore final : public StateStore {
 
   StatusOr<StoreContents> Load() override {
     StoreContents c;
+    std::unordered_map<std::string, std::shared_ptr<const std::string>> specs;
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* s, Prepare("SELECT key,text FROM specs"));
+    while (sqlite3_step(s) == SQLITE_ROW) specs.emplace(Text(s, 0), std::make_shared<const std::string>(Text(s, 1)));
+    sqlite3_reset(s);
     HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-        "SELECT id,name,queue,user,state,spec,submitted_ms,started_ms,ended_ms,attempt,restarts,"
+        "SELECT id,name,queue,user,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,restarts,"
         "reason,message,placement,extra FROM jobs ORDER BY id"));
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -109,7 +117,8 @@ class SqliteStore final : public StateStore {
       j.queue = Text(q, 2);
       j.user = Text(q, 3);
       j.state = Text(q, 4);
-      j.spec_json = Text(q, 5);
+      j.spec_key = Text(q, 5);
+      if (auto it = specs.find(j.spec_key); it != specs.end()) j.spec = it->second;
       j.submitted = sqlite3_column_int64(q, 6);
       j.started = sqlite3_column_int64(q, 7);
       j.ended = sqlite3_column_int64(q, 8);
@@ -181,14 +190,20 @@ class SqliteStore final : public StateStore {
   ino_t inode_ = 0;
   Status WriteBatch(const StoreBatch& b) {
     if (b.erase_all) {
-      HANGAR_RETURN_IF_ERROR(Exec("DELETE FROM jobs; DELETE FROM nodes; DELETE FROM events; DELETE FROM audit; "
-                                  "DELETE FROM kv"));
+      HANGAR_RETURN_IF_ERROR(Exec("DELETE FROM jobs; DELETE FROM specs; DELETE FROM nodes; DELETE FROM events; "
+                                  "DELETE FROM audit; DELETE FROM kv"));
+    }
+    for (const auto& key : b.erased_specs) {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("DELETE FROM specs WHERE key=?1"));
+      BindText(q, 1, key);
+      HANGAR_RETURN_IF_ERROR(StepDone(q));
     }
     if (!b.jobs.empty()) {
+      HANGAR_RETURN_IF_ERROR(WriteSpecs(b.jobs));
       HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-          "INSERT INTO jobs (id,name,queue,user,state,spec,submitted_ms,started_ms,ended_ms,attempt,"
+          "INSERT INTO jobs (id,name,queue,user,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,"
           "restarts,reason,message,placement,extra) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
-          "?13,?14,?15) ON CONFLICT(id) DO UPDATE SET name=?2,queue=?3,user=?4,state=?5,spec=?6,"
+          "?13,?14,?15) ON CONFLICT(id) DO UPDATE SET name=?2,queue=?3,user=?4,state=?5,spec_key=?6,"
           "submitted_ms=?7,started_ms=?8,ended_ms=?9,attempt=?10,restarts=?11,reason=?12,"
           "message=?13,placement=?14,extra=?15"));
       for (const auto& j : b.jobs) {
@@ -197,7 +212,7 @@ class SqliteStore final : public StateStore {
         BindText(q, 3, j.queue);
         BindText(q, 4, j.user);
         BindText(q, 5, j.state);
-        BindText(q, 6, j.spec_json);
+        BindText(q, 6, j.spec_key);
         sqlite3_bind_int64(q, 7, j.submitted);
         sqlite3_bind_int64(q, 8, j.started);
         sqlite3_bind_int64(q, 9, j.ended);
@@ -209,6 +224,11 @@ class SqliteStore final : public StateStore {
         BindText(q, 15, j.extra_json);
         HANGAR_RETURN_IF_ERROR(StepDone(q));
       }
+    }
+    for (uint64_t id : b.erased_jobs) {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("DELETE FROM jobs WHERE id=?1"));
+      sqlite3_bind_int64(q, 1, static_cast<int64_t>(id));
+      HANGAR_RETURN_IF_ERROR(StepDone(q));
     }
     if (!b.nodes.empty()) {
       HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
@@ -255,6 +275,79 @@ class SqliteStore final : public StateStore {
       HANGAR_RETURN_IF_ERROR(StepDone(q));
     }
     return Status::Ok();
+  }
+
+  // Each spec of the batch's jobs once: a key the store holds already is left as it is (the text
+  // of a key never changes).
+  Status WriteSpecs(const std::vector<JobRow>& jobs) {
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("INSERT OR IGNORE INTO specs (key,user,text) VALUES (?1,?2,?3)"));
+    std::unordered_set<std::string_view> done;
+    for (const auto& j : jobs) {
+      if (!j.spec) return Status::Internal("store: job " + std::to_string(j.id) + " has no spec to write");
+      if (!done.insert(j.spec_key).second) continue;
+      BindText(q, 1, j.spec_key);
+      BindText(q, 2, j.user);
+      sqlite3_bind_text(q, 3, j.spec->data(), static_cast<int>(j.spec->size()), SQLITE_STATIC);
+      HANGAR_RETURN_IF_ERROR(StepDone(q));
+    }
+    return Status::Ok();
+  }
+
+  // The schema's versions after kSchema (PRAGMA user_version), applied in order at open; a store
+  // newer than this binary is refused. Version 1: job specs stored once (a specs table keyed by
+  // the SHA-256 of the text; jobs refer to it by spec_key) instead of one copy per job.
+  static constexpr int kSchemaVersion = 1;
+  Status Migrate() {
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* v, Prepare("PRAGMA user_version"));
+    const int version = sqlite3_step(v) == SQLITE_ROW ? sqlite3_column_int(v, 0) : 0;
+    sqlite3_reset(v);
+    if (version > kSchemaVersion) {
+      return Status::FailedPrecondition("the store " + path_ + " has schema version " + std::to_string(version) +
+                                        ", newer than this hangar knows (up to " + std::to_string(kSchemaVersion) +
+                                        "); run the newer hangar that wrote it, or restore a backup into a new store");
+    }
+    if (version >= 1) return Status::Ok();
+    HANGAR_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status s = MigrateToSharedSpecs();
+    if (!s.ok()) {
+      (void)Exec("ROLLBACK");
+      return Status(s.code(), "the store " + path_ + " could not be upgraded to this hangar's schema: " + s.message());
+    }
+    return Exec("COMMIT");
+  }
+
+  Status MigrateToSharedSpecs() {
+    HANGAR_RETURN_IF_ERROR(Exec(
+        "CREATE TABLE specs (key TEXT PRIMARY KEY, user TEXT NOT NULL, text TEXT NOT NULL);"
+        "ALTER TABLE jobs ADD COLUMN spec_key TEXT NOT NULL DEFAULT ''"));
+    std::vector<std::pair<int64_t, std::string>> keys;  // job id, its spec's key
+    {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("SELECT id,user,spec FROM jobs"));
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* ins, Prepare("INSERT OR IGNORE INTO specs (key,user,text) VALUES (?1,?2,?3)"));
+      int rc = SQLITE_ROW;
+      while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const std::string text = Text(q, 2);
+        keys.emplace_back(sqlite3_column_int64(q, 0), SpecKey(text));
+        BindText(ins, 1, keys.back().second);
+        BindText(ins, 2, Text(q, 1));
+        BindText(ins, 3, text);
+        if (Status st = StepDone(ins); !st.ok()) {
+          sqlite3_reset(q);
+          return st;
+        }
+      }
+      sqlite3_reset(q);
+      if (rc != SQLITE_DONE) return Status::Unavailable("store read failed: " + Error());
+    }
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* set, Prepare("UPDATE jobs SET spec_key=?2 WHERE id=?1"));
+    for (const auto& [id, key] : keys) {
+      sqlite3_bind_int64(set, 1, id);
+      BindText(set, 2, key);
+      HANGAR_RETURN_IF_ERROR(StepDone(set));
+    }
+    // Statements prepared on the old layout would not survive the column's removal.
+    stmts_.clear();
+    return Exec("ALTER TABLE jobs DROP COLUMN spec; PRAGMA user_version = 1");
   }
 
   StatusOr<sqlite3_stmt*> Prepare(const char* sql) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -15,13 +16,21 @@
 
 namespace hangar::controller {
 
+// The key a job spec is stored under: the hex SHA-256 of its text.
+std::string SpecKey(std::string_view text);
+
 struct JobRow {
   uint64_t id = 0;
   std::string name;
   std::string queue;
   std::string user;
   std::string state;
-  std::string spec_json;
+  // Its spec (JSON), which the store holds once however many jobs share it (an array's elements, a
+  // sweep of identical jobs), under `spec_key`. Rows of the same spec share one text: a commit
+  // writes a spec's text only when the store does not hold its key yet, and Load gives every row
+  // of a spec the same pointer.
+  std::string spec_key;
+  std::shared_ptr<const std::string> spec;
   Time submitted = 0;
   Time started = 0;
   Time ended = 0;
@@ -31,6 +40,9 @@ struct JobRow {
   std::string message;
   std::string placement_json;  // the current attempt's tasks and GPUs; "" when not placed
   std::string extra_json;      // accounting and checkpoint bookkeeping; "" when none
+  // Sets spec and spec_key from the text (tools and tests; the controller shares its own).
+  void SetSpec(std::string text);
+  const std::string& spec_text() const;  // "" when it has none
 };
 
 struct NodeRow {
@@ -72,8 +84,14 @@ struct StoreBatch {
   std::vector<AuditRow> audit;
   // Erase every row of every table first, in the same transaction (a restore with --force).
   bool erase_all = false;
+  // Jobs purged (finished long enough ago), erased after `jobs` is written; and specs no job refers
+  // to any more, erased before it is (a spec purged and then used again in one batch is written
+  // again).
+  std::vector<uint64_t> erased_jobs;
+  std::vector<std::string> erased_specs;
   bool empty() const {
-    return !erase_all && jobs.empty() && nodes.empty() && events.empty() && values.empty() && audit.empty();
+    return !erase_all && jobs.empty() && nodes.empty() && events.empty() && values.empty() && audit.empty() &&
+           erased_jobs.empty() && erased_specs.empty();
   }
 };
 
@@ -100,6 +118,7 @@ struct StoreChanges {
   int64_t rev = 0;  // the revision these bring a follower to
   bool reset = false;
   std::vector<JobRow> jobs;
+  std::vector<uint64_t> erased_jobs;  // purged since
   std::vector<NodeRow> nodes;
   std::vector<KeyValueRow> values;
 };

@@ -48,7 +48,7 @@ JobRow Job(uint64_t id, const std::string& state) {
   j.queue = "default";
   j.user = "alice";
   j.state = state;
-  j.spec_json = R"({"name":"x"})";
+  j.SetSpec(R"({"name":"x"})");
   j.submitted = 1000 + id;
   return j;
 }
@@ -172,7 +172,7 @@ TEST_P(DurableStoreTest, ACommitSurvivesReopen) {
     auto store = Open();
     StoreBatch b;
     b.jobs = {Job(7, "running")};
-    b.jobs[0].spec_json = "{\"name\":\"caf\u00e9 \\\" 'quoted'\"}";
+    b.jobs[0].SetSpec("{\"name\":\"caf\u00e9 \\\" 'quoted'\"}");
     b.jobs[0].started = 1'700'000'000'123;
     b.jobs[0].attempt = 3;
     b.events = {{0, 5, "job", "job/7", "started"}};
@@ -182,7 +182,7 @@ TEST_P(DurableStoreTest, ACommitSurvivesReopen) {
   auto c = store->Load();
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->jobs.size(), 1u);
-  EXPECT_EQ(c->jobs[0].spec_json, "{\"name\":\"caf\u00e9 \\\" 'quoted'\"}");
+  EXPECT_EQ(c->jobs[0].spec_text(), "{\"name\":\"caf\u00e9 \\\" 'quoted'\"}");
   EXPECT_EQ(c->jobs[0].started, 1'700'000'000'123);
   EXPECT_EQ(c->jobs[0].attempt, 3u);
   EXPECT_EQ(store->Events("job/7", 10)->size(), 1u);
@@ -240,7 +240,7 @@ TEST_F(SqliteStoreTest, TheWalIsCheckpointedWhileTheStoreStaysOpenAndCommitsGoOn
   for (uint64_t id = 1; id <= 2000; ++id) {
     StoreBatch b;
     b.jobs = {Job(id, "pending")};
-    b.jobs[0].spec_json = std::string(3000, 'x');
+    b.jobs[0].SetSpec(std::string(3000, 'x') + std::to_string(id));  // distinct: each stored
     ASSERT_TRUE(store->Commit(b).ok());
   }
   bool copied = false;

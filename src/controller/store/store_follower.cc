@@ -33,6 +33,7 @@ Status StoreFollower::CatchUp(std::vector<const JobRow*>* changed) {
   if (c.reset) return LoadAll(changed);
   ++catch_ups_;
   rows_followed_ += static_cast<int64_t>(c.jobs.size());
+  for (uint64_t id : c.erased_jobs) jobs_.erase(id);
   for (auto& j : c.jobs) {
     const uint64_t id = j.id;
     JobRow& slot = jobs_[id];

@@ -16,7 +16,7 @@ JobRow Job(uint64_t id, const std::string& state = "pending") {
   j.queue = "default";
   j.user = "alice";
   j.state = state;
-  j.spec_json = "{\"n\":" + std::to_string(id % 7) + "}";
+  j.SetSpec("{\"n\":" + std::to_string(id % 7) + "}");
   j.submitted = 1000 + static_cast<Time>(id);
   return j;
 }
@@ -24,7 +24,7 @@ JobRow Job(uint64_t id, const std::string& state = "pending") {
 std::string Describe(const StoreContents& c) {
   std::string s;
   for (const auto& j : c.jobs) {
-    s += "job " + std::to_string(j.id) + " " + j.name + " " + j.state + " " + j.spec_json + " " + j.placement_json +
+    s += "job " + std::to_string(j.id) + " " + j.name + " " + j.state + " " + j.spec_text() + " " + j.placement_json +
          " " + std::to_string(j.attempt) + "\n";
   }
   for (const auto& n : c.nodes) s += "node " + n.name + " " + n.state_json + "\n";

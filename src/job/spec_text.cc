@@ -1,0 +1,146 @@
+#include "job/spec_text.h"
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace hangar::job {
+
+namespace {
+
+// The first control character of `value` as "ESC (0x1b)", or "" when there is none. C1 controls
+// (U+0080-U+009F, two bytes in UTF-8) count: some terminals take U+009B as ESC [.
+std::string FirstControl(std::string_view value, bool tab_and_newline) {
+  static const char* kC0[] = {"NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS",  "tab", "newline",
+                              "VT",  "FF",  "CR",  "SO",  "SI",  "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
+                              "SYN", "ETB", "CAN", "EM",  "SUB", "ESC", "FS",  "GS",  "RS",  "US"};
+  char hex[8];
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20) {
+      if (tab_and_newline && (c == '\t' || c == '\n')) continue;
+      std::snprintf(hex, sizeof hex, "0x%02x", c);
+      return std::string(kC0[c]) + " (" + hex + ")";
+    }
+    if (c == 0x7f) return "DEL (0x7f)";
+    if (c == 0xc2 && i + 1 < value.size()) {
+      const auto next = static_cast<unsigned char>(value[i + 1]);
+      if (next >= 0x80 && next <= 0x9f) {
+        std::snprintf(hex, sizeof hex, "%04X", next);
+        return std::string("U+") + hex;
+      }
+    }
+  }
+  return "";
+}
+
+// Fields of a job file where tab and newline mean something.
+bool MultilineField(const std::vector<std::string>& path) {
+  // tasks[N].command, tasks[N].command[M], tasks[N].env.NAME
+  if (path.size() < 3 || path[0] != "tasks") return false;
+  return path[2] == "command" || (path[2] == "env" && path.size() == 4);
+}
+
+std::string Join(const std::vector<std::string>& path) {
+  std::string out;
+  for (const auto& p : path) {
+    if (!out.empty() && p.front() != '[') out += '.';
+    out += p;
+  }
+  return out;
+}
+
+class TextWalk {
+ public:
+  explicit TextWalk(const YamlSource& src) : src_(src) {}
+
+  Status Walk(const YAML::Node& n) {
+    if (n.IsMap()) {
+      for (const auto& kv : n) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+        if (std::string bad = FirstControl(key, false); !bad.empty()) {
+          return src_.Error(kv.first, "a key of " + Here() + " holds a control character, " + bad +
+                                          "; keys are plain names: remove it");
+        }
+        path_.push_back(key);
+        HANGAR_RETURN_IF_ERROR(Walk(kv.second));
+        path_.pop_back();
+      }
+    } else if (n.IsSequence()) {
+      size_t i = 0;
+      for (const auto& e : n) {
+        path_.push_back("[" + std::to_string(i++) + "]");
+        HANGAR_RETURN_IF_ERROR(Walk(e));
+        path_.pop_back();
+      }
+    } else if (n.IsScalar()) {
+      const bool multiline = MultilineField(path_);
+      if (std::string bad = FirstControl(n.Scalar(), multiline); !bad.empty()) {
+        return src_.Error(n, Here() + " holds a control character, " + bad + "; " +
+                                 (multiline ? "only tab and newline are allowed here: remove it"
+                                            : "it is plain text (no tab or newline either): remove it"));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string Here() const { return path_.empty() ? "the job" : Join(path_); }
+
+  const YamlSource& src_;
+  std::vector<std::string> path_;
+};
+
+}  // namespace
+
+StatusOr<YAML::Node> ParseOneDocument(const YamlSource& src, std::string_view text) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(src.name() + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(src.name() + ": not valid YAML: " + e.what());
+  }
+  if (docs.empty()) return YAML::Node();
+  for (size_t i = 1; i < docs.size(); ++i) {
+    if (docs[i].IsNull()) continue;
+    return src.Error(docs[i], "a second document begins here; a file holds one job (or one set of queues): "
+                              "put each job in a file of its own and submit each");
+  }
+  return docs.front();
+}
+
+Status CheckNoDuplicateKeys(const YamlSource& src, const YAML::Node& root) {
+  std::vector<YAML::Node> stack{root};
+  while (!stack.empty()) {
+    const YAML::Node n = stack.back();
+    stack.pop_back();
+    if (n.IsMap()) {
+      std::set<std::string> seen;
+      for (const auto& kv : n) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : YAML::Dump(kv.first);
+        if (!seen.insert(key).second) {
+          return src.Error(kv.first, "'" + key + "' is given twice in the same map; keep one of them");
+        }
+        stack.push_back(kv.second);
+      }
+    } else if (n.IsSequence()) {
+      for (const auto& e : n) stack.push_back(e);
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckJobText(const YamlSource& src, const YAML::Node& root) { return TextWalk(src).Walk(root); }
+
+Status CheckPlainText(std::string_view field, std::string_view value, bool tab_and_newline) {
+  const std::string bad = FirstControl(value, tab_and_newline);
+  if (bad.empty()) return Status::Ok();
+  return Status::InvalidArgument(std::string(field) + " holds a control character, " + bad +
+                                 "; it is plain text: remove it");
+}
+
+}  // namespace hangar::job
