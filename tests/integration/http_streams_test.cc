@@ -229,6 +229,27 @@ TEST(HttpStreamsTest, StalledTlsHandshakesBeyondTheWorkersLeaveHttpsAnswering) {
     ASSERT_TRUE(r) << httplib::to_string(r.error());
     EXPECT_EQ(r->status, 200);
   }
+  // A live feed over https streams too (the pump writes it through the connection's TLS session).
+  {
+    httplib::SSLClient https("127.0.0.1", c.api_port());
+    https.enable_server_certificate_verification(false);
+    https.set_connection_timeout(5, 0);
+    https.set_read_timeout(10, 0);
+    std::string feed;
+    int status = 0;
+    https.Get(
+        "/v1/dashboard/feed?since=999", httplib::Headers{},
+        [&](const httplib::Response& res) {
+          status = res.status;
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          feed.append(data, n);
+          return !Contains(feed, "event: gpus");  // enough: stop reading
+        });
+    EXPECT_EQ(status, 200);
+    EXPECT_TRUE(Contains(feed, "event: gpus")) << feed;
+  }
   // The stalled ones are still waiting for their handshake, not cut.
   for (int fd : stalled) {
     std::string got;
