@@ -111,11 +111,6 @@ void LiveFeed::Stop() {
   if (refresher_.joinable()) refresher_.join();
 }
 
-size_t LiveFeed::open_feeds() const {
-  std::lock_guard<std::mutex> l(feeds_mu_);
-  return open_feeds_;
-}
-
 std::string LiveFeed::NextEvents(Sent* sent) {
   const std::shared_ptr<const Snapshot> snap = Map();
   return snap ? EventsUpTo(snap, sent) : "";
@@ -154,7 +149,6 @@ void LiveFeed::Open(std::shared_ptr<StreamSink> sink, std::optional<uint64_t> si
     std::lock_guard<std::mutex> l(feeds_mu_);
     if (stopped_) return f.sink->Finish();
     fresh_.push_back(std::move(f));
-    ++open_feeds_;
     if (!ticker_.joinable()) ticker_ = std::thread([this] { Tick(); });
   }
   feeds_cv_.notify_all();
@@ -185,11 +179,9 @@ void LiveFeed::Tick() {
     std::move(fresh.begin(), fresh.end(), std::back_inserter(feeds));
     fresh.clear();
     l.lock();
-    open_feeds_ = feeds.size() + fresh_.size();
   }
   std::move(fresh_.begin(), fresh_.end(), std::back_inserter(feeds));
   fresh_.clear();
-  open_feeds_ = 0;
   l.unlock();
   for (Feed& f : feeds) f.sink->Finish();
 }

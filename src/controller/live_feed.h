@@ -43,8 +43,6 @@ class LiveFeed {
   // Ends every open feed, the ticker and the map's refresher. Call while the state owner still
   // runs (HttpApi::Stop, before StateOwner::Stop).
   void Stop();
-  // Feeds open now.
-  size_t open_feeds() const;
 
   // The cluster map, published as one immutable snapshot: its rows as JSON text (web::MapRows),
   // the whole answer and its gzip. One refresher thread rebuilds it once a second while anyone
@@ -90,7 +88,7 @@ class LiveFeed {
   void Send(std::vector<Feed>* feeds);
 
   StateOwner* owner_;
-  std::atomic<bool> stopped_{false};  // for the feeds' loops
+  std::atomic<bool> stopped_{false};  // set under feeds_mu_: the ticker ends
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_, like everything below
@@ -101,10 +99,9 @@ class LiveFeed {
   uint64_t next_seq_ = 1;  // the refresher's own
   std::thread refresher_;  // started by the first read
 
-  mutable std::mutex feeds_mu_;
+  std::mutex feeds_mu_;
   std::condition_variable feeds_cv_;
   std::vector<Feed> fresh_;  // guarded by feeds_mu_: opened, not yet taken by the ticker
-  size_t open_feeds_ = 0;    // guarded by feeds_mu_
   std::thread ticker_;       // started by the first feed
 };
 

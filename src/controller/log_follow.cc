@@ -31,7 +31,6 @@ void LogFollows::Open(std::shared_ptr<StreamSink> sink, std::string node, std::s
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    ++open_;
     if (!driver_.joinable()) driver_ = std::thread([this] { Drive(); });
   }
   inbox_->cv.notify_all();
@@ -49,11 +48,6 @@ void LogFollows::Stop() {
     driver.swap(driver_);
   }
   if (driver.joinable()) driver.join();
-}
-
-size_t LogFollows::open() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return open_;
 }
 
 void LogFollows::Drive() {
@@ -94,15 +88,11 @@ void LogFollows::Drive() {
       if (f.asked != before && f.asked) by_request[f.asked] = it->first;
       ++it;
     }
-    std::lock_guard<std::mutex> l(mu_);
-    open_ = follows.size();
   }
   for (auto& [id, f] : follows) {
     if (f.asked) hub_->CancelLogRead(f.asked);
     f.sink->Finish();
   }
-  std::lock_guard<std::mutex> l(mu_);
-  open_ = 0;
 }
 
 bool LogFollows::Answered(Follow& f, const pb::LogChunk& chunk, int64_t now) {

@@ -37,7 +37,6 @@ class LogFollows {
             bool stderr_stream);
   // Ends every follow (their clients see the end of the body) and the driver.
   void Stop();
-  size_t open() const;
 
   static constexpr Duration kQuietPoll = 300;       // ms between asks while the task is quiet
   static constexpr Duration kAnswerTimeout = 5000;  // ms an agent has to answer
@@ -69,8 +68,7 @@ class LogFollows {
 
   AgentHub* const hub_;
   const std::shared_ptr<Inbox> inbox_;
-  mutable std::mutex mu_;
-  size_t open_ = 0;     // guarded by mu_
+  std::mutex mu_;
   std::thread driver_;  // guarded by mu_: started by the first follow
 };
 
