@@ -444,7 +444,7 @@ StatusOr<pb::LogChunk> AgentHub::ReadLog(const std::string& node, const std::str
   {
     std::lock_guard<std::mutex> l(log_mu_);
     id = next_request_++;
-    log_waiting_[id] = LogWait{node, std::nullopt};
+    log_waiting_[id] = LogWait{node, std::nullopt, nullptr};
   }
   pb::ControllerMessage m;
   auto* r = m.mutable_log_request();
@@ -462,7 +462,32 @@ StatusOr<pb::LogChunk> AgentHub::ReadLog(const std::string& node, const std::str
   return std::move(*chunk);
 }
 
+uint64_t AgentHub::RequestLog(const std::string& node, const std::string& task_id, uint64_t offset,
+                              bool stderr_stream, std::function<void(pb::LogChunk)> done) {
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> l(log_mu_);
+    id = next_request_++;
+    log_waiting_[id] = LogWait{node, std::nullopt, std::move(done)};
+  }
+  pb::ControllerMessage m;
+  auto* r = m.mutable_log_request();
+  r->set_request_id(id);
+  r->set_task_id(task_id);
+  r->set_offset(offset);
+  r->set_stderr(stderr_stream);
+  r->set_max_bytes(256 * 1024);
+  Send(node, std::move(m));
+  return id;
+}
+
+void AgentHub::CancelLogRead(uint64_t id) {
+  std::lock_guard<std::mutex> l(log_mu_);
+  log_waiting_.erase(id);
+}
+
 void AgentHub::DeliverLog(const std::string& node, const pb::LogChunk& chunk) {
+  std::function<void(pb::LogChunk)> done;
   {
     std::lock_guard<std::mutex> l(log_mu_);
     auto it = log_waiting_.find(chunk.request_id());
@@ -473,8 +498,14 @@ void AgentHub::DeliverLog(const std::string& node, const pb::LogChunk& chunk) {
              "log bytes for request " + std::to_string(chunk.request_id()) + ", which asked " + it->second.node);
       return;
     }
-    it->second.chunk = chunk;
+    if (it->second.done) {
+      done = std::move(it->second.done);
+      log_waiting_.erase(it);
+    } else {
+      it->second.chunk = chunk;
+    }
   }
+  if (done) return done(chunk);
   log_cv_.notify_all();
 }
 

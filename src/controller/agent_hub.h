@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,12 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // Asks the node's agent for log bytes of a task and waits up to `timeout` for the answer.
   StatusOr<pb::LogChunk> ReadLog(const std::string& node, const std::string& task_id, uint64_t offset,
                                  bool stderr_stream, Duration timeout);
+  // Asks as ReadLog does, without waiting: `done` runs once with the answer, on the thread that
+  // received it (keep it short), unless CancelLogRead came first. Returns the request's id.
+  uint64_t RequestLog(const std::string& node, const std::string& task_id, uint64_t offset, bool stderr_stream,
+                      std::function<void(pb::LogChunk)> done);
+  // Gives up on a RequestLog: an answer that comes later is dropped.
+  void CancelLogRead(uint64_t id);
 
   size_t connected() const;
   int64_t heartbeats() const { return heartbeats_.load(); }
@@ -103,6 +110,7 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   struct LogWait {
     std::string node;  // the only node whose answer is taken
     std::optional<pb::LogChunk> chunk;
+    std::function<void(pb::LogChunk)> done;  // RequestLog's: called instead of filling `chunk`
   };
   std::map<uint64_t, LogWait> log_waiting_;
 };

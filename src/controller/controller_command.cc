@@ -63,6 +63,9 @@ struct Flags {
   // may have queued.
   int http_max_connections = HttpLimits{}.max_connections;
   int http_max_connections_per_client = HttpLimits{}.max_connections_per_client;
+  int http_max_workers = HttpLimits{}.max_workers;
+  int http_max_streams = StreamLimits{}.max_streams;
+  int http_max_streams_per_client = StreamLimits{}.max_streams_per_client;
   std::string http_header_timeout = "10s";
   std::string http_idle_timeout = "10s";
   std::string http_body_timeout = "60s";
@@ -86,6 +89,13 @@ StatusOr<HttpLimits> ApiLimits(const Flags& f) {
   }
   l.max_connections = f.http_max_connections;
   l.max_connections_per_client = f.http_max_connections_per_client;
+  if (f.http_max_workers < 1 || f.http_max_streams < 1 || f.http_max_streams_per_client < 1) {
+    return Status::InvalidArgument("--http-max-workers, --http-max-streams and --http-max-streams-per-client must be "
+                                   "at least 1");
+  }
+  l.max_workers = f.http_max_workers;
+  l.streams.max_streams = f.http_max_streams;
+  l.streams.max_streams_per_client = f.http_max_streams_per_client;
   const std::pair<const std::string*, Duration*> timeouts[] = {{&f.http_header_timeout, &l.header_timeout},
                                                                {&f.http_idle_timeout, &l.idle_timeout},
                                                                {&f.http_body_timeout, &l.body_timeout}};
@@ -627,6 +637,15 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--http-max-connections-per-client", f->http_max_connections_per_client,
                 "REST API connections one client address may hold at once; one more is answered 503")
+      ->capture_default_str();
+  c->add_option("--http-max-workers", f->http_max_workers,
+                "REST API requests served at once (a thread each); live feeds and log follows take none")
+      ->capture_default_str();
+  c->add_option("--http-max-streams", f->http_max_streams,
+                "Live feeds and log follows open at once; one more is answered 503")
+      ->capture_default_str();
+  c->add_option("--http-max-streams-per-client", f->http_max_streams_per_client,
+                "Live feeds and log follows one client address may hold at once; one more is answered 503")
       ->capture_default_str();
   c->add_option("--http-header-timeout", f->http_header_timeout,
                 "A request's TLS handshake, request line and headers must arrive within this of its first byte")

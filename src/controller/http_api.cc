@@ -2,6 +2,7 @@
 
 #include "controller/http_api_internal.h"
 #include "controller/image_resolver.h"
+#include "controller/log_follow.h"
 #include "controller/redact.h"
 
 #include <httplib.h>
@@ -91,6 +92,7 @@ HttpApi::HttpApi(StateOwner* owner, AgentHub* hub, ControllerMetrics* metrics, T
   server_ = std::move(made.server);
   control_ = made.control;
   if (metrics_) conn_metrics_ = std::make_unique<ConnMetrics>(metrics_->registry());
+  follows_ = std::make_unique<LogFollows>(hub_);
   Routes();
 }
 
@@ -104,7 +106,7 @@ struct HttpApi::ConnMetrics {
                  .Add({})),
         in_flight(prometheus::BuildGauge()
                       .Name("hangar_http_requests_in_flight")
-                      .Help("REST API requests being served (a log follow counts while it streams)")
+                      .Help("REST API requests being served by a worker thread (streams are not: they hold none)")
                       .Register(reg)
                       .Add({})),
         accepted(prometheus::BuildCounter()
@@ -118,11 +120,23 @@ struct HttpApi::ConnMetrics {
                           "over --http-max-connections-per-client (max_connections_per_client), or no thread could "
                           "be started (no_thread)")
                     .Register(reg)),
+        streams(prometheus::BuildGauge()
+                    .Name("hangar_http_streams_open")
+                    .Help("Live feeds and log follows open now (written by the stream pump, without a worker)")
+                    .Register(reg)
+                    .Add({})),
+        streams_ended(prometheus::BuildCounter()
+                          .Name("hangar_http_streams_refused_total")
+                          .Help("Live feeds and log follows refused (over --http-max-streams or "
+                                "--http-max-streams-per-client: reason=cap) or dropped because the client did not keep "
+                                "up (reason=slow_reader)")
+                          .Register(reg)),
         cut(prometheus::BuildCounter()
                 .Name("hangar_http_connections_cut_total")
                 .Help("REST API connections closed mid-request: the TLS handshake or headers not in within "
-                      "--http-header-timeout (header_timeout: slowloris), headers over 64 KiB (header_size), the "
-                      "body not in within --http-body-timeout or stalled (body_timeout)")
+                      "--http-header-timeout (header_timeout: slowloris), headers over 64 KiB (header_size: answered "
+                      "431), a request line over 8 KiB (uri_too_long: answered 414), the body not in within "
+                      "--http-body-timeout or stalled (body_timeout)")
                 .Register(reg)),
         idle_closed(prometheus::BuildCounter()
                         .Name("hangar_http_idle_connections_closed_total")
@@ -133,6 +147,8 @@ struct HttpApi::ConnMetrics {
   prometheus::Gauge& in_flight;
   prometheus::Counter& accepted;
   prometheus::Family<prometheus::Counter>& refused;
+  prometheus::Gauge& streams;
+  prometheus::Family<prometheus::Counter>& streams_ended;
   prometheus::Family<prometheus::Counter>& cut;
   prometheus::Counter& idle_closed;
 };
@@ -145,6 +161,7 @@ void HttpApi::ExportConnStats() {
   std::lock_guard<std::mutex> l(export_mu_);
   m.open.Set(static_cast<double>(st.open.load()));
   m.in_flight.Set(static_cast<double>(st.in_flight.load()));
+  m.streams.Set(static_cast<double>(st.streams.open.load()));
   auto raise = [](prometheus::Counter& c, int64_t total) {
     if (static_cast<double>(total) > c.Value()) c.Increment(static_cast<double>(total) - c.Value());
   };
@@ -154,6 +171,9 @@ void HttpApi::ExportConnStats() {
   raise(m.refused.Add({{"reason", "no_thread"}}), st.refused_no_thread.load());
   raise(m.cut.Add({{"reason", "header_timeout"}}), st.header_timeouts.load());
   raise(m.cut.Add({{"reason", "header_size"}}), st.headers_too_large.load());
+  raise(m.cut.Add({{"reason", "uri_too_long"}}), st.uri_too_long.load());
+  raise(m.streams_ended.Add({{"reason", "cap"}}), st.streams.refused.load());
+  raise(m.streams_ended.Add({{"reason", "slow_reader"}}), st.streams.dropped_slow.load());
   raise(m.cut.Add({{"reason", "body_timeout"}}), st.body_timeouts.load());
   raise(m.idle_closed, st.idle_closed.load());
 }
@@ -206,6 +226,7 @@ StatusOr<int> HttpApi::Start(const std::string& host, int port) {
 void HttpApi::Stop() {
   pinner_.reset();
   StopDashboard();
+  if (follows_) follows_->Stop();
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
 }
@@ -475,7 +496,12 @@ void HttpApi::Routes() {
     const bool follow = req.has_param("follow") && req.get_param_value("follow") != "0";
     const bool err = req.has_param("stream") && req.get_param_value("stream") == "stderr";
     auto [node, task_id] = *where;
-    res.set_chunked_content_provider("text/plain", [this, node, task_id, follow, err, offset = uint64_t{0}](
+    if (follow) {  // until the task ends: the stream pump writes it, not this worker
+      auto sink = control_->TakeStream(StreamHead{"text/plain", false, {{"Cache-Control", "no-store"}}});
+      if (!sink.ok()) return Reply(res, sink.status());
+      return follows_->Open(*std::move(sink), node, task_id, err);
+    }
+    res.set_chunked_content_provider("text/plain", [this, node, task_id, err, offset = uint64_t{0}](
                                                        size_t, httplib::DataSink& sink) mutable {
       while (true) {
         auto chunk = hub_->ReadLog(node, task_id, offset, err, 5 * kSecond);
@@ -496,12 +522,8 @@ void HttpApi::Routes() {
           offset += chunk->data().size();
           continue;
         }
-        if (!follow || chunk->task_ended()) {
-          sink.done();
-          return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        if (!sink.is_writable()) return false;
+        sink.done();  // all there is now
+        return true;
       }
     });
   });

@@ -2,7 +2,8 @@
 // owner and answer once what they changed is durable. Errors are JSON with a message that says
 // what to fix; bodies over 1 MiB are refused before they are read. Connections are held to the
 // limits of http_server.h (timeouts, caps per client and in all): idle and slow clients cost no
-// worker, and a long-lived response (`logs -f`) holds a thread of its own.
+// worker, and long-lived responses (`logs -f`, the dashboard's feed) hold none either: the
+// stream pump writes them.
 #pragma once
 
 #include <functional>
@@ -30,6 +31,7 @@ struct Response;
 namespace hangar::controller {
 
 class LiveFeed;
+class LogFollows;
 
 class HttpApi {
  public:
@@ -66,6 +68,7 @@ class HttpApi {
   void DashboardRoutes();  // web_ui.cc: the dashboard's files, reads and live feed
   void StopDashboard();    // web_ui.cc: ends the open live feeds
   std::shared_ptr<LiveFeed> feed_;
+  std::unique_ptr<LogFollows> follows_;  // `logs -f`: log_follow.h
   // Who calls, and whether they hold `perm` (replies 401/403 and returns nullopt when not).
   std::optional<Principal> Authorize(const httplib::Request& req, httplib::Response& res,
                                      std::optional<Permission> perm);

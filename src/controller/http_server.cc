@@ -34,211 +34,33 @@
 
 #include "api/body.h"
 #include "api/views.h"
+#include "controller/http_conn.h"
 
 namespace hangar::controller {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+class Connections;
 
-// Waits until `fd` has `events` (or an error or hang-up, which the next call reports) or
-// `deadline` passes.
-bool WaitFd(int fd, short events, int64_t deadline) {
-  while (true) {
-    const int64_t left = std::max<int64_t>(0, deadline - NowMs());
-    pollfd p{fd, events, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
-    if (r > 0) return true;
-    if (r == 0) return false;
-    if (errno != EINTR) return false;
-  }
-}
-
-// The numeric address of a socket's peer (`peer`) or its own end, IPv4-mapped IPv6 as IPv4.
-std::string Address(int fd, bool peer, int* port) {
-  sockaddr_storage a{};
-  socklen_t len = sizeof a;
-  const int r = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len)
-                     : ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  if (r != 0) return "";
-  char text[INET6_ADDRSTRLEN] = {};
-  if (a.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&a);
-    ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
-    if (port) *port = ntohs(v4->sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&a);
-    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
-      ::inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], text, sizeof text);
-    } else {
-      ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
-    }
-    if (port) *port = ntohs(v6->sin6_port);
-  }
-  return text;
-}
-
-struct Conn {
-  int fd = -1;
-  std::string client;  // the peer's address: the key of the per-client cap
-  SSL* ssl = nullptr;
-  int served = 0;  // requests so far
-  bool parked = false;
-  std::multimap<int64_t, Conn*>::iterator idle_at;
-  // Plaintext read-ahead (TLS reads through OpenSSL's own buffer): cpp-httplib reads request
-  // lines and headers a byte at a time. Dropped while the connection idles with nothing in it.
-  static constexpr size_t kBuf = 4096;
-  std::unique_ptr<char[]> buf;
-  size_t off = 0, len = 0;
+// The request a worker thread is serving, for TakeStream (called from inside the route's handler).
+struct Serving {
+  Connections* conns = nullptr;
+  Conn* conn = nullptr;
 };
-
-// One connection as cpp-httplib's Stream, on a non-blocking socket: every wait is a poll() with
-// a deadline -- the header deadline while the request line and headers arrive (however slowly
-// they trickle in), then the body's.
-class ConnStream final : public httplib::Stream {
- public:
-  ConnStream(Conn& c, const HttpLimits& limits, HttpConnStats& stats) : c_(c), limits_(limits), stats_(stats) {}
-
-  // A request starts: its first byte is here (or the peer closed).
-  void BeginRequest() {
-    in_headers_ = true;
-    header_bytes_ = 0;
-    tail_ = 0;
-    header_deadline_ = NowMs() + limits_.header_timeout;
-    body_deadline_ = INT64_MAX;
-  }
-  // The stream refused to go on (a deadline or the header cap): the connection must close.
-  bool failed() const { return failed_; }
-  // Bytes of a next request already read from the socket (pipelining).
-  bool Buffered() const { return c_.ssl ? SSL_has_pending(c_.ssl) == 1 : c_.off < c_.len; }
-
-  bool is_readable() const override {
-    if (failed_) return false;
-    if (c_.ssl ? SSL_pending(c_.ssl) > 0 : c_.off < c_.len) return true;
-    return WaitFd(c_.fd, POLLIN, ReadDeadline());
-  }
-
-  bool is_writable() const override {
-    if (!WaitFd(c_.fd, POLLOUT, NowMs() + limits_.write_timeout)) return false;
-    char b;  // a peer that went away (a `logs -f` that was stopped) reads as end of file
-    const ssize_t n = ::recv(c_.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
-  }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (failed_) return -1;
-    if (size == 0) return 0;
-    const int64_t deadline = ReadDeadline();
-    if (c_.ssl) {
-      while (true) {
-        ERR_clear_error();
-        const int n = SSL_read(c_.ssl, ptr, static_cast<int>(std::min<size_t>(size, INT_MAX)));
-        if (n > 0) return Account(ptr, static_cast<size_t>(n));
-        const int e = SSL_get_error(c_.ssl, n);
-        if (e == SSL_ERROR_ZERO_RETURN) return 0;
-        const short want = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-        if (want == 0) return -1;
-        if (!WaitFd(c_.fd, want, deadline)) return TimedOut();
-      }
-    }
-    if (c_.off == c_.len) {
-      if (!c_.buf) c_.buf.reset(new char[Conn::kBuf]);
-      while (true) {
-        const ssize_t n = ::recv(c_.fd, c_.buf.get(), Conn::kBuf, 0);
-        if (n > 0) {
-          c_.off = 0;
-          c_.len = static_cast<size_t>(n);
-          break;
-        }
-        if (n == 0) return 0;
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
-        if (!WaitFd(c_.fd, POLLIN, deadline)) return TimedOut();
-      }
-    }
-    const size_t n = std::min(size, c_.len - c_.off);
-    std::memcpy(ptr, c_.buf.get() + c_.off, n);
-    c_.off += n;
-    return Account(ptr, n);
-  }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    if (size == 0) return 0;
-    const int64_t deadline = NowMs() + limits_.write_timeout;
-    while (true) {
-      if (c_.ssl) {
-        ERR_clear_error();
-        const int n = SSL_write(c_.ssl, ptr, static_cast<int>(std::min<size_t>(size, INT_MAX)));
-        if (n > 0) return n;
-        const int e = SSL_get_error(c_.ssl, n);
-        const short want = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-        if (want == 0 || !WaitFd(c_.fd, want, deadline)) return -1;
-        continue;
-      }
-      const ssize_t n = ::send(c_.fd, ptr, size, MSG_NOSIGNAL);
-      if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !WaitFd(c_.fd, POLLOUT, deadline)) return -1;
-    }
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = Address(c_.fd, true, &port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { ip = Address(c_.fd, false, &port); }
-  socket_t socket() const override { return c_.fd; }
-
- private:
-  int64_t ReadDeadline() const {
-    if (in_headers_) return header_deadline_;
-    return std::min(body_deadline_, NowMs() + limits_.read_timeout);
-  }
-
-  ssize_t TimedOut() {
-    failed_ = true;
-    (in_headers_ ? stats_.header_timeouts : stats_.body_timeouts)++;
-    return -1;
-  }
-
-  // Follows the header block through what is read: it ends at a line that is "\r\n" alone
-  // (cpp-httplib's rule), that is at "\n\r\n".
-  ssize_t Account(const char* p, size_t n) {
-    if (!in_headers_) return static_cast<ssize_t>(n);
-    for (size_t i = 0; i < n; ++i) {
-      tail_ = ((tail_ << 8) | static_cast<unsigned char>(p[i])) & 0xFFFFFF;
-      if (tail_ == 0x0A0D0A) {
-        in_headers_ = false;
-        body_deadline_ = NowMs() + limits_.body_timeout;
-        return static_cast<ssize_t>(n);
-      }
-    }
-    header_bytes_ += n;
-    if (header_bytes_ > limits_.max_header_bytes) {
-      failed_ = true;
-      stats_.headers_too_large++;
-      return -1;
-    }
-    return static_cast<ssize_t>(n);
-  }
-
-  Conn& c_;
-  const HttpLimits& limits_;
-  HttpConnStats& stats_;
-  bool in_headers_ = true;
-  bool failed_ = false;
-  size_t header_bytes_ = 0;
-  uint32_t tail_ = 0;
-  int64_t header_deadline_ = 0, body_deadline_ = INT64_MAX;
-};
+thread_local Serving tl_serving;
 
 // Every connection from accept() to close(): admitted under the caps, parked in an epoll set
-// while idle, served by a worker thread while a request is under way.
+// while idle and while its TLS handshake and request head arrive, served by a worker thread once
+// a whole head is in hand, and handed to the stream pump when a route streams.
 class Connections {
  public:
   using Process = std::function<bool(httplib::Stream&, bool close_connection, bool& connection_closed)>;
 
   Connections(const HttpLimits& limits, HttpConnStats* stats, SSL_CTX* ctx, Process process)
-      : limits_(limits), stats_(stats), ctx_(ctx), process_(std::move(process)) {
+      : limits_(limits),
+        stats_(stats),
+        ctx_(ctx),
+        process_(std::move(process)),
+        pump_(limits.streams, &stats->streams, [this](const std::string& client) { Forget(client); }) {
     epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     epoll_event ev{};
@@ -260,7 +82,7 @@ class Connections {
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // else Nagle adds 40 ms to a POST
-    std::string client = Address(fd, true, nullptr);
+    std::string client = SocketAddress(fd, true, nullptr);
     std::string refusal;
     {
       std::lock_guard<std::mutex> l(count_mu_);
@@ -287,11 +109,24 @@ class Connections {
     Conn* c = new Conn;
     c->fd = fd;
     c->client = std::move(client);
-    Park(c);
+    c->deadline = MonotonicMs() + limits_.idle_timeout;
+    Park(c, ConnStep::kWaitRead);
+  }
+
+  // From a route's handler on a worker (HttpServerControl::TakeStream).
+  StatusOr<std::shared_ptr<StreamSink>> TakeStream(const StreamHead& head) {
+    Conn* c = tl_serving.conns == this ? tl_serving.conn : nullptr;
+    if (!c) return Status::Internal("a stream can be taken only from inside a route's handler");
+    if (c->stream) return Status::Internal("this request's connection already streams");
+    std::string text = "HTTP/1.1 200 OK\r\nContent-Type: " + head.content_type + "\r\n";
+    for (const auto& [name, value] : head.headers) text += name + ": " + value + "\r\n";
+    text += "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    HANGAR_ASSIGN_OR_RETURN(c->stream, pump_.Open(c->client, std::move(text), head.server_sent_events));
+    return c->stream;
   }
 
   // From the task queue's shutdown(), once the listener has stopped: closes idle connections,
-  // cuts those in a request and waits for every worker to end.
+  // cuts those in a request, waits for every worker to end and closes the streams.
   void Shutdown() {
     if (stop_.exchange(true)) return;
     {
@@ -312,6 +147,8 @@ class Connections {
       Close(c, false);
       l.lock();
     }
+    l.unlock();
+    pump_.Stop();
   }
 
  private:
@@ -330,7 +167,7 @@ class Connections {
     for (int i = 0; i < 16 && ::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
     }
     ::close(fd);
-    const int64_t now = NowMs();
+    const int64_t now = MonotonicMs();
     int64_t last = last_refusal_log_.load();
     if (now - last >= 10 * kSecond && last_refusal_log_.compare_exchange_strong(last, now)) {
       spdlog::warn("HTTP: refused a connection: {} (refusals are counted in hangar_http_connections_refused_total; "
@@ -338,22 +175,22 @@ class Connections {
     }
   }
 
-  // Idle: waits in the epoll set for its next request, or idle_timeout.
-  void Park(Conn* c) {
-    if (c->off == c->len) {
-      c->buf.reset();
-      c->off = c->len = 0;
+  // Waits in the epoll set, until c->deadline, for what `wait` says.
+  void Park(Conn* c, ConnStep wait) {
+    if (c->phase == Conn::Phase::kIdle && c->in_off == c->in.size()) {
+      std::string().swap(c->in);  // an idle connection holds no buffer
+      c->in_off = 0;
     }
     {
       std::lock_guard<std::mutex> l(park_mu_);
       if (!stop_) {
-        c->idle_at = idle_.emplace(NowMs() + limits_.idle_timeout, c);
+        c->parked_at = parked_.emplace(c->deadline, c);
         c->parked = true;
         epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+        ev.events = (wait == ConnStep::kWaitWrite ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP | EPOLLONESHOT;
         ev.data.ptr = c;
         if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev) == 0) return;
-        idle_.erase(c->idle_at);
+        parked_.erase(c->parked_at);
         c->parked = false;
       }
     }
@@ -364,10 +201,12 @@ class Connections {
     std::vector<epoll_event> events(512);
     std::vector<Conn*> woke, expired;
     while (!stop_) {
-      int timeout = 500;  // idle deadlines are kept to within this
+      int timeout = 500;  // deadlines are kept to within this
       {
         std::lock_guard<std::mutex> l(park_mu_);
-        if (!idle_.empty()) timeout = static_cast<int>(std::clamp<int64_t>(idle_.begin()->first - NowMs(), 0, 500));
+        if (!parked_.empty()) {
+          timeout = static_cast<int>(std::clamp<int64_t>(parked_.begin()->first - MonotonicMs(), 0, 500));
+        }
       }
       const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), timeout);
       woke.clear();
@@ -386,37 +225,48 @@ class Connections {
           Unpark(c);
           woke.push_back(c);
         }
-        const int64_t now = NowMs();
-        while (!idle_.empty() && idle_.begin()->first <= now) {
-          Conn* c = idle_.begin()->second;
+        const int64_t now = MonotonicMs();
+        while (!parked_.empty() && parked_.begin()->first <= now) {
+          Conn* c = parked_.begin()->second;
           Unpark(c);
           expired.push_back(c);
         }
       }
-      for (Conn* c : woke) Dispatch(c);
-      for (Conn* c : expired) {
-        stats_->idle_closed++;
-        Close(c, true);
-      }
+      for (Conn* c : woke) Step(c);
+      for (Conn* c : expired) Expire(c);
     }
     std::vector<Conn*> left;
     {
       std::lock_guard<std::mutex> l(park_mu_);
-      while (!idle_.empty()) {
-        left.push_back(idle_.begin()->second);
+      while (!parked_.empty()) {
+        left.push_back(parked_.begin()->second);
         Unpark(left.back());
       }
     }
-    for (Conn* c : left) Close(c, true);
+    for (Conn* c : left) Close(c, c->phase == Conn::Phase::kIdle);
+  }
+
+  // On the parker: as far as the connection goes without blocking, then to a worker or back.
+  void Step(Conn* c) {
+    const ConnStep next = Advance(*c, ctx_, limits_, *stats_);
+    if (next == ConnStep::kServe) return Dispatch(c);
+    if (next == ConnStep::kClose) return Close(c, false);
+    Park(c, next);
+  }
+
+  void Expire(Conn* c) {
+    if (c->phase == Conn::Phase::kIdle) stats_->idle_closed++;
+    if (c->phase == Conn::Phase::kHead) stats_->header_timeouts++;  // slowloris, or a slow handshake
+    Close(c, c->phase == Conn::Phase::kIdle);
   }
 
   void Unpark(Conn* c) {  // park_mu_ held
-    idle_.erase(c->idle_at);
+    parked_.erase(c->parked_at);
     c->parked = false;
     ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
   }
 
-  // A request is arriving: to an idle worker, or a new one.
+  // A request head is in hand: to an idle worker, or a new one.
   void Dispatch(Conn* c) {
     std::unique_lock<std::mutex> l(work_mu_);
     if (stop_) {
@@ -452,7 +302,7 @@ class Connections {
         this);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-      const int64_t now = NowMs();
+      const int64_t now = MonotonicMs();
       int64_t last = last_refusal_log_.load();
       if (now - last >= 10 * kSecond && last_refusal_log_.compare_exchange_strong(last, now)) {
         spdlog::warn("HTTP: cannot start a worker thread ({}) with {} running", std::strerror(rc), workers_);
@@ -492,54 +342,56 @@ class Connections {
     done_cv_.notify_all();
   }
 
-  bool Handshake(Conn* c) {
-    c->ssl = SSL_new(ctx_);
-    if (!c->ssl) return false;
-    SSL_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    if (SSL_set_fd(c->ssl, c->fd) != 1) return false;
-    const int64_t deadline = NowMs() + limits_.header_timeout;
-    while (true) {
-      ERR_clear_error();
-      const int r = SSL_accept(c->ssl);
-      if (r == 1) return true;
-      const int e = SSL_get_error(c->ssl, r);
-      const short want = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-      if (want == 0) return false;
-      if (!WaitFd(c->fd, want, deadline)) {
-        stats_->header_timeouts++;
-        return false;
-      }
+  // One request, whose head is in hand; a route may take the connection for a stream.
+  bool ServeOne(Conn* c, ConnStream& strm, bool last, bool& closed) {
+    strm.BeginRequest();
+    bool ok = false;
+    stats_->in_flight++;
+    tl_serving = {this, c};
+    try {
+      ok = process_(strm, last, closed);
+    } catch (const std::exception& e) {
+      spdlog::error("HTTP: a request from {} failed: {}", c->client, e.what());
     }
+    tl_serving = {};
+    stats_->in_flight--;
+    c->served++;
+    return ok;
   }
 
-  // On a worker: requests while they come back to back, then back to the epoll set.
+  // On a worker: requests while their heads are in hand, then back to the parker.
   void Serve(Conn* c) {
+    ConnStream strm(*c, limits_, *stats_);
     bool graceful = false;
-    if (!ctx_ || c->ssl || Handshake(c)) {
-      ConnStream strm(*c, limits_, *stats_);
-      while (true) {
-        strm.BeginRequest();
-        const bool last = c->served + 1 >= limits_.max_requests_per_connection;
-        bool closed = false, ok = false;
-        stats_->in_flight++;
-        try {
-          ok = process_(strm, last, closed);
-        } catch (const std::exception& e) {
-          spdlog::error("HTTP: a request from {} failed: {}", c->client, e.what());
-        }
-        stats_->in_flight--;
-        c->served++;
-        if (!ok || closed || last || strm.failed() || stop_) {
-          graceful = ok && !strm.failed();
-          break;
-        }
-        if (strm.Buffered()) continue;  // the next request is already here
-        Untrack(c);
-        return Park(c);
+    while (true) {
+      const bool last = c->served + 1 >= limits_.max_requests_per_connection;
+      bool closed = false;
+      const bool ok = ServeOne(c, strm, last, closed);
+      if (c->stream) return HandOff(c);
+      if (!ok || closed || last || strm.failed() || stop_) {
+        graceful = ok && !strm.failed();
+        break;
       }
+      c->in.erase(0, c->in_off);  // what is left is the next request's
+      c->in_off = 0;
+      c->phase = Conn::Phase::kIdle;
+      c->deadline = MonotonicMs() + limits_.idle_timeout;
+      const ConnStep next = Advance(*c, ctx_, limits_, *stats_);
+      if (next == ConnStep::kServe) continue;  // the next request is already here
+      Untrack(c);
+      if (next == ConnStep::kClose) return Close(c, false);
+      return Park(c, next);
     }
     Untrack(c);
     Close(c, graceful);
+  }
+
+  // The route took the connection for a stream: the pump owns its socket (and TLS session) from
+  // here; the connection stays counted until the pump closes it.
+  void HandOff(Conn* c) {
+    Untrack(c);
+    pump_.Attach(c->stream, c->fd, c->secured ? c->ssl : nullptr);
+    delete c;
   }
 
   void Untrack(Conn* c) {
@@ -549,7 +401,7 @@ class Connections {
 
   void Close(Conn* c, bool graceful) {
     if (c->ssl) {
-      if (graceful) {
+      if (graceful && c->secured) {
         ERR_clear_error();
         SSL_shutdown(c->ssl);  // close_notify, without waiting for the peer's
       }
@@ -558,13 +410,16 @@ class Connections {
     ERR_clear_error();
     ::shutdown(c->fd, SHUT_RDWR);
     ::close(c->fd);
-    {
-      std::lock_guard<std::mutex> l(count_mu_);
-      auto it = per_client_.find(c->client);
-      if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
-      stats_->open = --open_;
-    }
+    Forget(c->client);
     delete c;
+  }
+
+  // A connection of `client` was closed (here, or by the stream pump).
+  void Forget(const std::string& client) {
+    std::lock_guard<std::mutex> l(count_mu_);
+    auto it = per_client_.find(client);
+    if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+    stats_->open = --open_;
   }
 
   const HttpLimits limits_;
@@ -580,7 +435,7 @@ class Connections {
 
   std::mutex park_mu_;
   int epoll_ = -1, wake_ = -1;
-  std::multimap<int64_t, Conn*> idle_;  // by idle deadline
+  std::multimap<int64_t, Conn*> parked_;  // by deadline
   std::thread parker_;
 
   std::mutex work_mu_;
@@ -588,6 +443,8 @@ class Connections {
   std::deque<Conn*> ready_;
   std::unordered_set<Conn*> active_;
   int workers_ = 0, idle_workers_ = 0;
+
+  StreamPump pump_;  // last: its thread calls Forget() until it stops
 };
 
 // listen_internal() hands each accepted socket to the queue; this one runs the hand-off at once
@@ -632,6 +489,9 @@ class Hardened final : public Base, public HttpServerControl {
     return bound;
   }
   const HttpConnStats& stats() const override { return stats_; }
+  StatusOr<std::shared_ptr<StreamSink>> TakeStream(const StreamHead& head) override {
+    return conns_->TakeStream(head);
+  }
 
  private:
   bool process_and_close_socket(socket_t sock) override {

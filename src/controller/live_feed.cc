@@ -1,10 +1,12 @@
 #include "controller/live_feed.h"
 
-#include <httplib.h>
-
 #include <chrono>
+#include <map>
 #include <memory>
 #include <thread>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "controller/state_owner.h"
 #include "controller/web_ui.h"
@@ -101,17 +103,26 @@ std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Recent(uint64_t seq) {
 
 void LiveFeed::Stop() {
   {
+    std::lock_guard<std::mutex> l(feeds_mu_);
+    stopped_ = true;
+  }
+  feeds_cv_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+  {
     std::lock_guard<std::mutex> l(mu_);
     stopping_ = true;
   }
-  stopped_ = true;
   cv_.notify_all();
   if (refresher_.joinable()) refresher_.join();
 }
 
 std::string LiveFeed::NextEvents(Sent* sent) {
   const std::shared_ptr<const Snapshot> snap = Map();
-  if (!snap || snap == sent->last) return "";
+  return snap ? EventsUpTo(snap, sent) : "";
+}
+
+std::string LiveFeed::EventsUpTo(const std::shared_ptr<const Snapshot>& snap, Sent* sent) {
+  if (snap == sent->last) return "";
   const std::vector<std::string>* old =
       sent->last && sent->last->rows.size() == snap->rows.size() ? &sent->last->rows : nullptr;
   std::string nodes;
@@ -131,34 +142,78 @@ std::string LiveFeed::NextEvents(Sent* sent) {
   return text;
 }
 
-void LiveFeed::Serve(httplib::Response& res, std::optional<uint64_t> since) {
-  res.set_header("Cache-Control", "no-store");
-  res.set_header("X-Accel-Buffering", "no");
-  auto sent = std::make_shared<Sent>();
-  if (since) sent->last = Recent(*since);  // null when gone: every row
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, sent, from_now = !since](size_t, httplib::DataSink& sink) {
-        // A comment first, so the client sees the stream open before the first snapshot is built.
-        const std::string hello = ": hangar live feed\nretry: 2000\n\n";
-        if (!sink.write(hello.data(), hello.size())) return false;
-        if (from_now && !sent->last) {
-          sent->last = Map();
-          if (sent->last) sent->generation = sent->last->generation;
-        }
-        if (sent->last && sent->generation.empty()) sent->generation = sent->last->generation;
-        while (!stopped_) {
-          const std::string text = NextEvents(sent.get());
-          // A comment every quiet second, so a client that went away is noticed by the failed
-          // write.
-          const std::string out = text.empty() ? ": quiet\n\n" : text;
-          if (!sink.write(out.data(), out.size())) return false;
-          for (int i = 0; i < 10 && !stopped_; ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          if (!sink.is_writable()) return false;
-        }
-        sink.done();
-        return true;
-      });
+void LiveFeed::Open(std::shared_ptr<StreamSink> sink, std::optional<uint64_t> since) {
+  // A comment first, so the client sees the stream open before the first snapshot is built.
+  if (!sink->Write(std::string_view(": hangar live feed\nretry: 2000\n\n"))) return;
+  Feed f;
+  f.sink = std::move(sink);
+  f.from_now = !since;
+  if (since) f.sent.last = Recent(*since);  // null when gone: every row
+  if (f.sent.last) f.sent.generation = f.sent.last->generation;
+  {
+    std::lock_guard<std::mutex> l(feeds_mu_);
+    if (stopped_) return f.sink->Finish();
+    fresh_.push_back(std::move(f));
+    if (!ticker_.joinable()) ticker_ = std::thread([this] { Tick(); });
+  }
+  feeds_cv_.notify_all();
+}
+
+// Once a second, every feed; a feed that opened in between at once (only the new ones).
+void LiveFeed::Tick() {
+  std::vector<Feed> feeds, fresh;
+  auto next = Clock::now();
+  std::unique_lock<std::mutex> l(feeds_mu_);
+  while (!stopped_) {
+    if (fresh_.empty() && (feeds.empty() || Clock::now() < next)) {
+      if (feeds.empty()) {
+        feeds_cv_.wait(l, [&] { return stopped_ || !fresh_.empty(); });
+      } else {
+        feeds_cv_.wait_until(l, next, [&] { return stopped_ || !fresh_.empty(); });
+      }
+      continue;
+    }
+    fresh.swap(fresh_);
+    const bool all = Clock::now() >= next;
+    l.unlock();
+    Send(&fresh);
+    if (all) {
+      Send(&feeds);
+      next = Clock::now() + kRefresh;
+    }
+    std::move(fresh.begin(), fresh.end(), std::back_inserter(feeds));
+    fresh.clear();
+    l.lock();
+  }
+  std::move(fresh_.begin(), fresh_.end(), std::back_inserter(feeds));
+  fresh_.clear();
+  l.unlock();
+  for (Feed& f : feeds) f.sink->Finish();
+}
+
+// What changed for each feed; feeds whose client left (or fell too far behind) are forgotten.
+// Feeds that sent the same snapshot share one update: it is worked out and framed once.
+void LiveFeed::Send(std::vector<Feed>* feeds) {
+  if (feeds->empty()) return;
+  const std::shared_ptr<const Snapshot> snap = Map();
+  if (!snap) return;
+  std::map<std::pair<const Snapshot*, std::string>, std::pair<StreamSink::Chunk, Sent>> memo;
+  std::vector<Feed> kept;
+  kept.reserve(feeds->size());
+  for (Feed& f : *feeds) {
+    if (f.from_now && !f.sent.last) f.sent = Sent{snap, snap->generation};
+    auto key = std::make_pair(f.sent.last.get(), f.sent.generation);
+    auto it = memo.find(key);
+    if (it == memo.end()) {
+      Sent after = f.sent;
+      const std::string text = EventsUpTo(snap, &after);
+      it = memo.emplace(std::move(key), std::make_pair(text.empty() ? nullptr : StreamSink::Frame(text), after)).first;
+    }
+    f.sent = it->second.second;
+    const StreamSink::Chunk& chunk = it->second.first;
+    if (chunk ? f.sink->Write(chunk) : f.sink->open()) kept.push_back(std::move(f));
+  }
+  feeds->swap(kept);
 }
 
 }  // namespace hangar::controller

@@ -6,7 +6,9 @@
 //                 shares], ...]}
 //   event: jobs   data: {"generation": "..."}   (jobs were submitted, placed, ended: lists are stale)
 // The page opens it after its first render: a request held open while a page loads keeps a
-// headless browser from ever finishing the load.
+// headless browser from ever finishing the load. An open feed holds no thread: its connection is
+// the stream pump's (http_server.h), and one ticker thread writes the events of every feed,
+// working out each distinct update once.
 #pragma once
 
 #include <atomic>
@@ -21,9 +23,7 @@
 #include <thread>
 #include <vector>
 
-namespace httplib {
-struct Response;
-}
+#include "controller/stream_pump.h"
 
 namespace hangar::controller {
 
@@ -36,12 +36,12 @@ class LiveFeed {
   LiveFeed(const LiveFeed&) = delete;
   LiveFeed& operator=(const LiveFeed&) = delete;
 
-  // Makes `res` stream the feed until the client goes away or Stop() is called; the first event
+  // Streams the feed to `sink` until the client goes away or Stop() is called; the first event
   // brings a page that drew snapshot `since` up to date (every row when that snapshot is gone),
-  // without `since` the feed starts from now. Holds one HTTP worker thread per open feed.
-  void Serve(httplib::Response& res, std::optional<uint64_t> since);
-  // Ends every open feed within a second and the map's refresher. Call while the state owner
-  // still runs (HttpApi::Stop, before StateOwner::Stop).
+  // without `since` the feed starts from now.
+  void Open(std::shared_ptr<StreamSink> sink, std::optional<uint64_t> since);
+  // Ends every open feed, the ticker and the map's refresher. Call while the state owner still
+  // runs (HttpApi::Stop, before StateOwner::Stop).
   void Stop();
 
   // The cluster map, published as one immutable snapshot: its rows as JSON text (web::MapRows),
@@ -71,15 +71,24 @@ class LiveFeed {
   // The events that bring `sent` up to date with the latest snapshot, as SSE text ("" when
   // nothing changed); updates `sent`.
   std::string NextEvents(Sent* sent);
+  // The same, up to `snap`.
+  static std::string EventsUpTo(const std::shared_ptr<const Snapshot>& snap, Sent* sent);
   // A recent snapshot by its seq (the last few are kept), or null.
   std::shared_ptr<const Snapshot> Recent(uint64_t seq);
 
  private:
   void Refresh();  // the refresher thread's loop
   std::shared_ptr<Snapshot> Build();
+  struct Feed {
+    std::shared_ptr<StreamSink> sink;
+    Sent sent;
+    bool from_now = false;  // without `since`: its first snapshot is where it starts
+  };
+  void Tick();  // the ticker thread's loop
+  void Send(std::vector<Feed>* feeds);
 
   StateOwner* owner_;
-  std::atomic<bool> stopped_{false};  // for the feeds' loops
+  std::atomic<bool> stopped_{false};  // set under feeds_mu_: the ticker ends
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_, like everything below
@@ -89,6 +98,11 @@ class LiveFeed {
   std::deque<std::shared_ptr<const Snapshot>> recent_;  // the last few, newest last
   uint64_t next_seq_ = 1;  // the refresher's own
   std::thread refresher_;  // started by the first read
+
+  std::mutex feeds_mu_;
+  std::condition_variable feeds_cv_;
+  std::vector<Feed> fresh_;  // guarded by feeds_mu_: opened, not yet taken by the ticker
+  std::thread ticker_;       // started by the first feed
 };
 
 }  // namespace hangar::controller

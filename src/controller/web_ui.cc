@@ -153,7 +153,10 @@ void HttpApi::DashboardRoutes() {
       if (!n.ok()) return http::Reply(res, n.status());
       since = static_cast<uint64_t>(*n);
     }
-    feed_->Serve(res, since);
+    auto sink = control_->TakeStream(
+        StreamHead{"text/event-stream", true, {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}}});
+    if (!sink.ok()) return http::Reply(res, sink.status());
+    feed_->Open(*std::move(sink), since);
   });
 }
 
