@@ -37,6 +37,7 @@ struct Flags {
   std::string heartbeat_timeout = "3s";
   std::string reconnect_grace = "auto";
   std::string heartbeat_interval = "1s";
+  std::string node_lease = "10s";
   std::vector<std::string> queues = {"default"};
   std::string placement = "hangar";
   std::string queue_policy = "priority";
@@ -282,6 +283,12 @@ StatusOr<ControllerOptions> OptionsFrom(const Flags& f, const cluster::ClusterFi
     HANGAR_ASSIGN_OR_RETURN(opt.reconnect_grace, ParseDuration(f.reconnect_grace));
   }
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_interval, ParseDuration(f.heartbeat_interval));
+  HANGAR_ASSIGN_OR_RETURN(opt.node_lease, ParseDuration(f.node_lease));
+  if (opt.node_lease != 0 && opt.node_lease < 2 * opt.heartbeat_interval) {
+    return Status::InvalidArgument("--node-lease " + f.node_lease + " is shorter than two heartbeats (--heartbeat-interval " +
+                                   f.heartbeat_interval + "): every node would stop its tasks between two of them; give it "
+                                   "at least 2 heartbeats (10s is the default), or 0 to fence no node");
+  }
   opt.queues = f.queues;
   // Absolute: agents create it and tasks write there from their own working directories.
   opt.checkpoint_root = std::filesystem::absolute(f.checkpoint_root).lexically_normal().string();
@@ -510,6 +517,10 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
                 "(auto: 10 s + 2.5 ms per node, at least --heartbeat-timeout)")
       ->capture_default_str();
   c->add_option("--heartbeat-interval", f->heartbeat_interval, "How often agents report")->capture_default_str();
+  c->add_option("--node-lease", f->node_lease,
+                "How long a node's tasks run without word from the controller: its agent's fence keeper stops them "
+                "then, and a lost node's jobs start elsewhere only after it (0: no lease, no fence)")
+      ->capture_default_str();
   c->add_option("--queues", f->queues, "Queues that accept jobs")->delimiter(',')->capture_default_str();
   c->add_option("--placement", f->placement, "Placement policy")->capture_default_str();
   c->add_option("--queue-policy", f->queue_policy, "Order within a queue: priority, fifo, sjf, las, gittins")->capture_default_str();
