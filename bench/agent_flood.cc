@@ -6,9 +6,11 @@
 //      client probes GET /healthz every 50 ms on a fresh connection and the controller's RSS is
 //      sampled every 100 ms;
 //   2. stops the agent, floods the agent port with --flood (20,400) connections from child
-//      processes (more than the controller's descriptors), starts the agent again during the
-//      flood (it retries), ends the flood after --flood-seconds (the children are killed, so the
-//      kernel closes every socket at once) and measures how long until the agent is registered.
+//      processes (more than the controller's descriptors), each reopened when the controller
+//      closes it; once the controller logs that it is full (its cap, or out of descriptors) starts
+//      the agent again (it retries), ends the flood after --flood-seconds (the children are
+//      killed, so the kernel closes every socket at once) and measures how long until the agent
+//      is registered (unless it got in during the flood: agent_registered_during_flood).
 // Prints JSON: /healthz p50/p99/max and failures (no answer within 5 s) and peak RSS per phase,
 // the connections held, and register_after_flood_ms.
 //
@@ -166,20 +168,34 @@ std::string Source(int base, int i) { return "127.0." + std::to_string(base) + "
 
 // Holds `count` idle connections to the agent port until *stop, reopening those the server
 // closes. Reports how many were open at the last look, and how many the server closed.
-void HoldIdle(int port, int count, const std::atomic<bool>* stop, std::atomic<int>* open, std::atomic<int64_t>* closed) {
+// `base`: the sources are 127.0.<base>.x; `ready`, when not -1, gets a byte once all are open.
+void HoldIdle(int port, int count, const std::atomic<bool>* stop, std::atomic<int>* open, std::atomic<int64_t>* closed,
+              int base = 5, int ready = -1) {
   std::vector<int> fds(static_cast<size_t>(count), -1);
   while (!*stop) {
     int n = 0;
     for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i] < 0) fds[i] = StartConnect(Source(5, static_cast<int>(i)), port);
+      if (fds[i] < 0) fds[i] = StartConnect(Source(base, static_cast<int>(i)), port);
       n += fds[i] >= 0;
     }
     *open = n;
+    if (ready >= 0 && n == count) {
+      const char c = 1;
+      ssize_t w = write(ready, &c, 1);
+      (void)w;
+      ready = -1;
+    }
     std::vector<pollfd> p;
     for (int fd : fds) p.push_back({fd, POLLIN | POLLRDHUP, 0});
     ::poll(p.data(), p.size(), 100);
     for (size_t i = 0; i < p.size(); ++i) {
-      if (fds[i] >= 0 && (p[i].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
+      if (fds[i] < 0 || !(p[i].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) continue;
+      // gRPC greets with its HTTP/2 settings: read them, and reopen only what the server closed.
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fds[i], buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+      }
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
         Abort(fds[i]);
         fds[i] = -1;
         ++*closed;
@@ -237,18 +253,19 @@ int AgentsRegistered(int api) {
   return nlohmann::json::parse(body, nullptr, false).value("agents", -1);
 }
 
-// A child holding `count` connections from 127.0.<base>.x until killed; writes one byte to
-// `ready` once they are made.
+// A child holding `count` connections from 127.0.<base>.x until killed, reopening those the
+// controller closes, as a flood that keeps up would; writes one byte to `ready` once all are open.
+// Forked while the bench runs no other thread.
 pid_t FloodChild(int port, int count, int base, int ready) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
   rlimit nofile{static_cast<rlim_t>(count + 64), static_cast<rlim_t>(count + 64)};
   setrlimit(RLIMIT_NOFILE, &nofile);
-  for (int i = 0; i < count; ++i) StartConnect(Source(base, i), port);
-  const char c = 1;
-  ssize_t n = write(ready, &c, 1);
-  (void)n;
-  for (;;) pause();
+  std::atomic<bool> never{false};
+  std::atomic<int> open{0};
+  std::atomic<int64_t> closed{0};
+  HoldIdle(port, count, &never, &open, &closed, base, ready);
+  _exit(0);
 }
 
 Proc StartAgent(const std::string& binary, int agents, const std::string& cluster, const std::string& dir) {
@@ -348,6 +365,16 @@ int main(int argc, char** argv) {
     ssize_t n = read(ready[0], &c, 1);
     (void)n;
   }
+  // The agent comes back once the flood has filled what the controller takes (its log says so).
+  const int64_t flood_start = NowMs();
+  auto full = [&] {
+    std::ifstream in(dir + "/controller.log");
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return log.find("its cap (--agent-max-connections)") != std::string::npos ||
+           log.find("out of file descriptors") != std::string::npos || log.find("Too many open files") != std::string::npos;
+  };
+  while (!full() && NowMs() - flood_start < 15000) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int64_t filled_ms = NowMs() - flood_start;
   agent = StartAgent(binary, agents, cluster, dir);
   Phase flooded = Probe(api, controller.pid, int64_t{flood_seconds} * 1000);
   const bool during = AgentsRegistered(api) == 1;
@@ -363,7 +390,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   nlohmann::json flood_out = flooded.ToJson();
-  flood_out.update({{"sockets", flood}, {"agent_registered_during_flood", during},
+  flood_out.update({{"sockets", flood}, {"filled_after_ms", filled_ms}, {"agent_registered_during_flood", during},
                     {"register_after_flood_ms", registered}, {"rss_after_mb", ProcStatus(controller.pid, "VmRSS") / 1048576}});
   out["flood"] = flood_out;
   std::printf("%s\n", out.dump(2).c_str());
