@@ -36,11 +36,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "child_process.h"
 
@@ -53,17 +52,17 @@ namespace {
 namespace fs = std::filesystem;
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
-
-
 
 // "Key:  value kB" from /proc/PID/status, in bytes (or the bare number for Threads).
 double ProcStatus(pid_t pid, const std::string& key) {
@@ -108,7 +107,8 @@ int StartConnect(const std::string& src, int port) {
 
 // One blocking HTTP exchange on a fresh connection from `src`: the status (0: no answer within
 // `timeout_ms`) and the body.
-int Exchange(const std::string& src, int port, const std::string& request, int timeout_ms, std::string* body = nullptr) {
+int Exchange(const std::string& src, int port, const std::string& request, int timeout_ms,
+             std::string* body = nullptr) {
   const int64_t deadline = NowMs() + timeout_ms;
   const int fd = StartConnect(src, port);
   if (fd < 0) return 0;
@@ -164,13 +164,15 @@ void Abort(int fd) {
   ::close(fd);
 }
 
-std::string Source(int base, int i) { return "127.0." + std::to_string(base) + "." + std::to_string(1 + i % 200); }
+std::string Source(int base, int i) {
+  return "127.0." + std::to_string(base) + "." + std::to_string(1 + i % 200);
+}
 
 // Holds `count` idle connections to the agent port until *stop, reopening those the server
 // closes. Reports how many were open at the last look, and how many the server closed.
 // `base`: the sources are 127.0.<base>.x; `ready`, when not -1, gets a byte once all are open.
-void HoldIdle(int port, int count, const std::atomic<bool>* stop, std::atomic<int>* open, std::atomic<int64_t>* closed,
-              int base = 5, int ready = -1) {
+void HoldIdle(int port, int count, const std::atomic<bool>* stop, std::atomic<int>* open,
+              std::atomic<int64_t>* closed, int base = 5, int ready = -1) {
   std::vector<int> fds(static_cast<size_t>(count), -1);
   while (!*stop) {
     int n = 0;
@@ -214,14 +216,15 @@ struct Phase {
   nlohmann::json ToJson() const {
     return {{"healthz_p50_ms", Pct(latency_ms, 0.5)}, {"healthz_p99_ms", Pct(latency_ms, 0.99)},
             {"healthz_max_ms", Pct(latency_ms, 1.0)}, {"healthz_probes", latency_ms.size()},
-            {"healthz_failures", failures}, {"peak_rss_mb", peak_rss / 1048576}};
+            {"healthz_failures", failures},           {"peak_rss_mb", peak_rss / 1048576}};
   }
 };
 
 // /healthz every 50 ms (5 s timeout) and the controller's RSS every 100 ms, for `ms`.
 Phase Probe(int api, pid_t controller, int64_t ms) {
   Phase out;
-  const std::string healthz = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::string healthz =
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   std::atomic<bool> done{false};
   std::thread rss([&] {
     while (!done) {
@@ -246,7 +249,8 @@ Phase Probe(int api, pid_t controller, int64_t ms) {
 
 int AgentsRegistered(int api) {
   std::string body;
-  if (Exchange("127.0.0.1", api, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 2000,
+  if (Exchange("127.0.0.1", api,
+               "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 2000,
                &body) != 200) {
     return -1;
   }
@@ -268,10 +272,11 @@ pid_t FloodChild(int port, int count, int base, int ready) {
   _exit(0);
 }
 
-Proc StartAgent(const std::string& binary, int agents, const std::string& cluster, const std::string& dir) {
+Proc StartAgent(const std::string& binary, int agents, const std::string& cluster,
+                const std::string& dir) {
   return Spawn(binary,
-               {"hangar", "agent", "--controller", "127.0.0.1:" + std::to_string(agents), "--node", "node-1",
-                "--cluster", cluster, "--state-dir", dir + "/agent", "--insecure"},
+               {"hangar", "agent", "--controller", "127.0.0.1:" + std::to_string(agents), "--node",
+                "node-1", "--cluster", cluster, "--state-dir", dir + "/agent", "--insecure"},
                dir + "/agent.log");
 }
 
@@ -284,17 +289,24 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--binary") binary = next();
-    else if (a == "--seconds") seconds = std::stoi(next());
-    else if (a == "--idle") idle = std::stoi(next());
-    else if (a == "--flood") flood = std::stoi(next());
-    else if (a == "--flood-seconds") flood_seconds = std::stoi(next());
+    if (a == "--binary")
+      binary = next();
+    else if (a == "--seconds")
+      seconds = std::stoi(next());
+    else if (a == "--idle")
+      idle = std::stoi(next());
+    else if (a == "--flood")
+      flood = std::stoi(next());
+    else if (a == "--flood-seconds")
+      flood_seconds = std::stoi(next());
     else if (a == "--") {
       extra.assign(argv + i + 1, argv + argc);
       break;
     } else {
-      std::fprintf(stderr, "usage: agent_flood [--binary PATH] [--seconds N] [--idle N] [--flood N] [--flood-seconds N] "
-                           "[-- controller flags]\n");
+      std::fprintf(stderr,
+                   "usage: agent_flood [--binary PATH] [--seconds N] [--idle N] [--flood N] "
+                   "[--flood-seconds N] "
+                   "[-- controller flags]\n");
       return 2;
     }
   }
@@ -307,11 +319,26 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/hangar-agent-flood-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   const std::string cluster = dir + "/cluster.yaml";
-  std::ofstream(cluster) << "name: flood\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, "
-                            "cpu: 64, memory: 512Gi}\nnodes: [{name: node-1}]\n";
-  std::vector<std::string> cargs = {"hangar", "controller", "--cluster", cluster, "--api", "127.0.0.1:0", "--agents",
-                                    "127.0.0.1:0", "--store", "memory://", "--port-file", dir + "/ports.json",
-                                    "--auth", "none", "--insecure", "--checkpoint-root", dir + "/checkpoints"};
+  std::ofstream(cluster)
+      << "name: flood\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, "
+         "cpu: 64, memory: 512Gi}\nnodes: [{name: node-1}]\n";
+  std::vector<std::string> cargs = {"hangar",
+                                    "controller",
+                                    "--cluster",
+                                    cluster,
+                                    "--api",
+                                    "127.0.0.1:0",
+                                    "--agents",
+                                    "127.0.0.1:0",
+                                    "--store",
+                                    "memory://",
+                                    "--port-file",
+                                    dir + "/ports.json",
+                                    "--auth",
+                                    "none",
+                                    "--insecure",
+                                    "--checkpoint-root",
+                                    dir + "/checkpoints"};
   cargs.insert(cargs.end(), extra.begin(), extra.end());
   Proc controller = Spawn(binary, cargs, dir + "/controller.log");
   for (int i = 0; i < 200 && !fs::exists(dir + "/ports.json"); ++i) usleep(50000);
@@ -342,10 +369,13 @@ int main(int argc, char** argv) {
   std::atomic<int> open{0};
   std::atomic<int64_t> closed{0};
   std::thread holder([&] { HoldIdle(agents, idle, &stop, &open, &closed); });
-  for (int i = 0; i < 600 && open < idle; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 600 && open < idle; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Phase held = Probe(api, controller.pid, int64_t{seconds} * 1000);
   nlohmann::json idle_out = held.ToJson();
-  idle_out.update({{"sockets", idle}, {"open_at_end", open.load()}, {"closed_by_controller", closed.load()},
+  idle_out.update({{"sockets", idle},
+                   {"open_at_end", open.load()},
+                   {"closed_by_controller", closed.load()},
                    {"agent_registered_at_end", AgentsRegistered(api) == 1}});
   out["idle"] = idle_out;
   stop = true;
@@ -371,9 +401,11 @@ int main(int argc, char** argv) {
     std::ifstream in(dir + "/controller.log");
     const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return log.find("its cap (--agent-max-connections)") != std::string::npos ||
-           log.find("out of file descriptors") != std::string::npos || log.find("Too many open files") != std::string::npos;
+           log.find("out of file descriptors") != std::string::npos ||
+           log.find("Too many open files") != std::string::npos;
   };
-  while (!full() && NowMs() - flood_start < 15000) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!full() && NowMs() - flood_start < 15000)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const int64_t filled_ms = NowMs() - flood_start;
   agent = StartAgent(binary, agents, cluster, dir);
   Phase flooded = Probe(api, controller.pid, int64_t{flood_seconds} * 1000);
@@ -390,8 +422,11 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   nlohmann::json flood_out = flooded.ToJson();
-  flood_out.update({{"sockets", flood}, {"filled_after_ms", filled_ms}, {"agent_registered_during_flood", during},
-                    {"register_after_flood_ms", registered}, {"rss_after_mb", ProcStatus(controller.pid, "VmRSS") / 1048576}});
+  flood_out.update({{"sockets", flood},
+                    {"filled_after_ms", filled_ms},
+                    {"agent_registered_during_flood", during},
+                    {"register_after_flood_ms", registered},
+                    {"rss_after_mb", ProcStatus(controller.pid, "VmRSS") / 1048576}});
   out["flood"] = flood_out;
   std::printf("%s\n", out.dump(2).c_str());
   agent.Stop();

@@ -15,23 +15,23 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "local_cluster.h"
 
 namespace {
 
 using hangar::kSecond;
-using hangar::testing::LocalCluster;
 using hangar::testing::Lines;
+using hangar::testing::LocalCluster;
 using hangar::testing::ReadFile;
 
 int64_t WallNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -51,7 +51,8 @@ Interval Recorded(const std::string& marks, const std::string& task_id) {
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
 }  // namespace
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
     }
   }
   LocalCluster cluster(
-      "node_defaults: {gpus: 1, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
+      "node_defaults: {gpus: 1, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: "
+      "64Gi}\n"
       "nodes: [{name: node-1}, {name: node-2}]\n",
       extra);
   const std::string marks = cluster.dir() + "/marks";
@@ -84,27 +86,34 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the agents did not register; see %s\n", cluster.dir().c_str());
     return 1;
   }
-  const std::string script = "f=" + marks + "/$HANGAR_TASK_ID; date +%s%N > $f.start; "
+  const std::string script = "f=" + marks +
+                             "/$HANGAR_TASK_ID; date +%s%N > $f.start; "
                              "while :; do date +%s%N >> $f.ticks; sleep 0.05; done";
   const std::string spec =
-      nlohmann::json{{"name", "ticker"}, {"tasks", {{{"gpus", 1}, {"command", {"/bin/sh", "-c", script}}}}}}.dump();
+      nlohmann::json{{"name", "ticker"},
+                     {"tasks", {{{"gpus", 1}, {"command", {"/bin/sh", "-c", script}}}}}}
+          .dump();
   nlohmann::json runs = nlohmann::json::array();
   std::vector<double> recovery, gap;
   int overlaps = 0, failed = 0;
   for (int t = 0; t < trials; ++t) {
     int status = 0;
     const uint64_t id = cluster.Post("/v1/jobs", spec, &status).value("id", 0ull);
-    const std::string first_task = std::to_string(id) + ".0.0", second_task = std::to_string(id) + ".1.0";
+    const std::string first_task = std::to_string(id) + ".0.0",
+                      second_task = std::to_string(id) + ".1.0";
     if (status != 201 || !cluster.WaitForJobState(id, "running", 30 * kSecond) ||
-        !LocalCluster::WaitFor([&] { return Recorded(marks, first_task).last > 0; }, 10 * kSecond)) {
-      std::fprintf(stderr, "trial %d: job %lu did not start; see %s\n", t, id, cluster.dir().c_str());
+        !LocalCluster::WaitFor([&] { return Recorded(marks, first_task).last > 0; },
+                               10 * kSecond)) {
+      std::fprintf(stderr, "trial %d: job %lu did not start; see %s\n", t, id,
+                   cluster.dir().c_str());
       return 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const std::string victim = cluster.Job(id)["task_list"][0].value("node", "");
     const int64_t killed = WallNs();
     cluster.KillAgent(victim, SIGKILL);
-    const bool moved = LocalCluster::WaitFor([&] { return Recorded(marks, second_task).last > 0; }, 90 * kSecond);
+    const bool moved =
+        LocalCluster::WaitFor([&] { return Recorded(marks, second_task).last > 0; }, 90 * kSecond);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const Interval a = Recorded(marks, first_task), b = Recorded(marks, second_task);
     nlohmann::json run = {{"job", id}, {"killed_node", victim}};
@@ -114,7 +123,8 @@ int main(int argc, char** argv) {
     } else {
       const bool overlap = a.last >= b.start;
       overlaps += overlap;
-      const double rec = static_cast<double>(b.start - killed) / 1e6, g = static_cast<double>(b.start - a.last) / 1e6;
+      const double rec = static_cast<double>(b.start - killed) / 1e6,
+                   g = static_cast<double>(b.start - a.last) / 1e6;
       recovery.push_back(rec);
       gap.push_back(g);
       run.update({{"overlap", overlap}, {"recovery_ms", rec}, {"gap_ms", g}});

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "common/time.h"
@@ -24,7 +24,7 @@ namespace {
 constexpr int64_t kNanosPerMilli = 1'000'000;
 
 uint64_t SocketInode(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
   return st.st_ino;
 }
@@ -35,7 +35,8 @@ int AgentListener::DefaultMaxConnections(int64_t nofile, int64_t reserved) {
   return static_cast<int>(std::clamp<int64_t>(nofile - reserved, 64, 1 << 20));
 }
 
-StatusOr<std::unique_ptr<AgentListener>> AgentListener::Listen(const std::string& host, int port, Options options) {
+StatusOr<std::unique_ptr<AgentListener>> AgentListener::Listen(const std::string& host, int port,
+                                                               Options options) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -43,8 +44,10 @@ StatusOr<std::unique_ptr<AgentListener>> AgentListener::Listen(const std::string
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
   const std::string where = host + ":" + service;
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    return Status::InvalidArgument("cannot listen for agents on " + where + ": " + gai_strerror(rc));
+  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+      rc != 0) {
+    return Status::InvalidArgument("cannot listen for agents on " + where + ": " +
+                                   gai_strerror(rc));
   }
   int fd = -1;
   std::string why = "no address";
@@ -69,12 +72,14 @@ StatusOr<std::unique_ptr<AgentListener>> AgentListener::Listen(const std::string
   sockaddr_storage bound{};
   socklen_t len = sizeof bound;
   getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  const int bound_port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  const int bound_port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return std::unique_ptr<AgentListener>(new AgentListener(fd, bound_port, options));
 }
 
-AgentListener::AgentListener(int fd, int port, Options options) : fd_(fd), port_(port), options_(options) {
+AgentListener::AgentListener(int fd, int port, Options options)
+    : fd_(fd), port_(port), options_(options) {
   reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
 }
@@ -87,7 +92,8 @@ AgentListener::~AgentListener() {
   if (wake_[1] >= 0) close(wake_[1]);
 }
 
-void AgentListener::Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor) {
+void AgentListener::Start(
+    std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor) {
   acceptor_ = std::move(acceptor);
   thread_ = std::thread([this] { Loop(); });
 }
@@ -125,8 +131,11 @@ void AgentListener::Loop() {
         const bool dropped = DropOneWithReserve();
         if (MonotonicNanos() - last_warning_ns > 10'000 * kNanosPerMilli) {
           last_warning_ns = MonotonicNanos();
-          spdlog::warn("agent channel: out of file descriptors ({}); closing new connections until some are free "
-                       "({} open agent connections)", std::strerror(err), handed_.size());
+          spdlog::warn(
+              "agent channel: out of file descriptors ({}); closing new connections until some are "
+              "free "
+              "({} open agent connections)",
+              std::strerror(err), handed_.size());
         }
         if (dropped) continue;
         // Not even the reserve could be had: wait a little rather than spin on a readable socket.
@@ -163,8 +172,11 @@ void AgentListener::Hand(int fd) {
     close(fd);
     if (MonotonicNanos() - last_shed_warning_ns_ > 10'000 * kNanosPerMilli) {
       last_shed_warning_ns_ = MonotonicNanos();
-      spdlog::warn("agent channel: {} connections at once, its cap (--agent-max-connections): closing new ones "
-                   "until some end", handed_.size());
+      spdlog::warn(
+          "agent channel: {} connections at once, its cap (--agent-max-connections): closing new "
+          "ones "
+          "until some end",
+          handed_.size());
     }
     std::lock_guard<std::mutex> l(mu_);
     counts_.shed++;
@@ -181,7 +193,8 @@ void AgentListener::Hand(int fd) {
 }
 
 void AgentListener::Sweep() {
-  std::erase_if(handed_, [](const auto& e) { return e.second == 0 || SocketInode(e.first) != e.second; });
+  std::erase_if(handed_,
+                [](const auto& e) { return e.second == 0 || SocketInode(e.first) != e.second; });
   last_sweep_ns_ = MonotonicNanos();
   std::lock_guard<std::mutex> l(mu_);
   counts_.open = static_cast<int64_t>(handed_.size());

@@ -38,7 +38,8 @@ class AgentListener {
 
   // Binds and listens on host:port (port 0: any free port). Fails with a sentence when the
   // address cannot be had.
-  static StatusOr<std::unique_ptr<AgentListener>> Listen(const std::string& host, int port, Options options);
+  static StatusOr<std::unique_ptr<AgentListener>> Listen(const std::string& host, int port,
+                                                         Options options);
   ~AgentListener();  // stops
 
   int port() const { return port_; }
@@ -56,7 +57,8 @@ class AgentListener {
  private:
   AgentListener(int fd, int port, Options options);
   void Loop();
-  // Takes and drops one waiting connection with the reserve descriptor; false when even that failed.
+  // Takes and drops one waiting connection with the reserve descriptor; false when even that
+  // failed.
   bool DropOneWithReserve();
   void Hand(int fd);
   // Forgets connections gRPC has closed (their descriptor gone, or now another file).

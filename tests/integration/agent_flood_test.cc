@@ -1,8 +1,9 @@
 // The agent port under an unauthenticated connection flood. gRPC 1.51's own acceptor stopped for
 // good after one accept4 failed for want of a descriptor: agents could not register until the
-// controller was restarted. The controller now accepts the port itself (controller/agent_listener.h):
-// past its descriptors it drops new connections and keeps accepting, so once the flood ends an
-// agent registers again; and a cap plus a handshake timeout keep idle sockets from filling it.
+// controller was restarted. The controller now accepts the port itself
+// (controller/agent_listener.h): past its descriptors it drops new connections and keeps accepting,
+// so once the flood ends an agent registers again; and a cap plus a handshake timeout keep idle
+// sockets from filling it.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -36,7 +37,8 @@ pid_t ControllerPid(const std::string& dir) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream in(e.path() / "cmdline");
     std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (Contains(cmdline, std::string("controller") + '\0') && Contains(cmdline, dir + "/cluster.yaml")) {
+    if (Contains(cmdline, std::string("controller") + '\0') &&
+        Contains(cmdline, dir + "/cluster.yaml")) {
       return static_cast<pid_t>(std::stol(name));
     }
   }
@@ -74,22 +76,26 @@ TEST(AgentFloodTest, AgentsRegisterAgainOnceAFloodThatExhaustedDescriptorsEnds) 
   ASSERT_EQ(prlimit(controller, RLIMIT_NOFILE, &few, nullptr), 0) << std::strerror(errno);
   std::vector<int> flood = Flood(cluster.agent_port(), 400);
   const std::string log = cluster.dir() + "/controller.log";
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    const std::string text = ReadFile(log);
-    return Contains(text, "out of file descriptors") || Contains(text, "Too many open files");
-  }, 15 * kSecond)) << "the flood did not exhaust the controller's descriptors";
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        const std::string text = ReadFile(log);
+        return Contains(text, "out of file descriptors") || Contains(text, "Too many open files");
+      },
+      15 * kSecond))
+      << "the flood did not exhaust the controller's descriptors";
   CloseAll(&flood);
   cluster.StartAgent("node-1");
   EXPECT_TRUE(cluster.WaitForAgents(1, 20 * kSecond)) << ReadFile(log);
 }
 
 TEST(AgentFloodTest, IdleSocketsBeyondTheCapAreClosedAndKeepNoAgentOut) {
-  LocalCluster cluster(kCluster, {"--agent-max-connections", "50", "--agent-handshake-timeout", "1s"});
+  LocalCluster cluster(kCluster,
+                       {"--agent-max-connections", "50", "--agent-handshake-timeout", "1s"});
   cluster.StartController();
   std::vector<int> flood = Flood(cluster.agent_port(), 300);  // held for the whole test
   const std::string log = cluster.dir() + "/controller.log";
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(log), "its cap (--agent-max-connections)"); },
-                                    15 * kSecond));
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] { return Contains(ReadFile(log), "its cap (--agent-max-connections)"); }, 15 * kSecond));
   cluster.StartAgent("node-1");
   EXPECT_TRUE(cluster.WaitForAgents(1, 20 * kSecond)) << ReadFile(log);
   // The sockets the cap refused, and those that said nothing for a handshake timeout, were closed

@@ -25,7 +25,8 @@ constexpr const char* kCluster =
 // A job whose task writes its own start time, then a tick every 50 ms, under `marks`
 // (<task id>.start, <task id>.ticks; nanoseconds since the epoch).
 std::string TickingJob(const std::string& marks) {
-  const std::string script = "f=" + marks + "/$HANGAR_TASK_ID; date +%s%N > $f.start; "
+  const std::string script = "f=" + marks +
+                             "/$HANGAR_TASK_ID; date +%s%N > $f.start; "
                              "while :; do date +%s%N >> $f.ticks; sleep 0.05; done";
   nlohmann::json spec = {{"name", "ticker"},
                          {"tasks", {{{"gpus", 1}, {"command", {"/bin/sh", "-c", script}}}}}};
@@ -60,7 +61,8 @@ class NodeFenceTest : public ::testing::Test {
     cluster_->Post("/v1/jobs", TickingJob(marks_), &status);
     ASSERT_EQ(status, 201);
     ASSERT_TRUE(cluster_->WaitForJobState(1, "running", 20 * kSecond)) << cluster_->Job(1).dump();
-    ASSERT_TRUE(LocalCluster::WaitFor([&] { return Recorded(marks_, "1.0.0").last > 0; }, 10 * kSecond));
+    ASSERT_TRUE(
+        LocalCluster::WaitFor([&] { return Recorded(marks_, "1.0.0").last > 0; }, 10 * kSecond));
   }
   void TearDown() override {
     if (!cluster_) return;
@@ -76,19 +78,25 @@ TEST_F(NodeFenceTest, AKilledAgentsTaskStopsBeforeTheNextAttemptStarts) {
   Start({"--heartbeat-interval", "250ms", "--heartbeat-timeout", "1s", "--node-lease", "3s"});
   const std::string victim = cluster_->Job(1)["task_list"][0].value("node", "");
   cluster_->KillAgent(victim, SIGKILL);  // and it never comes back
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    auto j = cluster_->Job(1);
-    return j.value("attempt", 0) == 1 && j.value("state", "") == "running";
-  }, 30 * kSecond)) << cluster_->Job(1).dump();
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        auto j = cluster_->Job(1);
+        return j.value("attempt", 0) == 1 && j.value("state", "") == "running";
+      },
+      30 * kSecond))
+      << cluster_->Job(1).dump();
   // Attempt 1 runs on the other node; give it time to tick, then compare what each task saw.
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Recorded(marks_, "1.1.0").last > 0; }, 10 * kSecond));
+  ASSERT_TRUE(
+      LocalCluster::WaitFor([&] { return Recorded(marks_, "1.1.0").last > 0; }, 10 * kSecond));
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const Interval first = Recorded(marks_, "1.0.0"), second = Recorded(marks_, "1.1.0");
   ASSERT_GT(second.start, 0);
-  EXPECT_LT(first.last, second.start) << "attempt 0 still ran " << (first.last - second.start) / 1000000
-                                      << " ms after attempt 1 had started";
+  EXPECT_LT(first.last, second.start)
+      << "attempt 0 still ran " << (first.last - second.start) / 1000000
+      << " ms after attempt 1 had started";
   // The keeper says so, and so does the job's history.
-  EXPECT_TRUE(Contains(ReadFile(cluster_->dir() + "/agents/" + victim + "/fence/fenced.log"), "\"task\":\"1.0.0\""));
+  EXPECT_TRUE(Contains(ReadFile(cluster_->dir() + "/agents/" + victim + "/fence/fenced.log"),
+                       "\"task\":\"1.0.0\""));
   bool waited = false;
   const auto events = cluster_->Get("/v1/events?subject=job/1");
   for (const auto& e : events.value("events", nlohmann::json::array())) {

@@ -27,7 +27,9 @@ Status FenceDir::Create() const {
   std::error_code ec;
   for (const char* sub : {"tasks", "fenced"}) {
     fs::create_directories(root_ + "/" + sub, ec);
-    if (ec) return Status::Unavailable("cannot create the node fence's folder " + root_ + "/" + sub + ": " + ec.message());
+    if (ec)
+      return Status::Unavailable("cannot create the node fence's folder " + root_ + "/" + sub +
+                                 ": " + ec.message());
   }
   return Status::Ok();
 }
@@ -49,7 +51,8 @@ Status FenceDir::Replace(const std::string& path, const std::string& text) const
 
 Status FenceDir::WriteLease(const Lease& lease) const {
   if (!lease.armed()) return Replace(Path("lease"), "none\n");
-  return Replace(Path("lease"), std::to_string(lease.deadline_ms) + " " + std::to_string(lease.term_grace_ms) + "\n");
+  return Replace(Path("lease"), std::to_string(lease.deadline_ms) + " " +
+                                    std::to_string(lease.term_grace_ms) + "\n");
 }
 
 std::optional<Lease> FenceDir::ReadLease() const {
@@ -59,16 +62,20 @@ std::optional<Lease> FenceDir::ReadLease() const {
   if (first == "none") return Lease{};
   Lease l;
   std::istringstream deadline(first);
-  if (!(deadline >> l.deadline_ms) || !(in >> l.term_grace_ms) || l.term_grace_ms < 0) return std::nullopt;
+  if (!(deadline >> l.deadline_ms) || !(in >> l.term_grace_ms) || l.term_grace_ms < 0)
+    return std::nullopt;
   return l;
 }
 
 Status FenceDir::GuardTask(const GuardedTask& t) const {
-  return Replace(Path("tasks/" + t.task_id),
-                 std::to_string(t.pid) + " " + std::to_string(t.start_ticks) + "\n" + t.cgroup_dir + "\n");
+  return Replace(
+      Path("tasks/" + t.task_id),
+      std::to_string(t.pid) + " " + std::to_string(t.start_ticks) + "\n" + t.cgroup_dir + "\n");
 }
 
-void FenceDir::ReleaseTask(const std::string& task_id) const { unlink(Path("tasks/" + task_id).c_str()); }
+void FenceDir::ReleaseTask(const std::string& task_id) const {
+  unlink(Path("tasks/" + task_id).c_str());
+}
 
 std::vector<GuardedTask> FenceDir::GuardedTasks() const {
   std::vector<GuardedTask> out;
@@ -98,7 +105,9 @@ std::optional<std::string> FenceDir::FencedBecause(const std::string& task_id) c
   return why;
 }
 
-void FenceDir::ForgetFenced(const std::string& task_id) const { unlink(Path("fenced/" + task_id).c_str()); }
+void FenceDir::ForgetFenced(const std::string& task_id) const {
+  unlink(Path("fenced/" + task_id).c_str());
+}
 
 void FenceDir::AppendLog(const std::string& json_line) const {
   int fd = open(Path("fenced.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

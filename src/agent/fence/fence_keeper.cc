@@ -57,12 +57,14 @@ bool CarriesTaskId(pid_t pid, const std::string& task_id) {
   std::string env(1, '\0');
   env.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   env.push_back('\0');
-  const std::string needle = std::string(1, '\0') + "HANGAR_TASK_ID=" + task_id + std::string(1, '\0');
+  const std::string needle =
+      std::string(1, '\0') + "HANGAR_TASK_ID=" + task_id + std::string(1, '\0');
   return env.find(needle) != std::string::npos;
 }
 
 int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -95,7 +97,8 @@ int SignalTask(const GuardedTask& t, int sig) {
     if (!s || !Live(*s)) continue;
     // Its group's members (started after a leader that is gone: a group id is not reused while
     // a member remains), or anything that says it belongs to the task (setsid daemons included).
-    const bool member = t.pid > 0 && s->pgrp == t.pid && (leader || s->start_ticks >= t.start_ticks);
+    const bool member =
+        t.pid > 0 && s->pgrp == t.pid && (leader || s->start_ticks >= t.start_ticks);
     if (!member && !CarriesTaskId(pid, t.task_id)) continue;
     ++found;
     if (sig != 0) {
@@ -116,7 +119,9 @@ size_t FenceKeeper::Step(int64_t now_ms, bool agent_alive) {
     const bool due = lease_.armed() && now_ms >= lease_.deadline_ms - lease_.term_grace_ms;
     if (!due) {
       if (it != stopping_.end()) {
-        spdlog::warn("fence: the lease was renewed while task {} was being stopped; it is left alone now", t.task_id);
+        spdlog::warn(
+            "fence: the lease was renewed while task {} was being stopped; it is left alone now",
+            t.task_id);
       }
       // With no agent to release them, the records of tasks that ended go here.
       if (!agent_alive && SignalTask(t, 0) == 0) dir_.ReleaseTask(t.task_id);
@@ -126,7 +131,8 @@ size_t FenceKeeper::Step(int64_t now_ms, bool agent_alive) {
     if (StopTask(t, now_ms, &s)) still[t.task_id] = s;
   }
   for (const auto& [id, s] : stopping_) {
-    if (!still.count(id) && std::none_of(tasks.begin(), tasks.end(), [&](const GuardedTask& t) { return t.task_id == id; })) {
+    if (!still.count(id) && std::none_of(tasks.begin(), tasks.end(),
+                                         [&](const GuardedTask& t) { return t.task_id == id; })) {
       Forget(GuardedTask{id}, &s);  // its agent saw it end and released it
     }
   }
@@ -139,8 +145,9 @@ bool FenceKeeper::StopTask(const GuardedTask& t, int64_t now_ms, Stopping* s) {
   if (s->term_wall_ms == 0) {
     s->term_wall_ms = WallMs();
     // Recorded before the signal, so that the agent, seeing the task end, knows why.
-    (void)dir_.MarkFenced(t.task_id, "stopped by the node's fence: the node's lease ran out (no word from the "
-                                     "controller), so its jobs may run elsewhere now");
+    (void)dir_.MarkFenced(t.task_id,
+                          "stopped by the node's fence: the node's lease ran out (no word from the "
+                          "controller), so its jobs may run elsewhere now");
     const int n = SignalTask(t, SIGTERM);
     spdlog::warn("fence: the node's lease runs out in {} ms: SIGTERM to task {} ({} processes)",
                  std::max<int64_t>(0, s->deadline_ms - now_ms), t.task_id, n);
@@ -149,7 +156,8 @@ bool FenceKeeper::StopTask(const GuardedTask& t, int64_t now_ms, Stopping* s) {
     s->killed = true;
     s->kill_wall_ms = WallMs();
     const int n = SignalTask(t, SIGKILL);
-    spdlog::warn("fence: the node's lease ran out: SIGKILL to task {} ({} processes)", t.task_id, n);
+    spdlog::warn("fence: the node's lease ran out: SIGKILL to task {} ({} processes)", t.task_id,
+                 n);
   }
   if (SignalTask(t, 0) > 0) return true;
   Forget(t, s);
@@ -158,8 +166,9 @@ bool FenceKeeper::StopTask(const GuardedTask& t, int64_t now_ms, Stopping* s) {
 
 void FenceKeeper::Forget(const GuardedTask& t, const Stopping* s) {
   std::ostringstream line;
-  line << "{\"task\":\"" << t.task_id << "\",\"pid\":" << t.pid << ",\"term_ms\":" << s->term_wall_ms
-       << ",\"kill_ms\":" << s->kill_wall_ms << ",\"gone_ms\":" << WallMs() << "}";
+  line << "{\"task\":\"" << t.task_id << "\",\"pid\":" << t.pid
+       << ",\"term_ms\":" << s->term_wall_ms << ",\"kill_ms\":" << s->kill_wall_ms
+       << ",\"gone_ms\":" << WallMs() << "}";
   dir_.AppendLog(line.str());
   dir_.ReleaseTask(t.task_id);
   spdlog::warn("fence: task {} has stopped", t.task_id);
@@ -210,7 +219,8 @@ Status EnsureFenceKeeper(const std::string& state_dir, const std::string& hangar
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   const std::string log = dir.Path("keeper.log");
@@ -226,8 +236,8 @@ Status EnsureFenceKeeper(const std::string& state_dir, const std::string& hangar
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
-    return Status::Unavailable("cannot start the fence keeper (" + hangar_binary + " fence-keeper): " +
-                               std::strerror(err));
+    return Status::Unavailable("cannot start the fence keeper (" + hangar_binary +
+                               " fence-keeper): " + std::strerror(err));
   }
   children->push_back(pid);
   return Status::Ok();

@@ -17,8 +17,9 @@ namespace fs = std::filesystem;
 class FenceKeeperTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fence-test-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("fence-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     ASSERT_TRUE(FenceDir(dir_).Create().ok());
   }
@@ -43,7 +44,8 @@ class FenceKeeperTest : public ::testing::Test {
     }
     children_.push_back(pid);
     // Until it has exec'd, its environment is not the task's.
-    for (int i = 0; i < 200 && SignalTask({task_id}, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int i = 0; i < 200 && SignalTask({task_id}, 0) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return pid;
   }
   // Whether it has ended (reaping it, as its parent).

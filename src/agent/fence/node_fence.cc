@@ -20,8 +20,9 @@ Status NodeFence::Open() {
     if (!agent_lock_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (!agent_lock_) {
-    return Status::FailedPrecondition("another agent runs with this state directory (" + dir_.Path("agent.lock") +
-                                      " is locked); stop it first, or give this one another --state-dir");
+    return Status::FailedPrecondition(
+        "another agent runs with this state directory (" + dir_.Path("agent.lock") +
+        " is locked); stop it first, or give this one another --state-dir");
   }
   std::lock_guard<std::mutex> l(mu_);
   if (auto left = dir_.ReadLease()) lease_ = *left;
@@ -40,7 +41,10 @@ void NodeFence::Grant(int64_t clock_ms, int64_t lease_ms) {
   }
   const int64_t deadline = std::min(clock_ms, LeaseClockMs()) + lease_ms;
   if (lease_.armed() && deadline <= lease_.deadline_ms) return;
-  if (!lease_.armed()) spdlog::info("agent: node lease of {} ms: tasks stop if the controller is not heard for that long", lease_ms);
+  if (!lease_.armed())
+    spdlog::info(
+        "agent: node lease of {} ms: tasks stop if the controller is not heard for that long",
+        lease_ms);
   lease_.deadline_ms = deadline;
   lease_.term_grace_ms = std::min<int64_t>(1000, lease_ms / 4);
   // Written before the keeper is asked for: a keeper that starts reads it.

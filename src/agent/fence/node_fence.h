@@ -31,7 +31,9 @@ class NodeFence {
   // The deadline on the lease clock (Lease::kNone when unarmed).
   int64_t deadline() const;
   // Why the keeper stopped this task, if it did; Forget drops that record.
-  std::optional<std::string> FencedBecause(const std::string& task_id) const { return dir_.FencedBecause(task_id); }
+  std::optional<std::string> FencedBecause(const std::string& task_id) const {
+    return dir_.FencedBecause(task_id);
+  }
   void ForgetFenced(const std::string& task_id) const { dir_.ForgetFenced(task_id); }
 
  private:

@@ -20,7 +20,8 @@ class FenceStateTest : public ::testing::Test {
     ControllerOptions o;
     o.require_validation = false;
     o.node_lease = 10 * kSecond;
-    state_ = std::make_unique<ClusterState>(f->topology, o, std::move(sched::Scheduler::Create({})).value());
+    state_ = std::make_unique<ClusterState>(f->topology, o,
+                                            std::move(sched::Scheduler::Create({})).value());
   }
   pb::Register Reg(const std::string& node) {
     pb::Register r;
@@ -78,7 +79,7 @@ TEST_F(FenceStateTest, TheNextAttemptWaitsForTheLostNodesLease) {
   ASSERT_TRUE(state_->OnRegister(Reg("b"), 0, &fx).ok());
   const std::string lost = RunOneJob(&fx);
   const std::string other = lost == "a" ? "b" : "a";
-  Beat(lost, 100, 2000, &fx);   // its last lease: until 2000 + 10 s
+  Beat(lost, 100, 2000, &fx);  // its last lease: until 2000 + 10 s
   Beat(other, 100, 6000, &fx);
   Effects check;
   state_->CheckHeartbeats(6000, &check);  // silent for 4 s: lost, its job queued again
@@ -87,7 +88,8 @@ TEST_F(FenceStateTest, TheNextAttemptWaitsForTheLostNodesLease) {
   state_->Schedule(6000, &check);
   EXPECT_EQ(state_->GetJob(1)->state, "pending") << "its task may still run on " << lost;
   bool said = false;
-  for (const auto& e : check.batch.events) said |= e.message.find("lease has run out") != std::string::npos;
+  for (const auto& e : check.batch.events)
+    said |= e.message.find("lease has run out") != std::string::npos;
   EXPECT_TRUE(said);
   // Just before the lease (and its margin) has run out: still waiting.
   Beat(other, 6100, 12400, &fx);
