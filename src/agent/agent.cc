@@ -86,7 +86,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
     : options_(std::move(options)),
       backend_(std::move(backend)),
       clock_(clock),
-      runner_(RunnerOptions{"", options_.use_cgroups}) {}
+      runner_(RunnerOptions{"", options_.use_cgroups, options_.state_dir}) {}
 
 Agent::~Agent() {
   socket_.reset();  // stops its thread before anything it uses goes
@@ -107,6 +107,8 @@ Status Agent::Init() {
   HANGAR_ASSIGN_OR_RETURN(nics_, ReadIbPorts(options_.ib_root));
   LogNicAffinity();
   cgroup_status_ = runner_.CgroupStatus();
+  fence_ = std::make_unique<fence::NodeFence>(options_.state_dir, options_.hangar_binary);
+  HANGAR_RETURN_IF_ERROR(fence_->Open());
   journal_ = std::make_unique<TaskJournal>(options_.state_dir);
   std::map<std::string, TaskRecord> loaded;
   for (const auto& e : journal_->Load()) {
@@ -123,9 +125,11 @@ Status Agent::Init() {
         r.exit_code = -1;
         r.message = "ended while the agent was down; its exit status is unknown";
         r.ended_at = clock_->Now();
+        NoteFenced(&r);
       }
     }
   }
+  runner_.ForgetUnguarded();
   store_id_ = ReadStoreId(options_.state_dir);
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -275,6 +279,7 @@ void Agent::ForgetStore() {
 pb::Register Agent::RegisterMessage() {
   pb::Register reg;
   reg.set_store_id(store_id_);
+  reg.set_lease_clock_ms(fence::LeaseClockMs());
   pb::Inventory* inv = reg.mutable_inventory();
   inv->set_node(options_.node);
   inv->set_address(options_.address);
@@ -487,6 +492,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
   switch (m.body_case()) {
     case pb::ControllerMessage::kRegistered:
       if (m.registered().heartbeat_interval_ms() > 0) heartbeat_ms_ = m.registered().heartbeat_interval_ms();
+      if (fence_) fence_->Grant(m.registered().lease_clock_ms(), m.registered().lease_ms());
       SetDataToken(m.registered().data_token());
       for (const auto& id : m.registered().stop_tasks()) {
         pb::Stop s;
@@ -504,6 +510,9 @@ void Agent::Handle(const pb::ControllerMessage& m) {
       break;
     case pb::ControllerMessage::kStage: HandleStage(m.stage()); break;
     case pb::ControllerMessage::kMigReshape: HandleMigReshape(m.mig_reshape()); break;
+    case pb::ControllerMessage::kLease:
+      if (fence_) fence_->Grant(m.lease().lease_clock_ms(), m.lease().lease_ms());
+      break;
     default: break;
   }
 }
@@ -658,6 +667,7 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
     it->second.signal = e.signal;
     it->second.stopped = e.stopped;
     it->second.ended_at = clock_->Now();
+    NoteFenced(&it->second);
     r = it->second;
   }
   if (!r.container.empty()) ReleaseContainer(&r);  // gone before its GPUs are free
@@ -674,6 +684,17 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
   spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id,
                r.exit_code, r.signal, r.stopped ? ", stopped" : "");
   return r;
+}
+
+// A task the fence keeper stopped did not fail: it was stopped because this node lost its lease,
+// and the controller runs its job again (as for an agent that exited with its tasks).
+void Agent::NoteFenced(TaskRecord* r) {
+  if (!fence_) return;
+  auto why = fence_->FencedBecause(r->task_id);
+  if (!why) return;
+  r->agent_exiting = true;
+  r->message = *why;
+  fence_->ForgetFenced(r->task_id);
 }
 
 void Agent::ReaperLoop(const std::atomic<bool>* stop) {
@@ -730,6 +751,7 @@ void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
     pb::Heartbeat* hb = m.mutable_heartbeat();
     hb->set_seq(++heartbeat_seq_);
     hb->set_time_ms(now);
+    hb->set_lease_clock_ms(fence::LeaseClockMs());
     InjectFaultsIfAsked(now);
     CheckMpsLimits();
     auto sample = backend_->Sample(now);

@@ -46,6 +46,7 @@
 #include "agent/data/data_server.h"
 #include "agent/data/object_cache.h"
 #include "agent/data/stager.h"
+#include "agent/fence/node_fence.h"
 #include "agent/gpu/gpu_backend.h"
 #include "agent/gpu/mps.h"
 #include "agent/gpu/mig_layout.h"
@@ -191,6 +192,8 @@ class Agent {
   // After RecordExit: the end to the controller (unless a checkpoint drain holds it), and what
   // the task's artifacts may free.
   void AfterExit(const TaskRecord& r);
+  // Marks a task the node's fence keeper stopped as such (caller holds mu_ or owns the record).
+  void NoteFenced(TaskRecord* r);
   void StopTasksOnExit();
   // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts,
   // owned by the task's user.
@@ -271,6 +274,9 @@ class Agent {
   std::mutex mu_;  // records_, early_exits_, unsent_checkpoints_, drains_
   std::map<std::string, TaskRecord> records_;
   std::unique_ptr<TaskJournal> journal_;  // records_ on disk (made by Init)
+  // The node's fence (docs/operations.md, "The node lease"): the lease the controller grants and the
+  // keeper that stops the tasks when it runs out, even with this agent gone. Made by Init.
+  std::unique_ptr<fence::NodeFence> fence_;
   // Exits the reaper saw before the launch had recorded its task (a `true` can end before
   // Launch() has returned): the launch handles them once its record is in.
   std::map<std::string, TaskExit> early_exits_;

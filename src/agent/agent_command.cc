@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "agent/checkpoint_socket.h"
+#include "agent/fence/fence_keeper.h"
 #include "agent/gpu/fake_backend.h"
 #include "agent/gpu/gpu_check.h"
 #include "agent/gpu/mps.h"
@@ -499,6 +500,13 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
       "without -d it sends the commands on stdin (quit) to the one in $CUDA_MPS_PIPE_DIRECTORY");
   fake_mps->add_flag("-d", *mps_daemon, "Start the daemon in the background");
   fake_mps->callback([mps_daemon, rc] { *rc = RunFakeMpsControl(*mps_daemon); });
+
+  // The node's fence keeper (agent/fence/fence_keeper.h): the agent starts it; not for people.
+  auto keeper_dir = std::make_shared<std::string>();
+  CLI::App* keeper = app.add_subcommand("fence-keeper", "The node's fence keeper, started by the agent");
+  keeper->group("");  // hidden from --help
+  keeper->add_option("--state-dir", *keeper_dir, "The agent's state directory")->required();
+  keeper->callback([keeper_dir, rc] { *rc = fence::RunFenceKeeper(*keeper_dir); });
 
   auto k = std::make_shared<CheckpointFlags>();
   CLI::App* ckpt = app.add_subcommand(

@@ -261,9 +261,9 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     // silent. Nothing in a heartbeat is urgent (Xids and task ends come as their own
     // messages), so it waits for the owner's next batch.
     const Time received = hub_->owner_->clock()->Now();
-    hub_->owner_->PostLazy([hb, received, node = node_, this, hub = hub_](ClusterState& s, Effects*,
+    hub_->owner_->PostLazy([hb, received, node = node_, this, hub = hub_](ClusterState& s, Effects* fx,
                                                                           StateOwner::AfterCommit* after) {
-      if (s.OnHeartbeat(node, *hb, received)) return;
+      if (s.OnHeartbeat(node, *hb, received, fx)) return;
       // Marked lost while its stream stayed up (the agent was stopped, or starved, for longer
       // than the timeout): its gangs were requeued. Closing the stream makes it register
       // again, which reconciles its tasks and brings the node back.

@@ -20,6 +20,7 @@
 #include "common/dev_token.h"
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
+#include "controller/agent_listener.h"
 #include "controller/http_api.h"
 #include "controller/leadership.h"
 #include "controller/metrics.h"
@@ -40,6 +41,11 @@ struct Flags {
   std::string heartbeat_timeout = "3s";
   std::string reconnect_grace = "auto";
   std::string heartbeat_interval = "1s";
+  std::string node_lease = "10s";
+  // The agent channel against floods: connections held at once ("auto": what the descriptor limit
+  // leaves after the API's), and how long a connection may take to say HTTP/2 hello.
+  std::string agent_max_connections = "auto";
+  std::string agent_handshake_timeout = "10s";
   std::vector<std::string> queues = {"default"};
   std::string placement = "hangar";
   std::string queue_policy = "priority";
@@ -325,6 +331,12 @@ StatusOr<ControllerOptions> OptionsFrom(const Flags& f, const cluster::ClusterFi
     HANGAR_ASSIGN_OR_RETURN(opt.reconnect_grace, ParseDuration(f.reconnect_grace));
   }
   HANGAR_ASSIGN_OR_RETURN(opt.heartbeat_interval, ParseDuration(f.heartbeat_interval));
+  HANGAR_ASSIGN_OR_RETURN(opt.node_lease, ParseDuration(f.node_lease));
+  if (opt.node_lease != 0 && opt.node_lease < 2 * opt.heartbeat_interval) {
+    return Status::InvalidArgument("--node-lease " + f.node_lease + " is shorter than two heartbeats (--heartbeat-interval " +
+                                   f.heartbeat_interval + "): every node would stop its tasks between two of them; give it "
+                                   "at least 2 heartbeats (10s is the default), or 0 to fence no node");
+  }
   opt.queues = f.queues;
   // Absolute: agents create it and tasks write there from their own working directories.
   opt.checkpoint_root = std::filesystem::absolute(f.checkpoint_root).lexically_normal().string();
@@ -454,25 +466,64 @@ void TuneProcessForServing() {
   }
 }
 
+// The agent channel: gRPC, on connections the controller accepts itself (AgentListener).
+struct AgentServer {
+  std::unique_ptr<AgentListener> listener;
+  std::unique_ptr<grpc::Server> server;
+  void Stop() {
+    listener->Stop();  // first: what it would hand the server after its shutdown would leak
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+};
+
+StatusOr<int> AgentMaxConnections(const Flags& f) {
+  if (f.agent_max_connections != "auto") {
+    try {
+      const int n = std::stoi(f.agent_max_connections);
+      if (n >= 1) return n;
+    } catch (...) {
+    }
+    return Status::InvalidArgument("--agent-max-connections must be a positive number or auto, not '" +
+                                   f.agent_max_connections + "'");
+  }
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  // The API's connections, and room for the store, logs, the metrics and everything else.
+  return AgentListener::DefaultMaxConnections(static_cast<int64_t>(nofile.rlim_cur), f.http_max_connections + 512);
+}
+
 // The agent channel (gRPC) on `addr`: the port it took goes to *agent_port.
-StatusOr<std::unique_ptr<grpc::Server>> ServeAgents(const Flags& f, const TlsFiles& tls, const HostPort& addr,
-                                                     AgentHub* hub, int* agent_port) {
+StatusOr<AgentServer> ServeAgents(const Flags& f, const TlsFiles& tls, const HostPort& addr, AgentHub* hub,
+                                  int* agent_port) {
+  HANGAR_ASSIGN_OR_RETURN(const int max_connections, AgentMaxConnections(f));
+  HANGAR_ASSIGN_OR_RETURN(const Duration handshake, ParseDuration(f.agent_handshake_timeout));
+  std::string host = addr.first;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  AgentServer out;
+  HANGAR_ASSIGN_OR_RETURN(out.listener, AgentListener::Listen(host, addr.second, {max_connections}));
   grpc::ServerBuilder builder;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
   // Agent streams live for days and are many: the minimal filter stack keeps each call's arena
   // small (deadlines, census and compression filters are not used on this channel).
   builder.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
   // Agents ping every second to notice a controller that stopped answering (issue 18).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // A connection that has not finished its TLS handshake and HTTP/2 hello by then is closed (an
+  // idle socket held open by a flood), and one with no call for a minute (an agent has one always).
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, static_cast<int>(std::max<Duration>(handshake, 100)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 60 * 1000);
   HANGAR_ASSIGN_OR_RETURN(auto creds, AgentCredentials(tls));
-  builder.AddListeningPort(addr.first + ":" + std::to_string(addr.second), creds, agent_port);
+  auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   builder.RegisterService(hub);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || *agent_port == 0) {
-    return Status::Unavailable("cannot listen on " + f.agents + " for agents; is the port in use? Choose another with --agents");
+  out.server = builder.BuildAndStart();
+  if (!out.server) {
+    return Status::Unavailable("cannot start the agent channel on " + f.agents + "; see the log above");
   }
-  return server;
+  out.listener->Start(std::move(acceptor));
+  *agent_port = out.listener->port();
+  spdlog::info("agent channel: at most {} connections at once, {} ms to handshake", max_connections, handshake);
+  return out;
 }
 
 Status Run(const Flags& f) {
@@ -539,7 +590,7 @@ Status Run(const Flags& f) {
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
   int agent_port = 0;
-  HANGAR_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> grpc_server, ServeAgents(f, tls, agent_addr, &hub, &agent_port));
+  HANGAR_ASSIGN_OR_RETURN(AgentServer agents, ServeAgents(f, tls, agent_addr, &hub, &agent_port));
   owner.Start();
   HttpApi http(&owner, &hub, &metrics, tokens.get(), tls, api_limits);
   if (!http.valid()) {
@@ -568,7 +619,7 @@ Status Run(const Flags& f) {
   }
   spdlog::info("controller: stopping");
   http.Stop();
-  grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  agents.Stop();
   owner.Stop();
   if (lease) lease->Release();  // nothing acts any more: a standby may take over at once
   return stopped_by;
@@ -593,6 +644,17 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
                 "(auto: 10 s + 2.5 ms per node, at least --heartbeat-timeout)")
       ->capture_default_str();
   c->add_option("--heartbeat-interval", f->heartbeat_interval, "How often agents report")->capture_default_str();
+  c->add_option("--node-lease", f->node_lease,
+                "How long a node's tasks run without word from the controller: its agent's fence keeper stops them "
+                "then, and a lost node's jobs start elsewhere only after it (0: no lease, no fence)")
+      ->capture_default_str();
+  c->add_option("--agent-max-connections", f->agent_max_connections,
+                "Agent channel connections held at once; more are closed at once (auto: what the open-file limit "
+                "leaves after the API's connections)")
+      ->capture_default_str();
+  c->add_option("--agent-handshake-timeout", f->agent_handshake_timeout,
+                "An agent channel connection must finish its TLS handshake and HTTP/2 hello within this")
+      ->capture_default_str();
   c->add_option("--queues", f->queues, "Queues that accept jobs")->delimiter(',')->capture_default_str();
   c->add_option("--placement", f->placement, "Placement policy")->capture_default_str();
   c->add_option("--queue-policy", f->queue_policy, "Order within a queue: priority, fifo, sjf, las, gittins")->capture_default_str();

@@ -141,6 +141,10 @@ Status ValidateLaunch(const TaskLaunch& launch) {
 }  // namespace
 
 TaskRunner::TaskRunner(RunnerOptions options) : options_(std::move(options)) {
+  if (!options_.fence_state_dir.empty()) {
+    fence_.emplace(options_.fence_state_dir);
+    (void)fence_->Create();  // a failure shows at the first task's record
+  }
   if (!options_.use_cgroups) {
     cgroup_why_ = "disabled by options";
     return;
@@ -183,8 +187,13 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
     return Status(switched.status().code(), "task '" + launch.task_id + "': " + switched.status().message());
   }
   const std::optional<TaskCredentials>& run_as = *switched;
-  SpawnRequest request{launch.argv,        TaskEnvironment(launch.env, run_as, launch.workdir), launch.workdir,
-                       launch.stdout_path, launch.stderr_path,                                  "",
+  std::vector<std::pair<std::string, std::string>> env = launch.env;
+  // The fence keeper finds the task's processes by it, those that left its group included.
+  if (fence_ && std::none_of(env.begin(), env.end(), [](const auto& e) { return e.first == "HANGAR_TASK_ID"; })) {
+    env.emplace_back("HANGAR_TASK_ID", launch.task_id);
+  }
+  SpawnRequest request{launch.argv,        TaskEnvironment(env, run_as, launch.workdir), launch.workdir,
+                       launch.stdout_path, launch.stderr_path,                           "",
                        run_as};
   if (!cgroup_parent_.empty()) {
     StatusOr<std::string> dir =
@@ -195,9 +204,19 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
       NoteTaskWithoutCgroup(launch.task_id, dir.status());
     }
   }
+  // Recorded before it starts: an agent killed between the start and the record would leave
+  // the keeper a task it does not know of (it finds one without a pid by its HANGAR_TASK_ID).
+  if (fence_) {
+    Status guarded = fence_->GuardTask({launch.task_id, 0, 0, request.cgroup_dir});
+    if (!guarded.ok()) {
+      if (!request.cgroup_dir.empty()) RemoveCgroup(request.cgroup_dir);
+      return Status(guarded.code(), "task '" + launch.task_id + "' cannot be fenced: " + guarded.message());
+    }
+  }
   StatusOr<SpawnedProcess> spawned = SpawnProcess(request);
   if (!spawned.ok()) {
     if (!request.cgroup_dir.empty()) RemoveCgroup(request.cgroup_dir);
+    if (fence_) fence_->ReleaseTask(launch.task_id);
     return spawned.status();
   }
   auto task = std::make_unique<Task>();
@@ -210,6 +229,7 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
     RemoveCgroup(task->cgroup_dir);  // the process never joined it
     task->cgroup_dir.clear();
   }
+  if (fence_) (void)fence_->GuardTask({launch.task_id, task->pid, task->start_ticks, task->cgroup_dir});
   return task;
 }
 
@@ -319,6 +339,7 @@ std::vector<TaskExit> TaskRunner::Reap() {
       continue;
     }
     if (!task.cgroup_dir.empty()) ended_cgroups_.push_back(task.cgroup_dir);
+    if (fence_) fence_->ReleaseTask(it->first);
     exits.push_back(std::move(*exit));
     it = tasks_.erase(it);
   }
@@ -383,8 +404,17 @@ Status TaskRunner::Adopt(const std::string& task_id, pid_t pid, bool signal_prox
     std::error_code error;
     if (std::filesystem::is_directory(cgroup_dir, error)) task->cgroup_dir = cgroup_dir;
   }
+  if (fence_) (void)fence_->GuardTask({task_id, pid, task->start_ticks, task->cgroup_dir});
   tasks_[task_id] = std::move(task);
   return Status::Ok();
+}
+
+void TaskRunner::ForgetUnguarded() {
+  if (!fence_) return;
+  std::lock_guard lock(mu_);
+  for (const fence::GuardedTask& t : fence_->GuardedTasks()) {
+    if (!tasks_.count(t.task_id) && !launching_.count(t.task_id)) fence_->ReleaseTask(t.task_id);
+  }
 }
 
 bool TaskRunner::IsRunning(const std::string& task_id) const {

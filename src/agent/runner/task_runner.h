@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/fence/fence_dir.h"
 #include "agent/runner/task_credentials.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -55,6 +56,10 @@ struct RunnerOptions {
   // says why).
   std::string cgroup_parent;
   bool use_cgroups = true;
+  // The agent's state directory: every task is recorded under its fence/ for the node's fence
+  // keeper (agent/fence/fence_keeper.h) from before its process starts until it has ended, and
+  // carries HANGAR_TASK_ID. Empty: tasks are not guarded.
+  std::string fence_state_dir;
 };
 
 class TaskRunner {
@@ -94,6 +99,10 @@ class TaskRunner {
   // so that it can be signalled and its end noticed (by polling, since it is not our child).
   Status Adopt(const std::string& task_id, pid_t pid, bool signal_proxy = false);
 
+  // Drops the fence records of tasks this runner does not run (those that ended while no agent
+  // was there to see it); call after adopting.
+  void ForgetUnguarded();
+
   bool IsRunning(const std::string& task_id) const;
   std::vector<std::pair<std::string, pid_t>> Running() const;
   // One line for the log: "cgroup v2 under /sys/fs/cgroup/..." or "no cgroup: <why>".
@@ -117,6 +126,7 @@ class TaskRunner {
   RunnerOptions options_;
   // Set by the constructor, read-only afterwards (so read without mu_).
   std::string cgroup_parent_;  // empty when cgroups are not in use
+  std::optional<fence::FenceDir> fence_;  // where tasks are recorded for the fence keeper
   bool cgroup_parent_created_ = false;
   // Guarded by mu_.
   std::string cgroup_why_;        // no cgroup: why; else which limits the parent can enforce

@@ -105,6 +105,13 @@ struct ControllerOptions {
   // mutual-TLS agents: ~36 CPU s here; docs/benchmarks.md). Below 0: 10 s + 2.5 ms per node,
   // and never less than the heartbeat timeout (`--reconnect-grace`).
   Duration reconnect_grace = -1;
+  // The node lease (`--node-lease`; 0: none): every registration and heartbeat the controller takes
+  // grants the node's agent this long, from when it asked, for its tasks to run; a node whose lease
+  // runs out stops its tasks by itself (its fence keeper, even with the agent dead). The next
+  // attempt of a lost node's job starts only once that node's lease has run out. Longer than a
+  // controller failover plus restore, so that an outage of the controller alone stops nothing.
+  // Off here (the simulator's engine and the state's own tests); the daemon's default is 10 s.
+  Duration node_lease = 0;
   // Seals job environments in the store (`--secrets-key`; none: they are stored as given).
   std::shared_ptr<const SecretSealer> sealer;
   // The base of each cycle's random seed (sched::owner::CycleSeed); `hangar sim` passes its own.
@@ -249,6 +256,7 @@ struct NodeRecord {
   std::string drain_reason;
   std::string boot_id;  // the last one its agent reported (persisted)
   Time last_heartbeat = 0;
+  Time lease_until = -1;  // the end of the last lease granted to its agent (-1: none since the start)
   IngestLag::NodeClock clock;  // for the heartbeat lag (ingest_lag.h)
   std::string address;
   // What the agent said about its software (for config drift), kept small: the controller holds
@@ -343,7 +351,8 @@ class ClusterState {
   // False when the node must register (again) before its heartbeats count: it never registered,
   // or it was marked lost while its stream stayed up. The agent channel then closes the stream;
   // the agent reconnects, and its Register reconciles its tasks and brings the node back.
-  bool OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now);
+  // A heartbeat taken in extends the node's lease; with `fx`, the grant goes back to the agent.
+  bool OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now, Effects* fx = nullptr);
   // A node may report only on tasks placed on it (in the attempt it runs, or an earlier attempt's
   // task it is still stopping): anything else is refused with PermissionDenied and changes nothing.
   Status OnTaskStatus(const std::string& node, const pb::TaskStatus& status, Time now, Effects* fx);
@@ -693,6 +702,14 @@ class ClusterState {
   api::NodeView NodeViewOf(uint32_t node, std::vector<uint64_t> jobs) const;
   void UpdateCondition(uint32_t node);
   void LoseNode(uint32_t node, const std::string& why, Time now, Effects* fx);
+  // When the tasks of a node that is not heard from are surely stopped by its fence: the end of
+  // the last lease it may hold, and a margin; -1 without leases (--node-lease 0).
+  Time FenceEnd(uint32_t node) const;
+  // Tasks of lost nodes count as stopped once their node's fence has ended (fence_ends).
+  void EndFencedZombies(Time now, Effects* fx);
+  // A lost node registered again: its fenced tasks it still runs are stopped as any zombie (on its
+  // report), those it no longer runs have ended.
+  void SettleFencedZombies(uint32_t node, const pb::Register& reg);
   void PersistNode(uint32_t node, Effects* fx) const;
   std::string NodeState(uint32_t node) const;
   // Parses "job.attempt.index".
@@ -726,6 +743,9 @@ class ClusterState {
     uint32_t node;
     cluster::GangAssignment share;
     sched::JobId held_for = 0;  // preempted for this job: its share is kept for it when it ends
+    // On a lost node: it counts as stopped at this time, when the node's fence has stopped it
+    // (FenceEnd); -1: when its agent reports its end.
+    Time fence_ends = -1;
   };
   // What victims freed, kept for the job that preempted them until all its victims have stopped
   // (then released at the start of the next cycle, where it comes first). Without this, a victim

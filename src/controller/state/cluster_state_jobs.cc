@@ -358,6 +358,15 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   for (auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kEnded) continue;
     if (nodes_[t.node].lost) {
+      // It may still run there, until the node's lease runs out and its fence stops it: the next
+      // attempt waits for that, as for a task being stopped.
+      if (const Time fence = FenceEnd(t.node); fence > now) {
+        Zombie z{t.node, cluster::TaskShare(j.assignment, t.index)};
+        z.fence_ends = fence;
+        zombies_[TaskId(j.id, j.attempt, t.index)] = std::move(z);
+        j.stopping_tasks++;
+        continue;
+      }
       t.lost = true;
       EndTask(j, t, now, fx);
       continue;

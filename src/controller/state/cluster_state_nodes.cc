@@ -97,6 +97,13 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   pb::Registered* ok = reply.mutable_registered();
   ok->set_heartbeat_interval_ms(options_.heartbeat_interval);
   ok->set_data_token(options_.data_token);
+  if (options_.node_lease > 0 && reg.lease_clock_ms() > 0) {  // an agent that keeps a fence
+    // From when the agent asked (it counts from then), and no earlier than `now` here.
+    r.lease_until = std::max(r.lease_until, now + options_.node_lease);
+    ok->set_lease_ms(options_.node_lease);
+    ok->set_lease_clock_ms(reg.lease_clock_ms());
+  }
+  SettleFencedZombies(n, reg);
   const std::set<std::string> reported = ReconcileReportedTasks(n, reg, now, ok, fx);
   RelaunchUnreported(n, reported, fx);
   fx->messages.insert(fx->messages.begin(), {inv.node(), std::move(reply)});
@@ -266,7 +273,7 @@ void ClusterState::OnDisconnect(const std::string& node, Time now) {
   UpdateCondition(*n);
 }
 
-bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now) {
+bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now, Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return false;
   NodeRecord& r = nodes_[*n];
@@ -274,6 +281,19 @@ bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb,
   r.last_heartbeat = std::max(r.last_heartbeat, now);
   heartbeat_lag_.Observe(&r.clock, hb.time_ms(), now);
   ObserveTelemetry(*n, hb, now);
+  // `now` is when the heartbeat was taken in, after the agent sent it: the lease the agent counts
+  // from its sending ends no later than this one.
+  if (options_.node_lease > 0 && hb.lease_clock_ms() > 0) {
+    r.lease_until = std::max(r.lease_until, now + options_.node_lease);
+    if (fx) {
+      pb::ControllerMessage m;
+      pb::LeaseGrant* g = m.mutable_lease();
+      g->set_seq(hb.seq());
+      g->set_lease_clock_ms(hb.lease_clock_ms());
+      g->set_lease_ms(options_.node_lease);
+      fx->messages.push_back({node, std::move(m)});
+    }
+  }
   return true;
 }
 
@@ -391,6 +411,7 @@ Duration ClusterState::ReconnectGrace() const {
 }
 
 void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
+  EndFencedZombies(now, fx);
   const IngestLag::Reading lag = heartbeat_lag_.Read(now);
   last_lag_ = lag.lag;
   const Duration timeout = options_.heartbeat_timeout + last_lag_;
@@ -474,10 +495,20 @@ void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effect
       Persist(j, fx);
     } else {
       Requeue(j, "node " + name + " lost (" + why + ")", now, fx);
+      if (const Time fence = FenceEnd(n); fence > now) {
+        fx->Event(now, "job", "job/" + std::to_string(id),
+                  "attempt " + std::to_string(j.attempt) + " starts only after node " + name + "'s lease has run out (in " +
+                      FormatDuration(fence - now) + "): its tasks there may still run until the node's fence stops them");
+      }
     }
   }
+  // Tasks it was stopping may still run too: they count as stopped when its fence has ended.
+  const Time fence = FenceEnd(n);
   for (auto it = zombies_.begin(); it != zombies_.end();) {
-    if (it->second.node == n) {
+    if (it->second.node == n && fence > now) {
+      it->second.fence_ends = std::max(it->second.fence_ends, fence);
+      ++it;
+    } else if (it->second.node == n) {
       usage_.Release(it->second.share);
       ZombieEnded(it->first);
       it = zombies_.erase(it);
@@ -486,6 +517,55 @@ void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effect
     }
   }
   UpdateCondition(n);
+}
+
+Time ClusterState::FenceEnd(uint32_t n) const {
+  // What a kill needs to land once the keeper has sent it (it looks every 50 ms).
+  constexpr Duration kFenceMargin = 500;
+  if (options_.node_lease <= 0) return -1;
+  Time end = nodes_[n].lease_until;
+  // A predecessor (before a restart or failover) may have granted up to a lease before this one
+  // took over.
+  if (restored_at_ >= 0) end = std::max(end, restored_at_ + options_.node_lease);
+  return end < 0 ? -1 : end + kFenceMargin;
+}
+
+void ClusterState::EndFencedZombies(Time now, Effects* fx) {
+  std::vector<std::string> ended;
+  for (const auto& [task, z] : zombies_) {
+    if (z.fence_ends >= 0 && now >= z.fence_ends) ended.push_back(task);
+  }
+  for (const std::string& task : ended) {
+    auto z = zombies_.find(task);
+    const std::string node = topology_->nodes()[z->second.node].name;
+    sched::JobId id;
+    uint32_t attempt, index;
+    if (ParseTaskId(task, &id, &attempt, &index)) {
+      fx->Event(now, "job", "job/" + std::to_string(id),
+                "task " + task + " counts as stopped: node " + node + "'s lease has run out, and its fence has "
+                "stopped its tasks by now");
+    }
+    EndZombie(z);
+    dirty_ = true;
+  }
+}
+
+void ClusterState::SettleFencedZombies(uint32_t n, const pb::Register& reg) {
+  std::set<std::string> running;
+  for (const auto& t : reg.running()) running.insert(t.task_id());
+  std::vector<std::string> ended;
+  for (auto& [task, z] : zombies_) {
+    if (z.node != n || z.fence_ends < 0) continue;
+    if (running.count(task)) {
+      z.fence_ends = -1;  // its lease is renewed: it ends when its agent has stopped it
+    } else {
+      ended.push_back(task);
+    }
+  }
+  for (const std::string& task : ended) {
+    EndZombie(zombies_.find(task));
+    dirty_ = true;
+  }
 }
 
 Status ClusterState::Drain(const std::string& node, const std::string& reason, Time now, Effects* fx) {
