@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# README's test command: installs what the tests need, builds everything and runs every test.
+# README's test command: installs what the tests need, builds everything and runs every test, then
+# the fuzz targets' smoke run and the parser and state unit tests under ASan+UBSan (two smaller
+# clang builds: build-fuzz/, build-asan/; docs/security.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 scripts/build.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
+scripts/fuzz.sh
+scripts/sanitize.sh --ci

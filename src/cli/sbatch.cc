@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <regex>
@@ -409,6 +410,18 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
 
 namespace {
 
+// Whether `s` reads back the same from a literal block (|). yaml-cpp writes one for any string
+// but YAML allows no control characters there (the job file then did not parse), turns a \r into
+// a line break, and needs an indentation indicator yaml-cpp does not write when the text starts
+// with a space; those go double-quoted, with escapes.
+bool LiteralKeepsIt(const std::string& s) {
+  if (!s.empty() && (s[0] == ' ' || s[0] == '\n')) return false;
+  return std::none_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\n' && c != '\t') || u == 0x7f;
+  });
+}
+
 void Emit(YAML::Emitter& e, const nlohmann::ordered_json& j) {
   if (j.is_object()) {
     e << YAML::BeginMap;
@@ -428,9 +441,9 @@ void Emit(YAML::Emitter& e, const nlohmann::ordered_json& j) {
   } else if (j.is_string()) {
     const std::string& s = j.get_ref<const std::string&>();
     const bool number_like = s.empty() || s.find_first_not_of("0123456789.-") == std::string::npos;
-    if (s.find('\n') != std::string::npos)
+    if (s.find('\n') != std::string::npos && LiteralKeepsIt(s))
       e << YAML::Literal << s;
-    else if (number_like)
+    else if (number_like || s.find('\n') != std::string::npos)
       e << YAML::DoubleQuoted << s;
     else
       e << s;

@@ -325,6 +325,20 @@ TEST(SbatchTest, WhatIsNotABatchScriptIsRefused) {
             "a file the script runs");
 }
 
+// Found by fuzz/sbatch_fuzz.cc: a control character in the script (here ^D in a comment), a
+// carriage return or a leading space went out in a YAML literal block that the job parser refused
+// or read back changed. The script must reach the job exactly as written.
+TEST(SbatchTest, AnyScriptTextReachesTheJobFileExactly) {
+  for (const std::string script : {"#!/bin/bash\n# a \x04 in a comment\n#SBATCH --nodes=1\nsrun x\n",
+                                   "#!/bin/sh\r\necho dos line ends\r\n", "#!/bin/sh\n\x7f\necho x\n"}) {
+    const BatchJob b = Convert(script);
+    auto parsed = job::ParseJobSpec(b.yaml, "converted");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message() << "\n" << b.yaml;
+    ASSERT_EQ(parsed->tasks.size(), 1u);
+    EXPECT_EQ(parsed->tasks[0].command.back(), script);
+  }
+}
+
 // Runs a converted job's command as an agent would (in its workdir, with the job's environment and
 // what the agent adds); returns its exit code.
 int RunTask(const BatchJob& b, const std::string& dir, int rank) {

@@ -263,15 +263,16 @@ class ClusterParser {
 
   Status AddFabric(const YAML::Node& fabric, const NodeSpec& defaults, TopologyBuilder* builder) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(fabric, "fabric", {"spines"}));
+    // A missing key reads as an invalid node, whose IsSequence() throws: test it is there first.
     const YAML::Node spines = fabric["spines"];
-    if (!spines.IsSequence() || spines.size() == 0) {
+    if (!spines || !spines.IsSequence() || spines.size() == 0) {
       return src_.Error(fabric, "fabric.spines must be a non-empty list");
     }
     for (const auto& spine : spines) {
       HANGAR_RETURN_IF_ERROR(src_.CheckKeys(spine, "a spine", {"name", "leaves"}));
       HANGAR_ASSIGN_OR_RETURN(std::string spine_name, src_.String(spine, "name"));
       const YAML::Node leaves = spine["leaves"];
-      if (!leaves.IsSequence() || leaves.size() == 0) {
+      if (!leaves || !leaves.IsSequence() || leaves.size() == 0) {
         return src_.Error(spine, "spine '" + spine_name + "' needs a non-empty list of leaves");
       }
       for (const auto& leaf : leaves) {
@@ -555,7 +556,13 @@ StatusOr<ClusterFile> ParseClusterYaml(std::string_view text, const std::string&
   YamlSource src(source_name);
   HANGAR_ASSIGN_OR_RETURN(YAML::Node root, src.Parse(text));
   if (!root.IsMap()) return src.Error(root, "a cluster file is a map with 'name' and the nodes");
-  return ClusterParser(src).Parse(root);
+  // yaml-cpp throws where a check above missed a case (the type of a key that is not there):
+  // that is a mistake in the file too, reported as one rather than ending the process.
+  try {
+    return ClusterParser(src).Parse(root);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(source_name + ": " + e.what() + "; see docs/cluster-format.md for the form");
+  }
 }
 
 bool AddressInNetwork(const std::string& host, const std::string& cidr) {

@@ -135,6 +135,21 @@ TEST(ClusterYamlDataTest, ReadsTheDataSectionAndRefusesBadValues) {
 }
 
 // issue 16 item 7: where nodes sit on the management and data networks.
+// Found by fuzz/cluster_yaml_fuzz.cc: a fabric without spines, or a spine without leaves, threw
+// yaml-cpp's InvalidNode out of the parser (the controller ended with "terminate called").
+TEST(ClusterYamlTest, AFabricMissingSpinesOrLeavesIsAnErrorNotAnException) {
+  const char* defaults = "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 96, memory: 1Ti}\n";
+  auto no_spines = ParseClusterYaml(std::string(defaults) + "fabric: {}\n", "f.yaml");
+  ASSERT_FALSE(no_spines.ok());
+  EXPECT_NE(no_spines.status().message().find("fabric.spines must be a non-empty list"), std::string::npos)
+      << no_spines.status().message();
+  auto no_leaves = ParseClusterYaml(std::string(defaults) + "fabric:\n  spines:\n    - name: s0\n", "f.yaml");
+  ASSERT_FALSE(no_leaves.ok());
+  EXPECT_NE(no_leaves.status().message().find("f.yaml:4: spine 's0' needs a non-empty list of leaves"),
+            std::string::npos)
+      << no_leaves.status().message();
+}
+
 TEST(ClusterYamlNetworksTest, ReadsNodeAddressesAndDataInterfaces) {
   auto f = ParseClusterYaml(
       "networks: {management: 10.77.0.0/24}\n"

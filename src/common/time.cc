@@ -56,10 +56,15 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
     else if (unit == "d") scale = kDay;
     else return bad();
     if (unit.empty() && any) return bad();
-    total += static_cast<Duration>(value * scale + 0.5);
+    // Bounded before the conversion: a double beyond int64's range does not convert, and the sum
+    // of parts must not wrap around to a plausible duration.
+    const double ms = value * scale;
+    if (!(ms <= static_cast<double>(kMaxDuration)) || total + static_cast<Duration>(ms + 0.5) > kMaxDuration) {
+      return Status::InvalidArgument("'" + std::string(text) + "' is longer than 36500 days (100 years), the longest duration Hangar takes");
+    }
+    total += static_cast<Duration>(ms + 0.5);
     any = true;
   }
-  if (total < 0) return bad();
   return total;
 }
 

@@ -57,7 +57,10 @@ class ManualClock final : public Clock {
 // Monotonic nanoseconds, for measuring elapsed time in benchmarks and daemons.
 int64_t MonotonicNanos();
 
-// Parses "90s", "15m", "2h", "1d", "1h30m", "250ms" or a bare number of seconds.
+// The longest duration ParseDuration takes: 36500 days (100 years).
+inline constexpr Duration kMaxDuration = 36500 * kDay;
+// Parses "90s", "15m", "2h", "1d", "1h30m", "250ms" or a bare number of seconds, up to
+// kMaxDuration.
 StatusOr<Duration> ParseDuration(std::string_view text);
 // Formats as the shortest of "250ms", "42s", "15m", "2h30m", "3d4h".
 std::string FormatDuration(Duration d);

@@ -27,6 +27,19 @@ TEST(DurationTest, RejectsGarbageWithAHint) {
   }
 }
 
+// Found by fuzz/rest_query_fuzz.cc (UBSan: a double outside int64's range converted): parts that
+// are too long, or that add up past int64, were taken (three 9e18 ms parts wrapped to a
+// positive 8.5e18). Anything past 100 years is refused with the limit.
+TEST(DurationTest, RefusesDurationsPastTheLimitInsteadOfWrapping) {
+  EXPECT_EQ(*ParseDuration("36500d"), 36500 * kDay);
+  for (auto big : {"36501d", "173300000173300000", "9000000000000000000ms9000000000000000000ms9000000000000000000ms",
+                   "36000d36000d"}) {
+    auto r = ParseDuration(big);
+    ASSERT_FALSE(r.ok()) << big << " gave " << *r;
+    EXPECT_NE(r.status().message().find("longer than 36500 days (100 years)"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(DurationTest, Formats) {
   EXPECT_EQ(FormatDuration(250), "250ms");
   EXPECT_EQ(FormatDuration(42 * kSecond), "42s");

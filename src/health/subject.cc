@@ -71,8 +71,8 @@ void Subject::RecordFatalXid(uint64_t code, bool reboot_level, Time t, const Fai
     it->second = t;
     return;
   }
-  auto reboots =
-      std::count_if(h.reboots.begin(), h.reboots.end(), [&](Time r) { return r > it->second; });
+  const Time first = it->second;  // a local: clang 14 cannot capture a structured binding
+  auto reboots = std::count_if(h.reboots.begin(), h.reboots.end(), [&](Time r) { return r > first; });
   if (reboots >= p.reboots) {
     h.latched_failure = "Xid " + std::to_string(code) + " again after " + std::to_string(reboots) +
                        " reboots: the hardware needs inspection";

@@ -201,7 +201,7 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
       if (std::find(w.members.begin(), w.members.end(), n) == w.members.end()) w.members.push_back(n);
     }
     const int64_t chunks = (o->bytes + cfg.chunk_bytes - 1) / cfg.chunk_bytes;
-    auto fill = [&](uint32_t node, pb::ArtifactStage* a) {
+    auto fill = [&, &digest = digest](uint32_t node, pb::ArtifactStage* a) {  // clang 14: no binding captures
       a->set_digest(digest);
       a->set_source(o->source);
       a->set_bytes(o->bytes);

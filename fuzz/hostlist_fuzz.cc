@@ -1,0 +1,32 @@
+// Host lists both ways: cluster.yaml's node ranges (gpu-[00-15], expanded) and Slurm's compact
+// NODELIST that `hangar jobs -o slurm` prints (compressed). Input: one name or range per line.
+// Every expanded name must be in the compressed text (the compression drops nothing).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/squeue.h"
+#include "cluster/cluster_yaml.h"
+#include "fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace hangar;
+  const std::string_view text = fuzz::AsText(data, size);
+  std::vector<std::string> hosts;
+  size_t b = 0;
+  while (b <= text.size() && hosts.size() < 64) {
+    size_t e = text.find('\n', b);
+    if (e == std::string_view::npos) e = text.size();
+    auto names = cluster::ExpandNameRange(text.substr(b, e - b));
+    if (names.ok()) {
+      for (size_t i = 0; i < names->size() && hosts.size() < 4096; ++i) hosts.push_back((*names)[i]);
+    }
+    b = e + 1;
+  }
+  const std::string compact = cli::CompressHostList(hosts);
+  const bool named = std::any_of(hosts.begin(), hosts.end(), [](const std::string& h) { return !h.empty(); });
+  if (named && compact.empty()) fuzz::Fail("a list of host names compresses to nothing");
+  return 0;
+}
