@@ -58,23 +58,34 @@ wait_idle() {
   wait_for "${1:-30}" '[ "$(hangar nodes -o json | '"$J_PY"' -c "import json,sys; print(sum(n[\"gpus_free\"] != n[\"gpus\"] or len(n[\"jobs\"]) > 0 for n in json.load(sys.stdin)[\"nodes\"]))")" = 0 ]'
 }
 
-# Starts `hangar dev` in ./hangar-dev (args passed on) and waits until its nodes are ready.
-# HANGAR_URL points the CLI at it. DEV_PID, DEV_PORT (kept across restarts), DEV_OUT are set.
+# Where people keep checkouts is a long path (a home folder, a few levels of src/): `hangar dev`
+# runs in a folder under one of over 100 characters, which ./hangar-dev links to, so that a path
+# limit (podman's runroot, a socket's 108 bytes) trips here and not first on a user's machine.
+J_LONG="$PWD/home/a-person-with-a-long-account-name/src/github.com/an-organisation/hangar-checkouts/main"
+mkdir -p "$J_LONG/hangar-dev" && ln -sfn "$J_LONG/hangar-dev" "$PWD/hangar-dev"
+
+# Starts `hangar dev` in the long folder (./hangar-dev; args passed on), its output piped through
+# tee as people do (`hangar dev | tee log`), and waits until its nodes are ready. HANGAR_URL
+# points the CLI at it. DEV_PID, DEV_TEE, DEV_PORT (kept across restarts), DEV_OUT are set.
 dev_start() {
   DEV_PORT=${DEV_PORT:-$(free_port 3)}
   DEV_RUNS=$((${DEV_RUNS:-0} + 1))
   DEV_OUT=$PWD/dev-$DEV_RUNS.out  # this run's output (dev-1.out, dev-2.out, ...)
   export HANGAR_URL=http://127.0.0.1:$DEV_PORT
-  hangar dev --dir "$PWD/hangar-dev" --port "$DEV_PORT" "$@" >"$DEV_OUT" 2>&1 &
+  rm -f "$PWD/dev.pipe" && mkfifo "$PWD/dev.pipe"
+  tee "$DEV_OUT" <"$PWD/dev.pipe" >/dev/null &
+  DEV_TEE=$!
+  hangar dev --dir "$J_LONG/hangar-dev" --port "$DEV_PORT" "$@" >"$PWD/dev.pipe" 2>&1 &
   DEV_PID=$!
   # Up, or gone (a refused cluster file, a port in use): said at once, not after the wait.
   wait_for 60 'grep -q "is up:" "$DEV_OUT" || ! kill -0 $DEV_PID' >/dev/null
   grep -q "is up:" "$DEV_OUT" || { tail -20 "$DEV_OUT"; return 1; }
 }
 
-# Ctrl-C to `hangar dev` (SIGINT), as a person at the terminal would; waits for it to exit.
+# Ctrl-C at the terminal, as a person would: SIGINT to `hangar dev` and to the tee it writes
+# through, which ends at once; waits for `hangar dev` to exit.
 dev_stop() {
-  kill -INT "$DEV_PID" 2>/dev/null
+  kill -INT "$DEV_PID" "${DEV_TEE:-}" 2>/dev/null
   wait_for 20 '! kill -0 '"$DEV_PID" || { echo "hangar dev did not stop"; kill -KILL "$DEV_PID"; }
   wait "$DEV_PID" 2>/dev/null
   return 0
@@ -86,8 +97,9 @@ left_running() {
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
     [ "$p" = "$me" ] && continue
-    if { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q "$PWD/hangar-dev" ||
-       readlink "/proc/$p/cwd" 2>/dev/null | grep -q "^$PWD/hangar-dev"; then
+    [ "$p" = "${DEV_TEE:-}" ] && continue
+    if { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q "$PWD/hangar-dev\|$J_LONG" ||
+       readlink "/proc/$p/cwd" 2>/dev/null | grep -q "^$PWD/hangar-dev\|^$J_LONG"; then
       echo "$p $({ tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null)"
     fi
   done

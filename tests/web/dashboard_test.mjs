@@ -234,6 +234,25 @@ async function run(dir) {
       await open(page, base, `#/job/${blocked.id}`, 'job');
       assert.ok((await page.$eval('#job-reason', (e) => e.innerText)).includes(why));
     });
+    await check('every page shows its data within 1 s of load, not "Loading…"', async () => {
+      const firstNode = 'node-1';
+      for (const [hash, view] of [['#/', 'overview'], [`#/job/${running.id}`, 'job'], [`#/node/${firstNode}`, 'node'],
+                                  ['#/queue', 'queue'], ['#/queues', 'queues'], ['#/usage', 'usage']]) {
+        await page.goto('about:blank');
+        await page.goto(`${base}/${hash}`, { waitUntil: 'domcontentloaded' });
+        await new Promise((r) => setTimeout(r, 1000));
+        const state = await page.evaluate(() => ({
+          rendered: document.body.dataset.rendered,
+          loading: !!document.getElementById('loading') && document.getElementById('loading').offsetParent !== null,
+        }));
+        assert.equal(state.rendered, view, `${hash} had not rendered its data 1 s after load (rendered=${state.rendered})`);
+        assert.ok(!state.loading, `${hash} still shows "Loading…" 1 s after load`);
+      }
+      await page.goto(`${base}/#/job/${running.id}`, { waitUntil: 'domcontentloaded' });
+      await page.waitForFunction(() => document.body.dataset.rendered === 'job', { timeout: 20000 });
+      const cells = await page.$$eval('table tr', (rs) => rs.map((r) => r.innerText));
+      assert.ok(!cells.some((c) => /\trunning\t0$/.test(c)), `a running task shows exit 0:\n${cells.join('\n')}`);
+    });
     await check('queues and fair share; usage and waste', async () => {
       await open(page, base, '#/queues', 'queues');
       assert.ok((await page.$eval('main', (m) => m.innerText)).includes('Cluster: 32 GPUs'));

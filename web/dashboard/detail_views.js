@@ -73,7 +73,9 @@ export async function jobView(main, ctx, id) {
     job.reason ? h('p', { class: 'blocker', id: 'job-reason' }, LABEL[job.state] || 'Ended: ', job.reason, job.reason_rule && job.reason_rule !== 'none' ? ` [${job.reason_rule}]` : '') : null,
     job.message ? h('p', {}, job.message) : null,
     table('Tasks', ['Task', 'Group', 'Node', 'GPUs', 'State', 'Exit'],
-      job.task_list.map((t) => [String(t.index), t.group, t.node ? nodeLink(t.node) : '—', t.gpus.join(', '), t.state, t.signal ? `signal ${t.signal}` : String(t.exit_code)])),
+      job.task_list.map((t) => [String(t.index), t.group, t.node ? nodeLink(t.node) : '—', t.gpus.join(', '), t.state,
+        // As `hangar job` shows it: an exit only once the task has ended.
+        t.state !== 'ended' ? '—' : t.signal ? `signal ${t.signal}` : String(t.exit_code)])),
     util, h('h3', {}, 'Events'), events(ev.events), h('h3', {}, 'Logs (task 0)'), logs);
   ctx.onGpus = (changes) => {
     for (const c of changes) rows.set(c[1], c.slice(1));

@@ -3,6 +3,8 @@ import { get } from './api.js';
 import { fill, h, table, jobLink, nodeLink } from './dom.js';
 
 const num = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : '—');
+// Shares as `hangar share` prints them: a percentage with one decimal.
+const pct = (v) => (typeof v === 'number' ? `${(100 * v).toFixed(1)}%` : '—');
 
 export async function queuesView(main, ctx) {
   const history = new Map();  // queue -> share samples while the page is open
@@ -16,7 +18,7 @@ export async function queuesView(main, ctx) {
     body.replaceChildren(share.queues.length ? table('Queues: guarantees, use and fair share',
       ['Queue', 'Guarantee (GPUs)', 'In use', 'Borrowed', 'Lent', 'Share', 'Recent share', 'Share while open', 'Pending', 'Head job waits'],
       share.queues.map((q) => [`${'\u2003'.repeat(q.depth)}${q.name}`, num(q.guarantee_gpus), num(q.in_use_gpus),
-        num(q.borrowed_gpus), num(q.lent_gpus), num(q.share), num(q.recent_share), trend(history.get(q.name)),
+        num(q.borrowed_gpus), num(q.lent_gpus), pct(q.share), pct(q.recent_share), trend(history.get(q.name)),
         String(q.pending), q.head_job ? [jobLink(q.head_job), ': ', q.head_waits] : '—']))
       : h('p', {}, 'No queues are configured: every job is in the default queue (`hangar queues apply` sets them up).'),
     h('p', {}, `Cluster: ${num(share.cluster_gpus)} GPUs.`));
