@@ -279,6 +279,7 @@ TEST(StoreDamageTest, AFullDiskIsAnswered503AndARestartWaitsForRoom) {
     ::waitpid(again, nullptr, 0);
   }
   ::umount2(small.c_str(), MNT_DETACH);
+  std::filesystem::remove_all(small);
 }
 
 }  // namespace
