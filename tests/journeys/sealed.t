@@ -11,6 +11,6 @@ env, the store holds it sealed with the secrets key.
   submitted job 1 (finetune-llama-8b)
   [doc] $ hangar job 1 -o json | jq -c .spec.tasks[0].env
   {"NCCL_DEBUG":"WARN"}
-  [doc] $ sqlite3 hangar-dev/state.db "select spec from jobs where id = 1"
+  [doc] $ sqlite3 hangar-dev/state.db "select text from specs join jobs on jobs.spec_key = specs.key where jobs.id = 1"
   "env":{"NCCL_DEBUG":"hangar-sealed:v1:KEYID:SEALED"}
   $ cleanup
