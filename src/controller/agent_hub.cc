@@ -21,6 +21,10 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     s->peer_ = std::move(peer);
     s->who_ = std::move(who);
     s->cert_node_ = std::move(cert_node);
+    {
+      std::lock_guard<std::mutex> l(hub->mu_);
+      hub->unregistered_[s.get()] = {s, hub->owner_->clock()->Now()};
+    }
     s->StartRead(&s->in_);
     return s.get();
   }
@@ -82,6 +86,10 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   }
 
   void OnDone() override {
+    {
+      std::lock_guard<std::mutex> l(hub_->mu_);
+      hub_->unregistered_.erase(this);
+    }
     if (!node_.empty()) {
       hub_->Detach(node_, this);
       std::string node = node_;
@@ -231,6 +239,10 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       return false;
     }
     node_ = node;
+    {
+      std::lock_guard<std::mutex> l(hub_->mu_);
+      hub_->unregistered_.erase(this);
+    }
     hub_->Attach(node_, self_);
     auto reg = std::make_shared<pb::Register>(m);
     hub_->owner_->Post([reg, clock, this, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit* after) {
@@ -313,6 +325,28 @@ void AgentHub::Refuse(Refusal r, const std::string& who, const std::string& why)
 bool AgentHub::FirstForeignStoreRefusal(const std::string& node) {
   std::lock_guard<std::mutex> l(mu_);
   return foreign_store_nodes_.insert(node).second;
+}
+
+size_t AgentHub::CloseUnregistered(Time now) {
+  if (register_timeout_ <= 0) return 0;
+  std::vector<std::shared_ptr<Stream>> closing;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto it = unregistered_.begin(); it != unregistered_.end();) {
+      if (now - it->second.second < register_timeout_) {
+        ++it;
+        continue;
+      }
+      if (auto s = it->second.first.lock()) closing.push_back(std::move(s));
+      it = unregistered_.erase(it);
+    }
+  }
+  for (const auto& s : closing) {
+    s->Reject("no Register within " + std::to_string(register_timeout_) +
+              " ms of opening the stream: an agent registers first (with its node's token)");
+  }
+  if (!closing.empty()) spdlog::warn("agent channel: closed {} stream(s) that did not register in time", closing.size());
+  return closing.size();
 }
 
 size_t AgentHub::CloseStreamsOf(const std::string& token_id) {

@@ -75,6 +75,11 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   static std::string CanonicalAddress(const std::string& address);
   static const char* RefusalName(Refusal r);
   int64_t refused(Refusal r) const { return refused_[static_cast<size_t>(r)].load(); }
+  // A stream must send Register within this of opening (set before the server starts); 0: no limit.
+  void set_register_timeout(Duration d) { register_timeout_ = d; }
+  // Closes the streams that opened more than the register timeout before `now` and have not
+  // registered (a client that holds one open without a word). Returns how many. Thread-safe.
+  size_t CloseUnregistered(Time now);
   // A token was revoked: every stream that authenticated with it is closed now (its agent's
   // reconnection is refused, since the token is gone). Returns how many were closed.
   size_t CloseStreamsOf(const std::string& token_id);
@@ -100,6 +105,9 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;
   std::set<std::string> foreign_store_nodes_;
+  Duration register_timeout_ = 0;
+  // Streams not registered yet, with when they opened.
+  std::map<const Stream*, std::pair<std::weak_ptr<Stream>, Time>> unregistered_;
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> messages_in_{0};
   std::array<std::atomic<int64_t>, static_cast<size_t>(Refusal::kCount)> refused_{};

@@ -589,6 +589,8 @@ Status Run(const Flags& f) {
   owner.set_sink(&hub);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
+  HANGAR_ASSIGN_OR_RETURN(const Duration register_timeout, ParseDuration(f.agent_handshake_timeout));
+  hub.set_register_timeout(register_timeout);
   int agent_port = 0;
   HANGAR_ASSIGN_OR_RETURN(AgentServer agents, ServeAgents(f, tls, agent_addr, &hub, &agent_port));
   owner.Start();
@@ -605,6 +607,7 @@ Status Run(const Flags& f) {
                tls.empty() ? "http" : "https", api_addr.first, api_port, agent_addr.first, agent_port, tls.empty() ? "plaintext" : "mutual TLS", cluster_file.topology->name(),
                cluster_file.topology->nodes().size(), cluster_file.topology->total_gpus());
   WritePortFile(f.port_file, api_port, agent_port, lease ? "leader" : "single");
+  int64_t rounds = 0;
   Status stopped_by;  // a commit that failed (a full disk, a damaged store): answered, then stop
   while (!g_stop && stopped_by.ok()) {
     stopped_by = owner.failure();
@@ -616,6 +619,7 @@ Status Run(const Flags& f) {
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(lease ? 20 : 100));
+    if (++rounds % 10 == 0) hub.CloseUnregistered(clock->Now());
   }
   spdlog::info("controller: stopping");
   http.Stop();
@@ -653,7 +657,8 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
                 "leaves after the API's connections)")
       ->capture_default_str();
   c->add_option("--agent-handshake-timeout", f->agent_handshake_timeout,
-                "An agent channel connection must finish its TLS handshake and HTTP/2 hello within this")
+                "An agent channel connection must finish its TLS handshake and HTTP/2 hello within this, and its "
+                "stream must register within it")
       ->capture_default_str();
   c->add_option("--queues", f->queues, "Queues that accept jobs")->delimiter(',')->capture_default_str();
   c->add_option("--placement", f->placement, "Placement policy")->capture_default_str();

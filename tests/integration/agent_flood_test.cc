@@ -6,6 +6,7 @@
 // sockets from filling it.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "local_cluster.h"
+#include "proto/agent.grpc.pb.h"
 
 namespace hangar::testing {
 namespace {
@@ -112,6 +114,23 @@ TEST(AgentFloodTest, IdleSocketsBeyondTheCapAreClosedAndKeepNoAgentOut) {
   }
   EXPECT_EQ(closed, static_cast<int>(flood.size()));
   CloseAll(&flood);
+}
+
+// A stream opened and never used (past the handshake, with HTTP/2 done) is closed too, with a
+// sentence: it would hold a connection for as long as its client liked.
+TEST(AgentFloodTest, AStreamThatNeverRegistersIsClosed) {
+  LocalCluster cluster(kCluster, {"--agent-handshake-timeout", "1s"});
+  cluster.StartController();
+  auto stub = agent::v1::AgentChannel::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(cluster.agent_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = stub->Connect(&ctx);
+  agent::v1::ControllerMessage m;
+  EXPECT_FALSE(stream->Read(&m));
+  const grpc::Status st = stream->Finish();
+  EXPECT_NE(st.error_message().find("no Register within 1000 ms"), std::string::npos)
+      << st.error_message();
 }
 
 }  // namespace
