@@ -185,6 +185,30 @@ TEST(SharedSpecsFollowerTest, AStandbyFollowsPurgesAndSharesSpecs) {
   EXPECT_EQ(f.full_loads(), 1) << "followed, not loaded again";
 }
 
+// A standby read a spec, the leader then purged its last job and the spec; once the standby leads
+// and a job uses that spec again, the spec is written again.
+TEST(SharedSpecsFollowerTest, ASpecReadThenPurgedByAnotherStoreIsWrittenAgain) {
+  const std::string url = testing::FreshDatabaseUrl();
+  auto leader = std::move(OpenStore(url)).value();
+  auto standby = std::move(OpenStore(url)).value();
+  StoreBatch one = AnArray(10);
+  one.jobs.resize(1);
+  ASSERT_TRUE(leader->Commit(one).ok());
+  ASSERT_EQ(standby->Load()->jobs.size(), 1u);
+  StoreBatch purge;
+  purge.erased_jobs = {1};
+  purge.erased_specs = {one.jobs[0].spec_key};
+  ASSERT_TRUE(leader->Commit(purge).ok());
+  StoreBatch again = AnArray(10);
+  again.jobs.resize(1);
+  again.jobs[0].id = 2;
+  ASSERT_TRUE(standby->Commit(again).ok());
+  auto c = leader->Load();
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->jobs.size(), 1u);
+  EXPECT_EQ(c->jobs[0].spec_text(), one.jobs[0].spec_text()) << "the spec is there for the job that uses it";
+}
+
 // A backup of format 1 (each job row with its spec's text) still restores.
 TEST(SharedSpecsBackupTest, AFormatOneBackupRestores) {
   std::stringstream in(
