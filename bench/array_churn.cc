@@ -5,12 +5,14 @@
 // and cancels it in bulk, and waits until the jobs are gone (purged --keep-finished after they
 // ended). Meanwhile a client asks /healthz every 20 ms. Prints:
 //   rss_before_mib / rss_peak_mib / rss_after_mib   the controller's VmRSS: settled after start,
-//                                                   the highest seen, settled after the jobs are gone
+//                                                   the highest seen, settled after the jobs are
+//                                                   gone
 //   after_over_before                               rss_after / rss_before
 //   healthz_p50_ms / healthz_p99_ms / healthz_max_ms / healthz_failed
-//   churn_s, gone_s                                 submitting and cancelling; then until no job is left
-//   store_mib                                       the store's files at the end
-// Usage: array_churn [--arrays N] [--elements N] [--keep-finished D|""] [--wait-s N] [--binary PATH]
+//   churn_s, gone_s                                 submitting and cancelling; then until no job is
+//   left store_mib                                       the store's files at the end
+// Usage: array_churn [--arrays N] [--elements N] [--keep-finished D|""] [--wait-s N] [--binary
+// PATH]
 //                    [--json] [-- controller flags]
 #include <httplib.h>
 #include <unistd.h>
@@ -22,11 +24,10 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "child_process.h"
 
@@ -37,10 +38,13 @@ namespace {
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 double RssMiB(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -86,12 +90,18 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool more = i + 1 < argc;
-    if (a == "--arrays" && more) o->arrays = std::atoi(argv[++i]);
-    else if (a == "--elements" && more) o->elements = std::atoi(argv[++i]);
-    else if (a == "--keep-finished" && more) o->keep_finished = argv[++i];
-    else if (a == "--wait-s" && more) o->wait_s = std::atoi(argv[++i]);
-    else if (a == "--binary" && more) o->binary = argv[++i];
-    else if (a == "--json") o->json = true;
+    if (a == "--arrays" && more)
+      o->arrays = std::atoi(argv[++i]);
+    else if (a == "--elements" && more)
+      o->elements = std::atoi(argv[++i]);
+    else if (a == "--keep-finished" && more)
+      o->keep_finished = argv[++i];
+    else if (a == "--wait-s" && more)
+      o->wait_s = std::atoi(argv[++i]);
+    else if (a == "--binary" && more)
+      o->binary = argv[++i];
+    else if (a == "--json")
+      o->json = true;
     else if (a == "--") {
       for (++i; i < argc; ++i) o->extra.push_back(argv[i]);
     } else {
@@ -133,20 +143,35 @@ struct Watcher {
 int main(int argc, char** argv) {
   Options o;
   if (!ParseArgs(argc, argv, &o)) {
-    std::fprintf(stderr,
-                 "usage: array_churn [--arrays N] [--elements N] [--keep-finished D|\"\"] [--wait-s N] "
-                 "[--binary PATH] [--json] [-- controller flags]\n");
+    std::fprintf(
+        stderr,
+        "usage: array_churn [--arrays N] [--elements N] [--keep-finished D|\"\"] [--wait-s N] "
+        "[--binary PATH] [--json] [-- controller flags]\n");
     return 2;
   }
   char tmpl[] = "/tmp/hangar-array-churn-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   const std::string cluster = dir + "/cluster.yaml";
-  std::ofstream(cluster) << "name: array-churn\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: "
-                            "80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: node-1}]\n";
+  std::ofstream(cluster)
+      << "name: array-churn\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: "
+         "80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: node-1}]\n";
   fs::create_directories(dir + "/store");
-  std::vector<std::string> args = {"hangar", "controller", "--cluster", cluster, "--api", "127.0.0.1:0", "--agents",
-                                   "127.0.0.1:0", "--store", "sqlite://" + dir + "/store/state.db", "--port-file",
-                                   dir + "/ports.json", "--auth", "none", "--insecure", "--checkpoint-root",
+  std::vector<std::string> args = {"hangar",
+                                   "controller",
+                                   "--cluster",
+                                   cluster,
+                                   "--api",
+                                   "127.0.0.1:0",
+                                   "--agents",
+                                   "127.0.0.1:0",
+                                   "--store",
+                                   "sqlite://" + dir + "/store/state.db",
+                                   "--port-file",
+                                   dir + "/ports.json",
+                                   "--auth",
+                                   "none",
+                                   "--insecure",
+                                   "--checkpoint-root",
                                    dir + "/checkpoints"};
   if (!o.keep_finished.empty()) args.insert(args.end(), {"--keep-finished", o.keep_finished});
   args.insert(args.end(), o.extra.begin(), o.extra.end());
@@ -163,7 +188,8 @@ int main(int argc, char** argv) {
   http.set_read_timeout(300, 0);
   std::string list;
   for (int i = 0; i < o.elements; ++i) list += (i ? "," : "") + std::to_string(i);
-  const std::string job = "name: churn\narray: \"" + list + "\"\ntasks: [{gpus: 1, command: [/bin/true]}]\n";
+  const std::string job =
+      "name: churn\narray: \"" + list + "\"\ntasks: [{gpus: 1, command: [/bin/true]}]\n";
 
   const double before = SettledRss(controller.pid, 10);
   Watcher watch;
@@ -173,10 +199,12 @@ int main(int argc, char** argv) {
     auto r = http.Post("/v1/jobs", job, "application/yaml");
     if (!r || r->status != 201) {
       watch.Stop();
-      return fail("array " + std::to_string(a) + " was refused: " + (r ? r->body : std::string("no answer")));
+      return fail("array " + std::to_string(a) +
+                  " was refused: " + (r ? r->body : std::string("no answer")));
     }
     const uint64_t array_id = nlohmann::json::parse(r->body)["array_id"];
-    auto c = http.Post("/v1/jobs/bulk/cancel", nlohmann::json{{"array", array_id}}.dump(), "application/json");
+    auto c = http.Post("/v1/jobs/bulk/cancel", nlohmann::json{{"array", array_id}}.dump(),
+                       "application/json");
     if (!c || c->status != 200) {
       watch.Stop();
       return fail("cancelling array " + std::to_string(array_id) + " failed");
@@ -219,11 +247,13 @@ int main(int argc, char** argv) {
   if (o.json) {
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("RSS before %.1f MiB, peak %.1f MiB, after %.1f MiB (%.2fx); /healthz p99 %.1f ms (%d failed); "
-                "%d arrays of %d in %.1f s, gone %.1f s later (%ld left); store %.1f MiB\n",
-                before, out["rss_peak_mib"].get<double>(), after, out["after_over_before"].get<double>(),
-                out["healthz_p99_ms"].get<double>(), watch.failed, o.arrays, o.elements, churn_s, gone_s, left,
-                store_mib);
+    std::printf(
+        "RSS before %.1f MiB, peak %.1f MiB, after %.1f MiB (%.2fx); /healthz p99 %.1f ms (%d "
+        "failed); "
+        "%d arrays of %d in %.1f s, gone %.1f s later (%ld left); store %.1f MiB\n",
+        before, out["rss_peak_mib"].get<double>(), after, out["after_over_before"].get<double>(),
+        out["healthz_p99_ms"].get<double>(), watch.failed, o.arrays, o.elements, churn_s, gone_s,
+        left, store_mib);
   }
   std::error_code ec;
   fs::remove_all(dir, ec);

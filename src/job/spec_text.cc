@@ -12,9 +12,10 @@ namespace {
 // The first control character of `value` as "ESC (0x1b)", or "" when there is none. C1 controls
 // (U+0080-U+009F, two bytes in UTF-8) count: some terminals take U+009B as ESC [.
 std::string FirstControl(std::string_view value, bool tab_and_newline) {
-  static const char* kC0[] = {"NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS",  "tab", "newline",
-                              "VT",  "FF",  "CR",  "SO",  "SI",  "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
-                              "SYN", "ETB", "CAN", "EM",  "SUB", "ESC", "FS",  "GS",  "RS",  "US"};
+  static const char* kC0[] = {"NUL", "SOH", "STX",     "ETX", "EOT", "ENQ", "ACK", "BEL",
+                              "BS",  "tab", "newline", "VT",  "FF",  "CR",  "SO",  "SI",
+                              "DLE", "DC1", "DC2",     "DC3", "DC4", "NAK", "SYN", "ETB",
+                              "CAN", "EM",  "SUB",     "ESC", "FS",  "GS",  "RS",  "US"};
   char hex[8];
   for (size_t i = 0; i < value.size(); ++i) {
     const auto c = static_cast<unsigned char>(value[i]);
@@ -77,9 +78,10 @@ class TextWalk {
     } else if (n.IsScalar()) {
       const bool multiline = MultilineField(path_);
       if (std::string bad = FirstControl(n.Scalar(), multiline); !bad.empty()) {
-        return src_.Error(n, Here() + " holds a control character, " + bad + "; " +
-                                 (multiline ? "only tab and newline are allowed here: remove it"
-                                            : "it is plain text (no tab or newline either): remove it"));
+        return src_.Error(
+            n, Here() + " holds a control character, " + bad + "; " +
+                   (multiline ? "only tab and newline are allowed here: remove it"
+                              : "it is plain text (no tab or newline either): remove it"));
       }
     }
     return Status::Ok();
@@ -100,15 +102,17 @@ StatusOr<YAML::Node> ParseOneDocument(const YamlSource& src, std::string_view te
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::ParserException& e) {
     return Status::InvalidArgument(src.name() + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                   std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg);
+                                   std::to_string(e.mark.column + 1) +
+                                   ": not valid YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(src.name() + ": not valid YAML: " + e.what());
   }
   if (docs.empty()) return YAML::Node();
   for (size_t i = 1; i < docs.size(); ++i) {
     if (docs[i].IsNull()) continue;
-    return src.Error(docs[i], "a second document begins here; a file holds one job (or one set of queues): "
-                              "put each job in a file of its own and submit each");
+    return src.Error(docs[i],
+                     "a second document begins here; a file holds one job (or one set of queues): "
+                     "put each job in a file of its own and submit each");
   }
   return docs.front();
 }
@@ -123,7 +127,8 @@ Status CheckNoDuplicateKeys(const YamlSource& src, const YAML::Node& root) {
       for (const auto& kv : n) {
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : YAML::Dump(kv.first);
         if (!seen.insert(key).second) {
-          return src.Error(kv.first, "'" + key + "' is given twice in the same map; keep one of them");
+          return src.Error(kv.first,
+                           "'" + key + "' is given twice in the same map; keep one of them");
         }
         stack.push_back(kv.second);
       }
@@ -134,7 +139,9 @@ Status CheckNoDuplicateKeys(const YamlSource& src, const YAML::Node& root) {
   return Status::Ok();
 }
 
-Status CheckJobText(const YamlSource& src, const YAML::Node& root) { return TextWalk(src).Walk(root); }
+Status CheckJobText(const YamlSource& src, const YAML::Node& root) {
+  return TextWalk(src).Walk(root);
+}
 
 Status CheckPlainText(std::string_view field, std::string_view value, bool tab_and_newline) {
   const std::string bad = FirstControl(value, tab_and_newline);

@@ -13,7 +13,8 @@ std::string Job(const std::string& group, const std::string& top = "") {
   return "name: t\n" + top + "tasks:\n  - replicas: 1\n    gpus: 1\n" + group;
 }
 
-void ExpectRefused(const std::string& text, const std::string& field, const std::string& line = "") {
+void ExpectRefused(const std::string& text, const std::string& field,
+                   const std::string& line = "") {
   auto spec = ParseJobSpec(text, "job.yaml");
   ASSERT_FALSE(spec.ok()) << text;
   const std::string& m = spec.status().message();
@@ -30,19 +31,28 @@ void ExpectRefused(const std::string& text, const std::string& field, const std:
 TEST(SpecTextTest, ControlCharactersAreRefusedNamingTheField) {
   const std::string ok_cmd = "    command: [/bin/true]\n";
   ExpectRefused(Job("    name: \"a\\e]0;owned\\a\"\n" + ok_cmd), "tasks[0].name", "5");
-  ExpectRefused(Job("    name: \"a\\nb\"\n" + ok_cmd), "tasks[0].name holds a control character, newline");
-  ExpectRefused(Job("    env: {A: \"x\\0y\"}\n" + ok_cmd), "tasks[0].env.A holds a control character, NUL");
-  ExpectRefused(Job("    env: {A: \"x\\ey\"}\n" + ok_cmd), "tasks[0].env.A holds a control character, ESC");
-  ExpectRefused(Job("    env: {\"A\\e\": x}\n" + ok_cmd), "a key of tasks[0].env holds a control character");
-  ExpectRefused(Job("    command: [/bin/echo, \"\\e[2J\"]\n"), "tasks[0].command[1] holds a control character, ESC");
-  ExpectRefused(Job("    command: \"echo \\r\"\n"), "tasks[0].command holds a control character, CR");
-  ExpectRefused(Job("    workdir: \"/tmp/a\\nb\"\n" + ok_cmd), "tasks[0].workdir holds a control character, newline");
+  ExpectRefused(Job("    name: \"a\\nb\"\n" + ok_cmd),
+                "tasks[0].name holds a control character, newline");
+  ExpectRefused(Job("    env: {A: \"x\\0y\"}\n" + ok_cmd),
+                "tasks[0].env.A holds a control character, NUL");
+  ExpectRefused(Job("    env: {A: \"x\\ey\"}\n" + ok_cmd),
+                "tasks[0].env.A holds a control character, ESC");
+  ExpectRefused(Job("    env: {\"A\\e\": x}\n" + ok_cmd),
+                "a key of tasks[0].env holds a control character");
+  ExpectRefused(Job("    command: [/bin/echo, \"\\e[2J\"]\n"),
+                "tasks[0].command[1] holds a control character, ESC");
+  ExpectRefused(Job("    command: \"echo \\r\"\n"),
+                "tasks[0].command holds a control character, CR");
+  ExpectRefused(Job("    workdir: \"/tmp/a\\nb\"\n" + ok_cmd),
+                "tasks[0].workdir holds a control character, newline");
   ExpectRefused(Job(ok_cmd, "workdir: \"/tmp/\\tx\"\n"), "workdir holds a control character, tab");
-  ExpectRefused(Job("    name: \"a\\u009bb\"\n" + ok_cmd), "tasks[0].name holds a control character, U+009B");
+  ExpectRefused(Job("    name: \"a\\u009bb\"\n" + ok_cmd),
+                "tasks[0].name holds a control character, U+009B");
   // Where they mean something: a shell script, a certificate in the environment.
-  auto fine = ParseJobSpec(Job("    env: {CERT: \"-----BEGIN-----\\n\\tabc\\n\"}\n    command:\n      - /bin/sh\n"
-                               "      - -c\n      - |\n        echo a\n        echo\tb\n"),
-                           "job.yaml");
+  auto fine = ParseJobSpec(
+      Job("    env: {CERT: \"-----BEGIN-----\\n\\tabc\\n\"}\n    command:\n      - /bin/sh\n"
+          "      - -c\n      - |\n        echo a\n        echo\tb\n"),
+      "job.yaml");
   ASSERT_TRUE(fine.ok()) << fine.status().message();
   EXPECT_EQ(fine->tasks[0].command[2], "echo a\necho\tb\n");
 }
@@ -50,9 +60,11 @@ TEST(SpecTextTest, ControlCharactersAreRefusedNamingTheField) {
 TEST(SpecTextTest, GroupNamesAreNamesNotPaths) {
   const std::string ok_cmd = "    command: [/bin/true]\n";
   ExpectRefused(Job("    name: ../../etc\n" + ok_cmd), "task group name '../../etc'", "5");
-  ExpectRefused(Job("    name: " + std::string(10'000, 'a') + "\n" + ok_cmd), "(10000 bytes) must be 1-63 letters");
+  ExpectRefused(Job("    name: " + std::string(10'000, 'a') + "\n" + ok_cmd),
+                "(10000 bytes) must be 1-63 letters");
   ExpectRefused(Job("    name: \"a b\"\n" + ok_cmd), "task group name 'a b'");
-  ExpectRefused(Job("    workdir: /" + std::string(5000, 'd') + "\n" + ok_cmd), "a path is at most 4096");
+  ExpectRefused(Job("    workdir: /" + std::string(5000, 'd') + "\n" + ok_cmd),
+                "a path is at most 4096");
   auto fine = ParseJobSpec(Job("    name: Train_v2.1-a\n" + ok_cmd), "job.yaml");
   EXPECT_TRUE(fine.ok()) << fine.status().message();
 }
@@ -60,12 +72,14 @@ TEST(SpecTextTest, GroupNamesAreNamesNotPaths) {
 // yaml-cpp keeps both entries of a repeated key and reads only a stream's first document: the
 // second job of a file was dropped without a word.
 TEST(SpecTextTest, DuplicateKeysAndASecondDocumentAreRefusedWithTheirLine) {
-  ExpectRefused("name: t\npriority: 1\npriority: 9\ntasks: [{gpus: 1, command: [a]}]\n", "'priority' is given twice",
-                "3");
+  ExpectRefused("name: t\npriority: 1\npriority: 9\ntasks: [{gpus: 1, command: [a]}]\n",
+                "'priority' is given twice", "3");
   ExpectRefused(Job("    command: [a]\n    env: {A: 1, B: 2, A: 3}\n"), "'A' is given twice", "6");
-  ExpectRefused("{\"name\": \"t\", \"name\": \"u\", \"tasks\": [{\"gpus\": 1, \"command\": [\"a\"]}]}",
-                "'name' is given twice");
-  ExpectRefused(Job("    command: [a]\n") + "---\n" + Job("    command: [b]\n"), "a second document begins here", "7");
+  ExpectRefused(
+      "{\"name\": \"t\", \"name\": \"u\", \"tasks\": [{\"gpus\": 1, \"command\": [\"a\"]}]}",
+      "'name' is given twice");
+  ExpectRefused(Job("    command: [a]\n") + "---\n" + Job("    command: [b]\n"),
+                "a second document begins here", "7");
   // A closing "---" with nothing after it is no second document.
   auto fine = ParseJobSpec(Job("    command: [a]\n") + "---\n", "job.yaml");
   EXPECT_TRUE(fine.ok()) << fine.status().message();
@@ -92,18 +106,21 @@ TEST(SpecTextTest, AStoredSpecIsReadUnderTheRulesItWasAcceptedBy) {
 TEST(SpecTextTest, QueueAndUserNamesArePlainText) {
   auto q = ParseQueues("queues:\n  - name: \"a\\nb\"\n", "q.yaml");
   ASSERT_FALSE(q.ok());
-  EXPECT_NE(q.status().message().find("q.yaml:2: queue name holds a control character, newline"), std::string::npos)
+  EXPECT_NE(q.status().message().find("q.yaml:2: queue name holds a control character, newline"),
+            std::string::npos)
       << q.status().message();
   q = ParseQueues("queues:\n  - name: a\n    users: [alice, \"bob\\e[31m\"]\n", "q.yaml");
   ASSERT_FALSE(q.ok());
-  EXPECT_NE(q.status().message().find("users entry holds a control character, ESC"), std::string::npos)
+  EXPECT_NE(q.status().message().find("users entry holds a control character, ESC"),
+            std::string::npos)
       << q.status().message();
   q = ParseQueues("queues:\n  - name: " + std::string(200, 'q') + "\n", "q.yaml");
   ASSERT_FALSE(q.ok());
   EXPECT_NE(q.status().message().find("a name is at most 128"), std::string::npos);
   q = ParseQueues("queues:\n  - name: a\n  - name: b\n---\nqueues:\n  - name: c\n", "q.yaml");
   ASSERT_FALSE(q.ok());
-  EXPECT_NE(q.status().message().find("q.yaml:5: a second document"), std::string::npos) << q.status().message();
+  EXPECT_NE(q.status().message().find("q.yaml:5: a second document"), std::string::npos)
+      << q.status().message();
   q = ParseQueues("queues:\n  - name: a\n    weight: 1\n    weight: 2\n", "q.yaml");
   ASSERT_FALSE(q.ok());
   EXPECT_NE(q.status().message().find("q.yaml:4: 'weight' is given twice"), std::string::npos);

@@ -34,18 +34,21 @@ class AdmissionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cluster_ = std::make_unique<LocalCluster>(
-        kCluster, std::vector<std::string>{"--auth", "tokens", "--max-spec-bytes-per-user", "512Ki"});
+        kCluster,
+        std::vector<std::string>{"--auth", "tokens", "--max-spec-bytes-per-user", "512Ki"});
     cluster_->StartController();
     std::ifstream in(cluster_->dir() + "/admin.token");
     std::getline(in, admin_);
-    Answer alice = Post("/v1/tokens", "{\"user\": \"alice\", \"role\": \"user\", " + TaskAccountFields() + "}");
+    Answer alice = Post("/v1/tokens",
+                        "{\"user\": \"alice\", \"role\": \"user\", " + TaskAccountFields() + "}");
     ASSERT_EQ(alice.status, 201) << alice.body.dump();
     alice_ = alice.body["token"];
   }
   Answer Post(const std::string& path, const std::string& body, const std::string& token = "") {
     httplib::Client c("127.0.0.1", cluster_->api_port());
     c.set_read_timeout(60, 0);
-    auto r = c.Post(path, {{"Authorization", "Bearer " + (token.empty() ? admin_ : token)}}, body, "application/yaml");
+    auto r = c.Post(path, {{"Authorization", "Bearer " + (token.empty() ? admin_ : token)}}, body,
+                    "application/yaml");
     Answer a;
     if (!r) return a;
     a.status = r->status;
@@ -59,9 +62,11 @@ class AdmissionTest : public ::testing::Test {
   std::string StoreValue(const std::string& sql) {
     sqlite3* db = nullptr;
     std::string out;
-    if (sqlite3_open_v2((cluster_->dir() + "/state.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    if (sqlite3_open_v2((cluster_->dir() + "/state.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                        nullptr) == SQLITE_OK) {
       sqlite3_stmt* q = nullptr;
-      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
+      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK &&
+          sqlite3_step(q) == SQLITE_ROW) {
         out = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
       }
       sqlite3_finalize(q);
@@ -80,13 +85,19 @@ TEST_F(AdmissionTest, EachBadFieldIsRefusedNamingIt) {
     std::string says;
   };
   const Case cases[] = {
-      {SubmitGroup("    name: \"a\\e]0;owned\\a\"\n" + cmd), "tasks[0].name holds a control character, ESC"},
-      {SubmitGroup("    name: \"a\\nb\"\n" + cmd), "tasks[0].name holds a control character, newline"},
-      {SubmitGroup("    env: {A: \"x\\0y\"}\n" + cmd), "tasks[0].env.A holds a control character, NUL"},
-      {SubmitGroup("    command: [/bin/echo, \"\\e[2J\"]\n"), "tasks[0].command[1] holds a control character, ESC"},
-      {SubmitGroup("    workdir: \"/tmp/a\\nb\"\n" + cmd), "tasks[0].workdir holds a control character, newline"},
+      {SubmitGroup("    name: \"a\\e]0;owned\\a\"\n" + cmd),
+       "tasks[0].name holds a control character, ESC"},
+      {SubmitGroup("    name: \"a\\nb\"\n" + cmd),
+       "tasks[0].name holds a control character, newline"},
+      {SubmitGroup("    env: {A: \"x\\0y\"}\n" + cmd),
+       "tasks[0].env.A holds a control character, NUL"},
+      {SubmitGroup("    command: [/bin/echo, \"\\e[2J\"]\n"),
+       "tasks[0].command[1] holds a control character, ESC"},
+      {SubmitGroup("    workdir: \"/tmp/a\\nb\"\n" + cmd),
+       "tasks[0].workdir holds a control character, newline"},
       {SubmitGroup("    name: ../../etc\n" + cmd), "task group name '../../etc'"},
-      {SubmitGroup("    name: " + std::string(10'000, 'a') + "\n" + cmd), "(10000 bytes) must be 1-63 letters"},
+      {SubmitGroup("    name: " + std::string(10'000, 'a') + "\n" + cmd),
+       "(10000 bytes) must be 1-63 letters"},
       {SubmitGroup(cmd, "array: \"9223372036854775807\"\n"), "is over the largest index, 9999999"},
       {SubmitGroup(cmd, "priority: 1\npriority: 2\n"), "request body:3: 'priority' is given twice"},
       {SubmitGroup(cmd + "---\nname: second\ntasks: [{gpus: 1, command: [x]}]\n"),
@@ -94,11 +105,13 @@ TEST_F(AdmissionTest, EachBadFieldIsRefusedNamingIt) {
       {SubmitGroup(cmd, "time_limit: 0s\n"), "request body:2: time_limit must be positive"},
       {Post("/v1/tokens", "{\"user\": \"mallory\\n1  alice  admin\", \"role\": \"user\"}"),
        "the user name holds a control character, newline"},
-      {Post("/v1/queues", "queues:\n  - name: \"q\\e[31m\"\n"), "queue name holds a control character, ESC"},
+      {Post("/v1/queues", "queues:\n  - name: \"q\\e[31m\"\n"),
+       "queue name holds a control character, ESC"},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(c.got.status, 400) << c.says << ": " << c.got.body.dump();
-    EXPECT_NE(c.got.message().find(c.says), std::string::npos) << "wanted '" << c.says << "' in: " << c.got.message();
+    EXPECT_NE(c.got.message().find(c.says), std::string::npos)
+        << "wanted '" << c.says << "' in: " << c.got.message();
   }
   EXPECT_EQ(cluster_->Get("/v1/jobs")["jobs"].size(), 0u) << "none of them was admitted";
 }
@@ -107,13 +120,16 @@ TEST_F(AdmissionTest, EachBadFieldIsRefusedNamingIt) {
 // controller went to 24 GB); 10,000 elements written as a list cost +500 MiB and wrote the spec
 // once per element.
 TEST_F(AdmissionTest, ALongArrayIsCountedFirstAndAnAcceptedOneIsStoredOnce) {
-  Answer big = Post("/v1/jobs", "name: t\narray: \"" + CommaList(150'000) + "\"\ntasks: [{gpus: 1, command: [x]}]\n",
-                    alice_);
+  Answer big = Post(
+      "/v1/jobs",
+      "name: t\narray: \"" + CommaList(150'000) + "\"\ntasks: [{gpus: 1, command: [x]}]\n", alice_);
   EXPECT_EQ(big.status, 400) << big.body.dump();
-  EXPECT_NE(big.message().find("has more than 100000 elements"), std::string::npos) << big.message();
+  EXPECT_NE(big.message().find("has more than 100000 elements"), std::string::npos)
+      << big.message();
 
-  Answer ok = Post("/v1/jobs", "name: t\narray: \"" + CommaList(10'000) + "\"\ntasks: [{gpus: 1, command: [x]}]\n",
-                   alice_);
+  Answer ok = Post(
+      "/v1/jobs",
+      "name: t\narray: \"" + CommaList(10'000) + "\"\ntasks: [{gpus: 1, command: [x]}]\n", alice_);
   ASSERT_EQ(ok.status, 201) << ok.body.dump();
   EXPECT_EQ(ok.body["count"], 10'000);
   EXPECT_EQ(StoreValue("SELECT count(*) FROM jobs"), "10000");
@@ -125,8 +141,8 @@ TEST_F(AdmissionTest, ALongArrayIsCountedFirstAndAnAcceptedOneIsStoredOnce) {
 
 TEST_F(AdmissionTest, EachUserMayStoreSoManyBytesOfSpecs) {
   auto spec = [](int n) {
-    return "name: t\ntasks: [{gpus: 1, command: [x], env: {PAD: \"" + std::string(100'000, 'p') + std::to_string(n) +
-           "\"}}]\n";
+    return "name: t\ntasks: [{gpus: 1, command: [x], env: {PAD: \"" + std::string(100'000, 'p') +
+           std::to_string(n) + "\"}}]\n";
   };
   // Environment values are sealed in a SQLite store: each spec stores ~130 KiB.
   EXPECT_EQ(Post("/v1/jobs", spec(1), alice_).status, 201);
@@ -135,14 +151,18 @@ TEST_F(AdmissionTest, EachUserMayStoreSoManyBytesOfSpecs) {
   EXPECT_EQ(Post("/v1/jobs", spec(3), alice_).status, 201) << "the same spec again is stored once";
   Answer fourth = Post("/v1/jobs", spec(4), alice_);
   EXPECT_EQ(fourth.status, 413) << fourth.body.dump();
-  EXPECT_NE(fourth.message().find("does not fit: alice already stores 39"), std::string::npos) << fourth.message();
-  EXPECT_NE(fourth.message().find("KiB of job specs and may store at most 512.0 KiB (the controller's "
-                                  "--max-spec-bytes-per-user)"),
-            std::string::npos)
+  EXPECT_NE(fourth.message().find("does not fit: alice already stores 39"), std::string::npos)
       << fourth.message();
-  Answer bob = Post("/v1/tokens", "{\"user\": \"bob\", \"role\": \"user\", " + TaskAccountFields() + "}");
+  EXPECT_NE(
+      fourth.message().find("KiB of job specs and may store at most 512.0 KiB (the controller's "
+                            "--max-spec-bytes-per-user)"),
+      std::string::npos)
+      << fourth.message();
+  Answer bob =
+      Post("/v1/tokens", "{\"user\": \"bob\", \"role\": \"user\", " + TaskAccountFields() + "}");
   ASSERT_EQ(bob.status, 201) << bob.body.dump();
-  EXPECT_EQ(Post("/v1/jobs", spec(4), bob.body["token"]).status, 201) << "another user's specs are theirs";
+  EXPECT_EQ(Post("/v1/jobs", spec(4), bob.body["token"]).status, 201)
+      << "another user's specs are theirs";
 }
 
 }  // namespace

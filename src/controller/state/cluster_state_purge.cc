@@ -11,8 +11,9 @@ namespace hangar::controller {
 
 bool ClusterState::Purgeable(const JobRecord& j, Time now) const {
   // Nothing of it may be left anywhere: no task still stopping, no share held for it.
-  return job::IsFinal(j.state) && j.ended > 0 && now - j.ended >= options_.keep_finished && j.live_tasks == 0 &&
-         j.stopping_tasks == 0 && j.awaiting_victims.empty() && !held_.count(j.id) && !active_.count(j.id);
+  return job::IsFinal(j.state) && j.ended > 0 && now - j.ended >= options_.keep_finished &&
+         j.live_tasks == 0 && j.stopping_tasks == 0 && j.awaiting_victims.empty() &&
+         !held_.count(j.id) && !active_.count(j.id);
 }
 
 void ClusterState::PurgeFinished(Time now, Effects* fx) {
@@ -25,7 +26,7 @@ void ClusterState::PurgeFinished(Time now, Effects* fx) {
     for (size_t seen = 0; seen < kPurgeScan; ++seen) {
       if (Purgeable(it->second, now)) gone.push_back(it->first);
       if (++it == jobs_.end()) it = jobs_.begin();  // wrap: the walk goes round and round
-      if (it->first == first) break;               // each job at most once a call
+      if (it->first == first) break;                // each job at most once a call
     }
     purge_from_ = it->first;
   }
@@ -61,16 +62,21 @@ void ClusterState::Forget(const std::vector<sched::JobId>& ids, Effects* fx) {
     if (u == jobs_by_user_.end()) continue;
     std::vector<sched::JobId> kept;
     std::copy_if(u->second.begin(), u->second.end(), std::back_inserter(kept), not_gone);
-    if (kept.empty()) jobs_by_user_.erase(u);
-    else u->second = std::move(kept);  // a fresh vector: the old one's capacity goes back too
+    if (kept.empty())
+      jobs_by_user_.erase(u);
+    else
+      u->second = std::move(kept);  // a fresh vector: the old one's capacity goes back too
   }
   for (uint64_t array : arrays) {
     auto a = arrays_.find(array);
     if (a == arrays_.end()) continue;
     std::vector<sched::JobId> kept;
-    std::copy_if(a->second.elements.begin(), a->second.elements.end(), std::back_inserter(kept), not_gone);
-    if (kept.empty()) arrays_.erase(a);
-    else a->second.elements = std::move(kept);
+    std::copy_if(a->second.elements.begin(), a->second.elements.end(), std::back_inserter(kept),
+                 not_gone);
+    if (kept.empty())
+      arrays_.erase(a);
+    else
+      a->second.elements = std::move(kept);
   }
 }
 

@@ -23,10 +23,12 @@ Status SpecBook::MayStore(const std::string& user, const std::string& key, int64
   const int64_t mine = UserBytes(user);
   if (mine + bytes <= max_bytes_per_user_) return Status::Ok();
   return Status::ResourceExhausted(
-      "this job spec (" + FormatBytes(bytes) + ") does not fit: " + user + " already stores " + FormatBytes(mine) +
-      " of job specs and may store at most " + FormatBytes(max_bytes_per_user_) +
+      "this job spec (" + FormatBytes(bytes) + ") does not fit: " + user + " already stores " +
+      FormatBytes(mine) + " of job specs and may store at most " +
+      FormatBytes(max_bytes_per_user_) +
       " (the controller's --max-spec-bytes-per-user); a spec is kept until its last job is purged "
-      "(--keep-finished after it ends): submit smaller specs (an array instead of many copies), or ask an admin "
+      "(--keep-finished after it ends): submit smaller specs (an array instead of many copies), or "
+      "ask an admin "
       "to raise the limit");
 }
 

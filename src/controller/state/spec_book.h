@@ -19,7 +19,8 @@ class SpecBook {
   static constexpr int64_t kDefaultMaxBytesPerUser = int64_t{1} << 30;  // 1 GiB
 
   // `max_bytes_per_user` 0: no limit (the simulator's).
-  explicit SpecBook(int64_t max_bytes_per_user = kDefaultMaxBytesPerUser) : max_bytes_per_user_(max_bytes_per_user) {}
+  explicit SpecBook(int64_t max_bytes_per_user = kDefaultMaxBytesPerUser)
+      : max_bytes_per_user_(max_bytes_per_user) {}
 
   // Ok when `user` may store a spec of `bytes` under `key` (a spec stored already costs nothing);
   // else ResourceExhausted saying the limit and how much the user stores already.

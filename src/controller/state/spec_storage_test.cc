@@ -46,7 +46,8 @@ class SpecStorageTest : public ::testing::Test {
 // with array: "0-199" wrote 200 MB).
 TEST_F(SpecStorageTest, AnArraysSpecIsHeldAndStoredOnceForAllItsElements) {
   auto state = Make();
-  const std::string yaml = "name: sweep\narray: \"" + CommaList(10'000) + "\"\ntasks: [{gpus: 1, command: [x]}]\n";
+  const std::string yaml =
+      "name: sweep\narray: \"" + CommaList(10'000) + "\"\ntasks: [{gpus: 1, command: [x]}]\n";
   Effects fx;
   auto ids = state->SubmitArray(Spec(yaml), 0, &fx);
   ASSERT_TRUE(ids.ok()) << ids.status().ToString();
@@ -82,8 +83,8 @@ TEST_F(SpecStorageTest, EachUserMayStoreSoManyBytesOfSpecs) {
   o.max_spec_bytes_per_user = 8 * 1024;
   auto state = Make(o);
   auto big = [](int n) {
-    return "name: big\ntasks: [{gpus: 1, command: [x], env: {PAD: \"" + std::string(3000, 'a') + std::to_string(n) +
-           "\"}}]\n";
+    return "name: big\ntasks: [{gpus: 1, command: [x], env: {PAD: \"" + std::string(3000, 'a') +
+           std::to_string(n) + "\"}}]\n";
   };
   Effects fx;
   ASSERT_TRUE(state->Submit(Spec(big(1)), 0, &fx).ok());
@@ -115,9 +116,11 @@ TEST_F(SpecStorageTest, FinishedJobsAreForgottenAfterKeepFinishedWithTheirSpecs)
   o.after_large_purge = [&] { ++trims; };
   auto state = Make(o);
   Effects fx;
-  auto ids = state->SubmitArray(Spec("name: sweep\narray: \"0-11999\"\ntasks: [{gpus: 1, command: [x]}]\n"), 0, &fx);
+  auto ids = state->SubmitArray(
+      Spec("name: sweep\narray: \"0-11999\"\ntasks: [{gpus: 1, command: [x]}]\n"), 0, &fx);
   ASSERT_TRUE(ids.ok());
-  const sched::JobId kept = *state->Submit(Spec("name: one\ntasks: [{gpus: 1, command: [x]}]\n"), 0, &fx);
+  const sched::JobId kept =
+      *state->Submit(Spec("name: one\ntasks: [{gpus: 1, command: [x]}]\n"), 0, &fx);
   for (sched::JobId id : *ids) ASSERT_TRUE(state->Cancel(id, 1000, &fx).ok());
   auto store = NewMemoryStore();
   ASSERT_TRUE(store->Commit(fx.batch).ok());
@@ -132,7 +135,8 @@ TEST_F(SpecStorageTest, FinishedJobsAreForgottenAfterKeepFinishedWithTheirSpecs)
     state->PurgeFinished(t, &tick);
     ASSERT_LE(tick.batch.erased_jobs.size(), ClusterState::kPurgeScan);
     erased += tick.batch.erased_jobs.size();
-    specs_erased.insert(specs_erased.end(), tick.batch.erased_specs.begin(), tick.batch.erased_specs.end());
+    specs_erased.insert(specs_erased.end(), tick.batch.erased_specs.begin(),
+                        tick.batch.erased_specs.end());
     ASSERT_TRUE(store->Commit(tick.batch).ok());
     ASSERT_LT(t, 1000 + kMinute + 10 * kSecond) << "the purge does not finish";
   }
@@ -165,7 +169,8 @@ TEST_F(SpecStorageTest, TheHeapIsHandedBackWhenThePurgeTookEveryJob) {
   o.after_large_purge = [&] { ++trims; };
   auto state = Make(o);
   Effects fx;
-  auto ids = state->SubmitArray(Spec("name: sweep\narray: \"0-9999\"\ntasks: [{gpus: 1, command: [x]}]\n"), 0, &fx);
+  auto ids = state->SubmitArray(
+      Spec("name: sweep\narray: \"0-9999\"\ntasks: [{gpus: 1, command: [x]}]\n"), 0, &fx);
   ASSERT_TRUE(ids.ok());
   for (sched::JobId id : *ids) ASSERT_TRUE(state->Cancel(id, 1, &fx).ok());
   for (Time t = 1 + kSecond; t <= 1 + 3 * kSecond; t += kSecond) {

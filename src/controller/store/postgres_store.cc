@@ -345,7 +345,8 @@ class PostgresStore final : public StateStore {
     if (!seen.empty()) out->push_back({kInsertSpecs, rows.Take()});
   }
 
-  // Gives each row the text of its spec, reading the specs of `keys` (every spec when empty).
+  // Gives each row (from `from` on) the text of its spec: reading every spec when `all`, else only
+  // those the rows refer to.
   Status AttachSpecs(std::vector<JobRow>* rows, size_t from, bool all) {
     std::unordered_map<std::string, std::shared_ptr<const std::string>> texts;
     pg::ArrayParams keys(1);
@@ -358,9 +359,7 @@ class PostgresStore final : public StateStore {
                                               : conn_.Exec("SELECT key,text FROM specs WHERE key = ANY($1::text[])",
                                                            {std::move(keys.Take()[0])}));
     for (int i = 0; i < PQntuples(r.get()); ++i) {
-      std::string key = pg::Text(r.get(), i, 0);
-      stored_specs_.insert(key);
-      texts.emplace(std::move(key), std::make_shared<const std::string>(pg::Text(r.get(), i, 1)));
+      texts.emplace(pg::Text(r.get(), i, 0), std::make_shared<const std::string>(pg::Text(r.get(), i, 1)));
     }
     for (size_t i = from; i < rows->size(); ++i) {
       if (auto it = texts.find((*rows)[i].spec_key); it != texts.end()) (*rows)[i].spec = it->second;
@@ -478,8 +477,9 @@ class PostgresStore final : public StateStore {
   }
 
   pg::Connection conn_;
-  // Keys of the specs known to be in the database (written by a commit of this store or read by
-  // it). Specs are never changed; a restore (erase_all) forgets them.
+  // Keys of the specs this store's own commits wrote (and did not erase since). Not those it read:
+  // a standby that read a spec the leader then purged must write it again once it leads. A
+  // restore (erase_all) forgets them.
   std::unordered_set<std::string> stored_specs_;
   uint64_t commits_ = 0;
   int64_t epoch_ = 0;  // the lease epoch this store holds; 0: it never took the lease

@@ -23,7 +23,8 @@ std::string SqliteValue(const std::string& path, const std::string& sql) {
   std::string out;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
     sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
       const unsigned char* t = sqlite3_column_text(q, 0);
       out = t ? reinterpret_cast<const char*>(t) : "";
     }
@@ -44,7 +45,8 @@ void SqliteExec(const std::string& path, const std::string& sql) {
 
 // 10,000 elements of one array, sharing one spec of `spec_bytes`.
 StoreBatch AnArray(size_t spec_bytes) {
-  auto text = std::make_shared<const std::string>("{\"array\":\"" + std::string(spec_bytes, '7') + "\"}");
+  auto text =
+      std::make_shared<const std::string>("{\"array\":\"" + std::string(spec_bytes, '7') + "\"}");
   const std::string key = SpecKey(*text);
   StoreBatch b;
   for (uint64_t id = 1; id <= 10'000; ++id) {
@@ -162,7 +164,8 @@ TEST_P(SharedSpecsTest, ABackupHoldsEachSpecOnce) {
   EXPECT_EQ(c->jobs[0].spec, c->jobs[9'999].spec);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllStores, SharedSpecsTest, ::testing::Values("memory", "sqlite", "postgres"),
+INSTANTIATE_TEST_SUITE_P(AllStores, SharedSpecsTest,
+                         ::testing::Values("memory", "sqlite", "postgres"),
                          [](const auto& info) { return info.param; });
 
 // A standby's copy of the rows loses purged jobs too, and its rows share their spec's text.
@@ -185,12 +188,39 @@ TEST(SharedSpecsFollowerTest, AStandbyFollowsPurgesAndSharesSpecs) {
   EXPECT_EQ(f.full_loads(), 1) << "followed, not loaded again";
 }
 
+// A standby read a spec, the leader then purged its last job and the spec; once the standby leads
+// and a job uses that spec again, the spec is written again.
+TEST(SharedSpecsFollowerTest, ASpecReadThenPurgedByAnotherStoreIsWrittenAgain) {
+  const std::string url = testing::FreshDatabaseUrl();
+  auto leader = std::move(OpenStore(url)).value();
+  auto standby = std::move(OpenStore(url)).value();
+  StoreBatch one = AnArray(10);
+  one.jobs.resize(1);
+  ASSERT_TRUE(leader->Commit(one).ok());
+  ASSERT_EQ(standby->Load()->jobs.size(), 1u);
+  StoreBatch purge;
+  purge.erased_jobs = {1};
+  purge.erased_specs = {one.jobs[0].spec_key};
+  ASSERT_TRUE(leader->Commit(purge).ok());
+  StoreBatch again = AnArray(10);
+  again.jobs.resize(1);
+  again.jobs[0].id = 2;
+  ASSERT_TRUE(standby->Commit(again).ok());
+  auto c = leader->Load();
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->jobs.size(), 1u);
+  EXPECT_EQ(c->jobs[0].spec_text(), one.jobs[0].spec_text())
+      << "the spec is there for the job that uses it";
+}
+
 // A backup of format 1 (each job row with its spec's text) still restores.
 TEST(SharedSpecsBackupTest, AFormatOneBackupRestores) {
   std::stringstream in(
       "{\"hangar_backup\":1}\n"
-      "{\"job\":{\"id\":1,\"name\":\"a\",\"queue\":\"q\",\"user\":\"u\",\"state\":\"pending\",\"spec\":\"{\\\"x\\\":1}\","
-      "\"submitted\":1,\"started\":0,\"ended\":0,\"attempt\":0,\"restarts\":0,\"reason\":\"\",\"message\":\"\","
+      "{\"job\":{\"id\":1,\"name\":\"a\",\"queue\":\"q\",\"user\":\"u\",\"state\":\"pending\","
+      "\"spec\":\"{\\\"x\\\":1}\","
+      "\"submitted\":1,\"started\":0,\"ended\":0,\"attempt\":0,\"restarts\":0,\"reason\":\"\","
+      "\"message\":\"\","
       "\"placement\":\"\",\"extra\":\"\"}}\n"
       "{\"end\":{\"jobs\":1,\"nodes\":0,\"values\":0,\"events\":0,\"audit\":0}}\n");
   auto store = NewMemoryStore();
@@ -210,17 +240,23 @@ TEST(SharedSpecsMigrationTest, AnOlderSqliteStoreIsUpgradedKeepingItsJobs) {
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/state.db";
   // The layout as it was released: jobs.spec holds the text.
-  SqliteExec(path,
-             "PRAGMA journal_mode=WAL;"
-             "CREATE TABLE jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL, queue TEXT NOT NULL, user TEXT NOT NULL,"
-             " state TEXT NOT NULL, spec TEXT NOT NULL, submitted_ms INTEGER, started_ms INTEGER, ended_ms INTEGER,"
-             " attempt INTEGER, restarts INTEGER, reason TEXT, message TEXT, placement TEXT, extra TEXT);"
-             "CREATE INDEX jobs_state ON jobs(state);"
-             "CREATE TABLE kv (tbl TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tbl, key));"
-             "INSERT INTO jobs VALUES (1,'a','q','alice','succeeded','{\"s\":1}',1,2,3,1,0,'','','','');"
-             "INSERT INTO jobs VALUES (2,'b','q','alice','pending','{\"s\":2}',4,0,0,0,0,'','','','{\"array_id\":2}');"
-             "INSERT INTO jobs VALUES (3,'b','q','alice','pending','{\"s\":2}',4,0,0,0,0,'','','','{\"array_id\":2}');"
-             "INSERT INTO kv VALUES ('meta','next_job_id','4');");
+  SqliteExec(
+      path,
+      "PRAGMA journal_mode=WAL;"
+      "CREATE TABLE jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL, queue TEXT NOT NULL, user "
+      "TEXT NOT NULL,"
+      " state TEXT NOT NULL, spec TEXT NOT NULL, submitted_ms INTEGER, started_ms INTEGER, "
+      "ended_ms INTEGER,"
+      " attempt INTEGER, restarts INTEGER, reason TEXT, message TEXT, placement TEXT, extra TEXT);"
+      "CREATE INDEX jobs_state ON jobs(state);"
+      "CREATE TABLE kv (tbl TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY "
+      "(tbl, key));"
+      "INSERT INTO jobs VALUES (1,'a','q','alice','succeeded','{\"s\":1}',1,2,3,1,0,'','','','');"
+      "INSERT INTO jobs VALUES "
+      "(2,'b','q','alice','pending','{\"s\":2}',4,0,0,0,0,'','','','{\"array_id\":2}');"
+      "INSERT INTO jobs VALUES "
+      "(3,'b','q','alice','pending','{\"s\":2}',4,0,0,0,0,'','','','{\"array_id\":2}');"
+      "INSERT INTO kv VALUES ('meta','next_job_id','4');");
   ASSERT_EQ(SqliteValue(path, "PRAGMA user_version"), "0");
   {
     auto store = OpenSqliteStore(path);
@@ -238,7 +274,8 @@ TEST(SharedSpecsMigrationTest, AnOlderSqliteStoreIsUpgradedKeepingItsJobs) {
   }
   EXPECT_EQ(SqliteValue(path, "PRAGMA user_version"), "1");
   EXPECT_EQ(SqliteValue(path, "SELECT count(*) FROM specs"), "2");
-  EXPECT_EQ(SqliteValue(path, "SELECT count(*) FROM pragma_table_info('jobs') WHERE name='spec'"), "0");
+  EXPECT_EQ(SqliteValue(path, "SELECT count(*) FROM pragma_table_info('jobs') WHERE name='spec'"),
+            "0");
   // Opened again: nothing to do, and it takes new jobs.
   auto store = std::move(OpenSqliteStore(path)).value();
   StoreBatch b;
@@ -264,8 +301,9 @@ TEST(SharedSpecsMigrationTest, ASqliteStoreNewerThanThisHangarIsRefused) {
   SqliteExec(dir + "/state.db", "PRAGMA user_version = 99");
   auto s = OpenSqliteStore(dir + "/state.db");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("has schema version 99, newer than this hangar knows (up to 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      s.status().message().find("has schema version 99, newer than this hangar knows (up to 1)"),
+      std::string::npos)
       << s.status().message();
   std::filesystem::remove_all(dir);
 }
@@ -274,11 +312,14 @@ TEST(SharedSpecsMigrationTest, ASqliteStoreNewerThanThisHangarIsRefused) {
 TEST(SharedSpecsMigrationTest, AnOlderPostgresStoreIsUpgradedKeepingItsJobs) {
   const std::string url = testing::FreshDatabaseUrl();
   { ASSERT_TRUE(OpenStore(url).ok()); }
-  testing::Sql(url,
-               "DROP TABLE specs; ALTER TABLE jobs DROP COLUMN spec_key; ALTER TABLE jobs ADD COLUMN spec TEXT NOT NULL;"
-               "DELETE FROM schema_version WHERE version = 5;"
-               "INSERT INTO jobs (id,name,queue,user_name,state,spec) VALUES (1,'a','q','alice','succeeded','{\"s\":1}'),"
-               "(2,'b','q','alice','pending','{\"s\":2}'), (3,'b','q','alice','pending','{\"s\":2}')");
+  testing::Sql(
+      url,
+      "DROP TABLE specs; ALTER TABLE jobs DROP COLUMN spec_key; ALTER TABLE jobs ADD COLUMN spec "
+      "TEXT NOT NULL;"
+      "DELETE FROM schema_version WHERE version = 5;"
+      "INSERT INTO jobs (id,name,queue,user_name,state,spec) VALUES "
+      "(1,'a','q','alice','succeeded','{\"s\":1}'),"
+      "(2,'b','q','alice','pending','{\"s\":2}'), (3,'b','q','alice','pending','{\"s\":2}')");
   auto store = std::move(OpenStore(url)).value();
   EXPECT_EQ(testing::Sql(url, "SELECT max(version) FROM schema_version"), "5");
   EXPECT_EQ(testing::Sql(url, "SELECT count(*) FROM specs"), "2");
