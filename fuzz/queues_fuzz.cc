@@ -17,6 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;  // names that are not UTF-8 have no JSON form; the store keeps them as given
   }
   auto back = job::ParseQueues(text, "json");
-  if (!back.ok()) fuzz::Fail("a parsed queue tree's own JSON is refused: " + back.status().message());
+  if (!back.ok())
+    fuzz::Fail("a parsed queue tree's own JSON is refused: " + back.status().message());
   return 0;
 }

@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Submission s;
   if (text.substr(0, 5) == "ARGS ") {
     const size_t nl = text.find('\n');
-    std::istringstream words(std::string(text.substr(5, nl == std::string_view::npos ? nl : nl - 5)));
+    std::istringstream words(
+        std::string(text.substr(5, nl == std::string_view::npos ? nl : nl - 5)));
     for (std::string w; words >> w;) s.command_line.push_back(w);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
   }
@@ -28,6 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto job = ConvertBatchScript(s);
   if (!job.ok()) return 0;
   auto parsed = job::ParseJobSpec(job->yaml, "converted");
-  if (!parsed.ok()) fuzz::Fail("a converted script is not a job file: " + parsed.status().message() + "\n" + job->yaml);
+  if (!parsed.ok())
+    fuzz::Fail("a converted script is not a job file: " + parsed.status().message() + "\n" +
+               job->yaml);
   return 0;
 }

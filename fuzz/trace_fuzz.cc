@@ -33,13 +33,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text = fuzz::AsText(data + 1, size - 1);
   switch (data[0] % 7) {
-    case 0: (void)sim::ReadHangarTrace(PathHolding(text)); break;
-    case 1: (void)sim::ReadPhillyTrace(PathHolding(text)); break;
-    case 2: (void)sim::ReadPhillyPartitions(PathHolding(text)); break;
-    case 3: (void)sim::ReadOpenbTrace(PathHolding(text)); break;
-    case 4: (void)sim::fgd::ParseOpenbPods(text, "pods.csv"); break;
-    case 5: (void)sim::fgd::ParseOpenbNodes(text, "nodes.csv"); break;
-    case 6: (void)sim::ParseSeedList(std::string(text)); break;
+    case 0:
+      (void)sim::ReadHangarTrace(PathHolding(text));
+      break;
+    case 1:
+      (void)sim::ReadPhillyTrace(PathHolding(text));
+      break;
+    case 2:
+      (void)sim::ReadPhillyPartitions(PathHolding(text));
+      break;
+    case 3:
+      (void)sim::ReadOpenbTrace(PathHolding(text));
+      break;
+    case 4:
+      (void)sim::fgd::ParseOpenbPods(text, "pods.csv");
+      break;
+    case 5:
+      (void)sim::fgd::ParseOpenbNodes(text, "nodes.csv");
+      break;
+    case 6:
+      (void)sim::ParseSeedList(std::string(text));
+      break;
   }
   return 0;
 }

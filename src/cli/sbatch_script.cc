@@ -534,6 +534,8 @@ StatusOr<ArraySpec> ParseArraySpec(std::string_view text) {
     auto range = SplitOn(SplitOn(item, ':')[0], '-');
     auto step_part = SplitOn(item, ':');
     if (range.size() > 2 || step_part.size() > 2) return bad("'" + std::string(item) + "'");
+    // As in Slurm and the job file's `array:` (which gets this text): a step only follows a range.
+    if (step_part.size() == 2 && range.size() != 2) return bad("a step needs a range, e.g. 0-48:2");
     auto lo = Digits(range[0]);
     auto hi = range.size() == 2 ? Digits(range[1]) : lo;
     auto step = step_part.size() == 2 ? Digits(step_part[1]) : std::optional<int64_t>(1);

@@ -5,6 +5,8 @@
 
 #include <csignal>
 
+#include "job/batch_spec.h"
+
 namespace hangar::cli::sbatch {
 namespace {
 
@@ -150,6 +152,16 @@ TEST(SlurmArrayTest, RangesStepsListsAndCap) {
             "'5-1' is not an array spec ('5-1' runs backwards or past 4000000); write e.g. 0-49, "
             "0-49:2, 0-49%8 or "
             "1,3,5-7");
+}
+
+// Found by fuzz/sbatch_fuzz.cc: `--array=0:4` was taken, and the job file it made (array: 0:4)
+// was then refused by the controller's parser. A step needs a range, in both.
+TEST(ArraySpecTest, AStepWithoutARangeIsRefusedAsTheJobFileRefusesIt) {
+  auto a = ParseArraySpec("0:4");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("a step needs a range, e.g. 0-48:2"), std::string::npos) << a.status().message();
+  EXPECT_FALSE(job::ParseArraySpec("0:4").ok());
+  EXPECT_TRUE(ParseArraySpec("0-4:2").ok());
 }
 
 TEST(DirectivesTest, OnlyTheLeadingCommentBlockAndEveryForm) {

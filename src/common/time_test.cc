@@ -40,6 +40,15 @@ TEST(DurationTest, RefusesDurationsPastTheLimitInsteadOfWrapping) {
   }
 }
 
+// Found by fuzz/rest_query_fuzz.cc (UBSan: signed overflow): a year of ten digits overflowed the
+// milliseconds and came back as some other time.
+TEST(TimestampTest, RefusesYearsPastFourDigits) {
+  EXPECT_TRUE(ParseUtcTimestamp("9999-12-31 23:59:59").ok());
+  auto r = ParseUtcTimestamp("1716500263-02-01");
+  ASSERT_FALSE(r.ok()) << *r;
+  EXPECT_NE(r.status().message().find("is not a valid date and time"), std::string::npos) << r.status().message();
+}
+
 TEST(DurationTest, Formats) {
   EXPECT_EQ(FormatDuration(250), "250ms");
   EXPECT_EQ(FormatDuration(42 * kSecond), "42s");

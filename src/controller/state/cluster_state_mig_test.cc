@@ -90,13 +90,14 @@ TEST_F(MigStateTest, AJobWithoutAnInstanceGetsAReshapeThenRunsInTheNewInstance) 
   EXPECT_EQ(r->create(0).start(), 4u);
   EXPECT_EQ(r->create(0).memory_slices(), 4u);
   EXPECT_EQ(state_->GetJob(id)->state, "pending");
+  const uint64_t reshape_id = r->id();  // r points into `out`, which the next line replaces
   // While the agent works, nothing else is sent for it.
   out = Cycle(3);
   EXPECT_EQ(ReshapeIn(out, &node), nullptr);
   EXPECT_EQ(state_->mig_reshape_stats().in_flight, 1);
   // Done: the layout the agent reports is the GPU's, and the job starts in it.
   pb::MigReshaped done;
-  done.set_id(r->id());
+  done.set_id(reshape_id);
   done.set_gpu_index(0);
   done.set_ok(true);
   *done.add_layout() = Instance("3g.40gb", 4, 4, 3);
