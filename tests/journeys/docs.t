@@ -120,7 +120,7 @@ docs/health.md's fault script is one the fake backend takes as it is (a typo is 
 docs/operations.md: the cluster's CA and certificates, in a directory of the journey's own
 instead of /etc/hangar/tls.
 
-  $ doc_block docs/operations.md 3 | grep '^hangar certs' | sed "s|/etc/hangar/tls|$PWD/tls|; s|cluster.yaml|examples/clusters/dev-4x8.yaml|" | bash | sed "s|$PWD|.|g"
+  $ doc_block docs/operations.md 4 | grep '^hangar certs' | sed "s|/etc/hangar/tls|$PWD/tls|; s|cluster.yaml|examples/clusters/dev-4x8.yaml|" | bash | sed "s|$PWD|.|g"
   made the CA: ./tls/ca.crt (share it) and ./tls/ca.key (keep it secret; it issues certificates)
   issued ./tls/controller.crt and ./tls/controller.key
   issued ./tls/node-gpu-001.crt and ./tls/node-gpu-001.key

@@ -6,7 +6,7 @@ env, the store holds it sealed with the secrets key.
   $ dev_start
   $ grep -o "job environments are sealed in the store with the secrets key [0-9a-f]*" hangar-dev/logs/controller.log | sed 's/key [0-9a-f]*$/key KEYID/'
   job environments are sealed in the store with the secrets key KEYID
-  $ doc_run docs/operations.md 2 '^hangar dev &' | sed -E 's/hangar-sealed:v1:[0-9a-f]+:[A-Za-z0-9+\/=]+/hangar-sealed:v1:KEYID:SEALED/' | grep -o '^\[doc\].*\|^submitted.*\|^{"NCCL_DEBUG":"WARN"}\|"env":{[^}]*}'
+  $ doc_run docs/operations.md 3 '^hangar dev &' | sed -E 's/hangar-sealed:v1:[0-9a-f]+:[A-Za-z0-9+\/=]+/hangar-sealed:v1:KEYID:SEALED/' | grep -o '^\[doc\].*\|^submitted.*\|^{"NCCL_DEBUG":"WARN"}\|"env":{[^}]*}'
   [doc] $ hangar submit examples/jobs/finetune-8gpu.yaml
   submitted job 1 (finetune-llama-8b)
   [doc] $ hangar job 1 -o json | jq -c .spec.tasks[0].env

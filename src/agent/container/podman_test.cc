@@ -124,7 +124,11 @@ TEST_F(RunArgvTest, TheRunrootStaysShortWhateverTheStateFolder) {
   ASSERT_GT(o.dir.size(), 100u);
   auto p = Podman::Open(o);
   ASSERT_TRUE(p.ok()) << p.status().message();
-  const auto g = p->Global();
+  ContainerRun r;
+  r.name = "hangar-n1-1.0.0";
+  r.image = "127.0.0.1:5000/t/b@sha256:abc";
+  r.argv = {"true"};
+  const auto g = p->RunArgv(r);  // podman's global options come first
   auto after = [&](const std::string& flag) {
     for (size_t i = 0; i + 1 < g.size(); ++i) {
       if (g[i] == flag) return g[i + 1];
@@ -140,7 +144,7 @@ TEST_F(RunArgvTest, TheRunrootStaysShortWhateverTheStateFolder) {
   EXPECT_EQ(st.st_mode & 077, 0u) << parent << " is open to others";
   auto again = Podman::Open(o);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->Global(), g);
+  EXPECT_EQ(again->RunArgv(r), g);
   std::filesystem::remove_all(parent);
 }
 

@@ -50,7 +50,7 @@ class StoreIntegrityTest : public ::testing::Test {
       j.queue = "default";
       j.user = "alice";
       j.state = "running";
-      j.spec_json = std::string(2000, 'x');
+      j.SetSpec(std::string(2000, 'x'));
       b.jobs.push_back(j);
     }
     b.nodes = {{"gpu-1", "{}"}};
@@ -279,7 +279,7 @@ TEST_F(StoreIntegrityTest, AFullDiskIsRefusedWithTheDeviceAndKeepsWhatWasCommitt
       j.queue = "default";
       j.user = "alice";
       j.state = "pending";
-      j.spec_json = std::string(16 * 1024, 'y');
+      j.SetSpec(std::string(16 * 1024, 'y'));
       b.jobs = {j};
       full = (*store)->Commit(b);
       if (full.ok()) committed = id;
