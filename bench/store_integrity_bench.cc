@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
         j.queue = "default";
         j.user = "user" + std::to_string(i % 50);
         j.state = i % 10 ? "succeeded" : "running";
-        j.spec_json = spec;
+        j.SetSpec(spec);
         j.placement_json = R"({"tasks":[{"node":"gpu-001","gpus":[0,1,2,3,4,5,6,7]}]})";
         b.jobs.push_back(std::move(j));
         for (const char* what : {"submitted", "started on gpu-001", "succeeded"}) {
