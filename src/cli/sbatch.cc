@@ -1,5 +1,7 @@
 #include "cli/sbatch.h"
 
+#include <cstdio>
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -285,6 +287,27 @@ StatusOr<std::string> Redirect(const SbatchOptions& o, const std::string& name, 
   return op + " " + *out + " 2" + op + " " + *err;
 }
 
+// A script is carried into the job as written, and a job's command holds no control character
+// but tab and newline: refuse any other here, with its line, as sbatch refuses DOS line breaks.
+Status CheckScriptText(const std::string& text, const std::string& name) {
+  int line = 1;
+  for (unsigned char c : text) {
+    if (c == '\n') {
+      ++line;
+    } else if (c == '\r') {
+      return Err(name + ":" + std::to_string(line) +
+                 ": the script has DOS line breaks (\\r\\n), which sbatch refuses too: convert it with "
+                 "dos2unix and submit it again");
+    } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c);
+      return Err(name + ":" + std::to_string(line) + ": the script holds a control character (" + hex +
+                 "); a job's command may hold only tab and newline: remove it");
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<SbatchOptions> ReadOptions(const Submission& s) {
   if (s.script_text.rfind("#!", 0) != 0) {
     return Err(
@@ -297,6 +320,7 @@ StatusOr<SbatchOptions> ReadOptions(const Submission& s) {
                " bytes; hangar sbatch carries at most " + std::to_string(kMaxScriptBytes) +
                " in the job: move the work into a file the script runs");
   }
+  HANGAR_RETURN_IF_ERROR(CheckScriptText(s.script_text, s.script_name));
   HANGAR_ASSIGN_OR_RETURN(auto lines, ReadDirectives(s.script_text, s.script_name));
   HANGAR_ASSIGN_OR_RETURN(auto command_line, ReadCommandLine(s.command_line));
   lines.insert(lines.end(), command_line.begin(), command_line.end());  // the command line wins

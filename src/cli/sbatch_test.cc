@@ -327,16 +327,24 @@ TEST(SbatchTest, WhatIsNotABatchScriptIsRefused) {
 
 // Found by fuzz/sbatch_fuzz.cc: a control character in the script (here ^D in a comment), a
 // carriage return or a leading space went out in a YAML literal block that the job parser refused
-// or read back changed. The script must reach the job exactly as written.
+// or read back changed. A script reaches the job exactly as written, or is refused here with its
+// line: a job's command holds no control character but tab and newline (DOS line breaks are
+// refused by sbatch too).
 TEST(SbatchTest, AnyScriptTextReachesTheJobFileExactly) {
-  for (const std::string script : {"#!/bin/bash\n# a \x04 in a comment\n#SBATCH --nodes=1\nsrun x\n",
-                                   "#!/bin/sh\r\necho dos line ends\r\n", "#!/bin/sh\n\x7f\necho x\n"}) {
+  for (const std::string script : {"#!/bin/bash\n  # a leading space\n#SBATCH --nodes=1\nsrun x\n",
+                                   "#!/bin/sh\n\techo tab\n'quoted: \"x\"'\n"}) {
     const BatchJob b = Convert(script);
     auto parsed = job::ParseJobSpec(b.yaml, "converted");
     ASSERT_TRUE(parsed.ok()) << parsed.status().message() << "\n" << b.yaml;
     ASSERT_EQ(parsed->tasks.size(), 1u);
     EXPECT_EQ(parsed->tasks[0].command.back(), script);
   }
+  EXPECT_EQ(ErrorOf("#!/bin/bash\n# a \x04 in a comment\nsrun x\n"),
+            "job.sbatch:2: the script holds a control character (0x04); a job's command may hold only tab and "
+            "newline: remove it");
+  EXPECT_EQ(ErrorOf("#!/bin/sh\r\necho dos line ends\r\n"),
+            "job.sbatch:1: the script has DOS line breaks (\\r\\n), which sbatch refuses too: convert it with "
+            "dos2unix and submit it again");
 }
 
 // Runs a converted job's command as an agent would (in its workdir, with the job's environment and

@@ -153,7 +153,7 @@ TEST_F(ControlPlaneTest, BadInputGetsAClearErrorAndChangesNothing) {
   } cases[] = {
       {"name: x\ntasks: [\n", 400, "request body:"},
       {"name: x\nqueue: nope\ntasks:\n  - {gpus: 1, command: [x]}\n", 400, "queue 'nope' does not exist"},
-      {"name: x\ntasks:\n  - {gpus: 9, command: [x]}\n", 422, "never: asks 9 GPUs per replica, largest node has 8"},
+      {"name: x\ntasks:\n  - {gpus: 9, command: [x]}\n", 422, "can never run on this cluster: asks 9 GPUs per replica, largest node has 8"},
       {"name: x\ntasks:\n  - {gpus: 1}\n", 400, "has no command"},
       {std::string(100 * 1024 * 1024, 'a'), 413, "over 1 MiB"},
   };
