@@ -110,6 +110,8 @@ cleanup() {
   [ -n "${DEV_PID:-}" ] && kill -0 "$DEV_PID" 2>/dev/null && dev_stop
   pg_stop
   local left
+  # A node's fence keeper leaves within a moment of its agent: give what ends by itself a second.
+  wait_for 3 '[ -z "$(left_running)" ]' >/dev/null
   left=$(left_running)
   if [ -n "$left" ]; then
     echo "left running:"; echo "$left"

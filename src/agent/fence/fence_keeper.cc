@@ -189,8 +189,11 @@ int RunFenceKeeper(const std::string& state_dir) {
   for (int64_t round = 0;; ++round) {
     std::error_code ec;
     if (!std::filesystem::exists(dir.root(), ec)) return 0;
-    if (round % 20 == 0) agent_alive = LockHeld(dir.Path("agent.lock"));
-    if (keeper.Step(LeaseClockMs(), agent_alive) == 0 && !agent_alive) {
+    const size_t left = keeper.Step(LeaseClockMs(), agent_alive);
+    // With no task left, the agent's lock is looked at every round: a stopped node's keeper
+    // leaves within a round of its agent, not a second later.
+    if (left == 0 || round % 20 == 0) agent_alive = LockHeld(dir.Path("agent.lock"));
+    if (left == 0 && !agent_alive) {
       // Held until exit: an agent starting now waits for it, then finds no keeper and starts one.
       std::optional<HeldLock> agent = HeldLock::TryTake(dir.Path("agent.lock"));
       if (agent) {
