@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/subprocess.h"
+#include "agent/container/podman.h"
 #include "local_cluster.h"
 #include "loopback_registry.h"
 
@@ -70,7 +71,9 @@ class ContainerTest : public ::testing::Test {
     const std::string d = cluster_->dir() + "/agents/" + node + "/podman";
     CommandOptions o;
     o.env = {{"CONTAINERS_CONF", d + "/containers.conf"}};
-    std::vector<std::string> argv = {"podman", "--root", d + "/storage", "--runroot", d + "/run", "--tmpdir", d + "/tmp"};
+    auto run = agent::ShortRunDir(d);  // where the agent keeps podman's runroot and tmpdir
+    if (!run.ok()) return "podman failed: " + run.status().message();
+    std::vector<std::string> argv = {"podman", "--root", d + "/storage", "--runroot", *run + "/run", "--tmpdir", *run + "/tmp"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = RunCommand(argv, o);
     return r.ok() ? r->out : "podman failed";

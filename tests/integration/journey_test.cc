@@ -127,6 +127,7 @@ class DevTest : public ::testing::Test {
       waitpid(dev_, nullptr, 0);
     }
     KillEverythingUnder(dir_);
+    LocalCluster::UnmountPins(dir_ + "/dev/agents");
     // Tasks (their command lines need not name the directory), as the agents recorded them.
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_ + "/dev/agents", ec)) {
@@ -134,7 +135,8 @@ class DevTest : public ::testing::Test {
         if (t.value("pid", 0) > 0 && !t.value("ended", false)) kill(-t.value("pid", 0), SIGKILL);
       }
     }
-    if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_);
+    std::error_code gone;
+    if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_, gone);
   }
 
   // Any process whose command line names the test directory (controller, agents, tasks left by

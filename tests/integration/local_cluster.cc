@@ -53,6 +53,18 @@ LocalCluster::~LocalCluster() {
 // (agent/container/mount_source.h): they are detached before the folder is removed, so that the
 // removal never reaches through one into what it mounts.
 void LocalCluster::UnmountPins(const std::string& agents_dir) {
+  // And whatever else is mounted under the agents' folders (podman's own bind mount of its
+  // overlay store, left by a podman the test killed), deepest first.
+  std::vector<std::string> under;
+  std::ifstream info("/proc/self/mountinfo");
+  for (std::string line; std::getline(info, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point;
+    fields >> id >> parent >> dev >> root >> point;
+    if (point.rfind(agents_dir + "/", 0) == 0) under.push_back(point);
+  }
+  std::sort(under.rbegin(), under.rend());
+  for (const auto& point : under) umount2(point.c_str(), MNT_DETACH);
   std::error_code ec;
   for (const auto& agent : fs::directory_iterator(agents_dir, ec)) {
     std::error_code inner;

@@ -59,11 +59,13 @@ class LocalCluster {
   const std::string& dir() const { return dir_; }
   int api_port() const { return api_port_; }
   int agent_port() const { return agent_port_; }
+  // Detaches whatever agents left mounted under `agents_dir` (container pins, podman's own
+  // overlay mount), so the folder can be removed.
+  static void UnmountPins(const std::string& agents_dir);
 
  private:
   pid_t Spawn(const std::vector<std::string>& args, const std::string& log);
   void KillTasks();
-  static void UnmountPins(const std::string& agents_dir);
 
   std::string dir_;
   std::string cluster_path_;
