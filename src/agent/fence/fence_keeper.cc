@@ -130,10 +130,11 @@ size_t FenceKeeper::Step(int64_t now_ms, bool agent_alive) {
     Stopping s = it != stopping_.end() ? it->second : Stopping{lease_.deadline_ms};
     if (StopTask(t, now_ms, &s)) still[t.task_id] = s;
   }
-  for (const auto& [id, s] : stopping_) {
+  for (const auto& entry : stopping_) {
+    const std::string& id = entry.first;  // not a structured binding: clang 14's lambdas refuse those
     if (!still.count(id) && std::none_of(tasks.begin(), tasks.end(),
                                          [&](const GuardedTask& t) { return t.task_id == id; })) {
-      Forget(GuardedTask{id}, &s);  // its agent saw it end and released it
+      Forget(GuardedTask{id}, &entry.second);  // its agent saw it end and released it
     }
   }
   stopping_ = std::move(still);
