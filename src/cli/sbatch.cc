@@ -429,7 +429,13 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   const std::string base = std::filesystem::path(s.script_name).filename().string();
   group["command"] = {"/bin/sh", "-c", Wrapper(w), base, s.script_text};
   j["tasks"] = nlohmann::ordered_json::array({group});
-  return BatchJob{j, ToYaml(j), std::move(o)};
+  BatchJob out{j, ToYaml(j), std::move(o)};
+  // What the directives and the command line carry (a name from -J, say) must pass the job
+  // parser's rules too: refused here, with its sentence, rather than by the controller.
+  if (auto parsed = job::ParseJobSpec(out.yaml, s.script_name + " (as a job file)"); !parsed.ok()) {
+    return parsed.status();
+  }
+  return out;
 }
 
 namespace {
