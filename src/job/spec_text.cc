@@ -1,7 +1,11 @@
 #include "job/spec_text.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include <cstdio>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -94,12 +98,68 @@ class TextWalk {
   std::vector<std::string> path_;
 };
 
+// Where each document of a YAML text starts and whether it holds more than a null (an empty
+// document, as "---" alone makes, holds a null).
+struct DocumentScan : YAML::EventHandler {
+  YAML::Mark start, content_at;
+  int previous_start_pos = -1, start_pos = -2;
+  bool content = false;
+
+  void NextDocument() {
+    previous_start_pos = start_pos;
+    start_pos = -2;
+    content = false;
+  }
+  void OnDocumentStart(const YAML::Mark& m) override {
+    start = m;
+    start_pos = m.pos;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Content(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { Content(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Content(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Content(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Content(const YAML::Mark& m) {
+    if (!content) content_at = m;
+    content = true;
+  }
+};
+
 }  // namespace
 
 StatusOr<YAML::Node> ParseOneDocument(const YamlSource& src, std::string_view text) {
-  std::vector<YAML::Node> docs;
+  // The documents are walked as events first, not loaded with YAML::LoadAll: on some text that is
+  // not YAML (",x" at the top) yaml-cpp 0.7's parser stops moving yet reports one more empty
+  // document each time it is asked, and LoadAll grows without end (found by the queues fuzz
+  // target). A document that starts where the one before it started is that case.
+  DocumentScan scan;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    for (size_t n = 0;; ++n) {
+      scan.NextDocument();
+      if (!parser.HandleNextDocument(scan)) break;
+      if (n > 0 && scan.start_pos == scan.previous_start_pos && !scan.content) {
+        return Status::InvalidArgument(src.name() + ":" + std::to_string(scan.start.line + 1) + ":" +
+                                       std::to_string(scan.start.column + 1) +
+                                       ": not valid YAML: the text here begins no value (a stray ',', "
+                                       "']' or '}'?): quote it or remove it");
+      }
+      if (n > 0 && scan.content) {
+        return Status::InvalidArgument(src.name() + ":" + std::to_string(scan.content_at.line + 1) +
+                                       ": a second document begins here; a file holds one job (or one set "
+                                       "of queues): put each job in a file of its own and submit each");
+      }
+    }
   } catch (const YAML::ParserException& e) {
     return Status::InvalidArgument(src.name() + ":" + std::to_string(e.mark.line + 1) + ":" +
                                    std::to_string(e.mark.column + 1) +
@@ -107,14 +167,15 @@ StatusOr<YAML::Node> ParseOneDocument(const YamlSource& src, std::string_view te
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(src.name() + ": not valid YAML: " + e.what());
   }
-  if (docs.empty()) return YAML::Node();
-  for (size_t i = 1; i < docs.size(); ++i) {
-    if (docs[i].IsNull()) continue;
-    return src.Error(docs[i],
-                     "a second document begins here; a file holds one job (or one set of queues): "
-                     "put each job in a file of its own and submit each");
+  try {
+    return YAML::Load(std::string(text));  // the first document: the scan found no other
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(src.name() + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) +
+                                   ": not valid YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(src.name() + ": not valid YAML: " + e.what());
   }
-  return docs.front();
 }
 
 Status CheckNoDuplicateKeys(const YamlSource& src, const YAML::Node& root) {

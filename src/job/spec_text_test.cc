@@ -85,6 +85,21 @@ TEST(SpecTextTest, DuplicateKeysAndASecondDocumentAreRefusedWithTheirLine) {
   EXPECT_TRUE(fine.ok()) << fine.status().message();
 }
 
+// yaml-cpp 0.7's parser stops moving on a stray ',' at the top of a text yet reports one more
+// empty document each time it is asked: YAML::LoadAll never returned and grew until the OOM
+// killer came (found by the queues fuzz target: fuzz/corpus/queues/stray-comma).
+TEST(SpecTextTest, TextThatBeginsNoValueIsRefusedNotLoadedForever) {
+  auto q = ParseQueues(",u- #ecallow_\xdfr ", "q.yaml");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("q.yaml:1:1: not valid YAML: the text here begins no value"),
+            std::string::npos)
+      << q.status().message();
+  ExpectRefused(",\nname: t\n", "not valid YAML");
+  // "---" alone, before or after the job, begins no second job.
+  auto fine = ParseJobSpec("---\n" + Job("    command: [a]\n") + "---\n---\n", "job.yaml");
+  EXPECT_TRUE(fine.ok()) << fine.status().message();
+}
+
 TEST(SpecTextTest, ATimeLimitMustBePositive) {
   ExpectRefused(Job("    command: [a]\n", "time_limit: 0s\n"), "time_limit must be positive", "2");
   auto fine = ParseJobSpec(Job("    command: [a]\n", "time_limit: 1s\n"), "job.yaml");
