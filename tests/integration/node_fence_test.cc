@@ -117,7 +117,10 @@ TEST_F(NodeFenceTest, AControllerOutageWithinTheLeaseStopsNothing) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_GT(Recorded(marks_, "1.0.0").last, i.last) << "the task stopped ticking";
   auto j = cluster_->Job(1);
-  EXPECT_EQ(j.value("state", ""), "running") << j.dump();
+  EXPECT_EQ(j.value("state", ""), "running")
+      << j.dump() << "\nevents: " << cluster_->Get("/v1/events").dump() << "\ncontroller log:\n"
+      << ReadFile(cluster_->dir() + "/controller.log") << "\nagent log:\n"
+      << ReadFile(cluster_->dir() + "/agent-node-1.log");
   EXPECT_EQ(j.value("attempt", 0), 0) << j.dump();
 }
 

@@ -21,7 +21,7 @@ int64_t LeaseClockMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-FenceDir::FenceDir(const std::string& state_dir) : root_(state_dir + "/fence") {}
+FenceDir::FenceDir(const std::string& state_dir) : state_dir_(state_dir), root_(state_dir + "/fence") {}
 
 Status FenceDir::Create() const {
   std::error_code ec;
@@ -86,6 +86,7 @@ std::vector<GuardedTask> FenceDir::GuardedTasks() const {
     std::ifstream in(e.path());
     GuardedTask t;
     t.task_id = name;
+    t.agent_state_dir = state_dir_;
     if (!(in >> t.pid >> t.start_ticks)) continue;
     in.ignore(1);
     std::getline(in, t.cgroup_dir);

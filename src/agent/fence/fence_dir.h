@@ -40,6 +40,10 @@ struct GuardedTask {
   pid_t pid = 0;             // leader of its process group; 0: its process is being started
   uint64_t start_ticks = 0;  // the leader's start time (/proc/<pid>/stat), to tell a reused pid
   std::string cgroup_dir;    // empty: none
+  // The agent's --state-dir, which its tasks carry as HANGAR_AGENT_STATE_DIR: a process is taken
+  // for the task by its environment only when it names both the task and this agent (another
+  // agent on the host, a second cluster's or a test's, runs tasks with the same ids).
+  std::string agent_state_dir;
 };
 
 class FenceDir {
@@ -69,6 +73,7 @@ class FenceDir {
  private:
   Status Replace(const std::string& path, const std::string& text) const;
 
+  std::string state_dir_;
   std::string root_;
 };
 

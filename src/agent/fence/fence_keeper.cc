@@ -50,16 +50,20 @@ std::optional<ProcStat> ReadStat(pid_t pid) {
 
 bool Live(const ProcStat& s) { return s.state != 'Z' && s.state != 'X'; }
 
-// Whether the process's initial environment holds HANGAR_TASK_ID=<task_id> exactly.
-bool CarriesTaskId(pid_t pid, const std::string& task_id) {
+// Whether the process's initial environment holds HANGAR_TASK_ID=<task_id> exactly and, when
+// the task names its agent, HANGAR_AGENT_STATE_DIR=<that agent's state dir>: task ids repeat
+// across clusters, and a keeper must never stop another agent's task of the same id.
+bool CarriesTaskId(pid_t pid, const GuardedTask& t) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
   if (!in) return false;
   std::string env(1, '\0');
   env.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   env.push_back('\0');
-  const std::string needle =
-      std::string(1, '\0') + "HANGAR_TASK_ID=" + task_id + std::string(1, '\0');
-  return env.find(needle) != std::string::npos;
+  auto holds = [&env](const std::string& name, const std::string& value) {
+    return env.find(std::string(1, '\0') + name + "=" + value + std::string(1, '\0')) != std::string::npos;
+  };
+  return holds("HANGAR_TASK_ID", t.task_id) &&
+         (t.agent_state_dir.empty() || holds("HANGAR_AGENT_STATE_DIR", t.agent_state_dir));
 }
 
 int64_t WallMs() {
@@ -99,7 +103,7 @@ int SignalTask(const GuardedTask& t, int sig) {
     // a member remains), or anything that says it belongs to the task (setsid daemons included).
     const bool member =
         t.pid > 0 && s->pgrp == t.pid && (leader || s->start_ticks >= t.start_ticks);
-    if (!member && !CarriesTaskId(pid, t.task_id)) continue;
+    if (!member && !CarriesTaskId(pid, t)) continue;
     ++found;
     if (sig != 0) {
       kill(pid, sig);

@@ -32,13 +32,15 @@ class FenceKeeperTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   // `sleep 60` leading a process group of its own, with HANGAR_TASK_ID=task_id in its environment.
-  pid_t StartTask(const std::string& task_id, bool own_group = true) {
+  // Its HANGAR_AGENT_STATE_DIR is `agent` (default: this test's agent, dir_).
+  pid_t StartTask(const std::string& task_id, bool own_group = true, std::string agent = "") {
+    if (agent.empty()) agent = dir_;
     pid_t pid = fork();
     if (pid == 0) {
       if (own_group) setsid();
-      std::string env = "HANGAR_TASK_ID=" + task_id;
+      std::string env = "HANGAR_TASK_ID=" + task_id, state = "HANGAR_AGENT_STATE_DIR=" + agent;
       char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("60"), nullptr};
-      char* const envp[] = {env.data(), nullptr};
+      char* const envp[] = {env.data(), state.data(), nullptr};
       execve("/bin/sleep", argv, envp);
       _exit(127);
     }
@@ -101,6 +103,21 @@ TEST_F(FenceKeeperTest, FindsATaskWithoutAPidByItsTaskId) {
   EXPECT_TRUE(Ended(pid));
 }
 
+// Task ids repeat across clusters: a second agent on the host (another cluster's, or another
+// test's: the flake that found it) runs its own 1.0.0. Fencing this agent's 1.0.0 must leave
+// that one running, and a process that carries this task id with no agent is no task of ours.
+TEST_F(FenceKeeperTest, LeavesAnotherAgentsTaskOfTheSameIdAlone) {
+  FenceDir dir(dir_);
+  const pid_t mine = StartTask("1.0.0", /*own_group=*/false);
+  const pid_t theirs = StartTask("1.0.0", /*own_group=*/true, dir_ + "-other-agent");
+  ASSERT_TRUE(dir.GuardTask({"1.0.0", 0, 0, ""}).ok());
+  ASSERT_TRUE(dir.WriteLease({LeaseClockMs() - 10, 0}).ok());
+  FenceKeeper keeper(dir_);
+  keeper.Step(LeaseClockMs(), false);
+  EXPECT_TRUE(Ended(mine));
+  EXPECT_FALSE(Ended(theirs)) << "another agent's task of the same id was stopped";
+}
+
 TEST_F(FenceKeeperTest, SigtermComesTermGraceBeforeTheDeadlineAndARenewalStopsTheEscalation) {
   FenceDir dir(dir_);
   // A task that ignores SIGTERM: only the SIGKILL at the deadline ends it.
@@ -108,9 +125,9 @@ TEST_F(FenceKeeperTest, SigtermComesTermGraceBeforeTheDeadlineAndARenewalStopsTh
   if (pid == 0) {
     setsid();
     signal(SIGTERM, SIG_IGN);
-    std::string env = "HANGAR_TASK_ID=10.0.0";
+    std::string env = "HANGAR_TASK_ID=10.0.0", state = "HANGAR_AGENT_STATE_DIR=" + dir_;
     char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("60"), nullptr};
-    char* const envp[] = {env.data(), nullptr};
+    char* const envp[] = {env.data(), state.data(), nullptr};
     execve("/bin/sleep", argv, envp);
     _exit(127);
   }
