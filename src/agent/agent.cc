@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -97,6 +98,16 @@ Agent::~Agent() {
 
 std::string Agent::TaskDir(const std::string& task_id) const {
   return options_.state_dir + "/tasks/" + task_id;
+}
+
+// A task id names a folder under the state dir: the controller makes them JOB.ATTEMPT.INDEX, and
+// anything that could leave that folder ("..", a slash) is refused, whoever sent it.
+bool Agent::SafeTaskId(const std::string& task_id) {
+  if (task_id.empty() || task_id.size() > 128 || task_id.front() == '.') return false;
+  return std::all_of(task_id.begin(), task_id.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' ||
+           c == '_';
+  });
 }
 
 Status Agent::Init() {
@@ -568,6 +579,11 @@ void Agent::HandleLog(const pb::LogRequest& r) {
   pb::LogChunk* c = m.mutable_log_chunk();
   c->set_request_id(r.request_id());
   c->set_offset(r.offset());
+  if (!SafeTaskId(r.task_id())) {
+    c->set_error("no task has the id '" + r.task_id() + "' (task ids are JOB.ATTEMPT.INDEX)");
+    Write(m);
+    return;
+  }
   const std::string path = TaskDir(r.task_id()) + (r.stderr() ? "/stderr.log" : "/stdout.log");
   std::ifstream in(path, std::ios::binary);
   if (!in) {

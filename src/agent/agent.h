@@ -152,6 +152,8 @@ struct TaskRecord {
 
 class Agent {
  public:
+  // Whether a task id can name a folder of the state dir (JOB.ATTEMPT.INDEX; never "..", never a slash).
+  static bool SafeTaskId(const std::string& task_id);
   Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* clock);
   ~Agent();
   // Discovers GPUs, loads task records and adopts tasks still running.

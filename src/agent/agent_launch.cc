@@ -99,6 +99,12 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     SendStatus(*known);
     return;
   }
+  if (!SafeTaskId(l.task_id())) {
+    spdlog::error("agent {}: refused a launch with task id '{}': task ids are JOB.ATTEMPT.INDEX, a name for a "
+                  "folder of the state dir",
+                  options_.node, l.task_id());
+    return;
+  }
   const std::string dir = TaskDir(l.task_id());
   TaskLaunch launch = BaseLaunch(l, dir);
   TaskRecord r;

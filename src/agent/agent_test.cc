@@ -532,5 +532,15 @@ TEST_F(StoppingAgentTest, StopsEveryTaskWhenItExits) {
   }
 }
 
+// A launch or a log request whose task id held "../" reached a path outside the state dir (the
+// agent_message fuzz target; only an authenticated controller can send one).
+TEST(AgentTaskIdTest, OnlyIdsThatNameAFolderOfTheStateDirAreTaken) {
+  EXPECT_TRUE(Agent::SafeTaskId("12.0.3"));
+  EXPECT_TRUE(Agent::SafeTaskId("validate-node-1"));
+  for (const char* bad : {"", "..", "../etc", "1.0.0/../../x", "a/b", ".hidden", "1.0.0\n"}) {
+    EXPECT_FALSE(Agent::SafeTaskId(bad)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace hangar::agent

@@ -1,5 +1,6 @@
 // REST routes for batch work (issue 20): job lists that filter and page, bulk and per-job hold,
 // release, requeue and cancel, and per-job accounting (JSON or CSV).
+#include <charconv>
 #include <cstdint>
 #include <set>
 #include <sstream>
@@ -34,10 +35,18 @@ Status CheckState(const std::string& state) {
                                  "failed, cancelled, timed_out)");
 }
 
+// 9999-12-31T23:59:59.999Z in milliseconds since the epoch.
+constexpr Time kMaxEpochMs = 253402300799999;
+
 // A time bound: milliseconds since the epoch, an RFC 3339 UTC time, or a duration back from now.
 StatusOr<Time> TimeBound(const std::string& text, const std::string& name, Time now) {
   if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() > 9) {
-    return static_cast<Time>(std::stoll(text));
+    Time ms = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+    if (ec == std::errc() && end == text.data() + text.size() && ms <= kMaxEpochMs) return ms;
+    return Status::InvalidArgument(name + " '" + text +
+                                   "' is past any time this server knows (milliseconds since the epoch go up to "
+                                   "year 9999, " + std::to_string(kMaxEpochMs) + ")");
   }
   if (auto t = ParseUtcTimestamp(text); t.ok()) return *t;
   if (auto d = ParseDuration(text); d.ok() && *d > 0) return now - *d;

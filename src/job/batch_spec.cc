@@ -91,7 +91,9 @@ StatusOr<uint64_t> JobId(const nlohmann::json& v, std::string_view kind) {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
     if (!s.empty() && ec == std::errc() && end == s.data() + s.size()) return id;
   }
-  return Status::InvalidArgument("after." + std::string(kind) + ": " + v.dump() +
+  // Replaced, not thrown on: an id given as bytes that are not UTF-8 is refused like any other.
+  return Status::InvalidArgument("after." + std::string(kind) + ": " +
+                                 v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
                                  " is not a job id; list ids such as [12, 13] (an array's id means all its elements)");
 }
 

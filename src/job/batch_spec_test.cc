@@ -87,6 +87,11 @@ TEST(DependenciesTest, RefusesUnknownKindsAndIds) {
   EXPECT_NE(d.status().message().find("is not a job id"), std::string::npos);
   EXPECT_FALSE(ParseDependencyFlag("singleton").ok());
   EXPECT_FALSE(ParseDependencyFlag("ok:").ok());
+  // An id of bytes that are not UTF-8 (`--after afterok:$'\xfe'`): the message's dump threw out of
+  // the parser (the job_spec_json fuzz target).
+  d = ParseDependencyFlag("afterok:\xfe");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("is not a job id"), std::string::npos);
 }
 
 TEST(DependenciesTest, TheJobFileCarriesArrayAndAfterBothWays) {

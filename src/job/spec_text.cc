@@ -3,6 +3,9 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
+#include "common/utf8.h"
+
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -64,6 +67,10 @@ class TextWalk {
     if (n.IsMap()) {
       for (const auto& kv : n) {
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+        if (FirstInvalidUtf8(key)) {
+          return src_.Error(kv.first, "a key of " + Here() + " holds an escape that is no character: write the "
+                                                             "character itself");
+        }
         if (std::string bad = FirstControl(key, false); !bad.empty()) {
           return src_.Error(kv.first, "a key of " + Here() + " holds a control character, " + bad +
                                           "; keys are plain names: remove it");
@@ -80,6 +87,11 @@ class TextWalk {
         path_.pop_back();
       }
     } else if (n.IsScalar()) {
+      // An escape such as "\udc00" makes bytes that are not UTF-8 out of a file that is.
+      if (FirstInvalidUtf8(n.Scalar())) {
+        return src_.Error(n, Here() + " holds an escape that is no character (a lone surrogate?): write the "
+                                      "character itself");
+      }
       const bool multiline = MultilineField(path_);
       if (std::string bad = FirstControl(n.Scalar(), multiline); !bad.empty()) {
         return src_.Error(
@@ -137,6 +149,18 @@ struct DocumentScan : YAML::EventHandler {
 }  // namespace
 
 StatusOr<YAML::Node> ParseOneDocument(const YamlSource& src, std::string_view text) {
+  // Every string of a job or a queue goes out as JSON (to the controller, to the store), which
+  // holds UTF-8 only: bytes that are not are refused here, where the line can be named.
+  if (const auto bad = FirstInvalidUtf8(text)) {
+    const std::string_view before = text.substr(0, *bad);
+    const size_t line = static_cast<size_t>(std::count(before.begin(), before.end(), '\n')) + 1;
+    const size_t line_start = before.rfind('\n');
+    const size_t column = *bad - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[*bad]));
+    return Status::InvalidArgument(src.name() + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                                   ": byte " + byte + " is not UTF-8; save the file as UTF-8 (iconv -t UTF-8)");
+  }
   // The documents are walked as events first, not loaded with YAML::LoadAll: on some text that is
   // not YAML (",x" at the top) yaml-cpp 0.7's parser stops moving yet reports one more empty
   // document each time it is asked, and LoadAll grows without end (found by the queues fuzz
