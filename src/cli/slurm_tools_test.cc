@@ -1,0 +1,181 @@
+#include "cli/slurm_tools.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli/fake_api.h"
+#include "cli/slurm_format.h"
+#include "cli/squeue.h"
+
+namespace hangar::cli {
+namespace {
+
+using testing::FakeApi;
+
+TEST(SlurmFormatTest, HostListsExpandAsSlurmsDo) {
+  auto a = slurm::ExpandHostList("node-[1-3,5],gpu-a");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(*a, (std::vector<std::string>{"node-1", "node-2", "node-3", "node-5", "gpu-a"}));
+  auto b = slurm::ExpandHostList("rack[1-2]-n[09-10]");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, (std::vector<std::string>{"rack1-n09", "rack1-n10", "rack2-n09", "rack2-n10"}));
+  EXPECT_EQ(CompressHostList(*slurm::ExpandHostList("gpu-[00-03,07]")), "gpu-[00-03,07]");
+  for (const char* bad : {"node-[1-", "node-[a-b]", "node-[5-1]", "node-]"}) {
+    EXPECT_FALSE(slurm::ExpandHostList(bad).ok()) << bad;
+  }
+}
+
+TEST(SlurmFormatTest, FormatListsAndWidths) {
+  auto f = slurm::ParseSacctFormat("JobIdRaw,State%20");
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->size(), 2u);
+  EXPECT_EQ((*f)[1].width, 20);
+  EXPECT_FALSE(slurm::ParseSacctFormat("State%x").ok());
+  auto q = slurm::ParseSqueueFormat("%.5i|%-4j %T");
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->size(), 3u);
+  EXPECT_EQ(slurm::Fit("12", (*q)[0]), "   12");
+  EXPECT_EQ((*q)[1].literal, "|");
+  EXPECT_EQ(slurm::Fit("abcdef", (*q)[1]), "abcd");
+  EXPECT_FALSE(slurm::ParseSqueueFormat("%.18").ok());
+}
+
+class SlurmToolsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.server().Get(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+      api_.Record(req);
+      const std::string id = req.matches[1];
+      if (id == "7") return res.set_content(kDone, "application/json");
+      if (id == "8") return res.set_content(kPending, "application/json");
+      res.status = 404;
+      res.set_content(R"({"error": "job )" + id + R"( does not exist"})", "application/json");
+    });
+    api_.server().Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+      api_.Record(req);
+      const std::string state = req.has_param("state") ? req.get_param_value("state") : "";
+      std::string jobs = state == "pending" ? kPending : state == "running" ? kRunning : "";
+      if (state.empty()) jobs = std::string(kDone) + "," + kPending + "," + kRunning;
+      res.set_content("{\"jobs\": [" + jobs + "]}", "application/json");
+    });
+    api_.server().Post(R"(/v1/jobs/bulk/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
+      api_.Record(req);
+      cancelled_ = req.body;
+      res.set_content(R"({"matched": 1, "changed": 1, "unchanged": 0, "skipped": []})", "application/json");
+    });
+    api_.server().Get("/v1/queues", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"queues": [{"name": "research", "users": ["ada"]}, {"name": "prod", "users": ["bob"]}]})",
+                      "application/json");
+    });
+  }
+  // Runs the tool against the fake API; its stdout.
+  std::string Run(const std::string& tool, const std::vector<std::string>& args, int* rc = nullptr) {
+    ::testing::internal::CaptureStdout();
+    const int code = RunSlurmTool(tool, args, api_.address());
+    if (rc) *rc = code;
+    return ::testing::internal::GetCapturedStdout();
+  }
+
+  static constexpr const char* kDone =
+      R"({"id": 7, "name": "train", "queue": "research", "user": "ada", "state": "succeeded", "tasks": 2, "gpus": 16,
+          "submitted_ms": 1796500000000, "started_ms": 1796500001000, "ended_ms": 1796500062000,
+          "task_list": [{"index": 0, "node": "node-1", "state": "ended", "exit_code": 0},
+                        {"index": 1, "node": "node-2", "state": "ended", "exit_code": 0}],
+          "spec": {"time_limit": "7200000ms"}})";
+  static constexpr const char* kPending =
+      R"({"id": 8, "name": "eval", "queue": "research", "user": "ada", "state": "pending", "tasks": 1, "gpus": 1,
+          "reason": "Resources", "submitted_ms": 1796500000000, "task_list": [], "spec": {}})";
+  static constexpr const char* kRunning =
+      R"({"id": 9, "name": "serve", "queue": "prod", "user": "bob", "state": "running", "tasks": 1, "gpus": 1,
+          "submitted_ms": 1796500000000, "started_ms": 1796500001000,
+          "task_list": [{"index": 0, "node": "node-3", "state": "running", "exit_code": 0}], "spec": {}})";
+  FakeApi api_;
+  std::string cancelled_;
+};
+
+// What Snakemake's Slurm executor runs to follow its jobs.
+TEST_F(SlurmToolsTest, SacctParsableAnswersIdAndStateAsSnakemakeReadsThem) {
+  int rc = 0;
+  EXPECT_EQ(Run("sacct", {"-P", "-n", "--format=JobIdRaw,State", "-j", "7,8"}, &rc), "7|COMPLETED\n8|PENDING\n");
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(Run("sacct", {"-X", "--parsable2", "--noheader", "--format", "JobID,ExitCode,NodeList,Elapsed", "-j7"}),
+            "7|0:0|node-[1-2]|1:01\n");
+  // An id that does not exist prints nothing, as in Slurm.
+  EXPECT_EQ(Run("sacct", {"-Pn", "-o", "JobIdRaw,State", "-j", "99"}), "");
+  EXPECT_EQ(Run("sacct", {"-j", "7", "--format=JobID,State"}),
+            "JobID           State \n------------ ---------- \n7            COMPLETED \n");
+  Run("sacct", {"-P", "--format=JobID,Bogus"}, &rc);
+  EXPECT_EQ(rc, 1);
+}
+
+TEST_F(SlurmToolsTest, SqueueListsJobsNotEndedInItsColumnsAndFormats) {
+  const std::string all = Run("squeue", {});
+  EXPECT_EQ(all.substr(0, all.find("                 9")),
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+            "                 8  research     eval      ada PD       0:00      1 (Resources)\n");
+  EXPECT_NE(all.find("                 9      prod    serve      bob  R "), std::string::npos) << all;
+  EXPECT_EQ(all.find("train"), std::string::npos) << "an ended job is not in squeue's list";
+  EXPECT_EQ(Run("squeue", {"-h", "-o", "%i|%T|%u", "-u", "bob"}), "9|RUNNING|bob\n");
+  EXPECT_EQ(Run("squeue", {"--noheader", "--format=%i %j", "-t", "pd"}), "8 eval\n");
+  int rc = 0;
+  Run("squeue", {"--bogus"}, &rc);
+  EXPECT_EQ(rc, 1);
+}
+
+TEST_F(SlurmToolsTest, ScontrolShowsHostnamesAndJobs) {
+  EXPECT_EQ(Run("scontrol", {"show", "hostnames", "node-[1-2],gpu-a"}), "node-1\nnode-2\ngpu-a\n");
+  ::setenv("SLURM_JOB_NODELIST", "n[3-4]", 1);
+  EXPECT_EQ(Run("scontrol", {"show", "hostnames"}), "n3\nn4\n");
+  ::unsetenv("SLURM_JOB_NODELIST");
+  const std::string job = Run("scontrol", {"show", "jobid", "-dd", "7"});
+  EXPECT_NE(job.find("JobId=7 JobName=train"), std::string::npos) << job;
+  EXPECT_NE(job.find("JobState=COMPLETED"), std::string::npos) << job;
+  EXPECT_NE(job.find("NodeList=node-[1-2]"), std::string::npos) << job;
+  EXPECT_NE(job.find("TimeLimit=02:00:00"), std::string::npos) << job;
+  int rc = 0;
+  Run("scontrol", {"show", "job", "99"}, &rc);
+  EXPECT_EQ(rc, 1);
+  Run("scontrol", {"update", "JobId=7", "TimeLimit=1:00:00"}, &rc);
+  EXPECT_EQ(rc, 1) << "a change hangar cannot make is refused, not ignored";
+}
+
+TEST_F(SlurmToolsTest, ScancelCancelsByIdOrSelection) {
+  int rc = 0;
+  Run("scancel", {"8"}, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(cancelled_, R"({"ids":[8]})");
+  Run("scancel", {"-u", "ada", "-t", "PENDING"}, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(cancelled_, R"({"state":"pending","user":"ada"})");
+  Run("scancel", {"--signal=USR1", "8"}, &rc);
+  EXPECT_EQ(rc, 1) << "a signal hangar does not send is refused";
+}
+
+TEST_F(SlurmToolsTest, SacctmgrNamesTheQueuesAUserMaySubmitTo) {
+  EXPECT_EQ(Run("sacctmgr", {"-n", "-s", "list", "user", "ada", "format=account%20"}), "            research\n");
+}
+
+TEST(SlurmInstallTest, WritesRegularExecutablesThatRunHangar) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("slurm-bin-" + std::to_string(getpid()))).string();
+  std::string error;
+  const auto names = InstallSlurmCommands(dir, "/opt/hangar's/bin/hangar", &error);
+  ASSERT_TRUE(error.empty()) << error;
+  for (const char* n : {"sbatch", "srun", "salloc", "squeue", "scancel", "sacct", "sacctmgr", "sinfo", "scontrol"}) {
+    const std::string path = dir + "/" + n;
+    struct stat st{};
+    ASSERT_EQ(lstat(path.c_str(), &st), 0) << path;
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << path << " must be a regular file, not a link";
+    EXPECT_EQ(st.st_mode & 0777, 0755u) << path;
+  }
+  std::ifstream in(dir + "/sacct");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("exec '/opt/hangar'\\''s/bin/hangar' slurm sacct \"$@\""), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hangar::cli
