@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/squeue.h"
+#include "cluster/hostlist.h"
 #include "cluster/cluster_yaml.h"
 #include "fuzz_util.h"
 
@@ -47,5 +48,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool named =
       std::any_of(hosts.begin(), hosts.end(), [](const std::string& h) { return !h.empty(); });
   if (named && compact.empty()) fuzz::Fail("a list of host names compresses to nothing");
+  // `scontrol show hostnames` reads SLURM_JOB_NODELIST back: names holding the list's own
+  // punctuation have no Slurm form; every other list must come back as the same set.
+  const bool plain = std::all_of(hosts.begin(), hosts.end(), [](const std::string& h) {
+    return !h.empty() && h.find_first_of(",[]") == std::string::npos;
+  });
+  if (!plain) return 0;
+  auto back = cluster::ExpandHostList(compact);
+  if (!back.ok()) fuzz::Fail("Slurm's form of a host list does not expand: " + back.status().message());
+  std::vector<std::string> want = hosts, got = *back;
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  std::sort(got.begin(), got.end());
+  got.erase(std::unique(got.begin(), got.end()), got.end());
+  if (got != want) fuzz::Fail("a host list does not come back from Slurm's form: " + compact);
   return 0;
 }

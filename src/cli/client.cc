@@ -68,7 +68,11 @@ StatusOr<nlohmann::json> ApiClient::Decode(int status, const std::string& body, 
     if (j.is_discarded()) return Status::Internal(what + ": the server answered with something that is not JSON");
     return j;
   }
-  if (!j.is_discarded() && j.contains("error")) {
+  // A proxy or another server in front may answer {"error": "text"}: its text, not an exception.
+  if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_string()) {
+    return Status::Internal(what + ": HTTP " + std::to_string(status) + ": " + j["error"].get<std::string>());
+  }
+  if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object()) {
     const std::string code = j["error"].value("code", "");
     const std::string msg = j["error"].value("message", "");
     StatusCode c = StatusCode::kInternal;

@@ -68,68 +68,18 @@ std::string NodeState(const api::NodeView& n, bool compact) {
 
 namespace {
 
-// Splits at commas outside brackets.
-std::vector<std::string> TopLevel(std::string_view list) {
+std::vector<std::string> SplitAtCommas(std::string_view text) {
   std::vector<std::string> out;
-  std::string cur;
-  int depth = 0;
-  for (char c : list) {
-    if (c == '[') ++depth;
-    if (c == ']') --depth;
-    if (c == ',' && depth == 0) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    out.emplace_back(text.substr(start, comma - start));
+    start = comma + 1;
   }
-  out.push_back(cur);
   return out;
-}
-
-Status ExpandOne(const std::string& item, std::string_view whole, std::vector<std::string>* out) {
-  const size_t open = item.find('[');
-  if (open == std::string::npos) {
-    if (item.find(']') != std::string::npos) {
-      return Status::InvalidArgument("host list '" + std::string(whole) + "': ']' without '['");
-    }
-    out->push_back(item);
-    return Status::Ok();
-  }
-  const size_t close = item.find(']', open);
-  if (close == std::string::npos) {
-    return Status::InvalidArgument("host list '" + std::string(whole) + "': '[' without ']'");
-  }
-  const std::string prefix = item.substr(0, open), rest = item.substr(close + 1);
-  for (const std::string& range : TopLevel(item.substr(open + 1, close - open - 1))) {
-    const size_t dash = range.find('-');
-    const std::string lo = range.substr(0, dash), hi = dash == std::string::npos ? lo : range.substr(dash + 1);
-    auto digits = [](const std::string& s) {
-      return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-    };
-    if (!digits(lo) || !digits(hi) || std::stol(lo) > std::stol(hi) || std::stol(hi) - std::stol(lo) >= 100000) {
-      return Status::InvalidArgument("host list '" + std::string(whole) + "': '" + range +
-                                     "' is not a range such as 1-4 or 01-16");
-    }
-    for (long i = std::stol(lo); i <= std::stol(hi); ++i) {
-      std::string n = std::to_string(i);
-      if (n.size() < lo.size()) n.insert(0, lo.size() - n.size(), '0');
-      HANGAR_RETURN_IF_ERROR(ExpandOne(prefix + n + rest, whole, out));
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace
-
-StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list) {
-  std::vector<std::string> out;
-  for (const std::string& item : TopLevel(list)) {
-    if (item.empty()) continue;
-    HANGAR_RETURN_IF_ERROR(ExpandOne(item, list, &out));
-  }
-  return out;
-}
 
 std::vector<std::string> JobNodes(const api::JobView& j) {
   std::vector<std::string> nodes;
@@ -184,7 +134,7 @@ std::string JobId(const api::JobView& j) {
 
 StatusOr<std::vector<Field>> ParseSacctFormat(std::string_view text) {
   std::vector<Field> out;
-  for (const std::string& part : TopLevel(text)) {
+  for (const std::string& part : SplitAtCommas(text)) {
     if (part.empty()) continue;
     Field f;
     const size_t pct = part.find('%');

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/views.h"
+#include "cluster/hostlist.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -24,8 +25,7 @@ StatusOr<std::vector<std::string>> HangarStates(std::string_view slurm_state);
 // (idle, mix, alloc, drng, drain, down, unk).
 std::string NodeState(const api::NodeView& n, bool compact);
 
-// Slurm's host list form expanded: "node-[1-3,5],gpu-a" and "rack[1-2]-n[01-02]" give each name.
-StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list);
+using cluster::ExpandHostList;  // cluster/hostlist.h
 // The job's nodes in task order, each once.
 std::vector<std::string> JobNodes(const api::JobView& j);
 // "EXIT:SIGNAL" of the job's worst task, as sacct's ExitCode ("0:0" while none ended).

@@ -24,7 +24,7 @@ TEST(SlurmFormatTest, HostListsExpandAsSlurmsDo) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(*b, (std::vector<std::string>{"rack1-n09", "rack1-n10", "rack2-n09", "rack2-n10"}));
   EXPECT_EQ(CompressHostList(*slurm::ExpandHostList("gpu-[00-03,07]")), "gpu-[00-03,07]");
-  for (const char* bad : {"node-[1-", "node-[a-b]", "node-[5-1]", "node-]"}) {
+  for (const char* bad : {"node-[1-", "node-[a-b]", "node-[5-1]", "node-]", "a[1-99999]b[1-99999]"}) {
     EXPECT_FALSE(slurm::ExpandHostList(bad).ok()) << bad;
   }
 }
@@ -53,7 +53,9 @@ class SlurmToolsTest : public ::testing::Test {
       if (id == "7") return res.set_content(kDone, "application/json");
       if (id == "8") return res.set_content(kPending, "application/json");
       res.status = 404;
-      res.set_content(R"({"error": "job )" + id + R"( does not exist"})", "application/json");
+      res.set_content(R"({"error": {"code": ")" + std::string(StatusCodeName(StatusCode::kNotFound)) +
+                          R"(", "message": "job )" + id + R"( does not exist"}})",
+                      "application/json");
     });
     api_.server().Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
       api_.Record(req);
@@ -75,7 +77,12 @@ class SlurmToolsTest : public ::testing::Test {
   // Runs the tool against the fake API; its stdout.
   std::string Run(const std::string& tool, const std::vector<std::string>& args, int* rc = nullptr) {
     ::testing::internal::CaptureStdout();
-    const int code = RunSlurmTool(tool, args, api_.address());
+    int code = -1;
+    try {
+      code = RunSlurmTool(tool, args, api_.address());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << tool << " threw: " << e.what();
+    }
     if (rc) *rc = code;
     return ::testing::internal::GetCapturedStdout();
   }
@@ -107,7 +114,7 @@ TEST_F(SlurmToolsTest, SacctParsableAnswersIdAndStateAsSnakemakeReadsThem) {
   // An id that does not exist prints nothing, as in Slurm.
   EXPECT_EQ(Run("sacct", {"-Pn", "-o", "JobIdRaw,State", "-j", "99"}), "");
   EXPECT_EQ(Run("sacct", {"-j", "7", "--format=JobID,State"}),
-            "JobID           State \n------------ ---------- \n7            COMPLETED \n");
+            "JobID             State \n------------ ---------- \n7             COMPLETED \n");
   Run("sacct", {"-P", "--format=JobID,Bogus"}, &rc);
   EXPECT_EQ(rc, 1);
 }

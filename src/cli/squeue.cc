@@ -34,55 +34,6 @@ std::string SlurmElapsed(Duration d) {
 }
 
 namespace {
-// b is a's successor in one range: n9,n10 are; gpu09,gpu10 are (same width); n09,n10 are not
-// (zero-padded and not).
-bool Follows(const std::string& a, const std::string& b) {
-  const bool padded = (a.size() > 1 && a[0] == '0') || (b.size() > 1 && b[0] == '0');
-  return std::stoll(b) == std::stoll(a) + 1 && (!padded || a.size() == b.size());
-}
-}  // namespace
-
-std::string CompressHostList(const std::vector<std::string>& hosts) {
-  // prefix -> numeric suffixes (as written, to keep leading zeros), in first-seen order of prefixes
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<std::string>> numbered;
-  std::vector<std::string> plain;
-  for (const auto& h : hosts) {
-    size_t cut = h.size();
-    while (cut > 0 && std::isdigit(static_cast<unsigned char>(h[cut - 1]))) --cut;
-    if (cut == h.size() || cut == 0 || h.size() - cut > 18) {  // no number, or too long for one
-      plain.push_back(h);
-      continue;
-    }
-    const std::string prefix = h.substr(0, cut);
-    if (!numbered.count(prefix)) order.push_back(prefix);
-    numbered[prefix].push_back(h.substr(cut));
-  }
-  std::string out;
-  for (const auto& prefix : order) {
-    auto& nums = numbered[prefix];
-    std::sort(nums.begin(), nums.end(), [](const std::string& a, const std::string& b) {
-      return a.size() != b.size() ? a.size() < b.size() : a < b;
-    });
-    nums.erase(std::unique(nums.begin(), nums.end()), nums.end());
-    if (nums.size() == 1) {
-      out += (out.empty() ? "" : ",") + prefix + nums[0];
-      continue;
-    }
-    std::string ranges;
-    for (size_t i = 0; i < nums.size();) {
-      size_t j = i;
-      while (j + 1 < nums.size() && Follows(nums[j], nums[j + 1])) ++j;
-      ranges += (ranges.empty() ? "" : ",") + nums[i] + (j > i ? "-" + nums[j] : "");
-      i = j + 1;
-    }
-    out += (out.empty() ? "" : ",") + prefix + "[" + ranges + "]";
-  }
-  for (const auto& p : plain) out += (out.empty() ? "" : ",") + p;
-  return out;
-}
-
-namespace {
 
 std::string NodeList(const api::JobView& v, int* count) {
   std::vector<std::string> nodes;

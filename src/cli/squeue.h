@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/views.h"
+#include "cluster/hostlist.h"
 #include "common/time.h"
 
 namespace hangar::cli {
@@ -16,8 +17,7 @@ namespace hangar::cli {
 std::string SlurmStateLetters(std::string_view hangar_state);
 // Slurm's elapsed-time form: M:SS, H:MM:SS, D-HH:MM:SS.
 std::string SlurmElapsed(Duration d);
-// Slurm's hostlist form: node-[1-3,5],gpu-a.
-std::string CompressHostList(const std::vector<std::string>& hosts);
+using cluster::CompressHostList;  // cluster/hostlist.h
 // JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON), one row per job, as of `now`.
 std::string RenderSqueue(const std::vector<api::JobView>& jobs, Time now);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cluster/hostlist.h"
 #include "common/units.h"
 
 namespace hangar::controller {
@@ -46,6 +47,10 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
   for (const auto& t : tasks) {
     if (std::find(node_order.begin(), node_order.end(), t.node) == node_order.end()) node_order.push_back(t.node);
   }
+  // The job's nodes in Slurm's host list form: what a batch script's SLURM_JOB_NODELIST holds.
+  std::vector<std::string> node_names;
+  for (uint32_t n : node_order) node_names.push_back(ctx.topology->nodes()[n].name);
+  const std::string job_nodes = cluster::CompressHostList(node_names);
   std::vector<std::map<std::string, std::string>> out;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto& task = tasks[i];
@@ -68,6 +73,7 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
     env["HANGAR_RESTART_COUNT"] = std::to_string(ctx.restarts);
     env["HANGAR_CHECKPOINT_DIR"] = ctx.checkpoint_dir;
     env["HANGAR_NODE"] = ctx.topology->nodes()[task.node].name;
+    env["HANGAR_JOB_NODES"] = job_nodes;
     if (ctx.array_id) {
       env["HANGAR_ARRAY_JOB_ID"] = std::to_string(ctx.array_id);
       env["HANGAR_ARRAY_INDEX"] = std::to_string(ctx.array_index);

@@ -42,6 +42,7 @@ TEST(LaunchEnvTest, TorchrunVariablesForATwoNodeGang) {
     EXPECT_EQ(env[i]["WORLD_SIZE"], "4");
     EXPECT_EQ(env[i]["RANK"], std::to_string(i));
     EXPECT_EQ(env[i]["NODE_RANK"], std::to_string(i / 2));
+    EXPECT_EQ(env[i]["HANGAR_JOB_NODES"], "a,b") << "the job's nodes, in Slurm's host list form";
     EXPECT_EQ(env[i]["LOCAL_RANK"], std::to_string(i % 2));
     EXPECT_EQ(env[i]["LOCAL_WORLD_SIZE"], "2");
     EXPECT_EQ(env[i]["HANGAR_JOB_ID"], "42");
