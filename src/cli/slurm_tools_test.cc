@@ -166,6 +166,49 @@ TEST_F(SlurmToolsTest, SacctmgrNamesTheQueuesAUserMaySubmitTo) {
   EXPECT_EQ(Run("sacctmgr", {"-n", "-s", "list", "user", "ada", "format=account%20"}), "            research\n");
 }
 
+// Snakemake's probes: `sinfo -o %P` for the default partition, `sacct -nu "$USER" -o Account%20`.
+TEST_F(SlurmToolsTest, SinfoFormatsAndBundledShortOptions) {
+  api_.server().Get("/v1/nodes", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"nodes": [{"name": "node-1", "state": "ready", "gpus": 8, "gpus_free": 8, "model": "H100"},
+                                  {"name": "node-2", "state": "ready", "gpus": 8, "gpus_free": 0, "model": "H100"},
+                                  {"name": "node-3", "state": "drained", "gpus": 8, "gpus_free": 8, "model": "H100"}]})",
+                    "application/json");
+  });
+  EXPECT_EQ(Run("sinfo", {"-o", "%P"}), "PARTITION\nresearch*\nprod\n");
+  EXPECT_EQ(Run("sinfo", {"-h", "-p", "prod", "-o", "%P %D %t %N"}), "prod 1 idle node-1\nprod 1 alloc node-2\nprod 1 drain node-3\n");
+  EXPECT_EQ(Run("sacct", {"-nu", "ada", "-o", "Account%20", "-j", "7"}), "            research \n");
+}
+
+// Snakemake runs `srun -n1 --cpu-bind=q snakemake ...` from inside its job; a launcher may run a
+// few local tasks. Each gets its rank; srun's status is its worst task's.
+TEST(SlurmSrunTest, RunsTheStepsTasksOnThisNodeWithTheirRanks) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("srun-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  ::unsetenv("HANGAR_JOB_ID");
+  EXPECT_EQ(RunSlurmTool("srun", {"true"}, ""), 1) << "outside a job, srun says where it belongs";
+  ::setenv("HANGAR_JOB_ID", "5", 1);
+  ::setenv("SLURM_NODEID", "1", 1);
+  ::setenv("SLURM_NTASKS_PER_NODE", "2", 1);
+  EXPECT_EQ(RunSlurmTool("srun", {"-n1", "--cpu-bind=q", "sh", "-c", "echo $SLURM_PROCID/$SLURM_LOCALID > " + dir + "/one"}, ""), 0);
+  EXPECT_EQ(RunSlurmTool("srun", {"sh", "-c", "echo $SLURM_PROCID/$SLURM_LOCALID > " + dir + "/t$SLURM_LOCALID"}, ""), 0);
+  auto read = [&](const std::string& f) {
+    std::ifstream in(dir + "/" + f);
+    std::string s;
+    std::getline(in, s);
+    return s;
+  };
+  EXPECT_EQ(read("one"), "2/0");
+  EXPECT_EQ(read("t0"), "2/0");
+  EXPECT_EQ(read("t1"), "3/1") << "without -n, the node's share of the job's tasks";
+  EXPECT_EQ(RunSlurmTool("srun", {"--ntasks", "3", "sh", "-c", "exit $SLURM_LOCALID"}, ""), 2);
+  EXPECT_EQ(RunSlurmTool("srun", {"-n", "1", "sh", "-c", "kill -9 $$"}, ""), 137);
+  EXPECT_EQ(RunSlurmTool("srun", {"-N2", "true"}, ""), 1) << "a step over several nodes is refused, not run here";
+  EXPECT_EQ(RunSlurmTool("srun", {"-w", "node-2", "true"}, ""), 1);
+  EXPECT_EQ(RunSlurmTool("srun", {"-n1", "/no/such/program"}, ""), 127);
+  for (const char* v : {"HANGAR_JOB_ID", "SLURM_NODEID", "SLURM_NTASKS_PER_NODE"}) ::unsetenv(v);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SlurmInstallTest, WritesRegularExecutablesThatRunHangar) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("slurm-bin-" + std::to_string(getpid()))).string();
   std::string error;

@@ -42,7 +42,7 @@ What Snakemake's Slurm executor asks to follow a job, and what a person asks:
   node-2
   gpu-a
   $ sinfo | head -1
-  PARTITION AVAIL  TIMELIMIT NODES STATE NODELIST
+  PARTITION AVAIL  TIMELIMIT NODES STATE  NODELIST
   $ sacct --bogus
   sacct: error: option --bogus is not one hangar's sacct takes (it takes --jobs, --user, --name, --states, --partition, --format, --noheader, --parsable2, --parsable, --allocations, --starttime, --allusers, --brief, --long, --accounts; docs/slurm.md lists what differs from Slurm)
   [1]
