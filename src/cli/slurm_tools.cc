@@ -251,13 +251,20 @@ void RegisterSlurmCommands(CLI::App& app, int* rc) {
     const std::string tool = args.front();
     args.erase(args.begin());
     if (tool == "install") {
-      if (args.size() != 1) {
-        std::fprintf(stderr, "error: hangar slurm install DIR: name the folder to write the commands into\n");
+      // hangar slurm install DIR [--hangar PATH]: PATH is the hangar the commands run (the
+      // package's /usr/bin/hangar); this one by default.
+      std::error_code ec;
+      std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+      if (args.size() == 3 && args[1] == "--hangar") {
+        self = args[2];
+        args.resize(1);
+      }
+      if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+        std::fprintf(stderr, "error: hangar slurm install DIR [--hangar PATH]: name the folder to write the "
+                             "commands into\n");
         *rc = 2;
         return;
       }
-      std::error_code ec;
-      const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
       std::string error;
       const auto names = InstallSlurmCommands(args[0], self, &error);
       if (!error.empty()) {

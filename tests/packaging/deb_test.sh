@@ -126,6 +126,13 @@ owner_mode() {  # the mode and owner of one path in the data archive, e.g. "-rwx
 }
 [[ "$(owner_mode usr/bin/hangar)" == "-rwxr-xr-x root/root" ]] ||
   fail "usr/bin/hangar: $(owner_mode usr/bin/hangar) (want -rwxr-xr-x root/root)"
+# Slurm's commands, apart from any real Slurm's, running the package's hangar.
+for f in sbatch srun salloc squeue scancel sacct sacctmgr sinfo scontrol; do
+  [[ "$(owner_mode "usr/lib/hangar/slurm-bin/$f")" == "-rwxr-xr-x root/root" ]] ||
+    fail "usr/lib/hangar/slurm-bin/$f: '$(owner_mode "usr/lib/hangar/slurm-bin/$f")' (want -rwxr-xr-x root/root)"
+done
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/hangar/slurm-bin/sacct | grep -q "exec '/usr/bin/hangar' slurm sacct" ||
+  fail "usr/lib/hangar/slurm-bin/sacct does not run /usr/bin/hangar"
 for f in lib/systemd/system/hangar-controller.service lib/systemd/system/hangar-agent.service \
          etc/hangar/controller.env etc/hangar/agent.env etc/hangar/cluster.yaml \
          usr/share/hangar/grafana/hangar.json usr/share/doc/hangar/operations.md; do
