@@ -1,6 +1,6 @@
-Slurm's client commands as a Slurm user's fingers and tools type them (docs/slurm.md, "Slurm's
-commands"): `hangar slurm install` writes them into a folder, which goes first on PATH, and
-sbatch, squeue, sacct, scontrol, scancel and sinfo then answer in Slurm's words and formats.
+Slurm's client commands as a Slurm user's fingers and tools type them (docs/slurm-commands.md):
+`hangar slurm install` writes them into a folder, which goes first on PATH, and sbatch, squeue,
+sacct, scontrol, scancel and sinfo then answer in Slurm's words and formats.
 
   $ . "$TESTDIR/journey.sh"
   $ dev_start
