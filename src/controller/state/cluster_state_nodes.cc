@@ -444,9 +444,13 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   } else if (hold_since_ < 0) {
     hold_since_ = now;
     holding_losses_ = true;
+    // Said in words that fit the case: with every node overdue there is no rate to fall short of.
+    const std::string heard =
+        beating == 0 ? "no node's heartbeat arrived in time (all " + std::to_string(overdue) + " are overdue)"
+                     : std::to_string(lag.samples) + " heartbeats arrived in the last second, where the " +
+                           std::to_string(beating) + " nodes still on time send about " + std::to_string(expected);
     fx->Event(now, "controller", "controller",
-              std::to_string(lag.samples) + " heartbeats in the last second where " + std::to_string(beating) +
-                  " nodes should send " + std::to_string(expected) + ": the controller is not hearing the fleet; holding " +
+              heard + ": the controller is not hearing the fleet, and may be the one in trouble; holding " +
                   std::to_string(overdue) + " node losses for up to " + FormatDuration(max_hold));
   } else if (holding_losses_ && now - hold_since_ >= max_hold) {
     holding_losses_ = false;  // until heartbeats flow again, no new hold
