@@ -363,7 +363,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
     if (*stop) break;
     if (clock_->Now() - started > 5 * kSecond) backoff = 100;  // it was a healthy session
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff));
-    // With several controllers, the next one is tried soon: one of them leads (issue 18).
+    // With several controllers, the next one is tried soon: one of them leads.
     const bool several = options_.controller.find(',') != std::string::npos;
     backoff = std::min<Duration>(backoff * 2, several ? 300 : 2 * kSecond);
   }
@@ -383,7 +383,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
   if (validation_.joinable()) validation_.join();
 }
 
-// The next address of a comma-separated list of controllers, round robin (issue 18).
+// The next address of a comma-separated list of controllers, round robin.
 static std::string NextController(const std::string& list, size_t* next) {
   std::vector<std::string> all;
   std::stringstream in(list);

@@ -18,7 +18,7 @@
 // and, if the task is in the checkpoint phase of a stop (Stop.checkpoint_signal), releases it:
 // SIGTERM at once rather than at the end of the grace.
 //
-// With a scratch dir (issue 19, agent_checkpoints.cc and checkpoint_drain.h) a task checkpoints to
+// With a scratch dir (agent_checkpoints.cc and checkpoint_drain.h) a task checkpoints to
 // node-local scratch; the agent restores the store's newest checkpoint there before the task
 // starts, answers `hangar checkpoint-done` at once, drains to the shared store in the background
 // and forwards the CheckpointDone only once the checkpoint is durable there. Until every drain of
@@ -68,7 +68,7 @@ struct ContainerOptions {
   std::string in_container_tool;
 };
 
-// The node's artifact cache and data port (issue 19, docs/data.md).
+// The node's artifact cache and data port (docs/data.md).
 struct DataOptions {
   std::string cache_dir;  // empty: <state dir>/cache (give it the node's local scratch disk)
   int64_t cache_budget_bytes = 0;  // 0: no budget
@@ -96,7 +96,7 @@ struct AgentOptions {
   // so that stopping the local cluster leaves nothing running.
   bool stop_tasks_on_exit = false;
   // At Init: stop the tasks of the controller store this agent last served and forget them (and
-  // the store), so that it may serve a controller on another store (issue 15).
+  // the store), so that it may serve a controller on another store.
   bool forget_store = false;
   Duration stop_tasks_grace = 2 * kSecond;
   ContainerOptions containers;
@@ -106,7 +106,7 @@ struct AgentOptions {
   // HANGAR_CHECKPOINT_STORE). Empty: tasks write to the shared store themselves.
   std::string scratch_dir;
   Duration drain_lock_timeout = 60 * kSecond;
-  // Issue 22: fractional tasks under CUDA MPS (agent_mps.cc, docs/sharing.md); disabled: none.
+  // Fractional tasks under CUDA MPS (agent_mps.cc, docs/sharing.md); disabled: none.
   MpsOptions mps;
   // MIG GPU instances to create at start on a MIG GPU that has none (--mig-layout).
   StaticMigLayout mig_layout;
@@ -292,11 +292,11 @@ class Agent {
   grpc::ClientContext* context_ = nullptr;
   std::atomic<int64_t> heartbeat_ms_{1000};
   std::atomic<uint64_t> heartbeat_seq_{0};
-  // Issue 18: the next address of options_.controller's list (a,b,c) to try, and the newest
+  // The next address of options_.controller's list (a,b,c) to try, and the newest
   // leadership epoch seen on any stream (orders of an older one are refused). Session's only.
   size_t next_controller_ = 0;
   int64_t newest_epoch_ = 0;
-  // Issue 15: the controller store this agent serves (<state dir>/store_id); "" until a
+  // The controller store this agent serves (<state dir>/store_id); "" until a
   // controller names its own. Init's, then Session's only.
   std::string store_id_;
 

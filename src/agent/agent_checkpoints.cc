@@ -1,4 +1,4 @@
-// Checkpoints on node-local scratch (issue 19, item 5; `hangar agent --scratch-dir`): the task's
+// Checkpoints on node-local scratch (`hangar agent --scratch-dir`): the task's
 // HANGAR_CHECKPOINT_DIR is the job's folder on this node's scratch, restored from the shared store
 // before the task starts; each `hangar checkpoint-done` is drained to the store in the background
 // (checkpoint_drain.h) and forwarded to the controller once durable; the ends of the job's tasks

@@ -63,7 +63,7 @@ struct Flags {
   std::string cache_budget = "0";
   std::string data_address;
   std::string scratch_dir;
-  // Issue 22: fractional tasks under CUDA MPS.
+  // Fractional tasks under CUDA MPS.
   std::string mps = "auto";
   std::string mps_control;
   std::string mig_layout;  // --mig-layout "0:3g.40gb,3g.40gb;1:7g.80gb"

@@ -1,4 +1,4 @@
-// The agent's container tasks and image staging (issue 17, docs/containers.md): a task whose
+// The agent's container tasks and image staging (docs/containers.md): a task whose
 // Launch names a container runs as a foreground `podman run`; a Stage pulls images ahead of a
 // gang's start and says how it went; the node's image cache is reported to the controller.
 #include <csignal>

@@ -1,4 +1,4 @@
-// The agent's artifacts (issue 19, docs/data.md): the node's content-addressed cache, the data
+// The agent's artifacts (docs/data.md): the node's content-addressed cache, the data
 // port that serves it to peers, staging as the controller's plan says (a file:// source read as
 // the job's user), and showing staged objects to tasks read-only, each task only its own.
 #include <filesystem>

@@ -1,4 +1,4 @@
-// The agent's MIG instances (issue 22): the layout of each MIG-mode GPU (in the inventory and
+// The agent's MIG instances: the layout of each MIG-mode GPU (in the inventory and
 // after every change), the static layout created at start, MigReshape from the controller --
 // refused whole while a task of this agent runs in an instance it destroys, applied on a thread
 // of its own and answered with MigReshaped -- and the instances tasks run in

@@ -1,4 +1,4 @@
-// Enforced GPU fractions (issue 22, docs/sharing.md): a fractional task runs as a client of its
+// Enforced GPU fractions (docs/sharing.md): a fractional task runs as a client of its
 // GPU's MPS control daemon, with its memory and compute share as MPS limits.
 #include <signal.h>
 #include <spdlog/spdlog.h>

@@ -1,4 +1,4 @@
-// Checkpoints at NVMe speed (issue 19, item 5): with `hangar agent --scratch-dir DIR` a task
+// Checkpoints at NVMe speed: with `hangar agent --scratch-dir DIR` a task
 // writes its checkpoints to node-local scratch (HANGAR_CHECKPOINT_DIR=DIR/checkpoints/job-N) and
 // the agent drains them, in the background, to the shared checkpoint store (the controller's
 // --checkpoint-root/job-N, HANGAR_CHECKPOINT_STORE), where a requeued job finds them on any node.

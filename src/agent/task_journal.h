@@ -6,7 +6,7 @@
 // of an older snapshot (the agent stopped between writing the one and starting the other) is
 // ignored, so an older line never undoes a newer snapshot. A torn last line is skipped.
 //
-// Beside them, <dir>/store_id: the identity of the controller store the agent serves (issue 15).
+// Beside them, <dir>/store_id: the identity of the controller store the agent serves.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Checks on what a client sends before anything is built from it (issue 16): bodies that are not
+// Checks on what a client sends before anything is built from it: bodies that are not
 // UTF-8, nesting deep enough to make a parser allocate hundreds of MB, fields of the wrong type or
 // out of range, and numbers in query strings. Each failure is an InvalidArgument sentence that
 // says what was wrong and what to send instead, so the API answers 400, never 500.

@@ -1,4 +1,4 @@
-// Batch commands (issue 20): `hangar jobs` with filters and pages, `hangar cancel`, `hold`,
+// Batch commands: `hangar jobs` with filters and pages, `hangar cancel`, `hold`,
 // `release` and `requeue` by ids or by selector, and `hangar history` (per-job accounting).
 #pragma once
 

@@ -1,4 +1,4 @@
-// The cluster's own certificate authority (issue 16): `hangar certs init` makes a CA, and
+// The cluster's own certificate authority: `hangar certs init` makes a CA, and
 // `hangar certs issue --controller | --node NAME` the certificates signed by it -- the
 // controller's (HTTPS on the API, TLS on the agent channel) and each node agent's (mutual TLS:
 // the agent's identity is its certificate's common name, checked against the node it claims).

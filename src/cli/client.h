@@ -17,7 +17,7 @@ namespace hangar::cli {
 class ApiClient {
  public:
   // `server` like "http://127.0.0.1:8080"; "" means $HANGAR_URL, else http://127.0.0.1:8080. With
-  // several controllers (issue 18), a comma-separated list: every call goes to the leader (a
+  // several controllers, a comma-separated list: every call goes to the leader (a
   // standby's answer names it; an address that does not answer passes to the next).
   explicit ApiClient(std::string server);
   const std::string& server() const { return server_; }

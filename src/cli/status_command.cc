@@ -1,4 +1,4 @@
-// `hangar status`: who leads the controllers, since when and at which epoch (issue 18).
+// `hangar status`: who leads the controllers, since when and at which epoch.
 #include <cstdio>
 
 #include "cli/cli_commands.h"

@@ -23,7 +23,7 @@ struct ConfigBaseline {
   std::string ofed_version;
 };
 
-// `data:` (issue 19, docs/data.md): how nodes share artifacts.
+// `data:` (docs/data.md): how nodes share artifacts.
 struct DataConfig {
   std::string network;          // CIDR of the data network ("10.20.0.0/16"); empty: any address
   int origin_readers = 4;       // at most this many nodes read one object's origin at once
@@ -40,7 +40,7 @@ struct DataConfig {
 // cidr holds everything.
 bool AddressInNetwork(const std::string& host, const std::string& cidr);
 
-// `gpu_models:` (issue 22, docs/cluster-format.md): CPU and host memory per GPU for jobs on a
+// `gpu_models:` (docs/cluster-format.md): CPU and host memory per GPU for jobs on a
 // model, after Slurm's DefCpuPerGPU / DefMemPerGPU. A task that asks for neither CPU nor memory
 // gets the defaults; one above a maximum is refused at submission.
 struct GpuModelLimits {
@@ -60,7 +60,7 @@ struct ClusterFile {
   // containers.mounts_allowed: host paths container tasks may mount (and what lies below them).
   std::vector<std::string> mounts_allowed;
   DataConfig data;
-  // `mig: {fixed_layouts: {NODES: [PROFILE, ...]}}` (issue 22, docs/mig.md): nodes whose MIG GPUs
+  // `mig: {fixed_layouts: {NODES: [PROFILE, ...]}}` (docs/mig.md): nodes whose MIG GPUs
   // each keep these instances, never re-cut by the queue. By node index; the profiles as written
   // (the agent creates them) and the layout they make on one GPU.
   struct FixedMigLayout {
@@ -69,7 +69,7 @@ struct ClusterFile {
   };
   std::map<uint32_t, FixedMigLayout> mig_fixed_layouts;
   std::vector<GpuModelLimits> gpu_models;  // one per model listed, in file order
-  // networks.management (issue 16, docs/networks.md): the CIDR the controller listens on and its
+  // networks.management (docs/networks.md): the CIDR the controller listens on and its
   // agents talk over; "" when not declared.
   std::string management_network;
 };

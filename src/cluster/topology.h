@@ -48,7 +48,7 @@ struct GpuInfo {
   uint8_t mig_part = 0;  // MIG mode: which part's profile names it has (mig_geometry.h)
 };
 
-// One rail's interface on the data network (issue 16): the netdev tasks' sockets use
+// One rail's interface on the data network: the netdev tasks' sockets use
 // (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME) and the RDMA device (NCCL_IB_HCA), "" when none.
 struct DataInterface {
   std::string netdev;

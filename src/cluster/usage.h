@@ -136,7 +136,7 @@ class ClusterUsage {
   void SetNodeCondition(uint32_t n, NodeCondition c);
   void SetGpuAvailable(uint32_t g, bool available);
 
-  // MIG layouts (issue 22). A MIG GPU whose layout is not set places an instance wherever its
+  // MIG layouts. A MIG GPU whose layout is not set places an instance wherever its
   // memory slices are free (as if instances were made on demand: the simulator's ideal). Once
   // set, it places a task only into a free instance its layout holds; a reshape changes that.
   // `fixed`: cluster.yaml sets the layout; reshaping leaves it alone.

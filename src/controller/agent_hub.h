@@ -31,12 +31,12 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // With mutual TLS, an agent's certificate names its node (its common name): it may register as
   // that node only.
   void set_require_client_certs(bool on) { require_certs_ = on; }
-  // The leadership epoch stamped on every message to agents (issue 18); 0: no lease.
+  // The leadership epoch stamped on every message to agents; 0: no lease.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
-  // The store's identity (issue 15), stamped on every message to agents; an agent that last
+  // The store's identity, stamped on every message to agents; an agent that last
   // served another store is refused at Register. Set before the server starts.
   void set_store_id(std::string id) { store_id_ = std::move(id); }
-  // Nodes' management addresses (cluster.yaml, issue 16): such a node's agent may register only
+  // Nodes' management addresses (cluster.yaml): such a node's agent may register only
   // over a connection from that address. Set before the server starts.
   void set_management_addresses(std::map<std::string, std::string> by_node);
   ~AgentHub() override;

@@ -374,7 +374,7 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
   controller.insert(controller.end(), transport.begin(), transport.end());
   p.controller = Spawn(controller, f.dir + "/logs/controller.log");
   // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind. --scratch-dir: each node's
-  // "local NVMe", drained to checkpoints/ (issue 19). --data-address: each node serves its
+  // "local NVMe", drained to checkpoints/. --data-address: each node serves its
   // artifact cache to the others on a free loopback port.
   for (const auto& n : topology.nodes()) {
     std::vector<std::string> agent = {"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",

@@ -1,4 +1,4 @@
-// Pins a job's images at submission (issue 17): every task group's `image:` tag is resolved to
+// Pins a job's images at submission: every task group's `image:` tag is resolved to
 // its manifest digest once, so that every node of the job, and every later attempt, runs the very
 // same image. Asks the registry with skopeo (loopback registries without TLS), off the state
 // thread. A site's registry mirrors and credentials come from skopeo's own configuration

@@ -1,4 +1,4 @@
-// Leader election among controllers that share one PostgreSQL store (issue 18). The lease is a row
+// Leader election among controllers that share one PostgreSQL store. The lease is a row
 // in the store with an epoch that grows at every takeover (StateStore::AcquireLease); the leader
 // renews it from a connection of its own, and stops acting as soon as it cannot be sure it still
 // holds it. Standbys poll it, and tell clients who leads.

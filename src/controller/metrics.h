@@ -55,7 +55,7 @@ class ControllerMetrics {
   prometheus::Gauge* heartbeat_lag_;
   prometheus::Counter* nodes_lost_;
   prometheus::Family<prometheus::Counter>* refused_;
-  // MIG reshapes (issue 22): done and failed, their seconds, and those in flight.
+  // MIG reshapes: done and failed, their seconds, and those in flight.
   prometheus::Counter* mig_done_;
   prometheus::Counter* mig_failed_;
   prometheus::Counter* mig_seconds_;

@@ -1,4 +1,4 @@
-// What a standby controller serves while another leads (issue 18). Its REST API answers every call
+// What a standby controller serves while another leads. Its REST API answers every call
 // with 503 and the leader's address (header X-Hangar-Leader and the JSON body's "leader"), except
 // GET /v1/leader, which says who leads; it never acts. Its agent channel refuses every stream, so
 // an agent moves on to the next controller of its list. On takeover both stop, and the leader's

@@ -1,4 +1,4 @@
-// A standby's head start (issue 18). While it waits for the lease, a standby controller follows
+// A standby's head start. While it waits for the lease, a standby controller follows
 // the store on a thread of its own (StoreFollower: only the rows each leader commit wrote) and
 // parses every job's spec into the ClusterState it will lead with (ClusterState::WarmSpecs). At
 // takeover it catches up once more and restores from memory: no full load, no spec parsed twice.

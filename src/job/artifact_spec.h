@@ -1,4 +1,4 @@
-// Artifacts in the job spec (issue 19, docs/data.md): model weights, datasets and other files a
+// Artifacts in the job spec (docs/data.md): model weights, datasets and other files a
 // task needs, named by their content. Each node stages them into its content-addressed cache
 // before the task starts (peers share what they hold), and the task sees them read-only.
 //

@@ -1,4 +1,4 @@
-// Batch ergonomics in the job spec (issue 20): job arrays and dependencies, in Slurm's words.
+// Batch ergonomics in the job spec: job arrays and dependencies, in Slurm's words.
 //
 //   array: "0-49%8"                       # elements 0..49, at most 8 running at once
 //   after: {ok: [12], any: [13], notok: [14]}

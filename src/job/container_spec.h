@@ -1,4 +1,4 @@
-// Container tasks in the job spec (issue 17): a task group that names an OCI image runs in a
+// Container tasks in the job spec: a task group that names an OCI image runs in a
 // container on its nodes (docs/containers.md).
 //
 //   image: 127.0.0.1:5000/team/train:1.2     # a tag is resolved to a digest once, at submission

@@ -1,4 +1,4 @@
-// Proportionality (issue 22): CPU and host memory per GPU, per GPU model, from cluster.yaml's
+// Proportionality: CPU and host memory per GPU, per GPU model, from cluster.yaml's
 // `gpu_models:` (cluster::GpuModelLimits; docs/cluster-format.md). Applied to a job at
 // submission, so a GPU job neither strands GPUs by taking a node's CPU nor starves for want of it.
 #pragma once

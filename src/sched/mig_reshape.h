@@ -1,4 +1,4 @@
-// Queue-driven MIG reshaping (issue 22): when pending MIG replicas find no free instance of their
+// Queue-driven MIG reshaping: when pending MIG replicas find no free instance of their
 // shape, re-cut GPUs whose instances are idle -- one GPU at a time, never touching an instance a
 // task runs in -- so the queue's shapes exist. The plan is part of a cycle's Decisions; the owner
 // carries it out (the controller sends MigReshape to the node's agent, the simulator waits the

@@ -1,4 +1,4 @@
-// The node's image cache (issue 17): what podman's storage on this node holds, how much disk it
+// The node's image cache: what podman's storage on this node holds, how much disk it
 // may use, and which images go first when it is full -- the least recently used, never one that
 // a running task uses or that a job placed, reserved or nominated on this node will need (the
 // controller names those in every Stage's `keep`). Last-use times survive agent restarts

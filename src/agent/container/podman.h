@@ -1,4 +1,4 @@
-// Running tasks in OCI containers through podman's CLI (issue 17, docs/containers.md). Always an
+// Running tasks in OCI containers through podman's CLI (docs/containers.md). Always an
 // argument list, never a shell. The agent gives podman its own storage (--root, --runroot,
 // --tmpdir under the agent's state directory unless told otherwise) and a containers.conf and
 // registries.conf it writes there: runc as the runtime, rlimits this host allows, the file

@@ -1,4 +1,4 @@
-// An agent's data port (issue 19, docs/data.md): serves the objects of its artifact cache to
+// An agent's data port (docs/data.md): serves the objects of its artifact cache to
 // other agents over HTTP, on the node's data-network address (--data-address), never on the
 // management one. Whole objects honour Range requests; `?offset=&length=` asks for bytes that
 // may still be arriving and waits (up to `wait_ms`, at most 10 s) for them, so that chunks pass

@@ -1,4 +1,4 @@
-// The node's artifact cache (issue 19, docs/data.md): a content-addressed store on the node's
+// The node's artifact cache (docs/data.md): a content-addressed store on the node's
 // local scratch disk. An object is named by its SHA-256 and lives at <dir>/objects/<hex>
 // (read-only) only once its whole content has been verified against that digest; while it is
 // being staged it lives at <dir>/partial/<hex>, chunk by chunk, and peers may already read the

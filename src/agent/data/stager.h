@@ -1,4 +1,4 @@
-// Stages one artifact into the node's cache (issue 19, docs/data.md), reading each chunk where
+// Stages one artifact into the node's cache (docs/data.md), reading each chunk where
 // the controller's plan says: the origin (https://, http://, file://) or a peer's data port. One
 // worker reads the origin (one connection per node, so the controller's cap on origin readers
 // holds), four read peers; a peer that does not have a chunk and is not getting it, or stalls,

@@ -50,7 +50,7 @@ class GpuBackend {
   // Makes a Validate() running on another thread, and any later one, return soon (Aborted): the
   // agent calls it when it shuts down.
   virtual void CancelValidation() {}
-  // MIG (issue 22). Discover() fills GpuInfo::mig_layout of every MIG-mode GPU. MigLayout reads
+  // MIG. Discover() fills GpuInfo::mig_layout of every MIG-mode GPU. MigLayout reads
   // one GPU's instances now; ReshapeMig destroys `destroy` (each one's compute instances, then
   // the GPU instance) and then creates `create` (a GPU instance at that placement and one compute
   // instance over all of it), in order, stopping at the first failure, and reads the layout back.

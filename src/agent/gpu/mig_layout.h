@@ -1,4 +1,4 @@
-// MIG layouts on the agent's side (issue 22): the GPU instances a MIG GPU has now
+// MIG layouts on the agent's side: the GPU instances a MIG GPU has now
 // (pb::GpuInfo::mig_layout), the checks a reshape must pass before any instance is touched, and
 // the static layout an agent may be given at start (--mig-layout). Geometry comes from
 // cluster/mig_geometry.h; both GPU backends and the agent use these. Pure functions.

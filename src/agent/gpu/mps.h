@@ -1,4 +1,4 @@
-// Enforced GPU fractions (issue 22): CUDA MPS control daemons that the agent starts and stops,
+// Enforced GPU fractions: CUDA MPS control daemons that the agent starts and stops,
 // one per GPU and task user, and the environment that puts a fractional task under one.
 //
 // A daemon's folders are <root>/gpu<index>-uid<uid>/pipe (CUDA_MPS_PIPE_DIRECTORY) and .../log

@@ -37,7 +37,7 @@ struct NvmlFunctions {
   nvmlReturn_t (*device_get_gpu_instance_possible_placements)(nvmlDevice_t, unsigned,
                                                               nvmlGpuInstancePlacement_t*,
                                                               unsigned*) = nullptr;
-  // MIG instances (issue 22): read, created with a placement, destroyed; and MIG devices.
+  // MIG instances: read, created with a placement, destroyed; and MIG devices.
   nvmlReturn_t (*device_get_gpu_instances)(nvmlDevice_t, unsigned, nvmlGpuInstance_t*,
                                            unsigned*) = nullptr;
   nvmlReturn_t (*gpu_instance_get_info)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*) = nullptr;

@@ -1,4 +1,4 @@
-// MIG instances through NVML (issue 22): reading a MIG GPU's GPU instances, their compute
+// MIG instances through NVML: reading a MIG GPU's GPU instances, their compute
 // instances and MIG device UUIDs, and re-cutting it -- compute instances destroyed before their
 // GPU instance, new GPU instances created at a placement
 // (nvmlDeviceCreateGpuInstanceWithPlacement) each with one compute instance over all of it

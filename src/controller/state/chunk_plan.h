@@ -1,4 +1,4 @@
-// Where each node staging an artifact reads each chunk from (issue 19, docs/data.md): the
+// Where each node staging an artifact reads each chunk from (docs/data.md): the
 // controller is the tracker. A swarm's members are the nodes that hold the object (first) and
 // the nodes staging it, in the order they joined. Each chunk has a root -- a holder, or, when no
 // node holds the object, one of the first `roots` stagers, which reads that chunk from the

@@ -154,7 +154,7 @@ struct SpecEntry {
   std::shared_ptr<const std::string> stored;
   std::string key;
   // A container image still at a tag (its registry was down at submission): the job waits, unplaced,
-  // until ImagePinner pins it (issue 17).
+  // until ImagePinner pins it.
   bool unpinned = false;
 };
 
@@ -276,7 +276,7 @@ struct NodeRecord {
   std::set<std::string> images;
   int64_t image_bytes = 0, image_budget = 0;
   bool image_cache_full = false;
-  // Its artifact cache (issue 19): digests held, use, and where it serves peers ("": it does not,
+  // Its artifact cache: digests held, use, and where it serves peers ("": it does not,
   // or its address is not on the cluster's data network).
   std::set<std::string> artifacts;
   int64_t artifact_bytes = 0, artifact_budget = 0;
@@ -293,7 +293,7 @@ class ClusterState {
   // Rebuilds jobs, allocations and node flags from the store after a restart. Nodes start
   // disconnected; those that do not come back within the heartbeat timeout are lost.
   Status Restore(const StoreContents& contents, Time now);
-  // A standby's head start (issue 18): parses and compiles the specs of stored jobs ahead of a
+  // A standby's head start: parses and compiles the specs of stored jobs ahead of a
   // takeover, once per distinct stored text, so that Restore finds them ready. Call it as often as
   // new rows arrive (StoreFollower); Restore uses and then forgets what it holds. Returns early,
   // with what it parsed kept, once `cancel` is set (a takeover: Restore parses the rest).
@@ -314,7 +314,7 @@ class ClusterState {
   JobPage ListJobsPage(const Principal& p, const JobFilter& f) const;
   // Per job (`hangar history`, GET /v1/accounting/jobs): what sacct gives, plus the waste.
   nlohmann::json AccountingJobs(const Principal& p, const JobFilter& f, Time now, sched::JobId* next, size_t* more) const;
-  // Idempotent submission (issue 15): a client that did not hear the answer to a POST sends it
+  // Idempotent submission: a client that did not hear the answer to a POST sends it
   // again with the same Idempotency-Key and gets the first answer, not a second job. Keys belong
   // to their user and are kept for a day. `request` is what was asked (the body and the count):
   // the same key with another request is refused.

@@ -1,4 +1,4 @@
-// ClusterState: batch work (issue 20) -- job arrays, dependencies, holds, bulk operations, lists
+// ClusterState: batch work -- job arrays, dependencies, holds, bulk operations, lists
 // that page, and per-job accounting.
 #include <algorithm>
 

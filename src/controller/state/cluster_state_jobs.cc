@@ -451,7 +451,7 @@ Status ClusterState::OnCheckpointDone(const std::string& node, const pb::Checkpo
   JobRecord& j = it->second;
   const std::string step = c.step() ? " (step " + std::to_string(c.step()) + ")" : "";
   if (!c.drain_error().empty()) {
-    // Written to the node's scratch but not drained to the shared store (issue 19): not durable,
+    // Written to the node's scratch but not drained to the shared store: not durable,
     // so the lost-work mark stays at the last checkpoint that is.
     fx->Event(now, "job", "job/" + std::to_string(id),
               "checkpoint of task " + std::to_string(index) + " on " + node + step +

@@ -1,4 +1,4 @@
-// ClusterState: MIG layouts and queue-driven reshaping (issue 22, docs/mig.md). Every MIG GPU's
+// ClusterState: MIG layouts and queue-driven reshaping (docs/mig.md). Every MIG GPU's
 // instances are what its agent last reported (Inventory at register, MigReshaped after a
 // reshape); the scheduler places MIG tasks only into those. When a cycle plans a reshape
 // (sched/mig_reshape.h) the controller takes the GPU's new layout at once, keeps the GPU out of

@@ -1,5 +1,5 @@
-// ClusterState: staging container images (issue 17, docs/containers.md) and artifacts (issue 19,
-// docs/data.md). A gang placed on nodes that lack its images or artifacts waits, holding its
+// ClusterState: staging container images (docs/containers.md) and artifacts
+// (docs/data.md). A gang placed on nodes that lack its images or artifacts waits, holding its
 // GPUs, until every one of them has them; then all its tasks launch together, so no task burns
 // its GPUs waiting for a slow peer. A gang that is reserved (backfill) or nominated (waiting for
 // preemption victims) has its nodes stage ahead, so that it is warm when the GPUs free up.

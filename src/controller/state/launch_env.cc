@@ -94,7 +94,7 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
         if (g.mig_start >= 0) env["HANGAR_MIG_PLACEMENT"] = std::to_string(ctx.topology->gpus()[g.gpu].index) + ":" + std::to_string(g.mig_start);
       }
     }
-    // The data network (issue 16, docs/networks.md): collectives and rendezvous stay off the
+    // The data network (docs/networks.md): collectives and rendezvous stay off the
     // management network. Set after the job's own env, as the node's wiring is not the job's to
     // choose. A task uses its GPUs' rails; one without GPUs every rail of its node.
     const cluster::NodeNetworks& nets = ctx.topology->nodes()[task.node].networks;

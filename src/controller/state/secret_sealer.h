@@ -1,4 +1,4 @@
-// SecretSealer: job environments at rest (issue 16). A job's `env` values may be its owner's API
+// SecretSealer: job environments at rest. A job's `env` values may be its owner's API
 // keys; the store keeps each one sealed with AES-256-GCM under the controller's secrets key (a
 // file of its own, mode 0600, never in the store), so a copy of the database or of a backup gives
 // no one the values. The controller seals a spec once, when it is first interned, and unseals when

@@ -76,7 +76,7 @@ struct SimConfig {
   bool learn_profile = false;
   // Jobs' artifacts, node caches and transfers (staging.h); off: artifacts are ignored.
   StagingConfig staging;
-  // MIG layouts (issue 22), by global GPU index: a MIG GPU given one places tasks only into its
+  // MIG layouts, by global GPU index: a MIG GPU given one places tasks only into its
   // instances (the others make instances on demand, the ideal). With `mig_reshape` the cycle
   // re-cuts idle instances for the queue (sched/mig_reshape.h) and each reshape keeps its GPU
   // out of use for `mig_reshape_time`; without it the layouts are fixed.

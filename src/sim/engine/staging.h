@@ -1,4 +1,4 @@
-// The simulator's staging model (issue 19, docs/sim-staging.md): jobs need objects (model
+// The simulator's staging model (docs/sim-staging.md): jobs need objects (model
 // weights, datasets) on every node they run on; each node keeps a cache of them with a byte
 // budget; a gang placed on nodes that lack an object holds its GPUs until every node has it.
 //

@@ -1,4 +1,4 @@
-// `hangar sim mig` (issue 22): a day of MIG demand through the production scheduler, the best
+// `hangar sim mig`: a day of MIG demand through the production scheduler, the best
 // static layout against queue-driven reshaping (mig_day.h).
 #pragma once
 

@@ -1,4 +1,4 @@
-// A day of MIG demand through the production scheduler (issue 22): the best static layout we can
+// A day of MIG demand through the production scheduler: the best static layout we can
 // find against queue-driven reshaping (sched/mig_reshape.h), on the lean simulator.
 //
 // The demand comes from the openb GPU-sharing pods (Alibaba, cluster-trace-gpu-v2023): each pod
