@@ -78,13 +78,18 @@ Status ApplyGres(const std::string& v, SbatchOptions* o) {
   return Status::Ok();
 }
 
+// N, or MIN-MAX: a Hangar gang has a fixed size, and the least Slurm may start the job with is a
+// result the script accepts, so a range asks MIN (with a warning).
 Status ApplyNodes(const std::string& v, SbatchOptions* o) {
   const size_t dash = v.find('-');
-  if (dash != std::string::npos && v.substr(0, dash) != v.substr(dash + 1)) {
-    return Err("a range of node counts ('" + v +
-               "') is not supported: a Hangar gang has a fixed size; give one number");
-  }
   HANGAR_ASSIGN_OR_RETURN(o->nodes, Count(v.substr(0, dash), 1, 100000, "a node count"));
+  if (dash == std::string::npos) return Status::Ok();
+  HANGAR_ASSIGN_OR_RETURN(int most, Count(v.substr(dash + 1), 1, 100000, "a node count"));
+  if (most < *o->nodes) return Err("the range '" + v + "' runs backwards; write MIN-MAX");
+  if (most != *o->nodes)
+    o->warnings.push_back("a Hangar gang has a fixed size: the job asks " +
+                          std::to_string(*o->nodes) +
+                          " nodes, the least of the range (SLURM_NNODES says so)");
   return Status::Ok();
 }
 
@@ -111,8 +116,10 @@ Status ApplyExport(const std::string& v, SbatchOptions* o) {
     const std::string item = v.substr(start, comma - start);
     start = comma + 1;
     const size_t eq = item.find('=');
-    if (item == "NONE" || item == "NIL") continue;  // what Hangar does anyway
-    if (item == "ALL") {
+    std::string upper = item;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (upper == "NONE" || upper == "NIL") continue;  // what Hangar does anyway
+    if (upper == "ALL") {
       o->warnings.push_back(
           "the submitter's whole environment does not travel to a Hangar task; name what it "
           "needs (--export=NAME or NAME=value), or set it in the script");
@@ -298,6 +305,13 @@ void ReadWords(const std::vector<std::string>& words, int line, const std::strin
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     const bool is_long = w.rfind("--", 0) == 0 && w.size() > 2;
+    if (w == "hetjob" || w == "packjob") {
+      errors->push_back(where + ": " + prefix + w +
+                        ": a heterogeneous job (components of different shapes) is not read by "
+                        "hangar sbatch; write a job file with one task group per component "
+                        "(docs/job-format.md): they are placed as one gang");
+      continue;
+    }
     if (!is_long && (w.size() < 2 || w[0] != '-')) {
       errors->push_back(where + ": " + prefix + w +
                         " is not an sbatch option; write options like --time=10 or -t 10");

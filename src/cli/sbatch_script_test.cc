@@ -69,7 +69,10 @@ TEST(SlurmMemoryTest, MegabytesByDefaultAndBinarySuffixes) {
   EXPECT_EQ(*ParseSlurmMemoryMiB("1T"), 1024 * 1024);
   EXPECT_EQ(*ParseSlurmMemoryMiB("2048K"), 2);
   EXPECT_EQ(*ParseSlurmMemoryMiB("1K"), 1);  // rounded up
-  for (const char* bad : {"", "1.5G", "64GB", "-1", "G", "12X"})
+  // A B after the unit, as sbatch reads it (str_to_mbytes) and submitit writes it.
+  EXPECT_EQ(*ParseSlurmMemoryMiB("64GB"), 64 * 1024);
+  EXPECT_EQ(*ParseSlurmMemoryMiB("2gb"), 2048);
+  for (const char* bad : {"", "1.5G", "64B", "-1", "G", "12X", "GB", "4GBB"})
     EXPECT_FALSE(ParseSlurmMemoryMiB(bad).ok()) << bad;
 }
 
@@ -315,6 +318,11 @@ TEST(DirectivesTest, WhatHasNoEffectHereIsAcceptedWithAWarningNamingIt) {
   EXPECT_EQ(WarningsOf("#!/bin/bash\n#SBATCH --gres=gpu:2,nvme:1\n").size(), 1u);
   EXPECT_EQ(WarningsOf("#!/bin/bash\n#SBATCH --dependency=singleton\n").size(), 1u);
   EXPECT_EQ(WarningsOf("#!/bin/bash\n#SBATCH --mem=0\n").size(), 1u);
+  EXPECT_EQ(WarningsOf("#!/bin/bash\n#SBATCH -N 2-4\n"),
+            std::vector<std::string>{"job.sbatch:2: #SBATCH -N 2-4: a Hangar gang has a fixed "
+                                     "size: the job asks 2 nodes, the least of the range "
+                                     "(SLURM_NNODES says so)"});
+  EXPECT_EQ(Read("#!/bin/bash\n#SBATCH -N 2-4\n").nodes, 2);
   SbatchOptions o = Read(
       "#!/bin/bash\n#SBATCH --exclusive --tasks-per-node=4 -G a100:8 --ntasks-per-gpu=2 -C "
       "'volta32gb&ib' --mem-per-cpu=4G --export=HOME,A=1\n");
@@ -357,10 +365,8 @@ TEST(DirectivesTest, BadValuesAreRefusedWithTheirLine) {
        "job.sbatch:2: #SBATCH -t 1h: '1h' is not a Slurm time; write minutes, MM:SS, HH:MM:SS, "
        "D-HH, D-HH:MM "
        "or D-HH:MM:SS"},
-      {"--nodes=2-4",
-       "job.sbatch:2: #SBATCH --nodes=2-4: a range of node counts ('2-4') is not supported: a "
-       "Hangar gang has a fixed "
-       "size; give one number"},
+      {"--nodes=4-2",
+       "job.sbatch:2: #SBATCH --nodes=4-2: the range '4-2' runs backwards; write MIN-MAX"},
       {"--nodes=0",
        "job.sbatch:2: #SBATCH --nodes=0: '0' is not a node count (a whole number from 1 to "
        "100000)"},

@@ -87,6 +87,12 @@ constexpr UnhonouredDirective kUnhonoured[] = {
     {"tmp", 0, A::kValue, false,
      "Hangar does not reserve local disk; the node's scratch is shared"},
     {"mincpus", 0, A::kValue, false, "give --cpus-per-task for the CPUs each task needs"},
+    {"wait-all-nodes", 0, A::kValue, false, "a Hangar gang starts when all of its nodes are ready"},
+    {"time-min", 0, A::kValue, false, "the job asks its whole --time"},
+    {"gpus-per-socket", 0, A::kValue, false, kNoBinding},
+    {"cluster-constraint", 0, A::kValue, false, "Hangar submits to the one cluster --server names"},
+    {"ignore-pbs", 0, A::kFlag, false, kNothingHere},
+    {"batch", 0, A::kValue, false, "the script runs on the job's first node"},
     // Refused: the job would do something else than the script asks.
     {"begin", 'b', A::kValue, true,
      "Hangar starts a job as soon as it can and cannot defer it; submit it later (e.g. with at)"},

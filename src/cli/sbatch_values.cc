@@ -78,7 +78,12 @@ StatusOr<Duration> ParseSlurmTime(std::string_view text) {
   return seconds * kSecond;
 }
 
-StatusOr<int64_t> ParseSlurmMemoryMiB(std::string_view text) {
+StatusOr<int64_t> ParseSlurmMemoryMiB(std::string_view written) {
+  std::string_view text = written;
+  // 64GB and 2gb, as submitit and many site guides write them, read as 64G and 2G.
+  if (text.size() >= 3 && (text.back() == 'B' || text.back() == 'b') &&
+      std::isalpha(static_cast<unsigned char>(text[text.size() - 2])))
+    text.remove_suffix(1);
   std::string_view num = text;
   int64_t scale_kib = 1024;  // M, the default
   if (!text.empty() && std::isalpha(static_cast<unsigned char>(text.back()))) {
@@ -97,7 +102,7 @@ StatusOr<int64_t> ParseSlurmMemoryMiB(std::string_view text) {
   }
   auto v = Digits(num);
   if (!v || *v > (int64_t{1} << 40) / scale_kib) {
-    return Err("'" + std::string(text) +
+    return Err("'" + std::string(written) +
                "' is not a Slurm size; write a whole number with K, M (the default), G or T, "
                "e.g. 64G");
   }
