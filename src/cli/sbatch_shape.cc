@@ -156,8 +156,18 @@ void AddNodeRequirements(const SbatchOptions& o, const Shape& s, const SiteFacts
     if (models.empty()) models = r.models;
     if (!r.labels.empty()) {
       nlohmann::ordered_json sel = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : r.labels) sel[k] = v;
+      std::string names;
+      for (const auto& [k, v] : r.labels) {
+        sel[k] = v;
+        names += (names.empty() ? "" : ", ") + k + ": \"" + v + "\"";
+      }
       (*g)["node_selector"] = sel;
+      // Features are site words: say what a node needs, since a cluster without the labels
+      // never places the job.
+      d->warnings.push_back(WhereSet(o, "constraint") + ": --constraint=" + *o.constraint +
+                            ": the job runs only on nodes labelled " + names +
+                            " (labels: in cluster.yaml; `hangar explain ID` says when none has "
+                            "them)");
     }
   }
   if (s.gpus && !models.empty()) (*g)["gpu_models"] = models;
