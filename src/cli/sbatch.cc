@@ -297,7 +297,10 @@ void Emit(YAML::Emitter& e, const nlohmann::ordered_json& j) {
     e << YAML::EndSeq;
   } else if (j.is_string()) {
     const std::string& s = j.get_ref<const std::string&>();
-    const bool number_like = s.empty() || s.find_first_not_of("0123456789.-") == std::string::npos;
+    // What YAML would read as a number, a boolean or null stays a string.
+    const bool number_like =
+        s.empty() || s.find_first_not_of("0123456789.-") == std::string::npos || s == "true" ||
+        s == "false" || s == "yes" || s == "no" || s == "null" || s == "~";
     if (s.find('\n') != std::string::npos && LiteralKeepsIt(s))
       e << YAML::Literal << s;
     else if (number_like || s.find('\n') != std::string::npos)

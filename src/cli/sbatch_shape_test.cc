@@ -142,6 +142,8 @@ TEST(SbatchShapeTest, GpuTypesBecomeModelsThroughTheSitesMappingOrAreLeftOut) {
   EXPECT_EQ(Group(b)["node_selector"], ordered_json({{"ib", "true"}}));
   b = Convert("#SBATCH --gres=gpu:2\n#SBATCH -C volta32gb\n");
   EXPECT_EQ(Group(b)["node_selector"], ordered_json({{"volta32gb", "true"}}));
+  EXPECT_NE(b.yaml.find("node_selector:\n      volta32gb: \"true\"\n"), std::string::npos)
+      << b.yaml;
   EXPECT_EQ(b.warnings, std::vector<std::string>{
                             "job.sbatch:3: --constraint=volta32gb: the job runs only on nodes "
                             "labelled volta32gb: \"true\" (labels: in cluster.yaml; `hangar "
