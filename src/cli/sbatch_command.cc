@@ -114,6 +114,10 @@ void RegisterSbatchCommand(CLI::App& app, int* rc) {
   cmd->add_option("script", o->script, "The batch script")->required();
   cmd->add_flag("--dry-run", o->dry_run, "Print the job file it becomes (YAML) and submit nothing");
   cmd->add_flag("--parsable", o->parsable, "Print only the job id");
+  cmd->footer(
+      "Site facts, from the environment: HANGAR_SBATCH_GPU_TYPES=TYPE=MODEL[|MODEL],... maps "
+      "Slurm's GPU type names to Hangar's models; HANGAR_SBATCH_NODE_GPUS=N is a whole node's "
+      "GPUs (--exclusive, --gpus). docs/slurm.md lists what is honoured, warned and refused.");
   for (size_t i = 0; i < std::size(kOverrides); ++i) {
     cmd->add_option(kOverrides[i].flags, o->overrides[i],
                     std::string(kOverrides[i].help) + " (overrides #SBATCH)");

@@ -62,9 +62,10 @@ TEST(JourneyTest, AnUnknownCommandIsNamed) {
   // Slurm's client commands point to Hangar's, not to the nearest spelling (requeue for squeue).
   Ran squeue = RunHangar({"squeue", "-u", "bob"});
   EXPECT_EQ(squeue.rc, 2);
-  EXPECT_EQ(squeue.output.rfind("error: unknown command 'hangar squeue': Slurm's squeue is 'hangar jobs -o "
-                                "slurm' here",
-                                0),
+  EXPECT_EQ(squeue.output.rfind(
+                "error: unknown command 'hangar squeue': Slurm's squeue is 'hangar jobs -o "
+                "slurm' here",
+                0),
             0u)
       << squeue.output;
   EXPECT_FALSE(Contains(squeue.output, "requeue")) << squeue.output;
