@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
-#include <regex>
+#include <limits>
 
 #include "cli/sbatch_shape.h"
 #include "cli/sbatch_wrapper.h"
@@ -232,6 +233,18 @@ StatusOr<QosMapping> MapQos(const std::string& qos) {
       "file from --dry-run");
 }
 
+// The script's problems in the order of its lines (a stage that checks the whole script finds its
+// problems after the directives are read); the command line's come last.
+void SortByLine(std::vector<std::string>* lines, const std::string& file) {
+  auto line_of = [&](const std::string& m) -> long {
+    if (m.rfind(file + ":", 0) != 0) return std::numeric_limits<long>::max();
+    return std::strtol(m.c_str() + file.size() + 1, nullptr, 10);
+  };
+  std::stable_sort(lines->begin(), lines->end(), [&](const std::string& a, const std::string& b) {
+    return line_of(a) < line_of(b);
+  });
+}
+
 StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   Diagnostics d;
   HANGAR_ASSIGN_OR_RETURN(SbatchOptions o, ReadOptions(s, &d));
@@ -255,6 +268,8 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   const std::string base = std::filesystem::path(s.script_name).filename().string();
   group["command"] = {"/bin/sh", "-c", Wrapper(w), base, s.script_text};
   j["tasks"] = nlohmann::ordered_json::array({group});
+  SortByLine(&d.errors, s.script_name);
+  SortByLine(&d.warnings, s.script_name);
   HANGAR_RETURN_IF_ERROR(d.ToStatus());
   BatchJob out{j, ToYaml(j), std::move(o), std::move(d.warnings)};
   // What the directives and the command line carry (a name from -J, say) must pass the job

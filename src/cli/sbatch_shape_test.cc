@@ -166,7 +166,7 @@ TEST(SbatchShapeTest, MemoryPerCpuAccountAndExportedNames) {
   EXPECT_FALSE(Group(b)["env"].contains("HOME"));
 }
 
-// Every problem at once, each naming its line, in the script's order.
+// Every problem at once, each naming its line, in the order of the script's lines.
 TEST(SbatchShapeTest, EveryProblemOfAScriptIsReportedAtOnce) {
   auto b =
       Try("#SBATCH --begin=now+1hour\n"
@@ -181,10 +181,10 @@ TEST(SbatchShapeTest, EveryProblemOfAScriptIsReportedAtOnce) {
             "starts a job as soon as it can and cannot defer it; submit it later (e.g. with at)\n"
             "job.sbatch:4: #SBATCH --time=soon: 'soon' is not a Slurm time; write minutes, MM:SS, "
             "HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS\n"
-            "job.sbatch:6: #SBATCH --hold cannot be honoured by hangar sbatch; submit it, then "
-            "hold it with `hangar hold ID`\n"
             "job.sbatch:5: --ntasks=5 does not divide evenly among 2 nodes; Hangar runs the same "
             "tasks on every node: give --ntasks-per-node\n"
+            "job.sbatch:6: #SBATCH --hold cannot be honoured by hangar sbatch; submit it, then "
+            "hold it with `hangar hold ID`\n"
             "job.sbatch:7: --output=out-%y: '%y' in 'out-%y' is not a pattern sbatch fills (%j %A "
             "%a %x %N %n %u %t %s %J and %%); write %% for a percent sign");
 }
