@@ -9,6 +9,7 @@
 #include "agent/agent_command.h"
 #include "cli/certs.h"
 #include "cli/cli_commands.h"
+#include "cli/slurm_commands.h"
 #include "cli/slurm_tools.h"
 #include "common/yaml_util.h"
 #include "controller/backup_command.h"
@@ -41,6 +42,8 @@ std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
       continue;
     }
     if (at->get_require_subcommand_min() == 0) return "";  // a command that takes arguments too
+    if (const std::string slurm = hangar::cli::SlurmCommandHint(word); at == &app && !slurm.empty())
+      return "unknown command 'hangar " + word + "': " + slurm + "; docs/slurm-commands.md lists them all";
     std::string names;
     std::vector<std::string> known;
     for (const CLI::App* sub : subs) {

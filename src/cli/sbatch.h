@@ -9,12 +9,14 @@
 // command once per task of this node (Hangar has no srun: the replicas are the fan-out).
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cli/sbatch_script.h"
+#include "cli/sbatch_site.h"
 #include "common/status.h"
 
 namespace hangar::cli::sbatch {
@@ -25,21 +27,23 @@ struct Submission {
   std::string script_name;                // as given (messages, the job's default name)
   std::vector<std::string> command_line;  // e.g. {"--array=0-3", "-J", "sweep"}
   std::string submit_dir;                 // absolute: the job's workdir unless --chdir
+  SiteFacts site;                         // GPU type names, a whole node's GPUs (sbatch_site.h)
+  // The submitter's environment, for --export=NAME (only the names asked are read).
+  std::map<std::string, std::string> environment;
 };
 
 struct BatchJob {
   nlohmann::ordered_json spec;  // the job file's fields, in the order a person writes them
   std::string yaml;             // the same as a job file (what --dry-run prints)
   SbatchOptions options;        // what was read, in Slurm's terms
+  // What was accepted but not honoured as written, one "file:line: ..." sentence each.
+  std::vector<std::string> warnings;
 };
 
-// Fails with "file:line: #SBATCH ...: what is wrong; what to do" for an unsupported directive or a
-// bad value, and names both lines when two disagree (--ntasks against --nodes).
+// Fails with "file:line: #SBATCH ...: what is wrong; what to do" for every directive it refuses
+// and every bad value, one a line (all of the script's problems at once), and names both lines
+// when two disagree (--ntasks against --nodes).
 StatusOr<BatchJob> ConvertBatchScript(const Submission& s);
-
-// --output/--error patterns as a /bin/sh word, expanded when the task runs: %j %A %a %x %N %n %u
-// %% (with zero-padding, %4a); Fails naming the pattern and the letter for %t %s %J and others.
-StatusOr<std::string> OutputPatternToShell(std::string_view pattern, const std::string& job_name);
 
 // The QoS names hangar sbatch maps (docs/slurm.md): normal, high, low, and the preemptible ones.
 struct QosMapping {

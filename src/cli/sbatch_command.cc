@@ -1,8 +1,12 @@
 // `hangar sbatch SCRIPT`: converts a Slurm batch script (sbatch.h) and submits it through the same
 // client and the same local check as `hangar submit`.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cli/cli_commands.h"
@@ -43,17 +47,48 @@ struct SbatchCommandOptions {
   std::vector<std::string> overrides = std::vector<std::string>(std::size(kOverrides));
 };
 
+// A refused script's problems, one a line: all but the last are printed here, each as Guard
+// prints an error, and the last is returned for Guard to print.
+Status PrintAllButLast(const Status& s) {
+  const std::string& m = s.message();
+  const size_t last = m.rfind('\n');
+  if (last == std::string::npos) return s;
+  size_t start = 0;
+  while (start < last) {
+    const size_t nl = m.find('\n', start);
+    std::fprintf(stderr, "error: %s\n", m.substr(start, nl - start).c_str());
+    start = nl + 1;
+  }
+  return Status::InvalidArgument(m.substr(last + 1));
+}
+
+std::map<std::string, std::string> Environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
 Status Sbatch(const Common& c, const SbatchCommandOptions& o) {
   std::ifstream in(o.script);
   if (!in) return Status::NotFound(o.script + ": cannot open the batch script; check the path");
   std::stringstream text;
   text << in.rdbuf();
   sbatch::Submission s{text.str(), o.script, {}, std::filesystem::current_path().string()};
+  HANGAR_ASSIGN_OR_RETURN(s.site, sbatch::ParseSiteFacts(std::getenv("HANGAR_SBATCH_GPU_TYPES"),
+                                                         std::getenv("HANGAR_SBATCH_NODE_GPUS")));
+  s.environment = Environment();
   for (size_t i = 0; i < std::size(kOverrides); ++i) {
     if (!o.overrides[i].empty())
       s.command_line.push_back(std::string("--") + kOverrides[i].name + "=" + o.overrides[i]);
   }
-  HANGAR_ASSIGN_OR_RETURN(sbatch::BatchJob job, sbatch::ConvertBatchScript(s));
+  auto converted = sbatch::ConvertBatchScript(s);
+  if (!converted.ok()) return PrintAllButLast(converted.status());
+  const sbatch::BatchJob& job = *converted;
+  for (const auto& w : job.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (o.dry_run) return std::printf("%s", job.yaml.c_str()), Status::Ok();
   // The same local check as `hangar submit`: the controller's parser, before anything is sent.
   auto spec = job::ParseJobSpec(job.yaml, o.script + " (as a Hangar job; see it with --dry-run)");
@@ -79,6 +114,10 @@ void RegisterSbatchCommand(CLI::App& app, int* rc) {
   cmd->add_option("script", o->script, "The batch script")->required();
   cmd->add_flag("--dry-run", o->dry_run, "Print the job file it becomes (YAML) and submit nothing");
   cmd->add_flag("--parsable", o->parsable, "Print only the job id");
+  cmd->footer(
+      "Site facts, from the environment: HANGAR_SBATCH_GPU_TYPES=TYPE=MODEL[|MODEL],... maps "
+      "Slurm's GPU type names to Hangar's models; HANGAR_SBATCH_NODE_GPUS=N is a whole node's "
+      "GPUs (--exclusive, --gpus). docs/slurm.md lists what is honoured, warned and refused.");
   for (size_t i = 0; i < std::size(kOverrides); ++i) {
     cmd->add_option(kOverrides[i].flags, o->overrides[i],
                     std::string(kOverrides[i].help) + " (overrides #SBATCH)");

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/sbatch_wrapper.h"
 #include "job/job_spec.h"
 
 namespace hangar::cli::sbatch {
@@ -36,6 +37,22 @@ std::string Example(const std::string& name) {
 BatchJob Convert(const std::string& script, std::vector<std::string> cli = {},
                  const std::string& name = "job.sbatch") {
   auto j = ConvertBatchScript({script, name, std::move(cli), kSubmitDir});
+  EXPECT_TRUE(j.ok()) << j.status().message();
+  return j.ok() ? *j : BatchJob{};
+}
+
+// A site of 8-GPU nodes whose administrator mapped Slurm's GPU type names to Hangar's models.
+SiteFacts Site() {
+  auto site =
+      ParseSiteFacts("a100=A100-SXM-80GB|A100-PCIE-40GB,h100=H100-SXM-80GB,l40s=L40S-48GB", "8");
+  EXPECT_TRUE(site.ok()) << site.status().message();
+  return site.ok() ? *site : SiteFacts{};
+}
+
+BatchJob ConvertAt(const SiteFacts& site, const std::string& script,
+                   std::map<std::string, std::string> environment = {}) {
+  Submission s{script, "job.sbatch", {}, kSubmitDir, site, std::move(environment)};
+  auto j = ConvertBatchScript(s);
   EXPECT_TRUE(j.ok()) << j.status().message();
   return j.ok() ? *j : BatchJob{};
 }
@@ -191,18 +208,20 @@ TEST(SbatchTest, TasksNodesAndResources) {
   EXPECT_EQ(Group(b)["env"]["SLURM_NTASKS_PER_NODE"], "4");
   EXPECT_TRUE(Contains(WrapperOf(b), "SLURM_PROCID=$((${RANK:-0} * 4))"));
   // --ntasks over --nodes, --gpus-per-task, --cpus-per-task, --mem.
-  b = Convert("#!/bin/sh\n#SBATCH -N 2 --ntasks=8 --gpus-per-task=a100:2 -c 6 --mem=200G\n");
+  b = ConvertAt(Site(),
+                "#!/bin/sh\n#SBATCH -N 2 --ntasks=8 --gpus-per-task=a100:2 -c 6 --mem=200G\n");
   EXPECT_EQ(Group(b)["replicas"], 2);
   EXPECT_EQ(Group(b)["gpus"], 8);
-  EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"a100"}));
+  EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"A100-SXM-80GB", "A100-PCIE-40GB"}));
   EXPECT_EQ(Group(b)["cpu"], "24");
   EXPECT_EQ(Group(b)["memory"], "200Gi");
   ParseAsHangar(b);
   // --gres=gpu:TYPE:N and --cpus-per-gpu: no CPU default on top.
-  b = Convert(
-      "#!/bin/sh\n#SBATCH --gres=gpu:H100-SXM-80GB:2 --cpus-per-gpu=4 --mem-per-gpu=1000\n");
+  b = ConvertAt(
+      Site(),
+      "#!/bin/sh\n#SBATCH --gres=gpu:h100-sxm-80gb:2 --cpus-per-gpu=4 --mem-per-gpu=1000\n");
   EXPECT_EQ(Group(b)["gpus"], 2);
-  EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"H100-SXM-80GB"}));
+  EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"H100-SXM-80GB"}));  // a mapped model's own name
   EXPECT_EQ(Group(b)["cpu_per_gpu"], "4");
   EXPECT_EQ(Group(b)["memory_per_gpu"], "1000Mi");
   EXPECT_FALSE(Group(b).contains("cpu"));
@@ -242,12 +261,15 @@ TEST(SbatchTest, QosAndNiceMapToTierAndPriority) {
   }
   EXPECT_EQ(Convert("#!/bin/sh\n#SBATCH --qos=high --nice=30\n").spec["priority"], 70);
   EXPECT_EQ(ParseAsHangar(Convert("#!/bin/sh\n#SBATCH --qos=low\n")).priority, -100);
-  EXPECT_EQ(ErrorOf("#!/bin/sh\n#SBATCH -J x\n#SBATCH --qos=gold\n"),
-            "job.sbatch:3: --qos=gold: hangar sbatch maps the QoS normal, high (priority 100), low "
-            "(priority -100) and "
-            "scavenger, standby, preemptible, opportunistic or spot (tier opportunistic); for "
-            "others give --partition "
-            "and edit the job file from --dry-run");
+  // A site's own QoS changes how soon the job runs, not what it does: set aside, saying so.
+  BatchJob gold = Convert("#!/bin/sh\n#SBATCH -J x\n#SBATCH --qos=gold\n");
+  EXPECT_FALSE(gold.spec.contains("tier"));
+  EXPECT_EQ(gold.warnings,
+            std::vector<std::string>{
+                "job.sbatch:3: --qos=gold is set aside: hangar sbatch maps the QoS normal, high "
+                "(priority 100), low (priority -100) and scavenger, standby, preemptible, "
+                "opportunistic or spot (tier opportunistic); for others give --partition and edit "
+                "the job file from --dry-run"});
 }
 
 TEST(SbatchTest, TimeAndSignal) {
@@ -276,10 +298,12 @@ TEST(SbatchTest, TimeAndSignal) {
 TEST(SbatchTest, NamesWorkdirAndEnvironment) {
   // sbatch's default name is the script's file name.
   EXPECT_EQ(Convert("#!/bin/sh\n", {}, "/x/my train.sh").spec["name"], "my-train.sh");
-  EXPECT_EQ(ErrorOf("#!/bin/sh\n#SBATCH --job-name=\"my job\"\n"),
-            "job.sbatch:2: --job-name 'my job' is not a Hangar job name: 1-63 letters, digits, "
-            "'.', '_' or '-', "
-            "starting with a letter or digit");
+  BatchJob named = Convert("#!/bin/sh\n#SBATCH --job-name=\"my job\"\n");
+  EXPECT_EQ(named.spec["name"], "my-job");
+  EXPECT_EQ(named.warnings,
+            std::vector<std::string>{
+                "job.sbatch:2: --job-name: the job is named 'my-job': a Hangar job name has 1-63 "
+                "letters, digits, '.', '_' or '-', starting with a letter or digit"});
   EXPECT_EQ(Group(Convert("#!/bin/sh\n#SBATCH -D /scratch/run\n"))["workdir"], "/scratch/run");
   EXPECT_EQ(Group(Convert("#!/bin/sh\n#SBATCH --chdir=../other/\n"))["workdir"], "/home/ada/other");
   BatchJob b = Convert("#!/bin/sh\n#SBATCH --export=NCCL_DEBUG=WARN,SLURM_JOB_NAME=mine -p gpu\n");
@@ -300,16 +324,17 @@ TEST(SbatchTest, OutputPatterns) {
       "${hangar_node}.${SLURM_NODEID}.${hangar_user}.%.$(printf %04d "
       "\"${HANGAR_ARRAY_INDEX:-4294967294}\")\"");
   EXPECT_EQ(*OutputPatternToShell("a \"b\" $c `d` \\e", "n"), "\"a \\\"b\\\" \\$c \\`d\\` \\\\e\"");
-  EXPECT_EQ(OutputPatternToShell("out-%t.log", "n").status().message(),
-            "'%t' in 'out-%t.log' cannot be honoured (hangar sbatch fills %j %A %a %x %N %n %u and "
-            "%%; a batch script "
-            "has no step or task of its own)");
+  // The batch script is its node's first task, and the step Slurm calls "batch".
+  EXPECT_EQ(*OutputPatternToShell("out-%t-%s-%J.log", "n"),
+            "\"out-${SLURM_PROCID}-batch-${HANGAR_JOB_ID}.batch.log\"");
+  EXPECT_EQ(OutputPatternToShell("out-%y.log", "n").status().message(),
+            "'%y' in 'out-%y.log' is not a pattern sbatch fills (%j %A %a %x %N %n %u %t %s %J and "
+            "%%); write %% for a percent sign");
   EXPECT_EQ(OutputPatternToShell("out-%", "n").status().message(),
             "'out-%' ends in a lone %; write %% for a percent sign");
-  EXPECT_EQ(ErrorOf("#!/bin/sh\n#SBATCH -J a\n#SBATCH -o out-%s.log\n"),
-            "job.sbatch:3: --output=out-%s.log: '%s' in 'out-%s.log' cannot be honoured (hangar "
-            "sbatch fills %j %A %a "
-            "%x %N %n %u and %%; a batch script has no step or task of its own)");
+  EXPECT_EQ(ErrorOf("#!/bin/sh\n#SBATCH -J a\n#SBATCH -o out-%y.log\n"),
+            "job.sbatch:3: --output=out-%y.log: '%y' in 'out-%y.log' is not a pattern sbatch fills "
+            "(%j %A %a %x %N %n %u %t %s %J and %%); write %% for a percent sign");
   // --error alone: stdout goes to Slurm's default file.
   EXPECT_TRUE(Contains(WrapperOf(Convert("#!/bin/sh\n#SBATCH -e err-%j\n")),
                        "> \"slurm-${HANGAR_JOB_ID}.out\" 2> \"err-${HANGAR_JOB_ID}\"\n"));
@@ -340,10 +365,12 @@ TEST(SbatchTest, AnyScriptTextReachesTheJobFileExactly) {
     EXPECT_EQ(parsed->tasks[0].command.back(), script);
   }
   EXPECT_EQ(ErrorOf("#!/bin/bash\n# a \x04 in a comment\nsrun x\n"),
-            "job.sbatch:2: the script holds a control character (0x04); a job's command may hold only tab and "
+            "job.sbatch:2: the script holds a control character (0x04); a job's command may hold "
+            "only tab and "
             "newline: remove it");
   EXPECT_EQ(ErrorOf("#!/bin/sh\r\necho dos line ends\r\n"),
-            "job.sbatch:1: the script has DOS line breaks (\\r\\n), which sbatch refuses too: convert it with "
+            "job.sbatch:1: the script has DOS line breaks (\\r\\n), which sbatch refuses too: "
+            "convert it with "
             "dos2unix and submit it again");
 }
 

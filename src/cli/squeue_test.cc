@@ -145,20 +145,35 @@ TEST_F(SbatchCliTest, CommandLineOptionsOverrideAndDryRunPrintsTheJob) {
       << out;
   EXPECT_NE(out.find("> \"o-${HANGAR_JOB_ID}.txt\" 2>&1"), std::string::npos) << out;
   EXPECT_TRUE(api.requests().empty());  // a dry run sends nothing
+  // What is set aside is said on stderr; the job file alone goes to stdout.
+  const std::string set_aside = Script("#!/bin/bash\n#SBATCH -J hi --mail-type=END\necho hi\n");
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli(api, {"sbatch", "--dry-run", set_aside}), 0);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "warning: " + set_aside +
+                ":2: #SBATCH --mail-type=END is set aside: Hangar sends no mail; follow the job "
+                "with `hangar events job/ID` or `hangar jobs`\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout().rfind("name: hi\n", 0), 0u);
+  EXPECT_TRUE(api.requests().empty());
 }
 
-TEST_F(SbatchCliTest, ARefusedDirectiveIsNamedAndNothingIsSent) {
+TEST_F(SbatchCliTest, EveryRefusedDirectiveIsNamedAndNothingIsSent) {
   FakeApi api;
   api.server().set_logger(
       [&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
-  const std::string path = Script("#!/bin/bash\n#SBATCH -J x\n#SBATCH --exclusive\necho hi\n");
+  const std::string path =
+      Script("#!/bin/bash\n#SBATCH -J x\n#SBATCH --begin=now+1hour\n#SBATCH --hold\necho hi\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", path}), 1);
-  EXPECT_EQ(
-      ::testing::internal::GetCapturedStderr(),
-      "error: " + path +
-          ":3: #SBATCH --exclusive is not supported by hangar sbatch; Hangar gives a job only "
-          "what it asks; ask for all of a node's GPUs (--gpus-per-node) to have it alone\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "error: " + path +
+                ":3: #SBATCH --begin=now+1hour cannot be honoured by hangar sbatch; Hangar starts a "
+                "job as soon as it can and cannot defer it; submit it later (e.g. with at)\n"
+                "error: " +
+                path +
+                ":4: #SBATCH --hold cannot be honoured by hangar sbatch; submit it, then hold it "
+                "with `hangar hold ID`\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", dir_ + "/missing.sbatch"}), 1);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(),

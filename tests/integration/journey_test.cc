@@ -53,12 +53,22 @@ Ran RunHangar(const std::vector<std::string>& args) {
 }
 
 TEST(JourneyTest, AnUnknownCommandIsNamed) {
-  for (const std::string word : {"foo", "scontrol"}) {
+  for (const std::string word : {"foo", "launch"}) {
     Ran r = RunHangar({word, "7"});
     EXPECT_EQ(r.rc, 2) << r.output;
     EXPECT_TRUE(Contains(r.output, "error: unknown command 'hangar " + word + "'. The commands of 'hangar' are: "))
         << r.output;
   }
+  // Slurm's client commands point to Hangar's, not to the nearest spelling (requeue for squeue).
+  Ran squeue = RunHangar({"squeue", "-u", "bob"});
+  EXPECT_EQ(squeue.rc, 2);
+  EXPECT_EQ(squeue.output.rfind(
+                "error: unknown command 'hangar squeue': Slurm's squeue is 'hangar jobs -o "
+                "slurm' here",
+                0),
+            0u)
+      << squeue.output;
+  EXPECT_FALSE(Contains(squeue.output, "requeue")) << squeue.output;
   // A typo is caught at any depth, with the nearest command and the list of that level.
   Ran typo = RunHangar({"token", "craete", "--user", "x"});
   EXPECT_EQ(typo.rc, 2) << typo.output;

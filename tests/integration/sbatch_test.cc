@@ -43,8 +43,21 @@ bool ParserKnows(const std::string& field_yaml) {
   return spec.ok() || spec.status().message().find("unknown field") == std::string::npos;
 }
 
+// `hangar dev`'s own cluster: 4 nodes x 8 GPUs, as the examples expect.
+constexpr const char* kDevLike = R"(name: dev-like
+node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}
+fabric:
+  spines:
+    - name: spine-0
+      leaves:
+        - {name: leaf-0, nodes: [{name: "node-[1-2]"}]}
+        - {name: leaf-1, nodes: [{name: "node-[3-4]"}]}
+)";
+
 class SbatchEndToEndTest : public ::testing::Test {
  protected:
+  virtual const char* Cluster() const { return kOneNode; }
+
   void SetUp() override {
     dir_ = (fs::temp_directory_path() /
             ("sbatch_e2e." + std::to_string(getpid()) + "." +
@@ -52,7 +65,7 @@ class SbatchEndToEndTest : public ::testing::Test {
                .string();
     fs::remove_all(dir_);
     fs::create_directories(dir_ + "/work");
-    std::ofstream(dir_ + "/cluster.yaml") << kOneNode;
+    std::ofstream(dir_ + "/cluster.yaml") << Cluster();
     for (int i = 0; i < 50 && port_ == 0; ++i) {
       const int p = PickFreePort("127.0.0.1");
       if (p > 0 && p < 65534 && PortIsFree("127.0.0.1", p + 1)) port_ = p;
@@ -181,14 +194,13 @@ TEST_F(SbatchEndToEndTest, AFailingScriptFailsTheJobAndARefusedOneIsNeverSent) {
   EXPECT_EQ(Work("fails.out"), "before\n");
 
   std::ofstream(dir_ + "/work/refused.sbatch")
-      << "#!/bin/sh\n#SBATCH -c 1\n#SBATCH --exclusive\ntrue\n";
+      << "#!/bin/sh\n#SBATCH -c 1\n#SBATCH --begin=now+1hour\ntrue\n";
   Ran r = Hangar({"sbatch", "refused.sbatch"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_EQ(
-      r.output,
-      "error: refused.sbatch:3: #SBATCH --exclusive is not supported by hangar sbatch; Hangar "
-      "gives a "
-      "job only what it asks; ask for all of a node's GPUs (--gpus-per-node) to have it alone\n");
+  EXPECT_EQ(r.output,
+            "error: refused.sbatch:3: #SBATCH --begin=now+1hour cannot be honoured by hangar "
+            "sbatch; Hangar starts a job as soon as it can and cannot defer it; submit it later "
+            "(e.g. with at)\n");
   Ran jobs = Hangar({"jobs", "-o", "json"});
   EXPECT_EQ(nlohmann::json::parse(jobs.output, nullptr, false)["jobs"].size(), 1u) << jobs.output;
 }
@@ -225,6 +237,44 @@ TEST_F(SbatchEndToEndTest, AnAfterOkDependencyWaitsForTheFirstJob) {
   ASSERT_GT(second, 0u);
   ASSERT_TRUE(WaitForState(second, "succeeded", 60 * kSecond)) << JobState(second);
   EXPECT_EQ(Work("second.out"), "first done\nsecond\n");
+}
+
+class SbatchExamplesTest : public SbatchEndToEndTest {
+ protected:
+  const char* Cluster() const override { return kDevLike; }
+};
+
+// examples/slurm, submitted as they are from a copy of the folder (as `cd examples/slurm` would):
+// each runs to success on a dev cluster, the stand-in train.py in place of a real trainer. They
+// failed at run time before it was shipped (the array as that many failed jobs).
+TEST_F(SbatchExamplesTest, EveryShippedExampleRunsToTheEnd) {
+  const fs::path examples = fs::path(HANGAR_SOURCE_DIR) / "examples/slurm";
+  for (const auto& e : fs::directory_iterator(examples))
+    fs::copy_file(e.path(), dir_ + "/work/" + e.path().filename().string());
+  const auto submit = [&](const std::string& name, std::vector<std::string> options = {}) {
+    return Sbatch(name, ReadFile((examples / name).string()), std::move(options));
+  };
+  const uint64_t pretrain = submit("torchrun-2node.sbatch");
+  const uint64_t resumable = submit("checkpoint-usr1.sbatch");
+  uint64_t sweep = 0;
+  if (ParserKnows("array: \"0-2\"")) sweep = submit("sweep-array.sbatch", {"--array=0-5%3"});
+  ASSERT_TRUE(WaitForState(pretrain, "succeeded", 120 * kSecond))
+      << JobState(pretrain) << "\n"
+      << Work("pretrain-llama-pretrain-" + std::to_string(pretrain) + ".err");
+  const std::string log = Work("pretrain-llama-pretrain-" + std::to_string(pretrain) + ".out");
+  EXPECT_TRUE(Contains(log, "train.py: rank 0 done at step 5")) << log;
+  EXPECT_TRUE(Contains(log, "train.py: rank 1 done at step 5")) << log;
+  ASSERT_TRUE(WaitForState(resumable, "succeeded", 120 * kSecond)) << JobState(resumable);
+  EXPECT_TRUE(Contains(Work("resumable-" + std::to_string(resumable) + ".log"),
+                       "train.py: rank 0 done at step 5"));
+  if (!sweep) return;
+  for (int i = 0; i < 6; ++i) {
+    const std::string file = "sweep-" + std::to_string(sweep) + "_" + std::to_string(i) + ".out";
+    EXPECT_TRUE(LocalCluster::WaitFor([&] { return Contains(Work(file), "done at step 5"); },
+                                      120 * kSecond))
+        << file << ": " << Work(file);
+    EXPECT_TRUE(fs::exists(dir_ + "/work/runs/lr-" + std::to_string(i) + "/metrics.json")) << i;
+  }
 }
 
 }  // namespace

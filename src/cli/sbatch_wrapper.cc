@@ -1,0 +1,144 @@
+#include "cli/sbatch_wrapper.h"
+
+#include <cctype>
+
+namespace hangar::cli::sbatch {
+
+namespace {
+
+Status Err(const std::string& what) { return Status::InvalidArgument(what); }
+
+// srun inside a Hangar task: the task is one Slurm node of the job, so srun runs its command here,
+// once per task of this node (-n/--ntasks caps the job's tasks, counted in blocks of
+// SLURM_NTASKS_PER_NODE by node, as Slurm's block distribution does); its other options are read
+// and set aside.
+constexpr const char* kSrunShim = R"SH(#!/bin/sh
+# srun as hangar sbatch provides it (docs/slurm.md): runs the command on this node's tasks.
+per_node=${SLURM_NTASKS_PER_NODE:-1}; node=${SLURM_NODEID:-0}; total=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --) shift; break ;;
+    -n|--ntasks) total=$2; shift 2 ;;
+    -n*) total=${1#-n}; shift ;;
+    --ntasks=*) total=${1#--ntasks=}; shift ;;
+    --*=*) shift ;;
+    --exclusive|--label|--unbuffered|--kill-on-bad-exit|--overlap|--verbose|--quiet|--no-kill|--pty|--exact|--whole|--overcommit|--multi-prog) shift ;;
+    --*) shift 2 ;;
+    -l|-u|-v|-K|-k|-O|-Q|-X|-Z) shift ;;
+    -?) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "srun: no command given" >&2; exit 2; }
+here=$per_node
+if [ -n "$total" ]; then
+  here=$((total - node * per_node))
+  [ "$here" -gt "$per_node" ] && here=$per_node
+  [ "$here" -gt 0 ] || exit 0
+fi
+if [ "$here" -eq 1 ]; then
+  export SLURM_PROCID=$((node * per_node)) SLURM_LOCALID=0
+  exec "$@"
+fi
+i=0; pids=
+while [ "$i" -lt "$here" ]; do
+  (export SLURM_PROCID=$((node * per_node + i)) SLURM_LOCALID=$i; exec "$@") &
+  pids="$pids $!"; i=$((i + 1))
+done
+rc=0
+for p in $pids; do wait "$p"; s=$?; [ "$s" -ne 0 ] && rc=$s; done
+exit $rc
+)SH";
+
+// The task's command: /bin/sh -c WRAPPER NAME SCRIPT. It keeps running while the script handles
+// the checkpoint signal and SIGTERM (the agent signals the whole process group; the job ends when
+// this process does), so it traps them and only waits.
+}  // namespace
+
+std::string Wrapper(const WrapperInputs& w) {
+  std::string s =
+      "# hangar sbatch: runs the batch script ($1) as Slurm's batch step would (docs/slurm.md)\n";
+  s += "trap : " + w.trap_signals + "\n";
+  s += "export SLURM_JOB_ID=\"$HANGAR_JOB_ID\" SLURM_JOBID=\"$HANGAR_JOB_ID\" "
+       "SLURM_NODEID=\"${RANK:-0}\" "
+       "SLURM_LOCALID=0\n";
+  s += "SLURM_PROCID=$((${RANK:-0} * " + std::to_string(w.tasks_per_node) +
+       ")); export SLURM_PROCID\n";
+  s += "if [ -n \"${HANGAR_ARRAY_INDEX:-}\" ]; then\n"
+       "  export SLURM_ARRAY_JOB_ID=\"$HANGAR_ARRAY_JOB_ID\" "
+       "SLURM_ARRAY_TASK_ID=\"$HANGAR_ARRAY_INDEX\"\n"
+       "fi\n";
+  s += "hangar_node=$(uname -n); hangar_node=${hangar_node%%.*}; hangar_user=$(id -un "
+       "2>/dev/null)\n";
+  s += "export SLURMD_NODENAME=\"$hangar_node\"\n";
+  s += "hangar_dir=$(mktemp -d \"${TMPDIR:-/tmp}/hangar-sbatch.XXXXXX\") || exit 1\n";
+  s += "printf '%s' \"$1\" > \"$hangar_dir/slurm_script\" || exit 1\n";
+  s += "cat > \"$hangar_dir/srun\" <<'HANGAR_SRUN'\n" + std::string(kSrunShim) + "HANGAR_SRUN\n";
+  s += "chmod 700 \"$hangar_dir/slurm_script\" \"$hangar_dir/srun\"\n";
+  s += "PATH=\"$hangar_dir:$PATH\"; export PATH\n";
+  s += "\"$hangar_dir/slurm_script\" " + w.redirect + "\n";
+  s += "hangar_rc=$?\nrm -rf \"$hangar_dir\"\nexit $hangar_rc\n";
+  return s;
+}
+
+StatusOr<std::string> OutputPatternToShell(std::string_view pattern, const std::string& job_name) {
+  std::string out = "\"";
+  auto literal = [&](char c) {
+    if (c == '"' || c == '\\' || c == '$' || c == '`') out += '\\';
+    out += c;
+  };
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') {
+      literal(pattern[i]);
+      continue;
+    }
+    size_t j = i + 1;
+    int width = 0;
+    while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j])))
+      width = width * 10 + (pattern[j++] - '0');
+    if (j >= pattern.size())
+      return Err("'" + std::string(pattern) + "' ends in a lone %; write %% for a percent sign");
+    const char c = pattern[j];
+    std::string var;
+    if (c == 'j')
+      var = "${HANGAR_JOB_ID}";
+    else if (c == 'A')
+      var = "${HANGAR_ARRAY_JOB_ID:-$HANGAR_JOB_ID}";
+    else if (c == 'a')
+      var = "${HANGAR_ARRAY_INDEX:-4294967294}";  // Slurm's NO_VAL outside an array
+    else if (c == 'n')
+      var = "${SLURM_NODEID}";
+    else if (c == 'N')
+      var = "${hangar_node}";
+    else if (c == 'u')
+      var = "${hangar_user}";
+    else if (c == 't')  // the batch script is its node's first task
+      var = "${SLURM_PROCID}";
+    else if (c == 's' || c == 'J') {  // the batch step's id, as Slurm names it
+      if (c == 'J') out += "${HANGAR_JOB_ID}.";
+      out += "batch";
+      i = j;
+      continue;
+    } else if (c == 'x') {
+      for (char n : job_name) literal(n);
+      i = j;
+      continue;
+    } else if (c == '%' && width == 0) {
+      out += '%';
+      i = j;
+      continue;
+    } else {
+      return Err("'%" + std::string(1, c) + "' in '" + std::string(pattern) +
+                 "' is not a pattern sbatch fills (%j %A %a %x %N %n %u %t %s %J and %%); write "
+                 "%% for a percent sign");
+    }
+    if (width > 10)
+      return Err("zero-padding to " + std::to_string(width) + " digits; Slurm allows at most 10");
+    out += width ? "$(printf %0" + std::to_string(width) + "d \"" + var + "\")" : var;
+    i = j;
+  }
+  return out + "\"";
+}
+
+}  // namespace hangar::cli::sbatch
