@@ -72,9 +72,18 @@ std::string Wrapper(const WrapperInputs& w) {
   s += "hangar_node=$(uname -n); hangar_node=${hangar_node%%.*}; hangar_user=$(id -un "
        "2>/dev/null)\n";
   s += "export SLURMD_NODENAME=\"$hangar_node\"\n";
+  // The job's nodes in Slurm's host list form (the agent's HANGAR_JOB_NODES), which scripts read
+  // with `scontrol show hostnames`.
+  s += "export SLURM_JOB_NODELIST=\"${HANGAR_JOB_NODES:-$hangar_node}\" "
+       "SLURM_NODELIST=\"${HANGAR_JOB_NODES:-$hangar_node}\"\n";
   s += "hangar_dir=$(mktemp -d \"${TMPDIR:-/tmp}/hangar-sbatch.XXXXXX\") || exit 1\n";
   s += "printf '%s' \"$1\" > \"$hangar_dir/slurm_script\" || exit 1\n";
   s += "cat > \"$hangar_dir/srun\" <<'HANGAR_SRUN'\n" + std::string(kSrunShim) + "HANGAR_SRUN\n";
+  // Slurm's other commands, as the script calls them: Hangar's (docs/slurm-commands.md).
+  s += "for hangar_tool in scontrol squeue sacct scancel sinfo; do\n"
+       "  printf '#!/bin/sh\\nexec \"${HANGAR_BIN:-hangar}\" slurm %s \"$@\"\\n' \"$hangar_tool\" > "
+       "\"$hangar_dir/$hangar_tool\" && chmod 700 \"$hangar_dir/$hangar_tool\"\n"
+       "done\n";
   s += "chmod 700 \"$hangar_dir/slurm_script\" \"$hangar_dir/srun\"\n";
   s += "PATH=\"$hangar_dir:$PATH\"; export PATH\n";
   s += "\"$hangar_dir/slurm_script\" " + w.redirect + "\n";

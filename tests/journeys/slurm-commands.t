@@ -37,6 +37,15 @@ What Snakemake's Slurm executor asks to follow a job, and what a person asks:
   $ sacct -Pn -o JobIdRaw,State -j 1,2
   1|COMPLETED
   2|CANCELLED
+A batch script reads its nodes as Slurm's scripts do:
+
+  $ printf '#!/bin/bash\n#SBATCH -J where\necho "$SLURM_JOB_NODELIST"\nscontrol show hostnames "$SLURM_JOB_NODELIST"\n' > where.sbatch
+  $ sbatch where.sbatch
+  Submitted batch job 3
+  $ wait_job 3 succeeded
+  $ cat slurm-3.out
+  node-? (glob)
+  node-? (glob)
   $ scontrol show hostnames 'node-[1-2],gpu-a'
   node-1
   node-2

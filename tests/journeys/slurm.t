@@ -23,9 +23,13 @@ array example.
   JOBID  PARTITION  NAME    USER       ST  TIME  NODES  NODELIST(REASON)
   2      default    sleepy  anonymous  CD  ?:??  1      node-? (glob)
   1      default    hello   anonymous  CD  ?:??  1      node-? (glob)
-  $ printf '#!/bin/bash\n#SBATCH -N 1\n#SBATCH --exclusive\n' > bad.sbatch; hangar sbatch bad.sbatch
-  error: bad.sbatch:3: #SBATCH --exclusive is not supported by hangar sbatch; Hangar gives a job only what it asks; ask for all of a node's GPUs (--gpus-per-node) to have it alone
+  $ doc_block docs/slurm.md 3 | sed -n 's/^\$ \(printf .*bad.sbatch\)$/\1/p' > make-bad.sh; . ./make-bad.sh; hangar sbatch bad.sbatch
+  error: bad.sbatch:3: #SBATCH --begin=22:00 cannot be honoured by hangar sbatch; Hangar starts a job as soon as it can and cannot defer it; submit it later (e.g. with at)
+  error: bad.sbatch:4: #SBATCH -t soon: 'soon' is not a Slurm time; write minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS
   [1]
+  $ hangar squeue
+  error: unknown command 'hangar squeue': Slurm's squeue is 'hangar jobs -o slurm' here, or 'hangar slurm squeue' with squeue's own options ('hangar explain ID' says why a job waits); docs/slurm-commands.md lists them all
+  [2]
   $ hangar sbatch --dry-run examples/slurm/checkpoint-usr1.sbatch | head -8
   name: resumable
   time_limit: 11h58m
@@ -36,15 +40,19 @@ array example.
     - name: batch
       replicas: 1
 
-The array example, as block 4 of the document runs it, with a train.py that trains for longer
-than the journey looks (without one, each element fails at once and may be over before the cancel):
+The shipped examples, as block 4 of the document runs them (the sweep cut to 6 elements here;
+the counting and the output are checked once the jobs are done):
 
-  $ printf 'import time\ntime.sleep(600)\n' > train.py
-  $ doc_run docs/slurm.md 4
-  [doc] $ hangar sbatch examples/slurm/sweep-array.sbatch
+  $ DOC_SED='s/hangar sbatch sweep-array.sbatch/hangar sbatch --array=0-5%8 sweep-array.sbatch/' doc_run docs/slurm.md 4 '^cat |^hangar jobs'
+  [doc] $ cd examples/slurm
+  [doc] $ hangar sbatch torchrun-2node.sbatch; hangar sbatch checkpoint-usr1.sbatch; hangar sbatch --array=0-5%8 sweep-array.sbatch
   Submitted batch job 3
-  $ hangar jobs --array 3 -o json | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["jobs"]), "elements")'
-  50 elements
-  $ hangar cancel --array 3
-  cancel: 50 matched, 50 changed, 0 already so
+  Submitted batch job 4
+  Submitted batch job 5
+  $ wait_job 3 succeeded && wait_job 4 succeeded
+  $ wait_for 120 '[ "$(hangar jobs --array 5 --state succeeded -o json | /usr/bin/python3 -c "import json,sys; print(len(json.load(sys.stdin)[\"jobs\"]))")" = 6 ]'
+  $ hangar jobs -o slurm | grep -c ' CD '
+  10
+  $ grep -c 'done at step 5' examples/slurm/pretrain-llama-pretrain-3.out
+  2
   $ cleanup
