@@ -411,6 +411,13 @@ StatusOr<std::vector<Directive>> ReadDirectives(std::string_view script, const s
   return out;
 }
 
+bool TakesNextWord(const std::string& w) {
+  const bool is_long = w.rfind("--", 0) == 0 && w.size() > 2;
+  if (is_long ? w.find('=') != std::string::npos : w.size() != 2 || w[0] != '-') return false;
+  const std::optional<Spelling> k = Spell(is_long ? w.substr(2) : "", is_long ? 0 : w[1]);
+  return k && k->arg == ArgKind::kValue;
+}
+
 StatusOr<std::vector<Directive>> ReadCommandLine(const std::vector<std::string>& words) {
   std::vector<Directive> out;
   std::vector<std::string> errors;

@@ -76,6 +76,9 @@ std::vector<Directive> ReadDirectives(std::string_view script, const std::string
 // The same, failing with every error.
 StatusOr<std::vector<Directive>> ReadDirectives(std::string_view script, const std::string& file);
 
+// Whether the command-line word `w`, an option written without its value ("--time", "-t"), takes
+// the next word as its value, as sbatch reads its command line.
+bool TakesNextWord(const std::string& w);
 // Command-line words (`--array=0-3`, `-J`, `name`, ...) as Directives with line 0.
 StatusOr<std::vector<Directive>> ReadCommandLine(const std::vector<std::string>& words);
 

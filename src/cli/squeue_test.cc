@@ -126,6 +126,29 @@ TEST_F(SbatchCliTest, SubmitsTheConvertedJobAndSaysSoInSbatchsWords) {
       << body;  // the last one: no overrides
 }
 
+// What Snakemake's Slurm executor runs for every rule: any #SBATCH option on the command line,
+// and the job as --wrap. Each of these options was refused before ("argument was not expected").
+TEST_F(SbatchCliTest, SnakemakesCommandLineWithWrapIsAJob) {
+  FakeApi api;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli(api, {"sbatch", "--dry-run", "-J", "snakejob_a_1", "-o", ".snakemake/slurm_logs/rule_a/%j.log",
+                         "--export=ALL", "-A", "default", "-p", "default", "-t", "10", "--mem", "100",
+                         "--cpus-per-task=1", "-D", dir_, "--wrap=python3 -m snakemake --target-jobs 'a:'"}),
+            0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(out.rfind("name: snakejob_a_1\n", 0), 0u) << out << err;
+  EXPECT_NE(out.find("python3 -m snakemake --target-jobs 'a:'"), std::string::npos) << out;
+  EXPECT_NE(out.find("time_limit: 10m"), std::string::npos) << out;
+  // Words after the script that are no options would be its arguments: refused, not dropped.
+  const std::string path = Script("#!/bin/bash\necho hi\n");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCli(api, {"sbatch", "--dry-run", path, "input.txt"}), 1);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("arguments after the script (input.txt) are not passed"),
+            std::string::npos);
+}
+
 TEST_F(SbatchCliTest, CommandLineOptionsOverrideAndDryRunPrintsTheJob) {
   FakeApi api;
   api.server().set_logger(
