@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "controller/state_owner.h"
 #include "controller/web_ui.h"
@@ -46,11 +47,22 @@ HistoryRow SampleCluster(const ClusterState& st, Time now, Duration step) {
   r.step = step;
   r.gpus = static_cast<double>(c.gpus_total);
   r.allocated = static_cast<double>(c.gpus_allocated_milli) / 1000.0;
-  // Busy and idle as the dashboard's map shows them: a GPU held by a job, at or below the idle
-  // threshold of utilisation.
+  // Busy and idle as the dashboard's map shows them (a GPU held by jobs, above or below the
+  // idle threshold of utilisation), each GPU counted by the share of it that is held, so that
+  // busy + idle is what is allocated.
   const web::MapData map = web::CollectMap(st);
-  r.busy = static_cast<double>(std::count(map.codes.begin(), map.codes.end(), 'a'));
-  r.idle = static_cast<double>(std::count(map.codes.begin(), map.codes.end(), 'i'));
+  std::vector<double> held(map.codes.size(), 1.0);
+  std::vector<bool> shared(map.codes.size(), false);
+  for (const auto& s : map.shares) {
+    if (s.gpu >= held.size()) continue;
+    if (!shared[s.gpu]) held[s.gpu] = 0;
+    shared[s.gpu] = true;
+    held[s.gpu] += s.mig_start >= 0 ? s.mig_slices / 8.0 : s.milli / 1000.0;
+  }
+  for (size_t g = 0; g < map.codes.size(); ++g) {
+    if (map.codes[g] == 'a') r.busy += held[g];
+    if (map.codes[g] == 'i') r.idle += held[g];
+  }
   auto jobs = [&](const char* state) {
     auto it = c.jobs_by_state.find(state);
     return it == c.jobs_by_state.end() ? 0.0 : static_cast<double>(it->second);

@@ -74,6 +74,17 @@ TEST(HistorySampleTest, CountsHeldGpusAsBusyOrIdleAndTheQueue) {
   EXPECT_DOUBLE_EQ(r.running, 0) << "placed, not yet started by an agent";
 }
 
+TEST(HistorySampleTest, AGpuSharedByFractionsCountsItsHeldShare) {
+  auto st = TwoNodes();
+  Submit(*st, "name: half\ntasks:\n  - {gpu_fraction: 0.5, gpu_memory: 20Gi, command: [train]}\n");
+  Submit(*st, "name: q\ntasks:\n  - {gpu_fraction: 0.25, gpu_memory: 10Gi, command: [train]}\n");
+  Effects fx;
+  st->Schedule(2, &fx);
+  const HistoryRow r = SampleCluster(*st, 5000, kMinute);
+  EXPECT_DOUBLE_EQ(r.allocated, 0.75);
+  EXPECT_DOUBLE_EQ(r.busy + r.idle, 0.75) << "not a whole GPU for each GPU partly held";
+}
+
 TEST(HistorySamplerTest, SamplesGoToTheStoreWithTheUpkeepOncePerHour) {
   ManualClock clock(10 * kHistoryHour + 5 * kMinute);
   StateOwner owner(TwoNodes(), NewMemoryStore(), &clock);
