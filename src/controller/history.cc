@@ -48,8 +48,9 @@ HistoryRow SampleCluster(const ClusterState& st, Time now, Duration step) {
   r.gpus = static_cast<double>(c.gpus_total);
   r.allocated = static_cast<double>(c.gpus_allocated_milli) / 1000.0;
   // Busy and idle as the dashboard's map shows them (a GPU held by jobs, above or below the
-  // idle threshold of utilisation), each GPU counted by the share of it that is held, so that
-  // busy + idle is what is allocated.
+  // idle threshold of utilisation), each GPU counted by the share of it that is held: busy +
+  // idle is what is allocated on healthy, connected nodes (a GPU held on an offline or unhealthy
+  // node is neither).
   const web::MapData map = web::CollectMap(st);
   std::vector<double> held(map.codes.size(), 1.0);
   std::vector<bool> shared(map.codes.size(), false);

@@ -161,12 +161,12 @@ async function run(dir) {
       await open(page, base, '#/', 'overview');
       const drawn = await chartsDrawn(page);
       assert.deepEqual(Object.keys(drawn).sort(), ['chart-queue', 'chart-utilisation', 'chart-waste'], JSON.stringify(drawn));
-      assert.deepEqual(drawn['chart-utilisation'].series, ['allocated', 'busy']);
+      assert.deepEqual(drawn['chart-utilisation'].series, ['busy', 'allocated']);
       assert.deepEqual(drawn['chart-queue'].series, ['pending', 'running']);
       assert.deepEqual(drawn['chart-waste'].series, ['idle']);
       // The latest point: 8.5 of 32 GPUs allocated (27%) and busy, two jobs pending.
       const captions = await page.$$eval('#history figcaption', (fs) => fs.map((f) => f.innerText));
-      assert.match(captions[0], /latest: allocated 27%, busy 27%/, captions[0]);
+      assert.match(captions[0], /latest: busy 27%, allocated 27%/, captions[0]);
       assert.match(captions[1], /latest: pending 2 jobs/, captions[1]);
       await page.click('button.range[data-range="24h"]');
       await page.waitForFunction(() => document.querySelector('button.range[data-range="24h"]').getAttribute('aria-pressed') === 'true',

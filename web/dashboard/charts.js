@@ -19,9 +19,10 @@ function s(tag, attrs, ...children) {
 const CHARTS = [
   {
     id: 'chart-utilisation', title: 'GPU utilisation', unit: '%', max: () => 100,
+    // Busy as a filled area under the allocated line: the gap between them is the waste.
     series: [
+      { name: 'busy', colour: '#2f8f5b', value: (p) => pct(p.busy, p.gpus), area: true },
       { name: 'allocated', colour: '#1f4e79', value: (p) => pct(p.allocated, p.gpus) },
-      { name: 'busy', colour: '#2f8f5b', dash: '5 3', value: (p) => pct(p.busy, p.gpus) },
     ],
   },
   {
@@ -110,24 +111,32 @@ function keySwatch(se) {
   return el;
 }
 
-// The points as an SVG path, a new segment after each gap longer than twice a point's span; a
-// lone point is a short tick so that it shows.
-function pathOf(pts, px, py) {
-  let d = '';
+// The points split where the history has a gap: longer than twice a point's span.
+function segments(pts) {
+  const out = [];
   let prev = null;
   for (const p of pts) {
-    const gap = prev && p.time_ms - prev.time_ms > 2 * Math.max(p.step_ms, prev.step_ms);
-    d += `${!prev || gap ? 'M' : 'L'}${px(p).toFixed(1)},${py(p).toFixed(1)}`;
+    if (!prev || p.time_ms - prev.time_ms > 2 * Math.max(p.step_ms, prev.step_ms)) out.push([]);
+    out[out.length - 1].push(p);
     prev = p;
   }
-  return d.replace(/M([\d.]+),([\d.]+)(?=M|$)/g, 'M$1,$2h1.5');
+  return out;
 }
 
+// The points as an SVG path, one subpath per segment; a lone point is a short tick so that it
+// shows.
+function pathOf(pts, px, py) {
+  return segments(pts).map((seg) => seg.map((p, i) => `${i ? 'L' : 'M'}${px(p).toFixed(1)},${py(p).toFixed(1)}`)
+    .join('') + (seg.length === 1 ? 'h1.5' : '')).join('');
+}
+
+// The area under each segment, closed down to 0.
 function areaOf(pts, x, y, se) {
-  if (pts.length < 2) return '';
-  const xs = pts.map((p) => x(p.time_ms + p.step_ms / 2).toFixed(1));
-  const top = pts.map((p, i) => `${i ? 'L' : 'M'}${xs[i]},${y(se.value(p)).toFixed(1)}`).join('');
-  return `${top}L${xs[xs.length - 1]},${y(0).toFixed(1)}L${xs[0]},${y(0).toFixed(1)}Z`;
+  const px = (p) => x(p.time_ms + p.step_ms / 2).toFixed(1);
+  const base = y(0).toFixed(1);
+  return segments(pts).filter((seg) => seg.length > 1).map((seg) =>
+    seg.map((p, i) => `${i ? 'L' : 'M'}${px(p)},${y(se.value(p)).toFixed(1)}`).join('') +
+    `L${px(seg[seg.length - 1])},${base}L${px(seg[0])},${base}Z`).join('');
 }
 
 function valueText(v, unit) {
