@@ -85,6 +85,8 @@ struct Flags {
   std::string lease_renew = "300ms";
   std::string lease_poll = "100ms";
   std::string standby_follow = "250ms";  // how often a standby catches up with the store; 0: cold
+  // The cluster's history for the dashboard's charts (history.h).
+  std::string history_interval = "60s", history_samples = "48h", history_hourly = "30d";
 };
 
 // The REST API's connection limits from the flags.
@@ -593,8 +595,13 @@ Status Run(const Flags& f) {
   hub.set_register_timeout(register_timeout);
   int agent_port = 0;
   HANGAR_ASSIGN_OR_RETURN(AgentServer agents, ServeAgents(f, tls, agent_addr, &hub, &agent_port));
+  HANGAR_ASSIGN_OR_RETURN(const HistoryOptions history,
+                          HistoryOptions::Parse(f.history_interval, f.history_samples, f.history_hourly));
   owner.Start();
+  HistorySampler sampler(&owner, history);
+  sampler.Start();
   HttpApi http(&owner, &hub, &metrics, tokens.get(), tls, api_limits);
+  http.set_history_options(history);
   if (!http.valid()) {
     return Status::InvalidArgument("cannot load the API's TLS certificate " + tls.cert + " and key " + tls.key +
                                    "; issue them with `hangar certs issue --controller`");
@@ -624,6 +631,7 @@ Status Run(const Flags& f) {
   spdlog::info("controller: stopping");
   http.Stop();
   agents.Stop();
+  sampler.Stop();
   owner.Stop();
   if (lease) lease->Release();  // nothing acts any more: a standby may take over at once
   return stopped_by;
@@ -747,6 +755,12 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
                 "How often a standby reads what the leader committed, to take over without loading the whole "
                 "store (0: stay cold)")
       ->capture_default_str();
+  c->add_option("--history-interval", f->history_interval,
+                "How often the cluster's load is sampled for the dashboard's charts and GET /v1/history")
+      ->capture_default_str();
+  c->add_option("--history-samples", f->history_samples, "Samples are kept this long, then only hourly averages")
+      ->capture_default_str();
+  c->add_option("--history-hourly", f->history_hourly, "Hourly averages are kept this long")->capture_default_str();
   c->add_option("--metrics-labels", f->metrics_labels,
                 "/metrics by default: clean (promtool-clean) or dcgm (dcgm-exporter's names, types and labels)")
       ->check(CLI::IsMember({"clean", "dcgm"}))

@@ -372,6 +372,8 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
                                          f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "dev",
                                          "--admin-token-file", f.dir + "/dev-token"};
   controller.insert(controller.end(), transport.begin(), transport.end());
+  // The overview's charts fill in minutes on a laptop's short-lived cluster, not hours.
+  for (const char* a : {"--history-interval", "10s"}) controller.push_back(a);
   p.controller = Spawn(controller, f.dir + "/logs/controller.log");
   // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind. --scratch-dir: each node's
   // "local NVMe", drained to checkpoints/. --data-address: each node serves its

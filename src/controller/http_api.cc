@@ -274,6 +274,7 @@ void HttpApi::Routes() {
   AuthRoutes();  // whoami, tokens and the audit log: http_api_auth.cc
   JobRoutes();   // job lists, bulk operations, accounting: http_api_jobs.cc
   DashboardRoutes();  // the web dashboard: web_ui.cc
+  HistoryRoutes();    // the cluster's load over time: history_api.cc
   // Who leads (issue 18); a standby answers it too. "single": one controller, no lease.
   s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
     if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});

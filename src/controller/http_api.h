@@ -15,6 +15,7 @@
 
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
+#include "controller/history.h"
 #include "controller/http_server.h"
 #include "controller/image_resolver.h"
 #include "controller/state/auth.h"
@@ -60,6 +61,8 @@ class HttpApi {
   void set_request_guard(RequestGuardOptions options) { guard_ = RequestGuard(std::move(options)); }
   // With leader election (issue 18): who this leader is, for GET /v1/leader (LeaderInfo::ToJson).
   void set_leader_info(std::function<nlohmann::json()> info) { leader_info_ = std::move(info); }
+  // What the history keeps, for GET /v1/history (history.h). Call before Start.
+  void set_history_options(const HistoryOptions& o) { history_ = o; }
 
  private:
   void Routes();
@@ -67,6 +70,8 @@ class HttpApi {
   void JobRoutes();   // lists, bulk operations and accounting: http_api_jobs.cc
   void DashboardRoutes();  // web_ui.cc: the dashboard's files, reads and live feed
   void StopDashboard();    // web_ui.cc: ends the open live feeds
+  void HistoryRoutes();    // history_api.cc: GET /v1/history
+  HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;
   std::unique_ptr<LogFollows> follows_;  // `logs -f`: log_follow.h
   // Who calls, and whether they hold `perm` (replies 401/403 and returns nullopt when not).

@@ -19,7 +19,7 @@ namespace {
 constexpr size_t kMaxWaitingRows = 200'000;
 
 size_t Rows(const StoreBatch& b) {
-  return b.jobs.size() + b.nodes.size() + b.events.size() + b.values.size() + b.audit.size();
+  return b.jobs.size() + b.nodes.size() + b.events.size() + b.values.size() + b.audit.size() + b.history.size();
 }
 
 template <typename T>
@@ -91,6 +91,10 @@ StatusOr<std::vector<EventRow>> StateOwner::Events(const std::string& prefix, in
   return ReadStore<StatusOr<std::vector<EventRow>>>([&](StateStore& s) { return s.Events(prefix, limit); });
 }
 
+StatusOr<std::vector<HistoryRow>> StateOwner::History(bool hourly, Time since) {
+  return ReadStore<StatusOr<std::vector<HistoryRow>>>([&](StateStore& s) { return s.History(hourly, since); });
+}
+
 void StateOwner::Loop() {
   constexpr Duration kTick = 100;  // heartbeat checks and cycles for time-driven work
   while (true) {
@@ -156,6 +160,8 @@ void StateOwner::Hand(Effects fx, AfterCommit after) {
     Append(m.batch.events, fx.batch.events);
     Append(m.batch.values, fx.batch.values);
     Append(m.batch.audit, fx.batch.audit);
+    Append(m.batch.history, fx.batch.history);
+    if (!fx.batch.history_upkeep.empty()) m.batch.history_upkeep = fx.batch.history_upkeep;  // the later one
     Append(m.after, after);
     Append(m.messages, fx.messages);
   } else {

@@ -104,6 +104,7 @@ class StateOwner {
   // it reads).
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit);
   StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit);
+  StatusOr<std::vector<HistoryRow>> History(bool hourly, Time since);
   // Appends a row to the audit log with the owner's next commit (within 100 ms; it does not wake
   // the owner).
   void RecordAudit(AuditRow row);

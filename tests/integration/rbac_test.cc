@@ -104,6 +104,7 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
       {"GET", "/v1/queues", "", everyone},
       {"GET", "/v1/share", "", everyone},
       {"GET", "/v1/usage", "", everyone},
+      {"GET", "/v1/history", "", everyone},
       {"GET", "/v1/tokens", "", {"admin"}},
       {"POST", "/v1/tokens", R"({"user": "dave", "role": "viewer"})", {"admin"}},
       {"DELETE", "/v1/tokens/ffffffffffff", "", {"admin"}},

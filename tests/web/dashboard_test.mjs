@@ -3,7 +3,7 @@
 // `chromium --dump-dom --virtual-time-budget=8000`; every view opens and shows the cluster's own
 // facts (node names, a waiting job's blocker and queue position, a fault injected on a fake GPU
 // turning its map cell suspect through the live feed); no console errors; a screenshot of each
-// view under --out.
+// view under --out; the overview's charts draw the controller's history within 1 s of load.
 //   node dashboard_test.mjs --hangar build/hangar --out build/dashboard-screenshots
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -86,6 +86,16 @@ async function cellColour(page, node, gpu, dy = 2) {
   }, node, gpu, dy);
 }
 
+// Per chart of the overview: how many points the history gave it, and how many vertices its
+// lines have (an SVG path's M and L commands), by series.
+async function chartsDrawn(page) {
+  return page.$$eval('svg.chart', (svgs) => Object.fromEntries(svgs.map((svg) => {
+    const paths = [...svg.querySelectorAll('path.series')];
+    const vertices = paths.reduce((n, p) => n + ((p.getAttribute('d') || '').match(/[ML]/g) || []).length, 0);
+    return [svg.id, { points: Number(svg.dataset.points), vertices, series: paths.map((p) => p.dataset.series) }];
+  })));
+}
+
 async function open(page, base, hash, view) {
   await page.goto(`${base}/${hash}`, { waitUntil: 'domcontentloaded' });
   await page.waitForFunction((v) => document.body.dataset.rendered === v, { timeout: 20000 }, view);
@@ -139,6 +149,33 @@ async function run(dir) {
       const text = await page.$eval('main', (m) => m.innerText);
       for (const n of ['node-1', 'node-4', 'finetune-a', 'big-pretrain', why, '#1 in queue', '#2 in queue']) assert.ok(text.includes(n), `overview lacks "${n}"`);
       await shot(page, 'overview');
+    });
+    await check('overview: charts of utilisation, queue length and waste from the history; a range selector', async () => {
+      // hangar dev samples every 10 s; the 6 hours the page shows are in steps of a minute: wait
+      // for a whole step since the jobs above were placed.
+      await waitFor('a step of samples with the running jobs', async () => {
+        const last = (await a.get('/v1/history?since=6h')).points.at(-1);
+        return last && last.allocated === 8.5 && last.pending === 2;
+      }, 120000, 1000);
+      await page.goto('about:blank');  // the overview above is drawn from before that sample
+      await open(page, base, '#/', 'overview');
+      const drawn = await chartsDrawn(page);
+      assert.deepEqual(Object.keys(drawn).sort(), ['chart-queue', 'chart-utilisation', 'chart-waste'], JSON.stringify(drawn));
+      assert.deepEqual(drawn['chart-utilisation'].series, ['busy', 'allocated']);
+      assert.deepEqual(drawn['chart-queue'].series, ['pending', 'running']);
+      assert.deepEqual(drawn['chart-waste'].series, ['idle']);
+      // The latest point: 8.5 of 32 GPUs allocated (27%) and busy, two jobs pending.
+      const captions = await page.$$eval('#history figcaption', (fs) => fs.map((f) => f.innerText));
+      assert.match(captions[0], /latest: busy 27%, allocated 27%/, captions[0]);
+      assert.match(captions[1], /latest: pending 2 jobs/, captions[1]);
+      await page.click('button.range[data-range="24h"]');
+      await page.waitForFunction(() => document.querySelector('button.range[data-range="24h"]').getAttribute('aria-pressed') === 'true',
+        { timeout: 5000 });
+      assert.match(await page.$eval('#history-h', (e) => e.innerText), /24 hours/);
+      assert.ok((await chartsDrawn(page))['chart-queue'].vertices >= 1);
+      await page.click('button.range[data-range="6h"]');
+      await page.waitForFunction(() => document.querySelector('button.range[data-range="6h"]').getAttribute('aria-pressed') === 'true',
+        { timeout: 5000 });
     });
     await check('queue: blocker text and position in its queue', async () => {
       await open(page, base, '#/queue', 'queue');
@@ -247,6 +284,13 @@ async function run(dir) {
         }));
         assert.equal(state.rendered, view, `${hash} had not rendered its data 1 s after load (rendered=${state.rendered})`);
         assert.ok(!state.loading, `${hash} still shows "Loading…" 1 s after load`);
+        if (view === 'overview') {
+          const drawn = await chartsDrawn(page);
+          for (const c of ['chart-utilisation', 'chart-queue', 'chart-waste']) {
+            assert.ok(drawn[c] && drawn[c].points >= 1 && drawn[c].vertices >= 1,
+              `the overview's ${c} had drawn no data 1 s after load: ${JSON.stringify(drawn)}`);
+          }
+        }
       }
       await page.goto(`${base}/#/job/${running.id}`, { waitUntil: 'domcontentloaded' });
       await page.waitForFunction(() => document.body.dataset.rendered === 'job', { timeout: 20000 });

@@ -1,19 +1,52 @@
-// The first page: nodes by name, running and pending jobs by name, each pending job's blocker.
-import { get } from './api.js';
+// The first page: the cluster's load over time as charts, then nodes by name, running and
+// pending jobs by name, each pending job's blocker.
+import { get, ApiError } from './api.js';
+import { historySection, RANGES } from './charts.js';
 import { fill, h, jobLink, nodeLink, gpuCount } from './dom.js';
 import { STATES } from './states.js';
 
 const LIST_CAP = 200;  // rows per list on this page; the queue and map views show them all
 
+const RANGE_KEY = 'hangar.range';
+
+function chosenRange() {
+  const r = sessionStorage.getItem(RANGE_KEY);
+  return RANGES.some(([k]) => k === r) ? r : '6h';
+}
+
+// The history of `range`; a failure other than a refused login is shown in place of the charts.
+async function history(range) {
+  try {
+    const hist = await get(`/v1/history?since=${range}`);
+    hist.rangeLabel = RANGES.find(([k]) => k === range)[1];
+    return hist;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) throw e;
+    return { error: e.message };
+  }
+}
+
+function charts(hist, range) {
+  return historySection(hist, range, async (r) => {
+    sessionStorage.setItem(RANGE_KEY, r);
+    const next = charts(await history(r), r);
+    const old = document.getElementById('history');
+    if (old) old.replaceWith(next);
+  });
+}
+
 export async function overview(main, ctx) {
-  const [nodes, running, queue] = await Promise.all([
+  const range = chosenRange();
+  const [nodes, running, queue, hist] = await Promise.all([
     get('/v1/dashboard/map'), get(`/v1/jobs?state=running&limit=${LIST_CAP}`), get(`/v1/dashboard/queue?limit=${LIST_CAP}`),
+    history(range),
   ]);
   // The map's compact rows: [name, spine, leaf, state, codes, utils, temps, jobs].
   nodes.nodes = nodes.nodes.map(([name, , , state, codes]) => ({ name, state, codes }));
   fill(main, 
     h('h2', {}, 'Overview'),
     summary(nodes.nodes, running.jobs, queue),
+    charts(hist, range),
     h('div', { class: 'columns' }, pendingSection(queue), runningSection(running.jobs), nodesSection(nodes.nodes)));
   if (ctx) ctx.onJobs = () => overview(main, null);
 }

@@ -26,7 +26,15 @@ class MemoryStore final : public StateStore {
       if (v.erase) values_.erase({v.table, v.key});
       else values_[{v.table, v.key}] = v;
     }
+    for (const auto& h : b.history) history_[{h.step == kHistoryHour, h.time}] = h;
+    Upkeep(b.history_upkeep);
     return Status::Ok();
+  }
+  StatusOr<std::vector<HistoryRow>> History(bool hourly, Time since) override {
+    std::vector<HistoryRow> out;
+    for (auto it = history_.lower_bound({hourly, since}); it != history_.end() && it->first.first == hourly; ++it)
+      out.push_back(it->second);
+    return out;
   }
   StatusOr<StoreContents> Load() override {
     StoreContents c;
@@ -52,6 +60,28 @@ class MemoryStore final : public StateStore {
   std::string Describe() const override { return "memory://"; }
 
  private:
+  // The SQL stores' roll-up (HistoryUpkeep), row by row.
+  void Upkeep(const HistoryUpkeep& u) {
+    std::map<Time, std::pair<HistoryRow, int>> hours;  // hour -> sums, samples
+    for (auto it = history_.begin(); u.roll_up_before && it != history_.end() && !it->first.first; ++it) {
+      const HistoryRow& r = it->second;
+      if (r.time >= u.roll_up_before / kHistoryHour * kHistoryHour) break;
+      auto& [sum, n] = hours[r.time / kHistoryHour * kHistoryHour];
+      sum.gpus += r.gpus, sum.allocated += r.allocated, sum.busy += r.busy, sum.idle += r.idle;
+      sum.pending += r.pending, sum.running += r.running, ++n;
+    }
+    for (auto& [hour, sum_n] : hours) {
+      auto& [s, n] = sum_n;
+      HistoryRow row{hour, kHistoryHour, s.gpus / n, s.allocated / n, s.busy / n, s.idle / n, s.pending / n,
+                     s.running / n};
+      history_.emplace(std::make_pair(true, hour), row);  // an hour rolled up already is kept
+    }
+    std::erase_if(history_, [&](const auto& e) {
+      return e.first.second < (e.first.first ? u.drop_hourly_before : u.drop_samples_before);
+    });
+  }
+
+  std::map<std::pair<bool, Time>, HistoryRow> history_;  // (hourly, time)
   std::map<uint64_t, JobRow> jobs_;
   std::map<std::string, NodeRow> nodes_;
   std::vector<EventRow> events_;
@@ -70,6 +100,9 @@ StatusOr<int64_t> StateStore::AcquireLease(const std::string&, Duration) {
 Status StateStore::RenewLease(Duration) { return AcquireLease("", 0).status(); }
 StatusOr<LeaseRow> StateStore::ReadLease() { return AcquireLease("", 0).status(); }
 Status StateStore::AdoptLease(int64_t) { return AcquireLease("", 0).status(); }
+StatusOr<std::vector<HistoryRow>> StateStore::History(bool, Time) {
+  return Status::Unimplemented("the store " + Describe() + " keeps no history");
+}
 StatusOr<StoreChanges> StateStore::ChangesSince(int64_t) {
   return Status::Unimplemented("the store " + Describe() +
                                " keeps no change log; only a PostgreSQL store can be followed by a standby");

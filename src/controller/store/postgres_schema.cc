@@ -92,6 +92,14 @@ ALTER TABLE jobs ADD COLUMN spec_key TEXT NOT NULL DEFAULT '';
 UPDATE jobs SET spec_key = encode(sha256(convert_to(spec, 'UTF8')), 'hex');
 ALTER TABLE jobs DROP COLUMN spec;
 )sql"},
+    // The cluster's history (HistoryRow): samples, and their hourly roll-ups (`hourly`).
+    {6, R"sql(
+CREATE TABLE history (
+  hourly BOOLEAN NOT NULL, time_ms BIGINT NOT NULL, step_ms BIGINT NOT NULL,
+  gpus DOUBLE PRECISION NOT NULL, allocated DOUBLE PRECISION NOT NULL, busy DOUBLE PRECISION NOT NULL,
+  idle DOUBLE PRECISION NOT NULL, pending DOUBLE PRECISION NOT NULL, running DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (hourly, time_ms));
+)sql"},
 };
 
 }  // namespace

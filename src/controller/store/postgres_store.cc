@@ -2,6 +2,8 @@
 // controllers can share. A commit is one transaction sent in one round trip (libpq pipeline mode;
 // one statement per table, its rows as one array per column unpacked by unnest), with
 // synchronous_commit on: when Commit returns OK the batch is on the server's disk.
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -57,6 +59,24 @@ constexpr const char* kInsertAudit = R"sql(
 INSERT INTO audit (time_ms,user_name,role,method,path,remote,status,message)
 SELECT t,u,r,me,p,re,st,msg FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
   $6::text[], $7::bigint[], $8::text[]) WITH ORDINALITY AS x(t,u,r,me,p,re,st,msg,n) ORDER BY n)sql";
+
+constexpr const char* kInsertHistory = R"sql(
+INSERT INTO history (hourly,time_ms,step_ms,gpus,allocated,busy,idle,pending,running)
+SELECT * FROM unnest($1::boolean[], $2::bigint[], $3::bigint[], $4::float8[], $5::float8[], $6::float8[],
+  $7::float8[], $8::float8[], $9::float8[])
+ON CONFLICT (hourly,time_ms) DO UPDATE SET step_ms=EXCLUDED.step_ms, gpus=EXCLUDED.gpus,
+  allocated=EXCLUDED.allocated, busy=EXCLUDED.busy, idle=EXCLUDED.idle, pending=EXCLUDED.pending,
+  running=EXCLUDED.running)sql";
+
+// HistoryUpkeep: an hour rolled up already is kept as it is.
+constexpr const char* kRollUpHistory = R"sql(
+INSERT INTO history (hourly,time_ms,step_ms,gpus,allocated,busy,idle,pending,running)
+SELECT true, time_ms / 3600000 * 3600000 AS hour, 3600000, avg(gpus), avg(allocated), avg(busy), avg(idle),
+  avg(pending), avg(running)
+FROM history WHERE NOT hourly AND time_ms < $1::bigint / 3600000 * 3600000 GROUP BY hour
+ON CONFLICT (hourly,time_ms) DO NOTHING)sql";
+constexpr const char* kDropHistory = R"sql(
+DELETE FROM history WHERE (NOT hourly AND time_ms < $1::bigint) OR (hourly AND time_ms < $2::bigint))sql";
 
 constexpr const char* kLogChanges = R"sql(
 INSERT INTO changes (reset, job_ids, node_names, kv_tbls, kv_keys)
@@ -253,10 +273,48 @@ class PostgresStore final : public StateStore {
     return out;
   }
 
+  StatusOr<std::vector<HistoryRow>> History(bool hourly, Time since) override {
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result r,
+        conn_.Exec("SELECT time_ms,step_ms,gpus,allocated,busy,idle,pending,running FROM history "
+                   "WHERE hourly = $1::boolean AND time_ms >= $2::bigint ORDER BY time_ms",
+                   {hourly ? "true" : "false", std::to_string(since)}));
+    std::vector<HistoryRow> out;
+    const PGresult* q = r.get();
+    auto real = [&](int i, int c) { return std::strtod(PQgetvalue(q, i, c), nullptr); };
+    for (int i = 0; i < PQntuples(q); ++i) {
+      out.push_back({pg::Int(q, i, 0), pg::Int(q, i, 1), real(i, 2), real(i, 3), real(i, 4), real(i, 5),
+                     real(i, 6), real(i, 7)});
+    }
+    return out;
+  }
+
   std::string Describe() const override { return conn_.shown(); }
 
  private:
   using Statement = std::pair<const char*, std::vector<std::string>>;
+
+  static void AppendHistory(const StoreBatch& b, std::vector<Statement>* out) {
+    if (!b.history.empty()) {
+      pg::ArrayParams rows(9);
+      for (const auto& h : b.history) {
+        rows.Text(0, h.step == kHistoryHour ? "true" : "false");
+        rows.Int(1, h.time);
+        rows.Int(2, h.step);
+        const double values[] = {h.gpus, h.allocated, h.busy, h.idle, h.pending, h.running};
+        char text[64];
+        for (int i = 0; i < 6; ++i) {
+          std::snprintf(text, sizeof text, "%.17g", values[i]);
+          rows.Text(3 + i, text);
+        }
+      }
+      out->push_back({kInsertHistory, rows.Take()});
+    }
+    const HistoryUpkeep& u = b.history_upkeep;
+    if (u.empty()) return;
+    out->push_back({kRollUpHistory, {std::to_string(u.roll_up_before)}});
+    out->push_back({kDropHistory, {std::to_string(u.drop_samples_before), std::to_string(u.drop_hourly_before)}});
+  }
 
   // One statement per table. A batch may name a row twice (a job submitted and placed in one
   // batch): the last write wins, as it does when SQLite applies the rows one by one.
@@ -264,7 +322,7 @@ class PostgresStore final : public StateStore {
   void AppendStatements(const StoreBatch& b, std::vector<Statement>* statements,
                         std::vector<std::string>* new_specs) const {
     std::vector<Statement>& out = *statements;
-    if (b.erase_all) out.push_back({"TRUNCATE jobs, specs, nodes, events, audit, kv", {}});
+    if (b.erase_all) out.push_back({"TRUNCATE jobs, specs, nodes, events, audit, kv, history", {}});
     std::map<uint64_t, const JobRow*> jobs;
     for (const auto& j : b.jobs) jobs[j.id] = &j;
     if (!b.erased_specs.empty()) {
@@ -309,6 +367,7 @@ class PostgresStore final : public StateStore {
       for (const auto& a : b.audit) AddAudit(a, &rows);
       out.push_back({kInsertAudit, rows.Take()});
     }
+    AppendHistory(b, &out);
     // The change log: what a standby must read again (not events nor audit, which it never holds).
     if (b.erase_all || !jobs.empty() || !b.erased_jobs.empty() || !nodes.empty() || !b.values.empty()) {
       pg::ArrayParams ids(1), names(1), kv(2);

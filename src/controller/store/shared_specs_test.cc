@@ -277,7 +277,7 @@ TEST(SharedSpecsMigrationTest, AnOlderSqliteStoreIsUpgradedKeepingItsJobs) {
     EXPECT_EQ(c->jobs[2].extra_json, "{\"array_id\":2}");
     ASSERT_EQ(c->values.size(), 1u);
   }
-  EXPECT_EQ(SqliteValue(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(SqliteValue(path, "PRAGMA user_version"), "2");
   EXPECT_EQ(SqliteValue(path, "SELECT count(*) FROM specs"), "2");
   EXPECT_EQ(SqliteValue(path, "SELECT count(*) FROM pragma_table_info('jobs') WHERE name='spec'"),
             "0");
@@ -307,7 +307,7 @@ TEST(SharedSpecsMigrationTest, ASqliteStoreNewerThanThisHangarIsRefused) {
   auto s = OpenSqliteStore(dir + "/state.db");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(
-      s.status().message().find("has schema version 99, newer than this hangar knows (up to 1)"),
+      s.status().message().find("has schema version 99, newer than this hangar knows (up to 2)"),
       std::string::npos)
       << s.status().message();
   std::filesystem::remove_all(dir);
@@ -321,12 +321,12 @@ TEST(SharedSpecsMigrationTest, AnOlderPostgresStoreIsUpgradedKeepingItsJobs) {
       url,
       "DROP TABLE specs; ALTER TABLE jobs DROP COLUMN spec_key; ALTER TABLE jobs ADD COLUMN spec "
       "TEXT NOT NULL;"
-      "DELETE FROM schema_version WHERE version = 5;"
+      "DROP TABLE history; DELETE FROM schema_version WHERE version >= 5;"
       "INSERT INTO jobs (id,name,queue,user_name,state,spec) VALUES "
       "(1,'a','q','alice','succeeded','{\"s\":1}'),"
       "(2,'b','q','alice','pending','{\"s\":2}'), (3,'b','q','alice','pending','{\"s\":2}')");
   auto store = std::move(OpenStore(url)).value();
-  EXPECT_EQ(testing::Sql(url, "SELECT max(version) FROM schema_version"), "5");
+  EXPECT_EQ(testing::Sql(url, "SELECT max(version) FROM schema_version"), "6");
   EXPECT_EQ(testing::Sql(url, "SELECT count(*) FROM specs"), "2");
   auto c = store->Load();
   ASSERT_TRUE(c.ok()) << c.status().ToString();

@@ -179,6 +179,23 @@ class SqliteStore final : public StateStore {
     return out;
   }
 
+  StatusOr<std::vector<HistoryRow>> History(bool hourly, Time since) override {
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+        "SELECT time_ms,step_ms,gpus,allocated,busy,idle,pending,running FROM history WHERE hourly=?1 AND "
+        "time_ms>=?2 ORDER BY time_ms"));
+    sqlite3_bind_int(q, 1, hourly ? 1 : 0);
+    sqlite3_bind_int64(q, 2, since);
+    std::vector<HistoryRow> out;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+      out.push_back({sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), sqlite3_column_double(q, 2),
+                     sqlite3_column_double(q, 3), sqlite3_column_double(q, 4), sqlite3_column_double(q, 5),
+                     sqlite3_column_double(q, 6), sqlite3_column_double(q, 7)});
+    }
+    HANGAR_RETURN_IF_ERROR(Finish(q, rc, "history"));
+    return out;
+  }
+
   std::string Describe() const override { return "sqlite://" + path_; }
   // The last failure was for want of room on the store's disk.
   bool DiskFull() const {
@@ -191,7 +208,7 @@ class SqliteStore final : public StateStore {
   Status WriteBatch(const StoreBatch& b) {
     if (b.erase_all) {
       HANGAR_RETURN_IF_ERROR(Exec("DELETE FROM jobs; DELETE FROM specs; DELETE FROM nodes; DELETE FROM events; "
-                                  "DELETE FROM audit; DELETE FROM kv"));
+                                  "DELETE FROM audit; DELETE FROM kv; DELETE FROM history"));
     }
     for (const auto& key : b.erased_specs) {
       HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("DELETE FROM specs WHERE key=?1"));
@@ -274,7 +291,7 @@ class SqliteStore final : public StateStore {
       if (!v.erase) BindText(q, 3, v.value);
       HANGAR_RETURN_IF_ERROR(StepDone(q));
     }
-    return Status::Ok();
+    return WriteHistory(b);
   }
 
   // Each spec of the batch's jobs once: a key the store holds already is left as it is (the text
@@ -295,8 +312,9 @@ class SqliteStore final : public StateStore {
 
   // The schema's versions after kSchema (PRAGMA user_version), applied in order at open; a store
   // newer than this binary is refused. Version 1: job specs stored once (a specs table keyed by
-  // the SHA-256 of the text; jobs refer to it by spec_key) instead of one copy per job.
-  static constexpr int kSchemaVersion = 1;
+  // the SHA-256 of the text; jobs refer to it by spec_key) instead of one copy per job. Version 2:
+  // the cluster's history (samples and hourly roll-ups, HistoryRow).
+  static constexpr int kSchemaVersion = 2;
   Status Migrate() {
     HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* v, Prepare("PRAGMA user_version"));
     const int version = sqlite3_step(v) == SQLITE_ROW ? sqlite3_column_int(v, 0) : 0;
@@ -306,14 +324,52 @@ class SqliteStore final : public StateStore {
                                         ", newer than this hangar knows (up to " + std::to_string(kSchemaVersion) +
                                         "); run the newer hangar that wrote it, or restore a backup into a new store");
     }
-    if (version >= 1) return Status::Ok();
+    if (version >= kSchemaVersion) return Status::Ok();
     HANGAR_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-    Status s = MigrateToSharedSpecs();
+    Status s = version < 1 ? MigrateToSharedSpecs() : Status::Ok();
+    if (s.ok()) {
+      s = Exec("CREATE TABLE history (hourly INTEGER NOT NULL, time_ms INTEGER NOT NULL, step_ms INTEGER NOT NULL, "
+               "gpus REAL NOT NULL, allocated REAL NOT NULL, busy REAL NOT NULL, idle REAL NOT NULL, "
+               "pending REAL NOT NULL, running REAL NOT NULL, PRIMARY KEY (hourly, time_ms)); "
+               "PRAGMA user_version = 2");
+    }
     if (!s.ok()) {
       (void)Exec("ROLLBACK");
       return Status(s.code(), "the store " + path_ + " could not be upgraded to this hangar's schema: " + s.message());
     }
     return Exec("COMMIT");
+  }
+
+  // History samples, then the upkeep (HistoryUpkeep): the roll-up keeps an hour already rolled up.
+  Status WriteHistory(const StoreBatch& b) {
+    if (!b.history.empty()) {
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+          "INSERT INTO history (hourly,time_ms,step_ms,gpus,allocated,busy,idle,pending,running) VALUES "
+          "(?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(hourly,time_ms) DO UPDATE SET step_ms=?3,gpus=?4,"
+          "allocated=?5,busy=?6,idle=?7,pending=?8,running=?9"));
+      for (const auto& h : b.history) {
+        sqlite3_bind_int(q, 1, h.step == kHistoryHour ? 1 : 0);
+        sqlite3_bind_int64(q, 2, h.time);
+        sqlite3_bind_int64(q, 3, h.step);
+        const double values[] = {h.gpus, h.allocated, h.busy, h.idle, h.pending, h.running};
+        for (int i = 0; i < 6; ++i) sqlite3_bind_double(q, 4 + i, values[i]);
+        HANGAR_RETURN_IF_ERROR(StepDone(q));
+      }
+    }
+    const HistoryUpkeep& u = b.history_upkeep;
+    if (u.empty()) return Status::Ok();
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
+        "INSERT INTO history (hourly,time_ms,step_ms,gpus,allocated,busy,idle,pending,running) "
+        "SELECT 1, time_ms / 3600000 * 3600000 AS hour, 3600000, avg(gpus), avg(allocated), avg(busy), avg(idle), "
+        "avg(pending), avg(running) FROM history WHERE hourly = 0 AND time_ms < ?1 / 3600000 * 3600000 "
+        "GROUP BY hour ON CONFLICT(hourly,time_ms) DO NOTHING"));
+    sqlite3_bind_int64(q, 1, u.roll_up_before);
+    HANGAR_RETURN_IF_ERROR(StepDone(q));
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* d, Prepare(
+        "DELETE FROM history WHERE (hourly = 0 AND time_ms < ?1) OR (hourly = 1 AND time_ms < ?2)"));
+    sqlite3_bind_int64(d, 1, u.drop_samples_before);
+    sqlite3_bind_int64(d, 2, u.drop_hourly_before);
+    return StepDone(d);
   }
 
   Status MigrateToSharedSpecs() {

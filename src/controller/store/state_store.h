@@ -75,6 +75,31 @@ struct KeyValueRow {
   bool erase = false;
 };
 
+// The cluster's load at `time` (the dashboard's charts, GET /v1/history), averaged over `step` ms:
+// the sampling interval for a sample, kHistoryHour for an hourly roll-up. GPUs are counted whole
+// (a fraction counts its share).
+struct HistoryRow {
+  Time time = 0;
+  Duration step = 0;
+  double gpus = 0;       // on the cluster
+  double allocated = 0;  // held by jobs
+  double busy = 0;       // held and at or above the idle threshold
+  double idle = 0;       // held but below it: the waste
+  double pending = 0, running = 0;  // jobs
+};
+inline constexpr Duration kHistoryHour = 3'600'000;
+
+// Keeps the history bounded (HistorySampler): samples of the whole hours before
+// `roll_up_before` are averaged into one hourly row each (once: an hour rolled up is left as it
+// is), then samples before `drop_samples_before` and hourly rows before `drop_hourly_before` are
+// deleted. 0: that step is skipped.
+struct HistoryUpkeep {
+  Time roll_up_before = 0;
+  Time drop_samples_before = 0;
+  Time drop_hourly_before = 0;
+  bool empty() const { return roll_up_before == 0 && drop_samples_before == 0 && drop_hourly_before == 0; }
+};
+
 // Everything one commit writes, atomically.
 struct StoreBatch {
   std::vector<JobRow> jobs;
@@ -89,9 +114,12 @@ struct StoreBatch {
   // again).
   std::vector<uint64_t> erased_jobs;
   std::vector<std::string> erased_specs;
+  // History samples to add, then the upkeep (after them, in the same transaction).
+  std::vector<HistoryRow> history;
+  HistoryUpkeep history_upkeep;
   bool empty() const {
     return !erase_all && jobs.empty() && nodes.empty() && events.empty() && values.empty() && audit.empty() &&
-           erased_jobs.empty() && erased_specs.empty();
+           erased_jobs.empty() && erased_specs.empty() && history.empty() && history_upkeep.empty();
   }
 };
 
@@ -134,6 +162,9 @@ class StateStore {
   virtual StatusOr<std::vector<EventRow>> Events(const std::string& subject_prefix, int limit) = 0;
   // The audit log, newest first: at most `limit` rows, of `user` only unless it is "".
   virtual StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) = 0;
+  // The history's hourly roll-ups (`hourly`) or its samples at or after `since`, oldest first.
+  // Unimplemented where a store keeps none.
+  virtual StatusOr<std::vector<HistoryRow>> History(bool hourly, Time since);
   virtual std::string Describe() const = 0;
   // What was committed after revision `since` (a Load's or an earlier call's rev), as one
   // consistent snapshot. Stores that several controllers share keep a change log for it

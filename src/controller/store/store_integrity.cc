@@ -315,6 +315,9 @@ class CheckedStore final : public StateStore {
   StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) override {
     return inner_->Audit(user, limit);
   }
+  StatusOr<std::vector<HistoryRow>> History(bool hourly, Time since) override {
+    return inner_->History(hourly, since);
+  }
   std::string Describe() const override { return inner_->Describe(); }
   StatusOr<int64_t> AcquireLease(const std::string& holder, Duration ttl) override {
     return inner_->AcquireLease(holder, ttl);
