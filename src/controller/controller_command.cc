@@ -59,13 +59,13 @@ struct Flags {
   std::string secrets_key;
   std::string checkpoint_root = "/tmp/hangar/checkpoints";
   std::string port_file;
-  // TLS (issue 16): HTTPS on the API and mutual TLS on the agent channel, or --insecure.
+  // TLS: HTTPS on the API and mutual TLS on the agent channel, or --insecure.
   std::string tls_dir;
   TlsFiles tls;
   bool insecure = false;
   std::string metrics_labels = "clean";
   bool gittins_by_predecessor = true;
-  // Limits against hostile clients (issue 16): the REST API's connections, and what one user
+  // Limits against hostile clients: the REST API's connections, and what one user
   // may have queued.
   int http_max_connections = HttpLimits{}.max_connections;
   int http_max_connections_per_client = HttpLimits{}.max_connections_per_client;
@@ -78,7 +78,7 @@ struct Flags {
   long max_queued_per_user = ControllerOptions{}.max_queued_per_user;
   std::string max_spec_bytes_per_user = "1Gi";  // SpecBook::kDefaultMaxBytesPerUser
   std::string keep_finished = "30d";
-  // Leader election on a PostgreSQL store (issue 18).
+  // Leader election on a PostgreSQL store.
   std::string name;       // default: HOSTNAME:API_PORT
   std::string advertise;  // the API URL clients are sent to; default: the bound --api address
   std::string lease = "1500ms";
@@ -186,7 +186,7 @@ StatusOr<LeaseOptions> LeaseFlags(const Flags& f) {
   return o;
 }
 
-// A controller on a PostgreSQL store stands by until it takes the lease (issue 18): its servers
+// A controller on a PostgreSQL store stands by until it takes the lease: its servers
 // answer on the API and agent ports (a standby points to the leader, never acts), and are closed
 // when it leads; `api` and `agents` get the ports bound, for the leader's servers. Returns the
 // lease, renewing.
@@ -279,7 +279,7 @@ StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const 
   }
 }
 
-// With networks.management in cluster.yaml (issue 16), the controller listens there (or on
+// With networks.management in cluster.yaml, the controller listens there (or on
 // loopback) only: never on every interface, which would put it on the data network too.
 Status OnManagementNetwork(const std::string& network, std::string host, const char* flag) {
   if (network.empty()) return Status::Ok();
@@ -507,7 +507,7 @@ StatusOr<AgentServer> ServeAgents(const Flags& f, const TlsFiles& tls, const Hos
   // Agent streams live for days and are many: the minimal filter stack keeps each call's arena
   // small (deadlines, census and compression filters are not used on this channel).
   builder.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
-  // Agents ping every second to notice a controller that stopped answering (issue 18).
+  // Agents ping every second to notice a controller that stopped answering.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   // A connection that has not finished its TLS handshake and HTTP/2 hello by then is closed (an

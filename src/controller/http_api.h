@@ -59,7 +59,7 @@ class HttpApi {
   // What every request passes before routing (request_guard.h): Host, Origin, Content-Type and,
   // with `--auth dev`, the dev token. Call before Start.
   void set_request_guard(RequestGuardOptions options) { guard_ = RequestGuard(std::move(options)); }
-  // With leader election (issue 18): who this leader is, for GET /v1/leader (LeaderInfo::ToJson).
+  // With leader election: who this leader is, for GET /v1/leader (LeaderInfo::ToJson).
   void set_leader_info(std::function<nlohmann::json()> info) { leader_info_ = std::move(info); }
   // What the history keeps, for GET /v1/history (history.h). Call before Start.
   void set_history_options(const HistoryOptions& o) { history_ = o; }

@@ -11,7 +11,7 @@ using namespace http;  // NOLINT: the handlers' own helpers
 
 void HttpApi::AuthRoutes() {
   httplib::Server& s = *server_;
-  // The audit log: every call that may change something, as answered (issue 16).
+  // The audit log: every call that may change something, as answered.
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") return;
     AuditRow row;

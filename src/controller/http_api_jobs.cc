@@ -1,4 +1,4 @@
-// REST routes for batch work (issue 20): job lists that filter and page, bulk and per-job hold,
+// REST routes for batch work: job lists that filter and page, bulk and per-job hold,
 // release, requeue and cancel, and per-job accounting (JSON or CSV).
 #include <charconv>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The web dashboard's server side (issue 21, docs/dashboard.md): the app's files, compiled into
+// The web dashboard's server side (docs/dashboard.md): the app's files, compiled into
 // the binary from web/dashboard/ at build time and served at / and /ui/..., and the reads the REST
 // API lacked for it -- the cluster map in one compact answer, the queue in the scheduler's order
 // with positions and estimated starts, and a live feed of changes (server-sent events).

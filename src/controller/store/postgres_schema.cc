@@ -51,7 +51,7 @@ BEGIN
   END IF;
 END $$;
 )sql"},
-    // The change log standbys follow (issue 18): one row per commit, naming the rows it wrote, so
+    // The change log standbys follow: one row per commit, naming the rows it wrote, so
     // that a standby reads only those. Commits are serial (one leader, fenced), so revisions grow
     // in commit order. `reset`: a restore emptied every table.
     {3, R"sql(

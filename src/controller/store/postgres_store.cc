@@ -1,4 +1,4 @@
-// The PostgreSQL store (issue 18): the SQLite store's contract on a server that several
+// The PostgreSQL store: the SQLite store's contract on a server that several
 // controllers can share. A commit is one transaction sent in one round trip (libpq pipeline mode;
 // one statement per table, its rows as one array per column unpacked by unnest), with
 // synchronous_commit on: when Commit returns OK the batch is on the server's disk.

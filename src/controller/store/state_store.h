@@ -58,7 +58,7 @@ struct EventRow {
   std::string message;
 };
 
-// One mutating API call (issue 16): who, what, when, from where, and how it ended.
+// One mutating API call: who, what, when, from where, and how it ended.
 struct AuditRow {
   int64_t id = 0;  // assigned by the store
   Time time = 0;
@@ -123,7 +123,7 @@ struct StoreBatch {
   }
 };
 
-// The leadership lease as it is now (issue 18); epoch 0 and holder "" when nobody ever took it.
+// The leadership lease as it is now; epoch 0 and holder "" when nobody ever took it.
 struct LeaseRow {
   std::string holder;
   int64_t epoch = 0;
@@ -139,7 +139,7 @@ struct StoreContents {
   int64_t rev = 0;
 };
 
-// The rows written since a revision (issue 18: a standby follows the store this way). `values`
+// The rows written since a revision (a standby follows the store this way). `values`
 // has erase set for rows deleted since. `reset`: the changes cannot be told (the store was emptied
 // by a restore, or its change log was pruned past `since`): Load everything again.
 struct StoreChanges {
@@ -171,7 +171,7 @@ class StateStore {
   // (PostgreSQL); the others answer Unimplemented.
   virtual StatusOr<StoreChanges> ChangesSince(int64_t since);
 
-  // Leadership of a store that several controllers share (PostgreSQL; issue 18). The lease is one
+  // Leadership of a store that several controllers share (PostgreSQL). The lease is one
   // row: its holder, its expiry on the database server's clock, and an epoch that grows at every
   // takeover. AcquireLease takes it when it is free or expired and returns the new epoch; from then
   // on every Commit of this store checks, in its own transaction, that this epoch is still the
@@ -209,7 +209,7 @@ StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url, const St
 // The URL as it may be shown in logs and messages: a PostgreSQL URL without its password.
 std::string ShownStoreUrl(const std::string& url);
 
-// The store's identity (issue 15): meta/store_id in `contents`, or a new random one committed
+// The store's identity: meta/store_id in `contents`, or a new random one committed
 // now when the store has none (a new store, or one from before identities). Agents remember it,
 // so a controller started on a lost store's empty replacement cannot take their old results.
 StatusOr<std::string> EnsureStoreId(StateStore& store, const StoreContents& contents);

@@ -1,5 +1,5 @@
-// StoreFollower: a standby controller's copy of the rows of a store that another controller leads
-// (issue 18). The standby catches up several times a second, reading only what the leader's
+// StoreFollower: a standby controller's copy of the rows of a store that another controller
+// leads. The standby catches up several times a second, reading only what the leader's
 // commits wrote since (StateStore::ChangesSince), so that a takeover starts from rows already in
 // memory -- one last catch-up, not a full load of every job.
 #pragma once
