@@ -353,6 +353,26 @@ TEST_F(ClusterStateTest, AVictimThatStopsFirstDoesNotTakeBackWhatItsPreemptorWai
   EXPECT_EQ(state_->GetJob(2)->restarts, 1u);
 }
 
+// A victim still checkpointing holds its GPUs: the dashboard's map (GpuGrants) drew them free,
+// since the requeued job is no longer active, while the scheduler and the node list held them.
+TEST_F(ClusterStateTest, TheGpusOfTasksStillStoppingAreShownHeld) {
+  std::string node1, node2;
+  ASSERT_NO_FATAL_FAILURE(PreemptTwoVictims(8, &node1, &node2));
+  ASSERT_EQ(state_->GetJob(1)->state, "pending");
+  auto held_by = [&](sched::JobId job) {
+    size_t n = 0;
+    for (const auto& [id, g] : state_->GpuGrants()) n += id == job && g.milli >= 1000;
+    return n;
+  };
+  EXPECT_EQ(held_by(1), 8u) << "job 1's task still stops on " << node1;
+  EXPECT_EQ(held_by(2), 8u);
+  EXPECT_EQ(state_->GetNode(node1)->gpus_free, 0);
+  Effects st;
+  Status(node1, "1.0.0", pb::TaskStatus::EXITED, 0, 6, &st);
+  EXPECT_EQ(held_by(1), 0u) << "released once it has ended";
+  EXPECT_EQ(held_by(2), 8u);
+}
+
 // The GPUs of a preemptor's placement that are free while a victim still stops on the same node
 // are held too: they were not (only whole tasks were held), a small job took them, the preemptor
 // found its plan taken and preempted again, in a loop (`hangar dev --submit-examples

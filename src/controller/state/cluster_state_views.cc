@@ -120,6 +120,14 @@ std::vector<std::pair<sched::JobId, cluster::GpuGrant>> ClusterState::GpuGrants(
   for (sched::JobId id : active_) {
     for (const cluster::GpuGrant& g : jobs_.at(id).assignment.grants) out.emplace_back(id, g);
   }
+  // A requeued or preempted job's tasks still stopping hold their GPUs (the scheduler counts them
+  // held) though the job is no longer active: the map drew them free.
+  for (const auto& entry : zombies_) {
+    sched::JobId job;
+    uint32_t attempt, index;
+    if (!ParseTaskId(entry.first, &job, &attempt, &index)) continue;
+    for (const cluster::GpuGrant& g : entry.second.share.grants) out.emplace_back(job, g);
+  }
   return out;
 }
 
