@@ -18,6 +18,7 @@
 #include <httplib.h>
 
 #include "common/net.h"
+#include "common/sha256.h"
 #include "common/subprocess.h"
 
 namespace hangar::testing {
@@ -151,6 +152,14 @@ void UnmountUnder(const std::string& root) {
   for (const auto& p : points) umount2(p.c_str(), MNT_DETACH);
 }
 
+// The short folder an agent keeps podman's runroot and tmpdir in for its podman folder `d`, as
+// agent::ShortRunDir names it (/run as root, else /tmp; a test runs as root): the containers of
+// that store are known only under it.
+static std::string AgentRunDir(const std::string& d) {
+  const std::string base = geteuid() == 0 && ::access("/run", W_OK) == 0 ? "/run" : "/tmp";
+  return base + "/hangar-podman-" + Sha256Hex(fs::absolute(d).lexically_normal().string()).substr(0, 12);
+}
+
 void RemoveContainersUnder(const std::string& root) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(root, ec)) {
@@ -159,7 +168,10 @@ void RemoveContainersUnder(const std::string& root) {
     if (!fs::exists(d + "/storage/overlay-images", ec) && !fs::exists(d + "/storage/overlay-containers", ec)) continue;
     CommandOptions o;
     o.env = {{"CONTAINERS_CONF", d + "/containers.conf"}};
-    const std::vector<std::string> p = {"podman", "--root", d + "/storage", "--runroot", d + "/run", "--tmpdir", d + "/tmp"};
+    // podman --runroot under the state folder knew none of the agent's containers: every
+    // container test left its running containers behind.
+    const std::string run = AgentRunDir(d);
+    const std::vector<std::string> p = {"podman", "--root", d + "/storage", "--runroot", run + "/run", "--tmpdir", run + "/tmp"};
     for (const auto& tail : std::vector<std::vector<std::string>>{{"rm", "--all", "--force", "--time", "0"},
                                                                   {"system", "reset", "--force"}}) {
       std::vector<std::string> argv = p;
@@ -167,6 +179,8 @@ void RemoveContainersUnder(const std::string& root) {
       (void)RunCommand(argv, o);
     }
     UnmountUnder(d);  // podman leaves its storage's own overlay mount behind
+    UnmountUnder(run);
+    fs::remove_all(run, ec);
   }
 }
 
