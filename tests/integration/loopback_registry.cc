@@ -164,8 +164,12 @@ void RemoveContainersUnder(const std::string& root) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(root, ec)) {
     const std::string d = (e.path() / "podman").string();
-    // Only a store that ever held an image or a container (most agents of tests never do).
-    if (!fs::exists(d + "/storage/overlay-images", ec) && !fs::exists(d + "/storage/overlay-containers", ec)) continue;
+    // Only a store that ever held an image or a container (most agents of tests never do); the
+    // agent made its run folder all the same.
+    if (!fs::exists(d + "/storage/overlay-images", ec) && !fs::exists(d + "/storage/overlay-containers", ec)) {
+      fs::remove_all(AgentRunDir(d), ec);
+      continue;
+    }
     CommandOptions o;
     o.env = {{"CONTAINERS_CONF", d + "/containers.conf"}};
     // podman --runroot under the state folder knew none of the agent's containers: every
