@@ -68,6 +68,55 @@ std::string SinfoValue(const api::NodeView& n, const std::string& partition, cha
 
 }  // namespace
 
+// scontrol show WHAT [ARG]: hostnames, hostname, job, node; -1 when WHAT is none of them.
+static int ScontrolShow(ApiClient* api, const Args& a, const std::vector<std::string>& words) {
+  const std::string what = Lower(words[1]);
+  const std::string arg = words.size() >= 3 ? words[2] : "";
+  if (what == "hostnames" || what == "hostname") {
+    std::string list = arg;
+    if (list.empty() && std::getenv("SLURM_JOB_NODELIST")) list = std::getenv("SLURM_JOB_NODELIST");
+    if (list.empty()) {
+      return Fail("scontrol", Status::InvalidArgument("no host list given and SLURM_JOB_NODELIST is not set"));
+    }
+    auto names = slurm::ExpandHostList(list);
+    if (!names.ok()) return Fail("scontrol", names.status());
+    if (what == "hostname") {
+      std::printf("%s\n", names->empty() ? "" : names->front().c_str());
+      return 0;
+    }
+    for (const auto& n : *names) std::printf("%s\n", n.c_str());
+    return 0;
+  }
+  if (what == "job" || what == "jobid" || what == "jobs") {
+    std::vector<api::JobView> jobs;
+    if (!arg.empty()) {
+      auto j = FetchJob(api, arg);
+      if (!j.ok() && j.status().code() == StatusCode::kNotFound) {
+        return Fail("scontrol", Status::NotFound("Invalid job id specified (job " + arg + " does not exist)"));
+      }
+      if (!j.ok()) return Fail("scontrol", j.status());
+      jobs.push_back(*j);
+    } else {
+      auto all = ListJobs(api, "", {"pending", "starting", "running", "preempting"});
+      if (!all.ok()) return Fail("scontrol", all.status());
+      jobs = *all;
+    }
+    for (const auto& j : jobs) PrintJob(j, a.Has("oneliner"));
+    return 0;
+  }
+  if (what == "node" || what == "nodes") {
+    auto list = api->Get(arg.empty() ? "/v1/nodes" : "/v1/nodes/" + arg);
+    if (!list.ok()) return Fail("scontrol", list.status());
+    const nlohmann::json rows = arg.empty() ? list->value("nodes", nlohmann::json::array()) : nlohmann::json::array({*list});
+    for (const auto& r : rows) {
+      auto n = api::NodeViewFromJson(r);
+      if (n.ok()) PrintNode(*n, a.Has("oneliner"));
+    }
+    return 0;
+  }
+  return -1;
+}
+
 int Scontrol(ApiClient* api, const std::vector<std::string>& argv) {
   Args a;
   Status ok = a.Parse("scontrol", argv, {{"d", "details", false}, {"o", "oneliner", false}, {"Q", "quiet", false}});
@@ -78,50 +127,7 @@ int Scontrol(ApiClient* api, const std::vector<std::string>& argv) {
   }
   const std::string verb = Lower(words[0]);
   if (verb == "show" && words.size() >= 2) {
-    const std::string what = Lower(words[1]);
-    const std::string arg = words.size() >= 3 ? words[2] : "";
-    if (what == "hostnames" || what == "hostname") {
-      std::string list = arg;
-      if (list.empty() && std::getenv("SLURM_JOB_NODELIST")) list = std::getenv("SLURM_JOB_NODELIST");
-      if (list.empty()) {
-        return Fail("scontrol", Status::InvalidArgument("no host list given and SLURM_JOB_NODELIST is not set"));
-      }
-      auto names = slurm::ExpandHostList(list);
-      if (!names.ok()) return Fail("scontrol", names.status());
-      if (what == "hostname") {
-        std::printf("%s\n", names->empty() ? "" : names->front().c_str());
-        return 0;
-      }
-      for (const auto& n : *names) std::printf("%s\n", n.c_str());
-      return 0;
-    }
-    if (what == "job" || what == "jobid" || what == "jobs") {
-      std::vector<api::JobView> jobs;
-      if (!arg.empty()) {
-        auto j = FetchJob(api, arg);
-        if (!j.ok() && j.status().code() == StatusCode::kNotFound) {
-          return Fail("scontrol", Status::NotFound("Invalid job id specified (job " + arg + " does not exist)"));
-        }
-        if (!j.ok()) return Fail("scontrol", j.status());
-        jobs.push_back(*j);
-      } else {
-        auto all = ListJobs(api, "", {"pending", "starting", "running", "preempting"});
-        if (!all.ok()) return Fail("scontrol", all.status());
-        jobs = *all;
-      }
-      for (const auto& j : jobs) PrintJob(j, a.Has("oneliner"));
-      return 0;
-    }
-    if (what == "node" || what == "nodes") {
-      auto list = api->Get(arg.empty() ? "/v1/nodes" : "/v1/nodes/" + arg);
-      if (!list.ok()) return Fail("scontrol", list.status());
-      const nlohmann::json rows = arg.empty() ? list->value("nodes", nlohmann::json::array()) : nlohmann::json::array({*list});
-      for (const auto& r : rows) {
-        auto n = api::NodeViewFromJson(r);
-        if (n.ok()) PrintNode(*n, a.Has("oneliner"));
-      }
-      return 0;
-    }
+    if (const int rc = ScontrolShow(api, a, words); rc >= 0) return rc;
   }
   if ((verb == "hold" || verb == "release" || verb == "requeue" || verb == "uhold") && words.size() >= 2) {
     const std::string action = verb == "uhold" ? "hold" : verb;
