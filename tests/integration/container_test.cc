@@ -147,12 +147,13 @@ TEST_F(ContainerTest, ATwoNodeGangInContainersGetsTheTorchrunVariables) {
 TEST_F(ContainerTest, CheckpointSignalAndCheckpointDoneWorkFromInside) {
   StartCluster(1);
   // Each start notes itself; on SIGUSR1 the task reports its checkpoint with the in-container
-  // `hangar`, which ends the 60 s grace at once.
+  // `hangar`, which ends the 60 s grace at once. The note is written before the report: the
+  // SIGTERM the report brings may run its trap before any command after the report.
   const uint64_t id = Submit(
       "name: ckpt\nimage: " + *image_ + "\ncheckpoint: {signal: SIGUSR1, grace: 60s}\ntasks:\n  - gpus: 1\n"
       "    mounts: ['" + out_ + ":/out:rw']\n"
       "    command: ['/bin/sh', '-c', '"
-      "trap \"hangar checkpoint-done --step 7 && echo reported >> /out/ckpt\" USR1; "
+      "trap \"echo reporting >> /out/ckpt; hangar checkpoint-done --step 7\" USR1; "
       "trap \"echo term >> /out/ckpt; exit 143\" TERM; echo start >> /out/starts; while true; do sleep 0.1; done']\n");
   ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 60 * kSecond)) << cluster_->Job(id).dump();
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return ReadFile(out_ + "/starts") == "start\n"; }, 20 * kSecond));
@@ -163,7 +164,7 @@ TEST_F(ContainerTest, CheckpointSignalAndCheckpointDoneWorkFromInside) {
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return ReadFile(out_ + "/starts") == "start\nstart\n"; }, 30 * kSecond))
       << "ckpt: " << ReadFile(out_ + "/ckpt") << "\n" << cluster_->Job(id).dump() << "\n"
       << ReadFile(cluster_->dir() + "/agent-node-1.log");
-  EXPECT_EQ(ReadFile(out_ + "/ckpt"), "reported\nterm\n");
+  EXPECT_EQ(ReadFile(out_ + "/ckpt"), "reporting\nterm\n");
   bool said = false;
   for (const auto& e : cluster_->Get("/v1/events?limit=200").value("events", nlohmann::json::array())) {
     said |= Contains(e.value("message", ""), "checkpoint") && Contains(e.value("message", ""), "step 7");
