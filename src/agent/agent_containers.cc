@@ -135,6 +135,7 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   const pb::Container& c = l.container();
   ContainerRun run;
   run.name = ContainerName(options_.node, l.task_id());
+  launch->cleanup_argv = podman_->RemoveCommand(run.name);
   run.image = c.image();
   run.argv = launch->argv;
   for (const auto& [k, v] : launch->env) {

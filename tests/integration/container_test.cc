@@ -46,8 +46,8 @@ class ContainerTest : public ::testing::Test {
     std::string yaml = "node_defaults: {gpus: 4, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 64Gi}\n"
                        "nodes: [";
     for (int i = 1; i <= nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
-    cluster_ = std::make_unique<LocalCluster>(yaml +
-                                              "]\ncontainers: {mounts_allowed: [/tmp]}\ndata: {file_roots: [/tmp]}\n");
+    cluster_ = std::make_unique<LocalCluster>(
+        yaml + "]\ncontainers: {mounts_allowed: [/tmp]}\ndata: {file_roots: [/tmp]}\n", controller_args_);
     cluster_->StartController();
     for (int i = 1; i <= nodes; ++i) cluster_->StartAgent("node-" + std::to_string(i), agent_args_);
     ASSERT_TRUE(cluster_->WaitForAgents(nodes));
@@ -85,6 +85,7 @@ class ContainerTest : public ::testing::Test {
   std::unique_ptr<LocalCluster> cluster_;
   std::string out_;
   std::vector<std::string> agent_args_;  // for every agent StartCluster starts
+  std::vector<std::string> controller_args_;
 };
 
 std::string* ContainerTest::scratch_ = nullptr;
@@ -240,6 +241,42 @@ TEST_F(ContainerTest, AnAgentKilledAndRestartedLeavesNoOrphanAndStartsNothingTwi
   int status = 0;
   cluster_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", &status);
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return PodmanPs("node-1").empty(); }, 20 * kSecond)) << PodmanPs("node-1");
+}
+
+// SIGKILL to every conmon whose command line names `dir` (a cluster's own storage: container
+// names repeat across the clusters of tests run side by side). Returns how many it killed.
+int KillConmonsUnder(const std::string& dir) {
+  int killed = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(e.path().string() + "/cmdline");
+    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+    if (fs::path(argv0).filename() != "conmon" || cmdline.find(dir) == std::string::npos) continue;
+    killed += kill(std::stoi(pid), SIGKILL) == 0;
+  }
+  return killed;
+}
+
+// Killing the agent for good leaves the fence keeper to stop its container task once the node's
+// lease runs out, and then to remove the container from the node's store: nothing else would when
+// conmon, whose exit command removes a `--rm` container, has gone with the agent (here: killed
+// with it; a node's OOM killer or a cgroup kill does the same).
+TEST_F(ContainerTest, AKilledAgentsContainerIsStoppedAndRemovedByTheFence) {
+  controller_args_ = {"--heartbeat-interval", "250ms", "--heartbeat-timeout", "1s", "--node-lease", "3s"};
+  StartCluster(1);
+  const uint64_t id = Submit("name: fenced\nimage: " + *image_ + "\ntasks:\n  - gpus: 1\n    mounts: ['" + out_ +
+                             ":/out:rw']\n    command: ['/bin/sh', '-c', 'echo start >> /out/starts; sleep 600']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 60 * kSecond)) << cluster_->Job(id).dump();
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return ReadFile(out_ + "/starts") == "start\n"; }, 20 * kSecond));
+  ASSERT_EQ(Lines(PodmanPs("node-1")).size(), 1u) << PodmanPs("node-1");
+  cluster_->KillAgent("node-1", SIGKILL);  // and it never comes back
+  EXPECT_GE(KillConmonsUnder(cluster_->dir() + "/agents/node-1/"), 1);
+  const std::string keeper_log = cluster_->dir() + "/agents/node-1/fence/keeper.log";
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return PodmanPs("node-1").empty(); }, 30 * kSecond))
+      << PodmanPs("node-1") << "\n" << ReadFile(keeper_log);
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(keeper_log), "is done"); }, 10 * kSecond))
+      << ReadFile(keeper_log);
 }
 
 TEST_F(ContainerTest, AMissingImageIsRefusedNamingTheImageAndTheRegistry) {

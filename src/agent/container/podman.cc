@@ -248,6 +248,14 @@ StatusOr<std::vector<LocalContainer>> Podman::Containers(const std::string& labe
   return out;
 }
 
+std::vector<std::string> Podman::RemoveCommand(const std::string& name) const {
+  std::vector<std::string> argv = {"env"};
+  for (const auto& [k, v] : Environment()) argv.push_back(k + "=" + v);
+  for (std::string& a : Global()) argv.push_back(std::move(a));
+  argv.insert(argv.end(), {"rm", "--force", "--time", "0", "--ignore", name});
+  return argv;
+}
+
 Status Podman::RemoveContainer(const std::string& name, Duration stop_timeout) const {
   const std::string seconds = std::to_string(std::max<Duration>(0, stop_timeout) / kSecond);
   HANGAR_ASSIGN_OR_RETURN(CommandResult r,

@@ -116,6 +116,9 @@ class Podman {
   // Removes the container, killing it if it still runs: at once, or after its stop signal and
   // up to `stop_timeout` to act on it (whole seconds).
   Status RemoveContainer(const std::string& name, Duration stop_timeout = 0) const;
+  // The command line that removes the container at once, for a process that is not this one (the
+  // fence keeper): `env CONTAINERS_CONF=... podman --root ... rm --force --time 0 --ignore NAME`.
+  std::vector<std::string> RemoveCommand(const std::string& name) const;
 
   const PodmanOptions& options() const { return options_; }
 

@@ -67,10 +67,19 @@ std::optional<Lease> FenceDir::ReadLease() const {
   return l;
 }
 
+// "<pid> <start ticks>\n<cgroup>\n" and then the cleanup command's arguments, each ended by a NUL.
 Status FenceDir::GuardTask(const GuardedTask& t) const {
-  return Replace(
-      Path("tasks/" + t.task_id),
-      std::to_string(t.pid) + " " + std::to_string(t.start_ticks) + "\n" + t.cgroup_dir + "\n");
+  std::string text =
+      std::to_string(t.pid) + " " + std::to_string(t.start_ticks) + "\n" + t.cgroup_dir + "\n";
+  for (const std::string& arg : t.cleanup) text += arg + std::string(1, '\0');
+  return Replace(Path("tasks/" + t.task_id), text);
+}
+
+std::optional<GuardedTask> FenceDir::Guarded(const std::string& task_id) const {
+  for (GuardedTask& t : GuardedTasks()) {
+    if (t.task_id == task_id) return std::move(t);
+  }
+  return std::nullopt;
 }
 
 void FenceDir::ReleaseTask(const std::string& task_id) const {
@@ -90,6 +99,7 @@ std::vector<GuardedTask> FenceDir::GuardedTasks() const {
     if (!(in >> t.pid >> t.start_ticks)) continue;
     in.ignore(1);
     std::getline(in, t.cgroup_dir);
+    for (std::string arg; std::getline(in, arg, '\0');) t.cleanup.push_back(arg);
     out.push_back(std::move(t));
   }
   return out;

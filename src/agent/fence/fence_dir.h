@@ -3,8 +3,9 @@
 // die and restart (kill -9 included) and find the other's word where it left it:
 //
 //   lease          the lease's end on the lease clock, or "none" (the controller fences nothing)
-//   tasks/<id>     a running task: its process group leader and cgroup (written before its process
-//                  starts, with pid 0, and again once it runs; removed when it has ended)
+//   tasks/<id>     a running task: its process group leader, cgroup and cleanup command (written
+//                  before its process starts, with pid 0, and again once it runs; removed when it
+//                  has ended)
 //   fenced/<id>    the keeper stopped this task because the lease ran out (and when)
 //   fenced.log     one JSON line per task the keeper stopped, with its times
 //   keeper.lock    held by the running keeper; agent.lock held by the running agent
@@ -44,6 +45,9 @@ struct GuardedTask {
   // for the task by its environment only when it names both the task and this agent (another
   // agent on the host, a second cluster's or a test's, runs tasks with the same ids).
   std::string agent_state_dir;
+  // Run by the keeper once a task it fenced has gone (a container's removal: killing `podman run`
+  // and its conmon leaves the container behind); empty: nothing to run.
+  std::vector<std::string> cleanup;
 };
 
 class FenceDir {
@@ -61,6 +65,8 @@ class FenceDir {
   std::optional<Lease> ReadLease() const;
 
   Status GuardTask(const GuardedTask& task) const;
+  // The record of one task, if it is guarded.
+  std::optional<GuardedTask> Guarded(const std::string& task_id) const;
   void ReleaseTask(const std::string& task_id) const;
   std::vector<GuardedTask> GuardedTasks() const;
 

@@ -115,6 +115,7 @@ int SignalTask(const GuardedTask& t, int sig) {
 }
 
 size_t FenceKeeper::Step(int64_t now_ms, bool agent_alive) {
+  Reap();
   if (auto read = dir_.ReadLease()) lease_ = *read;
   const std::vector<GuardedTask> tasks = dir_.GuardedTasks();
   std::map<std::string, Stopping> still;
@@ -165,8 +166,55 @@ bool FenceKeeper::StopTask(const GuardedTask& t, int64_t now_ms, Stopping* s) {
                  n);
   }
   if (SignalTask(t, 0) > 0) return true;
+  StartCleanup({t.task_id, t.cleanup});
   Forget(t, s);
   return false;
+}
+
+void FenceKeeper::StartCleanup(Cleanup c) {
+  if (c.argv.empty()) return;
+  ++c.tries;
+  std::vector<std::string> args = c.argv;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  // Its output goes where the keeper's goes (fence/keeper.log).
+  const int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (err != 0) {
+    spdlog::error("fence: cannot run the cleanup of task {} ({}): {}", c.task_id, args[0],
+                  std::strerror(err));
+    return;
+  }
+  std::string command;
+  for (const std::string& a : args) command += (command.empty() ? "" : " ") + a;
+  spdlog::warn("fence: task {} has gone; cleaning up after it (try {}): {}", c.task_id, c.tries,
+               command);
+  cleaning_[pid] = std::move(c);
+}
+
+// A failed cleanup is tried again: podman 4.3's first `rm --force` of a container whose conmon
+// died with it fails ("container state improper"), having only learned that it stopped.
+void FenceKeeper::Reap() {
+  std::vector<Cleanup> again;
+  for (auto it = cleaning_.begin(); it != cleaning_.end();) {
+    int status = 0;
+    if (waitpid(it->first, &status, WNOHANG) != it->first) {
+      ++it;
+      continue;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      spdlog::info("fence: the cleanup of task {} is done", it->second.task_id);
+    } else if (it->second.tries < 3) {
+      again.push_back(std::move(it->second));
+    } else {
+      spdlog::error("fence: the cleanup of task {} failed {} times (wait status {}); see the lines "
+                    "above",
+                    it->second.task_id, it->second.tries, status);
+    }
+    it = cleaning_.erase(it);
+  }
+  for (Cleanup& c : again) StartCleanup(std::move(c));
 }
 
 void FenceKeeper::Forget(const GuardedTask& t, const Stopping* s) {
@@ -198,7 +246,7 @@ int RunFenceKeeper(const std::string& state_dir) {
     // With no task left, the agent's lock is looked at every round: a stopped node's keeper
     // leaves within a round of its agent, not a second later.
     if (left == 0 || round % 20 == 0) agent_alive = LockHeld(dir.Path("agent.lock"));
-    if (left == 0 && !agent_alive) {
+    if (left == 0 && !agent_alive && keeper.idle()) {
       // Held until exit: an agent starting now waits for it, then finds no keeper and starts one.
       std::optional<HeldLock> agent = HeldLock::TryTake(dir.Path("agent.lock"));
       if (agent) {

@@ -3,7 +3,8 @@
 // included -- ends it. It holds the node's lease deadline (fence_dir.h): once the lease runs out
 // without a renewal, it stops every task the agent guards: SIGTERM to the task's process group (and
 // to any process that carries its HANGAR_TASK_ID) term_grace before the deadline, SIGKILL (and the
-// cgroup's cgroup.kill) at it, and it records each in fenced/ and fenced.log. The controller starts
+// cgroup's cgroup.kill) at it, and it records each in fenced/ and fenced.log. Once a fenced task has
+// gone it runs the task's cleanup command (a container task's `podman rm`). The controller starts
 // the next attempt of a lost node's jobs only after that deadline, so no attempt overlaps the one
 // before it. A renewed lease stops the escalation.
 //
@@ -31,6 +32,8 @@ class FenceKeeper {
   size_t Step(int64_t now_ms, bool agent_alive);
 
   const FenceDir& dir() const { return dir_; }
+  // No cleanup command is still running.
+  bool idle() const { return cleaning_.empty(); }
 
  private:
   struct Stopping {
@@ -40,10 +43,20 @@ class FenceKeeper {
   };
   bool StopTask(const GuardedTask& t, int64_t now_ms, Stopping* s);
   void Forget(const GuardedTask& t, const Stopping* s);
+  struct Cleanup {
+    std::string task_id;
+    std::vector<std::string> argv;
+    int tries = 0;
+  };
+  // Starts the task's cleanup command, if it has one, without waiting for it; Reap collects the
+  // commands that have ended, logs how each went, and starts a failed one again (three tries).
+  void StartCleanup(Cleanup c);
+  void Reap();
 
   FenceDir dir_;
   Lease lease_;  // the last one read (a file that cannot be read keeps it)
   std::map<std::string, Stopping> stopping_;
+  std::map<pid_t, Cleanup> cleaning_;  // cleanup commands running, by pid
 };
 
 // Signals every live process of the task: its group (when its leader is still the process that

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace hangar::agent::fence {
@@ -146,6 +147,33 @@ TEST_F(FenceKeeperTest, SigtermComesTermGraceBeforeTheDeadlineAndARenewalStopsTh
   ASSERT_TRUE(dir.WriteLease({now + 500, 1000}).ok());
   keeper.Step(now + 600, true);
   EXPECT_TRUE(Ended(pid));
+}
+
+// A container task's processes (`podman run`, conmon, the container's own) are killed by the fence;
+// the container itself stays in podman's storage until something removes it. The keeper runs the
+// task's cleanup command once the task has gone, and only then.
+TEST_F(FenceKeeperTest, RunsAFencedTasksCleanupOnceItHasGone) {
+  FenceDir dir(dir_);
+  const pid_t pid = StartTask("12.0.0");
+  const std::string done = dir_ + "/cleaned";
+  const std::vector<std::string> cleanup = {"sh", "-c", "echo removed > '" + done + "'"};
+  ASSERT_TRUE(dir.GuardTask({"12.0.0", pid, 0, "", "", cleanup}).ok());
+  ASSERT_EQ(dir.Guarded("12.0.0").value_or(GuardedTask{}).cleanup, cleanup) << "kept on disk";
+  FenceKeeper keeper(dir_);
+  ASSERT_TRUE(dir.WriteLease({LeaseClockMs() + 60'000, 0}).ok());
+  keeper.Step(LeaseClockMs(), true);
+  EXPECT_FALSE(fs::exists(done)) << "nothing to clean while the lease holds";
+  ASSERT_TRUE(dir.WriteLease({LeaseClockMs() - 10, 0}).ok());
+  keeper.Step(LeaseClockMs(), true);
+  ASSERT_TRUE(Ended(pid));
+  for (int i = 0; i < 200 && !keeper.idle(); ++i) {
+    keeper.Step(LeaseClockMs(), true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(keeper.idle()) << "the cleanup command was reaped";
+  std::ifstream in(done);
+  std::string word;
+  EXPECT_TRUE(in >> word && word == "removed") << "the cleanup ran";
 }
 
 TEST_F(FenceKeeperTest, WithoutAnAgentTheRecordsOfEndedTasksGo) {

@@ -207,7 +207,7 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
   // Recorded before it starts: an agent killed between the start and the record would leave
   // the keeper a task it does not know of (it finds one without a pid by its HANGAR_TASK_ID).
   if (fence_) {
-    Status guarded = fence_->GuardTask({launch.task_id, 0, 0, request.cgroup_dir});
+    Status guarded = fence_->GuardTask({launch.task_id, 0, 0, request.cgroup_dir, "", launch.cleanup_argv});
     if (!guarded.ok()) {
       if (!request.cgroup_dir.empty()) RemoveCgroup(request.cgroup_dir);
       return Status(guarded.code(), "task '" + launch.task_id + "' cannot be fenced: " + guarded.message());
@@ -229,7 +229,10 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
     RemoveCgroup(task->cgroup_dir);  // the process never joined it
     task->cgroup_dir.clear();
   }
-  if (fence_) (void)fence_->GuardTask({launch.task_id, task->pid, task->start_ticks, task->cgroup_dir});
+  if (fence_) {
+    (void)fence_->GuardTask(
+        {launch.task_id, task->pid, task->start_ticks, task->cgroup_dir, "", launch.cleanup_argv});
+  }
   return task;
 }
 
@@ -404,7 +407,12 @@ Status TaskRunner::Adopt(const std::string& task_id, pid_t pid, bool signal_prox
     std::error_code error;
     if (std::filesystem::is_directory(cgroup_dir, error)) task->cgroup_dir = cgroup_dir;
   }
-  if (fence_) (void)fence_->GuardTask({task_id, pid, task->start_ticks, task->cgroup_dir});
+  if (fence_) {
+    // The record an earlier agent wrote keeps its cleanup command.
+    auto earlier = fence_->Guarded(task_id);
+    (void)fence_->GuardTask({task_id, pid, task->start_ticks, task->cgroup_dir, "",
+                             earlier ? earlier->cleanup : std::vector<std::string>{}});
+  }
   tasks_[task_id] = std::move(task);
   return Status::Ok();
 }

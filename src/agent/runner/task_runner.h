@@ -41,6 +41,9 @@ struct TaskLaunch {
   // --sig-proxy`): stops send it no SIGCONT, which podman 4.3 cannot always forward and, once one
   // forward fails, stops forwarding altogether (so the SIGTERM after it would be lost).
   bool signal_proxy = false;
+  // What the fence keeper runs once it has stopped the task and it has gone (a container's
+  // removal); empty: nothing.
+  std::vector<std::string> cleanup_argv;
 };
 
 struct TaskExit {
