@@ -496,7 +496,8 @@ void HttpApi::Routes() {
     if (!where.ok()) return Reply(res, where.status());
     const bool follow = req.has_param("follow") && req.get_param_value("follow") != "0";
     const bool err = req.has_param("stream") && req.get_param_value("stream") == "stderr";
-    auto [node, task_id] = *where;
+    // Not a structured binding: clang 14 cannot capture those in the lambda below.
+    const std::string node = where->first, task_id = where->second;
     if (follow) {  // until the task ends: the stream pump writes it, not this worker
       auto sink = control_->TakeStream(StreamHead{"text/plain", false, {{"Cache-Control", "no-store"}}});
       if (!sink.ok()) return Reply(res, sink.status());

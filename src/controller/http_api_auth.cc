@@ -150,7 +150,10 @@ void HttpApi::AuthRoutes() {
                                          "; `hangar token list` lists them"));
     }
     const Time now = owner_->clock()->Now();
-    auto [fresh, secret] = TokenBook::Mint(old->user, old->role, old->node, now, old->expires ? old->expires - old->created : 0);
+    // Not a structured binding: clang 14 cannot capture those in the lambda below.
+    auto minted = TokenBook::Mint(old->user, old->role, old->node, now, old->expires ? old->expires - old->created : 0);
+    auto& fresh = minted.first;
+    auto& secret = minted.second;
     fresh.run_as = old->run_as;  // its jobs run as the same account
     auto revoked = tokens_->Revoke(id, now, fresh.id);
     if (!revoked) return Reply(res, Status::NotFound("token " + id + " was revoked meanwhile"));
