@@ -132,6 +132,12 @@ TEST_F(DataTest, ACorruptedOriginCopyFailsTheStagingWithAClearReason) {
   EXPECT_TRUE(Contains(why, "hashes to sha256:")) << why;
   EXPECT_TRUE(Contains(why, "the origin copy is not what the job names")) << why;
   EXPECT_FALSE(fs::exists(Cached("node-1", w)));
+  // `hangar logs` gives the reason, not a node's "no logs for task".
+  int logs_status = 0;
+  const std::string logs = cluster_->Get("/v1/jobs/" + std::to_string(id) + "/logs?task=0", &logs_status).dump();
+  EXPECT_EQ(logs_status, 409) << logs;
+  EXPECT_TRUE(Contains(logs, "never started its tasks, so there are no logs")) << logs;
+  EXPECT_TRUE(Contains(logs, "hashes to sha256:")) << logs;
   // A missing digest is refused at submission.
   int status = 0;
   auto r = cluster_->Post("/v1/jobs", "name: x\ntasks:\n  - gpus: 1\n    artifacts: [{source: \"file://" + w.path +

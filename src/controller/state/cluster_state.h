@@ -143,6 +143,10 @@ struct TaskRun {
   std::string message;   // the agent's words on how it ended ("over its GPU memory limit ..."), if any
 };
 
+// How a task's message begins when its gang failed staging (its image or artifacts) and it never
+// ran: `hangar logs` gives the reason instead of asking a node for logs there are none of.
+inline constexpr const char* kNeverStarted = "never started: ";
+
 // A job spec as accepted, shared by every job submitted with the same text (a sweep of a
 // thousand identical jobs holds one copy).
 struct SpecEntry {

@@ -1,5 +1,6 @@
 // ClusterState: jobs -- submission, cancellation, how tasks end, requeueing -- and their views.
 #include <algorithm>
+#include <cstring>
 
 #include "controller/state/cluster_state.h"
 #include "job/gpu_proportions.h"
@@ -527,8 +528,19 @@ StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(sched::Jo
   if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist");
   const JobRecord& j = it->second;
   if (!attempt || *attempt == j.attempt) {
+    // No task process has run: the reason, not a node's "no logs for task" (the sentence says
+    // what to fix: the image, the registry, the artifact).
+    if (j.state == JobState::kStarting && !j.staging_waiting.empty()) {
+      return Status::FailedPrecondition("job " + std::to_string(id) + " is still staging (" + j.reason_detail +
+                                        "); its tasks have not started, so there are no logs yet");
+    }
     for (const auto& t : j.tasks) {
-      if (t.index == index) return std::make_pair(topology_->nodes()[t.node].name, TaskId(j.id, j.attempt, t.index));
+      if (t.index != index) continue;
+      if (t.message.rfind(kNeverStarted, 0) == 0) {
+        return Status::FailedPrecondition("job " + std::to_string(id) + " never started its tasks, so there are no logs: " +
+                                          t.message.substr(std::strlen(kNeverStarted)));
+      }
+      return std::make_pair(topology_->nodes()[t.node].name, TaskId(j.id, j.attempt, t.index));
     }
   }
   // An ended attempt: its logs stay on the nodes it ran on (the agents keep them).

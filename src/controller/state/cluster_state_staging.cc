@@ -397,6 +397,7 @@ void ClusterState::FailStaging(JobRecord& j, const std::string& why, Time now, E
   // Nothing was launched: its tasks end here, and their GPUs are free at once.
   for (auto& t : j.tasks) {
     t.exit_code = 127;
+    t.message = kNeverStarted + why;
     EndTask(j, t, now, fx);
   }
   CloseAttempt(j, now, 0, "failed", fx);
