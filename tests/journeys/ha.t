@@ -19,21 +19,21 @@ PostgreSQL under its running controller, and that restored into a new SQLite sto
   hangar backup: the store ./hdoc/state.db is in use by another controller (pid N); a SQLite store has one owner: stop that controller, then back up (a PostgreSQL store can be backed up while its controllers run)
   [doc] $ kill %1; wait %1
   [doc] $ hangar backup --store sqlite://./hdoc/state.db --out ./hdoc/backup.jsonl
-  backed up sqlite://./hdoc/state.db to ./hdoc/backup.jsonl: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records
+  backed up sqlite://./hdoc/state.db to ./hdoc/backup.jsonl: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records, 1 history row
   [doc] $ hangar restore --store postgres://hangar@127.0.0.1:PGPORT/hangar --in ./hdoc/backup.jsonl
-  restored ./hdoc/backup.jsonl into postgres://hangar@127.0.0.1:PGPORT/hangar: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records
+  restored ./hdoc/backup.jsonl into postgres://hangar@127.0.0.1:PGPORT/hangar: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records, 1 history row
   [doc] $ hangar restore --store postgres://hangar@127.0.0.1:PGPORT/hangar --in ./hdoc/backup.jsonl
   hangar restore: the store postgres://hangar@127.0.0.1:PGPORT/hangar is not empty; restore into an empty store, or add --force to erase everything in it and replace it with the backup
   [doc] $ hangar restore --store postgres://hangar@127.0.0.1:PGPORT/hangar --in ./hdoc/backup.jsonl --force
-  restored ./hdoc/backup.jsonl into postgres://hangar@127.0.0.1:PGPORT/hangar: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records
+  restored ./hdoc/backup.jsonl into postgres://hangar@127.0.0.1:PGPORT/hangar: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records, 1 history row
   [doc] $ hangar controller --cluster dev-4x8.yaml --store postgres://hangar@127.0.0.1:PGPORT/hangar --secrets-key ./hdoc/state.db.key --auth none --insecure --api 127.0.0.1:PORT --agents 127.0.0.1:PORT2 > controller.$RANDOM.out 2>&1 & sleep 1; wait_for 30 'curl -sf http://127.0.0.1:PORT/healthz'
   [doc] $ hangar jobs --server http://127.0.0.1:PORT
   ID  NAME               ARRAY  QUEUE    USER       STATE    GPUS  TASKS  AGE     REASON
   2   notebook-alice     -      default  anonymous  pending  1     1  AGE  fits only on nodes that have not registered: no agent has connected f~
   1   finetune-llama-8b  -      default  anonymous  pending  8     1  AGE  fits only on nodes that have not registered: no agent has connected f~
   [doc] $ hangar backup --store postgres://hangar@127.0.0.1:PGPORT/hangar --out ./hdoc/pg.jsonl      # its controller running
-  backed up postgres://hangar@127.0.0.1:PGPORT/hangar to ./hdoc/pg.jsonl: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records
+  backed up postgres://hangar@127.0.0.1:PGPORT/hangar to ./hdoc/pg.jsonl: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records, 2 history rows
   [doc] $ hangar restore --store sqlite://./hdoc/back.db --in ./hdoc/pg.jsonl
-  restored ./hdoc/pg.jsonl into sqlite://./hdoc/back.db: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records
+  restored ./hdoc/pg.jsonl into sqlite://./hdoc/back.db: 2 jobs, 0 nodes, 5 values, 2 events, 2 audit records, 2 history rows
   $ pkill -INT -f -- "--api 127.0.0.1:$P "; wait_for 20 '! pgrep -f -- "--api 127.0.0.1:$P "'
   $ cleanup

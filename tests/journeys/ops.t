@@ -28,9 +28,9 @@ A SQLite store has one owner: the backup waits for its controller to stop.
   $ hangar backup --store sqlite://$PWD/hangar-dev/state.db --out backup.jsonl 2>&1 | sed "s|$PWD|.|g; s/pid [0-9]*/pid N/"
   hangar backup: the store ./hangar-dev/state.db is in use by another controller (pid N); a SQLite store has one owner: stop that controller, then back up (a PostgreSQL store can be backed up while its controllers run)
   $ kill -INT $AGENT; kill -TERM $CTL; wait
-  $ hangar backup --store sqlite://$PWD/hangar-dev/state.db --out backup.jsonl | sed "s|$PWD|.|g; s/ [0-9]* values, [0-9]* events, [0-9]* audit records/ .../"
+  $ hangar backup --store sqlite://$PWD/hangar-dev/state.db --out backup.jsonl | sed "s|$PWD|.|g; s/ [0-9]* values, [0-9]* events, [0-9]* audit records\(, [0-9]* history rows*\)*/ .../"
   backed up sqlite://./hangar-dev/state.db to backup.jsonl: 1 jobs, 1 nodes, ...
-  $ hangar restore --store sqlite://$PWD/back/state.db --in backup.jsonl | sed "s|$PWD|.|g; s/ [0-9]* values, [0-9]* events, [0-9]* audit records/ .../"
+  $ hangar restore --store sqlite://$PWD/back/state.db --in backup.jsonl | sed "s|$PWD|.|g; s/ [0-9]* values, [0-9]* events, [0-9]* audit records\(, [0-9]* history rows*\)*/ .../"
   restored backup.jsonl into sqlite://./back/state.db: 1 jobs, 1 nodes, ...
   $ hangar restore --store sqlite://$PWD/back/state.db --in backup.jsonl 2>&1 | sed "s|$PWD|.|g"
   hangar restore: the store sqlite://./back/state.db is not empty; restore into an empty store, or add --force to erase everything in it and replace it with the backup

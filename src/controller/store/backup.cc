@@ -15,7 +15,7 @@ using nlohmann::json;
 
 // 1: each job row holds its spec's text. 2: each spec is a row of its own, written once before the
 // jobs that refer to it by key. Both are read.
-constexpr int kFormat = 2;
+constexpr int kFormat = 3;
 constexpr size_t kRowsPerCommit = 10'000;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -84,9 +84,43 @@ AuditRow AuditFrom(const json& j) {
           j.at("message").get<std::string>()};
 }
 
+json ToJson(const HistoryRow& h) {
+  return {{"time", h.time},           {"step", h.step}, {"gpus", h.gpus},
+          {"allocated", h.allocated}, {"busy", h.busy}, {"idle", h.idle},
+          {"pending", h.pending},     {"running", h.running}};
+}
+
+HistoryRow HistoryFrom(const json& j) {
+  HistoryRow h;
+  h.time = j.at("time").get<Time>();
+  h.step = j.at("step").get<Duration>();
+  h.gpus = j.at("gpus").get<double>();
+  h.allocated = j.at("allocated").get<double>();
+  h.busy = j.at("busy").get<double>();
+  h.idle = j.at("idle").get<double>();
+  h.pending = j.at("pending").get<double>();
+  h.running = j.at("running").get<double>();
+  return h;
+}
+
+// Every history row, hourly roll-ups first; none from a store that keeps no history.
+StatusOr<std::vector<HistoryRow>> AllHistory(StateStore& store) {
+  std::vector<HistoryRow> rows;
+  for (bool hourly : {true, false}) {
+    auto part = store.History(hourly, 0);
+    if (!part.ok()) {
+      if (part.status().code() == StatusCode::kUnimplemented) return rows;
+      return part.status();
+    }
+    rows.insert(rows.end(), part->begin(), part->end());
+  }
+  return rows;
+}
+
 json CountsJson(const BackupCounts& c) {
   json j = {{"jobs", c.jobs}, {"nodes", c.nodes}, {"values", c.values}, {"events", c.events}, {"audit", c.audit}};
-  if (c.specs) j["specs"] = c.specs;  // format 1 has no spec lines
+  if (c.specs) j["specs"] = c.specs;        // format 1 has no spec lines
+  if (c.history) j["history"] = c.history;  // formats 1 and 2 have no history lines
   return j;
 }
 
@@ -122,13 +156,17 @@ void AddRow(const json& line, StoreBatch* batch, BackupCounts* counts, SpecTexts
   } else if (line.contains("audit")) {
     batch->audit.push_back(AuditFrom(line["audit"]));
     counts->audit++;
+  } else if (line.contains("history")) {
+    batch->history.push_back(HistoryFrom(line["history"]));
+    counts->history++;
   } else {
-    throw std::invalid_argument("a line that is no spec, job, node, value, event or audit row");
+    throw std::invalid_argument("a line that is no spec, job, node, value, event, audit or history row");
   }
 }
 
 size_t Rows(const StoreBatch& b) {
-  return b.jobs.size() + b.nodes.size() + b.values.size() + b.events.size() + b.audit.size();
+  return b.jobs.size() + b.nodes.size() + b.values.size() + b.events.size() + b.audit.size() +
+         b.history.size();
 }
 
 // Reads every line of `in` after the header; `row` is called for each row line. Checks the header,
@@ -191,13 +229,15 @@ Status ReadLines(std::istream& in, const std::string& source,
 std::string BackupCounts::ToString() const {
   return std::to_string(jobs) + " jobs, " + std::to_string(nodes) + " nodes, " +
          std::to_string(values) + " values, " + std::to_string(events) + " events, " +
-         std::to_string(audit) + " audit records";
+         std::to_string(audit) + " audit records" +
+         (history ? ", " + std::to_string(history) + (history == 1 ? " history row" : " history rows") : "");
 }
 
 StatusOr<BackupCounts> WriteBackup(StateStore& store, std::ostream& out) {
   HANGAR_ASSIGN_OR_RETURN(StoreContents c, store.Load());
   HANGAR_ASSIGN_OR_RETURN(std::vector<EventRow> events, store.Events("", INT_MAX));
   HANGAR_ASSIGN_OR_RETURN(std::vector<AuditRow> audit, store.Audit("", INT_MAX));
+  HANGAR_ASSIGN_OR_RETURN(std::vector<HistoryRow> history, AllHistory(store));
   out << Dump({{"hangar_backup", kFormat}, {"from", ShownStoreUrl(store.Describe())}}) << "\n";
   BackupCounts n;
   // Each spec once, before the first job that refers to it.
@@ -225,7 +265,9 @@ StatusOr<BackupCounts> WriteBackup(StateStore& store, std::ostream& out) {
   }
   for (auto a = audit.rbegin(); a != audit.rend(); ++a)
     out << Dump({{"audit", ToJson(*a)}}) << "\n";
-  n = {c.jobs.size(), c.nodes.size(), c.values.size(), events.size(), audit.size(), written.size()};
+  for (const HistoryRow& h : history) out << Dump({{"history", ToJson(h)}}) << "\n";
+  n = {c.jobs.size(), c.nodes.size(), c.values.size(), events.size(), audit.size(), written.size(),
+       history.size()};
   out << Dump({{"end", CountsJson(n)}}) << "\n";
   out.flush();
   if (!out) return Status::Unavailable("could not write the whole backup (disk full?)");
@@ -236,7 +278,9 @@ StatusOr<bool> StoreIsEmpty(StateStore& store) {
   HANGAR_ASSIGN_OR_RETURN(StoreContents c, store.Load());
   HANGAR_ASSIGN_OR_RETURN(std::vector<EventRow> events, store.Events("", 1));
   HANGAR_ASSIGN_OR_RETURN(std::vector<AuditRow> audit, store.Audit("", 1));
-  return c.jobs.empty() && c.nodes.empty() && c.values.empty() && events.empty() && audit.empty();
+  HANGAR_ASSIGN_OR_RETURN(std::vector<HistoryRow> history, AllHistory(store));
+  return c.jobs.empty() && c.nodes.empty() && c.values.empty() && events.empty() && audit.empty() &&
+         history.empty();
 }
 
 StatusOr<BackupCounts> RestoreBackup(std::istream& in, const std::string& source, StateStore& store,

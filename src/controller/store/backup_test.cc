@@ -44,6 +44,9 @@ class BackupTest : public ::testing::Test {
       b.events = {{0, static_cast<Time>(id), "job", "job/" + std::to_string(id), "submitted"}};
       b.audit = {
           {0, static_cast<Time>(id), "alice", "user", "POST", "/v1/jobs", "127.0.0.1", 201, ""}};
+      // A sample a minute, and an hourly roll-up (the dashboard's charts).
+      b.history = {{static_cast<Time>(id) * 60'000, 60'000, 16, 8, 6.5, 1.5, 2, 1}};
+      if (id == 1) b.history.push_back({0, kHistoryHour, 16, 4, 3, 1, 0.5, 0.25});
       ASSERT_TRUE(s.Commit(b).ok());
     }
   }
@@ -74,7 +77,7 @@ TEST_F(BackupTest, SqliteToPostgresAndBackKeepsEveryRow) {
   std::stringstream in(first);
   auto n = RestoreBackup(in, "first.jsonl", *pg, /*replace=*/false);
   ASSERT_TRUE(n.ok()) << n.status().ToString();
-  EXPECT_EQ(n->ToString(), "3 jobs, 3 nodes, 4 values, 3 events, 3 audit records");
+  EXPECT_EQ(n->ToString(), "3 jobs, 3 nodes, 4 values, 3 events, 3 audit records, 4 history rows");
   const std::string second = Backup(*pg);
   EXPECT_EQ(Rows(first), Rows(second));
   auto back = Sqlite("b");
@@ -83,6 +86,9 @@ TEST_F(BackupTest, SqliteToPostgresAndBackKeepsEveryRow) {
   EXPECT_EQ(Rows(Backup(*back)), Rows(first));
   EXPECT_EQ(back->Events("job/2", 10)->at(0).message, "submitted");
   EXPECT_EQ(back->Audit("alice", 10)->size(), 3u);
+  ASSERT_EQ(back->History(/*hourly=*/true, 0)->size(), 1u) << "the dashboard's charts came back";
+  EXPECT_EQ(back->History(true, 0)->at(0).allocated, 4);
+  EXPECT_EQ(back->History(false, 0)->size(), 3u);
 }
 
 TEST_F(BackupTest, ANonEmptyStoreIsRefusedUnlessReplaced) {
