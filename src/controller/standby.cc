@@ -65,17 +65,21 @@ StatusOr<std::pair<int, int>> StandbyServers::Start(const std::pair<std::string,
   }
   http_thread_ = std::thread([this] { http_.server->listen_after_bind(); });
   for (int i = 0; i < 2000 && !http_.server->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::string host = agents.first;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto listener = AgentListener::Listen(host, agents.second, {});
+  if (!listener.ok()) return listener.status();
+  listener_ = std::move(*listener);
   grpc::ServerBuilder builder;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  int agent_port = 0;
-  builder.AddListeningPort(agents.first + ":" + std::to_string(agents.second), creds, &agent_port);
+  // A socket that says nothing for 10 s is closed (an agent is told where the leader is at once).
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
+  auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   builder.RegisterService(this);
   grpc_ = builder.BuildAndStart();
-  if (!grpc_ || agent_port == 0) {
-    return Status::Unavailable("cannot listen on " + agents.first + ":" + std::to_string(agents.second) +
-                               " for agents; is the port in use? Choose another with --agents");
-  }
-  return std::make_pair(api_port, agent_port);
+  if (!grpc_) return Status::Unavailable("cannot start the standby's agent channel; see the log above");
+  listener_->Start(std::move(acceptor));
+  return std::make_pair(api_port, listener_->port());
 }
 
 void StandbyServers::SetLeader(const LeaderInfo& l) {
@@ -94,6 +98,7 @@ std::pair<std::string, LeaderInfo> StandbyServers::NameAndLeader() const {
 }
 
 void StandbyServers::Stop() {
+  if (listener_) listener_->Stop();
   if (grpc_) {
     grpc_->Shutdown(std::chrono::system_clock::now());
     grpc_->Wait();

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "common/tls_files.h"
+#include "controller/agent_listener.h"
 #include "controller/http_server.h"
 #include "controller/leadership.h"
 #include "proto/agent.grpc.pb.h"
@@ -49,6 +50,9 @@ class StandbyServers final : public pb::AgentChannel::CallbackService {
   std::string name_;
   HttpServer http_;
   std::thread http_thread_;
+  // The agent port is accepted as the leader's is (agent_listener.h): a flood that used up the
+  // standby's descriptors must not leave it deaf to agents once it has ended.
+  std::unique_ptr<AgentListener> listener_;
   std::unique_ptr<grpc::Server> grpc_;
   mutable std::mutex mu_;
   LeaderInfo leader_;

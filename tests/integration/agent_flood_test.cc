@@ -19,6 +19,7 @@
 #include <fstream>
 #include <thread>
 
+#include "ha_cluster.h"
 #include "local_cluster.h"
 #include "proto/agent.grpc.pb.h"
 
@@ -88,6 +89,42 @@ TEST(AgentFloodTest, AgentsRegisterAgainOnceAFloodThatExhaustedDescriptorsEnds) 
   CloseAll(&flood);
   cluster.StartAgent("node-1");
   EXPECT_TRUE(cluster.WaitForAgents(1, 20 * kSecond)) << ReadFile(log);
+}
+
+// A standby accepts its agent port as the leader does: agents that reach it (an agent tries every
+// controller of its list) are told where the leader is, during and after a flood that used up its
+// descriptors. With gRPC's own acceptor it stayed deaf until restarted.
+TEST(AgentFloodTest, AStandbyAnswersAgentsAgainOnceAFloodThatExhaustedDescriptorsEnds) {
+  HaOptions options;
+  options.controllers = 2;
+  auto started = HaCluster::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  HaCluster& ha = **started;
+  const int leader = ha.WaitLeader(20 * kSecond);
+  ASSERT_GE(leader, 0) << ha.Describe();
+  const int standby = 1 - leader;
+  const rlimit few{200, 200};
+  ASSERT_EQ(prlimit(ha.pid(standby), RLIMIT_NOFILE, &few, nullptr), 0) << std::strerror(errno);
+  std::vector<int> flood = Flood(ha.agent_port(standby), 400);
+  const std::string log = ha.dir() + "/ctl-" + std::to_string(standby) + ".log";
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        const std::string text = ReadFile(log);
+        return Contains(text, "out of file descriptors") || Contains(text, "Too many open files");
+      },
+      15 * kSecond))
+      << "the flood did not exhaust the standby's descriptors";
+  CloseAll(&flood);
+  auto stub = agent::v1::AgentChannel::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(ha.agent_port(standby)), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+  auto stream = stub->Connect(&ctx);
+  agent::v1::ControllerMessage m;
+  EXPECT_FALSE(stream->Read(&m));
+  const grpc::Status s = stream->Finish();
+  EXPECT_TRUE(Contains(s.error_message(), "is a standby; the leader is"))
+      << s.error_code() << ": " << s.error_message() << "\n" << ReadFile(log);
 }
 
 TEST(AgentFloodTest, IdleSocketsBeyondTheCapAreClosedAndKeepNoAgentOut) {

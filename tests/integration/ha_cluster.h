@@ -76,6 +76,8 @@ class HaCluster {
   std::string api(int i) const { return "http://127.0.0.1:" + std::to_string(api_ports_[i]); }
   std::string ApiList() const;
   const std::string& dir() const { return dir_; }
+  int agent_port(int i) const { return agent_ports_[i]; }
+  pid_t pid(int i) const { return pids_[i]; }
   int controllers() const { return static_cast<int>(pids_.size()); }
 
  private:
