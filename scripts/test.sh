@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # README's test command: installs what the tests need, builds everything and runs every test, then
 # the fuzz targets' smoke run and the parser and state unit tests under ASan+UBSan (two smaller
-# clang builds: build-fuzz/, build-asan/; docs/security.md).
+# clang builds: build-fuzz/, build-asan/; docs/security.md). First, src/ is checked against the
+# module table (scripts/layers.txt, docs/architecture.md "Layers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
+python3 scripts/check-layers.py
 scripts/build.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600

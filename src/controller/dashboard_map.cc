@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "cluster/mig_geometry.h"
-#include "controller/web_ui.h"
+#include "controller/dashboard_map.h"
 
 namespace hangar::controller::web {
 

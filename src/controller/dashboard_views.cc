@@ -5,7 +5,7 @@
 #include <vector>
 #include <utility>
 
-#include "controller/web_ui.h"
+#include "controller/dashboard_map.h"
 
 namespace hangar::controller::web {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "controller/state_owner.h"
-#include "controller/web_ui.h"
+#include "controller/dashboard_map.h"
 
 namespace hangar::controller {
 

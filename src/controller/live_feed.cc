@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/state_owner.h"
-#include "controller/web_ui.h"
+#include "controller/dashboard_map.h"
 
 namespace hangar::controller {
 
