@@ -1,5 +1,7 @@
 // The dashboard's cluster map (web_ui.h): its facts gathered on the state owner's thread in one
 // pass (CollectMap), then turned into JSON text off that thread (MapRows, MapBody), and gzip.
+#include "controller/dashboard_map.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <tuple>
 
 #include "cluster/mig_geometry.h"
-#include "controller/dashboard_map.h"
 
 namespace hangar::controller::web {
 
@@ -22,14 +23,17 @@ void CollectGrants(const ClusterState& st, MapData* d, std::vector<bool>* held) 
     const bool mig = g.mig_start >= 0;
     if (g.milli >= 1000 && !mig) continue;
     uint8_t slices = 0;
-    if (mig) slices = static_cast<uint8_t>(cluster::ShapeInfo(static_cast<cluster::MigShape>(g.mig_shape)).memory_slices);
+    if (mig)
+      slices = static_cast<uint8_t>(
+          cluster::ShapeInfo(static_cast<cluster::MigShape>(g.mig_shape)).memory_slices);
     d->shares.push_back({g.gpu, job, g.milli, g.mig_start, slices});
   }
   std::sort(d->holders.begin(), d->holders.end());
   d->holders.erase(std::unique(d->holders.begin(), d->holders.end()), d->holders.end());
-  std::sort(d->shares.begin(), d->shares.end(), [](const MapData::Share& a, const MapData::Share& b) {
-    return std::tie(a.gpu, a.mig_start, a.job) < std::tie(b.gpu, b.mig_start, b.job);
-  });
+  std::sort(d->shares.begin(), d->shares.end(),
+            [](const MapData::Share& a, const MapData::Share& b) {
+              return std::tie(a.gpu, a.mig_start, a.job) < std::tie(b.gpu, b.mig_start, b.job);
+            });
 }
 
 }  // namespace
@@ -50,14 +54,16 @@ MapData CollectMap(const ClusterState& st) {
   d.nodes.reserve(topo.nodes().size());
   for (uint32_t n = 0; n < topo.nodes().size(); ++n) {
     const cluster::NodeInfo& info = topo.nodes()[n];
-    d.nodes.push_back({info.name, std::move(states[n].second), info.spine, info.leaf, info.first_gpu, info.num_gpus});
+    d.nodes.push_back({info.name, std::move(states[n].second), info.spine, info.leaf,
+                       info.first_gpu, info.num_gpus});
     const NodeRecord& r = st.node_record(n);
     if (!r.connected) continue;
     const std::string& state = d.nodes.back().state;
     const health::HealthState node_health = st.health().node_state(n);
     for (uint32_t i = 0; i < info.num_gpus && i < r.gpus.size(); ++i) {
       const uint32_t g = info.first_gpu + i;
-      const std::string_view health = health::StateName(std::max(st.health().gpu_state(g), node_health));
+      const std::string_view health =
+          health::StateName(std::max(st.health().gpu_state(g), node_health));
       d.codes[g] = GpuCode(health, state, held[g], r.gpus[i].util_pct);
       d.util[g] = static_cast<uint8_t>(std::min<uint32_t>(r.gpus[i].util_pct, 255));
       d.temp[g] = static_cast<uint8_t>(std::min<uint32_t>(r.gpus[i].temperature_c, 255));
@@ -92,7 +98,8 @@ void AppendBytes(std::string* out, const std::vector<uint8_t>& v, uint32_t from,
 void AppendJobsAndShares(std::string* out, const MapData& d, const MapData::Node& node) {
   const uint32_t end = node.first_gpu + node.num_gpus;
   std::vector<uint64_t> jobs;
-  auto h = std::lower_bound(d.holders.begin(), d.holders.end(), std::make_pair(node.first_gpu, uint64_t{0}));
+  auto h = std::lower_bound(d.holders.begin(), d.holders.end(),
+                            std::make_pair(node.first_gpu, uint64_t{0}));
   for (; h != d.holders.end() && h->first < end; ++h) {
     if (std::find(jobs.begin(), jobs.end(), h->second) == jobs.end()) jobs.push_back(h->second);
   }
@@ -149,7 +156,8 @@ std::vector<std::string> MapRows(const MapData& d) {
   return rows;
 }
 
-std::string MapBody(const std::string& cluster, const std::vector<std::string>& rows, uint64_t snapshot) {
+std::string MapBody(const std::string& cluster, const std::vector<std::string>& rows,
+                    uint64_t snapshot) {
   size_t size = 64 + cluster.size();
   for (const auto& r : rows) size += r.size() + 1;
   std::string out;

@@ -31,7 +31,7 @@ struct MapData {
     std::string name, state;
     uint32_t spine = 0, leaf = 0, first_gpu = 0, num_gpus = 0;
   };
-  struct Share {  // a grant of part of one GPU: a fraction, or a MIG instance
+  struct Share {       // a grant of part of one GPU: a fraction, or a MIG instance
     uint32_t gpu = 0;  // global index
     uint64_t job = 0;
     int32_t milli = 0;
@@ -40,11 +40,11 @@ struct MapData {
   };
   std::string cluster;
   std::vector<std::string> spines, leaves;
-  std::vector<Node> nodes;                       // fabric order
-  std::string codes;                             // per GPU (global index): GpuCode
-  std::vector<uint8_t> util, temp;               // per GPU: %, degrees C (capped at 255)
+  std::vector<Node> nodes;                             // fabric order
+  std::string codes;                                   // per GPU (global index): GpuCode
+  std::vector<uint8_t> util, temp;                     // per GPU: %, degrees C (capped at 255)
   std::vector<std::pair<uint32_t, uint64_t>> holders;  // (GPU, job), sorted, once per pair
-  std::vector<Share> shares;                     // sorted by GPU
+  std::vector<Share> shares;                           // sorted by GPU
 };
 MapData CollectMap(const ClusterState& st);
 // Each node's row as JSON text, in fabric order: [name, spine, leaf, state, codes, utils, temps,
@@ -54,7 +54,8 @@ MapData CollectMap(const ClusterState& st);
 std::vector<std::string> MapRows(const MapData& d);
 // The map's answer: {"cluster": name, "snapshot": seq, "nodes": [rows...]} (`snapshot` names it
 // to the live feed: GET /v1/dashboard/feed?since=seq sends what changed after it).
-std::string MapBody(const std::string& cluster, const std::vector<std::string>& rows, uint64_t snapshot);
+std::string MapBody(const std::string& cluster, const std::vector<std::string>& rows,
+                    uint64_t snapshot);
 // The three above in one, parsed (for tests).
 nlohmann::json MapJson(const ClusterState& st);
 // `text` gzip-compressed ("" if zlib fails); level 1 takes ~10 ms for the 1 MB map. The dashboard

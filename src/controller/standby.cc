@@ -8,7 +8,9 @@ namespace {
 // Refuses an agent's stream at once: this controller does not lead.
 class Refusal final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage> {
  public:
-  explicit Refusal(const std::string& why) { Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, why)); }
+  explicit Refusal(const std::string& why) {
+    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+  }
   void OnDone() override { delete this; }
 };
 
@@ -32,10 +34,11 @@ nlohmann::json StandbyError(const std::string& self, const LeaderInfo& leader) {
 StandbyServers::StandbyServers(std::string name, const TlsFiles& tls, const HttpLimits& limits)
     : name_(std::move(name)), http_(MakeHttpServer(tls, limits)) {
   http_.server->set_socket_options(ExclusiveServerSocketOptions);
-  http_.server->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    Answer(req, res);
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  http_.server->set_pre_routing_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        Answer(req, res);
+        return httplib::Server::HandlerResponse::Handled;
+      });
 }
 
 StandbyServers::~StandbyServers() { Stop(); }
@@ -55,18 +58,21 @@ void StandbyServers::Answer(const httplib::Request& req, httplib::Response& res)
   res.set_content(StandbyError(name, l).dump(), "application/json");
 }
 
-StatusOr<std::pair<int, int>> StandbyServers::Start(const std::pair<std::string, int>& api,
-                                                    const std::pair<std::string, int>& agents,
-                                                    std::shared_ptr<grpc::ServerCredentials> creds) {
+StatusOr<std::pair<int, int>> StandbyServers::Start(
+    const std::pair<std::string, int>& api, const std::pair<std::string, int>& agents,
+    std::shared_ptr<grpc::ServerCredentials> creds) {
   const int api_port = http_.control->Bind(api.first, api.second, /*backlog=*/4096);
   if (api_port <= 0) {
-    return Status::Unavailable("cannot listen on " + api.first + ":" + std::to_string(api.second) +
-                               " for the API; is another process using it? Choose another with --api");
+    return Status::Unavailable(
+        "cannot listen on " + api.first + ":" + std::to_string(api.second) +
+        " for the API; is another process using it? Choose another with --api");
   }
   http_thread_ = std::thread([this] { http_.server->listen_after_bind(); });
-  for (int i = 0; i < 2000 && !http_.server->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 2000 && !http_.server->is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::string host = agents.first;
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   auto listener = AgentListener::Listen(host, agents.second, {});
   if (!listener.ok()) return listener.status();
   listener_ = std::move(*listener);
@@ -77,7 +83,8 @@ StatusOr<std::pair<int, int>> StandbyServers::Start(const std::pair<std::string,
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   builder.RegisterService(this);
   grpc_ = builder.BuildAndStart();
-  if (!grpc_) return Status::Unavailable("cannot start the standby's agent channel; see the log above");
+  if (!grpc_)
+    return Status::Unavailable("cannot start the standby's agent channel; see the log above");
   listener_->Start(std::move(acceptor));
   return std::make_pair(api_port, listener_->port());
 }

@@ -32,12 +32,15 @@ class StandbyServers final : public pb::AgentChannel::CallbackService {
   StandbyServers(std::string name, const TlsFiles& tls, const HttpLimits& limits);
   ~StandbyServers() override;
   // Binds the API and the agent channel (port 0: any free one); the ports bound.
-  StatusOr<std::pair<int, int>> Start(const std::pair<std::string, int>& api, const std::pair<std::string, int>& agents,
+  StatusOr<std::pair<int, int>> Start(const std::pair<std::string, int>& api,
+                                      const std::pair<std::string, int>& agents,
                                       std::shared_ptr<grpc::ServerCredentials> creds);
   void SetLeader(const LeaderInfo& l);
   void SetName(const std::string& name);
   // What `GET /v1/leader` says of the standby's copy of the store ("following"); set before Start.
-  void SetFollowing(std::function<nlohmann::json()> following) { following_ = std::move(following); }
+  void SetFollowing(std::function<nlohmann::json()> following) {
+    following_ = std::move(following);
+  }
   void Stop();
 
   grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* Connect(

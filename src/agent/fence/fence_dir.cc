@@ -21,7 +21,8 @@ int64_t LeaseClockMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-FenceDir::FenceDir(const std::string& state_dir) : state_dir_(state_dir), root_(state_dir + "/fence") {}
+FenceDir::FenceDir(const std::string& state_dir)
+    : state_dir_(state_dir), root_(state_dir + "/fence") {}
 
 Status FenceDir::Create() const {
   std::error_code ec;

@@ -60,7 +60,8 @@ bool CarriesTaskId(pid_t pid, const GuardedTask& t) {
   env.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   env.push_back('\0');
   auto holds = [&env](const std::string& name, const std::string& value) {
-    return env.find(std::string(1, '\0') + name + "=" + value + std::string(1, '\0')) != std::string::npos;
+    return env.find(std::string(1, '\0') + name + "=" + value + std::string(1, '\0')) !=
+           std::string::npos;
   };
   return holds("HANGAR_TASK_ID", t.task_id) &&
          (t.agent_state_dir.empty() || holds("HANGAR_AGENT_STATE_DIR", t.agent_state_dir));
@@ -136,7 +137,8 @@ size_t FenceKeeper::Step(int64_t now_ms, bool agent_alive) {
     if (StopTask(t, now_ms, &s)) still[t.task_id] = s;
   }
   for (const auto& entry : stopping_) {
-    const std::string& id = entry.first;  // not a structured binding: clang 14's lambdas refuse those
+    const std::string& id =
+        entry.first;  // not a structured binding: clang 14's lambdas refuse those
     if (!still.count(id) && std::none_of(tasks.begin(), tasks.end(),
                                          [&](const GuardedTask& t) { return t.task_id == id; })) {
       Forget(GuardedTask{id}, &entry.second);  // its agent saw it end and released it
@@ -208,9 +210,10 @@ void FenceKeeper::Reap() {
     } else if (it->second.tries < 3) {
       again.push_back(std::move(it->second));
     } else {
-      spdlog::error("fence: the cleanup of task {} failed {} times (wait status {}); see the lines "
-                    "above",
-                    it->second.task_id, it->second.tries, status);
+      spdlog::error(
+          "fence: the cleanup of task {} failed {} times (wait status {}); see the lines "
+          "above",
+          it->second.task_id, it->second.tries, status);
     }
     it = cleaning_.erase(it);
   }

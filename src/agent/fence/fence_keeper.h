@@ -3,10 +3,10 @@
 // included -- ends it. It holds the node's lease deadline (fence_dir.h): once the lease runs out
 // without a renewal, it stops every task the agent guards: SIGTERM to the task's process group (and
 // to any process that carries its HANGAR_TASK_ID) term_grace before the deadline, SIGKILL (and the
-// cgroup's cgroup.kill) at it, and it records each in fenced/ and fenced.log. Once a fenced task has
-// gone it runs the task's cleanup command (a container task's `podman rm`). The controller starts
-// the next attempt of a lost node's jobs only after that deadline, so no attempt overlaps the one
-// before it. A renewed lease stops the escalation.
+// cgroup's cgroup.kill) at it, and it records each in fenced/ and fenced.log. Once a fenced task
+// has gone it runs the task's cleanup command (a container task's `podman rm`). The controller
+// starts the next attempt of a lost node's jobs only after that deadline, so no attempt overlaps
+// the one before it. A renewed lease stops the escalation.
 //
 // It exits when it guards no task and no agent holds agent.lock, or when the fence folder is gone.
 #pragma once

@@ -5,8 +5,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace hangar::controller {
 namespace {
@@ -40,14 +40,16 @@ json ToJson(const JobRow& j) {
 
 // A job row of either format: format 1 carries the spec's text, format 2 its key, whose text came
 // on a spec line before it (`specs`).
-JobRow JobFrom(const json& j, const std::map<std::string, std::shared_ptr<const std::string>>& specs) {
+JobRow JobFrom(const json& j,
+               const std::map<std::string, std::shared_ptr<const std::string>>& specs) {
   JobRow r;
   if (j.contains("spec")) {
     r.SetSpec(j.at("spec").get<std::string>());
   } else {
     r.spec_key = j.at("spec_key").get<std::string>();
     auto it = specs.find(r.spec_key);
-    if (it == specs.end()) throw std::invalid_argument("a job whose spec " + r.spec_key + " has no line before it");
+    if (it == specs.end())
+      throw std::invalid_argument("a job whose spec " + r.spec_key + " has no line before it");
     r.spec = it->second;
   }
   r.id = j.at("id").get<uint64_t>();
@@ -85,9 +87,8 @@ AuditRow AuditFrom(const json& j) {
 }
 
 json ToJson(const HistoryRow& h) {
-  return {{"time", h.time},           {"step", h.step}, {"gpus", h.gpus},
-          {"allocated", h.allocated}, {"busy", h.busy}, {"idle", h.idle},
-          {"pending", h.pending},     {"running", h.running}};
+  return {{"time", h.time}, {"step", h.step}, {"gpus", h.gpus},       {"allocated", h.allocated},
+          {"busy", h.busy}, {"idle", h.idle}, {"pending", h.pending}, {"running", h.running}};
 }
 
 HistoryRow HistoryFrom(const json& j) {
@@ -118,7 +119,11 @@ StatusOr<std::vector<HistoryRow>> AllHistory(StateStore& store) {
 }
 
 json CountsJson(const BackupCounts& c) {
-  json j = {{"jobs", c.jobs}, {"nodes", c.nodes}, {"values", c.values}, {"events", c.events}, {"audit", c.audit}};
+  json j = {{"jobs", c.jobs},
+            {"nodes", c.nodes},
+            {"values", c.values},
+            {"events", c.events},
+            {"audit", c.audit}};
   if (c.specs) j["specs"] = c.specs;        // format 1 has no spec lines
   if (c.history) j["history"] = c.history;  // formats 1 and 2 have no history lines
   return j;
@@ -132,7 +137,8 @@ void AddRow(const json& line, StoreBatch* batch, BackupCounts* counts, SpecTexts
   if (line.contains("spec")) {
     const json& s = line["spec"];
     auto text = std::make_shared<const std::string>(s.at("text").get<std::string>());
-    if (SpecKey(*text) != s.at("key").get<std::string>()) throw std::invalid_argument("a spec whose key is not its text's");
+    if (SpecKey(*text) != s.at("key").get<std::string>())
+      throw std::invalid_argument("a spec whose key is not its text's");
     (*specs)[s.at("key").get<std::string>()] = std::move(text);
     counts->specs++;
   } else if (line.contains("job")) {
@@ -160,7 +166,8 @@ void AddRow(const json& line, StoreBatch* batch, BackupCounts* counts, SpecTexts
     batch->history.push_back(HistoryFrom(line["history"]));
     counts->history++;
   } else {
-    throw std::invalid_argument("a line that is no spec, job, node, value, event, audit or history row");
+    throw std::invalid_argument(
+        "a line that is no spec, job, node, value, event, audit or history row");
   }
 }
 
@@ -230,7 +237,9 @@ std::string BackupCounts::ToString() const {
   return std::to_string(jobs) + " jobs, " + std::to_string(nodes) + " nodes, " +
          std::to_string(values) + " values, " + std::to_string(events) + " events, " +
          std::to_string(audit) + " audit records" +
-         (history ? ", " + std::to_string(history) + (history == 1 ? " history row" : " history rows") : "");
+         (history
+              ? ", " + std::to_string(history) + (history == 1 ? " history row" : " history rows")
+              : "");
 }
 
 StatusOr<BackupCounts> WriteBackup(StateStore& store, std::ostream& out) {
@@ -243,8 +252,9 @@ StatusOr<BackupCounts> WriteBackup(StateStore& store, std::ostream& out) {
   // Each spec once, before the first job that refers to it.
   std::set<std::string_view> written;
   for (const auto& j : c.jobs) {
-    if (!j.spec) return Status::Internal("job " + std::to_string(j.id) + " refers to spec " + j.spec_key +
-                                         ", which the store does not hold; the store is damaged");
+    if (!j.spec)
+      return Status::Internal("job " + std::to_string(j.id) + " refers to spec " + j.spec_key +
+                              ", which the store does not hold; the store is damaged");
     if (!written.insert(j.spec_key).second) continue;
     out << Dump({{"spec", {{"key", j.spec_key}, {"user", j.user}, {"text", *j.spec}}}}) << "\n";
   }
@@ -266,8 +276,8 @@ StatusOr<BackupCounts> WriteBackup(StateStore& store, std::ostream& out) {
   for (auto a = audit.rbegin(); a != audit.rend(); ++a)
     out << Dump({{"audit", ToJson(*a)}}) << "\n";
   for (const HistoryRow& h : history) out << Dump({{"history", ToJson(h)}}) << "\n";
-  n = {c.jobs.size(), c.nodes.size(), c.values.size(), events.size(), audit.size(), written.size(),
-       history.size()};
+  n = {c.jobs.size(), c.nodes.size(), c.values.size(), events.size(),
+       audit.size(),  written.size(), history.size()};
   out << Dump({{"end", CountsJson(n)}}) << "\n";
   out.flush();
   if (!out) return Status::Unavailable("could not write the whole backup (disk full?)");

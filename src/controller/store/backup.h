@@ -15,7 +15,7 @@ namespace hangar::controller {
 
 struct BackupCounts {
   size_t jobs = 0, nodes = 0, values = 0, events = 0, audit = 0;
-  size_t specs = 0;  // distinct job specs (each written once); 0 in backups of format 1
+  size_t specs = 0;    // distinct job specs (each written once); 0 in backups of format 1
   size_t history = 0;  // history samples and hourly roll-ups; 0 in backups before format 3
   std::string ToString() const;
 };
