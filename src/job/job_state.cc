@@ -39,7 +39,8 @@ bool CanTransition(JobState from, JobState to) {
   if (to == S::kCancelled) return true;
   if (to == S::kTimedOut) return HoldsResources(from);
   switch (from) {
-    case S::kPending: return to == S::kStarting;
+    // Failed without starting: its image could not be pinned (a tag that does not exist).
+    case S::kPending: return to == S::kStarting || to == S::kFailed;
     case S::kStarting:
       return to == S::kRunning || to == S::kPending || to == S::kFailed || to == S::kPreempting ||
              to == S::kSucceeded;

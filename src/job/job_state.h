@@ -1,10 +1,12 @@
-// The job state machine. Every change of a job's state goes through Transition(), which refuses
-// moves the machine does not allow, so the store never records an impossible history.
+// The job state machine. Every change of a job's state in the controller goes through
+// JobLifecycle::Transition (controller/state/job_lifecycle.h), which refuses moves the machine does
+// not allow, so the store never records an impossible history.
 //
 //   pending --place--> starting --all tasks up--> running --all exit 0--> succeeded
 //      ^                  |                          |  \--a task fails--> failed
 //      |                  +------- node lost --------+--- preempt --> preempting
 //      +--------------- requeue (lost node, preemption, reclaim) -------------+
+//   pending --its image cannot be pinned--> failed
 //   any non-final state --cancel--> cancelled
 //   starting, running, preempting --time limit reached--> timed_out
 #pragma once

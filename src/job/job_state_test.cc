@@ -11,6 +11,7 @@ TEST(JobStateTest, AllowedAndRefusedMoves) {
   EXPECT_TRUE(CanTransition(JobState::kPreempting, JobState::kPending));
   EXPECT_TRUE(CanTransition(JobState::kRunning, JobState::kPending));  // node lost: requeue
   EXPECT_TRUE(CanTransition(JobState::kPending, JobState::kCancelled));
+  EXPECT_TRUE(CanTransition(JobState::kPending, JobState::kFailed)) << "its image could not be pinned";
   EXPECT_FALSE(CanTransition(JobState::kPending, JobState::kRunning));
   EXPECT_FALSE(CanTransition(JobState::kSucceeded, JobState::kPending));
   EXPECT_FALSE(CanTransition(JobState::kCancelled, JobState::kCancelled));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
 #include "job/gpu_proportions.h"
 
 namespace hangar::controller {
@@ -123,7 +124,7 @@ bool ClusterState::PassesGates(JobRecord& j, std::unordered_map<uint64_t, int>* 
 
 void ClusterState::EndUnmet(JobRecord& j, const std::string& why, Time now, Effects* fx) {
   pending_.erase(j.id);
-  j.state = JobState::kCancelled;
+  JobLifecycle::Transition(j, JobState::kCancelled, "cancel an array element");
   j.ended = now;
   j.message = "dependency can never be met: " + why;
   j.reason = {};

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
 #include "job/gpu_proportions.h"
 #include "sched/placement/gang_placer.h"
 
@@ -160,7 +161,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::sha
   j.spec = std::move(spec);
   j.request = std::move(request);
   j.submitted = now;
-  j.state = JobState::kPending;
+  JobLifecycle::Admit(j);
   j.queue = static_cast<uint32_t>(leaf);
   j.array_id = array_id;
   j.array_index = array_index;
@@ -258,7 +259,7 @@ Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
                        !j.awaiting_victims.empty() || planned_.count(id);
   CloseAttempt(j, now, 0, "cancelled", fx);
   if (!j.tasks.empty()) StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
-  j.state = JobState::kCancelled;
+  JobLifecycle::Transition(j, JobState::kCancelled, "cancel");
   j.ended = now;
   j.message = "cancelled";
   fx->Event(now, "job", "job/" + std::to_string(id), "cancelled");
@@ -292,7 +293,7 @@ void ClusterState::TimeOut(JobRecord& j, Time now, Effects* fx) {
     fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
   }
   CloseAttempt(j, now, 0, "timed_out", fx);
-  j.state = JobState::kTimedOut;
+  JobLifecycle::Transition(j, JobState::kTimedOut, "time limit");
   j.ended = now;
   j.message = "time limit " + FormatDuration(j.spec->spec.time_limit) + " reached: sent " +
               job::SignalName(ckpt.signal) + ", then SIGTERM after at most " + FormatDuration(ckpt.grace) +
@@ -327,7 +328,7 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
   for (const auto& t : j.tasks) {
     if (t.phase != TaskRun::Phase::kEnded || t.lost || t.stopped) continue;
     if (t.exit_code != 0 || t.signal != 0) {
-      j.state = JobState::kFailed;
+      JobLifecycle::Transition(j, JobState::kFailed, "a task failed");
       j.ended = now;
       j.message = "task " + std::to_string(t.index) +
                   (t.signal ? " was killed by signal " + std::to_string(t.signal)
@@ -341,7 +342,7 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
     }
   }
   if (j.live_tasks > 0) return;
-  j.state = JobState::kSucceeded;
+  JobLifecycle::Transition(j, JobState::kSucceeded, "every task succeeded");
   j.ended = now;
   j.message = "all " + std::to_string(j.tasks.size()) + " tasks exited 0";
   CloseAttempt(j, now, 0, "succeeded", fx);
@@ -389,7 +390,7 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   j.tasks.clear();
   j.assignment = {};
   j.live_tasks = 0;
-  j.state = JobState::kPending;
+  JobLifecycle::Transition(j, JobState::kPending, "requeue");
   j.attempt++;
   j.restarts++;
   j.started = 0;

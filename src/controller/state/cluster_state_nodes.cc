@@ -1,6 +1,7 @@
 // ClusterState: nodes -- agents registering and reconciling, heartbeats, task status, lost
 // nodes, and the operator's drain.
 #include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
 
 namespace hangar::controller {
 
@@ -371,7 +372,7 @@ void ClusterState::MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* 
   for (const auto& other : j.tasks) {
     if (other.phase == TaskRun::Phase::kLaunching) return;
   }
-  j.state = JobState::kRunning;
+  JobLifecycle::Transition(j, JobState::kRunning, "every task running");
   if (!j.started) j.started = now;
   fx->Event(now, "job", "job/" + std::to_string(j.id), "running (" + std::to_string(j.tasks.size()) + " tasks)");
   Persist(j, fx);
@@ -382,8 +383,8 @@ void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatu
   const std::string task = "task " + std::to_string(t.index);
   if (st.agent_exiting() && !job::IsFinal(j.state)) {
     // Its agent was stopped and took the task with it (`hangar dev` stopped with Ctrl-C): the
-    // job did not fail; it runs again, whole, from its last checkpoint.
-    t.phase = TaskRun::Phase::kEnded;
+    // job did not fail; it runs again, whole, from its last checkpoint. EndTask marks it ended
+    // and frees what it held (marked ended first, it freed nothing: the GPUs stayed held).
     t.exit_code = st.exit_code();
     t.signal = st.signal();
     t.message = st.message();

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
 #include "sched/owner/share_history.h"
 
 namespace hangar::controller {
@@ -388,7 +389,7 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
     CloseAttempt(j, now, 0, "reclaimed", fx);
     pending_.erase(id);
     StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
-    j.state = JobState::kCancelled;
+    JobLifecycle::Transition(j, JobState::kCancelled, "idle reclaim");
     j.ended = now;
     j.message = why;
     fx->Event(now, "job", "job/" + std::to_string(id), why);

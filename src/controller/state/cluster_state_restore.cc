@@ -1,5 +1,6 @@
 // ClusterState: rebuilding after a restart from what the store holds.
 #include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
 
 namespace hangar::controller {
 
@@ -134,7 +135,7 @@ Status ClusterState::RestoreJob(const JobRow& row) {
   j.id = row.id;
   j.request = warm->request;
   j.spec = warm->spec;
-  j.state = *state;
+  JobLifecycle::Restore(j, *state);
   j.submitted = row.submitted;
   j.started = row.started;
   j.ended = row.ended;

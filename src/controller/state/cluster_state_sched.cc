@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
 
 #include "cluster/mig_geometry.h"
 #include "controller/state/launch_env.h"
@@ -343,7 +344,7 @@ void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects
     j.tasks.push_back(t);
   }
   j.live_tasks = j.tasks.size();
-  j.state = JobState::kStarting;
+  JobLifecycle::Transition(j, JobState::kStarting, "placement");
   j.reason = {};
   j.reason_detail.clear();
   j.awaiting_victims.clear();

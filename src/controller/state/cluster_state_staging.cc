@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "controller/state/chunk_plan.h"
+#include "controller/state/job_lifecycle.h"
 #include "controller/state/cluster_state.h"
 #include "controller/state/run_as_message.h"
 
@@ -401,7 +402,7 @@ void ClusterState::FailStaging(JobRecord& j, const std::string& why, Time now, E
     EndTask(j, t, now, fx);
   }
   CloseAttempt(j, now, 0, "failed", fx);
-  j.state = JobState::kFailed;
+  JobLifecycle::Transition(j, JobState::kFailed, "failed staging");
   j.ended = now;
   j.message = why;
   j.reason_detail.clear();
@@ -453,7 +454,7 @@ void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinne
     return;
   }
   pending_.erase(id);
-  j.state = JobState::kFailed;
+  JobLifecycle::Transition(j, JobState::kFailed, "image pinning");
   j.ended = now;
   j.message = "its image could not be pinned: " + pinned.status().message();
   j.reason = {};

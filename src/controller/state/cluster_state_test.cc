@@ -414,6 +414,8 @@ TEST_F(ClusterStateTest, ATaskStoppedBecauseItsAgentExitedRequeuesItsJob) {
   auto j = state_->GetJob(1);
   EXPECT_EQ(j->state, "pending");
   EXPECT_EQ(j->restarts, 1u);
+  EXPECT_EQ(state_->GetNode("a")->gpus_free, 8) << "its task has ended: what it held is free again";
+  EXPECT_EQ(state_->GetNode("b")->gpus_free, 0) << "held until b's task has stopped";
   ASSERT_EQ(st.messages.size(), 1u) << "the other task of the gang is stopped";
   EXPECT_EQ(st.messages[0].node, "b");
   bool said = false;
