@@ -72,7 +72,6 @@ std::string HaproxyConfig(const LbLayout& l) {
     << socket
     << " mode 600 level admin\n"
        "    stats timeout 30s\n"
-       "    maxconn 20000\n"
        "defaults\n"
        "    mode http\n"
        "    timeout connect 2s\n"

@@ -67,27 +67,24 @@ TEST(ServiceSpecTest, JsonFilesWork) {
 }
 
 TEST(ServiceSpecTest, RefusesWhatAServiceCannotBe) {
-  const char*
-      bad
-          [] =
-              {
-                  "name: a\ntasks: [{cpu: 1, command: [x]}]\n",  // no block
-                  "name: a\nservice: {replicas: 1}\ntasks: [{command: [x]}, {name: b, command: "
-                  "[y]}]\n",  // two groups
-                  "name: a\nservice: {replicas: 1}\ntasks: [{replicas: 2, command: [x]}]\n",  // replicas
-                                                                                              // in
-                                                                                              // the
-                                                                                              // group
-                  "name: a\nservice: {replicas: 1, readiness: {exec: [x]}}\ntasks: [{cpu: 1, "
-                  "command: [x]}]\n",  // unknown probe
-                  "name: a\nservice: {replicas: 1, update: {max_surge: 0, max_unavailable: "
-                  "0}}\ntasks: [{cpu: 1, command: [x]}]\n",
-                  "name: A_b\nservice: {replicas: 1}\ntasks: [{cpu: 1, command: [x]}]\n",  // not a
-                                                                                           // service
-                                                                                           // name
-                  "name: a\nservice: {replicas: 1, readiness: {http: healthz}}\ntasks: [{cpu: 1, "
-                  "command: [x]}]\n",
-              };
+  const char* bad[] = {
+      "name: a\ntasks: [{cpu: 1, command: [x]}]\n",  // no block
+      "name: a\nservice: {replicas: 1}\ntasks: [{command: [x]}, {name: b, command: "
+      "[y]}]\n",                                                                  // two groups
+      "name: a\nservice: {replicas: 1}\ntasks: [{replicas: 2, command: [x]}]\n",  // replicas
+                                                                                  // in
+                                                                                  // the
+                                                                                  // group
+      "name: a\nservice: {replicas: 1, readiness: {exec: [x]}}\ntasks: [{cpu: 1, "
+      "command: [x]}]\n",  // unknown probe
+      "name: a\nservice: {replicas: 1, update: {max_surge: 0, max_unavailable: "
+      "0}}\ntasks: [{cpu: 1, command: [x]}]\n",
+      "name: A_b\nservice: {replicas: 1}\ntasks: [{cpu: 1, command: [x]}]\n",  // not a
+                                                                               // service
+                                                                               // name
+      "name: a\nservice: {replicas: 1, readiness: {http: healthz}}\ntasks: [{cpu: 1, "
+      "command: [x]}]\n",
+  };
   for (const char* text : bad) EXPECT_FALSE(ParseServiceSpec(text, "f").ok()) << text;
 }
 

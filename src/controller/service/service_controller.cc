@@ -1,0 +1,318 @@
+#include "controller/service/service_controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <future>
+
+#include "common/net.h"
+#include "controller/service/readiness_probe.h"
+#include "job/job_spec.h"
+
+namespace hangar::controller::service {
+namespace {
+
+constexpr const char* kTable = "service";
+constexpr Duration kResyncEvery = 10 * kSecond;  // every server set again, against drift
+
+BookOptions BookFrom(const ServiceControllerOptions& o) {
+  BookOptions b;
+  b.slots = o.lb.slots;
+  b.first_port = o.first_port;
+  b.last_port = o.last_port;
+  if (o.ports_on_this_host) b.port_usable = [](int port) { return PortIsFree("127.0.0.1", port); };
+  return b;
+}
+
+// The job a replica runs: the revision's template, named after the replica, with its port and
+// identity in the environment.
+StatusOr<job::JobSpec> ReplicaJob(const Service& s, const ReplicaStart& start) {
+  HANGAR_ASSIGN_OR_RETURN(job::JobSpec spec, job::JobSpecFromJson(s.Find(start.revision)->replica));
+  spec.name = s.name + "-" + std::to_string(start.replica);
+  auto& env = spec.tasks[0].env;
+  env.emplace_back("HANGAR_PORT", std::to_string(start.port));
+  env.emplace_back("HANGAR_SERVICE", s.name);
+  env.emplace_back("HANGAR_REPLICA", std::to_string(start.replica));
+  env.emplace_back("HANGAR_REVISION", std::to_string(start.revision));
+  return spec;
+}
+
+}  // namespace
+
+StatusOr<std::pair<int, int>> ParsePortRange(const std::string& text) {
+  const size_t dash = text.find('-');
+  int lo = 0, hi = 0;
+  const bool ok =
+      dash != std::string::npos &&
+      std::from_chars(text.data(), text.data() + dash, lo).ec == std::errc() &&
+      std::from_chars(text.data() + dash + 1, text.data() + text.size(), hi).ec == std::errc();
+  if (!ok || lo < 1024 || hi > 65535 || hi < lo) {
+    return Status::InvalidArgument(
+        "--service-ports '" + text +
+        "' must be a range of ports such as 24000-28999 (above 1023, outside the nodes' "
+        "ephemeral range)");
+  }
+  return std::make_pair(lo, hi);
+}
+
+ServiceController::ServiceController(StateOwner* owner, ServiceControllerOptions options)
+    : owner_(owner),
+      options_(std::move(options)),
+      lb_(options_.lb.admin),
+      book_(BookFrom(options_)) {}
+
+ServiceController::~ServiceController() { Stop(); }
+
+Time ServiceController::Now() const { return MonotonicNanos() / 1'000'000; }
+
+Status ServiceController::Restore(const std::vector<KeyValueRow>& values) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& v : values) {
+    if (v.table != kTable) continue;
+    auto j = nlohmann::json::parse(v.value, nullptr, false);
+    if (j.is_discarded())
+      return Status::FailedPrecondition("the stored service '" + v.key + "' is not JSON");
+    HANGAR_RETURN_IF_ERROR(book_.Restore(j, Now()));
+  }
+  if (!book_.services().empty())
+    spdlog::info("services: restored {} services", book_.services().size());
+  return Status::Ok();
+}
+
+void ServiceController::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ServiceController::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ServiceController::Loop() {
+  std::unique_lock<std::mutex> lock(wake_mu_);
+  while (!stopping_) {
+    lock.unlock();
+    Tick();
+    lock.lock();
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.tick), [this] { return stopping_; });
+  }
+}
+
+void ServiceController::Tick() {
+  if (owner_->stopping()) return;
+  std::vector<std::tuple<std::string, int, uint64_t>> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs = book_.Jobs();
+  }
+  // 1. What became of the replicas' jobs.
+  if (!jobs.empty()) {
+    auto seen = owner_->Call<std::vector<JobSeen>>([&jobs](ClusterState& st, Effects*) {
+      std::vector<JobSeen> out;
+      for (const auto& [service, replica, id] : jobs) {
+        auto j = st.GetJob(id);
+        JobSeen s;
+        if (j.ok()) {
+          s.state = j->state;
+          const std::string node = j->task_views.empty() ? "" : j->task_views[0].node;
+          auto n = node.empty() ? StatusOr<api::NodeView>(Status::NotFound("")) : st.GetNode(node);
+          s.address = n.ok() && !n->address.empty() ? n->address : node;
+        }
+        out.push_back(std::move(s));
+      }
+      return out;
+    });
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      book_.SeeJob(std::get<0>(jobs[i]), std::get<1>(jobs[i]), seen[i], Now());
+    }
+  }
+  // 2. Readiness, probed in parallel off the lock.
+  std::vector<ProbeTarget> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    due = book_.DueProbes(Now());
+  }
+  std::vector<std::future<ProbeResult>> results;
+  for (const auto& p : due) {
+    results.push_back(
+        std::async(std::launch::async, [p] { return RunProbe(p.address, p.port, p.probe); }));
+  }
+  std::vector<ProbeResult> got;
+  for (auto& f : results) got.push_back(f.get());
+  // 3. The load balancer's sessions, for drains.
+  auto stat = lb_.Run("show stat");
+  if (!stat.ok()) lb_in_sync_ = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < due.size(); ++i)
+    book_.SeeProbe(due[i].service, due[i].replica, got[i].passed, got[i].detail, Now());
+  if (stat.ok()) book_.SeeSessions(ParseSessions(*stat));
+  // 4. The round.
+  const Time now = Now();
+  if (!lb_in_sync_ || now - last_resync_ >= kResyncEvery) {
+    lb_in_sync_ = true;
+    last_resync_ = now;
+    ApplyLb(book_.LbState());
+  }
+  Execute(book_.Round(now));
+}
+
+void ServiceController::Execute(const Plan& plan) {
+  // Out of rotation before any job is told to stop.
+  ApplyLb(plan.lb);
+  if (plan.starts.empty() && plan.stops.empty() && plan.changed.empty() && plan.erased.empty())
+    return;
+  std::set<std::string> changed = plan.changed;
+  Status stored = owner_->Call<Status>([&](ClusterState& st, Effects* fx) {
+    const Time wall = owner_->clock()->Now();
+    for (const auto& stop : plan.stops) {
+      if (Status s = st.Cancel(stop.job, wall, fx); !s.ok()) {
+        spdlog::debug("services: replica {} of {}: job {}: {}", stop.replica, stop.service,
+                      stop.job, s.message());
+      }
+    }
+    for (const auto& start : plan.starts) {
+      const Service* s = book_.Find(start.service);
+      auto spec = ReplicaJob(*s, start);
+      auto id = spec.ok() ? st.Submit(*spec, wall, fx) : StatusOr<sched::JobId>(spec.status());
+      if (!id.ok()) {
+        spdlog::error("services: cannot start replica {} of {}: {}", start.replica, start.service,
+                      id.status().message());
+        continue;
+      }
+      book_.Started(start.service, start.replica, *id);
+      fx->Event(wall, "service", "service/" + start.service,
+                "replica " + std::to_string(start.replica) + " (revision " +
+                    std::to_string(start.revision) + ") runs as job " + std::to_string(*id));
+      changed.insert(start.service);
+    }
+    for (const auto& name : changed) {
+      if (book_.Find(name))
+        fx->batch.values.push_back({kTable, name, book_.Record(name).dump(), false});
+    }
+    for (const auto& name : plan.erased) fx->batch.values.push_back({kTable, name, "", true});
+    return Status::Ok();
+  });
+  if (!stored.ok()) spdlog::error("services: {}", stored.message());
+}
+
+void ServiceController::ApplyLb(const std::vector<LbChange>& changes) {
+  for (const auto& c : changes) {
+    if (Status s = lb_.Apply(c); !s.ok()) {
+      if (lb_in_sync_) spdlog::warn("services: {}", s.message());
+      lb_in_sync_ = false;  // set every server again next round
+    }
+  }
+}
+
+Status ServiceController::Store(const std::set<std::string>& changed,
+                                const std::set<std::string>& erased) {
+  return owner_->Call<Status>([&](ClusterState&, Effects* fx) {
+    for (const auto& name : changed)
+      fx->batch.values.push_back({kTable, name, book_.Record(name).dump(), false});
+    for (const auto& name : erased) fx->batch.values.push_back({kTable, name, "", true});
+    return Status::Ok();
+  });
+}
+
+Status ServiceController::MayChange(const std::string& name, const std::string& user,
+                                    bool admin) const {
+  const Service* s = book_.Find(name);
+  if (!s)
+    return Status::NotFound("service '" + name +
+                            "' does not exist; `hangar service list` lists them");
+  if (!admin && s->user != user) {
+    return Status::PermissionDenied("service " + name + " belongs to " + s->user +
+                                    "; only they and admins change it");
+  }
+  return Status::Ok();
+}
+
+Status ServiceController::Create(const ServiceSpec& spec, const std::string& user) {
+  std::unique_lock<std::mutex> lock(mu_);
+  HANGAR_RETURN_IF_ERROR(
+      book_.Create(spec, job::JobSpecToJson(spec.replica), user, owner_->clock()->Now()));
+  Status s = Store({spec.name}, {});
+  lock.unlock();
+  wake_.notify_all();
+  return s;
+}
+
+StatusOr<int> ServiceController::Update(const ServiceSpec& spec, const std::string& user,
+                                        bool admin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HANGAR_RETURN_IF_ERROR(MayChange(spec.name, user, admin));
+  HANGAR_ASSIGN_OR_RETURN(
+      int rev, book_.Update(spec, job::JobSpecToJson(spec.replica), owner_->clock()->Now()));
+  HANGAR_RETURN_IF_ERROR(Store({spec.name}, {}));
+  return rev;
+}
+
+Status ServiceController::Scale(const std::string& name, int replicas, const std::string& user,
+                                bool admin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HANGAR_RETURN_IF_ERROR(MayChange(name, user, admin));
+  HANGAR_RETURN_IF_ERROR(book_.Scale(name, replicas));
+  return Store({name}, {});
+}
+
+StatusOr<int> ServiceController::Rollback(const std::string& name, int revision,
+                                          const std::string& user, bool admin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HANGAR_RETURN_IF_ERROR(MayChange(name, user, admin));
+  HANGAR_ASSIGN_OR_RETURN(int rev, book_.Rollback(name, revision, owner_->clock()->Now()));
+  HANGAR_RETURN_IF_ERROR(Store({name}, {}));
+  return rev;
+}
+
+Status ServiceController::Delete(const std::string& name, const std::string& user, bool admin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HANGAR_RETURN_IF_ERROR(MayChange(name, user, admin));
+  HANGAR_RETURN_IF_ERROR(book_.Delete(name));
+  return Store({name}, {});
+}
+
+nlohmann::json ServiceController::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json out = nlohmann::json::array();
+  const Time now = Now();
+  for (const auto& [name, s] : book_.services()) {
+    nlohmann::json v = ServiceBook::View(s, options_.lb.Endpoint(s.slot), now);
+    v.erase("replicas");
+    v.erase("revisions");
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+StatusOr<nlohmann::json> ServiceController::Get(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Service* s = book_.Find(name);
+  if (!s)
+    return Status::NotFound("service '" + name +
+                            "' does not exist; `hangar service list` lists them");
+  return ServiceBook::View(*s, options_.lb.Endpoint(s->slot), Now());
+}
+
+StatusOr<nlohmann::json> ServiceController::Endpoints(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Service* s = book_.Find(name);
+  if (!s)
+    return Status::NotFound("service '" + name +
+                            "' does not exist; `hangar service list` lists them");
+  nlohmann::json ready = nlohmann::json::array();
+  for (const auto& r : s->replicas) {
+    if (r.state != ReplicaState::kReady) continue;
+    ready.push_back({{"replica", r.id},
+                     {"revision", r.revision},
+                     {"address", r.address + ":" + std::to_string(r.port)}});
+  }
+  return nlohmann::json{
+      {"name", name}, {"endpoint", options_.lb.Endpoint(s->slot)}, {"ready", ready}};
+}
+
+}  // namespace hangar::controller::service
