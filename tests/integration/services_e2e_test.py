@@ -121,6 +121,8 @@ class Dev:
         wait(lambda: len(json.loads(self.cli("nodes", "-o", "json"))["nodes"]) == 4 and
              all(n["state"] == "ready" for n in json.loads(self.cli("nodes", "-o", "json"))["nodes"]),
              60, "hangar dev's nodes")
+        # Its banner (printed once the agents are connected) says where the services' endpoints are.
+        wait(lambda: "stop: Ctrl-C" in (tmp / "dev.out").read_text(), 30, "hangar dev's banner")
         text = (tmp / "dev.out").read_text()
         assert "services: endpoints on 127.0.0.1:" in text, f"hangar dev started no load balancer:\n{text}"
 
@@ -251,4 +253,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BaseException:
+        for log in sorted(pathlib.Path(tempfile.gettempdir()).glob("hangar-services-*/dev.out"))[-1:]:
+            print(f"--- {log}:\n" + log.read_text()[-3000:], file=sys.stderr)
+        raise
