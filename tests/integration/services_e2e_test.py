@@ -122,7 +122,7 @@ class Dev:
              all(n["state"] == "ready" for n in json.loads(self.cli("nodes", "-o", "json"))["nodes"]),
              60, "hangar dev's nodes")
         # Its banner (printed once the agents are connected) says where the services' endpoints are.
-        wait(lambda: "stop: Ctrl-C" in (tmp / "dev.out").read_text(), 30, "hangar dev's banner")
+        wait(lambda: "services" in (tmp / "dev.out").read_text(), 30, "hangar dev's banner")
         text = (tmp / "dev.out").read_text()
         assert "services: endpoints on 127.0.0.1:" in text, f"hangar dev started no load balancer:\n{text}"
 
