@@ -20,19 +20,12 @@ std::vector<Replica*> ActiveOf(Service& s) {
   return out;
 }
 
-// Whether replica `r` runs what revision `want` asks for: its own revision, or one with the same
-// replica spec (a rollback adopts the replicas of the revision it restores instead of replacing
-// them).
-bool Runs(const Service& s, const Replica& r, int want) {
-  return r.revision == want || s.Find(r.revision)->replica == s.Find(want)->replica;
-}
-
 // Which replica goes first: another revision's before the wanted one's, one not ready before one
 // that is, the newest first.
 void SortForRemoval(const Service& s, std::vector<Replica*>* v, int want) {
   std::sort(v->begin(), v->end(), [&s, want](const Replica* a, const Replica* b) {
     const auto key = [&s, want](const Replica* r) {
-      return std::make_tuple(Runs(s, *r, want), r->state == ReplicaState::kReady, -r->id);
+      return std::make_tuple(s.Runs(*r, want), r->state == ReplicaState::kReady, -r->id);
     };
     return key(a) < key(b);
   });
@@ -80,7 +73,7 @@ void ServiceBook::Reconcile(Service& s, Time now) {
   const int want = Want(s);
   for (Replica& r : s.replicas) {
     // A replica of another revision is replaced by the rollout rather than restarted.
-    if (r.state == ReplicaState::kBackoff && !r.removing && Runs(s, r, want) &&
+    if (r.state == ReplicaState::kBackoff && !r.removing && s.Runs(r, want) &&
         now >= r.restart_at) {
       Restart(s, r, now);
     }
@@ -133,7 +126,7 @@ void ServiceBook::Remove(Service& s, Replica& r, Time now, const std::string& wh
 void ServiceBook::FinishDrains(Service& s, Time now) {
   for (Replica& r : s.replicas) {
     if (r.state != ReplicaState::kDraining || !r.removing) continue;
-    const Duration grace = s.Find(r.revision)->options.drain_grace;
+    const Duration grace = s.OptionsOf(r).drain_grace;
     auto in_flight = sessions_.find({s.slot, r.server});
     const bool idle =
         in_flight != sessions_.end() && in_flight->second == 0 && now - r.since >= kMinDrain;
@@ -186,7 +179,7 @@ void ServiceBook::Roll(Service& s, Time now) {
     for (Replica* r : ActiveOf(s)) c += pred(*r) ? 1 : 0;
     return c;
   };
-  auto is_old = [&s, want](const Replica& r) { return !Runs(s, r, want); };
+  auto is_old = [&s, want](const Replica& r) { return !s.Runs(r, want); };
   // Surge: new replicas beside the old, within max_surge.
   while (!stopped) {
     const int total = static_cast<int>(ActiveOf(s).size()), old = count(is_old);

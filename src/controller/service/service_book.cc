@@ -16,6 +16,14 @@ const Revision* Service::Find(int revision) const {
   return nullptr;
 }
 
+bool Service::Runs(const Replica& r, int want) const {
+  return r.revision == want || Find(r.revision)->replica == Find(want)->replica;
+}
+
+const ServiceOptions& Service::OptionsOf(const Replica& r) const {
+  return Runs(r, target) ? Target().options : Find(r.revision)->options;
+}
+
 ServiceBook::ServiceBook(BookOptions options) : options_(std::move(options)) {}
 
 const Service* ServiceBook::Find(const std::string& name) const {
@@ -179,10 +187,10 @@ void ServiceBook::SeeJob(const std::string& service, int replica, const JobSeen&
         (void)Move(s, r, ReplicaState::kGone, now, "its job ended");
         return;
       }
-      const Revision& rev = *s.Find(r.revision);
-      Duration wait = rev.options.restart.backoff;
-      for (int i = 0; i < r.crashes && wait < rev.options.restart.max_backoff; ++i) wait *= 2;
-      wait = std::min(wait, rev.options.restart.max_backoff);
+      const RestartSpec& restart = s.OptionsOf(r).restart;
+      Duration wait = restart.backoff;
+      for (int i = 0; i < r.crashes && wait < restart.max_backoff; ++i) wait *= 2;
+      wait = std::min(wait, restart.max_backoff);
       ++r.crashes;
       ++r.restarts;
       r.job = 0;
@@ -224,7 +232,7 @@ void ServiceBook::SeeProbe(const std::string& service, int replica, bool passed,
   Service& s = it->second;
   for (Replica& r : s.replicas) {
     if (r.id != replica) continue;
-    const ProbeSpec& p = s.Find(r.revision)->options.readiness;
+    const ProbeSpec& p = s.OptionsOf(r).readiness;
     if (r.state == ReplicaState::kStarting) {
       r.passes = passed ? r.passes + 1 : 0;
       if (!passed) r.why = "not ready: " + detail;
@@ -256,7 +264,7 @@ std::vector<ProbeTarget> ServiceBook::DueProbes(Time now) {
     for (Replica& r : s.replicas) {
       if (r.state != ReplicaState::kStarting && r.state != ReplicaState::kReady) continue;
       if (r.next_probe > now) continue;
-      const ProbeSpec& p = s.Find(r.revision)->options.readiness;
+      const ProbeSpec& p = s.OptionsOf(r).readiness;
       r.next_probe = now + p.interval;
       out.push_back({name, r.id, r.address, p.port ? p.port : r.port, p});
     }

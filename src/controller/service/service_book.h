@@ -49,6 +49,12 @@ struct Service {
   const Revision& Target() const;
   Revision& Target() { return const_cast<Revision&>(static_cast<const Service*>(this)->Target()); }
   const Revision* Find(int revision) const;
+  // Whether replica `r` runs what revision `want` asks for: its own revision, or one with the
+  // same replica spec (a rollback, or an update of the service block only, adopts such replicas
+  // instead of replacing them).
+  bool Runs(const Replica& r, int want) const;
+  // The options that govern `r`: the target's when it runs the target's spec, else its revision's.
+  const ServiceOptions& OptionsOf(const Replica& r) const;
 };
 
 // What a round asks of the daemon.

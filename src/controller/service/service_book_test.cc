@@ -231,6 +231,26 @@ TEST(ServiceBookTest, ARevisionThatNeverBecomesReadyStopsTheRolloutAndRollbackRe
   EXPECT_EQ(w.Count("echo", ReplicaState::kReady), 3);
 }
 
+TEST(ServiceBookTest, AnUpdateOfTheServiceBlockOnlyKeepsTheReplicasAndGovernsThem) {
+  World w;
+  const auto v1 = Spec("echo", 2);
+  ASSERT_TRUE(w.book().Create(v1, Json(v1), "alice", 0).ok());
+  w.RunFor(1000);
+  auto v2 = v1;
+  v2.options.restart.backoff = 3000;
+  v2.options.restart.max_backoff = 3000;
+  ASSERT_TRUE(w.book().Update(v2, Json(v2), 0).ok());
+  w.RunFor(1000);
+  EXPECT_EQ(w.stops_, 0) << "the same replica spec: nothing to replace";
+  EXPECT_EQ(w.book().Find("echo")->Target().state, "complete");
+  const Replica r = w.book().Find("echo")->replicas[0];
+  EXPECT_EQ(r.revision, 1);
+  w.Kill(r.job);
+  w.Round();
+  EXPECT_EQ(w.Find("echo", r.id)->restart_at - w.now() + 100, 3000)
+      << "the new revision's back-off";
+}
+
 TEST(ServiceBookTest, ADeletedServiceDrainsItsReplicasAndIsErased) {
   World w;
   const auto spec = Spec("echo", 2);
