@@ -10,6 +10,9 @@ rate for the whole test. While it runs:
   3. a revision that never becomes ready: the rollout stops with the old replicas serving, and
      `hangar service rollback` restores the last good revision; no request fails.
 
+After the load: HAProxy killed and started again (its servers all back in maintenance) serves the
+ready replicas again once the controller has set its servers anew.
+
 Then the service is deleted (its replicas drain and stop) and `hangar dev` stops, leaving no
 process behind. Usage: services_e2e_test.py HANGAR_BINARY SOURCE_DIR
 """
@@ -154,6 +157,28 @@ def replica_pids(service):
     return out
 
 
+def haproxy_pids(cfg):
+    out = []
+    for p in pathlib.Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and cfg in (p / "cmdline").read_bytes().decode(errors="replace"):
+                out.append(int(p.name))
+        except OSError:
+            continue
+    return out
+
+
+def answers(host, port):
+    try:
+        c = http.client.HTTPConnection(host, port, timeout=2)
+        c.request("GET", "/")
+        ok = c.getresponse().status == 200
+        c.close()
+        return ok
+    except OSError:
+        return False
+
+
 def write_versions(folder):
     """echo.yaml as the example has it (v1), a v2, and a v3 that never becomes ready."""
     shutil.copy(SRC / "examples/services/echo_model.py", folder)
@@ -235,6 +260,20 @@ def main():
         assert len(results) > 5 * RATE, len(results)  # the load ran throughout
         assert not failed, failed[:10]
 
+        # HAProxy restarted: the controller sets its servers again.
+        cfg = str(dev.dir / "lb" / "haproxy.cfg")
+        for pid in haproxy_pids(cfg):
+            os.kill(pid, signal.SIGKILL)
+        wait(lambda: not haproxy_pids(cfg), 10, "the killed haproxy to go")
+        restarted = subprocess.Popen(["haproxy", "-db", "-f", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            host, port = endpoint.rsplit(":", 1)
+            wait(lambda: answers(host, int(port)), 30, "the restarted HAProxy to serve the replicas")
+            print("HAProxy restarted: the replicas are in rotation again")
+        finally:
+            restarted.kill()
+            restarted.wait()
+
         # Deleted: its replicas drain and stop, and it is gone.
         dev.cli("service", "delete", "echo")
         wait(lambda: not json.loads(dev.cli("service", "list", "-o", "json"))["services"], 60, "the service to go")
@@ -244,9 +283,7 @@ def main():
         if load and not load.stopping.is_set():
             load.stop()
         dev.stop()
-    cfg = str(dev.dir / "lb" / "haproxy.cfg")
-    left = [p.name for p in pathlib.Path("/proc").iterdir() if p.name.isdigit() and
-            cfg in (p / "cmdline").read_bytes().decode(errors="replace") if (p / "cmdline").exists()]
+    left = haproxy_pids(str(dev.dir / "lb" / "haproxy.cfg"))
     assert not left, f"haproxy still runs: {left}"
     shutil.rmtree(tmp, ignore_errors=True)
     print("PASS")

@@ -125,6 +125,36 @@ std::map<std::pair<int, int>, int> ParseSessions(const std::string& show_stat) {
   return out;
 }
 
+std::map<std::pair<int, int>, std::string> ParseStatus(const std::string& show_stat) {
+  std::map<std::pair<int, int>, std::string> out;
+  std::istringstream in(show_stat);
+  constexpr size_t kStatus = 17;  // show stat's 18th column
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto f = Split(line, ',');
+    int slot = 0;
+    long server = 0;
+    if (f.size() <= kStatus || !SlotOf(f[0], &slot) || f[1].size() < 2 || f[1][0] != 'r') continue;
+    if (!ToInt(f[1].substr(1), &server)) continue;
+    out[{slot, static_cast<int>(server)}] = f[kStatus];
+  }
+  return out;
+}
+
+bool LbAgrees(const std::vector<LbChange>& want,
+              const std::map<std::pair<int, int>, std::string>& status) {
+  for (const auto& c : want) {
+    auto it = status.find({c.slot, c.server});
+    if (it == status.end()) return false;
+    const bool maint = it->second.rfind("MAINT", 0) == 0;
+    const bool drain = it->second.rfind("DRAIN", 0) == 0;
+    if (c.op == LbChange::Op::kDisable && !maint) return false;
+    if (c.op == LbChange::Op::kEnable && (maint || drain)) return false;
+    if (c.op == LbChange::Op::kDrain && maint) return false;
+  }
+  return true;
+}
+
 std::map<int, SlotTraffic> ParseTraffic(const std::string& show_stat) {
   std::map<int, SlotTraffic> out;
   std::istringstream in(show_stat);

@@ -37,6 +37,16 @@ std::vector<std::string> HaproxyCommands(const LbChange& c);
 // Sessions in flight per (slot, server) from `show stat`'s CSV; rows of other proxies are skipped.
 std::map<std::pair<int, int>, int> ParseSessions(const std::string& show_stat);
 
+// Each server's status (UP, DOWN, DRAIN, MAINT, ...) per (slot, server) from `show stat`.
+std::map<std::pair<int, int>, std::string> ParseStatus(const std::string& show_stat);
+
+// Whether the load balancer's servers are as `want` says: enabled ones neither in maintenance
+// nor draining, draining ones out of maintenance, disabled ones in maintenance. False after HAProxy
+// restarted (its servers all back in maintenance) or was changed by hand: the caller sets every
+// server again.
+bool LbAgrees(const std::vector<LbChange>& want,
+              const std::map<std::pair<int, int>, std::string>& status);
+
 // Per-slot request counters from `show stat` (the frontend's): total requests and 5xx answers.
 struct SlotTraffic {
   long requests = 0;

@@ -66,5 +66,26 @@ TEST(HaproxyConfigTest, ReadsSessionsAndTrafficFromShowStat) {
   EXPECT_EQ(t[0].in_flight, 4);
 }
 
+TEST(HaproxyConfigTest, TellsWhenTheServersDisagreeWithTheBook) {
+  const std::string stat =
+      "# "
+      "pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,"
+      "wredis,status\n"
+      "svc0,r1,0,0,0,0,,0,,,,,,,,,,UP\n"
+      "svc0,r2,0,0,0,0,,0,,,,,,,,,,DRAIN\n"
+      "svc0,r3,0,0,0,0,,0,,,,,,,,,,MAINT\n";
+  const auto status = ParseStatus(stat);
+  EXPECT_EQ(status.at({0, 2}), "DRAIN");
+  using Op = LbChange::Op;
+  std::vector<LbChange> want = {
+      {0, 1, Op::kEnable, "a", 1}, {0, 2, Op::kDrain, "", 0}, {0, 3, Op::kDisable, "", 0}};
+  EXPECT_TRUE(LbAgrees(want, status));
+  // HAProxy restarted: every server is in maintenance again, the ready replica's too.
+  auto restarted = status;
+  restarted[{0, 1}] = "MAINT";
+  EXPECT_FALSE(LbAgrees(want, restarted));
+  EXPECT_FALSE(LbAgrees({{0, 4, Op::kDisable, "", 0}}, status)) << "a server HAProxy does not have";
+}
+
 }  // namespace
 }  // namespace hangar::controller::service

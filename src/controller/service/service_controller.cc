@@ -146,19 +146,34 @@ void ServiceController::Tick() {
   for (auto& f : results) got.push_back(f.get());
   // 3. The load balancer's sessions, for drains.
   auto stat = lb_.Run("show stat");
+  if (stat.ok() != lb_reachable_) {
+    if (stat.ok())
+      spdlog::info("services: the load balancer answers again at {}; setting every server",
+                   lb_.admin());
+    if (!stat.ok()) spdlog::warn("services: {}", stat.status().message());
+    lb_reachable_ = stat.ok();
+  }
   if (!stat.ok()) lb_in_sync_ = false;
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < due.size(); ++i)
     book_.SeeProbe(due[i].service, due[i].replica, got[i].passed, got[i].detail, Now());
   if (stat.ok()) book_.SeeSessions(ParseSessions(*stat));
-  // 4. The round.
+  // 4. The round, after every server was set again if HAProxy disagrees with the book (it
+  // restarted, or was changed by hand) or has not been set lately.
   const Time now = Now();
-  if (!lb_in_sync_ || now - last_resync_ >= kResyncEvery) {
+  if (stat.ok() && lb_in_sync_ && !LbAgrees(lb_set_, ParseStatus(*stat))) {
+    spdlog::warn(
+        "services: the load balancer's servers differ from the services' replicas; setting them "
+        "again");
+    lb_in_sync_ = false;
+  }
+  if (stat.ok() && (!lb_in_sync_ || now - last_resync_ >= kResyncEvery)) {
     lb_in_sync_ = true;
     last_resync_ = now;
     ApplyLb(book_.LbState());
   }
   Execute(book_.Round(now));
+  lb_set_ = book_.LbState();
 }
 
 void ServiceController::Execute(const Plan& plan) {
@@ -203,7 +218,7 @@ void ServiceController::Execute(const Plan& plan) {
 void ServiceController::ApplyLb(const std::vector<LbChange>& changes) {
   for (const auto& c : changes) {
     if (Status s = lb_.Apply(c); !s.ok()) {
-      if (lb_in_sync_) spdlog::warn("services: {}", s.message());
+      if (s.code() != StatusCode::kUnavailable) spdlog::warn("services: {}", s.message());
       lb_in_sync_ = false;  // set every server again next round
     }
   }

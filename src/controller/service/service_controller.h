@@ -75,7 +75,9 @@ class ServiceController {
   ServiceBook book_;  // GUARDED_BY(mu_)
   bool lb_in_sync_ =
       false;  // the loop thread's: false until every server was set (and after a failure)
-  Time last_resync_ = 0;  // the loop thread's
+  Time last_resync_ = 0;          // the loop thread's
+  bool lb_reachable_ = true;      // the loop thread's: for logging its changes only
+  std::vector<LbChange> lb_set_;  // the loop thread's: the servers as the last round left them
   std::mutex wake_mu_;
   std::condition_variable wake_;
   bool stopping_ = false;  // GUARDED_BY(wake_mu_)
