@@ -10,6 +10,9 @@ rate for the whole test. While it runs:
   3. a revision that never becomes ready: the rollout stops with the old replicas serving, and
      `hangar service rollback` restores the last good revision; no request fails.
 
+Load rises on a second, autoscaled service (min 1, max 3, 2 requests in flight per replica): it
+scales out to 3; load falls: it scales back in to 1 after its window; no request fails.
+
 After the load: HAProxy killed and started again (its servers all back in maintenance) serves the
 ready replicas again once the controller has set its servers anew.
 
@@ -68,7 +71,8 @@ def wait(pred, secs, what):
 class Load:
     """GET / through the endpoint at RATE per second, each request on its own connection."""
 
-    def __init__(self, endpoint):
+    def __init__(self, endpoint, rate=RATE):
+        self.rate = rate
         self.host, self.port = endpoint.rsplit(":", 1)
         self.results = []  # (sent, ok, body or error)
         self.lock = threading.Lock()
@@ -93,7 +97,7 @@ class Load:
         start = time.monotonic()
         n = 0
         while not self.stopping.is_set():
-            due = start + n / RATE
+            due = start + n / self.rate
             delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
@@ -187,6 +191,10 @@ def write_versions(folder):
     (folder / "v2.yaml").write_text(base.replace("MODEL_VERSION: v1", "MODEL_VERSION: v2"))
     broken = base.replace("MODEL_VERSION: v1", 'MODEL_VERSION: v3, NEVER_READY: "1"')
     (folder / "v3.yaml").write_text(broken.replace("progress_deadline: 30s", "progress_deadline: 4s"))
+    busy = base.replace("name: echo", "name: busy").replace("MODEL_VERSION: v1", 'MODEL_VERSION: v1, REPLY_DELAY: "0.3"')
+    busy = busy.replace("  replicas: 3\n", "  autoscale: {min: 1, max: 3, in_flight_per_replica: 2, scale_down_after: 3s}\n")
+    assert "autoscale" in busy
+    (folder / "busy.yaml").write_text(busy)
 
 
 def ready(dev, n, revision=None):
@@ -252,6 +260,32 @@ def main():
         assert after and all("version=v2" in r[2] for r in after)
         revisions = [(r["revision"], r["state"]) for r in dev.service()["revisions"]]
         assert revisions == [(1, "superseded"), (2, "superseded"), (3, "failed"), (4, "complete")], revisions
+
+        # 4. Autoscaling: a second service whose replies take 0.3 s; 20 requests/s keep about 6 in
+        # flight, 3 replicas' worth; 2 requests/s want 1.
+        print(dev.cli("service", "create", "-f", str(folder / "busy.yaml")), end="")
+        wait(lambda: dev.service("busy")["ready"] == 1, 60, "busy's first replica")
+        heavy = Load(dev.service("busy")["endpoint"], rate=20)
+        heavy.start()
+        try:
+            wait(lambda: dev.service("busy")["desired"] == 3 and dev.service("busy")["ready"] == 3, 60, "busy to scale out")
+            print("busy scaled out:", dev.service("busy")["scale"])
+            tiers = sorted(r["tier"] for r in dev.service("busy")["replicas"])
+            assert tiers == ["opportunistic", "opportunistic", "template"], tiers
+        finally:
+            heavy.stop()
+        light = Load(dev.service("busy")["endpoint"], rate=2)
+        light.start()
+        try:
+            wait(lambda: dev.service("busy")["desired"] == 1 and len(dev.service("busy")["replicas"]) == 1, 60,
+                 "busy to scale in")
+            print("busy scaled in:", dev.service("busy")["scale"])
+            time.sleep(1)
+        finally:
+            light.stop()
+        busy_failed = [r for r in heavy.snapshot() + light.snapshot() if not r[1]]
+        assert not busy_failed, busy_failed[:10]
+        dev.cli("service", "delete", "busy")
 
         load.stop()
         results = load.snapshot()

@@ -164,14 +164,17 @@ std::map<int, SlotTraffic> ParseTraffic(const std::string& show_stat) {
     if (line.empty() || line[0] == '#') continue;
     const auto f = Split(line, ',');
     int slot = 0;
-    if (f.size() < 2 || f[1] != "FRONTEND" || !SlotOf(f[0], &slot)) continue;
-    SlotTraffic t;
+    if (f.size() < 2 || (f[1] != "FRONTEND" && f[1] != "BACKEND") || !SlotOf(f[0], &slot)) continue;
+    SlotTraffic& t = out[slot];
     for (size_t i = 0; i < header.size() && i < f.size(); ++i) {
-      if (header[i] == "req_tot") ToInt(f[i], &t.requests);
-      if (header[i] == "hrsp_5xx") ToInt(f[i], &t.errors_5xx);
-      if (header[i] == "scur") ToInt(f[i], &t.in_flight);
+      long v = 0;
+      if (!ToInt(f[i], &v)) continue;
+      if (f[1] == "FRONTEND" && header[i] == "req_tot") t.requests = v;
+      if (f[1] == "FRONTEND" && header[i] == "hrsp_5xx") t.errors_5xx = v;
+      // In flight: the backend's sessions at replicas and queued for one (a client's idle
+      // keep-alive connection counts at the frontend only).
+      if (f[1] == "BACKEND" && (header[i] == "scur" || header[i] == "qcur")) t.in_flight += v;
     }
-    out[slot] = t;
   }
   return out;
 }

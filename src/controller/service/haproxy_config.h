@@ -51,7 +51,7 @@ bool LbAgrees(const std::vector<LbChange>& want,
 struct SlotTraffic {
   long requests = 0;
   long errors_5xx = 0;
-  long in_flight = 0;
+  long in_flight = 0;  // the backend's sessions at replicas plus those queued
 };
 std::map<int, SlotTraffic> ParseTraffic(const std::string& show_stat);
 

@@ -54,6 +54,7 @@ TEST(HaproxyConfigTest, ReadsSessionsAndTrafficFromShowStat) {
       "svc0,FRONTEND,,,4,9,20000,120,,,,,,,,,,OPEN,,,,,,,,,,,,,,,0,,,,,,,0,118,0,0,2,0,,3,9,120\n"
       "svc0,r1,0,0,3,5,,60,,,,,,,,,,UP\n"
       "svc0,r2,0,0,1,5,,60,,,,,,,,,,DRAIN\n"
+      "svc0,BACKEND,2,3,3,9,,120,,,,,,,,,,UP\n"
       "stats,FRONTEND,,,1,1\n";
   auto s = ParseSessions(stat);
   EXPECT_EQ(s.size(), 2u);
@@ -63,7 +64,7 @@ TEST(HaproxyConfigTest, ReadsSessionsAndTrafficFromShowStat) {
   ASSERT_EQ(t.count(0), 1u);
   EXPECT_EQ(t[0].requests, 120);
   EXPECT_EQ(t[0].errors_5xx, 2);
-  EXPECT_EQ(t[0].in_flight, 4);
+  EXPECT_EQ(t[0].in_flight, 5) << "the backend's sessions and queue";
 }
 
 TEST(HaproxyConfigTest, TellsWhenTheServersDisagreeWithTheBook) {

@@ -60,7 +60,8 @@ struct Replica {
   int crashes = 0;               // ends in a row since it was last ready
   uint32_t restarts = 0;
   bool ever_ready = false;
-  std::string why;  // what moved it last
+  bool guaranteed = true;  // false: opportunistic (above an autoscaled service's min)
+  std::string why;         // what moved it last
 };
 
 // What a transition asks of the world.

@@ -25,7 +25,8 @@ std::vector<Replica*> ActiveOf(Service& s) {
 void SortForRemoval(const Service& s, std::vector<Replica*>* v, int want) {
   std::sort(v->begin(), v->end(), [&s, want](const Replica* a, const Replica* b) {
     const auto key = [&s, want](const Replica* r) {
-      return std::make_tuple(s.Runs(*r, want), r->state == ReplicaState::kReady, -r->id);
+      return std::make_tuple(s.Runs(*r, want), r->guaranteed, r->state == ReplicaState::kReady,
+                             -r->id);
     };
     return key(a) < key(b);
   });
@@ -70,6 +71,7 @@ void ServiceBook::Reconcile(Service& s, Time now) {
     return;
   }
   CheckProgress(s, now);
+  Autoscale(s, now);
   const int want = Want(s);
   for (Replica& r : s.replicas) {
     // A replica of another revision is replaced by the rollout rather than restarted.
@@ -82,7 +84,7 @@ void ServiceBook::Reconcile(Service& s, Time now) {
 }
 
 void ServiceBook::Restart(Service& s, Replica& r, Time now) {
-  plan_.starts.push_back({s.name, r.id, r.revision, r.port});
+  plan_.starts.push_back({s.name, r.id, r.revision, r.port, !r.guaranteed});
   (void)Move(s, r, ReplicaState::kPending, now, "restarted after back-off");
 }
 
@@ -90,6 +92,10 @@ int ServiceBook::AddReplica(Service& s, int revision, Time now) {
   const int port = PickPort(), server = PickServer(s);
   if (!port || !server) return 0;
   Replica r;
+  const AutoscaleSpec& a = s.Target().options.autoscale;
+  int guaranteed = 0;
+  for (const Replica& x : s.replicas) guaranteed += Active(x) && x.guaranteed ? 1 : 0;
+  r.guaranteed = !a.on || guaranteed < a.min;
   r.id = s.next_replica++;
   r.revision = revision;
   r.port = port;
@@ -98,9 +104,31 @@ int ServiceBook::AddReplica(Service& s, int revision, Time now) {
   r.since = now;
   r.why = "created for revision " + std::to_string(revision);
   s.replicas.push_back(r);
-  plan_.starts.push_back({s.name, r.id, revision, port});
+  plan_.starts.push_back({s.name, r.id, revision, port, !r.guaranteed});
   plan_.changed.insert(s.name);
   return r.id;
+}
+
+void ServiceBook::Autoscale(Service& s, Time now) {
+  const AutoscaleSpec& a = s.Target().options.autoscale;
+  auto seen = in_flight_.find(s.slot);
+  if (!a.on || seen == in_flight_.end()) return;
+  const long per = a.in_flight_per_replica;
+  const int want = static_cast<int>(std::clamp<long>((seen->second + per - 1) / per, a.min, a.max));
+  // The highest recommendation of the window: up at once, down only once the window agrees.
+  s.recommendations.emplace_back(now, want);
+  std::erase_if(s.recommendations,
+                [&](const auto& r) { return r.first < now - a.scale_down_after; });
+  int desired = a.min;
+  for (const auto& r : s.recommendations) desired = std::max(desired, r.second);
+  if (desired == s.desired) return;
+  s.scale_note = std::to_string(seen->second) + " requests in flight, " + std::to_string(per) +
+                 " per replica wanted: " + std::to_string(desired) + " replicas (within " +
+                 std::to_string(a.min) + "-" + std::to_string(a.max) +
+                 (desired < s.desired ? ", lower for " + FormatDuration(a.scale_down_after) : "") +
+                 ")";
+  s.desired = desired;
+  plan_.changed.insert(s.name);
 }
 
 void ServiceBook::Remove(Service& s, Replica& r, Time now, const std::string& why) {

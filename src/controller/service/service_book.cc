@@ -97,7 +97,8 @@ StatusOr<int> ServiceBook::Update(const ServiceSpec& spec, const nlohmann::json&
   const int number = s->revisions.back().number + 1;
   s->revisions.push_back({number, spec.options, replica_json, wall, "rolling out", ""});
   s->target = number;
-  s->desired = spec.options.replicas;
+  const AutoscaleSpec& a = spec.options.autoscale;
+  s->desired = a.on ? std::clamp(s->desired, a.min, a.max) : spec.options.replicas;
   plan_.changed.insert(s->name);
   return number;
 }
@@ -105,6 +106,11 @@ StatusOr<int> ServiceBook::Update(const ServiceSpec& spec, const nlohmann::json&
 Status ServiceBook::Scale(const std::string& name, int replicas) {
   Service* s = Mutable(name);
   if (!s) return NoSuchService(name);
+  if (const AutoscaleSpec& a = s->Target().options.autoscale; a.on) {
+    return Status::FailedPrecondition("service " + name + " autoscales between " +
+                                      std::to_string(a.min) + " and " + std::to_string(a.max) +
+                                      " replicas; change them with `hangar service update`");
+  }
   if (replicas < 0 || replicas > kMaxReplicas) {
     return Status::InvalidArgument("replicas must be 0-" + std::to_string(kMaxReplicas) + ", not " +
                                    std::to_string(replicas));

@@ -45,6 +45,10 @@ struct Service {
   int next_replica = 1;
   std::vector<Revision> revisions;
   std::vector<Replica> replicas;
+  // Autoscaling: the recommendations of the stabilisation window (not stored: a restarted
+  // controller begins a new window at the stored count), and why the count is what it is.
+  std::vector<std::pair<Time, int>> recommendations;
+  std::string scale_note;
 
   const Revision& Target() const;
   Revision& Target() { return const_cast<Revision&>(static_cast<const Service*>(this)->Target()); }
@@ -63,6 +67,7 @@ struct ReplicaStart {
   int replica = 0;
   int revision = 0;
   int port = 0;
+  bool opportunistic = false;  // run in the opportunistic tier (above an autoscaled min)
 };
 struct Plan {
   std::vector<ReplicaStart> starts;
@@ -112,6 +117,8 @@ class ServiceBook {
                 Time now);
   // Sessions in flight per (slot, server), from the load balancer; absent: unknown.
   void SeeSessions(std::map<std::pair<int, int>, int> sessions) { sessions_ = std::move(sessions); }
+  // Requests in flight per slot (queued or at a replica), from the load balancer, for autoscaling.
+  void SeeInFlight(std::map<int, long> in_flight) { in_flight_ = std::move(in_flight); }
   Plan Round(Time now);
   // The daemon started replica `replica`'s job `job` (within the same commit as the plan).
   void Started(const std::string& service, int replica, uint64_t job);
@@ -136,6 +143,7 @@ class ServiceBook {
   Service* Mutable(const std::string& name);
   Status Move(Service& s, Replica& r, ReplicaState to, Time now, std::string why);
   void Reconcile(Service& s, Time now);
+  void Autoscale(Service& s, Time now);
   void Restart(Service& s, Replica& r, Time now);
   void CheckProgress(Service& s, Time now);
   void Roll(Service& s, Time now);
@@ -152,6 +160,7 @@ class ServiceBook {
   BookOptions options_;
   std::map<std::string, Service> services_;
   std::map<std::pair<int, int>, int> sessions_;
+  std::map<int, long> in_flight_;
   Plan plan_;  // what this round has asked so far
 };
 

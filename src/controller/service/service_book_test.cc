@@ -42,6 +42,7 @@ class World {
     std::map<std::pair<int, int>, int> sessions;
     for (const auto& [key, op] : lb_) sessions[key] = in_flight_.count(key) ? in_flight_[key] : 0;
     book_.SeeSessions(sessions);
+    book_.SeeInFlight(in_flight_by_slot_);
     Plan plan = book_.Round(now_);
     for (const auto& c : plan.lb) {
       lb_[{c.slot, c.server}] = c.op;
@@ -62,6 +63,7 @@ class World {
       ++stops_;
     }
     for (const auto& s : plan.starts) {
+      if (s.opportunistic) ++opportunistic_starts_;
       const uint64_t job = next_job_++;
       jobs_[job] = "pending";
       book_.Started(s.service, s.replica, job);
@@ -98,10 +100,14 @@ class World {
     return n;
   }
   void Kill(uint64_t job) { jobs_[job] = "failed"; }
+  void SetJob(uint64_t job, const std::string& state) { jobs_[job] = state; }
+  LbChange::Op Server(int slot, int server) { return lb_[{slot, server}]; }
   // Called after every round; a test sets it to assert an invariant throughout.
   std::function<void()> Check = [] {};
   int stops_ = 0;
+  int opportunistic_starts_ = 0;
   std::map<std::pair<int, int>, int> in_flight_;
+  std::map<int, long> in_flight_by_slot_;
 
  private:
   ServiceBook book_;
@@ -249,6 +255,66 @@ TEST(ServiceBookTest, AnUpdateOfTheServiceBlockOnlyKeepsTheReplicasAndGovernsThe
   w.Round();
   EXPECT_EQ(w.Find("echo", r.id)->restart_at - w.now() + 100, 3000)
       << "the new revision's back-off";
+}
+
+ServiceSpec Autoscaled(const std::string& name) {
+  auto s = ParseServiceSpec(
+      "name: " + name +
+          "\nservice: {autoscale: {min: 1, max: 4, in_flight_per_replica: 2, "
+          "scale_down_after: 3s}, readiness: {tcp: HANGAR_PORT, interval: 100ms}}\n"
+          "tasks: [{cpu: 1, command: [serve]}]\n",
+      "test");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+TEST(ServiceBookTest, AutoscalingGoesUpAtOnceAndDownOnlyAfterItsWindowOpportunisticFirst) {
+  World w;
+  const auto spec = Autoscaled("echo");
+  ASSERT_TRUE(w.book().Create(spec, Json(spec), "alice", 0).ok());
+  const int slot = w.book().Find("echo")->slot;
+  w.in_flight_by_slot_[slot] = 0;
+  w.RunFor(1000);
+  EXPECT_EQ(w.Count("echo", ReplicaState::kReady), 1);
+  w.in_flight_by_slot_[slot] = 7;  // 2 per replica wanted: 4
+  w.RunFor(1000);
+  EXPECT_EQ(w.book().Find("echo")->desired, 4);
+  EXPECT_EQ(w.Count("echo", ReplicaState::kReady), 4);
+  EXPECT_EQ(w.opportunistic_starts_, 3) << "the replicas above min are opportunistic";
+  w.in_flight_by_slot_[slot] = 20;  // never above max
+  w.RunFor(500);
+  EXPECT_EQ(w.book().Find("echo")->desired, 4);
+  w.in_flight_by_slot_[slot] = 0;
+  w.RunFor(2500);
+  EXPECT_EQ(w.book().Find("echo")->desired, 4) << "down only once the whole window agrees";
+  w.RunFor(1500);
+  EXPECT_EQ(w.book().Find("echo")->desired, 1);
+  w.RunFor(1000);
+  ASSERT_EQ(w.book().Find("echo")->replicas.size(), 1u);
+  EXPECT_TRUE(w.book().Find("echo")->replicas[0].guaranteed) << "the opportunistic ones went first";
+  EXPECT_EQ(w.book().Scale("echo", 3).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(ServiceBookTest, APreemptedReplicaIsDrainedDuringItsGraceAndReplaced) {
+  World w;
+  const auto spec = Spec("echo", 2);
+  ASSERT_TRUE(w.book().Create(spec, Json(spec), "alice", 0).ok());
+  w.RunFor(1000);
+  const Service* s = w.book().Find("echo");
+  const Replica r = s->replicas[0];
+  w.SetJob(r.job, "preempting");
+  w.Round();
+  EXPECT_EQ(w.Find("echo", r.id)->state, ReplicaState::kDraining);
+  EXPECT_EQ(w.Server(s->slot, r.server), LbChange::Op::kDrain)
+      << "no new requests, those in flight finish";
+  w.RunFor(2000);
+  EXPECT_EQ(w.stops_, 0) << "the scheduler stops it, not the service";
+  EXPECT_EQ(w.Count("echo", ReplicaState::kReady), 2) << "a replacement was started meanwhile";
+  w.SetJob(r.job, "pending");  // requeued once it stopped: one more than wanted, so it goes
+  w.RunFor(500);
+  EXPECT_EQ(w.Server(s->slot, r.server), LbChange::Op::kDisable);
+  EXPECT_EQ(w.Find("echo", r.id), nullptr);
+  EXPECT_EQ(w.Count("echo", ReplicaState::kReady), 2);
 }
 
 TEST(ServiceBookTest, ADeletedServiceDrainsItsReplicasAndIsErased) {

@@ -34,6 +34,7 @@ StatusOr<job::JobSpec> ReplicaJob(const Service& s, const ReplicaStart& start) {
   env.emplace_back("HANGAR_SERVICE", s.name);
   env.emplace_back("HANGAR_REPLICA", std::to_string(start.replica));
   env.emplace_back("HANGAR_REVISION", std::to_string(start.revision));
+  if (start.opportunistic) spec.tier = job::Tier::kOpportunistic;
   return spec;
 }
 
@@ -157,7 +158,12 @@ void ServiceController::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < due.size(); ++i)
     book_.SeeProbe(due[i].service, due[i].replica, got[i].passed, got[i].detail, Now());
-  if (stat.ok()) book_.SeeSessions(ParseSessions(*stat));
+  if (stat.ok()) {
+    book_.SeeSessions(ParseSessions(*stat));
+    std::map<int, long> in_flight;
+    for (const auto& [slot, t] : ParseTraffic(*stat)) in_flight[slot] = t.in_flight;
+    book_.SeeInFlight(std::move(in_flight));
+  }
   // 4. The round, after every server was set again if HAProxy disagrees with the book (it
   // restarted, or was changed by hand) or has not been set lately.
   const Time now = Now();

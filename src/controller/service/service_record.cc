@@ -38,7 +38,8 @@ nlohmann::json ServiceBook::Record(const std::string& name) const {
                         {"removing", r.removing},
                         {"restarts", r.restarts},
                         {"crashes", r.crashes},
-                        {"ever_ready", r.ever_ready}});
+                        {"ever_ready", r.ever_ready},
+                        {"guaranteed", r.guaranteed}});
   }
   return {{"name", s->name},         {"user", s->user},
           {"slot", s->slot},         {"desired", s->desired},
@@ -83,6 +84,7 @@ Status ServiceBook::Restore(const nlohmann::json& j, Time now) {
       x.restarts = r.at("restarts").get<uint32_t>();
       x.crashes = r.at("crashes").get<int>();
       x.ever_ready = r.at("ever_ready").get<bool>();
+      x.guaranteed = r.value("guaranteed", true);
       // Timers restart now: the clock they ran on was another process's.
       x.since = x.started = x.next_probe = x.restart_at = now;
       x.why = "restored by this controller";
@@ -115,7 +117,8 @@ nlohmann::json ServiceBook::View(const Service& s, const std::string& endpoint, 
          {"address", r.address.empty() ? "" : r.address + ":" + std::to_string(r.port)},
          {"restarts", r.restarts},
          {"why", r.why},
-         {"for_ms", now - r.since}});
+         {"for_ms", now - r.since},
+         {"tier", r.guaranteed ? "template" : "opportunistic"}});
   }
   const Revision& t = s.Target();
   std::string rollout = t.state;
@@ -125,7 +128,8 @@ nlohmann::json ServiceBook::View(const Service& s, const std::string& endpoint, 
           {"ready", ready},           {"revision", s.target},
           {"last_good", s.last_good}, {"rollout", rollout},
           {"message", t.note},        {"revisions", revisions},
-          {"replicas", replicas},     {"options", ServiceOptionsToJson(t.options)}};
+          {"replicas", replicas},     {"options", ServiceOptionsToJson(t.options)},
+          {"scale", s.scale_note}};
 }
 
 }  // namespace hangar::controller::service

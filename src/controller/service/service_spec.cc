@@ -9,8 +9,10 @@
 namespace hangar::controller::service {
 namespace {
 
-constexpr std::string_view kServiceKeys[] = {"replicas", "restart", "readiness", "update",
-                                             "drain_grace"};
+constexpr std::string_view kServiceKeys[] = {"replicas", "restart",     "readiness",
+                                             "update",   "drain_grace", "autoscale"};
+constexpr std::string_view kAutoscaleKeys[] = {"min", "max", "in_flight_per_replica",
+                                               "scale_down_after"};
 constexpr std::string_view kProbeKeys[] = {
     "http", "tcp", "port", "interval", "timeout", "success_threshold", "failure_threshold"};
 constexpr std::string_view kRestartKeys[] = {"backoff", "max_backoff"};
@@ -73,6 +75,26 @@ class BlockReader {
     return Int(p, "failure_threshold", 1, 100, &out->failure_threshold);
   }
 
+  Status Autoscale(const YAML::Node& b, const YAML::Node& a, ServiceOptions* o) const {
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(a, "autoscale", kAutoscaleKeys));
+    if (b["replicas"]) {
+      return src_.Error(b["replicas"],
+                        "give either replicas: N or autoscale: {min, max}, not both");
+    }
+    AutoscaleSpec& s = o->autoscale;
+    s.on = true;
+    HANGAR_RETURN_IF_ERROR(Int(a, "min", 0, kMaxReplicas, &s.min));
+    HANGAR_RETURN_IF_ERROR(Int(a, "max", 1, kMaxReplicas, &s.max));
+    if (!a["min"] || !a["max"] || s.min > s.max) {
+      return src_.Error(a,
+                        "autoscale needs min and max, min at most max, such as {min: 1, max: 4}");
+    }
+    HANGAR_RETURN_IF_ERROR(Int(a, "in_flight_per_replica", 1, 10'000, &s.in_flight_per_replica));
+    HANGAR_RETURN_IF_ERROR(DurationField(a, "scale_down_after", 0, &s.scale_down_after));
+    o->replicas = s.min;
+    return Status::Ok();
+  }
+
   Status Block(const YAML::Node& b, ServiceOptions* o) const {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(b, "service", kServiceKeys));
     HANGAR_RETURN_IF_ERROR(Int(b, "replicas", 0, kMaxReplicas, &o->replicas));
@@ -84,6 +106,7 @@ class BlockReader {
       o->restart.max_backoff = std::max(o->restart.max_backoff, o->restart.backoff);
     }
     if (const YAML::Node p = b["readiness"]) HANGAR_RETURN_IF_ERROR(Probe(p, &o->readiness));
+    if (const YAML::Node a = b["autoscale"]) HANGAR_RETURN_IF_ERROR(Autoscale(b, a, o));
     if (const YAML::Node u = b["update"]) {
       HANGAR_RETURN_IF_ERROR(src_.CheckKeys(u, "update", kUpdateKeys));
       HANGAR_RETURN_IF_ERROR(Int(u, "max_surge", 0, kMaxSurge, &o->update.max_surge));
@@ -199,16 +222,24 @@ nlohmann::json ServiceOptionsToJson(const ServiceOptions& o) {
   } else {
     probe["tcp"] = o.readiness.port;
   }
-  return {{"replicas", o.replicas},
-          {"restart",
-           {{"backoff", FormatDuration(o.restart.backoff)},
-            {"max_backoff", FormatDuration(o.restart.max_backoff)}}},
-          {"readiness", probe},
-          {"update",
-           {{"max_surge", o.update.max_surge},
-            {"max_unavailable", o.update.max_unavailable},
-            {"progress_deadline", FormatDuration(o.update.progress_deadline)}}},
-          {"drain_grace", FormatDuration(o.drain_grace)}};
+  nlohmann::json out = {{"restart",
+                         {{"backoff", FormatDuration(o.restart.backoff)},
+                          {"max_backoff", FormatDuration(o.restart.max_backoff)}}},
+                        {"readiness", probe},
+                        {"update",
+                         {{"max_surge", o.update.max_surge},
+                          {"max_unavailable", o.update.max_unavailable},
+                          {"progress_deadline", FormatDuration(o.update.progress_deadline)}}},
+                        {"drain_grace", FormatDuration(o.drain_grace)}};
+  if (o.autoscale.on) {
+    out["autoscale"] = {{"min", o.autoscale.min},
+                        {"max", o.autoscale.max},
+                        {"in_flight_per_replica", o.autoscale.in_flight_per_replica},
+                        {"scale_down_after", FormatDuration(o.autoscale.scale_down_after)}};
+  } else {
+    out["replicas"] = o.replicas;
+  }
+  return out;
 }
 
 StatusOr<ServiceOptions> ServiceOptionsFromJson(const nlohmann::json& j) {

@@ -44,11 +44,24 @@ struct UpdateSpec {
   Duration progress_deadline = 60 * kSecond;
 };
 
+// Autoscaling: the replica count follows the requests in flight at the load balancer, aiming at
+// `in_flight_per_replica` each, between `min` and `max`; it goes down only once every
+// recommendation of the last `scale_down_after` was lower (a stabilisation window against
+// flapping). Replicas up to `min` run in the template's tier; those above it are opportunistic,
+// so that guaranteed work may reclaim their GPUs (they are drained first, during their grace).
+struct AutoscaleSpec {
+  bool on = false;
+  int min = 1, max = 1;
+  int in_flight_per_replica = 1;
+  Duration scale_down_after = 30 * kSecond;
+};
+
 struct ServiceOptions {
-  int replicas = 1;
+  int replicas = 1;  // with autoscaling: min
   RestartSpec restart;
   ProbeSpec readiness;
   UpdateSpec update;
+  AutoscaleSpec autoscale;
   // How long a replica leaving rotation may finish its requests before it is stopped.
   Duration drain_grace = 10 * kSecond;
 };

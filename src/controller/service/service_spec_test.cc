@@ -58,6 +58,31 @@ TEST(ServiceSpecTest, JobErrorsKeepTheFilesLineNumbers) {
   EXPECT_NE(s.status().message().find("a.yaml:7"), std::string::npos) << s.status().message();
 }
 
+TEST(ServiceSpecTest, AutoscaleTakesMinAndMaxInsteadOfReplicas) {
+  auto s = ParseServiceSpec(
+      "name: a\nservice: {autoscale: {min: 2, max: 5, in_flight_per_replica: 8, scale_down_after: "
+      "1m}}\n"
+      "tasks: [{cpu: 1, command: [x]}]\n",
+      "a.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->options.autoscale.on);
+  EXPECT_EQ(s->options.replicas, 2);
+  EXPECT_EQ(s->options.autoscale.max, 5);
+  EXPECT_EQ(s->options.autoscale.in_flight_per_replica, 8);
+  EXPECT_EQ(s->options.autoscale.scale_down_after, 60000);
+  auto back = ServiceOptionsFromJson(ServiceOptionsToJson(s->options));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ServiceOptionsToJson(*back), ServiceOptionsToJson(s->options));
+  for (const char* bad : {"{replicas: 2, autoscale: {min: 1, max: 2}}",
+                          "{autoscale: {min: 3, max: 2}}", "{autoscale: {max: 2}}"}) {
+    EXPECT_FALSE(ParseServiceSpec(std::string("name: a\nservice: ") + bad +
+                                      "\ntasks: [{cpu: 1, command: [x]}]\n",
+                                  "a.yaml")
+                     .ok())
+        << bad;
+  }
+}
+
 TEST(ServiceSpecTest, JsonFilesWork) {
   auto s = ParseServiceSpec(
       R"({"name": "j", "service": {"replicas": 1}, "tasks": [{"cpu": 1, "command": ["x"]}]})",
