@@ -10,6 +10,7 @@ import http.server
 import os
 import signal
 import sys
+import threading
 import time
 
 PORT = int(os.environ["HANGAR_PORT"])
@@ -54,6 +55,10 @@ def main():
     server = Server(("0.0.0.0", PORT), Handler)
     # SIGTERM (Hangar stops a replica only after the load balancer drained it): finish and exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # The checkpoint signal (preempted: Hangar drains the replica meanwhile): keep answering what
+    # still arrives for DRAIN_SECONDS, then exit, so the GPU is given back well within the grace.
+    drain = float(os.environ.get("DRAIN_SECONDS", "2"))
+    signal.signal(signal.SIGUSR1, lambda *_: threading.Timer(drain, lambda: os._exit(0)).start())
     print(f"replica {REPLICA} (revision {REVISION}, {VERSION}) listening on {PORT}", flush=True)
     server.serve_forever()
 
