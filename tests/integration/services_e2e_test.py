@@ -13,7 +13,9 @@ rate for the whole test. While it runs:
 Load rises on a second, autoscaled service (min 1, max 3, 2 requests in flight per replica): it
 scales out to 3; load falls: it scales back in to 1 after its window; no request fails.
 
-After the load: HAProxy killed and started again (its servers all back in maintenance) serves the
+After the load: `hangar dev` stopped and started again on its store (a controller restart, and a
+new HAProxy): the service is restored and its replicas serve through its endpoint again. And
+HAProxy killed and started again (its servers all back in maintenance) serves the
 ready replicas again once the controller has set its servers anew.
 
 Then the service is deleted (its replicas drain and stop) and `hangar dev` stops, leaving no
@@ -118,19 +120,20 @@ class Load:
 
 
 class Dev:
-    def __init__(self, tmp):
-        self.dir = tmp / "dev"
+    def __init__(self, tmp, run=1):
+        self.dir = tmp / "dev"  # a later run restores the store an earlier one left
         self.port = free_port(3)
         self.env = dict(os.environ, HANGAR_URL=f"http://127.0.0.1:{self.port}")
-        self.out = open(tmp / "dev.out", "w")
+        out = tmp / f"dev-{run}.out"
+        self.out = open(out, "w")
         self.proc = subprocess.Popen([HANGAR, "dev", "--dir", str(self.dir), "--port", str(self.port)],
                                      stdout=self.out, stderr=subprocess.STDOUT, env=self.env)
         wait(lambda: len(json.loads(self.cli("nodes", "-o", "json"))["nodes"]) == 4 and
              all(n["state"] == "ready" for n in json.loads(self.cli("nodes", "-o", "json"))["nodes"]),
              60, "hangar dev's nodes")
         # Its banner (printed once the agents are connected) says where the services' endpoints are.
-        wait(lambda: "services" in (tmp / "dev.out").read_text(), 30, "hangar dev's banner")
-        text = (tmp / "dev.out").read_text()
+        wait(lambda: "services" in out.read_text(), 30, "hangar dev's banner")
+        text = out.read_text()
         assert "services: endpoints on 127.0.0.1:" in text, f"hangar dev started no load balancer:\n{text}"
 
     def cli(self, *args):
@@ -294,6 +297,16 @@ def main():
         assert len(results) > 5 * RATE, len(results)  # the load ran throughout
         assert not failed, failed[:10]
 
+        # A controller restart (hangar dev again on the same store, with a new HAProxy): the
+        # service is restored from the store and its replicas serve again.
+        dev.stop()
+        dev = Dev(tmp, run=2)
+        wait(lambda: ready(dev, 3) and dev.service()["revision"] == 4, 60, "the restored service's replicas")
+        endpoint = dev.service()["endpoint"]
+        host, port = endpoint.rsplit(":", 1)
+        assert answers(host, int(port)), "the restored service does not answer"
+        print(f"restored after a restart: {dev.service()['ready']} ready at {endpoint}")
+
         # HAProxy restarted: the controller sets its servers again.
         cfg = str(dev.dir / "lb" / "haproxy.cfg")
         for pid in haproxy_pids(cfg):
@@ -327,6 +340,6 @@ if __name__ == "__main__":
     try:
         main()
     except BaseException:
-        for log in sorted(pathlib.Path(tempfile.gettempdir()).glob("hangar-services-*/dev.out"))[-1:]:
+        for log in sorted(pathlib.Path(tempfile.gettempdir()).glob("hangar-services-*/dev-*.out"))[-1:]:
             print(f"--- {log}:\n" + log.read_text()[-3000:], file=sys.stderr)
         raise
