@@ -228,6 +228,13 @@ def main():
         load = Load(endpoint)
         load.start()
         time.sleep(2)
+        metrics = subprocess.run(
+            ["curl", "-sf", "-H", "Authorization: Bearer " + (dev.dir / "dev-token").read_text().strip(),
+             dev.env["HANGAR_URL"] + "/metrics?gpus=0&nodes=0"], check=True, capture_output=True, text=True).stdout
+        assert 'hangar_service_replicas{service="echo",kind="ready"} 3' in metrics, metrics[-2000:]
+        assert 'hangar_service_requests_total{service="echo"} ' in metrics
+        check = subprocess.run(["promtool", "check", "metrics"], input=metrics, capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
 
         # 1. kill -9 one replica.
         victim = dev.service()["replicas"][1]["id"]

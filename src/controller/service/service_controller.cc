@@ -161,7 +161,8 @@ void ServiceController::Tick() {
   if (stat.ok()) {
     book_.SeeSessions(ParseSessions(*stat));
     std::map<int, long> in_flight;
-    for (const auto& [slot, t] : ParseTraffic(*stat)) in_flight[slot] = t.in_flight;
+    traffic_ = ParseTraffic(*stat);
+    for (const auto& [slot, t] : traffic_) in_flight[slot] = t.in_flight;
     book_.SeeInFlight(std::move(in_flight));
   }
   // 4. The round, after every server was set again if HAProxy disagrees with the book (it
@@ -317,6 +318,49 @@ StatusOr<nlohmann::json> ServiceController::Get(const std::string& name) const {
     return Status::NotFound("service '" + name +
                             "' does not exist; `hangar service list` lists them");
   return ServiceBook::View(*s, options_.lb.Endpoint(s->slot), Now());
+}
+
+std::string ServiceController::RenderMetrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (book_.services().empty()) return "";
+  std::string replicas, requests, errors, in_flight;
+  for (const auto& [name, s] : book_.services()) {
+    int ready = 0;
+    for (const auto& r : s.replicas) ready += r.state == ReplicaState::kReady ? 1 : 0;
+    const std::string label = "service=\"" + name + "\"";  // names are [a-z0-9-]
+    replicas += "hangar_service_replicas{" + label + ",kind=\"desired\"} " +
+                std::to_string(s.desired) + "\n";
+    replicas +=
+        "hangar_service_replicas{" + label + ",kind=\"ready\"} " + std::to_string(ready) + "\n";
+    auto t = traffic_.find(s.slot);
+    if (t == traffic_.end()) continue;
+    requests +=
+        "hangar_service_requests_total{" + label + "} " + std::to_string(t->second.requests) + "\n";
+    errors += "hangar_service_responses_5xx_total{" + label + "} " +
+              std::to_string(t->second.errors_5xx) + "\n";
+    in_flight += "hangar_service_requests_in_flight{" + label + "} " +
+                 std::to_string(t->second.in_flight) + "\n";
+  }
+  std::string out =
+      "# HELP hangar_service_replicas Replicas of each service: desired, and ready (in rotation).\n"
+      "# TYPE hangar_service_replicas gauge\n" +
+      replicas;
+  if (!requests.empty()) {
+    out +=
+        "# HELP hangar_service_requests_total Requests through the service's endpoint (HAProxy's "
+        "count).\n"
+        "# TYPE hangar_service_requests_total counter\n" +
+        requests +
+        "# HELP hangar_service_responses_5xx_total 5xx answers at the service's endpoint "
+        "(HAProxy's count).\n"
+        "# TYPE hangar_service_responses_5xx_total counter\n" +
+        errors +
+        "# HELP hangar_service_requests_in_flight Requests at the service's replicas or queued for "
+        "one.\n"
+        "# TYPE hangar_service_requests_in_flight gauge\n" +
+        in_flight;
+  }
+  return out;
 }
 
 StatusOr<nlohmann::json> ServiceController::Endpoints(const std::string& name) const {

@@ -55,6 +55,9 @@ class ServiceController {
   StatusOr<nlohmann::json> Get(const std::string& name) const;
   // The ready replicas' addresses, for those who route traffic themselves.
   StatusOr<nlohmann::json> Endpoints(const std::string& name) const;
+  // Prometheus series per service (replicas desired and ready; requests, 5xx answers and requests
+  // in flight at its endpoint, from HAProxy's counters, which restart with HAProxy).
+  std::string RenderMetrics() const;
 
  private:
   void Loop();
@@ -72,7 +75,8 @@ class ServiceController {
   ServiceControllerOptions options_;
   LbClient lb_;
   mutable std::mutex mu_;
-  ServiceBook book_;  // GUARDED_BY(mu_)
+  ServiceBook book_;                    // GUARDED_BY(mu_)
+  std::map<int, SlotTraffic> traffic_;  // GUARDED_BY(mu_): per slot, as HAProxy last said
   bool lb_in_sync_ =
       false;  // the loop thread's: false until every server was set (and after a failure)
   Time last_resync_ = 0;          // the loop thread's
