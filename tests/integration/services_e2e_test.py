@@ -13,6 +13,10 @@ rate for the whole test. While it runs:
 Load rises on a second, autoscaled service (min 1, max 3, 2 requests in flight per replica): it
 scales out to 3; load falls: it scales back in to 1 after its window; no request fails.
 
+A guaranteed training job reclaims an opportunistic replica's GPUs (a service of whole-node
+replicas scaled out over the whole cluster): the replica is drained and requeued, and no request
+fails.
+
 After the load: `hangar dev` stopped and started again on its store (a controller restart, and a
 new HAProxy): the service is restored and its replicas serve through its endpoint again. And
 HAProxy killed and started again (its servers all back in maintenance) serves the
@@ -198,6 +202,11 @@ def write_versions(folder):
     busy = busy.replace("  replicas: 3\n", "  autoscale: {min: 1, max: 3, in_flight_per_replica: 2, scale_down_after: 3s}\n")
     assert "autoscale" in busy
     (folder / "busy.yaml").write_text(busy)
+    big = busy.replace("name: busy", "name: big").replace("max: 3, in_flight_per_replica: 2", "max: 4, in_flight_per_replica: 1")
+    big = big.replace("    gpu_fraction: 0.25\n    gpu_memory: 10Gi\n", "    gpus: 8\n")
+    assert "gpus: 8" in big and "max: 4" in big
+    (folder / "big.yaml").write_text(big)
+    (folder / "train.yaml").write_text("name: train\ntasks:\n  - {name: w, gpus: 8, cpu: 1, command: [sleep, '4']}\n")
 
 
 def ready(dev, n, revision=None):
@@ -314,6 +323,39 @@ def main():
         assert answers(host, int(port)), "the restored service does not answer"
         print(f"restored after a restart: {dev.service()['ready']} ready at {endpoint}")
 
+        # Deleted: its replicas drain and stop, and it is gone.
+        dev.cli("service", "delete", "echo")
+        wait(lambda: not json.loads(dev.cli("service", "list", "-o", "json"))["services"], 60, "the service to go")
+        wait(lambda: not replica_pids("echo"), 30, "the replicas' processes to end")
+        print("deleted; no replica runs")
+
+        # 5. A guaranteed training job reclaims an opportunistic replica's node.
+        print(dev.cli("service", "create", "-f", str(folder / "big.yaml")), end="")
+        wait(lambda: dev.service("big")["ready"] == 1, 60, "big's first replica")
+        heavy = Load(dev.service("big")["endpoint"], rate=25)
+        heavy.start()
+        try:
+            # Full: every node holds a replica (or what else runs there), so the training job can
+            # start only on a replica's node.
+            wait(lambda: dev.service("big")["desired"] == 4 and dev.service("big")["ready"] >= 3 and
+                 all(n["gpus_free"] < 8 for n in json.loads(dev.cli("nodes", "-o", "json"))["nodes"]),
+                 60, "big to fill the cluster")
+            train = dev.cli("submit", str(folder / "train.yaml")).split()[2]
+            seen = set()
+
+            def trained():
+                seen.update(r["why"] for r in dev.service("big")["replicas"])
+                return json.loads(dev.cli("job", train, "-o", "json"))["state"] == "succeeded"
+
+            wait(trained, 60, "the training job")
+            assert {"preempted: draining", "its job was requeued"} & seen, seen
+            reps = dev.service("big")["replicas"]
+            print("training reclaimed a replica's node:", [(r["id"], r["tier"], r["state"], r["why"]) for r in reps])
+        finally:
+            heavy.stop()
+        big_failed = [r for r in heavy.snapshot() if not r[1]]
+        assert not big_failed, big_failed[:10]
+
         # HAProxy restarted: the controller sets its servers again.
         cfg = str(dev.dir / "lb" / "haproxy.cfg")
         for pid in haproxy_pids(cfg):
@@ -321,18 +363,16 @@ def main():
         wait(lambda: not haproxy_pids(cfg), 10, "the killed haproxy to go")
         restarted = subprocess.Popen(["haproxy", "-db", "-f", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            host, port = endpoint.rsplit(":", 1)
+            host, port = dev.service("big")["endpoint"].rsplit(":", 1)
             wait(lambda: answers(host, int(port)), 30, "the restarted HAProxy to serve the replicas")
             print("HAProxy restarted: the replicas are in rotation again")
         finally:
             restarted.kill()
             restarted.wait()
 
-        # Deleted: its replicas drain and stop, and it is gone.
-        dev.cli("service", "delete", "echo")
-        wait(lambda: not json.loads(dev.cli("service", "list", "-o", "json"))["services"], 60, "the service to go")
-        wait(lambda: not replica_pids("echo"), 30, "the replicas' processes to end")
-        print("deleted; no replica runs")
+        dev.cli("service", "delete", "big")
+        wait(lambda: not json.loads(dev.cli("service", "list", "-o", "json"))["services"], 60, "big to go")
+        wait(lambda: not replica_pids("big"), 30, "big's processes to end")
     finally:
         if load and not load.stopping.is_set():
             load.stop()
