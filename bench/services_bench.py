@@ -98,8 +98,9 @@ def pct(values, p):
 
 def summary(outcomes):
     lat = [o[1] * 1000 for o in outcomes if o[0]]
+    errors = sorted({o[2][:120] for o in outcomes if not o[0]})
     return {"requests": len(outcomes), "lost": sum(1 for o in outcomes if not o[0]),
-            "p50_ms": round(pct(lat, 50), 3), "p99_ms": round(pct(lat, 99), 3)}
+            "p50_ms": round(pct(lat, 50), 3), "p99_ms": round(pct(lat, 99), 3), "errors": errors[:3]}
 
 
 class Dev:

@@ -103,49 +103,87 @@ void ServiceController::Loop() {
   }
 }
 
+// A round's table of contents: what became of the replicas' jobs, their readiness, what the load
+// balancer says, then the book's round carried out.
 void ServiceController::Tick() {
   if (owner_->stopping()) return;
+  ObserveJobs();
+  auto probed = RunDueProbes();
+  auto stat = ReadLoadBalancer();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [target, result] : probed) {
+    book_.SeeProbe(target.service, target.replica, result.passed, result.detail, Now());
+  }
+  if (stat) {
+    book_.SeeSessions(ParseSessions(*stat));
+    std::map<int, long> in_flight;
+    traffic_ = ParseTraffic(*stat);
+    for (const auto& [slot, t] : traffic_) in_flight[slot] = t.in_flight;
+    book_.SeeInFlight(std::move(in_flight));
+  }
+  // Every server set again when HAProxy disagrees with what the last round left (it restarted,
+  // or was changed by hand), after a failed command, and every kResyncEvery.
+  const Time now = Now();
+  if (stat && lb_in_sync_ && !LbAgrees(lb_set_, ParseStatus(*stat))) {
+    spdlog::warn(
+        "services: the load balancer's servers differ from the services' replicas; setting them "
+        "again");
+    lb_in_sync_ = false;
+  }
+  if (stat && (!lb_in_sync_ || now - last_resync_ >= kResyncEvery)) {
+    lb_in_sync_ = true;
+    last_resync_ = now;
+    ApplyLb(book_.LbState());
+  }
+  Execute(book_.Round(now));
+  lb_set_ = book_.LbState();
+}
+
+void ServiceController::ObserveJobs() {
   std::vector<std::tuple<std::string, int, uint64_t>> jobs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs = book_.Jobs();
   }
-  // 1. What became of the replicas' jobs.
-  if (!jobs.empty()) {
-    auto seen = owner_->Call<std::vector<JobSeen>>([&jobs](ClusterState& st, Effects*) {
-      std::vector<JobSeen> out;
-      for (const auto& [service, replica, id] : jobs) {
-        auto j = st.GetJob(id);
-        JobSeen s;
-        if (j.ok()) {
-          s.state = j->state;
-          const std::string node = j->task_views.empty() ? "" : j->task_views[0].node;
-          auto n = node.empty() ? StatusOr<api::NodeView>(Status::NotFound("")) : st.GetNode(node);
-          s.address = n.ok() && !n->address.empty() ? n->address : node;
-        }
-        out.push_back(std::move(s));
+  if (jobs.empty()) return;
+  auto seen = owner_->Call<std::vector<JobSeen>>([&jobs](ClusterState& st, Effects*) {
+    std::vector<JobSeen> out;
+    for (const auto& [service, replica, id] : jobs) {
+      auto j = st.GetJob(id);
+      JobSeen s;
+      if (j.ok()) {
+        s.state = j->state;
+        const std::string node = j->task_views.empty() ? "" : j->task_views[0].node;
+        auto n = node.empty() ? StatusOr<api::NodeView>(Status::NotFound("")) : st.GetNode(node);
+        s.address = n.ok() && !n->address.empty() ? n->address : node;
       }
-      return out;
-    });
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      book_.SeeJob(std::get<0>(jobs[i]), std::get<1>(jobs[i]), seen[i], Now());
+      out.push_back(std::move(s));
     }
-  }
-  // 2. Readiness, probed in parallel off the lock.
+    return out;
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < jobs.size(); ++i)
+    book_.SeeJob(std::get<0>(jobs[i]), std::get<1>(jobs[i]), seen[i], Now());
+}
+
+std::vector<std::pair<ProbeTarget, ProbeResult>> ServiceController::RunDueProbes() {
   std::vector<ProbeTarget> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
     due = book_.DueProbes(Now());
   }
-  std::vector<std::future<ProbeResult>> results;
+  // In parallel, off the lock: each is bounded by its own timeout.
+  std::vector<std::future<ProbeResult>> running;
   for (const auto& p : due) {
-    results.push_back(
+    running.push_back(
         std::async(std::launch::async, [p] { return RunProbe(p.address, p.port, p.probe); }));
   }
-  std::vector<ProbeResult> got;
-  for (auto& f : results) got.push_back(f.get());
-  // 3. The load balancer's sessions, for drains.
+  std::vector<std::pair<ProbeTarget, ProbeResult>> out;
+  for (size_t i = 0; i < due.size(); ++i) out.emplace_back(due[i], running[i].get());
+  return out;
+}
+
+std::optional<std::string> ServiceController::ReadLoadBalancer() {
   auto stat = lb_.Run("show stat");
   if (stat.ok() != lb_reachable_) {
     if (stat.ok())
@@ -154,33 +192,11 @@ void ServiceController::Tick() {
     if (!stat.ok()) spdlog::warn("services: {}", stat.status().message());
     lb_reachable_ = stat.ok();
   }
-  if (!stat.ok()) lb_in_sync_ = false;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < due.size(); ++i)
-    book_.SeeProbe(due[i].service, due[i].replica, got[i].passed, got[i].detail, Now());
-  if (stat.ok()) {
-    book_.SeeSessions(ParseSessions(*stat));
-    std::map<int, long> in_flight;
-    traffic_ = ParseTraffic(*stat);
-    for (const auto& [slot, t] : traffic_) in_flight[slot] = t.in_flight;
-    book_.SeeInFlight(std::move(in_flight));
-  }
-  // 4. The round, after every server was set again if HAProxy disagrees with the book (it
-  // restarted, or was changed by hand) or has not been set lately.
-  const Time now = Now();
-  if (stat.ok() && lb_in_sync_ && !LbAgrees(lb_set_, ParseStatus(*stat))) {
-    spdlog::warn(
-        "services: the load balancer's servers differ from the services' replicas; setting them "
-        "again");
+  if (!stat.ok()) {
     lb_in_sync_ = false;
+    return std::nullopt;
   }
-  if (stat.ok() && (!lb_in_sync_ || now - last_resync_ >= kResyncEvery)) {
-    lb_in_sync_ = true;
-    last_resync_ = now;
-    ApplyLb(book_.LbState());
-  }
-  Execute(book_.Round(now));
-  lb_set_ = book_.LbState();
+  return *stat;
 }
 
 void ServiceController::Execute(const Plan& plan) {

@@ -20,6 +20,7 @@
 
 #include "controller/service/haproxy_config.h"
 #include "controller/service/lb_client.h"
+#include "controller/service/readiness_probe.h"
 #include "controller/service/service_book.h"
 #include "controller/state_owner.h"
 
@@ -62,6 +63,11 @@ class ServiceController {
  private:
   void Loop();
   void Tick();
+  // Tick's steps: the replicas' jobs into the book; the due probes, run; HAProxy's `show stat`
+  // (nullopt when it does not answer).
+  void ObserveJobs();
+  std::vector<std::pair<ProbeTarget, ProbeResult>> RunDueProbes();
+  std::optional<std::string> ReadLoadBalancer();
   // Stores the records of `changed` and erases `erased`, in one commit. REQUIRES(mu_).
   Status Store(const std::set<std::string>& changed, const std::set<std::string>& erased);
   // Carries out a round's plan. REQUIRES(mu_).
