@@ -49,6 +49,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5: a replica short of CPU then drops connections
+    # (clients wait out SYN retries of 1, 3 and 7 s), and the load balancer's retries run out.
+    request_queue_size = 1024
 
 
 def main():
