@@ -111,8 +111,12 @@ class Dev:
         self.out = open(tmp / "dev.out", "w")
         self.proc = subprocess.Popen([hangar, "dev", "--dir", str(tmp / "dev"), "--port", str(self.port)],
                                      stdout=self.out, stderr=subprocess.STDOUT)
-        self.until(lambda: "services" in (tmp / "dev.out").read_text(), 60)
-        self.token = (tmp / "dev" / "dev-token").read_text().strip()
+        try:
+            self.until(lambda: "services" in (tmp / "dev.out").read_text(), 60)
+            self.token = (tmp / "dev" / "dev-token").read_text().strip()
+        except BaseException:
+            self.stop()  # not left running
+            raise
 
     def api(self, path, body=None):
         req = urllib.request.Request(self.url + path, data=body.encode() if body else None,

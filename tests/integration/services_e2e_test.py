@@ -132,6 +132,13 @@ class Dev:
         self.out = open(out, "w")
         self.proc = subprocess.Popen([HANGAR, "dev", "--dir", str(self.dir), "--port", str(self.port)],
                                      stdout=self.out, stderr=subprocess.STDOUT, env=self.env)
+        try:
+            self.await_up(out)
+        except BaseException:
+            self.stop()  # a cluster that did not come up is not left running
+            raise
+
+    def await_up(self, out):
         wait(lambda: len(json.loads(self.cli("nodes", "-o", "json"))["nodes"]) == 4 and
              all(n["state"] == "ready" for n in json.loads(self.cli("nodes", "-o", "json"))["nodes"]),
              60, "hangar dev's nodes")
