@@ -8,6 +8,7 @@
 
 #include "agent/agent_command.h"
 #include "cli/certs.h"
+#include "cli/service_commands.h"
 #include "cli/cli_commands.h"
 #include "cli/slurm_commands.h"
 #include "cli/slurm_tools.h"
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   hangar::cli::RegisterShareCommands(app, &rc);
   hangar::cli::RegisterStatusCommand(app, &rc);
   hangar::cli::RegisterCertsCommand(app, &rc);
+  hangar::cli::RegisterServiceCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);
   if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {

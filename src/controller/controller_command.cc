@@ -28,6 +28,7 @@
 #include "controller/state_owner.h"
 #include "controller/store/store_disk.h"
 #include "controller/warm_standby.h"
+#include "controller/service/service_controller.h"
 
 namespace hangar::controller {
 namespace {
@@ -87,6 +88,10 @@ struct Flags {
   std::string standby_follow = "250ms";  // how often a standby catches up with the store; 0: cold
   // The cluster's history for the dashboard's charts (history.h).
   std::string history_interval = "60s", history_samples = "48h", history_hourly = "30d";
+  // Services (docs/services.md): HAProxy's runtime API and endpoints, and the replicas' ports.
+  std::string service_lb;
+  std::string service_ports = "24000-28999";
+  bool service_ports_local = false;
 };
 
 // The REST API's connection limits from the flags.
@@ -535,6 +540,24 @@ StatusOr<AgentServer> ServeAgents(const Flags& f, const TlsFiles& tls, const Hos
   return out;
 }
 
+// The services' controller when --service-lb names a load balancer (null otherwise), with the
+// services the store holds.
+StatusOr<std::unique_ptr<service::ServiceController>> StartServices(const Flags& f, StateOwner* owner,
+                                                                    const std::vector<KeyValueRow>& values) {
+  if (f.service_lb.empty()) return std::unique_ptr<service::ServiceController>();
+  service::ServiceControllerOptions o;
+  HANGAR_ASSIGN_OR_RETURN(o.lb, service::ParseLbLayout(f.service_lb));
+  HANGAR_ASSIGN_OR_RETURN(auto ports, service::ParsePortRange(f.service_ports));
+  o.first_port = ports.first;
+  o.last_port = ports.second;
+  o.ports_on_this_host = f.service_ports_local;
+  auto c = std::make_unique<service::ServiceController>(owner, o);
+  HANGAR_RETURN_IF_ERROR(c->Restore(values));
+  c->Start();
+  spdlog::info("controller: services behind the load balancer at {}", service::FormatLbLayout(o.lb));
+  return c;
+}
+
 Status Run(const Flags& f) {
   if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
   HANGAR_ASSIGN_OR_RETURN(const TlsFiles tls, ControllerTls(f));
@@ -609,6 +632,9 @@ Status Run(const Flags& f) {
   sampler.Start();
   HttpApi http(&owner, &hub, &metrics, tokens.get(), tls, api_limits);
   http.set_history_options(history);
+  HANGAR_ASSIGN_OR_RETURN(std::unique_ptr<service::ServiceController> services,
+                          StartServices(f, &owner, contents.values));
+  http.set_services(services.get());
   if (!http.valid()) {
     return Status::InvalidArgument("cannot load the API's TLS certificate " + tls.cert + " and key " + tls.key +
                                    "; issue them with `hangar certs issue --controller`");
@@ -637,6 +663,7 @@ Status Run(const Flags& f) {
   }
   spdlog::info("controller: stopping");
   http.Stop();
+  if (services) services->Stop();
   agents.Stop();
   sampler.Stop();
   owner.Stop();
@@ -768,6 +795,13 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--history-samples", f->history_samples, "Samples are kept this long, then only hourly averages")
       ->capture_default_str();
   c->add_option("--history-hourly", f->history_hourly, "Hourly averages are kept this long")->capture_default_str();
+  c->add_option("--service-lb", f->service_lb,
+                "Services' load balancer: HAProxy's runtime API @ where its endpoints listen, "
+                "ADMIN@HOST:FIRST_PORT+SLOTS (unix:/run/hangar/lb.sock@0.0.0.0:30000+16; `hangar service "
+                "lb-config` writes its haproxy.cfg; docs/services.md)");
+  c->add_option("--service-ports", f->service_ports, "The ports replicas are given as HANGAR_PORT")->capture_default_str();
+  c->add_flag("--service-ports-local", f->service_ports_local,
+              "Give replicas only ports free on this host too (the nodes are this host: hangar dev)");
   c->add_option("--metrics-labels", f->metrics_labels,
                 "/metrics by default: clean (promtool-clean) or dcgm (dcgm-exporter's names, types and labels)")
       ->check(CLI::IsMember({"clean", "dcgm"}))

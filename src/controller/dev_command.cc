@@ -24,6 +24,7 @@
 #include "common/dev_token.h"
 #include "common/net.h"
 #include "common/time.h"
+#include "controller/service/dev_load_balancer.h"
 #include "job/job_state.h"
 
 namespace hangar::controller {
@@ -360,7 +361,7 @@ StatusOr<pid_t> StartRegistry(const std::string& dir, int port) {
 }
 
 LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
-                              const cluster::Topology& topology) {
+                              const cluster::Topology& topology, const std::vector<std::string>& services) {
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   const std::string agents = "127.0.0.1:" + std::to_string(f.port + 1);
   // --insecure: plaintext, on loopback only; --tls: the certificates PrepareTls made.
@@ -374,6 +375,7 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
   controller.insert(controller.end(), transport.begin(), transport.end());
   // The overview's charts fill in minutes on a laptop's short-lived cluster, not hours.
   for (const char* a : {"--history-interval", "10s"}) controller.push_back(a);
+  controller.insert(controller.end(), services.begin(), services.end());
   p.controller = Spawn(controller, f.dir + "/logs/controller.log");
   // --stop-tasks-on-exit: stopping `hangar dev` leaves no task behind. --scratch-dir: each node's
   // "local NVMe", drained to checkpoints/. --data-address: each node serves its
@@ -428,7 +430,11 @@ Status Run(const Flags& flags) {
   if (f.registry) {
     HANGAR_ASSIGN_OR_RETURN(registry, StartRegistry(f.dir, f.port + 2));
   }
-  const LocalProcesses procs = StartProcesses(f, cluster_path, *cluster.topology);
+  // Services' load balancer (docs/services.md): HAProxy on free loopback ports, when installed.
+  HANGAR_ASSIGN_OR_RETURN(const service::DevLoadBalancer lb, service::StartDevLoadBalancer(f.dir, 8));
+  std::vector<std::string> services;
+  if (lb.pid) services = {"--service-lb", service::FormatLbLayout(lb.layout), "--service-ports-local"};
+  const LocalProcesses procs = StartProcesses(f, cluster_path, *cluster.topology, services);
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   const std::string url = (f.tls ? "https://" : "http://") + api;
   httplib::Client client(url);
@@ -442,6 +448,7 @@ Status Run(const Flags& flags) {
       !up.ok() || g_stop) {
     StopAll(procs.controller, procs.agents);
     if (registry) StopGroup({registry}, 2 * kSecond);
+    if (lb.pid) StopGroup({lb.pid}, 2 * kSecond);
     return up;
   }
   const std::string on_path = CliNotOnPath();
@@ -476,6 +483,13 @@ Status Run(const Flags& flags) {
                 "examples/containers/hello.yaml\n\n",
                 f.port + 2, f.port + 2);
   }
+  if (lb.pid) {
+    std::printf("  services: endpoints on 127.0.0.1:%d-%d (HAProxy); hangar service create -f "
+                "examples/services/echo.yaml\n\n",
+                lb.layout.first_port, lb.layout.first_port + lb.layout.slots - 1);
+  } else {
+    std::printf("  note:  %s\n\n", lb.note.c_str());
+  }
   std::fflush(stdout);
   Submitted submitted;
   if (!f.submit_dir.empty()) {
@@ -503,6 +517,7 @@ Status Run(const Flags& flags) {
   std::fflush(stdout);
   StopAll(procs.controller, procs.agents);
   if (registry) StopGroup({registry}, 2 * kSecond);
+  if (lb.pid) StopGroup({lb.pid}, 2 * kSecond);
   if (f.exit_when_done && (submitted.refused > 0 || tally.not_succeeded > 0)) {
     return Status::FailedPrecondition(
         std::to_string(submitted.refused) + " example(s) refused and " +

@@ -1,4 +1,5 @@
 #include "controller/http_api.h"
+#include "controller/service/service_controller.h"
 
 #include "controller/http_api_internal.h"
 #include "controller/image_resolver.h"
@@ -275,6 +276,7 @@ void HttpApi::Routes() {
   JobRoutes();   // job lists, bulk operations, accounting: http_api_jobs.cc
   DashboardRoutes();  // the web dashboard: web_ui.cc
   HistoryRoutes();    // the cluster's load over time: history_api.cc
+  ServiceRoutes();    // services and their endpoints: service/service_api.cc
   // Who leads; a standby answers it too. "single": one controller, no lease.
   s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
     if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});
@@ -305,6 +307,7 @@ void HttpApi::Routes() {
     // at 10,240 nodes x 8): a fleet that large scrapes them from dcgm-exporter on each node.
     // ?nodes=0: without the one hangar_node_state series per node.
     std::string text = metrics_->Render();
+    if (services_) text += services_->RenderMetrics();  // hangar_service_*: docs/services.md
     if (!(req.has_param("nodes") && req.get_param_value("nodes") == "0")) {
       text += ControllerMetrics::RenderNodeStates(
           owner_->Call<std::vector<std::pair<std::string, std::string>>>([](ClusterState& st, Effects*) { return st.NodeStates(); }));

@@ -33,6 +33,9 @@ namespace hangar::controller {
 
 class LiveFeed;
 class LogFollows;
+namespace service {
+class ServiceController;
+}
 
 class HttpApi {
  public:
@@ -63,6 +66,8 @@ class HttpApi {
   void set_leader_info(std::function<nlohmann::json()> info) { leader_info_ = std::move(info); }
   // What the history keeps, for GET /v1/history (history.h). Call before Start.
   void set_history_options(const HistoryOptions& o) { history_ = o; }
+  // Services (docs/services.md): null when the controller has no load balancer. Call before Start.
+  void set_services(service::ServiceController* s) { services_ = s; }
 
  private:
   void Routes();
@@ -71,6 +76,8 @@ class HttpApi {
   void DashboardRoutes();  // web_ui.cc: the dashboard's files, reads and live feed
   void StopDashboard();    // web_ui.cc: ends the open live feeds
   void HistoryRoutes();    // history_api.cc: GET /v1/history
+  void ServiceRoutes();    // service/service_api.cc: /v1/services
+  service::ServiceController* services_ = nullptr;
   HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;
   std::unique_ptr<LogFollows> follows_;  // `logs -f`: log_follow.h

@@ -39,6 +39,7 @@ Restarted on the same directory: the store is restored, the jobs are all there, 
   agent-node-4.log.1
   controller.log
   controller.log.1
+  haproxy.log
   $ hangar submit examples/jobs/notebook.yaml
   submitted job 13 (notebook-alice)
   $ wait_job 13 running

@@ -1,0 +1,252 @@
+// ServiceBook's rounds: restarts, drains, rollouts and scaling (service_book.h).
+#include <algorithm>
+
+#include "controller/service/service_book.h"
+
+namespace hangar::controller::service {
+namespace {
+
+// A replica still counted towards the service's size.
+bool Active(const Replica& r) {
+  return !r.removing && (r.state == ReplicaState::kPending || r.state == ReplicaState::kStarting ||
+                         r.state == ReplicaState::kReady || r.state == ReplicaState::kBackoff);
+}
+
+std::vector<Replica*> ActiveOf(Service& s) {
+  std::vector<Replica*> out;
+  for (Replica& r : s.replicas) {
+    if (Active(r)) out.push_back(&r);
+  }
+  return out;
+}
+
+// Which replica goes first: another revision's before the wanted one's, one not ready before one
+// that is, the newest first.
+void SortForRemoval(const Service& s, std::vector<Replica*>* v, int want) {
+  std::sort(v->begin(), v->end(), [&s, want](const Replica* a, const Replica* b) {
+    const auto key = [&s, want](const Replica* r) {
+      return std::make_tuple(s.Runs(*r, want), r->guaranteed, r->state == ReplicaState::kReady,
+                             -r->id);
+    };
+    return key(a) < key(b);
+  });
+}
+
+constexpr Duration kMinDrain =
+    200;  // the load balancer has taken the drain in before we trust its counts
+constexpr int kCrashesBeforeFailed = 3;
+
+}  // namespace
+
+bool ServiceBook::Stopped(const Service& s) {
+  return s.Target().state == "failed" && s.last_good != 0;
+}
+
+int ServiceBook::Want(const Service& s) { return Stopped(s) ? s.last_good : s.target; }
+
+Plan ServiceBook::Round(Time now) {
+  for (auto& [name, s] : services_) Reconcile(s, now);
+  for (auto it = services_.begin(); it != services_.end();) {
+    Service& s = it->second;
+    std::erase_if(s.replicas, [](const Replica& r) { return r.state == ReplicaState::kGone; });
+    if (s.deleting && s.replicas.empty()) {
+      plan_.erased.insert(it->first);
+      plan_.changed.erase(it->first);
+      it = services_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  Plan out = std::move(plan_);
+  plan_ = Plan{};
+  return out;
+}
+
+void ServiceBook::Reconcile(Service& s, Time now) {
+  FinishDrains(s, now);
+  if (s.deleting) {
+    for (Replica& r : s.replicas) {
+      if (!r.removing) Remove(s, r, now, "the service is being deleted");
+    }
+    return;
+  }
+  CheckProgress(s, now);
+  Autoscale(s, now);
+  const int want = Want(s);
+  for (Replica& r : s.replicas) {
+    // A replica of another revision is replaced by the rollout rather than restarted.
+    if (r.state == ReplicaState::kBackoff && !r.removing && s.Runs(r, want) &&
+        now >= r.restart_at) {
+      Restart(s, r, now);
+    }
+  }
+  Roll(s, now);
+}
+
+void ServiceBook::Restart(Service& s, Replica& r, Time now) {
+  plan_.starts.push_back({s.name, r.id, r.revision, r.port, !r.guaranteed});
+  (void)Move(s, r, ReplicaState::kPending, now, "restarted after back-off");
+}
+
+int ServiceBook::AddReplica(Service& s, int revision, Time now) {
+  const int port = PickPort(), server = PickServer(s);
+  if (!port || !server) return 0;
+  Replica r;
+  const AutoscaleSpec& a = s.Target().options.autoscale;
+  int guaranteed = 0;
+  for (const Replica& x : s.replicas) guaranteed += Active(x) && x.guaranteed ? 1 : 0;
+  r.guaranteed = !a.on || guaranteed < a.min;
+  r.id = s.next_replica++;
+  r.revision = revision;
+  r.port = port;
+  r.server = server;
+  r.state = ReplicaState::kPending;
+  r.since = now;
+  r.why = "created for revision " + std::to_string(revision);
+  s.replicas.push_back(r);
+  plan_.starts.push_back({s.name, r.id, revision, port, !r.guaranteed});
+  plan_.changed.insert(s.name);
+  return r.id;
+}
+
+void ServiceBook::Autoscale(Service& s, Time now) {
+  const AutoscaleSpec& a = s.Target().options.autoscale;
+  auto seen = in_flight_.find(s.slot);
+  if (!a.on || seen == in_flight_.end()) return;
+  const long per = a.in_flight_per_replica;
+  const int want = static_cast<int>(std::clamp<long>((seen->second + per - 1) / per, a.min, a.max));
+  // The highest recommendation of the window: up at once, down only once the window agrees.
+  s.recommendations.emplace_back(now, want);
+  std::erase_if(s.recommendations,
+                [&](const auto& r) { return r.first < now - a.scale_down_after; });
+  int desired = a.min;
+  for (const auto& r : s.recommendations) desired = std::max(desired, r.second);
+  if (desired == s.desired) return;
+  s.scale_note = std::to_string(seen->second) + " requests in flight, " + std::to_string(per) +
+                 " per replica wanted: " + std::to_string(desired) + " replicas (within " +
+                 std::to_string(a.min) + "-" + std::to_string(a.max) +
+                 (desired < s.desired ? ", lower for " + FormatDuration(a.scale_down_after) : "") +
+                 ")";
+  s.desired = desired;
+  plan_.changed.insert(s.name);
+}
+
+void ServiceBook::Remove(Service& s, Replica& r, Time now, const std::string& why) {
+  r.removing = true;
+  plan_.changed.insert(s.name);
+  switch (r.state) {
+    case ReplicaState::kReady:
+      (void)Move(s, r, ReplicaState::kDraining, now, why + ": draining");
+      break;
+    case ReplicaState::kPending:
+    case ReplicaState::kStarting:
+      (void)Move(s, r, ReplicaState::kStopping, now, why);
+      if (!r.job) (void)Move(s, r, ReplicaState::kGone, now, why);
+      break;
+    case ReplicaState::kBackoff:
+      (void)Move(s, r, ReplicaState::kGone, now, why);
+      break;
+    default:
+      break;  // already on its way out
+  }
+}
+
+void ServiceBook::FinishDrains(Service& s, Time now) {
+  for (Replica& r : s.replicas) {
+    if (r.state != ReplicaState::kDraining || !r.removing) continue;
+    const Duration grace = s.OptionsOf(r).drain_grace;
+    auto in_flight = sessions_.find({s.slot, r.server});
+    const bool idle =
+        in_flight != sessions_.end() && in_flight->second == 0 && now - r.since >= kMinDrain;
+    if (!idle && now - r.since < grace) continue;
+    (void)Move(s, r, ReplicaState::kStopping, now, idle ? "drained" : "drain grace over");
+    if (!r.job) (void)Move(s, r, ReplicaState::kGone, now, "drained");
+  }
+}
+
+void ServiceBook::CheckProgress(Service& s, Time now) {
+  Revision& t = s.Target();
+  if (t.state != "rolling out") return;
+  for (const Replica& r : s.replicas) {
+    if (r.revision != s.target || r.removing || r.ever_ready) continue;
+    std::string why;
+    if (r.state == ReplicaState::kStarting &&
+        now - r.started > t.options.update.progress_deadline) {
+      why = "replica " + std::to_string(r.id) + " was not ready " +
+            FormatDuration(t.options.update.progress_deadline) + " after it started (" + r.why +
+            ")";
+    } else if (r.crashes >= kCrashesBeforeFailed) {
+      why = "replica " + std::to_string(r.id) + " ended " + std::to_string(r.crashes) +
+            " times before it was ever ready";
+    }
+    if (why.empty()) continue;
+    t.state = "failed";
+    t.note = why + "; the rollout stopped (`hangar service rollback " + s.name +
+             "` restores revision " + std::to_string(s.last_good) + ")";
+    plan_.changed.insert(s.name);
+    return;
+  }
+}
+
+void ServiceBook::Roll(Service& s, Time now) {
+  const bool stopped = Stopped(s);
+  if (stopped) {
+    for (Replica& r : s.replicas) {
+      if (!r.removing && r.revision == s.target && r.state != ReplicaState::kReady) {
+        Remove(s, r, now, "revision " + std::to_string(s.target) + " did not become ready");
+      }
+    }
+  }
+  const int want = Want(s), n = s.desired;
+  const UpdateSpec& u = s.Target().options.update;
+  for (size_t have = ActiveOf(s).size(); static_cast<int>(have) < n; ++have) {
+    if (!AddReplica(s, want, now)) break;
+  }
+  auto count = [&](auto pred) {
+    int c = 0;
+    for (Replica* r : ActiveOf(s)) c += pred(*r) ? 1 : 0;
+    return c;
+  };
+  auto is_old = [&s, want](const Replica& r) { return !s.Runs(r, want); };
+  // Surge: new replicas beside the old, within max_surge.
+  while (!stopped) {
+    const int total = static_cast<int>(ActiveOf(s).size()), old = count(is_old);
+    if (old == 0 || total - old >= n || total >= n + u.max_surge) break;
+    if (!AddReplica(s, want, now)) break;
+  }
+  // Replace: take old replicas out while enough stay ready.
+  if (!stopped) {
+    std::vector<Replica*> old;
+    for (Replica* r : ActiveOf(s)) {
+      if (is_old(*r)) old.push_back(r);
+    }
+    SortForRemoval(s, &old, want);
+    int ready = count([](const Replica& r) { return r.state == ReplicaState::kReady; });
+    for (Replica* r : old) {
+      const bool was_ready = r->state == ReplicaState::kReady;
+      if (was_ready && ready - 1 < n - u.max_unavailable) continue;
+      Remove(s, *r, now, "replaced by revision " + std::to_string(want));
+      ready -= was_ready ? 1 : 0;
+    }
+  }
+  // Trim above the count (scaled down, or a surge done).
+  std::vector<Replica*> all = ActiveOf(s);
+  const int limit = !stopped && count(is_old) > 0 ? n + u.max_surge : n;
+  SortForRemoval(s, &all, want);
+  for (size_t i = 0; static_cast<int>(all.size() - i) > limit; ++i)
+    Remove(s, *all[i], now, "scaled down");
+  // Done: every replica runs the target and enough are ready.
+  Revision& t = s.Target();
+  if (!stopped && t.state == "rolling out" && count(is_old) == 0 &&
+      count([](const Replica& r) { return r.state == ReplicaState::kReady; }) >= n) {
+    t.state = "complete";
+    t.good = true;
+    for (auto& r : s.revisions) {
+      if (r.number != t.number && r.state == "complete") r.state = "superseded";
+    }
+    s.last_good = t.number;
+    plan_.changed.insert(s.name);
+  }
+}
+
+}  // namespace hangar::controller::service

@@ -1,0 +1,100 @@
+// ServiceController: the daemon around ServiceBook. One thread, every 100 ms: observe the
+// replicas' jobs (through the state owner), run the readiness probes that are due, read the load
+// balancer's sessions, then let the book decide a round and carry it out -- replica jobs submitted
+// and cancelled and the service records stored in one commit, then the load balancer told over its
+// runtime API. The API's changes (create, update, scale, rollback, delete) are stored before they
+// are answered.
+//
+// Its narrow contact with the cluster's state is the StateOwner: Submit, Cancel, GetJob and
+// GetNode, and the store's "service" table.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/service/haproxy_config.h"
+#include "controller/service/lb_client.h"
+#include "controller/service/readiness_probe.h"
+#include "controller/service/service_book.h"
+#include "controller/state_owner.h"
+
+namespace hangar::controller::service {
+
+struct ServiceControllerOptions {
+  LbLayout lb;
+  int first_port = 24000;  // HANGAR_PORT range
+  int last_port = 28999;
+  Duration tick = 100;
+  // Whether replica ports must also be free on this host (the nodes are this host: `hangar dev`).
+  bool ports_on_this_host = false;
+};
+
+class ServiceController {
+ public:
+  ServiceController(StateOwner* owner, ServiceControllerOptions options);
+  ~ServiceController();
+
+  // The services stored in the "service" table; before Start.
+  Status Restore(const std::vector<KeyValueRow>& values);
+  void Start();
+  void Stop();
+
+  // The API's side; any thread. Each change is stored before it returns.
+  Status Create(const ServiceSpec& spec, const std::string& user);
+  StatusOr<int> Update(const ServiceSpec& spec, const std::string& user, bool admin);
+  Status Scale(const std::string& name, int replicas, const std::string& user, bool admin);
+  StatusOr<int> Rollback(const std::string& name, int revision, const std::string& user,
+                         bool admin);
+  Status Delete(const std::string& name, const std::string& user, bool admin);
+  nlohmann::json List() const;
+  StatusOr<nlohmann::json> Get(const std::string& name) const;
+  // The ready replicas' addresses, for those who route traffic themselves.
+  StatusOr<nlohmann::json> Endpoints(const std::string& name) const;
+  // Prometheus series per service (replicas desired and ready; requests, 5xx answers and requests
+  // in flight at its endpoint, from HAProxy's counters, which restart with HAProxy).
+  std::string RenderMetrics() const;
+
+ private:
+  void Loop();
+  void Tick();
+  // Tick's steps: the replicas' jobs into the book; the due probes, run; HAProxy's `show stat`
+  // (nullopt when it does not answer).
+  void ObserveJobs();
+  std::vector<std::pair<ProbeTarget, ProbeResult>> RunDueProbes();
+  std::optional<std::string> ReadLoadBalancer();
+  // Stores the records of `changed` and erases `erased`, in one commit. REQUIRES(mu_).
+  Status Store(const std::set<std::string>& changed, const std::set<std::string>& erased);
+  // Carries out a round's plan. REQUIRES(mu_).
+  void Execute(const Plan& plan);
+  void ApplyLb(const std::vector<LbChange>& changes);
+  Status MayChange(const std::string& name, const std::string& user,
+                   bool admin) const;  // REQUIRES(mu_)
+  Time Now() const;
+
+  StateOwner* owner_;
+  ServiceControllerOptions options_;
+  LbClient lb_;
+  mutable std::mutex mu_;
+  ServiceBook book_;                    // GUARDED_BY(mu_)
+  std::map<int, SlotTraffic> traffic_;  // GUARDED_BY(mu_): per slot, as HAProxy last said
+  bool lb_in_sync_ =
+      false;  // the loop thread's: false until every server was set (and after a failure)
+  Time last_resync_ = 0;          // the loop thread's
+  bool lb_reachable_ = true;      // the loop thread's: for logging its changes only
+  std::vector<LbChange> lb_set_;  // the loop thread's: the servers as the last round left them
+  std::mutex wake_mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // GUARDED_BY(wake_mu_)
+  std::thread thread_;
+};
+
+// "24000-28999" to its two ends.
+StatusOr<std::pair<int, int>> ParsePortRange(const std::string& text);
+
+}  // namespace hangar::controller::service

@@ -1,0 +1,125 @@
+#include "controller/service/service_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace hangar::controller::service {
+namespace {
+
+constexpr const char* kFile = R"(name: echo
+service:
+  replicas: 3
+  restart: {backoff: 500ms, max_backoff: 8s}
+  readiness: {http: /healthz, interval: 200ms, timeout: 1s, failure_threshold: 2}
+  update: {max_surge: 2, max_unavailable: 1, progress_deadline: 15s}
+  drain_grace: 3s
+tasks:
+  - name: server
+    cpu: 1
+    command: [python3, model.py]
+)";
+
+TEST(ServiceSpecTest, ReadsTheServiceBlockAndTheReplicaTemplate) {
+  auto s = ParseServiceSpec(kFile, "echo.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->name, "echo");
+  EXPECT_EQ(s->options.replicas, 3);
+  EXPECT_EQ(s->options.restart.backoff, 500);
+  EXPECT_EQ(s->options.restart.max_backoff, 8000);
+  EXPECT_EQ(s->options.readiness.kind, ProbeSpec::Kind::kHttp);
+  EXPECT_EQ(s->options.readiness.path, "/healthz");
+  EXPECT_EQ(s->options.readiness.interval, 200);
+  EXPECT_EQ(s->options.readiness.failure_threshold, 2);
+  EXPECT_EQ(s->options.update.max_surge, 2);
+  EXPECT_EQ(s->options.update.max_unavailable, 1);
+  EXPECT_EQ(s->options.update.progress_deadline, 15000);
+  EXPECT_EQ(s->options.drain_grace, 3000);
+  ASSERT_EQ(s->replica.tasks.size(), 1u);
+  EXPECT_EQ(s->replica.tasks[0].command[0], "python3");
+}
+
+TEST(ServiceSpecTest, UpdateDefaultsToOneSurgeAndNoneUnavailable) {
+  auto s = ParseServiceSpec(
+      "name: a\nservice: {replicas: 2, readiness: {tcp: HANGAR_PORT}}\ntasks: [{cpu: 1, command: "
+      "[x]}]\n",
+      "a.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->options.update.max_surge, 1);
+  EXPECT_EQ(s->options.update.max_unavailable, 0);
+  EXPECT_EQ(s->options.readiness.kind, ProbeSpec::Kind::kTcp);
+  EXPECT_EQ(s->options.readiness.port, 0);
+}
+
+TEST(ServiceSpecTest, JobErrorsKeepTheFilesLineNumbers) {
+  // The service block spans lines 2-4; the typo is on line 7.
+  auto s = ParseServiceSpec(
+      "name: a\nservice:\n  replicas: 2\n  drain_grace: 1s\ntasks:\n  - name: x\n    comand: [x]\n",
+      "a.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("a.yaml:7"), std::string::npos) << s.status().message();
+}
+
+TEST(ServiceSpecTest, AutoscaleTakesMinAndMaxInsteadOfReplicas) {
+  auto s = ParseServiceSpec(
+      "name: a\nservice: {autoscale: {min: 2, max: 5, in_flight_per_replica: 8, scale_down_after: "
+      "1m}}\n"
+      "tasks: [{cpu: 1, command: [x]}]\n",
+      "a.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->options.autoscale.on);
+  EXPECT_EQ(s->options.replicas, 2);
+  EXPECT_EQ(s->options.autoscale.max, 5);
+  EXPECT_EQ(s->options.autoscale.in_flight_per_replica, 8);
+  EXPECT_EQ(s->options.autoscale.scale_down_after, 60000);
+  auto back = ServiceOptionsFromJson(ServiceOptionsToJson(s->options));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ServiceOptionsToJson(*back), ServiceOptionsToJson(s->options));
+  for (const char* bad : {"{replicas: 2, autoscale: {min: 1, max: 2}}",
+                          "{autoscale: {min: 3, max: 2}}", "{autoscale: {max: 2}}"}) {
+    EXPECT_FALSE(ParseServiceSpec(std::string("name: a\nservice: ") + bad +
+                                      "\ntasks: [{cpu: 1, command: [x]}]\n",
+                                  "a.yaml")
+                     .ok())
+        << bad;
+  }
+}
+
+TEST(ServiceSpecTest, JsonFilesWork) {
+  auto s = ParseServiceSpec(
+      R"({"name": "j", "service": {"replicas": 1}, "tasks": [{"cpu": 1, "command": ["x"]}]})",
+      "body");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->name, "j");
+}
+
+TEST(ServiceSpecTest, RefusesWhatAServiceCannotBe) {
+  const char* bad[] = {
+      "name: a\ntasks: [{cpu: 1, command: [x]}]\n",  // no block
+      "name: a\nservice: {replicas: 1}\ntasks: [{command: [x]}, {name: b, command: "
+      "[y]}]\n",                                                                  // two groups
+      "name: a\nservice: {replicas: 1}\ntasks: [{replicas: 2, command: [x]}]\n",  // replicas
+                                                                                  // in
+                                                                                  // the
+                                                                                  // group
+      "name: a\nservice: {replicas: 1, readiness: {exec: [x]}}\ntasks: [{cpu: 1, "
+      "command: [x]}]\n",  // unknown probe
+      "name: a\nservice: {replicas: 1, update: {max_surge: 0, max_unavailable: "
+      "0}}\ntasks: [{cpu: 1, command: [x]}]\n",
+      "name: A_b\nservice: {replicas: 1}\ntasks: [{cpu: 1, command: [x]}]\n",  // not a
+                                                                               // service
+                                                                               // name
+      "name: a\nservice: {replicas: 1, readiness: {http: healthz}}\ntasks: [{cpu: 1, "
+      "command: [x]}]\n",
+  };
+  for (const char* text : bad) EXPECT_FALSE(ParseServiceSpec(text, "f").ok()) << text;
+}
+
+TEST(ServiceSpecTest, OptionsRoundTripThroughJson) {
+  auto s = ParseServiceSpec(kFile, "echo.yaml");
+  ASSERT_TRUE(s.ok());
+  auto back = ServiceOptionsFromJson(ServiceOptionsToJson(s->options));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ServiceOptionsToJson(*back), ServiceOptionsToJson(s->options));
+}
+
+}  // namespace
+}  // namespace hangar::controller::service
