@@ -15,7 +15,7 @@ namespace {
 
 struct GoodputArgs {
   std::string json, trace, from = "2017-10-01", queue_policy = "fifo-backfill";
-  std::string work = "30d", checkpoints = "10m,30m", restore = "5m", detect = "10s",
+  std::string work = "14d", checkpoints = "10m,30m", restore = "5m", detect = "10s",
               replace = "15s";
   std::string straggler_detect = "5m", other_restore = "30s", seeds = "1-2",
               policies = "spares,no_spares,naive";
@@ -152,14 +152,14 @@ StatusOr<std::vector<std::vector<std::vector<GoodputOutcome>>>> RunAll(
 void PrintInterval(Duration interval, double bound, const nlohmann::json& policies) {
   std::printf("checkpoint every %s: bound ETTR %.2f%%\n", FormatDuration(interval).c_str(),
               100 * bound);
-  std::printf("  %-10s %8s %10s %12s %12s %14s %14s\n", "policy", "ETTR", "job days", "interrupts",
-              "spares", "other avg JCT", "other p99 JCT");
+  std::printf("  %-10s %8s %13s %9s %11s %7s %14s %14s\n", "policy", "ETTR", "same-failure",
+              "job days", "interrupts", "spares", "other avg JCT", "other p99 JCT");
   for (auto it = policies.begin(); it != policies.end(); ++it) {
     const nlohmann::json& p = it.value();
-    std::printf("  %-10s %7.2f%% %10.2f %12.1f %12.1f %13.0fs %13.0fs\n", it.key().c_str(),
-                100 * p["ettr"].get<double>(), p["job_wall_days"].get<double>(),
-                p["interruptions"].get<double>(), p["spares_taken"].get<double>(),
-                p["other_jobs"]["avg_jct_s"].get<double>(),
+    std::printf("  %-10s %7.2f%% %12.2f%% %9.2f %11.1f %7.1f %13.0fs %13.0fs\n", it.key().c_str(),
+                100 * p["ettr"].get<double>(), 100 * p["bound_ettr_same_failures"].get<double>(),
+                p["job_wall_days"].get<double>(), p["interruptions"].get<double>(),
+                p["spares_taken"].get<double>(), p["other_jobs"]["avg_jct_s"].get<double>(),
                 p["other_jobs"]["p99_jct_s"].get<double>());
   }
 }
@@ -180,9 +180,10 @@ Status Run(const GoodputArgs& a) {
     nlohmann::json e;
     e["checkpoint_interval_s"] = intervals[i] / kSecond;
     e["bound_ettr"] = BoundEttr(lambda, intervals[i], base.loop.restore);
+    GoodputScenario s = base;
+    s.loop.checkpoint_interval = intervals[i];
     for (size_t p = 0; p < policies.size(); ++p) {
-      e["policies"][std::string(RecoveryPolicyName(policies[p]))] =
-          PolicyJson(runs[i][p], base.job_gpus);
+      e["policies"][std::string(RecoveryPolicyName(policies[p]))] = PolicyJson(runs[i][p], s);
     }
     PrintInterval(intervals[i], e["bound_ettr"].get<double>(), e["policies"]);
     out["by_interval"].push_back(std::move(e));

@@ -140,7 +140,16 @@ StatusOr<GoodputOutcome> RunGoodput(const GoodputScenario& s,
   return out;
 }
 
-nlohmann::json PolicyJson(const std::vector<GoodputOutcome>& runs, int job_gpus) {
+double SameFailuresBound(const GoodputOutcome& run, Duration checkpoint_interval,
+                         Duration restore) {
+  const Duration wall = run.job_end - run.ledger.first_start();
+  if (run.job_end == kNever || wall <= 0) return 0;
+  const double per_hour = run.ledger.interruptions() / (static_cast<double>(wall) / kHour);
+  return BoundEttr(per_hour, checkpoint_interval, restore);
+}
+
+nlohmann::json PolicyJson(const std::vector<GoodputOutcome>& runs, const GoodputScenario& s) {
+  const int job_gpus = s.job_gpus;
   nlohmann::json j;
   double n = static_cast<double>(std::max<size_t>(runs.size(), 1));
   auto mean = [&](auto f) {
@@ -153,6 +162,9 @@ nlohmann::json PolicyJson(const std::vector<GoodputOutcome>& runs, int job_gpus)
   for (const auto& r : runs) by_seed.push_back(r.ledger.Ettr(r.job_end));
   j["ettr"] = mean([](const GoodputOutcome& r) { return r.ledger.Ettr(r.job_end); });
   j["ettr_by_seed"] = by_seed;
+  j["bound_ettr_same_failures"] = mean([&](const GoodputOutcome& r) {
+    return SameFailuresBound(r, s.loop.checkpoint_interval, s.loop.restore);
+  });
   j["job_wall_days"] = mean([](const GoodputOutcome& r) {
     return static_cast<double>(r.job_end - r.ledger.first_start()) / kDay;
   });

@@ -54,7 +54,11 @@ StatusOr<GoodputOutcome> RunGoodput(const GoodputScenario& s,
 // The training job's interruptions per hour (its GPUs times the interrupting rates).
 double JobInterruptionsPerHour(const GoodputScenario& s);
 
+// The bound (BoundEttr) at the rate the run's training job met: its interruptions over its wall
+// time. Its policy's ETTR minus this is what recovery cost beyond the bound on the same failures.
+double SameFailuresBound(const GoodputOutcome& run, Duration checkpoint_interval, Duration restore);
+
 // One policy's figures, averaged over its runs (one per seed); ETTR as a fraction of 1.
-nlohmann::json PolicyJson(const std::vector<GoodputOutcome>& runs, int job_gpus);
+nlohmann::json PolicyJson(const std::vector<GoodputOutcome>& runs, const GoodputScenario& s);
 
 }  // namespace hangar::sim
