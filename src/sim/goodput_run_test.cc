@@ -16,7 +16,8 @@ GoodputScenario Small() {
   s.spares = 2;
   s.nodes_per_leaf = 4;
   s.leaves_per_spine = 2;
-  // About 5 interruptions a day for the job; nodes repaired in 2 hours, so that few are out at once.
+  // About 5 interruptions a day for the job; nodes repaired in 2 hours, so that few are out at
+  // once.
   s.loop.rates = ScaledRates(Llama3Rates(), 200);
   for (auto& k : s.loop.rates.kinds) {
     if (k.repair > 0) k.repair = 2 * kHour;
