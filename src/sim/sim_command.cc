@@ -2,6 +2,7 @@
 
 #include "sim/controller/controller_engine.h"
 #include "sim/fgd/fgd_command.h"
+#include "sim/goodput_command.h"
 #include "sim/mig/mig_command.h"
 #include "sim/replay/replay_command.h"
 
@@ -13,6 +14,7 @@ void RegisterSimCommand(CLI::App& app, int* rc) {
   RegisterFgdCommand(*sim, rc);
   RegisterMigCommand(*sim, rc);
   RegisterReplayCommand(*sim, rc, {{"controller", MakeControllerEngine}});
+  RegisterGoodputCommand(*sim, rc);
 }
 
 }  // namespace hangar::sim

@@ -106,9 +106,10 @@ Status Simulator::Run() {
       completions_.pop();
     }
     const bool have_arrival = next < n, have_completion = !completions_.empty();
-    if (!have_arrival && !have_completion && stops_.empty() && reshapes_.empty()) break;
-    Time t = kNever;
-    if (have_arrival) t = jobs_[arrivals[next]].submit;
+    const Time disruption = disruptor_ ? disruptor_->NextEvent() : kNever;
+    if (!have_arrival && !have_completion && stops_.empty() && reshapes_.empty() && disruption == kNever) break;
+    Time t = disruption;
+    if (have_arrival) t = std::min(t, jobs_[arrivals[next]].submit);
     if (have_completion) t = std::min(t, completions_.top().end);
     if (!stops_.empty()) t = std::min(t, stops_.top().end);
     if (!reshapes_.empty()) t = std::min(t, reshapes_.top().first);
@@ -128,6 +129,7 @@ Status Simulator::Run() {
       reshapes_.pop();
     }
     while (next < n && jobs_[arrivals[next]].submit <= t) Arrive(arrivals[next++]);
+    if (disruptor_) Disrupt(t);
     // As in the controller: victims that stopped at once wait again in this instant's next cycle.
     while (Cycle(t)) {
     }

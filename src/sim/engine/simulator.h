@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cluster/usage.h"
+#include "sim/engine/disruption.h"
 #include "sim/engine/engine.h"
 #include "sched/owner/ranks.h"
 #include "sched/owner/workload.h"
@@ -51,8 +52,11 @@ class Simulator : public Engine {
   StagingModel* staging_model() { return staging_.get(); }
   StagingStats staging_stats() const override { return staging_ ? staging_->stats() : StagingStats{}; }
   MigReshapeStats mig_stats() const override { return mig_stats_; }
+  // Failures and recoveries from outside the scheduler (disruption.h); null: none. Not owned.
+  void set_disruptor(Disruptor* d) { disruptor_ = d; }
 
  private:
+  friend class SimulatorControl;  // the SimControl a Disruptor acts through (simulator_control.cc)
   Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig config,
             std::unique_ptr<sched::Scheduler> scheduler);
 
@@ -179,6 +183,8 @@ class Simulator : public Engine {
   enum class Charging : int8_t { kAdd = 1, kRemove = -1 };
   void ChargeQueue(size_t job, const std::vector<int64_t>& charge, Charging how);
 
+  Disruptor* disruptor_ = nullptr;
+  void Disrupt(Time now);  // lets the disruptor act at `now`, through a SimulatorControl
   sched::owner::WorkloadLearner workload_;  // with learn_profile
   std::unique_ptr<sched::owner::RankBook> ranker_;  // null unless gittins_ranks
   // The class a job is ranked by now, and the class it falls back to (0: none).

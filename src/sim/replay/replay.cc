@@ -105,8 +105,6 @@ StatusOr<std::shared_ptr<const cluster::Topology>> PoolOf(const std::vector<Clus
   return std::move(b).Build();
 }
 
-namespace {
-
 std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j, const cluster::Topology& t) {
   sched::TaskShape s;
   if (j.gpus_per_replica > 0) {
@@ -119,6 +117,8 @@ std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j, const cl
   s.models = s.NeedsGpu() ? t.MaskFor(j.gpu_models) : cluster::kAnyModel;
   return std::make_shared<sched::GangRequest>(sched::MakeSingleTaskRequest(s, j.replicas));
 }
+
+namespace {
 
 // What one simulator replays: a static partition (one queue, no quotas), or the shared pool
 // (every partition a leaf queue of `tree`).

@@ -130,6 +130,9 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
                                  const std::vector<ClusterPartition>& partitions,
                                  const ReplayOptions& options);
 
+// What a trace job asks the scheduler for on `t`.
+std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j, const cluster::Topology& t);
+
 // A cluster of `nodes` 8-GPU nodes under one leaf (a Philly virtual cluster).
 std::shared_ptr<const cluster::Topology> UniformCluster(const std::string& name, int nodes,
                                                         int gpus_per_node = 8);
