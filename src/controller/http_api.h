@@ -71,6 +71,7 @@ class HttpApi {
   void DashboardRoutes();  // web_ui.cc: the dashboard's files, reads and live feed
   void StopDashboard();    // web_ui.cc: ends the open live feeds
   void HistoryRoutes();    // history_api.cc: GET /v1/history
+  void ReservationRoutes();  // http_api_reservations.cc: /v1/reservations
   HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;
   std::unique_ptr<LogFollows> follows_;  // `logs -f`: log_follow.h
