@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   hangar::cli::RegisterStatusCommand(app, &rc);
   hangar::cli::RegisterCertsCommand(app, &rc);
   hangar::cli::RegisterReservationCommands(app, &rc);
+  hangar::cli::RegisterTopologyCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);
   if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {
