@@ -11,6 +11,7 @@
 #include "cli/cli_commands.h"
 #include "cli/slurm_commands.h"
 #include "cli/slurm_tools.h"
+#include "common/version.h"
 #include "common/yaml_util.h"
 #include "controller/backup_command.h"
 #include "controller/controller_command.h"
@@ -76,7 +77,10 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"Hangar: a control plane for multi-node GPU clusters"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("hangar 0.1.0"));
+  app.set_version_flag("--version", "hangar " + std::string(hangar::Version()));
+  app.add_subcommand("version", "Print Hangar's version (docs/operations.md, \"Versions and upgrades\")")->callback([] {
+    std::printf("hangar %s\n", std::string(hangar::Version()).c_str());
+  });
   int rc = 0;
   hangar::controller::RegisterDevCommand(app, &rc);
   hangar::controller::RegisterControllerCommand(app, &rc);
