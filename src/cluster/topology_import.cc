@@ -156,40 +156,44 @@ StatusOr<ImportedFabric> ImportSlurmTopology(std::string_view text, const std::s
   return b.Take(source);
 }
 
-// ibnetdiscover's dump: `Switch N "S-GUID" # "DESC" ...` blocks whose port lines name the peer
-// (`[1] "H-GUID"[1](...) # "gpu-001 HCA-1" ...`). A switch with hosts on its ports is a leaf;
-// the switches above it are its uplinks, and leaves with the same uplinks are one spine block,
-// named after the first of them. A host is its HCA description's first word; a host with HCAs
-// on several leaves (rail-optimised wiring) sits under the leaf of its first HCA.
-StatusOr<ImportedFabric> ImportIbnetdiscover(std::string_view text, const std::string& source) {
+namespace {
+
+// ibnetdiscover's dump as read: each switch by id (its GUID), with the hosts and switches on its
+// ports.
+struct IbSwitch {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> hosts;  // (host, HCA description)
+  std::set<std::string> uplinks;                           // switch ids
+};
+struct IbFabric {
+  std::map<std::string, IbSwitch> switches;
+  std::map<std::string, std::string> names;  // switch id -> name, of every switch seen
+  std::vector<std::string> order;            // switch ids as their blocks came
+};
+
+// "MF0;leaf-01:MQM8700/U1" -> leaf-01.
+std::string IbSwitchName(const std::string& desc) {
+  const size_t semi = desc.find(';');
+  std::string n = semi == std::string::npos ? desc : desc.substr(semi + 1);
+  if (const size_t colon = n.find(':'); colon != std::string::npos) n.resize(colon);
+  return Trim(n);
+}
+
+StatusOr<IbFabric> ReadIbnetdiscover(std::string_view text, const std::string& source) {
   static const std::regex block_re(
       R"re(^\s*(Switch|Ca)\s+\d+\s+"([SH]-[0-9a-fA-F]+)"[^#]*#\s*"([^"]*)")re");
   static const std::regex port_re(
       R"re(^\s*\[\d+\](?:\([0-9a-fA-F]+\))?\s+"([SH]-[0-9a-fA-F]+)"\[\d+\][^#]*#\s*"([^"]*)")re");
-  struct Sw {
-    std::string name;
-    std::vector<std::pair<std::string, std::string>> hosts;  // (host, HCA description)
-    std::set<std::string> uplinks;                           // switch ids
-  };
-  std::map<std::string, Sw> sw;
-  std::map<std::string, std::string> switch_name;  // id -> name
-  std::vector<std::string> order;
+  IbFabric f;
   std::string current;  // the switch whose ports follow ("" inside a Ca block)
-  auto name_of = [](const std::string& desc) {  // "MF0;leaf-01:MQM8700/U1" -> leaf-01
-    const size_t semi = desc.find(';');
-    std::string n = semi == std::string::npos ? desc : desc.substr(semi + 1);
-    if (const size_t colon = n.find(':'); colon != std::string::npos) n.resize(colon);
-    return Trim(n);
-  };
   const std::vector<std::string> lines = Lines(text);
   for (size_t i = 0; i < lines.size(); ++i) {
     std::smatch m;
     if (std::regex_search(lines[i], m, block_re)) {
       current = m[1] == "Switch" ? m[2].str() : "";
-      if (!current.empty() && !sw.count(current)) {
-        order.push_back(current);
-        sw[current].name = name_of(m[3]);
-        switch_name[current] = sw[current].name;
+      if (!current.empty() && !f.switches.count(current)) {
+        f.order.push_back(current);
+        f.switches[current].name = f.names[current] = IbSwitchName(m[3]);
       }
       continue;
     }
@@ -201,38 +205,54 @@ StatusOr<ImportedFabric> ImportIbnetdiscover(std::string_view text, const std::s
       words >> host;
       if (host.empty())
         return LineError(source, i + 1, "an HCA without a description: its host cannot be named");
-      sw[current].hosts.emplace_back(host, desc);
+      f.switches[current].hosts.emplace_back(host, desc);
     } else {
-      sw[current].uplinks.insert(peer);
-      if (!switch_name.count(peer)) switch_name[peer] = name_of(desc);
+      f.switches[current].uplinks.insert(peer);
+      if (!f.names.count(peer)) f.names[peer] = IbSwitchName(desc);
     }
   }
-  // A host's first HCA (by description) decides its leaf.
+  return f;
+}
+
+// The spine block of a leaf: named after the first of its uplinks; leaves with the same uplinks
+// share it. A leaf without uplinks is a block of its own.
+std::string IbBlock(const IbFabric& f, const IbSwitch& leaf,
+                    std::map<std::set<std::string>, std::string>* blocks) {
+  std::set<std::string> up;
+  for (const auto& u : leaf.uplinks) {
+    auto it = f.switches.find(u);
+    if (it == f.switches.end() || it->second.hosts.empty())
+      up.insert(u);  // leaves linked to leaves are not uplinks
+  }
+  if (up.empty()) return leaf.name;
+  std::vector<std::string> names;
+  for (const auto& u : up) names.push_back(f.names.at(u));
+  return blocks->try_emplace(up, *std::min_element(names.begin(), names.end())).first->second;
+}
+
+}  // namespace
+
+// ibnetdiscover's dump: `Switch N "S-GUID" # "DESC" ...` blocks whose port lines name the peer
+// (`[1] "H-GUID"[1](...) # "gpu-001 HCA-1" ...`). A switch with hosts on its ports is a leaf;
+// the switches above it are its uplinks, and leaves with the same uplinks are one spine block,
+// named after the first of them. A host is its HCA description's first word; a host with HCAs
+// on several leaves (rail-optimised wiring) sits under the leaf of its first HCA.
+StatusOr<ImportedFabric> ImportIbnetdiscover(std::string_view text, const std::string& source) {
+  HANGAR_ASSIGN_OR_RETURN(IbFabric f, ReadIbnetdiscover(text, source));
   std::map<std::string, std::pair<std::string, std::string>> first_hca;  // host -> (desc, leaf id)
-  for (const auto& id : order) {
-    for (const auto& [host, desc] : sw[id].hosts) {
+  for (const auto& id : f.order) {
+    for (const auto& [host, desc] : f.switches[id].hosts) {
       auto [it, fresh] = first_hca.try_emplace(host, desc, id);
       if (!fresh && desc < it->second.first) it->second = {desc, id};
     }
   }
   FabricBuilder b;
-  std::map<std::set<std::string>, std::string> block_of;  // uplink set -> block name
+  std::map<std::set<std::string>, std::string> blocks;  // uplink set -> block name
   size_t multi = 0;
-  for (const auto& id : order) {
-    const Sw& s = sw[id];
+  for (const auto& id : f.order) {
+    const IbSwitch& s = f.switches[id];
     if (s.hosts.empty()) continue;
-    std::set<std::string> up;
-    for (const auto& u : s.uplinks) {
-      if (sw.count(u) && sw[u].hosts.empty())
-        up.insert(u);  // leaves linked to leaves are not uplinks
-      if (!sw.count(u)) up.insert(u);
-    }
-    std::string block = s.name;
-    if (!up.empty()) {
-      std::vector<std::string> names;
-      for (const auto& u : up) names.push_back(switch_name[u]);
-      block = block_of.try_emplace(up, *std::min_element(names.begin(), names.end())).first->second;
-    }
+    const std::string block = IbBlock(f, s, &blocks);
     for (const auto& [host, desc] : s.hosts) {
       if (first_hca[host].second != id || first_hca[host].first != desc) {
         ++multi;
@@ -243,8 +263,9 @@ StatusOr<ImportedFabric> ImportIbnetdiscover(std::string_view text, const std::s
   }
   if (multi > 0) {
     b.Note(std::to_string(multi) +
-           " HCA(s) of hosts with several HCAs on other leaves are left out: a host sits "
-           "under the leaf of its first HCA");
+           " HCA(s) of hosts with several HCAs on other leaves are left out: a host sits under the "
+           "leaf of its first "
+           "HCA");
   }
   return b.Take(source);
 }
