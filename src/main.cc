@@ -12,6 +12,7 @@
 #include "cli/cli_commands.h"
 #include "cli/slurm_commands.h"
 #include "cli/slurm_tools.h"
+#include "common/version.h"
 #include "common/yaml_util.h"
 #include "controller/backup_command.h"
 #include "controller/controller_command.h"
@@ -77,7 +78,10 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"Hangar: a control plane for multi-node GPU clusters"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("hangar 0.1.0"));
+  app.set_version_flag("--version", "hangar " + std::string(hangar::Version()));
+  app.add_subcommand("version", "Print Hangar's version (docs/operations.md, \"Versions and upgrades\")")->callback([] {
+    std::printf("hangar %s\n", std::string(hangar::Version()).c_str());
+  });
   int rc = 0;
   hangar::controller::RegisterDevCommand(app, &rc);
   hangar::controller::RegisterControllerCommand(app, &rc);
@@ -89,6 +93,8 @@ int main(int argc, char** argv) {
   hangar::cli::RegisterStatusCommand(app, &rc);
   hangar::cli::RegisterCertsCommand(app, &rc);
   hangar::cli::RegisterServiceCommands(app, &rc);
+  hangar::cli::RegisterReservationCommands(app, &rc);
+  hangar::cli::RegisterTopologyCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);
   if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {

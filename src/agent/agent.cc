@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include "common/version.h"
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -311,7 +313,7 @@ pb::Register Agent::RegisterMessage() {
   inv->set_cuda_version(gpus_.cuda_version);
   inv->set_kernel_version(KernelVersion());
   inv->set_boot_id(BootId());
-  inv->set_agent_version("hangar 0.1.0");
+  inv->set_agent_version("hangar " + std::string(Version()));
   inv->set_gpu_backend(backend_->name());
   for (const auto& n : nics_) *inv->add_nics() = n;
   reg.set_token(options_.token);

@@ -18,6 +18,10 @@ void RegisterSbatchCommand(CLI::App& app, int* rc);
 void RegisterShareCommands(CLI::App& app, int* rc);
 // `hangar status`: who leads, since when, at which epoch (status_command.cc; docs/ha.md).
 void RegisterStatusCommand(CLI::App& app, int* rc);
+// `hangar reservation create|list|delete` (reservation_commands.cc; docs/reservations.md).
+void RegisterReservationCommands(CLI::App& app, int* rc);
+// `hangar topology import|diff` (topology_commands.cc; docs/topology-import.md).
+void RegisterTopologyCommands(CLI::App& app, int* rc);
 
 // OK when `id` can be a job id (digits); otherwise InvalidArgument that says where ids are found.
 // Checked before any request, so `hangar cancel llm-serve` does not end in "no such endpoint".

@@ -87,6 +87,7 @@ void AddTiming(const SbatchOptions& o, nlohmann::ordered_json* j, Diagnostics* d
 // is a warning, not a refusal.
 void AddPolicy(const SbatchOptions& o, nlohmann::ordered_json* j, Diagnostics* d) {
   if (o.partition) (*j)["queue"] = *o.partition;
+  if (o.reservation) (*j)["reservation"] = *o.reservation;
   int priority = 0;
   std::string tier;
   if (o.qos) {

@@ -185,6 +185,7 @@ constexpr Known kKnown[] = {
        return SetString<&SbatchOptions::partition>(v.substr(0, comma), o);
      }},
     {"qos", 'q', ArgKind::kValue, SetString<&SbatchOptions::qos>},
+    {"reservation", 0, ArgKind::kValue, SetString<&SbatchOptions::reservation>},
     {"array", 'a', ArgKind::kValue,
      [](const std::string& v, SbatchOptions* o) {
        HANGAR_RETURN_IF_ERROR(ParseArraySpec(v).status());

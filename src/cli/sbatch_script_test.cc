@@ -285,7 +285,6 @@ TEST(DirectivesTest, WhatHasNoEffectHereIsAcceptedWithAWarningNamingIt) {
                            "--gpu-bind=closest",
                            "--no-requeue",
                            "--oversubscribe",
-                           "--reservation=r",
                            "--propagate=STACK",
                            "--wait",
                            "--get-user-env",

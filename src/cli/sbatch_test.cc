@@ -200,6 +200,13 @@ TEST(SbatchTest, ArrayAndDependencyAreTheNewJobFields) {
   EXPECT_EQ(o.spec["after"], ordered_json({{"any", {2}}}));
 }
 
+TEST(SbatchTest, AReservationIsTheJobsReservation) {
+  BatchJob b = Convert("#!/bin/sh\n#SBATCH --reservation=maint1\n");
+  EXPECT_EQ(b.spec["reservation"], "maint1");
+  EXPECT_TRUE(b.warnings.empty());
+  EXPECT_FALSE(Convert("#!/bin/sh\ntrue\n").spec.contains("reservation"));
+}
+
 TEST(SbatchTest, TasksNodesAndResources) {
   // --ntasks alone: one node with that many tasks; a CPU each, Slurm's default.
   BatchJob b = Convert("#!/bin/sh\n#SBATCH -n 4\n");

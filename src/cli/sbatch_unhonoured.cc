@@ -70,8 +70,6 @@ constexpr UnhonouredDirective kUnhonoured[] = {
     {"get-user-env", 0, A::kOptionalValue, false,
      "a Hangar task does not load the submitter's login environment; set what it needs with "
      "--export=NAME=value"},
-    {"reservation", 0, A::kValue, false,
-     "Hangar has no reservations; the job runs where it fits in its queue"},
     {"deadline", 0, A::kValue, false,
      "Hangar does not cancel a job that would end late; --time bounds it"},
     {"priority", 0, A::kValue, false, "a job's priority comes from --qos and --nice here"},

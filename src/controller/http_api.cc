@@ -277,6 +277,7 @@ void HttpApi::Routes() {
   DashboardRoutes();  // the web dashboard: web_ui.cc
   HistoryRoutes();    // the cluster's load over time: history_api.cc
   ServiceRoutes();    // services and their endpoints: service/service_api.cc
+  ReservationRoutes();  // reservations and maintenance windows: http_api_reservations.cc
   // Who leads; a standby answers it too. "single": one controller, no lease.
   s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
     if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});

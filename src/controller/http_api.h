@@ -78,6 +78,7 @@ class HttpApi {
   void HistoryRoutes();    // history_api.cc: GET /v1/history
   void ServiceRoutes();    // service/service_api.cc: /v1/services
   service::ServiceController* services_ = nullptr;
+  void ReservationRoutes();  // http_api_reservations.cc: /v1/reservations
   HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;
   std::unique_ptr<LogFollows> follows_;  // `logs -f`: log_follow.h

@@ -213,6 +213,8 @@ class JobParser {
     if (queue) spec.queue = *queue;
     HANGAR_ASSIGN_OR_RETURN(auto user, src_.OptString(root, "user"));
     if (user) spec.user = *user;
+    HANGAR_ASSIGN_OR_RETURN(auto reservation, src_.OptString(root, "reservation"));
+    if (reservation) spec.reservation = *reservation;
     if (const YAML::Node run_as = root["run_as"]) {
       auto r = RunAs::FromJson(YamlToJson(run_as));
       if (!r.ok()) return src_.Error(run_as, r.status().message());
@@ -282,7 +284,7 @@ class JobParser {
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
                                                   "workdir",  "run_as",   "array",      "after",        "image",
-                                                  "artifacts"};
+                                                  "artifacts", "reservation"};
   static constexpr std::string_view kArtifactKeys[] = {"source", "sha256", "size", "path", "shard_by", "shards"};
   static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
@@ -661,6 +663,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   }
   if (!spec.array.empty()) j["array"] = spec.array.text;
   if (!spec.after.empty()) j["after"] = spec.after.ToJson();
+  if (!spec.reservation.empty()) j["reservation"] = spec.reservation;
   json tasks = json::array();
   for (const auto& t : spec.tasks) {
     json g;

@@ -115,6 +115,7 @@ struct JobSpec {
   CheckpointSpec checkpoint;
   ArraySpec array;    // empty: one job (batch_spec.h)
   Dependencies after;  // jobs that must end (a certain way) before this one starts
+  std::string reservation;  // runs inside this reservation's window, on its nodes ("": none)
 
   int TotalReplicas() const;
   int64_t TotalMilliGpu() const;

@@ -32,7 +32,7 @@ ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const Ru
   }
   cluster::ClusterUsage& future = *sc.future;
   placement::PlaceOptions free_opts = opts;
-  free_opts.excluded = nullptr;
+  free_opts.excluded = opts.excluded;  // the caller's: nodes the job may never use (windows), not EASY's
   ShadowPlan plan;
   while (!releases.empty()) {
     const Time end = releases.front().end;

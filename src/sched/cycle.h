@@ -17,6 +17,7 @@
 
 #include "sched/queue/quota.h"
 #include "sched/scheduler.h"
+#include "sched/windows.h"
 
 namespace hangar::sched {
 
@@ -33,6 +34,7 @@ struct ShapeKey {
   bool may_use_reserved = false;
   queue::QuotaLedger::Kind quota = queue::QuotaLedger::Kind::kWithin;
   job::Tier tier = job::Tier::kGuaranteed;
+  WindowGate::Key windows;  // the nodes reservation windows keep it off
   bool operator==(const ShapeKey&) const = default;
 };
 
@@ -41,7 +43,8 @@ struct ShapeKeyHash {
     uint64_t h = k.fingerprint;
     for (uint64_t v : {static_cast<uint64_t>(k.preemption_rank), static_cast<uint64_t>(k.leaf),
                        static_cast<uint64_t>(k.may_use_reserved), static_cast<uint64_t>(k.quota),
-                       static_cast<uint64_t>(k.tier)}) {
+                       static_cast<uint64_t>(k.tier), static_cast<uint64_t>(k.windows.member),
+                       static_cast<uint64_t>(k.windows.crossed)}) {
       h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
     }
     return static_cast<size_t>(h);
@@ -131,7 +134,7 @@ class Scheduler::Run {
   std::vector<uint8_t> Eligible(const PendingJob& job, int leaf, bool reclaim, std::vector<uint8_t>* reclaimed) const;
   std::string WhyPreempted(const PendingJob& job, const RunningJob& victim, int leaf, bool reclaimed,
                            int64_t lost_gpu_ms) const;
-  Reason Explain(const GangRequest& req);
+  Reason Explain(const GangRequest& req, bool may_use_reserved);
   void Block(const PendingJob& job);
   void StopBefore(uint32_t pos);
   const Reason& NeverOf(const GangRequest& req);
@@ -148,6 +151,10 @@ class Scheduler::Run {
   placement::PlaceOptions opts_;
   Decisions out_;
 
+  // Reservation windows (windows.h), and what they keep the job being examined off.
+  WindowGate windows_;
+  WindowGate::Key window_key_;
+  const std::vector<uint8_t>* window_mask_ = nullptr;
   // Backfill: the reservation, and the first job that could not start.
   bool reserved_ = false;
   Reservation reservation_;

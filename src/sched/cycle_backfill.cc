@@ -10,7 +10,7 @@ void Scheduler::Run::Block(const PendingJob& job) {
   if (!blocked_) first_blocked_ = job.id;
   blocked_ = true;
   if (cfg_.backfill != BackfillMode::kEasy || cfg_.strict_order || reserved_) return;
-  opts_.excluded = nullptr;
+  opts_.excluded = window_mask_;  // its shadow plan keeps to the nodes windows leave it
   ShadowPlan plan = PlanReservation(work_, snap_.running, out_.placements, snap_.pending, *job.request, placer_,
                                     opts_, now_, &scheduler_.reservation_scratch_);
   if (!plan.found) return;

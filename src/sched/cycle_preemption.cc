@@ -68,7 +68,7 @@ bool Scheduler::Run::TryPreempt(const PendingJob& job, uint32_t idx, int leaf, b
   if (cfg.mode == PreemptionMode::kNone && !reclaim) return false;
   if (cfg.max_victims_per_cycle > 0 && victims_ >= cfg.max_victims_per_cycle) return false;
   if (!reclaim && cfg.mode == PreemptionMode::kGittins && job.rank >= top_rank_) return false;
-  placement::PlaceOptions opts{opts_.scorer, snap_.profile, nullptr, snap_.random_seed};
+  placement::PlaceOptions opts{opts_.scorer, snap_.profile, window_mask_, snap_.random_seed};
   std::vector<uint8_t> eligible, reclaimed;  // reclaimed: victim taken as a borrower
   PreemptionConfig pcfg = cfg;
   if (tree_) {

@@ -36,6 +36,9 @@ std::string_view Reason::RuleName() const {
     case Rule::kNotNowQuota: return "quota";
     case Rule::kNotNowReplicas: return "gang-replicas";
     case Rule::kNotNowNotExamined: return "not-examined";
+    case Rule::kNotNowWindow: return "reservation-window";
+    case Rule::kNotNowWindowClosed: return "reservation-not-open";
+    case Rule::kNotNowInsideWindow: return "reservation-full";
   }
   return "unknown";
 }
@@ -106,6 +109,13 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
              " at once; only " + N(have) + " fit now";
     case Rule::kNotNowNotExamined:
       return "not examined this cycle: no free capacity was left for it";
+    case Rule::kNotNowWindow:
+      return "fits only on nodes held by a reservation window from " + FormatUtcTimestamp(at) +
+             ", or its time limit would cross that start (a job without one runs for ever)";
+    case Rule::kNotNowWindowClosed:
+      return "runs inside a reservation window that opens at " + FormatUtcTimestamp(at);
+    case Rule::kNotNowInsideWindow:
+      return "runs inside a reservation window whose nodes have not the room for it now";
   }
   return "";
 }

@@ -35,6 +35,11 @@ enum class Rule : uint8_t {
   kNotNowQuota,           // need: milli-GPU, have: quota headroom in its queue
   kNotNowReplicas,        // need: replicas, have: how many fit now, other: GPUs per replica
   kNotNowNotExamined,     // the cycle stopped before this job (no capacity left)
+  // Reservation windows (sched/windows.h); `other`: the window's index in the snapshot, `at`:
+  // its start. The cycle names the window in its Verdict's detail.
+  kNotNowWindow,          // fits only on nodes a window holds, or would hold them past its start
+  kNotNowWindowClosed,    // runs inside a window that has not opened yet
+  kNotNowInsideWindow,    // runs inside a window whose nodes have not the room for it now
 };
 
 struct Reason {

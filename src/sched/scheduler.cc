@@ -39,7 +39,8 @@ cluster::ClusterUsage& Scheduler::CopyOfUsage(const cluster::ClusterUsage& usage
 
 Scheduler::Run::Run(Scheduler& s, const Snapshot& snap, Time now)
     : scheduler_(s), cfg_(s.config_), placer_(s.placer_), order_(s.order_), snap_(snap), now_(now), tree_(snap.queues),
-      work_(s.CopyOfUsage(*snap.usage)), topo_(work_.topology()), opts_{s.scorer_.get(), snap.profile, nullptr, snap.random_seed} {
+      work_(s.CopyOfUsage(*snap.usage)), topo_(work_.topology()), opts_{s.scorer_.get(), snap.profile, nullptr, snap.random_seed},
+      windows_(snap.windows, static_cast<uint32_t>(topo_.nodes().size()), now) {
   reserved_nodes_.assign(topo_.nodes().size(), 0);
   preempted_.assign(snap.running.size(), 0);
   if (tree_) {

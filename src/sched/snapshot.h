@@ -43,6 +43,8 @@ struct PendingJob {
   const std::vector<int64_t>* charge = nullptr;
   // Container jobs: per node, the seconds staging its image there would take (PlaceOptions).
   const std::vector<uint16_t>* staging_s = nullptr;
+  // With Snapshot::windows: the window (reservation) the job runs inside, by index; -1: none.
+  int32_t window = -1;
 };
 
 struct RunningJob {
@@ -63,6 +65,16 @@ struct RunningJob {
   // With queues: what it is charged (QueueTree::Charge(request, assignment)), if the owner keeps
   // it; null: the cycle computes it.
   const std::vector<int64_t>* charge = nullptr;
+};
+
+// A reservation's window (controller/reservation/): during [start, end) its nodes take only the
+// jobs that run inside it, and before it no job starts on them whose time limit would cross
+// `start` (a job without a time limit counts as running for ever). sched/windows.h applies it.
+struct NodeWindow {
+  std::string name;
+  Time start = 0;
+  Time end = kNever;
+  std::vector<uint32_t> nodes;  // node indices, sorted
 };
 
 struct Snapshot {
@@ -87,6 +99,8 @@ struct Snapshot {
   // start are then not listed in Decisions::waiting (quota refusals still are), nor the jobs the
   // cycle stopped before in Decisions::unexamined. Decisions are the same either way.
   bool record_waiting = true;
+  // Reservation windows that have not ended (NodeWindow); empty: none.
+  std::span<const NodeWindow> windows;
 };
 
 struct Placement {

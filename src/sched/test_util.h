@@ -98,6 +98,7 @@ class MiniCluster {
     snap.usage = &usage_;
     snap.pending = pending_;
     snap.running = running;
+    snap.windows = windows;
     Decisions d = sched_->Cycle(snap, now);
     std::vector<PendingJob> requeued;
     for (const auto& pre : d.preemptions) {
@@ -153,6 +154,14 @@ class MiniCluster {
     return it->second;
   }
   bool IsRunning(JobId id) const { return running_.count(id) > 0; }
+  // Makes pending job `id` run inside window `w` of `windows`.
+  void RunInside(JobId id, int32_t w) {
+    for (auto& p : pending_) {
+      if (p.id == id) p.window = w;
+    }
+  }
+  // Reservation windows every cycle sees (Snapshot::windows).
+  std::vector<NodeWindow> windows;
   const cluster::GangAssignment& AssignmentOf(JobId id) const { return *running_.at(id).assignment; }
   const cluster::ClusterUsage& usage() const { return usage_; }
   const cluster::Topology& topology() const { return *topo_; }

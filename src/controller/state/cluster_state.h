@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "api/views.h"
+#include "controller/reservation/reservation_book.h"
 #include "controller/state/auth.h"
 #include "controller/state/ingest_lag.h"
 #include "controller/state/secret_sealer.h"
@@ -401,6 +402,7 @@ class ClusterState {
     ReclaimIdle(now, fx);
     EnforceTimeLimits(now, fx);
     PurgeFinished(now, fx);
+    AdvanceReservations(now, fx);
   }
   // Forgets the finished jobs that ended at least options().keep_finished ago (none when it is 0)
   // and have no task left anywhere (cluster_state_purge.cc). Looks at most kPurgeScan jobs a call,
@@ -433,6 +435,17 @@ class ClusterState {
     s.in_flight = static_cast<int64_t>(mig_reshapes_.size());
     return s;
   }
+
+  // ---- reservations and maintenance windows (cluster_state_reservations.cc) ----
+  // `p` books the window the body describes (reservation::ParseRequest); returns it as listed.
+  StatusOr<nlohmann::json> CreateReservation(const Principal& p, const nlohmann::json& body, Time now, Effects* fx);
+  // Ends it now: a maintenance window's drained nodes return to service through validation.
+  Status DeleteReservation(const std::string& name, const Principal& p, Time now, Effects* fx);
+  nlohmann::json ReservationsJson(Time now) const;
+  // Once a second (Tick): before a maintenance window opens, jobs on its nodes that would still run
+  // at its start are checkpointed and requeued in time for their grace; at the start its nodes
+  // drain; at the end they return through validation and the reservation is gone.
+  void AdvanceReservations(Time now, Effects* fx);
 
   // ---- timers ----
   // Runs the health rules: drains, validations, node and GPU availability, events.
@@ -813,6 +826,13 @@ class ClusterState {
   bool health_dirty_ = false;
   Time last_health_ = 0;
   Time started_at_ = 0;
+  // Reservations and maintenance windows (cluster_state_reservations.cc).
+  reservation::ReservationBook reservations_{*topology_};
+  void PersistReservation(const reservation::Reservation& r, Effects* fx) const;
+  void CheckpointBeforeWindow(const reservation::Reservation& r, Time now, Effects* fx);
+  void OpenMaintenance(reservation::Reservation& r, Time now, Effects* fx);
+  void EndReservation(const std::string& name, const std::string& why, Time now, Effects* fx);
+  void RestoreReservation(const KeyValueRow& row);
 };
 
 }  // namespace hangar::controller

@@ -1,6 +1,7 @@
 // ClusterState: nodes -- agents registering and reconciling, heartbeats, task status, lost
 // nodes, and the operator's drain.
 #include "controller/state/cluster_state.h"
+#include "common/version.h"
 #include "controller/state/job_lifecycle.h"
 
 namespace hangar::controller {
@@ -66,6 +67,9 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   auto found = topology_->FindNode(inv.node());
   if (!found) {
     return Status::NotFound("node '" + inv.node() + "' is not in this cluster; add it to cluster.yaml or start the agent with --node set to one of its nodes");
+  }
+  if (Status skew = CheckAgentSkew(Version(), inv.agent_version()); !skew.ok()) {
+    return Status::FailedPrecondition("node '" + inv.node() + "' refused: " + skew.message());
   }
   const uint32_t n = *found;
   const auto& declared = topology_->nodes()[n];

@@ -103,6 +103,7 @@ Status ClusterState::RestoreValues(const std::vector<KeyValueRow>& values) {
       UseQueues(std::move(*specs), *tree);
     }
     if (v.table == "idempotency") RestoreIdempotency(v);
+    if (v.table == "reservation") RestoreReservation(v);
     if (v.table == "usage") {
       auto j = nlohmann::json::parse(v.value, nullptr, false);
       if (!j.is_discarded()) usage_log_.push_back(AttemptUsage::FromJson(j));

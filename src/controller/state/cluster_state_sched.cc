@@ -146,6 +146,12 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       return true;
     });
     sched::PendingJob p;
+    if (!s.reservation.empty() && (p.window = reservations_.WindowOf(s.reservation)) < 0) {
+      j.reason_detail = "runs inside reservation " + s.reservation +
+                        ", which does not exist (it ended or was deleted): cancel the job, or submit it again without "
+                        "`reservation`";
+      continue;
+    }
     p.id = id;
     p.request = j.request.get();
     p.priority = s.priority;
@@ -218,6 +224,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   snap.running = running;
   snap.random_seed = sched::owner::CycleSeed(options_.seed, now - options_.seed_epoch);
   snap.cpu_only_pending = cpu_only;
+  snap.windows = reservations_.windows();
   if (options_.learn_profile) snap.profile = workload_.profile();
   if (!queues_trivial_) {
     snap.queues = queue_tree_.get();

@@ -1,0 +1,58 @@
+// Topology from the formats fleets already have (docs/topology-import.md): Slurm's topology.conf,
+// an `ibnetdiscover` dump, and a CSV of hosts and their switch per layer. Each importer reads the
+// text into an ImportedFabric -- hosts under leaf switches under spine blocks, the tree
+// cluster.yaml's `fabric:` declares -- which FabricYaml writes out and DiffFabric compares with a
+// cluster.yaml.
+//
+// A layer above the spine blocks (core switches) joins every block, as the cluster does, and is
+// not kept. Where the input is not a tree, the importer decides and says so in `notes`.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/topology.h"
+#include "common/status.h"
+
+namespace hangar::cluster {
+
+struct ImportedFabric {
+  struct Leaf {
+    std::string name;
+    std::vector<std::string> hosts;  // in the input's order
+  };
+  struct Spine {
+    std::string name;
+    std::vector<Leaf> leaves;
+  };
+  std::vector<Spine> spines;
+  std::vector<std::string> notes;  // decisions the importer made, one sentence each
+
+  size_t NumHosts() const;
+  // Host -> {leaf, spine}.
+  std::map<std::string, std::pair<std::string, std::string>> Placement() const;
+};
+
+// `format`: slurm, ibnetdiscover or csv. `source` names the input in errors ("topology.conf:12:
+// ...").
+StatusOr<ImportedFabric> ImportFabric(std::string_view format, std::string_view text,
+                                      const std::string& source);
+StatusOr<ImportedFabric> ImportSlurmTopology(std::string_view text, const std::string& source);
+StatusOr<ImportedFabric> ImportIbnetdiscover(std::string_view text, const std::string& source);
+StatusOr<ImportedFabric> ImportHostCsv(std::string_view text, const std::string& source);
+
+// cluster.yaml's `fabric:` section for `f` (host names compressed into ranges where they run).
+// With `cluster_yaml` (an existing cluster file's text), a whole cluster file: its other top-level
+// keys as they are, and each node keeping the fields it was declared with there. Hosts the
+// cluster file does not declare are listed in `missing` (they take node_defaults).
+StatusOr<std::string> FabricYaml(const ImportedFabric& f, std::string_view cluster_yaml = {},
+                                 std::vector<std::string>* missing = nullptr);
+
+// Where `declared` (a cluster.yaml's topology) and `found` disagree, one sentence per finding: a
+// node under another leaf or spine block (leaves and blocks are matched by the nodes they share,
+// whatever their names), a node only one of them has. Empty: they agree.
+std::vector<std::string> DiffFabric(const Topology& declared, const ImportedFabric& found);
+
+}  // namespace hangar::cluster

@@ -1,0 +1,57 @@
+#include "common/version.h"
+
+#include <charconv>
+
+namespace hangar {
+
+std::string_view Version() { return HANGAR_VERSION; }
+
+std::optional<ReleaseVersion> ParseReleaseVersion(std::string_view text) {
+  const size_t digit = text.find_first_of("0123456789");
+  if (digit == std::string_view::npos) return std::nullopt;
+  const char* p = text.data() + digit;
+  const char* end = text.data() + text.size();
+  ReleaseVersion v;
+  int* parts[] = {&v.major, &v.minor, &v.patch};
+  for (int i = 0; i < 3; ++i) {
+    auto [next, ec] = std::from_chars(p, end, *parts[i]);
+    if (ec != std::errc()) return std::nullopt;
+    p = next;
+    if (i < 2) {
+      if (p == end || *p != '.') return std::nullopt;
+      ++p;
+    }
+  }
+  return v;
+}
+
+Status CheckAgentSkew(std::string_view controller, std::string_view agent) {
+  if (agent.empty()) return Status::Ok();
+  const auto c = ParseReleaseVersion(controller);
+  const auto a = ParseReleaseVersion(agent);
+  const std::string said = "the agent runs " + std::string(agent) + ", this controller hangar " +
+                           std::string(controller);
+  if (!c || !a)
+    return Status::FailedPrecondition(
+        said + ": the agent's version cannot be read; install a released agent");
+  const std::string policy =
+      " (the policy: a controller may be at most one minor version ahead of its agents, never "
+      "behind; "
+      "docs/operations.md, \"Versions and upgrades\")";
+  if (a->major != c->major) {
+    return Status::FailedPrecondition(said + ": a different major version" + policy +
+                                      "; upgrade both to the same major version");
+  }
+  if (a->minor > c->minor || (a->minor == c->minor && a->patch > c->patch)) {
+    return Status::FailedPrecondition(said + ": the agent is newer than its controller" + policy +
+                                      "; upgrade the controller first");
+  }
+  if (c->minor - a->minor > 1) {
+    return Status::FailedPrecondition(said +
+                                      ": the controller is more than one minor version ahead" +
+                                      policy + "; upgrade the agent");
+  }
+  return Status::Ok();
+}
+
+}  // namespace hangar

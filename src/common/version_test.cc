@@ -1,0 +1,48 @@
+#include "common/version.h"
+
+#include <gtest/gtest.h>
+
+namespace hangar {
+namespace {
+
+TEST(VersionTest, TheBuildsVersionIsARelease) {
+  auto v = ParseReleaseVersion(Version());
+  ASSERT_TRUE(v.has_value()) << Version();
+  EXPECT_EQ(Version(), "0.2.0");
+}
+
+TEST(VersionTest, ParsesWhatAgentsSend) {
+  auto v = ParseReleaseVersion("hangar 0.12.3-rc1");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->major, 0);
+  EXPECT_EQ(v->minor, 12);
+  EXPECT_EQ(v->patch, 3);
+  EXPECT_FALSE(ParseReleaseVersion("hangar dev").has_value());
+  EXPECT_FALSE(ParseReleaseVersion("1.2").has_value());
+}
+
+TEST(VersionTest, AControllerMayBeOneMinorAheadOfItsAgentsNeverBehind) {
+  EXPECT_TRUE(CheckAgentSkew("0.2.0", "hangar 0.2.0").ok());
+  EXPECT_TRUE(CheckAgentSkew("0.2.1", "hangar 0.2.0").ok());
+  EXPECT_TRUE(CheckAgentSkew("0.2.0", "hangar 0.1.7").ok());
+  EXPECT_TRUE(CheckAgentSkew("0.2.0", "").ok());
+  Status old = CheckAgentSkew("0.3.0", "hangar 0.1.0");
+  EXPECT_EQ(old.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(old.message(),
+            "the agent runs hangar 0.1.0, this controller hangar 0.3.0: the controller is more "
+            "than one minor version "
+            "ahead (the policy: a controller may be at most one minor version ahead of its agents, "
+            "never behind; "
+            "docs/operations.md, \"Versions and upgrades\"); upgrade the agent");
+  EXPECT_NE(CheckAgentSkew("0.2.0", "hangar 0.3.0").message().find("upgrade the controller first"),
+            std::string::npos);
+  EXPECT_NE(CheckAgentSkew("0.2.0", "hangar 0.2.1").message().find("newer than its controller"),
+            std::string::npos);
+  EXPECT_NE(CheckAgentSkew("1.0.0", "hangar 0.9.0").message().find("different major"),
+            std::string::npos);
+  EXPECT_NE(CheckAgentSkew("0.2.0", "hangar dev").message().find("cannot be read"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hangar
