@@ -133,6 +133,9 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       case pb::AgentMessage::kLogChunk:
         hub_->DeliverLog(node_, m.log_chunk());
         break;
+      case pb::AgentMessage::kSessionOutput:
+        if (hub_->sessions_) hub_->sessions_->FromAgent(node_, std::move(*m.mutable_session_output()));
+        break;
       case pb::AgentMessage::kGpuEvent: {
         auto e = std::make_shared<pb::GpuEvent>(m.gpu_event());
         owner->Post([e, clock, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
@@ -432,6 +435,7 @@ void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
     streams_[node] = s;
   }
   if (old) old->Reject("a newer stream from node " + node + " replaced this one");
+  if (old && sessions_) sessions_->NodeGone(node);  // the agent ended them with its old stream
 }
 
 void AgentHub::RejectStream(const std::string& node, const Stream* stream, const std::string& why) {
@@ -451,6 +455,7 @@ void AgentHub::Detach(const std::string& node, Stream* s) {
   if (it != streams_.end() && it->second.get() == s) {
     gone = std::move(it->second);
     streams_.erase(it);
+    if (sessions_) sessions_->NodeGone(node);  // takes only its own lock
   }
 }
 

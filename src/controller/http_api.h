@@ -63,6 +63,9 @@ class HttpApi {
   void set_leader_info(std::function<nlohmann::json()> info) { leader_info_ = std::move(info); }
   // What the history keeps, for GET /v1/history (history.h). Call before Start.
   void set_history_options(const HistoryOptions& o) { history_ = o; }
+  // Where interactive sessions are served (session_service.h), for GET /v1/sessions/endpoint.
+  // Call before Start; 0: not served.
+  void set_session_port(int port) { session_port_ = port; }
 
  private:
   void Routes();
@@ -90,6 +93,7 @@ class HttpApi {
   ControllerMetrics* metrics_;
   TokenBook* tokens_;
   bool dcgm_metrics_ = false;
+  int session_port_ = 0;
   RequestGuard guard_;  // set before Start; read-only while serving
   std::function<nlohmann::json()> leader_info_;
   std::mutex export_mu_;

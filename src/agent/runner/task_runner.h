@@ -41,6 +41,9 @@ struct TaskLaunch {
   // --sig-proxy`): stops send it no SIGCONT, which podman 4.3 cannot always forward and, once one
   // forward fails, stops forwarding altogether (so the SIGTERM after it would be lost).
   bool signal_proxy = false;
+  // A pseudo-terminal's follower (an interactive task): the task's standard streams and its
+  // controlling terminal, instead of /dev/null and the output files. -1: none.
+  int terminal_fd = -1;
 };
 
 struct TaskExit {
