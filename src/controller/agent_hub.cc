@@ -450,13 +450,16 @@ void AgentHub::RejectStream(const std::string& node, const Stream* stream, const
 
 void AgentHub::Detach(const std::string& node, Stream* s) {
   std::shared_ptr<Stream> gone;  // released after the lock
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = streams_.find(node);
-  if (it != streams_.end() && it->second.get() == s) {
-    gone = std::move(it->second);
-    streams_.erase(it);
-    if (sessions_) sessions_->NodeGone(node);  // takes only its own lock
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = streams_.find(node);
+    if (it != streams_.end() && it->second.get() == s) {
+      gone = std::move(it->second);
+      streams_.erase(it);
+    }
   }
+  // Outside mu_: a session relays to the hub (Send) while holding its own lock.
+  if (gone && sessions_) sessions_->NodeGone(node);
 }
 
 void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {

@@ -100,7 +100,8 @@ class SessionService::Call final
       input.set_ack(0);  // credit comes from what this side delivered, never from the client
       Relay(std::move(input));
     }
-    StartRead(&in_);
+    std::lock_guard lock(mu_);
+    if (!finished_) StartRead(&in_);  // never after Finish
   }
 
   void OnWriteDone(bool ok) override {
@@ -158,7 +159,9 @@ class SessionService::Call final
     auto who = Authenticate(svc_->auth_, ctx_, svc_->owner_->clock()->Now());
     if (!who.ok()) return FinishWith(who.status());
     who_ = *who;
-    StartRead(&in_);
+    peer_ = AgentHub::PeerAddress(ctx_->peer());  // the context is gone once the call is
+    std::lock_guard lock(mu_);
+    if (!finished_) StartRead(&in_);
   }
 
   // Whether who_ may open this session, and where the task runs (on the state thread).
@@ -204,19 +207,23 @@ class SessionService::Call final
   void Open(const Located& where) {
     Audit(where);
     if (!where.status.ok()) return FinishWith(where.status);
-    {
-      std::lock_guard lock(mu_);
-      if (finished_) return;  // the client left while the task was looked for
-    }
     node_ = where.node;
     std::string why;
-    id_ = svc_->Register(self_, who_.user, &why);
-    if (id_ == 0) return FinishWith(Status::ResourceExhausted(why));
+    const uint64_t id = svc_->Register(self_, who_.user, &why);
+    if (id == 0) return FinishWith(Status::ResourceExhausted(why));
     pb::ControllerMessage m;
     pb::SessionOpen* open = m.mutable_session_open();
-    open->set_session_id(id_);
+    open->set_session_id(id);
     open->set_task_id(where.task_id);
     *open->mutable_start() = start_;
+    // Under mu_: the agent's answer may finish the call at once (a task that has ended), and no
+    // read may start after Finish; the client's input goes to the agent only after the opening.
+    std::lock_guard lock(mu_);
+    if (finished_) {  // the client left while the task was looked for
+      svc_->Forget(id, who_.user);
+      return;
+    }
+    id_ = id;
     svc_->hub_->Send(node_, std::move(m));
     StartRead(&in_);
   }
@@ -232,7 +239,7 @@ class SessionService::Call final
                (start_.attach() ? "/attach" : "/exec") +
                "?task=" + std::to_string(start_.task_index());
     if (!start_.attach() && start_.argv_size() > 0) row.path += "&program=" + start_.argv(0);
-    row.remote = AgentHub::PeerAddress(ctx_->peer());
+    row.remote = peer_;
     row.status = where.status.ok() ? 200 : api::HttpStatusFor(where.status);
     row.message = where.status.ok()
                       ? (where.owner != who_.user ? "opened on " + where.owner + "'s job" : "")
@@ -283,6 +290,7 @@ class SessionService::Call final
   SessionService* const svc_;
   grpc::CallbackServerContext* const ctx_;
   Principal who_;
+  std::string peer_;
   pb::SessionClientFrame in_;  // the read in flight (reads are one at a time)
   bool started_ = false;       // reads' own
   pb::SessionStart start_;
