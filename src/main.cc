@@ -10,6 +10,7 @@
 #include "cli/certs.h"
 #include "cli/service_commands.h"
 #include "cli/cli_commands.h"
+#include "cli/interactive_commands.h"
 #include "cli/slurm_commands.h"
 #include "cli/slurm_tools.h"
 #include "common/version.h"
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
   hangar::controller::RegisterBackupCommands(app, &rc);
   hangar::agent::RegisterAgentCommand(app, &rc);
   hangar::cli::RegisterUserCommands(app, &rc);
+  hangar::cli::RegisterInteractiveCommands(app, &rc);
   hangar::cli::RegisterSlurmCommands(app, &rc);
   hangar::cli::RegisterShareCommands(app, &rc);
   hangar::cli::RegisterStatusCommand(app, &rc);

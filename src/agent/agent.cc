@@ -89,7 +89,13 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
     : options_(std::move(options)),
       backend_(std::move(backend)),
       clock_(clock),
-      runner_(RunnerOptions{"", options_.use_cgroups, options_.state_dir}) {}
+      runner_(RunnerOptions{"", options_.use_cgroups, options_.state_dir}) {
+  sessions_ = std::make_unique<SessionHost>([this](pb::SessionOutput o) {
+    pb::AgentMessage m;
+    *m.mutable_session_output() = std::move(o);
+    Write(m);
+  });
+}
 
 Agent::~Agent() {
   socket_.reset();  // stops its thread before anything it uses goes
@@ -492,6 +498,7 @@ void Agent::Session(const std::atomic<bool>* stop) {
     stream_ = nullptr;
     context_ = nullptr;
   }
+  sessions_->CloseSessions();  // their far ends went with the stream
   // The controller ended the stream (a refusal says why in its status) or we are stopping (then
   // the call is cancelled, which Finish would wait for otherwise).
   if (*stop) ctx.TryCancel();
@@ -518,6 +525,8 @@ void Agent::Handle(const pb::ControllerMessage& m) {
     case pb::ControllerMessage::kStop: HandleStop(m.stop()); break;
     case pb::ControllerMessage::kSignal: (void)runner_.Signal(m.signal().task_id(), m.signal().signal()); break;
     case pb::ControllerMessage::kLogRequest: HandleLog(m.log_request()); break;
+    case pb::ControllerMessage::kSessionOpen: HandleSessionOpen(m.session_open()); break;
+    case pb::ControllerMessage::kSessionInput: sessions_->Input(m.session_input()); break;
     case pb::ControllerMessage::kValidate:
       HandleValidate(m.validate());
       break;
@@ -725,6 +734,7 @@ void Agent::ReaperLoop(const std::atomic<bool>* stop) {
 }
 
 void Agent::AfterExit(const TaskRecord& r) {
+  sessions_->TaskEnded(r.task_id, r.exit_code, r.signal);
   if (!HoldStatus(r.task_id)) SendStatus(r);
   // What it used may go now, if the budget needs room (and the cache may be within it again).
   if (!r.artifacts.empty() && objects_) {

@@ -51,6 +51,7 @@
 #include "agent/gpu/mps.h"
 #include "agent/gpu/mig_layout.h"
 #include "agent/runner/task_runner.h"
+#include "agent/session_host.h"
 #include "agent/task_journal.h"
 #include "common/time.h"
 #include "proto/agent.grpc.pb.h"
@@ -176,6 +177,12 @@ class Agent {
   TaskLaunch BaseLaunch(const pb::Launch& l, const std::string& dir) const;
   void HandleStop(const pb::Stop& s);
   void HandleLog(const pb::LogRequest& r);
+  // Interactive sessions (session_open.cc): an exec beside a task, or an attach to its terminal.
+  void HandleSessionOpen(const pb::SessionOpen& o);
+  // An interactive launch (Launch.tty): the task's terminal, its follower in launch->terminal_fd.
+  Status PrepareTerminal(const pb::Launch& l, const std::string& dir, TaskLaunch* launch);
+  // After the launch: the agent's copy of the follower goes; a failed start ends the terminal.
+  void AfterTerminalLaunch(const TaskLaunch& launch, bool started);
   void HandleValidate(const pb::Validate& v);
   // `hangar checkpoint-done` from a task, through the socket.
   StatusOr<CheckpointReply> OnCheckpointReport(const CheckpointReport& c);
@@ -321,6 +328,7 @@ class Agent {
   std::deque<pb::MigReshape> mig_queue_;
 
   // Last: their threads call into the members above, so they must go first.
+  std::unique_ptr<SessionHost> sessions_;  // made by the constructor
   std::unique_ptr<CheckpointDrainer> drainer_;
   std::unique_ptr<AgentSocket> socket_;
 };

@@ -12,7 +12,7 @@ nlohmann::json ToJson(const TaskView& v) {
 nlohmann::json ToJson(const JobView& v) {
   nlohmann::json tasks = nlohmann::json::array();
   for (const auto& t : v.task_views) tasks.push_back(ToJson(t));
-  return {{"id", v.id},           {"name", v.name},         {"queue", v.queue},
+  nlohmann::json out = {{"id", v.id},           {"name", v.name},         {"queue", v.queue},
           {"user", v.user},       {"state", v.state},       {"tier", v.tier},
           {"priority", v.priority}, {"gpus", v.gpus},       {"tasks", v.tasks},
           {"submitted_ms", v.submitted}, {"started_ms", v.started}, {"ended_ms", v.ended},
@@ -20,6 +20,8 @@ nlohmann::json ToJson(const JobView& v) {
           {"reason_rule", v.reason_rule}, {"message", v.message}, {"task_list", tasks},
           {"spec", v.spec},       {"array_id", v.array_id}, {"array_index", v.array_index},
           {"held", v.held}, {"staging_ms", v.staging_ms}, {"staging_gpu_ms", v.staging_gpu_ms}};
+  if (v.interactive) out["interactive"] = true;
+  return out;
 }
 
 nlohmann::json ToJson(const NodeView& v) {
@@ -61,6 +63,7 @@ StatusOr<JobView> JobViewFromJson(const nlohmann::json& j) {
     v.held = j.value("held", false);
     v.staging_ms = j.value("staging_ms", int64_t{0});
     v.staging_gpu_ms = j.value("staging_gpu_ms", int64_t{0});
+    v.interactive = j.value("interactive", false);
     for (const auto& t : j.value("task_list", nlohmann::json::array())) {
       TaskView tv;
       tv.index = t.value("index", 0u);

@@ -143,7 +143,9 @@ Status Jobs(const Common& c, const ListOptions& o) {
     for (const auto& j : r["jobs"]) {
       HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(j));
       const std::string array = v.array_id ? std::to_string(v.array_id) + "[" + std::to_string(v.array_index) + "]" : "-";
-      t.Add({std::to_string(v.id), Short(v.name, 24), array, v.queue, v.user, v.held ? "held" : v.state, Gpus(v.gpus),
+      std::string state = v.held ? "held" : v.state;
+      if (v.interactive) state += " (interactive)";
+      t.Add({std::to_string(v.id), Short(v.name, 24), array, v.queue, v.user, state, Gpus(v.gpus),
              std::to_string(v.tasks), Ago(v.submitted, now), Short(v.reason, 70)});
     }
     return Status::Ok();

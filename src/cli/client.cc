@@ -35,17 +35,7 @@ ApiClient::ApiClient(std::string server) {
   server_ = servers_[0];
 }
 
-namespace {
-httplib::Client Make(const std::string& server) {
-  httplib::Client c(server);
-  if (server.rfind("https://", 0) == 0) {
-    // The cluster's own CA (`hangar certs`), else the system's.
-    if (const char* ca = std::getenv("HANGAR_CA"); ca && *ca) c.set_ca_cert_path(ca);
-    c.enable_server_certificate_verification(true);
-  }
-  c.set_connection_timeout(5, 0);
-  c.set_read_timeout(60, 0);
-  c.set_tcp_nodelay(true);
+std::string TokenFor(const std::string& server) {
   // RBAC: $HANGAR_TOKEN, or the file named by $HANGAR_TOKEN_FILE; else, for a loopback address,
   // the token of the `hangar dev` this account runs there.
   std::string token;
@@ -57,6 +47,21 @@ httplib::Client Make(const std::string& server) {
   } else if (auto dev = dev_token::FindForServer(server)) {
     token = *dev;
   }
+  return token;
+}
+
+namespace {
+httplib::Client Make(const std::string& server) {
+  httplib::Client c(server);
+  if (server.rfind("https://", 0) == 0) {
+    // The cluster's own CA (`hangar certs`), else the system's.
+    if (const char* ca = std::getenv("HANGAR_CA"); ca && *ca) c.set_ca_cert_path(ca);
+    c.enable_server_certificate_verification(true);
+  }
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(60, 0);
+  c.set_tcp_nodelay(true);
+  const std::string token = TokenFor(server);
   if (!token.empty()) c.set_default_headers({{"Authorization", "Bearer " + token}});
   return c;
 }

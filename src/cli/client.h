@@ -43,6 +43,9 @@ class ApiClient {
   std::string server_;  // the one answering now
 };
 
+// The token the CLI shows `server` ("" for none): $HANGAR_TOKEN, $HANGAR_TOKEN_FILE's, or for a
+// loopback server the token of this account's `hangar dev` there.
+std::string TokenFor(const std::string& server);
 // The default server: $HANGAR_URL or http://127.0.0.1:8080.
 std::string DefaultServer();
 // 32 random hex digits, for an Idempotency-Key.

@@ -133,6 +133,9 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       case pb::AgentMessage::kLogChunk:
         hub_->DeliverLog(node_, m.log_chunk());
         break;
+      case pb::AgentMessage::kSessionOutput:
+        if (hub_->sessions_) hub_->sessions_->FromAgent(node_, std::move(*m.mutable_session_output()));
+        break;
       case pb::AgentMessage::kGpuEvent: {
         auto e = std::make_shared<pb::GpuEvent>(m.gpu_event());
         owner->Post([e, clock, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
@@ -432,6 +435,7 @@ void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
     streams_[node] = s;
   }
   if (old) old->Reject("a newer stream from node " + node + " replaced this one");
+  if (old && sessions_) sessions_->NodeGone(node);  // the agent ended them with its old stream
 }
 
 void AgentHub::RejectStream(const std::string& node, const Stream* stream, const std::string& why) {
@@ -446,12 +450,16 @@ void AgentHub::RejectStream(const std::string& node, const Stream* stream, const
 
 void AgentHub::Detach(const std::string& node, Stream* s) {
   std::shared_ptr<Stream> gone;  // released after the lock
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = streams_.find(node);
-  if (it != streams_.end() && it->second.get() == s) {
-    gone = std::move(it->second);
-    streams_.erase(it);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = streams_.find(node);
+    if (it != streams_.end() && it->second.get() == s) {
+      gone = std::move(it->second);
+      streams_.erase(it);
+    }
   }
+  // Outside mu_: a session relays to the hub (Send) while holding its own lock.
+  if (gone && sessions_) sessions_->NodeGone(node);
 }
 
 void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 
+#include "controller/session_service.h"
 #include "controller/state/auth.h"
 #include "controller/state_owner.h"
 #include "proto/agent.grpc.pb.h"
@@ -31,6 +32,9 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // With mutual TLS, an agent's certificate names its node (its common name): it may register as
   // that node only.
   void set_require_client_certs(bool on) { require_certs_ = on; }
+  // Where agents' session output goes (session_service.h), and who hears of a node's stream
+  // ending. Set before the server starts; null: sessions are not served.
+  void set_session_relay(SessionRelay* relay) { sessions_ = relay; }
   // The leadership epoch stamped on every message to agents; 0: no lease.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
   // The store's identity, stamped on every message to agents; an agent that last
@@ -97,6 +101,7 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   bool FirstForeignStoreRefusal(const std::string& node);
 
   StateOwner* owner_;
+  SessionRelay* sessions_ = nullptr;
   const TokenBook* tokens_ = nullptr;
   bool require_certs_ = false;
   std::atomic<int64_t> epoch_{0};

@@ -21,6 +21,7 @@
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
 #include "controller/agent_listener.h"
+#include "controller/session_server.h"
 #include "controller/http_api.h"
 #include "controller/leadership.h"
 #include "controller/metrics.h"
@@ -36,6 +37,7 @@ namespace {
 struct Flags {
   std::string api = "127.0.0.1:8080";
   std::string agents = "127.0.0.1:8081";
+  std::string sessions = "auto";  // interactive sessions' gRPC port: auto (the API's host, any port), off, HOST:PORT
   std::string store = "sqlite://./hangar-state/state.db";
   bool store_new = false;  // begin again over a damaged or emptied store (store_integrity.h)
   std::string cluster;
@@ -558,6 +560,22 @@ StatusOr<std::unique_ptr<service::ServiceController>> StartServices(const Flags&
   return c;
 }
 
+// Interactive sessions (session_server.h): on --sessions, or with `auto` on the API's host at any
+// free port (the CLI asks the API where); none with `off`.
+StatusOr<std::unique_ptr<SessionServer>> ServeSessions(const Flags& f, const TlsFiles& tls, const HostPort& api,
+                                                       SessionService* service) {
+  if (f.sessions == "off") return std::unique_ptr<SessionServer>();
+  HostPort addr{api.first, 0};
+  if (f.sessions != "auto") {
+    HANGAR_ASSIGN_OR_RETURN(addr, SplitHostPort(f.sessions, "--sessions"));
+  }
+  std::string host = addr.first;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  HANGAR_ASSIGN_OR_RETURN(auto server, SessionServer::Start(host, addr.second, tls, service, 4096));
+  spdlog::info("controller: interactive sessions on {}:{}", host, server->port());
+  return server;
+}
+
 Status Run(const Flags& f) {
   if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the controller needs the cluster's shape");
   HANGAR_ASSIGN_OR_RETURN(const TlsFiles tls, ControllerTls(f));
@@ -619,6 +637,8 @@ Status Run(const Flags& f) {
     hub.set_management_addresses(std::move(management));
   }
   owner.set_sink(&hub);
+  SessionService sessions(&owner, &hub, SessionAuth{tokens.get(), guard.dev_token});
+  hub.set_session_relay(&sessions);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
   HANGAR_ASSIGN_OR_RETURN(const Duration register_timeout, ParseDuration(f.agent_handshake_timeout));
@@ -640,6 +660,8 @@ Status Run(const Flags& f) {
                                    "; issue them with `hangar certs issue --controller`");
   }
   http.set_dcgm_metrics(f.metrics_labels == "dcgm");
+  HANGAR_ASSIGN_OR_RETURN(std::unique_ptr<SessionServer> session_server, ServeSessions(f, tls, api_addr, &sessions));
+  if (session_server) http.set_session_port(session_server->port());
   http.set_request_guard(std::move(guard));
   if (lease) http.set_leader_info([&lease] { return lease->Me().ToJson(); });
   HANGAR_ASSIGN_OR_RETURN(int api_port, http.Start(api_addr.first, api_addr.second));
@@ -664,6 +686,7 @@ Status Run(const Flags& f) {
   spdlog::info("controller: stopping");
   http.Stop();
   if (services) services->Stop();
+  if (session_server) session_server->Stop();
   agents.Stop();
   sampler.Stop();
   owner.Stop();
@@ -680,6 +703,10 @@ void RegisterControllerCommand(CLI::App& app, int* rc) {
   c->add_option("--cluster", f->cluster, "cluster.yaml (docs/cluster-format.md)");
   c->add_option("--api", f->api, "REST API listen address (port 0: any free port)")->capture_default_str();
   c->add_option("--agents", f->agents, "Agent channel (gRPC) listen address")->capture_default_str();
+  c->add_option("--sessions", f->sessions,
+                "Interactive sessions (gRPC; `hangar exec`, `run`, `attach`) listen address: auto (the --api host, any "
+                "free port; the CLI asks the API), off, or HOST:PORT")
+      ->capture_default_str();
   c->add_option("--store", f->store, "sqlite:///path/state.db, postgres://USER@HOST:PORT/DATABASE or memory://")->capture_default_str();
   c->add_flag("--store-new", f->store_new,
               "Begin again on an empty store where the store is damaged or lost its rows (a damaged SQLite file is "

@@ -284,6 +284,14 @@ void HttpApi::Routes() {
     nlohmann::json me = leader_info_();
     Reply(res, 200, {{"role", "leader"}, {"name", me.value("name", "")}, {"leader", me}});
   });
+  // Interactive sessions are gRPC streams on a port of their own (docs/interactive.md): where.
+  s.Get("/v1/sessions/endpoint", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorize(req, res, std::nullopt)) return;
+    if (session_port_ <= 0) {
+      return Reply(res, Status::Unavailable("this controller serves no interactive sessions (--sessions off)"));
+    }
+    Reply(res, 200, {{"port", session_port_}});
+  });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });

@@ -68,6 +68,9 @@ class HttpApi {
   void set_history_options(const HistoryOptions& o) { history_ = o; }
   // Services (docs/services.md): null when the controller has no load balancer. Call before Start.
   void set_services(service::ServiceController* s) { services_ = s; }
+  // Where interactive sessions are served (session_service.h), for GET /v1/sessions/endpoint.
+  // Call before Start; 0: not served.
+  void set_session_port(int port) { session_port_ = port; }
 
  private:
   void Routes();
@@ -98,6 +101,7 @@ class HttpApi {
   ControllerMetrics* metrics_;
   TokenBook* tokens_;
   bool dcgm_metrics_ = false;
+  int session_port_ = 0;
   RequestGuard guard_;  // set before Start; read-only while serving
   std::function<nlohmann::json()> leader_info_;
   std::mutex export_mu_;

@@ -233,6 +233,10 @@ class JobParser {
       return src_.Error(root["time_limit"], "time_limit must be positive, such as 30m or 2h; leave it out for no limit");
     }
     HANGAR_ASSIGN_OR_RETURN(spec.min_run_time, DurationField(root, "min_run_time"));
+    HANGAR_ASSIGN_OR_RETURN(auto interactive, src_.OptBool(root, "interactive"));
+    spec.interactive = interactive.value_or(false);
+    HANGAR_ASSIGN_OR_RETURN(auto terminal, src_.OptBool(root, "terminal"));
+    spec.terminal = terminal.value_or(false);
     if (const YAML::Node cp = root["checkpoint"]) HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
     if (const YAML::Node topo = root["topology"]) HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
     HANGAR_RETURN_IF_ERROR(ParseBatch(root, &spec));
@@ -284,7 +288,7 @@ class JobParser {
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
                                                   "workdir",  "run_as",   "array",      "after",        "image",
-                                                  "artifacts", "reservation"};
+                                                  "artifacts", "reservation", "interactive", "terminal"};
   static constexpr std::string_view kArtifactKeys[] = {"source", "sha256", "size", "path", "shard_by", "shards"};
   static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
@@ -664,6 +668,8 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (!spec.array.empty()) j["array"] = spec.array.text;
   if (!spec.after.empty()) j["after"] = spec.after.ToJson();
   if (!spec.reservation.empty()) j["reservation"] = spec.reservation;
+  if (spec.interactive) j["interactive"] = true;
+  if (spec.terminal) j["terminal"] = true;
   json tasks = json::array();
   for (const auto& t : spec.tasks) {
     json g;

@@ -116,6 +116,10 @@ struct JobSpec {
   ArraySpec array;    // empty: one job (batch_spec.h)
   Dependencies after;  // jobs that must end (a certain way) before this one starts
   std::string reservation;  // runs inside this reservation's window, on its nodes ("": none)
+  // A session (`hangar run`, docs/interactive.md): shown as `interactive`; with `terminal`, its
+  // one task runs under a pseudo-terminal its agent keeps, for `hangar attach`.
+  bool interactive = false;
+  bool terminal = false;
 
   int TotalReplicas() const;
   int64_t TotalMilliGpu() const;

@@ -123,6 +123,31 @@ TEST_F(ContainerTest, ATaskSeesItsGpusEnvironmentMountsAndLimits) {
   EXPECT_EQ(PodmanPs("node-1"), "") << "the container is removed once it has ended";
 }
 
+// `hangar exec` into a running container task (docs/interactive.md): the program runs inside the
+// task's container (its filesystem, its environment), through the agent's own podman store.
+TEST_F(ContainerTest, ExecRunsAProgramInsideARunningTasksContainer) {
+  StartCluster(1);
+  const uint64_t id = Submit("name: boxed\nimage: " + *image_ +
+                             "\ntasks:\n  - gpus: 1\n    env: {LR: '0.1'}\n"
+                             "    command: ['/bin/sh', '-c', 'echo inside > /tmp/marker; sleep 300']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 60 * kSecond)) << cluster_->Job(id).dump();
+  CommandResult last;
+  const std::vector<std::string> exec = {HANGAR_BINARY, "exec", "--server",
+                                         "http://127.0.0.1:" + std::to_string(cluster_->api_port()),
+                                         std::to_string(id), "--", "/bin/sh", "-c", "cat /tmp/marker && echo LR=$LR; exit 4"};
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        auto r = RunCommand(exec);
+        if (r.ok()) last = *r;
+        return r.ok() && Contains(last.out, "inside");
+      },
+      30 * kSecond))
+      << "the container's own /tmp: " << last.Describe() << " " << last.out << last.err;
+  EXPECT_EQ(last.exit_code, 4) << last.out << last.err;
+  EXPECT_TRUE(Contains(last.out, "LR=0.1")) << "the container's environment: " << last.out;
+  EXPECT_FALSE(fs::exists("/tmp/marker") && ReadFile("/tmp/marker") == "inside\n") << "not the node's /tmp";
+}
+
 TEST_F(ContainerTest, ATwoNodeGangInContainersGetsTheTorchrunVariables) {
   StartCluster(2);
   const uint64_t id = Submit("name: gang\nimage: " + *image_ +

@@ -119,6 +119,17 @@ std::vector<std::string> Podman::Global() const {
   return {options_.binary, "--root", options_.root, "--runroot", options_.runroot, "--tmpdir", options_.tmpdir};
 }
 
+std::vector<std::string> Podman::ExecArgv(const std::string& name, const std::vector<std::string>& argv, bool tty,
+                                          const std::vector<std::pair<std::string, std::string>>& env) const {
+  std::vector<std::string> a = Global();
+  a.insert(a.end(), {"exec", "--interactive"});
+  if (tty) a.push_back("--tty");
+  for (const auto& [k, v] : env) a.insert(a.end(), {"-e", k + "=" + v});
+  a.push_back(name);
+  a.insert(a.end(), argv.begin(), argv.end());
+  return a;
+}
+
 std::vector<std::string> Podman::RunArgv(const ContainerRun& r) const {
   std::vector<std::string> a = Global();
   a.insert(a.end(), {"run", "--rm", "--name", r.name, "--pull=never", "--network", options_.network,

@@ -106,6 +106,10 @@ class Podman {
   std::vector<std::pair<std::string, std::string>> Environment() const;
   // `podman <global flags> run ...` for the task; pure.
   std::vector<std::string> RunArgv(const ContainerRun& run) const;
+  // `podman <global flags> exec -i [-t] [-e NAME=VALUE...] NAME argv...`: a program in a running
+  // container, as the container's user (`hangar exec`); pure.
+  std::vector<std::string> ExecArgv(const std::string& name, const std::vector<std::string>& argv, bool tty,
+                                    const std::vector<std::pair<std::string, std::string>>& env) const;
 
   StatusOr<bool> ImageExists(const std::string& ref) const;
   PullOutcome Pull(const std::string& ref, Duration timeout) const;

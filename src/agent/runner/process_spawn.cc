@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -101,7 +102,20 @@ struct StdStreams {
   UniqueFd in, out, err;
 };
 
+// Copies of descriptors the caller gave (above 2, close-on-exec).
+StatusOr<StdStreams> GivenStreams(const SpawnRequest& request) {
+  StdStreams streams;
+  const auto copy = [](int fd) {
+    return AboveStdio(fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1), "cannot take the session's descriptors");
+  };
+  HANGAR_ASSIGN_OR_RETURN(streams.in, copy(request.stdin_fd));
+  HANGAR_ASSIGN_OR_RETURN(streams.out, copy(request.stdout_fd));
+  HANGAR_ASSIGN_OR_RETURN(streams.err, copy(request.stderr_fd));
+  return streams;
+}
+
 StatusOr<StdStreams> OpenStreams(const SpawnRequest& request) {
+  if (request.stdin_fd >= 0 && request.stdout_fd >= 0 && request.stderr_fd >= 0) return GivenStreams(request);
   StdStreams streams;
   HANGAR_ASSIGN_OR_RETURN(
       streams.in, AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC), "cannot open /dev/null"));
@@ -150,6 +164,7 @@ struct ChildPlan {
   int cgroup_procs_fd;  // -1: no cgroup to join
   int report_fd;
   int max_fd;  // bound for marking descriptors close-on-exec when close_range() is missing
+  bool controlling_terminal;  // stdin is a terminal to take as the controlling one
   bool switch_user;  // become uid/gid/groups; false: stay the agent's user
   uid_t uid;
   gid_t gid;
@@ -194,6 +209,7 @@ void CloseOnExecAbove2(int max_fd) {
       dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
     Fail(plan, Stage::kStdio);
   }
+  if (plan.controlling_terminal && ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0) Fail(plan, Stage::kStdio);
   // The task's user, after the cgroup (joining it needs the agent's rights) and before the
   // workdir (entered with the user's rights, as the user would). Groups first, then the gid,
   // and the uid last: once it is dropped, neither may change any more. Raw system calls: glibc's
@@ -360,6 +376,7 @@ StatusOr<SpawnedProcess> SpawnProcess(const SpawnRequest& request) {
                  cgroup_procs.get(),
                  report_write.get(),
                  DescriptorBound(),
+                 request.controlling_terminal,
                  request.credentials.has_value(),
                  request.credentials ? request.credentials->uid : 0,
                  request.credentials ? request.credentials->gid : 0,

@@ -32,6 +32,11 @@ struct SpawnRequest {
   std::string cgroup_dir;         // cgroup v2 directory to join before exec; empty: none
   // Who the process runs as; nullopt: the agent's own user. Switching needs root.
   std::optional<TaskCredentials> credentials;
+  // Set (>= 0, all three): the process's standard streams instead of /dev/null and the output
+  // files (an interactive session's pipes or terminal); the caller keeps its own descriptors.
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
+  // stdin_fd is a terminal's follower, made the process's controlling terminal after setsid().
+  bool controlling_terminal = false;
 };
 
 struct SpawnedProcess {

@@ -195,6 +195,10 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
   SpawnRequest request{launch.argv,        TaskEnvironment(env, run_as, launch.workdir), launch.workdir,
                        launch.stdout_path, launch.stderr_path,                           "",
                        run_as};
+  if (launch.terminal_fd >= 0) {
+    request.stdin_fd = request.stdout_fd = request.stderr_fd = launch.terminal_fd;
+    request.controlling_terminal = true;
+  }
   if (!cgroup_parent_.empty()) {
     StatusOr<std::string> dir =
         CreateTaskCgroup(cgroup_parent_, launch.task_id, launch.milli_cpu, launch.memory_mib);

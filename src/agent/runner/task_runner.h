@@ -44,6 +44,9 @@ struct TaskLaunch {
   // What the fence keeper runs once it has stopped the task and it has gone (a container's
   // removal); empty: nothing.
   std::vector<std::string> cleanup_argv;
+  // A pseudo-terminal's follower (an interactive task): the task's standard streams and its
+  // controlling terminal, instead of /dev/null and the output files. -1: none.
+  int terminal_fd = -1;
 };
 
 struct TaskExit {

@@ -78,6 +78,7 @@ api::JobView ClusterState::View(const JobRecord& j) const {
   } else {
     v.reason = j.message;
   }
+  v.interactive = j.spec->spec.interactive;
   static const char* kPhase[] = {"launching", "running", "ended"};
   for (const auto& t : j.tasks) {
     api::TaskView tv;

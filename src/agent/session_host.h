@@ -1,0 +1,112 @@
+// SessionHost: the node's end of interactive sessions (docs/interactive.md).
+//   - An exec session runs a program beside a running task (`hangar exec`): as the task's user,
+//     with its environment, cgroup and working directory (session_target.h), or inside its
+//     container through `podman exec`; under a pseudo-terminal of its own or on pipes.
+//   - A task terminal is the pseudo-terminal an interactive task (`hangar run -t`) runs on: the
+//     host reads it all the task's life (into the task's stdout log and a backlog of its last
+//     bytes), and attach sessions (`hangar attach`) show it and type into it.
+// Output leaves through `send` as SessionOutput messages, paced by credit: a session's program is
+// not read while kWindow bytes sent to it are unacknowledged (a task terminal with no one attached
+// is always read, so a forgotten terminal never stops its task).
+//
+// Thread-safe: every call queues work for the host's one thread, which owns all descriptors
+// (epoll), so calls never block on a session.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/runner/process_spawn.h"
+#include "common/status.h"
+#include "proto/agent.pb.h"
+
+namespace hangar::agent {
+
+namespace v1 = ::hangar::agent::v1;
+
+class SessionHost {
+ public:
+  static constexpr uint64_t kWindow = 256 * 1024;      // unacknowledged output bytes per session
+  static constexpr size_t kBacklog = 64 * 1024;        // a task terminal's bytes kept for attaching
+  static constexpr size_t kMaxPendingInput = 1 << 20;  // input not yet taken by the program
+
+  using Send = std::function<void(v1::SessionOutput)>;
+  explicit SessionHost(Send send);
+  ~SessionHost();  // ends every exec (SIGHUP, then SIGKILL to its process group) and the thread
+  SessionHost(const SessionHost&) = delete;
+  SessionHost& operator=(const SessionHost&) = delete;
+
+  // Starts `spawn` (its stdio and controlling terminal are set here) as session `id`; with `tty`,
+  // on a new pseudo-terminal of `rows` x `cols`. The answer (opened, or ended with the error) goes
+  // out through `send`.
+  void OpenExec(uint64_t id, SpawnRequest spawn, bool tty, uint32_t rows, uint32_t cols);
+  // Attaches session `id` to the terminal of `task_id`: its backlog first, then what comes. Ends
+  // at once, with an error, when the task has no terminal here.
+  void OpenAttach(uint64_t id, const std::string& task_id, uint32_t rows, uint32_t cols);
+  void Input(const v1::SessionInput& in);
+  // Ends every session at once (their controller is gone): execs get SIGHUP; terminals stay.
+  void CloseSessions();
+
+  // A terminal for interactive task `task_id`, its output appended to `log_path` too: the
+  // follower's descriptor for the launch (the caller closes it once the task has started).
+  // `owner` (-1: none) gets the follower, as a terminal's user does.
+  StatusOr<int> CreateTerminal(const std::string& task_id, const std::string& log_path,
+                               uid_t owner);
+  // The task ended (or never started): attached sessions end with its status once the terminal's
+  // last bytes are out; the terminal is kept for a minute for a late attach, then dropped.
+  void TaskEnded(const std::string& task_id, int exit_code, int signal);
+
+ private:
+  struct Session;
+  struct Terminal;
+  struct Watch {
+    bool terminal = false;  // the fd belongs to a terminal (keyed by task id) or a session (id)
+    uint64_t session = 0;
+    std::string task_id;
+  };
+  void Post(std::function<void()> work);
+  void Loop();
+  void RunQueued();
+  void OnReady(int fd, uint32_t events);
+  void StartExec(uint64_t id, SpawnRequest spawn, bool tty, uint32_t rows, uint32_t cols);
+  void StartAttach(uint64_t id, const std::string& task_id, uint32_t rows, uint32_t cols);
+  void TakeInput(const v1::SessionInput& in);
+  void ReadSession(Session& s, int fd, bool drain);
+  void ReadTerminal(Terminal& t, bool drain);
+  void FlushInput(Session& s);
+  void ProgramExited(Session& s);
+  void EndSession(uint64_t id, v1::SessionOutput last);
+  void EndTerminal(Terminal& t);
+  void Watch(int fd, Watch w);
+  void Unwatch(int fd);
+  void UpdateInterest(Session& s);
+  void UpdateInterest(Terminal& t);
+  bool TerminalPaused(const Terminal& t) const;
+  void SendTo(Session& s, std::string out, bool err);
+  void DropOldTerminals();
+  static v1::SessionOutput EndedFrame(uint64_t id, int exit_code, int signal,
+                                      const std::string& error);
+
+  const Send send_;
+  int epoll_ = -1, wake_ = -1;
+  mutable std::mutex mu_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  // The thread's own.
+  std::map<uint64_t, std::unique_ptr<Session>> sessions_;
+  std::map<std::string, std::unique_ptr<Terminal>> terminals_;
+  std::map<int, struct Watch> watches_;
+  std::thread thread_;
+};
+
+}  // namespace hangar::agent

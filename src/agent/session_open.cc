@@ -1,0 +1,110 @@
+// The agent's side of interactive sessions (docs/interactive.md): a SessionOpen from the
+// controller becomes an exec beside one of this node's running tasks, or an attach to the
+// terminal of an interactive one; interactive launches get their terminal here.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "agent/agent.h"
+#include "agent/session_target.h"
+
+namespace hangar::agent {
+
+namespace {
+
+pb::SessionOutput Refusal(uint64_t id, const std::string& why) {
+  pb::SessionOutput o;
+  o.set_session_id(id);
+  o.set_ended(true);
+  o.set_exit_code(-1);
+  o.set_error(why);
+  return o;
+}
+
+// The agent's own PATH and HOME, for a `podman exec` (the program's environment is the
+// container's).
+std::vector<std::string> AgentBaseEnvironment() {
+  std::vector<std::string> env;
+  for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR"}) {
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  return env;
+}
+
+}  // namespace
+
+void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
+  const uint64_t id = o.session_id();
+  const pb::SessionStart& start = o.start();
+  std::optional<TaskRecord> task;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = records_.find(o.task_id()); it != records_.end() && !it->second.ended)
+      task = it->second;
+  }
+  auto refuse = [&](const std::string& why) {
+    pb::AgentMessage m;
+    *m.mutable_session_output() = Refusal(id, why);
+    Write(m);
+  };
+  if (!task && !(start.attach() && sessions_)) {
+    return refuse("task " + o.task_id() + " is not running on node " + options_.node);
+  }
+  if (start.attach()) return sessions_->OpenAttach(id, o.task_id(), start.rows(), start.cols());
+  if (start.argv().empty())
+    return refuse("give the program to run after --, as in `hangar exec JOB -- bash`");
+  const std::vector<std::string> argv(start.argv().begin(), start.argv().end());
+  const std::string term = start.term().empty() ? "xterm" : start.term();
+  SpawnRequest spawn;
+  if (!task->container.empty()) {
+    if (!podman_)
+      return refuse("containers do not run on node " + options_.node + ": " + podman_error_);
+    std::vector<std::pair<std::string, std::string>> env;
+    if (start.tty()) env.emplace_back("TERM", term);
+    spawn.argv = podman_->ExecArgv(task->container, argv, start.tty(), env);
+    spawn.env = AgentBaseEnvironment();
+    for (const auto& [k, v] : podman_->Environment()) SetEnv(&spawn.env, k, v);
+  } else {
+    StatusOr<TaskSurroundings> around = ReadTaskSurroundings(task->pid);
+    if (!around.ok()) return refuse("task " + o.task_id() + ": " + around.status().message());
+    // As the task's user: the agent (root) switches to it; an agent that is not root runs
+    // sessions only for tasks of its own user, as it runs tasks.
+    auto switched = SwitchFrom(geteuid(), getegid(), around->credentials);
+    if (!switched.ok()) return refuse("task " + o.task_id() + ": " + switched.status().message());
+    spawn.argv = argv;
+    spawn.env = around->env;
+    if (start.tty()) SetEnv(&spawn.env, "TERM", term);
+    spawn.workdir = around->workdir;
+    spawn.cgroup_dir = around->cgroup_dir;
+    spawn.credentials = *switched;
+  }
+  spdlog::info("agent {}: session {} runs '{}' beside task {}{}", options_.node, id, argv[0],
+               o.task_id(), start.tty() ? " on a terminal" : "");
+  sessions_->OpenExec(id, std::move(spawn), start.tty(), start.rows(), start.cols());
+}
+
+Status Agent::PrepareTerminal(const pb::Launch& l, const std::string& dir, TaskLaunch* launch) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const uid_t owner = launch->run_as ? launch->run_as->uid : static_cast<uid_t>(-1);
+  HANGAR_ASSIGN_OR_RETURN(launch->terminal_fd,
+                          sessions_->CreateTerminal(l.task_id(), launch->stdout_path, owner));
+  bool has_term = false;
+  for (const auto& [k, v] : launch->env) has_term = has_term || k == "TERM";
+  if (!has_term) launch->env.emplace_back("TERM", "xterm");
+  if (l.has_container()) {  // podman gives the container a terminal of its own, fed from this one
+    auto run = std::find(launch->argv.begin(), launch->argv.end(), "run");
+    if (run != launch->argv.end()) launch->argv.insert(run + 1, {"--interactive", "--tty"});
+  }
+  return Status::Ok();
+}
+
+void Agent::AfterTerminalLaunch(const TaskLaunch& launch, bool started) {
+  if (launch.terminal_fd >= 0) close(launch.terminal_fd);
+  if (!started) sessions_->TaskEnded(launch.task_id, 127, 0);
+}
+
+}  // namespace hangar::agent

@@ -1,0 +1,306 @@
+// Interactive sessions end to end (docs/interactive.md): a real controller with --auth tokens, a
+// real agent (root, as on a node) and the real `hangar` CLI driven through a pseudo-terminal the
+// test holds (forkpty), as a person at a terminal would: `hangar run -it -- sh` (type, resize,
+// Ctrl-C a sleep, exit with a status), `hangar exec` beside a running task (its user, its
+// environment, stdin, a terminal), and another user's token refused (403, in the audit log).
+// Tasks run as numeric uids (no accounts: nothing in /etc changes), as run_as_test does.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "local_cluster.h"
+
+namespace hangar::testing {
+namespace {
+
+constexpr const char* kCluster =
+    "node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+    "nodes: [{name: node-1}]\n";
+
+// `hangar ARGS` on a pseudo-terminal of the test's: what a person types and sees.
+class Terminal {
+ public:
+  Terminal(const std::vector<std::string>& args, const std::string& token, unsigned short rows,
+           unsigned short cols) {
+    winsize ws{};
+    ws.ws_row = rows;
+    ws.ws_col = cols;
+    pid_ = forkpty(&leader_, nullptr, nullptr, &ws);
+    if (pid_ == 0) {
+      setenv("HANGAR_TOKEN", token.c_str(), 1);
+      setenv("TERM", "xterm", 1);
+      std::vector<char*> argv{const_cast<char*>(HANGAR_BINARY)};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(HANGAR_BINARY, argv.data());
+      _exit(127);
+    }
+  }
+  ~Terminal() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (leader_ >= 0) close(leader_);
+  }
+
+  void Type(const std::string& keys) {
+    ASSERT_EQ(write(leader_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
+
+  // Reads until `text` shows (after what earlier Expects consumed) or `timeout` passes.
+  bool Expect(const std::string& text, Duration timeout = 20 * kSecond) {
+    const int64_t until = MonotonicNanos() + timeout * 1'000'000;
+    for (;;) {
+      if (size_t at = seen_.find(text, consumed_); at != std::string::npos) {
+        consumed_ = at + text.size();
+        return true;
+      }
+      const int64_t left = (until - MonotonicNanos()) / 1'000'000;
+      if (left <= 0) return false;
+      pollfd p{leader_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = read(leader_, buf, sizeof buf);
+      if (n <= 0) return seen_.find(text, consumed_) != std::string::npos;
+      seen_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  void Resize(unsigned short rows, unsigned short cols) {
+    winsize ws{};
+    ws.ws_row = rows;
+    ws.ws_col = cols;
+    ioctl(leader_, TIOCSWINSZ, &ws);  // the kernel tells the CLI (its foreground group) by SIGWINCH
+  }
+
+  // The CLI's exit status (-1: it did not exit within `timeout`), reading what it still prints.
+  int Wait(Duration timeout = 20 * kSecond) {
+    const int64_t until = MonotonicNanos() + timeout * 1'000'000;
+    while (MonotonicNanos() < until) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        Expect("\x01never", 200);  // what is left on the terminal, for the failure messages
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      Expect("\x01never", 50);
+    }
+    return -1;
+  }
+
+  const std::string& seen() const { return seen_; }
+
+ private:
+  int leader_ = -1;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::string seen_;
+  size_t consumed_ = 0;
+};
+
+struct Ran {
+  int rc = -1;
+  std::string output;
+};
+
+class InteractiveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(geteuid(), 0u) << "the agent runs tasks as other users only as root (as on a node)";
+    cluster_ =
+        std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--auth", "tokens"});
+    cluster_->StartController();
+    std::ifstream in(cluster_->dir() + "/admin.token");
+    std::getline(in, admin_);
+    alice_ = MakeToken({"--user", "alice", "--role", "user", "--uid", "61001"});
+    bob_ = MakeToken({"--user", "bob", "--role", "user", "--uid", "61002"});
+    const std::string node =
+        Post(admin_, "/v1/tokens", R"({"role": "node", "node": "node-1"})").value("token", "");
+    std::ofstream(cluster_->dir() + "/node-1.token") << node << "\n";
+    cluster_->StartAgent("node-1", {"--token-file", cluster_->dir() + "/node-1.token"});
+    ASSERT_TRUE(LocalCluster::WaitFor(
+        [&] { return Get(admin_, "/v1/nodes/node-1").value("state", "") == "ready"; },
+        20 * kSecond));
+  }
+
+  nlohmann::json Get(const std::string& token, const std::string& path) {
+    httplib::Client c("127.0.0.1", cluster_->api_port());
+    auto r = c.Get(path, {{"Authorization", "Bearer " + token}});
+    return r ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+  }
+  nlohmann::json Post(const std::string& token, const std::string& path, const std::string& body) {
+    httplib::Client c("127.0.0.1", cluster_->api_port());
+    auto r = c.Post(path, {{"Authorization", "Bearer " + token}}, body, "application/yaml");
+    return r ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+  }
+
+  std::vector<std::string> WithServer(std::vector<std::string> args) const {
+    // Before the command's own `--`, if it has one.
+    auto at = std::find(args.begin(), args.end(), "--");
+    args.insert(at, {"--server", "http://127.0.0.1:" + std::to_string(cluster_->api_port())});
+    return args;
+  }
+
+  // `hangar ARGS` with `token`, stdin from `input`; its status and output (stdout and stderr).
+  Ran Hangar(std::vector<std::string> args, const std::string& token,
+             const std::string& input = "") {
+    args = WithServer(std::move(args));
+    const std::string out = cluster_->dir() + "/cli.out", in = cluster_->dir() + "/cli.in";
+    std::ofstream(in) << input;
+    pid_t pid = fork();
+    if (pid == 0) {
+      int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600), i = open(in.c_str(), O_RDONLY);
+      dup2(i, 0);
+      dup2(o, 1);
+      dup2(o, 2);
+      setenv("HANGAR_TOKEN", token.c_str(), 1);
+      std::vector<char*> argv{const_cast<char*>(HANGAR_BINARY)};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(HANGAR_BINARY, argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+  }
+
+  std::string MakeToken(std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {"token", "create"});
+    Ran r = Hangar(flags, admin_);
+    EXPECT_EQ(r.rc, 0) << r.output;
+    std::istringstream lines(r.output);
+    for (std::string l; std::getline(lines, l);) {
+      if (l.rfind("hgr_", 0) == 0) return l;
+    }
+    ADD_FAILURE() << "no token in: " << r.output;
+    return "";
+  }
+
+  // A batch job of `token`'s that sleeps, running.
+  uint64_t RunningJob(const std::string& token) {
+    auto r =
+        Post(token, "/v1/jobs", "name: sleeper\ntasks: [{gpus: 2, command: [sleep, '300']}]\n");
+    const uint64_t id = r.value("id", uint64_t{0});
+    EXPECT_GT(id, 0u) << r.dump();
+    EXPECT_TRUE(LocalCluster::WaitFor(
+        [&] {
+          return Get(token, "/v1/jobs/" + std::to_string(id)).value("state", "") == "running";
+        },
+        20 * kSecond));
+    return id;
+  }
+
+  std::unique_ptr<LocalCluster> cluster_;
+  std::string admin_, alice_, bob_;
+};
+
+TEST_F(InteractiveTest, RunGivesAShellThatTypesResizesTakesCtrlCAndExitsWithItsStatus) {
+  Terminal t(WithServer({"run", "-it", "--", "sh"}), alice_, 30, 100);
+  ASSERT_TRUE(t.Expect("submitted interactive job")) << t.seen();
+  // The echo of what is typed shows the command; only the shell's answer shows the result.
+  t.Type("echo hel''lo-$((6*7))\r");
+  ASSERT_TRUE(t.Expect("hello-42")) << t.seen();
+  t.Type("echo uid-$(id -u) job-$HANGAR_JOB_ID\r");
+  ASSERT_TRUE(t.Expect("uid-61001 job-"))
+      << "the task runs as alice's uid, never root: " << t.seen();
+  t.Type("stty size\r");
+  ASSERT_TRUE(t.Expect("30 100")) << "the terminal's size reaches the node: " << t.seen();
+  t.Resize(40, 120);
+  usleep(300 * 1000);  // the resize travels on its own; the next line is typed after it
+  t.Type("stty size\r");
+  ASSERT_TRUE(t.Expect("40 120")) << "a resize reaches the node: " << t.seen();
+  t.Type("sleep 100\r");
+  usleep(500 * 1000);
+  t.Type("\x03");  // Ctrl-C: raw on this side, it is the node's terminal that makes it SIGINT
+  t.Type("echo after-$((1+1))\r");
+  ASSERT_TRUE(t.Expect("after-2", 10 * kSecond))
+      << "Ctrl-C ended the sleep and the shell reads on: " << t.seen();
+  t.Type("exit 7\r");
+  EXPECT_EQ(t.Wait(), 7) << "the program's exit status is hangar's: " << t.seen();
+
+  // The job is a session: so it shows.
+  auto jobs = Get(alice_, "/v1/jobs");
+  ASSERT_FALSE(jobs["jobs"].empty()) << jobs.dump();
+  EXPECT_EQ(jobs["jobs"][0].value("interactive", false), true) << jobs.dump();
+  Ran table = Hangar({"jobs", "--all"}, alice_);
+  EXPECT_NE(table.output.find("interactive"), std::string::npos) << table.output;
+}
+
+TEST_F(InteractiveTest, ExecRunsBesideATaskAsItsUserWithItsEnvironmentAndStatus) {
+  const uint64_t id = RunningJob(alice_);
+  Ran r = Hangar(
+      {"exec", std::to_string(id), "--", "sh", "-c",
+       "echo uid=$(id -u) job=$HANGAR_JOB_ID gpus=$CUDA_VISIBLE_DEVICES; echo oops >&2; exit 3"},
+      alice_);
+  EXPECT_EQ(r.rc, 3) << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("uid=61001 job=" + std::to_string(id) + " gpus=[0-9],[0-9]\n")))
+      << "the task's two GPUs, as it has them: " << r.output;
+  EXPECT_NE(r.output.find("oops"), std::string::npos) << "stderr comes back: " << r.output;
+
+  Ran piped = Hangar({"exec", "-i", std::to_string(id) + ".0", "--", "tr", "a-z", "A-Z"}, alice_,
+                     "through stdin\n");
+  EXPECT_EQ(piped.rc, 0) << piped.output;
+  EXPECT_NE(piped.output.find("THROUGH STDIN"), std::string::npos) << piped.output;
+
+  Terminal t(WithServer({"exec", "-it", std::to_string(id), "--", "sh"}), alice_, 24, 80);
+  t.Type("echo $((2+3))x-$(tty | cut -c1-8)\r");
+  ASSERT_TRUE(t.Expect("5x-/dev/pts")) << "a terminal of its own on the node: " << t.seen();
+  t.Type("exit\r");
+  EXPECT_EQ(t.Wait(), 0) << t.seen();
+}
+
+TEST_F(InteractiveTest, AnotherUsersTokenIsRefusedAndAudited) {
+  const uint64_t id = RunningJob(alice_);
+  Ran exec = Hangar({"exec", std::to_string(id), "--", "true"}, bob_);
+  EXPECT_NE(exec.rc, 0) << exec.output;
+  EXPECT_NE(exec.output.find("403"), std::string::npos) << exec.output;
+  EXPECT_NE(exec.output.find("alice's"), std::string::npos)
+      << "the reason names whose job it is: " << exec.output;
+  Ran attach = Hangar({"attach", std::to_string(id)}, bob_);
+  EXPECT_NE(attach.rc, 0) << attach.output;
+  EXPECT_NE(attach.output.find("403"), std::string::npos) << attach.output;
+
+  // An admin may, and that is recorded too.
+  Ran admin = Hangar({"exec", std::to_string(id), "--", "id", "-u"}, admin_);
+  EXPECT_EQ(admin.rc, 0) << admin.output;
+  EXPECT_NE(admin.output.find("61001"), std::string::npos)
+      << "even an admin's exec runs as the task's user";
+
+  bool refused = false, admitted = false;
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        const nlohmann::json audit = Get(admin_, "/v1/audit?limit=100");
+        for (const auto& row : audit["audit"]) {
+          const std::string path = row.value("path", "");
+          if (path.find("/v1/jobs/" + std::to_string(id) + "/exec") == std::string::npos) continue;
+          refused = refused || (row.value("user", "") == "bob" && row.value("status", 0) == 403);
+          admitted =
+              admitted || (row.value("role", "") == "admin" && row.value("status", 0) == 200 &&
+                           row.value("message", "").find("alice") != std::string::npos);
+        }
+        return refused && admitted;
+      },
+      10 * kSecond))
+      << "refused: " << refused << ", admitted: " << admitted << "; "
+      << Get(admin_, "/v1/audit?limit=20").dump();
+}
+
+}  // namespace
+}  // namespace hangar::testing
