@@ -22,6 +22,17 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
+#if defined(__SANITIZE_THREAD__)
+#define HANGAR_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HANGAR_THREAD_SANITIZER 1
+#endif
+#endif
+#ifndef HANGAR_THREAD_SANITIZER
+#define HANGAR_THREAD_SANITIZER 0
+#endif
+
 namespace hangar::agent {
 namespace {
 
@@ -247,6 +258,16 @@ pid_t ForkChild(const ChildPlan& plan) {
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
+#if HANGAR_THREAD_SANITIZER
+  // ThreadSanitizer's runtime cannot follow a child that shares the parent's memory (its CHECK
+  // fails in the child): under it, a plain fork. The child reports through the same pipe.
+  const pid_t forked = fork();
+  if (forked == 0) RunChild(plan);
+  const int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  errno = fork_errno;
+  return forked;
+#endif
   constexpr size_t kStack = 256 * 1024;
   void* stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   pid_t pid = -1;
