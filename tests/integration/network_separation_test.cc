@@ -171,10 +171,11 @@ TEST_F(NetworkSeparationTest, ControlTrafficOnTheManagementLinkAndCollectivesOnT
   Spawn("c", ControllerArgs("10.77.0.1:" + std::to_string(kAgentPort)), dir_ + "/controller.log");
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return Http("GET", "/healthz").first == 200; }, 20 * kSecond))
       << ReadFile(dir_ + "/controller.log");
-  // What the controller host listens on: the management address only.
+  // What the controller host listens on: the management address only (the API, the agents' port
+  // and the interactive sessions' port, which is on the API's host).
   ASSERT_EQ(std::system(("ip netns exec " + Ns("c") + " ss -Hltn >" + dir_ + "/listen.txt").c_str()), 0);
   const auto listening = Lines(ReadFile(dir_ + "/listen.txt"));
-  EXPECT_EQ(listening.size(), 2u) << ReadFile(dir_ + "/listen.txt");
+  EXPECT_EQ(listening.size(), 3u) << ReadFile(dir_ + "/listen.txt");
   for (const auto& l : listening) EXPECT_TRUE(Contains(l, " 10.77.0.1:")) << l;
 
   StartAgent("a", "node-1", "node-1");
