@@ -339,6 +339,10 @@ TEST(SbatchTest, OutputPatterns) {
             "%%); write %% for a percent sign");
   EXPECT_EQ(OutputPatternToShell("out-%", "n").status().message(),
             "'out-%' ends in a lone %; write %% for a percent sign");
+  EXPECT_EQ(OutputPatternToShell("out-%11j", "n").status().message(),
+            "zero-padding to more than 10 digits; Slurm allows at most 10");
+  EXPECT_EQ(OutputPatternToShell("out-%99999999999999999999j", "n").status().message(),
+            "zero-padding to more than 10 digits; Slurm allows at most 10");
   EXPECT_EQ(ErrorOf("#!/bin/sh\n#SBATCH -J a\n#SBATCH -o out-%y.log\n"),
             "job.sbatch:3: --output=out-%y.log: '%y' in 'out-%y.log' is not a pattern sbatch fills "
             "(%j %A %a %x %N %n %u %t %s %J and %%); write %% for a percent sign");

@@ -1,5 +1,6 @@
 #include "cli/sbatch_wrapper.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace hangar::cli::sbatch {
@@ -104,8 +105,10 @@ StatusOr<std::string> OutputPatternToShell(std::string_view pattern, const std::
     }
     size_t j = i + 1;
     int width = 0;
+    // Past 10 digits of padding it is refused below; the count stops growing there (a long run of
+    // digits overflowed it: found by the sbatch fuzz target).
     while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j])))
-      width = width * 10 + (pattern[j++] - '0');
+      width = std::min(width * 10 + (pattern[j++] - '0'), 11);
     if (j >= pattern.size())
       return Err("'" + std::string(pattern) + "' ends in a lone %; write %% for a percent sign");
     const char c = pattern[j];
@@ -143,7 +146,7 @@ StatusOr<std::string> OutputPatternToShell(std::string_view pattern, const std::
                  "%% for a percent sign");
     }
     if (width > 10)
-      return Err("zero-padding to " + std::to_string(width) + " digits; Slurm allows at most 10");
+      return Err("zero-padding to more than 10 digits; Slurm allows at most 10");
     out += width ? "$(printf %0" + std::to_string(width) + "d \"" + var + "\")" : var;
     i = j;
   }
