@@ -327,7 +327,8 @@ def main():
         wait(lambda: ready(dev, 3) and dev.service()["revision"] == 4, 60, "the restored service's replicas")
         endpoint = dev.service()["endpoint"]
         host, port = endpoint.rsplit(":", 1)
-        assert answers(host, int(port)), "the restored service does not answer"
+        # Ready in the book comes a round before the new HAProxy has the servers enabled.
+        wait(lambda: answers(host, int(port)), 30, "the restored service to answer through its endpoint")
         print(f"restored after a restart: {dev.service()['ready']} ready at {endpoint}")
 
         # Deleted: its replicas drain and stop, and it is gone.
