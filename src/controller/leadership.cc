@@ -108,7 +108,7 @@ void LeaseKeeper::RenewOnce() {
   if (s.ok()) {
     renewed_ns_ = t0;
   } else if (IsFenced(s)) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     refused_ = s.message();
   } else {
     spdlog::warn("leader {}: cannot renew the lease yet ({}); retrying", o_.name, s.message());
@@ -128,7 +128,7 @@ void LeaseKeeper::StartRenewing() {
 
 std::string LeaseKeeper::Lost() const {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!refused_.empty()) return refused_;
   }
   const Duration margin = std::min<Duration>(o_.ttl / 5, 200);

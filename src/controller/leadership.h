@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "controller/store/state_store.h"
@@ -79,8 +80,8 @@ class LeaseKeeper {
   int64_t epoch_ = 0;
   Time since_ = 0;
   std::atomic<int64_t> renewed_ns_{0};  // MonotonicNanos when the last good renewal began
-  mutable std::mutex mu_;
-  std::string refused_;  // the fenced renewal's message
+  mutable Mutex mu_;
+  std::string refused_ HANGAR_GUARDED_BY(mu_);  // the fenced renewal's message
   std::atomic<bool> stop_{false};
   std::thread renewer_;
 };

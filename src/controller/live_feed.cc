@@ -57,31 +57,32 @@ std::shared_ptr<LiveFeed::Snapshot> LiveFeed::Build() {
 }
 
 void LiveFeed::Refresh() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
+  auto woken = [&]() HANGAR_REQUIRES(mu_) { return stopping_ || want_now_; };
   while (!stopping_) {
     if (!want_now_ && Clock::now() - wanted_at_ > kIdle) {
-      cv_.wait(l, [&] { return stopping_ || want_now_; });  // nobody is looking
+      l.Wait(cv_, woken);  // nobody is looking
       continue;
     }
     want_now_ = false;
-    l.unlock();
+    l.Unlock();
     std::shared_ptr<Snapshot> s;
     try {
       s = Build();
     } catch (const StoreCommitRefused&) {  // the store failed: the controller is stopping
       return;
     }
-    l.lock();
+    l.Lock();
     cached_ = s;
     recent_.push_back(s);
     if (recent_.size() > 4) recent_.pop_front();
     cv_.notify_all();
-    cv_.wait_for(l, kRefresh, [&] { return stopping_ || want_now_; });
+    l.WaitFor(cv_, kRefresh, woken);
   }
 }
 
 std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Map() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   const auto asked = Clock::now();
   wanted_at_ = asked;
   if (stopping_) return cached_;
@@ -89,12 +90,12 @@ std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Map() {
   if (cached_ && asked - cached_->at < kMaxAge) return cached_;
   want_now_ = true;
   cv_.notify_all();
-  cv_.wait(l, [&] { return stopping_ || (cached_ && cached_->at >= asked); });
+  l.Wait(cv_, [&]() HANGAR_REQUIRES(mu_) { return stopping_ || (cached_ && cached_->at >= asked); });
   return cached_;
 }
 
 std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Recent(uint64_t seq) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (const auto& s : recent_) {
     if (s->seq == seq) return s;
   }
@@ -103,13 +104,13 @@ std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Recent(uint64_t seq) {
 
 void LiveFeed::Stop() {
   {
-    std::lock_guard<std::mutex> l(feeds_mu_);
+    MutexLock l(feeds_mu_);
     stopped_ = true;
   }
   feeds_cv_.notify_all();
   if (ticker_.joinable()) ticker_.join();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -151,7 +152,7 @@ void LiveFeed::Open(std::shared_ptr<StreamSink> sink, std::optional<uint64_t> si
   if (since) f.sent.last = Recent(*since);  // null when gone: every row
   if (f.sent.last) f.sent.generation = f.sent.last->generation;
   {
-    std::lock_guard<std::mutex> l(feeds_mu_);
+    MutexLock l(feeds_mu_);
     if (stopped_) return f.sink->Finish();
     fresh_.push_back(std::move(f));
     if (!ticker_.joinable()) ticker_ = std::thread([this] { Tick(); });
@@ -163,19 +164,20 @@ void LiveFeed::Open(std::shared_ptr<StreamSink> sink, std::optional<uint64_t> si
 void LiveFeed::Tick() {
   std::vector<Feed> feeds, fresh;
   auto next = Clock::now();
-  std::unique_lock<std::mutex> l(feeds_mu_);
+  MutexLock l(feeds_mu_);
+  auto woken = [&]() HANGAR_REQUIRES(feeds_mu_) { return stopped_ || !fresh_.empty(); };
   while (!stopped_) {
     if (fresh_.empty() && (feeds.empty() || Clock::now() < next)) {
       if (feeds.empty()) {
-        feeds_cv_.wait(l, [&] { return stopped_ || !fresh_.empty(); });
+        l.Wait(feeds_cv_, woken);
       } else {
-        feeds_cv_.wait_until(l, next, [&] { return stopped_ || !fresh_.empty(); });
+        l.WaitUntil(feeds_cv_, next, woken);
       }
       continue;
     }
     fresh.swap(fresh_);
     const bool all = Clock::now() >= next;
-    l.unlock();
+    l.Unlock();
     Send(&fresh);
     if (all) {
       Send(&feeds);
@@ -183,11 +185,11 @@ void LiveFeed::Tick() {
     }
     std::move(fresh.begin(), fresh.end(), std::back_inserter(feeds));
     fresh.clear();
-    l.lock();
+    l.Lock();
   }
   std::move(fresh_.begin(), fresh_.end(), std::back_inserter(feeds));
   fresh_.clear();
-  l.unlock();
+  l.Unlock();
   for (Feed& f : feeds) f.sink->Finish();
 }
 

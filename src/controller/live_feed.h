@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/stream_pump.h"
 
 namespace hangar::controller {
@@ -89,19 +90,19 @@ class LiveFeed {
 
   StateOwner* owner_;
   std::atomic<bool> stopped_{false};  // set under feeds_mu_: the ticker ends
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_, like everything below
-  bool want_now_ = false;  // a reader waits for a fresh snapshot
-  std::chrono::steady_clock::time_point wanted_at_;  // the last read
-  std::shared_ptr<const Snapshot> cached_;
-  std::deque<std::shared_ptr<const Snapshot>> recent_;  // the last few, newest last
+  bool stopping_ HANGAR_GUARDED_BY(mu_) = false;
+  bool want_now_ HANGAR_GUARDED_BY(mu_) = false;  // a reader waits for a fresh snapshot
+  std::chrono::steady_clock::time_point wanted_at_ HANGAR_GUARDED_BY(mu_);  // the last read
+  std::shared_ptr<const Snapshot> cached_ HANGAR_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<const Snapshot>> recent_ HANGAR_GUARDED_BY(mu_);  // the last few, newest last
   uint64_t next_seq_ = 1;  // the refresher's own
   std::thread refresher_;  // started by the first read
 
-  std::mutex feeds_mu_;
+  Mutex feeds_mu_;
   std::condition_variable feeds_cv_;
-  std::vector<Feed> fresh_;  // guarded by feeds_mu_: opened, not yet taken by the ticker
+  std::vector<Feed> fresh_ HANGAR_GUARDED_BY(feeds_mu_);  // opened, not yet taken by the ticker
   std::thread ticker_;       // started by the first feed
 };
 

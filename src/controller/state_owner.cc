@@ -40,13 +40,13 @@ void StateOwner::Start() {
 
 void StateOwner::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   {
-    std::lock_guard<std::mutex> l(commit_mu_);
+    MutexLock l(commit_mu_);
     committer_stopping_ = true;  // after the owner's last batch: the committer drains, then ends
   }
   commit_cv_.notify_all();
@@ -54,20 +54,20 @@ void StateOwner::Stop() {
 }
 
 bool StateOwner::stopping() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return stopping_;
 }
 
 void StateOwner::Post(Command cmd) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     queue_.push_back(std::move(cmd));
   }
   cv_.notify_one();
 }
 
 void StateOwner::PostLazy(Command cmd) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   queue_.push_back(std::move(cmd));
 }
 
@@ -83,7 +83,7 @@ void StateOwner::RecordAudit(AuditRow row) {
 }
 
 OwnerStats StateOwner::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return stats_;
 }
 
@@ -100,9 +100,9 @@ void StateOwner::Loop() {
   while (true) {
     std::deque<Command> batch;
     {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_for(l, std::chrono::milliseconds(state_->NeedsCycle() ? min_cycle_interval_ : kTick),
-                   [&] { return stopping_ || !queue_.empty(); });
+      MutexLock l(mu_);
+      l.WaitFor(cv_, std::chrono::milliseconds(state_->NeedsCycle() ? min_cycle_interval_ : kTick),
+                [&]() HANGAR_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       batch.swap(queue_);
     }
     // Stopping: what was posted until now (a lazy audit row, a report) is still committed.
@@ -139,7 +139,7 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
   // A decision counts only once it is durable: the committer commits, then answers and sends.
   Hand(std::move(fx), std::move(after));
   if (cycle_s >= 0 && on_cycle_) on_cycle_(cycle_s, *state_);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   stats_.commands += static_cast<int64_t>(batch.size());
   if (cycle_s >= 0) {
     stats_.cycles++;
@@ -148,8 +148,8 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
 }
 
 void StateOwner::Hand(Effects fx, AfterCommit after) {
-  std::unique_lock<std::mutex> l(commit_mu_);
-  commit_cv_.wait(l, [&] { return made_rows_ < kMaxWaitingRows; });
+  MutexLock l(commit_mu_);
+  l.Wait(commit_cv_, [&]() HANGAR_REQUIRES(commit_mu_) { return made_rows_ < kMaxWaitingRows; });
   made_rows_ += Rows(fx.batch);
   // Merged into the batch waiting before it, unless either empties the store first (a restore):
   // rows of the same job or key keep their order, and the store keeps the last.
@@ -167,7 +167,7 @@ void StateOwner::Hand(Effects fx, AfterCommit after) {
   } else {
     made_.push_back(Made{std::move(fx.batch), std::move(after), std::move(fx.messages)});
   }
-  l.unlock();
+  l.Unlock();
   commit_cv_.notify_all();
 }
 
@@ -175,8 +175,8 @@ void StateOwner::CommitLoop() {
   while (true) {
     Made m;
     {
-      std::unique_lock<std::mutex> l(commit_mu_);
-      commit_cv_.wait(l, [&] { return committer_stopping_ || !made_.empty(); });
+      MutexLock l(commit_mu_);
+      l.Wait(commit_cv_, [&]() HANGAR_REQUIRES(commit_mu_) { return committer_stopping_ || !made_.empty(); });
       if (made_.empty()) return;  // stopping, and everything made was committed
       m = std::move(made_.front());
       made_.pop_front();
@@ -190,14 +190,14 @@ void StateOwner::CommitLoop() {
       for (auto& msg : m.messages) sink_->Send(msg.node, std::move(msg.message));
     }
     if (!m.batch.empty()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       stats_.commits++;
     }
   }
 }
 
 Status StateOwner::failure() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return failure_;
 }
 
@@ -205,7 +205,7 @@ Status StateOwner::CommitOrRefuse(const StoreBatch& batch) {
   if (Status earlier = failure(); !earlier.ok()) return earlier;  // built on the failed batch's state
   Status s;
   {
-    std::lock_guard<std::mutex> store(store_mu_);
+    MutexLock store(store_mu_);
     s = store_->Commit(batch);
   }
   if (IsFenced(s)) {  // another controller took the lease; this one must not act
@@ -217,7 +217,7 @@ Status StateOwner::CommitOrRefuse(const StoreBatch& batch) {
   // none of them may count. Their callers are answered with this failure (a full disk: 503, and
   // nothing was accepted) and the controller stops; restarted, it rebuilds from the store.
   spdlog::critical("cannot commit to the store: {}; refusing every change from now on, and stopping", s.message());
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   failure_ = s;
   return s;
 }

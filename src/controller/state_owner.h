@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/time.h"
 #include "controller/state/cluster_state.h"
 #include "controller/store/state_store.h"
@@ -70,11 +71,11 @@ class StateOwner {
   void Stop();
 
   // Runs `cmd` on the owner thread; does not wait.
-  void Post(Command cmd);
+  void Post(Command cmd) HANGAR_EXCLUDES(mu_);
   // The same, without waking the owner thread: `cmd` runs with the next batch, at most one tick
   // (100 ms) later. For the steady stream of heartbeats, which the owner then takes in batches
   // instead of waking for each (10,240 nodes beating at their own phases).
-  void PostLazy(Command cmd);
+  void PostLazy(Command cmd) HANGAR_EXCLUDES(mu_);
   // Runs `fn` on the owner thread and returns its result once what it changed is committed.
   // When the commit fails (a full disk, a damaged store), nothing of it counts: a Status or
   // StatusOr answer is the store's failure (Unavailable, its sentence kept), any other answer
@@ -99,7 +100,7 @@ class StateOwner {
   }
   // Not OK once a commit failed for a reason other than fencing: the owner commits nothing more
   // (every later batch is answered with the same failure), and the controller should stop.
-  Status failure() const;
+  Status failure() const HANGAR_EXCLUDES(mu_);
   // Events from the store (read on the owner thread, the store taken from the committer while
   // it reads).
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit);
@@ -108,9 +109,9 @@ class StateOwner {
   // Appends a row to the audit log with the owner's next commit (within 100 ms; it does not wake
   // the owner).
   void RecordAudit(AuditRow row);
-  OwnerStats stats() const;
+  OwnerStats stats() const HANGAR_EXCLUDES(mu_);
   // Stop() was called: the owner commits what was posted until then, and stops.
-  bool stopping() const;
+  bool stopping() const HANGAR_EXCLUDES(mu_);
   Clock* clock() const { return clock_; }
 
  private:
@@ -123,7 +124,7 @@ class StateOwner {
     Post([this, &read, promise](ClusterState&, Effects*, AfterCommit* after) {
       std::shared_ptr<R> r;
       {
-        std::lock_guard<std::mutex> store(store_mu_);
+        MutexLock store(store_mu_);
         r = std::make_shared<R>(read(*store_));
       }
       after->push_back([promise, r] { promise->set_value(std::move(*r)); });
@@ -139,35 +140,35 @@ class StateOwner {
     std::vector<Outgoing> messages;
   };
   // Hands a batch to the committer, merged into the one waiting there when it can be.
-  void Hand(Effects fx, AfterCommit after);
+  void Hand(Effects fx, AfterCommit after) HANGAR_EXCLUDES(commit_mu_);
   void CommitLoop();
   // Commits one batch, or refuses it once an earlier one failed; returns how it ended.
   Status CommitOrRefuse(const StoreBatch& batch);
 
   std::unique_ptr<ClusterState> state_;
-  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<StateStore> store_ HANGAR_PT_GUARDED_BY(store_mu_);
   Clock* clock_;
   Duration min_cycle_interval_;
   MessageSink* sink_ = nullptr;
   std::function<void(double, const ClusterState&)> on_cycle_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Command> queue_;
-  bool stopping_ = false;
-  OwnerStats stats_;
+  std::deque<Command> queue_ HANGAR_GUARDED_BY(mu_);
+  bool stopping_ HANGAR_GUARDED_BY(mu_) = false;
+  OwnerStats stats_ HANGAR_GUARDED_BY(mu_);
   std::thread thread_;
   // The committer's side: batches made, in order, not yet taken for a commit.
-  std::mutex store_mu_;  // the store: the committer's commits, the owner thread's reads
-  std::mutex commit_mu_;
+  Mutex store_mu_;  // the store: the committer's commits, the owner thread's reads
+  Mutex commit_mu_;
   std::condition_variable commit_cv_;
-  std::deque<Made> made_;
-  size_t made_rows_ = 0;  // rows waiting in made_ (the owner waits past kMaxWaitingRows)
-  bool committer_stopping_ = false;
+  std::deque<Made> made_ HANGAR_GUARDED_BY(commit_mu_);
+  size_t made_rows_ HANGAR_GUARDED_BY(commit_mu_) = 0;  // rows waiting in made_ (the owner waits past kMaxWaitingRows)
+  bool committer_stopping_ HANGAR_GUARDED_BY(commit_mu_) = false;
   // The committer's: why the batch whose answers it is giving was not committed (OK when it was).
   // Read by those answers, on the committer thread.
   Status commit_failure_;
-  Status failure_;  // GUARDED_BY(mu_): the first failed commit, for failure()
+  Status failure_ HANGAR_GUARDED_BY(mu_);  // the first failed commit, for failure()
   std::thread committer_;
   Time last_cycle_ = 0;
   Time last_tick_ = 0;

@@ -56,7 +56,7 @@ StreamSink::Chunk StreamSink::Frame(std::string_view data) {
 }
 
 bool StreamSink::Write(Chunk chunk) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (ended_) return false;
   if (chunk->empty()) return true;
   if (buffered_ + chunk->size() > pump_->limits_.max_buffered_bytes) {
@@ -75,7 +75,7 @@ bool StreamSink::Write(Chunk chunk) {
 }
 
 void StreamSink::Finish() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (ended_) return;
   static const Chunk kLast = std::make_shared<const std::string>("0\r\n\r\n");
   if (buffered_ == 0) progress_at_ = NowMs();
@@ -86,12 +86,12 @@ void StreamSink::Finish() {
 }
 
 bool StreamSink::open() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return !ended_;
 }
 
 size_t StreamSink::buffered() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return buffered_;
 }
 
@@ -115,7 +115,15 @@ StreamPump::~StreamPump() {
 
 StatusOr<std::shared_ptr<StreamSink>> StreamPump::Open(const std::string& client, std::string head,
                                                        bool sse) {
-  std::lock_guard<std::mutex> l(mu_);
+  // Filled before the pump's lock is taken: the pump's threads take a sink's lock first.
+  std::shared_ptr<StreamSink> s(new StreamSink(this, client, sse));
+  {
+    MutexLock sl(s->mu_);
+    s->buffered_ = head.size();
+    s->progress_at_ = s->sent_at_ = NowMs();
+    s->queue_.push_back(std::make_shared<const std::string>(std::move(head)));
+  }
+  MutexLock l(mu_);
   if (stopped_) return Status::Unavailable("the controller is stopping; try again in a moment");
   int& mine = per_client_[client];
   if (static_cast<int>(opened_.size()) >= limits_.max_streams ||
@@ -134,10 +142,6 @@ StatusOr<std::shared_ptr<StreamSink>> StreamPump::Open(const std::string& client
                   "some first");
   }
   ++mine;
-  std::shared_ptr<StreamSink> s(new StreamSink(this, client, sse));
-  s->buffered_ = head.size();
-  s->progress_at_ = s->sent_at_ = NowMs();
-  s->queue_.push_back(std::make_shared<const std::string>(std::move(head)));
   opened_.emplace(s.get(), s);
   stats_->opened++;
   stats_->open = static_cast<int64_t>(opened_.size());
@@ -146,7 +150,7 @@ StatusOr<std::shared_ptr<StreamSink>> StreamPump::Open(const std::string& client
 
 void StreamPump::Attach(const std::shared_ptr<StreamSink>& sink, int fd, SSL* ssl) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!stopped_) {
       attach_.push_back({sink, fd, ssl});
       fd = -1;
@@ -167,7 +171,7 @@ void StreamPump::Notify(StreamSink* sink) {
   if (sink->dirty_) return;
   sink->dirty_ = true;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = opened_.find(sink);
     if (it == opened_.end()) return;
     dirty_.push_back(it->second);
@@ -179,7 +183,7 @@ void StreamPump::Notify(StreamSink* sink) {
 
 void StreamPump::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (stopped_) return;
     stopped_ = true;
   }
@@ -224,7 +228,7 @@ void StreamPump::Loop() {
     }
     bool stopping;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       stopping = stopped_;
       dirty.swap(dirty_);
       attach.swap(attach_);
@@ -244,7 +248,7 @@ void StreamPump::Loop() {
     }
     for (auto& s : dirty) {
       {
-        std::lock_guard<std::mutex> l(s->mu_);
+        MutexLock l(s->mu_);
         s->dirty_ = false;
       }
       if (s->fd_ >= 0) Flush(s);  // not attached yet: Attach flushes it
@@ -261,7 +265,7 @@ void StreamPump::Loop() {
   // ended so that its producer lets go).
   std::vector<std::shared_ptr<StreamSink>> left;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (auto& [p, s] : opened_) left.push_back(s);
   }
   for (auto& s : left) Close(s, false);
@@ -296,15 +300,15 @@ void StreamPump::Flush(const std::shared_ptr<StreamSink>& s) {
     StreamSink::Chunk chunk;
     size_t off = 0;
     {
-      std::unique_lock<std::mutex> l(s->mu_);
+      MutexLock l(s->mu_);
       if (s->dropped_) {
-        l.unlock();
+        l.Unlock();
         stats_->dropped_slow++;
         return Close(s, false);
       }
       if (s->queue_.empty()) {
         const bool done = s->finished_;
-        l.unlock();
+        l.Unlock();
         if (done) return Close(s, true);
         return Watch(*s, false);
       }
@@ -314,7 +318,7 @@ void StreamPump::Flush(const std::shared_ptr<StreamSink>& s) {
     const ssize_t n = WriteSome(s->fd_, s->ssl_, chunk->data() + off, chunk->size() - off);
     if (n < 0) return Close(s, false);
     if (n == 0) return Watch(*s, true);
-    std::lock_guard<std::mutex> l(s->mu_);
+    MutexLock l(s->mu_);
     s->progress_at_ = NowMs();
     s->buffered_ -= static_cast<size_t>(n);
     s->front_off_ += static_cast<size_t>(n);
@@ -330,7 +334,7 @@ void StreamPump::Sweep(int64_t now) {
   static const StreamSink::Chunk kKeepAlive = StreamSink::Frame(": keep-alive\n\n");
   std::vector<std::shared_ptr<StreamSink>> stalled, quiet;
   for (auto& [fd, s] : by_fd_) {
-    std::lock_guard<std::mutex> l(s->mu_);
+    MutexLock l(s->mu_);
     if (s->buffered_ > 0 && now - s->progress_at_ >= limits_.write_timeout) {
       stalled.push_back(s);
     } else if (s->sse_ && !s->ended_ && s->buffered_ == 0 &&
@@ -347,7 +351,7 @@ void StreamPump::Sweep(int64_t now) {
 
 void StreamPump::Close(const std::shared_ptr<StreamSink>& s, bool graceful) {
   {
-    std::lock_guard<std::mutex> l(s->mu_);
+    MutexLock l(s->mu_);
     s->ended_ = true;
     s->queue_.clear();
     s->buffered_ = 0;
@@ -370,7 +374,7 @@ void StreamPump::Close(const std::shared_ptr<StreamSink>& s, bool graceful) {
     s->fd_ = -1;
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (opened_.erase(s.get()) > 0) {
       auto it = per_client_.find(s->client_);
       if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -72,16 +73,16 @@ class StreamSink {
   StreamPump* const pump_;
   const std::string client_;
   const bool sse_;
-  mutable std::mutex mu_;
-  std::deque<Chunk> queue_;  // guarded by mu_, like the fields below
-  size_t front_off_ = 0;     // of queue_.front(), written already
-  size_t buffered_ = 0;
-  bool ended_ = false;       // no more writes: finished, dropped or closed
-  bool finished_ = false;    // Finish(): close once the queue is written
-  bool dropped_ = false;     // over the cap: the pump closes it without writing the rest
-  bool dirty_ = false;       // on the pump's list of streams to write
-  int64_t progress_at_ = 0;  // the last write that made progress, or the queue's start
-  int64_t sent_at_ = 0;      // the last chunk queued (for keep-alives)
+  mutable Mutex mu_;
+  std::deque<Chunk> queue_ HANGAR_GUARDED_BY(mu_);
+  size_t front_off_ HANGAR_GUARDED_BY(mu_) = 0;     // of queue_.front(), written already
+  size_t buffered_ HANGAR_GUARDED_BY(mu_) = 0;
+  bool ended_ HANGAR_GUARDED_BY(mu_) = false;       // no more writes: finished, dropped or closed
+  bool finished_ HANGAR_GUARDED_BY(mu_) = false;    // Finish(): close once the queue is written
+  bool dropped_ HANGAR_GUARDED_BY(mu_) = false;     // over the cap: the pump closes it without writing the rest
+  bool dirty_ HANGAR_GUARDED_BY(mu_) = false;       // on the pump's list of streams to write
+  int64_t progress_at_ HANGAR_GUARDED_BY(mu_) = 0;  // the last write that made progress, or the queue's start
+  int64_t sent_at_ HANGAR_GUARDED_BY(mu_) = 0;      // the last chunk queued (for keep-alives)
   // The pump thread's own.
   int fd_ = -1;
   SSL* ssl_ = nullptr;
@@ -109,7 +110,7 @@ class StreamPump {
 
  private:
   friend class StreamSink;
-  void Notify(StreamSink* sink);  // sink->mu_ held
+  void Notify(StreamSink* sink) HANGAR_REQUIRES(sink->mu_);
   void Loop();
   void Flush(const std::shared_ptr<StreamSink>& s);
   bool Discard(StreamSink& s);
@@ -122,17 +123,17 @@ class StreamPump {
   const std::function<void(const std::string&)> released_;
   int epoll_ = -1, wake_ = -1;
 
-  std::mutex mu_;
-  bool stopped_ = false;  // guarded by mu_, like the fields below
+  Mutex mu_;
+  bool stopped_ HANGAR_GUARDED_BY(mu_) = false;
   struct Attaching {
     std::shared_ptr<StreamSink> sink;
     int fd;
     SSL* ssl;
   };
-  std::vector<std::shared_ptr<StreamSink>> dirty_;
-  std::vector<Attaching> attach_;
-  std::unordered_map<StreamSink*, std::shared_ptr<StreamSink>> opened_;  // from Open until closed
-  std::unordered_map<std::string, int> per_client_;
+  std::vector<std::shared_ptr<StreamSink>> dirty_ HANGAR_GUARDED_BY(mu_);
+  std::vector<Attaching> attach_ HANGAR_GUARDED_BY(mu_);
+  std::unordered_map<StreamSink*, std::shared_ptr<StreamSink>> opened_ HANGAR_GUARDED_BY(mu_);  // from Open until closed
+  std::unordered_map<std::string, int> per_client_ HANGAR_GUARDED_BY(mu_);
 
   std::unordered_map<int, std::shared_ptr<StreamSink>> by_fd_;  // the pump thread's own
   std::thread thread_;

@@ -36,7 +36,10 @@ TEST(NodeRecoveryTest, AStoppedAgentThatResumesBringsItsNodeBack) {
   ASSERT_FALSE(node.empty());
   cluster.SignalAgent(node, SIGSTOP);
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return state(node) == "lost"; }, 10 * kSecond)) << state(node);
-  EXPECT_EQ(cluster.Job(1).value("state", ""), "pending") << "its gang was requeued";
+  // Requeued: preempting while its task may still run on the lost node (until that node's lease
+  // and fence have run out), then pending.
+  const std::string requeued = cluster.Job(1).value("state", "");
+  EXPECT_TRUE(requeued == "preempting" || requeued == "pending") << "its gang was requeued: " << requeued;
   cluster.SignalAgent(node, SIGCONT);
   // Back by itself: the agent re-registers, reports its old task, which is stopped (recovering),
   // and then the node is ready and takes the requeued job again.

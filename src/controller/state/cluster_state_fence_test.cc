@@ -84,9 +84,9 @@ TEST_F(FenceStateTest, TheNextAttemptWaitsForTheLostNodesLease) {
   Effects check;
   state_->CheckHeartbeats(6000, &check);  // silent for 4 s: lost, its job queued again
   ASSERT_EQ(state_->GetNode(lost)->state, "lost");
-  EXPECT_EQ(state_->GetJob(1)->state, "pending");
+  EXPECT_EQ(state_->GetJob(1)->state, "preempting");
   state_->Schedule(6000, &check);
-  EXPECT_EQ(state_->GetJob(1)->state, "pending") << "its task may still run on " << lost;
+  EXPECT_EQ(state_->GetJob(1)->state, "preempting") << "its task may still run on " << lost;
   bool said = false;
   for (const auto& e : check.batch.events)
     said |= e.message.find("lease has run out") != std::string::npos;
@@ -96,7 +96,7 @@ TEST_F(FenceStateTest, TheNextAttemptWaitsForTheLostNodesLease) {
   Effects before;
   state_->CheckHeartbeats(12400, &before);
   state_->Schedule(12400, &before);
-  EXPECT_EQ(state_->GetJob(1)->state, "pending");
+  EXPECT_EQ(state_->GetJob(1)->state, "preempting");
   Beat(other, 12500, 12600, &fx);
   Effects after;
   state_->CheckHeartbeats(12600, &after);

@@ -95,7 +95,7 @@ TEST_F(HealthLoopTest, Xid79DrainsTheNodeAndRequeuesTheGangWhole) {
   state_->OnGpuEvent(victim, xid, now_);
   Effects fx = Tick();
   auto job = state_->GetJob(id);
-  EXPECT_EQ(job->state, "pending");
+  EXPECT_EQ(job->state, "preempting");
   EXPECT_EQ(job->attempt, 1u);
   EXPECT_NE(job->message.find("draining"), std::string::npos) << job->message;
   EXPECT_EQ(state_->GetNode(victim)->state, "draining");
@@ -113,7 +113,7 @@ TEST_F(HealthLoopTest, Xid79DrainsTheNodeAndRequeuesTheGangWhole) {
   Effects early;
   state_->Schedule(now_, &early);
   job = state_->GetJob(id);
-  EXPECT_EQ(job->state, "pending");
+  EXPECT_EQ(job->state, "preempting");
   EXPECT_TRUE(job->task_views.empty());
   EXPECT_NE(job->reason.find("previous attempt"), std::string::npos) << job->reason;
   // The gang runs again, whole, on two other nodes, once its old tasks have ended.

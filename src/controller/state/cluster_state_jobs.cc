@@ -391,13 +391,17 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   j.tasks.clear();
   j.assignment = {};
   j.live_tasks = 0;
-  JobLifecycle::Transition(j, JobState::kPending, "requeue");
+  // While tasks of this attempt still stop (their checkpoint grace, a lost node's fence) the job is
+  // preempting: it holds those GPUs and is not placed again; it is pending once the last one has
+  // ended (ZombieEnded).
+  const bool stopping = j.stopping_tasks > 0 && job::HoldsResources(j.state);
+  JobLifecycle::Transition(j, stopping ? JobState::kPreempting : JobState::kPending, "requeue");
   j.attempt++;
   j.restarts++;
   j.started = 0;
   j.message = why;
   j.reason = {};
-  j.reason_detail.clear();
+  j.reason_detail = stopping ? StoppingReason(j.stopping_tasks) : "";
   j.idle_since = 0;
   j.idle_notified = false;
   j.idle_gpu_ms = 0;
@@ -438,7 +442,14 @@ void ClusterState::ZombieEnded(const std::string& task_id) {
   uint32_t attempt, index;
   if (!ParseTaskId(task_id, &id, &attempt, &index)) return;
   auto it = jobs_.find(id);
-  if (it != jobs_.end() && it->second.stopping_tasks > 0) it->second.stopping_tasks--;
+  if (it == jobs_.end() || it->second.stopping_tasks == 0) return;
+  JobRecord& j = it->second;
+  // The last task of a requeued attempt has stopped: the job may be placed again. (Its stored row
+  // still says preempting until it is next written; a restore reads that as pending.)
+  if (--j.stopping_tasks == 0 && j.state == JobState::kPreempting) {
+    JobLifecycle::Transition(j, JobState::kPending, "previous attempt stopped");
+    j.reason_detail.clear();
+  }
 }
 
 Status ClusterState::OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx) {

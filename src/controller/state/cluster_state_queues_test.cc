@@ -124,7 +124,7 @@ TEST_F(QueuesTest, GuaranteeIsReclaimedWithTheCheckpointProtocol) {
   Effects cycle;
   state_->Schedule(100 * kSecond, &cycle);
   // The borrower is requeued whole, each task told to checkpoint first.
-  EXPECT_EQ(state_->GetJob(borrower)->state, "pending");
+  EXPECT_EQ(state_->GetJob(borrower)->state, "preempting");
   for (const char* task : {"1.0.0", "1.0.1"}) {
     const pb::Stop* stop = StopOf(cycle, task);
     ASSERT_NE(stop, nullptr) << task;
@@ -232,7 +232,7 @@ TEST_F(QueuesTest, AnIdleJobIsNotRequeuedWhenNobodyWaitsForGpus) {
   // Once a job waits for GPUs, the idle one makes room.
   Submit("name: waiter\nqueue: adhoc\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n", 31 * kMinute);
   state_->ReclaimIdle(31 * kMinute + 30 * kSecond, &tick);
-  EXPECT_EQ(state_->GetJob(idle)->state, "pending");
+  EXPECT_EQ(state_->GetJob(idle)->state, "preempting");
   EXPECT_NE(StopOf(tick, "1.0.0"), nullptr);
 }
 
@@ -252,7 +252,7 @@ TEST_F(QueuesTest, IdleJobsAreReclaimedPerTheirQueuesPolicy) {
   }
   // The adhoc job was idle for 10 minutes: checkpointed and requeued, with the reason.
   auto j = state_->GetJob(idle);
-  EXPECT_EQ(j->state, "pending");
+  EXPECT_EQ(j->state, "preempting");
   EXPECT_EQ(j->message.rfind("reclaimed: its GPUs stayed below 5% utilisation for 10m", 0), 0u) << j->message;
   ASSERT_NE(StopOf(tick, "1.0.0"), nullptr);
   EXPECT_EQ(StopOf(tick, "1.0.0")->checkpoint_signal(), 10);

@@ -131,9 +131,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       continue;
     }
     if (j.stopping_tasks > 0) {
-      j.reason_detail = "waiting for " + std::to_string(j.stopping_tasks) + " task" +
-                        (j.stopping_tasks == 1 ? "" : "s") +
-                        " of its previous attempt to checkpoint and stop before it starts again";
+      j.reason_detail = StoppingReason(j.stopping_tasks);
       continue;
     }
     // Victims preempted for it that have stopped no longer hold it back.

@@ -93,7 +93,9 @@ TEST_F(SchedOwnerTest, LasOrdersByAttainedService) {
   bool stop = false;
   for (const auto& m : preempt.messages) stop = stop || (m.message.has_stop() && m.message.stop().task_id() == "1.0.0");
   EXPECT_TRUE(stop) << "the fresh job preempts the one that ran";
-  EXPECT_EQ(StateOf(old_job), "pending");
+  // Its task still stops (the checkpoint grace): the victim shows preempting until it has.
+  EXPECT_EQ(StateOf(old_job), "preempting");
+  EXPECT_EQ(state_->GetJob(old_job)->reason, "waiting for 1 task of its previous attempt to checkpoint and stop before it starts again");
   EXPECT_EQ(StateOf(fresh), "pending");
   pb::TaskStatus stopped;
   stopped.set_task_id("1.0.0");

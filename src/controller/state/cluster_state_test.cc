@@ -91,8 +91,8 @@ class ClusterStateTest : public ::testing::Test {
     ASSERT_TRUE(state_->Submit(Spec("name: h\npriority: 50\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n"), 4, &fx).ok());
     Effects pre;
     state_->Schedule(5, &pre);
-    ASSERT_EQ(state_->GetJob(1)->state, "pending");
-    ASSERT_EQ(state_->GetJob(2)->state, "pending");
+    ASSERT_EQ(state_->GetJob(1)->state, "preempting");
+    ASSERT_EQ(state_->GetJob(2)->state, "preempting");
   }
   static std::vector<const pb::Launch*> Launches(const Effects& fx) {
     std::vector<const pb::Launch*> out;
@@ -358,7 +358,7 @@ TEST_F(ClusterStateTest, AVictimThatStopsFirstDoesNotTakeBackWhatItsPreemptorWai
 TEST_F(ClusterStateTest, TheGpusOfTasksStillStoppingAreShownHeld) {
   std::string node1, node2;
   ASSERT_NO_FATAL_FAILURE(PreemptTwoVictims(8, &node1, &node2));
-  ASSERT_EQ(state_->GetJob(1)->state, "pending");
+  ASSERT_EQ(state_->GetJob(1)->state, "preempting");
   auto held_by = [&](sched::JobId job) {
     size_t n = 0;
     for (const auto& [id, g] : state_->GpuGrants()) n += id == job && g.milli >= 1000;
@@ -370,6 +370,8 @@ TEST_F(ClusterStateTest, TheGpusOfTasksStillStoppingAreShownHeld) {
   Effects st;
   Status(node1, "1.0.0", pb::TaskStatus::EXITED, 0, 6, &st);
   EXPECT_EQ(held_by(1), 0u) << "released once it has ended";
+  EXPECT_EQ(state_->GetJob(1)->state, "pending") << "its last task has stopped: it may be placed again";
+  EXPECT_EQ(state_->GetJob(2)->state, "preempting") << "job 2's task still stops on " << node2;
   EXPECT_EQ(held_by(2), 8u);
 }
 
@@ -412,7 +414,7 @@ TEST_F(ClusterStateTest, ATaskStoppedBecauseItsAgentExitedRequeuesItsJob) {
   Effects st;
   ASSERT_TRUE(state_->OnTaskStatus("a", s, 5, &st).ok());
   auto j = state_->GetJob(1);
-  EXPECT_EQ(j->state, "pending");
+  EXPECT_EQ(j->state, "preempting");
   EXPECT_EQ(j->restarts, 1u);
   EXPECT_EQ(state_->GetNode("a")->gpus_free, 8) << "its task has ended: what it held is free again";
   EXPECT_EQ(state_->GetNode("b")->gpus_free, 0) << "held until b's task has stopped";
@@ -485,7 +487,7 @@ TEST_F(ClusterStateTest, LostNodeRequeuesTheGangWhole) {
   Effects lost;
   state_->CheckHeartbeats(3500, &lost);
   auto j = state_->GetJob(1);
-  EXPECT_EQ(j->state, "pending");
+  EXPECT_EQ(j->state, "preempting");
   EXPECT_EQ(j->attempt, 1u);
   EXPECT_EQ(j->restarts, 1u);
   EXPECT_NE(j->message.find("node b lost"), std::string::npos);

@@ -31,7 +31,7 @@ api::JobView ClusterState::View(const JobRecord& j) const {
   v.held = j.held;
   v.staging_ms = j.staging_ms;
   v.staging_gpu_ms = j.staging_gpu_ms;
-  if (j.state == JobState::kPending) {
+  if (j.state == JobState::kPending || j.state == JobState::kPreempting) {
     v.reason = !j.reason_detail.empty()             ? j.reason_detail
                : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
                                                     : j.reason.ToString(*topology_);

@@ -16,7 +16,11 @@ std::atomic<int64_t> refused{0};
 
 void JobLifecycle::Admit(JobRecord& j) { j.state = job::JobState::kPending; }
 
-void JobLifecycle::Restore(JobRecord& j, job::JobState stored) { j.state = stored; }
+void JobLifecycle::Restore(JobRecord& j, job::JobState stored) {
+  // Tasks a preempting job was still stopping are not in the store: their agents report them when
+  // they register again (they hold their GPUs until they end), so the job itself waits as pending.
+  j.state = stored == job::JobState::kPreempting ? job::JobState::kPending : stored;
+}
 
 bool JobLifecycle::Transition(JobRecord& j, job::JobState to, std::string_view flow) {
   if (Status s = job::CheckTransition(j.state, to); !s.ok()) {
@@ -31,5 +35,10 @@ bool JobLifecycle::Transition(JobRecord& j, job::JobState to, std::string_view f
 }
 
 int64_t JobLifecycle::Refused() { return refused.load(std::memory_order_relaxed); }
+
+std::string StoppingReason(uint32_t tasks) {
+  return "waiting for " + std::to_string(tasks) + " task" + (tasks == 1 ? "" : "s") +
+         " of its previous attempt to checkpoint and stop before it starts again";
+}
 
 }  // namespace hangar::controller

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "job/job_state.h"
@@ -20,7 +21,8 @@ class JobLifecycle {
  public:
   // A job just admitted: pending.
   static void Admit(JobRecord& j);
-  // A job read back from the store: the state it was stored in (no move: it is where it was).
+  // A job read back from the store: the state it was stored in (no move: it is where it was),
+  // except that a preempting one is pending (the tasks it waited for are not in the store).
   static void Restore(JobRecord& j, job::JobState stored);
   // Moves `j` to `to` when the state machine allows it; `flow` names the caller for the log
   // ("cancel", "requeue", ...). Returns whether it moved.
@@ -28,5 +30,8 @@ class JobLifecycle {
   // How many moves were refused since the process started.
   static int64_t Refused();
 };
+
+// Why a requeued job waits while `tasks` of its previous attempt still stop.
+std::string StoppingReason(uint32_t tasks);
 
 }  // namespace hangar::controller

@@ -26,6 +26,23 @@ TEST(JobLifecycleTest, MovesAJobTheWayTheStateMachineAllows) {
   EXPECT_EQ(j.state, JobState::kCancelled);
 }
 
+// A requeued job is preempting while its previous attempt's tasks stop, then pending; the store
+// does not keep those tasks, so a preempting job read back from it waits as pending.
+TEST(JobLifecycleTest, PreemptingLeadsBackToPendingAndIsRestoredAsPending) {
+  JobRecord j;
+  j.id = 8;
+  JobLifecycle::Admit(j);
+  ASSERT_TRUE(JobLifecycle::Transition(j, JobState::kStarting, "placement"));
+  EXPECT_TRUE(JobLifecycle::Transition(j, JobState::kPreempting, "requeue"));
+  EXPECT_TRUE(JobLifecycle::Transition(j, JobState::kPending, "previous attempt stopped"));
+  JobRecord r;
+  JobLifecycle::Restore(r, JobState::kPreempting);
+  EXPECT_EQ(r.state, JobState::kPending);
+  JobLifecycle::Restore(r, JobState::kRunning);
+  EXPECT_EQ(r.state, JobState::kRunning);
+  EXPECT_EQ(StoppingReason(1), "waiting for 1 task of its previous attempt to checkpoint and stop before it starts again");
+}
+
 // A refused move is a bug in a flow: it stops builds with assertions (the sanitizer builds, where
 // the state tests run too) and, in a release build, leaves the job where it was and is counted.
 TEST(JobLifecycleTest, ARefusedMoveLeavesTheJobWhereItWas) {
