@@ -181,6 +181,9 @@ class Agent {
   void HandleSessionOpen(const pb::SessionOpen& o);
   // An interactive launch (Launch.tty): the task's terminal, its follower in launch->terminal_fd.
   Status PrepareTerminal(const pb::Launch& l, const std::string& dir, TaskLaunch* launch);
+  // An interactive launch without a terminal (Launch.stdin_pipe): the read end of the task's stdin
+  // pipe in launch->stdin_fd.
+  Status PrepareStdinPipe(const pb::Launch& l, TaskLaunch* launch);
   // After the launch: the agent's copy of the follower goes; a failed start ends the terminal.
   void AfterTerminalLaunch(const TaskLaunch& launch, bool started);
   void HandleValidate(const pb::Validate& v);

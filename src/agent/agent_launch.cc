@@ -138,9 +138,10 @@ void Agent::HandleLaunch(const pb::Launch& l) {
                : GiveTo(dir + "/gpu_util", /*dir=*/false, **run_as);
   }
   if (ready.ok() && l.tty()) ready = PrepareTerminal(l, dir, &launch);
+  if (ready.ok() && l.stdin_pipe() && !l.tty()) ready = PrepareStdinPipe(l, &launch);
   if (ready.ok()) ready = PrepareMps(l, &launch, &r);  // last: only the launch itself may fail after it
   StatusOr<pid_t> pid = ready.ok() ? runner_.Launch(launch) : StatusOr<pid_t>(ready);
-  if (l.tty()) AfterTerminalLaunch(launch, pid.ok());
+  if (l.tty() || l.stdin_pipe()) AfterTerminalLaunch(launch, pid.ok());
   if (pid.ok()) {
     r.pid = *pid;
     for (uint32_t g : r.gpus) backend_->SetBusy(g, dir + "/gpu_util");

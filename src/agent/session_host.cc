@@ -46,7 +46,7 @@ SessionHost::~SessionHost() {
       waitpid(s->pid, nullptr, 0);
     }
     for (int* fd : {&s->in, &s->out, &s->err, &s->pidfd}) {
-      if (*fd >= 0 && !(fd == &s->out && s->tty)) close(*fd);
+      if (*fd >= 0 && !(fd == &s->out && s->one_fd())) close(*fd);
     }
   }
   for (auto& [id, t] : terminals_) {
@@ -76,6 +76,10 @@ void SessionHost::OpenExec(uint64_t id, SpawnRequest spawn, bool tty, uint32_t r
 void SessionHost::OpenAttach(uint64_t id, const std::string& task_id, uint32_t rows,
                              uint32_t cols) {
   Post([=, this] { StartAttach(id, task_id, rows, cols); });
+}
+
+void SessionHost::OpenPort(uint64_t id, int socket) {
+  Post([=, this] { StartPort(id, socket); });
 }
 
 void SessionHost::Input(const v1::SessionInput& in) {
@@ -115,6 +119,28 @@ StatusOr<int> SessionHost::CreateTerminal(const std::string& task_id, const std:
     UpdateInterest(term);
   });
   return follower;
+}
+
+StatusOr<int> SessionHost::CreateStdinPipe(const std::string& task_id) {
+  int ends[2];
+  if (pipe2(ends, O_CLOEXEC) != 0)
+    return Status::Unavailable(std::string("cannot create the task's stdin pipe: ") +
+                               std::strerror(errno));
+  fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK);
+  auto t = std::make_shared<Terminal>();
+  t->task_id = task_id;
+  t->leader = ends[1];
+  t->input_only = true;
+  Post([this, t] {
+    auto owned = std::make_unique<Terminal>(std::move(*t));
+    Terminal& term = *owned;
+    if (auto old = terminals_.find(term.task_id); old != terminals_.end())
+      EndTerminal(*old->second);  // a relaunch
+    terminals_[term.task_id] = std::move(owned);
+    Watch(term.leader, {true, 0, term.task_id});
+    UpdateInterest(term);
+  });
+  return ends[0];
 }
 
 void SessionHost::TaskEnded(const std::string& task_id, int exit_code, int signal) {
@@ -177,12 +203,14 @@ void SessionHost::OnReady(int fd, uint32_t events) {
   if (watch.terminal) {
     auto t = terminals_.find(watch.task_id);
     if (t == terminals_.end()) return;
-    if (events & EPOLLOUT) {
-      Terminal& term = *t->second;
-      const ssize_t n = write(term.leader, term.pending.data(), term.pending.size());
-      if (n > 0) term.pending.erase(0, static_cast<size_t>(n));
+    Terminal& term = *t->second;
+    if (term.input_only && (events & (EPOLLHUP | EPOLLERR))) {
+      term.pending.clear();  // the task closed its stdin: what it will not read is dropped
+      Unwatch(term.leader);
+      return;
     }
-    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadTerminal(*t->second, false);
+    if (events & EPOLLOUT) FlushTerminal(term);
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadTerminal(term, false);
     if (auto again = terminals_.find(watch.task_id); again != terminals_.end())
       UpdateInterest(*again->second);
     return;
@@ -192,7 +220,7 @@ void SessionHost::OnReady(int fd, uint32_t events) {
   Session& s = *it->second;
   if (fd == s.pidfd) return ProgramExited(s);
   if ((events & EPOLLOUT) || (fd == s.in && (events & EPOLLERR))) FlushInput(s);
-  const bool output = fd != s.in || s.tty;  // a tty's leader carries both ways
+  const bool output = fd != s.in || s.one_fd();  // a tty's leader carries both ways, a socket too
   if (sessions_.count(watch.session) && output && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
     ReadSession(s, fd, false);
   }

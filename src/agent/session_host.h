@@ -2,6 +2,9 @@
 //   - An exec session runs a program beside a running task (`hangar exec`): as the task's user,
 //     with its environment, cgroup and working directory (session_target.h), or inside its
 //     container through `podman exec`; under a pseudo-terminal of its own or on pipes.
+//   - A port session is one TCP connection of a port forward (`hangar port-forward`): a socket
+//     the agent connected in the task's network namespace (port_target.h); input goes to it,
+//     what the server sends comes back as stdout, and a client's eof is a half-close.
 //   - A task terminal is the pseudo-terminal an interactive task (`hangar run -t`) runs on: the
 //     host reads it all the task's life (into the task's stdout log and a backlog of its last
 //     bytes), and attach sessions (`hangar attach`) show it and type into it.
@@ -53,6 +56,9 @@ class SessionHost {
   // Attaches session `id` to the terminal of `task_id`: its backlog first, then what comes. Ends
   // at once, with an error, when the task has no terminal here.
   void OpenAttach(uint64_t id, const std::string& task_id, uint32_t rows, uint32_t cols);
+  // Carries session `id` over `socket` (connected, non-blocking; the host closes it). The session
+  // ends when the server closes its side (after what it sent is out), or the client leaves.
+  void OpenPort(uint64_t id, int socket);
   void Input(const v1::SessionInput& in);
   // Ends every session at once (their controller is gone): execs get SIGHUP; terminals stay.
   void CloseSessions();
@@ -62,6 +68,10 @@ class SessionHost {
   // `owner` (-1: none) gets the follower, as a terminal's user does.
   StatusOr<int> CreateTerminal(const std::string& task_id, const std::string& log_path,
                                uid_t owner);
+  // The standard input of task `task_id`, started without a terminal: attach sessions write into
+  // the pipe, and their eof closes it. The read end for the launch (the caller closes it once the
+  // task has started).
+  StatusOr<int> CreateStdinPipe(const std::string& task_id);
   // The task ended (or never started): attached sessions end with its status once the terminal's
   // last bytes are out; the terminal is kept for a minute for a late attach, then dropped.
   void TaskEnded(const std::string& task_id, int exit_code, int signal);
@@ -80,9 +90,11 @@ class SessionHost {
   void OnReady(int fd, uint32_t events);
   void StartExec(uint64_t id, SpawnRequest spawn, bool tty, uint32_t rows, uint32_t cols);
   void StartAttach(uint64_t id, const std::string& task_id, uint32_t rows, uint32_t cols);
+  void StartPort(uint64_t id, int socket);
   void TakeInput(const v1::SessionInput& in);
   void ReadSession(Session& s, int fd, bool drain);
   void ReadTerminal(Terminal& t, bool drain);
+  void FlushTerminal(Terminal& t);
   void FlushInput(Session& s);
   void ProgramExited(Session& s);
   void EndSession(uint64_t id, v1::SessionOutput last);

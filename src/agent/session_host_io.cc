@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -112,6 +113,21 @@ void SessionHost::StartAttach(uint64_t id, const std::string& task_id, uint32_t 
   UpdateInterest(term);
 }
 
+void SessionHost::StartPort(uint64_t id, int socket) {
+  auto s = std::make_unique<Session>();
+  s->id = id;
+  s->socket = true;
+  s->in = s->out = socket;
+  Session& ref = *s;
+  sessions_[id] = std::move(s);
+  Watch(socket, {false, id, ""});
+  UpdateInterest(ref);
+  v1::SessionOutput opened;
+  opened.set_session_id(id);
+  opened.set_opened(true);
+  send_(opened);
+}
+
 void SessionHost::TakeInput(const v1::SessionInput& in) {
   auto it = sessions_.find(in.session_id());
   if (it == sessions_.end()) return;
@@ -126,6 +142,7 @@ void SessionHost::TakeInput(const v1::SessionInput& in) {
     if (s.attach || s.pid <= 0) {
       if (term) std::erase(term->attached, s.id);
       Unwatch(s.in), Unwatch(s.out), Unwatch(s.err), Unwatch(s.pidfd);
+      if (s.socket) CloseFd(&s.in);
       sessions_.erase(it);
       if (term) UpdateInterest(*term);
       return;
@@ -139,7 +156,7 @@ void SessionHost::TakeInput(const v1::SessionInput& in) {
   const int terminal_fd = term ? term->leader : (s.tty ? s.in : -1);
   if (in.rows() > 0 && in.cols() > 0 && terminal_fd >= 0)
     SetWindowSize(terminal_fd, in.rows(), in.cols());
-  if (in.signal() > 0 && in.signal() < NSIG) SignalForeground(terminal_fd, s.pid, in.signal());
+  if (in.signal() > 0 && in.signal() < NSIG && !s.socket) SignalForeground(terminal_fd, s.pid, in.signal());
   std::string& pending = term ? term->pending : s.pending;
   if (!in.data().empty()) {
     if (pending.size() + in.data().size() > kMaxPendingInput) {
@@ -151,15 +168,19 @@ void SessionHost::TakeInput(const v1::SessionInput& in) {
     pending += in.data();
   }
   if (in.eof()) {
-    if (s.tty)
+    if (term && term->input_only)
+      term->eof_pending = true;
+    else if (s.tty)
       pending.push_back('\x04');  // a terminal's end of file: its VEOF character
     else
       s.eof_pending = true;
   }
-  if (term)
+  if (term) {
+    FlushTerminal(*term);
     UpdateInterest(*term);
-  else
+  } else {
     FlushInput(s);
+  }
   if (auto again = sessions_.find(in.session_id()); again != sessions_.end())
     UpdateInterest(*again->second);
 }
@@ -167,7 +188,9 @@ void SessionHost::TakeInput(const v1::SessionInput& in) {
 void SessionHost::FlushInput(Session& s) {
   if (s.in < 0) return;
   while (!s.pending.empty()) {
-    const ssize_t n = write(s.in, s.pending.data(), s.pending.size());
+    // A socket whose peer left must not raise SIGPIPE in the agent.
+    const ssize_t n = s.socket ? send(s.in, s.pending.data(), s.pending.size(), MSG_NOSIGNAL)
+                               : write(s.in, s.pending.data(), s.pending.size());
     if (n > 0) {
       s.pending.erase(0, static_cast<size_t>(n));
       continue;
@@ -176,7 +199,12 @@ void SessionHost::FlushInput(Session& s) {
     s.pending.clear();  // the program closed its stdin: what it will not read is dropped
     break;
   }
-  if (s.eof_pending && !s.tty) {
+  if (s.eof_pending && s.socket) {
+    if (s.pending.empty()) {  // the server reads its end; its replies still come
+      shutdown(s.in, SHUT_WR);
+      s.eof_pending = false;
+    }
+  } else if (s.eof_pending && !s.tty) {
     Unwatch(s.in);
     CloseFd(&s.in);
   }
@@ -193,6 +221,9 @@ void SessionHost::ReadSession(Session& s, int fd, bool drain) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     // End of file (a pipe's writers closed) or EIO (a terminal with no follower open any more).
+    if (s.socket) {  // the server closed (or reset) the connection: nothing more comes either way
+      return EndSession(s.id, EndedFrame(s.id, 0, 0, ""));
+    }
     if (fd == s.err) {
       Unwatch(s.err);
       CloseFd(&s.err);
@@ -206,7 +237,22 @@ void SessionHost::ReadSession(Session& s, int fd, bool drain) {
   }
 }
 
+void SessionHost::FlushTerminal(Terminal& t) {
+  if (t.leader < 0 || !watches_.count(t.leader)) return;  // closed, or its reader is gone
+  while (!t.pending.empty()) {
+    const ssize_t n = write(t.leader, t.pending.data(), t.pending.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    t.pending.erase(0, static_cast<size_t>(n));
+  }
+  if (t.input_only && t.eof_pending && t.pending.empty()) {  // the task reads its end of file
+    Unwatch(t.leader);
+    CloseFd(&t.leader);
+  }
+}
+
 void SessionHost::ReadTerminal(Terminal& t, bool drain) {
+  if (t.input_only) return;  // a pipe's write end: nothing comes back
   char buf[kReadChunk];
   while (t.leader >= 0 && (drain || !TerminalPaused(t))) {
     const ssize_t n = read(t.leader, buf, sizeof buf);
@@ -260,7 +306,7 @@ void SessionHost::EndSession(uint64_t id, v1::SessionOutput last) {
     } else {
       for (int* fd : {&s.err, &s.pidfd, &s.in, &s.out}) {
         Unwatch(*fd);
-        if (fd == &s.out && s.tty) break;  // the same descriptor as `in`, closed already
+        if (fd == &s.out && s.one_fd()) break;  // the same descriptor as `in`, closed already
         CloseFd(fd);
       }
     }
@@ -339,7 +385,7 @@ void SessionHost::UpdateInterest(Session& s) {
   };
   const uint32_t read = s.credit() ? uint32_t{EPOLLIN} : 0u;
   const uint32_t write = s.pending.empty() ? 0u : uint32_t{EPOLLOUT};
-  if (s.tty) {
+  if (s.one_fd()) {
     set(s.in, read | write);
   } else {
     set(s.in, write);
@@ -353,8 +399,8 @@ void SessionHost::UpdateInterest(Terminal& t) {
   auto w = watches_.find(t.leader);
   if (t.leader < 0 || w == watches_.end()) return;
   epoll_event ev{};
-  ev.events =
-      (TerminalPaused(t) ? 0u : uint32_t{EPOLLIN}) | (t.pending.empty() ? 0u : uint32_t{EPOLLOUT});
+  ev.events = (TerminalPaused(t) || t.input_only ? 0u : uint32_t{EPOLLIN}) |
+              (t.pending.empty() ? 0u : uint32_t{EPOLLOUT});
   ev.data.fd = t.leader;
   if (ev.events == 0) {
     epoll_ctl(epoll_, EPOLL_CTL_DEL, t.leader, nullptr);

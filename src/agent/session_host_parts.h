@@ -17,6 +17,7 @@ struct SessionHost::Session {
   std::string task_id;  // an attach session's terminal
   bool attach = false;
   bool tty = false;
+  bool socket = false;  // a port session: in == out (the socket), no program
   pid_t pid = -1;
   int pidfd = -1;
   int in = -1, out = -1, err = -1;  // a tty exec: in == out (the terminal's leader), err -1
@@ -26,6 +27,7 @@ struct SessionHost::Session {
   bool client_gone = false;  // ended by the client: reap the program, tell no one
   int64_t kill_at = kNever;  // MonotonicNanos() for the SIGKILL after a hang-up
   bool credit() const { return sent - acked < kWindow; }
+  bool one_fd() const { return tty || socket; }  // `in` and `out` are one descriptor
 };
 
 struct SessionHost::Terminal {
@@ -35,6 +37,8 @@ struct SessionHost::Terminal {
   std::string backlog;
   std::vector<uint64_t> attached;
   std::string pending;  // what attached sessions typed, not yet written
+  bool input_only = false;  // `leader` is the write end of the task's stdin pipe: nothing to read
+  bool eof_pending = false;  // input_only: close the pipe once `pending` is written
   bool ended = false;
   int exit_code = 0, signal = 0;
   int64_t ended_at = 0;  // MonotonicNanos()

@@ -1,6 +1,9 @@
 #include "agent/session_host.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -148,6 +151,84 @@ TEST(SessionHostTest, AnAttachToATaskWithoutATerminalIsRefused) {
   host.OpenAttach(11, "8.0.0", 24, 80);
   auto s = c.WaitFor(11, [](const auto& s) { return s.ended; });
   EXPECT_NE(s.error.find("no terminal"), std::string::npos) << s.error;
+}
+
+TEST(SessionHostTest, AnAttachFeedsATasksStdinPipeAndItsEofClosesIt) {
+  Collector c;
+  SessionHost host(c.Sink());
+  auto read_end = host.CreateStdinPipe("12.0.0");
+  ASSERT_TRUE(read_end.ok()) << read_end.status().message();
+  host.OpenAttach(30, "12.0.0", 0, 0);
+  c.WaitFor(30, [](const auto& s) { return s.opened; });
+  v1::SessionInput in = Input(30);
+  in.set_data("line one\n");
+  host.Input(in);
+  v1::SessionInput last = Input(30);
+  last.set_data("two");
+  last.set_eof(true);
+  host.Input(last);
+  // The task's side: everything typed, then end of file (a blocking read; the host closes it).
+  std::string got;
+  char buf[64];
+  for (;;) {
+    pollfd p{*read_end, POLLIN, 0};
+    if (poll(&p, 1, 10'000) <= 0) break;  // a host that never closes it fails the test
+    const ssize_t n = read(*read_end, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, n);
+  }
+  EXPECT_EQ(got, "line one\ntwo") << "no \\x04 or other terminal bytes: a pipe carries them as sent";
+  close(*read_end);
+  host.TaskEnded("12.0.0", 4, 0);
+  auto s = c.WaitFor(30, [](const auto& s) { return s.ended; });
+  EXPECT_EQ(s.exit_code, 4);
+  EXPECT_EQ(s.out, "");
+}
+
+TEST(SessionHostTest, APortSessionCarriesBothWaysHalfClosesAndEndsWhenTheServerCloses) {
+  Collector c;
+  SessionHost host(c.Sink());
+  int ends[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+  fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK);
+  const int server = ends[1];  // the task's server; the host carries ends[0]
+  timeval limit{10, 0};        // a host that never half-closes fails the test, not hangs it
+  setsockopt(server, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  host.OpenPort(20, ends[0]);
+  v1::SessionInput in = Input(20);
+  in.set_data("GET / HTTP/1.0\r\n\r\n");
+  in.set_eof(true);  // the client's half-close reaches the server as its end of file
+  host.Input(in);
+  std::string request;
+  char buf[256];
+  for (ssize_t n; (n = read(server, buf, sizeof buf)) > 0;) request.append(buf, n);
+  EXPECT_EQ(request, "GET / HTTP/1.0\r\n\r\n");
+  EXPECT_FALSE(c.WaitFor(20, [](const auto& s) { return s.opened; }).ended)
+      << "a half-close leaves the way back open";
+  ASSERT_EQ(write(server, "HTTP/1.0 200 OK\r\n\r\nhi", 21), 21);
+  close(server);
+  auto s = c.WaitFor(20, [](const auto& s) { return s.ended; });
+  EXPECT_TRUE(s.opened);
+  EXPECT_EQ(s.out, "HTTP/1.0 200 OK\r\n\r\nhi");
+  EXPECT_EQ(s.error, "");
+}
+
+TEST(SessionHostTest, APortSessionsClientLeavingClosesTheConnection) {
+  Collector c;
+  SessionHost host(c.Sink());
+  int ends[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+  fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK);
+  host.OpenPort(21, ends[0]);
+  c.WaitFor(21, [](const auto& s) { return s.opened; });
+  v1::SessionInput close_it = Input(21);
+  close_it.set_close(true);
+  host.Input(close_it);
+  timeval limit{10, 0};
+  setsockopt(ends[1], SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  char buf[8];
+  EXPECT_EQ(read(ends[1], buf, sizeof buf), 0) << "the server sees the connection end";
+  close(ends[1]);
 }
 
 TEST(SessionTargetTest, ReadsAProcesssUserEnvironmentAndFolder) {

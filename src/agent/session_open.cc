@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/port_target.h"
 #include "agent/session_target.h"
 
 namespace hangar::agent {
@@ -34,6 +35,24 @@ std::vector<std::string> AgentBaseEnvironment() {
   return env;
 }
 
+// A port forward's connection to `start.port()` in the task's network namespace, to a listener of
+// the task's own processes (port_target.h); -1 for a probe, which only checks.
+StatusOr<int> ConnectToTaskPort(const TaskRecord& task, const Podman* podman,
+                                const pb::SessionStart& start) {
+  if (start.port() > 65535) return Status::InvalidArgument("a port is 1-65535");
+  const uint16_t port = static_cast<uint16_t>(start.port());
+  std::vector<pid_t> roots{task.pid};
+  pid_t netns = task.pid;
+  if (!task.container.empty()) {
+    if (!podman) return Status::Unavailable("containers do not run on this node");
+    HANGAR_ASSIGN_OR_RETURN(netns, podman->ContainerPid(task.container));
+    roots.push_back(netns);
+  }
+  HANGAR_ASSIGN_OR_RETURN(PortTarget target, FindTaskListener(netns, roots, port));
+  if (start.probe()) return -1;
+  return ConnectInNamespace(netns, target, port);
+}
+
 }  // namespace
 
 void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
@@ -54,6 +73,21 @@ void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
     return refuse("task " + o.task_id() + " is not running on node " + options_.node);
   }
   if (start.attach()) return sessions_->OpenAttach(id, o.task_id(), start.rows(), start.cols());
+  if (start.port() > 0) {
+    auto socket = ConnectToTaskPort(*task, podman_ ? &*podman_ : nullptr, start);
+    if (!socket.ok()) return refuse("task " + o.task_id() + ": " + socket.status().message());
+    if (start.probe()) {
+      pb::AgentMessage m;
+      m.mutable_session_output()->set_session_id(id);
+      m.mutable_session_output()->set_opened(true);
+      m.mutable_session_output()->set_ended(true);
+      Write(m);
+      return;
+    }
+    spdlog::info("agent {}: session {} forwards a connection to port {} of task {}", options_.node,
+                 id, start.port(), o.task_id());
+    return sessions_->OpenPort(id, *socket);
+  }
   if (start.argv().empty())
     return refuse("give the program to run after --, as in `hangar exec JOB -- bash`");
   const std::vector<std::string> argv(start.argv().begin(), start.argv().end());
@@ -102,8 +136,18 @@ Status Agent::PrepareTerminal(const pb::Launch& l, const std::string& dir, TaskL
   return Status::Ok();
 }
 
+Status Agent::PrepareStdinPipe(const pb::Launch& l, TaskLaunch* launch) {
+  HANGAR_ASSIGN_OR_RETURN(launch->stdin_fd, sessions_->CreateStdinPipe(l.task_id()));
+  if (l.has_container()) {  // podman passes its stdin into the container only when asked
+    auto run = std::find(launch->argv.begin(), launch->argv.end(), "run");
+    if (run != launch->argv.end()) launch->argv.insert(run + 1, "--interactive");
+  }
+  return Status::Ok();
+}
+
 void Agent::AfterTerminalLaunch(const TaskLaunch& launch, bool started) {
   if (launch.terminal_fd >= 0) close(launch.terminal_fd);
+  if (launch.stdin_fd >= 0) close(launch.stdin_fd);
   if (!started) sessions_->TaskEnded(launch.task_id, 127, 0);
 }
 

@@ -13,6 +13,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/client.h"
+#include "cli/port_forward.h"
 #include "cli/session_client.h"
 #include "common/time.h"
 #include "job/job_spec.h"
@@ -30,6 +31,11 @@ struct ExecOptions {
 struct AttachOptions {
   Common c;
   std::string target;
+};
+
+struct ForwardOptions {
+  Common c;
+  std::string target, ports, address = "127.0.0.1";
 };
 
 struct RunOptions {
@@ -116,6 +122,7 @@ StatusOr<job::JobSpec> RunSpec(const RunOptions& o) {
   }
   spec.interactive = true;
   spec.terminal = o.tty;
+  spec.stdin_open = o.stdin_open && !o.tty;
   HANGAR_RETURN_IF_ERROR(job::ValidateJobSpec(spec));
   return spec;
 }
@@ -154,6 +161,21 @@ StatusOr<std::string> WaitForStart(ApiClient& api, uint64_t id) {
   }
 }
 
+// `hangar run -i` without a terminal: this process's stdin into the task's stdin pipe, its end
+// the task's end of file. Ctrl-C stays this process's (as without -i).
+void FeedStdin(const std::string& server, uint64_t job) {
+  SessionOptions s;
+  s.server = server;
+  s.start.set_job_id(job);
+  s.start.set_attach(true);
+  s.forward_signals = false;
+  auto end = RunSession(s);
+  if (!end.ok()) {
+    std::fprintf(stderr, "hangar: stdin did not reach job %llu: %s\n",
+                 static_cast<unsigned long long>(job), end.status().message().c_str());
+  }
+}
+
 // Without a terminal: the task's output as it comes (as `logs -f`), and its exit status.
 Status FollowToEnd(ApiClient& api, uint64_t id, int* rc) {
   const std::string path = "/v1/jobs/" + std::to_string(id);
@@ -186,7 +208,13 @@ Status Run(const RunOptions& o, int* rc) {
   std::fprintf(stderr, "submitted interactive job %llu (%s)\n", static_cast<unsigned long long>(id),
                spec.name.c_str());
   HANGAR_ASSIGN_OR_RETURN(const std::string state, WaitForStart(api, id));
-  if (!o.tty) return FollowToEnd(api, id, rc);
+  if (!o.tty && !o.stdin_open) return FollowToEnd(api, id, rc);
+  if (!o.tty) {  // stdin goes up through an attach session while the output is followed
+    std::thread feed([&] { FeedStdin(o.c.server, id); });
+    const Status followed = FollowToEnd(api, id, rc);
+    feed.join();
+    return followed;
+  }
   (void)state;  // an ended job's terminal is kept a minute on its node: the attach shows its end
   return Attach(o.c.server, id, 0, rc);
 }
@@ -219,6 +247,26 @@ void RegisterInteractiveCommands(CLI::App& app, int* rc) {
     });
   });
 
+  auto f = std::make_shared<ForwardOptions>();
+  CLI::App* forward = app.add_subcommand(
+      "port-forward",
+      "Forward a local port to a port a task's own processes listen on (a notebook, TensorBoard)");
+  AddServer(forward, &f->c);
+  forward->add_option("target", f->target, "JOB or JOB.TASK (task 0 by default)")->required();
+  forward->add_option("ports", f->ports, "PORT, or LOCAL:REMOTE (LOCAL 0: any free port)")
+      ->required();
+  forward->add_option("--address", f->address, "Local address to listen on (default 127.0.0.1)");
+  forward->callback([f, rc] {
+    Guard(rc, [&] {
+      PortForwardOptions o;
+      o.server = f->c.server;
+      o.address = f->address;
+      HANGAR_RETURN_IF_ERROR(ParseJobTask(f->target, &o.job, &o.task));
+      HANGAR_RETURN_IF_ERROR(ParsePortPair(f->ports, &o.local, &o.remote));
+      return RunPortForward(o);
+    });
+  });
+
   auto r = std::make_shared<RunOptions>();
   CLI::App* run =
       app.add_subcommand("run", "Submit an interactive job and attach to it when it starts");
@@ -230,7 +278,8 @@ void RegisterInteractiveCommands(CLI::App& app, int* rc) {
   run->add_option("--name", r->name, "The job's name (default: run-PROGRAM)");
   run->add_option("-f,--file", r->file,
                   "A job file for its shape (its first task group runs the command)");
-  run->add_flag("-i,--stdin", r->stdin_open, "Pass standard input (with -t: the terminal)");
+  run->add_flag("-i,--stdin", r->stdin_open,
+                "Pass standard input to the program (its end reaches it as end of file)");
   run->add_flag("-t,--tty", r->tty,
                 "Run the program on a terminal and attach to it (Enter ~ . detaches)");
   run->add_option("command", r->argv, "The program and its arguments, after --");

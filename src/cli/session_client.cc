@@ -225,14 +225,25 @@ Status ParseJobTask(const std::string& text, uint64_t* job, uint32_t* task) {
   return Status::Ok();
 }
 
+StatusOr<std::shared_ptr<grpc::Channel>> OpenSessionChannel(const std::string& server) {
+  ApiClient api(server);
+  return SessionChannel(api);
+}
+
+void AddSessionCredentials(const std::string& server, grpc::ClientContext* ctx) {
+  ApiClient api(server);
+  const std::string token = TokenFor(api.server());
+  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+  if (const char* user = std::getenv("USER"); user && *user) ctx->AddMetadata("x-hangar-user", user);
+}
+
+Status FromSessionStatus(const grpc::Status& s) { return FromGrpc(s); }
+
 StatusOr<SessionEnd> RunSession(const SessionOptions& options) {
-  ApiClient api(options.server);
-  HANGAR_ASSIGN_OR_RETURN(auto channel, SessionChannel(api));
+  HANGAR_ASSIGN_OR_RETURN(auto channel, OpenSessionChannel(options.server));
   auto stub = pb::Sessions::NewStub(channel);
   grpc::ClientContext ctx;
-  const std::string token = TokenFor(api.server());
-  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
-  if (const char* user = std::getenv("USER"); user && *user) ctx.AddMetadata("x-hangar-user", user);
+  AddSessionCredentials(options.server, &ctx);
   std::unique_ptr<Stream> stream = stub->Open(&ctx);
   pb::SessionClientFrame first;
   *first.mutable_start() = options.start;
@@ -254,7 +265,7 @@ StatusOr<SessionEnd> RunSession(const SessionOptions& options) {
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigaction(SIGWINCH, &sa, nullptr);
-  if (!options.raw) {  // Ctrl-C and friends go to the program; raw, they are bytes it reads
+  if (!options.raw && options.forward_signals) {  // raw, they are bytes the program reads
     for (int sig : {SIGINT, SIGQUIT, SIGTSTP}) sigaction(sig, &sa, nullptr);
   }
   RawTerminal raw(options.raw);

@@ -6,11 +6,18 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "proto/agent.pb.h"
+
+namespace grpc {
+class Channel;
+class ClientContext;
+class Status;
+}  // namespace grpc
 
 namespace hangar::cli {
 
@@ -19,6 +26,8 @@ struct SessionOptions {
   hangar::agent::v1::SessionStart start;  // job, task, and exec or attach
   bool forward_stdin = true;              // send what stdin gives (else stdin is closed at once)
   bool raw = false;  // the local terminal goes raw (a tty session on a terminal)
+  // Without `raw`: Ctrl-C and friends go to the program (else they act on this process).
+  bool forward_signals = true;
 };
 
 // What became of a session.
@@ -30,6 +39,13 @@ struct SessionEnd {
 // Runs the session until the program ends, the person detaches (Enter ~ .), or the connection
 // fails. Errors are the controller's sentences (403 for another's job, ...).
 StatusOr<SessionEnd> RunSession(const SessionOptions& options);
+
+// The controller's session port, as the API at `server` names it, with the API's TLS; and a call's
+// context carrying the token for `server`.
+StatusOr<std::shared_ptr<grpc::Channel>> OpenSessionChannel(const std::string& server);
+void AddSessionCredentials(const std::string& server, grpc::ClientContext* ctx);
+// A refusal from the session port as the CLI reports it (403, 401, ...).
+Status FromSessionStatus(const grpc::Status& s);
 
 // "JOB" or "JOB.TASK" to a job id and task index; InvalidArgument, saying the form, otherwise.
 Status ParseJobTask(const std::string& text, uint64_t* job, uint32_t* task);

@@ -1,4 +1,5 @@
 #include "cli/session_client.h"
+#include "cli/port_forward.h"
 
 #include <gtest/gtest.h>
 
@@ -40,6 +41,24 @@ TEST(ParseJobTaskTest, JobAloneMeansTaskZero) {
   EXPECT_FALSE(ParseJobTask("llm-serve", &job, &task).ok());
   EXPECT_FALSE(ParseJobTask("42.", &job, &task).ok());
   EXPECT_FALSE(ParseJobTask("42.x", &job, &task).ok());
+}
+
+TEST(ParsePortPairTest, OnePortIsBothSidesAndLocalZeroIsAnyFreePort) {
+  uint16_t local = 1, remote = 1;
+  ASSERT_TRUE(ParsePortPair("8888", &local, &remote).ok());
+  EXPECT_EQ(local, 8888);
+  EXPECT_EQ(remote, 8888);
+  ASSERT_TRUE(ParsePortPair("9000:8888", &local, &remote).ok());
+  EXPECT_EQ(local, 9000);
+  EXPECT_EQ(remote, 8888);
+  ASSERT_TRUE(ParsePortPair("0:6006", &local, &remote).ok());
+  EXPECT_EQ(local, 0);
+  EXPECT_EQ(remote, 6006);
+  for (const char* bad : {"", "0", "8888:0", "70000", "a:80", "80:", ":80", "1:2:3", "-1"}) {
+    auto s = ParsePortPair(bad, &local, &remote);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("LOCAL:REMOTE"), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace

@@ -237,6 +237,8 @@ class JobParser {
     spec.interactive = interactive.value_or(false);
     HANGAR_ASSIGN_OR_RETURN(auto terminal, src_.OptBool(root, "terminal"));
     spec.terminal = terminal.value_or(false);
+    HANGAR_ASSIGN_OR_RETURN(auto stdin_open, src_.OptBool(root, "stdin"));
+    spec.stdin_open = stdin_open.value_or(false);
     if (const YAML::Node cp = root["checkpoint"]) HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
     if (const YAML::Node topo = root["topology"]) HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
     HANGAR_RETURN_IF_ERROR(ParseBatch(root, &spec));
@@ -288,7 +290,8 @@ class JobParser {
   static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
                                                   "workdir",  "run_as",   "array",      "after",        "image",
-                                                  "artifacts", "reservation", "interactive", "terminal"};
+                                                  "artifacts", "reservation", "interactive", "terminal",
+                                                  "stdin"};
   static constexpr std::string_view kArtifactKeys[] = {"source", "sha256", "size", "path", "shard_by", "shards"};
   static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
@@ -670,6 +673,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (!spec.reservation.empty()) j["reservation"] = spec.reservation;
   if (spec.interactive) j["interactive"] = true;
   if (spec.terminal) j["terminal"] = true;
+  if (spec.stdin_open) j["stdin"] = true;
   json tasks = json::array();
   for (const auto& t : spec.tasks) {
     json g;

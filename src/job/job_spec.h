@@ -120,6 +120,9 @@ struct JobSpec {
   // one task runs under a pseudo-terminal its agent keeps, for `hangar attach`.
   bool interactive = false;
   bool terminal = false;
+  // Without `terminal`: the task's stdin is a pipe its agent keeps, which `hangar run -i` (an
+  // attach session) feeds and closes; else stdin is empty.
+  bool stdin_open = false;
 
   int TotalReplicas() const;
   int64_t TotalMilliGpu() const;

@@ -14,11 +14,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <fstream>
+#include <thread>
 #include <regex>
 #include <sstream>
 
+#include "common/net.h"
 #include "local_cluster.h"
 
 namespace hangar::testing {
@@ -114,6 +120,87 @@ struct Ran {
   int rc = -1;
   std::string output;
 };
+
+// `hangar ARGS` left running (a port forward), its output in `out`; SIGINT ends it.
+class Background {
+ public:
+  Background(const std::vector<std::string>& args, const std::string& token, std::string out)
+      : out_(std::move(out)) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int o = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      const int none = open("/dev/null", O_RDONLY);
+      dup2(none, 0);
+      dup2(o, 1);
+      dup2(o, 2);
+      setenv("HANGAR_TOKEN", token.c_str(), 1);
+      std::vector<char*> argv{const_cast<char*>(HANGAR_BINARY)};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(HANGAR_BINARY, argv.data());
+      _exit(127);
+    }
+  }
+  ~Background() { Stop(); }
+
+  // Ends it with SIGINT (SIGKILL if it lingers 10 s); its exit status.
+  int Stop() {
+    if (pid_ <= 0) return status_;
+    kill(pid_, SIGINT);
+    int status = 0;
+    for (int i = 0; i < 1000 && waitpid(pid_, &status, WNOHANG) != pid_; ++i) {
+      if (i == 999) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+      }
+      usleep(10 * 1000);
+    }
+    pid_ = -1;
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status_;
+  }
+
+  std::string Output() const {
+    std::ifstream f(out_);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+
+  // The local port it says it forwards from (0: it did not say so within 20 s).
+  int ForwardedPort() const {
+    const std::regex line("Forwarding from 127\\.0\\.0\\.1:([0-9]+) ");
+    int port = 0;
+    LocalCluster::WaitFor(
+        [&] {
+          std::smatch m;
+          const std::string out = Output();
+          if (std::regex_search(out, m, line)) port = std::stoi(m[1]);
+          return port > 0;
+        },
+        20 * kSecond);
+    return port;
+  }
+
+ private:
+  std::string out_;
+  pid_t pid_ = -1;
+  int status_ = -1;
+};
+
+// A task's web server: answers every GET with its user and the path asked for.
+constexpr const char* kTaskServer = R"(
+import http.server, os, sys
+class Answer(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    def do_GET(self):
+        body = ('task-server uid=%d path=%s' % (os.getuid(), self.path)).encode()
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), Answer).serve_forever()
+)";
 
 class InteractiveTest : public ::testing::Test {
  protected:
@@ -266,6 +353,20 @@ TEST_F(InteractiveTest, ExecRunsBesideATaskAsItsUserWithItsEnvironmentAndStatus)
   EXPECT_EQ(t.Wait(), 0) << t.seen();
 }
 
+TEST_F(InteractiveTest, RunWithoutATerminalPassesStdinAndItsEnd) {
+  Ran r = Hangar({"run", "-i", "--", "sh", "-c", "read first; echo got-$first; wc -c"}, alice_,
+                 "hi\n12345");
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("got-hi\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("5\n"), std::string::npos)
+      << "the rest of stdin, and then its end (wc ends): " << r.output;
+
+  Ran closed = Hangar({"run", "--", "sh", "-c", "wc -c"}, alice_, "not passed without -i");
+  EXPECT_EQ(closed.rc, 0) << closed.output;
+  EXPECT_NE(closed.output.find("0\n"), std::string::npos)
+      << "without -i the task's stdin is empty: " << closed.output;
+}
+
 TEST_F(InteractiveTest, AnotherUsersTokenIsRefusedAndAudited) {
   const uint64_t id = RunningJob(alice_);
   Ran exec = Hangar({"exec", std::to_string(id), "--", "true"}, bob_);
@@ -300,6 +401,99 @@ TEST_F(InteractiveTest, AnotherUsersTokenIsRefusedAndAudited) {
       10 * kSecond))
       << "refused: " << refused << ", admitted: " << admitted << "; "
       << Get(admin_, "/v1/audit?limit=20").dump();
+}
+
+TEST_F(InteractiveTest, PortForwardReachesTheTasksServerOnlyAndOnlyForItsOwner) {
+  const int remote = PickFreePort("127.0.0.1");
+  const nlohmann::json spec = {
+      {"name", "web"},
+      {"tasks",
+       {{{"gpus", 1},
+         {"command", {"/usr/bin/python3", "-c", kTaskServer, std::to_string(remote)}}}}}};
+  const uint64_t id = Post(alice_, "/v1/jobs", spec.dump()).value("id", uint64_t{0});
+  ASSERT_GT(id, 0u);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        httplib::Client direct("127.0.0.1", remote);
+        auto r = direct.Get("/ready");
+        return r && r->status == 200;
+      },
+      30 * kSecond))
+      << "the task's server never answered: " << Get(alice_, "/v1/jobs/" + std::to_string(id));
+
+  Background forward(WithServer({"port-forward", std::to_string(id), "0:" + std::to_string(remote)}),
+                     alice_, cluster_->dir() + "/forward.out");
+  const int local = forward.ForwardedPort();
+  ASSERT_GT(local, 0) << forward.Output();
+  // Several connections at once, each its own session; one client keeps its connection.
+  std::vector<std::string> bodies(8);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    clients.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", local);
+      c.set_keep_alive(true);
+      c.set_read_timeout(20, 0);
+      for (int round = 0; round < 2; ++round) {
+        auto r = c.Get("/page-" + std::to_string(i));
+        if (r) bodies[i] += r->body + ";";
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    const std::string want = "task-server uid=61001 path=/page-" + std::to_string(i) + ";";
+    EXPECT_EQ(bodies[i], want + want) << "connection " << i << "; " << forward.Output();
+  }
+
+  // A server on the node that is not the task's (this test's own) is never reached.
+  const int theirs_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(theirs_fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(theirs_fd, 8), 0);
+  socklen_t len = sizeof a;
+  getsockname(theirs_fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int theirs = ntohs(a.sin_port);
+  Background stray(WithServer({"port-forward", std::to_string(id), "0:" + std::to_string(theirs)}),
+                   alice_, cluster_->dir() + "/stray.out");
+  const int stray_local = stray.ForwardedPort();
+  ASSERT_GT(stray_local, 0) << stray.Output();
+  httplib::Client through("127.0.0.1", stray_local);
+  through.set_read_timeout(10, 0);
+  auto refused = through.Get("/");
+  EXPECT_FALSE(refused) << "answered: " << refused->body;
+  pollfd p{theirs_fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0) << "no connection ever reached a server that is not the task's";
+  close(theirs_fd);
+  EXPECT_EQ(stray.Stop(), 0);
+  EXPECT_NE(stray.Output().find("nothing of the task's listens on port " + std::to_string(theirs)),
+            std::string::npos)
+      << stray.Output();
+  EXPECT_EQ(forward.Stop(), 0) << "Ctrl-C ends a port forward: " << forward.Output();
+
+  Ran bob = Hangar({"port-forward", std::to_string(id), "0:" + std::to_string(remote)}, bob_);
+  EXPECT_NE(bob.rc, 0) << bob.output;
+  EXPECT_NE(bob.output.find("403"), std::string::npos) << bob.output;
+  EXPECT_NE(bob.output.find("alice's"), std::string::npos) << bob.output;
+  EXPECT_EQ(bob.output.find("Forwarding from"), std::string::npos)
+      << "a refused forward opens no local port: " << bob.output;
+  bool refused_row = false, opened_row = false;
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        const nlohmann::json audit = Get(admin_, "/v1/audit?limit=200");
+        for (const auto& row : audit["audit"]) {
+          const std::string path = row.value("path", "");
+          if (path.find("/v1/jobs/" + std::to_string(id) + "/port-forward") == std::string::npos ||
+              path.find("port=" + std::to_string(remote)) == std::string::npos)
+            continue;
+          refused_row = refused_row || (row.value("user", "") == "bob" && row.value("status", 0) == 403);
+          opened_row = opened_row || (row.value("user", "") == "alice" && row.value("status", 0) == 200);
+        }
+        return refused_row && opened_row;
+      },
+      10 * kSecond))
+      << "refused: " << refused_row << ", opened: " << opened_row;
 }
 
 }  // namespace

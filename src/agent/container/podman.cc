@@ -239,6 +239,14 @@ Status Podman::RemoveImage(const std::string& id) const {
   return Status::Ok();
 }
 
+StatusOr<pid_t> Podman::ContainerPid(const std::string& name) const {
+  HANGAR_ASSIGN_OR_RETURN(CommandResult r,
+                          Run({"inspect", "--format", "{{.State.Pid}}", name}, 30 * kSecond));
+  const long pid = r.ok() ? std::strtol(r.out.c_str(), nullptr, 10) : 0;
+  if (pid <= 0) return Status::Unavailable("container " + name + " is not running (" + r.Describe() + ")");
+  return static_cast<pid_t>(pid);
+}
+
 StatusOr<std::vector<LocalContainer>> Podman::Containers(const std::string& label) const {
   HANGAR_ASSIGN_OR_RETURN(CommandResult r, Run({"ps", "-a", "--filter", "label=" + label, "--format", "json"}, 30 * kSecond));
   if (!r.ok()) return Status::Unavailable("podman ps: " + r.Describe());

@@ -115,6 +115,8 @@ class Podman {
   PullOutcome Pull(const std::string& ref, Duration timeout) const;
   StatusOr<std::vector<LocalImage>> Images() const;
   Status RemoveImage(const std::string& id) const;
+  // The node's pid of a running container's first process (a port forward enters its network).
+  StatusOr<pid_t> ContainerPid(const std::string& name) const;
   // Containers carrying label key=value.
   StatusOr<std::vector<LocalContainer>> Containers(const std::string& label) const;
   // Removes the container, killing it if it still runs: at once, or after its stop signal and

@@ -128,8 +128,13 @@ StatusOr<StdStreams> GivenStreams(const SpawnRequest& request) {
 StatusOr<StdStreams> OpenStreams(const SpawnRequest& request) {
   if (request.stdin_fd >= 0 && request.stdout_fd >= 0 && request.stderr_fd >= 0) return GivenStreams(request);
   StdStreams streams;
+  // A given stdin alone (an interactive task's pipe) with the output files; else /dev/null.
   HANGAR_ASSIGN_OR_RETURN(
-      streams.in, AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC), "cannot open /dev/null"));
+      streams.in,
+      request.stdin_fd >= 0
+          ? AboveStdio(fcntl(request.stdin_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1),
+                       "cannot take the task's stdin")
+          : AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC), "cannot open /dev/null"));
   HANGAR_ASSIGN_OR_RETURN(streams.out, OpenOutput(request.stdout_path, "stdout", request.credentials));
   if (!request.stderr_path.empty() && request.stderr_path == request.stdout_path) {
     // Two opens with O_TRUNC would give two file offsets that overwrite each other.

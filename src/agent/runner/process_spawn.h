@@ -34,6 +34,7 @@ struct SpawnRequest {
   std::optional<TaskCredentials> credentials;
   // Set (>= 0, all three): the process's standard streams instead of /dev/null and the output
   // files (an interactive session's pipes or terminal); the caller keeps its own descriptors.
+  // stdin_fd alone: the standard input, with /dev/null's place taken (an interactive task's pipe).
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   // stdin_fd is a terminal's follower, made the process's controlling terminal after setsid().
   bool controlling_terminal = false;

@@ -195,6 +195,7 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
   SpawnRequest request{launch.argv,        TaskEnvironment(env, run_as, launch.workdir), launch.workdir,
                        launch.stdout_path, launch.stderr_path,                           "",
                        run_as};
+  if (launch.stdin_fd >= 0) request.stdin_fd = launch.stdin_fd;
   if (launch.terminal_fd >= 0) {
     request.stdin_fd = request.stdout_fd = request.stderr_fd = launch.terminal_fd;
     request.controlling_terminal = true;

@@ -47,6 +47,9 @@ struct TaskLaunch {
   // A pseudo-terminal's follower (an interactive task): the task's standard streams and its
   // controlling terminal, instead of /dev/null and the output files. -1: none.
   int terminal_fd = -1;
+  // The task's standard input instead of /dev/null (a pipe an interactive task's session feeds).
+  // -1: none.
+  int stdin_fd = -1;
 };
 
 struct TaskExit {

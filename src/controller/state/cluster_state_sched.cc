@@ -416,6 +416,7 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
   l->set_memory_mib(task.memory_mib);
   l->set_checkpoint_signal(j.spec->spec.checkpoint.signal);
   l->set_tty(j.spec->spec.terminal);  // an interactive job's terminal (docs/interactive.md)
+  l->set_stdin_pipe(j.spec->spec.stdin_open && !j.spec->spec.terminal);
   const job::TaskGroupSpec& group = j.spec->spec.tasks[task.group];
   l->set_workdir(group.workdir);
   for (const auto& v : TaskArtifacts(j, t.index)) {
