@@ -99,7 +99,12 @@ void StepRelay::FromAgent(const std::string& node, pb::StepRequest request) {
       std::lock_guard lock(mu_);
       const Key key{node, request.request_id()};
       auto it = running_.find(key);
-      if (it == running_.end()) return;
+      if (it == running_.end()) {
+        // Its caller left before the step started (the request is still with the state
+        // thread): Start must not run it for no one.
+        if (left_early_.size() < kMaxRunningSteps) left_early_.insert(key);
+        return;
+      }
       book_.MarkCancelled(it->second.job_id, it->second.step_id);
       hang_up = HangUp(it->second);
       (void)Finish(key);  // its caller is gone: no one to tell
@@ -144,6 +149,7 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
   {
     std::lock_guard lock(mu_);
     const Key key{origin, req.request_id()};
+    if (left_early_.erase(key)) return;  // no one waits for it
     if (running_.size() >= kMaxRunningSteps || running_.count(key)) {
       return Refuse(origin, req.request_id(),
                     running_.count(key) ? "the request id is in use"
@@ -340,6 +346,8 @@ void StepRelay::NodeGone(const std::string& node) {
   std::vector<std::pair<std::string, uint64_t>> hang_up;
   {
     std::lock_guard lock(mu_);
+    // A new agent of the node counts its requests from 1 again.
+    std::erase_if(left_early_, [&](const Key& k) { return k.first == node; });
     std::vector<Key> keys;
     for (const auto& [key, r] : running_) keys.push_back(key);
     for (const Key& key : keys) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +90,7 @@ class StepRelay final : public StepSink {
   StepBook book_;  // guarded by mu_, like what follows
   std::map<Key, Running> running_;
   std::map<uint64_t, Key> by_session_;
+  std::set<Key> left_early_;  // cancelled before their step started
   uint64_t next_session_ = 1;
 };
 

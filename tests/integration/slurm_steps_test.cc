@@ -139,6 +139,10 @@ w=$!
 wait $h; echo "head rc $?"
 wait $w; echo "worker rc $?"
 srun -K bash -c 'if [ "$SLURM_PROCID" = 1 ]; then exit 4; fi; sleep 60'; echo "kill-on-bad-exit rc $?"
+srun -N1 bash -c 'touch cut-started; sleep 60' &
+c=$!
+for i in $(seq 200); do [ -f cut-started ] && break; sleep 0.05; done
+kill $c; wait $c; echo "srun cut rc $?"
 srun -N 3 true || echo "three nodes refused rc $?"
 echo end
 )";
@@ -172,6 +176,7 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndItsStepsRunOnTheAllocationsNodesAndAr
   EXPECT_TRUE(Contains(out, "head rc 0\nworker rc 3\n")) << out;
   // The failed task's status; its partner was ended at once (it would sleep for a minute).
   EXPECT_TRUE(Contains(out, "kill-on-bad-exit rc 4\n")) << out;
+  EXPECT_TRUE(Contains(out, "srun cut rc 143\n")) << out;
   EXPECT_TRUE(Contains(
       out, "srun: error: the step asks for 3 nodes; the job's allocation (node-[1-2]) has 2"))
       << out;
@@ -189,7 +194,9 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndItsStepsRunOnTheAllocationsNodesAndAr
                             Contains(acct.output, ids + ".2|bash|COMPLETED|0:0|node-1|1\n");
   EXPECT_TRUE(head_first || worker_first) << acct.output;
   EXPECT_TRUE(Contains(acct.output, ids + ".3|bash|FAILED|4:0|node-[1-2]|2\n")) << acct.output;
-  EXPECT_FALSE(Contains(acct.output, ids + ".4|")) << "a refused step is not a step\n"
+  // srun killed once its step runs: the step is ended at once and recorded cancelled.
+  EXPECT_TRUE(Contains(acct.output, ids + ".4|bash|CANCELLED|0:0|node-1|1\n")) << acct.output;
+  EXPECT_FALSE(Contains(acct.output, ids + ".5|")) << "a refused step is not a step\n"
                                                    << acct.output;
 }
 
