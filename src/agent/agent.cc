@@ -167,6 +167,7 @@ Status Agent::Init() {
   }
   if (options_.forget_store && !store_id_.empty()) ForgetStore();
   StartSocket();
+  StartStepSocket();
   return Status::Ok();
 }
 
@@ -499,6 +500,7 @@ void Agent::Session(const std::atomic<bool>* stop) {
     context_ = nullptr;
   }
   sessions_->CloseSessions();  // their far ends went with the stream
+  if (steps_) steps_->ControllerGone();
   // The controller ended the stream (a refusal says why in its status) or we are stopping (then
   // the call is cancelled, which Finish would wait for otherwise).
   if (*stop) ctx.TryCancel();
@@ -527,6 +529,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
     case pb::ControllerMessage::kLogRequest: HandleLog(m.log_request()); break;
     case pb::ControllerMessage::kSessionOpen: HandleSessionOpen(m.session_open()); break;
     case pb::ControllerMessage::kSessionInput: sessions_->Input(m.session_input()); break;
+    case pb::ControllerMessage::kStepOutput: if (steps_) steps_->Deliver(m.step_output()); break;
     case pb::ControllerMessage::kValidate:
       HandleValidate(m.validate());
       break;

@@ -41,6 +41,7 @@
 
 #include "agent/checkpoint_drain.h"
 #include "agent/checkpoint_socket.h"
+#include "agent/step_socket.h"
 #include "agent/container/image_cache.h"
 #include "agent/container/podman.h"
 #include "agent/data/data_server.h"
@@ -191,6 +192,9 @@ class Agent {
   StatusOr<CheckpointReply> OnCheckpointReport(const CheckpointReport& c);
   void AfterCheckpointReply(const CheckpointReport& c, const CheckpointReply& reply);
   void StartSocket();
+  // srun inside a job's task (agent_steps.cc): the step socket, and who may use it.
+  void StartStepSocket();
+  Status CheckStepCaller(const std::string& task_id, int64_t peer_uid);
   void RunValidation(const std::string& reason);
   void InjectFaultsIfAsked(Time now);
   void LogNicAffinity() const;
@@ -334,6 +338,7 @@ class Agent {
   std::unique_ptr<SessionHost> sessions_;  // made by the constructor
   std::unique_ptr<CheckpointDrainer> drainer_;
   std::unique_ptr<AgentSocket> socket_;
+  std::unique_ptr<StepSocket> steps_;
 };
 
 }  // namespace hangar::agent

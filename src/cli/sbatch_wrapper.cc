@@ -14,7 +14,11 @@ Status Err(const std::string& what) { return Status::InvalidArgument(what); }
 // SLURM_NTASKS_PER_NODE by node, as Slurm's block distribution does); its other options are read
 // and set aside.
 constexpr const char* kSrunShim = R"SH(#!/bin/sh
-# srun as hangar sbatch provides it (docs/slurm.md): runs the command on this node's tasks.
+# srun as hangar sbatch provides it (docs/slurm.md): a step across the job's nodes, through the
+# node's agent; without one (no agent socket), the command on this node's tasks.
+if [ -n "${HANGAR_AGENT_SOCKET:-}" ] && [ -n "${HANGAR_TASK_ID:-}" ]; then
+  exec "${HANGAR_BIN:-hangar}" slurm srun "$@"
+fi
 per_node=${SLURM_NTASKS_PER_NODE:-1}; node=${SLURM_NODEID:-0}; total=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -61,6 +65,12 @@ std::string Wrapper(const WrapperInputs& w) {
   std::string s =
       "# hangar sbatch: runs the batch script ($1) as Slurm's batch step would (docs/slurm.md)\n";
   s += "trap : " + w.trap_signals + "\n";
+  // Slurm runs the script once, on the allocation's first node; the others are held for its
+  // steps (srun) until it ends, when the controller stops them (SIGTERM: they exit 0).
+  s += "if [ \"${RANK:-0}\" != 0 ]; then\n"
+       "  trap 'exit 0' TERM\n"
+       "  while :; do sleep 3600 & wait $!; done\n"
+       "fi\n";
   s += "export SLURM_JOB_ID=\"$HANGAR_JOB_ID\" SLURM_JOBID=\"$HANGAR_JOB_ID\" "
        "SLURM_NODEID=\"${RANK:-0}\" "
        "SLURM_LOCALID=0\n";
@@ -88,7 +98,12 @@ std::string Wrapper(const WrapperInputs& w) {
   s += "chmod 700 \"$hangar_dir/slurm_script\" \"$hangar_dir/srun\"\n";
   s += "PATH=\"$hangar_dir:$PATH\"; export PATH\n";
   s += "\"$hangar_dir/slurm_script\" " + w.redirect + "\n";
-  s += "hangar_rc=$?\nrm -rf \"$hangar_dir\"\nexit $hangar_rc\n";
+  s += "hangar_rc=$?\nrm -rf \"$hangar_dir\"\n";
+  // The held nodes go, and the steps still running end, as the script's end ends them in Slurm.
+  s += "if [ \"${WORLD_SIZE:-1}\" -gt 1 ] && [ -n \"${HANGAR_AGENT_SOCKET:-}\" ]; then\n"
+       "  \"${HANGAR_BIN:-hangar}\" slurm srun --hangar-release-allocation\n"
+       "fi\n";
+  s += "exit $hangar_rc\n";
   return s;
 }
 

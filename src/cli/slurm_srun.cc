@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/srun_client.h"
 #include "common/status.h"
 
 namespace hangar::cli {
@@ -25,9 +28,8 @@ const std::set<std::string> kValued = {
     "container-mounts", "container-workdir", "chdir", "constraint", "gpu-bind", "signal", "jobid", "dependency",
     "qos", "comment", "threads-per-core", "hint", "wait"};
 const std::set<char> kValuedShort = {'n', 'N', 'c', 'J', 'w', 'x', 't', 'o', 'e', 'i', 'p', 'A', 'm', 'C', 'D', 'W'};
-// Options whose meaning this local step cannot honour: refused with the reason, never ignored.
-const std::set<std::string> kRefused = {"nodelist", "exclude", "het-group", "container-image", "jobid",
-                                        "output", "error", "input"};
+// Options whose meaning a step cannot honour here: refused with the reason, never ignored.
+const std::set<std::string> kRefused = {"het-group", "container-image", "jobid", "output", "error", "input"};
 
 int Error(const std::string& what) {
   std::fprintf(stderr, "srun: error: %s\n", what.c_str());
@@ -47,7 +49,9 @@ void Remember(int sig) { g_forward = sig; }
 
 // What srun's options ask of the step, and where its command begins.
 struct Step {
-  int ntasks = -1, nodes = 1, per_node = -1;
+  int ntasks = -1, nodes = -1, per_node = -1;
+  std::string nodelist, exclude;
+  bool label = false, kill_on_bad_exit = false;
   size_t command = 0;  // index of the command in the arguments
 };
 
@@ -69,7 +73,8 @@ Status ReadOption(const std::vector<std::string>& args, size_t* i, std::string* 
   const char c = a[1];
   static const std::pair<char, const char*> kLong[] = {{'n', "ntasks"}, {'N', "nodes"}, {'c', "cpus-per-task"},
                                                        {'w', "nodelist"}, {'x', "exclude"}, {'o', "output"},
-                                                       {'e', "error"}, {'i', "input"}};
+                                                       {'e', "error"}, {'i', "input"}, {'l', "label"},
+                                                       {'K', "kill-on-bad-exit"}};
   *name = std::string(1, c);
   for (auto [s, l] : kLong) if (s == c) *name = l;
   if (!kValuedShort.count(c)) return Status::Ok();
@@ -105,10 +110,13 @@ StatusOr<Step> ParseStep(const std::vector<std::string>& args) {
     std::string name, value;
     HANGAR_RETURN_IF_ERROR(ReadOption(args, &i, &name, &value));
     if (kRefused.count(name)) {
-      return Status::InvalidArgument(
-          "--" + name + " is not honoured by an srun called from a job's own processes (it runs on this node "
-          "only); call srun from the batch script itself, whose srun spreads over the job's nodes");
+      return Status::InvalidArgument("--" + name + " is not honoured by Hangar's srun yet (docs/slurm.md, \"What still "
+                                     "differs\"); leave it out");
     }
+    if (name == "nodelist") step.nodelist = value;
+    if (name == "exclude") step.exclude = value;
+    if (name == "label") step.label = true;
+    if (name == "kill-on-bad-exit") step.kill_on_bad_exit = value != "0";
     if (name == "ntasks" && !Count(value, &step.ntasks)) {
       return Status::InvalidArgument("--ntasks=" + value + " is not a count of tasks (1 to 4096)");
     }
@@ -122,13 +130,18 @@ StatusOr<Step> ParseStep(const std::vector<std::string>& args) {
     }
   }
   if (i >= args.size()) return Status::InvalidArgument("no command to run (srun [OPTIONS] COMMAND [ARGS...])");
-  if (step.nodes > 1) {
-    return Status::InvalidArgument("--nodes=" + std::to_string(step.nodes) +
-                                   ": an srun called from a job's own processes runs on this node only; call srun "
-                                   "from the batch script itself to spread over the job's nodes");
-  }
   step.command = i;
   return step;
+}
+
+// Without the agent's step socket (a container task): the step runs on this node only.
+Status CheckLocal(const Step& step) {
+  if (step.nodes > 1 || !step.nodelist.empty() || !step.exclude.empty()) {
+    return Status::InvalidArgument(
+        "this srun cannot reach its node's agent (HANGAR_AGENT_SOCKET), so it runs steps on this node only; "
+        "--nodes above 1, --nodelist and --exclude need the agent");
+  }
+  return Status::Ok();
 }
 
 // Starts task `t` of `tasks` (its rank from this node's place in the job) running argv.
@@ -170,15 +183,9 @@ int WaitWorst(const std::vector<pid_t>& children) {
   return worst;
 }
 
-}  // namespace
-
-int RunSrunInJob(const std::vector<std::string>& args) {
-  if (std::getenv("HANGAR_JOB_ID") == nullptr) {
-    return Error("srun launches steps inside a job: put it in a batch script and submit that with sbatch "
-                 "(hangar sbatch)");
-  }
-  StatusOr<Step> step = ParseStep(args);
-  if (!step.ok()) return Error(step.status().message());
+int RunLocal(const std::vector<std::string>& args, const Step& parsed) {
+  if (Status ok = CheckLocal(parsed); !ok.ok()) return Error(ok.message());
+  const Step* step = &parsed;
   const int tasks = step->ntasks > 0 ? step->ntasks : step->per_node > 0 ? step->per_node
                                                                           : EnvInt("SLURM_NTASKS_PER_NODE", 1);
   const int node_id = EnvInt("SLURM_NODEID", 0), node_tasks = EnvInt("SLURM_NTASKS_PER_NODE", 1);
@@ -196,6 +203,108 @@ int RunSrunInJob(const std::vector<std::string>& args) {
     children.push_back(pid);
   }
   return WaitWorst(children);
+}
+
+// Variables that belong to the caller's own node and task: each step task gets its node's.
+bool NodeOwn(const std::string& name) {
+  static const std::set<std::string> kOwn = {
+      "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HANGAR_NODE", "HANGAR_TASK_INDEX", "HANGAR_TASK_ID",
+      "HANGAR_TASK_GROUP", "HANGAR_AGENT_SOCKET", "RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK",
+      "LOCAL_WORLD_SIZE", "SLURMD_NODENAME", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "PWD", "OLDPWD",
+      "SHLVL", "_", "TMPDIR", "HANGAR_GPU_FRACTION", "HANGAR_GPU_MEMORY_MIB", "HANGAR_MIG_PROFILE",
+      "HANGAR_MIG_PLACEMENT"};
+  return kOwn.count(name) > 0 || name.rfind("NCCL_IB_", 0) == 0 || name == "NCCL_SOCKET_IFNAME" ||
+         name == "UCX_NET_DEVICES";
+}
+
+std::string StepRequestJson(const std::vector<std::string>& args, const Step& step) {
+  nlohmann::json r = {{"op", "srun"}, {"task_id", std::getenv("HANGAR_TASK_ID")}};
+  r["argv"] = std::vector<std::string>(args.begin() + static_cast<long>(step.command), args.end());
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos && !NodeOwn(kv.substr(0, eq))) env.push_back(kv);
+  }
+  r["env"] = env;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd) != nullptr) r["workdir"] = cwd;
+  if (step.nodes > 0) r["nodes"] = step.nodes;
+  if (step.ntasks > 0) r["ntasks"] = step.ntasks;
+  if (step.per_node > 0) r["ntasks_per_node"] = step.per_node;
+  r["default_ntasks_per_node"] = EnvInt("SLURM_NTASKS_PER_NODE", 1);
+  r["nodelist"] = step.nodelist;
+  r["exclude"] = step.exclude;
+  r["kill_on_bad_exit"] = step.kill_on_bad_exit;
+  return r.dump();
+}
+
+// Writes a task's bytes, each line prefixed "PROCID: " with --label (a partial line waits).
+class Output {
+ public:
+  explicit Output(bool label) : label_(label) {}
+  void Write(int procid, const std::string& bytes, bool err) {
+    FILE* to = err ? stderr : stdout;
+    if (!label_) {
+      std::fwrite(bytes.data(), 1, bytes.size(), to);
+      std::fflush(to);
+      return;
+    }
+    std::string& pending = pending_[{procid, err}];
+    pending += bytes;
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      std::fprintf(to, "%d: %s\n", procid, pending.substr(0, nl).c_str());
+      pending.erase(0, nl + 1);
+    }
+    std::fflush(to);
+  }
+  void Flush() {
+    for (auto& [key, pending] : pending_) {
+      if (!pending.empty()) std::fprintf(key.second ? stderr : stdout, "%d: %s\n", key.first, pending.c_str());
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+
+ private:
+  bool label_;
+  std::map<std::pair<int, bool>, std::string> pending_;
+};
+
+}  // namespace
+
+int RunSrunInJob(const std::vector<std::string>& args) {
+  if (std::getenv("HANGAR_JOB_ID") == nullptr) {
+    return Error("srun launches steps inside a job: put it in a batch script and submit that with sbatch "
+                 "(hangar sbatch)");
+  }
+  const char* agent = std::getenv("HANGAR_AGENT_SOCKET");
+  if (args.size() == 1 && args[0] == "--hangar-release-allocation") {  // hangar sbatch's wrapper, at the end
+    if (agent == nullptr || std::getenv("HANGAR_TASK_ID") == nullptr) return Error("no agent socket to release to");
+    nlohmann::json r = {{"op", "release"}, {"task_id", std::getenv("HANGAR_TASK_ID")}};
+    auto ended = RunStepRequest(StepSocketPathFor(agent), r.dump(), [](const StepFrame&) {});
+    if (!ended.ok()) return Error(ended.status().message());
+    if (!ended->error.empty()) return Error(ended->error);
+    return 0;
+  }
+  StatusOr<Step> step = ParseStep(args);
+  if (!step.ok()) return Error(step.status().message());
+  const char* socket = std::getenv("HANGAR_AGENT_SOCKET");
+  const char* task = std::getenv("HANGAR_TASK_ID");
+  if (socket == nullptr || task == nullptr) return RunLocal(args, *step);
+  Output out(step->label);
+  auto ended = RunStepRequest(StepSocketPathFor(socket), StepRequestJson(args, *step), [&](const StepFrame& f) {
+    if (!f.out.empty()) out.Write(f.procid, f.out, false);
+    if (!f.err.empty()) out.Write(f.procid, f.err, true);
+  });
+  out.Flush();
+  if (!ended.ok()) {
+    if (ended.status().message().rfind("cannot reach", 0) == 0) return RunLocal(args, *step);
+    return Error(ended.status().message());
+  }
+  if (!ended->error.empty()) Error(ended->error);
+  return ended->exit_code;
 }
 
 }  // namespace hangar::cli

@@ -119,6 +119,29 @@ std::optional<std::string> SacctValue(const api::JobView& j, const std::string& 
   return std::nullopt;
 }
 
+// A step's row (JOB.STEP, from GET /v1/jobs/ID/steps): its own id, name, nodes, times and end;
+// the rest is its job's.
+std::optional<std::string> SacctStepValue(const api::JobView& j, const nlohmann::json& step, const std::string& field,
+                                          Time now) {
+  const std::string f = Lower(field);
+  if (f == "jobid") return slurm::JobId(j) + "." + std::to_string(step.value("step_id", 0));
+  if (f == "jobidraw") return std::to_string(j.id) + "." + std::to_string(step.value("step_id", 0));
+  if (f == "jobname") return step.value("name", "");
+  if (f == "state") return step.value("state", "");
+  if (f == "exitcode") return std::to_string(step.value("exit_code", 0)) + ":" + std::to_string(step.value("signal", 0));
+  if (f == "nodelist") return step.value("nodelist", "");
+  if (f == "nnodes") return std::to_string(step.value("nodes", 0));
+  if (f == "ntasks") return std::to_string(step.value("tasks", 0));
+  api::JobView times = j;  // the step's own times, read as a job's are
+  times.started = step.value("start", Time{0});
+  times.ended = step.value("end", Time{0});
+  if (f == "elapsed" || f == "elapsedraw" || f == "start" || f == "end" || f == "submit") {
+    if (f == "submit") times.submitted = times.started;
+    return SacctValue(times, field, now);
+  }
+  return SacctValue(j, field, now);
+}
+
 int Sacct(ApiClient* api, const std::vector<std::string>& argv) {
   Args a;
   Status ok = a.Parse("sacct", argv, {{"j", "jobs", true}, {"u", "user", true}, {"", "name", true}, {"s", "states", true},
@@ -170,7 +193,17 @@ int Sacct(ApiClient* api, const std::vector<std::string>& argv) {
     line([](const Field& f) { return f.name; });
     if (!parsable) line([](const Field& f) { return std::string(static_cast<size_t>(f.width), '-'); });
   }
-  for (const auto& j : *jobs) line([&](const Field& f) { return *SacctValue(j, f.name, now); });
+  // Each job's steps follow it, as in Slurm (not with -X, and only for a short list: one call each).
+  const bool steps = !a.Has("allocations") && (a.Has("jobs") || jobs->size() <= 50);
+  for (const auto& j : *jobs) {
+    line([&](const Field& f) { return *SacctValue(j, f.name, now); });
+    if (!steps || j.started == 0) continue;
+    auto list = api->Get("/v1/jobs/" + std::to_string(j.id) + "/steps");
+    if (!list.ok() || !list->contains("steps")) continue;  // a controller without steps
+    for (const auto& st : (*list)["steps"]) {
+      line([&](const Field& f) { return *SacctStepValue(j, st, f.name, now); });
+    }
+  }
   return 0;
 }
 

@@ -134,7 +134,14 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         hub_->DeliverLog(node_, m.log_chunk());
         break;
       case pb::AgentMessage::kSessionOutput:
-        if (hub_->sessions_) hub_->sessions_->FromAgent(node_, std::move(*m.mutable_session_output()));
+        if (StepSink::IsStepSession(m.session_output().session_id())) {
+          if (hub_->steps_) hub_->steps_->FromSession(node_, std::move(*m.mutable_session_output()));
+        } else if (hub_->sessions_) {
+          hub_->sessions_->FromAgent(node_, std::move(*m.mutable_session_output()));
+        }
+        break;
+      case pb::AgentMessage::kStepRequest:
+        if (hub_->steps_) hub_->steps_->FromAgent(node_, std::move(*m.mutable_step_request()));
         break;
       case pb::AgentMessage::kGpuEvent: {
         auto e = std::make_shared<pb::GpuEvent>(m.gpu_event());
@@ -436,6 +443,7 @@ void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
   }
   if (old) old->Reject("a newer stream from node " + node + " replaced this one");
   if (old && sessions_) sessions_->NodeGone(node);  // the agent ended them with its old stream
+  if (old && steps_) steps_->NodeGone(node);
 }
 
 void AgentHub::RejectStream(const std::string& node, const Stream* stream, const std::string& why) {
@@ -460,6 +468,7 @@ void AgentHub::Detach(const std::string& node, Stream* s) {
   }
   // Outside mu_: a session relays to the hub (Send) while holding its own lock.
   if (gone && sessions_) sessions_->NodeGone(node);
+  if (gone && steps_) steps_->NodeGone(node);
 }
 
 void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {

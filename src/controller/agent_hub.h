@@ -17,6 +17,7 @@
 #include <string>
 
 #include "controller/session_service.h"
+#include "controller/step_sink.h"
 #include "controller/state/auth.h"
 #include "controller/state_owner.h"
 #include "proto/agent.grpc.pb.h"
@@ -35,6 +36,9 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // Where agents' session output goes (session_service.h), and who hears of a node's stream
   // ending. Set before the server starts; null: sessions are not served.
   void set_session_relay(SessionRelay* relay) { sessions_ = relay; }
+  // Where agents' step requests and their steps' session output go (step_relay.h). Set before the
+  // server starts; null: srun inside allocations is not served.
+  void set_step_sink(StepSink* steps) { steps_ = steps; }
   // The leadership epoch stamped on every message to agents; 0: no lease.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
   // The store's identity, stamped on every message to agents; an agent that last
@@ -102,6 +106,7 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
 
   StateOwner* owner_;
   SessionRelay* sessions_ = nullptr;
+  StepSink* steps_ = nullptr;
   const TokenBook* tokens_ = nullptr;
   bool require_certs_ = false;
   std::atomic<int64_t> epoch_{0};

@@ -22,6 +22,7 @@
 #include "controller/agent_hub.h"
 #include "controller/agent_listener.h"
 #include "controller/session_server.h"
+#include "controller/step_relay.h"
 #include "controller/http_api.h"
 #include "controller/leadership.h"
 #include "controller/metrics.h"
@@ -639,6 +640,8 @@ Status Run(const Flags& f) {
   owner.set_sink(&hub);
   SessionService sessions(&owner, &hub, SessionAuth{tokens.get(), guard.dev_token});
   hub.set_session_relay(&sessions);
+  StepRelay steps(&owner, &hub);
+  hub.set_step_sink(&steps);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) { metrics.OnCycle(s, st, clock->Now()); });
 
   HANGAR_ASSIGN_OR_RETURN(const Duration register_timeout, ParseDuration(f.agent_handshake_timeout));
@@ -652,6 +655,7 @@ Status Run(const Flags& f) {
   sampler.Start();
   HttpApi http(&owner, &hub, &metrics, tokens.get(), tls, api_limits);
   http.set_history_options(history);
+  http.set_steps(&steps);
   HANGAR_ASSIGN_OR_RETURN(std::unique_ptr<service::ServiceController> services,
                           StartServices(f, &owner, contents.values));
   http.set_services(services.get());

@@ -278,6 +278,7 @@ void HttpApi::Routes() {
   HistoryRoutes();    // the cluster's load over time: history_api.cc
   ServiceRoutes();    // services and their endpoints: service/service_api.cc
   ReservationRoutes();  // reservations and maintenance windows: http_api_reservations.cc
+  StepRoutes();         // steps inside allocations (srun): http_api_steps.cc
   // Who leads; a standby answers it too. "single": one controller, no lease.
   s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
     if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});

@@ -33,6 +33,7 @@ namespace hangar::controller {
 
 class LiveFeed;
 class LogFollows;
+class StepRelay;
 namespace service {
 class ServiceController;
 }
@@ -71,6 +72,8 @@ class HttpApi {
   // Where interactive sessions are served (session_service.h), for GET /v1/sessions/endpoint.
   // Call before Start; 0: not served.
   void set_session_port(int port) { session_port_ = port; }
+  // Steps inside allocations (step_relay.h), for GET /v1/jobs/ID/steps. Call before Start.
+  void set_steps(const StepRelay* steps) { steps_ = steps; }
 
  private:
   void Routes();
@@ -82,6 +85,8 @@ class HttpApi {
   void ServiceRoutes();    // service/service_api.cc: /v1/services
   service::ServiceController* services_ = nullptr;
   void ReservationRoutes();  // http_api_reservations.cc: /v1/reservations
+  void StepRoutes();         // http_api_steps.cc: GET /v1/jobs/ID/steps
+  const StepRelay* steps_ = nullptr;
   HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;
   std::unique_ptr<LogFollows> follows_;  // `logs -f`: log_follow.h
