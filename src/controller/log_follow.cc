@@ -25,12 +25,12 @@ void LogFollows::Open(std::shared_ptr<StreamSink> sink, std::string node, std::s
   f.task_id = std::move(task_id);
   f.stderr_stream = stderr_stream;
   {
-    std::lock_guard<std::mutex> l(inbox_->mu);
+    MutexLock l(inbox_->mu);
     if (inbox_->stopped) return f.sink->Finish();
     inbox_->opened.push_back(std::move(f));
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!driver_.joinable()) driver_ = std::thread([this] { Drive(); });
   }
   inbox_->cv.notify_all();
@@ -38,13 +38,13 @@ void LogFollows::Open(std::shared_ptr<StreamSink> sink, std::string node, std::s
 
 void LogFollows::Stop() {
   {
-    std::lock_guard<std::mutex> l(inbox_->mu);
+    MutexLock l(inbox_->mu);
     inbox_->stopped = true;
   }
   inbox_->cv.notify_all();
   std::thread driver;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     driver.swap(driver_);
   }
   if (driver.joinable()) driver.join();
@@ -58,8 +58,8 @@ void LogFollows::Drive() {
   std::vector<Follow> opened;
   while (true) {
     {
-      std::unique_lock<std::mutex> l(inbox_->mu);
-      inbox_->cv.wait_for(l, std::chrono::milliseconds(100), [&] {
+      MutexLock l(inbox_->mu);
+      l.WaitFor(inbox_->cv, std::chrono::milliseconds(100), [&]() HANGAR_REQUIRES(inbox_->mu) {
         return inbox_->stopped || !inbox_->answers.empty() || !inbox_->opened.empty();
       });
       if (inbox_->stopped) break;
@@ -138,7 +138,7 @@ bool LogFollows::Poll(Follow& f, int64_t now) {
       hub_->RequestLog(f.node, f.task_id, f.offset, f.stderr_stream, [inbox](pb::LogChunk chunk) {
         const uint64_t id = chunk.request_id();
         {
-          std::lock_guard<std::mutex> l(inbox->mu);
+          MutexLock l(inbox->mu);
           if (inbox->stopped) return;
           inbox->answers.emplace_back(id, std::move(chunk));
         }

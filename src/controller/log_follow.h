@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/stream_pump.h"
 #include "proto/agent.pb.h"
 
@@ -53,11 +54,11 @@ class LogFollows {
   };
   // Answers from the agents' threads; shared, so that a late one finds it even after Stop.
   struct Inbox {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
-    bool stopped = false;  // guarded by mu, like the fields below
-    std::vector<Follow> opened;
-    std::deque<std::pair<uint64_t, pb::LogChunk>> answers;
+    bool stopped HANGAR_GUARDED_BY(mu) = false;
+    std::vector<Follow> opened HANGAR_GUARDED_BY(mu);
+    std::deque<std::pair<uint64_t, pb::LogChunk>> answers HANGAR_GUARDED_BY(mu);
   };
   void Drive();  // the driver thread's loop
   // Applies an answer; false when the follow has ended.
@@ -68,8 +69,8 @@ class LogFollows {
 
   AgentHub* const hub_;
   const std::shared_ptr<Inbox> inbox_;
-  std::mutex mu_;
-  std::thread driver_;  // guarded by mu_: started by the first follow
+  Mutex mu_;
+  std::thread driver_;  // started by the first follow, under mu_
 };
 
 }  // namespace hangar::controller
