@@ -68,5 +68,19 @@ TEST(ProgressSpecTest, MistakesAreRefusedWithTheLineAndWhatToWrite) {
   }
 }
 
+TEST(ProgressSpecTest, TheExampleInProgressMdLoads) {
+  std::ifstream in(std::string(HANGAR_SOURCE_DIR) + "/docs/progress.md");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t at = text.find("```yaml\n");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = text.find("```", at + 8);
+  auto spec = ParseJobSpec(text.substr(at + 8, end - at - 8), "docs/progress.md");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->progress.hang_timeout, 10 * kMinute);
+  EXPECT_EQ(spec->progress.on_hang, HangAction::kRestart);
+  EXPECT_EQ(spec->progress.straggler_factor_milli, 1500);
+  EXPECT_EQ(spec->progress.straggler_reports, 5);
+}
+
 }  // namespace
 }  // namespace hangar::job
