@@ -167,7 +167,8 @@ TEST_F(ProgressTest, AGangThatStopsReportingWhileAliveIsFoundHungAndRestarted) {
   // plus at most the once-a-second check, and the agent's once-a-second forwarding).
   int64_t last_report = 0, found = 0;
   const nlohmann::json job_view = cluster_->Job(id);
-  const nlohmann::json job_events = cluster_->Get("/v1/events?subject=job/" + std::to_string(id) + "&limit=1000");
+  const nlohmann::json job_events =
+      cluster_->Get("/v1/events?subject=job/" + std::to_string(id) + "&limit=1000");
   for (const auto& rank : job_view["progress"]["ranks"])
     last_report = std::max(last_report, rank.value("at_ms", int64_t{0}));
   for (const auto& ev : job_events["events"]) {
@@ -186,6 +187,40 @@ TEST_F(ProgressTest, AGangThatStopsReportingWhileAliveIsFoundHungAndRestarted) {
   const std::string job = Cli("job " + std::to_string(id));
   EXPECT_TRUE(Contains(job, "last hang (attempt 0): hung: ")) << job;
   EXPECT_TRUE(Contains(job, "RANK")) << job;
+}
+
+// Stragglers on real processes: rank 1 reports step times four times rank 0's; after two such
+// reports in a row it is named, with its node, on the job and on the node; the job runs on.
+TEST_F(ProgressTest, ARankPersistentlySlowerThanTheGangIsNamedWithItsNode) {
+  const std::string script = cluster_->dir() + "/steps.sh";
+  std::ofstream(script) << "#!/bin/sh\nT=0.1; [ \"$RANK\" = 1 ] && T=0.4\n"
+                           "for step in 1 2 3 4 5; do hangar progress $step --step-time $T || exit "
+                           "3; sleep 1.1; done\n";
+  int status = 0;
+  auto r = cluster_->Post("/v1/jobs",
+                          "name: steps\nprogress: {straggler_factor: 1.5, straggler_reports: 2}\n"
+                          "tasks:\n  - replicas: 2\n    gpus: 1\n    command: [\"/bin/sh\", \"" +
+                              script + "\"]\n",
+                          &status);
+  ASSERT_EQ(status, 201) << r.dump();
+  const uint64_t id = r.value("id", uint64_t{0});
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond))
+      << Events(id) << cluster_->Job(id).dump(2);
+  const std::string events = Events(id);
+  EXPECT_TRUE(Contains(events, "straggler: rank 1 on node node-")) << events;
+  EXPECT_TRUE(Contains(events, "takes 0.400 s a step, against the gang's median 0.100 s"))
+      << events;
+  const nlohmann::json view = cluster_->Job(id);
+  ASSERT_EQ(view["progress"]["ranks"].size(), 2u) << view.dump(2);
+  EXPECT_EQ(view["progress"]["ranks"][1]["straggler"], true);
+  EXPECT_EQ(view["progress"]["ranks"][0]["straggler"], false);
+  const std::string node = view["progress"]["ranks"][1].value("node", "");
+  const nlohmann::json node_events =
+      cluster_->Get("/v1/events?subject=node/" + node + "&limit=100");
+  bool suspect = false;
+  for (const auto& e : node_events["events"])
+    suspect = suspect || Contains(e.value("message", ""), "suspect: straggler");
+  EXPECT_TRUE(suspect) << node_events.dump(2);
 }
 
 TEST(ProgressCommandTest, ExplainsWhyItCannotReport) {

@@ -77,7 +77,9 @@ void ClusterState::CheckProgress(Time now, Effects* fx) {
   if (!progress_.CheckDue(now)) return;
   for (sched::JobId id : progress_.Jobs()) {
     auto it = jobs_.find(id);
-    if (it == jobs_.end() || job::IsFinal(it->second.state)) progress_.Forget(id);
+    // A finished job's reports stay an hour, for `hangar job` and `explain` on how it ended.
+    if (it == jobs_.end() || (job::IsFinal(it->second.state) && now - it->second.ended > kHour))
+      progress_.Forget(id);
   }
   std::vector<std::pair<sched::JobId, ProgressBook::Hang>> hung;
   for (sched::JobId id : active_) {

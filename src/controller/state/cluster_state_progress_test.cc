@@ -111,6 +111,11 @@ TEST_F(ProgressStateTest, NotifyOnlyRecordsAndFailEndsTheJob) {
   EXPECT_EQ(j->state, "failed");
   EXPECT_EQ(j->message.rfind("hung: rank 0 on a (step 7)", 0), 0u) << j->message;
   EXPECT_EQ(fail.messages.size(), 2u) << "both tasks are stopped";
+  // A finished job's reports stay an hour (for `hangar job` and `explain`), then go.
+  state_->Tick(13'000 + 30 * kMinute, &fail);
+  EXPECT_EQ(state_->GetJob(1)->progress["ranks"][0]["step"], 7);
+  state_->Tick(13'000 + 61 * kMinute, &fail);
+  EXPECT_TRUE(state_->GetJob(1)->progress.is_null());
 }
 
 TEST_F(ProgressStateTest, OnlyTheNodeThatRunsATaskMayReportItsProgress) {
