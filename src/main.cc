@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   hangar::cli::RegisterReservationCommands(app, &rc);
   hangar::cli::RegisterTopologyCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
+  hangar::agent::RegisterProgressCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);
   if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {
     std::fprintf(stderr, "error: %s\n", problem.c_str());

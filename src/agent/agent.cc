@@ -175,7 +175,8 @@ void Agent::StartSocket() {
   const std::string path = AgentSocketPath(options_.state_dir);
   auto s = AgentSocket::Listen(
       path, [this](const CheckpointReport& c) { return OnCheckpointReport(c); },
-      [this](const CheckpointReport& c, const CheckpointReply& r) { AfterCheckpointReply(c, r); });
+      [this](const CheckpointReport& c, const CheckpointReply& r) { AfterCheckpointReply(c, r); },
+      [this](const ProgressReport& p) { return OnProgressReport(p); });
   if (!s.ok()) {
     // Tasks still run; `hangar checkpoint-done` in them says it cannot reach the agent.
     spdlog::error("agent {}: tasks cannot report checkpoints: {}", options_.node, s.status().message());

@@ -191,6 +191,8 @@ class Agent {
   // `hangar checkpoint-done` from a task, through the socket.
   StatusOr<CheckpointReply> OnCheckpointReport(const CheckpointReport& c);
   void AfterCheckpointReply(const CheckpointReport& c, const CheckpointReply& reply);
+  // `hangar progress` from a task (agent_progress.cc): forwarded, at most one a second per task.
+  Status OnProgressReport(const ProgressReport& p);
   void StartSocket();
   // srun inside a job's task (agent_steps.cc): the step socket, and who may use it.
   void StartStepSocket();
@@ -299,6 +301,7 @@ class Agent {
   // Checkpoint reports made while no stream was up, by task: the latest of each goes out on the
   // next connect.
   std::map<std::string, pb::CheckpointDone> unsent_checkpoints_;
+  std::map<std::string, int64_t> progress_sent_;  // by task: when its last report was forwarded (monotonic ns)
   std::map<uint64_t, int> drains_;  // by job: drains asked for and not over
 
   std::mutex write_mu_;  // the stream in use, if any

@@ -6,5 +6,7 @@
 namespace hangar::agent {
 
 void RegisterAgentCommand(CLI::App& app, int* rc);
+// `hangar progress STEP`, run inside a task (progress_command.cc).
+void RegisterProgressCommand(CLI::App& app, int* rc);
 
 }  // namespace hangar::agent

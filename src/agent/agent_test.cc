@@ -263,6 +263,24 @@ TEST_F(AgentTest, TasksGetTheSocketAndReportCheckpointsOnTheirOwn) {
   EXPECT_EQ(nobody.status().code(), StatusCode::kUnavailable);
 }
 
+// Progress (docs/progress.md): the op "progress" on the same socket, forwarded to the controller.
+TEST_F(AgentTest, TasksReportProgressThroughTheSocket) {
+  ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
+  Launch("7.0.0", 7, kTrapper);
+  auto env = TaskEnv("7.0.0");
+  ASSERT_TRUE(SendProgress(env["HANGAR_AGENT_SOCKET"], {"7.0.0", 42, 500'000}, 10 * kSecond).ok());
+  auto p = controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_progress(); });
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->progress().task_id(), "7.0.0");
+  EXPECT_EQ(p->progress().job_id(), 7u);
+  EXPECT_EQ(p->progress().step(), 42u);
+  EXPECT_EQ(p->progress().step_time_us(), 500'000u);
+  EXPECT_GT(p->progress().time_ms(), 0);
+  auto stranger = SendProgress(agent_->socket_path(), {"9.0.0", 1, 0}, 10 * kSecond);
+  ASSERT_FALSE(stranger.ok());
+  EXPECT_THAT(stranger.message(), ::testing::HasSubstr("task '9.0.0' does not run on node n1"));
+}
+
 TEST_F(AgentTest, StopWithACheckpointSignalsAndIsReleasedByTheReport) {
   ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
   Launch("6.0.0", 6, kTrapper);

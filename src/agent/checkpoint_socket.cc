@@ -105,6 +105,27 @@ StatusOr<CheckpointReport> ParseRequest(const std::string& line) {
   return r;
 }
 
+StatusOr<ProgressReport> ParseProgress(const nlohmann::json& j) {
+  ProgressReport r;
+  if (!j.contains("task_id") || !j["task_id"].is_string() || j["task_id"].get<std::string>().empty()) {
+    return Status::InvalidArgument("the request names no task_id");
+  }
+  r.task_id = j["task_id"].get<std::string>();
+  if (!j.contains("step") || !j["step"].is_number_unsigned()) {
+    return Status::InvalidArgument("step must be given, a non-negative integer (the training step reached)");
+  }
+  r.step = j["step"].get<uint64_t>();
+  if (j.contains("step_time")) {
+    const auto& t = j["step_time"];
+    // Under a day: anything longer is a mistake in units, not a step.
+    if (!t.is_number() || t.get<double>() < 0 || t.get<double>() > 86400) {
+      return Status::InvalidArgument("step_time must be the seconds the last step took, from 0 to 86400");
+    }
+    r.step_time_us = static_cast<uint64_t>(t.get<double>() * 1e6 + 0.5);
+  }
+  return r;
+}
+
 uint64_t Fnv1a(const std::string& text) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : text) {
@@ -130,7 +151,8 @@ std::string AgentSocketPath(const std::string& state_dir) {
 
 StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& path,
                                                            Handler handler,
-                                                           AfterReply after_reply) {
+                                                           AfterReply after_reply,
+                                                           ProgressHandler progress) {
   const std::string what = "cannot listen on " + path + ": ";
   auto addr = SocketAddress(path);
   if (!addr.ok()) return Status::InvalidArgument(what + addr.status().message());
@@ -164,6 +186,7 @@ StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& pa
   std::unique_ptr<AgentSocket> s(new AgentSocket(path, fd, wake[0], std::move(handler),
                                                  std::move(after_reply)));
   s->wake_write_fd_ = wake[1];
+  s->progress_ = std::move(progress);
   s->thread_ = std::thread([raw = s.get()] { raw->Serve(); });
   return s;
 }
@@ -209,6 +232,10 @@ void AgentSocket::HandleConnection(int fd) {
   const int64_t deadline = MonotonicNanos() + kRequestPatience * 1000000;
   auto line = ReadLine(fd, deadline);
   if (!line.ok()) return;
+  if (progress_ && line->find("\"progress\"") != std::string::npos) {
+    auto j = nlohmann::json::parse(*line, nullptr, false);
+    if (j.is_object() && j.value("op", "") == "progress") return HandleProgress(fd, *line, deadline);
+  }
   nlohmann::json answer;
   std::optional<std::pair<CheckpointReport, CheckpointReply>> done;
   auto report = ParseRequest(*line);
@@ -238,8 +265,19 @@ void AgentSocket::HandleConnection(int fd) {
   if (after_reply_) after_reply_(done->first, done->second);
 }
 
-StatusOr<CheckpointReply> SendCheckpointDone(const std::string& socket_path,
-                                             const CheckpointReport& report, Duration timeout) {
+void AgentSocket::HandleProgress(int fd, const std::string& line, int64_t deadline) {
+  auto report = ParseProgress(nlohmann::json::parse(line));
+  ucred peer{};
+  socklen_t peer_size = sizeof peer;
+  if (report.ok() && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0) report->peer_uid = peer.uid;
+  Status taken = report.ok() ? progress_(*report) : report.status();
+  const nlohmann::json answer =
+      taken.ok() ? nlohmann::json{{"ok", true}} : nlohmann::json{{"ok", false}, {"error", taken.message()}};
+  (void)WriteAll(fd, answer.dump() + "\n", deadline);
+}
+
+// One request, one JSON answer: the answer's object, or why there is none.
+static StatusOr<nlohmann::json> Exchange(const std::string& socket_path, const nlohmann::json& request, Duration timeout) {
   const std::string where = "the agent at " + socket_path;
   HANGAR_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(socket_path));
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -252,9 +290,6 @@ StatusOr<CheckpointReply> SendCheckpointDone(const std::string& socket_path,
     return Status::Unavailable("cannot reach " + where + ": " + ErrnoText(errno) +
                                " (is the node's agent running?)");
   }
-  nlohmann::json request = {{"op", "checkpoint_done"}, {"task_id", report.task_id}};
-  if (!report.path.empty()) request["path"] = report.path;
-  if (report.step) request["step"] = report.step;
   const int64_t deadline = MonotonicNanos() + std::max<Duration>(timeout, 0) * 1000000;
   Status sent = WriteAll(fd, request.dump() + "\n", deadline);
   if (!sent.ok()) return Status::Unavailable("cannot send to " + where + ": " + sent.message());
@@ -267,6 +302,21 @@ StatusOr<CheckpointReply> SendCheckpointDone(const std::string& socket_path,
   if (!j.value("ok", false)) {
     return Status::FailedPrecondition(where + " refused: " + j.value("error", std::string("no reason given")));
   }
+  return j;
+}
+
+Status SendProgress(const std::string& socket_path, const ProgressReport& report, Duration timeout) {
+  nlohmann::json request = {{"op", "progress"}, {"task_id", report.task_id}, {"step", report.step}};
+  if (report.step_time_us) request["step_time"] = static_cast<double>(report.step_time_us) / 1e6;
+  return Exchange(socket_path, request, timeout).status();
+}
+
+StatusOr<CheckpointReply> SendCheckpointDone(const std::string& socket_path,
+                                             const CheckpointReport& report, Duration timeout) {
+  nlohmann::json request = {{"op", "checkpoint_done"}, {"task_id", report.task_id}};
+  if (!report.path.empty()) request["path"] = report.path;
+  if (report.step) request["step"] = report.step;
+  HANGAR_ASSIGN_OR_RETURN(nlohmann::json j, Exchange(socket_path, request, timeout));
   CheckpointReply reply;
   reply.released = j.value("released", false);
   return reply;

@@ -7,6 +7,14 @@
 //   <- {"ok": true, "released": false}            or  {"ok": false, "error": "..."}
 //
 // `hangar checkpoint-done` is the client (SendCheckpointDone below).
+//
+// Training progress (`hangar progress`, or a training loop writing the line itself):
+//
+//   -> {"op": "progress", "task_id": "42.0.1", "step": 900, "step_time": 0.85}
+//   <- {"ok": true}                                or  {"ok": false, "error": "..."}
+//
+// step: the step reached (a non-negative integer); step_time: optional, the seconds the last step
+// took (a number). `hangar progress` is the client (SendProgress below).
 #pragma once
 
 #include <atomic>
@@ -29,6 +37,14 @@ struct CheckpointReport {
   int64_t peer_uid = -1;  // who sent it (the connecting process's uid); -1: unknown
 };
 
+// What a task reports with `hangar progress`.
+struct ProgressReport {
+  std::string task_id;
+  uint64_t step = 0;
+  uint64_t step_time_us = 0;  // 0: not given
+  int64_t peer_uid = -1;      // as CheckpointReport's
+};
+
 // What the agent answers.
 struct CheckpointReply {
   bool released = false;  // the task was in the checkpoint phase of a stop: SIGTERM follows
@@ -46,11 +62,15 @@ class AgentSocket {
   // Runs after the answer has reached the client (it closed the connection, or 1 s passed), so
   // that the client has its answer before, say, its task is sent SIGTERM.
   using AfterReply = std::function<void(const CheckpointReport&, const CheckpointReply&)>;
+  // Checks a progress report and forwards it; its error goes back to the client. Without one,
+  // the op "progress" is refused as unknown.
+  using ProgressHandler = std::function<Status(const ProgressReport&)>;
 
   // Binds `path` (replacing a stale socket there) and serves on a thread of its own until
   // destroyed. A connection that sends nothing is dropped after 2 s.
   static StatusOr<std::unique_ptr<AgentSocket>> Listen(const std::string& path, Handler handler,
-                                                       AfterReply after_reply);
+                                                       AfterReply after_reply,
+                                                       ProgressHandler progress = nullptr);
   ~AgentSocket();  // stops serving and removes the socket file
   AgentSocket(const AgentSocket&) = delete;
   AgentSocket& operator=(const AgentSocket&) = delete;
@@ -61,6 +81,8 @@ class AgentSocket {
   AgentSocket(std::string path, int fd, int wake_fd, Handler handler, AfterReply after_reply);
   void Serve();
   void HandleConnection(int fd);
+  // The op "progress": answered at once, nothing runs after the answer.
+  void HandleProgress(int fd, const std::string& line, int64_t deadline);
 
   std::string path_;
   int listen_fd_;
@@ -68,6 +90,7 @@ class AgentSocket {
   int wake_write_fd_;
   Handler handler_;
   AfterReply after_reply_;
+  ProgressHandler progress_;
   std::thread thread_;
 };
 
@@ -75,5 +98,8 @@ class AgentSocket {
 // its answer. Unavailable when no agent listens there; the agent's error otherwise.
 StatusOr<CheckpointReply> SendCheckpointDone(const std::string& socket_path,
                                              const CheckpointReport& report, Duration timeout);
+
+// The client of the op "progress": sends the report and waits (up to `timeout`) for the answer.
+Status SendProgress(const std::string& socket_path, const ProgressReport& report, Duration timeout);
 
 }  // namespace hangar::agent

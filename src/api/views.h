@@ -48,6 +48,9 @@ struct JobView {
   int64_t staging_ms = 0;      // this attempt's wait for its image on its nodes (containers)
   int64_t staging_gpu_ms = 0;  // GPU-milliseconds held meanwhile
   bool interactive = false;    // a session (`hangar run`, docs/interactive.md); in JSON only when set
+  // Training progress its ranks reported (docs/progress.md): {"attempt", "hung_at_ms", "ranks":
+  // [{"rank", "node", "step", "at_ms", "step_time_s", "straggler"}]}; null (and not in JSON): none.
+  nlohmann::json progress;
   std::vector<TaskView> task_views;
   nlohmann::json spec;  // the job spec as stored
 };

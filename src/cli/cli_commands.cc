@@ -117,6 +117,27 @@ Status Submit(const Common& c, const SubmitOptions& o) {
   return Status::Ok();
 }
 
+// The progress lines of `hangar job` and `hangar explain` (docs/progress.md): each rank's last
+// step and when it came, stragglers, and the last hang.
+void PrintProgress(const nlohmann::json& p) {
+  if (!p.is_object()) return;
+  if (p.contains("last_hang") && p["last_hang"].is_string()) {
+    std::printf("  last hang (attempt %d): %s\n", p.value("last_hang_attempt", 0),
+                p["last_hang"].get<std::string>().c_str());
+  }
+  const auto& ranks = p.value("ranks", nlohmann::json::array());
+  if (ranks.empty()) return;
+  std::printf("  progress (attempt %d):\n", p.value("attempt", 0));
+  Table t({"  RANK", "NODE", "STEP", "REPORTED", "STEP TIME", "STRAGGLER"});
+  for (const auto& r : ranks) {
+    char step_time[32] = "-";
+    if (r.contains("step_time_s")) std::snprintf(step_time, sizeof step_time, "%.3f s", r["step_time_s"].get<double>());
+    t.Add({"  " + std::to_string(r.value("rank", 0)), r.value("node", ""), std::to_string(r.value("step", uint64_t{0})),
+           FormatUtcTimestamp(r.value("at_ms", int64_t{0})), step_time, r.value("straggler", false) ? "yes" : "-"});
+  }
+  std::printf("%s", t.Render().c_str());
+}
+
 Status ShowJob(const Common& c, const std::string& id) {
   HANGAR_RETURN_IF_ERROR(CheckJobId(id));
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs/" + id));
@@ -142,6 +163,7 @@ Status ShowJob(const Common& c, const std::string& id) {
     }
     std::printf("%s", t.Render().c_str());
   }
+  PrintProgress(v.progress);
   return Status::Ok();
 }
 
@@ -157,6 +179,7 @@ Status Explain(const Common& c, const std::string& id) {
     std::printf("; estimated start %s", FormatUtcTimestamp(r["estimated_start_ms"].get<int64_t>()).c_str());
   }
   std::printf("\n");
+  if (r.contains("progress")) PrintProgress(r["progress"]);
   return Status::Ok();
 }
 

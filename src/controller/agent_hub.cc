@@ -158,6 +158,14 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         });
         break;
       }
+      case pb::AgentMessage::kProgress: {
+        auto p = std::make_shared<pb::Progress>(m.progress());
+        owner->Post([p, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+          Status ok = s.OnProgress(node, *p, clock->Now(), fx);
+          if (!ok.ok()) hub->Refuse(Refusal::kForeignTask, "node " + node, ok.message());
+        });
+        break;
+      }
       case pb::AgentMessage::kValidation: {
         auto v = std::make_shared<pb::ValidationResult>(m.validation());
         owner->Post([v, clock, node = node_](ClusterState& s, Effects*, StateOwner::AfterCommit*) {

@@ -486,6 +486,7 @@ void HttpApi::Routes() {
                           {"reason", job->reason},   {"rule", job->reason_rule}, {"attempt", job->attempt},
                           {"message", job->message}, {"estimated_start_ms", nullptr}};
     if (job->state == "pending" && estimated_start != kNever) out["estimated_start_ms"] = estimated_start;
+    if (!job->progress.is_null()) out["progress"] = job->progress;
     Reply(res, 200, out);
   });
   s.Get(R"(/v1/jobs/(\d+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {

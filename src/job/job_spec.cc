@@ -240,6 +240,11 @@ class JobParser {
     HANGAR_ASSIGN_OR_RETURN(auto stdin_open, src_.OptBool(root, "stdin"));
     spec.stdin_open = stdin_open.value_or(false);
     if (const YAML::Node cp = root["checkpoint"]) HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
+    if (const YAML::Node pr = root["progress"]) {
+      auto p = ProgressSpecFromJson(YamlToJson(pr));
+      if (!p.ok()) return src_.Error(pr, p.status().message());
+      spec.progress = *p;
+    }
     if (const YAML::Node topo = root["topology"]) HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
     HANGAR_RETURN_IF_ERROR(ParseBatch(root, &spec));
     const YAML::Node tasks = root["tasks"];
@@ -291,7 +296,7 @@ class JobParser {
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
                                                   "workdir",  "run_as",   "array",      "after",        "image",
                                                   "artifacts", "reservation", "interactive", "terminal",
-                                                  "stdin"};
+                                                  "stdin", "progress"};
   static constexpr std::string_view kArtifactKeys[] = {"source", "sha256", "size", "path", "shard_by", "shards"};
   static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
@@ -668,6 +673,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
     j["topology"] = {{"same", std::string(cluster::LevelName(spec.topology.same))},
                      {"mode", spec.topology.required ? "required" : "preferred"}};
   }
+  if (!spec.progress.empty()) j["progress"] = ProgressSpecToJson(spec.progress);
   if (!spec.array.empty()) j["array"] = spec.array.text;
   if (!spec.after.empty()) j["after"] = spec.after.ToJson();
   if (!spec.reservation.empty()) j["reservation"] = spec.reservation;

@@ -15,6 +15,7 @@
 #include "job/batch_spec.h"
 #include "job/artifact_spec.h"
 #include "job/container_spec.h"
+#include "job/progress_spec.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -113,6 +114,7 @@ struct JobSpec {
   Duration time_limit = 0;    // 0: none
   Duration min_run_time = 0;  // not preempted before this much run time
   CheckpointSpec checkpoint;
+  ProgressSpec progress;  // hang and straggler detection from the tasks' reports (progress_spec.h)
   ArraySpec array;    // empty: one job (batch_spec.h)
   Dependencies after;  // jobs that must end (a certain way) before this one starts
   std::string reservation;  // runs inside this reservation's window, on its nodes ("": none)

@@ -23,6 +23,7 @@
 #include "controller/reservation/reservation_book.h"
 #include "controller/state/auth.h"
 #include "controller/state/ingest_lag.h"
+#include "controller/state/progress_book.h"
 #include "controller/state/secret_sealer.h"
 #include "controller/state/submission_digest.h"
 #include "controller/state/spec_book.h"
@@ -363,6 +364,13 @@ class ClusterState {
   Status OnTaskStatus(const std::string& node, const pb::TaskStatus& status, Time now, Effects* fx);
 
   void OnGpuEvent(const std::string& node, const pb::GpuEvent& e, Time now);
+  // A task reported training progress (cluster_state_progress.cc): kept per job and rank; a
+  // straggler it reveals is named in events. Same ownership rule as OnCheckpointDone.
+  Status OnProgress(const std::string& node, const pb::Progress& p, Time now, Effects* fx);
+  // Once a second (Tick): running jobs whose ranks went silent past their hang_timeout are hung,
+  // and handled as their spec's on_hang says.
+  void CheckProgress(Time now, Effects* fx);
+  const ProgressBook& progress() const { return progress_; }
   // A task reported a checkpoint: the job's lost-work figure restarts from now.
   Status OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx);
   // Ok when `node` is a registered node that may report on `task_id` (placed there, or unknown to
@@ -403,6 +411,7 @@ class ClusterState {
     EnforceTimeLimits(now, fx);
     PurgeFinished(now, fx);
     AdvanceReservations(now, fx);
+    CheckProgress(now, fx);
   }
   // Forgets the finished jobs that ended at least options().keep_finished ago (none when it is 0)
   // and have no task left anywhere (cluster_state_purge.cc). Looks at most kPurgeScan jobs a call,
@@ -547,6 +556,10 @@ class ClusterState {
   void FinishIfDone(JobRecord& j, Time now, Effects* fx);
   void StopTasks(JobRecord& j, Duration grace, Effects* fx);
   void TimeOut(JobRecord& j, Time now, Effects* fx);
+  // cluster_state_progress.cc
+  void ActOnHang(JobRecord& j, const ProgressBook::Hang& h, Time now, Effects* fx);
+  void FailHung(JobRecord& j, const std::string& why, Time now, Effects* fx);
+  ProgressBook progress_;
   // Stops the current attempt (with the checkpoint protocol when `checkpoint`) and queues the
   // job again, whole; its resources stay held until its tasks have ended.
   void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint = true);

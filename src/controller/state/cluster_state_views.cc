@@ -79,6 +79,7 @@ api::JobView ClusterState::View(const JobRecord& j) const {
     v.reason = j.message;
   }
   v.interactive = j.spec->spec.interactive;
+  v.progress = progress_.Json(j.id);
   static const char* kPhase[] = {"launching", "running", "ended"};
   for (const auto& t : j.tasks) {
     api::TaskView tv;

@@ -1,0 +1,144 @@
+// Progress the tasks report (`hangar progress`), and what the controller does with it: hung jobs
+// are restarted, failed or noted as their spec says; stragglers are named with their node
+// (progress_book.h has the rules; docs/progress.md).
+#include <cstdio>
+
+#include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
+
+namespace hangar::controller {
+
+using job::JobState;
+
+namespace {
+
+std::string Seconds(int64_t us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(us) / 1e6);
+  return buf;
+}
+
+std::string Factor(int64_t milli) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", static_cast<double>(milli) / 1000);
+  return buf;
+}
+
+// "rank 1 on node-2 (step 10) reported no progress for 12s" and the like, for events and messages.
+std::string HangText(const ProgressBook::Hang& h, Duration timeout) {
+  if (h.ranks.empty()) {
+    return "hung: no rank reported progress in the " + FormatDuration(h.silent_for) +
+           " since the attempt started (hang_timeout " + FormatDuration(timeout) + ")";
+  }
+  std::string text = "hung: ";
+  for (size_t i = 0; i < h.ranks.size(); ++i) {
+    const auto& r = h.ranks[i];
+    if (i == 3) {
+      text += " and " + std::to_string(h.ranks.size() - 3) + " more";
+      break;
+    }
+    text += (i ? ", " : std::string(h.ranks.size() == 1 ? "rank " : "ranks ")) +
+            std::to_string(r.rank) + " on " + r.node + " (step " + std::to_string(r.step) + ")";
+  }
+  return text + " reported no progress for " + FormatDuration(h.silent_for) + " (hang_timeout " +
+         FormatDuration(timeout) + "; the furthest rank is at step " + std::to_string(h.last_step) +
+         ")";
+}
+
+}  // namespace
+
+Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, Time now,
+                                Effects* fx) {
+  // Only the node that runs the task may speak for it.
+  HANGAR_RETURN_IF_ERROR(CheckTaskOwner(node, p.task_id()));
+  sched::JobId id;
+  uint32_t attempt, index;
+  if (!ParseTaskId(p.task_id(), &id, &attempt, &index)) return Status::Ok();
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size())
+    return Status::Ok();
+  JobRecord& j = it->second;
+  const job::ProgressSpec& spec = j.spec->spec.progress;
+  auto straggler = progress_.Record(id, attempt, index, node, p.step(),
+                                    static_cast<int64_t>(p.step_time_us()), now, spec);
+  if (!straggler) return Status::Ok();
+  const std::string why = "straggler: rank " + std::to_string(straggler->rank) + " on node " +
+                          straggler->node + " takes " + Seconds(straggler->step_time_us) +
+                          " a step, against the gang's median " + Seconds(straggler->median_us) +
+                          " (over " + Factor(spec.straggler_factor_milli) + " for " +
+                          std::to_string(spec.straggler_reports) + " reports in a row)";
+  fx->Event(now, "job", "job/" + std::to_string(id), why);
+  fx->Event(now, "node", "node/" + straggler->node,
+            "suspect: " + why + " in job " + std::to_string(id));
+  return Status::Ok();
+}
+
+void ClusterState::CheckProgress(Time now, Effects* fx) {
+  if (!progress_.CheckDue(now)) return;
+  for (sched::JobId id : progress_.Jobs()) {
+    auto it = jobs_.find(id);
+    // A finished job's reports stay an hour, for `hangar job` and `explain` on how it ended.
+    if (it == jobs_.end() || (job::IsFinal(it->second.state) && now - it->second.ended > kHour))
+      progress_.Forget(id);
+  }
+  std::vector<std::pair<sched::JobId, ProgressBook::Hang>> hung;
+  for (sched::JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    const Duration timeout = j.spec->spec.progress.hang_timeout;
+    if (timeout <= 0 || j.state != JobState::kRunning || !j.started) continue;
+    std::vector<uint32_t> live;
+    for (const auto& t : j.tasks) {
+      if (t.phase == TaskRun::Phase::kRunning) live.push_back(t.index);
+    }
+    // After a restart of the controller, reports start again only once agents are back.
+    const Time since = std::max(j.started, restored_at_);
+    if (auto h = progress_.CheckHang(id, j.attempt, since, timeout, live, now))
+      hung.emplace_back(id, std::move(*h));
+  }
+  for (const auto& [id, h] : hung) ActOnHang(jobs_.at(id), h, now, fx);
+}
+
+void ClusterState::ActOnHang(JobRecord& j, const ProgressBook::Hang& h, Time now, Effects* fx) {
+  const job::ProgressSpec& spec = j.spec->spec.progress;
+  const std::string why = HangText(h, spec.hang_timeout);
+  progress_.DescribeHang(j.id, why);
+  const std::string subject = "job/" + std::to_string(j.id);
+  switch (spec.on_hang) {
+    case job::HangAction::kNotify:
+      fx->Event(now, "job", subject, why + "; on_hang: notify, so it runs on");
+      return;
+    case job::HangAction::kRestart:
+      fx->Event(now, "job", subject, why + "; on_hang: restart");
+      Requeue(j, why + "; restarted (the checkpoint signal first)", now,
+              fx);  // with the checkpoint signal
+      return;
+    case job::HangAction::kFail:
+      fx->Event(now, "job", subject, why + "; on_hang: fail");
+      FailHung(j, why, now, fx);
+      return;
+  }
+}
+
+void ClusterState::FailHung(JobRecord& j, const std::string& why, Time now, Effects* fx) {
+  const job::CheckpointSpec& ckpt = j.spec->spec.checkpoint;
+  // As a time limit's end: the checkpoint signal and its grace, then SIGTERM and SIGKILL; its GPUs
+  // stay held until its tasks have ended.
+  for (const auto& t : j.tasks) {
+    if (t.phase == TaskRun::Phase::kEnded) continue;
+    pb::ControllerMessage m;
+    m.mutable_stop()->set_task_id(TaskId(j.id, j.attempt, t.index));
+    m.mutable_stop()->set_grace_ms(ckpt.grace);
+    m.mutable_stop()->set_checkpoint_signal(ckpt.signal);
+    m.mutable_stop()->set_kill_grace_ms(options_.stop_grace);
+    fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
+  }
+  CloseAttempt(j, now, 0, "failed", fx);
+  JobLifecycle::Transition(j, JobState::kFailed, "hung");
+  j.ended = now;
+  j.message = why;
+  fx->Event(now, "job", "job/" + std::to_string(j.id), "failed: " + why);
+  Persist(j, fx);
+  dirty_ = true;
+}
+
+}  // namespace hangar::controller
