@@ -143,6 +143,7 @@ StatusOr<sched::GangRequest> ClusterState::Admissible(const job::JobSpec& spec, 
   }
   HANGAR_RETURN_IF_ERROR(CheckDependenciesAtSubmit(spec.after));
   if (!spec.reservation.empty()) HANGAR_RETURN_IF_ERROR(reservations_.MayUse(spec.reservation, spec.user, spec.queue));
+  HANGAR_RETURN_IF_ERROR(sched::CheckNodeNames(spec.nodes, *topology_));
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
   const sched::Reason never = scheduler_->NeverReason(*topology_, request);
   if (never.rule != sched::Rule::kNone) {
