@@ -5,6 +5,7 @@
 #include "controller/state/cluster_state.h"
 #include "controller/state/job_lifecycle.h"
 #include "job/gpu_proportions.h"
+#include "job/gpu_type_names.h"
 #include "sched/placement/gang_placer.h"
 
 namespace hangar::controller {
@@ -183,6 +184,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::sha
 }
 
 StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects* fx) {
+  HANGAR_RETURN_IF_ERROR(job::ResolveGpuTypes(options_.gpu_types, *topology_, &spec));
   HANGAR_RETURN_IF_ERROR(job::ApplyGpuModelLimits(options_.gpu_models, *topology_, &spec));
   if (!spec.array.empty()) {
     HANGAR_ASSIGN_OR_RETURN(std::vector<sched::JobId> ids, SubmitArray(std::move(spec), now, fx));
