@@ -5,6 +5,7 @@
 #include <csignal>
 #include <set>
 
+#include "cli/sbatch_nodes.h"
 #include "cli/sbatch_unhonoured.h"
 #include "job/job_spec.h"
 
@@ -226,12 +227,16 @@ constexpr Known kKnown[] = {
     {"requeue", 0, ArgKind::kFlag, [](const std::string&, SbatchOptions*) { return Status::Ok(); }},
     {"exclusive", 0, ArgKind::kOptionalValue,
      [](const std::string&, SbatchOptions* o) { return o->exclusive = true, Status::Ok(); }},
-    {"account", 'A', ArgKind::kValue,
+    {"account", 'A', ArgKind::kValue, SetString<&SbatchOptions::account>},
+    {"nodelist", 'w', ArgKind::kValue,
      [](const std::string& v, SbatchOptions* o) {
-       o->warnings.push_back(
-           "Hangar charges a job to its queue (--partition) and its user; the account is only "
-           "exported to the script as SLURM_JOB_ACCOUNT");
-       return SetString<&SbatchOptions::account>(v, o);
+       HANGAR_RETURN_IF_ERROR(CheckHostListOption(v));
+       return SetString<&SbatchOptions::nodelist>(v, o);
+     }},
+    {"exclude", 'x', ArgKind::kValue,
+     [](const std::string& v, SbatchOptions* o) {
+       HANGAR_RETURN_IF_ERROR(CheckHostListOption(v));
+       return SetString<&SbatchOptions::exclude>(v, o);
      }},
     {"constraint", 'C', ArgKind::kValue, SetString<&SbatchOptions::constraint>},
     {"gpus", 'G', ArgKind::kValue,
