@@ -21,6 +21,7 @@ nlohmann::json ToJson(const JobView& v) {
           {"spec", v.spec},       {"array_id", v.array_id}, {"array_index", v.array_index},
           {"held", v.held}, {"staging_ms", v.staging_ms}, {"staging_gpu_ms", v.staging_gpu_ms}};
   if (v.interactive) out["interactive"] = true;
+  if (!v.account.empty()) out["account"] = v.account;
   return out;
 }
 
@@ -64,6 +65,7 @@ StatusOr<JobView> JobViewFromJson(const nlohmann::json& j) {
     v.staging_ms = j.value("staging_ms", int64_t{0});
     v.staging_gpu_ms = j.value("staging_gpu_ms", int64_t{0});
     v.interactive = j.value("interactive", false);
+    v.account = j.value("account", "");
     for (const auto& t : j.value("task_list", nlohmann::json::array())) {
       TaskView tv;
       tv.index = t.value("index", 0u);

@@ -48,6 +48,7 @@ struct JobView {
   int64_t staging_ms = 0;      // this attempt's wait for its image on its nodes (containers)
   int64_t staging_gpu_ms = 0;  // GPU-milliseconds held meanwhile
   bool interactive = false;    // a session (`hangar run`, docs/interactive.md); in JSON only when set
+  std::string account;         // the job's accounting label (sbatch --account); in JSON only when set
   std::vector<TaskView> task_views;
   nlohmann::json spec;  // the job spec as stored
 };

@@ -380,6 +380,7 @@ nlohmann::json ClusterState::AccountingJobs(const Principal& p, const JobFilter&
                     {"array_index", j.array_index},
                     {"user", s.user},
                     {"queue", s.queue},
+                    {"account", s.account},
                     {"tier", std::string(job::TierName(s.tier))},
                     {"gpus", static_cast<double>(s.TotalMilliGpu()) / 1000.0},
                     {"gpu_model", model},
