@@ -7,21 +7,6 @@
 
 namespace hangar::cli::sbatch {
 
-Status CheckHostListOption(const std::string& value) {
-  if (value.find('/') != std::string::npos) {
-    return Status::InvalidArgument(
-        "'" + value +
-        "' names a file of nodes, which hangar sbatch does not read: write the names "
-        "as a host list (node[1-3,5])");
-  }
-  auto names = cluster::ExpandHostList(value);
-  if (!names.ok()) return names.status();
-  if (names->empty())
-    return Status::InvalidArgument("'" + value +
-                                   "' names no node; write a host list (node[1-3,5])");
-  return Status::Ok();
-}
-
 void AddNodeRules(const SbatchOptions& o, int nodes, nlohmann::ordered_json* j, Diagnostics* d) {
   std::set<std::string> listed, excluded;
   if (o.nodelist) {

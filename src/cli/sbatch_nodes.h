@@ -11,10 +11,6 @@
 
 namespace hangar::cli::sbatch {
 
-// Checks a --nodelist/--exclude value: a host list (node[1-3,5],gpu-a). Slurm also reads a file
-// of names when the value holds a '/'; hangar sbatch refuses that, saying to write the names.
-Status CheckHostListOption(const std::string& value);
-
 // Adds include_nodes/exclude_nodes to the job file `j` for a job of `nodes` Slurm nodes. A
 // nodelist longer than the job's nodes is refused naming both lines (each listed node holds one
 // of the job's nodes), as is a node both listed and excluded.

@@ -5,8 +5,8 @@
 #include <csignal>
 #include <set>
 
-#include "cli/sbatch_nodes.h"
 #include "cli/sbatch_unhonoured.h"
+#include "cluster/hostlist.h"
 #include "job/job_spec.h"
 
 namespace hangar::cli::sbatch {
@@ -105,6 +105,23 @@ Status ApplyMem(const std::string& v, SbatchOptions* o) {
     return Status::Ok();
   }
   o->mem_mib = mib;
+  return Status::Ok();
+}
+
+// A --nodelist/--exclude value: a host list (node[1-3,5],gpu-a). Slurm also reads a file of names
+// when the value holds a '/'; hangar sbatch refuses that, saying to write the names.
+Status CheckHostListOption(const std::string& value) {
+  if (value.find('/') != std::string::npos) {
+    return Status::InvalidArgument(
+        "'" + value +
+        "' names a file of nodes, which hangar sbatch does not read: write the names "
+        "as a host list (node[1-3,5])");
+  }
+  auto names = cluster::ExpandHostList(value);
+  if (!names.ok()) return names.status();
+  if (names->empty())
+    return Status::InvalidArgument("'" + value +
+                                   "' names no node; write a host list (node[1-3,5])");
   return Status::Ok();
 }
 
