@@ -22,6 +22,7 @@ nlohmann::json ToJson(const JobView& v) {
           {"held", v.held}, {"staging_ms", v.staging_ms}, {"staging_gpu_ms", v.staging_gpu_ms}};
   if (v.interactive) out["interactive"] = true;
   if (!v.progress.is_null()) out["progress"] = v.progress;
+  if (!v.account.empty()) out["account"] = v.account;
   return out;
 }
 
@@ -66,6 +67,7 @@ StatusOr<JobView> JobViewFromJson(const nlohmann::json& j) {
     v.staging_gpu_ms = j.value("staging_gpu_ms", int64_t{0});
     v.interactive = j.value("interactive", false);
     if (j.contains("progress") && j["progress"].is_object()) v.progress = j["progress"];
+    v.account = j.value("account", "");
     for (const auto& t : j.value("task_list", nlohmann::json::array())) {
       TaskView tv;
       tv.index = t.value("index", 0u);

@@ -51,6 +51,7 @@ struct JobView {
   // Training progress its ranks reported (docs/progress.md): {"attempt", "hung_at_ms", "ranks":
   // [{"rank", "node", "step", "at_ms", "step_time_s", "straggler"}]}; null (and not in JSON): none.
   nlohmann::json progress;
+  std::string account;         // the job's accounting label (sbatch --account); in JSON only when set
   std::vector<TaskView> task_views;
   nlohmann::json spec;  // the job spec as stored
 };

@@ -161,7 +161,7 @@ Status HistoryCsv(const Common& c, const ListOptions& o) {
   bool header = false;
   static const char* kCols[] = {"id", "name", "array_id", "array_index", "user", "queue", "tier", "gpus", "gpu_model",
                                 "submitted", "started", "ended", "state", "attempts", "gpu_hours", "idle_gpu_hours",
-                                "preempted_gpu_hours", "staging_gpu_hours", "exit"};
+                                "preempted_gpu_hours", "staging_gpu_hours", "exit", "account"};
   return EachPage(api, "/v1/accounting/jobs" + Query(o.sel), o, "hangar history", [&](const nlohmann::json& r) {
     if (!header) {
       for (size_t k = 0; k < std::size(kCols); ++k) std::printf("%s%s", k ? "," : "", kCols[k]);
@@ -176,14 +176,14 @@ Status HistoryCsv(const Common& c, const ListOptions& o) {
       std::string exit = j.value("exit", "");
       std::string quoted = "\"";
       for (char ch : exit) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-      std::printf("%llu,%s,%llu,%lld,%s,%s,%s,%g,%s,%s,%s,%s,%s,%d,%.4f,%.4f,%.4f,%.4f,%s\"\n",
+      std::printf("%llu,%s,%llu,%lld,%s,%s,%s,%g,%s,%s,%s,%s,%s,%d,%.4f,%.4f,%.4f,%.4f,%s\",%s\n",
                   j.value("id", 0ull), j.value("name", "").c_str(), j.value("array_id", 0ull),
                   j.value("array_index", -1ll), j.value("user", "").c_str(), j.value("queue", "").c_str(),
                   j.value("tier", "").c_str(), j.value("gpus", 0.0), j.value("gpu_model", "").c_str(),
                   ts("submitted_ms").c_str(), ts("started_ms").c_str(), ts("ended_ms").c_str(),
                   j.value("state", "").c_str(), j.value("attempts", 0), j.value("gpu_hours", 0.0),
                   j.value("idle_gpu_hours", 0.0), j.value("preempted_gpu_hours", 0.0),
-                  j.value("staging_gpu_hours", 0.0), quoted.c_str());
+                  j.value("staging_gpu_hours", 0.0), quoted.c_str(), j.value("account", "").c_str());
     }
     return Status::Ok();
   }, &note);
@@ -202,7 +202,8 @@ Status History(const Common& c, const ListOptions& o, bool csv) {
     PrintJson({{"jobs", all}});
     return Status::Ok();
   }
-  Table t({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "ATTEMPTS", "ELAPSED", "GPU-H", "IDLE GPU-H", "PREEMPTED GPU-H"});
+  Table t({"ID", "NAME", "USER", "QUEUE", "ACCOUNT", "STATE", "GPUS", "ATTEMPTS", "ELAPSED", "GPU-H", "IDLE GPU-H",
+           "PREEMPTED GPU-H"});
   HANGAR_RETURN_IF_ERROR(EachPage(api, "/v1/accounting/jobs" + Query(o.sel), o, "hangar history", [&](const nlohmann::json& r) {
     for (const auto& j : r["jobs"]) {
       const int64_t start = j.value("started_ms", int64_t{0}), end = j.value("ended_ms", int64_t{0});
@@ -213,8 +214,9 @@ Status History(const Common& c, const ListOptions& o, bool csv) {
       const uint64_t array = j.value("array_id", uint64_t{0});
       std::string name = j.value("name", "");
       if (array) name += "[" + std::to_string(j.value("array_index", int64_t{0})) + "]";
+      const std::string account = j.value("account", "");
       t.Add({std::to_string(j.value("id", uint64_t{0})), Short(name, 28), j.value("user", ""), j.value("queue", ""),
-             j.value("state", ""), Gpus(j.value("gpus", 0.0)), std::to_string(j.value("attempts", 0)),
+             account.empty() ? "-" : account, j.value("state", ""), Gpus(j.value("gpus", 0.0)), std::to_string(j.value("attempts", 0)),
              start && end ? FormatDuration(end - start) : "-", gh, ih, ph});
     }
     return Status::Ok();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "cli/sbatch_nodes.h"
 #include "cli/sbatch_shape.h"
 #include "cli/sbatch_wrapper.h"
 #include "common/units.h"
@@ -88,6 +89,7 @@ void AddTiming(const SbatchOptions& o, nlohmann::ordered_json* j, Diagnostics* d
 void AddPolicy(const SbatchOptions& o, nlohmann::ordered_json* j, Diagnostics* d) {
   if (o.partition) (*j)["queue"] = *o.partition;
   if (o.reservation) (*j)["reservation"] = *o.reservation;
+  if (o.account) (*j)["account"] = *o.account;  // the accounting label (hangar history, sacct)
   int priority = 0;
   std::string tier;
   if (o.qos) {
@@ -255,6 +257,7 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   j["name"] = name;
   AddPolicy(o, &j, &d);
   AddTiming(o, &j, &d);
+  AddNodeRules(o, shape.nodes, &j, &d);
   const bool append = o.open_mode == "append" || shape.nodes > 1;  // several writers share the file
   const std::string redirect = Redirect(o, name, append, &d);
   const int sig = o.signal ? o.signal->signal : SIGTERM;

@@ -121,6 +121,7 @@ Status Sbatch(const Common& c, const SbatchCommandOptions& o) {
   HANGAR_ASSIGN_OR_RETURN(s.site, sbatch::ParseSiteFacts(std::getenv("HANGAR_SBATCH_GPU_TYPES"),
                                                          std::getenv("HANGAR_SBATCH_NODE_GPUS")));
   s.environment = Environment();
+  s.site.controller_maps_types = !o.dry_run;
   auto converted = sbatch::ConvertBatchScript(s);
   if (!converted.ok()) return PrintAllButLast(converted.status());
   const sbatch::BatchJob& job = *converted;

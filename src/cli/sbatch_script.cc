@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cli/sbatch_unhonoured.h"
+#include "cluster/hostlist.h"
 #include "job/job_spec.h"
 
 namespace hangar::cli::sbatch {
@@ -104,6 +105,23 @@ Status ApplyMem(const std::string& v, SbatchOptions* o) {
     return Status::Ok();
   }
   o->mem_mib = mib;
+  return Status::Ok();
+}
+
+// A --nodelist/--exclude value: a host list (node[1-3,5],gpu-a). Slurm also reads a file of names
+// when the value holds a '/'; hangar sbatch refuses that, saying to write the names.
+Status CheckHostListOption(const std::string& value) {
+  if (value.find('/') != std::string::npos) {
+    return Status::InvalidArgument(
+        "'" + value +
+        "' names a file of nodes, which hangar sbatch does not read: write the names "
+        "as a host list (node[1-3,5])");
+  }
+  auto names = cluster::ExpandHostList(value);
+  if (!names.ok()) return names.status();
+  if (names->empty())
+    return Status::InvalidArgument("'" + value +
+                                   "' names no node; write a host list (node[1-3,5])");
   return Status::Ok();
 }
 
@@ -226,12 +244,16 @@ constexpr Known kKnown[] = {
     {"requeue", 0, ArgKind::kFlag, [](const std::string&, SbatchOptions*) { return Status::Ok(); }},
     {"exclusive", 0, ArgKind::kOptionalValue,
      [](const std::string&, SbatchOptions* o) { return o->exclusive = true, Status::Ok(); }},
-    {"account", 'A', ArgKind::kValue,
+    {"account", 'A', ArgKind::kValue, SetString<&SbatchOptions::account>},
+    {"nodelist", 'w', ArgKind::kValue,
      [](const std::string& v, SbatchOptions* o) {
-       o->warnings.push_back(
-           "Hangar charges a job to its queue (--partition) and its user; the account is only "
-           "exported to the script as SLURM_JOB_ACCOUNT");
-       return SetString<&SbatchOptions::account>(v, o);
+       HANGAR_RETURN_IF_ERROR(CheckHostListOption(v));
+       return SetString<&SbatchOptions::nodelist>(v, o);
+     }},
+    {"exclude", 'x', ArgKind::kValue,
+     [](const std::string& v, SbatchOptions* o) {
+       HANGAR_RETURN_IF_ERROR(CheckHostListOption(v));
+       return SetString<&SbatchOptions::exclude>(v, o);
      }},
     {"constraint", 'C', ArgKind::kValue, SetString<&SbatchOptions::constraint>},
     {"gpus", 'G', ArgKind::kValue,

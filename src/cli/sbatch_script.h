@@ -40,7 +40,7 @@ struct SignalRequest {
 // What the script and the command line ask, in Slurm's terms. Unset: not asked.
 struct SbatchOptions {
   std::optional<std::string> job_name, partition, qos, array, output, error, chdir, open_mode,
-      account, constraint, reservation;
+      account, constraint, reservation, nodelist, exclude;
   std::optional<int> nodes, ntasks, ntasks_per_node, gpus_per_node, gpus_per_task, cpus_per_task,
       cpus_per_gpu, nice, gpus_total, ntasks_per_gpu;
   std::string gpu_type;  // gpu:TYPE:N, --gpus-per-node=TYPE:N, --gpus=TYPE:N (where: "gpu-type")

@@ -271,10 +271,6 @@ TEST(DirectivesTest, WhatHasNoEffectHereIsAcceptedWithAWarningNamingIt) {
                 "job.sbatch:3: #SBATCH --hint=nomultithread is set aside: Hangar does not bind a "
                 "task's threads to cores or sockets; the task sees the CPUs it asked"}));
   for (const char* line : {"--mail-user=a@b.c",
-                           "-w node[1-2]",
-                           "--nodelist=n1",
-                           "-x n2",
-                           "--exclude=n2,n3",
                            "--distribution=cyclic",
                            "-m block:block",
                            "--switches=1@10",
@@ -301,11 +297,9 @@ TEST(DirectivesTest, WhatHasNoEffectHereIsAcceptedWithAWarningNamingIt) {
     EXPECT_EQ(w[0].rfind("job.sbatch:2: #SBATCH " + std::string(line) + " is set aside: ", 0), 0u)
         << w[0];
   }
+  // Honoured as it is: the account is the job's accounting label, the node lists placement rules.
+  EXPECT_TRUE(WarningsOf("#!/bin/bash\n#SBATCH -A proj -w node[1-2] -x n3\n").empty());
   // Honoured, with a warning saying how far.
-  EXPECT_EQ(WarningsOf("#!/bin/bash\n#SBATCH -A proj\n"),
-            (std::vector<std::string>{
-                "job.sbatch:2: #SBATCH -A proj: Hangar charges a job to its queue (--partition) "
-                "and its user; the account is only exported to the script as SLURM_JOB_ACCOUNT"}));
   EXPECT_EQ(WarningsOf("#!/bin/bash\n#SBATCH --export=ALL,NCCL_DEBUG=INFO\n"),
             (std::vector<std::string>{
                 "job.sbatch:2: #SBATCH --export=ALL,NCCL_DEBUG=INFO: the submitter's whole "

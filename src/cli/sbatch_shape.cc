@@ -141,10 +141,15 @@ void AddNodeRequirements(const SbatchOptions& o, const Shape& s, const SiteFacts
     if (auto m = ModelsOfGpuType(site, o.gpu_type)) {
       models = *m;
     } else {
-      d->warnings.push_back(WhereSet(o, "gpu-type") + ": the GPU type '" + o.gpu_type +
-                            "' is left out, as no Hangar model is mapped to it: the job may run "
-                            "on any model. Map it with HANGAR_SBATCH_GPU_TYPES=" +
-                            o.gpu_type + "=MODEL (the models: `hangar nodes`)");
+      // Kept as written: the controller maps it through cluster.yaml's gpu_types.
+      models = {o.gpu_type};
+      if (!site.controller_maps_types) {
+        d->warnings.push_back(WhereSet(o, "gpu-type") + ": the GPU type '" + o.gpu_type +
+                              "' is kept as written (gpu_models: [" + o.gpu_type +
+                              "]): the controller maps Slurm's GPU types to its models through "
+                              "cluster.yaml's gpu_types when the job is submitted, and refuses a "
+                              "type it does not know");
+      }
     }
   }
   if (o.constraint) {

@@ -123,19 +123,25 @@ TEST(SbatchShapeTest, TasksMakeTheNodeCountAsInSlurm) {
   EXPECT_EQ(Group(Convert("#SBATCH -n 4 --ntasks-per-gpu=1\n"))["gpus"], 4);
 }
 
-TEST(SbatchShapeTest, GpuTypesBecomeModelsThroughTheSitesMappingOrAreLeftOut) {
+TEST(SbatchShapeTest, GpuTypesBecomeModelsThroughTheSitesMappingOrGoToTheController) {
   BatchJob b = Convert("#SBATCH --gpus-per-task=l40s:1\n", Site());
   EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"L40S-48GB"}));
   EXPECT_TRUE(b.warnings.empty());
-  // Unmapped, a type is no model any node has: the job could never be placed. Left out instead.
+  // Unmapped here, a type goes to the controller as written, which maps it through
+  // cluster.yaml's gpu_types (or refuses it); a dry run says so.
   b = Convert("#SBATCH -N 1\n#SBATCH --gres=gpu:A100_40GB:1\n");
   EXPECT_EQ(Group(b)["gpus"], 1);
-  EXPECT_FALSE(Group(b).contains("gpu_models"));
+  EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"A100_40GB"}));
   EXPECT_EQ(b.warnings,
             std::vector<std::string>{
-                "job.sbatch:3: the GPU type 'A100_40GB' is left out, as no Hangar model is mapped "
-                "to it: the job may run on any model. Map it with "
-                "HANGAR_SBATCH_GPU_TYPES=A100_40GB=MODEL (the models: `hangar nodes`)"});
+                "job.sbatch:3: the GPU type 'A100_40GB' is kept as written (gpu_models: [A100_40GB]): the "
+                "controller maps Slurm's GPU types to its models through cluster.yaml's gpu_types when the job is "
+                "submitted, and refuses a type it does not know"});
+  SiteFacts to_controller;
+  to_controller.controller_maps_types = true;
+  b = Convert("#SBATCH --gpus-per-task=l40s:1\n", to_controller);
+  EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"l40s"}));
+  EXPECT_TRUE(b.warnings.empty());
   // -C names features: node labels; GPU types among them: models.
   b = Convert("#SBATCH --gres=gpu:2\n#SBATCH -C 'a100&ib'\n", Site());
   EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"A100-SXM-80GB", "A100-PCIE-40GB"}));
@@ -160,6 +166,7 @@ TEST(SbatchShapeTest, MemoryPerCpuAccountAndExportedNames) {
   b = Convert("#SBATCH -A research --export=WANDB_API_KEY,UNSET,A=1\n", {},
               {{"WANDB_API_KEY", "k"}, {"HOME", "/home/ada"}});
   EXPECT_EQ(Group(b)["env"]["SLURM_JOB_ACCOUNT"], "research");
+  EXPECT_EQ(b.spec["account"], "research");
   EXPECT_EQ(Group(b)["env"]["WANDB_API_KEY"], "k");
   EXPECT_EQ(Group(b)["env"]["A"], "1");
   EXPECT_FALSE(Group(b)["env"].contains("UNSET"));

@@ -20,6 +20,9 @@ struct SiteFacts {
   int node_gpus = 0;  // GPUs of a whole node; 0: unknown
   // Slurm GPU type, lower case -> the Hangar model names it means (any of them).
   std::map<std::string, std::vector<std::string>> gpu_types;
+  // The job goes to a controller, which maps a GPU type this mapping lacks through its
+  // cluster.yaml's gpu_types (or refuses it, naming the types it knows): no warning is due.
+  bool controller_maps_types = false;
 };
 
 // The site facts from $HANGAR_SBATCH_GPU_TYPES ("a100=A100-SXM-80GB|A100-PCIE-40GB,l40s=L40S-48GB")

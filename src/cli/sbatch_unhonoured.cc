@@ -8,9 +8,6 @@ constexpr const char* kNoBinding =
     "Hangar does not bind a task's threads to cores or sockets; the task sees the CPUs it asked";
 constexpr const char* kNoMail =
     "Hangar sends no mail; follow the job with `hangar events job/ID` or `hangar jobs`";
-constexpr const char* kOwnNodes =
-    "Hangar chooses the nodes and cannot be held to a list; the job may run on any node that "
-    "fits (keep work off a node with `hangar drain NODE`)";
 constexpr const char* kNothingHere = "it has no effect on a Hangar job";
 
 using A = ArgKind;
@@ -32,8 +29,6 @@ constexpr UnhonouredDirective kUnhonoured[] = {
      "with SLURM_LOCALID"},
     {"distribution", 'm', A::kValue, false,
      "srun starts a node's tasks in blocks (node r runs tasks r*n to r*n+n-1), Slurm's default"},
-    {"nodelist", 'w', A::kValue, false, kOwnNodes},
-    {"exclude", 'x', A::kValue, false, kOwnNodes},
     {"switches", 0, A::kValue, false,
      "Hangar places a gang on the smallest fabric domain that fits it anyway"},
     {"contiguous", 0, A::kFlag, false,

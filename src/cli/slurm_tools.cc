@@ -35,7 +35,8 @@ std::string SqueueValue(const api::JobView& j, char letter, Time now) {
     case 'K': return j.array_index >= 0 ? std::to_string(j.array_index) : "N/A";
     case 'j': return j.name;
     case 'u': return j.user;
-    case 'P': case 'a': return j.queue;
+    case 'P': return j.queue;
+    case 'a': return j.account.empty() ? j.queue : j.account;
     case 't': return SlurmStateLetters(j.state);
     case 'T': return slurm::JobState(j);
     case 'M': return Elapsed(j, now);
@@ -99,7 +100,8 @@ std::optional<std::string> SacctValue(const api::JobView& j, const std::string& 
   if (f == "jobid") return slurm::JobId(j);
   if (f == "jobidraw") return std::to_string(j.id);
   if (f == "jobname") return j.name;
-  if (f == "partition" || f == "account") return j.queue;
+  if (f == "partition") return j.queue;
+  if (f == "account") return j.account.empty() ? j.queue : j.account;
   if (f == "user") return j.user;
   if (f == "state") return slurm::JobState(j);
   if (f == "exitcode") return slurm::ExitCode(j);

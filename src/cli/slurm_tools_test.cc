@@ -94,7 +94,8 @@ class SlurmToolsTest : public ::testing::Test {
                         {"index": 1, "node": "node-2", "state": "ended", "exit_code": 0}],
           "spec": {"time_limit": "7200000ms"}})";
   static constexpr const char* kPending =
-      R"({"id": 8, "name": "eval", "queue": "research", "user": "ada", "state": "pending", "tasks": 1, "gpus": 1,
+      R"({"id": 8, "name": "eval", "queue": "research", "account": "physics", "user": "ada", "state": "pending",
+          "tasks": 1, "gpus": 1,
           "reason": "Resources", "submitted_ms": 1796500000000, "task_list": [], "spec": {}})";
   static constexpr const char* kRunning =
       R"({"id": 9, "name": "serve", "queue": "prod", "user": "bob", "state": "running", "tasks": 1, "gpus": 1,
@@ -164,6 +165,12 @@ TEST_F(SlurmToolsTest, ScancelCancelsByIdOrSelection) {
 
 TEST_F(SlurmToolsTest, SacctmgrNamesTheQueuesAUserMaySubmitTo) {
   EXPECT_EQ(Run("sacctmgr", {"-n", "-s", "list", "user", "ada", "format=account%20"}), "            research\n");
+}
+
+// sbatch -A sets the job's account: sacct's and squeue's Account; without one, the queue.
+TEST_F(SlurmToolsTest, AccountIsTheJobsLabelElseItsQueue) {
+  EXPECT_EQ(Run("sacct", {"-n", "-P", "-o", "JobIDRaw,Account,Partition", "-j", "8"}), "8|physics|research\n");
+  EXPECT_EQ(Run("sacct", {"-n", "-P", "-o", "JobIDRaw,Account", "-j", "7"}), "7|research\n");
 }
 
 // Snakemake's probes: `sinfo -o %P` for the default partition, `sacct -nu "$USER" -o Account%20`.

@@ -34,7 +34,7 @@ class ClusterParser {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
         root, "the cluster file",
         {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data",
-         "gpu_models", "mig", "networks"}));
+         "gpu_models", "mig", "networks", "gpu_types"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -65,6 +65,9 @@ class ClusterParser {
     out.topology = std::move(topo).value();
     if (root["mig"]) HANGAR_RETURN_IF_ERROR(ParseMig(root["mig"], &out));
     if (root["gpu_models"]) HANGAR_RETURN_IF_ERROR(ParseGpuModels(root["gpu_models"], &out));
+    if (root["gpu_types"]) {
+      HANGAR_ASSIGN_OR_RETURN(out.gpu_types, ParseGpuTypes(src_, root["gpu_types"], *out.topology));
+    }
     return out;
   }
 

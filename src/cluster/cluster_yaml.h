@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cluster/gpu_types.h"
 #include "cluster/mig_geometry.h"
 #include "cluster/topology.h"
 #include "common/status.h"
@@ -69,6 +70,7 @@ struct ClusterFile {
   };
   std::map<uint32_t, FixedMigLayout> mig_fixed_layouts;
   std::vector<GpuModelLimits> gpu_models;  // one per model listed, in file order
+  GpuTypes gpu_types;                       // Slurm's GPU type names -> models (gpu_types.h)
   // networks.management (docs/networks.md): the CIDR the controller listens on and its
   // agents talk over; "" when not declared.
   std::string management_network;

@@ -355,6 +355,7 @@ StatusOr<ControllerOptions> OptionsFrom(const Flags& f, const cluster::ClusterFi
   opt.mig_fixed_layouts = cluster_file.mig_fixed_layouts;  // docs/mig.md
   opt.data = cluster_file.data;                      // artifacts (docs/data.md)
   opt.gpu_models = cluster_file.gpu_models;          // CPU and memory per GPU (docs/cluster-format.md)
+  opt.gpu_types = cluster_file.gpu_types;            // Slurm's GPU type names (docs/cluster-format.md)
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
   opt.gittins_by_predecessor = f.gittins_by_predecessor;

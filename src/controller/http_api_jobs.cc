@@ -127,7 +127,8 @@ std::string CsvField(const nlohmann::json& v) {
 std::string ToCsv(const nlohmann::json& rows) {
   static const char* kColumns[] = {"id", "name", "array_id", "array_index", "user", "queue", "tier", "gpus",
                                    "gpu_model", "submitted_ms", "started_ms", "ended_ms", "state", "attempts",
-                                   "gpu_hours", "idle_gpu_hours", "preempted_gpu_hours", "staging_gpu_hours", "exit"};
+                                   "gpu_hours", "idle_gpu_hours", "preempted_gpu_hours", "staging_gpu_hours", "exit",
+                                   "account"};
   std::ostringstream out;
   for (size_t c = 0; c < std::size(kColumns); ++c) out << (c ? "," : "") << kColumns[c];
   out << "\n";

@@ -247,6 +247,7 @@ class JobParser {
     }
     if (const YAML::Node topo = root["topology"]) HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
     HANGAR_RETURN_IF_ERROR(ParseBatch(root, &spec));
+    HANGAR_RETURN_IF_ERROR(ParseNodeRules(root, &spec));
     const YAML::Node tasks = root["tasks"];
     if (!tasks || !tasks.IsSequence() || tasks.size() == 0) {
       return src_.Error(tasks ? tasks : root, "'tasks' must be a non-empty list of task groups "
@@ -296,7 +297,7 @@ class JobParser {
                                                   "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
                                                   "workdir",  "run_as",   "array",      "after",        "image",
                                                   "artifacts", "reservation", "interactive", "terminal",
-                                                  "stdin", "progress"};
+                                                  "stdin", "progress", "include_nodes", "exclude_nodes", "account"};
   static constexpr std::string_view kArtifactKeys[] = {"source", "sha256", "size", "path", "shard_by", "shards"};
   static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
@@ -359,6 +360,29 @@ class JobParser {
       auto d = DependenciesFromJson(YamlToJson(after));
       if (!d.ok()) return src_.Error(after, d.status().message());
       spec->after = std::move(*d);
+    }
+    return Status::Ok();
+  }
+
+  // include_nodes, exclude_nodes (node_list_spec.h) and the accounting label.
+  Status ParseNodeRules(const YAML::Node& root, JobSpec* spec) {
+    for (auto [key, out] : {std::pair{"include_nodes", &spec->nodes.include}, std::pair{"exclude_nodes", &spec->nodes.exclude}}) {
+      const YAML::Node n = root[key];
+      if (!n) continue;
+      auto names = ParseNodeNames(YamlToJson(n), key);
+      if (!names.ok()) return src_.Error(n, names.status().message());
+      *out = std::move(*names);
+    }
+    if (Status c = CheckNodeLists(spec->nodes); !c.ok()) return src_.Error(root["exclude_nodes"], c.message());
+    HANGAR_ASSIGN_OR_RETURN(auto account, src_.OptString(root, "account"));
+    if (account) {
+      static const std::regex account_re(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$)");
+      if (!std::regex_match(*account, account_re)) {
+        return src_.Error(root["account"], "account '" + account->substr(0, 80) +
+                                               "' must be 1-63 letters, digits, '.', '_' or '-', starting with a "
+                                               "letter or digit");
+      }
+      spec->account = *account;
     }
     return Status::Ok();
   }
@@ -605,6 +629,7 @@ StatusOr<JobSpec> ParseJobText(std::string_view text, const std::string& source_
 Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.tasks.empty()) return Status::InvalidArgument("a job needs at least one task group");
   if (spec.queue.empty()) return Status::InvalidArgument("queue must not be empty");
+  HANGAR_RETURN_IF_ERROR(CheckNodeLists(spec.nodes));
   int64_t replicas = 0;
   for (const auto& t : spec.tasks) {
     if (t.replicas < 1) return Status::InvalidArgument("task group '" + t.name + "' needs replicas >= 1");
@@ -618,6 +643,12 @@ Status ValidateJobSpec(const JobSpec& spec) {
     }
   }
   if (replicas > 100000) return Status::InvalidArgument("a job may have at most 100,000 tasks");
+  if (static_cast<int64_t>(spec.nodes.include.size()) > replicas) {
+    return Status::InvalidArgument("include_nodes names " + std::to_string(spec.nodes.include.size()) +
+                                   " nodes but the job has " + std::to_string(replicas) +
+                                   " replicas, and each named node must hold one; ask for at least " +
+                                   std::to_string(spec.nodes.include.size()) + " replicas or name fewer nodes");
+  }
   return Status::Ok();
 }
 
@@ -677,6 +708,9 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (!spec.array.empty()) j["array"] = spec.array.text;
   if (!spec.after.empty()) j["after"] = spec.after.ToJson();
   if (!spec.reservation.empty()) j["reservation"] = spec.reservation;
+  if (!spec.nodes.include.empty()) j["include_nodes"] = NodeNamesText(spec.nodes.include);
+  if (!spec.nodes.exclude.empty()) j["exclude_nodes"] = NodeNamesText(spec.nodes.exclude);
+  if (!spec.account.empty()) j["account"] = spec.account;
   if (spec.interactive) j["interactive"] = true;
   if (spec.terminal) j["terminal"] = true;
   if (spec.stdin_open) j["stdin"] = true;

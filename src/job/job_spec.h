@@ -15,6 +15,7 @@
 #include "job/batch_spec.h"
 #include "job/artifact_spec.h"
 #include "job/container_spec.h"
+#include "job/node_list_spec.h"
 #include "job/progress_spec.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -118,6 +119,10 @@ struct JobSpec {
   ArraySpec array;    // empty: one job (batch_spec.h)
   Dependencies after;  // jobs that must end (a certain way) before this one starts
   std::string reservation;  // runs inside this reservation's window, on its nodes ("": none)
+  NodeListSpec nodes;       // include_nodes / exclude_nodes (node_list_spec.h)
+  // A label the job is accounted under (`hangar history`, sacct's Account), as Slurm's
+  // --account; it does not choose the queue.
+  std::string account;
   // A session (`hangar run`, docs/interactive.md): shown as `interactive`; with `terminal`, its
   // one task runs under a pseudo-terminal its agent keeps, for `hangar attach`.
   bool interactive = false;

@@ -10,6 +10,9 @@ std::string Gpus(int64_t milli) {
   return milli % 1000 == 0 ? N(milli / 1000) : FormatMilli(milli);
 }
 std::string Plural(int64_t n, const char* word) { return N(n) + " " + word + (n == 1 ? "" : "s"); }
+std::string NodeName(const cluster::Topology& t, uint64_t n) {
+  return n < t.nodes().size() ? t.nodes()[n].name : "node #" + N(static_cast<int64_t>(n));
+}
 }  // namespace
 
 std::string_view Reason::RuleName() const {
@@ -23,6 +26,8 @@ std::string_view Reason::RuleName() const {
     case Rule::kNeverMemory: return "never-memory";
     case Rule::kNeverMig: return "never-mig";
     case Rule::kNeverDomain: return "never-topology-domain";
+    case Rule::kNeverExcludedNodes: return "never-exclude-nodes";
+    case Rule::kNeverIncludedNode: return "never-include-nodes";
     case Rule::kNeverCluster: return "never-cluster-size";
     case Rule::kNotNowDomain: return "topology-domain";
     case Rule::kNotNowNodeGpus: return "node-gpus";
@@ -36,6 +41,8 @@ std::string_view Reason::RuleName() const {
     case Rule::kNotNowQuota: return "quota";
     case Rule::kNotNowReplicas: return "gang-replicas";
     case Rule::kNotNowNotExamined: return "not-examined";
+    case Rule::kNotNowExcludedNodes: return "exclude-nodes";
+    case Rule::kNotNowIncludedNode: return "include-nodes";
     case Rule::kNotNowWindow: return "reservation-window";
     case Rule::kNotNowWindowClosed: return "reservation-not-open";
     case Rule::kNotNowInsideWindow: return "reservation-full";
@@ -74,6 +81,12 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
     case Rule::kNeverDomain:
       return "never: needs " + Gpus(need) + " GPUs under one " + lvl + "; the largest " + lvl +
              " has " + Gpus(have);
+    case Rule::kNeverExcludedNodes:
+      return "never: every node with the GPUs, CPU, memory and labels it asks is in its exclude_nodes";
+    case Rule::kNeverIncludedNode:
+      if (other >= topo.nodes().size()) return "never: its include_nodes names a node this cluster does not have";
+      return "never: its include_nodes names " + NodeName(topo, other) +
+             ", which cannot hold a replica of it even when empty (its GPUs, CPU, memory or labels fall short)";
     case Rule::kNeverCluster:
       return "never: needs " + Gpus(need) + " GPUs; only " + Gpus(have) +
              " in this cluster could serve it";
@@ -109,6 +122,12 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
              " at once; only " + N(have) + " fit now";
     case Rule::kNotNowNotExamined:
       return "not examined this cycle: no free capacity was left for it";
+    case Rule::kNotNowExcludedNodes:
+      return "its exclude_nodes keeps it off " + Plural(static_cast<int64_t>(other), "node") +
+             (other == 1 ? " that has" : " that have") + " room for it now; the other nodes fit " + N(have) + " of its " + N(need) + " replicas";
+    case Rule::kNotNowIncludedNode:
+      return "its include_nodes names " + NodeName(topo, other) + ", which has no room for a replica of it now (" +
+             N(have) + " GPUs free)";
     case Rule::kNotNowWindow:
       return "fits only on nodes held by a reservation window from " + FormatUtcTimestamp(at) +
              ", or its time limit would cross that start (a job without one runs for ever)";

@@ -21,6 +21,8 @@ enum class Rule : uint8_t {
   kNeverMemory,           // need: MiB per replica, have: largest node's memory
   kNeverMig,              // no node has MIG-mode GPUs of an allowed model
   kNeverDomain,           // need: GPUs under one `level`, have: the largest such domain's GPUs
+  kNeverExcludedNodes,    // every node with the hardware it asks is in its exclude_nodes
+  kNeverIncludedNode,     // `other`: a node of include_nodes that can never hold a replica of it
   kNeverCluster,          // need: GPUs in all, have: GPUs that could ever serve it
   // Not now: it would fit an empty cluster, but not the cluster as it is.
   kNotNowDomain,          // need: GPUs under one `level`, have: most free in one such domain
@@ -35,6 +37,9 @@ enum class Rule : uint8_t {
   kNotNowQuota,           // need: milli-GPU, have: quota headroom in its queue
   kNotNowReplicas,        // need: replicas, have: how many fit now, other: GPUs per replica
   kNotNowNotExamined,     // the cycle stopped before this job (no capacity left)
+  // Node rules (sched/node_rule.h).
+  kNotNowExcludedNodes,   // need: replicas, have: how many fit now off the excluded nodes, other: excluded nodes that would take one
+  kNotNowIncludedNode,    // `other`: a node of include_nodes with no room for a replica now; have: its free GPUs
   // Reservation windows (sched/windows.h); `other`: the window's index in the snapshot, `at`:
   // its start. The cycle names the window in its Verdict's detail.
   kNotNowWindow,          // fits only on nodes a window holds, or would hold them past its start

@@ -55,7 +55,10 @@ void Fingerprint(GangRequest* r) {
       h = Mix(h, std::hash<std::string>()(k));
       h = Mix(h, std::hash<std::string>()(v));
     }
+    for (uint32_t n : g.excluded_nodes) h = Mix(h, n);
   }
+  for (uint32_t n : r->nodes.required) h = Mix(h, uint64_t{n} + (uint64_t{1} << 32));
+  h = Mix(h, r->nodes.required_missing);
   r->fingerprint = h;
   r->total_milli_gpu = 0;
   r->total_whole_gpus = 0;
@@ -77,10 +80,13 @@ bool SameShape(const TaskShape& a, const TaskShape& b) {
 
 bool SamePlacement(const GangRequest& a, const GangRequest& b) {
   if (a.topology.same != b.topology.same || a.topology.required != b.topology.required) return false;
-  if (a.groups.size() != b.groups.size()) return false;
+  if (a.groups.size() != b.groups.size() || !(a.nodes == b.nodes)) return false;
   for (size_t i = 0; i < a.groups.size(); ++i) {
     const GroupRequest &x = a.groups[i], &y = b.groups[i];
-    if (x.replicas != y.replicas || x.selector != y.selector || !SameShape(x.shape, y.shape)) return false;
+    if (x.replicas != y.replicas || x.selector != y.selector || x.excluded_nodes != y.excluded_nodes ||
+        !SameShape(x.shape, y.shape)) {
+      return false;
+    }
   }
   return true;
 }
@@ -98,10 +104,12 @@ StatusOr<GangRequest> CompileGang(const job::JobSpec& spec, const cluster::Topol
   HANGAR_RETURN_IF_ERROR(job::ValidateJobSpec(spec));
   GangRequest r;
   r.topology = spec.topology;
+  r.nodes = CompileNodeRule(spec.nodes, topology);
   for (const auto& t : spec.tasks) {
     GroupRequest g;
     g.replicas = t.replicas;
     g.selector = t.node_selector;
+    g.excluded_nodes = r.nodes.excluded;
     TaskShape& s = g.shape;
     s.kind = t.gpu.kind;
     s.gpus = t.gpu.kind == job::GpuKind::kNone ? 0 : t.gpu.count;

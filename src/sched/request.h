@@ -12,6 +12,7 @@
 #include "cluster/topology.h"
 #include "common/status.h"
 #include "job/job_spec.h"
+#include "sched/node_rule.h"
 
 namespace hangar::sched {
 
@@ -48,11 +49,15 @@ struct GroupRequest {
   TaskShape shape;
   int32_t replicas = 1;
   cluster::Labels selector;  // sorted
+  // The job's exclude_nodes (NodeRule::excluded), kept with each group so that every node filter
+  // (CheckNode, CheckNodeStatic) applies it.
+  std::vector<uint32_t> excluded_nodes;
 };
 
 struct GangRequest {
   std::vector<GroupRequest> groups;
   job::TopologyConstraint topology;
+  NodeRule nodes;  // include_nodes / exclude_nodes (node_rule.h)
   int64_t total_milli_gpu = 0;
   int64_t total_whole_gpus = 0;
   int32_t total_replicas = 0;

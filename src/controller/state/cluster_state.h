@@ -81,6 +81,9 @@ struct ControllerOptions {
   std::map<uint32_t, cluster::ClusterFile::FixedMigLayout> mig_fixed_layouts;
   // cluster.yaml's gpu_models: CPU and memory per GPU applied at submission (job/gpu_proportions.h)
   std::vector<cluster::GpuModelLimits> gpu_models;
+  // cluster.yaml's gpu_types: Slurm GPU type names -> models, resolved at submission
+  // (job/gpu_type_names.h)
+  cluster::GpuTypes gpu_types;
   // What agents show each other on their data ports; the controller makes one at start.
   std::string data_token;
   Duration health_interval = 500;

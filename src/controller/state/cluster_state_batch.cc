@@ -5,12 +5,14 @@
 #include "controller/state/cluster_state.h"
 #include "controller/state/job_lifecycle.h"
 #include "job/gpu_proportions.h"
+#include "job/gpu_type_names.h"
 
 namespace hangar::controller {
 
 using job::JobState;
 
 StatusOr<std::vector<sched::JobId>> ClusterState::SubmitArray(job::JobSpec spec, Time now, Effects* fx) {
+  HANGAR_RETURN_IF_ERROR(job::ResolveGpuTypes(options_.gpu_types, *topology_, &spec));
   HANGAR_RETURN_IF_ERROR(job::ApplyGpuModelLimits(options_.gpu_models, *topology_, &spec));  // idempotent
   int leaf = 0;
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, Admissible(spec, &leaf));
@@ -378,6 +380,7 @@ nlohmann::json ClusterState::AccountingJobs(const Principal& p, const JobFilter&
                     {"array_index", j.array_index},
                     {"user", s.user},
                     {"queue", s.queue},
+                    {"account", s.account},
                     {"tier", std::string(job::TierName(s.tier))},
                     {"gpus", static_cast<double>(s.TotalMilliGpu()) / 1000.0},
                     {"gpu_model", model},

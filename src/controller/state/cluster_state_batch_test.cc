@@ -281,6 +281,20 @@ TEST_F(BatchTest, AccountingGivesEachJobItsGpuHoursAndAttempts) {
   EXPECT_NEAR(rows[0]["gpu_hours"].get<double>(), 2.0, 1e-6);
 }
 
+TEST_F(BatchTest, AccountingAndTheJobViewCarryTheJobsAccountLabel) {
+  const sched::JobId labelled = Submit("name: a\naccount: physics\ntasks: [{gpus: 1, command: [x]}]\n");
+  const sched::JobId plain = Submit("name: b\ntasks: [{gpus: 1, command: [x]}]\n");
+  JobFilter f;
+  f.ids = {labelled, plain};
+  sched::JobId next = 0;
+  size_t more = 0;
+  nlohmann::json rows = state_->AccountingJobs(Admin(), f, 1000, &next, &more);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) EXPECT_EQ(r["account"], r["id"] == labelled ? "physics" : "") << r.dump();
+  EXPECT_EQ(state_->GetJob(labelled)->account, "physics");
+  EXPECT_EQ(api::ToJson(*state_->GetJob(labelled))["account"], "physics");
+}
+
 TEST_F(BatchTest, ArraysHoldsAndCapsSurviveARestart) {
   const sched::JobId first = Submit("name: sweep\narray: \"0-3%1\"\ntasks: [{gpus: 1, command: [x]}]\n");
   JobFilter f;

@@ -5,6 +5,7 @@
 #include "controller/state/cluster_state.h"
 #include "controller/state/job_lifecycle.h"
 #include "job/gpu_proportions.h"
+#include "job/gpu_type_names.h"
 #include "sched/placement/gang_placer.h"
 
 namespace hangar::controller {
@@ -143,6 +144,7 @@ StatusOr<sched::GangRequest> ClusterState::Admissible(const job::JobSpec& spec, 
   }
   HANGAR_RETURN_IF_ERROR(CheckDependenciesAtSubmit(spec.after));
   if (!spec.reservation.empty()) HANGAR_RETURN_IF_ERROR(reservations_.MayUse(spec.reservation, spec.user, spec.queue));
+  HANGAR_RETURN_IF_ERROR(sched::CheckNodeNames(spec.nodes, *topology_));
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
   const sched::Reason never = scheduler_->NeverReason(*topology_, request);
   if (never.rule != sched::Rule::kNone) {
@@ -182,6 +184,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::sha
 }
 
 StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects* fx) {
+  HANGAR_RETURN_IF_ERROR(job::ResolveGpuTypes(options_.gpu_types, *topology_, &spec));
   HANGAR_RETURN_IF_ERROR(job::ApplyGpuModelLimits(options_.gpu_models, *topology_, &spec));
   if (!spec.array.empty()) {
     HANGAR_ASSIGN_OR_RETURN(std::vector<sched::JobId> ids, SubmitArray(std::move(spec), now, fx));

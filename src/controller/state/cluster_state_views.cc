@@ -14,6 +14,7 @@ api::JobView ClusterState::View(const JobRecord& j) const {
   const job::JobSpec& s = j.spec->spec;
   v.name = s.name;
   v.queue = s.queue;
+  v.account = s.account;
   v.user = s.user;
   v.state = std::string(job::JobStateName(j.state));
   v.tier = std::string(job::TierName(s.tier));

@@ -25,7 +25,8 @@ int Stage(FitFailure f) {
     case FitFailure::kWholeGpus: return 4;
     case FitFailure::kCpu: return 5;
     case FitFailure::kMemory: return 6;
-    default: return 7;
+    case FitFailure::kNodeRule: return 7;
+    default: return 8;
   }
 }
 
@@ -34,11 +35,11 @@ int Stage(FitFailure f) {
 Reason FirstExcludingFilter(const Topology& t, const GroupRequest& g) {
   const TaskShape& s = g.shape;
   int furthest = -1;
-  int64_t best[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // best value seen among nodes reaching stage i
+  int64_t best[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // best value seen among nodes reaching stage i (< 7)
   for (uint32_t n = 0; n < t.nodes().size(); ++n) {
     const auto& node = t.nodes()[n];
     const int stage = Stage(CheckNodeStatic(t, n, g));
-    if (stage == 7) return Reason{};
+    if (stage == 8) return Reason{};
     furthest = std::max(furthest, stage);
     if (stage >= 3) best[3] = std::max(best[3], node.gpu_memory_mib);
     if (stage >= 4) best[4] = std::max<int64_t>(best[4], node.num_gpus);
@@ -68,13 +69,37 @@ Reason FirstExcludingFilter(const Topology& t, const GroupRequest& g) {
       r.need = s.milli_cpu;
       r.have = best[5];
       break;
-    default:
+    case 6:
       r.rule = Rule::kNeverMemory;
       r.need = s.memory_mib;
       r.have = best[6];
       break;
+    default: r.rule = Rule::kNeverExcludedNodes; break;
   }
   return r;
+}
+
+// A node of include_nodes that no group could ever have a replica on (or that is not in the
+// cluster: `other` is then past the last node).
+Reason NeverIncluded(const Topology& t, const GangRequest& req) {
+  if (req.nodes.required_missing) {
+    Reason r;
+    r.rule = Rule::kNeverIncludedNode;
+    r.other = t.nodes().size();
+    return r;
+  }
+  for (uint32_t n : req.nodes.required) {
+    bool any = false;
+    for (const auto& g : req.groups) any = any || StaticReplicaCapacity(t, n, g) > 0;
+    if (!any) {
+      Reason r;
+      r.rule = Rule::kNeverIncludedNode;
+      r.level = Level::kNode;
+      r.other = n;
+      return r;
+    }
+  }
+  return Reason{};
 }
 
 }  // namespace
@@ -84,6 +109,7 @@ Reason CheckNever(const Topology& t, const GangRequest& req) {
     Reason r = FirstExcludingFilter(t, g);
     if (r.rule != Rule::kNone) return r;
   }
+  if (Reason r = NeverIncluded(t, req); r.rule != Rule::kNone) return r;
   // Capacity: within one domain of the required level, or in the whole cluster.
   const Level level = req.topology.required ? req.topology.same : Level::kCluster;
   const Level counted = level == Level::kNvlinkDomain && !t.has_multi_node_nvlink() ? Level::kNode : level;
@@ -121,6 +147,7 @@ namespace {
 // What the nodes whose hardware could take a replica of group `g` have free now.
 struct GroupScan {
   int64_t fit_now = 0, blocked_health = 0, blocked_reserved = 0;
+  int64_t blocked_rule = 0;  // nodes of exclude_nodes that have room for a replica now
   int64_t max_whole = 0, max_share = 0, max_cpu = -1, max_mem = -1, free_total = 0;
 };
 
@@ -128,8 +155,18 @@ GroupScan ScanGroup(const ClusterUsage& u, const GroupRequest& g, const FitOptio
   const Topology& t = u.topology();
   const TaskShape& s = g.shape;
   GroupScan c;
+  GroupRequest unruled;  // g without its exclude_nodes, to tell what the rule keeps it off
+  if (!g.excluded_nodes.empty()) {
+    unruled = g;
+    unruled.excluded_nodes.clear();
+  }
   for (uint32_t n = 0; n < t.nodes().size(); ++n) {
-    if (CheckNodeStatic(t, n, g) != FitFailure::kFits) continue;
+    const FitFailure st = CheckNodeStatic(t, n, g);
+    if (st == FitFailure::kNodeRule) {
+      c.blocked_rule += CheckNode(u, n, unruled, fit) == FitFailure::kFits;
+      continue;
+    }
+    if (st != FitFailure::kFits) continue;
     const auto& nu = u.node(n);
     FitFailure f = CheckNode(u, n, g, fit);
     if (f == FitFailure::kUnschedulable || f == FitFailure::kNoGangs) {
@@ -159,7 +196,10 @@ Reason GroupReason(const GangRequest& req, const GroupRequest& g, const GroupSca
   const TaskShape& s = g.shape;
   Reason r;
   r.need = s.kind == job::GpuKind::kWhole ? s.gpus : s.milli;
-  if (c.blocked_reserved > 0) {
+  if (c.blocked_rule > 0) {
+    r = {Rule::kNotNowExcludedNodes, Level::kNode, g.replicas, c.fit_now};
+    r.other = static_cast<uint64_t>(c.blocked_rule);
+  } else if (c.blocked_reserved > 0) {
     r.rule = Rule::kNotNowReserved;
   } else if (s.kind == job::GpuKind::kShared && c.max_share < s.milli) {
     r = {Rule::kNotNowShared, Level::kNode, s.milli, c.max_share};
@@ -202,9 +242,21 @@ Reason ExplainNotNow(const ClusterUsage& u, const GangRequest& req, const PlaceO
       return r;
     }
   }
-  // Per group: the nodes whose hardware could take a replica, and what they lack now.
   FitOptions fit;
   fit.gang = req.total_replicas > 1;
+  // A node the allocation must include that has no room for any group's replica now.
+  for (uint32_t n : req.nodes.required) {
+    bool room = false;
+    for (const auto& g : req.groups) room = room || CheckNode(u, n, g, fit) == FitFailure::kFits;
+    if (!room) {
+      r.rule = Rule::kNotNowIncludedNode;
+      r.level = Level::kNode;
+      r.other = n;
+      r.have = u.node(n).free_whole;
+      return r;
+    }
+  }
+  // Per group: the nodes whose hardware could take a replica, and what they lack now.
   for (const auto& g : req.groups) {
     const GroupScan c = ScanGroup(u, g, fit, o);
     if (c.fit_now < g.replicas) return GroupReason(req, g, c);  // this group blocks

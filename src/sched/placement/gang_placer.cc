@@ -211,6 +211,31 @@ bool GangPlacer::PlaceSingle(Ctx& c) {
   return false;
 }
 
+// include_nodes: one replica on each named node first (of the first group, in order, that has
+// replicas left and fits there), then the rest wherever they fit. The nodes are the user's
+// choice, so no smaller domain is sought; a required topology is checked on the result.
+bool GangPlacer::PlaceIncluding(Ctx& c) {
+  std::vector<int32_t> left;
+  for (const auto& g : c.req.groups) left.push_back(g.replicas);
+  bool ok = true;
+  for (size_t i = 0; ok && i < c.req.nodes.required.size(); ++i) {
+    const uint32_t n = c.req.nodes.required[i];
+    ok = false;
+    for (size_t gi = 0; !ok && gi < left.size(); ++gi) {
+      if (left[gi] > 0 && PlaceInRange(c, n, n + 1, gi, 1)) ok = true, --left[gi];
+    }
+  }
+  const uint32_t nodes = static_cast<uint32_t>(c.t.nodes().size());
+  for (size_t gi = 0; ok && gi < left.size(); ++gi) ok = PlaceInRange(c, 0, nodes, gi, left[gi]);
+  if (ok && c.req.topology.required) {
+    Level most = c.req.topology.same;
+    if (most == Level::kNvlinkDomain && !c.t.has_multi_node_nvlink()) most = Level::kNode;
+    ok = LocalityOf(c.t, c.acc) <= most;
+  }
+  if (!ok) Rollback(c, 0);
+  return ok;
+}
+
 bool GangPlacer::PlaceInRange(Ctx& c, uint32_t begin, uint32_t end, size_t group,
                               int32_t replicas) {
   for (int32_t r = 0; r < replicas; ++r) {
@@ -348,7 +373,9 @@ PlaceResult GangPlacer::Place(ClusterUsage& usage, const GangRequest& req, const
   for (const int max_rank : {0, std::numeric_limits<int>::max()}) {
     c.max_rank = max_rank;
     c.skipped = false;
-    if (req.total_replicas == 1) {
+    if (!req.nodes.required.empty()) {
+      result.placed = PlaceIncluding(c);
+    } else if (req.total_replicas == 1) {
       result.placed = PlaceSingle(c);
     } else {
       const Level max_level = req.topology.required ? req.topology.same : Level::kCluster;

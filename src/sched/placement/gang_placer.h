@@ -43,6 +43,7 @@ class GangPlacer {
  private:
   struct Ctx;
   bool PlaceSingle(Ctx& c);
+  bool PlaceIncluding(Ctx& c);
   bool PlaceOnOneNode(Ctx& c);
   bool PlaceAtLevel(Ctx& c, cluster::Level level);
   bool PlaceInRange(Ctx& c, uint32_t begin, uint32_t end, size_t group, int32_t replicas);

@@ -18,6 +18,10 @@ bool ModelAllowed(const NodeInfo& node, const TaskShape& s) {
   return node.num_gpus > 0 && (s.models & (cluster::ModelMask{1} << node.model));
 }
 
+bool Excluded(uint32_t n, const GroupRequest& g) {
+  return !g.excluded_nodes.empty() && std::binary_search(g.excluded_nodes.begin(), g.excluded_nodes.end(), n);
+}
+
 bool SelectorMatches(const NodeInfo& node, const GroupRequest& g) {
   for (const auto& kv : g.selector) {
     if (!std::binary_search(node.labels.begin(), node.labels.end(), kv)) return false;
@@ -110,6 +114,7 @@ FitFailure CheckNode(const ClusterUsage& u, uint32_t n, const GroupRequest& g,
   if (!nu.condition.schedulable) return FitFailure::kUnschedulable;
   if (opts.gang && !nu.condition.gangs_allowed) return FitFailure::kNoGangs;
   if (opts.excluded && (*opts.excluded)[n]) return FitFailure::kExcluded;
+  if (Excluded(n, g)) return FitFailure::kNodeRule;
   if (s.NeedsGpu()) {
     if (!ModelAllowed(node, s)) return FitFailure::kModel;
     if (node.gpu_memory_mib < s.min_gpu_memory_mib) return FitFailure::kGpuMemorySize;
@@ -160,6 +165,9 @@ FitFailure CheckNodeStatic(const Topology& t, uint32_t n, const GroupRequest& g)
   }
   if (node.milli_cpu < s.milli_cpu) return FitFailure::kCpu;
   if (node.memory_mib < s.memory_mib) return FitFailure::kMemory;
+  // Last, so that "never" names the hardware when no node has it, and the rule only when the
+  // nodes that have it are all excluded.
+  if (Excluded(n, g)) return FitFailure::kNodeRule;
   return FitFailure::kFits;
 }
 

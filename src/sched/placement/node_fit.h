@@ -17,6 +17,7 @@ enum class FitFailure : uint8_t {
   kExcluded,       // reserved for another job
   kModel,
   kSelector,
+  kNodeRule,       // in the job's exclude_nodes
   kGpuMemorySize,  // its GPUs are smaller than min_gpu_memory
   kWholeGpus,
   kSharedGpu,

@@ -35,6 +35,10 @@ StatusOr<job::JobSpec> SpecFor(const SimJob& sj, const cluster::Topology& topolo
   spec.time_limit = sj.time_limit;
   spec.min_run_time = sj.min_run_time;
   spec.topology = sj.request->topology;
+  for (uint32_t n : sj.request->nodes.required) spec.nodes.include.push_back(topology.nodes()[n].name);
+  for (uint32_t n : sj.request->nodes.excluded) spec.nodes.exclude.push_back(topology.nodes()[n].name);
+  std::sort(spec.nodes.include.begin(), spec.nodes.include.end());
+  std::sort(spec.nodes.exclude.begin(), spec.nodes.exclude.end());
   job::TaskGroupSpec t;
   t.replicas = g.replicas;
   t.node_selector = g.selector;

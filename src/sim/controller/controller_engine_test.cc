@@ -108,3 +108,48 @@ TEST(ControllerEngineTest, AJobThatCanNeverFitIsCountedAsNever) {
 
 }  // namespace
 }  // namespace hangar::sim
+
+namespace hangar::sim {
+namespace {
+
+double PeakUtilPct(const ReplayResult& r) {
+  double peak = 0;
+  for (const auto& s : r.timeline) peak = std::max(peak, s.gpu_util_pct);
+  return peak;
+}
+
+// exclude_nodes and include_nodes hold in both owners of the scheduler: with every job kept off
+// c-0, a quarter of the cluster stays idle however long the queue, and both engines start every
+// job at the same time.
+TEST(NodeRuleAgreementTest, BothEnginesKeepEveryJobOffAnExcludedNode) {
+  auto jobs = Workload(300, 5);
+  const double free_peak = PeakUtilPct(Replay("fifo-backfill", false, jobs));
+  EXPECT_GT(free_peak, 76.0);  // without the rule the cluster fills past three nodes' worth
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].nodes.exclude = {"c-0"};
+    if (i % 7 == 0 && jobs[i].replicas > 1) jobs[i].nodes.include = {"c-3"};
+  }
+  const ReplayResult lean = Replay("fifo-backfill", false, jobs);
+  const ReplayResult ctl = Replay("fifo-backfill", true, jobs);
+  ASSERT_EQ(lean.done.size(), jobs.size());
+  ASSERT_EQ(ctl.done.size(), jobs.size());
+  EXPECT_LE(PeakUtilPct(lean), 75.0);
+  EXPECT_LE(PeakUtilPct(ctl), 75.0);
+  int differ = 0;
+  for (size_t i = 0; i < lean.done.size(); ++i) differ += lean.done[i].start != ctl.done[i].start;
+  EXPECT_EQ(differ, 0) << "jobs that started at another time";
+}
+
+TEST(NodeRuleAgreementTest, ANodeTheClusterLacksStopsTheReplayWithTheLine) {
+  auto jobs = Workload(3, 1);
+  jobs[1].nodes.exclude = {"c-9"};
+  ReplayOptions opt;
+  opt.policy = *MakeReplayPolicy("fifo");
+  auto r = RunReplay(jobs, {{"", UniformCluster("c", 4)}}, opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "trace line 2: exclude_nodes names c-9, not a node of this cluster; the nodes are: c-[0-3]");
+}
+
+}  // namespace
+}  // namespace hangar::sim

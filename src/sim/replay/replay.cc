@@ -115,7 +115,13 @@ std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j, const cl
   s.milli_cpu = j.milli_cpu;
   s.memory_mib = j.memory_mib;
   s.models = s.NeedsGpu() ? t.MaskFor(j.gpu_models) : cluster::kAnyModel;
-  return std::make_shared<sched::GangRequest>(sched::MakeSingleTaskRequest(s, j.replicas));
+  sched::GangRequest r = sched::MakeSingleTaskRequest(s, j.replicas);
+  if (!j.nodes.empty()) {  // as CompileGang does for a job file's rules
+    r.nodes = sched::CompileNodeRule(j.nodes, t);
+    r.groups[0].excluded_nodes = r.nodes.excluded;
+    sched::Fingerprint(&r);
+  }
+  return std::make_shared<sched::GangRequest>(std::move(r));
 }
 
 namespace {
@@ -289,6 +295,10 @@ void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
   Engine& s = **sim;
   for (size_t i = 0; i < run->jobs.size(); ++i) {
     const TraceJob& j = *run->jobs[i];
+    if (Status names = sched::CheckNodeNames(j.nodes, *run->topology); !names.ok()) {
+      run->status = Status::InvalidArgument("trace line " + std::to_string(j.row) + ": " + names.message());
+      return;
+    }
     SimJob sj;
     sj.id = i + 1;
     sj.request = RequestFor(j, *run->topology);

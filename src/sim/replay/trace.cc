@@ -85,10 +85,38 @@ class CsvFile {
 
 constexpr const char* kHangarColumns =
     "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,time_limit";
+// Optional, after the twelve: the node rules (job/node_list_spec.h), each `|`-separated host lists.
+constexpr const char* kNodeColumns = ",include_nodes,exclude_nodes";
 
-Status ParseHangarRow(const CsvFile& f, const std::vector<std::string>& v, TraceJob* j) {
-  if (v.size() != 12) {
-    return f.Error("expected 12 columns (" + std::string(kHangarColumns) + "), found " + std::to_string(v.size()));
+Status ParseNodeColumns(const CsvFile& f, const std::vector<std::string>& v, TraceJob* j) {
+  const char* names[] = {"include_nodes", "exclude_nodes"};
+  std::vector<std::string>* out[] = {&j->nodes.include, &j->nodes.exclude};
+  for (size_t c = 0; c < 2; ++c) {
+    const std::string text = Trim(v[12 + c]);
+    if (text.empty()) continue;
+    nlohmann::json lists = nlohmann::json::array();
+    for (size_t b = 0; b <= text.size();) {
+      size_t e = text.find('|', b);
+      if (e == std::string::npos) e = text.size();
+      lists.push_back(text.substr(b, e - b));
+      b = e + 1;
+    }
+    auto parsed = job::ParseNodeNames(lists, names[c]);
+    if (!parsed.ok()) return f.Error(parsed.status().message());
+    *out[c] = std::move(*parsed);
+  }
+  if (Status s = job::CheckNodeLists(j->nodes); !s.ok()) return f.Error(s.message());
+  if (static_cast<int64_t>(j->nodes.include.size()) > j->replicas) {
+    return f.Error("include_nodes names " + std::to_string(j->nodes.include.size()) + " nodes but the job has " +
+                   std::to_string(j->replicas) + " replicas; each named node must hold one");
+  }
+  return Status::Ok();
+}
+
+Status ParseHangarRow(const CsvFile& f, const std::vector<std::string>& v, size_t columns, TraceJob* j) {
+  if (v.size() != columns) {
+    return f.Error("expected " + std::to_string(columns) + " columns (" + std::string(kHangarColumns) +
+                   (columns > 12 ? kNodeColumns : "") + "), found " + std::to_string(v.size()));
   }
   std::string submit = Trim(v[0]);
   if (!ParseSeconds(submit, &j->submit)) {
@@ -132,7 +160,7 @@ Status ParseHangarRow(const CsvFile& f, const std::vector<std::string>& v, Trace
   if (!Trim(v[11]).empty() && !ParseSeconds(Trim(v[11]), &j->time_limit)) {
     return f.Error("time_limit '" + v[11] + "' must be seconds (or empty for none)");
   }
-  return Status::Ok();
+  return columns > 12 ? ParseNodeColumns(f, v, j) : Status::Ok();
 }
 
 }  // namespace
@@ -143,12 +171,16 @@ StatusOr<std::vector<TraceJob>> ReadHangarTrace(const std::string& path) {
   if (!f.Next(&v)) return f.Error("the trace is empty; the first line must be the header: " + std::string(kHangarColumns));
   std::string header;
   for (size_t i = 0; i < v.size(); ++i) header += (i ? "," : "") + Trim(v[i]);
-  if (header != kHangarColumns) return f.Error("the header must be: " + std::string(kHangarColumns));
+  const bool nodes = header == std::string(kHangarColumns) + kNodeColumns;
+  if (header != kHangarColumns && !nodes) {
+    return f.Error("the header must be: " + std::string(kHangarColumns) + " (optionally followed by" +
+                   std::string(kNodeColumns).replace(0, 1, " ") + ")");
+  }
   std::vector<TraceJob> jobs;
   while (f.Next(&v)) {
     TraceJob j;
     j.row = static_cast<uint64_t>(f.line());
-    HANGAR_RETURN_IF_ERROR(ParseHangarRow(f, v, &j));
+    HANGAR_RETURN_IF_ERROR(ParseHangarRow(f, v, nodes ? 14 : 12, &j));
     jobs.push_back(std::move(j));
   }
   return jobs;

@@ -30,6 +30,7 @@ struct TraceJob {
   Duration time_limit = 0;  // 0: none
   std::string partition;    // Philly's virtual cluster
   std::vector<SimArtifact> artifacts;  // what it needs on its nodes (artifacts.h attaches them)
+  job::NodeListSpec nodes;             // include_nodes / exclude_nodes (Hangar's format only)
 };
 
 StatusOr<std::vector<TraceJob>> ReadHangarTrace(const std::string& path);

@@ -95,3 +95,27 @@ TEST(TraceTest, SeedLists) {
 
 }  // namespace
 }  // namespace hangar::sim
+
+namespace hangar::sim {
+namespace {
+
+TEST(TraceTest, ReadsTheOptionalNodeRuleColumns) {
+  const std::string header =
+      "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,time_limit,"
+      "include_nodes,exclude_nodes\n";
+  auto jobs = ReadHangarTrace(Write("nodes.csv", header +
+                                                     "0,10,2,1,1000,,,,,,,,n-[1-2],n-[5-6]|n-9\n"
+                                                     "5,10,1,1,1000,,,,,,,,,\n"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  EXPECT_EQ((*jobs)[0].nodes.include, (std::vector<std::string>{"n-1", "n-2"}));
+  EXPECT_EQ((*jobs)[0].nodes.exclude, (std::vector<std::string>{"n-5", "n-6", "n-9"}));
+  EXPECT_TRUE((*jobs)[1].nodes.empty());
+  auto bad = ReadHangarTrace(Write("nodes-bad.csv", header + "0,10,1,1,1000,,,,,,,,n-[1-2],\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("nodes-bad.csv:2: include_nodes names 2 nodes but the job has 1 replicas"),
+            std::string::npos)
+      << bad.status().message();
+}
+
+}  // namespace
+}  // namespace hangar::sim
