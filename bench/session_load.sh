@@ -10,34 +10,15 @@ set -euo pipefail
 build=${1:-build}
 sessions=${2:-50}
 seconds=${3:-20}
-hangar=$(realpath "$build/src/hangar")
-root=$(mktemp -d /tmp/hangar-session-load-XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$root"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/local_cluster.sh"
+local_cluster_init "$build" session-load
 
 cat > "$root/cluster.yaml" <<'YAML'
 name: session-load
 node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}
 nodes: [{name: node-1}]
 YAML
-port=$((20000 + RANDOM % 20000))
-"$hangar" controller --cluster "$root/cluster.yaml" --api "127.0.0.1:$port" --agents "127.0.0.1:$((port + 1))" \
-  --store "sqlite://$root/state.db" --auth none --insecure > "$root/controller.log" 2>&1 &
-pids+=($!)
-sleep 1
-"$hangar" agent --controller "127.0.0.1:$((port + 1))" --node node-1 --cluster "$root/cluster.yaml" \
-  --state-dir "$root/agent" --insecure --stop-tasks-on-exit > "$root/agent.log" 2>&1 &
-pids+=($!)
-url="http://127.0.0.1:$port"
-for _ in $(seq 100); do
-  "$hangar" nodes --server "$url" 2>/dev/null | grep -q ready && break
-  sleep 0.1
-done
+local_cluster_start node-1
 python3 - "$hangar" "$url" "$sessions" "$seconds" "$root" <<'PY'
 import json, os, subprocess, sys, time, urllib.request
 hangar, url, sessions, seconds, root = sys.argv[1:6]

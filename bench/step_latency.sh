@@ -10,34 +10,17 @@
 set -euo pipefail
 build=${1:-build}
 runs=${2:-100}
-hangar=$(realpath "$build/src/hangar")
-root=$(mktemp -d /tmp/hangar-step-bench-XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  # An agent's stopping tasks may still write in its folder for a moment.
-  for _ in 1 2 3 4 5; do rm -rf "$root" 2>/dev/null && break; sleep 0.5; done
-}
-trap cleanup EXIT
+. "$(dirname "$0")/local_cluster.sh"
+local_cluster_init "$build" step-bench
 
 cat > "$root/cluster.yaml" <<'YAML'
 name: step-bench
 node_defaults: {gpus: 2, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: 32Gi}
 nodes: [{name: node-1}, {name: node-2}]
 YAML
-port=$((20000 + RANDOM % 20000))
-"$hangar" controller --cluster "$root/cluster.yaml" --api "127.0.0.1:$port" --agents "127.0.0.1:$((port + 1))" \
-  --store "sqlite://$root/state.db" --auth none --insecure > "$root/controller.log" 2>&1 &
-pids+=($!)
-sleep 1
-for n in 1 2; do
-  "$hangar" agent --controller "127.0.0.1:$((port + 1))" --node "node-$n" --cluster "$root/cluster.yaml" \
-    --state-dir "$root/agent-$n" --insecure --stop-tasks-on-exit > "$root/agent-$n.log" 2>&1 &
-  pids+=($!)
-done
+local_cluster_start node-1 node-2
 for _ in $(seq 100); do
-  [ "$("$hangar" nodes --server "http://127.0.0.1:$port" 2>/dev/null | grep -c ready)" = 2 ] && break
+  [ "$("$hangar" nodes --server "$url" 2>/dev/null | grep -c ready)" = 2 ] && break
   sleep 0.1
 done
 
@@ -55,9 +38,9 @@ for i in \$(seq $runs); do
 done
 EOF2
 cd "$root/work"
-id=$("$hangar" sbatch --parsable steps.sbatch --server "http://127.0.0.1:$port")
+id=$("$hangar" sbatch --parsable steps.sbatch --server "$url")
 for _ in $(seq 1200); do
-  state=$("$hangar" job "$id" -o json --server "http://127.0.0.1:$port" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  state=$("$hangar" job "$id" -o json --server "$url" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
   case $state in succeeded | failed | cancelled | timed_out) break ;; esac
   sleep 0.5
 done
