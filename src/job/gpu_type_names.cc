@@ -31,7 +31,10 @@ Status ResolveGpuTypes(const cluster::GpuTypes& types, const cluster::Topology& 
         unknown.push_back(name);
       }
     }
-    if (models.empty()) {
+    // Refused only where the site maps its GPU types: there a name that is neither is surely a
+    // typo. Without gpu_types an unknown model is kept as written: the job waits as never
+    // placeable and `hangar explain` says why (a node of that model may join later).
+    if (models.empty() && !types.empty()) {
       std::string known;
       for (const auto& m : t.models()) {
         if (!m.empty()) known += (known.empty() ? "" : ", ") + m;

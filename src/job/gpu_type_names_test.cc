@@ -58,5 +58,14 @@ TEST_F(GpuTypeNamesTest, AnUnknownTypeIsRefusedNamingTheKnownTypesAndModels) {
   EXPECT_EQ(s->tasks[0].gpu_models, (std::vector<std::string>{"NVIDIA A100-SXM4-80GB", "h100"}));
 }
 
+// A cluster that maps no GPU types keeps an unknown model as written: the job is accepted and
+// waits as never placeable, with the reason in `hangar explain` (the scheduler's goldens).
+TEST_F(GpuTypeNamesTest, WithoutGpuTypesAnUnknownModelIsKeptAsWritten) {
+  file_.gpu_types = {};
+  auto s = Resolve("[no-such-model]");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->tasks[0].gpu_models, (std::vector<std::string>{"no-such-model"}));
+}
+
 }  // namespace
 }  // namespace hangar::job

@@ -75,7 +75,7 @@ TEST_F(ProgressStateTest, AHungGangIsRestartedWithTheCheckpointSignalAndSaysWhy)
   Effects hang;
   state_->Tick(12'000, &hang);
   auto j = state_->GetJob(1);
-  EXPECT_EQ(j->state, "pending");
+  EXPECT_EQ(j->state, "preempting");
   EXPECT_EQ(j->restarts, 1u);
   const std::string why =
       "hung: rank 1 on b (step 40) reported no progress for 10s (hang_timeout 10s; the furthest "
