@@ -41,7 +41,7 @@ docs/job-format.md: its gang of 4 x 8 GPUs in one leaf is refused by the default
 leaves have 16 GPUs, with a sentence that says so; the errors for a bad spec, as the document
 lists them.
 
-  $ doc_block docs/job-format.md 7 > pretrain.yaml
+  $ doc_block docs/job-format.md 8 > pretrain.yaml
   $ hangar submit pretrain.yaml
   error: job 'pretrain-70b' can never run on this cluster: needs 32 GPUs under one leaf; the largest leaf has 16; change the request and submit it again
   [1]

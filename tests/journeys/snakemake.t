@@ -28,6 +28,9 @@ inside the job through srun; and its generic cluster mode submits with a plain s
   b
   c
   $ sacct -P -n --format=JobName,State | sort
+  python3|COMPLETED
+  python3|COMPLETED
+  python3|COMPLETED
   snakejob_a_3|COMPLETED
   snakejob_b_2|COMPLETED
   snakejob_c_1|COMPLETED
