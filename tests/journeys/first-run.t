@@ -6,14 +6,14 @@ finished, Ctrl-C stops every task within 3 s, and an immediate restart works and
   $ dev_start --submit-examples examples/jobs --exit-when-done
   $ grep -o "Hangar dev cluster .* is up: [0-9]* nodes, [0-9]* GPUs" dev-1.out
   Hangar dev cluster 'dev' is up: 4 nodes, 32 GPUs
+  $ dev_wait_exit 120
+  hangar dev exited with 0
   $ grep "^submitted" dev-1.out
   submitted finetune-8gpu.yaml as job 1
   submitted inference-fractional.yaml as job 2
   submitted notebook.yaml as job 3
   submitted pretrain-4x8.yaml as job 4
   submitted sweep-array.yaml as job 5
-  $ dev_wait_exit 120
-  hangar dev exited with 0
   $ grep -o "placed (attempt [0-9]*" dev-1.out | awk '$3 > 1 {n++} END {print n + 0, "jobs placed more than twice"}'
   0 jobs placed more than twice
 
