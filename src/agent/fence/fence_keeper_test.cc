@@ -166,7 +166,9 @@ TEST_F(FenceKeeperTest, RunsAFencedTasksCleanupOnceItHasGone) {
   ASSERT_TRUE(dir.WriteLease({LeaseClockMs() - 10, 0}).ok());
   keeper.Step(LeaseClockMs(), true);
   ASSERT_TRUE(Ended(pid));
-  for (int i = 0; i < 200 && !keeper.idle(); ++i) {
+  // The step that sent SIGKILL may still have seen the task alive: the cleanup starts at a later
+  // step, once the task has gone (idle() alone is true before it starts).
+  for (int i = 0; i < 200 && !(keeper.idle() && fs::exists(done)); ++i) {
     keeper.Step(LeaseClockMs(), true);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
