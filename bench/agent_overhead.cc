@@ -159,18 +159,13 @@ int Measure(const std::string& backend, int gpus, int seconds, const fs::path& d
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&controller);
   auto server = builder.BuildAndStart();
-  std::vector<std::string> args = {HANGAR_BINARY,
-                                   "agent",
-                                   "--controller",
-                                   "127.0.0.1:" + std::to_string(port),
-                                   "--node",
-                                   "bench",
-                                   "--state-dir",
-                                   (dir / ("state-" + backend)).string(),
+  std::vector<std::string> args = {HANGAR_BINARY,  "agent",
+                                   "--controller", "127.0.0.1:" + std::to_string(port),
+                                   "--node",       "bench",
+                                   "--state-dir",  (dir / ("state-" + backend)).string(),
                                    "--no-cgroups",
                                    "--insecure",  // the bench's controller is plaintext on loopback
-                                   "--ib-root",
-                                   (dir / "infiniband").string()};
+                                   "--ib-root",    (dir / "infiniband").string()};
   std::vector<std::string> env;
   if (backend == "fake") {
     args.insert(args.end(), {"--gpu-backend", "fake", "--fake-gpus", std::to_string(gpus)});

@@ -23,7 +23,8 @@ struct Proc {
 };
 
 // Starts `binary` with `args` (argv[0] first), its stdout and stderr into `log`.
-inline Proc Spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& log) {
+inline Proc Spawn(const std::string& binary, const std::vector<std::string>& args,
+                  const std::string& log) {
   Proc p;
   p.pid = fork();
   if (p.pid == 0) {

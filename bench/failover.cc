@@ -17,15 +17,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fstream>
-#include <regex>
-
-#include <nlohmann/json.hpp>
 
 #include "controller/store/state_store.h"
 #include "ha_cluster.h"
@@ -105,7 +103,8 @@ std::pair<double, double> Measure(const std::vector<Accepted>& all, const Kill& 
   }
   double unavailable = 0;
   for (const auto& a : all) {
-    if (a.start_ns <= first_new && a.done_ns >= k.at_ns) unavailable = std::max(unavailable, (a.done_ns - a.start_ns) / 1e9);
+    if (a.start_ns <= first_new && a.done_ns >= k.at_ns)
+      unavailable = std::max(unavailable, (a.done_ns - a.start_ns) / 1e9);
   }
   return {(first_new - last_old) / 1e9, unavailable};
 }
@@ -113,9 +112,11 @@ std::pair<double, double> Measure(const std::vector<Accepted>& all, const Kill& 
 // N finished single-GPU jobs, each with a spec of its own (its name), committed 10,000 at a time.
 hangar::Status Preload(const std::string& url, int n) {
   HANGAR_ASSIGN_OR_RETURN(auto store, hangar::controller::OpenStore(url));
-  HANGAR_ASSIGN_OR_RETURN(hangar::job::JobSpec spec,
-                          hangar::job::ParseJobSpec("name: x\ntasks:\n  - replicas: 1\n    gpus: 1\n    command: [sleep, \"1\"]\n",
-                                                    "preload"));
+  HANGAR_ASSIGN_OR_RETURN(
+      hangar::job::JobSpec spec,
+      hangar::job::ParseJobSpec(
+          "name: x\ntasks:\n  - replicas: 1\n    gpus: 1\n    command: [sleep, \"1\"]\n",
+          "preload"));
   hangar::controller::StoreBatch b;
   for (int i = 1; i <= n; ++i) {
     spec.name = "history-" + std::to_string(i);
@@ -180,7 +181,8 @@ int main(int argc, char** argv) {
       o.follow = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: failover [--kills 20] [--controllers 3] [--lease 1500ms] [--renew 300ms] [--preload N] "
+                   "usage: failover [--kills 20] [--controllers 3] [--lease 1500ms] [--renew "
+                   "300ms] [--preload N] "
                    "[--standby-follow 250ms] [--json]\n");
       return 2;
     }
@@ -189,7 +191,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "failover: --kills must be at least 1 and --controllers at least 2\n");
     return 2;
   }
-  if (preload > 0) o.before_controllers = [preload](const std::string& url) { return Preload(url, preload); };
+  if (preload > 0)
+    o.before_controllers = [preload](const std::string& url) { return Preload(url, preload); };
   auto started = HaCluster::Start(o);
   if (!started.ok()) {
     std::fprintf(stderr, "failover: %s\n", started.status().ToString().c_str());
@@ -203,8 +206,8 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     // Standbys of a large store are warm before the kill, as they are after minutes of standing by.
     if (warm && preload > 0 && !c.WaitStandbysReady(300 * hangar::kSecond)) {
-      std::fprintf(stderr, "failover: the standbys' copies were not ready before kill %d:%s\n", k + 1,
-                   c.Describe().c_str());
+      std::fprintf(stderr, "failover: the standbys' copies were not ready before kill %d:%s\n",
+                   k + 1, c.Describe().c_str());
       return 1;
     }
     const int old = c.Leader();
@@ -236,14 +239,22 @@ int main(int argc, char** argv) {
   for (const auto& a : all) ids.push_back(a.id);
   const bool ended = c.WaitEnded(ids, 120 * hangar::kSecond);
   const auto v = c.Check(ids);
-  nlohmann::json out = {{"kills", kills}, {"controllers", o.controllers}, {"lease", o.lease}, {"renew", o.renew},
-                        {"takeover_p50_s", Percentile(takeover, 50)}, {"takeover_p99_s", Percentile(takeover, 99)},
+  nlohmann::json out = {{"kills", kills},
+                        {"controllers", o.controllers},
+                        {"lease", o.lease},
+                        {"renew", o.renew},
+                        {"takeover_p50_s", Percentile(takeover, 50)},
+                        {"takeover_p99_s", Percentile(takeover, 99)},
                         {"takeover_max_s", Percentile(takeover, 100)},
                         {"api_unavailable_p50_s", Percentile(unavailable, 50)},
                         {"api_unavailable_p99_s", Percentile(unavailable, 99)},
-                        {"jobs_accepted", ids.size()}, {"submissions_failed", clients.failed()},
-                        {"all_ended", ended}, {"jobs_lost", v.jobs_lost}, {"jobs_ended_twice", v.jobs_ended_twice},
-                        {"double_allocations", v.double_allocations}, {"tasks_started_twice", v.tasks_started_twice}};
+                        {"jobs_accepted", ids.size()},
+                        {"submissions_failed", clients.failed()},
+                        {"all_ended", ended},
+                        {"jobs_lost", v.jobs_lost},
+                        {"jobs_ended_twice", v.jobs_ended_twice},
+                        {"double_allocations", v.double_allocations},
+                        {"tasks_started_twice", v.tasks_started_twice}};
   // The first controller's start is not a takeover: only restores after a kill count.
   auto restores = Restores(c.dir(), o.controllers);
   std::vector<double> restore_ms;

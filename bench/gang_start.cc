@@ -38,7 +38,9 @@ struct Args {
 };
 
 double NowMs() {
-  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 double Median(std::vector<double> v) {
@@ -68,12 +70,14 @@ double PlacedAt(LocalCluster& c, uint64_t id) {
 // is spawned): the gang runs when all have.
 std::string g_out;  // the host folder, mounted at /out in containers
 
-std::string GangSpec(const std::string& name, const std::string& image, int n, const std::string& extra = "") {
+std::string GangSpec(const std::string& name, const std::string& image, int n,
+                     const std::string& extra = "") {
   const std::string dir = image.empty() ? g_out : "/out";
   const std::string mounts = image.empty() ? "" : ", mounts: ['" + g_out + ":/out:rw']";
   return "name: " + name + "\n" + (image.empty() ? "" : "image: " + image + "\n") + extra +
-         "tasks: [{replicas: " + std::to_string(n) + ", gpus: 1" + mounts + ", command: ['/bin/sh', '-c', 'touch " + dir +
-         "/" + name + ".$HANGAR_JOB_ID.$RANK; exec sleep 600']}]\n";
+         "tasks: [{replicas: " + std::to_string(n) + ", gpus: 1" + mounts +
+         ", command: ['/bin/sh', '-c', 'touch " + dir + "/" + name +
+         ".$HANGAR_JOB_ID.$RANK; exec sleep 600']}]\n";
 }
 
 // The latest modification time of <g_out>/<prefix><r> for r in [0, n), in ms since the epoch; 0
@@ -112,7 +116,8 @@ void CancelAndWait(LocalCluster& c, uint64_t id, int nodes) {
   LocalCluster::WaitFor(
       [&] {
         double free = 0;
-        for (const auto& n : c.Get("/v1/nodes").value("nodes", nlohmann::json::array())) free += n.value("gpus_free", 0.0);
+        for (const auto& n : c.Get("/v1/nodes").value("nodes", nlohmann::json::array()))
+          free += n.value("gpus_free", 0.0);
         return free >= nodes;
       },
       60 * kSecond);
@@ -122,7 +127,8 @@ Run TimeGang(LocalCluster& c, const std::string& image, int nodes) {
   Run r;
   const uint64_t id = Submit(c, GangSpec("gang", image, nodes));
   if (!id || !c.WaitForJobState(id, "running", 600 * kSecond)) {
-    std::fprintf(stderr, "gang %lu did not run: %s\n", static_cast<unsigned long>(id), c.Job(id).dump().c_str());
+    std::fprintf(stderr, "gang %lu did not run: %s\n", static_cast<unsigned long>(id),
+                 c.Job(id).dump().c_str());
     return r;
   }
   const double started = WaitAllStarted("gang", id, nodes);
@@ -170,7 +176,8 @@ Run TimePrestaged(LocalCluster& c, const std::string& image, int nodes) {
 
 // The reference pinned to its digest (what the job runs; staging is recorded by digest).
 std::string Pinned(const std::string& ref) {
-  auto r = hangar::RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}", "docker://" + ref});
+  auto r = hangar::RunCommand(
+      {"skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}", "docker://" + ref});
   if (!r.ok() || !r->ok()) return ref;
   std::string d = r->out;
   while (!d.empty() && d.back() == '\n') d.pop_back();
@@ -188,9 +195,26 @@ double PodmanFloorMs(LocalCluster& c, const std::string& image, int nodes) {
       const std::string d = c.dir() + "/agents/node-" + std::to_string(i) + "/podman";
       hangar::CommandOptions o;
       o.env = {{"CONTAINERS_CONF", d + "/containers.conf"}};
-      (void)hangar::RunCommand({"podman", "--root", d + "/storage", "--runroot", d + "/run", "--tmpdir", d + "/tmp", "run",
-                                "--rm", "--pull=never", "--network", "host", "--log-driver", "none", "--init", "-v",
-                                g_out + ":/out:rw", image, "touch", "/out/floor." + std::to_string(i - 1)},
+      (void)hangar::RunCommand({"podman",
+                                "--root",
+                                d + "/storage",
+                                "--runroot",
+                                d + "/run",
+                                "--tmpdir",
+                                d + "/tmp",
+                                "run",
+                                "--rm",
+                                "--pull=never",
+                                "--network",
+                                "host",
+                                "--log-driver",
+                                "none",
+                                "--init",
+                                "-v",
+                                g_out + ":/out:rw",
+                                image,
+                                "touch",
+                                "/out/floor." + std::to_string(i - 1)},
                                o);
     });
   }
@@ -206,23 +230,31 @@ int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
-    if (s == "--json") a.json = true;
-    else if (s == "--image-mb" && i + 1 < argc) a.image_mb = std::atoi(argv[++i]);
-    else if (s == "--runs" && i + 1 < argc) a.runs = std::atoi(argv[++i]);
-    else if (s == "--nodes" && i + 1 < argc) a.nodes = std::atoi(argv[++i]);
+    if (s == "--json")
+      a.json = true;
+    else if (s == "--image-mb" && i + 1 < argc)
+      a.image_mb = std::atoi(argv[++i]);
+    else if (s == "--runs" && i + 1 < argc)
+      a.runs = std::atoi(argv[++i]);
+    else if (s == "--nodes" && i + 1 < argc)
+      a.nodes = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: gang_start [--json] [--image-mb S] [--runs N] [--nodes N]\n");
       return 2;
     }
   }
-  const std::string scratch = fs::temp_directory_path() / ("hangar-gang-start-" + std::to_string(getpid()));
+  const std::string scratch =
+      fs::temp_directory_path() / ("hangar-gang-start-" + std::to_string(getpid()));
   fs::create_directories(scratch);
   int rc = 0;
   {
     LoopbackRegistry reg(scratch);
     if (!reg.ok()) return 1;
-    std::string yaml = "node_defaults: {gpus: 1, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: 32Gi}\nnodes: [";
-    for (int i = 1; i <= a.nodes; ++i) yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
+    std::string yaml =
+        "node_defaults: {gpus: 1, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: "
+        "32Gi}\nnodes: [";
+    for (int i = 1; i <= a.nodes; ++i)
+      yaml += std::string(i > 1 ? ", " : "") + "{name: node-" + std::to_string(i) + "}";
     g_out = scratch + "/out";
     fs::create_directories(g_out);
     LocalCluster c(yaml + "]\ncontainers: {mounts_allowed: [" + scratch + "]}\n");
@@ -232,7 +264,8 @@ int main(int argc, char** argv) {
     LocalCluster::WaitFor(
         [&] {
           int ready = 0;
-          for (const auto& n : c.Get("/v1/nodes").value("nodes", nlohmann::json::array())) ready += n.value("state", "") == "ready";
+          for (const auto& n : c.Get("/v1/nodes").value("nodes", nlohmann::json::array()))
+            ready += n.value("state", "") == "ready";
           return ready == a.nodes;
         },
         60 * kSecond);
@@ -255,22 +288,29 @@ int main(int argc, char** argv) {
       overhead.push_back(w.placed_to_running_ms - b.placed_to_running_ms);
       pre.push_back(p.placed_to_running_ms / 1000);
       pre_gpu.push_back(p.staging_gpu_s);
-      std::fprintf(stderr, "run %d: bare %.0f ms, warm %.0f ms, cold %.1f s, prestaged %.2f s, %d podman runs %.0f ms\n",
-                   run, b.placed_to_running_ms, w.placed_to_running_ms, k.placed_to_running_ms / 1000,
-                   p.placed_to_running_ms / 1000, a.nodes, floor.back());
+      std::fprintf(stderr,
+                   "run %d: bare %.0f ms, warm %.0f ms, cold %.1f s, prestaged %.2f s, %d podman "
+                   "runs %.0f ms\n",
+                   run, b.placed_to_running_ms, w.placed_to_running_ms,
+                   k.placed_to_running_ms / 1000, p.placed_to_running_ms / 1000, a.nodes,
+                   floor.back());
     }
     const double wo = Median(overhead), cs = Median(cold), ps = Median(pre);
     if (a.json) {
-      std::printf("{\"nodes\": %d, \"image_mb\": %d, \"runs\": %d, \"bare_ms\": %.0f, \"warm_ms\": %.0f, "
-                  "\"warm_overhead_ms\": %.0f, \"podman_runs_together_ms\": %.0f, \"cold_s\": %.2f, \"prestaged_s\": %.2f, \"gpu_s_held_staging\": "
-                  "{\"cold\": %.2f, \"warm\": %.2f, \"prestaged\": %.2f}}\n",
-                  a.nodes, a.image_mb, a.runs, Median(bare), Median(warm), wo, Median(floor), cs, ps, Median(cold_gpu),
-                  Median(warm_gpu), Median(pre_gpu));
+      std::printf(
+          "{\"nodes\": %d, \"image_mb\": %d, \"runs\": %d, \"bare_ms\": %.0f, \"warm_ms\": %.0f, "
+          "\"warm_overhead_ms\": %.0f, \"podman_runs_together_ms\": %.0f, \"cold_s\": %.2f, "
+          "\"prestaged_s\": %.2f, \"gpu_s_held_staging\": "
+          "{\"cold\": %.2f, \"warm\": %.2f, \"prestaged\": %.2f}}\n",
+          a.nodes, a.image_mb, a.runs, Median(bare), Median(warm), wo, Median(floor), cs, ps,
+          Median(cold_gpu), Median(warm_gpu), Median(pre_gpu));
     } else {
-      std::printf("gang of %d, image %d MB, %d runs (medians)\n  bare %.0f ms, warm %.0f ms: warm_overhead_ms %.0f (podman runs together: %.0f ms)\n"
-                  "  cold_s %.2f (GPU-s held staging %.2f)\n  prestaged_s %.2f (GPU-s held staging %.2f)\n",
-                  a.nodes, a.image_mb, a.runs, Median(bare), Median(warm), wo, Median(floor), cs, Median(cold_gpu), ps,
-                  Median(pre_gpu));
+      std::printf(
+          "gang of %d, image %d MB, %d runs (medians)\n  bare %.0f ms, warm %.0f ms: "
+          "warm_overhead_ms %.0f (podman runs together: %.0f ms)\n"
+          "  cold_s %.2f (GPU-s held staging %.2f)\n  prestaged_s %.2f (GPU-s held staging %.2f)\n",
+          a.nodes, a.image_mb, a.runs, Median(bare), Median(warm), wo, Median(floor), cs,
+          Median(cold_gpu), ps, Median(pre_gpu));
     }
   }
   std::error_code ec;

@@ -15,7 +15,8 @@
 // 127.0.3.1 followers, 127.0.4.1 nesting), the probe from 127.0.0.1, so that the per-client cap
 // is the prober's own; --one-address sends every hostile client from 127.0.0.2.
 //
-//   http_hostile [--binary PATH] [--seconds 30] [--idle 2000] [--idle-addresses 20] [--slowloris 64]
+//   http_hostile [--binary PATH] [--seconds 30] [--idle 2000] [--idle-addresses 20] [--slowloris
+//   64]
 //                [--followers 50] [--nesting 8] [--slow-interval-ms 2000] [--one-address] [--json]
 //                [-- extra controller flags]
 //   --binary: the hangar to run (default: this build's); e.g. an older build to compare.
@@ -40,12 +41,11 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "child_process.h"
 
@@ -54,17 +54,17 @@ namespace {
 namespace fs = std::filesystem;
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
-
-
 
 // "Key:  value kB" from /proc/PID/status, in bytes (or the bare number for Threads).
 double ProcStatus(pid_t pid, const std::string& key) {
@@ -107,7 +107,8 @@ int StartConnect(const std::string& src, int port) {
 
 // One blocking HTTP exchange on a fresh connection from `src`: the status (0: no answer within
 // `timeout_ms`) and the body.
-int Exchange(const std::string& src, int port, const std::string& request, int timeout_ms, std::string* body = nullptr) {
+int Exchange(const std::string& src, int port, const std::string& request, int timeout_ms,
+             std::string* body = nullptr) {
   const int64_t deadline = NowMs() + timeout_ms;
   const int fd = StartConnect(src, port);
   if (fd < 0) return 0;
@@ -265,7 +266,8 @@ class Flock {
       which.clear();
       for (size_t i = 0; i < socks_.size(); ++i) {
         if (socks_[i].fd < 0) continue;
-        pfds.push_back({socks_[i].fd, static_cast<short>(socks_[i].connected ? POLLIN : POLLOUT), 0});
+        pfds.push_back(
+            {socks_[i].fd, static_cast<short>(socks_[i].connected ? POLLIN : POLLOUT), 0});
         which.push_back(i);
       }
       const int n = ::poll(pfds.data(), pfds.size(), 50);
@@ -332,23 +334,35 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--binary") binary = next();
-    else if (a == "--seconds") seconds = std::stoi(next());
-    else if (a == "--idle") idle = std::stoi(next());
-    else if (a == "--idle-addresses") idle_addresses = std::max(1, std::stoi(next()));
-    else if (a == "--slowloris") slowloris = std::stoi(next());
-    else if (a == "--followers") followers = std::stoi(next());
-    else if (a == "--nesting") nesting = std::stoi(next());
-    else if (a == "--slow-interval-ms") slow_interval_ms = std::stoi(next());
-    else if (a == "--one-address") one_address = true;
-    else if (a == "--json") json = true;
+    if (a == "--binary")
+      binary = next();
+    else if (a == "--seconds")
+      seconds = std::stoi(next());
+    else if (a == "--idle")
+      idle = std::stoi(next());
+    else if (a == "--idle-addresses")
+      idle_addresses = std::max(1, std::stoi(next()));
+    else if (a == "--slowloris")
+      slowloris = std::stoi(next());
+    else if (a == "--followers")
+      followers = std::stoi(next());
+    else if (a == "--nesting")
+      nesting = std::stoi(next());
+    else if (a == "--slow-interval-ms")
+      slow_interval_ms = std::stoi(next());
+    else if (a == "--one-address")
+      one_address = true;
+    else if (a == "--json")
+      json = true;
     else if (a == "--") {
       extra.assign(argv + i + 1, argv + argc);
       break;
     } else {
       std::fprintf(stderr,
-                   "usage: http_hostile [--binary PATH] [--seconds N] [--idle N] [--idle-addresses N] [--slowloris N] "
-                   "[--followers N] [--nesting N] [--slow-interval-ms MS] [--one-address] [--json] [-- controller flags]\n");
+                   "usage: http_hostile [--binary PATH] [--seconds N] [--idle N] [--idle-addresses "
+                   "N] [--slowloris N] "
+                   "[--followers N] [--nesting N] [--slow-interval-ms MS] [--one-address] [--json] "
+                   "[-- controller flags]\n");
       return 2;
     }
   }
@@ -361,11 +375,26 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/hangar-hostile-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   const std::string cluster = dir + "/cluster.yaml";
-  std::ofstream(cluster) << "name: hostile\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, "
-                            "cpu: 64, memory: 512Gi}\nnodes: [{name: node-1}]\n";
-  std::vector<std::string> cargs = {"hangar", "controller", "--cluster", cluster, "--api", "127.0.0.1:0", "--agents",
-                                    "127.0.0.1:0", "--store", "memory://", "--port-file", dir + "/ports.json",
-                                    "--auth", "none", "--insecure", "--checkpoint-root", dir + "/checkpoints"};
+  std::ofstream(cluster)
+      << "name: hostile\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, "
+         "cpu: 64, memory: 512Gi}\nnodes: [{name: node-1}]\n";
+  std::vector<std::string> cargs = {"hangar",
+                                    "controller",
+                                    "--cluster",
+                                    cluster,
+                                    "--api",
+                                    "127.0.0.1:0",
+                                    "--agents",
+                                    "127.0.0.1:0",
+                                    "--store",
+                                    "memory://",
+                                    "--port-file",
+                                    dir + "/ports.json",
+                                    "--auth",
+                                    "none",
+                                    "--insecure",
+                                    "--checkpoint-root",
+                                    dir + "/checkpoints"};
   cargs.insert(cargs.end(), extra.begin(), extra.end());
   Proc controller = Spawn(binary, cargs, dir + "/controller.log");
   for (int i = 0; i < 200 && !fs::exists(dir + "/ports.json"); ++i) usleep(50000);
@@ -376,15 +405,17 @@ int main(int argc, char** argv) {
   }
   const auto ports = nlohmann::json::parse(std::ifstream(dir + "/ports.json"));
   const int api = ports["api"], agents = ports["agents"];
-  Proc agent = Spawn(binary,
-                     {"hangar", "agent", "--controller", "127.0.0.1:" + std::to_string(agents), "--node", "node-1",
-                      "--cluster", cluster, "--state-dir", dir + "/agent", "--insecure", "--stop-tasks-on-exit"},
-                     dir + "/agent.log");
+  Proc agent = Spawn(
+      binary,
+      {"hangar", "agent", "--controller", "127.0.0.1:" + std::to_string(agents), "--node", "node-1",
+       "--cluster", cluster, "--state-dir", dir + "/agent", "--insecure", "--stop-tasks-on-exit"},
+      dir + "/agent.log");
   auto cleanup = [&] {
     agent.Stop();
     controller.Stop();
   };
-  const std::string healthz = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::string healthz =
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   bool up = false;
   for (int i = 0; i < 200 && !up; ++i) {
     std::string body;
@@ -396,23 +427,27 @@ int main(int argc, char** argv) {
   const std::string spec =
       R"({"name": "chatter", "tasks": [{"gpus": 1, "command": ["/bin/sh", "-c", "i=0; while true; do i=$((i+1)); echo line $i of the hostile bench; sleep 0.1; done"]}]})";
   std::string body;
-  const int submitted =
-      up ? Exchange("127.0.0.1", api,
-                    "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: "
-                    "close\r\nContent-Length: " + std::to_string(spec.size()) + "\r\n\r\n" + spec,
-                    5000, &body)
-         : 0;
-  const uint64_t job = submitted == 201 ? nlohmann::json::parse(body, nullptr, false).value("id", 0ull) : 0;
+  const int submitted = up ? Exchange("127.0.0.1", api,
+                                      "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                      "application/json\r\nConnection: "
+                                      "close\r\nContent-Length: " +
+                                          std::to_string(spec.size()) + "\r\n\r\n" + spec,
+                                      5000, &body)
+                           : 0;
+  const uint64_t job =
+      submitted == 201 ? nlohmann::json::parse(body, nullptr, false).value("id", 0ull) : 0;
   bool running = false;
   for (int i = 0; i < 200 && job && !running; ++i) {
     running = Exchange("127.0.0.1", api,
-                       "GET /v1/jobs/" + std::to_string(job) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                       "GET /v1/jobs/" + std::to_string(job) +
+                           " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
                        2000, &body) == 200 &&
               nlohmann::json::parse(body, nullptr, false).value("state", "") == "running";
     if (!running) usleep(100000);
   }
   if (!running) {
-    std::fprintf(stderr, "the cluster did not come up or the job did not run; see %s\n", dir.c_str());
+    std::fprintf(stderr, "the cluster did not come up or the job did not run; see %s\n",
+                 dir.c_str());
     cleanup();
     return 1;
   }
@@ -435,7 +470,8 @@ int main(int argc, char** argv) {
           probe_ms.push_back(ms);
         } else {
           probe_failed++;
-          probe_ms.push_back(std::max(ms, 5000.0));  // a failure counts as the timeout in the percentiles
+          probe_ms.push_back(
+              std::max(ms, 5000.0));  // a failure counts as the timeout in the percentiles
         }
       }
       const int64_t spent = NowMs() - t0;
@@ -455,7 +491,8 @@ int main(int argc, char** argv) {
   std::atomic<bool> sampling{true};
   std::thread sampler([&] {
     while (sampling) {
-      const double rss = ProcStatus(controller.pid, "VmRSS"), th = ProcStatus(controller.pid, "Threads");
+      const double rss = ProcStatus(controller.pid, "VmRSS"),
+                   th = ProcStatus(controller.pid, "Threads");
       if (rss > rss_peak) rss_peak = rss;
       if (th > threads_peak) threads_peak = th;
       usleep(100000);
@@ -475,13 +512,16 @@ int main(int argc, char** argv) {
   for (int i = 0; i < idle; ++i) {
     flock.Add(Flock::kIdle, src("127.0.1." + std::to_string(1 + i % idle_addresses)));
   }
-  for (int i = 0; i < slowloris; ++i) flock.Add(Flock::kSlow, src("127.0.2." + std::to_string(1 + i % 8)));
+  for (int i = 0; i < slowloris; ++i)
+    flock.Add(Flock::kSlow, src("127.0.2." + std::to_string(1 + i % 8)));
   const std::string follow = "/v1/jobs/" + std::to_string(job) + "/logs?follow=1";
   for (int i = 0; i < followers; ++i) flock.Add(Flock::kFollow, src("127.0.3.1"), follow);
   flock.Start();
   std::string nested = std::string(1'000'000, '[');
-  const std::string nest_req = "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                               "Connection: close\r\nContent-Length: " + std::to_string(nested.size()) + "\r\n\r\n" + nested;
+  const std::string nest_req =
+      "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Connection: close\r\nContent-Length: " +
+      std::to_string(nested.size()) + "\r\n\r\n" + nested;
   nested.clear();
   std::atomic<bool> nesting_on{true};
   std::mutex nest_mu;
@@ -499,7 +539,9 @@ int main(int argc, char** argv) {
   }
   // Ramp: until the idle connections are held (or 15 s).
   for (int i = 0; i < 150; ++i) {
-    if (flock.counts(Flock::kIdle).open >= idle * 9 / 10 && flock.counts(Flock::kFollow).open >= followers) break;
+    if (flock.counts(Flock::kIdle).open >= idle * 9 / 10 &&
+        flock.counts(Flock::kFollow).open >= followers)
+      break;
     usleep(100000);
   }
   int ramp_failed = 0;
@@ -519,7 +561,8 @@ int main(int argc, char** argv) {
   }
   int attack_failed = 0;
   const std::vector<double> attack = take_probes(&attack_failed);
-  const Flock::Counts ci = flock.counts(Flock::kIdle), cs = flock.counts(Flock::kSlow), cf = flock.counts(Flock::kFollow);
+  const Flock::Counts ci = flock.counts(Flock::kIdle), cs = flock.counts(Flock::kSlow),
+                      cf = flock.counts(Flock::kFollow);
   std::map<int, int64_t> nests;
   {
     std::lock_guard<std::mutex> l(nest_mu);
@@ -528,7 +571,8 @@ int main(int argc, char** argv) {
   const double rss_attack_peak = rss_peak, threads_attack_peak = threads_peak;
   // What the controller counted (a build without the hangar_http_* series prints none).
   std::string metrics;
-  Exchange("127.0.0.1", api, "GET /metrics?gpus=0&nodes=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+  Exchange("127.0.0.1", api,
+           "GET /metrics?gpus=0&nodes=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
            5000, &metrics);
   std::string http_series;
   {
@@ -545,8 +589,11 @@ int main(int argc, char** argv) {
   prober.join();
   sampling = false;
   sampler.join();
-  Exchange("127.0.0.1", api, "POST /v1/jobs/" + std::to_string(job) + "/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                 "Content-Length: 0\r\nConnection: close\r\n\r\n", 10000);
+  Exchange("127.0.0.1", api,
+           "POST /v1/jobs/" + std::to_string(job) +
+               "/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "Content-Length: 0\r\nConnection: close\r\n\r\n",
+           10000);
   usleep(500000);
   const double hwm = ProcStatus(controller.pid, "VmHWM");
   cleanup();
@@ -562,14 +609,45 @@ int main(int argc, char** argv) {
       {"binary", binary},
       {"seconds", seconds},
       {"one_address", one_address},
-      {"quiet", {{"probes", quiet.size()}, {"failed", quiet_failed}, {"p50_ms", Pct(quiet, 0.5)}, {"p99_ms", Pct(quiet, 0.99)}, {"max_ms", Pct(quiet, 1)}}},
+      {"quiet",
+       {{"probes", quiet.size()},
+        {"failed", quiet_failed},
+        {"p50_ms", Pct(quiet, 0.5)},
+        {"p99_ms", Pct(quiet, 0.99)},
+        {"max_ms", Pct(quiet, 1)}}},
       {"attack",
-       {{"probes", attack.size()}, {"failed", attack_failed}, {"p50_ms", Pct(attack, 0.5)}, {"p99_ms", Pct(attack, 0.99)}, {"max_ms", Pct(attack, 1)}}},
-      {"rss_mib", {{"quiet", rss_quiet / 1048576}, {"attack_peak", rss_attack_peak / 1048576}, {"hwm_end", hwm / 1048576}, {"hwm_before_window", hwm_before / 1048576}}},
+       {{"probes", attack.size()},
+        {"failed", attack_failed},
+        {"p50_ms", Pct(attack, 0.5)},
+        {"p99_ms", Pct(attack, 0.99)},
+        {"max_ms", Pct(attack, 1)}}},
+      {"rss_mib",
+       {{"quiet", rss_quiet / 1048576},
+        {"attack_peak", rss_attack_peak / 1048576},
+        {"hwm_end", hwm / 1048576},
+        {"hwm_before_window", hwm_before / 1048576}}},
       {"threads", {{"attack_peak", threads_attack_peak}}},
-      {"idle", {{"target", idle}, {"open_end", ci.open}, {"open_min", min_idle_open}, {"connects", ci.connects}, {"closed_by_server", ci.closed_by_server}, {"refused_503", ci.refused_503}, {"connect_failures", ci.connect_failures}}},
-      {"slowloris", {{"target", slowloris}, {"open_end", cs.open}, {"closed_by_server", cs.closed_by_server}, {"mean_held_s", cs.closed_by_server ? cs.held_s_sum / static_cast<double>(cs.closed_by_server) : 0.0}, {"refused_503", cs.refused_503}}},
-      {"followers", {{"target", followers}, {"open_end", cf.open}, {"flowing_min", min_follow_flowing}, {"log_bytes", cf.bytes}, {"closed_by_server", cf.closed_by_server}}},
+      {"idle",
+       {{"target", idle},
+        {"open_end", ci.open},
+        {"open_min", min_idle_open},
+        {"connects", ci.connects},
+        {"closed_by_server", ci.closed_by_server},
+        {"refused_503", ci.refused_503},
+        {"connect_failures", ci.connect_failures}}},
+      {"slowloris",
+       {{"target", slowloris},
+        {"open_end", cs.open},
+        {"closed_by_server", cs.closed_by_server},
+        {"mean_held_s",
+         cs.closed_by_server ? cs.held_s_sum / static_cast<double>(cs.closed_by_server) : 0.0},
+        {"refused_503", cs.refused_503}}},
+      {"followers",
+       {{"target", followers},
+        {"open_end", cf.open},
+        {"flowing_min", min_follow_flowing},
+        {"log_bytes", cf.bytes},
+        {"closed_by_server", cf.closed_by_server}}},
       {"nesting", {{"clients", nesting}, {"requests", nest_total}, {"by_status", nest_json}}},
   };
   if (json) {
@@ -578,24 +656,38 @@ int main(int argc, char** argv) {
   }
   std::printf("http_hostile: %s, %d s under attack%s\n", binary.c_str(), seconds,
               one_address ? " (every hostile client from 127.0.0.2)" : "");
-  std::printf("  /healthz quiet:        p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d of %zu failed\n", Pct(quiet, 0.5),
-              Pct(quiet, 0.99), Pct(quiet, 1), quiet_failed, quiet.size());
-  std::printf("  /healthz under attack: p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d of %zu failed (no answer in 5 s)\n",
-              Pct(attack, 0.5), Pct(attack, 0.99), Pct(attack, 1), attack_failed, attack.size());
-  std::printf("  controller RSS: %.0f MiB quiet, %.0f MiB peak under attack (VmHWM %.0f MiB); %.0f threads at peak\n",
-              rss_quiet / 1048576, rss_attack_peak / 1048576, hwm / 1048576, threads_attack_peak);
-  std::printf("  idle: %d of %d open at the end (at least %d throughout), %lld connects, %lld closed by the server, %lld "
-              "answered 503, %lld connect failures\n",
-              ci.open, idle, min_idle_open, static_cast<long long>(ci.connects), static_cast<long long>(ci.closed_by_server),
-              static_cast<long long>(ci.refused_503), static_cast<long long>(ci.connect_failures));
-  std::printf("  slowloris: %d of %d open at the end, %lld cut by the server after %.1f s on average, %lld answered 503\n",
-              cs.open, slowloris, static_cast<long long>(cs.closed_by_server),
-              cs.closed_by_server ? cs.held_s_sum / static_cast<double>(cs.closed_by_server) : 0.0,
-              static_cast<long long>(cs.refused_503));
-  std::printf("  followers: %d of %d open at the end, at least %d receiving log lines at every second, %lld log bytes\n",
-              cf.open, followers, min_follow_flowing, static_cast<long long>(cf.bytes));
-  std::printf("  nesting: %d clients, %lld requests answered:", nesting, static_cast<long long>(nest_total));
-  for (const auto& [st, n] : nests) std::printf(" %s %lld", st == 0 ? "none" : std::to_string(st).c_str(), static_cast<long long>(n));
+  std::printf("  /healthz quiet:        p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d of %zu failed\n",
+              Pct(quiet, 0.5), Pct(quiet, 0.99), Pct(quiet, 1), quiet_failed, quiet.size());
+  std::printf(
+      "  /healthz under attack: p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d of %zu failed (no answer "
+      "in 5 s)\n",
+      Pct(attack, 0.5), Pct(attack, 0.99), Pct(attack, 1), attack_failed, attack.size());
+  std::printf(
+      "  controller RSS: %.0f MiB quiet, %.0f MiB peak under attack (VmHWM %.0f MiB); %.0f threads "
+      "at peak\n",
+      rss_quiet / 1048576, rss_attack_peak / 1048576, hwm / 1048576, threads_attack_peak);
+  std::printf(
+      "  idle: %d of %d open at the end (at least %d throughout), %lld connects, %lld closed by "
+      "the server, %lld "
+      "answered 503, %lld connect failures\n",
+      ci.open, idle, min_idle_open, static_cast<long long>(ci.connects),
+      static_cast<long long>(ci.closed_by_server), static_cast<long long>(ci.refused_503),
+      static_cast<long long>(ci.connect_failures));
+  std::printf(
+      "  slowloris: %d of %d open at the end, %lld cut by the server after %.1f s on average, %lld "
+      "answered 503\n",
+      cs.open, slowloris, static_cast<long long>(cs.closed_by_server),
+      cs.closed_by_server ? cs.held_s_sum / static_cast<double>(cs.closed_by_server) : 0.0,
+      static_cast<long long>(cs.refused_503));
+  std::printf(
+      "  followers: %d of %d open at the end, at least %d receiving log lines at every second, "
+      "%lld log bytes\n",
+      cf.open, followers, min_follow_flowing, static_cast<long long>(cf.bytes));
+  std::printf("  nesting: %d clients, %lld requests answered:", nesting,
+              static_cast<long long>(nest_total));
+  for (const auto& [st, n] : nests)
+    std::printf(" %s %lld", st == 0 ? "none" : std::to_string(st).c_str(),
+                static_cast<long long>(n));
   std::printf("\n");
   if (!http_series.empty()) std::printf("  the controller counted:\n%s", http_series.c_str());
   return 0;

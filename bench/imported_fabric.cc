@@ -15,10 +15,9 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
 #include "cluster/topology_import.h"
@@ -48,7 +47,8 @@ std::string TopologyConf(int pods, int leaves, int hosts) {
     t += "SwitchName=spine-" + std::to_string(p) + " Switches=" + names + "\n";
   }
   std::string spines;
-  for (int p = 0; p < pods; ++p) spines += (p ? "," : "") + std::string("spine-") + std::to_string(p);
+  for (int p = 0; p < pods; ++p)
+    spines += (p ? "," : "") + std::string("spine-") + std::to_string(p);
   return t + "SwitchName=core Switches=" + spines + "\n";
 }
 
@@ -66,7 +66,9 @@ int Run(int pods, int leaves, int hosts, bool json) {
   auto f = cluster::ImportSlurmTopology(TopologyConf(pods, leaves, hosts), "topology.conf");
   auto yaml = f.ok() ? cluster::FabricYaml(*f) : StatusOr<std::string>(f.status());
   auto c = yaml.ok() ? cluster::ParseClusterYaml(
-                           "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 192, memory: 2Ti}\n" + *yaml,
+                           "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 192, "
+                           "memory: 2Ti}\n" +
+                               *yaml,
                            "imported")
                      : StatusOr<cluster::ClusterFile>(yaml.status());
   if (!c.ok()) {
@@ -94,7 +96,8 @@ int Run(int pods, int leaves, int hosts, bool json) {
   int by_level[5] = {0, 0, 0, 0, 0};
   std::vector<double> us;
   for (int i = 0; i < 20000; ++i) {
-    std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::sort(live.begin(), live.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     while (!live.empty() && live.front().first <= i) {
       u.Release(live.front().second);
       live.pop_front();
@@ -115,21 +118,28 @@ int Run(int pods, int leaves, int hosts, bool json) {
   const double p50 = us[us.size() / 2], p99 = us[us.size() * 99 / 100];
   const double share = placed ? 100.0 * smallest / placed : 0;
   if (json) {
-    std::printf("%s\n", nlohmann::json{{"hosts", t.nodes().size()}, {"leaves", t.leaves().size()},
-                                       {"spine_blocks", t.spines().size()}, {"import_ms", import_ms},
-                                       {"placements", placed}, {"smallest_domain_pct", share},
-                                       {"node", by_level[0] + by_level[1]}, {"leaf", by_level[2]},
-                                       {"spine", by_level[3]}, {"cluster", by_level[4]},
-                                       {"place_us_p50", p50}, {"place_us_p99", p99}}
+    std::printf("%s\n", nlohmann::json{{"hosts", t.nodes().size()},
+                                       {"leaves", t.leaves().size()},
+                                       {"spine_blocks", t.spines().size()},
+                                       {"import_ms", import_ms},
+                                       {"placements", placed},
+                                       {"smallest_domain_pct", share},
+                                       {"node", by_level[0] + by_level[1]},
+                                       {"leaf", by_level[2]},
+                                       {"spine", by_level[3]},
+                                       {"cluster", by_level[4]},
+                                       {"place_us_p50", p50},
+                                       {"place_us_p99", p99}}
                             .dump()
                             .c_str());
     return 0;
   }
-  std::printf("imported %zu hosts, %zu leaves, %zu spine blocks from topology.conf in %.1f ms\n", t.nodes().size(),
-              t.leaves().size(), t.spines().size(), import_ms);
-  std::printf("placements %d of 20000 gangs; inside the smallest domain with room: %.2f%%\n", placed, share);
-  std::printf("by locality: node %d, leaf %d, spine %d, cluster %d\n", by_level[0] + by_level[1], by_level[2],
-              by_level[3], by_level[4]);
+  std::printf("imported %zu hosts, %zu leaves, %zu spine blocks from topology.conf in %.1f ms\n",
+              t.nodes().size(), t.leaves().size(), t.spines().size(), import_ms);
+  std::printf("placements %d of 20000 gangs; inside the smallest domain with room: %.2f%%\n",
+              placed, share);
+  std::printf("by locality: node %d, leaf %d, spine %d, cluster %d\n", by_level[0] + by_level[1],
+              by_level[2], by_level[3], by_level[4]);
   std::printf("placement time: p50 %.1f us, p99 %.1f us\n", p50, p99);
   return 0;
 }
@@ -142,10 +152,14 @@ int main(int argc, char** argv) {
   bool json = false;
   for (int i = 1; i < argc; ++i) {
     auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
-    if (!std::strcmp(argv[i], "--pods")) pods = next();
-    else if (!std::strcmp(argv[i], "--leaves")) leaves = next();
-    else if (!std::strcmp(argv[i], "--hosts")) hosts = next();
-    else if (!std::strcmp(argv[i], "--json")) json = true;
+    if (!std::strcmp(argv[i], "--pods"))
+      pods = next();
+    else if (!std::strcmp(argv[i], "--leaves"))
+      leaves = next();
+    else if (!std::strcmp(argv[i], "--hosts"))
+      hosts = next();
+    else if (!std::strcmp(argv[i], "--json"))
+      json = true;
     else {
       std::fprintf(stderr, "usage: imported_fabric [--pods N] [--leaves N] [--hosts N] [--json]\n");
       return 2;

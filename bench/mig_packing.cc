@@ -18,10 +18,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
 #include "cluster/mig_geometry.h"
@@ -36,7 +35,8 @@ namespace {
 using cluster::ClusterUsage;
 using cluster::MigShape;
 
-constexpr const char* kProfiles[] = {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"};
+constexpr const char* kProfiles[] = {"1g.10gb", "1g.20gb", "2g.20gb",
+                                     "3g.40gb", "4g.40gb", "7g.80gb"};
 constexpr int kWeights[] = {30, 10, 20, 20, 10, 10};
 constexpr int kRequests = 6000;
 
@@ -171,8 +171,10 @@ int main(int argc, char** argv) {
   using namespace hangar;
   bool json = false, churn = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json")) json = true;
-    else if (!std::strcmp(argv[i], "--churn")) churn = true;
+    if (!std::strcmp(argv[i], "--json"))
+      json = true;
+    else if (!std::strcmp(argv[i], "--churn"))
+      churn = true;
     else {
       std::fprintf(stderr, "usage: mig_packing [--churn] [--json]\n");
       return 2;
@@ -190,9 +192,13 @@ int main(int argc, char** argv) {
     if (ours) j["place_us_p50"] = Percentile(o.us, 0.5), j["place_us_p99"] = Percentile(o.us, 0.99);
     out[name] = j;
     if (!json) {
-      std::printf("%-10s placed %d of %d, compute slices used %.1f%%, memory slices %.1f%%, 4g/7g refused %d",
-                  name, o.placed, kRequests, o.compute_pct, o.memory_pct, o.refused_large);
-      if (ours) std::printf(", %.1f / %.1f us per placement (p50/p99)", Percentile(o.us, 0.5), Percentile(o.us, 0.99));
+      std::printf(
+          "%-10s placed %d of %d, compute slices used %.1f%%, memory slices %.1f%%, 4g/7g refused "
+          "%d",
+          name, o.placed, kRequests, o.compute_pct, o.memory_pct, o.refused_large);
+      if (ours)
+        std::printf(", %.1f / %.1f us per placement (p50/p99)", Percentile(o.us, 0.5),
+                    Percentile(o.us, 0.99));
       std::printf("\n");
     }
   }

@@ -5,7 +5,8 @@
 // each reshape keeping its GPU out of use for --reshape-seconds). Prints average and p99 wait,
 // compute-slice utilisation over the day and the reconfigurations.
 //
-//   mig_reshape [--pods F1,F2,...] [--nodes 8] [--load 0.9] [--reshape-seconds 10] [--seed 1] [--json]
+//   mig_reshape [--pods F1,F2,...] [--nodes 8] [--load 0.9] [--reshape-seconds 10] [--seed 1]
+//   [--json]
 //
 // With no --pods it reads ../shared/traces/openb/openb_pod_list_gpushare{40,60,80}.csv.
 #include <cstdio>

@@ -3,8 +3,8 @@
 // never comes, so everything stays queued), fills the queue with --queued jobs in requests of
 // 10,000, then measures:
 //   submit_array_10000_s  one POST of a 10,000-element array (accepted and committed)
-//   list_page_p99_ms      GET /v1/jobs pages of 100 (newest, by cursor deep in the queue, by user, by state)
-//   cancel_p99_ms         POST /v1/jobs/ID/cancel of single pending jobs
+//   list_page_p99_ms      GET /v1/jobs pages of 100 (newest, by cursor deep in the queue, by user,
+//   by state) cancel_p99_ms         POST /v1/jobs/ID/cancel of single pending jobs
 //   bulk_cancel_10000_s   POST /v1/jobs/bulk/cancel {"array": ...} of the 10,000-element array
 //   controller_rss_mib    the controller's RSS at the end
 // Usage: queue_ops [--queued N] [--samples N] [--json] [-- controller flags]
@@ -18,11 +18,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "child_process.h"
 
@@ -33,14 +32,17 @@ namespace {
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Proc Spawn(const std::vector<std::string>& args, const std::string& log) { return ::Spawn(HANGAR_BINARY, args, log); }
+Proc Spawn(const std::vector<std::string>& args, const std::string& log) {
+  return ::Spawn(HANGAR_BINARY, args, log);
+}
 
 double RssMiB(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -61,24 +63,42 @@ int main(int argc, char** argv) {
   std::vector<std::string> extra;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--queued" && i + 1 < argc) queued = std::atol(argv[++i]);
-    else if (a == "--samples" && i + 1 < argc) samples = std::atoi(argv[++i]);
-    else if (a == "--json") json = true;
+    if (a == "--queued" && i + 1 < argc)
+      queued = std::atol(argv[++i]);
+    else if (a == "--samples" && i + 1 < argc)
+      samples = std::atoi(argv[++i]);
+    else if (a == "--json")
+      json = true;
     else if (a == "--") {
       for (++i; i < argc; ++i) extra.push_back(argv[i]);
     } else {
-      std::fprintf(stderr, "usage: queue_ops [--queued N] [--samples N] [--json] [-- controller flags]\n");
+      std::fprintf(stderr,
+                   "usage: queue_ops [--queued N] [--samples N] [--json] [-- controller flags]\n");
       return 2;
     }
   }
   char tmpl[] = "/tmp/hangar-queue-ops-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   const std::string cluster = dir + "/cluster.yaml";
-  std::ofstream(cluster) << "name: queue-ops\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, "
-                            "cpu: 64, memory: 512Gi}\nnodes: [{name: node-1}]\n";
-  std::vector<std::string> args = {"hangar", "controller", "--cluster", cluster, "--api", "127.0.0.1:0", "--agents",
-                                   "127.0.0.1:0", "--store", "sqlite://" + dir + "/state.db", "--port-file",
-                                   dir + "/ports.json", "--auth", "none", "--insecure", "--checkpoint-root",
+  std::ofstream(cluster)
+      << "name: queue-ops\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, "
+         "cpu: 64, memory: 512Gi}\nnodes: [{name: node-1}]\n";
+  std::vector<std::string> args = {"hangar",
+                                   "controller",
+                                   "--cluster",
+                                   cluster,
+                                   "--api",
+                                   "127.0.0.1:0",
+                                   "--agents",
+                                   "127.0.0.1:0",
+                                   "--store",
+                                   "sqlite://" + dir + "/state.db",
+                                   "--port-file",
+                                   dir + "/ports.json",
+                                   "--auth",
+                                   "none",
+                                   "--insecure",
+                                   "--checkpoint-root",
                                    dir + "/checkpoints"};
   args.insert(args.end(), extra.begin(), extra.end());
   Proc controller = Spawn(args, dir + "/controller.log");
@@ -102,16 +122,19 @@ int main(int argc, char** argv) {
     const long n = std::min<long>(10'000, queued - done);
     httplib::Headers h = {{"X-Hangar-User", "user" + std::to_string(u % 8)}};
     auto r = http.Post("/v1/jobs?count=" + std::to_string(n), h, kJob, "application/yaml");
-    if (!r || r->status != 201) return fail("filling the queue failed: " + (r ? r->body : std::string("no answer")));
+    if (!r || r->status != 201)
+      return fail("filling the queue failed: " + (r ? r->body : std::string("no answer")));
     done += n;
   }
   const double fill_s = Now() - fill_start;
   // One 10,000-element array.
   double t0 = Now();
   auto arr = http.Post("/v1/jobs", {{"X-Hangar-User", "sweeper"}},
-                       "name: sweep\narray: 0-9999\ntasks: [{gpus: 1, command: [/bin/true]}]\n", "application/yaml");
+                       "name: sweep\narray: 0-9999\ntasks: [{gpus: 1, command: [/bin/true]}]\n",
+                       "application/yaml");
   const double array_s = Now() - t0;
-  if (!arr || arr->status != 201) return fail("the array was refused: " + (arr ? arr->body : std::string("no answer")));
+  if (!arr || arr->status != 201)
+    return fail("the array was refused: " + (arr ? arr->body : std::string("no answer")));
   const uint64_t array_id = nlohmann::json::parse(arr->body)["array_id"];
   const uint64_t newest = nlohmann::json::parse(arr->body)["last_id"];
   // List pages.
@@ -133,14 +156,17 @@ int main(int argc, char** argv) {
   // Single cancels of pending jobs (not the array's).
   std::vector<double> cancel_ms;
   for (int i = 0; i < samples; ++i) {
-    const uint64_t id = 1 + static_cast<uint64_t>(i) * (static_cast<uint64_t>(queued) / static_cast<uint64_t>(samples));
+    const uint64_t id = 1 + static_cast<uint64_t>(i) *
+                                (static_cast<uint64_t>(queued) / static_cast<uint64_t>(samples));
     t0 = Now();
     auto r = http.Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
     cancel_ms.push_back((Now() - t0) * 1000);
-    if (!r || r->status != 200) return fail("cancel of job " + std::to_string(id) + " failed: " + (r ? r->body : ""));
+    if (!r || r->status != 200)
+      return fail("cancel of job " + std::to_string(id) + " failed: " + (r ? r->body : ""));
   }
   t0 = Now();
-  auto bulk = http.Post("/v1/jobs/bulk/cancel", nlohmann::json{{"array", array_id}}.dump(), "application/json");
+  auto bulk = http.Post("/v1/jobs/bulk/cancel", nlohmann::json{{"array", array_id}}.dump(),
+                        "application/json");
   const double bulk_s = Now() - t0;
   if (!bulk || bulk->status != 200) return fail("the bulk cancel failed");
   const long changed = nlohmann::json::parse(bulk->body)["changed"];
@@ -152,8 +178,11 @@ int main(int argc, char** argv) {
                         {"submit_array_10000_s", array_s},
                         {"list_page_p50_ms", Pct(list_ms, 0.5)},
                         {"list_page_p99_ms", Pct(list_ms, 0.99)},
-                        {"list_page_p99_ms_by_kind", {{"newest", Pct(by_kind[0], 0.99)}, {"user", Pct(by_kind[1], 0.99)},
-                                                      {"pending", Pct(by_kind[2], 0.99)}, {"cursor", Pct(by_kind[3], 0.99)}}},
+                        {"list_page_p99_ms_by_kind",
+                         {{"newest", Pct(by_kind[0], 0.99)},
+                          {"user", Pct(by_kind[1], 0.99)},
+                          {"pending", Pct(by_kind[2], 0.99)},
+                          {"cursor", Pct(by_kind[3], 0.99)}}},
                         {"cancel_p50_ms", Pct(cancel_ms, 0.5)},
                         {"cancel_p99_ms", Pct(cancel_ms, 0.99)},
                         {"bulk_cancel_10000_s", bulk_s},
@@ -164,8 +193,10 @@ int main(int argc, char** argv) {
   } else {
     std::printf("queue_ops: %ld jobs queued in %.1f s\n", queued, fill_s);
     std::printf("  10,000-element array accepted in %.3f s\n", array_s);
-    std::printf("  list page (100 rows): p50 %.2f ms, p99 %.2f ms\n", Pct(list_ms, 0.5), Pct(list_ms, 0.99));
-    std::printf("  cancel one pending job: p50 %.2f ms, p99 %.2f ms\n", Pct(cancel_ms, 0.5), Pct(cancel_ms, 0.99));
+    std::printf("  list page (100 rows): p50 %.2f ms, p99 %.2f ms\n", Pct(list_ms, 0.5),
+                Pct(list_ms, 0.99));
+    std::printf("  cancel one pending job: p50 %.2f ms, p99 %.2f ms\n", Pct(cancel_ms, 0.5),
+                Pct(cancel_ms, 0.99));
     std::printf("  bulk cancel of the array (%ld jobs): %.3f s\n", changed, bulk_s);
     std::printf("  controller RSS: %.0f MiB\n", rss);
   }

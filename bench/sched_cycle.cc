@@ -12,10 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
 #include "common/random.h"
@@ -105,7 +104,8 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
 }
 
-std::pair<double, double> GangLatency(std::shared_ptr<const Topology> topo, int gang_gpus, int rounds) {
+std::pair<double, double> GangLatency(std::shared_ptr<const Topology> topo, int gang_gpus,
+                                      int rounds) {
   const int replicas = std::max(1, gang_gpus / 8);
   const int per = gang_gpus < 8 ? gang_gpus : 8;
   sched::GangRequest req = Gang(replicas, per);
@@ -133,8 +133,10 @@ int main(int argc, char** argv) {
   using namespace hangar;
   bool json = false, quick = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json")) json = true;
-    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    if (!std::strcmp(argv[i], "--json"))
+      json = true;
+    else if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
     else {
       std::fprintf(stderr, "usage: sched_cycle [--json] [--quick]\n");
       return 2;
@@ -147,7 +149,8 @@ int main(int argc, char** argv) {
     std::shared_ptr<const cluster::Topology> topo;
   };
   std::vector<Cluster> clusters;
-  auto example = cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/fat-tree-1024.yaml");
+  auto example = cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) +
+                                          "/examples/clusters/fat-tree-1024.yaml");
   if (!example.ok()) {
     std::fprintf(stderr, "%s\n", example.status().ToString().c_str());
     return 1;
@@ -175,10 +178,10 @@ int main(int argc, char** argv) {
     j["gang_p99_us"] = p99;
     out[c.name] = j;
     if (!json) {
-      std::printf("%s: %zu nodes, %lld GPUs, %d pending 1-GPU jobs\n", c.name, c.topo->nodes().size(),
-                  static_cast<long long>(c.topo->total_gpus()), pending);
-      std::printf("  one cycle: %.3f s, %zu placed, %.0f placements/s, %.0f decisions/s\n", r.seconds,
-                  r.placements, r.placements / r.seconds, r.decisions / r.seconds);
+      std::printf("%s: %zu nodes, %lld GPUs, %d pending 1-GPU jobs\n", c.name,
+                  c.topo->nodes().size(), static_cast<long long>(c.topo->total_gpus()), pending);
+      std::printf("  one cycle: %.3f s, %zu placed, %.0f placements/s, %.0f decisions/s\n",
+                  r.seconds, r.placements, r.placements / r.seconds, r.decisions / r.seconds);
       for (int g : {1, 8, 64, 512}) {
         std::printf("  gang of %3d GPUs: p50 %8.1f us  p99 %8.1f us\n", g,
                     p50[std::to_string(g)].get<double>(), p99[std::to_string(g)].get<double>());

@@ -14,7 +14,8 @@ controller::JobRow Job(uint64_t id) {
   j.user = "bench";
   j.state = "running";
   // About the size of a 1-GPU job's spec and placement in the controller's rows.
-  j.SetSpec(R"({"name":"one","tasks":[{"gpus":1,"command":["sleep","20"],"replicas":1}],"priority":0})");
+  j.SetSpec(
+      R"({"name":"one","tasks":[{"gpus":1,"command":["sleep","20"],"replicas":1}],"priority":0})");
   j.placement_json = R"({"tasks":[{"node":"node-0001","gpus":[3],"rank":0}]})";
   j.submitted = j.started = 1'700'000'000'000;
   j.attempt = 1;

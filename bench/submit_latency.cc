@@ -3,7 +3,8 @@
 // per second and submit-to-task-started latency (p50/p99): each task writes the time it started,
 // and the latency is that time minus the moment its POST was sent.
 //
-//   submit_latency [--jobs 1000] [--rate R] [--clients 4] [--task date|sh] [--tls | --compare-tls] [--json]
+//   submit_latency [--jobs 1000] [--rate R] [--clients 4] [--task date|sh] [--tls | --compare-tls]
+//   [--json]
 //   --task date (the default) runs the argv [/bin/date, +%s%N]: one process, whose first act is to
 //   read the clock, and its stdout is the task's log (read from the agents' task folders here).
 //   --task sh runs [/bin/sh, -c, "date +%s%N > FILE"], as before 2026-12-05: a shell and then
@@ -22,17 +23,16 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/net.h"
 #include "common/time.h"
@@ -41,7 +41,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -49,9 +48,10 @@ double Pct(std::vector<double> v, double p) {
 }
 
 int64_t NowNanosWall() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
-
 
 struct Options {
   int jobs = 1000, clients = 4;
@@ -78,7 +78,8 @@ int64_t StartedNanos(const Options& o, const std::string& out, const std::string
 
 // `token`: the dev cluster's per-run token (DIR/dev-token); "" for /healthz, which needs none.
 httplib::Client MakeClient(int port, const std::string& ca, const std::string& token = "") {
-  httplib::Client c((ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port));
+  httplib::Client c((ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") +
+                    std::to_string(port));
   if (!token.empty()) c.set_default_headers({{"Authorization", "Bearer " + token}});
   if (!ca.empty()) {
     c.set_ca_cert_path(ca);
@@ -104,8 +105,9 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
     int fd = open((dir + "/dev.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
-    execl(HANGAR_BINARY, "hangar", "dev", "--port", std::to_string(port).c_str(), "--dir", (dir + "/dev").c_str(),
-          tls ? "--tls" : static_cast<char*>(nullptr), static_cast<char*>(nullptr));
+    execl(HANGAR_BINARY, "hangar", "dev", "--port", std::to_string(port).c_str(), "--dir",
+          (dir + "/dev").c_str(), tls ? "--tls" : static_cast<char*>(nullptr),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   const std::string ca = tls ? dir + "/dev/tls/ca.crt" : "";
@@ -118,7 +120,8 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
     auto api = MakeClient(port, ca);
     api.set_connection_timeout(1, 0);
     auto r = api.Get("/healthz");
-    up = r && r->status == 200 && nlohmann::json::parse(r->body, nullptr, false).value("agents", 0) == 4;
+    up = r && r->status == 200 &&
+         nlohmann::json::parse(r->body, nullptr, false).value("agents", 0) == 4;
     if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (!up) {
@@ -139,9 +142,11 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
   std::getline(std::ifstream(dir + "/dev/dev-token"), token);
   const std::string agents = dir + "/dev/agents";
   const std::string spec =
-      o.shell ? "name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"-c\", \"date +%s%N > " + out +
-                    "/$HANGAR_JOB_ID\"]\n"
-              : std::string("name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/date\", \"+%s%N\"]\n");
+      o.shell
+          ? "name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"-c\", \"date +%s%N > " +
+                out + "/$HANGAR_JOB_ID\"]\n"
+          : std::string(
+                "name: lat\ntasks:\n  - gpus: 1\n    command: [\"/bin/date\", \"+%s%N\"]\n");
   const int jobs = o.jobs;
   std::vector<int64_t> sent(jobs + 1, 0);
   std::vector<double> post_ms(jobs + 1, -1);
@@ -154,7 +159,8 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
     for (int k; (k = next.fetch_add(1)) < jobs;) {
       if (o.rate > 0) {
         const int64_t due = t0 + static_cast<int64_t>(k / o.rate * 1e9);
-        while (hangar::MonotonicNanos() < due) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        while (hangar::MonotonicNanos() < due)
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
       const int64_t before = NowNanosWall(), mono = hangar::MonotonicNanos();
       auto r = c.Post("/v1/jobs", spec, "application/yaml");
@@ -206,14 +212,17 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
         placed_ms[std::atoi(subject.c_str() + 4)] = e.value("time_ms", int64_t{0});
       }
     }
-    if (placed_ms.empty()) std::fprintf(stderr, "no \"placed\" events read: the stages are not known\n");
+    if (placed_ms.empty())
+      std::fprintf(stderr, "no \"placed\" events read: the stages are not known\n");
     for (int id = 1; id <= jobs; ++id) {
       const int64_t started = started_ns[id];
       if (!started || sent[id] == 0 || !placed_ms.count(id)) continue;
       auto r = api.Get("/v1/jobs/" + std::to_string(id));
       if (!r || r->status != 200) continue;
-      const int64_t submitted = nlohmann::json::parse(r->body, nullptr, false).value("submitted_ms", int64_t{0});
-      stages[id] = {static_cast<double>(submitted) - sent[id] / 1e6, static_cast<double>(placed_ms[id] - submitted),
+      const int64_t submitted =
+          nlohmann::json::parse(r->body, nullptr, false).value("submitted_ms", int64_t{0});
+      stages[id] = {static_cast<double>(submitted) - sent[id] / 1e6,
+                    static_cast<double>(placed_ms[id] - submitted),
                     started / 1e6 - static_cast<double>(placed_ms[id])};
     }
   }
@@ -222,7 +231,8 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
   for (int k = 0; k < 3; ++k) {
     std::vector<double> v;
     for (const auto& [id, st] : stages) v.push_back(st[k]);
-    stage_json[names[k]] = {{"p50_ms", Pct(v, 0.5)}, {"p99_ms", Pct(v, 0.99)}, {"max_ms", Pct(v, 1.0)}};
+    stage_json[names[k]] = {
+        {"p50_ms", Pct(v, 0.5)}, {"p99_ms", Pct(v, 0.99)}, {"max_ms", Pct(v, 1.0)}};
   }
   {
     std::vector<std::pair<double, int>> total;
@@ -233,7 +243,8 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
     for (size_t i = 0; i < n && i < total.size(); ++i) {
       for (int k = 0; k < 3; ++k) mean[k] += stages[total[i].second][k] / n;
     }
-    stage_json["slowest_1pct_mean_ms"] = {{"accept", mean[0]}, {"place", mean[1]}, {"launch", mean[2]}};
+    stage_json["slowest_1pct_mean_ms"] = {
+        {"accept", mean[0]}, {"place", mean[1]}, {"launch", mean[2]}};
   }
   kill(dev, SIGINT);
   waitpid(dev, nullptr, 0);
@@ -258,24 +269,31 @@ nlohmann::json RunOnce(const Options& o, bool tls) {
 
 void Print(const nlohmann::json& r) {
   const auto& st = r["stages"];
-  std::printf("%-9s stages p50 / p99 / max (ms): accept %.1f / %.1f / %.1f; place %.1f / %.1f / %.1f; launch %.1f / "
-              "%.1f / %.1f; the slowest 1%%, mean: accept %.1f, place %.1f, launch %.1f\n",
-              r["transport"].get<std::string>().c_str(), st["accept"]["p50_ms"].get<double>(),
-              st["accept"]["p99_ms"].get<double>(), st["accept"]["max_ms"].get<double>(),
-              st["place"]["p50_ms"].get<double>(), st["place"]["p99_ms"].get<double>(),
-              st["place"]["max_ms"].get<double>(), st["launch"]["p50_ms"].get<double>(),
-              st["launch"]["p99_ms"].get<double>(), st["launch"]["max_ms"].get<double>(),
-              st["slowest_1pct_mean_ms"]["accept"].get<double>(), st["slowest_1pct_mean_ms"]["place"].get<double>(),
-              st["slowest_1pct_mean_ms"]["launch"].get<double>());
-  std::printf("%-9s %d jobs (%d refused), %d clients, rate %s: %.0f accepted/s; POST answered p50 %.2f ms, p99 %.2f ms; "
-              "submit-to-started p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d started); a fresh connection + GET /healthz "
-              "p50 %.2f ms, p99 %.2f ms\n",
-              r["transport"].get<std::string>().c_str(), r["jobs"].get<int>(), r["failed"].get<int>(),
-              r["clients"].get<int>(), r["rate"].get<double>() > 0 ? std::to_string(r["rate"].get<double>()).c_str() : "max",
-              r["accepted_per_s"].get<double>(), r["post_p50_ms"].get<double>(), r["post_p99_ms"].get<double>(),
-              r["start_p50_ms"].get<double>(), r["start_p99_ms"].get<double>(), r["start_max_ms"].get<double>(),
-              r["started"].get<int>(), r["fresh_connection_p50_ms"].get<double>(),
-              r["fresh_connection_p99_ms"].get<double>());
+  std::printf(
+      "%-9s stages p50 / p99 / max (ms): accept %.1f / %.1f / %.1f; place %.1f / %.1f / %.1f; "
+      "launch %.1f / "
+      "%.1f / %.1f; the slowest 1%%, mean: accept %.1f, place %.1f, launch %.1f\n",
+      r["transport"].get<std::string>().c_str(), st["accept"]["p50_ms"].get<double>(),
+      st["accept"]["p99_ms"].get<double>(), st["accept"]["max_ms"].get<double>(),
+      st["place"]["p50_ms"].get<double>(), st["place"]["p99_ms"].get<double>(),
+      st["place"]["max_ms"].get<double>(), st["launch"]["p50_ms"].get<double>(),
+      st["launch"]["p99_ms"].get<double>(), st["launch"]["max_ms"].get<double>(),
+      st["slowest_1pct_mean_ms"]["accept"].get<double>(),
+      st["slowest_1pct_mean_ms"]["place"].get<double>(),
+      st["slowest_1pct_mean_ms"]["launch"].get<double>());
+  std::printf(
+      "%-9s %d jobs (%d refused), %d clients, rate %s: %.0f accepted/s; POST answered p50 %.2f ms, "
+      "p99 %.2f ms; "
+      "submit-to-started p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d started); a fresh connection + "
+      "GET /healthz "
+      "p50 %.2f ms, p99 %.2f ms\n",
+      r["transport"].get<std::string>().c_str(), r["jobs"].get<int>(), r["failed"].get<int>(),
+      r["clients"].get<int>(),
+      r["rate"].get<double>() > 0 ? std::to_string(r["rate"].get<double>()).c_str() : "max",
+      r["accepted_per_s"].get<double>(), r["post_p50_ms"].get<double>(),
+      r["post_p99_ms"].get<double>(), r["start_p50_ms"].get<double>(),
+      r["start_p99_ms"].get<double>(), r["start_max_ms"].get<double>(), r["started"].get<int>(),
+      r["fresh_connection_p50_ms"].get<double>(), r["fresh_connection_p99_ms"].get<double>());
 }
 
 }  // namespace
@@ -284,16 +302,26 @@ int main(int argc, char** argv) {
   Options o;
   bool json = false, tls = false, compare = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--jobs") && i + 1 < argc) o.jobs = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--rate") && i + 1 < argc) o.rate = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--clients") && i + 1 < argc) o.clients = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--task") && i + 1 < argc && !std::strcmp(argv[i + 1], "sh")) o.shell = true, ++i;
-    else if (!std::strcmp(argv[i], "--task") && i + 1 < argc && !std::strcmp(argv[i + 1], "date")) o.shell = false, ++i;
-    else if (!std::strcmp(argv[i], "--json")) json = true;
-    else if (!std::strcmp(argv[i], "--tls")) tls = true;
-    else if (!std::strcmp(argv[i], "--compare-tls")) compare = true;
+    if (!std::strcmp(argv[i], "--jobs") && i + 1 < argc)
+      o.jobs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rate") && i + 1 < argc)
+      o.rate = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--clients") && i + 1 < argc)
+      o.clients = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--task") && i + 1 < argc && !std::strcmp(argv[i + 1], "sh"))
+      o.shell = true, ++i;
+    else if (!std::strcmp(argv[i], "--task") && i + 1 < argc && !std::strcmp(argv[i + 1], "date"))
+      o.shell = false, ++i;
+    else if (!std::strcmp(argv[i], "--json"))
+      json = true;
+    else if (!std::strcmp(argv[i], "--tls"))
+      tls = true;
+    else if (!std::strcmp(argv[i], "--compare-tls"))
+      compare = true;
     else {
-      std::fprintf(stderr, "usage: submit_latency [--jobs N] [--rate R] [--clients C] [--task date|sh] [--tls | --compare-tls] [--json]\n");
+      std::fprintf(stderr,
+                   "usage: submit_latency [--jobs N] [--rate R] [--clients C] [--task date|sh] "
+                   "[--tls | --compare-tls] [--json]\n");
       return 2;
     }
   }
@@ -309,7 +337,8 @@ int main(int argc, char** argv) {
   if (compare) {
     const auto &p = all[0], &t = all[1];
     nlohmann::json cost = {
-        {"accepted_per_s_ratio", t["accepted_per_s"].get<double>() / p["accepted_per_s"].get<double>()},
+        {"accepted_per_s_ratio",
+         t["accepted_per_s"].get<double>() / p["accepted_per_s"].get<double>()},
         {"post_p50_added_ms", t["post_p50_ms"].get<double>() - p["post_p50_ms"].get<double>()},
         {"post_p99_added_ms", t["post_p99_ms"].get<double>() - p["post_p99_ms"].get<double>()},
         {"start_p50_added_ms", t["start_p50_ms"].get<double>() - p["start_p50_ms"].get<double>()},
@@ -317,13 +346,17 @@ int main(int argc, char** argv) {
         {"fresh_connection_p50_added_ms",
          t["fresh_connection_p50_ms"].get<double>() - p["fresh_connection_p50_ms"].get<double>()}};
     if (json) {
-      std::printf("%s\n", nlohmann::json{{"plaintext", p}, {"tls", t}, {"tls_cost", cost}}.dump(2).c_str());
+      std::printf("%s\n",
+                  nlohmann::json{{"plaintext", p}, {"tls", t}, {"tls_cost", cost}}.dump(2).c_str());
     } else {
-      std::printf("TLS cost: %.2fx the accepted rate; POST p50 %+.2f ms, p99 %+.2f ms; submit-to-started p50 %+.1f ms, "
-                  "p99 %+.1f ms; a fresh connection %+.2f ms (the handshake)\n",
-                  cost["accepted_per_s_ratio"].get<double>(), cost["post_p50_added_ms"].get<double>(),
-                  cost["post_p99_added_ms"].get<double>(), cost["start_p50_added_ms"].get<double>(),
-                  cost["start_p99_added_ms"].get<double>(), cost["fresh_connection_p50_added_ms"].get<double>());
+      std::printf(
+          "TLS cost: %.2fx the accepted rate; POST p50 %+.2f ms, p99 %+.2f ms; submit-to-started "
+          "p50 %+.1f ms, "
+          "p99 %+.1f ms; a fresh connection %+.2f ms (the handshake)\n",
+          cost["accepted_per_s_ratio"].get<double>(), cost["post_p50_added_ms"].get<double>(),
+          cost["post_p99_added_ms"].get<double>(), cost["start_p50_added_ms"].get<double>(),
+          cost["start_p99_added_ms"].get<double>(),
+          cost["fresh_connection_p50_added_ms"].get<double>());
     }
   } else if (json) {
     std::printf("%s\n", all[0].dump(2).c_str());

@@ -29,7 +29,8 @@
 //   record  (the mixed stream's way, and htc's before 2026-12-05) both run a shell that records
 //           the start (`date +%s%N > FILE; true`)
 //
-//   vs_slurm [--stream mixed|htc] [--start own|record] [--singles 2000] [--gangs 2000] [--jobs 10000]
+//   vs_slurm [--stream mixed|htc] [--start own|record] [--singles 2000] [--gangs 2000] [--jobs
+//   10000]
 //            [--clients 4] [--sleep 1] [--only hangar|slurm] [--json]
 #include <fcntl.h>
 #include <httplib.h>
@@ -49,13 +50,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/time.h"
 
@@ -85,7 +85,8 @@ struct Shape {
 };
 
 int64_t WallNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -112,20 +113,22 @@ ProcCpu ReadProcCpu(pid_t pid) {
   std::vector<std::string> f{std::istream_iterator<std::string>(rest), {}};
   if (f.size() < 15) return {};
   const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  return {(std::stod(f[11]) + std::stod(f[12])) / tick, (std::stod(f[13]) + std::stod(f[14])) / tick};
+  return {(std::stod(f[11]) + std::stod(f[12])) / tick,
+          (std::stod(f[13]) + std::stod(f[14])) / tick};
 }
 double CpuSeconds(pid_t pid) { return ReadProcCpu(pid).self; }
 
 // Where the machine's CPU went, in seconds since boot (differences of two samples are used).
 struct CpuSample {
-  double controller = 0;      // `hangar controller` or slurmctld
-  double nodes = 0;           // the 64 agents or slurmds themselves
-  double node_children = 0;   // what they reaped: Hangar's task processes (slurmstepd is not slurmd's)
-  double client = 0;          // this benchmark: its client threads and the sbatch/squeue it ran
-  double machine_busy = 0;    // every CPU of the machine, whoever used it
+  double controller = 0;  // `hangar controller` or slurmctld
+  double nodes = 0;       // the 64 agents or slurmds themselves
+  double node_children =
+      0;              // what they reaped: Hangar's task processes (slurmstepd is not slurmd's)
+  double client = 0;  // this benchmark: its client threads and the sbatch/squeue it ran
+  double machine_busy = 0;  // every CPU of the machine, whoever used it
   CpuSample operator-(const CpuSample& o) const {
-    return {controller - o.controller, nodes - o.nodes, node_children - o.node_children, client - o.client,
-            machine_busy - o.machine_busy};
+    return {controller - o.controller, nodes - o.nodes, node_children - o.node_children,
+            client - o.client, machine_busy - o.machine_busy};
   }
 };
 
@@ -166,7 +169,8 @@ bool WaitFor(const std::function<bool()>& pred, double seconds, int step_ms = 10
 }
 
 // Runs argv (PATH searched) with stdout into *out and stderr into `log`; returns its exit status.
-int RunProcess(const std::vector<std::string>& args, std::string* out, const std::string& log = "/dev/null") {
+int RunProcess(const std::vector<std::string>& args, std::string* out,
+               const std::string& log = "/dev/null") {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) return -1;
   posix_spawn_file_actions_t fa;
@@ -264,11 +268,13 @@ class HangarSubmitter : public Submitter {
     client_.set_read_timeout(60, 0);
   }
   std::optional<uint64_t> Submit(const Shape& shape, const std::string& started_dir) override {
-    const std::string command =
-        own_start_ ? "[/bin/true]"
-                   : "\"date +%s%N > " + started_dir + "/$HANGAR_JOB_ID.$HANGAR_TASK_INDEX; " + Tail(sleep_) + "\"";
-    const std::string spec = "name: " + shape.name + "\ntasks:\n  - replicas: " + std::to_string(shape.tasks) +
-                             "\n    gpus: " + std::to_string(shape.gpus) + "\n    command: " + command + "\n";
+    const std::string command = own_start_ ? "[/bin/true]"
+                                           : "\"date +%s%N > " + started_dir +
+                                                 "/$HANGAR_JOB_ID.$HANGAR_TASK_INDEX; " +
+                                                 Tail(sleep_) + "\"";
+    const std::string spec =
+        "name: " + shape.name + "\ntasks:\n  - replicas: " + std::to_string(shape.tasks) +
+        "\n    gpus: " + std::to_string(shape.gpus) + "\n    command: " + command + "\n";
     auto r = client_.Post("/v1/jobs", spec, "application/yaml");
     if (!r || r->status != 201) return std::nullopt;
     return json::parse(r->body)["id"].get<uint64_t>();
@@ -287,19 +293,23 @@ class HangarSystem : public System {
   std::string name() const override { return "hangar"; }
   pid_t controller_pid() const override { return children_.empty() ? 0 : children_[0]; }
   std::vector<pid_t> node_pids() const override {
-    return children_.empty() ? std::vector<pid_t>{} : std::vector<pid_t>(children_.begin() + 1, children_.end());
+    return children_.empty() ? std::vector<pid_t>{}
+                             : std::vector<pid_t>(children_.begin() + 1, children_.end());
   }
-  std::unique_ptr<Submitter> NewSubmitter() override { return std::make_unique<HangarSubmitter>(api_, sleep_, own_start_); }
+  std::unique_ptr<Submitter> NewSubmitter() override {
+    return std::make_unique<HangarSubmitter>(api_, sleep_, own_start_);
+  }
   void Stop() override { StopChildren(children_); }
 
   std::string Start() override {
     fs::create_directories(dir_ + "/logs");
     WriteCluster();
-    children_.push_back(SpawnHangar({"hangar", "controller", "--cluster", dir_ + "/cluster.yaml", "--api",
-                                      "127.0.0.1:0", "--agents", "127.0.0.1:0", "--store",
-                                      "sqlite://" + dir_ + "/state.db", "--port-file", dir_ + "/ports.json",
-                                      "--checkpoint-root", dir_ + "/checkpoints", "--auth", "none", "--insecure"},
-                                     dir_ + "/logs/controller.log"));
+    children_.push_back(
+        SpawnHangar({"hangar", "controller", "--cluster", dir_ + "/cluster.yaml", "--api",
+                     "127.0.0.1:0", "--agents", "127.0.0.1:0", "--store",
+                     "sqlite://" + dir_ + "/state.db", "--port-file", dir_ + "/ports.json",
+                     "--checkpoint-root", dir_ + "/checkpoints", "--auth", "none", "--insecure"},
+                    dir_ + "/logs/controller.log"));
     if (!WaitFor([&] { return fs::exists(dir_ + "/ports.json"); }, 30)) {
       return "the controller did not start; see " + dir_ + "/logs/controller.log";
     }
@@ -309,13 +319,14 @@ class HangarSystem : public System {
     for (int n = 1; n <= kNodes; ++n) {
       const std::string node = NodeName(n);
       // No cgroups, as the Slurm side runs without them (proctrack/pgid, task/none).
-      children_.push_back(SpawnHangar({"hangar", "agent", "--controller", agents, "--node", node, "--cluster",
-                                        dir_ + "/cluster.yaml", "--state-dir", dir_ + "/agents/" + node,
-                                        "--no-cgroups", "--insecure"},
-                                       dir_ + "/logs/agent-" + node + ".log"));
+      children_.push_back(SpawnHangar({"hangar", "agent", "--controller", agents, "--node", node,
+                                       "--cluster", dir_ + "/cluster.yaml", "--state-dir",
+                                       dir_ + "/agents/" + node, "--no-cgroups", "--insecure"},
+                                      dir_ + "/logs/agent-" + node + ".log"));
     }
     if (!WaitFor([&] { return AllNodesReady(); }, 120, 250)) {
-      return "the 64 agents did not all register and become ready within 120 s; see " + dir_ + "/logs/";
+      return "the 64 agents did not all register and become ready within 120 s; see " + dir_ +
+             "/logs/";
     }
     return "";
   }
@@ -346,7 +357,8 @@ class HangarSystem : public System {
       if (!r || r->status != 200) break;
       const json page = json::parse(r->body);
       for (const auto& j : page["jobs"]) {
-        if (j.value("started_ms", int64_t{0}) > 0) starts[j["id"].get<uint64_t>()] = j["started_ms"].get<int64_t>() * 1'000'000;
+        if (j.value("started_ms", int64_t{0}) > 0)
+          starts[j["id"].get<uint64_t>()] = j["started_ms"].get<int64_t>() * 1'000'000;
       }
       if (!page["next_cursor"].is_string()) break;
       cursor = page["next_cursor"].get<std::string>();
@@ -369,8 +381,8 @@ class HangarSystem : public System {
     const int per_leaf = kNodes / kLeaves;
     for (int l = 0; l < kLeaves; ++l) {
       const std::string first = NodeName(l * per_leaf + 1), last = NodeName((l + 1) * per_leaf);
-      y << "        - {name: leaf-" << l << ", nodes: [{name: \"n[" << first.substr(1) << "-" << last.substr(1)
-        << "]\"}]}\n";
+      y << "        - {name: leaf-" << l << ", nodes: [{name: \"n[" << first.substr(1) << "-"
+        << last.substr(1) << "]\"}]}\n";
     }
   }
 
@@ -378,7 +390,8 @@ class HangarSystem : public System {
     httplib::Client c("127.0.0.1", api_);
     c.set_connection_timeout(1, 0);
     auto h = c.Get("/healthz");
-    if (!h || h->status != 200 || json::parse(h->body, nullptr, false).value("agents", 0) != kNodes) return false;
+    if (!h || h->status != 200 || json::parse(h->body, nullptr, false).value("agents", 0) != kNodes)
+      return false;
     auto r = c.Get("/v1/nodes");
     if (!r || r->status != 200) return false;
     int ready = 0;
@@ -408,10 +421,11 @@ class SlurmSubmitter : public Submitter {
                                "--wrap=" + record + "/$SLURM_JOB_ID.0; " + Tail(sleep_)});
     } else {
       // The batch script runs on the first node; srun starts one process on each node.
-      args.insert(args.end(), {"--nodes=" + std::to_string(shape.tasks), "--gres=gpu:" + std::to_string(shape.gpus),
-                               "--exclusive",
-                               "--wrap=srun --nodes=" + std::to_string(shape.tasks) + " --ntasks-per-node=1 sh -c '" +
-                                   record + "/$SLURM_JOB_ID.$SLURM_PROCID; " + Tail(sleep_) + "'"});
+      args.insert(args.end(), {"--nodes=" + std::to_string(shape.tasks),
+                               "--gres=gpu:" + std::to_string(shape.gpus), "--exclusive",
+                               "--wrap=srun --nodes=" + std::to_string(shape.tasks) +
+                                   " --ntasks-per-node=1 sh -c '" + record +
+                                   "/$SLURM_JOB_ID.$SLURM_PROCID; " + Tail(sleep_) + "'"});
     }
     std::string out;
     if (RunProcess(args, &out) != 0 || out.empty()) return std::nullopt;
@@ -424,15 +438,19 @@ class SlurmSubmitter : public Submitter {
 
 class SlurmSystem : public System {
  public:
-  SlurmSystem(std::string dir, std::string sleep) : dir_(std::move(dir)), sleep_(std::move(sleep)) {}
+  SlurmSystem(std::string dir, std::string sleep)
+      : dir_(std::move(dir)), sleep_(std::move(sleep)) {}
   std::string name() const override { return "slurm"; }
-  std::unique_ptr<Submitter> NewSubmitter() override { return std::make_unique<SlurmSubmitter>(sleep_); }
+  std::unique_ptr<Submitter> NewSubmitter() override {
+    return std::make_unique<SlurmSubmitter>(sleep_);
+  }
   pid_t controller_pid() const override { return ctld_; }
   std::vector<pid_t> node_pids() const override {
     std::vector<pid_t> pids;
     for (const auto& e : fs::directory_iterator(dir_ + "/pids")) {
       pid_t pid = 0;
-      if (e.path().filename().string().rfind("slurmd-", 0) == 0 && (std::ifstream(e.path()) >> pid)) pids.push_back(pid);
+      if (e.path().filename().string().rfind("slurmd-", 0) == 0 && (std::ifstream(e.path()) >> pid))
+        pids.push_back(pid);
     }
     return pids;
   }
@@ -444,7 +462,8 @@ class SlurmSystem : public System {
       std::string out;
       const std::vector<std::string> args = {kSlurmScripts + "/" + step, dir_};
       if (RunProcess(args, &out, dir_ + "/setup.log") != 0) {
-        return std::string("bench/peers/slurm/") + step + " failed; see " + dir_ + "/setup.log and " + dir_ + "/log/";
+        return std::string("bench/peers/slurm/") + step + " failed; see " + dir_ +
+               "/setup.log and " + dir_ + "/log/";
       }
     }
     std::ifstream(dir_ + "/pids/slurmctld") >> ctld_;
@@ -460,7 +479,8 @@ class SlurmSystem : public System {
   void Stop() override {
     std::string out;
     if (RunProcess({kSlurmScripts + "/stop.sh", dir_}, &out, dir_ + "/setup.log") != 0) {
-      std::fprintf(stderr, "bench/peers/slurm/stop.sh did not stop everything; see %s/setup.log\n", dir_.c_str());
+      std::fprintf(stderr, "bench/peers/slurm/stop.sh did not stop everything; see %s/setup.log\n",
+                   dir_.c_str());
     }
     ctld_ = 0;
   }
@@ -477,7 +497,7 @@ struct Phase {
   int jobs = 0, failed = 0, started = 0;
   double window_s = 0, submit_s = 0, wall_s = 0, cpu_s = 0, machine_busy_pct = 0;
   double finish_window_s = 0;  // first submission until the system first said none was unfinished
-  CpuSample used;  // over the phase: first submission until every job has ended
+  CpuSample used;              // over the phase: first submission until every job has ended
   std::vector<double> latency_ms, submit_ms;  // submit-to-start; submission round trips
   json ToJson() const {
     return {{"jobs", jobs},
@@ -494,18 +514,20 @@ struct Phase {
             {"cpu_s_per_job", started > 0 ? cpu_s / started : 0},
             {"window_s", window_s},
             {"machine_cpu_busy_pct", machine_busy_pct},
-            {"cpu_s", {{"controller", used.controller},
-                       {"node_daemons", used.nodes},
-                       {"node_daemons_reaped_children", used.node_children},
-                       {"benchmark_client", used.client},
-                       {"machine", used.machine_busy},
-                       {"machine_wall", wall_s * std::thread::hardware_concurrency()}}}};
+            {"cpu_s",
+             {{"controller", used.controller},
+              {"node_daemons", used.nodes},
+              {"node_daemons_reaped_children", used.node_children},
+              {"benchmark_client", used.client},
+              {"machine", used.machine_busy},
+              {"machine_wall", wall_s * std::thread::hardware_concurrency()}}}};
   }
 };
 
 // Submits shape.jobs jobs from `clients` threads; fills sent[id] = wall time its submission left.
 void SubmitAll(System& sys, const Shape& shape, int clients, const std::string& started_dir,
-               std::vector<std::pair<uint64_t, int64_t>>* sent, std::vector<double>* rtt_ms, int* failed) {
+               std::vector<std::pair<uint64_t, int64_t>>* sent, std::vector<double>* rtt_ms,
+               int* failed) {
   std::atomic<int> next{0}, refused{0};
   std::mutex mu;
   auto worker = [&] {
@@ -516,8 +538,10 @@ void SubmitAll(System& sys, const Shape& shape, int clients, const std::string& 
       const int64_t before = WallNanos();
       auto id = submitter->Submit(shape, started_dir);
       rtt.push_back((WallNanos() - before) / 1e6);
-      if (id) mine.emplace_back(*id, before);
-      else refused++;
+      if (id)
+        mine.emplace_back(*id, before);
+      else
+        refused++;
     }
     std::lock_guard<std::mutex> l(mu);
     sent->insert(sent->end(), mine.begin(), mine.end());
@@ -552,17 +576,21 @@ Phase RunPhase(System& sys, const Shape& shape, int clients, const std::string& 
   const int want = static_cast<int>(sent.size()) * shape.tasks;
   const double patience = 120 + 2.0 * shape.jobs;
   const bool own = sys.uses_own_starts();
-  if (!own && !WaitFor([&] { return CountStartFiles(started_dir) >= want; }, patience, 100) && !g_interrupted) {
+  if (!own && !WaitFor([&] { return CountStartFiles(started_dir) >= want; }, patience, 100) &&
+      !g_interrupted) {
     std::fprintf(stderr, "%s: only %d of %d %s tasks started within %.0f s\n", sys.name().c_str(),
                  CountStartFiles(started_dir), want, shape.name.c_str(), patience);
   }
-  const int64_t first_sent_wall = sent.empty() ? WallNanos() : std::min_element(sent.begin(), sent.end(), [](const auto& a, const auto& b) {
-                                                                 return a.second < b.second;
-                                                               })->second;
+  const int64_t first_sent_wall =
+      sent.empty() ? WallNanos()
+                   : std::min_element(sent.begin(), sent.end(), [](const auto& a, const auto& b) {
+                       return a.second < b.second;
+                     })->second;
   if (WaitFor([&] { return sys.Unfinished() == 0; }, own ? patience : 120, 250)) {
     p.finish_window_s = (WallNanos() - first_sent_wall) / 1e9;
   }
-  const std::map<uint64_t, int64_t> own_starts = own ? sys.OwnStarts() : std::map<uint64_t, int64_t>{};
+  const std::map<uint64_t, int64_t> own_starts =
+      own ? sys.OwnStarts() : std::map<uint64_t, int64_t>{};
   p.used = SampleCpu(sys.controller_pid(), nodes) - cpu0;
   p.wall_s = (hangar::MonotonicNanos() - t0) / 1e9;
   p.cpu_s = p.used.controller;
@@ -604,7 +632,9 @@ json Totals(const std::vector<Phase>& phases) {
     all.latency_ms.insert(all.latency_ms.end(), p.latency_ms.begin(), p.latency_ms.end());
     all.submit_ms.insert(all.submit_ms.end(), p.submit_ms.begin(), p.submit_ms.end());
   }
-  all.machine_busy_pct = all.wall_s > 0 ? 100 * all.used.machine_busy / (all.wall_s * std::thread::hardware_concurrency()) : 0;
+  all.machine_busy_pct = all.wall_s > 0 ? 100 * all.used.machine_busy /
+                                              (all.wall_s * std::thread::hardware_concurrency())
+                                        : 0;
   json j = all.ToJson();
   for (const auto& p : phases) j[p.name] = p.ToJson();
   return j;
@@ -632,16 +662,20 @@ std::vector<pid_t> ProcessesUnder(const std::string& dir) {
 }
 
 void PrintFigures(FILE* info, const std::string& who, const json& j) {
-  std::fprintf(info, "%-15s %5d jobs: %6.1f started/s, %6.1f finished/s, submit-to-start p50 %6.0f ms, p99 %6.0f ms, controller %.2f ms CPU/job (%d started, %d refused; submitted at %.0f/s)\n",
-               who.c_str(), j["jobs"].get<int>(), j["jobs_started_per_s"].get<double>(),
-               j["jobs_finished_per_s"].get<double>(), j["start_p50_ms"].get<double>(),
-               j["start_p99_ms"].get<double>(), 1000 * j["cpu_s_per_job"].get<double>(), j["started"].get<int>(),
-               j["refused"].get<int>(), j["submitted_per_s"].get<double>());
+  std::fprintf(
+      info,
+      "%-15s %5d jobs: %6.1f started/s, %6.1f finished/s, submit-to-start p50 %6.0f ms, p99 %6.0f "
+      "ms, controller %.2f ms CPU/job (%d started, %d refused; submitted at %.0f/s)\n",
+      who.c_str(), j["jobs"].get<int>(), j["jobs_started_per_s"].get<double>(),
+      j["jobs_finished_per_s"].get<double>(), j["start_p50_ms"].get<double>(),
+      j["start_p99_ms"].get<double>(), 1000 * j["cpu_s_per_job"].get<double>(),
+      j["started"].get<int>(), j["refused"].get<int>(), j["submitted_per_s"].get<double>());
   std::fflush(info);
 }
 
 json Measure(System& sys, const Options& o, const std::string& dir, FILE* info) {
-  std::fprintf(info, "%s: starting %d nodes x %d GPUs...\n", sys.name().c_str(), kNodes, kGpusPerNode);
+  std::fprintf(info, "%s: starting %d nodes x %d GPUs...\n", sys.name().c_str(), kNodes,
+               kGpusPerNode);
   std::fflush(info);
   double load = 0;  // others' work on a shared machine shows here (and in machine_cpu_busy_pct)
   std::ifstream("/proc/loadavg") >> load;
@@ -655,9 +689,10 @@ json Measure(System& sys, const Options& o, const std::string& dir, FILE* info) 
   std::this_thread::sleep_for(std::chrono::seconds(5));
   const CpuSample idle = SampleCpu(sys.controller_pid(), sys.node_pids()) - idle0;
   std::vector<Phase> phases;
-  const std::vector<Shape> stream = o.stream == "htc" ? std::vector<Shape>{Shape{"htc", o.jobs, 1, 1}}
-                                                      : std::vector<Shape>{Shape{"single", o.singles, 1, 1},
-                                                                           Shape{"gang", o.gangs, 2, kGpusPerNode}};
+  const std::vector<Shape> stream =
+      o.stream == "htc" ? std::vector<Shape>{Shape{"htc", o.jobs, 1, 1}}
+                        : std::vector<Shape>{Shape{"single", o.singles, 1, 1},
+                                             Shape{"gang", o.gangs, 2, kGpusPerNode}};
   for (const Shape& shape : stream) {
     if (shape.jobs <= 0 || g_interrupted) continue;
     phases.push_back(RunPhase(sys, shape, o.clients, dir));
@@ -667,7 +702,8 @@ json Measure(System& sys, const Options& o, const std::string& dir, FILE* info) 
   sys.Stop();
   json total = Totals(phases);
   total["loadavg_1m_before"] = load;
-  total["idle_cpu_pct"] = {{"controller", 100 * idle.controller / 5}, {"node_daemons", 100 * idle.nodes / 5}};
+  total["idle_cpu_pct"] = {{"controller", 100 * idle.controller / 5},
+                           {"node_daemons", 100 * idle.nodes / 5}};
   PrintFigures(info, sys.name() + " all", total);
   return total;
 }
@@ -678,40 +714,59 @@ Options Parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
-    if (a == "--singles" && has) o.singles = std::atoi(argv[++i]);
-    else if (a == "--gangs" && has) o.gangs = std::atoi(argv[++i]);
-    else if (a == "--clients" && has) o.clients = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--jobs" && has) o.jobs = std::atoi(argv[++i]);
-    else if (a == "--stream" && has) o.stream = argv[++i];
-    else if (a == "--sleep" && has) o.sleep = argv[++i];
-    else if (a == "--only" && has) o.only = argv[++i];
-    else if (a == "--start" && has) start = argv[++i];
-    else if (a == "--json") o.json = true;
+    if (a == "--singles" && has)
+      o.singles = std::atoi(argv[++i]);
+    else if (a == "--gangs" && has)
+      o.gangs = std::atoi(argv[++i]);
+    else if (a == "--clients" && has)
+      o.clients = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--jobs" && has)
+      o.jobs = std::atoi(argv[++i]);
+    else if (a == "--stream" && has)
+      o.stream = argv[++i];
+    else if (a == "--sleep" && has)
+      o.sleep = argv[++i];
+    else if (a == "--only" && has)
+      o.only = argv[++i];
+    else if (a == "--start" && has)
+      start = argv[++i];
+    else if (a == "--json")
+      o.json = true;
     else {
-      std::fprintf(stderr, "usage: vs_slurm [--stream mixed|htc] [--start own|record] [--singles N] [--gangs N] [--jobs N] [--clients C] "
-                           "[--sleep SECONDS] [--only hangar|slurm] [--json]\n");
+      std::fprintf(stderr,
+                   "usage: vs_slurm [--stream mixed|htc] [--start own|record] [--singles N] "
+                   "[--gangs N] [--jobs N] [--clients C] "
+                   "[--sleep SECONDS] [--only hangar|slurm] [--json]\n");
       std::exit(2);
     }
   }
   if (o.stream != "mixed" && o.stream != "htc") {
-    std::fprintf(stderr, "vs_slurm: --stream is mixed (singles, then gangs) or htc (--jobs single-GPU jobs of true), not '%s'\n",
+    std::fprintf(stderr,
+                 "vs_slurm: --stream is mixed (singles, then gangs) or htc (--jobs single-GPU jobs "
+                 "of true), not '%s'\n",
                  o.stream.c_str());
     std::exit(2);
   }
   if (o.stream == "htc") o.sleep = "";
   if (start.empty()) start = o.stream == "htc" ? "own" : "record";
   if (start != "own" && start != "record") {
-    std::fprintf(stderr, "vs_slurm: --start is own (Hangar runs /bin/true and its own record is the start) or record "
-                         "(every task's shell records its start), not '%s'\n", start.c_str());
+    std::fprintf(stderr,
+                 "vs_slurm: --start is own (Hangar runs /bin/true and its own record is the start) "
+                 "or record "
+                 "(every task's shell records its start), not '%s'\n",
+                 start.c_str());
     std::exit(2);
   }
   if (start == "own" && o.stream != "htc") {
-    std::fprintf(stderr, "vs_slurm: --start own is for --stream htc (the mixed stream's tasks sleep after recording their start)\n");
+    std::fprintf(stderr,
+                 "vs_slurm: --start own is for --stream htc (the mixed stream's tasks sleep after "
+                 "recording their start)\n");
     std::exit(2);
   }
   o.own_start = start == "own";
   if (!o.sleep.empty() && o.sleep.find_first_not_of("0123456789.") != std::string::npos) {
-    std::fprintf(stderr, "vs_slurm: --sleep takes seconds, e.g. 1 or 0.5, not '%s'\n", o.sleep.c_str());
+    std::fprintf(stderr, "vs_slurm: --sleep takes seconds, e.g. 1 or 0.5, not '%s'\n",
+                 o.sleep.c_str());
     std::exit(2);
   }
   return o;
@@ -736,22 +791,27 @@ int main(int argc, char** argv) {
   signal(SIGTERM, [](int) { g_interrupted = true; });
   char tmpl[] = "/tmp/hangar-vs-slurm-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
-  json out = {{"stream", o.stream}, {"start", o.own_start ? "own" : "record"}, {"clients", o.clients}, {"sleep_s", o.sleep.empty() ? 0.0 : std::stod(o.sleep)},
-              {"nodes", kNodes}, {"gpus_per_node", kGpusPerNode}};
+  json out = {{"stream", o.stream},   {"start", o.own_start ? "own" : "record"},
+              {"clients", o.clients}, {"sleep_s", o.sleep.empty() ? 0.0 : std::stod(o.sleep)},
+              {"nodes", kNodes},      {"gpus_per_node", kGpusPerNode}};
   bool ok = true;
   for (const std::string name : {"hangar", "slurm"}) {
     if ((!o.only.empty() && o.only != name) || g_interrupted) continue;
     std::unique_ptr<System> sys;
-    if (name == "hangar") sys = std::make_unique<HangarSystem>(dir + "/hangar", o.sleep, o.own_start);
-    else sys = std::make_unique<SlurmSystem>(dir + "/slurm", o.sleep);
+    if (name == "hangar")
+      sys = std::make_unique<HangarSystem>(dir + "/hangar", o.sleep, o.own_start);
+    else
+      sys = std::make_unique<SlurmSystem>(dir + "/slurm", o.sleep);
     out[name] = Measure(*sys, o, dir, o.json ? stderr : stdout);
     if (out[name].contains("error")) {
       std::fprintf(stderr, "%s: %s\n", name.c_str(), out[name]["error"].get<std::string>().c_str());
       ok = false;
     }
   }
-  if (o.stream == "htc") out["jobs"] = o.jobs;
-  else out.update({{"singles", o.singles}, {"gangs", o.gangs}});
+  if (o.stream == "htc")
+    out["jobs"] = o.jobs;
+  else
+    out.update({{"singles", o.singles}, {"gangs", o.gangs}});
   if (ok && out.contains("hangar") && out.contains("slurm")) {
     out["ratio"] = Ratios(out["hangar"], out["slurm"]);
     for (const char* phase : {"single", "gang", "htc"}) {
@@ -765,15 +825,20 @@ int main(int argc, char** argv) {
   WaitFor([&] { return (left = ProcessesUnder(dir)).empty(); }, 10, 200);
   for (pid_t p : left) kill(p, SIGKILL);
   out["left_running"] = left.size();
-  if (!left.empty()) std::fprintf(stderr, "vs_slurm: %zu processes outlived their system and were killed\n", left.size());
+  if (!left.empty())
+    std::fprintf(stderr, "vs_slurm: %zu processes outlived their system and were killed\n",
+                 left.size());
   if (!std::getenv("HANGAR_KEEP_BENCH_DIR")) fs::remove_all(dir);
   if (o.json) {
     std::printf("%s\n", out.dump(2).c_str());
   } else if (out.contains("ratio")) {
     const json& r = out["ratio"];
-    std::printf("Hangar / Slurm: %.1fx jobs started and %.1fx finished per second, p50 %.1fx and p99 %.1fx lower submit-to-start, %.1fx less controller CPU per job\n",
-                r["jobs_started_per_s"].get<double>(), r["jobs_finished_per_s"].get<double>(), r["start_p50_ms"].get<double>(), r["start_p99_ms"].get<double>(),
-                r["cpu_s_per_job"].get<double>());
+    std::printf(
+        "Hangar / Slurm: %.1fx jobs started and %.1fx finished per second, p50 %.1fx and p99 %.1fx "
+        "lower submit-to-start, %.1fx less controller CPU per job\n",
+        r["jobs_started_per_s"].get<double>(), r["jobs_finished_per_s"].get<double>(),
+        r["start_p50_ms"].get<double>(), r["start_p99_ms"].get<double>(),
+        r["cpu_s_per_job"].get<double>());
   }
   return ok && left.empty() && !g_interrupted ? 0 : 1;
 }

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cli/squeue.h"
-#include "cluster/hostlist.h"
 #include "cluster/cluster_yaml.h"
+#include "cluster/hostlist.h"
 #include "fuzz_util.h"
 
 namespace {
@@ -55,7 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   if (!plain) return 0;
   auto back = cluster::ExpandHostList(compact);
-  if (!back.ok()) fuzz::Fail("Slurm's form of a host list does not expand: " + back.status().message());
+  if (!back.ok())
+    fuzz::Fail("Slurm's form of a host list does not expand: " + back.status().message());
   std::vector<std::string> want = hosts, got = *back;
   std::sort(want.begin(), want.end());
   want.erase(std::unique(want.begin(), want.end()), want.end());

@@ -11,10 +11,11 @@ build_pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-d
 # systemd (systemd-analyze), dpkg-dev (dpkg-shlibdeps, for cpack), adduser and util-linux (unshare,
 # setpriv): tests/packaging/deb_test.sh. chromium: the dashboard's browser tests (tests/web/).
 # haproxy: the services' load balancer (`hangar dev` starts one; tests/integration/services_e2e_test.py).
-# clang-14 and libclang-rt-14-dev (libFuzzer and the sanitizers' runtimes): scripts/fuzz.sh and
+# clang-format-14: scripts/check-format.sh. clang-14 and libclang-rt-14-dev (libFuzzer and the
+# sanitizers' runtimes): scripts/fuzz.sh and
 # scripts/sanitize.sh. snakemake: a real client of Slurm's commands (tests/journeys/snakemake.t).
 test_pkgs=(python3 python3-cram sqlite3 jq curl python3-torch prometheus postgresql iproute2 systemd dpkg-dev adduser util-linux chromium haproxy
-  clang-14 libclang-rt-14-dev snakemake)
+  clang-14 clang-format-14 libclang-rt-14-dev snakemake)
 # Container tasks (docs/containers.md): podman with runc (crun refuses this host's cgroup hybrid),
 # catatonit (podman --init), skopeo (pins tags to digests), docker-registry (`hangar dev
 # --registry`, tests) and busybox-static (the tests' images). With --test, or alone with --containers.

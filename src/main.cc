@@ -1,16 +1,17 @@
 // The one binary: `hangar controller | agent | dev | sim | swarm` and the user commands. Each
 // module registers its own subcommands; this file only wires them together.
-#include <CLI/CLI.hpp>
 #include <absl/synchronization/mutex.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "agent/agent_command.h"
 #include "cli/certs.h"
-#include "cli/service_commands.h"
 #include "cli/cli_commands.h"
 #include "cli/interactive_commands.h"
+#include "cli/service_commands.h"
 #include "cli/slurm_commands.h"
 #include "cli/slurm_tools.h"
 #include "common/version.h"
@@ -46,7 +47,8 @@ std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
     }
     if (at->get_require_subcommand_min() == 0) return "";  // a command that takes arguments too
     if (const std::string slurm = hangar::cli::SlurmCommandHint(word); at == &app && !slurm.empty())
-      return "unknown command 'hangar " + word + "': " + slurm + "; docs/slurm-commands.md lists them all";
+      return "unknown command 'hangar " + word + "': " + slurm +
+             "; docs/slurm-commands.md lists them all";
     std::string names;
     std::vector<std::string> known;
     for (const CLI::App* sub : subs) {
@@ -80,9 +82,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Hangar: a control plane for multi-node GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hangar " + std::string(hangar::Version()));
-  app.add_subcommand("version", "Print Hangar's version (docs/operations.md, \"Versions and upgrades\")")->callback([] {
-    std::printf("hangar %s\n", std::string(hangar::Version()).c_str());
-  });
+  app.add_subcommand("version",
+                     "Print Hangar's version (docs/operations.md, \"Versions and upgrades\")")
+      ->callback([] { std::printf("hangar %s\n", std::string(hangar::Version()).c_str()); });
   int rc = 0;
   hangar::controller::RegisterDevCommand(app, &rc);
   hangar::controller::RegisterControllerCommand(app, &rc);

@@ -42,8 +42,9 @@ std::string Where(const cluster::Topology& t, const cluster::GangAssignment& a,
 }
 
 Status ParseSchedulerConfig(const YamlSource& src, const YAML::Node& n, sched::SchedulerConfig* c) {
-  HANGAR_RETURN_IF_ERROR(
-      src.CheckKeys(n, "scheduler", {"queue_policy", "placement_policy", "backfill", "strict_order", "preemption"}));
+  HANGAR_RETURN_IF_ERROR(src.CheckKeys(
+      n, "scheduler",
+      {"queue_policy", "placement_policy", "backfill", "strict_order", "preemption"}));
   HANGAR_ASSIGN_OR_RETURN(auto pre, src.OptString(n, "preemption"));
   if (pre) {
     if (*pre == "none") {
@@ -57,7 +58,8 @@ Status ParseSchedulerConfig(const YamlSource& src, const YAML::Node& n, sched::S
     } else if (*pre == "gittins") {
       c->preemption.mode = sched::PreemptionMode::kGittins;
     } else {
-      return src.Error(n["preemption"], "preemption must be none, priority, no-reclaim, las or gittins");
+      return src.Error(n["preemption"],
+                       "preemption must be none, priority, no-reclaim, las or gittins");
     }
   }
   HANGAR_ASSIGN_OR_RETURN(auto q, src.OptString(n, "queue_policy"));
@@ -79,9 +81,11 @@ StatusOr<std::string> RunScenario(const std::string& dir, Owner owner) {
   const std::string jobs_path = dir + "/jobs.yaml";
   HANGAR_ASSIGN_OR_RETURN(YAML::Node root, YamlSource::LoadFile(jobs_path));
   YamlSource src(jobs_path);
-  HANGAR_RETURN_IF_ERROR(src.CheckKeys(root, "jobs.yaml", {"scheduler", "queues", "share_half_life", "jobs"}));
+  HANGAR_RETURN_IF_ERROR(
+      src.CheckKeys(root, "jobs.yaml", {"scheduler", "queues", "share_half_life", "jobs"}));
   sim::SimConfig config;
-  if (root["scheduler"]) HANGAR_RETURN_IF_ERROR(ParseSchedulerConfig(src, root["scheduler"], &config.scheduler));
+  if (root["scheduler"])
+    HANGAR_RETURN_IF_ERROR(ParseSchedulerConfig(src, root["scheduler"], &config.scheduler));
   // The owner learns Gittins ranks from the jobs that finish, as both owners do for this policy.
   config.gittins_ranks = config.scheduler.queue_policy == "gittins" ||
                          config.scheduler.preemption.mode == sched::PreemptionMode::kGittins;
@@ -123,7 +127,9 @@ StatusOr<std::string> RunScenario(const std::string& dir, Owner owner) {
     sj.min_run_time = spec.min_run_time;
     if (config.queues) {
       const int q = config.queues->FindLeaf(spec.queue);
-      if (q < 0) return src.Error(j["spec"], "queue '" + spec.queue + "' is not a leaf queue of this scenario");
+      if (q < 0)
+        return src.Error(j["spec"],
+                         "queue '" + spec.queue + "' is not a leaf queue of this scenario");
       sj.queue = static_cast<uint32_t>(q);
     }
     sj.seq = row;
@@ -137,7 +143,9 @@ StatusOr<std::string> RunScenario(const std::string& dir, Owner owner) {
     log << "  (" << cluster::LevelName(p.locality) << (p.backfilled ? ", backfilled" : "")
         << (p.borrowing ? ", borrowing" : "") << ")\n";
   };
-  obs.on_finish = [&](Time t, const sim::SimJob& j) { log << Seconds(t) << "  end    " << j.name << "\n"; };
+  obs.on_finish = [&](Time t, const sim::SimJob& j) {
+    log << Seconds(t) << "  end    " << j.name << "\n";
+  };
   obs.on_wait = [&](Time t, const sim::SimJob& j, const sched::Verdict& v) {
     const sched::Reason& r = v.reason;
     std::string why = v.detail.empty() ? r.ToString(*topo) : v.detail;
@@ -154,7 +162,8 @@ StatusOr<std::string> RunScenario(const std::string& dir, Owner owner) {
   simulator->set_observer(obs);
   HANGAR_RETURN_IF_ERROR(simulator->Run());
   for (size_t i = 0; i < simulator->jobs().size(); ++i) {
-    if (simulator->results()[i].never) log << "     -   never  " << simulator->jobs()[i].name << "\n";
+    if (simulator->results()[i].never)
+      log << "     -   never  " << simulator->jobs()[i].name << "\n";
   }
   return log.str();
 }

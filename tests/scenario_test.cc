@@ -14,7 +14,8 @@ namespace {
 
 std::vector<std::string> ScenarioNames() {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(HANGAR_SOURCE_DIR) + "/tests/scenarios")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(HANGAR_SOURCE_DIR) + "/tests/scenarios")) {
     if (e.is_directory()) names.push_back(e.path().filename().string());
   }
   std::sort(names.begin(), names.end());
@@ -55,7 +56,8 @@ TEST_P(ScenarioTest, TheControllerDecidesTheSame) {
 INSTANTIATE_TEST_SUITE_P(Golden, ScenarioTest, ::testing::ValuesIn(ScenarioNames()),
                          [](const auto& info) {
                            std::string n = info.param;
-                           for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           for (auto& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
                            return n;
                          });
 

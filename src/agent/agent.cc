@@ -1,7 +1,5 @@
 #include "agent/agent.h"
 
-#include "common/version.h"
-
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -21,6 +19,7 @@
 #include "agent/gpu/mig_profiles.h"
 #include "agent/runner/process_spawn.h"
 #include "agent/task_journal.h"
+#include "common/version.h"
 
 namespace hangar::agent {
 
@@ -29,14 +28,33 @@ namespace fs = std::filesystem;
 namespace {
 
 nlohmann::json ToJson(const TaskRecord& r) {
-  return {{"task_id", r.task_id}, {"job_id", r.job_id}, {"attempt", r.attempt}, {"index", r.index},
-          {"pid", r.pid},         {"ended", r.ended},   {"exit_code", r.exit_code}, {"signal", r.signal},
-          {"stopped", r.stopped}, {"agent_exiting", r.agent_exiting}, {"failed_to_start", r.failed_to_start}, {"message", r.message},
-          {"gpus", r.gpus},       {"ended_at", r.ended_at}, {"uid", r.uid}, {"container", r.container},
-          {"image", r.image}, {"checkpoint_local", r.checkpoint_local}, {"checkpoint_store", r.checkpoint_store},
-          {"gid", r.gid}, {"drain_pending", r.drain_pending}, {"drain_path", r.drain_path},
-          {"drain_step", r.drain_step}, {"artifacts", r.artifacts}, {"mps", r.mps},
-          {"mps_memory_mib", r.mps_memory_mib}, {"mig", r.mig}};
+  return {{"task_id", r.task_id},
+          {"job_id", r.job_id},
+          {"attempt", r.attempt},
+          {"index", r.index},
+          {"pid", r.pid},
+          {"ended", r.ended},
+          {"exit_code", r.exit_code},
+          {"signal", r.signal},
+          {"stopped", r.stopped},
+          {"agent_exiting", r.agent_exiting},
+          {"failed_to_start", r.failed_to_start},
+          {"message", r.message},
+          {"gpus", r.gpus},
+          {"ended_at", r.ended_at},
+          {"uid", r.uid},
+          {"container", r.container},
+          {"image", r.image},
+          {"checkpoint_local", r.checkpoint_local},
+          {"checkpoint_store", r.checkpoint_store},
+          {"gid", r.gid},
+          {"drain_pending", r.drain_pending},
+          {"drain_path", r.drain_path},
+          {"drain_step", r.drain_step},
+          {"artifacts", r.artifacts},
+          {"mps", r.mps},
+          {"mps_memory_mib", r.mps_memory_mib},
+          {"mig", r.mig}};
 }
 
 TaskRecord FromJson(const nlohmann::json& j) {
@@ -98,7 +116,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
 }
 
 Agent::~Agent() {
-  socket_.reset();  // stops its thread before anything it uses goes
+  socket_.reset();   // stops its thread before anything it uses goes
   drainer_.reset();  // likewise (after the drain in progress)
   std::lock_guard<std::mutex> l(validation_mu_);
   if (validation_.joinable()) validation_.join();
@@ -113,15 +131,17 @@ std::string Agent::TaskDir(const std::string& task_id) const {
 bool Agent::SafeTaskId(const std::string& task_id) {
   if (task_id.empty() || task_id.size() > 128 || task_id.front() == '.') return false;
   return std::all_of(task_id.begin(), task_id.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' ||
-           c == '_';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' ||
+           c == '-' || c == '_';
   });
 }
 
 Status Agent::Init() {
   std::error_code ec;
   fs::create_directories(options_.state_dir + "/tasks", ec);
-  if (ec) return Status::Unavailable("cannot create the state directory " + options_.state_dir + ": " + ec.message());
+  if (ec)
+    return Status::Unavailable("cannot create the state directory " + options_.state_dir + ": " +
+                               ec.message());
   HANGAR_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
   HANGAR_ASSIGN_OR_RETURN(nics_, ReadIbPorts(options_.ib_root));
   LogNicAffinity();
@@ -136,7 +156,8 @@ Status Agent::Init() {
   }
   for (auto& [id, r] : loaded) {
     if (!r.ended) {
-      if (r.pid > 0 && runner_.Adopt(r.task_id, r.pid, /*signal_proxy=*/!r.container.empty()).ok()) {
+      if (r.pid > 0 &&
+          runner_.Adopt(r.task_id, r.pid, /*signal_proxy=*/!r.container.empty()).ok()) {
         for (uint32_t g : r.gpus) backend_->SetBusy(g, TaskDir(r.task_id) + "/gpu_util");
         spdlog::info("agent: adopted task {} (pid {}) from an earlier run", r.task_id, r.pid);
       } else {
@@ -161,7 +182,9 @@ Status Agent::Init() {
   HANGAR_RETURN_IF_ERROR(InitData());
   if (!options_.scratch_dir.empty()) {
     drainer_ = std::make_unique<CheckpointDrainer>(
-        [this](const CheckpointDrainer::Request& q, const StatusOr<DrainResult>& r) { OnDrained(q, r); },
+        [this](const CheckpointDrainer::Request& q, const StatusOr<DrainResult>& r) {
+          OnDrained(q, r);
+        },
         options_.drain_lock_timeout);
     ResumeDrains();
   }
@@ -179,7 +202,8 @@ void Agent::StartSocket() {
       [this](const ProgressReport& p) { return OnProgressReport(p); });
   if (!s.ok()) {
     // Tasks still run; `hangar checkpoint-done` in them says it cannot reach the agent.
-    spdlog::error("agent {}: tasks cannot report checkpoints: {}", options_.node, s.status().message());
+    spdlog::error("agent {}: tasks cannot report checkpoints: {}", options_.node,
+                  s.status().message());
     return;
   }
   socket_ = std::move(*s);
@@ -199,10 +223,12 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
     // The socket is open to every local user: a task's reports come from its own uid (or root).
     const int64_t owner = it->second.uid >= 0 ? it->second.uid : static_cast<int64_t>(geteuid());
     if (c.peer_uid >= 0 && c.peer_uid != 0 && c.peer_uid != owner) {
-      spdlog::warn("agent {}: refused a checkpoint report for task {} from uid {} (the task runs as uid {})",
-                   options_.node, c.task_id, c.peer_uid, owner);
-      return Status::PermissionDenied("task '" + c.task_id + "' runs as uid " + std::to_string(owner) + "; uid " +
-                                      std::to_string(c.peer_uid) + " may not report its checkpoints");
+      spdlog::warn(
+          "agent {}: refused a checkpoint report for task {} from uid {} (the task runs as uid {})",
+          options_.node, c.task_id, c.peer_uid, owner);
+      return Status::PermissionDenied(
+          "task '" + c.task_id + "' runs as uid " + std::to_string(owner) + "; uid " +
+          std::to_string(c.peer_uid) + " may not report its checkpoints");
     }
     done->set_job_id(it->second.job_id);
     record = it->second;
@@ -217,11 +243,11 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
     // Node-local scratch: the task goes on (or is released) now; the controller hears of the
     // checkpoint once it is durable in the shared store.
     QueueDrain(record, c.path, c.step);
-    spdlog::info("agent {}: task {} wrote a checkpoint{}{}{}; draining {} to {} in the background", options_.node,
-                 c.task_id, c.path.empty() ? "" : " at " + c.path,
+    spdlog::info("agent {}: task {} wrote a checkpoint{}{}{}; draining {} to {} in the background",
+                 options_.node, c.task_id, c.path.empty() ? "" : " at " + c.path,
                  c.step ? " (step " + std::to_string(c.step) + ")" : "",
-                 reply.released ? "; releasing it from its stop's grace" : "", record.checkpoint_local,
-                 record.checkpoint_store);
+                 reply.released ? "; releasing it from its stop's grace" : "",
+                 record.checkpoint_local, record.checkpoint_store);
     return reply;
   }
   bool sent = false;
@@ -277,8 +303,10 @@ void Agent::SaveRecord(const std::string& task_id) {
 
 void Agent::ForgetStore() {
   const auto running = runner_.Running();
-  spdlog::warn("agent {}: --forget-store: forgetting store {} and its {} task record(s){}", options_.node, store_id_,
-               records_.size(), running.empty() ? "" : "; stopping its " + std::to_string(running.size()) + " task(s)");
+  spdlog::warn(
+      "agent {}: --forget-store: forgetting store {} and its {} task record(s){}", options_.node,
+      store_id_, records_.size(),
+      running.empty() ? "" : "; stopping its " + std::to_string(running.size()) + " task(s)");
   for (const auto& [id, pid] : running) (void)runner_.Stop(id, options_.stop_tasks_grace);
   const Time deadline = clock_->Now() + options_.stop_tasks_grace + kSecond;
   while (!runner_.Running().empty() && clock_->Now() < deadline) {
@@ -352,7 +380,8 @@ void Agent::SendStatus(const TaskRecord& r) {
   s->set_attempt(r.attempt);
   s->set_task_index(r.index);
   s->set_state(r.failed_to_start ? pb::TaskStatus::FAILED_TO_START
-                                 : r.ended ? pb::TaskStatus::EXITED : pb::TaskStatus::RUNNING);
+               : r.ended         ? pb::TaskStatus::EXITED
+                                 : pb::TaskStatus::RUNNING);
   s->set_exit_code(r.exit_code);
   s->set_signal(r.signal);
   s->set_stopped(r.stopped);
@@ -432,7 +461,8 @@ void Agent::RetellAfterRegistering(const std::map<std::string, pb::CheckpointDon
   {
     std::lock_guard<std::mutex> l(mu_);
     // Not those whose job's checkpoint is still draining: they go out when it is durable.
-    for (const auto& [id, r] : records_) if (r.ended && !drains_.count(r.job_id)) ended.push_back(r);
+    for (const auto& [id, r] : records_)
+      if (r.ended && !drains_.count(r.job_id)) ended.push_back(r);
   }
   for (const auto& [id, c] : unsent) {
     pb::AgentMessage m;
@@ -448,16 +478,17 @@ void Agent::RetellAfterRegistering(const std::map<std::string, pb::CheckpointDon
 // first it hears of is recorded).
 bool Agent::Accept(const pb::ControllerMessage& in, const std::string& controller) {
   if (in.epoch() < newest_epoch_) {
-    spdlog::warn("agent {}: refused a message of epoch {} from {}: epoch {} leads now", options_.node,
-                 in.epoch(), controller, newest_epoch_);
+    spdlog::warn("agent {}: refused a message of epoch {} from {}: epoch {} leads now",
+                 options_.node, in.epoch(), controller, newest_epoch_);
     return false;
   }
   newest_epoch_ = in.epoch();
   if (in.store_id().empty() || in.store_id() == store_id_) return true;
   if (!store_id_.empty()) {  // the controller let us in, so it runs on another store than it did
-    spdlog::error("agent {}: refused a message from {}: it serves store {}, this agent store {} (its tasks "
-                  "belong to that one); restart the agent with --forget-store to serve the new one",
-                  options_.node, controller, in.store_id(), store_id_);
+    spdlog::error(
+        "agent {}: refused a message from {}: it serves store {}, this agent store {} (its tasks "
+        "belong to that one); restart the agent with --forget-store to serve the new one",
+        options_.node, controller, in.store_id(), store_id_);
     return false;
   }
   store_id_ = in.store_id();  // the first controller this agent serves
@@ -514,7 +545,8 @@ void Agent::Session(const std::atomic<bool>* stop) {
 void Agent::Handle(const pb::ControllerMessage& m) {
   switch (m.body_case()) {
     case pb::ControllerMessage::kRegistered:
-      if (m.registered().heartbeat_interval_ms() > 0) heartbeat_ms_ = m.registered().heartbeat_interval_ms();
+      if (m.registered().heartbeat_interval_ms() > 0)
+        heartbeat_ms_ = m.registered().heartbeat_interval_ms();
       if (fence_) fence_->Grant(m.registered().lease_clock_ms(), m.registered().lease_ms());
       SetDataToken(m.registered().data_token());
       for (const auto& id : m.registered().stop_tasks()) {
@@ -524,22 +556,41 @@ void Agent::Handle(const pb::ControllerMessage& m) {
         HandleStop(s);
       }
       break;
-    case pb::ControllerMessage::kLaunch: HandleLaunch(m.launch()); break;
-    case pb::ControllerMessage::kStop: HandleStop(m.stop()); break;
-    case pb::ControllerMessage::kSignal: (void)runner_.Signal(m.signal().task_id(), m.signal().signal()); break;
-    case pb::ControllerMessage::kLogRequest: HandleLog(m.log_request()); break;
-    case pb::ControllerMessage::kSessionOpen: HandleSessionOpen(m.session_open()); break;
-    case pb::ControllerMessage::kSessionInput: sessions_->Input(m.session_input()); break;
-    case pb::ControllerMessage::kStepOutput: if (steps_) steps_->Deliver(m.step_output()); break;
+    case pb::ControllerMessage::kLaunch:
+      HandleLaunch(m.launch());
+      break;
+    case pb::ControllerMessage::kStop:
+      HandleStop(m.stop());
+      break;
+    case pb::ControllerMessage::kSignal:
+      (void)runner_.Signal(m.signal().task_id(), m.signal().signal());
+      break;
+    case pb::ControllerMessage::kLogRequest:
+      HandleLog(m.log_request());
+      break;
+    case pb::ControllerMessage::kSessionOpen:
+      HandleSessionOpen(m.session_open());
+      break;
+    case pb::ControllerMessage::kSessionInput:
+      sessions_->Input(m.session_input());
+      break;
+    case pb::ControllerMessage::kStepOutput:
+      if (steps_) steps_->Deliver(m.step_output());
+      break;
     case pb::ControllerMessage::kValidate:
       HandleValidate(m.validate());
       break;
-    case pb::ControllerMessage::kStage: HandleStage(m.stage()); break;
-    case pb::ControllerMessage::kMigReshape: HandleMigReshape(m.mig_reshape()); break;
+    case pb::ControllerMessage::kStage:
+      HandleStage(m.stage());
+      break;
+    case pb::ControllerMessage::kMigReshape:
+      HandleMigReshape(m.mig_reshape());
+      break;
     case pb::ControllerMessage::kLease:
       if (fence_) fence_->Grant(m.lease().lease_clock_ms(), m.lease().lease_ms());
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -549,13 +600,14 @@ void Agent::HandleStop(const pb::Stop& s) {
     const Duration kill_grace = s.kill_grace_ms() > 0 ? s.kill_grace_ms() : 10 * kSecond;
     st = runner_.StopWithCheckpoint(s.task_id(), s.checkpoint_signal(), s.grace_ms(), kill_grace);
     if (st.ok()) {
-      spdlog::info("agent {}: task {}: signal {} to checkpoint, then SIGTERM on its report or in {} ms",
-                   options_.node, s.task_id(), s.checkpoint_signal(), s.grace_ms());
+      spdlog::info(
+          "agent {}: task {}: signal {} to checkpoint, then SIGTERM on its report or in {} ms",
+          options_.node, s.task_id(), s.checkpoint_signal(), s.grace_ms());
       return;
     }
     if (st.code() == StatusCode::kInvalidArgument) {
-      spdlog::warn("agent {}: task {}: {}; stopping it without a checkpoint", options_.node, s.task_id(),
-                   st.message());
+      spdlog::warn("agent {}: task {}: {}; stopping it without a checkpoint", options_.node,
+                   s.task_id(), st.message());
       st = runner_.Stop(s.task_id(), kill_grace);
     }
   } else {

@@ -26,6 +26,8 @@
 // job cannot be requeued elsewhere before its checkpoint is in the store.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -37,11 +39,8 @@
 #include <string>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-
 #include "agent/checkpoint_drain.h"
 #include "agent/checkpoint_socket.h"
-#include "agent/step_socket.h"
 #include "agent/container/image_cache.h"
 #include "agent/container/podman.h"
 #include "agent/data/data_server.h"
@@ -49,10 +48,11 @@
 #include "agent/data/stager.h"
 #include "agent/fence/node_fence.h"
 #include "agent/gpu/gpu_backend.h"
-#include "agent/gpu/mps.h"
 #include "agent/gpu/mig_layout.h"
+#include "agent/gpu/mps.h"
 #include "agent/runner/task_runner.h"
 #include "agent/session_host.h"
+#include "agent/step_socket.h"
 #include "agent/task_journal.h"
 #include "common/time.h"
 #include "proto/agent.grpc.pb.h"
@@ -61,8 +61,8 @@ namespace hangar::agent {
 
 // Container tasks (docs/containers.md).
 struct ContainerOptions {
-  bool enabled = true;  // off: a task with an image fails to start, saying so
-  PodmanOptions podman;  // podman.dir empty: <state dir>/podman
+  bool enabled = true;                   // off: a task with an image fails to start, saying so
+  PodmanOptions podman;                  // podman.dir empty: <state dir>/podman
   int64_t image_cache_budget_bytes = 0;  // 0: no budget
   // The free space the image cache leaves on the disk under podman's storage (0: no floor).
   int64_t image_cache_min_free_bytes = int64_t{1} << 30;
@@ -81,8 +81,8 @@ struct DataOptions {
 struct AgentOptions {
   std::string controller;  // host:port of the controller's agent channel
   std::string node;
-  std::string address;     // where this node's tasks are reachable (MASTER_ADDR)
-  std::string state_dir;   // task records, logs and working directories
+  std::string address;    // where this node's tasks are reachable (MASTER_ADDR)
+  std::string state_dir;  // task records, logs and working directories
   int64_t milli_cpu = 0;
   int64_t memory_mib = 0;
   bool use_cgroups = true;
@@ -130,7 +130,7 @@ struct TaskRecord {
   std::string message;
   std::vector<uint32_t> gpus;
   Time ended_at = 0;
-  int64_t uid = -1;  // who it runs as; -1: the agent's own user (records of older agents)
+  int64_t uid = -1;       // who it runs as; -1: the agent's own user (records of older agents)
   std::string container;  // the podman container it runs in; empty: a process
   std::string image;
   std::vector<std::string> artifacts;  // digests of the cached objects it sees
@@ -154,7 +154,8 @@ struct TaskRecord {
 
 class Agent {
  public:
-  // Whether a task id can name a folder of the state dir (JOB.ATTEMPT.INDEX; never "..", never a slash).
+  // Whether a task id can name a folder of the state dir (JOB.ATTEMPT.INDEX; never "..", never a
+  // slash).
   static bool SafeTaskId(const std::string& task_id);
   Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* clock);
   ~Agent();
@@ -215,7 +216,8 @@ class Agent {
   void StopTasksOnExit();
   // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts,
   // owned by the task's user.
-  Status PrepareCheckpointDir(const pb::Launch& l, const std::optional<TaskCredentials>& run_as) const;
+  Status PrepareCheckpointDir(const pb::Launch& l,
+                              const std::optional<TaskCredentials>& run_as) const;
   // With a scratch dir (agent_checkpoints.cc): the job's node-local checkpoint folder, holding the
   // store's newest checkpoint, becomes the task's HANGAR_CHECKPOINT_DIR.
   Status PrepareScratchCheckpoint(const pb::Launch& l, const std::optional<TaskCredentials>& run_as,
@@ -235,7 +237,8 @@ class Agent {
   // Removes containers of this node that no running task record owns (after a crash).
   void SweepContainers();
   // Turns `launch` into a foreground `podman run` of the launch's container.
-  Status ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const;
+  Status ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch,
+                     TaskRecord* r) const;
   // After a container task's podman process ended: the container is gone before its GPUs are
   // free; the message says what podman's exit codes mean.
   void ReleaseContainer(TaskRecord* r);
@@ -261,7 +264,8 @@ class Agent {
   std::set<std::string> ArtifactsInUse();
   // Checks that the launch's artifacts are here and shows them to the task: for a process,
   // links under $HANGAR_ARTIFACTS (<task dir>/artifacts); a container gets them mounted read-only.
-  Status PrepareArtifacts(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const;
+  Status PrepareArtifacts(const pb::Launch& l, const std::string& dir, TaskLaunch* launch,
+                          TaskRecord* r) const;
   std::set<std::string> ImagesInUse();
   // MPS (agent_mps.cc): a fractional launch becomes a client of its GPU's control daemon, started
   // for it if need be; the daemon quits with its last task. Whole-GPU and MIG launches: nothing.
@@ -271,8 +275,10 @@ class Agent {
   // Fake GPUs: a task that reports more GPU memory than its limit is ended, as the allocation
   // fails on a GPU. Caller does not hold mu_.
   void CheckMpsLimits();
-  void SaveRecords();  // every record as a new snapshot (ended ones over an hour old dropped); caller holds mu_
-  void SaveRecord(const std::string& task_id);  // one changed record, to the journal; caller holds mu_
+  void SaveRecords();  // every record as a new snapshot (ended ones over an hour old dropped);
+                       // caller holds mu_
+  void SaveRecord(
+      const std::string& task_id);  // one changed record, to the journal; caller holds mu_
   // --forget-store at Init: stops the tasks of the store this agent served and forgets them.
   void ForgetStore();
   std::string TaskDir(const std::string& task_id) const;
@@ -292,8 +298,8 @@ class Agent {
   std::mutex mu_;  // records_, early_exits_, unsent_checkpoints_, drains_
   std::map<std::string, TaskRecord> records_;
   std::unique_ptr<TaskJournal> journal_;  // records_ on disk (made by Init)
-  // The node's fence (docs/operations.md, "The node lease"): the lease the controller grants and the
-  // keeper that stops the tasks when it runs out, even with this agent gone. Made by Init.
+  // The node's fence (docs/operations.md, "The node lease"): the lease the controller grants and
+  // the keeper that stops the tasks when it runs out, even with this agent gone. Made by Init.
   std::unique_ptr<fence::NodeFence> fence_;
   // Exits the reaper saw before the launch had recorded its task (a `true` can end before
   // Launch() has returned): the launch handles them once its record is in.
@@ -301,7 +307,8 @@ class Agent {
   // Checkpoint reports made while no stream was up, by task: the latest of each goes out on the
   // next connect.
   std::map<std::string, pb::CheckpointDone> unsent_checkpoints_;
-  std::map<std::string, int64_t> progress_sent_;  // by task: when its last report was forwarded (monotonic ns)
+  std::map<std::string, int64_t>
+      progress_sent_;               // by task: when its last report was forwarded (monotonic ns)
   std::map<uint64_t, int> drains_;  // by job: drains asked for and not over
 
   std::mutex write_mu_;  // the stream in use, if any
@@ -329,8 +336,8 @@ class Agent {
   mutable std::mutex data_mu_;  // data_token_
   std::string data_token_;
 
-  std::unique_ptr<MpsDaemons> mps_;  // null: MPS off
-  std::mutex mig_mu_;  // everything below until the next blank line
+  std::unique_ptr<MpsDaemons> mps_;            // null: MPS off
+  std::mutex mig_mu_;                          // everything below until the next blank line
   std::map<uint32_t, MigLayout> mig_layouts_;  // by MIG-mode GPU: its instances now
   std::map<std::string, std::vector<std::array<uint32_t, 3>>> mig_claims_;  // by running task
   std::map<uint32_t, MigLayout> mig_reshaping_;  // by GPU: instances a reshape in progress destroys

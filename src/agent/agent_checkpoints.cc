@@ -38,7 +38,8 @@ CheckpointDrainer::Request RequestOf(const TaskRecord& r, const std::string& pat
 // `path` under `from` moved under `to` (the store's name for what the task reported locally).
 std::string Rebase(const std::string& path, const std::string& from, const std::string& to) {
   if (path == from) return to;
-  if (path.size() > from.size() && path.compare(0, from.size(), from) == 0 && path[from.size()] == '/') {
+  if (path.size() > from.size() && path.compare(0, from.size(), from) == 0 &&
+      path[from.size()] == '/') {
     return to + path.substr(from.size());
   }
   return path;
@@ -46,26 +47,30 @@ std::string Rebase(const std::string& path, const std::string& from, const std::
 
 }  // namespace
 
-Status Agent::PrepareScratchCheckpoint(const pb::Launch& l, const std::optional<TaskCredentials>& run_as,
+Status Agent::PrepareScratchCheckpoint(const pb::Launch& l,
+                                       const std::optional<TaskCredentials>& run_as,
                                        TaskLaunch* launch, TaskRecord* r) {
   auto it = l.env().find("HANGAR_CHECKPOINT_DIR");
   if (it == l.env().end() || it->second.empty()) return Status::Ok();
   const fs::path store = fs::path(it->second).lexically_normal();
   if (store.is_relative()) {
-    return Status::FailedPrecondition("HANGAR_CHECKPOINT_DIR '" + store.string() +
-                                      "' is a relative path; give the controller an absolute --checkpoint-root");
+    return Status::FailedPrecondition(
+        "HANGAR_CHECKPOINT_DIR '" + store.string() +
+        "' is a relative path; give the controller an absolute --checkpoint-root");
   }
   const std::string local = options_.scratch_dir + "/checkpoints/job-" + std::to_string(l.job_id());
   std::optional<FileOwner> owner;
   if (run_as) owner = FileOwner{run_as->uid, run_as->gid};
   auto restored = RestoreCheckpoint(store.string(), local, owner, options_.drain_lock_timeout);
   if (!restored.ok()) {
-    return Status(restored.status().code(),
-                  "cannot ready the job's checkpoint in node " + options_.node + "'s scratch dir: " +
-                      restored.status().message() +
-                      "; check that the shared store (the controller's --checkpoint-root) is mounted here");
+    return Status(
+        restored.status().code(),
+        "cannot ready the job's checkpoint in node " + options_.node +
+            "'s scratch dir: " + restored.status().message() +
+            "; check that the shared store (the controller's --checkpoint-root) is mounted here");
   }
-  spdlog::info("agent {}: task {}: checkpoints in {}: {}", options_.node, l.task_id(), local, restored->why);
+  spdlog::info("agent {}: task {}: checkpoints in {}: {}", options_.node, l.task_id(), local,
+               restored->why);
   for (auto& [k, v] : launch->env) {
     if (k == "HANGAR_CHECKPOINT_DIR") v = local;
   }
@@ -102,9 +107,11 @@ void Agent::OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainR
     done->set_path(Rebase(q.path, q.local_dir, q.store_dir));
     done->set_drained(true);
     done->set_drain_ms(result->took);
-    spdlog::info("agent {}: task {}: checkpoint durable in {} as {} ({} files, {} bytes copied; {} unchanged; {} ms)",
-                 options_.node, q.task_id, q.store_dir, result->generation, result->files_copied,
-                 result->bytes_copied, result->files_linked, result->took);
+    spdlog::info(
+        "agent {}: task {}: checkpoint durable in {} as {} ({} files, {} bytes copied; {} "
+        "unchanged; {} ms)",
+        options_.node, q.task_id, q.store_dir, result->generation, result->files_copied,
+        result->bytes_copied, result->files_linked, result->took);
   } else {
     done->set_path(q.path);
     done->set_drain_error(result.status().message());
@@ -136,8 +143,9 @@ void Agent::OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainR
     SaveRecords();
   }
   for (const auto& r : release) {
-    spdlog::info("agent {}: task {}: its end is reported now that its job's checkpoint drain is over", options_.node,
-                 r.task_id);
+    spdlog::info(
+        "agent {}: task {}: its end is reported now that its job's checkpoint drain is over",
+        options_.node, r.task_id);
     SendStatus(r);
   }
 }
@@ -149,8 +157,10 @@ bool Agent::HoldStatus(const std::string& task_id) {
   auto d = drains_.find(it->second.job_id);
   if (d == drains_.end() || d->second <= 0) return false;
   if (!it->second.status_held) {
-    spdlog::info("agent {}: task {} ended; its end is reported once its job's checkpoint is durable in {}",
-                 options_.node, task_id, it->second.checkpoint_store.empty() ? "the store" : it->second.checkpoint_store);
+    spdlog::info(
+        "agent {}: task {} ended; its end is reported once its job's checkpoint is durable in {}",
+        options_.node, task_id,
+        it->second.checkpoint_store.empty() ? "the store" : it->second.checkpoint_store);
   }
   it->second.status_held = true;
   return true;
@@ -171,8 +181,10 @@ void Agent::ResumeDrains() {
     }
   }
   for (auto& q : again) {
-    spdlog::info("agent {}: draining job {}'s checkpoint to {} again (a restart of the agent interrupted it)",
-                 options_.node, q.job_id, q.store_dir);
+    spdlog::info(
+        "agent {}: draining job {}'s checkpoint to {} again (a restart of the agent interrupted "
+        "it)",
+        options_.node, q.job_id, q.store_dir);
     drainer_->Enqueue(std::move(q));
   }
 }

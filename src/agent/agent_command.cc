@@ -19,8 +19,8 @@
 #include "agent/gpu/gpu_check.h"
 #include "agent/gpu/mps.h"
 #include "agent/gpu/mps_check.h"
-#include "agent/runner/process_spawn.h"
 #include "agent/gpu/nvml_backend.h"
+#include "agent/runner/process_spawn.h"
 #include "cluster/cluster_yaml.h"
 #include "common/tls_files.h"
 #include "common/units.h"
@@ -90,9 +90,11 @@ Status ApplyClusterFile(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt)
   opt.memory_mib = info.memory_mib;
   // cluster.yaml's mig.fixed_layouts for this node: every MIG GPU gets them (docs/mig.md);
   // --mig-layout, when given, wins.
-  if (auto fixed = file.mig_fixed_layouts.find(*n); fixed != file.mig_fixed_layouts.end() && f.mig_layout.empty()) {
+  if (auto fixed = file.mig_fixed_layouts.find(*n);
+      fixed != file.mig_fixed_layouts.end() && f.mig_layout.empty()) {
     std::string layout = "*:";
-    for (size_t i = 0; i < fixed->second.profiles.size(); ++i) layout += (i ? "," : "") + fixed->second.profiles[i];
+    for (size_t i = 0; i < fixed->second.profiles.size(); ++i)
+      layout += (i ? "," : "") + fixed->second.profiles[i];
     HANGAR_ASSIGN_OR_RETURN(opt.mig_layout, ParseStaticMigLayout(layout));
   }
   return Status::Ok();
@@ -140,17 +142,20 @@ StatusOr<std::string> ReadNodeToken(const std::string& file) {
   if (!file.empty()) {
     std::ifstream in(file);
     if (!in) {
-      return Status::NotFound("cannot read the node token file " + file +
-                              "; an admin makes one with `hangar token create --role node --node NAME`");
+      return Status::NotFound(
+          "cannot read the node token file " + file +
+          "; an admin makes one with `hangar token create --role node --node NAME`");
     }
     std::getline(in, token);
   } else if (const char* env = std::getenv("HANGAR_NODE_TOKEN")) {
     token = env;
   }
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) token.erase(0, 1);
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front())))
+    token.erase(0, 1);
   if (!token.empty() && token.rfind("hgr_", 0) != 0) {
-    return Status::InvalidArgument(std::string("the node token ") + (file.empty() ? "in $HANGAR_NODE_TOKEN" : "in " + file) +
+    return Status::InvalidArgument(std::string("the node token ") +
+                                   (file.empty() ? "in $HANGAR_NODE_TOKEN" : "in " + file) +
                                    " is not a Hangar token (they start with hgr_)");
   }
   return token;
@@ -164,19 +169,25 @@ Status ContainerFlags(const Flags& f, AgentOptions& opt) {
   c.enabled = f.containers == "on";
   c.podman.binary = f.podman;
   if (!f.podman_root.empty()) c.podman.root = f.podman_root;
-  const bool nvml = f.gpu_backend == "nvml" || (f.gpu_backend.empty() && f.fake_gpus < 0 && f.cluster.empty());
-  c.podman.gpu_devices = !f.container_gpus.empty() ? f.container_gpus : nvml ? "cdi" : "node:/dev/null";
+  const bool nvml =
+      f.gpu_backend == "nvml" || (f.gpu_backend.empty() && f.fake_gpus < 0 && f.cluster.empty());
+  c.podman.gpu_devices = !f.container_gpus.empty() ? f.container_gpus
+                         : nvml                    ? "cdi"
+                                                   : "node:/dev/null";
   c.podman.registries_conf = f.registries_conf;
   auto budget = ParseMemoryMiB(f.image_cache_budget);
-  if (!budget.ok()) return Status::InvalidArgument("--image-cache-budget: " + budget.status().message());
+  if (!budget.ok())
+    return Status::InvalidArgument("--image-cache-budget: " + budget.status().message());
   c.image_cache_budget_bytes = *budget * 1024 * 1024;
   auto floor = ParseMemoryMiB(f.image_cache_min_free);
-  if (!floor.ok()) return Status::InvalidArgument("--image-cache-min-free: " + floor.status().message());
+  if (!floor.ok())
+    return Status::InvalidArgument("--image-cache-min-free: " + floor.status().message());
   c.image_cache_min_free_bytes = *floor * 1024 * 1024;
   auto cache = ParseMemoryMiB(f.cache_budget);
   if (!cache.ok()) return Status::InvalidArgument("--cache-budget: " + cache.status().message());
   opt.data.cache_budget_bytes = *cache * 1024 * 1024;
-  opt.data.cache_dir = f.cache_dir.empty() ? "" : std::filesystem::absolute(f.cache_dir).lexically_normal().string();
+  opt.data.cache_dir =
+      f.cache_dir.empty() ? "" : std::filesystem::absolute(f.cache_dir).lexically_normal().string();
   opt.data.address = f.data_address;
   return Status::Ok();
 }
@@ -187,8 +198,9 @@ Status MpsFlags(const Flags& f, AgentOptions& opt) {
   HANGAR_ASSIGN_OR_RETURN(std::string backend, ChooseBackend(f));
   const char* path = std::getenv("PATH");
   std::string note;
-  HANGAR_ASSIGN_OR_RETURN(opt.mps, ChooseMps(mode, backend == "fake", opt.hangar_binary, f.mps_control,
-                                             path ? path : kDefaultTaskPath, opt.state_dir, &note));
+  HANGAR_ASSIGN_OR_RETURN(opt.mps,
+                          ChooseMps(mode, backend == "fake", opt.hangar_binary, f.mps_control,
+                                    path ? path : kDefaultTaskPath, opt.state_dir, &note));
   spdlog::info("agent {}: {}", f.node, note);
   return Status::Ok();
 }
@@ -211,8 +223,9 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
     if (ec) return Status::InvalidArgument("--scratch-dir " + f.scratch_dir + ": " + ec.message());
     std::filesystem::create_directories(opt.scratch_dir + "/checkpoints", ec);
     if (ec) {
-      return Status::InvalidArgument("--scratch-dir " + opt.scratch_dir + ": cannot create " + opt.scratch_dir +
-                                     "/checkpoints (" + ec.message() + "); give a folder on this node's local disk "
+      return Status::InvalidArgument("--scratch-dir " + opt.scratch_dir + ": cannot create " +
+                                     opt.scratch_dir + "/checkpoints (" + ec.message() +
+                                     "); give a folder on this node's local disk "
                                      "that the agent can write");
     }
   }
@@ -223,11 +236,14 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   HANGAR_ASSIGN_OR_RETURN(opt.token, ReadNodeToken(f.token_file));
   // Mutual TLS with the controller: this node's certificate from the cluster CA, or --insecure.
   HANGAR_ASSIGN_OR_RETURN(TlsFiles tls, ResolveTls(f.tls_dir, "node-" + f.node, f.tls));
-  if (!tls.empty() && f.insecure) return Status::InvalidArgument("--insecure and TLS files together: choose one");
+  if (!tls.empty() && f.insecure)
+    return Status::InvalidArgument("--insecure and TLS files together: choose one");
   if (tls.empty() && !f.insecure) {
-    return Status::InvalidArgument("the agent talks to the controller over mutual TLS: give it --tls-dir DIR with "
-                                   "ca.crt and node-" + f.node + ".crt/.key (`hangar certs issue --node " + f.node +
-                                   "`), or --insecure for a controller that runs with --insecure");
+    return Status::InvalidArgument(
+        "the agent talks to the controller over mutual TLS: give it --tls-dir DIR with "
+        "ca.crt and node-" +
+        f.node + ".crt/.key (`hangar certs issue --node " + f.node +
+        "`), or --insecure for a controller that runs with --insecure");
   }
   if (!tls.empty()) {
     HANGAR_ASSIGN_OR_RETURN(opt.tls_ca_pem, ReadPem(tls.ca));
@@ -347,11 +363,13 @@ Status CheckpointDone(const CheckpointFlags& f) {
   // group, this process included: it must still finish and say so (SIGKILL at the grace's end
   // still ends it).
   std::signal(SIGTERM, SIG_IGN);
-  HANGAR_ASSIGN_OR_RETURN(CheckpointReply reply,
-                          SendCheckpointDone(socket, report, static_cast<Duration>(f.timeout_s * 1000)));
+  HANGAR_ASSIGN_OR_RETURN(
+      CheckpointReply reply,
+      SendCheckpointDone(socket, report, static_cast<Duration>(f.timeout_s * 1000)));
   std::cerr << "hangar checkpoint-done: task " << report.task_id << ": reported"
             << (report.path.empty() ? "" : " " + report.path)
-            << (reply.released ? "; the task is released from its stop's grace (SIGTERM follows)" : "")
+            << (reply.released ? "; the task is released from its stop's grace (SIGTERM follows)"
+                               : "")
             << "\n";
   return Status::Ok();
 }
@@ -371,14 +389,20 @@ void AddBackendFlags(CLI::App* c, Flags* f) {
 void RegisterAgentCommand(CLI::App& app, int* rc) {
   auto f = std::make_shared<Flags>();
   CLI::App* c = app.add_subcommand("agent", "Run a node agent: report GPUs, run tasks");
-  c->add_option("--controller", f->controller, "The controller's agent address (host:port), or several controllers' as a comma-separated list (the leader is found)")
+  c->add_option("--controller", f->controller,
+                "The controller's agent address (host:port), or several controllers' as a "
+                "comma-separated list (the leader is found)")
       ->capture_default_str();
   c->add_option("--node", f->node, "This node's name in cluster.yaml")->required();
-  c->add_option("--token-file", f->token_file,
-                "This node's token, for a controller with --auth tokens (default: $HANGAR_NODE_TOKEN)");
-  c->add_option("--tls-dir", f->tls_dir, "ca.crt and node-NODE.crt/.key as `hangar certs` writes them");
-  c->add_option("--tls-ca", f->tls.ca, "The cluster CA (the controller's certificate must be signed by it)");
-  c->add_option("--tls-cert", f->tls.cert, "This node's certificate (its common name is the node's name)");
+  c->add_option(
+      "--token-file", f->token_file,
+      "This node's token, for a controller with --auth tokens (default: $HANGAR_NODE_TOKEN)");
+  c->add_option("--tls-dir", f->tls_dir,
+                "ca.crt and node-NODE.crt/.key as `hangar certs` writes them");
+  c->add_option("--tls-ca", f->tls.ca,
+                "The cluster CA (the controller's certificate must be signed by it)");
+  c->add_option("--tls-cert", f->tls.cert,
+                "This node's certificate (its common name is the node's name)");
   c->add_option("--tls-key", f->tls.key, "This node's private key");
   c->add_flag("--insecure", f->insecure, "Plaintext to a controller that runs with --insecure");
   c->add_option("--address", f->address, "Where this node's tasks are reachable (MASTER_ADDR)");
@@ -393,55 +417,71 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   c->add_option("--ib-root", f->ib_root, "InfiniBand/RoCE devices (absent: no ports)")
       ->capture_default_str();
   c->add_flag("--no-cgroups", f->no_cgroups, "Run tasks without cgroups");
-  c->add_option("--scratch-dir", f->scratch_dir,
-                "Node-local scratch (NVMe) for checkpoints: tasks write HANGAR_CHECKPOINT_DIR there and the agent "
-                "drains each one reported with `hangar checkpoint-done` to the controller's --checkpoint-root (shared "
-                "storage) in the background; default: none (tasks write to --checkpoint-root themselves)");
-  c->add_option("--mig-layout", f->mig_layout,
-                "MIG GPU instances to create at start on MIG GPUs that have none: GPU:PROFILE[@START],... per GPU, "
-                "';' between GPUs, GPU * for every other MIG GPU, e.g. \"0:3g.40gb,3g.40gb;1:7g.80gb\" or "
-                "\"*:1g.10gb@6,2g.20gb,4g.40gb\"");
-  c->add_option("--containers", f->containers, "Run tasks that name an image: on (needs podman and runc) or off")
+  c->add_option(
+      "--scratch-dir", f->scratch_dir,
+      "Node-local scratch (NVMe) for checkpoints: tasks write HANGAR_CHECKPOINT_DIR there and the "
+      "agent "
+      "drains each one reported with `hangar checkpoint-done` to the controller's "
+      "--checkpoint-root (shared "
+      "storage) in the background; default: none (tasks write to --checkpoint-root themselves)");
+  c->add_option(
+      "--mig-layout", f->mig_layout,
+      "MIG GPU instances to create at start on MIG GPUs that have none: GPU:PROFILE[@START],... "
+      "per GPU, "
+      "';' between GPUs, GPU * for every other MIG GPU, e.g. \"0:3g.40gb,3g.40gb;1:7g.80gb\" or "
+      "\"*:1g.10gb@6,2g.20gb,4g.40gb\"");
+  c->add_option("--containers", f->containers,
+                "Run tasks that name an image: on (needs podman and runc) or off")
       ->capture_default_str();
   c->add_option("--podman", f->podman, "The podman program")->capture_default_str();
-  c->add_option("--podman-root", f->podman_root, "podman's image and container storage (default: STATE_DIR/podman/storage)");
-  c->add_option("--container-gpus", f->container_gpus,
-                "How containers get GPUs: cdi (nvidia-ctk's spec; the default with NVML) or node:PATH (PATH "
-                "appears as /dev/nvidiaN; node:/dev/null is the default with fake GPUs)");
+  c->add_option("--podman-root", f->podman_root,
+                "podman's image and container storage (default: STATE_DIR/podman/storage)");
+  c->add_option(
+      "--container-gpus", f->container_gpus,
+      "How containers get GPUs: cdi (nvidia-ctk's spec; the default with NVML) or node:PATH (PATH "
+      "appears as /dev/nvidiaN; node:/dev/null is the default with fake GPUs)");
   c->add_option("--image-cache-budget", f->image_cache_budget,
-                "Disk the node's image cache may use, e.g. 200Gi (0: no budget); least recently used images go first")
+                "Disk the node's image cache may use, e.g. 200Gi (0: no budget); least recently "
+                "used images go first")
       ->capture_default_str();
-  c->add_option("--image-cache-min-free", f->image_cache_min_free,
-                "Free space the image cache leaves on the disk under podman's storage, e.g. 20Gi (0: none); "
-                "below it, least recently used images go as when over budget")
+  c->add_option(
+       "--image-cache-min-free", f->image_cache_min_free,
+       "Free space the image cache leaves on the disk under podman's storage, e.g. 20Gi (0: none); "
+       "below it, least recently used images go as when over budget")
       ->capture_default_str();
   c->add_option("--cache-dir", f->cache_dir,
                 "The node's artifact cache, on its local scratch disk (default: STATE_DIR/cache)");
   c->add_option("--cache-budget", f->cache_budget,
-                "Disk the artifact cache may use, e.g. 2Ti (0: no budget); least recently used objects go first, "
+                "Disk the artifact cache may use, e.g. 2Ti (0: no budget); least recently used "
+                "objects go first, "
                 "never one a running, placed, reserved or nominated job here needs")
       ->capture_default_str();
   c->add_option("--data-address", f->data_address,
-                "HOST:PORT on the cluster's data network where peers read this node's cache (PORT 0: a free one); "
+                "HOST:PORT on the cluster's data network where peers read this node's cache (PORT "
+                "0: a free one); "
                 "empty: this node serves no peers");
-  c->add_option("--registries-conf", f->registries_conf,
-                "A registries.conf for podman (mirrors, a site registry); default: one that pulls loopback "
-                "registries without TLS");
-  c->add_option("--mps", f->mps,
-                "Fractional tasks under CUDA MPS (their GPU memory and compute share enforced): auto (where "
-                "nvidia-cuda-mps-control is installed, and always with fake GPUs), on (required) or off")
+  c->add_option(
+      "--registries-conf", f->registries_conf,
+      "A registries.conf for podman (mirrors, a site registry); default: one that pulls loopback "
+      "registries without TLS");
+  c->add_option(
+       "--mps", f->mps,
+       "Fractional tasks under CUDA MPS (their GPU memory and compute share enforced): auto (where "
+       "nvidia-cuda-mps-control is installed, and always with fake GPUs), on (required) or off")
       ->capture_default_str();
-  c->add_option("--mps-control", f->mps_control,
-                "The MPS control program (default: nvidia-cuda-mps-control from PATH; with fake GPUs the "
-                "stand-in, `hangar fake-mps-control`)");
+  c->add_option(
+      "--mps-control", f->mps_control,
+      "The MPS control program (default: nvidia-cuda-mps-control from PATH; with fake GPUs the "
+      "stand-in, `hangar fake-mps-control`)");
   c->add_flag(
       "--stop-tasks-on-exit", f->stop_tasks_on_exit,
       "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "
       "running and a restarted agent adopts them (`hangar dev` sets this)");
-  c->add_flag("--forget-store", f->forget_store,
-              "Stop the tasks this agent runs for the controller store it served and forget them (and that "
-              "store), so that it serves a controller on another store; a controller refuses an agent that "
-              "served another store (its task ids are that store's)");
+  c->add_flag(
+      "--forget-store", f->forget_store,
+      "Stop the tasks this agent runs for the controller store it served and forget them (and that "
+      "store), so that it serves a controller on another store; a controller refuses an agent that "
+      "served another store (its task ids are that store's)");
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {
@@ -470,20 +510,26 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   auto mc = std::make_shared<MpsCheckOptions>();
   auto mem = std::make_shared<std::string>();
   CLI::App* mps_check = app.add_subcommand(
-      "mps-check", "Run a command as a fractional task of this node would run: under its GPU's MPS daemon, "
-                   "with its memory and thread limits (the daemon is started and stopped around it)");
+      "mps-check",
+      "Run a command as a fractional task of this node would run: under its GPU's MPS daemon, "
+      "with its memory and thread limits (the daemon is started and stopped around it)");
   AddBackendFlags(mps_check, mf.get());
   mps_check->add_option("--gpu", mc->gpu, "The GPU (index)")->capture_default_str();
-  mps_check->add_option("--fraction", mc->fraction, "The task's share of it (0.5 or 500m)")->capture_default_str();
-  mps_check->add_option("--gpu-memory", *mem, "Its GPU memory, e.g. 20Gi (default: the same share of the GPU's)");
-  mps_check->add_option("--mps-control", mf->mps_control, "The MPS control program (default: as the agent's)");
-  mps_check->add_option("--state-dir", mf->state_dir, "Where the daemon's folders go (default /tmp/hangar-mps-check)");
+  mps_check->add_option("--fraction", mc->fraction, "The task's share of it (0.5 or 500m)")
+      ->capture_default_str();
+  mps_check->add_option("--gpu-memory", *mem,
+                        "Its GPU memory, e.g. 20Gi (default: the same share of the GPU's)");
+  mps_check->add_option("--mps-control", mf->mps_control,
+                        "The MPS control program (default: as the agent's)");
+  mps_check->add_option("--state-dir", mf->state_dir,
+                        "Where the daemon's folders go (default /tmp/hangar-mps-check)");
   mps_check->add_option("command", mc->command, "The command, after --")->required();
   mps_check->callback([mf, mc, mem, rc] {
     Status s = Status::Ok();
     if (!mem->empty()) {
       auto mib = ParseMemoryMiB(*mem);
-      s = mib.ok() ? Status::Ok() : Status::InvalidArgument("--gpu-memory: " + mib.status().message());
+      s = mib.ok() ? Status::Ok()
+                   : Status::InvalidArgument("--gpu-memory: " + mib.status().message());
       if (mib.ok()) mc->gpu_memory_mib = *mib;
     }
     if (s.ok()) s = MpsCheck(*mf, *mc, rc);
@@ -496,14 +542,16 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
   auto mps_daemon = std::make_shared<bool>(false);
   CLI::App* fake_mps = app.add_subcommand(
       "fake-mps-control",
-      "The stand-in for nvidia-cuda-mps-control that agents with fake GPUs run: -d starts it in the background; "
+      "The stand-in for nvidia-cuda-mps-control that agents with fake GPUs run: -d starts it in "
+      "the background; "
       "without -d it sends the commands on stdin (quit) to the one in $CUDA_MPS_PIPE_DIRECTORY");
   fake_mps->add_flag("-d", *mps_daemon, "Start the daemon in the background");
   fake_mps->callback([mps_daemon, rc] { *rc = RunFakeMpsControl(*mps_daemon); });
 
   // The node's fence keeper (agent/fence/fence_keeper.h): the agent starts it; not for people.
   auto keeper_dir = std::make_shared<std::string>();
-  CLI::App* keeper = app.add_subcommand("fence-keeper", "The node's fence keeper, started by the agent");
+  CLI::App* keeper =
+      app.add_subcommand("fence-keeper", "The node's fence keeper, started by the agent");
   keeper->group("");  // hidden from --help
   keeper->add_option("--state-dir", *keeper_dir, "The agent's state directory")->required();
   keeper->callback([keeper_dir, rc] { *rc = fence::RunFenceKeeper(*keeper_dir); });

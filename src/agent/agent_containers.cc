@@ -1,12 +1,12 @@
 // The agent's container tasks and image staging (docs/containers.md): a task whose
 // Launch names a container runs as a foreground `podman run`; a Stage pulls images ahead of a
 // gang's start and says how it went; the node's image cache is reported to the controller.
+#include <spdlog/spdlog.h>
+
 #include <csignal>
 #include <filesystem>
 #include <list>
 #include <set>
-
-#include <spdlog/spdlog.h>
 
 #include "agent/agent.h"
 #include "agent/container/mount_source.h"
@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kToolInContainer[] = "/.hangar/bin/hangar";
-constexpr char kContainerPath[] = "/.hangar/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+constexpr char kContainerPath[] =
+    "/.hangar/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // podman container names: [a-zA-Z0-9][a-zA-Z0-9_.-]*.
 std::string ContainerName(const std::string& node, const std::string& task_id) {
@@ -30,18 +31,25 @@ std::string ContainerName(const std::string& node, const std::string& task_id) {
 std::vector<std::string> RdmaDevices() {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/dev/infiniband", ec)) out.push_back(e.path().string());
+  for (const auto& e : fs::directory_iterator("/dev/infiniband", ec))
+    out.push_back(e.path().string());
   return out;
 }
 
 std::string ExitMeaning(int code) {
   switch (code) {
-    case 125: return "podman could not create the container";
-    case 126: return "the container runtime could not start the command";
-    case 127: return "the command was not found in the image";
-    case 137: return "killed by SIGKILL (out of memory, or a stop past its grace)";
-    case 143: return "ended by SIGTERM";
-    default: return "";
+    case 125:
+      return "podman could not create the container";
+    case 126:
+      return "the container runtime could not start the command";
+    case 127:
+      return "the command was not found in the image";
+    case 137:
+      return "killed by SIGKILL (out of memory, or a stop past its grace)";
+    case 143:
+      return "ended by SIGTERM";
+    default:
+      return "";
   }
 }
 
@@ -52,10 +60,12 @@ std::string PinsDir(const std::string& state_dir, const std::string& task_id) {
 
 // The job's mount sources, each opened as the task's user, checked against the cluster's
 // containers.mounts_allowed and pinned, then given to podman by their pins.
-Status PinMounts(const pb::Launch& l, const TaskLaunch& launch, const std::string& state_dir, ContainerRun* run) {
+Status PinMounts(const pb::Launch& l, const TaskLaunch& launch, const std::string& state_dir,
+                 ContainerRun* run) {
   const pb::Container& c = l.container();
   if (c.mounts_size() == 0) return Status::Ok();
-  if (l.task_id().empty() || l.task_id().find('/') != std::string::npos || l.task_id().front() == '.') {
+  if (l.task_id().empty() || l.task_id().find('/') != std::string::npos ||
+      l.task_id().front() == '.') {
     return Status::InvalidArgument("task id '" + l.task_id() + "' cannot name a folder");
   }
   const std::string pins = PinsDir(state_dir, l.task_id());
@@ -96,9 +106,11 @@ void Agent::InitContainers() {
     return;
   }
   podman_.emplace(std::move(*p));
-  images_ = std::make_unique<ImageCache>(&*podman_, options_.state_dir + "/images.json", c.image_cache_budget_bytes);
+  images_ = std::make_unique<ImageCache>(&*podman_, options_.state_dir + "/images.json",
+                                         c.image_cache_budget_bytes);
   images_->SetDiskFloor(podman_->options().root, c.image_cache_min_free_bytes);
-  if (Status s = images_->Refresh(clock_->Now()); !s.ok()) spdlog::warn("agent {}: image cache: {}", options_.node, s.message());
+  if (Status s = images_->Refresh(clock_->Now()); !s.ok())
+    spdlog::warn("agent {}: image cache: {}", options_.node, s.message());
   SweepContainers();
   spdlog::info("agent {}: container tasks run with podman (storage {}, GPUs by {})", options_.node,
                podman_->options().root, podman_->options().gpu_devices);
@@ -107,7 +119,8 @@ void Agent::InitContainers() {
 void Agent::SweepContainers() {
   auto found = podman_->Containers("hangar.node=" + options_.node);
   if (!found.ok()) {
-    spdlog::warn("agent {}: cannot list its containers: {}", options_.node, found.status().message());
+    spdlog::warn("agent {}: cannot list its containers: {}", options_.node,
+                 found.status().message());
     return;
   }
   std::set<std::string> owned;
@@ -120,18 +133,23 @@ void Agent::SweepContainers() {
   // Pins of tasks that no longer run (mount_source.h).
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(options_.state_dir + "/mounts", ec)) {
-    if (!owned.count(ContainerName(options_.node, e.path().filename().string()))) UnpinMounts(e.path().string());
+    if (!owned.count(ContainerName(options_.node, e.path().filename().string())))
+      UnpinMounts(e.path().string());
   }
   for (const auto& c : *found) {
     if (owned.count(c.name)) continue;
-    spdlog::warn("agent {}: removing container {} ({}): no running task of this agent owns it", options_.node, c.name,
-                 c.state);
-    if (Status s = podman_->RemoveContainer(c.name); !s.ok()) spdlog::warn("agent {}: {}", options_.node, s.message());
+    spdlog::warn("agent {}: removing container {} ({}): no running task of this agent owns it",
+                 options_.node, c.name, c.state);
+    if (Status s = podman_->RemoveContainer(c.name); !s.ok())
+      spdlog::warn("agent {}: {}", options_.node, s.message());
   }
 }
 
-Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch, TaskRecord* r) const {
-  if (!podman_) return Status::FailedPrecondition("node " + options_.node + " cannot run container tasks: " + podman_error_);
+Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch,
+                          TaskRecord* r) const {
+  if (!podman_)
+    return Status::FailedPrecondition("node " + options_.node +
+                                      " cannot run container tasks: " + podman_error_);
   const pb::Container& c = l.container();
   ContainerRun run;
   run.name = ContainerName(options_.node, l.task_id());
@@ -141,7 +159,8 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   for (const auto& [k, v] : launch->env) {
     if (k != "PATH" && k != "HANGAR_BIN" && k != "CUDA_VISIBLE_DEVICES") run.env_names.push_back(k);
   }
-  run.env_set = {{"PATH", l.env().count("PATH") ? l.env().at("PATH") : kContainerPath}, {"HANGAR_BIN", kToolInContainer}};
+  run.env_set = {{"PATH", l.env().count("PATH") ? l.env().at("PATH") : kContainerPath},
+                 {"HANGAR_BIN", kToolInContainer}};
   std::string uuids;
   for (uint32_t g : l.gpu_indices()) {
     const std::string uuid = g < gpus_.gpus.size() ? gpus_.gpus[g].uuid() : "";
@@ -149,18 +168,21 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
     uuids += (uuids.empty() ? "" : ",") + uuid;
   }
   // A MIG task sees its MIG devices (ClaimMigInstances put their UUIDs in the launch).
-  for (const auto& [k, v] : launch->env) if (k == "CUDA_VISIBLE_DEVICES" && l.mig_instances_size() > 0) uuids = v;
+  for (const auto& [k, v] : launch->env)
+    if (k == "CUDA_VISIBLE_DEVICES" && l.mig_instances_size() > 0) uuids = v;
   run.mig_devices = r->mig_devices;
   if (!run.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
   run.workdir = l.workdir();
   HANGAR_RETURN_IF_ERROR(PinMounts(l, *launch, options_.state_dir, &run));
-  for (const auto& a : l.artifacts()) run.mounts.push_back({objects_->PathOf(a.digest()), a.path(), true});
+  for (const auto& a : l.artifacts())
+    run.mounts.push_back({objects_->PathOf(a.digest()), a.path(), true});
   run.mounts.push_back({dir, dir, false});  // the fake GPU load file, and nothing the task lacks
   if (socket_) run.mounts.push_back({socket_->path(), socket_->path(), false});
-  const std::string tool = !options_.containers.in_container_tool.empty() ? options_.containers.in_container_tool
-                           : options_.hangar_binary.empty()
-                               ? ""
-                               : (fs::path(options_.hangar_binary).parent_path() / "hangar-in-container").string();
+  const std::string tool =
+      !options_.containers.in_container_tool.empty() ? options_.containers.in_container_tool
+      : options_.hangar_binary.empty()
+          ? ""
+          : (fs::path(options_.hangar_binary).parent_path() / "hangar-in-container").string();
   if (!tool.empty() && fs::exists(tool)) run.mounts.push_back({tool, kToolInContainer, true});
   // The launch's (node-local scratch, with --scratch-dir), not the controller's.
   for (const auto& [k, v] : launch->env) {
@@ -171,11 +193,13 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   run.memory_mib = l.memory_mib();
   run.shm_size_mib = c.shm_size_mib();
   if (launch->run_as) run.user = std::make_pair(launch->run_as->uid, launch->run_as->gid);
-  run.labels = {{"hangar.node", options_.node}, {"hangar.task", l.task_id()}, {"hangar.job", std::to_string(l.job_id())}};
+  run.labels = {{"hangar.node", options_.node},
+                {"hangar.task", l.task_id()},
+                {"hangar.job", std::to_string(l.job_id())}};
   launch->argv = podman_->RunArgv(run);
   for (auto& kv : podman_->Environment()) launch->env.push_back(kv);
   launch->signal_proxy = true;  // podman forwards the stop's signals to the container
-  launch->run_as.reset();  // podman runs as the agent; --user switches inside the container
+  launch->run_as.reset();       // podman runs as the agent; --user switches inside the container
   launch->milli_cpu = launch->memory_mib = 0;  // the container has the limits, not podman
   r->container = run.name;
   r->image = run.image;
@@ -190,8 +214,11 @@ void Agent::ReleaseContainer(TaskRecord* r) {
     // the stop's usual grace to act on it, rather than SIGKILL at once.
     const Duration grace = r->signal == SIGTERM ? 10 * kSecond : 0;
     if (grace > 0) {
-      spdlog::warn("agent {}: task {}: podman ended by SIGTERM without its container; stopping the container "
-                   "with SIGTERM and up to {} s before SIGKILL", options_.node, r->task_id, grace / kSecond);
+      spdlog::warn(
+          "agent {}: task {}: podman ended by SIGTERM without its container; stopping the "
+          "container "
+          "with SIGTERM and up to {} s before SIGKILL",
+          options_.node, r->task_id, grace / kSecond);
     }
     if (Status s = podman_->RemoveContainer(r->container, grace); !s.ok()) {
       spdlog::warn("agent {}: task {}: {}", options_.node, r->task_id, s.message());
@@ -200,7 +227,8 @@ void Agent::ReleaseContainer(TaskRecord* r) {
   UnpinMounts(PinsDir(options_.state_dir, r->task_id));  // the container, their only user, is gone
   if (r->signal == 0 && r->message.empty()) {
     const std::string meaning = ExitMeaning(r->exit_code);
-    if (!meaning.empty()) r->message = "container exited " + std::to_string(r->exit_code) + ": " + meaning;
+    if (!meaning.empty())
+      r->message = "container exited " + std::to_string(r->exit_code) + ": " + meaning;
   }
   if (images_) images_->Touch(r->image, clock_->Now());
 }
@@ -228,7 +256,8 @@ void Agent::StageLoop(const std::atomic<bool>* stop) {
     pb::Stage s;
     {
       std::unique_lock<std::mutex> l(stage_mu_);
-      stage_cv_.wait_for(l, std::chrono::milliseconds(200), [&] { return !stage_queue_.empty() || *stop; });
+      stage_cv_.wait_for(l, std::chrono::milliseconds(200),
+                         [&] { return !stage_queue_.empty() || *stop; });
       if (stage_queue_.empty()) continue;
       s = std::move(stage_queue_.front());
       stage_queue_.pop_front();
@@ -257,7 +286,8 @@ void Agent::StageLoop(const std::atomic<bool>* stop) {
   for (auto& [t, done] : artifact_threads) t.join();
 }
 
-void Agent::StageImage(const pb::Stage& s, const std::string& image, const std::atomic<bool>* stop) {
+void Agent::StageImage(const pb::Stage& s, const std::string& image,
+                       const std::atomic<bool>* stop) {
   pb::AgentMessage m;
   pb::StageResult* res = m.mutable_stage_result();
   res->set_job_id(s.job_id());
@@ -280,7 +310,8 @@ void Agent::StageImage(const pb::Stage& s, const std::string& image, const std::
   }
   // A registry that is down: say so, and try again with backoff (1 s doubling to 30 s) until the
   // pull works or fails for good, or the agent stops.
-  for (Duration backoff = kSecond; !*stop; backoff = std::min<Duration>(backoff * 2, 30 * kSecond)) {
+  for (Duration backoff = kSecond; !*stop;
+       backoff = std::min<Duration>(backoff * 2, 30 * kSecond)) {
     PullOutcome p = podman_->Pull(image, 30 * kMinute);
     res->set_duration_ms(p.took);
     if (p.failure != PullFailure::kUnreachable) {

@@ -1,9 +1,9 @@
 // The agent's artifacts (docs/data.md): the node's content-addressed cache, the data
 // port that serves it to peers, staging as the controller's plan says (a file:// source read as
 // the job's user), and showing staged objects to tasks read-only, each task only its own.
-#include <filesystem>
-
 #include <spdlog/spdlog.h>
+
+#include <filesystem>
 
 #include "agent/agent.h"
 #include "agent/data/task_view.h"
@@ -14,8 +14,8 @@ namespace fs = std::filesystem;
 
 Status Agent::InitData() {
   const DataOptions& d = options_.data;
-  objects_ = std::make_unique<data::ObjectCache>(d.cache_dir.empty() ? options_.state_dir + "/cache" : d.cache_dir,
-                                                 d.cache_budget_bytes);
+  objects_ = std::make_unique<data::ObjectCache>(
+      d.cache_dir.empty() ? options_.state_dir + "/cache" : d.cache_dir, d.cache_budget_bytes);
   HANGAR_RETURN_IF_ERROR(objects_->Init(clock_->Now()));
   // Views of tasks that are not running any more (the records are loaded; nothing launches yet).
   std::set<std::string> running;
@@ -40,7 +40,8 @@ Status Agent::InitData() {
     if (Status s = data_server_->Start(d.address); !s.ok()) {
       return Status(s.code(), "node " + options_.node + ": --data-address: " + s.message());
     }
-    spdlog::info("agent {}: serves its artifact cache ({}) to peers at {}", options_.node, objects_->dir(), data_server_->url());
+    spdlog::info("agent {}: serves its artifact cache ({}) to peers at {}", options_.node,
+                 objects_->dir(), data_server_->url());
   }
   return Status::Ok();
 }
@@ -62,7 +63,8 @@ std::set<std::string> Agent::ArtifactsInUse() {
   return out;
 }
 
-void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a, const std::atomic<bool>* stop) {
+void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a,
+                          const std::atomic<bool>* stop) {
   data::StageOutcome o;
   auto who = ResolveRunAs(a.has_run_as() ? &a.run_as() : nullptr, options_.node);
   if (who.ok()) {
@@ -82,9 +84,11 @@ void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a, const 
   res->set_duration_ms(o.took);
   res->set_origin_bytes(o.origin_bytes);
   res->set_peer_bytes(o.peer_bytes);
-  spdlog::info("agent {}: staged artifact {} for job {}: {} ({} MiB from the origin, {} MiB from peers)", options_.node,
-               a.digest(), s.job_id(), o.ok ? "ok in " + std::to_string(o.took) + " ms" : o.message, o.origin_bytes >> 20,
-               o.peer_bytes >> 20);
+  spdlog::info(
+      "agent {}: staged artifact {} for job {}: {} ({} MiB from the origin, {} MiB from peers)",
+      options_.node, a.digest(), s.job_id(),
+      o.ok ? "ok in " + std::to_string(o.took) + " ms" : o.message, o.origin_bytes >> 20,
+      o.peer_bytes >> 20);
   Write(m);
   // Views of ended tasks go before eviction: their links would keep evicted bytes on the disk.
   std::vector<std::string> ended;
@@ -101,15 +105,16 @@ void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a, const 
   SendImages();
 }
 
-Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& /*task_dir*/, TaskLaunch* launch,
-                               TaskRecord* r) const {
+Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& /*task_dir*/,
+                               TaskLaunch* launch, TaskRecord* r) const {
   if (l.artifacts_size() == 0) return Status::Ok();
   std::vector<data::ViewEntry> view;
   for (const auto& a : l.artifacts()) {
     const std::string path = objects_->PathOf(a.digest());
     if (path.empty()) {
-      return Status::FailedPrecondition("artifact " + a.digest() + " (" + a.path() + ") is not in node " + options_.node +
-                                        "'s cache: it was evicted or never staged; the job is started again elsewhere");
+      return Status::FailedPrecondition(
+          "artifact " + a.digest() + " (" + a.path() + ") is not in node " + options_.node +
+          "'s cache: it was evicted or never staged; the job is started again elsewhere");
     }
     r->artifacts.push_back(a.digest());
     objects_->Touch(a.digest(), clock_->Now());
@@ -122,8 +127,9 @@ Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& /*task_di
   if (launch->run_as) owner = std::make_pair(launch->run_as->uid, launch->run_as->gid);
   auto made = data::MakeTaskView(objects_->views_dir(), l.task_id(), view, owner);
   if (!made.ok()) {
-    return Status::FailedPrecondition("node " + options_.node + ": cannot show the artifacts to task " + l.task_id() +
-                                      ": " + made.status().message());
+    return Status::FailedPrecondition("node " + options_.node +
+                                      ": cannot show the artifacts to task " + l.task_id() + ": " +
+                                      made.status().message());
   }
   launch->env.emplace_back("HANGAR_ARTIFACTS", *made);
   return Status::Ok();

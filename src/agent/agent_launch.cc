@@ -12,8 +12,8 @@
 #include <filesystem>
 
 #include "agent/agent.h"
-#include "agent/run_as.h"
 #include "agent/gpu/mig_profiles.h"
+#include "agent/run_as.h"
 #include "agent/runner/process_spawn.h"
 
 namespace hangar::agent {
@@ -40,9 +40,11 @@ Status GiveTo(const std::string& path, bool dir, const TaskCredentials& who) {
   if (dir && mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status::FailedPrecondition("cannot create the " + what + ": " + std::strerror(errno));
   }
-  const int fd = dir ? open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                     : open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::FailedPrecondition("cannot open the " + what + ": " + std::strerror(errno));
+  const int fd =
+      dir ? open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+          : open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return Status::FailedPrecondition("cannot open the " + what + ": " + std::strerror(errno));
   struct stat st {};
   Status s = Status::Ok();
   if (fstat(fd, &st) != 0) {
@@ -50,9 +52,12 @@ Status GiveTo(const std::string& path, bool dir, const TaskCredentials& who) {
   } else if (st.st_uid != who.uid && st.st_uid != geteuid()) {
     // Someone else's (an earlier job's under a reused id, say): never handed over.
     s = Status::FailedPrecondition("the " + what + " belongs to uid " + std::to_string(st.st_uid) +
-                                   ", not to " + who.Describe() + " that the task runs as; remove it or give it to them");
-  } else if (st.st_uid != who.uid && (fchown(fd, who.uid, who.gid) != 0 || fchmod(fd, dir ? 0700 : 0600) != 0)) {
-    s = Status::FailedPrecondition("cannot give the " + what + " to " + who.Describe() + ": " + std::strerror(errno));
+                                   ", not to " + who.Describe() +
+                                   " that the task runs as; remove it or give it to them");
+  } else if (st.st_uid != who.uid &&
+             (fchown(fd, who.uid, who.gid) != 0 || fchmod(fd, dir ? 0700 : 0600) != 0)) {
+    s = Status::FailedPrecondition("cannot give the " + what + " to " + who.Describe() + ": " +
+                                   std::strerror(errno));
   }
   close(fd);
   return s;
@@ -74,9 +79,10 @@ TaskLaunch Agent::BaseLaunch(const pb::Launch& l, const std::string& dir) const 
     launch.env.emplace_back("HANGAR_BIN", options_.hangar_binary);
     const char* agent_path = std::getenv("PATH");
     const std::string path = l.env().count("PATH") ? l.env().at("PATH")
-                             : agent_path           ? agent_path
-                                                    : kDefaultTaskPath;
-    launch.env.emplace_back("PATH", WithDirectory(path, fs::path(options_.hangar_binary).parent_path().string()));
+                             : agent_path          ? agent_path
+                                                   : kDefaultTaskPath;
+    launch.env.emplace_back(
+        "PATH", WithDirectory(path, fs::path(options_.hangar_binary).parent_path().string()));
   }
   // The job's workdir when it names one (it must be there: shared storage or the same checkout
   // on every node), else a private folder per task.
@@ -100,9 +106,11 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     return;
   }
   if (!SafeTaskId(l.task_id())) {
-    spdlog::error("agent {}: refused a launch with task id '{}': task ids are JOB.ATTEMPT.INDEX, a name for a "
-                  "folder of the state dir",
-                  options_.node, l.task_id());
+    spdlog::error(
+        "agent {}: refused a launch with task id '{}': task ids are JOB.ATTEMPT.INDEX, a name for "
+        "a "
+        "folder of the state dir",
+        options_.node, l.task_id());
     return;
   }
   const std::string dir = TaskDir(l.task_id());
@@ -125,8 +133,9 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   if (ready.ok()) ready = PrepareArtifacts(l, dir, &launch, &r);
   if (ready.ok() && l.has_container()) ready = ToContainer(l, dir, &launch, &r);
   if (ready.ok() && !l.has_container() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
-    ready = Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + options_.node +
-                             "; put the job's files on storage every node mounts at that path");
+    ready =
+        Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + options_.node +
+                         "; put the job's files on storage every node mounts at that path");
   }
   if (ready.ok() && *run_as) {
     // The task's folder stays the agent's (so no one can put a link where it reads logs from);
@@ -139,15 +148,18 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   }
   if (ready.ok() && l.tty()) ready = PrepareTerminal(l, dir, &launch);
   if (ready.ok() && l.stdin_pipe() && !l.tty()) ready = PrepareStdinPipe(l, &launch);
-  if (ready.ok()) ready = PrepareMps(l, &launch, &r);  // last: only the launch itself may fail after it
+  if (ready.ok())
+    ready = PrepareMps(l, &launch, &r);  // last: only the launch itself may fail after it
   StatusOr<pid_t> pid = ready.ok() ? runner_.Launch(launch) : StatusOr<pid_t>(ready);
   if (l.tty() || l.stdin_pipe()) AfterTerminalLaunch(launch, pid.ok());
   if (pid.ok()) {
     r.pid = *pid;
     for (uint32_t g : r.gpus) backend_->SetBusy(g, dir + "/gpu_util");
     std::string devices;
-    for (const auto& [k, v] : launch.env) if (k == "CUDA_VISIBLE_DEVICES") devices = v;
-    spdlog::info("agent {}: started task {} (pid {}) on GPUs [{}]", options_.node, r.task_id, r.pid, devices);
+    for (const auto& [k, v] : launch.env)
+      if (k == "CUDA_VISIBLE_DEVICES") devices = v;
+    spdlog::info("agent {}: started task {} (pid {}) on GPUs [{}]", options_.node, r.task_id, r.pid,
+                 devices);
   } else {
     ReleaseMps(r);
     r.ended = true;
@@ -179,10 +191,12 @@ StatusOr<std::optional<TaskCredentials>> Agent::RunAsOf(const pb::Launch& l) con
   return ResolveRunAs(l.has_run_as() ? &l.run_as() : nullptr, options_.node);
 }
 
-Status Agent::PrepareCheckpointDir(const pb::Launch& l, const std::optional<TaskCredentials>& run_as) const {
+Status Agent::PrepareCheckpointDir(const pb::Launch& l,
+                                   const std::optional<TaskCredentials>& run_as) const {
   auto it = l.env().find("HANGAR_CHECKPOINT_DIR");
   if (it == l.env().end() || it->second.empty()) return Status::Ok();
-  // A store that agents with scratch dirs drained is a link to its newest generation (checkpoint_drain.h).
+  // A store that agents with scratch dirs drained is a link to its newest generation
+  // (checkpoint_drain.h).
   const fs::path dir = ResolveStoreLink(it->second);
   // A relative path would name a folder inside the task's own working directory, which a
   // restarted attempt on another node never sees.
@@ -203,7 +217,9 @@ Status Agent::PrepareCheckpointDir(const pb::Launch& l, const std::optional<Task
   }
   if (run_as) {
     Status mine = GiveTo(dir.string(), /*dir=*/true, *run_as);
-    if (!mine.ok()) return Status(mine.code(), "the job's checkpoint directory on node " + options_.node + ": " + mine.message());
+    if (!mine.ok())
+      return Status(mine.code(), "the job's checkpoint directory on node " + options_.node + ": " +
+                                     mine.message());
   }
   return Status::Ok();
 }

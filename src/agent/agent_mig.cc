@@ -25,13 +25,15 @@ void Agent::InitMig() {
   for (auto& g : gpus_.gpus) {
     if (!g.mig()) continue;
     MigLayout layout(g.mig_layout().begin(), g.mig_layout().end());
-    auto want = PlaceStaticMigLayout(options_.mig_layout, g.index(), static_cast<int64_t>(g.memory_mib()));
+    auto want =
+        PlaceStaticMigLayout(options_.mig_layout, g.index(), static_cast<int64_t>(g.memory_mib()));
     if (!want.ok()) {
-      spdlog::error("agent {}: {}; GPU {} keeps its layout ({})", options_.node, want.status().message(), g.index(),
-                    DescribeMigLayout(layout));
+      spdlog::error("agent {}: {}; GPU {} keeps its layout ({})", options_.node,
+                    want.status().message(), g.index(), DescribeMigLayout(layout));
     } else if (!want->empty() && !layout.empty()) {
-      spdlog::info("agent {}: GPU {} has MIG instances already ({}); the static layout is not applied", options_.node,
-                   g.index(), DescribeMigLayout(layout));
+      spdlog::info(
+          "agent {}: GPU {} has MIG instances already ({}); the static layout is not applied",
+          options_.node, g.index(), DescribeMigLayout(layout));
     } else if (!want->empty()) {
       MigReshapeResult r = backend_->ReshapeMig(g.index(), {}, *want);
       layout = r.layout;
@@ -39,8 +41,8 @@ void Agent::InitMig() {
         spdlog::info("agent {}: GPU {}: created the static MIG layout {}", options_.node, g.index(),
                      DescribeMigLayout(layout));
       } else {
-        spdlog::error("agent {}: GPU {}: static MIG layout: {}; it has {}", options_.node, g.index(),
-                      r.status.message(), DescribeMigLayout(layout));
+        spdlog::error("agent {}: GPU {}: static MIG layout: {}; it has {}", options_.node,
+                      g.index(), r.status.message(), DescribeMigLayout(layout));
       }
     }
     g.clear_mig_layout();
@@ -63,7 +65,8 @@ void Agent::MigLoop(const std::atomic<bool>* stop) {
     pb::MigReshape r;
     {
       std::unique_lock<std::mutex> l(mig_mu_);
-      mig_cv_.wait_for(l, std::chrono::milliseconds(100), [&] { return !mig_queue_.empty() || *stop; });
+      mig_cv_.wait_for(l, std::chrono::milliseconds(100),
+                       [&] { return !mig_queue_.empty() || *stop; });
       if (*stop) return;
       if (mig_queue_.empty()) continue;
       r = mig_queue_.front();
@@ -73,11 +76,12 @@ void Agent::MigLoop(const std::atomic<bool>* stop) {
     *m.mutable_mig_reshaped() = ApplyMigReshape(r);
     const pb::MigReshaped& done = m.mig_reshaped();
     if (done.ok()) {
-      spdlog::info("agent {}: GPU {} re-cut in {} ms: {}", options_.node, done.gpu_index(), done.duration_ms(),
+      spdlog::info("agent {}: GPU {} re-cut in {} ms: {}", options_.node, done.gpu_index(),
+                   done.duration_ms(),
                    DescribeMigLayout({done.layout().begin(), done.layout().end()}));
     } else {
-      spdlog::warn("agent {}: MIG reshape {} of GPU {}: {}", options_.node, done.id(), done.gpu_index(),
-                   done.message());
+      spdlog::warn("agent {}: MIG reshape {} of GPU {}: {}", options_.node, done.id(),
+                   done.gpu_index(), done.message());
     }
     Write(m);
   }
@@ -89,9 +93,9 @@ Status Agent::RefuseBusyMig(const pb::MigReshape& r, const MigLayout& destroy) {
       if (s[0] != r.gpu_index()) continue;
       for (const auto& d : destroy) {
         if (Overlaps(s[1], s[2], d.start(), d.memory_slices())) {
-          return Status::FailedPrecondition("task " + task + " runs in the instance at slice " +
-                                            std::to_string(s[1]) + " of GPU " + std::to_string(r.gpu_index()) +
-                                            "; nothing was changed");
+          return Status::FailedPrecondition(
+              "task " + task + " runs in the instance at slice " + std::to_string(s[1]) +
+              " of GPU " + std::to_string(r.gpu_index()) + "; nothing was changed");
         }
       }
     }
@@ -106,11 +110,12 @@ pb::MigReshaped Agent::ApplyMigReshape(const pb::MigReshape& r) {
   out.set_gpu_index(r.gpu_index());
   auto gpu = std::find_if(gpus_.gpus.begin(), gpus_.gpus.end(),
                           [&](const pb::GpuInfo& g) { return g.index() == r.gpu_index(); });
-  MigLayout destroy(r.destroy().begin(), r.destroy().end()), create(r.create().begin(), r.create().end());
+  MigLayout destroy(r.destroy().begin(), r.destroy().end()),
+      create(r.create().begin(), r.create().end());
   Status ok = gpu == gpus_.gpus.end() ? Status::NotFound("GPU " + std::to_string(r.gpu_index()) +
-                                                          " is not on node " + options_.node)
+                                                         " is not on node " + options_.node)
               : !gpu->mig() ? Status::FailedPrecondition("GPU " + std::to_string(r.gpu_index()) +
-                                                          " is not in MIG mode; nothing was changed")
+                                                         " is not in MIG mode; nothing was changed")
                             : Status::Ok();
   for (auto& c : create) {
     if (ok.ok()) ok = CompleteMigInstance(static_cast<int64_t>(gpu->memory_mib()), &c);
@@ -159,17 +164,20 @@ Status Agent::ClaimMigInstances(const pb::Launch& l, TaskLaunch* launch, TaskRec
     const MigLayout& layout = mig_layouts_[mi.gpu_index()];
     const pb::MigGpuInstance* have = FindMigInstance(layout, mi.start(), mi.memory_slices());
     if (!have || have->profile() != mi.profile()) {
-      return Status::FailedPrecondition(where + " has no MIG instance " + mi.profile() + " at slice " +
-                                        std::to_string(mi.start()) + " (it has " + DescribeMigLayout(layout) +
+      return Status::FailedPrecondition(where + " has no MIG instance " + mi.profile() +
+                                        " at slice " + std::to_string(mi.start()) + " (it has " +
+                                        DescribeMigLayout(layout) +
                                         "); the controller must create it with a MigReshape first");
     }
     if (have->uuid().empty()) {
-      return Status::FailedPrecondition(where + ": the MIG instance at slice " + std::to_string(mi.start()) +
-                                        " has no single compute instance over all of it, so no MIG device to "
-                                        "give the task; re-create it");
+      return Status::FailedPrecondition(
+          where + ": the MIG instance at slice " + std::to_string(mi.start()) +
+          " has no single compute instance over all of it, so no MIG device to "
+          "give the task; re-create it");
     }
     auto busy = mig_reshaping_.find(mi.gpu_index());
-    if (busy != mig_reshaping_.end() && FindMigInstance(busy->second, mi.start(), mi.memory_slices())) {
+    if (busy != mig_reshaping_.end() &&
+        FindMigInstance(busy->second, mi.start(), mi.memory_slices())) {
       return Status::FailedPrecondition(where + " is being re-cut and its instance at slice " +
                                         std::to_string(mi.start()) + " is going away");
     }
@@ -179,8 +187,10 @@ Status Agent::ClaimMigInstances(const pb::Launch& l, TaskLaunch* launch, TaskRec
   }
   auto it = std::find_if(launch->env.begin(), launch->env.end(),
                          [](const auto& kv) { return kv.first == "CUDA_VISIBLE_DEVICES"; });
-  if (it != launch->env.end()) it->second = devices;
-  else launch->env.emplace_back("CUDA_VISIBLE_DEVICES", devices);
+  if (it != launch->env.end())
+    it->second = devices;
+  else
+    launch->env.emplace_back("CUDA_VISIBLE_DEVICES", devices);
   mig_claims_[l.task_id()] = slots;
   r->mig = slots;
   r->mig_devices = std::move(uuids);

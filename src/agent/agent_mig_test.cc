@@ -45,11 +45,13 @@ class Controller final : public pb::AgentChannel::Service {
     cv_.wait_for(l, std::chrono::seconds(20), [&] { return stream_ != nullptr; });
     return stream_ && stream_->Write(m);
   }
-  std::optional<pb::AgentMessage> WaitFor(const std::function<bool(const pb::AgentMessage&)>& pred) {
+  std::optional<pb::AgentMessage> WaitFor(
+      const std::function<bool(const pb::AgentMessage&)>& pred) {
     std::unique_lock<std::mutex> l(mu_);
     std::optional<pb::AgentMessage> found;
     cv_.wait_for(l, std::chrono::seconds(20), [&] {
-      for (const auto& m : received_) if (pred(m)) found = m;
+      for (const auto& m : received_)
+        if (pred(m)) found = m;
       return found.has_value();
     });
     return found;
@@ -99,12 +101,14 @@ class AgentMigTest : public ::testing::Test {
     }
     fs::remove_all(dir_);
   }
-  pb::TaskStatus LaunchMig(const std::string& id, const std::string& profile, uint32_t start, uint32_t size) {
+  pb::TaskStatus LaunchMig(const std::string& id, const std::string& profile, uint32_t start,
+                           uint32_t size) {
     pb::ControllerMessage m;
     pb::Launch* l = m.mutable_launch();
     l->set_task_id(id);
     l->set_job_id(7);
-    for (const char* a : {"/bin/sh", "-c", "echo $CUDA_VISIBLE_DEVICES > ../devices; sleep 30"}) l->add_argv(a);
+    for (const char* a : {"/bin/sh", "-c", "echo $CUDA_VISIBLE_DEVICES > ../devices; sleep 30"})
+      l->add_argv(a);
     (*l->mutable_env())["CUDA_VISIBLE_DEVICES"] = "0";
     l->add_gpu_indices(0);
     pb::MigInstance* mi = l->add_mig_instances();
@@ -113,7 +117,9 @@ class AgentMigTest : public ::testing::Test {
     mi->set_start(start);
     mi->set_memory_slices(size);
     EXPECT_TRUE(controller_.Send(m));
-    auto s = controller_.WaitFor([&](const pb::AgentMessage& a) { return a.has_task_status() && a.task_status().task_id() == id; });
+    auto s = controller_.WaitFor([&](const pb::AgentMessage& a) {
+      return a.has_task_status() && a.task_status().task_id() == id;
+    });
     return s ? s->task_status() : pb::TaskStatus{};
   }
   pb::MigReshaped Reshape(uint64_t id, const std::vector<std::pair<std::string, uint32_t>>& destroy,
@@ -134,7 +140,9 @@ class AgentMigTest : public ::testing::Test {
       c->set_start(s);
     }
     EXPECT_TRUE(controller_.Send(m));
-    auto a = controller_.WaitFor([&](const pb::AgentMessage& x) { return x.has_mig_reshaped() && x.mig_reshaped().id() == id; });
+    auto a = controller_.WaitFor([&](const pb::AgentMessage& x) {
+      return x.has_mig_reshaped() && x.mig_reshaped().id() == id;
+    });
     return a ? a->mig_reshaped() : pb::MigReshaped{};
   }
 
@@ -165,24 +173,28 @@ TEST_F(AgentMigTest, ReshapesOnlyIdleInstancesAndStartsTasksOnTheirMigDevice) {
 
   pb::MigReshaped busy = Reshape(1, {{"3g.40gb", 4}}, {{"2g.20gb", 4}, {"1g.20gb", 6}});
   EXPECT_FALSE(busy.ok());
-  EXPECT_EQ(busy.message(), "task 7.0.0 runs in the instance at slice 4 of GPU 0; nothing was changed");
+  EXPECT_EQ(busy.message(),
+            "task 7.0.0 runs in the instance at slice 4 of GPU 0; nothing was changed");
   EXPECT_EQ(busy.layout_size(), 2);
 
-  pb::MigReshaped done = Reshape(2, {{"3g.40gb", 0}}, {{"2g.20gb", 0}, {"1g.10gb", 2}, {"1g.10gb", 3}});
+  pb::MigReshaped done =
+      Reshape(2, {{"3g.40gb", 0}}, {{"2g.20gb", 0}, {"1g.10gb", 2}, {"1g.10gb", 3}});
   EXPECT_TRUE(done.ok()) << done.message();
   EXPECT_EQ(DescribeMigLayout({done.layout().begin(), done.layout().end()}),
             "2g.20gb@0, 1g.10gb@2, 1g.10gb@3, 3g.40gb@4");
   EXPECT_EQ(done.gpu_index(), 0u);
   EXPECT_GE(done.duration_ms(), 0);
   // The same change again finds it done.
-  pb::MigReshaped again = Reshape(3, {{"3g.40gb", 0}}, {{"2g.20gb", 0}, {"1g.10gb", 2}, {"1g.10gb", 3}});
+  pb::MigReshaped again =
+      Reshape(3, {{"3g.40gb", 0}}, {{"2g.20gb", 0}, {"1g.10gb", 2}, {"1g.10gb", 3}});
   EXPECT_TRUE(again.ok()) << again.message();
   EXPECT_EQ(again.message(), "the GPU has that layout already");
 
   pb::TaskStatus gone = LaunchMig("7.0.1", "3g.40gb", 0, 4);
   EXPECT_EQ(gone.state(), pb::TaskStatus::FAILED_TO_START);
   EXPECT_EQ(gone.message(),
-            "GPU 0 of node m1 has no MIG instance 3g.40gb at slice 0 (it has 2g.20gb@0, 1g.10gb@2, 1g.10gb@3, "
+            "GPU 0 of node m1 has no MIG instance 3g.40gb at slice 0 (it has 2g.20gb@0, 1g.10gb@2, "
+            "1g.10gb@3, "
             "3g.40gb@4); the controller must create it with a MigReshape first");
   EXPECT_EQ(LaunchMig("7.0.2", "1g.10gb", 2, 1).state(), pb::TaskStatus::RUNNING);
 }
@@ -191,7 +203,8 @@ TEST_F(AgentMigTest, RefusesAReshapeThatDoesNotFit) {
   pb::MigReshaped r = Reshape(9, {}, {{"4g.40gb", 0}});  // 0-3 overlaps the 3g at 0
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.message(),
-            "4g.40gb at slice 0 overlaps an instance that stays (the GPU has 3g.40gb@0, 3g.40gb@4) or another one to "
+            "4g.40gb at slice 0 overlaps an instance that stays (the GPU has 3g.40gb@0, 3g.40gb@4) "
+            "or another one to "
             "create");
   EXPECT_EQ(r.layout_size(), 2);
 }

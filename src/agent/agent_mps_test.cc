@@ -127,7 +127,8 @@ TEST_F(MpsDaemonsTest, ADaemonThatCannotStartSaysWhy) {
 
 // `hangar mps-check` (what scripts/device-check.sh runs on a GPU), here with the stand-in.
 TEST_F(MpsDaemonsTest, MpsCheckRunsACommandAsAFractionalClientAndStopsTheDaemon) {
-  const std::string cmd = std::string(HANGAR_TEST_BINARY) + " mps-check --fake-gpus 2 --gpu 1 --fraction 0.25 " +
+  const std::string cmd = std::string(HANGAR_TEST_BINARY) +
+                          " mps-check --fake-gpus 2 --gpu 1 --fraction 0.25 " +
                           "--gpu-memory 8Gi --state-dir " + state_.string() +
                           " -- sh -c 'echo limit=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT " +
                           "threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; exit 3' 2>&1";

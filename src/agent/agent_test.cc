@@ -3,8 +3,8 @@
 #include "agent/agent.h"
 
 #include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,7 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using Stream = grpc::ServerReaderWriter<pb::ControllerMessage, pb::AgentMessage>;
 
-std::vector<nlohmann::json> TaskRecords(const fs::path& dir) { return LatestTaskRecords(dir.string()); }
+std::vector<nlohmann::json> TaskRecords(const fs::path& dir) {
+  return LatestTaskRecords(dir.string());
+}
 
 // Answers Register with a short heartbeat interval and records everything the agent sends.
 class FakeController final : public pb::AgentChannel::Service {
@@ -147,7 +149,8 @@ class AgentTest : public ::testing::Test {
     return ss.str();
   }
   static bool Eventually(const std::function<bool()>& pred) {
-    for (int i = 0; i < 2000 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 2000 && !pred(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return pred();
   }
   std::map<std::string, std::string> TaskEnv(const std::string& id) {
@@ -235,8 +238,8 @@ TEST_F(AgentTest, TasksGetTheSocketAndReportCheckpointsOnTheirOwn) {
   ASSERT_FALSE(agent_->socket_path().empty());
   // Every local user may connect (tasks run as their users); the agent checks who did.
   EXPECT_EQ(fs::status(agent_->socket_path()).permissions() & fs::perms::all,
-            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::group_write |
-                fs::perms::others_read | fs::perms::others_write);
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                fs::perms::group_write | fs::perms::others_read | fs::perms::others_write);
   Launch("5.0.0", 5, kTrapper);
   auto env = TaskEnv("5.0.0");
   EXPECT_EQ(env["HANGAR_TASK_ID"], "5.0.0");
@@ -244,10 +247,12 @@ TEST_F(AgentTest, TasksGetTheSocketAndReportCheckpointsOnTheirOwn) {
   EXPECT_EQ(env["HANGAR_BIN"], "/opt/hangar-test/bin/hangar");
   EXPECT_THAT(env["PATH"], ::testing::EndsWith(":/opt/hangar-test/bin"));
 
-  auto reply = SendCheckpointDone(env["HANGAR_AGENT_SOCKET"], {"5.0.0", "/ckpt/step-7", 7}, 10 * kSecond);
+  auto reply =
+      SendCheckpointDone(env["HANGAR_AGENT_SOCKET"], {"5.0.0", "/ckpt/step-7", 7}, 10 * kSecond);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_FALSE(reply->released);  // not being stopped: nothing happens to it
-  auto done = controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_checkpoint_done(); });
+  auto done =
+      controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_checkpoint_done(); });
   ASSERT_TRUE(done);
   EXPECT_EQ(done->checkpoint_done().task_id(), "5.0.0");
   EXPECT_EQ(done->checkpoint_done().job_id(), 5u);
@@ -258,7 +263,8 @@ TEST_F(AgentTest, TasksGetTheSocketAndReportCheckpointsOnTheirOwn) {
 
   auto stranger = SendCheckpointDone(agent_->socket_path(), {"9.0.0", "", 0}, 10 * kSecond);
   ASSERT_FALSE(stranger.ok());
-  EXPECT_THAT(stranger.status().message(), ::testing::HasSubstr("task '9.0.0' does not run on node n1"));
+  EXPECT_THAT(stranger.status().message(),
+              ::testing::HasSubstr("task '9.0.0' does not run on node n1"));
   auto nobody = SendCheckpointDone((state_dir_ / "no.sock").string(), {"5.0.0", "", 0}, kSecond);
   EXPECT_EQ(nobody.status().code(), StatusCode::kUnavailable);
 }
@@ -304,7 +310,8 @@ TEST_F(AgentTest, StopWithACheckpointSignalsAndIsReleasedByTheReport) {
   EXPECT_TRUE(ended->task_status().stopped());
   EXPECT_EQ(ended->task_status().exit_code(), 0);
   EXPECT_EQ(Read(Work("6.0.0") / "signals"), "USR1\nTERM\n");
-  EXPECT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_checkpoint_done(); }));
+  EXPECT_TRUE(
+      controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_checkpoint_done(); }));
 }
 
 // The checkpoint directory exists before the task runs (a task that writes to it at once must not
@@ -340,7 +347,8 @@ TEST_F(AgentTest, TasksThatEndAtOnceAreAllReportedEnded) {
   for (int i = 1; i <= kTasks; ++i) {
     const std::string id = std::to_string(i) + ".0.0";
     auto status = controller_.WaitFor([&](const pb::AgentMessage& a) {
-      return a.has_task_status() && a.task_status().task_id() == id && a.task_status().state() == pb::TaskStatus::EXITED;
+      return a.has_task_status() && a.task_status().task_id() == id &&
+             a.task_status().state() == pb::TaskStatus::EXITED;
     });
     if (status) {
       EXPECT_EQ(status->task_status().exit_code(), 0) << id;
@@ -349,7 +357,8 @@ TEST_F(AgentTest, TasksThatEndAtOnceAreAllReportedEnded) {
     if (i == kTasks / 2) stop_spinning();
   }
   stop_spinning();
-  EXPECT_EQ(ended.size(), static_cast<size_t>(kTasks)) << "every task that ended at once is reported ended";
+  EXPECT_EQ(ended.size(), static_cast<size_t>(kTasks))
+      << "every task that ended at once is reported ended";
 }
 
 TEST_F(AgentTest, CreatesTheCheckpointDirectoryBeforeTheTaskStarts) {
@@ -386,7 +395,8 @@ TEST_F(AgentTest, TasksGetAbsolutePathsUnderTheStateDirectory) {
             (state_dir_ / "tasks" / "10.0.0" / "gpu_util").string());
 }
 
-pb::RunAs Uid(uint32_t uid, uint32_t gid, std::vector<uint32_t> groups = {}, bool allow_root = false) {
+pb::RunAs Uid(uint32_t uid, uint32_t gid, std::vector<uint32_t> groups = {},
+              bool allow_root = false) {
   pb::RunAs r;
   r.set_uid(uid);
   r.set_gid(gid);
@@ -414,7 +424,8 @@ std::string ReportAs(uid_t uid, const std::string& socket, const std::string& id
   if (child == 0) {
     close(fds[0]);
     std::string answer;
-    if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 ||
+        setresuid(uid, uid, uid) != 0) {
       answer = "could not become " + std::to_string(uid);
     } else {
       auto r = SendCheckpointDone(socket, {id, "", 0, -1}, 10 * kSecond);
@@ -426,7 +437,8 @@ std::string ReportAs(uid_t uid, const std::string& socket, const std::string& id
   close(fds[1]);
   std::string answer;
   char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+    answer.append(buf, static_cast<size_t>(n));
   close(fds[0]);
   waitpid(child, nullptr, 0);
   return answer;
@@ -439,32 +451,39 @@ TEST_F(AgentTest, RunsATaskAsTheUserTheLaunchNames) {
   if (geteuid() != 0) GTEST_SKIP() << "switching users needs root";
   ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
   const fs::path ckpt = state_dir_ / "checkpoints" / "job-11";
-  auto started = Launch("11.0.0", 11,
-                        "id -u > ids; id -g >> ids; id -G >> ids; echo 40 > \"$HANGAR_FAKE_GPU_UTIL_FILE\"; "
-                        "touch \"$HANGAR_CHECKPOINT_DIR/seen\"; " + std::string(kTrapper),
-                        {{"HANGAR_CHECKPOINT_DIR", ckpt.string()}}, Uid(61001, 61002, {61010, 61011}));
+  auto started =
+      Launch("11.0.0", 11,
+             "id -u > ids; id -g >> ids; id -G >> ids; echo 40 > \"$HANGAR_FAKE_GPU_UTIL_FILE\"; "
+             "touch \"$HANGAR_CHECKPOINT_DIR/seen\"; " +
+                 std::string(kTrapper),
+             {{"HANGAR_CHECKPOINT_DIR", ckpt.string()}}, Uid(61001, 61002, {61010, 61011}));
   ASSERT_EQ(started.state(), pb::TaskStatus::RUNNING) << started.message();
   EXPECT_EQ(TaskEnv("11.0.0")["HOME"], Work("11.0.0").string());
   EXPECT_EQ(Read(Work("11.0.0") / "ids"), "61001\n61002\n61002 61010 61011\n");
   EXPECT_EQ(Read(state_dir_ / "tasks/11.0.0/gpu_util"), "40\n");
   EXPECT_TRUE(fs::exists(ckpt / "seen"));
   const fs::path task = state_dir_ / "tasks" / "11.0.0";
-  for (const auto& [path, mode] : std::vector<std::pair<fs::path, unsigned>>{
-           {task / "stdout.log", 0600}, {task / "stderr.log", 0600}, {task / "gpu_util", 0600},
-           {task / "work", 0700}, {ckpt, 0700}}) {
+  for (const auto& [path, mode] :
+       std::vector<std::pair<fs::path, unsigned>>{{task / "stdout.log", 0600},
+                                                  {task / "stderr.log", 0600},
+                                                  {task / "gpu_util", 0600},
+                                                  {task / "work", 0700},
+                                                  {ckpt, 0700}}) {
     const Owner o = OwnerOf(path);
     EXPECT_EQ(o.uid, 61001u) << path;
     EXPECT_EQ(o.gid, 61002u) << path;
     EXPECT_EQ(o.mode, mode) << path;
   }
-  EXPECT_EQ(OwnerOf(task).uid, 0u) << "the task's folder stays the agent's: no one puts a link where it reads logs";
+  EXPECT_EQ(OwnerOf(task).uid, 0u)
+      << "the task's folder stays the agent's: no one puts a link where it reads logs";
   const auto records = TaskRecords(state_dir_);
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records[0].value("uid", -2), 61001);
 
-  EXPECT_EQ(ReportAs(61005, agent_->socket_path(), "11.0.0"),
-            "the agent at " + agent_->socket_path() +
-                " refused: task '11.0.0' runs as uid 61001; uid 61005 may not report its checkpoints");
+  EXPECT_EQ(
+      ReportAs(61005, agent_->socket_path(), "11.0.0"),
+      "the agent at " + agent_->socket_path() +
+          " refused: task '11.0.0' runs as uid 61001; uid 61005 may not report its checkpoints");
   EXPECT_EQ(ReportAs(61001, agent_->socket_path(), "11.0.0"), "ok");
 }
 
@@ -472,8 +491,10 @@ TEST_F(AgentTest, RunsNothingAsRootUnlessTheLaunchAllowsIt) {
   ASSERT_TRUE(controller_.WaitFor([](const pb::AgentMessage& m) { return m.has_register_(); }));
   auto root = Launch("12.0.0", 12, "true", {}, Uid(0, 0));
   EXPECT_EQ(root.state(), pb::TaskStatus::FAILED_TO_START);
-  EXPECT_EQ(root.message(), "the task would run as root (uid 0 gid 0 (root)) on node n1 and its queue does not allow "
-                            "root tasks (allow_root)");
+  EXPECT_EQ(
+      root.message(),
+      "the task would run as root (uid 0 gid 0 (root)) on node n1 and its queue does not allow "
+      "root tasks (allow_root)");
   pb::RunAs named;
   named.set_account("root");
   auto by_name = Launch("13.0.0", 13, "true", {}, named);
@@ -483,7 +504,9 @@ TEST_F(AgentTest, RunsNothingAsRootUnlessTheLaunchAllowsIt) {
   missing.set_account("hangar-no-such-account");
   auto unknown = Launch("14.0.0", 14, "true", {}, missing);
   EXPECT_EQ(unknown.state(), pb::TaskStatus::FAILED_TO_START);
-  EXPECT_THAT(unknown.message(), ::testing::StartsWith("node n1: this node has no Unix account 'hangar-no-such-account'"));
+  EXPECT_THAT(
+      unknown.message(),
+      ::testing::StartsWith("node n1: this node has no Unix account 'hangar-no-such-account'"));
   if (geteuid() != 0) return;
   auto allowed = Launch("15.0.0", 15, "id -u > ids", {}, Uid(0, 0, {}, /*allow_root=*/true));
   EXPECT_NE(allowed.state(), pb::TaskStatus::FAILED_TO_START) << allowed.message();

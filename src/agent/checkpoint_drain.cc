@@ -52,7 +52,8 @@ StorePaths PathsOf(const std::string& store_dir) {
 // The generation number of `name` (".job-N.gen-0000000007"), or nullopt when it names none.
 std::optional<uint64_t> SeqOf(const StorePaths& s, const std::string& name) {
   const std::string prefix = s.Prefix();
-  if (name.size() != prefix.size() + 10 || name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  if (name.size() != prefix.size() + 10 || name.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
   uint64_t seq = 0;
   for (size_t i = prefix.size(); i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return std::nullopt;
@@ -62,7 +63,8 @@ std::optional<uint64_t> SeqOf(const StorePaths& s, const std::string& name) {
 }
 
 Status FsyncPath(const std::string& path, bool dir) {
-  const int fd = open(path.c_str(), (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+  const int fd =
+      open(path.c_str(), (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return Status::Internal(Errno("cannot open " + path + " to sync it"));
   const int rc = fsync(fd);
   const int err = errno;
@@ -79,19 +81,21 @@ class StoreLock {
  public:
   static StatusOr<StoreLock> Take(const std::string& path, bool exclusive, Duration timeout) {
     const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return Status::Unavailable(Errno("cannot open the checkpoint store's lock " + path));
+    if (fd < 0)
+      return Status::Unavailable(Errno("cannot open the checkpoint store's lock " + path));
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout);
     while (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK && errno != EINTR) {
-        const std::string why = Errno("cannot lock " + path + " (the shared file system must support flock: NFSv4, "
+        const std::string why = Errno("cannot lock " + path +
+                                      " (the shared file system must support flock: NFSv4, "
                                       "Lustre mounted with -o flock, GPFS)");
         close(fd);
         return Status::Unavailable(why);
       }
       if (Clock::now() >= deadline) {
         close(fd);
-        return Status::Unavailable("another drain or restore of this job has held " + path + " for more than " +
-                                   std::to_string(timeout / kSecond) + " s");
+        return Status::Unavailable("another drain or restore of this job has held " + path +
+                                   " for more than " + std::to_string(timeout / kSecond) + " s");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -113,11 +117,14 @@ struct Entry {
   int64_t size = 0;
   int64_t mtime_ns = 0;
   bool link = false;
-  bool operator==(const Entry& o) const { return size == o.size && mtime_ns == o.mtime_ns && link == o.link; }
+  bool operator==(const Entry& o) const {
+    return size == o.size && mtime_ns == o.mtime_ns && link == o.link;
+  }
 };
 
 Entry EntryOf(const struct stat& st) {
-  return {static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+  return {static_cast<int64_t>(st.st_size),
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
           S_ISLNK(st.st_mode)};
 }
 
@@ -157,7 +164,8 @@ Status WriteMarker(const std::string& local_dir, const Marker& m) {
     out << nlohmann::json{{"generation", m.generation}, {"files", files}}.dump() << "\n";
     if (!out) return Status::Internal("cannot write " + path + ".tmp");
   }
-  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) return Status::Internal(Errno("cannot rename " + path));
+  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+    return Status::Internal(Errno("cannot rename " + path));
   return Status::Ok();
 }
 
@@ -184,8 +192,10 @@ StatusOr<Tree> Walk(const std::string& root) {
     } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
       t.files[rel] = EntryOf(st);
     } else {
-      return Status::FailedPrecondition(path + " is neither a file, a folder nor a symbolic link; a checkpoint "
-                                        "holds only those (remove it from the checkpoint directory)");
+      return Status::FailedPrecondition(
+          path +
+          " is neither a file, a folder nor a symbolic link; a checkpoint "
+          "holds only those (remove it from the checkpoint directory)");
     }
   }
   return t;
@@ -193,16 +203,19 @@ StatusOr<Tree> Walk(const std::string& root) {
 
 // Copies the file or link `src` to the new path `dst` (fsynced, with src's mode and mtime, owned
 // by `owner`); the bytes copied.
-StatusOr<int64_t> CopyEntry(const std::string& src, const std::string& dst, const std::optional<FileOwner>& owner) {
+StatusOr<int64_t> CopyEntry(const std::string& src, const std::string& dst,
+                            const std::optional<FileOwner>& owner) {
   struct stat st {};
   if (lstat(src.c_str(), &st) != 0) return Status::Internal(Errno("cannot stat " + src));
   if (S_ISLNK(st.st_mode)) {
     std::error_code ec;
     const fs::path target = fs::read_symlink(src, ec);
     if (ec) return Status::Internal("cannot read the link " + src + ": " + ec.message());
-    if (symlink(target.c_str(), dst.c_str()) != 0) return Status::Internal(Errno("cannot create the link " + dst));
+    if (symlink(target.c_str(), dst.c_str()) != 0)
+      return Status::Internal(Errno("cannot create the link " + dst));
     if (owner && lchown(dst.c_str(), owner->uid, owner->gid) != 0) {
-      return Status::Internal(Errno("cannot give the link " + dst + " to uid " + std::to_string(owner->uid)));
+      return Status::Internal(
+          Errno("cannot give the link " + dst + " to uid " + std::to_string(owner->uid)));
     }
     return int64_t{0};
   }
@@ -212,9 +225,10 @@ StatusOr<int64_t> CopyEntry(const std::string& src, const std::string& dst, cons
   // files, so that a link swapped in under a folder cannot make it copy someone else's.
   if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || (owner && st.st_uid != owner->uid)) {
     close(in);
-    return Status::PermissionDenied(src + " is not a file of uid " +
-                                    (owner ? std::to_string(owner->uid) : std::string("the agent's")) +
-                                    " (the task's user); a checkpoint holds only the task's own files");
+    return Status::PermissionDenied(
+        src + " is not a file of uid " +
+        (owner ? std::to_string(owner->uid) : std::string("the agent's")) +
+        " (the task's user); a checkpoint holds only the task's own files");
   }
   const int out = open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (out < 0) {
@@ -230,7 +244,8 @@ StatusOr<int64_t> CopyEntry(const std::string& src, const std::string& dst, cons
     ssize_t n = -1;
     if (!plain) {
       n = copy_file_range(in, nullptr, out, nullptr, 64 << 20, 0);
-      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EPERM)) {
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                    errno == EPERM)) {
         plain = true;
         continue;
       }
@@ -260,9 +275,11 @@ StatusOr<int64_t> CopyEntry(const std::string& src, const std::string& dst, cons
   if (s.ok() && owner && fchown(out, owner->uid, owner->gid) != 0) {
     s = Status::Internal(Errno("cannot give " + dst + " to uid " + std::to_string(owner->uid)));
   }
-  if (s.ok() && fchmod(out, st.st_mode & 0777) != 0) s = Status::Internal(Errno("cannot set the mode of " + dst));
+  if (s.ok() && fchmod(out, st.st_mode & 0777) != 0)
+    s = Status::Internal(Errno("cannot set the mode of " + dst));
   const struct timespec times[2] = {st.st_atim, st.st_mtim};
-  if (s.ok() && futimens(out, times) != 0) s = Status::Internal(Errno("cannot set the times of " + dst));
+  if (s.ok() && futimens(out, times) != 0)
+    s = Status::Internal(Errno("cannot set the times of " + dst));
   if (s.ok() && fsync(out) != 0) s = Status::Internal(Errno("cannot sync " + dst));
   close(in);
   if (close(out) != 0 && s.ok()) s = Status::Internal(Errno("cannot close " + dst));
@@ -278,12 +295,14 @@ Status MakeDir(const std::string& path, const std::optional<FileOwner>& owner, m
   if (owner && chown(path.c_str(), owner->uid, owner->gid) != 0) {
     return Status::Internal(Errno("cannot give " + path + " to uid " + std::to_string(owner->uid)));
   }
-  if (chmod(path.c_str(), mode & 0777) != 0) return Status::Internal(Errno("cannot set the mode of " + path));
+  if (chmod(path.c_str(), mode & 0777) != 0)
+    return Status::Internal(Errno("cannot set the mode of " + path));
   return Status::Ok();
 }
 
 // The folders of `rel` (a/b/c -> a, a/b), created under `root` where missing.
-Status MakeParents(const std::string& root, const std::string& rel, const std::optional<FileOwner>& owner) {
+Status MakeParents(const std::string& root, const std::string& rel,
+                   const std::optional<FileOwner>& owner) {
   fs::path p;
   const fs::path parent = fs::path(rel).parent_path();
   for (const auto& part : parent) {
@@ -299,10 +318,11 @@ mode_t ModeOf(const std::string& path) {
 }
 
 // A hard link to the previous generation's copy of a file, or a copy where links are refused.
-StatusOr<bool> LinkOrCopy(const std::string& from, const std::string& to, const std::optional<FileOwner>& owner,
-                          int64_t* bytes) {
+StatusOr<bool> LinkOrCopy(const std::string& from, const std::string& to,
+                          const std::optional<FileOwner>& owner, int64_t* bytes) {
   struct stat st {};
-  if (lstat(from.c_str(), &st) == 0 && S_ISREG(st.st_mode) && link(from.c_str(), to.c_str()) == 0) return true;
+  if (lstat(from.c_str(), &st) == 0 && S_ISREG(st.st_mode) && link(from.c_str(), to.c_str()) == 0)
+    return true;
   HANGAR_ASSIGN_OR_RETURN(int64_t n, CopyEntry(from, to, owner));
   *bytes += n;
   return false;
@@ -313,13 +333,15 @@ StatusOr<std::pair<Tree, int64_t>> CopyTree(const std::string& src, const std::s
                                             const std::optional<FileOwner>& owner) {
   HANGAR_ASSIGN_OR_RETURN(Tree t, Walk(src));
   HANGAR_RETURN_IF_ERROR(MakeDir(dst, owner));
-  for (const auto& d : t.dirs) HANGAR_RETURN_IF_ERROR(MakeDir(dst + "/" + d, owner, ModeOf(src + "/" + d)));
+  for (const auto& d : t.dirs)
+    HANGAR_RETURN_IF_ERROR(MakeDir(dst + "/" + d, owner, ModeOf(src + "/" + d)));
   int64_t bytes = 0;
   for (const auto& [rel, e] : t.files) {
     HANGAR_ASSIGN_OR_RETURN(int64_t n, CopyEntry(src + "/" + rel, dst + "/" + rel, owner));
     bytes += n;
   }
-  for (auto d = t.dirs.rbegin(); d != t.dirs.rend(); ++d) HANGAR_RETURN_IF_ERROR(FsyncPath(dst + "/" + *d, true));
+  for (auto d = t.dirs.rbegin(); d != t.dirs.rend(); ++d)
+    HANGAR_RETURN_IF_ERROR(FsyncPath(dst + "/" + *d, true));
   HANGAR_RETURN_IF_ERROR(FsyncPath(dst, true));
   return std::make_pair(std::move(t), bytes);
 }
@@ -328,7 +350,8 @@ StatusOr<std::pair<Tree, int64_t>> CopyTree(const std::string& src, const std::s
 Status PointLink(const StorePaths& s, const std::string& store_dir, const std::string& generation) {
   const std::string tmp = s.LinkTmp();
   unlink(tmp.c_str());
-  if (symlink(generation.c_str(), tmp.c_str()) != 0) return Status::Internal(Errno("cannot create the link " + tmp));
+  if (symlink(generation.c_str(), tmp.c_str()) != 0)
+    return Status::Internal(Errno("cannot create the link " + tmp));
   if (std::rename(tmp.c_str(), store_dir.c_str()) != 0) {
     const std::string why = Errno("cannot point " + store_dir + " at " + generation);
     unlink(tmp.c_str());
@@ -340,7 +363,9 @@ Status PointLink(const StorePaths& s, const std::string& store_dir, const std::s
 Status EnsureLocalDir(const std::string& local_dir, const std::optional<FileOwner>& owner) {
   std::error_code ec;
   fs::create_directories(fs::path(local_dir).parent_path(), ec);
-  if (ec) return Status::FailedPrecondition("cannot create " + fs::path(local_dir).parent_path().string() + ": " + ec.message());
+  if (ec)
+    return Status::FailedPrecondition(
+        "cannot create " + fs::path(local_dir).parent_path().string() + ": " + ec.message());
   struct stat st {};
   if (lstat(local_dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
     return Status::FailedPrecondition(local_dir + " is not a folder; remove it");
@@ -348,7 +373,8 @@ Status EnsureLocalDir(const std::string& local_dir, const std::optional<FileOwne
   HANGAR_RETURN_IF_ERROR(MakeDir(local_dir, owner));
   if (owner && lstat(local_dir.c_str(), &st) == 0 && st.st_uid != owner->uid &&
       chown(local_dir.c_str(), owner->uid, owner->gid) != 0) {
-    return Status::FailedPrecondition(Errno("cannot give " + local_dir + " to uid " + std::to_string(owner->uid)));
+    return Status::FailedPrecondition(
+        Errno("cannot give " + local_dir + " to uid " + std::to_string(owner->uid)));
   }
   return Status::Ok();
 }
@@ -359,7 +385,8 @@ Status DrainLocked(const std::string& local_dir, const std::string& store_dir, c
   // Leftovers of a drain that died (under the lock, every .tmp is one).
   for (const auto& e : fs::directory_iterator(s.parent, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(s.Prefix(), 0) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
+    if (name.rfind(s.Prefix(), 0) == 0 && name.size() > 4 &&
+        name.compare(name.size() - 4, 4, ".tmp") == 0) {
       fs::remove_all(e.path(), ec);
     }
   }
@@ -376,7 +403,8 @@ Status DrainLocked(const std::string& local_dir, const std::string& store_dir, c
   }
   const std::optional<StoreGeneration> cur = CurrentGeneration(store_dir);
   if (!cur && lstat(store_dir.c_str(), &st) == 0) {
-    return Status::FailedPrecondition(store_dir + " is neither a folder nor a link to a generation beside it; move it away");
+    return Status::FailedPrecondition(
+        store_dir + " is neither a folder nor a link to a generation beside it; move it away");
   }
   // This node's last sync counts only if it is an ancestor of the current generation.
   Marker base;
@@ -394,17 +422,19 @@ Status DrainLocked(const std::string& local_dir, const std::string& store_dir, c
   const std::string tmp = s.parent + "/" + name + ".tmp";
   auto build = [&]() -> Status {
     HANGAR_RETURN_IF_ERROR(MakeDir(tmp, owner));
-    for (const auto& d : local.dirs) HANGAR_RETURN_IF_ERROR(MakeDir(tmp + "/" + d, owner, ModeOf(local_dir + "/" + d)));
+    for (const auto& d : local.dirs)
+      HANGAR_RETURN_IF_ERROR(MakeDir(tmp + "/" + d, owner, ModeOf(local_dir + "/" + d)));
     for (const auto& [rel, e] : local.files) {
       auto was = base.files.find(rel);
       const bool unchanged = was != base.files.end() && was->second == e;
       auto there = current.files.find(rel);
       if (unchanged) {
-        // Not changed here since this node's last sync: the store's copy is as new or newer (another
-        // node wrote it), and if the store has none another node removed it.
+        // Not changed here since this node's last sync: the store's copy is as new or newer
+        // (another node wrote it), and if the store has none another node removed it.
         if (there == current.files.end()) continue;
         HANGAR_RETURN_IF_ERROR(MakeParents(tmp, rel, owner));
-        HANGAR_ASSIGN_OR_RETURN(bool linked, LinkOrCopy(cur->path + "/" + rel, tmp + "/" + rel, owner, &result->bytes_copied));
+        HANGAR_ASSIGN_OR_RETURN(bool linked, LinkOrCopy(cur->path + "/" + rel, tmp + "/" + rel,
+                                                        owner, &result->bytes_copied));
         (linked ? result->files_linked : result->files_copied)++;
         continue;
       }
@@ -417,13 +447,14 @@ Status DrainLocked(const std::string& local_dir, const std::string& store_dir, c
       if (local.files.count(rel)) continue;
       if (base.files.count(rel)) continue;  // this node had it and removed it since
       HANGAR_RETURN_IF_ERROR(MakeParents(tmp, rel, owner));
-      HANGAR_ASSIGN_OR_RETURN(bool linked, LinkOrCopy(cur->path + "/" + rel, tmp + "/" + rel, owner, &result->bytes_copied));
+      HANGAR_ASSIGN_OR_RETURN(bool linked, LinkOrCopy(cur->path + "/" + rel, tmp + "/" + rel, owner,
+                                                      &result->bytes_copied));
       (linked ? result->files_linked : result->files_copied)++;
     }
     // Every folder synced, deepest first, so that the new names are on disk before the rename.
     std::vector<std::string> dirs;
-    for (auto it = fs::recursive_directory_iterator(tmp, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
+    for (auto it = fs::recursive_directory_iterator(tmp, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
     }
     if (ec) return Status::Internal("cannot read " + tmp + ": " + ec.message());
@@ -448,11 +479,15 @@ Status DrainLocked(const std::string& local_dir, const std::string& store_dir, c
   // The previous generation goes (what did not change lives on in the new one's hard links).
   if (cur && cur->name != name) {
     fs::remove_all(cur->path, ec);
-    if (ec) spdlog::warn("checkpoint store: cannot remove the old generation {}: {}", cur->path, ec.message());
+    if (ec)
+      spdlog::warn("checkpoint store: cannot remove the old generation {}: {}", cur->path,
+                   ec.message());
   }
   Marker mine{name, local.files};
   Status marked = WriteMarker(local_dir, mine);
-  if (!marked.ok()) spdlog::warn("checkpoint drain: {} (the next restore copies the store again)", marked.message());
+  if (!marked.ok())
+    spdlog::warn("checkpoint drain: {} (the next restore copies the store again)",
+                 marked.message());
   return Status::Ok();
 }
 
@@ -483,15 +518,18 @@ std::string ResolveStoreLink(const std::string& path) {
   return g && g->name != "plain" ? g->path : path;
 }
 
-StatusOr<RestoreResult> RestoreCheckpoint(const std::string& store_dir, const std::string& local_dir,
-                                          const std::optional<FileOwner>& owner, Duration lock_timeout) {
+StatusOr<RestoreResult> RestoreCheckpoint(const std::string& store_dir,
+                                          const std::string& local_dir,
+                                          const std::optional<FileOwner>& owner,
+                                          Duration lock_timeout) {
   const auto t0 = Clock::now();
   RestoreResult r;
   const StorePaths s = PathsOf(store_dir);
   std::optional<StoreLock> lock;
   std::error_code ec;
   if (fs::is_directory(s.parent, ec)) {
-    HANGAR_ASSIGN_OR_RETURN(StoreLock l, StoreLock::Take(s.Lock(), /*exclusive=*/false, lock_timeout));
+    HANGAR_ASSIGN_OR_RETURN(StoreLock l,
+                            StoreLock::Take(s.Lock(), /*exclusive=*/false, lock_timeout));
     lock.emplace(std::move(l));
   }
   const std::optional<StoreGeneration> cur = CurrentGeneration(store_dir);
@@ -509,8 +547,9 @@ StatusOr<RestoreResult> RestoreCheckpoint(const std::string& store_dir, const st
     if (mseq && *mseq >= cur->seq) {
       HANGAR_RETURN_IF_ERROR(EnsureLocalDir(local_dir, owner));
       r.generation = mine->generation;
-      r.why = *mseq == cur->seq ? "this node holds the store's generation " + cur->name + " already"
-                                : "this node holds " + mine->generation + ", newer than the store's " + cur->name;
+      r.why = *mseq == cur->seq
+                  ? "this node holds the store's generation " + cur->name + " already"
+                  : "this node holds " + mine->generation + ", newer than the store's " + cur->name;
       r.took = MsSince(t0);
       return r;
     }
@@ -522,42 +561,51 @@ StatusOr<RestoreResult> RestoreCheckpoint(const std::string& store_dir, const st
   auto copied = CopyTree(cur->path, tmp, owner);
   if (!copied.ok()) {
     fs::remove_all(tmp, ec);
-    return Status(copied.status().code(), "restoring " + cur->path + " to " + local_dir + ": " + copied.status().message());
+    return Status(copied.status().code(),
+                  "restoring " + cur->path + " to " + local_dir + ": " + copied.status().message());
   }
   if (local_there) {
     const std::string old = local_dir + ".old";
     fs::remove_all(old, ec);
-    if (std::rename(local_dir.c_str(), old.c_str()) != 0) return Status::Internal(Errno("cannot move " + local_dir + " aside"));
+    if (std::rename(local_dir.c_str(), old.c_str()) != 0)
+      return Status::Internal(Errno("cannot move " + local_dir + " aside"));
     fs::remove_all(old, ec);
   }
-  if (std::rename(tmp.c_str(), local_dir.c_str()) != 0) return Status::Internal(Errno("cannot rename " + tmp + " to " + local_dir));
+  if (std::rename(tmp.c_str(), local_dir.c_str()) != 0)
+    return Status::Internal(Errno("cannot rename " + tmp + " to " + local_dir));
   HANGAR_RETURN_IF_ERROR(WriteMarker(local_dir, Marker{cur->name, copied->first.files}));
   r.restored = true;
   r.generation = cur->name;
   r.bytes = copied->second;
   r.took = MsSince(t0);
-  r.why = "restored " + cur->name + " from the store (" + std::to_string(copied->first.files.size()) + " files, " +
-          std::to_string(r.bytes) + " bytes, " + std::to_string(r.took) + " ms)";
+  r.why = "restored " + cur->name + " from the store (" +
+          std::to_string(copied->first.files.size()) + " files, " + std::to_string(r.bytes) +
+          " bytes, " + std::to_string(r.took) + " ms)";
   return r;
 }
 
 StatusOr<DrainResult> DrainCheckpoint(const std::string& local_dir, const std::string& store_dir,
-                                      const std::optional<FileOwner>& owner, Duration lock_timeout) {
+                                      const std::optional<FileOwner>& owner,
+                                      Duration lock_timeout) {
   const auto t0 = Clock::now();
   const std::string what = "draining " + local_dir + " to " + store_dir;
   std::error_code ec;
-  if (!fs::is_directory(local_dir, ec)) return Status::FailedPrecondition(what + ": " + local_dir + " is not a folder");
+  if (!fs::is_directory(local_dir, ec))
+    return Status::FailedPrecondition(what + ": " + local_dir + " is not a folder");
   const StorePaths s = PathsOf(store_dir);
   fs::create_directories(s.parent, ec);
   if (ec) {
-    return Status::Unavailable(what + ": cannot create the checkpoint store " + s.parent + " (" + ec.message() +
+    return Status::Unavailable(what + ": cannot create the checkpoint store " + s.parent + " (" +
+                               ec.message() +
                                "); --checkpoint-root must be shared storage mounted on this node");
   }
   auto lock = StoreLock::Take(s.Lock(), /*exclusive=*/true, lock_timeout);
   if (!lock.ok()) return Status(lock.status().code(), what + ": " + lock.status().message());
   DrainResult result;
   Status st = DrainLocked(local_dir, store_dir, s, owner, &result);
-  if (!st.ok()) return Status(st.code(), what + ": " + st.message() + "; the store keeps its previous checkpoint");
+  if (!st.ok())
+    return Status(st.code(),
+                  what + ": " + st.message() + "; the store keeps its previous checkpoint");
   result.took = MsSince(t0);
   return result;
 }

@@ -68,17 +68,20 @@ std::optional<StoreGeneration> CurrentGeneration(const std::string& store_dir);
 std::string ResolveStoreLink(const std::string& path);
 
 struct RestoreResult {
-  bool restored = false;      // copied from the store (else the local copy was kept, or nothing was there)
-  std::string generation;     // what local scratch holds now ("" when nothing)
-  std::string why;            // one line for the log
-  int64_t bytes = 0;          // copied
+  bool restored =
+      false;  // copied from the store (else the local copy was kept, or nothing was there)
+  std::string generation;  // what local scratch holds now ("" when nothing)
+  std::string why;         // one line for the log
+  int64_t bytes = 0;       // copied
   Duration took = 0;
 };
 
 // Makes `local_dir` hold the newest checkpoint of the job: the store's generation, unless local
 // scratch holds that one (or a newer) already. `local_dir` exists (owned by `owner`) afterwards.
-StatusOr<RestoreResult> RestoreCheckpoint(const std::string& store_dir, const std::string& local_dir,
-                                          const std::optional<FileOwner>& owner, Duration lock_timeout = 60 * kSecond);
+StatusOr<RestoreResult> RestoreCheckpoint(const std::string& store_dir,
+                                          const std::string& local_dir,
+                                          const std::optional<FileOwner>& owner,
+                                          Duration lock_timeout = 60 * kSecond);
 
 struct DrainResult {
   std::string generation;  // the one published
@@ -91,7 +94,8 @@ struct DrainResult {
 // Publishes `local_dir` into the store as a new generation (see above). On failure the store keeps
 // its previous generation and the error says what failed and where.
 StatusOr<DrainResult> DrainCheckpoint(const std::string& local_dir, const std::string& store_dir,
-                                      const std::optional<FileOwner>& owner, Duration lock_timeout = 60 * kSecond);
+                                      const std::optional<FileOwner>& owner,
+                                      Duration lock_timeout = 60 * kSecond);
 
 // Drains in the background, one at a time, in the order asked. Each request gets one call of
 // `done`, on the drainer's thread.

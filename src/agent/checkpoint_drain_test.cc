@@ -50,11 +50,14 @@ class CheckpointDrainTest : public ::testing::Test {
   // Every name in the store's folder, sorted.
   std::vector<std::string> StoreNames() const {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_ + "/shared")) names.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(dir_ + "/shared"))
+      names.push_back(e.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
   }
-  std::string Link() const { return fs::is_symlink(store_) ? fs::read_symlink(store_).string() : "<not a link>"; }
+  std::string Link() const {
+    return fs::is_symlink(store_) ? fs::read_symlink(store_).string() : "<not a link>";
+  }
 
   std::string dir_, store_, a_, b_;
 };
@@ -81,7 +84,8 @@ TEST_F(CheckpointDrainTest, PublishesEachDrainAsANewGenerationBehindTheLink) {
   EXPECT_EQ(second->files_linked, 1);
   EXPECT_EQ(Read(store_ + "/model.pt"), "step 2!");
   EXPECT_EQ(Read(store_ + "/opt/state.pt"), "adam 1");
-  EXPECT_EQ(StoreNames(), (std::vector<std::string>{".job-7.gen-0000000002", ".job-7.lock", "job-7"}));
+  EXPECT_EQ(StoreNames(),
+            (std::vector<std::string>{".job-7.gen-0000000002", ".job-7.lock", "job-7"}));
   // Agents without scratch dirs open the generation through the link.
   EXPECT_EQ(ResolveStoreLink(store_), dir_ + "/shared/.job-7.gen-0000000002");
 }
@@ -90,14 +94,17 @@ TEST_F(CheckpointDrainTest, AFailedDrainKeepsThePreviousCheckpointWhole) {
   Write(a_ + "/model.pt", "step 1");
   ASSERT_TRUE(DrainCheckpoint(a_, store_, std::nullopt).ok());
   Write(a_ + "/model.pt", "step 2, half of it");
-  ASSERT_EQ(mkfifo((a_ + "/zz-pipe").c_str(), 0600), 0);  // no checkpoint data: the drain refuses it
+  ASSERT_EQ(mkfifo((a_ + "/zz-pipe").c_str(), 0600),
+            0);  // no checkpoint data: the drain refuses it
   auto failed = DrainCheckpoint(a_, store_, std::nullopt);
   ASSERT_FALSE(failed.ok());
-  EXPECT_THAT(failed.status().message(), HasSubstr("zz-pipe is neither a file, a folder nor a symbolic link"));
+  EXPECT_THAT(failed.status().message(),
+              HasSubstr("zz-pipe is neither a file, a folder nor a symbolic link"));
   EXPECT_THAT(failed.status().message(), HasSubstr("the store keeps its previous checkpoint"));
   EXPECT_EQ(Link(), ".job-7.gen-0000000001");
   EXPECT_EQ(Read(store_ + "/model.pt"), "step 1");
-  EXPECT_EQ(StoreNames(), (std::vector<std::string>{".job-7.gen-0000000001", ".job-7.lock", "job-7"}));
+  EXPECT_EQ(StoreNames(),
+            (std::vector<std::string>{".job-7.gen-0000000001", ".job-7.lock", "job-7"}));
 
   // A drain that died half way (its .tmp) is never read and goes with the next drain.
   fs::remove(a_ + "/zz-pipe");
@@ -105,7 +112,8 @@ TEST_F(CheckpointDrainTest, AFailedDrainKeepsThePreviousCheckpointWhole) {
   auto next = DrainCheckpoint(a_, store_, std::nullopt);
   ASSERT_TRUE(next.ok()) << next.status().message();
   EXPECT_EQ(Read(store_ + "/model.pt"), "step 2, half of it");
-  EXPECT_EQ(StoreNames(), (std::vector<std::string>{".job-7.gen-0000000002", ".job-7.lock", "job-7"}));
+  EXPECT_EQ(StoreNames(),
+            (std::vector<std::string>{".job-7.gen-0000000002", ".job-7.lock", "job-7"}));
 }
 
 TEST_F(CheckpointDrainTest, ADrainWaitsForTheStoreLockAndSaysWhenItGivesUp) {
@@ -118,7 +126,8 @@ TEST_F(CheckpointDrainTest, ADrainWaitsForTheStoreLockAndSaysWhenItGivesUp) {
   auto blocked = DrainCheckpoint(a_, store_, std::nullopt, 200);
   close(fd);
   ASSERT_FALSE(blocked.ok());
-  EXPECT_THAT(blocked.status().message(), HasSubstr("another drain or restore of this job has held"));
+  EXPECT_THAT(blocked.status().message(),
+              HasSubstr("another drain or restore of this job has held"));
   EXPECT_EQ(Read(store_ + "/model.pt"), "step 1");
 }
 
@@ -203,7 +212,8 @@ TEST_F(CheckpointDrainTest, APlainStoreFolderIsRestoredAndBecomesGenerationZero)
   ASSERT_TRUE(drained.ok()) << drained.status().message();
   EXPECT_EQ(Link(), ".job-7.gen-0000000001");
   EXPECT_EQ(Read(store_ + "/model.pt"), "step 6");
-  EXPECT_EQ(StoreNames(), (std::vector<std::string>{".job-7.gen-0000000001", ".job-7.lock", "job-7"}));
+  EXPECT_EQ(StoreNames(),
+            (std::vector<std::string>{".job-7.gen-0000000001", ".job-7.lock", "job-7"}));
 }
 
 // The agent runs as root and copies for the task's user: the copies are theirs, and it copies only
@@ -240,11 +250,12 @@ TEST_F(CheckpointDrainTest, TheDrainerDrainsInTheBackgroundInOrder) {
   std::condition_variable cv;
   std::vector<std::pair<std::string, bool>> done;
   {
-    CheckpointDrainer drainer([&](const CheckpointDrainer::Request& q, const StatusOr<DrainResult>& r) {
-      std::lock_guard<std::mutex> l(mu);
-      done.emplace_back(q.task_id, r.ok());
-      cv.notify_all();
-    });
+    CheckpointDrainer drainer(
+        [&](const CheckpointDrainer::Request& q, const StatusOr<DrainResult>& r) {
+          std::lock_guard<std::mutex> l(mu);
+          done.emplace_back(q.task_id, r.ok());
+          cv.notify_all();
+        });
     Write(a_ + "/model.pt", "step 1");
     CheckpointDrainer::Request q;
     q.job_id = 7;

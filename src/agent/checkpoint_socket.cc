@@ -88,7 +88,8 @@ StatusOr<CheckpointReport> ParseRequest(const std::string& line) {
     return Status::InvalidArgument("unknown op; the agent knows \"checkpoint_done\"");
   }
   CheckpointReport r;
-  if (!j.contains("task_id") || !j["task_id"].is_string() || j["task_id"].get<std::string>().empty()) {
+  if (!j.contains("task_id") || !j["task_id"].is_string() ||
+      j["task_id"].get<std::string>().empty()) {
     return Status::InvalidArgument("the request names no task_id");
   }
   r.task_id = j["task_id"].get<std::string>();
@@ -107,19 +108,22 @@ StatusOr<CheckpointReport> ParseRequest(const std::string& line) {
 
 StatusOr<ProgressReport> ParseProgress(const nlohmann::json& j) {
   ProgressReport r;
-  if (!j.contains("task_id") || !j["task_id"].is_string() || j["task_id"].get<std::string>().empty()) {
+  if (!j.contains("task_id") || !j["task_id"].is_string() ||
+      j["task_id"].get<std::string>().empty()) {
     return Status::InvalidArgument("the request names no task_id");
   }
   r.task_id = j["task_id"].get<std::string>();
   if (!j.contains("step") || !j["step"].is_number_unsigned()) {
-    return Status::InvalidArgument("step must be given, a non-negative integer (the training step reached)");
+    return Status::InvalidArgument(
+        "step must be given, a non-negative integer (the training step reached)");
   }
   r.step = j["step"].get<uint64_t>();
   if (j.contains("step_time")) {
     const auto& t = j["step_time"];
     // Under a day: anything longer is a mistake in units, not a step.
     if (!t.is_number() || t.get<double>() < 0 || t.get<double>() > 86400) {
-      return Status::InvalidArgument("step_time must be the seconds the last step took, from 0 to 86400");
+      return Status::InvalidArgument(
+          "step_time must be the seconds the last step took, from 0 to 86400");
     }
     r.step_time_us = static_cast<uint64_t>(t.get<double>() * 1e6 + 0.5);
   }
@@ -149,8 +153,7 @@ std::string AgentSocketPath(const std::string& state_dir) {
   return "/tmp/hangar-agent-" + std::to_string(getuid()) + "-" + hash + ".sock";
 }
 
-StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& path,
-                                                           Handler handler,
+StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& path, Handler handler,
                                                            AfterReply after_reply,
                                                            ProgressHandler progress) {
   const std::string what = "cannot listen on " + path + ": ";
@@ -158,7 +161,8 @@ StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& pa
   if (!addr.ok()) return Status::InvalidArgument(what + addr.status().message());
   struct stat st {};
   if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return Status::FailedPrecondition(what + "a file that is not a socket is there");
+    if (!S_ISSOCK(st.st_mode))
+      return Status::FailedPrecondition(what + "a file that is not a socket is there");
     unlink(path.c_str());  // a stale socket of an earlier agent
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -183,8 +187,8 @@ StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& pa
     unlink(path.c_str());
     return Status::Unavailable(what + "pipe: " + ErrnoText(e));
   }
-  std::unique_ptr<AgentSocket> s(new AgentSocket(path, fd, wake[0], std::move(handler),
-                                                 std::move(after_reply)));
+  std::unique_ptr<AgentSocket> s(
+      new AgentSocket(path, fd, wake[0], std::move(handler), std::move(after_reply)));
   s->wake_write_fd_ = wake[1];
   s->progress_ = std::move(progress);
   s->thread_ = std::thread([raw = s.get()] { raw->Serve(); });
@@ -234,14 +238,16 @@ void AgentSocket::HandleConnection(int fd) {
   if (!line.ok()) return;
   if (progress_ && line->find("\"progress\"") != std::string::npos) {
     auto j = nlohmann::json::parse(*line, nullptr, false);
-    if (j.is_object() && j.value("op", "") == "progress") return HandleProgress(fd, *line, deadline);
+    if (j.is_object() && j.value("op", "") == "progress")
+      return HandleProgress(fd, *line, deadline);
   }
   nlohmann::json answer;
   std::optional<std::pair<CheckpointReport, CheckpointReply>> done;
   auto report = ParseRequest(*line);
   ucred peer{};
   socklen_t peer_size = sizeof peer;
-  if (report.ok() && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0) report->peer_uid = peer.uid;
+  if (report.ok() && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0)
+    report->peer_uid = peer.uid;
   if (!report.ok()) {
     answer = {{"ok", false}, {"error", report.status().message()}};
   } else {
@@ -269,15 +275,18 @@ void AgentSocket::HandleProgress(int fd, const std::string& line, int64_t deadli
   auto report = ParseProgress(nlohmann::json::parse(line));
   ucred peer{};
   socklen_t peer_size = sizeof peer;
-  if (report.ok() && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0) report->peer_uid = peer.uid;
+  if (report.ok() && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0)
+    report->peer_uid = peer.uid;
   Status taken = report.ok() ? progress_(*report) : report.status();
-  const nlohmann::json answer =
-      taken.ok() ? nlohmann::json{{"ok", true}} : nlohmann::json{{"ok", false}, {"error", taken.message()}};
+  const nlohmann::json answer = taken.ok()
+                                    ? nlohmann::json{{"ok", true}}
+                                    : nlohmann::json{{"ok", false}, {"error", taken.message()}};
   (void)WriteAll(fd, answer.dump() + "\n", deadline);
 }
 
 // One request, one JSON answer: the answer's object, or why there is none.
-static StatusOr<nlohmann::json> Exchange(const std::string& socket_path, const nlohmann::json& request, Duration timeout) {
+static StatusOr<nlohmann::json> Exchange(const std::string& socket_path,
+                                         const nlohmann::json& request, Duration timeout) {
   const std::string where = "the agent at " + socket_path;
   HANGAR_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(socket_path));
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -297,15 +306,18 @@ static StatusOr<nlohmann::json> Exchange(const std::string& socket_path, const n
   if (!line.ok()) return Status::Unavailable(where + " did not answer: " + line.status().message());
   auto j = nlohmann::json::parse(*line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return Status::Unavailable(where + " answered what is not JSON: '" + line->substr(0, 200) + "'");
+    return Status::Unavailable(where + " answered what is not JSON: '" + line->substr(0, 200) +
+                               "'");
   }
   if (!j.value("ok", false)) {
-    return Status::FailedPrecondition(where + " refused: " + j.value("error", std::string("no reason given")));
+    return Status::FailedPrecondition(
+        where + " refused: " + j.value("error", std::string("no reason given")));
   }
   return j;
 }
 
-Status SendProgress(const std::string& socket_path, const ProgressReport& report, Duration timeout) {
+Status SendProgress(const std::string& socket_path, const ProgressReport& report,
+                    Duration timeout) {
   nlohmann::json request = {{"op", "progress"}, {"task_id", report.task_id}, {"step", report.step}};
   if (report.step_time_us) request["step_time"] = static_cast<double>(report.step_time_us) / 1e6;
   return Exchange(socket_path, request, timeout).status();

@@ -1,7 +1,8 @@
 // The agent's local socket: how a task talks to the agent of its node. A Unix domain stream
 // socket, its path given to every task as HANGAR_AGENT_SOCKET; mode 0666, since tasks run as
 // their users: the kernel tells the agent who connected (SO_PEERCRED), and the agent takes a
-// task's reports only from its own uid (or root). One request per connection, each a JSON line, answered by a JSON line:
+// task's reports only from its own uid (or root). One request per connection, each a JSON line,
+// answered by a JSON line:
 //
 //   -> {"op": "checkpoint_done", "task_id": "42.0.1", "path": "/ckpt/step-900", "step": 900}
 //   <- {"ok": true, "released": false}            or  {"ok": false, "error": "..."}
@@ -32,8 +33,8 @@ namespace hangar::agent {
 // What a task reports with `hangar checkpoint-done`.
 struct CheckpointReport {
   std::string task_id;
-  std::string path;   // optional: what it wrote (absolute)
-  uint64_t step = 0;  // optional: the training step it covers
+  std::string path;       // optional: what it wrote (absolute)
+  uint64_t step = 0;      // optional: the training step it covers
   int64_t peer_uid = -1;  // who sent it (the connecting process's uid); -1: unknown
 };
 

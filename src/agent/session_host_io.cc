@@ -156,7 +156,8 @@ void SessionHost::TakeInput(const v1::SessionInput& in) {
   const int terminal_fd = term ? term->leader : (s.tty ? s.in : -1);
   if (in.rows() > 0 && in.cols() > 0 && terminal_fd >= 0)
     SetWindowSize(terminal_fd, in.rows(), in.cols());
-  if (in.signal() > 0 && in.signal() < NSIG && !s.socket) SignalForeground(terminal_fd, s.pid, in.signal());
+  if (in.signal() > 0 && in.signal() < NSIG && !s.socket)
+    SignalForeground(terminal_fd, s.pid, in.signal());
   std::string& pending = term ? term->pending : s.pending;
   if (!in.data().empty()) {
     if (pending.size() + in.data().size() > kMaxPendingInput) {

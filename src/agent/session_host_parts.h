@@ -36,8 +36,8 @@ struct SessionHost::Terminal {
   int log = -1;
   std::string backlog;
   std::vector<uint64_t> attached;
-  std::string pending;  // what attached sessions typed, not yet written
-  bool input_only = false;  // `leader` is the write end of the task's stdin pipe: nothing to read
+  std::string pending;       // what attached sessions typed, not yet written
+  bool input_only = false;   // `leader` is the write end of the task's stdin pipe: nothing to read
   bool eof_pending = false;  // input_only: close the pipe once `pending` is written
   bool ended = false;
   int exit_code = 0, signal = 0;

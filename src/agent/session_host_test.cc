@@ -177,7 +177,8 @@ TEST(SessionHostTest, AnAttachFeedsATasksStdinPipeAndItsEofClosesIt) {
     if (n <= 0) break;
     got.append(buf, n);
   }
-  EXPECT_EQ(got, "line one\ntwo") << "no \\x04 or other terminal bytes: a pipe carries them as sent";
+  EXPECT_EQ(got, "line one\ntwo")
+      << "no \\x04 or other terminal bytes: a pipe carries them as sent";
   close(*read_end);
   host.TaskEnded("12.0.0", 4, 0);
   auto s = c.WaitFor(30, [](const auto& s) { return s.ended; });

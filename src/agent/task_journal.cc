@@ -52,20 +52,26 @@ std::vector<nlohmann::json> TaskJournal::Load() {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (header) {
       header = false;
-      if (!j.is_object() || j.value("generation", uint64_t{0}) != generation_ || !j.contains("journal_of")) break;
+      if (!j.is_object() || j.value("generation", uint64_t{0}) != generation_ ||
+          !j.contains("journal_of"))
+        break;
       continue;
     }
-    if (j.is_object()) out.push_back(std::move(j));
-    else ++skipped;  // torn by a crash mid-write
+    if (j.is_object())
+      out.push_back(std::move(j));
+    else
+      ++skipped;  // torn by a crash mid-write
   }
-  if (skipped > 0) spdlog::warn("agent: skipped {} unreadable line(s) of {}/tasks.journal", skipped, dir_);
+  if (skipped > 0)
+    spdlog::warn("agent: skipped {} unreadable line(s) of {}/tasks.journal", skipped, dir_);
   return out;
 }
 
 void TaskJournal::OpenJournal() {
   if (fd_ >= 0) ::close(fd_);
   const std::string path = dir_ + "/tasks.journal";
-  const std::string header = nlohmann::json{{"journal_of", "tasks.json"}, {"generation", generation_}}.dump() + "\n";
+  const std::string header =
+      nlohmann::json{{"journal_of", "tasks.json"}, {"generation", generation_}}.dump() + "\n";
   if (!WriteWhole(path, header)) {
     spdlog::error("agent: cannot write {}: {}", path, std::strerror(errno));
   }

@@ -21,7 +21,9 @@ std::map<std::string, std::string> States(const std::vector<nlohmann::json>& lin
   return out;
 }
 
-nlohmann::json Rec(const std::string& id, const std::string& state) { return {{"task_id", id}, {"state", state}}; }
+nlohmann::json Rec(const std::string& id, const std::string& state) {
+  return {{"task_id", id}, {"state", state}};
+}
 
 TEST(TaskJournalTest, AppendedRecordsAreReadBackOverTheSnapshot) {
   TempDir dir;
@@ -35,12 +37,14 @@ TEST(TaskJournalTest, AppendedRecordsAreReadBackOverTheSnapshot) {
   }
   TaskJournal again(dir.path());
   EXPECT_EQ(States(again.Load()),
-            (std::map<std::string, std::string>{{"1.0.0", "ended"}, {"2.0.0", "running"}, {"3.0.0", "running"}}));
+            (std::map<std::string, std::string>{
+                {"1.0.0", "ended"}, {"2.0.0", "running"}, {"3.0.0", "running"}}));
   // And on from there: a compaction starts an empty journal of the next generation.
   again.Compact({Rec("2.0.0", "ended")});
   again.Append(Rec("4.0.0", "running"));
   TaskJournal third(dir.path());
-  EXPECT_EQ(States(third.Load()), (std::map<std::string, std::string>{{"2.0.0", "ended"}, {"4.0.0", "running"}}));
+  EXPECT_EQ(States(third.Load()),
+            (std::map<std::string, std::string>{{"2.0.0", "ended"}, {"4.0.0", "running"}}));
 }
 
 TEST(TaskJournalTest, AJournalOfAnOlderSnapshotIsIgnoredAndATornLineSkipped) {
@@ -57,7 +61,8 @@ TEST(TaskJournalTest, AJournalOfAnOlderSnapshotIsIgnoredAndATornLineSkipped) {
     std::ofstream snap(dir.path() + "/tasks.json", std::ios::trunc);
     snap << nlohmann::json{{"generation", 7}, {"tasks", {Rec("1.0.0", "gone")}}}.dump() << "\n";
   }
-  EXPECT_EQ(States(TaskJournal(dir.path()).Load()), (std::map<std::string, std::string>{{"1.0.0", "gone"}}));
+  EXPECT_EQ(States(TaskJournal(dir.path()).Load()),
+            (std::map<std::string, std::string>{{"1.0.0", "gone"}}));
 
   // A crash in the middle of an append leaves half a line: the whole lines before it count.
   TempDir torn;
@@ -71,7 +76,8 @@ TEST(TaskJournalTest, AJournalOfAnOlderSnapshotIsIgnoredAndATornLineSkipped) {
     std::ofstream out(torn.path() + "/tasks.journal", std::ios::app);
     out << R"({"task_id":"5.0.0","sta)";
   }
-  EXPECT_EQ(States(TaskJournal(torn.path()).Load()), (std::map<std::string, std::string>{{"5.0.0", "running"}}));
+  EXPECT_EQ(States(TaskJournal(torn.path()).Load()),
+            (std::map<std::string, std::string>{{"5.0.0", "running"}}));
 }
 
 TEST(TaskJournalTest, ReadsTheBareArrayOfEarlierAgents) {
@@ -80,7 +86,8 @@ TEST(TaskJournalTest, ReadsTheBareArrayOfEarlierAgents) {
     std::ofstream out(dir.path() + "/tasks.json");
     out << nlohmann::json::array({Rec("9.1.0", "running")}).dump() << "\n";
   }
-  EXPECT_EQ(States(TaskJournal(dir.path()).Load()), (std::map<std::string, std::string>{{"9.1.0", "running"}}));
+  EXPECT_EQ(States(TaskJournal(dir.path()).Load()),
+            (std::map<std::string, std::string>{{"9.1.0", "running"}}));
 }
 
 TEST(TaskJournalTest, TheStoreIdIsKeptAndForgotten) {

@@ -8,8 +8,8 @@ namespace hangar::api {
 
 Status CheckUtf8(std::string_view text, std::string_view what) {
   if (const auto bad = FirstInvalidUtf8(text)) {
-    return Status::InvalidArgument(std::string(what) + " is not valid UTF-8 (byte " + std::to_string(*bad) +
-                                   "); send text in UTF-8");
+    return Status::InvalidArgument(std::string(what) + " is not valid UTF-8 (byte " +
+                                   std::to_string(*bad) + "); send text in UTF-8");
   }
   return Status::Ok();
 }
@@ -21,8 +21,10 @@ Status CheckNesting(std::string_view text, std::string_view what, int max_depth)
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) in_string = false;
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        in_string = false;
       continue;
     }
     if (c == '"' || c == '\'') {
@@ -30,7 +32,8 @@ Status CheckNesting(std::string_view text, std::string_view what, int max_depth)
       quote = c;
     } else if (c == '[' || c == '{') {
       if (++depth > max_depth) {
-        return Status::InvalidArgument(std::string(what) + " nests deeper than " + std::to_string(max_depth) +
+        return Status::InvalidArgument(std::string(what) + " nests deeper than " +
+                                       std::to_string(max_depth) +
                                        " levels; no Hangar document needs that many");
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
@@ -55,44 +58,53 @@ StatusOr<std::optional<std::string>> OptString(const nlohmann::json& obj, const 
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::optional<std::string>();
   if (!it->is_string()) {
-    return Status::InvalidArgument("\"" + key + "\" must be a string, not " + std::string(it->type_name()) + " " +
-                                   SafeDump(*it));
+    return Status::InvalidArgument("\"" + key + "\" must be a string, not " +
+                                   std::string(it->type_name()) + " " + SafeDump(*it));
   }
   return std::optional<std::string>(it->get<std::string>());
 }
 
-StatusOr<std::optional<int64_t>> OptInt(const nlohmann::json& obj, const std::string& key, int64_t min, int64_t max) {
+StatusOr<std::optional<int64_t>> OptInt(const nlohmann::json& obj, const std::string& key,
+                                        int64_t min, int64_t max) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::optional<int64_t>();
   const std::string range = " from " + std::to_string(min) + " to " + std::to_string(max);
   if (!it->is_number_integer()) {
-    return Status::InvalidArgument("\"" + key + "\" must be a whole number" + range + ", not " + SafeDump(*it));
+    return Status::InvalidArgument("\"" + key + "\" must be a whole number" + range + ", not " +
+                                   SafeDump(*it));
   }
   // Unsigned JSON numbers past int64 are out of range too, not wrapped.
   if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    return Status::InvalidArgument("\"" + key + "\" must be" + range + "; " + SafeDump(*it) + " is not");
+    return Status::InvalidArgument("\"" + key + "\" must be" + range + "; " + SafeDump(*it) +
+                                   " is not");
   }
   const int64_t v = it->get<int64_t>();
   if (v < min || v > max) {
-    return Status::InvalidArgument("\"" + key + "\" must be" + range + "; " + std::to_string(v) + " is not");
+    return Status::InvalidArgument("\"" + key + "\" must be" + range + "; " + std::to_string(v) +
+                                   " is not");
   }
   return std::optional<int64_t>(v);
 }
 
-StatusOr<int64_t> ParseCount(std::string_view text, std::string_view name, int64_t min, int64_t max) {
+StatusOr<int64_t> ParseCount(std::string_view text, std::string_view name, int64_t min,
+                             int64_t max) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   const std::string range = std::to_string(min) + " to " + std::to_string(max);
-  if (ec == std::errc::result_out_of_range || (ec == std::errc() && p == text.data() + text.size() && (v < min || v > max))) {
-    return Status::InvalidArgument(std::string(name) + " must be " + range + "; " + std::string(text) + " is not");
+  if (ec == std::errc::result_out_of_range ||
+      (ec == std::errc() && p == text.data() + text.size() && (v < min || v > max))) {
+    return Status::InvalidArgument(std::string(name) + " must be " + range + "; " +
+                                   std::string(text) + " is not");
   }
   if (ec != std::errc() || p != text.data() + text.size()) {
-    return Status::InvalidArgument(std::string(name) + " must be a whole number (" + range + "), not '" +
-                                   std::string(text) + "'");
+    return Status::InvalidArgument(std::string(name) + " must be a whole number (" + range +
+                                   "), not '" + std::string(text) + "'");
   }
   return v;
 }
 
-std::string SafeDump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string SafeDump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 }  // namespace hangar::api

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -29,9 +28,11 @@ StatusOr<nlohmann::json> ParseObject(std::string_view body, std::string_view exa
 // Field `key` of `obj`: nullopt when absent; an error naming the field when it has another type
 // (or, for integers, is outside [min, max]).
 StatusOr<std::optional<std::string>> OptString(const nlohmann::json& obj, const std::string& key);
-StatusOr<std::optional<int64_t>> OptInt(const nlohmann::json& obj, const std::string& key, int64_t min, int64_t max);
+StatusOr<std::optional<int64_t>> OptInt(const nlohmann::json& obj, const std::string& key,
+                                        int64_t min, int64_t max);
 // A query parameter that must be a whole number in [min, max] (its text as given).
-StatusOr<int64_t> ParseCount(std::string_view text, std::string_view name, int64_t min, int64_t max);
+StatusOr<int64_t> ParseCount(std::string_view text, std::string_view name, int64_t min,
+                             int64_t max);
 // json.dump() that never throws: invalid UTF-8 inside strings is replaced, not an exception.
 std::string SafeDump(const nlohmann::json& j);
 

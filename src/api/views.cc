@@ -3,8 +3,9 @@
 namespace hangar::api {
 
 nlohmann::json ToJson(const TaskView& v) {
-  nlohmann::json j = {{"index", v.index}, {"group", v.group}, {"node", v.node}, {"gpus", v.gpus},
-                      {"state", v.state}, {"exit_code", v.exit_code}, {"signal", v.signal}};
+  nlohmann::json j = {{"index", v.index},  {"group", v.group}, {"node", v.node},
+                      {"gpus", v.gpus},    {"state", v.state}, {"exit_code", v.exit_code},
+                      {"signal", v.signal}};
   if (!v.mig_starts.empty()) j["mig_starts"] = v.mig_starts;
   return j;
 }
@@ -12,14 +13,30 @@ nlohmann::json ToJson(const TaskView& v) {
 nlohmann::json ToJson(const JobView& v) {
   nlohmann::json tasks = nlohmann::json::array();
   for (const auto& t : v.task_views) tasks.push_back(ToJson(t));
-  nlohmann::json out = {{"id", v.id},           {"name", v.name},         {"queue", v.queue},
-          {"user", v.user},       {"state", v.state},       {"tier", v.tier},
-          {"priority", v.priority}, {"gpus", v.gpus},       {"tasks", v.tasks},
-          {"submitted_ms", v.submitted}, {"started_ms", v.started}, {"ended_ms", v.ended},
-          {"attempt", v.attempt}, {"restarts", v.restarts}, {"reason", v.reason},
-          {"reason_rule", v.reason_rule}, {"message", v.message}, {"task_list", tasks},
-          {"spec", v.spec},       {"array_id", v.array_id}, {"array_index", v.array_index},
-          {"held", v.held}, {"staging_ms", v.staging_ms}, {"staging_gpu_ms", v.staging_gpu_ms}};
+  nlohmann::json out = {{"id", v.id},
+                        {"name", v.name},
+                        {"queue", v.queue},
+                        {"user", v.user},
+                        {"state", v.state},
+                        {"tier", v.tier},
+                        {"priority", v.priority},
+                        {"gpus", v.gpus},
+                        {"tasks", v.tasks},
+                        {"submitted_ms", v.submitted},
+                        {"started_ms", v.started},
+                        {"ended_ms", v.ended},
+                        {"attempt", v.attempt},
+                        {"restarts", v.restarts},
+                        {"reason", v.reason},
+                        {"reason_rule", v.reason_rule},
+                        {"message", v.message},
+                        {"task_list", tasks},
+                        {"spec", v.spec},
+                        {"array_id", v.array_id},
+                        {"array_index", v.array_index},
+                        {"held", v.held},
+                        {"staging_ms", v.staging_ms},
+                        {"staging_gpu_ms", v.staging_gpu_ms}};
   if (v.interactive) out["interactive"] = true;
   if (!v.progress.is_null()) out["progress"] = v.progress;
   if (!v.account.empty()) out["account"] = v.account;
@@ -27,17 +44,28 @@ nlohmann::json ToJson(const JobView& v) {
 }
 
 nlohmann::json ToJson(const NodeView& v) {
-  return {{"name", v.name},         {"state", v.state},
-          {"reason", v.reason},     {"model", v.model},
-          {"leaf", v.leaf},         {"spine", v.spine},
-          {"gpus", v.gpus},         {"gpus_free", v.gpus_free},
-          {"milli_cpu", v.milli_cpu}, {"milli_cpu_free", v.milli_cpu_free},
-          {"memory_mib", v.memory_mib}, {"memory_mib_free", v.memory_mib_free},
-          {"connected", v.connected}, {"last_heartbeat_ms", v.last_heartbeat},
-          {"address", v.address},   {"conditions", v.conditions},
+  return {{"name", v.name},
+          {"state", v.state},
+          {"reason", v.reason},
+          {"model", v.model},
+          {"leaf", v.leaf},
+          {"spine", v.spine},
+          {"gpus", v.gpus},
+          {"gpus_free", v.gpus_free},
+          {"milli_cpu", v.milli_cpu},
+          {"milli_cpu_free", v.milli_cpu_free},
+          {"memory_mib", v.memory_mib},
+          {"memory_mib_free", v.memory_mib_free},
+          {"connected", v.connected},
+          {"last_heartbeat_ms", v.last_heartbeat},
+          {"address", v.address},
+          {"conditions", v.conditions},
           {"jobs", v.jobs},
-          {"artifact_cache", {{"objects", v.artifacts}, {"used_bytes", v.artifact_bytes}, {"budget_bytes", v.artifact_budget},
-                              {"data_url", v.data_url}}}};
+          {"artifact_cache",
+           {{"objects", v.artifacts},
+            {"used_bytes", v.artifact_bytes},
+            {"budget_bytes", v.artifact_budget},
+            {"data_url", v.data_url}}}};
 }
 
 StatusOr<JobView> JobViewFromJson(const nlohmann::json& j) {
@@ -125,17 +153,28 @@ nlohmann::json ErrorJson(const Status& s) {
 
 int HttpStatusFor(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kAlreadyExists: return 409;
-    case StatusCode::kFailedPrecondition: return 409;
-    case StatusCode::kResourceExhausted: return 413;
-    case StatusCode::kOutOfRange: return 422;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kUnavailable: return 503;
-    default: return 500;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+      return 409;
+    case StatusCode::kFailedPrecondition:
+      return 409;
+    case StatusCode::kResourceExhausted:
+      return 413;
+    case StatusCode::kOutOfRange:
+      return 422;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
   }
 }
 

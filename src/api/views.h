@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "common/time.h"
@@ -17,9 +16,9 @@ struct TaskView {
   uint32_t index = 0;
   std::string group;
   std::string node;
-  std::vector<uint32_t> gpus;  // GPU indices on the node
+  std::vector<uint32_t> gpus;   // GPU indices on the node
   std::vector<int> mig_starts;  // MIG tasks: each instance's first memory slice, as gpus
-  std::string state;           // pending, launched, running, exited, lost
+  std::string state;            // pending, launched, running, exited, lost
   int exit_code = 0;
   int signal = 0;
 };
@@ -42,16 +41,16 @@ struct JobView {
   std::string reason;       // why it waits (pending) or how it ended
   std::string reason_rule;  // the scheduler rule behind `reason`
   std::string message;
-  uint64_t array_id = 0;     // the array it is an element of (its first element's id); 0: none
-  int64_t array_index = -1;  // its HANGAR_ARRAY_INDEX
-  bool held = false;         // pending, and kept from starting until released
+  uint64_t array_id = 0;       // the array it is an element of (its first element's id); 0: none
+  int64_t array_index = -1;    // its HANGAR_ARRAY_INDEX
+  bool held = false;           // pending, and kept from starting until released
   int64_t staging_ms = 0;      // this attempt's wait for its image on its nodes (containers)
   int64_t staging_gpu_ms = 0;  // GPU-milliseconds held meanwhile
-  bool interactive = false;    // a session (`hangar run`, docs/interactive.md); in JSON only when set
+  bool interactive = false;  // a session (`hangar run`, docs/interactive.md); in JSON only when set
   // Training progress its ranks reported (docs/progress.md): {"attempt", "hung_at_ms", "ranks":
   // [{"rank", "node", "step", "at_ms", "step_time_s", "straggler"}]}; null (and not in JSON): none.
   nlohmann::json progress;
-  std::string account;         // the job's accounting label (sbatch --account); in JSON only when set
+  std::string account;  // the job's accounting label (sbatch --account); in JSON only when set
   std::vector<TaskView> task_views;
   nlohmann::json spec;  // the job spec as stored
 };

@@ -51,8 +51,8 @@ Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value)
 
 // A certificate for `key` named `cn`, signed by (issuer, issuer_key), or self-signed when issuer
 // is null. `extensions` are (nid, value) in OpenSSL's config syntax.
-StatusOr<Cert> MakeCert(EVP_PKEY* key, const std::string& cn, X509* issuer, EVP_PKEY* issuer_key, int days,
-                        const std::vector<std::pair<int, std::string>>& extensions) {
+StatusOr<Cert> MakeCert(EVP_PKEY* key, const std::string& cn, X509* issuer, EVP_PKEY* issuer_key,
+                        int days, const std::vector<std::pair<int, std::string>>& extensions) {
   Cert c(X509_new());
   if (!c) return Status::Internal(OpenSslError("X509_new"));
   X509_set_version(c.get(), 2);
@@ -66,8 +66,10 @@ StatusOr<Cert> MakeCert(EVP_PKEY* key, const std::string& cn, X509* issuer, EVP_
   X509_gmtime_adj(X509_getm_notAfter(c.get()), static_cast<long>(days) * 24 * 60 * 60);
   X509_set_pubkey(c.get(), key);
   X509_NAME* name = X509_get_subject_name(c.get());
-  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>("Hangar"), -1, -1, 0);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>("Hangar"), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
   X509_set_issuer_name(c.get(), issuer ? X509_get_subject_name(issuer) : name);
   for (const auto& [nid, value] : extensions) {
     HANGAR_RETURN_IF_ERROR(AddExtension(c.get(), issuer ? issuer : c.get(), nid, value));
@@ -86,7 +88,8 @@ Status WritePem(const std::string& path, mode_t mode, const std::function<int(FI
   ::fchmod(fileno(f), mode);
   const bool ok = write(f) == 1;
   std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Unavailable("cannot write " + path);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::Unavailable("cannot write " + path);
   return Status::Ok();
 }
 
@@ -94,7 +97,8 @@ Status WritePair(const std::string& dir, const std::string& stem, X509* cert, EV
   HANGAR_RETURN_IF_ERROR(WritePem(dir + "/" + stem + ".key", 0600, [&](FILE* f) {
     return PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
   }));
-  return WritePem(dir + "/" + stem + ".crt", 0644, [&](FILE* f) { return PEM_write_X509(f, cert); });
+  return WritePem(dir + "/" + stem + ".crt", 0644,
+                  [&](FILE* f) { return PEM_write_X509(f, cert); });
 }
 
 struct Ca {
@@ -105,21 +109,27 @@ struct Ca {
 StatusOr<Ca> LoadCa(const std::string& dir) {
   const std::string crt = dir + "/ca.crt", key = dir + "/ca.key";
   FILE* f = std::fopen(crt.c_str(), "r");
-  if (!f) return Status::NotFound("no CA in " + dir + " (" + crt + "); make one with `hangar certs init --dir " + dir + "`");
+  if (!f)
+    return Status::NotFound("no CA in " + dir + " (" + crt +
+                            "); make one with `hangar certs init --dir " + dir + "`");
   Ca ca;
   ca.cert.reset(PEM_read_X509(f, nullptr, nullptr, nullptr));
   std::fclose(f);
   f = std::fopen(key.c_str(), "r");
-  if (!f) return Status::NotFound("the CA key " + key + " cannot be read; certificates are issued where the CA key is");
+  if (!f)
+    return Status::NotFound("the CA key " + key +
+                            " cannot be read; certificates are issued where the CA key is");
   ca.key.reset(PEM_read_PrivateKey(f, nullptr, nullptr, nullptr));
   std::fclose(f);
-  if (!ca.cert || !ca.key) return Status::InvalidArgument(crt + " or " + key + " is not a PEM certificate or key");
+  if (!ca.cert || !ca.key)
+    return Status::InvalidArgument(crt + " or " + key + " is not a PEM certificate or key");
   return ca;
 }
 
 std::string San(const std::string& host) {
   unsigned char buf[16];
-  const bool ip = inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+  const bool ip =
+      inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
   return (ip ? "IP:" : "DNS:") + host;
 }
 
@@ -129,19 +139,23 @@ StatusOr<IssuedFiles> InitCa(const std::string& dir, const std::string& name, in
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (fs::exists(dir + "/ca.key")) {
-    return Status::AlreadyExists(dir + "/ca.key exists: this directory has a CA already (remove it to start over; "
-                                 "every certificate it issued stops being trusted)");
+    return Status::AlreadyExists(
+        dir +
+        "/ca.key exists: this directory has a CA already (remove it to start over; "
+        "every certificate it issued stops being trusted)");
   }
   HANGAR_ASSIGN_OR_RETURN(Pkey key, NewKey());
-  HANGAR_ASSIGN_OR_RETURN(Cert cert, MakeCert(key.get(), name, nullptr, nullptr, days,
-                                              {{NID_basic_constraints, "critical,CA:TRUE,pathlen:0"},
-                                               {NID_key_usage, "critical,keyCertSign,cRLSign"},
-                                               {NID_subject_key_identifier, "hash"}}));
+  HANGAR_ASSIGN_OR_RETURN(Cert cert,
+                          MakeCert(key.get(), name, nullptr, nullptr, days,
+                                   {{NID_basic_constraints, "critical,CA:TRUE,pathlen:0"},
+                                    {NID_key_usage, "critical,keyCertSign,cRLSign"},
+                                    {NID_subject_key_identifier, "hash"}}));
   HANGAR_RETURN_IF_ERROR(WritePair(dir, "ca", cert.get(), key.get()));
   return IssuedFiles{dir + "/ca.crt", dir + "/ca.key"};
 }
 
-StatusOr<IssuedFiles> IssueController(const std::string& dir, const std::vector<std::string>& hosts, int days) {
+StatusOr<IssuedFiles> IssueController(const std::string& dir, const std::vector<std::string>& hosts,
+                                      int days) {
   HANGAR_ASSIGN_OR_RETURN(Ca ca, LoadCa(dir));
   HANGAR_ASSIGN_OR_RETURN(Pkey key, NewKey());
   char host[256] = {0};
@@ -151,12 +165,13 @@ StatusOr<IssuedFiles> IssueController(const std::string& dir, const std::vector<
   names.insert(names.end(), hosts.begin(), hosts.end());
   std::string san;
   for (const auto& n : names) san += (san.empty() ? "" : ",") + San(n);
-  HANGAR_ASSIGN_OR_RETURN(Cert cert, MakeCert(key.get(), "hangar-controller", ca.cert.get(), ca.key.get(), days,
-                                              {{NID_basic_constraints, "critical,CA:FALSE"},
-                                               {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
-                                               {NID_ext_key_usage, "serverAuth"},
-                                               {NID_subject_alt_name, san},
-                                               {NID_authority_key_identifier, "keyid"}}));
+  HANGAR_ASSIGN_OR_RETURN(
+      Cert cert, MakeCert(key.get(), "hangar-controller", ca.cert.get(), ca.key.get(), days,
+                          {{NID_basic_constraints, "critical,CA:FALSE"},
+                           {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
+                           {NID_ext_key_usage, "serverAuth"},
+                           {NID_subject_alt_name, san},
+                           {NID_authority_key_identifier, "keyid"}}));
   HANGAR_RETURN_IF_ERROR(WritePair(dir, "controller", cert.get(), key.get()));
   return IssuedFiles{dir + "/controller.crt", dir + "/controller.key"};
 }
@@ -170,14 +185,16 @@ Status CheckNodeName(const std::string& node) {
   return Status::Ok();
 }
 
-StatusOr<IssuedFiles> IssueNodeWith(const Ca& ca, const std::string& dir, const std::string& node, int days) {
+StatusOr<IssuedFiles> IssueNodeWith(const Ca& ca, const std::string& dir, const std::string& node,
+                                    int days) {
   HANGAR_ASSIGN_OR_RETURN(Pkey key, NewKey());
-  HANGAR_ASSIGN_OR_RETURN(Cert cert, MakeCert(key.get(), node, ca.cert.get(), ca.key.get(), days,
-                                              {{NID_basic_constraints, "critical,CA:FALSE"},
-                                               {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
-                                               {NID_ext_key_usage, "clientAuth"},
-                                               {NID_subject_alt_name, San(node)},
-                                               {NID_authority_key_identifier, "keyid"}}));
+  HANGAR_ASSIGN_OR_RETURN(Cert cert,
+                          MakeCert(key.get(), node, ca.cert.get(), ca.key.get(), days,
+                                   {{NID_basic_constraints, "critical,CA:FALSE"},
+                                    {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
+                                    {NID_ext_key_usage, "clientAuth"},
+                                    {NID_subject_alt_name, San(node)},
+                                    {NID_authority_key_identifier, "keyid"}}));
   HANGAR_RETURN_IF_ERROR(WritePair(dir, "node-" + node, cert.get(), key.get()));
   return IssuedFiles{dir + "/node-" + node + ".crt", dir + "/node-" + node + ".key"};
 }
@@ -190,7 +207,8 @@ StatusOr<IssuedFiles> IssueNode(const std::string& dir, const std::string& node,
   return IssueNodeWith(ca, dir, node, days);
 }
 
-StatusOr<size_t> IssueNodes(const std::string& dir, const std::vector<std::string>& nodes, int days) {
+StatusOr<size_t> IssueNodes(const std::string& dir, const std::vector<std::string>& nodes,
+                            int days) {
   for (const auto& n : nodes) HANGAR_RETURN_IF_ERROR(CheckNodeName(n));
   HANGAR_ASSIGN_OR_RETURN(Ca ca, LoadCa(dir));
   for (const auto& n : nodes) {
@@ -206,7 +224,8 @@ void RegisterCertsCommand(CLI::App& app, int* rc) {
     std::vector<std::string> hosts;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* certs = app.add_subcommand("certs", "The cluster's certificate authority: TLS for the API and mutual TLS for agents");
+  CLI::App* certs = app.add_subcommand(
+      "certs", "The cluster's certificate authority: TLS for the API and mutual TLS for agents");
   certs->require_subcommand(1);
   CLI::App* init = certs->add_subcommand("init", "Make the cluster's CA (DIR/ca.crt, DIR/ca.key)");
   init->add_option("--dir", a->dir, "Where the CA and certificates live")->capture_default_str();
@@ -214,18 +233,24 @@ void RegisterCertsCommand(CLI::App& app, int* rc) {
   init->callback([=] {
     Guard(rc, [&]() -> Status {
       HANGAR_ASSIGN_OR_RETURN(auto f, InitCa(a->dir, a->name));
-      std::printf("made the CA: %s (share it) and %s (keep it secret; it issues certificates)\n", f.cert.c_str(),
-                  f.key.c_str());
+      std::printf("made the CA: %s (share it) and %s (keep it secret; it issues certificates)\n",
+                  f.cert.c_str(), f.key.c_str());
       return Status::Ok();
     });
   });
-  CLI::App* issue = certs->add_subcommand("issue", "Issue a certificate signed by the CA: the controller's or a node's");
-  issue->add_option("--dir", a->dir, "Where the CA is; the certificate is written beside it")->capture_default_str();
-  auto* ctl = issue->add_flag("--controller", a->controller, "The controller's: DIR/controller.crt and .key");
-  issue->add_option("--host", a->hosts, "With --controller: a name or address agents and users reach it by (repeat)");
-  auto* node = issue->add_option("--node", a->node, "A node agent's: DIR/node-NAME.crt and .key, for --node NAME");
-  auto* all = issue->add_option("--nodes-of", a->nodes_of,
-                                 "Every node of this cluster.yaml: DIR/node-NAME.crt and .key for each");
+  CLI::App* issue = certs->add_subcommand(
+      "issue", "Issue a certificate signed by the CA: the controller's or a node's");
+  issue->add_option("--dir", a->dir, "Where the CA is; the certificate is written beside it")
+      ->capture_default_str();
+  auto* ctl = issue->add_flag("--controller", a->controller,
+                              "The controller's: DIR/controller.crt and .key");
+  issue->add_option("--host", a->hosts,
+                    "With --controller: a name or address agents and users reach it by (repeat)");
+  auto* node = issue->add_option("--node", a->node,
+                                 "A node agent's: DIR/node-NAME.crt and .key, for --node NAME");
+  auto* all =
+      issue->add_option("--nodes-of", a->nodes_of,
+                        "Every node of this cluster.yaml: DIR/node-NAME.crt and .key for each");
   ctl->excludes(node);
   ctl->excludes(all);
   node->excludes(all);
@@ -236,12 +261,14 @@ void RegisterCertsCommand(CLI::App& app, int* rc) {
         std::vector<std::string> names;
         for (const auto& n : file.topology->nodes()) names.push_back(n.name);
         HANGAR_ASSIGN_OR_RETURN(size_t issued, IssueNodes(a->dir, names));
-        std::printf("issued %zu node certificates in %s (node-NAME.crt and .key for each node of %s)\n", issued,
-                    a->dir.c_str(), a->nodes_of.c_str());
+        std::printf(
+            "issued %zu node certificates in %s (node-NAME.crt and .key for each node of %s)\n",
+            issued, a->dir.c_str(), a->nodes_of.c_str());
         return Status::Ok();
       }
       if (!a->controller && a->node.empty()) {
-        return Status::InvalidArgument("say whose certificate: --controller, --node NAME or --nodes-of cluster.yaml");
+        return Status::InvalidArgument(
+            "say whose certificate: --controller, --node NAME or --nodes-of cluster.yaml");
       }
       auto f = a->controller ? IssueController(a->dir, a->hosts) : IssueNode(a->dir, a->node);
       if (!f.ok()) return f.status();

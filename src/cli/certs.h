@@ -6,7 +6,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
@@ -22,11 +21,13 @@ struct IssuedFiles {
 StatusOr<IssuedFiles> InitCa(const std::string& dir, const std::string& name, int days = 3650);
 // The controller's certificate: SANs localhost, 127.0.0.1, ::1, this host's name and `hosts`
 // (names or addresses); usable as a TLS server.
-StatusOr<IssuedFiles> IssueController(const std::string& dir, const std::vector<std::string>& hosts, int days = 825);
+StatusOr<IssuedFiles> IssueController(const std::string& dir, const std::vector<std::string>& hosts,
+                                      int days = 825);
 // A node agent's certificate: CN and SAN the node's name; usable as a TLS client.
 StatusOr<IssuedFiles> IssueNode(const std::string& dir, const std::string& node, int days = 825);
 // The certificates of many nodes at once (the CA read once): how many were issued.
-StatusOr<size_t> IssueNodes(const std::string& dir, const std::vector<std::string>& nodes, int days = 825);
+StatusOr<size_t> IssueNodes(const std::string& dir, const std::vector<std::string>& nodes,
+                            int days = 825);
 
 void RegisterCertsCommand(CLI::App& app, int* rc);
 

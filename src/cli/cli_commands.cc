@@ -67,7 +67,9 @@ std::string Gpus(double g) {
   return buf;
 }
 
-std::string Short(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 1) + "~"; }
+std::string Short(const std::string& s, size_t n) {
+  return s.size() <= n ? s : s.substr(0, n - 1) + "~";
+}
 
 struct SubmitOptions {
   std::string file;
@@ -88,7 +90,8 @@ Status Submit(const Common& c, const SubmitOptions& o) {
   // otherwise.
   std::string body = ss.str(), type = "application/yaml";
   bool relative = false;
-  for (const auto& t : spec->tasks) relative = relative || (!t.workdir.empty() && t.workdir.front() != '/');
+  for (const auto& t : spec->tasks)
+    relative = relative || (!t.workdir.empty() && t.workdir.front() != '/');
   if (!o.array.empty()) {
     HANGAR_ASSIGN_OR_RETURN(spec->array, job::ParseArraySpec(o.array));
   }
@@ -100,14 +103,18 @@ Status Submit(const Common& c, const SubmitOptions& o) {
     body = job::JobSpecToJson(*spec).dump();
     type = "application/json";
   }
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).PostOnce("/v1/jobs", body, type, NewIdempotencyKey()));
+  HANGAR_ASSIGN_OR_RETURN(
+      auto r, ApiClient(c.server).PostOnce("/v1/jobs", body, type, NewIdempotencyKey()));
   if (c.output == "json") {
     PrintJson(r);
   } else if (r.contains("array_id")) {
-    std::printf("submitted array %llu (%s): jobs %llu-%llu, %llu elements%s\n", r["array_id"].get<unsigned long long>(),
-                spec->name.c_str(), r["first_id"].get<unsigned long long>(), r["last_id"].get<unsigned long long>(),
+    std::printf("submitted array %llu (%s): jobs %llu-%llu, %llu elements%s\n",
+                r["array_id"].get<unsigned long long>(), spec->name.c_str(),
+                r["first_id"].get<unsigned long long>(), r["last_id"].get<unsigned long long>(),
                 r["count"].get<unsigned long long>(),
-                spec->array.max_running ? (", at most " + std::to_string(spec->array.max_running) + " running").c_str() : "");
+                spec->array.max_running
+                    ? (", at most " + std::to_string(spec->array.max_running) + " running").c_str()
+                    : "");
   } else {
     std::printf("submitted job %llu (%s)\n", r["id"].get<unsigned long long>(), spec->name.c_str());
   }
@@ -131,9 +138,12 @@ void PrintProgress(const nlohmann::json& p) {
   Table t({"  RANK", "NODE", "STEP", "REPORTED", "STEP TIME", "STRAGGLER"});
   for (const auto& r : ranks) {
     char step_time[32] = "-";
-    if (r.contains("step_time_s")) std::snprintf(step_time, sizeof step_time, "%.3f s", r["step_time_s"].get<double>());
-    t.Add({"  " + std::to_string(r.value("rank", 0)), r.value("node", ""), std::to_string(r.value("step", uint64_t{0})),
-           FormatUtcTimestamp(r.value("at_ms", int64_t{0})), step_time, r.value("straggler", false) ? "yes" : "-"});
+    if (r.contains("step_time_s"))
+      std::snprintf(step_time, sizeof step_time, "%.3f s", r["step_time_s"].get<double>());
+    t.Add({"  " + std::to_string(r.value("rank", 0)), r.value("node", ""),
+           std::to_string(r.value("step", uint64_t{0})),
+           FormatUtcTimestamp(r.value("at_ms", int64_t{0})), step_time,
+           r.value("straggler", false) ? "yes" : "-"});
   }
   std::printf("%s", t.Render().c_str());
 }
@@ -143,12 +153,13 @@ Status ShowJob(const Common& c, const std::string& id) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs/" + id));
   if (c.output == "json") return PrintJson(r), Status::Ok();
   HANGAR_ASSIGN_OR_RETURN(api::JobView v, api::JobViewFromJson(r));
-  std::printf("job %llu  %s\n  state:    %s (attempt %u, %u restart%s)\n  queue:    %s  tier %s  priority %d\n"
-              "  user:     %s\n  gpus:     %s in %d tasks\n  submitted %s\n",
-              static_cast<unsigned long long>(v.id), v.name.c_str(), v.state.c_str(), v.attempt, v.restarts,
-              v.restarts == 1 ? "" : "s",
-              v.queue.c_str(), v.tier.c_str(), v.priority, v.user.c_str(), Gpus(v.gpus).c_str(), v.tasks,
-              FormatUtcTimestamp(v.submitted).c_str());
+  std::printf(
+      "job %llu  %s\n  state:    %s (attempt %u, %u restart%s)\n  queue:    %s  tier %s  priority "
+      "%d\n"
+      "  user:     %s\n  gpus:     %s in %d tasks\n  submitted %s\n",
+      static_cast<unsigned long long>(v.id), v.name.c_str(), v.state.c_str(), v.attempt, v.restarts,
+      v.restarts == 1 ? "" : "s", v.queue.c_str(), v.tier.c_str(), v.priority, v.user.c_str(),
+      Gpus(v.gpus).c_str(), v.tasks, FormatUtcTimestamp(v.submitted).c_str());
   if (v.started) std::printf("  started   %s\n", FormatUtcTimestamp(v.started).c_str());
   if (v.ended) std::printf("  ended     %s\n", FormatUtcTimestamp(v.ended).c_str());
   if (!v.reason.empty()) std::printf("  reason:   %s\n", v.reason.c_str());
@@ -158,8 +169,11 @@ Status ShowJob(const Common& c, const std::string& id) {
     for (const auto& tv : v.task_views) {
       std::string gpus;
       for (uint32_t g : tv.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-      t.Add({"  " + std::to_string(tv.index), tv.group, tv.node, gpus.empty() ? "-" : gpus, tv.state,
-             tv.state == "ended" ? (tv.signal ? "signal " + std::to_string(tv.signal) : std::to_string(tv.exit_code)) : "-"});
+      t.Add(
+          {"  " + std::to_string(tv.index), tv.group, tv.node, gpus.empty() ? "-" : gpus, tv.state,
+           tv.state == "ended"
+               ? (tv.signal ? "signal " + std::to_string(tv.signal) : std::to_string(tv.exit_code))
+               : "-"});
     }
     std::printf("%s", t.Render().c_str());
   }
@@ -171,12 +185,14 @@ Status Explain(const Common& c, const std::string& id) {
   HANGAR_RETURN_IF_ERROR(CheckJobId(id));
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs/" + id + "/explain"));
   if (c.output == "json") return PrintJson(r), Status::Ok();
-  std::printf("job %s (%s) is %s", id.c_str(), r.value("name", "").c_str(), r.value("state", "").c_str());
+  std::printf("job %s (%s) is %s", id.c_str(), r.value("name", "").c_str(),
+              r.value("state", "").c_str());
   const std::string reason = r.value("reason", ""), rule = r.value("rule", "");
   if (!reason.empty()) std::printf(": %s", reason.c_str());
   if (!rule.empty() && rule != "none") std::printf("  [rule: %s]", rule.c_str());
   if (r.contains("estimated_start_ms") && r["estimated_start_ms"].is_number()) {
-    std::printf("; estimated start %s", FormatUtcTimestamp(r["estimated_start_ms"].get<int64_t>()).c_str());
+    std::printf("; estimated start %s",
+                FormatUtcTimestamp(r["estimated_start_ms"].get<int64_t>()).c_str());
   }
   std::printf("\n");
   if (r.contains("progress")) PrintProgress(r["progress"]);
@@ -219,8 +235,10 @@ void NoteStderrOnly(ApiClient& api, const std::string& stdout_path, const LogsOp
     return true;
   });
   if (!s.ok() || bytes == 0) return;
-  std::fprintf(stderr, "(task %d wrote nothing to stdout; its stderr has %zu bytes: hangar logs %s%s --stderr)\n", o.task,
-               bytes, o.id.c_str(), o.task ? (" --task " + std::to_string(o.task)).c_str() : "");
+  std::fprintf(
+      stderr,
+      "(task %d wrote nothing to stdout; its stderr has %zu bytes: hangar logs %s%s --stderr)\n",
+      o.task, bytes, o.id.c_str(), o.task ? (" --task " + std::to_string(o.task)).c_str() : "");
 }
 
 Status Logs(const Common& c, const LogsOptions& o) {
@@ -250,7 +268,8 @@ Status Logs(const Common& c, const LogsOptions& o) {
 Status Nodes(const Common& c) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/nodes"));
   if (c.output == "json") return PrintJson(r), Status::Ok();
-  Table t({"NAME", "STATE", "LEAF", "MODEL", "GPUS", "FREE", "CPU FREE", "MEM FREE", "JOBS", "REASON"});
+  Table t(
+      {"NAME", "STATE", "LEAF", "MODEL", "GPUS", "FREE", "CPU FREE", "MEM FREE", "JOBS", "REASON"});
   for (const auto& j : r["nodes"]) {
     HANGAR_ASSIGN_OR_RETURN(api::NodeView v, api::NodeViewFromJson(j));
     std::string reason = v.reason;
@@ -258,9 +277,10 @@ Status Nodes(const Common& c) {
     // A node no agent serves (never registered, gone, lost) has nothing free to use, whatever
     // its capacity: "-", not its 8 idle GPUs.
     const bool served = v.state != "unknown" && v.state != "disconnected" && v.state != "lost";
-    t.Add({v.name, v.state, v.leaf, v.model, std::to_string(v.gpus), served ? Gpus(v.gpus_free) : "-",
-           served ? FormatMilli(v.milli_cpu_free) : "-", served ? FormatMemoryMiB(v.memory_mib_free) : "-",
-           std::to_string(v.jobs.size()), Short(reason, 60)});
+    t.Add({v.name, v.state, v.leaf, v.model, std::to_string(v.gpus),
+           served ? Gpus(v.gpus_free) : "-", served ? FormatMilli(v.milli_cpu_free) : "-",
+           served ? FormatMemoryMiB(v.memory_mib_free) : "-", std::to_string(v.jobs.size()),
+           Short(reason, 60)});
   }
   std::printf("%s", t.Render().c_str());
   return Status::Ok();
@@ -270,9 +290,11 @@ Status ShowNode(const Common& c, const std::string& name) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/nodes/" + name));
   if (c.output == "json") return PrintJson(r), Status::Ok();
   HANGAR_ASSIGN_OR_RETURN(api::NodeView v, api::NodeViewFromJson(r));
-  std::printf("node %s  %s%s\n  fabric: leaf %s, spine %s\n  gpus:   %d x %s, %s free\n  address: %s\n",
-              v.name.c_str(), v.state.c_str(), v.reason.empty() ? "" : (" (" + v.reason + ")").c_str(), v.leaf.c_str(),
-              v.spine.c_str(), v.gpus, v.model.c_str(), Gpus(v.gpus_free).c_str(), v.address.c_str());
+  std::printf(
+      "node %s  %s%s\n  fabric: leaf %s, spine %s\n  gpus:   %d x %s, %s free\n  address: %s\n",
+      v.name.c_str(), v.state.c_str(), v.reason.empty() ? "" : (" (" + v.reason + ")").c_str(),
+      v.leaf.c_str(), v.spine.c_str(), v.gpus, v.model.c_str(), Gpus(v.gpus_free).c_str(),
+      v.address.c_str());
   for (const auto& cond : v.conditions) std::printf("  condition: %s\n", cond.c_str());
   std::string jobs;
   for (uint64_t id : v.jobs) jobs += (jobs.empty() ? "" : ", ") + std::to_string(id);
@@ -280,55 +302,80 @@ Status ShowNode(const Common& c, const std::string& name) {
   if (r.contains("events")) {
     std::printf("  history:\n");
     for (const auto& e : r["events"]) {
-      std::printf("    %s  %s\n", FormatUtcTimestamp(e.value("time_ms", int64_t{0})).c_str(), e.value("message", "").c_str());
+      std::printf("    %s  %s\n", FormatUtcTimestamp(e.value("time_ms", int64_t{0})).c_str(),
+                  e.value("message", "").c_str());
     }
   }
   return Status::Ok();
 }
 
 Status Drain(const Common& c, const std::string& node, const std::string& reason, bool on) {
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/nodes/" + node + (on ? "/drain" : "/undrain"),
-                                                        nlohmann::json{{"reason", reason}}.dump()));
-  if (c.output == "json") PrintJson(r);
-  else if (on) std::printf("node %s drained: no new work will be placed on it, and its running jobs are requeued with their checkpoint signal\n", node.c_str());
-  else std::printf("node %s undrained\n", node.c_str());
+  HANGAR_ASSIGN_OR_RETURN(
+      auto r, ApiClient(c.server).Post("/v1/nodes/" + node + (on ? "/drain" : "/undrain"),
+                                       nlohmann::json{{"reason", reason}}.dump()));
+  if (c.output == "json")
+    PrintJson(r);
+  else if (on)
+    std::printf(
+        "node %s drained: no new work will be placed on it, and its running jobs are requeued with "
+        "their checkpoint signal\n",
+        node.c_str());
+  else
+    std::printf("node %s undrained\n", node.c_str());
   return Status::Ok();
 }
 
-Status Remediate(const Common& c, const std::string& node, const std::string& remedy, int gpu, const std::string& note) {
+Status Remediate(const Common& c, const std::string& node, const std::string& remedy, int gpu,
+                 const std::string& note) {
   nlohmann::json body = {{"remedy", remedy}, {"note", note}};
   if (gpu >= 0) body["gpu"] = gpu;
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/nodes/" + node + "/remediate", body.dump()));
-  if (c.output == "json") PrintJson(r);
-  else std::printf("node %s: %s recorded; it takes work again once it passes validation\n", node.c_str(), remedy.c_str());
+  HANGAR_ASSIGN_OR_RETURN(
+      auto r, ApiClient(c.server).Post("/v1/nodes/" + node + "/remediate", body.dump()));
+  if (c.output == "json")
+    PrintJson(r);
+  else
+    std::printf("node %s: %s recorded; it takes work again once it passes validation\n",
+                node.c_str(), remedy.c_str());
   return Status::Ok();
 }
 
 Status DecideOrphans(const Common& c, const std::string& node, bool stop) {
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/nodes/" + node + "/orphans",
-                                                        nlohmann::json{{"decision", stop ? "stop" : "release"}}.dump()));
-  if (c.output == "json") PrintJson(r);
-  else if (stop) std::printf("node %s: the tasks unknown to the store are being stopped; it takes work once they end\n", node.c_str());
-  else std::printf("node %s: the tasks unknown to the store run on, and the node takes work again\n", node.c_str());
+  HANGAR_ASSIGN_OR_RETURN(
+      auto r,
+      ApiClient(c.server).Post("/v1/nodes/" + node + "/orphans",
+                               nlohmann::json{{"decision", stop ? "stop" : "release"}}.dump()));
+  if (c.output == "json")
+    PrintJson(r);
+  else if (stop)
+    std::printf(
+        "node %s: the tasks unknown to the store are being stopped; it takes work once they end\n",
+        node.c_str());
+  else
+    std::printf("node %s: the tasks unknown to the store run on, and the node takes work again\n",
+                node.c_str());
   return Status::Ok();
 }
 
 Status ResetSafetyValve(const Common& c) {
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Post("/v1/health/safety-valve/reset", "{}"));
-  if (c.output == "json") PrintJson(r);
-  else std::printf("safety valve reset: health rules may drain nodes again\n");
+  if (c.output == "json")
+    PrintJson(r);
+  else
+    std::printf("safety valve reset: health rules may drain nodes again\n");
   return Status::Ok();
 }
 
 Status Events(const Common& c, const EventsOptions& o) {
   const std::string& subject = o.subject;
   const int limit = o.limit;
-  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/events?limit=" + std::to_string(limit) +
-                                                       (subject.empty() ? "" : "&subject=" + subject)));
+  HANGAR_ASSIGN_OR_RETURN(auto r,
+                          ApiClient(c.server).Get("/v1/events?limit=" + std::to_string(limit) +
+                                                  (subject.empty() ? "" : "&subject=" + subject)));
   if (c.output == "json") return PrintJson(r), Status::Ok();
   Table t({"TIME", "SUBJECT", "EVENT"});
   for (const auto& e : r["events"]) {
-    t.Add({FormatUtcTimestamp(e.value("time_ms", int64_t{0})), e.value("subject", ""), e.value("message", "")});
+    t.Add({FormatUtcTimestamp(e.value("time_ms", int64_t{0})), e.value("subject", ""),
+           e.value("message", "")});
   }
   std::printf("%s", t.Render().c_str());
   return Status::Ok();
@@ -353,8 +400,12 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     auto o = std::make_shared<SubmitOptions>();
     CLI::App* submit = app.add_subcommand("submit", "Submit a job file (docs/job-format.md)");
     submit->add_option("file", o->file, "Job file (YAML)")->required();
-    submit->add_option("--array", o->array, "Submit it as an array: 0-49, 0-48:2, 1,3,5-7; %8 caps how many run at once");
-    submit->add_option("--after", o->after, "Start after other jobs: ok:12:13 (succeeded), any:14 (ended), notok:15 (failed)");
+    submit->add_option(
+        "--array", o->array,
+        "Submit it as an array: 0-49, 0-48:2, 1,3,5-7; %8 caps how many run at once");
+    submit->add_option(
+        "--after", o->after,
+        "Start after other jobs: ok:12:13 (succeeded), any:14 (ended), notok:15 (failed)");
     AddCommon(submit, c.get());
     submit->callback([=] { Guard(rc, [&] { return Submit(*c, *o); }); });
   }
@@ -367,8 +418,9 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
     CLI::App* logs = app.add_subcommand("logs", "Print a task's output");
     logs->add_option("id", o->id, "Job id (a number: see `hangar jobs`)")->required();
     logs->add_option("--task", o->task, "Task index")->capture_default_str();
-    logs->add_option("--attempt", o->attempt,
-                     "An earlier attempt's (0, 1, ...; default: the current one, or the latest that ran)");
+    logs->add_option(
+        "--attempt", o->attempt,
+        "An earlier attempt's (0, 1, ...; default: the current one, or the latest that ran)");
     logs->add_flag("-f,--follow", o->follow,
                    "Keep printing until the task ends (waits for a pending job to start)");
     logs->add_flag("--stderr", o->stderr_stream, "Standard error instead of standard output");
@@ -392,7 +444,9 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
   {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<DrainOptions>();
-    CLI::App* drain = app.add_subcommand("drain", "Place no new work on a node and requeue its running jobs (with their checkpoint signal)");
+    CLI::App* drain = app.add_subcommand(
+        "drain",
+        "Place no new work on a node and requeue its running jobs (with their checkpoint signal)");
     drain->add_option("node", o->node, "Node name")->required();
     drain->add_option("--reason", o->reason, "Why (kept with the node)")->required();
     AddCommon(drain, c.get());
@@ -424,18 +478,22 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
   {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<std::pair<std::string, std::string>>();  // node, decision
-    CLI::App* orphans = app.add_subcommand(
-        "orphans", "Decide on the tasks a node runs that the store does not know (held, running, since its agent "
-                   "registered): stop them, or release them to run on");
+    CLI::App* orphans = app.add_subcommand("orphans",
+                                           "Decide on the tasks a node runs that the store does "
+                                           "not know (held, running, since its agent "
+                                           "registered): stop them, or release them to run on");
     orphans->add_option("node", o->first, "Node name")->required();
-    auto* stop = orphans->add_flag_callback("--stop", [o] { o->second = "stop"; }, "Stop them");
-    auto* release = orphans->add_flag_callback("--release", [o] { o->second = "release"; },
-                                               "Let them run on, unknown to the store, and the node take work again");
+    auto* stop = orphans->add_flag_callback(
+        "--stop", [o] { o->second = "stop"; }, "Stop them");
+    auto* release = orphans->add_flag_callback(
+        "--release", [o] { o->second = "release"; },
+        "Let them run on, unknown to the store, and the node take work again");
     stop->excludes(release);
     AddCommon(orphans, c.get());
     orphans->callback([=] {
       Guard(rc, [&] {
-        if (o->second.empty()) return Status::InvalidArgument("say what becomes of them: --stop or --release");
+        if (o->second.empty())
+          return Status::InvalidArgument("say what becomes of them: --stop or --release");
         return DecideOrphans(*c, o->first, o->second == "stop");
       });
     });

@@ -5,10 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -21,19 +20,24 @@ struct Common {
 
 // --server and --ca.
 inline void AddServer(CLI::App* c, Common* common) {
-  c->add_option("--server", common->server, "API address, or several controllers' as a comma-separated list (the leader is found) (default: $HANGAR_URL or "
+  c->add_option("--server", common->server,
+                "API address, or several controllers' as a comma-separated list (the leader is "
+                "found) (default: $HANGAR_URL or "
                 "http://127.0.0.1:8080)");
   // The client reads $HANGAR_CA; the flag sets it for this run.
   c->add_option_function<std::string>(
       "--ca", [](const std::string& path) { ::setenv("HANGAR_CA", path.c_str(), 1); },
-      "For an https:// server: the cluster CA's certificate (default: $HANGAR_CA, else the system's CAs)");
+      "For an https:// server: the cluster CA's certificate (default: $HANGAR_CA, else the "
+      "system's CAs)");
 }
 
 // --server, --ca and -o/--output (one of `formats`).
-inline void AddCommon(CLI::App* c, Common* common, std::vector<std::string> formats = {"table", "json"}) {
+inline void AddCommon(CLI::App* c, Common* common,
+                      std::vector<std::string> formats = {"table", "json"}) {
   AddServer(c, common);
   std::string help;
-  for (const auto& f : formats) help += (help.empty() ? "" : (&f == &formats.back() ? " or " : ", ")) + f;
+  for (const auto& f : formats)
+    help += (help.empty() ? "" : (&f == &formats.back() ? " or " : ", ")) + f;
   c->add_option("-o,--output", common->output, help)->check(CLI::IsMember(formats));
 }
 

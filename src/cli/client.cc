@@ -19,7 +19,9 @@ std::string DefaultServer() {
 }
 
 namespace {
-std::string WithScheme(const std::string& s) { return s.find("://") == std::string::npos ? "http://" + s : s; }
+std::string WithScheme(const std::string& s) {
+  return s.find("://") == std::string::npos ? "http://" + s : s;
+}
 }  // namespace
 
 ApiClient::ApiClient(std::string server) {
@@ -67,15 +69,18 @@ httplib::Client Make(const std::string& server) {
 }
 }  // namespace
 
-StatusOr<nlohmann::json> ApiClient::Decode(int status, const std::string& body, const std::string& what) {
+StatusOr<nlohmann::json> ApiClient::Decode(int status, const std::string& body,
+                                           const std::string& what) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (status >= 200 && status < 300) {
-    if (j.is_discarded()) return Status::Internal(what + ": the server answered with something that is not JSON");
+    if (j.is_discarded())
+      return Status::Internal(what + ": the server answered with something that is not JSON");
     return j;
   }
   // A proxy or another server in front may answer {"error": "text"}: its text, not an exception.
   if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_string()) {
-    return Status::Internal(what + ": HTTP " + std::to_string(status) + ": " + j["error"].get<std::string>());
+    return Status::Internal(what + ": HTTP " + std::to_string(status) + ": " +
+                            j["error"].get<std::string>());
   }
   if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object()) {
     const std::string code = j["error"].value("code", "");
@@ -92,20 +97,24 @@ StatusOr<nlohmann::json> ApiClient::Decode(int status, const std::string& body, 
 // Why no answer came, and what to do.
 Status Unreachable(const std::string& server, httplib::Error e) {
   if (e == httplib::Error::SSLServerVerification) {
-    return Status::Unavailable("the Hangar API at " + server + " has a certificate no CA you trust signed; pass the "
+    return Status::Unavailable("the Hangar API at " + server +
+                               " has a certificate no CA you trust signed; pass the "
                                "cluster CA with --ca ca.crt or $HANGAR_CA (docs/operations.md)");
   }
   if (e == httplib::Error::SSLConnection) {
-    return Status::Unavailable("no TLS connection to " + server + "; is it an https:// server? (a controller with "
+    return Status::Unavailable("no TLS connection to " + server +
+                               "; is it an https:// server? (a controller with "
                                "--insecure speaks http://)");
   }
   const bool plain = server.rfind("http://", 0) == 0;
-  return Status::Unavailable("cannot reach the Hangar API at " + server + " (" + httplib::to_string(e) +
+  return Status::Unavailable("cannot reach the Hangar API at " + server + " (" +
+                             httplib::to_string(e) +
                              "); is the controller running? Set --server or HANGAR_URL" +
                              (plain ? " (a controller with TLS wants https://)" : ""));
 }
 
-httplib::Result ApiClient::ToLeader(const std::function<httplib::Result(httplib::Client&)>& call, bool resend) {
+httplib::Result ApiClient::ToLeader(const std::function<httplib::Result(httplib::Client&)>& call,
+                                    bool resend) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string target = servers_[current_];
   for (size_t tries = 1;; ++tries) {
@@ -120,7 +129,8 @@ httplib::Result ApiClient::ToLeader(const std::function<httplib::Result(httplib:
     // Not sent (no connection), or sent and lost where that is safe to repeat.
     const bool unanswered = !r && (r.error() == httplib::Error::Connection || resend);
     const bool several = servers_.size() > 1;
-    if (!(standby || (unanswered && several)) || std::chrono::steady_clock::now() > deadline) return r;
+    if (!(standby || (unanswered && several)) || std::chrono::steady_clock::now() > deadline)
+      return r;
     current_ = (current_ + 1) % servers_.size();
     target = servers_[current_];
     if (current_ == 0 || !several) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -133,14 +143,15 @@ StatusOr<nlohmann::json> ApiClient::Get(const std::string& path) {
   return Decode(r->status, r->body, "GET " + path);
 }
 
-StatusOr<nlohmann::json> ApiClient::Post(const std::string& path, const std::string& body, const std::string& type) {
+StatusOr<nlohmann::json> ApiClient::Post(const std::string& path, const std::string& body,
+                                         const std::string& type) {
   auto r = ToLeader([&](httplib::Client& c) { return c.Post(path, body, type); }, false);
   if (!r) return Unreachable(server_, r.error());
   return Decode(r->status, r->body, "POST " + path);
 }
 
-StatusOr<nlohmann::json> ApiClient::PostOnce(const std::string& path, const std::string& body, const std::string& type,
-                                             const std::string& key) {
+StatusOr<nlohmann::json> ApiClient::PostOnce(const std::string& path, const std::string& body,
+                                             const std::string& type, const std::string& key) {
   const httplib::Headers h{{"Idempotency-Key", key}};
   auto post = [&](httplib::Client& c) { return c.Post(path, h, body, type); };
   auto r = ToLeader(post, true);
@@ -165,27 +176,30 @@ StatusOr<nlohmann::json> ApiClient::Delete(const std::string& path) {
   return Decode(r->status, r->body, "DELETE " + path);
 }
 
-Status ApiClient::Stream(const std::string& path, const std::function<bool(const char*, size_t)>& sink) {
+Status ApiClient::Stream(const std::string& path,
+                         const std::function<bool(const char*, size_t)>& sink) {
   int status = 0;
   std::string error_body;
-  auto r = ToLeader([&](httplib::Client& c) {
-    c.set_read_timeout(3600, 0);
-    status = 0;
-    error_body.clear();
-    return c.Get(
-      path, httplib::Headers{},
-      [&](const httplib::Response& res) {
-        status = res.status;
-        return true;
+  auto r = ToLeader(
+      [&](httplib::Client& c) {
+        c.set_read_timeout(3600, 0);
+        status = 0;
+        error_body.clear();
+        return c.Get(
+            path, httplib::Headers{},
+            [&](const httplib::Response& res) {
+              status = res.status;
+              return true;
+            },
+            [&](const char* data, size_t n) {
+              if (status >= 300) {
+                error_body.append(data, n);
+                return true;
+              }
+              return sink(data, n);
+            });
       },
-      [&](const char* data, size_t n) {
-        if (status >= 300) {
-          error_body.append(data, n);
-          return true;
-        }
-        return sink(data, n);
-      });
-  }, false);
+      false);
   if (!r && status == 0) return Unreachable(server_, r.error());
   if (status >= 300) return Decode(status, error_body, "GET " + path).status();
   return Status::Ok();

@@ -2,13 +2,12 @@
 // into Status values with the server's own message.
 #pragma once
 
-#include <functional>
-#include <string>
-#include <vector>
-
 #include <httplib.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -27,7 +26,8 @@ class ApiClient {
                                 const std::string& content_type = "application/json");
   // With an Idempotency-Key, and sent once more when no answer came back (the connection dropped):
   // the server answers a repeated key with its first answer, so a retry never makes a second job.
-  StatusOr<nlohmann::json> PostOnce(const std::string& path, const std::string& body, const std::string& content_type,
+  StatusOr<nlohmann::json> PostOnce(const std::string& path, const std::string& body,
+                                    const std::string& content_type,
                                     const std::string& idempotency_key);
   StatusOr<nlohmann::json> Delete(const std::string& path);
   // Streams a text body to `sink` as it arrives (logs -f).
@@ -37,7 +37,8 @@ class ApiClient {
   StatusOr<nlohmann::json> Decode(int status, const std::string& body, const std::string& what);
   // Runs `call` against the leader, for up to 10 s while controllers hand over. `resend`: the call
   // may be sent again after a connection that broke mid-way (a GET, or a POST with a key).
-  httplib::Result ToLeader(const std::function<httplib::Result(httplib::Client&)>& call, bool resend);
+  httplib::Result ToLeader(const std::function<httplib::Result(httplib::Client&)>& call,
+                           bool resend);
   std::vector<std::string> servers_;
   size_t current_ = 0;
   std::string server_;  // the one answering now

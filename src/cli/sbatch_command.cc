@@ -26,8 +26,8 @@ struct SbatchCommandOptions {
   std::optional<std::string> wrap;  // --wrap=COMMAND: the script is "#!/bin/sh\nCOMMAND"
   bool dry_run = false;
   bool parsable = false;
-  std::vector<std::string> words;         // sbatch's options, as given (override #SBATCH)
-  std::vector<std::string> script_args;   // what follows the script
+  std::vector<std::string> words;        // sbatch's options, as given (override #SBATCH)
+  std::vector<std::string> script_args;  // what follows the script
 };
 
 // sbatch's command line: options (any #SBATCH directive, with its value in the same word or the
@@ -68,15 +68,17 @@ Status ReadSbatchArgs(const std::vector<std::string>& args, Common* c, SbatchCom
     }
   }
   if (o->script.empty() && !o->wrap) {
-    return Status::InvalidArgument("name the batch script (hangar sbatch [OPTIONS] SCRIPT), or give the command "
-                                   "with --wrap=COMMAND");
+    return Status::InvalidArgument(
+        "name the batch script (hangar sbatch [OPTIONS] SCRIPT), or give the command "
+        "with --wrap=COMMAND");
   }
   if (!o->script_args.empty()) {
     std::string list;
     for (const auto& w : o->script_args) list += (list.empty() ? "" : " ") + w;
-    return Status::InvalidArgument("arguments after the script (" + list +
-                                   ") are not passed to it by hangar sbatch; put them in the script, or give "
-                                   "the whole command with --wrap='SCRIPT ARGS'");
+    return Status::InvalidArgument(
+        "arguments after the script (" + list +
+        ") are not passed to it by hangar sbatch; put them in the script, or give "
+        "the whole command with --wrap='SCRIPT ARGS'");
   }
   return Status::Ok();
 }
@@ -154,9 +156,12 @@ void RegisterSbatchCommand(CLI::App& app, int* rc) {
       "       hangar sbatch [OPTIONS] --wrap=COMMAND\n"
       "Every #SBATCH option may be given on the command line, where it overrides the script's\n"
       "(-J NAME, -p QUEUE, -t TIME, -a ARRAY, -d DEPENDENCY, -o FILE, -D DIR, --mem, ...).\n"
-      "--dry-run prints the job file it becomes (YAML) and submits nothing; --parsable prints only\n"
-      "the job id. Site facts, from the environment: HANGAR_SBATCH_GPU_TYPES=TYPE=MODEL[|MODEL],...\n"
-      "maps Slurm's GPU type names to Hangar's models; HANGAR_SBATCH_NODE_GPUS=N is a whole node's\n"
+      "--dry-run prints the job file it becomes (YAML) and submits nothing; --parsable prints "
+      "only\n"
+      "the job id. Site facts, from the environment: "
+      "HANGAR_SBATCH_GPU_TYPES=TYPE=MODEL[|MODEL],...\n"
+      "maps Slurm's GPU type names to Hangar's models; HANGAR_SBATCH_NODE_GPUS=N is a whole "
+      "node's\n"
       "GPUs (--exclusive, --gpus). docs/slurm.md lists what is honoured, warned and refused.");
   cmd->callback([cmd, rc] {
     Guard(rc, [&] {

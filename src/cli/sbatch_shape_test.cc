@@ -132,11 +132,11 @@ TEST(SbatchShapeTest, GpuTypesBecomeModelsThroughTheSitesMappingOrGoToTheControl
   b = Convert("#SBATCH -N 1\n#SBATCH --gres=gpu:A100_40GB:1\n");
   EXPECT_EQ(Group(b)["gpus"], 1);
   EXPECT_EQ(Group(b)["gpu_models"], ordered_json({"A100_40GB"}));
-  EXPECT_EQ(b.warnings,
-            std::vector<std::string>{
-                "job.sbatch:3: the GPU type 'A100_40GB' is kept as written (gpu_models: [A100_40GB]): the "
-                "controller maps Slurm's GPU types to its models through cluster.yaml's gpu_types when the job is "
-                "submitted, and refuses a type it does not know"});
+  EXPECT_EQ(b.warnings, std::vector<std::string>{"job.sbatch:3: the GPU type 'A100_40GB' is kept "
+                                                 "as written (gpu_models: [A100_40GB]): the "
+                                                 "controller maps Slurm's GPU types to its models "
+                                                 "through cluster.yaml's gpu_types when the job is "
+                                                 "submitted, and refuses a type it does not know"});
   SiteFacts to_controller;
   to_controller.controller_maps_types = true;
   b = Convert("#SBATCH --gpus-per-task=l40s:1\n", to_controller);

@@ -441,7 +441,8 @@ pid_t ChildNamed(pid_t parent, const std::string& comm) {
     std::ifstream stat(e.path() / "stat");
     std::string pid, c, state;
     long ppid = 0;
-    if (stat >> pid >> c >> state >> ppid && ppid == parent && c == "(" + comm + ")") return std::stoi(pid);
+    if (stat >> pid >> c >> state >> ppid && ppid == parent && c == "(" + comm + ")")
+      return std::stoi(pid);
   }
   return 0;
 }
@@ -454,7 +455,8 @@ TEST(SbatchWrapperTest, TheOtherNodesRunNoLineOfTheScriptAndEndWhenStopped) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   BatchJob b = Convert("#!/bin/sh\n#SBATCH -N 2 -o out.txt\necho ran >> ran.txt\n");
-  std::vector<std::string> env = {"HANGAR_JOB_ID=41", "RANK=1", "PATH=/usr/bin:/bin", "TMPDIR=" + dir};
+  std::vector<std::string> env = {"HANGAR_JOB_ID=41", "RANK=1", "PATH=/usr/bin:/bin",
+                                  "TMPDIR=" + dir};
   std::vector<std::string> argv;
   for (const auto& a : Group(b)["command"]) argv.push_back(a.get<std::string>());
   const pid_t pid = fork();
@@ -473,7 +475,8 @@ TEST(SbatchWrapperTest, TheOtherNodesRunNoLineOfTheScriptAndEndWhenStopped) {
     held = ChildNamed(pid, "sleep");
     if (held == 0) usleep(50000);
   }
-  ASSERT_GT(held, 0) << "the second node's task should wait, held; it ran: " << ReadFile(dir + "/ran.txt");
+  ASSERT_GT(held, 0) << "the second node's task should wait, held; it ran: "
+                     << ReadFile(dir + "/ran.txt");
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);

@@ -91,7 +91,8 @@ constexpr UnhonouredDirective kUnhonoured[] = {
      "Hangar starts a job as soon as it can and cannot defer it; submit it later (e.g. with at)"},
     {"hold", 'H', A::kFlag, true, "submit it, then hold it with `hangar hold ID`"},
     {"wrap", 0, A::kValue, true,
-     "--wrap is a command-line option (hangar sbatch --wrap=COMMAND); in a script, write the command "
+     "--wrap is a command-line option (hangar sbatch --wrap=COMMAND); in a script, write the "
+     "command "
      "itself"},
     {"test-only", 0, A::kFlag, true, "use `hangar sbatch --dry-run`"},
     {"uid", 0, A::kValue, true, "a Hangar job runs as the account of the token that submits it"},

@@ -91,10 +91,11 @@ std::string Wrapper(const WrapperInputs& w) {
   s += "printf '%s' \"$1\" > \"$hangar_dir/slurm_script\" || exit 1\n";
   s += "cat > \"$hangar_dir/srun\" <<'HANGAR_SRUN'\n" + std::string(kSrunShim) + "HANGAR_SRUN\n";
   // Slurm's other commands, as the script calls them: Hangar's (docs/slurm-commands.md).
-  s += "for hangar_tool in scontrol squeue sacct scancel sinfo; do\n"
-       "  printf '#!/bin/sh\\nexec \"${HANGAR_BIN:-hangar}\" slurm %s \"$@\"\\n' \"$hangar_tool\" > "
-       "\"$hangar_dir/$hangar_tool\" && chmod 700 \"$hangar_dir/$hangar_tool\"\n"
-       "done\n";
+  s +=
+      "for hangar_tool in scontrol squeue sacct scancel sinfo; do\n"
+      "  printf '#!/bin/sh\\nexec \"${HANGAR_BIN:-hangar}\" slurm %s \"$@\"\\n' \"$hangar_tool\" > "
+      "\"$hangar_dir/$hangar_tool\" && chmod 700 \"$hangar_dir/$hangar_tool\"\n"
+      "done\n";
   s += "chmod 700 \"$hangar_dir/slurm_script\" \"$hangar_dir/srun\"\n";
   s += "PATH=\"$hangar_dir:$PATH\"; export PATH\n";
   s += "\"$hangar_dir/slurm_script\" " + w.redirect + "\n";
@@ -160,8 +161,7 @@ StatusOr<std::string> OutputPatternToShell(std::string_view pattern, const std::
                  "' is not a pattern sbatch fills (%j %A %a %x %N %n %u %t %s %J and %%); write "
                  "%% for a percent sign");
     }
-    if (width > 10)
-      return Err("zero-padding to more than 10 digits; Slurm allows at most 10");
+    if (width > 10) return Err("zero-padding to more than 10 digits; Slurm allows at most 10");
     out += width ? "$(printf %0" + std::to_string(width) + "d \"" + var + "\")" : var;
     i = j;
   }

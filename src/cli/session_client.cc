@@ -234,7 +234,8 @@ void AddSessionCredentials(const std::string& server, grpc::ClientContext* ctx) 
   ApiClient api(server);
   const std::string token = TokenFor(api.server());
   if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
-  if (const char* user = std::getenv("USER"); user && *user) ctx->AddMetadata("x-hangar-user", user);
+  if (const char* user = std::getenv("USER"); user && *user)
+    ctx->AddMetadata("x-hangar-user", user);
 }
 
 Status FromSessionStatus(const grpc::Status& s) { return FromGrpc(s); }

@@ -1,7 +1,8 @@
 #include "cli/session_client.h"
-#include "cli/port_forward.h"
 
 #include <gtest/gtest.h>
+
+#include "cli/port_forward.h"
 
 namespace hangar::cli {
 namespace {

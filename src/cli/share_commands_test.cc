@@ -11,9 +11,8 @@
 
 #include "api/views.h"
 #include "cli/cli_commands.h"
-#include "job/queue_spec.h"
-
 #include "cli/fake_api.h"
+#include "job/queue_spec.h"
 
 namespace hangar::cli {
 namespace {
@@ -56,13 +55,18 @@ TEST(ShareCommandsTest, ShareShowsPerModelGuarantees) {
   FakeApi api;
   api.server().Get("/v1/share", [&](const httplib::Request&, httplib::Response& res) {
     // As the controller answers: guarantee_gpus counts the per-model guarantees too.
-    nlohmann::json share = {
-        {"half_life_s", 1800},
-        {"queues",
-         {{{"name", "research"}, {"depth", 0}, {"guarantee_gpus", 24.0}, {"guarantee_by_model", {{"H100-SXM-80GB", 8.0}}}},
-          {{"name", "vision"}, {"depth", 1}, {"guarantee_gpus", 16.0}},
-          {{"name", "nlp"}, {"depth", 1}, {"guarantee_gpus", 8.0}, {"guarantee_by_model", {{"H100-SXM-80GB", 8.0}}}},
-          {{"name", "default"}, {"depth", 0}, {"guarantee_gpus", 0.0}}}}};
+    nlohmann::json share = {{"half_life_s", 1800},
+                            {"queues",
+                             {{{"name", "research"},
+                               {"depth", 0},
+                               {"guarantee_gpus", 24.0},
+                               {"guarantee_by_model", {{"H100-SXM-80GB", 8.0}}}},
+                              {{"name", "vision"}, {"depth", 1}, {"guarantee_gpus", 16.0}},
+                              {{"name", "nlp"},
+                               {"depth", 1},
+                               {"guarantee_gpus", 8.0},
+                               {"guarantee_by_model", {{"H100-SXM-80GB", 8.0}}}},
+                              {{"name", "default"}, {"depth", 0}, {"guarantee_gpus", 0.0}}}}};
     res.set_content(share.dump(), "application/json");
   });
   ::testing::internal::CaptureStdout();
@@ -76,8 +80,9 @@ TEST(ShareCommandsTest, ShareShowsPerModelGuarantees) {
 TEST(ShareCommandsTest, ApplyWarnsWhenItRemovesAQueue) {
   FakeApi api;
   api.server().Post("/v1/queues", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"created": ["research", "vision", "nlp"], "changed": [], "unchanged": [], "removed": ["default"]})",
-                    "application/json");
+    res.set_content(
+        R"({"created": ["research", "vision", "nlp"], "changed": [], "unchanged": [], "removed": ["default"]})",
+        "application/json");
   });
   const std::string file = ::testing::TempDir() + "share_commands_test_queues.yaml";
   std::ofstream(file) << kQueues;
@@ -89,7 +94,8 @@ TEST(ShareCommandsTest, ApplyWarnsWhenItRemovesAQueue) {
   std::remove(file.c_str());
   EXPECT_NE(out.find("removed default"), std::string::npos) << out;
   EXPECT_NE(err.find("warning: queue 'default' was not in " + file +
-                     " and is removed: jobs that name it are refused from now on (the shipped examples and jobs "
+                     " and is removed: jobs that name it are refused from now on (the shipped "
+                     "examples and jobs "
                      "without 'queue:' use it); to keep it, add `- name: default` to the file"),
             std::string::npos)
       << err;
@@ -120,7 +126,8 @@ TEST(ShareCommandsTest, NodesNoAgentServesShowNothingFree) {
     unknown.name = "node-2";
     unknown.state = "unknown";
     unknown.reason = "no agent has connected yet: start `hangar agent` on it";
-    res.set_content(nlohmann::json{{"nodes", {api::ToJson(ready), api::ToJson(unknown)}}}.dump(), "application/json");
+    res.set_content(nlohmann::json{{"nodes", {api::ToJson(ready), api::ToJson(unknown)}}}.dump(),
+                    "application/json");
   });
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(RunCli(api, {"nodes"}), 0);
@@ -140,7 +147,9 @@ TEST(ShareCommandsTest, TokensSayWhoTheirTasksRunAs) {
     nlohmann::json out = bodies.back();
     out["id"] = "3f2a9c01d4e7";
     out["token"] = "hgr_3f2a9c01d4e7_secret";
-    if (out.contains("uid")) out["run_as"] = {{"uid", out["uid"]}, {"gid", out.value("gid", out["uid"])}, {"groups", out["groups"]}};
+    if (out.contains("uid"))
+      out["run_as"] = {
+          {"uid", out["uid"]}, {"gid", out.value("gid", out["uid"])}, {"groups", out["groups"]}};
     res.status = 201;
     res.set_content(out.dump(), "application/json");
   });
@@ -154,17 +163,22 @@ TEST(ShareCommandsTest, TokensSayWhoTheirTasksRunAs) {
   });
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(RunCli(api, {"token", "create", "--user", "alice", "--role", "user", "--uid", "61001", "--groups",
-                         "61010,61011"}),
+  EXPECT_EQ(RunCli(api, {"token", "create", "--user", "alice", "--role", "user", "--uid", "61001",
+                         "--groups", "61010,61011"}),
             0);
-  EXPECT_EQ(RunCli(api, {"token", "create", "--user", "svc", "--role", "user", "--account", "train"}), 0);
-  EXPECT_EQ(RunCli(api, {"token", "create", "--user", "carol", "--role", "user", "--uid", "5", "--groups", "1,x"}), 1);
+  EXPECT_EQ(
+      RunCli(api, {"token", "create", "--user", "svc", "--role", "user", "--account", "train"}), 0);
+  EXPECT_EQ(RunCli(api, {"token", "create", "--user", "carol", "--role", "user", "--uid", "5",
+                         "--groups", "1,x"}),
+            1);
   ::testing::internal::GetCapturedStdout();
   const std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(bodies.size(), 2u);
-  EXPECT_EQ(bodies[0].dump(), R"({"groups":[61010,61011],"role":"user","uid":61001,"user":"alice"})");
+  EXPECT_EQ(bodies[0].dump(),
+            R"({"groups":[61010,61011],"role":"user","uid":61001,"user":"alice"})");
   EXPECT_EQ(bodies[1].dump(), R"({"account":"train","role":"user","user":"svc"})");
-  EXPECT_NE(err.find("token 3f2a9c01d4e7 for alice (user), tasks run as uid 61001 gid 61001 groups 61010,61011"),
+  EXPECT_NE(err.find("token 3f2a9c01d4e7 for alice (user), tasks run as uid 61001 gid 61001 groups "
+                     "61010,61011"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("'x' is not a group id"), std::string::npos) << err;
@@ -174,7 +188,8 @@ TEST(ShareCommandsTest, TokensSayWhoTheirTasksRunAs) {
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("RUNS AS"), std::string::npos) << out;
   EXPECT_NE(out.find("uid 61001 gid 61001 groups 61010,61011"), std::string::npos) << out;
-  EXPECT_NE(out.find("b2  bob           user  -        bob "), std::string::npos) << out;  // named like the user
+  EXPECT_NE(out.find("b2  bob           user  -        bob "), std::string::npos)
+      << out;  // named like the user
   EXPECT_NE(out.find("c3  svc           user  -        train "), std::string::npos) << out;
   EXPECT_NE(out.find("gpu-001  -  "), std::string::npos) << out;  // node tokens run nothing
 }

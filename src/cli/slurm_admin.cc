@@ -15,15 +15,18 @@ void PrintJob(const api::JobView& j, bool one_line) {
   const Time now = WallNow();
   std::vector<std::vector<std::string>> groups = {
       {"JobId=" + std::to_string(j.id), "JobName=" + j.name},
-      {"UserId=" + j.user, "Account=" + j.queue, "QOS=" + j.tier, "Priority=" + std::to_string(j.priority)},
-      {"JobState=" + slurm::JobState(j), "Reason=" + (j.state == "pending" && !j.reason.empty() ? j.reason : "None"),
+      {"UserId=" + j.user, "Account=" + j.queue, "QOS=" + j.tier,
+       "Priority=" + std::to_string(j.priority)},
+      {"JobState=" + slurm::JobState(j),
+       "Reason=" + (j.state == "pending" && !j.reason.empty() ? j.reason : "None"),
        "Dependency=(null)"},
       {"Requeue=1", "Restarts=" + std::to_string(j.restarts), "ExitCode=" + slurm::ExitCode(j)},
       {"RunTime=" + Elapsed(j, now), "TimeLimit=" + slurm::TimeLimit(j)},
       {"SubmitTime=" + slurm::Timestamp(j.submitted), "StartTime=" + slurm::Timestamp(j.started),
        "EndTime=" + slurm::Timestamp(j.ended)},
       {"Partition=" + j.queue, "NodeList=" + (nodes.empty() ? "(null)" : CompressHostList(nodes))},
-      {"NumNodes=" + std::to_string(nodes.empty() ? 1 : nodes.size()), "NumTasks=" + std::to_string(j.tasks)},
+      {"NumNodes=" + std::to_string(nodes.empty() ? 1 : nodes.size()),
+       "NumTasks=" + std::to_string(j.tasks)},
       {"TRES=gres/gpu=" + FormatGpus(j.gpus)},
   };
   if (j.array_id) {
@@ -41,9 +44,13 @@ void PrintJob(const api::JobView& j, bool one_line) {
 
 void PrintNode(const api::NodeView& n, bool one_line) {
   const std::vector<std::string> kv = {
-      "NodeName=" + n.name, "State=" + slurm::NodeState(n, false), "Gres=gpu:" + n.model + ":" + std::to_string(n.gpus),
-      "GresUsed=gpu:" + FormatGpus(n.gpus - n.gpus_free), "CPUTot=" + std::to_string(n.milli_cpu / 1000),
-      "RealMemory=" + std::to_string(n.memory_mib), "FreeMem=" + std::to_string(n.memory_mib_free),
+      "NodeName=" + n.name,
+      "State=" + slurm::NodeState(n, false),
+      "Gres=gpu:" + n.model + ":" + std::to_string(n.gpus),
+      "GresUsed=gpu:" + FormatGpus(n.gpus - n.gpus_free),
+      "CPUTot=" + std::to_string(n.milli_cpu / 1000),
+      "RealMemory=" + std::to_string(n.memory_mib),
+      "FreeMem=" + std::to_string(n.memory_mib_free),
       "Reason=" + (n.reason.empty() ? std::string("(null)") : n.reason)};
   std::string out;
   for (size_t i = 0; i < kv.size(); ++i) out += (i ? (one_line ? " " : "\n   ") : "") + kv[i];
@@ -52,17 +59,30 @@ void PrintNode(const api::NodeView& n, bool one_line) {
 
 std::string SinfoValue(const api::NodeView& n, const std::string& partition, char letter) {
   switch (letter) {
-    case 'P': case 'R': return partition;
-    case 'a': return "up";
-    case 'l': case 'L': return "infinite";
-    case 't': return slurm::NodeState(n, true);
-    case 'T': return slurm::NodeState(n, false);
-    case 'G': return "gpu:" + n.model + ":" + std::to_string(n.gpus);
-    case 'c': return std::to_string(n.milli_cpu / 1000);
-    case 'm': return std::to_string(n.memory_mib);
-    case 'E': return n.reason.empty() ? "none" : n.reason;
-    case '%': return "%";
-    default: return "";
+    case 'P':
+    case 'R':
+      return partition;
+    case 'a':
+      return "up";
+    case 'l':
+    case 'L':
+      return "infinite";
+    case 't':
+      return slurm::NodeState(n, true);
+    case 'T':
+      return slurm::NodeState(n, false);
+    case 'G':
+      return "gpu:" + n.model + ":" + std::to_string(n.gpus);
+    case 'c':
+      return std::to_string(n.milli_cpu / 1000);
+    case 'm':
+      return std::to_string(n.memory_mib);
+    case 'E':
+      return n.reason.empty() ? "none" : n.reason;
+    case '%':
+      return "%";
+    default:
+      return "";
   }
 }
 
@@ -76,7 +96,8 @@ static int ScontrolShow(ApiClient* api, const Args& a, const std::vector<std::st
     std::string list = arg;
     if (list.empty() && std::getenv("SLURM_JOB_NODELIST")) list = std::getenv("SLURM_JOB_NODELIST");
     if (list.empty()) {
-      return Fail("scontrol", Status::InvalidArgument("no host list given and SLURM_JOB_NODELIST is not set"));
+      return Fail("scontrol",
+                  Status::InvalidArgument("no host list given and SLURM_JOB_NODELIST is not set"));
     }
     auto names = slurm::ExpandHostList(list);
     if (!names.ok()) return Fail("scontrol", names.status());
@@ -92,7 +113,8 @@ static int ScontrolShow(ApiClient* api, const Args& a, const std::vector<std::st
     if (!arg.empty()) {
       auto j = FetchJob(api, arg);
       if (!j.ok() && j.status().code() == StatusCode::kNotFound) {
-        return Fail("scontrol", Status::NotFound("Invalid job id specified (job " + arg + " does not exist)"));
+        return Fail("scontrol",
+                    Status::NotFound("Invalid job id specified (job " + arg + " does not exist)"));
       }
       if (!j.ok()) return Fail("scontrol", j.status());
       jobs.push_back(*j);
@@ -107,7 +129,8 @@ static int ScontrolShow(ApiClient* api, const Args& a, const std::vector<std::st
   if (what == "node" || what == "nodes") {
     auto list = api->Get(arg.empty() ? "/v1/nodes" : "/v1/nodes/" + arg);
     if (!list.ok()) return Fail("scontrol", list.status());
-    const nlohmann::json rows = arg.empty() ? list->value("nodes", nlohmann::json::array()) : nlohmann::json::array({*list});
+    const nlohmann::json rows = arg.empty() ? list->value("nodes", nlohmann::json::array())
+                                            : nlohmann::json::array({*list});
     for (const auto& r : rows) {
       auto n = api::NodeViewFromJson(r);
       if (n.ok()) PrintNode(*n, a.Has("oneliner"));
@@ -119,17 +142,21 @@ static int ScontrolShow(ApiClient* api, const Args& a, const std::vector<std::st
 
 int Scontrol(ApiClient* api, const std::vector<std::string>& argv) {
   Args a;
-  Status ok = a.Parse("scontrol", argv, {{"d", "details", false}, {"o", "oneliner", false}, {"Q", "quiet", false}});
+  Status ok = a.Parse("scontrol", argv,
+                      {{"d", "details", false}, {"o", "oneliner", false}, {"Q", "quiet", false}});
   if (!ok.ok()) return Fail("scontrol", ok);
   std::vector<std::string> words = a.positional();
   if (words.empty()) {
-    return Fail("scontrol", Status::InvalidArgument("say what to do: show hostnames|job|node, hold|release|requeue JOBID"));
+    return Fail("scontrol",
+                Status::InvalidArgument(
+                    "say what to do: show hostnames|job|node, hold|release|requeue JOBID"));
   }
   const std::string verb = Lower(words[0]);
   if (verb == "show" && words.size() >= 2) {
     if (const int rc = ScontrolShow(api, a, words); rc >= 0) return rc;
   }
-  if ((verb == "hold" || verb == "release" || verb == "requeue" || verb == "uhold") && words.size() >= 2) {
+  if ((verb == "hold" || verb == "release" || verb == "requeue" || verb == "uhold") &&
+      words.size() >= 2) {
     const std::string action = verb == "uhold" ? "hold" : verb;
     for (const std::string& id : SplitCommas(words[1])) {
       auto j = FetchJob(api, id);
@@ -140,42 +167,59 @@ int Scontrol(ApiClient* api, const std::vector<std::string>& argv) {
     return 0;
   }
   if (verb == "update") {
-    return Fail("scontrol", Status::InvalidArgument(
-                                "hangar cannot change a submitted job (" + (words.size() > 1 ? words[1] : "") +
-                                "): cancel it and submit it again with the new values, or `hangar hold` it first"));
+    return Fail(
+        "scontrol",
+        Status::InvalidArgument(
+            "hangar cannot change a submitted job (" + (words.size() > 1 ? words[1] : "") +
+            "): cancel it and submit it again with the new values, or `hangar hold` it first"));
   }
-  return Fail("scontrol", Status::InvalidArgument("'" + words[0] + (words.size() > 1 ? " " + words[1] : "") +
-                                                  "' is not one hangar's scontrol does: show hostnames|hostname|job|"
-                                                  "node, hold, release, requeue"));
+  return Fail("scontrol", Status::InvalidArgument(
+                              "'" + words[0] + (words.size() > 1 ? " " + words[1] : "") +
+                              "' is not one hangar's scontrol does: show hostnames|hostname|job|"
+                              "node, hold, release, requeue"));
 }
 
 int Scancel(ApiClient* api, const std::vector<std::string>& argv) {
   Args a;
-  Status ok = a.Parse("scancel", argv, {{"u", "user", true}, {"n", "name", true}, {"t", "state", true},
-                                        {"p", "partition", true}, {"s", "signal", true}, {"b", "batch", false},
-                                        {"f", "full", false}, {"q", "quiet", false}, {"v", "verbose", false},
-                                        {"i", "interactive", false}, {"", "me", false}});
+  Status ok = a.Parse("scancel", argv,
+                      {{"u", "user", true},
+                       {"n", "name", true},
+                       {"t", "state", true},
+                       {"p", "partition", true},
+                       {"s", "signal", true},
+                       {"b", "batch", false},
+                       {"f", "full", false},
+                       {"q", "quiet", false},
+                       {"v", "verbose", false},
+                       {"i", "interactive", false},
+                       {"", "me", false}});
   if (!ok.ok()) return Fail("scancel", ok);
   const std::string sig = a.Get("signal");
-  if (!sig.empty() && sig != "TERM" && sig != "SIGTERM" && sig != "KILL" && sig != "SIGKILL" && sig != "15" && sig != "9") {
-    return Fail("scancel", Status::InvalidArgument("--signal=" + sig +
-                                                   " is not sent here: hangar signals a job only to stop it (TERM or KILL "
-                                                   "cancel it); a job's checkpoint signal goes out when it is preempted"));
+  if (!sig.empty() && sig != "TERM" && sig != "SIGTERM" && sig != "KILL" && sig != "SIGKILL" &&
+      sig != "15" && sig != "9") {
+    return Fail("scancel",
+                Status::InvalidArgument(
+                    "--signal=" + sig +
+                    " is not sent here: hangar signals a job only to stop it (TERM or KILL "
+                    "cancel it); a job's checkpoint signal goes out when it is preempted"));
   }
   int rc = 0;
   for (const std::string& id : a.positional()) {
     auto j = FetchJob(api, id);
     if (!j.ok()) {
-      std::fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", id.c_str(), j.status().message().c_str());
+      std::fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", id.c_str(),
+                   j.status().message().c_str());
       rc = 1;
       continue;
     }
     // ARRAYID alone is the whole array, as in Slurm.
     const bool whole_array = id.find('_') == std::string::npos && j->array_id == j->id;
-    nlohmann::json body = whole_array ? nlohmann::json{{"array", j->id}} : nlohmann::json{{"ids", {j->id}}};
+    nlohmann::json body =
+        whole_array ? nlohmann::json{{"array", j->id}} : nlohmann::json{{"ids", {j->id}}};
     auto r = api->Post("/v1/jobs/bulk/cancel", body.dump());
     if (!r.ok()) {
-      std::fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", id.c_str(), r.status().message().c_str());
+      std::fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", id.c_str(),
+                   r.status().message().c_str());
       rc = 1;
     }
   }
@@ -189,7 +233,9 @@ int Scancel(ApiClient* api, const std::vector<std::string>& argv) {
       if (!s.ok()) return Fail("scancel", s.status());
       if (s->size() == 1) body["state"] = s->front();
     }
-    if (body.empty()) return Fail("scancel", Status::InvalidArgument("no job id given; name ids, or select with -u, -n, -p or -t"));
+    if (body.empty())
+      return Fail("scancel", Status::InvalidArgument(
+                                 "no job id given; name ids, or select with -u, -n, -p or -t"));
     auto r = api->Post("/v1/jobs/bulk/cancel", body.dump());
     if (!r.ok()) return Fail("scancel", r.status());
   }
@@ -200,9 +246,16 @@ int Scancel(ApiClient* api, const std::vector<std::string>& argv) {
 // rows whose shown fields agree are one, with their nodes counted (%D) and listed (%N).
 int Sinfo(ApiClient* api, const std::vector<std::string>& argv) {
   Args a;
-  Status ok = a.Parse("sinfo", argv, {{"N", "Node", false}, {"h", "noheader", false}, {"p", "partition", true},
-                                      {"o", "format", true}, {"s", "summarize", false}, {"l", "long", false},
-                                      {"a", "all", false}, {"r", "responding", false}, {"R", "list-reasons", false}});
+  Status ok = a.Parse("sinfo", argv,
+                      {{"N", "Node", false},
+                       {"h", "noheader", false},
+                       {"p", "partition", true},
+                       {"o", "format", true},
+                       {"s", "summarize", false},
+                       {"l", "long", false},
+                       {"a", "all", false},
+                       {"r", "responding", false},
+                       {"R", "list-reasons", false}});
   if (!ok.ok()) return Fail("sinfo", ok);
   auto list = api->Get("/v1/nodes");
   if (!list.ok()) return Fail("sinfo", list.status());
@@ -215,12 +268,15 @@ int Sinfo(ApiClient* api, const std::vector<std::string>& argv) {
   // the default one, marked with '*' as sinfo marks it.
   std::vector<std::string> queues;
   if (auto q = api->Get("/v1/queues"); q.ok()) {
-    for (const auto& r : q->value("queues", nlohmann::json::array())) queues.push_back(r.value("name", ""));
+    for (const auto& r : q->value("queues", nlohmann::json::array()))
+      queues.push_back(r.value("name", ""));
   }
   if (queues.empty()) queues = {"default"};
-  const std::string fallback = std::find(queues.begin(), queues.end(), "default") != queues.end() ? "default" : queues[0];
+  const std::string fallback =
+      std::find(queues.begin(), queues.end(), "default") != queues.end() ? "default" : queues[0];
   if (a.Has("partition")) queues = SplitCommas(a.Get("partition"));
-  const std::string format = a.Get("format", a.Has("Node") ? "%N %.5D %9P %6t" : "%9P %.5a %.10l %.5D %6t %N");
+  const std::string format =
+      a.Get("format", a.Has("Node") ? "%N %.5D %9P %6t" : "%9P %.5a %.10l %.5D %6t %N");
   auto fields = slurm::ParseSqueueFormat(format);
   if (!fields.ok()) return Fail("sinfo", fields.status());
   struct Row {
@@ -232,9 +288,13 @@ int Sinfo(ApiClient* api, const std::vector<std::string>& argv) {
     const std::string shown = q + (q == fallback ? "*" : "");
     for (const auto& n : nodes) {
       Row r;
-      for (const Field& f : *fields) r.values.push_back(f.name.empty() || f.name == "N" || f.name == "D" ? "" : SinfoValue(n, shown, f.name[0]));
+      for (const Field& f : *fields)
+        r.values.push_back(f.name.empty() || f.name == "N" || f.name == "D"
+                               ? ""
+                               : SinfoValue(n, shown, f.name[0]));
       if (a.Has("Node")) r.values.push_back(n.name);  // a row per node
-      auto same = std::find_if(rows.begin(), rows.end(), [&](const Row& o) { return o.values == r.values; });
+      auto same = std::find_if(rows.begin(), rows.end(),
+                               [&](const Row& o) { return o.values == r.values; });
       if (same == rows.end()) {
         r.names.push_back(n.name);
         rows.push_back(std::move(r));
@@ -244,9 +304,10 @@ int Sinfo(ApiClient* api, const std::vector<std::string>& argv) {
     }
   }
   static const std::map<char, std::string> kHeaders = {
-      {'P', "PARTITION"}, {'R', "PARTITION"}, {'a', "AVAIL"}, {'l', "TIMELIMIT"}, {'L', "DEFAULTTIME"},
-      {'D', "NODES"}, {'t', "STATE"}, {'T', "STATE"}, {'N', "NODELIST"}, {'G', "GRES"}, {'c', "CPUS"},
-      {'m', "MEMORY"}, {'E', "REASON"}, {'%', "%"}};
+      {'P', "PARTITION"},   {'R', "PARTITION"}, {'a', "AVAIL"}, {'l', "TIMELIMIT"},
+      {'L', "DEFAULTTIME"}, {'D', "NODES"},     {'t', "STATE"}, {'T', "STATE"},
+      {'N', "NODELIST"},    {'G', "GRES"},      {'c', "CPUS"},  {'m', "MEMORY"},
+      {'E', "REASON"},      {'%', "%"}};
   auto line = [&](const std::function<std::string(size_t, const Field&)>& value) {
     std::string out;
     for (size_t i = 0; i < fields->size(); ++i) {
@@ -276,25 +337,34 @@ int Sinfo(ApiClient* api, const std::vector<std::string>& argv) {
 // to sbatch -A): the queues that NAME may submit to, else "default".
 int Sacctmgr(ApiClient* api, const std::vector<std::string>& argv) {
   Args a;
-  Status ok = a.Parse("sacctmgr", argv, {{"n", "noheader", false}, {"s", "withassoc", false}, {"P", "parsable2", false},
-                                         {"p", "parsable", false}, {"i", "immediate", false}});
+  Status ok = a.Parse("sacctmgr", argv,
+                      {{"n", "noheader", false},
+                       {"s", "withassoc", false},
+                       {"P", "parsable2", false},
+                       {"p", "parsable", false},
+                       {"i", "immediate", false}});
   if (!ok.ok()) return Fail("sacctmgr", ok);
   std::vector<std::string> words = a.positional();
   if (words.size() < 2 || (Lower(words[0]) != "list" && Lower(words[0]) != "show") ||
-      (Lower(words[1]) != "user" && Lower(words[1]) != "account" && Lower(words[1]) != "associations")) {
-    return Fail("sacctmgr", Status::InvalidArgument("hangar's sacctmgr only lists: `sacctmgr list user NAME format=account`, "
-                                                    "`sacctmgr list account`; accounts are Hangar's queues (hangar queues)"));
+      (Lower(words[1]) != "user" && Lower(words[1]) != "account" &&
+       Lower(words[1]) != "associations")) {
+    return Fail("sacctmgr",
+                Status::InvalidArgument(
+                    "hangar's sacctmgr only lists: `sacctmgr list user NAME format=account`, "
+                    "`sacctmgr list account`; accounts are Hangar's queues (hangar queues)"));
   }
   std::string user;
   for (size_t i = 2; i < words.size(); ++i) {
     if (words[i].find('=') == std::string::npos) user = words[i];
-    if (Lower(words[i]).rfind("user=", 0) == 0 || Lower(words[i]).rfind("name=", 0) == 0) user = words[i].substr(5);
+    if (Lower(words[i]).rfind("user=", 0) == 0 || Lower(words[i]).rfind("name=", 0) == 0)
+      user = words[i].substr(5);
   }
   std::vector<std::string> accounts;
   if (auto q = api->Get("/v1/queues"); q.ok()) {
     for (const auto& r : q->value("queues", nlohmann::json::array())) {
       const auto users = r.value("users", std::vector<std::string>{});
-      if (user.empty() || users.empty() || std::find(users.begin(), users.end(), user) != users.end()) {
+      if (user.empty() || users.empty() ||
+          std::find(users.begin(), users.end(), user) != users.end()) {
         accounts.push_back(r.value("name", ""));
       }
     }
@@ -303,7 +373,8 @@ int Sacctmgr(ApiClient* api, const std::vector<std::string>& argv) {
   }
   if (accounts.empty()) accounts = {"default"};
   if (!a.Has("noheader")) std::printf("%20s\n", "Account");
-  if (!a.Has("noheader") && !a.Has("parsable2") && !a.Has("parsable")) std::printf("%s\n", std::string(20, '-').c_str());
+  if (!a.Has("noheader") && !a.Has("parsable2") && !a.Has("parsable"))
+    std::printf("%s\n", std::string(20, '-').c_str());
   for (const auto& acc : accounts) {
     if (a.Has("parsable2") || a.Has("parsable")) {
       std::printf("%s%s\n", acc.c_str(), a.Has("parsable") ? "|" : "");

@@ -11,7 +11,9 @@ TEST(SlurmCommandHintTest, SlurmsClientCommandsPointToTheHangarCommandThatDoesTh
             0u);
   EXPECT_EQ(SlurmCommandHint("sinfo").rfind("Slurm's sinfo is 'hangar nodes' here", 0), 0u);
   EXPECT_NE(SlurmCommandHint("squeue").find("'hangar slurm squeue'"), std::string::npos);
-  EXPECT_EQ(SlurmCommandHint("scontrol").rfind("Slurm's scontrol is 'hangar slurm scontrol' here", 0), 0u);
+  EXPECT_EQ(
+      SlurmCommandHint("scontrol").rfind("Slurm's scontrol is 'hangar slurm scontrol' here", 0),
+      0u);
   EXPECT_EQ(SlurmCommandHint("sacct").rfind("Slurm's sacct is 'hangar history' here", 0), 0u);
   EXPECT_NE(SlurmCommandHint("salloc").find("'hangar sbatch SCRIPT'"), std::string::npos);
   for (const char* other : {"requeue", "jobs", "squeu", ""}) EXPECT_EQ(SlurmCommandHint(other), "");

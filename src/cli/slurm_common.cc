@@ -57,7 +57,8 @@ StatusOr<api::JobView> FetchJob(ApiClient* api, const std::string& id) {
 }
 
 // The jobs of a list query (each state given, or all), oldest first.
-StatusOr<std::vector<api::JobView>> ListJobs(ApiClient* api, const std::string& query, const std::vector<std::string>& states) {
+StatusOr<std::vector<api::JobView>> ListJobs(ApiClient* api, const std::string& query,
+                                             const std::vector<std::string>& states) {
   std::vector<api::JobView> out;
   const std::vector<std::string> each = states.empty() ? std::vector<std::string>{""} : states;
   for (const std::string& state : each) {
@@ -68,14 +69,17 @@ StatusOr<std::vector<api::JobView>> ListJobs(ApiClient* api, const std::string& 
       out.push_back(std::move(v));
     }
   }
-  std::sort(out.begin(), out.end(), [](const api::JobView& a, const api::JobView& b) { return a.id < b.id; });
-  out.erase(std::unique(out.begin(), out.end(), [](const api::JobView& a, const api::JobView& b) { return a.id == b.id; }),
+  std::sort(out.begin(), out.end(),
+            [](const api::JobView& a, const api::JobView& b) { return a.id < b.id; });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const api::JobView& a, const api::JobView& b) { return a.id == b.id; }),
             out.end());
   return out;
 }
 
 // The jobs the -j/-u/-n/-t options select. `active_only`: squeue's default of the jobs not ended.
-StatusOr<std::vector<api::JobView>> SelectJobs(ApiClient* api, const Args& a, bool active_only, const std::string& since) {
+StatusOr<std::vector<api::JobView>> SelectJobs(ApiClient* api, const Args& a, bool active_only,
+                                               const std::string& since) {
   std::vector<std::string> states;
   for (const std::string& t : SplitCommas(a.Get("states"))) {
     HANGAR_ASSIGN_OR_RETURN(auto s, slurm::HangarStates(t));
@@ -87,7 +91,8 @@ StatusOr<std::vector<api::JobView>> SelectJobs(ApiClient* api, const Args& a, bo
   if (a.Has("jobs") && !a.Get("jobs").empty()) {
     for (const std::string& id : SplitCommas(a.Get("jobs"))) {
       auto j = FetchJob(api, id);
-      if (!j.ok() && j.status().code() == StatusCode::kNotFound) continue;  // as Slurm: nothing printed
+      if (!j.ok() && j.status().code() == StatusCode::kNotFound)
+        continue;  // as Slurm: nothing printed
       if (!j.ok()) return j.status();
       jobs.push_back(std::move(*j));
     }
@@ -96,13 +101,15 @@ StatusOr<std::vector<api::JobView>> SelectJobs(ApiClient* api, const Args& a, bo
     if (!since.empty()) query += "&since=" + since;
     HANGAR_ASSIGN_OR_RETURN(jobs, ListJobs(api, query, states));
   }
-  const std::vector<std::string> users = SplitCommas(a.Get("user")), names = SplitCommas(a.Get("name")),
+  const std::vector<std::string> users = SplitCommas(a.Get("user")),
+                                 names = SplitCommas(a.Get("name")),
                                  partitions = SplitCommas(a.Get("partition"));
   auto keep = [&](const api::JobView& j) {
     auto in = [](const std::vector<std::string>& list, const std::string& v) {
       return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
     };
-    const bool state_ok = states.empty() || std::find(states.begin(), states.end(), j.state) != states.end();
+    const bool state_ok =
+        states.empty() || std::find(states.begin(), states.end(), j.state) != states.end();
     return state_ok && in(users, j.user) && in(names, j.name) && in(partitions, j.queue);
   };
   std::erase_if(jobs, [&](const api::JobView& j) { return !keep(j); });

@@ -36,7 +36,8 @@ struct Option {
 class Args {
  public:
   // Parses `args` for `tool`; an option it does not know is an error naming those it knows.
-  Status Parse(const std::string& tool, const std::vector<std::string>& args, const std::vector<Option>& known) {
+  Status Parse(const std::string& tool, const std::vector<std::string>& args,
+               const std::vector<Option>& known) {
     auto find = [&](const std::string& name, bool is_long) -> const Option* {
       for (const auto& o : known) {
         if ((is_long ? o.long_name : o.short_name) == name && !name.empty()) return &o;
@@ -68,8 +69,11 @@ class Args {
           if (bundled.ok()) continue;
         }
         std::string names;
-        for (const auto& k : known) names += (names.empty() ? "" : ", ") + (k.long_name.empty() ? "-" + k.short_name : "--" + k.long_name);
-        return Status::InvalidArgument("option " + a + " is not one hangar's " + tool + " takes (it takes " + names +
+        for (const auto& k : known)
+          names += (names.empty() ? "" : ", ") +
+                   (k.long_name.empty() ? "-" + k.short_name : "--" + k.long_name);
+        return Status::InvalidArgument("option " + a + " is not one hangar's " + tool +
+                                       " takes (it takes " + names +
                                        "; docs/slurm.md lists what differs from Slurm)");
       }
       if (!o->value) {
@@ -85,7 +89,8 @@ class Args {
     return Status::Ok();
   }
   template <typename Find>
-  Status Bundle(const std::string& a, const std::vector<std::string>& args, size_t* i, const Find& find) {
+  Status Bundle(const std::string& a, const std::vector<std::string>& args, size_t* i,
+                const Find& find) {
     std::vector<std::pair<const Option*, std::string>> parts;
     for (size_t k = 1; k < a.size(); ++k) {
       const Option* f = find(std::string(1, a[k]), false);
@@ -128,7 +133,8 @@ StatusOr<api::JobView> FetchJob(ApiClient* api, const std::string& id);
 StatusOr<std::vector<api::JobView>> ListJobs(ApiClient* api, const std::string& query,
                                              const std::vector<std::string>& states);
 // The jobs the -j/-u/-n/-t/-p options select. `active_only`: squeue's default of jobs not ended.
-StatusOr<std::vector<api::JobView>> SelectJobs(ApiClient* api, const Args& a, bool active_only, const std::string& since);
+StatusOr<std::vector<api::JobView>> SelectJobs(ApiClient* api, const Args& a, bool active_only,
+                                               const std::string& since);
 
 int Scontrol(ApiClient* api, const std::vector<std::string>& argv);
 int Scancel(ApiClient* api, const std::vector<std::string>& argv);

@@ -40,9 +40,10 @@ StatusOr<std::vector<std::string>> HangarStates(std::string_view slurm_state) {
   for (const auto& [names, states] : kMap) {
     if (std::find(names.begin(), names.end(), s) != names.end()) return states;
   }
-  return Status::InvalidArgument("state '" + std::string(slurm_state) +
-                                 "' is not one Slurm has here: use PENDING (pd), CONFIGURING (cf), RUNNING (r), "
-                                 "REQUEUED (rq), COMPLETED (cd), FAILED (f), CANCELLED (ca), TIMEOUT (to) or all");
+  return Status::InvalidArgument(
+      "state '" + std::string(slurm_state) +
+      "' is not one Slurm has here: use PENDING (pd), CONFIGURING (cf), RUNNING (r), "
+      "REQUEUED (rq), COMPLETED (cd), FAILED (f), CANCELLED (ca), TIMEOUT (to) or all");
 }
 
 std::string NodeState(const api::NodeView& n, bool compact) {
@@ -58,7 +59,8 @@ std::string NodeState(const api::NodeView& n, bool compact) {
     }
   } else if (n.state == "draining") {
     full = "DRAINING", brief = "drng";
-  } else if (n.state == "drained" || n.state == "quarantined" || n.state == "orphans-held" || n.state == "failed") {
+  } else if (n.state == "drained" || n.state == "quarantined" || n.state == "orphans-held" ||
+             n.state == "failed") {
     full = "DRAINED", brief = "drain";
   } else if (n.state == "lost" || n.state == "disconnected") {
     full = "DOWN", brief = "down";
@@ -84,7 +86,8 @@ std::vector<std::string> SplitAtCommas(std::string_view text) {
 std::vector<std::string> JobNodes(const api::JobView& j) {
   std::vector<std::string> nodes;
   for (const auto& t : j.task_views) {
-    if (!t.node.empty() && std::find(nodes.begin(), nodes.end(), t.node) == nodes.end()) nodes.push_back(t.node);
+    if (!t.node.empty() && std::find(nodes.begin(), nodes.end(), t.node) == nodes.end())
+      nodes.push_back(t.node);
   }
   return nodes;
 }
@@ -119,16 +122,18 @@ std::string TimeLimit(const api::JobView& j) {
   char buf[48];
   if (total >= 86400) {
     std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", (long long)(total / 86400),
-                  (long long)(total / 3600 % 24), (long long)(total / 60 % 60), (long long)(total % 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", (long long)(total / 3600), (long long)(total / 60 % 60),
+                  (long long)(total / 3600 % 24), (long long)(total / 60 % 60),
                   (long long)(total % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", (long long)(total / 3600),
+                  (long long)(total / 60 % 60), (long long)(total % 60));
   }
   return buf;
 }
 
 std::string JobId(const api::JobView& j) {
-  if (j.array_id != 0 && j.array_index >= 0) return std::to_string(j.array_id) + "_" + std::to_string(j.array_index);
+  if (j.array_id != 0 && j.array_index >= 0)
+    return std::to_string(j.array_id) + "_" + std::to_string(j.array_index);
   return std::to_string(j.id);
 }
 
@@ -142,13 +147,16 @@ StatusOr<std::vector<Field>> ParseSacctFormat(std::string_view text) {
     if (pct != std::string::npos) {
       const std::string w = part.substr(pct + 1);
       if (w.empty() || w.size() > 4 || !std::all_of(w.begin(), w.end(), ::isdigit)) {
-        return Status::InvalidArgument("--format item '" + part + "': the width after % must be a number, as in JobName%30");
+        return Status::InvalidArgument("--format item '" + part +
+                                       "': the width after % must be a number, as in JobName%30");
       }
       f.width = std::stoi(w);
     }
     out.push_back(f);
   }
-  if (out.empty()) return Status::InvalidArgument("--format names no field; e.g. --format=JobID,JobName,State,ExitCode");
+  if (out.empty())
+    return Status::InvalidArgument(
+        "--format names no field; e.g. --format=JobID,JobName,State,ExitCode");
   return out;
 }
 
@@ -167,9 +175,11 @@ StatusOr<std::vector<Field>> ParseSqueueFormat(std::string_view text) {
     if (k < text.size() && text[k] == '.') f.right = true, ++k;
     if (!f.right && k < text.size() && text[k] == '-') ++k;  // left, as without the dot
     std::string width;
-    while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])) && width.size() < 4) width += text[k++];
+    while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])) && width.size() < 4)
+      width += text[k++];
     if (k >= text.size()) {
-      return Status::InvalidArgument("--format '" + std::string(text) + "' ends inside a field; fields look like %.18i");
+      return Status::InvalidArgument("--format '" + std::string(text) +
+                                     "' ends inside a field; fields look like %.18i");
     }
     f.width = width.empty() ? 0 : std::stoi(width);
     f.name = std::string(1, text[k]);

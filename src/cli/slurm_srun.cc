@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,15 +21,50 @@ namespace hangar::cli {
 namespace {
 
 // srun's options that take a value, long and short; any other option is a flag.
-const std::set<std::string> kValued = {
-    "ntasks", "nodes", "ntasks-per-node", "cpus-per-task", "job-name", "cpu-bind", "mem", "mem-per-cpu",
-    "mem-per-gpu", "gres", "gpus", "gpus-per-task", "gpus-per-node", "nodelist", "exclude", "mpi", "time",
-    "output", "error", "input", "export", "partition", "account", "distribution", "het-group", "container-image",
-    "container-mounts", "container-workdir", "chdir", "constraint", "gpu-bind", "signal", "jobid", "dependency",
-    "qos", "comment", "threads-per-core", "hint", "wait"};
-const std::set<char> kValuedShort = {'n', 'N', 'c', 'J', 'w', 'x', 't', 'o', 'e', 'i', 'p', 'A', 'm', 'C', 'D', 'W'};
+const std::set<std::string> kValued = {"ntasks",
+                                       "nodes",
+                                       "ntasks-per-node",
+                                       "cpus-per-task",
+                                       "job-name",
+                                       "cpu-bind",
+                                       "mem",
+                                       "mem-per-cpu",
+                                       "mem-per-gpu",
+                                       "gres",
+                                       "gpus",
+                                       "gpus-per-task",
+                                       "gpus-per-node",
+                                       "nodelist",
+                                       "exclude",
+                                       "mpi",
+                                       "time",
+                                       "output",
+                                       "error",
+                                       "input",
+                                       "export",
+                                       "partition",
+                                       "account",
+                                       "distribution",
+                                       "het-group",
+                                       "container-image",
+                                       "container-mounts",
+                                       "container-workdir",
+                                       "chdir",
+                                       "constraint",
+                                       "gpu-bind",
+                                       "signal",
+                                       "jobid",
+                                       "dependency",
+                                       "qos",
+                                       "comment",
+                                       "threads-per-core",
+                                       "hint",
+                                       "wait"};
+const std::set<char> kValuedShort = {'n', 'N', 'c', 'J', 'w', 'x', 't', 'o',
+                                     'e', 'i', 'p', 'A', 'm', 'C', 'D', 'W'};
 // Options whose meaning a step cannot honour here: refused with the reason, never ignored.
-const std::set<std::string> kRefused = {"het-group", "container-image", "jobid", "output", "error", "input"};
+const std::set<std::string> kRefused = {"het-group", "container-image", "jobid",
+                                        "output",    "error",           "input"};
 
 int Error(const std::string& what) {
   std::fprintf(stderr, "srun: error: %s\n", what.c_str());
@@ -56,7 +91,8 @@ struct Step {
 };
 
 // One option (args[*i], and its value where it takes one): its long name and value.
-Status ReadOption(const std::vector<std::string>& args, size_t* i, std::string* name, std::string* value) {
+Status ReadOption(const std::vector<std::string>& args, size_t* i, std::string* name,
+                  std::string* value) {
   const std::string& a = args[*i];
   if (a[1] == '-') {
     *name = a.substr(2);
@@ -65,18 +101,20 @@ Status ReadOption(const std::vector<std::string>& args, size_t* i, std::string* 
       *value = name->substr(eq + 1), *name = name->substr(0, eq), has_value = true;
     }
     if (kValued.count(*name) && !has_value) {
-      if (*i + 1 >= args.size()) return Status::InvalidArgument("option --" + *name + " needs a value");
+      if (*i + 1 >= args.size())
+        return Status::InvalidArgument("option --" + *name + " needs a value");
       *value = args[++*i];
     }
     return Status::Ok();
   }
   const char c = a[1];
-  static const std::pair<char, const char*> kLong[] = {{'n', "ntasks"}, {'N', "nodes"}, {'c', "cpus-per-task"},
-                                                       {'w', "nodelist"}, {'x', "exclude"}, {'o', "output"},
-                                                       {'e', "error"}, {'i', "input"}, {'l', "label"},
-                                                       {'K', "kill-on-bad-exit"}};
+  static const std::pair<char, const char*> kLong[] = {
+      {'n', "ntasks"},  {'N', "nodes"},           {'c', "cpus-per-task"}, {'w', "nodelist"},
+      {'x', "exclude"}, {'o', "output"},          {'e', "error"},         {'i', "input"},
+      {'l', "label"},   {'K', "kill-on-bad-exit"}};
   *name = std::string(1, c);
-  for (auto [s, l] : kLong) if (s == c) *name = l;
+  for (auto [s, l] : kLong)
+    if (s == c) *name = l;
   if (!kValuedShort.count(c)) return Status::Ok();
   if (a.size() > 2) {
     *value = a.substr(2);
@@ -110,8 +148,10 @@ StatusOr<Step> ParseStep(const std::vector<std::string>& args) {
     std::string name, value;
     HANGAR_RETURN_IF_ERROR(ReadOption(args, &i, &name, &value));
     if (kRefused.count(name)) {
-      return Status::InvalidArgument("--" + name + " is not honoured by Hangar's srun yet (docs/slurm.md, \"What still "
-                                     "differs\"); leave it out");
+      return Status::InvalidArgument(
+          "--" + name +
+          " is not honoured by Hangar's srun yet (docs/slurm.md, \"What still "
+          "differs\"); leave it out");
     }
     if (name == "nodelist") step.nodelist = value;
     if (name == "exclude") step.exclude = value;
@@ -125,11 +165,14 @@ StatusOr<Step> ParseStep(const std::vector<std::string>& args) {
     }
     // -N 1-2 is a range: its least is what this node can give.
     if (name == "nodes" && !Count(value, &step.nodes) &&
-        (value.find('-') == std::string::npos || !Count(value.substr(0, value.find('-')), &step.nodes))) {
-      return Status::InvalidArgument("--nodes=" + value.substr(0, value.find('-')) + " is not a count of nodes");
+        (value.find('-') == std::string::npos ||
+         !Count(value.substr(0, value.find('-')), &step.nodes))) {
+      return Status::InvalidArgument("--nodes=" + value.substr(0, value.find('-')) +
+                                     " is not a count of nodes");
     }
   }
-  if (i >= args.size()) return Status::InvalidArgument("no command to run (srun [OPTIONS] COMMAND [ARGS...])");
+  if (i >= args.size())
+    return Status::InvalidArgument("no command to run (srun [OPTIONS] COMMAND [ARGS...])");
   step.command = i;
   return step;
 }
@@ -138,7 +181,8 @@ StatusOr<Step> ParseStep(const std::vector<std::string>& args) {
 Status CheckLocal(const Step& step) {
   if (step.nodes > 1 || !step.nodelist.empty() || !step.exclude.empty()) {
     return Status::InvalidArgument(
-        "this srun cannot reach its node's agent (HANGAR_AGENT_SOCKET), so it runs steps on this node only; "
+        "this srun cannot reach its node's agent (HANGAR_AGENT_SOCKET), so it runs steps on this "
+        "node only; "
         "--nodes above 1, --nodelist and --exclude need the agent");
   }
   return Status::Ok();
@@ -157,7 +201,8 @@ pid_t StartTask(char* const* argv, int t, int tasks, int node_id, int node_tasks
   setenv("SLURM_STEP_NUM_NODES", "1", 1);
   if (const char* node = std::getenv("HANGAR_NODE")) setenv("SLURM_STEP_NODELIST", node, 1);
   execvp(argv[0], argv);
-  std::fprintf(stderr, "srun: error: %s: %s\n", argv[0], errno == ENOENT ? "command not found" : "cannot run it");
+  std::fprintf(stderr, "srun: error: %s: %s\n", argv[0],
+               errno == ENOENT ? "command not found" : "cannot run it");
   _exit(errno == ENOENT ? 127 : 126);
 }
 
@@ -177,7 +222,9 @@ int WaitWorst(const std::vector<pid_t>& children) {
       continue;
     }
     --left;
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    const int code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                     : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                           : 1;
     worst = std::max(worst, code);
   }
   return worst;
@@ -186,13 +233,15 @@ int WaitWorst(const std::vector<pid_t>& children) {
 int RunLocal(const std::vector<std::string>& args, const Step& parsed) {
   if (Status ok = CheckLocal(parsed); !ok.ok()) return Error(ok.message());
   const Step* step = &parsed;
-  const int tasks = step->ntasks > 0 ? step->ntasks : step->per_node > 0 ? step->per_node
-                                                                          : EnvInt("SLURM_NTASKS_PER_NODE", 1);
+  const int tasks = step->ntasks > 0     ? step->ntasks
+                    : step->per_node > 0 ? step->per_node
+                                         : EnvInt("SLURM_NTASKS_PER_NODE", 1);
   const int node_id = EnvInt("SLURM_NODEID", 0), node_tasks = EnvInt("SLURM_NTASKS_PER_NODE", 1);
   std::vector<char*> argv;
-  for (size_t k = step->command; k < args.size(); ++k) argv.push_back(const_cast<char*>(args[k].c_str()));
+  for (size_t k = step->command; k < args.size(); ++k)
+    argv.push_back(const_cast<char*>(args[k].c_str()));
   argv.push_back(nullptr);
-  struct sigaction forward{};
+  struct sigaction forward {};
   forward.sa_handler = Remember;
   sigemptyset(&forward.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP}) sigaction(sig, &forward, nullptr);
@@ -207,12 +256,31 @@ int RunLocal(const std::vector<std::string>& args, const Step& parsed) {
 
 // Variables that belong to the caller's own node and task: each step task gets its node's.
 bool NodeOwn(const std::string& name) {
-  static const std::set<std::string> kOwn = {
-      "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HANGAR_NODE", "HANGAR_TASK_INDEX", "HANGAR_TASK_ID",
-      "HANGAR_TASK_GROUP", "HANGAR_AGENT_SOCKET", "RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK",
-      "LOCAL_WORLD_SIZE", "SLURMD_NODENAME", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "PWD", "OLDPWD",
-      "SHLVL", "_", "TMPDIR", "HANGAR_GPU_FRACTION", "HANGAR_GPU_MEMORY_MIB", "HANGAR_MIG_PROFILE",
-      "HANGAR_MIG_PLACEMENT"};
+  static const std::set<std::string> kOwn = {"CUDA_VISIBLE_DEVICES",
+                                             "NVIDIA_VISIBLE_DEVICES",
+                                             "HANGAR_NODE",
+                                             "HANGAR_TASK_INDEX",
+                                             "HANGAR_TASK_ID",
+                                             "HANGAR_TASK_GROUP",
+                                             "HANGAR_AGENT_SOCKET",
+                                             "RANK",
+                                             "LOCAL_RANK",
+                                             "NODE_RANK",
+                                             "GROUP_RANK",
+                                             "LOCAL_WORLD_SIZE",
+                                             "SLURMD_NODENAME",
+                                             "SLURM_NODEID",
+                                             "SLURM_PROCID",
+                                             "SLURM_LOCALID",
+                                             "PWD",
+                                             "OLDPWD",
+                                             "SHLVL",
+                                             "_",
+                                             "TMPDIR",
+                                             "HANGAR_GPU_FRACTION",
+                                             "HANGAR_GPU_MEMORY_MIB",
+                                             "HANGAR_MIG_PROFILE",
+                                             "HANGAR_MIG_PLACEMENT"};
   return kOwn.count(name) > 0 || name.rfind("NCCL_IB_", 0) == 0 || name == "NCCL_SOCKET_IFNAME" ||
          name == "UCX_NET_DEVICES";
 }
@@ -261,7 +329,8 @@ class Output {
   }
   void Flush() {
     for (auto& [key, pending] : pending_) {
-      if (!pending.empty()) std::fprintf(key.second ? stderr : stdout, "%d: %s\n", key.first, pending.c_str());
+      if (!pending.empty())
+        std::fprintf(key.second ? stderr : stdout, "%d: %s\n", key.first, pending.c_str());
     }
     std::fflush(stdout);
     std::fflush(stderr);
@@ -276,12 +345,15 @@ class Output {
 
 int RunSrunInJob(const std::vector<std::string>& args) {
   if (std::getenv("HANGAR_JOB_ID") == nullptr) {
-    return Error("srun launches steps inside a job: put it in a batch script and submit that with sbatch "
-                 "(hangar sbatch)");
+    return Error(
+        "srun launches steps inside a job: put it in a batch script and submit that with sbatch "
+        "(hangar sbatch)");
   }
   const char* agent = std::getenv("HANGAR_AGENT_SOCKET");
-  if (args.size() == 1 && args[0] == "--hangar-release-allocation") {  // hangar sbatch's wrapper, at the end
-    if (agent == nullptr || std::getenv("HANGAR_TASK_ID") == nullptr) return Error("no agent socket to release to");
+  if (args.size() == 1 &&
+      args[0] == "--hangar-release-allocation") {  // hangar sbatch's wrapper, at the end
+    if (agent == nullptr || std::getenv("HANGAR_TASK_ID") == nullptr)
+      return Error("no agent socket to release to");
     nlohmann::json r = {{"op", "release"}, {"task_id", std::getenv("HANGAR_TASK_ID")}};
     auto ended = RunStepRequest(StepSocketPathFor(agent), r.dump(), [](const StepFrame&) {});
     if (!ended.ok()) return Error(ended.status().message());
@@ -294,10 +366,11 @@ int RunSrunInJob(const std::vector<std::string>& args) {
   const char* task = std::getenv("HANGAR_TASK_ID");
   if (socket == nullptr || task == nullptr) return RunLocal(args, *step);
   Output out(step->label);
-  auto ended = RunStepRequest(StepSocketPathFor(socket), StepRequestJson(args, *step), [&](const StepFrame& f) {
-    if (!f.out.empty()) out.Write(f.procid, f.out, false);
-    if (!f.err.empty()) out.Write(f.procid, f.err, true);
-  });
+  auto ended = RunStepRequest(StepSocketPathFor(socket), StepRequestJson(args, *step),
+                              [&](const StepFrame& f) {
+                                if (!f.out.empty()) out.Write(f.procid, f.out, false);
+                                if (!f.err.empty()) out.Write(f.procid, f.err, true);
+                              });
   out.Flush();
   if (!ended.ok()) {
     if (ended.status().message().rfind("cannot reach", 0) == 0) return RunLocal(args, *step);

@@ -13,12 +13,13 @@ namespace hangar::cli {
 
 // Runs Slurm's `tool` with `args` against the API at `server` ("": $HANGAR_URL), printing what
 // the tool prints; returns its exit status.
-int RunSlurmTool(const std::string& tool, const std::vector<std::string>& args, const std::string& server);
+int RunSlurmTool(const std::string& tool, const std::vector<std::string>& args,
+                 const std::string& server);
 
 // Writes DIR/NAME for each Slurm command, a script that runs `hangar_binary` with it. Returns
 // the names written.
-std::vector<std::string> InstallSlurmCommands(const std::string& dir, const std::string& hangar_binary,
-                                              std::string* error);
+std::vector<std::string> InstallSlurmCommands(const std::string& dir,
+                                              const std::string& hangar_binary, std::string* error);
 
 void RegisterSlurmCommands(CLI::App& app, int* rc);
 

@@ -24,7 +24,8 @@ TEST(SlurmFormatTest, HostListsExpandAsSlurmsDo) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(*b, (std::vector<std::string>{"rack1-n09", "rack1-n10", "rack2-n09", "rack2-n10"}));
   EXPECT_EQ(CompressHostList(*slurm::ExpandHostList("gpu-[00-03,07]")), "gpu-[00-03,07]");
-  for (const char* bad : {"node-[1-", "node-[a-b]", "node-[5-1]", "node-]", "a[1-99999]b[1-99999]"}) {
+  for (const char* bad :
+       {"node-[1-", "node-[a-b]", "node-[5-1]", "node-]", "a[1-99999]b[1-99999]"}) {
     EXPECT_FALSE(slurm::ExpandHostList(bad).ok()) << bad;
   }
 }
@@ -47,16 +48,18 @@ TEST(SlurmFormatTest, FormatListsAndWidths) {
 class SlurmToolsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    api_.server().Get(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
-      api_.Record(req);
-      const std::string id = req.matches[1];
-      if (id == "7") return res.set_content(kDone, "application/json");
-      if (id == "8") return res.set_content(kPending, "application/json");
-      res.status = 404;
-      res.set_content(R"({"error": {"code": ")" + std::string(StatusCodeName(StatusCode::kNotFound)) +
-                          R"(", "message": "job )" + id + R"( does not exist"}})",
-                      "application/json");
-    });
+    api_.server().Get(R"(/v1/jobs/(\d+))",
+                      [this](const httplib::Request& req, httplib::Response& res) {
+                        api_.Record(req);
+                        const std::string id = req.matches[1];
+                        if (id == "7") return res.set_content(kDone, "application/json");
+                        if (id == "8") return res.set_content(kPending, "application/json");
+                        res.status = 404;
+                        res.set_content(R"({"error": {"code": ")" +
+                                            std::string(StatusCodeName(StatusCode::kNotFound)) +
+                                            R"(", "message": "job )" + id + R"( does not exist"}})",
+                                        "application/json");
+                      });
     api_.server().Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
       api_.Record(req);
       const std::string state = req.has_param("state") ? req.get_param_value("state") : "";
@@ -64,18 +67,22 @@ class SlurmToolsTest : public ::testing::Test {
       if (state.empty()) jobs = std::string(kDone) + "," + kPending + "," + kRunning;
       res.set_content("{\"jobs\": [" + jobs + "]}", "application/json");
     });
-    api_.server().Post(R"(/v1/jobs/bulk/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
-      api_.Record(req);
-      cancelled_ = req.body;
-      res.set_content(R"({"matched": 1, "changed": 1, "unchanged": 0, "skipped": []})", "application/json");
-    });
+    api_.server().Post(
+        R"(/v1/jobs/bulk/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
+          api_.Record(req);
+          cancelled_ = req.body;
+          res.set_content(R"({"matched": 1, "changed": 1, "unchanged": 0, "skipped": []})",
+                          "application/json");
+        });
     api_.server().Get("/v1/queues", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"queues": [{"name": "research", "users": ["ada"]}, {"name": "prod", "users": ["bob"]}]})",
-                      "application/json");
+      res.set_content(
+          R"({"queues": [{"name": "research", "users": ["ada"]}, {"name": "prod", "users": ["bob"]}]})",
+          "application/json");
     });
   }
   // Runs the tool against the fake API; its stdout.
-  std::string Run(const std::string& tool, const std::vector<std::string>& args, int* rc = nullptr) {
+  std::string Run(const std::string& tool, const std::vector<std::string>& args,
+                  int* rc = nullptr) {
     ::testing::internal::CaptureStdout();
     int code = -1;
     try {
@@ -108,9 +115,11 @@ class SlurmToolsTest : public ::testing::Test {
 // What Snakemake's Slurm executor runs to follow its jobs.
 TEST_F(SlurmToolsTest, SacctParsableAnswersIdAndStateAsSnakemakeReadsThem) {
   int rc = 0;
-  EXPECT_EQ(Run("sacct", {"-P", "-n", "--format=JobIdRaw,State", "-j", "7,8"}, &rc), "7|COMPLETED\n8|PENDING\n");
+  EXPECT_EQ(Run("sacct", {"-P", "-n", "--format=JobIdRaw,State", "-j", "7,8"}, &rc),
+            "7|COMPLETED\n8|PENDING\n");
   EXPECT_EQ(rc, 0);
-  EXPECT_EQ(Run("sacct", {"-X", "--parsable2", "--noheader", "--format", "JobID,ExitCode,NodeList,Elapsed", "-j7"}),
+  EXPECT_EQ(Run("sacct", {"-X", "--parsable2", "--noheader", "--format",
+                          "JobID,ExitCode,NodeList,Elapsed", "-j7"}),
             "7|0:0|node-[1-2]|1:01\n");
   // An id that does not exist prints nothing, as in Slurm.
   EXPECT_EQ(Run("sacct", {"-Pn", "-o", "JobIdRaw,State", "-j", "99"}), "");
@@ -125,7 +134,8 @@ TEST_F(SlurmToolsTest, SqueueListsJobsNotEndedInItsColumnsAndFormats) {
   EXPECT_EQ(all.substr(0, all.find("                 9")),
             "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
             "                 8  research     eval      ada PD       0:00      1 (Resources)\n");
-  EXPECT_NE(all.find("                 9      prod    serve      bob  R "), std::string::npos) << all;
+  EXPECT_NE(all.find("                 9      prod    serve      bob  R "), std::string::npos)
+      << all;
   EXPECT_EQ(all.find("train"), std::string::npos) << "an ended job is not in squeue's list";
   EXPECT_EQ(Run("squeue", {"-h", "-o", "%i|%T|%u", "-u", "bob"}), "9|RUNNING|bob\n");
   EXPECT_EQ(Run("squeue", {"--noheader", "--format=%i %j", "-t", "pd"}), "8 eval\n");
@@ -164,40 +174,53 @@ TEST_F(SlurmToolsTest, ScancelCancelsByIdOrSelection) {
 }
 
 TEST_F(SlurmToolsTest, SacctmgrNamesTheQueuesAUserMaySubmitTo) {
-  EXPECT_EQ(Run("sacctmgr", {"-n", "-s", "list", "user", "ada", "format=account%20"}), "            research\n");
+  EXPECT_EQ(Run("sacctmgr", {"-n", "-s", "list", "user", "ada", "format=account%20"}),
+            "            research\n");
 }
 
 // sbatch -A sets the job's account: sacct's and squeue's Account; without one, the queue.
 TEST_F(SlurmToolsTest, AccountIsTheJobsLabelElseItsQueue) {
-  EXPECT_EQ(Run("sacct", {"-n", "-P", "-o", "JobIDRaw,Account,Partition", "-j", "8"}), "8|physics|research\n");
+  EXPECT_EQ(Run("sacct", {"-n", "-P", "-o", "JobIDRaw,Account,Partition", "-j", "8"}),
+            "8|physics|research\n");
   EXPECT_EQ(Run("sacct", {"-n", "-P", "-o", "JobIDRaw,Account", "-j", "7"}), "7|research\n");
 }
 
 // Snakemake's probes: `sinfo -o %P` for the default partition, `sacct -nu "$USER" -o Account%20`.
 TEST_F(SlurmToolsTest, SinfoFormatsAndBundledShortOptions) {
   api_.server().Get("/v1/nodes", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"nodes": [{"name": "node-1", "state": "ready", "gpus": 8, "gpus_free": 8, "model": "H100"},
+    res.set_content(
+        R"({"nodes": [{"name": "node-1", "state": "ready", "gpus": 8, "gpus_free": 8, "model": "H100"},
                                   {"name": "node-2", "state": "ready", "gpus": 8, "gpus_free": 0, "model": "H100"},
                                   {"name": "node-3", "state": "drained", "gpus": 8, "gpus_free": 8, "model": "H100"}]})",
-                    "application/json");
+        "application/json");
   });
   EXPECT_EQ(Run("sinfo", {"-o", "%P"}), "PARTITION\nresearch*\nprod\n");
-  EXPECT_EQ(Run("sinfo", {"-h", "-p", "prod", "-o", "%P %D %t %N"}), "prod 1 idle node-1\nprod 1 alloc node-2\nprod 1 drain node-3\n");
+  EXPECT_EQ(Run("sinfo", {"-h", "-p", "prod", "-o", "%P %D %t %N"}),
+            "prod 1 idle node-1\nprod 1 alloc node-2\nprod 1 drain node-3\n");
   EXPECT_EQ(Run("sacct", {"-nu", "ada", "-o", "Account%20", "-j", "7"}), "            research \n");
 }
 
 // Snakemake runs `srun -n1 --cpu-bind=q snakemake ...` from inside its job; a launcher may run a
 // few local tasks. Each gets its rank; srun's status is its worst task's.
 TEST(SlurmSrunTest, RunsTheStepsTasksOnThisNodeWithTheirRanks) {
-  const std::string dir = (std::filesystem::temp_directory_path() / ("srun-" + std::to_string(getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("srun-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir);
   ::unsetenv("HANGAR_JOB_ID");
   EXPECT_EQ(RunSlurmTool("srun", {"true"}, ""), 1) << "outside a job, srun says where it belongs";
   ::setenv("HANGAR_JOB_ID", "5", 1);
   ::setenv("SLURM_NODEID", "1", 1);
   ::setenv("SLURM_NTASKS_PER_NODE", "2", 1);
-  EXPECT_EQ(RunSlurmTool("srun", {"-n1", "--cpu-bind=q", "sh", "-c", "echo $SLURM_PROCID/$SLURM_LOCALID > " + dir + "/one"}, ""), 0);
-  EXPECT_EQ(RunSlurmTool("srun", {"sh", "-c", "echo $SLURM_PROCID/$SLURM_LOCALID > " + dir + "/t$SLURM_LOCALID"}, ""), 0);
+  EXPECT_EQ(RunSlurmTool("srun",
+                         {"-n1", "--cpu-bind=q", "sh", "-c",
+                          "echo $SLURM_PROCID/$SLURM_LOCALID > " + dir + "/one"},
+                         ""),
+            0);
+  EXPECT_EQ(
+      RunSlurmTool("srun",
+                   {"sh", "-c", "echo $SLURM_PROCID/$SLURM_LOCALID > " + dir + "/t$SLURM_LOCALID"},
+                   ""),
+      0);
   auto read = [&](const std::string& f) {
     std::ifstream in(dir + "/" + f);
     std::string s;
@@ -209,7 +232,8 @@ TEST(SlurmSrunTest, RunsTheStepsTasksOnThisNodeWithTheirRanks) {
   EXPECT_EQ(read("t1"), "3/1") << "without -n, the node's share of the job's tasks";
   EXPECT_EQ(RunSlurmTool("srun", {"--ntasks", "3", "sh", "-c", "exit $SLURM_LOCALID"}, ""), 2);
   EXPECT_EQ(RunSlurmTool("srun", {"-n", "1", "sh", "-c", "kill -9 $$"}, ""), 137);
-  EXPECT_EQ(RunSlurmTool("srun", {"-N2", "true"}, ""), 1) << "a step over several nodes is refused, not run here";
+  EXPECT_EQ(RunSlurmTool("srun", {"-N2", "true"}, ""), 1)
+      << "a step over several nodes is refused, not run here";
   EXPECT_EQ(RunSlurmTool("srun", {"-w", "node-2", "true"}, ""), 1);
   EXPECT_EQ(RunSlurmTool("srun", {"-n1", "/no/such/program"}, ""), 127);
   for (const char* v : {"HANGAR_JOB_ID", "SLURM_NODEID", "SLURM_NTASKS_PER_NODE"}) ::unsetenv(v);
@@ -217,20 +241,23 @@ TEST(SlurmSrunTest, RunsTheStepsTasksOnThisNodeWithTheirRanks) {
 }
 
 TEST(SlurmInstallTest, WritesRegularExecutablesThatRunHangar) {
-  const std::string dir = (std::filesystem::temp_directory_path() / ("slurm-bin-" + std::to_string(getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("slurm-bin-" + std::to_string(getpid()))).string();
   std::string error;
   const auto names = InstallSlurmCommands(dir, "/opt/hangar's/bin/hangar", &error);
   ASSERT_TRUE(error.empty()) << error;
-  for (const char* n : {"sbatch", "srun", "salloc", "squeue", "scancel", "sacct", "sacctmgr", "sinfo", "scontrol"}) {
+  for (const char* n : {"sbatch", "srun", "salloc", "squeue", "scancel", "sacct", "sacctmgr",
+                        "sinfo", "scontrol"}) {
     const std::string path = dir + "/" + n;
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(lstat(path.c_str(), &st), 0) << path;
     EXPECT_TRUE(S_ISREG(st.st_mode)) << path << " must be a regular file, not a link";
     EXPECT_EQ(st.st_mode & 0777, 0755u) << path;
   }
   std::ifstream in(dir + "/sacct");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("exec '/opt/hangar'\\''s/bin/hangar' slurm sacct \"$@\""), std::string::npos) << text;
+  EXPECT_NE(text.find("exec '/opt/hangar'\\''s/bin/hangar' slurm sacct \"$@\""), std::string::npos)
+      << text;
   std::filesystem::remove_all(dir);
 }
 

@@ -60,9 +60,11 @@ std::string RenderSqueue(const std::vector<api::JobView>& jobs, Time now) {
     int nodes = 0;
     const std::string where = NodeList(v, &nodes);
     // An array element as squeue writes it: ARRAYID_INDEX.
-    const std::string id = v.array_id ? std::to_string(v.array_id) + "_" + std::to_string(v.array_index) : std::to_string(v.id);
-    t.Add({id, v.queue, v.name, v.user.empty() ? "-" : v.user,
-           SlurmStateLetters(v.state), SlurmElapsed(ran), std::to_string(nodes), where});
+    const std::string id = v.array_id
+                               ? std::to_string(v.array_id) + "_" + std::to_string(v.array_index)
+                               : std::to_string(v.id);
+    t.Add({id, v.queue, v.name, v.user.empty() ? "-" : v.user, SlurmStateLetters(v.state),
+           SlurmElapsed(ran), std::to_string(nodes), where});
   }
   return t.Render();
 }

@@ -132,9 +132,10 @@ TEST_F(SbatchCliTest, SnakemakesCommandLineWithWrapIsAJob) {
   FakeApi api;
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(RunCli(api, {"sbatch", "--dry-run", "-J", "snakejob_a_1", "-o", ".snakemake/slurm_logs/rule_a/%j.log",
-                         "--export=ALL", "-A", "default", "-p", "default", "-t", "10", "--mem", "100",
-                         "--cpus-per-task=1", "-D", dir_, "--wrap=python3 -m snakemake --target-jobs 'a:'"}),
+  EXPECT_EQ(RunCli(api, {"sbatch", "--dry-run", "-J", "snakejob_a_1", "-o",
+                         ".snakemake/slurm_logs/rule_a/%j.log", "--export=ALL", "-A", "default",
+                         "-p", "default", "-t", "10", "--mem", "100", "--cpus-per-task=1", "-D",
+                         dir_, "--wrap=python3 -m snakemake --target-jobs 'a:'"}),
             0);
   const std::string out = ::testing::internal::GetCapturedStdout();
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -145,7 +146,8 @@ TEST_F(SbatchCliTest, SnakemakesCommandLineWithWrapIsAJob) {
   const std::string path = Script("#!/bin/bash\necho hi\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", "--dry-run", path, "input.txt"}), 1);
-  EXPECT_NE(::testing::internal::GetCapturedStderr().find("arguments after the script (input.txt) are not passed"),
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find(
+                "arguments after the script (input.txt) are not passed"),
             std::string::npos);
 }
 
@@ -189,14 +191,15 @@ TEST_F(SbatchCliTest, EveryRefusedDirectiveIsNamedAndNothingIsSent) {
       Script("#!/bin/bash\n#SBATCH -J x\n#SBATCH --begin=now+1hour\n#SBATCH --hold\necho hi\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", path}), 1);
-  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
-            "error: " + path +
-                ":3: #SBATCH --begin=now+1hour cannot be honoured by hangar sbatch; Hangar starts a "
-                "job as soon as it can and cannot defer it; submit it later (e.g. with at)\n"
-                "error: " +
-                path +
-                ":4: #SBATCH --hold cannot be honoured by hangar sbatch; submit it, then hold it "
-                "with `hangar hold ID`\n");
+  EXPECT_EQ(
+      ::testing::internal::GetCapturedStderr(),
+      "error: " + path +
+          ":3: #SBATCH --begin=now+1hour cannot be honoured by hangar sbatch; Hangar starts a "
+          "job as soon as it can and cannot defer it; submit it later (e.g. with at)\n"
+          "error: " +
+          path +
+          ":4: #SBATCH --hold cannot be honoured by hangar sbatch; submit it, then hold it "
+          "with `hangar hold ID`\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", dir_ + "/missing.sbatch"}), 1);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(),

@@ -25,19 +25,23 @@ Status PrintStatus(const Common& c) {
   }
   if (const auto& f = r.value("following", nlohmann::json()); f.is_object()) {
     if (f.value("every_ms", int64_t{0}) <= 0) {
-      std::printf("copy        none (--standby-follow 0: it loads the whole store when it takes over)\n");
+      std::printf(
+          "copy        none (--standby-follow 0: it loads the whole store when it takes over)\n");
     } else if (f["caught_up_ms_ago"].is_null()) {
       std::printf("copy        not yet (it cannot read the store; see its log)\n");
     } else {
       std::printf("copy        %lld jobs at revision %lld, caught up %lld ms ago (every %lld ms)\n",
-                  static_cast<long long>(f.value("jobs", int64_t{0})), static_cast<long long>(f.value("rev", int64_t{0})),
+                  static_cast<long long>(f.value("jobs", int64_t{0})),
+                  static_cast<long long>(f.value("rev", int64_t{0})),
                   static_cast<long long>(f.value("caught_up_ms_ago", int64_t{0})),
                   static_cast<long long>(f.value("every_ms", int64_t{0})));
     }
   }
   const nlohmann::json& l = r["leader"];
   if (!l.is_object() || l.value("lease_left_ms", int64_t{0}) <= 0) {
-    std::printf("leader      none right now (the lease is free or expiring; a standby takes it within a lease)\n");
+    std::printf(
+        "leader      none right now (the lease is free or expiring; a standby takes it within a "
+        "lease)\n");
     return Status::Ok();
   }
   const int64_t since = l.value("since_ms", int64_t{0});
@@ -52,7 +56,8 @@ Status PrintStatus(const Common& c) {
 
 void RegisterStatusCommand(CLI::App& app, int* rc) {
   auto c = std::make_shared<Common>();
-  CLI::App* cmd = app.add_subcommand("status", "Which controller leads, since when and at which epoch");
+  CLI::App* cmd =
+      app.add_subcommand("status", "Which controller leads, since when and at which epoch");
   AddCommon(cmd, c.get());
   cmd->callback([=] { Guard(rc, [&] { return PrintStatus(*c); }); });
 }

@@ -20,7 +20,8 @@ std::string EscapeControl(std::string_view text) {
     } else if (c < 0x20 || c == 0x7f) {
       std::snprintf(hex, sizeof hex, "\\x%02x", c);
       out += hex;
-    } else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+    } else if (c == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
                static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
       std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned char>(text[++i]));
       out += hex;

@@ -16,7 +16,9 @@ TEST(TableTest, PadsColumns) {
 // holding a newline forged rows of the table.
 TEST(TableTest, ControlCharactersAreShownEscaped) {
   Table t({"ID", "NAME"});
-  t.Add({"1", "a\x1b]0;owned\x07" "b"});
+  t.Add({"1",
+         "a\x1b]0;owned\x07"
+         "b"});
   t.Add({"2", "x\n3    forged"});
   t.Add({"3", std::string("nul\0tab\tdel\x7f\xc2\x9b\xc3\xa9", 16)});
   EXPECT_EQ(t.Render(),

@@ -3,8 +3,8 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <climits>
 #include <charconv>
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -16,8 +16,10 @@ namespace hangar::cluster {
 namespace {
 
 constexpr std::string_view kNodeKeys[] = {
-    "name", "gpus", "gpu_model", "gpu_memory", "cpu", "memory", "nvlink", "mig",
-    "numa_nodes", "rails", "rack", "labels", "group", "management_address", "data_address", "data_interfaces"};
+    "name",           "gpus",   "gpu_model", "gpu_memory",         "cpu",
+    "memory",         "nvlink", "mig",       "numa_nodes",         "rails",
+    "rack",           "labels", "group",     "management_address", "data_address",
+    "data_interfaces"};
 
 bool IsIpAddress(const std::string& s) {
   unsigned char buf[16];
@@ -31,10 +33,10 @@ class ClusterParser {
   explicit ClusterParser(const YamlSource& src) : src_(src) {}
 
   StatusOr<ClusterFile> Parse(const YAML::Node& root) {
-    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
-        root, "the cluster file",
-        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data",
-         "gpu_models", "mig", "networks", "gpu_types"}));
+    HANGAR_RETURN_IF_ERROR(
+        src_.CheckKeys(root, "the cluster file",
+                       {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines",
+                        "containers", "data", "gpu_models", "mig", "networks", "gpu_types"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -44,8 +46,9 @@ class ClusterParser {
     TopologyBuilder builder(name.value_or("cluster"));
     int forms = !!root["nodes"] + !!root["fabric"] + !!root["fat_tree"];
     if (forms != 1) {
-      return src_.Error(root, "declare the nodes in exactly one of 'nodes' (flat), 'fabric' "
-                              "(spines > leaves > nodes) or 'fat_tree' (generated)");
+      return src_.Error(root,
+                        "declare the nodes in exactly one of 'nodes' (flat), 'fabric' "
+                        "(spines > leaves > nodes) or 'fat_tree' (generated)");
     }
     if (root["nodes"]) {
       HANGAR_RETURN_IF_ERROR(AddNodeList(root["nodes"], defaults, "spine-0", "leaf-0", &builder));
@@ -76,7 +79,10 @@ class ClusterParser {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(n, what, kNodeKeys));
     if (what == "node_defaults") {
       for (const char* key : {"management_address", "data_address"}) {
-        if (n[key]) return src_.Error(n[key], std::string(key) + " belongs on a node entry (each node has its own), not in node_defaults");
+        if (n[key])
+          return src_.Error(
+              n[key], std::string(key) +
+                          " belongs on a node entry (each node has its own), not in node_defaults");
       }
     }
     spec->source_line = n.Mark().line + 1;
@@ -84,8 +90,8 @@ class ClusterParser {
     if (gpus) spec->gpus = static_cast<int>(*gpus);
     HANGAR_ASSIGN_OR_RETURN(auto model, src_.OptString(n, "gpu_model"));
     if (model) spec->gpu_model = *model;
-    for (auto [key, field] : {std::pair{"gpu_memory", &spec->gpu_memory_mib},
-                              std::pair{"memory", &spec->memory_mib}}) {
+    for (auto [key, field] :
+         {std::pair{"gpu_memory", &spec->gpu_memory_mib}, std::pair{"memory", &spec->memory_mib}}) {
       HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(n, key));
       if (!text) continue;
       auto mib = ParseMemoryMiB(*text);
@@ -100,11 +106,17 @@ class ClusterParser {
     }
     HANGAR_ASSIGN_OR_RETURN(auto nvlink, src_.OptString(n, "nvlink"));
     if (nvlink) {
-      if (*nvlink == "node") spec->nvlink = NvlinkLayout::kNode;
-      else if (*nvlink == "none") spec->nvlink = NvlinkLayout::kNone;
-      else if (*nvlink == "pairs") spec->nvlink = NvlinkLayout::kPairs;
-      else if (*nvlink == "rack") spec->nvlink = NvlinkLayout::kRack;
-      else return src_.Error(n["nvlink"], "nvlink must be node, none, pairs or rack, not '" + *nvlink + "'");
+      if (*nvlink == "node")
+        spec->nvlink = NvlinkLayout::kNode;
+      else if (*nvlink == "none")
+        spec->nvlink = NvlinkLayout::kNone;
+      else if (*nvlink == "pairs")
+        spec->nvlink = NvlinkLayout::kPairs;
+      else if (*nvlink == "rack")
+        spec->nvlink = NvlinkLayout::kRack;
+      else
+        return src_.Error(n["nvlink"],
+                          "nvlink must be node, none, pairs or rack, not '" + *nvlink + "'");
     }
     HANGAR_ASSIGN_OR_RETURN(auto mig, src_.OptBool(n, "mig"));
     if (mig) spec->mig = *mig;
@@ -136,9 +148,12 @@ class ClusterParser {
   // data_interfaces: one per rail, rail 0 first; each a netdev name ("eth1") or
   // {netdev: eth1, hca: mlx5_0}.
   Status ParseDataInterfaces(const YAML::Node& ifs, std::vector<DataInterface>* out) {
-    const char* example = "e.g. [{netdev: ib0, hca: mlx5_0}, {netdev: ib1, hca: mlx5_1}] or [eth1, eth2]";
+    const char* example =
+        "e.g. [{netdev: ib0, hca: mlx5_0}, {netdev: ib1, hca: mlx5_1}] or [eth1, eth2]";
     if (!ifs.IsSequence() || ifs.size() == 0 || ifs.size() > 64) {
-      return src_.Error(ifs, std::string("data_interfaces must list 1 to 64 interfaces, one per rail, ") + example);
+      return src_.Error(
+          ifs,
+          std::string("data_interfaces must list 1 to 64 interfaces, one per rail, ") + example);
     }
     out->clear();
     for (const auto& i : ifs) {
@@ -155,10 +170,14 @@ class ClusterParser {
         return src_.Error(i, std::string("a data interface is a netdev name or a map, ") + example);
       }
       for (const std::string* name : {&d.netdev, &d.hca}) {
-        const bool bad = name->size() > 64 || name->find_first_of(", =\t\n\"'") != std::string::npos;
-        if (bad) return src_.Error(i, "data interface name '" + *name + "' is not a device name, " + example);
+        const bool bad =
+            name->size() > 64 || name->find_first_of(", =\t\n\"'") != std::string::npos;
+        if (bad)
+          return src_.Error(i,
+                            "data interface name '" + *name + "' is not a device name, " + example);
       }
-      if (d.netdev.empty() && d.hca.empty()) return src_.Error(i, std::string("a data interface needs a netdev or an hca, ") + example);
+      if (d.netdev.empty() && d.hca.empty())
+        return src_.Error(i, std::string("a data interface needs a netdev or an hca, ") + example);
       out->push_back(std::move(d));
     }
     return Status::Ok();
@@ -166,21 +185,24 @@ class ClusterParser {
 
   // management_address / data_address of a node entry: one IP address, or a range that expands
   // alongside the entry's name ("10.77.0.[11-26]" for "gpu-[01-16]").
-  StatusOr<std::vector<std::string>> NodeAddresses(const YAML::Node& n, const char* key, size_t nodes,
-                                                   const std::string& pattern) {
+  StatusOr<std::vector<std::string>> NodeAddresses(const YAML::Node& n, const char* key,
+                                                   size_t nodes, const std::string& pattern) {
     HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(n, key));
     if (!text) return std::vector<std::string>(nodes);
     auto list = ExpandNameRange(*text);
     if (!list.ok()) return src_.Error(n[key], std::string(key) + ": " + list.status().message());
     if (list->size() != nodes) {
-      return src_.Error(n[key], std::string(key) + " '" + *text + "' gives " + std::to_string(list->size()) +
-                                    " address(es) for the " + std::to_string(nodes) + " node(s) of '" + pattern +
-                                    "'; give a range as long as the name's, e.g. 10.77.0.[11-26] for gpu-[01-16]");
+      return src_.Error(
+          n[key],
+          std::string(key) + " '" + *text + "' gives " + std::to_string(list->size()) +
+              " address(es) for the " + std::to_string(nodes) + " node(s) of '" + pattern +
+              "'; give a range as long as the name's, e.g. 10.77.0.[11-26] for gpu-[01-16]");
     }
     for (const auto& a : *list) {
       if (!IsIpAddress(a)) {
-        return src_.Error(n[key], std::string(key) + " '" + a + "' is not an IP address (e.g. 10.77.0.11 or fd00::11); "
-                                                     "the controller checks agents' connections against it");
+        return src_.Error(n[key], std::string(key) + " '" + a +
+                                      "' is not an IP address (e.g. 10.77.0.11 or fd00::11); "
+                                      "the controller checks agents' connections against it");
       }
     }
     return list;
@@ -190,8 +212,11 @@ class ClusterParser {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(nw, "networks", {"management"}));
     HANGAR_ASSIGN_OR_RETURN(auto mgmt, src_.OptString(nw, "management"));
     if (mgmt) {
-      if (mgmt->find('/') == std::string::npos || !AddressInNetwork(mgmt->substr(0, mgmt->find('/')), *mgmt)) {
-        return src_.Error(nw["management"], "networks.management '" + *mgmt + "' is not a CIDR block like 10.77.0.0/24 or fd00::/64");
+      if (mgmt->find('/') == std::string::npos ||
+          !AddressInNetwork(mgmt->substr(0, mgmt->find('/')), *mgmt)) {
+        return src_.Error(nw["management"],
+                          "networks.management '" + *mgmt +
+                              "' is not a CIDR block like 10.77.0.0/24 or fd00::/64");
       }
       out->management_network = *mgmt;
     }
@@ -203,23 +228,26 @@ class ClusterParser {
   Status CheckNodeNetworks(const TopologyBuilder& builder, const std::string& management) {
     std::map<std::string, const NodeSpec*> by_address;
     for (const NodeSpec& s : builder.specs()) {
-      const std::string where = src_.name() + ":" + std::to_string(s.source_line) + ": node '" + s.name + "'";
+      const std::string where =
+          src_.name() + ":" + std::to_string(s.source_line) + ": node '" + s.name + "'";
       const std::string& a = s.networks.management_address;
       if (!a.empty()) {
         if (!management.empty() && !AddressInNetwork(a, management)) {
-          return Status::InvalidArgument(where + ": management_address " + a + " is outside networks.management " +
-                                         management + "; give it the node's address on that network");
+          return Status::InvalidArgument(where + ": management_address " + a +
+                                         " is outside networks.management " + management +
+                                         "; give it the node's address on that network");
         }
         auto [it, fresh] = by_address.emplace(a, &s);
         if (!fresh) {
-          return Status::InvalidArgument(where + ": management_address " + a + " is node '" + it->second->name +
-                                         "''s too; each node has its own");
+          return Status::InvalidArgument(where + ": management_address " + a + " is node '" +
+                                         it->second->name + "''s too; each node has its own");
         }
       }
       const size_t ifs = s.networks.data_interfaces.size();
       if (ifs > 0 && s.rails > 0 && static_cast<size_t>(s.rails) != ifs) {
-        return Status::InvalidArgument(where + ": rails is " + std::to_string(s.rails) + " but data_interfaces lists " +
-                                       std::to_string(ifs) + "; give one data interface per rail");
+        return Status::InvalidArgument(where + ": rails is " + std::to_string(s.rails) +
+                                       " but data_interfaces lists " + std::to_string(ifs) +
+                                       "; give one data interface per rail");
       }
     }
     return Status::Ok();
@@ -237,18 +265,22 @@ class ClusterParser {
       auto names = ExpandNameRange(pattern);
       if (!names.ok()) return src_.Error(n["name"], names.status().message());
       if (spec.gpus > 0 && spec.gpu_model.empty()) {
-        return src_.Error(n, "node '" + pattern + "' has GPUs but no gpu_model; set it here or in node_defaults");
+        return src_.Error(
+            n, "node '" + pattern + "' has GPUs but no gpu_model; set it here or in node_defaults");
       }
       if (spec.gpus > 0 && spec.gpu_memory_mib <= 0) {
-        return src_.Error(n, "node '" + pattern + "' has GPUs but no gpu_memory (e.g. gpu_memory: 80Gi)");
+        return src_.Error(
+            n, "node '" + pattern + "' has GPUs but no gpu_memory (e.g. gpu_memory: 80Gi)");
       }
       if (spec.milli_cpu <= 0 || spec.memory_mib <= 0) {
-        return src_.Error(n, "node '" + pattern + "' needs cpu and memory (e.g. cpu: 128, memory: 1Ti)");
+        return src_.Error(
+            n, "node '" + pattern + "' needs cpu and memory (e.g. cpu: 128, memory: 1Ti)");
       }
       if (spec.rails == 0 && !spec.networks.data_interfaces.empty()) {
         spec.rails = static_cast<int>(spec.networks.data_interfaces.size());
       }
-      HANGAR_ASSIGN_OR_RETURN(auto mgmt, NodeAddresses(n, "management_address", names->size(), pattern));
+      HANGAR_ASSIGN_OR_RETURN(auto mgmt,
+                              NodeAddresses(n, "management_address", names->size(), pattern));
       HANGAR_ASSIGN_OR_RETURN(auto data, NodeAddresses(n, "data_address", names->size(), pattern));
       for (size_t k = 0; k < names->size(); ++k) {
         const std::string& name = (*names)[k];
@@ -282,7 +314,8 @@ class ClusterParser {
         HANGAR_RETURN_IF_ERROR(src_.CheckKeys(leaf, "a leaf", {"name", "nodes"}));
         HANGAR_ASSIGN_OR_RETURN(std::string leaf_name, src_.String(leaf, "name"));
         if (!leaf["nodes"]) return src_.Error(leaf, "leaf '" + leaf_name + "' has no nodes");
-        HANGAR_RETURN_IF_ERROR(AddNodeList(leaf["nodes"], defaults, spine_name, leaf_name, builder));
+        HANGAR_RETURN_IF_ERROR(
+            AddNodeList(leaf["nodes"], defaults, spine_name, leaf_name, builder));
       }
     }
     return Status::Ok();
@@ -290,7 +323,8 @@ class ClusterParser {
 
   Status AddFatTree(const YAML::Node& ft, const NodeSpec& defaults, TopologyBuilder* builder) {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
-        ft, "fat_tree", {"spines", "leaves_per_spine", "nodes_per_leaf", "racks_per_leaf", "node_prefix"}));
+        ft, "fat_tree",
+        {"spines", "leaves_per_spine", "nodes_per_leaf", "racks_per_leaf", "node_prefix"}));
     HANGAR_ASSIGN_OR_RETURN(int64_t spines, src_.Int(ft, "spines", 1, 4096));
     HANGAR_ASSIGN_OR_RETURN(int64_t leaves, src_.Int(ft, "leaves_per_spine", 1, 4096));
     HANGAR_ASSIGN_OR_RETURN(int64_t nodes, src_.Int(ft, "nodes_per_leaf", 1, 4096));
@@ -299,8 +333,9 @@ class ClusterParser {
     if (spines * leaves * nodes > 1'000'000) return src_.Error(ft, "more than 1,000,000 nodes");
     if (defaults.milli_cpu <= 0 || defaults.memory_mib <= 0 ||
         (defaults.gpus > 0 && (defaults.gpu_model.empty() || defaults.gpu_memory_mib <= 0))) {
-      return src_.Error(ft, "fat_tree builds nodes from node_defaults; give it gpus, gpu_model, "
-                            "gpu_memory, cpu and memory");
+      return src_.Error(ft,
+                        "fat_tree builds nodes from node_defaults; give it gpus, gpu_model, "
+                        "gpu_memory, cpu and memory");
     }
     const int64_t total = spines * leaves * nodes;
     const int width = total > 9999 ? 5 : 4;
@@ -318,7 +353,8 @@ class ClusterParser {
           one.name = buf;
           one.spine = "spine-" + std::to_string(s);
           one.leaf = "leaf-" + std::to_string(leaf_id);
-          if (racks) one.rack = "rack-" + std::to_string(leaf_id) + "-" + std::to_string(k / per_rack);
+          if (racks)
+            one.rack = "rack-" + std::to_string(leaf_id) + "-" + std::to_string(k / per_rack);
           builder->AddNode(std::move(one));
         }
       }
@@ -332,19 +368,26 @@ class ClusterParser {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(m, "mig", {"fixed_layouts"}));
     const YAML::Node layouts = m["fixed_layouts"];
     if (!layouts) return Status::Ok();
-    if (!layouts.IsMap()) return src_.Error(layouts, "fixed_layouts must map node names to lists of MIG profiles, e.g. {gpu-01: [3g.40gb, 3g.40gb]}");
+    if (!layouts.IsMap())
+      return src_.Error(layouts,
+                        "fixed_layouts must map node names to lists of MIG profiles, e.g. {gpu-01: "
+                        "[3g.40gb, 3g.40gb]}");
     const Topology& t = *out->topology;
     for (const auto& kv : layouts) {
       HANGAR_ASSIGN_OR_RETURN(auto names, ExpandNameRange(kv.first.as<std::string>("")));
       if (!kv.second.IsSequence() || kv.second.size() == 0) {
-        return src_.Error(kv.second, "fixed_layouts: give each node a non-empty list of MIG profiles, e.g. [3g.40gb, 3g.40gb]");
+        return src_.Error(kv.second,
+                          "fixed_layouts: give each node a non-empty list of MIG profiles, e.g. "
+                          "[3g.40gb, 3g.40gb]");
       }
       for (const std::string& name : names) {
         auto n = t.FindNode(name);
-        if (!n) return src_.Error(kv.first, "fixed_layouts: no node '" + name + "' in this cluster");
+        if (!n)
+          return src_.Error(kv.first, "fixed_layouts: no node '" + name + "' in this cluster");
         const NodeInfo& node = t.nodes()[*n];
         if (node.num_gpus == 0 || !t.gpus()[node.first_gpu].mig) {
-          return src_.Error(kv.first, "fixed_layouts: node '" + name + "' is not in MIG mode; set mig: true on it");
+          return src_.Error(kv.first, "fixed_layouts: node '" + name +
+                                          "' is not in MIG mode; set mig: true on it");
         }
         ClusterFile::FixedMigLayout fixed;
         std::vector<MigShape> shapes;
@@ -353,8 +396,9 @@ class ClusterParser {
           const std::string profile = p.as<std::string>("");
           auto shape = MigShapeOn(part, profile);
           if (!shape) {
-            return src_.Error(p, "fixed_layouts: '" + profile + "' is not a MIG profile of node '" + name + "' (a " +
-                                     std::string(MigPartAt(part).name) + "); its profiles are " + KnownMigProfiles());
+            return src_.Error(p, "fixed_layouts: '" + profile + "' is not a MIG profile of node '" +
+                                     name + "' (a " + std::string(MigPartAt(part).name) +
+                                     "); its profiles are " + KnownMigProfiles());
           }
           fixed.profiles.push_back(profile);
           shapes.push_back(*shape);
@@ -362,8 +406,9 @@ class ClusterParser {
         std::sort(shapes.rbegin(), shapes.rend());
         for (MigShape shape : shapes) {
           if (!fixed.layout.Add(shape, MigBestStart(fixed.layout.Mask(), shape))) {
-            return src_.Error(kv.second, "fixed_layouts: the profiles for node '" + name +
-                                             "' do not fit on one GPU (8 memory slices, 7 compute slices)");
+            return src_.Error(kv.second,
+                              "fixed_layouts: the profiles for node '" + name +
+                                  "' do not fit on one GPU (8 memory slices, 7 compute slices)");
           }
         }
         out->mig_fixed_layouts[*n] = std::move(fixed);
@@ -373,13 +418,18 @@ class ClusterParser {
   }
 
   Status ParseData(const YAML::Node& d, DataConfig* out) {
-    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
-        d, "data", {"network", "origin_readers", "chunk_size", "fanout", "origin_bandwidth", "peer_bandwidth", "file_roots"}));
-    if (d["file_roots"]) HANGAR_RETURN_IF_ERROR(ParseFolders(d["file_roots"], "data.file_roots", "/lustre", &out->file_roots));
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(d, "data",
+                                          {"network", "origin_readers", "chunk_size", "fanout",
+                                           "origin_bandwidth", "peer_bandwidth", "file_roots"}));
+    if (d["file_roots"])
+      HANGAR_RETURN_IF_ERROR(
+          ParseFolders(d["file_roots"], "data.file_roots", "/lustre", &out->file_roots));
     HANGAR_ASSIGN_OR_RETURN(auto network, src_.OptString(d, "network"));
     if (network) {
-      if (network->find('/') == std::string::npos || !AddressInNetwork(network->substr(0, network->find('/')), *network)) {
-        return src_.Error(d["network"], "data.network '" + *network + "' is not a CIDR block like 10.20.0.0/16 or fd00::/8");
+      if (network->find('/') == std::string::npos ||
+          !AddressInNetwork(network->substr(0, network->find('/')), *network)) {
+        return src_.Error(d["network"], "data.network '" + *network +
+                                            "' is not a CIDR block like 10.20.0.0/16 or fd00::/8");
       }
       out->network = *network;
     }
@@ -391,13 +441,15 @@ class ClusterParser {
       const char* key;
       int64_t* to;
     };
-    for (Size z : {Size{"chunk_size", &out->chunk_bytes}, Size{"origin_bandwidth", &out->origin_bytes_per_s},
-                   Size{"peer_bandwidth", &out->peer_bytes_per_s}}) {
+    for (Size z :
+         {Size{"chunk_size", &out->chunk_bytes}, Size{"origin_bandwidth", &out->origin_bytes_per_s},
+          Size{"peer_bandwidth", &out->peer_bytes_per_s}}) {
       HANGAR_ASSIGN_OR_RETURN(auto text, src_.OptString(d, z.key));
       if (!text) continue;
       auto mib = ParseMemoryMiB(*text);
       if (!mib.ok() || *mib <= 0) {
-        return src_.Error(d[z.key], std::string("data.") + z.key + ": '" + *text + "' is not a size like 8Mi or 1Gi" +
+        return src_.Error(d[z.key], std::string("data.") + z.key + ": '" + *text +
+                                        "' is not a size like 8Mi or 1Gi" +
                                         (z.to == &out->chunk_bytes ? "" : " (bytes per second)"));
       }
       *z.to = *mib << 20;
@@ -414,7 +466,9 @@ class ClusterParser {
   // A list of absolute host folders (trailing '/' dropped); `example` shows one in the error.
   Status ParseFolders(const YAML::Node& list, const std::string& key, const std::string& example,
                       std::vector<std::string>* out) {
-    if (!list.IsSequence()) return src_.Error(list, key + " must be a list of absolute host paths, e.g. [" + example + "]");
+    if (!list.IsSequence())
+      return src_.Error(list,
+                        key + " must be a list of absolute host paths, e.g. [" + example + "]");
     for (const auto& p : list) {
       std::string path = p.IsScalar() ? p.as<std::string>("") : "";
       if (path.empty() || path.front() != '/') {
@@ -429,7 +483,8 @@ class ClusterParser {
   Status ParseBaselines(const YAML::Node& list, ClusterFile* out) {
     if (!list.IsSequence()) return src_.Error(list, "baselines must be a list");
     for (const auto& b : list) {
-      HANGAR_RETURN_IF_ERROR(src_.CheckKeys(b, "a baseline", {"group", "driver", "cuda", "kernel", "ofed"}));
+      HANGAR_RETURN_IF_ERROR(
+          src_.CheckKeys(b, "a baseline", {"group", "driver", "cuda", "kernel", "ofed"}));
       ConfigBaseline base;
       HANGAR_ASSIGN_OR_RETURN(auto group, src_.OptString(b, "group"));
       HANGAR_ASSIGN_OR_RETURN(auto driver, src_.OptString(b, "driver"));
@@ -452,8 +507,9 @@ class ClusterParser {
     if (!text) return int64_t{0};
     auto v = cpu ? ParseMilliCpu(*text) : ParseMemoryMiB(*text);
     if (!v.ok() || *v <= 0) {
-      return src_.Error(m[key], std::string(key) + ": '" + *text + "' is not " +
-                                    (cpu ? "a CPU count like 8 or 7500m" : "a size like 64Gi or 500Mi"));
+      return src_.Error(m[key],
+                        std::string(key) + ": '" + *text + "' is not " +
+                            (cpu ? "a CPU count like 8 or 7500m" : "a size like 64Gi or 500Mi"));
     }
     return *v;
   }
@@ -472,18 +528,21 @@ class ClusterParser {
       for (const auto& name : topo.models()) {
         if (!name.empty()) known += (known.empty() ? "" : ", ") + name;
       }
-      return src_.Error(m, "gpu_models: '" + l->model + "' is not the gpu_model of any node; the models are: " +
+      return src_.Error(m, "gpu_models: '" + l->model +
+                               "' is not the gpu_model of any node; the models are: " +
                                (known.empty() ? "none (no node has GPUs)" : known));
     }
     if (!l->default_milli_cpu_per_gpu) l->default_milli_cpu_per_gpu = cpu, l->cpu_derived = true;
-    if (!l->default_memory_mib_per_gpu) l->default_memory_mib_per_gpu = mem, l->memory_derived = true;
+    if (!l->default_memory_mib_per_gpu)
+      l->default_memory_mib_per_gpu = mem, l->memory_derived = true;
     return Status::Ok();
   }
 
   Status ParseGpuModels(const YAML::Node& models, ClusterFile* out) {
     if (!models.IsMap()) {
-      return src_.Error(models, "gpu_models must be a map of model: {default_cpu_per_gpu, max_cpu_per_gpu, "
-                                "default_memory_per_gpu, max_memory_per_gpu}");
+      return src_.Error(models,
+                        "gpu_models must be a map of model: {default_cpu_per_gpu, max_cpu_per_gpu, "
+                        "default_memory_per_gpu, max_memory_per_gpu}");
     }
     for (const auto& kv : models) {
       GpuModelLimits l;
@@ -495,25 +554,31 @@ class ClusterParser {
         out->gpu_models.push_back(std::move(l));
         continue;
       }
-      if (!m.IsMap()) return src_.Error(m, "gpu_models." + l.model + " must be a map (or {} to derive the defaults)");
+      if (!m.IsMap())
+        return src_.Error(
+            m, "gpu_models." + l.model + " must be a map (or {} to derive the defaults)");
       HANGAR_RETURN_IF_ERROR(src_.CheckKeys(m, "gpu_models." + l.model,
-                                            {"default_cpu_per_gpu", "max_cpu_per_gpu", "default_memory_per_gpu",
-                                             "max_memory_per_gpu"}));
+                                            {"default_cpu_per_gpu", "max_cpu_per_gpu",
+                                             "default_memory_per_gpu", "max_memory_per_gpu"}));
       HANGAR_ASSIGN_OR_RETURN(l.default_milli_cpu_per_gpu, PerGpu(m, "default_cpu_per_gpu", true));
       HANGAR_ASSIGN_OR_RETURN(l.max_milli_cpu_per_gpu, PerGpu(m, "max_cpu_per_gpu", true));
-      HANGAR_ASSIGN_OR_RETURN(l.default_memory_mib_per_gpu, PerGpu(m, "default_memory_per_gpu", false));
+      HANGAR_ASSIGN_OR_RETURN(l.default_memory_mib_per_gpu,
+                              PerGpu(m, "default_memory_per_gpu", false));
       HANGAR_ASSIGN_OR_RETURN(l.max_memory_mib_per_gpu, PerGpu(m, "max_memory_per_gpu", false));
       HANGAR_RETURN_IF_ERROR(DeriveDefaults(*out->topology, m, &l));
       if (l.max_milli_cpu_per_gpu && l.default_milli_cpu_per_gpu > l.max_milli_cpu_per_gpu) {
         return src_.Error(m, "gpu_models." + l.model + ": the default CPU per GPU (" +
                                  FormatCores(l.default_milli_cpu_per_gpu) +
-                                 (l.cpu_derived ? ", derived from the nodes" : "") + ") is above max_cpu_per_gpu (" +
-                                 FormatCores(l.max_milli_cpu_per_gpu) + "); raise the maximum or set a lower default_cpu_per_gpu");
+                                 (l.cpu_derived ? ", derived from the nodes" : "") +
+                                 ") is above max_cpu_per_gpu (" +
+                                 FormatCores(l.max_milli_cpu_per_gpu) +
+                                 "); raise the maximum or set a lower default_cpu_per_gpu");
       }
       if (l.max_memory_mib_per_gpu && l.default_memory_mib_per_gpu > l.max_memory_mib_per_gpu) {
         return src_.Error(m, "gpu_models." + l.model + ": the default memory per GPU (" +
                                  FormatMemoryMiB(l.default_memory_mib_per_gpu) +
-                                 (l.memory_derived ? ", derived from the nodes" : "") + ") is above max_memory_per_gpu (" +
+                                 (l.memory_derived ? ", derived from the nodes" : "") +
+                                 ") is above max_memory_per_gpu (" +
                                  FormatMemoryMiB(l.max_memory_mib_per_gpu) +
                                  "); raise the maximum or set a lower default_memory_per_gpu");
       }
@@ -536,12 +601,15 @@ StatusOr<std::vector<std::string>> ExpandNameRange(std::string_view pattern) {
     return Status::InvalidArgument("'" + std::string(pattern) +
                                    "' is not a node range; write it like gpu-[00-15]");
   };
-  if (close == std::string_view::npos || dash == std::string_view::npos || dash > close) return bad();
+  if (close == std::string_view::npos || dash == std::string_view::npos || dash > close)
+    return bad();
   std::string_view lo_s = pattern.substr(open + 1, dash - open - 1);
   std::string_view hi_s = pattern.substr(dash + 1, close - dash - 1);
   int64_t lo = 0, hi = 0;
-  if (std::from_chars(lo_s.data(), lo_s.data() + lo_s.size(), lo).ptr != lo_s.data() + lo_s.size() ||
-      std::from_chars(hi_s.data(), hi_s.data() + hi_s.size(), hi).ptr != hi_s.data() + hi_s.size() ||
+  if (std::from_chars(lo_s.data(), lo_s.data() + lo_s.size(), lo).ptr !=
+          lo_s.data() + lo_s.size() ||
+      std::from_chars(hi_s.data(), hi_s.data() + hi_s.size(), hi).ptr !=
+          hi_s.data() + hi_s.size() ||
       lo_s.empty() || hi_s.empty() || hi < lo || hi - lo > 1'000'000) {
     return bad();
   }
@@ -550,7 +618,8 @@ StatusOr<std::vector<std::string>> ExpandNameRange(std::string_view pattern) {
   char buf[32];
   for (int64_t i = lo; i <= hi; ++i) {
     std::snprintf(buf, sizeof buf, "%0*lld", width, static_cast<long long>(i));
-    out.push_back(std::string(pattern.substr(0, open)) + buf + std::string(pattern.substr(close + 1)));
+    out.push_back(std::string(pattern.substr(0, open)) + buf +
+                  std::string(pattern.substr(close + 1)));
   }
   return out;
 }
@@ -564,7 +633,8 @@ StatusOr<ClusterFile> ParseClusterYaml(std::string_view text, const std::string&
   try {
     return ClusterParser(src).Parse(root);
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(source_name + ": " + e.what() + "; see docs/cluster-format.md for the form");
+    return Status::InvalidArgument(source_name + ": " + e.what() +
+                                   "; see docs/cluster-format.md for the form");
   }
 }
 

@@ -26,10 +26,10 @@ struct ConfigBaseline {
 
 // `data:` (docs/data.md): how nodes share artifacts.
 struct DataConfig {
-  std::string network;          // CIDR of the data network ("10.20.0.0/16"); empty: any address
-  int origin_readers = 4;       // at most this many nodes read one object's origin at once
+  std::string network;     // CIDR of the data network ("10.20.0.0/16"); empty: any address
+  int origin_readers = 4;  // at most this many nodes read one object's origin at once
   int64_t chunk_bytes = 8ll << 20;
-  int fanout = 3;               // peers a node passes each chunk on to
+  int fanout = 3;                            // peers a node passes each chunk on to
   int64_t origin_bytes_per_s = 100ll << 20;  // for placement: what staging from the origin gets
   int64_t peer_bytes_per_s = 1ll << 30;      // and from a peer
   // Folders a file:// artifact source may lie under (after its links are resolved); none: no
@@ -70,7 +70,7 @@ struct ClusterFile {
   };
   std::map<uint32_t, FixedMigLayout> mig_fixed_layouts;
   std::vector<GpuModelLimits> gpu_models;  // one per model listed, in file order
-  GpuTypes gpu_types;                       // Slurm's GPU type names -> models (gpu_types.h)
+  GpuTypes gpu_types;                      // Slurm's GPU type names -> models (gpu_types.h)
   // networks.management (docs/networks.md): the CIDR the controller listens on and its
   // agents talk over; "" when not declared.
   std::string management_network;

@@ -23,7 +23,8 @@ nodes:
   - name: small
     gpus: 2
     cpu: 32
-)", "lab.yaml");
+)",
+                            "lab.yaml");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   const Topology& t = *f->topology;
   EXPECT_EQ(t.name(), "lab");
@@ -48,7 +49,8 @@ fabric:
           nodes: [{name: "a-[00-01]"}]
         - name: l1
           nodes: [{name: b}]
-)", "f.yaml");
+)",
+                            "f.yaml");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->topology->leaves().size(), 2u);
   EXPECT_EQ(f->topology->nodes()[1].name, "a-01");
@@ -56,7 +58,8 @@ fabric:
   auto ft = ParseClusterYaml(R"(
 node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 96, memory: 1Ti}
 fat_tree: {spines: 2, leaves_per_spine: 3, nodes_per_leaf: 4, racks_per_leaf: 2}
-)", "ft.yaml");
+)",
+                             "ft.yaml");
   ASSERT_TRUE(ft.ok()) << ft.status().ToString();
   const Topology& t = *ft->topology;
   EXPECT_EQ(t.nodes().size(), 24u);
@@ -71,14 +74,17 @@ TEST(ClusterYamlTest, ErrorsPointAtTheLine) {
     const char* text;
     const char* expect;
   } cases[] = {
-      {"nodes:\n  - name: a\n    gpus: 8\n    cpu: 4\n    memory: 1Gi\n", "c.yaml:2: node 'a' has GPUs but no gpu_model"},
+      {"nodes:\n  - name: a\n    gpus: 8\n    cpu: 4\n    memory: 1Gi\n",
+       "c.yaml:2: node 'a' has GPUs but no gpu_model"},
       {"nodes:\n  - name: a\n    gpus: lots\n", "c.yaml:3: 'gpus' must be a whole number"},
       {"nodes:\n  - name: a\n    gpu: 8\n", "c.yaml:3: unknown field 'gpu' in a node"},
       {"nodes:\n  - name: a\n    cpu: 4\n    memory: 4Gb2\n", "c.yaml:4: memory:"},
       {"name: x\n", "declare the nodes in exactly one of"},
       {"nodes: [\n", "c.yaml:2"},
-      {"nodes:\n  - name: a-[5-2]\n    cpu: 1\n    memory: 1Gi\n", "c.yaml:2: 'a-[5-2]' is not a node range"},
-      {"nodes:\n  - {name: a, cpu: 1, memory: 1Gi}\n  - {name: a, cpu: 1, memory: 1Gi}\n", "line 3: node 'a' is declared twice"},
+      {"nodes:\n  - name: a-[5-2]\n    cpu: 1\n    memory: 1Gi\n",
+       "c.yaml:2: 'a-[5-2]' is not a node range"},
+      {"nodes:\n  - {name: a, cpu: 1, memory: 1Gi}\n  - {name: a, cpu: 1, memory: 1Gi}\n",
+       "line 3: node 'a' is declared twice"},
   };
   for (const auto& c : cases) {
     auto r = ParseClusterYaml(c.text, "c.yaml");
@@ -91,11 +97,13 @@ TEST(ClusterYamlTest, ErrorsPointAtTheLine) {
 }
 
 TEST(ClusterYamlTest, ShippedExamplesLoad) {
-  for (const char* name : {"lab-4.yaml", "fabric-32x8.yaml", "fat-tree-1024.yaml", "dev-4x8.yaml", "mig-2.yaml"}) {
+  for (const char* name :
+       {"lab-4.yaml", "fabric-32x8.yaml", "fat-tree-1024.yaml", "dev-4x8.yaml", "mig-2.yaml"}) {
     auto f = LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/" + name);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().ToString();
   }
-  auto big = LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/fat-tree-1024.yaml");
+  auto big =
+      LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/fat-tree-1024.yaml");
   EXPECT_EQ(big->topology->nodes().size(), 1024u);
   EXPECT_EQ(big->topology->total_gpus(), 8192);
 }
@@ -107,10 +115,13 @@ namespace hangar::cluster {
 namespace {
 
 TEST(ClusterYamlDataTest, ReadsTheDataSectionAndRefusesBadValues) {
-  const std::string nodes = "nodes: [{name: a, gpus: 1, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}]\n";
-  auto f = ParseClusterYaml(nodes + "data: {network: 10.20.0.0/16, origin_readers: 2, chunk_size: 4Mi, fanout: 4, "
-                                    "origin_bandwidth: 50Mi, peer_bandwidth: 2Gi}\n",
-                            "c.yaml");
+  const std::string nodes =
+      "nodes: [{name: a, gpus: 1, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}]\n";
+  auto f = ParseClusterYaml(
+      nodes +
+          "data: {network: 10.20.0.0/16, origin_readers: 2, chunk_size: 4Mi, fanout: 4, "
+          "origin_bandwidth: 50Mi, peer_bandwidth: 2Gi}\n",
+      "c.yaml");
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ(f->data.network, "10.20.0.0/16");
   EXPECT_EQ(f->data.origin_readers, 2);
@@ -118,13 +129,15 @@ TEST(ClusterYamlDataTest, ReadsTheDataSectionAndRefusesBadValues) {
   EXPECT_EQ(f->data.fanout, 4);
   EXPECT_EQ(f->data.origin_bytes_per_s, 50ll << 20);
   EXPECT_EQ(f->data.peer_bytes_per_s, 2ll << 30);
-  EXPECT_TRUE(f->data.file_roots.empty()) << "no file:// sources unless the cluster names their folders";
+  EXPECT_TRUE(f->data.file_roots.empty())
+      << "no file:// sources unless the cluster names their folders";
   auto roots = ParseClusterYaml(nodes + "data: {file_roots: [/lustre/, /data]}\n", "c.yaml");
   ASSERT_TRUE(roots.ok()) << roots.status().message();
   EXPECT_EQ(roots->data.file_roots, (std::vector<std::string>{"/lustre", "/data"}));
   auto relative = ParseClusterYaml(nodes + "data: {file_roots: [data]}\n", "c.yaml");
   ASSERT_FALSE(relative.ok());
-  EXPECT_NE(relative.status().message().find("data.file_roots: 'data' is not an absolute path"), std::string::npos)
+  EXPECT_NE(relative.status().message().find("data.file_roots: 'data' is not an absolute path"),
+            std::string::npos)
       << relative.status().message();
   auto bad = ParseClusterYaml(nodes + "data: {network: 10.20.0.0}\n", "c.yaml");
   ASSERT_FALSE(bad.ok());
@@ -138,24 +151,30 @@ TEST(ClusterYamlDataTest, ReadsTheDataSectionAndRefusesBadValues) {
 // Found by fuzz/cluster_yaml_fuzz.cc: a fabric without spines, or a spine without leaves, threw
 // yaml-cpp's InvalidNode out of the parser (the controller ended with "terminate called").
 TEST(ClusterYamlTest, AFabricMissingSpinesOrLeavesIsAnErrorNotAnException) {
-  const char* defaults = "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 96, memory: 1Ti}\n";
+  const char* defaults =
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 96, memory: 1Ti}\n";
   auto no_spines = ParseClusterYaml(std::string(defaults) + "fabric: {}\n", "f.yaml");
   ASSERT_FALSE(no_spines.ok());
-  EXPECT_NE(no_spines.status().message().find("fabric.spines must be a non-empty list"), std::string::npos)
-      << no_spines.status().message();
-  auto no_leaves = ParseClusterYaml(std::string(defaults) + "fabric:\n  spines:\n    - name: s0\n", "f.yaml");
-  ASSERT_FALSE(no_leaves.ok());
-  EXPECT_NE(no_leaves.status().message().find("f.yaml:4: spine 's0' needs a non-empty list of leaves"),
+  EXPECT_NE(no_spines.status().message().find("fabric.spines must be a non-empty list"),
             std::string::npos)
+      << no_spines.status().message();
+  auto no_leaves =
+      ParseClusterYaml(std::string(defaults) + "fabric:\n  spines:\n    - name: s0\n", "f.yaml");
+  ASSERT_FALSE(no_leaves.ok());
+  EXPECT_NE(
+      no_leaves.status().message().find("f.yaml:4: spine 's0' needs a non-empty list of leaves"),
+      std::string::npos)
       << no_leaves.status().message();
 }
 
 TEST(ClusterYamlNetworksTest, ReadsNodeAddressesAndDataInterfaces) {
   auto f = ParseClusterYaml(
       "networks: {management: 10.77.0.0/24}\n"
-      "node_defaults: {gpus: 4, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi, data_interfaces: [ib0, {netdev: ib1, hca: mlx5_1}]}\n"
+      "node_defaults: {gpus: 4, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi, "
+      "data_interfaces: [ib0, {netdev: ib1, hca: mlx5_1}]}\n"
       "nodes:\n"
-      "  - {name: 'g[1-3]', management_address: '10.77.0.[11-13]', data_address: '10.78.0.[21-23]'}\n"
+      "  - {name: 'g[1-3]', management_address: '10.77.0.[11-13]', data_address: "
+      "'10.78.0.[21-23]'}\n"
       "  - {name: x, management_address: 10.77.0.9, data_interfaces: [{hca: mlx5_0}]}\n",
       "c.yaml");
   ASSERT_TRUE(f.ok()) << f.status().message();
@@ -198,33 +217,50 @@ TEST(ClusterYamlNetworksTest, TheDocsExampleIsTheShippedOneAndLoads) {
 }
 
 TEST(ClusterYamlNetworksTest, RefusesWhatWouldMixTheNetworks) {
-  const std::string d = "node_defaults: {gpus: 2, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}\n";
+  const std::string d =
+      "node_defaults: {gpus: 2, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}\n";
   auto error = [&](const std::string& yaml) {
     auto f = ParseClusterYaml(d + yaml, "c.yaml");
     return f.ok() ? std::string("accepted") : f.status().message();
   };
   EXPECT_EQ(error("networks: {management: 10.77.0.0}\nnodes: [{name: a}]\n"),
-            "c.yaml:2: networks.management '10.77.0.0' is not a CIDR block like 10.77.0.0/24 or fd00::/64");
-  EXPECT_EQ(error("networks: {management: 10.77.0.0/24}\nnodes: [{name: a, management_address: 10.78.0.1}]\n"),
-            "c.yaml:3: node 'a': management_address 10.78.0.1 is outside networks.management 10.77.0.0/24; give it the "
+            "c.yaml:2: networks.management '10.77.0.0' is not a CIDR block like 10.77.0.0/24 or "
+            "fd00::/64");
+  EXPECT_EQ(error("networks: {management: 10.77.0.0/24}\nnodes: [{name: a, management_address: "
+                  "10.78.0.1}]\n"),
+            "c.yaml:3: node 'a': management_address 10.78.0.1 is outside networks.management "
+            "10.77.0.0/24; give it the "
             "node's address on that network");
-  EXPECT_EQ(error("nodes: [{name: a, management_address: 10.77.0.1}, {name: b, management_address: 10.77.0.1}]\n"),
-            "c.yaml:2: node 'b': management_address 10.77.0.1 is node 'a''s too; each node has its own");
+  EXPECT_EQ(
+      error("nodes: [{name: a, management_address: 10.77.0.1}, {name: b, management_address: "
+            "10.77.0.1}]\n"),
+      "c.yaml:2: node 'b': management_address 10.77.0.1 is node 'a''s too; each node has its own");
   EXPECT_EQ(error("nodes: [{name: 'a[1-3]', management_address: '10.77.0.[1-2]'}]\n"),
-            "c.yaml:2: management_address '10.77.0.[1-2]' gives 2 address(es) for the 3 node(s) of 'a[1-3]'; give a "
+            "c.yaml:2: management_address '10.77.0.[1-2]' gives 2 address(es) for the 3 node(s) of "
+            "'a[1-3]'; give a "
             "range as long as the name's, e.g. 10.77.0.[11-26] for gpu-[01-16]");
   EXPECT_EQ(error("nodes: [{name: a, management_address: head-1}]\n"),
-            "c.yaml:2: management_address 'head-1' is not an IP address (e.g. 10.77.0.11 or fd00::11); the controller "
+            "c.yaml:2: management_address 'head-1' is not an IP address (e.g. 10.77.0.11 or "
+            "fd00::11); the controller "
             "checks agents' connections against it");
-  auto defaults = ParseClusterYaml("node_defaults: {management_address: 10.0.0.1}\nnodes: [{name: a}]\n", "c.yaml");
+  auto defaults = ParseClusterYaml(
+      "node_defaults: {management_address: 10.0.0.1}\nnodes: [{name: a}]\n", "c.yaml");
   ASSERT_FALSE(defaults.ok());
-  EXPECT_NE(defaults.status().message().find("management_address belongs on a node entry (each node has its own), not in "
-                                              "node_defaults"), std::string::npos) << defaults.status().message();
+  EXPECT_NE(defaults.status().message().find(
+                "management_address belongs on a node entry (each node has its own), not in "
+                "node_defaults"),
+            std::string::npos)
+      << defaults.status().message();
   EXPECT_EQ(error("nodes: [{name: a, rails: 4, data_interfaces: [ib0, ib1]}]\n"),
-            "c.yaml:2: node 'a': rails is 4 but data_interfaces lists 2; give one data interface per rail");
-  EXPECT_NE(error("nodes: [{name: a, data_interfaces: ['ib0,ib1']}]\n").find("is not a device name"), std::string::npos);
-  EXPECT_NE(error("nodes: [{name: a, data_interfaces: [{}]}]\n").find("needs a netdev or an hca"), std::string::npos);
-  EXPECT_NE(error("nodes: [{name: a, data_interfaces: []}]\n").find("must list 1 to 64 interfaces"), std::string::npos);
+            "c.yaml:2: node 'a': rails is 4 but data_interfaces lists 2; give one data interface "
+            "per rail");
+  EXPECT_NE(
+      error("nodes: [{name: a, data_interfaces: ['ib0,ib1']}]\n").find("is not a device name"),
+      std::string::npos);
+  EXPECT_NE(error("nodes: [{name: a, data_interfaces: [{}]}]\n").find("needs a netdev or an hca"),
+            std::string::npos);
+  EXPECT_NE(error("nodes: [{name: a, data_interfaces: []}]\n").find("must list 1 to 64 interfaces"),
+            std::string::npos);
 }
 
 TEST(ClusterYamlDataTest, AddressInNetwork) {
@@ -240,8 +276,11 @@ TEST(ClusterYamlDataTest, AddressInNetwork) {
 
 TEST(ClusterYamlTest, GpuModelsParseAndRefuseWhatCannotWork) {
   const std::string nodes =
-      "nodes: [{name: \"g-[0-1]\", gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 192, memory: 2Ti}]\n";
-  auto ok = ParseClusterYaml(nodes + "gpu_models:\n  H100: {max_cpu_per_gpu: 32, default_memory_per_gpu: 100Gi}\n", "c.yaml");
+      "nodes: [{name: \"g-[0-1]\", gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 192, memory: "
+      "2Ti}]\n";
+  auto ok = ParseClusterYaml(
+      nodes + "gpu_models:\n  H100: {max_cpu_per_gpu: 32, default_memory_per_gpu: 100Gi}\n",
+      "c.yaml");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   ASSERT_EQ(ok->gpu_models.size(), 1u);
   EXPECT_EQ(ok->gpu_models[0].default_milli_cpu_per_gpu, 24000);  // 192 cores / 8 GPUs
@@ -254,12 +293,16 @@ TEST(ClusterYamlTest, GpuModelsParseAndRefuseWhatCannotWork) {
   struct Case {
     std::string text, expect;
   } cases[] = {
-      {"gpu_models: {A100: {}}", "c.yaml:2: gpu_models: 'A100' is not the gpu_model of any node; the models are: H100"},
+      {"gpu_models: {A100: {}}",
+       "c.yaml:2: gpu_models: 'A100' is not the gpu_model of any node; the models are: H100"},
       {"gpu_models: {H100: {max_cpus_per_gpu: 8}}", "unknown field 'max_cpus_per_gpu'"},
-      {"gpu_models: {H100: {max_cpu_per_gpu: lots}}", "max_cpu_per_gpu: 'lots' is not a CPU count like 8 or 7500m"},
-      {"gpu_models: {H100: {max_memory_per_gpu: 0}}", "max_memory_per_gpu: '0' is not a size like 64Gi"},
+      {"gpu_models: {H100: {max_cpu_per_gpu: lots}}",
+       "max_cpu_per_gpu: 'lots' is not a CPU count like 8 or 7500m"},
+      {"gpu_models: {H100: {max_memory_per_gpu: 0}}",
+       "max_memory_per_gpu: '0' is not a size like 64Gi"},
       {"gpu_models: {H100: {max_cpu_per_gpu: 16}}",
-       "the default CPU per GPU (24 cores, derived from the nodes) is above max_cpu_per_gpu (16 cores)"},
+       "the default CPU per GPU (24 cores, derived from the nodes) is above max_cpu_per_gpu (16 "
+       "cores)"},
       {"gpu_models: {H100: {default_memory_per_gpu: 64Gi, max_memory_per_gpu: 32Gi}}",
        "the default memory per GPU (64Gi) is above max_memory_per_gpu (32Gi)"},
       {"gpu_models: [H100]", "gpu_models must be a map of model"},

@@ -55,7 +55,6 @@ std::string CompressHostList(const std::vector<std::string>& hosts) {
   return out;
 }
 
-
 namespace {
 
 // Splits at commas outside brackets.
@@ -95,18 +94,22 @@ Status ExpandOne(const std::string& item, std::string_view whole, std::vector<st
   const std::string prefix = item.substr(0, open), rest = item.substr(close + 1);
   for (const std::string& range : TopLevel(item.substr(open + 1, close - open - 1))) {
     const size_t dash = range.find('-');
-    const std::string lo = range.substr(0, dash), hi = dash == std::string::npos ? lo : range.substr(dash + 1);
+    const std::string lo = range.substr(0, dash),
+                      hi = dash == std::string::npos ? lo : range.substr(dash + 1);
     auto digits = [](const std::string& s) {
-      return !s.empty() && s.size() <= 18 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+      return !s.empty() && s.size() <= 18 &&
+             std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
     };
-    if (!digits(lo) || !digits(hi) || std::stoll(lo) > std::stoll(hi) || std::stoll(hi) - std::stoll(lo) >= 100000) {
-      return Status::InvalidArgument("host list '" + std::string(whole) + "': '" + range +
-                                     "' is not a range such as 1-4 or 01-16 (at most 100000 names)");
+    if (!digits(lo) || !digits(hi) || std::stoll(lo) > std::stoll(hi) ||
+        std::stoll(hi) - std::stoll(lo) >= 100000) {
+      return Status::InvalidArgument(
+          "host list '" + std::string(whole) + "': '" + range +
+          "' is not a range such as 1-4 or 01-16 (at most 100000 names)");
     }
     for (long long i = std::stoll(lo); i <= std::stoll(hi); ++i) {
       if (out->size() >= kMaxNames) {
-        return Status::InvalidArgument("host list '" + std::string(whole).substr(0, 200) + "' names more than " +
-                                       std::to_string(kMaxNames) + " hosts");
+        return Status::InvalidArgument("host list '" + std::string(whole).substr(0, 200) +
+                                       "' names more than " + std::to_string(kMaxNames) + " hosts");
       }
       std::string n = std::to_string(i);
       if (n.size() < lo.size()) n.insert(0, lo.size() - n.size(), '0');

@@ -68,7 +68,6 @@ const Tables& GetTables() {
 
 const MigShapeInfo& ShapeInfo(MigShape shape) { return kShapes[static_cast<int>(shape)]; }
 
-
 int MigMaxInstances(MigShape shape) { return FreePlacements(0, shape); }
 
 uint8_t MigPlaceableShapes(uint8_t taken) { return GetTables().placeable[taken]; }
@@ -157,7 +156,8 @@ bool MigLayout::Remove(int start) {
 uint8_t MigLayout::StartsOverlapping(uint8_t mask) const {
   uint8_t starts = 0;
   for (int s = 0; s < kMigMemorySlices; ++s) {
-    if (shape_at[s] != kNoMigShape && (MigPlacementMask(static_cast<MigShape>(shape_at[s]), s) & mask)) {
+    if (shape_at[s] != kNoMigShape &&
+        (MigPlacementMask(static_cast<MigShape>(shape_at[s]), s) & mask)) {
       starts |= static_cast<uint8_t>(1u << s);
     }
   }

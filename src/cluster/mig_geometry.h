@@ -56,7 +56,8 @@ inline constexpr uint8_t kMigPlacementMasks[kMigShapes][kMigMemorySlices] = {
     {0xff, 0, 0, 0, 0, 0, 0, 0},                    // 7g
 };
 inline uint8_t MigPlacementMask(MigShape shape, int start) {
-  return static_cast<unsigned>(start) < kMigMemorySlices && static_cast<unsigned>(shape) < kMigShapes
+  return static_cast<unsigned>(start) < kMigMemorySlices &&
+                 static_cast<unsigned>(shape) < kMigShapes
              ? kMigPlacementMasks[static_cast<int>(shape)][start]
              : 0;
 }

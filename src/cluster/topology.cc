@@ -11,11 +11,16 @@ namespace hangar::cluster {
 
 std::string_view LevelName(Level level) {
   switch (level) {
-    case Level::kNvlinkDomain: return "nvlink_domain";
-    case Level::kNode: return "node";
-    case Level::kLeaf: return "leaf";
-    case Level::kSpine: return "spine";
-    case Level::kCluster: return "cluster";
+    case Level::kNvlinkDomain:
+      return "nvlink_domain";
+    case Level::kNode:
+      return "node";
+    case Level::kLeaf:
+      return "leaf";
+    case Level::kSpine:
+      return "spine";
+    case Level::kCluster:
+      return "cluster";
   }
   return "?";
 }
@@ -72,44 +77,64 @@ std::string Topology::MaskToString(ModelMask mask) const {
 uint32_t Topology::DomainOf(uint32_t node, Level level) const {
   const NodeInfo& n = nodes_[node];
   switch (level) {
-    case Level::kNvlinkDomain: return n.num_gpus ? gpus_[n.first_gpu].nvlink_domain : 0;
-    case Level::kNode: return node;
-    case Level::kLeaf: return n.leaf;
-    case Level::kSpine: return n.spine;
-    case Level::kCluster: return 0;
+    case Level::kNvlinkDomain:
+      return n.num_gpus ? gpus_[n.first_gpu].nvlink_domain : 0;
+    case Level::kNode:
+      return node;
+    case Level::kLeaf:
+      return n.leaf;
+    case Level::kSpine:
+      return n.spine;
+    case Level::kCluster:
+      return 0;
   }
   return 0;
 }
 
 std::pair<uint32_t, uint32_t> Topology::NodeRange(Level level, uint32_t d) const {
   switch (level) {
-    case Level::kNvlinkDomain: return {nvlink_domains_[d].first_node, nvlink_domains_[d].end_node};
-    case Level::kNode: return {d, d + 1};
-    case Level::kLeaf: return {leaves_[d].first_node, leaves_[d].end_node};
-    case Level::kSpine: return {spines_[d].first_node, spines_[d].end_node};
-    case Level::kCluster: return {cluster_.first_node, cluster_.end_node};
+    case Level::kNvlinkDomain:
+      return {nvlink_domains_[d].first_node, nvlink_domains_[d].end_node};
+    case Level::kNode:
+      return {d, d + 1};
+    case Level::kLeaf:
+      return {leaves_[d].first_node, leaves_[d].end_node};
+    case Level::kSpine:
+      return {spines_[d].first_node, spines_[d].end_node};
+    case Level::kCluster:
+      return {cluster_.first_node, cluster_.end_node};
   }
   return {0, 0};
 }
 
 std::string Topology::DomainName(Level level, uint32_t d) const {
   switch (level) {
-    case Level::kNvlinkDomain: return nvlink_domains_[d].name;
-    case Level::kNode: return nodes_[d].name;
-    case Level::kLeaf: return leaves_[d].name;
-    case Level::kSpine: return spines_[d].name;
-    case Level::kCluster: return cluster_.name;
+    case Level::kNvlinkDomain:
+      return nvlink_domains_[d].name;
+    case Level::kNode:
+      return nodes_[d].name;
+    case Level::kLeaf:
+      return leaves_[d].name;
+    case Level::kSpine:
+      return spines_[d].name;
+    case Level::kCluster:
+      return cluster_.name;
   }
   return "";
 }
 
 uint32_t Topology::NumDomains(Level level) const {
   switch (level) {
-    case Level::kNvlinkDomain: return static_cast<uint32_t>(nvlink_domains_.size());
-    case Level::kNode: return static_cast<uint32_t>(nodes_.size());
-    case Level::kLeaf: return static_cast<uint32_t>(leaves_.size());
-    case Level::kSpine: return static_cast<uint32_t>(spines_.size());
-    case Level::kCluster: return 1;
+    case Level::kNvlinkDomain:
+      return static_cast<uint32_t>(nvlink_domains_.size());
+    case Level::kNode:
+      return static_cast<uint32_t>(nodes_.size());
+    case Level::kLeaf:
+      return static_cast<uint32_t>(leaves_.size());
+    case Level::kSpine:
+      return static_cast<uint32_t>(spines_.size());
+    case Level::kCluster:
+      return 1;
   }
   return 0;
 }
@@ -140,8 +165,10 @@ std::vector<size_t> FabricOrder(const std::vector<NodeSpec>& specs) {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const auto& x = specs[a];
     const auto& y = specs[b];
-    auto kx = std::tuple(spine_rank[x.spine], leaf_rank[x.leaf], rack_rank[x.leaf + "\x1f" + x.rack]);
-    auto ky = std::tuple(spine_rank[y.spine], leaf_rank[y.leaf], rack_rank[y.leaf + "\x1f" + y.rack]);
+    auto kx =
+        std::tuple(spine_rank[x.spine], leaf_rank[x.leaf], rack_rank[x.leaf + "\x1f" + x.rack]);
+    auto ky =
+        std::tuple(spine_rank[y.spine], leaf_rank[y.leaf], rack_rank[y.leaf + "\x1f" + y.rack]);
     return kx < ky;
   });
   return order;
@@ -152,7 +179,8 @@ std::vector<size_t> FabricOrder(const std::vector<NodeSpec>& specs) {
 StatusOr<std::shared_ptr<const Topology>> TopologyBuilder::Build() && {
   auto topo = std::make_shared<Topology>();
   topo->name_ = name_.empty() ? "cluster" : name_;
-  if (specs_.empty()) return Status::InvalidArgument("the cluster has no nodes; declare at least one");
+  if (specs_.empty())
+    return Status::InvalidArgument("the cluster has no nodes; declare at least one");
 
   std::unordered_map<std::string, std::string> leaf_spine;
   std::unordered_set<std::string> names;
@@ -242,7 +270,8 @@ StatusOr<std::shared_ptr<const Topology>> TopologyBuilder::Build() && {
       return static_cast<uint32_t>(topo->nvlink_domains_.size() - 1);
     };
     uint32_t node_domain = 0;
-    if (s.gpus > 0 && s.nvlink == NvlinkLayout::kNode) node_domain = new_domain(s.name + "/nvswitch");
+    if (s.gpus > 0 && s.nvlink == NvlinkLayout::kNode)
+      node_domain = new_domain(s.name + "/nvswitch");
     if (s.gpus > 0 && s.nvlink == NvlinkLayout::kRack) {
       std::string key = s.leaf + "\x1f" + s.rack;
       auto it = rack_domain.find(key);
@@ -269,7 +298,9 @@ StatusOr<std::shared_ptr<const Topology>> TopologyBuilder::Build() && {
       g.rail = s.rails > 0 ? static_cast<int16_t>(i % s.rails) : -1;
       switch (s.nvlink) {
         case NvlinkLayout::kNode:
-        case NvlinkLayout::kRack: g.nvlink_domain = node_domain; break;
+        case NvlinkLayout::kRack:
+          g.nvlink_domain = node_domain;
+          break;
         case NvlinkLayout::kNone:
           g.nvlink_domain = new_domain(s.name + "/gpu" + std::to_string(i));
           break;

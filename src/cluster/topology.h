@@ -43,8 +43,8 @@ struct GpuInfo {
   int64_t memory_mib = 0;
   uint32_t nvlink_domain = 0;
   int16_t numa = -1;
-  int16_t rail = -1;  // NIC rail this GPU is wired to, -1 when unknown
-  bool mig = false;   // MIG mode: capacity is counted in slices, not milli-GPU
+  int16_t rail = -1;     // NIC rail this GPU is wired to, -1 when unknown
+  bool mig = false;      // MIG mode: capacity is counted in slices, not milli-GPU
   uint8_t mig_part = 0;  // MIG mode: which part's profile names it has (mig_geometry.h)
 };
 

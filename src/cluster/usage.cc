@@ -113,17 +113,23 @@ int32_t ClusterUsage::gpu_capacity(uint32_t g) const {
 
 const DomainUsage& ClusterUsage::domain(Level level, uint32_t d) const {
   switch (level) {
-    case Level::kLeaf: return leaves_[d];
-    case Level::kSpine: return spines_[d];
-    default: return cluster_;
+    case Level::kLeaf:
+      return leaves_[d];
+    case Level::kSpine:
+      return spines_[d];
+    default:
+      return cluster_;
   }
 }
 
 int32_t* ClusterUsage::Hist(Level level, uint32_t d) {
   switch (level) {
-    case Level::kLeaf: return &leaf_hist_[d * hist_width_];
-    case Level::kSpine: return &spine_hist_[d * hist_width_];
-    default: return cluster_hist_.data();
+    case Level::kLeaf:
+      return &leaf_hist_[d * hist_width_];
+    case Level::kSpine:
+      return &spine_hist_[d * hist_width_];
+    default:
+      return cluster_hist_.data();
   }
 }
 
@@ -204,7 +210,9 @@ void ClusterUsage::ApplyNodeDelta(uint32_t n, const NodeUsage& before, const Nod
 }
 
 void ClusterUsage::RecomputeMaxima(Level level, uint32_t d) {
-  DomainUsage& u = level == Level::kLeaf ? leaves_[d] : level == Level::kSpine ? spines_[d] : cluster_;
+  DomainUsage& u = level == Level::kLeaf    ? leaves_[d]
+                   : level == Level::kSpine ? spines_[d]
+                                            : cluster_;
   const int32_t* h = Hist(level, d);
   u.max_node_free_whole = 0;
   for (int k = hist_width_ - 1; k > 0; --k) {
@@ -221,7 +229,8 @@ void ClusterUsage::RecomputeMaxima(Level level, uint32_t d) {
     }
   } else if (level == Level::kSpine) {
     const DomainInfo& spine = topology_->spines()[d];
-    for (uint32_t l = spine.first_child; l < spine.end_child; ++l) best = std::max(best, leaves_[l].max_gpu_free_milli);
+    for (uint32_t l = spine.first_child; l < spine.end_child; ++l)
+      best = std::max(best, leaves_[l].max_gpu_free_milli);
   } else {
     for (const auto& s : spines_) best = std::max(best, s.max_gpu_free_milli);
   }
@@ -236,9 +245,12 @@ Status ClusterUsage::CheckGpuGrants(const GangAssignment& a) const {
             [](const GpuGrant& x, const GpuGrant& y) { return x.gpu < y.gpu; });
   for (size_t i = 0; i < per_gpu.size();) {
     const uint32_t g = per_gpu[i].gpu;
-    if (g >= gpu_free_milli_.size()) return Status::InvalidArgument("allocation names an unknown GPU");
+    if (g >= gpu_free_milli_.size())
+      return Status::InvalidArgument("allocation names an unknown GPU");
     const GpuInfo& gi = topology_->gpus()[g];
-    auto where = [&] { return "GPU " + std::to_string(gi.index) + " of node " + topology_->nodes()[gi.node].name; };
+    auto where = [&] {
+      return "GPU " + std::to_string(gi.index) + " of node " + topology_->nodes()[gi.node].name;
+    };
     int64_t milli = 0, mem = 0;
     uint8_t taken = gpu_mig_taken_[g];
     for (; i < per_gpu.size() && per_gpu[i].gpu == g; ++i) {
@@ -261,7 +273,8 @@ Status ClusterUsage::CheckGpuGrants(const GangAssignment& a) const {
                                           MigLayoutText(gpu_mig_layout_[g], gi.mig_part) + ")");
       }
       if (!MigFitsAt(taken, shape, grant.mig_start)) {
-        return Status::FailedPrecondition(where() + ": MIG slices from " + std::to_string(grant.mig_start) + " are already taken");
+        return Status::FailedPrecondition(where() + ": MIG slices from " +
+                                          std::to_string(grant.mig_start) + " are already taken");
       }
       taken |= MigPlacementMask(shape, grant.mig_start);
     }
@@ -329,8 +342,8 @@ void ClusterUsage::Release(const GangAssignment& a) {
   for (const auto& g : a.grants) {
     gpu_free_milli_[g.gpu] += g.milli;
     if (topology_->gpus()[g.gpu].mig) {
-      gpu_mig_taken_[g.gpu] &= static_cast<uint8_t>(
-          ~MigPlacementMask(static_cast<MigShape>(g.mig_shape), g.mig_start));
+      gpu_mig_taken_[g.gpu] &=
+          static_cast<uint8_t>(~MigPlacementMask(static_cast<MigShape>(g.mig_shape), g.mig_start));
     } else {
       gpu_free_mem_[g.gpu] += g.memory_mib;
     }

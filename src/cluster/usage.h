@@ -64,10 +64,10 @@ std::vector<GangAssignment> HoldWhatIsFree(ClusterUsage& usage, const GangAssign
 
 // What the health system allows on a node.
 struct NodeCondition {
-  bool schedulable = true;     // false: draining, quarantined, failed, lost or cordoned
-  bool gangs_allowed = true;   // false: degraded -- no new multi-task gangs
-  int8_t penalty = 0;          // > 0: suspect, ranked after clean nodes
-  int8_t band = 0;             // performance band from validation (0 = best)
+  bool schedulable = true;    // false: draining, quarantined, failed, lost or cordoned
+  bool gangs_allowed = true;  // false: degraded -- no new multi-task gangs
+  int8_t penalty = 0;         // > 0: suspect, ranked after clean nodes
+  int8_t band = 0;            // performance band from validation (0 = best)
   bool operator==(const NodeCondition&) const = default;
 };
 
@@ -79,9 +79,9 @@ int TaskClassOf(int whole_gpus, bool shared, bool mig);
 struct NodeUsage {
   int64_t free_cpu = 0;
   int64_t free_memory = 0;
-  int32_t free_whole = 0;          // available, non-MIG GPUs with nothing on them
-  int32_t free_milli = 0;          // sum of free milli over available non-MIG GPUs
-  int32_t max_gpu_free_milli = 0;  // largest free share on one available non-MIG GPU
+  int32_t free_whole = 0;           // available, non-MIG GPUs with nothing on them
+  int32_t free_milli = 0;           // sum of free milli over available non-MIG GPUs
+  int32_t max_gpu_free_milli = 0;   // largest free share on one available non-MIG GPU
   int32_t max_mig_free_slices = 0;  // most free compute slices on one available MIG GPU
   uint8_t mig_shapes = 0;  // bit k: MigShape k has a free placement on an available MIG GPU
   NodeCondition condition;
@@ -93,7 +93,8 @@ struct NodeUsage {
 inline constexpr int64_t kStrandingMilliCpu = 1000;
 inline constexpr int64_t kStrandingMemoryMiB = 1024;
 inline bool StrandsGpus(const NodeUsage& u) {
-  return u.condition.schedulable && (u.free_cpu < kStrandingMilliCpu || u.free_memory < kStrandingMemoryMiB);
+  return u.condition.schedulable &&
+         (u.free_cpu < kStrandingMilliCpu || u.free_memory < kStrandingMemoryMiB);
 }
 
 struct DomainUsage {

@@ -16,7 +16,8 @@ fabric:
       leaves:
         - {name: l0, nodes: [{name: "a-[0-1]"}]}
         - {name: l1, nodes: [{name: "b-[0-1]"}]}
-)", "t.yaml");
+)",
+                            "t.yaml");
   EXPECT_TRUE(f.ok()) << f.status().ToString();
   return f->topology;
 }

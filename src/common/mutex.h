@@ -74,7 +74,8 @@ class HANGAR_SCOPED_CAPABILITY MutexLock {
     return cv.wait_for(lock_, d);
   }
   template <typename Clock, typename Duration, typename Predicate>
-  bool WaitUntil(std::condition_variable& cv, std::chrono::time_point<Clock, Duration> t, Predicate ready) {
+  bool WaitUntil(std::condition_variable& cv, std::chrono::time_point<Clock, Duration> t,
+                 Predicate ready) {
     return cv.wait_until(lock_, t, std::move(ready));
   }
 

@@ -34,7 +34,9 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status FailedPrecondition(std::string m) {
@@ -72,7 +74,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   StatusOr(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok() && "StatusOr built from an OK status");
   }
@@ -99,9 +101,9 @@ class [[nodiscard]] StatusOr {
 #define HANGAR_CONCAT_INNER(a, b) a##b
 #define HANGAR_CONCAT(a, b) HANGAR_CONCAT_INNER(a, b)
 
-#define HANGAR_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::hangar::Status hangar_status_ = (expr); \
+#define HANGAR_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::hangar::Status hangar_status_ = (expr);        \
     if (!hangar_status_.ok()) return hangar_status_; \
   } while (0)
 

@@ -17,7 +17,8 @@ extern char** environ;
 namespace hangar {
 namespace {
 
-std::vector<std::string> MergedEnvironment(const std::vector<std::pair<std::string, std::string>>& extra) {
+std::vector<std::string> MergedEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& extra) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
@@ -40,7 +41,9 @@ struct Pipes {
       }
     }
   }
-  bool Open() { return pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0; }
+  bool Open() {
+    return pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
+  }
   static void Close(int& fd) {
     if (fd >= 0) close(fd);
     fd = -1;
@@ -53,7 +56,8 @@ bool Pump(Pipes& p, const CommandOptions& o, CommandResult* r) {
   size_t written = 0;
   if (o.stdin_data.empty()) Pipes::Close(p.in[1]);
   while (p.out[0] >= 0 || p.err[0] >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd fds[3] = {{p.out[0], POLLIN, 0}, {p.err[0], POLLIN, 0}, {p.in[1], POLLOUT, 0}};
     if (poll(fds, 3, static_cast<int>(left.count())) < 0 && errno != EINTR) return false;
@@ -64,13 +68,15 @@ bool Pump(Pipes& p, const CommandOptions& o, CommandResult* r) {
       if (*fdp[i] < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = read(*fdp[i], buf, sizeof buf);
       if (n > 0) {
-        if (sinks[i]->size() < o.max_output) sinks[i]->append(buf, std::min<size_t>(n, o.max_output - sinks[i]->size()));
+        if (sinks[i]->size() < o.max_output)
+          sinks[i]->append(buf, std::min<size_t>(n, o.max_output - sinks[i]->size()));
       } else if (n == 0 || errno != EINTR) {
         Pipes::Close(*fdp[i]);
       }
     }
     if (p.in[1] >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      const ssize_t n = write(p.in[1], o.stdin_data.data() + written, o.stdin_data.size() - written);
+      const ssize_t n =
+          write(p.in[1], o.stdin_data.data() + written, o.stdin_data.size() - written);
       if (n > 0) written += static_cast<size_t>(n);
       if (n < 0 || written == o.stdin_data.size()) Pipes::Close(p.in[1]);
     }
@@ -85,12 +91,14 @@ std::string CommandResult::Describe() const {
   while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
   const size_t nl = last.rfind('\n');
   if (nl != std::string::npos) last = last.substr(nl + 1);
-  std::string how = timed_out ? "timed out" : signal ? "killed by signal " + std::to_string(signal)
-                                                     : "exit " + std::to_string(exit_code);
+  std::string how = timed_out ? "timed out"
+                    : signal  ? "killed by signal " + std::to_string(signal)
+                              : "exit " + std::to_string(exit_code);
   return last.empty() ? how : how + ": " + last;
 }
 
-StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, const CommandOptions& options) {
+StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                   const CommandOptions& options) {
   if (argv.empty()) return Status::InvalidArgument("no program to run");
   Pipes p;
   if (!p.Open()) return Status::Internal(std::string("pipe: ") + std::strerror(errno));

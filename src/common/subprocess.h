@@ -16,8 +16,8 @@ struct CommandResult {
   int exit_code = -1;  // valid when signal == 0
   int signal = 0;      // the signal that ended it (SIGKILL after the deadline)
   bool timed_out = false;
-  std::string out;     // stdout, at most max_output bytes (the first ones)
-  std::string err;     // stderr, likewise
+  std::string out;  // stdout, at most max_output bytes (the first ones)
+  std::string err;  // stderr, likewise
   bool ok() const { return !timed_out && signal == 0 && exit_code == 0; }
   // "exit 125: <last line of stderr>", for error messages.
   std::string Describe() const;
@@ -33,6 +33,7 @@ struct CommandOptions {
 
 // Runs argv[0] (searched in PATH) and waits for it. Fails only when it cannot be started (the
 // error names the program); a program that ran and failed is a result with its exit code.
-StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, const CommandOptions& options = {});
+StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                   const CommandOptions& options = {});
 
 }  // namespace hangar

@@ -49,18 +49,27 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(unit_start, i - unit_start);
     double scale;
-    if (unit.empty() || unit == "s") scale = kSecond;
-    else if (unit == "ms") scale = 1;
-    else if (unit == "m" || unit == "min") scale = kMinute;
-    else if (unit == "h") scale = kHour;
-    else if (unit == "d") scale = kDay;
-    else return bad();
+    if (unit.empty() || unit == "s")
+      scale = kSecond;
+    else if (unit == "ms")
+      scale = 1;
+    else if (unit == "m" || unit == "min")
+      scale = kMinute;
+    else if (unit == "h")
+      scale = kHour;
+    else if (unit == "d")
+      scale = kDay;
+    else
+      return bad();
     if (unit.empty() && any) return bad();
     // Bounded before the conversion: a double beyond int64's range does not convert, and the sum
     // of parts must not wrap around to a plausible duration.
     const double ms = value * scale;
-    if (!(ms <= static_cast<double>(kMaxDuration)) || total + static_cast<Duration>(ms + 0.5) > kMaxDuration) {
-      return Status::InvalidArgument("'" + std::string(text) + "' is longer than 36500 days (100 years), the longest duration Hangar takes");
+    if (!(ms <= static_cast<double>(kMaxDuration)) ||
+        total + static_cast<Duration>(ms + 0.5) > kMaxDuration) {
+      return Status::InvalidArgument(
+          "'" + std::string(text) +
+          "' is longer than 36500 days (100 years), the longest duration Hangar takes");
     }
     total += static_cast<Duration>(ms + 0.5);
     any = true;
@@ -79,16 +88,22 @@ std::string FormatDuration(Duration d) {
     std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(d / kSecond));
   } else if (d < kHour) {
     long long m = d / kMinute, s = (d % kMinute) / kSecond;
-    if (s) std::snprintf(buf, sizeof buf, "%lldm%llds", m, s);
-    else std::snprintf(buf, sizeof buf, "%lldm", m);
+    if (s)
+      std::snprintf(buf, sizeof buf, "%lldm%llds", m, s);
+    else
+      std::snprintf(buf, sizeof buf, "%lldm", m);
   } else if (d < kDay) {
     long long h = d / kHour, m = (d % kHour) / kMinute;
-    if (m) std::snprintf(buf, sizeof buf, "%lldh%lldm", h, m);
-    else std::snprintf(buf, sizeof buf, "%lldh", h);
+    if (m)
+      std::snprintf(buf, sizeof buf, "%lldh%lldm", h, m);
+    else
+      std::snprintf(buf, sizeof buf, "%lldh", h);
   } else {
     long long days = d / kDay, h = (d % kDay) / kHour;
-    if (h) std::snprintf(buf, sizeof buf, "%lldd%lldh", days, h);
-    else std::snprintf(buf, sizeof buf, "%lldd", days);
+    if (h)
+      std::snprintf(buf, sizeof buf, "%lldd%lldh", days, h);
+    else
+      std::snprintf(buf, sizeof buf, "%lldd", days);
   }
   return sign + buf;
 }
@@ -125,10 +140,12 @@ StatusOr<Time> ParseUtcTimestamp(std::string_view text) {
   const int n = ReadDateFields(text, f);
   if (n != 3 && n != 6) {
     const std::string t(text);
-    return Status::InvalidArgument("'" + t + "' is not a date; write YYYY-MM-DD or YYYY-MM-DD HH:MM:SS");
+    return Status::InvalidArgument("'" + t +
+                                   "' is not a date; write YYYY-MM-DD or YYYY-MM-DD HH:MM:SS");
   }
   int y = f[0], mo = f[1], d = f[2], h = f[3], mi = f[4], s = f[5];
-  // Four-digit years: beyond them the milliseconds overflow int64 (and no record is that old or new).
+  // Four-digit years: beyond them the milliseconds overflow int64 (and no record is that old or
+  // new).
   if (y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) {
     return Status::InvalidArgument("'" + std::string(text) + "' is not a valid date and time");
   }

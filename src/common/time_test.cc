@@ -32,11 +32,13 @@ TEST(DurationTest, RejectsGarbageWithAHint) {
 // positive 8.5e18). Anything past 100 years is refused with the limit.
 TEST(DurationTest, RefusesDurationsPastTheLimitInsteadOfWrapping) {
   EXPECT_EQ(*ParseDuration("36500d"), 36500 * kDay);
-  for (auto big : {"36501d", "173300000173300000", "9000000000000000000ms9000000000000000000ms9000000000000000000ms",
-                   "36000d36000d"}) {
+  for (auto big :
+       {"36501d", "173300000173300000",
+        "9000000000000000000ms9000000000000000000ms9000000000000000000ms", "36000d36000d"}) {
     auto r = ParseDuration(big);
     ASSERT_FALSE(r.ok()) << big << " gave " << *r;
-    EXPECT_NE(r.status().message().find("longer than 36500 days (100 years)"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("longer than 36500 days (100 years)"), std::string::npos)
+        << r.status().message();
   }
 }
 
@@ -46,7 +48,8 @@ TEST(TimestampTest, RefusesYearsPastFourDigits) {
   EXPECT_TRUE(ParseUtcTimestamp("9999-12-31 23:59:59").ok());
   auto r = ParseUtcTimestamp("1716500263-02-01");
   ASSERT_FALSE(r.ok()) << *r;
-  EXPECT_NE(r.status().message().find("is not a valid date and time"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("is not a valid date and time"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(DurationTest, Formats) {
@@ -63,7 +66,8 @@ TEST(TimestampTest, ParsesUtc) {
   EXPECT_EQ(*ParseUtcTimestamp("2017-10-09 07:01:55"), 1507532515LL * 1000);
   EXPECT_EQ(FormatUtcTimestamp(1507532515LL * 1000), "2017-10-09T07:01:55Z");
   EXPECT_FALSE(ParseUtcTimestamp("2017/10/09").ok());
-  EXPECT_EQ(*ParseUtcTimestamp("2017-10-09T07:01:55Z"), 1507532515LL * 1000);  // the rest is ignored
+  EXPECT_EQ(*ParseUtcTimestamp("2017-10-09T07:01:55Z"),
+            1507532515LL * 1000);                            // the rest is ignored
   EXPECT_FALSE(ParseUtcTimestamp("2017-10-09 07:01").ok());  // a time needs its seconds
   EXPECT_FALSE(ParseUtcTimestamp("2017-10").ok());
   EXPECT_FALSE(ParseUtcTimestamp("").ok());
@@ -88,7 +92,8 @@ TEST(SystemClockTest, MovesWithTheMonotonicClockFromOneWallReading) {
   EXPECT_EQ(SystemClock::Anchored(1'000'000, 5'000'000'000, 8'500'000'000), 1'003'500);
   const Time a = SystemClock::Default()->Now();
   const Time wall = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
   EXPECT_LT(std::abs(a - wall), 5'000) << "anchored to the wall clock at the start";
   Time last = a;
   for (int i = 0; i < 1000; ++i) {

@@ -16,7 +16,8 @@ struct TlsFiles {
 
 // From `--tls-dir DIR` (DIR/ca.crt, DIR/STEM.crt, DIR/STEM.key), overridden by any of the three
 // given alone. Empty when none was given; an error naming what is missing when only some were.
-StatusOr<TlsFiles> ResolveTls(const std::string& dir, const std::string& stem, TlsFiles explicit_files);
+StatusOr<TlsFiles> ResolveTls(const std::string& dir, const std::string& stem,
+                              TlsFiles explicit_files);
 
 // The whole of a PEM file, or an error that names it and says how to make it.
 StatusOr<std::string> ReadPem(const std::string& path);

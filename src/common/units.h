@@ -19,7 +19,7 @@ StatusOr<int64_t> ParseMilliCpu(std::string_view text);
 // A GPU share to milli-GPU: "0.25" -> 250, "250m" -> 250, "1" -> 1000.
 StatusOr<int64_t> ParseMilliGpu(std::string_view text);
 
-std::string FormatMemoryMiB(int64_t mib);   // "80Gi", "512Mi", "1.5Ti"
-std::string FormatMilli(int64_t milli);     // "8", "2.5", "0.25"
+std::string FormatMemoryMiB(int64_t mib);  // "80Gi", "512Mi", "1.5Ti"
+std::string FormatMilli(int64_t milli);    // "8", "2.5", "0.25"
 
 }  // namespace hangar

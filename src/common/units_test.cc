@@ -36,7 +36,8 @@ TEST(UnitsTest, AmountsNoMachineHasAreRefusedNotWrapped) {
   auto mem = ParseMemoryMiB("100000000000000000000Gi");
   ASSERT_FALSE(mem.ok());
   EXPECT_EQ(mem.status().message(),
-            "'100000000000000000000Gi' is more memory than any machine has (at most 1024Pi); check the number and its unit");
+            "'100000000000000000000Gi' is more memory than any machine has (at most 1024Pi); check "
+            "the number and its unit");
   EXPECT_TRUE(ParseMemoryMiB("1024Ti").ok());
   EXPECT_FALSE(ParseMilliCpu("1e30").ok());
   EXPECT_FALSE(ParseMilliCpu("99999999999999999999").ok());

@@ -12,7 +12,8 @@ StatusOr<YAML::Node> YamlSource::Parse(std::string_view text) const {
     return YAML::Load(std::string(text));
   } catch (const YAML::ParserException& e) {
     return Status::InvalidArgument(name_ + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                   std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg);
+                                   std::to_string(e.mark.column + 1) +
+                                   ": not valid YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(name_ + ": not valid YAML: " + e.what());
   }
@@ -63,7 +64,8 @@ std::string ClosestKey(std::string_view key, std::span<const std::string_view> a
   return best;
 }
 
-void YamlSource::UnknownKeys(const YAML::Node& map, std::string_view what, std::span<const std::string_view> allowed,
+void YamlSource::UnknownKeys(const YAML::Node& map, std::string_view what,
+                             std::span<const std::string_view> allowed,
                              std::vector<std::string>* out) const {
   if (!map.IsMap()) return;
   std::string list;
@@ -73,7 +75,8 @@ void YamlSource::UnknownKeys(const YAML::Node& map, std::string_view what, std::
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     const std::string near = ClosestKey(key, allowed);
     out->push_back(Where(kv.first) + ": unknown field '" + key + "' in " + std::string(what) +
-                   (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; the fields are: " + list);
+                   (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                   "; the fields are: " + list);
   }
 }
 
@@ -117,8 +120,8 @@ StatusOr<std::optional<int64_t>> YamlSource::OptInt(const YAML::Node& map, std::
     return Error(n, "'" + std::string(key) + "' must be a whole number, not '" + *s + "'");
   }
   if (v < min || v > max) {
-    return Error(n, "'" + std::string(key) + "' must be between " + std::to_string(min) +
-                        " and " + std::to_string(max) + ", not " + std::to_string(v));
+    return Error(n, "'" + std::string(key) + "' must be between " + std::to_string(min) + " and " +
+                        std::to_string(max) + ", not " + std::to_string(v));
   }
   return std::optional<int64_t>(v);
 }

@@ -48,9 +48,10 @@ class YamlSource {
 
   // Appends CheckKeys' line for each key of `map` (a map) outside `allowed`, so a caller can
   // report the unknown keys of several maps in one error.
-  void UnknownKeys(const YAML::Node& map, std::string_view what, std::span<const std::string_view> allowed,
-                   std::vector<std::string>* out) const;
-  void UnknownKeys(const YAML::Node& map, std::string_view what, std::initializer_list<std::string_view> allowed,
+  void UnknownKeys(const YAML::Node& map, std::string_view what,
+                   std::span<const std::string_view> allowed, std::vector<std::string>* out) const;
+  void UnknownKeys(const YAML::Node& map, std::string_view what,
+                   std::initializer_list<std::string_view> allowed,
                    std::vector<std::string>* out) const {
     UnknownKeys(map, what, std::span<const std::string_view>(allowed.begin(), allowed.size()), out);
   }
@@ -59,8 +60,8 @@ class YamlSource {
   // type is an error naming the key and the expected form.
   StatusOr<std::optional<std::string>> OptString(const YAML::Node& map, std::string_view key) const;
   StatusOr<std::string> String(const YAML::Node& map, std::string_view key) const;
-  StatusOr<std::optional<int64_t>> OptInt(const YAML::Node& map, std::string_view key,
-                                          int64_t min, int64_t max) const;
+  StatusOr<std::optional<int64_t>> OptInt(const YAML::Node& map, std::string_view key, int64_t min,
+                                          int64_t max) const;
   StatusOr<int64_t> Int(const YAML::Node& map, std::string_view key, int64_t min,
                         int64_t max) const;
   StatusOr<std::optional<bool>> OptBool(const YAML::Node& map, std::string_view key) const;

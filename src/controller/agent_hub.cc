@@ -10,12 +10,13 @@ namespace hangar::controller {
 
 // One agent's stream. Reads one message at a time; writes from a queue, one in flight. Deletes
 // itself when gRPC says the stream is done.
-class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage> {
+class AgentHub::Stream final
+    : public grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage> {
  public:
   // The stream owns itself until gRPC calls OnDone; the hub's map holds more references, so a
   // stream found under the hub's lock can be used after the lock is released.
-  static Stream* Create(AgentHub* hub, std::optional<StatusOr<Principal>> who, std::optional<std::string> cert_node,
-                        std::string peer) {
+  static Stream* Create(AgentHub* hub, std::optional<StatusOr<Principal>> who,
+                        std::optional<std::string> cert_node, std::string peer) {
     auto s = std::shared_ptr<Stream>(new Stream(hub));
     s->self_ = s;
     s->peer_ = std::move(peer);
@@ -93,9 +94,8 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     if (!node_.empty()) {
       hub_->Detach(node_, this);
       std::string node = node_;
-      hub_->owner_->Post([node](ClusterState& s, Effects*, StateOwner::AfterCommit*) {
-        s.OnDisconnect(node, 0);
-      });
+      hub_->owner_->Post(
+          [node](ClusterState& s, Effects*, StateOwner::AfterCommit*) { s.OnDisconnect(node, 0); });
     }
     self_.reset();  // may delete this: nothing after
   }
@@ -111,8 +111,9 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     // Nothing but Register before Register: a stream speaks for a node only once it has shown
     // that node's token (with tokens) and named it.
     if (m.body_case() != pb::AgentMessage::kRegister && node_.empty()) {
-      hub_->Refuse(Refusal::kUnregistered, "an unregistered stream",
-                   "a message before Register; an agent must register (with its node's token) first");
+      hub_->Refuse(
+          Refusal::kUnregistered, "an unregistered stream",
+          "a message before Register; an agent must register (with its node's token) first");
       Reject("send Register first: nothing else is accepted on a stream that has not registered");
       return false;
     }
@@ -124,7 +125,8 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         break;
       case pb::AgentMessage::kTaskStatus: {
         auto st = std::make_shared<pb::TaskStatus>(m.task_status());
-        owner->Post([st, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+        owner->Post([st, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx,
+                                                          StateOwner::AfterCommit*) {
           Status ok = s.OnTaskStatus(node, *st, clock->Now(), fx);
           if (!ok.ok()) hub->Refuse(Refusal::kForeignTask, "node " + node, ok.message());
         });
@@ -135,7 +137,8 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
         break;
       case pb::AgentMessage::kSessionOutput:
         if (StepSink::IsStepSession(m.session_output().session_id())) {
-          if (hub_->steps_) hub_->steps_->FromSession(node_, std::move(*m.mutable_session_output()));
+          if (hub_->steps_)
+            hub_->steps_->FromSession(node_, std::move(*m.mutable_session_output()));
         } else if (hub_->sessions_) {
           hub_->sessions_->FromAgent(node_, std::move(*m.mutable_session_output()));
         }
@@ -152,7 +155,8 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       }
       case pb::AgentMessage::kCheckpointDone: {
         auto c = std::make_shared<pb::CheckpointDone>(m.checkpoint_done());
-        owner->Post([c, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+        owner->Post([c, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx,
+                                                         StateOwner::AfterCommit*) {
           Status ok = s.OnCheckpointDone(node, *c, clock->Now(), fx);
           if (!ok.ok()) hub->Refuse(Refusal::kForeignTask, "node " + node, ok.message());
         });
@@ -160,7 +164,8 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       }
       case pb::AgentMessage::kProgress: {
         auto p = std::make_shared<pb::Progress>(m.progress());
-        owner->Post([p, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+        owner->Post([p, clock, node = node_, hub = hub_](ClusterState& s, Effects* fx,
+                                                         StateOwner::AfterCommit*) {
           Status ok = s.OnProgress(node, *p, clock->Now(), fx);
           if (!ok.ok()) hub->Refuse(Refusal::kForeignTask, "node " + node, ok.message());
         });
@@ -175,23 +180,26 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       }
       case pb::AgentMessage::kStageResult: {
         auto r = std::make_shared<pb::StageResult>(m.stage_result());
-        owner->Post([r, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
-          s.OnStageResult(node, *r, clock->Now(), fx);
-        });
+        owner->Post(
+            [r, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+              s.OnStageResult(node, *r, clock->Now(), fx);
+            });
         break;
       }
       case pb::AgentMessage::kImages: {
         auto inv = std::make_shared<pb::ImageInventory>(m.images());
-        owner->Post([inv, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
-          s.OnImages(node, *inv, clock->Now(), fx);
-        });
+        owner->Post(
+            [inv, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+              s.OnImages(node, *inv, clock->Now(), fx);
+            });
         break;
       }
       case pb::AgentMessage::kMigReshaped: {
         auto r = std::make_shared<pb::MigReshaped>(m.mig_reshaped());
-        owner->Post([r, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
-          s.OnMigReshaped(node, *r, clock->Now(), fx);
-        });
+        owner->Post(
+            [r, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+              s.OnMigReshaped(node, *r, clock->Now(), fx);
+            });
         break;
       }
       default:
@@ -204,18 +212,22 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   // it registered as another node already); Ok when it may.
   Status MayRegisterAs(const std::string& node) const {
     if (cert_node_ && *cert_node_ != node) {
-      return Status::PermissionDenied("this agent's certificate is node " + *cert_node_ + "'s; it cannot register as node " +
-                                      node + " (issue it one with `hangar certs issue --node " + node + "`)");
+      return Status::PermissionDenied(
+          "this agent's certificate is node " + *cert_node_ + "'s; it cannot register as node " +
+          node + " (issue it one with `hangar certs issue --node " + node + "`)");
     }
     if (!node_.empty() && node != node_) {
-      return Status::FailedPrecondition("this stream registered as node " + node_ + "; it cannot speak for another node");
+      return Status::FailedPrecondition("this stream registered as node " + node_ +
+                                        "; it cannot speak for another node");
     }
     if (!who_) return Status::Ok();  // no tokens: any agent may connect
     if (!who_->ok()) return who_->status();
     if ((*who_)->role != Role::kNode || (*who_)->user != node) {
-      return Status::PermissionDenied("permission agent:connect for node " + node + " is missing: " +
-                                      (*who_)->Describe() + " is not that node's token; make one with "
-                                      "`hangar token create --role node --node " + node + "`");
+      return Status::PermissionDenied("permission agent:connect for node " + node +
+                                      " is missing: " + (*who_)->Describe() +
+                                      " is not that node's token; make one with "
+                                      "`hangar token create --role node --node " +
+                                      node + "`");
     }
     return Status::Ok();
   }
@@ -225,10 +237,11 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     if (auto it = hub_->management_.find(node); it != hub_->management_.end() && node_.empty()) {
       const std::string from = AgentHub::PeerAddress(peer_);
       if (from != it->second) {
-        const std::string why = "node " + node + "'s agent connected from " + (from.empty() ? peer_ : from) +
-                                ", but cluster.yaml gives its management address as " + it->second +
-                                ": agents talk to the controller over the management network only; give the agent's "
-                                "--controller an address on that network (docs/networks.md)";
+        const std::string why =
+            "node " + node + "'s agent connected from " + (from.empty() ? peer_ : from) +
+            ", but cluster.yaml gives its management address as " + it->second +
+            ": agents talk to the controller over the management network only; give the agent's "
+            "--controller an address on that network (docs/networks.md)";
         hub_->Refuse(Refusal::kWrongNetwork, "node " + node, why);
         Reject(why);
         return false;
@@ -244,14 +257,15 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
       return false;
     }
     Clock* clock = hub_->owner_->clock();
-    if (const std::string& served = m.store_id(); !served.empty() && !hub_->store_id_.empty() &&
-                                                  served != hub_->store_id_) {
+    if (const std::string& served = m.store_id();
+        !served.empty() && !hub_->store_id_.empty() && served != hub_->store_id_) {
       const std::string why = ForeignStore(node, served);
       hub_->Refuse(Refusal::kForeignStore, "node " + node, why);
       if (hub_->FirstForeignStoreRefusal(node)) {  // its agent retries every few seconds: one event
-        hub_->owner_->Post([node, why, clock](ClusterState&, Effects* fx, StateOwner::AfterCommit*) {
-          fx->Event(clock->Now(), "node", "node/" + node, "refused: " + why);
-        });
+        hub_->owner_->Post(
+            [node, why, clock](ClusterState&, Effects* fx, StateOwner::AfterCommit*) {
+              fx->Event(clock->Now(), "node", "node/" + node, "refused: " + why);
+            });
       }
       Reject(why);
       return false;
@@ -263,21 +277,26 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     }
     hub_->Attach(node_, self_);
     auto reg = std::make_shared<pb::Register>(m);
-    hub_->owner_->Post([reg, clock, this, hub = hub_](ClusterState& s, Effects* fx, StateOwner::AfterCommit* after) {
+    hub_->owner_->Post([reg, clock, this, hub = hub_](ClusterState& s, Effects* fx,
+                                                      StateOwner::AfterCommit* after) {
       Status st = s.OnRegister(*reg, clock->Now(), fx);
       if (st.ok()) return;
       spdlog::warn("refused agent {}: {}", reg->inventory().node(), st.message());
       const std::string node = reg->inventory().node();
-      after->push_back([hub, node, this, why = st.message()] { hub->RejectStream(node, this, why); });
+      after->push_back(
+          [hub, node, this, why = st.message()] { hub->RejectStream(node, this, why); });
     });
     return true;
   }
 
   // The sentence an agent of another store is refused with: what happened and both ways out.
   std::string ForeignStore(const std::string& node, const std::string& served) const {
-    return "node " + node + "'s agent last served store " + served + ", but this controller's store is " +
-           hub_->store_id_ + ": the agent's task ids name that store's jobs, not this one's. If the store was lost, " +
-           "restore it from a backup (`hangar restore`) and restart the controller; to give the node to this store, " +
+    return "node " + node + "'s agent last served store " + served +
+           ", but this controller's store is " + hub_->store_id_ +
+           ": the agent's task ids name that store's jobs, not this one's. If the store was "
+           "lost, " +
+           "restore it from a backup (`hangar restore`) and restart the controller; to give the "
+           "node to this store, " +
            "restart its agent with --forget-store (it stops the tasks it runs for store " + served +
            " and forgets them)";
   }
@@ -291,14 +310,15 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
     // silent. Nothing in a heartbeat is urgent (Xids and task ends come as their own
     // messages), so it waits for the owner's next batch.
     const Time received = hub_->owner_->clock()->Now();
-    hub_->owner_->PostLazy([hb, received, node = node_, this, hub = hub_](ClusterState& s, Effects* fx,
-                                                                          StateOwner::AfterCommit* after) {
+    hub_->owner_->PostLazy([hb, received, node = node_, this, hub = hub_](
+                               ClusterState& s, Effects* fx, StateOwner::AfterCommit* after) {
       if (s.OnHeartbeat(node, *hb, received, fx)) return;
       // Marked lost while its stream stayed up (the agent was stopped, or starved, for longer
       // than the timeout): its gangs were requeued. Closing the stream makes it register
       // again, which reconciles its tasks and brings the node back.
       after->push_back([hub, node, this] {
-        hub->RejectStream(node, this, "node " + node + " was marked lost; register again to reconcile its tasks");
+        hub->RejectStream(
+            node, this, "node " + node + " was marked lost; register again to reconcile its tasks");
       });
     });
   }
@@ -309,8 +329,8 @@ class AgentHub::Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, 
   AgentHub* hub_;
   std::shared_ptr<Stream> self_;
   std::optional<StatusOr<Principal>> who_;  // set when tokens are required
-  std::optional<std::string> cert_node_;     // with mutual TLS: the common name of its certificate
-  std::string peer_;                          // where the connection comes from (gRPC peer string)
+  std::optional<std::string> cert_node_;    // with mutual TLS: the common name of its certificate
+  std::string peer_;                        // where the connection comes from (gRPC peer string)
   pb::AgentMessage in_;
   std::string node_;
   std::mutex mu_;
@@ -324,13 +344,20 @@ AgentHub::~AgentHub() = default;
 
 const char* AgentHub::RefusalName(Refusal r) {
   switch (r) {
-    case Refusal::kUnregistered: return "unregistered";
-    case Refusal::kReregister: return "reregister";
-    case Refusal::kForeignTask: return "foreign_task";
-    case Refusal::kForeignLog: return "foreign_log";
-    case Refusal::kForeignStore: return "foreign_store";
-    case Refusal::kWrongNetwork: return "wrong_network";
-    case Refusal::kCount: break;
+    case Refusal::kUnregistered:
+      return "unregistered";
+    case Refusal::kReregister:
+      return "reregister";
+    case Refusal::kForeignTask:
+      return "foreign_task";
+    case Refusal::kForeignLog:
+      return "foreign_log";
+    case Refusal::kForeignStore:
+      return "foreign_store";
+    case Refusal::kWrongNetwork:
+      return "wrong_network";
+    case Refusal::kCount:
+      break;
   }
   return "other";
 }
@@ -363,7 +390,9 @@ size_t AgentHub::CloseUnregistered(Time now) {
     s->Reject("no Register within " + std::to_string(register_timeout_) +
               " ms of opening the stream: an agent registers first (with its node's token)");
   }
-  if (!closing.empty()) spdlog::warn("agent channel: closed {} stream(s) that did not register in time", closing.size());
+  if (!closing.empty())
+    spdlog::warn("agent channel: closed {} stream(s) that did not register in time",
+                 closing.size());
   return closing.size();
 }
 
@@ -377,7 +406,8 @@ size_t AgentHub::CloseStreamsOf(const std::string& token_id) {
     }
   }
   for (const auto& s : closing) s->Reject("the token this agent connected with was revoked");
-  if (!closing.empty()) spdlog::warn("token {} revoked: closed {} agent stream(s)", token_id, closing.size());
+  if (!closing.empty())
+    spdlog::warn("token {} revoked: closed {} agent stream(s)", token_id, closing.size());
   return closing.size();
 }
 
@@ -387,7 +417,9 @@ grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Conn
   if (tokens_) {
     const auto& md = context->client_metadata();
     auto it = md.find("authorization");
-    who = tokens_->Authenticate(it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size()),
+    who = tokens_->Authenticate(it == md.end()
+                                    ? std::string_view()
+                                    : std::string_view(it->second.data(), it->second.size()),
                                 owner_->clock()->Now());
   }
   std::optional<std::string> cert_node;
@@ -396,7 +428,8 @@ grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Conn
     cert_node = std::string();
     auto auth = context->auth_context();
     if (auth) {
-      for (const auto& v : auth->FindPropertyValues("x509_common_name")) cert_node = std::string(v.data(), v.size());
+      for (const auto& v : auth->FindPropertyValues("x509_common_name"))
+        cert_node = std::string(v.data(), v.size());
     }
   }
   return Stream::Create(this, std::move(who), std::move(cert_node), context->peer());
@@ -417,17 +450,24 @@ std::string AgentHub::CanonicalAddress(const std::string& address) {
   }
   if (inet_pton(AF_INET6, address.c_str(), buf) != 1) return "";
   static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::memcmp(buf, kMapped, 12) == 0) return inet_ntop(AF_INET, buf + 12, text, sizeof text) ? text : "";
+  if (std::memcmp(buf, kMapped, 12) == 0)
+    return inet_ntop(AF_INET, buf + 12, text, sizeof text) ? text : "";
   return inet_ntop(AF_INET6, buf, text, sizeof text) ? text : "";
 }
 
 std::string AgentHub::PeerAddress(const std::string& peer) {
   std::string rest;
-  if (peer.rfind("ipv4:", 0) == 0 || peer.rfind("ipv6:", 0) == 0) rest = peer.substr(5);
-  else return "";
+  if (peer.rfind("ipv4:", 0) == 0 || peer.rfind("ipv6:", 0) == 0)
+    rest = peer.substr(5);
+  else
+    return "";
   // gRPC percent-encodes the brackets of an IPv6 peer in some versions ("%5B::1%5D:5000").
-  for (size_t at; (at = rest.find("%5B")) != std::string::npos || (at = rest.find("%5b")) != std::string::npos;) rest.replace(at, 3, "[");
-  for (size_t at; (at = rest.find("%5D")) != std::string::npos || (at = rest.find("%5d")) != std::string::npos;) rest.replace(at, 3, "]");
+  for (size_t at; (at = rest.find("%5B")) != std::string::npos ||
+                  (at = rest.find("%5b")) != std::string::npos;)
+    rest.replace(at, 3, "[");
+  for (size_t at; (at = rest.find("%5D")) != std::string::npos ||
+                  (at = rest.find("%5d")) != std::string::npos;)
+    rest.replace(at, 3, "]");
   std::string host;
   if (!rest.empty() && rest[0] == '[') {
     const size_t close = rest.find(']');
@@ -514,10 +554,13 @@ StatusOr<pb::LogChunk> AgentHub::ReadLog(const std::string& node, const std::str
   r->set_max_bytes(256 * 1024);
   Send(node, std::move(m));
   std::unique_lock<std::mutex> l(log_mu_);
-  const bool got = log_cv_.wait_for(l, std::chrono::milliseconds(timeout), [&] { return log_waiting_[id].chunk.has_value(); });
+  const bool got = log_cv_.wait_for(l, std::chrono::milliseconds(timeout),
+                                    [&] { return log_waiting_[id].chunk.has_value(); });
   auto chunk = std::move(log_waiting_[id].chunk);
   log_waiting_.erase(id);
-  if (!got) return Status::Unavailable("node " + node + " did not answer for the logs; is its agent connected?");
+  if (!got)
+    return Status::Unavailable("node " + node +
+                               " did not answer for the logs; is its agent connected?");
   return std::move(*chunk);
 }
 
@@ -554,7 +597,8 @@ void AgentHub::DeliverLog(const std::string& node, const pb::LogChunk& chunk) {
     if (it->second.node != node) {
       // Another node guessing request ids would put its bytes in someone else's `logs -f`.
       Refuse(Refusal::kForeignLog, "node " + node,
-             "log bytes for request " + std::to_string(chunk.request_id()) + ", which asked " + it->second.node);
+             "log bytes for request " + std::to_string(chunk.request_id()) + ", which asked " +
+                 it->second.node);
       return;
     }
     if (it->second.done) {

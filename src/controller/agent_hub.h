@@ -17,9 +17,9 @@
 #include <string>
 
 #include "controller/session_service.h"
-#include "controller/step_sink.h"
 #include "controller/state/auth.h"
 #include "controller/state_owner.h"
+#include "controller/step_sink.h"
 #include "proto/agent.grpc.pb.h"
 
 namespace hangar::controller {
@@ -56,12 +56,12 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   void Send(const std::string& node, pb::ControllerMessage message) override;
 
   // Asks the node's agent for log bytes of a task and waits up to `timeout` for the answer.
-  StatusOr<pb::LogChunk> ReadLog(const std::string& node, const std::string& task_id, uint64_t offset,
-                                 bool stderr_stream, Duration timeout);
+  StatusOr<pb::LogChunk> ReadLog(const std::string& node, const std::string& task_id,
+                                 uint64_t offset, bool stderr_stream, Duration timeout);
   // Asks as ReadLog does, without waiting: `done` runs once with the answer, on the thread that
   // received it (keep it short), unless CancelLogRead came first. Returns the request's id.
-  uint64_t RequestLog(const std::string& node, const std::string& task_id, uint64_t offset, bool stderr_stream,
-                      std::function<void(pb::LogChunk)> done);
+  uint64_t RequestLog(const std::string& node, const std::string& task_id, uint64_t offset,
+                      bool stderr_stream, std::function<void(pb::LogChunk)> done);
   // Gives up on a RequestLog: an answer that comes later is dropped.
   void CancelLogRead(uint64_t id);
 
@@ -75,7 +75,15 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // the first two; an agent that last served another store ("foreign_store") is refused at
   // Register, and its stream closed; so is one that connects from an address other than its
   // node's management address ("wrong_network").
-  enum class Refusal : uint8_t { kUnregistered, kReregister, kForeignTask, kForeignLog, kForeignStore, kWrongNetwork, kCount };
+  enum class Refusal : uint8_t {
+    kUnregistered,
+    kReregister,
+    kForeignTask,
+    kForeignLog,
+    kForeignStore,
+    kWrongNetwork,
+    kCount
+  };
   // The IP address of a gRPC peer ("ipv4:10.0.0.1:5000", "ipv6:[::1]:5000"), in canonical form
   // (an IPv4-mapped IPv6 address as IPv4); "" when it is not an IP peer.
   static std::string PeerAddress(const std::string& peer);

@@ -82,8 +82,8 @@ Status SetDamagedFileAside(const RestoreFlags& f) {
   Status damaged = CheckSqliteFileAtOpen(path, f.force);
   if (damaged.ok() || f.force || damaged.code() != StatusCode::kFailedPrecondition) return damaged;
   return Status::FailedPrecondition("the store " + path +
-                                    " is damaged; add --force to move it aside (it is kept, as " + path +
-                                    ".damaged-TIME) and restore the backup into a new file");
+                                    " is damaged; add --force to move it aside (it is kept, as " +
+                                    path + ".damaged-TIME) and restore the backup into a new file");
 }
 
 Status Restore(const RestoreFlags& f) {

@@ -2,8 +2,8 @@
 // cycle's order (the map itself: dashboard_map.cc).
 #include <algorithm>
 #include <unordered_map>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "controller/dashboard_map.h"
 
@@ -44,7 +44,8 @@ std::vector<const JobRecord*> PendingInOrder(const ClusterState& st) {
     if (j == st.jobs().end()) break;
     if (j->first != id || j->second.state != job::JobState::kPending) continue;
     while (r != by_id.end() && r->first < id) ++r;
-    ranked.emplace_back(r != by_id.end() && r->first == id ? r->second : order.size() + id, &j->second);
+    ranked.emplace_back(r != by_id.end() && r->first == id ? r->second : order.size() + id,
+                        &j->second);
   }
   std::sort(ranked.begin(), ranked.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,12 +13,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "cluster/cluster_yaml.h"
 #include "common/dev_token.h"
@@ -33,7 +32,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // What `hangar dev` runs when no --cluster is given: 4 nodes x 8 GPUs under two leaf switches.
-constexpr const char* kDefaultCluster = R"(# The default `hangar dev` cluster: 4 nodes x 8 GPUs on two leaf switches.
+constexpr const char* kDefaultCluster =
+    R"(# The default `hangar dev` cluster: 4 nodes x 8 GPUs on two leaf switches.
 name: dev
 node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi, nvlink: node, numa_nodes: 2, rails: 8}
 fabric:
@@ -52,7 +52,8 @@ struct Flags {
   bool exit_when_done = false;
   std::string heartbeat_timeout = "3s";
   bool registry = false;  // also run a loopback docker-registry on port + 2 (docs/containers.md)
-  bool tls = false;       // HTTPS and mutual TLS, with a CA of its own under DIR/tls (docs/operations.md)
+  bool tls =
+      false;  // HTTPS and mutual TLS, with a CA of its own under DIR/tls (docs/operations.md)
 };
 
 std::atomic<bool> g_stop{false};
@@ -118,7 +119,8 @@ Status PrepareTls(const std::string& dir, const std::string& cluster_path) {
   const std::string tls = dir + "/tls", log = dir + "/logs/certs.log";
   std::error_code ec;
   if (!fs::exists(tls + "/ca.key", ec)) {
-    HANGAR_RETURN_IF_ERROR(RunToEnd({"hangar", "certs", "init", "--dir", tls, "--name", "Hangar dev CA"}, log));
+    HANGAR_RETURN_IF_ERROR(
+        RunToEnd({"hangar", "certs", "init", "--dir", tls, "--name", "Hangar dev CA"}, log));
   }
   HANGAR_RETURN_IF_ERROR(RunToEnd({"hangar", "certs", "issue", "--controller", "--dir", tls}, log));
   return RunToEnd({"hangar", "certs", "issue", "--nodes-of", cluster_path, "--dir", tls}, log);
@@ -151,7 +153,8 @@ struct JobTally {
 // Prints new events and tallies how the submitted jobs stand.
 // Events from before `since_ms` (an earlier run's, restored with the store) are not printed: they
 // would read as if they were happening now.
-JobTally Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint64_t>& jobs, int64_t since_ms) {
+JobTally Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint64_t>& jobs,
+              int64_t since_ms) {
   auto r = api.Get("/v1/events?limit=200");
   if (r && r->status == 200) {
     auto events = nlohmann::json::parse(r->body, nullptr, false)["events"];
@@ -159,8 +162,10 @@ JobTally Feed(httplib::Client& api, int64_t* last_event, const std::vector<uint6
       if ((*it)["id"].get<int64_t>() <= *last_event) continue;
       *last_event = (*it)["id"].get<int64_t>();
       if ((*it)["time_ms"].get<int64_t>() < since_ms) continue;
-      std::printf("%s  %-12s %s\n", hangar::FormatUtcTimestamp((*it)["time_ms"].get<int64_t>()).substr(11, 8).c_str(),
-                  (*it)["subject"].get<std::string>().c_str(), (*it)["message"].get<std::string>().c_str());
+      std::printf("%s  %-12s %s\n",
+                  hangar::FormatUtcTimestamp((*it)["time_ms"].get<int64_t>()).substr(11, 8).c_str(),
+                  (*it)["subject"].get<std::string>().c_str(),
+                  (*it)["message"].get<std::string>().c_str());
     }
     std::fflush(stdout);
   }
@@ -297,7 +302,8 @@ StatusOr<std::string> Prepare(Flags& f) {
   if (cluster_path.empty()) {
     cluster_path = f.dir + "/cluster.yaml";
     // Container jobs may mount, and file:// artifacts be read from, what lies under the dev folder.
-    std::ofstream(cluster_path) << kDefaultCluster << "containers: {mounts_allowed: [\"" << f.dir << "\"]}\n"
+    std::ofstream(cluster_path) << kDefaultCluster << "containers: {mounts_allowed: [\"" << f.dir
+                                << "\"]}\n"
                                 << "data: {file_roots: [\"" << f.dir << "\"]}\n";
   }
   if (f.port < 1 || f.port > 65534) {
@@ -312,8 +318,10 @@ StatusOr<std::string> Prepare(Flags& f) {
       return Status::Unavailable(
           "port " + std::to_string(p) +
           " on 127.0.0.1 is in use (another hangar dev or controller?); choose another "
-          "with --port, or find what holds it (`ss -ltnp 'sport = :" + std::to_string(p) +
-          "'`; a previous run's processes: `pgrep -af 'hangar (dev|controller|agent)'`) and stop it "
+          "with --port, or find what holds it (`ss -ltnp 'sport = :" +
+          std::to_string(p) +
+          "'`; a previous run's processes: `pgrep -af 'hangar (dev|controller|agent)'`) and stop "
+          "it "
           "(`pkill -f 'hangar (dev|controller|agent) '`)");
     }
   }
@@ -332,8 +340,9 @@ StatusOr<pid_t> StartRegistry(const std::string& dir, int port) {
   std::error_code ec;
   fs::create_directories(dir + "/registry", ec);
   const std::string conf = dir + "/registry/config.yml";
-  std::ofstream(conf) << "version: 0.1\nlog: {level: warn}\nstorage:\n  filesystem:\n    rootdirectory: " << dir
-                      << "/registry/storage\n  delete: {enabled: true}\nhttp:\n  addr: 127.0.0.1:" << port << "\n";
+  std::ofstream(conf)
+      << "version: 0.1\nlog: {level: warn}\nstorage:\n  filesystem:\n    rootdirectory: " << dir
+      << "/registry/storage\n  delete: {enabled: true}\nhttp:\n  addr: 127.0.0.1:" << port << "\n";
   const std::string log = dir + "/logs/registry.log";
   RotateLog(log);
   pid_t pid = fork();
@@ -357,21 +366,38 @@ StatusOr<pid_t> StartRegistry(const std::string& dir, int port) {
   }
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  return Status::Unavailable("docker-registry did not answer on 127.0.0.1:" + std::to_string(port) + "; see " + log);
+  return Status::Unavailable("docker-registry did not answer on 127.0.0.1:" + std::to_string(port) +
+                             "; see " + log);
 }
 
 LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
-                              const cluster::Topology& topology, const std::vector<std::string>& services) {
+                              const cluster::Topology& topology,
+                              const std::vector<std::string>& services) {
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   const std::string agents = "127.0.0.1:" + std::to_string(f.port + 1);
   // --insecure: plaintext, on loopback only; --tls: the certificates PrepareTls made.
   const std::vector<std::string> transport =
-      f.tls ? std::vector<std::string>{"--tls-dir", f.dir + "/tls"} : std::vector<std::string>{"--insecure"};
+      f.tls ? std::vector<std::string>{"--tls-dir", f.dir + "/tls"}
+            : std::vector<std::string>{"--insecure"};
   LocalProcesses p;
-  std::vector<std::string> controller = {"hangar", "controller", "--cluster", cluster_path, "--api", api, "--agents",
-                                         agents, "--store", "sqlite://" + f.dir + "/state.db", "--heartbeat-timeout",
-                                         f.heartbeat_timeout, "--checkpoint-root", f.dir + "/checkpoints", "--auth", "dev",
-                                         "--admin-token-file", f.dir + "/dev-token"};
+  std::vector<std::string> controller = {"hangar",
+                                         "controller",
+                                         "--cluster",
+                                         cluster_path,
+                                         "--api",
+                                         api,
+                                         "--agents",
+                                         agents,
+                                         "--store",
+                                         "sqlite://" + f.dir + "/state.db",
+                                         "--heartbeat-timeout",
+                                         f.heartbeat_timeout,
+                                         "--checkpoint-root",
+                                         f.dir + "/checkpoints",
+                                         "--auth",
+                                         "dev",
+                                         "--admin-token-file",
+                                         f.dir + "/dev-token"};
   controller.insert(controller.end(), transport.begin(), transport.end());
   // The overview's charts fill in minutes on a laptop's short-lived cluster, not hours.
   for (const char* a : {"--history-interval", "10s"}) controller.push_back(a);
@@ -381,9 +407,20 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
   // "local NVMe", drained to checkpoints/. --data-address: each node serves its
   // artifact cache to the others on a free loopback port.
   for (const auto& n : topology.nodes()) {
-    std::vector<std::string> agent = {"hangar", "agent", "--controller", agents, "--node", n.name, "--cluster",
-                                      cluster_path, "--state-dir", f.dir + "/agents/" + n.name, "--scratch-dir",
-                                      f.dir + "/scratch/" + n.name, "--data-address", "127.0.0.1:0",
+    std::vector<std::string> agent = {"hangar",
+                                      "agent",
+                                      "--controller",
+                                      agents,
+                                      "--node",
+                                      n.name,
+                                      "--cluster",
+                                      cluster_path,
+                                      "--state-dir",
+                                      f.dir + "/agents/" + n.name,
+                                      "--scratch-dir",
+                                      f.dir + "/scratch/" + n.name,
+                                      "--data-address",
+                                      "127.0.0.1:0",
                                       "--stop-tasks-on-exit"};
     agent.insert(agent.end(), transport.begin(), transport.end());
     p.agents.push_back(Spawn(agent, f.dir + "/logs/agent-" + n.name + ".log"));
@@ -396,7 +433,8 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
 class RunToken {
  public:
   static StatusOr<std::unique_ptr<RunToken>> Make(const Flags& f) {
-    auto t = std::unique_ptr<RunToken>(new RunToken(f.port, dev_token::Make(), f.dir + "/dev-token"));
+    auto t =
+        std::unique_ptr<RunToken>(new RunToken(f.port, dev_token::Make(), f.dir + "/dev-token"));
     HANGAR_RETURN_IF_ERROR(dev_token::WritePrivateFile(t->file_, t->token_ + "\n"));
     t->recorded_ = dev_token::WriteRecord(f.port, t->token_, getpid());
     return t;
@@ -407,7 +445,8 @@ class RunToken {
   const Status& recorded() const { return recorded_; }
 
  private:
-  RunToken(int port, std::string token, std::string file) : port_(port), token_(std::move(token)), file_(std::move(file)) {}
+  RunToken(int port, std::string token, std::string file)
+      : port_(port), token_(std::move(token)), file_(std::move(file)) {}
   int port_;
   std::string token_, file_;
   Status recorded_;
@@ -431,9 +470,11 @@ Status Run(const Flags& flags) {
     HANGAR_ASSIGN_OR_RETURN(registry, StartRegistry(f.dir, f.port + 2));
   }
   // Services' load balancer (docs/services.md): HAProxy on free loopback ports, when installed.
-  HANGAR_ASSIGN_OR_RETURN(const service::DevLoadBalancer lb, service::StartDevLoadBalancer(f.dir, 8));
+  HANGAR_ASSIGN_OR_RETURN(const service::DevLoadBalancer lb,
+                          service::StartDevLoadBalancer(f.dir, 8));
   std::vector<std::string> services;
-  if (lb.pid) services = {"--service-lb", service::FormatLbLayout(lb.layout), "--service-ports-local"};
+  if (lb.pid)
+    services = {"--service-lb", service::FormatLbLayout(lb.layout), "--service-ports-local"};
   const LocalProcesses procs = StartProcesses(f, cluster_path, *cluster.topology, services);
   const std::string api = "127.0.0.1:" + std::to_string(f.port);
   const std::string url = (f.tls ? "https://" : "http://") + api;
@@ -452,41 +493,52 @@ Status Run(const Flags& flags) {
     return up;
   }
   const std::string on_path = CliNotOnPath();
-  const std::string exports = "export HANGAR_URL=" + url + (f.tls ? " HANGAR_CA=" + f.dir + "/tls/ca.crt" : "") +
+  const std::string exports = "export HANGAR_URL=" + url +
+                              (f.tls ? " HANGAR_CA=" + f.dir + "/tls/ca.crt" : "") +
                               (on_path.empty() ? "" : " PATH=" + on_path + ":$PATH");
-  std::printf("\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
-              "  API:   %s   (%s)   dashboard: %s/\n"
-              "%s"
-              "  try:   hangar nodes;  hangar submit examples/jobs/notebook.yaml;  hangar jobs;  hangar logs 1\n"
-              "  logs:  %s/logs/      stop: Ctrl-C\n",
-              cluster.topology->name().c_str(), cluster.topology->nodes().size(),
-              static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), url.c_str(), exports.c_str(),
-              url.c_str(),
-              on_path.empty() ? ""
-                              : ("  CLI:   " + on_path + "/hangar is not on PATH: the export above adds it\n").c_str(),
-              f.dir.c_str());
+  std::printf(
+      "\nHangar dev cluster '%s' is up: %zu nodes, %lld GPUs, store %s/state.db\n"
+      "  API:   %s   (%s)   dashboard: %s/\n"
+      "%s"
+      "  try:   hangar nodes;  hangar submit examples/jobs/notebook.yaml;  hangar jobs;  hangar "
+      "logs 1\n"
+      "  logs:  %s/logs/      stop: Ctrl-C\n",
+      cluster.topology->name().c_str(), cluster.topology->nodes().size(),
+      static_cast<long long>(cluster.topology->total_gpus()), f.dir.c_str(), url.c_str(),
+      exports.c_str(), url.c_str(),
+      on_path.empty()
+          ? ""
+          : ("  CLI:   " + on_path + "/hangar is not on PATH: the export above adds it\n").c_str(),
+      f.dir.c_str());
   // The token itself is never printed: this output is often kept in a file others may read.
-  std::printf("  token: %s   (this account's CLI finds it by itself; curl: -H \"Authorization: Bearer $(cat %s)\"; "
-              "the dashboard asks for it)\n\n",
-              token->file().c_str(), token->file().c_str());
+  std::printf(
+      "  token: %s   (this account's CLI finds it by itself; curl: -H \"Authorization: Bearer "
+      "$(cat %s)\"; "
+      "the dashboard asks for it)\n\n",
+      token->file().c_str(), token->file().c_str());
   if (!token->recorded().ok()) {
-    std::printf("  note:  the CLI cannot find the token by itself (%s): export HANGAR_TOKEN_FILE=%s\n\n",
-                token->recorded().message().c_str(), token->file().c_str());
+    std::printf(
+        "  note:  the CLI cannot find the token by itself (%s): export HANGAR_TOKEN_FILE=%s\n\n",
+        token->recorded().message().c_str(), token->file().c_str());
   }
   if (f.tls) {
-    std::printf("  TLS:   HTTPS on the API and mutual TLS to the agents; the CA and certificates are in %s/tls\n\n",
-                f.dir.c_str());
+    std::printf(
+        "  TLS:   HTTPS on the API and mutual TLS to the agents; the CA and certificates are in "
+        "%s/tls\n\n",
+        f.dir.c_str());
   }
   if (registry) {
-    std::printf("  registry: 127.0.0.1:%d (loopback, no TLS); build and push the example image with\n"
-                "            examples/containers/push-busybox.sh 127.0.0.1:%d, then hangar submit "
-                "examples/containers/hello.yaml\n\n",
-                f.port + 2, f.port + 2);
+    std::printf(
+        "  registry: 127.0.0.1:%d (loopback, no TLS); build and push the example image with\n"
+        "            examples/containers/push-busybox.sh 127.0.0.1:%d, then hangar submit "
+        "examples/containers/hello.yaml\n\n",
+        f.port + 2, f.port + 2);
   }
   if (lb.pid) {
-    std::printf("  services: endpoints on 127.0.0.1:%d-%d (HAProxy); hangar service create -f "
-                "examples/services/echo.yaml\n\n",
-                lb.layout.first_port, lb.layout.first_port + lb.layout.slots - 1);
+    std::printf(
+        "  services: endpoints on 127.0.0.1:%d-%d (HAProxy); hangar service create -f "
+        "examples/services/echo.yaml\n\n",
+        lb.layout.first_port, lb.layout.first_port + lb.layout.slots - 1);
   } else {
     std::printf("  note:  %s\n\n", lb.note.c_str());
   }
@@ -496,9 +548,10 @@ Status Run(const Flags& flags) {
     // A restart restores the store: the examples it holds are not submitted a second time.
     const int64_t held = JobsInStore(client);
     if (held > 0) {
-      std::printf("the store holds %lld job(s) from an earlier run: not submitting %s again "
-                  "(start with an empty --dir, or remove %s/state.db, for a fresh cluster)\n",
-                  static_cast<long long>(held), f.submit_dir.c_str(), f.dir.c_str());
+      std::printf(
+          "the store holds %lld job(s) from an earlier run: not submitting %s again "
+          "(start with an empty --dir, or remove %s/state.db, for a fresh cluster)\n",
+          static_cast<long long>(held), f.submit_dir.c_str(), f.dir.c_str());
     } else {
       submitted = SubmitExamples(client, f.submit_dir);
     }
@@ -508,7 +561,8 @@ Status Run(const Flags& flags) {
   while (!g_stop) {
     tally = Feed(client, &last_event, submitted.ids, started_ms);
     if (f.exit_when_done && tally.all_ended) {
-      Feed(client, &last_event, {}, started_ms);  // the events of the last job's end, above the verdict
+      Feed(client, &last_event, {},
+           started_ms);  // the events of the last job's end, above the verdict
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -532,17 +586,22 @@ Status Run(const Flags& flags) {
 
 void RegisterDevCommand(CLI::App& app, int* rc) {
   auto f = std::make_shared<Flags>();
-  CLI::App* c = app.add_subcommand("dev", "Run a whole local cluster: a controller and agents with fake GPUs");
+  CLI::App* c = app.add_subcommand(
+      "dev", "Run a whole local cluster: a controller and agents with fake GPUs");
   c->add_option("--cluster", f->cluster, "cluster.yaml (default: 4 nodes x 8 GPUs on two leaves)");
   c->add_option("--dir", f->dir, "Where the store, logs and task files go")->capture_default_str();
-  c->add_option("--port", f->port, "API port on 127.0.0.1 (agents use the next one)")->capture_default_str();
+  c->add_option("--port", f->port, "API port on 127.0.0.1 (agents use the next one)")
+      ->capture_default_str();
   c->add_option("--submit-examples", f->submit_dir, "Submit every .yaml job spec in this folder");
   c->add_flag("--exit-when-done", f->exit_when_done, "Stop once the submitted jobs have ended");
   c->add_flag("--registry", f->registry,
-              "Also run a container registry (docker-registry) on 127.0.0.1, port --port + 2, for container jobs");
-  c->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Node lost after this silence")->capture_default_str();
+              "Also run a container registry (docker-registry) on 127.0.0.1, port --port + 2, for "
+              "container jobs");
+  c->add_option("--heartbeat-timeout", f->heartbeat_timeout, "Node lost after this silence")
+      ->capture_default_str();
   c->add_flag("--tls", f->tls,
-              "HTTPS on the API and mutual TLS to the agents, with a CA of its own in DIR/tls (instead of plaintext)");
+              "HTTPS on the API and mutual TLS to the agents, with a CA of its own in DIR/tls "
+              "(instead of plaintext)");
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {

@@ -6,8 +6,8 @@
 #include <map>
 #include <vector>
 
-#include "controller/state_owner.h"
 #include "controller/dashboard_map.h"
+#include "controller/state_owner.h"
 
 namespace hangar::controller {
 

@@ -18,16 +18,16 @@
 #include "controller/history.h"
 #include "controller/http_server.h"
 #include "controller/image_resolver.h"
-#include "controller/state/auth.h"
 #include "controller/metrics.h"
 #include "controller/request_guard.h"
+#include "controller/state/auth.h"
 #include "controller/state_owner.h"
 
 namespace httplib {
 class Server;
 struct Request;
 struct Response;
-}
+}  // namespace httplib
 
 namespace hangar::controller {
 
@@ -77,8 +77,8 @@ class HttpApi {
 
  private:
   void Routes();
-  void AuthRoutes();  // http_api_auth.cc
-  void JobRoutes();   // lists, bulk operations and accounting: http_api_jobs.cc
+  void AuthRoutes();       // http_api_auth.cc
+  void JobRoutes();        // lists, bulk operations and accounting: http_api_jobs.cc
   void DashboardRoutes();  // web_ui.cc: the dashboard's files, reads and live feed
   void StopDashboard();    // web_ui.cc: ends the open live feeds
   void HistoryRoutes();    // history_api.cc: GET /v1/history

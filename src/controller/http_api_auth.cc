@@ -17,12 +17,14 @@ void HttpApi::AuthRoutes() {
     AuditRow row;
     row.time = owner_->clock()->Now();
     if (!tokens_) {
-      row.user = req.has_header("X-Hangar-User") ? req.get_header_value("X-Hangar-User") : "anonymous";
-      row.role = !guard_.dev_mode()         ? "admin (--auth none)"
+      row.user =
+          req.has_header("X-Hangar-User") ? req.get_header_value("X-Hangar-User") : "anonymous";
+      row.role = !guard_.dev_mode()          ? "admin (--auth none)"
                  : guard_.HoldsDevToken(req) ? "admin (the hangar dev token)"
                                              : "none (no hangar dev token)";
     } else if (auto who = tokens_->Authenticate(
-                   req.has_header("Authorization") ? req.get_header_value("Authorization") : "", row.time);
+                   req.has_header("Authorization") ? req.get_header_value("Authorization") : "",
+                   row.time);
                who.ok()) {
       row.user = who->user;
       row.role = std::string(RoleName(who->role));
@@ -52,15 +54,23 @@ void HttpApi::AuthRoutes() {
     if (!rows.ok()) return Reply(res, rows.status());
     nlohmann::json out = nlohmann::json::array();
     for (const auto& a : *rows) {
-      out.push_back({{"id", a.id}, {"time_ms", a.time}, {"user", a.user}, {"role", a.role}, {"method", a.method},
-                     {"path", a.path}, {"remote", a.remote}, {"status", a.status}, {"message", a.message}});
+      out.push_back({{"id", a.id},
+                     {"time_ms", a.time},
+                     {"user", a.user},
+                     {"role", a.role},
+                     {"method", a.method},
+                     {"path", a.path},
+                     {"remote", a.remote},
+                     {"status", a.status},
+                     {"message", a.message}});
     }
     Reply(res, 200, {{"audit", out}});
   });
   s.Get("/v1/whoami", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, std::nullopt);
     if (!who) return;
-    nlohmann::json out = {{"user", who->user}, {"role", std::string(RoleName(who->role))}, {"open", who->open}};
+    nlohmann::json out = {
+        {"user", who->user}, {"role", std::string(RoleName(who->role))}, {"open", who->open}};
     // Who this caller's tasks would run as (none with --auth none: the agents' own user).
     if (who->role == Role::kAdmin || who->role == Role::kQueueAdmin || who->role == Role::kUser) {
       out["run_as"] = TaskAccount(*who).ToJson();
@@ -70,8 +80,9 @@ void HttpApi::AuthRoutes() {
   BoundedPost(s, "/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kTokensManage)) return;
     if (!tokens_) {
-      return Reply(res, Status::FailedPrecondition("this controller runs with --auth none: it takes no tokens; "
-                                                   "restart it with --auth tokens"));
+      return Reply(res, Status::FailedPrecondition(
+                            "this controller runs with --auth none: it takes no tokens; "
+                            "restart it with --auth tokens"));
     }
     auto body = api::ParseObject(req.body, "{\"user\": \"alice\", \"role\": \"user\"}");
     if (!body.ok()) return Reply(res, body.status());
@@ -79,15 +90,20 @@ void HttpApi::AuthRoutes() {
     auto node_field = api::OptString(*body, "node");
     auto role_field = api::OptString(*body, "role");
     auto ttl_field = api::OptString(*body, "ttl");
-    for (const Status& bad : {user_field.status(), node_field.status(), role_field.status(), ttl_field.status()}) {
+    for (const Status& bad :
+         {user_field.status(), node_field.status(), role_field.status(), ttl_field.status()}) {
       if (!bad.ok()) return Reply(res, bad);
     }
     const std::string user = user_field->value_or(""), node = node_field->value_or("");
     auto role = ParseRole(role_field->value_or(""));
-    if (!role) return Reply(res, Status::InvalidArgument("role must be admin, queue-admin, user, viewer or node"));
+    if (!role)
+      return Reply(
+          res, Status::InvalidArgument("role must be admin, queue-admin, user, viewer or node"));
     if (*role == Role::kNode ? node.empty() : user.empty()) {
-      return Reply(res, Status::InvalidArgument(*role == Role::kNode ? "a node token needs the node: --node NAME"
-                                                                     : "a token needs the user it acts as: --user NAME"));
+      return Reply(res,
+                   Status::InvalidArgument(*role == Role::kNode
+                                               ? "a node token needs the node: --node NAME"
+                                               : "a token needs the user it acts as: --user NAME"));
     }
     if (*role != Role::kNode) {
       if (Status name = CheckUserName(user); !name.ok()) return Reply(res, name);
@@ -101,12 +117,15 @@ void HttpApi::AuthRoutes() {
     auto run_as = job::RunAs::FromJson(account);
     if (!run_as.ok()) return Reply(res, run_as.status());
     if (!run_as->account.empty()) {
-      if (Status name = job::RunAs::CheckAccountName(run_as->account); !name.ok()) return Reply(res, name);
+      if (Status name = job::RunAs::CheckAccountName(run_as->account); !name.ok())
+        return Reply(res, name);
     }
-    if (!run_as->empty() && *role != Role::kAdmin && *role != Role::kQueueAdmin && *role != Role::kUser) {
-      return Reply(res, Status::InvalidArgument("a " + std::string(RoleName(*role)) +
-                                                " token submits no jobs, so it runs as no account; drop account, "
-                                                "uid, gid and groups"));
+    if (!run_as->empty() && *role != Role::kAdmin && *role != Role::kQueueAdmin &&
+        *role != Role::kUser) {
+      return Reply(res, Status::InvalidArgument(
+                            "a " + std::string(RoleName(*role)) +
+                            " token submits no jobs, so it runs as no account; drop account, "
+                            "uid, gid and groups"));
     }
     // People's tokens expire (90 days unless the request says otherwise; "never" for none);
     // node tokens do not unless asked, since an agent cannot renew its own.
@@ -114,7 +133,8 @@ void HttpApi::AuthRoutes() {
     if (ttl_field->has_value() && **ttl_field != "never") {
       auto d = ParseDuration(**ttl_field);
       if (!d.ok() || *d <= 0) {
-        return Reply(res, Status::InvalidArgument("ttl must be a duration like 30d, 12h or 90m, or \"never\""));
+        return Reply(res, Status::InvalidArgument(
+                              "ttl must be a duration like 30d, 12h or 90m, or \"never\""));
       }
       ttl = *d;
     } else if (ttl_field->has_value()) {
@@ -125,7 +145,8 @@ void HttpApi::AuthRoutes() {
           if (*role == Role::kNode && !st.topology().FindNode(node)) {
             return Status::NotFound("node '" + node + "' is not in cluster.yaml");
           }
-          auto m = TokenBook::Mint(*role == Role::kNode ? "node:" + node : user, *role, node, owner_->clock()->Now(), ttl);
+          auto m = TokenBook::Mint(*role == Role::kNode ? "node:" + node : user, *role, node,
+                                   owner_->clock()->Now(), ttl);
           m.first.run_as = *run_as;
           fx->batch.values.push_back({"token", m.first.id, m.first.ToJson(true).dump(), false});
           fx->Event(owner_->clock()->Now(), "auth", "token/" + m.first.id,
@@ -141,35 +162,40 @@ void HttpApi::AuthRoutes() {
   });
   // Rotation: a new secret for the same user, role and node (and the same lifetime), and the old
   // token revoked in the same commit. An expired token may be rotated; a revoked one may not.
-  BoundedPost(s, R"(/v1/tokens/([0-9a-f]+)/rotate)", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kTokensManage)) return;
-    const std::string id = req.matches[1].str();
-    auto old = tokens_ ? tokens_->Find(id) : std::nullopt;
-    if (!old || old->revoked) {
-      return Reply(res, Status::NotFound("no token " + id + " to rotate" + (old ? " (it was revoked)" : "") +
-                                         "; `hangar token list` lists them"));
-    }
-    const Time now = owner_->clock()->Now();
-    // Not a structured binding: clang 14 cannot capture those in the lambda below.
-    auto minted = TokenBook::Mint(old->user, old->role, old->node, now, old->expires ? old->expires - old->created : 0);
-    auto& fresh = minted.first;
-    auto& secret = minted.second;
-    fresh.run_as = old->run_as;  // its jobs run as the same account
-    auto revoked = tokens_->Revoke(id, now, fresh.id);
-    if (!revoked) return Reply(res, Status::NotFound("token " + id + " was revoked meanwhile"));
-    owner_->Call<int>([&](ClusterState&, Effects* fx) {
-      fx->batch.values.push_back({"token", fresh.id, fresh.ToJson(true).dump(), false});
-      fx->batch.values.push_back({"token", id, revoked->ToJson(true).dump(), false});
-      fx->Event(now, "auth", "token/" + id, "token rotated: " + fresh.id + " replaces it");
-      return 0;
-    });
-    tokens_->Put(fresh);
-    hub_->CloseStreamsOf(id);
-    nlohmann::json out = fresh.ToJson(false);
-    out["token"] = secret;
-    out["replaces"] = id;
-    Reply(res, 201, out);
-  });
+  BoundedPost(s, R"(/v1/tokens/([0-9a-f]+)/rotate)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                if (!Authorize(req, res, Permission::kTokensManage)) return;
+                const std::string id = req.matches[1].str();
+                auto old = tokens_ ? tokens_->Find(id) : std::nullopt;
+                if (!old || old->revoked) {
+                  return Reply(res, Status::NotFound("no token " + id + " to rotate" +
+                                                     (old ? " (it was revoked)" : "") +
+                                                     "; `hangar token list` lists them"));
+                }
+                const Time now = owner_->clock()->Now();
+                // Not a structured binding: clang 14 cannot capture those in the lambda below.
+                auto minted = TokenBook::Mint(old->user, old->role, old->node, now,
+                                              old->expires ? old->expires - old->created : 0);
+                auto& fresh = minted.first;
+                auto& secret = minted.second;
+                fresh.run_as = old->run_as;  // its jobs run as the same account
+                auto revoked = tokens_->Revoke(id, now, fresh.id);
+                if (!revoked)
+                  return Reply(res, Status::NotFound("token " + id + " was revoked meanwhile"));
+                owner_->Call<int>([&](ClusterState&, Effects* fx) {
+                  fx->batch.values.push_back({"token", fresh.id, fresh.ToJson(true).dump(), false});
+                  fx->batch.values.push_back({"token", id, revoked->ToJson(true).dump(), false});
+                  fx->Event(now, "auth", "token/" + id,
+                            "token rotated: " + fresh.id + " replaces it");
+                  return 0;
+                });
+                tokens_->Put(fresh);
+                hub_->CloseStreamsOf(id);
+                nlohmann::json out = fresh.ToJson(false);
+                out["token"] = secret;
+                out["replaces"] = id;
+                Reply(res, 201, out);
+              });
   s.Get("/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, Permission::kTokensManage)) return;
     nlohmann::json out = nlohmann::json::array();
@@ -178,11 +204,14 @@ void HttpApi::AuthRoutes() {
     }
     Reply(res, 200, {{"tokens", out}});
   });
-  s.Delete(R"(/v1/tokens/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Delete(R"(/v1/tokens/([0-9a-f]+))", [this](const httplib::Request& req,
+                                               httplib::Response& res) {
     if (!Authorize(req, res, Permission::kTokensManage)) return;
     const std::string id = req.matches[1].str();
     auto revoked = tokens_ ? tokens_->Revoke(id, owner_->clock()->Now()) : std::nullopt;
-    if (!revoked) return Reply(res, Status::NotFound("no live token " + id + "; `hangar token list` lists them"));
+    if (!revoked)
+      return Reply(res,
+                   Status::NotFound("no live token " + id + "; `hangar token list` lists them"));
     // Kept, marked revoked: whoever still holds it is told so, not "unknown".
     owner_->Call<int>([&](ClusterState&, Effects* fx) {
       fx->batch.values.push_back({"token", id, revoked->ToJson(true).dump(), false});

@@ -5,9 +5,8 @@
 #include <httplib.h>
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/status.h"
 

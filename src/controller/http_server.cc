@@ -8,13 +8,12 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -53,14 +52,16 @@ thread_local Serving tl_serving;
 // a whole head is in hand, and handed to the stream pump when a route streams.
 class Connections {
  public:
-  using Process = std::function<bool(httplib::Stream&, bool close_connection, bool& connection_closed)>;
+  using Process =
+      std::function<bool(httplib::Stream&, bool close_connection, bool& connection_closed)>;
 
   Connections(const HttpLimits& limits, HttpConnStats* stats, SSL_CTX* ctx, Process process)
       : limits_(limits),
         stats_(stats),
         ctx_(ctx),
         process_(std::move(process)),
-        pump_(limits.streams, &stats->streams, [this](const std::string& client) { Forget(client); }) {
+        pump_(limits.streams, &stats->streams,
+              [this](const std::string& client) { Forget(client); }) {
     epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     epoll_event ev{};
@@ -81,7 +82,8 @@ class Connections {
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
     const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // else Nagle adds 40 ms to a POST
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+                 sizeof one);  // else Nagle adds 40 ms to a POST
     std::string client = SocketAddress(fd, true, nullptr);
     std::string refusal;
     {
@@ -92,12 +94,14 @@ class Connections {
       } else if (open_ >= limits_.max_connections) {
         stats_->refused_total_cap++;
         refusal = "the controller already holds " + std::to_string(open_) +
-                  " connections, its cap (--http-max-connections); try again shortly, and reuse one keep-alive "
+                  " connections, its cap (--http-max-connections); try again shortly, and reuse "
+                  "one keep-alive "
                   "connection rather than opening many";
       } else if (mine >= limits_.max_connections_per_client) {
         stats_->refused_client_cap++;
         refusal = client + " already holds " + std::to_string(mine) +
-                  " connections, the most one client may (--http-max-connections-per-client); close idle ones "
+                  " connections, the most one client may (--http-max-connections-per-client); "
+                  "close idle ones "
                   "or reuse a keep-alive connection";
       } else {
         ++mine;
@@ -121,7 +125,8 @@ class Connections {
     std::string text = "HTTP/1.1 200 OK\r\nContent-Type: " + head.content_type + "\r\n";
     for (const auto& [name, value] : head.headers) text += name + ": " + value + "\r\n";
     text += "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
-    HANGAR_ASSIGN_OR_RETURN(c->stream, pump_.Open(c->client, std::move(text), head.server_sent_events));
+    HANGAR_ASSIGN_OR_RETURN(c->stream,
+                            pump_.Open(c->client, std::move(text), head.server_sent_events));
     return c->stream;
   }
 
@@ -156,22 +161,27 @@ class Connections {
   void Refuse(int fd, const std::string& why) {
     if (!ctx_) {
       const std::string body = api::SafeDump(api::ErrorJson(Status::Unavailable(why))) + "\n";
-      const std::string answer = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                                 "Connection: close\r\nRetry-After: 1\r\nContent-Length: " +
-                                 std::to_string(body.size()) + "\r\n\r\n" + body;
+      const std::string answer =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+          "Connection: close\r\nRetry-After: 1\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body;
       if (::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
       }
     }
     ::shutdown(fd, SHUT_WR);
-    char sink[4096];  // what the client sent already, so that close() sends no reset over the answer
+    char
+        sink[4096];  // what the client sent already, so that close() sends no reset over the answer
     for (int i = 0; i < 16 && ::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
     }
     ::close(fd);
     const int64_t now = MonotonicMs();
     int64_t last = last_refusal_log_.load();
     if (now - last >= 10 * kSecond && last_refusal_log_.compare_exchange_strong(last, now)) {
-      spdlog::warn("HTTP: refused a connection: {} (refusals are counted in hangar_http_connections_refused_total; "
-                   "this is logged at most every 10 s)", why);
+      spdlog::warn(
+          "HTTP: refused a connection: {} (refusals are counted in "
+          "hangar_http_connections_refused_total; "
+          "this is logged at most every 10 s)",
+          why);
     }
   }
 
@@ -205,7 +215,8 @@ class Connections {
       {
         std::lock_guard<std::mutex> l(park_mu_);
         if (!parked_.empty()) {
-          timeout = static_cast<int>(std::clamp<int64_t>(parked_.begin()->first - MonotonicMs(), 0, 500));
+          timeout =
+              static_cast<int>(std::clamp<int64_t>(parked_.begin()->first - MonotonicMs(), 0, 500));
         }
       }
       const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), timeout);
@@ -256,7 +267,8 @@ class Connections {
 
   void Expire(Conn* c) {
     if (c->phase == Conn::Phase::kIdle) stats_->idle_closed++;
-    if (c->phase == Conn::Phase::kHead) stats_->header_timeouts++;  // slowloris, or a slow handshake
+    if (c->phase == Conn::Phase::kHead)
+      stats_->header_timeouts++;  // slowloris, or a slow handshake
     Close(c, c->phase == Conn::Phase::kIdle);
   }
 
@@ -305,7 +317,8 @@ class Connections {
       const int64_t now = MonotonicMs();
       int64_t last = last_refusal_log_.load();
       if (now - last >= 10 * kSecond && last_refusal_log_.compare_exchange_strong(last, now)) {
-        spdlog::warn("HTTP: cannot start a worker thread ({}) with {} running", std::strerror(rc), workers_);
+        spdlog::warn("HTTP: cannot start a worker thread ({}) with {} running", std::strerror(rc),
+                     workers_);
       }
       return false;
     }
@@ -320,7 +333,8 @@ class Connections {
       if (ready_.empty()) {
         if (stop_) break;
         ++idle_workers_;
-        const bool got = work_cv_.wait_for(l, std::chrono::seconds(30), [&] { return !ready_.empty() || stop_; });
+        const bool got = work_cv_.wait_for(l, std::chrono::seconds(30),
+                                           [&] { return !ready_.empty() || stop_; });
         --idle_workers_;
         if (!got && workers_ > kWarm) break;
         continue;
@@ -467,13 +481,15 @@ class Hardened final : public Base, public HttpServerControl {
     SSL_CTX* ctx = nullptr;
     if constexpr (std::is_same_v<Base, httplib::SSLServer>) ctx = this->ssl_context();
     conns_ = std::make_unique<Connections>(
-        limits, &stats_, ctx, [this](httplib::Stream& strm, bool close_connection, bool& connection_closed) {
+        limits, &stats_, ctx,
+        [this](httplib::Stream& strm, bool close_connection, bool& connection_closed) {
           return this->process_request(strm, close_connection, connection_closed, nullptr);
         });
     this->new_task_queue = [this] { return new AdoptQueue(conns_.get()); };
     // What cpp-httplib says in its Keep-Alive header; the deadlines themselves are ConnStream's.
     this->set_keep_alive_timeout(std::max<time_t>(1, limits.idle_timeout / kSecond));
-    this->set_keep_alive_max_count(static_cast<size_t>(std::max(1, limits.max_requests_per_connection)));
+    this->set_keep_alive_max_count(
+        static_cast<size_t>(std::max(1, limits.max_requests_per_connection)));
   }
 
   int Bind(const std::string& host, int port, int backlog) override {
@@ -513,8 +529,10 @@ HttpServer MakeHttpServer(const TlsFiles& tls, const HttpLimits& wanted) {
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
     const long room = static_cast<long>(nofile.rlim_cur) - 256;
     if (room < limits.max_connections) {
-      spdlog::warn("HTTP: --http-max-connections {} is over what the open-file limit ({}) allows; holding at most {}",
-                   limits.max_connections, nofile.rlim_cur, std::max(16L, room));
+      spdlog::warn(
+          "HTTP: --http-max-connections {} is over what the open-file limit ({}) allows; holding "
+          "at most {}",
+          limits.max_connections, nofile.rlim_cur, std::max(16L, room));
       limits.max_connections = static_cast<int>(std::max(16L, room));
     }
   }
@@ -524,7 +542,8 @@ HttpServer MakeHttpServer(const TlsFiles& tls, const HttpLimits& wanted) {
     out.control = s.get();
     out.server = std::move(s);
   } else {
-    auto s = std::make_unique<Hardened<httplib::SSLServer>>(limits, tls.cert.c_str(), tls.key.c_str());
+    auto s =
+        std::make_unique<Hardened<httplib::SSLServer>>(limits, tls.cert.c_str(), tls.key.c_str());
     out.control = s.get();
     out.server = std::move(s);
   }

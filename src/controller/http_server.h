@@ -37,17 +37,18 @@
 namespace hangar::controller {
 
 struct HttpLimits {
-  int max_connections = 4096;             // open connections, idle or in a request
-  int max_connections_per_client = 256;   // from one client IP address
-  Duration header_timeout = 10 * kSecond;  // TLS handshake, request line and headers, from the first byte
-  Duration idle_timeout = 10 * kSecond;    // a connection with no request under way is closed
-  Duration body_timeout = 60 * kSecond;    // the whole body, from the end of the headers
-  Duration read_timeout = 5 * kSecond;     // a body read that makes no progress
-  Duration write_timeout = 10 * kSecond;   // a response write that makes no progress
-  size_t max_header_bytes = 64 * 1024;     // request line and headers: more is answered 431
+  int max_connections = 4096;            // open connections, idle or in a request
+  int max_connections_per_client = 256;  // from one client IP address
+  Duration header_timeout =
+      10 * kSecond;  // TLS handshake, request line and headers, from the first byte
+  Duration idle_timeout = 10 * kSecond;      // a connection with no request under way is closed
+  Duration body_timeout = 60 * kSecond;      // the whole body, from the end of the headers
+  Duration read_timeout = 5 * kSecond;       // a body read that makes no progress
+  Duration write_timeout = 10 * kSecond;     // a response write that makes no progress
+  size_t max_header_bytes = 64 * 1024;       // request line and headers: more is answered 431
   size_t max_request_line_bytes = 8 * 1024;  // method, target and version: more is answered 414
-  int max_requests_per_connection = 1000;  // keep-alive requests before the server closes
-  int max_workers = 1024;                  // requests served at once (one thread each)
+  int max_requests_per_connection = 1000;    // keep-alive requests before the server closes
+  int max_workers = 1024;                    // requests served at once (one thread each)
   // 8 MiB, as glibc's default: libstdc++'s std::regex recurses per character, and cpp-httplib
   // matches routes (and Range headers) with it against inputs of up to 8 KiB (~4 MiB of stack).
   // Virtual memory: a worker's resident stack is the few pages it touches.
@@ -57,9 +58,9 @@ struct HttpLimits {
 
 // What the connection layer counted; exported on /metrics (hangar_http_*).
 struct HttpConnStats {
-  std::atomic<int64_t> open{0};             // connections open now
-  std::atomic<int64_t> in_flight{0};        // requests being served now
-  std::atomic<int64_t> workers{0};          // worker threads now
+  std::atomic<int64_t> open{0};       // connections open now
+  std::atomic<int64_t> in_flight{0};  // requests being served now
+  std::atomic<int64_t> workers{0};    // worker threads now
   std::atomic<int64_t> accepted{0};
   std::atomic<int64_t> refused_total_cap{0};   // over max_connections
   std::atomic<int64_t> refused_client_cap{0};  // over max_connections_per_client

@@ -1,9 +1,9 @@
 #include "controller/image_resolver.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <map>
-
-#include <spdlog/spdlog.h>
 
 #include "common/subprocess.h"
 #include "controller/state_owner.h"
@@ -21,19 +21,20 @@ StatusOr<std::string> Resolve(const job::ImageRef& ref, const ImageResolverOptio
   co.timeout = o.timeout;
   auto r = RunCommand(argv, co);
   if (!r.ok()) {
-    return Status::FailedPrecondition("cannot check image " + ref.Reference() + ": " + r.status().message() +
-                                      "; install skopeo on the controller (scripts/install-deps.sh)");
+    return Status::FailedPrecondition(
+        "cannot check image " + ref.Reference() + ": " + r.status().message() +
+        "; install skopeo on the controller (scripts/install-deps.sh)");
   }
   const std::string registry = ref.registry.empty() ? "the default registry" : ref.registry;
   if (!r->ok()) {
     const job::RegistryError e = job::ClassifyRegistryError(r->err);
     if (e == job::RegistryError::kNotFound) {
-      return Status::NotFound("image " + ref.Reference() + " does not exist in registry " + registry +
-                              "; push it there, or fix the name or tag");
+      return Status::NotFound("image " + ref.Reference() + " does not exist in registry " +
+                              registry + "; push it there, or fix the name or tag");
     }
     if (r->timed_out || e == job::RegistryError::kUnreachable) {
-      return Status::Unavailable("registry " + registry + " did not answer for image " + ref.Reference() +
-                                 " (" + r->Describe() + ")");
+      return Status::Unavailable("registry " + registry + " did not answer for image " +
+                                 ref.Reference() + " (" + r->Describe() + ")");
     }
     return Status::InvalidArgument("image " + ref.Reference() + " in registry " + registry +
                                    " cannot be used: " + r->Describe());
@@ -41,7 +42,8 @@ StatusOr<std::string> Resolve(const job::ImageRef& ref, const ImageResolverOptio
   std::string digest = r->out;
   while (!digest.empty() && (digest.back() == '\n' || digest.back() == ' ')) digest.pop_back();
   if (digest.rfind("sha256:", 0) != 0) {
-    return Status::Internal("skopeo gave no digest for " + ref.Reference() + " (it printed '" + digest + "')");
+    return Status::Internal("skopeo gave no digest for " + ref.Reference() + " (it printed '" +
+                            digest + "')");
   }
   return digest;
 }
@@ -111,7 +113,8 @@ void ImagePinner::PinWhileRunning() {
       }
       Status s = PinImages(&spec, options_);
       down |= s.code() == StatusCode::kUnavailable;
-      const StatusOr<job::JobSpec> answer = s.ok() ? StatusOr<job::JobSpec>(std::move(spec)) : StatusOr<job::JobSpec>(s);
+      const StatusOr<job::JobSpec> answer =
+          s.ok() ? StatusOr<job::JobSpec>(std::move(spec)) : StatusOr<job::JobSpec>(s);
       if (!s.ok() && s.code() != StatusCode::kUnavailable) {
         spdlog::warn("job {}: its image cannot be pinned: {}", id, s.message());
       }
@@ -150,7 +153,8 @@ bool HasFileSources(const job::JobSpec& spec) {
 Status CheckFileSources(const job::JobSpec& spec, const std::vector<std::string>& roots) {
   for (const auto& g : spec.tasks) {
     for (const auto& a : g.artifacts) {
-      if (Status s = job::CheckFileSources(a, roots); !s.ok()) return Status(s.code(), "task group '" + g.name + "': " + s.message());
+      if (Status s = job::CheckFileSources(a, roots); !s.ok())
+        return Status(s.code(), "task group '" + g.name + "': " + s.message());
     }
   }
   return Status::Ok();

@@ -8,10 +8,13 @@ namespace hangar::controller {
 
 nlohmann::json LeaderInfo::ToJson() const {
   if (name.empty()) return nullptr;
-  return {{"name", name}, {"api", api}, {"epoch", epoch}, {"since_ms", since}, {"lease_left_ms", left}};
+  return {
+      {"name", name}, {"api", api}, {"epoch", epoch}, {"since_ms", since}, {"lease_left_ms", left}};
 }
 
-std::string HolderText(const std::string& name, const std::string& api) { return name + " (" + api + ")"; }
+std::string HolderText(const std::string& name, const std::string& api) {
+  return name + " (" + api + ")";
+}
 
 LeaderInfo ParseLease(const LeaseRow& row) {
   LeaderInfo l;
@@ -29,8 +32,9 @@ LeaderInfo ParseLease(const LeaseRow& row) {
 
 Status CheckLeaseOptions(const LeaseOptions& o) {
   if (o.renew_every <= 0 || o.poll_every <= 0 || 2 * o.renew_every > o.ttl) {
-    return Status::InvalidArgument("--lease must be at least twice --lease-renew, and both positive (e.g. --lease 1500ms "
-                                   "--lease-renew 300ms): a leader renews several times within its lease");
+    return Status::InvalidArgument(
+        "--lease must be at least twice --lease-renew, and both positive (e.g. --lease 1500ms "
+        "--lease-renew 300ms): a leader renews several times within its lease");
   }
   if (o.name.empty() || o.name.find('(') != std::string::npos) {
     return Status::InvalidArgument("--name must be a non-empty name without parentheses");
@@ -53,7 +57,7 @@ Status LeaseKeeper::Reconnect() {
 
 StatusOr<int64_t> LeaseKeeper::Acquire(const std::atomic<bool>& stop,
                                        const std::function<void(const LeaderInfo&)>& seen) {
-  bool outage = false;  // logged once per outage
+  bool outage = false;     // logged once per outage
   int64_t free_since = 0;  // MonotonicNanos when this standby, not ready, first saw the lease free
   while (!stop) {
     Status s = store_ ? Status::Ok() : Reconnect();
@@ -121,7 +125,8 @@ void LeaseKeeper::StartRenewing() {
     while (!stop_ && Lost().empty()) {
       RenewOnce();
       const int64_t next = MonotonicNanos() + o_.renew_every * 1'000'000;
-      while (!stop_ && MonotonicNanos() < next) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      while (!stop_ && MonotonicNanos() < next)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
 }
@@ -134,8 +139,9 @@ std::string LeaseKeeper::Lost() const {
   const Duration margin = std::min<Duration>(o_.ttl / 5, 200);
   const Duration since = (MonotonicNanos() - renewed_ns_.load()) / 1'000'000;
   if (since > o_.ttl - margin) {
-    return "the lease (epoch " + std::to_string(epoch_) + ") was last renewed " + std::to_string(since) +
-           " ms ago, too close to its " + std::to_string(o_.ttl) + " ms: another controller may lead now";
+    return "the lease (epoch " + std::to_string(epoch_) + ") was last renewed " +
+           std::to_string(since) + " ms ago, too close to its " + std::to_string(o_.ttl) +
+           " ms: another controller may lead now";
   }
   return "";
 }
@@ -149,8 +155,9 @@ void LeaseKeeper::Release() {
   if (s.ok()) {
     spdlog::info("controller {}: released the lease (epoch {})", o_.name, epoch_);
   } else {
-    spdlog::warn("controller {}: could not release the lease ({}); a standby takes over when it expires", o_.name,
-                 s.message());
+    spdlog::warn(
+        "controller {}: could not release the lease ({}); a standby takes over when it expires",
+        o_.name, s.message());
   }
 }
 

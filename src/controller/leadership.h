@@ -8,10 +8,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "common/mutex.h"
 #include "common/status.h"
@@ -58,8 +57,10 @@ class LeaseKeeper {
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
   // Stands by until this controller takes the lease, and returns its epoch. `seen` hears who
-  // leads at every poll. While the store cannot be reached it keeps trying. Unavailable once `stop` is set.
-  StatusOr<int64_t> Acquire(const std::atomic<bool>& stop, const std::function<void(const LeaderInfo&)>& seen);
+  // leads at every poll. While the store cannot be reached it keeps trying. Unavailable once `stop`
+  // is set.
+  StatusOr<int64_t> Acquire(const std::atomic<bool>& stop,
+                            const std::function<void(const LeaderInfo&)>& seen);
   // Renews every renew_every, on a thread and a connection of its own.
   void StartRenewing();
   // "" while the lease is surely held: no renewal was refused, and the last good one began less

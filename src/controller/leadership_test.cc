@@ -47,8 +47,11 @@ TEST(LeaseKeeperTest, LeadsRenewsAndStopsWhenTakenOver) {
 
   // Another took the lease behind its back: its next renewal is refused, and it must stop.
   testing::Sql(url, "UPDATE lease SET epoch = 5, holder = 'ctl-x (http://127.0.0.1:9)'");
-  for (int i = 0; i < 100 && a.Lost().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_NE(a.Lost().find("was taken over by ctl-x (http://127.0.0.1:9) at epoch 5"), std::string::npos) << a.Lost();
+  for (int i = 0; i < 100 && a.Lost().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_NE(a.Lost().find("was taken over by ctl-x (http://127.0.0.1:9) at epoch 5"),
+            std::string::npos)
+      << a.Lost();
 }
 
 TEST(LeaseKeeperTest, OptionsAreChecked) {

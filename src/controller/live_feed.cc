@@ -3,13 +3,12 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
-#include "controller/state_owner.h"
 #include "controller/dashboard_map.h"
+#include "controller/state_owner.h"
 
 namespace hangar::controller {
 
@@ -34,9 +33,9 @@ std::shared_ptr<LiveFeed::Snapshot> LiveFeed::Build() {
   };
   Read r = owner_->Call<Read>([](ClusterState& st, Effects*) {
     const auto t0 = Clock::now();
-    Read out{web::CollectMap(st),
-             std::to_string(st.next_job_id()) + "." + std::to_string(st.placements_total()) + "." +
-                 std::to_string(st.waiting_order().jobs.size())};
+    Read out{web::CollectMap(st), std::to_string(st.next_job_id()) + "." +
+                                      std::to_string(st.placements_total()) + "." +
+                                      std::to_string(st.waiting_order().jobs.size())};
     out.ms = MsSince(t0);
     return out;
   });
@@ -90,7 +89,8 @@ std::shared_ptr<const LiveFeed::Snapshot> LiveFeed::Map() {
   if (cached_ && asked - cached_->at < kMaxAge) return cached_;
   want_now_ = true;
   cv_.notify_all();
-  l.Wait(cv_, [&]() HANGAR_REQUIRES(mu_) { return stopping_ || (cached_ && cached_->at >= asked); });
+  l.Wait(cv_,
+         [&]() HANGAR_REQUIRES(mu_) { return stopping_ || (cached_ && cached_->at >= asked); });
   return cached_;
 }
 
@@ -137,7 +137,8 @@ std::string LiveFeed::EventsUpTo(const std::shared_ptr<const Snapshot>& snap, Se
   if (!nodes.empty()) text += "event: gpus\ndata: {\"nodes\":[" + nodes + "]}\n\n";
   if (snap->generation != sent->generation) {
     sent->generation = snap->generation;
-    text += "event: jobs\ndata: " + nlohmann::json{{"generation", sent->generation}}.dump() + "\n\n";
+    text +=
+        "event: jobs\ndata: " + nlohmann::json{{"generation", sent->generation}}.dump() + "\n\n";
   }
   sent->last = snap;
   return text;
@@ -209,7 +210,9 @@ void LiveFeed::Send(std::vector<Feed>* feeds) {
     if (it == memo.end()) {
       Sent after = f.sent;
       const std::string text = EventsUpTo(snap, &after);
-      it = memo.emplace(std::move(key), std::make_pair(text.empty() ? nullptr : StreamSink::Frame(text), after)).first;
+      it = memo.emplace(std::move(key),
+                        std::make_pair(text.empty() ? nullptr : StreamSink::Frame(text), after))
+               .first;
     }
     f.sent = it->second.second;
     const StreamSink::Chunk& chunk = it->second.first;

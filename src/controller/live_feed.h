@@ -4,7 +4,8 @@
 // named, the one the page drew):
 //   event: gpus   data: {"nodes": [[index, name, spine, leaf, state, codes, utils, temps, jobs,
 //                 shares], ...]}
-//   event: jobs   data: {"generation": "..."}   (jobs were submitted, placed, ended: lists are stale)
+//   event: jobs   data: {"generation": "..."}   (jobs were submitted, placed, ended: lists are
+//   stale)
 // The page opens it after its first render: a request held open while a page loads keeps a
 // headless browser from ever finishing the load. An open feed holds no thread: its connection is
 // the stream pump's (http_server.h), and one ticker thread writes the events of every feed,
@@ -53,9 +54,10 @@ class LiveFeed {
     uint64_t seq = 0;
     std::vector<std::string> rows;
     std::string body, gzip;
-    std::string generation;  // moves when jobs were submitted, placed or ended
+    std::string generation;                    // moves when jobs were submitted, placed or ended
     std::chrono::steady_clock::time_point at;  // when the state was read
-    double state_ms = 0, collect_ms = 0, encode_ms = 0;  // round trip to the state thread, work on it, JSON + gzip
+    double state_ms = 0, collect_ms = 0,
+           encode_ms = 0;  // round trip to the state thread, work on it, JSON + gzip
   };
   static constexpr std::chrono::milliseconds kRefresh{1000};
   static constexpr std::chrono::milliseconds kMaxAge{3000};  // older: a reader waits for a new one
@@ -96,14 +98,15 @@ class LiveFeed {
   bool want_now_ HANGAR_GUARDED_BY(mu_) = false;  // a reader waits for a fresh snapshot
   std::chrono::steady_clock::time_point wanted_at_ HANGAR_GUARDED_BY(mu_);  // the last read
   std::shared_ptr<const Snapshot> cached_ HANGAR_GUARDED_BY(mu_);
-  std::deque<std::shared_ptr<const Snapshot>> recent_ HANGAR_GUARDED_BY(mu_);  // the last few, newest last
-  uint64_t next_seq_ = 1;  // the refresher's own
-  std::thread refresher_;  // started by the first read
+  std::deque<std::shared_ptr<const Snapshot>> recent_
+      HANGAR_GUARDED_BY(mu_);  // the last few, newest last
+  uint64_t next_seq_ = 1;      // the refresher's own
+  std::thread refresher_;      // started by the first read
 
   Mutex feeds_mu_;
   std::condition_variable feeds_cv_;
   std::vector<Feed> fresh_ HANGAR_GUARDED_BY(feeds_mu_);  // opened, not yet taken by the ticker
-  std::thread ticker_;       // started by the first feed
+  std::thread ticker_;                                    // started by the first feed
 };
 
 }  // namespace hangar::controller

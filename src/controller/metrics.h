@@ -37,9 +37,11 @@ class ControllerMetrics {
   // remapped rows) and its help texts, for dashboards built on it.
   // Every GPU also carries job, queue and user labels (who holds it), and one
   // hangar_gpu_health_state series with its health state.
-  static std::string RenderGpuSeries(const std::vector<ClusterState::GpuSeries>& gpus, bool dcgm_spelling);
+  static std::string RenderGpuSeries(const std::vector<ClusterState::GpuSeries>& gpus,
+                                     bool dcgm_spelling);
   // hangar_node_state{node, state}: 1 per node, for the state it is in.
-  static std::string RenderNodeStates(const std::vector<std::pair<std::string, std::string>>& nodes);
+  static std::string RenderNodeStates(
+      const std::vector<std::pair<std::string, std::string>>& nodes);
   prometheus::Registry& registry() { return *registry_; }
 
  private:

@@ -171,7 +171,7 @@ class SessionService::Call final
     auto job = st.GetJob(start.job_id());
     if (!job.ok()) return {job.status()};
     out.owner = job->user;
-    const std::string what = start.attach()      ? "attach to"
+    const std::string what = start.attach()     ? "attach to"
                              : start.port() > 0 ? "forward a port of"
                                                 : "exec into";
     if (!who.open && who.role != Role::kAdmin && job->user != who.user) {
@@ -182,10 +182,10 @@ class SessionService::Call final
           "recorded in the audit log)")};
     }
     if (!start.attach() && job->state != "running") {
-      return {Status::FailedPrecondition(
-          "job " + std::to_string(start.job_id()) + " is " + job->state + "; `hangar " +
-          (start.port() > 0 ? "port-forward" : "exec") +
-          "` reaches the tasks of a running job only")};
+      return {Status::FailedPrecondition("job " + std::to_string(start.job_id()) + " is " +
+                                         job->state + "; `hangar " +
+                                         (start.port() > 0 ? "port-forward" : "exec") +
+                                         "` reaches the tasks of a running job only")};
     }
     if (job->state == "pending") {
       return {Status::FailedPrecondition("job " + std::to_string(start.job_id()) +
@@ -239,7 +239,9 @@ class SessionService::Call final
     row.role = who_.open ? "admin (no tokens)" : std::string(RoleName(who_.role));
     row.method = "SESSION";
     row.path = "/v1/jobs/" + std::to_string(start_.job_id()) +
-               (start_.attach() ? "/attach" : start_.port() > 0 ? "/port-forward" : "/exec") +
+               (start_.attach()     ? "/attach"
+                : start_.port() > 0 ? "/port-forward"
+                                    : "/exec") +
                "?task=" + std::to_string(start_.task_index());
     if (start_.port() > 0) row.path += "&port=" + std::to_string(start_.port());
     if (!start_.attach() && start_.port() == 0 && start_.argv_size() > 0)

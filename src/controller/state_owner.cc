@@ -8,7 +8,10 @@ namespace hangar::controller {
 
 StateOwner::StateOwner(std::unique_ptr<ClusterState> state, std::unique_ptr<StateStore> store,
                        Clock* clock, Duration min_cycle_interval)
-    : state_(std::move(state)), store_(std::move(store)), clock_(clock), min_cycle_interval_(min_cycle_interval) {}
+    : state_(std::move(state)),
+      store_(std::move(store)),
+      clock_(clock),
+      min_cycle_interval_(min_cycle_interval) {}
 
 StateOwner::~StateOwner() { Stop(); }
 
@@ -19,7 +22,8 @@ namespace {
 constexpr size_t kMaxWaitingRows = 200'000;
 
 size_t Rows(const StoreBatch& b) {
-  return b.jobs.size() + b.nodes.size() + b.events.size() + b.values.size() + b.audit.size() + b.history.size();
+  return b.jobs.size() + b.nodes.size() + b.events.size() + b.values.size() + b.audit.size() +
+         b.history.size();
 }
 
 template <typename T>
@@ -72,14 +76,16 @@ void StateOwner::PostLazy(Command cmd) {
 }
 
 StatusOr<std::vector<AuditRow>> StateOwner::Audit(const std::string& user, int limit) {
-  return ReadStore<StatusOr<std::vector<AuditRow>>>([&](StateStore& s) { return s.Audit(user, limit); });
+  return ReadStore<StatusOr<std::vector<AuditRow>>>(
+      [&](StateStore& s) { return s.Audit(user, limit); });
 }
 
 void StateOwner::RecordAudit(AuditRow row) {
   auto r = std::make_shared<AuditRow>(std::move(row));
   // Lazy: it rides on the owner's next commit (within 100 ms) instead of costing an fsync of its
   // own after every call.
-  PostLazy([r](ClusterState&, Effects* fx, AfterCommit*) { fx->batch.audit.push_back(std::move(*r)); });
+  PostLazy(
+      [r](ClusterState&, Effects* fx, AfterCommit*) { fx->batch.audit.push_back(std::move(*r)); });
 }
 
 OwnerStats StateOwner::stats() const {
@@ -88,11 +94,13 @@ OwnerStats StateOwner::stats() const {
 }
 
 StatusOr<std::vector<EventRow>> StateOwner::Events(const std::string& prefix, int limit) {
-  return ReadStore<StatusOr<std::vector<EventRow>>>([&](StateStore& s) { return s.Events(prefix, limit); });
+  return ReadStore<StatusOr<std::vector<EventRow>>>(
+      [&](StateStore& s) { return s.Events(prefix, limit); });
 }
 
 StatusOr<std::vector<HistoryRow>> StateOwner::History(bool hourly, Time since) {
-  return ReadStore<StatusOr<std::vector<HistoryRow>>>([&](StateStore& s) { return s.History(hourly, since); });
+  return ReadStore<StatusOr<std::vector<HistoryRow>>>(
+      [&](StateStore& s) { return s.History(hourly, since); });
 }
 
 void StateOwner::Loop() {
@@ -161,7 +169,8 @@ void StateOwner::Hand(Effects fx, AfterCommit after) {
     Append(m.batch.values, fx.batch.values);
     Append(m.batch.audit, fx.batch.audit);
     Append(m.batch.history, fx.batch.history);
-    if (!fx.batch.history_upkeep.empty()) m.batch.history_upkeep = fx.batch.history_upkeep;  // the later one
+    if (!fx.batch.history_upkeep.empty())
+      m.batch.history_upkeep = fx.batch.history_upkeep;  // the later one
     Append(m.after, after);
     Append(m.messages, fx.messages);
   } else {
@@ -176,7 +185,8 @@ void StateOwner::CommitLoop() {
     Made m;
     {
       MutexLock l(commit_mu_);
-      l.Wait(commit_cv_, [&]() HANGAR_REQUIRES(commit_mu_) { return committer_stopping_ || !made_.empty(); });
+      l.Wait(commit_cv_,
+             [&]() HANGAR_REQUIRES(commit_mu_) { return committer_stopping_ || !made_.empty(); });
       if (made_.empty()) return;  // stopping, and everything made was committed
       m = std::move(made_.front());
       made_.pop_front();
@@ -202,7 +212,8 @@ Status StateOwner::failure() const {
 }
 
 Status StateOwner::CommitOrRefuse(const StoreBatch& batch) {
-  if (Status earlier = failure(); !earlier.ok()) return earlier;  // built on the failed batch's state
+  if (Status earlier = failure(); !earlier.ok())
+    return earlier;  // built on the failed batch's state
   Status s;
   {
     MutexLock store(store_mu_);
@@ -216,7 +227,9 @@ Status StateOwner::CommitOrRefuse(const StoreBatch& batch) {
   // The in-memory state is now ahead of the store, and every batch after this one builds on it:
   // none of them may count. Their callers are answered with this failure (a full disk: 503, and
   // nothing was accepted) and the controller stops; restarted, it rebuilds from the store.
-  spdlog::critical("cannot commit to the store: {}; refusing every change from now on, and stopping", s.message());
+  spdlog::critical(
+      "cannot commit to the store: {}; refusing every change from now on, and stopping",
+      s.message());
   MutexLock l(mu_);
   failure_ = s;
   return s;

@@ -66,7 +66,9 @@ class StateOwner {
 
   void set_sink(MessageSink* sink) { sink_ = sink; }
   // Called after every scheduling cycle with its wall time (for metrics); owner thread.
-  void set_cycle_observer(std::function<void(double seconds, const ClusterState&)> f) { on_cycle_ = std::move(f); }
+  void set_cycle_observer(std::function<void(double seconds, const ClusterState&)> f) {
+    on_cycle_ = std::move(f);
+  }
   void Start();
   void Stop();
 
@@ -163,7 +165,8 @@ class StateOwner {
   Mutex commit_mu_;
   std::condition_variable commit_cv_;
   std::deque<Made> made_ HANGAR_GUARDED_BY(commit_mu_);
-  size_t made_rows_ HANGAR_GUARDED_BY(commit_mu_) = 0;  // rows waiting in made_ (the owner waits past kMaxWaitingRows)
+  size_t made_rows_ HANGAR_GUARDED_BY(commit_mu_) =
+      0;  // rows waiting in made_ (the owner waits past kMaxWaitingRows)
   bool committer_stopping_ HANGAR_GUARDED_BY(commit_mu_) = false;
   // The committer's: why the batch whose answers it is giving was not committed (OK when it was).
   // Read by those answers, on the committer thread.

@@ -2,8 +2,8 @@
 // audit log) included.
 #include "controller/state_owner.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -21,18 +21,22 @@ namespace hangar::controller {
 namespace {
 
 TEST(StateOwnerTest, StopCommitsWhatWasPostedBeforeIt) {
-  const auto dir = std::filesystem::temp_directory_path() / ("hangar-owner-test-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hangar-owner-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string db = (dir / "state.db").string();
   auto f = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: a}]\n", "c.yaml");
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: "
+      "[{name: a}]\n",
+      "c.yaml");
   ASSERT_TRUE(f.ok());
   {
     auto store = OpenSqliteStore(db);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     ControllerOptions o;
-    StateOwner owner(std::make_unique<ClusterState>(f->topology, o, sched::Scheduler::Create({}).value()),
-                     std::move(*store), SystemClock::Default());
+    StateOwner owner(
+        std::make_unique<ClusterState>(f->topology, o, sched::Scheduler::Create({}).value()),
+        std::move(*store), SystemClock::Default());
     owner.Start();
     for (int i = 0; i < 3; ++i) {
       AuditRow row;
@@ -49,11 +53,11 @@ TEST(StateOwnerTest, StopCommitsWhatWasPostedBeforeIt) {
   ASSERT_TRUE(reopened.ok());
   auto rows = (*reopened)->Audit("alice", 10);
   ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(rows->size(), 3u) << "a controller stopped with SIGTERM keeps the audit rows of the calls it answered";
+  EXPECT_EQ(rows->size(), 3u)
+      << "a controller stopped with SIGTERM keeps the audit rows of the calls it answered";
   reopened->reset();
   std::filesystem::remove_all(dir);
 }
-
 
 // A memory store whose commits take `delay` and that counts what it committed.
 class SlowStore final : public StateStore {
@@ -69,8 +73,12 @@ class SlowStore final : public StateStore {
     return s;
   }
   StatusOr<StoreContents> Load() override { return inner_->Load(); }
-  StatusOr<std::vector<EventRow>> Events(const std::string& p, int limit) override { return inner_->Events(p, limit); }
-  StatusOr<std::vector<AuditRow>> Audit(const std::string& u, int limit) override { return inner_->Audit(u, limit); }
+  StatusOr<std::vector<EventRow>> Events(const std::string& p, int limit) override {
+    return inner_->Events(p, limit);
+  }
+  StatusOr<std::vector<AuditRow>> Audit(const std::string& u, int limit) override {
+    return inner_->Audit(u, limit);
+  }
   std::string Describe() const override { return "slow memory"; }
 
   std::chrono::milliseconds delay_;
@@ -84,15 +92,20 @@ class SlowStore final : public StateStore {
 // committed.
 TEST(StateOwnerTest, CommitsArePipelinedMergedAndAnsweredOnlyWhenDurable) {
   auto f = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: a}]\n", "c.yaml");
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: "
+      "[{name: a}]\n",
+      "c.yaml");
   ASSERT_TRUE(f.ok());
   auto slow = std::make_unique<SlowStore>(std::chrono::milliseconds(400));
   SlowStore* store = slow.get();
-  StateOwner owner(std::make_unique<ClusterState>(f->topology, ControllerOptions{}, sched::Scheduler::Create({}).value()),
+  StateOwner owner(std::make_unique<ClusterState>(f->topology, ControllerOptions{},
+                                                  sched::Scheduler::Create({}).value()),
                    std::move(slow), SystemClock::Default());
   owner.Start();
   auto event = [](const std::string& what) {
-    return [what](ClusterState&, Effects* fx, StateOwner::AfterCommit*) { fx->Event(1, "test", "test/x", what); };
+    return [what](ClusterState&, Effects* fx, StateOwner::AfterCommit*) {
+      fx->Event(1, "test", "test/x", what);
+    };
   };
   owner.Post(event("first"));
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -102,13 +115,15 @@ TEST(StateOwnerTest, CommitsArePipelinedMergedAndAnsweredOnlyWhenDurable) {
   owner.Post([&ran](ClusterState&, Effects*, StateOwner::AfterCommit*) { ran = true; });
   for (int i = 0; i < 4; ++i) owner.Post(event("then " + std::to_string(i)));
   while (!ran && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-  EXPECT_TRUE(ran && store->commits_ == 0) << "the owner ran a command while the first commit was in flight";
+  EXPECT_TRUE(ran && store->commits_ == 0)
+      << "the owner ran a command while the first commit was in flight";
   const int seen = owner.Call<int>([&](ClusterState&, Effects* fx) {
     fx->Event(1, "test", "test/x", "last");
     return 0;
   });
   (void)seen;
-  EXPECT_EQ(store->events_, 6) << "answered only once its own event, and all before it, were committed";
+  EXPECT_EQ(store->events_, 6)
+      << "answered only once its own event, and all before it, were committed";
   EXPECT_EQ(store->commits_, 2) << "what waited behind the first commit went in one";
   owner.Stop();
 }
@@ -117,20 +132,25 @@ TEST(StateOwnerTest, CommitsArePipelinedMergedAndAnsweredOnlyWhenDurable) {
 // namespace of this test's own) is answered with the store's sentence; nothing of it, or of what
 // came after it, counts, and the owner says it failed instead of killing the process.
 TEST(StateOwnerTest, AFullDiskAnswersTheCallersAndStopsCommitting) {
-  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << "needs root (a private mount namespace): " << std::strerror(errno);
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0)
+      << "needs root (a private mount namespace): " << std::strerror(errno);
   ASSERT_EQ(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
-  const auto dir = std::filesystem::temp_directory_path() / ("hangar-owner-full-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hangar-owner-full-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   ASSERT_EQ(::mount("owner-full", dir.c_str(), "tmpfs", 0, "size=512k"), 0) << std::strerror(errno);
   const std::string url = "sqlite://" + (dir / "state.db").string();
   auto f = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: a}]\n", "c.yaml");
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: "
+      "[{name: a}]\n",
+      "c.yaml");
   ASSERT_TRUE(f.ok());
   {
     auto store = OpenStore(url);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     ASSERT_TRUE((*store)->Load().ok());
-    StateOwner owner(std::make_unique<ClusterState>(f->topology, ControllerOptions{}, sched::Scheduler::Create({}).value()),
+    StateOwner owner(std::make_unique<ClusterState>(f->topology, ControllerOptions{},
+                                                    sched::Scheduler::Create({}).value()),
                      std::move(*store), SystemClock::Default());
     owner.Start();
     {  // fill the disk
@@ -145,10 +165,13 @@ TEST(StateOwnerTest, AFullDiskAnswersTheCallersAndStopsCommitting) {
       return Status::Ok();
     });
     EXPECT_EQ(answer.code(), StatusCode::kUnavailable) << answer.ToString();
-    EXPECT_EQ(answer.message().rfind("the store's disk is full: free space on owner-full (mounted at " + dir.string(), 0),
-              0u)
+    EXPECT_EQ(
+        answer.message().rfind(
+            "the store's disk is full: free space on owner-full (mounted at " + dir.string(), 0),
+        0u)
         << answer.message();
-    EXPECT_NE(answer.message().find("; nothing was accepted"), std::string::npos) << answer.message();
+    EXPECT_NE(answer.message().find("; nothing was accepted"), std::string::npos)
+        << answer.message();
     EXPECT_FALSE(owner.failure().ok()) << "the controller is told to stop";
     std::filesystem::remove(dir / "filler");
     EXPECT_THROW(owner.Call<int>([](ClusterState&, Effects* fx) {

@@ -75,14 +75,16 @@ class StreamSink {
   const bool sse_;
   mutable Mutex mu_;
   std::deque<Chunk> queue_ HANGAR_GUARDED_BY(mu_);
-  size_t front_off_ HANGAR_GUARDED_BY(mu_) = 0;     // of queue_.front(), written already
+  size_t front_off_ HANGAR_GUARDED_BY(mu_) = 0;  // of queue_.front(), written already
   size_t buffered_ HANGAR_GUARDED_BY(mu_) = 0;
-  bool ended_ HANGAR_GUARDED_BY(mu_) = false;       // no more writes: finished, dropped or closed
-  bool finished_ HANGAR_GUARDED_BY(mu_) = false;    // Finish(): close once the queue is written
-  bool dropped_ HANGAR_GUARDED_BY(mu_) = false;     // over the cap: the pump closes it without writing the rest
-  bool dirty_ HANGAR_GUARDED_BY(mu_) = false;       // on the pump's list of streams to write
-  int64_t progress_at_ HANGAR_GUARDED_BY(mu_) = 0;  // the last write that made progress, or the queue's start
-  int64_t sent_at_ HANGAR_GUARDED_BY(mu_) = 0;      // the last chunk queued (for keep-alives)
+  bool ended_ HANGAR_GUARDED_BY(mu_) = false;     // no more writes: finished, dropped or closed
+  bool finished_ HANGAR_GUARDED_BY(mu_) = false;  // Finish(): close once the queue is written
+  bool dropped_ HANGAR_GUARDED_BY(mu_) =
+      false;  // over the cap: the pump closes it without writing the rest
+  bool dirty_ HANGAR_GUARDED_BY(mu_) = false;  // on the pump's list of streams to write
+  int64_t progress_at_ HANGAR_GUARDED_BY(mu_) =
+      0;  // the last write that made progress, or the queue's start
+  int64_t sent_at_ HANGAR_GUARDED_BY(mu_) = 0;  // the last chunk queued (for keep-alives)
   // The pump thread's own.
   int fd_ = -1;
   SSL* ssl_ = nullptr;
@@ -132,7 +134,8 @@ class StreamPump {
   };
   std::vector<std::shared_ptr<StreamSink>> dirty_ HANGAR_GUARDED_BY(mu_);
   std::vector<Attaching> attach_ HANGAR_GUARDED_BY(mu_);
-  std::unordered_map<StreamSink*, std::shared_ptr<StreamSink>> opened_ HANGAR_GUARDED_BY(mu_);  // from Open until closed
+  std::unordered_map<StreamSink*, std::shared_ptr<StreamSink>> opened_
+      HANGAR_GUARDED_BY(mu_);  // from Open until closed
   std::unordered_map<std::string, int> per_client_ HANGAR_GUARDED_BY(mu_);
 
   std::unordered_map<int, std::shared_ptr<StreamSink>> by_fd_;  // the pump thread's own

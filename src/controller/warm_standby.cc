@@ -46,7 +46,8 @@ void WarmStandby::Follow() {
         // A spec that does not parse now fails Restore too, which says so; here it is noted once.
         Status w = state_->WarmSpecs(changed, &stopping_);
         if (!w.ok() && !stopping_ && !warm_failed) {
-          spdlog::warn("standby {}: cannot prepare a stored job ahead of a takeover: {}", name_, w.message());
+          spdlog::warn("standby {}: cannot prepare a stored job ahead of a takeover: {}", name_,
+                       w.message());
           warm_failed = true;
         }
         rev_ = follower_->rev();
@@ -54,16 +55,18 @@ void WarmStandby::Follow() {
         caught_up_ns_ = MonotonicNanos();
         if (!ready_ && !stopping_) {
           ready_ = true;
-          spdlog::info("standby {}: its copy of the store is ready ({} jobs at revision {})", name_, jobs_.load(),
-                       rev_.load());
+          spdlog::info("standby {}: its copy of the store is ready ({} jobs at revision {})", name_,
+                       jobs_.load(), rev_.load());
         }
       } else {
         follower_.reset();  // a connection that failed is opened again
       }
     }
     if (!s.ok()) ready_ = false;
-    if (!s.ok() && !failing) spdlog::warn("standby {}: cannot follow the store yet ({}); retrying", name_, s.message());
-    if (s.ok() && failing) spdlog::info("standby {}: follows the store again (revision {})", name_, rev_.load());
+    if (!s.ok() && !failing)
+      spdlog::warn("standby {}: cannot follow the store yet ({}); retrying", name_, s.message());
+    if (s.ok() && failing)
+      spdlog::info("standby {}: follows the store again (revision {})", name_, rev_.load());
     failing = !s.ok();
     l.lock();
     cv_.wait_for(l, std::chrono::milliseconds(every_), [this] { return stop_; });
@@ -72,8 +75,10 @@ void WarmStandby::Follow() {
 
 nlohmann::json WarmStandby::Following() const {
   const int64_t at = caught_up_ns_.load();
-  nlohmann::json j{{"every_ms", every_}, {"rev", rev_.load()}, {"jobs", jobs_.load()}, {"ready", ready_.load()}};
-  j["caught_up_ms_ago"] = at == 0 ? nlohmann::json() : nlohmann::json((MonotonicNanos() - at) / 1'000'000);
+  nlohmann::json j{
+      {"every_ms", every_}, {"rev", rev_.load()}, {"jobs", jobs_.load()}, {"ready", ready_.load()}};
+  j["caught_up_ms_ago"] =
+      at == 0 ? nlohmann::json() : nlohmann::json((MonotonicNanos() - at) / 1'000'000);
   return j;
 }
 
@@ -90,8 +95,9 @@ StatusOr<WarmStandby::Handover> WarmStandby::Take() {
       follower_.reset();
       return h;
     } else {
-      spdlog::warn("controller {}: the standby's copy cannot catch up ({}); loading the whole store", name_,
-                   s.message());
+      spdlog::warn(
+          "controller {}: the standby's copy cannot catch up ({}); loading the whole store", name_,
+          s.message());
       follower_.reset();
     }
   }

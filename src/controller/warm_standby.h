@@ -8,10 +8,9 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "common/time.h"
 #include "controller/state/cluster_state.h"
@@ -30,7 +29,7 @@ class WarmStandby {
   struct Handover {
     std::unique_ptr<StateStore> store;
     StoreContents contents;
-    bool warm = false;         // caught up from a copy kept while standing by
+    bool warm = false;             // caught up from a copy kept while standing by
     int64_t rows_at_takeover = 0;  // job rows read after the lease was taken
   };
   // Call once the lease is taken (so the old leader can commit nothing more): stops following,
@@ -59,7 +58,8 @@ class WarmStandby {
   std::atomic<size_t> jobs_{0};
   std::atomic<int64_t> caught_up_ns_{0};
   std::atomic<bool> ready_{false};
-  std::atomic<bool> stopping_{false};  // Take(): the thread's warm-up stops at the next job  // MonotonicNanos of the last catch-up; 0: none yet
+  std::atomic<bool> stopping_{false};  // Take(): the thread's warm-up stops at the next job  //
+                                       // MonotonicNanos of the last catch-up; 0: none yet
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

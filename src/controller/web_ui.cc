@@ -54,18 +54,19 @@ constexpr const char* kPolicy =
 // compress itself, with Brotli at quality 11 for any client that accepts br (every browser):
 // 2-3 s for the 1 MB map, 0.1-0.5 s for a 100 kB answer, 10-40 ms for each of the app's files.
 // `keep` owns the bytes until the response is written.
-void Send(const httplib::Request& req, httplib::Response& res, std::string_view body, std::string_view gzip,
-          const std::string& type, std::shared_ptr<const void> keep) {
+void Send(const httplib::Request& req, httplib::Response& res, std::string_view body,
+          std::string_view gzip, const std::string& type, std::shared_ptr<const void> keep) {
   res.set_header("Vary", "Accept-Encoding");
   std::string_view out = body;
   if (!gzip.empty() && req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos) {
     res.set_header("Content-Encoding", "gzip");
     out = gzip;
   }
-  res.set_content_provider(out.size(), type,
-                           [out, keep = std::move(keep)](size_t offset, size_t length, httplib::DataSink& sink) {
-                             return sink.write(out.data() + offset, length);
-                           });
+  res.set_content_provider(
+      out.size(), type,
+      [out, keep = std::move(keep)](size_t offset, size_t length, httplib::DataSink& sink) {
+        return sink.write(out.data() + offset, length);
+      });
 }
 
 // The app's files gzipped once (level 9), the first time one is asked for.
@@ -109,7 +110,8 @@ void ReplyJson(const httplib::Request& req, httplib::Response& res, const nlohma
 
 // Where the map's time went, for the browser's resource timing (the render benchmark reads it).
 std::string ServerTiming(const LiveFeed::Snapshot& s) {
-  const double age = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s.at).count();
+  const double age =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s.at).count();
   char buf[160];
   std::snprintf(buf, sizeof(buf), "state;dur=%.1f, collect;dur=%.1f, encode;dur=%.1f, age;dur=%.0f",
                 s.state_ms, s.collect_ms, s.encode_ms, age);
@@ -121,8 +123,9 @@ std::string ServerTiming(const LiveFeed::Snapshot& s) {
 void HttpApi::DashboardRoutes() {
   httplib::Server& s = *server_;
   feed_ = std::make_shared<LiveFeed>(owner_);
-  s.Get("/",
-        [](const httplib::Request& req, httplib::Response& res) { ServeAsset(req, "index.html", res); });
+  s.Get("/", [](const httplib::Request& req, httplib::Response& res) {
+    ServeAsset(req, "index.html", res);
+  });
   s.Get(R"(/ui/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
     ServeAsset(req, req.matches[1].str(), res);
   });
@@ -153,8 +156,8 @@ void HttpApi::DashboardRoutes() {
       if (!n.ok()) return http::Reply(res, n.status());
       since = static_cast<uint64_t>(*n);
     }
-    auto sink = control_->TakeStream(
-        StreamHead{"text/event-stream", true, {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}}});
+    auto sink = control_->TakeStream(StreamHead{
+        "text/event-stream", true, {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}}});
     if (!sink.ok()) return http::Reply(res, sink.status());
     feed_->Open(*std::move(sink), since);
   });

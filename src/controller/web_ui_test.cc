@@ -32,7 +32,8 @@ TEST(GpuCodeTest, NodeStateThenHealthThenAllocation) {
   EXPECT_EQ(web::GpuCode("healthy", "drained", false, 0), 'o');
 }
 
-std::unique_ptr<ClusterState> StateWith(const std::string& yaml, const std::vector<std::string>& nodes) {
+std::unique_ptr<ClusterState> StateWith(const std::string& yaml,
+                                        const std::vector<std::string>& nodes) {
   auto f = cluster::ParseClusterYaml(yaml, "c.yaml");
   EXPECT_TRUE(f.ok()) << f.status().ToString();
   if (!f.ok()) return nullptr;
@@ -104,8 +105,10 @@ TEST_F(DashboardViewsTest, MapHasOneLetterPerGpuInFabricOrder) {
 }
 
 TEST_F(DashboardViewsTest, MapRowsShowFractionsOfAGpu) {
-  const uint64_t half = Submit("name: half\ntasks:\n  - {gpu_fraction: 0.5, gpu_memory: 20Gi, command: [train]}\n", 1);
-  const uint64_t quarter = Submit("name: q\ntasks:\n  - {gpu_fraction: 0.25, gpu_memory: 10Gi, command: [train]}\n", 1);
+  const uint64_t half = Submit(
+      "name: half\ntasks:\n  - {gpu_fraction: 0.5, gpu_memory: 20Gi, command: [train]}\n", 1);
+  const uint64_t quarter =
+      Submit("name: q\ntasks:\n  - {gpu_fraction: 0.25, gpu_memory: 10Gi, command: [train]}\n", 1);
   Effects fx;
   state_->Schedule(2, &fx);
   const nlohmann::json m = web::MapJson(*state_);
@@ -127,11 +130,13 @@ TEST_F(DashboardViewsTest, MapRowsShowFractionsOfAGpu) {
 
 TEST(DashboardMapTest, MigInstancesAreSlicesOfTheirGpu) {
   auto st = StateWith(
-      "node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+      "node_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: "
+      "512Gi}\n"
       "nodes: [{name: m, mig: true}]\n",
       {"m"});
   ASSERT_TRUE(st);
-  auto spec = job::ParseJobSpec("name: mig\ntasks:\n  - {replicas: 2, mig: 3g.40gb, command: [train]}\n", "j");
+  auto spec = job::ParseJobSpec(
+      "name: mig\ntasks:\n  - {replicas: 2, mig: 3g.40gb, command: [train]}\n", "j");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   Effects fx;
   auto id = st->Submit(*spec, 1, &fx);
@@ -172,8 +177,8 @@ TEST(DashboardMapTest, BodyIsValidJsonAndGzipRoundTrips) {
 // The map snapshot: built off the state thread once a second while read, served from the cache
 // in between, and the feed sends only the rows that changed.
 TEST(LiveFeedTest, SharesOneSnapshotAndSendsOnlyChangedRows) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("hangar-feed-test-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hangar-feed-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto store = OpenSqliteStore((dir / "state.db").string());
   ASSERT_TRUE(store.ok()) << store.status().ToString();

@@ -4,8 +4,7 @@
 
 namespace hangar::health {
 
-CounterTrack::CounterTrack(Duration retention)
-    : retention_(std::max<Duration>(retention, 1)) {}
+CounterTrack::CounterTrack(Duration retention) : retention_(std::max<Duration>(retention, 1)) {}
 
 bool CounterTrack::Add(Time t, uint64_t reading) {
   if (points_.empty()) {
@@ -41,7 +40,8 @@ bool CounterTrack::Add(Time t, uint64_t reading) {
   // When the second-newest point opens the quiet run that the newest closes, it stays (the
   // run's exactness depends on it) and the point before it is the one thinned.
   const size_t victim = n >= 2 && points_[n - 2].total == points_[n - 1].total ? n - 3 : n - 2;
-  if (n >= 3 && victim >= 1 && victim < n && points_[victim].t - points_[victim - 1].t < granularity()) {
+  if (n >= 3 && victim >= 1 && victim < n &&
+      points_[victim].t - points_[victim - 1].t < granularity()) {
     points_.erase(points_.begin() + static_cast<std::ptrdiff_t>(victim));
   }
   points_.push_back({t, total_});

@@ -13,11 +13,11 @@
 // that stays quiet (most of them) holds two points, not one per heartbeat.
 #pragma once
 
+#include <absl/container/inlined_vector.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>
-
-#include <absl/container/inlined_vector.h>
 
 #include "common/time.h"
 

@@ -65,8 +65,8 @@ TEST(CounterTrackTest, QuietRunsKeepTwoPointsAndExactWindows) {
   for (int s = 0; s <= 2 * 3600; ++s) ASSERT_TRUE(t.Add(s * kSecond, s < 1800 ? 10 : 15));
   EXPECT_LE(t.points(), 4u);  // not one per reading
   EXPECT_DOUBLE_EQ(t.InWindow(kMinute), 0);
-  EXPECT_DOUBLE_EQ(t.InWindow(5399 * kSecond), 0);   // starts after the events
-  EXPECT_DOUBLE_EQ(t.InWindow(5401 * kSecond), 5);   // starts before them: exact, not scaled
+  EXPECT_DOUBLE_EQ(t.InWindow(5399 * kSecond), 0);  // starts after the events
+  EXPECT_DOUBLE_EQ(t.InWindow(5401 * kSecond), 5);  // starts before them: exact, not scaled
   EXPECT_DOUBLE_EQ(t.InWindow(2 * kHour), 5);
   // A burst after the quiet run counts whole in every window that reaches it.
   ASSERT_TRUE(t.Add(7201 * kSecond, 18));

@@ -1,9 +1,10 @@
 // The scenarios the health rules must get right, end to end through the engine, with explicit
 // times (no clocks, no sleeps).
 #include "health/health_engine.h"
-#include "health/health_test_fleet.h"
 
 #include <gtest/gtest.h>
+
+#include "health/health_test_fleet.h"
 
 namespace hangar::health {
 namespace {
@@ -121,10 +122,11 @@ TEST(HealthEngineTest, NodeWhoseAllReduceIsAnOutlierComesInDegradedNotStuckPendi
   for (const auto& t : ev.transitions) {
     if (t.node == 3 && t.gpu < 0) reason = t.ToString("node-3");
   }
-  EXPECT_NE(reason.find("pending_validation -> degraded: validation done, with findings; still "
-                        "validation_outlier: NCCL nccl_busbw_gbs 315.0 GB/s is 30.0% below the fleet "
-                        "median"),
-            std::string::npos)
+  EXPECT_NE(
+      reason.find("pending_validation -> degraded: validation done, with findings; still "
+                  "validation_outlier: NCCL nccl_busbw_gbs 315.0 GB/s is 30.0% below the fleet "
+                  "median"),
+      std::string::npos)
       << reason;
   // A clean run brings it back to healthy.
   ASSERT_TRUE(e.ObserveValidation(3, Passing(5000)).ok());

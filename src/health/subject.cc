@@ -72,10 +72,11 @@ void Subject::RecordFatalXid(uint64_t code, bool reboot_level, Time t, const Fai
     return;
   }
   const Time first = it->second;  // a local: clang 14 cannot capture a structured binding
-  auto reboots = std::count_if(h.reboots.begin(), h.reboots.end(), [&](Time r) { return r > first; });
+  auto reboots =
+      std::count_if(h.reboots.begin(), h.reboots.end(), [&](Time r) { return r > first; });
   if (reboots >= p.reboots) {
     h.latched_failure = "Xid " + std::to_string(code) + " again after " + std::to_string(reboots) +
-                       " reboots: the hardware needs inspection";
+                        " reboots: the hardware needs inspection";
   }
 }
 
@@ -109,7 +110,8 @@ std::string Subject::FailureReason(Time now, const FailurePolicy& p) {
 }
 
 std::optional<std::string> Subject::DrainReason() const {
-  if (cordoned_) return "drained by operator: " + (history_ ? history_->cordon_reason : std::string());
+  if (cordoned_)
+    return "drained by operator: " + (history_ ? history_->cordon_reason : std::string());
   const Fault* worst = faults_.WorstOpen();
   if (worst != nullptr && worst->finding.condition.effect == Effect::kDrain) {
     return Describe(*worst);
@@ -172,7 +174,8 @@ std::pair<HealthState, std::string> Subject::Target(Time now, const SubjectPolic
       if (drain) return {HealthState::kQuarantined, *drain};
       if (p.require_validation && validated_at_ < since_) return {state_, ""};
       if (!p.require_validation) return back_in_pool("validation not required");
-      return back_in_pool(validated_clean_ ? "validation passed" : "validation done, with findings");
+      return back_in_pool(validated_clean_ ? "validation passed"
+                                           : "validation done, with findings");
     default:
       if (!drain) return InPoolState(now, p);
       if (!held.empty() && !DrainBypassesValve())

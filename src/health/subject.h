@@ -114,13 +114,14 @@ class Subject {
     std::string cordon_reason;
     Time repaired_at = -1;
     std::string repair_note;
-    std::string latched_failure;         // the reboot-level rule, once it fired
-    std::vector<Time> fatal_xids;        // incident times within the window, oldest first
-    std::vector<Time> remediations;      // times within the window
-    std::vector<Time> reboots;           // node reboots, last 7 days
+    std::string latched_failure;                  // the reboot-level rule, once it fired
+    std::vector<Time> fatal_xids;                 // incident times within the window, oldest first
+    std::vector<Time> remediations;               // times within the window
+    std::vector<Time> reboots;                    // node reboots, last 7 days
     std::map<uint64_t, Time> reboot_level_first;  // reboot-level Xid -> first seen
     bool Empty() const {
-      return fatal_xids.empty() && remediations.empty() && reboots.empty() && latched_failure.empty();
+      return fatal_xids.empty() && remediations.empty() && reboots.empty() &&
+             latched_failure.empty();
     }
   };
   History& history();  // created on first use

@@ -42,7 +42,7 @@ struct Thresholds {
   // channel), read over at most two heartbeats; an application that crashes again on the same GPU
   // seconds after a restart is a second incident -- the very pattern the 24 h rule looks for.
   Duration app_xid_incident = 5 * kSecond;
-  Duration info_quiet = kHour;         // informational findings fade after this
+  Duration info_quiet = kHour;  // informational findings fade after this
 };
 
 }  // namespace hangar::health

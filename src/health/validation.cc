@@ -209,7 +209,8 @@ FleetResults::Median FleetResults::MedianOf(std::string_view model, Metric m) co
   const std::pair<std::string, int> key{std::string(model), static_cast<int>(m)};
   auto cached = cache_.find(key);
   if (cached != cache_.end() && cached->second.median.nodes >= 64 &&
-      (records - cached->second.at_records) * 16 <= static_cast<uint64_t>(cached->second.median.nodes)) {
+      (records - cached->second.at_records) * 16 <=
+          static_cast<uint64_t>(cached->second.median.nodes)) {
     return cached->second.median;
   }
   const Median exact = ExactMedianOf(model, m);

@@ -7,7 +7,8 @@
 //       sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 //       size: 16060522496          # bytes (or 64Mi, 2Gi: exact multiples)
 //       path: /models/llama-8b.safetensors
-//     - path: /data/shards          # a dataset split across the tasks: rank r gets shards r, r+N, ...
+//     - path: /data/shards          # a dataset split across the tasks: rank r gets shards r, r+N,
+//     ...
 //       shard_by: rank
 //       shards:
 //         - {source: "file:///data/imagenet/part-000.tar", sha256: ..., size: 512Mi}
@@ -39,7 +40,8 @@ struct ArtifactSpec {
   bool operator==(const ArtifactSpec&) const = default;
 };
 
-// One object as a task sees it: the object, and where it appears ("/models/x", "/data/shards/part-000.tar").
+// One object as a task sees it: the object, and where it appears ("/models/x",
+// "/data/shards/part-000.tar").
 struct ArtifactView {
   const ArtifactObject* object;
   std::string path;

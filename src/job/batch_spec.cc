@@ -8,14 +8,15 @@ namespace hangar::job {
 namespace {
 
 constexpr const char* kArraySyntax =
-    "write e.g. \"0-49\", \"0-48:2\" (a step), \"1,3,5-7\" or \"0-99%8\" (at most 8 elements running at once)";
+    "write e.g. \"0-49\", \"0-48:2\" (a step), \"1,3,5-7\" or \"0-99%8\" (at most 8 elements "
+    "running at once)";
 
 StatusOr<int64_t> Number(std::string_view s, std::string_view what, std::string_view whole) {
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0) {
-    return Status::InvalidArgument("array '" + std::string(whole) + "': '" + std::string(s) + "' is not " +
-                                   std::string(what) + "; " + kArraySyntax);
+    return Status::InvalidArgument("array '" + std::string(whole) + "': '" + std::string(s) +
+                                   "' is not " + std::string(what) + "; " + kArraySyntax);
   }
   return v;
 }
@@ -37,18 +38,22 @@ StatusOr<ArrayPart> ParsePart(std::string_view part, std::string_view whole) {
     if (size_t colon = rest.find(':'); colon != std::string_view::npos) {
       HANGAR_ASSIGN_OR_RETURN(p.step, Number(rest.substr(colon + 1), "a step", whole));
       rest = rest.substr(0, colon);
-      if (p.step == 0) return Status::InvalidArgument("array '" + std::string(whole) + "': the step must be 1 or more");
+      if (p.step == 0)
+        return Status::InvalidArgument("array '" + std::string(whole) +
+                                       "': the step must be 1 or more");
     }
     HANGAR_ASSIGN_OR_RETURN(p.from, Number(part.substr(0, dash), "an index", whole));
     HANGAR_ASSIGN_OR_RETURN(p.to, Number(rest, "an index", whole));
     if (p.to < p.from) {
-      return Status::InvalidArgument("array '" + std::string(whole) + "': range " + std::string(part) +
+      return Status::InvalidArgument("array '" + std::string(whole) + "': range " +
+                                     std::string(part) +
                                      " ends before it starts; write the lower index first");
     }
   }
   if (p.to > ArraySpec::kMaxIndex) {
-    return Status::InvalidArgument("array '" + std::string(whole) + "': index " + std::to_string(p.to) +
-                                   " is over the largest index, " + std::to_string(ArraySpec::kMaxIndex) +
+    return Status::InvalidArgument("array '" + std::string(whole) + "': index " +
+                                   std::to_string(p.to) + " is over the largest index, " +
+                                   std::to_string(ArraySpec::kMaxIndex) +
                                    "; number the elements from 0");
   }
   return p;
@@ -74,12 +79,15 @@ StatusOr<std::string_view> SplitCap(std::string_view text, int* max_running) {
   if (size_t pct = text.find('%'); pct != std::string_view::npos) {
     HANGAR_ASSIGN_OR_RETURN(int64_t cap, Number(text.substr(pct + 1), "a count of elements", text));
     if (cap < 1 || cap > 1'000'000) {
-      return Status::InvalidArgument("array '" + std::string(text) + "': the cap after % must be 1 or more");
+      return Status::InvalidArgument("array '" + std::string(text) +
+                                     "': the cap after % must be 1 or more");
     }
     *max_running = static_cast<int>(cap);
     ranges = text.substr(0, pct);
   }
-  if (ranges.empty()) return Status::InvalidArgument("array '" + std::string(text) + "' names no elements; " + kArraySyntax);
+  if (ranges.empty())
+    return Status::InvalidArgument("array '" + std::string(text) + "' names no elements; " +
+                                   kArraySyntax);
   return ranges;
 }
 
@@ -92,9 +100,10 @@ StatusOr<uint64_t> JobId(const nlohmann::json& v, std::string_view kind) {
     if (!s.empty() && ec == std::errc() && end == s.data() + s.size()) return id;
   }
   // Replaced, not thrown on: an id given as bytes that are not UTF-8 is refused like any other.
-  return Status::InvalidArgument("after." + std::string(kind) + ": " +
-                                 v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                                 " is not a job id; list ids such as [12, 13] (an array's id means all its elements)");
+  return Status::InvalidArgument(
+      "after." + std::string(kind) + ": " +
+      v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+      " is not a job id; list ids such as [12, 13] (an array's id means all its elements)");
 }
 
 }  // namespace
@@ -106,9 +115,10 @@ StatusOr<size_t> CountArrayElements(std::string_view text) {
   HANGAR_RETURN_IF_ERROR(ForEachPart(ranges, text, [&](const ArrayPart& p) -> Status {
     total += p.count();  // each part at most kMaxIndex + 1: no overflow before the check below
     if (total > static_cast<int64_t>(ArraySpec::kMaxElements)) {
-      return Status::InvalidArgument("array '" + std::string(text.substr(0, 40)) + (text.size() > 40 ? "..." : "") +
-                                     "' has more than " + std::to_string(ArraySpec::kMaxElements) +
-                                     " elements (counting each part as written); split it into several arrays");
+      return Status::InvalidArgument(
+          "array '" + std::string(text.substr(0, 40)) + (text.size() > 40 ? "..." : "") +
+          "' has more than " + std::to_string(ArraySpec::kMaxElements) +
+          " elements (counting each part as written); split it into several arrays");
     }
     return Status::Ok();
   }));
@@ -133,9 +143,12 @@ StatusOr<ArraySpec> ParseArraySpec(std::string_view text) {
 
 std::string_view DependencyKindName(DependencyKind k) {
   switch (k) {
-    case DependencyKind::kOk: return "ok";
-    case DependencyKind::kAny: return "any";
-    case DependencyKind::kNotOk: return "notok";
+    case DependencyKind::kOk:
+      return "ok";
+    case DependencyKind::kAny:
+      return "any";
+    case DependencyKind::kNotOk:
+      return "notok";
   }
   return "?";
 }
@@ -154,14 +167,20 @@ nlohmann::json Dependencies::ToJson() const {
 
 StatusOr<Dependencies> DependenciesFromJson(const nlohmann::json& j) {
   if (!j.is_object()) {
-    return Status::InvalidArgument("after must be a map such as {ok: [12], any: [13], notok: [14]}");
+    return Status::InvalidArgument(
+        "after must be a map such as {ok: [12], any: [13], notok: [14]}");
   }
   Dependencies d;
   for (const auto& [key, list] : j.items()) {
-    std::vector<uint64_t>* into = key == "ok" ? &d.ok : key == "any" ? &d.any : key == "notok" ? &d.notok : nullptr;
+    std::vector<uint64_t>* into = key == "ok"      ? &d.ok
+                                  : key == "any"   ? &d.any
+                                  : key == "notok" ? &d.notok
+                                                   : nullptr;
     if (!into) {
-      return Status::InvalidArgument("after." + key + " is not a kind of dependency; use ok (succeeded), any (ended) "
-                                     "or notok (failed, cancelled or timed out)");
+      return Status::InvalidArgument(
+          "after." + key +
+          " is not a kind of dependency; use ok (succeeded), any (ended) "
+          "or notok (failed, cancelled or timed out)");
     }
     if (!list.is_array()) {
       if (list.is_null()) continue;
@@ -174,7 +193,9 @@ StatusOr<Dependencies> DependenciesFromJson(const nlohmann::json& j) {
       into->push_back(id);
     }
   }
-  if (d.size() > 1000) return Status::InvalidArgument("after names more than 1000 jobs; depend on an array's id instead");
+  if (d.size() > 1000)
+    return Status::InvalidArgument(
+        "after names more than 1000 jobs; depend on an array's id instead");
   return d;
 }
 
@@ -189,8 +210,9 @@ StatusOr<Dependencies> ParseDependencyFlag(std::string_view text) {
     std::string kind(part.substr(0, colon));
     if (kind.rfind("after", 0) == 0) kind = kind.substr(5);
     if (colon == std::string_view::npos || (kind != "ok" && kind != "any" && kind != "notok")) {
-      return Status::InvalidArgument("dependency '" + std::string(part) +
-                                     "' must be KIND:ID[:ID...] with KIND ok, any or notok, e.g. ok:12:13,any:14");
+      return Status::InvalidArgument(
+          "dependency '" + std::string(part) +
+          "' must be KIND:ID[:ID...] with KIND ok, any or notok, e.g. ok:12:13,any:14");
     }
     std::string_view ids = part.substr(colon + 1);
     size_t s = 0;
@@ -200,7 +222,8 @@ StatusOr<Dependencies> ParseDependencyFlag(std::string_view text) {
       s = c + 1;
     }
   }
-  if (j.empty()) return Status::InvalidArgument("the dependency is empty; write e.g. ok:12:13,any:14");
+  if (j.empty())
+    return Status::InvalidArgument("the dependency is empty; write e.g. ok:12:13,any:14");
   return DependenciesFromJson(j);
 }
 

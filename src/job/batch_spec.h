@@ -8,11 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -40,9 +39,10 @@ enum class DependencyKind : uint8_t { kOk, kAny, kNotOk };
 std::string_view DependencyKindName(DependencyKind k);  // "ok", "any", "notok"
 
 struct Dependencies {
-  std::vector<uint64_t> ok;     // start once these succeeded; never if one did not
-  std::vector<uint64_t> any;    // start once these ended, however
-  std::vector<uint64_t> notok;  // start once these failed, were cancelled or timed out; never if one succeeded
+  std::vector<uint64_t> ok;   // start once these succeeded; never if one did not
+  std::vector<uint64_t> any;  // start once these ended, however
+  std::vector<uint64_t>
+      notok;  // start once these failed, were cancelled or timed out; never if one succeeded
   bool empty() const { return ok.empty() && any.empty() && notok.empty(); }
   size_t size() const { return ok.size() + any.size() + notok.size(); }
   const std::vector<uint64_t>& of(DependencyKind k) const;

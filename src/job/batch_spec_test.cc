@@ -23,12 +23,14 @@ TEST(ArraySpecTest, ExpandsRangesStepsListsAndTheCap) {
 }
 
 TEST(ArraySpecTest, RefusesWhatSlurmWouldWithTheSyntax) {
-  for (const char* bad : {"", "%4", "a-3", "5-2", "0-9:0", "0-9%0", "1,,2", "-3", "0-9:x", "0-200000"}) {
+  for (const char* bad :
+       {"", "%4", "a-3", "5-2", "0-9:0", "0-9%0", "1,,2", "-3", "0-9:x", "0-200000"}) {
     auto a = ParseArraySpec(bad);
     ASSERT_FALSE(a.ok()) << bad;
     EXPECT_NE(a.status().message().find("array '"), std::string::npos) << a.status().message();
   }
-  EXPECT_NE(ParseArraySpec("5-2").status().message().find("ends before it starts"), std::string::npos);
+  EXPECT_NE(ParseArraySpec("5-2").status().message().find("ends before it starts"),
+            std::string::npos);
   EXPECT_NE(ParseArraySpec("0-200000").status().message().find("split it"), std::string::npos);
 }
 
@@ -39,7 +41,8 @@ TEST(ArraySpecTest, ALongCommaListIsCountedAndRefusedBeforeItIsExpanded) {
   for (int i = 0; i < 150'000; ++i) list += (i ? "," : "") + std::to_string(i);
   auto n = CountArrayElements(list);
   ASSERT_FALSE(n.ok());
-  EXPECT_NE(n.status().message().find("more than 100000 elements"), std::string::npos) << n.status().message();
+  EXPECT_NE(n.status().message().find("more than 100000 elements"), std::string::npos)
+      << n.status().message();
   auto a = ParseArraySpec(list);
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("split it into several arrays"), std::string::npos);
@@ -53,7 +56,8 @@ TEST(ArraySpecTest, ALongCommaListIsCountedAndRefusedBeforeItIsExpanded) {
 // An index of 2^63 - 1 was accepted on its own (only ranges were checked), and a huge step
 // overflowed the expansion.
 TEST(ArraySpecTest, IndicesAreCappedAndStepsCannotOverflow) {
-  for (const char* bad : {"9223372036854775807", "9223372036854775808", "1,10000000", "5-10000000"}) {
+  for (const char* bad :
+       {"9223372036854775807", "9223372036854775808", "1,10000000", "5-10000000"}) {
     auto a = ParseArraySpec(bad);
     ASSERT_FALSE(a.ok()) << bad;
     EXPECT_NE(a.status().message().find("array '"), std::string::npos) << a.status().message();
@@ -99,7 +103,8 @@ TEST(DependenciesTest, TheJobFileCarriesArrayAndAfterBothWays) {
 array: "0-9%2"
 after: {ok: [4], notok: [5]}
 tasks: [{replicas: 1, gpus: 1, command: [/bin/true]}]
-)", "sweep.yaml");
+)",
+                           "sweep.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->array.indices.size(), 10u);
   EXPECT_EQ(spec->array.max_running, 2);

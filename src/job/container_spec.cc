@@ -7,7 +7,8 @@
 namespace hangar::job {
 namespace {
 
-constexpr char kImageForm[] = "write it as [registry/]repository[:tag][@sha256:<digest>], e.g. 127.0.0.1:5000/team/train:1.2";
+constexpr char kImageForm[] =
+    "write it as [registry/]repository[:tag][@sha256:<digest>], e.g. 127.0.0.1:5000/team/train:1.2";
 
 bool LooksLikeRegistry(std::string_view first) {
   return first.find('.') != std::string_view::npos || first.find(':') != std::string_view::npos ||
@@ -21,7 +22,9 @@ bool CleanAbsolute(const std::string& p) {
 
 }  // namespace
 
-std::string ImageRef::Name() const { return registry.empty() ? repository : registry + "/" + repository; }
+std::string ImageRef::Name() const {
+  return registry.empty() ? repository : registry + "/" + repository;
+}
 
 std::string ImageRef::Reference() const {
   if (!digest.empty()) return Name() + "@" + digest;
@@ -29,9 +32,9 @@ std::string ImageRef::Reference() const {
 }
 
 bool ImageRef::OnLoopback() const {
-  const std::string host = registry.substr(0, registry.rfind(':') == std::string::npos || registry.back() == ']'
-                                                  ? registry.size()
-                                                  : registry.rfind(':'));
+  const std::string host = registry.substr(
+      0, registry.rfind(':') == std::string::npos || registry.back() == ']' ? registry.size()
+                                                                            : registry.rfind(':'));
   return host == "127.0.0.1" || host == "localhost" || host == "[::1]";
 }
 
@@ -40,7 +43,8 @@ StatusOr<ImageRef> ParseImageRef(std::string_view text) {
   static const std::regex path_re("^[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$");
   static const std::regex tag_re("^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$");
   const std::string original(text);
-  if (text.empty()) return Status::InvalidArgument("image must not be empty; " + std::string(kImageForm));
+  if (text.empty())
+    return Status::InvalidArgument("image must not be empty; " + std::string(kImageForm));
   ImageRef r;
   std::string rest(text);
   if (const size_t at = rest.find('@'); at != std::string::npos) {
@@ -51,7 +55,8 @@ StatusOr<ImageRef> ParseImageRef(std::string_view text) {
                                      "' is not sha256: and 64 lowercase hex digits");
     }
   }
-  if (const size_t slash = rest.find('/'); slash != std::string::npos && LooksLikeRegistry(rest.substr(0, slash))) {
+  if (const size_t slash = rest.find('/');
+      slash != std::string::npos && LooksLikeRegistry(rest.substr(0, slash))) {
     r.registry = rest.substr(0, slash);
     rest = rest.substr(slash + 1);
   }
@@ -59,12 +64,14 @@ StatusOr<ImageRef> ParseImageRef(std::string_view text) {
     r.tag = rest.substr(colon + 1);
     rest.resize(colon);
     if (!std::regex_match(r.tag, tag_re)) {
-      return Status::InvalidArgument("image '" + original + "': tag '" + r.tag + "' is not a valid tag; " + kImageForm);
+      return Status::InvalidArgument("image '" + original + "': tag '" + r.tag +
+                                     "' is not a valid tag; " + kImageForm);
     }
   }
   if (!std::regex_match(rest, path_re)) {
-    return Status::InvalidArgument("image '" + original + "': repository '" + rest +
-                                   "' must be lowercase letters, digits and . _ - separated by /; " + kImageForm);
+    return Status::InvalidArgument(
+        "image '" + original + "': repository '" + rest +
+        "' must be lowercase letters, digits and . _ - separated by /; " + kImageForm);
   }
   r.repository = rest;
   return r;
@@ -96,8 +103,10 @@ StatusOr<Mount> ParseMount(std::string_view text) {
     parts.push_back(t.substr(start, colon - start));
   }
   parts.push_back(t.substr(start));
-  const std::string form = "; write HOST:CONTAINER (read-only) or HOST:CONTAINER:rw, both absolute paths";
-  if (parts.size() < 2 || parts.size() > 3) return Status::InvalidArgument("mount '" + t + "'" + form);
+  const std::string form =
+      "; write HOST:CONTAINER (read-only) or HOST:CONTAINER:rw, both absolute paths";
+  if (parts.size() < 2 || parts.size() > 3)
+    return Status::InvalidArgument("mount '" + t + "'" + form);
   Mount m{parts[0], parts[1], true};
   if (parts.size() == 3) {
     if (parts[2] != "ro" && parts[2] != "rw") {
@@ -106,27 +115,32 @@ StatusOr<Mount> ParseMount(std::string_view text) {
     m.read_only = parts[2] == "ro";
   }
   if (!CleanAbsolute(m.host) || !CleanAbsolute(m.path)) {
-    return Status::InvalidArgument("mount '" + t + "': both paths must be absolute and normalised (no .., no //)" + form);
+    return Status::InvalidArgument(
+        "mount '" + t + "': both paths must be absolute and normalised (no .., no //)" + form);
   }
   return m;
 }
 
-std::string MountText(const Mount& m) { return m.host + ":" + m.path + (m.read_only ? ":ro" : ":rw"); }
+std::string MountText(const Mount& m) {
+  return m.host + ":" + m.path + (m.read_only ? ":ro" : ":rw");
+}
 
-Status CheckMountsAllowed(const std::vector<Mount>& mounts, const std::vector<std::string>& allowed) {
+Status CheckMountsAllowed(const std::vector<Mount>& mounts,
+                          const std::vector<std::string>& allowed) {
   for (const Mount& m : mounts) {
     const bool ok = std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) {
       if (a == "/") return true;
-      return m.host == a || (m.host.size() > a.size() && m.host.compare(0, a.size(), a) == 0 && m.host[a.size()] == '/');
+      return m.host == a || (m.host.size() > a.size() && m.host.compare(0, a.size(), a) == 0 &&
+                             m.host[a.size()] == '/');
     });
     if (ok) continue;
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    return Status::PermissionDenied("mount " + MountText(m) + ": host path " + m.host +
-                                    " is not under a path this cluster allows (" +
-                                    (list.empty() ? std::string("none: cluster.yaml has no containers.mounts_allowed")
-                                                  : list) +
-                                    "); ask an admin to add it to containers.mounts_allowed in cluster.yaml");
+    return Status::PermissionDenied(
+        "mount " + MountText(m) + ": host path " + m.host +
+        " is not under a path this cluster allows (" +
+        (list.empty() ? std::string("none: cluster.yaml has no containers.mounts_allowed") : list) +
+        "); ask an admin to add it to containers.mounts_allowed in cluster.yaml");
   }
   return Status::Ok();
 }

@@ -8,11 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -63,6 +62,7 @@ struct ContainerSpec {
 
 // Whether every mount's host path lies under one of `allowed` (absolute paths; a path is under
 // itself). The error names the mount and lists what the cluster allows.
-Status CheckMountsAllowed(const std::vector<Mount>& mounts, const std::vector<std::string>& allowed);
+Status CheckMountsAllowed(const std::vector<Mount>& mounts,
+                          const std::vector<std::string>& allowed);
 
 }  // namespace hangar::job

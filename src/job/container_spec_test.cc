@@ -59,7 +59,8 @@ TEST(MountTest, AllowListMatchesWholePathComponents) {
   EXPECT_TRUE(CheckMountsAllowed(m, {"/data/set"}).ok());
   Status sibling = CheckMountsAllowed({*ParseMount("/database:/d")}, {"/data"});
   ASSERT_FALSE(sibling.ok());
-  EXPECT_NE(sibling.message().find("/database is not under a path this cluster allows (/data)"), std::string::npos);
+  EXPECT_NE(sibling.message().find("/database is not under a path this cluster allows (/data)"),
+            std::string::npos);
   Status none = CheckMountsAllowed(m, {});
   EXPECT_NE(none.message().find("containers.mounts_allowed"), std::string::npos);
 }
@@ -75,7 +76,8 @@ tasks:
     mounts: ["/data:/data", "/scratch:/out:rw"]
     shm_size: 1Gi
     command: [python, train.py]
-)", "job.yaml");
+)",
+                           "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const TaskGroupSpec& g = spec->tasks[0];
   EXPECT_EQ(g.container.image, "127.0.0.1:5000/team/train:1");
@@ -95,7 +97,8 @@ TEST(ContainerJobSpecTest, RefusesContainerFieldsWithoutAnImageAndBadWorkdirs) {
   auto no_image = ParseJobSpec("name: j\ntasks: [{mounts: [\"/a:/a\"], command: [x]}]", "job.yaml");
   ASSERT_FALSE(no_image.ok());
   EXPECT_NE(no_image.status().message().find("add image:"), std::string::npos);
-  auto rel = ParseJobSpec("name: j\ntasks: [{image: busybox, workdir: work, command: [x]}]", "job.yaml");
+  auto rel =
+      ParseJobSpec("name: j\ntasks: [{image: busybox, workdir: work, command: [x]}]", "job.yaml");
   ASSERT_FALSE(rel.ok());
   EXPECT_NE(rel.status().message().find("inside the container"), std::string::npos);
   auto bad = ParseJobSpec("name: j\ntasks: [{image: \"Bad/Name\", command: [x]}]", "job.yaml");

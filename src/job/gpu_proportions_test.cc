@@ -26,7 +26,8 @@ class GpuProportionsTest : public ::testing::Test {
     file_ = std::move(*f);
   }
   StatusOr<JobSpec> Apply(const std::string& group) {
-    auto spec = ParseJobSpec("name: j\ntasks:\n  - " + group + "\n    command: [true]\n", "job.yaml");
+    auto spec =
+        ParseJobSpec("name: j\ntasks:\n  - " + group + "\n    command: [true]\n", "job.yaml");
     if (!spec.ok()) return spec.status();
     HANGAR_RETURN_IF_ERROR(ApplyGpuModelLimits(file_.gpu_models, *file_.topology, &*spec));
     return spec;
@@ -84,7 +85,8 @@ TEST_F(GpuProportionsTest, AboveTheMaximumIsRefusedWithWhatToDo) {
   EXPECT_FALSE(Apply("gpus: 2\n    gpu_models: [H100]\n    cpu_per_gpu: 20\n    cpu: 12").ok());
   auto mem = Apply("gpus: 1\n    gpu_models: [H100]\n    memory_per_gpu: 300Gi");
   ASSERT_FALSE(mem.ok());
-  EXPECT_NE(mem.status().message().find("300Gi of memory per GPU"), std::string::npos) << mem.status().message();
+  EXPECT_NE(mem.status().message().find("300Gi of memory per GPU"), std::string::npos)
+      << mem.status().message();
 }
 
 TEST_F(GpuProportionsTest, SeveralModelsTakeTheSmallestDefaultAndEveryMaximum) {

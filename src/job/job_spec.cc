@@ -19,10 +19,14 @@ std::string_view TierName(Tier t) {
 
 int64_t TaskGroupSpec::ReplicaMilliGpu() const {
   switch (gpu.kind) {
-    case GpuKind::kNone: return 0;
-    case GpuKind::kWhole: return gpu.count * cluster::kMilliPerGpu;
-    case GpuKind::kShared: return gpu.milli;
-    case GpuKind::kMig: return gpu.mig_slices * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu;
+    case GpuKind::kNone:
+      return 0;
+    case GpuKind::kWhole:
+      return gpu.count * cluster::kMilliPerGpu;
+    case GpuKind::kShared:
+      return gpu.milli;
+    case GpuKind::kMig:
+      return gpu.mig_slices * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu;
   }
   return 0;
 }
@@ -41,9 +45,9 @@ int64_t JobSpec::TotalMilliGpu() const {
 
 namespace {
 const std::pair<const char*, int> kSignals[] = {
-    {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"USR1", SIGUSR1},
-    {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"ALRM", SIGALRM},
-    {"WINCH", SIGWINCH}};
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},  {"KILL", SIGKILL},
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},  {"CONT", SIGCONT},
+    {"STOP", SIGSTOP}, {"ALRM", SIGALRM}, {"WINCH", SIGWINCH}};
 }  // namespace
 
 std::optional<int> ParseSignal(std::string_view name) {
@@ -73,7 +77,8 @@ StatusOr<std::pair<int, int64_t>> ParseMigProfile(std::string_view profile) {
   std::cmatch m;
   std::string p(profile);
   if (!std::regex_match(p.c_str(), m, re)) {
-    return Status::InvalidArgument("'" + p + "' is not a MIG profile; write it like 1g.10gb or 3g.40gb");
+    return Status::InvalidArgument("'" + p +
+                                   "' is not a MIG profile; write it like 1g.10gb or 3g.40gb");
   }
   int slices = std::stoi(m[1]);
   if (slices == 5 || slices == 6) {
@@ -81,7 +86,8 @@ StatusOr<std::pair<int, int64_t>> ParseMigProfile(std::string_view profile) {
                                    "-slice profile; use 1g, 2g, 3g, 4g or 7g");
   }
   if (!cluster::IsKnownMigProfile(p)) {
-    return Status::InvalidArgument("'" + p + "' is not a MIG profile of any GPU Hangar knows; use one of " +
+    return Status::InvalidArgument("'" + p +
+                                   "' is not a MIG profile of any GPU Hangar knows; use one of " +
                                    cluster::KnownMigProfiles());
   }
   return std::pair<int, int64_t>(slices, std::stoll(m[2]) * 1024);
@@ -90,7 +96,8 @@ StatusOr<std::pair<int, int64_t>> ParseMigProfile(std::string_view profile) {
 std::string RunAs::Describe() const {
   if (!uid) return account.empty() ? "the agent's own user" : "account " + account;
   std::string out = "uid " + std::to_string(*uid) + " gid " + std::to_string(gid);
-  for (size_t i = 0; i < groups.size(); ++i) out += (i ? "," : " groups ") + std::to_string(groups[i]);
+  for (size_t i = 0; i < groups.size(); ++i)
+    out += (i ? "," : " groups ") + std::to_string(groups[i]);
   return out;
 }
 
@@ -108,15 +115,18 @@ nlohmann::json RunAs::ToJson() const {
 
 Status RunAs::Check() const {
   if (!account.empty() && uid) {
-    return Status::InvalidArgument("give either an account (a name the nodes resolve) or a uid (with gid and "
-                                   "groups), not both");
+    return Status::InvalidArgument(
+        "give either an account (a name the nodes resolve) or a uid (with gid and "
+        "groups), not both");
   }
   if (!uid && (gid != 0 || !groups.empty())) {
-    return Status::InvalidArgument("gid and groups go with a uid; an account's groups come from the nodes' group "
-                                   "database");
+    return Status::InvalidArgument(
+        "gid and groups go with a uid; an account's groups come from the nodes' group "
+        "database");
   }
   if (groups.size() > kMaxGroups) {
-    return Status::InvalidArgument("at most " + std::to_string(kMaxGroups) + " supplementary groups");
+    return Status::InvalidArgument("at most " + std::to_string(kMaxGroups) +
+                                   " supplementary groups");
   }
   return Status::Ok();
 }
@@ -124,18 +134,21 @@ Status RunAs::Check() const {
 Status RunAs::CheckAccountName(const std::string& name) {
   static const std::regex name_re(R"(^[A-Za-z0-9_][A-Za-z0-9._-]{0,31}$)");
   if (std::regex_match(name, name_re)) return Status::Ok();
-  return Status::InvalidArgument("account '" + name + "' is not a Unix account name (1-32 letters, digits, '.', "
+  return Status::InvalidArgument("account '" + name +
+                                 "' is not a Unix account name (1-32 letters, digits, '.', "
                                  "'_' or '-', not starting with '.' or '-')");
 }
 
 StatusOr<RunAs> RunAs::FromJson(const nlohmann::json& j) {
-  const std::string form = "run_as is {\"account\": NAME} or {\"uid\": N, \"gid\": N, \"groups\": [N, ...]}";
+  const std::string form =
+      "run_as is {\"account\": NAME} or {\"uid\": N, \"gid\": N, \"groups\": [N, ...]}";
   if (!j.is_object()) return Status::InvalidArgument(form);
   auto id = [&](const char* key) -> StatusOr<std::optional<uint32_t>> {
     if (!j.contains(key)) return std::optional<uint32_t>();
     const auto& v = j[key];
     if (!v.is_number_unsigned() || v.get<uint64_t>() > kMaxId) {
-      return Status::InvalidArgument(std::string(key) + " must be a number from 0 to " + std::to_string(kMaxId));
+      return Status::InvalidArgument(std::string(key) + " must be a number from 0 to " +
+                                     std::to_string(kMaxId));
     }
     return std::optional<uint32_t>(static_cast<uint32_t>(v.get<uint64_t>()));
   };
@@ -156,11 +169,15 @@ StatusOr<RunAs> RunAs::FromJson(const nlohmann::json& j) {
   if (gid && !r.uid) return Status::InvalidArgument("gid goes with a uid");
   r.gid = gid.value_or(r.uid.value_or(0));
   if (j.contains("groups")) {
-    if (!j["groups"].is_array()) return Status::InvalidArgument("groups must be a list of group ids");
-    if (!r.uid) return Status::InvalidArgument("groups go with a uid; an account's groups come from the nodes");
+    if (!j["groups"].is_array())
+      return Status::InvalidArgument("groups must be a list of group ids");
+    if (!r.uid)
+      return Status::InvalidArgument(
+          "groups go with a uid; an account's groups come from the nodes");
     for (const auto& g : j["groups"]) {
       if (!g.is_number_unsigned() || g.get<uint64_t>() > kMaxId) {
-        return Status::InvalidArgument("groups must be numbers from 0 to " + std::to_string(kMaxId));
+        return Status::InvalidArgument("groups must be numbers from 0 to " +
+                                       std::to_string(kMaxId));
       }
       r.groups.push_back(static_cast<uint32_t>(g.get<uint64_t>()));
     }
@@ -199,7 +216,8 @@ class JobParser {
   JobParser(const YamlSource& src, bool fresh) : src_(src), fresh_(fresh) {}
 
   StatusOr<JobSpec> Parse(const YAML::Node& root) {
-    if (!root.IsMap()) return src_.Error(root, "a job file is a map with at least 'name' and 'tasks'");
+    if (!root.IsMap())
+      return src_.Error(root, "a job file is a map with at least 'name' and 'tasks'");
     HANGAR_RETURN_IF_ERROR(CheckAllKeys(root));
     JobSpec spec;
     HANGAR_ASSIGN_OR_RETURN(spec.name, src_.String(root, "name"));
@@ -224,13 +242,19 @@ class JobParser {
     if (prio) spec.priority = static_cast<int>(*prio);
     HANGAR_ASSIGN_OR_RETURN(auto tier, src_.OptString(root, "tier"));
     if (tier) {
-      if (*tier == "guaranteed") spec.tier = Tier::kGuaranteed;
-      else if (*tier == "opportunistic") spec.tier = Tier::kOpportunistic;
-      else return src_.Error(root["tier"], "tier must be guaranteed or opportunistic, not '" + *tier + "'");
+      if (*tier == "guaranteed")
+        spec.tier = Tier::kGuaranteed;
+      else if (*tier == "opportunistic")
+        spec.tier = Tier::kOpportunistic;
+      else
+        return src_.Error(root["tier"],
+                          "tier must be guaranteed or opportunistic, not '" + *tier + "'");
     }
     HANGAR_ASSIGN_OR_RETURN(spec.time_limit, DurationField(root, "time_limit"));
     if (fresh_ && root["time_limit"] && spec.time_limit <= 0) {
-      return src_.Error(root["time_limit"], "time_limit must be positive, such as 30m or 2h; leave it out for no limit");
+      return src_.Error(
+          root["time_limit"],
+          "time_limit must be positive, such as 30m or 2h; leave it out for no limit");
     }
     HANGAR_ASSIGN_OR_RETURN(spec.min_run_time, DurationField(root, "min_run_time"));
     HANGAR_ASSIGN_OR_RETURN(auto interactive, src_.OptBool(root, "interactive"));
@@ -239,19 +263,22 @@ class JobParser {
     spec.terminal = terminal.value_or(false);
     HANGAR_ASSIGN_OR_RETURN(auto stdin_open, src_.OptBool(root, "stdin"));
     spec.stdin_open = stdin_open.value_or(false);
-    if (const YAML::Node cp = root["checkpoint"]) HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
+    if (const YAML::Node cp = root["checkpoint"])
+      HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
     if (const YAML::Node pr = root["progress"]) {
       auto p = ProgressSpecFromJson(YamlToJson(pr));
       if (!p.ok()) return src_.Error(pr, p.status().message());
       spec.progress = *p;
     }
-    if (const YAML::Node topo = root["topology"]) HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
+    if (const YAML::Node topo = root["topology"])
+      HANGAR_RETURN_IF_ERROR(ParseTopology(topo, &spec));
     HANGAR_RETURN_IF_ERROR(ParseBatch(root, &spec));
     HANGAR_RETURN_IF_ERROR(ParseNodeRules(root, &spec));
     const YAML::Node tasks = root["tasks"];
     if (!tasks || !tasks.IsSequence() || tasks.size() == 0) {
-      return src_.Error(tasks ? tasks : root, "'tasks' must be a non-empty list of task groups "
-                                              "(each with replicas, gpus and command)");
+      return src_.Error(tasks ? tasks : root,
+                        "'tasks' must be a non-empty list of task groups "
+                        "(each with replicas, gpus and command)");
     }
     HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(root, "workdir"));  // the groups' default
     HANGAR_ASSIGN_OR_RETURN(auto image, src_.OptString(root, "image"));
@@ -270,7 +297,8 @@ class JobParser {
       }
       for (const auto& other : spec.tasks) {
         if (other.name == group.name) {
-          return src_.Error(t, "two task groups are named '" + group.name + "'; give each its own name");
+          return src_.Error(
+              t, "two task groups are named '" + group.name + "'; give each its own name");
         }
       }
       spec.tasks.push_back(std::move(group));
@@ -288,32 +316,37 @@ class JobParser {
     static const std::regex name_re(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$)");
     if (std::regex_match(name, name_re)) return Status::Ok();
     std::string shown = name.size() > 40 ? name.substr(0, 40) + "..." : name;
-    return src_.Error(t["name"], "task group name '" + shown + "' (" + std::to_string(name.size()) +
-                                     " bytes) must be 1-63 letters, digits, '.', '_' or '-', starting with a "
-                                     "letter or digit");
+    return src_.Error(t["name"],
+                      "task group name '" + shown + "' (" + std::to_string(name.size()) +
+                          " bytes) must be 1-63 letters, digits, '.', '_' or '-', starting with a "
+                          "letter or digit");
   }
 
-  static constexpr std::string_view kJobKeys[] = {"name",     "queue",    "user",       "priority",     "tier",
-                                                  "tasks",    "topology", "time_limit", "min_run_time", "checkpoint",
-                                                  "workdir",  "run_as",   "array",      "after",        "image",
-                                                  "artifacts", "reservation", "interactive", "terminal",
-                                                  "stdin", "progress", "include_nodes", "exclude_nodes", "account"};
-  static constexpr std::string_view kArtifactKeys[] = {"source", "sha256", "size", "path", "shard_by", "shards"};
+  static constexpr std::string_view kJobKeys[] = {
+      "name",     "queue",      "user",         "priority",      "tier",          "tasks",
+      "topology", "time_limit", "min_run_time", "checkpoint",    "workdir",       "run_as",
+      "array",    "after",      "image",        "artifacts",     "reservation",   "interactive",
+      "terminal", "stdin",      "progress",     "include_nodes", "exclude_nodes", "account"};
+  static constexpr std::string_view kArtifactKeys[] = {"source", "sha256",   "size",
+                                                       "path",   "shard_by", "shards"};
   static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
   static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
   static constexpr std::string_view kTaskKeys[] = {
-      "name",           "replicas",    "gpus",           "gpu_fraction", "gpu_memory", "mig",           "gpu_models",
-      "min_gpu_memory", "cpu_per_gpu", "memory_per_gpu", "cpu",          "memory",     "node_selector", "command",
-      "env",            "workdir",     "image",          "mounts",       "shm_size",      "artifacts"};
+      "name",    "replicas",   "gpus",           "gpu_fraction", "gpu_memory",
+      "mig",     "gpu_models", "min_gpu_memory", "cpu_per_gpu",  "memory_per_gpu",
+      "cpu",     "memory",     "node_selector",  "command",      "env",
+      "workdir", "image",      "mounts",         "shm_size",     "artifacts"};
 
   // Every unknown key of the job, its checkpoint, topology and task groups in one error, so a
   // spec with several typos is fixed in one round.
   Status CheckAllKeys(const YAML::Node& root) {
     std::vector<std::string> unknown;
     src_.UnknownKeys(root, "the job", kJobKeys, &unknown);
-    if (const YAML::Node cp = root["checkpoint"]) src_.UnknownKeys(cp, "checkpoint", kCheckpointKeys, &unknown);
-    if (const YAML::Node topo = root["topology"]) src_.UnknownKeys(topo, "topology", kTopologyKeys, &unknown);
+    if (const YAML::Node cp = root["checkpoint"])
+      src_.UnknownKeys(cp, "checkpoint", kCheckpointKeys, &unknown);
+    if (const YAML::Node topo = root["topology"])
+      src_.UnknownKeys(topo, "topology", kTopologyKeys, &unknown);
     ArtifactKeys(root, &unknown);
     if (const YAML::Node tasks = root["tasks"]; tasks && tasks.IsSequence()) {
       for (const auto& t : tasks) {
@@ -337,9 +370,13 @@ class JobParser {
     HANGAR_ASSIGN_OR_RETURN(auto sig, src_.OptString(cp, "signal"));
     if (sig) {
       auto s = ParseSignal(*sig);
-      if (!s) return src_.Error(cp["signal"], "'" + *sig + "' is not a signal; use e.g. SIGUSR1 or SIGTERM");
+      if (!s)
+        return src_.Error(cp["signal"],
+                          "'" + *sig + "' is not a signal; use e.g. SIGUSR1 or SIGTERM");
       if (*s == SIGKILL || *s == SIGSTOP) {
-        return src_.Error(cp["signal"], "the checkpoint signal cannot be SIGKILL or SIGSTOP (they cannot be caught)");
+        return src_.Error(
+            cp["signal"],
+            "the checkpoint signal cannot be SIGKILL or SIGSTOP (they cannot be caught)");
       }
       spec->checkpoint.signal = *s;
     }
@@ -366,21 +403,24 @@ class JobParser {
 
   // include_nodes, exclude_nodes (node_list_spec.h) and the accounting label.
   Status ParseNodeRules(const YAML::Node& root, JobSpec* spec) {
-    for (auto [key, out] : {std::pair{"include_nodes", &spec->nodes.include}, std::pair{"exclude_nodes", &spec->nodes.exclude}}) {
+    for (auto [key, out] : {std::pair{"include_nodes", &spec->nodes.include},
+                            std::pair{"exclude_nodes", &spec->nodes.exclude}}) {
       const YAML::Node n = root[key];
       if (!n) continue;
       auto names = ParseNodeNames(YamlToJson(n), key);
       if (!names.ok()) return src_.Error(n, names.status().message());
       *out = std::move(*names);
     }
-    if (Status c = CheckNodeLists(spec->nodes); !c.ok()) return src_.Error(root["exclude_nodes"], c.message());
+    if (Status c = CheckNodeLists(spec->nodes); !c.ok())
+      return src_.Error(root["exclude_nodes"], c.message());
     HANGAR_ASSIGN_OR_RETURN(auto account, src_.OptString(root, "account"));
     if (account) {
       static const std::regex account_re(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$)");
       if (!std::regex_match(*account, account_re)) {
-        return src_.Error(root["account"], "account '" + account->substr(0, 80) +
-                                               "' must be 1-63 letters, digits, '.', '_' or '-', starting with a "
-                                               "letter or digit");
+        return src_.Error(root["account"],
+                          "account '" + account->substr(0, 80) +
+                              "' must be 1-63 letters, digits, '.', '_' or '-', starting with a "
+                              "letter or digit");
       }
       spec->account = *account;
     }
@@ -392,13 +432,16 @@ class JobParser {
     HANGAR_ASSIGN_OR_RETURN(std::string same, src_.String(topo, "same"));
     auto level = cluster::ParseLevel(same);
     if (!level || *level == cluster::Level::kCluster) {
-      return src_.Error(topo["same"], "topology.same must be nvlink_domain, node, leaf or spine, not '" + same + "'");
+      return src_.Error(
+          topo["same"],
+          "topology.same must be nvlink_domain, node, leaf or spine, not '" + same + "'");
     }
     spec->topology.same = *level;
     HANGAR_ASSIGN_OR_RETURN(auto mode, src_.OptString(topo, "mode"));
     std::string m = mode.value_or("required");
     if (m != "required" && m != "preferred") {
-      return src_.Error(topo["mode"], "topology.mode must be required or preferred, not '" + m + "'");
+      return src_.Error(topo["mode"],
+                        "topology.mode must be required or preferred, not '" + m + "'");
     }
     spec->topology.required = m == "required";
     return Status::Ok();
@@ -416,8 +459,9 @@ class JobParser {
   Status ParseGpu(const YAML::Node& t, TaskGroupSpec* g) {
     int forms = !!t["gpus"] + !!t["gpu_fraction"] + !!t["mig"];
     if (forms > 1) {
-      return src_.Error(t, "a task asks GPUs in one form only: 'gpus' (whole), 'gpu_fraction' "
-                           "(a share of one GPU) or 'mig' (a MIG slice)");
+      return src_.Error(t,
+                        "a task asks GPUs in one form only: 'gpus' (whole), 'gpu_fraction' "
+                        "(a share of one GPU) or 'mig' (a MIG slice)");
     }
     HANGAR_ASSIGN_OR_RETURN(int64_t gpu_mem, Quantity(t, "gpu_memory", ParseMemoryMiB));
     if (t["gpus"]) {
@@ -426,14 +470,16 @@ class JobParser {
     } else if (t["gpu_fraction"]) {
       HANGAR_ASSIGN_OR_RETURN(int64_t milli, Quantity(t, "gpu_fraction", ParseMilliGpu));
       if (milli <= 0 || milli > 1000) {
-        return src_.Error(t["gpu_fraction"], "gpu_fraction must be above 0 and at most 1 (e.g. 0.25 or 250m)");
+        return src_.Error(t["gpu_fraction"],
+                          "gpu_fraction must be above 0 and at most 1 (e.g. 0.25 or 250m)");
       }
       if (milli == 1000) {
         g->gpu = {GpuKind::kWhole, 1, cluster::kMilliPerGpu, 0, "", 0};
       } else {
         if (gpu_mem <= 0) {
-          return src_.Error(t, "a fractional GPU needs gpu_memory too (e.g. gpu_memory: 20Gi), "
-                               "so that tasks sharing a GPU do not run out of its memory");
+          return src_.Error(t,
+                            "a fractional GPU needs gpu_memory too (e.g. gpu_memory: 20Gi), "
+                            "so that tasks sharing a GPU do not run out of its memory");
         }
         g->gpu = {GpuKind::kShared, 1, milli, gpu_mem, "", 0};
       }
@@ -444,8 +490,9 @@ class JobParser {
       g->gpu = {GpuKind::kMig, 1, 0, parsed->second, profile, parsed->first};
     }
     if (t["gpu_memory"] && g->gpu.kind == GpuKind::kWhole) {
-      return src_.Error(t["gpu_memory"], "gpu_memory goes with gpu_fraction; whole GPUs bring all "
-                                         "their memory (use min_gpu_memory to ask for bigger GPUs)");
+      return src_.Error(t["gpu_memory"],
+                        "gpu_memory goes with gpu_fraction; whole GPUs bring all "
+                        "their memory (use min_gpu_memory to ask for bigger GPUs)");
     }
     return Status::Ok();
   }
@@ -474,11 +521,13 @@ class JobParser {
     HANGAR_ASSIGN_OR_RETURN(g.cpu, Quantity(t, "cpu", ParseMilliCpu));
     HANGAR_ASSIGN_OR_RETURN(g.memory, Quantity(t, "memory", ParseMemoryMiB));
     if ((g.cpu_per_gpu || g.memory_per_gpu) && g.GpusPerReplica() == 0) {
-      return src_.Error(t, "cpu_per_gpu and memory_per_gpu need GPUs; for a CPU-only task use cpu and memory");
+      return src_.Error(
+          t, "cpu_per_gpu and memory_per_gpu need GPUs; for a CPU-only task use cpu and memory");
     }
     if (const YAML::Node sel = t["node_selector"]) {
       if (!sel.IsMap()) return src_.Error(sel, "node_selector must be a map of label: value");
-      for (const auto& kv : sel) g.node_selector.emplace_back(kv.first.as<std::string>(""), kv.second.as<std::string>(""));
+      for (const auto& kv : sel)
+        g.node_selector.emplace_back(kv.first.as<std::string>(""), kv.second.as<std::string>(""));
       std::sort(g.node_selector.begin(), g.node_selector.end());
     }
     if (const YAML::Node cmd = t["command"]) {
@@ -487,13 +536,15 @@ class JobParser {
       } else if (cmd.IsSequence()) {
         for (const auto& a : cmd) g.command.push_back(a.as<std::string>(""));
       } else {
-        return src_.Error(cmd, "command must be a string (run by /bin/sh -c) or a list of arguments");
+        return src_.Error(cmd,
+                          "command must be a string (run by /bin/sh -c) or a list of arguments");
       }
     }
     HANGAR_ASSIGN_OR_RETURN(auto workdir, src_.OptString(t, "workdir"));
     if (workdir) g.workdir = *workdir;
     if (fresh_ && g.workdir.size() > kMaxPathBytes) {
-      return src_.Error(t["workdir"], "workdir is " + std::to_string(g.workdir.size()) + " bytes long; a path is at most " +
+      return src_.Error(t["workdir"], "workdir is " + std::to_string(g.workdir.size()) +
+                                          " bytes long; a path is at most " +
                                           std::to_string(kMaxPathBytes));
     }
     HANGAR_RETURN_IF_ERROR(ParseContainer(t, &g));
@@ -548,19 +599,24 @@ class JobParser {
   Status ParseArtifacts(const YAML::Node& map, std::vector<ArtifactSpec>* out) {
     const YAML::Node list = map["artifacts"];
     if (!list) return Status::Ok();
-    if (!list.IsSequence()) return src_.Error(list, "artifacts must be a list of {source, sha256, size, path}");
+    if (!list.IsSequence())
+      return src_.Error(list, "artifacts must be a list of {source, sha256, size, path}");
     for (const auto& m : list) {
       if (!m.IsMap()) return src_.Error(m, "an artifact is a map: {source, sha256, size, path}");
       ArtifactSpec a;
       HANGAR_ASSIGN_OR_RETURN(auto path, src_.OptString(m, "path"));
       HANGAR_ASSIGN_OR_RETURN(auto shard_by, src_.OptString(m, "shard_by"));
       if (path) a.path = *path;
-      if (shard_by && *shard_by != "rank") return src_.Error(m["shard_by"], "shard_by can only be 'rank'");
+      if (shard_by && *shard_by != "rank")
+        return src_.Error(m["shard_by"], "shard_by can only be 'rank'");
       a.shard_by_rank = shard_by.has_value();
       const YAML::Node shards = m["shards"];
-      if (shards && !a.shard_by_rank) return src_.Error(shards, "shards are split across tasks: add shard_by: rank");
+      if (shards && !a.shard_by_rank)
+        return src_.Error(shards, "shards are split across tasks: add shard_by: rank");
       if (a.shard_by_rank && (!shards || !shards.IsSequence() || m["source"])) {
-        return src_.Error(m, "an artifact with shard_by: rank lists its files under shards: [{source, sha256, size}, ...]");
+        return src_.Error(m,
+                          "an artifact with shard_by: rank lists its files under shards: [{source, "
+                          "sha256, size}, ...]");
       }
       if (shards) {
         for (const auto& s : shards) {
@@ -582,7 +638,9 @@ class JobParser {
     HANGAR_ASSIGN_OR_RETURN(g->container.shm_size_mib, Quantity(t, "shm_size", ParseMemoryMiB));
     const YAML::Node mounts = t["mounts"];
     if (!mounts) return Status::Ok();
-    if (!mounts.IsSequence()) return src_.Error(mounts, "mounts must be a list like [\"/data:/data\", \"/scratch:/out:rw\"]");
+    if (!mounts.IsSequence())
+      return src_.Error(mounts,
+                        "mounts must be a list like [\"/data:/data\", \"/scratch:/out:rw\"]");
     for (const auto& m : mounts) {
       auto parsed = ParseMount(m.as<std::string>(""));
       if (!parsed.ok()) return src_.Error(m, parsed.status().message());
@@ -595,12 +653,14 @@ class JobParser {
   static Status CheckContainer(const TaskGroupSpec& g) {
     if (g.container.image.empty()) {
       if (!g.container.mounts.empty() || g.container.shm_size_mib) {
-        return Status::InvalidArgument("task group '" + g.name + "': mounts and shm_size are for containers; add image:");
+        return Status::InvalidArgument("task group '" + g.name +
+                                       "': mounts and shm_size are for containers; add image:");
       }
       return Status::Ok();
     }
     auto ref = ParseImageRef(g.container.image);
-    if (!ref.ok()) return Status::InvalidArgument("task group '" + g.name + "': " + ref.status().message());
+    if (!ref.ok())
+      return Status::InvalidArgument("task group '" + g.name + "': " + ref.status().message());
     if (!g.workdir.empty() && g.workdir.front() != '/') {
       return Status::InvalidArgument("task group '" + g.name + "': workdir '" + g.workdir +
                                      "' is a path inside the container and must be absolute");
@@ -632,22 +692,25 @@ Status ValidateJobSpec(const JobSpec& spec) {
   HANGAR_RETURN_IF_ERROR(CheckNodeLists(spec.nodes));
   int64_t replicas = 0;
   for (const auto& t : spec.tasks) {
-    if (t.replicas < 1) return Status::InvalidArgument("task group '" + t.name + "' needs replicas >= 1");
+    if (t.replicas < 1)
+      return Status::InvalidArgument("task group '" + t.name + "' needs replicas >= 1");
     replicas += t.replicas;
     if (t.gpu.kind == GpuKind::kNone && t.cpu <= 0) {
       return Status::InvalidArgument("task group '" + t.name +
                                      "' asks for no GPU and no CPU; give it gpus or cpu");
     }
     if (t.gpu.kind == GpuKind::kShared && (t.gpu.milli <= 0 || t.gpu.milli >= 1000)) {
-      return Status::InvalidArgument("task group '" + t.name + "': a GPU share must be below 1000m");
+      return Status::InvalidArgument("task group '" + t.name +
+                                     "': a GPU share must be below 1000m");
     }
   }
   if (replicas > 100000) return Status::InvalidArgument("a job may have at most 100,000 tasks");
   if (static_cast<int64_t>(spec.nodes.include.size()) > replicas) {
-    return Status::InvalidArgument("include_nodes names " + std::to_string(spec.nodes.include.size()) +
-                                   " nodes but the job has " + std::to_string(replicas) +
-                                   " replicas, and each named node must hold one; ask for at least " +
-                                   std::to_string(spec.nodes.include.size()) + " replicas or name fewer nodes");
+    return Status::InvalidArgument(
+        "include_nodes names " + std::to_string(spec.nodes.include.size()) +
+        " nodes but the job has " + std::to_string(replicas) +
+        " replicas, and each named node must hold one; ask for at least " +
+        std::to_string(spec.nodes.include.size()) + " replicas or name fewer nodes");
   }
   return Status::Ok();
 }
@@ -668,7 +731,8 @@ namespace {
 
 nlohmann::json ArtifactsJson(const std::vector<ArtifactSpec>& list) {
   auto object = [](const ArtifactObject& o) {
-    return nlohmann::json{{"source", o.source}, {"sha256", o.digest}, {"size", std::to_string(o.bytes)}};
+    return nlohmann::json{
+        {"source", o.source}, {"sha256", o.digest}, {"size", std::to_string(o.bytes)}};
   };
   nlohmann::json out = nlohmann::json::array();
   for (const auto& a : list) {
@@ -720,13 +784,18 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
     g["name"] = t.name;
     g["replicas"] = t.replicas;
     switch (t.gpu.kind) {
-      case GpuKind::kNone: break;
-      case GpuKind::kWhole: g["gpus"] = t.gpu.count; break;
+      case GpuKind::kNone:
+        break;
+      case GpuKind::kWhole:
+        g["gpus"] = t.gpu.count;
+        break;
       case GpuKind::kShared:
         g["gpu_fraction"] = std::to_string(t.gpu.milli) + "m";
         g["gpu_memory"] = std::to_string(t.gpu.memory_mib) + "Mi";
         break;
-      case GpuKind::kMig: g["mig"] = t.gpu.mig_profile; break;
+      case GpuKind::kMig:
+        g["mig"] = t.gpu.mig_profile;
+        break;
     }
     if (!t.gpu_models.empty()) g["gpu_models"] = t.gpu_models;
     if (t.min_gpu_memory_mib) g["min_gpu_memory"] = std::to_string(t.min_gpu_memory_mib) + "Mi";
@@ -763,9 +832,10 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
 Status RequireAbsoluteWorkdirs(const JobSpec& spec) {
   for (const auto& t : spec.tasks) {
     if (!t.workdir.empty() && t.workdir.front() != '/') {
-      return Status::InvalidArgument("task group '" + t.name + "': workdir '" + t.workdir +
-                                     "' must be an absolute path on the nodes (`hangar submit` makes a relative one "
-                                     "absolute against the job file's folder)");
+      return Status::InvalidArgument(
+          "task group '" + t.name + "': workdir '" + t.workdir +
+          "' must be an absolute path on the nodes (`hangar submit` makes a relative one "
+          "absolute against the job file's folder)");
     }
   }
   return Status::Ok();
@@ -775,7 +845,9 @@ void ResolveWorkdirs(JobSpec* spec, const std::string& base) {
   for (auto& t : spec->tasks) {
     if (t.workdir.empty() || t.workdir.front() == '/' || !t.container.empty()) continue;
     // A job file named without a folder (`hangar submit job.yaml`) is in the current one.
-    t.workdir = (std::filesystem::absolute(base.empty() ? "." : base) / t.workdir).lexically_normal().string();
+    t.workdir = (std::filesystem::absolute(base.empty() ? "." : base) / t.workdir)
+                    .lexically_normal()
+                    .string();
     if (t.workdir.size() > 1 && t.workdir.back() == '/') t.workdir.pop_back();
   }
 }

@@ -3,22 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "cluster/topology.h"
-#include "job/batch_spec.h"
+#include "common/status.h"
+#include "common/time.h"
 #include "job/artifact_spec.h"
+#include "job/batch_spec.h"
 #include "job/container_spec.h"
 #include "job/node_list_spec.h"
 #include "job/progress_spec.h"
-#include "common/status.h"
-#include "common/time.h"
 
 namespace hangar::job {
 
@@ -34,9 +33,9 @@ enum class GpuKind : uint8_t {
 
 struct GpuRequest {
   GpuKind kind = GpuKind::kNone;
-  int count = 0;           // whole GPUs per replica (1 for shared and MIG)
-  int64_t milli = 0;       // per GPU: 1000 for whole, < 1000 for shared
-  int64_t memory_mib = 0;  // shared/MIG: GPU memory reserved on the GPU
+  int count = 0;            // whole GPUs per replica (1 for shared and MIG)
+  int64_t milli = 0;        // per GPU: 1000 for whole, < 1000 for shared
+  int64_t memory_mib = 0;   // shared/MIG: GPU memory reserved on the GPU
   std::string mig_profile;  // e.g. "3g.40gb"
   int mig_slices = 0;
 };
@@ -116,8 +115,8 @@ struct JobSpec {
   Duration min_run_time = 0;  // not preempted before this much run time
   CheckpointSpec checkpoint;
   ProgressSpec progress;  // hang and straggler detection from the tasks' reports (progress_spec.h)
-  ArraySpec array;    // empty: one job (batch_spec.h)
-  Dependencies after;  // jobs that must end (a certain way) before this one starts
+  ArraySpec array;        // empty: one job (batch_spec.h)
+  Dependencies after;     // jobs that must end (a certain way) before this one starts
   std::string reservation;  // runs inside this reservation's window, on its nodes ("": none)
   NodeListSpec nodes;       // include_nodes / exclude_nodes (node_list_spec.h)
   // A label the job is accounted under (`hangar history`, sacct's Account), as Slurm's

@@ -2,10 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 
 #include "common/yaml_util.h"
 
@@ -35,7 +34,8 @@ tasks:
     node_selector: {pool: training}
     env: {NCCL_DEBUG: WARN}
     command: [python3, train.py]
-)", "pretrain.yaml");
+)",
+                           "pretrain.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->name, "pretrain");
   EXPECT_EQ(spec->queue, "research");
@@ -78,16 +78,22 @@ TEST(JobSpecTest, ErrorsSayWhereAndWhatToWrite) {
       {"name: x\ntasks:\n  - gpus: 1\n    gpu_fraction: 0.5\n", "in one form only"},
       {"name: x\ntasks:\n  - gpu_fraction: 0.5\n", "needs gpu_memory too"},
       {"name: x\ntasks:\n  - gpus: -1\n", "job.yaml:3: 'gpus' must be between 0 and 64"},
-      {"name: x\ntasks:\n  - gpus: 1\n    cpu_per_gpus: 4\n", "job.yaml:4: unknown field 'cpu_per_gpus'"},
-      {"name: x\ntier: gold\ntasks:\n  - gpus: 1\n", "job.yaml:2: tier must be guaranteed or opportunistic"},
-      {"name: x\ntopology: {same: rack}\ntasks:\n  - gpus: 1\n", "topology.same must be nvlink_domain"},
+      {"name: x\ntasks:\n  - gpus: 1\n    cpu_per_gpus: 4\n",
+       "job.yaml:4: unknown field 'cpu_per_gpus'"},
+      {"name: x\ntier: gold\ntasks:\n  - gpus: 1\n",
+       "job.yaml:2: tier must be guaranteed or opportunistic"},
+      {"name: x\ntopology: {same: rack}\ntasks:\n  - gpus: 1\n",
+       "topology.same must be nvlink_domain"},
       {"name: x\ntime_limit: soon\ntasks:\n  - gpus: 1\n", "job.yaml:2: time_limit:"},
       {"name: x\ncheckpoint: {signal: SIGKILL}\ntasks:\n  - gpus: 1\n", "cannot be SIGKILL"},
       {"name: x\ntasks:\n  - mig: 5g.50gb\n", "no 5-slice profile"},
-      {"name: x\ntasks:\n  - mig: 3g.50gb\n", "job.yaml:3: '3g.50gb' is not a MIG profile of any GPU Hangar knows; use one of A100-40GB: 1g.5gb"},
+      {"name: x\ntasks:\n  - mig: 3g.50gb\n",
+       "job.yaml:3: '3g.50gb' is not a MIG profile of any GPU Hangar knows; use one of A100-40GB: "
+       "1g.5gb"},
       {"name: x\ntasks: []\n", "'tasks' must be a non-empty list"},
       {"name: bad name!\ntasks:\n  - gpus: 1\n", "name 'bad name!' must be"},
-      {"name: x\ntasks:\n  - {name: a, gpus: 1}\n  - {name: a, gpus: 1}\n", "two task groups are named 'a'"},
+      {"name: x\ntasks:\n  - {name: a, gpus: 1}\n  - {name: a, gpus: 1}\n",
+       "two task groups are named 'a'"},
       {"name: x\ntasks:\n  - replicas: 2\n", "asks for no GPU and no CPU"},
       {"name: x\ntasks:\n  - gpus: 1\n    memory: 3 apples\n", "memory:"},
       {"name: [x\n", "job.yaml:2:1: not valid YAML"},
@@ -116,15 +122,26 @@ TEST(JobSpecTest, EveryUnknownKeyInOneErrorWithTheClosestKnownOne) {
   ASSERT_FALSE(r.ok());
   const std::string m = r.status().message();
   // One line per unknown key, in file order, each with where it is and the nearest known key.
-  EXPECT_EQ(m.rfind("job.yaml:2: unknown field 'prority' in the job (did you mean 'priority'?); the fields are: name,", 0),
-            0u) << m;
-  EXPECT_NE(m.find("\njob.yaml:3: unknown field 'signl' in checkpoint (did you mean 'signal'?); the fields are: signal, grace"),
-            std::string::npos) << m;
-  EXPECT_NE(m.find("\njob.yaml:6: unknown field 'cpu_per_gpus' in a task group (did you mean 'cpu_per_gpu'?)"),
-            std::string::npos) << m;
+  EXPECT_EQ(m.rfind("job.yaml:2: unknown field 'prority' in the job (did you mean 'priority'?); "
+                    "the fields are: name,",
+                    0),
+            0u)
+      << m;
+  EXPECT_NE(m.find("\njob.yaml:3: unknown field 'signl' in checkpoint (did you mean 'signal'?); "
+                   "the fields are: signal, grace"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("\njob.yaml:6: unknown field 'cpu_per_gpus' in a task group (did you mean "
+                   "'cpu_per_gpu'?)"),
+            std::string::npos)
+      << m;
   // Nothing close: no guess, just the fields.
-  EXPECT_NE(m.find("\njob.yaml:7: unknown field 'colour' in a task group; the fields are:"), std::string::npos) << m;
-  EXPECT_NE(m.find("\njob.yaml:9: unknown field 'comand' in a task group (did you mean 'command'?)"), std::string::npos)
+  EXPECT_NE(m.find("\njob.yaml:7: unknown field 'colour' in a task group; the fields are:"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(
+      m.find("\njob.yaml:9: unknown field 'comand' in a task group (did you mean 'command'?)"),
+      std::string::npos)
       << m;
   EXPECT_EQ(std::count(m.begin(), m.end(), '\n'), 4) << m;
 }
@@ -155,7 +172,8 @@ tasks:
     command: [x, y]
   - name: b
     mig: 1g.10gb
-)", "rt.yaml");
+)",
+                           "rt.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   auto back = JobSpecFromJson(JobSpecToJson(*spec));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -167,8 +185,8 @@ tasks:
 }
 
 TEST(JobSpecTest, ShippedExamplesParse) {
-  for (const char* name : {"notebook.yaml", "finetune-8gpu.yaml", "pretrain-4x8.yaml",
-                           "inference-fractional.yaml"}) {
+  for (const char* name :
+       {"notebook.yaml", "finetune-8gpu.yaml", "pretrain-4x8.yaml", "inference-fractional.yaml"}) {
     auto r = LoadJobFile(std::string(HANGAR_SOURCE_DIR) + "/examples/jobs/" + name);
     EXPECT_TRUE(r.ok()) << name << ": " << r.status().ToString();
   }
@@ -203,7 +221,8 @@ TEST(JobSpecWorkdirTest, JobAndGroupWorkdirsAndTheirResolution) {
   EXPECT_EQ(spec->tasks[0].workdir, "proj") << "the job's default";
   EXPECT_EQ(spec->tasks[1].workdir, "/data/eval");
   EXPECT_EQ(RequireAbsoluteWorkdirs(*spec).message(),
-            "task group 'a': workdir 'proj' must be an absolute path on the nodes (`hangar submit` makes a relative "
+            "task group 'a': workdir 'proj' must be an absolute path on the nodes (`hangar submit` "
+            "makes a relative "
             "one absolute against the job file's folder)");
   ResolveWorkdirs(&*spec, "/home/alice/jobs");
   EXPECT_EQ(spec->tasks[0].workdir, "/home/alice/jobs/proj");
@@ -224,7 +243,8 @@ TEST(JobSpecWorkdirTest, JobAndGroupWorkdirsAndTheirResolution) {
 
 // Issue 16: who a job's tasks run as, set by the controller from the token, kept with the job.
 TEST(JobSpecRunAsTest, AccountsAndNumbersAndTheirStoredForm) {
-  auto numbers = RunAs::FromJson(nlohmann::json::parse(R"({"uid": 61001, "groups": [61010, 61011]})"));
+  auto numbers =
+      RunAs::FromJson(nlohmann::json::parse(R"({"uid": 61001, "groups": [61010, 61011]})"));
   ASSERT_TRUE(numbers.ok()) << numbers.status().ToString();
   EXPECT_EQ(numbers->gid, 61001u) << "the gid defaults to the uid";
   EXPECT_EQ(numbers->Describe(), "uid 61001 gid 61001 groups 61010,61011");
@@ -271,7 +291,8 @@ TEST(JobSpecRunAsTest, AccountsAndNumbersAndTheirStoredForm) {
   auto odd = JobSpecFromJson(JobSpecToJson(*spec));
   ASSERT_TRUE(odd.ok()) << odd.status().ToString();
   EXPECT_EQ(odd->run_as.account, "alice@corp");
-  auto wrong = ParseJobSpec("name: r\nrun_as: {uid: 1, account: x}\ntasks: [{gpus: 1, command: [x]}]\n", "job.yaml");
+  auto wrong = ParseJobSpec(
+      "name: r\nrun_as: {uid: 1, account: x}\ntasks: [{gpus: 1, command: [x]}]\n", "job.yaml");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("job.yaml:2: give either an account"), std::string::npos)
       << wrong.status().message();

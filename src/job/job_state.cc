@@ -6,14 +6,22 @@ namespace hangar::job {
 
 std::string_view JobStateName(JobState s) {
   switch (s) {
-    case JobState::kPending: return "pending";
-    case JobState::kStarting: return "starting";
-    case JobState::kRunning: return "running";
-    case JobState::kPreempting: return "preempting";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
-    case JobState::kTimedOut: return "timed_out";
+    case JobState::kPending:
+      return "pending";
+    case JobState::kStarting:
+      return "starting";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kPreempting:
+      return "preempting";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+    case JobState::kTimedOut:
+      return "timed_out";
   }
   return "unknown";
 }
@@ -26,7 +34,8 @@ std::optional<JobState> ParseJobState(std::string_view name) {
 }
 
 bool IsFinal(JobState s) {
-  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled || s == JobState::kTimedOut;
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||
+         s == JobState::kTimedOut;
 }
 
 bool HoldsResources(JobState s) {
@@ -40,7 +49,8 @@ bool CanTransition(JobState from, JobState to) {
   if (to == S::kTimedOut) return HoldsResources(from);
   switch (from) {
     // Failed without starting: its image could not be pinned (a tag that does not exist).
-    case S::kPending: return to == S::kStarting || to == S::kFailed;
+    case S::kPending:
+      return to == S::kStarting || to == S::kFailed;
     case S::kStarting:
       return to == S::kRunning || to == S::kPending || to == S::kFailed || to == S::kPreempting ||
              to == S::kSucceeded;
@@ -48,7 +58,8 @@ bool CanTransition(JobState from, JobState to) {
       return to == S::kSucceeded || to == S::kFailed || to == S::kPreempting || to == S::kPending;
     case S::kPreempting:
       return to == S::kPending || to == S::kSucceeded || to == S::kFailed;
-    default: return false;
+    default:
+      return false;
   }
 }
 

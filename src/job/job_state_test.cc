@@ -11,13 +11,15 @@ TEST(JobStateTest, AllowedAndRefusedMoves) {
   EXPECT_TRUE(CanTransition(JobState::kPreempting, JobState::kPending));
   EXPECT_TRUE(CanTransition(JobState::kRunning, JobState::kPending));  // node lost: requeue
   EXPECT_TRUE(CanTransition(JobState::kPending, JobState::kCancelled));
-  EXPECT_TRUE(CanTransition(JobState::kPending, JobState::kFailed)) << "its image could not be pinned";
+  EXPECT_TRUE(CanTransition(JobState::kPending, JobState::kFailed))
+      << "its image could not be pinned";
   EXPECT_FALSE(CanTransition(JobState::kPending, JobState::kRunning));
   EXPECT_FALSE(CanTransition(JobState::kSucceeded, JobState::kPending));
   EXPECT_FALSE(CanTransition(JobState::kCancelled, JobState::kCancelled));
   EXPECT_TRUE(CanTransition(JobState::kRunning, JobState::kTimedOut));
   EXPECT_TRUE(CanTransition(JobState::kStarting, JobState::kTimedOut));
-  EXPECT_FALSE(CanTransition(JobState::kPending, JobState::kTimedOut)) << "only a job that runs can run out of time";
+  EXPECT_FALSE(CanTransition(JobState::kPending, JobState::kTimedOut))
+      << "only a job that runs can run out of time";
   EXPECT_FALSE(CanTransition(JobState::kTimedOut, JobState::kPending));
   Status s = CheckTransition(JobState::kFailed, JobState::kRunning);
   EXPECT_EQ(s.message(), "a failed job cannot become running");

@@ -10,10 +10,14 @@ namespace hangar::job {
 
 std::string_view IdleActionName(IdlePolicy::Action a) {
   switch (a) {
-    case IdlePolicy::Action::kNone: return "none";
-    case IdlePolicy::Action::kCheckpointRequeue: return "checkpoint-requeue";
-    case IdlePolicy::Action::kStop: return "stop";
-    case IdlePolicy::Action::kNotify: return "notify";
+    case IdlePolicy::Action::kNone:
+      return "none";
+    case IdlePolicy::Action::kCheckpointRequeue:
+      return "checkpoint-requeue";
+    case IdlePolicy::Action::kStop:
+      return "stop";
+    case IdlePolicy::Action::kNotify:
+      return "notify";
   }
   return "none";
 }
@@ -25,13 +29,16 @@ class QueueParser {
   explicit QueueParser(const YamlSource& src) : src_(src) {}
 
   StatusOr<QueueSpec> Queue(const YAML::Node& n, int depth) {
-    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(n, "a queue", {"name", "quota", "borrowing_limit", "lending_limit",
-                                                         "weight", "idle", "users", "admins", "allow_root",
-                                                         "children"}));
+    HANGAR_RETURN_IF_ERROR(
+        src_.CheckKeys(n, "a queue",
+                       {"name", "quota", "borrowing_limit", "lending_limit", "weight", "idle",
+                        "users", "admins", "allow_root", "children"}));
     QueueSpec q;
     HANGAR_ASSIGN_OR_RETURN(q.name, src_.String(n, "name"));
     HANGAR_RETURN_IF_ERROR(CheckName(n["name"], "queue name", q.name));
-    if (!names_.insert(q.name).second) return src_.Error(n["name"], "queue '" + q.name + "' is declared twice; queue names are unique");
+    if (!names_.insert(q.name).second)
+      return src_.Error(n["name"],
+                        "queue '" + q.name + "' is declared twice; queue names are unique");
     if (depth > 8) return src_.Error(n, "queues nest at most 8 deep");
     HANGAR_ASSIGN_OR_RETURN(auto weight, src_.OptInt(n, "weight", 1, 1000));
     if (weight) q.weight = static_cast<int>(*weight);
@@ -68,12 +75,15 @@ class QueueParser {
       if (g.IsMap()) {
         for (const auto& kv : g) {
           auto milli = ParseMilliGpu(kv.second.as<std::string>(""));
-          if (!milli.ok()) return src_.Error(kv.second, what + ".gpus: " + milli.status().message());
+          if (!milli.ok())
+            return src_.Error(kv.second, what + ".gpus: " + milli.status().message());
           a.gpus_milli_by_model[kv.first.as<std::string>("")] = *milli;
         }
       } else {
         auto milli = ParseMilliGpu(g.as<std::string>(""));
-        if (!milli.ok()) return src_.Error(g, what + ".gpus: " + milli.status().message() + " (or a map of model: count)");
+        if (!milli.ok())
+          return src_.Error(
+              g, what + ".gpus: " + milli.status().message() + " (or a map of model: count)");
         a.gpus_milli = *milli;
       }
     }
@@ -102,10 +112,16 @@ class QueueParser {
     if (!d.ok()) return src_.Error(n["for"], "idle.for: " + d.status().message());
     p.for_duration = *d;
     HANGAR_ASSIGN_OR_RETURN(std::string action, src_.String(n, "action"));
-    if (action == "checkpoint-requeue") p.action = IdlePolicy::Action::kCheckpointRequeue;
-    else if (action == "stop") p.action = IdlePolicy::Action::kStop;
-    else if (action == "notify") p.action = IdlePolicy::Action::kNotify;
-    else return src_.Error(n["action"], "idle.action must be checkpoint-requeue, stop or notify, not '" + action + "'");
+    if (action == "checkpoint-requeue")
+      p.action = IdlePolicy::Action::kCheckpointRequeue;
+    else if (action == "stop")
+      p.action = IdlePolicy::Action::kStop;
+    else if (action == "notify")
+      p.action = IdlePolicy::Action::kNotify;
+    else
+      return src_.Error(
+          n["action"],
+          "idle.action must be checkpoint-requeue, stop or notify, not '" + action + "'");
     return p;
   }
 
@@ -113,7 +129,8 @@ class QueueParser {
     std::vector<std::string> out;
     const YAML::Node list = n[key];
     if (!list) return out;
-    if (!list.IsSequence()) return src_.Error(list, std::string(key) + " must be a list of user names");
+    if (!list.IsSequence())
+      return src_.Error(list, std::string(key) + " must be a list of user names");
     for (const auto& u : list) {
       out.push_back(u.as<std::string>(""));
       HANGAR_RETURN_IF_ERROR(CheckName(u, std::string(key) + " entry", out.back()));
@@ -125,8 +142,8 @@ class QueueParser {
   Status CheckName(const YAML::Node& at, const std::string& what, const std::string& name) {
     constexpr size_t kMaxName = 128;
     if (name.size() > kMaxName) {
-      return src_.Error(at, what + " is " + std::to_string(name.size()) + " bytes long; a name is at most " +
-                                std::to_string(kMaxName));
+      return src_.Error(at, what + " is " + std::to_string(name.size()) +
+                                " bytes long; a name is at most " + std::to_string(kMaxName));
     }
     if (Status plain = CheckPlainText(what, name); !plain.ok()) {
       return src_.Error(at, plain.message());
@@ -164,7 +181,8 @@ nlohmann::json QueueJson(const QueueSpec& q) {
   if (!q.borrowing_limit.empty()) j["borrowing_limit"] = AmountsJson(q.borrowing_limit);
   if (!q.lending_limit.empty()) j["lending_limit"] = AmountsJson(q.lending_limit);
   if (q.idle.gpu_util_below >= 0) {
-    j["idle"] = {{"gpu_util_below", q.idle.gpu_util_below}, {"for", FormatDuration(q.idle.for_duration)},
+    j["idle"] = {{"gpu_util_below", q.idle.gpu_util_below},
+                 {"for", FormatDuration(q.idle.for_duration)},
                  {"action", std::string(IdleActionName(q.idle.action))}};
   }
   if (!q.users.empty()) j["users"] = q.users;
@@ -179,14 +197,17 @@ nlohmann::json QueueJson(const QueueSpec& q) {
 
 }  // namespace
 
-StatusOr<std::vector<QueueSpec>> ParseQueues(std::string_view text, const std::string& source_name) {
+StatusOr<std::vector<QueueSpec>> ParseQueues(std::string_view text,
+                                             const std::string& source_name) {
   YamlSource src(source_name);
   HANGAR_ASSIGN_OR_RETURN(YAML::Node root, ParseOneDocument(src, text));
   HANGAR_RETURN_IF_ERROR(CheckNoDuplicateKeys(src, root));
-  if (!root.IsMap() || !root["queues"]) return src.Error(root, "a queues file is a map with 'queues': a list of queues");
+  if (!root.IsMap() || !root["queues"])
+    return src.Error(root, "a queues file is a map with 'queues': a list of queues");
   HANGAR_RETURN_IF_ERROR(src.CheckKeys(root, "the queues file", {"queues"}));
   const YAML::Node list = root["queues"];
-  if (!list.IsSequence() || list.size() == 0) return src.Error(list, "'queues' must be a non-empty list");
+  if (!list.IsSequence() || list.size() == 0)
+    return src.Error(list, "'queues' must be a non-empty list");
   QueueParser p(src);
   std::vector<QueueSpec> out;
   for (const auto& n : list) {
@@ -206,7 +227,8 @@ namespace {
 
 // The nearest allow_root on the path to `name` below `queues`, `inherited` when none says;
 // nullopt when `name` is not there.
-std::optional<bool> FindAllowsRoot(const std::vector<QueueSpec>& queues, std::string_view name, bool inherited) {
+std::optional<bool> FindAllowsRoot(const std::vector<QueueSpec>& queues, std::string_view name,
+                                   bool inherited) {
   for (const auto& q : queues) {
     const bool here = q.allow_root.value_or(inherited);
     if (q.name == name) return here;

@@ -7,12 +7,11 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "common/time.h"
@@ -21,11 +20,13 @@ namespace hangar::job {
 
 // Amounts per resource; unset means "no limit" (for limits) or "nothing guaranteed" (quota).
 struct ResourceAmounts {
-  std::optional<int64_t> gpus_milli;                 // GPUs of any model
+  std::optional<int64_t> gpus_milli;                   // GPUs of any model
   std::map<std::string, int64_t> gpus_milli_by_model;  // GPUs of one model
   std::optional<int64_t> milli_cpu;
   std::optional<int64_t> memory_mib;
-  bool empty() const { return !gpus_milli && gpus_milli_by_model.empty() && !milli_cpu && !memory_mib; }
+  bool empty() const {
+    return !gpus_milli && gpus_milli_by_model.empty() && !milli_cpu && !memory_mib;
+  }
 };
 
 struct IdlePolicy {

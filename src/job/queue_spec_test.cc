@@ -22,7 +22,8 @@ queues:
             idle: {gpu_util_below: 5, for: 30m, action: checkpoint-requeue}
           - name: nlp
             quota: {gpus: {H100-SXM-80GB: 8}}
-)", "queues.yaml");
+)",
+                       "queues.yaml");
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   ASSERT_EQ(q->size(), 1u);
   const auto& research = (*q)[0].children[0];
@@ -59,12 +60,14 @@ queues:
   EXPECT_EQ(j["queues"][0]["quota"].dump(), R"({"cpu":256,"gpus":16,"memory":"2Ti"})");
   EXPECT_EQ(j["queues"][0]["borrowing_limit"].dump(), R"({"gpus":0.5})");
   EXPECT_EQ(j["queues"][0]["idle"]["for"], "30m");
-  EXPECT_EQ(j["queues"][1]["quota"].dump(), R"({"cpu":1.5,"gpus":{"H100-SXM-80GB":8},"memory":"512Gi"})");
+  EXPECT_EQ(j["queues"][1]["quota"].dump(),
+            R"({"cpu":1.5,"gpus":{"H100-SXM-80GB":8},"memory":"512Gi"})");
   // Stores written before kept milli-units, MiB and milliseconds: they still read the same.
-  auto old = ParseQueues(R"({"queues":[{"name":"vision","quota":{"gpus":"16000m","cpu":"256000m","memory":"2097152Mi"},
+  auto old = ParseQueues(
+      R"({"queues":[{"name":"vision","quota":{"gpus":"16000m","cpu":"256000m","memory":"2097152Mi"},
       "borrowing_limit":{"gpus":"500m"},"idle":{"gpu_util_below":5,"for":"1800000ms","action":"checkpoint-requeue"}},
       {"name":"nlp","quota":{"gpus":{"H100-SXM-80GB":"8000m"},"cpu":"1500m","memory":"524288Mi"}}]})",
-                         "store");
+      "store");
   ASSERT_TRUE(old.ok()) << old.status().ToString();
   EXPECT_EQ(QueuesToJson(*old), j);
 }
@@ -77,7 +80,8 @@ TEST(QueueSpecTest, ErrorsPointAtTheLine) {
       {"queues:\n  - name: a\n  - name: a\n", "q.yaml:3: queue 'a' is declared twice"},
       {"queues:\n  - name: a\n    quota: {gpus: lots}\n", "q.yaml:3: quota.gpus:"},
       {"queues:\n  - name: a\n    weight: 0\n", "q.yaml:3: 'weight' must be between 1 and 1000"},
-      {"queues:\n  - name: a\n    idle: {gpu_util_below: 5, for: 30m, action: explode}\n", "idle.action must be"},
+      {"queues:\n  - name: a\n    idle: {gpu_util_below: 5, for: 30m, action: explode}\n",
+       "idle.action must be"},
       {"queues:\n  - name: a\n    quota: {gpu: 1}\n", "unknown field 'gpu' in quota"},
       {"queue: []\n", "a queues file is a map with 'queues'"},
   };
@@ -112,7 +116,8 @@ TEST(QueueSpecTest, AllowRootIsInheritedAndOverridden) {
   EXPECT_EQ(QueuesToJson(*back), j);
   auto bad = ParseQueues("queues:\n  - name: a\n    allow_root: sometimes\n", "q.yaml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("q.yaml:3: 'allow_root' must be true or false"), std::string::npos)
+  EXPECT_NE(bad.status().message().find("q.yaml:3: 'allow_root' must be true or false"),
+            std::string::npos)
       << bad.status().message();
 }
 

@@ -3,14 +3,14 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
-#include "common/utf8.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "common/utf8.h"
 
 namespace hangar::job {
 
@@ -68,8 +68,9 @@ class TextWalk {
       for (const auto& kv : n) {
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
         if (FirstInvalidUtf8(key)) {
-          return src_.Error(kv.first, "a key of " + Here() + " holds an escape that is no character: write the "
-                                                             "character itself");
+          return src_.Error(kv.first, "a key of " + Here() +
+                                          " holds an escape that is no character: write the "
+                                          "character itself");
         }
         if (std::string bad = FirstControl(key, false); !bad.empty()) {
           return src_.Error(kv.first, "a key of " + Here() + " holds a control character, " + bad +
@@ -89,8 +90,10 @@ class TextWalk {
     } else if (n.IsScalar()) {
       // An escape such as "\udc00" makes bytes that are not UTF-8 out of a file that is.
       if (FirstInvalidUtf8(n.Scalar())) {
-        return src_.Error(n, Here() + " holds an escape that is no character (a lone surrogate?): write the "
-                                      "character itself");
+        return src_.Error(
+            n, Here() +
+                   " holds an escape that is no character (a lone surrogate?): write the "
+                   "character itself");
       }
       const bool multiline = MultilineField(path_);
       if (std::string bad = FirstControl(n.Scalar(), multiline); !bad.empty()) {
@@ -129,12 +132,17 @@ struct DocumentScan : YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Content(m); }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { Content(m); }
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Content(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
     Content(m);
   }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
     Content(m);
   }
   void OnMapEnd() override {}
@@ -158,8 +166,9 @@ StatusOr<YAML::Node> ParseOneDocument(const YamlSource& src, std::string_view te
     const size_t column = *bad - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
     char byte[8];
     std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[*bad]));
-    return Status::InvalidArgument(src.name() + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                                   ": byte " + byte + " is not UTF-8; save the file as UTF-8 (iconv -t UTF-8)");
+    return Status::InvalidArgument(src.name() + ":" + std::to_string(line) + ":" +
+                                   std::to_string(column) + ": byte " + byte +
+                                   " is not UTF-8; save the file as UTF-8 (iconv -t UTF-8)");
   }
   // The documents are walked as events first, not loaded with YAML::LoadAll: on some text that is
   // not YAML (",x" at the top) yaml-cpp 0.7's parser stops moving yet reports one more empty
@@ -173,15 +182,17 @@ StatusOr<YAML::Node> ParseOneDocument(const YamlSource& src, std::string_view te
       scan.NextDocument();
       if (!parser.HandleNextDocument(scan)) break;
       if (n > 0 && scan.start_pos == scan.previous_start_pos && !scan.content) {
-        return Status::InvalidArgument(src.name() + ":" + std::to_string(scan.start.line + 1) + ":" +
-                                       std::to_string(scan.start.column + 1) +
-                                       ": not valid YAML: the text here begins no value (a stray ',', "
-                                       "']' or '}'?): quote it or remove it");
+        return Status::InvalidArgument(
+            src.name() + ":" + std::to_string(scan.start.line + 1) + ":" +
+            std::to_string(scan.start.column + 1) +
+            ": not valid YAML: the text here begins no value (a stray ',', "
+            "']' or '}'?): quote it or remove it");
       }
       if (n > 0 && scan.content) {
-        return Status::InvalidArgument(src.name() + ":" + std::to_string(scan.content_at.line + 1) +
-                                       ": a second document begins here; a file holds one job (or one set "
-                                       "of queues): put each job in a file of its own and submit each");
+        return Status::InvalidArgument(
+            src.name() + ":" + std::to_string(scan.content_at.line + 1) +
+            ": a second document begins here; a file holds one job (or one set "
+            "of queues): put each job in a file of its own and submit each");
       }
     }
   } catch (const YAML::ParserException& e) {

@@ -101,15 +101,19 @@ TEST(SpecTextTest, TextThatBeginsNoValueIsRefusedNotLoadedForever) {
 }
 
 // The bytes went on into the job's JSON, whose dump threw: `hangar submit` ended with "terminate
-// called" (the job_spec_yaml fuzz target; its inputs are in fuzz/corpus/job_spec_yaml/invalid-utf8-*).
+// called" (the job_spec_yaml fuzz target; its inputs are in
+// fuzz/corpus/job_spec_yaml/invalid-utf8-*).
 TEST(SpecTextTest, BytesThatAreNotUtf8AreRefusedWithTheirLineAndColumn) {
   auto spec = ParseJobSpec("name: t\ntasks:\n  - gpus: 1\n    command: [ab\xd5]\n", "job.yaml");
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message(), "job.yaml:4:17: byte 0xD5 is not UTF-8; save the file as UTF-8 (iconv -t UTF-8)");
-  ExpectRefused(Job("    command: [\"\\udc00\"]\n"), "job.yaml:5:22: not valid YAML: invalid unicode");
+  EXPECT_EQ(spec.status().message(),
+            "job.yaml:4:17: byte 0xD5 is not UTF-8; save the file as UTF-8 (iconv -t UTF-8)");
+  ExpectRefused(Job("    command: [\"\\udc00\"]\n"),
+                "job.yaml:5:22: not valid YAML: invalid unicode");
   auto q = ParseQueues("queues:\n  - name: \xff\n", "q.yaml");
   ASSERT_FALSE(q.ok());
-  EXPECT_NE(q.status().message().find("q.yaml:2:11: byte 0xFF is not UTF-8"), std::string::npos) << q.status().message();
+  EXPECT_NE(q.status().message().find("q.yaml:2:11: byte 0xFF is not UTF-8"), std::string::npos)
+      << q.status().message();
   auto fine = ParseJobSpec(Job("    command: [\"caf\u00e9\", \"\xe2\x9c\x93\"]\n"), "job.yaml");
   EXPECT_TRUE(fine.ok()) << fine.status().message();
 }

@@ -4,11 +4,11 @@
 
 namespace hangar::sched {
 
-
 ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const RunningJob> running,
                            std::span<const Placement> placed, std::span<const PendingJob> pending,
                            const GangRequest& req, placement::GangPlacer& placer,
-                           const placement::PlaceOptions& opts, Time now, ReservationScratch* scratch) {
+                           const placement::PlaceOptions& opts, Time now,
+                           ReservationScratch* scratch) {
   ReservationScratch own;
   ReservationScratch& sc = scratch ? *scratch : own;
   using Release = ReservationScratch::Release;
@@ -23,7 +23,9 @@ ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const Ru
     releases.push_back({limit > 0 ? now + limit : kNever, p.job, &p.assignment});
   }
   // Usually the first few releases make room: take them off a heap rather than sort them all.
-  auto later = [](const Release& a, const Release& b) { return a.end != b.end ? a.end > b.end : a.id > b.id; };
+  auto later = [](const Release& a, const Release& b) {
+    return a.end != b.end ? a.end > b.end : a.id > b.id;
+  };
   std::make_heap(releases.begin(), releases.end(), later);
   if (sc.future) {
     *sc.future = work;
@@ -32,7 +34,8 @@ ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const Ru
   }
   cluster::ClusterUsage& future = *sc.future;
   placement::PlaceOptions free_opts = opts;
-  free_opts.excluded = opts.excluded;  // the caller's: nodes the job may never use (windows), not EASY's
+  free_opts.excluded =
+      opts.excluded;  // the caller's: nodes the job may never use (windows), not EASY's
   ShadowPlan plan;
   while (!releases.empty()) {
     const Time end = releases.front().end;

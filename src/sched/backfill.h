@@ -36,6 +36,7 @@ struct ReservationScratch {
 ShadowPlan PlanReservation(const cluster::ClusterUsage& work, std::span<const RunningJob> running,
                            std::span<const Placement> placed, std::span<const PendingJob> pending,
                            const GangRequest& req, placement::GangPlacer& placer,
-                           const placement::PlaceOptions& opts, Time now, ReservationScratch* scratch = nullptr);
+                           const placement::PlaceOptions& opts, Time now,
+                           ReservationScratch* scratch = nullptr);
 
 }  // namespace hangar::sched

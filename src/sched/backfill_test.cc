@@ -12,9 +12,9 @@ using namespace sched::testing;
 TEST(BackfillTest, ReservationIsTheEarliestFitAndItsNodes) {
   auto t = Leaves(1, 3);
   MiniCluster c(t);
-  JobId a = c.Submit(Whole(*t, 1, 8), 0, 500, 500);   // node ends t=500
-  JobId b = c.Submit(Whole(*t, 1, 8), 0, 200, 200);   // node ends t=200
-  c.Submit(Whole(*t, 1, 8), 0, 900, 900);             // node ends t=900
+  JobId a = c.Submit(Whole(*t, 1, 8), 0, 500, 500);  // node ends t=500
+  JobId b = c.Submit(Whole(*t, 1, 8), 0, 200, 200);  // node ends t=200
+  c.Submit(Whole(*t, 1, 8), 0, 900, 900);            // node ends t=900
   c.Step(0);
   JobId gang = c.Submit(Whole(*t, 2, 8), 1, 100, 100);
   Decisions d = c.Step(1);
@@ -33,7 +33,7 @@ TEST(BackfillTest, ShortJobsBackfillLongOnesWait) {
   c.Submit(Whole(*t, 1, 8), 0, 300, 300);  // node 1 busy until 300
   c.Step(0);
   JobId gang = c.Submit(Whole(*t, 2, 8), 1, 100, 100);
-  JobId shorty = c.Submit(Whole(*t, 1, 2), 2, 100, 100);  // ends by 102 < 300: may backfill
+  JobId shorty = c.Submit(Whole(*t, 1, 2), 2, 100, 100);   // ends by 102 < 300: may backfill
   JobId longy = c.Submit(Whole(*t, 1, 2), 3, 1000, 1000);  // would hold a reserved node past 300
   JobId no_limit = c.Submit(Whole(*t, 1, 1), 4, 10);       // no time limit: never ends "surely"
   Decisions d = c.Step(5);

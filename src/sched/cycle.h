@@ -58,9 +58,12 @@ namespace cycle {
 // What makes two jobs of one shape differ for preemption: their rank.
 inline int64_t PreemptionRank(const PreemptionConfig& cfg, const PendingJob& job) {
   switch (cfg.mode) {
-    case PreemptionMode::kNone: return 0;
-    case PreemptionMode::kPriority: return job.priority * 2 + (job.tier == job::Tier::kGuaranteed);
-    case PreemptionMode::kLas: return ServiceLevel(cfg.las_thresholds, job.attained_service);
+    case PreemptionMode::kNone:
+      return 0;
+    case PreemptionMode::kPriority:
+      return job.priority * 2 + (job.tier == job::Tier::kGuaranteed);
+    case PreemptionMode::kLas:
+      return ServiceLevel(cfg.las_thresholds, job.attained_service);
     // The "gittins" queue is in rank order and a higher rank outranks fewer victims, so a shape
     // that failed for one job fails for every later one: the shape alone is the key.
     case PreemptionMode::kGittins:
@@ -75,7 +78,9 @@ inline bool ValidLeaf(const queue::QueueTree* tree, uint32_t q) {
 }
 
 inline std::string GpuText(int64_t milli) {
-  return milli % 1000 == 0 ? std::to_string(milli / 1000) : std::to_string(milli / 1000) + "." + std::to_string(milli % 1000 / 100);
+  return milli % 1000 == 0
+             ? std::to_string(milli / 1000)
+             : std::to_string(milli / 1000) + "." + std::to_string(milli % 1000 / 100);
 }
 
 inline bool NoGpuLeft(const cluster::ClusterUsage& u) {
@@ -106,8 +111,8 @@ class Scheduler::Run {
   // left can start); then the rest are named in Decisions::unexamined.
   // Called once per examined job, so the common answers are inline.
   bool StopsBefore(uint32_t pos) {
-    const bool capped =
-        cfg_.max_placements > 0 && out_.placements.size() >= static_cast<size_t>(cfg_.max_placements);
+    const bool capped = cfg_.max_placements > 0 &&
+                        out_.placements.size() >= static_cast<size_t>(cfg_.max_placements);
     if (!capped && !gpus_exhausted_) return false;
     return StopsBeforeSlow(pos, capped);
   }
@@ -131,9 +136,10 @@ class Scheduler::Run {
   bool Place(const PendingJob& job, uint32_t idx, int leaf, Kind quota, bool may_use_reserved);
   void Placed(const PendingJob& job, size_t placement, int leaf, Kind quota);
   bool TryPreempt(const PendingJob& job, uint32_t idx, int leaf, bool within);
-  std::vector<uint8_t> Eligible(const PendingJob& job, int leaf, bool reclaim, std::vector<uint8_t>* reclaimed) const;
-  std::string WhyPreempted(const PendingJob& job, const RunningJob& victim, int leaf, bool reclaimed,
-                           int64_t lost_gpu_ms) const;
+  std::vector<uint8_t> Eligible(const PendingJob& job, int leaf, bool reclaim,
+                                std::vector<uint8_t>* reclaimed) const;
+  std::string WhyPreempted(const PendingJob& job, const RunningJob& victim, int leaf,
+                           bool reclaimed, int64_t lost_gpu_ms) const;
   Reason Explain(const GangRequest& req, bool may_use_reserved);
   void Block(const PendingJob& job);
   void StopBefore(uint32_t pos);

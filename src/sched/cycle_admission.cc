@@ -1,4 +1,5 @@
-// Admission: what runs is charged to its queue, and whether a job's queue may start it now. A stage of Scheduler::Run (cycle.h).
+// Admission: what runs is charged to its queue, and whether a job's queue may start it now. A stage
+// of Scheduler::Run (cycle.h).
 #include "sched/cycle.h"
 
 namespace hangar::sched {
@@ -23,7 +24,8 @@ void Scheduler::Run::ChargeRunning() {
   for (size_t i = 0; i < snap_.running.size() && !reclaim_possible_; ++i) {
     const RunningJob& r = snap_.running[i];
     reclaim_possible_ = r.tier == job::Tier::kOpportunistic ||
-                        (ValidLeaf(tree_, r.queue) && ledger_->Borrowed(static_cast<int>(r.queue), queue::kGpu) > 0);
+                        (ValidLeaf(tree_, r.queue) &&
+                         ledger_->Borrowed(static_cast<int>(r.queue), queue::kGpu) > 0);
   }
 }
 
@@ -35,7 +37,8 @@ bool Scheduler::Run::Admit(const PendingJob& job, uint32_t idx, int leaf, Kind* 
   if (fresh) {
     std::vector<int64_t> computed;
     if (!job.charge) computed = tree_->Charge(*job.request, nullptr, topo_);
-    a.verdict = ledger_->Check(leaf, job.charge ? *job.charge : computed, job.tier == job::Tier::kGuaranteed);
+    a.verdict = ledger_->Check(leaf, job.charge ? *job.charge : computed,
+                               job.tier == job::Tier::kGuaranteed);
   }
   const queue::QuotaLedger::Verdict& qv = a.verdict;
   *quota = qv.kind;
@@ -46,7 +49,8 @@ bool Scheduler::Run::Admit(const PendingJob& job, uint32_t idx, int leaf, Kind* 
     v.reason.rule = Rule::kNotNowQuota;
     v.reason.need = qv.need;
     v.reason.have = qv.have;
-    if (snap_.record_waiting) {  // the words only for an owner that reads them, once per (queue, shape)
+    if (snap_.record_waiting) {  // the words only for an owner that reads them, once per (queue,
+                                 // shape)
       if (a.detail.empty()) a.detail = ledger_->Explain(qv, leaf);
       v.detail = a.detail;
     }

@@ -19,7 +19,8 @@ bool WantsMig(const GangRequest& r) {
 // job, or can never run here.
 bool ReshapeCannotHelp(const Reason& r) {
   return r.IsNever() || r.rule == Rule::kNotNowQuota || r.rule == Rule::kNotNowBlocked ||
-         r.rule == Rule::kNotNowReserved || r.rule == Rule::kNotNowWindow || r.rule == Rule::kNotNowWindowClosed;
+         r.rule == Rule::kNotNowReserved || r.rule == Rule::kNotNowWindow ||
+         r.rule == Rule::kNotNowWindowClosed;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Job order: the policy's order, fair share across queues, and where the cycle stops. A stage of Scheduler::Run (cycle.h).
+// Job order: the policy's order, fair share across queues, and where the cycle stops. A stage of
+// Scheduler::Run (cycle.h).
 #include "sched/cycle.h"
 
 namespace hangar::sched {
@@ -20,10 +21,12 @@ void Scheduler::Run::SortIntoQueues() {
 void Scheduler::Run::FairShareKey(uint32_t q) {
   if (!stale_[q]) return;
   stale_[q] = 0;
-  const std::vector<double>* h =
-      q < snap_.queue_history.size() && !snap_.queue_history[q].empty() ? &snap_.queue_history[q] : nullptr;
+  const std::vector<double>* h = q < snap_.queue_history.size() && !snap_.queue_history[q].empty()
+                                     ? &snap_.queue_history[q]
+                                     : nullptr;
   using Counting = queue::QuotaLedger::Counting;
-  share_[q] = {ledger_->Share(static_cast<int>(q), h, Counting::kBeyondGuarantee), ledger_->Share(static_cast<int>(q))};
+  share_[q] = {ledger_->Share(static_cast<int>(q), h, Counting::kBeyondGuarantee),
+               ledger_->Share(static_cast<int>(q))};
 }
 
 uint32_t Scheduler::Run::NextByShare() {
@@ -37,11 +40,12 @@ uint32_t Scheduler::Run::NextByShare() {
 }
 
 bool Scheduler::Run::StopsBeforeSlow(uint32_t pos, bool capped) {
-  const bool none_can_preempt =
-      (cfg_.preemption.mode == PreemptionMode::kNone ||
-       (cfg_.preemption.mode == PreemptionMode::kGittins && least_rank_from_[tree_ ? 0 : pos] >= top_rank_)) &&
-      !reclaim_possible_;
-  if (!capped && !(gpus_exhausted_ && snap_.cpu_only_pending == 0 && none_can_preempt)) return false;
+  const bool none_can_preempt = (cfg_.preemption.mode == PreemptionMode::kNone ||
+                                 (cfg_.preemption.mode == PreemptionMode::kGittins &&
+                                  least_rank_from_[tree_ ? 0 : pos] >= top_rank_)) &&
+                                !reclaim_possible_;
+  if (!capped && !(gpus_exhausted_ && snap_.cpu_only_pending == 0 && none_can_preempt))
+    return false;
   StopBefore(pos);
   return true;
 }

@@ -1,4 +1,5 @@
-// Preemption: victims a job may preempt, the plan, and the words for each. A stage of Scheduler::Run (cycle.h).
+// Preemption: victims a job may preempt, the plan, and the words for each. A stage of
+// Scheduler::Run (cycle.h).
 #include "sched/cycle.h"
 #include "sched/preemption.h"
 
@@ -17,9 +18,10 @@ std::vector<uint8_t> Scheduler::Run::Eligible(const PendingJob& job, int leaf, b
     const int rq = ValidLeaf(tree_, r.queue) ? static_cast<int>(r.queue) : -1;
     const bool opportunistic = r.tier == job::Tier::kOpportunistic;
     const std::vector<int64_t>* charge = running_charge_[i];
-    const bool borrower = opportunistic || (rq >= 0 && rq != leaf && charge && !charge->empty() &&
-                                            ledger_->Borrowed(rq, queue::kGpu) >= (*charge)[queue::kGpu] &&
-                                            (*charge)[queue::kGpu] > 0);
+    const bool borrower =
+        opportunistic || (rq >= 0 && rq != leaf && charge && !charge->empty() &&
+                          ledger_->Borrowed(rq, queue::kGpu) >= (*charge)[queue::kGpu] &&
+                          (*charge)[queue::kGpu] > 0);
     if (reclaim && borrower) {
       eligible[i] = (*reclaimed)[i] = 1;
     } else if (cfg_.preemption.mode != PreemptionMode::kNone && (rq == leaf || opportunistic) &&
@@ -30,8 +32,8 @@ std::vector<uint8_t> Scheduler::Run::Eligible(const PendingJob& job, int leaf, b
   return eligible;
 }
 
-std::string Scheduler::Run::WhyPreempted(const PendingJob& job, const RunningJob& victim, int leaf, bool reclaimed,
-                                         int64_t lost_gpu_ms) const {
+std::string Scheduler::Run::WhyPreempted(const PendingJob& job, const RunningJob& victim, int leaf,
+                                         bool reclaimed, int64_t lost_gpu_ms) const {
   const std::string lost = "; of the jobs that may be preempted it loses the least work (" +
                            GpuText(lost_gpu_ms / 3600) + " GPU-hours since its last checkpoint)";
   const std::string id = "job " + std::to_string(job.id);
@@ -40,18 +42,20 @@ std::string Scheduler::Run::WhyPreempted(const PendingJob& job, const RunningJob
     return id + " reclaims queue " + tree_->nodes()[leaf].name + "'s guarantee: " +
            (victim.tier == job::Tier::kOpportunistic
                 ? std::string("this job is opportunistic")
-                : "queue " + tree_->nodes()[rq].name + " runs " + GpuText(ledger_->Borrowed(rq, queue::kGpu)) +
-                      " GPUs beyond its guarantee") +
+                : "queue " + tree_->nodes()[rq].name + " runs " +
+                      GpuText(ledger_->Borrowed(rq, queue::kGpu)) + " GPUs beyond its guarantee") +
            lost;
   }
   const std::vector<int64_t>& t = cfg_.preemption.las_thresholds;
   switch (cfg_.preemption.mode) {
     case PreemptionMode::kGittins:
-      return id + " is expected to need less GPU time per completion (rank " + std::to_string(job.rank / 1000) +
-             " vs " + std::to_string(victim.rank / 1000) + " GPU-s)";
+      return id + " is expected to need less GPU time per completion (rank " +
+             std::to_string(job.rank / 1000) + " vs " + std::to_string(victim.rank / 1000) +
+             " GPU-s)";
     case PreemptionMode::kLas:
-      return id + " has received less service (level " + std::to_string(ServiceLevel(t, job.attained_service)) +
-             " vs " + std::to_string(ServiceLevel(t, victim.attained_service)) + ")";
+      return id + " has received less service (level " +
+             std::to_string(ServiceLevel(t, job.attained_service)) + " vs " +
+             std::to_string(ServiceLevel(t, victim.attained_service)) + ")";
     default:
       return id + " (priority " + std::to_string(job.priority) + ") outranks it (priority " +
              std::to_string(victim.priority) + ")";
@@ -64,7 +68,8 @@ std::string Scheduler::Run::WhyPreempted(const PendingJob& job, const RunningJob
 bool Scheduler::Run::TryPreempt(const PendingJob& job, uint32_t idx, int leaf, bool within) {
   const PreemptionConfig& cfg = cfg_.preemption;
   if (!job.may_preempt) return false;
-  const bool reclaim = leaf >= 0 && within && cfg.reclaim_quota && job.tier == job::Tier::kGuaranteed;
+  const bool reclaim =
+      leaf >= 0 && within && cfg.reclaim_quota && job.tier == job::Tier::kGuaranteed;
   if (cfg.mode == PreemptionMode::kNone && !reclaim) return false;
   if (cfg.max_victims_per_cycle > 0 && victims_ >= cfg.max_victims_per_cycle) return false;
   if (!reclaim && cfg.mode == PreemptionMode::kGittins && job.rank >= top_rank_) return false;
@@ -75,8 +80,8 @@ bool Scheduler::Run::TryPreempt(const PendingJob& job, uint32_t idx, int leaf, b
     eligible = Eligible(job, leaf, reclaim, &reclaimed);
     if (reclaim) pcfg.mode = PreemptionMode::kQuota;
   }
-  PreemptionPlan plan = PlanPreemption(pcfg, work_, snap_.running, preempted_, job, placer_, opts, now_,
-                                       tree_ ? &eligible : nullptr);
+  PreemptionPlan plan = PlanPreemption(pcfg, work_, snap_.running, preempted_, job, placer_, opts,
+                                       now_, tree_ ? &eligible : nullptr);
   if (!plan.found) return false;
   Placement p;
   p.job = job.id;
@@ -92,7 +97,8 @@ bool Scheduler::Run::TryPreempt(const PendingJob& job, uint32_t idx, int leaf, b
     pre.victim = victim.id;
     pre.for_job = job.id;
     pre.lost_gpu_ms = victim.assignment->TotalMilliGpu(topo_) *
-                      std::max<Time>(0, now_ - std::max(victim.start, victim.last_checkpoint)) / 1000;
+                      std::max<Time>(0, now_ - std::max(victim.start, victim.last_checkpoint)) /
+                      1000;
     pre.why = WhyPreempted(job, victim, leaf, tree_ && reclaimed[v], pre.lost_gpu_ms);
     if (tree_ && running_charge_[v] && !running_charge_[v]->empty()) {
       ledger_->Remove(static_cast<int>(victim.queue), *running_charge_[v]);

@@ -60,9 +60,9 @@ class Planner {
 
   const cluster::ClusterUsage& u_;
   std::vector<MigReshapePlan>* out_;
-  std::vector<uint32_t> nodes_;  // nodes with a GPU that may be re-cut
-  std::unordered_map<uint32_t, size_t> plan_of_;       // GPU -> its plan in out_
-  std::unordered_map<uint32_t, uint8_t> created_;      // GPU -> slices of instances planned now
+  std::vector<uint32_t> nodes_;                    // nodes with a GPU that may be re-cut
+  std::unordered_map<uint32_t, size_t> plan_of_;   // GPU -> its plan in out_
+  std::unordered_map<uint32_t, uint8_t> created_;  // GPU -> slices of instances planned now
   std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> reserved_;  // node -> CPU, memory
   std::array<std::array<int32_t, kMigShapes>, kMigParts> supply_{};
 };
@@ -86,7 +86,8 @@ bool Planner::Collect() {
         for (int s = 0; s < kMigMemorySlices; ++s) {
           const uint8_t sh = l.shape_at[s];
           if (sh == kNoMigShape) continue;
-          if (cluster::MigPlacementMask(static_cast<MigShape>(sh), s) & u_.gpu_mig_taken(g)) continue;
+          if (cluster::MigPlacementMask(static_cast<MigShape>(sh), s) & u_.gpu_mig_taken(g))
+            continue;
           ++supply_[gi.mig_part][sh];
         }
       }
@@ -124,7 +125,8 @@ void Planner::Consider(uint32_t g, const TaskShape& s, Choice* best) const {
     if (start < 0) return;
     const uint8_t starts = l.StartsOverlapping(cluster::MigPlacementMask(shape, start));
     for (int s2 = 0; s2 < kMigMemorySlices; ++s2) {
-      if (starts >> s2 & 1) destroyed += cluster::ShapeInfo(static_cast<MigShape>(l.shape_at[s2])).compute_slices;
+      if (starts >> s2 & 1)
+        destroyed += cluster::ShapeInfo(static_cast<MigShape>(l.shape_at[s2])).compute_slices;
     }
   }
   const uint32_t lost = cluster::MigLayoutValue(base) -
@@ -142,7 +144,8 @@ Planner::Choice Planner::Best(const GroupRequest& group) const {
     auto r = reserved_.find(n);
     const int64_t cpu = r == reserved_.end() ? 0 : r->second.first;
     const int64_t mem = r == reserved_.end() ? 0 : r->second.second;
-    if (u_.node(n).free_cpu - cpu < s.milli_cpu || u_.node(n).free_memory - mem < s.memory_mib) continue;
+    if (u_.node(n).free_cpu - cpu < s.milli_cpu || u_.node(n).free_memory - mem < s.memory_mib)
+      continue;
     const cluster::NodeInfo& node = t.nodes()[n];
     for (uint32_t g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
       if (ReshapeableGpu(u_, g) && u_.topology().gpus()[g].memory_mib >= s.min_gpu_memory_mib) {
@@ -165,7 +168,8 @@ void Planner::Apply(const Choice& c, const GroupRequest& group, JobId job) {
     it = plan_of_.emplace(c.gpu, out_->size() - 1).first;
   }
   MigLayout& after = (*out_)[it->second].after;
-  const auto shape = static_cast<MigShape>(placement::MigShapeFor(u_.topology(), c.gpu, group.shape));
+  const auto shape =
+      static_cast<MigShape>(placement::MigShapeFor(u_.topology(), c.gpu, group.shape));
   const uint8_t mask = cluster::MigPlacementMask(shape, c.start);
   const uint8_t gone = after.StartsOverlapping(mask);
   for (int s = 0; s < kMigMemorySlices; ++s) {

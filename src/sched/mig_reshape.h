@@ -20,8 +20,8 @@
 namespace hangar::sched {
 
 struct MigReshapeLimits {
-  int max_jobs = 256;       // pending jobs looked at per cycle
-  int max_instances = 64;   // instances planned per cycle
+  int max_jobs = 256;      // pending jobs looked at per cycle
+  int max_instances = 64;  // instances planned per cycle
 };
 
 // Plans reshapes for `pending` jobs (indices into snap.pending, in the cycle's order) that the

@@ -115,7 +115,8 @@ TEST_F(MigReshapeTest, AnEmptyLayoutIsCutForTheQueue) {
   EXPECT_EQ(p.for_job, 1u);
   EXPECT_EQ(p.before, MigLayout());
   // The 3g at 4 keeps the 4g's home; the 1g instances then pack from the top of what is left.
-  EXPECT_EQ(cluster::MigLayoutText(p.after, t->gpus()[0].mig_part), "1g.10gb@2,1g.10gb@3,3g.40gb@4");
+  EXPECT_EQ(cluster::MigLayoutText(p.after, t->gpus()[0].mig_part),
+            "1g.10gb@2,1g.10gb@3,3g.40gb@4");
   EXPECT_EQ(MigStartsToCreate(p.before, p.after), 0b0001'1100);
   EXPECT_EQ(MigStartsToDestroy(p.before, p.after), 0);
 }
@@ -167,7 +168,7 @@ TEST_F(MigReshapeTest, AReshapeInFlightCountsAsSupply) {
   u.SetMigReshaping(0, true);
   u.SetMigLayout(1, MigLayout());
   Decisions one = Cycle(u, {"3g.40gb", "3g.40gb"});
-  EXPECT_TRUE(one.placements.empty());  // GPU 0 takes nothing while it is re-cut
+  EXPECT_TRUE(one.placements.empty());    // GPU 0 takes nothing while it is re-cut
   EXPECT_TRUE(one.mig_reshapes.empty());  // both 3g are coming
   Decisions three = Cycle(u, {"3g.40gb", "3g.40gb", "3g.40gb"});
   ASSERT_EQ(three.mig_reshapes.size(), 1u);  // the third one's

@@ -10,11 +10,13 @@ int ServiceLevel(const std::vector<int64_t>& thresholds, int64_t attained) {
   return level;
 }
 
-bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJob& victim, Time now) {
+bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJob& victim,
+              Time now) {
   if (!victim.preemptible || !victim.assignment) return false;
   if (now < victim.start + std::max(victim.min_run_time, cfg.min_run_before_preempt)) return false;
   switch (cfg.mode) {
-    case PreemptionMode::kNone: return false;
+    case PreemptionMode::kNone:
+      return false;
     case PreemptionMode::kPriority:
       if (job.tier != job::Tier::kGuaranteed) return false;
       return victim.tier == job::Tier::kOpportunistic || victim.priority < job.priority;
@@ -33,7 +35,8 @@ namespace {
 
 // GPU-milliseconds a victim would lose: its GPUs times the time since its last checkpoint.
 int64_t LostWork(const RunningJob& r, const cluster::Topology& t, Time now) {
-  return r.assignment->TotalMilliGpu(t) * std::max<Time>(0, now - std::max(r.start, r.last_checkpoint)) / 1000;
+  return r.assignment->TotalMilliGpu(t) *
+         std::max<Time>(0, now - std::max(r.start, r.last_checkpoint)) / 1000;
 }
 
 }  // namespace
@@ -50,8 +53,9 @@ struct Candidate {
 // The running jobs `job` may preempt, with what ranks them as victims; *could_free gets their
 // milli-GPU.
 std::vector<Candidate> Candidates(const PreemptionConfig& cfg, const cluster::Topology& topo,
-                                  std::span<const RunningJob> running, const std::vector<uint8_t>& taken,
-                                  const PendingJob& job, Time now, const std::vector<uint8_t>* eligible,
+                                  std::span<const RunningJob> running,
+                                  const std::vector<uint8_t>& taken, const PendingJob& job,
+                                  Time now, const std::vector<uint8_t>* eligible,
                                   int64_t* could_free) {
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < running.size(); ++i) {
@@ -80,8 +84,9 @@ std::vector<Candidate> Candidates(const PreemptionConfig& cfg, const cluster::To
 
 // `released` let the job fit: keep only the victims the placement needs (a victim none of whose
 // nodes it uses is given back), release them on `work` and place the job there.
-void Commit(cluster::ClusterUsage& work, std::span<const RunningJob> running, const std::vector<size_t>& released,
-            const placement::PlaceResult& trial, const GangRequest& req, placement::GangPlacer& placer,
+void Commit(cluster::ClusterUsage& work, std::span<const RunningJob> running,
+            const std::vector<size_t>& released, const placement::PlaceResult& trial,
+            const GangRequest& req, placement::GangPlacer& placer,
             const placement::PlaceOptions& opts, PreemptionPlan* plan) {
   std::vector<uint8_t> used(work.topology().nodes().size(), 0);
   for (const auto& t : trial.assignment.tasks) used[t.node] = 1;
@@ -108,10 +113,10 @@ void Commit(cluster::ClusterUsage& work, std::span<const RunningJob> running, co
 }  // namespace
 
 PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage& work,
-                              std::span<const RunningJob> running, const std::vector<uint8_t>& taken,
-                              const PendingJob& job, placement::GangPlacer& placer,
-                              const placement::PlaceOptions& opts, Time now,
-                              const std::vector<uint8_t>* eligible) {
+                              std::span<const RunningJob> running,
+                              const std::vector<uint8_t>& taken, const PendingJob& job,
+                              placement::GangPlacer& placer, const placement::PlaceOptions& opts,
+                              Time now, const std::vector<uint8_t>* eligible) {
   PreemptionPlan plan;
   const GangRequest& req = *job.request;
   int64_t could_free = 0;
@@ -134,7 +139,8 @@ PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage
     if (running[a.index].start != running[b.index].start)
       return running[a.index].start > running[b.index].start;
     // Not the owner's order of `running`: the same jobs give the same victims from any owner.
-    if (running[a.index].seq != running[b.index].seq) return running[a.index].seq > running[b.index].seq;
+    if (running[a.index].seq != running[b.index].seq)
+      return running[a.index].seq > running[b.index].seq;
     return a.index < b.index;
   };
   // Usually a victim or two suffice: take them off a heap rather than sort every candidate.

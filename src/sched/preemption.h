@@ -18,7 +18,8 @@ enum class PreemptionMode : uint8_t {
   kNone,
   kPriority,  // a higher-priority guaranteed job may preempt lower-priority or opportunistic work
   kLas,       // least attained service (Tiresias): a job in a higher service level preempts
-  kGittins,   // a job preempts one of higher Gittins rank (PendingJob::rank); with the "gittins" queue
+  kGittins,   // a job preempts one of higher Gittins rank (PendingJob::rank); with the "gittins"
+              // queue
   kQuota,     // internal: a job within its queue's guarantee reclaims it from borrowers
 };
 
@@ -49,7 +50,8 @@ struct PreemptionConfig {
 int ServiceLevel(const std::vector<int64_t>& thresholds, int64_t attained);
 
 // True when `job` may preempt `victim` at `now`.
-bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJob& victim, Time now);
+bool Outranks(const PreemptionConfig& cfg, const PendingJob& job, const RunningJob& victim,
+              Time now);
 
 struct PreemptionPlan {
   bool found = false;
@@ -62,9 +64,9 @@ struct PreemptionPlan {
 // on failure `work` is unchanged. `eligible`, when given, says per running job whether the caller
 // allows it as a victim (instead of Outranks; the minimum run time still holds).
 PreemptionPlan PlanPreemption(const PreemptionConfig& cfg, cluster::ClusterUsage& work,
-                              std::span<const RunningJob> running, const std::vector<uint8_t>& taken,
-                              const PendingJob& job, placement::GangPlacer& placer,
-                              const placement::PlaceOptions& opts, Time now,
-                              const std::vector<uint8_t>* eligible = nullptr);
+                              std::span<const RunningJob> running,
+                              const std::vector<uint8_t>& taken, const PendingJob& job,
+                              placement::GangPlacer& placer, const placement::PlaceOptions& opts,
+                              Time now, const std::vector<uint8_t>* eligible = nullptr);
 
 }  // namespace hangar::sched

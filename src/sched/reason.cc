@@ -6,9 +6,7 @@ namespace hangar::sched {
 
 namespace {
 std::string N(int64_t v) { return std::to_string(v); }
-std::string Gpus(int64_t milli) {
-  return milli % 1000 == 0 ? N(milli / 1000) : FormatMilli(milli);
-}
+std::string Gpus(int64_t milli) { return milli % 1000 == 0 ? N(milli / 1000) : FormatMilli(milli); }
 std::string Plural(int64_t n, const char* word) { return N(n) + " " + word + (n == 1 ? "" : "s"); }
 std::string NodeName(const cluster::Topology& t, uint64_t n) {
   return n < t.nodes().size() ? t.nodes()[n].name : "node #" + N(static_cast<int64_t>(n));
@@ -17,35 +15,64 @@ std::string NodeName(const cluster::Topology& t, uint64_t n) {
 
 std::string_view Reason::RuleName() const {
   switch (rule) {
-    case Rule::kNone: return "none";
-    case Rule::kNeverGpusPerReplica: return "never-gpus-per-replica";
-    case Rule::kNeverModel: return "never-gpu-model";
-    case Rule::kNeverSelector: return "never-node-selector";
-    case Rule::kNeverGpuMemory: return "never-gpu-memory";
-    case Rule::kNeverCpu: return "never-cpu";
-    case Rule::kNeverMemory: return "never-memory";
-    case Rule::kNeverMig: return "never-mig";
-    case Rule::kNeverDomain: return "never-topology-domain";
-    case Rule::kNeverExcludedNodes: return "never-exclude-nodes";
-    case Rule::kNeverIncludedNode: return "never-include-nodes";
-    case Rule::kNeverCluster: return "never-cluster-size";
-    case Rule::kNotNowDomain: return "topology-domain";
-    case Rule::kNotNowNodeGpus: return "node-gpus";
-    case Rule::kNotNowCluster: return "cluster-gpus";
-    case Rule::kNotNowShared: return "shared-gpu";
-    case Rule::kNotNowCpu: return "cpu";
-    case Rule::kNotNowMemory: return "memory";
-    case Rule::kNotNowUnhealthy: return "node-health";
-    case Rule::kNotNowReserved: return "backfill-reservation";
-    case Rule::kNotNowBlocked: return "strict-order";
-    case Rule::kNotNowQuota: return "quota";
-    case Rule::kNotNowReplicas: return "gang-replicas";
-    case Rule::kNotNowNotExamined: return "not-examined";
-    case Rule::kNotNowExcludedNodes: return "exclude-nodes";
-    case Rule::kNotNowIncludedNode: return "include-nodes";
-    case Rule::kNotNowWindow: return "reservation-window";
-    case Rule::kNotNowWindowClosed: return "reservation-not-open";
-    case Rule::kNotNowInsideWindow: return "reservation-full";
+    case Rule::kNone:
+      return "none";
+    case Rule::kNeverGpusPerReplica:
+      return "never-gpus-per-replica";
+    case Rule::kNeverModel:
+      return "never-gpu-model";
+    case Rule::kNeverSelector:
+      return "never-node-selector";
+    case Rule::kNeverGpuMemory:
+      return "never-gpu-memory";
+    case Rule::kNeverCpu:
+      return "never-cpu";
+    case Rule::kNeverMemory:
+      return "never-memory";
+    case Rule::kNeverMig:
+      return "never-mig";
+    case Rule::kNeverDomain:
+      return "never-topology-domain";
+    case Rule::kNeverExcludedNodes:
+      return "never-exclude-nodes";
+    case Rule::kNeverIncludedNode:
+      return "never-include-nodes";
+    case Rule::kNeverCluster:
+      return "never-cluster-size";
+    case Rule::kNotNowDomain:
+      return "topology-domain";
+    case Rule::kNotNowNodeGpus:
+      return "node-gpus";
+    case Rule::kNotNowCluster:
+      return "cluster-gpus";
+    case Rule::kNotNowShared:
+      return "shared-gpu";
+    case Rule::kNotNowCpu:
+      return "cpu";
+    case Rule::kNotNowMemory:
+      return "memory";
+    case Rule::kNotNowUnhealthy:
+      return "node-health";
+    case Rule::kNotNowReserved:
+      return "backfill-reservation";
+    case Rule::kNotNowBlocked:
+      return "strict-order";
+    case Rule::kNotNowQuota:
+      return "quota";
+    case Rule::kNotNowReplicas:
+      return "gang-replicas";
+    case Rule::kNotNowNotExamined:
+      return "not-examined";
+    case Rule::kNotNowExcludedNodes:
+      return "exclude-nodes";
+    case Rule::kNotNowIncludedNode:
+      return "include-nodes";
+    case Rule::kNotNowWindow:
+      return "reservation-window";
+    case Rule::kNotNowWindowClosed:
+      return "reservation-not-open";
+    case Rule::kNotNowInsideWindow:
+      return "reservation-full";
   }
   return "unknown";
 }
@@ -53,11 +80,11 @@ std::string_view Reason::RuleName() const {
 std::string Reason::ToString(const cluster::Topology& topo) const {
   const std::string lvl(cluster::LevelName(level));
   switch (rule) {
-    case Rule::kNone: return "";
+    case Rule::kNone:
+      return "";
     case Rule::kNeverGpusPerReplica:
       return "never: asks " + N(need) + " GPUs per replica, largest node has " + N(have);
-    case Rule::kNeverModel:
-    {
+    case Rule::kNeverModel: {
       std::string here;
       for (const auto& m : topo.models()) here += (here.empty() ? "" : ", ") + m;
       return "never: no node has an allowed GPU model; this cluster has: " +
@@ -82,11 +109,14 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
       return "never: needs " + Gpus(need) + " GPUs under one " + lvl + "; the largest " + lvl +
              " has " + Gpus(have);
     case Rule::kNeverExcludedNodes:
-      return "never: every node with the GPUs, CPU, memory and labels it asks is in its exclude_nodes";
+      return "never: every node with the GPUs, CPU, memory and labels it asks is in its "
+             "exclude_nodes";
     case Rule::kNeverIncludedNode:
-      if (other >= topo.nodes().size()) return "never: its include_nodes names a node this cluster does not have";
+      if (other >= topo.nodes().size())
+        return "never: its include_nodes names a node this cluster does not have";
       return "never: its include_nodes names " + NodeName(topo, other) +
-             ", which cannot hold a replica of it even when empty (its GPUs, CPU, memory or labels fall short)";
+             ", which cannot hold a replica of it even when empty (its GPUs, CPU, memory or labels "
+             "fall short)";
     case Rule::kNeverCluster:
       return "never: needs " + Gpus(need) + " GPUs; only " + Gpus(have) +
              " in this cluster could serve it";
@@ -101,8 +131,8 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
       return "needs " + FormatMilli(need) + " of one GPU; the most free on one GPU is " +
              FormatMilli(have);
     case Rule::kNotNowCpu:
-      return "the GPUs are free but no such node has " + FormatMilli(need) + " CPUs free (most: " +
-             FormatMilli(have) + ")";
+      return "the GPUs are free but no such node has " + FormatMilli(need) +
+             " CPUs free (most: " + FormatMilli(have) + ")";
     case Rule::kNotNowMemory:
       return "the GPUs are free but no such node has " + FormatMemoryMiB(need) +
              " memory free (most: " + FormatMemoryMiB(have) + ")";
@@ -110,24 +140,25 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
       return "fits only on nodes that are draining, degraded or cordoned";
     case Rule::kNotNowReserved:
       return "fits only on nodes reserved for job " + N(static_cast<int64_t>(other)) +
-             (at == kNever ? std::string(", and would hold them past its start")
-                           : ", which starts by " + FormatUtcTimestamp(at) +
-                                 "; it would delay that job");
+             (at == kNever
+                  ? std::string(", and would hold them past its start")
+                  : ", which starts by " + FormatUtcTimestamp(at) + "; it would delay that job");
     case Rule::kNotNowBlocked:
       return "strict order: waits behind job " + N(static_cast<int64_t>(other));
     case Rule::kNotNowQuota:
       return "over its queue's quota: needs " + Gpus(need) + " GPUs, " + Gpus(have) + " left";
     case Rule::kNotNowReplicas:
-      return "needs room for " + N(need) + " replicas of " + Plural(static_cast<int64_t>(other), "GPU") +
-             " at once; only " + N(have) + " fit now";
+      return "needs room for " + N(need) + " replicas of " +
+             Plural(static_cast<int64_t>(other), "GPU") + " at once; only " + N(have) + " fit now";
     case Rule::kNotNowNotExamined:
       return "not examined this cycle: no free capacity was left for it";
     case Rule::kNotNowExcludedNodes:
       return "its exclude_nodes keeps it off " + Plural(static_cast<int64_t>(other), "node") +
-             (other == 1 ? " that has" : " that have") + " room for it now; the other nodes fit " + N(have) + " of its " + N(need) + " replicas";
+             (other == 1 ? " that has" : " that have") + " room for it now; the other nodes fit " +
+             N(have) + " of its " + N(need) + " replicas";
     case Rule::kNotNowIncludedNode:
-      return "its include_nodes names " + NodeName(topo, other) + ", which has no room for a replica of it now (" +
-             N(have) + " GPUs free)";
+      return "its include_nodes names " + NodeName(topo, other) +
+             ", which has no room for a replica of it now (" + N(have) + " GPUs free)";
     case Rule::kNotNowWindow:
       return "fits only on nodes held by a reservation window from " + FormatUtcTimestamp(at) +
              ", or its time limit would cross that start (a job without one runs for ever)";

@@ -6,10 +6,14 @@ namespace hangar::sched {
 
 int64_t TaskShape::MilliGpu() const {
   switch (kind) {
-    case job::GpuKind::kNone: return 0;
-    case job::GpuKind::kWhole: return int64_t{gpus} * cluster::kMilliPerGpu;
-    case job::GpuKind::kShared: return milli;
-    case job::GpuKind::kMig: return int64_t{milli} * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu;
+    case job::GpuKind::kNone:
+      return 0;
+    case job::GpuKind::kWhole:
+      return int64_t{gpus} * cluster::kMilliPerGpu;
+    case job::GpuKind::kShared:
+      return milli;
+    case job::GpuKind::kMig:
+      return int64_t{milli} * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu;
   }
   return 0;
 }
@@ -27,7 +31,8 @@ void TaskShape::SetMigProfile(std::string_view profile, int compute_slices, int6
 
 std::string TaskShape::MigProfileName() const {
   for (uint8_t p = 0; p < cluster::kMigParts; ++p) {
-    if (mig_shape[p] != cluster::kNoMigShape) return std::string(cluster::MigPartAt(p).profiles[mig_shape[p]]);
+    if (mig_shape[p] != cluster::kNoMigShape)
+      return std::string(cluster::MigPartAt(p).profiles[mig_shape[p]]);
   }
   return "";
 }
@@ -44,10 +49,11 @@ void Fingerprint(GangRequest* r) {
   h = Mix(h, static_cast<uint64_t>(r->topology.same) * 2 + r->topology.required);
   for (const auto& g : r->groups) {
     const TaskShape& s = g.shape;
-    for (uint64_t v : {static_cast<uint64_t>(s.kind), static_cast<uint64_t>(s.gpus),
-                       static_cast<uint64_t>(s.milli), static_cast<uint64_t>(s.gpu_memory_mib),
-                       static_cast<uint64_t>(s.min_gpu_memory_mib), static_cast<uint64_t>(s.milli_cpu),
-                       static_cast<uint64_t>(s.memory_mib), s.models, static_cast<uint64_t>(g.replicas)}) {
+    for (uint64_t v :
+         {static_cast<uint64_t>(s.kind), static_cast<uint64_t>(s.gpus),
+          static_cast<uint64_t>(s.milli), static_cast<uint64_t>(s.gpu_memory_mib),
+          static_cast<uint64_t>(s.min_gpu_memory_mib), static_cast<uint64_t>(s.milli_cpu),
+          static_cast<uint64_t>(s.memory_mib), s.models, static_cast<uint64_t>(g.replicas)}) {
       h = Mix(h, v);
     }
     for (uint8_t m : s.mig_shape) h = Mix(h, m);
@@ -65,26 +71,29 @@ void Fingerprint(GangRequest* r) {
   r->total_replicas = 0;
   for (const auto& g : r->groups) {
     r->total_milli_gpu += g.shape.MilliGpu() * g.replicas;
-    if (g.shape.kind == job::GpuKind::kWhole) r->total_whole_gpus += int64_t{g.shape.gpus} * g.replicas;
+    if (g.shape.kind == job::GpuKind::kWhole)
+      r->total_whole_gpus += int64_t{g.shape.gpus} * g.replicas;
     r->total_replicas += g.replicas;
   }
 }
 
 namespace {
 bool SameShape(const TaskShape& a, const TaskShape& b) {
-  return a.kind == b.kind && a.gpus == b.gpus && a.milli == b.milli && a.gpu_memory_mib == b.gpu_memory_mib &&
-         a.min_gpu_memory_mib == b.min_gpu_memory_mib && a.milli_cpu == b.milli_cpu && a.memory_mib == b.memory_mib &&
-         a.models == b.models && a.mig_shape == b.mig_shape;
+  return a.kind == b.kind && a.gpus == b.gpus && a.milli == b.milli &&
+         a.gpu_memory_mib == b.gpu_memory_mib && a.min_gpu_memory_mib == b.min_gpu_memory_mib &&
+         a.milli_cpu == b.milli_cpu && a.memory_mib == b.memory_mib && a.models == b.models &&
+         a.mig_shape == b.mig_shape;
 }
 }  // namespace
 
 bool SamePlacement(const GangRequest& a, const GangRequest& b) {
-  if (a.topology.same != b.topology.same || a.topology.required != b.topology.required) return false;
+  if (a.topology.same != b.topology.same || a.topology.required != b.topology.required)
+    return false;
   if (a.groups.size() != b.groups.size() || !(a.nodes == b.nodes)) return false;
   for (size_t i = 0; i < a.groups.size(); ++i) {
     const GroupRequest &x = a.groups[i], &y = b.groups[i];
-    if (x.replicas != y.replicas || x.selector != y.selector || x.excluded_nodes != y.excluded_nodes ||
-        !SameShape(x.shape, y.shape)) {
+    if (x.replicas != y.replicas || x.selector != y.selector ||
+        x.excluded_nodes != y.excluded_nodes || !SameShape(x.shape, y.shape)) {
       return false;
     }
   }
@@ -114,13 +123,18 @@ StatusOr<GangRequest> CompileGang(const job::JobSpec& spec, const cluster::Topol
     s.kind = t.gpu.kind;
     s.gpus = t.gpu.kind == job::GpuKind::kNone ? 0 : t.gpu.count;
     switch (t.gpu.kind) {
-      case job::GpuKind::kNone: break;
-      case job::GpuKind::kWhole: s.milli = cluster::kMilliPerGpu; break;
+      case job::GpuKind::kNone:
+        break;
+      case job::GpuKind::kWhole:
+        s.milli = cluster::kMilliPerGpu;
+        break;
       case job::GpuKind::kShared:
         s.milli = static_cast<int32_t>(t.gpu.milli);
         s.gpu_memory_mib = t.gpu.memory_mib;
         break;
-      case job::GpuKind::kMig: s.SetMigProfile(t.gpu.mig_profile, t.gpu.mig_slices, t.gpu.memory_mib); break;
+      case job::GpuKind::kMig:
+        s.SetMigProfile(t.gpu.mig_profile, t.gpu.mig_slices, t.gpu.memory_mib);
+        break;
     }
     s.min_gpu_memory_mib = t.min_gpu_memory_mib;
     s.milli_cpu = t.ReplicaMilliCpu();

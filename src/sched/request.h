@@ -19,8 +19,8 @@ namespace hangar::sched {
 // One replica's needs.
 struct TaskShape {
   job::GpuKind kind = job::GpuKind::kNone;
-  int32_t gpus = 0;   // whole GPUs (1 for shared and MIG)
-  int32_t milli = 0;  // per GPU: 1000 whole, < 1000 shared, MIG slices for kMig
+  int32_t gpus = 0;                // whole GPUs (1 for shared and MIG)
+  int32_t milli = 0;               // per GPU: 1000 whole, < 1000 shared, MIG slices for kMig
   int64_t gpu_memory_mib = 0;      // shared/MIG: GPU memory taken
   int64_t min_gpu_memory_mib = 0;  // only GPUs at least this big
   int64_t milli_cpu = 0;           // per replica

@@ -16,7 +16,8 @@ Scheduler::Scheduler(SchedulerConfig config, std::unique_ptr<queue::QueuePolicy>
                      std::unique_ptr<placement::NodeScorer> s)
     : config_(std::move(config)), queue_policy_(std::move(q)), scorer_(std::move(s)) {}
 
-const Reason& Scheduler::NeverReason(const cluster::Topology& topology, const GangRequest& request) {
+const Reason& Scheduler::NeverReason(const cluster::Topology& topology,
+                                     const GangRequest& request) {
   if (never_topology_ != &topology) {
     never_.clear();
     never_topology_ = &topology;
@@ -25,7 +26,9 @@ const Reason& Scheduler::NeverReason(const cluster::Topology& topology, const Ga
   for (auto it = first; it != last; ++it) {
     if (SamePlacement(it->second.request, request)) return it->second.reason;
   }
-  return never_.emplace(request.fingerprint, NeverEntry{request, placement::CheckNever(topology, request)})->second.reason;
+  return never_
+      .emplace(request.fingerprint, NeverEntry{request, placement::CheckNever(topology, request)})
+      ->second.reason;
 }
 
 cluster::ClusterUsage& Scheduler::CopyOfUsage(const cluster::ClusterUsage& usage) {
@@ -38,8 +41,16 @@ cluster::ClusterUsage& Scheduler::CopyOfUsage(const cluster::ClusterUsage& usage
 }
 
 Scheduler::Run::Run(Scheduler& s, const Snapshot& snap, Time now)
-    : scheduler_(s), cfg_(s.config_), placer_(s.placer_), order_(s.order_), snap_(snap), now_(now), tree_(snap.queues),
-      work_(s.CopyOfUsage(*snap.usage)), topo_(work_.topology()), opts_{s.scorer_.get(), snap.profile, nullptr, snap.random_seed},
+    : scheduler_(s),
+      cfg_(s.config_),
+      placer_(s.placer_),
+      order_(s.order_),
+      snap_(snap),
+      now_(now),
+      tree_(snap.queues),
+      work_(s.CopyOfUsage(*snap.usage)),
+      topo_(work_.topology()),
+      opts_{s.scorer_.get(), snap.profile, nullptr, snap.random_seed},
       windows_(snap.windows, static_cast<uint32_t>(topo_.nodes().size()), now) {
   reserved_nodes_.assign(topo_.nodes().size(), 0);
   preempted_.assign(snap.running.size(), 0);
@@ -74,7 +85,8 @@ Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
   placer_.BeginCycle(snap.random_seed);
   Run run(*this, snap, now);
   // 3. Each job in order (fair share across queues): admission, placement, preemption, backfill.
-  for (uint32_t pos = 0; pos < order_.size() && !run.StopsBefore(pos); ++pos) run.Examine(run.Next(pos));
+  for (uint32_t pos = 0; pos < order_.size() && !run.StopsBefore(pos); ++pos)
+    run.Examine(run.Next(pos));
   // 4. MIG GPUs re-cut for the MIG jobs that found no instance of their shape.
   run.PlanReshapes();
   // 5. The owner commits the decisions, then acts.

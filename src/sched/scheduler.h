@@ -17,8 +17,8 @@
 
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 
 #include "common/status.h"
 #include "sched/backfill.h"

@@ -122,7 +122,8 @@ TEST(SchedulerTest, StopsEarlyWhenNoGpuIsLeft) {
   cluster::ClusterUsage usage(t);
   auto req = Whole(*t, 1, 1);
   std::vector<PendingJob> jobs(1000);
-  for (uint32_t i = 0; i < jobs.size(); ++i) jobs[i] = {i + 1, &req, 0, job::Tier::kGuaranteed, 0, i, 0, 0, i};
+  for (uint32_t i = 0; i < jobs.size(); ++i)
+    jobs[i] = {i + 1, &req, 0, job::Tier::kGuaranteed, 0, i, 0, 0, i};
   Snapshot snap;
   snap.usage = &usage;
   snap.pending = jobs;
@@ -165,7 +166,8 @@ TEST(SchedulerTest, CacheKeysKeepTheReservedBitApartFromTheRank) {
   r.expected_end = 100;
   r.preemptible = false;
   std::vector<PendingJob> pending(3);
-  pending[0] = {2, &both, 100, job::Tier::kGuaranteed, 0, 0, 0, 0, 2};  // blocked: reserves both nodes
+  pending[0] = {2, &both, 100, job::Tier::kGuaranteed, 0, 0,
+                0, 0,     2};  // blocked: reserves both nodes
   // Rank 20*2+1 = 41, no time limit: may not use the reserved nodes, so it waits.
   pending[1] = {3, &whole8, 20, job::Tier::kGuaranteed, 0, 0, 0, 0, 3};
   // Rank 5*2 = 10, ends before the reservation: may use node 1.
@@ -214,7 +216,8 @@ TEST(SchedulerTest, APreemptionInvalidatesTheAnswersItChanges) {
   Decisions d = s->Cycle(snap, 10);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].victim, 1u);
-  EXPECT_EQ(VerdictFor(d, 2)->reason.ToString(*t), "needs 4 free GPUs on one node; the emptiest node has 0");
+  EXPECT_EQ(VerdictFor(d, 2)->reason.ToString(*t),
+            "needs 4 free GPUs on one node; the emptiest node has 0");
   ASSERT_EQ(d.placements.size(), 2u) << VerdictFor(d, 4)->reason.ToString(*t);
   EXPECT_EQ(d.placements[0].job, 3u);
   EXPECT_EQ(d.placements[1].job, 4u);
@@ -270,9 +273,10 @@ TEST(SchedulerTest, UnexaminedJobsAreNamedById) {
 // a shape hears the same words, and a placement in between is seen by the jobs after it.
 TEST(SchedulerTest, QuotaVerdictsFollowTheLedger) {
   auto t = Leaves(1, 2);
-  auto specs = job::ParseQueues("queues:\n  - name: a\n    quota: {gpus: 4}\n    borrowing_limit: {gpus: 0}\n"
-                                "  - name: b\n    quota: {gpus: 8}\n",
-                                "queues.yaml");
+  auto specs = job::ParseQueues(
+      "queues:\n  - name: a\n    quota: {gpus: 4}\n    borrowing_limit: {gpus: 0}\n"
+      "  - name: b\n    quota: {gpus: 8}\n",
+      "queues.yaml");
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();
   auto tree = queue::QueueTree::Build(*specs, *t);
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
@@ -280,10 +284,10 @@ TEST(SchedulerTest, QuotaVerdictsFollowTheLedger) {
   cluster::ClusterUsage u(t);
   const GangRequest two = Whole(*t, 1, 2);
   std::vector<PendingJob> pending(4);
-  pending[0] = {1, &two, 0, job::Tier::kGuaranteed, a, 0, 0, 0, 1};    // within: placed
-  pending[1] = {2, &two, 0, job::Tier::kGuaranteed, a, 1, 0, 0, 2};    // within: placed, a is full
-  pending[2] = {3, &two, 0, job::Tier::kGuaranteed, a, 2, 0, 0, 3};    // denied
-  pending[3] = {4, &two, 0, job::Tier::kGuaranteed, a, 3, 0, 0, 4};    // denied, same words
+  pending[0] = {1, &two, 0, job::Tier::kGuaranteed, a, 0, 0, 0, 1};  // within: placed
+  pending[1] = {2, &two, 0, job::Tier::kGuaranteed, a, 1, 0, 0, 2};  // within: placed, a is full
+  pending[2] = {3, &two, 0, job::Tier::kGuaranteed, a, 2, 0, 0, 3};  // denied
+  pending[3] = {4, &two, 0, job::Tier::kGuaranteed, a, 3, 0, 0, 4};  // denied, same words
   auto s = std::move(Scheduler::Create({.queue_policy = "fifo"})).value();
   Snapshot snap;
   snap.usage = &u;

@@ -55,10 +55,10 @@ struct RunningJob {
   job::Tier tier = job::Tier::kGuaranteed;
   uint32_t queue = 0;
   Time start = 0;
-  Time expected_end = kNever;     // start + time limit (or a queue default); kNever if unknown
-  int64_t attained_service = 0;   // GPU-milliseconds including the current run so far
-  Time last_checkpoint = 0;       // work since then is lost if it is preempted
-  Duration min_run_time = 0;      // not preempted before start + min_run_time
+  Time expected_end = kNever;    // start + time limit (or a queue default); kNever if unknown
+  int64_t attained_service = 0;  // GPU-milliseconds including the current run so far
+  Time last_checkpoint = 0;      // work since then is lost if it is preempted
+  Duration min_run_time = 0;     // not preempted before start + min_run_time
   bool preemptible = true;
   uint64_t seq = 0;
   int64_t rank = 0;  // as on PendingJob, at the job's current age
@@ -108,7 +108,7 @@ struct Placement {
   uint32_t pending_index = 0;
   cluster::GangAssignment assignment;
   cluster::Level locality = cluster::Level::kCluster;
-  bool backfilled = false;  // started ahead of a reserved job
+  bool backfilled = false;       // started ahead of a reserved job
   std::vector<JobId> preempted;  // victims whose release made room
   bool borrowing = false;        // runs beyond its queue's guarantee (or is opportunistic)
 };
@@ -148,8 +148,8 @@ struct Decisions {
   std::vector<Reservation> reservations;
   std::vector<Preemption> preemptions;
   std::vector<MigReshapePlan> mig_reshapes;
-  uint32_t examined = 0;          // jobs looked at, in order
-  Reason not_examined;            // why the jobs in `unexamined` were not looked at
+  uint32_t examined = 0;  // jobs looked at, in order
+  Reason not_examined;    // why the jobs in `unexamined` were not looked at
   // The jobs the cycle stopped before (in its order within each queue): named by id because the
   // cycle's order is its own, not the owner's.
   std::vector<JobId> unexamined;

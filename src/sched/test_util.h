@@ -19,11 +19,13 @@ inline std::shared_ptr<const cluster::Topology> Cluster(const std::string& yaml)
 }
 
 // `leaves` leaf switches of `nodes_per_leaf` nodes with `gpus` H100s each, one spine.
-inline std::shared_ptr<const cluster::Topology> Leaves(int leaves, int nodes_per_leaf, int gpus = 8) {
+inline std::shared_ptr<const cluster::Topology> Leaves(int leaves, int nodes_per_leaf,
+                                                       int gpus = 8) {
   std::string y = "node_defaults: {gpus: " + std::to_string(gpus) +
                   ", gpu_model: H100, gpu_memory: 80Gi, cpu: 128, memory: 1Ti}\n"
-                  "fat_tree: {spines: 1, leaves_per_spine: " + std::to_string(leaves) +
-                  ", nodes_per_leaf: " + std::to_string(nodes_per_leaf) + "}\n";
+                  "fat_tree: {spines: 1, leaves_per_spine: " +
+                  std::to_string(leaves) + ", nodes_per_leaf: " + std::to_string(nodes_per_leaf) +
+                  "}\n";
   return Cluster(y);
 }
 
@@ -40,7 +42,8 @@ inline GangRequest Whole(const cluster::Topology& t, int replicas, int gpus,
                          const std::string& same = "", const std::string& models = "") {
   std::string y = "name: j\n";
   if (!same.empty()) y += "topology: {same: " + same + "}\n";
-  y += "tasks:\n  - replicas: " + std::to_string(replicas) + "\n    gpus: " + std::to_string(gpus) + "\n";
+  y += "tasks:\n  - replicas: " + std::to_string(replicas) + "\n    gpus: " + std::to_string(gpus) +
+       "\n";
   if (!models.empty()) y += "    gpu_models: [" + models + "]\n";
   return Gang(t, y);
 }
@@ -162,7 +165,9 @@ class MiniCluster {
   }
   // Reservation windows every cycle sees (Snapshot::windows).
   std::vector<NodeWindow> windows;
-  const cluster::GangAssignment& AssignmentOf(JobId id) const { return *running_.at(id).assignment; }
+  const cluster::GangAssignment& AssignmentOf(JobId id) const {
+    return *running_.at(id).assignment;
+  }
   const cluster::ClusterUsage& usage() const { return usage_; }
   const cluster::Topology& topology() const { return *topo_; }
   size_t pending() const { return pending_.size(); }

@@ -1,6 +1,7 @@
 #include "swarm/swarm.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <deque>
@@ -8,8 +9,6 @@
 #include <queue>
 #include <sstream>
 #include <thread>
-
-#include <unistd.h>
 
 #include "proto/agent.grpc.pb.h"
 
@@ -51,7 +50,11 @@ struct Swarm::Shared {
 class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::ControllerMessage> {
  public:
   Agent(Shared* shared, std::string node, int gpus, std::string model, int64_t gpu_mem)
-      : shared_(shared), node_(std::move(node)), gpus_(gpus), model_(std::move(model)), gpu_mem_(gpu_mem) {}
+      : shared_(shared),
+        node_(std::move(node)),
+        gpus_(gpus),
+        model_(std::move(model)),
+        gpu_mem_(gpu_mem) {}
 
   void Begin(pb::AgentChannel::Stub* stub) {
     stub->async()->Connect(&ctx_, this);
@@ -153,7 +156,8 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
       pb::AgentMessage v;
       std::string gpus;
       for (int i = 0; i < gpus_; ++i) {
-        gpus += (i ? "," : "") + std::string("{\"index\":") + std::to_string(i) + ",\"model\":\"" + model_ +
+        gpus += (i ? "," : "") + std::string("{\"index\":") + std::to_string(i) + ",\"model\":\"" +
+                model_ +
                 "\",\"gemm_tflops\":700,\"mem_bw_gbs\":3000,\"h2d_gbs\":50,\"d2h_gbs\":50}";
       }
       v.mutable_validation()->set_json("{\"gpus\":[" + gpus + "],\"nccl_busbw_gbs\":400}");
@@ -200,13 +204,16 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
 };
 
 Swarm::Swarm(std::shared_ptr<const cluster::Topology> topology, SwarmOptions options)
-    : topology_(std::move(topology)), options_(std::move(options)), shared_(std::make_unique<Shared>()) {
+    : topology_(std::move(topology)),
+      options_(std::move(options)),
+      shared_(std::make_unique<Shared>()) {
   shared_->default_duration = options_.default_task_duration;
   const bool own = options_.channels <= 0 || !options_.tls.ca.empty();  // a connection per agent
   const size_t channels = own ? topology_->nodes().size() : static_cast<size_t>(options_.channels);
   for (size_t c = 0; c < channels; ++c) {
     grpc::ChannelArguments args;
-    args.SetInt("hangar.swarm.channel", static_cast<int>(c));  // distinct arguments: a connection of its own
+    args.SetInt("hangar.swarm.channel",
+                static_cast<int>(c));  // distinct arguments: a connection of its own
     args.SetInt(GRPC_ARG_MAX_CONCURRENT_STREAMS, 100000);
     std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
     if (!options_.tls.ca.empty()) {
@@ -216,11 +223,13 @@ Swarm::Swarm(std::shared_ptr<const cluster::Topology> topology, SwarmOptions opt
       o.pem_private_key = options_.tls.keys[c];
       creds = grpc::SslCredentials(o);
     }
-    shared_->stubs.push_back(pb::AgentChannel::NewStub(grpc::CreateCustomChannel(options_.controller, creds, args)));
+    shared_->stubs.push_back(
+        pb::AgentChannel::NewStub(grpc::CreateCustomChannel(options_.controller, creds, args)));
   }
   for (const auto& n : topology_->nodes()) {
     const std::string model = n.num_gpus ? topology_->models()[n.model] : "";
-    agents_.push_back(std::make_unique<Agent>(shared_.get(), n.name, n.num_gpus, model, n.gpu_memory_mib));
+    agents_.push_back(
+        std::make_unique<Agent>(shared_.get(), n.name, n.num_gpus, model, n.gpu_memory_mib));
   }
 }
 
@@ -241,7 +250,8 @@ Swarm::~Swarm() {
 }
 
 bool Swarm::Start(Duration timeout, const std::atomic<bool>* stop) {
-  for (size_t i = 0; i < agents_.size(); ++i) agents_[i]->Begin(shared_->stubs[i % shared_->stubs.size()].get());
+  for (size_t i = 0; i < agents_.size(); ++i)
+    agents_[i]->Begin(shared_->stubs[i % shared_->stubs.size()].get());
   const Time until = SystemClock::Default()->Now() + timeout;
   while (SystemClock::Default()->Now() < until && !(stop && *stop)) {
     if (shared_->registered.load() == static_cast<int64_t>(agents_.size())) return true;
@@ -260,20 +270,23 @@ void Swarm::Run(const std::atomic<bool>* stop) {
   int64_t beats = 0;  // heartbeats due so far, over all agents
   bool silenced = false;
   Time all_registered_at = -1;  // silent_after counts from here
-  const size_t silent_count = static_cast<size_t>(options_.silent_fraction * static_cast<double>(agents_.size()));
+  const size_t silent_count =
+      static_cast<size_t>(options_.silent_fraction * static_cast<double>(agents_.size()));
   while (!*stop) {
     const Time now = clock->Now();
     if (all_registered_at < 0 && shared_->registered.load() == n) all_registered_at = now;
-    const bool due = options_.silence_file.empty()
-                         ? all_registered_at >= 0 && now - all_registered_at >= options_.silent_after
-                         : ::access(options_.silence_file.c_str(), F_OK) == 0;
+    const bool due =
+        options_.silence_file.empty()
+            ? all_registered_at >= 0 && now - all_registered_at >= options_.silent_after
+            : ::access(options_.silence_file.c_str(), F_OK) == 0;
     if (!silenced && silent_count > 0 && due) {
       // Every n-th agent, spread over the fabric.
       const size_t step = agents_.size() / silent_count;
       for (size_t k = 0; k < silent_count; ++k) agents_[k * step]->Silence();
       silenced = true;
       Time last = 0;
-      for (size_t k = 0; k < silent_count; ++k) last = std::max(last, agents_[k * step]->last_beat_.load());
+      for (size_t k = 0; k < silent_count; ++k)
+        last = std::max(last, agents_[k * step]->last_beat_.load());
       std::lock_guard<std::mutex> l(shared_->mu);
       silenced_at_ = last;  // the latest of their last heartbeats went out then
       silent_ = silent_count;
@@ -281,7 +294,8 @@ void Swarm::Run(const std::atomic<bool>* stop) {
     // A swarm that fell behind sends each agent one heartbeat, not the backlog.
     const int64_t beats_due = n > 0 ? (now - start) * n / interval + 1 : 0;
     beats = std::max(beats, beats_due - n);
-    for (; beats < beats_due; ++beats) agents_[static_cast<size_t>(beats % n)]->Heartbeat(static_cast<uint64_t>(beats / n + 1), now);
+    for (; beats < beats_due; ++beats)
+      agents_[static_cast<size_t>(beats % n)]->Heartbeat(static_cast<uint64_t>(beats / n + 1), now);
     std::vector<Shared::Due> ready;
     {
       std::lock_guard<std::mutex> l(shared_->mu);

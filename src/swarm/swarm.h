@@ -18,19 +18,19 @@
 namespace hangar::swarm {
 
 struct SwarmOptions {
-  std::string controller;              // host:port of the agent channel
+  std::string controller;  // host:port of the agent channel
   Duration heartbeat_interval = kSecond;
   Duration default_task_duration = 10 * kSecond;  // when a task's command names no `sleep N`
-  int channels = 32;                   // HTTP/2 connections the streams are spread over; 0: one per agent
+  int channels = 32;  // HTTP/2 connections the streams are spread over; 0: one per agent
   // Mutual TLS, as real agents speak it (when `ca` is set): the cluster CA, and each node's
   // certificate and key in the topology's node order; each agent then has a connection of its own.
   struct Tls {
     std::string ca;
     std::vector<std::string> certs, keys;
   } tls;
-  double silent_fraction = 0;          // this share of the agents stops heartbeating ...
-  Duration silent_after = 0;           // ... this long after all have registered
-  std::string silence_file;            // or when this file appears (if set)
+  double silent_fraction = 0;  // this share of the agents stops heartbeating ...
+  Duration silent_after = 0;   // ... this long after all have registered
+  std::string silence_file;    // or when this file appears (if set)
 };
 
 struct SwarmStats {

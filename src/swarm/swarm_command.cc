@@ -5,9 +5,8 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cluster/cluster_yaml.h"
 #include "common/tls_files.h"
@@ -33,9 +32,9 @@ std::atomic<bool> g_stop{false};
 
 void WriteStats(const std::string& path, const Swarm& s) {
   const SwarmStats st = s.stats();
-  nlohmann::json j = {{"registered", st.registered}, {"heartbeats_sent", st.heartbeats_sent},
-                      {"launches", st.launches},     {"tasks_ended", st.tasks_ended},
-                      {"silenced", st.silenced},     {"silenced_at_ms", st.silenced_at},
+  nlohmann::json j = {{"registered", st.registered},      {"heartbeats_sent", st.heartbeats_sent},
+                      {"launches", st.launches},          {"tasks_ended", st.tasks_ended},
+                      {"silenced", st.silenced},          {"silenced_at_ms", st.silenced_at},
                       {"stream_errors", st.stream_errors}};
   if (st.silenced) {
     j["silent_nodes"] = s.silent_nodes();
@@ -46,7 +45,8 @@ void WriteStats(const std::string& path, const Swarm& s) {
 }
 
 Status Run(const Flags& f) {
-  if (f.cluster.empty()) return Status::InvalidArgument("--cluster cluster.yaml is required: the swarm plays its nodes");
+  if (f.cluster.empty())
+    return Status::InvalidArgument("--cluster cluster.yaml is required: the swarm plays its nodes");
   HANGAR_ASSIGN_OR_RETURN(auto file, cluster::LoadClusterFile(f.cluster));
   SwarmOptions o;
   o.controller = f.controller;
@@ -68,7 +68,8 @@ Status Run(const Flags& f) {
   }
   Swarm swarm(file.topology, o);
   const size_t n = file.topology->nodes().size();
-  std::printf("swarm: %zu agents connecting to %s over %zu %s connections\n", n, f.controller.c_str(), swarm.connections(),
+  std::printf("swarm: %zu agents connecting to %s over %zu %s connections\n", n,
+              f.controller.c_str(), swarm.connections(),
               f.tls_dir.empty() ? "plaintext" : "mutual-TLS");
   signal(SIGINT, [](int) { g_stop = true; });
   signal(SIGTERM, [](int) { g_stop = true; });
@@ -81,8 +82,10 @@ Status Run(const Flags& f) {
     }
     g_stop = true;
     beats.join();
-    return Status::Unavailable("only " + std::to_string(swarm.stats().registered) + " of " + std::to_string(n) +
-                               " agents registered within 120 s; is the controller at " + f.controller + " using " + f.cluster + "?");
+    return Status::Unavailable("only " + std::to_string(swarm.stats().registered) + " of " +
+                               std::to_string(n) +
+                               " agents registered within 120 s; is the controller at " +
+                               f.controller + " using " + f.cluster + "?");
   }
   std::printf("swarm: all %zu agents registered\n", n);
   std::fflush(stdout);
@@ -102,18 +105,28 @@ Status Run(const Flags& f) {
 
 void RegisterSwarmCommand(CLI::App& app, int* rc) {
   auto f = std::make_shared<Flags>();
-  CLI::App* c = app.add_subcommand("swarm", "Play many node agents in one process (load generator)");
-  c->add_option("--controller", f->controller, "The controller's agent address")->capture_default_str();
+  CLI::App* c =
+      app.add_subcommand("swarm", "Play many node agents in one process (load generator)");
+  c->add_option("--controller", f->controller, "The controller's agent address")
+      ->capture_default_str();
   c->add_option("--cluster", f->cluster, "cluster.yaml: one simulated agent per node")->required();
   c->add_option("--heartbeat", f->heartbeat, "Heartbeat interval per agent")->capture_default_str();
-  c->add_option("--task-duration", f->task_duration, "How long a task runs when its command has no 'sleep N'")->capture_default_str();
-  c->add_option("--channels", f->channels, "Connections to spread the streams over (0: one per agent)")->capture_default_str();
+  c->add_option("--task-duration", f->task_duration,
+                "How long a task runs when its command has no 'sleep N'")
+      ->capture_default_str();
+  c->add_option("--channels", f->channels,
+                "Connections to spread the streams over (0: one per agent)")
+      ->capture_default_str();
   c->add_option("--tls-dir", f->tls_dir,
-                "Mutual TLS: DIR/ca.crt and each node's DIR/node-NAME.crt/.key (hangar certs issue --nodes-of); "
+                "Mutual TLS: DIR/ca.crt and each node's DIR/node-NAME.crt/.key (hangar certs issue "
+                "--nodes-of); "
                 "one connection per agent");
-  c->add_option("--silent-fraction", f->silent_fraction, "Share of agents that go silent")->capture_default_str();
-  c->add_option("--silent-after", f->silent_after, "When they go silent, after all registered")->capture_default_str();
-  c->add_option("--silence-file", f->silence_file, "Go silent when this file appears (instead of --silent-after)");
+  c->add_option("--silent-fraction", f->silent_fraction, "Share of agents that go silent")
+      ->capture_default_str();
+  c->add_option("--silent-after", f->silent_after, "When they go silent, after all registered")
+      ->capture_default_str();
+  c->add_option("--silence-file", f->silence_file,
+                "Go silent when this file appears (instead of --silent-after)");
   c->add_option("--stats-file", f->stats_file, "Write counters here as JSON, five times a second");
   c->callback([f, rc] {
     Status s = Run(*f);

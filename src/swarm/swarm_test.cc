@@ -29,8 +29,9 @@ TEST(SwarmTest, TaskDurationFromTheCommand) {
 // and those that came before it had acknowledged that node.
 class SlowToRegister final : public pb::AgentChannel::Service {
  public:
-  grpc::Status Connect(grpc::ServerContext*,
-                       grpc::ServerReaderWriter<pb::ControllerMessage, pb::AgentMessage>* stream) override {
+  grpc::Status Connect(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<pb::ControllerMessage, pb::AgentMessage>* stream) override {
     pb::AgentMessage m;
     std::string node;
     bool acked = false;

@@ -24,8 +24,8 @@ constexpr const char* kCluster =
 class RawAgent {
  public:
   RawAgent(int port, const std::string& token)
-      : client_(pb::AgentChannel::NewStub(
-            grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()))) {
+      : client_(pb::AgentChannel::NewStub(grpc::CreateChannel(
+            "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()))) {
     if (!token.empty()) ctx_.AddMetadata("authorization", "Bearer " + token);
     ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     stream_ = client_->Connect(&ctx_);
@@ -66,7 +66,8 @@ class RawAgent {
 class AgentAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_ = std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--auth", "tokens"});
+    cluster_ =
+        std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--auth", "tokens"});
     cluster_->StartController();
     std::ifstream in(cluster_->dir() + "/admin.token");
     std::getline(in, admin_);
@@ -75,25 +76,29 @@ class AgentAuthTest : public ::testing::Test {
     const std::string file = cluster_->dir() + "/node-1.token";
     std::ofstream(file) << node_token_["node-1"] << "\n";
     cluster_->StartAgent("node-1", {"--token-file", file});
-    ASSERT_TRUE(LocalCluster::WaitFor([&] { return Api("GET", "/v1/nodes/node-1").value("state", "") == "ready"; },
-                                      20 * kSecond))
+    ASSERT_TRUE(LocalCluster::WaitFor(
+        [&] { return Api("GET", "/v1/nodes/node-1").value("state", "") == "ready"; }, 20 * kSecond))
         << Api("GET", "/v1/nodes/node-1").dump();
     // Job 1 holds all of node-1's GPUs (node-2 has no agent, so it can only go there). A user's,
     // whose token maps to an account its tasks run as (issue 16).
-    user_ = Api("POST", "/v1/tokens", R"({"user": "vera", "role": "user", )" + TaskAccountFields() + "}").value("token", "");
+    user_ = Api("POST", "/v1/tokens",
+                R"({"user": "vera", "role": "user", )" + TaskAccountFields() + "}")
+                .value("token", "");
     ASSERT_FALSE(user_.empty());
-    job_ = Api("POST", "/v1/jobs", "name: victim\ntasks: [{gpus: 8, command: [sleep, '60']}]\n", user_).value("id", 0u);
+    job_ =
+        Api("POST", "/v1/jobs", "name: victim\ntasks: [{gpus: 8, command: [sleep, '60']}]\n", user_)
+            .value("id", 0u);
     ASSERT_EQ(job_, 1u);
-    ASSERT_TRUE(LocalCluster::WaitFor([&] { return Api("GET", "/v1/jobs/1").value("state", "") == "running"; },
-                                      20 * kSecond));
+    ASSERT_TRUE(LocalCluster::WaitFor(
+        [&] { return Api("GET", "/v1/jobs/1").value("state", "") == "running"; }, 20 * kSecond));
   }
 
   std::string MakeNodeToken(const std::string& node) {
     auto r = Api("POST", "/v1/tokens", R"({"role": "node", "node": ")" + node + R"("})");
     return r.value("token", "");
   }
-  nlohmann::json Api(const std::string& method, const std::string& path, const std::string& body = "",
-                     const std::string& token = "") {
+  nlohmann::json Api(const std::string& method, const std::string& path,
+                     const std::string& body = "", const std::string& token = "") {
     httplib::Client c("127.0.0.1", cluster_->api_port());
     httplib::Headers h{{"Authorization", "Bearer " + (token.empty() ? admin_ : token)}};
     httplib::Result r = method == "GET"    ? c.Get(path, h)
@@ -110,7 +115,8 @@ class AgentAuthTest : public ::testing::Test {
   std::string ControllerLog() { return ReadFile(cluster_->dir() + "/controller.log"); }
   // The job is still running, on node-1, whose GPUs it still holds.
   void ExpectVictimUntouched() {
-    EXPECT_EQ(Api("GET", "/v1/jobs/1").value("state", ""), "running") << Api("GET", "/v1/jobs/1").dump();
+    EXPECT_EQ(Api("GET", "/v1/jobs/1").value("state", ""), "running")
+        << Api("GET", "/v1/jobs/1").dump();
     EXPECT_EQ(Api("GET", "/v1/nodes/node-1").value("gpus_free", -1), 0);
   }
 
@@ -127,14 +133,16 @@ TEST_F(AgentAuthTest, NothingButRegisterBeforeRegister) {
   forger.Send(RawAgent::Exited("1.0.0"));
   grpc::Status st = forger.Close();
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(st.error_message().find("send Register first"), std::string::npos) << st.error_message();
+  EXPECT_NE(st.error_message().find("send Register first"), std::string::npos)
+      << st.error_message();
   // No token at all: the same.
   RawAgent anonymous(cluster_->agent_port(), "");
   anonymous.Send(RawAgent::Exited("1.0.0"));
   EXPECT_EQ(anonymous.Close().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ExpectVictimUntouched();
-  EXPECT_TRUE(Contains(Metrics(), "hangar_agent_messages_refused_total{reason=\"unregistered\"} 2")) << Metrics();
+  EXPECT_TRUE(Contains(Metrics(), "hangar_agent_messages_refused_total{reason=\"unregistered\"} 2"))
+      << Metrics();
   EXPECT_TRUE(Contains(ControllerLog(), "refused unregistered from an unregistered stream"));
 }
 
@@ -157,25 +165,36 @@ TEST_F(AgentAuthTest, ANodeCannotReportOnAnotherNodesTasks) {
     forger.Send(log);
   }
   ASSERT_TRUE(LocalCluster::WaitFor(
-      [&] { return Contains(Metrics(), "hangar_agent_messages_refused_total{reason=\"foreign_task\"} 2"); },
+      [&] {
+        return Contains(Metrics(),
+                        "hangar_agent_messages_refused_total{reason=\"foreign_task\"} 2");
+      },
       5 * kSecond))
       << Metrics();
   ExpectVictimUntouched();
-  EXPECT_TRUE(Contains(ControllerLog(), "node node-2 reported task 1.0.0, which was placed on node-1"));
+  EXPECT_TRUE(
+      Contains(ControllerLog(), "node node-2 reported task 1.0.0, which was placed on node-1"));
   // The next 8-GPU job is not put on node-1's GPUs, which job 1's processes still use.
-  const uint64_t next = Api("POST", "/v1/jobs", "name: next\ntasks: [{gpus: 8, command: [sleep, '1']}]\n").value("id", 0u);
+  const uint64_t next =
+      Api("POST", "/v1/jobs", "name: next\ntasks: [{gpus: 8, command: [sleep, '1']}]\n")
+          .value("id", 0u);
   ASSERT_EQ(next, 2u);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   auto j2 = Api("GET", "/v1/jobs/2");
-  for (const auto& t : j2.value("task_list", nlohmann::json::array())) EXPECT_NE(t.value("node", ""), "node-1") << j2.dump();
+  for (const auto& t : j2.value("task_list", nlohmann::json::array()))
+    EXPECT_NE(t.value("node", ""), "node-1") << j2.dump();
   // Job 1's real logs still come from node-1 alone.
   std::string logs;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    httplib::Client c("127.0.0.1", cluster_->api_port());
-    auto r = c.Get("/v1/jobs/1/logs?task=0", httplib::Headers{{"Authorization", "Bearer " + admin_}});
-    logs = r ? r->body : "";
-    return r && r->status == 200;
-  }, 5 * kSecond)) << logs;
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        httplib::Client c("127.0.0.1", cluster_->api_port());
+        auto r = c.Get("/v1/jobs/1/logs?task=0",
+                       httplib::Headers{{"Authorization", "Bearer " + admin_}});
+        logs = r ? r->body : "";
+        return r && r->status == 200;
+      },
+      5 * kSecond))
+      << logs;
   EXPECT_FALSE(Contains(logs, "forged"));
   // A second Register on the same stream, as node-1, closes it.
   forger.Send(RawAgent::Register("node-1"));
@@ -189,8 +208,8 @@ TEST_F(AgentAuthTest, RevokingANodeTokenCutsItsAgentOffAtOnce) {
   const std::string token = node_token_["node-1"];
   const std::string id = token.substr(4, token.find('_', 4) - 4);  // hgr_<id>_<secret>
   EXPECT_EQ(Api("DELETE", "/v1/tokens/" + id).value("revoked", false), true);
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return Api("GET", "/v1/nodes/node-1").value("state", "") != "ready"; },
-                                    2 * kSecond))
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] { return Api("GET", "/v1/nodes/node-1").value("state", "") != "ready"; }, 2 * kSecond))
       << Api("GET", "/v1/nodes/node-1").dump();
   EXPECT_TRUE(Contains(ControllerLog(), "revoked: closed 1 agent stream(s)"));
   // Its reconnections are refused: nothing new is sent to it.

@@ -26,8 +26,9 @@ namespace fs = std::filesystem;
 class FakeController final : public pb::AgentChannel::Service {
  public:
   FakeController(int64_t epoch, std::string marker) : epoch_(epoch), marker_(std::move(marker)) {}
-  grpc::Status Connect(grpc::ServerContext* ctx,
-                       grpc::ServerReaderWriter<pb::ControllerMessage, pb::AgentMessage>* stream) override {
+  grpc::Status Connect(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<pb::ControllerMessage, pb::AgentMessage>* stream) override {
     pb::AgentMessage in;
     if (!stream->Read(&in) || !in.has_register_()) return grpc::Status::OK;
     pb::ControllerMessage reg;
@@ -45,7 +46,8 @@ class FakeController final : public pb::AgentChannel::Service {
     l->add_gpu_indices(0);
     stream->Write(launch);
     // The leader at epoch 2 leaves after a while (as if it died); the deposed one keeps the stream.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(epoch_ == 2 ? 1500 : 5000);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(epoch_ == 2 ? 1500 : 5000);
     while (!ctx->IsCancelled() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -61,7 +63,8 @@ class FakeController final : public pb::AgentChannel::Service {
 
 std::unique_ptr<grpc::Server> Serve(FakeController* c, int* port) {
   grpc::ServerBuilder b;
-  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);  // as the controller
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                       500);  // as the controller
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
   b.RegisterService(c);
@@ -82,16 +85,20 @@ TEST(AgentEpochTest, RefusesOrdersOfAnOlderEpoch) {
     const int fd = open((dir + "/agent.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
-    const std::string list = "127.0.0.1:" + std::to_string(pa) + ",127.0.0.1:" + std::to_string(pb_);
+    const std::string list =
+        "127.0.0.1:" + std::to_string(pa) + ",127.0.0.1:" + std::to_string(pb_);
     const std::string cluster = dir + "/cluster.yaml", state = dir + "/agent";
-    execl(HANGAR_BINARY, "hangar", "agent", "--controller", list.c_str(), "--node", "node-1", "--cluster",
-          cluster.c_str(), "--state-dir", state.c_str(), "--insecure", static_cast<char*>(nullptr));
+    execl(HANGAR_BINARY, "hangar", "agent", "--controller", list.c_str(), "--node", "node-1",
+          "--cluster", cluster.c_str(), "--state-dir", state.c_str(), "--insecure",
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   // Epoch 2's order runs; after its controller leaves, epoch 1's is refused.
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return fs::exists(dir + "/from-epoch-2"); }, 10 * kSecond));
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(dir + "/agent.log"), "refused a message of epoch 1"); },
-                                    10 * kSecond))
+  EXPECT_TRUE(
+      LocalCluster::WaitFor([&] { return fs::exists(dir + "/from-epoch-2"); }, 10 * kSecond));
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] { return Contains(ReadFile(dir + "/agent.log"), "refused a message of epoch 1"); },
+      10 * kSecond))
       << ReadFile(dir + "/agent.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_FALSE(fs::exists(dir + "/from-epoch-1")) << "the deposed leader's launch ran";

@@ -124,7 +124,8 @@ TEST(AgentFloodTest, AStandbyAnswersAgentsAgainOnceAFloodThatExhaustedDescriptor
   EXPECT_FALSE(stream->Read(&m));
   const grpc::Status s = stream->Finish();
   EXPECT_TRUE(Contains(s.error_message(), "is a standby; the leader is"))
-      << s.error_code() << ": " << s.error_message() << "\n" << ReadFile(log);
+      << s.error_code() << ": " << s.error_message() << "\n"
+      << ReadFile(log);
 }
 
 TEST(AgentFloodTest, IdleSocketsBeyondTheCapAreClosedAndKeepNoAgentOut) {

@@ -47,7 +47,8 @@ class ApiValidationTest : public ::testing::Test {
     }
     std::string got;
     char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+      got.append(buf, static_cast<size_t>(n));
     ::close(fd);
     Answer out;
     if (got.size() > 12) out.status = std::atoi(got.c_str() + 9);
@@ -58,9 +59,10 @@ class ApiValidationTest : public ::testing::Test {
     }
     return out;
   }
-  Answer Post(const std::string& path, const std::string& body, const std::string& type = "application/json") {
-    return Raw("POST " + path + " HTTP/1.1\r\nContent-Type: " + type + "\r\nContent-Length: " +
-                   std::to_string(body.size()),
+  Answer Post(const std::string& path, const std::string& body,
+              const std::string& type = "application/json") {
+    return Raw("POST " + path + " HTTP/1.1\r\nContent-Type: " + type +
+                   "\r\nContent-Length: " + std::to_string(body.size()),
                body);
   }
   long ControllerRssKb() {
@@ -87,17 +89,24 @@ TEST_F(ApiValidationTest, EveryGapAnswers4xxWithASentence) {
   };
   std::vector<Case> cases = {
       {"memory that wraps int64",
-       Post("/v1/jobs", "name: x\ntasks: [{gpus: 1, memory: 100000000000000000000Gi, command: [x]}]\n", "application/yaml"),
+       Post("/v1/jobs",
+            "name: x\ntasks: [{gpus: 1, memory: 100000000000000000000Gi, command: [x]}]\n",
+            "application/yaml"),
        400, "is more memory than any machine has"},
-      {"a GPU index past int", Post("/v1/nodes/node-1/remediate", R"({"remedy": "gpu-reset", "gpu": 1099511627776})"), 400,
+      {"a GPU index past int",
+       Post("/v1/nodes/node-1/remediate", R"({"remedy": "gpu-reset", "gpu": 1099511627776})"), 400,
        "\"gpu\" must be from -1 to 1023; 1099511627776 is not"},
-      {"invalid UTF-8 in a name", Post("/v1/jobs", "name: \"\xff\xfe\"\ntasks: [{gpus: 1, command: [x]}]\n", "application/yaml"),
+      {"invalid UTF-8 in a name",
+       Post("/v1/jobs", "name: \"\xff\xfe\"\ntasks: [{gpus: 1, command: [x]}]\n",
+            "application/yaml"),
        400, "is not valid UTF-8"},
       {"a reason that is a number", Post("/v1/nodes/node-1/drain", R"({"reason": 5})"), 400,
        "\"reason\" must be a string, not number 5"},
-      {"a note that is a list", Post("/v1/nodes/node-1/remediate", R"({"remedy": "reboot", "note": [1]})"), 400,
+      {"a note that is a list",
+       Post("/v1/nodes/node-1/remediate", R"({"remedy": "reboot", "note": [1]})"), 400,
        "\"note\" must be a string, not array [1]"},
-      {"a POST without a body", Raw("POST /v1/jobs HTTP/1.1"), 400, "a job file is a map with at least 'name' and 'tasks'"},
+      {"a POST without a body", Raw("POST /v1/jobs HTTP/1.1"), 400,
+       "a job file is a map with at least 'name' and 'tasks'"},
       {"a chunked upload past the limit",
        Raw("POST /v1/jobs HTTP/1.1\r\nContent-Type: application/yaml\r\nTransfer-Encoding: chunked",
            [] {
@@ -106,21 +115,28 @@ TEST_F(ApiValidationTest, EveryGapAnswers4xxWithASentence) {
              return out + "0\r\n\r\n";
            }()),
        413, "over 1 MiB"},
-      {"limit=abc", Raw("GET /v1/jobs?limit=abc HTTP/1.1"), 400, "limit must be a whole number (1 to 100000), not 'abc'"},
-      {"events limit=abc", Raw("GET /v1/events?limit=abc HTTP/1.1"), 400, "limit must be a whole number"},
-      // Twenty digits went to std::stoll, whose out_of_range became a 500 (the rest_query fuzz target).
+      {"limit=abc", Raw("GET /v1/jobs?limit=abc HTTP/1.1"), 400,
+       "limit must be a whole number (1 to 100000), not 'abc'"},
+      {"events limit=abc", Raw("GET /v1/events?limit=abc HTTP/1.1"), 400,
+       "limit must be a whole number"},
+      // Twenty digits went to std::stoll, whose out_of_range became a 500 (the rest_query fuzz
+      // target).
       {"since past int64", Raw("GET /v1/jobs?since=99999999999999999999 HTTP/1.1"), 400,
        "since '99999999999999999999' is past any time this server knows"},
       {"count past the cap", Post("/v1/jobs?count=1000000", job, "application/yaml"), 400,
        "count must be 1 to 10000; 1000000 is not; submit larger arrays in several requests"},
-      {"count=abc", Post("/v1/jobs?count=abc", job, "application/yaml"), 400, "count must be a whole number"},
+      {"count=abc", Post("/v1/jobs?count=abc", job, "application/yaml"), 400,
+       "count must be a whole number"},
       // Refused before its body is read: what an HTML form or curl -d sends is never a job.
-      {"a form-encoded body (curl -d) past 8 KB", Post("/v1/nodes/node-1/drain", std::string(10000, 'a'),
-                                                        "application/x-www-form-urlencoded"),
+      {"a form-encoded body (curl -d) past 8 KB",
+       Post("/v1/nodes/node-1/drain", std::string(10000, 'a'), "application/x-www-form-urlencoded"),
        415, "Content-Type 'application/x-www-form-urlencoded' is not one this API takes"},
-      {"deep nesting", Post("/v1/nodes/node-1/drain", std::string(500000, '[')), 400, "nests deeper than 32 levels"},
-      {"deep nesting in a job", Post("/v1/jobs", std::string(500000, '['), "application/yaml"), 400, "nests deeper than 32 levels"},
-      {"tokens on an open controller", Post("/v1/tokens", "[1]"), 409, "this controller runs with --auth none"},
+      {"deep nesting", Post("/v1/nodes/node-1/drain", std::string(500000, '[')), 400,
+       "nests deeper than 32 levels"},
+      {"deep nesting in a job", Post("/v1/jobs", std::string(500000, '['), "application/yaml"), 400,
+       "nests deeper than 32 levels"},
+      {"tokens on an open controller", Post("/v1/tokens", "[1]"), 409,
+       "this controller runs with --auth none"},
       {"an unknown job route", Raw("GET /v1/jobs/abc HTTP/1.1"), 404, "no such endpoint"},
   };
   for (const auto& c : cases) {
@@ -149,9 +165,11 @@ TEST_F(ApiValidationTest, DeepNestingCostsNoMemory) {
 // also after the controller restarted, and never a second job.
 TEST_F(ApiValidationTest, ARetriedSubmissionIsAnsweredOnceAndCreatesNoDuplicate) {
   const std::string job = "name: once\ntasks: [{gpus: 1, command: [sleep, '1']}]\n";
-  auto submit = [&](const std::string& key, const std::string& body, std::string* replayed = nullptr) {
+  auto submit = [&](const std::string& key, const std::string& body,
+                    std::string* replayed = nullptr) {
     httplib::Client c("127.0.0.1", cluster_->api_port());
-    auto r = c.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}}, body, "application/yaml");
+    auto r =
+        c.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}}, body, "application/yaml");
     if (!r) return std::make_pair(0, nlohmann::json());
     if (replayed) *replayed = r->get_header_value("Idempotent-Replayed");
     return std::make_pair(r->status, nlohmann::json::parse(r->body, nullptr, false));

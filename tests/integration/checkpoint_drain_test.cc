@@ -42,7 +42,8 @@ const std::vector<std::string> kNodes = {"node-1", "node-2"};
 // more steps and succeeds.
 std::string TrainScript(const std::string& out) {
   return R"SH(#!/bin/sh
-OUT=')SH" + out + R"SH('
+OUT=')SH" +
+         out + R"SH('
 R="$HANGAR_RESTART_COUNT"
 CK="$HANGAR_CHECKPOINT_DIR/ckpt"
 now() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -88,17 +89,21 @@ class ScratchCheckpointTest : public ::testing::Test {
     cluster_ = std::make_unique<LocalCluster>(kCluster);
     cluster_->StartController();
     for (const auto& n : kNodes) cluster_->StartAgent(n, {"--scratch-dir", Scratch(n)});
-    ASSERT_TRUE(LocalCluster::WaitFor([&] {
-      for (const auto& n : kNodes) {
-        if (cluster_->Get("/v1/nodes/" + n).value("state", "") != "ready") return false;
-      }
-      return true;
-    }, 15 * kSecond)) << cluster_->Get("/v1/nodes").dump(2);
+    ASSERT_TRUE(LocalCluster::WaitFor(
+        [&] {
+          for (const auto& n : kNodes) {
+            if (cluster_->Get("/v1/nodes/" + n).value("state", "") != "ready") return false;
+          }
+          return true;
+        },
+        15 * kSecond))
+        << cluster_->Get("/v1/nodes").dump(2);
     fs::create_directories(Out());
   }
   void TearDown() override {
     if (HasFailure()) {
-      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n", cluster_->dir().c_str());
+      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n",
+                  cluster_->dir().c_str());
     }
   }
   std::string Out() { return cluster_->dir() + "/out"; }
@@ -122,10 +127,12 @@ TEST_F(ScratchCheckpointTest, ACheckpointWrittenOnOneNodeIsRestoredOnAnotherAfte
   const std::string script = cluster_->dir() + "/train.sh";
   std::ofstream(script) << TrainScript(Out());
   int status = 0;
-  auto r = cluster_->Post("/v1/jobs",
-                          "name: train\ncheckpoint: {signal: SIGUSR1, grace: 120s}\ntasks:\n  - gpus: 1\n"
-                          "    command: [\"/bin/sh\", \"" + script + "\"]\n",
-                          &status);
+  auto r = cluster_->Post(
+      "/v1/jobs",
+      "name: train\ncheckpoint: {signal: SIGUSR1, grace: 120s}\ntasks:\n  - gpus: 1\n"
+      "    command: [\"/bin/sh\", \"" +
+          script + "\"]\n",
+      &status);
   ASSERT_EQ(status, 201) << r.dump();
   const uint64_t id = r.value("id", uint64_t{0});
   const std::string job = "job-" + std::to_string(id);
@@ -133,10 +140,13 @@ TEST_F(ScratchCheckpointTest, ACheckpointWrittenOnOneNodeIsRestoredOnAnotherAfte
   const std::string first = Node(id);
   ASSERT_FALSE(first.empty());
   const std::string second = first == "node-1" ? "node-2" : "node-1";
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    const std::string s = ReadFile(Out() + "/step.0");
-    return !s.empty() && std::atoi(s.c_str()) >= 2;
-  }, 20 * kSecond)) << ReadFile(Out() + "/runs");
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        const std::string s = ReadFile(Out() + "/step.0");
+        return !s.empty() && std::atoi(s.c_str()) >= 2;
+      },
+      20 * kSecond))
+      << ReadFile(Out() + "/runs");
   const std::string store = cluster_->dir() + "/checkpoints/" + job;
   EXPECT_EQ(Lines(ReadFile(Out() + "/runs")).at(0),
             "start 0 " + first + " " + Scratch(first) + "/checkpoints/" + job + " " + store);
@@ -144,11 +154,13 @@ TEST_F(ScratchCheckpointTest, ACheckpointWrittenOnOneNodeIsRestoredOnAnotherAfte
   // A slow store: the test holds its lock, so drains wait. The task's own checkpoint is reported at
   // once all the same.
   fs::create_directories(cluster_->dir() + "/checkpoints");
-  const int lock = open((cluster_->dir() + "/checkpoints/." + job + ".lock").c_str(), O_RDWR | O_CREAT, 0600);
+  const int lock =
+      open((cluster_->dir() + "/checkpoints/." + job + ".lock").c_str(), O_RDWR | O_CREAT, 0600);
   ASSERT_GE(lock, 0);
   ASSERT_EQ(flock(lock, LOCK_EX), 0);
   std::ofstream(Out() + "/go") << "go\n";
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(Out() + "/timing.0"), "rc="); }, 30 * kSecond))
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(Out() + "/timing.0"), "rc="); },
+                                    30 * kSecond))
       << ReadFile(Out() + "/ckdone.0");
   const std::string timing = ReadFile(Out() + "/timing.0");
   EXPECT_TRUE(Contains(timing, "rc=0")) << timing << ReadFile(Out() + "/ckdone.0");
@@ -157,25 +169,31 @@ TEST_F(ScratchCheckpointTest, ACheckpointWrittenOnOneNodeIsRestoredOnAnotherAfte
   EXPECT_FALSE(fs::exists(store + "/ckpt"));
 
   // Draining the node: the checkpoint signal, the task's report, its release.
-  cluster_->Post("/v1/nodes/" + first + "/drain", R"({"reason": "checkpoint drain test"})", &status);
+  cluster_->Post("/v1/nodes/" + first + "/drain", R"({"reason": "checkpoint drain test"})",
+                 &status);
   ASSERT_EQ(status, 200);
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    return Lines(ReadFile(Out() + "/ckdone.0")).size() >= 2;
-  }, 30 * kSecond)) << ReadFile(Out() + "/ckdone.0");
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return Lines(ReadFile(Out() + "/ckdone.0")).size() >= 2; }, 30 * kSecond))
+      << ReadFile(Out() + "/ckdone.0");
   const std::string ckdone = ReadFile(Out() + "/ckdone.0");
   EXPECT_TRUE(Contains(ckdone, "the task is released from its stop's grace")) << ckdone;
-  const int saved_step = std::atoi(ReadFile(Scratch(first) + "/checkpoints/" + job + "/ckpt").c_str());
+  const int saved_step =
+      std::atoi(ReadFile(Scratch(first) + "/checkpoints/" + job + "/ckpt").c_str());
   EXPECT_GE(saved_step, 2);
 
   // The task ends, but its end is not reported while its drains wait: the job starts nowhere else.
   const std::string agent_log = cluster_->dir() + "/agent-" + first + ".log";
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    return Contains(ReadFile(agent_log), "its end is reported once its job's checkpoint is durable");
-  }, 15 * kSecond)) << ReadFile(agent_log);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        return Contains(ReadFile(agent_log),
+                        "its end is reported once its job's checkpoint is durable");
+      },
+      15 * kSecond))
+      << ReadFile(agent_log);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_EQ(Lines(ReadFile(Out() + "/runs")).size(), 1u) << ReadFile(Out() + "/runs");
   EXPECT_NE(Node(id), second) << "the job was placed elsewhere before its checkpoint was durable:\n"
-                             << cluster_->Job(id).dump(2);
+                              << cluster_->Job(id).dump(2);
   EXPECT_FALSE(Contains(Events(id), "checkpoint written")) << Events(id);
   EXPECT_FALSE(fs::exists(store + "/ckpt"));
 
@@ -183,24 +201,30 @@ TEST_F(ScratchCheckpointTest, ACheckpointWrittenOnOneNodeIsRestoredOnAnotherAfte
   flock(lock, LOCK_UN);
   close(lock);
   ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 40 * kSecond))
-      << cluster_->Job(id).dump(2) << "\n" << Events(id) << "\nruns:\n" << ReadFile(Out() + "/runs")
-      << "\nagent " << first << ":\n" << ReadFile(agent_log);
+      << cluster_->Job(id).dump(2) << "\n"
+      << Events(id) << "\nruns:\n"
+      << ReadFile(Out() + "/runs") << "\nagent " << first << ":\n"
+      << ReadFile(agent_log);
   EXPECT_TRUE(fs::is_symlink(store));
   EXPECT_EQ(std::atoi(ReadFile(store + "/ckpt").c_str()), saved_step);
-  EXPECT_TRUE(Contains(Events(id), "checkpoint written by task 0 on " + first + ": " + store + "/ckpt (step " +
-                                       std::to_string(saved_step) + "), drained to the shared store in"))
+  EXPECT_TRUE(Contains(Events(id), "checkpoint written by task 0 on " + first + ": " + store +
+                                       "/ckpt (step " + std::to_string(saved_step) +
+                                       "), drained to the shared store in"))
       << Events(id);
 
   // The second run: on the other node, from its own scratch, which its agent restored.
   auto runs = Lines(ReadFile(Out() + "/runs"));
   ASSERT_EQ(runs.size(), 2u) << ReadFile(Out() + "/runs");
-  EXPECT_EQ(runs[1], "start 1 " + second + " " + Scratch(second) + "/checkpoints/" + job + " " + store);
+  EXPECT_EQ(runs[1],
+            "start 1 " + second + " " + Scratch(second) + "/checkpoints/" + job + " " + store);
   EXPECT_EQ(ReadFile(Out() + "/resumed.1"), std::to_string(saved_step) + "\n");
   EXPECT_EQ(fs::file_size(Scratch(second) + "/checkpoints/" + job + "/weights"), 8u << 20);
-  EXPECT_TRUE(Contains(ReadFile(cluster_->dir() + "/agent-" + second + ".log"), "restored .job-" + std::to_string(id) +
-                                                                               ".gen-0000000002 from the store"));
-  std::printf("[measured] checkpoint-done blocked %d ms with --scratch-dir (8 MiB checkpoint, store locked)\n",
-              blocked_ms);
+  EXPECT_TRUE(Contains(ReadFile(cluster_->dir() + "/agent-" + second + ".log"),
+                       "restored .job-" + std::to_string(id) + ".gen-0000000002 from the store"));
+  std::printf(
+      "[measured] checkpoint-done blocked %d ms with --scratch-dir (8 MiB checkpoint, store "
+      "locked)\n",
+      blocked_ms);
 }
 
 }  // namespace

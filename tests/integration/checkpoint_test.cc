@@ -42,7 +42,8 @@ constexpr Duration kGrace = 120 * kSecond;
 // The first run loops until signalled; a resumed run does a few more steps and succeeds.
 std::string TrainScript(const std::string& out) {
   return R"SH(#!/bin/sh
-OUT=')SH" + out + R"SH('
+OUT=')SH" +
+         out + R"SH('
 R="$HANGAR_RESTART_COUNT"
 CK="$HANGAR_CHECKPOINT_DIR/ckpt"
 now() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -78,17 +79,21 @@ class CheckpointTest : public ::testing::Test {
     cluster_ = std::make_unique<LocalCluster>(kCluster);
     cluster_->StartController();
     for (const auto& n : kNodes) cluster_->StartAgent(n);
-    ASSERT_TRUE(LocalCluster::WaitFor([&] {
-      for (const auto& n : kNodes) {
-        if (cluster_->Get("/v1/nodes/" + n).value("state", "") != "ready") return false;
-      }
-      return true;
-    }, 15 * kSecond)) << cluster_->Get("/v1/nodes").dump(2);
+    ASSERT_TRUE(LocalCluster::WaitFor(
+        [&] {
+          for (const auto& n : kNodes) {
+            if (cluster_->Get("/v1/nodes/" + n).value("state", "") != "ready") return false;
+          }
+          return true;
+        },
+        15 * kSecond))
+        << cluster_->Get("/v1/nodes").dump(2);
     fs::create_directories(Out());
   }
   void TearDown() override {
     if (HasFailure()) {
-      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n", cluster_->dir().c_str());
+      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n",
+                  cluster_->dir().c_str());
     }
   }
   std::string Out() { return cluster_->dir() + "/out"; }
@@ -124,30 +129,34 @@ TEST_F(CheckpointTest, DrainedTaskCheckpointsIsReleasedEarlyAndResumesElsewhere)
   const std::string script = cluster_->dir() + "/train.sh";
   std::ofstream(script) << TrainScript(Out());
   int status = 0;
-  auto r = cluster_->Post("/v1/jobs",
-                          "name: train\ncheckpoint: {signal: SIGUSR1, grace: " +
-                              std::to_string(kGrace / kSecond) + "s}\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"" +
-                              script + "\"]\n",
-                          &status);
+  auto r = cluster_->Post(
+      "/v1/jobs",
+      "name: train\ncheckpoint: {signal: SIGUSR1, grace: " + std::to_string(kGrace / kSecond) +
+          "s}\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"" + script + "\"]\n",
+      &status);
   ASSERT_EQ(status, 201) << r.dump();
   const uint64_t id = r.value("id", uint64_t{0});
   ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 20 * kSecond)) << cluster_->Job(id).dump(2);
   const std::string first = Node(id);
   ASSERT_FALSE(first.empty());
   // Let it make some progress, so that the checkpoint holds a step worth resuming from.
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    const std::string s = ReadFile(Out() + "/step.0");
-    return !s.empty() && std::atoi(s.c_str()) >= 2;
-  }, 20 * kSecond)) << ReadFile(Out() + "/runs");
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        const std::string s = ReadFile(Out() + "/step.0");
+        return !s.empty() && std::atoi(s.c_str()) >= 2;
+      },
+      20 * kSecond))
+      << ReadFile(Out() + "/runs");
 
   const Time drained = SystemClock::Default()->Now();
   cluster_->Post("/v1/nodes/" + first + "/drain", R"({"reason": "checkpoint test"})", &status);
   ASSERT_EQ(status, 200);
 
   // The first run: SIGUSR1, its report, then SIGTERM right after, far from the grace's end.
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(Out() + "/signals.0"), "TERM"); },
-                                    30 * kSecond))
-      << "signals: " << ReadFile(Out() + "/signals.0") << "\ncheckpoint-done: " << ReadFile(Out() + "/ckdone.0");
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return Contains(ReadFile(Out() + "/signals.0"), "TERM"); }, 30 * kSecond))
+      << "signals: " << ReadFile(Out() + "/signals.0")
+      << "\ncheckpoint-done: " << ReadFile(Out() + "/ckdone.0");
   auto signals = Signals(ReadFile(Out() + "/signals.0"));
   ASSERT_EQ(signals.size(), 2u) << ReadFile(Out() + "/signals.0");
   EXPECT_EQ(signals[0].first, "USR1");
@@ -160,19 +169,24 @@ TEST_F(CheckpointTest, DrainedTaskCheckpointsIsReleasedEarlyAndResumesElsewhere)
   // that the agent took the report.
   EXPECT_TRUE(Contains(ckdone, "reported")) << ckdone;
   EXPECT_FALSE(Contains(ckdone, "rc=1")) << ckdone;
-  const std::string checkpoint = ReadFile(cluster_->dir() + "/checkpoints/job-" + std::to_string(id) + "/ckpt");
+  const std::string checkpoint =
+      ReadFile(cluster_->dir() + "/checkpoints/job-" + std::to_string(id) + "/ckpt");
   ASSERT_FALSE(checkpoint.empty());
   const int saved_step = std::atoi(checkpoint.c_str());
   EXPECT_GE(saved_step, 2);
 
   // The controller heard of the checkpoint.
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return Contains(Events(id), "checkpoint written"); }, 10 * kSecond))
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return Contains(Events(id), "checkpoint written"); },
+                                    10 * kSecond))
       << Events(id);
-  EXPECT_TRUE(Contains(Events(id), "/ckpt (step " + std::to_string(saved_step) + ")")) << Events(id);
+  EXPECT_TRUE(Contains(Events(id), "/ckpt (step " + std::to_string(saved_step) + ")"))
+      << Events(id);
 
   // The second run: on the other node, restart count 1, resumed from the checkpoint, done.
   ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 30 * kSecond))
-      << cluster_->Job(id).dump(2) << "\n" << Events(id) << "\nruns:\n" << ReadFile(Out() + "/runs");
+      << cluster_->Job(id).dump(2) << "\n"
+      << Events(id) << "\nruns:\n"
+      << ReadFile(Out() + "/runs");
   const Duration requeued_in = SystemClock::Default()->Now() - drained;
   auto runs = Lines(ReadFile(Out() + "/runs"));
   ASSERT_EQ(runs.size(), 2u) << ReadFile(Out() + "/runs");
@@ -183,9 +197,10 @@ TEST_F(CheckpointTest, DrainedTaskCheckpointsIsReleasedEarlyAndResumesElsewhere)
   EXPECT_FALSE(fs::exists(Out() + "/resumed.0"));
   EXPECT_FALSE(fs::exists(Out() + "/signals.1"));  // the resumed run was never signalled
   EXPECT_EQ(cluster_->Job(id).value("attempt", -1), 1);
-  std::printf("[measured] released %lld ms after SIGUSR1 (grace %lld ms); drain to success %lld ms\n",
-              static_cast<long long>(released_after), static_cast<long long>(kGrace),
-              static_cast<long long>(requeued_in));
+  std::printf(
+      "[measured] released %lld ms after SIGUSR1 (grace %lld ms); drain to success %lld ms\n",
+      static_cast<long long>(released_after), static_cast<long long>(kGrace),
+      static_cast<long long>(requeued_in));
 }
 
 // `hangar checkpoint-done` outside a task, or with no agent to hear it: exit 2 and say why.
@@ -202,12 +217,15 @@ std::pair<int, std::string> RunCommand(const std::string& command) {
 TEST(CheckpointDoneCommandTest, ExplainsWhyItCannotReport) {
   auto outside = RunCommand(std::string("env -i ") + HANGAR_BINARY + " checkpoint-done --path /x");
   EXPECT_EQ(outside.first, 2);
-  EXPECT_TRUE(Contains(outside.second, "not inside a Hangar task: HANGAR_TASK_ID is not set")) << outside.second;
+  EXPECT_TRUE(Contains(outside.second, "not inside a Hangar task: HANGAR_TASK_ID is not set"))
+      << outside.second;
 
-  auto unreachable = RunCommand(std::string("env -i HANGAR_TASK_ID=1.0.0 HANGAR_AGENT_SOCKET=/nonexistent/agent.sock ") +
-                                HANGAR_BINARY + " checkpoint-done");
+  auto unreachable = RunCommand(
+      std::string("env -i HANGAR_TASK_ID=1.0.0 HANGAR_AGENT_SOCKET=/nonexistent/agent.sock ") +
+      HANGAR_BINARY + " checkpoint-done");
   EXPECT_EQ(unreachable.first, 2);
-  EXPECT_TRUE(Contains(unreachable.second, "cannot reach the agent at /nonexistent/agent.sock")) << unreachable.second;
+  EXPECT_TRUE(Contains(unreachable.second, "cannot reach the agent at /nonexistent/agent.sock"))
+      << unreachable.second;
 }
 
 }  // namespace

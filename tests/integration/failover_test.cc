@@ -109,7 +109,9 @@ TEST_F(FailoverTest, StandbysPointToTheLeaderAndTheCliFindsIt) {
   const std::string got = Shell("curl -s -i -X POST --data 'name: x' " + standby + "/v1/jobs");
   EXPECT_NE(got.find("503"), std::string::npos) << got;
   EXPECT_NE(got.find("X-Hangar-Leader: " + c_->api(0)), std::string::npos) << got;
-  EXPECT_NE(got.find("is a standby; the leader is ctl-0 at " + c_->api(0) + " (epoch 1)"), std::string::npos) << got;
+  EXPECT_NE(got.find("is a standby; the leader is ctl-0 at " + c_->api(0) + " (epoch 1)"),
+            std::string::npos)
+      << got;
   // `hangar status` against a standby says who leads; the CLI given the list reaches the leader.
   const std::string status = Shell(std::string(HANGAR_BINARY) + " status --server " + standby);
   EXPECT_NE(status.find("(standby)"), std::string::npos) << status;
@@ -119,9 +121,11 @@ TEST_F(FailoverTest, StandbysPointToTheLeaderAndTheCliFindsIt) {
   EXPECT_NE(status.find("copy        "), std::string::npos) << status;
   EXPECT_NE(status.find(" caught up "), std::string::npos) << status;
   const std::string list = c_->api(2) + "," + c_->api(1) + "," + c_->api(0);
-  EXPECT_NE(Shell(std::string(HANGAR_BINARY) + " nodes --server " + list).find("node-4"), std::string::npos);
+  EXPECT_NE(Shell(std::string(HANGAR_BINARY) + " nodes --server " + list).find("node-4"),
+            std::string::npos);
   c_->Signal(0, SIGKILL);
-  for (int i = 0; i < 200 && c_->Alive(0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 200 && c_->Alive(0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_FALSE(c_->Alive(0));
   // The CLI rides over the takeover (it retries the list while controllers hand over).
   const std::string nodes = Shell(std::string(HANGAR_BINARY) + " nodes --server " + list);
@@ -146,7 +150,8 @@ TEST_F(FailoverTest, AStoppedLeaderReleasesItsLease) {
   EXPECT_GE(c_->WaitLeader(5 * kSecond), 1) << c_->Describe();
   // Well within the 1.5 s lease: it was released, not left to expire.
   EXPECT_LT((MonotonicNanos() - t0) / 1e9, 1.0) << c_->Describe();
-  EXPECT_NE(c_->Describe().find("ctl-0: released the lease (epoch 1)"), std::string::npos) << c_->Describe();
+  EXPECT_NE(c_->Describe().find("ctl-0: released the lease (epoch 1)"), std::string::npos)
+      << c_->Describe();
 }
 
 TEST_F(FailoverTest, KillingTheLeaderUnderLoadLosesNothing) {
@@ -167,7 +172,9 @@ TEST_F(FailoverTest, KillingTheLeaderUnderLoadLosesNothing) {
     EXPECT_GT(e, epoch) << "the epoch grows at every takeover";
     epoch = e;
     // It followed the store while it stood by: it restored from its copy, not a full load.
-    EXPECT_NE(Shell("grep -c \"(a standby's copy, \" " + c_->dir() + "/ctl-" + std::to_string(now) + ".log"), "0\n")
+    EXPECT_NE(Shell("grep -c \"(a standby's copy, \" " + c_->dir() + "/ctl-" + std::to_string(now) +
+                    ".log"),
+              "0\n")
         << c_->Describe();
     ASSERT_TRUE(c_->StartController(old).ok()) << c_->Describe();  // back, as a standby
   }

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
-#include "ha_cluster.h"
 #include "agent/task_journal.h"
+#include "ha_cluster.h"
 
 namespace hangar::testing {
 namespace {
@@ -49,12 +49,15 @@ struct Span {
 }  // namespace
 
 uint64_t HaCluster::Submit(int replicas, int gpus, double seconds, Duration timeout, int* by) {
-  const std::string fields = "$HANGAR_NODE $HANGAR_JOB_ID $HANGAR_TASK_INDEX $HANGAR_ATTEMPT $CUDA_VISIBLE_DEVICES";
+  const std::string fields =
+      "$HANGAR_NODE $HANGAR_JOB_ID $HANGAR_TASK_INDEX $HANGAR_ATTEMPT $CUDA_VISIBLE_DEVICES";
   const std::string marks = dir_ + "/marks";
-  const std::string sh = "echo start " + fields + " $(date +%s%N) >> " + marks + "; sleep " + std::to_string(seconds) +
-                         "; echo end " + fields + " $(date +%s%N) >> " + marks;
-  const std::string yaml = "name: ha\ntasks:\n  - replicas: " + std::to_string(replicas) + "\n    gpus: " +
-                           std::to_string(gpus) + "\n    command: [\"/bin/sh\", \"-c\", \"" + sh + "\"]\n";
+  const std::string sh = "echo start " + fields + " $(date +%s%N) >> " + marks + "; sleep " +
+                         std::to_string(seconds) + "; echo end " + fields + " $(date +%s%N) >> " +
+                         marks;
+  const std::string yaml = "name: ha\ntasks:\n  - replicas: " + std::to_string(replicas) +
+                           "\n    gpus: " + std::to_string(gpus) +
+                           "\n    command: [\"/bin/sh\", \"-c\", \"" + sh + "\"]\n";
   std::random_device rd;
   const std::string key = std::to_string(rd()) + std::to_string(rd()) + std::to_string(rd());
   const int64_t until = MonotonicNanos() + timeout * 1'000'000;
@@ -63,7 +66,8 @@ uint64_t HaCluster::Submit(int replicas, int gpus, double seconds, Duration time
     httplib::Client c("127.0.0.1", api_ports_[i]);
     c.set_connection_timeout(0, 300'000);
     c.set_read_timeout(1, 0);
-    auto r = c.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}}, yaml, "application/yaml");
+    auto r =
+        c.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}}, yaml, "application/yaml");
     if (r && (r->status == 201 || r->status == 200)) {
       auto j = nlohmann::json::parse(r->body, nullptr, false);
       hint = i;
@@ -113,13 +117,16 @@ Invariants HaCluster::Check(const std::vector<uint64_t>& accepted) {
   };
   // Every accepted job ended, exactly once (its row, and its ending events).
   std::map<uint64_t, std::string> state;
-  for (const auto& r : Rows(url_, "SELECT id, state FROM jobs WHERE id = ANY(" + Ids(accepted) + ")")) {
+  for (const auto& r :
+       Rows(url_, "SELECT id, state FROM jobs WHERE id = ANY(" + Ids(accepted) + ")")) {
     state[std::stoull(r[0])] = r[1];
   }
   std::map<std::string, int> endings;
-  for (const auto& r : Rows(url_, "SELECT subject, count(*) FROM events WHERE kind = 'job' AND (message = 'succeeded' "
-                                  "OR message = 'cancelled' OR message LIKE 'failed:%' OR message LIKE 'timed out:%') "
-                                  "GROUP BY subject")) {
+  for (const auto& r :
+       Rows(url_,
+            "SELECT subject, count(*) FROM events WHERE kind = 'job' AND (message = 'succeeded' "
+            "OR message = 'cancelled' OR message LIKE 'failed:%' OR message LIKE 'timed out:%') "
+            "GROUP BY subject")) {
     endings[r[0]] = std::stoi(r[1]);
   }
   for (uint64_t id : accepted) {
@@ -133,7 +140,8 @@ Invariants HaCluster::Check(const std::vector<uint64_t>& accepted) {
       note("job " + std::to_string(id) + " ended " + std::to_string(n) + " times");
     }
   }
-  // The tasks' own marks: each (job, task) starts once; a GPU of a node has one live task at a time.
+  // The tasks' own marks: each (job, task) starts once; a GPU of a node has one live task at a
+  // time.
   std::map<std::string, Span> spans;  // by node/job/task/attempt
   std::map<std::string, int> starts;  // by job/task
   std::map<std::string, std::vector<std::string>> gpus_of;
@@ -149,7 +157,8 @@ Invariants HaCluster::Check(const std::vector<uint64_t>& accepted) {
       spans[key].task = job + "/" + task;
       if (++starts[job + "/" + task] == 2) {
         ++v.tasks_started_twice;
-        note("task " + job + "/" + task + " started twice (again on " + node + ", attempt " + attempt + ")");
+        note("task " + job + "/" + task + " started twice (again on " + node + ", attempt " +
+             attempt + ")");
       }
       std::stringstream g(gpus);
       for (std::string one; std::getline(g, one, ',');) gpus_of[key].push_back(node + "#" + one);
@@ -161,7 +170,8 @@ Invariants HaCluster::Check(const std::vector<uint64_t>& accepted) {
   for (const auto& node : o_.nodes) {
     for (const auto& r : agent::LatestTaskRecords(dir_ + "/agents/" + node)) {
       const std::string key = node + "/" + std::to_string(r.value("job_id", 0)) + "/" +
-                              std::to_string(r.value("index", 0)) + "/" + std::to_string(r.value("attempt", 0));
+                              std::to_string(r.value("index", 0)) + "/" +
+                              std::to_string(r.value("attempt", 0));
       auto it = spans.find(key);
       if (it != spans.end() && it->second.end == INT64_MAX && r.value("ended", false)) {
         it->second.end = r.value("ended_at", int64_t{0}) * 1'000'000;
@@ -173,7 +183,8 @@ Invariants HaCluster::Check(const std::vector<uint64_t>& accepted) {
     for (const auto& g : gpus_of[key]) by_gpu[g].push_back(span);
   }
   for (auto& [gpu, list] : by_gpu) {
-    std::sort(list.begin(), list.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    std::sort(list.begin(), list.end(),
+              [](const Span& a, const Span& b) { return a.start < b.start; });
     for (size_t i = 1; i < list.size(); ++i) {
       if (list[i].start < list[i - 1].end) {
         ++v.double_allocations;
@@ -188,12 +199,14 @@ std::string HaCluster::Describe() {
   std::string out;
   for (int i = 0; i < controllers(); ++i) {
     const bool alive = Alive(i);
-    out += "\n--- controller " + std::to_string(i) + (alive ? " (running)" : " (exited, status " +
-                                                      std::to_string(exit_status_[i]) + ")") + ":\n";
+    out += "\n--- controller " + std::to_string(i) +
+           (alive ? " (running)" : " (exited, status " + std::to_string(exit_status_[i]) + ")") +
+           ":\n";
     std::ifstream in(dir_ + "/ctl-" + std::to_string(i) + ".log");
     std::vector<std::string> lines;
     for (std::string l; std::getline(in, l);) lines.push_back(l);
-    for (size_t k = lines.size() > 8 ? lines.size() - 8 : 0; k < lines.size(); ++k) out += lines[k] + "\n";
+    for (size_t k = lines.size() > 8 ? lines.size() - 8 : 0; k < lines.size(); ++k)
+      out += lines[k] + "\n";
   }
   return out;
 }

@@ -16,16 +16,19 @@
 #include <sstream>
 #include <thread>
 
-#include "common/net.h"
 #include "agent/task_journal.h"
+#include "common/net.h"
 
 namespace hangar::testing {
 namespace fs = std::filesystem;
 namespace {
 
 std::string Cluster(const std::vector<std::string>& nodes) {
-  std::string y = "name: ha\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-                  "fabric:\n  spines:\n    - name: spine-0\n      leaves:\n        - name: leaf-0\n          nodes:\n";
+  std::string y =
+      "name: ha\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 64, "
+      "memory: 512Gi}\n"
+      "fabric:\n  spines:\n    - name: spine-0\n      leaves:\n        - name: leaf-0\n          "
+      "nodes:\n";
   for (const auto& n : nodes) y += "            - {name: " + n + "}\n";
   return y;
 }
@@ -57,7 +60,8 @@ StatusOr<std::unique_ptr<HaCluster>> HaCluster::Start(const HaOptions& o) {
   // The first leads (it starts alone); the others stand by.
   HANGAR_RETURN_IF_ERROR(c->StartController(0));
   // A store filled beforehand (a benchmark's history) takes its first leader a while to restore.
-  if (c->WaitLeader((o.before_controllers ? 180 : 20) * kSecond) != 0) return Status::Unavailable("the first controller did not lead: " + c->Describe());
+  if (c->WaitLeader((o.before_controllers ? 180 : 20) * kSecond) != 0)
+    return Status::Unavailable("the first controller did not lead: " + c->Describe());
   for (int i = 1; i < o.controllers; ++i) HANGAR_RETURN_IF_ERROR(c->StartController(i));
   HANGAR_RETURN_IF_ERROR(c->StartAgents());
   return c;
@@ -101,21 +105,46 @@ pid_t HaCluster::Spawn(const std::vector<std::string>& args, const std::string& 
 }
 
 Status HaCluster::StartController(int i) {
-  if (Alive(i)) return Status::FailedPrecondition("controller " + std::to_string(i) + " runs already");
+  if (Alive(i))
+    return Status::FailedPrecondition("controller " + std::to_string(i) + " runs already");
   const std::string port_file = dir_ + "/ctl-" + std::to_string(i) + ".json";
   fs::remove(port_file);
   const std::string url =
-      i == 0 && proxy_ ? "postgres://hangar@127.0.0.1:" + std::to_string(proxy_->port()) + "/hangar" : url_;
-  pids_[i] = Spawn({"hangar", "controller", "--cluster", cluster_path_, "--store", url, "--api",
-                    "127.0.0.1:" + std::to_string(api_ports_[i]), "--agents", "127.0.0.1:" + std::to_string(agent_ports_[i]),
-                    "--port-file", port_file, "--auth", "none", "--insecure", "--name", "ctl-" + std::to_string(i),
-                    "--lease", o_.lease, "--lease-renew", o_.renew, "--lease-poll", o_.poll, "--standby-follow", o_.follow, "--checkpoint-root",
+      i == 0 && proxy_ ? "postgres://hangar@127.0.0.1:" + std::to_string(proxy_->port()) + "/hangar"
+                       : url_;
+  pids_[i] = Spawn({"hangar",
+                    "controller",
+                    "--cluster",
+                    cluster_path_,
+                    "--store",
+                    url,
+                    "--api",
+                    "127.0.0.1:" + std::to_string(api_ports_[i]),
+                    "--agents",
+                    "127.0.0.1:" + std::to_string(agent_ports_[i]),
+                    "--port-file",
+                    port_file,
+                    "--auth",
+                    "none",
+                    "--insecure",
+                    "--name",
+                    "ctl-" + std::to_string(i),
+                    "--lease",
+                    o_.lease,
+                    "--lease-renew",
+                    o_.renew,
+                    "--lease-poll",
+                    o_.poll,
+                    "--standby-follow",
+                    o_.follow,
+                    "--checkpoint-root",
                     dir_ + "/checkpoints"},
                    dir_ + "/ctl-" + std::to_string(i) + ".log");
   exit_status_[i] = -1;
   // Up when it answers GET /v1/leader (a standby does; the port file waits until it leads).
   for (int t = 0; t < 400; ++t) {
-    if (!Alive(i)) return Status::Unavailable("controller " + std::to_string(i) + " exited: " + Describe());
+    if (!Alive(i))
+      return Status::Unavailable("controller " + std::to_string(i) + " exited: " + Describe());
     httplib::Client c("127.0.0.1", api_ports_[i]);
     c.set_connection_timeout(0, 200'000);
     if (auto r = c.Get("/v1/leader"); r && r->status == 200) return Status::Ok();
@@ -126,10 +155,11 @@ Status HaCluster::StartController(int i) {
 
 Status HaCluster::StartAgents() {
   std::string list;
-  for (size_t i = 0; i < agent_ports_.size(); ++i) list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(agent_ports_[i]);
+  for (size_t i = 0; i < agent_ports_.size(); ++i)
+    list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(agent_ports_[i]);
   for (const auto& n : o_.nodes) {
-    agents_.push_back(Spawn({"hangar", "agent", "--controller", list, "--node", n, "--cluster", cluster_path_,
-                             "--state-dir", dir_ + "/agents/" + n, "--insecure"},
+    agents_.push_back(Spawn({"hangar", "agent", "--controller", list, "--node", n, "--cluster",
+                             cluster_path_, "--state-dir", dir_ + "/agents/" + n, "--insecure"},
                             dir_ + "/agent-" + n + ".log"));
   }
   for (int t = 0; t < 400; ++t) {
@@ -161,7 +191,8 @@ bool HaCluster::Alive(int i) {
 
 int HaCluster::WaitExit(int i, Duration timeout) {
   const int64_t until = MonotonicNanos() + timeout * 1'000'000;
-  while (Alive(i) && MonotonicNanos() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (Alive(i) && MonotonicNanos() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return Alive(i) ? -1 : exit_status_[i];
 }
 
@@ -199,7 +230,8 @@ bool HaCluster::WaitStandbysReady(Duration timeout) {
       c.set_connection_timeout(0, 300'000);
       c.set_read_timeout(0, 500'000);
       auto r = c.Get("/v1/leader");
-      auto j = r && r->status == 200 ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+      auto j =
+          r && r->status == 200 ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
       if (!j.is_object()) {
         all = false;
       } else if (j.value("role", "") == "standby") {

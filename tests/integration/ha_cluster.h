@@ -9,10 +9,9 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "common/time.h"
@@ -35,12 +34,14 @@ struct HaOptions {
 
 // What the invariant checker found; all zero is a correct run.
 struct Invariants {
-  int jobs_lost = 0;            // accepted, but not ended (or not in the store at all)
-  int jobs_ended_twice = 0;     // more than one ending event
-  int double_allocations = 0;   // one GPU of one node held by two live tasks at one moment
-  int tasks_started_twice = 0;  // one (job, task index) started more than once
+  int jobs_lost = 0;                  // accepted, but not ended (or not in the store at all)
+  int jobs_ended_twice = 0;           // more than one ending event
+  int double_allocations = 0;         // one GPU of one node held by two live tasks at one moment
+  int tasks_started_twice = 0;        // one (job, task index) started more than once
   std::vector<std::string> problems;  // a sentence each, the first few
-  bool ok() const { return jobs_lost + jobs_ended_twice + double_allocations + tasks_started_twice == 0; }
+  bool ok() const {
+    return jobs_lost + jobs_ended_twice + double_allocations + tasks_started_twice == 0;
+  }
 };
 
 class HaCluster {
@@ -50,7 +51,8 @@ class HaCluster {
 
   Status StartController(int i);  // (re)starts controller i on its own ports
   void Signal(int i, int sig);    // to a live controller
-  // With proxy_first: controller 0's link to the store goes silent (no reset); agents still reach it.
+  // With proxy_first: controller 0's link to the store goes silent (no reset); agents still reach
+  // it.
   void CutFirstFromStore();
   // Waits up to `timeout` for controller i to exit; its wait status, or -1 while it runs.
   int WaitExit(int i, Duration timeout);

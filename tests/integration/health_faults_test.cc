@@ -50,7 +50,9 @@ class HealthFaultsTest : public ::testing::Test {
     fs::create_directories(Out());
   }
   void TearDown() override {
-    if (HasFailure()) std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n", cluster_->dir().c_str());
+    if (HasFailure())
+      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n",
+                  cluster_->dir().c_str());
   }
 
   // Starts these agents and waits until every one has passed validation ("ready").
@@ -59,12 +61,15 @@ class HealthFaultsTest : public ::testing::Test {
     WaitReady(nodes);
   }
   void WaitReady(const std::vector<std::string>& nodes) {
-    ASSERT_TRUE(LocalCluster::WaitFor([&] {
-      for (const auto& n : nodes) {
-        if (Node(n).value("state", "") != "ready") return false;
-      }
-      return true;
-    }, 15 * kSecond)) << cluster_->Get("/v1/nodes").dump(2);
+    ASSERT_TRUE(LocalCluster::WaitFor(
+        [&] {
+          for (const auto& n : nodes) {
+            if (Node(n).value("state", "") != "ready") return false;
+          }
+          return true;
+        },
+        15 * kSecond))
+        << cluster_->Get("/v1/nodes").dump(2);
   }
 
   nlohmann::json Node(const std::string& name) { return cluster_->Get("/v1/nodes/" + name); }
@@ -80,7 +85,8 @@ class HealthFaultsTest : public ::testing::Test {
     }
     return at;
   }
-  Time WaitForEvent(const std::string& node, const std::string& part, Duration timeout = 5 * kSecond) {
+  Time WaitForEvent(const std::string& node, const std::string& part,
+                    Duration timeout = 5 * kSecond) {
     Time at = 0;
     LocalCluster::WaitFor([&] { return (at = EventTime(node, part)) != 0; }, timeout);
     return at;
@@ -109,7 +115,8 @@ class HealthFaultsTest : public ::testing::Test {
   // place. Returns when the agent has applied it, with the wall time of the rename in `injected`
   // and, in `applied`, when the agent picked it up (the time of its rename to .applied; the fake
   // GPU breaks then, for faults at 0s).
-  void Inject(const std::string& node, const std::string& script, Time* injected = nullptr, Time* applied = nullptr) {
+  void Inject(const std::string& node, const std::string& script, Time* injected = nullptr,
+              Time* applied = nullptr) {
     const std::string dir = AgentDir(node);
     const std::string path = dir + "/inject-faults.yaml";
     fs::remove(path + ".applied");
@@ -117,16 +124,19 @@ class HealthFaultsTest : public ::testing::Test {
     std::ofstream(dir + "/faults.tmp") << script;
     const Time t0 = Now();
     fs::rename(dir + "/faults.tmp", path);
-    ASSERT_TRUE(LocalCluster::WaitFor([&] { return fs::exists(path + ".applied") || fs::exists(path + ".rejected"); },
-                                      10 * kSecond))
+    ASSERT_TRUE(LocalCluster::WaitFor(
+        [&] { return fs::exists(path + ".applied") || fs::exists(path + ".rejected"); },
+        10 * kSecond))
         << "agent " << node << " did not pick up " << path;
-    ASSERT_TRUE(fs::exists(path + ".applied")) << "agent " << node << " rejected the fault script:\n"
-                                               << script << "\nsee " << cluster_->dir() << "/agent-" << node << ".log";
+    ASSERT_TRUE(fs::exists(path + ".applied"))
+        << "agent " << node << " rejected the fault script:\n"
+        << script << "\nsee " << cluster_->dir() << "/agent-" << node << ".log";
     struct stat st {};
     Time picked = t0;
     if (::stat((path + ".applied").c_str(), &st) == 0) {
       // A rename updates the file's ctime: that is the moment the agent took it.
-      picked = std::max<Time>(t0, static_cast<Time>(st.st_ctim.tv_sec) * 1000 + st.st_ctim.tv_nsec / 1'000'000);
+      picked = std::max<Time>(
+          t0, static_cast<Time>(st.st_ctim.tv_sec) * 1000 + st.st_ctim.tv_nsec / 1'000'000);
     }
     if (injected) *injected = t0;
     if (applied) *applied = picked;
@@ -144,12 +154,17 @@ TEST_F(HealthFaultsTest, Xid79UnderAGangDrainsTheNodeWithinTwoSecondsAndTheGangR
   const std::string out = Out();
   const uint64_t id = Submit(
       "name: gang\ntasks:\n  - replicas: 2\n    gpus: 8\n    command: [\"/bin/sh\", \"-c\", \""
-      "trap 'echo $HANGAR_ATTEMPT $HANGAR_TASK_INDEX $HANGAR_NODE >> " + out + "/ckpts; sleep 1; exit 0' USR1; "
+      "trap 'echo $HANGAR_ATTEMPT $HANGAR_TASK_INDEX $HANGAR_NODE >> " +
+      out +
+      "/ckpts; sleep 1; exit 0' USR1; "
       "trap 'sleep 1; exit 0' TERM; "
-      "echo $HANGAR_ATTEMPT $HANGAR_TASK_INDEX $HANGAR_NODE >> " + out + "/runs; "
+      "echo $HANGAR_ATTEMPT $HANGAR_TASK_INDEX $HANGAR_NODE >> " +
+      out +
+      "/runs; "
       "sleep 1000 & wait\"]\n");
   ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 15 * kSecond)) << cluster_->Job(id).dump(2);
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Lines(ReadFile(out + "/runs")).size() == 2; }, 10 * kSecond));
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Lines(ReadFile(out + "/runs")).size() == 2; },
+                                    10 * kSecond));
   auto job = cluster_->Job(id);
   const std::string victim = job["task_list"][0]["node"];
   ASSERT_EQ(NodesOf(id).size(), 2u);
@@ -157,33 +172,48 @@ TEST_F(HealthFaultsTest, Xid79UnderAGangDrainsTheNodeWithinTwoSecondsAndTheGangR
   Time injected = 0, applied = 0;
   Inject(victim, "- {gpu: 3, kind: xid, code: 79}\n", &injected, &applied);
   std::string seen_state;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    seen_state = Node(victim).value("state", "");
-    return seen_state == "draining" || seen_state == "quarantined";
-  }, 10 * kSecond)) << Node(victim).dump(2);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        seen_state = Node(victim).value("state", "");
+        return seen_state == "draining" || seen_state == "quarantined";
+      },
+      10 * kSecond))
+      << Node(victim).dump(2);
   const Time seen = Now();
   // The transition's own time, as the controller recorded it.
   const Time transition = WaitForEvent(victim, victim + ": healthy -> draining: xid_79");
-  std::printf("[measured] Xid 79 -> draining: %lld ms from the agent taking the fault to the state seen over "
-              "HTTP (%lld ms to the controller's transition), %lld ms from the injection (the agent reads the "
-              "fault script once a heartbeat, 1 s); first state seen: %s\n",
-              static_cast<long long>(seen - applied), static_cast<long long>(transition - applied),
-              static_cast<long long>(seen - injected), seen_state.c_str());
+  std::printf(
+      "[measured] Xid 79 -> draining: %lld ms from the agent taking the fault to the state seen "
+      "over "
+      "HTTP (%lld ms to the controller's transition), %lld ms from the injection (the agent reads "
+      "the "
+      "fault script once a heartbeat, 1 s); first state seen: %s\n",
+      static_cast<long long>(seen - applied), static_cast<long long>(transition - applied),
+      static_cast<long long>(seen - injected), seen_state.c_str());
   // The issue's bound, from the event; the agent's pickup of the script adds up to one heartbeat.
   EXPECT_LE(seen - applied, 2 * kSecond);
   EXPECT_LE(seen - injected, 3 * kSecond);
-  EXPECT_GT(transition, 0) << "no '-> draining' transition among the node's events: " << Node(victim).dump(2);
-  EXPECT_EQ(seen_state, "draining") << "the tasks take a second over their checkpoint: draining should show";
+  EXPECT_GT(transition, 0) << "no '-> draining' transition among the node's events: "
+                           << Node(victim).dump(2);
+  EXPECT_EQ(seen_state, "draining")
+      << "the tasks take a second over their checkpoint: draining should show";
   const auto drained = Node(victim);
   EXPECT_TRUE(Contains(drained.value("reason", ""), "Xid 79")) << drained.dump(2);
 
   // The gang runs again, whole, on healthy nodes: attempt 1, both tasks, none on the victim.
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    auto j = cluster_->Job(id);
-    return j["attempt"] == 1 && j["state"] == "running" && Lines(ReadFile(out + "/runs")).size() == 4;
-  }, 15 * kSecond)) << cluster_->Job(id).dump(2) << "\n" << ReadFile(out + "/runs");
-  std::printf("[measured] Xid 79 -> gang running again (attempt 1, both tasks started): %lld ms from the injection\n",
-              static_cast<long long>(Now() - injected));
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        auto j = cluster_->Job(id);
+        return j["attempt"] == 1 && j["state"] == "running" &&
+               Lines(ReadFile(out + "/runs")).size() == 4;
+      },
+      15 * kSecond))
+      << cluster_->Job(id).dump(2) << "\n"
+      << ReadFile(out + "/runs");
+  std::printf(
+      "[measured] Xid 79 -> gang running again (attempt 1, both tasks started): %lld ms from the "
+      "injection\n",
+      static_cast<long long>(Now() - injected));
   auto again = cluster_->Job(id);
   EXPECT_EQ(again["restarts"], 1);
   EXPECT_TRUE(Contains(again.value("message", ""), "Xid 79")) << again.dump(2);
@@ -204,18 +234,22 @@ TEST_F(HealthFaultsTest, Xid79UnderAGangDrainsTheNodeWithinTwoSecondsAndTheGangR
   EXPECT_EQ(second, 2) << ReadFile(out + "/runs");
   // Both tasks of attempt 0 were asked to checkpoint (the one on the healthy node too).
   const auto ckpts = Lines(ReadFile(out + "/ckpts"));
-  EXPECT_EQ(std::count_if(ckpts.begin(), ckpts.end(), [](const std::string& c) { return c.rfind("0 ", 0) == 0; }), 2)
+  EXPECT_EQ(std::count_if(ckpts.begin(), ckpts.end(),
+                          [](const std::string& c) { return c.rfind("0 ", 0) == 0; }),
+            2)
       << ReadFile(out + "/ckpts");
   // Once its work is off, the node waits in quarantine for a reboot; nothing new goes there.
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return Node(victim).value("state", "") == "quarantined"; }, 10 * kSecond))
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] { return Node(victim).value("state", "") == "quarantined"; }, 10 * kSecond))
       << Node(victim).dump(2);
   EXPECT_EQ(Node(victim)["jobs"].size(), 0u);
   // Issue 15: an alert on state!="ready" sees it -- in the fleet counts, per node, and per GPU.
   const std::string metrics = cluster_->GetText("/metrics");
   EXPECT_TRUE(Contains(metrics, "hangar_nodes{state=\"quarantined\"} 1")) << metrics;
-  EXPECT_TRUE(Contains(metrics, "hangar_node_state{node=\"" + victim + "\",state=\"quarantined\"} 1"));
-  EXPECT_TRUE(Contains(metrics, "hangar_gpu_health_state{gpu=\"3\",uuid=\"GPU-fake-" + victim + "-3\",hostname=\"" + victim +
-                                    "\",state=\"quarantined\"} 1"))
+  EXPECT_TRUE(
+      Contains(metrics, "hangar_node_state{node=\"" + victim + "\",state=\"quarantined\"} 1"));
+  EXPECT_TRUE(Contains(metrics, "hangar_gpu_health_state{gpu=\"3\",uuid=\"GPU-fake-" + victim +
+                                    "-3\",hostname=\"" + victim + "\",state=\"quarantined\"} 1"))
       << metrics;
   Cancel(id);
 }
@@ -226,10 +260,13 @@ TEST_F(HealthFaultsTest, PcieDowngradeMakesTheGpuSuspectWithTheReason) {
   StartReady(kNodes);
   Inject("node-2", "- {gpu: 5, kind: pcie_downgrade, gen: 3, width: 4}\n");
   std::string conditions;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    conditions = Conditions(Node("node-2"));
-    return Contains(conditions, "GPU 5 suspect");
-  }, 10 * kSecond)) << Node("node-2").dump(2);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        conditions = Conditions(Node("node-2"));
+        return Contains(conditions, "GPU 5 suspect");
+      },
+      10 * kSecond))
+      << Node("node-2").dump(2);
   std::printf("[measured] node-2 conditions: %s", conditions.c_str());
   EXPECT_TRUE(Contains(conditions, "PCIe Gen5 x16 → Gen3 x4 on GPU 5")) << conditions;
   // The node's own state stays "ready" (the finding is the GPU's); the GPU's state is in its
@@ -251,7 +288,8 @@ TEST_F(HealthFaultsTest, PcieDowngradeMakesTheGpuSuspectWithTheReason) {
   EXPECT_EQ(MetricOf(metrics, "DCGM_FI_DEV_PCIE_LINK_GEN", "GPU-fake-node-2-5"), 3);
   // Ranked last: a whole-node job goes to node-1, node-2's clean neighbour under leaf-0 (the
   // placer's first leaf). Across leaves see SuspectNodeIsRankedLastAcrossLeaves.
-  const uint64_t id = Submit("name: whole-node\ntasks:\n  - {gpus: 8, command: [sleep, \"1000\"]}\n");
+  const uint64_t id =
+      Submit("name: whole-node\ntasks:\n  - {gpus: 8, command: [sleep, \"1000\"]}\n");
   ASSERT_TRUE(cluster_->WaitForJobState(id, "running", 10 * kSecond)) << cluster_->Job(id).dump(2);
   EXPECT_EQ(NodesOf(id), std::set<std::string>{"node-1"}) << cluster_->Job(id).dump(2);
   Cancel(id);
@@ -264,16 +302,20 @@ TEST_F(HealthFaultsTest, PcieDowngradeMakesTheGpuSuspectWithTheReason) {
 TEST_F(HealthFaultsTest, SuspectNodeIsRankedLastAcrossLeaves) {
   StartReady(kNodes);
   Inject("node-2", "- {gpu: 5, kind: pcie_downgrade, gen: 3, width: 4}\n");
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Contains(Conditions(Node("node-2")), "GPU 5 suspect"); }, 10 * kSecond));
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return Contains(Conditions(Node("node-2")), "GPU 5 suspect"); }, 10 * kSecond));
   std::vector<uint64_t> ids;
   for (int i = 0; i < 3; ++i) {
-    ids.push_back(Submit("name: whole-node-" + std::to_string(i) + "\ntasks:\n  - {gpus: 8, command: [sleep, \"1000\"]}\n"));
-    ASSERT_TRUE(cluster_->WaitForJobState(ids.back(), "running", 10 * kSecond)) << cluster_->Job(ids.back()).dump(2);
+    ids.push_back(Submit("name: whole-node-" + std::to_string(i) +
+                         "\ntasks:\n  - {gpus: 8, command: [sleep, \"1000\"]}\n"));
+    ASSERT_TRUE(cluster_->WaitForJobState(ids.back(), "running", 10 * kSecond))
+        << cluster_->Job(ids.back()).dump(2);
     EXPECT_EQ(NodesOf(ids.back()).count("node-2"), 0u) << cluster_->Job(ids.back()).dump(2);
   }
   // ... but suspect hardware is still in the pool.
   ids.push_back(Submit("name: last\ntasks:\n  - {gpus: 8, command: [sleep, \"1000\"]}\n"));
-  ASSERT_TRUE(cluster_->WaitForJobState(ids.back(), "running", 10 * kSecond)) << cluster_->Job(ids.back()).dump(2);
+  ASSERT_TRUE(cluster_->WaitForJobState(ids.back(), "running", 10 * kSecond))
+      << cluster_->Job(ids.back()).dump(2);
   EXPECT_EQ(NodesOf(ids.back()), std::set<std::string>{"node-2"});
   for (uint64_t id : ids) Cancel(id);
 }
@@ -289,27 +331,38 @@ TEST_F(HealthFaultsTest, SlowGpuFailsValidationAgainstTheFleetMedianAndNewGangsA
   const Time started = Now();
   cluster_->StartAgent("node-4", {"--faults", faults});
   nlohmann::json node;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    node = Node("node-4");
-    return node.value("state", "") == "degraded";
-  }, 15 * kSecond)) << node.dump(2);
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        node = Node("node-4");
+        return node.value("state", "") == "degraded";
+      },
+      15 * kSecond))
+      << node.dump(2);
   std::printf("[measured] node-4 degraded %lld ms after its agent started; conditions:\n%s",
               static_cast<long long>(Now() - started), Conditions(node).c_str());
   const std::string conditions = Conditions(node);
   // Each of its figures is 30% low (the first one found is shown: d2h_gbs 35.0 GB/s against 50.0).
   EXPECT_TRUE(Contains(conditions, "GPU 6 degraded: GPU 6 ")) << conditions;
-  EXPECT_TRUE(Contains(conditions, "is 30.0% below the fleet median for H100-SXM-80GB")) << conditions;
+  EXPECT_TRUE(Contains(conditions, "is 30.0% below the fleet median for H100-SXM-80GB"))
+      << conditions;
   // The node's all-reduce runs at its slowest GPU's pace: 0.7 x 400 GB/s.
-  EXPECT_TRUE(Contains(conditions, "nccl_busbw_gbs 280.0 GB/s is 30.0% below the fleet median")) << conditions;
-  for (const char* n : {"node-1", "node-2", "node-3"}) EXPECT_EQ(Node(n).value("state", ""), "ready") << n;
+  EXPECT_TRUE(Contains(conditions, "nccl_busbw_gbs 280.0 GB/s is 30.0% below the fleet median"))
+      << conditions;
+  for (const char* n : {"node-1", "node-2", "node-3"})
+    EXPECT_EQ(Node(n).value("state", ""), "ready") << n;
 
   // A new gang that could span any three nodes avoids node-4.
-  const uint64_t gang = Submit("name: gang\ntasks:\n  - replicas: 3\n    gpus: 8\n    command: [sleep, \"1000\"]\n");
-  ASSERT_TRUE(cluster_->WaitForJobState(gang, "running", 10 * kSecond)) << cluster_->Job(gang).dump(2);
-  EXPECT_EQ(NodesOf(gang), (std::set<std::string>{"node-1", "node-2", "node-3"})) << cluster_->Job(gang).dump(2);
+  const uint64_t gang =
+      Submit("name: gang\ntasks:\n  - replicas: 3\n    gpus: 8\n    command: [sleep, \"1000\"]\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(gang, "running", 10 * kSecond))
+      << cluster_->Job(gang).dump(2);
+  EXPECT_EQ(NodesOf(gang), (std::set<std::string>{"node-1", "node-2", "node-3"}))
+      << cluster_->Job(gang).dump(2);
   // Degraded takes no new gangs, but single-node work still runs there.
-  const uint64_t single = Submit("name: single\ntasks:\n  - {gpus: 8, command: [sleep, \"1000\"]}\n");
-  ASSERT_TRUE(cluster_->WaitForJobState(single, "running", 10 * kSecond)) << cluster_->Job(single).dump(2);
+  const uint64_t single =
+      Submit("name: single\ntasks:\n  - {gpus: 8, command: [sleep, \"1000\"]}\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(single, "running", 10 * kSecond))
+      << cluster_->Job(single).dump(2);
   EXPECT_EQ(NodesOf(single), std::set<std::string>{"node-4"});
   Cancel(gang);
   Cancel(single);
@@ -321,18 +374,21 @@ TEST_F(HealthFaultsTest, Xid13OnceIsNothingTwiceOnTheSameGpuIsSuspect) {
   StartReady(kNodes);
   // The driver logs one crash as a burst: two at the same moment are one incident.
   Time first = 0;
-  Inject("node-1", "- {gpu: 2, kind: xid, code: 13}\n- {gpu: 2, kind: xid, code: 13}\n", nullptr, &first);
+  Inject("node-1", "- {gpu: 2, kind: xid, code: 13}\n- {gpu: 2, kind: xid, code: 13}\n", nullptr,
+         &first);
   const std::string uuid = "GPU-fake-node-1-2";
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    return MetricOf(cluster_->GetText("/metrics"), "DCGM_FI_DEV_XID_ERRORS", uuid) == 13;
-  }, 5 * kSecond)) << "the controller never saw the Xid";
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return MetricOf(cluster_->GetText("/metrics"), "DCGM_FI_DEV_XID_ERRORS", uuid) == 13; },
+      5 * kSecond))
+      << "the controller never saw the Xid";
   // Give the health loop (every 0.5 s and on each event) time to act, were it going to.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   auto node = Node("node-1");
   EXPECT_EQ(node.value("state", ""), "ready") << node.dump(2);
   EXPECT_EQ(Conditions(node), "") << node.dump(2);
   EXPECT_EQ(node.value("gpus_free", 0.0), 8.0);
-  for (const auto& e : node["events"]) EXPECT_FALSE(Contains(e.value("message", ""), "GPU 2:")) << e.dump();
+  for (const auto& e : node["events"])
+    EXPECT_FALSE(Contains(e.value("message", ""), "GPU 2:")) << e.dump();
 
   // A second incident, well after the burst: the GPU becomes suspect and asks for validation.
   const Time gap = 6500;
@@ -340,15 +396,19 @@ TEST_F(HealthFaultsTest, Xid13OnceIsNothingTwiceOnTheSameGpuIsSuspect) {
   Time second = 0;
   Inject("node-1", "- {gpu: 2, kind: xid, code: 13}\n", nullptr, &second);
   const std::string suspect =
-      "node-1 GPU 2: healthy -> suspect: xid_13_repeated: Xid 13 on GPU 2 (graphics engine exception): 2 incidents "
+      "node-1 GPU 2: healthy -> suspect: xid_13_repeated: Xid 13 on GPU 2 (graphics engine "
+      "exception): 2 incidents "
       "within 1d; the GPU is suspect until it validates";
   const Time became = WaitForEvent("node-1", suspect);
   ASSERT_NE(became, 0) << Node("node-1").dump(2);
-  std::printf("[measured] second Xid 13 (%lld ms after the first) -> GPU 2 suspect %lld ms after the agent took it\n",
-              static_cast<long long>(second - first), static_cast<long long>(became - second));
+  std::printf(
+      "[measured] second Xid 13 (%lld ms after the first) -> GPU 2 suspect %lld ms after the agent "
+      "took it\n",
+      static_cast<long long>(second - first), static_cast<long long>(became - second));
   // Suspect until it validates: the controller asks for a validation, which the fake GPUs pass at
   // once, and the GPU is back to healthy. Only that GPU was touched.
-  EXPECT_NE(WaitForEvent("node-1", "node-1 GPU 2: suspect -> healthy"), 0) << Node("node-1").dump(2);
+  EXPECT_NE(WaitForEvent("node-1", "node-1 GPU 2: suspect -> healthy"), 0)
+      << Node("node-1").dump(2);
   int requested = 0;
   const auto after = Node("node-1");
   for (const auto& e : after["events"]) {
@@ -370,16 +430,20 @@ TEST(HealthConfigDriftTest, NodeOffTheBaselineShowsConfigDriftInHangarNodes) {
   cluster.StartController();
   for (const auto& n : kNodes) cluster.StartAgent(n);
   nlohmann::json node;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    node = cluster.Get("/v1/nodes/node-3");
-    return node.is_object() && node.value("state", "") == "degraded";
-  }, 15 * kSecond)) << node.dump(2);
-  EXPECT_TRUE(Contains(Conditions(node), "warning config_drift (node): software differs from the baseline: driver "
-                                         "fake-570.00, expected 570.86.15; action: fix_config"))
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        node = cluster.Get("/v1/nodes/node-3");
+        return node.is_object() && node.value("state", "") == "degraded";
+      },
+      15 * kSecond))
+      << node.dump(2);
+  EXPECT_TRUE(Contains(Conditions(node),
+                       "warning config_drift (node): software differs from the baseline: driver "
+                       "fake-570.00, expected 570.86.15; action: fix_config"))
       << node.dump(2);
   // The operator's view.
-  const std::string cmd = "HANGAR_URL=http://127.0.0.1:" + std::to_string(cluster.api_port()) + " " + HANGAR_BINARY +
-                          " nodes 2>&1";
+  const std::string cmd = "HANGAR_URL=http://127.0.0.1:" + std::to_string(cluster.api_port()) +
+                          " " + HANGAR_BINARY + " nodes 2>&1";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];
@@ -392,7 +456,8 @@ TEST(HealthConfigDriftTest, NodeOffTheBaselineShowsConfigDriftInHangarNodes) {
     if (!Contains(line, "node-3")) continue;
     listed = true;
     EXPECT_TRUE(Contains(line, "degraded")) << line;
-    EXPECT_TRUE(Contains(line, "config_drift") || Contains(line, "differs from the baseline")) << line;
+    EXPECT_TRUE(Contains(line, "config_drift") || Contains(line, "differs from the baseline"))
+        << line;
   }
   EXPECT_TRUE(listed) << out;
 }

@@ -49,12 +49,14 @@ bool Send(int fd, const std::string& s) {
 }
 
 // What arrives on `fd` within `ms`, until `enough` holds or the peer closes (*closed).
-std::string Read(int fd, int ms, const std::function<bool(const std::string&)>& enough, bool* closed = nullptr) {
+std::string Read(int fd, int ms, const std::function<bool(const std::string&)>& enough,
+                 bool* closed = nullptr) {
   std::string got;
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   if (closed) *closed = false;
   while (!enough(got)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
@@ -104,7 +106,8 @@ TEST(HttpLimitsTest, ConnectionsOverTheClientCapAreRefusedAndOthersAreServed) {
   int refused = 0, silent = 0;
   for (int fd : fds) {
     bool closed = false;
-    const std::string got = Read(fd, refused + silent < 8 ? 300 : 5000, [](const std::string&) { return false; }, &closed);
+    const std::string got = Read(
+        fd, refused + silent < 8 ? 300 : 5000, [](const std::string&) { return false; }, &closed);
     if (got.empty() && !closed) {
       ++silent;
       continue;
@@ -119,8 +122,12 @@ TEST(HttpLimitsTest, ConnectionsOverTheClientCapAreRefusedAndOthersAreServed) {
   // Another client is served, and so is a held connection once it asks.
   EXPECT_EQ(Healthz(c.api_port()), 200);
   ASSERT_TRUE(Send(fds[0], "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
-  EXPECT_TRUE(Contains(Read(fds[0], 5000, [](const std::string& s) { return Contains(s, "\"ok\""); }), "HTTP/1.1 200"));
-  EXPECT_GE(Metric(c, "hangar_http_connections_refused_total{reason=\"max_connections_per_client\"}"), 12);
+  EXPECT_TRUE(
+      Contains(Read(fds[0], 5000, [](const std::string& s) { return Contains(s, "\"ok\""); }),
+               "HTTP/1.1 200"));
+  EXPECT_GE(
+      Metric(c, "hangar_http_connections_refused_total{reason=\"max_connections_per_client\"}"),
+      12);
   EXPECT_GE(Metric(c, "hangar_http_connections_open"), 8);
   CloseAll(fds);
 }
@@ -132,11 +139,14 @@ TEST(HttpLimitsTest, ConnectionsOverTheTotalCapAreRefusedWithASentence) {
   for (int i = 0; i < 16; ++i) fds.push_back(Connect("127.0.0.2", c.api_port()));
   // Held: the 16th is answered when it asks, so all 16 are in.
   ASSERT_TRUE(Send(fds[15], "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
-  ASSERT_TRUE(Contains(Read(fds[15], 5000, [](const std::string& s) { return Contains(s, "\"ok\""); }), "HTTP/1.1 200"));
+  ASSERT_TRUE(
+      Contains(Read(fds[15], 5000, [](const std::string& s) { return Contains(s, "\"ok\""); }),
+               "HTTP/1.1 200"));
   const int over = Connect("127.0.0.3", c.api_port());
   const std::string got = Read(over, 5000, [](const std::string&) { return false; });
   EXPECT_TRUE(Contains(got, "HTTP/1.1 503")) << got;
-  EXPECT_TRUE(Contains(got, "already holds 16 connections, its cap (--http-max-connections)")) << got;
+  EXPECT_TRUE(Contains(got, "already holds 16 connections, its cap (--http-max-connections)"))
+      << got;
   ::close(over);
   CloseAll(fds);
   // Closed connections free their places.
@@ -165,7 +175,8 @@ TEST(HttpLimitsTest, LogFollowersAndIdleConnectionsLeaveHealthzAnswering) {
                                            "/logs?follow=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   }
   for (int fd : followers) {
-    const std::string got = Read(fd, 10000, [](const std::string& s) { return Contains(s, "chatter line"); });
+    const std::string got =
+        Read(fd, 10000, [](const std::string& s) { return Contains(s, "chatter line"); });
     EXPECT_TRUE(Contains(got, "HTTP/1.1 200")) << got;
     EXPECT_TRUE(Contains(got, "chatter line")) << got;
   }
@@ -179,7 +190,9 @@ TEST(HttpLimitsTest, LogFollowersAndIdleConnectionsLeaveHealthzAnswering) {
   EXPECT_EQ(status, 200);
   // The followers still stream.
   for (int fd : followers) {
-    EXPECT_TRUE(Contains(Read(fd, 5000, [](const std::string& s) { return Contains(s, "chatter line"); }), "chatter line"));
+    EXPECT_TRUE(
+        Contains(Read(fd, 5000, [](const std::string& s) { return Contains(s, "chatter line"); }),
+                 "chatter line"));
   }
   EXPECT_GE(Metric(c, "hangar_http_streams_open"), 20);  // streamed by the pump, not by workers
   CloseAll(followers);
@@ -191,16 +204,21 @@ TEST(HttpLimitsTest, SlowHeadersAreCutAtTheHeaderTimeout) {
   LocalCluster c(kCluster, {"--http-header-timeout", "1s"});
   c.StartController();
   const int fd = Connect("127.0.0.2", c.api_port());
-  const std::string head = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+  const std::string head =
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
   bool closed = false;
   const auto t0 = std::chrono::steady_clock::now();
   // A byte every 200 ms: each read makes progress, so only a deadline on the whole header stops it.
   for (size_t i = 0; i < head.size() && !closed; ++i) {
     if (!Send(fd, head.substr(i, 1))) closed = true;
-    if (!closed) Read(fd, 200, [](const std::string&) { return false; }, &closed);
+    if (!closed)
+      Read(
+          fd, 200, [](const std::string&) { return false; }, &closed);
   }
   const double held = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_TRUE(closed) << "the server still reads a header that has trickled in for " << held << " s";
+  EXPECT_TRUE(closed) << "the server still reads a header that has trickled in for " << held
+                      << " s";
   EXPECT_LT(held, 8.0);
   ::close(fd);
   EXPECT_EQ(Healthz(c.api_port()), 200);
@@ -210,7 +228,8 @@ TEST(HttpLimitsTest, SlowHeadersAreCutAtTheHeaderTimeout) {
   std::string huge = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   while (huge.size() < 100 * 1024) huge += "X-Pad: " + std::string(100, 'p') + "\r\n";
   Send(big, huge);
-  Read(big, 5000, [](const std::string&) { return false; }, &closed);
+  Read(
+      big, 5000, [](const std::string&) { return false; }, &closed);
   EXPECT_TRUE(closed);
   ::close(big);
 }
@@ -228,8 +247,11 @@ TEST(HttpLimitsTest, KeepAliveAndPipelinedRequestsAreServed) {
   }
   // Two requests in one write: both answered, in order, on the one connection.
   const int fd = Connect("127.0.0.1", c.api_port());
-  ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /v1/nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
-  const std::string got = Read(fd, 5000, [](const std::string& s) { return Contains(s, "HTTP/1.1 404"); });
+  ASSERT_TRUE(Send(fd,
+                   "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /v1/nope HTTP/1.1\r\nHost: "
+                   "127.0.0.1\r\n\r\n"));
+  const std::string got =
+      Read(fd, 5000, [](const std::string& s) { return Contains(s, "HTTP/1.1 404"); });
   EXPECT_TRUE(Contains(got, "HTTP/1.1 200")) << got;
   EXPECT_TRUE(Contains(got, "HTTP/1.1 404")) << got;
   EXPECT_LT(got.find("HTTP/1.1 200"), got.find("HTTP/1.1 404"));
@@ -243,7 +265,8 @@ TEST(HttpLimitsTest, QueuedJobsPerUserAreCappedWith429) {
   client.set_read_timeout(10, 0);
   const std::string spec = R"({"name": "q", "tasks": [{"gpus": 1, "command": ["true"]}]})";
   auto submit = [&](const std::string& user, const std::string& query) {
-    return client.Post("/v1/jobs" + query, httplib::Headers{{"X-Hangar-User", user}}, spec, "application/json");
+    return client.Post("/v1/jobs" + query, httplib::Headers{{"X-Hangar-User", user}}, spec,
+                       "application/json");
   };
   auto r = submit("alice", "?count=5");
   ASSERT_TRUE(r);
@@ -286,7 +309,8 @@ TEST(HttpLimitsTest, HttpsIdleAndStalledHandshakesLeaveHealthzAnswering) {
   const int stalled = Connect("127.0.0.2", c.api_port());
   ASSERT_TRUE(Send(stalled, std::string("\x16\x03\x01", 3)));
   bool closed = false;
-  Read(stalled, 8000, [](const std::string&) { return false; }, &closed);
+  Read(
+      stalled, 8000, [](const std::string&) { return false; }, &closed);
   EXPECT_TRUE(closed);
   ::close(stalled);
   for (int i = 0; i < 3; ++i) {

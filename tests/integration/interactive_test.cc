@@ -4,25 +4,24 @@
 // Ctrl-C a sleep, exit with a status), `hangar exec` beside a running task (its user, its
 // environment, stdin, a terminal), and another user's token refused (403, in the audit log).
 // Tasks run as numeric uids (no accounts: nothing in /etc changes), as run_as_test does.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <fstream>
-#include <thread>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "common/net.h"
 #include "local_cluster.h"
@@ -421,8 +420,9 @@ TEST_F(InteractiveTest, PortForwardReachesTheTasksServerOnlyAndOnlyForItsOwner) 
       30 * kSecond))
       << "the task's server never answered: " << Get(alice_, "/v1/jobs/" + std::to_string(id));
 
-  Background forward(WithServer({"port-forward", std::to_string(id), "0:" + std::to_string(remote)}),
-                     alice_, cluster_->dir() + "/forward.out");
+  Background forward(
+      WithServer({"port-forward", std::to_string(id), "0:" + std::to_string(remote)}), alice_,
+      cluster_->dir() + "/forward.out");
   const int local = forward.ForwardedPort();
   ASSERT_GT(local, 0) << forward.Output();
   // Several connections at once, each its own session; one client keeps its connection.
@@ -487,8 +487,10 @@ TEST_F(InteractiveTest, PortForwardReachesTheTasksServerOnlyAndOnlyForItsOwner) 
           if (path.find("/v1/jobs/" + std::to_string(id) + "/port-forward") == std::string::npos ||
               path.find("port=" + std::to_string(remote)) == std::string::npos)
             continue;
-          refused_row = refused_row || (row.value("user", "") == "bob" && row.value("status", 0) == 403);
-          opened_row = opened_row || (row.value("user", "") == "alice" && row.value("status", 0) == 200);
+          refused_row =
+              refused_row || (row.value("user", "") == "bob" && row.value("status", 0) == 403);
+          opened_row =
+              opened_row || (row.value("user", "") == "alice" && row.value("status", 0) == 200);
         }
         return refused_row && opened_row;
       },

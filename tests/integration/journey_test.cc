@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "agent/task_journal.h"
 #include "common/net.h"
 #include "local_cluster.h"
-#include "agent/task_journal.h"
 
 namespace hangar::testing {
 namespace {
@@ -56,7 +56,8 @@ TEST(JourneyTest, AnUnknownCommandIsNamed) {
   for (const std::string word : {"foo", "launch"}) {
     Ran r = RunHangar({word, "7"});
     EXPECT_EQ(r.rc, 2) << r.output;
-    EXPECT_TRUE(Contains(r.output, "error: unknown command 'hangar " + word + "'. The commands of 'hangar' are: "))
+    EXPECT_TRUE(Contains(
+        r.output, "error: unknown command 'hangar " + word + "'. The commands of 'hangar' are: "))
         << r.output;
   }
   // Slurm's client commands point to Hangar's, not to the nearest spelling (requeue for squeue).
@@ -72,14 +73,18 @@ TEST(JourneyTest, AnUnknownCommandIsNamed) {
   // A typo is caught at any depth, with the nearest command and the list of that level.
   Ran typo = RunHangar({"token", "craete", "--user", "x"});
   EXPECT_EQ(typo.rc, 2) << typo.output;
-  EXPECT_EQ(typo.output,
-            "error: unknown command 'hangar token craete'; did you mean 'hangar token create'? The commands of "
-            "'hangar token' are: create, list, revoke, rotate; run 'hangar token --help' for more\n");
+  EXPECT_EQ(
+      typo.output,
+      "error: unknown command 'hangar token craete'; did you mean 'hangar token create'? The "
+      "commands of "
+      "'hangar token' are: create, list, revoke, rotate; run 'hangar token --help' for more\n");
   Ran top = RunHangar({"submitt", "job.yaml"});
   EXPECT_TRUE(Contains(top.output, "did you mean 'hangar submit'?")) << top.output;
   Ran bare = RunHangar({"sim"});
   EXPECT_EQ(bare.rc, 2) << bare.output;
-  EXPECT_EQ(bare.output, "error: 'hangar sim' needs a command: fgd, mig, replay, goodput; run 'hangar sim --help' for more\n");
+  EXPECT_EQ(bare.output,
+            "error: 'hangar sim' needs a command: fgd, mig, replay, goodput; run 'hangar sim "
+            "--help' for more\n");
   Ran none = RunHangar({});
   EXPECT_NE(none.rc, 0);
   EXPECT_TRUE(Contains(none.output, "no command given")) << none.output;
@@ -185,8 +190,10 @@ class DevTest : public ::testing::Test {
   int StartDevPiped(std::vector<std::string> extra = {}) {
     int fds[2];
     if (pipe(fds) != 0) return -1;
-    std::vector<std::string> args = {HANGAR_BINARY, "dev", "--dir", dir_ + "/dev", "--port", std::to_string(port_),
-                                     "--cluster", dir_ + "/cluster.yaml"};
+    std::vector<std::string> args = {HANGAR_BINARY, "dev",
+                                     "--dir",       dir_ + "/dev",
+                                     "--port",      std::to_string(port_),
+                                     "--cluster",   dir_ + "/cluster.yaml"};
     args.insert(args.end(), extra.begin(), extra.end());
     dev_ = fork();
     if (dev_ == 0) {
@@ -210,7 +217,8 @@ class DevTest : public ::testing::Test {
     LocalCluster::WaitFor(
         [&] {
           char buf[4096];
-          for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+          for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+            got.append(buf, static_cast<size_t>(n));
           return Contains(got, part);
         },
         timeout);
@@ -315,7 +323,8 @@ TEST_F(DevTest, CtrlCStopsTasksAndARestartKeepsTheLogs) {
   // The restarted controller hears from the agent how the task ended: stopped because its agent
   // exited, not by its own doing -- so the job did not fail: it runs again (attempt 1).
   httplib::Client api("127.0.0.1", port_);
-  api.set_default_headers({{"Authorization", "Bearer " + Lines(ReadFile(dir_ + "/dev/dev-token")).at(0)}});
+  api.set_default_headers(
+      {{"Authorization", "Bearer " + Lines(ReadFile(dir_ + "/dev/dev-token")).at(0)}});
   std::string state;
   uint64_t restarts = 0;
   LocalCluster::WaitFor(
@@ -338,17 +347,20 @@ TEST_F(DevTest, CtrlCStopsTasksAndARestartKeepsTheLogs) {
 // SIGPIPE and left them all running under PID 1).
 TEST_F(DevTest, CtrlCWithItsOutputPipeClosedStillStopsEverything) {
   const std::string pid_file = dir_ + "/task.pid";
-  std::ofstream(dir_ + "/examples/sleeper.yaml") << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
+  std::ofstream(dir_ + "/examples/sleeper.yaml")
+      << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
   const int out = StartDevPiped({"--submit-examples", dir_ + "/examples"});
   ASSERT_GE(out, 0);
   const std::string seen = ReadPipeUntil(out, "is up", 30 * kSecond);
   ASSERT_TRUE(Contains(seen, "is up")) << seen;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond)) << seen;
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond))
+      << seen;
   const int task = std::stoi(ReadFile(pid_file));
   close(out);  // tee is gone
   kill(dev_, SIGINT);
   EXPECT_EQ(WaitDev(20 * kSecond), 0);
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return kill(task, 0) != 0 && errno == ESRCH; }, 10 * kSecond))
+  EXPECT_TRUE(
+      LocalCluster::WaitFor([&] { return kill(task, 0) != 0 && errno == ESRCH; }, 10 * kSecond))
       << "task " << task << " still runs";
   EXPECT_FALSE(DaemonsLeft());
 }
@@ -357,14 +369,18 @@ TEST_F(DevTest, CtrlCWithItsOutputPipeClosedStillStopsEverything) {
 // the agents stop their tasks; nothing is left running for the next start to trip over.
 TEST_F(DevTest, AKilledDevTakesItsDaemonsAndTasksWithIt) {
   const std::string pid_file = dir_ + "/task.pid";
-  std::ofstream(dir_ + "/examples/sleeper.yaml") << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
+  std::ofstream(dir_ + "/examples/sleeper.yaml")
+      << JobYaml("sleeper", "echo $$ > " + pid_file + "; exec sleep 600");
   StartDev({"--submit-examples", dir_ + "/examples"});
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond)) << Output();
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(pid_file).empty(); }, 30 * kSecond))
+      << Output();
   const int task = std::stoi(ReadFile(pid_file));
   kill(dev_, SIGKILL);
   EXPECT_EQ(WaitDev(10 * kSecond), 128 + SIGKILL);
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return !DaemonsLeft(); }, 15 * kSecond)) << "controller or agent still runs";
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return kill(task, 0) != 0 && errno == ESRCH; }, 15 * kSecond))
+  EXPECT_TRUE(LocalCluster::WaitFor([&] { return !DaemonsLeft(); }, 15 * kSecond))
+      << "controller or agent still runs";
+  EXPECT_TRUE(
+      LocalCluster::WaitFor([&] { return kill(task, 0) != 0 && errno == ESRCH; }, 15 * kSecond))
       << "task " << task << " still runs";
 }
 
@@ -400,14 +416,16 @@ TEST_F(DevTest, AControllerThatExitsIsReportedAtOnce) {
 TEST_F(DevTest, TlsServesHttpsWithItsOwnCaAndTheBannerSaysHowToReachIt) {
   StartDev({"--tls"});
   ASSERT_TRUE(WaitForOutput("is up", 60 * kSecond)) << Output();
-  const std::string url = "https://127.0.0.1:" + std::to_string(port_), ca = dir_ + "/dev/tls/ca.crt";
+  const std::string url = "https://127.0.0.1:" + std::to_string(port_),
+                    ca = dir_ + "/dev/tls/ca.crt";
   EXPECT_TRUE(Contains(Output(), "export HANGAR_URL=" + url + " HANGAR_CA=" + ca)) << Output();
   for (const char* f : {"ca.key", "controller.key", "node-node-1.key"}) {
     struct stat st {};
     ASSERT_EQ(::stat((dir_ + "/dev/tls/" + f).c_str(), &st), 0) << f;
     EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
   }
-  EXPECT_TRUE(Contains(ReadFile(dir_ + "/dev/logs/controller.log"), "TLS")) << ReadFile(dir_ + "/dev/logs/controller.log");
+  EXPECT_TRUE(Contains(ReadFile(dir_ + "/dev/logs/controller.log"), "TLS"))
+      << ReadFile(dir_ + "/dev/logs/controller.log");
   // The CLI as the banner says: the node is ready, a job runs and its log reads back.
   setenv("HANGAR_URL", url.c_str(), 1);
   setenv("HANGAR_CA", ca.c_str(), 1);
@@ -438,7 +456,8 @@ TEST_F(DevTest, TlsServesHttpsWithItsOwnCaAndTheBannerSaysHowToReachIt) {
   unsetenv("HANGAR_CA");
   Ran untrusted = RunHangar({"nodes"});
   EXPECT_NE(untrusted.rc, 0);
-  EXPECT_TRUE(Contains(untrusted.output, "has a certificate no CA you trust signed")) << untrusted.output;
+  EXPECT_TRUE(Contains(untrusted.output, "has a certificate no CA you trust signed"))
+      << untrusted.output;
   Ran plain = RunHangar({"nodes", "--server", "http://127.0.0.1:" + std::to_string(port_)});
   EXPECT_NE(plain.rc, 0);
   EXPECT_TRUE(Contains(plain.output, "a controller with TLS wants https://")) << plain.output;

@@ -1,22 +1,23 @@
-#include <algorithm>
 #include "local_cluster.h"
-#include "loopback_registry.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sched.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
 #include "agent/task_journal.h"
+#include "loopback_registry.h"
 
 namespace hangar::testing {
 
@@ -70,7 +71,8 @@ void LocalCluster::UnmountPins(const std::string& agents_dir) {
     std::error_code inner;
     for (const auto& task : fs::directory_iterator(agent.path() / "mounts", inner)) {
       std::error_code pins;
-      for (const auto& pin : fs::directory_iterator(task.path(), pins)) umount2(pin.path().c_str(), MNT_DETACH);
+      for (const auto& pin : fs::directory_iterator(task.path(), pins))
+        umount2(pin.path().c_str(), MNT_DETACH);
     }
   }
 }
@@ -93,9 +95,12 @@ void LocalCluster::KillTasks() {
   }
 }
 
-pid_t LocalCluster::Spawn(const std::vector<std::string>& args, const std::string& log) { return SpawnHangar(args, log); }
+pid_t LocalCluster::Spawn(const std::vector<std::string>& args, const std::string& log) {
+  return SpawnHangar(args, log);
+}
 
-pid_t SpawnHangar(const std::vector<std::string>& args, const std::string& log, const std::string& netns) {
+pid_t SpawnHangar(const std::vector<std::string>& args, const std::string& log,
+                  const std::string& netns) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   if (!netns.empty()) {
@@ -118,10 +123,18 @@ pid_t SpawnHangar(const std::vector<std::string>& args, const std::string& log, 
 void LocalCluster::StartController() {
   const std::string port_file = dir_ + "/ports.json";
   fs::remove(port_file);
-  std::vector<std::string> args = {"hangar", "controller", "--cluster", cluster_path_,
-                                   "--api", "127.0.0.1:" + std::to_string(api_port_),
-                                   "--agents", "127.0.0.1:" + std::to_string(agent_port_),
-                                   "--port-file", port_file, "--checkpoint-root", dir_ + "/checkpoints"};
+  std::vector<std::string> args = {"hangar",
+                                   "controller",
+                                   "--cluster",
+                                   cluster_path_,
+                                   "--api",
+                                   "127.0.0.1:" + std::to_string(api_port_),
+                                   "--agents",
+                                   "127.0.0.1:" + std::to_string(agent_port_),
+                                   "--port-file",
+                                   port_file,
+                                   "--checkpoint-root",
+                                   dir_ + "/checkpoints"};
   args.insert(args.end(), controller_args_.begin(), controller_args_.end());
   // A SQLite store in the folder unless the test names one (a PostgreSQL URL).
   if (std::find(args.begin(), args.end(), "--store") == args.end()) {
@@ -135,7 +148,8 @@ void LocalCluster::StartController() {
   // Plaintext on loopback unless the test sets up TLS (tls_test does).
   if (std::find(args.begin(), args.end(), "--tls-dir") == args.end()) args.push_back("--insecure");
   controller_ = Spawn(args, dir_ + "/controller.log");
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(port_file); }, 10 * kSecond)) << "the controller did not start; see " << dir_ << "/controller.log";
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(port_file); }, 10 * kSecond))
+      << "the controller did not start; see " << dir_ << "/controller.log";
   std::ifstream in(port_file);
   auto j = nlohmann::json::parse(in);
   api_port_ = j["api"];
@@ -149,9 +163,11 @@ void LocalCluster::KillController(int sig) {
 }
 
 void LocalCluster::StartAgent(const std::string& node, std::vector<std::string> extra) {
-  std::vector<std::string> args = {"hangar", "agent", "--controller", "127.0.0.1:" + std::to_string(agent_port_),
-                                   "--node", node, "--cluster", cluster_path_,
-                                   "--state-dir", dir_ + "/agents/" + node};
+  std::vector<std::string> args = {"hangar",       "agent",
+                                   "--controller", "127.0.0.1:" + std::to_string(agent_port_),
+                                   "--node",       node,
+                                   "--cluster",    cluster_path_,
+                                   "--state-dir",  dir_ + "/agents/" + node};
   args.insert(args.end(), extra.begin(), extra.end());
   if (std::find(args.begin(), args.end(), "--tls-dir") == args.end() &&
       std::find(args.begin(), args.end(), "--tls-ca") == args.end()) {
@@ -242,17 +258,21 @@ bool LocalCluster::WaitFor(const std::function<bool()>& pred, Duration timeout) 
 }
 
 bool LocalCluster::WaitForAgents(size_t n, Duration timeout) {
-  return WaitFor([&] {
-    auto h = Get("/healthz");
-    return h.is_object() && h.value("agents", 0u) == n;
-  }, timeout);
+  return WaitFor(
+      [&] {
+        auto h = Get("/healthz");
+        return h.is_object() && h.value("agents", 0u) == n;
+      },
+      timeout);
 }
 
 bool LocalCluster::WaitForJobState(uint64_t id, const std::string& state, Duration timeout) {
-  return WaitFor([&] {
-    auto j = Job(id);
-    return j.is_object() && j.value("state", "") == state;
-  }, timeout);
+  return WaitFor(
+      [&] {
+        auto j = Job(id);
+        return j.is_object() && j.value("state", "") == state;
+      },
+      timeout);
 }
 
 }  // namespace hangar::testing

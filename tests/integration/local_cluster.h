@@ -7,34 +7,37 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/time.h"
 
 namespace hangar::testing {
 
 // Small helpers the end-to-end tests share.
-std::string ReadFile(const std::string& path);           // "" when it cannot be read
+std::string ReadFile(const std::string& path);            // "" when it cannot be read
 std::vector<std::string> Lines(const std::string& text);  // non-empty lines
 // Four 8-GPU H100 nodes, node-1..2 under leaf-0 and node-3..4 under leaf-1 (kFourNodes).
 std::string FourNodeTwoLeafCluster(const std::string& name);
 inline const std::vector<std::string> kFourNodes = {"node-1", "node-2", "node-3", "node-4"};
-inline bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+inline bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 // What a user token of a test (`--auth tokens`) maps to for its tasks to run (issue 16): the body
 // fields `"uid": N, "gid": N`. uid and gid 61001 when the test runs as root (so do its agents);
 // else its own (an agent that is not root runs tasks only as itself).
 std::string TaskAccountFields();
 // Starts the hangar binary with `args` (args[0] is its argv[0]), stdout and stderr appended to
 // `log`; with `netns`, in that network namespace (/run/netns/NAME). Returns the child's pid.
-pid_t SpawnHangar(const std::vector<std::string>& args, const std::string& log, const std::string& netns = "");
+pid_t SpawnHangar(const std::vector<std::string>& args, const std::string& log,
+                  const std::string& netns = "");
 
 class LocalCluster {
  public:
   // `cluster_yaml` is the text of the cluster file; `extra_controller_args` go to the controller.
-  explicit LocalCluster(const std::string& cluster_yaml, std::vector<std::string> extra_controller_args = {});
+  explicit LocalCluster(const std::string& cluster_yaml,
+                        std::vector<std::string> extra_controller_args = {});
   ~LocalCluster();
 
   void StartController();  // reuses the store and the ports of an earlier start

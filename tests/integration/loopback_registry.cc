@@ -1,6 +1,7 @@
 #include "loopback_registry.h"
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -15,8 +16,6 @@
 #include <random>
 #include <thread>
 
-#include <httplib.h>
-
 #include "common/net.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
@@ -30,11 +29,14 @@ std::string WritePodmanConf(const std::string& dir) {
   getrlimit(RLIMIT_NPROC, &nproc);
   uint64_t pid_max = 32768;
   std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
-  const uint64_t np = std::min<uint64_t>(nproc.rlim_max == RLIM_INFINITY ? pid_max : nproc.rlim_max, pid_max);
+  const uint64_t np =
+      std::min<uint64_t>(nproc.rlim_max == RLIM_INFINITY ? pid_max : nproc.rlim_max, pid_max);
   const uint64_t nf = nofile.rlim_max == RLIM_INFINITY ? 1048576 : nofile.rlim_max;
   const std::string path = dir + "/containers.conf";
-  std::ofstream(path) << "[containers]\ndefault_ulimits = [\"nofile=" << nf << ":" << nf << "\", \"nproc=" << np << ":"
-                      << np << "\"]\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n";
+  std::ofstream(path) << "[containers]\ndefault_ulimits = [\"nofile=" << nf << ":" << nf
+                      << "\", \"nproc=" << np << ":" << np
+                      << "\"]\n[engine]\nruntime = \"runc\"\ncgroup_manager = "
+                         "\"cgroupfs\"\nevents_logger = \"file\"\n";
   return path;
 }
 
@@ -44,8 +46,9 @@ LoopbackRegistry::LoopbackRegistry(const std::string& dir) : dir_(dir + "/regist
   WritePodmanConf(dir_);
   port_ = PickFreePort("127.0.0.1");
   conf_ = dir_ + "/config.yml";
-  std::ofstream(conf_) << "version: 0.1\nlog: {level: warn}\nstorage:\n  filesystem:\n    rootdirectory: " << dir_
-                       << "/storage\n  delete: {enabled: true}\nhttp:\n  addr: 127.0.0.1:" << port_ << "\n";
+  std::ofstream(conf_)
+      << "version: 0.1\nlog: {level: warn}\nstorage:\n  filesystem:\n    rootdirectory: " << dir_
+      << "/storage\n  delete: {enabled: true}\nhttp:\n  addr: 127.0.0.1:" << port_ << "\n";
   Start();
 }
 
@@ -53,8 +56,8 @@ LoopbackRegistry::~LoopbackRegistry() {
   Stop();
   CommandOptions o;
   o.env = {{"CONTAINERS_CONF", dir_ + "/containers.conf"}};
-  (void)RunCommand({"podman", "--root", dir_ + "/build/storage", "--runroot", dir_ + "/build/run", "--tmpdir",
-                    dir_ + "/build/tmp", "system", "reset", "--force"},
+  (void)RunCommand({"podman", "--root", dir_ + "/build/storage", "--runroot", dir_ + "/build/run",
+                    "--tmpdir", dir_ + "/build/tmp", "system", "reset", "--force"},
                    o);
   UnmountUnder(dir_);
 }
@@ -88,31 +91,37 @@ void LoopbackRegistry::Stop() {
 }
 
 std::string LoopbackRegistry::Push(const std::string& repository, const std::string& tag,
-                                   const std::vector<std::pair<std::string, std::string>>& files, int pad_mb) {
-  const std::string root = dir_ + "/build/rootfs-" + repository.substr(repository.rfind('/') + 1) + "-" + tag;
+                                   const std::vector<std::pair<std::string, std::string>>& files,
+                                   int pad_mb) {
+  const std::string root =
+      dir_ + "/build/rootfs-" + repository.substr(repository.rfind('/') + 1) + "-" + tag;
   fs::remove_all(root);
   fs::create_directories(root + "/bin");
   fs::copy_file("/bin/busybox", root + "/bin/busybox");
   auto list = RunCommand({"/bin/busybox", "--list"});
   if (!list.ok()) return "";
-  for (const auto& applet : std::vector<std::string>{"sh", "echo", "cat", "ls", "sleep", "env", "test", "touch",
-                                                     "mkdir", "grep", "wc", "kill", "true", "false", "id", "trap",
-                                                     "printf", "stat", "dd", "head", "tr", "rm", "date", "nproc"}) {
+  for (const auto& applet : std::vector<std::string>{
+           "sh",     "echo", "cat", "ls",   "sleep", "env",   "test", "touch",
+           "mkdir",  "grep", "wc",  "kill", "true",  "false", "id",   "trap",
+           "printf", "stat", "dd",  "head", "tr",    "rm",    "date", "nproc"}) {
     std::error_code ec;
     fs::create_symlink("busybox", root + "/bin/" + applet, ec);
   }
   for (const auto& [path, content] : files) {
     fs::create_directories(fs::path(root + path).parent_path());
     std::ofstream(root + path) << content;
-    fs::permissions(root + path, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(root + path,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
   }
   if (pad_mb > 0) {
     std::ofstream pad(root + "/pad.bin", std::ios::binary);
-    std::mt19937_64 rng(std::hash<std::string>()(repository + ":" + tag));  // distinct layers per image
-    std::vector<uint64_t> block(1 << 17);  // 1 MiB
+    std::mt19937_64 rng(
+        std::hash<std::string>()(repository + ":" + tag));  // distinct layers per image
+    std::vector<uint64_t> block(1 << 17);                   // 1 MiB
     for (int i = 0; i < pad_mb; ++i) {
       for (auto& w : block) w = rng();
-      pad.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(block.size() * 8));
+      pad.write(reinterpret_cast<const char*>(block.data()),
+                static_cast<std::streamsize>(block.size() * 8));
     }
   }
   const std::string ref = host() + "/" + repository + ":" + tag;
@@ -122,12 +131,13 @@ std::string LoopbackRegistry::Push(const std::string& repository, const std::str
   o.timeout = 5 * kMinute;
   // Its own tmpdir too: podman's default (/run/libpod) is shared with every other podman on the
   // machine, and a parallel test's `system reset` removes what this one is using.
-  const std::vector<std::string> p = {"podman", "--root", dir_ + "/build/storage", "--runroot", dir_ + "/build/run",
-                                      "--tmpdir", dir_ + "/build/tmp"};
-  for (const auto& step : std::vector<std::vector<std::string>>{
-           {"tar", "-C", root, "-cf", tar, "."},
-           {"import", tar, ref},
-           {"push", "--tls-verify=false", ref}}) {
+  const std::vector<std::string> p = {
+      "podman",   "--root",           dir_ + "/build/storage", "--runroot", dir_ + "/build/run",
+      "--tmpdir", dir_ + "/build/tmp"};
+  for (const auto& step :
+       std::vector<std::vector<std::string>>{{"tar", "-C", root, "-cf", tar, "."},
+                                             {"import", tar, ref},
+                                             {"push", "--tls-verify=false", ref}}) {
     std::vector<std::string> argv = step.front() == "tar" ? step : p;
     if (step.front() != "tar") argv.insert(argv.end(), step.begin(), step.end());
     auto r = RunCommand(argv, o);
@@ -157,7 +167,8 @@ void UnmountUnder(const std::string& root) {
 // that store are known only under it.
 static std::string AgentRunDir(const std::string& d) {
   const std::string base = geteuid() == 0 && ::access("/run", W_OK) == 0 ? "/run" : "/tmp";
-  return base + "/hangar-podman-" + Sha256Hex(fs::absolute(d).lexically_normal().string()).substr(0, 12);
+  return base + "/hangar-podman-" +
+         Sha256Hex(fs::absolute(d).lexically_normal().string()).substr(0, 12);
 }
 
 void RemoveContainersUnder(const std::string& root) {
@@ -166,7 +177,8 @@ void RemoveContainersUnder(const std::string& root) {
     const std::string d = (e.path() / "podman").string();
     // Only a store that ever held an image or a container (most agents of tests never do); the
     // agent made its run folder all the same.
-    if (!fs::exists(d + "/storage/overlay-images", ec) && !fs::exists(d + "/storage/overlay-containers", ec)) {
+    if (!fs::exists(d + "/storage/overlay-images", ec) &&
+        !fs::exists(d + "/storage/overlay-containers", ec)) {
       fs::remove_all(AgentRunDir(d), ec);
       continue;
     }
@@ -175,9 +187,10 @@ void RemoveContainersUnder(const std::string& root) {
     // podman --runroot under the state folder knew none of the agent's containers: every
     // container test left its running containers behind.
     const std::string run = AgentRunDir(d);
-    const std::vector<std::string> p = {"podman", "--root", d + "/storage", "--runroot", run + "/run", "--tmpdir", run + "/tmp"};
-    for (const auto& tail : std::vector<std::vector<std::string>>{{"rm", "--all", "--force", "--time", "0"},
-                                                                  {"system", "reset", "--force"}}) {
+    const std::vector<std::string> p = {"podman",     "--root",   d + "/storage", "--runroot",
+                                        run + "/run", "--tmpdir", run + "/tmp"};
+    for (const auto& tail : std::vector<std::vector<std::string>>{
+             {"rm", "--all", "--force", "--time", "0"}, {"system", "reset", "--force"}}) {
       std::vector<std::string> argv = p;
       argv.insert(argv.end(), tail.begin(), tail.end());
       (void)RunCommand(argv, o);

@@ -27,7 +27,8 @@ class LoopbackRegistry {
   // random data, for size), pushes it, and returns "127.0.0.1:PORT/repository:tag"; "" and a
   // logged reason on failure.
   std::string Push(const std::string& repository, const std::string& tag,
-                   const std::vector<std::pair<std::string, std::string>>& files = {}, int pad_mb = 0);
+                   const std::vector<std::pair<std::string, std::string>>& files = {},
+                   int pad_mb = 0);
   void Stop();   // the registry goes down (a test of an unreachable registry)
   void Start();  // and comes back, on the same port and storage
 

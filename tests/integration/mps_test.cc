@@ -111,8 +111,9 @@ TEST_F(MpsTest, AJobOverItsGpuMemoryFailsAndSaysWhy) {
   const uint64_t id = r["id"];
   ASSERT_TRUE(cluster_->WaitForJobState(id, "failed", 20 * kSecond)) << cluster_->Job(id).dump();
   // The agent's words reach the job's message, not just the signal.
-  EXPECT_TRUE(Contains(cluster_->Job(id).value("message", ""),
-                       "task 0 was killed by signal 9: GPU memory over its MPS limit: it used 61440 MiB"))
+  EXPECT_TRUE(
+      Contains(cluster_->Job(id).value("message", ""),
+               "task 0 was killed by signal 9: GPU memory over its MPS limit: it used 61440 MiB"))
       << cluster_->Job(id).dump();
   // The reason is in the task's stderr, where a CUDA program prints its out-of-memory error.
   const std::string err =

@@ -5,6 +5,7 @@
 // torch.distributed all-reduce that Hangar launches runs over the data links its tasks are given,
 // while the controller's traffic stays on the management link.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <sched.h>
 #include <signal.h>
@@ -14,7 +15,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -27,13 +27,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kApiPort = 18080;    // namespaces of their own: nothing else listens there
+constexpr int kApiPort = 18080;  // namespaces of their own: nothing else listens there
 constexpr int kAgentPort = 18081;
 
 class NetworkSeparationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(geteuid(), 0u) << "network namespaces need root (scripts/test.sh runs the suite as root)";
+    ASSERT_EQ(geteuid(), 0u)
+        << "network namespaces need root (scripts/test.sh runs the suite as root)";
     prefix_ = "hg" + std::to_string(getpid());
     char tmpl[] = "/tmp/hangar-netsep-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -63,7 +64,8 @@ link b data0 brd0 10.78.0.12/24
 link b data1 brd1 10.79.0.12/24
 )";
     made_namespaces_ = true;
-    ASSERT_EQ(std::system(("bash -c '" + Quoted(script) + "' >" + dir_ + "/netns.log 2>&1").c_str()), 0)
+    ASSERT_EQ(
+        std::system(("bash -c '" + Quoted(script) + "' >" + dir_ + "/netns.log 2>&1").c_str()), 0)
         << ReadFile(dir_ + "/netns.log");
     cluster_ = dir_ + "/cluster.yaml";
     std::ofstream(cluster_) << R"(name: netsep
@@ -90,7 +92,8 @@ nodes:
       }
     }
     if (made_namespaces_) {
-      std::system(("for ns in f c a b; do ip netns del " + prefix_ + "$ns 2>/dev/null; done").c_str());
+      std::system(
+          ("for ns in f c a b; do ip netns del " + prefix_ + "$ns 2>/dev/null; done").c_str());
     }
     if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_, ec);
   }
@@ -103,26 +106,41 @@ nodes:
   std::string Ns(const std::string& host) const { return prefix_ + host; }
 
   // Runs `hangar args...` in the host's namespace, its output to `log`.
-  pid_t Spawn(const std::string& host, const std::vector<std::string>& args, const std::string& log) {
+  pid_t Spawn(const std::string& host, const std::vector<std::string>& args,
+              const std::string& log) {
     const pid_t pid = SpawnHangar(args, log, Ns(host));
     pids_.push_back(pid);
     return pid;
   }
 
   std::vector<std::string> ControllerArgs(const std::string& agents) const {
-    return {"hangar", "controller", "--cluster", cluster_, "--store", "sqlite://" + dir_ + "/state.db",
-            "--auth", "none", "--insecure", "--api", "10.77.0.1:" + std::to_string(kApiPort), "--agents", agents,
-            "--checkpoint-root", dir_ + "/checkpoints"};
+    return {"hangar",
+            "controller",
+            "--cluster",
+            cluster_,
+            "--store",
+            "sqlite://" + dir_ + "/state.db",
+            "--auth",
+            "none",
+            "--insecure",
+            "--api",
+            "10.77.0.1:" + std::to_string(kApiPort),
+            "--agents",
+            agents,
+            "--checkpoint-root",
+            dir_ + "/checkpoints"};
   }
   pid_t StartAgent(const std::string& host, const std::string& node, const std::string& state) {
-    return Spawn(host, {"hangar", "agent", "--controller", "10.77.0.1:" + std::to_string(kAgentPort), "--node", node,
-                        "--cluster", cluster_, "--state-dir", dir_ + "/agents/" + state, "--insecure",
-                        "--stop-tasks-on-exit"},
+    return Spawn(host,
+                 {"hangar", "agent", "--controller", "10.77.0.1:" + std::to_string(kAgentPort),
+                  "--node", node, "--cluster", cluster_, "--state-dir", dir_ + "/agents/" + state,
+                  "--insecure", "--stop-tasks-on-exit"},
                  dir_ + "/agent-" + state + ".log");
   }
 
   // An HTTP call to the controller, made from a thread in the controller host's namespace.
-  std::pair<int, std::string> Http(const std::string& method, const std::string& path, const std::string& body = "") {
+  std::pair<int, std::string> Http(const std::string& method, const std::string& path,
+                                   const std::string& body = "") {
     std::pair<int, std::string> out{0, ""};
     std::thread t([&] {
       int nsfd = open(("/run/netns/" + Ns("c")).c_str(), O_RDONLY | O_CLOEXEC);
@@ -141,7 +159,9 @@ nodes:
   // Bytes through an interface of a host (both directions), from the kernel's counters.
   int64_t Bytes(const std::string& host, const std::string& dev, const char* dir = nullptr) {
     const std::string out = dir_ + "/link.json";
-    if (std::system(("ip -n " + Ns(host) + " -j -s link show dev " + dev + " >" + out).c_str()) != 0) return -1;
+    if (std::system(("ip -n " + Ns(host) + " -j -s link show dev " + dev + " >" + out).c_str()) !=
+        0)
+      return -1;
     auto j = nlohmann::json::parse(ReadFile(out), nullptr, false);
     if (!j.is_array() || j.empty()) return -1;
     const auto& s = j[0]["stats64"];
@@ -163,17 +183,21 @@ TEST_F(NetworkSeparationTest, ControlTrafficOnTheManagementLinkAndCollectivesOnT
     waitpid(p, &status, 0);
     pids_.pop_back();
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
-    EXPECT_TRUE(Contains(ReadFile(log), "--agents 0.0.0.0 listens on every interface, the data network's too; give --agents "
-                                        "an address of this host in networks.management 10.77.0.0/24 (cluster.yaml), or a "
-                                        "loopback one (docs/networks.md)"))
+    EXPECT_TRUE(Contains(
+        ReadFile(log),
+        "--agents 0.0.0.0 listens on every interface, the data network's too; give --agents "
+        "an address of this host in networks.management 10.77.0.0/24 (cluster.yaml), or a "
+        "loopback one (docs/networks.md)"))
         << ReadFile(log);
   }
   Spawn("c", ControllerArgs("10.77.0.1:" + std::to_string(kAgentPort)), dir_ + "/controller.log");
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Http("GET", "/healthz").first == 200; }, 20 * kSecond))
+  ASSERT_TRUE(
+      LocalCluster::WaitFor([&] { return Http("GET", "/healthz").first == 200; }, 20 * kSecond))
       << ReadFile(dir_ + "/controller.log");
   // What the controller host listens on: the management address only (the API, the agents' port
   // and the interactive sessions' port, which is on the API's host).
-  ASSERT_EQ(std::system(("ip netns exec " + Ns("c") + " ss -Hltn >" + dir_ + "/listen.txt").c_str()), 0);
+  ASSERT_EQ(
+      std::system(("ip netns exec " + Ns("c") + " ss -Hltn >" + dir_ + "/listen.txt").c_str()), 0);
   const auto listening = Lines(ReadFile(dir_ + "/listen.txt"));
   EXPECT_EQ(listening.size(), 3u) << ReadFile(dir_ + "/listen.txt");
   for (const auto& l : listening) EXPECT_TRUE(Contains(l, " 10.77.0.1:")) << l;
@@ -191,38 +215,54 @@ TEST_F(NetworkSeparationTest, ControlTrafficOnTheManagementLinkAndCollectivesOnT
     return n == 2;
   };
   ASSERT_TRUE(LocalCluster::WaitFor(ready, 30 * kSecond)) << Http("GET", "/v1/nodes").second;
-  const std::string refusal = "node node-1's agent connected from 10.77.0.12, but cluster.yaml gives its management address "
-                              "as 10.77.0.11: agents talk to the controller over the management network only";
-  EXPECT_TRUE(LocalCluster::WaitFor([&] { return Contains(ReadFile(dir_ + "/agent-impostor.log"), refusal); }, 20 * kSecond))
+  const std::string refusal =
+      "node node-1's agent connected from 10.77.0.12, but cluster.yaml gives its management "
+      "address "
+      "as 10.77.0.11: agents talk to the controller over the management network only";
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] { return Contains(ReadFile(dir_ + "/agent-impostor.log"), refusal); }, 20 * kSecond))
       << ReadFile(dir_ + "/agent-impostor.log");
-  EXPECT_TRUE(Contains(Http("GET", "/metrics").second, "hangar_agent_messages_refused_total{reason=\"wrong_network\"}"));
+  EXPECT_TRUE(Contains(Http("GET", "/metrics").second,
+                       "hangar_agent_messages_refused_total{reason=\"wrong_network\"}"));
 
   // A two-node all-reduce of 4M floats (16 MB) over gloo, with the environment Hangar gives.
   const std::string out = dir_ + "/out";
   fs::create_directories(out);
-  const int64_t mgmt_before = Bytes("a", "mgmt"), data_before = Bytes("a", "data0") + Bytes("a", "data1");
+  const int64_t mgmt_before = Bytes("a", "mgmt"),
+                data_before = Bytes("a", "data0") + Bytes("a", "data1");
   const std::string script = std::string(HANGAR_SOURCE_DIR) + "/tests/integration/allreduce.py";
   auto [status, body] = Http("POST", "/v1/jobs",
-                             "name: netsep\ntasks:\n  - replicas: 2\n    gpus: 2\n    command: [/bin/sh, -c, \"env | grep -E "
-                             "'^(NCCL_|GLOO_|MASTER_ADDR)' | sort > " + out + "/env.$HANGAR_TASK_INDEX; exec /usr/bin/python3 " +
-                                 script + " " + out + " 4000000\"]\n");
+                             "name: netsep\ntasks:\n  - replicas: 2\n    gpus: 2\n    command: "
+                             "[/bin/sh, -c, \"env | grep -E "
+                             "'^(NCCL_|GLOO_|MASTER_ADDR)' | sort > " +
+                                 out + "/env.$HANGAR_TASK_INDEX; exec /usr/bin/python3 " + script +
+                                 " " + out + " 4000000\"]\n");
   ASSERT_EQ(status, 201) << body;
   const uint64_t id = nlohmann::json::parse(body).value("id", uint64_t{0});
   nlohmann::json job;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    job = nlohmann::json::parse(Http("GET", "/v1/jobs/" + std::to_string(id)).second, nullptr, false);
-    const std::string state = job.is_object() ? job.value("state", "") : "";
-    return state == "succeeded" || state == "failed";
-  }, 120 * kSecond)) << job.dump(2);
-  ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump(2) << Http("GET", "/v1/jobs/" + std::to_string(id) + "/logs?task=0&stream=stderr").second;
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        job = nlohmann::json::parse(Http("GET", "/v1/jobs/" + std::to_string(id)).second, nullptr,
+                                    false);
+        const std::string state = job.is_object() ? job.value("state", "") : "";
+        return state == "succeeded" || state == "failed";
+      },
+      120 * kSecond))
+      << job.dump(2);
+  ASSERT_EQ(job.value("state", ""), "succeeded")
+      << job.dump(2)
+      << Http("GET", "/v1/jobs/" + std::to_string(id) + "/logs?task=0&stream=stderr").second;
   EXPECT_EQ(ReadFile(out + "/allreduce.0"), "3 3\n");
   EXPECT_EQ(ReadFile(out + "/allreduce.1"), "3 3\n");
-  const std::string master = job["task_list"][0].value("node", "") == "node-1" ? "10.78.0.11" : "10.78.0.12";
+  const std::string master =
+      job["task_list"][0].value("node", "") == "node-1" ? "10.78.0.11" : "10.78.0.12";
   for (const char* rank : {"0", "1"}) {
-    EXPECT_EQ(ReadFile(out + "/env." + rank), "GLOO_SOCKET_IFNAME=data0,data1\nMASTER_ADDR=" + master +
-                                                  "\nNCCL_IB_HCA==mlx5_0,mlx5_1\nNCCL_SOCKET_IFNAME==data0,data1\n");
+    EXPECT_EQ(ReadFile(out + "/env." + rank),
+              "GLOO_SOCKET_IFNAME=data0,data1\nMASTER_ADDR=" + master +
+                  "\nNCCL_IB_HCA==mlx5_0,mlx5_1\nNCCL_SOCKET_IFNAME==data0,data1\n");
   }
-  const int64_t mgmt = Bytes("a", "mgmt") - mgmt_before, data = Bytes("a", "data0") + Bytes("a", "data1") - data_before;
+  const int64_t mgmt = Bytes("a", "mgmt") - mgmt_before,
+                data = Bytes("a", "data0") + Bytes("a", "data1") - data_before;
   std::printf("node-1 during the job: %lld bytes on its management link, %lld on its data links\n",
               static_cast<long long>(mgmt), static_cast<long long>(data));
   EXPECT_GE(data, 16'000'000) << "the all-reduce's 16 MB each way";

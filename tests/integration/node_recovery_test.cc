@@ -21,9 +21,11 @@ TEST(NodeRecoveryTest, AStoppedAgentThatResumesBringsItsNodeBack) {
   LocalCluster cluster(kCluster);
   cluster.StartController();
   cluster.StartAllAgents({"node-1", "node-2"});
-  auto state = [&](const std::string& node) { return cluster.Get("/v1/nodes/" + node).value("state", ""); };
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return state("node-1") == "ready" && state("node-2") == "ready"; },
-                                    20 * kSecond));
+  auto state = [&](const std::string& node) {
+    return cluster.Get("/v1/nodes/" + node).value("state", "");
+  };
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return state("node-1") == "ready" && state("node-2") == "ready"; }, 20 * kSecond));
   // One job on each node (each takes a node's two GPUs).
   for (int i = 0; i < 2; ++i) {
     int status = 0;
@@ -35,11 +37,13 @@ TEST(NodeRecoveryTest, AStoppedAgentThatResumesBringsItsNodeBack) {
   const std::string node = cluster.Job(1)["task_list"][0].value("node", "");
   ASSERT_FALSE(node.empty());
   cluster.SignalAgent(node, SIGSTOP);
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return state(node) == "lost"; }, 10 * kSecond)) << state(node);
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return state(node) == "lost"; }, 10 * kSecond))
+      << state(node);
   // Requeued: preempting while its task may still run on the lost node (until that node's lease
   // and fence have run out), then pending.
   const std::string requeued = cluster.Job(1).value("state", "");
-  EXPECT_TRUE(requeued == "preempting" || requeued == "pending") << "its gang was requeued: " << requeued;
+  EXPECT_TRUE(requeued == "preempting" || requeued == "pending")
+      << "its gang was requeued: " << requeued;
   cluster.SignalAgent(node, SIGCONT);
   // Back by itself: the agent re-registers, reports its old task, which is stopped (recovering),
   // and then the node is ready and takes the requeued job again.

@@ -29,11 +29,13 @@ struct Reply {
 class RbacTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_ = std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--auth", "tokens"});
+    cluster_ =
+        std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--auth", "tokens"});
     cluster_->StartController();
     std::ifstream in(cluster_->dir() + "/admin.token");
     std::getline(in, tokens_["admin"]);
-    ASSERT_EQ(tokens_["admin"].rfind("hgr_", 0), 0u) << "the first start writes an admin token beside the store";
+    ASSERT_EQ(tokens_["admin"].rfind("hgr_", 0), 0u)
+        << "the first start writes an admin token beside the store";
     ASSERT_EQ(Call("admin", "POST", "/v1/queues", kQueues).status, 200);
     auto make = [&](const std::string& who, const std::string& body) {
       Reply r = Call("admin", "POST", "/v1/tokens", body);
@@ -49,7 +51,8 @@ class RbacTest : public ::testing::Test {
     tokens_["bad-token"] = "hgr_0123456789ab_not-the-secret";
   }
 
-  Reply Call(const std::string& who, const std::string& method, const std::string& path, const std::string& body = "") {
+  Reply Call(const std::string& who, const std::string& method, const std::string& path,
+             const std::string& body = "") {
     httplib::Client c("127.0.0.1", cluster_->api_port());
     httplib::Headers h;
     if (!tokens_[who].empty()) h.emplace("Authorization", "Bearer " + tokens_[who]);
@@ -64,7 +67,8 @@ class RbacTest : public ::testing::Test {
   }
 
   uint64_t SubmitAs(const std::string& who, const std::string& queue) {
-    Reply r = Call(who, "POST", "/v1/jobs", "name: j\nqueue: " + queue + "\ntasks: [{gpus: 1, command: [sleep, '60']}]\n");
+    Reply r = Call(who, "POST", "/v1/jobs",
+                   "name: j\nqueue: " + queue + "\ntasks: [{gpus: 1, command: [sleep, '60']}]\n");
     EXPECT_EQ(r.status, 201) << who << ": " << r.body.dump();
     return r.status == 201 ? r.body["id"].get<uint64_t>() : 0;
   }
@@ -75,16 +79,21 @@ class RbacTest : public ::testing::Test {
 
 TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
   const uint64_t alices = SubmitAs("user", "vision");
-  const std::vector<std::string> roles = {"admin", "queue-admin", "user", "other-user", "viewer", "node", "no-token", "bad-token"};
+  const std::vector<std::string> roles = {"admin",  "queue-admin", "user",     "other-user",
+                                          "viewer", "node",        "no-token", "bad-token"};
   struct Endpoint {
     std::string method, path, body;
-    std::set<std::string> allowed;  // roles that may; the rest get 403 (or 401 without a valid token)
+    std::set<std::string>
+        allowed;  // roles that may; the rest get 403 (or 401 without a valid token)
   };
   const std::string job = "/v1/jobs/" + std::to_string(alices);
   const std::set<std::string> everyone = {"admin", "queue-admin", "user", "other-user", "viewer"};
   const std::vector<Endpoint> endpoints = {
       {"GET", "/metrics", "", {"admin", "viewer"}},
-      {"POST", "/v1/jobs", "name: j\nqueue: vision\ntasks: [{gpus: 1, command: [x]}]\n", {"admin", "queue-admin", "user"}},
+      {"POST",
+       "/v1/jobs",
+       "name: j\nqueue: vision\ntasks: [{gpus: 1, command: [x]}]\n",
+       {"admin", "queue-admin", "user"}},
       {"GET", "/v1/jobs", "", everyone},  // each sees what they may (checked below)
       {"GET", job, "", {"admin", "queue-admin", "user", "viewer"}},
       {"GET", job + "/explain", "", {"admin", "queue-admin", "user", "viewer"}},
@@ -93,12 +102,18 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
       {"GET", "/v1/nodes/node-1", "", everyone},
       {"POST", "/v1/nodes/node-2/drain", R"({"reason": "rbac test"})", {"admin"}},
       {"POST", "/v1/nodes/node-2/undrain", "", {"admin"}},
-      {"POST", "/v1/nodes/node-2/remediate", R"({"remedy": "reboot", "note": "rbac test"})", {"admin"}},
+      {"POST",
+       "/v1/nodes/node-2/remediate",
+       R"({"remedy": "reboot", "note": "rbac test"})",
+       {"admin"}},
       {"POST", "/v1/nodes/node-2/orphans", R"({"decision": "release"})", {"admin"}},
       {"POST", "/v1/health/safety-valve/reset", "{}", {"admin"}},
       {"GET", "/v1/events", "", {"admin", "queue-admin", "viewer"}},
       // A user reads the events of their own job, not another subject's.
-      {"GET", "/v1/events?subject=job/" + std::to_string(alices), "", {"admin", "queue-admin", "user", "viewer"}},
+      {"GET",
+       "/v1/events?subject=job/" + std::to_string(alices),
+       "",
+       {"admin", "queue-admin", "user", "viewer"}},
       {"GET", "/v1/events?subject=node/node-1", "", {"admin", "queue-admin", "viewer"}},
       {"POST", "/v1/queues", kQueues, {"admin"}},
       {"GET", "/v1/queues", "", everyone},
@@ -121,17 +136,20 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
     for (const auto& role : roles) {
       Reply r = Call(role, e.method, e.path, e.body);
       if (e.method != "GET") mutating.push_back({role, e.method, e.path, r.status});
-      SCOPED_TRACE(role + " " + e.method + " " + e.path + " -> " + std::to_string(r.status) + " " + r.body.dump());
+      SCOPED_TRACE(role + " " + e.method + " " + e.path + " -> " + std::to_string(r.status) + " " +
+                   r.body.dump());
       ASSERT_NE(r.status, 0) << "no answer";
       if (role == "no-token" || role == "bad-token") {
         EXPECT_EQ(r.status, 401);
-        EXPECT_NE(r.body["error"]["message"].get<std::string>().find("Authorization: Bearer"), std::string::npos);
+        EXPECT_NE(r.body["error"]["message"].get<std::string>().find("Authorization: Bearer"),
+                  std::string::npos);
       } else if (e.allowed.count(role)) {
         EXPECT_NE(r.status, 401);
         EXPECT_NE(r.status, 403);
       } else {
         EXPECT_EQ(r.status, 403);
-        EXPECT_NE(r.body["error"]["message"].get<std::string>().find("is missing"), std::string::npos)
+        EXPECT_NE(r.body["error"]["message"].get<std::string>().find("is missing"),
+                  std::string::npos)
             << "a denial names the permission that was missing";
       }
       ++checked;
@@ -145,18 +163,21 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
   // how it was answered -- the denied ones too.
   const std::map<std::string, std::string> user_of = {
       {"admin", "admin"}, {"queue-admin", "carol"}, {"user", "alice"}, {"other-user", "bob"},
-      {"viewer", "vic"},  {"node", "node-1"},  {"no-token", ""},  {"bad-token", ""}};
+      {"viewer", "vic"},  {"node", "node-1"},       {"no-token", ""},  {"bad-token", ""}};
   nlohmann::json audit;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    audit = Call("admin", "GET", "/v1/audit?limit=10000").body["audit"];
-    return audit.size() >= mutating.size();
-  }, 5 * kSecond)) << audit.size() << " rows for " << mutating.size() << " calls";
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        audit = Call("admin", "GET", "/v1/audit?limit=10000").body["audit"];
+        return audit.size() >= mutating.size();
+      },
+      5 * kSecond))
+      << audit.size() << " rows for " << mutating.size() << " calls";
   for (const auto& m : mutating) {
     SCOPED_TRACE(m.role + " " + m.method + " " + m.path + " -> " + std::to_string(m.status));
     bool found = false;
     for (auto& row : audit) {
-      if (row.is_null() || row["method"] != m.method || row["path"] != m.path || row["status"] != m.status ||
-          row["user"] != user_of.at(m.role)) {
+      if (row.is_null() || row["method"] != m.method || row["path"] != m.path ||
+          row["status"] != m.status || row["user"] != user_of.at(m.role)) {
         continue;
       }
       EXPECT_EQ(row["remote"].get<std::string>().rfind("127.0.0.1:", 0), 0u) << row.dump();
@@ -175,10 +196,12 @@ TEST_F(RbacTest, UsersSeeAndCancelOnlyTheirOwnJobs) {
   const uint64_t alices = SubmitAs("user", "vision");
   const uint64_t bobs = SubmitAs("other-user", "open");
   // bob may not submit to vision, and is told where he may.
-  Reply denied = Call("other-user", "POST", "/v1/jobs", "name: j\nqueue: vision\ntasks: [{gpus: 1, command: [x]}]\n");
+  Reply denied = Call("other-user", "POST", "/v1/jobs",
+                      "name: j\nqueue: vision\ntasks: [{gpus: 1, command: [x]}]\n");
   EXPECT_EQ(denied.status, 403);
   EXPECT_EQ(denied.body["error"]["message"],
-            "permission jobs:submit on queue 'vision' is missing: bob (user) may submit to open; ask an admin to add "
+            "permission jobs:submit on queue 'vision' is missing: bob (user) may submit to open; "
+            "ask an admin to add "
             "bob to the queue's users");
   // Lists are filtered.
   auto ids = [&](const std::string& who) {
@@ -189,19 +212,22 @@ TEST_F(RbacTest, UsersSeeAndCancelOnlyTheirOwnJobs) {
   };
   EXPECT_EQ(ids("user"), (std::set<uint64_t>{alices}));
   EXPECT_EQ(ids("other-user"), (std::set<uint64_t>{bobs}));
-  EXPECT_EQ(ids("queue-admin"), (std::set<uint64_t>{alices}));  // carol administers research, not open
+  EXPECT_EQ(ids("queue-admin"),
+            (std::set<uint64_t>{alices}));  // carol administers research, not open
   EXPECT_EQ(ids("viewer"), (std::set<uint64_t>{alices, bobs}));
   // The submitter is who the token says, whatever the spec claims.
   EXPECT_EQ(Call("user", "GET", "/v1/jobs/" + std::to_string(alices)).body["user"], "alice");
   // Cancelling: bob not alice's job; the viewer nothing; carol her subtree's; alice her own.
   Reply r = Call("other-user", "POST", "/v1/jobs/" + std::to_string(alices) + "/cancel");
   EXPECT_EQ(r.status, 403);
-  EXPECT_EQ(r.body["error"]["message"],
-            "permission jobs:cancel on job " + std::to_string(alices) +
-                " is missing: bob (user) may cancel only their own jobs; it belongs to alice in queue vision");
+  EXPECT_EQ(r.body["error"]["message"], "permission jobs:cancel on job " + std::to_string(alices) +
+                                            " is missing: bob (user) may cancel only their own "
+                                            "jobs; it belongs to alice in queue vision");
   EXPECT_EQ(Call("viewer", "POST", "/v1/jobs/" + std::to_string(alices) + "/cancel").status, 403);
-  EXPECT_EQ(Call("queue-admin", "POST", "/v1/jobs/" + std::to_string(alices) + "/cancel").status, 200);
-  EXPECT_EQ(Call("queue-admin", "POST", "/v1/jobs/" + std::to_string(bobs) + "/cancel").status, 403);
+  EXPECT_EQ(Call("queue-admin", "POST", "/v1/jobs/" + std::to_string(alices) + "/cancel").status,
+            200);
+  EXPECT_EQ(Call("queue-admin", "POST", "/v1/jobs/" + std::to_string(bobs) + "/cancel").status,
+            403);
   EXPECT_EQ(Call("other-user", "POST", "/v1/jobs/" + std::to_string(bobs) + "/cancel").status, 200);
 }
 
@@ -209,28 +235,36 @@ TEST_F(RbacTest, UsersReadTheEventsOfTheirOwnJobsOnly) {
   const uint64_t alices = SubmitAs("user", "vision");
   const std::string subject = "job/" + std::to_string(alices);
   Reply mine;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    mine = Call("user", "GET", "/v1/events?subject=" + subject);
-    return mine.status == 200 && !mine.body["events"].empty();
-  }, 5 * kSecond)) << mine.status << " " << mine.body.dump();
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        mine = Call("user", "GET", "/v1/events?subject=" + subject);
+        return mine.status == 200 && !mine.body["events"].empty();
+      },
+      5 * kSecond))
+      << mine.status << " " << mine.body.dump();
   for (const auto& e : mine.body["events"]) EXPECT_EQ(e["subject"], subject);
   // bob is told whose job it is; alice is told which events she may read.
   Reply other = Call("other-user", "GET", "/v1/events?subject=" + subject);
   EXPECT_EQ(other.status, 403);
-  EXPECT_EQ(other.body["error"]["message"],
-            "permission jobs:read on job " + std::to_string(alices) +
-                " is missing: bob (user) may see only their own jobs; it belongs to alice in queue vision");
+  EXPECT_EQ(other.body["error"]["message"], "permission jobs:read on job " +
+                                                std::to_string(alices) +
+                                                " is missing: bob (user) may see only their own "
+                                                "jobs; it belongs to alice in queue vision");
   Reply all = Call("user", "GET", "/v1/events");
   EXPECT_EQ(all.status, 403);
   EXPECT_NE(all.body["error"]["message"].get<std::string>().find(
-                "permission events:read is missing: alice (user) may read the events of their own jobs only: "
+                "permission events:read is missing: alice (user) may read the events of their own "
+                "jobs only: "
                 "`hangar events job/ID`"),
             std::string::npos)
       << all.body.dump();
   // A prefix is not a job: job/1 is not job/12's, and job/ alone is everyone's.
   EXPECT_EQ(Call("user", "GET", "/v1/events?subject=job/").status, 403);
-  EXPECT_EQ(Call("user", "GET", "/v1/events?subject=job/" + std::to_string(alices) + "0").status, 200);
-  EXPECT_TRUE(Call("user", "GET", "/v1/events?subject=job/" + std::to_string(alices) + "0").body["events"].empty());
+  EXPECT_EQ(Call("user", "GET", "/v1/events?subject=job/" + std::to_string(alices) + "0").status,
+            200);
+  EXPECT_TRUE(Call("user", "GET", "/v1/events?subject=job/" + std::to_string(alices) + "0")
+                  .body["events"]
+                  .empty());
 }
 
 TEST_F(RbacTest, TokensAreStoredHashedAndCanBeRevoked) {
@@ -255,14 +289,17 @@ TEST_F(RbacTest, TokensAreStoredHashedAndCanBeRevoked) {
 // Issue 16: a job's environment values (its owner's secrets) are shown to its owner and admins
 // only; a viewer sees the variable names.
 TEST_F(RbacTest, EnvironmentValuesAreTheOwnersAndAdminsOnly) {
-  Reply r = Call("user", "POST", "/v1/jobs",
-                 "name: j\nqueue: vision\ntasks: [{gpus: 1, command: [x], env: {WANDB_API_KEY: s3cret}}]\n");
+  Reply r = Call(
+      "user", "POST", "/v1/jobs",
+      "name: j\nqueue: vision\ntasks: [{gpus: 1, command: [x], env: {WANDB_API_KEY: s3cret}}]\n");
   ASSERT_EQ(r.status, 201) << r.body.dump();
   const std::string path = "/v1/jobs/" + std::to_string(r.body["id"].get<uint64_t>());
   EXPECT_EQ(Call("user", "GET", path).body["spec"]["tasks"][0]["env"]["WANDB_API_KEY"], "s3cret");
   EXPECT_EQ(Call("admin", "GET", path).body["spec"]["tasks"][0]["env"]["WANDB_API_KEY"], "s3cret");
   auto seen = Call("viewer", "GET", path).body;
-  EXPECT_EQ(seen["spec"]["tasks"][0]["env"]["WANDB_API_KEY"], "(hidden: only alice and admins see it)") << seen.dump();
+  EXPECT_EQ(seen["spec"]["tasks"][0]["env"]["WANDB_API_KEY"],
+            "(hidden: only alice and admins see it)")
+      << seen.dump();
   EXPECT_FALSE(Contains(seen.dump(), "s3cret"));
   EXPECT_FALSE(Contains(Call("queue-admin", "GET", path).body.dump(), "s3cret"));
 }
@@ -278,11 +315,14 @@ TEST_F(RbacTest, AgentsNeedTheirOwnNodeToken) {
   EXPECT_TRUE(LocalCluster::WaitFor([&] { return state("node-1") == "ready"; }, 20 * kSecond))
       << Call("admin", "GET", "/v1/nodes/node-1").body.dump();
   std::string text;
-  EXPECT_TRUE(LocalCluster::WaitFor([&] {
-    std::ifstream log(cluster_->dir() + "/agent-node-2.log");
-    text.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
-    return text.find("not that node's token") != std::string::npos;
-  }, 20 * kSecond)) << text;
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        std::ifstream log(cluster_->dir() + "/agent-node-2.log");
+        text.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+        return text.find("not that node's token") != std::string::npos;
+      },
+      20 * kSecond))
+      << text;
   EXPECT_NE(state("node-2"), "ready");
   EXPECT_EQ(cluster_->Get("/healthz").value("agents", 0u), 1u);
 }

@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "local_cluster.h"
 #include "agent/task_journal.h"
+#include "local_cluster.h"
 
 namespace hangar::testing {
 namespace {
@@ -46,28 +46,35 @@ class RunAsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "running tasks as other users needs the agent to be root";
-    cluster_ = std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--auth", "tokens"});
+    cluster_ =
+        std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--auth", "tokens"});
     cluster_->StartController();
     std::ifstream in(cluster_->dir() + "/admin.token");
     std::getline(in, admin_);
     ASSERT_EQ(Call(admin_, "POST", "/v1/queues", kQueues).status, 200);
     // The CLI, as an admin would: two people, each mapped to a uid of their own, and an operator
     // mapped to root.
-    alice_ = MakeToken({"--user", "alice", "--role", "user", "--uid", "61001", "--groups", "61010,61011"});
+    alice_ = MakeToken(
+        {"--user", "alice", "--role", "user", "--uid", "61001", "--groups", "61010,61011"});
     bob_ = MakeToken({"--user", "bob", "--role", "user", "--uid", "61002", "--gid", "61020"});
     ops_ = MakeToken({"--user", "ops", "--role", "user", "--uid", "0"});
-    const std::string node = Call(admin_, "POST", "/v1/tokens", R"({"role": "node", "node": "node-1"})").body.value("token", "");
+    const std::string node =
+        Call(admin_, "POST", "/v1/tokens", R"({"role": "node", "node": "node-1"})")
+            .body.value("token", "");
     std::ofstream(cluster_->dir() + "/node-1.token") << node << "\n";
     cluster_->StartAgent("node-1", {"--token-file", cluster_->dir() + "/node-1.token"});
     ASSERT_TRUE(LocalCluster::WaitFor(
-        [&] { return Call(admin_, "GET", "/v1/nodes/node-1").body.value("state", "") == "ready"; }, 20 * kSecond));
+        [&] { return Call(admin_, "GET", "/v1/nodes/node-1").body.value("state", "") == "ready"; },
+        20 * kSecond));
   }
 
-  Reply Call(const std::string& token, const std::string& method, const std::string& path, const std::string& body = "") {
+  Reply Call(const std::string& token, const std::string& method, const std::string& path,
+             const std::string& body = "") {
     httplib::Client c("127.0.0.1", cluster_->api_port());
     c.set_read_timeout(10, 0);
     httplib::Headers h{{"Authorization", "Bearer " + token}};
-    httplib::Result r = method == "GET" ? c.Get(path, h) : c.Post(path, h, body, "application/yaml");
+    httplib::Result r =
+        method == "GET" ? c.Get(path, h) : c.Post(path, h, body, "application/yaml");
     Reply out;
     if (!r) return out;
     out.status = r->status;
@@ -110,7 +117,8 @@ class RunAsTest : public ::testing::Test {
   }
 
   uint64_t Submit(const std::string& token, const std::string& queue, const std::string& script) {
-    nlohmann::json spec = {{"name", "who"}, {"queue", queue},
+    nlohmann::json spec = {{"name", "who"},
+                           {"queue", queue},
                            {"tasks", {{{"gpus", 1}, {"command", {"/bin/sh", "-c", script}}}}}};
     Reply r = Call(token, "POST", "/v1/jobs", spec.dump());
     EXPECT_EQ(r.status, 201) << r.body.dump();
@@ -119,7 +127,10 @@ class RunAsTest : public ::testing::Test {
 
   bool WaitForState(uint64_t id, const std::string& state) {
     return LocalCluster::WaitFor(
-        [&] { return Call(admin_, "GET", "/v1/jobs/" + std::to_string(id)).body.value("state", "") == state; },
+        [&] {
+          return Call(admin_, "GET", "/v1/jobs/" + std::to_string(id)).body.value("state", "") ==
+                 state;
+        },
         30 * kSecond);
   }
 
@@ -148,23 +159,28 @@ TEST_F(RunAsTest, EachUsersTaskRunsAsTheirUidAndCannotReadTheOthersOutput) {
   const Ran list = Hangar({"token", "list"});
   EXPECT_TRUE(Contains(list.output, "uid 61001 gid 61001 groups 61010,61011")) << list.output;
   EXPECT_TRUE(Contains(list.output, "uid 61002 gid 61020")) << list.output;
-  EXPECT_EQ(Call(alice_, "GET", "/v1/whoami").body["run_as"].dump(), R"({"gid":61001,"groups":[61010,61011],"uid":61001})");
+  EXPECT_EQ(Call(alice_, "GET", "/v1/whoami").body["run_as"].dump(),
+            R"({"gid":61001,"groups":[61010,61011],"uid":61001})");
 
   const std::string ids = "id -u; id -g; id -G; grep -E '^(Uid|Gid):' /proc/self/status; ";
   const uint64_t bobs = Submit(bob_, "default", ids + "echo bob-secret");
   const std::string bob_task = Succeeded(bobs);
   const std::string bob_out = bob_task + "/stdout.log";
   EXPECT_EQ(ReadFile(bob_out),
-            "61002\n61020\n61020\nUid:\t61002\t61002\t61002\t61002\nGid:\t61020\t61020\t61020\t61020\nbob-secret\n");
+            "61002\n61020\n61020\nUid:\t61002\t61002\t61002\t61002\nGid:"
+            "\t61020\t61020\t61020\t61020\nbob-secret\n");
   ExpectOwned(bob_out, 61002, 61020, 0600);
   ExpectOwned(bob_task + "/stderr.log", 61002, 61020, 0600);
   ExpectOwned(bob_task + "/work", 61002, 61020, 0700);
 
   // Alice's task, on the same node, tries to read Bob's output.
-  const uint64_t alices = Submit(alice_, "default", ids + "cat " + bob_out + "; echo \"cat: $?\"; ls " + bob_task + "/work; echo done");
+  const uint64_t alices =
+      Submit(alice_, "default",
+             ids + "cat " + bob_out + "; echo \"cat: $?\"; ls " + bob_task + "/work; echo done");
   const std::string alice_task = Succeeded(alices);
   EXPECT_EQ(ReadFile(alice_task + "/stdout.log"),
-            "61001\n61001\n61001 61010 61011\nUid:\t61001\t61001\t61001\t61001\nGid:\t61001\t61001\t61001\t61001\n"
+            "61001\n61001\n61001 61010 "
+            "61011\nUid:\t61001\t61001\t61001\t61001\nGid:\t61001\t61001\t61001\t61001\n"
             "cat: 1\ndone\n");
   const std::string alice_err = ReadFile(alice_task + "/stderr.log");
   EXPECT_TRUE(Contains(alice_err, "cat: " + bob_out + ": Permission denied")) << alice_err;
@@ -183,32 +199,41 @@ TEST_F(RunAsTest, EachUsersTaskRunsAsTheirUidAndCannotReadTheOthersOutput) {
 
 // The attack of issue 16: one user's job read another's /proc/PID/environ (an API key).
 TEST_F(RunAsTest, AUsersTaskCannotReadAnotherUsersEnvironment) {
-  nlohmann::json spec = {{"name", "keyholder"},
-                         {"tasks", {{{"gpus", 1}, {"env", {{"API_KEY", "bob-key-123"}}}, {"command", {"sleep", "60"}}}}}};
+  nlohmann::json spec = {
+      {"name", "keyholder"},
+      {"tasks",
+       {{{"gpus", 1}, {"env", {{"API_KEY", "bob-key-123"}}}, {"command", {"sleep", "60"}}}}}};
   Reply r = Call(bob_, "POST", "/v1/jobs", spec.dump());
   ASSERT_EQ(r.status, 201) << r.body.dump();
   const std::string task = std::to_string(r.body.value("id", uint64_t{0})) + ".0.0";
   int pid = 0;
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    for (const auto& t : agent::LatestTaskRecords(cluster_->dir() + "/agents/node-1")) {
-      if (t.value("task_id", "") == task) pid = t.value("pid", 0);
-    }
-    return pid > 0;
-  }, 20 * kSecond));
-  ASSERT_TRUE(Contains(ReadFile("/proc/" + std::to_string(pid) + "/environ"), "API_KEY=bob-key-123"));
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        for (const auto& t : agent::LatestTaskRecords(cluster_->dir() + "/agents/node-1")) {
+          if (t.value("task_id", "") == task) pid = t.value("pid", 0);
+        }
+        return pid > 0;
+      },
+      20 * kSecond));
+  ASSERT_TRUE(
+      Contains(ReadFile("/proc/" + std::to_string(pid) + "/environ"), "API_KEY=bob-key-123"));
   const std::string environ = "/proc/" + std::to_string(pid) + "/environ";
-  const std::string alice_task = Succeeded(Submit(alice_, "default", "cat " + environ + "; echo \"cat: $?\""));
+  const std::string alice_task =
+      Succeeded(Submit(alice_, "default", "cat " + environ + "; echo \"cat: $?\""));
   EXPECT_EQ(ReadFile(alice_task + "/stdout.log"), "cat: 1\n");
   EXPECT_TRUE(Contains(ReadFile(alice_task + "/stderr.log"), environ + ": Permission denied"))
       << ReadFile(alice_task + "/stderr.log");
 }
 
 TEST_F(RunAsTest, RootOnlyWhereTheQueueAllowsIt) {
-  Reply refused = Call(ops_, "POST", "/v1/jobs", "name: fix\ntasks: [{gpus: 1, command: [id, -u]}]\n");
+  Reply refused =
+      Call(ops_, "POST", "/v1/jobs", "name: fix\ntasks: [{gpus: 1, command: [id, -u]}]\n");
   EXPECT_EQ(refused.status, 403) << refused.body.dump();
   EXPECT_EQ(refused.body["error"].value("message", ""),
-            "job 'fix' would run as root (uid 0 gid 0) and queue 'default' does not allow root tasks; submit with a "
-            "token mapped to another account, or ask an admin to set allow_root: true on the queue (docs/queues.md)");
+            "job 'fix' would run as root (uid 0 gid 0) and queue 'default' does not allow root "
+            "tasks; submit with a "
+            "token mapped to another account, or ask an admin to set allow_root: true on the queue "
+            "(docs/queues.md)");
   EXPECT_EQ(Call(admin_, "GET", "/v1/jobs").body["jobs"].size(), 0u);
   const uint64_t fix = Submit(ops_, "ops", "id -u");
   EXPECT_EQ(ReadFile(Succeeded(fix) + "/stdout.log"), "0\n");
@@ -220,8 +245,11 @@ TEST_F(RunAsTest, ATokenWithoutAnAccountRunsAsTheAccountNamedLikeItsUser) {
   ASSERT_EQ(r.status, 201) << r.body.dump();
   const uint64_t id = r.body.value("id", uint64_t{0});
   ASSERT_TRUE(WaitForState(id, "failed"));
-  const std::string events = Call(admin_, "GET", "/v1/events?subject=job/" + std::to_string(id)).body.dump();
-  EXPECT_TRUE(Contains(events, "task 0 failed to start: node node-1: this node has no Unix account 'admin' (getpwnam)"))
+  const std::string events =
+      Call(admin_, "GET", "/v1/events?subject=job/" + std::to_string(id)).body.dump();
+  EXPECT_TRUE(Contains(
+      events,
+      "task 0 failed to start: node node-1: this node has no Unix account 'admin' (getpwnam)"))
       << events;
   // An account the node has: `nobody` exists everywhere.
   const std::string nobody = MakeToken({"--user", "nobody", "--role", "user"});

@@ -54,11 +54,13 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
   const uint64_t cancelled = Submit(sqlite, "cancelled");
   // A job whose environment holds a secret (issue 16): sealed in the store and in the backup.
   int status = 0;
-  const uint64_t secret = sqlite.Post("/v1/jobs",
-                                      "name: secret\ntasks:\n  - gpus: 1\n    command: [sleep, \"60\"]\n"
-                                      "    env: {API_KEY: tiger-lily-42}\n",
-                                      &status)
-                              .value("id", uint64_t{0});
+  const uint64_t secret =
+      sqlite
+          .Post("/v1/jobs",
+                "name: secret\ntasks:\n  - gpus: 1\n    command: [sleep, \"60\"]\n"
+                "    env: {API_KEY: tiger-lily-42}\n",
+                &status)
+          .value("id", uint64_t{0});
   ASSERT_EQ(status, 201);
   status = 0;
   sqlite.Post("/v1/jobs/" + std::to_string(cancelled) + "/cancel", "", &status);
@@ -83,7 +85,8 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
       << backup.output;
   EXPECT_FALSE(Contains(ReadFile(file), "tiger-lily-42"));
   EXPECT_TRUE(Contains(ReadFile(file), "hangar-sealed:v1:"));
-  for (const char* f : {"/state.db", "/state.db-wal"}) EXPECT_FALSE(Contains(ReadFile(sqlite.dir() + f), "tiger-lily-42")) << f;
+  for (const char* f : {"/state.db", "/state.db-wal"})
+    EXPECT_FALSE(Contains(ReadFile(sqlite.dir() + f), "tiger-lily-42")) << f;
   EXPECT_EQ(std::filesystem::status(file).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 
@@ -103,18 +106,21 @@ TEST(StoreBackupTest, SqliteToPostgresAndBackThroughTheCommands) {
 
   // Without the SQLite store's secrets key, a controller cannot open the sealed environment: it
   // refuses to start and says what to give it.
-  Ran keyless = RunHangar({"controller", "--cluster", sqlite.dir() + "/cluster.yaml", "--store", pg, "--auth", "none",
-                           "--insecure", "--api", "127.0.0.1:0", "--agents", "127.0.0.1:0"},
-                          sqlite.dir());
+  Ran keyless =
+      RunHangar({"controller", "--cluster", sqlite.dir() + "/cluster.yaml", "--store", pg, "--auth",
+                 "none", "--insecure", "--api", "127.0.0.1:0", "--agents", "127.0.0.1:0"},
+                sqlite.dir());
   EXPECT_NE(keyless.rc, 0);
-  EXPECT_TRUE(Contains(keyless.output, "this store holds job environments sealed with a secrets key, and the "
-                                       "controller has none; give it --secrets-key FILE"))
+  EXPECT_TRUE(Contains(keyless.output,
+                       "this store holds job environments sealed with a secrets key, and the "
+                       "controller has none; give it --secrets-key FILE"))
       << keyless.output;
   // A controller on the PostgreSQL store, with the key, carries on where the SQLite one stopped.
   LocalCluster postgres(FourNodeTwoLeafCluster("backup"),
                         {"--store", pg, "--secrets-key", sqlite.dir() + "/state.db.key"});
   postgres.StartController();
-  EXPECT_EQ(postgres.Job(secret)["spec"]["tasks"][0]["env"]["API_KEY"], "tiger-lily-42") << postgres.Job(secret).dump();
+  EXPECT_EQ(postgres.Job(secret)["spec"]["tasks"][0]["env"]["API_KEY"], "tiger-lily-42")
+      << postgres.Job(secret).dump();
   EXPECT_EQ(postgres.Job(waiting)["state"], "pending") << postgres.Job(waiting).dump();
   EXPECT_EQ(postgres.Job(cancelled)["state"], "cancelled");
   const uint64_t next = Submit(postgres, "after");

@@ -100,9 +100,7 @@ TEST(StoreDamageTest, ADamagedOrEmptyStoreIsRefusedAndRestoreRepairsIt) {
   }
   Ran refused = RunHangar(ControllerArgs(c, url), c.dir());
   EXPECT_EQ(refused.rc, 2) << refused.output;
-  EXPECT_TRUE(
-      Contains(refused.output, "the store " + path + " is damaged ("))
-      << refused.output;
+  EXPECT_TRUE(Contains(refused.output, "the store " + path + " is damaged (")) << refused.output;
   EXPECT_TRUE(
       Contains(refused.output, "hangar restore --store " + url + " --in BACKUP.jsonl --force"))
       << refused.output;

@@ -44,7 +44,8 @@ bool NodeEventSays(LocalCluster& c, const std::string& part) {
 
 std::string Submit(LocalCluster& c, const std::string& command) {
   int status = 0;
-  auto r = c.Post("/v1/jobs", "name: j\ntasks: [{gpus: 1, command: [sh, -c, '" + command + "']}]\n", &status);
+  auto r = c.Post("/v1/jobs", "name: j\ntasks: [{gpus: 1, command: [sh, -c, '" + command + "']}]\n",
+                  &status);
   EXPECT_EQ(status, 201) << r.dump();
   return r.dump();
 }
@@ -55,8 +56,8 @@ TEST(StoreIdentityTest, AnAgentOfALostStoreIsRefusedUntilItForgetsItAndNoOldResu
   cluster.StartAgent("node-1");
   ASSERT_TRUE(cluster.WaitForAgents(1, 20 * kSecond));
   const std::string old_pid = cluster.dir() + "/old.pid", ran = cluster.dir() + "/ran";
-  Submit(cluster, "true");                                          // job 1: ends at once
-  Submit(cluster, "echo $$ > " + old_pid + "; exec sleep 120");      // job 2: still running
+  Submit(cluster, "true");                                       // job 1: ends at once
+  Submit(cluster, "echo $$ > " + old_pid + "; exec sleep 120");  // job 2: still running
   ASSERT_TRUE(cluster.WaitForJobState(1, "succeeded", 20 * kSecond)) << cluster.Job(1).dump();
   ASSERT_TRUE(cluster.WaitForJobState(2, "running", 20 * kSecond)) << cluster.Job(2).dump();
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return !ReadFile(old_pid).empty(); }, 10 * kSecond));
@@ -72,12 +73,17 @@ TEST(StoreIdentityTest, AnAgentOfALostStoreIsRefusedUntilItForgetsItAndNoOldResu
   // The agent, which served the old store, is refused: counted, and the node's events say why
   // and what to do.
   EXPECT_TRUE(LocalCluster::WaitFor(
-      [&] { return Contains(cluster.GetText("/metrics"), "hangar_agent_messages_refused_total{reason=\"foreign_store\"}"); },
+      [&] {
+        return Contains(cluster.GetText("/metrics"),
+                        "hangar_agent_messages_refused_total{reason=\"foreign_store\"}");
+      },
       20 * kSecond));
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return NodeEventSays(cluster, "restart its agent with --forget-store"); },
-                                    20 * kSecond))
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return NodeEventSays(cluster, "restart its agent with --forget-store"); },
+      20 * kSecond))
       << cluster.Get("/v1/nodes/node-1").dump();
-  EXPECT_TRUE(NodeEventSays(cluster, "last served store")) << cluster.Get("/v1/nodes/node-1").dump();
+  EXPECT_TRUE(NodeEventSays(cluster, "last served store"))
+      << cluster.Get("/v1/nodes/node-1").dump();
   EXPECT_FALSE(Connected(cluster));
 
   // The new store's job 1 is not taken for the old job 1's end (before store identities it came
@@ -86,7 +92,8 @@ TEST(StoreIdentityTest, AnAgentOfALostStoreIsRefusedUntilItForgetsItAndNoOldResu
   std::this_thread::sleep_for(std::chrono::seconds(3));
   EXPECT_EQ(cluster.Job(1).value("state", ""), "pending") << cluster.Job(1).dump();
   EXPECT_FALSE(fs::exists(ran));
-  EXPECT_EQ(::kill(old_task, 0), 0) << "the old store's task is left alone while its agent is refused";
+  EXPECT_EQ(::kill(old_task, 0), 0)
+      << "the old store's task is left alone while its agent is refused";
 
   // The operator gives the node to the new store: the old store's task is stopped, and the
   // new job 1 runs for real.
@@ -107,7 +114,8 @@ TEST(StoreIdentityTest, AStoreRestoredFromABackupKeepsItsIdentityAndItsAgents) {
   ASSERT_TRUE(cluster.WaitForJobState(1, "succeeded", 20 * kSecond)) << cluster.Job(1).dump();
 
   cluster.KillController(SIGTERM);
-  const std::string db = "sqlite://" + cluster.dir() + "/state.db", file = cluster.dir() + "/backup.jsonl";
+  const std::string db = "sqlite://" + cluster.dir() + "/state.db",
+                    file = cluster.dir() + "/backup.jsonl";
   int rc = 0;
   std::string out = Hangar("backup --store " + db + " --out " + file, &rc);
   ASSERT_EQ(rc, 0) << out;
@@ -122,7 +130,8 @@ TEST(StoreIdentityTest, AStoreRestoredFromABackupKeepsItsIdentityAndItsAgents) {
   EXPECT_EQ(cluster.Job(1).value("state", ""), "succeeded");
   Submit(cluster, "true");
   EXPECT_TRUE(cluster.WaitForJobState(2, "succeeded", 20 * kSecond)) << cluster.Job(2).dump();
-  EXPECT_FALSE(Contains(cluster.GetText("/metrics"), "hangar_agent_messages_refused_total{reason=\"foreign_store\"} 1"));
+  EXPECT_FALSE(Contains(cluster.GetText("/metrics"),
+                        "hangar_agent_messages_refused_total{reason=\"foreign_store\"} 1"));
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ TcpProxy::TcpProxy(int target_port) : target_(target_port) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_fd_, 64) != 0 ||
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::listen(listen_fd_, 64) != 0 ||
       ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     return;
   }
@@ -44,7 +45,8 @@ void TcpProxy::Accept() {
     std::lock_guard<std::mutex> l(mu_);
     fds_.push_back(in);
     fds_.push_back(out);
-    if (cut_ || ::connect(out, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) continue;  // held, silent
+    if (cut_ || ::connect(out, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      continue;  // held, silent
     threads_.emplace_back([this, in, out] { Pump(in, out); });
     threads_.emplace_back([this, in, out] { Pump(out, in); });
   }

@@ -45,8 +45,10 @@ class TlsTest : public ::testing::Test {
     certs_ = dir_ + "/certs";
     ASSERT_EQ(Hangar("certs init --dir " + certs_), 0);
     ASSERT_EQ(Hangar("certs issue --controller --dir " + certs_), 0);
-    for (const char* n : {"node-1", "node-2"}) ASSERT_EQ(Hangar(std::string("certs issue --node ") + n + " --dir " + certs_), 0);
-    cluster_ = std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--tls-dir", certs_});
+    for (const char* n : {"node-1", "node-2"})
+      ASSERT_EQ(Hangar(std::string("certs issue --node ") + n + " --dir " + certs_), 0);
+    cluster_ =
+        std::make_unique<LocalCluster>(kCluster, std::vector<std::string>{"--tls-dir", certs_});
     cluster_->StartController();
   }
   void TearDown() override {
@@ -79,10 +81,12 @@ TEST_F(TlsTest, CertsAreMadeWithPrivateKeys) {
 
 // `certs issue --nodes-of cluster.yaml`: every node's certificate at once, each good for its node.
 TEST_F(TlsTest, EveryNodeOfAClusterFileGetsItsCertificate) {
-  std::ofstream(dir_ + "/three.yaml") << "node_defaults: {gpus: 2, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 16, memory: 128Gi}\n"
+  std::ofstream(dir_ + "/three.yaml") << "node_defaults: {gpus: 2, gpu_model: H100-SXM-80GB, "
+                                         "gpu_memory: 80Gi, cpu: 16, memory: 128Gi}\n"
                                          "nodes: [{name: \"node-[1-3]\"}]\n";
   std::string out;
-  ASSERT_EQ(Hangar("certs issue --nodes-of " + dir_ + "/three.yaml --dir " + certs_, &out), 0) << out;
+  ASSERT_EQ(Hangar("certs issue --nodes-of " + dir_ + "/three.yaml --dir " + certs_, &out), 0)
+      << out;
   EXPECT_TRUE(Contains(out, "issued 3 node certificates in " + certs_)) << out;
   for (const char* n : {"node-1", "node-2", "node-3"}) {
     struct stat st {};
@@ -92,13 +96,19 @@ TEST_F(TlsTest, EveryNodeOfAClusterFileGetsItsCertificate) {
   cluster_->StartAgent("node-2", {"--tls-dir", certs_});
   EXPECT_TRUE(LocalCluster::WaitFor([&] { return NodeState("node-2") == "ready"; }, 20 * kSecond));
   EXPECT_NE(Hangar("certs issue --nodes-of " + dir_ + "/missing.yaml --dir " + certs_, &out), 0);
-  EXPECT_NE(Hangar("certs issue --node node-1 --nodes-of " + dir_ + "/three.yaml --dir " + certs_, &out), 0);
+  EXPECT_NE(
+      Hangar("certs issue --node node-1 --nodes-of " + dir_ + "/three.yaml --dir " + certs_, &out),
+      0);
   EXPECT_TRUE(Contains(out, "excludes")) << out;
 }
 
 TEST_F(TlsTest, AControllerWithoutTlsOrInsecureRefusesToStart) {
   std::string out;
-  EXPECT_NE(Hangar("controller --cluster " + dir_ + "/c.yaml --store memory:// --auth none --api 127.0.0.1:0 --agents 127.0.0.1:0", &out), 0);
+  EXPECT_NE(
+      Hangar("controller --cluster " + dir_ +
+                 "/c.yaml --store memory:// --auth none --api 127.0.0.1:0 --agents 127.0.0.1:0",
+             &out),
+      0);
   EXPECT_TRUE(Contains(out, "the controller serves TLS: give it --tls-dir DIR")) << out;
   EXPECT_NE(Hangar("agent --node node-1 --controller 127.0.0.1:1", &out), 0);
   EXPECT_TRUE(Contains(out, "the agent talks to the controller over mutual TLS")) << out;
@@ -112,8 +122,11 @@ TEST_F(TlsTest, AgentsWithTheirOwnCertificateJoinAndUsersSpeakHttps) {
   EXPECT_EQ(Hangar("nodes --server " + Https() + " --ca " + certs_ + "/ca.crt", &out), 0) << out;
   EXPECT_TRUE(Contains(out, "node-1")) << out;
   EXPECT_NE(Hangar("nodes --server " + Https(), &out), 0);
-  EXPECT_TRUE(Contains(out, "has a certificate no CA you trust signed; pass the cluster CA with --ca")) << out;
-  EXPECT_NE(Hangar("nodes --server http://127.0.0.1:" + std::to_string(cluster_->api_port()), &out), 0);
+  EXPECT_TRUE(
+      Contains(out, "has a certificate no CA you trust signed; pass the cluster CA with --ca"))
+      << out;
+  EXPECT_NE(Hangar("nodes --server http://127.0.0.1:" + std::to_string(cluster_->api_port()), &out),
+            0);
   EXPECT_TRUE(Contains(out, "a controller with TLS wants https://")) << out;
   // A job runs on it.
   setenv("HANGAR_CA", (certs_ + "/ca.crt").c_str(), 1);
@@ -124,13 +137,18 @@ TEST_F(TlsTest, AgentsWithTheirOwnCertificateJoinAndUsersSpeakHttps) {
 
 TEST_F(TlsTest, ForeignAndPlaintextClientsAreRefusedOnBothPorts) {
   // An agent with node-1's certificate claiming node-2.
-  cluster_->StartAgent("node-2", {"--tls-ca", certs_ + "/ca.crt", "--tls-cert", certs_ + "/node-node-1.crt", "--tls-key",
-                                  certs_ + "/node-node-1.key"});
+  cluster_->StartAgent("node-2",
+                       {"--tls-ca", certs_ + "/ca.crt", "--tls-cert", certs_ + "/node-node-1.crt",
+                        "--tls-key", certs_ + "/node-node-1.key"});
   std::string log;
-  EXPECT_TRUE(LocalCluster::WaitFor([&] {
-    log = ReadFile(cluster_->dir() + "/agent-node-2.log");
-    return Contains(log, "this agent's certificate is node node-1's; it cannot register as node node-2");
-  }, 10 * kSecond)) << log;
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        log = ReadFile(cluster_->dir() + "/agent-node-2.log");
+        return Contains(
+            log, "this agent's certificate is node node-1's; it cannot register as node node-2");
+      },
+      10 * kSecond))
+      << log;
   // Another CA's node certificate: no TLS session at all.
   const std::string other = dir_ + "/other";
   ASSERT_EQ(Hangar("certs init --dir " + other), 0);
@@ -140,8 +158,8 @@ TEST_F(TlsTest, ForeignAndPlaintextClientsAreRefusedOnBothPorts) {
   EXPECT_NE(NodeState("node-1"), "ready");
   EXPECT_NE(NodeState("node-2"), "ready");
   // A plaintext gRPC client on the agent port.
-  auto plain = pb::AgentChannel::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(cluster_->agent_port()),
-                                                            grpc::InsecureChannelCredentials()));
+  auto plain = pb::AgentChannel::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(cluster_->agent_port()), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
   auto stream = plain->Connect(&ctx);
@@ -155,7 +173,8 @@ TEST_F(TlsTest, ForeignAndPlaintextClientsAreRefusedOnBothPorts) {
   std::string out;
   EXPECT_NE(Hangar("nodes --server " + Https() + " --ca " + other + "/ca.crt", &out), 0);
   EXPECT_TRUE(Contains(out, "no CA you trust")) << out;
-  EXPECT_EQ(cluster_->Get("/healthz").size(), 0u) << "plaintext HTTP to the HTTPS port gets no answer";
+  EXPECT_EQ(cluster_->Get("/healthz").size(), 0u)
+      << "plaintext HTTP to the HTTPS port gets no answer";
 }
 
 }  // namespace

@@ -208,7 +208,6 @@ unsigned long long ULL(const Gpu* g, const char* field) {
   return g->v[field].get<unsigned long long>();
 }
 
-
 nvmlReturn_t Init(const char* fn) {
   std::lock_guard<std::mutex> lock(M().mu);
   if (nvmlReturn_t r = EnterSystem(fn, false)) return r;
@@ -645,7 +644,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     *count = static_cast<unsigned>(starts.size());
     return nvml::kErrorInsufficientSize;
   }
-  for (size_t i = 0; i < starts.size(); ++i) out[i] = {starts[i].get<unsigned>(), (*p)[5].get<unsigned>()};
+  for (size_t i = 0; i < starts.size(); ++i)
+    out[i] = {starts[i].get<unsigned>(), (*p)[5].get<unsigned>()};
   *count = static_cast<unsigned>(starts.size());
   return nvml::kSuccess;
 }

@@ -88,7 +88,8 @@ unsigned long long ULL(const Gpu* g, const char* field);
 nvmlReturn_t CopyString(const std::string& s, char* out, unsigned len);
 // Creates GPU `index`'s scripted mig_instances (nvml_double_mig.cc).
 void ApplyMig(Gpu& g, size_t index);
-// True when `d` is a MIG device handle (nvmlDeviceGetMigDeviceHandleByIndex); then *uuid is its UUID.
+// True when `d` is a MIG device handle (nvmlDeviceGetMigDeviceHandleByIndex); then *uuid is its
+// UUID.
 bool MigDeviceUuid(nvmlDevice_t d, std::string* uuid);
 
 }  // namespace nvml_double

@@ -30,11 +30,13 @@ bool Decode(const void* h, uintptr_t base, size_t* gpu, GpuInstance** gi, Comput
   const unsigned gi_id = static_cast<unsigned>((v - base) % kGpuStride / kGiStride);
   const unsigned ci_id = static_cast<unsigned>(v % kGiStride);
   auto& gis = M().gpus[*gpu].gis;
-  auto g = std::find_if(gis.begin(), gis.end(), [&](const GpuInstance& x) { return x.id == gi_id; });
+  auto g =
+      std::find_if(gis.begin(), gis.end(), [&](const GpuInstance& x) { return x.id == gi_id; });
   if (g == gis.end()) return false;
   *gi = &*g;
   if (!ci) return base == kGiBase && ci_id == 0;
-  auto c = std::find_if(g->cis.begin(), g->cis.end(), [&](const ComputeInstance& x) { return x.id == ci_id; });
+  auto c = std::find_if(g->cis.begin(), g->cis.end(),
+                        [&](const ComputeInstance& x) { return x.id == ci_id; });
   if (c == g->cis.end()) return false;
   *ci = &*c;
   return true;
@@ -71,13 +73,15 @@ nvmlReturn_t CreateGi(Gpu* g, size_t gpu, unsigned profile_id, unsigned start, u
   const json* p = ProfileById(g, profile_id, &index);
   if (!p) return nvml::kErrorInvalidArgument;
   const json& starts = (*p)[4];
-  if (size != (*p)[5].get<unsigned>() || std::find(starts.begin(), starts.end(), start) == starts.end()) {
+  if (size != (*p)[5].get<unsigned>() ||
+      std::find(starts.begin(), starts.end(), start) == starts.end()) {
     return nvml::kErrorInvalidArgument;
   }
   unsigned same = 0;
   std::vector<unsigned> ids;
   for (const GpuInstance& x : g->gis) {
-    if (start < x.start + x.size && x.start < start + size) return nvml::kErrorInsufficientResources;
+    if (start < x.start + x.size && x.start < start + size)
+      return nvml::kErrorInsufficientResources;
     same += x.profile_id == profile_id;
     ids.push_back(x.id);
   }
@@ -111,14 +115,15 @@ nvmlReturn_t CreateCi(GpuInstance* gi, size_t gpu, unsigned profile_id, ComputeI
   return nvml::kSuccess;
 }
 
-[[maybe_unused]] nvmlReturn_t EnterGi(const char* fn, nvmlGpuInstance_t h, size_t* gpu, GpuInstance** gi) {
+[[maybe_unused]] nvmlReturn_t EnterGi(const char* fn, nvmlGpuInstance_t h, size_t* gpu,
+                                      GpuInstance** gi) {
   if (nvmlReturn_t r = EnterSystem(fn)) return r;
   if (!Decode(h, kGiBase, gpu, gi, nullptr)) return nvml::kErrorInvalidArgument;
   return GpuFails(&M().gpus[*gpu], fn);
 }
 
-[[maybe_unused]] nvmlReturn_t EnterCi(const char* fn, nvmlComputeInstance_t h, size_t* gpu, GpuInstance** gi,
-                     ComputeInstance** ci) {
+[[maybe_unused]] nvmlReturn_t EnterCi(const char* fn, nvmlComputeInstance_t h, size_t* gpu,
+                                      GpuInstance** gi, ComputeInstance** ci) {
   if (nvmlReturn_t r = EnterSystem(fn)) return r;
   if (!Decode(h, kCiBase, gpu, gi, ci)) return nvml::kErrorInvalidArgument;
   return GpuFails(&M().gpus[*gpu], fn);
@@ -137,11 +142,11 @@ void ApplyMig(Gpu& g, size_t index) {
     const json& p = g.v["mig_profiles"][std::to_string(want["profile"].get<unsigned>())];
     GpuInstance* gi = nullptr;
     ComputeInstance* ci = nullptr;
-    if (CreateGi(&g, index, p[0].get<unsigned>(), want["start"].get<unsigned>(), p[5].get<unsigned>(), &gi) ==
-        nvml::kSuccess) {
+    if (CreateGi(&g, index, p[0].get<unsigned>(), want["start"].get<unsigned>(),
+                 p[5].get<unsigned>(), &gi) == nvml::kSuccess) {
       const unsigned slices = gi->slices;
-      const unsigned ci_profile =
-          static_cast<unsigned>(std::find(std::begin(kCiSlices), std::end(kCiSlices), slices) - std::begin(kCiSlices));
+      const unsigned ci_profile = static_cast<unsigned>(
+          std::find(std::begin(kCiSlices), std::end(kCiSlices), slices) - std::begin(kCiSlices));
       CreateCi(gi, index, ci_profile, &ci);
     }
   }
@@ -191,18 +196,22 @@ NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t h, nvmlGpuInst
   return nvml::kSuccess;
 }
 
-NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
-    nvmlGpuInstance_t h, unsigned profile, unsigned engine, nvmlComputeInstanceProfileInfo_t* info) {
+NVML_EXPORT nvmlReturn_t
+nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t h, unsigned profile, unsigned engine,
+                                             nvmlComputeInstanceProfileInfo_t* info) {
   std::lock_guard<std::mutex> lock(M().mu);
   size_t gpu = 0;
   GpuInstance* gi = nullptr;
   if (nvmlReturn_t r = EnterGi(__func__, h, &gpu, &gi)) return r;
-  Annotate(Where(gpu, *gi) + ", profile=" + std::to_string(profile) + ", engProfile=" + std::to_string(engine));
-  if (profile >= nvml::kComputeInstanceProfileCount || engine != nvml::kComputeInstanceEngineProfileShared) {
+  Annotate(Where(gpu, *gi) + ", profile=" + std::to_string(profile) +
+           ", engProfile=" + std::to_string(engine));
+  if (profile >= nvml::kComputeInstanceProfileCount ||
+      engine != nvml::kComputeInstanceEngineProfileShared) {
     return nvml::kErrorInvalidArgument;
   }
   // H100 has no 8- or 6-slice compute instances, nor the 1-slice revision 1.
-  if (profile == 5 || profile == 6 || profile == 7 || kCiSlices[profile] > gi->slices) return nvml::kErrorNotSupported;
+  if (profile == 5 || profile == 6 || profile == 7 || kCiSlices[profile] > gi->slices)
+    return nvml::kErrorNotSupported;
   *info = {};
   info->id = profile;
   info->sliceCount = kCiSlices[profile];
@@ -210,24 +219,29 @@ NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
   return nvml::kSuccess;
 }
 
-NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t h, unsigned profile_id,
-                                                            nvmlComputeInstance_t* out, unsigned* count) {
+NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t h,
+                                                            unsigned profile_id,
+                                                            nvmlComputeInstance_t* out,
+                                                            unsigned* count) {
   std::lock_guard<std::mutex> lock(M().mu);
   size_t gpu = 0;
   GpuInstance* gi = nullptr;
   if (nvmlReturn_t r = EnterGi(__func__, h, &gpu, &gi)) return r;
   Annotate(Where(gpu, *gi) + ", profileId=" + std::to_string(profile_id));
-  if (!out || !count || profile_id >= nvml::kComputeInstanceProfileCount) return nvml::kErrorInvalidArgument;
+  if (!out || !count || profile_id >= nvml::kComputeInstanceProfileCount)
+    return nvml::kErrorInvalidArgument;
   unsigned n = 0;
   for (const ComputeInstance& c : gi->cis) {
-    if (c.profile_id == profile_id) out[n++] = Encode<nvmlComputeInstance_t>(kCiBase, gpu, gi->id, c.id);
+    if (c.profile_id == profile_id)
+      out[n++] = Encode<nvmlComputeInstance_t>(kCiBase, gpu, gi->id, c.id);
   }
   *count = n;
   return nvml::kSuccess;
 }
 
 namespace {
-nvmlReturn_t CiInfo(const char* fn, nvmlComputeInstance_t h, nvmlComputeInstanceInfo_t* info, bool v2) {
+nvmlReturn_t CiInfo(const char* fn, nvmlComputeInstance_t h, nvmlComputeInstanceInfo_t* info,
+                    bool v2) {
   std::lock_guard<std::mutex> lock(M().mu);
   size_t gpu = 0;
   GpuInstance* gi = nullptr;
@@ -243,28 +257,32 @@ nvmlReturn_t CiInfo(const char* fn, nvmlComputeInstance_t h, nvmlComputeInstance
 }
 }  // namespace
 
-NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo(nvmlComputeInstance_t h, nvmlComputeInstanceInfo_t* info) {
+NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo(nvmlComputeInstance_t h,
+                                                    nvmlComputeInstanceInfo_t* info) {
   return CiInfo(__func__, h, info, false);
 }
-NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t h, nvmlComputeInstanceInfo_t* info) {
+NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t h,
+                                                       nvmlComputeInstanceInfo_t* info) {
   return CiInfo(__func__, h, info, true);
 }
 
-NVML_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t d, unsigned profile_id,
-                                                                  const nvmlGpuInstancePlacement_t* placement,
-                                                                  nvmlGpuInstance_t* out) {
+NVML_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t d, unsigned profile_id, const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* out) {
   DEVICE_CALL(d);
   const size_t gpu = static_cast<size_t>(g - M().gpus.data());
   if (!placement || !out) return nvml::kErrorInvalidArgument;
-  Annotate("gpu=" + std::to_string(gpu) + ", profileId=" + std::to_string(profile_id) +
-           ", start=" + std::to_string(placement->start) + ", size=" + std::to_string(placement->size));
+  Annotate("gpu=" + std::to_string(gpu) + ", profileId=" + std::to_string(profile_id) + ", start=" +
+           std::to_string(placement->start) + ", size=" + std::to_string(placement->size));
   GpuInstance* gi = nullptr;
-  if (nvmlReturn_t r = CreateGi(g, gpu, profile_id, placement->start, placement->size, &gi)) return r;
+  if (nvmlReturn_t r = CreateGi(g, gpu, profile_id, placement->start, placement->size, &gi))
+    return r;
   *out = Encode<nvmlGpuInstance_t>(kGiBase, gpu, gi->id);
   return nvml::kSuccess;
 }
 
-NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t h, unsigned profile_id,
+NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t h,
+                                                              unsigned profile_id,
                                                               nvmlComputeInstance_t* out) {
   std::lock_guard<std::mutex> lock(M().mu);
   size_t gpu = 0;
@@ -307,7 +325,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned
   return nvml::kSuccess;
 }
 
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned index, nvmlDevice_t* out) {
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned index,
+                                                             nvmlDevice_t* out) {
   DEVICE_CALL(d);
   const size_t gpu = static_cast<size_t>(g - M().gpus.data());
   Annotate("gpu=" + std::to_string(gpu) + ", index=" + std::to_string(index));
@@ -318,7 +337,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, uns
     for (const ComputeInstance& ci : gi.cis) all.emplace_back(&gi, &ci);
   }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.first->start != b.first->start ? a.first->start < b.first->start : a.second->id < b.second->id;
+    return a.first->start != b.first->start ? a.first->start < b.first->start
+                                            : a.second->id < b.second->id;
   });
   if (index >= all.size()) return nvml::kErrorNotFound;
   *out = Encode<nvmlDevice_t>(kMigBase, gpu, all[index].first->id, all[index].second->id);

@@ -1,21 +1,22 @@
 #include "agent/container/image_cache.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace hangar::agent {
 namespace {
 
 bool Kept(const CachedImageState& s, const std::set<std::string>& keep) {
-  return std::any_of(s.image.digests.begin(), s.image.digests.end(), [&](const std::string& d) { return keep.count(d); });
+  return std::any_of(s.image.digests.begin(), s.image.digests.end(),
+                     [&](const std::string& d) { return keep.count(d); });
 }
 
-Time LastUse(const std::vector<std::string>& digests, const std::map<std::string, Time>& last_used) {
+Time LastUse(const std::vector<std::string>& digests,
+             const std::map<std::string, Time>& last_used) {
   Time t = 0;
   for (const auto& d : digests) {
     if (auto it = last_used.find(d); it != last_used.end()) t = std::max(t, it->second);
@@ -30,8 +31,8 @@ std::string DigestOf(const std::string& ref) {
   return at == std::string::npos ? "" : ref.substr(at + 1);
 }
 
-std::vector<std::string> PlanEviction(const std::vector<CachedImageState>& images, const std::set<std::string>& keep,
-                                      int64_t budget_bytes) {
+std::vector<std::string> PlanEviction(const std::vector<CachedImageState>& images,
+                                      const std::set<std::string>& keep, int64_t budget_bytes) {
   if (budget_bytes <= 0) return {};
   int64_t used = 0;
   for (const auto& s : images) used += s.image.bytes;
@@ -51,7 +52,8 @@ std::vector<std::string> PlanEviction(const std::vector<CachedImageState>& image
   return out;
 }
 
-int64_t CacheRoom(int64_t budget_bytes, int64_t used_bytes, int64_t free_bytes, int64_t min_free_bytes) {
+int64_t CacheRoom(int64_t budget_bytes, int64_t used_bytes, int64_t free_bytes,
+                  int64_t min_free_bytes) {
   int64_t room = budget_bytes > 0 ? budget_bytes : -1;
   if (min_free_bytes > 0 && free_bytes >= 0) {
     // What the images hold, plus what is free beyond the floor; never below 1 byte, so that a
@@ -63,7 +65,10 @@ int64_t CacheRoom(int64_t budget_bytes, int64_t used_bytes, int64_t free_bytes, 
 }
 
 ImageCache::ImageCache(const Podman* podman, std::string state_file, int64_t budget_bytes)
-    : podman_(podman), state_file_(std::move(state_file)), budget_bytes_(budget_bytes), room_bytes_(budget_bytes > 0 ? budget_bytes : -1) {
+    : podman_(podman),
+      state_file_(std::move(state_file)),
+      budget_bytes_(budget_bytes),
+      room_bytes_(budget_bytes > 0 ? budget_bytes : -1) {
   std::ifstream in(state_file_);
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_object()) {
@@ -73,7 +78,8 @@ ImageCache::ImageCache(const Podman* podman, std::string state_file, int64_t bud
   }
 }
 
-void ImageCache::SetDiskFloor(std::string path, int64_t min_free_bytes, std::function<int64_t()> free_bytes) {
+void ImageCache::SetDiskFloor(std::string path, int64_t min_free_bytes,
+                              std::function<int64_t()> free_bytes) {
   disk_path_ = std::move(path);
   min_free_bytes_ = min_free_bytes;
   free_bytes_ = std::move(free_bytes);
@@ -124,7 +130,8 @@ void ImageCache::Touch(const std::string& ref, Time now) {
   std::lock_guard<std::mutex> l(mu_);
   last_used_[d] = now;
   for (auto& s : images_) {
-    if (std::find(s.image.digests.begin(), s.image.digests.end(), d) != s.image.digests.end()) s.last_used = now;
+    if (std::find(s.image.digests.begin(), s.image.digests.end(), d) != s.image.digests.end())
+      s.last_used = now;
   }
   SaveLocked();
 }
@@ -153,9 +160,12 @@ std::vector<std::string> ImageCache::Evict(const std::set<std::string>& in_use, 
     for (const auto& s : images_) used += s.image.bytes;
     room_bytes_ = CacheRoom(budget_bytes_, used, free_bytes, min_free_bytes_);
     plan = PlanEviction(images_, keep, room_bytes_);
-    if (free_bytes >= 0 && free_bytes < min_free_bytes_ && (budget_bytes_ <= 0 || used <= budget_bytes_)) {
-      spdlog::warn("image cache: the disk under {} has {} MiB free, under its floor of {} MiB: evicting {} image(s)",
-                   disk_path_, free_bytes >> 20, min_free_bytes_ >> 20, plan.size());
+    if (free_bytes >= 0 && free_bytes < min_free_bytes_ &&
+        (budget_bytes_ <= 0 || used <= budget_bytes_)) {
+      spdlog::warn(
+          "image cache: the disk under {} has {} MiB free, under its floor of {} MiB: evicting {} "
+          "image(s)",
+          disk_path_, free_bytes >> 20, min_free_bytes_ >> 20, plan.size());
     }
   }
   std::vector<std::string> removed;
@@ -170,7 +180,8 @@ std::vector<std::string> ImageCache::Evict(const std::set<std::string>& in_use, 
   std::lock_guard<std::mutex> l(mu_);
   images_.erase(std::remove_if(images_.begin(), images_.end(),
                                [&](const CachedImageState& s) {
-                                 return std::find(removed.begin(), removed.end(), s.image.id) != removed.end();
+                                 return std::find(removed.begin(), removed.end(), s.image.id) !=
+                                        removed.end();
                                }),
                 images_.end());
   int64_t used = 0;

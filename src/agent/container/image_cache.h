@@ -31,14 +31,15 @@ struct CachedImageState {
 
 // The images to remove, least recently used first, so that what stays fits `budget_bytes`;
 // images whose digest is in `keep` stay whatever the budget. Pure.
-std::vector<std::string> PlanEviction(const std::vector<CachedImageState>& images, const std::set<std::string>& keep,
-                                      int64_t budget_bytes);
+std::vector<std::string> PlanEviction(const std::vector<CachedImageState>& images,
+                                      const std::set<std::string>& keep, int64_t budget_bytes);
 
 // The bytes the cache may hold: its budget (<= 0: none), lowered so that the file system under
 // it keeps `min_free_bytes` free (`free_bytes`: what it has free now, with `used_bytes` of images
 // on it). -1 when neither limits it; at least 1 when the disk does (then only kept images stay).
 // Pure.
-int64_t CacheRoom(int64_t budget_bytes, int64_t used_bytes, int64_t free_bytes, int64_t min_free_bytes);
+int64_t CacheRoom(int64_t budget_bytes, int64_t used_bytes, int64_t free_bytes,
+                  int64_t min_free_bytes);
 
 // The digest part of a pinned reference ("repo@sha256:..." -> "sha256:..."); "" if unpinned.
 std::string DigestOf(const std::string& ref);
@@ -50,7 +51,8 @@ class ImageCache {
   // a disk filled by anything (datasets, logs) evicts images as an exhausted budget does, and
   // shows the node as ImageCacheFull when what must stay does not leave that much free.
   // `free_bytes` reads the free space (tests); by default statvfs(path).
-  void SetDiskFloor(std::string path, int64_t min_free_bytes, std::function<int64_t()> free_bytes = {});
+  void SetDiskFloor(std::string path, int64_t min_free_bytes,
+                    std::function<int64_t()> free_bytes = {});
   // Reads podman's images and the saved last-use times.
   Status Refresh(Time now);
   bool Holds(const std::string& ref) const;

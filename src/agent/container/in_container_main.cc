@@ -43,15 +43,24 @@ int CheckpointDone(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
-    if (a == "--path") path = v, ++i;
-    else if (a == "--step") step = v, ++i;
-    else if (a == "--task-id") task = v, ++i;
-    else if (a == "--socket") sock = v, ++i;
-    else if (a == "--timeout") ++i;
-    else return Fail("unknown option '" + a + "'; use --path, --step, --task-id, --socket");
+    if (a == "--path")
+      path = v, ++i;
+    else if (a == "--step")
+      step = v, ++i;
+    else if (a == "--task-id")
+      task = v, ++i;
+    else if (a == "--socket")
+      sock = v, ++i;
+    else if (a == "--timeout")
+      ++i;
+    else
+      return Fail("unknown option '" + a + "'; use --path, --step, --task-id, --socket");
   }
-  if (task.empty() || sock.empty()) return Fail("HANGAR_TASK_ID and HANGAR_AGENT_SOCKET are not set: run this inside a Hangar task");
-  if (!step.empty() && step.find_first_not_of("0123456789") != std::string::npos) return Fail("--step must be a number");
+  if (task.empty() || sock.empty())
+    return Fail(
+        "HANGAR_TASK_ID and HANGAR_AGENT_SOCKET are not set: run this inside a Hangar task");
+  if (!step.empty() && step.find_first_not_of("0123456789") != std::string::npos)
+    return Fail("--step must be a number");
   if (!path.empty() && path[0] != '/') {
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd)) path = std::string(cwd) + "/" + path;
@@ -70,12 +79,15 @@ int CheckpointDone(int argc, char** argv) {
   }
   timeval tv{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) return Fail("cannot write to the agent");
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()))
+    return Fail("cannot write to the agent");
   std::string answer;
   char buf[512];
-  for (ssize_t n; answer.find('\n') == std::string::npos && (n = read(fd, buf, sizeof buf)) > 0;) answer.append(buf, n);
+  for (ssize_t n; answer.find('\n') == std::string::npos && (n = read(fd, buf, sizeof buf)) > 0;)
+    answer.append(buf, n);
   close(fd);
-  if (answer.find("\"ok\":true") == std::string::npos && answer.find("\"ok\": true") == std::string::npos) {
+  if (answer.find("\"ok\":true") == std::string::npos &&
+      answer.find("\"ok\": true") == std::string::npos) {
     return Fail("the agent refused: " + (answer.empty() ? std::string("no answer") : answer));
   }
   return 0;
@@ -86,6 +98,7 @@ int CheckpointDone(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "checkpoint-done") == 0) return CheckpointDone(argc, argv);
   std::fprintf(stderr,
-               "inside a container task this 'hangar' only does: hangar checkpoint-done [--path P] [--step N]\n");
+               "inside a container task this 'hangar' only does: hangar checkpoint-done [--path P] "
+               "[--step N]\n");
   return 2;
 }

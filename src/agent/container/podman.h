@@ -25,17 +25,17 @@ namespace hangar::agent {
 
 struct PodmanOptions {
   std::string binary = "podman";
-  std::string root;      // image and container storage; empty: <dir>/storage
+  std::string root;  // image and container storage; empty: <dir>/storage
   // empty: a short folder of its own (ShortRunDir), since podman refuses a runroot longer than
   // 50 characters and <dir> sits under the agent's state folder, as long as the checkout path.
   std::string runroot;
-  std::string tmpdir;    // empty: beside the runroot
-  std::string dir;       // where the config files (and default storage) live
+  std::string tmpdir;  // empty: beside the runroot
+  std::string dir;     // where the config files (and default storage) live
   // How a task gets its GPUs: "cdi" (--device nvidia.com/gpu=<uuid>, from the spec
   // `nvidia-ctk cdi generate` writes) or "node:<path>" (the device node <path> appears as
   // /dev/nvidia<index> for each GPU: fake nodes in tests, e.g. node:/dev/null).
   std::string gpu_devices = "cdi";
-  std::string registries_conf;  // a site's own (mirrors, auth); empty: Hangar writes one
+  std::string registries_conf;   // a site's own (mirrors, auth); empty: Hangar writes one
   std::string network = "host";  // multi-node gangs reach each other on the node's addresses
 };
 
@@ -55,14 +55,14 @@ struct ContainerGpu {
 };
 
 struct ContainerRun {
-  std::string name;   // unique on the node
-  std::string image;  // pinned reference
+  std::string name;               // unique on the node
+  std::string image;              // pinned reference
   std::vector<std::string> argv;  // empty: the image's entrypoint and command
   // Names passed with `-e NAME`: podman copies their values from its own environment, so no
   // value (a token, say) is on a command line.
   std::vector<std::string> env_names;
   std::vector<std::pair<std::string, std::string>> env_set;  // set with -e NAME=VALUE
-  std::string workdir;  // in the container; empty: the image's
+  std::string workdir;                                       // in the container; empty: the image's
   std::vector<ContainerMount> mounts;
   std::vector<ContainerGpu> gpus;
   // The MIG devices (their "MIG-..." UUIDs) of a task on MIG instances. With CDI they replace the
@@ -108,8 +108,9 @@ class Podman {
   std::vector<std::string> RunArgv(const ContainerRun& run) const;
   // `podman <global flags> exec -i [-t] [-e NAME=VALUE...] NAME argv...`: a program in a running
   // container, as the container's user (`hangar exec`); pure.
-  std::vector<std::string> ExecArgv(const std::string& name, const std::vector<std::string>& argv, bool tty,
-                                    const std::vector<std::pair<std::string, std::string>>& env) const;
+  std::vector<std::string> ExecArgv(
+      const std::string& name, const std::vector<std::string>& argv, bool tty,
+      const std::vector<std::pair<std::string, std::string>>& env) const;
 
   StatusOr<bool> ImageExists(const std::string& ref) const;
   PullOutcome Pull(const std::string& ref, Duration timeout) const;

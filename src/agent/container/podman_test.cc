@@ -1,12 +1,12 @@
+#include "agent/container/podman.h"
+
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "agent/container/image_cache.h"
-#include "agent/container/podman.h"
-
-#include <sys/stat.h>
 
 namespace hangar::agent {
 namespace {
@@ -21,7 +21,8 @@ CachedImageState Image(const std::string& id, const std::string& digest, int64_t
 }
 
 TEST(PlanEvictionTest, EvictsLeastRecentlyUsedFirstUntilItFits) {
-  std::vector<CachedImageState> images = {Image("a", "sha256:a", 100, 30), Image("b", "sha256:b", 100, 10),
+  std::vector<CachedImageState> images = {Image("a", "sha256:a", 100, 30),
+                                          Image("b", "sha256:b", 100, 10),
                                           Image("c", "sha256:c", 100, 20)};
   EXPECT_EQ(PlanEviction(images, {}, 200ll << 20), std::vector<std::string>{"b"});
   EXPECT_EQ(PlanEviction(images, {}, 100ll << 20), (std::vector<std::string>{"b", "c"}));
@@ -29,20 +30,25 @@ TEST(PlanEvictionTest, EvictsLeastRecentlyUsedFirstUntilItFits) {
 }
 
 TEST(PlanEvictionTest, NeverEvictsWhatARunningOrQueuedJobNeeds) {
-  std::vector<CachedImageState> images = {Image("a", "sha256:a", 100, 30), Image("b", "sha256:b", 100, 10),
+  std::vector<CachedImageState> images = {Image("a", "sha256:a", 100, 30),
+                                          Image("b", "sha256:b", 100, 10),
                                           Image("c", "sha256:c", 100, 20)};
   EXPECT_EQ(PlanEviction(images, {"sha256:b"}, 100ll << 20), (std::vector<std::string>{"c", "a"}));
   // What must stay does not fit: the rest goes, the kept ones stay over budget.
-  EXPECT_EQ(PlanEviction(images, {"sha256:a", "sha256:b"}, 50ll << 20), std::vector<std::string>{"c"});
+  EXPECT_EQ(PlanEviction(images, {"sha256:a", "sha256:b"}, 50ll << 20),
+            std::vector<std::string>{"c"});
 }
 
 TEST(CacheRoomTest, TheDiskFloorLowersTheBudget) {
   constexpr int64_t G = int64_t{1} << 30;
   EXPECT_EQ(CacheRoom(0, 5 * G, 100 * G, 0), -1) << "neither a budget nor a floor: no limit";
   EXPECT_EQ(CacheRoom(200 * G, 5 * G, 100 * G, 0), 200 * G);
-  EXPECT_EQ(CacheRoom(200 * G, 5 * G, 100 * G, 10 * G), 95 * G) << "what is there plus what is free beyond the floor";
-  EXPECT_EQ(CacheRoom(0, 5 * G, 3 * G, 10 * G), 1) << "a disk full without the cache: all that may go, goes";
-  EXPECT_EQ(CacheRoom(50 * G, 5 * G, 100 * G, 10 * G), 50 * G) << "the budget, where it is the tighter";
+  EXPECT_EQ(CacheRoom(200 * G, 5 * G, 100 * G, 10 * G), 95 * G)
+      << "what is there plus what is free beyond the floor";
+  EXPECT_EQ(CacheRoom(0, 5 * G, 3 * G, 10 * G), 1)
+      << "a disk full without the cache: all that may go, goes";
+  EXPECT_EQ(CacheRoom(50 * G, 5 * G, 100 * G, 10 * G), 50 * G)
+      << "the budget, where it is the tighter";
   EXPECT_EQ(CacheRoom(50 * G, 5 * G, -1, 10 * G), 50 * G) << "free space unknown: the budget alone";
   // Eviction does not move it: the bytes it frees are free afterwards.
   EXPECT_EQ(CacheRoom(0, 2 * G, 6 * G, 10 * G), CacheRoom(0, 5 * G, 3 * G, 10 * G));
@@ -55,7 +61,9 @@ TEST(DigestOfTest, TakesThePinnedPart) {
 
 TEST(ContainersConfTest, CarriesTheRuntimeAndTheLimitsThisHostAllows) {
   const std::string c = ContainersConf(20000, 32768, "/usr/bin/catatonit");
-  EXPECT_NE(c.find("default_ulimits = [\"nofile=20000:20000\", \"nproc=32768:32768\"]"), std::string::npos) << c;
+  EXPECT_NE(c.find("default_ulimits = [\"nofile=20000:20000\", \"nproc=32768:32768\"]"),
+            std::string::npos)
+      << c;
   EXPECT_NE(c.find("runtime = \"runc\""), std::string::npos);
   EXPECT_NE(c.find("init_path = \"/usr/bin/catatonit\""), std::string::npos);
 }
@@ -63,7 +71,8 @@ TEST(ContainersConfTest, CarriesTheRuntimeAndTheLimitsThisHostAllows) {
 class RunArgvTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("hangar-podman-test-" + std::to_string(getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("hangar-podman-test-" + std::to_string(getpid()));
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;
@@ -102,7 +111,8 @@ TEST_F(RunArgvTest, AnArgumentListWithDevicesMountsLimitsAndNoSecretValues) {
   EXPECT_TRUE(has("--memory", "4096m"));
   EXPECT_TRUE(has("--shm-size", "1024m"));
   EXPECT_TRUE(has("--user", "61001:61001"));
-  EXPECT_TRUE(has("-e", "HF_TOKEN")) << "the value comes from podman's environment, not its command line";
+  EXPECT_TRUE(has("-e", "HF_TOKEN"))
+      << "the value comes from podman's environment, not its command line";
   EXPECT_TRUE(has("--root", dir_ + "/storage"));
   EXPECT_EQ(a[a.size() - 3], r.image);
   EXPECT_EQ(a.back(), "train.py");
@@ -119,7 +129,8 @@ TEST_F(RunArgvTest, AnArgumentListWithDevicesMountsLimitsAndNoSecretValues) {
 // failed every pull from such a checkout), private to this account, the same for the same folder.
 TEST_F(RunArgvTest, TheRunrootStaysShortWhateverTheStateFolder) {
   PodmanOptions o;
-  o.dir = dir_ + "/home/someone/src/hangar-checkouts/a-long-branch-name/hangar-dev/agents/node-1/podman";
+  o.dir = dir_ +
+          "/home/someone/src/hangar-checkouts/a-long-branch-name/hangar-dev/agents/node-1/podman";
   o.gpu_devices = "node:/dev/null";
   ASSERT_GT(o.dir.size(), 100u);
   auto p = Podman::Open(o);
@@ -164,7 +175,8 @@ TEST_F(RunArgvTest, AMigTaskGetsItsMigDevicesThroughCdiAndNotTheWholeGpu) {
   for (size_t i = 0; i + 1 < a.size(); ++i) {
     if (a[i] == "--device") devices.push_back(a[i + 1]);
   }
-  EXPECT_EQ(devices, (std::vector<std::string>{"nvidia.com/gpu=MIG-aaaa", "nvidia.com/gpu=MIG-bbbb"}))
+  EXPECT_EQ(devices,
+            (std::vector<std::string>{"nvidia.com/gpu=MIG-aaaa", "nvidia.com/gpu=MIG-bbbb"}))
       << "the instances only: the whole GPU would break MIG's isolation";
   // Fake GPUs have no MIG device nodes: the GPU's node stands in.
   o.gpu_devices = "node:/dev/null";

@@ -1,26 +1,29 @@
 #include "agent/data/data_server.h"
 
 #include <fcntl.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <limits>
-
-#include <httplib.h>
-#include <spdlog/spdlog.h>
 
 namespace hangar::agent::data {
 
 StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address) {
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return Status::InvalidArgument("data address '" + address + "' is not HOST:PORT (e.g. 10.20.0.5:7071, or 127.0.0.1:0 for a free port)");
+    return Status::InvalidArgument(
+        "data address '" + address +
+        "' is not HOST:PORT (e.g. 10.20.0.5:7071, or 127.0.0.1:0 for a free port)");
   }
   std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   int port = 0;
   for (char c : address.substr(colon + 1)) {
-    if (c < '0' || c > '9' || port > 65535) return Status::InvalidArgument("data address '" + address + "' has a bad port");
+    if (c < '0' || c > '9' || port > 65535)
+      return Status::InvalidArgument("data address '" + address + "' has a bad port");
     port = port * 10 + (c - '0');
   }
   if (port > 65535) return Status::InvalidArgument("data address '" + address + "' has a bad port");
@@ -80,9 +83,11 @@ void DataServer::SetToken(std::string token) {
 
 bool DataServer::Authorized(const std::string& header) const {
   std::lock_guard<std::mutex> l(mu_);
-  if (token_.empty() || header.size() != token_.size() + 7 || header.rfind("Bearer ", 0) != 0) return false;
+  if (token_.empty() || header.size() != token_.size() + 7 || header.rfind("Bearer ", 0) != 0)
+    return false;
   unsigned char diff = 0;  // in constant time
-  for (size_t i = 0; i < token_.size(); ++i) diff |= static_cast<unsigned char>(header[7 + i] ^ token_[i]);
+  for (size_t i = 0; i < token_.size(); ++i)
+    diff |= static_cast<unsigned char>(header[7 + i] ^ token_[i]);
   return diff == 0;
 }
 
@@ -106,7 +111,9 @@ void Error(httplib::Response& res, int status, const std::string& why) {
 
 void DataServer::Serve(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req.get_header_value("Authorization"))) {
-    return Error(res, 401, "this data port serves the agents of its cluster only: show the controller's data token");
+    return Error(
+        res, 401,
+        "this data port serves the agents of its cluster only: show the controller's data token");
   }
   const std::string digest = req.matches[1];
   const int64_t offset = QueryInt(req, "offset", -2), length = QueryInt(req, "length", -2);
@@ -117,34 +124,41 @@ void DataServer::Serve(const httplib::Request& req, httplib::Response& res) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Error(res, 404, digest + " is not held here");
     const int64_t size = ::lseek(fd, 0, SEEK_END);
-    auto shared_fd = std::shared_ptr<int>(new int(fd), [](int* f) { ::close(*f); delete f; });
+    auto shared_fd = std::shared_ptr<int>(new int(fd), [](int* f) {
+      ::close(*f);
+      delete f;
+    });
     const RangeAsked range = ParseRange(req.get_header_value("Range"), size);
     // The range is answered here, whole: httplib would otherwise apply its own reading of the
     // header again (and answers a start past the end with 206 and no bytes).
     const_cast<httplib::Request&>(req).ranges.clear();
     if (range.kind == RangeAsked::kUnsatisfiable) {
       res.set_header("Content-Range", "bytes */" + std::to_string(size));
-      return Error(res, 416, "the object has " + std::to_string(size) + " bytes: ask for one range within them");
+      return Error(
+          res, 416,
+          "the object has " + std::to_string(size) + " bytes: ask for one range within them");
     }
     const int64_t first = range.kind == RangeAsked::kPart ? range.first : 0;
     const int64_t count = range.kind == RangeAsked::kPart ? range.last - range.first + 1 : size;
     if (range.kind == RangeAsked::kPart) {
       res.status = 206;
-      res.set_header("Content-Range", "bytes " + std::to_string(range.first) + "-" + std::to_string(range.last) + "/" +
-                                          std::to_string(size));
+      res.set_header("Content-Range", "bytes " + std::to_string(range.first) + "-" +
+                                          std::to_string(range.last) + "/" + std::to_string(size));
     }
-    res.set_content_provider(static_cast<size_t>(count), "application/octet-stream",
-                             [this, shared_fd, first](size_t off, size_t len, httplib::DataSink& sink) {
-                               std::string buf(std::min<size_t>(len, 1 << 20), '\0');
-                               const ssize_t r = ::pread(*shared_fd, buf.data(), buf.size(),
-                                                         static_cast<off_t>(first + static_cast<int64_t>(off)));
-                               if (r <= 0) return false;
-                               bytes_served_ += r;
-                               return sink.write(buf.data(), static_cast<size_t>(r));
-                             });
+    res.set_content_provider(
+        static_cast<size_t>(count), "application/octet-stream",
+        [this, shared_fd, first](size_t off, size_t len, httplib::DataSink& sink) {
+          std::string buf(std::min<size_t>(len, 1 << 20), '\0');
+          const ssize_t r = ::pread(*shared_fd, buf.data(), buf.size(),
+                                    static_cast<off_t>(first + static_cast<int64_t>(off)));
+          if (r <= 0) return false;
+          bytes_served_ += r;
+          return sink.write(buf.data(), static_cast<size_t>(r));
+        });
     return;
   }
-  if (offset < 0 || length <= 0) return Error(res, 400, "offset and length must be non-negative integers (length > 0)");
+  if (offset < 0 || length <= 0)
+    return Error(res, 400, "offset and length must be non-negative integers (length > 0)");
   if (!path.empty()) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Error(res, 404, digest + " is not held here");
@@ -161,7 +175,8 @@ void DataServer::Serve(const httplib::Request& req, httplib::Response& res) {
   }
   std::shared_ptr<Partial> p = cache_->Staging(digest);
   if (!p) return Error(res, 404, digest + " is not held here");
-  if (length > p->bytes() || offset > p->bytes() - length) return Error(res, 416, "the object has " + std::to_string(p->bytes()) + " bytes");
+  if (length > p->bytes() || offset > p->bytes() - length)
+    return Error(res, 416, "the object has " + std::to_string(p->bytes()) + " bytes");
   const int64_t first = offset / p->chunk_bytes(), last = (offset + length - 1) / p->chunk_bytes();
   if (!p->WaitFor(first, last, wait_ms)) {
     if (p->abandoned()) return Error(res, 404, digest + " is not held here (its staging failed)");
@@ -189,7 +204,8 @@ Status DataServer::Start(const std::string& address) {
     port = server_->bind_to_any_port(hp.first);
     if (port <= 0) return Status::Unavailable("cannot listen on " + address + " for peers");
   } else if (!server_->bind_to_port(hp.first, port)) {
-    return Status::Unavailable("cannot listen on " + address + " for peers (in use, or not this node's address)");
+    return Status::Unavailable("cannot listen on " + address +
+                               " for peers (in use, or not this node's address)");
   }
   const bool v6 = hp.first.find(':') != std::string::npos;
   url_ = "http://" + (v6 ? "[" + hp.first + "]" : hp.first) + ":" + std::to_string(port);

@@ -1,6 +1,8 @@
 #include "agent/data/object_cache.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,10 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
-#include <spdlog/spdlog.h>
 
 #include "agent/container/image_cache.h"
 
@@ -23,7 +22,9 @@ namespace fs = std::filesystem;
 std::string HexOf(const std::string& digest) {
   if (digest.size() != 71 || digest.rfind("sha256:", 0) != 0) return "";
   const std::string hex = digest.substr(7);
-  const bool ok = std::all_of(hex.begin(), hex.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); });
+  const bool ok = std::all_of(hex.begin(), hex.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
+  });
   return ok ? hex : "";
 }
 
@@ -46,15 +47,18 @@ std::pair<int64_t, int64_t> Partial::ChunkRange(int64_t i) const {
 }
 
 Status Partial::Write(int64_t i, const std::string& data) {
-  if (i < 0 || i >= chunks_) return Status::InvalidArgument("chunk " + std::to_string(i) + " is out of range");
+  if (i < 0 || i >= chunks_)
+    return Status::InvalidArgument("chunk " + std::to_string(i) + " is out of range");
   auto [off, len] = ChunkRange(i);
   if (static_cast<int64_t>(data.size()) != len) {
-    return Status::FailedPrecondition("chunk " + std::to_string(i) + " of " + digest_ + " came with " + std::to_string(data.size()) +
-                            " bytes, not " + std::to_string(len));
+    return Status::FailedPrecondition("chunk " + std::to_string(i) + " of " + digest_ +
+                                      " came with " + std::to_string(data.size()) + " bytes, not " +
+                                      std::to_string(len));
   }
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t w = ::pwrite(fd_, data.data() + done, data.size() - done, off + static_cast<int64_t>(done));
+    ssize_t w =
+        ::pwrite(fd_, data.data() + done, data.size() - done, off + static_cast<int64_t>(done));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return Status::Internal("writing " + path_ + ": " + std::strerror(errno));
     done += static_cast<size_t>(w);
@@ -99,13 +103,17 @@ StatusOr<std::string> ReadAt(int fd, int64_t offset, int64_t length) {
   while (done < length) {
     ssize_t r = ::pread(fd, out.data() + done, length - done, offset + done);
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return Status::Internal(std::string("reading a cached object: ") + (r == 0 ? "short file" : std::strerror(errno)));
+    if (r <= 0)
+      return Status::Internal(std::string("reading a cached object: ") +
+                              (r == 0 ? "short file" : std::strerror(errno)));
     done += r;
   }
   return out;
 }
 
-StatusOr<std::string> Partial::Read(int64_t offset, int64_t length) const { return ReadAt(fd_, offset, length); }
+StatusOr<std::string> Partial::Read(int64_t offset, int64_t length) const {
+  return ReadAt(fd_, offset, length);
+}
 
 void Partial::Abandon() {
   {
@@ -125,7 +133,8 @@ StatusOr<std::string> Sha256OfFile(int fd, int64_t bytes) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       EVP_MD_CTX_free(ctx);
-      return Status::Internal(std::string("reading the staged object: ") + (r == 0 ? "short file" : std::strerror(errno)));
+      return Status::Internal(std::string("reading the staged object: ") +
+                              (r == 0 ? "short file" : std::strerror(errno)));
     }
     EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(r));
     off += r;
@@ -143,7 +152,8 @@ StatusOr<std::string> Sha256OfFile(int fd, int64_t bytes) {
   return out;
 }
 
-ObjectCache::ObjectCache(std::string dir, int64_t budget_bytes) : dir_(std::move(dir)), budget_bytes_(budget_bytes) {}
+ObjectCache::ObjectCache(std::string dir, int64_t budget_bytes)
+    : dir_(std::move(dir)), budget_bytes_(budget_bytes) {}
 
 Status ObjectCache::Init(Time now) {
   std::error_code ec;
@@ -151,17 +161,22 @@ Status ObjectCache::Init(Time now) {
   fs::remove_all(dir_ + "/partial", ec);
   fs::create_directories(dir_ + "/partial", ec);
   fs::create_directories(dir_ + "/views", ec);
-  if (!fs::is_directory(dir_ + "/objects") || !fs::is_directory(dir_ + "/partial") || !fs::is_directory(dir_ + "/views")) {
-    return Status::FailedPrecondition("cannot create the artifact cache in " + dir_ +
-                                      "; give hangar agent a writable --cache-dir (the node's local scratch disk)");
+  if (!fs::is_directory(dir_ + "/objects") || !fs::is_directory(dir_ + "/partial") ||
+      !fs::is_directory(dir_ + "/views")) {
+    return Status::FailedPrecondition(
+        "cannot create the artifact cache in " + dir_ +
+        "; give hangar agent a writable --cache-dir (the node's local scratch disk)");
   }
   // Objects are readable only through the views of the tasks that use them (and by the agent,
   // which serves peers): the other folders admit no one else. Set at every start, so that a cache
   // an older agent made open is closed too.
-  for (const auto& [sub, mode] : {std::pair<std::string, mode_t>{"", 0711}, {"/objects", 0700}, {"/partial", 0700},
+  for (const auto& [sub, mode] : {std::pair<std::string, mode_t>{"", 0711},
+                                  {"/objects", 0700},
+                                  {"/partial", 0700},
                                   {"/views", 0711}}) {
     if (::chmod((dir_ + sub).c_str(), mode) != 0) {
-      return Status::FailedPrecondition("cannot restrict " + dir_ + sub + ": " + std::strerror(errno) +
+      return Status::FailedPrecondition("cannot restrict " + dir_ + sub + ": " +
+                                        std::strerror(errno) +
                                         "; the artifact cache must belong to the agent's user");
     }
   }
@@ -182,7 +197,8 @@ Status ObjectCache::Init(Time now) {
     const std::string digest = "sha256:" + e.path().filename().string();
     if (HexOf(digest).empty() || !e.is_regular_file()) continue;
     auto it = last.find(digest);
-    objects_[digest] = {digest, static_cast<int64_t>(e.file_size()), it != last.end() ? it->second : now};
+    objects_[digest] = {digest, static_cast<int64_t>(e.file_size()),
+                        it != last.end() ? it->second : now};
   }
   SaveLocked();
   return Status::Ok();
@@ -212,7 +228,8 @@ void ObjectCache::SetWanted(std::set<std::string> digests) {
   wanted_ = std::move(digests);
 }
 
-StatusOr<std::shared_ptr<Partial>> ObjectCache::Begin(const std::string& digest, int64_t bytes, int64_t chunk_bytes) {
+StatusOr<std::shared_ptr<Partial>> ObjectCache::Begin(const std::string& digest, int64_t bytes,
+                                                      int64_t chunk_bytes) {
   const std::string hex = HexOf(digest);
   if (hex.empty()) return Status::InvalidArgument("'" + digest + "' is not a sha256 digest");
   std::lock_guard<std::mutex> l(mu_);
@@ -223,7 +240,8 @@ StatusOr<std::shared_ptr<Partial>> ObjectCache::Begin(const std::string& digest,
   if (::ftruncate(fd, bytes) != 0) {
     const std::string why = std::strerror(errno);
     ::close(fd);
-    return Status::ResourceExhausted("cannot make room for " + std::to_string(bytes) + " bytes in " + path + ": " + why);
+    return Status::ResourceExhausted("cannot make room for " + std::to_string(bytes) +
+                                     " bytes in " + path + ": " + why);
   }
   auto p = std::make_shared<Partial>(digest, bytes, chunk_bytes, fd, path);
   staging_[digest] = p;
@@ -247,7 +265,8 @@ Status ObjectCache::Commit(const std::shared_ptr<Partial>& p, Time now) {
     ::fsync(p->fd());
     ::fchmod(p->fd(), 0444);
     const std::string to = dir_ + "/objects/" + HexOf(p->digest());
-    if (::rename(p->path().c_str(), to.c_str()) != 0) result = Status::Internal("cannot move it into " + to + ": " + std::strerror(errno));
+    if (::rename(p->path().c_str(), to.c_str()) != 0)
+      result = Status::Internal("cannot move it into " + to + ": " + std::strerror(errno));
   }
   if (!result.ok()) {
     Drop(p);
@@ -264,7 +283,8 @@ void ObjectCache::Drop(const std::shared_ptr<Partial>& p) {
   p->Abandon();
   ::unlink(p->path().c_str());
   std::lock_guard<std::mutex> l(mu_);
-  if (auto it = staging_.find(p->digest()); it != staging_.end() && it->second == p) staging_.erase(it);
+  if (auto it = staging_.find(p->digest()); it != staging_.end() && it->second == p)
+    staging_.erase(it);
 }
 
 std::vector<std::string> ObjectCache::Evict(const std::set<std::string>& in_use) {
@@ -272,7 +292,8 @@ std::vector<std::string> ObjectCache::Evict(const std::set<std::string>& in_use)
   {
     std::lock_guard<std::mutex> l(mu_);
     std::vector<CachedImageState> states;
-    for (const auto& [d, o] : objects_) states.push_back({LocalImage{d, {d}, {}, o.bytes}, o.last_used});
+    for (const auto& [d, o] : objects_)
+      states.push_back({LocalImage{d, {d}, {}, o.bytes}, o.last_used});
     std::set<std::string> keep = wanted_;
     keep.insert(in_use.begin(), in_use.end());
     plan = PlanEviction(states, keep, budget_bytes_);

@@ -88,7 +88,8 @@ class ObjectCache {
   void Touch(const std::string& digest, Time now);
   void SetWanted(std::set<std::string> digests);
   // Starts staging an object (a fresh sparse file); refused while it is being staged already.
-  StatusOr<std::shared_ptr<Partial>> Begin(const std::string& digest, int64_t bytes, int64_t chunk_bytes);
+  StatusOr<std::shared_ptr<Partial>> Begin(const std::string& digest, int64_t bytes,
+                                           int64_t chunk_bytes);
   // The object being staged, if any (for peers that read chunks as they arrive).
   std::shared_ptr<Partial> Staging(const std::string& digest) const;
   // Verifies the staged content against its digest; on success the object is in the cache. Either

@@ -1,8 +1,8 @@
 #include "agent/data/object_cache.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +17,8 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string DigestOf(const std::string& content) {
-  const std::string path = std::filesystem::temp_directory_path() / ("hangar-digest-" + std::to_string(::getpid()));
+  const std::string path =
+      std::filesystem::temp_directory_path() / ("hangar-digest-" + std::to_string(::getpid()));
   std::ofstream(path) << content;
   const int fd = ::open(path.c_str(), O_RDONLY);
   auto d = Sha256OfFile(fd, static_cast<int64_t>(content.size()));
@@ -27,7 +28,8 @@ std::string DigestOf(const std::string& content) {
 }
 
 TEST(ObjectCacheTest, Sha256OfFileIsTheKnownDigest) {
-  EXPECT_EQ(DigestOf("test"), "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+  EXPECT_EQ(DigestOf("test"),
+            "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
 }
 
 TEST(ObjectCacheTest, AnObjectIsHeldOnlyOnceVerifiedAndIsReadOnly) {

@@ -1,12 +1,13 @@
 #include "agent/data/stager.h"
 
 #include <fcntl.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstring>
-
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -14,9 +15,6 @@
 #include <mutex>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
-#include <spdlog/spdlog.h>
 
 namespace hangar::agent::data {
 namespace {
@@ -36,49 +34,62 @@ std::unique_ptr<httplib::Client> MakeClient(const std::string& base, Duration ti
   c->set_keep_alive(true);
   if (base.rfind("https://", 0) == 0) {
     c->enable_server_certificate_verification(true);
-    if (std::filesystem::exists("/etc/ssl/certs/ca-certificates.crt")) c->set_ca_cert_path("/etc/ssl/certs/ca-certificates.crt");
+    if (std::filesystem::exists("/etc/ssl/certs/ca-certificates.crt"))
+      c->set_ca_cert_path("/etc/ssl/certs/ca-certificates.crt");
   }
   return c;
 }
 
 }  // namespace
 
-StatusOr<std::string> ReadOrigin(const std::string& source, int64_t total, int64_t offset, int64_t length,
-                                 Duration timeout) {
+StatusOr<std::string> ReadOrigin(const std::string& source, int64_t total, int64_t offset,
+                                 int64_t length, Duration timeout) {
   if (source.rfind("file://", 0) == 0) {
-    return Status::InvalidArgument(source + ": a file:// source is opened as its user (OpenFileSource), not read here");
+    return Status::InvalidArgument(
+        source + ": a file:// source is opened as its user (OpenFileSource), not read here");
   }
   auto [base, path] = SplitUrl(source);
   auto client = MakeClient(base, timeout);
-  const httplib::Headers h = {{"Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1)}};
+  const httplib::Headers h = {
+      {"Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1)}};
   auto res = client->Get(path, h);
-  if (!res) return Status::Unavailable(source + " did not answer (" + httplib::to_string(res.error()) + ")");
-  if (res->status == 206 && static_cast<int64_t>(res->body.size()) == length) return std::move(res->body);
-  if (res->status == 200 && static_cast<int64_t>(res->body.size()) == total) return res->body.substr(offset, length);
+  if (!res)
+    return Status::Unavailable(source + " did not answer (" + httplib::to_string(res.error()) +
+                               ")");
+  if (res->status == 206 && static_cast<int64_t>(res->body.size()) == length)
+    return std::move(res->body);
+  if (res->status == 200 && static_cast<int64_t>(res->body.size()) == total)
+    return res->body.substr(offset, length);
   if (res->status == 200 || res->status == 206 || res->status == 416) {
-    return Status::FailedPrecondition(source + " answered " + std::to_string(res->status) + " with " + std::to_string(res->body.size()) +
-                            " bytes for bytes " + std::to_string(offset) + "-" + std::to_string(offset + length - 1) + " of a " +
-                            std::to_string(total) + "-byte object: is the job's size right?");
+    return Status::FailedPrecondition(
+        source + " answered " + std::to_string(res->status) + " with " +
+        std::to_string(res->body.size()) + " bytes for bytes " + std::to_string(offset) + "-" +
+        std::to_string(offset + length - 1) + " of a " + std::to_string(total) +
+        "-byte object: is the job's size right?");
   }
   return Status(res->status == 404 ? StatusCode::kNotFound : StatusCode::kUnavailable,
                 source + " answered HTTP " + std::to_string(res->status));
 }
 
-StatusOr<OpenedPath> OpenFileSource(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who) {
+StatusOr<OpenedPath> OpenFileSource(const pb::ArtifactStage& s,
+                                    const std::optional<TaskCredentials>& who) {
   const std::vector<std::string> roots(s.file_roots().begin(), s.file_roots().end());
   HANGAR_ASSIGN_OR_RETURN(OpenedPath f,
-                          OpenAsUser(s.source().substr(7), who, roots, OpenFor::kReading, "data.file_roots", s.source()));
+                          OpenAsUser(s.source().substr(7), who, roots, OpenFor::kReading,
+                                     "data.file_roots", s.source()));
   // Facts about the file only now that the user has shown they may read it.
   struct stat st {};
   if (::fstat(f.fd(), &st) != 0) return Status::Internal(s.source() + ": " + std::strerror(errno));
   if (st.st_size != s.bytes()) {
-    return Status::FailedPrecondition(s.source() + " is " + std::to_string(st.st_size) + " bytes, not the " +
-                                      std::to_string(s.bytes()) + " the job's size says");
+    return Status::FailedPrecondition(s.source() + " is " + std::to_string(st.st_size) +
+                                      " bytes, not the " + std::to_string(s.bytes()) +
+                                      " the job's size says");
   }
   return f;
 }
 
-Stager::Stager(ObjectCache* cache, std::function<std::string()> token, Clock* clock, StagerOptions o)
+Stager::Stager(ObjectCache* cache, std::function<std::string()> token, Clock* clock,
+               StagerOptions o)
     : cache_(cache), token_(std::move(token)), clock_(clock), o_(o) {}
 
 StageOutcome Stager::Stage(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who,
@@ -90,14 +101,16 @@ StageOutcome Stager::Stage(const pb::ArtifactStage& s, const std::optional<TaskC
     return out;
   }
   // Another Stage of this object on this node (another job's): wait for it.
-  while (cache_->Staging(s.digest()) && !*stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (cache_->Staging(s.digest()) && !*stop)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (cache_->Holds(s.digest())) {
     out.ok = true;
     out.took = clock_->Now() - start;
     return out;
   }
   out = Attempt(s, who, /*origin_only=*/false, stop);
-  if (!out.ok && out.peer_bytes > 0 && !*stop && out.message.find("hashes to") != std::string::npos) {
+  if (!out.ok && out.peer_bytes > 0 && !*stop &&
+      out.message.find("hashes to") != std::string::npos) {
     spdlog::warn("artifact {}: {}; staging again from the origin alone", s.digest(), out.message);
     StageOutcome again = Attempt(s, who, /*origin_only=*/true, stop);
     again.peer_bytes += out.peer_bytes;
@@ -117,13 +130,13 @@ struct Work {
   const StagerOptions& o;
   Clock* clock;
   const std::atomic<bool>* stop;
-  std::string auth;  // "Bearer <data token>"
+  std::string auth;    // "Bearer <data token>"
   int origin_fd = -1;  // a file:// origin, opened as the job's user
   Time begun_at = 0;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<int64_t> origin;                   // chunks to read from the origin
-  std::deque<std::pair<int64_t, int>> peer;     // chunk, peer index
+  std::deque<int64_t> origin;                // chunks to read from the origin
+  std::deque<std::pair<int64_t, int>> peer;  // chunk, peer index
   int peer_busy = 0;
   Status failure = Status::Ok();
   std::atomic<int64_t> origin_bytes{0}, peer_bytes{0};
@@ -146,8 +159,9 @@ void ReadOriginChunks(Work& w) {
     int64_t c;
     {
       std::unique_lock<std::mutex> l(w.mu);
-      w.cv.wait_for(l, std::chrono::milliseconds(200),
-                    [&] { return !w.origin.empty() || (w.peer.empty() && w.peer_busy == 0) || !w.failure.ok(); });
+      w.cv.wait_for(l, std::chrono::milliseconds(200), [&] {
+        return !w.origin.empty() || (w.peer.empty() && w.peer_busy == 0) || !w.failure.ok();
+      });
       if (!w.failure.ok()) return;
       if (w.origin.empty()) {
         if (w.peer.empty() && w.peer_busy == 0) return;
@@ -157,8 +171,9 @@ void ReadOriginChunks(Work& w) {
       w.origin.pop_front();
     }
     auto [off, len] = w.p.ChunkRange(c);
-    auto data = w.origin_fd >= 0 ? ReadAt(w.origin_fd, off, len)
-                                 : ReadOrigin(w.s.source(), w.s.bytes(), off, len, w.o.origin_timeout);
+    auto data = w.origin_fd >= 0
+                    ? ReadAt(w.origin_fd, off, len)
+                    : ReadOrigin(w.s.source(), w.s.bytes(), off, len, w.o.origin_timeout);
     if (!data.ok()) return w.Fail(data.status());
     if (Status ws = w.p.Write(c, *data); !ws.ok()) return w.Fail(ws);
     w.origin_bytes += len;
@@ -168,7 +183,8 @@ void ReadOriginChunks(Work& w) {
 // Chunk `c` from a peer, waiting while the peer is still getting it; false: the origin must.
 bool ReadFromPeer(Work& w, httplib::Client& client, int64_t c) {
   auto [off, len] = w.p.ChunkRange(c);
-  const std::string path = "/v1/objects/" + w.s.digest() + "?offset=" + std::to_string(off) + "&length=" + std::to_string(len) +
+  const std::string path = "/v1/objects/" + w.s.digest() + "?offset=" + std::to_string(off) +
+                           "&length=" + std::to_string(len) +
                            "&wait_ms=" + std::to_string(w.o.peer_wait);
   int64_t held = -1;
   Time progress = w.clock->Now();
@@ -215,7 +231,8 @@ void ReadPeerChunks(Work& w) {
     std::lock_guard<std::mutex> l(w.mu);
     --w.peer_busy;
     if (!got && !*w.stop) {
-      spdlog::info("artifact {}: chunk {} not from peer {}; reading the origin", w.s.digest(), c, w.s.peers(src));
+      spdlog::info("artifact {}: chunk {} not from peer {}; reading the origin", w.s.digest(), c,
+                   w.s.peers(src));
       w.origin.push_back(c);
     }
     w.cv.notify_all();
@@ -224,8 +241,8 @@ void ReadPeerChunks(Work& w) {
 
 }  // namespace
 
-StageOutcome Stager::Attempt(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who, bool origin_only,
-                             const std::atomic<bool>* stop) {
+StageOutcome Stager::Attempt(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who,
+                             bool origin_only, const std::atomic<bool>* stop) {
   StageOutcome out;
   // A file:// origin is opened before anything is staged: a source its user may not read leaves
   // nothing behind, and the error says no more than the user could learn.
@@ -272,9 +289,12 @@ StageOutcome Stager::Attempt(const pb::ArtifactStage& s, const std::optional<Tas
     return out;
   }
   if (Status c = cache_->Commit(p, clock_->Now()); !c.ok()) {
-    out.message = "artifact " + s.digest() + " from " + s.source() + ": " + c.message() +
-                  (out.peer_bytes > 0 ? "" : ": the origin copy is not what the job names (corrupted, or changed since); "
-                                             "fix the source or the job's sha256");
+    out.message =
+        "artifact " + s.digest() + " from " + s.source() + ": " + c.message() +
+        (out.peer_bytes > 0
+             ? ""
+             : ": the origin copy is not what the job names (corrupted, or changed since); "
+               "fix the source or the job's sha256");
     return out;
   }
   out.ok = true;

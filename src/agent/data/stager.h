@@ -33,22 +33,23 @@ struct StageOutcome {
 
 struct StagerOptions {
   int peer_workers = 4;
-  Duration peer_wait = 5 * kSecond;     // one long-poll
-  Duration peer_stall = 30 * kSecond;   // a peer that gains no chunk this long is given up
+  Duration peer_wait = 5 * kSecond;    // one long-poll
+  Duration peer_stall = 30 * kSecond;  // a peer that gains no chunk this long is given up
   Duration origin_timeout = 120 * kSecond;
-  Duration peer_grace = 3 * kSecond;    // a peer that has not begun staging yet, at first
+  Duration peer_grace = 3 * kSecond;  // a peer that has not begun staging yet, at first
 };
 
 class Stager {
  public:
-  Stager(ObjectCache* cache, std::function<std::string()> token, Clock* clock, StagerOptions o = {});
+  Stager(ObjectCache* cache, std::function<std::string()> token, Clock* clock,
+         StagerOptions o = {});
   // `who`: the job's user, who must be able to read a file:// source (nullopt: the agent's own).
   StageOutcome Stage(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who,
                      const std::atomic<bool>* stop);
 
  private:
-  StageOutcome Attempt(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who, bool origin_only,
-                       const std::atomic<bool>* stop);
+  StageOutcome Attempt(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who,
+                       bool origin_only, const std::atomic<bool>* stop);
   ObjectCache* cache_;
   std::function<std::string()> token_;
   Clock* clock_;
@@ -57,11 +58,12 @@ class Stager {
 
 // Reads [offset, offset+length) of an origin URL (https://, http://); the error names the source
 // and what it answered. file:// sources are opened with OpenFileSource instead.
-StatusOr<std::string> ReadOrigin(const std::string& source, int64_t total, int64_t offset, int64_t length,
-                                 Duration timeout);
+StatusOr<std::string> ReadOrigin(const std::string& source, int64_t total, int64_t offset,
+                                 int64_t length, Duration timeout);
 
 // A file:// source (s.source()) opened as `who`, under s.file_roots(), and checked to have the
 // size the job says. A file the user cannot open gets the one sentence OpenAsUser gives.
-StatusOr<OpenedPath> OpenFileSource(const pb::ArtifactStage& s, const std::optional<TaskCredentials>& who);
+StatusOr<OpenedPath> OpenFileSource(const pb::ArtifactStage& s,
+                                    const std::optional<TaskCredentials>& who);
 
 }  // namespace hangar::agent::data

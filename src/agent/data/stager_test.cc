@@ -1,11 +1,10 @@
 #include "agent/data/stager.h"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -39,8 +38,8 @@ Origin MakeOrigin(const std::string& dir, int64_t bytes, uint32_t seed = 7) {
   return o;
 }
 
-pb::ArtifactStage Plan(const Origin& o, const std::string& source, int64_t chunk, const std::vector<std::string>& peers,
-                       int32_t each_chunk_from) {
+pb::ArtifactStage Plan(const Origin& o, const std::string& source, int64_t chunk,
+                       const std::vector<std::string>& peers, int32_t each_chunk_from) {
   pb::ArtifactStage s;
   s.set_digest(o.digest);
   s.set_source(source);
@@ -68,7 +67,8 @@ TEST_F(StagerTest, StagesFromAFileOriginAndVerifies) {
   Origin o = MakeOrigin(dir_.path(), 3'000'001);
   ObjectCache cache(dir_.path() + "/a", 0);
   ASSERT_TRUE(cache.Init(1).ok());
-  Stager st(&cache, [] { return "t"; }, &clock_);
+  Stager st(
+      &cache, [] { return "t"; }, &clock_);
   StageOutcome out = st.Stage(Plan(o, "file://" + o.path, 1 << 20, {}, -1), std::nullopt, &stop_);
   ASSERT_TRUE(out.ok) << out.message;
   EXPECT_EQ(out.origin_bytes, 3'000'001);
@@ -86,7 +86,8 @@ TEST_F(StagerTest, ACorruptedOriginFailsWithWhatItHashedTo) {
   std::ofstream(o.path, std::ios::binary) << bad;
   ObjectCache cache(dir_.path() + "/a", 0);
   ASSERT_TRUE(cache.Init(1).ok());
-  Stager st(&cache, [] { return "t"; }, &clock_);
+  Stager st(
+      &cache, [] { return "t"; }, &clock_);
   StageOutcome out = st.Stage(Plan(o, "file://" + o.path, 1 << 16, {}, -1), std::nullopt, &stop_);
   ASSERT_FALSE(out.ok);
   EXPECT_THAT(out.message, HasSubstr("hashes to sha256:"));
@@ -112,8 +113,11 @@ TEST_F(StagerTest, StagesOverHttpWithRangeRequests) {
   std::thread t([&] { origin.listen_after_bind(); });
   ObjectCache cache(dir_.path() + "/a", 0);
   ASSERT_TRUE(cache.Init(1).ok());
-  Stager st(&cache, [] { return "t"; }, &clock_);
-  StageOutcome out = st.Stage(Plan(o, "http://127.0.0.1:" + std::to_string(port) + "/w.bin", 1 << 20, {}, -1), std::nullopt, &stop_);
+  Stager st(
+      &cache, [] { return "t"; }, &clock_);
+  StageOutcome out =
+      st.Stage(Plan(o, "http://127.0.0.1:" + std::to_string(port) + "/w.bin", 1 << 20, {}, -1),
+               std::nullopt, &stop_);
   origin.stop();
   t.join();
   ASSERT_TRUE(out.ok) << out.message;
@@ -132,9 +136,13 @@ TEST_F(StagerTest, APeerPassesChunksOnWhileItIsStillStagingThem) {
   // A stages from the origin slowly: chunk by chunk, by hand.
   auto p = a.Begin(o.digest, 4'000'000, 1 << 20);
   ASSERT_TRUE(p.ok());
-  Stager sb(&b, [] { return "secret"; }, &clock_);
+  Stager sb(
+      &b, [] { return "secret"; }, &clock_);
   StageOutcome out;
-  std::thread t([&] { out = sb.Stage(Plan(o, "http://127.0.0.1:1/never-read", 1 << 20, {server.url()}, 0), std::nullopt, &stop_); });
+  std::thread t([&] {
+    out = sb.Stage(Plan(o, "http://127.0.0.1:1/never-read", 1 << 20, {server.url()}, 0),
+                   std::nullopt, &stop_);
+  });
   for (int64_t c = 0; c < 4; ++c) {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     auto [off, len] = (*p)->ChunkRange(c);
@@ -157,8 +165,10 @@ TEST_F(StagerTest, AChunkAPeerCannotGiveComesFromTheOrigin) {
   ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   server.SetToken("secret");
   // The peer holds nothing; and a wrong token is refused like a missing object.
-  Stager sb(&b, [] { return "wrong"; }, &clock_);
-  StageOutcome out = sb.Stage(Plan(o, "file://" + o.path, 1 << 20, {server.url()}, 0), std::nullopt, &stop_);
+  Stager sb(
+      &b, [] { return "wrong"; }, &clock_);
+  StageOutcome out =
+      sb.Stage(Plan(o, "file://" + o.path, 1 << 20, {server.url()}, 0), std::nullopt, &stop_);
   ASSERT_TRUE(out.ok) << out.message;
   EXPECT_EQ(out.origin_bytes, 2'000'000);
   EXPECT_EQ(out.peer_bytes, 0);
@@ -180,8 +190,10 @@ TEST_F(StagerTest, APeerThatServesBadBytesCannotFailTheStaging) {
   DataServer server(&a);
   ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   server.SetToken("s");
-  Stager sb(&b, [] { return "s"; }, &clock_);
-  StageOutcome out = sb.Stage(Plan(o, "file://" + o.path, 1 << 18, {server.url()}, 0), std::nullopt, &stop_);
+  Stager sb(
+      &b, [] { return "s"; }, &clock_);
+  StageOutcome out =
+      sb.Stage(Plan(o, "file://" + o.path, 1 << 18, {server.url()}, 0), std::nullopt, &stop_);
   ASSERT_TRUE(out.ok) << out.message;
   EXPECT_EQ(out.peer_bytes, 1'000'000);
   EXPECT_EQ(out.origin_bytes, 1'000'000);  // staged again from the origin alone
@@ -192,20 +204,23 @@ TEST_F(StagerTest, WholeObjectsHonourRange) {
   Origin o = MakeOrigin(dir_.path(), 100'000);
   ObjectCache a(dir_.path() + "/a", 0);
   ASSERT_TRUE(a.Init(1).ok());
-  Stager sa(&a, [] { return "s"; }, &clock_);
+  Stager sa(
+      &a, [] { return "s"; }, &clock_);
   ASSERT_TRUE(sa.Stage(Plan(o, "file://" + o.path, 1 << 20, {}, -1), std::nullopt, &stop_).ok);
   DataServer server(&a);
   ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   server.SetToken("s");
   httplib::Client c(server.url());
-  auto r = c.Get("/v1/objects/" + o.digest, {{"Authorization", "Bearer s"}, {"Range", "bytes=10-19"}});
+  auto r =
+      c.Get("/v1/objects/" + o.digest, {{"Authorization", "Bearer s"}, {"Range", "bytes=10-19"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 206);
   EXPECT_EQ(r->body, o.content.substr(10, 10));
   auto whole = c.Get("/v1/objects/" + o.digest, {{"Authorization", "Bearer s"}});
   ASSERT_TRUE(whole);
   EXPECT_EQ(whole->body, o.content);
-  auto missing = c.Get("/v1/objects/sha256:" + std::string(64, '0'), {{"Authorization", "Bearer s"}});
+  auto missing =
+      c.Get("/v1/objects/sha256:" + std::string(64, '0'), {{"Authorization", "Bearer s"}});
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
 }

@@ -1,13 +1,13 @@
 #include "agent/gpu/fake_backend.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-
-#include <spdlog/spdlog.h>
 
 #include "agent/gpu/fault_script.h"
 #include "agent/gpu/mig_layout.h"
@@ -23,7 +23,8 @@ constexpr uint64_t kXidFallenOffBus = 79;
 
 // A MIG device UUID that is the same whenever the same instance is created on the same GPU.
 std::string FakeMigUuid(const std::string& node, int gpu, const pb::MigGpuInstance& mi) {
-  const std::string key = node + "/" + std::to_string(gpu) + "/" + std::to_string(mi.start()) + "/" + mi.profile();
+  const std::string key =
+      node + "/" + std::to_string(gpu) + "/" + std::to_string(mi.start()) + "/" + mi.profile();
   auto fnv = [&](uint64_t h) {
     for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
     return h;
@@ -32,7 +33,8 @@ std::string FakeMigUuid(const std::string& node, int gpu, const pb::MigGpuInstan
   char buf[64];
   std::snprintf(buf, sizeof buf, "MIG-%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
                 static_cast<unsigned>(a >> 16 & 0xffff), static_cast<unsigned>(a & 0xffff),
-                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffull));
+                static_cast<unsigned>(b >> 48),
+                static_cast<unsigned long long>(b & 0xffffffffffffull));
   return buf;
 }
 
@@ -131,7 +133,8 @@ Status FakeBackend::CheckMigGpu(uint32_t gpu) const {
     return Status::NotFound("GPU " + std::to_string(gpu) + " is not on this node (it has " +
                             std::to_string(o_.count) + ")");
   }
-  if (!o_.mig) return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " is not in MIG mode");
+  if (!o_.mig)
+    return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " is not in MIG mode");
   return Status::Ok();
 }
 
@@ -142,11 +145,13 @@ Status FakeBackend::CreateMig(uint32_t gpu, pb::MigGpuInstance mi) {
   HANGAR_RETURN_IF_ERROR(CheckMigReshape(layout, {}, {mi}));
   mi.set_uuid(FakeMigUuid(node_, static_cast<int>(gpu), mi));
   layout.push_back(std::move(mi));
-  std::sort(layout.begin(), layout.end(), [](const auto& a, const auto& b) { return a.start() < b.start(); });
+  std::sort(layout.begin(), layout.end(),
+            [](const auto& a, const auto& b) { return a.start() < b.start(); });
   return Status::Ok();
 }
 
-MigReshapeResult FakeBackend::ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
+MigReshapeResult FakeBackend::ReshapeMig(uint32_t gpu,
+                                         const std::vector<pb::MigGpuInstance>& destroy,
                                          const std::vector<pb::MigGpuInstance>& create) {
   std::lock_guard<std::mutex> l(mu_);
   MigReshapeResult out;
@@ -167,8 +172,10 @@ MigReshapeResult FakeBackend::ReshapeMig(uint32_t gpu, const std::vector<pb::Mig
   }
   for (size_t i = 0; out.status.ok() && i < create.size(); ++i) {
     Status s = CreateMig(gpu, create[i]);
-    if (!s.ok()) out.status = Status::FailedPrecondition(where + "create " + create[i].profile() + " at slice " +
-                                                         std::to_string(create[i].start()) + ": " + s.message());
+    if (!s.ok())
+      out.status =
+          Status::FailedPrecondition(where + "create " + create[i].profile() + " at slice " +
+                                     std::to_string(create[i].start()) + ": " + s.message());
   }
   SaveMigState();
   out.layout = layout;
@@ -181,7 +188,8 @@ void FakeBackend::LoadMigState() {
   if (!in) return;
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (!j.is_object()) {
-    spdlog::warn("fake GPUs: {} is not a JSON object; the MIG GPUs start with no instances", o_.mig_state_file);
+    spdlog::warn("fake GPUs: {} is not a JSON object; the MIG GPUs start with no instances",
+                 o_.mig_state_file);
     return;
   }
   for (auto& [gpu, list] : j.items()) {
@@ -192,7 +200,8 @@ void FakeBackend::LoadMigState() {
       mi.set_profile(e.value("profile", ""));
       mi.set_start(e.value("start", 0u));
       Status s = CreateMig(g, mi);
-      if (!s.ok()) spdlog::warn("fake GPUs: {}: GPU {}: {}; left out", o_.mig_state_file, g, s.message());
+      if (!s.ok())
+        spdlog::warn("fake GPUs: {}: GPU {}: {}; left out", o_.mig_state_file, g, s.message());
     }
   }
 }
@@ -202,7 +211,8 @@ void FakeBackend::SaveMigState() const {
   nlohmann::json j = nlohmann::json::object();
   for (size_t g = 0; g < mig_.size(); ++g) {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& mi : mig_[g]) list.push_back({{"profile", mi.profile()}, {"start", mi.start()}});
+    for (const auto& mi : mig_[g])
+      list.push_back({{"profile", mi.profile()}, {"start", mi.start()}});
     j[std::to_string(g)] = list;
   }
   const std::string tmp = o_.mig_state_file + ".tmp";

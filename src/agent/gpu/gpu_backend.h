@@ -63,7 +63,8 @@ class GpuBackend {
   virtual MigReshapeResult ReshapeMig(uint32_t /*gpu*/,
                                       const std::vector<pb::MigGpuInstance>& /*destroy*/,
                                       const std::vector<pb::MigGpuInstance>& /*create*/) {
-    return {Status::FailedPrecondition("the " + name() + " GPU backend cannot re-cut MIG GPUs"), {}};
+    return {Status::FailedPrecondition("the " + name() + " GPU backend cannot re-cut MIG GPUs"),
+            {}};
   }
   // Schedules the faults of a fault script (fault_script.h), `at` counted from `now`. Only the
   // fake backend can break on cue; the others answer FailedPrecondition.

@@ -125,7 +125,8 @@ Status CompleteMigInstance(int64_t gpu_memory_mib, pb::MigGpuInstance* mi) {
   if (!cluster::MigPlacementMask(*shape, static_cast<int>(mi->start()))) {
     std::string starts;
     for (int i = 0; i < cluster::kMigMemorySlices; ++i) {
-      if (cluster::MigPlacementMask(*shape, i)) starts += (starts.empty() ? "" : ", ") + std::to_string(i);
+      if (cluster::MigPlacementMask(*shape, i))
+        starts += (starts.empty() ? "" : ", ") + std::to_string(i);
     }
     return Status::InvalidArgument(mi->profile() + " may start at slice " + starts + ", not at " +
                                    std::to_string(mi->start()));
@@ -138,23 +139,24 @@ Status CheckMigReshape(const MigLayout& layout, const MigLayout& destroy, const 
   for (const auto& d : destroy) {
     const pb::MigGpuInstance* have = FindMigInstance(layout, d.start(), d.memory_slices());
     if (!have) {
-      return Status::FailedPrecondition("there is no " + Where(d) + " (" +
-                                        std::to_string(d.memory_slices()) +
-                                        " memory slices) to destroy; the GPU has " +
-                                        DescribeMigLayout(layout));
+      return Status::FailedPrecondition(
+          "there is no " + Where(d) + " (" + std::to_string(d.memory_slices()) +
+          " memory slices) to destroy; the GPU has " + DescribeMigLayout(layout));
     }
     if (!d.profile().empty() && d.profile() != have->profile()) {
-      return Status::FailedPrecondition("the instance at slice " + std::to_string(d.start()) + " is " +
-                                        have->profile() + ", not " + d.profile() + "; the GPU has " +
-                                        DescribeMigLayout(layout));
+      return Status::FailedPrecondition("the instance at slice " + std::to_string(d.start()) +
+                                        " is " + have->profile() + ", not " + d.profile() +
+                                        "; the GPU has " + DescribeMigLayout(layout));
     }
     taken &= static_cast<uint8_t>(~MaskOf(*have));
   }
   for (const auto& c : create) {
     const uint8_t m = MaskOf(c);
-    if (m == 0) return Status::FailedPrecondition(Where(c) + " does not lie on the GPU's 8 memory slices");
+    if (m == 0)
+      return Status::FailedPrecondition(Where(c) + " does not lie on the GPU's 8 memory slices");
     if (taken & m) {
-      return Status::FailedPrecondition(Where(c) + " overlaps an instance that stays (the GPU has " +
+      return Status::FailedPrecondition(Where(c) +
+                                        " overlaps an instance that stays (the GPU has " +
                                         DescribeMigLayout(layout) + ") or another one to create");
     }
     taken |= m;
@@ -186,8 +188,9 @@ StatusOr<StaticMigLayout> ParseStaticMigLayout(const std::string& text) {
     if (entry.empty()) continue;
     const size_t colon = entry.find(':');
     if (colon == std::string::npos) {
-      return Status::InvalidArgument("--mig-layout entry '" + entry +
-                                     "' is not GPU:PROFILE,... (e.g. 0:3g.40gb,3g.40gb or *:7g.80gb)");
+      return Status::InvalidArgument(
+          "--mig-layout entry '" + entry +
+          "' is not GPU:PROFILE,... (e.g. 0:3g.40gb,3g.40gb or *:7g.80gb)");
     }
     const std::string gpu = Trim(entry.substr(0, colon));
     int index = -1;
@@ -197,7 +200,8 @@ StatusOr<StaticMigLayout> ParseStaticMigLayout(const std::string& text) {
       }
       index = std::stoi(gpu);
     }
-    if (out.count(index)) return Status::InvalidArgument("--mig-layout names GPU " + gpu + " twice");
+    if (out.count(index))
+      return Status::InvalidArgument("--mig-layout names GPU " + gpu + " twice");
     std::vector<StaticMigItem>& items = out[index];
     std::stringstream list(entry.substr(colon + 1));
     for (std::string p; std::getline(list, p, ',');) {
@@ -219,8 +223,8 @@ StatusOr<MigLayout> PlaceStaticMigLayout(const StaticMigLayout& layout, uint32_t
   for (const auto& item : it->second) {
     auto shape = cluster::MigShapeOn(part, item.profile);
     if (!shape) {
-      return Status::InvalidArgument("--mig-layout GPU " + std::to_string(gpu) + ": " + item.profile +
-                                     " is not a profile of this GPU's part (" +
+      return Status::InvalidArgument("--mig-layout GPU " + std::to_string(gpu) + ": " +
+                                     item.profile + " is not a profile of this GPU's part (" +
                                      std::string(cluster::MigPartAt(part).name) + ")");
     }
     items.emplace_back(*shape, item);
@@ -235,7 +239,8 @@ StatusOr<MigLayout> PlaceStaticMigLayout(const StaticMigLayout& layout, uint32_t
   for (const auto& [shape, item] : items) {
     const int start = item.start >= 0 ? item.start : cluster::MigBestStart(taken, shape);
     if (start < 0 || !cluster::MigFitsAt(taken, shape, start)) {
-      return Status::InvalidArgument("--mig-layout GPU " + std::to_string(gpu) + ": " + item.profile +
+      return Status::InvalidArgument("--mig-layout GPU " + std::to_string(gpu) + ": " +
+                                     item.profile +
                                      (item.start >= 0 ? " at slice " + std::to_string(start) : "") +
                                      " does not fit beside " + DescribeMigLayout(out));
     }

@@ -116,16 +116,20 @@ class NvmlBackend final : public GpuBackend {
 StatusOr<std::vector<pb::MigGpuInstance>> NvmlBackend::MigLayout(uint32_t gpu) {
   std::lock_guard<std::mutex> l(mig_mu_);
   if (gpu >= mig_memory_mib_.size() || !mig_memory_mib_[gpu] || !gpus_[gpu].handle) {
-    return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " is not a MIG-mode GPU of this node");
+    return Status::FailedPrecondition("GPU " + std::to_string(gpu) +
+                                      " is not a MIG-mode GPU of this node");
   }
   return mig_.Read(gpus_[gpu].handle, gpu, mig_memory_mib_[gpu]);
 }
 
-MigReshapeResult NvmlBackend::ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
+MigReshapeResult NvmlBackend::ReshapeMig(uint32_t gpu,
+                                         const std::vector<pb::MigGpuInstance>& destroy,
                                          const std::vector<pb::MigGpuInstance>& create) {
   std::lock_guard<std::mutex> l(mig_mu_);
   if (gpu >= mig_memory_mib_.size() || !mig_memory_mib_[gpu] || !gpus_[gpu].handle) {
-    return {Status::FailedPrecondition("GPU " + std::to_string(gpu) + " is not a MIG-mode GPU of this node"), {}};
+    return {Status::FailedPrecondition("GPU " + std::to_string(gpu) +
+                                       " is not a MIG-mode GPU of this node"),
+            {}};
   }
   return mig_.Reshape(gpus_[gpu].handle, gpu, mig_memory_mib_[gpu], destroy, create);
 }
@@ -219,9 +223,11 @@ void NvmlBackend::ReadMigProfiles(GpuQuery& q, pb::GpuInfo* g) {
     p->set_compute_slices(info.sliceCount);
     p->set_memory_mib(info.memorySizeMB);
     p->set_instances(info.instanceCount);
-    for (unsigned i = 0; i < count && i < nvml::kMigMaxPlacements; ++i) p->add_starts(placements[i].start);
+    for (unsigned i = 0; i < count && i < nvml::kMigMaxPlacements; ++i)
+      p->add_starts(placements[i].start);
     p->set_memory_slices(count > 0 ? placements[0].size : 0);
-    p->set_name(MigProfileName(static_cast<int64_t>(g->memory_mib()), info.sliceCount, p->memory_slices()));
+    p->set_name(
+        MigProfileName(static_cast<int64_t>(g->memory_mib()), info.sliceCount, p->memory_slices()));
   }
 }
 

@@ -12,12 +12,18 @@ namespace {
 // instance), or -1.
 int ComputeProfileFor(unsigned slices) {
   switch (slices) {
-    case 1: return static_cast<int>(nvml::kComputeInstanceProfile1Slice);
-    case 2: return static_cast<int>(nvml::kComputeInstanceProfile2Slice);
-    case 3: return static_cast<int>(nvml::kComputeInstanceProfile3Slice);
-    case 4: return static_cast<int>(nvml::kComputeInstanceProfile4Slice);
-    case 7: return static_cast<int>(nvml::kComputeInstanceProfile7Slice);
-    default: return -1;
+    case 1:
+      return static_cast<int>(nvml::kComputeInstanceProfile1Slice);
+    case 2:
+      return static_cast<int>(nvml::kComputeInstanceProfile2Slice);
+    case 3:
+      return static_cast<int>(nvml::kComputeInstanceProfile3Slice);
+    case 4:
+      return static_cast<int>(nvml::kComputeInstanceProfile4Slice);
+    case 7:
+      return static_cast<int>(nvml::kComputeInstanceProfile7Slice);
+    default:
+      return -1;
   }
 }
 
@@ -28,20 +34,23 @@ std::string At(const pb::MigGpuInstance& mi) {
 }  // namespace
 
 Status NvmlMig::Failed(uint32_t gpu, const std::string& call, nvmlReturn_t r) const {
-  return Status::FailedPrecondition("GPU " + std::to_string(gpu) + ": " + call + " failed: " + lib_.ErrorText(r));
+  return Status::FailedPrecondition("GPU " + std::to_string(gpu) + ": " + call +
+                                    " failed: " + lib_.ErrorText(r));
 }
 
 Status NvmlMig::HaveCalls() const {
   const NvmlFunctions& fn = f();
-  if (!fn.device_get_gpu_instance_profile_info || !fn.device_get_gpu_instances || !fn.gpu_instance_get_info ||
-      !fn.gpu_instance_get_compute_instance_profile_info || !fn.gpu_instance_get_compute_instances ||
-      !fn.compute_instance_get_info || !fn.device_create_gpu_instance_with_placement ||
-      !fn.gpu_instance_create_compute_instance || !fn.compute_instance_destroy || !fn.gpu_instance_destroy ||
+  if (!fn.device_get_gpu_instance_profile_info || !fn.device_get_gpu_instances ||
+      !fn.gpu_instance_get_info || !fn.gpu_instance_get_compute_instance_profile_info ||
+      !fn.gpu_instance_get_compute_instances || !fn.compute_instance_get_info ||
+      !fn.device_create_gpu_instance_with_placement || !fn.gpu_instance_create_compute_instance ||
+      !fn.compute_instance_destroy || !fn.gpu_instance_destroy ||
       !fn.device_get_max_mig_device_count || !fn.device_get_mig_device_handle_by_index ||
       !fn.device_get_gpu_instance_id || !fn.device_get_compute_instance_id || !fn.device_get_uuid) {
-    return Status::FailedPrecondition(lib_.path() +
-                                      " lacks NVML's MIG instance calls (driver 470 or newer has them): "
-                                      "this agent cannot read or change MIG instances; update the driver");
+    return Status::FailedPrecondition(
+        lib_.path() +
+        " lacks NVML's MIG instance calls (driver 470 or newer has them): "
+        "this agent cannot read or change MIG instances; update the driver");
   }
   return Status::Ok();
 }
@@ -53,7 +62,8 @@ StatusOr<std::vector<NvmlMig::Profile>> NvmlMig::Profiles(nvmlDevice_t dev, uint
     const nvmlReturn_t r = f().device_get_gpu_instance_profile_info(dev, index, &info);
     if (r == nvml::kErrorNotSupported) continue;  // not on this part
     if (r != nvml::kSuccess) {
-      return Failed(gpu, "nvmlDeviceGetGpuInstanceProfileInfo(profile " + std::to_string(index) + ")", r);
+      return Failed(
+          gpu, "nvmlDeviceGetGpuInstanceProfileInfo(profile " + std::to_string(index) + ")", r);
     }
     out.push_back({index, info.id, info.sliceCount, info.instanceCount});
   }
@@ -63,8 +73,8 @@ StatusOr<std::vector<NvmlMig::Profile>> NvmlMig::Profiles(nvmlDevice_t dev, uint
 Status NvmlMig::AddComputeInstances(uint32_t gpu, Gi* gi) const {
   for (unsigned p = 0; p < nvml::kComputeInstanceProfileCount; ++p) {
     nvmlComputeInstanceProfileInfo_t info{};
-    nvmlReturn_t r = f().gpu_instance_get_compute_instance_profile_info(gi->handle, p,
-                                                                        nvml::kComputeInstanceEngineProfileShared, &info);
+    nvmlReturn_t r = f().gpu_instance_get_compute_instance_profile_info(
+        gi->handle, p, nvml::kComputeInstanceEngineProfileShared, &info);
     if (r == nvml::kErrorNotSupported || r == nvml::kErrorInvalidArgument) continue;
     if (r != nvml::kSuccess) return Failed(gpu, "nvmlGpuInstanceGetComputeInstanceProfileInfo", r);
     nvmlComputeInstance_t cis[nvml::kMigMaxInstances] = {};
@@ -105,12 +115,13 @@ StatusOr<std::vector<NvmlMig::Gi>> NvmlMig::Instances(nvmlDevice_t dev, uint32_t
       out.push_back(std::move(gi));
     }
   }
-  std::sort(out.begin(), out.end(), [](const Gi& a, const Gi& b) { return a.placement.start < b.placement.start; });
+  std::sort(out.begin(), out.end(),
+            [](const Gi& a, const Gi& b) { return a.placement.start < b.placement.start; });
   return out;
 }
 
-StatusOr<std::vector<std::pair<std::pair<unsigned, unsigned>, std::string>>> NvmlMig::MigUuids(nvmlDevice_t dev,
-                                                                                              uint32_t gpu) const {
+StatusOr<std::vector<std::pair<std::pair<unsigned, unsigned>, std::string>>> NvmlMig::MigUuids(
+    nvmlDevice_t dev, uint32_t gpu) const {
   std::vector<std::pair<std::pair<unsigned, unsigned>, std::string>> out;
   unsigned max = 0;
   nvmlReturn_t r = f().device_get_max_mig_device_count(dev, &max);
@@ -119,14 +130,17 @@ StatusOr<std::vector<std::pair<std::pair<unsigned, unsigned>, std::string>>> Nvm
     nvmlDevice_t mig = nullptr;
     r = f().device_get_mig_device_handle_by_index(dev, i, &mig);
     if (r == nvml::kErrorNotFound) continue;  // no MIG device at this index
-    if (r != nvml::kSuccess) return Failed(gpu, "nvmlDeviceGetMigDeviceHandleByIndex(" + std::to_string(i) + ")", r);
+    if (r != nvml::kSuccess)
+      return Failed(gpu, "nvmlDeviceGetMigDeviceHandleByIndex(" + std::to_string(i) + ")", r);
     unsigned gi = 0, ci = 0;
     char uuid[nvml::kUuidBufferSize] = {0};
-    if ((r = f().device_get_gpu_instance_id(mig, &gi)) != nvml::kSuccess) return Failed(gpu, "nvmlDeviceGetGpuInstanceId", r);
+    if ((r = f().device_get_gpu_instance_id(mig, &gi)) != nvml::kSuccess)
+      return Failed(gpu, "nvmlDeviceGetGpuInstanceId", r);
     if ((r = f().device_get_compute_instance_id(mig, &ci)) != nvml::kSuccess) {
       return Failed(gpu, "nvmlDeviceGetComputeInstanceId", r);
     }
-    if ((r = f().device_get_uuid(mig, uuid, sizeof uuid)) != nvml::kSuccess) return Failed(gpu, "nvmlDeviceGetUUID (MIG device)", r);
+    if ((r = f().device_get_uuid(mig, uuid, sizeof uuid)) != nvml::kSuccess)
+      return Failed(gpu, "nvmlDeviceGetUUID (MIG device)", r);
     out.push_back({{gi, ci}, uuid});
   }
   return out;
@@ -156,7 +170,8 @@ StatusOr<MigLayout> NvmlMig::Read(nvmlDevice_t dev, uint32_t gpu, int64_t memory
   return out;
 }
 
-Status NvmlMig::Destroy(nvmlDevice_t, uint32_t gpu, const std::vector<Gi>& gis, const pb::MigGpuInstance& d) const {
+Status NvmlMig::Destroy(nvmlDevice_t, uint32_t gpu, const std::vector<Gi>& gis,
+                        const pb::MigGpuInstance& d) const {
   auto gi = std::find_if(gis.begin(), gis.end(), [&](const Gi& g) {
     return g.placement.start == d.start() && g.placement.size == d.memory_slices();
   });
@@ -167,7 +182,10 @@ Status NvmlMig::Destroy(nvmlDevice_t, uint32_t gpu, const std::vector<Gi>& gis, 
   for (const Ci& ci : gi->cis) {
     const nvmlReturn_t r = f().compute_instance_destroy(ci.handle);
     if (r != nvml::kSuccess) {
-      return Failed(gpu, "nvmlComputeInstanceDestroy(compute instance " + std::to_string(ci.id) + " of " + At(d) + ")", r);
+      return Failed(gpu,
+                    "nvmlComputeInstanceDestroy(compute instance " + std::to_string(ci.id) +
+                        " of " + At(d) + ")",
+                    r);
     }
   }
   const nvmlReturn_t r = f().gpu_instance_destroy(gi->handle);
@@ -177,30 +195,37 @@ Status NvmlMig::Destroy(nvmlDevice_t, uint32_t gpu, const std::vector<Gi>& gis, 
 
 Status NvmlMig::Create(nvmlDevice_t dev, uint32_t gpu, const std::vector<Profile>& profiles,
                        const pb::MigGpuInstance& c) const {
-  auto p = std::find_if(profiles.begin(), profiles.end(), [&](const Profile& x) { return x.index == c.nvml_profile(); });
+  auto p = std::find_if(profiles.begin(), profiles.end(),
+                        [&](const Profile& x) { return x.index == c.nvml_profile(); });
   const int ci_profile = ComputeProfileFor(c.compute_slices());
   if (p == profiles.end() || ci_profile < 0) {
-    return Status::FailedPrecondition("GPU " + std::to_string(gpu) + " offers no GPU instance profile " +
+    return Status::FailedPrecondition("GPU " + std::to_string(gpu) +
+                                      " offers no GPU instance profile " +
                                       std::to_string(c.nvml_profile()) + " (" + c.profile() + ")");
   }
   const nvmlGpuInstancePlacement_t placement{c.start(), c.memory_slices()};
   nvmlGpuInstance_t gi = nullptr;
   nvmlReturn_t r = f().device_create_gpu_instance_with_placement(dev, p->id, &placement, &gi);
   if (r != nvml::kSuccess) {
-    return Failed(gpu, "nvmlDeviceCreateGpuInstanceWithPlacement(" + At(c) + ", profile id " + std::to_string(p->id) + ")", r);
+    return Failed(gpu,
+                  "nvmlDeviceCreateGpuInstanceWithPlacement(" + At(c) + ", profile id " +
+                      std::to_string(p->id) + ")",
+                  r);
   }
   nvmlComputeInstanceProfileInfo_t info{};
-  r = f().gpu_instance_get_compute_instance_profile_info(gi, static_cast<unsigned>(ci_profile),
-                                                         nvml::kComputeInstanceEngineProfileShared, &info);
-  if (r != nvml::kSuccess) return Failed(gpu, "nvmlGpuInstanceGetComputeInstanceProfileInfo(" + At(c) + ")", r);
+  r = f().gpu_instance_get_compute_instance_profile_info(
+      gi, static_cast<unsigned>(ci_profile), nvml::kComputeInstanceEngineProfileShared, &info);
+  if (r != nvml::kSuccess)
+    return Failed(gpu, "nvmlGpuInstanceGetComputeInstanceProfileInfo(" + At(c) + ")", r);
   nvmlComputeInstance_t ci = nullptr;
   r = f().gpu_instance_create_compute_instance(gi, info.id, &ci);
-  if (r != nvml::kSuccess) return Failed(gpu, "nvmlGpuInstanceCreateComputeInstance(" + At(c) + ")", r);
+  if (r != nvml::kSuccess)
+    return Failed(gpu, "nvmlGpuInstanceCreateComputeInstance(" + At(c) + ")", r);
   return Status::Ok();
 }
 
-MigReshapeResult NvmlMig::Reshape(nvmlDevice_t dev, uint32_t gpu, int64_t memory_mib, const MigLayout& destroy,
-                                  const MigLayout& create) const {
+MigReshapeResult NvmlMig::Reshape(nvmlDevice_t dev, uint32_t gpu, int64_t memory_mib,
+                                  const MigLayout& destroy, const MigLayout& create) const {
   MigReshapeResult out;
   out.status = [&]() -> Status {
     HANGAR_RETURN_IF_ERROR(HaveCalls());
@@ -213,14 +238,18 @@ MigReshapeResult NvmlMig::Reshape(nvmlDevice_t dev, uint32_t gpu, int64_t memory
   // Read back whatever happened, so that no half-done change goes unreported.
   auto layout = Read(dev, gpu, memory_mib);
   if (!layout.ok()) {
-    if (out.status.ok()) out.status = layout.status();
-    else out.status = Status::FailedPrecondition(out.status.message() + "; reading the layout back: " + layout.status().message());
+    if (out.status.ok())
+      out.status = layout.status();
+    else
+      out.status = Status::FailedPrecondition(
+          out.status.message() + "; reading the layout back: " + layout.status().message());
     return out;
   }
   out.layout = *layout;
   if (out.status.ok() && !MigReshapeDone(out.layout, destroy, create)) {
-    out.status = Status::FailedPrecondition("GPU " + std::to_string(gpu) + ": after the reshape the driver reports " +
-                                            DescribeMigLayout(out.layout) + ", not what was asked for");
+    out.status = Status::FailedPrecondition(
+        "GPU " + std::to_string(gpu) + ": after the reshape the driver reports " +
+        DescribeMigLayout(out.layout) + ", not what was asked for");
   }
   return out;
 }

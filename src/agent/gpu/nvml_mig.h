@@ -25,8 +25,8 @@ class NvmlMig {
   StatusOr<MigLayout> Read(nvmlDevice_t dev, uint32_t gpu, int64_t memory_mib) const;
   // Destroys `destroy`, then creates `create` (complete instances), stopping at the first NVML
   // error; then reads the layout back and checks it is what was asked for.
-  MigReshapeResult Reshape(nvmlDevice_t dev, uint32_t gpu, int64_t memory_mib, const MigLayout& destroy,
-                           const MigLayout& create) const;
+  MigReshapeResult Reshape(nvmlDevice_t dev, uint32_t gpu, int64_t memory_mib,
+                           const MigLayout& destroy, const MigLayout& create) const;
 
  private:
   struct Ci {
@@ -50,12 +50,14 @@ class NvmlMig {
   Status Failed(uint32_t gpu, const std::string& call, nvmlReturn_t r) const;
   Status HaveCalls() const;
   StatusOr<std::vector<Profile>> Profiles(nvmlDevice_t dev, uint32_t gpu) const;
-  StatusOr<std::vector<Gi>> Instances(nvmlDevice_t dev, uint32_t gpu, const std::vector<Profile>& profiles) const;
+  StatusOr<std::vector<Gi>> Instances(nvmlDevice_t dev, uint32_t gpu,
+                                      const std::vector<Profile>& profiles) const;
   Status AddComputeInstances(uint32_t gpu, Gi* gi) const;
   // MIG device UUIDs, by (GPU instance id, compute instance id).
-  StatusOr<std::vector<std::pair<std::pair<unsigned, unsigned>, std::string>>> MigUuids(nvmlDevice_t dev,
-                                                                                       uint32_t gpu) const;
-  Status Destroy(nvmlDevice_t dev, uint32_t gpu, const std::vector<Gi>& gis, const pb::MigGpuInstance& d) const;
+  StatusOr<std::vector<std::pair<std::pair<unsigned, unsigned>, std::string>>> MigUuids(
+      nvmlDevice_t dev, uint32_t gpu) const;
+  Status Destroy(nvmlDevice_t dev, uint32_t gpu, const std::vector<Gi>& gis,
+                 const pb::MigGpuInstance& d) const;
   Status Create(nvmlDevice_t dev, uint32_t gpu, const std::vector<Profile>& profiles,
                 const pb::MigGpuInstance& c) const;
 

@@ -24,7 +24,8 @@ struct Double {
     std::vector<std::string> out;
     std::stringstream in(log());
     for (std::string line; std::getline(in, line);) {
-      if (line.find("Create") != std::string::npos || line.find("Destroy") != std::string::npos) out.push_back(line);
+      if (line.find("Create") != std::string::npos || line.find("Destroy") != std::string::npos)
+        out.push_back(line);
     }
     return out;
   }
@@ -64,11 +65,12 @@ TEST_F(NvmlMigTest, CreatesOnAnEmptyGpu) {
   EXPECT_TRUE(discovered_.empty());
   MigReshapeResult r = backend_->ReshapeMig(0, {}, {Inst("3g.40gb", 4), Inst("1g.10gb", 0)});
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(d_.Changes(), (std::vector<std::string>{
-                              "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=9, start=4, size=4)",
-                              "nvmlGpuInstanceCreateComputeInstance(gpu=0, gi=1, profileId=2)",
-                              "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=19, start=0, size=1)",
-                              "nvmlGpuInstanceCreateComputeInstance(gpu=0, gi=2, profileId=0)"}));
+  EXPECT_EQ(d_.Changes(),
+            (std::vector<std::string>{
+                "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=9, start=4, size=4)",
+                "nvmlGpuInstanceCreateComputeInstance(gpu=0, gi=1, profileId=2)",
+                "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=19, start=0, size=1)",
+                "nvmlGpuInstanceCreateComputeInstance(gpu=0, gi=2, profileId=0)"}));
   ASSERT_EQ(r.layout.size(), 2u);
   EXPECT_EQ(DescribeMigLayout(r.layout), "1g.10gb@0, 3g.40gb@4");
   EXPECT_EQ(r.layout[1].compute_slices(), 3u);
@@ -86,15 +88,17 @@ TEST_F(NvmlMigTest, DestroysComputeInstancesFirstThenCreates) {
   Start(R"({"mig": 1, "mig_instances": [{"profile": 2, "start": 0}, {"profile": 2, "start": 4}]})");
   EXPECT_EQ(DescribeMigLayout(discovered_), "3g.40gb@0, 3g.40gb@4");
   EXPECT_FALSE(discovered_[0].uuid().empty());
-  MigReshapeResult r = backend_->ReshapeMig(0, {Inst("3g.40gb", 4)}, {Inst("2g.20gb", 4), Inst("1g.20gb", 6)});
+  MigReshapeResult r =
+      backend_->ReshapeMig(0, {Inst("3g.40gb", 4)}, {Inst("2g.20gb", 4), Inst("1g.20gb", 6)});
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(d_.Changes(), (std::vector<std::string>{
-                              "nvmlComputeInstanceDestroy(gpu=0, gi=2, ci=0)",
-                              "nvmlGpuInstanceDestroy(gpu=0, gi=2)",
-                              "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=14, start=4, size=2)",
-                              "nvmlGpuInstanceCreateComputeInstance(gpu=0, gi=2, profileId=1)",
-                              "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=15, start=6, size=2)",
-                              "nvmlGpuInstanceCreateComputeInstance(gpu=0, gi=3, profileId=0)"}));
+  EXPECT_EQ(
+      d_.Changes(),
+      (std::vector<std::string>{
+          "nvmlComputeInstanceDestroy(gpu=0, gi=2, ci=0)", "nvmlGpuInstanceDestroy(gpu=0, gi=2)",
+          "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=14, start=4, size=2)",
+          "nvmlGpuInstanceCreateComputeInstance(gpu=0, gi=2, profileId=1)",
+          "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=15, start=6, size=2)",
+          "nvmlGpuInstanceCreateComputeInstance(gpu=0, gi=3, profileId=0)"}));
   EXPECT_EQ(DescribeMigLayout(r.layout), "3g.40gb@0, 2g.20gb@4, 1g.20gb@6");
   EXPECT_EQ(r.layout[0].uuid(), discovered_[0].uuid());  // the instance that stayed
 }
@@ -103,9 +107,10 @@ TEST_F(NvmlMigTest, TheDriverRefusesAnOverlap) {
   Start(R"({"mig": 1, "mig_instances": [{"profile": 2, "start": 4}]})");
   MigReshapeResult r = backend_->ReshapeMig(0, {}, {Inst("4g.40gb", 0), Inst("1g.10gb", 4)});
   ASSERT_FALSE(r.status.ok());
-  EXPECT_EQ(r.status.message(),
-            "GPU 0: nvmlDeviceCreateGpuInstanceWithPlacement(1g.10gb at slice 4, profile id 19) failed: "
-            "Insufficient Resources (23)");
+  EXPECT_EQ(
+      r.status.message(),
+      "GPU 0: nvmlDeviceCreateGpuInstanceWithPlacement(1g.10gb at slice 4, profile id 19) failed: "
+      "Insufficient Resources (23)");
   EXPECT_EQ(DescribeMigLayout(r.layout), "4g.40gb@0, 3g.40gb@4");  // the 4g went in before
 }
 
@@ -115,27 +120,30 @@ TEST_F(NvmlMigTest, TheDriverRefusesAStartTheProfileDoesNotAllow) {
   bad.set_start(2);  // 3g starts at 0 or 4 only
   MigReshapeResult r = backend_->ReshapeMig(0, {}, {bad});
   ASSERT_FALSE(r.status.ok());
-  EXPECT_EQ(r.status.message(),
-            "GPU 0: nvmlDeviceCreateGpuInstanceWithPlacement(3g.40gb at slice 2, profile id 9) failed: "
-            "Invalid Argument (2)");
+  EXPECT_EQ(
+      r.status.message(),
+      "GPU 0: nvmlDeviceCreateGpuInstanceWithPlacement(3g.40gb at slice 2, profile id 9) failed: "
+      "Invalid Argument (2)");
   EXPECT_TRUE(r.layout.empty());
 }
 
 TEST_F(NvmlMigTest, AnErrorMidWayStopsAndReportsTheLayoutAsItIs) {
   Start(R"({"mig": 1, "mig_instances": [{"profile": 0, "start": 4}, {"profile": 0, "start": 5}],
             "fail_after": {"nvmlGpuInstanceCreateComputeInstance": [0, 23]}})");
-  MigReshapeResult r = backend_->ReshapeMig(0, {Inst("1g.10gb", 4), Inst("1g.10gb", 5)}, {Inst("2g.20gb", 4)});
+  MigReshapeResult r =
+      backend_->ReshapeMig(0, {Inst("1g.10gb", 4), Inst("1g.10gb", 5)}, {Inst("2g.20gb", 4)});
   ASSERT_FALSE(r.status.ok());
   EXPECT_EQ(r.status.message(),
-            "GPU 0: nvmlGpuInstanceCreateComputeInstance(2g.20gb at slice 4) failed: Insufficient Resources (23)");
-  EXPECT_EQ(d_.Changes(), (std::vector<std::string>{
-                              "nvmlComputeInstanceDestroy(gpu=0, gi=1, ci=0)",
-                              "nvmlGpuInstanceDestroy(gpu=0, gi=1)",
-                              "nvmlComputeInstanceDestroy(gpu=0, gi=2, ci=0)",
-                              "nvmlGpuInstanceDestroy(gpu=0, gi=2)",
-                              "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=14, start=4, size=2)",
-                              // a call the double fails on cue is logged by name only
-                              "nvmlGpuInstanceCreateComputeInstance"}));
+            "GPU 0: nvmlGpuInstanceCreateComputeInstance(2g.20gb at slice 4) failed: Insufficient "
+            "Resources (23)");
+  EXPECT_EQ(
+      d_.Changes(),
+      (std::vector<std::string>{
+          "nvmlComputeInstanceDestroy(gpu=0, gi=1, ci=0)", "nvmlGpuInstanceDestroy(gpu=0, gi=1)",
+          "nvmlComputeInstanceDestroy(gpu=0, gi=2, ci=0)", "nvmlGpuInstanceDestroy(gpu=0, gi=2)",
+          "nvmlDeviceCreateGpuInstanceWithPlacement(gpu=0, profileId=14, start=4, size=2)",
+          // a call the double fails on cue is logged by name only
+          "nvmlGpuInstanceCreateComputeInstance"}));
   // The GPU instance exists without a compute instance: reported, with no MIG device.
   ASSERT_EQ(r.layout.size(), 1u);
   EXPECT_EQ(DescribeMigLayout(r.layout), "2g.20gb@4");
@@ -148,7 +156,8 @@ TEST_F(NvmlMigTest, AGpuInstanceWithComputeInstancesIsInUse) {
   MigReshapeResult r = backend_->ReshapeMig(0, {Inst("7g.80gb", 0)}, {Inst("4g.40gb", 0)});
   ASSERT_FALSE(r.status.ok());
   EXPECT_EQ(r.status.message(),
-            "GPU 0: nvmlComputeInstanceDestroy(compute instance 0 of 7g.80gb at slice 0) failed: In use by another "
+            "GPU 0: nvmlComputeInstanceDestroy(compute instance 0 of 7g.80gb at slice 0) failed: "
+            "In use by another "
             "client (19)");
   EXPECT_EQ(DescribeMigLayout(r.layout), "7g.80gb@0");
 }

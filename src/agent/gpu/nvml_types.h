@@ -133,8 +133,8 @@ inline constexpr unsigned kGpuInstanceProfile3Slice = 2;
 inline constexpr unsigned kGpuInstanceProfile4Slice = 3;
 inline constexpr unsigned kGpuInstanceProfile7Slice = 4;
 inline constexpr unsigned kGpuInstanceProfile1SliceRev2 = 9;  // one compute slice, double memory
-inline constexpr unsigned kMigMaxPlacements = 8;  // one per memory slice at most
-inline constexpr unsigned kMigMaxInstances = 8;   // GPU or compute instances of one profile
+inline constexpr unsigned kMigMaxPlacements = 8;              // one per memory slice at most
+inline constexpr unsigned kMigMaxInstances = 8;  // GPU or compute instances of one profile
 
 // NVML_COMPUTE_INSTANCE_PROFILE_*: 1, 2, 3, 4, 7, 8, 6 slices, then 1 slice (rev 1); and the
 // engine profile NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED.

@@ -84,7 +84,8 @@ Status MakeWorkdir(const SpawnRequest& request) {
   if (error) return ErrnoStatus(error.value(), "cannot create workdir '" + request.workdir + "'");
   if (!created || !request.credentials) return Status::Ok();
   const TaskCredentials& c = *request.credentials;
-  if (lchown(request.workdir.c_str(), c.uid, c.gid) != 0 || chmod(request.workdir.c_str(), 0700) != 0) {
+  if (lchown(request.workdir.c_str(), c.uid, c.gid) != 0 ||
+      chmod(request.workdir.c_str(), 0700) != 0) {
     return ErrnoStatus(errno, "cannot give workdir '" + request.workdir + "' to " + c.Describe());
   }
   return Status::Ok();
@@ -102,9 +103,12 @@ StatusOr<UniqueFd> OpenOutput(const std::string& path, const std::string& stream
   const std::string what = "cannot open the " + stream + " file '" + path + "'";
   HANGAR_ASSIGN_OR_RETURN(
       UniqueFd fd,
-      AboveStdio(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0600), what));
+      AboveStdio(open(path.c_str(),
+                      O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0600),
+                 what));
   if (owner && fchown(fd.get(), owner->uid, owner->gid) != 0) {
-    return ErrnoStatus(errno, "cannot give the " + stream + " file '" + path + "' to " + owner->Describe());
+    return ErrnoStatus(
+        errno, "cannot give the " + stream + " file '" + path + "' to " + owner->Describe());
   }
   return fd;
 }
@@ -117,7 +121,8 @@ struct StdStreams {
 StatusOr<StdStreams> GivenStreams(const SpawnRequest& request) {
   StdStreams streams;
   const auto copy = [](int fd) {
-    return AboveStdio(fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1), "cannot take the session's descriptors");
+    return AboveStdio(fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1),
+                      "cannot take the session's descriptors");
   };
   HANGAR_ASSIGN_OR_RETURN(streams.in, copy(request.stdin_fd));
   HANGAR_ASSIGN_OR_RETURN(streams.out, copy(request.stdout_fd));
@@ -126,7 +131,8 @@ StatusOr<StdStreams> GivenStreams(const SpawnRequest& request) {
 }
 
 StatusOr<StdStreams> OpenStreams(const SpawnRequest& request) {
-  if (request.stdin_fd >= 0 && request.stdout_fd >= 0 && request.stderr_fd >= 0) return GivenStreams(request);
+  if (request.stdin_fd >= 0 && request.stdout_fd >= 0 && request.stderr_fd >= 0)
+    return GivenStreams(request);
   StdStreams streams;
   // A given stdin alone (an interactive task's pipe) with the output files; else /dev/null.
   HANGAR_ASSIGN_OR_RETURN(
@@ -135,13 +141,15 @@ StatusOr<StdStreams> OpenStreams(const SpawnRequest& request) {
           ? AboveStdio(fcntl(request.stdin_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1),
                        "cannot take the task's stdin")
           : AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC), "cannot open /dev/null"));
-  HANGAR_ASSIGN_OR_RETURN(streams.out, OpenOutput(request.stdout_path, "stdout", request.credentials));
+  HANGAR_ASSIGN_OR_RETURN(streams.out,
+                          OpenOutput(request.stdout_path, "stdout", request.credentials));
   if (!request.stderr_path.empty() && request.stderr_path == request.stdout_path) {
     // Two opens with O_TRUNC would give two file offsets that overwrite each other.
     streams.err = UniqueFd(fcntl(streams.out.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1));
     if (streams.err.get() < 0) return ErrnoStatus(errno, "cannot share the stdout file");
   } else {
-    HANGAR_ASSIGN_OR_RETURN(streams.err, OpenOutput(request.stderr_path, "stderr", request.credentials));
+    HANGAR_ASSIGN_OR_RETURN(streams.err,
+                            OpenOutput(request.stderr_path, "stderr", request.credentials));
   }
   return streams;
 }
@@ -181,7 +189,7 @@ struct ChildPlan {
   int report_fd;
   int max_fd;  // bound for marking descriptors close-on-exec when close_range() is missing
   bool controlling_terminal;  // stdin is a terminal to take as the controlling one
-  bool switch_user;  // become uid/gid/groups; false: stay the agent's user
+  bool switch_user;           // become uid/gid/groups; false: stay the agent's user
   uid_t uid;
   gid_t gid;
   const gid_t* groups;
@@ -274,7 +282,8 @@ pid_t ForkChild(const ChildPlan& plan) {
   return forked;
 #endif
   constexpr size_t kStack = 256 * 1024;
-  void* stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  void* stack =
+      mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   pid_t pid = -1;
   int clone_errno = 0;
   if (stack == MAP_FAILED) {
@@ -391,7 +400,8 @@ StatusOr<SpawnedProcess> SpawnProcess(const SpawnRequest& request) {
 
   std::vector<char*> argv = CStrings(request.argv);
   std::vector<char*> envp = CStrings(request.env);
-  const std::vector<gid_t> groups = request.credentials ? request.credentials->groups : std::vector<gid_t>();
+  const std::vector<gid_t> groups =
+      request.credentials ? request.credentials->groups : std::vector<gid_t>();
   ChildPlan plan{program.c_str(),
                  argv.data(),
                  envp.data(),

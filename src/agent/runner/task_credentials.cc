@@ -45,21 +45,22 @@ StatusOr<std::optional<TaskCredentials>> LookUp(Lookup lookup, const std::string
 
 std::string TaskCredentials::Describe() const {
   std::string out = "uid " + std::to_string(uid) + " gid " + std::to_string(gid);
-  for (size_t i = 0; i < groups.size(); ++i) out += (i ? "," : " groups ") + std::to_string(groups[i]);
+  for (size_t i = 0; i < groups.size(); ++i)
+    out += (i ? "," : " groups ") + std::to_string(groups[i]);
   if (!name.empty()) out += " (" + name + ")";
   return out;
 }
 
 StatusOr<TaskCredentials> ResolveAccount(const std::string& name) {
-  HANGAR_ASSIGN_OR_RETURN(auto found, LookUp(
-                                          [&](passwd* e, char* b, size_t n, passwd** r) {
-                                            return getpwnam_r(name.c_str(), e, b, n, r);
-                                          },
-                                          "account '" + name + "'"));
+  HANGAR_ASSIGN_OR_RETURN(auto found,
+                          LookUp([&](passwd* e, char* b, size_t n,
+                                     passwd** r) { return getpwnam_r(name.c_str(), e, b, n, r); },
+                                 "account '" + name + "'"));
   if (!found) {
-    return Status::NotFound("this node has no Unix account '" + name +
-                            "' (getpwnam); create it on every node, or map the token to numbers (hangar token "
-                            "create --uid N --gid N)");
+    return Status::NotFound(
+        "this node has no Unix account '" + name +
+        "' (getpwnam); create it on every node, or map the token to numbers (hangar token "
+        "create --uid N --gid N)");
   }
   TaskCredentials c = std::move(*found);
   // Its supplementary groups, as login would give them (the primary group among them).
@@ -70,7 +71,8 @@ StatusOr<TaskCredentials> ResolveAccount(const std::string& name) {
       groups.resize(static_cast<size_t>(n));
       break;
     }
-    if (groups.size() >= 65536) return Status::ResourceExhausted("account '" + name + "' is in too many groups");
+    if (groups.size() >= 65536)
+      return Status::ResourceExhausted("account '" + name + "' is in too many groups");
     groups.resize(std::max<size_t>(static_cast<size_t>(n), groups.size() * 2));
   }
   std::erase(groups, c.gid);  // the primary group is the gid itself
@@ -80,8 +82,9 @@ StatusOr<TaskCredentials> ResolveAccount(const std::string& name) {
 
 TaskCredentials CredentialsFromIds(uid_t uid, gid_t gid, std::vector<gid_t> groups) {
   TaskCredentials c;
-  auto found = LookUp([&](passwd* e, char* b, size_t n, passwd** r) { return getpwuid_r(uid, e, b, n, r); },
-                      "uid " + std::to_string(uid));
+  auto found =
+      LookUp([&](passwd* e, char* b, size_t n, passwd** r) { return getpwuid_r(uid, e, b, n, r); },
+             "uid " + std::to_string(uid));
   if (found.ok() && *found) {
     c.name = (*found)->name;
     c.home = (*found)->home;
@@ -92,12 +95,14 @@ TaskCredentials CredentialsFromIds(uid_t uid, gid_t gid, std::vector<gid_t> grou
   return c;
 }
 
-StatusOr<std::optional<TaskCredentials>> SwitchFrom(uid_t euid, gid_t egid, std::optional<TaskCredentials> wanted) {
+StatusOr<std::optional<TaskCredentials>> SwitchFrom(uid_t euid, gid_t egid,
+                                                    std::optional<TaskCredentials> wanted) {
   if (!wanted || euid == 0) return wanted;
   if (wanted->uid == euid && wanted->gid == egid) return std::optional<TaskCredentials>();
-  return Status::FailedPrecondition("the task should run as " + wanted->Describe() + ", but the agent runs as uid " +
-                                    std::to_string(euid) + " gid " + std::to_string(egid) +
-                                    ", not root, so it starts tasks only as itself; run the agent as root");
+  return Status::FailedPrecondition(
+      "the task should run as " + wanted->Describe() + ", but the agent runs as uid " +
+      std::to_string(euid) + " gid " + std::to_string(egid) +
+      ", not root, so it starts tasks only as itself; run the agent as root");
 }
 
 }  // namespace hangar::agent

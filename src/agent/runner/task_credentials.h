@@ -17,9 +17,9 @@ namespace hangar::agent {
 struct TaskCredentials {
   uid_t uid = 0;
   gid_t gid = 0;
-  std::vector<gid_t> groups;  // supplementary; empty: none
-  std::string name;           // the account's name, when this node's passwd knows the uid
-  std::string home;           // its home directory, likewise; empty: none
+  std::vector<gid_t> groups;     // supplementary; empty: none
+  std::string name;              // the account's name, when this node's passwd knows the uid
+  std::string home;              // its home directory, likewise; empty: none
   std::string Describe() const;  // "uid 61001 gid 61002 groups 61010,61011"
 };
 
@@ -33,6 +33,7 @@ TaskCredentials CredentialsFromIds(uid_t uid, gid_t gid, std::vector<gid_t> grou
 // What a process running as `euid`/`egid` must do to start a task as `wanted`: root switches to
 // it (the credentials back); any other user only runs tasks as itself, so for its own uid and
 // gid nothing (nullopt) and for anyone else FailedPrecondition, saying so. nullopt in: nullopt.
-StatusOr<std::optional<TaskCredentials>> SwitchFrom(uid_t euid, gid_t egid, std::optional<TaskCredentials> wanted);
+StatusOr<std::optional<TaskCredentials>> SwitchFrom(uid_t euid, gid_t egid,
+                                                    std::optional<TaskCredentials> wanted);
 
 }  // namespace hangar::agent

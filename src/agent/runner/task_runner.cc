@@ -85,17 +85,19 @@ bool OtherProcessAlive(pid_t pid, uint64_t start_ticks) {
 
 // A minimal base taken from the agent's own environment (its user's HOME, USER and LOGNAME
 // when it runs as another), then the launch's pairs on top.
-std::vector<std::string> TaskEnvironment(const std::vector<std::pair<std::string, std::string>>& extra,
-                                         const std::optional<TaskCredentials>& run_as,
-                                         const std::string& workdir) {
+std::vector<std::string> TaskEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& extra,
+    const std::optional<TaskCredentials>& run_as, const std::string& workdir) {
   std::map<std::string, std::string> env;
   for (const char* name : {"PATH", "HOME", "LANG", "TMPDIR"}) {
     if (const char* value = std::getenv(name)) env[name] = value;
   }
   if (run_as) {
     env.erase("HOME");
-    if (!run_as->home.empty()) env["HOME"] = run_as->home;
-    else if (!workdir.empty()) env["HOME"] = workdir;
+    if (!run_as->home.empty())
+      env["HOME"] = run_as->home;
+    else if (!workdir.empty())
+      env["HOME"] = workdir;
     if (!run_as->name.empty()) env["USER"] = env["LOGNAME"] = run_as->name;
   }
   env.try_emplace("PATH", kDefaultTaskPath);
@@ -182,18 +184,25 @@ StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& launch) {
 }
 
 StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& launch) {
-  StatusOr<std::optional<TaskCredentials>> switched = SwitchFrom(geteuid(), getegid(), launch.run_as);
+  StatusOr<std::optional<TaskCredentials>> switched =
+      SwitchFrom(geteuid(), getegid(), launch.run_as);
   if (!switched.ok()) {
-    return Status(switched.status().code(), "task '" + launch.task_id + "': " + switched.status().message());
+    return Status(switched.status().code(),
+                  "task '" + launch.task_id + "': " + switched.status().message());
   }
   const std::optional<TaskCredentials>& run_as = *switched;
   std::vector<std::pair<std::string, std::string>> env = launch.env;
   // The fence keeper finds the task's processes by it, those that left its group included.
-  if (fence_ && std::none_of(env.begin(), env.end(), [](const auto& e) { return e.first == "HANGAR_TASK_ID"; })) {
+  if (fence_ && std::none_of(env.begin(), env.end(),
+                             [](const auto& e) { return e.first == "HANGAR_TASK_ID"; })) {
     env.emplace_back("HANGAR_TASK_ID", launch.task_id);
   }
-  SpawnRequest request{launch.argv,        TaskEnvironment(env, run_as, launch.workdir), launch.workdir,
-                       launch.stdout_path, launch.stderr_path,                           "",
+  SpawnRequest request{launch.argv,
+                       TaskEnvironment(env, run_as, launch.workdir),
+                       launch.workdir,
+                       launch.stdout_path,
+                       launch.stderr_path,
+                       "",
                        run_as};
   if (launch.stdin_fd >= 0) request.stdin_fd = launch.stdin_fd;
   if (launch.terminal_fd >= 0) {
@@ -212,10 +221,12 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
   // Recorded before it starts: an agent killed between the start and the record would leave
   // the keeper a task it does not know of (it finds one without a pid by its HANGAR_TASK_ID).
   if (fence_) {
-    Status guarded = fence_->GuardTask({launch.task_id, 0, 0, request.cgroup_dir, "", launch.cleanup_argv});
+    Status guarded =
+        fence_->GuardTask({launch.task_id, 0, 0, request.cgroup_dir, "", launch.cleanup_argv});
     if (!guarded.ok()) {
       if (!request.cgroup_dir.empty()) RemoveCgroup(request.cgroup_dir);
-      return Status(guarded.code(), "task '" + launch.task_id + "' cannot be fenced: " + guarded.message());
+      return Status(guarded.code(),
+                    "task '" + launch.task_id + "' cannot be fenced: " + guarded.message());
     }
   }
   StatusOr<SpawnedProcess> spawned = SpawnProcess(request);
@@ -275,7 +286,8 @@ Status TaskRunner::Terminate(const std::string& task_id, Task& task, Duration gr
   if (kill(-task.pid, SIGTERM) != 0 && errno != ESRCH) {
     return ErrnoStatus(errno, "cannot stop task '" + task_id + "'");
   }
-  if (!task.signal_proxy) kill(-task.pid, SIGCONT);  // a suspended group would not act on SIGTERM before the SIGKILL
+  if (!task.signal_proxy)
+    kill(-task.pid, SIGCONT);  // a suspended group would not act on SIGTERM before the SIGKILL
   task.stop_requested = true;
   task.checkpointing = false;
   task.term_at_nanos = kNever;
@@ -306,7 +318,8 @@ Status TaskRunner::StopWithCheckpoint(const std::string& task_id, int checkpoint
   if (kill(-task->pid, checkpoint_signal) != 0 && errno != ESRCH) {
     return ErrnoStatus(errno, "cannot signal task '" + task_id + "' to checkpoint");
   }
-  if (!task->signal_proxy) kill(-task->pid, SIGCONT);  // a suspended task could not write its checkpoint
+  if (!task->signal_proxy)
+    kill(-task->pid, SIGCONT);  // a suspended task could not write its checkpoint
   task->stop_requested = true;
   task->checkpointing = true;
   task->term_at_nanos = NanosFromNow(grace);

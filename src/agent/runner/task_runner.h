@@ -134,7 +134,7 @@ class TaskRunner {
   mutable std::mutex mu_;
   RunnerOptions options_;
   // Set by the constructor, read-only afterwards (so read without mu_).
-  std::string cgroup_parent_;  // empty when cgroups are not in use
+  std::string cgroup_parent_;             // empty when cgroups are not in use
   std::optional<fence::FenceDir> fence_;  // where tasks are recorded for the fence keeper
   bool cgroup_parent_created_ = false;
   // Guarded by mu_.

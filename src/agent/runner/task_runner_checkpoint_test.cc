@@ -1,10 +1,9 @@
 // The checkpoint phase of a stop: the checkpoint signal first, release on checkpoint-done, SIGTERM
 // at the deadline, SIGKILL after the kill grace.
-#include "agent/runner/task_runner.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "agent/runner/task_runner.h"
 #include "agent/runner/task_runner_fixture.h"
 
 namespace hangar::agent {
@@ -58,8 +57,9 @@ TEST_F(TaskRunnerTest, ASignalProxyGetsTheStopsSignalsWithoutSigcont) {
     if (!proxy) {
       // Its CONT trap has run before the TERM that ends it: a shell that finds USR1, TERM and
       // CONT pending at once runs their traps in signal order, and TERM's exits first.
-      ASSERT_TRUE(Eventually([&] { return ReadFile(fs::path(launch.workdir) / "signals").find("CONT") != std::string::npos; }))
-          << ReadFile(fs::path(launch.workdir) / "signals");
+      ASSERT_TRUE(Eventually([&] {
+        return ReadFile(fs::path(launch.workdir) / "signals").find("CONT") != std::string::npos;
+      })) << ReadFile(fs::path(launch.workdir) / "signals");
     }
     ASSERT_TRUE(runner.CheckpointDone(id).ok());
     EXPECT_TRUE(WaitForExit(runner, id).stopped);
@@ -107,8 +107,7 @@ TEST_F(TaskRunnerTest, CheckpointStopEscalatesToSigkillAfterTheKillGrace) {
   EXPECT_TRUE(exit.stopped);
   EXPECT_EQ(exit.signal, SIGKILL);
   // The shell may die before its TERM trap has run; the checkpoint signal came first either way.
-  EXPECT_THAT(ReadFile(fs::path(launch.workdir) / "signals"),
-              AnyOf("USR1\n", "USR1\nTERM\n"));
+  EXPECT_THAT(ReadFile(fs::path(launch.workdir) / "signals"), AnyOf("USR1\n", "USR1\nTERM\n"));
 }
 
 TEST_F(TaskRunnerTest, ATaskThatExitsAfterItsCheckpointEndsStoppedWithItsGroup) {

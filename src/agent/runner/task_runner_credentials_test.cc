@@ -49,9 +49,11 @@ TEST_F(TaskCredentialsTest, RunsTheTaskAsItsUserWithItsGroupsAndNoCapabilities) 
   ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
 
   TaskRunner& runner = NewRunner({"", false});
-  TaskLaunch launch = Shell("61.0.0",
-                            "grep -E '^(Uid|Gid|Groups|CapEff):' /proc/self/status; id -u; id -g; id -G; "
-                            "echo \"HOME=$HOME USER=${USER-unset}\"; touch mine; cat " + secret.string());
+  TaskLaunch launch =
+      Shell("61.0.0",
+            "grep -E '^(Uid|Gid|Groups|CapEff):' /proc/self/status; id -u; id -g; id -G; "
+            "echo \"HOME=$HOME USER=${USER-unset}\"; touch mine; cat " +
+                secret.string());
   launch.run_as = CredentialsFromIds(kUid, kGid, {61010, 61011});
   ASSERT_TRUE(runner.Launch(launch).ok());
   TaskExit exit = WaitForExit(runner, "61.0.0");
@@ -93,7 +95,8 @@ TEST_F(TaskCredentialsTest, AWorkdirThatExistsIsUsedAsItIs) {
   ASSERT_EQ(chmod(launch.workdir.c_str(), 0755), 0);
   launch.run_as = CredentialsFromIds(kUid, kGid, {});
   ASSERT_TRUE(runner.Launch(launch).ok());
-  EXPECT_EQ(WaitForExit(runner, "61.0.1").exit_code, 1);  // root's folder: the user may not write there
+  EXPECT_EQ(WaitForExit(runner, "61.0.1").exit_code,
+            1);  // root's folder: the user may not write there
   EXPECT_EQ(ReadFile(launch.stdout_path), fs::canonical(launch.workdir).string() + "\n");
   const Owner work = OwnerOf(launch.workdir);
   EXPECT_EQ(work.uid, 0u);
@@ -109,8 +112,8 @@ TEST_F(TaskCredentialsTest, AWorkdirTheUserMayNotEnterFailsTheLaunch) {
   launch.run_as = CredentialsFromIds(kUid, kGid, {});
   StatusOr<pid_t> pid = runner.Launch(launch);
   ASSERT_FALSE(pid.ok());
-  EXPECT_THAT(pid.status().message(),
-              HasSubstr("cannot enter workdir '" + launch.workdir + "' as uid 61001 gid 61002: Permission denied"));
+  EXPECT_THAT(pid.status().message(), HasSubstr("cannot enter workdir '" + launch.workdir +
+                                                "' as uid 61001 gid 61002: Permission denied"));
   EXPECT_FALSE(runner.IsRunning("61.0.2"));
 }
 
@@ -121,19 +124,23 @@ TEST_F(TaskCredentialsTest, AnAgentThatIsNotRootRunsTasksOnlyAsItself) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    if (setgroups(0, nullptr) != 0 || setresgid(kUid, kUid, kUid) != 0 || setresuid(kUid, kUid, kUid) != 0) _exit(10);
+    if (setgroups(0, nullptr) != 0 || setresgid(kUid, kUid, kUid) != 0 ||
+        setresuid(kUid, kUid, kUid) != 0)
+      _exit(10);
     TaskRunner runner({"", false});
     TaskLaunch other = Shell("62.0.0", "id -u");
     other.run_as = CredentialsFromIds(kUid + 1, kUid + 1, {});
     StatusOr<pid_t> refused = runner.Launch(other);
     if (refused.ok()) _exit(11);
     if (refused.status().message() !=
-        "task '62.0.0': the task should run as uid 61002 gid 61002, but the agent runs as uid 61001 gid 61001, not "
+        "task '62.0.0': the task should run as uid 61002 gid 61002, but the agent runs as uid "
+        "61001 gid 61001, not "
         "root, so it starts tasks only as itself; run the agent as root") {
       _exit(12);
     }
     TaskLaunch self = Shell("62.0.1", "id -u");
-    self.run_as = CredentialsFromIds(kUid, kUid, {61010});  // itself: nothing to switch (nor could it)
+    self.run_as =
+        CredentialsFromIds(kUid, kUid, {61010});  // itself: nothing to switch (nor could it)
     if (!runner.Launch(self).ok()) _exit(13);
     for (int i = 0; i < 6000 && runner.IsRunning("62.0.1"); ++i) {
       runner.Reap();
@@ -144,8 +151,9 @@ TEST_F(TaskCredentialsTest, AnAgentThatIsNotRootRunsTasksOnlyAsItself) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: could not become 61001; 11: launched as another; 12: other message; "
-                                       "13: could not launch as itself; 14: wrong output";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: could not become 61001; 11: launched as another; 12: other message; "
+         "13: could not launch as itself; 14: wrong output";
 }
 
 TEST(TaskCredentials, SwitchesOnlyWhatItMay) {
@@ -160,7 +168,8 @@ TEST(TaskCredentials, SwitchesOnlyWhatItMay) {
   EXPECT_FALSE(as_herself->has_value());
   auto as_bob = SwitchFrom(61005, 61005, alice);
   EXPECT_EQ(as_bob.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(as_bob.status().message(), HasSubstr("the agent runs as uid 61005 gid 61005, not root"));
+  EXPECT_THAT(as_bob.status().message(),
+              HasSubstr("the agent runs as uid 61005 gid 61005, not root"));
   auto nobody_asked = SwitchFrom(61005, 61005, std::nullopt);
   ASSERT_TRUE(nobody_asked.ok());
   EXPECT_FALSE(nobody_asked->has_value());
@@ -175,7 +184,8 @@ TEST(TaskCredentials, ResolvesAccountsOnThisNode) {
   EXPECT_FALSE(root->home.empty());
   auto missing = ResolveAccount("hangar-no-such-account");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-  EXPECT_THAT(missing.status().message(), HasSubstr("this node has no Unix account 'hangar-no-such-account'"));
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("this node has no Unix account 'hangar-no-such-account'"));
   // Numbers need no account; the name comes along when passwd has one.
   EXPECT_EQ(CredentialsFromIds(0, 0, {}).name, "root");
   const TaskCredentials anonymous = CredentialsFromIds(kUid, kGid, {61010, 61011});

@@ -163,5 +163,4 @@ class TaskRunnerTest : public ::testing::Test {
   std::vector<TaskExit> reaped_;  // exits that WaitForExit() collected for other tasks
 };
 
-
 }  // namespace hangar::agent::runner_testing

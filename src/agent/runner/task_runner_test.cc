@@ -29,8 +29,10 @@ TEST_F(TaskRunnerTest, RunsATaskAndReportsItsExitCodeOnce) {
   EXPECT_EQ(ReadFile(launch.stdout_path), "out\n");
   EXPECT_EQ(ReadFile(launch.stderr_path), "err\n");
   // Issue 16: a task's output is its owner's alone (it often echoes tokens and keys).
-  EXPECT_EQ(fs::status(launch.stdout_path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
-  EXPECT_EQ(fs::status(launch.stderr_path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(launch.stdout_path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(launch.stderr_path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_TRUE(fs::is_directory(launch.workdir));
   EXPECT_FALSE(runner.IsRunning("42.0"));
   EXPECT_TRUE(runner.Reap().empty());
@@ -351,7 +353,8 @@ TEST_F(TaskRunnerTest, WritesTheTaskLimitsIntoItsCgroupOrRunsWithoutOneWhenTheyC
   std::string parent = mount + "/hangar-test-" + std::to_string(getpid());
   TaskRunner& runner = NewRunner({.cgroup_parent = parent});
   ASSERT_THAT(runner.CgroupStatus(), StartsWith("cgroup v2 under " + parent));
-  const bool both = runner.CgroupStatus() == "cgroup v2 under " + parent + " (cpu and memory limits)";
+  const bool both =
+      runner.CgroupStatus() == "cgroup v2 under " + parent + " (cpu and memory limits)";
   TaskLaunch launch = Shell("limited", both ? "exec sleep 1000" : "echo ran");
   launch.milli_cpu = 1500;
   launch.memory_mib = 64;

@@ -14,11 +14,16 @@ namespace hangar::controller {
 
 std::string_view RoleName(Role r) {
   switch (r) {
-    case Role::kAdmin: return "admin";
-    case Role::kQueueAdmin: return "queue-admin";
-    case Role::kUser: return "user";
-    case Role::kViewer: return "viewer";
-    case Role::kNode: return "node";
+    case Role::kAdmin:
+      return "admin";
+    case Role::kQueueAdmin:
+      return "queue-admin";
+    case Role::kUser:
+      return "user";
+    case Role::kViewer:
+      return "viewer";
+    case Role::kNode:
+      return "node";
   }
   return "?";
 }
@@ -32,18 +37,30 @@ std::optional<Role> ParseRole(std::string_view s) {
 
 std::string_view PermissionName(Permission p) {
   switch (p) {
-    case Permission::kClusterRead: return "cluster:read";
-    case Permission::kEventsRead: return "events:read";
-    case Permission::kMetricsRead: return "metrics:read";
-    case Permission::kJobsSubmit: return "jobs:submit";
-    case Permission::kJobsRead: return "jobs:read";
-    case Permission::kJobsCancel: return "jobs:cancel";
-    case Permission::kNodesDrain: return "nodes:drain";
-    case Permission::kQueuesApply: return "queues:apply";
-    case Permission::kUsageRead: return "usage:read";
-    case Permission::kTokensManage: return "tokens:manage";
-    case Permission::kAgentConnect: return "agent:connect";
-    case Permission::kAuditRead: return "audit:read";
+    case Permission::kClusterRead:
+      return "cluster:read";
+    case Permission::kEventsRead:
+      return "events:read";
+    case Permission::kMetricsRead:
+      return "metrics:read";
+    case Permission::kJobsSubmit:
+      return "jobs:submit";
+    case Permission::kJobsRead:
+      return "jobs:read";
+    case Permission::kJobsCancel:
+      return "jobs:cancel";
+    case Permission::kNodesDrain:
+      return "nodes:drain";
+    case Permission::kQueuesApply:
+      return "queues:apply";
+    case Permission::kUsageRead:
+      return "usage:read";
+    case Permission::kTokensManage:
+      return "tokens:manage";
+    case Permission::kAgentConnect:
+      return "agent:connect";
+    case Permission::kAuditRead:
+      return "audit:read";
   }
   return "?";
 }
@@ -51,24 +68,32 @@ std::string_view PermissionName(Permission p) {
 Status Allow(const Principal& p, Permission perm) {
   bool ok = false;
   switch (p.role) {
-    case Role::kAdmin: ok = perm != Permission::kAgentConnect || p.open; break;
+    case Role::kAdmin:
+      ok = perm != Permission::kAgentConnect || p.open;
+      break;
     case Role::kViewer:
-      ok = perm == Permission::kClusterRead || perm == Permission::kEventsRead || perm == Permission::kMetricsRead ||
-           perm == Permission::kJobsRead || perm == Permission::kUsageRead;
+      ok = perm == Permission::kClusterRead || perm == Permission::kEventsRead ||
+           perm == Permission::kMetricsRead || perm == Permission::kJobsRead ||
+           perm == Permission::kUsageRead;
       break;
     case Role::kQueueAdmin:
-      ok = perm == Permission::kClusterRead || perm == Permission::kEventsRead || perm == Permission::kJobsSubmit ||
-           perm == Permission::kJobsRead || perm == Permission::kJobsCancel || perm == Permission::kUsageRead;
-      break;
-    case Role::kUser:
-      ok = perm == Permission::kClusterRead || perm == Permission::kJobsSubmit || perm == Permission::kJobsRead ||
+      ok = perm == Permission::kClusterRead || perm == Permission::kEventsRead ||
+           perm == Permission::kJobsSubmit || perm == Permission::kJobsRead ||
            perm == Permission::kJobsCancel || perm == Permission::kUsageRead;
       break;
-    case Role::kNode: ok = perm == Permission::kAgentConnect; break;
+    case Role::kUser:
+      ok = perm == Permission::kClusterRead || perm == Permission::kJobsSubmit ||
+           perm == Permission::kJobsRead || perm == Permission::kJobsCancel ||
+           perm == Permission::kUsageRead;
+      break;
+    case Role::kNode:
+      ok = perm == Permission::kAgentConnect;
+      break;
   }
   if (ok) return Status::Ok();
-  return Status::PermissionDenied("permission " + std::string(PermissionName(perm)) + " is missing: " + p.Describe() +
-                                  " may not do this; ask an admin for a token with a role that may");
+  return Status::PermissionDenied(
+      "permission " + std::string(PermissionName(perm)) + " is missing: " + p.Describe() +
+      " may not do this; ask an admin for a token with a role that may");
 }
 
 Status CheckUserName(const std::string& user) {
@@ -76,9 +101,10 @@ Status CheckUserName(const std::string& user) {
   if (Status plain = job::CheckPlainText("the user name", user); !plain.ok()) return plain;
   static const std::regex name_re(R"(^[A-Za-z0-9_][A-Za-z0-9._@+-]{0,63}$)");
   if (std::regex_match(user, name_re)) return Status::Ok();
-  return Status::InvalidArgument("user '" + user.substr(0, 64) + (user.size() > 64 ? "..." : "") +
-                                 "' is not a user name: 1-64 letters, digits, '.', '_', '-', '@' or '+', starting "
-                                 "with a letter, digit or '_'");
+  return Status::InvalidArgument(
+      "user '" + user.substr(0, 64) + (user.size() > 64 ? "..." : "") +
+      "' is not a user name: 1-64 letters, digits, '.', '_', '-', '@' or '+', starting "
+      "with a letter, digit or '_'");
 }
 
 job::RunAs TaskAccount(const Principal& p) {
@@ -104,7 +130,8 @@ std::string Hex(const unsigned char* data, size_t n) {
 
 std::string RandomHex(size_t bytes) {
   std::vector<unsigned char> b(bytes);
-  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) std::abort();  // no entropy: nothing safe to do
+  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1)
+    std::abort();  // no entropy: nothing safe to do
   return Hex(b.data(), b.size());
 }
 
@@ -129,7 +156,8 @@ std::string Sha256Hex(const std::string& salt, std::string_view secret) {
 }  // namespace
 
 nlohmann::json TokenRecord::ToJson(bool with_hash) const {
-  nlohmann::json j = {{"id", id}, {"user", user}, {"role", std::string(RoleName(role))}, {"created_ms", created}};
+  nlohmann::json j = {
+      {"id", id}, {"user", user}, {"role", std::string(RoleName(role))}, {"created_ms", created}};
   if (!node.empty()) j["node"] = node;
   if (expires) j["expires_ms"] = expires;
   if (revoked) j["revoked_ms"] = revoked;
@@ -174,7 +202,8 @@ void TokenBook::Load(const std::vector<KeyValueRow>& values) {
   }
 }
 
-std::pair<TokenRecord, std::string> TokenBook::Mint(const std::string& user, Role role, const std::string& node, Time now,
+std::pair<TokenRecord, std::string> TokenBook::Mint(const std::string& user, Role role,
+                                                    const std::string& node, Time now,
                                                     Duration ttl) {
   TokenRecord r;
   r.id = RandomHex(6);
@@ -199,7 +228,8 @@ bool TokenBook::Erase(const std::string& id) {
   return by_id_.erase(id) > 0;
 }
 
-std::optional<TokenRecord> TokenBook::Revoke(const std::string& id, Time now, const std::string& replaced_by) {
+std::optional<TokenRecord> TokenBook::Revoke(const std::string& id, Time now,
+                                             const std::string& replaced_by) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end() || it->second.revoked) return std::nullopt;
@@ -217,14 +247,17 @@ std::optional<TokenRecord> TokenBook::Find(const std::string& id) const {
 
 StatusOr<Principal> TokenBook::Authenticate(std::string_view header, Time now) const {
   const auto need = [](const std::string& what) {
-    return Status::Unauthenticated(what + "; pass `Authorization: Bearer <token>` (the CLI reads $HANGAR_TOKEN); an "
-                                          "admin makes tokens with `hangar token create`");
+    return Status::Unauthenticated(
+        what +
+        "; pass `Authorization: Bearer <token>` (the CLI reads $HANGAR_TOKEN); an "
+        "admin makes tokens with `hangar token create`");
   };
   std::string_view token = header;
   if (token.substr(0, 7) == "Bearer " || token.substr(0, 7) == "bearer ") token.remove_prefix(7);
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
   if (token.empty()) return need("this API needs a token");
-  if (token.substr(0, 4) != "hgr_") return need("that is not a Hangar token (they start with hgr_)");
+  if (token.substr(0, 4) != "hgr_")
+    return need("that is not a Hangar token (they start with hgr_)");
   token.remove_prefix(4);
   const size_t sep = token.find('_');
   if (sep == std::string_view::npos) return need("that token is malformed");
@@ -241,14 +274,16 @@ StatusOr<Principal> TokenBook::Authenticate(std::string_view header, Time now) c
   // Said only to whoever holds the secret: the token was real, and this is what became of it.
   const TokenRecord& r = it->second;
   if (r.revoked) {
-    return Status::Unauthenticated("token " + id + " was revoked at " + FormatUtcTimestamp(r.revoked) +
-                                   (r.replaced_by.empty() ? std::string()
-                                                          : " (rotated: token " + r.replaced_by + " replaces it)") +
-                                   "; ask an admin for a new one");
+    return Status::Unauthenticated(
+        "token " + id + " was revoked at " + FormatUtcTimestamp(r.revoked) +
+        (r.replaced_by.empty() ? std::string()
+                               : " (rotated: token " + r.replaced_by + " replaces it)") +
+        "; ask an admin for a new one");
   }
   if (r.expires && now >= r.expires) {
     return Status::Unauthenticated("token " + id + " expired at " + FormatUtcTimestamp(r.expires) +
-                                   "; ask an admin to rotate it (`hangar token rotate " + id + "`)");
+                                   "; ask an admin to rotate it (`hangar token rotate " + id +
+                                   "`)");
   }
   Principal p;
   p.user = it->second.role == Role::kNode ? it->second.node : it->second.user;

@@ -13,13 +13,12 @@
 
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "common/time.h"
@@ -35,18 +34,18 @@ std::optional<Role> ParseRole(std::string_view s);
 // Permissions that depend on the role alone. Queue- and job-level checks (which queue, whose
 // job) are made by ClusterState with the queue tree.
 enum class Permission : uint8_t {
-  kClusterRead,   // nodes, queues, share
+  kClusterRead,  // nodes, queues, share
   kEventsRead,
   kMetricsRead,
-  kJobsSubmit,    // and then: to which queue
-  kJobsRead,      // and then: which jobs
-  kJobsCancel,    // and then: which jobs
+  kJobsSubmit,  // and then: to which queue
+  kJobsRead,    // and then: which jobs
+  kJobsCancel,  // and then: which jobs
   kNodesDrain,
   kQueuesApply,
-  kUsageRead,     // and then: which rows
+  kUsageRead,  // and then: which rows
   kTokensManage,
   kAgentConnect,
-  kAuditRead,     // the audit log: admins only
+  kAuditRead,  // the audit log: admins only
 };
 std::string_view PermissionName(Permission p);
 
@@ -91,13 +90,15 @@ class TokenBook {
   void Load(const std::vector<KeyValueRow>& values);  // rows of table "token"
   // A new token: the record to store and the text to hand out (once).
   // `ttl` 0: it never expires.
-  static std::pair<TokenRecord, std::string> Mint(const std::string& user, Role role, const std::string& node, Time now,
+  static std::pair<TokenRecord, std::string> Mint(const std::string& user, Role role,
+                                                  const std::string& node, Time now,
                                                   Duration ttl = 0);
   void Put(const TokenRecord& r);
   bool Erase(const std::string& id);  // forgets it entirely (Revoke keeps it, marked)
   // Marks the token revoked as of `now`; the record to store, or nullopt when there is no live
   // token `id`.
-  std::optional<TokenRecord> Revoke(const std::string& id, Time now, const std::string& replaced_by = "");
+  std::optional<TokenRecord> Revoke(const std::string& id, Time now,
+                                    const std::string& replaced_by = "");
   std::optional<TokenRecord> Find(const std::string& id) const;
   // From "Bearer hgr_..." or the bare token, as of `now` (Unix ms). Unauthenticated with what to
   // do when it fails: a wrong, unknown, revoked or expired token each says which it is.

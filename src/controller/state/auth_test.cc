@@ -28,7 +28,8 @@ TEST(AuthTest, BadTokensSayWhatToDo) {
   TokenBook book;
   auto [record, text] = TokenBook::Mint("alice", Role::kUser, "", 5);
   book.Put(record);
-  for (const std::string& bad : {std::string(""), std::string("Bearer xyz"), "hgr_" + record.id + "_wrong", std::string("hgr_nounderscore")}) {
+  for (const std::string& bad : {std::string(""), std::string("Bearer xyz"),
+                                 "hgr_" + record.id + "_wrong", std::string("hgr_nounderscore")}) {
     auto p = book.Authenticate(bad, 10);
     ASSERT_FALSE(p.ok()) << bad;
     EXPECT_EQ(p.status().code(), StatusCode::kUnauthenticated);
@@ -49,20 +50,29 @@ TEST(AuthTest, ExpiredAndRevokedTokensSayWhich) {
   auto late = book.Authenticate(text, 61000);
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.status().code(), StatusCode::kUnauthenticated);
-  EXPECT_EQ(late.status().message(), "token " + record.id + " expired at 1970-01-01T00:01:01Z; ask an admin to rotate it (`hangar token rotate " +
-                                         record.id + "`)");
+  EXPECT_EQ(
+      late.status().message(),
+      "token " + record.id +
+          " expired at 1970-01-01T00:01:01Z; ask an admin to rotate it (`hangar token rotate " +
+          record.id + "`)");
   auto revoked = book.Revoke(record.id, 2000, "abcdef012345");
   ASSERT_TRUE(revoked.has_value());
   EXPECT_FALSE(book.Revoke(record.id, 3000).has_value()) << "once";
   auto after = book.Authenticate(text, 2500);
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.status().message(), "token " + record.id +
-                                          " was revoked at 1970-01-01T00:00:02Z (rotated: token abcdef012345 replaces it); ask an admin for a new one");
-  EXPECT_EQ(book.Authenticate("hgr_" + record.id + "_wrong", 2500).status().message().rfind("that token is unknown", 0), 0u);
+                                          " was revoked at 1970-01-01T00:00:02Z (rotated: token "
+                                          "abcdef012345 replaces it); ask an admin for a new one");
+  EXPECT_EQ(book.Authenticate("hgr_" + record.id + "_wrong", 2500)
+                .status()
+                .message()
+                .rfind("that token is unknown", 0),
+            0u);
   // The revocation survives a restart (it is in the stored record).
   TokenBook again;
   again.Load({{"token", record.id, revoked->ToJson(true).dump(), false}});
-  EXPECT_NE(again.Authenticate(text, 2500).status().message().find("was revoked"), std::string::npos);
+  EXPECT_NE(again.Authenticate(text, 2500).status().message().find("was revoked"),
+            std::string::npos);
   auto [forever, forever_text] = TokenBook::Mint("bob", Role::kUser, "", 1000);
   book.Put(forever);
   EXPECT_TRUE(book.Authenticate(forever_text, int64_t{1} << 50).ok());
@@ -81,7 +91,8 @@ TEST(AuthTest, RolesGrantWhatTheDocsSay) {
   EXPECT_TRUE(may(Role::kNode, Permission::kAgentConnect));
   EXPECT_FALSE(may(Role::kNode, Permission::kClusterRead));
   EXPECT_EQ(Allow(Principal{"bob", Role::kUser, "", false}, Permission::kNodesDrain).message(),
-            "permission nodes:drain is missing: bob (user) may not do this; ask an admin for a token with a role that may");
+            "permission nodes:drain is missing: bob (user) may not do this; ask an admin for a "
+            "token with a role that may");
 }
 
 // Issue 16: a token maps to the Unix account its jobs' tasks run as, kept with its record.
@@ -94,7 +105,8 @@ TEST(AuthTest, ATokenCarriesTheAccountItsTasksRunAs) {
   auto p = stored.Authenticate(text, 10);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(TaskAccount(*p).Describe(), "uid 61001 gid 61001 groups 61010,61011");
-  EXPECT_EQ(record.ToJson(false)["run_as"].dump(), R"({"gid":61001,"groups":[61010,61011],"uid":61001})");
+  EXPECT_EQ(record.ToJson(false)["run_as"].dump(),
+            R"({"gid":61001,"groups":[61010,61011],"uid":61001})");
   // A token that names none runs its tasks as the account named like its user; an open API
   // (--auth none) as the agents' own user.
   auto [bob, bob_text] = TokenBook::Mint("bob", Role::kUser, "", 5);

@@ -18,6 +18,7 @@ namespace hangar::controller {
 // no one reads the origin); otherwise members [0, roots) are the origin readers. Needs
 // position >= holders, fanout >= 1, and 1 <= roots <= the members there were when the swarm
 // began (the origin readers must exist).
-std::vector<int32_t> PlanChunkSources(int64_t chunks, int holders, int roots, int position, int fanout);
+std::vector<int32_t> PlanChunkSources(int64_t chunks, int holders, int roots, int position,
+                                      int fanout);
 
 }  // namespace hangar::controller

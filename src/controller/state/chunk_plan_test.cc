@@ -12,7 +12,8 @@ namespace {
 // Every member's plan, for a swarm of n stagers (and `holders` holders in front).
 std::vector<std::vector<int32_t>> Plans(int64_t chunks, int holders, int roots, int n, int fanout) {
   std::vector<std::vector<int32_t>> out;
-  for (int m = holders; m < holders + n; ++m) out.push_back(PlanChunkSources(chunks, holders, roots, m, fanout));
+  for (int m = holders; m < holders + n; ++m)
+    out.push_back(PlanChunkSources(chunks, holders, roots, m, fanout));
   return out;
 }
 

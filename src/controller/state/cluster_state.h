@@ -20,21 +20,21 @@
 #include <vector>
 
 #include "api/views.h"
+#include "cluster/cluster_yaml.h"
+#include "cluster/usage.h"
 #include "controller/reservation/reservation_book.h"
 #include "controller/state/auth.h"
 #include "controller/state/ingest_lag.h"
 #include "controller/state/progress_book.h"
 #include "controller/state/secret_sealer.h"
-#include "controller/state/submission_digest.h"
 #include "controller/state/spec_book.h"
-#include "cluster/cluster_yaml.h"
-#include "cluster/usage.h"
+#include "controller/state/submission_digest.h"
 #include "controller/store/state_store.h"
 #include "health/health_engine.h"
 #include "job/job_spec.h"
 #include "job/job_state.h"
-#include "proto/agent.pb.h"
 #include "job/queue_spec.h"
+#include "proto/agent.pb.h"
 #include "sched/owner/ranks.h"
 #include "sched/owner/workload.h"
 #include "sched/queue/quota.h"
@@ -76,7 +76,7 @@ struct ControllerOptions {
   health::HealthOptions health;
   std::vector<cluster::ConfigBaseline> baselines;
   std::vector<std::string> mounts_allowed;  // cluster.yaml's containers.mounts_allowed
-  cluster::DataConfig data;  // cluster.yaml's data: (artifact fan-out, docs/data.md)
+  cluster::DataConfig data;                 // cluster.yaml's data: (artifact fan-out, docs/data.md)
   // cluster.yaml's mig.fixed_layouts (docs/mig.md): nodes whose MIG GPUs are never re-cut.
   std::map<uint32_t, cluster::ClusterFile::FixedMigLayout> mig_fixed_layouts;
   // cluster.yaml's gpu_models: CPU and memory per GPU applied at submission (job/gpu_proportions.h)
@@ -130,7 +130,8 @@ struct GpuTelemetry {
   std::string pci_bus_id;
   uint32_t util_pct = 0, mem_util_pct = 0, temperature_c = 0, memory_temperature_c = 0;
   uint32_t power_mw = 0, sm_clock_mhz = 0, mem_clock_mhz = 0, pcie_gen = 0, pcie_width = 0;
-  uint64_t energy_mj = 0, fb_used_mib = 0, fb_free_mib = 0, pcie_replays = 0, ecc_sbe = 0, ecc_dbe = 0;
+  uint64_t energy_mj = 0, fb_used_mib = 0, fb_free_mib = 0, pcie_replays = 0, ecc_sbe = 0,
+           ecc_dbe = 0;
   uint32_t remapped_corr = 0, remapped_unc = 0, last_xid = 0;
   bool remap_failure = false;
 };
@@ -145,7 +146,8 @@ struct TaskRun {
   int signal = 0;
   bool stopped = false;  // ended because Hangar stopped it
   bool lost = false;     // its node was lost
-  std::string message;   // the agent's words on how it ended ("over its GPU memory limit ..."), if any
+  std::string
+      message;  // the agent's words on how it ended ("over its GPU memory limit ..."), if any
 };
 
 // How a task's message begins when its gang failed staging (its image or artifacts) and it never
@@ -162,8 +164,8 @@ struct SpecEntry {
   // spec no environment; and the key it is stored under (SpecKey).
   std::shared_ptr<const std::string> stored;
   std::string key;
-  // A container image still at a tag (its registry was down at submission): the job waits, unplaced,
-  // until ImagePinner pins it.
+  // A container image still at a tag (its registry was down at submission): the job waits,
+  // unplaced, until ImagePinner pins it.
   bool unpinned = false;
 };
 
@@ -175,15 +177,15 @@ struct JobRecord {
   Time submitted = 0, started = 0, ended = 0;
   uint32_t attempt = 0;
   uint32_t restarts = 0;
-  sched::Reason reason;  // why it waits, as of the last cycle
+  sched::Reason reason;       // why it waits, as of the last cycle
   std::string reason_detail;  // the quota's words, when its queue is what holds it
-  std::string message;   // how it ended, or why it was requeued
+  std::string message;        // how it ended, or why it was requeued
   int master_port = 0;
   cluster::GangAssignment assignment;  // the current attempt's resources; empty while pending
   // How the current attempt was placed (sched::Placement's flags).
   cluster::Level locality = cluster::Level::kCluster;
   bool backfilled = false, borrowing = false;
-  std::vector<TaskRun> tasks;          // the current attempt; empty while pending
+  std::vector<TaskRun> tasks;  // the current attempt; empty while pending
   size_t live_tasks = 0;       // tasks of `tasks` not yet ended
   Time last_checkpoint = 0;    // the latest checkpoint a task reported (any attempt)
   std::string checkpoint_path;
@@ -196,9 +198,9 @@ struct JobRecord {
   uint32_t stopping_tasks = 0;
   uint32_t queue = 0;  // its leaf's index in the queue tree
   // Idle reclamation and accounting of the current attempt.
-  Time idle_since = 0;        // all its GPUs below the queue's idle threshold since then
+  Time idle_since = 0;  // all its GPUs below the queue's idle threshold since then
   bool idle_notified = false;
-  int64_t idle_gpu_ms = 0;    // allocated-but-idle GPU time of this attempt
+  int64_t idle_gpu_ms = 0;  // allocated-but-idle GPU time of this attempt
   // Batch (cluster_state_batch.cc): the array it belongs to (its first element's id) and its
   // index there; a hold (`hangar hold`) keeps a pending job from starting until released.
   uint64_t array_id = 0;
@@ -224,8 +226,9 @@ struct JobFilter {
   uint64_t array = 0;
   std::string user, queue, name;  // name: exact, or a prefix ending in '*'
   std::string state;
-  Time since = 0, until = 0;      // submitted within [since, until); 0: unbounded
-  sched::JobId before = 0;        // the cursor: ids below it (the list runs newest first); 0: from the newest
+  Time since = 0, until = 0;  // submitted within [since, until); 0: unbounded
+  sched::JobId before =
+      0;  // the cursor: ids below it (the list runs newest first); 0: from the newest
   size_t limit = 100;
 };
 
@@ -250,8 +253,8 @@ struct AttemptUsage {
   int64_t milli_gpu = 0;
   int64_t idle_gpu_ms = 0;
   int64_t lost_gpu_ms = 0;  // work since its last checkpoint, thrown away by a preemption or drain
-  int64_t staging_gpu_ms = 0;  // GPUs held while the gang's image was pulled
-  std::string how;          // succeeded, failed, cancelled, requeued
+  int64_t staging_gpu_ms = 0;           // GPUs held while the gang's image was pulled
+  std::string how;                      // succeeded, failed, cancelled, requeued
   std::vector<std::string> task_nodes;  // where each task ran, by index (for its logs)
   nlohmann::json ToJson() const;
   static AttemptUsage FromJson(const nlohmann::json& j);
@@ -265,7 +268,8 @@ struct NodeRecord {
   std::string drain_reason;
   std::string boot_id;  // the last one its agent reported (persisted)
   Time last_heartbeat = 0;
-  Time lease_until = -1;  // the end of the last lease granted to its agent (-1: none since the start)
+  Time lease_until =
+      -1;  // the end of the last lease granted to its agent (-1: none since the start)
   IngestLag::NodeClock clock;  // for the heartbeat lag (ingest_lag.h)
   std::string address;
   // What the agent said about its software (for config drift), kept small: the controller holds
@@ -274,8 +278,8 @@ struct NodeRecord {
     std::string driver, cuda, kernel, ofed, agent, backend;
   } software;
   std::vector<GpuTelemetry> gpus;  // per GPU, from the inventory and the last heartbeat
-  bool validation_asked = false;  // a Validate is out and no result came back yet
-  std::set<std::string> orphans;  // tasks it runs that no attempt wants; stopping
+  bool validation_asked = false;   // a Validate is out and no result came back yet
+  std::set<std::string> orphans;   // tasks it runs that no attempt wants; stopping
   // Tasks it runs that the store does not know (a store restored from an older backup, or one that
   // lost rows): kept running, and the node takes no work, until they end or an operator decides
   // (DecideHeldOrphans).
@@ -306,7 +310,8 @@ class ClusterState {
   // takeover, once per distinct stored text, so that Restore finds them ready. Call it as often as
   // new rows arrive (StoreFollower); Restore uses and then forgets what it holds. Returns early,
   // with what it parsed kept, once `cancel` is set (a takeover: Restore parses the rest).
-  Status WarmSpecs(const std::vector<const JobRow*>& rows, const std::atomic<bool>* cancel = nullptr);
+  Status WarmSpecs(const std::vector<const JobRow*>& rows,
+                   const std::atomic<bool>* cancel = nullptr);
   size_t warm_specs() const { return warm_specs_.size(); }
 
   // ---- commands from the API ----
@@ -318,11 +323,13 @@ class ClusterState {
   // Hold, release, requeue or cancel every job `f` selects that `p` may change, in one commit:
   // {"action", "matched", "changed", "unchanged", "denied", "changed_ids" (the first 1000),
   // "skipped" (the first 20 with why)}. Idempotent: what is already so counts as unchanged.
-  StatusOr<nlohmann::json> Bulk(const Principal& p, const JobFilter& f, BulkAction action, Time now, Effects* fx);
+  StatusOr<nlohmann::json> Bulk(const Principal& p, const JobFilter& f, BulkAction action, Time now,
+                                Effects* fx);
   // A page of the jobs `p` may see that match `f`, newest first.
   JobPage ListJobsPage(const Principal& p, const JobFilter& f) const;
   // Per job (`hangar history`, GET /v1/accounting/jobs): what sacct gives, plus the waste.
-  nlohmann::json AccountingJobs(const Principal& p, const JobFilter& f, Time now, sched::JobId* next, size_t* more) const;
+  nlohmann::json AccountingJobs(const Principal& p, const JobFilter& f, Time now,
+                                sched::JobId* next, size_t* more) const;
   // Idempotent submission: a client that did not hear the answer to a POST sends it
   // again with the same Idempotency-Key and gets the first answer, not a second job. Keys belong
   // to their user and are kept for a day. `request` is what was asked (the body and the count):
@@ -334,10 +341,13 @@ class ClusterState {
   };
   // The first answer for (user, key), if any; FailedPrecondition when the key was used for
   // another request.
-  StatusOr<std::optional<nlohmann::json>> RecallSubmission(const std::string& user, const std::string& key,
-                                                 const SubmissionDigest& request, Time now) const;
-  void RememberSubmission(const std::string& user, const std::string& key, const SubmissionDigest& request,
-                const nlohmann::json& answer, Time now, Effects* fx);
+  StatusOr<std::optional<nlohmann::json>> RecallSubmission(const std::string& user,
+                                                           const std::string& key,
+                                                           const SubmissionDigest& request,
+                                                           Time now) const;
+  void RememberSubmission(const std::string& user, const std::string& key,
+                          const SubmissionDigest& request, const nlohmann::json& answer, Time now,
+                          Effects* fx);
   Status Drain(const std::string& node, const std::string& reason, Time now, Effects* fx);
   Status Undrain(const std::string& node, Time now, Effects* fx);
   // The operator's decision on the tasks a node runs that the store does not know: `stop` them
@@ -348,8 +358,8 @@ class ClusterState {
   // latched faults close and the node or GPU goes on to validation (a repair also brings back a
   // failed one). Without it, hardware quarantined for a fault that waits for remediation (Xid 79,
   // double-bit ECC, ...) never returns.
-  Status Remediate(const std::string& node, const std::string& remedy, int gpu, const std::string& note, Time now,
-                   Effects* fx);
+  Status Remediate(const std::string& node, const std::string& remedy, int gpu,
+                   const std::string& note, Time now, Effects* fx);
   // The health safety valve stopped draining because too much of the fleet went at once; an
   // operator looked and lets it drain again.
   void ResetSafetyValve(Time now, Effects* fx);
@@ -361,7 +371,8 @@ class ClusterState {
   // or it was marked lost while its stream stayed up. The agent channel then closes the stream;
   // the agent reconnects, and its Register reconciles its tasks and brings the node back.
   // A heartbeat taken in extends the node's lease; with `fx`, the grant goes back to the agent.
-  bool OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now, Effects* fx = nullptr);
+  bool OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now,
+                   Effects* fx = nullptr);
   // A node may report only on tasks placed on it (in the attempt it runs, or an earlier attempt's
   // task it is still stopping): anything else is refused with PermissionDenied and changes nothing.
   Status OnTaskStatus(const std::string& node, const pb::TaskStatus& status, Time now, Effects* fx);
@@ -375,7 +386,8 @@ class ClusterState {
   void CheckProgress(Time now, Effects* fx);
   const ProgressBook& progress() const { return progress_; }
   // A task reported a checkpoint: the job's lost-work figure restarts from now.
-  Status OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx);
+  Status OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now,
+                          Effects* fx);
   // Ok when `node` is a registered node that may report on `task_id` (placed there, or unknown to
   // every attempt: old news, ignored by the callers); PermissionDenied when it runs elsewhere.
   Status CheckTaskOwner(const std::string& node, const std::string& task_id) const;
@@ -384,13 +396,15 @@ class ClusterState {
   // Replaces the queue tree (idempotent). Fails, changing nothing, when a quota cannot be
   // honoured or a queue that still has unfinished jobs would disappear. `summary` says what
   // was created, changed, removed and left as it was.
-  Status ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Effects* fx, nlohmann::json* summary);
+  Status ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Effects* fx,
+                     nlohmann::json* summary);
   nlohmann::json QueuesJson() const;
   // Per queue: guarantee, in use, borrowed, lent, share, and why its head job waits.
   nlohmann::json ShareJson(Time now) const;
   // GPU-hours by "queue" or "user" (and tier), with idle and preempted waste, since `since`.
-  StatusOr<nlohmann::json> UsageJson(const std::string& by, Time since, Time now,
-                                     const std::function<bool(const AttemptUsage&)>& visible = nullptr) const;
+  StatusOr<nlohmann::json> UsageJson(
+      const std::string& by, Time since, Time now,
+      const std::function<bool(const AttemptUsage&)>& visible = nullptr) const;
   // ---- RBAC checks that need the queue tree or the job (auth.h has the role-only ones) ----
   Status MaySubmit(const Principal& p, const std::string& queue) const;
   // Whether `user` may queue `count` more jobs under options().max_queued_per_user: a
@@ -400,10 +414,12 @@ class ClusterState {
   Status MayAccessJob(const Principal& p, sched::JobId id, bool write) const;
   bool MaySeeJob(const Principal& p, const JobRecord& j) const;
   // The jobs `p` may see, newest first.
-  std::vector<api::JobView> ListJobsFor(const Principal& p, const std::string& state_filter, size_t limit) const;
+  std::vector<api::JobView> ListJobsFor(const Principal& p, const std::string& state_filter,
+                                        size_t limit) const;
   // Usage rows `p` may see (all for admins and viewers; their subtrees' and their own for
   // queue-admins; their own for users).
-  StatusOr<nlohmann::json> UsageJsonFor(const Principal& p, const std::string& by, Time since, Time now) const;
+  StatusOr<nlohmann::json> UsageJsonFor(const Principal& p, const std::string& by, Time since,
+                                        Time now) const;
 
   // Applies queues' idle policies from the GPUs' utilisation and counts idle GPU time.
   void ReclaimIdle(Time now, Effects* fx);
@@ -450,7 +466,8 @@ class ClusterState {
 
   // ---- reservations and maintenance windows (cluster_state_reservations.cc) ----
   // `p` books the window the body describes (reservation::ParseRequest); returns it as listed.
-  StatusOr<nlohmann::json> CreateReservation(const Principal& p, const nlohmann::json& body, Time now, Effects* fx);
+  StatusOr<nlohmann::json> CreateReservation(const Principal& p, const nlohmann::json& body,
+                                             Time now, Effects* fx);
   // Ends it now: a maintenance window's drained nodes return to service through validation.
   Status DeleteReservation(const std::string& name, const Principal& p, Time now, Effects* fx);
   nlohmann::json ReservationsJson(Time now) const;
@@ -477,7 +494,9 @@ class ClusterState {
   void Schedule(Time now, Effects* fx);
   bool NeedsCycle() const { return dirty_; }
   // Whether EvaluateHealth has something to do (a new observation, or time passing).
-  bool NeedsHealth(Time now) const { return health_dirty_ || now - last_health_ >= options_.health_interval; }
+  bool NeedsHealth(Time now) const {
+    return health_dirty_ || now - last_health_ >= options_.health_interval;
+  }
 
   // ---- reads ----
   StatusOr<api::JobView> GetJob(sched::JobId id) const;
@@ -492,8 +511,8 @@ class ClusterState {
   StatusOr<api::NodeView> GetNode(const std::string& name) const;
   // Where task `index` of a job runs or ran (node name and task id), for logs: of `attempt`, else
   // of the current attempt, else (a job waiting after a preemption) of its latest attempt.
-  StatusOr<std::pair<std::string, std::string>> LocateTask(sched::JobId id, uint32_t index,
-                                                           std::optional<uint32_t> attempt = std::nullopt) const;
+  StatusOr<std::pair<std::string, std::string>> LocateTask(
+      sched::JobId id, uint32_t index, std::optional<uint32_t> attempt = std::nullopt) const;
   bool IsTaskLive(const std::string& task_id) const;
 
   struct Counts {
@@ -506,7 +525,7 @@ class ClusterState {
     // with too little CPU or memory left to feed them: cluster::StrandsGpus)
     std::map<std::string, int64_t> gpus_by_state;
     int64_t placements_total = 0;
-    Duration heartbeat_lag = 0;  // as of the last liveness check (ingest_lag.h)
+    Duration heartbeat_lag = 0;    // as of the last liveness check (ingest_lag.h)
     int64_t nodes_lost_total = 0;  // times a node was marked lost since the controller started
   };
   // For /metrics. Counting walks every job, node and GPU (tens of ms at 10,240 nodes with 1M jobs
@@ -519,7 +538,7 @@ class ClusterState {
     std::string node, model;
     uint32_t index;
     GpuTelemetry t;
-    std::string health;            // the GPU's health state, or its node's when worse (health::StateName)
+    std::string health;  // the GPU's health state, or its node's when worse (health::StateName)
     std::string job, queue, user;  // who holds it now ("" when idle; ids joined by "," when shared)
   };
   std::vector<GpuSeries> GpuMetrics() const;
@@ -570,8 +589,9 @@ class ClusterState {
   void ZombieEnded(const std::string& task_id);
   // cluster_state_batch.cc
   StatusOr<sched::GangRequest> Admissible(const job::JobSpec& spec, int* leaf) const;
-  sched::JobId Admit(std::shared_ptr<const SpecEntry> spec, std::shared_ptr<const sched::GangRequest> request,
-                     int leaf, Time now, Effects* fx, uint64_t array_id = 0, int64_t array_index = -1);
+  sched::JobId Admit(std::shared_ptr<const SpecEntry> spec,
+                     std::shared_ptr<const sched::GangRequest> request, int leaf, Time now,
+                     Effects* fx, uint64_t array_id = 0, int64_t array_index = -1);
   // Ends a pending job whose dependency can no longer be met (cancelled, saying why).
   void EndUnmet(JobRecord& j, const std::string& why, Time now, Effects* fx);
   // Live elements of each array that has a cap.
@@ -586,7 +606,8 @@ class ClusterState {
   bool MatchesFilter(const JobRecord& j, const JobFilter& f) const;
   template <typename Fn>
   void ForEachSelected(const JobFilter& f, Fn&& fn) const;
-  Status ApplyBulk(JobRecord& j, const Principal& p, BulkAction action, Time now, Effects* fx, bool* changed);
+  Status ApplyBulk(JobRecord& j, const Principal& p, BulkAction action, Time now, Effects* fx,
+                   bool* changed);
   struct ArrayRecord {
     std::vector<sched::JobId> elements;
     int max_running = 0;
@@ -605,10 +626,12 @@ class ClusterState {
     sched::Placement placement;
     uint64_t order = 0;
   };
-  void StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending, int32_t* cpu_only);
+  void StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending,
+                    int32_t* cpu_only);
   std::unordered_map<sched::JobId, Planned> planned_;
   uint64_t next_plan_ = 0;
-  void SendLaunch(const JobRecord& j, const TaskRun& t, const std::map<std::string, std::string>& env, Effects* fx) const;
+  void SendLaunch(const JobRecord& j, const TaskRun& t,
+                  const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
   // A placed gang whose nodes lack its image: asks them to pull it and returns true (its tasks
   // start from OnStageResult once every node has it); false: launch now.
@@ -633,7 +656,8 @@ class ClusterState {
   };
   // Per node of `nodes` (all of the job's tasks there, or all of its objects for a node it is
   // only reserved on), what it lacks.
-  std::map<uint32_t, StageNeeds> MissingOn(const JobRecord& j, const std::vector<uint32_t>& nodes, bool by_task) const;
+  std::map<uint32_t, StageNeeds> MissingOn(const JobRecord& j, const std::vector<uint32_t>& nodes,
+                                           bool by_task) const;
   // Sends each node its Stage, planning every artifact's chunks with the swarm of its digest.
   void SendStages(const JobRecord& j, const std::map<uint32_t, StageNeeds>& needs, Effects* fx);
   // The artifact views (object, path) of the job's task `index`.
@@ -643,7 +667,7 @@ class ClusterState {
   struct Swarm {
     std::vector<uint32_t> members;  // holders first, then stagers as they joined
     int holders = 0, roots = 1;
-    std::set<uint32_t> staging;     // members still staging
+    std::set<uint32_t> staging;  // members still staging
     // With no member that serves peers, nodes read the origin, at most origin_readers at once;
     // the rest wait here (job, attempt, node) for a reader to finish.
     std::set<uint32_t> origin_readers;
@@ -655,8 +679,8 @@ class ClusterState {
   void ApplyMigInventory(uint32_t n, const pb::Inventory& inv, Time now, Effects* fx);
   // OnRegister's parts (cluster_state_nodes.cc).
   void ObserveBoot(uint32_t n, const pb::Inventory& inv, Time now, Effects* fx);
-  std::set<std::string> ReconcileReportedTasks(uint32_t n, const pb::Register& reg, Time now, pb::Registered* ok,
-                                               Effects* fx);
+  std::set<std::string> ReconcileReportedTasks(uint32_t n, const pb::Register& reg, Time now,
+                                               pb::Registered* ok, Effects* fx);
   // Whether the store knows task `id`: of a job it holds, for an attempt it has reached. A task it
   // does not know is held, never stopped, until an operator decides (DecideHeldOrphans).
   bool StoreKnowsTask(const std::string& id) const;
@@ -665,8 +689,9 @@ class ClusterState {
   // OnTaskStatus's parts (cluster_state_nodes.cc).
   void MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* fx);
   void EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatus& st, Time now, Effects* fx);
-  cluster::MigLayout LayoutFromReport(uint32_t g, const google::protobuf::RepeatedPtrField<pb::MigGpuInstance>& instances,
-                                      std::string* problems) const;
+  cluster::MigLayout LayoutFromReport(
+      uint32_t g, const google::protobuf::RepeatedPtrField<pb::MigGpuInstance>& instances,
+      std::string* problems) const;
   void SendMigReshapes(const std::vector<sched::MigReshapePlan>& plans, Time now, Effects* fx);
   void EndReshape(uint32_t g);
   struct InFlightReshape {
@@ -701,22 +726,26 @@ class ClusterState {
   std::unordered_map<sched::JobId, sched::JobId> predecessor_;  // of jobs not yet ended
   std::unordered_map<sched::JobId, Duration> finished_ran_;     // of finished predecessors
   std::unordered_map<sched::JobId, JobService> service_;
-  size_t usage_seen_ = 0;            // usage_log_ rows folded into service_
-  sched::JobId profiled_upto_ = 0;   // jobs (by id) counted in workload_
+  size_t usage_seen_ = 0;           // usage_log_ rows folded into service_
+  sched::JobId profiled_upto_ = 0;  // jobs (by id) counted in workload_
   sched::owner::RankBook ranks_;
   sched::owner::WorkloadLearner workload_;
   // cluster_state_queues.cc
-  void UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<const sched::queue::QueueTree> tree);
+  void UseQueues(std::vector<job::QueueSpec> specs,
+                 std::shared_ptr<const sched::queue::QueueTree> tree);
   void UpdateShareHistory(Time now);
-  std::vector<std::vector<int64_t>> RunningCharges(std::vector<int>* leaf_of_active = nullptr) const;
+  std::vector<std::vector<int64_t>> RunningCharges(
+      std::vector<int>* leaf_of_active = nullptr) const;
   // The current attempt of `j` as a usage row up to `now` (no lost work, no ending).
   AttemptUsage AttemptSoFar(const JobRecord& j, Time now) const;
-  void CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how, Effects* fx);
+  void CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how,
+                    Effects* fx);
   // Whether `user` is named in `admins` (or, with users = true, `users`) of `queue` or an ancestor.
   bool NamedOnPath(int queue, const std::string& user, bool admins) const;
   bool QueueAdminOf(const Principal& p, const std::string& queue) const;
   // cluster_state_health.cc
-  void DrainWork(uint32_t node, const std::vector<uint32_t>& gpus, const std::string& why, Time now, Effects* fx);
+  void DrainWork(uint32_t node, const std::vector<uint32_t>& gpus, const std::string& why, Time now,
+                 Effects* fx);
   bool HasWork(uint32_t node) const;
   void RequestValidation(uint32_t node, Time now, Effects* fx);
   void ObserveTelemetry(uint32_t node, const pb::Heartbeat& hb, Time now);
@@ -726,7 +755,7 @@ class ClusterState {
   Status RestoreValues(const std::vector<KeyValueRow>& values);  // Restore's parts
   void RestoreNodes(const std::vector<NodeRow>& rows);
   Status RestoreJob(const JobRow& row);
-  std::map<std::string, Remembered> idempotency_;  // by user "\n" key
+  std::map<std::string, Remembered> idempotency_;                 // by user "\n" key
   std::deque<std::pair<Time, std::string>> idempotency_by_time_;  // for pruning, oldest first
   bool idempotency_sorted_ = true;
   // cluster_state_nodes.cc
@@ -746,7 +775,8 @@ class ClusterState {
   void PersistNode(uint32_t node, Effects* fx) const;
   std::string NodeState(uint32_t node) const;
   // Parses "job.attempt.index".
-  static bool ParseTaskId(const std::string& id, sched::JobId* job, uint32_t* attempt, uint32_t* index);
+  static bool ParseTaskId(const std::string& id, sched::JobId* job, uint32_t* attempt,
+                          uint32_t* index);
   static std::string TaskId(sched::JobId job, uint32_t attempt, uint32_t index);
 
   std::shared_ptr<const cluster::Topology> topology_;
@@ -755,18 +785,19 @@ class ClusterState {
   cluster::ClusterUsage usage_;
   health::HealthEngine health_;
   std::map<sched::JobId, JobRecord> jobs_;
-  WaitingOrder waiting_order_;  // the dashboard's (waiting_order())
+  WaitingOrder waiting_order_;      // the dashboard's (waiting_order())
   std::set<sched::JobId> pending_;  // jobs in state pending
   // Every job's id under its user, ascending: a list or bulk operation by user walks that user's
   // jobs, not the whole queue.
   std::unordered_map<std::string, std::vector<sched::JobId>> jobs_by_user_;
   void IndexByUser(const JobRecord& j);
-  std::set<sched::JobId> unpinned_;  // pending jobs whose images wait for the pinner (may hold ended ones)
-  std::set<sched::JobId> active_;   // jobs holding resources (tasks not all ended)
+  std::set<sched::JobId>
+      unpinned_;  // pending jobs whose images wait for the pinner (may hold ended ones)
+  std::set<sched::JobId> active_;  // jobs holding resources (tasks not all ended)
   std::vector<NodeRecord> nodes_;
   IngestLag heartbeat_lag_;
-  Duration last_lag_ = 0;      // heartbeat_lag_ at the last CheckHeartbeats
-  Time restored_at_ = -1;  // when Restore ran: the reconnect grace counts from it
+  Duration last_lag_ = 0;        // heartbeat_lag_ at the last CheckHeartbeats
+  Time restored_at_ = -1;        // when Restore ran: the reconnect grace counts from it
   bool holding_losses_ = false;  // CheckHeartbeats holds losses: the controller hears no heartbeats
   Time hold_since_ = -1;
   int64_t nodes_lost_total_ = 0;

@@ -11,16 +11,18 @@ namespace hangar::controller {
 
 using job::JobState;
 
-StatusOr<std::vector<sched::JobId>> ClusterState::SubmitArray(job::JobSpec spec, Time now, Effects* fx) {
+StatusOr<std::vector<sched::JobId>> ClusterState::SubmitArray(job::JobSpec spec, Time now,
+                                                              Effects* fx) {
   HANGAR_RETURN_IF_ERROR(job::ResolveGpuTypes(options_.gpu_types, *topology_, &spec));
-  HANGAR_RETURN_IF_ERROR(job::ApplyGpuModelLimits(options_.gpu_models, *topology_, &spec));  // idempotent
+  HANGAR_RETURN_IF_ERROR(
+      job::ApplyGpuModelLimits(options_.gpu_models, *topology_, &spec));  // idempotent
   int leaf = 0;
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, Admissible(spec, &leaf));
   const std::vector<int64_t> indices = spec.array.indices;
   const int cap = spec.array.max_running;
   std::string json = job::JobSpecToJson(spec).dump();
   auto entry = InternSpec(std::move(json), std::move(spec));
-  HANGAR_RETURN_IF_ERROR(MayStoreSpec(*entry));  // before any element exists
+  HANGAR_RETURN_IF_ERROR(MayStoreSpec(*entry));     // before any element exists
   auto shared = InternRequest(std::move(request));  // one spec and one request for every element
   const uint64_t array_id = next_job_id_;
   ArrayRecord& a = arrays_[array_id];
@@ -40,7 +42,8 @@ StatusOr<std::vector<sched::JobId>> ClusterState::SubmitArray(job::JobSpec spec,
 std::string ClusterState::DependencyWait(const job::Dependencies& after, bool* never) const {
   std::string wait;
   *never = false;
-  for (auto kind : {job::DependencyKind::kOk, job::DependencyKind::kAny, job::DependencyKind::kNotOk}) {
+  for (auto kind :
+       {job::DependencyKind::kOk, job::DependencyKind::kAny, job::DependencyKind::kNotOk}) {
     for (uint64_t dep : after.of(kind)) {
       auto a = arrays_.find(dep);
       const std::vector<sched::JobId> one{dep};
@@ -49,17 +52,21 @@ std::string ClusterState::DependencyWait(const job::Dependencies& after, bool* n
         auto it = jobs_.find(e);
         if (it == jobs_.end()) continue;  // checked at submission; a store restored without it
         const JobState s = it->second.state;
-        const std::string which = "job " + std::to_string(e) + (a != arrays_.end() ? " (of array " + std::to_string(dep) + ")" : "");
+        const std::string which =
+            "job " + std::to_string(e) +
+            (a != arrays_.end() ? " (of array " + std::to_string(dep) + ")" : "");
         if (!job::IsFinal(s)) {
           if (wait.empty()) {
-            wait = "waiting for " + which + (kind == job::DependencyKind::kOk    ? " to succeed (after.ok)"
-                                              : kind == job::DependencyKind::kAny ? " to end (after.any)"
-                                                                                  : " to fail (after.notok)");
+            wait = "waiting for " + which +
+                   (kind == job::DependencyKind::kOk    ? " to succeed (after.ok)"
+                    : kind == job::DependencyKind::kAny ? " to end (after.any)"
+                                                        : " to fail (after.notok)");
           }
           continue;
         }
         const bool ok = s == JobState::kSucceeded;
-        if ((kind == job::DependencyKind::kOk && !ok) || (kind == job::DependencyKind::kNotOk && ok)) {
+        if ((kind == job::DependencyKind::kOk && !ok) ||
+            (kind == job::DependencyKind::kNotOk && ok)) {
           *never = true;
           return which + " " + std::string(job::JobStateName(s)) + ", so after." +
                  std::string(job::DependencyKindName(kind)) + " can never be met";
@@ -71,11 +78,13 @@ std::string ClusterState::DependencyWait(const job::Dependencies& after, bool* n
 }
 
 Status ClusterState::CheckDependenciesAtSubmit(const job::Dependencies& after) const {
-  for (auto kind : {job::DependencyKind::kOk, job::DependencyKind::kAny, job::DependencyKind::kNotOk}) {
+  for (auto kind :
+       {job::DependencyKind::kOk, job::DependencyKind::kAny, job::DependencyKind::kNotOk}) {
     for (uint64_t dep : after.of(kind)) {
       if (!jobs_.count(dep)) {
-        return Status::InvalidArgument("after." + std::string(job::DependencyKindName(kind)) + ": job " +
-                                       std::to_string(dep) + " does not exist; `hangar jobs` lists them");
+        return Status::InvalidArgument("after." + std::string(job::DependencyKindName(kind)) +
+                                       ": job " + std::to_string(dep) +
+                                       " does not exist; `hangar jobs` lists them");
       }
     }
   }
@@ -91,7 +100,8 @@ std::string HeldReason(const JobRecord& j) {
 }
 }  // namespace
 
-bool ClusterState::PassesGates(JobRecord& j, std::unordered_map<uint64_t, int>* running, std::string* never) {
+bool ClusterState::PassesGates(JobRecord& j, std::unordered_map<uint64_t, int>* running,
+                               std::string* never) {
   auto gate = [&](std::string why) {
     j.reason = {};
     j.reason_detail = std::move(why);
@@ -169,8 +179,9 @@ bool ClusterState::MatchesFilter(const JobRecord& j, const JobFilter& f) const {
   return true;
 }
 
-// Calls fn(id, record or null) for the candidates of `f`, newest first, below the cursor, until fn returns false:
-// the listed ids, an array's elements, a user's jobs, the pending set, or every job -- whichever is smallest.
+// Calls fn(id, record or null) for the candidates of `f`, newest first, below the cursor, until fn
+// returns false: the listed ids, an array's elements, a user's jobs, the pending set, or every job
+// -- whichever is smallest.
 template <typename Fn>
 void ClusterState::ForEachSelected(const JobFilter& f, Fn&& fn) const {
   const sched::JobId below = f.before ? f.before : UINT64_MAX;
@@ -200,10 +211,12 @@ void ClusterState::ForEachSelected(const JobFilter& f, Fn&& fn) const {
     if (u == jobs_by_user_.end()) return;
     const auto& mine = u->second;  // ascending
     if (!pending || mine.size() <= pending_.size()) {
-      return walk(std::make_reverse_iterator(std::lower_bound(mine.begin(), mine.end(), below)), mine.rend());
+      return walk(std::make_reverse_iterator(std::lower_bound(mine.begin(), mine.end(), below)),
+                  mine.rend());
     }
   }
-  if (pending) return walk(std::make_reverse_iterator(pending_.lower_bound(below)), pending_.rend());
+  if (pending)
+    return walk(std::make_reverse_iterator(pending_.lower_bound(below)), pending_.rend());
   for (auto it = std::make_reverse_iterator(jobs_.lower_bound(below)); it != jobs_.rend(); ++it) {
     if (!fn(it->first, &it->second)) return;
   }
@@ -238,8 +251,8 @@ JobPage ClusterState::ListJobsPage(const Principal& p, const JobFilter& f) const
   return page;
 }
 
-Status ClusterState::ApplyBulk(JobRecord& j, const Principal& p, BulkAction action, Time now, Effects* fx,
-                               bool* changed) {
+Status ClusterState::ApplyBulk(JobRecord& j, const Principal& p, BulkAction action, Time now,
+                               Effects* fx, bool* changed) {
   *changed = false;
   const std::string subject = "job/" + std::to_string(j.id);
   const std::string state(job::JobStateName(j.state));
@@ -252,8 +265,9 @@ Status ClusterState::ApplyBulk(JobRecord& j, const Principal& p, BulkAction acti
     case BulkAction::kHold:
       if (j.state != JobState::kPending) {
         if (job::IsFinal(j.state)) return Status::Ok();
-        return Status::FailedPrecondition("job " + std::to_string(j.id) + " is " + state +
-                                          "; only pending jobs can be held (requeue it to hold it)");
+        return Status::FailedPrecondition(
+            "job " + std::to_string(j.id) + " is " + state +
+            "; only pending jobs can be held (requeue it to hold it)");
       }
       if (j.held) return Status::Ok();
       j.held = true;
@@ -289,11 +303,13 @@ Status ClusterState::ApplyBulk(JobRecord& j, const Principal& p, BulkAction acti
   return Status::Ok();
 }
 
-StatusOr<nlohmann::json> ClusterState::Bulk(const Principal& p, const JobFilter& f, BulkAction action, Time now,
-                                            Effects* fx) {
-  if (f.ids.empty() && !f.array && f.user.empty() && f.queue.empty() && f.name.empty() && f.state.empty()) {
-    return Status::InvalidArgument("say which jobs: ids, array, user, name, queue or state (e.g. "
-                                   "{\"user\": \"bob\", \"state\": \"pending\"}); an empty selector would take every job");
+StatusOr<nlohmann::json> ClusterState::Bulk(const Principal& p, const JobFilter& f,
+                                            BulkAction action, Time now, Effects* fx) {
+  if (f.ids.empty() && !f.array && f.user.empty() && f.queue.empty() && f.name.empty() &&
+      f.state.empty()) {
+    return Status::InvalidArgument(
+        "say which jobs: ids, array, user, name, queue or state (e.g. "
+        "{\"user\": \"bob\", \"state\": \"pending\"}); an empty selector would take every job");
   }
   std::vector<sched::JobId> selected;
   ForEachSelected(f, [&](sched::JobId id, const JobRecord*) {
@@ -340,8 +356,8 @@ StatusOr<nlohmann::json> ClusterState::Bulk(const Principal& p, const JobFilter&
                         {"skipped", skipped}};
 }
 
-nlohmann::json ClusterState::AccountingJobs(const Principal& p, const JobFilter& f, Time now, sched::JobId* next,
-                                            size_t* more) const {
+nlohmann::json ClusterState::AccountingJobs(const Principal& p, const JobFilter& f, Time now,
+                                            sched::JobId* next, size_t* more) const {
   std::unordered_map<sched::JobId, std::vector<const AttemptUsage*>> attempts;
   for (const auto& u : usage_log_) attempts[u.job].push_back(&u);
   nlohmann::json rows = nlohmann::json::array();
@@ -364,12 +380,14 @@ nlohmann::json ClusterState::AccountingJobs(const Principal& p, const JobFilter&
     Time first_start = 0;
     std::string model;
     for (const auto& u : runs) {
-      gpu_ms += static_cast<double>(u.milli_gpu) * static_cast<double>(std::max<Time>(0, u.end - u.start)) / 1000.0;
+      gpu_ms += static_cast<double>(u.milli_gpu) *
+                static_cast<double>(std::max<Time>(0, u.end - u.start)) / 1000.0;
       idle_ms += static_cast<double>(u.idle_gpu_ms);
       lost_ms += static_cast<double>(u.lost_gpu_ms);
       if (!first_start || (u.start && u.start < first_start)) first_start = u.start;
       if (model.empty() && !u.task_nodes.empty()) {
-        if (auto n = topology_->FindNode(u.task_nodes.front())) model = topology_->models()[topology_->nodes()[*n].model];
+        if (auto n = topology_->FindNode(u.task_nodes.front()))
+          model = topology_->models()[topology_->nodes()[*n].model];
       }
     }
     const job::JobSpec& s = j.spec->spec;

@@ -11,7 +11,8 @@ namespace {
 std::shared_ptr<const cluster::Topology> OneNode() {
   auto f = cluster::ParseClusterYaml(
       "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}]\n", "c.yaml");
+      "nodes: [{name: a}]\n",
+      "c.yaml");
   EXPECT_TRUE(f.ok());
   return f->topology;
 }
@@ -94,13 +95,15 @@ class BatchTest : public ::testing::Test {
 constexpr const char* kOneGpu = "name: one\ntasks: [{gpus: 1, command: [/bin/true]}]\n";
 
 TEST_F(BatchTest, AnArrayRunsAtMostItsCapAndEachElementKnowsItsIndex) {
-  const sched::JobId first = Submit("name: sweep\narray: \"10-15%2\"\ntasks: [{gpus: 1, command: [train]}]\n");
+  const sched::JobId first =
+      Submit("name: sweep\narray: \"10-15%2\"\ntasks: [{gpus: 1, command: [train]}]\n");
   auto launched = Cycle(1);
   ASSERT_EQ(launched.size(), 2u) << "the cap (%2), though 8 GPUs are free";
   EXPECT_EQ(launched[0].env().at("HANGAR_ARRAY_JOB_ID"), std::to_string(first));
   EXPECT_EQ(launched[0].env().at("HANGAR_ARRAY_INDEX"), "10");
   EXPECT_EQ(launched[1].env().at("HANGAR_ARRAY_INDEX"), "11");
-  EXPECT_EQ(Reason(first + 2), "array " + std::to_string(first) + " has 2 elements running, its cap (%2)");
+  EXPECT_EQ(Reason(first + 2),
+            "array " + std::to_string(first) + " has 2 elements running, its cap (%2)");
   EXPECT_EQ(state_->GetJob(first + 5)->array_index, 15);
   Exit(launched[0], 0, 2);
   auto next = Cycle(3);
@@ -142,8 +145,8 @@ TEST_F(BatchTest, AnArraysIdStandsForAllItsElements) {
   ASSERT_EQ(launched.size(), 2u);
   Exit(launched[0], 1, 2);
   EXPECT_TRUE(Cycle(3).empty());
-  EXPECT_EQ(Reason(then), "waiting for job " + std::to_string(arr + 1) + " (of array " + std::to_string(arr) +
-                              ") to end (after.any)");
+  EXPECT_EQ(Reason(then), "waiting for job " + std::to_string(arr + 1) + " (of array " +
+                              std::to_string(arr) + ") to end (after.any)");
   Exit(launched[1], 0, 4);
   launched = Cycle(5);
   ASSERT_EQ(launched.size(), 1u);
@@ -179,11 +182,13 @@ TEST_F(BatchTest, AHeldJobWaitsUntilReleasedAndHoldIsIdempotent) {
   EXPECT_EQ(Bulk(Admin(), f, BulkAction::kRelease)["changed"], 1);
   EXPECT_EQ(Cycle(2).size(), 1u);
   EXPECT_EQ(Bulk(Admin(), f, BulkAction::kHold)["skipped"][0]["why"],
-            "job " + std::to_string(id) + " is starting; only pending jobs can be held (requeue it to hold it)");
+            "job " + std::to_string(id) +
+                " is starting; only pending jobs can be held (requeue it to hold it)");
 }
 
 TEST_F(BatchTest, BulkCancelTakesOneUsersPendingJobsAndOnlyThose) {
-  for (int i = 0; i < 9; ++i) Submit("name: big\ntasks: [{gpus: 8, command: [x]}]\n", 0, i < 4 ? "alice" : "bob");
+  for (int i = 0; i < 9; ++i)
+    Submit("name: big\ntasks: [{gpus: 8, command: [x]}]\n", 0, i < 4 ? "alice" : "bob");
   Cycle(1);  // alice's first one runs; the rest wait
   JobFilter f;
   f.user = "bob";
@@ -200,11 +205,13 @@ TEST_F(BatchTest, BulkCancelTakesOneUsersPendingJobsAndOnlyThose) {
   EXPECT_EQ(r["changed"], 0);
   JobFilter none;
   Effects fx;
-  EXPECT_FALSE(state_->Bulk(Admin(), none, BulkAction::kCancel, 2, &fx).ok()) << "an empty selector takes nothing";
+  EXPECT_FALSE(state_->Bulk(Admin(), none, BulkAction::kCancel, 2, &fx).ok())
+      << "an empty selector takes nothing";
 }
 
 TEST_F(BatchTest, ListsPageByCursorWithTheCountOfWhatIsLeft) {
-  for (int i = 0; i < 25; ++i) Submit(i % 2 ? "name: odd\nqueue: default\ntasks: [{gpus: 1, command: [x]}]\n" : kOneGpu);
+  for (int i = 0; i < 25; ++i)
+    Submit(i % 2 ? "name: odd\nqueue: default\ntasks: [{gpus: 1, command: [x]}]\n" : kOneGpu);
   JobFilter f;
   f.limit = 10;
   JobPage p = state_->ListJobsPage(Admin(), f);
@@ -282,7 +289,8 @@ TEST_F(BatchTest, AccountingGivesEachJobItsGpuHoursAndAttempts) {
 }
 
 TEST_F(BatchTest, AccountingAndTheJobViewCarryTheJobsAccountLabel) {
-  const sched::JobId labelled = Submit("name: a\naccount: physics\ntasks: [{gpus: 1, command: [x]}]\n");
+  const sched::JobId labelled =
+      Submit("name: a\naccount: physics\ntasks: [{gpus: 1, command: [x]}]\n");
   const sched::JobId plain = Submit("name: b\ntasks: [{gpus: 1, command: [x]}]\n");
   JobFilter f;
   f.ids = {labelled, plain};
@@ -290,13 +298,15 @@ TEST_F(BatchTest, AccountingAndTheJobViewCarryTheJobsAccountLabel) {
   size_t more = 0;
   nlohmann::json rows = state_->AccountingJobs(Admin(), f, 1000, &next, &more);
   ASSERT_EQ(rows.size(), 2u);
-  for (const auto& r : rows) EXPECT_EQ(r["account"], r["id"] == labelled ? "physics" : "") << r.dump();
+  for (const auto& r : rows)
+    EXPECT_EQ(r["account"], r["id"] == labelled ? "physics" : "") << r.dump();
   EXPECT_EQ(state_->GetJob(labelled)->account, "physics");
   EXPECT_EQ(api::ToJson(*state_->GetJob(labelled))["account"], "physics");
 }
 
 TEST_F(BatchTest, ArraysHoldsAndCapsSurviveARestart) {
-  const sched::JobId first = Submit("name: sweep\narray: \"0-3%1\"\ntasks: [{gpus: 1, command: [x]}]\n");
+  const sched::JobId first =
+      Submit("name: sweep\narray: \"0-3%1\"\ntasks: [{gpus: 1, command: [x]}]\n");
   JobFilter f;
   f.ids = {first + 3};
   Bulk(Admin(), f, BulkAction::kHold);

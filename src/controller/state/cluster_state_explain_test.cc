@@ -13,7 +13,8 @@ class ExplainTest : public ::testing::Test {
   void SetUp() override {
     auto f = cluster::ParseClusterYaml(
         "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-        "nodes: [{name: a}, {name: b}]\n", "c.yaml");
+        "nodes: [{name: a}, {name: b}]\n",
+        "c.yaml");
     ASSERT_TRUE(f.ok());
     ControllerOptions o;
     o.require_validation = false;
@@ -51,7 +52,8 @@ TEST_F(ExplainTest, AJobWaitingForNodesThatNeverRegisteredSaysSo) {
   auto j = state_->GetJob(1);
   EXPECT_EQ(j->state, "pending");
   EXPECT_EQ(j->reason,
-            "fits only on nodes that have not registered: no agent has connected for a, b; start `hangar agent` "
+            "fits only on nodes that have not registered: no agent has connected for a, b; start "
+            "`hangar agent` "
             "there (`hangar nodes` shows them as unknown)");
   auto n = state_->GetNode("a");
   EXPECT_EQ(n->state, "unknown");
@@ -61,7 +63,9 @@ TEST_F(ExplainTest, AJobWaitingForNodesThatNeverRegisteredSaysSo) {
   ASSERT_TRUE(state_->Drain("a", "maintenance", 3, &fx).ok());
   state_->Schedule(4, &fx);
   j = state_->GetJob(1);
-  EXPECT_NE(j->reason.find("; of them, b have not registered (no agent has connected)"), std::string::npos) << j->reason;
+  EXPECT_NE(j->reason.find("; of them, b have not registered (no agent has connected)"),
+            std::string::npos)
+      << j->reason;
 }
 
 TEST_F(ExplainTest, ARunningJobSaysWhereItRunsNotWhyItOnceWaited) {

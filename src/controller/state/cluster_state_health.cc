@@ -50,7 +50,8 @@ void Remember(const pb::GpuTelemetry& t, GpuTelemetry* g) {
   g->sm_clock_mhz = t.sm_clock_mhz();
   g->mem_clock_mhz = t.mem_clock_mhz();
   g->fb_used_mib = t.memory_used_mib();
-  g->fb_free_mib = t.memory_total_mib() > t.memory_used_mib() ? t.memory_total_mib() - t.memory_used_mib() : 0;
+  g->fb_free_mib =
+      t.memory_total_mib() > t.memory_used_mib() ? t.memory_total_mib() - t.memory_used_mib() : 0;
   g->pcie_replays = t.pcie_replay_count();
   g->pcie_gen = t.pcie_gen();
   g->pcie_width = t.pcie_width();
@@ -100,7 +101,7 @@ void ClusterState::OnGpuEvent(const std::string& node, const pb::GpuEvent& e, Ti
   if (!n) return;
   health::GpuEvent ev;
   ev.index = static_cast<uint16_t>(e.index());
-  ev.kind = e.kind() == "ecc_dbe" ? health::GpuEvent::Kind::kEccDbe
+  ev.kind = e.kind() == "ecc_dbe"   ? health::GpuEvent::Kind::kEccDbe
             : e.kind() == "ecc_sbe" ? health::GpuEvent::Kind::kEccSbe
                                     : health::GpuEvent::Kind::kXid;
   ev.code = e.code();
@@ -153,8 +154,8 @@ bool ClusterState::HasWork(uint32_t n) const {
 
 // Requeues, whole, every gang with a task on node n (all its GPUs when `gpus` is empty, else
 // only those GPUs). Tasks get the job's checkpoint signal first, then the grace.
-void ClusterState::DrainWork(uint32_t n, const std::vector<uint32_t>& gpus, const std::string& why, Time now,
-                             Effects* fx) {
+void ClusterState::DrainWork(uint32_t n, const std::vector<uint32_t>& gpus, const std::string& why,
+                             Time now, Effects* fx) {
   std::vector<sched::JobId> hit;
   for (sched::JobId id : active_) {
     const JobRecord& j = jobs_.at(id);
@@ -188,7 +189,8 @@ void ClusterState::RequestValidation(uint32_t n, Time now, Effects* fx) {
 void ClusterState::EvaluateHealth(Time now, Effects* fx) {
   health::Evaluation ev = health_.Evaluate(now);
   for (const auto& t : ev.transitions) {
-    fx->Event(now, "health", "node/" + topology_->nodes()[t.node].name, t.ToString(topology_->nodes()[t.node].name));
+    fx->Event(now, "health", "node/" + topology_->nodes()[t.node].name,
+              t.ToString(topology_->nodes()[t.node].name));
   }
   for (const auto& c : ev.held_back) {
     (void)c;
@@ -213,8 +215,10 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
     draining_gpus_.insert(g);
   }
   for (const auto& [n, gpus] : gpus_by_node) {
-    DrainWork(n, gpus, "GPU " + std::to_string(topology_->gpus()[gpus[0]].index) + " of " +
-                           topology_->nodes()[n].name + " draining", now, fx);
+    DrainWork(n, gpus,
+              "GPU " + std::to_string(topology_->gpus()[gpus[0]].index) + " of " +
+                  topology_->nodes()[n].name + " draining",
+              now, fx);
   }
   for (uint32_t n : ev.validate_nodes) RequestValidation(n, now, fx);
   for (const auto& report : ev.changed) {
@@ -232,8 +236,8 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
       (void)health_.Apply({health::OperatorAction::Kind::kWorkDrained, n, -1, now});
       health_dirty_ = true;
     }
-    if (s == health::HealthState::kPendingValidation && nodes_[n].connected && !nodes_[n].validation_asked &&
-        !ValidationCouldNotRun(health_, n)) {
+    if (s == health::HealthState::kPendingValidation && nodes_[n].connected &&
+        !nodes_[n].validation_asked && !ValidationCouldNotRun(health_, n)) {
       RequestValidation(n, now, fx);
     }
   }
@@ -265,8 +269,10 @@ std::vector<ClusterState::GpuSeries> ClusterState::GpuMetrics() const {
   };
   std::unordered_map<uint32_t, Holder> held;
   auto add = [](std::string& list, const std::string& v) {
-    if (list.empty()) list = v;
-    else if (("," + list + ",").find("," + v + ",") == std::string::npos) list += "," + v;
+    if (list.empty())
+      list = v;
+    else if (("," + list + ",").find("," + v + ",") == std::string::npos)
+      list += "," + v;
   };
   for (sched::JobId id : active_) {
     const JobRecord& j = jobs_.at(id);
@@ -282,10 +288,12 @@ std::vector<ClusterState::GpuSeries> ClusterState::GpuMetrics() const {
     if (!nodes_[n].connected) continue;
     const auto& info = topology_->nodes()[n];
     for (uint32_t i = 0; i < nodes_[n].gpus.size(); ++i) {
-      GpuSeries s{info.name, info.num_gpus ? topology_->models()[info.model] : "", i, nodes_[n].gpus[i]};
+      GpuSeries s{info.name, info.num_gpus ? topology_->models()[info.model] : "", i,
+                  nodes_[n].gpus[i]};
       const uint32_t g = info.first_gpu + i;
       // Its node's state counts too: an Xid 79 quarantines the whole node, not one GPU.
-      s.health = std::string(health::StateName(std::max(health_.gpu_state(g), health_.node_state(n))));
+      s.health =
+          std::string(health::StateName(std::max(health_.gpu_state(g), health_.node_state(n))));
       if (auto it = held.find(g); it != held.end()) {
         s.job = it->second.job;
         s.queue = it->second.queue;
@@ -300,7 +308,8 @@ std::vector<ClusterState::GpuSeries> ClusterState::GpuMetrics() const {
 std::vector<std::pair<std::string, std::string>> ClusterState::NodeStates() const {
   std::vector<std::pair<std::string, std::string>> out;
   out.reserve(nodes_.size());
-  for (uint32_t n = 0; n < nodes_.size(); ++n) out.emplace_back(topology_->nodes()[n].name, NodeState(n));
+  for (uint32_t n = 0; n < nodes_.size(); ++n)
+    out.emplace_back(topology_->nodes()[n].name, NodeState(n));
   return out;
 }
 

@@ -14,7 +14,8 @@ class HealthLoopTest : public ::testing::Test {
   void SetUp() override {
     auto f = cluster::ParseClusterYaml(
         "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-        "nodes: [{name: \"n-[1-4]\"}]\n", "c.yaml");
+        "nodes: [{name: \"n-[1-4]\"}]\n",
+        "c.yaml");
     ASSERT_TRUE(f.ok());
     auto s = sched::Scheduler::Create({});
     state_ = std::make_unique<ClusterState>(f->topology, ControllerOptions{}, std::move(s).value());
@@ -30,8 +31,12 @@ class HealthLoopTest : public ::testing::Test {
   std::string Validation(double gemm_on_gpu3 = 700) {
     nlohmann::json gpus = nlohmann::json::array();
     for (int g = 0; g < 8; ++g) {
-      gpus.push_back({{"index", g}, {"model", "H100"}, {"gemm_tflops", g == 3 ? gemm_on_gpu3 : 700.0},
-                      {"mem_bw_gbs", 3000.0}, {"h2d_gbs", 50.0}, {"d2h_gbs", 50.0}});
+      gpus.push_back({{"index", g},
+                      {"model", "H100"},
+                      {"gemm_tflops", g == 3 ? gemm_on_gpu3 : 700.0},
+                      {"mem_bw_gbs", 3000.0},
+                      {"h2d_gbs", 50.0},
+                      {"d2h_gbs", 50.0}});
     }
     return nlohmann::json{{"gpus", gpus}, {"nccl_busbw_gbs", 400.0}}.dump();
   }
@@ -101,13 +106,15 @@ TEST_F(HealthLoopTest, Xid79DrainsTheNodeAndRequeuesTheGangWhole) {
   EXPECT_EQ(state_->GetNode(victim)->state, "draining");
   int signals = 0, stops = 0;
   for (const auto& m : fx.messages) {
-    signals += m.message.has_stop() && m.message.stop().checkpoint_signal() == 10;  // checkpoint first
+    signals +=
+        m.message.has_stop() && m.message.stop().checkpoint_signal() == 10;  // checkpoint first
     stops += m.message.has_stop();
   }
   EXPECT_EQ(signals, 2);
   EXPECT_EQ(stops, 2);
   bool explained = false;
-  for (const auto& e : fx.batch.events) explained |= e.message.find("draining") != std::string::npos;
+  for (const auto& e : fx.batch.events)
+    explained |= e.message.find("draining") != std::string::npos;
   EXPECT_TRUE(explained);
   // Not while its tasks are still checkpointing and stopping: two attempts never run at once.
   Effects early;
@@ -173,7 +180,8 @@ TEST_F(HealthLoopTest, SlowGpuFailsValidationAndGangsAvoidTheNode) {
   EXPECT_EQ(second->state, "pending");
   // A single-node job may still use it.
   Effects one;
-  auto id = state_->Submit(*job::ParseJobSpec("name: one\ntasks: [{gpus: 8, command: [x]}]\n", "j"), now_, &one);
+  auto id = state_->Submit(*job::ParseJobSpec("name: one\ntasks: [{gpus: 8, command: [x]}]\n", "j"),
+                           now_, &one);
   ASSERT_TRUE(id.ok());
   state_->Schedule(now_, &one);
   EXPECT_EQ(state_->GetJob(*id)->state, "starting");
@@ -292,8 +300,10 @@ TEST_F(HealthLoopTest, RebootRecordedByTheOperatorBringsAQuarantinedNodeBackThro
   EXPECT_EQ(state_->GetNode("n-3")->state, "quarantined");  // it waits for a remedy, however long
 
   Effects fx;
-  EXPECT_EQ(state_->Remediate("n-3", "gpu-reset", -1, "", now_, &fx).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(state_->Remediate("n-3", "reflash", -1, "", now_, &fx).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_->Remediate("n-3", "gpu-reset", -1, "", now_, &fx).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_->Remediate("n-3", "reflash", -1, "", now_, &fx).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(state_->Remediate("n-9", "reboot", -1, "", now_, &fx).code(), StatusCode::kNotFound);
   ASSERT_TRUE(state_->Remediate("n-3", "reboot", -1, "rebooted by ops", now_, &fx).ok());
   int asked = 0;
@@ -315,7 +325,8 @@ TEST_F(HealthLoopTest, NodeThatRebootedComesBackThroughValidation) {
     pb::Register r;
     r.mutable_inventory()->set_node("n-3");
     r.mutable_inventory()->set_boot_id(boot_id);
-    for (int g = 0; g < 8; ++g) r.mutable_inventory()->add_gpus()->set_index(static_cast<uint32_t>(g));
+    for (int g = 0; g < 8; ++g)
+      r.mutable_inventory()->add_gpus()->set_index(static_cast<uint32_t>(g));
     Effects fx;
     ASSERT_TRUE(state_->OnRegister(r, now_, &fx).ok());
   };
@@ -357,13 +368,18 @@ TEST_F(HealthLoopTest, UndrainOnAQuarantinedNodePointsToRemediate) {
   Effects fx;
   Status s = state_->Undrain("n-3", now_, &fx);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(s.message().find("node 'n-3' is not drained by an operator: quarantined for "), std::string::npos)
+  EXPECT_NE(s.message().find("node 'n-3' is not drained by an operator: quarantined for "),
+            std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("Xid 79"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("`hangar remediate n-3 --remedy reboot (or repair)`"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("`hangar remediate n-3 --remedy reboot (or repair)`"),
+            std::string::npos)
+      << s.message();
   // A healthy node that was never drained is told only that.
   s = state_->Undrain("n-1", now_, &fx);
-  EXPECT_EQ(s.message(), "node 'n-1' is not drained (it is ready); `hangar drain` and `hangar undrain` go together");
+  EXPECT_EQ(
+      s.message(),
+      "node 'n-1' is not drained (it is ready); `hangar drain` and `hangar undrain` go together");
 }
 }  // namespace
 }  // namespace hangar::controller

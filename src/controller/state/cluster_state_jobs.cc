@@ -18,13 +18,14 @@ ClusterState::ClusterState(std::shared_ptr<const cluster::Topology> topology,
       options_(std::move(options)),
       scheduler_(std::move(scheduler)),
       usage_(topology_),
-      health_(topology_,
-              [&] {
-                health::HealthOptions h = options_.health;
-                h.subjects.require_validation = options_.require_validation;
-                return h;
-              }(),
-              0),
+      health_(
+          topology_,
+          [&] {
+            health::HealthOptions h = options_.health;
+            h.subjects.require_validation = options_.require_validation;
+            return h;
+          }(),
+          0),
       nodes_(topology_->nodes().size()) {
   health_.SetBaselines(options_.baselines);
   if (options_.data_token.empty()) options_.data_token = NewDataToken();  // for agents' data ports
@@ -43,7 +44,8 @@ std::string ClusterState::TaskId(sched::JobId job, uint32_t attempt, uint32_t in
   return std::to_string(job) + "." + std::to_string(attempt) + "." + std::to_string(index);
 }
 
-bool ClusterState::ParseTaskId(const std::string& id, sched::JobId* job, uint32_t* attempt, uint32_t* index) {
+bool ClusterState::ParseTaskId(const std::string& id, sched::JobId* job, uint32_t* attempt,
+                               uint32_t* index) {
   unsigned long long j = 0;
   unsigned a = 0, i = 0;
   char tail = 0;
@@ -54,18 +56,21 @@ bool ClusterState::ParseTaskId(const std::string& id, sched::JobId* job, uint32_
   return true;
 }
 
-std::shared_ptr<const SpecEntry> ClusterState::InternSpec(std::string json, job::JobSpec spec,
-                                                          std::shared_ptr<const std::string> stored) {
+std::shared_ptr<const SpecEntry> ClusterState::InternSpec(
+    std::string json, job::JobSpec spec, std::shared_ptr<const std::string> stored) {
   auto it = spec_cache_.find(json);
   if (it != spec_cache_.end()) {
     if (auto live = it->second.lock()) return live;
     spec_cache_.erase(it);
   }
   bool unpinned = false;
-  for (const auto& g : spec.tasks) unpinned |= !g.container.empty() && g.container.image.find('@') == std::string::npos;
+  for (const auto& g : spec.tasks)
+    unpinned |= !g.container.empty() && g.container.image.find('@') == std::string::npos;
   // Sealed once per distinct spec: every job of a sweep shares the sealed text too. A restored
   // spec keeps the text the store has (sealing again would draw a new nonce: a second copy).
-  if (!stored) stored = std::make_shared<const std::string>(options_.sealer ? options_.sealer->Seal(json) : json);
+  if (!stored)
+    stored =
+        std::make_shared<const std::string>(options_.sealer ? options_.sealer->Seal(json) : json);
   std::string key = SpecKey(*stored);
   auto entry = std::make_shared<const SpecEntry>(
       SpecEntry{std::move(json), std::move(spec), std::move(stored), std::move(key), unpinned});
@@ -121,29 +126,34 @@ Status ClusterState::MayQueue(const std::string& user, long count) const {
   }
   if (mine + count <= cap) return Status::Ok();
   return Status::ResourceExhausted(
-      user + " has " + std::to_string(mine) + " jobs pending and may have at most " + std::to_string(cap) +
-      " (the controller's --max-queued-per-user)" + (count > 1 ? ", so " + std::to_string(count) + " more do not fit" : "") +
+      user + " has " + std::to_string(mine) + " jobs pending and may have at most " +
+      std::to_string(cap) + " (the controller's --max-queued-per-user)" +
+      (count > 1 ? ", so " + std::to_string(count) + " more do not fit" : "") +
       "; wait for some to start or cancel some (hangar cancel), or ask an admin to raise the cap");
 }
 
-StatusOr<sched::GangRequest> ClusterState::Admissible(const job::JobSpec& spec, int* leaf_out) const {
+StatusOr<sched::GangRequest> ClusterState::Admissible(const job::JobSpec& spec,
+                                                      int* leaf_out) const {
   const int leaf = queue_tree_->FindLeaf(spec.queue);
   if (leaf < 0) {
     std::string known;
     for (const auto& q : queue_tree_->LeafNames()) known += (known.empty() ? "" : ", ") + q;
     return Status::InvalidArgument("queue '" + spec.queue + "' " +
-                                   (queue_tree_->Find(spec.queue) >= 0 ? "is a group, not a queue jobs can go to"
-                                                                      : "does not exist") +
+                                   (queue_tree_->Find(spec.queue) >= 0
+                                        ? "is a group, not a queue jobs can go to"
+                                        : "does not exist") +
                                    "; the queues are: " + known);
   }
   if (spec.run_as.IsRoot() && !job::AllowsRoot(queue_specs_, spec.queue)) {
-    return Status::PermissionDenied("job '" + spec.name + "' would run as root (" + spec.run_as.Describe() +
-                                    ") and queue '" + spec.queue +
-                                    "' does not allow root tasks; submit with a token mapped to another account, "
-                                    "or ask an admin to set allow_root: true on the queue (docs/queues.md)");
+    return Status::PermissionDenied(
+        "job '" + spec.name + "' would run as root (" + spec.run_as.Describe() + ") and queue '" +
+        spec.queue +
+        "' does not allow root tasks; submit with a token mapped to another account, "
+        "or ask an admin to set allow_root: true on the queue (docs/queues.md)");
   }
   HANGAR_RETURN_IF_ERROR(CheckDependenciesAtSubmit(spec.after));
-  if (!spec.reservation.empty()) HANGAR_RETURN_IF_ERROR(reservations_.MayUse(spec.reservation, spec.user, spec.queue));
+  if (!spec.reservation.empty())
+    HANGAR_RETURN_IF_ERROR(reservations_.MayUse(spec.reservation, spec.user, spec.queue));
   HANGAR_RETURN_IF_ERROR(sched::CheckNodeNames(spec.nodes, *topology_));
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, sched::CompileGang(spec, *topology_));
   const sched::Reason never = scheduler_->NeverReason(*topology_, request);
@@ -157,8 +167,9 @@ StatusOr<sched::GangRequest> ClusterState::Admissible(const job::JobSpec& spec, 
   return request;
 }
 
-sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::shared_ptr<const sched::GangRequest> request,
-                                 int leaf, Time now, Effects* fx, uint64_t array_id, int64_t array_index) {
+sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec,
+                                 std::shared_ptr<const sched::GangRequest> request, int leaf,
+                                 Time now, Effects* fx, uint64_t array_id, int64_t array_index) {
   JobRecord j;
   j.id = next_job_id_++;
   j.spec = std::move(spec);
@@ -171,7 +182,9 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec, std::sha
   jobs_with_deps_ += !j.spec->spec.after.empty();
   fx->Event(now, "job", "job/" + std::to_string(j.id),
             "submitted '" + j.spec->spec.name + "' to queue " + j.spec->spec.queue +
-                (array_id ? " as element " + std::to_string(array_index) + " of array " + std::to_string(array_id) : ""));
+                (array_id ? " as element " + std::to_string(array_index) + " of array " +
+                                std::to_string(array_id)
+                          : ""));
   const sched::JobId id = j.id;
   Specs().Ref(j.spec->key, j.spec->spec.user, static_cast<int64_t>(j.spec->stored->size()));
   pending_.insert(id);
@@ -204,20 +217,23 @@ namespace {
 constexpr Duration kIdempotencyWindow = kDay;
 }  // namespace
 
-StatusOr<std::optional<nlohmann::json>> ClusterState::RecallSubmission(const std::string& user, const std::string& key,
-                                                             const SubmissionDigest& request, Time now) const {
+StatusOr<std::optional<nlohmann::json>> ClusterState::RecallSubmission(
+    const std::string& user, const std::string& key, const SubmissionDigest& request,
+    Time now) const {
   auto it = idempotency_.find(user + "\n" + key);
-  if (it == idempotency_.end() || now - it->second.at > kIdempotencyWindow) return std::optional<nlohmann::json>();
+  if (it == idempotency_.end() || now - it->second.at > kIdempotencyWindow)
+    return std::optional<nlohmann::json>();
   if (!request.Matches(it->second.request_digest)) {
-    return Status::FailedPrecondition("Idempotency-Key '" + key + "' was used for another request " +
-                                      FormatDuration(now - it->second.at) +
-                                      " ago; use a new key for a new request");
+    return Status::FailedPrecondition(
+        "Idempotency-Key '" + key + "' was used for another request " +
+        FormatDuration(now - it->second.at) + " ago; use a new key for a new request");
   }
   return std::optional<nlohmann::json>(it->second.answer);
 }
 
-void ClusterState::RememberSubmission(const std::string& user, const std::string& key, const SubmissionDigest& request,
-                            const nlohmann::json& answer, Time now, Effects* fx) {
+void ClusterState::RememberSubmission(const std::string& user, const std::string& key,
+                                      const SubmissionDigest& request, const nlohmann::json& answer,
+                                      Time now, Effects* fx) {
   const std::string& request_digest = request.sha256;
   const std::string id = user + "\n" + key;
   if (!idempotency_sorted_) {
@@ -227,9 +243,11 @@ void ClusterState::RememberSubmission(const std::string& user, const std::string
   idempotency_[id] = {request_digest, answer, now};
   idempotency_by_time_.emplace_back(now, id);
   fx->batch.values.push_back(
-      {"idempotency", id, nlohmann::json{{"digest", request_digest}, {"answer", answer}, {"at", now}}.dump(), false});
+      {"idempotency", id,
+       nlohmann::json{{"digest", request_digest}, {"answer", answer}, {"at", now}}.dump(), false});
   // Forget what is past the window, oldest first.
-  while (!idempotency_by_time_.empty() && now - idempotency_by_time_.front().first > kIdempotencyWindow) {
+  while (!idempotency_by_time_.empty() &&
+         now - idempotency_by_time_.front().first > kIdempotencyWindow) {
     auto it = idempotency_.find(idempotency_by_time_.front().second);
     if (it != idempotency_.end() && it->second.at == idempotency_by_time_.front().first) {
       fx->batch.values.push_back({"idempotency", it->first, "", true});
@@ -250,19 +268,24 @@ void ClusterState::RestoreIdempotency(const KeyValueRow& row) {
 
 Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist; `hangar jobs` lists them");
+  if (it == jobs_.end())
+    return Status::NotFound("job " + std::to_string(id) +
+                            " does not exist; `hangar jobs` lists them");
   JobRecord& j = it->second;
   if (job::IsFinal(j.state)) {
-    return Status::FailedPrecondition("job " + std::to_string(id) + " already " + std::string(job::JobStateName(j.state)) + "; nothing to cancel");
+    return Status::FailedPrecondition("job " + std::to_string(id) + " already " +
+                                      std::string(job::JobStateName(j.state)) +
+                                      "; nothing to cancel");
   }
   // A pending job's cancel frees nothing: it needs a cycle only when the last one reserved nodes
   // for it (EASY backfill), when jobs may depend on it, or when it waited for preemption victims.
   // Without this every cancel at 100,000 queued jobs waited behind a 100 ms cycle.
   const bool was_pending = pending_.erase(id) > 0;
-  const bool matters = !was_pending || waiting_order_.reserved_start.count(id) || jobs_with_deps_ > 0 ||
-                       !j.awaiting_victims.empty() || planned_.count(id);
+  const bool matters = !was_pending || waiting_order_.reserved_start.count(id) ||
+                       jobs_with_deps_ > 0 || !j.awaiting_victims.empty() || planned_.count(id);
   CloseAttempt(j, now, 0, "cancelled", fx);
-  if (!j.tasks.empty()) StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
+  if (!j.tasks.empty())
+    StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
   JobLifecycle::Transition(j, JobState::kCancelled, "cancel");
   j.ended = now;
   j.message = "cancelled";
@@ -277,7 +300,9 @@ void ClusterState::EnforceTimeLimits(Time now, Effects* fx) {
   for (sched::JobId id : active_) {
     const JobRecord& j = jobs_.at(id);
     const Duration limit = j.spec->spec.time_limit;
-    if (limit <= 0 || !j.started || (j.state != JobState::kRunning && j.state != JobState::kStarting)) continue;
+    if (limit <= 0 || !j.started ||
+        (j.state != JobState::kRunning && j.state != JobState::kStarting))
+      continue;
     if (now - j.started >= limit) over.push_back(id);
   }
   for (sched::JobId id : over) TimeOut(jobs_.at(id), now, fx);
@@ -300,8 +325,9 @@ void ClusterState::TimeOut(JobRecord& j, Time now, Effects* fx) {
   JobLifecycle::Transition(j, JobState::kTimedOut, "time limit");
   j.ended = now;
   j.message = "time limit " + FormatDuration(j.spec->spec.time_limit) + " reached: sent " +
-              job::SignalName(ckpt.signal) + ", then SIGTERM after at most " + FormatDuration(ckpt.grace) +
-              " and SIGKILL " + FormatDuration(options_.stop_grace) + " later";
+              job::SignalName(ckpt.signal) + ", then SIGTERM after at most " +
+              FormatDuration(ckpt.grace) + " and SIGKILL " + FormatDuration(options_.stop_grace) +
+              " later";
   fx->Event(now, "job", "job/" + std::to_string(j.id), "timed out: " + j.message);
   Persist(j, fx);
   dirty_ = true;
@@ -328,7 +354,9 @@ void ClusterState::EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx) {
 }
 
 void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
-  if (j.state != JobState::kStarting && j.state != JobState::kRunning && j.state != JobState::kPreempting) return;
+  if (j.state != JobState::kStarting && j.state != JobState::kRunning &&
+      j.state != JobState::kPreempting)
+    return;
   for (const auto& t : j.tasks) {
     if (t.phase != TaskRun::Phase::kEnded || t.lost || t.stopped) continue;
     if (t.exit_code != 0 || t.signal != 0) {
@@ -354,12 +382,14 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
   Persist(j, fx);
 }
 
-void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint) {
+void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx,
+                           bool checkpoint) {
   const Duration grace = checkpoint ? j.spec->spec.checkpoint.grace : options_.stop_grace;
   // The work since its last checkpoint is lost (as far as anyone knows now).
-  const int64_t lost = j.started ? j.assignment.TotalMilliGpu(*topology_) *
-                                       std::max<Time>(0, now - std::max(j.started, j.last_checkpoint)) / 1000
-                                 : 0;
+  const int64_t lost =
+      j.started ? j.assignment.TotalMilliGpu(*topology_) *
+                      std::max<Time>(0, now - std::max(j.started, j.last_checkpoint)) / 1000
+                : 0;
   CloseAttempt(j, now, lost, "requeued", fx);
   for (auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kEnded) continue;
@@ -419,7 +449,8 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
 void ClusterState::EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z) {
   const sched::JobId for_job = z->second.held_for;
   auto p = for_job ? jobs_.find(for_job) : jobs_.end();
-  if (p != jobs_.end() && p->second.state == JobState::kPending && !p->second.awaiting_victims.empty()) {
+  if (p != jobs_.end() && p->second.state == JobState::kPending &&
+      !p->second.awaiting_victims.empty()) {
     held_[for_job].push_back(std::move(z->second.share));
   } else {
     usage_.Release(z->second.share);
@@ -455,7 +486,8 @@ void ClusterState::ZombieEnded(const std::string& task_id) {
   }
 }
 
-Status ClusterState::OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now, Effects* fx) {
+Status ClusterState::OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c,
+                                      Time now, Effects* fx) {
   // Only the node that runs the task may vouch for its checkpoint (it moves the job's lost-work
   // mark and, during a preemption, ends the grace).
   HANGAR_RETURN_IF_ERROR(CheckTaskOwner(node, c.task_id()));
@@ -464,7 +496,8 @@ Status ClusterState::OnCheckpointDone(const std::string& node, const pb::Checkpo
   if (!ParseTaskId(c.task_id(), &id, &attempt, &index)) return Status::Ok();
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return Status::Ok();
-  if (it->second.attempt != attempt && !zombies_.count(c.task_id())) return Status::Ok();  // an old attempt's news
+  if (it->second.attempt != attempt && !zombies_.count(c.task_id()))
+    return Status::Ok();  // an old attempt's news
   JobRecord& j = it->second;
   const std::string step = c.step() ? " (step " + std::to_string(c.step()) + ")" : "";
   if (!c.drain_error().empty()) {
@@ -472,20 +505,25 @@ Status ClusterState::OnCheckpointDone(const std::string& node, const pb::Checkpo
     // so the lost-work mark stays at the last checkpoint that is.
     fx->Event(now, "job", "job/" + std::to_string(id),
               "checkpoint of task " + std::to_string(index) + " on " + node + step +
-                  " is NOT durable: " + c.drain_error() + "; a restart resumes from the previous checkpoint in the store");
+                  " is NOT durable: " + c.drain_error() +
+                  "; a restart resumes from the previous checkpoint in the store");
     return Status::Ok();
   }
   j.last_checkpoint = now;
   j.checkpoint_path = c.path();
-  fx->Event(now, "job", "job/" + std::to_string(id),
-            "checkpoint written by task " + std::to_string(index) + " on " + node +
-                (c.path().empty() ? "" : ": " + c.path()) + step +
-                (c.drained() ? ", drained to the shared store in " + std::to_string(c.drain_ms()) + " ms" : ""));
+  fx->Event(
+      now, "job", "job/" + std::to_string(id),
+      "checkpoint written by task " + std::to_string(index) + " on " + node +
+          (c.path().empty() ? "" : ": " + c.path()) + step +
+          (c.drained() ? ", drained to the shared store in " + std::to_string(c.drain_ms()) + " ms"
+                       : ""));
   Persist(j, fx);
   return Status::Ok();
 }
 
-void ClusterState::Persist(const JobRecord& j, Effects* fx) const { fx->batch.jobs.push_back(ToRow(j)); }
+void ClusterState::Persist(const JobRecord& j, Effects* fx) const {
+  fx->batch.jobs.push_back(ToRow(j));
+}
 
 JobRow ClusterState::ToRow(const JobRecord& j) const {
   JobRow r;
@@ -529,17 +567,24 @@ std::string ClusterState::PlacementJson(const JobRecord& j) const {
       if (g.mig_start >= 0) grant.insert(grant.end(), {g.mig_start, g.mig_shape});  // MIG placement
       grants.push_back(std::move(grant));
     }
-    tasks.push_back({{"index", t.index}, {"group", task.group}, {"replica", task.replica},
-                     {"node", topology_->nodes()[t.node].name}, {"cpu", task.milli_cpu},
-                     {"memory", task.memory_mib}, {"grants", grants},
-                     {"ended", t.phase == TaskRun::Phase::kEnded}, {"exit_code", t.exit_code},
-                     {"signal", t.signal}, {"stopped", t.stopped}, {"lost", t.lost}});
+    tasks.push_back({{"index", t.index},
+                     {"group", task.group},
+                     {"replica", task.replica},
+                     {"node", topology_->nodes()[t.node].name},
+                     {"cpu", task.milli_cpu},
+                     {"memory", task.memory_mib},
+                     {"grants", grants},
+                     {"ended", t.phase == TaskRun::Phase::kEnded},
+                     {"exit_code", t.exit_code},
+                     {"signal", t.signal},
+                     {"stopped", t.stopped},
+                     {"lost", t.lost}});
   }
   return nlohmann::json{{"master_port", j.master_port}, {"tasks", tasks}}.dump();
 }
 
-StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(sched::JobId id, uint32_t index,
-                                                                     std::optional<uint32_t> attempt) const {
+StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(
+    sched::JobId id, uint32_t index, std::optional<uint32_t> attempt) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist");
   const JobRecord& j = it->second;
@@ -547,13 +592,15 @@ StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(sched::Jo
     // No task process has run: the reason, not a node's "no logs for task" (the sentence says
     // what to fix: the image, the registry, the artifact).
     if (j.state == JobState::kStarting && !j.staging_waiting.empty()) {
-      return Status::FailedPrecondition("job " + std::to_string(id) + " is still staging (" + j.reason_detail +
+      return Status::FailedPrecondition("job " + std::to_string(id) + " is still staging (" +
+                                        j.reason_detail +
                                         "); its tasks have not started, so there are no logs yet");
     }
     for (const auto& t : j.tasks) {
       if (t.index != index) continue;
       if (t.message.rfind(kNeverStarted, 0) == 0) {
-        return Status::FailedPrecondition("job " + std::to_string(id) + " never started its tasks, so there are no logs: " +
+        return Status::FailedPrecondition("job " + std::to_string(id) +
+                                          " never started its tasks, so there are no logs: " +
                                           t.message.substr(std::strlen(kNeverStarted)));
       }
       return std::make_pair(topology_->nodes()[t.node].name, TaskId(j.id, j.attempt, t.index));
@@ -564,18 +611,21 @@ StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(sched::Jo
     for (auto u = usage_log_.rbegin(); u != usage_log_.rend(); ++u) {
       if (u->job != id || (attempt && u->attempt != *attempt) || u->task_nodes.empty()) continue;
       if (index >= u->task_nodes.size()) {
-        return Status::NotFound("attempt " + std::to_string(u->attempt) + " of job " + std::to_string(id) +
-                                " had no task " + std::to_string(index) + " (it had " +
-                                std::to_string(u->task_nodes.size()) + ")");
+        return Status::NotFound("attempt " + std::to_string(u->attempt) + " of job " +
+                                std::to_string(id) + " had no task " + std::to_string(index) +
+                                " (it had " + std::to_string(u->task_nodes.size()) + ")");
       }
       return std::make_pair(u->task_nodes[index], TaskId(j.id, u->attempt, index));
     }
     if (attempt) {
-      return Status::NotFound("job " + std::to_string(id) + " has no attempt " + std::to_string(*attempt) +
-                              " that ran (its attempts so far: 0 to " + std::to_string(j.attempt) + ")");
+      return Status::NotFound("job " + std::to_string(id) + " has no attempt " +
+                              std::to_string(*attempt) + " that ran (its attempts so far: 0 to " +
+                              std::to_string(j.attempt) + ")");
     }
   }
-  if (j.tasks.empty()) return Status::FailedPrecondition("job " + std::to_string(id) + " has not started; it has no logs yet");
+  if (j.tasks.empty())
+    return Status::FailedPrecondition("job " + std::to_string(id) +
+                                      " has not started; it has no logs yet");
   return Status::NotFound("job " + std::to_string(id) + " has no task " + std::to_string(index) +
                           " (it has " + std::to_string(j.tasks.size()) + ")");
 }
@@ -605,7 +655,8 @@ ClusterState::Counts ClusterState::GetCounts() const {
   constexpr int kJobStates = static_cast<int>(JobState::kTimedOut) + 1;
   int64_t jobs[kJobStates] = {};
   for (const auto& [id, j] : jobs_) jobs[static_cast<int>(j.state)]++;
-  for (int s = 0; s < kJobStates; ++s) c.jobs_by_state[std::string(job::JobStateName(static_cast<JobState>(s)))] = jobs[s];
+  for (int s = 0; s < kJobStates; ++s)
+    c.jobs_by_state[std::string(job::JobStateName(static_cast<JobState>(s)))] = jobs[s];
   for (uint32_t n = 0; n < nodes_.size(); ++n) c.nodes_by_state[NodeState(n)]++;
   c.gpus_total = topology_->total_gpus();
   c.gpus_allocated_milli = usage_.AllocatedMilliGpu();
@@ -614,8 +665,10 @@ ClusterState::Counts ClusterState::GetCounts() const {
   for (uint32_t g = 0; g < topology_->gpus().size(); ++g) {
     const uint32_t n = topology_->gpus()[g].node;
     const int64_t cap = cluster::kMilliPerGpu;
-    const int64_t used = cap - (topology_->gpus()[g].mig ? usage_.gpu_free_milli(g) * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu
-                                                          : usage_.gpu_free_milli(g));
+    const int64_t used =
+        cap - (topology_->gpus()[g].mig
+                   ? usage_.gpu_free_milli(g) * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu
+                   : usage_.gpu_free_milli(g));
     const health::HealthState hs = std::max(health_.gpu_state(g), health_.node_state(n));
     gpus[kAllocated] += used;
     if (hs == health::HealthState::kFailed) {
@@ -625,10 +678,13 @@ ClusterState::Counts ClusterState::GetCounts() const {
     } else if (!usage_.node(n).condition.schedulable || !usage_.gpu_available(g)) {
       gpus[kUnavailable] += cap - used;
     } else {
-      gpus[used > 0 ? kFragmented : cluster::StrandsGpus(usage_.node(n)) ? kStranded : kIdle] += cap - used;
+      gpus[used > 0                               ? kFragmented
+           : cluster::StrandsGpus(usage_.node(n)) ? kStranded
+                                                  : kIdle] += cap - used;
     }
   }
-  const char* names[kGpuStates] = {"allocated", "idle", "fragmented", "draining", "failed", "unavailable", "stranded"};
+  const char* names[kGpuStates] = {"allocated", "idle",        "fragmented", "draining",
+                                   "failed",    "unavailable", "stranded"};
   for (int s = 0; s < kGpuStates; ++s) c.gpus_by_state[names[s]] = gpus[s];
   c.placements_total = static_cast<int64_t>(placements_total_);
   c.heartbeat_lag = last_lag_;

@@ -43,14 +43,16 @@ void AddInstances(const cluster::MigLayout& l, uint8_t starts, uint8_t part,
 }  // namespace
 
 cluster::MigLayout ClusterState::LayoutFromReport(
-    uint32_t g, const google::protobuf::RepeatedPtrField<pb::MigGpuInstance>& instances, std::string* problems) const {
+    uint32_t g, const google::protobuf::RepeatedPtrField<pb::MigGpuInstance>& instances,
+    std::string* problems) const {
   cluster::MigLayout l;
   for (const auto& mi : instances) {
     auto shape = ShapeOf(mi);
     if (!shape || !l.Add(*shape, static_cast<int>(mi.start()))) {
       *problems += (problems->empty() ? "" : "; ") + std::string("GPU ") +
-                   std::to_string(topology_->gpus()[g].index) + ": instance '" + mi.profile() + "' at slice " +
-                   std::to_string(mi.start()) + " is not a MIG placement this controller knows";
+                   std::to_string(topology_->gpus()[g].index) + ": instance '" + mi.profile() +
+                   "' at slice " + std::to_string(mi.start()) +
+                   " is not a MIG placement this controller knows";
     }
   }
   return l;
@@ -65,7 +67,8 @@ void ClusterState::ApplyMigInventory(uint32_t n, const pb::Inventory& inv, Time 
     // Only a GPU its agent says is in MIG mode has instances to report; others (the simulator's
     // agents) keep making instances on demand.
     if (!topology_->gpus()[g].mig || !inv.gpus(i).mig()) continue;
-    EndReshape(g);  // a reshape in flight when the agent went away: what it reports now is the truth
+    EndReshape(
+        g);  // a reshape in flight when the agent went away: what it reports now is the truth
     usage_.SetMigLayout(g, LayoutFromReport(g, inv.gpus(i).mig_layout(), &problems), fixed);
   }
   if (!problems.empty()) fx->Event(now, "node", "node/" + node.name, "MIG layout: " + problems);
@@ -78,7 +81,8 @@ void ClusterState::EndReshape(uint32_t g) {
   }
 }
 
-void ClusterState::SendMigReshapes(const std::vector<sched::MigReshapePlan>& plans, Time now, Effects* fx) {
+void ClusterState::SendMigReshapes(const std::vector<sched::MigReshapePlan>& plans, Time now,
+                                   Effects* fx) {
   for (const sched::MigReshapePlan& plan : plans) {
     const cluster::GpuInfo& gi = topology_->gpus()[plan.gpu];
     const cluster::NodeInfo& node = topology_->nodes()[gi.node];
@@ -88,28 +92,34 @@ void ClusterState::SendMigReshapes(const std::vector<sched::MigReshapePlan>& pla
     pb::MigReshape* r = m.mutable_mig_reshape();
     r->set_id(id);
     r->set_gpu_index(gi.index);
-    AddInstances(plan.before, sched::MigStartsToDestroy(plan.before, plan.after), gi.mig_part, r->mutable_destroy());
-    AddInstances(plan.after, sched::MigStartsToCreate(plan.before, plan.after), gi.mig_part, r->mutable_create());
+    AddInstances(plan.before, sched::MigStartsToDestroy(plan.before, plan.after), gi.mig_part,
+                 r->mutable_destroy());
+    AddInstances(plan.after, sched::MigStartsToCreate(plan.before, plan.after), gi.mig_part,
+                 r->mutable_create());
     fx->messages.push_back({node.name, std::move(m)});
     usage_.SetMigLayout(plan.gpu, plan.after);
     usage_.SetMigReshaping(plan.gpu, true);
     mig_reshapes_[id] = {plan.gpu, now, plan.for_job};
     fx->Event(now, "node", "node/" + node.name,
-              "MIG reshape of GPU " + std::to_string(gi.index) + " for job " + std::to_string(plan.for_job) + ": " +
+              "MIG reshape of GPU " + std::to_string(gi.index) + " for job " +
+                  std::to_string(plan.for_job) + ": " +
                   cluster::MigLayoutText(plan.before, gi.mig_part) + " -> " +
                   cluster::MigLayoutText(plan.after, gi.mig_part));
     if (auto j = jobs_.find(plan.for_job); j != jobs_.end()) {
-      j->second.reason_detail = "waiting for a MIG reshape of GPU " + std::to_string(gi.index) + " on " + node.name;
+      j->second.reason_detail =
+          "waiting for a MIG reshape of GPU " + std::to_string(gi.index) + " on " + node.name;
     }
   }
 }
 
-void ClusterState::OnMigReshaped(const std::string& node, const pb::MigReshaped& r, Time now, Effects* fx) {
+void ClusterState::OnMigReshaped(const std::string& node, const pb::MigReshaped& r, Time now,
+                                 Effects* fx) {
   auto it = mig_reshapes_.find(r.id());
   if (it == mig_reshapes_.end()) return;  // superseded: the agent registered again since
   const uint32_t g = it->second.gpu;
   const cluster::GpuInfo& gi = topology_->gpus()[g];
-  if (topology_->nodes()[gi.node].name != node || gi.index != r.gpu_index()) return;  // not that node's
+  if (topology_->nodes()[gi.node].name != node || gi.index != r.gpu_index())
+    return;  // not that node's
   const Duration took = now - it->second.sent;
   mig_reshapes_.erase(it);
   std::string problems;
@@ -122,9 +132,10 @@ void ClusterState::OnMigReshaped(const std::string& node, const pb::MigReshaped&
     ++mig_stats_.failed;
   }
   fx->Event(now, "node", "node/" + node,
-            std::string(r.ok() ? "MIG reshape of GPU " : "MIG reshape failed on GPU ") + std::to_string(gi.index) +
-                (r.ok() ? "" : ": " + r.message()) + " (now " + cluster::MigLayoutText(*usage_.gpu_mig_layout(g), gi.mig_part) +
-                ", " + std::to_string(took) + " ms)" + (problems.empty() ? "" : "; " + problems));
+            std::string(r.ok() ? "MIG reshape of GPU " : "MIG reshape failed on GPU ") +
+                std::to_string(gi.index) + (r.ok() ? "" : ": " + r.message()) + " (now " +
+                cluster::MigLayoutText(*usage_.gpu_mig_layout(g), gi.mig_part) + ", " +
+                std::to_string(took) + " ms)" + (problems.empty() ? "" : "; " + problems));
   dirty_ = true;
 }
 

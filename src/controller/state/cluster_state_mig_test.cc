@@ -9,7 +9,8 @@ namespace hangar::controller {
 namespace {
 
 constexpr const char* kCluster =
-    "node_defaults: {gpus: 2, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi, mig: true}\n"
+    "node_defaults: {gpus: 2, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi, mig: "
+    "true}\n"
     "nodes: [{name: a}, {name: b}]\n";
 
 pb::MigGpuInstance Instance(const std::string& profile, int start, int memory, int compute) {
@@ -50,7 +51,8 @@ class MigStateTest : public ::testing::Test {
     ASSERT_TRUE(state_->OnRegister(r, 0, &fx).ok());
   }
   sched::JobId Submit(const std::string& profile) {
-    auto spec = job::ParseJobSpec("name: m\ntasks: [{mig: " + profile + ", command: [x]}]\n", "j.yaml");
+    auto spec =
+        job::ParseJobSpec("name: m\ntasks: [{mig: " + profile + ", command: [x]}]\n", "j.yaml");
     EXPECT_TRUE(spec.ok());
     Effects fx;
     auto id = state_->Submit(*spec, 1, &fx);
@@ -133,7 +135,8 @@ TEST_F(MigStateTest, AFailedReshapeLeavesTheReportedLayoutAndIsCounted) {
   state_->OnMigReshaped("a", failed, 10, &fx);
   EXPECT_EQ(state_->mig_reshape_stats().failed, 1);
   bool said = false;
-  for (const auto& e : fx.batch.events) said = said || e.message.find("Insufficient Resources") != std::string::npos;
+  for (const auto& e : fx.batch.events)
+    said = said || e.message.find("Insufficient Resources") != std::string::npos;
   EXPECT_TRUE(said);
   // A forged or stale answer (another node, an unknown id) changes nothing.
   state_->OnMigReshaped("b", failed, 11, &fx);
@@ -141,7 +144,9 @@ TEST_F(MigStateTest, AFailedReshapeLeavesTheReportedLayoutAndIsCounted) {
 }
 
 TEST_F(MigStateTest, FixedLayoutsAreNeverReshaped) {
-  Start("mig: {fixed_layouts: {a: [1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb]}}\n");
+  Start(
+      "mig: {fixed_layouts: {a: [1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, "
+      "1g.10gb]}}\n");
   Register("a", {});
   Submit("7g.80gb");
   std::string node;
@@ -153,19 +158,25 @@ TEST_F(MigStateTest, FixedLayoutsAreNeverReshaped) {
 }
 
 TEST(MigClusterYamlTest, FixedLayoutsAreCheckedAgainstTheNode) {
-  auto bad_name = cluster::ParseClusterYaml(std::string(kCluster) + "mig: {fixed_layouts: {a: [3g.71gb]}}\n", "c.yaml");
+  auto bad_name = cluster::ParseClusterYaml(
+      std::string(kCluster) + "mig: {fixed_layouts: {a: [3g.71gb]}}\n", "c.yaml");
   ASSERT_FALSE(bad_name.ok());
-  EXPECT_NE(bad_name.status().message().find("'3g.71gb' is not a MIG profile of node 'a'"), std::string::npos)
+  EXPECT_NE(bad_name.status().message().find("'3g.71gb' is not a MIG profile of node 'a'"),
+            std::string::npos)
       << bad_name.status().message();
-  auto too_many = cluster::ParseClusterYaml(std::string(kCluster) + "mig: {fixed_layouts: {a: [4g.40gb, 4g.40gb]}}\n", "c.yaml");
+  auto too_many = cluster::ParseClusterYaml(
+      std::string(kCluster) + "mig: {fixed_layouts: {a: [4g.40gb, 4g.40gb]}}\n", "c.yaml");
   ASSERT_FALSE(too_many.ok());
   EXPECT_NE(too_many.status().message().find("do not fit on one GPU"), std::string::npos);
-  auto unknown = cluster::ParseClusterYaml(std::string(kCluster) + "mig: {fixed_layouts: {z: [7g.80gb]}}\n", "c.yaml");
+  auto unknown = cluster::ParseClusterYaml(
+      std::string(kCluster) + "mig: {fixed_layouts: {z: [7g.80gb]}}\n", "c.yaml");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("no node 'z'"), std::string::npos);
-  auto ok = cluster::ParseClusterYaml(std::string(kCluster) + "mig: {fixed_layouts: {\"[a,b]\": [3g.40gb, 4g.40gb]}}\n", "c.yaml");
+  auto ok = cluster::ParseClusterYaml(
+      std::string(kCluster) + "mig: {fixed_layouts: {\"[a,b]\": [3g.40gb, 4g.40gb]}}\n", "c.yaml");
   EXPECT_FALSE(ok.ok());  // a range is gpu-[00-03], not a list
-  auto good = cluster::ParseClusterYaml(std::string(kCluster) + "mig: {fixed_layouts: {a: [3g.40gb, 4g.40gb]}}\n", "c.yaml");
+  auto good = cluster::ParseClusterYaml(
+      std::string(kCluster) + "mig: {fixed_layouts: {a: [3g.40gb, 4g.40gb]}}\n", "c.yaml");
   ASSERT_TRUE(good.ok()) << good.status().ToString();
   ASSERT_EQ(good->mig_fixed_layouts.count(0), 1u);
   EXPECT_EQ(cluster::MigLayoutText(good->mig_fixed_layouts.at(0).layout, 1), "4g.40gb@0,3g.40gb@4");

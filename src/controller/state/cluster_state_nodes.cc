@@ -1,7 +1,7 @@
 // ClusterState: nodes -- agents registering and reconciling, heartbeats, task status, lost
 // nodes, and the operator's drain.
-#include "controller/state/cluster_state.h"
 #include "common/version.h"
+#include "controller/state/cluster_state.h"
 #include "controller/state/job_lifecycle.h"
 
 namespace hangar::controller {
@@ -13,8 +13,8 @@ void ClusterState::UpdateCondition(uint32_t n) {
   // Health says what the hardware allows (suspect ranks last, degraded takes no gangs); the
   // controller adds what it knows about the node's agent and the operator.
   cluster::NodeCondition c = health_.node_condition(n);
-  c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained && r.orphans.empty() &&
-                  r.held.empty();
+  c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained &&
+                  r.orphans.empty() && r.held.empty();
   if (!(c == usage_.node(n).condition)) {
     usage_.SetNodeCondition(n, c);
     dirty_ = true;
@@ -27,9 +27,11 @@ std::string ClusterState::NodeState(uint32_t n) const {
   const health::HealthState h = health_.node_state(n);
   // A node an operator drained for maintenance ends "drained" (back with `hangar undrain`), not
   // "quarantined", which means a fault that waits for a remedy.
-  const bool operator_drain_only = r.drained && h == health::HealthState::kQuarantined && !health_.held_for_fault(n);
+  const bool operator_drain_only =
+      r.drained && h == health::HealthState::kQuarantined && !health_.held_for_fault(n);
   if ((h == health::HealthState::kDraining || h == health::HealthState::kQuarantined ||
-       h == health::HealthState::kFailed) && !operator_drain_only) {
+       h == health::HealthState::kFailed) &&
+      !operator_drain_only) {
     return std::string(health::StateName(h));
   }
   if (r.drained) {
@@ -51,14 +53,23 @@ std::string ClusterState::NodeState(uint32_t n) const {
 void ClusterState::PersistNode(uint32_t n, Effects* fx) const {
   const NodeRecord& r = nodes_[n];
   const health::NodeReport report = health_.Report(n);
-  auto reason = [](const std::vector<health::Condition>& c) { return c.empty() ? std::string() : c.front().reason; };
+  auto reason = [](const std::vector<health::Condition>& c) {
+    return c.empty() ? std::string() : c.front().reason;
+  };
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : report.gpus) {
-    gpus.push_back({{"state", std::string(health::StateName(g.state))}, {"since", g.since}, {"reason", reason(g.conditions)}});
+    gpus.push_back({{"state", std::string(health::StateName(g.state))},
+                    {"since", g.since},
+                    {"reason", reason(g.conditions)}});
   }
-  nlohmann::json s = {{"drained", r.drained}, {"drain_reason", r.drain_reason}, {"boot_id", r.boot_id},
-                      {"health", {{"state", std::string(health::StateName(report.state))}, {"since", report.since},
-                                  {"reason", reason(report.conditions)}, {"gpus", gpus}}}};
+  nlohmann::json s = {{"drained", r.drained},
+                      {"drain_reason", r.drain_reason},
+                      {"boot_id", r.boot_id},
+                      {"health",
+                       {{"state", std::string(health::StateName(report.state))},
+                        {"since", report.since},
+                        {"reason", reason(report.conditions)},
+                        {"gpus", gpus}}}};
   fx->batch.nodes.push_back({topology_->nodes()[n].name, s.dump()});
 }
 
@@ -66,7 +77,9 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   const pb::Inventory& inv = reg.inventory();
   auto found = topology_->FindNode(inv.node());
   if (!found) {
-    return Status::NotFound("node '" + inv.node() + "' is not in this cluster; add it to cluster.yaml or start the agent with --node set to one of its nodes");
+    return Status::NotFound("node '" + inv.node() +
+                            "' is not in this cluster; add it to cluster.yaml or start the agent "
+                            "with --node set to one of its nodes");
   }
   if (Status skew = CheckAgentSkew(Version(), inv.agent_version()); !skew.ok()) {
     return Status::FailedPrecondition("node '" + inv.node() + "' refused: " + skew.message());
@@ -74,9 +87,10 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   const uint32_t n = *found;
   const auto& declared = topology_->nodes()[n];
   if (static_cast<int>(inv.gpus_size()) != declared.num_gpus) {
-    return Status::FailedPrecondition("node '" + inv.node() + "' reports " + std::to_string(inv.gpus_size()) +
-                                      " GPUs but cluster.yaml declares " + std::to_string(declared.num_gpus) +
-                                      "; fix cluster.yaml or the agent's GPUs");
+    return Status::FailedPrecondition(
+        "node '" + inv.node() + "' reports " + std::to_string(inv.gpus_size()) +
+        " GPUs but cluster.yaml declares " + std::to_string(declared.num_gpus) +
+        "; fix cluster.yaml or the agent's GPUs");
   }
   NodeRecord& r = nodes_[n];
   const bool was_lost = r.lost;
@@ -86,15 +100,16 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   r.last_heartbeat = now;
   r.address = inv.address();
   r.validation_asked = false;
-  r.software = {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version(),
-                inv.agent_version(), inv.gpu_backend()};
+  r.software = {inv.driver_version(), inv.cuda_version(),  inv.kernel_version(),
+                inv.ofed_version(),   inv.agent_version(), inv.gpu_backend()};
   r.gpus.assign(static_cast<size_t>(inv.gpus_size()), GpuTelemetry{});
   for (int i = 0; i < inv.gpus_size(); ++i) {
     r.gpus[static_cast<size_t>(i)].uuid = inv.gpus(i).uuid();
     r.gpus[static_cast<size_t>(i)].pci_bus_id = inv.gpus(i).pci_bus_id();
   }
   ApplyMigInventory(n, inv, now, fx);
-  (void)health_.ObserveConfig(n, {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version()}, now);
+  (void)health_.ObserveConfig(
+      n, {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version()}, now);
   if (was_lost) (void)health_.Apply({health::OperatorAction::Kind::kNodeReturned, n, -1, now});
   ObserveBoot(n, inv, now, fx);
   health_dirty_ = true;
@@ -113,8 +128,9 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   RelaunchUnreported(n, reported, fx);
   fx->messages.insert(fx->messages.begin(), {inv.node(), std::move(reply)});
   fx->Event(now, "node", "node/" + inv.node(),
-            std::string(was_lost ? "came back" : "registered") + " (" + std::to_string(inv.gpus_size()) + " GPUs, " +
-                inv.gpu_backend() + " backend, " + std::to_string(reg.running_size()) + " running tasks)");
+            std::string(was_lost ? "came back" : "registered") + " (" +
+                std::to_string(inv.gpus_size()) + " GPUs, " + inv.gpu_backend() + " backend, " +
+                std::to_string(reg.running_size()) + " running tasks)");
   UpdateCondition(n);
   return Status::Ok();
 }
@@ -136,9 +152,10 @@ void ClusterState::ObserveBoot(uint32_t n, const pb::Inventory& inv, Time now, E
   if (rebooted && !ailing) {
     fx->Event(now, "node", "node/" + inv.node(), "rebooted (new boot id)");
   } else if (rebooted) {
-    (void)health_.Apply({health::OperatorAction::Kind::kRemediated, n, -1, now, health::Remedy::kNodeReboot,
-                         "the node rebooted (new boot id)"});
-    fx->Event(now, "node", "node/" + inv.node(), "rebooted (new boot id): counted as a remediation; validation follows");
+    (void)health_.Apply({health::OperatorAction::Kind::kRemediated, n, -1, now,
+                         health::Remedy::kNodeReboot, "the node rebooted (new boot id)"});
+    fx->Event(now, "node", "node/" + inv.node(),
+              "rebooted (new boot id): counted as a remediation; validation follows");
   }
   if (!inv.boot_id().empty() && inv.boot_id() != r.boot_id) {
     r.boot_id = inv.boot_id();
@@ -150,8 +167,9 @@ void ClusterState::ObserveBoot(uint32_t n, const pb::Inventory& inv, Time now, E
 // launch it had not confirmed counts as running); a task still being stopped stays to be
 // stopped; one of an attempt the store knows is over is an orphan, stopped; one the store does
 // not know at all is held, running, until an operator decides. Returns the task ids reported.
-std::set<std::string> ClusterState::ReconcileReportedTasks(uint32_t n, const pb::Register& reg, Time now,
-                                                           pb::Registered* ok, Effects* fx) {
+std::set<std::string> ClusterState::ReconcileReportedTasks(uint32_t n, const pb::Register& reg,
+                                                           Time now, pb::Registered* ok,
+                                                           Effects* fx) {
   NodeRecord& r = nodes_[n];
   r.orphans.clear();
   r.held.clear();
@@ -201,10 +219,12 @@ bool ClusterState::StoreKnowsTask(const std::string& id) const {
   if (it == jobs_.end()) return false;
   const JobRecord& j = it->second;
   // An earlier attempt, or the current one of a job that ended: the store knows it is over.
-  return attempt < j.attempt || (attempt == j.attempt && (job::IsFinal(j.state) || index < j.tasks.size()));
+  return attempt < j.attempt ||
+         (attempt == j.attempt && (job::IsFinal(j.state) || index < j.tasks.size()));
 }
 
-void ClusterState::HoldUnknownTasks(uint32_t n, const std::vector<std::string>& unknown, Time now, Effects* fx) {
+void ClusterState::HoldUnknownTasks(uint32_t n, const std::vector<std::string>& unknown, Time now,
+                                    Effects* fx) {
   if (unknown.empty()) return;
   NodeRecord& r = nodes_[n];
   r.held.insert(unknown.begin(), unknown.end());
@@ -216,15 +236,18 @@ void ClusterState::HoldUnknownTasks(uint32_t n, const std::vector<std::string>& 
     uint32_t attempt, index;
     if (ParseTaskId(id, &job, &attempt, &index) && job >= next_job_id_) next_job_id_ = job + 1;
   }
-  if (next_job_id_ != before) fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
+  if (next_job_id_ != before)
+    fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
   const std::string& name = topology_->nodes()[n].name;
   std::string ids;
   for (size_t i = 0; i < unknown.size() && i < 8; ++i) ids += (i ? ", " : "") + unknown[i];
   if (unknown.size() > 8) ids += ", ...";
   fx->Event(now, "node", "node/" + name,
             "runs " + std::to_string(unknown.size()) + " task(s) the store does not know (" + ids +
-                "): held, still running, and the node takes no new work until they end or an operator decides: "
-                "`hangar orphans " + name + " --stop` stops them, `hangar orphans " + name +
+                "): held, still running, and the node takes no new work until they end or an "
+                "operator decides: "
+                "`hangar orphans " +
+                name + " --stop` stops them, `hangar orphans " + name +
                 " --release` lets them run on and the node take work");
 }
 
@@ -233,8 +256,8 @@ Status ClusterState::DecideHeldOrphans(const std::string& node, bool stop, Time 
   if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
   NodeRecord& r = nodes_[*n];
   if (r.held.empty()) {
-    return Status::FailedPrecondition("node '" + node + "' holds no tasks unknown to the store (it is " +
-                                      NodeState(*n) + ")");
+    return Status::FailedPrecondition(
+        "node '" + node + "' holds no tasks unknown to the store (it is " + NodeState(*n) + ")");
   }
   std::string ids;
   for (const std::string& id : r.held) {
@@ -257,7 +280,8 @@ Status ClusterState::DecideHeldOrphans(const std::string& node, bool stop, Time 
 
 // Tasks node n should run that its agent did not report: launch them again. A launch is
 // idempotent on the agent, which answers with the task's end if it ran already.
-void ClusterState::RelaunchUnreported(uint32_t n, const std::set<std::string>& reported, Effects* fx) const {
+void ClusterState::RelaunchUnreported(uint32_t n, const std::set<std::string>& reported,
+                                      Effects* fx) const {
   for (sched::JobId id : active_) {
     const JobRecord& j = jobs_.at(id);
     if (job::IsFinal(j.state)) continue;
@@ -278,7 +302,8 @@ void ClusterState::OnDisconnect(const std::string& node, Time now) {
   UpdateCondition(*n);
 }
 
-bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now, Effects* fx) {
+bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb, Time now,
+                               Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return false;
   NodeRecord& r = nodes_[*n];
@@ -311,23 +336,26 @@ Status ClusterState::CheckTaskOwner(const std::string& node, const std::string& 
   auto z = zombies_.find(task_id);
   if (z != zombies_.end()) {
     if (z->second.node == *n) return Status::Ok();
-    return Status::PermissionDenied("node " + node + " reported task " + task_id + ", which runs on " +
-                                    topology_->nodes()[z->second.node].name);
+    return Status::PermissionDenied("node " + node + " reported task " + task_id +
+                                    ", which runs on " + topology_->nodes()[z->second.node].name);
   }
   sched::JobId id;
   uint32_t attempt, index;
   if (!ParseTaskId(task_id, &id, &attempt, &index)) return Status::Ok();  // nobody's: ignored
   auto it = jobs_.find(id);
   // Another attempt's task, or a job that is gone: old news from a node that was away, ignored.
-  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size()) return Status::Ok();
+  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size())
+    return Status::Ok();
   const TaskRun& t = it->second.tasks[index];
   if (t.node == *n) return Status::Ok();
-  return Status::PermissionDenied("node " + node + " reported task " + task_id + ", which was placed on " +
-                                  topology_->nodes()[t.node].name);
+  return Status::PermissionDenied("node " + node + " reported task " + task_id +
+                                  ", which was placed on " + topology_->nodes()[t.node].name);
 }
 
-Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& st, Time now, Effects* fx) {
-  const bool ended = st.state() == pb::TaskStatus::EXITED || st.state() == pb::TaskStatus::FAILED_TO_START;
+Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus& st, Time now,
+                                  Effects* fx) {
+  const bool ended =
+      st.state() == pb::TaskStatus::EXITED || st.state() == pb::TaskStatus::FAILED_TO_START;
   auto n = topology_->FindNode(node);
   if (n && nodes_[*n].orphans.count(st.task_id())) {
     if (!ended) return Status::Ok();
@@ -338,7 +366,8 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   if (n && nodes_[*n].held.count(st.task_id())) {
     if (!ended) return Status::Ok();
     nodes_[*n].held.erase(st.task_id());
-    fx->Event(now, "node", "node/" + node, "task " + st.task_id() + ", unknown to the store, ended by itself");
+    fx->Event(now, "node", "node/" + node,
+              "task " + st.task_id() + ", unknown to the store, ended by itself");
     if (nodes_[*n].held.empty()) UpdateCondition(*n);
     return Status::Ok();
   }
@@ -357,7 +386,8 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   uint32_t attempt, index;
   if (!ParseTaskId(st.task_id(), &id, &attempt, &index)) return Status::Ok();
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size()) return Status::Ok();
+  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size())
+    return Status::Ok();
   JobRecord& j = it->second;
   TaskRun& t = j.tasks[index];
   if (t.phase == TaskRun::Phase::kEnded) return Status::Ok();  // old news
@@ -378,12 +408,14 @@ void ClusterState::MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* 
   }
   JobLifecycle::Transition(j, JobState::kRunning, "every task running");
   if (!j.started) j.started = now;
-  fx->Event(now, "job", "job/" + std::to_string(j.id), "running (" + std::to_string(j.tasks.size()) + " tasks)");
+  fx->Event(now, "job", "job/" + std::to_string(j.id),
+            "running (" + std::to_string(j.tasks.size()) + " tasks)");
   Persist(j, fx);
 }
 
 // A task's end (it exited, or never started), as its agent reported it.
-void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatus& st, Time now, Effects* fx) {
+void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatus& st, Time now,
+                                   Effects* fx) {
   const std::string task = "task " + std::to_string(t.index);
   if (st.agent_exiting() && !job::IsFinal(j.state)) {
     // Its agent was stopped and took the task with it (`hangar dev` stopped with Ctrl-C): the
@@ -393,7 +425,9 @@ void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatu
     t.signal = st.signal();
     t.message = st.message();
     EndTask(j, t, now, fx);
-    Requeue(j, task + " was stopped when node " + topology_->nodes()[t.node].name + "'s agent exited", now, fx);
+    Requeue(j,
+            task + " was stopped when node " + topology_->nodes()[t.node].name + "'s agent exited",
+            now, fx);
     return;
   }
   const bool never_started = st.state() == pb::TaskStatus::FAILED_TO_START;
@@ -405,14 +439,18 @@ void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatu
   t.stopped = st.stopped();
   t.message = st.message();
   EndTask(j, t, now, fx);
-  if (never_started) fx->Event(now, "job", "job/" + std::to_string(j.id), task + " failed to start: " + st.message());
+  if (never_started)
+    fx->Event(now, "job", "job/" + std::to_string(j.id),
+              task + " failed to start: " + st.message());
   FinishIfDone(j, now, fx);
   Persist(j, fx);
 }
 
 Duration ClusterState::ReconnectGrace() const {
-  if (options_.reconnect_grace >= 0) return std::max(options_.reconnect_grace, options_.heartbeat_timeout);
-  return std::max<Duration>(options_.heartbeat_timeout, 10 * kSecond + static_cast<Duration>(nodes_.size()) * 5 / 2);
+  if (options_.reconnect_grace >= 0)
+    return std::max(options_.reconnect_grace, options_.heartbeat_timeout);
+  return std::max<Duration>(options_.heartbeat_timeout,
+                            10 * kSecond + static_cast<Duration>(nodes_.size()) * 5 / 2);
 }
 
 void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
@@ -443,7 +481,8 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   const bool hearing = lag.samples >= std::max<int64_t>(1, expected / 2);
   const Duration max_hold = std::max(30 * kSecond, 10 * options_.heartbeat_timeout);
   if (overdue == 0 || hearing) {
-    if (holding_losses_) fx->Event(now, "controller", "controller", "heartbeats arrive again: node losses resume");
+    if (holding_losses_)
+      fx->Event(now, "controller", "controller", "heartbeats arrive again: node losses resume");
     holding_losses_ = false;
     hold_since_ = -1;
   } else if (hold_since_ < 0) {
@@ -451,25 +490,33 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
     holding_losses_ = true;
     // Said in words that fit the case: with every node overdue there is no rate to fall short of.
     const std::string heard =
-        beating == 0 ? "no node's heartbeat arrived in time (all " + std::to_string(overdue) + " are overdue)"
-                     : std::to_string(lag.samples) + " heartbeats arrived in the last second, where the " +
-                           std::to_string(beating) + " nodes still on time send about " + std::to_string(expected);
-    fx->Event(now, "controller", "controller",
-              heard + ": the controller is not hearing the fleet, and may be the one in trouble; holding " +
-                  std::to_string(overdue) + " node losses for up to " + FormatDuration(max_hold));
+        beating == 0
+            ? "no node's heartbeat arrived in time (all " + std::to_string(overdue) +
+                  " are overdue)"
+            : std::to_string(lag.samples) + " heartbeats arrived in the last second, where the " +
+                  std::to_string(beating) + " nodes still on time send about " +
+                  std::to_string(expected);
+    fx->Event(
+        now, "controller", "controller",
+        heard +
+            ": the controller is not hearing the fleet, and may be the one in trouble; holding " +
+            std::to_string(overdue) + " node losses for up to " + FormatDuration(max_hold));
   } else if (holding_losses_ && now - hold_since_ >= max_hold) {
     holding_losses_ = false;  // until heartbeats flow again, no new hold
     fx->Event(now, "controller", "controller",
-              "no heartbeats for " + FormatDuration(now - hold_since_) + ": losing the " + std::to_string(overdue) +
-                  " overdue nodes");
+              "no heartbeats for " + FormatDuration(now - hold_since_) + ": losing the " +
+                  std::to_string(overdue) + " overdue nodes");
   }
   if (holding_losses_) return;
   for (uint32_t n : silent) {
     const NodeRecord& r = nodes_[n];
     if (!r.registered && !HasWork(n)) continue;  // never came: nothing to requeue
-    LoseNode(n, "no heartbeat for " + FormatDuration(now - r.last_heartbeat) +
-                    (last_lag_ > 0 ? " (heartbeats arrive up to " + FormatDuration(last_lag_) + " late)" : ""),
-             now, fx);
+    LoseNode(
+        n,
+        "no heartbeat for " + FormatDuration(now - r.last_heartbeat) +
+            (last_lag_ > 0 ? " (heartbeats arrive up to " + FormatDuration(last_lag_) + " late)"
+                           : ""),
+        now, fx);
   }
 }
 
@@ -479,7 +526,8 @@ void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effect
   ++nodes_lost_total_;
   r.connected = false;
   r.orphans.clear();
-  (void)health_.Apply({health::OperatorAction::Kind::kNodeLost, n, -1, now, health::Remedy::kGpuReset, why});
+  (void)health_.Apply(
+      {health::OperatorAction::Kind::kNodeLost, n, -1, now, health::Remedy::kGpuReset, why});
   health_dirty_ = true;
   const std::string& name = topology_->nodes()[n].name;
   fx->Event(now, "node", "node/" + name, "lost: " + why);
@@ -506,8 +554,9 @@ void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effect
       Requeue(j, "node " + name + " lost (" + why + ")", now, fx);
       if (const Time fence = FenceEnd(n); fence > now) {
         fx->Event(now, "job", "job/" + std::to_string(id),
-                  "attempt " + std::to_string(j.attempt) + " starts only after node " + name + "'s lease has run out (in " +
-                      FormatDuration(fence - now) + "): its tasks there may still run until the node's fence stops them");
+                  "attempt " + std::to_string(j.attempt) + " starts only after node " + name +
+                      "'s lease has run out (in " + FormatDuration(fence - now) +
+                      "): its tasks there may still run until the node's fence stops them");
       }
     }
   }
@@ -551,8 +600,9 @@ void ClusterState::EndFencedZombies(Time now, Effects* fx) {
     uint32_t attempt, index;
     if (ParseTaskId(task, &id, &attempt, &index)) {
       fx->Event(now, "job", "job/" + std::to_string(id),
-                "task " + task + " counts as stopped: node " + node + "'s lease has run out, and its fence has "
-                "stopped its tasks by now");
+                "task " + task + " counts as stopped: node " + node +
+                    "'s lease has run out, and its fence has "
+                    "stopped its tasks by now");
     }
     EndZombie(z);
     dirty_ = true;
@@ -577,13 +627,15 @@ void ClusterState::SettleFencedZombies(uint32_t n, const pb::Register& reg) {
   }
 }
 
-Status ClusterState::Drain(const std::string& node, const std::string& reason, Time now, Effects* fx) {
+Status ClusterState::Drain(const std::string& node, const std::string& reason, Time now,
+                           Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
   if (reason.empty()) return Status::InvalidArgument("say why the node is drained (--reason)");
   nodes_[*n].drained = true;
   nodes_[*n].drain_reason = reason;
-  (void)health_.Apply({health::OperatorAction::Kind::kDrain, *n, -1, now, health::Remedy::kGpuReset, reason});
+  (void)health_.Apply(
+      {health::OperatorAction::Kind::kDrain, *n, -1, now, health::Remedy::kGpuReset, reason});
   UpdateCondition(*n);
   PersistNode(*n, fx);
   fx->Event(now, "node", "node/" + node, "drained by the operator: " + reason);
@@ -603,8 +655,9 @@ Status ClusterState::Undrain(const std::string& node, Time now, Effects* fx) {
     };
     std::string why, remedy;
     if (held(report.state)) {
-      why = std::string(health::StateName(report.state)) +
-            (report.conditions.empty() ? std::string() : " for " + report.conditions.front().reason);
+      why =
+          std::string(health::StateName(report.state)) +
+          (report.conditions.empty() ? std::string() : " for " + report.conditions.front().reason);
       remedy = "--remedy reboot (or repair)";
     }
     for (const auto& g : report.gpus) {
@@ -614,10 +667,11 @@ Status ClusterState::Undrain(const std::string& node, Time now, Effects* fx) {
       remedy = "--remedy gpu-reset --gpu " + std::to_string(g.index) + " (or reboot, repair)";
     }
     if (!why.empty()) {
-      return Status::FailedPrecondition("node '" + node + "' is not drained by an operator: " + why +
-                                        "; undrain does not clear a health finding: fix it, then record the fix with "
-                                        "`hangar remediate " + node + " " + remedy +
-                                        "`, and validation returns the node to service");
+      return Status::FailedPrecondition(
+          "node '" + node + "' is not drained by an operator: " + why +
+          "; undrain does not clear a health finding: fix it, then record the fix with "
+          "`hangar remediate " +
+          node + " " + remedy + "`, and validation returns the node to service");
     }
     return Status::FailedPrecondition("node '" + node + "' is not drained (it is " + NodeState(*n) +
                                       "); `hangar drain` and `hangar undrain` go together");
@@ -632,30 +686,34 @@ Status ClusterState::Undrain(const std::string& node, Time now, Effects* fx) {
   return Status::Ok();
 }
 
-Status ClusterState::Remediate(const std::string& node, const std::string& remedy, int gpu, const std::string& note,
-                               Time now, Effects* fx) {
+Status ClusterState::Remediate(const std::string& node, const std::string& remedy, int gpu,
+                               const std::string& note, Time now, Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
   health::Remedy r;
   if (remedy == "gpu-reset") {
     r = health::Remedy::kGpuReset;
     if (gpu < 0 || gpu >= static_cast<int>(topology_->nodes()[*n].num_gpus)) {
-      return Status::InvalidArgument("a GPU reset names the GPU it reset: --gpu 0.." +
-                                     std::to_string(static_cast<int>(topology_->nodes()[*n].num_gpus) - 1));
+      return Status::InvalidArgument(
+          "a GPU reset names the GPU it reset: --gpu 0.." +
+          std::to_string(static_cast<int>(topology_->nodes()[*n].num_gpus) - 1));
     }
   } else if (remedy == "reboot" || remedy == "repair") {
     r = remedy == "reboot" ? health::Remedy::kNodeReboot : health::Remedy::kRepair;
     if (remedy == "reboot" && gpu >= 0) {
-      return Status::InvalidArgument("a reboot is of the whole node; leave out --gpu (or use gpu-reset)");
+      return Status::InvalidArgument(
+          "a reboot is of the whole node; leave out --gpu (or use gpu-reset)");
     }
   } else {
-    return Status::InvalidArgument("unknown remedy '" + remedy + "'; use gpu-reset, reboot or repair");
+    return Status::InvalidArgument("unknown remedy '" + remedy +
+                                   "'; use gpu-reset, reboot or repair");
   }
   HANGAR_RETURN_IF_ERROR(health_.Apply({health::OperatorAction::Kind::kRemediated, *n, gpu, now, r,
                                         note.empty() ? "by the operator" : note}));
   health_dirty_ = true;
   fx->Event(now, "node", "node/" + node,
-            std::string("remediated: ") + remedy + (gpu >= 0 ? " of GPU " + std::to_string(gpu) : "") +
+            std::string("remediated: ") + remedy +
+                (gpu >= 0 ? " of GPU " + std::to_string(gpu) : "") +
                 (note.empty() ? "" : " (" + note + ")") + "; validation follows");
   return Status::Ok();
 }
@@ -691,7 +749,8 @@ std::vector<api::NodeView> ClusterState::ListNodes() const {
 
 StatusOr<api::NodeView> ClusterState::GetNode(const std::string& name) const {
   auto found = topology_->FindNode(name);
-  if (!found) return Status::NotFound("node '" + name + "' does not exist; `hangar nodes` lists them");
+  if (!found)
+    return Status::NotFound("node '" + name + "' does not exist; `hangar nodes` lists them");
   return NodeViewOf(*found, std::move(JobsByNode(*found)[0]));
 }
 
@@ -709,7 +768,8 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
   v.gpus = info.num_gpus;
   int64_t free_milli = 0;
   for (uint32_t g = info.first_gpu; g < info.first_gpu + info.num_gpus; ++g) {
-    if (usage_.gpu_available(g) && !topology_->gpus()[g].mig) free_milli += usage_.gpu_free_milli(g);
+    if (usage_.gpu_available(g) && !topology_->gpus()[g].mig)
+      free_milli += usage_.gpu_free_milli(g);
   }
   v.gpus_free = static_cast<double>(free_milli) / 1000.0;
   v.milli_cpu = info.milli_cpu;
@@ -723,27 +783,32 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
   for (const auto& c : report.conditions) v.conditions.push_back(c.ToString());
   for (const auto& g : report.gpus) {
     if (g.state != health::HealthState::kHealthy) {
-      v.conditions.push_back("GPU " + std::to_string(g.index) + " " + std::string(health::StateName(g.state)) +
+      v.conditions.push_back("GPU " + std::to_string(g.index) + " " +
+                             std::string(health::StateName(g.state)) +
                              (g.conditions.empty() ? "" : ": " + g.conditions.front().reason));
     }
   }
   if (r.image_cache_full) {
-    v.conditions.push_back("ImageCacheFull: the images its jobs need (" + std::to_string(r.image_bytes >> 20) +
-                           " MiB) do not fit its room (" + std::to_string(r.image_budget >> 20) +
-                           " MiB: the --image-cache-budget, or the disk's free space above --image-cache-min-free, "
-                           "whichever is less); raise the budget or free disk");
+    v.conditions.push_back(
+        "ImageCacheFull: the images its jobs need (" + std::to_string(r.image_bytes >> 20) +
+        " MiB) do not fit its room (" + std::to_string(r.image_budget >> 20) +
+        " MiB: the --image-cache-budget, or the disk's free space above --image-cache-min-free, "
+        "whichever is less); raise the budget or free disk");
   }
   if (r.artifact_cache_full) {
-    v.conditions.push_back("ArtifactCacheFull: the artifacts its jobs need (" + std::to_string(r.artifact_bytes >> 20) +
-                           " MiB) do not fit its cache budget (" + std::to_string(r.artifact_budget >> 20) +
+    v.conditions.push_back("ArtifactCacheFull: the artifacts its jobs need (" +
+                           std::to_string(r.artifact_bytes >> 20) +
+                           " MiB) do not fit its cache budget (" +
+                           std::to_string(r.artifact_budget >> 20) +
                            " MiB); raise --cache-budget or give --cache-dir a bigger disk");
   }
   if (!r.held.empty()) {
     std::string ids;
     for (const std::string& id : r.held) ids += (ids.empty() ? "" : ", ") + id;
-    v.conditions.push_back("OrphansHeld: it runs " + std::to_string(r.held.size()) +
-                           " task(s) the store does not know (" + ids + "), held running; `hangar orphans " + info.name +
-                           " --stop` stops them, `--release` lets them run on and the node take work");
+    v.conditions.push_back(
+        "OrphansHeld: it runs " + std::to_string(r.held.size()) +
+        " task(s) the store does not know (" + ids + "), held running; `hangar orphans " +
+        info.name + " --stop` stops them, `--release` lets them run on and the node take work");
     if (v.reason.empty()) v.reason = "runs tasks the store does not know: " + ids;
   }
   v.artifacts = static_cast<int64_t>(r.artifacts.size());

@@ -14,9 +14,18 @@ using job::JobState;
 namespace q = sched::queue;
 
 nlohmann::json AttemptUsage::ToJson() const {
-  return {{"job", job},         {"attempt", attempt}, {"user", user},           {"queue", queue},
-          {"tier", tier},       {"start", start},     {"end", end},             {"milli_gpu", milli_gpu},
-          {"idle_gpu_ms", idle_gpu_ms}, {"lost_gpu_ms", lost_gpu_ms}, {"how", how}, {"nodes", task_nodes},
+  return {{"job", job},
+          {"attempt", attempt},
+          {"user", user},
+          {"queue", queue},
+          {"tier", tier},
+          {"start", start},
+          {"end", end},
+          {"milli_gpu", milli_gpu},
+          {"idle_gpu_ms", idle_gpu_ms},
+          {"lost_gpu_ms", lost_gpu_ms},
+          {"how", how},
+          {"nodes", task_nodes},
           {"staging_gpu_ms", staging_gpu_ms}};
 }
 
@@ -56,13 +65,16 @@ void Flatten(const std::vector<job::QueueSpec>& specs, const std::string& parent
 
 }  // namespace
 
-void ClusterState::UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<const q::QueueTree> tree) {
+void ClusterState::UseQueues(std::vector<job::QueueSpec> specs,
+                             std::shared_ptr<const q::QueueTree> tree) {
   // Carry each queue's history over by name.
-  std::vector<std::vector<double>> history(tree->nodes().size(), std::vector<double>(tree->dims(), 0.0));
+  std::vector<std::vector<double>> history(tree->nodes().size(),
+                                           std::vector<double>(tree->dims(), 0.0));
   if (queue_tree_) {
     for (size_t i = 0; i < tree->nodes().size(); ++i) {
       const int old = queue_tree_->Find(tree->nodes()[i].name);
-      if (old >= 0 && static_cast<size_t>(old) < share_history_.size() && tree->dims() == queue_tree_->dims()) {
+      if (old >= 0 && static_cast<size_t>(old) < share_history_.size() &&
+          tree->dims() == queue_tree_->dims()) {
         history[i] = share_history_[old];
       }
     }
@@ -73,18 +85,21 @@ void ClusterState::UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<
   queues_trivial_ = queue_tree_->nodes().size() == 1;
   for (const auto& n : queue_tree_->nodes()) {
     for (size_t d = 0; d < queue_tree_->dims(); ++d) {
-      queues_trivial_ = queues_trivial_ && n.nominal[d] == 0 && n.borrow_limit[d] >= q::kUnlimited &&
-                        n.lend_limit[d] >= q::kUnlimited;
+      queues_trivial_ = queues_trivial_ && n.nominal[d] == 0 &&
+                        n.borrow_limit[d] >= q::kUnlimited && n.lend_limit[d] >= q::kUnlimited;
     }
   }
-  // What the scheduler does not read (idle policies, who may submit, who administers), by tree node.
+  // What the scheduler does not read (idle policies, who may submit, who administers), by tree
+  // node.
   queue_access_.assign(queue_tree_->nodes().size(), {});
-  std::function<void(const std::vector<job::QueueSpec>&)> index = [&](const std::vector<job::QueueSpec>& specs) {
-    for (const auto& s : specs) {
-      if (const int x = queue_tree_->Find(s.name); x >= 0) queue_access_[x] = {s.idle, s.users, s.admins};
-      index(s.children);
-    }
-  };
+  std::function<void(const std::vector<job::QueueSpec>&)> index =
+      [&](const std::vector<job::QueueSpec>& specs) {
+        for (const auto& s : specs) {
+          if (const int x = queue_tree_->Find(s.name); x >= 0)
+            queue_access_[x] = {s.idle, s.users, s.admins};
+          index(s.children);
+        }
+      };
   index(queue_specs_);
   for (auto& [id, j] : jobs_) {
     const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
@@ -93,8 +108,11 @@ void ClusterState::UseQueues(std::vector<job::QueueSpec> specs, std::shared_ptr<
   dirty_ = true;
 }
 
-Status ClusterState::ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Effects* fx, nlohmann::json* summary) {
-  if (specs.empty()) return Status::InvalidArgument("the queues file declares no queue; declare at least one under 'queues:'");
+Status ClusterState::ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Effects* fx,
+                                 nlohmann::json* summary) {
+  if (specs.empty())
+    return Status::InvalidArgument(
+        "the queues file declares no queue; declare at least one under 'queues:'");
   HANGAR_ASSIGN_OR_RETURN(auto tree, q::QueueTree::Build(specs, *topology_));
   // A queue that still has unfinished jobs must stay a leaf queue.
   std::map<std::string, int> unfinished;
@@ -103,9 +121,10 @@ Status ClusterState::ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Ef
   }
   for (const auto& [name, n] : unfinished) {
     if (tree->FindLeaf(name) < 0) {
-      return Status::FailedPrecondition("queue '" + name + "' has " + std::to_string(n) +
-                                        " unfinished jobs and the new tree has no leaf queue of that name; keep it, "
-                                        "or cancel its jobs (`hangar jobs`) and apply again");
+      return Status::FailedPrecondition(
+          "queue '" + name + "' has " + std::to_string(n) +
+          " unfinished jobs and the new tree has no leaf queue of that name; keep it, "
+          "or cancel its jobs (`hangar jobs`) and apply again");
     }
   }
   std::map<std::string, std::string> before, after;
@@ -120,12 +139,14 @@ Status ClusterState::ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Ef
   for (const auto& [name, text] : before) {
     if (!after.count(name)) removed.push_back(name);
   }
-  *summary = {{"created", created}, {"changed", changed}, {"unchanged", unchanged}, {"removed", removed}};
+  *summary = {
+      {"created", created}, {"changed", changed}, {"unchanged", unchanged}, {"removed", removed}};
   if (created.empty() && changed.empty() && removed.empty()) return Status::Ok();  // idempotent
   fx->batch.values.push_back({"queue", "tree", job::QueuesToJson(specs).dump(), false});
   fx->Event(now, "queue", "queues",
-            "applied: " + std::to_string(created.size()) + " created, " + std::to_string(changed.size()) +
-                " changed, " + std::to_string(removed.size()) + " removed");
+            "applied: " + std::to_string(created.size()) + " created, " +
+                std::to_string(changed.size()) + " changed, " + std::to_string(removed.size()) +
+                " removed");
   UseQueues(std::move(specs), std::move(tree));
   return Status::Ok();
 }
@@ -150,7 +171,8 @@ void ClusterState::UpdateShareHistory(Time now) {
   }
   const Duration dt = now - share_history_at_;
   share_history_at_ = now;
-  std::vector<std::vector<int64_t>> usage(queue_tree_->nodes().size(), std::vector<int64_t>(queue_tree_->dims(), 0));
+  std::vector<std::vector<int64_t>> usage(queue_tree_->nodes().size(),
+                                          std::vector<int64_t>(queue_tree_->dims(), 0));
   std::vector<int> leaf_of;
   auto charges = RunningCharges(&leaf_of);
   for (size_t k = 0; k < charges.size(); ++k) {
@@ -196,7 +218,8 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
   nlohmann::json out = nlohmann::json::array();
   std::function<void(int, int)> walk = [&](int x, int depth) {
     const q::QueueNode& n = nodes[x];
-    const std::vector<double>* h = static_cast<size_t>(x) < share_history_.size() ? &share_history_[x] : nullptr;
+    const std::vector<double>* h =
+        static_cast<size_t>(x) < share_history_.size() ? &share_history_[x] : nullptr;
     nlohmann::json row = {
         {"name", n.name},
         {"depth", depth},
@@ -212,16 +235,20 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
     };
     nlohmann::json models = nlohmann::json::object();
     for (size_t d = q::kFirstModel; d < queue_tree_->dims(); ++d) {
-      if (n.nominal[d] > 0) models[topology_->models()[d - q::kFirstModel]] = static_cast<double>(n.nominal[d]) / 1000.0;
+      if (n.nominal[d] > 0)
+        models[topology_->models()[d - q::kFirstModel]] =
+            static_cast<double>(n.nominal[d]) / 1000.0;
     }
     if (!models.empty()) row["guarantee_by_model"] = models;
-    if (n.borrow_limit[q::kGpu] < q::kUnlimited) row["borrowing_limit_gpus"] = static_cast<double>(n.borrow_limit[q::kGpu]) / 1000.0;
+    if (n.borrow_limit[q::kGpu] < q::kUnlimited)
+      row["borrowing_limit_gpus"] = static_cast<double>(n.borrow_limit[q::kGpu]) / 1000.0;
     if (head[x]) {
       const JobRecord& j = jobs_.at(head[x]);
       row["head_job"] = head[x];
-      row["head_waits"] = !j.reason_detail.empty()             ? j.reason_detail
-                          : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
-                                                               : j.reason.ToString(*topology_);
+      row["head_waits"] = !j.reason_detail.empty() ? j.reason_detail
+                          : j.reason.rule == sched::Rule::kNone
+                              ? "waiting for the next scheduling cycle"
+                              : j.reason.ToString(*topology_);
     }
     out.push_back(std::move(row));
     for (int c : n.children) walk(c, depth + 1);
@@ -253,20 +280,24 @@ AttemptUsage ClusterState::AttemptSoFar(const JobRecord& j, Time now) const {
   return u;
 }
 
-void ClusterState::CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how, Effects* fx) {
+void ClusterState::CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms,
+                                const std::string& how, Effects* fx) {
   if (j.tasks.empty()) return;
   AttemptUsage u = AttemptSoFar(j, now);
   u.lost_gpu_ms = lost_gpu_ms;
   u.how = how;
-  fx->batch.values.push_back({"usage", std::to_string(j.id) + "." + std::to_string(j.attempt), u.ToJson().dump(), false});
+  fx->batch.values.push_back(
+      {"usage", std::to_string(j.id) + "." + std::to_string(j.attempt), u.ToJson().dump(), false});
   usage_log_.push_back(std::move(u));
 }
 
-StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time since, Time now,
-                                                 const std::function<bool(const AttemptUsage&)>& visible) const {
+StatusOr<nlohmann::json> ClusterState::UsageJson(
+    const std::string& by, Time since, Time now,
+    const std::function<bool(const AttemptUsage&)>& visible) const {
   if (by != "queue" && by != "user") return Status::InvalidArgument("by must be queue or user");
   struct Row {
-    double gpu_ms = 0, guaranteed_ms = 0, opportunistic_ms = 0, idle_ms = 0, lost_ms = 0, staging_ms = 0;
+    double gpu_ms = 0, guaranteed_ms = 0, opportunistic_ms = 0, idle_ms = 0, lost_ms = 0,
+           staging_ms = 0;
     std::set<sched::JobId> jobs;
   };
   std::map<std::string, Row> rows;
@@ -275,9 +306,12 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time sin
     const Time from = std::max(u.start, since), to = u.end;
     if (to <= from && !(u.end >= since && (u.lost_gpu_ms > 0 || u.staging_gpu_ms > 0))) return;
     Row& r = rows[by == "queue" ? u.queue : u.user];
-    const double ms = static_cast<double>(u.milli_gpu) * static_cast<double>(std::max<Time>(0, to - from)) / 1000.0;
+    const double ms = static_cast<double>(u.milli_gpu) *
+                      static_cast<double>(std::max<Time>(0, to - from)) / 1000.0;
     // Idle time is prorated to the part of the attempt inside the window.
-    const double part = u.end > u.start ? static_cast<double>(std::max<Time>(0, to - from)) / static_cast<double>(u.end - u.start) : 0;
+    const double part = u.end > u.start ? static_cast<double>(std::max<Time>(0, to - from)) /
+                                              static_cast<double>(u.end - u.start)
+                                        : 0;
     r.gpu_ms += ms;
     (u.tier == "opportunistic" ? r.opportunistic_ms : r.guaranteed_ms) += ms;
     r.idle_ms += static_cast<double>(u.idle_gpu_ms) * part;
@@ -304,7 +338,10 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(const std::string& by, Time sin
                    {"staging_gpu_hours", r.staging_ms / kHourMs},
                    {"jobs", r.jobs.size()}});
   }
-  return nlohmann::json{{"by", by}, {"since_ms", since}, {"until_ms", now}, {"rows", out},
+  return nlohmann::json{{"by", by},
+                        {"since_ms", since},
+                        {"until_ms", now},
+                        {"rows", out},
                         {"stranded_gpus", usage_.StrandedGpus()}};
 }
 
@@ -324,7 +361,8 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
   }
   for (sched::JobId id : active_) {
     JobRecord& j = jobs_.at(id);
-    if (j.tasks.empty() || (j.state != JobState::kRunning && j.state != JobState::kStarting)) continue;
+    if (j.tasks.empty() || (j.state != JobState::kRunning && j.state != JobState::kStarting))
+      continue;
     // The busiest of its GPUs, as the last heartbeats said; unknown telemetry counts as busy.
     int64_t idle_milli = 0;
     uint32_t busiest = 0;
@@ -349,23 +387,27 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
     if (j.queue >= queue_tree_->nodes().size()) continue;
     const job::IdlePolicy& policy = queue_access_[j.queue].idle;
     if (policy.gpu_util_below < 0 || policy.action == job::IdlePolicy::Action::kNone) continue;
-    if (!known || static_cast<int>(busiest) >= policy.gpu_util_below || j.state != JobState::kRunning) {
+    if (!known || static_cast<int>(busiest) >= policy.gpu_util_below ||
+        j.state != JobState::kRunning) {
       j.idle_since = 0;
       j.idle_notified = false;
       continue;
     }
     if (j.idle_since == 0) j.idle_since = now;
     if (now - j.idle_since < policy.for_duration) continue;
-    const std::string why = "reclaimed: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
-                            "% utilisation for " + FormatDuration(now - j.idle_since) + " (queue " +
-                            j.spec->spec.queue + ": its idle policy, " + std::string(job::IdleActionName(policy.action)) + ")";
+    const std::string why = "reclaimed: its GPUs stayed below " +
+                            std::to_string(policy.gpu_util_below) + "% utilisation for " +
+                            FormatDuration(now - j.idle_since) + " (queue " + j.spec->spec.queue +
+                            ": its idle policy, " +
+                            std::string(job::IdleActionName(policy.action)) + ")";
     switch (policy.action) {
       case job::IdlePolicy::Action::kNotify:
         if (!j.idle_notified) {
           j.idle_notified = true;
           fx->Event(now, "job", "job/" + std::to_string(id),
-                    "idle: its GPUs stayed below " + std::to_string(policy.gpu_util_below) + "% utilisation for " +
-                        FormatDuration(now - j.idle_since) + " (queue " + j.spec->spec.queue + " notifies only)");
+                    "idle: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
+                        "% utilisation for " + FormatDuration(now - j.idle_since) + " (queue " +
+                        j.spec->spec.queue + " notifies only)");
         }
         break;
       case job::IdlePolicy::Action::kCheckpointRequeue:
@@ -374,13 +416,17 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
         } else if (!j.idle_notified) {
           j.idle_notified = true;
           fx->Event(now, "job", "job/" + std::to_string(id),
-                    "idle: its GPUs stayed below " + std::to_string(policy.gpu_util_below) + "% utilisation for " +
-                        FormatDuration(now - j.idle_since) + "; kept running, since no job waits for GPUs (queue " +
-                        j.spec->spec.queue + " checkpoints and requeues it once one does)");
+                    "idle: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
+                        "% utilisation for " + FormatDuration(now - j.idle_since) +
+                        "; kept running, since no job waits for GPUs (queue " + j.spec->spec.queue +
+                        " checkpoints and requeues it once one does)");
         }
         break;
-      case job::IdlePolicy::Action::kStop: stop.emplace_back(id, why); break;
-      case job::IdlePolicy::Action::kNone: break;
+      case job::IdlePolicy::Action::kStop:
+        stop.emplace_back(id, why);
+        break;
+      case job::IdlePolicy::Action::kNone:
+        break;
     }
   }
   for (const auto& [id, why] : requeue) Requeue(jobs_.at(id), why, now, fx);
@@ -421,17 +467,20 @@ Status ClusterState::MaySubmit(const Principal& p, const std::string& queue) con
   const int leaf = queue_tree_->FindLeaf(queue);
   if (leaf < 0) return Status::Ok();  // Submit says the queue does not exist
   bool any_users = false;
-  for (int x = leaf; x >= 0; x = queue_tree_->nodes()[x].parent) any_users |= !queue_access_[x].users.empty();
+  for (int x = leaf; x >= 0; x = queue_tree_->nodes()[x].parent)
+    any_users |= !queue_access_[x].users.empty();
   if (!any_users || NamedOnPath(leaf, p.user, /*admins=*/false)) return Status::Ok();
   std::string granted;
   for (const auto& name : queue_tree_->LeafNames()) {
     const int l = queue_tree_->FindLeaf(name);
     bool open = true;
-    for (int x = l; x >= 0; x = queue_tree_->nodes()[x].parent) open &= queue_access_[x].users.empty();
+    for (int x = l; x >= 0; x = queue_tree_->nodes()[x].parent)
+      open &= queue_access_[x].users.empty();
     if (open || NamedOnPath(l, p.user, false)) granted += (granted.empty() ? "" : ", ") + name;
   }
-  return Status::PermissionDenied("permission jobs:submit on queue '" + queue + "' is missing: " + p.Describe() +
-                                  " may submit to " + (granted.empty() ? std::string("no queue") : granted) +
+  return Status::PermissionDenied("permission jobs:submit on queue '" + queue +
+                                  "' is missing: " + p.Describe() + " may submit to " +
+                                  (granted.empty() ? std::string("no queue") : granted) +
                                   "; ask an admin to add " + p.user + " to the queue's users");
 }
 
@@ -451,14 +500,16 @@ Status ClusterState::MayAccessJob(const Principal& p, sched::JobId id, bool writ
       (!write && p.role == Role::kViewer)) {
     return Status::Ok();
   }
-  return Status::PermissionDenied("permission " + std::string(write ? "jobs:cancel" : "jobs:read") + " on job " +
-                                  std::to_string(id) + " is missing: " + p.Describe() + " may " +
-                                  (write ? "cancel" : "see") + " only their own jobs" +
-                                  (p.role == Role::kQueueAdmin ? " and those of the queues they administer" : "") +
-                                  "; it belongs to " + j.spec->spec.user + " in queue " + j.spec->spec.queue);
+  return Status::PermissionDenied(
+      "permission " + std::string(write ? "jobs:cancel" : "jobs:read") + " on job " +
+      std::to_string(id) + " is missing: " + p.Describe() + " may " + (write ? "cancel" : "see") +
+      " only their own jobs" +
+      (p.role == Role::kQueueAdmin ? " and those of the queues they administer" : "") +
+      "; it belongs to " + j.spec->spec.user + " in queue " + j.spec->spec.queue);
 }
 
-std::vector<api::JobView> ClusterState::ListJobsFor(const Principal& p, const std::string& state_filter,
+std::vector<api::JobView> ClusterState::ListJobsFor(const Principal& p,
+                                                    const std::string& state_filter,
                                                     size_t limit) const {
   std::vector<api::JobView> out;
   for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
@@ -471,12 +522,13 @@ std::vector<api::JobView> ClusterState::ListJobsFor(const Principal& p, const st
   return out;
 }
 
-StatusOr<nlohmann::json> ClusterState::UsageJsonFor(const Principal& p, const std::string& by, Time since,
-                                                    Time now) const {
+StatusOr<nlohmann::json> ClusterState::UsageJsonFor(const Principal& p, const std::string& by,
+                                                    Time since, Time now) const {
   HANGAR_RETURN_IF_ERROR(Allow(p, Permission::kUsageRead));
   if (p.role == Role::kAdmin || p.role == Role::kViewer) return UsageJson(by, since, now);
-  return UsageJson(by, since, now,
-                   [&](const AttemptUsage& u) { return u.user == p.user || QueueAdminOf(p, u.queue); });
+  return UsageJson(by, since, now, [&](const AttemptUsage& u) {
+    return u.user == p.user || QueueAdminOf(p, u.queue);
+  });
 }
 
 }  // namespace hangar::controller

@@ -36,7 +36,8 @@ class QueuesTest : public ::testing::Test {
     ASSERT_TRUE(f.ok());
     ControllerOptions o;
     o.require_validation = false;
-    state_ = std::make_unique<ClusterState>(f->topology, o, std::move(sched::Scheduler::Create({})).value());
+    state_ = std::make_unique<ClusterState>(f->topology, o,
+                                            std::move(sched::Scheduler::Create({})).value());
     Effects fx;
     for (const char* n : {"a", "b"}) {
       pb::Register r;
@@ -95,17 +96,23 @@ TEST_F(QueuesTest, ApplyIsIdempotentAndRefusesWhatWouldLoseJobs) {
   Submit("name: j\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n", 2);
   Status s = state_->ApplyQueues(Queues("queues:\n  - name: train\n"), 3, &fx, &summary);
   EXPECT_EQ(s.message(),
-            "queue 'adhoc' has 1 unfinished jobs and the new tree has no leaf queue of that name; keep it, or cancel "
+            "queue 'adhoc' has 1 unfinished jobs and the new tree has no leaf queue of that name; "
+            "keep it, or cancel "
             "its jobs (`hangar jobs`) and apply again");
-  s = state_->ApplyQueues(Queues("queues:\n  - name: adhoc\n    quota: {gpus: 17}\n"), 3, &fx, &summary);
+  s = state_->ApplyQueues(Queues("queues:\n  - name: adhoc\n    quota: {gpus: 17}\n"), 3, &fx,
+                          &summary);
   EXPECT_EQ(s.message(),
-            "the queues guarantee GPUs (milli) 17000 but the cluster has 16000; lower the quotas so every guarantee "
+            "the queues guarantee GPUs (milli) 17000 but the cluster has 16000; lower the quotas "
+            "so every guarantee "
             "can be honoured at once");
   Effects bad;
-  auto group = state_->Submit(Spec("name: j\nqueue: nope\ntasks: [{gpus: 1, command: [x]}]\n"), 4, &bad);
-  EXPECT_EQ(group.status().message(), "queue 'nope' does not exist; the queues are: train, adhoc, notebooks");
+  auto group =
+      state_->Submit(Spec("name: j\nqueue: nope\ntasks: [{gpus: 1, command: [x]}]\n"), 4, &bad);
+  EXPECT_EQ(group.status().message(),
+            "queue 'nope' does not exist; the queues are: train, adhoc, notebooks");
   // A change is written and reported.
-  ASSERT_TRUE(state_->ApplyQueues(Queues(std::string(kTree) + "  - name: extra\n"), 5, &fx, &summary).ok());
+  ASSERT_TRUE(
+      state_->ApplyQueues(Queues(std::string(kTree) + "  - name: extra\n"), 5, &fx, &summary).ok());
   EXPECT_EQ(summary["created"], nlohmann::json::array({"extra"}));
   ASSERT_EQ(fx.batch.values.size(), 1u);
   EXPECT_EQ(fx.batch.values[0].table, "queue");
@@ -114,13 +121,15 @@ TEST_F(QueuesTest, ApplyIsIdempotentAndRefusesWhatWouldLoseJobs) {
 // A borrower holds the whole cluster; a guaranteed job of `train` preempts it with the checkpoint
 // protocol, waits for its GPUs without preempting more, and starts once they are free.
 TEST_F(QueuesTest, GuaranteeIsReclaimedWithTheCheckpointProtocol) {
-  const auto borrower = Submit("name: big\nqueue: adhoc\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n", 1);
+  const auto borrower =
+      Submit("name: big\nqueue: adhoc\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n", 1);
   Effects fx;
   state_->Schedule(2, &fx);
   Running("a", "1.0.0", 3 * kSecond);
   Running("b", "1.0.1", 3 * kSecond);
   ASSERT_EQ(state_->GetJob(borrower)->state, "running");
-  const auto train = Submit("name: t\nqueue: train\ntasks: [{gpus: 8, command: [x]}]\n", 100 * kSecond);
+  const auto train =
+      Submit("name: t\nqueue: train\ntasks: [{gpus: 8, command: [x]}]\n", 100 * kSecond);
   Effects cycle;
   state_->Schedule(100 * kSecond, &cycle);
   // The borrower is requeued whole, each task told to checkpoint first.
@@ -133,7 +142,8 @@ TEST_F(QueuesTest, GuaranteeIsReclaimedWithTheCheckpointProtocol) {
   auto j = state_->GetJob(train);
   EXPECT_EQ(j->state, "pending");
   EXPECT_EQ(j->reason, "waiting for 1 preempted job to checkpoint and stop");
-  EXPECT_NE(state_->GetJob(borrower)->message.find("preempted for job 2: job 2 reclaims queue train's guarantee"),
+  EXPECT_NE(state_->GetJob(borrower)->message.find(
+                "preempted for job 2: job 2 reclaims queue train's guarantee"),
             std::string::npos);
   // Nothing more is preempted while it waits, and nothing starts on GPUs still held.
   Effects again;
@@ -172,7 +182,8 @@ TEST_F(QueuesTest, ACheckpointLowersTheLostWork) {
   state_->Schedule(100 * kSecond, &fx);
   auto usage = state_->UsageJson("user", 0, 200 * kSecond);
   ASSERT_TRUE(usage.ok());
-  EXPECT_NEAR((*usage)["rows"][0]["lost_to_preemption_gpu_hours"].get<double>(), 16.0 * 10 / 3600, 1e-6);
+  EXPECT_NEAR((*usage)["rows"][0]["lost_to_preemption_gpu_hours"].get<double>(), 16.0 * 10 / 3600,
+              1e-6);
 }
 
 // Issue 19: a checkpoint the agent could not drain from node-local scratch to the shared store is
@@ -193,7 +204,8 @@ TEST_F(QueuesTest, ACheckpointThatFailedToDrainIsNotDurable) {
   EXPECT_TRUE(state_->OnCheckpointDone("a", durable, 50 * kSecond, &first).ok());
   ASSERT_EQ(first.batch.events.size(), 1u);
   EXPECT_EQ(first.batch.events[0].message,
-            "checkpoint written by task 0 on a: /store/job-1/step-50 (step 50), drained to the shared store in 1234 ms");
+            "checkpoint written by task 0 on a: /store/job-1/step-50 (step 50), drained to the "
+            "shared store in 1234 ms");
   pb::CheckpointDone failed;
   failed.set_task_id("1.0.0");
   failed.set_step(90);
@@ -202,14 +214,16 @@ TEST_F(QueuesTest, ACheckpointThatFailedToDrainIsNotDurable) {
   EXPECT_TRUE(state_->OnCheckpointDone("a", failed, 90 * kSecond, &second).ok());
   ASSERT_EQ(second.batch.events.size(), 1u);
   EXPECT_EQ(second.batch.events[0].message,
-            "checkpoint of task 0 on a (step 90) is NOT durable: draining /scratch/job-1 to /store/job-1: no space "
+            "checkpoint of task 0 on a (step 90) is NOT durable: draining /scratch/job-1 to "
+            "/store/job-1: no space "
             "left on device; a restart resumes from the previous checkpoint in the store");
   Submit("name: t\nqueue: train\ntasks: [{gpus: 8, command: [x]}]\n", 100 * kSecond);
   state_->Schedule(100 * kSecond, &fx);
   auto usage = state_->UsageJson("user", 0, 200 * kSecond);
   ASSERT_TRUE(usage.ok());
   // From t=50 s (the durable one), not t=90 s.
-  EXPECT_NEAR((*usage)["rows"][0]["lost_to_preemption_gpu_hours"].get<double>(), 16.0 * 50 / 3600, 1e-6);
+  EXPECT_NEAR((*usage)["rows"][0]["lost_to_preemption_gpu_hours"].get<double>(), 16.0 * 50 / 3600,
+              1e-6);
 }
 
 // Issue 15: with free capacity and nobody waiting, checkpoint-requeue would restart the idle job
@@ -227,10 +241,12 @@ TEST_F(QueuesTest, AnIdleJobIsNotRequeuedWhenNobodyWaitsForGpus) {
   EXPECT_EQ(state_->GetJob(idle)->state, "running");
   EXPECT_EQ(StopOf(tick, "1.0.0"), nullptr);
   int kept = 0;
-  for (const auto& e : tick.batch.events) kept += e.message.find("kept running, since no job waits for GPUs") != std::string::npos;
+  for (const auto& e : tick.batch.events)
+    kept += e.message.find("kept running, since no job waits for GPUs") != std::string::npos;
   EXPECT_EQ(kept, 1);
   // Once a job waits for GPUs, the idle one makes room.
-  Submit("name: waiter\nqueue: adhoc\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n", 31 * kMinute);
+  Submit("name: waiter\nqueue: adhoc\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n",
+         31 * kMinute);
   state_->ReclaimIdle(31 * kMinute + 30 * kSecond, &tick);
   EXPECT_EQ(state_->GetJob(idle)->state, "preempting");
   EXPECT_NE(StopOf(tick, "1.0.0"), nullptr);
@@ -243,7 +259,8 @@ TEST_F(QueuesTest, IdleJobsAreReclaimedPerTheirQueuesPolicy) {
   state_->Schedule(2, &fx);
   Running("a", "1.0.0", 3);
   Running("b", "2.0.0", 3);
-  Submit("name: waiter\nqueue: adhoc\ntasks: [{gpus: 8, command: [x]}]\n", 4);  // someone waits for GPUs
+  Submit("name: waiter\nqueue: adhoc\ntasks: [{gpus: 8, command: [x]}]\n",
+         4);  // someone waits for GPUs
   Effects tick;
   for (Time t = 10 * kSecond; t <= 11 * kMinute; t += 30 * kSecond) {
     Utilisation("a", 0, t);
@@ -253,7 +270,8 @@ TEST_F(QueuesTest, IdleJobsAreReclaimedPerTheirQueuesPolicy) {
   // The adhoc job was idle for 10 minutes: checkpointed and requeued, with the reason.
   auto j = state_->GetJob(idle);
   EXPECT_EQ(j->state, "preempting");
-  EXPECT_EQ(j->message.rfind("reclaimed: its GPUs stayed below 5% utilisation for 10m", 0), 0u) << j->message;
+  EXPECT_EQ(j->message.rfind("reclaimed: its GPUs stayed below 5% utilisation for 10m", 0), 0u)
+      << j->message;
   ASSERT_NE(StopOf(tick, "1.0.0"), nullptr);
   EXPECT_EQ(StopOf(tick, "1.0.0")->checkpoint_signal(), 10);
   // The notebook has been idle only 6 minutes: still running.
@@ -292,7 +310,8 @@ TEST_F(QueuesTest, ShareSaysWhyTheHeadJobWaits) {
     EXPECT_EQ(q["borrowed_gpus"], 16.0);
     EXPECT_EQ(q["pending"], 1);
     EXPECT_EQ(q["head_waits"],
-              "queue adhoc may start 0 GPUs more now and the job needs 8 GPUs (the rest is in use, or guaranteed to "
+              "queue adhoc may start 0 GPUs more now and the job needs 8 GPUs (the rest is in use, "
+              "or guaranteed to "
               "queues that do not lend it)");
   }
   EXPECT_TRUE(seen);
@@ -308,28 +327,37 @@ TEST_F(QueuesTest, ShareSaysWhyTheHeadJobWaits) {
 TEST_F(QueuesTest, TasksRunAsTheirUserAndAsRootOnlyWhereTheQueueAllowsIt) {
   Effects fx;
   nlohmann::json summary;
-  ASSERT_TRUE(state_->ApplyQueues(Queues(std::string(kTree) + "  - name: ops\n    allow_root: true\n"), 1, &fx,
-                                  &summary).ok());
+  ASSERT_TRUE(
+      state_
+          ->ApplyQueues(Queues(std::string(kTree) + "  - name: ops\n    allow_root: true\n"), 1,
+                        &fx, &summary)
+          .ok());
   auto as = [](const std::string& yaml, job::RunAs who) {
     job::JobSpec s = Spec(yaml);
     s.run_as = std::move(who);
     return s;
   };
-  const job::RunAs root{"", 0u, 0, {}}, alice{"", 61001u, 61002, {61010}}, named{"root", std::nullopt, 0, {}};
+  const job::RunAs root{"", 0u, 0, {}}, alice{"", 61001u, 61002, {61010}},
+      named{"root", std::nullopt, 0, {}};
   for (const job::RunAs& who : {root, named}) {
-    auto refused = state_->Submit(as("name: fix\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n", who), 2, &fx);
+    auto refused = state_->Submit(
+        as("name: fix\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n", who), 2, &fx);
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
     EXPECT_EQ(refused.status().message(),
               "job 'fix' would run as root (" + who.Describe() +
-                  ") and queue 'adhoc' does not allow root tasks; submit with a token mapped to another account, or "
+                  ") and queue 'adhoc' does not allow root tasks; submit with a token mapped to "
+                  "another account, or "
                   "ask an admin to set allow_root: true on the queue (docs/queues.md)");
   }
-  auto fix = state_->Submit(as("name: fix\nqueue: ops\ntasks: [{gpus: 1, command: [x]}]\n", root), 2, &fx);
+  auto fix =
+      state_->Submit(as("name: fix\nqueue: ops\ntasks: [{gpus: 1, command: [x]}]\n", root), 2, &fx);
   ASSERT_TRUE(fix.ok()) << fix.status().ToString();
-  auto train = state_->Submit(as("name: t\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n", alice), 2, &fx);
+  auto train = state_->Submit(
+      as("name: t\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n", alice), 2, &fx);
   ASSERT_TRUE(train.ok());
-  auto open = state_->Submit(Spec("name: o\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n"), 2, &fx);
+  auto open =
+      state_->Submit(Spec("name: o\nqueue: adhoc\ntasks: [{gpus: 1, command: [x]}]\n"), 2, &fx);
   ASSERT_TRUE(open.ok());
   Effects launched;
   state_->Schedule(3, &launched);
@@ -347,13 +375,15 @@ TEST_F(QueuesTest, TasksRunAsTheirUserAndAsRootOnlyWhereTheQueueAllowsIt) {
   ASSERT_TRUE(l_train.has_run_as());
   EXPECT_EQ(l_train.run_as().uid(), 61001u);
   EXPECT_EQ(l_train.run_as().gid(), 61002u);
-  EXPECT_EQ(std::vector<uint32_t>(l_train.run_as().groups().begin(), l_train.run_as().groups().end()),
-            std::vector<uint32_t>{61010});
+  EXPECT_EQ(
+      std::vector<uint32_t>(l_train.run_as().groups().begin(), l_train.run_as().groups().end()),
+      std::vector<uint32_t>{61010});
   EXPECT_FALSE(l_train.run_as().allow_root());
   // No account (`--auth none`): the agent's own user.
   EXPECT_FALSE(by_job[*open]->has_run_as());
   // Kept with the job across a restart: the stored spec says who.
-  EXPECT_NE(state_->GetJob(*train)->spec.dump().find(R"("run_as":{"gid":61002,"groups":[61010],"uid":61001})"),
+  EXPECT_NE(state_->GetJob(*train)->spec.dump().find(
+                R"("run_as":{"gid":61002,"groups":[61010],"uid":61001})"),
             std::string::npos)
       << state_->GetJob(*train)->spec.dump();
 }

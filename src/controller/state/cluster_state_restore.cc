@@ -11,11 +11,14 @@ namespace {
 // The current attempt's assignment and task phases, from PlacementJson().
 Status ParsePlacement(const std::string& text, const cluster::Topology& t, JobRecord* j) {
   auto p = nlohmann::json::parse(text, nullptr, false);
-  if (p.is_discarded() || !p.contains("tasks")) return Status::Internal("job " + std::to_string(j->id) + ": unreadable placement");
+  if (p.is_discarded() || !p.contains("tasks"))
+    return Status::Internal("job " + std::to_string(j->id) + ": unreadable placement");
   j->master_port = p.value("master_port", 0);
   for (const auto& task : p["tasks"]) {
     auto node = t.FindNode(task.value("node", ""));
-    if (!node) return Status::Internal("job " + std::to_string(j->id) + ": node '" + task.value("node", "") + "' is no longer in the cluster");
+    if (!node)
+      return Status::Internal("job " + std::to_string(j->id) + ": node '" + task.value("node", "") +
+                              "' is no longer in the cluster");
     cluster::TaskPlacement tp;
     tp.node = *node;
     tp.group = task.value("group", uint16_t{0});
@@ -25,8 +28,10 @@ Status ParsePlacement(const std::string& text, const cluster::Topology& t, JobRe
     tp.first_grant = static_cast<uint32_t>(j->assignment.grants.size());
     for (const auto& g : task["grants"]) {
       const uint32_t index = g[0].get<uint32_t>();
-      if (index >= t.nodes()[*node].num_gpus) return Status::Internal("job " + std::to_string(j->id) + ": GPU index out of range");
-      cluster::GpuGrant grant{t.nodes()[*node].first_gpu + index, g[1].get<int32_t>(), g[2].get<int64_t>()};
+      if (index >= t.nodes()[*node].num_gpus)
+        return Status::Internal("job " + std::to_string(j->id) + ": GPU index out of range");
+      cluster::GpuGrant grant{t.nodes()[*node].first_gpu + index, g[1].get<int32_t>(),
+                              g[2].get<int64_t>()};
       if (g.size() >= 5) {  // a MIG instance: its start slice and shape
         grant.mig_start = g[3].get<int8_t>();
         grant.mig_shape = g[4].get<uint8_t>();
@@ -55,9 +60,11 @@ void ClusterState::RestoreHealth(uint32_t n, const nlohmann::json& h) {
     auto state = health::HealthState::kHealthy;
     const std::string name = s.value("state", "healthy");
     for (int k = 0; k <= static_cast<int>(health::HealthState::kFailed); ++k) {
-      if (health::StateName(static_cast<health::HealthState>(k)) == name) state = static_cast<health::HealthState>(k);
+      if (health::StateName(static_cast<health::HealthState>(k)) == name)
+        state = static_cast<health::HealthState>(k);
     }
-    if (state != health::HealthState::kHealthy && state != health::HealthState::kPendingValidation) {
+    if (state != health::HealthState::kHealthy &&
+        state != health::HealthState::kPendingValidation) {
       (void)health_.Restore(n, gpu, state, s.value("since", Time{0}), s.value("reason", ""));
       if (gpu >= 0 && gpu < static_cast<int>(topology_->nodes()[n].num_gpus) &&
           state == health::HealthState::kDraining) {
@@ -96,10 +103,13 @@ Status ClusterState::RestoreValues(const std::vector<KeyValueRow>& values) {
       // The queues last applied; a tree the cluster can no longer honour (nodes left
       // cluster.yaml) is reported and the previous default kept, so the controller still starts.
       auto specs = job::ParseQueues(v.value, "the stored queue tree");
-      auto tree = specs.ok() ? sched::queue::QueueTree::Build(*specs, *topology_)
-                             : StatusOr<std::shared_ptr<const sched::queue::QueueTree>>(specs.status());
-      if (!tree.ok()) return Status::FailedPrecondition("the applied queues no longer fit this cluster: " +
-                                                        tree.status().message() + "; fix cluster.yaml or the store");
+      auto tree = specs.ok()
+                      ? sched::queue::QueueTree::Build(*specs, *topology_)
+                      : StatusOr<std::shared_ptr<const sched::queue::QueueTree>>(specs.status());
+      if (!tree.ok())
+        return Status::FailedPrecondition(
+            "the applied queues no longer fit this cluster: " + tree.status().message() +
+            "; fix cluster.yaml or the store");
       UseQueues(std::move(*specs), *tree);
     }
     if (v.table == "idempotency") RestoreIdempotency(v);
@@ -131,7 +141,9 @@ Status ClusterState::RestoreJob(const JobRow& row) {
   // Parsed once per distinct stored text (the jobs of a sweep share one), or by a standby ahead.
   HANGAR_ASSIGN_OR_RETURN(const WarmSpec* warm, Warm(row.spec, row.id));
   auto state = job::ParseJobState(row.state);
-  if (!state) return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state + "'");
+  if (!state)
+    return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state +
+                            "'");
   JobRecord j;
   j.id = row.id;
   j.request = warm->request;
@@ -164,12 +176,15 @@ Status ClusterState::RestoreJob(const JobRow& row) {
   }
   const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
   if (leaf < 0 && !job::IsFinal(j.state)) {
-    return Status::FailedPrecondition("job " + std::to_string(row.id) + " is in queue '" + j.spec->spec.queue +
-                                      "', which the controller does not have; start it with that queue (--queues) or apply a queues file that has it");
+    return Status::FailedPrecondition("job " + std::to_string(row.id) + " is in queue '" +
+                                      j.spec->spec.queue +
+                                      "', which the controller does not have; start it with that "
+                                      "queue (--queues) or apply a queues file that has it");
   }
   j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
   next_job_id_ = std::max<uint64_t>(next_job_id_, row.id + 1);
-  if (!row.placement_json.empty()) HANGAR_RETURN_IF_ERROR(ParsePlacement(row.placement_json, *topology_, &j));
+  if (!row.placement_json.empty())
+    HANGAR_RETURN_IF_ERROR(ParsePlacement(row.placement_json, *topology_, &j));
   for (auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kEnded) continue;
     HANGAR_RETURN_IF_ERROR(usage_.Allocate(cluster::TaskShare(j.assignment, t.index)));
@@ -189,19 +204,23 @@ void ClusterState::OpenReconnectGrace(Time now) {
   restored_at_ = now;
 }
 
-StatusOr<const ClusterState::WarmSpec*> ClusterState::Warm(const std::shared_ptr<const std::string>& stored_text,
-                                                           uint64_t job_id) {
+StatusOr<const ClusterState::WarmSpec*> ClusterState::Warm(
+    const std::shared_ptr<const std::string>& stored_text, uint64_t job_id) {
   if (!stored_text) {
-    return Status::Internal("job " + std::to_string(job_id) + ": the store holds no spec for it; the store is damaged");
+    return Status::Internal("job " + std::to_string(job_id) +
+                            ": the store holds no spec for it; the store is damaged");
   }
   const std::string& stored = *stored_text;
   auto it = warm_specs_.find(stored);
   if (it != warm_specs_.end()) return &it->second;
-  auto fail = [job_id](const Status& s) { return Status(s.code(), "job " + std::to_string(job_id) + ": " + s.message()); };
+  auto fail = [job_id](const Status& s) {
+    return Status(s.code(), "job " + std::to_string(job_id) + ": " + s.message());
+  };
   auto plain = UnsealSpec(options_.sealer.get(), stored);
   if (!plain.ok()) return fail(plain.status());
   auto parsed = nlohmann::json::parse(*plain, nullptr, false);
-  if (parsed.is_discarded()) return Status::Internal("job " + std::to_string(job_id) + ": its stored spec is not JSON");
+  if (parsed.is_discarded())
+    return Status::Internal("job " + std::to_string(job_id) + ": its stored spec is not JSON");
   auto spec = job::JobSpecFromJson(parsed);
   if (!spec.ok()) return fail(spec.status());
   auto request = sched::CompileGang(*spec, *topology_);
@@ -212,9 +231,11 @@ StatusOr<const ClusterState::WarmSpec*> ClusterState::Warm(const std::shared_ptr
   return &warm_specs_.emplace(stored, std::move(w)).first->second;
 }
 
-Status ClusterState::WarmSpecs(const std::vector<const JobRow*>& rows, const std::atomic<bool>* cancel) {
+Status ClusterState::WarmSpecs(const std::vector<const JobRow*>& rows,
+                               const std::atomic<bool>* cancel) {
   for (const JobRow* row : rows) {
-    if (cancel && cancel->load(std::memory_order_relaxed)) return Status::Aborted("a takeover began");
+    if (cancel && cancel->load(std::memory_order_relaxed))
+      return Status::Aborted("a takeover began");
     HANGAR_RETURN_IF_ERROR(Warm(row->spec, row->id).status());
   }
   return Status::Ok();

@@ -2,10 +2,9 @@
 // environment, and the launch commands.
 #include <bit>
 
+#include "cluster/mig_geometry.h"
 #include "controller/state/cluster_state.h"
 #include "controller/state/job_lifecycle.h"
-
-#include "cluster/mig_geometry.h"
 #include "controller/state/launch_env.h"
 #include "controller/state/run_as_message.h"
 
@@ -19,11 +18,13 @@ sched::owner::RankClass ClusterState::ClassOf(sched::JobId id, const JobRecord& 
   if (p == predecessor_.end()) return {shape, 0};
   auto ran = finished_ran_.find(p->second);
   if (ran == finished_ran_.end()) return {shape, 0};
-  const int octave = std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran->second / kSecond, 1)));
+  const int octave =
+      std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran->second / kSecond, 1)));
   return {shape * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(octave) + 1, shape};
 }
 
-int64_t ClusterState::RankOf(sched::JobId id, const JobRecord& j, Duration age, JobService* s) const {
+int64_t ClusterState::RankOf(sched::JobId id, const JobRecord& j, Duration age,
+                             JobService* s) const {
   const sched::owner::RankClass c = ClassOf(id, j);
   if (c.job_class != s->rank_class) {  // its predecessor finished: ranked by another class now
     s->rank_class = c.job_class;
@@ -61,7 +62,8 @@ void ClusterState::LearnFromHistory(bool ranked) {
     if (s == service_.end()) continue;
     // Succeeded or failed, it ran this long: what a Gittins rank predicts. Cancelled or
     // reclaimed ones say nothing about run times.
-    if (ranked && j != jobs_.end() && j->second.request && (u.how == "succeeded" || u.how == "failed")) {
+    if (ranked && j != jobs_.end() && j->second.request &&
+        (u.how == "succeeded" || u.how == "failed")) {
       ranks_.Finished(ClassOf(u.job, j->second), s->second.ran);
       if (options_.gittins_by_predecessor) finished_ran_[u.job] = s->second.ran;
     }
@@ -89,7 +91,8 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   }
   UpdateShareHistory(now);
   const sched::SchedulerConfig& cfg = scheduler_->config();
-  const bool ranked = cfg.queue_policy == "gittins" || cfg.preemption.mode == sched::PreemptionMode::kGittins;
+  const bool ranked =
+      cfg.queue_policy == "gittins" || cfg.preemption.mode == sched::PreemptionMode::kGittins;
   LearnFromHistory(ranked);
   if (ranked && ranks_.due()) {
     // Jobs that have run and not finished are evidence too: they run at least this long.
@@ -98,21 +101,24 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       auto it = jobs_.find(id);
       if (it == jobs_.end() || !it->second.request) continue;
       const JobRecord& j = it->second;
-      const Duration ran = s.ran + (active_.count(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
+      const Duration ran =
+          s.ran + (active_.count(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
       const sched::owner::RankClass c = ClassOf(id, j);
       if (ran > 0) alive.push_back({c.job_class, ran, c.parent});
     }
     for (sched::JobId id : active_) {
       const JobRecord& j = jobs_.at(id);
       const sched::owner::RankClass c = ClassOf(id, j);
-      if (!service_.count(id) && j.started) alive.push_back({c.job_class, std::max<Time>(0, now - j.started), c.parent});
+      if (!service_.count(id) && j.started)
+        alive.push_back({c.job_class, std::max<Time>(0, now - j.started), c.parent});
     }
     ranks_.Reestimate(alive);
   }
   int32_t cpu_only = 0;
   std::vector<sched::PendingJob> pending;
   pending.reserve(pending_.size());
-  std::unordered_map<uint64_t, int> array_running = arrays_.empty() ? std::unordered_map<uint64_t, int>{} : RunningArrayElements();
+  std::unordered_map<uint64_t, int> array_running =
+      arrays_.empty() ? std::unordered_map<uint64_t, int>{} : RunningArrayElements();
   std::vector<std::pair<sched::JobId, std::string>> unmet;
   jobs_with_deps_ = 0;
   for (sched::JobId id : pending_) {
@@ -126,8 +132,12 @@ void ClusterState::Schedule(Time now, Effects* fx) {
         continue;
       }
     }
-    if (j.spec->unpinned) {  // its registry was down at submission: not placed until its tags are pinned
-      if (j.reason_detail.empty()) j.reason_detail = "staging: registry unreachable at submission; retrying to pin its image tags to digests";
+    if (j.spec->unpinned) {  // its registry was down at submission: not placed until its tags are
+                             // pinned
+      if (j.reason_detail.empty())
+        j.reason_detail =
+            "staging: registry unreachable at submission; retrying to pin its image tags to "
+            "digests";
       continue;
     }
     if (j.stopping_tasks > 0) {
@@ -146,7 +156,8 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     sched::PendingJob p;
     if (!s.reservation.empty() && (p.window = reservations_.WindowOf(s.reservation)) < 0) {
       j.reason_detail = "runs inside reservation " + s.reservation +
-                        ", which does not exist (it ended or was deleted): cancel the job, or submit it again without "
+                        ", which does not exist (it ended or was deleted): cancel the job, or "
+                        "submit it again without "
                         "`reservation`";
       continue;
     }
@@ -196,7 +207,8 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     r.seq = id;
     {
       JobService& sv = service_[id];
-      r.attained_service = sched::owner::AttainedService(sv.attained_gpu_ms, j.request->total_milli_gpu, r.start, now);
+      r.attained_service = sched::owner::AttainedService(sv.attained_gpu_ms,
+                                                         j.request->total_milli_gpu, r.start, now);
       if (ranked) r.rank = RankOf(id, j, sv.ran + now - r.start, &sv);
     }
     if (j.live_tasks == j.tasks.size()) {
@@ -256,7 +268,8 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       // Hold the part of its placement that is free now, so that nobody (a victim requeued, a
       // smaller job backfilling) takes it while the victims stop; the victims' GPUs join the hold
       // as they are freed (EndZombie).
-      for (auto& share : cluster::HoldWhatIsFree(usage_, p.assignment)) held_[j.id].push_back(std::move(share));
+      for (auto& share : cluster::HoldWhatIsFree(usage_, p.assignment))
+        held_[j.id].push_back(std::move(share));
       std::vector<uint32_t> nodes;
       for (const auto& t : p.assignment.tasks) nodes.push_back(t.node);
       PreStage(j, nodes, fx);  // its image is warm by the time the victims have stopped
@@ -288,8 +301,9 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     j.reason = v.reason;
     j.reason_detail = std::move(v.detail);
     if (j.reason_detail.empty() && !j.awaiting_victims.empty()) {
-      j.reason_detail = "waiting for " + std::to_string(j.awaiting_victims.size()) +
-                        " preempted job(s) to checkpoint and stop; then: " + v.reason.ToString(*topology_);
+      j.reason_detail =
+          "waiting for " + std::to_string(j.awaiting_victims.size()) +
+          " preempted job(s) to checkpoint and stop; then: " + v.reason.ToString(*topology_);
     }
   }
   for (sched::JobId id : d.unexamined) {
@@ -299,7 +313,8 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   }
 }
 
-void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending, int32_t* cpu_only) {
+void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending,
+                                int32_t* cpu_only) {
   // In the order the cycles placed them.
   std::vector<std::pair<uint64_t, sched::JobId>> order;
   for (const auto& [id, plan] : planned_) order.emplace_back(plan.order, id);
@@ -322,7 +337,8 @@ void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::Pendin
     bool usable = true;
     for (const auto& t : p.assignment.tasks) {
       const cluster::NodeCondition& c = usage_.node(t.node).condition;
-      usable &= nodes_[t.node].connected && c.schedulable && (c.gangs_allowed || p.assignment.tasks.size() == 1);
+      usable &= nodes_[t.node].connected && c.schedulable &&
+                (c.gangs_allowed || p.assignment.tasks.size() == 1);
     }
     for (const auto& g : p.assignment.grants) usable &= usage_.gpu_available(g.gpu);
     if (!usable) continue;
@@ -353,8 +369,9 @@ void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects
   j.reason = {};
   j.reason_detail.clear();
   j.awaiting_victims.clear();
-  j.master_port = options_.master_port_base +
-                  static_cast<int>((j.id * 7 + j.attempt) % static_cast<uint64_t>(options_.master_port_span));
+  j.master_port =
+      options_.master_port_base +
+      static_cast<int>((j.id * 7 + j.attempt) % static_cast<uint64_t>(options_.master_port_span));
   ++placements_total_;
   std::string where;
   for (const auto& t : j.tasks) {

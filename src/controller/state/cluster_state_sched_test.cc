@@ -21,10 +21,11 @@ class SchedOwnerTest : public ::testing::Test {
  protected:
   // One node of `gpus` GPUs, registered.
   void Start(sched::SchedulerConfig cfg, int gpus = 8) {
-    auto f = cluster::ParseClusterYaml("node_defaults: {gpus: " + std::to_string(gpus) +
-                                           ", gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-                                           "nodes: [{name: a}]\n",
-                                       "c.yaml");
+    auto f = cluster::ParseClusterYaml(
+        "node_defaults: {gpus: " + std::to_string(gpus) +
+            ", gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+            "nodes: [{name: a}]\n",
+        "c.yaml");
     ASSERT_TRUE(f.ok());
     topo_ = f->topology;
     ControllerOptions o;
@@ -91,11 +92,14 @@ TEST_F(SchedOwnerTest, LasOrdersByAttainedService) {
   Effects preempt;
   state_->Schedule(later, &preempt);
   bool stop = false;
-  for (const auto& m : preempt.messages) stop = stop || (m.message.has_stop() && m.message.stop().task_id() == "1.0.0");
+  for (const auto& m : preempt.messages)
+    stop = stop || (m.message.has_stop() && m.message.stop().task_id() == "1.0.0");
   EXPECT_TRUE(stop) << "the fresh job preempts the one that ran";
   // Its task still stops (the checkpoint grace): the victim shows preempting until it has.
   EXPECT_EQ(StateOf(old_job), "preempting");
-  EXPECT_EQ(state_->GetJob(old_job)->reason, "waiting for 1 task of its previous attempt to checkpoint and stop before it starts again");
+  EXPECT_EQ(
+      state_->GetJob(old_job)->reason,
+      "waiting for 1 task of its previous attempt to checkpoint and stop before it starts again");
   EXPECT_EQ(StateOf(fresh), "pending");
   pb::TaskStatus stopped;
   stopped.set_task_id("1.0.0");
@@ -159,7 +163,8 @@ std::vector<TestJob> Workload() {
     const bool quick = (x >> 33) % 3 != 0;
     const Duration run = quick ? (10 + static_cast<Duration>((x >> 40) % 20)) * kSecond
                                : (300 + static_cast<Duration>((x >> 40) % 900)) * kSecond;
-    jobs.push_back({static_cast<Time>(i) * 20 * kSecond, run, (x >> 50) % 2 ? 8 : 4, quick ? 1 : 2});
+    jobs.push_back(
+        {static_cast<Time>(i) * 20 * kSecond, run, (x >> 50) % 2 ? 8 : 4, quick ? 1 : 2});
   }
   return jobs;
 }
@@ -169,7 +174,8 @@ std::string SpecOf(const TestJob& j) {
          ", command: [x]}]\n";
 }
 
-std::vector<Time> StartsInSimulator(const sched::SchedulerConfig& cfg, std::shared_ptr<const cluster::Topology> t) {
+std::vector<Time> StartsInSimulator(const sched::SchedulerConfig& cfg,
+                                    std::shared_ptr<const cluster::Topology> t) {
   sim::SimConfig sc;
   sc.scheduler = cfg;
   sc.gittins_ranks = cfg.queue_policy == "gittins";
@@ -180,7 +186,8 @@ std::vector<Time> StartsInSimulator(const sched::SchedulerConfig& cfg, std::shar
     sim::SimJob j;
     j.id = i + 1;
     j.seq = i + 1;
-    j.request = std::make_shared<sched::GangRequest>(*sched::CompileGang(Spec(SpecOf(jobs[i])), *t));
+    j.request =
+        std::make_shared<sched::GangRequest>(*sched::CompileGang(Spec(SpecOf(jobs[i])), *t));
     j.submit = jobs[i].submit;
     j.runtime = jobs[i].runtime;
     s->AddJob(std::move(j));

@@ -9,8 +9,8 @@
 #include <algorithm>
 
 #include "controller/state/chunk_plan.h"
-#include "controller/state/job_lifecycle.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
 #include "controller/state/run_as_message.h"
 
 namespace hangar::controller {
@@ -45,7 +45,9 @@ std::vector<job::ArtifactView> ClusterState::TaskArtifacts(const JobRecord& j, u
   const auto& group = j.spec->spec.tasks[j.assignment.tasks[index].group];
   std::vector<job::ArtifactView> out;
   for (const auto& a : group.artifacts) {
-    for (auto& v : job::ArtifactViews(a, static_cast<int>(index), static_cast<int>(j.assignment.tasks.size()))) out.push_back(v);
+    for (auto& v : job::ArtifactViews(a, static_cast<int>(index),
+                                      static_cast<int>(j.assignment.tasks.size())))
+      out.push_back(v);
   }
   return out;
 }
@@ -94,17 +96,20 @@ const std::vector<uint16_t>* ClusterState::StagingSeconds(const JobRecord& j) {
                             std::any_of(nodes_.begin(), nodes_.end(), [&](const NodeRecord& r) {
                               return !r.data_url.empty() && r.artifacts.count(o.digest);
                             });
-        const int64_t rate = served ? options_.data.peer_bytes_per_s : options_.data.origin_bytes_per_s;
+        const int64_t rate =
+            served ? options_.data.peer_bytes_per_s : options_.data.origin_bytes_per_s;
         const int64_t bytes = a.shard_by_rank ? o.bytes / world : o.bytes;
         for (uint32_t n = 0; n < nodes_.size(); ++n) {
-          if (!nodes_[n].artifacts.count(o.digest)) ms[n] += bytes * 1000 / std::max<int64_t>(1, rate);
+          if (!nodes_[n].artifacts.count(o.digest))
+            ms[n] += bytes * 1000 / std::max<int64_t>(1, rate);
         }
       }
     }
   }
   it->second.assign(nodes_.size(), 0);
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
-    if (ms[n] > 0) it->second[n] = static_cast<uint16_t>(std::clamp<int64_t>((ms[n] + 999) / 1000, 1, 65535));
+    if (ms[n] > 0)
+      it->second[n] = static_cast<uint16_t>(std::clamp<int64_t>((ms[n] + 999) / 1000, 1, 65535));
   }
   return &it->second;
 }
@@ -130,8 +135,8 @@ std::vector<std::string> ClusterState::KeepOn(uint32_t node) const {
   return {keep.begin(), keep.end()};
 }
 
-std::map<uint32_t, ClusterState::StageNeeds> ClusterState::MissingOn(const JobRecord& j, const std::vector<uint32_t>& nodes,
-                                                                     bool by_task) const {
+std::map<uint32_t, ClusterState::StageNeeds> ClusterState::MissingOn(
+    const JobRecord& j, const std::vector<uint32_t>& nodes, bool by_task) const {
   std::map<uint32_t, StageNeeds> out;
   auto add_image = [&](uint32_t n, const std::string& ref) {
     if (!nodes_[n].images.count(Digest(ref))) out[n].images.insert(ref);
@@ -160,7 +165,8 @@ std::map<uint32_t, ClusterState::StageNeeds> ClusterState::MissingOn(const JobRe
   return out;
 }
 
-void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, StageNeeds>& needs, Effects* fx) {
+void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, StageNeeds>& needs,
+                              Effects* fx) {
   std::map<uint32_t, pb::ControllerMessage> messages;
   for (const auto& [node, need] : needs) {
     pb::Stage* s = messages[node].mutable_stage();
@@ -199,25 +205,31 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
       w.roots = std::max(1, std::min<int>(cfg.origin_readers, static_cast<int>(joining.size())));
     }
     for (uint32_t n : joining) {
-      if (std::find(w.members.begin(), w.members.end(), n) == w.members.end()) w.members.push_back(n);
+      if (std::find(w.members.begin(), w.members.end(), n) == w.members.end())
+        w.members.push_back(n);
     }
     const int64_t chunks = (o->bytes + cfg.chunk_bytes - 1) / cfg.chunk_bytes;
-    auto fill = [&, &digest = digest](uint32_t node, pb::ArtifactStage* a) {  // clang 14: no binding captures
+    auto fill = [&, &digest = digest](uint32_t node,
+                                      pb::ArtifactStage* a) {  // clang 14: no binding captures
       a->set_digest(digest);
       a->set_source(o->source);
       a->set_bytes(o->bytes);
       a->set_chunk_bytes(cfg.chunk_bytes);
       // A file:// source is read as the job's user, under the cluster's file roots only.
       if (!j.spec->spec.run_as.empty()) {
-        FillRunAs(j.spec->spec.run_as, job::AllowsRoot(queue_specs_, j.spec->spec.queue), a->mutable_run_as());
+        FillRunAs(j.spec->spec.run_as, job::AllowsRoot(queue_specs_, j.spec->spec.queue),
+                  a->mutable_run_as());
       }
       for (const auto& r : cfg.file_roots) a->add_file_roots(r);
       for (uint32_t m : w.members) a->add_peers(nodes_[m].data_url);
       const auto pos = std::find(w.members.begin(), w.members.end(), node) - w.members.begin();
       if (pos < static_cast<long>(w.members.size())) {
-        for (int32_t src : PlanChunkSources(chunks, w.holders, w.roots, static_cast<int>(pos), cfg.fanout)) a->add_chunk_source(src);
+        for (int32_t src :
+             PlanChunkSources(chunks, w.holders, w.roots, static_cast<int>(pos), cfg.fanout))
+          a->add_chunk_source(src);
       } else if (!w.members.empty()) {  // a leaf reads round robin from the members
-        for (int64_t c = 0; c < chunks; ++c) a->add_chunk_source(static_cast<int32_t>((c + node) % w.members.size()));
+        for (int64_t c = 0; c < chunks; ++c)
+          a->add_chunk_source(static_cast<int32_t>((c + node) % w.members.size()));
       }  // else: no node serves peers, so every chunk comes from the origin
     };
     for (uint32_t n : joining) {
@@ -235,7 +247,8 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
       fill(n, messages[n].mutable_stage()->add_artifacts());
     }
   }
-  for (auto& [node, m] : messages) fx->messages.push_back({topology_->nodes()[node].name, std::move(m)});
+  for (auto& [node, m] : messages)
+    fx->messages.push_back({topology_->nodes()[node].name, std::move(m)});
 }
 
 void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node, Effects* fx) {
@@ -245,7 +258,8 @@ void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node, Effects*
   w.staging.erase(node);
   w.origin_readers.erase(node);
   // A reader of the origin is done: the next node waiting for it may start.
-  while (!w.waiting.empty() && static_cast<int>(w.origin_readers.size()) < std::max(1, options_.data.origin_readers)) {
+  while (!w.waiting.empty() &&
+         static_cast<int>(w.origin_readers.size()) < std::max(1, options_.data.origin_readers)) {
     auto [job, attempt, n] = w.waiting.front();
     w.waiting.pop_front();
     auto j = jobs_.find(job);
@@ -267,7 +281,8 @@ void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node, Effects*
     SendStages(j->second, {{n, need}}, fx);
     return;  // SendStages took it (w may be gone or changed)
   }
-  if (w.staging.empty() && w.waiting.empty()) swarms_.erase(it);  // the next one starts from the holders
+  if (w.staging.empty() && w.waiting.empty())
+    swarms_.erase(it);  // the next one starts from the holders
 }
 
 bool ClusterState::StartStaging(JobRecord& j, Time now, Effects* fx) {
@@ -284,11 +299,13 @@ bool ClusterState::StartStaging(JobRecord& j, Time now, Effects* fx) {
   }
   SendStages(j, missing, fx);
   j.staging_since = now;
-  const std::string what = (images ? std::to_string(images) + " image(s)" : "") + (images && artifacts ? " and " : "") +
+  const std::string what = (images ? std::to_string(images) + " image(s)" : "") +
+                           (images && artifacts ? " and " : "") +
                            (artifacts ? std::to_string(artifacts) + " artifact(s)" : "");
   j.reason_detail = "staging " + what + " on " + std::to_string(missing.size()) + " of its nodes";
   fx->Event(now, "job", "job/" + std::to_string(j.id),
-            "staging " + what + " on " + std::to_string(missing.size()) + " node(s) before its tasks start");
+            "staging " + what + " on " + std::to_string(missing.size()) +
+                " node(s) before its tasks start");
   return true;
 }
 
@@ -303,7 +320,8 @@ void ClusterState::PreStage(JobRecord& j, const std::vector<uint32_t>& nodes, Ef
   if (!missing.empty()) SendStages(j, missing, fx);
 }
 
-void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& inv, Time now, Effects* fx) {
+void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& inv, Time now,
+                            Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return;
   NodeRecord& r = nodes_[*n];
@@ -320,33 +338,41 @@ void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& i
   r.artifact_bytes = inv.artifact_used_bytes();
   r.artifact_budget = inv.artifact_budget_bytes();
   const std::string url = inv.data_url();
-  const bool refused = !url.empty() && !cluster::AddressInNetwork(HostOfUrl(url), options_.data.network);
+  const bool refused =
+      !url.empty() && !cluster::AddressInNetwork(HostOfUrl(url), options_.data.network);
   if (refused && !r.data_url_refused) {
     fx->Event(now, "node", "node/" + node,
-              "its data address " + url + " is not on the cluster's data network " + options_.data.network +
-                  " (cluster.yaml data.network): it serves no peers; give hangar agent --data-address on that network");
+              "its data address " + url + " is not on the cluster's data network " +
+                  options_.data.network +
+                  " (cluster.yaml data.network): it serves no peers; give hangar agent "
+                  "--data-address on that network");
   }
   r.data_url_refused = refused;
   r.data_url = refused ? "" : url;
   if (inv.over_budget() != r.image_cache_full) {
     fx->Event(now, "node", "node/" + node,
-              inv.over_budget() ? "image cache full: the images its jobs need (" + std::to_string(inv.used_bytes() >> 20) +
-                                      " MiB) do not fit its room (" + std::to_string(inv.budget_bytes() >> 20) +
-                                      " MiB, its budget or the disk's free space above its floor)"
-                                : "image cache back within its budget");
+              inv.over_budget()
+                  ? "image cache full: the images its jobs need (" +
+                        std::to_string(inv.used_bytes() >> 20) + " MiB) do not fit its room (" +
+                        std::to_string(inv.budget_bytes() >> 20) +
+                        " MiB, its budget or the disk's free space above its floor)"
+                  : "image cache back within its budget");
   }
   r.image_cache_full = inv.over_budget();
   if (inv.artifacts_over_budget() != r.artifact_cache_full) {
     fx->Event(now, "node", "node/" + node,
               inv.artifacts_over_budget()
-                  ? "artifact cache full: what its jobs need (" + std::to_string(inv.artifact_used_bytes() >> 20) +
-                        " MiB) does not fit its budget (" + std::to_string(inv.artifact_budget_bytes() >> 20) + " MiB)"
+                  ? "artifact cache full: what its jobs need (" +
+                        std::to_string(inv.artifact_used_bytes() >> 20) +
+                        " MiB) does not fit its budget (" +
+                        std::to_string(inv.artifact_budget_bytes() >> 20) + " MiB)"
                   : "artifact cache back within its budget");
   }
   r.artifact_cache_full = inv.artifacts_over_budget();
 }
 
-void ClusterState::OnStageResult(const std::string& node, const pb::StageResult& r, Time now, Effects* fx) {
+void ClusterState::OnStageResult(const std::string& node, const pb::StageResult& r, Time now,
+                                 Effects* fx) {
   auto n = topology_->FindNode(node);
   if (!n) return;
   const bool artifact = !r.artifact().empty();
@@ -375,7 +401,9 @@ void ClusterState::OnStageResult(const std::string& node, const pb::StageResult&
     return;
   }
   const std::string what = artifact ? "artifact " + key : r.image();
-  FailStaging(j, r.message().empty() ? "staging " + what + " on node " + node + " failed" : r.message() + " (node " + node + ")",
+  FailStaging(j,
+              r.message().empty() ? "staging " + what + " on node " + node + " failed"
+                                  : r.message() + " (node " + node + ")",
               now, fx);
 }
 
@@ -385,7 +413,8 @@ void ClusterState::FinishStaging(JobRecord& j, Time now, Effects* fx) {
   j.staging_gpu_ms += j.assignment.TotalMilliGpu(*topology_) * took / 1000;
   j.reason_detail.clear();
   fx->Event(now, "job", "job/" + std::to_string(j.id),
-            "staged in " + FormatDuration(took) + "; starting its " + std::to_string(j.tasks.size()) + " tasks");
+            "staged in " + FormatDuration(took) + "; starting its " +
+                std::to_string(j.tasks.size()) + " tasks");
   Persist(j, fx);
   LaunchAll(j, fx);
 }
@@ -424,9 +453,11 @@ std::vector<std::pair<sched::JobId, job::JobSpec>> ClusterState::UnpinnedJobs(si
   return out;
 }
 
-void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinned, Time now, Effects* fx) {
+void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinned, Time now,
+                            Effects* fx) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.state != JobState::kPending || !it->second.spec->unpinned) return;
+  if (it == jobs_.end() || it->second.state != JobState::kPending || !it->second.spec->unpinned)
+    return;
   JobRecord& j = it->second;
   const std::string subject = "job/" + std::to_string(id);
   if (pinned.ok()) {
@@ -444,9 +475,11 @@ void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinne
     return;
   }
   if (pinned.status().code() == StatusCode::kUnavailable) {
-    const std::string why = "staging: registry unreachable: " + pinned.status().message() + "; retrying to pin its image";
+    const std::string why = "staging: registry unreachable: " + pinned.status().message() +
+                            "; retrying to pin its image";
     if (why != j.reason_detail) {
-      if (j.reason_detail.empty() || j.reason_detail.rfind("staging: registry unreachable at submission", 0) == 0) {
+      if (j.reason_detail.empty() ||
+          j.reason_detail.rfind("staging: registry unreachable at submission", 0) == 0) {
         fx->Event(now, "job", subject, why);
       }
       j.reason_detail = why;

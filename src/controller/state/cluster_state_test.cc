@@ -10,7 +10,8 @@ namespace {
 std::shared_ptr<const cluster::Topology> TwoNodes() {
   auto f = cluster::ParseClusterYaml(
       "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}, {name: b}]\n", "c.yaml");
+      "nodes: [{name: a}, {name: b}]\n",
+      "c.yaml");
   EXPECT_TRUE(f.ok());
   return f->topology;
 }
@@ -63,8 +64,8 @@ class ClusterStateTest : public ::testing::Test {
     Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 3, fx);
     Status("b", "1.0.1", pb::TaskStatus::RUNNING, 0, 3, fx);
   }
-  void Status(const std::string& node, const std::string& task, pb::TaskStatus::State st, int code, Time now,
-              Effects* fx) {
+  void Status(const std::string& node, const std::string& task, pb::TaskStatus::State st, int code,
+              Time now, Effects* fx) {
     pb::TaskStatus s;
     s.set_task_id(task);
     s.set_state(st);
@@ -78,17 +79,26 @@ class ClusterStateTest : public ::testing::Test {
     sc.preemption.mode = sched::PreemptionMode::kPriority;
     ControllerOptions o;
     o.require_validation = false;
-    state_ = std::make_unique<ClusterState>(TwoNodes(), o, std::move(sched::Scheduler::Create(sc)).value());
+    state_ = std::make_unique<ClusterState>(TwoNodes(), o,
+                                            std::move(sched::Scheduler::Create(sc)).value());
     RegisterAll(0);
     Effects fx;
-    ASSERT_TRUE(state_->Submit(Spec("name: l1\ntasks: [{gpus: " + std::to_string(first_gpus) + ", command: [x]}]\n"), 1, &fx).ok());
+    ASSERT_TRUE(state_
+                    ->Submit(Spec("name: l1\ntasks: [{gpus: " + std::to_string(first_gpus) +
+                                  ", command: [x]}]\n"),
+                             1, &fx)
+                    .ok());
     ASSERT_TRUE(state_->Submit(Spec("name: l2\ntasks: [{gpus: 8, command: [x]}]\n"), 1, &fx).ok());
     state_->Schedule(2, &fx);
     *node1 = state_->GetJob(1)->task_views[0].node;
     *node2 = state_->GetJob(2)->task_views[0].node;
     Status(*node1, "1.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
     Status(*node2, "2.0.0", pb::TaskStatus::RUNNING, 0, 3, &fx);
-    ASSERT_TRUE(state_->Submit(Spec("name: h\npriority: 50\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n"), 4, &fx).ok());
+    ASSERT_TRUE(
+        state_
+            ->Submit(Spec("name: h\npriority: 50\ntasks: [{replicas: 2, gpus: 8, command: [x]}]\n"),
+                     4, &fx)
+            .ok());
     Effects pre;
     state_->Schedule(5, &pre);
     ASSERT_EQ(state_->GetJob(1)->state, "preempting");
@@ -96,7 +106,8 @@ class ClusterStateTest : public ::testing::Test {
   }
   static std::vector<const pb::Launch*> Launches(const Effects& fx) {
     std::vector<const pb::Launch*> out;
-    for (const auto& m : fx.messages) if (m.message.has_launch()) out.push_back(&m.message.launch());
+    for (const auto& m : fx.messages)
+      if (m.message.has_launch()) out.push_back(&m.message.launch());
     return out;
   }
   std::unique_ptr<ClusterState> state_;
@@ -112,7 +123,8 @@ TEST_F(ClusterStateTest, AStalledControllerLosesNobodyUntilHeartbeatsFlowAgain) 
   ASSERT_FALSE(fx.batch.events.empty());
   // Not "0 heartbeats in the last second where 0 nodes should send 0".
   EXPECT_EQ(fx.batch.events.back().message,
-            "no node's heartbeat arrived in time (all 2 are overdue): the controller is not hearing the fleet, "
+            "no node's heartbeat arrived in time (all 2 are overdue): the controller is not "
+            "hearing the fleet, "
             "and may be the one in trouble; holding 2 node losses for up to 30s");
   // Heartbeats come back from a only: b really is gone.
   pb::Heartbeat hb;
@@ -159,7 +171,8 @@ TEST_F(ClusterStateTest, LateHeartbeatsStretchTheTimeoutBySoMuch) {
   state_->CheckHeartbeats(9000, &fx);
   EXPECT_EQ(state_->GetNode("b")->state, "lost");
   bool said = false;
-  for (const auto& e : fx.batch.events) said |= e.message.find("lost: no heartbeat for 9s (heartbeats arrive up to") == 0;
+  for (const auto& e : fx.batch.events)
+    said |= e.message.find("lost: no heartbeat for 9s (heartbeats arrive up to") == 0;
   EXPECT_TRUE(said) << "the event says how late heartbeats were";
 }
 
@@ -175,7 +188,8 @@ TEST_F(ClusterStateTest, SubmitValidatesAndPersists) {
   EXPECT_EQ(q.status().message(), "queue 'gold' does not exist; the queues are: default");
   auto never = state_->Submit(Spec("name: a\ntasks: [{gpus: 9}]\n"), 10, &bad);
   EXPECT_EQ(never.status().code(), StatusCode::kOutOfRange);
-  EXPECT_NE(never.status().message().find("asks 9 GPUs per replica, largest node has 8"), std::string::npos);
+  EXPECT_NE(never.status().message().find("asks 9 GPUs per replica, largest node has 8"),
+            std::string::npos);
   EXPECT_TRUE(bad.batch.empty());
 }
 
@@ -189,7 +203,8 @@ TEST_F(ClusterStateTest, SubmitAppliesTheGpuModelsCpuAndMemoryPerGpu) {
   h100.default_memory_mib_per_gpu = 64 * 1024;
   h100.max_milli_cpu_per_gpu = 8000;
   o.gpu_models = {h100};
-  state_ = std::make_unique<ClusterState>(TwoNodes(), o, std::move(sched::Scheduler::Create({})).value());
+  state_ = std::make_unique<ClusterState>(TwoNodes(), o,
+                                          std::move(sched::Scheduler::Create({})).value());
   Effects fx;
   auto id = state_->Submit(Spec("name: a\ntasks: [{gpus: 2, command: [x]}]\n"), 10, &fx);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
@@ -198,11 +213,13 @@ TEST_F(ClusterStateTest, SubmitAppliesTheGpuModelsCpuAndMemoryPerGpu) {
   EXPECT_EQ(view->spec["tasks"][0]["cpu_per_gpu"], "8000m") << view->spec.dump();
   EXPECT_EQ(view->spec["tasks"][0]["memory_per_gpu"], "65536Mi") << view->spec.dump();
   Effects bad;
-  auto over = state_->Submit(Spec("name: b\ntasks: [{gpus: 1, cpu_per_gpu: 12, command: [x]}]\n"), 10, &bad);
+  auto over = state_->Submit(Spec("name: b\ntasks: [{gpus: 1, cpu_per_gpu: 12, command: [x]}]\n"),
+                             10, &bad);
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(over.status().message().find("12 cores of CPU per GPU, above the most a H100 GPU may have"),
-            std::string::npos)
+  EXPECT_NE(
+      over.status().message().find("12 cores of CPU per GPU, above the most a H100 GPU may have"),
+      std::string::npos)
       << over.status().message();
   EXPECT_TRUE(bad.batch.empty());
 }
@@ -248,7 +265,9 @@ TEST_F(ClusterStateTest, GangRunsAndSucceeds) {
 TEST_F(ClusterStateTest, AJobHeardOfFirstByItsExitStillHasAStartTime) {
   RegisterAll(0);
   Effects fx;
-  ASSERT_TRUE(state_->Submit(Spec("name: t\ntasks:\n  - gpus: 1\n    command: [/bin/true]\n"), 1, &fx).ok());
+  ASSERT_TRUE(
+      state_->Submit(Spec("name: t\ntasks:\n  - gpus: 1\n    command: [/bin/true]\n"), 1, &fx)
+          .ok());
   Effects cycle;
   state_->Schedule(2, &cycle);
   ASSERT_EQ(Launches(cycle).size(), 1u);
@@ -300,9 +319,12 @@ TEST_F(ClusterStateTest, ANodeCannotEndAnotherNodesTask) {
 TEST_F(ClusterStateTest, ATimeLimitStopsTheJobWithTheCheckpointProtocol) {
   RegisterAll(0);
   Effects fx;
-  ASSERT_TRUE(state_->Submit(Spec("name: t\ntime_limit: 5s\ncheckpoint: {signal: SIGUSR1, grace: 2s}\n"
-                                  "tasks: [{gpus: 8, command: [sleep, '60']}]\n"),
-                             0, &fx).ok());
+  ASSERT_TRUE(
+      state_
+          ->Submit(Spec("name: t\ntime_limit: 5s\ncheckpoint: {signal: SIGUSR1, grace: 2s}\n"
+                        "tasks: [{gpus: 8, command: [sleep, '60']}]\n"),
+                   0, &fx)
+          .ok());
   state_->Schedule(1, &fx);
   Status("a", "1.0.0", pb::TaskStatus::RUNNING, 0, 1000, &fx);
   ASSERT_EQ(state_->GetJob(1)->state, "running");
@@ -315,7 +337,9 @@ TEST_F(ClusterStateTest, ATimeLimitStopsTheJobWithTheCheckpointProtocol) {
   auto j = state_->GetJob(1);
   EXPECT_EQ(j->state, "timed_out");
   EXPECT_EQ(j->ended, 6000);
-  EXPECT_EQ(j->message, "time limit 5s reached: sent SIGUSR1, then SIGTERM after at most 2s and SIGKILL 10s later");
+  EXPECT_EQ(
+      j->message,
+      "time limit 5s reached: sent SIGUSR1, then SIGTERM after at most 2s and SIGKILL 10s later");
   ASSERT_EQ(at.messages.size(), 1u);
   const pb::Stop& stop = at.messages[0].message.stop();
   EXPECT_EQ(stop.task_id(), "1.0.0");
@@ -327,7 +351,8 @@ TEST_F(ClusterStateTest, ATimeLimitStopsTheJobWithTheCheckpointProtocol) {
   state_->EnforceTimeLimits(7000, &again);
   EXPECT_TRUE(again.messages.empty()) << "stopped once";
   Status("a", "1.0.0", pb::TaskStatus::EXITED, 0, 7500, &again);
-  EXPECT_EQ(state_->GetJob(1)->state, "timed_out") << "an exit 0 after the signal does not make it succeeded";
+  EXPECT_EQ(state_->GetJob(1)->state, "timed_out")
+      << "an exit 0 after the signal does not make it succeeded";
   EXPECT_EQ(state_->GetNode("a")->gpus_free, 8);
 }
 
@@ -342,7 +367,8 @@ TEST_F(ClusterStateTest, AVictimThatStopsFirstDoesNotTakeBackWhatItsPreemptorWai
   Status(node1, "1.0.0", pb::TaskStatus::EXITED, 0, 6, &st);
   Effects cycle;
   state_->Schedule(7, &cycle);
-  EXPECT_EQ(state_->GetJob(1)->state, "pending") << "job 1 must not take back node a while job 3 waits for job 2";
+  EXPECT_EQ(state_->GetJob(1)->state, "pending")
+      << "job 1 must not take back node a while job 3 waits for job 2";
   EXPECT_EQ(state_->GetJob(3)->state, "pending");
   // Job 2 stops: job 3 starts on both nodes, and nobody was preempted twice.
   Status(node2, "2.0.0", pb::TaskStatus::EXITED, 0, 8, &st);
@@ -370,7 +396,8 @@ TEST_F(ClusterStateTest, TheGpusOfTasksStillStoppingAreShownHeld) {
   Effects st;
   Status(node1, "1.0.0", pb::TaskStatus::EXITED, 0, 6, &st);
   EXPECT_EQ(held_by(1), 0u) << "released once it has ended";
-  EXPECT_EQ(state_->GetJob(1)->state, "pending") << "its last task has stopped: it may be placed again";
+  EXPECT_EQ(state_->GetJob(1)->state, "pending")
+      << "its last task has stopped: it may be placed again";
   EXPECT_EQ(state_->GetJob(2)->state, "preempting") << "job 2's task still stops on " << node2;
   EXPECT_EQ(held_by(2), 8u);
 }
@@ -421,7 +448,8 @@ TEST_F(ClusterStateTest, ATaskStoppedBecauseItsAgentExitedRequeuesItsJob) {
   ASSERT_EQ(st.messages.size(), 1u) << "the other task of the gang is stopped";
   EXPECT_EQ(st.messages[0].node, "b");
   bool said = false;
-  for (const auto& e : st.batch.events) said |= e.message == "requeued whole: task 0 was stopped when node a's agent exited";
+  for (const auto& e : st.batch.events)
+    said |= e.message == "requeued whole: task 0 was stopped when node a's agent exited";
   EXPECT_TRUE(said);
 }
 
@@ -437,7 +465,9 @@ TEST_F(ClusterStateTest, AFailedTaskCarriesTheAgentsWordsIntoTheJobsMessage) {
   s.set_signal(9);
   s.set_message("GPU memory over its MPS limit: it used 61440 MiB of GPU 0");
   ASSERT_TRUE(state_->OnTaskStatus("a", s, 5, &st).ok());
-  EXPECT_EQ(state_->GetJob(1)->message, "task 0 was killed by signal 9: GPU memory over its MPS limit: it used 61440 MiB of GPU 0");
+  EXPECT_EQ(
+      state_->GetJob(1)->message,
+      "task 0 was killed by signal 9: GPU memory over its MPS limit: it used 61440 MiB of GPU 0");
 }
 
 TEST_F(ClusterStateTest, AFailedTaskFailsTheJobAndStopsTheRest) {
@@ -451,7 +481,8 @@ TEST_F(ClusterStateTest, AFailedTaskFailsTheJobAndStopsTheRest) {
   EXPECT_EQ(j->state, "failed");
   EXPECT_EQ(j->message, "task 0 exited with code 3");
   bool stopped_other = false;
-  for (const auto& m : st.messages) stopped_other |= m.node == "b" && m.message.has_stop() && m.message.stop().task_id() == "1.0.1";
+  for (const auto& m : st.messages)
+    stopped_other |= m.node == "b" && m.message.has_stop() && m.message.stop().task_id() == "1.0.1";
   EXPECT_TRUE(stopped_other);
   // Node b's GPUs stay allocated until its task has ended.
   EXPECT_EQ(state_->GetNode("b")->gpus_free, 0);
@@ -595,7 +626,8 @@ TEST_F(ClusterStateTest, TheReconnectGraceCountsFromWhenTheControllerListensAgai
   EXPECT_EQ(again->GetJob(1)->state, "running");
   Effects late;
   again->CheckHeartbeats(16000 + again->ReconnectGrace() + 3100, &late);
-  EXPECT_EQ(again->GetNode("b")->state, "lost") << "past the grace, a node that never came back is lost";
+  EXPECT_EQ(again->GetNode("b")->state, "lost")
+      << "past the grace, a node that never came back is lost";
 }
 
 TEST_F(ClusterStateTest, DrainKeepsNewWorkAway) {
@@ -621,8 +653,9 @@ TEST_F(ClusterStateTest, UnknownNodeOrWrongGpuCountIsRefused) {
   pb::Register few;
   few.mutable_inventory()->set_node("a");
   few.mutable_inventory()->add_gpus();
-  EXPECT_NE(state_->OnRegister(few, 0, &fx).message().find("reports 1 GPUs but cluster.yaml declares 8"),
-            std::string::npos);
+  EXPECT_NE(
+      state_->OnRegister(few, 0, &fx).message().find("reports 1 GPUs but cluster.yaml declares 8"),
+      std::string::npos);
 }
 
 }  // namespace

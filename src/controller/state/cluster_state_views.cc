@@ -33,12 +33,13 @@ api::JobView ClusterState::View(const JobRecord& j) const {
   v.staging_ms = j.staging_ms;
   v.staging_gpu_ms = j.staging_gpu_ms;
   if (j.state == JobState::kPending || j.state == JobState::kPreempting) {
-    v.reason = !j.reason_detail.empty()             ? j.reason_detail
+    v.reason = !j.reason_detail.empty()              ? j.reason_detail
                : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
-                                                    : j.reason.ToString(*topology_);
+                                                     : j.reason.ToString(*topology_);
     v.reason_rule = std::string(j.reason.RuleName());
     // The scheduler sees a node no agent has registered for as one it may not use, like a
-    // draining one; say which it is, since the fix differs (start its agent, not wait or remediate).
+    // draining one; say which it is, since the fix differs (start its agent, not wait or
+    // remediate).
     if (j.reason_detail.empty() && j.reason.rule == sched::Rule::kNotNowUnhealthy) {
       std::vector<std::string> unregistered;
       bool others = false;
@@ -50,12 +51,16 @@ api::JobView ClusterState::View(const JobRecord& j) const {
         }
       }
       std::string list;
-      for (size_t i = 0; i < unregistered.size() && i < 5; ++i) list += (i ? ", " : "") + unregistered[i];
-      if (unregistered.size() > 5) list += " and " + std::to_string(unregistered.size() - 5) + " more";
+      for (size_t i = 0; i < unregistered.size() && i < 5; ++i)
+        list += (i ? ", " : "") + unregistered[i];
+      if (unregistered.size() > 5)
+        list += " and " + std::to_string(unregistered.size() - 5) + " more";
       if (!unregistered.empty()) {
-        v.reason = others ? v.reason + "; of them, " + list + " have not registered (no agent has connected)"
-                          : "fits only on nodes that have not registered: no agent has connected for " + list +
-                                "; start `hangar agent` there (`hangar nodes` shows them as unknown)";
+        v.reason =
+            others
+                ? v.reason + "; of them, " + list + " have not registered (no agent has connected)"
+                : "fits only on nodes that have not registered: no agent has connected for " +
+                      list + "; start `hangar agent` there (`hangar nodes` shows them as unknown)";
       }
     }
   } else if (j.state == JobState::kStarting || j.state == JobState::kRunning) {
@@ -72,10 +77,12 @@ api::JobView ClusterState::View(const JobRecord& j) const {
       on += (i == 0 ? "" : i + 1 == where.size() ? " and " : ", ") + where[i];
     }
     if (!j.staging_waiting.empty()) {
-      v.reason = j.reason_detail + " (waiting for " + std::to_string(j.staging_waiting.size()) + " node(s))";
-    } else v.reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
-               (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
-               (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
+      v.reason = j.reason_detail + " (waiting for " + std::to_string(j.staging_waiting.size()) +
+                 " node(s))";
+    } else
+      v.reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
+                 (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
+                 (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
   } else {
     v.reason = j.message;
   }
@@ -103,11 +110,14 @@ api::JobView ClusterState::View(const JobRecord& j) const {
 
 StatusOr<api::JobView> ClusterState::GetJob(sched::JobId id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist; `hangar jobs` lists them");
+  if (it == jobs_.end())
+    return Status::NotFound("job " + std::to_string(id) +
+                            " does not exist; `hangar jobs` lists them");
   return View(it->second);
 }
 
-std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter, size_t limit) const {
+std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter,
+                                                 size_t limit) const {
   std::vector<api::JobView> out;
   for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
     if (!state_filter.empty() && job::JobStateName(it->second.state) != state_filter) continue;

@@ -23,7 +23,8 @@ std::string DocsQueuesFile() {
 }
 
 TEST(DocsQueuesTest, TheExampleKeepsDefaultAndRunsEveryShippedExample) {
-  auto cluster = cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/dev-4x8.yaml");
+  auto cluster =
+      cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/dev-4x8.yaml");
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   ControllerOptions o;
   o.require_validation = false;
@@ -42,7 +43,8 @@ TEST(DocsQueuesTest, TheExampleKeepsDefaultAndRunsEveryShippedExample) {
   }
   // The largest first: pretrain-4x8 takes all 32 GPUs, so no guarantee may be held back from it.
   uint64_t next = 1;
-  for (const char* name : {"pretrain-4x8.yaml", "finetune-8gpu.yaml", "inference-fractional.yaml", "notebook.yaml"}) {
+  for (const char* name :
+       {"pretrain-4x8.yaml", "finetune-8gpu.yaml", "inference-fractional.yaml", "notebook.yaml"}) {
     auto spec = job::LoadJobFile(std::string(HANGAR_SOURCE_DIR) + "/examples/jobs/" + name);
     ASSERT_TRUE(spec.ok()) << name << ": " << spec.status().ToString();
     auto id = state.Submit(*spec, 3, &fx);
@@ -72,12 +74,14 @@ TEST(DocsQueuesTest, TheExampleKeepsDefaultAndRunsEveryShippedExample) {
   EXPECT_EQ(state.GetJob(1)->state, "succeeded");
   Effects again;
   state.Schedule(6, &again);
-  for (uint64_t id = 2; id < next; ++id) EXPECT_EQ(state.GetJob(id)->state, "starting") << state.GetJob(id)->reason;
+  for (uint64_t id = 2; id < next; ++id)
+    EXPECT_EQ(state.GetJob(id)->state, "starting") << state.GetJob(id)->reason;
 }
 
 // Its `ops` queue takes jobs that run as root; `default` refuses them (docs/rbac.md).
 TEST(DocsQueuesTest, TheExampleAllowsRootInOpsOnly) {
-  auto cluster = cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/dev-4x8.yaml");
+  auto cluster =
+      cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/dev-4x8.yaml");
   ASSERT_TRUE(cluster.ok());
   ControllerOptions o;
   o.require_validation = false;

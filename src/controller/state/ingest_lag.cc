@@ -30,7 +30,8 @@ IngestLag::Reading IngestLag::Read(Time now) const {
   const int64_t newest = now / kSlot;
   for (const Slot& s : slots_) {
     if (s.index < 0 || s.index > newest || s.index < newest - (kSlots - 1)) continue;
-    for (int b = 0; b < kBuckets; ++b) sum[static_cast<size_t>(b)] += s.count[static_cast<size_t>(b)];
+    for (int b = 0; b < kBuckets; ++b)
+      sum[static_cast<size_t>(b)] += s.count[static_cast<size_t>(b)];
   }
   for (int64_t c : sum) total += c;
   if (total < 10) return {0, total};

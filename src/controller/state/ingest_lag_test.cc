@@ -20,7 +20,7 @@ TEST(IngestLagTest, ClockOffsetsCancelAndPromptHeartbeatsReadNearZero) {
   }
   const auto r = lag.Read(1'000'000 + 4 * kSecond + 100);
   EXPECT_EQ(r.samples, 200);  // the last 1-1.25 s: two rounds
-  EXPECT_LE(r.lag, 10);  // the lowest bucket's edge
+  EXPECT_LE(r.lag, 10);       // the lowest bucket's edge
 }
 
 TEST(IngestLagTest, AControllerThatFallsBehindShowsItsLag) {

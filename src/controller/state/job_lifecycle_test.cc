@@ -40,7 +40,9 @@ TEST(JobLifecycleTest, PreemptingLeadsBackToPendingAndIsRestoredAsPending) {
   EXPECT_EQ(r.state, JobState::kPending);
   JobLifecycle::Restore(r, JobState::kRunning);
   EXPECT_EQ(r.state, JobState::kRunning);
-  EXPECT_EQ(StoppingReason(1), "waiting for 1 task of its previous attempt to checkpoint and stop before it starts again");
+  EXPECT_EQ(
+      StoppingReason(1),
+      "waiting for 1 task of its previous attempt to checkpoint and stop before it starts again");
 }
 
 // A refused move is a bug in a flow: it stops builds with assertions (the sanitizer builds, where
@@ -62,20 +64,24 @@ TEST(JobLifecycleTest, ARefusedMoveLeavesTheJobWhereItWas) {
 // The door is the only one: no other file of the state owner assigns a job record's state (the
 // stores write rows, not records).
 TEST(JobLifecycleTest, NoOtherFileOfTheControllerWritesAJobsState) {
-  const std::filesystem::path src = std::filesystem::path(HANGAR_SOURCE_DIR) / "src" / "controller" / "state";
+  const std::filesystem::path src =
+      std::filesystem::path(HANGAR_SOURCE_DIR) / "src" / "controller" / "state";
   const std::regex write(R"(\.state\s*=\s*(job::)?JobState::|\bj\.state\s*=[^=])");
   std::vector<std::string> writers;
   for (const auto& e : std::filesystem::recursive_directory_iterator(src)) {
     const std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || name.find("_test.") != std::string::npos || name == "job_lifecycle.cc") continue;
+    if (!e.is_regular_file() || name.find("_test.") != std::string::npos ||
+        name == "job_lifecycle.cc")
+      continue;
     if (e.path().extension() != ".cc" && e.path().extension() != ".h") continue;
     std::ifstream in(e.path());
     std::stringstream text;
     text << in.rdbuf();
     if (std::regex_search(text.str(), write)) writers.push_back(e.path().string());
   }
-  EXPECT_TRUE(writers.empty()) << "these assign a job's state directly; call JobLifecycle::Transition: "
-                               << ::testing::PrintToString(writers);
+  EXPECT_TRUE(writers.empty())
+      << "these assign a job's state directly; call JobLifecycle::Transition: "
+      << ::testing::PrintToString(writers);
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ namespace {
 // torchrun agent (its "node" in torchrun's words), so a gang of N tasks is N torchrun nodes and
 // a task's rank among them is its task index; the workers it starts are the task's whole GPUs.
 // The job's own env wins: a user who sets PET_NPROC_PER_NODE (or passes flags) means it.
-void SetTorchrunDefaults(const LaunchContext& ctx, size_t task_index, std::map<std::string, std::string>* env) {
+void SetTorchrunDefaults(const LaunchContext& ctx, size_t task_index,
+                         std::map<std::string, std::string>* env) {
   const auto& tasks = ctx.assignment->tasks;
   const auto& group = ctx.spec->tasks[tasks[task_index].group];
   auto set = [&](const std::string& k, const std::string& v) {
@@ -45,7 +46,8 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
   const auto& tasks = ctx.assignment->tasks;
   std::vector<uint32_t> node_order;  // distinct nodes in order of first task
   for (const auto& t : tasks) {
-    if (std::find(node_order.begin(), node_order.end(), t.node) == node_order.end()) node_order.push_back(t.node);
+    if (std::find(node_order.begin(), node_order.end(), t.node) == node_order.end())
+      node_order.push_back(t.node);
   }
   // The job's nodes in Slurm's host list form: what a batch script's SLURM_JOB_NODELIST holds.
   std::vector<std::string> node_names;
@@ -63,7 +65,8 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
       ++local_world;
     }
     std::string gpus;
-    for (uint32_t g : GpuIndices(*ctx.topology, *ctx.assignment, task)) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    for (uint32_t g : GpuIndices(*ctx.topology, *ctx.assignment, task))
+      gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     env["CUDA_VISIBLE_DEVICES"] = gpus;
     env["HANGAR_JOB_ID"] = std::to_string(ctx.job_id);
     env["HANGAR_JOB_NAME"] = ctx.spec->name;
@@ -91,7 +94,9 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
       env["HANGAR_MIG_PROFILE"] = gpu.mig_profile;
       // Where the instance is: "<gpu>:<first memory slice>" (the agent checks it against the GPU).
       for (const auto& g : ctx.assignment->GrantsOf(task)) {
-        if (g.mig_start >= 0) env["HANGAR_MIG_PLACEMENT"] = std::to_string(ctx.topology->gpus()[g.gpu].index) + ":" + std::to_string(g.mig_start);
+        if (g.mig_start >= 0)
+          env["HANGAR_MIG_PLACEMENT"] =
+              std::to_string(ctx.topology->gpus()[g.gpu].index) + ":" + std::to_string(g.mig_start);
       }
     }
     // The data network (docs/networks.md): collectives and rendezvous stay off the
@@ -113,14 +118,17 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
         std::string out;
         for (int pass = 0; pass < 2 && out.empty(); ++pass) {
           for (size_t r = 0; r < nets.data_interfaces.size(); ++r) {
-            if (pass == 0 && std::find(rails.begin(), rails.end(), static_cast<int>(r)) == rails.end()) continue;
+            if (pass == 0 &&
+                std::find(rails.begin(), rails.end(), static_cast<int>(r)) == rails.end())
+              continue;
             const std::string& name = nets.data_interfaces[r].*field;
             if (!name.empty()) out += (out.empty() ? "" : ",") + name;
           }
         }
         return out;
       };
-      const std::string netdevs = names(&cluster::DataInterface::netdev), hcas = names(&cluster::DataInterface::hca);
+      const std::string netdevs = names(&cluster::DataInterface::netdev),
+                        hcas = names(&cluster::DataInterface::hca);
       if (!netdevs.empty()) {
         env["NCCL_SOCKET_IFNAME"] = "=" + netdevs;  // '=': these names exactly, not as prefixes
         env["GLOO_SOCKET_IFNAME"] = netdevs;
@@ -128,11 +136,13 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
       if (!hcas.empty()) env["NCCL_IB_HCA"] = "=" + hcas;
     }
     const cluster::NodeNetworks& first = ctx.topology->nodes()[tasks[0].node].networks;
-    env["MASTER_ADDR"] = first.data_address.empty() ? ctx.address_of(tasks[0].node) : first.data_address;
+    env["MASTER_ADDR"] =
+        first.data_address.empty() ? ctx.address_of(tasks[0].node) : first.data_address;
     env["MASTER_PORT"] = std::to_string(ctx.master_port);
     env["WORLD_SIZE"] = std::to_string(tasks.size());
     env["RANK"] = std::to_string(i);
-    env["NODE_RANK"] = std::to_string(std::find(node_order.begin(), node_order.end(), task.node) - node_order.begin());
+    env["NODE_RANK"] = std::to_string(std::find(node_order.begin(), node_order.end(), task.node) -
+                                      node_order.begin());
     env["LOCAL_RANK"] = std::to_string(local_rank);
     env["LOCAL_WORLD_SIZE"] = std::to_string(local_world);
     env["GROUP_RANK"] = env["NODE_RANK"];

@@ -10,7 +10,8 @@ namespace {
 TEST(LaunchEnvTest, TorchrunVariablesForATwoNodeGang) {
   auto f = cluster::ParseClusterYaml(
       "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}, {name: b}]\n", "c.yaml");
+      "nodes: [{name: a}, {name: b}]\n",
+      "c.yaml");
   ASSERT_TRUE(f.ok());
   const auto& t = *f->topology;
   auto spec = job::ParseJobSpec("name: g\ntasks:\n  - {replicas: 4, gpus: 4, env: {X: y}}\n", "j");
@@ -65,9 +66,11 @@ TEST(LaunchEnvTest, TorchrunVariablesForATwoNodeGang) {
 TEST(LaunchEnvTest, AJobsOwnTorchrunVariablesWin) {
   auto f = cluster::ParseClusterYaml(
       "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}]\n", "c.yaml");
+      "nodes: [{name: a}]\n",
+      "c.yaml");
   ASSERT_TRUE(f.ok());
-  auto spec = job::ParseJobSpec("name: g\ntasks:\n  - {gpus: 8, env: {PET_NPROC_PER_NODE: '2'}}\n", "j");
+  auto spec =
+      job::ParseJobSpec("name: g\ntasks:\n  - {gpus: 8, env: {PET_NPROC_PER_NODE: '2'}}\n", "j");
   ASSERT_TRUE(spec.ok());
   cluster::GangAssignment a;
   cluster::TaskPlacement task{0, 0, 0, 0, 0, 0, 0};
@@ -94,21 +97,28 @@ TEST(LaunchEnvTest, TasksUseTheDataInterfacesOfTheirRails) {
   auto f = cluster::ParseClusterYaml(
       "networks: {management: 10.77.0.0/24}\n"
       "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi,\n"
-      "  data_interfaces: [{netdev: ib0, hca: mlx5_0}, {netdev: ib1, hca: mlx5_1}, ib2, {hca: mlx5_3}]}\n"
-      "nodes: [{name: 'n[1-2]', management_address: '10.77.0.[11-12]', data_address: '10.78.0.[11-12]'}]\n",
+      "  data_interfaces: [{netdev: ib0, hca: mlx5_0}, {netdev: ib1, hca: mlx5_1}, ib2, {hca: "
+      "mlx5_3}]}\n"
+      "nodes: [{name: 'n[1-2]', management_address: '10.77.0.[11-12]', data_address: "
+      "'10.78.0.[11-12]'}]\n",
       "c.yaml");
   ASSERT_TRUE(f.ok()) << f.status().message();
   const auto& t = *f->topology;
   EXPECT_EQ(t.nodes()[1].networks.management_address, "10.77.0.12");
   EXPECT_EQ(t.gpus()[5].rail, 1);  // rails default to one per data interface
-  auto spec = job::ParseJobSpec("name: g\ntasks:\n  - {replicas: 3, gpus: 2, env: {NCCL_SOCKET_IFNAME: eth0}}\n", "j");
+  auto spec = job::ParseJobSpec(
+      "name: g\ntasks:\n  - {replicas: 3, gpus: 2, env: {NCCL_SOCKET_IFNAME: eth0}}\n", "j");
   ASSERT_TRUE(spec.ok());
-  // Task 0 on n2 GPUs 0,4 (rail 0 twice), task 1 on n1 GPUs 1,2 (rails 1, 2), task 2 on n1 GPUs 3,7 (rail 3).
+  // Task 0 on n2 GPUs 0,4 (rail 0 twice), task 1 on n1 GPUs 1,2 (rails 1, 2), task 2 on n1 GPUs 3,7
+  // (rail 3).
   cluster::GangAssignment a;
-  const std::vector<std::pair<uint32_t, std::vector<uint32_t>>> where = {{1, {0, 4}}, {0, {1, 2}}, {0, {3, 7}}};
+  const std::vector<std::pair<uint32_t, std::vector<uint32_t>>> where = {
+      {1, {0, 4}}, {0, {1, 2}}, {0, {3, 7}}};
   for (uint32_t k = 0; k < where.size(); ++k) {
-    cluster::TaskPlacement task{where[k].first, 0, k, 0, 0, static_cast<uint32_t>(a.grants.size()), 0};
-    for (uint32_t g : where[k].second) a.grants.push_back({t.nodes()[where[k].first].first_gpu + g, 1000, 0});
+    cluster::TaskPlacement task{
+        where[k].first, 0, k, 0, 0, static_cast<uint32_t>(a.grants.size()), 0};
+    for (uint32_t g : where[k].second)
+      a.grants.push_back({t.nodes()[where[k].first].first_gpu + g, 1000, 0});
     task.end_grant = static_cast<uint32_t>(a.grants.size());
     a.tasks.push_back(task);
   }
@@ -132,9 +142,12 @@ TEST(LaunchEnvTest, TasksUseTheDataInterfacesOfTheirRails) {
 
 TEST(LaunchEnvTest, NoNetworksDeclaredLeavesTheJobsOwnSettings) {
   auto f = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 2, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}\nnodes: [{name: a}]\n", "c.yaml");
+      "node_defaults: {gpus: 2, gpu_model: H100, gpu_memory: 80Gi, cpu: 8, memory: 64Gi}\nnodes: "
+      "[{name: a}]\n",
+      "c.yaml");
   ASSERT_TRUE(f.ok());
-  auto spec = job::ParseJobSpec("name: g\ntasks:\n  - {gpus: 1, env: {GLOO_SOCKET_IFNAME: lo}}\n", "j");
+  auto spec =
+      job::ParseJobSpec("name: g\ntasks:\n  - {gpus: 1, env: {GLOO_SOCKET_IFNAME: lo}}\n", "j");
   ASSERT_TRUE(spec.ok());
   cluster::GangAssignment a;
   a.grants.push_back({0, 1000, 0});

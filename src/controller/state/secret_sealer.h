@@ -23,9 +23,11 @@ class SecretSealer {
  public:
   // The key in `path` (64 hex digits); when the file does not exist and `create` is set, a new
   // random key written there with mode 0600.
-  static StatusOr<std::shared_ptr<const SecretSealer>> FromKeyFile(const std::string& path, bool create);
+  static StatusOr<std::shared_ptr<const SecretSealer>> FromKeyFile(const std::string& path,
+                                                                   bool create);
   // A key given as 32 raw bytes (tests).
-  static std::shared_ptr<const SecretSealer> FromKey(const std::string& key32, std::string path = "");
+  static std::shared_ptr<const SecretSealer> FromKey(const std::string& key32,
+                                                     std::string path = "");
 
   // `spec_json` (a job spec as JSON) with every tasks[].env value sealed; the same text when it
   // has no environment.

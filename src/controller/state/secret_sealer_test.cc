@@ -19,14 +19,17 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kKey(32, 'k');
-constexpr const char* kSpec = R"({"name":"j","tasks":[{"command":["x"],"env":{"API_KEY":"s3cret-value","MODE":"fast"},"gpus":1}]})";
+constexpr const char* kSpec =
+    R"({"name":"j","tasks":[{"command":["x"],"env":{"API_KEY":"s3cret-value","MODE":"fast"},"gpus":1}]})";
 
 TEST(SecretSealerTest, SealsEveryEnvValueAndOpensThemAgain) {
   auto sealer = SecretSealer::FromKey(kKey);
   const std::string stored = sealer->Seal(kSpec);
   EXPECT_EQ(stored.find("s3cret-value"), std::string::npos) << stored;
   EXPECT_EQ(stored.find("fast"), std::string::npos) << stored;
-  EXPECT_NE(stored.find("\"API_KEY\":\"hangar-sealed:v1:" + sealer->key_id() + ":"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("\"API_KEY\":\"hangar-sealed:v1:" + sealer->key_id() + ":"),
+            std::string::npos)
+      << stored;
   EXPECT_TRUE(HasSealedValues(stored));
   auto plain = sealer->Unseal(stored);
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
@@ -46,12 +49,14 @@ TEST(SecretSealerTest, AWrongKeyAMissingKeyAndAnAlteredValueAreEachNamed) {
   auto wrong = other->Unseal(stored);
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("was sealed with the secrets key " + sealer->key_id() +
-                                          ", and this controller's key (/etc/hangar/b.key) is " + other->key_id()),
+                                          ", and this controller's key (/etc/hangar/b.key) is " +
+                                          other->key_id()),
             std::string::npos)
       << wrong.status().message();
   auto none = UnsealSpec(nullptr, stored);
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.status().message().find("give it --secrets-key FILE"), std::string::npos) << none.status().message();
+  EXPECT_NE(none.status().message().find("give it --secrets-key FILE"), std::string::npos)
+      << none.status().message();
   EXPECT_EQ(*UnsealSpec(nullptr, kSpec), kSpec);
   // One character of a value's ciphertext changed; and a value moved to another name.
   auto j = nlohmann::json::parse(stored);
@@ -84,17 +89,20 @@ TEST(SecretSealerTest, AKeyFileIsMadeOnceWithMode0600AndAnOpenOneIsRefused) {
   ::chmod(path.c_str(), 0644);
   auto open = SecretSealer::FromKeyFile(path, false);
   ASSERT_FALSE(open.ok());
-  EXPECT_NE(open.status().message().find("is readable by others (mode 644); chmod 600"), std::string::npos)
+  EXPECT_NE(open.status().message().find("is readable by others (mode 644); chmod 600"),
+            std::string::npos)
       << open.status().message();
   std::ofstream(path) << "not hex\n";
   ::chmod(path.c_str(), 0600);
-  EXPECT_NE(SecretSealer::FromKeyFile(path, false).status().message().find("is not 64 hex digits"), std::string::npos);
+  EXPECT_NE(SecretSealer::FromKeyFile(path, false).status().message().find("is not 64 hex digits"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 
 std::shared_ptr<const cluster::Topology> OneNode() {
   auto t = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: [{name: a}]\n",
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\nnodes: "
+      "[{name: a}]\n",
       "c.yaml");
   return t.ok() ? t->topology : nullptr;
 }
@@ -103,7 +111,8 @@ std::unique_ptr<ClusterState> MakeState(std::shared_ptr<const SecretSealer> seal
   ControllerOptions o;
   o.require_validation = false;
   o.sealer = std::move(sealer);
-  return std::make_unique<ClusterState>(OneNode(), o, std::move(sched::Scheduler::Create({})).value());
+  return std::make_unique<ClusterState>(OneNode(), o,
+                                        std::move(sched::Scheduler::Create({})).value());
 }
 
 // Through the controller's state: the store's rows hold no value, a restore with the key gives the
@@ -112,8 +121,8 @@ TEST(SecretSealerTest, TheStoreNeverHoldsAValueAndARestoreNeedsTheKey) {
   auto sealer = SecretSealer::FromKey(kKey);
   auto state = MakeState(sealer);
   Effects fx;
-  auto spec = job::ParseJobSpec("name: j\ntasks:\n  - gpus: 1\n    command: [x]\n    env: {API_KEY: s3cret-value}\n",
-                                "test");
+  auto spec = job::ParseJobSpec(
+      "name: j\ntasks:\n  - gpus: 1\n    command: [x]\n    env: {API_KEY: s3cret-value}\n", "test");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   ASSERT_TRUE(state->Submit(*spec, 10, &fx).ok());
   ASSERT_TRUE(state->Submit(*spec, 11, &fx).ok());
@@ -134,10 +143,13 @@ TEST(SecretSealerTest, TheStoreNeverHoldsAValueAndARestoreNeedsTheKey) {
   EXPECT_EQ(again->GetJob(2)->spec["tasks"][0]["env"]["API_KEY"], "s3cret-value");
   Status none = MakeState(nullptr)->Restore(*contents, 100);
   EXPECT_FALSE(none.ok());
-  EXPECT_NE(none.message().find("job 1: this store holds job environments sealed"), std::string::npos) << none.message();
+  EXPECT_NE(none.message().find("job 1: this store holds job environments sealed"),
+            std::string::npos)
+      << none.message();
   Status wrong = MakeState(SecretSealer::FromKey(std::string(32, 'w')))->Restore(*contents, 100);
   EXPECT_FALSE(wrong.ok());
-  EXPECT_NE(wrong.message().find("was sealed with the secrets key " + sealer->key_id()), std::string::npos);
+  EXPECT_NE(wrong.message().find("was sealed with the secrets key " + sealer->key_id()),
+            std::string::npos);
 }
 
 }  // namespace

@@ -113,8 +113,9 @@ TEST(LeaseTest, AnAdoptedEpochIsReadBackAndFenced) {
 }
 
 // A leader's commit holds the fence check's lock on the lease row until it ends; a big one
-// (81,920 new jobs: 1.5-2 s) must not keep the leader from renewing its lease meanwhile, or a healthy
-// leader loses it. A takeover, though, waits for it: every commit of the old epoch comes first.
+// (81,920 new jobs: 1.5-2 s) must not keep the leader from renewing its lease meanwhile, or a
+// healthy leader loses it. A takeover, though, waits for it: every commit of the old epoch comes
+// first.
 TEST(LeaseTest, ACommitInFlightLetsItsLeaderRenewButHoldsATakeoverBack) {
   const std::string url = testing::FreshDatabaseUrl();
   auto a = std::move(OpenStore(url)).value();
@@ -133,7 +134,8 @@ TEST(LeaseTest, ACommitInFlightLetsItsLeaderRenewButHoldsATakeoverBack) {
 
   ExpireLease(url);  // the leader stalls past its lease while its commit is still in flight
   auto b = std::move(OpenStore(url)).value();
-  auto takeover = std::async(std::launch::async, [&] { return b->AcquireLease("controller-b", 60'000); });
+  auto takeover =
+      std::async(std::launch::async, [&] { return b->AcquireLease("controller-b", 60'000); });
   EXPECT_EQ(takeover.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
       << "a takeover must wait until the old leader's commit in flight has ended";
   ASSERT_TRUE(commit.Exec("COMMIT").ok());

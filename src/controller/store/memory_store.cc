@@ -23,8 +23,10 @@ class MemoryStore final : public StateStore {
       audit_.push_back(std::move(a));
     }
     for (const auto& v : b.values) {
-      if (v.erase) values_.erase({v.table, v.key});
-      else values_[{v.table, v.key}] = v;
+      if (v.erase)
+        values_.erase({v.table, v.key});
+      else
+        values_[{v.table, v.key}] = v;
     }
     for (const auto& h : b.history) history_[{h.step == kHistoryHour, h.time}] = h;
     Upkeep(b.history_upkeep);
@@ -32,7 +34,8 @@ class MemoryStore final : public StateStore {
   }
   StatusOr<std::vector<HistoryRow>> History(bool hourly, Time since) override {
     std::vector<HistoryRow> out;
-    for (auto it = history_.lower_bound({hourly, since}); it != history_.end() && it->first.first == hourly; ++it)
+    for (auto it = history_.lower_bound({hourly, since});
+         it != history_.end() && it->first.first == hourly; ++it)
       out.push_back(it->second);
     return out;
   }
@@ -45,14 +48,16 @@ class MemoryStore final : public StateStore {
   }
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit) override {
     std::vector<EventRow> out;
-    for (auto it = events_.rbegin(); it != events_.rend() && static_cast<int>(out.size()) < limit; ++it) {
+    for (auto it = events_.rbegin(); it != events_.rend() && static_cast<int>(out.size()) < limit;
+         ++it) {
       if (it->subject.compare(0, prefix.size(), prefix) == 0) out.push_back(*it);
     }
     return out;
   }
   StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) override {
     std::vector<AuditRow> out;
-    for (auto it = audit_.rbegin(); it != audit_.rend() && static_cast<int>(out.size()) < limit; ++it) {
+    for (auto it = audit_.rbegin(); it != audit_.rend() && static_cast<int>(out.size()) < limit;
+         ++it) {
       if (user.empty() || it->user == user) out.push_back(*it);
     }
     return out;
@@ -63,7 +68,8 @@ class MemoryStore final : public StateStore {
   // The SQL stores' roll-up (HistoryUpkeep), row by row.
   void Upkeep(const HistoryUpkeep& u) {
     std::map<Time, std::pair<HistoryRow, int>> hours;  // hour -> sums, samples
-    for (auto it = history_.begin(); u.roll_up_before && it != history_.end() && !it->first.first; ++it) {
+    for (auto it = history_.begin(); u.roll_up_before && it != history_.end() && !it->first.first;
+         ++it) {
       const HistoryRow& r = it->second;
       if (r.time >= u.roll_up_before / kHistoryHour * kHistoryHour) break;
       auto& [sum, n] = hours[r.time / kHistoryHour * kHistoryHour];
@@ -72,8 +78,8 @@ class MemoryStore final : public StateStore {
     }
     for (auto& [hour, sum_n] : hours) {
       auto& [s, n] = sum_n;
-      HistoryRow row{hour, kHistoryHour, s.gpus / n, s.allocated / n, s.busy / n, s.idle / n, s.pending / n,
-                     s.running / n};
+      HistoryRow row{hour,       kHistoryHour, s.gpus / n,    s.allocated / n,
+                     s.busy / n, s.idle / n,   s.pending / n, s.running / n};
       history_.emplace(std::make_pair(true, hour), row);  // an hour rolled up already is kept
     }
     std::erase_if(history_, [&](const auto& e) {
@@ -93,8 +99,9 @@ class MemoryStore final : public StateStore {
 }  // namespace
 
 StatusOr<int64_t> StateStore::AcquireLease(const std::string&, Duration) {
-  return Status::Unimplemented("the store " + Describe() +
-                               " has a single owner; leader election needs a PostgreSQL store (--store postgres://...)");
+  return Status::Unimplemented(
+      "the store " + Describe() +
+      " has a single owner; leader election needs a PostgreSQL store (--store postgres://...)");
 }
 
 Status StateStore::RenewLease(Duration) { return AcquireLease("", 0).status(); }
@@ -104,8 +111,9 @@ StatusOr<std::vector<HistoryRow>> StateStore::History(bool, Time) {
   return Status::Unimplemented("the store " + Describe() + " keeps no history");
 }
 StatusOr<StoreChanges> StateStore::ChangesSince(int64_t) {
-  return Status::Unimplemented("the store " + Describe() +
-                               " keeps no change log; only a PostgreSQL store can be followed by a standby");
+  return Status::Unimplemented(
+      "the store " + Describe() +
+      " keeps no change log; only a PostgreSQL store can be followed by a standby");
 }
 
 std::unique_ptr<StateStore> NewMemoryStore() { return std::make_unique<MemoryStore>(); }

@@ -12,7 +12,8 @@ bool IsPostgres(const std::string& url) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url, const StoreOpenOptions& options) {
+StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url,
+                                                const StoreOpenOptions& options) {
   if (url == "memory://" || url == "memory") return NewMemoryStore();
   const std::string prefix = "sqlite://";
   if (url.compare(0, prefix.size(), prefix) == 0) {

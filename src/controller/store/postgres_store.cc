@@ -90,7 +90,8 @@ constexpr const char* kPruneChanges = R"sql(
 DELETE FROM changes WHERE rev < (SELECT max(rev) FROM changes) - $1::bigint)sql";
 
 constexpr const char* kJobColumns =
-    "id,name,queue,user_name,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,restarts,reason,message,"
+    "id,name,queue,user_name,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,restarts,"
+    "reason,message,"
     "placement,extra";
 
 // Since $1: the log's oldest and newest revisions and whether a commit since emptied the store.
@@ -167,7 +168,8 @@ class PostgresStore final : public StateStore {
       statements.push_back({"SELECT hangar_check_epoch($1)", {std::to_string(epoch_)}});
     std::vector<std::string> new_specs;
     AppendStatements(b, &statements, &new_specs);
-    if (++commits_ % kPruneEvery == 0) statements.push_back({kPruneChanges, {std::to_string(kChangesKept)}});
+    if (++commits_ % kPruneEvery == 0)
+      statements.push_back({kPruneChanges, {std::to_string(kChangesKept)}});
     HANGAR_RETURN_IF_ERROR(conn_.ExecInTransaction(statements));
     if (b.erase_all) stored_specs_.clear();
     for (const auto& key : b.erased_specs) stored_specs_.erase(key);
@@ -283,8 +285,8 @@ class PostgresStore final : public StateStore {
     const PGresult* q = r.get();
     auto real = [&](int i, int c) { return std::strtod(PQgetvalue(q, i, c), nullptr); };
     for (int i = 0; i < PQntuples(q); ++i) {
-      out.push_back({pg::Int(q, i, 0), pg::Int(q, i, 1), real(i, 2), real(i, 3), real(i, 4), real(i, 5),
-                     real(i, 6), real(i, 7)});
+      out.push_back({pg::Int(q, i, 0), pg::Int(q, i, 1), real(i, 2), real(i, 3), real(i, 4),
+                     real(i, 5), real(i, 6), real(i, 7)});
     }
     return out;
   }
@@ -313,7 +315,8 @@ class PostgresStore final : public StateStore {
     const HistoryUpkeep& u = b.history_upkeep;
     if (u.empty()) return;
     out->push_back({kRollUpHistory, {std::to_string(u.roll_up_before)}});
-    out->push_back({kDropHistory, {std::to_string(u.drop_samples_before), std::to_string(u.drop_hourly_before)}});
+    out->push_back({kDropHistory,
+                    {std::to_string(u.drop_samples_before), std::to_string(u.drop_hourly_before)}});
   }
 
   // One statement per table. A batch may name a row twice (a job submitted and placed in one
@@ -369,10 +372,12 @@ class PostgresStore final : public StateStore {
     }
     AppendHistory(b, &out);
     // The change log: what a standby must read again (not events nor audit, which it never holds).
-    if (b.erase_all || !jobs.empty() || !b.erased_jobs.empty() || !nodes.empty() || !b.values.empty()) {
+    if (b.erase_all || !jobs.empty() || !b.erased_jobs.empty() || !nodes.empty() ||
+        !b.values.empty()) {
       pg::ArrayParams ids(1), names(1), kv(2);
       for (const auto& [id, j] : jobs) ids.Int(0, static_cast<int64_t>(id));
-      for (uint64_t id : b.erased_jobs) ids.Int(0, static_cast<int64_t>(id));  // a follower finds them gone
+      for (uint64_t id : b.erased_jobs)
+        ids.Int(0, static_cast<int64_t>(id));  // a follower finds them gone
       for (const auto& [name, n] : nodes) names.Text(0, name);
       for (const auto& v : b.values) {
         kv.Text(0, v.table);
@@ -394,7 +399,8 @@ class PostgresStore final : public StateStore {
     std::set<std::string_view> seen;
     const std::set<std::string_view> gone(erased.begin(), erased.end());
     for (const auto& [id, j] : jobs) {
-      const bool stored = !erase_all && stored_specs_.count(j->spec_key) && !gone.count(j->spec_key);
+      const bool stored =
+          !erase_all && stored_specs_.count(j->spec_key) && !gone.count(j->spec_key);
       if (!j->spec || stored || !seen.insert(j->spec_key).second) continue;
       rows.Text(0, j->spec_key);
       rows.Text(1, j->user);
@@ -414,14 +420,17 @@ class PostgresStore final : public StateStore {
       if (wanted.insert((*rows)[i].spec_key).second) keys.Text(0, (*rows)[i].spec_key);
     }
     if (wanted.empty() && !all) return Status::Ok();
-    HANGAR_ASSIGN_OR_RETURN(pg::Result r, all ? conn_.Exec("SELECT key,text FROM specs")
-                                              : conn_.Exec("SELECT key,text FROM specs WHERE key = ANY($1::text[])",
-                                                           {std::move(keys.Take()[0])}));
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result r, all ? conn_.Exec("SELECT key,text FROM specs")
+                          : conn_.Exec("SELECT key,text FROM specs WHERE key = ANY($1::text[])",
+                                       {std::move(keys.Take()[0])}));
     for (int i = 0; i < PQntuples(r.get()); ++i) {
-      texts.emplace(pg::Text(r.get(), i, 0), std::make_shared<const std::string>(pg::Text(r.get(), i, 1)));
+      texts.emplace(pg::Text(r.get(), i, 0),
+                    std::make_shared<const std::string>(pg::Text(r.get(), i, 1)));
     }
     for (size_t i = from; i < rows->size(); ++i) {
-      if (auto it = texts.find((*rows)[i].spec_key); it != texts.end()) (*rows)[i].spec = it->second;
+      if (auto it = texts.find((*rows)[i].spec_key); it != texts.end())
+        (*rows)[i].spec = it->second;
     }
     return Status::Ok();
   }
@@ -484,27 +493,35 @@ class PostgresStore final : public StateStore {
     }
     if (c.rev == since) return c;
     HANGAR_ASSIGN_OR_RETURN(
-        pg::Result j, conn_.Exec(std::string("SELECT ") + kJobColumns +
-                                     " FROM jobs WHERE id IN (SELECT x.id FROM changes, unnest(job_ids) AS x(id) "
-                                     "WHERE rev > $1::bigint) ORDER BY id",
-                                 {from}));
+        pg::Result j,
+        conn_.Exec(std::string("SELECT ") + kJobColumns +
+                       " FROM jobs WHERE id IN (SELECT x.id FROM changes, unnest(job_ids) AS x(id) "
+                       "WHERE rev > $1::bigint) ORDER BY id",
+                   {from}));
     ReadJobs(j.get(), &c.jobs);
     HANGAR_RETURN_IF_ERROR(AttachSpecs(&c.jobs, 0, false));
     HANGAR_ASSIGN_OR_RETURN(
-        pg::Result gone, conn_.Exec("SELECT DISTINCT x.id FROM changes, unnest(job_ids) AS x(id) WHERE rev > $1::bigint "
-                                    "AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = x.id)",
-                                    {from}));
-    for (int i = 0; i < PQntuples(gone.get()); ++i) c.erased_jobs.push_back(static_cast<uint64_t>(pg::Int(gone.get(), i, 0)));
-    HANGAR_ASSIGN_OR_RETURN(pg::Result n,
-                            conn_.Exec("SELECT name,state FROM nodes WHERE name IN (SELECT x.n FROM changes, "
-                                       "unnest(node_names) AS x(n) WHERE rev > $1::bigint)",
-                                       {from}));
-    for (int i = 0; i < PQntuples(n.get()); ++i) c.nodes.push_back({pg::Text(n.get(), i, 0), pg::Text(n.get(), i, 1)});
+        pg::Result gone,
+        conn_.Exec(
+            "SELECT DISTINCT x.id FROM changes, unnest(job_ids) AS x(id) WHERE rev > $1::bigint "
+            "AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = x.id)",
+            {from}));
+    for (int i = 0; i < PQntuples(gone.get()); ++i)
+      c.erased_jobs.push_back(static_cast<uint64_t>(pg::Int(gone.get(), i, 0)));
     HANGAR_ASSIGN_OR_RETURN(
-        pg::Result v, conn_.Exec("SELECT x.t, x.k, kv.value, kv.value IS NULL FROM (SELECT DISTINCT x.t, x.k FROM "
-                                 "changes, unnest(kv_tbls, kv_keys) AS x(t, k) WHERE rev > $1::bigint) AS x "
-                                 "LEFT JOIN kv ON kv.tbl = x.t AND kv.key = x.k",
-                                 {from}));
+        pg::Result n,
+        conn_.Exec("SELECT name,state FROM nodes WHERE name IN (SELECT x.n FROM changes, "
+                   "unnest(node_names) AS x(n) WHERE rev > $1::bigint)",
+                   {from}));
+    for (int i = 0; i < PQntuples(n.get()); ++i)
+      c.nodes.push_back({pg::Text(n.get(), i, 0), pg::Text(n.get(), i, 1)});
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result v,
+        conn_.Exec(
+            "SELECT x.t, x.k, kv.value, kv.value IS NULL FROM (SELECT DISTINCT x.t, x.k FROM "
+            "changes, unnest(kv_tbls, kv_keys) AS x(t, k) WHERE rev > $1::bigint) AS x "
+            "LEFT JOIN kv ON kv.tbl = x.t AND kv.key = x.k",
+            {from}));
     for (int i = 0; i < PQntuples(v.get()); ++i) {
       c.values.push_back({pg::Text(v.get(), i, 0), pg::Text(v.get(), i, 1), pg::Text(v.get(), i, 2),
                           pg::Text(v.get(), i, 3) == "t"});
@@ -514,10 +531,11 @@ class PostgresStore final : public StateStore {
 
   StatusOr<StoreContents> LoadInTransaction() {
     StoreContents c;
-    HANGAR_ASSIGN_OR_RETURN(pg::Result rev, conn_.Exec("SELECT coalesce(max(rev), 0) FROM changes"));
+    HANGAR_ASSIGN_OR_RETURN(pg::Result rev,
+                            conn_.Exec("SELECT coalesce(max(rev), 0) FROM changes"));
     c.rev = pg::Int(rev.get(), 0, 0);
-    HANGAR_ASSIGN_OR_RETURN(pg::Result j,
-                            conn_.Exec(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id"));
+    HANGAR_ASSIGN_OR_RETURN(
+        pg::Result j, conn_.Exec(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id"));
     ReadJobs(j.get(), &c.jobs);
     HANGAR_RETURN_IF_ERROR(AttachSpecs(&c.jobs, 0, true));
     // COLLATE "C": the same order as SQLite's byte order, whatever the database's locale.

@@ -43,8 +43,10 @@ TEST(PostgresStoreTest, AnOlderSchemaIsMigratedKeepingItsRows) {
   }
   // Back to version 1, as a store written before the lease existed (and before specs were shared).
   Sql(url,
-      "DROP TABLE specs; ALTER TABLE jobs DROP COLUMN spec_key; ALTER TABLE jobs ADD COLUMN spec TEXT NOT NULL "
-      "DEFAULT '{}'; DROP FUNCTION hangar_check_epoch(BIGINT); DROP TABLE lease; DROP TABLE changes; DROP TABLE history; DELETE FROM "
+      "DROP TABLE specs; ALTER TABLE jobs DROP COLUMN spec_key; ALTER TABLE jobs ADD COLUMN spec "
+      "TEXT NOT NULL "
+      "DEFAULT '{}'; DROP FUNCTION hangar_check_epoch(BIGINT); DROP TABLE lease; DROP TABLE "
+      "changes; DROP TABLE history; DELETE FROM "
       "schema_version WHERE version > 1");
   ASSERT_EQ(Sql(url, "SELECT max(version) FROM schema_version"), "1");
   auto store = std::move(OpenStore(url)).value();

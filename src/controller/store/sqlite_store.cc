@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -66,7 +66,8 @@ class SqliteStore final : public StateStore {
     HANGAR_ASSIGN_OR_RETURN(lock_, StoreFileLock::Take(path));
     inode_ = lock_.inode();
     for (const char* suffix : {"-wal", "-shm"}) ::chmod((path + suffix).c_str(), 0600);
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+    if (sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
       return Status::Unavailable("cannot open the store " + path + ": " + Error());
     }
@@ -86,8 +87,10 @@ class SqliteStore final : public StateStore {
     // one can open again (or another store): stop at once instead of answering 201s.
     struct stat st {};
     if (::stat(path_.c_str(), &st) != 0 || st.st_ino != inode_) {
-      return Status::Unavailable("the store file " + path_ + " was deleted or replaced while the controller ran; "
-                                 "restore it from a backup (or start on a new store) and restart the controller");
+      return Status::Unavailable(
+          "the store file " + path_ +
+          " was deleted or replaced while the controller ran; "
+          "restore it from a backup (or start on a new store) and restart the controller");
     }
     HANGAR_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Status s = WriteBatch(b);
@@ -103,12 +106,16 @@ class SqliteStore final : public StateStore {
   StatusOr<StoreContents> Load() override {
     StoreContents c;
     std::unordered_map<std::string, std::shared_ptr<const std::string>> specs;
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* s, Prepare("SELECT key,text FROM specs"));
-    while (sqlite3_step(s) == SQLITE_ROW) specs.emplace(Text(s, 0), std::make_shared<const std::string>(Text(s, 1)));
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * s, Prepare("SELECT key,text FROM specs"));
+    while (sqlite3_step(s) == SQLITE_ROW)
+      specs.emplace(Text(s, 0), std::make_shared<const std::string>(Text(s, 1)));
     sqlite3_reset(s);
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-        "SELECT id,name,queue,user,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,restarts,"
-        "reason,message,placement,extra FROM jobs ORDER BY id"));
+    HANGAR_ASSIGN_OR_RETURN(
+        sqlite3_stmt * q,
+        Prepare(
+            "SELECT "
+            "id,name,queue,user,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,restarts,"
+            "reason,message,placement,extra FROM jobs ORDER BY id"));
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
       JobRow j;
@@ -131,34 +138,40 @@ class SqliteStore final : public StateStore {
       c.jobs.push_back(std::move(j));
     }
     HANGAR_RETURN_IF_ERROR(Finish(q, rc, "jobs"));
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* n, Prepare("SELECT name,state FROM nodes ORDER BY name"));
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * n,
+                            Prepare("SELECT name,state FROM nodes ORDER BY name"));
     while ((rc = sqlite3_step(n)) == SQLITE_ROW) c.nodes.push_back({Text(n, 0), Text(n, 1)});
     HANGAR_RETURN_IF_ERROR(Finish(n, rc, "nodes"));
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* v, Prepare("SELECT tbl,key,value FROM kv ORDER BY tbl,key"));
-    while ((rc = sqlite3_step(v)) == SQLITE_ROW) c.values.push_back({Text(v, 0), Text(v, 1), Text(v, 2), false});
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * v,
+                            Prepare("SELECT tbl,key,value FROM kv ORDER BY tbl,key"));
+    while ((rc = sqlite3_step(v)) == SQLITE_ROW)
+      c.values.push_back({Text(v, 0), Text(v, 1), Text(v, 2), false});
     HANGAR_RETURN_IF_ERROR(Finish(v, rc, "values"));
     return c;
   }
 
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit) override {
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-        "SELECT id,time_ms,kind,subject,message FROM events WHERE substr(subject,1,?1)=?2 "
-        "ORDER BY id DESC LIMIT ?3"));
+    HANGAR_ASSIGN_OR_RETURN(
+        sqlite3_stmt * q,
+        Prepare("SELECT id,time_ms,kind,subject,message FROM events WHERE substr(subject,1,?1)=?2 "
+                "ORDER BY id DESC LIMIT ?3"));
     sqlite3_bind_int64(q, 1, static_cast<int64_t>(prefix.size()));
     sqlite3_bind_text(q, 2, prefix.data(), static_cast<int>(prefix.size()), SQLITE_TRANSIENT);
     sqlite3_bind_int64(q, 3, limit);
     std::vector<EventRow> out;
     while (sqlite3_step(q) == SQLITE_ROW) {
-      out.push_back({sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), Text(q, 2), Text(q, 3), Text(q, 4)});
+      out.push_back({sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), Text(q, 2), Text(q, 3),
+                     Text(q, 4)});
     }
     sqlite3_reset(q);
     return out;
   }
 
   StatusOr<std::vector<AuditRow>> Audit(const std::string& user, int limit) override {
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-        "SELECT id,time_ms,user,role,method,path,remote,status,message FROM audit WHERE ?1='' OR user=?1 "
-        "ORDER BY id DESC LIMIT ?2"));
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * q,
+                            Prepare("SELECT id,time_ms,user,role,method,path,remote,status,message "
+                                    "FROM audit WHERE ?1='' OR user=?1 "
+                                    "ORDER BY id DESC LIMIT ?2"));
     BindText(q, 1, user);
     sqlite3_bind_int64(q, 2, limit);
     std::vector<AuditRow> out;
@@ -180,16 +193,18 @@ class SqliteStore final : public StateStore {
   }
 
   StatusOr<std::vector<HistoryRow>> History(bool hourly, Time since) override {
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-        "SELECT time_ms,step_ms,gpus,allocated,busy,idle,pending,running FROM history WHERE hourly=?1 AND "
-        "time_ms>=?2 ORDER BY time_ms"));
+    HANGAR_ASSIGN_OR_RETURN(
+        sqlite3_stmt * q, Prepare("SELECT time_ms,step_ms,gpus,allocated,busy,idle,pending,running "
+                                  "FROM history WHERE hourly=?1 AND "
+                                  "time_ms>=?2 ORDER BY time_ms"));
     sqlite3_bind_int(q, 1, hourly ? 1 : 0);
     sqlite3_bind_int64(q, 2, since);
     std::vector<HistoryRow> out;
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-      out.push_back({sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), sqlite3_column_double(q, 2),
-                     sqlite3_column_double(q, 3), sqlite3_column_double(q, 4), sqlite3_column_double(q, 5),
+      out.push_back({sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
+                     sqlite3_column_double(q, 2), sqlite3_column_double(q, 3),
+                     sqlite3_column_double(q, 4), sqlite3_column_double(q, 5),
                      sqlite3_column_double(q, 6), sqlite3_column_double(q, 7)});
     }
     HANGAR_RETURN_IF_ERROR(Finish(q, rc, "history"));
@@ -207,22 +222,27 @@ class SqliteStore final : public StateStore {
   ino_t inode_ = 0;
   Status WriteBatch(const StoreBatch& b) {
     if (b.erase_all) {
-      HANGAR_RETURN_IF_ERROR(Exec("DELETE FROM jobs; DELETE FROM specs; DELETE FROM nodes; DELETE FROM events; "
-                                  "DELETE FROM audit; DELETE FROM kv; DELETE FROM history"));
+      HANGAR_RETURN_IF_ERROR(
+          Exec("DELETE FROM jobs; DELETE FROM specs; DELETE FROM nodes; DELETE FROM events; "
+               "DELETE FROM audit; DELETE FROM kv; DELETE FROM history"));
     }
     for (const auto& key : b.erased_specs) {
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("DELETE FROM specs WHERE key=?1"));
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * q, Prepare("DELETE FROM specs WHERE key=?1"));
       BindText(q, 1, key);
       HANGAR_RETURN_IF_ERROR(StepDone(q));
     }
     if (!b.jobs.empty()) {
       HANGAR_RETURN_IF_ERROR(WriteSpecs(b.jobs));
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-          "INSERT INTO jobs (id,name,queue,user,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,"
-          "restarts,reason,message,placement,extra) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
-          "?13,?14,?15) ON CONFLICT(id) DO UPDATE SET name=?2,queue=?3,user=?4,state=?5,spec_key=?6,"
-          "submitted_ms=?7,started_ms=?8,ended_ms=?9,attempt=?10,restarts=?11,reason=?12,"
-          "message=?13,placement=?14,extra=?15"));
+      HANGAR_ASSIGN_OR_RETURN(
+          sqlite3_stmt * q,
+          Prepare("INSERT INTO jobs "
+                  "(id,name,queue,user,state,spec_key,submitted_ms,started_ms,ended_ms,attempt,"
+                  "restarts,reason,message,placement,extra) VALUES "
+                  "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
+                  "?13,?14,?15) ON CONFLICT(id) DO UPDATE SET "
+                  "name=?2,queue=?3,user=?4,state=?5,spec_key=?6,"
+                  "submitted_ms=?7,started_ms=?8,ended_ms=?9,attempt=?10,restarts=?11,reason=?12,"
+                  "message=?13,placement=?14,extra=?15"));
       for (const auto& j : b.jobs) {
         sqlite3_bind_int64(q, 1, static_cast<int64_t>(j.id));
         BindText(q, 2, j.name);
@@ -243,13 +263,14 @@ class SqliteStore final : public StateStore {
       }
     }
     for (uint64_t id : b.erased_jobs) {
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("DELETE FROM jobs WHERE id=?1"));
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * q, Prepare("DELETE FROM jobs WHERE id=?1"));
       sqlite3_bind_int64(q, 1, static_cast<int64_t>(id));
       HANGAR_RETURN_IF_ERROR(StepDone(q));
     }
     if (!b.nodes.empty()) {
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-          "INSERT INTO nodes (name,state) VALUES (?1,?2) ON CONFLICT(name) DO UPDATE SET state=?2"));
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * q,
+                              Prepare("INSERT INTO nodes (name,state) VALUES (?1,?2) ON "
+                                      "CONFLICT(name) DO UPDATE SET state=?2"));
       for (const auto& n : b.nodes) {
         BindText(q, 1, n.name);
         BindText(q, 2, n.state_json);
@@ -257,8 +278,9 @@ class SqliteStore final : public StateStore {
       }
     }
     if (!b.events.empty()) {
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-          "INSERT INTO events (time_ms,kind,subject,message) VALUES (?1,?2,?3,?4)"));
+      HANGAR_ASSIGN_OR_RETURN(
+          sqlite3_stmt * q,
+          Prepare("INSERT INTO events (time_ms,kind,subject,message) VALUES (?1,?2,?3,?4)"));
       for (const auto& e : b.events) {
         sqlite3_bind_int64(q, 1, e.time);
         BindText(q, 2, e.kind);
@@ -268,8 +290,10 @@ class SqliteStore final : public StateStore {
       }
     }
     if (!b.audit.empty()) {
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-          "INSERT INTO audit (time_ms,user,role,method,path,remote,status,message) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"));
+      HANGAR_ASSIGN_OR_RETURN(
+          sqlite3_stmt * q,
+          Prepare("INSERT INTO audit (time_ms,user,role,method,path,remote,status,message) VALUES "
+                  "(?1,?2,?3,?4,?5,?6,?7,?8)"));
       for (const auto& a : b.audit) {
         sqlite3_bind_int64(q, 1, a.time);
         BindText(q, 2, a.user);
@@ -283,9 +307,10 @@ class SqliteStore final : public StateStore {
       }
     }
     for (const auto& v : b.values) {
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-          v.erase ? "DELETE FROM kv WHERE tbl=?1 AND key=?2"
-                  : "INSERT INTO kv (tbl,key,value) VALUES (?1,?2,?3) ON CONFLICT(tbl,key) DO UPDATE SET value=?3"));
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * q,
+                              Prepare(v.erase ? "DELETE FROM kv WHERE tbl=?1 AND key=?2"
+                                              : "INSERT INTO kv (tbl,key,value) VALUES (?1,?2,?3) "
+                                                "ON CONFLICT(tbl,key) DO UPDATE SET value=?3"));
       BindText(q, 1, v.table);
       BindText(q, 2, v.key);
       if (!v.erase) BindText(q, 3, v.value);
@@ -297,10 +322,12 @@ class SqliteStore final : public StateStore {
   // Each spec of the batch's jobs once: a key the store holds already is left as it is (the text
   // of a key never changes).
   Status WriteSpecs(const std::vector<JobRow>& jobs) {
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("INSERT OR IGNORE INTO specs (key,user,text) VALUES (?1,?2,?3)"));
+    HANGAR_ASSIGN_OR_RETURN(
+        sqlite3_stmt * q, Prepare("INSERT OR IGNORE INTO specs (key,user,text) VALUES (?1,?2,?3)"));
     std::unordered_set<std::string_view> done;
     for (const auto& j : jobs) {
-      if (!j.spec) return Status::Internal("store: job " + std::to_string(j.id) + " has no spec to write");
+      if (!j.spec)
+        return Status::Internal("store: job " + std::to_string(j.id) + " has no spec to write");
       if (!done.insert(j.spec_key).second) continue;
       BindText(q, 1, j.spec_key);
       BindText(q, 2, j.user);
@@ -316,26 +343,30 @@ class SqliteStore final : public StateStore {
   // the cluster's history (samples and hourly roll-ups, HistoryRow).
   static constexpr int kSchemaVersion = 2;
   Status Migrate() {
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* v, Prepare("PRAGMA user_version"));
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * v, Prepare("PRAGMA user_version"));
     const int version = sqlite3_step(v) == SQLITE_ROW ? sqlite3_column_int(v, 0) : 0;
     sqlite3_reset(v);
     if (version > kSchemaVersion) {
-      return Status::FailedPrecondition("the store " + path_ + " has schema version " + std::to_string(version) +
-                                        ", newer than this hangar knows (up to " + std::to_string(kSchemaVersion) +
-                                        "); run the newer hangar that wrote it, or restore a backup into a new store");
+      return Status::FailedPrecondition(
+          "the store " + path_ + " has schema version " + std::to_string(version) +
+          ", newer than this hangar knows (up to " + std::to_string(kSchemaVersion) +
+          "); run the newer hangar that wrote it, or restore a backup into a new store");
     }
     if (version >= kSchemaVersion) return Status::Ok();
     HANGAR_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Status s = version < 1 ? MigrateToSharedSpecs() : Status::Ok();
     if (s.ok()) {
-      s = Exec("CREATE TABLE history (hourly INTEGER NOT NULL, time_ms INTEGER NOT NULL, step_ms INTEGER NOT NULL, "
-               "gpus REAL NOT NULL, allocated REAL NOT NULL, busy REAL NOT NULL, idle REAL NOT NULL, "
-               "pending REAL NOT NULL, running REAL NOT NULL, PRIMARY KEY (hourly, time_ms)); "
-               "PRAGMA user_version = 2");
+      s = Exec(
+          "CREATE TABLE history (hourly INTEGER NOT NULL, time_ms INTEGER NOT NULL, step_ms "
+          "INTEGER NOT NULL, "
+          "gpus REAL NOT NULL, allocated REAL NOT NULL, busy REAL NOT NULL, idle REAL NOT NULL, "
+          "pending REAL NOT NULL, running REAL NOT NULL, PRIMARY KEY (hourly, time_ms)); "
+          "PRAGMA user_version = 2");
     }
     if (!s.ok()) {
       (void)Exec("ROLLBACK");
-      return Status(s.code(), "the store " + path_ + " could not be upgraded to this hangar's schema: " + s.message());
+      return Status(s.code(), "the store " + path_ +
+                                  " could not be upgraded to this hangar's schema: " + s.message());
     }
     return Exec("COMMIT");
   }
@@ -343,10 +374,13 @@ class SqliteStore final : public StateStore {
   // History samples, then the upkeep (HistoryUpkeep): the roll-up keeps an hour already rolled up.
   Status WriteHistory(const StoreBatch& b) {
     if (!b.history.empty()) {
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-          "INSERT INTO history (hourly,time_ms,step_ms,gpus,allocated,busy,idle,pending,running) VALUES "
-          "(?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(hourly,time_ms) DO UPDATE SET step_ms=?3,gpus=?4,"
-          "allocated=?5,busy=?6,idle=?7,pending=?8,running=?9"));
+      HANGAR_ASSIGN_OR_RETURN(
+          sqlite3_stmt * q,
+          Prepare("INSERT INTO history "
+                  "(hourly,time_ms,step_ms,gpus,allocated,busy,idle,pending,running) VALUES "
+                  "(?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(hourly,time_ms) DO UPDATE SET "
+                  "step_ms=?3,gpus=?4,"
+                  "allocated=?5,busy=?6,idle=?7,pending=?8,running=?9"));
       for (const auto& h : b.history) {
         sqlite3_bind_int(q, 1, h.step == kHistoryHour ? 1 : 0);
         sqlite3_bind_int64(q, 2, h.time);
@@ -358,28 +392,35 @@ class SqliteStore final : public StateStore {
     }
     const HistoryUpkeep& u = b.history_upkeep;
     if (u.empty()) return Status::Ok();
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare(
-        "INSERT INTO history (hourly,time_ms,step_ms,gpus,allocated,busy,idle,pending,running) "
-        "SELECT 1, time_ms / 3600000 * 3600000 AS hour, 3600000, avg(gpus), avg(allocated), avg(busy), avg(idle), "
-        "avg(pending), avg(running) FROM history WHERE hourly = 0 AND time_ms < ?1 / 3600000 * 3600000 "
-        "GROUP BY hour ON CONFLICT(hourly,time_ms) DO NOTHING"));
+    HANGAR_ASSIGN_OR_RETURN(
+        sqlite3_stmt * q,
+        Prepare(
+            "INSERT INTO history (hourly,time_ms,step_ms,gpus,allocated,busy,idle,pending,running) "
+            "SELECT 1, time_ms / 3600000 * 3600000 AS hour, 3600000, avg(gpus), avg(allocated), "
+            "avg(busy), avg(idle), "
+            "avg(pending), avg(running) FROM history WHERE hourly = 0 AND time_ms < ?1 / 3600000 * "
+            "3600000 "
+            "GROUP BY hour ON CONFLICT(hourly,time_ms) DO NOTHING"));
     sqlite3_bind_int64(q, 1, u.roll_up_before);
     HANGAR_RETURN_IF_ERROR(StepDone(q));
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* d, Prepare(
-        "DELETE FROM history WHERE (hourly = 0 AND time_ms < ?1) OR (hourly = 1 AND time_ms < ?2)"));
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * d,
+                            Prepare("DELETE FROM history WHERE (hourly = 0 AND time_ms < ?1) OR "
+                                    "(hourly = 1 AND time_ms < ?2)"));
     sqlite3_bind_int64(d, 1, u.drop_samples_before);
     sqlite3_bind_int64(d, 2, u.drop_hourly_before);
     return StepDone(d);
   }
 
   Status MigrateToSharedSpecs() {
-    HANGAR_RETURN_IF_ERROR(Exec(
-        "CREATE TABLE specs (key TEXT PRIMARY KEY, user TEXT NOT NULL, text TEXT NOT NULL);"
-        "ALTER TABLE jobs ADD COLUMN spec_key TEXT NOT NULL DEFAULT ''"));
+    HANGAR_RETURN_IF_ERROR(
+        Exec("CREATE TABLE specs (key TEXT PRIMARY KEY, user TEXT NOT NULL, text TEXT NOT NULL);"
+             "ALTER TABLE jobs ADD COLUMN spec_key TEXT NOT NULL DEFAULT ''"));
     std::vector<std::pair<int64_t, std::string>> keys;  // job id, its spec's key
     {
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* q, Prepare("SELECT id,user,spec FROM jobs"));
-      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* ins, Prepare("INSERT OR IGNORE INTO specs (key,user,text) VALUES (?1,?2,?3)"));
+      HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * q, Prepare("SELECT id,user,spec FROM jobs"));
+      HANGAR_ASSIGN_OR_RETURN(
+          sqlite3_stmt * ins,
+          Prepare("INSERT OR IGNORE INTO specs (key,user,text) VALUES (?1,?2,?3)"));
       int rc = SQLITE_ROW;
       while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         const std::string text = Text(q, 2);
@@ -395,7 +436,7 @@ class SqliteStore final : public StateStore {
       sqlite3_reset(q);
       if (rc != SQLITE_DONE) return Status::Unavailable("store read failed: " + Error());
     }
-    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt* set, Prepare("UPDATE jobs SET spec_key=?2 WHERE id=?1"));
+    HANGAR_ASSIGN_OR_RETURN(sqlite3_stmt * set, Prepare("UPDATE jobs SET spec_key=?2 WHERE id=?1"));
     for (const auto& [id, key] : keys) {
       sqlite3_bind_int64(set, 1, id);
       BindText(set, 2, key);
@@ -441,7 +482,9 @@ class SqliteStore final : public StateStore {
   }
   static std::string Text(sqlite3_stmt* q, int i) {
     const unsigned char* t = sqlite3_column_text(q, i);
-    return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(q, i))) : "";
+    return t ? std::string(reinterpret_cast<const char*>(t),
+                           static_cast<size_t>(sqlite3_column_bytes(q, i)))
+             : "";
   }
   std::string Error() const { return db_ ? sqlite3_errmsg(db_) : "out of memory"; }
   // A scan that stopped before its end (a damaged page) is an error, never a shorter answer.
@@ -449,8 +492,9 @@ class SqliteStore final : public StateStore {
     const std::string why = rc == SQLITE_DONE ? std::string() : Error();
     sqlite3_reset(q);
     if (rc == SQLITE_DONE) return Status::Ok();
-    return Status::FailedPrecondition("the store " + path_ + " could not be read to the end of its " + what +
-                                      " (" + why + "); " + RestoreAdvice(Describe()));
+    return Status::FailedPrecondition("the store " + path_ +
+                                      " could not be read to the end of its " + what + " (" + why +
+                                      "); " + RestoreAdvice(Describe()));
   }
 
   // Checkpoints off the commit path. SQLite's automatic checkpoint runs inside the COMMIT that
@@ -473,7 +517,8 @@ class SqliteStore final : public StateStore {
     return SQLITE_OK;
   }
   void StartCheckpointer() {
-    if (sqlite3_open_v2(path_.c_str(), &ck_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    if (sqlite3_open_v2(path_.c_str(), &ck_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK) {
       if (ck_db_) sqlite3_close(ck_db_);
       ck_db_ = nullptr;
       return;  // the commits checkpoint themselves, as SQLite does by default
@@ -527,7 +572,8 @@ class SqliteStore final : public StateStore {
 
 StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path) {
   auto s = std::make_unique<SqliteStore>();
-  if (Status opened = s->Open(path); !opened.ok()) return s->DiskFull() ? StoreDiskFull(path) : opened;
+  if (Status opened = s->Open(path); !opened.ok())
+    return s->DiskFull() ? StoreDiskFull(path) : opened;
   return std::unique_ptr<StateStore>(std::move(s));
 }
 

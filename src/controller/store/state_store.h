@@ -1,8 +1,8 @@
 // StateStore: where the controller's state becomes durable. The controller commits a batch (a
 // scheduling cycle's decisions, an accepted job) and only then tells anyone; after a crash it
 // rebuilds everything from Load(). Implementations: SQLite in WAL mode (the embedded default),
-// PostgreSQL (for controllers that share one store) and an in-memory twin for unit tests. Not thread-safe: the controller's state owner is the only
-// writer.
+// PostgreSQL (for controllers that share one store) and an in-memory twin for unit tests. Not
+// thread-safe: the controller's state owner is the only writer.
 #pragma once
 
 #include <cstdint>
@@ -81,10 +81,10 @@ struct KeyValueRow {
 struct HistoryRow {
   Time time = 0;
   Duration step = 0;
-  double gpus = 0;       // on the cluster
-  double allocated = 0;  // held by jobs
-  double busy = 0;       // held and at or above the idle threshold
-  double idle = 0;       // held but below it: the waste
+  double gpus = 0;                  // on the cluster
+  double allocated = 0;             // held by jobs
+  double busy = 0;                  // held and at or above the idle threshold
+  double idle = 0;                  // held but below it: the waste
   double pending = 0, running = 0;  // jobs
 };
 inline constexpr Duration kHistoryHour = 3'600'000;
@@ -97,7 +97,9 @@ struct HistoryUpkeep {
   Time roll_up_before = 0;
   Time drop_samples_before = 0;
   Time drop_hourly_before = 0;
-  bool empty() const { return roll_up_before == 0 && drop_samples_before == 0 && drop_hourly_before == 0; }
+  bool empty() const {
+    return roll_up_before == 0 && drop_samples_before == 0 && drop_hourly_before == 0;
+  }
 };
 
 // Everything one commit writes, atomically.
@@ -118,8 +120,9 @@ struct StoreBatch {
   std::vector<HistoryRow> history;
   HistoryUpkeep history_upkeep;
   bool empty() const {
-    return !erase_all && jobs.empty() && nodes.empty() && events.empty() && values.empty() && audit.empty() &&
-           erased_jobs.empty() && erased_specs.empty() && history.empty() && history_upkeep.empty();
+    return !erase_all && jobs.empty() && nodes.empty() && events.empty() && values.empty() &&
+           audit.empty() && erased_jobs.empty() && erased_specs.empty() && history.empty() &&
+           history_upkeep.empty();
   }
 };
 
@@ -184,7 +187,8 @@ class StateStore {
   // The lease row, for standbys and `hangar status`.
   virtual StatusOr<LeaseRow> ReadLease();
   // From now on this store commits and renews as the holder of `epoch`, which another store object
-  // of this controller (on a connection of its own) acquired. Unimplemented where there is no lease.
+  // of this controller (on a connection of its own) acquired. Unimplemented where there is no
+  // lease.
   virtual Status AdoptLease(int64_t epoch);
 };
 
@@ -205,7 +209,8 @@ struct StoreOpenOptions {
   // A SQLite store's file is checked this often while it is open; 0: never.
   Duration integrity_every = 10 * kMinute;
 };
-StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url, const StoreOpenOptions& options = {});
+StatusOr<std::unique_ptr<StateStore>> OpenStore(const std::string& url,
+                                                const StoreOpenOptions& options = {});
 // The URL as it may be shown in logs and messages: a PostgreSQL URL without its password.
 std::string ShownStoreUrl(const std::string& url);
 

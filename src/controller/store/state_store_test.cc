@@ -1,7 +1,6 @@
 #include "controller/store/state_store.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,7 +108,10 @@ TEST_P(StoreTest, ARowNamedTwiceInOneBatchKeepsItsLastWrite) {
   StoreBatch b;
   b.jobs = {Job(1, "pending"), Job(2, "pending"), Job(1, "running")};
   b.nodes = {{"n1", "a"}, {"n1", "b"}};
-  b.values = {{"meta", "k", "1", false}, {"meta", "k", "", true}, {"meta", "j", "1", false}, {"meta", "j", "2", false}};
+  b.values = {{"meta", "k", "1", false},
+              {"meta", "k", "", true},
+              {"meta", "j", "1", false},
+              {"meta", "j", "2", false}};
   ASSERT_TRUE(store->Commit(b).ok());
   auto c = store->Load();
   ASSERT_TRUE(c.ok());
@@ -127,7 +129,8 @@ TEST_P(StoreTest, EventsKeepTheirOrderAndFilterByPrefix) {
   for (int round = 0; round < 3; ++round) {
     StoreBatch b;
     for (int i = 0; i < 50; ++i) {
-      b.events.push_back({0, round * 100 + i, "job", "job/" + std::to_string(i % 3), std::to_string(round * 50 + i)});
+      b.events.push_back({0, round * 100 + i, "job", "job/" + std::to_string(i % 3),
+                          std::to_string(round * 50 + i)});
     }
     ASSERT_TRUE(store->Commit(b).ok());
   }
@@ -264,9 +267,10 @@ TEST_F(SqliteStoreTest, ASecondOwnerIsRefusedUntilTheFirstCloses) {
   auto second = OpenSqliteStore(path_);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(second.status().message(), "the store " + path_ + " is in use by another controller (pid " +
-                                           std::to_string(::getpid()) +
-                                           "); stop it first, or give this controller a store of its own (--store)");
+  EXPECT_EQ(second.status().message(),
+            "the store " + path_ + " is in use by another controller (pid " +
+                std::to_string(::getpid()) +
+                "); stop it first, or give this controller a store of its own (--store)");
   first->reset();
   EXPECT_TRUE(OpenSqliteStore(path_).ok()) << "the lock goes with its owner";
 }
@@ -290,13 +294,15 @@ TEST_F(SqliteStoreTest, ADeletedStoreFileStopsCommits) {
   std::filesystem::remove(path_ + "-wal");
   Status s = (*store)->Commit(OneJob(2));
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
-  EXPECT_NE(s.message().find("was deleted or replaced while the controller ran"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("was deleted or replaced while the controller ran"), std::string::npos)
+      << s.message();
 }
 
 TEST(StoreUrlTest, BadUrlsAreExplained) {
   auto s = OpenStore("mysql://x");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("use sqlite:///path/to/state.db, postgres://USER@HOST:PORT/DATABASE or memory://"),
+  EXPECT_NE(s.status().message().find(
+                "use sqlite:///path/to/state.db, postgres://USER@HOST:PORT/DATABASE or memory://"),
             std::string::npos);
   auto unwritable = OpenStore("sqlite:///proc/nope/state.db");
   EXPECT_FALSE(unwritable.ok());

@@ -24,8 +24,8 @@ JobRow Job(uint64_t id, const std::string& state = "pending") {
 std::string Describe(const StoreContents& c) {
   std::string s;
   for (const auto& j : c.jobs) {
-    s += "job " + std::to_string(j.id) + " " + j.name + " " + j.state + " " + j.spec_text() + " " + j.placement_json +
-         " " + std::to_string(j.attempt) + "\n";
+    s += "job " + std::to_string(j.id) + " " + j.name + " " + j.state + " " + j.spec_text() + " " +
+         j.placement_json + " " + std::to_string(j.attempt) + "\n";
   }
   for (const auto& n : c.nodes) s += "node " + n.name + " " + n.state_json + "\n";
   for (const auto& v : c.values) s += "value " + v.table + "/" + v.key + "=" + v.value + "\n";
@@ -47,7 +47,9 @@ TEST(StoreFollowerTest, ReadsOnlyWhatCommitsWroteSinceAndEndsWhereAFullLoadIs) {
   StoreBatch first;
   for (uint64_t id = 1; id <= 500; ++id) first.jobs.push_back(Job(id));
   first.nodes = {{"node-1", "{}"}, {"node-2", "{}"}};
-  first.values = {{"meta", "next_job_id", "501", false}, {"queue", "tree", "q1", false}, {"usage", "u1", "1", false}};
+  first.values = {{"meta", "next_job_id", "501", false},
+                  {"queue", "tree", "q1", false},
+                  {"usage", "u1", "1", false}};
   ASSERT_TRUE(leader->Commit(first).ok());
 
   StoreFollower f(std::move(OpenStore(url)).value());
@@ -156,7 +158,8 @@ TEST(StoreFollowerTest, StoresWithASingleOwnerCannotBeFollowed) {
   auto changes = memory->ChangesSince(0);
   ASSERT_FALSE(changes.ok());
   EXPECT_EQ(changes.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(changes.status().message().find("only a PostgreSQL store can be followed"), std::string::npos)
+  EXPECT_NE(changes.status().message().find("only a PostgreSQL store can be followed"),
+            std::string::npos)
       << changes.status().message();
 }
 

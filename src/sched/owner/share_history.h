@@ -14,8 +14,10 @@ namespace hangar::sched::owner {
 // After `dt` during which each node held `usage`, moves `history` toward it: what is remembered
 // halves every `half_life` (<= 0: only the usage of the moment is remembered).
 inline void DecayShareHistory(std::vector<std::vector<double>>& history,
-                              const std::vector<std::vector<int64_t>>& usage, Duration dt, Duration half_life) {
-  const double keep = half_life > 0 ? std::exp2(-static_cast<double>(dt) / static_cast<double>(half_life)) : 0.0;
+                              const std::vector<std::vector<int64_t>>& usage, Duration dt,
+                              Duration half_life) {
+  const double keep =
+      half_life > 0 ? std::exp2(-static_cast<double>(dt) / static_cast<double>(half_life)) : 0.0;
   for (size_t x = 0; x < history.size() && x < usage.size(); ++x) {
     for (size_t d = 0; d < history[x].size() && d < usage[x].size(); ++d) {
       history[x][d] = history[x][d] * keep + static_cast<double>(usage[x][d]) * (1 - keep);

@@ -7,9 +7,10 @@ namespace hangar::sched::owner {
 void WorkloadLearner::Add(const GangRequest& req) {
   for (const GroupRequest& g : req.groups) {
     const TaskShape& s = g.shape;
-    const Key key = s.NeedsGpu() ? Key{s.milli_cpu, static_cast<int32_t>(std::min<int64_t>(s.MilliGpu(), 1000)),
-                                       s.gpus, s.models}
-                                 : Key{s.milli_cpu, 0, 0, cluster::kAnyModel};
+    const Key key =
+        s.NeedsGpu() ? Key{s.milli_cpu, static_cast<int32_t>(std::min<int64_t>(s.MilliGpu(), 1000)),
+                           s.gpus, s.models}
+                     : Key{s.milli_cpu, 0, 0, cluster::kAnyModel};
     auto [it, fresh] = counts_.emplace(key, 0);
     it->second += g.replicas;
     total_ += g.replicas;
@@ -29,7 +30,8 @@ const WorkloadProfile* WorkloadLearner::profile() {
       t.models_key = std::to_string(t.models);
       list.push_back({t, n});
     }
-    profile_ = std::make_unique<WorkloadProfile>(WorkloadProfile::FromCounts(std::move(list), 0.95));
+    profile_ =
+        std::make_unique<WorkloadProfile>(WorkloadProfile::FromCounts(std::move(list), 0.95));
     built_at_ = total_;
     new_shape_ = false;
   }

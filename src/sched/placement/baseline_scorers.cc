@@ -33,7 +33,8 @@ class DotProductScorer final : public NodeScorer {
     const ClusterUsage& u = *ctx.usage;
     PickSharedGpu(ctx, n, s, gpu);
     if (u.node(n).free_cpu < s.milli_cpu) return 0;
-    const double max_cpu = static_cast<double>(std::max<int64_t>(1, u.topology().max_node_milli_cpu()));
+    const double max_cpu =
+        static_cast<double>(std::max<int64_t>(1, u.topology().max_node_milli_cpu()));
     const double max_gpu = static_cast<double>(MaxNodeMilli(u.topology()));
     const double d = static_cast<double>(u.node(n).free_cpu) / max_cpu *
                          (static_cast<double>(s.milli_cpu) / max_cpu) +
@@ -54,8 +55,8 @@ class GpuClusteringScorer final : public NodeScorer {
     const ClusterUsage& u = *ctx.usage;
     PickSharedGpu(ctx, n, s, gpu);
     if (!s.NeedsGpu()) return 0;
-    const int mine = cluster::TaskClassOf(s.gpus, s.kind == job::GpuKind::kShared,
-                                          s.kind == job::GpuKind::kMig);
+    const int mine =
+        cluster::TaskClassOf(s.gpus, s.kind == job::GpuKind::kShared, s.kind == job::GpuKind::kMig);
     bool has_mine = false, has_other = false;
     for (int c = 0; c < cluster::kTaskClasses; ++c) {
       if (u.node(n).task_classes[c] == 0) continue;

@@ -18,15 +18,24 @@ int64_t ShapeGpusMilli(const GroupRequest& g) { return g.shape.MilliGpu() * g.re
 // How far a node gets through the static filters, in the order CheckNodeStatic applies them.
 int Stage(FitFailure f) {
   switch (f) {
-    case FitFailure::kModel: return 0;
-    case FitFailure::kMig: return 1;
-    case FitFailure::kSelector: return 2;
-    case FitFailure::kGpuMemorySize: return 3;
-    case FitFailure::kWholeGpus: return 4;
-    case FitFailure::kCpu: return 5;
-    case FitFailure::kMemory: return 6;
-    case FitFailure::kNodeRule: return 7;
-    default: return 8;
+    case FitFailure::kModel:
+      return 0;
+    case FitFailure::kMig:
+      return 1;
+    case FitFailure::kSelector:
+      return 2;
+    case FitFailure::kGpuMemorySize:
+      return 3;
+    case FitFailure::kWholeGpus:
+      return 4;
+    case FitFailure::kCpu:
+      return 5;
+    case FitFailure::kMemory:
+      return 6;
+    case FitFailure::kNodeRule:
+      return 7;
+    default:
+      return 8;
   }
 }
 
@@ -51,9 +60,15 @@ Reason FirstExcludingFilter(const Topology& t, const GroupRequest& g) {
   r.level = Level::kNode;
   switch (furthest) {
     case -1:
-    case 0: r.rule = Rule::kNeverModel; break;
-    case 1: r.rule = Rule::kNeverMig; break;
-    case 2: r.rule = Rule::kNeverSelector; break;
+    case 0:
+      r.rule = Rule::kNeverModel;
+      break;
+    case 1:
+      r.rule = Rule::kNeverMig;
+      break;
+    case 2:
+      r.rule = Rule::kNeverSelector;
+      break;
     case 3:
       r.rule = Rule::kNeverGpuMemory;
       r.need = std::max(s.min_gpu_memory_mib, s.gpu_memory_mib);
@@ -74,7 +89,9 @@ Reason FirstExcludingFilter(const Topology& t, const GroupRequest& g) {
       r.need = s.memory_mib;
       r.have = best[6];
       break;
-    default: r.rule = Rule::kNeverExcludedNodes; break;
+    default:
+      r.rule = Rule::kNeverExcludedNodes;
+      break;
   }
   return r;
 }
@@ -112,7 +129,8 @@ Reason CheckNever(const Topology& t, const GangRequest& req) {
   if (Reason r = NeverIncluded(t, req); r.rule != Rule::kNone) return r;
   // Capacity: within one domain of the required level, or in the whole cluster.
   const Level level = req.topology.required ? req.topology.same : Level::kCluster;
-  const Level counted = level == Level::kNvlinkDomain && !t.has_multi_node_nvlink() ? Level::kNode : level;
+  const Level counted =
+      level == Level::kNvlinkDomain && !t.has_multi_node_nvlink() ? Level::kNode : level;
   int64_t best_gpus = 0;
   bool fits = false;
   const uint32_t domains = t.NumDomains(counted);
@@ -151,7 +169,8 @@ struct GroupScan {
   int64_t max_whole = 0, max_share = 0, max_cpu = -1, max_mem = -1, free_total = 0;
 };
 
-GroupScan ScanGroup(const ClusterUsage& u, const GroupRequest& g, const FitOptions& fit, const PlaceOptions& o) {
+GroupScan ScanGroup(const ClusterUsage& u, const GroupRequest& g, const FitOptions& fit,
+                    const PlaceOptions& o) {
   const Topology& t = u.topology();
   const TaskShape& s = g.shape;
   GroupScan c;
@@ -175,8 +194,10 @@ GroupScan ScanGroup(const ClusterUsage& u, const GroupRequest& g, const FitOptio
     }
     c.max_whole = std::max<int64_t>(c.max_whole, nu.free_whole);
     c.max_share = std::max<int64_t>(c.max_share, nu.max_gpu_free_milli);
-    c.free_total += s.kind == job::GpuKind::kWhole ? nu.free_whole * int64_t{cluster::kMilliPerGpu} : nu.free_milli;
-    const bool gpus_ok = f != FitFailure::kWholeGpus && f != FitFailure::kSharedGpu && f != FitFailure::kMig;
+    c.free_total += s.kind == job::GpuKind::kWhole ? nu.free_whole * int64_t{cluster::kMilliPerGpu}
+                                                   : nu.free_milli;
+    const bool gpus_ok =
+        f != FitFailure::kWholeGpus && f != FitFailure::kSharedGpu && f != FitFailure::kMig;
     if (gpus_ok) {
       c.max_cpu = std::max(c.max_cpu, nu.free_cpu);
       if (f != FitFailure::kCpu) c.max_mem = std::max(c.max_mem, nu.free_memory);
@@ -233,7 +254,8 @@ Reason ExplainNotNow(const ClusterUsage& u, const GangRequest& req, const PlaceO
   // A required domain: how much the emptiest such domain has free.
   if (level == Level::kLeaf || level == Level::kSpine) {
     int64_t best = 0;
-    for (uint32_t d = 0; d < t.NumDomains(level); ++d) best = std::max(best, u.domain(level, d).free_milli);
+    for (uint32_t d = 0; d < t.NumDomains(level); ++d)
+      best = std::max(best, u.domain(level, d).free_milli);
     if (best < req.total_milli_gpu) {
       r.rule = Rule::kNotNowDomain;
       r.level = level;

@@ -69,8 +69,10 @@ double NodeFragmentation(const WorkloadProfile& profile, const NodeView& node) {
     int fitting = 0;
     int64_t below = 0;
     for (int32_t f : node.free_milli) {
-      if (f >= t.milli) ++fitting;
-      else below += f;
+      if (f >= t.milli)
+        ++fitting;
+      else
+        below += f;
     }
     const bool gpu_fits = fitting >= t.gpus;
     if (gpu_fits && cpu_fits) {

@@ -25,7 +25,8 @@ TEST(FragmentationTest, HandWorkedNode) {
   // Without CPU the half-GPU task cannot run at all: everything idle is fragment for both.
   EXPECT_DOUBLE_EQ(NodeFragmentation(p, {500, true, 0, free}), 1300);
   // A model the task may not use.
-  std::vector<WorkloadProfile::Count> counts = {{{1000, 500, 1, cluster::ModelMask{2}, "m1", 0}, 1}};
+  std::vector<WorkloadProfile::Count> counts = {
+      {{1000, 500, 1, cluster::ModelMask{2}, "m1", 0}, 1}};
   WorkloadProfile other = WorkloadProfile::FromCounts(counts);
   EXPECT_DOUBLE_EQ(NodeFragmentation(other, {4000, true, 0, free}), 1300);
   EXPECT_DOUBLE_EQ(NodeFragmentation(other, {4000, true, 1, free}), 300);
@@ -33,7 +34,8 @@ TEST(FragmentationTest, HandWorkedNode) {
 
 TEST(FragmentationTest, KeepsTheShapesThatCoverTheWorkload) {
   std::vector<WorkloadProfile::Count> counts;
-  for (int i = 0; i < 10; ++i) counts.push_back({{1000 * i, 1000, 1, cluster::kAnyModel, "", 0}, 10 - i});
+  for (int i = 0; i < 10; ++i)
+    counts.push_back({{1000 * i, 1000, 1, cluster::kAnyModel, "", 0}, 10 - i});
   // Counts 10,9,...,1 (55 in all): 95% is 52.25, reached after 8 shapes (10+...+3 = 52) plus one.
   WorkloadProfile p = WorkloadProfile::FromCounts(counts, 0.95);
   EXPECT_EQ(p.tasks().size(), 9u);

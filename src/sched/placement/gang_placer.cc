@@ -104,7 +104,8 @@ bool GangPlacer::DomainMayHost(const Ctx& c, Level level, uint32_t d, Hosting wh
         if (agg.max_gpu_free_milli < s.milli) return false;
         shared_needed += int64_t{s.milli} * n;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return agg.free_whole >= whole_needed && agg.free_milli >= whole_needed * 1000 + shared_needed;
@@ -154,7 +155,8 @@ void GangPlacer::Rollback(Ctx& c, size_t mark) {
     one_.tasks.assign(1, task);
     one_.tasks[0].first_grant = 0;
     one_.tasks[0].end_grant = task.end_grant - task.first_grant;
-    one_.grants.assign(c.acc.grants.begin() + task.first_grant, c.acc.grants.begin() + task.end_grant);
+    one_.grants.assign(c.acc.grants.begin() + task.first_grant,
+                       c.acc.grants.begin() + task.end_grant);
     c.u.Release(one_);
     c.acc.grants.resize(task.first_grant);
     c.acc.tasks.pop_back();
@@ -295,7 +297,8 @@ bool GangPlacer::PlaceSplit(Ctx& c, Level level, uint32_t d, size_t group, int32
     const int64_t cap = c.u.WholeGpuCapacity(child, x, s.gpus);
     if (cap > 0) caps.emplace_back(cap, x);
   }
-  std::stable_sort(caps.begin(), caps.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::stable_sort(caps.begin(), caps.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
   std::vector<std::pair<uint32_t, int32_t>> chosen;  // (child, share)
   int32_t left = replicas;
   size_t i = 0;
@@ -342,7 +345,8 @@ bool GangPlacer::PlaceAtLevel(Ctx& c, Level level) {
   };
   std::stable_sort(domains.begin(), domains.end(),
                    [&](uint32_t x, uint32_t y) { return free_of(x) < free_of(y); });
-  const bool split = (level == Level::kSpine || level == Level::kCluster) && c.req.groups.size() == 1;
+  const bool split =
+      (level == Level::kSpine || level == Level::kCluster) && c.req.groups.size() == 1;
   for (uint32_t d : domains) {
     const size_t mark = c.acc.tasks.size();
     auto [b, e] = c.t.NodeRange(level, d);
@@ -379,7 +383,8 @@ PlaceResult GangPlacer::Place(ClusterUsage& usage, const GangRequest& req, const
       result.placed = PlaceSingle(c);
     } else {
       const Level max_level = req.topology.required ? req.topology.same : Level::kCluster;
-      for (Level level : {Level::kNvlinkDomain, Level::kNode, Level::kLeaf, Level::kSpine, Level::kCluster}) {
+      for (Level level :
+           {Level::kNvlinkDomain, Level::kNode, Level::kLeaf, Level::kSpine, Level::kCluster}) {
         if (level > max_level && !(max_level == Level::kNvlinkDomain && level == Level::kNode &&
                                    !c.t.has_multi_node_nvlink())) {
           break;

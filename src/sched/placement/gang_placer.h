@@ -66,8 +66,7 @@ class GangPlacer {
 // "never" reason with its numbers.
 Reason CheckNever(const cluster::Topology& t, const GangRequest& req);
 // Why the gang does not fit `usage` now. Call after Place() failed.
-Reason ExplainNotNow(const cluster::ClusterUsage& u, const GangRequest& req,
-                     const PlaceOptions& o);
+Reason ExplainNotNow(const cluster::ClusterUsage& u, const GangRequest& req, const PlaceOptions& o);
 // The smallest level at which every GPU (or task, for CPU-only gangs) shares one domain.
 cluster::Level LocalityOf(const cluster::Topology& t, const cluster::GangAssignment& a);
 

@@ -15,7 +15,8 @@ using namespace sched::testing;
 
 class PlacerTest : public ::testing::Test {
  protected:
-  PlaceResult Place(ClusterUsage& u, const GangRequest& r, const std::vector<uint8_t>* excluded = nullptr) {
+  PlaceResult Place(ClusterUsage& u, const GangRequest& r,
+                    const std::vector<uint8_t>* excluded = nullptr) {
     PlaceOptions o{scorer_.get(), nullptr, excluded, 1};
     return placer_.Place(u, r, o);
   }
@@ -71,7 +72,8 @@ TEST_F(PlacerTest, ModelMismatchIsNever) {
 void Occupy(ClusterUsage& u, uint32_t n, int gpus) {
   cluster::GangAssignment a;
   const auto& node = u.topology().nodes()[n];
-  for (int i = 0; i < gpus; ++i) a.grants.push_back({node.first_gpu + i, 1000, node.gpu_memory_mib});
+  for (int i = 0; i < gpus; ++i)
+    a.grants.push_back({node.first_gpu + i, 1000, node.gpu_memory_mib});
   a.tasks.push_back({n, 0, 0, 0, 0, 0, static_cast<uint32_t>(gpus)});
   ASSERT_TRUE(u.Allocate(a).ok());
 }
@@ -256,7 +258,8 @@ TEST_F(PlacerTest, BigGangFillsWholeLeavesFirst) {
 }
 
 TEST_F(PlacerTest, MultiNodeNvlinkDomain) {
-  auto f = cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/nvl72-2.yaml");
+  auto f =
+      cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/nvl72-2.yaml");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   auto t = f->topology;
   ClusterUsage u(t);
@@ -270,7 +273,8 @@ TEST_F(PlacerTest, MultiNodeNvlinkDomain) {
 }
 
 TEST_F(PlacerTest, MigSlices) {
-  auto f = cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/lab-4.yaml");
+  auto f =
+      cluster::LoadClusterFile(std::string(HANGAR_SOURCE_DIR) + "/examples/clusters/lab-4.yaml");
   ASSERT_TRUE(f.ok());
   auto t = f->topology;
   ClusterUsage u(t);
@@ -282,8 +286,11 @@ TEST_F(PlacerTest, MigSlices) {
   auto c = Place(u, req);
   ASSERT_TRUE(c.placed);
   EXPECT_NE(c.assignment.grants[0].gpu, a.assignment.grants[0].gpu);
-  EXPECT_EQ(CheckNever(*t, Gang(*t, "name: m\ntasks:\n  - mig: 3g.40gb\n    gpu_models: [H100-SXM-80GB]\n")).rule,
-            Rule::kNeverMig);
+  EXPECT_EQ(
+      CheckNever(*t,
+                 Gang(*t, "name: m\ntasks:\n  - mig: 3g.40gb\n    gpu_models: [H100-SXM-80GB]\n"))
+          .rule,
+      Rule::kNeverMig);
 }
 
 }  // namespace

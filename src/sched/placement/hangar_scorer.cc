@@ -110,7 +110,8 @@ struct WorkloadTraits {
   bool any_model_share = false;
   std::vector<TypicalTask> scarce;  // rare whole-GPU shapes few nodes can host (term 4)
   std::vector<std::vector<uint32_t>> scarce_nodes;  // per scarce shape: nodes big enough for it
-  std::vector<std::vector<uint32_t>> node_scarce;   // per node: the scarce shapes it is big enough for
+  std::vector<std::vector<uint32_t>>
+      node_scarce;  // per node: the scarce shapes it is big enough for
   double milli_per_task = 0;
   PackingPrices packing;  // term 5
   // Term 6: per profile task, its weight in the CPU-fragmentation measure (0 for CPU-only tasks),
@@ -473,8 +474,7 @@ double HangarScorer::HostCost(const ClusterUsage& u, uint32_t n, const TaskShape
     const TypicalTask& t = traits_.scarce[i];
     if (s.kind == job::GpuKind::kWhole && s.gpus == t.gpus && s.milli_cpu == t.milli_cpu) continue;
     if (!Hosts(node, u.node(n), t) || Hosts(node, after, t)) continue;
-    const double arrivals =
-        t.weight * static_cast<double>(supply_total_) / traits_.milli_per_task;
+    const double arrivals = t.weight * static_cast<double>(supply_total_) / traits_.milli_per_task;
     const double need =
         std::min(1.0, arrivals / static_cast<double>(std::max<int64_t>(1, scarce_hosts_[i])));
     cost += need * t.gpus * t.milli;

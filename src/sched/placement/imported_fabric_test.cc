@@ -21,7 +21,8 @@ std::string ThreeLayerTopologyConf() {
     std::string leaves;
     for (int leaf = 0; leaf < 6; ++leaf) {
       const std::string name = "leaf-" + std::to_string(pod) + "-" + std::to_string(leaf);
-      t += "SwitchName=" + name + " Nodes=h[" + std::to_string(host + 1000) + "-" + std::to_string(host + 1035) + "]\n";
+      t += "SwitchName=" + name + " Nodes=h[" + std::to_string(host + 1000) + "-" +
+           std::to_string(host + 1035) + "]\n";
       host += 36;
       leaves += (leaves.empty() ? "" : ",") + name;
     }
@@ -35,7 +36,9 @@ std::shared_ptr<const cluster::Topology> Imported() {
   EXPECT_TRUE(f.ok()) << f.status().ToString();
   auto yaml = cluster::FabricYaml(*f);
   auto c = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 192, memory: 2Ti}\n" + *yaml, "imported");
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 192, memory: 2Ti}\n" +
+          *yaml,
+      "imported");
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c->topology;
 }

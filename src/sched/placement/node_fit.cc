@@ -19,7 +19,8 @@ bool ModelAllowed(const NodeInfo& node, const TaskShape& s) {
 }
 
 bool Excluded(uint32_t n, const GroupRequest& g) {
-  return !g.excluded_nodes.empty() && std::binary_search(g.excluded_nodes.begin(), g.excluded_nodes.end(), n);
+  return !g.excluded_nodes.empty() &&
+         std::binary_search(g.excluded_nodes.begin(), g.excluded_nodes.end(), n);
 }
 
 bool SelectorMatches(const NodeInfo& node, const GroupRequest& g) {
@@ -86,8 +87,7 @@ bool GpuFitsShared(const ClusterUsage& u, uint32_t g, const TaskShape& s) {
   if (!u.gpu_available(g) || gi.memory_mib < s.min_gpu_memory_mib) return false;
   if (s.kind == job::GpuKind::kMig) {
     const uint8_t shape = MigShapeFor(u.topology(), g, s);
-    return gi.mig && shape != cluster::kNoMigShape &&
-           (u.MigPlaceable(g) >> shape & 1);
+    return gi.mig && shape != cluster::kNoMigShape && (u.MigPlaceable(g) >> shape & 1);
   }
   return !gi.mig && u.gpu_free_milli(g) >= s.milli && u.gpu_free_memory(g) >= s.gpu_memory_mib;
 }
@@ -121,10 +121,12 @@ FitFailure CheckNode(const ClusterUsage& u, uint32_t n, const GroupRequest& g,
   }
   if (!g.selector.empty() && !SelectorMatches(node, g)) return FitFailure::kSelector;
   switch (s.kind) {
-    case job::GpuKind::kNone: break;
+    case job::GpuKind::kNone:
+      break;
     case job::GpuKind::kWhole:
       if (nu.free_whole < s.gpus) return FitFailure::kWholeGpus;
-      if (opts.single_nvlink && MaxFreeInOneNvlinkDomain(u, n) < s.gpus) return FitFailure::kWholeGpus;
+      if (opts.single_nvlink && MaxFreeInOneNvlinkDomain(u, n) < s.gpus)
+        return FitFailure::kWholeGpus;
       break;
     case job::GpuKind::kShared:
       if (nu.max_gpu_free_milli < s.milli || BestFitSharedGpu(u, n, s) == UINT32_MAX) {
@@ -149,8 +151,9 @@ FitFailure CheckNodeStatic(const Topology& t, uint32_t n, const GroupRequest& g)
   const TaskShape& s = g.shape;
   if (s.NeedsGpu()) {
     if (!ModelAllowed(node, s)) return FitFailure::kModel;
-    if (s.kind == job::GpuKind::kMig && (!t.gpus()[node.first_gpu].mig ||
-                                         MigShapeFor(t, node.first_gpu, s) == cluster::kNoMigShape)) {
+    if (s.kind == job::GpuKind::kMig &&
+        (!t.gpus()[node.first_gpu].mig ||
+         MigShapeFor(t, node.first_gpu, s) == cluster::kNoMigShape)) {
       return FitFailure::kMig;
     }
     if (s.kind != job::GpuKind::kMig && t.gpus()[node.first_gpu].mig) return FitFailure::kModel;
@@ -177,11 +180,15 @@ int64_t StaticReplicaCapacity(const Topology& t, uint32_t n, const GroupRequest&
   const TaskShape& s = g.shape;
   int64_t cap = INT64_MAX;
   switch (s.kind) {
-    case job::GpuKind::kNone: break;
-    case job::GpuKind::kWhole: cap = node.num_gpus / s.gpus; break;
+    case job::GpuKind::kNone:
+      break;
+    case job::GpuKind::kWhole:
+      cap = node.num_gpus / s.gpus;
+      break;
     case job::GpuKind::kShared: {
       int64_t per_gpu = cluster::kMilliPerGpu / s.milli;
-      if (s.gpu_memory_mib > 0) per_gpu = std::min<int64_t>(per_gpu, node.gpu_memory_mib / s.gpu_memory_mib);
+      if (s.gpu_memory_mib > 0)
+        per_gpu = std::min<int64_t>(per_gpu, node.gpu_memory_mib / s.gpu_memory_mib);
       cap = per_gpu * node.num_gpus;
       break;
     }

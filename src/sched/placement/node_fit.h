@@ -27,8 +27,8 @@ enum class FitFailure : uint8_t {
 };
 
 struct FitOptions {
-  bool gang = false;                             // the job has more than one task
-  bool single_nvlink = false;                    // all of a replica's GPUs in one NVLink domain
+  bool gang = false;                               // the job has more than one task
+  bool single_nvlink = false;                      // all of a replica's GPUs in one NVLink domain
   const std::vector<uint8_t>* excluded = nullptr;  // per node: 1 = may not be used
 };
 

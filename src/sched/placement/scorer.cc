@@ -33,11 +33,13 @@ class BestFitScorer final : public NodeScorer {
     const ClusterUsage& u = *ctx.usage;
     const auto& t = u.topology();
     const double max_cpu = static_cast<double>(std::max<int64_t>(1, t.max_node_milli_cpu()));
-    const double max_gpu = static_cast<double>(std::max(1, t.max_gpus_per_node()) * cluster::kMilliPerGpu);
+    const double max_gpu =
+        static_cast<double>(std::max(1, t.max_gpus_per_node()) * cluster::kMilliPerGpu);
     const double cpu_left = static_cast<double>(u.node(n).free_cpu - s.milli_cpu);
     const double gpu_left = static_cast<double>(u.node(n).free_milli - s.MilliGpu());
     const double left = cpu_left / max_cpu * 0.5 + gpu_left / max_gpu * 0.5;
-    if (s.kind == job::GpuKind::kShared || s.kind == job::GpuKind::kMig) *gpu = BestFitSharedGpu(u, n, s);
+    if (s.kind == job::GpuKind::kShared || s.kind == job::GpuKind::kMig)
+      *gpu = BestFitSharedGpu(u, n, s);
     return static_cast<int64_t>((1.0 - left) * 100.0);
   }
 };

@@ -21,7 +21,7 @@ namespace hangar::sched::placement {
 struct ScoreContext {
   const cluster::ClusterUsage* usage = nullptr;
   const WorkloadProfile* profile = nullptr;  // may be null
-  uint64_t seed = 0;   // for scorers that draw at random
+  uint64_t seed = 0;                         // for scorers that draw at random
   uint64_t nonce = 0;  // differs per replica placed; the same for the same cycle inputs
   // Unique to one search (one replica's scoring, on a usage that does not change meanwhile) in
   // the whole process: what a scorer derives from the usage alone may be cached by it.

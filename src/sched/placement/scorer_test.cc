@@ -93,15 +93,16 @@ TEST(ScorerTest, FgdAvoidsLeavingUnusableSlivers) {
 TEST(ScorerTest, HangarKeepsTheOnlyHostOfARareBigShapeFree) {
   // Node 0 is the only one with the 120 cores that a rare 8-GPU shape asks for; the other ten
   // have 64. The shape is too rare (2 in 102 tasks) to be in FGD's typical profile.
-  std::string yaml = "nodes:\n  - {name: big, gpus: 8, gpu_model: T4, gpu_memory: 16Gi, cpu: 128, memory: 512Gi}\n";
+  std::string yaml =
+      "nodes:\n  - {name: big, gpus: 8, gpu_model: T4, gpu_memory: 16Gi, cpu: 128, memory: "
+      "512Gi}\n";
   for (int i = 0; i < 10; ++i) {
     yaml += "  - {name: n" + std::to_string(i) +
             ", gpus: 8, gpu_model: T4, gpu_memory: 16Gi, cpu: 64, memory: 512Gi}\n";
   }
   auto t = Cluster(yaml);
-  std::vector<WorkloadProfile::Count> counts = {
-      {{4000, 1000, 1, cluster::kAnyModel, "", 0}, 100},
-      {{120000, 1000, 8, cluster::kAnyModel, "", 0}, 2}};
+  std::vector<WorkloadProfile::Count> counts = {{{4000, 1000, 1, cluster::kAnyModel, "", 0}, 100},
+                                                {{120000, 1000, 8, cluster::kAnyModel, "", 0}, 2}};
   WorkloadProfile profile = WorkloadProfile::FromCounts(counts);
   ASSERT_EQ(profile.tasks().size(), 1u);
   ASSERT_EQ(profile.rare_tasks().size(), 1u);

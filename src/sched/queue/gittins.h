@@ -77,7 +77,7 @@ class GittinsRanker {
  public:
   struct AliveJob {
     uint64_t job_class = 0;
-    Duration age = 0;  // run time so far
+    Duration age = 0;           // run time so far
     uint64_t parent_class = 0;  // 0: none
   };
 
@@ -92,7 +92,8 @@ class GittinsRanker {
   // The rank, in GPU-milliseconds, of a job of `job_class` that has run `age` on `milli_gpu`.
   // With nothing learned that covers `age`, the expected remainder is taken to be the age itself,
   // which orders like least attained service.
-  int64_t Rank(uint64_t job_class, Duration age, int64_t milli_gpu, uint64_t parent_class = 0) const;
+  int64_t Rank(uint64_t job_class, Duration age, int64_t milli_gpu,
+               uint64_t parent_class = 0) const;
   // Rank, and the age up to which it holds (NextStep), in one look-up.
   struct Step {
     int64_t rank = 0;

@@ -42,7 +42,9 @@ class LeastAttainedServicePolicy final : public QueuePolicy {
     int64_t level = j.attained_service;
     if (!thresholds_.empty()) {
       level = 0;
-      while (level < static_cast<int64_t>(thresholds_.size()) && j.attained_service >= thresholds_[level]) ++level;
+      while (level < static_cast<int64_t>(thresholds_.size()) &&
+             j.attained_service >= thresholds_[level])
+        ++level;
     }
     return {level, j.submit, static_cast<int64_t>(j.seq), static_cast<int64_t>(j.id)};
   }

@@ -27,8 +27,8 @@ void Fill(const job::ResourceAmounts& a, const std::vector<std::string>& models,
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const std::vector<job::QueueSpec>& specs,
-                                                           const cluster::Topology& t) {
+StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(
+    const std::vector<job::QueueSpec>& specs, const cluster::Topology& t) {
   auto tree = std::make_shared<QueueTree>();
   tree->models_ = t.models();
   tree->capacity_.assign(kFirstModel + t.models().size(), 0);
@@ -36,10 +36,12 @@ StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const std::vector<jo
     tree->capacity_[kCpu] += n.milli_cpu;
     tree->capacity_[kMemory] += n.memory_mib;
     tree->capacity_[kGpu] += int64_t{n.num_gpus} * cluster::kMilliPerGpu;
-    if (n.num_gpus) tree->capacity_[kFirstModel + n.model] += int64_t{n.num_gpus} * cluster::kMilliPerGpu;
+    if (n.num_gpus)
+      tree->capacity_[kFirstModel + n.model] += int64_t{n.num_gpus} * cluster::kMilliPerGpu;
   }
   std::string error;
-  std::function<Status(const job::QueueSpec&, int)> add = [&](const job::QueueSpec& s, int parent) -> Status {
+  std::function<Status(const job::QueueSpec&, int)> add = [&](const job::QueueSpec& s,
+                                                              int parent) -> Status {
     QueueNode q;
     q.name = s.name;
     q.parent = parent;
@@ -78,9 +80,10 @@ StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const std::vector<jo
     int64_t roots = 0;
     for (const auto& q : tree->nodes_) roots += q.parent < 0 ? q.nominal[d] : 0;
     if (roots > tree->capacity_[d]) {
-      return Status::InvalidArgument("the queues guarantee " + tree->DimName(static_cast<int>(d)) + " " +
-                                     std::to_string(roots) + " but the cluster has " + std::to_string(tree->capacity_[d]) +
-                                     "; lower the quotas so every guarantee can be honoured at once");
+      return Status::InvalidArgument(
+          "the queues guarantee " + tree->DimName(static_cast<int>(d)) + " " +
+          std::to_string(roots) + " but the cluster has " + std::to_string(tree->capacity_[d]) +
+          "; lower the quotas so every guarantee can be honoured at once");
     }
   }
   return std::shared_ptr<const QueueTree>(std::move(tree));
@@ -120,7 +123,8 @@ bool QueueTree::Contains(int a, int b) const {
   return false;
 }
 
-std::vector<int64_t> QueueTree::Charge(const GangRequest& req, const cluster::GangAssignment* placed,
+std::vector<int64_t> QueueTree::Charge(const GangRequest& req,
+                                       const cluster::GangAssignment* placed,
                                        const cluster::Topology& t) const {
   std::vector<int64_t> c(capacity_.size(), 0);
   for (const auto& g : req.groups) {
@@ -131,14 +135,16 @@ std::vector<int64_t> QueueTree::Charge(const GangRequest& req, const cluster::Ga
   if (placed) {
     for (const auto& g : placed->grants) {
       const auto& gpu = t.gpus()[g.gpu];
-      c[kFirstModel + gpu.model] += gpu.mig ? g.milli * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu : g.milli;
+      c[kFirstModel + gpu.model] +=
+          gpu.mig ? g.milli * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu : g.milli;
     }
   } else {
     for (const auto& g : req.groups) {
       const cluster::ModelMask m = g.shape.models;
       if (!g.shape.NeedsGpu() || m == 0 || (m & (m - 1)) != 0) continue;  // not exactly one model
       const int model = __builtin_ctzll(m);
-      if (kFirstModel + model < static_cast<int>(c.size())) c[kFirstModel + model] += g.shape.MilliGpu() * g.replicas;
+      if (kFirstModel + model < static_cast<int>(c.size()))
+        c[kFirstModel + model] += g.shape.MilliGpu() * g.replicas;
     }
   }
   return c;
@@ -201,12 +207,15 @@ int64_t QuotaLedger::Borrowed(int node, int d) const {
 int64_t QuotaLedger::Lent(int node, int d) const {
   // Of its unused lendable guarantee, the part the cluster could not hold without it.
   const QueueNode& q = tree_->nodes()[node];
-  const int64_t unused = std::min(q.lend_limit[d], std::max<int64_t>(0, q.nominal[d] - usage_[node][d]));
+  const int64_t unused =
+      std::min(q.lend_limit[d], std::max<int64_t>(0, q.nominal[d] - usage_[node][d]));
   int64_t used = 0;
-  for (size_t r = 0; r < tree_->nodes().size(); ++r) used += tree_->nodes()[r].parent < 0 ? usage_[r][d] : 0;
+  for (size_t r = 0; r < tree_->nodes().size(); ++r)
+    used += tree_->nodes()[r].parent < 0 ? usage_[r][d] : 0;
   int64_t unused_all = 0;
   for (size_t r = 0; r < tree_->nodes().size(); ++r) {
-    if (tree_->nodes()[r].leaf()) unused_all += std::max<int64_t>(0, tree_->nodes()[r].nominal[d] - usage_[r][d]);
+    if (tree_->nodes()[r].leaf())
+      unused_all += std::max<int64_t>(0, tree_->nodes()[r].nominal[d] - usage_[r][d]);
   }
   const int64_t idle = std::max<int64_t>(0, tree_->capacity()[d] - used);
   const int64_t lent_all = std::max<int64_t>(0, unused_all - idle);
@@ -249,7 +258,8 @@ QuotaLedger::Verdict QuotaLedger::Fits(int leaf, const std::vector<int64_t>& cha
   return v;
 }
 
-QuotaLedger::Verdict QuotaLedger::Check(int leaf, const std::vector<int64_t>& charge, bool guaranteed) const {
+QuotaLedger::Verdict QuotaLedger::Check(int leaf, const std::vector<int64_t>& charge,
+                                        bool guaranteed) const {
   const auto& nodes = tree_->nodes();
   // Within needs a guarantee that covers the job: a declared quota in a dimension it charges,
   // and for a GPU job a quota on GPUs or on the model it charges.
@@ -263,7 +273,8 @@ QuotaLedger::Verdict QuotaLedger::Check(int leaf, const std::vector<int64_t>& ch
   for (int x = leaf; within && x >= 0; x = nodes[x].parent) {
     for (size_t d = 0; within && d < charge.size(); ++d) {
       // A dimension nobody declared a quota for guarantees nothing and limits nothing here.
-      within = charge[d] <= 0 || !nodes[leaf].declared[d] || usage_[x][d] + charge[d] <= nodes[x].nominal[d];
+      within = charge[d] <= 0 || !nodes[leaf].declared[d] ||
+               usage_[x][d] + charge[d] <= nodes[x].nominal[d];
     }
   }
   if (within) return Verdict{};
@@ -297,7 +308,8 @@ double QuotaLedger::Share(int node, const std::vector<double>* history, Counting
     double used = static_cast<double>(usage_[node][d]);
     if (history && d < history->size()) used = std::max(used, (*history)[d]);
     if (plus && d < plus->size()) used += static_cast<double>((*plus)[d]);
-    if (counting == Counting::kBeyondGuarantee) used = std::max(0.0, used - static_cast<double>(tree_->nodes()[node].nominal[d]));
+    if (counting == Counting::kBeyondGuarantee)
+      used = std::max(0.0, used - static_cast<double>(tree_->nodes()[node].nominal[d]));
     dominant = std::max(dominant, used / static_cast<double>(tree_->capacity()[d]));
   }
   return dominant / std::max(1, tree_->nodes()[node].weight);
@@ -316,19 +328,22 @@ std::string QueueTree::Amount(int d, int64_t v) const {
   };
   if (d == kCpu) return decimal(v, 1000) + " CPU cores";
   if (d == kMemory) return decimal(v, 1024) + " GiB of memory";
-  const std::string what = d == kGpu ? " GPU" : " " + models_[static_cast<size_t>(d - kFirstModel)] + " GPU";
+  const std::string what =
+      d == kGpu ? " GPU" : " " + models_[static_cast<size_t>(d - kFirstModel)] + " GPU";
   return decimal(v, 1000) + what + (v == 1000 ? "" : "s");
 }
 
 std::string QuotaLedger::Explain(const Verdict& v, int leaf) const {
   if (v.kind != Kind::kDenied) return "";
   const auto& nodes = tree_->nodes();
-  const std::string need = "queue " + nodes[leaf].name + " may start " + tree_->Amount(v.dim, v.have) +
-                           " more now and the job needs " + tree_->Amount(v.dim, v.need);
+  const std::string need = "queue " + nodes[leaf].name + " may start " +
+                           tree_->Amount(v.dim, v.have) + " more now and the job needs " +
+                           tree_->Amount(v.dim, v.need);
   if (v.limit_node >= 0) {
     const QueueNode& q = nodes[v.limit_node];
-    return need + ": queue " + q.name + " holds " + tree_->Amount(v.dim, usage_[v.limit_node][v.dim]) +
-           " of its guarantee " + tree_->Amount(v.dim, q.nominal[v.dim]) + " + borrowing limit " +
+    return need + ": queue " + q.name + " holds " +
+           tree_->Amount(v.dim, usage_[v.limit_node][v.dim]) + " of its guarantee " +
+           tree_->Amount(v.dim, q.nominal[v.dim]) + " + borrowing limit " +
            tree_->Amount(v.dim, q.borrow_limit[v.dim]);
   }
   return need + " (the rest is in use, or guaranteed to queues that do not lend it)";

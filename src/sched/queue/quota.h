@@ -40,7 +40,7 @@ class QueueTree {
   // Fails when a quota names a model the cluster does not have, or the guarantees add up to
   // more than the cluster holds (they could not all be honoured at once).
   static StatusOr<std::shared_ptr<const QueueTree>> Build(const std::vector<job::QueueSpec>& specs,
-                                                         const cluster::Topology& topology);
+                                                          const cluster::Topology& topology);
   int FindLeaf(std::string_view name) const;  // -1 when unknown or not a leaf
   int Find(std::string_view name) const;      // any queue, -1 when unknown
   const std::vector<QueueNode>& nodes() const { return nodes_; }
@@ -100,7 +100,8 @@ class QuotaLedger {
   // the queue's guarantee: the fair-share order, in which queues within their guarantee go first.
   // `plus`, when given, is added to the usage first (the share the queue would have with it).
   enum class Counting : uint8_t { kAllUsage, kBeyondGuarantee };
-  double Share(int node, const std::vector<double>* history = nullptr, Counting counting = Counting::kAllUsage,
+  double Share(int node, const std::vector<double>* history = nullptr,
+               Counting counting = Counting::kAllUsage,
                const std::vector<int64_t>* plus = nullptr) const;
   std::string Explain(const Verdict& v, int leaf) const;
 

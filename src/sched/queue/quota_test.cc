@@ -27,7 +27,8 @@ std::vector<int64_t> Gpus(const QueueTree& tree, int gpus) {
 // 2 nodes x 8 H100s = 16 GPUs.
 TEST(QuotaTest, WithinThenBorrowThenDenied) {
   auto t = Leaves(1, 2);
-  auto tree = Tree(*t, "queues:\n  - name: a\n    quota: {gpus: 8}\n  - name: b\n    quota: {gpus: 4}\n");
+  auto tree =
+      Tree(*t, "queues:\n  - name: a\n    quota: {gpus: 8}\n  - name: b\n    quota: {gpus: 4}\n");
   const int a = tree->FindLeaf("a"), b = tree->FindLeaf("b");
   QuotaLedger l(tree.get());
   EXPECT_EQ(l.Check(a, Gpus(*tree, 8), true).kind, Kind::kWithin);
@@ -44,7 +45,8 @@ TEST(QuotaTest, WithinThenBorrowThenDenied) {
   EXPECT_EQ(v.kind, Kind::kDenied);
   EXPECT_EQ(v.have, 2000);
   EXPECT_EQ(l.Explain(v, a),
-            "queue a may start 2 GPUs more now and the job needs 4 GPUs (the rest is in use, or guaranteed to "
+            "queue a may start 2 GPUs more now and the job needs 4 GPUs (the rest is in use, or "
+            "guaranteed to "
             "queues that do not lend it)");
   l.Remove(a, Gpus(*tree, 6));
   EXPECT_EQ(l.usage(a, kGpu), 8000);
@@ -64,7 +66,8 @@ TEST(QuotaTest, LendingAndBorrowingLimits) {
   EXPECT_EQ(v.limit_node, a);
   EXPECT_EQ(v.have, 2000);
   EXPECT_EQ(l.Explain(v, a),
-            "queue a may start 2 GPUs more now and the job needs 3 GPUs: queue a holds 8 GPUs of its guarantee "
+            "queue a may start 2 GPUs more now and the job needs 3 GPUs: queue a holds 8 GPUs of "
+            "its guarantee "
             "8 GPUs + borrowing limit 2 GPUs");
   EXPECT_EQ(l.Check(a, Gpus(*tree, 2), true).kind, Kind::kBorrow);
   // b lends at most 3: b's usage frees nothing more for a; with b holding 6, a may take 2 more.
@@ -130,8 +133,9 @@ TEST(QuotaTest, ModelQuotasChargeTheModelPlacedOrRequested) {
       "  - {name: a, gpus: 8, gpu_model: A100, gpu_memory: 40Gi, cpu: 64, memory: 512Gi}\n");
   auto tree = Tree(*t, "queues:\n  - name: q\n    quota: {gpus: {H100: 4}}\n");
   const int q = tree->FindLeaf("q");
-  const int h100 = kFirstModel + static_cast<int>(std::find(t->models().begin(), t->models().end(), "H100") -
-                                                  t->models().begin());
+  const int h100 =
+      kFirstModel + static_cast<int>(std::find(t->models().begin(), t->models().end(), "H100") -
+                                     t->models().begin());
   auto req = Whole(*t, 1, 4, "", "H100");
   auto charge = tree->Charge(req, nullptr, *t);
   EXPECT_EQ(charge[h100], 4000);
@@ -156,7 +160,8 @@ TEST(QuotaTest, ModelGuaranteesCountAsGpusOfTheirGroup) {
                    "queues:\n  - name: research\n    borrowing_limit: {gpus: 0}\n    children:\n"
                    "      - name: vision\n        quota: {gpus: 16}\n"
                    "      - name: nlp\n        quota: {gpus: {H100: 8}}\n");
-  const int research = tree->Find("research"), nlp = tree->FindLeaf("nlp"), vision = tree->FindLeaf("vision");
+  const int research = tree->Find("research"), nlp = tree->FindLeaf("nlp"),
+            vision = tree->FindLeaf("vision");
   EXPECT_EQ(tree->nodes()[research].nominal[kGpu], 24000);
   EXPECT_EQ(tree->nodes()[nlp].nominal[kGpu], 8000);
   QuotaLedger l(tree.get());
@@ -169,14 +174,15 @@ TEST(QuotaTest, ModelGuaranteesCountAsGpusOfTheirGroup) {
 
 TEST(QuotaTest, BuildRejectsWhatCannotBeHonoured) {
   auto t = Leaves(1, 1);
-  auto specs = job::ParseQueues("queues:\n  - name: a\n    quota: {gpus: 6}\n  - name: b\n    quota: {gpus: 6}\n",
-                                "q.yaml");
+  auto specs = job::ParseQueues(
+      "queues:\n  - name: a\n    quota: {gpus: 6}\n  - name: b\n    quota: {gpus: 6}\n", "q.yaml");
   ASSERT_TRUE(specs.ok());
   auto tree = QueueTree::Build(*specs, *t);
   ASSERT_FALSE(tree.ok());
-  EXPECT_EQ(tree.status().message(),
-            "the queues guarantee GPUs (milli) 12000 but the cluster has 8000; lower the quotas so every "
-            "guarantee can be honoured at once");
+  EXPECT_EQ(
+      tree.status().message(),
+      "the queues guarantee GPUs (milli) 12000 but the cluster has 8000; lower the quotas so every "
+      "guarantee can be honoured at once");
   specs = job::ParseQueues("queues:\n  - name: a\n    quota: {gpus: {B200: 1}}\n", "q.yaml");
   tree = QueueTree::Build(*specs, *t);
   ASSERT_FALSE(tree.ok());

@@ -23,7 +23,8 @@ using controller::Effects;
 // replay's own (checked by fingerprint when the job is submitted).
 StatusOr<job::JobSpec> SpecFor(const SimJob& sj, const cluster::Topology& topology) {
   if (sj.request->groups.size() != 1) {
-    return Status::InvalidArgument("job '" + sj.name + "': the controller engine replays single-group jobs only");
+    return Status::InvalidArgument("job '" + sj.name +
+                                   "': the controller engine replays single-group jobs only");
   }
   const sched::GroupRequest& g = sj.request->groups[0];
   const sched::TaskShape& s = g.shape;
@@ -35,8 +36,10 @@ StatusOr<job::JobSpec> SpecFor(const SimJob& sj, const cluster::Topology& topolo
   spec.time_limit = sj.time_limit;
   spec.min_run_time = sj.min_run_time;
   spec.topology = sj.request->topology;
-  for (uint32_t n : sj.request->nodes.required) spec.nodes.include.push_back(topology.nodes()[n].name);
-  for (uint32_t n : sj.request->nodes.excluded) spec.nodes.exclude.push_back(topology.nodes()[n].name);
+  for (uint32_t n : sj.request->nodes.required)
+    spec.nodes.include.push_back(topology.nodes()[n].name);
+  for (uint32_t n : sj.request->nodes.excluded)
+    spec.nodes.exclude.push_back(topology.nodes()[n].name);
   std::sort(spec.nodes.include.begin(), spec.nodes.include.end());
   std::sort(spec.nodes.exclude.begin(), spec.nodes.exclude.end());
   job::TaskGroupSpec t;
@@ -45,8 +48,11 @@ StatusOr<job::JobSpec> SpecFor(const SimJob& sj, const cluster::Topology& topolo
   t.gpu.kind = s.kind;
   t.gpu.count = s.NeedsGpu() ? s.gpus : 0;
   switch (s.kind) {
-    case job::GpuKind::kNone: break;
-    case job::GpuKind::kWhole: t.gpu.milli = cluster::kMilliPerGpu; break;
+    case job::GpuKind::kNone:
+      break;
+    case job::GpuKind::kWhole:
+      t.gpu.milli = cluster::kMilliPerGpu;
+      break;
     case job::GpuKind::kShared:
       t.gpu.milli = s.milli;
       t.gpu.memory_mib = s.gpu_memory_mib;
@@ -93,13 +99,16 @@ class ControllerEngine final : public Engine {
  private:
   // What a simulated agent will report, and when.
   struct AgentEvent {
-    enum Kind : uint8_t { kExit = 0, kStopped = 1 };  // finishes before stops, as in the lean engine
+    enum Kind : uint8_t {
+      kExit = 0,
+      kStopped = 1
+    };  // finishes before stops, as in the lean engine
     Time t;
     Kind kind;
     uint64_t seq;
     size_t job;
     uint32_t attempt;
-    std::string node, task;  // kStopped: the task
+    std::string node, task;                      // kStopped: the task
     bool operator>(const AgentEvent& o) const {  // at one instant, by job as the lean engine
       if (t != o.t) return t > o.t;
       if (kind != o.kind) return kind > o.kind;
@@ -114,7 +123,7 @@ class ControllerEngine final : public Engine {
     bool stopping = false;
     int64_t milli = 0;
     std::vector<std::pair<std::string, std::string>> tasks;  // (node, task id)
-    std::vector<int64_t> charge;                              // to its queue's tree path
+    std::vector<int64_t> charge;                             // to its queue's tree path
   };
 
   Status Setup();
@@ -125,8 +134,8 @@ class ControllerEngine final : public Engine {
   Status OnLaunch(const std::string& node, const pb::Launch& l, Time now);
   void OnStop(const std::string& node, const pb::Stop& s, Time now);
   Status Deliver(const AgentEvent& e, Time now);
-  Status Report(const std::string& node, const std::string& task, pb::TaskStatus::State state, bool stopped,
-                Time now);
+  Status Report(const std::string& node, const std::string& task, pb::TaskStatus::State state,
+                bool stopped, Time now);
   enum class Charging : int8_t { kAdd = 1, kRemove = -1 };
   void Charge(size_t j, const std::vector<int64_t>& charge, Charging how);
 
@@ -138,11 +147,11 @@ class ControllerEngine final : public Engine {
   std::vector<SimJob> jobs_;
   std::vector<SimJobResult> results_;
   std::vector<Duration> remaining_;
-  std::vector<Live> live_;                  // by job index
-  std::vector<size_t> index_of_id_;         // controller job id -> job index
-  std::vector<sched::JobId> ctl_id_;        // job index -> controller job id (0: refused)
-  std::vector<int> queue_leaf_;             // by job index: its leaf in the controller's tree
-  std::vector<std::string> queue_name_;     // by tree index
+  std::vector<Live> live_;               // by job index
+  std::vector<size_t> index_of_id_;      // controller job id -> job index
+  std::vector<sched::JobId> ctl_id_;     // job index -> controller job id (0: refused)
+  std::vector<int> queue_leaf_;          // by job index: its leaf in the controller's tree
+  std::vector<std::string> queue_name_;  // by tree index
   std::priority_queue<AgentEvent, std::vector<AgentEvent>, std::greater<>> events_;
   uint64_t seq_ = 0;
   int64_t cycles_ = 0, busy_gpu_ms_ = 0, allocated_milli_ = 0;
@@ -166,7 +175,8 @@ Status ControllerEngine::Setup() {
   o.gittins_by_predecessor = config_.gittins_by_predecessor;
   o.learn_profile = config_.learn_profile;
   o.seed = config_.seed;
-  o.seed_epoch = kEpoch;  // so that each cycle draws what the lean engine's cycle at that instant draws
+  o.seed_epoch =
+      kEpoch;  // so that each cycle draws what the lean engine's cycle at that instant draws
   o.checkpoint_root = "/replay/checkpoints";  // only named in the tasks' environment
   o.queues = {"default"};
   state_ = std::make_unique<ClusterState>(topology_, o, std::move(scheduler));
@@ -174,14 +184,16 @@ Status ControllerEngine::Setup() {
   for (const auto& n : topology_->nodes()) {
     pb::Register r;
     r.mutable_inventory()->set_node(n.name);
-    for (int32_t g = 0; g < n.num_gpus; ++g) r.mutable_inventory()->add_gpus()->set_index(static_cast<uint32_t>(g));
+    for (int32_t g = 0; g < n.num_gpus; ++g)
+      r.mutable_inventory()->add_gpus()->set_index(static_cast<uint32_t>(g));
     Effects fx;
     HANGAR_RETURN_IF_ERROR(state_->OnRegister(r, Ctl(0), &fx));
     HANGAR_RETURN_IF_ERROR(Apply(fx, 0));
   }
   if (config_.queues) {
     if (config_.queue_specs.empty()) {
-      return Status::InvalidArgument("the controller engine needs the queues as specs (SimConfig::queue_specs)");
+      return Status::InvalidArgument(
+          "the controller engine needs the queues as specs (SimConfig::queue_specs)");
     }
     Effects fx;
     nlohmann::json summary;
@@ -205,14 +217,16 @@ Status ControllerEngine::Run() {
   queue_leaf_.assign(n, 0);
   index_of_id_.assign(1, SIZE_MAX);
   for (size_t i = 0; i < n; ++i) {
-    if (!jobs_[i].request) return Status::InvalidArgument("job '" + jobs_[i].name + "' has no request");
+    if (!jobs_[i].request)
+      return Status::InvalidArgument("job '" + jobs_[i].name + "' has no request");
     remaining_[i] = jobs_[i].runtime;
   }
   HANGAR_RETURN_IF_ERROR(Setup());
   std::vector<size_t> arrivals(n);
   std::iota(arrivals.begin(), arrivals.end(), 0);
   std::stable_sort(arrivals.begin(), arrivals.end(), [&](size_t a, size_t b) {
-    return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit : jobs_[a].seq < jobs_[b].seq;
+    return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit
+                                              : jobs_[a].seq < jobs_[b].seq;
   });
   last_account_ = n ? jobs_[arrivals[0]].submit : 0;
   size_t next = 0;
@@ -226,7 +240,8 @@ Status ControllerEngine::Run() {
       events_.pop();
       HANGAR_RETURN_IF_ERROR(Deliver(e, t));
     }
-    while (next < n && jobs_[arrivals[next]].submit <= t) HANGAR_RETURN_IF_ERROR(Submit(arrivals[next++], t));
+    while (next < n && jobs_[arrivals[next]].submit <= t)
+      HANGAR_RETURN_IF_ERROR(Submit(arrivals[next++], t));
     Effects tick;
     state_->Tick(Ctl(t), &tick);
     HANGAR_RETURN_IF_ERROR(Apply(tick, t));
@@ -259,7 +274,8 @@ Status ControllerEngine::Submit(size_t j, Time now) {
   if (config_.queues) spec.queue = queue_name_.at(jobs_[j].queue);
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest compiled, sched::CompileGang(spec, *topology_));
   if (compiled.fingerprint != jobs_[j].request->fingerprint) {
-    return Status::Internal("job '" + spec.name + "' compiles to another request than the replay's");
+    return Status::Internal("job '" + spec.name +
+                            "' compiles to another request than the replay's");
   }
   Effects fx;
   auto id = state_->Submit(std::move(spec), Ctl(now), &fx);
@@ -267,12 +283,14 @@ Status ControllerEngine::Submit(size_t j, Time now) {
     // The controller refuses what can never fit at submission; the lean engine lets it wait.
     if (id.status().code() == StatusCode::kOutOfRange) {
       results_[j].never = true;
-      if (observer_.on_wait) refused_.emplace_back(j, sched::placement::CheckNever(*topology_, *jobs_[j].request));
+      if (observer_.on_wait)
+        refused_.emplace_back(j, sched::placement::CheckNever(*topology_, *jobs_[j].request));
       return Status::Ok();
     }
     return id.status();
   }
-  if (*id != index_of_id_.size()) return Status::Internal("the controller numbered a job out of order");
+  if (*id != index_of_id_.size())
+    return Status::Internal("the controller numbered a job out of order");
   index_of_id_.push_back(j);
   ctl_id_[j] = *id;
   queue_leaf_[j] = static_cast<int>(jobs_[j].queue);
@@ -293,7 +311,8 @@ void ControllerEngine::Charge(size_t j, const std::vector<int64_t>& charge, Char
   const int sign = static_cast<int>(how);
   if (!config_.queues || charge.empty()) return;
   const auto& nodes = config_.queues->nodes();
-  for (int q = queue_leaf_[j]; q >= 0; q = nodes[q].parent) queue_milli_[q] += sign * charge[sched::queue::kGpu];
+  for (int q = queue_leaf_[j]; q >= 0; q = nodes[q].parent)
+    queue_milli_[q] += sign * charge[sched::queue::kGpu];
 }
 
 Status ControllerEngine::Apply(Effects& fx, Time now) {
@@ -381,7 +400,8 @@ void ControllerEngine::OnStop(const std::string& node, const pb::Stop& s, Time n
       observer_.on_preempt(now, jobs_[j], p);
     }
   }
-  events_.push({now + config_.preemption_grace, AgentEvent::kStopped, seq_++, j, live.attempt, node, s.task_id()});
+  events_.push({now + config_.preemption_grace, AgentEvent::kStopped, seq_++, j, live.attempt, node,
+                s.task_id()});
 }
 
 void ControllerEngine::ReportWaits(Time now) {
@@ -394,7 +414,8 @@ void ControllerEngine::ReportWaits(Time now) {
   refused_.clear();
   for (size_t j : waiting_) {
     const controller::JobRecord* rec = state_->FindJob(ctl_id_[j]);
-    if (!rec || rec->state != job::JobState::kPending || rec->reason.rule == last_rule_[j]) continue;
+    if (!rec || rec->state != job::JobState::kPending || rec->reason.rule == last_rule_[j])
+      continue;
     if (rec->reason.rule == sched::Rule::kNone) continue;
     last_rule_[j] = rec->reason.rule;
     sched::Verdict v;
@@ -409,7 +430,8 @@ void ControllerEngine::ReportWaits(Time now) {
 Status ControllerEngine::Deliver(const AgentEvent& e, Time now) {
   Live& live = live_[e.job];
   if (e.kind == AgentEvent::kExit) {
-    if (live.stopping || live.attempt != e.attempt || live.tasks.empty()) return Status::Ok();  // preempted meanwhile
+    if (live.stopping || live.attempt != e.attempt || live.tasks.empty())
+      return Status::Ok();  // preempted meanwhile
     const auto tasks = live.tasks;
     allocated_milli_ -= live.milli;
     Charge(e.job, live.charge, Charging::kRemove);
@@ -424,7 +446,8 @@ Status ControllerEngine::Deliver(const AgentEvent& e, Time now) {
   }
   // A stopped task of a preempted attempt; the attempt's GPUs are free once all its tasks are.
   if (live.stopping && live.attempt == e.attempt) {
-    auto it = std::find_if(live.tasks.begin(), live.tasks.end(), [&](const auto& t) { return t.second == e.task; });
+    auto it = std::find_if(live.tasks.begin(), live.tasks.end(),
+                           [&](const auto& t) { return t.second == e.task; });
     if (it != live.tasks.end()) live.tasks.erase(it);
     if (live.tasks.empty()) {
       allocated_milli_ -= live.milli;
@@ -435,8 +458,8 @@ Status ControllerEngine::Deliver(const AgentEvent& e, Time now) {
   return Report(e.node, e.task, pb::TaskStatus::EXITED, true, now);
 }
 
-Status ControllerEngine::Report(const std::string& node, const std::string& task, pb::TaskStatus::State state,
-                                bool stopped, Time now) {
+Status ControllerEngine::Report(const std::string& node, const std::string& task,
+                                pb::TaskStatus::State state, bool stopped, Time now) {
   pb::TaskStatus s;
   s.set_task_id(task);
   s.set_state(state);
@@ -451,10 +474,11 @@ Status ControllerEngine::Report(const std::string& node, const std::string& task
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Engine>> MakeControllerEngine(std::shared_ptr<const cluster::Topology> topology,
-                                                       const SimConfig& config) {
+StatusOr<std::unique_ptr<Engine>> MakeControllerEngine(
+    std::shared_ptr<const cluster::Topology> topology, const SimConfig& config) {
   if (config.queues && config.queue_specs.empty()) {
-    return Status::InvalidArgument("the controller engine needs the queues as specs (SimConfig::queue_specs)");
+    return Status::InvalidArgument(
+        "the controller engine needs the queues as specs (SimConfig::queue_specs)");
   }
   // The scheduler configuration is checked when the engine runs (Scheduler::Create).
   return std::unique_ptr<Engine>(std::make_unique<ControllerEngine>(std::move(topology), config));

@@ -18,7 +18,7 @@ namespace hangar::sim {
 
 // Fails on a configuration the controller cannot run (a policy that needs true run times,
 // queues given as a tree without specs).
-StatusOr<std::unique_ptr<Engine>> MakeControllerEngine(std::shared_ptr<const cluster::Topology> topology,
-                                                       const SimConfig& config);
+StatusOr<std::unique_ptr<Engine>> MakeControllerEngine(
+    std::shared_ptr<const cluster::Topology> topology, const SimConfig& config);
 
 }  // namespace hangar::sim

@@ -23,7 +23,9 @@ std::vector<TraceJob> Workload(int n, uint64_t seed) {
     j.row = static_cast<uint64_t>(i + 1);
     t += static_cast<Time>(rng() % 120) * kSecond;
     j.submit = t;
-    j.runtime = static_cast<Duration>(std::pow(10.0, 1.0 + 3.0 * static_cast<double>(rng() % 1000) / 1000.0)) * kSecond;
+    j.runtime = static_cast<Duration>(
+                    std::pow(10.0, 1.0 + 3.0 * static_cast<double>(rng() % 1000) / 1000.0)) *
+                kSecond;
     const int kind = static_cast<int>(rng() % 10);
     j.gpus_per_replica = kind < 6 ? 1 : kind < 9 ? 2 << (rng() % 3) : 8;
     j.replicas = kind == 9 ? 1 + static_cast<int32_t>(rng() % 3) : 1;
@@ -57,17 +59,20 @@ TEST_P(EngineAgreementTest, TheControllerStartsAndEndsEveryJobAsTheLeanEngineDoe
   if (GetParam() == "las" || GetParam() == "hangar") {
     EXPECT_GT(lm["preemptions"].get<int64_t>(), 10);
   }
-  EXPECT_NEAR(cm["avg_jct_s"].get<double>(), lm["avg_jct_s"].get<double>(), 0.01 * lm["avg_jct_s"].get<double>());
+  EXPECT_NEAR(cm["avg_jct_s"].get<double>(), lm["avg_jct_s"].get<double>(),
+              0.01 * lm["avg_jct_s"].get<double>());
   EXPECT_EQ(cm["preemptions"], lm["preemptions"]);
   int differ = 0;
   for (size_t i = 0; i < lean.done.size(); ++i) differ += lean.done[i].start != ctl.done[i].start;
   EXPECT_EQ(differ, 0) << "jobs that started at another time";
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, EngineAgreementTest, ::testing::Values("fifo", "fifo-backfill", "las", "hangar"),
+INSTANTIATE_TEST_SUITE_P(Policies, EngineAgreementTest,
+                         ::testing::Values("fifo", "fifo-backfill", "las", "hangar"),
                          [](const auto& info) {
                            std::string n = info.param;
-                           for (auto& c : n) if (c == '-') c = '_';
+                           for (auto& c : n)
+                             if (c == '-') c = '_';
                            return n;
                          });
 
@@ -147,8 +152,9 @@ TEST(NodeRuleAgreementTest, ANodeTheClusterLacksStopsTheReplayWithTheLine) {
   opt.policy = *MakeReplayPolicy("fifo");
   auto r = RunReplay(jobs, {{"", UniformCluster("c", 4)}}, opt);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(),
-            "trace line 2: exclude_nodes names c-9, not a node of this cluster; the nodes are: c-[0-3]");
+  EXPECT_EQ(
+      r.status().message(),
+      "trace line 2: exclude_nodes names c-9, not a node of this cluster; the nodes are: c-[0-3]");
 }
 
 }  // namespace

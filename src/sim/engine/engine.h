@@ -43,7 +43,7 @@ struct SimJobResult {
   Time first_start = kNever;
   Time end = kNever;
   int preemptions = 0;
-  bool never = false;  // the cluster can never hold it
+  bool never = false;    // the cluster can never hold it
   Duration staging = 0;  // time it held its GPUs waiting for its objects, over all its runs
 };
 
@@ -87,7 +87,7 @@ struct SimConfig {
 
 // What MIG reshaping did over a run (SimConfig::mig_layouts).
 struct MigReshapeStats {
-  int64_t reshapes = 0;            // GPUs re-cut (one MigReshape each)
+  int64_t reshapes = 0;  // GPUs re-cut (one MigReshape each)
   int64_t instances_created = 0;
   int64_t instances_destroyed = 0;
 };
@@ -96,7 +96,8 @@ struct MigReshapeStats {
 struct SimObserver {
   std::function<void(Time, const SimJob&, const sched::Placement&)> on_start;
   std::function<void(Time, const SimJob&)> on_finish;
-  std::function<void(Time, const SimJob&, const sched::Verdict&)> on_wait;  // when the reason changes
+  std::function<void(Time, const SimJob&, const sched::Verdict&)>
+      on_wait;  // when the reason changes
   std::function<void(Time, const SimJob&, const sched::Preemption&)> on_preempt;
   // After each cycle: allocated milli-GPU and pending jobs.
   std::function<void(Time, int64_t allocated_milli, size_t pending)> on_cycle;
@@ -124,7 +125,7 @@ class Engine {
 };
 
 // Makes an engine for one cluster (partition); the replay calls it once per partition.
-using EngineFactory =
-    std::function<StatusOr<std::unique_ptr<Engine>>(std::shared_ptr<const cluster::Topology>, const SimConfig&)>;
+using EngineFactory = std::function<StatusOr<std::unique_ptr<Engine>>(
+    std::shared_ptr<const cluster::Topology>, const SimConfig&)>;
 
 }  // namespace hangar::sim

@@ -23,10 +23,12 @@ Simulator::Simulator(std::shared_ptr<const cluster::Topology> topo, SimConfig co
     ranker_ = std::make_unique<sched::owner::RankBook>(config_.gittins);
   }
   if (config_.staging.enabled) {
-    staging_ = std::make_unique<StagingModel>(config_.staging, static_cast<uint32_t>(topology_->nodes().size()));
+    staging_ = std::make_unique<StagingModel>(config_.staging,
+                                              static_cast<uint32_t>(topology_->nodes().size()));
   }
   for (uint32_t g = 0; g < config_.mig_layouts.size() && g < topology_->gpus().size(); ++g) {
-    if (topology_->gpus()[g].mig) usage_.SetMigLayout(g, config_.mig_layouts[g], !config_.mig_reshape);
+    if (topology_->gpus()[g].mig)
+      usage_.SetMigLayout(g, config_.mig_layouts[g], !config_.mig_reshape);
   }
 }
 
@@ -38,7 +40,8 @@ void Simulator::Reshape(Time now, const sched::MigReshapePlan& plan) {
   reshapes_.push({now + config_.mig_reshape_time, plan.gpu});
   ++mig_stats_.reshapes;
   mig_stats_.instances_created += std::popcount(sched::MigStartsToCreate(plan.before, plan.after));
-  mig_stats_.instances_destroyed += std::popcount(sched::MigStartsToDestroy(plan.before, plan.after));
+  mig_stats_.instances_destroyed +=
+      std::popcount(sched::MigStartsToDestroy(plan.before, plan.after));
 }
 
 void Simulator::AddJob(SimJob job) { jobs_.push_back(std::move(job)); }
@@ -65,9 +68,11 @@ Status Simulator::Run() {
   }
   for (size_t i = 0; i < n; ++i) {
     remaining_[i] = jobs_[i].runtime;
-    if (!jobs_[i].request) return Status::InvalidArgument("job '" + jobs_[i].name + "' has no request");
+    if (!jobs_[i].request)
+      return Status::InvalidArgument("job '" + jobs_[i].name + "' has no request");
     if (tree && (jobs_[i].queue >= tree->nodes().size() || !tree->nodes()[jobs_[i].queue].leaf())) {
-      return Status::InvalidArgument("job '" + jobs_[i].name + "' names queue " + std::to_string(jobs_[i].queue) +
+      return Status::InvalidArgument("job '" + jobs_[i].name + "' names queue " +
+                                     std::to_string(jobs_[i].queue) +
                                      ", which is not a leaf queue");
     }
     if (!index_of_.emplace(jobs_[i].id, i).second) {
@@ -107,7 +112,9 @@ Status Simulator::Run() {
     }
     const bool have_arrival = next < n, have_completion = !completions_.empty();
     const Time disruption = disruptor_ ? disruptor_->NextEvent() : kNever;
-    if (!have_arrival && !have_completion && stops_.empty() && reshapes_.empty() && disruption == kNever) break;
+    if (!have_arrival && !have_completion && stops_.empty() && reshapes_.empty() &&
+        disruption == kNever)
+      break;
     Time t = disruption;
     if (have_arrival) t = std::min(t, jobs_[arrivals[next]].submit);
     if (have_completion) t = std::min(t, completions_.top().end);
@@ -144,7 +151,8 @@ void Simulator::AccountBusy(Time now) {
     const Duration dt = now - last_account_;
     busy_gpu_ms_ += allocated_milli_ * dt / 1000;
     if (config_.queues) {
-      for (size_t q = 0; q < queue_usage_.size(); ++q) queue_gpu_ms_[q] += queue_usage_[q][sched::queue::kGpu] * dt / 1000;
+      for (size_t q = 0; q < queue_usage_.size(); ++q)
+        queue_gpu_ms_[q] += queue_usage_[q][sched::queue::kGpu] * dt / 1000;
       if (config_.share_half_life > 0) {
         sched::owner::DecayShareHistory(queue_history_, queue_usage_, dt, config_.share_half_life);
       }
@@ -178,7 +186,8 @@ void Simulator::Arrive(size_t j) {
     p.staging_s = staging_->SecondsFor(set_of_[j]);  // kept up to date before each cycle
   }
   if (config_.queues) {
-    if (ask_charge_[j].empty()) ask_charge_[j] = config_.queues->Charge(*job.request, nullptr, *topology_);
+    if (ask_charge_[j].empty())
+      ask_charge_[j] = config_.queues->Charge(*job.request, nullptr, *topology_);
     p.charge = &ask_charge_[j];
   }
   const sched::queue::OrderKey key = scheduler_->queue_policy().Key(p);
@@ -198,8 +207,9 @@ Status Simulator::InternArtifacts() {
     if (jobs_[i].artifacts.empty()) continue;
     for (const auto& a : jobs_[i].artifacts) {
       if (a.bytes <= 0) {
-        return Status::InvalidArgument("job '" + jobs_[i].name + "' needs object " + std::to_string(a.object) +
-                                       " of " + std::to_string(a.bytes) + " bytes; sizes must be above 0");
+        return Status::InvalidArgument("job '" + jobs_[i].name + "' needs object " +
+                                       std::to_string(a.object) + " of " + std::to_string(a.bytes) +
+                                       " bytes; sizes must be above 0");
       }
     }
     set_of_[i] = staging_->Intern(jobs_[i].artifacts);
@@ -264,7 +274,8 @@ Simulator::RankClass Simulator::ClassOf(size_t j) const {
   const uint64_t shape = jobs_[j].request->fingerprint;
   const size_t p = prev_.empty() ? SIZE_MAX : prev_[j];
   if (p == SIZE_MAX || results_[p].end == kNever) return {shape, 0};
-  const int octave = std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran_[p] / kSecond, 1)));
+  const int octave =
+      std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran_[p] / kSecond, 1)));
   return {shape * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(octave) + 1, shape};
 }
 
@@ -351,7 +362,8 @@ bool Simulator::Cycle(Time now) {
   snap.pending = pending_;
   snap.running = running_jobs_;
   snap.pending_presorted = true;
-  // Each cycle draws from its snapshot's seed alone, which varies with the instant, as in the controller.
+  // Each cycle draws from its snapshot's seed alone, which varies with the instant, as in the
+  // controller.
   snap.random_seed = sched::owner::CycleSeed(config_.seed, now);
   snap.cpu_only_pending = cpu_only_pending_;
   snap.record_waiting = static_cast<bool>(observer_.on_wait);
@@ -378,7 +390,8 @@ bool Simulator::Cycle(Time now) {
         if (!stopping_for_.count(vj)) stopping_for_[vj] = j;
       }
       pending_[p.pending_index].may_preempt = false;
-      for (auto& share : cluster::HoldWhatIsFree(usage_, p.assignment)) held_[j].push_back(std::move(share));
+      for (auto& share : cluster::HoldWhatIsFree(usage_, p.assignment))
+        held_[j].push_back(std::move(share));
       planned_[j] = {p, next_plan_++};
       continue;
     }
@@ -428,12 +441,14 @@ bool Simulator::Cycle(Time now) {
     }
   }
   if (observer_.on_cycle) observer_.on_cycle(now, allocated_milli_, pending_.size());
-  return !requeue.empty() || !d.preemptions.empty();  // as the controller: another cycle for what settled
+  return !requeue.empty() ||
+         !d.preemptions.empty();  // as the controller: another cycle for what settled
 }
 
 void Simulator::ReportWaits(Time now) {
   for (auto& [j, v] : verdicts_) {  // in job order
-    if (running_slots_[j] || results_[j].end != kNever || stopping_.count(j)) continue;  // started since
+    if (running_slots_[j] || results_[j].end != kNever || stopping_.count(j))
+      continue;  // started since
     if (last_rule_[j] == v.reason.rule) continue;
     last_rule_[j] = v.reason.rule;
     observer_.on_wait(now, jobs_[j], v);

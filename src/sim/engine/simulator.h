@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "cluster/usage.h"
-#include "sim/engine/disruption.h"
-#include "sim/engine/engine.h"
 #include "sched/owner/ranks.h"
 #include "sched/owner/workload.h"
 #include "sched/queue/gittins.h"
 #include "sched/queue/quota.h"
 #include "sched/scheduler.h"
+#include "sim/engine/disruption.h"
+#include "sim/engine/engine.h"
 
 namespace hangar::sim {
 
@@ -50,7 +50,9 @@ class Simulator : public Engine {
   const std::vector<int64_t>& queue_gpu_ms() const override { return queue_gpu_ms_; }
   // With SimConfig::staging: the node caches (tests preload them) and what staging cost.
   StagingModel* staging_model() { return staging_.get(); }
-  StagingStats staging_stats() const override { return staging_ ? staging_->stats() : StagingStats{}; }
+  StagingStats staging_stats() const override {
+    return staging_ ? staging_->stats() : StagingStats{};
+  }
   MigReshapeStats mig_stats() const override { return mig_stats_; }
   // Failures and recoveries from outside the scheduler (disruption.h); null: none. Not owned.
   void set_disruptor(Disruptor* d) { disruptor_ = d; }
@@ -110,9 +112,9 @@ class Simulator : public Engine {
 
   std::vector<SimJob> jobs_;
   std::vector<SimJobResult> results_;
-  std::vector<Duration> remaining_;        // run time left (plus restore costs)
-  std::vector<int64_t> attained_;          // GPU-ms received so far
-  std::vector<Duration> ran_;              // run time so far (restores included), ended runs
+  std::vector<Duration> remaining_;  // run time left (plus restore costs)
+  std::vector<int64_t> attained_;    // GPU-ms received so far
+  std::vector<Duration> ran_;        // run time so far (restores included), ended runs
   std::vector<uint64_t> epoch_;
   std::vector<uint64_t> order_;  // by job index: its place in submission order, from 1
   std::vector<sched::Rule> last_rule_;
@@ -160,7 +162,9 @@ class Simulator : public Engine {
   void StartPlanned(Time now);
   void ReleaseHolds();
   // MIG reshapes in flight: when each GPU's ends.
-  std::priority_queue<std::pair<Time, uint32_t>, std::vector<std::pair<Time, uint32_t>>, std::greater<>> reshapes_;
+  std::priority_queue<std::pair<Time, uint32_t>, std::vector<std::pair<Time, uint32_t>>,
+                      std::greater<>>
+      reshapes_;
   MigReshapeStats mig_stats_;
   void Reshape(Time now, const sched::MigReshapePlan& plan);
   int64_t cycles_ = 0;
@@ -185,7 +189,7 @@ class Simulator : public Engine {
 
   Disruptor* disruptor_ = nullptr;
   void Disrupt(Time now);  // lets the disruptor act at `now`, through a SimulatorControl
-  sched::owner::WorkloadLearner workload_;  // with learn_profile
+  sched::owner::WorkloadLearner workload_;          // with learn_profile
   std::unique_ptr<sched::owner::RankBook> ranker_;  // null unless gittins_ranks
   // The class a job is ranked by now, and the class it falls back to (0: none).
   using RankClass = sched::owner::RankClass;
@@ -193,7 +197,7 @@ class Simulator : public Engine {
   // With gittins_by_predecessor, by job index: its predecessor and successor (SIZE_MAX: none).
   std::vector<size_t> prev_, next_;
   std::vector<size_t> reclassed_;  // pending jobs whose predecessor finished since the last cycle
-  uint64_t ranked_version_ = 0;         // the ranker version the pending order reflects
+  uint64_t ranked_version_ = 0;    // the ranker version the pending order reflects
   std::vector<CachedRank> rank_cache_;  // by job index, for pending jobs
   // With queues, by job index: what the job is charged unplaced (computed on its first arrival;
   // the cycle reads it through PendingJob::charge).

@@ -162,7 +162,8 @@ TEST(SimulatorTest, GittinsRanksByHowLongThePredecessorRan) {
     auto sim = std::move(Simulator::Create(OneNode(1), cfg)).value();
     uint64_t id = 1;
     for (int i = 0; i < 10; ++i) sim->AddJob(Job(id++, i * 2000 * kSecond, 1000 * kSecond, 1));
-    for (int i = 0; i < 10; ++i) sim->AddJob(Job(id++, (20000 + i * 100) * kSecond, 10 * kSecond, 1));
+    for (int i = 0; i < 10; ++i)
+      sim->AddJob(Job(id++, (20000 + i * 100) * kSecond, 10 * kSecond, 1));
     sim->AddJob(Job(21, 21000 * kSecond, 1000 * kSecond, 1));  // P_A
     sim->AddJob(Job(22, 21100 * kSecond, 10 * kSecond, 1));    // A
     sim->AddJob(Job(23, 21200 * kSecond, 10 * kSecond, 1));    // P_B
@@ -191,7 +192,8 @@ double WeightedRatio(Duration half_life, uint64_t seed = 7) {
       "nodes:\n  - {name: \"n-[1-4]\"}\n",
       "t.yaml");
   EXPECT_TRUE(topo.ok());
-  auto specs = job::ParseQueues("queues:\n  - {name: light, weight: 1}\n  - {name: heavy, weight: 2}\n", "q.yaml");
+  auto specs = job::ParseQueues(
+      "queues:\n  - {name: light, weight: 1}\n  - {name: heavy, weight: 2}\n", "q.yaml");
   EXPECT_TRUE(specs.ok());
   auto tree = sched::queue::QueueTree::Build(*specs, *topo->topology);
   EXPECT_TRUE(tree.ok());
@@ -228,7 +230,8 @@ double WeightedRatio(Duration half_life, uint64_t seed = 7) {
 
 TEST(SimulatorTest, WeightedFairShareOverADay) {
   // The default half-life (30 min); three workloads.
-  for (uint64_t seed : {1, 2, 3}) EXPECT_NEAR(WeightedRatio(30 * kMinute, seed), 2.0, 0.1) << "seed " << seed;
+  for (uint64_t seed : {1, 2, 3})
+    EXPECT_NEAR(WeightedRatio(30 * kMinute, seed), 2.0, 0.1) << "seed " << seed;
 }
 
 }  // namespace

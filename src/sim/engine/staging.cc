@@ -19,7 +19,8 @@ void StagingStats::Add(const StagingStats& o) {
   overflows += o.overflows;
 }
 
-StagingModel::StagingModel(const StagingConfig& config, uint32_t nodes) : config_(config), nodes_(nodes) {}
+StagingModel::StagingModel(const StagingConfig& config, uint32_t nodes)
+    : config_(config), nodes_(nodes) {}
 
 uint32_t StagingModel::Intern(const std::vector<SimArtifact>& objects) {
   std::vector<std::pair<uint32_t, int64_t>> key;
@@ -136,7 +137,8 @@ void StagingModel::Recompute(SetMemo* m) {
   for (size_t i = 0; i < m->objects.size(); ++i) {
     const SimArtifact& a = m->objects[i];
     const ObjectCopies& c = copies_[a.object];
-    const double rate = config_.peer_fanout && !c.ready.empty() ? config_.peer_bytes_per_s : config_.origin_bytes_per_s;
+    const double rate = config_.peer_fanout && !c.ready.empty() ? config_.peer_bytes_per_s
+                                                                : config_.origin_bytes_per_s;
     const int64_t s = std::max<int64_t>(1, (TransferMs(a.bytes, rate) + kSecond - 1) / kSecond);
     for (uint32_t n = 0; n < nodes_.size(); ++n) {
       if (nodes_[n].objects.count(a.object)) continue;
@@ -167,7 +169,9 @@ void StagingModel::Preload(uint32_t node, const SimArtifact& a, Time now) {
   if (!nodes_[node].objects.count(a.object)) Insert(node, a, now, now);
 }
 
-bool StagingModel::Holds(uint32_t node, uint32_t object) const { return nodes_[node].objects.count(object) > 0; }
+bool StagingModel::Holds(uint32_t node, uint32_t object) const {
+  return nodes_[node].objects.count(object) > 0;
+}
 
 bool StagingModel::Complete(uint32_t node, uint32_t object, Time now) const {
   auto it = nodes_[node].objects.find(object);

@@ -48,13 +48,13 @@ struct StagingConfig {
 };
 
 struct StagingStats {
-  int64_t staged_starts = 0;       // starts that waited for at least one object
+  int64_t staged_starts = 0;        // starts that waited for at least one object
   int64_t starts_with_objects = 0;  // starts of jobs that need objects
-  int64_t staging_ms = 0;          // those waits, summed
-  int64_t lost_gpu_ms = 0;         // GPU-milliseconds held while staging
-  int64_t transfers = 0;           // object copies made to a node
-  int64_t prestage_transfers = 0;  // ... of which for a reserved or nominated job
-  int64_t origin_transfers = 0;    // ... of which from the origin (with fan-out: first copies)
+  int64_t staging_ms = 0;           // those waits, summed
+  int64_t lost_gpu_ms = 0;          // GPU-milliseconds held while staging
+  int64_t transfers = 0;            // object copies made to a node
+  int64_t prestage_transfers = 0;   // ... of which for a reserved or nominated job
+  int64_t origin_transfers = 0;     // ... of which from the origin (with fan-out: first copies)
   int64_t origin_bytes = 0;
   int64_t peer_bytes = 0;
   int64_t evictions = 0;
@@ -70,7 +70,8 @@ class StagingModel {
   uint32_t Intern(const std::vector<SimArtifact>& objects);
   // Makes every node of `nodes` hold or fetch the objects of `set` from `now`, pinned for
   // `owner` until Unpin(owner); returns when the last of them is complete there.
-  Time Stage(Time now, uint32_t set, const std::vector<uint32_t>& nodes, uint64_t owner, bool prestage);
+  Time Stage(Time now, uint32_t set, const std::vector<uint32_t>& nodes, uint64_t owner,
+             bool prestage);
   void Unpin(uint64_t owner);
   // Per node, whole seconds staging `set` there would take (objects a node holds or is fetching
   // count as held). Valid until the next Stage or Unpin; Refresh() brings every set up to date.

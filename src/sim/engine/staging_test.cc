@@ -21,7 +21,8 @@ StagingConfig Config(int64_t cache_bytes = 100 * kGB) {
 
 TEST(StagingModelTest, PinnedObjectsAreNeverEvicted) {
   StagingModel m(Config(10 * kGB), 1);
-  const uint32_t a = m.Intern({{1, 8 * kGB}}), b = m.Intern({{2, 8 * kGB}}), c = m.Intern({{3, 8 * kGB}});
+  const uint32_t a = m.Intern({{1, 8 * kGB}}), b = m.Intern({{2, 8 * kGB}}),
+                 c = m.Intern({{3, 8 * kGB}});
   EXPECT_EQ(m.Stage(0, a, {0}, /*owner=*/1, false), 8000);
   // Room for object 2 would take evicting object 1, which job 1 needs: the cache overflows.
   m.Stage(0, b, {0}, 2, false);
@@ -41,7 +42,8 @@ TEST(StagingModelTest, PinnedObjectsAreNeverEvicted) {
 
 TEST(StagingModelTest, LeastRecentlyUsedGoesFirst) {
   StagingModel m(Config(20 * kGB), 1);
-  const uint32_t a = m.Intern({{1, 8 * kGB}}), b = m.Intern({{2, 8 * kGB}}), c = m.Intern({{3, 8 * kGB}});
+  const uint32_t a = m.Intern({{1, 8 * kGB}}), b = m.Intern({{2, 8 * kGB}}),
+                 c = m.Intern({{3, 8 * kGB}});
   m.Stage(0, a, {0}, 1, false);
   m.Stage(0, b, {0}, 2, false);
   m.Unpin(1);
@@ -86,14 +88,16 @@ TEST(StagingModelTest, SecondsForCountsMissingBytes) {
 std::shared_ptr<const cluster::Topology> Nodes(int n) {
   std::string yaml = "nodes:\n";
   for (int i = 0; i < n; ++i) {
-    yaml += "  - {name: n" + std::to_string(i) + ", gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n";
+    yaml += "  - {name: n" + std::to_string(i) +
+            ", gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n";
   }
   auto f = cluster::ParseClusterYaml(yaml, "t.yaml");
   EXPECT_TRUE(f.ok());
   return f->topology;
 }
 
-SimJob Job(uint64_t id, Time submit, Duration runtime, int gpus, std::vector<SimArtifact> artifacts = {}) {
+SimJob Job(uint64_t id, Time submit, Duration runtime, int gpus,
+           std::vector<SimArtifact> artifacts = {}) {
   sched::TaskShape s;
   s.kind = job::GpuKind::kWhole;
   s.gpus = gpus;

@@ -155,8 +155,9 @@ TEST(FgdCommandTest, CpuScaleMakesTheMixCpuHeavier) {
   EXPECT_LT(heavy["alloc_at_100"].get<double>(), plain["alloc_at_100"].get<double>() - 20);
   EXPECT_GT(heavy["stranded_at_100"].get<double>(), plain["stranded_at_100"].get<double>());
   o.cpu_scale = -1;
-  EXPECT_EQ(RunFgdCommand(o, out).message(),
-            "--cpu-scale must be above 0 and at most 100 (1.5 makes every pod ask for 1.5x its CPU)");
+  EXPECT_EQ(
+      RunFgdCommand(o, out).message(),
+      "--cpu-scale must be above 0 and at most 100 (1.5 makes every pod ask for 1.5x its CPU)");
 }
 
 }  // namespace

@@ -34,28 +34,22 @@ StatusOr<std::vector<MigPod>> ParseSharingPods(const std::string& text, const st
   std::vector<MigPod> pods;
   while (true) {
     bool more = false;
-    {
-      HANGAR_ASSIGN_OR_RETURN(more, rows.Next());
-    }
+    { HANGAR_ASSIGN_OR_RETURN(more, rows.Next()); }
     if (!more) break;
     int64_t m = 0;
-    {
-      HANGAR_ASSIGN_OR_RETURN(m, rows.Int(milli, 0, 1000));
-    }
+    { HANGAR_ASSIGN_OR_RETURN(m, rows.Int(milli, 0, 1000)); }
     if (m <= 0 || m >= 1000 || rows.Field(start).empty() || rows.Field(end).empty()) continue;
     int64_t from = 0, to = 0;
-    {
-      HANGAR_ASSIGN_OR_RETURN(from, rows.Int(start, 0, INT64_MAX / kSecond));
-    }
-    {
-      HANGAR_ASSIGN_OR_RETURN(to, rows.Int(end, 0, INT64_MAX / kSecond));
-    }
-    pods.push_back({ShapeForGpuMilli(static_cast<int>(m)), std::clamp((to - from) * kSecond, kMinRuntime, kMaxRuntime)});
+    { HANGAR_ASSIGN_OR_RETURN(from, rows.Int(start, 0, INT64_MAX / kSecond)); }
+    { HANGAR_ASSIGN_OR_RETURN(to, rows.Int(end, 0, INT64_MAX / kSecond)); }
+    pods.push_back({ShapeForGpuMilli(static_cast<int>(m)),
+                    std::clamp((to - from) * kSecond, kMinRuntime, kMaxRuntime)});
   }
   return pods;
 }
 
-std::shared_ptr<const sched::GangRequest> RequestFor(MigShape shape, const cluster::Topology& topo) {
+std::shared_ptr<const sched::GangRequest> RequestFor(MigShape shape,
+                                                     const cluster::Topology& topo) {
   const uint8_t part = topo.gpus()[0].mig_part;
   sched::TaskShape s;
   s.SetMigProfile(cluster::MigPartAt(part).profiles[static_cast<int>(shape)],
@@ -78,22 +72,20 @@ StatusOr<std::vector<MigPod>> ReadSharingPods(const std::vector<std::string>& fi
   std::vector<MigPod> all;
   for (const std::string& f : files) {
     std::string text;
-    {
-      HANGAR_ASSIGN_OR_RETURN(text, fgd::ReadTextFile(f, "openb pod list"));
-    }
+    { HANGAR_ASSIGN_OR_RETURN(text, fgd::ReadTextFile(f, "openb pod list")); }
     std::vector<MigPod> pods;
-    {
-      HANGAR_ASSIGN_OR_RETURN(pods, ParseSharingPods(text, f));
-    }
+    { HANGAR_ASSIGN_OR_RETURN(pods, ParseSharingPods(text, f)); }
     all.insert(all.end(), pods.begin(), pods.end());
   }
-  if (all.empty()) return Status::InvalidArgument("no GPU-sharing pods (0 < gpu_milli < 1000) in the pod lists");
+  if (all.empty())
+    return Status::InvalidArgument("no GPU-sharing pods (0 < gpu_milli < 1000) in the pod lists");
   return all;
 }
 
 std::shared_ptr<const cluster::Topology> MigDayCluster(int nodes) {
   auto f = cluster::ParseClusterYaml(
-      "name: mig-day\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 192, "
+      "name: mig-day\nnode_defaults: {gpus: 8, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: "
+      "192, "
       "memory: 2Ti, mig: true}\nnodes:\n" +
           [&] {
             std::string s;
@@ -110,7 +102,8 @@ std::vector<SimJob> DayOfDemand(const std::vector<MigPod>& pods, const cluster::
   double mean_work[2] = {0, 0};         // slice-ms per pod
   for (const MigPod& p : pods) {
     pools[Small(p.shape) ? 0 : 1].push_back(&p);
-    mean_work[Small(p.shape) ? 0 : 1] += double(cluster::ShapeInfo(p.shape).compute_slices) * p.runtime;
+    mean_work[Small(p.shape) ? 0 : 1] +=
+        double(cluster::ShapeInfo(p.shape).compute_slices) * p.runtime;
   }
   for (int k = 0; k < 2; ++k) mean_work[k] = pools[k].empty() ? 0 : mean_work[k] / pools[k].size();
   if (pools[0].empty()) pools[0] = pools[1];
@@ -156,7 +149,8 @@ bool PackOne(std::vector<MigLayout>* gpus, MigShape shape) {
     const uint8_t m = (*gpus)[g].Mask();
     const int s = cluster::MigBestStart(m, shape);
     if (s < 0) continue;
-    const uint32_t lost = cluster::MigLayoutValue(m) - cluster::MigLayoutValue(m | cluster::MigPlacementMask(shape, s));
+    const uint32_t lost = cluster::MigLayoutValue(m) -
+                          cluster::MigLayoutValue(m | cluster::MigPlacementMask(shape, s));
     if (lost < best_lost) best = static_cast<int>(g), best_start = s, best_lost = lost;
   }
   if (best < 0) return false;
@@ -166,8 +160,8 @@ bool PackOne(std::vector<MigLayout>* gpus, MigShape shape) {
 
 }  // namespace
 
-std::vector<MigLayout> ProportionalLayout(const std::vector<SimJob>& jobs, const cluster::Topology& topo,
-                                          double power) {
+std::vector<MigLayout> ProportionalLayout(const std::vector<SimJob>& jobs,
+                                          const cluster::Topology& topo, double power) {
   double concurrent[kMigShapes] = {};
   Time last = 1;
   for (const SimJob& j : jobs) {
@@ -183,7 +177,8 @@ std::vector<MigLayout> ProportionalLayout(const std::vector<SimJob>& jobs, const
   std::vector<MigLayout> gpus(topo.gpus().size());
   for (int k = kMigShapes - 1; k >= 0; --k) {  // largest first
     // Every shape the day asks for gets at least one home, so no job waits forever.
-    const auto n = std::max<int64_t>(weight[k] > 0, static_cast<int64_t>(std::floor(weight[k] * scale)));
+    const auto n =
+        std::max<int64_t>(weight[k] > 0, static_cast<int64_t>(std::floor(weight[k] * scale)));
     for (int64_t i = 0; i < n && PackOne(&gpus, static_cast<MigShape>(k)); ++i) {
     }
   }
@@ -212,8 +207,10 @@ std::string Summary(const std::vector<MigLayout>& layouts, uint8_t part) {
 
 }  // namespace
 
-StatusOr<MigDayResult> RunDay(std::shared_ptr<const cluster::Topology> topo, const std::vector<SimJob>& jobs,
-                              const std::vector<MigLayout>& layouts, bool reshape, const MigDayConfig& cfg) {
+StatusOr<MigDayResult> RunDay(std::shared_ptr<const cluster::Topology> topo,
+                              const std::vector<SimJob>& jobs,
+                              const std::vector<MigLayout>& layouts, bool reshape,
+                              const MigDayConfig& cfg) {
   SimConfig sc;
   sc.scheduler.queue_policy = "fifo";
   sc.scheduler.placement_policy = "hangar";
@@ -222,9 +219,7 @@ StatusOr<MigDayResult> RunDay(std::shared_ptr<const cluster::Topology> topo, con
   sc.mig_reshape_time = cfg.reshape_time;
   sc.seed = cfg.seed;
   std::unique_ptr<Simulator> sim;
-  {
-    HANGAR_ASSIGN_OR_RETURN(sim, Simulator::Create(topo, sc));
-  }
+  { HANGAR_ASSIGN_OR_RETURN(sim, Simulator::Create(topo, sc)); }
   // Busy compute slices over [0, day), from each job's start to its end.
   double busy_ms = 0;
   Time last = 0;
@@ -266,7 +261,8 @@ StatusOr<MigDayResult> RunDay(std::shared_ptr<const cluster::Topology> topo, con
     for (double w : waits) sum += w;
     r.avg_wait_s = sum / double(waits.size());
     std::sort(waits.begin(), waits.end());
-    r.p99_wait_s = waits[std::min(waits.size() - 1, static_cast<size_t>(0.99 * double(waits.size())))];
+    r.p99_wait_s =
+        waits[std::min(waits.size() - 1, static_cast<size_t>(0.99 * double(waits.size())))];
   }
   r.util = busy_ms / (double(topo->gpus().size()) * cluster::kMilliPerGpu * double(cfg.day));
   r.reshape = sim->mig_stats();

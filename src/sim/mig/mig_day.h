@@ -17,10 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cluster/mig_geometry.h"
 #include "cluster/topology.h"
@@ -71,7 +70,8 @@ struct MigDayResult {
   std::string layout;  // the starting layout, summarised ("12 x 1g.10gb@6, ...")
 };
 
-StatusOr<MigDayResult> RunDay(std::shared_ptr<const cluster::Topology> topo, const std::vector<SimJob>& jobs,
+StatusOr<MigDayResult> RunDay(std::shared_ptr<const cluster::Topology> topo,
+                              const std::vector<SimJob>& jobs,
                               const std::vector<cluster::MigLayout>& layouts, bool reshape,
                               const MigDayConfig& cfg);
 

@@ -2,15 +2,14 @@
 // layout, and reshaping against a fixed layout on the lean simulator.
 #include "sim/mig/mig_day.h"
 
+#include <gtest/gtest.h>
+
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "sim/mig/mig_command.h"
-
-#include <gtest/gtest.h>
-
-#include <cstdio>
-#include <fstream>
 
 namespace hangar::sim::mig {
 namespace {
@@ -31,12 +30,13 @@ TEST(MigDayTest, ReadsOnlyTheSharingPodsAndClipsRunTimes) {
   const std::string path = ::testing::TempDir() + "/pods.csv";
   {
     std::ofstream f(path);
-    f << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+    f << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+         "deletion_time,"
          "scheduled_time\n"
-         "a,1000,1024,1,470,,LS,Running,0,1000,100\n"    // 3g, 900 s
-         "b,1000,1024,1,1000,,LS,Running,0,1000,100\n"   // a whole GPU: not a sharing pod
-         "c,1000,1024,0,0,,LS,Running,0,1000,100\n"      // no GPU
-         "d,1000,1024,1,100,,LS,Running,0,110,100\n";    // 1g, 10 s -> 60 s
+         "a,1000,1024,1,470,,LS,Running,0,1000,100\n"   // 3g, 900 s
+         "b,1000,1024,1,1000,,LS,Running,0,1000,100\n"  // a whole GPU: not a sharing pod
+         "c,1000,1024,0,0,,LS,Running,0,1000,100\n"     // no GPU
+         "d,1000,1024,1,100,,LS,Running,0,110,100\n";   // 1g, 10 s -> 60 s
   }
   auto pods = ReadSharingPods({path});
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
@@ -141,7 +141,8 @@ TEST(SimMigCommandTest, RunsTheDocsCommandOnTheShippedPods) {
   ASSERT_EQ(rc, 0) << args;
   auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << out;
-  for (const char* k : {"static_avg_wait_s", "dynamic_avg_wait_s", "static_util", "dynamic_util", "reconfigurations"}) {
+  for (const char* k : {"static_avg_wait_s", "dynamic_avg_wait_s", "static_util", "dynamic_util",
+                        "reconfigurations"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   EXPECT_GT(j["jobs"].get<int64_t>(), 100);

@@ -33,15 +33,18 @@ std::vector<SimArtifact> ArtifactCatalogue::For(const TraceJob& j) {
   if (gpus <= 0) return {};
   const std::string g = j.partition.empty() ? j.queue : j.partition;
   const int c = std::min(static_cast<int>(std::bit_width(static_cast<uint64_t>(gpus - 1))), 5);
-  const std::string day = std::to_string(j.submit >= 0 ? j.submit / kDay : -((-j.submit + kDay - 1) / kDay));
+  const std::string day =
+      std::to_string(j.submit >= 0 ? j.submit / kDay : -((-j.submit + kDay - 1) / kDay));
   const std::string cls = std::to_string(c);
   std::vector<SimArtifact> out;
-  const uint64_t m = Fnv1a64(g + "|model|" + cls + "|" + day) % static_cast<uint64_t>(rule_.models_per_class);
+  const uint64_t m =
+      Fnv1a64(g + "|model|" + cls + "|" + day) % static_cast<uint64_t>(rule_.models_per_class);
   const std::string model = g + "|model|" + cls + "|" + std::to_string(m);
   const double model_bytes = 2 * kGB * static_cast<double>(1 << c) * (1 + 3 * Unit(Fnv1a64(model)));
   out.push_back(Object(model, static_cast<int64_t>(model_bytes)));
   if (rule_.datasets) {
-    const uint64_t d = Fnv1a64(g + "|data|" + cls + "|" + day) % static_cast<uint64_t>(rule_.datasets_per_group);
+    const uint64_t d =
+        Fnv1a64(g + "|data|" + cls + "|" + day) % static_cast<uint64_t>(rule_.datasets_per_group);
     const std::string data = g + "|data|" + std::to_string(d);
     out.push_back(Object(data, static_cast<int64_t>(8 * kGB * (1 + 7 * Unit(Fnv1a64(data))))));
   }

@@ -20,7 +20,7 @@
 namespace hangar::sim {
 
 struct ArtifactRule {
-  int models_per_class = 8;   // M
+  int models_per_class = 8;    // M
   int datasets_per_group = 4;  // D
   bool datasets = true;
 };

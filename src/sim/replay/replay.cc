@@ -17,7 +17,8 @@
 namespace hangar::sim {
 
 const std::vector<std::string>& ReplayPolicyNames() {
-  static const std::vector<std::string> names = {"fifo", "fifo-backfill", "sjf-oracle", "las", "hangar"};
+  static const std::vector<std::string> names = {"fifo", "fifo-backfill", "sjf-oracle", "las",
+                                                 "hangar"};
   return names;
 }
 
@@ -81,7 +82,8 @@ StatusOr<std::shared_ptr<const cluster::Topology>> ReadOpenbCluster(const std::s
   return fgd::BuildPriorityCluster(nodes, std::vector<int32_t>(nodes.size(), 0));
 }
 
-StatusOr<std::shared_ptr<const cluster::Topology>> PoolOf(const std::vector<ClusterPartition>& partitions) {
+StatusOr<std::shared_ptr<const cluster::Topology>> PoolOf(
+    const std::vector<ClusterPartition>& partitions) {
   cluster::TopologyBuilder b("pool");
   for (const auto& p : partitions) {
     const cluster::Topology& t = *p.topology;
@@ -105,7 +107,8 @@ StatusOr<std::shared_ptr<const cluster::Topology>> PoolOf(const std::vector<Clus
   return std::move(b).Build();
 }
 
-std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j, const cluster::Topology& t) {
+std::shared_ptr<const sched::GangRequest> RequestFor(const TraceJob& j,
+                                                     const cluster::Topology& t) {
   sched::TaskShape s;
   if (j.gpus_per_replica > 0) {
     s.kind = j.milli_gpu < 1000 ? job::GpuKind::kShared : job::GpuKind::kWhole;
@@ -131,16 +134,16 @@ namespace {
 struct PartitionRun {
   std::shared_ptr<const cluster::Topology> topology;
   std::shared_ptr<const sched::queue::QueueTree> tree;  // shared pool only
-  std::vector<job::QueueSpec> specs;                     // what `tree` was built from
-  std::vector<uint32_t> parts;       // local queue -> partition index
-  std::vector<int64_t> guarantee;    // local queue -> guaranteed GPUs (milli)
-  std::vector<uint32_t> leaf;        // local queue -> leaf in `tree`
+  std::vector<job::QueueSpec> specs;                    // what `tree` was built from
+  std::vector<uint32_t> parts;                          // local queue -> partition index
+  std::vector<int64_t> guarantee;                       // local queue -> guaranteed GPUs (milli)
+  std::vector<uint32_t> leaf;                           // local queue -> leaf in `tree`
   std::vector<const TraceJob*> jobs;
-  std::vector<uint32_t> job_queue;   // job -> local queue
+  std::vector<uint32_t> job_queue;  // job -> local queue
   std::vector<JobOutcome> done;
   int64_t never = 0, cycles = 0, busy = 0;
   std::vector<std::tuple<Time, int64_t, int64_t>> steps;  // (t, allocated milli, pending)
-  std::vector<QueueOutcome> queues;  // by local queue
+  std::vector<QueueOutcome> queues;                       // by local queue
   StagingStats staging;
   Status status;
 };
@@ -151,7 +154,8 @@ struct PartitionRun {
 // cycle at t, so every callback first takes in the arrivals that precede it.
 class QueueWatch {
  public:
-  QueueWatch(const PartitionRun& run, const std::vector<SimJob>& jobs, std::vector<QueueOutcome>* out)
+  QueueWatch(const PartitionRun& run, const std::vector<SimJob>& jobs,
+             std::vector<QueueOutcome>* out)
       : run_(run), jobs_(jobs), out_(*out) {
     const size_t nq = run.guarantee.size();
     held_.assign(nq, 0);
@@ -163,7 +167,8 @@ class QueueWatch {
     arrivals_.resize(jobs.size());
     for (size_t i = 0; i < arrivals_.size(); ++i) arrivals_[i] = i;
     std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](size_t a, size_t b) {
-      return jobs[a].submit != jobs[b].submit ? jobs[a].submit < jobs[b].submit : jobs[a].seq < jobs[b].seq;
+      return jobs[a].submit != jobs[b].submit ? jobs[a].submit < jobs[b].submit
+                                              : jobs[a].seq < jobs[b].seq;
     });
   }
 
@@ -210,7 +215,8 @@ class QueueWatch {
     }
     for (size_t q = 0; q < held_.size(); ++q) {
       // A queue that borrows holds more than its guarantee, so it is never denied here.
-      denied_[q] = borrowers > 0 && !waiting_[q].empty() && held_[q] + *waiting_[q].begin() <= run_.guarantee[q];
+      denied_[q] = borrowers > 0 && !waiting_[q].empty() &&
+                   held_[q] + *waiting_[q].begin() <= run_.guarantee[q];
       out_[q].denied_cycles += denied_[q];
     }
     last_cycle_ = t;
@@ -269,7 +275,8 @@ class QueueWatch {
   Time last_event_ = INT64_MIN;
 };
 
-StatusOr<std::unique_ptr<Engine>> LeanEngine(std::shared_ptr<const cluster::Topology> topology, const SimConfig& cfg) {
+StatusOr<std::unique_ptr<Engine>> LeanEngine(std::shared_ptr<const cluster::Topology> topology,
+                                             const SimConfig& cfg) {
   HANGAR_ASSIGN_OR_RETURN(auto sim, Simulator::Create(std::move(topology), cfg));
   return std::unique_ptr<Engine>(std::move(sim));
 }
@@ -296,7 +303,8 @@ void RunPartition(const ReplayOptions& opt, PartitionRun* run) {
   for (size_t i = 0; i < run->jobs.size(); ++i) {
     const TraceJob& j = *run->jobs[i];
     if (Status names = sched::CheckNodeNames(j.nodes, *run->topology); !names.ok()) {
-      run->status = Status::InvalidArgument("trace line " + std::to_string(j.row) + ": " + names.message());
+      run->status =
+          Status::InvalidArgument("trace line " + std::to_string(j.row) + ": " + names.message());
       return;
     }
     SimJob sj;
@@ -390,13 +398,16 @@ std::vector<UsageSample> Timeline(const std::vector<PartitionRun>& runs, int64_t
 Status CheckStaging(const ReplayOptions& opt) {
   const StagingConfig& s = opt.staging;
   if (!s.enabled) return Status::Ok();
-  if (opt.engine) return Status::InvalidArgument("the staging model runs in the lean engine only (--engine lean)");
+  if (opt.engine)
+    return Status::InvalidArgument(
+        "the staging model runs in the lean engine only (--engine lean)");
   if (!(s.origin_bytes_per_s > 0) || !(s.peer_bytes_per_s > 0)) {
     return Status::InvalidArgument("--origin-mbps and --peer-mbps must be above 0");
   }
   if (s.node_cache_bytes < 0) return Status::InvalidArgument("--node-cache-gb must be 0 or more");
   if (opt.artifacts.models_per_class < 1 || opt.artifacts.datasets_per_group < 1) {
-    return Status::InvalidArgument("--models-per-class and --datasets-per-group must be at least 1");
+    return Status::InvalidArgument(
+        "--models-per-class and --datasets-per-group must be at least 1");
   }
   return Status::Ok();
 }
@@ -413,7 +424,8 @@ std::vector<TraceJob> SortedBySubmit(std::vector<TraceJob> jobs) {
   if (std::is_sorted(jobs.begin(), jobs.end(), before)) return jobs;
   std::vector<uint32_t> order(jobs.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return before(jobs[a], jobs[b]); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return before(jobs[a], jobs[b]); });
   std::vector<TraceJob> sorted;
   sorted.reserve(jobs.size());
   for (uint32_t i : order) sorted.push_back(std::move(jobs[i]));
@@ -432,7 +444,8 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
   std::erase_if(jobs, [&](const TraceJob& j) {
     return (opt.from && j.submit < *opt.from) || (opt.to && j.submit >= *opt.to + kDay);
   });
-  if (jobs.empty()) return Status::InvalidArgument("no job in the trace was submitted in the selected days");
+  if (jobs.empty())
+    return Status::InvalidArgument("no job in the trace was submitted in the selected days");
   jobs = SortedBySubmit(std::move(jobs));
   ReplayResult result;
   result.staging = opt.staging;
@@ -443,7 +456,8 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
     result.staging_catalogue_bytes = catalogue.bytes();
   }
   const Time t0 = jobs.front().submit;
-  for (auto& j : jobs) j.submit = t0 + static_cast<Time>(static_cast<double>(j.submit - t0) / opt.load);
+  for (auto& j : jobs)
+    j.submit = t0 + static_cast<Time>(static_cast<double>(j.submit - t0) / opt.load);
 
   result.shared_pool = opt.shared_pool;
   std::map<std::string, uint32_t> index;
@@ -453,7 +467,8 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
   std::vector<uint32_t> run_of(partitions.size()), local_of(partitions.size());
   if (opt.shared_pool) {
     if (whole || index.size() != partitions.size() || index.count("")) {
-      return Status::InvalidArgument("a shared pool needs partitions with distinct names (--philly-vcs)");
+      return Status::InvalidArgument(
+          "a shared pool needs partitions with distinct names (--philly-vcs)");
     }
     PartitionRun run;
     HANGAR_ASSIGN_OR_RETURN(run.topology, PoolOf(partitions));
@@ -499,7 +514,8 @@ StatusOr<ReplayResult> RunReplay(std::vector<TraceJob> jobs,
   // Largest partitions first, so two threads finish together.
   std::vector<uint32_t> order(runs.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return runs[a].jobs.size() > runs[b].jobs.size(); });
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return runs[a].jobs.size() > runs[b].jobs.size(); });
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t k; (k = next.fetch_add(1)) < order.size();) {
@@ -544,7 +560,8 @@ nlohmann::json ReplayMetrics(const ReplayResult& r) {
     jct.push_back((o.end - o.submit) / 1000.0);
     queue.push_back((o.start - o.submit) / 1000.0);
     runtime.push_back(o.runtime / 1000.0);
-    slowdown += static_cast<double>(o.end - o.submit) / static_cast<double>(std::max<Duration>(o.runtime, 1000));
+    slowdown += static_cast<double>(o.end - o.submit) /
+                static_cast<double>(std::max<Duration>(o.runtime, 1000));
     preemptions += o.preemptions;
   }
   auto mean = [](const std::vector<double>& v) {
@@ -568,12 +585,15 @@ nlohmann::json ReplayMetrics(const ReplayResult& r) {
   j["avg_queue_s"] = mean(queue);
   j["p99_queue_s"] = pct(queue, 0.99);
   j["makespan_s"] = makespan;
-  j["gpu_util_pct"] = makespan > 0 && r.total_gpus > 0
-                          ? 100.0 * (r.busy_gpu_ms / 1000.0) / (static_cast<double>(r.total_gpus) * makespan)
-                          : 0.0;
+  j["gpu_util_pct"] =
+      makespan > 0 && r.total_gpus > 0
+          ? 100.0 * (r.busy_gpu_ms / 1000.0) / (static_cast<double>(r.total_gpus) * makespan)
+          : 0.0;
   j["avg_slowdown"] = r.done.empty() ? 0.0 : slowdown / static_cast<double>(r.done.size());
   j["avg_runtime_s"] = mean(runtime);  // the no-queueing bound on avg_jct_s
-  j["mode"] = r.shared_pool ? "shared-pool" : r.queues.size() == 1 && r.queues[0].name.empty() ? "cluster" : "partitions";
+  j["mode"] = r.shared_pool                                      ? "shared-pool"
+              : r.queues.size() == 1 && r.queues[0].name.empty() ? "cluster"
+                                                                 : "partitions";
   // Per partition (queue): see QueueOutcome.
   std::vector<double> q_jct(r.queues.size(), 0), q_wait(r.queues.size(), 0);
   std::vector<int64_t> q_jobs(r.queues.size(), 0);
@@ -590,22 +610,27 @@ nlohmann::json ReplayMetrics(const ReplayResult& r) {
   for (size_t q = 0; q < r.queues.size(); ++q) {
     const QueueOutcome& x = r.queues[q];
     const double n = static_cast<double>(std::max<int64_t>(1, q_jobs[q]));
-    queues.push_back({{"name", x.name},
-                      {"guarantee_gpus", x.guarantee_milli / 1000.0},
-                      {"gpu_hours", x.gpu_ms / 1000.0 / 3600.0},
-                      {"peak_borrowed_gpus", std::max<int64_t>(0, x.peak_borrowed_milli) / 1000.0},
-                      {"jobs", q_jobs[q]},
-                      {"avg_jct_s", q_jct[q] / n},
-                      {"avg_queue_s", q_wait[q] / n},
-                      {"asked_within", x.asked_within},
-                      {"within_late", x.within_late},
-                      {"within_wait_max_s", x.within_wait_max / 1000.0},
-                      {"within_wait_avg_s", x.within_late ? x.within_wait_total / 1000.0 / static_cast<double>(x.within_late) : 0.0},
-                      {"denied_cycles", x.denied_cycles},
-                      {"denied_s", x.denied_ms / 1000.0},
-                      {"entitled_gpu_hours", x.entitled_gpu_ms / 1000.0 / 3600.0},
-                      {"shortfall_gpu_hours", x.shortfall_gpu_ms / 1000.0 / 3600.0},
-                      {"entitlement_met_pct", x.entitled_gpu_ms > 0 ? 100.0 * (1.0 - static_cast<double>(x.shortfall_gpu_ms) / static_cast<double>(x.entitled_gpu_ms)) : 100.0}});
+    queues.push_back(
+        {{"name", x.name},
+         {"guarantee_gpus", x.guarantee_milli / 1000.0},
+         {"gpu_hours", x.gpu_ms / 1000.0 / 3600.0},
+         {"peak_borrowed_gpus", std::max<int64_t>(0, x.peak_borrowed_milli) / 1000.0},
+         {"jobs", q_jobs[q]},
+         {"avg_jct_s", q_jct[q] / n},
+         {"avg_queue_s", q_wait[q] / n},
+         {"asked_within", x.asked_within},
+         {"within_late", x.within_late},
+         {"within_wait_max_s", x.within_wait_max / 1000.0},
+         {"within_wait_avg_s",
+          x.within_late ? x.within_wait_total / 1000.0 / static_cast<double>(x.within_late) : 0.0},
+         {"denied_cycles", x.denied_cycles},
+         {"denied_s", x.denied_ms / 1000.0},
+         {"entitled_gpu_hours", x.entitled_gpu_ms / 1000.0 / 3600.0},
+         {"shortfall_gpu_hours", x.shortfall_gpu_ms / 1000.0 / 3600.0},
+         {"entitlement_met_pct", x.entitled_gpu_ms > 0
+                                     ? 100.0 * (1.0 - static_cast<double>(x.shortfall_gpu_ms) /
+                                                          static_cast<double>(x.entitled_gpu_ms))
+                                     : 100.0}});
     asked += x.asked_within;
     late += x.within_late;
     wait_max = std::max(wait_max, x.within_wait_max);
@@ -614,7 +639,10 @@ nlohmann::json ReplayMetrics(const ReplayResult& r) {
     denied_ms += x.denied_ms;
     entitled += x.entitled_gpu_ms;
     shortfall += x.shortfall_gpu_ms;
-    worst_met = std::min(worst_met, x.entitled_gpu_ms > 0 ? 100.0 * (1.0 - static_cast<double>(x.shortfall_gpu_ms) / static_cast<double>(x.entitled_gpu_ms)) : 100.0);
+    worst_met = std::min(worst_met, x.entitled_gpu_ms > 0
+                                        ? 100.0 * (1.0 - static_cast<double>(x.shortfall_gpu_ms) /
+                                                             static_cast<double>(x.entitled_gpu_ms))
+                                        : 100.0);
   }
   j["queues"] = queues;
   j["asked_within"] = asked;
@@ -623,7 +651,9 @@ nlohmann::json ReplayMetrics(const ReplayResult& r) {
   j["within_wait_avg_s"] = late ? wait_total / 1000.0 / static_cast<double>(late) : 0.0;
   j["denied_cycles"] = denied_cycles;
   j["denied_s"] = denied_ms / 1000.0;
-  j["entitlement_met_pct"] = entitled > 0 ? 100.0 * (1.0 - static_cast<double>(shortfall) / static_cast<double>(entitled)) : 100.0;
+  j["entitlement_met_pct"] =
+      entitled > 0 ? 100.0 * (1.0 - static_cast<double>(shortfall) / static_cast<double>(entitled))
+                   : 100.0;
   j["worst_queue_entitlement_met_pct"] = worst_met;
   j["preemptions"] = preemptions;
   j["cycles"] = r.cycles;
@@ -646,10 +676,13 @@ nlohmann::json StagingMetrics(const ReplayResult& r) {
           {"objects", r.staging_objects},
           {"catalogue_gb", static_cast<double>(r.staging_catalogue_bytes) / 1e9},
           {"gpu_hours_lost", static_cast<double>(s.lost_gpu_ms) / 1000.0 / 3600.0},
-          {"lost_pct_of_gpu_hours", r.busy_gpu_ms > 0 ? 100.0 * static_cast<double>(s.lost_gpu_ms) / static_cast<double>(r.busy_gpu_ms) : 0.0},
+          {"lost_pct_of_gpu_hours", r.busy_gpu_ms > 0 ? 100.0 * static_cast<double>(s.lost_gpu_ms) /
+                                                            static_cast<double>(r.busy_gpu_ms)
+                                                      : 0.0},
           {"starts_with_objects", s.starts_with_objects},
           {"staged_starts", s.staged_starts},
-          {"avg_staging_s", s.staged_starts ? static_cast<double>(s.staging_ms) / 1000.0 / staged : 0.0},
+          {"avg_staging_s",
+           s.staged_starts ? static_cast<double>(s.staging_ms) / 1000.0 / staged : 0.0},
           {"staging_s_total", static_cast<double>(s.staging_ms) / 1000.0},
           {"transfers", s.transfers},
           {"prestage_transfers", s.prestage_transfers},

@@ -6,11 +6,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cluster/topology.h"
 #include "sched/scheduler.h"
@@ -37,10 +36,10 @@ const std::vector<std::string>& ReplayPolicyNames();
 struct ReplayOptions {
   ReplayPolicy policy;
   Duration restore_cost = 30 * kSecond;
-  Duration preemption_grace = 0;    // SimConfig::preemption_grace
-  double load = 1.0;                // arrival gaps divided by this
-  std::optional<Time> from, to;     // select jobs by submit day, both days included
-  int threads = 2;                  // partitions replay in parallel
+  Duration preemption_grace = 0;  // SimConfig::preemption_grace
+  double load = 1.0;              // arrival gaps divided by this
+  std::optional<Time> from, to;   // select jobs by submit day, both days included
+  int threads = 2;                // partitions replay in parallel
   // One cluster holding every partition's nodes instead of one simulator per partition: each
   // partition becomes a leaf queue with a guaranteed GPU quota equal to its GPUs (no borrowing
   // or lending limit, weight 1) and its jobs go to that queue. Needs named partitions.
@@ -107,9 +106,9 @@ struct UsageSample {
 };
 
 struct ReplayResult {
-  std::vector<JobOutcome> done;   // jobs that ran to completion
-  int64_t never = 0;              // jobs that could never fit their partition
-  int64_t no_partition = 0;       // jobs of a partition that is not in the cluster
+  std::vector<JobOutcome> done;  // jobs that ran to completion
+  int64_t never = 0;             // jobs that could never fit their partition
+  int64_t no_partition = 0;      // jobs of a partition that is not in the cluster
   int64_t cycles = 0;
   int64_t total_gpus = 0;
   int64_t busy_gpu_ms = 0;
@@ -141,7 +140,8 @@ std::shared_ptr<const cluster::Topology> UniformCluster(const std::string& name,
 StatusOr<std::shared_ptr<const cluster::Topology>> ReadOpenbCluster(const std::string& path);
 
 // One topology with the nodes of every partition (names must be unique), fabric as declared.
-StatusOr<std::shared_ptr<const cluster::Topology>> PoolOf(const std::vector<ClusterPartition>& partitions);
+StatusOr<std::shared_ptr<const cluster::Topology>> PoolOf(
+    const std::vector<ClusterPartition>& partitions);
 
 // The metrics: jobs, avg/p50/p99 JCT, avg/p99 queueing, makespan, GPU utilisation, slowdown,
 // mean run time (the no-queueing bound on average JCT), and `queues`: one entry per partition.

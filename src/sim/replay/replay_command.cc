@@ -13,7 +13,8 @@ namespace hangar::sim {
 namespace {
 
 struct ReplayArgs {
-  std::string trace, format = "hangar", cluster, philly_vcs, openb_nodes, from, to, policy, json, restore = "30s", grace = "0s";
+  std::string trace, format = "hangar", cluster, philly_vcs, openb_nodes, from, to, policy, json,
+                     restore = "30s", grace = "0s";
   bool shared_pool = false;
   std::string share_half_life = "30m";
   std::string las_thresholds;  // GPU-seconds, comma-separated
@@ -41,14 +42,17 @@ StatusOr<bool> OnOff(const std::string& flag, const std::string& v) {
 Status StagingOptions(const ReplayArgs& a, ReplayOptions* opt) {
   const bool on = a.staging || a.staging_compare;
   for (const CLI::Option* o : a.staging_options) {
-    if (!on && o->count() > 0) return Status::InvalidArgument(o->get_name() + " needs --staging (or --staging-compare)");
+    if (!on && o->count() > 0)
+      return Status::InvalidArgument(o->get_name() + " needs --staging (or --staging-compare)");
   }
   if (a.staging_compare && (a.data_aware_option->count() > 0 || a.prestage_option->count() > 0)) {
-    return Status::InvalidArgument("--staging-compare runs with --data-aware and --prestage both on, then both off; "
-                                   "give neither");
+    return Status::InvalidArgument(
+        "--staging-compare runs with --data-aware and --prestage both on, then both off; "
+        "give neither");
   }
   if (!on) return Status::Ok();
-  if (!(a.origin_mbps > 0) || !(a.peer_mbps > 0)) return Status::InvalidArgument("--origin-mbps and --peer-mbps must be above 0");
+  if (!(a.origin_mbps > 0) || !(a.peer_mbps > 0))
+    return Status::InvalidArgument("--origin-mbps and --peer-mbps must be above 0");
   if (!(a.node_cache_gb >= 0)) return Status::InvalidArgument("--node-cache-gb must be 0 or more");
   StagingConfig& s = opt->staging;
   s.enabled = true;
@@ -69,30 +73,33 @@ std::string OnOffText(bool v) { return v ? "on" : "off"; }
 
 // One line per staging configuration, from its StagingSummary.
 void PrintStaging(const nlohmann::json& s) {
-  std::printf("staging (data-aware %s, pre-staging %s): avg JCT %.0f s, %.1f GPU-hours lost to staging "
-              "(%lld of %lld starts staged, avg %.0f s), origin %.0f GB, peers %.0f GB, %lld pre-staged copies, "
-              "%lld evictions\n",
-              OnOffText(s["data_aware"].get<bool>()).c_str(), OnOffText(s["prestage"].get<bool>()).c_str(),
-              s["avg_jct_s"].get<double>(), s["gpu_hours_lost"].get<double>(),
-              static_cast<long long>(s["staged_starts"].get<int64_t>()),
-              static_cast<long long>(s["starts_with_objects"].get<int64_t>()), s["avg_staging_s"].get<double>(),
-              s["origin_gb"].get<double>(), s["peer_gb"].get<double>(),
-              static_cast<long long>(s["prestage_transfers"].get<int64_t>()),
-              static_cast<long long>(s["evictions"].get<int64_t>()));
+  std::printf(
+      "staging (data-aware %s, pre-staging %s): avg JCT %.0f s, %.1f GPU-hours lost to staging "
+      "(%lld of %lld starts staged, avg %.0f s), origin %.0f GB, peers %.0f GB, %lld pre-staged "
+      "copies, "
+      "%lld evictions\n",
+      OnOffText(s["data_aware"].get<bool>()).c_str(), OnOffText(s["prestage"].get<bool>()).c_str(),
+      s["avg_jct_s"].get<double>(), s["gpu_hours_lost"].get<double>(),
+      static_cast<long long>(s["staged_starts"].get<int64_t>()),
+      static_cast<long long>(s["starts_with_objects"].get<int64_t>()),
+      s["avg_staging_s"].get<double>(), s["origin_gb"].get<double>(), s["peer_gb"].get<double>(),
+      static_cast<long long>(s["prestage_transfers"].get<int64_t>()),
+      static_cast<long long>(s["evictions"].get<int64_t>()));
 }
 
 // The figures the two configurations of --staging-compare are set side by side by.
 nlohmann::json StagingSummary(const nlohmann::json& m) {
   nlohmann::json out = m["staging"];
-  for (const char* k : {"jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s", "gpu_util_pct", "makespan_s"}) {
+  for (const char* k : {"jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s",
+                        "gpu_util_pct", "makespan_s"}) {
     out[k] = m[k];
   }
   return out;
 }
 
 // --staging-compare: the same replay with data-aware placement and pre-staging both off.
-Status CompareStaging(std::vector<TraceJob> jobs, const std::vector<ClusterPartition>& partitions, ReplayOptions opt,
-                      nlohmann::json* out) {
+Status CompareStaging(std::vector<TraceJob> jobs, const std::vector<ClusterPartition>& partitions,
+                      ReplayOptions opt, nlohmann::json* out) {
   opt.staging.data_aware = opt.staging.prestage = false;
   HANGAR_ASSIGN_OR_RETURN(ReplayResult r, RunReplay(std::move(jobs), partitions, opt));
   const nlohmann::json off = ReplayMetrics(r);
@@ -104,29 +111,34 @@ StatusOr<std::vector<TraceJob>> ReadTrace(const ReplayArgs& a) {
   if (a.format == "hangar") return ReadHangarTrace(a.trace);
   if (a.format == "philly") return ReadPhillyTrace(a.trace);
   if (a.format == "openb") return ReadOpenbTrace(a.trace);
-  return Status::InvalidArgument("--format must be hangar, philly or openb, not '" + a.format + "'");
+  return Status::InvalidArgument("--format must be hangar, philly or openb, not '" + a.format +
+                                 "'");
 }
 
 // The openb node list beside the pod list, for --format openb without a cluster option.
 std::string OpenbNodesBeside(const std::string& trace) {
   const size_t slash = trace.find_last_of('/');
-  return (slash == std::string::npos ? std::string() : trace.substr(0, slash + 1)) + "openb_node_list_gpu_node.csv";
+  return (slash == std::string::npos ? std::string() : trace.substr(0, slash + 1)) +
+         "openb_node_list_gpu_node.csv";
 }
 
 StatusOr<std::vector<ClusterPartition>> Partitions(const ReplayArgs& a) {
   const int given = !a.cluster.empty() + !a.philly_vcs.empty() + !a.openb_nodes.empty();
   if (given > 1 || (given == 0 && a.format != "openb")) {
     return Status::InvalidArgument(
-        "give exactly one of --cluster cluster.yaml, --philly-vcs philly_vc_nodes.csv or --openb-nodes "
+        "give exactly one of --cluster cluster.yaml, --philly-vcs philly_vc_nodes.csv or "
+        "--openb-nodes "
         "openb_node_list_gpu_node.csv");
   }
   if (a.shared_pool && a.philly_vcs.empty()) {
-    return Status::InvalidArgument("--shared-pool pools the virtual clusters of --philly-vcs; give --philly-vcs too");
+    return Status::InvalidArgument(
+        "--shared-pool pools the virtual clusters of --philly-vcs; give --philly-vcs too");
   }
   std::vector<ClusterPartition> out;
   if (given == 0 || !a.openb_nodes.empty()) {
-    HANGAR_ASSIGN_OR_RETURN(auto topology,
-                            ReadOpenbCluster(a.openb_nodes.empty() ? OpenbNodesBeside(a.trace) : a.openb_nodes));
+    HANGAR_ASSIGN_OR_RETURN(
+        auto topology,
+        ReadOpenbCluster(a.openb_nodes.empty() ? OpenbNodesBeside(a.trace) : a.openb_nodes));
     out.push_back({"", topology});
     return out;
   }
@@ -147,7 +159,8 @@ Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engi
     if (it == engines.end()) {
       std::string known = "lean";
       for (const auto& [name, f] : engines) known += ", " + name;
-      return Status::InvalidArgument("--engine must be one of " + known + ", not '" + a.engine + "'");
+      return Status::InvalidArgument("--engine must be one of " + known + ", not '" + a.engine +
+                                     "'");
     }
     opt.engine = it->second;
   }
@@ -177,7 +190,8 @@ Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engi
   if (a.staging_compare) again = jobs;
   HANGAR_ASSIGN_OR_RETURN(ReplayResult r, RunReplay(std::move(jobs), partitions, opt));
   nlohmann::json out = ReplayMetrics(r);
-  if (a.staging_compare) HANGAR_RETURN_IF_ERROR(CompareStaging(std::move(again), partitions, opt, &out));
+  if (a.staging_compare)
+    HANGAR_RETURN_IF_ERROR(CompareStaging(std::move(again), partitions, opt, &out));
   out["policy"] = a.policy;
   out["trace"] = a.trace;
   out["load"] = a.load;
@@ -188,7 +202,10 @@ Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engi
   out["engine"] = a.engine;
   if (a.shared_pool) out["share_half_life_s"] = opt.share_half_life / 1000.0;
   nlohmann::json timeline = nlohmann::json::array();
-  for (const auto& s : r.timeline) timeline.push_back({{"t_s", (s.t - r.first_submit) / 1000.0}, {"gpu_util_pct", s.gpu_util_pct}, {"pending", s.pending}});
+  for (const auto& s : r.timeline)
+    timeline.push_back({{"t_s", (s.t - r.first_submit) / 1000.0},
+                        {"gpu_util_pct", s.gpu_util_pct},
+                        {"pending", s.pending}});
   out["timeline"] = timeline;
   std::vector<double> jct;
   for (const auto& o : r.done) jct.push_back((o.end - o.submit) / 1000.0);
@@ -215,19 +232,24 @@ Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engi
     if (!f) return Status::InvalidArgument("cannot write " + a.json);
     f << out.dump(2) << "\n";
   }
-  std::printf("%s: %lld jobs (%lld never fit), avg JCT %.0f s, p50 %.0f s, p99 %.0f s, avg queue %.0f s, "
-              "GPU util %.1f%%, %lld preemptions; %lld cycles in %.3f s\n",
-              a.policy.c_str(), static_cast<long long>(r.done.size()), static_cast<long long>(r.never),
-              out["avg_jct_s"].get<double>(), out["p50_jct_s"].get<double>(), out["p99_jct_s"].get<double>(),
-              out["avg_queue_s"].get<double>(), out["gpu_util_pct"].get<double>(),
-              static_cast<long long>(out["preemptions"].get<int64_t>()), static_cast<long long>(r.cycles), r.wall_s);
+  std::printf(
+      "%s: %lld jobs (%lld never fit), avg JCT %.0f s, p50 %.0f s, p99 %.0f s, avg queue %.0f s, "
+      "GPU util %.1f%%, %lld preemptions; %lld cycles in %.3f s\n",
+      a.policy.c_str(), static_cast<long long>(r.done.size()), static_cast<long long>(r.never),
+      out["avg_jct_s"].get<double>(), out["p50_jct_s"].get<double>(),
+      out["p99_jct_s"].get<double>(), out["avg_queue_s"].get<double>(),
+      out["gpu_util_pct"].get<double>(), static_cast<long long>(out["preemptions"].get<int64_t>()),
+      static_cast<long long>(r.cycles), r.wall_s);
   if (r.queues.size() > 1) {
-    std::printf("%s: mean run time %.0f s; %lld jobs asked within their guarantee, %lld started later (max wait %.0f s); "
-                "a queue was denied its guarantee in %lld cycles (%.0f s)\n",
-                out["mode"].get<std::string>().c_str(), out["avg_runtime_s"].get<double>(),
-                static_cast<long long>(out["asked_within"].get<int64_t>()),
-                static_cast<long long>(out["within_late"].get<int64_t>()), out["within_wait_max_s"].get<double>(),
-                static_cast<long long>(out["denied_cycles"].get<int64_t>()), out["denied_s"].get<double>());
+    std::printf(
+        "%s: mean run time %.0f s; %lld jobs asked within their guarantee, %lld started later (max "
+        "wait %.0f s); "
+        "a queue was denied its guarantee in %lld cycles (%.0f s)\n",
+        out["mode"].get<std::string>().c_str(), out["avg_runtime_s"].get<double>(),
+        static_cast<long long>(out["asked_within"].get<int64_t>()),
+        static_cast<long long>(out["within_late"].get<int64_t>()),
+        out["within_wait_max_s"].get<double>(),
+        static_cast<long long>(out["denied_cycles"].get<int64_t>()), out["denied_s"].get<double>());
   }
   if (a.staging_compare) {
     PrintStaging(out["staging_compare"]["on"]);
@@ -239,65 +261,88 @@ Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engi
 }
 
 void RegisterStagingOptions(CLI::App* c, ReplayArgs* a) {
-  c->add_flag("--staging", a->staging,
-              "Give jobs artifacts by the rule of docs/sim-staging.md and stage them onto node caches");
+  c->add_flag(
+      "--staging", a->staging,
+      "Give jobs artifacts by the rule of docs/sim-staging.md and stage them onto node caches");
   c->add_flag("--staging-compare", a->staging_compare,
-              "As --staging, twice: data-aware placement and pre-staging both on, then both off; prints both");
+              "As --staging, twice: data-aware placement and pre-staging both on, then both off; "
+              "prints both");
   auto& v = a->staging_options;
-  v.push_back(c->add_option("--origin-mbps", a->origin_mbps, "Staging: the origin's egress in MB/s (10^6 bytes/s), "
-                                                              "shared by its readers")->capture_default_str());
-  v.push_back(c->add_option("--peer-mbps", a->peer_mbps, "Staging: MB/s one node reads from a peer")->capture_default_str());
-  v.push_back(c->add_option("--peer-fanout", a->peer_fanout, "Staging: on: copies after the first come from peers")
+  v.push_back(c->add_option("--origin-mbps", a->origin_mbps,
+                            "Staging: the origin's egress in MB/s (10^6 bytes/s), "
+                            "shared by its readers")
                   ->capture_default_str());
-  v.push_back(c->add_option("--node-cache-gb", a->node_cache_gb, "Staging: each node's cache budget, GB (10^9 bytes)")
+  v.push_back(c->add_option("--peer-mbps", a->peer_mbps, "Staging: MB/s one node reads from a peer")
                   ->capture_default_str());
-  a->data_aware_option = c->add_option("--data-aware", a->data_aware,
-                                       "Staging: on: placement weighs the seconds a node would stage")
-                             ->capture_default_str();
+  v.push_back(c->add_option("--peer-fanout", a->peer_fanout,
+                            "Staging: on: copies after the first come from peers")
+                  ->capture_default_str());
+  v.push_back(c->add_option("--node-cache-gb", a->node_cache_gb,
+                            "Staging: each node's cache budget, GB (10^9 bytes)")
+                  ->capture_default_str());
+  a->data_aware_option =
+      c->add_option("--data-aware", a->data_aware,
+                    "Staging: on: placement weighs the seconds a node would stage")
+          ->capture_default_str();
   a->prestage_option = c->add_option("--prestage", a->prestage,
                                      "Staging: on: reserved and nominated jobs' nodes stage ahead")
                            ->capture_default_str();
   v.push_back(a->data_aware_option);
   v.push_back(a->prestage_option);
-  v.push_back(c->add_option("--datasets", a->datasets, "Staging: on: each job needs a dataset beside its model")
+  v.push_back(c->add_option("--datasets", a->datasets,
+                            "Staging: on: each job needs a dataset beside its model")
                   ->capture_default_str());
-  v.push_back(c->add_option("--models-per-class", a->models_per_class, "Staging: models per group and size class")
+  v.push_back(c->add_option("--models-per-class", a->models_per_class,
+                            "Staging: models per group and size class")
                   ->capture_default_str());
-  v.push_back(c->add_option("--datasets-per-group", a->datasets_per_group, "Staging: datasets per group")
-                  ->capture_default_str());
+  v.push_back(
+      c->add_option("--datasets-per-group", a->datasets_per_group, "Staging: datasets per group")
+          ->capture_default_str());
 }
 
 }  // namespace
 
 void RegisterReplayCommand(CLI::App& sim, int* rc, std::map<std::string, EngineFactory> engines) {
   auto args = std::make_shared<ReplayArgs>();
-  CLI::App* c = sim.add_subcommand("replay", "Replay a trace in time through the production scheduler");
+  CLI::App* c =
+      sim.add_subcommand("replay", "Replay a trace in time through the production scheduler");
   c->add_option("--trace", args->trace, "Trace file")->required();
-  c->add_option("--format", args->format, "hangar | philly | openb (an openb_pod_list_*.csv)")->capture_default_str();
+  c->add_option("--format", args->format, "hangar | philly | openb (an openb_pod_list_*.csv)")
+      ->capture_default_str();
   c->add_option("--cluster", args->cluster, "cluster.yaml to replay on");
-  c->add_option("--philly-vcs", args->philly_vcs, "philly_vc_nodes.csv: one partition per virtual cluster");
+  c->add_option("--philly-vcs", args->philly_vcs,
+                "philly_vc_nodes.csv: one partition per virtual cluster");
   c->add_option("--openb-nodes", args->openb_nodes,
-                "openb_node_list_gpu_node.csv to replay on (default with --format openb: the one beside --trace)");
+                "openb_node_list_gpu_node.csv to replay on (default with --format openb: the one "
+                "beside --trace)");
   c->add_flag("--shared-pool", args->shared_pool,
-              "With --philly-vcs: one cluster of all VCs' nodes, each VC a queue guaranteed its size (borrowing on)");
-  c->add_option("--share-half-life", args->share_half_life, "With --shared-pool: fair share's usage half-life")
+              "With --philly-vcs: one cluster of all VCs' nodes, each VC a queue guaranteed its "
+              "size (borrowing on)");
+  c->add_option("--share-half-life", args->share_half_life,
+                "With --shared-pool: fair share's usage half-life")
       ->capture_default_str();
   c->add_option("--from", args->from, "First submit day (YYYY-MM-DD), included");
   c->add_option("--to", args->to, "Last submit day (YYYY-MM-DD), included");
-  c->add_option("--load", args->load, "Divide the gaps between arrivals by F")->capture_default_str();
-  c->add_option("--policy", args->policy, "fifo | fifo-backfill | sjf-oracle | las | hangar")->required();
-  c->add_option("--restore-cost", args->restore, "Added to a preempted job's run time")->capture_default_str();
+  c->add_option("--load", args->load, "Divide the gaps between arrivals by F")
+      ->capture_default_str();
+  c->add_option("--policy", args->policy, "fifo | fifo-backfill | sjf-oracle | las | hangar")
+      ->required();
+  c->add_option("--restore-cost", args->restore, "Added to a preempted job's run time")
+      ->capture_default_str();
   c->add_option("--preemption-grace", args->grace,
-                "A victim keeps its GPUs this long to checkpoint, and its preemptor starts after (as in the controller)")
+                "A victim keeps its GPUs this long to checkpoint, and its preemptor starts after "
+                "(as in the controller)")
       ->capture_default_str();
   c->add_option("--las-thresholds", args->las_thresholds,
-                 "Service levels for las/hangar, in GPU-seconds (e.g. 3600,36000)");
-  c->add_option("--threads", args->threads, "Partitions replayed in parallel")->capture_default_str();
+                "Service levels for las/hangar, in GPU-seconds (e.g. 3600,36000)");
+  c->add_option("--threads", args->threads, "Partitions replayed in parallel")
+      ->capture_default_str();
   c->add_option("--json", args->json, "Write the metrics here");
   c->add_option("--jobs-csv", args->jobs_csv, "Write one row per finished job here");
   c->add_option("--report", args->report, "Write a self-contained HTML report here");
   c->add_option("--engine", args->engine,
-                "lean (the simulator's own owner) or controller (the controller's state machine, with simulated agents)")
+                "lean (the simulator's own owner) or controller (the controller's state machine, "
+                "with simulated agents)")
       ->capture_default_str();
   RegisterStagingOptions(c, args.get());
   c->callback([args, rc, engines = std::move(engines)] {

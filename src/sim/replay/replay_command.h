@@ -1,16 +1,16 @@
 // `hangar sim replay`: time-based replay of a trace through the production scheduler.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <map>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "sim/engine/engine.h"
 
 namespace hangar::sim {
 
 // `engines`: what --engine may name besides "lean" (the Simulator), e.g. "controller".
-void RegisterReplayCommand(CLI::App& sim, int* rc, std::map<std::string, EngineFactory> engines = {});
+void RegisterReplayCommand(CLI::App& sim, int* rc,
+                           std::map<std::string, EngineFactory> engines = {});
 
 }  // namespace hangar::sim

@@ -46,9 +46,11 @@ TEST(ReplayTest, HandWorkedJcts) {
 
 TEST(ReplayTest, SelectionLoadAndPartitions) {
   const Time day = 86400;
-  std::vector<TraceJob> jobs = {Job(1, 0, 10, 1, "a"), Job(2, day, 10, 1, "a"), Job(3, day + 100, 10, 1, "b"),
-                                Job(4, 2 * day, 10, 1, "a"), Job(5, day + 50, 10, 1, "zz")};
-  std::vector<ClusterPartition> vcs = {{"a", UniformCluster("a", 1)}, {"b", UniformCluster("b", 1)}};
+  std::vector<TraceJob> jobs = {Job(1, 0, 10, 1, "a"), Job(2, day, 10, 1, "a"),
+                                Job(3, day + 100, 10, 1, "b"), Job(4, 2 * day, 10, 1, "a"),
+                                Job(5, day + 50, 10, 1, "zz")};
+  std::vector<ClusterPartition> vcs = {{"a", UniformCluster("a", 1)},
+                                       {"b", UniformCluster("b", 1)}};
   ReplayOptions opt;
   opt.policy = *MakeReplayPolicy("fifo");
   opt.from = day * kSecond;
@@ -68,8 +70,10 @@ TEST(ReplayTest, SelectionLoadAndPartitions) {
 
 TEST(ReplayTest, DeterministicAcrossThreads) {
   std::vector<TraceJob> jobs;
-  for (int i = 0; i < 400; ++i) jobs.push_back(Job(i + 1, i * 7, 30 + (i * 37) % 400, 1 << (i % 4), i % 2 ? "a" : "b"));
-  std::vector<ClusterPartition> vcs = {{"a", UniformCluster("a", 2)}, {"b", UniformCluster("b", 3)}};
+  for (int i = 0; i < 400; ++i)
+    jobs.push_back(Job(i + 1, i * 7, 30 + (i * 37) % 400, 1 << (i % 4), i % 2 ? "a" : "b"));
+  std::vector<ClusterPartition> vcs = {{"a", UniformCluster("a", 2)},
+                                       {"b", UniformCluster("b", 3)}};
   nlohmann::json first;
   for (int threads : {1, 2}) {
     ReplayOptions opt;
@@ -79,8 +83,10 @@ TEST(ReplayTest, DeterministicAcrossThreads) {
     ASSERT_TRUE(r.ok());
     nlohmann::json m = ReplayMetrics(*r);
     m.erase("wall_s");
-    if (threads == 1) first = m;
-    else EXPECT_EQ(m, first);
+    if (threads == 1)
+      first = m;
+    else
+      EXPECT_EQ(m, first);
   }
 }
 
@@ -197,7 +203,8 @@ TEST(ReplaySharedPoolTest, NeedsNamedPartitions) {
   opt.shared_pool = true;
   std::vector<ClusterPartition> one = {{"", UniformCluster("one", 1)}};
   EXPECT_FALSE(RunReplay(TwoVcs(), one, opt).ok());
-  std::vector<ClusterPartition> twice = {{"a", UniformCluster("a", 1)}, {"a", UniformCluster("b", 1)}};
+  std::vector<ClusterPartition> twice = {{"a", UniformCluster("a", 1)},
+                                         {"a", UniformCluster("b", 1)}};
   EXPECT_FALSE(RunReplay(TwoVcs(), twice, opt).ok());
 }
 
@@ -208,8 +215,9 @@ TEST(ReplaySharedPoolTest, ManyJobsKeepGuarantees) {
     const char* vc = i % 5 == 0 ? "small" : i % 5 < 3 ? "mid" : "big";
     jobs.push_back(Job(i + 1, i * 13, 50 + (i * 97) % 1500, 1 << (i % 4), vc));
   }
-  std::vector<ClusterPartition> vcs = {
-      {"small", UniformCluster("small", 1)}, {"mid", UniformCluster("mid", 2)}, {"big", UniformCluster("big", 3)}};
+  std::vector<ClusterPartition> vcs = {{"small", UniformCluster("small", 1)},
+                                       {"mid", UniformCluster("mid", 2)},
+                                       {"big", UniformCluster("big", 3)}};
   for (const char* policy : {"fifo-backfill", "sjf-oracle"}) {
     ReplayOptions opt;
     opt.policy = *MakeReplayPolicy(policy);
@@ -229,7 +237,9 @@ TEST(ReplaySharedPoolTest, ManyJobsKeepGuarantees) {
     double hours = 0;
     for (const auto& q : ma["queues"]) hours += q["gpu_hours"].get<double>();
     // The queues' GPU-hours add up to what the cluster ran.
-    EXPECT_NEAR(hours, ma["gpu_util_pct"].get<double>() / 100 * 48 * ma["makespan_s"].get<double>() / 3600, 1e-6);
+    EXPECT_NEAR(hours,
+                ma["gpu_util_pct"].get<double>() / 100 * 48 * ma["makespan_s"].get<double>() / 3600,
+                1e-6);
   }
 }
 
@@ -256,13 +266,16 @@ TEST(OpenbReplayTest, RefusesFilesWithoutTimes) {
   std::ofstream(path) << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np-1,1000,1024,2,1000\n";
   auto jobs = ReadOpenbTrace(path);
   ASSERT_FALSE(jobs.ok());
-  EXPECT_NE(jobs.status().message().find("creation_time"), std::string::npos) << jobs.status().message();
+  EXPECT_NE(jobs.status().message().find("creation_time"), std::string::npos)
+      << jobs.status().message();
   const std::string bad = ::testing::TempDir() + "/bad_times.csv";
-  std::ofstream(bad) << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
-                        "deletion_time,scheduled_time\np-1,1000,1024,1,1000,V100M16,LS,Running,50,40,50\n";
+  std::ofstream(bad)
+      << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+         "deletion_time,scheduled_time\np-1,1000,1024,1,1000,V100M16,LS,Running,50,40,50\n";
   jobs = ReadOpenbTrace(bad);
   ASSERT_FALSE(jobs.ok());
-  EXPECT_NE(jobs.status().message().find("bad_times.csv:2:"), std::string::npos) << jobs.status().message();
+  EXPECT_NE(jobs.status().message().find("bad_times.csv:2:"), std::string::npos)
+      << jobs.status().message();
 }
 
 // `hangar sim replay --format openb` end to end: the shipped pods on the shipped nodes (found
@@ -272,7 +285,8 @@ TEST(OpenbReplayTest, CommandReplaysTheShippedTrace) {
   CLI::App app;
   int rc = 0;
   RegisterReplayCommand(app, &rc);
-  app.parse("replay --format openb --trace " + kOpenb + "openb_pod_list_default.csv --policy fifo-backfill --json " + json,
+  app.parse("replay --format openb --trace " + kOpenb +
+                "openb_pod_list_default.csv --policy fifo-backfill --json " + json,
             false);
   ASSERT_EQ(rc, 0);
   nlohmann::json m = nlohmann::json::parse(std::ifstream(json));

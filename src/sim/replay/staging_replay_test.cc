@@ -33,7 +33,7 @@ TEST(ArtifactRuleTest, HashIsFnv1a64) {
 TEST(ArtifactRuleTest, ModelsFollowGroupSizeClassAndDay) {
   ArtifactCatalogue c(ArtifactRule{});
   const auto a = c.For(Job(1, 100, 10, 8)), b = c.For(Job(2, 200, 10, 8));
-  ASSERT_EQ(a.size(), 2u);  // weights and a dataset
+  ASSERT_EQ(a.size(), 2u);              // weights and a dataset
   EXPECT_EQ(a[0].object, b[0].object);  // the same group, class and day: the same model
   EXPECT_EQ(a[1].object, b[1].object);
   EXPECT_NE(a[0].object, a[1].object);
@@ -68,7 +68,8 @@ std::vector<TraceJob> Mix() {
   std::vector<TraceJob> jobs;
   const int sizes[] = {1, 2, 4, 8, 16, 8, 1, 32};
   for (int i = 0; i < 120; ++i) {
-    jobs.push_back(Job(i + 1, i * 1800, 600 + (i * 7919) % 7200, sizes[i % 8], i % 3 ? "vc" : "vc2"));
+    jobs.push_back(
+        Job(i + 1, i * 1800, 600 + (i * 7919) % 7200, sizes[i % 8], i % 3 ? "vc" : "vc2"));
   }
   return jobs;
 }
@@ -93,7 +94,8 @@ TEST(StagingReplayTest, LostGpuHoursAddUpOverJobs) {
     double lost_h = 0;
     for (const auto& o : r->done) {
       EXPECT_GE(o.end - o.start, o.runtime + o.staging);
-      lost_h += static_cast<double>(o.gpus_milli) / 1000.0 * static_cast<double>(o.staging) / 1000.0 / 3600.0;
+      lost_h += static_cast<double>(o.gpus_milli) / 1000.0 * static_cast<double>(o.staging) /
+                1000.0 / 3600.0;
     }
     EXPECT_GT(lost_h, 0.0);
     EXPECT_NEAR(m["staging"]["gpu_hours_lost"].get<double>(), lost_h, 1e-6);
@@ -114,7 +116,8 @@ TEST(StagingReplayTest, LostGpuHoursAddUpOverJobs) {
 
 TEST(StagingReplayTest, StagingNeedsTheLeanEngine) {
   ReplayOptions opt = StagingOn(true);
-  opt.engine = [](std::shared_ptr<const cluster::Topology>, const SimConfig&) -> StatusOr<std::unique_ptr<Engine>> {
+  opt.engine = [](std::shared_ptr<const cluster::Topology>,
+                  const SimConfig&) -> StatusOr<std::unique_ptr<Engine>> {
     return Status::Internal("not called");
   };
   auto r = RunReplay(Mix(), {{"", UniformCluster("c", 4)}}, opt);
@@ -127,7 +130,8 @@ class StagingCommandTest : public ::testing::Test {
   void SetUp() override {
     dir_ = ::testing::TempDir();
     std::ofstream t(dir_ + "/staging_trace.csv");
-    t << "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,time_limit\n";
+    t << "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,"
+         "tier,time_limit\n";
     for (int i = 0; i < 40; ++i) {
       t << i * 600 << "," << 1200 + (i * 37) % 3600 << "," << (i % 5 == 0 ? 2 : 1) << ",8,1000,,,,"
         << (i % 2 ? "a" : "b") << ",0,guaranteed," << 1200 + (i * 37) % 3600 << "\n";
@@ -135,15 +139,16 @@ class StagingCommandTest : public ::testing::Test {
     std::ofstream c(dir_ + "/staging_cluster.yaml");
     c << "nodes:\n";
     for (int i = 0; i < 4; ++i) {
-      c << "  - {name: n" << i << ", gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n";
+      c << "  - {name: n" << i
+        << ", gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n";
     }
   }
   int Replay(const std::string& flags) {
     CLI::App app;
     int rc = 0;
     RegisterReplayCommand(app, &rc);
-    app.parse("replay --trace " + dir_ + "/staging_trace.csv --cluster " + dir_ + "/staging_cluster.yaml " +
-                  "--policy fifo-backfill " + flags,
+    app.parse("replay --trace " + dir_ + "/staging_trace.csv --cluster " + dir_ +
+                  "/staging_cluster.yaml " + "--policy fifo-backfill " + flags,
               false);
     return rc;
   }

@@ -84,7 +84,8 @@ class CsvFile {
 };
 
 constexpr const char* kHangarColumns =
-    "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,time_limit";
+    "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,"
+    "time_limit";
 // Optional, after the twelve: the node rules (job/node_list_spec.h), each `|`-separated host lists.
 constexpr const char* kNodeColumns = ",include_nodes,exclude_nodes";
 
@@ -107,26 +108,33 @@ Status ParseNodeColumns(const CsvFile& f, const std::vector<std::string>& v, Tra
   }
   if (Status s = job::CheckNodeLists(j->nodes); !s.ok()) return f.Error(s.message());
   if (static_cast<int64_t>(j->nodes.include.size()) > j->replicas) {
-    return f.Error("include_nodes names " + std::to_string(j->nodes.include.size()) + " nodes but the job has " +
-                   std::to_string(j->replicas) + " replicas; each named node must hold one");
+    return f.Error("include_nodes names " + std::to_string(j->nodes.include.size()) +
+                   " nodes but the job has " + std::to_string(j->replicas) +
+                   " replicas; each named node must hold one");
   }
   return Status::Ok();
 }
 
-Status ParseHangarRow(const CsvFile& f, const std::vector<std::string>& v, size_t columns, TraceJob* j) {
+Status ParseHangarRow(const CsvFile& f, const std::vector<std::string>& v, size_t columns,
+                      TraceJob* j) {
   if (v.size() != columns) {
-    return f.Error("expected " + std::to_string(columns) + " columns (" + std::string(kHangarColumns) +
-                   (columns > 12 ? kNodeColumns : "") + "), found " + std::to_string(v.size()));
+    return f.Error("expected " + std::to_string(columns) + " columns (" +
+                   std::string(kHangarColumns) + (columns > 12 ? kNodeColumns : "") + "), found " +
+                   std::to_string(v.size()));
   }
   std::string submit = Trim(v[0]);
   if (!ParseSeconds(submit, &j->submit)) {
     auto t = ParseUtcTimestamp(submit);
-    if (!t.ok()) return f.Error("submit '" + submit + "' is neither seconds nor a YYYY-MM-DD HH:MM:SS time");
+    if (!t.ok())
+      return f.Error("submit '" + submit + "' is neither seconds nor a YYYY-MM-DD HH:MM:SS time");
     j->submit = *t;
   }
-  if (!ParseSeconds(Trim(v[1]), &j->runtime)) return f.Error("duration '" + v[1] + "' must be seconds >= 0");
-  if (!ParseNumber(Trim(v[2]), &j->replicas) || j->replicas < 1) return f.Error("replicas '" + v[2] + "' must be a whole number >= 1");
-  if (!ParseNumber(Trim(v[3]), &j->gpus_per_replica) || j->gpus_per_replica < 0 || j->gpus_per_replica > 64) {
+  if (!ParseSeconds(Trim(v[1]), &j->runtime))
+    return f.Error("duration '" + v[1] + "' must be seconds >= 0");
+  if (!ParseNumber(Trim(v[2]), &j->replicas) || j->replicas < 1)
+    return f.Error("replicas '" + v[2] + "' must be a whole number >= 1");
+  if (!ParseNumber(Trim(v[3]), &j->gpus_per_replica) || j->gpus_per_replica < 0 ||
+      j->gpus_per_replica > 64) {
     return f.Error("gpus_per_replica '" + v[3] + "' must be 0 to 64");
   }
   if (!ParseNumber(Trim(v[4]), &j->milli_gpu) || j->milli_gpu < 1 || j->milli_gpu > 1000) {
@@ -153,10 +161,13 @@ Status ParseHangarRow(const CsvFile& f, const std::vector<std::string>& v, size_
     j->memory_mib = *mem;
   }
   if (!Trim(v[8]).empty()) j->queue = Trim(v[8]);
-  if (!Trim(v[9]).empty() && !ParseNumber(Trim(v[9]), &j->priority)) return f.Error("priority '" + v[9] + "' must be a whole number");
+  if (!Trim(v[9]).empty() && !ParseNumber(Trim(v[9]), &j->priority))
+    return f.Error("priority '" + v[9] + "' must be a whole number");
   const std::string tier = Trim(v[10]);
-  if (tier == "opportunistic") j->tier = job::Tier::kOpportunistic;
-  else if (!tier.empty() && tier != "guaranteed") return f.Error("tier '" + tier + "' must be guaranteed or opportunistic");
+  if (tier == "opportunistic")
+    j->tier = job::Tier::kOpportunistic;
+  else if (!tier.empty() && tier != "guaranteed")
+    return f.Error("tier '" + tier + "' must be guaranteed or opportunistic");
   if (!Trim(v[11]).empty() && !ParseSeconds(Trim(v[11]), &j->time_limit)) {
     return f.Error("time_limit '" + v[11] + "' must be seconds (or empty for none)");
   }
@@ -168,13 +179,15 @@ Status ParseHangarRow(const CsvFile& f, const std::vector<std::string>& v, size_
 StatusOr<std::vector<TraceJob>> ReadHangarTrace(const std::string& path) {
   HANGAR_ASSIGN_OR_RETURN(CsvFile f, CsvFile::Open(path));
   std::vector<std::string> v;
-  if (!f.Next(&v)) return f.Error("the trace is empty; the first line must be the header: " + std::string(kHangarColumns));
+  if (!f.Next(&v))
+    return f.Error("the trace is empty; the first line must be the header: " +
+                   std::string(kHangarColumns));
   std::string header;
   for (size_t i = 0; i < v.size(); ++i) header += (i ? "," : "") + Trim(v[i]);
   const bool nodes = header == std::string(kHangarColumns) + kNodeColumns;
   if (header != kHangarColumns && !nodes) {
-    return f.Error("the header must be: " + std::string(kHangarColumns) + " (optionally followed by" +
-                   std::string(kNodeColumns).replace(0, 1, " ") + ")");
+    return f.Error("the header must be: " + std::string(kHangarColumns) +
+                   " (optionally followed by" + std::string(kNodeColumns).replace(0, 1, " ") + ")");
   }
   std::vector<TraceJob> jobs;
   while (f.Next(&v)) {
@@ -190,7 +203,8 @@ StatusOr<std::vector<TraceJob>> ReadPhillyTrace(const std::string& path) {
   HANGAR_ASSIGN_OR_RETURN(CsvFile f, CsvFile::Open(path));
   std::vector<std::string> v;
   if (!f.Next(&v) || v.size() != 5 || Trim(v[0]) != "timestamp") {
-    return f.Error("a Philly trace starts with the header timestamp,duration,num_gpus,gpu_time,cluster");
+    return f.Error(
+        "a Philly trace starts with the header timestamp,duration,num_gpus,gpu_time,cluster");
   }
   std::vector<TraceJob> jobs;
   jobs.reserve(90000);
@@ -201,9 +215,11 @@ StatusOr<std::vector<TraceJob>> ReadPhillyTrace(const std::string& path) {
     auto t = ParseUtcTimestamp(TrimView(v[0]));
     if (!t.ok()) return f.Error("timestamp: " + t.status().message());
     j.submit = *t;
-    if (!ParseSeconds(TrimView(v[1]), &j.runtime)) return f.Error("duration '" + v[1] + "' must be seconds >= 0");
+    if (!ParseSeconds(TrimView(v[1]), &j.runtime))
+      return f.Error("duration '" + v[1] + "' must be seconds >= 0");
     int gpus = 0;
-    if (!ParseNumber(TrimView(v[2]), &gpus) || gpus < 1) return f.Error("num_gpus '" + v[2] + "' must be a whole number >= 1");
+    if (!ParseNumber(TrimView(v[2]), &gpus) || gpus < 1)
+      return f.Error("num_gpus '" + v[2] + "' must be a whole number >= 1");
     j.replicas = gpus <= 8 ? 1 : (gpus + 7) / 8;
     j.gpus_per_replica = gpus <= 8 ? gpus : 8;
     j.partition = TrimView(v[4]);
@@ -220,8 +236,9 @@ StatusOr<std::vector<TraceJob>> ReadOpenbTrace(const std::string& path) {
   HANGAR_RETURN_IF_ERROR(rows.ReadHeader({}));
   for (const char* column : {"creation_time", "deletion_time", "scheduled_time"}) {
     if (!rows.Column(column)) {
-      return Status::InvalidArgument(path + ": the header has no '" + column +
-                                     "' column; replay needs the pods' times (the multigpu* files have none)");
+      return Status::InvalidArgument(
+          path + ": the header has no '" + column +
+          "' column; replay needs the pods' times (the multigpu* files have none)");
     }
   }
   const size_t created = *rows.Column("creation_time"), deleted = *rows.Column("deletion_time"),
@@ -230,14 +247,19 @@ StatusOr<std::vector<TraceJob>> ReadOpenbTrace(const std::string& path) {
   jobs.reserve(pods.size());
   for (const auto& pod : pods) {
     HANGAR_ASSIGN_OR_RETURN(bool more, rows.Next());
-    if (!more || rows.line() != pod.line) return rows.Error("the pod list changed while it was read");
+    if (!more || rows.line() != pod.line)
+      return rows.Error("the pod list changed while it was read");
     if (rows.Field(scheduled).empty()) continue;  // never ran
     constexpr int64_t kMax = INT64_MAX / 4 / kSecond;
     HANGAR_ASSIGN_OR_RETURN(int64_t c, rows.Int(created, 0, kMax));
     HANGAR_ASSIGN_OR_RETURN(int64_t s, rows.Int(scheduled, 0, kMax));
     HANGAR_ASSIGN_OR_RETURN(int64_t d, rows.Int(deleted, 0, kMax));
-    if (s < c) return rows.Error("scheduled_time " + std::to_string(s) + " is before creation_time " + std::to_string(c));
-    if (d < s) return rows.Error("deletion_time " + std::to_string(d) + " is before scheduled_time " + std::to_string(s));
+    if (s < c)
+      return rows.Error("scheduled_time " + std::to_string(s) + " is before creation_time " +
+                        std::to_string(c));
+    if (d < s)
+      return rows.Error("deletion_time " + std::to_string(d) + " is before scheduled_time " +
+                        std::to_string(s));
     TraceJob j;
     j.row = static_cast<uint64_t>(pod.line);
     j.submit = c * kSecond;
@@ -255,7 +277,8 @@ StatusOr<std::vector<TraceJob>> ReadOpenbTrace(const std::string& path) {
     j.memory_mib = pod.memory_mib;
     jobs.push_back(std::move(j));
   }
-  if (jobs.empty()) return Status::InvalidArgument(path + ": no pod was ever scheduled; nothing to replay");
+  if (jobs.empty())
+    return Status::InvalidArgument(path + ": no pod was ever scheduled; nothing to replay");
   return jobs;
 }
 
@@ -278,11 +301,15 @@ StatusOr<std::vector<Partition>> ReadPhillyPartitions(const std::string& path) {
 
 StatusOr<std::vector<uint64_t>> ParseSeedList(const std::string& text) {
   std::vector<uint64_t> out;
-  auto bad = [&] { return Status::InvalidArgument("seeds '" + text + "' must look like 42-51 or 42,43,50"); };
+  auto bad = [&] {
+    return Status::InvalidArgument("seeds '" + text + "' must look like 42-51 or 42,43,50");
+  };
   auto dash = text.find('-');
   if (dash != std::string::npos) {
     uint64_t a = 0, b = 0;
-    if (!ParseNumber(text.substr(0, dash), &a) || !ParseNumber(text.substr(dash + 1), &b) || b < a || b - a > 10000) return bad();
+    if (!ParseNumber(text.substr(0, dash), &a) || !ParseNumber(text.substr(dash + 1), &b) ||
+        b < a || b - a > 10000)
+      return bad();
     for (uint64_t s = a; s <= b; ++s) out.push_back(s);
     return out;
   }

@@ -27,8 +27,8 @@ struct TraceJob {
   std::string queue = "default";
   int32_t priority = 0;
   job::Tier tier = job::Tier::kGuaranteed;
-  Duration time_limit = 0;  // 0: none
-  std::string partition;    // Philly's virtual cluster
+  Duration time_limit = 0;             // 0: none
+  std::string partition;               // Philly's virtual cluster
   std::vector<SimArtifact> artifacts;  // what it needs on its nodes (artifacts.h attaches them)
   job::NodeListSpec nodes;             // include_nodes / exclude_nodes (Hangar's format only)
 };

@@ -15,7 +15,8 @@ std::string Write(const std::string& name, const std::string& text) {
 }
 
 constexpr const char* kHeader =
-    "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,time_limit\n";
+    "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,"
+    "time_limit\n";
 
 TEST(TraceTest, ReadsHangarFormat) {
   auto path = Write("ok.csv", std::string(kHeader) +
@@ -78,7 +79,9 @@ TEST(TraceTest, ReadsPhillyAsShipped) {
   EXPECT_EQ((*jobs)[1].replicas, 2);
   EXPECT_EQ((*jobs)[1].gpus_per_replica, 8);
   EXPECT_EQ((*jobs)[2].replicas, 2);  // 12 GPUs take two whole nodes
-  auto bad = ReadPhillyTrace(Write("pb.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,zero,66.0,x\n"));
+  auto bad = ReadPhillyTrace(Write(
+      "pb.csv",
+      "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,zero,66.0,x\n"));
   EXPECT_NE(bad.status().message().find("pb.csv:2: num_gpus 'zero'"), std::string::npos);
   auto vcs = ReadPhillyPartitions(Write("vc.csv", "vc,node num\na,64\nb,8\n"));
   ASSERT_TRUE(vcs.ok());
@@ -101,18 +104,20 @@ namespace {
 
 TEST(TraceTest, ReadsTheOptionalNodeRuleColumns) {
   const std::string header =
-      "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,tier,time_limit,"
+      "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,"
+      "tier,time_limit,"
       "include_nodes,exclude_nodes\n";
-  auto jobs = ReadHangarTrace(Write("nodes.csv", header +
-                                                     "0,10,2,1,1000,,,,,,,,n-[1-2],n-[5-6]|n-9\n"
-                                                     "5,10,1,1,1000,,,,,,,,,\n"));
+  auto jobs =
+      ReadHangarTrace(Write("nodes.csv", header + "0,10,2,1,1000,,,,,,,,n-[1-2],n-[5-6]|n-9\n"
+                                                  "5,10,1,1,1000,,,,,,,,,\n"));
   ASSERT_TRUE(jobs.ok()) << jobs.status().message();
   EXPECT_EQ((*jobs)[0].nodes.include, (std::vector<std::string>{"n-1", "n-2"}));
   EXPECT_EQ((*jobs)[0].nodes.exclude, (std::vector<std::string>{"n-5", "n-6", "n-9"}));
   EXPECT_TRUE((*jobs)[1].nodes.empty());
   auto bad = ReadHangarTrace(Write("nodes-bad.csv", header + "0,10,1,1,1000,,,,,,,,n-[1-2],\n"));
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("nodes-bad.csv:2: include_nodes names 2 nodes but the job has 1 replicas"),
+  EXPECT_NE(bad.status().message().find(
+                "nodes-bad.csv:2: include_nodes names 2 nodes but the job has 1 replicas"),
             std::string::npos)
       << bad.status().message();
 }

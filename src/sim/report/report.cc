@@ -28,11 +28,20 @@ std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -48,13 +57,14 @@ td:first-child,th:first-child{text-align:left} canvas{max-height:320px}
 
 std::string Page(const std::string& title, const std::string& subtitle, const std::string& body,
                  const nlohmann::json& data, const std::string& script) {
-  return "<!doctype html><html><head><meta charset=\"utf-8\"><title>" + Escape(title) + "</title><style>" +
-         kStyle + "</style><script>" + kChartJs + "</script></head><body><h1>" + Escape(title) +
-         "</h1><p class=\"sub\">" + Escape(subtitle) + "</p>" + body + "<script>const DATA=" + ScriptSafe(data) +
-         ";\n" + script + "</script></body></html>\n";
+  return "<!doctype html><html><head><meta charset=\"utf-8\"><title>" + Escape(title) +
+         "</title><style>" + kStyle + "</style><script>" + kChartJs + "</script></head><body><h1>" +
+         Escape(title) + "</h1><p class=\"sub\">" + Escape(subtitle) + "</p>" + body +
+         "<script>const DATA=" + ScriptSafe(data) + ";\n" + script + "</script></body></html>\n";
 }
 
-std::string MetricsTable(const nlohmann::json& j, const std::vector<std::pair<std::string, std::string>>& rows) {
+std::string MetricsTable(const nlohmann::json& j,
+                         const std::vector<std::pair<std::string, std::string>>& rows) {
   std::string t = "<table><tr><th>metric</th><th>value</th></tr>";
   for (const auto& [key, label] : rows) {
     if (!j.contains(key)) continue;
@@ -68,15 +78,24 @@ std::string MetricsTable(const nlohmann::json& j, const std::vector<std::pair<st
 
 std::string RenderReplayReport(const nlohmann::json& r) {
   const std::string body =
-      "<div class=\"grid\"><div class=\"card\"><h3>Job completion time (CDF)</h3><canvas id=\"cdf\"></canvas></div>"
+      "<div class=\"grid\"><div class=\"card\"><h3>Job completion time (CDF)</h3><canvas "
+      "id=\"cdf\"></canvas></div>"
       "<div class=\"card\"><h3>Summary</h3>" +
-      MetricsTable(r, {{"jobs", "jobs"}, {"avg_jct_s", "average JCT (s)"}, {"p50_jct_s", "p50 JCT (s)"},
-                       {"p99_jct_s", "p99 JCT (s)"}, {"avg_queue_s", "average queueing (s)"},
-                       {"p99_queue_s", "p99 queueing (s)"}, {"makespan_s", "makespan (s)"},
-                       {"gpu_util_pct", "GPU utilisation (%)"}, {"avg_slowdown", "average slowdown"},
-                       {"preemptions", "preemptions"}, {"wall_s", "replay wall time (s)"}}) +
-      "</div><div class=\"card\"><h3>GPU utilisation over time</h3><canvas id=\"util\"></canvas></div>"
-      "<div class=\"card\"><h3>Jobs waiting over time</h3><canvas id=\"queue\"></canvas></div></div>";
+      MetricsTable(r, {{"jobs", "jobs"},
+                       {"avg_jct_s", "average JCT (s)"},
+                       {"p50_jct_s", "p50 JCT (s)"},
+                       {"p99_jct_s", "p99 JCT (s)"},
+                       {"avg_queue_s", "average queueing (s)"},
+                       {"p99_queue_s", "p99 queueing (s)"},
+                       {"makespan_s", "makespan (s)"},
+                       {"gpu_util_pct", "GPU utilisation (%)"},
+                       {"avg_slowdown", "average slowdown"},
+                       {"preemptions", "preemptions"},
+                       {"wall_s", "replay wall time (s)"}}) +
+      "</div><div class=\"card\"><h3>GPU utilisation over time</h3><canvas "
+      "id=\"util\"></canvas></div>"
+      "<div class=\"card\"><h3>Jobs waiting over time</h3><canvas "
+      "id=\"queue\"></canvas></div></div>";
   const std::string script = R"js(
 const days = t => t / 86400;
 new Chart(document.getElementById('cdf'), {type: 'line', data: {datasets: [{label: 'fraction of jobs',
@@ -91,17 +110,22 @@ new Chart(document.getElementById('queue'), {type: 'line', data: {datasets: [{la
   options: {scales: {x: {type: 'linear', title: {display: true, text: 'days'}}}}});
 )js";
   const std::string title = "hangar sim replay: " + r.value("policy", std::string("?"));
-  const std::string sub = r.value("trace", std::string("")) + ", load " + r.value("load", nlohmann::json(1)).dump();
+  const std::string sub =
+      r.value("trace", std::string("")) + ", load " + r.value("load", nlohmann::json(1)).dump();
   return Page(title, sub, body, r, script);
 }
 
 std::string RenderFgdReport(const nlohmann::json& f) {
   const std::string body =
-      "<div class=\"grid\"><div class=\"card\"><h3>GPU allocation vs arrived</h3><canvas id=\"alloc\"></canvas></div>"
+      "<div class=\"grid\"><div class=\"card\"><h3>GPU allocation vs arrived</h3><canvas "
+      "id=\"alloc\"></canvas></div>"
       "<div class=\"card\"><h3>Summary (means over seeds)</h3>" +
-      MetricsTable(f, {{"alloc_at_100", "allocation at 100% arrived (%)"}, {"alloc_at_130", "allocation at 130% (%)"},
-                       {"frag_at_100", "fragmented GPUs at 100% (% of all)"}, {"wall_s", "wall time (s)"}}) +
-      "</div><div class=\"card\"><h3>Fragmented GPUs vs arrived</h3><canvas id=\"frag\"></canvas></div></div>";
+      MetricsTable(f, {{"alloc_at_100", "allocation at 100% arrived (%)"},
+                       {"alloc_at_130", "allocation at 130% (%)"},
+                       {"frag_at_100", "fragmented GPUs at 100% (% of all)"},
+                       {"wall_s", "wall time (s)"}}) +
+      "</div><div class=\"card\"><h3>Fragmented GPUs vs arrived</h3><canvas "
+      "id=\"frag\"></canvas></div></div>";
   const std::string script = R"js(
 const curve = (c) => (c || []).map((y, k) => ({x: k, y: y})).filter(p => p.y !== null);
 function draw(id, ours, ref, label) {
@@ -116,7 +140,8 @@ const ref = DATA.reference || {};
 draw('alloc', DATA.alloc_curve, ref.alloc_curve, 'GPU allocation %');
 draw('frag', DATA.frag_curve, ref.frag_curve, 'fragmented GPUs, % of all');
 )js";
-  return Page("hangar sim fgd: " + f.value("policy", std::string("?")), f.value("workload", std::string("")), body, f, script);
+  return Page("hangar sim fgd: " + f.value("policy", std::string("?")),
+              f.value("workload", std::string("")), body, f, script);
 }
 
 Status WriteReport(const std::string& path, const std::string& html) {

@@ -2,9 +2,8 @@
 // inline, so it opens offline and can be mailed around.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/status.h"
 

@@ -6,7 +6,11 @@ namespace hangar::sim {
 namespace {
 
 TEST(ReportTest, ReplayReportIsSelfContained) {
-  nlohmann::json r = {{"policy", "fifo"}, {"trace", "t.csv"}, {"load", 4}, {"jobs", 3}, {"avg_jct_s", 160.5},
+  nlohmann::json r = {{"policy", "fifo"},
+                      {"trace", "t.csv"},
+                      {"load", 4},
+                      {"jobs", 3},
+                      {"avg_jct_s", 160.5},
                       {"jct_cdf", {{{"jct_s", 100}, {"fraction", 0.34}}}},
                       {"timeline", {{{"t_s", 0}, {"gpu_util_pct", 50}, {"pending", 1}}}},
                       {"note", "</script><script>alert(1)</script>"}};
@@ -15,14 +19,16 @@ TEST(ReportTest, ReplayReportIsSelfContained) {
   EXPECT_NE(html.find("new Chart("), std::string::npos);
   EXPECT_GT(html.size(), 100000u) << "the chart library must be inline";
   EXPECT_EQ(html.find("src=\"http"), std::string::npos) << "nothing may be fetched";
-  EXPECT_EQ(html.find("</script><script>alert"), std::string::npos) << "data must not close the script";
+  EXPECT_EQ(html.find("</script><script>alert"), std::string::npos)
+      << "data must not close the script";
   EXPECT_NE(html.find("160.5"), std::string::npos);
 }
 
 TEST(ReportTest, FgdReport) {
-  nlohmann::json f = {{"policy", "hangar"}, {"workload", "openb_pod_list_default"}, {"alloc_at_100", 96.1},
-                      {"alloc_curve", {0, 1, 2}}, {"frag_curve", {5, 5, 5}},
-                      {"reference", {{"policy", "06-FGD"}, {"alloc_curve", {0, 1, 2}}}}};
+  nlohmann::json f = {
+      {"policy", "hangar"},      {"workload", "openb_pod_list_default"},
+      {"alloc_at_100", 96.1},    {"alloc_curve", {0, 1, 2}},
+      {"frag_curve", {5, 5, 5}}, {"reference", {{"policy", "06-FGD"}, {"alloc_curve", {0, 1, 2}}}}};
   std::string html = RenderFgdReport(f);
   EXPECT_NE(html.find("openb_pod_list_default"), std::string::npos);
   EXPECT_NE(html.find("draw('alloc'"), std::string::npos);
