@@ -4,7 +4,12 @@
 Hangar gives each replica its port as HANGAR_PORT, and its identity as HANGAR_SERVICE,
 HANGAR_REPLICA and HANGAR_REVISION. /healthz is the readiness probe's path: it answers 200 once
 the "model" is loaded (after LOAD_SECONDS), or never when NEVER_READY is set (a broken revision).
-Standard library only.
+/livez is a liveness path: 200 until GET /wedge wedges the "model" (it keeps answering other
+requests, but /livez and /healthz answer 500 from then on, until the process is restarted).
+
+`echo_model.py --check PATH` is a probe command (run inside a replica's task, where HANGAR_PORT is
+the replica's own): it exits 0 when GET PATH answers 200, else 1, saying why. Standard library
+only.
 """
 import http.server
 import os
@@ -19,12 +24,34 @@ REVISION = os.environ.get("HANGAR_REVISION", "?")
 VERSION = os.environ.get("MODEL_VERSION", "v1")
 LOADED_AT = time.monotonic() + float(os.environ.get("LOAD_SECONDS", "0"))
 NEVER_READY = os.environ.get("NEVER_READY", "") not in ("", "0")
+WEDGED = threading.Event()
+
+
+def check(path):
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{PORT}{path}", timeout=2) as r:
+            return 0 if r.status == 200 else 1
+    except Exception as e:  # noqa: BLE001 -- every failure is a failed probe
+        print(f"GET {path}: {e}")
+        return 1
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self):
+        if self.path == "/wedge":
+            WEDGED.set()
+            self.answer(200, f"replica {REPLICA} wedged\n")
+            return
+        if self.path in ("/healthz", "/livez") and WEDGED.is_set():
+            self.answer(500, "wedged\n")
+            return
+        if self.path == "/livez":
+            self.answer(200, "alive\n")
+            return
         if self.path == "/healthz":
             ready = not NEVER_READY and time.monotonic() >= LOADED_AT
             self.answer(200 if ready else 503, "ready\n" if ready else "loading\n")
@@ -55,6 +82,8 @@ class Server(http.server.ThreadingHTTPServer):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        sys.exit(check(sys.argv[2]))
     server = Server(("0.0.0.0", PORT), Handler)
     # SIGTERM (Hangar stops a replica only after the load balancer drained it): finish and exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

@@ -14,6 +14,7 @@
 #include "cli/batch_commands.h"
 #include "cli/cli_common.h"
 #include "cli/client.h"
+#include "cli/service_commands.h"
 #include "cli/table.h"
 #include "common/time.h"
 #include "common/units.h"
@@ -182,6 +183,8 @@ Status ShowJob(const Common& c, const std::string& id) {
 }
 
 Status Explain(const Common& c, const std::string& id) {
+  // A service's name (service names start with a letter; job ids are numbers).
+  if (!id.empty() && std::islower(static_cast<unsigned char>(id[0]))) return ExplainService(c, id);
   HANGAR_RETURN_IF_ERROR(CheckJobId(id));
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get("/v1/jobs/" + id + "/explain"));
   if (c.output == "json") return PrintJson(r), Status::Ok();
@@ -196,6 +199,7 @@ Status Explain(const Common& c, const std::string& id) {
   }
   std::printf("\n");
   if (r.contains("progress")) PrintProgress(r["progress"]);
+  if (r.contains("service")) return ExplainService(c, r["service"].get<std::string>());
   return Status::Ok();
 }
 
@@ -411,7 +415,10 @@ void RegisterUserCommands(CLI::App& app, int* rc) {
   }
   RegisterSbatchCommand(app, rc);  // sbatch_command.cc: a Slurm batch script as a job
   add_id_command("job", "Show one job, its tasks and where they run", ShowJob);
-  add_id_command("explain", "Why a job waits (or where it runs, or how it ended)", Explain);
+  add_id_command("explain",
+                 "Why a job waits (or where it runs, or how it ended); for a service (its name, or "
+                 "a replica's job), why it has its replicas",
+                 Explain);
   {
     auto c = std::make_shared<Common>();
     auto o = std::make_shared<LogsOptions>();

@@ -103,7 +103,7 @@ TEST(CliCommandsTest, AJobIdThatIsNotANumberIsRefusedBeforeAnyRequest) {
   FakeApi api;
   api.server().set_logger(
       [&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
-  for (const char* cmd : {"cancel", "job", "explain", "logs"}) {
+  for (const char* cmd : {"cancel", "job", "logs"}) {
     ::testing::internal::CaptureStderr();
     EXPECT_EQ(RunCli(api, {cmd, "llm-serve"}), 1) << cmd;
     EXPECT_EQ(
@@ -115,6 +115,40 @@ TEST(CliCommandsTest, AJobIdThatIsNotANumberIsRefusedBeforeAnyRequest) {
   EXPECT_TRUE(CheckJobId("42").ok());
   EXPECT_FALSE(CheckJobId("").ok());
   EXPECT_FALSE(CheckJobId("-1").ok());
+}
+
+TEST(CliCommandsTest, ExplainTakesAServicesNameOrAReplicasJobAndSaysWhyItHasItsReplicas) {
+  FakeApi api;
+  const std::string service =
+      R"({"name": "web", "desired": 2, "ready": 1, "why": "its file asks for 2 replicas",
+          "revision": 1, "rollout": "complete", "message": "", "guaranteed": 2,
+          "opportunistic": 0, "waiting": [{"replica": 2, "job": 8, "state": "pending",
+          "why": "its job is pending: no room"}]})";
+  api.server().Get("/v1/services/web/explain",
+                   [&](const httplib::Request& req, httplib::Response& res) {
+                     api.Record(req);
+                     res.set_content(service, "application/json");
+                   });
+  api.server().Get("/v1/jobs/8/explain", [&](const httplib::Request& req, httplib::Response& res) {
+    api.Record(req);
+    res.set_content(R"({"id": 8, "name": "web-2", "state": "pending", "reason": "no room",
+                        "rule": "none", "service": "web"})",
+                    "application/json");
+  });
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunCli(api, {"explain", "web"}), 0);
+  EXPECT_EQ(RunCli(api, {"explain", "8"}), 0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(api.requests(),
+            (std::vector<std::string>{"/v1/services/web/explain", "/v1/jobs/8/explain",
+                                      "/v1/services/web/explain"}));
+  EXPECT_NE(out.find("service web wants 2 replicas, 1 ready: its file asks for 2 replicas\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  replica 2 (job 8) is pending: its job is pending: no room\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("job 8 (web-2) is pending: no room\n"), std::string::npos) << out;
 }
 
 }  // namespace

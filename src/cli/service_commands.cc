@@ -11,6 +11,7 @@
 #include "cli/table.h"
 #include "common/time.h"
 #include "controller/service/haproxy_config.h"
+#include "controller/service/service_explain.h"
 
 namespace hangar::cli {
 namespace {
@@ -33,6 +34,10 @@ struct RollbackOptions {
 };
 struct LbConfigOptions {
   std::string layout;
+  std::string tls_dir;          // the cluster's certificates (`hangar certs`): DIR/controller.crt
+  std::string tls_cert;         // or this certificate
+  std::string client_ca;        // require client certificates signed by this CA
+  bool verify_clients = false;  // with --tls-dir: by DIR/ca.crt
 };
 
 // The file's text and its folder, which relative workdirs are resolved against on the server.
@@ -140,13 +145,66 @@ Status Delete(const Common& c, const NameOptions& o) {
   return Status::Ok();
 }
 
+// A file HAProxy will read, as an absolute path (HAProxy runs from another folder), checked to be
+// there now so that a typo is caught before HAProxy refuses to start.
+StatusOr<std::string> TlsFile(const std::string& path, const char* what) {
+  std::error_code ec;
+  const std::string abs = std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (ec || !std::filesystem::is_regular_file(abs, ec)) {
+    return Status::NotFound(std::string(what) + " " + path +
+                            " is not a file; issue the cluster's with `hangar certs issue "
+                            "--controller --host NAME` (NAME: the endpoints' address)");
+  }
+  if (abs.find('"') != std::string::npos)
+    return Status::InvalidArgument(std::string(what) + " " + path + ": a path with '\"' in it");
+  return abs;
+}
+
+// The endpoints' TLS from the flags: --tls-dir DIR (DIR/controller.crt, its key DIR/controller.key
+// beside it; --verify-clients: DIR/ca.crt), or --tls-cert and --client-ca.
+StatusOr<controller::service::EndpointTls> EndpointTlsOf(const LbConfigOptions& o) {
+  controller::service::EndpointTls tls;
+  std::string cert = o.tls_cert, ca = o.client_ca;
+  if (!o.tls_dir.empty()) {
+    if (cert.empty()) cert = o.tls_dir + "/controller.crt";
+    if (ca.empty() && o.verify_clients) ca = o.tls_dir + "/ca.crt";
+  }
+  if (cert.empty() && (!ca.empty() || o.verify_clients)) {
+    return Status::InvalidArgument(
+        "client certificates need TLS at the endpoints: give --tls-dir DIR or --tls-cert FILE");
+  }
+  if (cert.empty()) return tls;
+  HANGAR_ASSIGN_OR_RETURN(tls.cert, TlsFile(cert, "the certificate"));
+  std::filesystem::path key = tls.cert;
+  key.replace_extension(".key");
+  std::ifstream in(tls.cert);
+  std::stringstream pem;
+  pem << in.rdbuf();
+  if (pem.str().find("PRIVATE KEY-----") == std::string::npos && !std::filesystem::exists(key)) {
+    return Status::NotFound("the certificate " + cert + " holds no key, and " + key.string() +
+                            " is not there; HAProxy needs the key in the same file or beside it");
+  }
+  if (!ca.empty()) {
+    HANGAR_ASSIGN_OR_RETURN(tls.client_ca, TlsFile(ca, "the client CA"));
+  }
+  return tls;
+}
+
 Status LbConfig(const LbConfigOptions& o) {
   HANGAR_ASSIGN_OR_RETURN(auto layout, controller::service::ParseLbLayout(o.layout));
-  std::printf("%s", controller::service::HaproxyConfig(layout).c_str());
+  HANGAR_ASSIGN_OR_RETURN(auto tls, EndpointTlsOf(o));
+  std::printf("%s", controller::service::HaproxyConfig(layout, tls).c_str());
   return Status::Ok();
 }
 
 }  // namespace
+
+Status ExplainService(const Common& c, const std::string& name) {
+  HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(c.server).Get(Path(name, "/explain")));
+  if (c.output == "json") return PrintJson(r), Status::Ok();
+  std::printf("%s", controller::service::ExplainText(r).c_str());
+  return Status::Ok();
+}
 
 void RegisterServiceCommands(CLI::App& app, int* rc) {
   CLI::App* svc = app.add_subcommand(
@@ -218,6 +276,16 @@ void RegisterServiceCommands(CLI::App& app, int* rc) {
         svc->add_subcommand("lb-config", "Print the haproxy.cfg for a controller's --service-lb");
     cmd->add_option("layout", o->layout, "ADMIN@HOST:FIRST_PORT+SLOTS, as given to --service-lb")
         ->required();
+    cmd->add_option(
+        "--tls-dir", o->tls_dir,
+        "Serve the endpoints over TLS with the cluster's certificate, DIR/controller.crt "
+        "and .key (`hangar certs`)");
+    cmd->add_option("--tls-cert", o->tls_cert,
+                    "Serve the endpoints over TLS with this certificate (its key in it, or beside "
+                    "it as NAME.key)");
+    cmd->add_option("--client-ca", o->client_ca, "Require client certificates signed by this CA");
+    cmd->add_flag("--verify-clients", o->verify_clients,
+                  "With --tls-dir: require client certificates signed by DIR/ca.crt");
     cmd->callback([=] { Guard(rc, [&] { return LbConfig(*o); }); });
   }
 }

@@ -136,7 +136,9 @@ class AgentHub::Stream final
         hub_->DeliverLog(node_, m.log_chunk());
         break;
       case pb::AgentMessage::kSessionOutput:
-        if (StepSink::IsStepSession(m.session_output().session_id())) {
+        if (hub_->probes_ && hub_->is_probe_(m.session_output().session_id())) {
+          hub_->probes_->FromAgent(node_, std::move(*m.mutable_session_output()));
+        } else if (StepSink::IsStepSession(m.session_output().session_id())) {
           if (hub_->steps_)
             hub_->steps_->FromSession(node_, std::move(*m.mutable_session_output()));
         } else if (hub_->sessions_) {
@@ -492,6 +494,7 @@ void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
   if (old) old->Reject("a newer stream from node " + node + " replaced this one");
   if (old && sessions_) sessions_->NodeGone(node);  // the agent ended them with its old stream
   if (old && steps_) steps_->NodeGone(node);
+  if (old && probes_) probes_->NodeGone(node);
 }
 
 void AgentHub::RejectStream(const std::string& node, const Stream* stream, const std::string& why) {
@@ -517,6 +520,7 @@ void AgentHub::Detach(const std::string& node, Stream* s) {
   // Outside mu_: a session relays to the hub (Send) while holding its own lock.
   if (gone && sessions_) sessions_->NodeGone(node);
   if (gone && steps_) steps_->NodeGone(node);
+  if (gone && probes_) probes_->NodeGone(node);
 }
 
 void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {

@@ -39,6 +39,12 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   // Where agents' step requests and their steps' session output go (step_relay.h). Set before the
   // server starts; null: srun inside allocations is not served.
   void set_step_sink(StepSink* steps) { steps_ = steps; }
+  // Where the output of the services' command probes goes: sessions whose id `is_probe` says is
+  // one of theirs (service/command_probe.h). Set before the server starts; null: none.
+  void set_probe_relay(SessionRelay* probes, bool (*is_probe)(uint64_t)) {
+    probes_ = probes;
+    is_probe_ = is_probe;
+  }
   // The leadership epoch stamped on every message to agents; 0: no lease.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
   // The store's identity, stamped on every message to agents; an agent that last
@@ -115,6 +121,8 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   StateOwner* owner_;
   SessionRelay* sessions_ = nullptr;
   StepSink* steps_ = nullptr;
+  SessionRelay* probes_ = nullptr;
+  bool (*is_probe_)(uint64_t) = nullptr;
   const TokenBook* tokens_ = nullptr;
   bool require_certs_ = false;
   std::atomic<int64_t> epoch_{0};

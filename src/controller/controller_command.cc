@@ -606,7 +606,8 @@ StatusOr<AgentServer> ServeAgents(const Flags& f, const TlsFiles& tls, const Hos
 // The services' controller when --service-lb names a load balancer (null otherwise), with the
 // services the store holds.
 StatusOr<std::unique_ptr<service::ServiceController>> StartServices(
-    const Flags& f, StateOwner* owner, const std::vector<KeyValueRow>& values) {
+    const Flags& f, StateOwner* owner, const std::vector<KeyValueRow>& values,
+    service::CommandProber* prober) {
   if (f.service_lb.empty()) return std::unique_ptr<service::ServiceController>();
   service::ServiceControllerOptions o;
   HANGAR_ASSIGN_OR_RETURN(o.lb, service::ParseLbLayout(f.service_lb));
@@ -614,7 +615,7 @@ StatusOr<std::unique_ptr<service::ServiceController>> StartServices(
   o.first_port = ports.first;
   o.last_port = ports.second;
   o.ports_on_this_host = f.service_ports_local;
-  auto c = std::make_unique<service::ServiceController>(owner, o);
+  auto c = std::make_unique<service::ServiceController>(owner, o, prober);
   HANGAR_RETURN_IF_ERROR(c->Restore(values));
   c->Start();
   spdlog::info("controller: services behind the load balancer at {}",
@@ -713,6 +714,9 @@ Status Run(const Flags& f) {
   hub.set_session_relay(&sessions);
   StepRelay steps(&owner, &hub);
   hub.set_step_sink(&steps);
+  service::CommandProber probes(
+      [&hub](const std::string& node, pb::ControllerMessage m) { hub.Send(node, std::move(m)); });
+  hub.set_probe_relay(&probes, &service::CommandProber::IsProbeSession);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) {
     metrics.OnCycle(s, st, clock->Now());
   });
@@ -732,7 +736,7 @@ Status Run(const Flags& f) {
   http.set_history_options(history);
   http.set_steps(&steps);
   HANGAR_ASSIGN_OR_RETURN(std::unique_ptr<service::ServiceController> services,
-                          StartServices(f, &owner, contents.values));
+                          StartServices(f, &owner, contents.values, &probes));
   http.set_services(services.get());
   if (!http.valid()) {
     return Status::InvalidArgument("cannot load the API's TLS certificate " + tls.cert +

@@ -541,6 +541,9 @@ void HttpApi::Routes() {
     if (job->state == "pending" && estimated_start != kNever)
       out["estimated_start_ms"] = estimated_start;
     if (!job->progress.is_null()) out["progress"] = job->progress;
+    if (services_) {  // a service's replica: `hangar explain` says why the service has its count
+      if (auto svc = services_->OwnerOf(job->id)) out["service"] = *svc;
+    }
     Reply(res, 200, out);
   });
   s.Get(R"(/v1/jobs/(\d+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {

@@ -13,9 +13,14 @@ rate for the whole test. While it runs:
 Load rises on a second, autoscaled service (min 1, max 3, 2 requests in flight per replica): it
 scales out to 3; load falls: it scales back in to 1 after its window; no request fails.
 
+A service whose probes are commands run inside its replicas' tasks (examples/services/watched.yaml):
+its replicas join rotation once the readiness command passes; one replica wedged (it still runs,
+but its liveness command fails) is drained, stopped and restarted after its back-off, with an event
+saying why, while a load through its endpoint sees no request fail.
+
 A guaranteed training job reclaims an opportunistic replica's GPUs (a service of whole-node
-replicas scaled out over the whole cluster): the replica is drained and requeued, and no request
-fails.
+replicas scaled out over the whole cluster on its requests per second): the replica is drained and
+requeued, and no request fails.
 
 After the load: `hangar dev` stopped and started again on its store (a controller restart, and a
 new HAProxy): the service is restored and its replicas serve through its endpoint again. And
@@ -23,7 +28,12 @@ HAProxy killed and started again (its servers all back in maintenance) serves th
 ready replicas again once the controller has set its servers anew.
 
 Then the service is deleted (its replicas drain and stop) and `hangar dev` stops, leaving no
-process behind. Usage: services_e2e_test.py HANGAR_BINARY SOURCE_DIR
+process behind.
+
+Before all that, the production configuration with TLS (`hangar service lb-config --tls-dir
+--verify-clients`, on certificates from `hangar certs`) runs in a HAProxy of its own: a client
+with a certificate of the cluster's CA reaches a replica through it over HTTPS, one without is
+refused. Usage: services_e2e_test.py HANGAR_BINARY SOURCE_DIR
 """
 import concurrent.futures
 import http.client
@@ -170,7 +180,8 @@ def replica_pids(service):
             cmd = (p / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if env.get("HANGAR_SERVICE") == service and "echo_model.py" in cmd:
+        # (a probe command runs echo_model.py --check in the replica's environment: not a replica)
+        if env.get("HANGAR_SERVICE") == service and "echo_model.py" in cmd and "--check" not in cmd:
             out.setdefault(int(env["HANGAR_REPLICA"]), []).append(int(p.name))
     return out
 
@@ -209,15 +220,16 @@ def write_versions(folder):
     busy = busy.replace("  replicas: 3\n", "  autoscale: {min: 1, max: 3, in_flight_per_replica: 2, scale_down_after: 3s}\n")
     assert "autoscale" in busy
     (folder / "busy.yaml").write_text(busy)
-    big = busy.replace("name: busy", "name: big").replace("max: 3, in_flight_per_replica: 2", "max: 4, in_flight_per_replica: 1")
+    big = busy.replace("name: busy", "name: big").replace("max: 3, in_flight_per_replica: 2", "max: 4, rps_per_replica: 5")
     big = big.replace("    gpu_fraction: 0.25\n    gpu_memory: 10Gi\n", "    gpus: 8\n")
     assert "gpus: 8" in big and "max: 4" in big
     (folder / "big.yaml").write_text(big)
+    shutil.copy(SRC / "examples/services/watched.yaml", folder)
     (folder / "train.yaml").write_text("name: train\ntasks:\n  - {name: w, gpus: 8, cpu: 1, command: [sleep, '4']}\n")
 
 
-def ready(dev, n, revision=None):
-    s = dev.service()
+def ready(dev, n, revision=None, name="echo"):
+    s = dev.service(name)
     reps = [r for r in s["replicas"] if r["state"] == "ready" and (revision is None or r["revision"] == revision)]
     return s["ready"] == n and len(reps) == n
 
@@ -226,8 +238,87 @@ def replies_after(load, t):
     return [r for r in load.snapshot() if r[0] > t]
 
 
+def wedge_one(dev):
+    """Wedges the first replica of `watched` (its /livez answers 500 from now on); its id."""
+    r = dev.service("watched")["replicas"][0]
+    host, port = r["address"].rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=5)
+    c.request("GET", "/wedge")
+    assert c.getresponse().status == 200
+    c.close()
+    return r["id"]
+
+
+def check_watched(dev, folder):
+    print(dev.cli("service", "create", "-f", str(folder / "watched.yaml")), end="")
+    wait(lambda: ready(dev, 2, name="watched"), 60, "watched's replicas, ready by their command probe")
+    load = Load(dev.service("watched")["endpoint"], rate=20)
+    load.start()
+    try:
+        time.sleep(1)
+        victim = wedge_one(dev)
+        pids = replica_pids("watched")[victim]
+        print(f"wedged replica {victim} of watched")
+        wait(lambda: any(r["id"] == victim and r["restarts"] == 1 and r["state"] == "ready"
+                         for r in dev.service("watched")["replicas"]) and dev.service("watched")["ready"] == 2,
+             60, f"replica {victim} to be restarted for failing liveness, and ready again")
+        assert replica_pids("watched")[victim] != pids
+        events = json.loads(dev.cli("events", "service/watched", "-o", "json"))["events"]
+        said = [e["message"] for e in events if "liveness" in e["message"]]
+        assert said and "liveness failed 2 times in a row (the command exited with 1: GET /livez" in said[0], said or events[:5]
+        print("liveness:", said[0])
+        time.sleep(1)
+    finally:
+        load.stop()
+    failed = [r for r in load.snapshot() if not r[1]]
+    assert not failed, failed[:10]
+    dev.cli("service", "delete", "watched")
+    wait(lambda: not replica_pids("watched"), 60, "watched's processes to end")
+
+
+def runtime_api(sock, command):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(sock))
+        s.sendall(command.encode() + b"\n")
+        return s.recv(65536).decode()
+
+
+def check_tls_endpoint(tmp):
+    certs = tmp / "certs dir"  # a path with a space, as a home folder may have
+    hangar = lambda *a: subprocess.run([HANGAR, *a], check=True, capture_output=True, text=True).stdout
+    hangar("certs", "init", "--dir", str(certs))
+    hangar("certs", "issue", "--controller", "--dir", str(certs))  # names 127.0.0.1 among others
+    hangar("certs", "issue", "--node", "client", "--dir", str(certs))
+    port, sock = free_port(1), tmp / "tls-admin.sock"
+    cfg = tmp / "tls-haproxy.cfg"
+    cfg.write_text(hangar("service", "lb-config", f"unix:{sock}@127.0.0.1:{port}+1", "--tls-dir", str(certs),
+                          "--verify-clients"))
+    assert "ssl crt" in cfg.read_text()
+    backend_port = free_port(1)
+    backend = subprocess.Popen([sys.executable, "-m", "http.server", str(backend_port), "--bind", "127.0.0.1",
+                                "--directory", str(tmp)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lb = subprocess.Popen(["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait(lambda: sock.exists(), 10, "the TLS HAProxy's runtime API")
+        runtime_api(sock, f"set server svc0/r1 addr 127.0.0.1 port {backend_port}")
+        runtime_api(sock, "set server svc0/r1 state ready")
+        url = f"https://127.0.0.1:{port}/"
+        curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", str(certs / "ca.crt"), url]
+        client = ["--cert", str(certs / "node-client.crt"), "--key", str(certs / "node-client.key")]
+        wait(lambda: subprocess.run(curl + client, capture_output=True, text=True).stdout == "200", 20,
+             "an HTTPS request with a client certificate through the TLS endpoint")
+        refused = subprocess.run(curl, capture_output=True, text=True)
+        assert refused.stdout != "200", "a client without a certificate was let in"
+        print("TLS endpoint: HTTPS with a client certificate of the cluster's CA reaches the replica; without, refused")
+    finally:
+        for p in (lb, backend):
+            p.kill()
+            p.wait()
+
+
 def main():
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="hangar-services-"))
+    check_tls_endpoint(tmp)
     folder = tmp / "svc"
     folder.mkdir()
     write_versions(folder)
@@ -313,6 +404,9 @@ def main():
         assert not busy_failed, busy_failed[:10]
         dev.cli("service", "delete", "busy")
 
+        # 5. Command probes and liveness: one replica of `watched` wedged.
+        check_watched(dev, folder)
+
         load.stop()
         results = load.snapshot()
         failed = [r for r in results if not r[1]]
@@ -337,7 +431,7 @@ def main():
         wait(lambda: not replica_pids("echo"), 30, "the replicas' processes to end")
         print("deleted; no replica runs")
 
-        # 5. A guaranteed training job reclaims an opportunistic replica's node.
+        # 6. A guaranteed training job reclaims an opportunistic replica's node.
         print(dev.cli("service", "create", "-f", str(folder / "big.yaml")), end="")
         wait(lambda: dev.service("big")["ready"] == 1, 60, "big's first replica")
         heavy = Load(dev.service("big")["endpoint"], rate=25)

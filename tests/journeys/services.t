@@ -10,10 +10,13 @@ reached through one endpoint; an update, a scale-down and a delete, as the docum
   [doc] $ hangar service create -f */examples/services/echo.yaml (glob)
   created service echo (revision 1): endpoint 127.0.0.1:PORT
   $ wait_for 60 '[ "$(hangar service get echo -o json | jq -r .ready)" = 3 ]'
+  $ hangar explain echo
+  service echo wants 3 replicas, 3 ready: its file (or `hangar service scale`) asks for 3 replicas
+    revision 1: complete
   $ doc_run docs/services.md 2 > get.out; grep -c "^replica=[123] revision=1 version=v1$" get.out; grep -c "ready  127.0.0.1" get.out
   1
   3
-  $ doc_run docs/services.md 4 > update.out; grep -v '^\[doc\]' update.out | grep -v "^NAME\|^echo "
+  $ doc_run docs/services.md 5 > update.out; grep -v '^\[doc\]' update.out | grep -v "^NAME\|^echo "
   service echo: rolling out revision 2
   service echo: 2 replicas wanted
   service echo: deleting (its replicas drain, then stop)

@@ -3,7 +3,8 @@
 // `chromium --dump-dom --virtual-time-budget=8000`; every view opens and shows the cluster's own
 // facts (node names, a waiting job's blocker and queue position, a fault injected on a fake GPU
 // turning its map cell suspect through the live feed); no console errors; a screenshot of each
-// view under --out; the overview's charts draw the controller's history within 1 s of load.
+// view under --out; the overview's charts draw the controller's history within 1 s of load; the
+// services page shows a service's replicas, revision and request rate through its endpoint.
 //   node dashboard_test.mjs --hangar build/hangar --out build/dashboard-screenshots
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -22,6 +23,9 @@ const OUT = path.resolve(arg('--out', 'build/dashboard-screenshots'));
 const BLOCKED = 'name: big-pretrain\ntasks:\n  - {replicas: 4, gpus: 8, command: [sleep, "1000"]}\n';
 const BLOCKED_2 = 'name: second-in-line\ntasks:\n  - {replicas: 4, gpus: 8, command: [sleep, "1000"]}\n';
 const RUNNING = 'name: finetune-a\ntime_limit: 2h\ntasks:\n  - {gpus: 8, command: [sleep, "1000"]}\n';
+// A service of one replica, a stdlib HTTP server on the port Hangar gives it.
+const WEB_SERVICE = 'name: web\nservice: {replicas: 1, readiness: {http: /, interval: 250ms}}\n'
+  + 'tasks:\n  - {name: server, cpu: 1, command: [sh, -c, \'exec python3 -m http.server "$HANGAR_PORT"\']}\n';
 const HALF = 'name: half-gpu\ntime_limit: 2h\ntasks:\n  - {gpu_fraction: 0.5, gpu_memory: 20Gi, command: [sleep, "1000"]}\n';
 
 const checks = [];
@@ -305,6 +309,30 @@ async function run(dir) {
       const text = await page.$eval('main', (m) => m.innerText);
       assert.ok(text.includes('GPU-hours by queue') && text.includes('default'), text);
       await shot(page, 'usage');
+    });
+    await check('services: ready of desired replicas, revisions and the request rate through the endpoint', async () => {
+      await a.post('/v1/services', WEB_SERVICE);
+      await waitFor('the service web ready', async () => (await a.get('/v1/services/web')).ready === 1, 60000);
+      const endpoint = (await a.get('/v1/services/web')).endpoint;
+      let sending = true;
+      const load = (async () => {
+        while (sending) {
+          await fetch(`http://${endpoint}/`).then((r) => r.text()).catch(() => {});
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+      try {
+        await open(page, base, '#/services', 'services');
+        await page.waitForFunction(() => /[1-9]\d* req\/s/.test(document.getElementById('services').innerText), { timeout: 20000 });
+        const row = await page.$eval('[data-service="web"]', (e) => e.closest('tr').innerText);
+        assert.match(row, new RegExp(`^web\t${endpoint.replace(/\./g, '\\.')}\t1 / 1\t1 \\(complete\\)\t[1-9]\\d* req/s`), row);
+        const text = await page.$eval('main', (m) => m.innerText);
+        assert.ok(text.includes('web: revisions') && text.includes('web: replicas'), text);
+        await shot(page, 'services');
+      } finally {
+        sending = false;
+        await load;
+      }
     });
     await check('no console errors', async () => {
       assert.deepEqual(errors, []);

@@ -61,7 +61,7 @@ std::string FormatLbLayout(const LbLayout& l) {
          std::to_string(l.slots);
 }
 
-std::string HaproxyConfig(const LbLayout& l) {
+std::string HaproxyConfig(const LbLayout& l, const EndpointTls& tls) {
   std::ostringstream c;
   const std::string socket = l.admin.rfind("unix:", 0) == 0 ? l.admin.substr(5) : "ipv4@" + l.admin;
   c << "# The load balancer of Hangar's services (docs/services.md), as `hangar service lb-config` "
@@ -71,8 +71,16 @@ std::string HaproxyConfig(const LbLayout& l) {
        "    stats socket "
     << socket
     << " mode 600 level admin\n"
-       "    stats timeout 30s\n"
-       "defaults\n"
+       "    stats timeout 30s\n";
+  std::string bind_tls;
+  if (!tls.cert.empty()) {
+    // controller.crt's key is controller.key (not controller.crt.key, HAProxy's default name).
+    c << "    ssl-load-extra-del-ext\n"
+         "    ssl-default-bind-options ssl-min-ver TLSv1.2\n";
+    bind_tls = " ssl crt \"" + tls.cert + "\" alpn h2,http/1.1";
+    if (!tls.client_ca.empty()) bind_tls += " verify required ca-file \"" + tls.client_ca + "\"";
+  }
+  c << "defaults\n"
        "    mode http\n"
        "    timeout connect 2s\n"
        "    timeout client 60s\n"
@@ -86,7 +94,7 @@ std::string HaproxyConfig(const LbLayout& l) {
        "    retry-on conn-failure empty-response\n";
   for (int k = 0; k < l.slots; ++k) {
     c << "frontend svc" << k << "\n"
-      << "    bind " << l.host << ":" << (l.first_port + k) << "\n"
+      << "    bind " << l.host << ":" << (l.first_port + k) << bind_tls << "\n"
       << "    default_backend svc" << k << "\n"
       << "backend svc" << k << "\n"
       << "    balance leastconn\n"
@@ -171,6 +179,7 @@ std::map<int, SlotTraffic> ParseTraffic(const std::string& show_stat) {
       if (!ToInt(f[i], &v)) continue;
       if (f[1] == "FRONTEND" && header[i] == "req_tot") t.requests = v;
       if (f[1] == "FRONTEND" && header[i] == "hrsp_5xx") t.errors_5xx = v;
+      if (f[1] == "FRONTEND" && header[i] == "req_rate") t.rps = v;
       // In flight: the backend's sessions at replicas and queued for one (a client's idle
       // keep-alive connection counts at the frontend only).
       if (f[1] == "BACKEND" && (header[i] == "scur" || header[i] == "qcur")) t.in_flight += v;

@@ -27,9 +27,18 @@ struct LbLayout {
 StatusOr<LbLayout> ParseLbLayout(const std::string& text);
 std::string FormatLbLayout(const LbLayout& l);
 
+// TLS at the endpoints: HAProxy terminates it with `cert` (a PEM certificate; its key in the same
+// file or beside it as the same name with .key for the extension, as `hangar certs` writes them),
+// and with `client_ca` set requires client certificates that CA signed. Traffic from HAProxy to
+// the replicas stays plain HTTP on the cluster network.
+struct EndpointTls {
+  std::string cert;       // empty: plain HTTP endpoints
+  std::string client_ca;  // empty: clients show no certificate
+};
+
 // haproxy.cfg for the layout: retries with redispatch (a request that reaches a replica that has
 // just died is sent to another), TCP health checks as a second guard, and the runtime API.
-std::string HaproxyConfig(const LbLayout& l);
+std::string HaproxyConfig(const LbLayout& l, const EndpointTls& tls = {});
 
 // The runtime API commands that carry out `c`, in order.
 std::vector<std::string> HaproxyCommands(const LbChange& c);
@@ -47,11 +56,13 @@ std::map<std::pair<int, int>, std::string> ParseStatus(const std::string& show_s
 bool LbAgrees(const std::vector<LbChange>& want,
               const std::map<std::pair<int, int>, std::string>& status);
 
-// Per-slot request counters from `show stat` (the frontend's): total requests and 5xx answers.
+// Per-slot request counters from `show stat` (the frontend's): total requests, 5xx answers and
+// the request rate; and the backend's requests in flight.
 struct SlotTraffic {
   long requests = 0;
   long errors_5xx = 0;
   long in_flight = 0;  // the backend's sessions at replicas plus those queued
+  long rps = 0;        // the frontend's HTTP requests over the last second
 };
 std::map<int, SlotTraffic> ParseTraffic(const std::string& show_stat);
 

@@ -31,6 +31,24 @@ TEST(HaproxyConfigTest, TheConfigHasOneFrontendAndBackendPerSlotWithRetries) {
   EXPECT_EQ(c.find("svc2"), std::string::npos);
 }
 
+TEST(HaproxyConfigTest, WithACertificateTheEndpointsServeTls) {
+  LbLayout l{"unix:/tmp/a.sock", "0.0.0.0", 40000, 2};
+  EXPECT_EQ(HaproxyConfig(l).find("ssl"), std::string::npos) << "plain HTTP unless asked";
+  const std::string c = HaproxyConfig(l, {"/etc/hangar tls/controller.crt", ""});
+  EXPECT_NE(c.find("    bind 0.0.0.0:40000 ssl crt \"/etc/hangar tls/controller.crt\" alpn "
+                   "h2,http/1.1\n"),
+            std::string::npos)
+      << c;
+  EXPECT_NE(c.find("bind 0.0.0.0:40001 ssl crt"), std::string::npos);
+  EXPECT_NE(c.find("ssl-load-extra-del-ext"), std::string::npos) << "controller.key beside .crt";
+  EXPECT_NE(c.find("ssl-min-ver TLSv1.2"), std::string::npos);
+  EXPECT_EQ(c.find("verify required"), std::string::npos);
+  const std::string mutual = HaproxyConfig(l, {"/d/controller.crt", "/d/ca.crt"});
+  EXPECT_NE(mutual.find("alpn h2,http/1.1 verify required ca-file \"/d/ca.crt\"\n"),
+            std::string::npos)
+      << mutual;
+}
+
 TEST(HaproxyConfigTest, ChangesBecomeRuntimeCommands) {
   EXPECT_EQ(HaproxyCommands({1, 3, LbChange::Op::kEnable, "10.0.0.5", 24001}),
             (std::vector<std::string>{"set server svc1/r3 addr 10.0.0.5 port 24001",
@@ -65,6 +83,7 @@ TEST(HaproxyConfigTest, ReadsSessionsAndTrafficFromShowStat) {
   EXPECT_EQ(t[0].requests, 120);
   EXPECT_EQ(t[0].errors_5xx, 2);
   EXPECT_EQ(t[0].in_flight, 5) << "the backend's sessions and queue";
+  EXPECT_EQ(t[0].rps, 3) << "the frontend's requests over the last second";
 }
 
 TEST(HaproxyConfigTest, TellsWhenTheServersDisagreeWithTheBook) {

@@ -11,6 +11,9 @@ namespace hangar::controller::service {
 struct ProbeResult {
   bool passed = false;
   std::string detail;  // why it failed: "connection refused", "HTTP 503", "timed out"
+  // The probe could not be run at all (a command probe whose node's agent did not answer): it
+  // says nothing about the replica, and counts neither way.
+  bool unknown = false;
 };
 
 ProbeResult RunProbe(const std::string& address, int port, const ProbeSpec& probe);

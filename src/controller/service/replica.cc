@@ -39,8 +39,8 @@ bool Allowed(S from, S to) {
              to == S::kStopping;
     case S::kDraining:
       return to == S::kStopping || to == S::kPending || to == S::kBackoff || to == S::kGone;
-    case S::kStopping:
-      return to == S::kGone;
+    case S::kStopping:  // to kBackoff: stopped to be restarted (its liveness probe failed)
+      return to == S::kGone || to == S::kBackoff;
     case S::kBackoff:
       return to == S::kPending || to == S::kGone;
     case S::kGone:
@@ -74,6 +74,7 @@ Status Transition(const std::string& service, int slot, Replica* r, ReplicaState
     r->crashes = 0;
   }
   if (to == S::kStarting || to == S::kPending) r->passes = r->failures = 0;
+  if (to == S::kPending || to == S::kBackoff) r->live_failures = 0;
   r->state = to;
   r->since = now;
   r->why = std::move(why);

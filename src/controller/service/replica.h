@@ -50,14 +50,22 @@ struct Replica {
   int port = 0;         // HANGAR_PORT
   int server = 0;       // its server in the service's backend
   std::string address;  // where it listens, once its process runs
+  std::string node;     // where its task runs, and the task's id (command probes), as last seen
+  std::string task_id;
   ReplicaState state = ReplicaState::kPending;
   bool removing = false;  // the service no longer wants it: it ends instead of restarting
-  Time since = 0;         // when it entered its state
-  Time started = 0;       // when its current process began
-  Time restart_at = 0;    // kBackoff
+  // Its liveness probe failed: it is drained, stopped, and restarted after its back-off (it stays
+  // counted towards the service's size meanwhile).
+  bool relaunch = false;
+  Time since = 0;       // when it entered its state
+  Time started = 0;     // when its current process began
+  Time restart_at = 0;  // kBackoff
   Time next_probe = 0;
   int passes = 0, failures = 0;  // readiness results in a row
-  int crashes = 0;               // ends in a row since it was last ready
+  Time live_from = 0;            // liveness is probed from then on (initial_delay, or ready)
+  Time next_live_probe = 0;
+  int live_failures = 0;  // liveness failures in a row
+  int crashes = 0;        // ends in a row since it was last ready
   uint32_t restarts = 0;
   bool ever_ready = false;
   bool guaranteed = true;  // false: opportunistic (above an autoscaled service's min)

@@ -6,10 +6,12 @@
 namespace hangar::controller::service {
 namespace {
 
-// A replica still counted towards the service's size.
+// A replica still counted towards the service's size (one being restarted for failing liveness
+// is: it comes back by itself).
 bool Active(const Replica& r) {
-  return !r.removing && (r.state == ReplicaState::kPending || r.state == ReplicaState::kStarting ||
-                         r.state == ReplicaState::kReady || r.state == ReplicaState::kBackoff);
+  return !r.removing &&
+         (r.relaunch || r.state == ReplicaState::kPending || r.state == ReplicaState::kStarting ||
+          r.state == ReplicaState::kReady || r.state == ReplicaState::kBackoff);
 }
 
 std::vector<Replica*> ActiveOf(Service& s) {
@@ -111,10 +113,25 @@ int ServiceBook::AddReplica(Service& s, int revision, Time now) {
 
 void ServiceBook::Autoscale(Service& s, Time now) {
   const AutoscaleSpec& a = s.Target().options.autoscale;
-  auto seen = in_flight_.find(s.slot);
-  if (!a.on || seen == in_flight_.end()) return;
-  const long per = a.in_flight_per_replica;
-  const int want = static_cast<int>(std::clamp<long>((seen->second + per - 1) / per, a.min, a.max));
+  if (!a.on) return;
+  // Each target's count, from what the load balancer said; both must have been read.
+  int want = a.min;
+  std::string why;
+  auto recommend = [&](const std::map<int, long>& seen, long per, const char* what) {
+    auto it = seen.find(s.slot);
+    if (it == seen.end()) return false;
+    const int n = static_cast<int>(std::clamp<long>((it->second + per - 1) / per, a.min, a.max));
+    if (why.empty() || n > want) {
+      why = std::to_string(it->second) + " " + what + ", " + std::to_string(per) +
+            " per replica wanted";
+    }
+    want = std::max(want, n);
+    return true;
+  };
+  if (a.in_flight_per_replica &&
+      !recommend(in_flight_, a.in_flight_per_replica, "requests in flight"))
+    return;
+  if (a.rps_per_replica && !recommend(rps_, a.rps_per_replica, "requests per second")) return;
   // The highest recommendation of the window: up at once, down only once the window agrees.
   s.recommendations.emplace_back(now, want);
   std::erase_if(s.recommendations,
@@ -122,8 +139,7 @@ void ServiceBook::Autoscale(Service& s, Time now) {
   int desired = a.min;
   for (const auto& r : s.recommendations) desired = std::max(desired, r.second);
   if (desired == s.desired) return;
-  s.scale_note = std::to_string(seen->second) + " requests in flight, " + std::to_string(per) +
-                 " per replica wanted: " + std::to_string(desired) + " replicas (within " +
+  s.scale_note = why + ": " + std::to_string(desired) + " replicas (within " +
                  std::to_string(a.min) + "-" + std::to_string(a.max) +
                  (desired < s.desired ? ", lower for " + FormatDuration(a.scale_down_after) : "") +
                  ")";
@@ -153,13 +169,15 @@ void ServiceBook::Remove(Service& s, Replica& r, Time now, const std::string& wh
 
 void ServiceBook::FinishDrains(Service& s, Time now) {
   for (Replica& r : s.replicas) {
-    if (r.state != ReplicaState::kDraining || !r.removing) continue;
+    if (r.state != ReplicaState::kDraining || !(r.removing || r.relaunch)) continue;
     const Duration grace = s.OptionsOf(r).drain_grace;
     auto in_flight = sessions_.find({s.slot, r.server});
     const bool idle =
         in_flight != sessions_.end() && in_flight->second == 0 && now - r.since >= kMinDrain;
     if (!idle && now - r.since < grace) continue;
-    (void)Move(s, r, ReplicaState::kStopping, now, idle ? "drained" : "drain grace over");
+    (void)Move(s, r, ReplicaState::kStopping, now,
+               r.relaunch ? r.why + (idle ? "; drained" : "; drain grace over")
+                          : (idle ? "drained" : "drain grace over"));
     if (!r.job) (void)Move(s, r, ReplicaState::kGone, now, "drained");
   }
 }

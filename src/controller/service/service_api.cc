@@ -1,5 +1,5 @@
-// REST routes for services (docs/api.md, docs/services.md): create, list, get, endpoints, update,
-// scale, rollback, delete. A service file comes as its text (YAML or JSON), or as
+// REST routes for services (docs/api.md, docs/services.md): create, list, get, explain, endpoints,
+// update, scale, rollback, delete. A service file comes as its text (YAML or JSON), or as
 // {"spec": TEXT, "base": DIR} when its relative workdirs are the file's folder's (the CLI's form).
 #include <httplib.h>
 
@@ -98,6 +98,14 @@ void HttpApi::ServiceRoutes() {
           if (!Authorize(req, res, Permission::kJobsRead)) return;
           if (!services_) return Reply(res, NoServices());
           auto v = services_->Get(req.matches[1].str());
+          if (!v.ok()) return Reply(res, v.status());
+          Reply(res, 200, *v);
+        });
+  s.Get(std::string("/v1/services/") + kName + "/explain",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          if (!Authorize(req, res, Permission::kJobsRead)) return;
+          if (!services_) return Reply(res, NoServices());
+          auto v = services_->Explain(req.matches[1].str());
           if (!v.ok()) return Reply(res, v.status());
           Reply(res, 200, *v);
         });

@@ -178,6 +178,19 @@ Status ServiceBook::Move(Service& s, Replica& r, ReplicaState to, Time now, std:
   return Status::Ok();
 }
 
+void ServiceBook::Crashed(Service& s, Replica& r, const std::string& how, Time now) {
+  const RestartSpec& restart = s.OptionsOf(r).restart;
+  Duration wait = restart.backoff;
+  for (int i = 0; i < r.crashes && wait < restart.max_backoff; ++i) wait *= 2;
+  wait = std::min(wait, restart.max_backoff);
+  ++r.crashes;
+  ++r.restarts;
+  r.job = 0;
+  r.relaunch = false;
+  r.restart_at = now + wait;
+  (void)Move(s, r, ReplicaState::kBackoff, now, how + "; restarts in " + FormatDuration(wait));
+}
+
 void ServiceBook::SeeJob(const std::string& service, int replica, const JobSeen& seen, Time now) {
   auto it = services_.find(service);
   if (it == services_.end()) return;
@@ -186,24 +199,22 @@ void ServiceBook::SeeJob(const std::string& service, int replica, const JobSeen&
     if (r.id != replica || !r.job) continue;
     const auto state = job::ParseJobState(seen.state);
     const bool ended = !state || job::IsFinal(*state);
+    if (!seen.task_id.empty()) {
+      r.node = seen.node;
+      r.task_id = seen.task_id;
+    }
     if (ended) {
-      if (r.removing || r.state == ReplicaState::kStopping) {
+      if (r.removing || (r.state == ReplicaState::kStopping && !r.relaunch)) {
         if (r.state != ReplicaState::kStopping)
           (void)Move(s, r, ReplicaState::kStopping, now, "its job ended");
         (void)Move(s, r, ReplicaState::kGone, now, "its job ended");
         return;
       }
-      const RestartSpec& restart = s.OptionsOf(r).restart;
-      Duration wait = restart.backoff;
-      for (int i = 0; i < r.crashes && wait < restart.max_backoff; ++i) wait *= 2;
-      wait = std::min(wait, restart.max_backoff);
-      ++r.crashes;
-      ++r.restarts;
-      r.job = 0;
-      r.restart_at = now + wait;
-      (void)Move(s, r, ReplicaState::kBackoff, now,
-                 "its job ended (" + (seen.state.empty() ? std::string("gone") : seen.state) +
-                     "); restarts in " + FormatDuration(wait));
+      Crashed(s, r,
+              r.relaunch ? "stopped after its liveness probe failed"
+                         : "its job ended (" +
+                               (seen.state.empty() ? std::string("gone") : seen.state) + ")",
+              now);
       return;
     }
     if (*state == job::JobState::kRunning) {
@@ -211,6 +222,9 @@ void ServiceBook::SeeJob(const std::string& service, int replica, const JobSeen&
         r.address = seen.address;
         r.started = now;
         r.next_probe = now;
+        const auto& live = s.OptionsOf(r).liveness;
+        r.live_from = now + (live ? live->initial_delay : 0);
+        r.next_live_probe = r.live_from;
         (void)Move(s, r, ReplicaState::kStarting, now, "its process runs");
       }
       return;
@@ -222,7 +236,7 @@ void ServiceBook::SeeJob(const std::string& service, int replica, const JobSeen&
       return;
     }
     const bool waiting = *state == job::JobState::kPending || *state == job::JobState::kStarting;
-    if (waiting && !r.removing &&
+    if (waiting && !r.removing && !r.relaunch &&
         (r.state == ReplicaState::kStarting || r.state == ReplicaState::kReady ||
          r.state == ReplicaState::kDraining)) {
       (void)Move(s, r, ReplicaState::kPending, now, "its job was requeued");
@@ -231,28 +245,59 @@ void ServiceBook::SeeJob(const std::string& service, int replica, const JobSeen&
   }
 }
 
-void ServiceBook::SeeProbe(const std::string& service, int replica, bool passed,
-                           const std::string& detail, Time now) {
-  auto it = services_.find(service);
+void ServiceBook::SeeProbe(const ProbeTarget& t, bool passed, const std::string& detail, Time now) {
+  auto it = services_.find(t.service);
   if (it == services_.end()) return;
   Service& s = it->second;
   for (Replica& r : s.replicas) {
-    if (r.id != replica) continue;
-    const ProbeSpec& p = s.OptionsOf(r).readiness;
-    if (r.state == ReplicaState::kStarting) {
-      r.passes = passed ? r.passes + 1 : 0;
-      if (!passed) r.why = "not ready: " + detail;
-      if (r.passes >= p.success_threshold)
-        (void)Move(s, r, ReplicaState::kReady, now, "readiness passed");
-    } else if (r.state == ReplicaState::kReady) {
-      r.failures = passed ? 0 : r.failures + 1;
-      if (r.failures >= p.failure_threshold) {
-        (void)Move(s, r, ReplicaState::kStarting, now,
-                   "readiness failed " + std::to_string(r.failures) + " times: " + detail);
-      }
+    // A result about a process the replica no longer runs says nothing about it.
+    if (r.id != t.replica || r.job != t.job || r.removing || r.relaunch) continue;
+    if (t.liveness) {
+      SeeLiveness(s, r, passed, detail, now);
+    } else {
+      SeeReadiness(s, r, passed, detail, now);
     }
     return;
   }
+}
+
+void ServiceBook::SeeReadiness(Service& s, Replica& r, bool passed, const std::string& detail,
+                               Time now) {
+  const ProbeSpec& p = s.OptionsOf(r).readiness;
+  if (r.state == ReplicaState::kStarting) {
+    r.passes = passed ? r.passes + 1 : 0;
+    if (!passed) r.why = "not ready: " + detail;
+    if (r.passes >= p.success_threshold) {
+      r.live_from = std::min(r.live_from, now);
+      r.next_live_probe = std::min(r.next_live_probe, now);
+      (void)Move(s, r, ReplicaState::kReady, now, "readiness passed");
+    }
+  } else if (r.state == ReplicaState::kReady) {
+    r.failures = passed ? 0 : r.failures + 1;
+    if (r.failures >= p.failure_threshold) {
+      (void)Move(s, r, ReplicaState::kStarting, now,
+                 "readiness failed " + std::to_string(r.failures) + " times: " + detail);
+    }
+  }
+}
+
+// A replica failing liveness leaves rotation as a removed one would (drained within drain_grace,
+// then stopped), but comes back: once its job has ended it waits its back-off and runs again.
+void ServiceBook::SeeLiveness(Service& s, Replica& r, bool passed, const std::string& detail,
+                              Time now) {
+  const auto& p = s.OptionsOf(r).liveness;
+  if (!p || (r.state != ReplicaState::kStarting && r.state != ReplicaState::kReady)) return;
+  r.live_failures = passed ? 0 : r.live_failures + 1;
+  if (r.live_failures < p->failure_threshold) return;
+  const std::string why =
+      "liveness failed " + std::to_string(r.live_failures) + " times in a row (" + detail + ")";
+  r.relaunch = true;
+  plan_.events.emplace_back(s.name, "replica " + std::to_string(r.id) + " (job " +
+                                        std::to_string(r.job) + "): " + why +
+                                        "; draining, stopping and restarting it");
+  (void)Move(s, r,
+             r.state == ReplicaState::kReady ? ReplicaState::kDraining : ReplicaState::kStopping,
+             now, why);
 }
 
 void ServiceBook::Started(const std::string& service, int replica, uint64_t job) {
@@ -269,10 +314,17 @@ std::vector<ProbeTarget> ServiceBook::DueProbes(Time now) {
   for (auto& [name, s] : services_) {
     for (Replica& r : s.replicas) {
       if (r.state != ReplicaState::kStarting && r.state != ReplicaState::kReady) continue;
-      if (r.next_probe > now) continue;
-      const ProbeSpec& p = s.OptionsOf(r).readiness;
-      r.next_probe = now + p.interval;
-      out.push_back({name, r.id, r.address, p.port ? p.port : r.port, p});
+      if (r.removing || r.relaunch) continue;
+      const ServiceOptions& o = s.OptionsOf(r);
+      auto due = [&](const ProbeSpec& p, bool liveness, Time* next) {
+        // A command probe waits until the replica's task has been seen where it runs.
+        if (*next > now || (p.kind == ProbeSpec::Kind::kCommand && r.task_id.empty())) return;
+        *next = now + p.interval;
+        out.push_back({name, r.id, liveness, r.job, r.address, p.port ? p.port : r.port, r.node,
+                       r.task_id, p});
+      };
+      due(o.readiness, false, &r.next_probe);
+      if (o.liveness && now >= r.live_from) due(*o.liveness, true, &r.next_live_probe);
     }
   }
   return out;

@@ -75,19 +75,26 @@ struct Plan {
   std::vector<LbChange> lb;
   std::set<std::string> changed;  // services whose record must be stored again
   std::set<std::string> erased;   // services deleted: their records go
+  // What happened that people should hear of (the cluster's events): (service, sentence).
+  std::vector<std::pair<std::string, std::string>> events;
 };
 
 // What the daemon saw of a replica's job.
 struct JobSeen {
   std::string state;    // a job state (job_state.h); "" when the job no longer exists
   std::string address;  // the node's address, once placed
+  std::string node;     // the node's name and the task's id, once placed
+  std::string task_id;
 };
 
 struct ProbeTarget {
   std::string service;
   int replica = 0;
+  bool liveness = false;  // else readiness
+  uint64_t job = 0;       // the replica's job when the probe was due (a later one ignores it)
   std::string address;
   int port = 0;
+  std::string node, task_id;  // a command probe runs in this task
   ProbeSpec probe;
 };
 
@@ -113,16 +120,18 @@ class ServiceBook {
 
   // Observations, then one round.
   void SeeJob(const std::string& service, int replica, const JobSeen& seen, Time now);
-  void SeeProbe(const std::string& service, int replica, bool passed, const std::string& detail,
-                Time now);
+  // A probe's result (an unknown one is not given: it counts neither way).
+  void SeeProbe(const ProbeTarget& probe, bool passed, const std::string& detail, Time now);
   // Sessions in flight per (slot, server), from the load balancer; absent: unknown.
   void SeeSessions(std::map<std::pair<int, int>, int> sessions) { sessions_ = std::move(sessions); }
   // Requests in flight per slot (queued or at a replica), from the load balancer, for autoscaling.
   void SeeInFlight(std::map<int, long> in_flight) { in_flight_ = std::move(in_flight); }
+  // Requests per second per slot (over the last second), from the load balancer, for autoscaling.
+  void SeeRequestRate(std::map<int, long> rps) { rps_ = std::move(rps); }
   Plan Round(Time now);
   // The daemon started replica `replica`'s job `job` (within the same commit as the plan).
   void Started(const std::string& service, int replica, uint64_t job);
-  // Probes due now; marks them taken until their interval has passed.
+  // Probes due now, readiness and liveness; marks them taken until their interval has passed.
   std::vector<ProbeTarget> DueProbes(Time now);
   // Every server of every slot as it should be (after the load balancer restarted, or this
   // controller took over).
@@ -145,6 +154,9 @@ class ServiceBook {
   void Reconcile(Service& s, Time now);
   void Autoscale(Service& s, Time now);
   void Restart(Service& s, Replica& r, Time now);
+  void SeeReadiness(Service& s, Replica& r, bool passed, const std::string& detail, Time now);
+  void SeeLiveness(Service& s, Replica& r, bool passed, const std::string& detail, Time now);
+  void Crashed(Service& s, Replica& r, const std::string& how, Time now);
   void CheckProgress(Service& s, Time now);
   void Roll(Service& s, Time now);
   void Remove(Service& s, Replica& r, Time now, const std::string& why);
@@ -161,6 +173,7 @@ class ServiceBook {
   std::map<std::string, Service> services_;
   std::map<std::pair<int, int>, int> sessions_;
   std::map<int, long> in_flight_;
+  std::map<int, long> rps_;
   Plan plan_;  // what this round has asked so far
 };
 

@@ -34,16 +34,23 @@ class World {
   // then carry out the plan.
   Plan Round(const std::function<bool(int revision)>& ready = [](int) { return true; }) {
     for (const auto& [service, replica, job] : book_.Jobs())
-      book_.SeeJob(service, replica, {jobs_[job], "10.0.0.1"}, now_);
+      book_.SeeJob(service, replica, {jobs_[job], "10.0.0.1", "n1", TaskOf(job)}, now_);
     for (const auto& p : book_.DueProbes(now_)) {
       const Replica* r = Find(p.service, p.replica);
-      book_.SeeProbe(p.service, p.replica, ready(r->revision), "refused", now_);
+      probed_.push_back(p);
+      if (p.liveness) {
+        book_.SeeProbe(p, alive(p.replica), "the command exited with 1", now_);
+      } else {
+        book_.SeeProbe(p, ready(r->revision), "refused", now_);
+      }
     }
     std::map<std::pair<int, int>, int> sessions;
     for (const auto& [key, op] : lb_) sessions[key] = in_flight_.count(key) ? in_flight_[key] : 0;
     book_.SeeSessions(sessions);
     book_.SeeInFlight(in_flight_by_slot_);
+    book_.SeeRequestRate(rps_by_slot_);
     Plan plan = book_.Round(now_);
+    for (const auto& [service, what] : plan.events) events_.push_back(service + ": " + what);
     for (const auto& c : plan.lb) {
       lb_[{c.slot, c.server}] = c.op;
       log_.push_back("lb " + std::to_string(c.server) + " " +
@@ -63,6 +70,7 @@ class World {
       ++stops_;
     }
     for (const auto& s : plan.starts) {
+      ++starts_;
       if (s.opportunistic) ++opportunistic_starts_;
       const uint64_t job = next_job_++;
       jobs_[job] = "pending";
@@ -102,8 +110,15 @@ class World {
   void Kill(uint64_t job) { jobs_[job] = "failed"; }
   void SetJob(uint64_t job, const std::string& state) { jobs_[job] = state; }
   LbChange::Op Server(int slot, int server) { return lb_[{slot, server}]; }
+  static std::string TaskOf(uint64_t job) { return std::to_string(job) + ".0.0"; }
   // Called after every round; a test sets it to assert an invariant throughout.
   std::function<void()> Check = [] {};
+  // Whether a replica's liveness probe passes.
+  std::function<bool(int replica)> alive = [](int) { return true; };
+  std::vector<ProbeTarget> probed_;
+  std::vector<std::string> events_;
+  std::map<int, long> rps_by_slot_;
+  int starts_ = 0;
   int stops_ = 0;
   int opportunistic_starts_ = 0;
   std::map<std::pair<int, int>, int> in_flight_;
@@ -353,6 +368,138 @@ TEST(ServiceBookTest, ARestoredBookKeepsItsReplicasInRotation) {
   for (const auto& c : again.LbState()) enabled += c.op == LbChange::Op::kEnable;
   EXPECT_EQ(enabled, 2);
   EXPECT_EQ(again.Jobs().size(), 2u);
+}
+
+ServiceSpec Live(const std::string& name, int replicas, const std::string& initial_delay) {
+  auto s = ParseServiceSpec(
+      "name: " + name + "\nservice: {replicas: " + std::to_string(replicas) +
+          ", restart: {backoff: 1s, max_backoff: 4s}, readiness: {http: /ready, interval: 100ms}, "
+          "liveness: {command: [check, --deep], interval: 100ms, failure_threshold: 3, "
+          "initial_delay: " +
+          initial_delay + "}, drain_grace: 5s}\ntasks: [{cpu: 1, command: [serve]}]\n",
+      "test");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+TEST(ServiceBookTest, AReplicaFailingLivenessIsDrainedStoppedAndRestartedAfterItsBackOff) {
+  World w;
+  const auto spec = Live("echo", 2, "10s");
+  ASSERT_TRUE(w.book().Create(spec, Json(spec), "alice", 0).ok());
+  w.RunFor(1000);
+  ASSERT_EQ(w.Count("echo", ReplicaState::kReady), 2);
+  const Service* s = w.book().Find("echo");
+  const Replica sick = s->replicas[0];
+  // Ready replicas are probed at once (not after initial_delay), in their own task.
+  bool probed = false;
+  for (const auto& p : w.probed_) {
+    if (!p.liveness || p.replica != sick.id) continue;
+    probed = true;
+    EXPECT_EQ(p.task_id, World::TaskOf(sick.job));
+    EXPECT_EQ(p.node, "n1");
+    EXPECT_EQ(p.probe.command, (std::vector<std::string>{"check", "--deep"}));
+  }
+  EXPECT_TRUE(probed);
+  const int starts = w.starts_;
+  w.in_flight_[{s->slot, sick.server}] = 1;
+  w.alive = [&](int replica) { return replica != sick.id; };
+  w.Check = [&] { EXPECT_EQ(w.book().Find("echo")->replicas.size(), 2u) << "no stand-in added"; };
+  w.RunFor(300);  // three failures in a row
+  EXPECT_EQ(w.Find("echo", sick.id)->state, ReplicaState::kDraining);
+  EXPECT_EQ(w.Server(s->slot, sick.server), LbChange::Op::kDrain);
+  ASSERT_EQ(w.events_.size(), 1u);
+  EXPECT_NE(w.events_[0].find("liveness failed 3 times in a row (the command exited with 1)"),
+            std::string::npos)
+      << w.events_[0];
+  w.RunFor(1000);
+  EXPECT_EQ(w.stops_, 0) << "its request in flight finishes first";
+  w.in_flight_[{s->slot, sick.server}] = 0;
+  w.alive = [](int) { return true; };
+  w.RunFor(300);
+  EXPECT_EQ(w.stops_, 1);
+  EXPECT_EQ(w.Find("echo", sick.id)->state, ReplicaState::kBackoff);
+  EXPECT_NE(w.Find("echo", sick.id)->why.find("liveness"), std::string::npos);
+  w.RunFor(1500);  // back-off 1 s
+  const Replica* back = w.Find("echo", sick.id);
+  EXPECT_EQ(back->state, ReplicaState::kReady);
+  EXPECT_EQ(back->restarts, 1u);
+  EXPECT_NE(back->job, sick.job);
+  EXPECT_EQ(w.starts_, starts + 1) << "the same replica ran again, and only it";
+  // A late result about the old process says nothing about the new one.
+  ProbeTarget stale{"echo",
+                    sick.id,
+                    true,
+                    sick.job,
+                    "10.0.0.1",
+                    0,
+                    "n1",
+                    World::TaskOf(sick.job),
+                    *spec.options.liveness};
+  for (int i = 0; i < 5; ++i) w.book().SeeProbe(stale, false, "late", w.now());
+  w.Round();
+  EXPECT_EQ(w.Find("echo", sick.id)->state, ReplicaState::kReady);
+}
+
+TEST(ServiceBookTest, LivenessWaitsForReadinessOrItsInitialDelay) {
+  World w;
+  const auto spec = Live("echo", 1, "2s");
+  ASSERT_TRUE(w.book().Create(spec, Json(spec), "alice", 0).ok());
+  w.alive = [](int) { return false; };
+  w.RunFor(1900, [](int) { return false; });  // still loading
+  for (const auto& p : w.probed_) EXPECT_FALSE(p.liveness) << "probed before initial_delay";
+  EXPECT_EQ(w.Count("echo", ReplicaState::kStarting), 1);
+  w.RunFor(600, [](int) { return false; });
+  EXPECT_EQ(w.stops_, 1) << "hung before it was ever ready: stopped once initial_delay passed";
+  EXPECT_EQ(w.InRotation(), 0);
+  w.alive = [](int) { return true; };
+  w.RunFor(1500);
+  EXPECT_EQ(w.Count("echo", ReplicaState::kReady), 1);
+}
+
+ServiceSpec ByRate(const std::string& targets) {
+  auto s = ParseServiceSpec("name: web\nservice: {autoscale: {min: 1, max: 4, " + targets +
+                                ", scale_down_after: 1s}, readiness: {tcp: HANGAR_PORT}}\n"
+                                "tasks: [{cpu: 1, command: [serve]}]\n",
+                            "test");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+TEST(ServiceBookTest, AutoscalingOnRequestsPerSecondAimsAtTheRatePerReplica) {
+  World w;
+  const auto spec = ByRate("rps_per_replica: 10");
+  ASSERT_TRUE(w.book().Create(spec, Json(spec), "alice", 0).ok());
+  const int slot = w.book().Find("web")->slot;
+  w.rps_by_slot_[slot] = 25;  // no in-flight reading: the rate alone decides
+  w.RunFor(500);
+  EXPECT_EQ(w.book().Find("web")->desired, 3);
+  EXPECT_EQ(w.book().Find("web")->scale_note,
+            "25 requests per second, 10 per replica wanted: 3 replicas (within 1-4)");
+  w.rps_by_slot_[slot] = 4;
+  w.RunFor(800);
+  EXPECT_EQ(w.book().Find("web")->desired, 3) << "within the stabilisation window";
+  w.RunFor(400);
+  EXPECT_EQ(w.book().Find("web")->desired, 1);
+}
+
+TEST(ServiceBookTest, AutoscalingOnBothTargetsTakesTheLargerCount) {
+  World w;
+  const auto spec = ByRate("in_flight_per_replica: 2, rps_per_replica: 10");
+  ASSERT_TRUE(w.book().Create(spec, Json(spec), "alice", 0).ok());
+  const int slot = w.book().Find("web")->slot;
+  w.rps_by_slot_[slot] = 5;
+  w.RunFor(300);
+  EXPECT_EQ(w.book().Find("web")->desired, 1) << "both readings are needed";
+  w.in_flight_by_slot_[slot] = 7;
+  w.RunFor(300);
+  EXPECT_EQ(w.book().Find("web")->desired, 4);
+  EXPECT_EQ(w.book().Find("web")->scale_note,
+            "7 requests in flight, 2 per replica wanted: 4 replicas (within 1-4)");
+  w.in_flight_by_slot_[slot] = 0;
+  w.rps_by_slot_[slot] = 21;
+  w.RunFor(1500);
+  EXPECT_EQ(w.book().Find("web")->desired, 3);
+  EXPECT_NE(w.book().Find("web")->scale_note.find("21 requests per second"), std::string::npos);
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <future>
 
 #include "common/net.h"
 #include "controller/service/readiness_probe.h"
+#include "controller/service/service_explain.h"
 #include "job/job_spec.h"
 
 namespace hangar::controller::service {
@@ -56,10 +58,12 @@ StatusOr<std::pair<int, int>> ParsePortRange(const std::string& text) {
   return std::make_pair(lo, hi);
 }
 
-ServiceController::ServiceController(StateOwner* owner, ServiceControllerOptions options)
+ServiceController::ServiceController(StateOwner* owner, ServiceControllerOptions options,
+                                     CommandProber* prober)
     : owner_(owner),
       options_(std::move(options)),
       lb_(options_.lb.admin),
+      prober_(prober),
       book_(BookFrom(options_)) {}
 
 ServiceController::~ServiceController() { Stop(); }
@@ -91,6 +95,7 @@ void ServiceController::Stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  probing_.clear();  // waits for the probes still out, each within its timeout
 }
 
 void ServiceController::Loop() {
@@ -112,14 +117,23 @@ void ServiceController::Tick() {
   auto stat = ReadLoadBalancer();
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [target, result] : probed) {
-    book_.SeeProbe(target.service, target.replica, result.passed, result.detail, Now());
+    if (result.unknown) {
+      spdlog::debug("services: replica {} of {}: probe not run: {}", target.replica, target.service,
+                    result.detail);
+      continue;
+    }
+    book_.SeeProbe(target, result.passed, result.detail, Now());
   }
   if (stat) {
     book_.SeeSessions(ParseSessions(*stat));
-    std::map<int, long> in_flight;
+    std::map<int, long> in_flight, rps;
     traffic_ = ParseTraffic(*stat);
-    for (const auto& [slot, t] : traffic_) in_flight[slot] = t.in_flight;
+    for (const auto& [slot, t] : traffic_) {
+      in_flight[slot] = t.in_flight;
+      rps[slot] = t.rps;
+    }
     book_.SeeInFlight(std::move(in_flight));
+    book_.SeeRequestRate(std::move(rps));
   }
   // Every server set again when HAProxy disagrees with what the last round left (it restarted,
   // or was changed by hand), after a failed command, and every kResyncEvery.
@@ -156,6 +170,10 @@ void ServiceController::ObserveJobs() {
         const std::string node = j->task_views.empty() ? "" : j->task_views[0].node;
         auto n = node.empty() ? StatusOr<api::NodeView>(Status::NotFound("")) : st.GetNode(node);
         s.address = n.ok() && !n->address.empty() ? n->address : node;
+        if (auto where = st.LocateTask(id, 0); where.ok() && where->first == node) {
+          s.node = where->first;
+          s.task_id = where->second;
+        }
       }
       out.push_back(std::move(s));
     }
@@ -173,14 +191,31 @@ std::vector<std::pair<ProbeTarget, ProbeResult>> ServiceController::RunDueProbes
     due = book_.DueProbes(Now());
   }
   // In parallel, off the lock: each is bounded by its own timeout.
-  std::vector<std::future<ProbeResult>> running;
-  for (const auto& p : due) {
-    running.push_back(
-        std::async(std::launch::async, [p] { return RunProbe(p.address, p.port, p.probe); }));
+  for (auto& p : due) {
+    const bool busy = std::any_of(probing_.begin(), probing_.end(), [&p](const auto& x) {
+      return x.first.service == p.service && x.first.replica == p.replica &&
+             x.first.liveness == p.liveness;
+    });
+    if (busy) continue;  // the last one is still out: this interval's is skipped
+    auto f = std::async(std::launch::async, [this, p] { return RunOne(p); });
+    probing_.emplace_back(std::move(p), std::move(f));
   }
   std::vector<std::pair<ProbeTarget, ProbeResult>> out;
-  for (size_t i = 0; i < due.size(); ++i) out.emplace_back(due[i], running[i].get());
+  for (auto it = probing_.begin(); it != probing_.end();) {
+    if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++it;
+      continue;
+    }
+    out.emplace_back(std::move(it->first), it->second.get());
+    it = probing_.erase(it);
+  }
   return out;
+}
+
+ProbeResult ServiceController::RunOne(const ProbeTarget& p) const {
+  if (p.probe.kind != ProbeSpec::Kind::kCommand) return RunProbe(p.address, p.port, p.probe);
+  if (!prober_) return {false, "this controller runs no command probes (no agent channel)"};
+  return prober_->Run(p.node, p.task_id, p.job, p.probe.command, p.probe.timeout);
 }
 
 std::optional<std::string> ServiceController::ReadLoadBalancer() {
@@ -202,7 +237,8 @@ std::optional<std::string> ServiceController::ReadLoadBalancer() {
 void ServiceController::Execute(const Plan& plan) {
   // Out of rotation before any job is told to stop.
   ApplyLb(plan.lb);
-  if (plan.starts.empty() && plan.stops.empty() && plan.changed.empty() && plan.erased.empty())
+  if (plan.starts.empty() && plan.stops.empty() && plan.changed.empty() && plan.erased.empty() &&
+      plan.events.empty())
     return;
   std::set<std::string> changed = plan.changed;
   Status stored = owner_->Call<Status>([&](ClusterState& st, Effects* fx) {
@@ -228,6 +264,8 @@ void ServiceController::Execute(const Plan& plan) {
                     std::to_string(start.revision) + ") runs as job " + std::to_string(*id));
       changed.insert(start.service);
     }
+    for (const auto& [service, what] : plan.events)
+      fx->Event(wall, "service", "service/" + service, what);
     for (const auto& name : changed) {
       if (book_.Find(name))
         fx->batch.values.push_back({kTable, name, book_.Record(name).dump(), false});
@@ -322,6 +360,7 @@ nlohmann::json ServiceController::List() const {
     nlohmann::json v = ServiceBook::View(s, options_.lb.Endpoint(s.slot), now);
     v.erase("replicas");
     v.erase("revisions");
+    AddTraffic(s.slot, &v);
     out.push_back(std::move(v));
   }
   return out;
@@ -333,7 +372,18 @@ StatusOr<nlohmann::json> ServiceController::Get(const std::string& name) const {
   if (!s)
     return Status::NotFound("service '" + name +
                             "' does not exist; `hangar service list` lists them");
-  return ServiceBook::View(*s, options_.lb.Endpoint(s->slot), Now());
+  nlohmann::json v = ServiceBook::View(*s, options_.lb.Endpoint(s->slot), Now());
+  AddTraffic(s->slot, &v);
+  return v;
+}
+
+void ServiceController::AddTraffic(int slot, nlohmann::json* view) const {
+  auto t = traffic_.find(slot);
+  if (t == traffic_.end()) return;
+  (*view)["traffic"] = {{"requests", t->second.requests},
+                        {"errors_5xx", t->second.errors_5xx},
+                        {"in_flight", t->second.in_flight},
+                        {"requests_per_second", t->second.rps}};
 }
 
 std::string ServiceController::RenderMetrics() const {
@@ -377,6 +427,42 @@ std::string ServiceController::RenderMetrics() const {
         in_flight;
   }
   return out;
+}
+
+StatusOr<nlohmann::json> ServiceController::Explain(const std::string& name) const {
+  std::optional<Service> copy;
+  std::optional<SlotTraffic> traffic;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const Service* s = book_.Find(name)) copy = *s;
+    if (copy) {
+      if (auto t = traffic_.find(copy->slot); t != traffic_.end()) traffic = t->second;
+    }
+  }
+  if (!copy)
+    return Status::NotFound("service '" + name +
+                            "' does not exist; `hangar service list` lists them");
+  // The scheduler's word on each replica job that waits.
+  auto jobs = owner_->Call<std::map<uint64_t, JobWait>>([&copy](ClusterState& st, Effects*) {
+    std::map<uint64_t, JobWait> out;
+    for (const Replica& r : copy->replicas) {
+      if (!r.job || r.state != ReplicaState::kPending) continue;
+      if (auto j = st.GetJob(r.job); j.ok())
+        out[r.job] = {j->state, j->reason, j->reason_rule, j->queue};
+    }
+    return out;
+  });
+  return ExplainService(*copy, traffic, jobs, Now());
+}
+
+std::optional<std::string> ServiceController::OwnerOf(uint64_t job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, s] : book_.services()) {
+    for (const Replica& r : s.replicas) {
+      if (r.job == job) return name;
+    }
+  }
+  return std::nullopt;
 }
 
 StatusOr<nlohmann::json> ServiceController::Endpoints(const std::string& name) const {

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/service/command_probe.h"
 #include "controller/service/haproxy_config.h"
 #include "controller/service/lb_client.h"
 #include "controller/service/readiness_probe.h"
@@ -37,7 +39,9 @@ struct ServiceControllerOptions {
 
 class ServiceController {
  public:
-  ServiceController(StateOwner* owner, ServiceControllerOptions options);
+  // `prober` runs command probes (null: they fail, saying so); it outlives this.
+  ServiceController(StateOwner* owner, ServiceControllerOptions options,
+                    CommandProber* prober = nullptr);
   ~ServiceController();
 
   // The services stored in the "service" table; before Start.
@@ -54,6 +58,11 @@ class ServiceController {
   Status Delete(const std::string& name, const std::string& user, bool admin);
   nlohmann::json List() const;
   StatusOr<nlohmann::json> Get(const std::string& name) const;
+  // Why the service has the replicas it has, and why each wanted one that is not ready waits
+  // (service_explain.h).
+  StatusOr<nlohmann::json> Explain(const std::string& name) const;
+  // The service whose replica job `job` is (nullopt: none's).
+  std::optional<std::string> OwnerOf(uint64_t job) const;
   // The ready replicas' addresses, for those who route traffic themselves.
   StatusOr<nlohmann::json> Endpoints(const std::string& name) const;
   // Prometheus series per service (replicas desired and ready; requests, 5xx answers and requests
@@ -63,10 +72,12 @@ class ServiceController {
  private:
   void Loop();
   void Tick();
-  // Tick's steps: the replicas' jobs into the book; the due probes, run; HAProxy's `show stat`
-  // (nullopt when it does not answer).
+  // Tick's steps: the replicas' jobs into the book; the due probes started, and those that have
+  // finished collected (a probe of a hung replica takes its whole timeout: it must not hold up
+  // the rounds); HAProxy's `show stat` (nullopt when it does not answer).
   void ObserveJobs();
   std::vector<std::pair<ProbeTarget, ProbeResult>> RunDueProbes();
+  ProbeResult RunOne(const ProbeTarget& p) const;
   std::optional<std::string> ReadLoadBalancer();
   // Stores the records of `changed` and erases `erased`, in one commit. REQUIRES(mu_).
   Status Store(const std::set<std::string>& changed, const std::set<std::string>& erased);
@@ -76,10 +87,15 @@ class ServiceController {
   Status MayChange(const std::string& name, const std::string& user,
                    bool admin) const;  // REQUIRES(mu_)
   Time Now() const;
+  // The slot's traffic as HAProxy last said, into a service's view. REQUIRES(mu_).
+  void AddTraffic(int slot, nlohmann::json* view) const;
 
   StateOwner* owner_;
   ServiceControllerOptions options_;
   LbClient lb_;
+  CommandProber* prober_;
+  // The loop thread's: probes in flight (at most one per replica and kind).
+  std::vector<std::pair<ProbeTarget, std::future<ProbeResult>>> probing_;
   mutable std::mutex mu_;
   ServiceBook book_;                    // GUARDED_BY(mu_)
   std::map<int, SlotTraffic> traffic_;  // GUARDED_BY(mu_): per slot, as HAProxy last said

@@ -36,6 +36,7 @@ nlohmann::json ServiceBook::Record(const std::string& name) const {
                         {"address", r.address},
                         {"state", ReplicaStateName(r.state)},
                         {"removing", r.removing},
+                        {"relaunch", r.relaunch},
                         {"restarts", r.restarts},
                         {"crashes", r.crashes},
                         {"ever_ready", r.ever_ready},
@@ -85,8 +86,13 @@ Status ServiceBook::Restore(const nlohmann::json& j, Time now) {
       x.crashes = r.at("crashes").get<int>();
       x.ever_ready = r.at("ever_ready").get<bool>();
       x.guaranteed = r.value("guaranteed", true);
-      // Timers restart now: the clock they ran on was another process's.
+      x.relaunch = r.value("relaunch", false);
+      // Timers restart now: the clock they ran on was another process's. Liveness resumes at
+      // once for a replica that was ready, after its initial delay for one still starting.
       x.since = x.started = x.next_probe = x.restart_at = now;
+      const auto& live = s.Find(x.revision)->options.liveness;
+      x.live_from = x.next_live_probe =
+          now + (x.state == ReplicaState::kReady || !live ? 0 : live->initial_delay);
       x.why = "restored by this controller";
       s.replicas.push_back(std::move(x));
     }

@@ -1,6 +1,7 @@
 #include "controller/service/service_spec.h"
 
 #include <regex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -9,12 +10,15 @@
 namespace hangar::controller::service {
 namespace {
 
-constexpr std::string_view kServiceKeys[] = {"replicas", "restart",     "readiness",
+constexpr std::string_view kServiceKeys[] = {"replicas", "restart",     "readiness", "liveness",
                                              "update",   "drain_grace", "autoscale"};
 constexpr std::string_view kAutoscaleKeys[] = {"min", "max", "in_flight_per_replica",
-                                               "scale_down_after"};
-constexpr std::string_view kProbeKeys[] = {
-    "http", "tcp", "port", "interval", "timeout", "success_threshold", "failure_threshold"};
+                                               "rps_per_replica", "scale_down_after"};
+constexpr std::string_view kReadinessKeys[] = {
+    "http",     "tcp",     "command",           "port",
+    "interval", "timeout", "success_threshold", "failure_threshold"};
+constexpr std::string_view kLivenessKeys[] = {
+    "http", "tcp", "command", "port", "interval", "timeout", "failure_threshold", "initial_delay"};
 constexpr std::string_view kRestartKeys[] = {"backoff", "max_backoff"};
 constexpr std::string_view kUpdateKeys[] = {"max_surge", "max_unavailable", "progress_deadline"};
 
@@ -43,15 +47,22 @@ class BlockReader {
     return Status::Ok();
   }
 
-  Status Probe(const YAML::Node& p, ProbeSpec* out) const {
-    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(p, "readiness", kProbeKeys));
-    if (p["http"] && p["tcp"])
-      return src_.Error(p, "readiness takes one of http: PATH or tcp: PORT, not both");
+  // `what` is "readiness" or "liveness".
+  Status Probe(const YAML::Node& p, const char* what, ProbeSpec* out) const {
+    const bool live = std::string_view(what) == "liveness";
+    const std::span<const std::string_view> keys =
+        live ? std::span<const std::string_view>(kLivenessKeys)
+             : std::span<const std::string_view>(kReadinessKeys);
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(p, what, keys));
+    if (!!p["http"] + !!p["tcp"] + !!p["command"] > 1) {
+      return src_.Error(
+          p, std::string(what) + " takes one of http: PATH, tcp: PORT or command: [...], not more");
+    }
     if (p["http"]) {
       HANGAR_ASSIGN_OR_RETURN(out->path, src_.String(p, "http"));
       if (out->path.empty() || out->path.front() != '/' ||
           out->path.find_first_of(" \r\n\t") != std::string::npos) {
-        return src_.Error(p["http"], "readiness http: must be a path such as /healthz");
+        return src_.Error(p["http"], std::string(what) + " http: must be a path such as /healthz");
       }
       out->kind = ProbeSpec::Kind::kHttp;
       HANGAR_RETURN_IF_ERROR(Int(p, "port", 0, 65535, &out->port));
@@ -63,16 +74,35 @@ class BlockReader {
       } else {
         HANGAR_RETURN_IF_ERROR(Int(p, "tcp", 0, 65535, &out->port));
       }
+    } else if (p["command"]) {
+      out->kind = ProbeSpec::Kind::kCommand;
+      HANGAR_RETURN_IF_ERROR(Command(p["command"], what, &out->command));
     } else {
-      return src_.Error(
-          p,
-          "readiness needs http: PATH (a GET that answers 2xx) or tcp: PORT (HANGAR_PORT for the "
-          "replica's own)");
+      return src_.Error(p, std::string(what) +
+                               " needs http: PATH (a GET that answers 2xx), tcp: PORT (HANGAR_PORT "
+                               "for the replica's own) or command: [PROGRAM, ARGS...] (run in the "
+                               "replica's task; exit 0 passes)");
     }
     HANGAR_RETURN_IF_ERROR(DurationField(p, "interval", 100, &out->interval));
     HANGAR_RETURN_IF_ERROR(DurationField(p, "timeout", 50, &out->timeout));
+    HANGAR_RETURN_IF_ERROR(DurationField(p, "initial_delay", 0, &out->initial_delay));
     HANGAR_RETURN_IF_ERROR(Int(p, "success_threshold", 1, 100, &out->success_threshold));
     return Int(p, "failure_threshold", 1, 100, &out->failure_threshold);
+  }
+
+  Status Command(const YAML::Node& c, const char* what, std::vector<std::string>* out) const {
+    const std::string form = std::string(what) +
+                             " command: must be a list of 1-64 strings, the program first, such "
+                             "as [curl, -sf, localhost:8000/health]";
+    if (!c.IsSequence() || c.size() == 0 || c.size() > 64) return src_.Error(c, form);
+    size_t bytes = 0;
+    for (const YAML::Node& a : c) {
+      if (!a.IsScalar()) return src_.Error(a, form);
+      bytes += a.Scalar().size();
+      out->push_back(a.Scalar());
+    }
+    if (out->front().empty() || bytes > 4096) return src_.Error(c, form);
+    return Status::Ok();
   }
 
   Status Autoscale(const YAML::Node& b, const YAML::Node& a, ServiceOptions* o) const {
@@ -89,6 +119,9 @@ class BlockReader {
       return src_.Error(a,
                         "autoscale needs min and max, min at most max, such as {min: 1, max: 4}");
     }
+    HANGAR_RETURN_IF_ERROR(Int(a, "rps_per_replica", 1, 1'000'000, &s.rps_per_replica));
+    // A target given alone is the only one; with neither, one request in flight per replica.
+    if (a["rps_per_replica"] && !a["in_flight_per_replica"]) s.in_flight_per_replica = 0;
     HANGAR_RETURN_IF_ERROR(Int(a, "in_flight_per_replica", 1, 10'000, &s.in_flight_per_replica));
     HANGAR_RETURN_IF_ERROR(DurationField(a, "scale_down_after", 0, &s.scale_down_after));
     o->replicas = s.min;
@@ -105,7 +138,12 @@ class BlockReader {
           DurationField(r, "max_backoff", o->restart.backoff, &o->restart.max_backoff));
       o->restart.max_backoff = std::max(o->restart.max_backoff, o->restart.backoff);
     }
-    if (const YAML::Node p = b["readiness"]) HANGAR_RETURN_IF_ERROR(Probe(p, &o->readiness));
+    if (const YAML::Node p = b["readiness"])
+      HANGAR_RETURN_IF_ERROR(Probe(p, "readiness", &o->readiness));
+    if (const YAML::Node p = b["liveness"]) {
+      o->liveness.emplace();
+      HANGAR_RETURN_IF_ERROR(Probe(p, "liveness", &*o->liveness));
+    }
     if (const YAML::Node a = b["autoscale"]) HANGAR_RETURN_IF_ERROR(Autoscale(b, a, o));
     if (const YAML::Node u = b["update"]) {
       HANGAR_RETURN_IF_ERROR(src_.CheckKeys(u, "update", kUpdateKeys));
@@ -211,31 +249,53 @@ StatusOr<ServiceSpec> ParseServiceSpec(std::string_view text, const std::string&
   return s;
 }
 
-nlohmann::json ServiceOptionsToJson(const ServiceOptions& o) {
-  nlohmann::json probe = {{"interval", FormatDuration(o.readiness.interval)},
-                          {"timeout", FormatDuration(o.readiness.timeout)},
-                          {"success_threshold", o.readiness.success_threshold},
-                          {"failure_threshold", o.readiness.failure_threshold}};
-  if (o.readiness.kind == ProbeSpec::Kind::kHttp) {
-    probe["http"] = o.readiness.path;
-    if (o.readiness.port) probe["port"] = o.readiness.port;
+namespace {
+
+nlohmann::json ProbeToJson(const ProbeSpec& p, bool liveness) {
+  nlohmann::json out = {{"interval", FormatDuration(p.interval)},
+                        {"timeout", FormatDuration(p.timeout)},
+                        {"failure_threshold", p.failure_threshold}};
+  if (liveness) {
+    out["initial_delay"] = FormatDuration(p.initial_delay);
   } else {
-    probe["tcp"] = o.readiness.port;
+    out["success_threshold"] = p.success_threshold;
   }
+  switch (p.kind) {
+    case ProbeSpec::Kind::kHttp:
+      out["http"] = p.path;
+      if (p.port) out["port"] = p.port;
+      break;
+    case ProbeSpec::Kind::kTcp:
+      out["tcp"] = p.port;
+      break;
+    case ProbeSpec::Kind::kCommand:
+      out["command"] = p.command;
+      break;
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json ServiceOptionsToJson(const ServiceOptions& o) {
   nlohmann::json out = {{"restart",
                          {{"backoff", FormatDuration(o.restart.backoff)},
                           {"max_backoff", FormatDuration(o.restart.max_backoff)}}},
-                        {"readiness", probe},
+                        {"readiness", ProbeToJson(o.readiness, false)},
                         {"update",
                          {{"max_surge", o.update.max_surge},
                           {"max_unavailable", o.update.max_unavailable},
                           {"progress_deadline", FormatDuration(o.update.progress_deadline)}}},
                         {"drain_grace", FormatDuration(o.drain_grace)}};
+  if (o.liveness) out["liveness"] = ProbeToJson(*o.liveness, true);
   if (o.autoscale.on) {
-    out["autoscale"] = {{"min", o.autoscale.min},
+    nlohmann::json a = {{"min", o.autoscale.min},
                         {"max", o.autoscale.max},
-                        {"in_flight_per_replica", o.autoscale.in_flight_per_replica},
                         {"scale_down_after", FormatDuration(o.autoscale.scale_down_after)}};
+    if (o.autoscale.in_flight_per_replica)
+      a["in_flight_per_replica"] = o.autoscale.in_flight_per_replica;
+    if (o.autoscale.rps_per_replica) a["rps_per_replica"] = o.autoscale.rps_per_replica;
+    out["autoscale"] = std::move(a);
   } else {
     out["replicas"] = o.replicas;
   }

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "common/time.h"
@@ -14,17 +16,25 @@
 
 namespace hangar::controller::service {
 
-// How the controller tells that a replica can take requests. The port probed is the replica's
-// HANGAR_PORT unless `port` names another.
+// How the controller tells that a replica can take requests (readiness), or that it still works
+// at all (liveness). The port probed is the replica's HANGAR_PORT unless `port` names another; a
+// command runs inside the replica's task (as `hangar exec` would run it), and passes when it
+// exits 0.
 struct ProbeSpec {
-  enum class Kind { kHttp, kTcp };
+  enum class Kind { kHttp, kTcp, kCommand };
   Kind kind = Kind::kTcp;
-  std::string path;  // kHttp: the path a GET must answer 2xx or 3xx on
-  int port = 0;      // 0: HANGAR_PORT
+  std::string path;                  // kHttp: the path a GET must answer 2xx or 3xx on
+  int port = 0;                      // 0: HANGAR_PORT
+  std::vector<std::string> command;  // kCommand: the program and its arguments
   Duration interval = 1 * kSecond;
   Duration timeout = 1 * kSecond;
-  int success_threshold = 1;  // passes in a row before a replica joins rotation
-  int failure_threshold = 3;  // failures in a row before a ready replica leaves it
+  int success_threshold = 1;  // readiness: passes in a row before a replica joins rotation
+  // Failures in a row before a ready replica leaves rotation (readiness), or before the replica
+  // is drained, stopped and restarted (liveness).
+  int failure_threshold = 3;
+  // Liveness: probing starts once the replica's process has passed readiness, or this long after
+  // it started if that comes first (a model still loading is not restarted for being slow).
+  Duration initial_delay = 5 * kMinute;
 };
 
 // Back-off for a replica whose process ended: the first restart waits `backoff`, each crash in a
@@ -45,14 +55,16 @@ struct UpdateSpec {
 };
 
 // Autoscaling: the replica count follows the requests in flight at the load balancer, aiming at
-// `in_flight_per_replica` each, between `min` and `max`; it goes down only once every
+// `in_flight_per_replica` each, and/or its requests per second, aiming at `rps_per_replica` each
+// (with both, the larger count wins), between `min` and `max`; it goes down only once every
 // recommendation of the last `scale_down_after` was lower (a stabilisation window against
 // flapping). Replicas up to `min` run in the template's tier; those above it are opportunistic,
 // so that guaranteed work may reclaim their GPUs (they are drained first, during their grace).
 struct AutoscaleSpec {
   bool on = false;
   int min = 1, max = 1;
-  int in_flight_per_replica = 1;
+  int in_flight_per_replica = 1;  // 0: not a target (rps_per_replica alone)
+  int rps_per_replica = 0;        // 0: not a target
   Duration scale_down_after = 30 * kSecond;
 };
 
@@ -60,6 +72,7 @@ struct ServiceOptions {
   int replicas = 1;  // with autoscaling: min
   RestartSpec restart;
   ProbeSpec readiness;
+  std::optional<ProbeSpec> liveness;  // none: a replica is restarted only when its process ends
   UpdateSpec update;
   AutoscaleSpec autoscale;
   // How long a replica leaving rotation may finish its requests before it is stopped.

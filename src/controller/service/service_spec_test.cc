@@ -121,5 +121,78 @@ TEST(ServiceSpecTest, OptionsRoundTripThroughJson) {
   EXPECT_EQ(ServiceOptionsToJson(*back), ServiceOptionsToJson(s->options));
 }
 
+TEST(ServiceSpecTest, ReadsCommandProbesAndALivenessProbe) {
+  auto s = ParseServiceSpec(
+      "name: a\nservice:\n  replicas: 2\n"
+      "  readiness: {command: [sh, -c, 'test -e loaded'], interval: 500ms}\n"
+      "  liveness: {http: /live, port: 8081, interval: 2s, timeout: 500ms, failure_threshold: 4, "
+      "initial_delay: 30s}\n"
+      "tasks: [{cpu: 1, command: [x]}]\n",
+      "a.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->options.readiness.kind, ProbeSpec::Kind::kCommand);
+  EXPECT_EQ(s->options.readiness.command, (std::vector<std::string>{"sh", "-c", "test -e loaded"}));
+  ASSERT_TRUE(s->options.liveness.has_value());
+  EXPECT_EQ(s->options.liveness->kind, ProbeSpec::Kind::kHttp);
+  EXPECT_EQ(s->options.liveness->path, "/live");
+  EXPECT_EQ(s->options.liveness->port, 8081);
+  EXPECT_EQ(s->options.liveness->failure_threshold, 4);
+  EXPECT_EQ(s->options.liveness->initial_delay, 30'000);
+  auto back = ServiceOptionsFromJson(ServiceOptionsToJson(s->options));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ServiceOptionsToJson(*back), ServiceOptionsToJson(s->options));
+  EXPECT_EQ(back->liveness->initial_delay, 30'000);
+  // Without one, there is none (a replica is restarted only when its process ends).
+  auto plain = ParseServiceSpec(kFile, "echo.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->options.liveness.has_value());
+}
+
+TEST(ServiceSpecTest, RefusesProbesThatAreNotOneThing) {
+  const char* bad[] = {
+      "{http: /a, command: [x]}",         // two kinds
+      "{command: []}",                    // nothing to run
+      "{command: x}",                     // not a list
+      "{command: [[x]]}",                 // not strings
+      "{tcp: 80, success_threshold: 2}",  // liveness has no success threshold
+      "{interval: 1s}",                   // no kind
+  };
+  for (const char* p : bad) {
+    auto s = ParseServiceSpec(std::string("name: a\nservice: {replicas: 1, liveness: ") + p +
+                                  "}\ntasks: [{cpu: 1, command: [x]}]\n",
+                              "a.yaml");
+    EXPECT_FALSE(s.ok()) << p;
+  }
+  auto s = ParseServiceSpec(
+      "name: a\nservice: {replicas: 1, readiness: {tcp: 80, initial_delay: 1s}}\ntasks: [{cpu: 1, "
+      "command: [x]}]\n",
+      "a.yaml");
+  EXPECT_FALSE(s.ok()) << "readiness has no initial delay";
+}
+
+TEST(ServiceSpecTest, AutoscaleOnRequestsPerSecondAloneOrBesideInFlight) {
+  auto only = ParseServiceSpec(
+      "name: a\nservice: {autoscale: {min: 1, max: 5, rps_per_replica: 40}}\n"
+      "tasks: [{cpu: 1, command: [x]}]\n",
+      "a.yaml");
+  ASSERT_TRUE(only.ok()) << only.status().message();
+  EXPECT_EQ(only->options.autoscale.rps_per_replica, 40);
+  EXPECT_EQ(only->options.autoscale.in_flight_per_replica, 0) << "the rate alone is the target";
+  auto back = ServiceOptionsFromJson(ServiceOptionsToJson(only->options));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->autoscale.in_flight_per_replica, 0);
+  EXPECT_EQ(back->autoscale.rps_per_replica, 40);
+  auto both = ParseServiceSpec(
+      "name: a\nservice: {autoscale: {min: 1, max: 5, rps_per_replica: 40, "
+      "in_flight_per_replica: 3}}\ntasks: [{cpu: 1, command: [x]}]\n",
+      "a.yaml");
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_EQ(both->options.autoscale.in_flight_per_replica, 3);
+  EXPECT_FALSE(ParseServiceSpec("name: a\nservice: {autoscale: {min: 1, max: 5, rps_per_replica: "
+                                "0}}\ntasks: [{cpu: 1, command: [x]}]\n",
+                                "a.yaml")
+                   .ok());
+}
+
 }  // namespace
 }  // namespace hangar::controller::service
