@@ -117,6 +117,9 @@ async function run(dir) {
   await waitFor('finetune-a running', async () => (await a.get(`/v1/jobs/${running.id}`)).state === 'running', 30000);
   const half = await a.post('/v1/jobs', HALF);
   await waitFor('half-gpu running', async () => (await a.get(`/v1/jobs/${half.id}`)).state === 'running', 30000);
+  // Before the blocked jobs: a replica (no time limit) is not backfilled past their reservation.
+  await a.post('/v1/services', WEB_SERVICE);
+  await waitFor('the service web ready', async () => (await a.get('/v1/services/web')).ready === 1, 60000);
   const blocked = await a.post('/v1/jobs', BLOCKED);
   const blocked2 = await a.post('/v1/jobs', BLOCKED_2);
   const why = await waitFor('a blocker for big-pretrain', async () => {
@@ -311,8 +314,6 @@ async function run(dir) {
       await shot(page, 'usage');
     });
     await check('services: ready of desired replicas, revisions and the request rate through the endpoint', async () => {
-      await a.post('/v1/services', WEB_SERVICE);
-      await waitFor('the service web ready', async () => (await a.get('/v1/services/web')).ready === 1, 60000);
       const endpoint = (await a.get('/v1/services/web')).endpoint;
       let sending = true;
       const load = (async () => {
