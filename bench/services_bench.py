@@ -5,14 +5,16 @@ On a `hangar dev` of its own (HAProxy on loopback), a service of 3 replicas of
 examples/services/echo_model.py, and a load generator at RATE requests per second, each request on
 a new connection:
 
-  steady     p50/p99 latency through the endpoint against straight to one replica
+  steady     p50/p99 latency through the endpoint against straight to one replica, the two sent in
+             pairs at the same moments (order alternating), so that both see the same machine
+             noise, for --steady seconds
   crash      kill -9 of one replica under load: requests lost, p99 through the endpoint, and the
              time from the kill to the replacement being ready (back in rotation), with the
              example's restart back-off (1 s) and with none
   rollout    a rolling update of the 3 replicas under load: requests lost, p99, and its duration
 
-Usage: bench/services_bench.py [BUILD_DIR] [--rate N] [--crashes N]. Prints one line per figure
-and a JSON object last.
+Usage: bench/services_bench.py [BUILD_DIR] [--rate N] [--crashes N] [--steady S] [--latency-only].
+Prints one line per figure and a JSON object last.
 """
 import argparse
 import concurrent.futures
@@ -89,6 +91,28 @@ def run_load(host, port, rate, seconds, during=None):
     if side:
         side.join()
     return out
+
+
+def paired_load(a_addr, b_addr, rate, seconds):
+    """Pairs of requests at `rate`/s, one to each address, sent together (which goes first
+    alternates), so that both measure the same moments. Returns (outcomes at a, outcomes at b)."""
+    outs, lock = ([], []), threading.Lock()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=64)
+
+    def one(k, addr):
+        r = get(addr[0], addr[1])
+        with lock:
+            outs[k].append(r)
+
+    start = time.monotonic()
+    for n in range(int(rate * seconds)):
+        delay = start + n / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        for k in ((0, 1) if n % 2 == 0 else (1, 0)):
+            pool.submit(one, k, (a_addr, b_addr)[k])
+    pool.shutdown(wait=True)
+    return outs
 
 
 def pct(values, p):
@@ -193,6 +217,8 @@ def main():
     ap.add_argument("build", nargs="?", default="build")
     ap.add_argument("--rate", type=int, default=100)
     ap.add_argument("--crashes", type=int, default=3)
+    ap.add_argument("--steady", type=float, default=10, help="seconds of the paired steady load")
+    ap.add_argument("--latency-only", action="store_true", help="the steady figures only")
     a = ap.parse_args()
     hangar = str(pathlib.Path(a.build).resolve() / "src" / "hangar")
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="hangar-services-bench-"))
@@ -206,10 +232,11 @@ def main():
         dev.until(lambda: all_ready(dev), 60)
         host, port = dev.service()["endpoint"].rsplit(":", 1)
         direct = dev.api("/v1/services/echo/endpoints")["ready"][0]["address"].rsplit(":", 1)
-        figures["steady_endpoint"] = summary(run_load(host, int(port), a.rate, 10))
-        figures["steady_direct"] = summary(run_load(direct[0], int(direct[1]), a.rate, 10))
+        via, straight = paired_load((host, int(port)), (direct[0], int(direct[1])), a.rate, a.steady)
+        figures["steady_endpoint"], figures["steady_direct"] = summary(via), summary(straight)
+        figures["added_p50_ms"] = round(figures["steady_endpoint"]["p50_ms"] - figures["steady_direct"]["p50_ms"], 3)
         figures["added_p99_ms"] = round(figures["steady_endpoint"]["p99_ms"] - figures["steady_direct"]["p99_ms"], 3)
-        for label, backoff in (("backoff_1s", "1s"), ("backoff_0s", "0s")):
+        for label, backoff in () if a.latency_only else (("backoff_1s", "1s"), ("backoff_0s", "0s")):
             if backoff != "1s":
                 dev.api("/v1/services/echo/update", spec(folder, "v1", backoff))
                 dev.until(lambda: all_ready(dev) and dev.service()["revision"] > 1, 60)
@@ -229,15 +256,20 @@ def main():
             dev.api("/v1/services/echo/update", spec(folder, "v2", "0s"))
             took["s"] = dev.until(lambda: all_ready(dev) and dev.service()["revision"] == 3, 60, step=0.02) - t
 
-        figures["rollout"] = dict(summary(run_load(host, int(port), a.rate, 8, during=update)),
-                                  duration_s=round(took["s"], 3))
+        if not a.latency_only:
+            figures["rollout"] = dict(summary(run_load(host, int(port), a.rate, 8, during=update)),
+                                      duration_s=round(took["s"], 3))
         del start
     finally:
         dev.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     se, sd = figures["steady_endpoint"], figures["steady_direct"]
-    print(f"steady {a.rate}/s: through the endpoint p50 {se['p50_ms']} ms p99 {se['p99_ms']} ms; straight to a "
-          f"replica p50 {sd['p50_ms']} ms p99 {sd['p99_ms']} ms; added at p99 {figures['added_p99_ms']} ms")
+    print(f"steady {a.rate}/s, paired, {se['requests']} + {sd['requests']} requests: through the endpoint p50 "
+          f"{se['p50_ms']} ms p99 {se['p99_ms']} ms; straight to a replica p50 {sd['p50_ms']} ms p99 {sd['p99_ms']} "
+          f"ms; added at p50 {figures['added_p50_ms']} ms, at p99 {figures['added_p99_ms']} ms")
+    if a.latency_only:
+        print(json.dumps(figures))
+        return
     for label in ("backoff_1s", "backoff_0s"):
         c = figures[f"crash_{label}"]
         print(f"kill -9 ({label}): {c['lost']} of {c['requests']} requests lost, p99 {c['p99_ms']} ms, replacement "
