@@ -12,6 +12,7 @@ reached through one endpoint; an update, a scale-down and a delete, as the docum
   $ wait_for 60 '[ "$(hangar service get echo -o json | jq -r .ready)" = 3 ]'
   $ hangar explain echo
   service echo wants 3 replicas, 3 ready: its file (or `hangar service scale`) asks for 3 replicas
+    queue default: guaranteed 0 GPUs, 0.75 in use (0.75 borrowed)
     revision 1: complete
   $ doc_run docs/services.md 2 > get.out; grep -c "^replica=[123] revision=1 version=v1$" get.out; grep -c "ready  127.0.0.1" get.out
   1

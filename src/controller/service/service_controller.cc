@@ -442,17 +442,23 @@ StatusOr<nlohmann::json> ServiceController::Explain(const std::string& name) con
   if (!copy)
     return Status::NotFound("service '" + name +
                             "' does not exist; `hangar service list` lists them");
-  // The scheduler's word on each replica job that waits.
-  auto jobs = owner_->Call<std::map<uint64_t, JobWait>>([&copy](ClusterState& st, Effects*) {
+  // The scheduler's word on each replica job that waits, and the replicas' queue's share.
+  const std::string queue = copy->Target().replica.value("queue", std::string("default"));
+  nlohmann::json row;
+  const Time wall = owner_->clock()->Now();
+  auto jobs = owner_->Call<std::map<uint64_t, JobWait>>([&](ClusterState& st, Effects*) {
     std::map<uint64_t, JobWait> out;
     for (const Replica& r : copy->replicas) {
       if (!r.job || r.state != ReplicaState::kPending) continue;
       if (auto j = st.GetJob(r.job); j.ok())
         out[r.job] = {j->state, j->reason, j->reason_rule, j->queue};
     }
+    for (const auto& q : st.ShareJson(wall).value("queues", nlohmann::json::array())) {
+      if (q.value("name", "") == queue) row = q;
+    }
     return out;
   });
-  return ExplainService(*copy, traffic, jobs, Now());
+  return ExplainService(*copy, traffic, jobs, Now(), row);
 }
 
 std::optional<std::string> ServiceController::OwnerOf(uint64_t job) const {

@@ -1,6 +1,7 @@
 #include "controller/service/service_explain.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace hangar::controller::service {
 namespace {
@@ -66,10 +67,26 @@ std::string WhyNotReady(const Replica& r, const std::map<uint64_t, JobWait>& job
   }
 }
 
+// The queue's quota in a sentence: what it is guaranteed and what it uses now.
+std::string QuotaOf(const nlohmann::json& q) {
+  const auto gpus = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  std::string out = "queue " + q.value("name", "") + ": guaranteed " +
+                    gpus(q.value("guarantee_gpus", 0.0)) + " GPUs, " +
+                    gpus(q.value("in_use_gpus", 0.0)) + " in use";
+  if (q.value("borrowed_gpus", 0.0) > 0)
+    out += " (" + gpus(q.value("borrowed_gpus", 0.0)) + " borrowed)";
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json ExplainService(const Service& s, const std::optional<SlotTraffic>& traffic,
-                              const std::map<uint64_t, JobWait>& jobs, Time now) {
+                              const std::map<uint64_t, JobWait>& jobs, Time now,
+                              const nlohmann::json& queue) {
   int ready = 0, guaranteed = 0, opportunistic = 0;
   nlohmann::json waiting = nlohmann::json::array();
   for (const Replica& r : s.replicas) {
@@ -98,17 +115,22 @@ nlohmann::json ExplainService(const Service& s, const std::optional<SlotTraffic>
     scale["in_flight"] = traffic->in_flight;
     scale["rps"] = traffic->rps;
   }
-  return {{"name", s.name},
-          {"desired", s.desired},
-          {"ready", ready},
-          {"why", WhyCount(s, traffic)},
-          {"scale", scale},
-          {"guaranteed", guaranteed},
-          {"opportunistic", opportunistic},
-          {"rollout", s.deleting ? "deleting" : s.Target().state},
-          {"revision", s.target},
-          {"message", s.Target().note},
-          {"waiting", waiting}};
+  nlohmann::json out = {{"name", s.name},
+                        {"desired", s.desired},
+                        {"ready", ready},
+                        {"why", WhyCount(s, traffic)},
+                        {"scale", scale},
+                        {"guaranteed", guaranteed},
+                        {"opportunistic", opportunistic},
+                        {"rollout", s.deleting ? "deleting" : s.Target().state},
+                        {"revision", s.target},
+                        {"message", s.Target().note},
+                        {"waiting", waiting}};
+  if (queue.is_object()) {
+    out["queue"] = queue;
+    out["quota"] = QuotaOf(queue);
+  }
+  return out;
 }
 
 std::string ExplainText(const nlohmann::json& e) {
@@ -121,6 +143,7 @@ std::string ExplainText(const nlohmann::json& e) {
            std::to_string(opportunistic) +
            " opportunistic (above min: guaranteed work may reclaim their GPUs)\n";
   }
+  if (!e.value("quota", "").empty()) out += "  " + e.value("quota", "") + "\n";
   out += "  revision " + std::to_string(e.value("revision", 0)) + ": " + e.value("rollout", "");
   if (!e.value("message", "").empty()) out += " (" + e.value("message", "") + ")";
   out += "\n";

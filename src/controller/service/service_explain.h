@@ -25,9 +25,12 @@ struct JobWait {
 };
 
 // `traffic`: the service's slot as the load balancer last said (nullopt: not read yet). `jobs`: by
-// job id, the replicas' jobs that are not running yet.
+// job id, the replicas' jobs that are not running yet. `queue`: the replicas' queue as the fair
+// share shows it (a row of GET /v1/share: guarantee_gpus, in_use_gpus, borrowed_gpus, ...), or
+// null.
 nlohmann::json ExplainService(const Service& s, const std::optional<SlotTraffic>& traffic,
-                              const std::map<uint64_t, JobWait>& jobs, Time now);
+                              const std::map<uint64_t, JobWait>& jobs, Time now,
+                              const nlohmann::json& queue = nullptr);
 
 // The explanation as lines for people (the CLI prints them).
 std::string ExplainText(const nlohmann::json& explained);

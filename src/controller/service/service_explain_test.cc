@@ -48,7 +48,9 @@ TEST(ServiceExplainTest, SaysWhyTheAutoscalerWantsItsCountAndWhyEachWantedReplic
   SlotTraffic t;
   t.in_flight = 5;
   t.rps = 12;
-  const auto e = ExplainService(s, t, jobs, 3000);
+  const nlohmann::json queue = {
+      {"name", "research"}, {"guarantee_gpus", 8}, {"in_use_gpus", 10.5}, {"borrowed_gpus", 2.5}};
+  const auto e = ExplainService(s, t, jobs, 3000, queue);
   EXPECT_EQ(e["desired"], 3);
   EXPECT_EQ(e["ready"], 1);
   EXPECT_EQ(e["why"],
@@ -70,6 +72,9 @@ TEST(ServiceExplainTest, SaysWhyTheAutoscalerWantsItsCountAndWhyEachWantedReplic
             std::string::npos)
       << text;
   EXPECT_NE(text.find("1 run in the template's tier, 2 opportunistic"), std::string::npos) << text;
+  EXPECT_NE(text.find("  queue research: guaranteed 8 GPUs, 10.5 in use (2.5 borrowed)\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(ServiceExplainTest, AFixedCountComesFromTheFileAndAnUnreadLoadBalancerIsSaid) {
@@ -79,6 +84,7 @@ TEST(ServiceExplainTest, AFixedCountComesFromTheFileAndAnUnreadLoadBalancerIsSai
   auto e = ExplainService(s, std::nullopt, {}, 0);
   EXPECT_EQ(e["why"], "its file (or `hangar service scale`) asks for 2 replicas");
   EXPECT_TRUE(e["waiting"].empty());
+  EXPECT_FALSE(e.contains("quota")) << "no queue row: no quota said";
   Service a = Make("{autoscale: {min: 2, max: 3, rps_per_replica: 50}}");
   a.desired = 2;
   e = ExplainService(a, std::nullopt, {}, 0);
