@@ -32,5 +32,11 @@ reached through one endpoint; an update, a scale-down and a delete, as the docum
   $ hangar service create -f two.yaml
   error: request body: the task group's replicas must be 1 (one task per replica); give the count as service: {replicas: 2}
   [1]
+  $ hangar service lb-config unix:/run/hangar/lb.sock@0.0.0.0:30000+4 --verify-clients
+  error: client certificates need TLS at the endpoints: give --tls-dir DIR or --tls-cert FILE
+  [1]
+  $ hangar service lb-config unix:/run/hangar/lb.sock@0.0.0.0:30000+4 --tls-dir missing-certs
+  error: the certificate missing-certs/controller.crt is not a file; issue the cluster's with `hangar certs issue --controller --host NAME` (NAME: the endpoints' address)
+  [1]
   $ dev_stop
   $ cleanup
