@@ -6,6 +6,7 @@
 #include "sim/mig/mig_command.h"
 #include "sim/replay/replay_command.h"
 #include "sim/services/services_command.h"
+#include "sim/windows/windows_command.h"
 
 namespace hangar::sim {
 
@@ -17,6 +18,7 @@ void RegisterSimCommand(CLI::App& app, int* rc) {
   RegisterReplayCommand(*sim, rc, {{"controller", MakeControllerEngine}});
   RegisterGoodputCommand(*sim, rc);
   RegisterServicesCommand(*sim, rc);
+  RegisterWindowsCommand(*sim, rc);
 }
 
 }  // namespace hangar::sim
