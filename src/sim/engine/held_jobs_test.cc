@@ -82,5 +82,36 @@ TEST(HeldJobsTest, SubmitAndWithdrawMoveJobsInAndOutOfTheQueue) {
   EXPECT_EQ(sim->busy_gpu_ms(), 440);
 }
 
+// A is preempted at 20 for B with a 10 ms grace, withdrawn while it stops and submitted again
+// before it has stopped: it queues once, when it stops, and starts once more, after B.
+TEST(HeldJobsTest, AJobSubmittedAgainWhileItStopsQueuesOnce) {
+  auto f = cluster::ParseClusterYaml(
+      "nodes:\n  - {name: n, gpus: 4, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: "
+      "512Gi}\n",
+      "t.yaml");
+  ASSERT_TRUE(f.ok());
+  SimConfig cfg;
+  cfg.scheduler.queue_policy = "priority";
+  cfg.scheduler.preemption.mode = sched::PreemptionMode::kPriority;
+  cfg.preemption_grace = 10;
+  cfg.restore_cost = 0;
+  auto sim = std::move(Simulator::Create(f->topology, cfg)).value();
+  sim->AddJob(FourGpus(1, 0, 100));  // A
+  SimJob b = FourGpus(2, 20, 10);
+  b.priority = 5;
+  sim->AddJob(b);
+  int a_starts = 0;
+  SimObserver obs;
+  obs.on_start = [&](Time, const SimJob& j, const sched::Placement&) { a_starts += j.id == 1; };
+  sim->set_observer(std::move(obs));
+  Script script({{25, [](Time t, SimControl& s) { s.Withdraw(t, 0); }},
+                 {26, [](Time t, SimControl& s) { s.Submit(t, 0); }}});
+  sim->set_disruptor(&script);
+  ASSERT_TRUE(sim->Run().ok());
+  EXPECT_EQ(a_starts, 2);
+  EXPECT_EQ(sim->results()[1].first_start, 30);
+  EXPECT_EQ(sim->results()[0].end, 120);
+}
+
 }  // namespace
 }  // namespace hangar::sim

@@ -58,6 +58,7 @@ class SimulatorControl : public SimControl {
     s_.held_back_[j] = 0;
     s_.jobs_[j].submit = now;
     s_.order_[j] = *std::max_element(s_.order_.begin(), s_.order_.end()) + 1;
+    if (s_.stopping_.count(j)) return;  // withdrawn while it stopped: it queues once stopped
     // Arrive counts a GPU-less job only on its first arrival.
     if (s_.jobs_[j].request->total_milli_gpu == 0 && s_.results_[j].preemptions > 0)
       s_.cpu_only_pending_++;
