@@ -5,6 +5,8 @@
 #include "sim/goodput_command.h"
 #include "sim/mig/mig_command.h"
 #include "sim/replay/replay_command.h"
+#include "sim/services/services_command.h"
+#include "sim/windows/windows_command.h"
 
 namespace hangar::sim {
 
@@ -15,6 +17,8 @@ void RegisterSimCommand(CLI::App& app, int* rc) {
   RegisterMigCommand(*sim, rc);
   RegisterReplayCommand(*sim, rc, {{"controller", MakeControllerEngine}});
   RegisterGoodputCommand(*sim, rc);
+  RegisterServicesCommand(*sim, rc);
+  RegisterWindowsCommand(*sim, rc);
 }
 
 }  // namespace hangar::sim

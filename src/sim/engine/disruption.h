@@ -12,6 +12,7 @@
 #include "cluster/usage.h"
 #include "common/status.h"
 #include "common/time.h"
+#include "sched/snapshot.h"
 
 namespace hangar::sim {
 
@@ -38,6 +39,18 @@ class SimControl {
   [[nodiscard]] virtual Status Reassign(Time now, size_t j,
                                         const cluster::GangAssignment& assignment,
                                         Duration remaining) = 0;
+  // Job j, held back (added with submit kNever, or withdrawn), arrives now as a new submission,
+  // behind every job waiting. Does nothing to a job that is not held back.
+  virtual void Submit(Time now, size_t j) = 0;
+  // Job j leaves without finishing and is held back until the next Submit: stopped at once if it
+  // runs (its GPUs free now), taken out of the queue if it waits, and not queued again if it is
+  // stopping after a preemption. Its run time left is kept. Does nothing to a held-back job.
+  virtual void Withdraw(Time now, size_t j) = 0;
+  // Whether job j is held back.
+  virtual bool HeldBack(size_t j) const = 0;
+  // The reservation windows every scheduling cycle sees from now on (Snapshot::windows), as the
+  // controller's reservation book gives them: the windows booked so far.
+  virtual void SetWindows(std::vector<sched::NodeWindow> windows) = 0;
 };
 
 class Disruptor {

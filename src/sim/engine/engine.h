@@ -106,7 +106,9 @@ struct SimObserver {
 class Engine {
  public:
   virtual ~Engine() = default;
-  // Jobs may be added in any order before Run().
+  // Jobs may be added in any order before Run(). A job submitted at kNever is held back: it
+  // arrives only when a Disruptor submits it (SimControl::Submit), which engines without a
+  // Disruptor never do.
   virtual void AddJob(SimJob job) = 0;
   virtual void set_observer(SimObserver o) = 0;
   // Runs until every job has finished or is known never to fit.

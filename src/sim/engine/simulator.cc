@@ -80,8 +80,15 @@ Status Simulator::Run() {
     }
   }
   HANGAR_RETURN_IF_ERROR(InternArtifacts());
-  std::vector<size_t> arrivals(n);
-  std::iota(arrivals.begin(), arrivals.end(), 0);
+  held_back_.assign(n, 0);
+  std::vector<size_t> arrivals;  // the jobs not held back
+  for (size_t i = 0; i < n; ++i) {
+    if (jobs_[i].submit == kNever) {
+      held_back_[i] = 1;
+    } else {
+      arrivals.push_back(i);
+    }
+  }
   std::stable_sort(arrivals.begin(), arrivals.end(), [&](size_t a, size_t b) {
     return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit
                                               : jobs_[a].seq < jobs_[b].seq;
@@ -89,7 +96,7 @@ Status Simulator::Run() {
   // The scheduler's `seq` is the submission order (a trace's rows need not be in time order), as
   // the controller's job ids are.
   order_.assign(n, 0);
-  for (size_t k = 0; k < n; ++k) order_[arrivals[k]] = k + 1;
+  for (size_t k = 0; k < arrivals.size(); ++k) order_[arrivals[k]] = k + 1;
   prev_.assign(n, SIZE_MAX);
   next_.assign(n, SIZE_MAX);
   reclassed_.clear();
@@ -104,13 +111,17 @@ Status Simulator::Run() {
       }
     }
   }
-  last_account_ = n ? jobs_[arrivals[0]].submit : 0;
+  // Busy time counts from the first instant: an arrival, or what a Disruptor does first.
+  Time first = arrivals.empty() ? kNever : jobs_[arrivals[0]].submit;
+  if (disruptor_) first = std::min(first, disruptor_->NextEvent());
+  last_account_ = first == kNever ? 0 : first;
+  const size_t arriving = arrivals.size();
   size_t next = 0;
   while (true) {
     while (!completions_.empty() && completions_.top().epoch != epoch_[completions_.top().job]) {
       completions_.pop();
     }
-    const bool have_arrival = next < n, have_completion = !completions_.empty();
+    const bool have_arrival = next < arriving, have_completion = !completions_.empty();
     const Time disruption = disruptor_ ? disruptor_->NextEvent() : kNever;
     if (!have_arrival && !have_completion && stops_.empty() && reshapes_.empty() &&
         disruption == kNever)
@@ -135,7 +146,7 @@ Status Simulator::Run() {
       usage_.SetMigReshaping(reshapes_.top().second, false);
       reshapes_.pop();
     }
-    while (next < n && jobs_[arrivals[next]].submit <= t) Arrive(arrivals[next++]);
+    while (next < arriving && jobs_[arrivals[next]].submit <= t) Arrive(arrivals[next++]);
     if (disruptor_) Disrupt(t);
     // As in the controller: victims that stopped at once wait again in this instant's next cycle.
     while (Cycle(t)) {
@@ -368,6 +379,7 @@ bool Simulator::Cycle(Time now) {
   snap.cpu_only_pending = cpu_only_pending_;
   snap.record_waiting = static_cast<bool>(observer_.on_wait);
   if (config_.learn_profile) snap.profile = workload_.profile();
+  snap.windows = windows_;
   if (config_.queues) {
     snap.queues = config_.queues.get();
     if (config_.share_half_life > 0) snap.queue_history = queue_history_;

@@ -156,9 +156,13 @@ class Simulator : public Engine {
   std::unordered_map<size_t, Planned> planned_;
   uint64_t next_plan_ = 0;
   std::unordered_map<size_t, std::vector<cluster::GangAssignment>> held_;
-  bool Waiting(size_t j) const {  // pending: neither running, stopping nor ended
-    return !running_slots_[j] && results_[j].end == kNever && !stopping_.count(j);
+  bool Waiting(size_t j) const {  // pending: neither running, stopping, ended nor held back
+    return !running_slots_[j] && results_[j].end == kNever && !stopping_.count(j) && !held_back_[j];
   }
+  // By job index: held back (SimControl::Submit, Withdraw) rather than arrived.
+  std::vector<uint8_t> held_back_;
+  // SimControl::Withdraw of a job that waits: out of the queue, with what was planned for it.
+  void Unqueue(size_t j);
   void StartPlanned(Time now);
   void ReleaseHolds();
   // MIG reshapes in flight: when each GPU's ends.
@@ -188,6 +192,7 @@ class Simulator : public Engine {
   void ChargeQueue(size_t job, const std::vector<int64_t>& charge, Charging how);
 
   Disruptor* disruptor_ = nullptr;
+  std::vector<sched::NodeWindow> windows_;  // SimControl::SetWindows
   void Disrupt(Time now);  // lets the disruptor act at `now`, through a SimulatorControl
   sched::owner::WorkloadLearner workload_;          // with learn_profile
   std::unique_ptr<sched::owner::RankBook> ranker_;  // null unless gittins_ranks

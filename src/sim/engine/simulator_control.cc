@@ -53,6 +53,36 @@ class SimulatorControl : public SimControl {
   Status Reassign(Time now, size_t j, const cluster::GangAssignment& a,
                   Duration remaining) override;
 
+  void Submit(Time now, size_t j) override {
+    if (!s_.held_back_[j]) return;
+    s_.held_back_[j] = 0;
+    s_.jobs_[j].submit = now;
+    s_.order_[j] = *std::max_element(s_.order_.begin(), s_.order_.end()) + 1;
+    if (s_.stopping_.count(j)) return;  // withdrawn while it stopped: it queues once stopped
+    // Arrive counts a GPU-less job only on its first arrival.
+    if (s_.jobs_[j].request->total_milli_gpu == 0 && s_.results_[j].preemptions > 0)
+      s_.cpu_only_pending_++;
+    s_.Arrive(j);
+  }
+
+  void Withdraw(Time now, size_t j) override {
+    if (s_.held_back_[j]) return;
+    if (const auto& run = s_.running_slots_[j]) {
+      s_.remaining_[j] = run->end - std::max(now, run->ready);
+      s_.Release(now, j);
+      s_.epoch_[j]++;  // its end no longer holds
+    } else if (s_.Waiting(j)) {
+      s_.Unqueue(j);
+    }  // else it is stopping after a preemption: Stopped frees its GPUs and queues it no more
+    s_.held_back_[j] = 1;
+  }
+
+  bool HeldBack(size_t j) const override { return s_.held_back_[j] != 0; }
+
+  void SetWindows(std::vector<sched::NodeWindow> windows) override {
+    s_.windows_ = std::move(windows);
+  }
+
  private:
   Simulator& s_;
 };
@@ -94,6 +124,25 @@ Status SimulatorControl::Reassign(Time now, size_t j, const cluster::GangAssignm
   info.attained = s_.attained_[j];
   info.ran = s_.ran_[j];
   return Status::Ok();
+}
+
+void Simulator::Unqueue(size_t j) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i].id != jobs_[j].id) continue;
+    pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(i));
+    pending_keys_.erase(pending_keys_.begin() + static_cast<ptrdiff_t>(i));
+    if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_--;
+    break;
+  }
+  // What waited for its victims' GPUs on its behalf goes back; the victims still stop.
+  planned_.erase(j);
+  awaiting_.erase(j);
+  if (auto h = held_.find(j); h != held_.end()) {
+    for (const auto& share : h->second) usage_.Release(share);
+    held_.erase(h);
+  }
+  verdicts_.erase(j);
+  if (staging_) staging_->Unpin(PrestageOwner(j));
 }
 
 void Simulator::Disrupt(Time now) {

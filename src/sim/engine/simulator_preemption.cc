@@ -64,6 +64,7 @@ void Simulator::Stopped(size_t j) {
       if (p.id == jobs_[k].id) p.may_preempt = true;
     }
   }
+  if (held_back_[j]) return;  // withdrawn while it stopped
   if (jobs_[j].request->total_milli_gpu == 0) cpu_only_pending_++;
   Arrive(j);
 }
