@@ -712,6 +712,7 @@ Status Run(const Flags& f) {
   SessionService sessions(&owner, &hub, SessionAuth{tokens.get(), guard.dev_token});
   hub.set_session_relay(&sessions);
   StepRelay steps(&owner, &hub);
+  steps.Restore(contents.values, clock->Now());
   hub.set_step_sink(&steps);
   owner.set_cycle_observer([&metrics, clock](double s, const ClusterState& st) {
     metrics.OnCycle(s, st, clock->Now());

@@ -54,15 +54,25 @@ DevCluster::DevCluster(const std::string& prefix, const std::string& cluster_yam
 }
 
 DevCluster::~DevCluster() {
-  if (pid_ > 0) {
-    kill(pid_, SIGINT);  // `hangar dev` stops its controller, agents and their tasks
-    if (!LocalCluster::WaitFor([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; },
-                               20 * kSecond)) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
+  Stop();
   if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_);
+}
+
+void DevCluster::Stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGINT);  // `hangar dev` stops its controller, agents and their tasks
+  if (!LocalCluster::WaitFor([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; },
+                             20 * kSecond)) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_ = 0;
+}
+
+bool DevCluster::Restart(const std::vector<std::string>& extra_args) {
+  Stop();
+  fs::rename(dir_ + "/dev.out", dir_ + "/dev.out.before-restart");
+  return Start(extra_args);
 }
 
 bool DevCluster::Start(const std::vector<std::string>& extra_args) {

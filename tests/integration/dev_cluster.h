@@ -29,6 +29,9 @@ class DevCluster {
 
   // Starts `hangar dev` and waits until it says it is up; false (see log()) when it does not.
   bool Start(const std::vector<std::string>& extra_args = {});
+  // Stops `hangar dev` (its controller, agents and their tasks) and starts it again on the same
+  // folder, store and port, as an operator restarting it would.
+  bool Restart(const std::vector<std::string>& extra_args = {});
   // `hangar ARGS` run in work/ with HANGAR_URL set; `--server` is added except for `slurm ...`
   // (Slurm's commands take the address from HANGAR_URL only).
   Ran Hangar(std::vector<std::string> args) const;
@@ -48,6 +51,7 @@ class DevCluster {
   std::string dir_;
   int port_ = 0;
   pid_t pid_ = 0;
+  void Stop();
 };
 
 }  // namespace hangar::testing

@@ -123,5 +123,34 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndItsStepsRunOnTheAllocationsNodesAndAr
                                                    << acct.output;
 }
 
+// `sacct` is history: the steps of a finished job are still listed after `hangar dev` (its
+// controller) restarts on the same store.
+TEST_F(SlurmStepsTest, StepsOutliveAControllerRestart) {
+  std::ofstream(dev_.work() + "/two.sbatch") << "#!/bin/bash\n"
+                                                "#SBATCH -J two -N 1 -c 1 --mem=1G -t 5\n"
+                                                "srun true\n"
+                                                "srun bash -c 'exit 5' || true\n";
+  DevCluster::Ran sub = Hangar({"sbatch", "--parsable", "two.sbatch"});
+  ASSERT_EQ(sub.rc, 0) << sub.output;
+  const uint64_t id = DevCluster::LastLineId(sub.output);
+  ASSERT_TRUE(dev_.WaitForState(id, "succeeded", 60 * kSecond)) << JobState(id) << dev_.log();
+  const std::vector<std::string> sacct = {"slurm",
+                                          "sacct",
+                                          "-j",
+                                          std::to_string(id),
+                                          "-P",
+                                          "-n",
+                                          "--format=JobID,JobName,State,ExitCode"};
+  const std::string ids = std::to_string(id);
+  const std::string want = ids + ".0|true|COMPLETED|0:0\n" + ids + ".1|bash|FAILED|5:0\n";
+  DevCluster::Ran before = Hangar(sacct);
+  ASSERT_EQ(before.rc, 0) << before.output;
+  EXPECT_TRUE(Contains(before.output, want)) << before.output;
+  ASSERT_TRUE(dev_.Restart()) << dev_.log();
+  DevCluster::Ran after = Hangar(sacct);
+  ASSERT_EQ(after.rc, 0) << after.output;
+  EXPECT_TRUE(Contains(after.output, want)) << after.output;
+}
+
 }  // namespace
 }  // namespace hangar::testing

@@ -3,18 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_yaml.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
 
-std::shared_ptr<const cluster::Topology> OneNode() {
-  auto f = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}]\n",
-      "c.yaml");
-  EXPECT_TRUE(f.ok());
-  return f->topology;
-}
+std::shared_ptr<const cluster::Topology> OneNode() { return testing::OneNodeTopology(); }
 
 std::vector<job::QueueSpec> Parse(const std::string& yaml) {
   auto specs = job::ParseQueues(yaml, "queues.yaml");

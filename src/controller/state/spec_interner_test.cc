@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cluster/cluster_yaml.h"
+#include "controller/state/state_test_util.h"
 #include "controller/store/state_store.h"
 
 namespace hangar::controller {
@@ -52,23 +52,19 @@ TEST(SpecInternerTest, RequestsThatShareAFingerprintAreComparedWhole) {
 }
 
 TEST(SpecInternerTest, StoredSpecsAreWarmedOnceAndTheirErrorsNameTheJob) {
-  auto f = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}]\n",
-      "c.yaml");
-  ASSERT_TRUE(f.ok());
+  const auto topology = testing::OneNodeTopology();
+  ASSERT_TRUE(topology);
   SpecInterner interned;
   const job::JobSpec spec = Parse("name: c\ntasks: [{replicas: 2, gpus: 4, command: [true]}]\n");
   auto text = std::make_shared<const std::string>(job::JobSpecToJson(spec).dump());
-  auto w = interned.Warm(text, 7, nullptr, *f->topology);
+  auto w = interned.Warm(text, 7, nullptr, *topology);
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ((*w)->request->total_replicas, 2);
-  EXPECT_EQ(interned.Warm(text, 8, nullptr, *f->topology).value(), *w);
+  EXPECT_EQ(interned.Warm(text, 8, nullptr, *topology).value(), *w);
   EXPECT_EQ(interned.warm_count(), 1u);
-  auto bad =
-      interned.Warm(std::make_shared<const std::string>("{not json"), 9, nullptr, *f->topology);
+  auto bad = interned.Warm(std::make_shared<const std::string>("{not json"), 9, nullptr, *topology);
   EXPECT_EQ(bad.status().message(), "job 9: its stored spec is not JSON");
-  auto none = interned.Warm(nullptr, 10, nullptr, *f->topology);
+  auto none = interned.Warm(nullptr, 10, nullptr, *topology);
   EXPECT_EQ(none.status().message(),
             "job 10: the store holds no spec for it; the store is damaged");
   auto held = (*w)->spec;

@@ -317,7 +317,9 @@ TEST_F(PlacerTest, MaxPerNodePutsReplicasOnDistinctNodes) {
     auto spread = Place(u, req);
     ASSERT_TRUE(spread.placed);
     EXPECT_NE(spread.assignment.tasks[0].node, spread.assignment.tasks[1].node);
-    if (required_leaf) EXPECT_EQ(spread.locality, Level::kLeaf);
+    if (required_leaf) {
+      EXPECT_EQ(spread.locality, Level::kLeaf);
+    }
   }
   ClusterUsage u(t);
   auto four = Whole(*t, 4, 2);
