@@ -192,6 +192,12 @@ struct JobRecord {
   // Idle reclamation and accounting of the current attempt.
   Time idle_since = 0;  // all its GPUs below the queue's idle threshold since then
   bool idle_notified = false;
+  // A session with a terminal (`hangar run -t`): when someone last typed into it, as its agent
+  // reports (0: not yet reported), how many sessions are attached, and whether they were warned
+  // that the idle policy is about to reclaim it.
+  Time input_at = 0;
+  uint32_t attached = 0;
+  bool idle_warned = false;
   int64_t idle_gpu_ms = 0;  // allocated-but-idle GPU time of this attempt
   // Batch (cluster_state_batch.cc): the array it belongs to (its first element's id) and its
   // index there; a hold (`hangar hold`) keeps a pending job from starting until released.
@@ -680,6 +686,11 @@ class ClusterState {
   bool HasWork(uint32_t node) const;
   void RequestValidation(uint32_t node, Time now, Effects* fx);
   void ObserveTelemetry(uint32_t node, const pb::Heartbeat& hb, Time now);
+  // The sessions' terminals a heartbeat reports on: when each last had input.
+  void ObserveTerminals(const pb::Heartbeat& hb, Time now);
+  // Tells the people attached to session `j` that the idle policy will reclaim it in `left`.
+  void WarnIdleSession(const JobRecord& j, const job::IdlePolicy& policy, Duration idle,
+                       Duration left, Time now, Effects* fx);
   void PersistHealth(uint32_t node, Effects* fx) const;
   void RestoreHealth(uint32_t node, const nlohmann::json& saved);
   Status RestoreValues(const std::vector<KeyValueRow>& values);  // Restore's parts

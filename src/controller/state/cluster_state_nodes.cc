@@ -311,6 +311,7 @@ bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb,
   r.last_heartbeat = std::max(r.last_heartbeat, now);
   hearing_.Observe(&r.clock, hb.time_ms(), now);
   ObserveTelemetry(*n, hb, now);
+  if (hb.terminals_size() > 0) ObserveTerminals(hb, now);
   // `now` is when the heartbeat was taken in, after the agent sent it: the lease the agent counts
   // from its sending ends no later than this one.
   if (options_.node_lease > 0 && hb.lease_clock_ms() > 0) {

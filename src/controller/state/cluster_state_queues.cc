@@ -291,15 +291,33 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
         j.state != JobState::kRunning) {
       j.idle_since = 0;
       j.idle_notified = false;
+      j.idle_warned = false;
       continue;
     }
     if (j.idle_since == 0) j.idle_since = now;
-    if (now - j.idle_since < policy.for_duration) continue;
-    const std::string why = "reclaimed: its GPUs stayed below " +
-                            std::to_string(policy.gpu_util_below) + "% utilisation for " +
-                            FormatDuration(now - j.idle_since) + " (queue " + j.spec->spec.queue +
-                            ": its idle policy, " +
-                            std::string(job::IdleActionName(policy.action)) + ")";
+    // A session with a terminal is idle only while no one types into it either (an attached
+    // but forgotten shell is the case to reclaim, not a person reading a long output); whoever
+    // is attached is warned first, in the terminal.
+    Time idle_from = j.idle_since;
+    const bool terminal = j.spec->spec.terminal;
+    if (terminal) {
+      idle_from = std::max(idle_from, j.input_at > 0 ? j.input_at : j.started);
+      const Duration lead = std::min<Duration>(policy.for_duration / 2, 5 * kMinute);
+      const Duration idle = now - idle_from;
+      if (idle < policy.for_duration - lead) {
+        j.idle_warned = false;
+      } else if (idle < policy.for_duration && !j.idle_warned &&
+                 policy.action != job::IdlePolicy::Action::kNotify) {
+        WarnIdleSession(j, policy, idle, policy.for_duration - idle, now, fx);
+        j.idle_warned = true;
+      }
+    }
+    if (now - idle_from < policy.for_duration) continue;
+    const std::string why =
+        "reclaimed: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
+        "% utilisation" + (terminal ? " and its terminal had no input" : "") + " for " +
+        FormatDuration(now - idle_from) + " (queue " + j.spec->spec.queue + ": its idle policy, " +
+        std::string(job::IdleActionName(policy.action)) + ")";
     switch (policy.action) {
       case job::IdlePolicy::Action::kNotify:
         if (!j.idle_notified) {
@@ -342,6 +360,39 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
     Persist(j, fx);
     dirty_ = true;
   }
+}
+
+void ClusterState::ObserveTerminals(const pb::Heartbeat& hb, Time now) {
+  for (const pb::TerminalActivity& t : hb.terminals()) {
+    sched::JobId id;
+    uint32_t attempt, index;
+    if (!ParseTaskId(t.task_id(), &id, &attempt, &index)) continue;
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.attempt != attempt || !it->second.spec->spec.terminal)
+      continue;
+    JobRecord& j = it->second;
+    j.input_at = std::max(j.input_at, now - std::max<int64_t>(0, t.input_idle_ms()));
+    j.attached = t.attached();
+  }
+}
+
+void ClusterState::WarnIdleSession(const JobRecord& j, const job::IdlePolicy& policy, Duration idle,
+                                   Duration left, Time now, Effects* fx) {
+  if (j.tasks.empty()) return;
+  const std::string what = policy.action == job::IdlePolicy::Action::kStop
+                               ? "end it"
+                               : "checkpoint it and put it back in the queue";
+  pb::ControllerMessage m;
+  pb::TerminalNotice* notice = m.mutable_terminal_notice();
+  notice->set_task_id(TaskId(j.id, j.attempt, j.tasks[0].index));
+  notice->set_text("\r\n[hangar] this session has been idle for " + FormatDuration(idle) +
+                   " (its GPUs below " + std::to_string(policy.gpu_util_below) +
+                   "% utilisation, nothing typed); queue " + j.spec->spec.queue + " will " + what +
+                   " in " + FormatDuration(left) + " unless you type something.\r\n");
+  fx->messages.push_back({topology_->nodes()[j.tasks[0].node].name, std::move(m)});
+  fx->Event(now, "job", "job/" + std::to_string(j.id),
+            "idle: warned " + std::to_string(j.attached) + " attached session(s) that queue " +
+                j.spec->spec.queue + " will " + what + " in " + FormatDuration(left));
 }
 
 // ---- RBAC ----
