@@ -574,6 +574,9 @@ void Agent::Handle(const pb::ControllerMessage& m) {
     case pb::ControllerMessage::kSessionInput:
       sessions_->Input(m.session_input());
       break;
+    case pb::ControllerMessage::kTerminalNotice:
+      sessions_->Notice(m.terminal_notice().task_id(), m.terminal_notice().text());
+      break;
     case pb::ControllerMessage::kStepOutput:
       if (steps_) steps_->Deliver(m.step_output());
       break;
@@ -841,6 +844,12 @@ void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
     auto sample = backend_->Sample(now);
     if (sample.ok()) {
       for (auto& g : *sample) *hb->add_gpus() = std::move(g);
+    }
+    for (const SessionHost::Activity& t : sessions_->TerminalActivity()) {
+      pb::TerminalActivity* a = hb->add_terminals();
+      a->set_task_id(t.task_id);
+      a->set_input_idle_ms(t.input_idle_ms);
+      a->set_attached(t.attached);
     }
     auto ports = ReadIbPorts(options_.ib_root);
     if (ports.ok()) {

@@ -5,12 +5,13 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "common/unix_socket.h"
 
 namespace hangar::agent {
 
 void Agent::StartStepSocket() {
   if (!socket_) return;  // no checkpoint socket: the tasks are not told where the agent is
-  const std::string path = StepSocketPath(socket_->path());
+  const std::string path = unix_socket::StepSocketPath(socket_->path());
   auto s = StepSocket::Listen(
       path,
       [this](const std::string& task_id, int64_t uid) { return CheckStepCaller(task_id, uid); },

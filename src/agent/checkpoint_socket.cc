@@ -16,6 +16,8 @@
 #include <optional>
 #include <utility>
 
+#include "common/unix_socket.h"
+
 namespace hangar::agent {
 
 namespace {
@@ -26,58 +28,18 @@ constexpr Duration kClosePatience = kSecond;        // for a client to close aft
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
-StatusOr<sockaddr_un> SocketAddress(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    return Status::InvalidArgument("socket path '" + path + "' is empty or longer than " +
-                                   std::to_string(sizeof addr.sun_path - 1) + " bytes");
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  return addr;
-}
-
 // Milliseconds left until `deadline` (MonotonicNanos()), at least 0.
 int MillisLeft(int64_t deadline) {
   const int64_t left = (deadline - MonotonicNanos()) / 1000000;
   return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
 }
 
-// Reads one line (without its '\n'), or what came before EOF; Unavailable at `deadline`.
+// One line of at most kMaxMessage bytes (without its '\n'), or what came before the end.
 StatusOr<std::string> ReadLine(int fd, int64_t deadline) {
-  std::string text;
-  char buf[4096];
-  while (text.find('\n') == std::string::npos) {
-    if (text.size() > kMaxMessage) return Status::InvalidArgument("message too long");
-    pollfd p{fd, POLLIN, 0};
-    int ready = poll(&p, 1, MillisLeft(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) return Status::Unavailable("poll: " + ErrnoText(errno));
-    if (ready == 0) return Status::Unavailable("no answer in time");
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::Unavailable("read: " + ErrnoText(errno));
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  if (size_t nl = text.find('\n'); nl != std::string::npos) text.resize(nl);
-  return text;
+  return unix_socket::ReadLine(fd, deadline, kMaxMessage);
 }
 
-Status WriteAll(int fd, const std::string& text, int64_t deadline) {
-  size_t done = 0;
-  while (done < text.size()) {
-    pollfd p{fd, POLLOUT, 0};
-    int ready = poll(&p, 1, MillisLeft(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return Status::Unavailable("cannot send in time");
-    ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::Unavailable("send: " + ErrnoText(errno));
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
+using unix_socket::WriteAll;
 
 StatusOr<CheckpointReport> ParseRequest(const std::string& line) {
   auto j = nlohmann::json::parse(line, nullptr, false);
@@ -130,15 +92,6 @@ StatusOr<ProgressReport> ParseProgress(const nlohmann::json& j) {
   return r;
 }
 
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 }  // namespace
 
 std::string AgentSocketPath(const std::string& state_dir) {
@@ -146,40 +99,19 @@ std::string AgentSocketPath(const std::string& state_dir) {
   std::string dir = std::filesystem::absolute(state_dir, ec).lexically_normal().string();
   if (ec) dir = state_dir;
   if (!dir.empty() && dir.back() == '/') dir.pop_back();
-  std::string path = dir + "/agent.sock";
-  if (path.size() < sizeof(sockaddr_un{}.sun_path)) return path;
-  char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a(dir)));
-  return "/tmp/hangar-agent-" + std::to_string(getuid()) + "-" + hash + ".sock";
+  return unix_socket::FitPath(dir + "/agent.sock", dir, "hangar-agent");
 }
 
 StatusOr<std::unique_ptr<AgentSocket>> AgentSocket::Listen(const std::string& path, Handler handler,
                                                            AfterReply after_reply,
                                                            ProgressHandler progress) {
   const std::string what = "cannot listen on " + path + ": ";
-  auto addr = SocketAddress(path);
-  if (!addr.ok()) return Status::InvalidArgument(what + addr.status().message());
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode))
-      return Status::FailedPrecondition(what + "a file that is not a socket is there");
-    unlink(path.c_str());  // a stale socket of an earlier agent
+  // Every local user may connect (tasks run as their users); the handler checks who did.
+  auto listening = unix_socket::Listen(path);
+  if (!listening.ok()) {
+    return Status(listening.status().code(), what + std::string(listening.status().message()));
   }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable(what + "socket: " + ErrnoText(errno));
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
-    int e = errno;
-    close(fd);
-    return Status::Unavailable(what + "bind: " + ErrnoText(e));
-  }
-  // Before listen(): no connection can be made while the mode is still the umask's. Every
-  // local user may connect (tasks run as their users); the handler checks who did.
-  if (chmod(path.c_str(), 0666) != 0 || listen(fd, 64) != 0) {
-    int e = errno;
-    close(fd);
-    unlink(path.c_str());
-    return Status::Unavailable(what + ErrnoText(e));
-  }
+  const int fd = *listening;
   int wake[2];
   if (pipe2(wake, O_CLOEXEC) != 0) {
     int e = errno;
@@ -288,21 +220,17 @@ void AgentSocket::HandleProgress(int fd, const std::string& line, int64_t deadli
 static StatusOr<nlohmann::json> Exchange(const std::string& socket_path,
                                          const nlohmann::json& request, Duration timeout) {
   const std::string where = "the agent at " + socket_path;
-  HANGAR_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(socket_path));
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable("socket: " + ErrnoText(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status::Unavailable("cannot reach " + where + ": " + ErrnoText(errno) +
+  auto connected = unix_socket::Connect(socket_path);
+  if (!connected.ok()) {
+    return Status::Unavailable("cannot reach " + where + ": " +
+                               std::string(connected.status().message()) +
                                " (is the node's agent running?)");
   }
+  const unix_socket::Fd fd(*connected);
   const int64_t deadline = MonotonicNanos() + std::max<Duration>(timeout, 0) * 1000000;
-  Status sent = WriteAll(fd, request.dump() + "\n", deadline);
+  Status sent = WriteAll(fd.get(), request.dump() + "\n", deadline);
   if (!sent.ok()) return Status::Unavailable("cannot send to " + where + ": " + sent.message());
-  auto line = ReadLine(fd, deadline);
+  auto line = ReadLine(fd.get(), deadline);
   if (!line.ok()) return Status::Unavailable(where + " did not answer: " + line.status().message());
   auto j = nlohmann::json::parse(*line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {

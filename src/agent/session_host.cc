@@ -108,6 +108,7 @@ StatusOr<int> SessionHost::CreateTerminal(const std::string& task_id, const std:
   auto t = std::make_shared<Terminal>();
   t->task_id = task_id;
   t->leader = leader;
+  t->last_input_ns = MonotonicNanos();
   t->log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   Post([this, t] {
     auto owned = std::make_unique<Terminal>(std::move(*t));

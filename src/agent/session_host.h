@@ -75,6 +75,15 @@ class SessionHost {
   // The task ended (or never started): attached sessions end with its status once the terminal's
   // last bytes are out; the terminal is kept for a minute for a late attach, then dropped.
   void TaskEnded(const std::string& task_id, int exit_code, int signal);
+  // Shows `text` to the sessions attached to task `task_id`'s terminal (not typed into it).
+  void Notice(const std::string& task_id, const std::string& text);
+  // The live terminals: how long since input came to each, and who is attached (any thread).
+  struct Activity {
+    std::string task_id;
+    int64_t input_idle_ms = 0;
+    uint32_t attached = 0;
+  };
+  std::vector<Activity> TerminalActivity() const;
 
  private:
   struct Session;
@@ -106,6 +115,8 @@ class SessionHost {
   bool TerminalPaused(const Terminal& t) const;
   void SendTo(Session& s, std::string out, bool err);
   void DropOldTerminals();
+  // Publishes `t`'s input time and attachments for TerminalActivity (the host's thread).
+  void PublishActivity(const Terminal& t);
   static v1::SessionOutput EndedFrame(uint64_t id, int exit_code, int signal,
                                       const std::string& error);
 
@@ -114,6 +125,11 @@ class SessionHost {
   mutable std::mutex mu_;
   std::deque<std::function<void()>> queue_;  // guarded by mu_
   bool stopping_ = false;                    // guarded by mu_
+  struct Published {
+    int64_t last_input_ns = 0;
+    uint32_t attached = 0;
+  };
+  std::map<std::string, Published> activity_;  // guarded by mu_: the live terminals
   // The thread's own.
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;
   std::map<std::string, std::unique_ptr<Terminal>> terminals_;

@@ -156,8 +156,10 @@ void SessionHost::TakeInput(const v1::SessionInput& in) {
   const int terminal_fd = term ? term->leader : (s.tty ? s.in : -1);
   if (in.rows() > 0 && in.cols() > 0 && terminal_fd >= 0)
     SetWindowSize(terminal_fd, in.rows(), in.cols());
-  if (in.signal() > 0 && in.signal() < NSIG && !s.socket)
+  if (in.signal() > 0 && in.signal() < NSIG && !s.socket) {
     SignalForeground(terminal_fd, s.pid, in.signal());
+    if (term) term->last_input_ns = MonotonicNanos();  // Ctrl-C is someone at the terminal too
+  }
   std::string& pending = term ? term->pending : s.pending;
   if (!in.data().empty()) {
     if (pending.size() + in.data().size() > kMaxPendingInput) {
@@ -167,6 +169,7 @@ void SessionHost::TakeInput(const v1::SessionInput& in) {
                                    "waiting); the session was ended"));
     }
     pending += in.data();
+    if (term) term->last_input_ns = MonotonicNanos();
   }
   if (in.eof()) {
     if (term && term->input_only)
@@ -302,8 +305,10 @@ void SessionHost::EndSession(uint64_t id, v1::SessionOutput last) {
       waitpid(s.pid, nullptr, 0);
     }
     if (s.attach) {
-      if (auto t = terminals_.find(s.task_id); t != terminals_.end())
+      if (auto t = terminals_.find(s.task_id); t != terminals_.end()) {
         std::erase(t->second->attached, id);
+        PublishActivity(*t->second);
+      }
     } else {
       for (int* fd : {&s.err, &s.pidfd, &s.in, &s.out}) {
         Unwatch(*fd);
@@ -325,6 +330,36 @@ void SessionHost::EndTerminal(Terminal& t) {
   CloseFd(&t.log);
   t.ended = true;
   t.ended_at = MonotonicNanos();
+  PublishActivity(t);
+}
+
+void SessionHost::PublishActivity(const Terminal& t) {
+  std::lock_guard lock(mu_);
+  if (t.ended || t.input_only) {
+    activity_.erase(t.task_id);
+    return;
+  }
+  activity_[t.task_id] = {t.last_input_ns, static_cast<uint32_t>(t.attached.size())};
+}
+
+std::vector<SessionHost::Activity> SessionHost::TerminalActivity() const {
+  const int64_t now = MonotonicNanos();
+  std::lock_guard lock(mu_);
+  std::vector<Activity> out;
+  out.reserve(activity_.size());
+  for (const auto& [task, a] : activity_)
+    out.push_back({task, std::max<int64_t>(0, (now - a.last_input_ns) / 1'000'000), a.attached});
+  return out;
+}
+
+void SessionHost::Notice(const std::string& task_id, const std::string& text) {
+  Post([=, this] {
+    auto t = terminals_.find(task_id);
+    if (t == terminals_.end() || t->second->ended) return;
+    for (uint64_t id : t->second->attached) {
+      if (auto s = sessions_.find(id); s != sessions_.end()) SendTo(*s->second, text, false);
+    }
+  });
 }
 
 void SessionHost::DropOldTerminals() {
@@ -397,6 +432,7 @@ void SessionHost::UpdateInterest(Session& s) {
 }
 
 void SessionHost::UpdateInterest(Terminal& t) {
+  PublishActivity(t);
   auto w = watches_.find(t.leader);
   if (t.leader < 0 || w == watches_.end()) return;
   epoll_event ev{};

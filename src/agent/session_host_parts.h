@@ -41,7 +41,8 @@ struct SessionHost::Terminal {
   bool eof_pending = false;  // input_only: close the pipe once `pending` is written
   bool ended = false;
   int exit_code = 0, signal = 0;
-  int64_t ended_at = 0;  // MonotonicNanos()
+  int64_t ended_at = 0;       // MonotonicNanos()
+  int64_t last_input_ns = 0;  // MonotonicNanos() of the last input (or of the terminal's start)
 };
 
 }  // namespace hangar::agent

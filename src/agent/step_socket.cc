@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/time.h"
+#include "common/unix_socket.h"
 
 namespace hangar::agent {
 
@@ -22,22 +23,7 @@ namespace {
 constexpr size_t kMaxRequest = 1 << 20;  // the caller's environment travels in it
 constexpr int kRequestPatienceMs = 5000;
 
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-bool WriteAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
+bool WriteAll(int fd, const std::string& text) { return unix_socket::WriteAll(fd, text).ok(); }
 
 std::string Frame(const nlohmann::json& header, const std::string& out = "",
                   const std::string& err = "") {
@@ -52,23 +38,10 @@ std::string Ended(int code, const std::string& error) {
 
 // One request line, or why not.
 StatusOr<nlohmann::json> ReadRequest(int fd) {
-  std::string text;
-  char buf[8192];
   const int64_t deadline = MonotonicNanos() + int64_t{kRequestPatienceMs} * 1000000;
-  while (text.find('\n') == std::string::npos) {
-    if (text.size() > kMaxRequest) return Status::InvalidArgument("the request is over 1 MiB");
-    const int left =
-        static_cast<int>(std::max<int64_t>(0, (deadline - MonotonicNanos()) / 1000000));
-    pollfd p{fd, POLLIN, 0};
-    const int ready = poll(&p, 1, left);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return Status::Unavailable("no request in time");
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::Unavailable("the caller left");
-    text.append(buf, static_cast<size_t>(n));
-  }
-  auto j = nlohmann::json::parse(text.substr(0, text.find('\n')), nullptr, false);
+  HANGAR_ASSIGN_OR_RETURN(std::string line, unix_socket::ReadLine(fd, deadline, kMaxRequest));
+  if (line.empty()) return Status::Unavailable("the caller left");
+  auto j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return Status::InvalidArgument("the request is not a JSON object");
   return j;
@@ -120,37 +93,16 @@ struct StepSocket::Conn {
   bool last_queued = false;        // guarded by mu
 };
 
-std::string StepSocketPath(const std::string& agent_socket) {
-  std::string base = agent_socket;
-  if (base.size() > 5 && base.compare(base.size() - 5, 5, ".sock") == 0)
-    base.resize(base.size() - 5);
-  std::string path = base + ".steps.sock";
-  if (path.size() < sizeof(sockaddr_un{}.sun_path)) return path;
-  char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a(agent_socket)));
-  return "/tmp/hangar-steps-" + std::to_string(getuid()) + "-" + hash + ".sock";
-}
-
 StatusOr<std::unique_ptr<StepSocket>> StepSocket::Listen(const std::string& path, Check check,
                                                          Send send) {
   const std::string what = "cannot listen on " + path + ": ";
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path)
-    return Status::InvalidArgument(what + "path too long");
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode))
-      return Status::FailedPrecondition(what + "a file that is not a socket is there");
-    unlink(path.c_str());  // a stale socket of an earlier agent
+  auto listening = unix_socket::Listen(path);
+  if (!listening.ok()) {
+    return Status(listening.status().code(), what + std::string(listening.status().message()));
   }
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable(what + std::strerror(errno));
+  const int fd = *listening;
   int wake[2] = {-1, -1};
-  // Mode 0666 before listen(): tasks run as their users; Check decides who may ask.
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-      chmod(path.c_str(), 0666) != 0 || listen(fd, 128) != 0 || pipe2(wake, O_CLOEXEC) != 0) {
+  if (pipe2(wake, O_CLOEXEC) != 0) {
     const int e = errno;
     close(fd);
     unlink(path.c_str());

@@ -1,7 +1,7 @@
 // StepSocket: how `srun` inside a job's task reaches its node's agent to run a step across the
 // job's nodes (docs/slurm.md, "Allocations and steps"). A Unix stream socket beside the agent's
-// checkpoint socket (StepSocketPath), mode 0666: the kernel tells who connected (SO_PEERCRED) and
-// the agent serves a task's requests only from the task's uid or root.
+// checkpoint socket (unix_socket::StepSocketPath), mode 0666: the kernel tells who connected
+// (SO_PEERCRED) and the agent serves a task's requests only from the task's uid or root.
 //
 // One request per connection, a JSON line:
 //   -> {"op": "srun", "task_id": "42.0.0", "argv": [...], "env": [...], "workdir": "/w",
@@ -33,10 +33,6 @@
 #include "proto/agent.pb.h"
 
 namespace hangar::agent {
-
-// The step socket of the agent whose checkpoint socket is `agent_socket`: "X.sock" becomes
-// "X.steps.sock" (or a short path under /tmp when that is too long for a socket address).
-std::string StepSocketPath(const std::string& agent_socket);
 
 class StepSocket {
  public:

@@ -266,6 +266,8 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   nlohmann::ordered_json group;
   group["name"] = "batch";
   group["replicas"] = shape.nodes;
+  // Slurm's nodes are distinct hosts: one replica (one node's tasks) per node.
+  if (shape.nodes > 1) group["max_per_node"] = 1;
   AddResources(o, shape, s.site, &group, &d);
   group["workdir"] = Workdir(o, s.submit_dir);
   group["env"] = StaticEnv(o, shape, name, s);

@@ -94,6 +94,7 @@ TEST(SbatchExamplesTest, MultiNodeTorchrun) {
   EXPECT_EQ(g["name"], "batch");
   EXPECT_EQ(g["replicas"],
             2);  // one per node: --nodes=2 x --ntasks-per-node=1; the script runs on the first
+  EXPECT_EQ(g["max_per_node"], 1);  // two nodes are two distinct hosts, as in Slurm
   EXPECT_EQ(g["gpus"], 8);
   EXPECT_EQ(g["cpu_per_gpu"], "8");
   EXPECT_EQ(g["memory_per_gpu"], "64Gi");

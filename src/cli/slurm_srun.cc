@@ -16,6 +16,7 @@
 
 #include "cli/srun_client.h"
 #include "common/status.h"
+#include "common/unix_socket.h"
 
 namespace hangar::cli {
 namespace {
@@ -355,7 +356,8 @@ int RunSrunInJob(const std::vector<std::string>& args) {
     if (agent == nullptr || std::getenv("HANGAR_TASK_ID") == nullptr)
       return Error("no agent socket to release to");
     nlohmann::json r = {{"op", "release"}, {"task_id", std::getenv("HANGAR_TASK_ID")}};
-    auto ended = RunStepRequest(StepSocketPathFor(agent), r.dump(), [](const StepFrame&) {});
+    auto ended =
+        RunStepRequest(unix_socket::StepSocketPath(agent), r.dump(), [](const StepFrame&) {});
     if (!ended.ok()) return Error(ended.status().message());
     if (!ended->error.empty()) return Error(ended->error);
     return 0;
@@ -366,7 +368,7 @@ int RunSrunInJob(const std::vector<std::string>& args) {
   const char* task = std::getenv("HANGAR_TASK_ID");
   if (socket == nullptr || task == nullptr) return RunLocal(args, *step);
   Output out(step->label);
-  auto ended = RunStepRequest(StepSocketPathFor(socket), StepRequestJson(args, *step),
+  auto ended = RunStepRequest(unix_socket::StepSocketPath(socket), StepRequestJson(args, *step),
                               [&](const StepFrame& f) {
                                 if (!f.out.empty()) out.Write(f.procid, f.out, false);
                                 if (!f.err.empty()) out.Write(f.procid, f.err, true);

@@ -9,15 +9,11 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/unix_socket.h"
+
 namespace hangar::cli {
 
 namespace {
-
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // Reads from `fd` into `buf` until it holds at least `want` bytes; false at the end or an error.
 bool Fill(int fd, std::string* buf, size_t want) {
@@ -33,42 +29,17 @@ bool Fill(int fd, std::string* buf, size_t want) {
 
 }  // namespace
 
-std::string StepSocketPathFor(const std::string& agent_socket) {
-  std::string base = agent_socket;
-  if (base.size() > 5 && base.compare(base.size() - 5, 5, ".sock") == 0)
-    base.resize(base.size() - 5);
-  std::string path = base + ".steps.sock";
-  if (path.size() < sizeof(sockaddr_un{}.sun_path)) return path;
-  char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a(agent_socket)));
-  return "/tmp/hangar-steps-" + std::to_string(getuid()) + "-" + hash + ".sock";
-}
-
 StatusOr<StepFrame> RunStepRequest(const std::string& path, const std::string& request_json,
                                    const std::function<void(const StepFrame&)>& on_frame) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    return Status::Unavailable("the step socket path '" + path + "' is empty or too long");
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable(std::string("socket: ") + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+  auto connected = unix_socket::Connect(path);
+  if (!connected.ok()) {
     return Status::Unavailable("cannot reach the node's agent at " + path + ": " +
-                               std::strerror(errno));
+                               std::string(connected.status().message()));
   }
-  const std::string line = request_json + "\n";
-  for (size_t done = 0; done < line.size();) {
-    const ssize_t n = send(fd, line.data() + done, line.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::Unavailable("the node's agent closed the step socket");
-    done += static_cast<size_t>(n);
-  }
+  const unix_socket::Fd conn(*connected);
+  const int fd = conn.get();
+  if (!unix_socket::WriteAll(fd, request_json + "\n").ok())
+    return Status::Unavailable("the node's agent closed the step socket");
   std::string buf;
   for (;;) {
     size_t nl;

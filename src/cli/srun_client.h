@@ -9,9 +9,6 @@
 
 namespace hangar::cli {
 
-// The agent's step socket for its checkpoint socket `agent_socket` (as agent::StepSocketPath).
-std::string StepSocketPathFor(const std::string& agent_socket);
-
 struct StepFrame {
   bool started = false, ended = false;
   int procid = -1;

@@ -713,6 +713,7 @@ Status Run(const Flags& f) {
   SessionService sessions(&owner, &hub, SessionAuth{tokens.get(), guard.dev_token});
   hub.set_session_relay(&sessions);
   StepRelay steps(&owner, &hub);
+  steps.Restore(contents.values, clock->Now());
   hub.set_step_sink(&steps);
   service::CommandProber probes(
       [&hub](const std::string& node, pb::ControllerMessage m) { hub.Send(node, std::move(m)); });

@@ -109,6 +109,7 @@ void StepRelay::FromAgent(const std::string& node, pb::StepRequest request) {
       hang_up = HangUp(it->second);
       (void)Finish(key);  // its caller is gone: no one to tell
     }
+    FlushSaves();
     return SendHangUps(hang_up);
   }
   CallerTask caller;
@@ -163,6 +164,7 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
     in.step_id = book_.Begin(alloc.job_id, BaseName(req.argv(0)), nodelist,
                              static_cast<int>(layout->nodes.size()),
                              static_cast<int>(layout->tasks.size()), owner_->clock()->Now());
+    Save(alloc.job_id);
     const auto envs = StepTaskEnvironments(in);
     Running r{alloc.job_id, in.step_id, origin, req.request_id(), req.kill_on_bad_exit(), {}};
     for (size_t k = 0; k < layout->tasks.size(); ++k) {
@@ -187,6 +189,7 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
     started.set_nodelist(nodelist);
     started.set_ntasks(static_cast<int32_t>(layout->tasks.size()));
   }
+  FlushSaves();
   spdlog::info("controller: job {} step {} ({}) starts {} tasks on {}", alloc.job_id, in.step_id,
                req.argv(0), layout->tasks.size(), started.nodelist());
   Answer(origin, std::move(started));  // before any output: one stream to the origin keeps order
@@ -220,6 +223,7 @@ void StepRelay::Release(const Allocation& alloc) {
       if (auto last = Finish(key)) frames.emplace_back(key.first, std::move(*last));
     }
   }
+  FlushSaves();
   for (auto& [to, f] : frames) Answer(to, std::move(f));
   SendHangUps(hang_up);
   // The held nodes' tasks end (they exit 0 on SIGTERM), so the job ends with its script.
@@ -279,6 +283,7 @@ void StepRelay::FromSession(const std::string& node, pb::SessionOutput out) {
       if (auto last = Finish(key)) frames.push_back(std::move(*last));
     }
   }
+  FlushSaves();
   for (auto& f : frames) Answer(origin, std::move(f));
   SendHangUps(hang_up);
   if (ack > 0) {
@@ -305,8 +310,32 @@ std::optional<pb::StepOutput> StepRelay::Finish(const Key& key) {
     last.set_signal(steps[r.step_id].signal);
   }
   for (const Task& x : r.tasks) by_session_.erase(x.session);
+  Save(r.job_id);
   running_.erase(it);
   return last;
+}
+
+void StepRelay::Save(uint64_t job) {
+  unsaved_.push_back({StepBook::kTable, std::to_string(job), book_.RowValue(job), /*erase=*/false});
+}
+
+void StepRelay::FlushSaves() {
+  std::vector<KeyValueRow> rows;
+  {
+    std::lock_guard lock(mu_);
+    rows.swap(unsaved_);
+  }
+  if (rows.empty()) return;
+  owner_->PostLazy([rows = std::move(rows)](ClusterState&, Effects* fx, StateOwner::AfterCommit*) {
+    fx->batch.values.insert(fx->batch.values.end(), rows.begin(), rows.end());
+  });
+}
+
+void StepRelay::Restore(const std::vector<KeyValueRow>& values, Time now) {
+  std::lock_guard lock(mu_);
+  for (const KeyValueRow& v : values) {
+    if (v.table == StepBook::kTable) book_.Restore(v.key, v.value, now);
+  }
 }
 
 void StepRelay::TaskEnded(Running& r, Task& t, int exit_code, int signal,
@@ -372,6 +401,7 @@ void StepRelay::NodeGone(const std::string& node) {
       if (auto last = Finish(key)) frames.emplace_back(origin, std::move(*last));
     }
   }
+  FlushSaves();
   for (auto& [to, f] : frames) {
     if (to != node) Answer(to, std::move(f));
   }

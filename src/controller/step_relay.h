@@ -25,6 +25,7 @@
 #include "controller/state/step_book.h"
 #include "controller/state/step_plan.h"
 #include "controller/step_sink.h"
+#include "controller/store/state_store.h"
 
 namespace hangar::controller {
 
@@ -43,6 +44,8 @@ class StepRelay final : public StepSink {
 
   // The job's steps, in id order, for GET /v1/jobs/ID/steps.
   std::vector<StepRecord> Steps(uint64_t job) const;
+  // The steps the store holds (its StepBook::kTable rows), read by a controller starting at `now`.
+  void Restore(const std::vector<KeyValueRow>& values, Time now);
 
   // What the state thread finds for a request: the job's nodes, or why not.
   struct Allocation {
@@ -83,6 +86,10 @@ class StepRelay final : public StepSink {
   std::optional<::hangar::agent::v1::StepOutput> Finish(const Key& key);
   void TaskEnded(Running& r, Task& t, int exit_code, int signal,
                  std::vector<std::pair<std::string, uint64_t>>* hang_up);
+  // The job's steps changed (one began or ended): its row is to be written (under mu_).
+  void Save(uint64_t job);
+  // Writes the rows Save named, through the state owner, in order (not under mu_).
+  void FlushSaves();
 
   StateOwner* const owner_;
   AgentHub* const hub_;
@@ -92,6 +99,7 @@ class StepRelay final : public StepSink {
   std::map<uint64_t, Key> by_session_;
   std::set<Key> left_early_;  // cancelled before their step started
   uint64_t next_session_ = 1;
+  std::vector<KeyValueRow> unsaved_;
 };
 
 }  // namespace hangar::controller

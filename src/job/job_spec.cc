@@ -333,10 +333,10 @@ class JobParser {
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
   static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
   static constexpr std::string_view kTaskKeys[] = {
-      "name",    "replicas",   "gpus",           "gpu_fraction", "gpu_memory",
-      "mig",     "gpu_models", "min_gpu_memory", "cpu_per_gpu",  "memory_per_gpu",
-      "cpu",     "memory",     "node_selector",  "command",      "env",
-      "workdir", "image",      "mounts",         "shm_size",     "artifacts"};
+      "name",          "replicas",       "gpus",        "gpu_fraction",   "gpu_memory", "mig",
+      "gpu_models",    "min_gpu_memory", "cpu_per_gpu", "memory_per_gpu", "cpu",        "memory",
+      "node_selector", "command",        "env",         "workdir",        "image",      "mounts",
+      "shm_size",      "artifacts",      "max_per_node"};
 
   // Every unknown key of the job, its checkpoint, topology and task groups in one error, so a
   // spec with several typos is fixed in one round.
@@ -505,6 +505,8 @@ class JobParser {
     if (fresh_) HANGAR_RETURN_IF_ERROR(CheckGroupName(t, g.name));
     HANGAR_ASSIGN_OR_RETURN(auto replicas, src_.OptInt(t, "replicas", 1, 100000));
     if (replicas) g.replicas = static_cast<int>(*replicas);
+    HANGAR_ASSIGN_OR_RETURN(auto per_node, src_.OptInt(t, "max_per_node", 1, 100000));
+    if (per_node) g.max_per_node = static_cast<int>(*per_node);
     HANGAR_RETURN_IF_ERROR(ParseGpu(t, &g));
     if (const YAML::Node models = t["gpu_models"]) {
       if (models.IsScalar()) {
@@ -783,6 +785,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
     json g;
     g["name"] = t.name;
     g["replicas"] = t.replicas;
+    if (t.max_per_node) g["max_per_node"] = t.max_per_node;
     switch (t.gpu.kind) {
       case GpuKind::kNone:
         break;

@@ -43,6 +43,9 @@ struct GpuRequest {
 struct TaskGroupSpec {
   std::string name = "main";
   int replicas = 1;
+  // At most this many of the group's replicas on one node (0: no limit). sbatch sets 1 for
+  // --nodes=N, so that N nodes are N distinct hosts, as in Slurm.
+  int max_per_node = 0;
   GpuRequest gpu;
   std::vector<std::string> gpu_models;  // empty: any model
   int64_t min_gpu_memory_mib = 0;

@@ -37,6 +37,8 @@ std::string_view Reason::RuleName() const {
       return "never-exclude-nodes";
     case Rule::kNeverIncludedNode:
       return "never-include-nodes";
+    case Rule::kNeverPerNode:
+      return "never-nodes-for-max-per-node";
     case Rule::kNeverCluster:
       return "never-cluster-size";
     case Rule::kNotNowDomain:
@@ -117,6 +119,10 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
       return "never: its include_nodes names " + NodeName(topo, other) +
              ", which cannot hold a replica of it even when empty (its GPUs, CPU, memory or labels "
              "fall short)";
+    case Rule::kNeverPerNode:
+      return "never: needs " + N(need) + " replicas at most " + N(static_cast<int64_t>(other)) +
+             " per node (max_per_node; sbatch's --nodes), but only " + Plural(have, "node") +
+             " in this cluster could hold one; ask for fewer nodes";
     case Rule::kNeverCluster:
       return "never: needs " + Gpus(need) + " GPUs; only " + Gpus(have) +
              " in this cluster could serve it";

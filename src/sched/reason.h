@@ -23,6 +23,8 @@ enum class Rule : uint8_t {
   kNeverDomain,          // need: GPUs under one `level`, have: the largest such domain's GPUs
   kNeverExcludedNodes,   // every node with the hardware it asks is in its exclude_nodes
   kNeverIncludedNode,    // `other`: a node of include_nodes that can never hold a replica of it
+  kNeverPerNode,         // need: replicas of a group, have: nodes that could ever hold one,
+                         // other: its max_per_node
   kNeverCluster,         // need: GPUs in all, have: GPUs that could ever serve it
   // Not now: it would fit an empty cluster, but not the cluster as it is.
   kNotNowDomain,       // need: GPUs under one `level`, have: most free in one such domain

@@ -62,6 +62,7 @@ void Fingerprint(GangRequest* r) {
       h = Mix(h, std::hash<std::string>()(v));
     }
     for (uint32_t n : g.excluded_nodes) h = Mix(h, n);
+    h = Mix(h, static_cast<uint64_t>(g.max_per_node));
   }
   for (uint32_t n : r->nodes.required) h = Mix(h, uint64_t{n} + (uint64_t{1} << 32));
   h = Mix(h, r->nodes.required_missing);
@@ -93,7 +94,8 @@ bool SamePlacement(const GangRequest& a, const GangRequest& b) {
   for (size_t i = 0; i < a.groups.size(); ++i) {
     const GroupRequest &x = a.groups[i], &y = b.groups[i];
     if (x.replicas != y.replicas || x.selector != y.selector ||
-        x.excluded_nodes != y.excluded_nodes || !SameShape(x.shape, y.shape)) {
+        x.excluded_nodes != y.excluded_nodes || x.max_per_node != y.max_per_node ||
+        !SameShape(x.shape, y.shape)) {
       return false;
     }
   }
@@ -119,6 +121,7 @@ StatusOr<GangRequest> CompileGang(const job::JobSpec& spec, const cluster::Topol
     g.replicas = t.replicas;
     g.selector = t.node_selector;
     g.excluded_nodes = r.nodes.excluded;
+    g.max_per_node = t.max_per_node;
     TaskShape& s = g.shape;
     s.kind = t.gpu.kind;
     s.gpus = t.gpu.kind == job::GpuKind::kNone ? 0 : t.gpu.count;

@@ -52,6 +52,12 @@ struct GroupRequest {
   // The job's exclude_nodes (NodeRule::excluded), kept with each group so that every node filter
   // (CheckNode, CheckNodeStatic) applies it.
   std::vector<uint32_t> excluded_nodes;
+  // At most this many of the group's replicas on one node (0: no limit; the job file's
+  // max_per_node, which sbatch sets to 1 for --nodes).
+  int32_t max_per_node = 0;
+
+  // Whether `placed` replicas of this group on one node leave room for another.
+  bool NodeTakesAnother(int32_t placed) const { return max_per_node == 0 || placed < max_per_node; }
 };
 
 struct GangRequest {

@@ -328,6 +328,40 @@ TEST_F(InteractiveTest, RunGivesAShellThatTypesResizesTakesCtrlCAndExitsWithItsS
   EXPECT_NE(table.output.find("interactive"), std::string::npos) << table.output;
 }
 
+// The idle policy on a session: its GPUs are idle (the shell tells the fake backend they are at
+// 0%), and once nobody types for the policy's `for` it is reclaimed -- the attached terminal hears
+// of it first. Typing resets the clock, so a session in use is never taken.
+TEST_F(InteractiveTest, AnIdleSessionWarnsItsTerminalAndIsReclaimedUnlessSomeoneTypes) {
+  const auto applied = Post(admin_, "/v1/queues",
+                            "queues:\n  - name: default\n"
+                            "    idle: {gpu_util_below: 10, for: 8s, action: stop}\n");
+  ASSERT_TRUE(applied.contains("changed") || applied.contains("created")) << applied.dump();
+  Terminal t(WithServer({"run", "-it", "--gpus", "1", "--", "sh"}), alice_, 30, 100);
+  ASSERT_TRUE(t.Expect("submitted interactive job")) << t.seen();
+  // The fake GPU backend counts a task's GPUs busy until it writes their utilisation.
+  t.Type("echo 0 > \"$HANGAR_FAKE_GPU_UTIL_FILE\"; echo ready-$((2+3))\r");
+  ASSERT_TRUE(t.Expect("ready-5")) << t.seen();
+  // Kept alive by typing: a key every 2 s for 12 s (longer than `for`), never warned.
+  for (int i = 0; i < 6; ++i) {
+    usleep(2000 * 1000);
+    t.Type(" ");
+  }
+  t.Type(
+      "\x15"
+      "echo still-$((3+4))\r");  // Ctrl-U clears the spaces
+  ASSERT_TRUE(t.Expect("still-7")) << "a session in use is not reclaimed: " << t.seen();
+  EXPECT_EQ(t.seen().find("[hangar] this session has been idle"), std::string::npos) << t.seen();
+  // Left alone: warned halfway through `for`, then ended.
+  ASSERT_TRUE(t.Expect("[hangar] this session has been idle for", 20 * kSecond)) << t.seen();
+  ASSERT_TRUE(t.Expect("queue default will end it in")) << t.seen();
+  t.Wait(30 * kSecond);
+  auto jobs = Get(alice_, "/v1/jobs?state=cancelled");
+  ASSERT_FALSE(jobs["jobs"].empty()) << jobs.dump();
+  const auto job = Get(alice_, "/v1/jobs/" + std::to_string(jobs["jobs"][0].value("id", 0)));
+  EXPECT_NE(job.value("message", "").find("and its terminal had no input for"), std::string::npos)
+      << job.dump();
+}
+
 TEST_F(InteractiveTest, ExecRunsBesideATaskAsItsUserWithItsEnvironmentAndStatus) {
   const uint64_t id = RunningJob(alice_);
   Ran r = Hangar(

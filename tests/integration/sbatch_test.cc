@@ -10,10 +10,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "common/net.h"
+#include "dev_cluster.h"
 #include "job/job_spec.h"
 #include "local_cluster.h"
 
@@ -31,10 +32,7 @@ fabric:
         - {name: leaf-0, nodes: [{name: "node-1"}]}
 )";
 
-struct Ran {
-  int rc = -1;
-  std::string output;  // stdout and stderr together
-};
+using Ran = DevCluster::Ran;
 
 // Whether this build's job parser knows a top-level field (issue 20's `array` and `after`).
 bool ParserKnows(const std::string& field_yaml) {
@@ -59,75 +57,13 @@ class SbatchEndToEndTest : public ::testing::Test {
   virtual const char* Cluster() const { return kOneNode; }
 
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() /
-            ("sbatch_e2e." + std::to_string(getpid()) + "." +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ + "/work");
-    std::ofstream(dir_ + "/cluster.yaml") << Cluster();
-    for (int i = 0; i < 50 && port_ == 0; ++i) {
-      const int p = PickFreePort("127.0.0.1");
-      if (p > 0 && p < 65534 && PortIsFree("127.0.0.1", p + 1)) port_ = p;
-    }
-    ASSERT_GT(port_, 0);
-    StartDev();
-  }
-
-  void TearDown() override {
-    if (dev_ > 0) {
-      kill(dev_, SIGINT);  // `hangar dev` stops its controller, agents and their tasks
-      if (!LocalCluster::WaitFor([&] { return waitpid(dev_, nullptr, WNOHANG) == dev_; },
-                                 20 * kSecond)) {
-        kill(dev_, SIGKILL);
-        waitpid(dev_, nullptr, 0);
-      }
-    }
-    if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_);
-  }
-
-  void StartDev() {
-    std::vector<std::string> args = {HANGAR_BINARY, "dev",
-                                     "--dir",       dir_ + "/dev",
-                                     "--port",      std::to_string(port_),
-                                     "--cluster",   dir_ + "/cluster.yaml"};
-    out_ = dir_ + "/dev.out";
-    dev_ = fork();
-    if (dev_ == 0) {
-      const int fd = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(HANGAR_BINARY, argv.data());
-      _exit(127);
-    }
-    ASSERT_TRUE(
-        LocalCluster::WaitFor([&] { return Contains(ReadFile(out_), "is up"); }, 60 * kSecond))
-        << ReadFile(out_);
+    dev_ = std::make_unique<DevCluster>("sbatch_e2e", Cluster());
+    dir_ = dev_->dir();
+    ASSERT_TRUE(dev_->Start()) << dev_->log();
   }
 
   // Runs `hangar ARGS --server DEV` in the work folder (sbatch's submit folder).
-  Ran Hangar(std::vector<std::string> args) {
-    args.insert(args.end(), {"--server", "127.0.0.1:" + std::to_string(port_)});
-    const std::string path = dir_ + "/hangar.out";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      if (chdir((dir_ + "/work").c_str()) != 0) _exit(126);
-      std::vector<char*> argv{const_cast<char*>(HANGAR_BINARY)};
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(HANGAR_BINARY, argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(path)};
-  }
+  Ran Hangar(std::vector<std::string> args) { return dev_->Hangar(std::move(args)); }
 
   // Submits `script` (written to work/NAME) and returns the job id sbatch printed (0 on failure).
   uint64_t Sbatch(const std::string& name, const std::string& script,
@@ -142,22 +78,14 @@ class SbatchEndToEndTest : public ::testing::Test {
     return r.output.rfind(prefix, 0) == 0 ? std::stoull(r.output.substr(prefix.size())) : 0;
   }
 
-  std::string JobState(uint64_t id) {
-    Ran r = Hangar({"job", std::to_string(id), "-o", "json"});
-    auto j = nlohmann::json::parse(r.output, nullptr, false);
-    return j.is_object() ? j.value("state", "") : "";
-  }
-
+  std::string JobState(uint64_t id) { return dev_->JobState(id); }
   bool WaitForState(uint64_t id, const std::string& want, Duration timeout) {
-    return LocalCluster::WaitFor([&] { return JobState(id) == want; }, timeout);
+    return dev_->WaitForState(id, want, timeout);
   }
+  std::string Work(const std::string& file) { return dev_->Work(file); }
 
-  std::string Work(const std::string& file) { return ReadFile(dir_ + "/work/" + file); }
-
+  std::unique_ptr<DevCluster> dev_;
   std::string dir_;
-  int port_ = 0;
-  pid_t dev_ = 0;
-  std::string out_;
 };
 
 TEST_F(SbatchEndToEndTest, ASingleNodeScriptRunsAndItsOutputFileHoldsWhatItPrinted) {
@@ -172,8 +100,7 @@ TEST_F(SbatchEndToEndTest, ASingleNodeScriptRunsAndItsOutputFileHoldsWhatItPrint
              "srun sh -c 'echo \"task $SLURM_PROCID of $SLURM_NTASKS\"'\n"
              "echo to-stderr >&2\n");
   ASSERT_GT(id, 0u);
-  ASSERT_TRUE(WaitForState(id, "succeeded", 60 * kSecond)) << JobState(id) << "\n"
-                                                           << ReadFile(out_);
+  ASSERT_TRUE(WaitForState(id, "succeeded", 60 * kSecond)) << JobState(id) << "\n" << dev_->log();
   const std::string ids = std::to_string(id);
   EXPECT_EQ(Work("hello-" + ids + ".out"),
             "hello from hello job " + ids + " in work\ntask 0 of 1\nto-stderr\n");

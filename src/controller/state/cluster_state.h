@@ -23,11 +23,18 @@
 #include "cluster/cluster_yaml.h"
 #include "cluster/usage.h"
 #include "controller/reservation/reservation_book.h"
+#include "controller/state/attempt_usage.h"
 #include "controller/state/auth.h"
+#include "controller/state/fleet_hearing.h"
+#include "controller/state/idempotency_book.h"
 #include "controller/state/ingest_lag.h"
+#include "controller/state/job_learning.h"
+#include "controller/state/mig_reshape_book.h"
 #include "controller/state/progress_book.h"
+#include "controller/state/queue_book.h"
 #include "controller/state/secret_sealer.h"
 #include "controller/state/spec_book.h"
+#include "controller/state/spec_interner.h"
 #include "controller/state/submission_digest.h"
 #include "controller/store/state_store.h"
 #include "health/health_engine.h"
@@ -154,21 +161,6 @@ struct TaskRun {
 // ran: `hangar logs` gives the reason instead of asking a node for logs there are none of.
 inline constexpr const char* kNeverStarted = "never started: ";
 
-// A job spec as accepted, shared by every job submitted with the same text (a sweep of a
-// thousand identical jobs holds one copy).
-struct SpecEntry {
-  std::string json;
-  job::JobSpec spec;
-  // What the store keeps, once for every job that shares this entry: `json` with its environment
-  // values sealed (secret_sealer.h), or `json` itself when the controller has no secrets key or the
-  // spec no environment; and the key it is stored under (SpecKey).
-  std::shared_ptr<const std::string> stored;
-  std::string key;
-  // A container image still at a tag (its registry was down at submission): the job waits,
-  // unplaced, until ImagePinner pins it.
-  bool unpinned = false;
-};
-
 struct JobRecord {
   sched::JobId id = 0;
   std::shared_ptr<const SpecEntry> spec;
@@ -200,6 +192,12 @@ struct JobRecord {
   // Idle reclamation and accounting of the current attempt.
   Time idle_since = 0;  // all its GPUs below the queue's idle threshold since then
   bool idle_notified = false;
+  // A session with a terminal (`hangar run -t`): when someone last typed into it, as its agent
+  // reports (0: not yet reported), how many sessions are attached, and whether they were warned
+  // that the idle policy is about to reclaim it.
+  Time input_at = 0;
+  uint32_t attached = 0;
+  bool idle_warned = false;
   int64_t idle_gpu_ms = 0;  // allocated-but-idle GPU time of this attempt
   // Batch (cluster_state_batch.cc): the array it belongs to (its first element's id) and its
   // index there; a hold (`hangar hold`) keeps a pending job from starting until released.
@@ -243,22 +241,6 @@ struct JobPage {
 };
 
 enum class BulkAction : uint8_t { kCancel, kHold, kRelease, kRequeue };
-
-// One ended attempt of a job, for accounting (`hangar usage`); kept in the store ("usage").
-struct AttemptUsage {
-  sched::JobId job = 0;
-  uint32_t attempt = 0;
-  std::string user, queue, tier;
-  Time start = 0, end = 0;
-  int64_t milli_gpu = 0;
-  int64_t idle_gpu_ms = 0;
-  int64_t lost_gpu_ms = 0;  // work since its last checkpoint, thrown away by a preemption or drain
-  int64_t staging_gpu_ms = 0;           // GPUs held while the gang's image was pulled
-  std::string how;                      // succeeded, failed, cancelled, requeued
-  std::vector<std::string> task_nodes;  // where each task ran, by index (for its logs)
-  nlohmann::json ToJson() const;
-  static AttemptUsage FromJson(const nlohmann::json& j);
-};
 
 struct NodeRecord {
   bool connected = false;
@@ -312,7 +294,7 @@ class ClusterState {
   // with what it parsed kept, once `cancel` is set (a takeover: Restore parses the rest).
   Status WarmSpecs(const std::vector<const JobRow*>& rows,
                    const std::atomic<bool>* cancel = nullptr);
-  size_t warm_specs() const { return warm_specs_.size(); }
+  size_t warm_specs() const { return interned_.warm_count(); }
 
   // ---- commands from the API ----
   StatusOr<sched::JobId> Submit(job::JobSpec spec, Time now, Effects* fx);
@@ -330,15 +312,7 @@ class ClusterState {
   // Per job (`hangar history`, GET /v1/accounting/jobs): what sacct gives, plus the waste.
   nlohmann::json AccountingJobs(const Principal& p, const JobFilter& f, Time now,
                                 sched::JobId* next, size_t* more) const;
-  // Idempotent submission: a client that did not hear the answer to a POST sends it
-  // again with the same Idempotency-Key and gets the first answer, not a second job. Keys belong
-  // to their user and are kept for a day. `request` is what was asked (the body and the count):
-  // the same key with another request is refused.
-  struct Remembered {
-    std::string request_digest;
-    nlohmann::json answer;
-    Time at = 0;
-  };
+  // Idempotent submission (idempotency_book.h).
   // The first answer for (user, key), if any; FailedPrecondition when the key was used for
   // another request.
   StatusOr<std::optional<nlohmann::json>> RecallSubmission(const std::string& user,
@@ -453,16 +427,8 @@ class ClusterState {
   void OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinned, Time now, Effects* fx);
   // MIG (cluster_state_mig.cc): how a reshape went, and the GPU's layout after it.
   void OnMigReshaped(const std::string& node, const pb::MigReshaped& r, Time now, Effects* fx);
-  struct MigReshapeStats {
-    int64_t done = 0, failed = 0;
-    double seconds_sum = 0;  // from sending the MigReshape to its answer
-    int64_t in_flight = 0;
-  };
-  MigReshapeStats mig_reshape_stats() const {
-    MigReshapeStats s = mig_stats_;
-    s.in_flight = static_cast<int64_t>(mig_reshapes_.size());
-    return s;
-  }
+  using MigReshapeStats = MigReshapeBook::Stats;
+  MigReshapeStats mig_reshape_stats() const { return mig_reshapes_.stats(); }
 
   // ---- reservations and maintenance windows (cluster_state_reservations.cc) ----
   // `p` books the window the body describes (reservation::ParseRequest); returns it as listed.
@@ -577,6 +543,9 @@ class ClusterState {
   void EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx);
   void FinishIfDone(JobRecord& j, Time now, Effects* fx);
   void StopTasks(JobRecord& j, Duration grace, Effects* fx);
+  // Ends the live tasks of `j` as a time limit does: the checkpoint signal with the job's grace,
+  // then SIGTERM and, after the stop grace, SIGKILL (TimeOut, FailHung).
+  void StopWithCheckpointSignal(const JobRecord& j, Effects* fx);
   void TimeOut(JobRecord& j, Time now, Effects* fx);
   // cluster_state_progress.cc
   void ActOnHang(JobRecord& j, const ProgressBook::Hang& h, Time now, Effects* fx);
@@ -694,42 +663,13 @@ class ClusterState {
       std::string* problems) const;
   void SendMigReshapes(const std::vector<sched::MigReshapePlan>& plans, Time now, Effects* fx);
   void EndReshape(uint32_t g);
-  struct InFlightReshape {
-    uint32_t gpu = 0;
-    Time sent = 0;
-    sched::JobId for_job = 0;
-  };
-  std::map<uint64_t, InFlightReshape> mig_reshapes_;
-  uint64_t next_mig_reshape_ = 1;
-  MigReshapeStats mig_stats_;
+  MigReshapeBook mig_reshapes_;
   void LeaveSwarm(const std::string& digest, uint32_t node, Effects* fx);
   void FinishStaging(JobRecord& j, Time now, Effects* fx);
   void FailStaging(JobRecord& j, const std::string& why, Time now, Effects* fx);
-  // The owner's side of the snapshot (sched/owner/), as the simulator keeps it: what each job
-  // received in its ended attempts (LAS), Gittins ranks learned from finished jobs, and the
-  // workload profile learned from what was submitted.
-  struct JobService {
-    int64_t attained_gpu_ms = 0;  // in ended attempts
-    Duration ran = 0;             // run time of ended attempts
-    sched::owner::CachedRank rank;
-    uint64_t rank_class = 0;  // the class `rank` was computed for
-  };
-  // Folds attempts that ended since the last cycle into service_ and ranks_, and jobs submitted
-  // since into workload_.
+  // Folds attempts that ended since the last cycle, and jobs submitted since, into learning_.
   void LearnFromHistory(bool ranked);
-  // The Gittins class of a job: its shape, or with gittins_by_predecessor, once the job of its
-  // shape submitted just before it has finished, its shape and how long that one ran (to within
-  // an octave), falling back to the shape -- as the simulator classes jobs.
-  sched::owner::RankClass ClassOf(sched::JobId id, const JobRecord& j) const;
-  int64_t RankOf(sched::JobId id, const JobRecord& j, Duration age, JobService* s) const;
-  std::unordered_map<uint64_t, sched::JobId> last_of_shape_;    // by request fingerprint
-  std::unordered_map<sched::JobId, sched::JobId> predecessor_;  // of jobs not yet ended
-  std::unordered_map<sched::JobId, Duration> finished_ran_;     // of finished predecessors
-  std::unordered_map<sched::JobId, JobService> service_;
-  size_t usage_seen_ = 0;           // usage_log_ rows folded into service_
-  sched::JobId profiled_upto_ = 0;  // jobs (by id) counted in workload_
-  sched::owner::RankBook ranks_;
-  sched::owner::WorkloadLearner workload_;
+  JobLearning learning_;  // service, Gittins ranks, workload profile (job_learning.h)
   // cluster_state_queues.cc
   void UseQueues(std::vector<job::QueueSpec> specs,
                  std::shared_ptr<const sched::queue::QueueTree> tree);
@@ -740,24 +680,23 @@ class ClusterState {
   AttemptUsage AttemptSoFar(const JobRecord& j, Time now) const;
   void CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms, const std::string& how,
                     Effects* fx);
-  // Whether `user` is named in `admins` (or, with users = true, `users`) of `queue` or an ancestor.
-  bool NamedOnPath(int queue, const std::string& user, bool admins) const;
-  bool QueueAdminOf(const Principal& p, const std::string& queue) const;
   // cluster_state_health.cc
   void DrainWork(uint32_t node, const std::vector<uint32_t>& gpus, const std::string& why, Time now,
                  Effects* fx);
   bool HasWork(uint32_t node) const;
   void RequestValidation(uint32_t node, Time now, Effects* fx);
   void ObserveTelemetry(uint32_t node, const pb::Heartbeat& hb, Time now);
+  // The sessions' terminals a heartbeat reports on: when each last had input.
+  void ObserveTerminals(const pb::Heartbeat& hb, Time now);
+  // Tells the people attached to session `j` that the idle policy will reclaim it in `left`.
+  void WarnIdleSession(const JobRecord& j, const job::IdlePolicy& policy, Duration idle,
+                       Duration left, Time now, Effects* fx);
   void PersistHealth(uint32_t node, Effects* fx) const;
   void RestoreHealth(uint32_t node, const nlohmann::json& saved);
-  void RestoreIdempotency(const KeyValueRow& row);
   Status RestoreValues(const std::vector<KeyValueRow>& values);  // Restore's parts
   void RestoreNodes(const std::vector<NodeRow>& rows);
   Status RestoreJob(const JobRow& row);
-  std::map<std::string, Remembered> idempotency_;                 // by user "\n" key
-  std::deque<std::pair<Time, std::string>> idempotency_by_time_;  // for pruning, oldest first
-  bool idempotency_sorted_ = true;
+  IdempotencyBook idempotency_;
   // cluster_state_nodes.cc
   // The jobs with live tasks on each node (or on `only`, as the one list), in id order.
   std::vector<std::vector<uint64_t>> JobsByNode(std::optional<uint32_t> only) const;
@@ -795,12 +734,8 @@ class ClusterState {
       unpinned_;  // pending jobs whose images wait for the pinner (may hold ended ones)
   std::set<sched::JobId> active_;  // jobs holding resources (tasks not all ended)
   std::vector<NodeRecord> nodes_;
-  IngestLag heartbeat_lag_;
-  Duration last_lag_ = 0;        // heartbeat_lag_ at the last CheckHeartbeats
-  Time restored_at_ = -1;        // when Restore ran: the reconnect grace counts from it
-  bool holding_losses_ = false;  // CheckHeartbeats holds losses: the controller hears no heartbeats
-  Time hold_since_ = -1;
-  int64_t nodes_lost_total_ = 0;
+  FleetHearing hearing_;   // heartbeats' lateness, held losses (fleet_hearing.h)
+  Time restored_at_ = -1;  // when Restore ran: the reconnect grace counts from it
   // Tasks of earlier attempts still running somewhere: their resources stay allocated until
   // they end.
   struct Zombie {
@@ -819,10 +754,6 @@ class ClusterState {
   void EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z);
   void ReleaseHolds();
   std::unordered_map<std::string, Zombie> zombies_;
-  // Interning of specs and compiled requests (by JSON text and by request fingerprint). `stored`:
-  // the text the store already holds for it (a restore); else it is sealed now.
-  std::shared_ptr<const SpecEntry> InternSpec(std::string json, job::JobSpec spec,
-                                              std::shared_ptr<const std::string> stored = nullptr);
   // The specs the store holds and each user's bytes of them, counted from the jobs on first use
   // (after a restore); Admit refers to them, MayStoreSpec checks the per-user limit.
   SpecBook& Specs();
@@ -837,35 +768,12 @@ class ClusterState {
   void Forget(const std::vector<sched::JobId>& ids, Effects* fx);
   sched::JobId purge_from_ = 0;
   int64_t purged_since_trim_ = 0;
-  std::shared_ptr<const sched::GangRequest> InternRequest(sched::GangRequest request);
-  std::unordered_map<std::string_view, std::weak_ptr<const SpecEntry>> spec_cache_;
-  // Keyed by fingerprint; a hit compares the whole request (two may share a fingerprint).
-  std::unordered_multimap<uint64_t, std::weak_ptr<const sched::GangRequest>> request_cache_;
-  // Specs parsed before Restore (WarmSpecs), by their stored (possibly sealed) text.
-  struct WarmSpec {
-    std::shared_ptr<const SpecEntry> spec;
-    std::shared_ptr<const sched::GangRequest> request;
-  };
-  StatusOr<const WarmSpec*> Warm(const std::shared_ptr<const std::string>& stored, uint64_t job_id);
-  std::unordered_map<std::string, WarmSpec> warm_specs_;
-  // Queues: the applied specs, their tree, each queue's decayed usage (per tree node and
-  // dimension), and the accounting of ended attempts.
-  std::vector<job::QueueSpec> queue_specs_;
-  // Per node of queue_tree_: what only the controller reads of its spec.
-  struct QueueAccess {
-    job::IdlePolicy idle;
-    std::vector<std::string> users, admins;
-  };
-  std::vector<QueueAccess> queue_access_;
-  std::shared_ptr<const sched::queue::QueueTree> queue_tree_;
-  // One leaf, no quota, no limit: the cycle need not account queues at all (the fast path).
-  bool queues_trivial_ = true;
+  SpecInterner interned_;  // one copy of each spec and request (spec_interner.h)
+  QueueBook queues_;       // specs, tree, access lists, fair-share history (queue_book.h)
   std::set<uint32_t> draining_gpus_;  // GPUs the health engine put in draining (global index)
   mutable Counts counts_cache_;
   mutable int64_t counts_valid_until_ns_ = 0;
-  std::vector<std::vector<double>> share_history_;
-  Time share_history_at_ = 0;
-  std::vector<AttemptUsage> usage_log_;
+  std::vector<AttemptUsage> usage_log_;  // the accounting of ended attempts
   Time idle_checked_at_ = 0;
   uint64_t next_job_id_ = 1;
   uint64_t placements_total_ = 0;

@@ -21,9 +21,10 @@ StatusOr<std::vector<sched::JobId>> ClusterState::SubmitArray(job::JobSpec spec,
   const std::vector<int64_t> indices = spec.array.indices;
   const int cap = spec.array.max_running;
   std::string json = job::JobSpecToJson(spec).dump();
-  auto entry = InternSpec(std::move(json), std::move(spec));
-  HANGAR_RETURN_IF_ERROR(MayStoreSpec(*entry));     // before any element exists
-  auto shared = InternRequest(std::move(request));  // one spec and one request for every element
+  auto entry = interned_.Spec(std::move(json), std::move(spec), options_.sealer.get());
+  HANGAR_RETURN_IF_ERROR(MayStoreSpec(*entry));  // before any element exists
+  auto shared =
+      interned_.Request(std::move(request));  // one spec and one request for every element
   const uint64_t array_id = next_job_id_;
   ArrayRecord& a = arrays_[array_id];
   a.max_running = cap;

@@ -56,28 +56,6 @@ bool ClusterState::ParseTaskId(const std::string& id, sched::JobId* job, uint32_
   return true;
 }
 
-std::shared_ptr<const SpecEntry> ClusterState::InternSpec(
-    std::string json, job::JobSpec spec, std::shared_ptr<const std::string> stored) {
-  auto it = spec_cache_.find(json);
-  if (it != spec_cache_.end()) {
-    if (auto live = it->second.lock()) return live;
-    spec_cache_.erase(it);
-  }
-  bool unpinned = false;
-  for (const auto& g : spec.tasks)
-    unpinned |= !g.container.empty() && g.container.image.find('@') == std::string::npos;
-  // Sealed once per distinct spec: every job of a sweep shares the sealed text too. A restored
-  // spec keeps the text the store has (sealing again would draw a new nonce: a second copy).
-  if (!stored)
-    stored =
-        std::make_shared<const std::string>(options_.sealer ? options_.sealer->Seal(json) : json);
-  std::string key = SpecKey(*stored);
-  auto entry = std::make_shared<const SpecEntry>(
-      SpecEntry{std::move(json), std::move(spec), std::move(stored), std::move(key), unpinned});
-  spec_cache_[entry->json] = entry;
-  return entry;
-}
-
 SpecBook& ClusterState::Specs() {
   if (!spec_book_counted_) {
     spec_book_ = SpecBook(options_.max_spec_bytes_per_user);
@@ -99,22 +77,6 @@ Status ClusterState::MayStoreSpec(const SpecEntry& entry) {
   return Specs().MayStore(entry.spec.user, entry.key, static_cast<int64_t>(entry.stored->size()));
 }
 
-std::shared_ptr<const sched::GangRequest> ClusterState::InternRequest(sched::GangRequest request) {
-  auto [it, last] = request_cache_.equal_range(request.fingerprint);
-  while (it != last) {
-    auto live = it->second.lock();
-    if (!live) {
-      it = request_cache_.erase(it);  // its last job is gone
-      continue;
-    }
-    if (sched::SamePlacement(*live, request)) return live;
-    ++it;
-  }
-  auto shared = std::make_shared<const sched::GangRequest>(std::move(request));
-  request_cache_.emplace(shared->fingerprint, shared);
-  return shared;
-}
-
 Status ClusterState::MayQueue(const std::string& user, long count) const {
   const long cap = options_.max_queued_per_user;
   // Every pending job at most is this user's: counting them is needed only past the cap.
@@ -134,17 +96,17 @@ Status ClusterState::MayQueue(const std::string& user, long count) const {
 
 StatusOr<sched::GangRequest> ClusterState::Admissible(const job::JobSpec& spec,
                                                       int* leaf_out) const {
-  const int leaf = queue_tree_->FindLeaf(spec.queue);
+  const int leaf = queues_.tree().FindLeaf(spec.queue);
   if (leaf < 0) {
     std::string known;
-    for (const auto& q : queue_tree_->LeafNames()) known += (known.empty() ? "" : ", ") + q;
+    for (const auto& q : queues_.tree().LeafNames()) known += (known.empty() ? "" : ", ") + q;
     return Status::InvalidArgument("queue '" + spec.queue + "' " +
-                                   (queue_tree_->Find(spec.queue) >= 0
+                                   (queues_.tree().Find(spec.queue) >= 0
                                         ? "is a group, not a queue jobs can go to"
                                         : "does not exist") +
                                    "; the queues are: " + known);
   }
-  if (spec.run_as.IsRoot() && !job::AllowsRoot(queue_specs_, spec.queue)) {
+  if (spec.run_as.IsRoot() && !queues_.AllowsRoot(spec.queue)) {
     return Status::PermissionDenied(
         "job '" + spec.name + "' would run as root (" + spec.run_as.Describe() + ") and queue '" +
         spec.queue +
@@ -206,64 +168,24 @@ StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects
   int leaf = 0;
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, Admissible(spec, &leaf));
   std::string json = job::JobSpecToJson(spec).dump();
-  auto entry = InternSpec(std::move(json), std::move(spec));
+  auto entry = interned_.Spec(std::move(json), std::move(spec), options_.sealer.get());
   HANGAR_RETURN_IF_ERROR(MayStoreSpec(*entry));
-  const sched::JobId id = Admit(std::move(entry), InternRequest(std::move(request)), leaf, now, fx);
+  const sched::JobId id =
+      Admit(std::move(entry), interned_.Request(std::move(request)), leaf, now, fx);
   fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
   return id;
 }
 
-namespace {
-constexpr Duration kIdempotencyWindow = kDay;
-}  // namespace
-
 StatusOr<std::optional<nlohmann::json>> ClusterState::RecallSubmission(
     const std::string& user, const std::string& key, const SubmissionDigest& request,
     Time now) const {
-  auto it = idempotency_.find(user + "\n" + key);
-  if (it == idempotency_.end() || now - it->second.at > kIdempotencyWindow)
-    return std::optional<nlohmann::json>();
-  if (!request.Matches(it->second.request_digest)) {
-    return Status::FailedPrecondition(
-        "Idempotency-Key '" + key + "' was used for another request " +
-        FormatDuration(now - it->second.at) + " ago; use a new key for a new request");
-  }
-  return std::optional<nlohmann::json>(it->second.answer);
+  return idempotency_.Recall(user, key, request, now);
 }
 
 void ClusterState::RememberSubmission(const std::string& user, const std::string& key,
                                       const SubmissionDigest& request, const nlohmann::json& answer,
                                       Time now, Effects* fx) {
-  const std::string& request_digest = request.sha256;
-  const std::string id = user + "\n" + key;
-  if (!idempotency_sorted_) {
-    std::sort(idempotency_by_time_.begin(), idempotency_by_time_.end());
-    idempotency_sorted_ = true;
-  }
-  idempotency_[id] = {request_digest, answer, now};
-  idempotency_by_time_.emplace_back(now, id);
-  fx->batch.values.push_back(
-      {"idempotency", id,
-       nlohmann::json{{"digest", request_digest}, {"answer", answer}, {"at", now}}.dump(), false});
-  // Forget what is past the window, oldest first.
-  while (!idempotency_by_time_.empty() &&
-         now - idempotency_by_time_.front().first > kIdempotencyWindow) {
-    auto it = idempotency_.find(idempotency_by_time_.front().second);
-    if (it != idempotency_.end() && it->second.at == idempotency_by_time_.front().first) {
-      fx->batch.values.push_back({"idempotency", it->first, "", true});
-      idempotency_.erase(it);
-    }
-    idempotency_by_time_.pop_front();
-  }
-}
-
-void ClusterState::RestoreIdempotency(const KeyValueRow& row) {
-  auto j = nlohmann::json::parse(row.value, nullptr, false);
-  if (!j.is_object()) return;
-  const Time at = j.value("at", Time{0});
-  idempotency_[row.key] = {j.value("digest", ""), j.value("answer", nlohmann::json::object()), at};
-  idempotency_by_time_.emplace_back(at, row.key);
-  idempotency_sorted_ = false;  // rows come back in key order; sorted by time at the next Remember
+  idempotency_.Remember(user, key, request, answer, now, &fx->batch.values);
 }
 
 Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
@@ -310,6 +232,21 @@ void ClusterState::EnforceTimeLimits(Time now, Effects* fx) {
 
 void ClusterState::TimeOut(JobRecord& j, Time now, Effects* fx) {
   const job::CheckpointSpec& ckpt = j.spec->spec.checkpoint;
+  StopWithCheckpointSignal(j, fx);
+  CloseAttempt(j, now, 0, "timed_out", fx);
+  JobLifecycle::Transition(j, JobState::kTimedOut, "time limit");
+  j.ended = now;
+  j.message = "time limit " + FormatDuration(j.spec->spec.time_limit) + " reached: sent " +
+              job::SignalName(ckpt.signal) + ", then SIGTERM after at most " +
+              FormatDuration(ckpt.grace) + " and SIGKILL " + FormatDuration(options_.stop_grace) +
+              " later";
+  fx->Event(now, "job", "job/" + std::to_string(j.id), "timed out: " + j.message);
+  Persist(j, fx);
+  dirty_ = true;
+}
+
+void ClusterState::StopWithCheckpointSignal(const JobRecord& j, Effects* fx) {
+  const job::CheckpointSpec& ckpt = j.spec->spec.checkpoint;
   // As for a preemption: the checkpoint signal, the job's grace to write one (ended early by
   // `hangar checkpoint-done` or its exit), then SIGTERM and, after the stop grace, SIGKILL.
   for (const auto& t : j.tasks) {
@@ -321,16 +258,6 @@ void ClusterState::TimeOut(JobRecord& j, Time now, Effects* fx) {
     m.mutable_stop()->set_kill_grace_ms(options_.stop_grace);
     fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
   }
-  CloseAttempt(j, now, 0, "timed_out", fx);
-  JobLifecycle::Transition(j, JobState::kTimedOut, "time limit");
-  j.ended = now;
-  j.message = "time limit " + FormatDuration(j.spec->spec.time_limit) + " reached: sent " +
-              job::SignalName(ckpt.signal) + ", then SIGTERM after at most " +
-              FormatDuration(ckpt.grace) + " and SIGKILL " + FormatDuration(options_.stop_grace) +
-              " later";
-  fx->Event(now, "job", "job/" + std::to_string(j.id), "timed out: " + j.message);
-  Persist(j, fx);
-  dirty_ = true;
 }
 
 void ClusterState::StopTasks(JobRecord& j, Duration grace, Effects* fx) {
@@ -647,8 +574,8 @@ ClusterState::Counts ClusterState::GetCounts() const {
   const int64_t start = MonotonicNanos();
   if (start < counts_valid_until_ns_) {
     counts_cache_.placements_total = static_cast<int64_t>(placements_total_);
-    counts_cache_.heartbeat_lag = last_lag_;
-    counts_cache_.nodes_lost_total = nodes_lost_total_;
+    counts_cache_.heartbeat_lag = hearing_.last_lag();
+    counts_cache_.nodes_lost_total = hearing_.nodes_lost_total();
     return counts_cache_;
   }
   Counts c;
@@ -687,8 +614,8 @@ ClusterState::Counts ClusterState::GetCounts() const {
                                    "failed",    "unavailable", "stranded"};
   for (int s = 0; s < kGpuStates; ++s) c.gpus_by_state[names[s]] = gpus[s];
   c.placements_total = static_cast<int64_t>(placements_total_);
-  c.heartbeat_lag = last_lag_;
-  c.nodes_lost_total = nodes_lost_total_;
+  c.heartbeat_lag = hearing_.last_lag();
+  c.nodes_lost_total = hearing_.nodes_lost_total();
   const int64_t took = MonotonicNanos() - start;
   counts_valid_until_ns_ = start + std::min<int64_t>(20 * took, 2'000'000'000);
   counts_cache_ = c;

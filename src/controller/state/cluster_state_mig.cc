@@ -76,9 +76,7 @@ void ClusterState::ApplyMigInventory(uint32_t n, const pb::Inventory& inv, Time 
 
 void ClusterState::EndReshape(uint32_t g) {
   usage_.SetMigReshaping(g, false);
-  for (auto it = mig_reshapes_.begin(); it != mig_reshapes_.end();) {
-    it = it->second.gpu == g ? mig_reshapes_.erase(it) : std::next(it);
-  }
+  mig_reshapes_.ForgetGpu(g);
 }
 
 void ClusterState::SendMigReshapes(const std::vector<sched::MigReshapePlan>& plans, Time now,
@@ -87,7 +85,7 @@ void ClusterState::SendMigReshapes(const std::vector<sched::MigReshapePlan>& pla
     const cluster::GpuInfo& gi = topology_->gpus()[plan.gpu];
     const cluster::NodeInfo& node = topology_->nodes()[gi.node];
     if (!nodes_[gi.node].connected) continue;
-    const uint64_t id = next_mig_reshape_++;
+    const uint64_t id = mig_reshapes_.Begin(plan.gpu, plan.for_job, now);
     pb::ControllerMessage m;
     pb::MigReshape* r = m.mutable_mig_reshape();
     r->set_id(id);
@@ -99,7 +97,6 @@ void ClusterState::SendMigReshapes(const std::vector<sched::MigReshapePlan>& pla
     fx->messages.push_back({node.name, std::move(m)});
     usage_.SetMigLayout(plan.gpu, plan.after);
     usage_.SetMigReshaping(plan.gpu, true);
-    mig_reshapes_[id] = {plan.gpu, now, plan.for_job};
     fx->Event(now, "node", "node/" + node.name,
               "MIG reshape of GPU " + std::to_string(gi.index) + " for job " +
                   std::to_string(plan.for_job) + ": " +
@@ -114,23 +111,17 @@ void ClusterState::SendMigReshapes(const std::vector<sched::MigReshapePlan>& pla
 
 void ClusterState::OnMigReshaped(const std::string& node, const pb::MigReshaped& r, Time now,
                                  Effects* fx) {
-  auto it = mig_reshapes_.find(r.id());
-  if (it == mig_reshapes_.end()) return;  // superseded: the agent registered again since
-  const uint32_t g = it->second.gpu;
+  const MigReshapeBook::InFlight* sent = mig_reshapes_.Find(r.id());
+  if (!sent) return;  // superseded: the agent registered again since
+  const uint32_t g = sent->gpu;
   const cluster::GpuInfo& gi = topology_->gpus()[g];
   if (topology_->nodes()[gi.node].name != node || gi.index != r.gpu_index())
     return;  // not that node's
-  const Duration took = now - it->second.sent;
-  mig_reshapes_.erase(it);
+  const Duration took = now - sent->sent;
+  mig_reshapes_.Finish(r.id(), r.ok(), now);
   std::string problems;
   usage_.SetMigReshaping(g, false);
   usage_.SetMigLayout(g, LayoutFromReport(g, r.layout(), &problems));
-  mig_stats_.seconds_sum += double(took) / kSecond;
-  if (r.ok()) {
-    ++mig_stats_.done;
-  } else {
-    ++mig_stats_.failed;
-  }
   fx->Event(now, "node", "node/" + node,
             std::string(r.ok() ? "MIG reshape of GPU " : "MIG reshape failed on GPU ") +
                 std::to_string(gi.index) + (r.ok() ? "" : ": " + r.message()) + " (now " +

@@ -309,8 +309,9 @@ bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb,
   NodeRecord& r = nodes_[*n];
   if (!r.registered || r.lost) return false;  // it must register (again) first
   r.last_heartbeat = std::max(r.last_heartbeat, now);
-  heartbeat_lag_.Observe(&r.clock, hb.time_ms(), now);
+  hearing_.Observe(&r.clock, hb.time_ms(), now);
   ObserveTelemetry(*n, hb, now);
+  if (hb.terminals_size() > 0) ObserveTerminals(hb, now);
   // `now` is when the heartbeat was taken in, after the agent sent it: the lease the agent counts
   // from its sending ends no later than this one.
   if (options_.node_lease > 0 && hb.lease_clock_ms() > 0) {
@@ -455,14 +456,9 @@ Duration ClusterState::ReconnectGrace() const {
 
 void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   EndFencedZombies(now, fx);
-  const IngestLag::Reading lag = heartbeat_lag_.Read(now);
-  last_lag_ = lag.lag;
-  const Duration timeout = options_.heartbeat_timeout + last_lag_;
-  // A controller that hears (almost) no heartbeats, not even from the nodes that are not overdue,
-  // is itself in trouble (its threads stalled, its network cut) and cannot tell dead nodes from
-  // live ones: it holds every loss until heartbeats flow again, as Kubernetes does in a full
-  // disruption, for at most max_hold (then a fleet that really went dark is lost). When the
-  // nodes still up keep beating, the silent ones really are gone, however many they are.
+  hearing_.ReadLag(now);
+  const Duration timeout = options_.heartbeat_timeout + hearing_.last_lag();
+  // Whether the controller may believe silent nodes are gone (fleet_hearing.h).
   int64_t connected = 0, overdue = 0;
   std::vector<uint32_t> silent;  // overdue, registered or not
   const bool reconnecting = restored_at_ >= 0 && now - restored_at_ <= ReconnectGrace();
@@ -476,54 +472,27 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
     silent.push_back(n);
     if (r.registered) ++connected, ++overdue;
   }
-  const int64_t beating = connected - overdue;
-  const int64_t expected = beating * kSecond / std::max<Duration>(options_.heartbeat_interval, 1);
-  const bool hearing = lag.samples >= std::max<int64_t>(1, expected / 2);
   const Duration max_hold = std::max(30 * kSecond, 10 * options_.heartbeat_timeout);
-  if (overdue == 0 || hearing) {
-    if (holding_losses_)
-      fx->Event(now, "controller", "controller", "heartbeats arrive again: node losses resume");
-    holding_losses_ = false;
-    hold_since_ = -1;
-  } else if (hold_since_ < 0) {
-    hold_since_ = now;
-    holding_losses_ = true;
-    // Said in words that fit the case: with every node overdue there is no rate to fall short of.
-    const std::string heard =
-        beating == 0
-            ? "no node's heartbeat arrived in time (all " + std::to_string(overdue) +
-                  " are overdue)"
-            : std::to_string(lag.samples) + " heartbeats arrived in the last second, where the " +
-                  std::to_string(beating) + " nodes still on time send about " +
-                  std::to_string(expected);
-    fx->Event(
-        now, "controller", "controller",
-        heard +
-            ": the controller is not hearing the fleet, and may be the one in trouble; holding " +
-            std::to_string(overdue) + " node losses for up to " + FormatDuration(max_hold));
-  } else if (holding_losses_ && now - hold_since_ >= max_hold) {
-    holding_losses_ = false;  // until heartbeats flow again, no new hold
-    fx->Event(now, "controller", "controller",
-              "no heartbeats for " + FormatDuration(now - hold_since_) + ": losing the " +
-                  std::to_string(overdue) + " overdue nodes");
-  }
-  if (holding_losses_) return;
+  const FleetHearing::Check check =
+      hearing_.Judge(overdue, connected - overdue, options_.heartbeat_interval, max_hold, now);
+  if (!check.event.empty()) fx->Event(now, "controller", "controller", check.event);
+  if (check.hold) return;
   for (uint32_t n : silent) {
     const NodeRecord& r = nodes_[n];
     if (!r.registered && !HasWork(n)) continue;  // never came: nothing to requeue
-    LoseNode(
-        n,
-        "no heartbeat for " + FormatDuration(now - r.last_heartbeat) +
-            (last_lag_ > 0 ? " (heartbeats arrive up to " + FormatDuration(last_lag_) + " late)"
-                           : ""),
-        now, fx);
+    LoseNode(n,
+             "no heartbeat for " + FormatDuration(now - r.last_heartbeat) +
+                 (hearing_.last_lag() > 0 ? " (heartbeats arrive up to " +
+                                                FormatDuration(hearing_.last_lag()) + " late)"
+                                          : ""),
+             now, fx);
   }
 }
 
 void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effects* fx) {
   NodeRecord& r = nodes_[n];
   r.lost = true;
-  ++nodes_lost_total_;
+  hearing_.CountLoss();
   r.connected = false;
   r.orphans.clear();
   (void)health_.Apply(

@@ -120,18 +120,8 @@ void ClusterState::ActOnHang(JobRecord& j, const ProgressBook::Hang& h, Time now
 }
 
 void ClusterState::FailHung(JobRecord& j, const std::string& why, Time now, Effects* fx) {
-  const job::CheckpointSpec& ckpt = j.spec->spec.checkpoint;
-  // As a time limit's end: the checkpoint signal and its grace, then SIGTERM and SIGKILL; its GPUs
-  // stay held until its tasks have ended.
-  for (const auto& t : j.tasks) {
-    if (t.phase == TaskRun::Phase::kEnded) continue;
-    pb::ControllerMessage m;
-    m.mutable_stop()->set_task_id(TaskId(j.id, j.attempt, t.index));
-    m.mutable_stop()->set_grace_ms(ckpt.grace);
-    m.mutable_stop()->set_checkpoint_signal(ckpt.signal);
-    m.mutable_stop()->set_kill_grace_ms(options_.stop_grace);
-    fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
-  }
+  // As a time limit's end; its GPUs stay held until its tasks have ended.
+  StopWithCheckpointSignal(j, fx);
   CloseAttempt(j, now, 0, "failed", fx);
   JobLifecycle::Transition(j, JobState::kFailed, "hung");
   j.ended = now;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "controller/state/cluster_state.h"
+#include "controller/state/step_book.h"
 
 namespace hangar::controller {
 
@@ -54,6 +55,7 @@ void ClusterState::Forget(const std::vector<sched::JobId>& ids, Effects* fx) {
     pending_.erase(id);
     unpinned_.erase(id);
     fx->batch.erased_jobs.push_back(id);
+    fx->batch.values.push_back({StepBook::kTable, std::to_string(id), "", true});  // its srun steps
     jobs_.erase(it);
   }
   // Each index once, however many of its jobs go (an array's 10,000 elements at a time).

@@ -13,96 +13,11 @@ namespace hangar::controller {
 using job::JobState;
 namespace q = sched::queue;
 
-nlohmann::json AttemptUsage::ToJson() const {
-  return {{"job", job},
-          {"attempt", attempt},
-          {"user", user},
-          {"queue", queue},
-          {"tier", tier},
-          {"start", start},
-          {"end", end},
-          {"milli_gpu", milli_gpu},
-          {"idle_gpu_ms", idle_gpu_ms},
-          {"lost_gpu_ms", lost_gpu_ms},
-          {"how", how},
-          {"nodes", task_nodes},
-          {"staging_gpu_ms", staging_gpu_ms}};
-}
-
-AttemptUsage AttemptUsage::FromJson(const nlohmann::json& j) {
-  AttemptUsage u;
-  u.job = j.value("job", uint64_t{0});
-  u.attempt = j.value("attempt", 0u);
-  u.user = j.value("user", "");
-  u.queue = j.value("queue", "");
-  u.tier = j.value("tier", "");
-  u.start = j.value("start", Time{0});
-  u.end = j.value("end", Time{0});
-  u.milli_gpu = j.value("milli_gpu", int64_t{0});
-  u.idle_gpu_ms = j.value("idle_gpu_ms", int64_t{0});
-  u.lost_gpu_ms = j.value("lost_gpu_ms", int64_t{0});
-  u.staging_gpu_ms = j.value("staging_gpu_ms", int64_t{0});
-  u.how = j.value("how", "");
-  u.task_nodes = j.value("nodes", std::vector<std::string>{});
-  return u;
-}
-
-namespace {
-
-// Every queue of a tree by name, flattened (children without their own children), for comparing
-// two versions of the tree.
-void Flatten(const std::vector<job::QueueSpec>& specs, const std::string& parent,
-             std::map<std::string, std::string>* out) {
-  for (const auto& s : specs) {
-    job::QueueSpec own = s;
-    own.children.clear();
-    nlohmann::json j = job::QueuesToJson({own})["queues"][0];
-    j["parent"] = parent;
-    (*out)[s.name] = j.dump();
-    Flatten(s.children, s.name, out);
-  }
-}
-
-}  // namespace
-
 void ClusterState::UseQueues(std::vector<job::QueueSpec> specs,
                              std::shared_ptr<const q::QueueTree> tree) {
-  // Carry each queue's history over by name.
-  std::vector<std::vector<double>> history(tree->nodes().size(),
-                                           std::vector<double>(tree->dims(), 0.0));
-  if (queue_tree_) {
-    for (size_t i = 0; i < tree->nodes().size(); ++i) {
-      const int old = queue_tree_->Find(tree->nodes()[i].name);
-      if (old >= 0 && static_cast<size_t>(old) < share_history_.size() &&
-          tree->dims() == queue_tree_->dims()) {
-        history[i] = share_history_[old];
-      }
-    }
-  }
-  share_history_ = std::move(history);
-  queue_specs_ = std::move(specs);
-  queue_tree_ = std::move(tree);
-  queues_trivial_ = queue_tree_->nodes().size() == 1;
-  for (const auto& n : queue_tree_->nodes()) {
-    for (size_t d = 0; d < queue_tree_->dims(); ++d) {
-      queues_trivial_ = queues_trivial_ && n.nominal[d] == 0 &&
-                        n.borrow_limit[d] >= q::kUnlimited && n.lend_limit[d] >= q::kUnlimited;
-    }
-  }
-  // What the scheduler does not read (idle policies, who may submit, who administers), by tree
-  // node.
-  queue_access_.assign(queue_tree_->nodes().size(), {});
-  std::function<void(const std::vector<job::QueueSpec>&)> index =
-      [&](const std::vector<job::QueueSpec>& specs) {
-        for (const auto& s : specs) {
-          if (const int x = queue_tree_->Find(s.name); x >= 0)
-            queue_access_[x] = {s.idle, s.users, s.admins};
-          index(s.children);
-        }
-      };
-  index(queue_specs_);
+  queues_.Use(std::move(specs), std::move(tree));
   for (auto& [id, j] : jobs_) {
-    const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
+    const int leaf = queues_.tree().FindLeaf(j.spec->spec.queue);
     j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
   }
   dirty_ = true;
@@ -127,65 +42,50 @@ Status ClusterState::ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Ef
           "or cancel its jobs (`hangar jobs`) and apply again");
     }
   }
-  std::map<std::string, std::string> before, after;
-  Flatten(queue_specs_, "", &before);
-  Flatten(specs, "", &after);
-  nlohmann::json created = nlohmann::json::array(), changed = nlohmann::json::array(),
-                 unchanged = nlohmann::json::array(), removed = nlohmann::json::array();
-  for (const auto& [name, text] : after) {
-    auto it = before.find(name);
-    (it == before.end() ? created : it->second == text ? unchanged : changed).push_back(name);
-  }
-  for (const auto& [name, text] : before) {
-    if (!after.count(name)) removed.push_back(name);
-  }
-  *summary = {
-      {"created", created}, {"changed", changed}, {"unchanged", unchanged}, {"removed", removed}};
-  if (created.empty() && changed.empty() && removed.empty()) return Status::Ok();  // idempotent
+  *summary = queues_.Diff(specs);
+  const size_t created = (*summary)["created"].size(), changed = (*summary)["changed"].size(),
+               removed = (*summary)["removed"].size();
+  if (created + changed + removed == 0) return Status::Ok();  // idempotent
   fx->batch.values.push_back({"queue", "tree", job::QueuesToJson(specs).dump(), false});
   fx->Event(now, "queue", "queues",
-            "applied: " + std::to_string(created.size()) + " created, " +
-                std::to_string(changed.size()) + " changed, " + std::to_string(removed.size()) +
-                " removed");
+            "applied: " + std::to_string(created) + " created, " + std::to_string(changed) +
+                " changed, " + std::to_string(removed) + " removed");
   UseQueues(std::move(specs), std::move(tree));
   return Status::Ok();
 }
 
-nlohmann::json ClusterState::QueuesJson() const { return job::QueuesToJson(queue_specs_); }
+nlohmann::json ClusterState::QueuesJson() const { return job::QueuesToJson(queues_.specs()); }
 
 std::vector<std::vector<int64_t>> ClusterState::RunningCharges(std::vector<int>* leaf_of) const {
   std::vector<std::vector<int64_t>> out;
   for (sched::JobId id : active_) {
     const JobRecord& j = jobs_.at(id);
-    if (j.tasks.empty() || j.queue >= queue_tree_->nodes().size()) continue;
-    out.push_back(queue_tree_->Charge(*j.request, &j.assignment, *topology_));
+    if (j.tasks.empty() || j.queue >= queues_.tree().nodes().size()) continue;
+    out.push_back(queues_.tree().Charge(*j.request, &j.assignment, *topology_));
     if (leaf_of) leaf_of->push_back(static_cast<int>(j.queue));
   }
   return out;
 }
 
 void ClusterState::UpdateShareHistory(Time now) {
-  if (queues_trivial_ || share_history_at_ == 0 || now <= share_history_at_) {
-    share_history_at_ = std::max(share_history_at_, now);
-    return;
-  }
-  const Duration dt = now - share_history_at_;
-  share_history_at_ = now;
-  std::vector<std::vector<int64_t>> usage(queue_tree_->nodes().size(),
-                                          std::vector<int64_t>(queue_tree_->dims(), 0));
+  const Duration dt = queues_.HistoryStep(now);
+  if (dt <= 0) return;
+  const q::QueueTree& tree = queues_.tree();
+  std::vector<std::vector<int64_t>> usage(tree.nodes().size(),
+                                          std::vector<int64_t>(tree.dims(), 0));
   std::vector<int> leaf_of;
   auto charges = RunningCharges(&leaf_of);
   for (size_t k = 0; k < charges.size(); ++k) {
-    for (int x = leaf_of[k]; x >= 0; x = queue_tree_->nodes()[x].parent) {
+    for (int x = leaf_of[k]; x >= 0; x = tree.nodes()[x].parent) {
       for (size_t d = 0; d < charges[k].size(); ++d) usage[x][d] += charges[k][d];
     }
   }
-  sched::owner::DecayShareHistory(share_history_, usage, dt, options_.share_half_life);
+  queues_.DecayHistory(usage, dt, options_.share_half_life);
 }
 
 nlohmann::json ClusterState::ShareJson(Time now) const {
   (void)now;
-  q::QuotaLedger ledger(queue_tree_.get());
+  q::QuotaLedger ledger(&queues_.tree());
   std::vector<int> leaf_of;
   auto charges = RunningCharges(&leaf_of);
   for (size_t k = 0; k < charges.size(); ++k) ledger.Add(leaf_of[k], charges[k]);
@@ -205,7 +105,7 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
   }
   std::vector<uint32_t> order;
   q::OrderJobs(scheduler_->queue_policy(), pending, &order);
-  const auto& nodes = queue_tree_->nodes();
+  const auto& nodes = queues_.tree().nodes();
   std::vector<int64_t> waiting(nodes.size(), 0);
   std::vector<sched::JobId> head(nodes.size(), 0);
   for (uint32_t i : order) {
@@ -219,7 +119,7 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
   std::function<void(int, int)> walk = [&](int x, int depth) {
     const q::QueueNode& n = nodes[x];
     const std::vector<double>* h =
-        static_cast<size_t>(x) < share_history_.size() ? &share_history_[x] : nullptr;
+        static_cast<size_t>(x) < queues_.history().size() ? &queues_.history()[x] : nullptr;
     nlohmann::json row = {
         {"name", n.name},
         {"depth", depth},
@@ -234,7 +134,7 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
         {"pending", waiting[x]},
     };
     nlohmann::json models = nlohmann::json::object();
-    for (size_t d = q::kFirstModel; d < queue_tree_->dims(); ++d) {
+    for (size_t d = q::kFirstModel; d < queues_.tree().dims(); ++d) {
       if (n.nominal[d] > 0)
         models[topology_->models()[d - q::kFirstModel]] =
             static_cast<double>(n.nominal[d]) / 1000.0;
@@ -257,7 +157,7 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
     if (nodes[x].parent < 0) walk(static_cast<int>(x), 0);
   }
   return {{"queues", out},
-          {"cluster_gpus", static_cast<double>(queue_tree_->capacity()[q::kGpu]) / 1000.0},
+          {"cluster_gpus", static_cast<double>(queues_.tree().capacity()[q::kGpu]) / 1000.0},
           {"half_life_s", options_.share_half_life / kSecond}};
 }
 
@@ -384,22 +284,40 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
     }
     if (!any_gpu) continue;
     if (known) j.idle_gpu_ms += idle_milli * dt / 1000;
-    if (j.queue >= queue_tree_->nodes().size()) continue;
-    const job::IdlePolicy& policy = queue_access_[j.queue].idle;
+    if (j.queue >= queues_.tree().nodes().size()) continue;
+    const job::IdlePolicy& policy = queues_.access(j.queue).idle;
     if (policy.gpu_util_below < 0 || policy.action == job::IdlePolicy::Action::kNone) continue;
     if (!known || static_cast<int>(busiest) >= policy.gpu_util_below ||
         j.state != JobState::kRunning) {
       j.idle_since = 0;
       j.idle_notified = false;
+      j.idle_warned = false;
       continue;
     }
     if (j.idle_since == 0) j.idle_since = now;
-    if (now - j.idle_since < policy.for_duration) continue;
-    const std::string why = "reclaimed: its GPUs stayed below " +
-                            std::to_string(policy.gpu_util_below) + "% utilisation for " +
-                            FormatDuration(now - j.idle_since) + " (queue " + j.spec->spec.queue +
-                            ": its idle policy, " +
-                            std::string(job::IdleActionName(policy.action)) + ")";
+    // A session with a terminal is idle only while no one types into it either (an attached
+    // but forgotten shell is the case to reclaim, not a person reading a long output); whoever
+    // is attached is warned first, in the terminal.
+    Time idle_from = j.idle_since;
+    const bool terminal = j.spec->spec.terminal;
+    if (terminal) {
+      idle_from = std::max(idle_from, j.input_at > 0 ? j.input_at : j.started);
+      const Duration lead = std::min<Duration>(policy.for_duration / 2, 5 * kMinute);
+      const Duration idle = now - idle_from;
+      if (idle < policy.for_duration - lead) {
+        j.idle_warned = false;
+      } else if (idle < policy.for_duration && !j.idle_warned &&
+                 policy.action != job::IdlePolicy::Action::kNotify) {
+        WarnIdleSession(j, policy, idle, policy.for_duration - idle, now, fx);
+        j.idle_warned = true;
+      }
+    }
+    if (now - idle_from < policy.for_duration) continue;
+    const std::string why =
+        "reclaimed: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
+        "% utilisation" + (terminal ? " and its terminal had no input" : "") + " for " +
+        FormatDuration(now - idle_from) + " (queue " + j.spec->spec.queue + ": its idle policy, " +
+        std::string(job::IdleActionName(policy.action)) + ")";
     switch (policy.action) {
       case job::IdlePolicy::Action::kNotify:
         if (!j.idle_notified) {
@@ -444,50 +362,50 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
   }
 }
 
-// ---- RBAC ----
-
-bool ClusterState::NamedOnPath(int queue, const std::string& user, bool admins) const {
-  for (int x = queue; x >= 0; x = queue_tree_->nodes()[x].parent) {
-    const auto& names = admins ? queue_access_[x].admins : queue_access_[x].users;
-    if (std::find(names.begin(), names.end(), user) != names.end()) return true;
+void ClusterState::ObserveTerminals(const pb::Heartbeat& hb, Time now) {
+  for (const pb::TerminalActivity& t : hb.terminals()) {
+    sched::JobId id;
+    uint32_t attempt, index;
+    if (!ParseTaskId(t.task_id(), &id, &attempt, &index)) continue;
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.attempt != attempt || !it->second.spec->spec.terminal)
+      continue;
+    JobRecord& j = it->second;
+    j.input_at = std::max(j.input_at, now - std::max<int64_t>(0, t.input_idle_ms()));
+    j.attached = t.attached();
   }
-  return false;
 }
 
-bool ClusterState::QueueAdminOf(const Principal& p, const std::string& queue) const {
-  if (p.role == Role::kAdmin) return true;
-  if (p.role != Role::kQueueAdmin) return false;
-  const int q = queue_tree_->Find(queue);
-  return q >= 0 && NamedOnPath(q, p.user, /*admins=*/true);
+void ClusterState::WarnIdleSession(const JobRecord& j, const job::IdlePolicy& policy, Duration idle,
+                                   Duration left, Time now, Effects* fx) {
+  if (j.tasks.empty()) return;
+  const std::string what = policy.action == job::IdlePolicy::Action::kStop
+                               ? "end it"
+                               : "checkpoint it and put it back in the queue";
+  pb::ControllerMessage m;
+  pb::TerminalNotice* notice = m.mutable_terminal_notice();
+  notice->set_task_id(TaskId(j.id, j.attempt, j.tasks[0].index));
+  notice->set_text("\r\n[hangar] this session has been idle for " + FormatDuration(idle) +
+                   " (its GPUs below " + std::to_string(policy.gpu_util_below) +
+                   "% utilisation, nothing typed); queue " + j.spec->spec.queue + " will " + what +
+                   " in " + FormatDuration(left) + " unless you type something.\r\n");
+  fx->messages.push_back({topology_->nodes()[j.tasks[0].node].name, std::move(m)});
+  fx->Event(now, "job", "job/" + std::to_string(j.id),
+            "idle: warned " + std::to_string(j.attached) + " attached session(s) that queue " +
+                j.spec->spec.queue + " will " + what + " in " + FormatDuration(left));
 }
+
+// ---- RBAC ----
 
 Status ClusterState::MaySubmit(const Principal& p, const std::string& queue) const {
   HANGAR_RETURN_IF_ERROR(Allow(p, Permission::kJobsSubmit));
-  if (p.role == Role::kAdmin || QueueAdminOf(p, queue)) return Status::Ok();
-  const int leaf = queue_tree_->FindLeaf(queue);
-  if (leaf < 0) return Status::Ok();  // Submit says the queue does not exist
-  bool any_users = false;
-  for (int x = leaf; x >= 0; x = queue_tree_->nodes()[x].parent)
-    any_users |= !queue_access_[x].users.empty();
-  if (!any_users || NamedOnPath(leaf, p.user, /*admins=*/false)) return Status::Ok();
-  std::string granted;
-  for (const auto& name : queue_tree_->LeafNames()) {
-    const int l = queue_tree_->FindLeaf(name);
-    bool open = true;
-    for (int x = l; x >= 0; x = queue_tree_->nodes()[x].parent)
-      open &= queue_access_[x].users.empty();
-    if (open || NamedOnPath(l, p.user, false)) granted += (granted.empty() ? "" : ", ") + name;
-  }
-  return Status::PermissionDenied("permission jobs:submit on queue '" + queue +
-                                  "' is missing: " + p.Describe() + " may submit to " +
-                                  (granted.empty() ? std::string("no queue") : granted) +
-                                  "; ask an admin to add " + p.user + " to the queue's users");
+  return queues_.OpenTo(p, queue);
 }
 
 bool ClusterState::MaySeeJob(const Principal& p, const JobRecord& j) const {
   if (p.role == Role::kAdmin || p.role == Role::kViewer) return true;
   if (p.role == Role::kNode) return false;
-  return j.spec->spec.user == p.user || QueueAdminOf(p, j.spec->spec.queue);
+  return j.spec->spec.user == p.user || queues_.AdministeredBy(p, j.spec->spec.queue);
 }
 
 Status ClusterState::MayAccessJob(const Principal& p, sched::JobId id, bool write) const {
@@ -496,7 +414,7 @@ Status ClusterState::MayAccessJob(const Principal& p, sched::JobId id, bool writ
   if (it == jobs_.end()) return Status::Ok();  // the handler says it does not exist
   const JobRecord& j = it->second;
   const bool own = j.spec->spec.user == p.user;
-  if (p.role == Role::kAdmin || own || QueueAdminOf(p, j.spec->spec.queue) ||
+  if (p.role == Role::kAdmin || own || queues_.AdministeredBy(p, j.spec->spec.queue) ||
       (!write && p.role == Role::kViewer)) {
     return Status::Ok();
   }
@@ -527,7 +445,7 @@ StatusOr<nlohmann::json> ClusterState::UsageJsonFor(const Principal& p, const st
   HANGAR_RETURN_IF_ERROR(Allow(p, Permission::kUsageRead));
   if (p.role == Role::kAdmin || p.role == Role::kViewer) return UsageJson(by, since, now);
   return UsageJson(by, since, now, [&](const AttemptUsage& u) {
-    return u.user == p.user || QueueAdminOf(p, u.queue);
+    return u.user == p.user || queues_.AdministeredBy(p, u.queue);
   });
 }
 

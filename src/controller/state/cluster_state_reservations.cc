@@ -34,7 +34,7 @@ StatusOr<nlohmann::json> ClusterState::CreateReservation(const Principal& p,
   r.created_by = p.user;
   r.created = now;
   for (const std::string& q : r.queues) {
-    if (queue_tree_->FindLeaf(q) < 0) {
+    if (queues_.tree().FindLeaf(q) < 0) {
       return Status::NotFound("queue '" + q + "' does not exist; `hangar queues` lists them");
     }
   }

@@ -90,7 +90,7 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
   jobs_by_user_.clear();
   for (const auto& [id, j] : jobs_) IndexByUser(j);
   for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
-  warm_specs_.clear();  // the jobs hold what they use; the interning maps find it from now on
+  interned_.DropWarm();
   dirty_ = true;
   return Status::Ok();
 }
@@ -112,7 +112,7 @@ Status ClusterState::RestoreValues(const std::vector<KeyValueRow>& values) {
             "; fix cluster.yaml or the store");
       UseQueues(std::move(*specs), *tree);
     }
-    if (v.table == "idempotency") RestoreIdempotency(v);
+    if (v.table == IdempotencyBook::kTable) idempotency_.Restore(v);
     if (v.table == "reservation") RestoreReservation(v);
     if (v.table == "usage") {
       auto j = nlohmann::json::parse(v.value, nullptr, false);
@@ -139,7 +139,8 @@ void ClusterState::RestoreNodes(const std::vector<NodeRow>& rows) {
 // One job row, in id order: its record, its array, the resources its live tasks hold.
 Status ClusterState::RestoreJob(const JobRow& row) {
   // Parsed once per distinct stored text (the jobs of a sweep share one), or by a standby ahead.
-  HANGAR_ASSIGN_OR_RETURN(const WarmSpec* warm, Warm(row.spec, row.id));
+  HANGAR_ASSIGN_OR_RETURN(const SpecInterner::Warmed* warm,
+                          interned_.Warm(row.spec, row.id, options_.sealer.get(), *topology_));
   auto state = job::ParseJobState(row.state);
   if (!state)
     return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state +
@@ -174,7 +175,7 @@ Status ClusterState::RestoreJob(const JobRow& row) {
     a.elements.push_back(j.id);
     a.max_running = j.spec->spec.array.max_running;
   }
-  const int leaf = queue_tree_->FindLeaf(j.spec->spec.queue);
+  const int leaf = queues_.tree().FindLeaf(j.spec->spec.queue);
   if (leaf < 0 && !job::IsFinal(j.state)) {
     return Status::FailedPrecondition("job " + std::to_string(row.id) + " is in queue '" +
                                       j.spec->spec.queue +
@@ -204,39 +205,13 @@ void ClusterState::OpenReconnectGrace(Time now) {
   restored_at_ = now;
 }
 
-StatusOr<const ClusterState::WarmSpec*> ClusterState::Warm(
-    const std::shared_ptr<const std::string>& stored_text, uint64_t job_id) {
-  if (!stored_text) {
-    return Status::Internal("job " + std::to_string(job_id) +
-                            ": the store holds no spec for it; the store is damaged");
-  }
-  const std::string& stored = *stored_text;
-  auto it = warm_specs_.find(stored);
-  if (it != warm_specs_.end()) return &it->second;
-  auto fail = [job_id](const Status& s) {
-    return Status(s.code(), "job " + std::to_string(job_id) + ": " + s.message());
-  };
-  auto plain = UnsealSpec(options_.sealer.get(), stored);
-  if (!plain.ok()) return fail(plain.status());
-  auto parsed = nlohmann::json::parse(*plain, nullptr, false);
-  if (parsed.is_discarded())
-    return Status::Internal("job " + std::to_string(job_id) + ": its stored spec is not JSON");
-  auto spec = job::JobSpecFromJson(parsed);
-  if (!spec.ok()) return fail(spec.status());
-  auto request = sched::CompileGang(*spec, *topology_);
-  if (!request.ok()) return fail(request.status());
-  WarmSpec w;
-  w.request = InternRequest(std::move(request).value());
-  w.spec = InternSpec(std::move(plain).value(), std::move(spec).value(), stored_text);
-  return &warm_specs_.emplace(stored, std::move(w)).first->second;
-}
-
 Status ClusterState::WarmSpecs(const std::vector<const JobRow*>& rows,
                                const std::atomic<bool>* cancel) {
   for (const JobRow* row : rows) {
     if (cancel && cancel->load(std::memory_order_relaxed))
       return Status::Aborted("a takeover began");
-    HANGAR_RETURN_IF_ERROR(Warm(row->spec, row->id).status());
+    HANGAR_RETURN_IF_ERROR(
+        interned_.Warm(row->spec, row->id, options_.sealer.get(), *topology_).status());
   }
   return Status::Ok();
 }

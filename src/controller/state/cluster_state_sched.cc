@@ -12,75 +12,17 @@ namespace hangar::controller {
 
 using job::JobState;
 
-sched::owner::RankClass ClusterState::ClassOf(sched::JobId id, const JobRecord& j) const {
-  const uint64_t shape = j.request->fingerprint;
-  auto p = predecessor_.find(id);
-  if (p == predecessor_.end()) return {shape, 0};
-  auto ran = finished_ran_.find(p->second);
-  if (ran == finished_ran_.end()) return {shape, 0};
-  const int octave =
-      std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran->second / kSecond, 1)));
-  return {shape * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(octave) + 1, shape};
-}
-
-int64_t ClusterState::RankOf(sched::JobId id, const JobRecord& j, Duration age,
-                             JobService* s) const {
-  const sched::owner::RankClass c = ClassOf(id, j);
-  if (c.job_class != s->rank_class) {  // its predecessor finished: ranked by another class now
-    s->rank_class = c.job_class;
-    s->rank.Invalidate();
-  }
-  return ranks_.RankOf(c, age, j.request->total_milli_gpu, &s->rank);
-}
-
 void ClusterState::LearnFromHistory(bool ranked) {
-  for (auto it = jobs_.upper_bound(profiled_upto_); it != jobs_.end(); ++it) {
-    profiled_upto_ = it->first;
-    if (!it->second.request) continue;
-    workload_.Add(*it->second.request);
-    if (!ranked || !options_.gittins_by_predecessor) continue;
-    auto [last, fresh] = last_of_shape_.emplace(it->second.request->fingerprint, it->first);
-    if (!fresh) {
-      predecessor_[it->first] = last->second;
-      last->second = it->first;
-    }
-  }
-  // Sums first, then completions: after a restore the rows come in the store's order, and a
-  // job's last attempt may come before its earlier ones.
-  const size_t from = usage_seen_;
-  for (; usage_seen_ < usage_log_.size(); ++usage_seen_) {
-    const AttemptUsage& u = usage_log_[usage_seen_];
-    JobService& s = service_[u.job];
-    s.attained_gpu_ms += u.milli_gpu * std::max<Time>(0, u.end - u.start) / 1000;
-    s.ran += std::max<Time>(0, u.end - u.start);
-  }
-  for (size_t k = from; k < usage_log_.size(); ++k) {
-    const AttemptUsage& u = usage_log_[k];
-    if (u.how == "requeued") continue;
-    auto s = service_.find(u.job);
-    auto j = jobs_.find(u.job);
-    if (s == service_.end()) continue;
-    // Succeeded or failed, it ran this long: what a Gittins rank predicts. Cancelled or
-    // reclaimed ones say nothing about run times.
-    if (ranked && j != jobs_.end() && j->second.request &&
-        (u.how == "succeeded" || u.how == "failed")) {
-      ranks_.Finished(ClassOf(u.job, j->second), s->second.ran);
-      if (options_.gittins_by_predecessor) finished_ran_[u.job] = s->second.ran;
-    }
-    // Its predecessor's run time has served (each job has one successor at most).
-    if (auto p = predecessor_.find(u.job); p != predecessor_.end()) {
-      finished_ran_.erase(p->second);
-      predecessor_.erase(p);
-    }
-    service_.erase(s);
-  }
-  // Jobs cancelled before they ever ran leave no usage row: sweep what ended now and then.
-  const size_t live = pending_.size() + active_.size();
-  if (service_.size() + predecessor_.size() > 4 * live + 256) {
-    auto ended = [&](sched::JobId id) { return !pending_.count(id) && !active_.count(id); };
-    std::erase_if(service_, [&](const auto& e) { return ended(e.first); });
-    std::erase_if(predecessor_, [&](const auto& e) { return ended(e.first); });
-  }
+  const bool link = ranked && options_.gittins_by_predecessor;
+  for (auto it = jobs_.upper_bound(learning_.submitted_upto()); it != jobs_.end(); ++it)
+    learning_.Submitted(it->first, it->second.request.get(), link);
+  learning_.Ended(usage_log_, ranked, options_.gittins_by_predecessor,
+                  [&](sched::JobId id) -> const sched::GangRequest* {
+                    auto j = jobs_.find(id);
+                    return j == jobs_.end() ? nullptr : j->second.request.get();
+                  });
+  learning_.Sweep(pending_.size() + active_.size(),
+                  [&](sched::JobId id) { return !pending_.count(id) && !active_.count(id); });
 }
 
 void ClusterState::Schedule(Time now, Effects* fx) {
@@ -94,25 +36,25 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   const bool ranked =
       cfg.queue_policy == "gittins" || cfg.preemption.mode == sched::PreemptionMode::kGittins;
   LearnFromHistory(ranked);
-  if (ranked && ranks_.due()) {
+  if (ranked && learning_.ranks().due()) {
     // Jobs that have run and not finished are evidence too: they run at least this long.
     std::vector<sched::queue::GittinsRanker::AliveJob> alive;
-    for (const auto& [id, s] : service_) {
+    for (const auto& [id, s] : learning_.services()) {
       auto it = jobs_.find(id);
       if (it == jobs_.end() || !it->second.request) continue;
       const JobRecord& j = it->second;
       const Duration ran =
           s.ran + (active_.count(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
-      const sched::owner::RankClass c = ClassOf(id, j);
+      const sched::owner::RankClass c = learning_.ClassOf(id, *j.request);
       if (ran > 0) alive.push_back({c.job_class, ran, c.parent});
     }
     for (sched::JobId id : active_) {
       const JobRecord& j = jobs_.at(id);
-      const sched::owner::RankClass c = ClassOf(id, j);
-      if (!service_.count(id) && j.started)
+      const sched::owner::RankClass c = learning_.ClassOf(id, *j.request);
+      if (!learning_.services().count(id) && j.started)
         alive.push_back({c.job_class, std::max<Time>(0, now - j.started), c.parent});
     }
-    ranks_.Reestimate(alive);
+    learning_.ranks().Reestimate(alive);
   }
   int32_t cpu_only = 0;
   std::vector<sched::PendingJob> pending;
@@ -170,11 +112,11 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     p.seq = id;
     p.queue = j.queue;
     p.may_preempt = j.awaiting_victims.empty();
-    if (auto sv = service_.find(id); sv != service_.end()) {
-      p.attained_service = sv->second.attained_gpu_ms;
-      if (ranked) p.rank = RankOf(id, j, sv->second.ran, &sv->second);
+    if (JobLearning::Service* sv = learning_.Find(id)) {
+      p.attained_service = sv->attained_gpu_ms;
+      if (ranked) p.rank = learning_.RankOf(id, *j.request, sv->ran, sv);
     } else if (ranked) {
-      p.rank = RankOf(id, j, 0, &service_[id]);
+      p.rank = learning_.RankOf(id, *j.request, 0, &learning_.Of(id));
     }
     p.staging_s = StagingSeconds(j);
     cpu_only += j.request->total_milli_gpu == 0;
@@ -206,10 +148,10 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     r.queue = j.queue;
     r.seq = id;
     {
-      JobService& sv = service_[id];
+      JobLearning::Service& sv = learning_.Of(id);
       r.attained_service = sched::owner::AttainedService(sv.attained_gpu_ms,
                                                          j.request->total_milli_gpu, r.start, now);
-      if (ranked) r.rank = RankOf(id, j, sv.ran + now - r.start, &sv);
+      if (ranked) r.rank = learning_.RankOf(id, *j.request, sv.ran + now - r.start, &sv);
     }
     if (j.live_tasks == j.tasks.size()) {
       r.assignment = &j.assignment;
@@ -235,10 +177,10 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   snap.random_seed = sched::owner::CycleSeed(options_.seed, now - options_.seed_epoch);
   snap.cpu_only_pending = cpu_only;
   snap.windows = reservations_.windows();
-  if (options_.learn_profile) snap.profile = workload_.profile();
-  if (!queues_trivial_) {
-    snap.queues = queue_tree_.get();
-    snap.queue_history = share_history_;
+  if (options_.learn_profile) snap.profile = learning_.workload().profile();
+  if (!queues_.trivial()) {
+    snap.queues = &queues_.tree();
+    snap.queue_history = queues_.history();
   }
   sched::Decisions d = scheduler_->Cycle(snap, now);
   SendMigReshapes(d.mig_reshapes, now, fx);
@@ -457,7 +399,7 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
   // Who it runs as; without (--auth none), the agent's own user. The agent runs nothing as root
   // unless told that the queue allows it.
   if (const job::RunAs& who = j.spec->spec.run_as; !who.empty()) {
-    FillRunAs(who, job::AllowsRoot(queue_specs_, j.spec->spec.queue), l->mutable_run_as());
+    FillRunAs(who, queues_.AllowsRoot(j.spec->spec.queue), l->mutable_run_as());
   }
   fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
 }

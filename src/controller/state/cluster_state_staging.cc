@@ -217,8 +217,7 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
       a->set_chunk_bytes(cfg.chunk_bytes);
       // A file:// source is read as the job's user, under the cluster's file roots only.
       if (!j.spec->spec.run_as.empty()) {
-        FillRunAs(j.spec->spec.run_as, job::AllowsRoot(queue_specs_, j.spec->spec.queue),
-                  a->mutable_run_as());
+        FillRunAs(j.spec->spec.run_as, queues_.AllowsRoot(j.spec->spec.queue), a->mutable_run_as());
       }
       for (const auto& r : cfg.file_roots) a->add_file_roots(r);
       for (uint32_t m : w.members) a->add_peers(nodes_[m].data_url);
@@ -461,7 +460,8 @@ void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinne
   JobRecord& j = it->second;
   const std::string subject = "job/" + std::to_string(id);
   if (pinned.ok()) {
-    ReplaceSpec(j, InternSpec(job::JobSpecToJson(*pinned).dump(), *pinned), fx);
+    ReplaceSpec(
+        j, interned_.Spec(job::JobSpecToJson(*pinned).dump(), *pinned, options_.sealer.get()), fx);
     std::string images;
     for (const auto& g : pinned->tasks) {
       if (!g.container.empty() && images.find(g.container.image) == std::string::npos) {

@@ -6,18 +6,12 @@
 
 #include "cluster/cluster_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
 
-std::shared_ptr<const cluster::Topology> OneNode() {
-  auto f = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}]\n",
-      "c.yaml");
-  EXPECT_TRUE(f.ok());
-  return f->topology;
-}
+std::shared_ptr<const cluster::Topology> OneNode() { return testing::OneNodeTopology(); }
 
 job::JobSpec Spec(const std::string& yaml, const std::string& user = "alice") {
   auto s = job::ParseJobSpec(yaml, "job.yaml");

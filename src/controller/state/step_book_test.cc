@@ -29,3 +29,40 @@ TEST(StepBookTest, StepsAreNumberedPerJobAndEndWithTheirLastTasksWorstStatus) {
 
 }  // namespace
 }  // namespace hangar::controller
+
+namespace hangar::controller {
+namespace {
+
+TEST(StepBookTest, AJobsStepsComeBackFromTheirRowAndARunningOneAsCancelled) {
+  StepBook book;
+  book.Begin(7, "python3", "node-[1-2]", 2, 4, 1000);
+  for (int i = 0; i < 4; ++i) book.TaskEnded(7, 0, i == 2 ? 3 : 0, 0, 5000);
+  book.Begin(7, "bash", "node-1", 1, 1, 6000);  // still running when the controller stops
+  const std::string row = book.RowValue(7);
+
+  StepBook restored;
+  restored.Restore("7", row, 9000);
+  const auto steps = restored.Steps(7);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].job_id, 7u);
+  EXPECT_EQ(steps[0].name, "python3");
+  EXPECT_EQ(steps[0].nodelist, "node-[1-2]");
+  EXPECT_EQ(steps[0].ntasks, 4);
+  EXPECT_EQ(steps[0].end, 5000);
+  EXPECT_EQ(steps[0].State(), "FAILED");
+  EXPECT_EQ(steps[0].exit_code, 3);
+  EXPECT_EQ(steps[1].State(), "CANCELLED");
+  EXPECT_EQ(steps[1].end, 9000);
+  // The next step of the job is numbered after them.
+  EXPECT_EQ(restored.Begin(7, "true", "node-1", 1, 1, 9500), 2u);
+  // What does not parse is skipped, and nothing else is lost.
+  restored.Restore("8", "not json", 9000);
+  restored.Restore("x", "[]", 9000);
+  restored.Restore("9", R"([{"step": 1}])", 9000);  // not numbered from 0
+  EXPECT_TRUE(restored.Steps(8).empty());
+  EXPECT_TRUE(restored.Steps(9).empty());
+  EXPECT_EQ(restored.Steps(7).size(), 3u);
+}
+
+}  // namespace
+}  // namespace hangar::controller

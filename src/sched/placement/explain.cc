@@ -121,12 +121,34 @@ Reason NeverIncluded(const Topology& t, const GangRequest& req) {
 
 }  // namespace
 
+namespace {
+// A group limited to max_per_node replicas per node needs that many nodes that could hold one.
+Reason NeverPerNode(const Topology& t, const GangRequest& req) {
+  for (const auto& g : req.groups) {
+    if (g.max_per_node == 0) continue;
+    int64_t nodes = 0;
+    for (uint32_t n = 0; n < t.nodes().size(); ++n) nodes += StaticReplicaCapacity(t, n, g) > 0;
+    if (nodes * g.max_per_node < g.replicas) {
+      Reason r;
+      r.rule = Rule::kNeverPerNode;
+      r.level = Level::kNode;
+      r.need = g.replicas;
+      r.have = nodes;
+      r.other = static_cast<uint64_t>(g.max_per_node);
+      return r;
+    }
+  }
+  return {};
+}
+}  // namespace
+
 Reason CheckNever(const Topology& t, const GangRequest& req) {
   for (const auto& g : req.groups) {
     Reason r = FirstExcludingFilter(t, g);
     if (r.rule != Rule::kNone) return r;
   }
   if (Reason r = NeverIncluded(t, req); r.rule != Rule::kNone) return r;
+  if (Reason r = NeverPerNode(t, req); r.rule != Rule::kNone) return r;
   // Capacity: within one domain of the required level, or in the whole cluster.
   const Level level = req.topology.required ? req.topology.same : Level::kCluster;
   const Level counted =
@@ -207,7 +229,9 @@ GroupScan ScanGroup(const ClusterUsage& u, const GroupRequest& g, const FitOptio
       ++c.blocked_reserved;
       continue;
     }
-    c.fit_now += s.kind == job::GpuKind::kWhole ? nu.free_whole / s.gpus : 1;
+    int64_t here = s.kind == job::GpuKind::kWhole ? nu.free_whole / s.gpus : 1;
+    if (g.max_per_node > 0) here = std::min<int64_t>(here, g.max_per_node);
+    c.fit_now += here;
   }
   return c;
 }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 #include <utility>
 
 namespace hangar::sched::placement {
@@ -26,6 +27,19 @@ struct GangPlacer::Ctx {
   // within one leaf. `skipped` records that a node that fits was passed over for its rank.
   int max_rank = std::numeric_limits<int>::max();
   bool skipped = false;
+  // Replicas placed so far per (group, node), for groups with a max_per_node only.
+  std::unordered_map<uint64_t, int32_t> on_node;
+
+  static uint64_t Key(size_t group, uint32_t node) { return (uint64_t{group} << 32) | node; }
+  bool NodeTakesAnother(size_t group, uint32_t node) const {
+    const GroupRequest& g = req.groups[group];
+    if (g.max_per_node == 0) return true;
+    auto it = on_node.find(Key(group, node));
+    return g.NodeTakesAnother(it == on_node.end() ? 0 : it->second);
+  }
+  void Count(size_t group, uint32_t node, int32_t delta) {
+    if (req.groups[group].max_per_node > 0) on_node[Key(group, node)] += delta;
+  }
 };
 
 namespace {
@@ -92,6 +106,8 @@ bool GangPlacer::DomainMayHost(const Ctx& c, Level level, uint32_t d, Hosting wh
       case job::GpuKind::kWhole: {
         if (agg.max_node_free_whole < s.gpus) return false;
         whole_needed += int64_t{s.gpus} * n;
+        if (whole_gang && g.max_per_node > 0 && agg.schedulable_nodes * g.max_per_node < n)
+          return false;
         if (whole_gang) {
           auto [b, e] = c.t.NodeRange(level, d);
           const int64_t cap = summed ? RangeWholeCapacity(c.u, b, e, s.gpus)
@@ -145,6 +161,7 @@ bool GangPlacer::AllocateReplica(Ctx& c, uint32_t node, size_t group, uint32_t g
   c.acc.grants.insert(c.acc.grants.end(), one_.grants.begin(), one_.grants.end());
   task.end_grant = static_cast<uint32_t>(c.acc.grants.size());
   c.acc.tasks.push_back(task);
+  c.Count(group, node, 1);
   replica_of_group_[group]++;
   return true;
 }
@@ -160,6 +177,7 @@ void GangPlacer::Rollback(Ctx& c, size_t mark) {
     c.u.Release(one_);
     c.acc.grants.resize(task.first_grant);
     c.acc.tasks.pop_back();
+    c.Count(task.group, task.node, -1);
     replica_of_group_[task.group]--;
   }
 }
@@ -180,6 +198,7 @@ bool GangPlacer::PlaceReplica(Ctx& c, uint32_t begin, uint32_t end, size_t group
       continue;
     }
     for (; n < leaf_end; ++n) {
+      if (!c.NodeTakesAnother(group, n)) continue;
       if (CheckNode(c.u, n, g, c.fit) != FitFailure::kFits) continue;
       const int rank = NodeRank(c.u.node(n).condition);
       if (rank > c.max_rank) {
@@ -249,6 +268,7 @@ bool GangPlacer::PlaceInRange(Ctx& c, uint32_t begin, uint32_t end, size_t group
 bool GangPlacer::PlaceOnOneNode(Ctx& c) {
   int64_t cpu = 0, mem = 0;
   for (const auto& g : c.req.groups) {
+    if (!g.NodeTakesAnother(g.replicas - 1)) return false;  // max_per_node splits it
     cpu += g.shape.milli_cpu * g.replicas;
     mem += g.shape.memory_mib * g.replicas;
   }
@@ -294,7 +314,9 @@ bool GangPlacer::PlaceSplit(Ctx& c, Level level, uint32_t d, size_t group, int32
   auto [b, e] = ChildRange(c.t, level, d);
   std::vector<std::pair<int64_t, uint32_t>> caps;  // (capacity, child)
   for (uint32_t x = b; x < e; ++x) {
-    const int64_t cap = c.u.WholeGpuCapacity(child, x, s.gpus);
+    int64_t cap = c.u.WholeGpuCapacity(child, x, s.gpus);
+    if (const int32_t per = c.req.groups[group].max_per_node; per > 0)
+      cap = std::min(cap, int64_t{c.u.domain(child, x).schedulable_nodes} * per);
     if (cap > 0) caps.emplace_back(cap, x);
   }
   std::stable_sort(caps.begin(), caps.end(),

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "sched/test_util.h"
@@ -291,6 +292,69 @@ TEST_F(PlacerTest, MigSlices) {
                  Gang(*t, "name: m\ntasks:\n  - mig: 3g.40gb\n    gpu_models: [H100-SXM-80GB]\n"))
           .rule,
       Rule::kNeverMig);
+}
+
+}  // namespace
+}  // namespace hangar::sched::placement
+
+namespace hangar::sched::placement {
+namespace {
+
+// max_per_node (sbatch's --nodes): the replicas go to distinct nodes even where one node has room
+// for them all, in every search (one node, leaf, spine, cluster, include_nodes) and in explain.
+TEST_F(PlacerTest, MaxPerNodePutsReplicasOnDistinctNodes) {
+  auto t = Leaves(2, 2);  // 4 nodes of 8 GPUs
+  for (bool required_leaf : {false, true}) {
+    ClusterUsage u(t);
+    auto req = Whole(*t, 2, 1);
+    if (required_leaf) req.topology = {Level::kLeaf, true};
+    auto packed = Place(u, req);
+    ASSERT_TRUE(packed.placed);
+    EXPECT_EQ(packed.assignment.tasks[0].node, packed.assignment.tasks[1].node);
+
+    req.groups[0].max_per_node = 1;
+    Fingerprint(&req);
+    auto spread = Place(u, req);
+    ASSERT_TRUE(spread.placed);
+    EXPECT_NE(spread.assignment.tasks[0].node, spread.assignment.tasks[1].node);
+    if (required_leaf) {
+      EXPECT_EQ(spread.locality, Level::kLeaf);
+    }
+  }
+  ClusterUsage u(t);
+  auto four = Whole(*t, 4, 2);
+  four.groups[0].max_per_node = 2;
+  Fingerprint(&four);
+  auto r = Place(u, four);
+  ASSERT_TRUE(r.placed);
+  std::map<uint32_t, int> per;
+  for (const auto& task : r.assignment.tasks) per[task.node]++;
+  EXPECT_EQ(per.size(), 2u);
+  for (const auto& [node, n] : per) EXPECT_EQ(n, 2) << node;
+}
+
+TEST_F(PlacerTest, MaxPerNodeBeyondTheNodesIsNeverAndSaysWhy) {
+  auto t = Leaves(1, 2);
+  auto req = Whole(*t, 3, 1);
+  EXPECT_EQ(CheckNever(*t, req).rule, Rule::kNone);
+  req.groups[0].max_per_node = 1;
+  Fingerprint(&req);
+  const Reason never = CheckNever(*t, req);
+  EXPECT_EQ(never.rule, Rule::kNeverPerNode);
+  EXPECT_EQ(never.ToString(*t),
+            "never: needs 3 replicas at most 1 per node (max_per_node; sbatch's --nodes), but only "
+            "2 nodes in this cluster could hold one; ask for fewer nodes");
+  ClusterUsage u(t);
+  EXPECT_FALSE(Place(u, req).placed);
+  // Not now: one node full, the other has room for all three but takes one.
+  Occupy(u, 0, 8);
+  auto two = Whole(*t, 2, 1);
+  two.groups[0].max_per_node = 1;
+  Fingerprint(&two);
+  EXPECT_FALSE(Place(u, two).placed);
+  const Reason why = Why(u, two);
+  EXPECT_EQ(why.rule, Rule::kNotNowReplicas);
+  EXPECT_EQ(why.have, 1);
 }
 
 }  // namespace

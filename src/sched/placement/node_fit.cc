@@ -200,6 +200,7 @@ int64_t StaticReplicaCapacity(const Topology& t, uint32_t n, const GroupRequest&
   }
   if (s.milli_cpu > 0) cap = std::min(cap, node.milli_cpu / s.milli_cpu);
   if (s.memory_mib > 0) cap = std::min(cap, node.memory_mib / s.memory_mib);
+  if (g.max_per_node > 0) cap = std::min<int64_t>(cap, g.max_per_node);
   return cap == INT64_MAX ? 1'000'000 : cap;
 }
 

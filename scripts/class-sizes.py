@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Data members and methods of every class and struct in src/ (tests aside), as Universal Ctags
+counts them: the owners rule of docs/architecture.md is that no class keeps more than 20 data
+members together with more than 12 methods.
+
+  python3 scripts/class-sizes.py            # the classes over the rule, biggest first
+  python3 scripts/class-sizes.py --all N    # the N biggest classes, whatever their size
+  python3 scripts/class-sizes.py --class ClusterState   # one class
+"""
+import argparse
+import collections
+import json
+import pathlib
+import subprocess
+import sys
+
+MAX_MEMBERS, MAX_METHODS = 20, 12
+
+
+def sizes(root: pathlib.Path):
+    files = [str(p) for p in sorted(root.glob("src/**/*")) if p.suffix in (".h", ".cc")
+             and not p.name.endswith("_test.cc") and not p.name.endswith("_test.h")]
+    out = subprocess.run(
+        ["ctags", "--output-format=json", "--languages=C++", "--kinds-C++=+p-l", "--fields=+sZKn",
+         "-f", "-"] + files, capture_output=True, text=True, check=True).stdout
+    members = collections.defaultdict(set)
+    methods = collections.defaultdict(set)
+    for line in out.splitlines():
+        t = json.loads(line)
+        scope, kind = t.get("scope"), t.get("kind")
+        if not scope or t.get("scopeKind") not in ("class", "struct"):
+            continue
+        cls = scope.split("::")[-1]
+        if kind == "member":
+            members[cls].add(t["name"])
+        elif kind in ("function", "prototype"):
+            if t["name"] not in (cls, "~" + cls):
+                methods[cls].add(t["name"])
+    return {c: (len(members[c]), len(methods[c])) for c in set(members) | set(methods)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--all", type=int, metavar="N")
+    ap.add_argument("--class", dest="cls")
+    a = ap.parse_args()
+    s = sizes(pathlib.Path(__file__).resolve().parent.parent)
+    rows = sorted(s.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
+    if a.cls:
+        rows = [r for r in rows if r[0] == a.cls]
+    elif a.all:
+        rows = rows[: a.all]
+    else:
+        rows = [r for r in rows if r[1][0] > MAX_MEMBERS and r[1][1] > MAX_METHODS]
+    print(f"{'class':32} {'members':>7} {'methods':>7}")
+    for c, (m, f) in rows:
+        print(f"{c:32} {m:7} {f:7}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
