@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   hangar::cli::RegisterCertsCommand(app, &rc);
   hangar::cli::RegisterServiceCommands(app, &rc);
   hangar::cli::RegisterReservationCommands(app, &rc);
+  hangar::cli::RegisterMaintainCommands(app, &rc);
   hangar::cli::RegisterTopologyCommands(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::agent::RegisterProgressCommand(app, &rc);

@@ -113,11 +113,19 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
     *m.mutable_session_output() = std::move(o);
     Write(m);
   });
+  maintenance_ = std::make_unique<MaintenanceCommands>(
+      options_.node, options_.state_dir + "/maintenance", options_.allow_maintenance_commands,
+      [this](const pb::MaintenanceResult& r) {
+        pb::AgentMessage m;
+        *m.mutable_maintenance_result() = r;
+        Write(m);  // none while disconnected: the controller asks again, and is answered then
+      });
 }
 
 Agent::~Agent() {
-  socket_.reset();   // stops its thread before anything it uses goes
-  drainer_.reset();  // likewise (after the drain in progress)
+  maintenance_.reset();  // its commands' answers stop before the stream goes
+  socket_.reset();       // stops its thread before anything it uses goes
+  drainer_.reset();      // likewise (after the drain in progress)
   std::lock_guard<std::mutex> l(validation_mu_);
   if (validation_.joinable()) validation_.join();
 }
@@ -588,6 +596,9 @@ void Agent::Handle(const pb::ControllerMessage& m) {
       break;
     case pb::ControllerMessage::kMigReshape:
       HandleMigReshape(m.mig_reshape());
+      break;
+    case pb::ControllerMessage::kMaintenanceCommand:
+      maintenance_->Handle(m.maintenance_command());
       break;
     case pb::ControllerMessage::kLease:
       if (fence_) fence_->Grant(m.lease().lease_clock_ms(), m.lease().lease_ms());

@@ -50,6 +50,7 @@
 #include "agent/gpu/gpu_backend.h"
 #include "agent/gpu/mig_layout.h"
 #include "agent/gpu/mps.h"
+#include "agent/maintenance_commands.h"
 #include "agent/runner/task_runner.h"
 #include "agent/session_host.h"
 #include "agent/step_socket.h"
@@ -112,6 +113,9 @@ struct AgentOptions {
   MpsOptions mps;
   // MIG GPU instances to create at start on a MIG GPU that has none (--mig-layout).
   StaticMigLayout mig_layout;
+  // Run the operator's commands of `hangar maintain` (--allow-maintenance-commands); off: they are
+  // refused (maintenance_commands.h).
+  bool allow_maintenance_commands = false;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -349,6 +353,7 @@ class Agent {
   std::unique_ptr<CheckpointDrainer> drainer_;
   std::unique_ptr<AgentSocket> socket_;
   std::unique_ptr<StepSocket> steps_;
+  std::unique_ptr<MaintenanceCommands> maintenance_;  // made by the constructor
 };
 
 }  // namespace hangar::agent

@@ -45,6 +45,7 @@ struct Flags {
   bool no_cgroups = false;
   bool stop_tasks_on_exit = false;
   bool forget_store = false;
+  bool allow_maintenance_commands = false;
   bool validate = false;  // gpu-check
   std::string token_file;
   std::string tls_dir;
@@ -217,6 +218,7 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.use_cgroups = !f.no_cgroups;
   opt.stop_tasks_on_exit = f.stop_tasks_on_exit;
   opt.forget_store = f.forget_store;
+  opt.allow_maintenance_commands = f.allow_maintenance_commands;
   opt.ib_root = f.ib_root;
   if (!f.scratch_dir.empty()) {
     opt.scratch_dir = std::filesystem::absolute(f.scratch_dir, ec).lexically_normal().string();
@@ -477,6 +479,10 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
       "--stop-tasks-on-exit", f->stop_tasks_on_exit,
       "Stop every task when the agent exits (SIGTERM, SIGKILL after 2 s); by default tasks keep "
       "running and a restarted agent adopts them (`hangar dev` sets this)");
+  c->add_flag("--allow-maintenance-commands", f->allow_maintenance_commands,
+              "Run the commands of `hangar maintain` on this node, as the agent's user, once the "
+              "controller has emptied it of work (docs/maintenance.md); without it they are "
+              "refused");
   c->add_flag(
       "--forget-store", f->forget_store,
       "Stop the tasks this agent runs for the controller store it served and forget them (and that "

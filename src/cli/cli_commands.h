@@ -19,6 +19,7 @@ void RegisterShareCommands(CLI::App& app, int* rc);
 void RegisterStatusCommand(CLI::App& app, int* rc);
 // `hangar reservation create|list|delete` (reservation_commands.cc; docs/reservations.md).
 void RegisterReservationCommands(CLI::App& app, int* rc);
+void RegisterMaintainCommands(CLI::App& app, int* rc);  // maintain_commands.cc
 // `hangar topology import|diff` (topology_commands.cc; docs/topology-import.md).
 void RegisterTopologyCommands(CLI::App& app, int* rc);
 

@@ -10,7 +10,8 @@ namespace {
 
 struct CreateOptions {
   Common common;
-  std::string name, nodes, start, end, duration;
+  std::string name, nodes, start, end, duration, selector;
+  int count = 0;
   std::vector<std::string> users, queues;
   bool maintenance = false;
 };
@@ -44,8 +45,19 @@ Status Create(const CreateOptions& o) {
   if (o.end.empty() == o.duration.empty()) {
     return Status::InvalidArgument("give the window's --end or its --duration (one of them)");
   }
-  nlohmann::json body = {{"name", o.name},   {"nodes", o.nodes},   {"start", o.start},
-                         {"users", o.users}, {"queues", o.queues}, {"maintenance", o.maintenance}};
+  if (o.nodes.empty() == (o.count == 0)) {
+    return Status::InvalidArgument(
+        "give the reservation's --nodes, or --count N (with --selector SWITCH) to pick N nodes "
+        "under one leaf switch");
+  }
+  nlohmann::json body = {{"name", o.name},
+                         {"start", o.start},
+                         {"users", o.users},
+                         {"queues", o.queues},
+                         {"maintenance", o.maintenance}};
+  if (!o.nodes.empty()) body["nodes"] = o.nodes;
+  if (o.count > 0) body["count"] = o.count;
+  if (!o.selector.empty()) body["selector"] = o.selector;
   if (!o.end.empty()) body["end"] = o.end;
   if (!o.duration.empty()) body["duration"] = o.duration;
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(o.common.server).Post("/v1/reservations", body.dump()));
@@ -93,7 +105,12 @@ void RegisterReservationCommands(CLI::App& app, int* rc) {
       "create", "Hold nodes over a window for some users or queues, or for maintenance");
   create->add_option("--name", o->name, "Its name; jobs name it with `reservation: NAME`")
       ->required();
-  create->add_option("--nodes", o->nodes, "Its nodes: node-1,node-2 or node-[1-8]")->required();
+  create->add_option("--nodes", o->nodes, "Its nodes: node-1,node-2 or node-[1-8] (or --count)");
+  create->add_option("--count", o->count,
+                     "Pick this many nodes under one leaf switch, free over the window (instead "
+                     "of --nodes)");
+  create->add_option("--selector", o->selector,
+                     "With --count: the leaf or spine switch to pick them in (default: all)");
   create->add_option("--start", o->start, "When the window opens, in UTC: 2027-01-04T10:00:00Z")
       ->required();
   create->add_option("--end", o->end, "When it closes, in UTC (or --duration)");

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli/slurm_common.h"
+#include "cli/slurm_reservation.h"
 #include "cli/squeue.h"
 
 namespace hangar::cli::slurm {
@@ -152,6 +153,7 @@ int Scontrol(ApiClient* api, const std::vector<std::string>& argv) {
                     "say what to do: show hostnames|job|node, hold|release|requeue JOBID"));
   }
   const std::string verb = Lower(words[0]);
+  if (const int rc = ScontrolReservation(api, words, WallNow()); rc >= 0) return rc;
   if (verb == "show" && words.size() >= 2) {
     if (const int rc = ScontrolShow(api, a, words); rc >= 0) return rc;
   }
@@ -176,7 +178,8 @@ int Scontrol(ApiClient* api, const std::vector<std::string>& argv) {
   return Fail("scontrol", Status::InvalidArgument(
                               "'" + words[0] + (words.size() > 1 ? " " + words[1] : "") +
                               "' is not one hangar's scontrol does: show hostnames|hostname|job|"
-                              "node, hold, release, requeue"));
+                              "node|reservation, hold, release, requeue, create reservation, "
+                              "delete ReservationName="));
 }
 
 int Scancel(ApiClient* api, const std::vector<std::string>& argv) {

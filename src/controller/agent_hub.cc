@@ -180,6 +180,16 @@ class AgentHub::Stream final
         });
         break;
       }
+      case pb::AgentMessage::kMaintenanceResult: {
+        // Answers only for this node's own command of the active run count; an answer sent again
+        // (after a reconnect) is old news and changes nothing.
+        auto r = std::make_shared<pb::MaintenanceResult>(m.maintenance_result());
+        owner->Post(
+            [r, clock, node = node_](ClusterState& s, Effects* fx, StateOwner::AfterCommit*) {
+              (void)s.OnMaintenanceResult(node, *r, clock->Now(), fx);
+            });
+        break;
+      }
       case pb::AgentMessage::kStageResult: {
         auto r = std::make_shared<pb::StageResult>(m.stage_result());
         owner->Post(

@@ -54,6 +54,7 @@ struct Flags {
   bool registry = false;  // also run a loopback docker-registry on port + 2 (docs/containers.md)
   bool tls =
       false;  // HTTPS and mutual TLS, with a CA of its own under DIR/tls (docs/operations.md)
+  bool allow_maintenance_commands = false;  // the agents run `hangar maintain`'s commands
 };
 
 std::atomic<bool> g_stop{false};
@@ -423,6 +424,7 @@ LocalProcesses StartProcesses(const Flags& f, const std::string& cluster_path,
                                       "127.0.0.1:0",
                                       "--stop-tasks-on-exit"};
     agent.insert(agent.end(), transport.begin(), transport.end());
+    if (f.allow_maintenance_commands) agent.push_back("--allow-maintenance-commands");
     p.agents.push_back(Spawn(agent, f.dir + "/logs/agent-" + n.name + ".log"));
   }
   return p;
@@ -602,6 +604,9 @@ void RegisterDevCommand(CLI::App& app, int* rc) {
   c->add_flag("--tls", f->tls,
               "HTTPS on the API and mutual TLS to the agents, with a CA of its own in DIR/tls "
               "(instead of plaintext)");
+  c->add_flag("--allow-maintenance-commands", f->allow_maintenance_commands,
+              "Start the agents with --allow-maintenance-commands (`hangar maintain`, "
+              "docs/maintenance.md)");
   c->callback([f, rc] {
     Status s = Run(*f);
     if (!s.ok()) {

@@ -300,6 +300,7 @@ void HttpApi::Routes() {
   ServiceRoutes();      // services and their endpoints: service/service_api.cc
   ReservationRoutes();  // reservations and maintenance windows: http_api_reservations.cc
   StepRoutes();         // steps inside allocations (srun): http_api_steps.cc
+  MaintenanceRoutes();  // rolling maintenance (`hangar maintain`): http_api_maintenance.cc
   // Who leads; a standby answers it too. "single": one controller, no lease.
   s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
     if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});

@@ -86,6 +86,7 @@ class HttpApi {
   service::ServiceController* services_ = nullptr;
   void ReservationRoutes();  // http_api_reservations.cc: /v1/reservations
   void StepRoutes();         // http_api_steps.cc: GET /v1/jobs/ID/steps
+  void MaintenanceRoutes();  // http_api_maintenance.cc: /v1/maintenance
   const StepRelay* steps_ = nullptr;
   HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;

@@ -15,6 +15,23 @@ The document's commands, in a later year (its dates would pass, and windows in t
   $ hangar reservation create --name late --nodes node-2 --start 2099-01-04T10:30:00Z --duration 1h --users alice
   error: reservation 'late' overlaps reservation 'maint1' (2099-01-04T10:00:00Z to 2099-01-04T11:00:00Z) on shared nodes; move its window or leave those nodes out
   [1]
+
+A count of nodes is picked under one leaf switch, free over the window; Slurm's form books the same:
+
+  $ hangar reservation create --name pair --count 2 --selector leaf-1 --start 2099-01-05T12:00:00Z --duration 1h --users alice
+  error: no leaf switch under leaf-1 has 2 nodes free of other reservations from 2099-01-05T12:00:00Z to 2099-01-05T13:00:00Z (the most any has is 0); ask for fewer, another window, or name the nodes
+  [1]
+  $ hangar reservation create --name pair --count 2 --start 2099-01-05T12:00:00Z --duration 1h --users alice
+  reservation pair booked: node-1,node-2 from 2099-01-05T12:00:00Z to 2099-01-05T13:00:00Z
+  $ hangar reservation delete pair
+  reservation pair deleted
+  $ hangar slurm scontrol create reservation ReservationName=fw StartTime=2099-01-07T10:00 Duration=30 Nodes=node-4 Users=root Flags=MAINT
+  Reservation created: fw
+  $ hangar slurm scontrol show reservation fw
+  ReservationName=fw StartTime=2099-01-07T10:00:00Z EndTime=2099-01-07T10:30:00Z Duration=30m
+     Nodes=node-4 NodeCnt=1 Users=(null) Accounts=(null) Flags=MAINT State=INACTIVE
+  
+  $ hangar slurm scontrol delete ReservationName=fw
   $ sed -n 3p examples.sh | sh
   NAME    STATE      START                 END                   NODES          FOR
   demo    scheduled  2099-01-05T09:00:00Z  2099-01-05T18:00:00Z  node-3,node-4  users alice,bob

@@ -82,7 +82,8 @@ bool Shares(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
 
 }  // namespace
 
-StatusOr<Reservation> ParseRequest(const nlohmann::json& body, const cluster::Topology& topology) {
+StatusOr<Reservation> ParseRequest(const nlohmann::json& body, const cluster::Topology& topology,
+                                   const ReservationBook* book) {
   if (!body.is_object()) return Bad("the body must be a JSON object");
   static const std::regex name_re("^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$");
   Reservation r;
@@ -92,8 +93,12 @@ StatusOr<Reservation> ParseRequest(const nlohmann::json& body, const cluster::To
         "name must be 1-63 letters, digits, '.', '_' or '-' (starting with a letter or digit)");
   }
   HANGAR_ASSIGN_OR_RETURN(auto names, Strings(body, "nodes"));
-  if (names.empty()) return Bad("nodes must name at least one node");
-  HANGAR_ASSIGN_OR_RETURN(r.nodes, NodeIndices(names, topology));
+  const bool by_count = body.contains("count");
+  if (by_count == !names.empty())
+    return Bad("give the nodes, or a count of nodes to pick (and a selector), one of them");
+  if (!by_count) {
+    HANGAR_ASSIGN_OR_RETURN(r.nodes, NodeIndices(names, topology));
+  }
   const std::string start = Field(body, "start"), end = Field(body, "end"),
                     duration = Field(body, "duration");
   if (start.empty()) return Bad("start is missing");
@@ -107,6 +112,17 @@ StatusOr<Reservation> ParseRequest(const nlohmann::json& body, const cluster::To
     if (!d.ok() || *d <= 0)
       return Bad("duration '" + duration + "' is not a duration such as 30m, 4h or 2d");
     r.end = r.start + *d;
+  }
+  if (by_count) {
+    if (!body["count"].is_number_integer() || body["count"].get<int64_t>() < 1 ||
+        body["count"].get<int64_t>() > static_cast<int64_t>(topology.nodes().size())) {
+      return Bad("count must be how many nodes to hold (1-" +
+                 std::to_string(topology.nodes().size()) + ")");
+    }
+    const std::string selector = Field(body, "selector").empty() ? "all" : Field(body, "selector");
+    if (!book) return Status::Internal("a reservation by count needs the book to pick its nodes");
+    HANGAR_ASSIGN_OR_RETURN(
+        r.nodes, book->PickUnderOneLeaf(selector, body["count"].get<int>(), r.start, r.end));
   }
   HANGAR_ASSIGN_OR_RETURN(r.users, Strings(body, "users"));
   HANGAR_ASSIGN_OR_RETURN(r.queues, Strings(body, "queues"));
@@ -260,6 +276,49 @@ std::vector<std::string> ReservationBook::Ended(Time now) const {
     if (r.end <= now) out.push_back(name);
   }
   return out;
+}
+
+StatusOr<std::vector<uint32_t>> ReservationBook::PickUnderOneLeaf(const std::string& selector,
+                                                                  int count, Time start,
+                                                                  Time end) const {
+  const cluster::Topology& t = *topology_;
+  uint32_t first_leaf = 0, end_leaf = static_cast<uint32_t>(t.leaves().size());
+  bool known = selector == "all";
+  for (uint32_t l = 0; l < t.leaves().size() && !known; ++l) {
+    if (t.leaves()[l].name == selector) first_leaf = l, end_leaf = l + 1, known = true;
+  }
+  for (const auto& s : t.spines()) {
+    if (known) break;
+    if (s.name == selector) first_leaf = s.first_child, end_leaf = s.end_child, known = true;
+  }
+  if (!known) {
+    return Status::NotFound("selector '" + selector +
+                            "' is not a leaf or spine switch of this cluster (or all); "
+                            "`hangar topology` shows them");
+  }
+  std::vector<uint8_t> taken(t.nodes().size(), 0);
+  for (const auto& [name, r] : by_name_) {
+    if (r.start < end && start < r.end) {
+      for (uint32_t n : r.nodes) taken[n] = 1;
+    }
+  }
+  size_t most = 0;
+  for (uint32_t l = first_leaf; l < end_leaf; ++l) {
+    std::vector<uint32_t> free;
+    for (uint32_t n = t.leaves()[l].first_node; n < t.leaves()[l].end_node; ++n) {
+      if (!taken[n]) free.push_back(n);
+    }
+    if (free.size() >= static_cast<size_t>(count)) {
+      free.resize(static_cast<size_t>(count));
+      return free;
+    }
+    most = std::max(most, free.size());
+  }
+  return Status::FailedPrecondition(
+      "no leaf switch under " + selector + " has " + std::to_string(count) +
+      " nodes free of other reservations from " + FormatUtcTimestamp(start) + " to " +
+      FormatUtcTimestamp(end) + " (the most any has is " + std::to_string(most) +
+      "); ask for fewer, another window, or name the nodes");
 }
 
 void ReservationBook::Rebuild() {

@@ -39,10 +39,15 @@ struct Reservation {
   std::vector<uint32_t> drained;
 };
 
+class ReservationBook;
+
 // What `hangar reservation create` sends (POST /v1/reservations): {"name", "nodes" (a list or a
 // host list such as "node-[1-4]"), "start" ("2027-01-04T10:00:00Z"), "end" or "duration" ("1h"),
-// "users", "queues", "maintenance"}.
-StatusOr<Reservation> ParseRequest(const nlohmann::json& body, const cluster::Topology& topology);
+// "users", "queues", "maintenance"}. Instead of "nodes": "count" N and "selector" (a leaf or spine
+// switch, or "all", the default): `book` picks N nodes under one leaf switch inside it
+// (ReservationBook::PickUnderOneLeaf).
+StatusOr<Reservation> ParseRequest(const nlohmann::json& body, const cluster::Topology& topology,
+                                   const ReservationBook* book = nullptr);
 // The stored and shown form; FromStored reads it back (Restore).
 nlohmann::json ToJson(const Reservation& r, const cluster::Topology& topology);
 StatusOr<Reservation> FromStored(const nlohmann::json& j, const cluster::Topology& topology);
@@ -74,6 +79,13 @@ class ReservationBook {
 
   // The names of the reservations whose window has ended by `now`.
   std::vector<std::string> Ended(Time now) const;
+
+  // `count` nodes under one leaf switch inside `selector` (a leaf or spine switch, or "all"), none
+  // of them in another reservation whose window overlaps [start, end): the first such leaf in the
+  // cluster's order, its first nodes. NotFound for an unknown switch; FailedPrecondition, saying
+  // how many the fullest leaf has free, when no leaf has enough.
+  StatusOr<std::vector<uint32_t>> PickUnderOneLeaf(const std::string& selector, int count,
+                                                   Time start, Time end) const;
 
  private:
   void Rebuild();

@@ -145,5 +145,53 @@ TEST_F(ReservationBookTest, TheStoredFormReadsBackAsItWas) {
   EXPECT_EQ(ToJson(r, *topo_)["start"], "2027-01-04T10:00:00Z");
 }
 
+// `--selector DOMAIN --count N`: N nodes under one leaf switch, none held by an overlapping window.
+TEST(ReservationPickTest, PicksCountNodesUnderOneLeafFreeOverTheWindow) {
+  auto f = cluster::ParseClusterYaml(
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+      "fabric:\n"
+      "  spines:\n"
+      "    - name: spine-0\n"
+      "      leaves:\n"
+      "        - {name: leaf-0, nodes: [{name: \"n-[1-3]\"}]}\n"
+      "        - {name: leaf-1, nodes: [{name: \"n-[4-6]\"}]}\n",
+      "c.yaml");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const cluster::Topology& t = *f->topology;
+  ReservationBook book(t);
+  auto held = ParseRequest(nlohmann::json::parse(R"({"name": "a", "nodes": "n-[1-2]",
+      "start": "2027-01-04T10:00:00Z", "duration": "2h", "users": ["x"]})"),
+                           t);
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE(book.Add(*held, 0).ok());
+  auto pick = [&](const std::string& extra) {
+    return ParseRequest(nlohmann::json::parse(R"({"name": "b", "start": "2027-01-04T11:00:00Z",
+        "duration": "1h", "users": ["y"], )" + extra +
+                                              "}"),
+                        t, &book);
+  };
+  // leaf-0 has one node free over the window: two come from leaf-1.
+  auto two = pick(R"("count": 2)");
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->nodes, (std::vector<uint32_t>{3, 4}));
+  auto in_leaf0 = pick(R"("count": 2, "selector": "leaf-0")");
+  EXPECT_EQ(in_leaf0.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(in_leaf0.status().message(),
+            "no leaf switch under leaf-0 has 2 nodes free of other reservations from "
+            "2027-01-04T11:00:00Z to 2027-01-04T12:00:00Z (the most any has is 1); ask for fewer, "
+            "another window, or name the nodes");
+  EXPECT_EQ(pick(R"("count": 4, "selector": "spine-0")").status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(pick(R"("count": 1, "selector": "leaf-9")").status().code(), StatusCode::kNotFound);
+  // After the window, leaf-0 is whole again.
+  auto later = ParseRequest(nlohmann::json::parse(R"({"name": "c", "start": "2027-01-04T12:00:00Z",
+      "duration": "1h", "users": ["y"], "count": 3, "selector": "leaf-0"})"),
+                            t, &book);
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_EQ(later->nodes, (std::vector<uint32_t>{0, 1, 2}));
+  // Nodes and a count together are refused.
+  EXPECT_EQ(pick(R"("count": 1, "nodes": "n-1")").status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace hangar::controller::reservation

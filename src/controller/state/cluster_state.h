@@ -22,6 +22,7 @@
 #include "api/views.h"
 #include "cluster/cluster_yaml.h"
 #include "cluster/usage.h"
+#include "controller/maintenance/rolling_maintenance.h"
 #include "controller/reservation/reservation_book.h"
 #include "controller/state/attempt_usage.h"
 #include "controller/state/auth.h"
@@ -405,6 +406,7 @@ class ClusterState {
     PurgeFinished(now, fx);
     AdvanceReservations(now, fx);
     CheckProgress(now, fx);
+    AdvanceMaintenance(now, fx);
   }
   // Forgets the finished jobs that ended at least options().keep_finished ago (none when it is 0)
   // and have no task left anywhere (cluster_state_purge.cc). Looks at most kPurgeScan jobs a call,
@@ -441,6 +443,21 @@ class ClusterState {
   // at its start are checkpointed and requeued in time for their grace; at the start its nodes
   // drain; at the end they return through validation and the reservation is gone.
   void AdvanceReservations(Time now, Effects* fx);
+
+  // ---- rolling maintenance (cluster_state_maintenance.cc, docs/maintenance.md) ----
+  // `p` starts the run the body describes (maintenance::ParseRequest); its first batch drains now.
+  StatusOr<nlohmann::json> StartMaintenance(const Principal& p, const nlohmann::json& body,
+                                            Time now, Effects* fx);
+  // Once a second (Tick): the active run's next steps.
+  void AdvanceMaintenance(Time now, Effects* fx);
+  // A node's agent answered its maintenance command. NotFound, changing nothing, when no run waits
+  // for that answer from that node (an answer sent twice, or another node's id).
+  Status OnMaintenanceResult(const std::string& node, const pb::MaintenanceResult& m, Time now,
+                             Effects* fx);
+  Status CancelMaintenance(uint64_t id, const Principal& p, Time now, Effects* fx);
+  // Run `id` with every node (0: the latest run); the runs kept, newest first, without their nodes.
+  StatusOr<nlohmann::json> MaintenanceJson(uint64_t id) const;
+  nlohmann::json MaintenanceListJson() const;
 
   // ---- timers ----
   // Runs the health rules: drains, validations, node and GPU availability, events.
@@ -788,6 +805,12 @@ class ClusterState {
   void OpenMaintenance(reservation::Reservation& r, Time now, Effects* fx);
   void EndReservation(const std::string& name, const std::string& why, Time now, Effects* fx);
   void RestoreReservation(const KeyValueRow& row);
+  // Rolling maintenance (cluster_state_maintenance.cc).
+  maintenance::RollingMaintenance maintenance_;
+  maintenance::NodeFacts MaintenanceFacts(const std::string& node) const;
+  void ApplyMaintenance(const maintenance::Run& r, const maintenance::Actions& a, Time now,
+                        Effects* fx);
+  void RestoreMaintenance(const KeyValueRow& row);
 };
 
 }  // namespace hangar::controller

@@ -119,6 +119,7 @@ void ClusterState::OnValidation(const std::string& node, const pb::ValidationRes
   if (!n) return;
   nodes_[*n].validation_asked = false;
   (void)health_.ObserveValidation(*n, ParseValidation(r, now));
+  maintenance_.NoteValidation(node);  // a node back from its maintenance command may now return
   health_dirty_ = true;
 }
 

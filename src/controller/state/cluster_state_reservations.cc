@@ -30,7 +30,8 @@ void ClusterState::RestoreReservation(const KeyValueRow& row) {
 StatusOr<nlohmann::json> ClusterState::CreateReservation(const Principal& p,
                                                          const nlohmann::json& body, Time now,
                                                          Effects* fx) {
-  HANGAR_ASSIGN_OR_RETURN(reservation::Reservation r, reservation::ParseRequest(body, *topology_));
+  HANGAR_ASSIGN_OR_RETURN(reservation::Reservation r,
+                          reservation::ParseRequest(body, *topology_, &reservations_));
   r.created_by = p.user;
   r.created = now;
   for (const std::string& q : r.queues) {

@@ -114,6 +114,7 @@ Status ClusterState::RestoreValues(const std::vector<KeyValueRow>& values) {
     }
     if (v.table == IdempotencyBook::kTable) idempotency_.Restore(v);
     if (v.table == "reservation") RestoreReservation(v);
+    if (v.table == "maintenance") RestoreMaintenance(v);
     if (v.table == "usage") {
       auto j = nlohmann::json::parse(v.value, nullptr, false);
       if (!j.is_discarded()) usage_log_.push_back(AttemptUsage::FromJson(j));
@@ -132,7 +133,20 @@ void ClusterState::RestoreNodes(const std::vector<NodeRow>& rows) {
     nodes_[*n].drained = s.value("drained", false);
     nodes_[*n].drain_reason = s.value("drain_reason", "");
     nodes_[*n].boot_id = s.value("boot_id", "");
-    RestoreHealth(*n, s.value("health", nlohmann::json::object()));
+    const nlohmann::json health = s.value("health", nlohmann::json::object());
+    // A node that only an operator's drain (or a maintenance run's) held out, with no fault of its
+    // own: its cordon comes back, so that undrain returns it through validation as before the
+    // restart, rather than a quarantine that waits for a remedy.
+    if (nodes_[*n].drained && health.is_object() && health.value("reason", "").empty()) {
+      (void)health_.Apply({health::OperatorAction::Kind::kDrain, *n, -1,
+                           health.value("since", Time{0}), health::Remedy::kGpuReset,
+                           nodes_[*n].drain_reason});
+      nlohmann::json gpus_only = {{"state", "healthy"},
+                                  {"gpus", health.value("gpus", nlohmann::json::array())}};
+      RestoreHealth(*n, gpus_only);
+      continue;
+    }
+    RestoreHealth(*n, health);
   }
 }
 
