@@ -54,6 +54,7 @@ void ClusterState::Forget(const std::vector<sched::JobId>& ids, Effects* fx) {
     pending_.erase(id);
     unpinned_.erase(id);
     fx->batch.erased_jobs.push_back(id);
+    goodput_.Forget(id);
     jobs_.erase(it);
   }
   // Each index once, however many of its jobs go (an array's 10,000 elements at a time).
