@@ -74,6 +74,16 @@ Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, 
     fx->Event(now, "node", "node/" + straggler->node,
               "suspect: " + why + " in job " + std::to_string(id));
   }
+  // While the rank stays slow its node stays suspect in the health engine (ranked last for new
+  // gangs), and for a while after.
+  if (!straggler) straggler = progress_.StillStraggling(id, index, spec);
+  if (straggler) {
+    const std::string evidence = "rank " + std::to_string(straggler->rank) + " of job " +
+                                 std::to_string(id) + " takes " + Seconds(straggler->step_time_us) +
+                                 " a step, against its gang's median " +
+                                 Seconds(straggler->median_us);
+    if (health_.ObserveStraggler(j.tasks[index].node, {now, evidence}).ok()) health_dirty_ = true;
+  }
   return Status::Ok();
 }
 
