@@ -7,6 +7,7 @@ import { mapView } from './map_view.js';
 import { queueView } from './queue_view.js';
 import { nodeView, jobView } from './detail_views.js';
 import { queuesView, usageView } from './fleet_views.js';
+import { goodputView, jobGoodputView } from './goodput_view.js';
 
 const ROUTES = [
   [/^#?\/?$/, 'overview', (m, c) => overview(m, c)],
@@ -14,6 +15,8 @@ const ROUTES = [
   [/^#\/queue$/, 'queue', (m, c) => queueView(m, c)],
   [/^#\/queues$/, 'queues', (m, c) => queuesView(m, c)],
   [/^#\/usage$/, 'usage', (m, c) => usageView(m, c)],
+  [/^#\/goodput$/, 'goodput', (m, c) => goodputView(m, c)],
+  [/^#\/goodput\/(\d+)$/, 'job-goodput', (m, c, a) => jobGoodputView(m, c, a)],
   [/^#\/node\/(.+)$/, 'node', (m, c, a) => nodeView(m, c, decodeURIComponent(a))],
   [/^#\/job\/(\d+)$/, 'job', (m, c, a) => jobView(m, c, a)],
 ];
