@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   hangar::cli::RegisterReservationCommands(app, &rc);
   hangar::cli::RegisterMaintainCommands(app, &rc);
   hangar::cli::RegisterTopologyCommands(app, &rc);
+  hangar::cli::RegisterGoodputCommand(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::agent::RegisterProgressCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);

@@ -22,6 +22,8 @@ void RegisterReservationCommands(CLI::App& app, int* rc);
 void RegisterMaintainCommands(CLI::App& app, int* rc);  // maintain_commands.cc
 // `hangar topology import|diff` (topology_commands.cc; docs/topology-import.md).
 void RegisterTopologyCommands(CLI::App& app, int* rc);
+// `hangar goodput [JOB]` (goodput_commands.cc; docs/goodput.md).
+void RegisterGoodputCommand(CLI::App& app, int* rc);
 
 // OK when `id` can be a job id (digits); otherwise InvalidArgument that says where ids are found.
 // Checked before any request, so `hangar cancel llm-serve` does not end in "no such endpoint".

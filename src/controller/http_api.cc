@@ -301,6 +301,7 @@ void HttpApi::Routes() {
   ReservationRoutes();  // reservations and maintenance windows: http_api_reservations.cc
   StepRoutes();         // steps inside allocations (srun): http_api_steps.cc
   MaintenanceRoutes();  // rolling maintenance (`hangar maintain`): http_api_maintenance.cc
+  GoodputRoutes();      // where jobs' wall time went: http_api_goodput.cc
   // Who leads; a standby answers it too. "single": one controller, no lease.
   s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
     if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});
@@ -346,6 +347,9 @@ void HttpApi::Routes() {
     // ?nodes=0: without the one hangar_node_state series per node.
     std::string text = metrics_->Render();
     if (services_) text += services_->RenderMetrics();  // hangar_service_*: docs/services.md
+    text += owner_->Call<std::string>([this](ClusterState& st, Effects*) {  // docs/goodput.md
+      return st.goodput().RenderMetrics(owner_->clock()->Now());
+    });
     if (!(req.has_param("nodes") && req.get_param_value("nodes") == "0")) {
       text += ControllerMetrics::RenderNodeStates(
           owner_->Call<std::vector<std::pair<std::string, std::string>>>(

@@ -87,6 +87,7 @@ class HttpApi {
   void ReservationRoutes();  // http_api_reservations.cc: /v1/reservations
   void StepRoutes();         // http_api_steps.cc: GET /v1/jobs/ID/steps
   void MaintenanceRoutes();  // http_api_maintenance.cc: /v1/maintenance
+  void GoodputRoutes();      // http_api_goodput.cc: /v1/jobs/ID/goodput, /v1/goodput
   const StepRelay* steps_ = nullptr;
   HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;

@@ -138,6 +138,24 @@ Status HealthEngine::ObserveConfig(uint32_t node, const ConfigFacts& facts, Time
   return Status::Ok();
 }
 
+Status HealthEngine::ObserveStraggler(uint32_t node, const StragglerSignal& s) {
+  HANGAR_RETURN_IF_ERROR(CheckNode(node));
+  NodeRecord& r = nodes_[node];
+  r.settled = false;
+  Finding f;
+  f.key = f.condition.type = "straggler";
+  // Suspect, not drained: a slow rank costs its gang time, not correctness; the job runs on, and
+  // new gangs go elsewhere first. Watched rather than validated: the node is busy with the gang.
+  f.condition.effect = Effect::kSuspect;
+  f.condition.scope = Scope::kNode;
+  f.condition.action = RecommendedAction::kWatch;
+  f.condition.reason = s.evidence;
+  f.clearing = Clearing::kAfterQuiet;
+  f.quiet = options_.thresholds.straggler_quiet;
+  r.subject.faults().Assert(f, s.at);
+  return Status::Ok();
+}
+
 Status HealthEngine::ObserveValidation(uint32_t node, const ValidationReport& r) {
   HANGAR_RETURN_IF_ERROR(CheckNode(node));
   for (const GpuBenchmark& b : r.gpus) HANGAR_RETURN_IF_ERROR(CheckGpu(node, b.index));

@@ -3,8 +3,9 @@
 // How the controller drives it (all on the state owner's thread; the engine is not thread-safe):
 //   1. Feed observations as they arrive: ObserveGpu (each heartbeat's GPU telemetry),
 //      ObserveGpuEvent (Xid / ECC), ObserveIbPort, ObserveValidation, ObserveConfig (at
-//      registration), and Apply(OperatorAction) for drains, undrains, remediations, lost and
-//      returned nodes, and "the work is off" (kWorkDrained).
+//      registration), ObserveStraggler (from progress reports), and Apply(OperatorAction) for
+//      drains, undrains, remediations, lost and returned nodes, and "the work is off"
+//      (kWorkDrained).
 //   2. Call Evaluate(now) once per tick (say, each second) and act on the result:
 //        - drain_nodes: signal checkpoints, requeue the node's gangs, then Apply(kWorkDrained)
 //          (lost nodes are listed too, but need nothing: the engine knows their work is gone);
@@ -96,6 +97,9 @@ class HealthEngine {
   Status ObserveIbPort(uint32_t node, const IbPortSample& s);
   Status ObserveValidation(uint32_t node, const ValidationReport& r);
   Status ObserveConfig(uint32_t node, const ConfigFacts& facts, Time t);
+  // A rank of a gang on `node` is a straggler (StragglerSignal): the node is suspect -- still
+  // schedulable, ranked last for new gangs; degraded if it opens 3 times in a day.
+  Status ObserveStraggler(uint32_t node, const StragglerSignal& s);
   // The expected software for nodes of `group` (NodeInfo::group); "" for every group without its
   // own baseline.
   void SetExpectedConfig(const std::string& group, ConfigFacts expected);

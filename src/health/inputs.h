@@ -103,6 +103,14 @@ struct ConfigFacts {
   std::string ofed;
 };
 
+// A workload's own evidence that a node is slow: a rank of a gang there takes persistently longer
+// a step than the gang's median (the controller's straggler detection from progress reports). The
+// node is suspect while it keeps coming, and for Thresholds::straggler_quiet after.
+struct StragglerSignal {
+  Time at = 0;
+  std::string evidence;  // the sentence with the numbers, quoted in the condition
+};
+
 enum class Remedy : uint8_t {
   kGpuReset,    // one GPU was reset
   kNodeReboot,  // the node was rebooted (resets every GPU)

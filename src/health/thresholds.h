@@ -43,6 +43,9 @@ struct Thresholds {
   // seconds after a restart is a second incident -- the very pattern the 24 h rule looks for.
   Duration app_xid_incident = 5 * kSecond;
   Duration info_quiet = kHour;  // informational findings fade after this
+  // A straggler's node stays suspect this long after its rank was last reported slow (or until a
+  // validation passes or a remedy is recorded).
+  Duration straggler_quiet = kHour;
 };
 
 }  // namespace hangar::health

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -187,6 +188,30 @@ TEST_F(ProgressTest, AGangThatStopsReportingWhileAliveIsFoundHungAndRestarted) {
   const std::string job = Cli("job " + std::to_string(id));
   EXPECT_TRUE(Contains(job, "last hang (attempt 0): hung: ")) << job;
   EXPECT_TRUE(Contains(job, "RANK")) << job;
+
+  // Goodput (docs/goodput.md): the hang threw away attempt 0's work (it wrote no checkpoint), the
+  // gang waited while its tasks had their checkpoint grace, and the parts add up to the wall time.
+  const std::string path = "/v1/jobs/" + std::to_string(id) + "/goodput";
+  const nlohmann::json g = cluster_->Get(path)["goodput"];
+  ASSERT_TRUE(g.is_object()) << cluster_->Get(path).dump(2);
+  EXPECT_EQ(g["by_cause"]["hang"]["count"], 1) << g.dump(2);
+  EXPECT_GT(g["parts"]["lost_work"]["ms"].get<int64_t>(), 0) << g.dump(2);
+  EXPECT_GT(g["parts"]["requeue_wait"]["ms"].get<int64_t>(), 0) << g.dump(2);
+  EXPECT_EQ(g["recent"][0]["lost_basis"], "runtime") << g.dump(2);
+  int64_t sum = 0;
+  for (const auto& [name, part] : g["parts"].items()) sum += part["ms"].get<int64_t>();
+  EXPECT_EQ(sum, g["wall_ms"].get<int64_t>()) << g.dump(2);
+  const std::string goodput = Cli("goodput " + std::to_string(id));
+  std::printf("$ hangar goodput %llu\n%s", static_cast<unsigned long long>(id), goodput.c_str());
+  EXPECT_TRUE(Contains(goodput, "lost_work")) << goodput;
+  EXPECT_TRUE(Contains(goodput, "  hang ")) << goodput;
+  EXPECT_EQ(cluster_->Get("/v1/goodput")["by_cause"]["hang"]["count"], 1);
+  EXPECT_TRUE(Contains(cluster_->GetText("/metrics?gpus=0"),
+                       "hangar_goodput_interruptions{cause=\"hang\"} 1"));
+  // A restarted controller reads the same figures back from its store.
+  cluster_->KillController(SIGTERM);
+  cluster_->StartController();
+  EXPECT_EQ(cluster_->Get(path)["goodput"], g);
 }
 
 // Stragglers on real processes: rank 1 reports step times four times rank 0's; after two such

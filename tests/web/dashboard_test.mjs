@@ -335,6 +335,25 @@ async function run(dir) {
         await load;
       }
     });
+    await check('goodput: the cluster, and a job interrupted once with its time line', async () => {
+      await a.post(`/v1/jobs/${running.id}/requeue`, '');
+      await waitFor('finetune-a running again', async () => {
+        const j = await a.get(`/v1/jobs/${running.id}`);
+        return j.state === 'running' && j.attempt === 1;
+      }, 60000);
+      await open(page, base, '#/goodput', 'goodput');
+      const text = await page.$eval('main', (m) => m.innerText);
+      assert.match(text, /Cluster: ETTR \d+\.\d% .* across \d+ jobs that started/, text);
+      assert.ok(text.includes('finetune-a') && text.includes('user'), text);  // `requeue`'s cause
+      const parts = await page.$$eval(`a[href="#/goodput/${running.id}"] rect`, (rs) => rs.map((r) => r.dataset.part));
+      assert.ok(parts.includes('productive') && parts.includes('requeue_wait'), parts.join());
+      await shot(page, 'goodput');
+      await open(page, base, `#/goodput/${running.id}`, 'job-goodput');
+      const job = await page.$eval('main', (m) => m.innerText);
+      assert.match(job, /running: ETTR \d+\.\d% over/, job);
+      assert.ok(job.includes('requeued by'), job);
+      await shot(page, 'goodput-job');
+    });
     await check('no console errors', async () => {
       assert.deepEqual(errors, []);
     });

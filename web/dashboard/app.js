@@ -8,6 +8,7 @@ import { queueView } from './queue_view.js';
 import { nodeView, jobView } from './detail_views.js';
 import { queuesView, usageView } from './fleet_views.js';
 import { servicesView } from './services_view.js';
+import { goodputView, jobGoodputView } from './goodput_view.js';
 
 const ROUTES = [
   [/^#?\/?$/, 'overview', (m, c) => overview(m, c)],
@@ -16,6 +17,8 @@ const ROUTES = [
   [/^#\/queues$/, 'queues', (m, c) => queuesView(m, c)],
   [/^#\/usage$/, 'usage', (m, c) => usageView(m, c)],
   [/^#\/services$/, 'services', (m, c) => servicesView(m, c)],
+  [/^#\/goodput$/, 'goodput', (m, c) => goodputView(m, c)],
+  [/^#\/goodput\/(\d+)$/, 'job-goodput', (m, c, a) => jobGoodputView(m, c, a)],
   [/^#\/node\/(.+)$/, 'node', (m, c, a) => nodeView(m, c, decodeURIComponent(a))],
   [/^#\/job\/(\d+)$/, 'job', (m, c, a) => jobView(m, c, a)],
 ];

@@ -27,6 +27,7 @@
 #include "controller/state/attempt_usage.h"
 #include "controller/state/auth.h"
 #include "controller/state/fleet_hearing.h"
+#include "controller/state/goodput_ledger.h"
 #include "controller/state/idempotency_book.h"
 #include "controller/state/ingest_lag.h"
 #include "controller/state/job_learning.h"
@@ -360,6 +361,8 @@ class ClusterState {
   // and handled as their spec's on_hang says.
   void CheckProgress(Time now, Effects* fx);
   const ProgressBook& progress() const { return progress_; }
+  // Where each started job's wall time went (goodput_ledger.h; docs/goodput.md).
+  const GoodputLedger& goodput() const { return goodput_; }
   // A task reported a checkpoint: the job's lost-work figure restarts from now.
   Status OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now,
                           Effects* fx);
@@ -568,6 +571,7 @@ class ClusterState {
   void ActOnHang(JobRecord& j, const ProgressBook::Hang& h, Time now, Effects* fx);
   void FailHung(JobRecord& j, const std::string& why, Time now, Effects* fx);
   ProgressBook progress_;
+  GoodputLedger goodput_;
   // Stops the current attempt (with the checkpoint protocol when `checkpoint`) and queues the
   // job again, whole; its resources stay held until its tasks have ended.
   void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint = true);

@@ -317,6 +317,7 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
       j.started ? j.assignment.TotalMilliGpu(*topology_) *
                       std::max<Time>(0, now - std::max(j.started, j.last_checkpoint)) / 1000
                 : 0;
+  goodput_.WillRequeue(j.id, why);
   CloseAttempt(j, now, lost, "requeued", fx);
   for (auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kEnded) continue;
@@ -438,6 +439,7 @@ Status ClusterState::OnCheckpointDone(const std::string& node, const pb::Checkpo
   }
   j.last_checkpoint = now;
   j.checkpoint_path = c.path();
+  goodput_.Checkpoint(id, attempt, now);
   fx->Event(
       now, "job", "job/" + std::to_string(id),
       "checkpoint written by task " + std::to_string(index) + " on " + node +
@@ -479,6 +481,7 @@ JobRow ClusterState::ToRow(const JobRecord& j) const {
     extra["array_index"] = j.array_index;
   }
   if (j.held) extra["held_by"] = j.held_by;
+  if (auto g = goodput_.Stored(j.id); !g.is_null()) extra["goodput"] = std::move(g);
   if (!extra.empty()) r.extra_json = extra.dump();
   return r;
 }

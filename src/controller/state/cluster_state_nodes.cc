@@ -409,6 +409,7 @@ void ClusterState::MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* 
   }
   JobLifecycle::Transition(j, JobState::kRunning, "every task running");
   if (!j.started) j.started = now;
+  goodput_.Running(j.id, j.attempt, now);
   fx->Event(now, "job", "job/" + std::to_string(j.id),
             "running (" + std::to_string(j.tasks.size()) + " tasks)");
   Persist(j, fx);

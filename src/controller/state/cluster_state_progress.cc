@@ -61,15 +61,29 @@ Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, 
   const job::ProgressSpec& spec = j.spec->spec.progress;
   auto straggler = progress_.Record(id, attempt, index, node, p.step(),
                                     static_cast<int64_t>(p.step_time_us()), now, spec);
-  if (!straggler) return Status::Ok();
-  const std::string why = "straggler: rank " + std::to_string(straggler->rank) + " on node " +
-                          straggler->node + " takes " + Seconds(straggler->step_time_us) +
-                          " a step, against the gang's median " + Seconds(straggler->median_us) +
-                          " (over " + Factor(spec.straggler_factor_milli) + " for " +
-                          std::to_string(spec.straggler_reports) + " reports in a row)";
-  fx->Event(now, "job", "job/" + std::to_string(id), why);
-  fx->Event(now, "node", "node/" + straggler->node,
-            "suspect: " + why + " in job " + std::to_string(id));
+  // The attempt's first report starts its productive time (goodput_ledger.h): stored with the job.
+  if (goodput_.Progress(id, attempt, p.step(), static_cast<int64_t>(p.step_time_us()), now))
+    Persist(j, fx);
+  if (straggler) {
+    const std::string why = "straggler: rank " + std::to_string(straggler->rank) + " on node " +
+                            straggler->node + " takes " + Seconds(straggler->step_time_us) +
+                            " a step, against the gang's median " + Seconds(straggler->median_us) +
+                            " (over " + Factor(spec.straggler_factor_milli) + " for " +
+                            std::to_string(spec.straggler_reports) + " reports in a row)";
+    fx->Event(now, "job", "job/" + std::to_string(id), why);
+    fx->Event(now, "node", "node/" + straggler->node,
+              "suspect: " + why + " in job " + std::to_string(id));
+  }
+  // While the rank stays slow its node stays suspect in the health engine (ranked last for new
+  // gangs), and for a while after.
+  if (!straggler) straggler = progress_.StillStraggling(id, index, spec);
+  if (straggler) {
+    const std::string evidence = "rank " + std::to_string(straggler->rank) + " of job " +
+                                 std::to_string(id) + " takes " + Seconds(straggler->step_time_us) +
+                                 " a step, against its gang's median " +
+                                 Seconds(straggler->median_us);
+    if (health_.ObserveStraggler(j.tasks[index].node, {now, evidence}).ok()) health_dirty_ = true;
+  }
   return Status::Ok();
 }
 

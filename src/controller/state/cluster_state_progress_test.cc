@@ -141,6 +141,17 @@ TEST_F(ProgressStateTest, AStragglerIsNamedWithItsNode) {
   EXPECT_TRUE(HasEvent(fx, "node/b", "suspect: straggler: rank 1"));
   EXPECT_EQ(state_->GetJob(1)->progress["ranks"][1]["straggler"], true);
   EXPECT_EQ(state_->GetJob(1)->state, "running") << "a straggler is named, not stopped";
+  // Its node is suspect in the health engine (ranked last for new gangs), with the evidence.
+  state_->EvaluateHealth(5'000, &fx);
+  auto b = state_->GetNode("b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->state, "suspect");
+  ASSERT_FALSE(b->conditions.empty());
+  EXPECT_NE(b->conditions[0].find("rank 1 of job 1 takes 0.400 s a step, against its gang's "
+                                  "median 0.100 s"),
+            std::string::npos)
+      << b->conditions[0];
+  EXPECT_EQ(state_->GetNode("a")->state, "ready");
 }
 
 }  // namespace

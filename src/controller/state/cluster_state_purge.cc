@@ -56,6 +56,7 @@ void ClusterState::Forget(const std::vector<sched::JobId>& ids, Effects* fx) {
     unpinned_.erase(id);
     fx->batch.erased_jobs.push_back(id);
     fx->batch.values.push_back({StepBook::kTable, std::to_string(id), "", true});  // its srun steps
+    goodput_.Forget(id);
     jobs_.erase(it);
   }
   // Each index once, however many of its jobs go (an array's 10,000 elements at a time).

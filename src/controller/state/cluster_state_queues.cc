@@ -182,6 +182,7 @@ AttemptUsage ClusterState::AttemptSoFar(const JobRecord& j, Time now) const {
 
 void ClusterState::CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_ms,
                                 const std::string& how, Effects* fx) {
+  goodput_.Ended(j.id, j.attempt, how, now);  // a job ended while it waited is told too
   if (j.tasks.empty()) return;
   AttemptUsage u = AttemptSoFar(j, now);
   u.lost_gpu_ms = lost_gpu_ms;

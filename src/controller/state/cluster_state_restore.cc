@@ -182,6 +182,7 @@ Status ClusterState::RestoreJob(const JobRow& row) {
       j.array_index = extra.value("array_index", int64_t{-1});
       j.held = extra.contains("held_by") && j.state == JobState::kPending;
       j.held_by = extra.value("held_by", "");
+      if (extra.contains("goodput")) goodput_.Restore(j.id, extra["goodput"]);
     }
   }
   if (j.array_id) {

@@ -323,6 +323,8 @@ void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects
   fx->Event(now, "job", "job/" + std::to_string(j.id),
             "placed (attempt " + std::to_string(j.attempt) + ") on " + where + ", locality " +
                 std::string(cluster::LevelName(p.locality)));
+  goodput_.Placed(j.id, j.attempt, j.assignment.TotalMilliGpu(*topology_),
+                  !j.spec->spec.progress.empty(), now);
   Persist(j, fx);
   j.stage_asked.clear();
   if (!StartStaging(j, now, fx)) LaunchAll(j, fx);

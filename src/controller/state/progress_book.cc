@@ -73,6 +73,17 @@ void ProgressBook::DescribeHang(JobId job, std::string text) {
   it->second.last_hang_attempt = it->second.attempt;
 }
 
+std::optional<ProgressBook::Straggler> ProgressBook::StillStraggling(
+    JobId job, uint32_t rank, const job::ProgressSpec& spec) const {
+  const Job* j = Find(job);
+  if (!j) return std::nullopt;
+  auto r = j->ranks.find(rank);
+  if (r == j->ranks.end() || !r->second.straggler ||
+      r->second.slow_reports < spec.straggler_reports)
+    return std::nullopt;
+  return Straggler{rank, r->second.node, r->second.step_time_us, MedianStepTime(*j)};
+}
+
 const ProgressBook::Job* ProgressBook::Find(JobId job) const {
   auto it = jobs_.find(job);
   return it == jobs_.end() ? nullptr : &it->second;

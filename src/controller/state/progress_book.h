@@ -72,6 +72,11 @@ class ProgressBook {
                                   const std::string& node, uint64_t step, int64_t step_time_us,
                                   Time now, const job::ProgressSpec& spec);
 
+  // The figures of `rank` of `job` now when it was named a straggler in this attempt and its
+  // latest straggler_reports reports under `spec` were all slow (it still is one).
+  std::optional<Straggler> StillStraggling(JobId job, uint32_t rank,
+                                           const job::ProgressSpec& spec) const;
+
   // Whether attempt `attempt` of `job`, running since `since` with the ranks `live` still
   // running, is hung at `now` under `timeout`; at most once per attempt.
   std::optional<Hang> CheckHang(JobId job, uint32_t attempt, Time since, Duration timeout,

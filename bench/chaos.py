@@ -1,0 +1,329 @@
+#!/usr/bin/python3
+"""chaos: a checkpointing training gang through injected failures, on real processes.
+
+A real controller and four real agents (fake GPUs, one each) on loopback, SQLite in a temporary
+folder. One gang of two ranks runs a training loop (tools/python's helper is not needed: each step
+is a sleep of --step seconds and a `hangar progress` report); rank 0 writes a checkpoint every
+--every steps ($HANGAR_CHECKPOINT_DIR/step, then `hangar checkpoint-done`) and on the checkpoint
+signal; a restarted attempt resumes from the step in that file. Faults, in turn, each once the gang
+has run --settle seconds since it last recovered:
+
+  agent    kill -9 of the agent of a node the gang runs on (restarted once the gang has moved)
+  hang     SIGSTOP of rank 0's process: found by the job's hang_timeout (--hang-timeout)
+  xid      Xid 79 on the GPU of a node the gang runs on (fake GPU fault script); the node is
+           reported repaired (`hangar remediate --remedy repair`) once the gang has moved (a third
+           reboot for the same Xid would fail the node for good)
+
+Per fault: seconds from the fault to the restarted attempt's first progress report (recover),
+for a hang the seconds from SIGSTOP to the controller's `hung` event, the work the controller says
+the fault lost (GET /v1/jobs/ID/goodput) and how it reckoned it. At the end: whether two attempts'
+tasks ever ran at once (overlapping_attempts, from each task's start and end times), whether an
+attempt ever resumed from a step older than the last checkpoint made durable before the fault
+(checkpoints_lost), and the job's goodput as the controller accounts it.
+
+Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--json]
+Prints one line per fault and a JSON object last (only the JSON with --json).
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+CLUSTER = """name: chaos
+node_defaults: {gpus: 1, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: 32Gi}
+fabric:
+  spines:
+    - name: spine-0
+      leaves:
+        - {name: leaf-0, nodes: [{name: "node-[1-4]"}]}
+"""
+NODES = ["node-1", "node-2", "node-3", "node-4"]
+
+# Each task: its pid to $OUT/pid.TASK_ID; "start|step|ckpt|end MS ATTEMPT RANK STEP" lines to
+# $OUT/runs (a step line at every step: the last sign of life of a task killed without warning).
+TASK = r"""#!/bin/sh
+OUT='{out}'
+now() {{ echo $(( $(date +%s%N) / 1000000 )); }}
+A="$HANGAR_RESTART_COUNT"
+CK="$HANGAR_CHECKPOINT_DIR/step"
+mkdir -p "$HANGAR_CHECKPOINT_DIR"
+step=0; [ -f "$CK" ] && step=$(cat "$CK")
+echo $$ > "$OUT/pid.$HANGAR_TASK_ID"
+echo "start $(now) $A $RANK $step" >> "$OUT/runs"
+checkpoint() {{
+  echo "$step" > "$CK.tmp" && mv "$CK.tmp" "$CK"
+  hangar checkpoint-done --path "$CK" --step "$step" > /dev/null 2>&1
+  echo "ckpt $(now) $A $RANK $step" >> "$OUT/runs"
+}}
+if [ "$RANK" = 0 ]; then trap 'checkpoint' USR1; else trap ':' USR1; fi
+trap 'echo "end $(now) $A $RANK $step" >> "$OUT/runs"; exit 143' TERM
+while :; do
+  sleep {step_s} & wait $!
+  step=$((step + 1))
+  echo "step $(now) $A $RANK $step" >> "$OUT/runs"
+  hangar progress "$step" --step-time {step_s} > /dev/null 2>&1
+  [ "$RANK" = 0 ] && [ $((step % {every})) = 0 ] && checkpoint
+done
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self, hangar, root):
+        self.hangar, self.root = hangar, root
+        self.api, self.agents = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.api}"
+        self.procs = {}
+        (root / "cluster.yaml").write_text(CLUSTER)
+
+    def spawn(self, name, args):
+        log = open(self.root / f"{name}.log", "a")
+        self.procs[name] = subprocess.Popen([self.hangar] + args, stdout=log, stderr=log,
+                                            start_new_session=True)
+
+    def start(self):
+        self.spawn("controller", ["controller", "--cluster", str(self.root / "cluster.yaml"),
+                                  "--api", f"127.0.0.1:{self.api}",
+                                  "--agents", f"127.0.0.1:{self.agents}",
+                                  "--store", f"sqlite://{self.root}/state.db",
+                                  "--checkpoint-root", str(self.root / "checkpoints"),
+                                  "--auth", "none", "--insecure"])
+        time.sleep(1)
+        for n in NODES:
+            self.start_agent(n)
+        wait_for(lambda: all(self.get(f"/v1/nodes/{n}").get("state") == "ready" for n in NODES),
+                 60, "four ready nodes")
+
+    def start_agent(self, node):
+        self.spawn(node, ["agent", "--controller", f"127.0.0.1:{self.agents}", "--node", node,
+                          "--cluster", str(self.root / "cluster.yaml"),
+                          "--state-dir", str(self.root / "agents" / node), "--insecure",
+                          "--stop-tasks-on-exit"])
+
+    def kill(self, name, sig):
+        p = self.procs.get(name)
+        if p and p.poll() is None:
+            os.killpg(p.pid, sig)
+            p.wait()
+
+    def stop(self):
+        for name in list(self.procs):
+            self.kill(name, signal.SIGTERM)
+
+    def request(self, method, path, body=None):
+        data = body.encode() if isinstance(body, str) else body
+        r = urllib.request.Request(self.url + path, data=data, method=method,
+                                   headers={"Content-Type": "application/yaml"})
+        try:
+            with urllib.request.urlopen(r, timeout=10) as res:
+                return json.loads(res.read() or b"null")
+        except (OSError, ValueError):
+            return {}
+
+    def get(self, path):
+        return self.request("GET", path) or {}
+
+    def post(self, path, body):
+        return self.request("POST", path, body) or {}
+
+
+def wait_for(pred, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def runs(out):
+    p = out / "runs"
+    rows = []
+    for line in p.read_text().splitlines() if p.exists() else []:
+        f = line.split()
+        # A task killed while it wrote leaves a torn line (kill -9 of a stopped one, the fence).
+        if len(f) == 5 and all(x.isdigit() for x in f[1:]):
+            rows.append((f[0], int(f[1]), int(f[2]), int(f[3]), int(f[4])))
+    return rows
+
+
+class Chaos:
+    def __init__(self, c, job, out, args):
+        self.c, self.job, self.out, self.args = c, job, out, args
+        self.faults = []
+
+    def view(self):
+        return self.c.get(f"/v1/jobs/{self.job}")
+
+    def nodes_of_gang(self):
+        return sorted({t["node"] for t in self.view().get("task_list", []) if t.get("node")})
+
+    def recovered(self, attempt):
+        """The ms of attempt `attempt`'s first progress report, once there is one."""
+        g = self.c.get(f"/v1/jobs/{self.job}/goodput").get("goodput") or {}
+        a = g.get("attempt") or {}
+        if a.get("attempt") == attempt and a.get("productive_since_ms"):
+            return a["productive_since_ms"]
+        return None
+
+    def inject(self, kind):
+        v = self.view()
+        attempt, nodes = v["attempt"], self.nodes_of_gang()
+        node = nodes[-1]
+        t0 = now_ms()
+        if kind == "agent":
+            self.c.kill(node, signal.SIGKILL)
+        elif kind == "hang":
+            pid = int((self.out / f"pid.{self.job}.{attempt}.0").read_text())
+            os.kill(pid, signal.SIGSTOP)
+            node = None
+        elif kind == "xid":
+            d = self.c.root / "agents" / node
+            (d / "xid.tmp").write_text("- {gpu: 0, kind: xid, code: 79}\n")
+            os.rename(d / "xid.tmp", d / "inject-faults.yaml")
+        # The gang runs again: its next attempt's first progress report.
+        t1 = wait_for(lambda: self.recovered(attempt + 1), 180, f"the gang to recover from {kind}")
+        f = {"kind": kind, "node": node, "attempt": attempt, "at_ms": t0,
+             "recover_s": (t1 - t0) / 1000}
+        if kind == "hang":
+            f["detect_s"] = (self.event_ms("hung: ", t0) - t0) / 1000
+        self.repair(kind, node)
+        self.faults.append(f)
+        return f
+
+    def event_ms(self, text, after):
+        ev = self.c.get(f"/v1/events?subject=job/{self.job}&limit=200").get("events", [])
+        times = [e["time_ms"] for e in ev if e.get("message", "").startswith(text)
+                 and e["time_ms"] >= after - 1000]
+        return min(times) if times else after
+
+    def repair(self, kind, node):
+        if kind == "agent":
+            self.c.start_agent(node)
+        elif kind == "xid":
+            wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") == "quarantined", 60,
+                     f"{node} quarantined")
+            subprocess.run([self.c.hangar, "remediate", node, "--remedy", "repair",
+                            "--server", self.c.url], check=True, capture_output=True)
+        if node:
+            wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") == "ready", 120,
+                     f"{node} ready again")
+
+
+def overlaps(rows):
+    """Pairs of attempts whose tasks ran at once: an attempt's first start before an earlier
+    attempt's last sign of life."""
+    first, last = {}, {}
+    for kind, ms, attempt, _, _ in rows:
+        if kind == "start":
+            first[attempt] = min(first.get(attempt, ms), ms)
+        last[attempt] = max(last.get(attempt, ms), ms)
+    return sum(1 for a in first for b in last if b < a and first[a] < last[b])
+
+
+def lost_checkpoints(rows, faults):
+    """Attempts that resumed from a step older than the last checkpoint rank 0 had reported done
+    before their fault."""
+    lost = 0
+    for f in faults:
+        done = [s for k, ms, a, r, s in rows if k == "ckpt" and ms <= f["at_ms"]]
+        resumed = [s for k, ms, a, r, s in rows if k == "start" and a == f["attempt"] + 1]
+        if done and resumed and min(resumed) < max(done):
+            lost += 1
+    return lost
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build", nargs="?", default="build")
+    ap.add_argument("--faults", type=int, default=6)
+    ap.add_argument("--kinds", default="agent,hang,xid")
+    ap.add_argument("--step", type=float, default=0.2, help="seconds a training step takes")
+    ap.add_argument("--every", type=int, default=25, help="steps between checkpoints")
+    ap.add_argument("--hang-timeout", default="5s")
+    ap.add_argument("--settle", type=float, default=8, help="seconds of running between faults")
+    ap.add_argument("--json", action="store_true", help="print the JSON object only")
+    args = ap.parse_args()
+    hangar = str(pathlib.Path(args.build, "src", "hangar").resolve())
+    root = pathlib.Path(tempfile.mkdtemp(prefix="hangar-chaos-"))
+    out = root / "out"
+    out.mkdir()
+    env_path = str(pathlib.Path(hangar).parent) + os.pathsep + os.environ.get("PATH", "")
+    os.environ["PATH"] = env_path  # the tasks call `hangar progress` and `checkpoint-done`
+    c = Cluster(hangar, root)
+    say = (lambda *a: None) if args.json else print
+    try:
+        c.start()
+        (root / "task.sh").write_text(TASK.format(out=out, step_s=args.step, every=args.every))
+        spec = (f"name: chaos-train\nprogress: {{hang_timeout: {args.hang_timeout}, on_hang: restart}}\n"
+                "checkpoint: {signal: SIGUSR1, grace: 3s}\n"
+                f"tasks:\n  - replicas: 2\n    gpus: 1\n    command: [/bin/sh, \"{root}/task.sh\"]\n")
+        job = c.post("/v1/jobs", spec)["id"]
+        chaos = Chaos(c, job, out, args)
+        wait_for(lambda: chaos.recovered(0), 60, "the gang's first progress report")
+        kinds = args.kinds.split(",")
+        for i in range(args.faults):
+            time.sleep(args.settle)
+            f = chaos.inject(kinds[i % len(kinds)])
+            say(f"fault {i + 1}: {f['kind']:5} on {f['node'] or 'rank 0'}: running again from its "
+                f"checkpoint after {f['recover_s']:.1f} s"
+                + (f" (hang found after {f['detect_s']:.1f} s)" if "detect_s" in f else ""))
+        time.sleep(args.settle)
+        g = c.get(f"/v1/jobs/{job}/goodput")["goodput"]
+        # The controller keeps the latest 20 interruptions: matched from the end.
+        recent = g["recent"][-len(chaos.faults):]
+        for f, i in zip(chaos.faults[len(chaos.faults) - len(recent):], recent):
+            f["lost_work_s"], f["lost_basis"], f["cause"] = (i["lost_work_ms"] / 1000,
+                                                              i["lost_basis"], i["cause"])
+        rows = runs(out)
+        rec = sorted(f["recover_s"] for f in chaos.faults)
+        hangs = [f["detect_s"] for f in chaos.faults if "detect_s" in f]
+        result = {
+            "faults": len(chaos.faults),
+            "recover_p50_s": rec[len(rec) // 2] if rec else None,
+            "recover_p99_s": rec[min(len(rec) - 1, int(len(rec) * 0.99))] if rec else None,
+            "recover_s_by_kind": {k: [f["recover_s"] for f in chaos.faults if f["kind"] == k]
+                                  for k in kinds},
+            "hang_detect_s": max(hangs) if hangs else None,
+            "hang_timeout": args.hang_timeout,
+            "overlapping_attempts": overlaps(rows),
+            "checkpoints_lost": lost_checkpoints(rows, chaos.faults),
+            "ettr": g["ettr"],
+            "wall_s": g["wall_ms"] / 1000,
+            "parts_s": {k: v["ms"] / 1000 for k, v in g["parts"].items()},
+            "by_cause": g["by_cause"],
+            "fault_list": chaos.faults,
+            "settings": {"step_s": args.step, "checkpoint_every_steps": args.every,
+                         "settle_s": args.settle},
+        }
+        say(f"ETTR {100 * g['ettr']:.1f}% over {g['wall_ms'] / 1000:.0f} s; lost work "
+            f"{g['parts']['lost_work']['ms'] / 1000:.1f} s, restart "
+            f"{g['parts']['restart']['ms'] / 1000:.1f} s, waiting "
+            f"{g['parts']['requeue_wait']['ms'] / 1000:.1f} s; overlapping attempts "
+            f"{result['overlapping_attempts']}, checkpoints lost {result['checkpoints_lost']}")
+        print(json.dumps(result, indent=None if args.json else 2))
+    finally:
+        c.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
