@@ -114,11 +114,30 @@ ts("REST connections refused or cut", [
 ts("Nodes lost", [("increase(hangar_nodes_lost_total[$__rate_interval])", "lost")],
    desc="hangar_nodes_lost_total")
 ts("Agents connected", [("hangar_agents_connected", "streams")], desc="hangar_agents_connected")
+ts("API streams", [("hangar_http_streams_open", "open", "A"),
+                  ("sum by (reason) (rate(hangar_http_streams_refused_total[$__rate_interval]))", "refused: {{reason}}", "B")],
+   desc="hangar_http_streams_open: live feeds and log follows held by the stream pump; "
+        "hangar_http_streams_refused_total: refused over a cap or dropped as a slow reader.")
+ts("Store integrity failures", [("hangar_store_integrity_failures_total", "failures")],
+   desc="hangar_store_integrity_failures_total: integrity checks of the store that failed (the controller "
+        "then refuses every write and stops).")
 flush()
 table("Nodes not ready", 'hangar_node_state{state!="ready"} == 1', exclude=("Value",),
       desc="hangar_node_state: each node whose state is not ready, as `hangar nodes` shows it.")
 table("GPUs not healthy", 'hangar_gpu_health_state{state!="healthy"} == 1', exclude=("Value",),
       desc="hangar_gpu_health_state: each GPU that is suspect, degraded, draining, quarantined, ... (docs/health.md).")
+flush()
+
+row("Goodput (docs/goodput.md, \"In the controller\")")
+stat("ETTR", "hangar_goodput_ettr", unit="percentunit", w=4, h=8,
+     desc="hangar_goodput_ettr: productive GPU time over all GPU time of the jobs the controller holds.")
+ts("Where the GPU time went", [("hangar_goodput_gpu_seconds / 3600", "{{part}}")], w=10, stack=True,
+   desc="hangar_goodput_gpu_seconds by part (productive, setup, restart, lost_work, requeue_wait), in GPU-hours.")
+ts("Interruptions by cause", [("hangar_goodput_interruptions", "{{cause}}")], w=10,
+   desc="hangar_goodput_interruptions: of the jobs held, by cause (hang, health, node_lost, preemption, ...).")
+flush()
+table("Jobs with the lowest ETTR", "bottomk(10, hangar_job_ettr)", w=24, h=6,
+      desc="hangar_job_ettr: each started, unfinished job's effective training time ratio so far; `hangar goodput JOB` says why.")
 flush()
 
 row("GPUs (DCGM fields: the controller's /metrics, or dcgm-exporter)")

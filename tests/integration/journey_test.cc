@@ -82,9 +82,10 @@ TEST(JourneyTest, AnUnknownCommandIsNamed) {
   EXPECT_TRUE(Contains(top.output, "did you mean 'hangar submit'?")) << top.output;
   Ran bare = RunHangar({"sim"});
   EXPECT_EQ(bare.rc, 2) << bare.output;
-  EXPECT_EQ(bare.output,
-            "error: 'hangar sim' needs a command: fgd, mig, replay, goodput; run 'hangar sim "
-            "--help' for more\n");
+  EXPECT_EQ(
+      bare.output,
+      "error: 'hangar sim' needs a command: fgd, mig, replay, goodput, services, windows; run "
+      "'hangar sim --help' for more\n");
   Ran none = RunHangar({});
   EXPECT_NE(none.rc, 0);
   EXPECT_TRUE(Contains(none.output, "no command given")) << none.output;

@@ -47,7 +47,7 @@ lists them.
   [1]
   $ printf 'name: x\ntasks:\n  - name: main\n    gpus: -1\n    cpu_per_gpus: 2\n    command: [x]\n' > job.yaml
   $ hangar submit job.yaml
-  error: job.yaml:5: unknown field 'cpu_per_gpus' in a task group (did you mean 'cpu_per_gpu'?); the fields are: name, replicas, gpus, gpu_fraction, gpu_memory, mig, gpu_models, min_gpu_memory, cpu_per_gpu, memory_per_gpu, cpu, memory, node_selector, command, env, workdir, image, mounts, shm_size, artifacts
+  error: job.yaml:5: unknown field 'cpu_per_gpus' in a task group (did you mean 'cpu_per_gpu'?); the fields are: name, replicas, gpus, gpu_fraction, gpu_memory, mig, gpu_models, min_gpu_memory, cpu_per_gpu, memory_per_gpu, cpu, memory, node_selector, command, env, workdir, image, mounts, shm_size, artifacts, max_per_node
   [1]
   $ printf 'name: x\ntasks:\n  - name: main\n    gpus: 9\n    command: [x]\n' > job.yaml
   $ hangar submit job.yaml

@@ -121,7 +121,7 @@ class GoodputLedger {
   // Over every job held: {"jobs", "jobs_interrupted", "ettr" (GPU-weighted), "gpu_hours":
   // {PART: ...}, "wall_gpu_hours", "interruptions": {CAUSE: count}}.
   nlohmann::json ClusterJson(Time now) const;
-  // Prometheus text: hangar_goodput_gpu_hours{part}, hangar_goodput_ettr,
+  // Prometheus text: hangar_goodput_gpu_seconds{part}, hangar_goodput_ettr,
   // hangar_job_interruptions{cause}, hangar_job_ettr{job} for jobs under way.
   std::string RenderMetrics(Time now) const;
 

@@ -124,13 +124,13 @@ nlohmann::json GoodputLedger::ClusterJson(Time now) const {
 std::string GoodputLedger::RenderMetrics(Time now) const {
   const nlohmann::json c = ClusterJson(now);
   std::string out =
-      "# HELP hangar_goodput_gpu_hours GPU-hours of the jobs the controller holds, by where they "
-      "went (productive, setup, restart, lost_work, requeue_wait)\n"
-      "# TYPE hangar_goodput_gpu_hours gauge\n";
+      "# HELP hangar_goodput_gpu_seconds GPU-seconds of the jobs the controller holds, by where "
+      "they went (productive, setup, restart, lost_work, requeue_wait)\n"
+      "# TYPE hangar_goodput_gpu_seconds gauge\n";
   char line[256];
   for (const auto& [part, v] : c["parts"].items()) {
-    std::snprintf(line, sizeof line, "hangar_goodput_gpu_hours{part=\"%s\"} %.6f\n", part.c_str(),
-                  v["gpu_hours"].get<double>());
+    std::snprintf(line, sizeof line, "hangar_goodput_gpu_seconds{part=\"%s\"} %.6f\n", part.c_str(),
+                  v["gpu_hours"].get<double>() * 3600.0);
     out += line;
   }
   std::snprintf(line, sizeof line,

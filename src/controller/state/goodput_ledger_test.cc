@@ -150,7 +150,7 @@ TEST(GoodputLedgerTest, StoredFiguresRestoreTheSameAndTheClusterSumsThem) {
   EXPECT_EQ(l.ClusterJson(60'000)["jobs"], 1);
   EXPECT_EQ(l.ClusterJson(60'000)["by_cause"]["hang"]["count"], 0);
   const std::string metrics = again.RenderMetrics(60'000);
-  EXPECT_NE(metrics.find("hangar_goodput_gpu_hours{part=\"lost_work\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("hangar_goodput_gpu_seconds{part=\"lost_work\"}"), std::string::npos);
   EXPECT_NE(metrics.find("hangar_goodput_interruptions{cause=\"hang\"} 1"), std::string::npos);
 }
 
