@@ -311,7 +311,10 @@ void ServiceBook::Started(const std::string& service, int replica, uint64_t job)
 
 std::vector<ProbeTarget> ServiceBook::DueProbes(Time now) {
   std::vector<ProbeTarget> out;
-  for (auto& [name, s] : services_) {
+  for (auto& entry : services_) {
+    // Not a structured binding: clang 14 (the fuzz and sanitizer builds) lets no lambda name one.
+    const std::string& name = entry.first;
+    auto& s = entry.second;
     for (Replica& r : s.replicas) {
       if (r.state != ReplicaState::kStarting && r.state != ReplicaState::kReady) continue;
       if (r.removing || r.relaunch) continue;
