@@ -9,10 +9,16 @@ namespace hangar::controller {
 std::shared_ptr<const SpecEntry> SpecInterner::Spec(std::string json, job::JobSpec spec,
                                                     const SecretSealer* sealer,
                                                     std::shared_ptr<const std::string> stored) {
-  auto it = specs_.find(json);
-  if (it != specs_.end()) {
-    if (auto live = it->second.lock()) return live;
-    specs_.erase(it);
+  const size_t hash = std::hash<std::string>{}(json);
+  auto [it, last] = specs_.equal_range(hash);
+  while (it != last) {
+    auto live = it->second.lock();
+    if (!live) {
+      it = specs_.erase(it);  // its last job is gone
+      continue;
+    }
+    if (live->json == json) return live;
+    ++it;
   }
   bool unpinned = false;
   for (const auto& g : spec.tasks)
@@ -23,7 +29,7 @@ std::shared_ptr<const SpecEntry> SpecInterner::Spec(std::string json, job::JobSp
   std::string key = SpecKey(*stored);
   auto entry = std::make_shared<const SpecEntry>(
       SpecEntry{std::move(json), std::move(spec), std::move(stored), std::move(key), unpinned});
-  specs_[entry->json] = entry;
+  specs_.emplace(hash, entry);
   return entry;
 }
 

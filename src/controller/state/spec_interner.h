@@ -57,7 +57,9 @@ class SpecInterner {
   size_t warm_count() const { return warm_.size(); }
 
  private:
-  std::unordered_map<std::string_view, std::weak_ptr<const SpecEntry>> specs_;  // by json
+  // By the hash of their JSON, compared whole through a live entry only: a key that pointed into
+  // an entry's text would dangle once its last job let it go.
+  std::unordered_multimap<size_t, std::weak_ptr<const SpecEntry>> specs_;
   std::unordered_multimap<uint64_t, std::weak_ptr<const sched::GangRequest>> requests_;
   std::unordered_map<std::string, Warmed> warm_;  // by stored (possibly sealed) text
 };
