@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "sim/goodput_run.h"
 #include "sim/replay/trace.h"
+#include "sim/report/report.h"
 
 namespace hangar::sim {
 namespace {
@@ -222,13 +222,7 @@ Status Run(const GoodputArgs& a) {
                      {"job_interruptions_per_hour", lambda},
                      {"rates", rates}};
   out["wall_s"] = static_cast<double>(MonotonicNanos() - t0) / 1e9;
-  if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    if (!f)
-      return Status::InvalidArgument("cannot write " + a.json +
-                                     "; check that its folder exists and is writable");
-    f << out.dump(2) << "\n";
-  }
+  if (!a.json.empty()) HANGAR_RETURN_IF_ERROR(WriteJsonFile(a.json, out));
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 
 #include "sim/fgd/reference.h"
 #include "sim/fgd/report.h"
+#include "sim/report/report.h"
 
 namespace hangar::sim {
 
@@ -77,16 +78,6 @@ void PrintSummary(const FgdOptions& o, const std::string& workload,
              1)
       << " % failed; wall " << Fixed(seconds, 2) << " s on " << std::max(1, o.threads)
       << " thread(s); report in " << o.json << "\n";
-}
-
-Status WriteJson(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path);
-  f << j.dump(1) << "\n";
-  f.close();
-  if (!f)
-    return Status::Unavailable("cannot write the report to '" + path +
-                               "'; check the folder exists and is writable");
-  return Status::Ok();
 }
 
 Status CheckOptions(const FgdOptions& o) {
@@ -178,7 +169,7 @@ Status RunFgdCommand(const FgdOptions& o, std::ostream& out) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json report = ReportJson(o.policy, trace.workload, o.tune, runs, ref ? &*ref : nullptr);
   report["cpu_scale"] = o.cpu_scale;
-  HANGAR_RETURN_IF_ERROR(WriteJson(o.json, report));
+  HANGAR_RETURN_IF_ERROR(WriteJsonFile(o.json, report, 1));
   PrintSummary(o, trace.workload, seeds, runs, ref ? &*ref : nullptr, seconds, out);
   return Status::Ok();
 }

@@ -227,11 +227,7 @@ Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engi
     }
   }
   if (!a.report.empty()) HANGAR_RETURN_IF_ERROR(WriteReport(a.report, RenderReplayReport(out)));
-  if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    if (!f) return Status::InvalidArgument("cannot write " + a.json);
-    f << out.dump(2) << "\n";
-  }
+  if (!a.json.empty()) HANGAR_RETURN_IF_ERROR(WriteJsonFile(a.json, out));
   std::printf(
       "%s: %lld jobs (%lld never fit), avg JCT %.0f s, p50 %.0f s, p99 %.0f s, avg queue %.0f s, "
       "GPU util %.1f%%, %lld preemptions; %lld cycles in %.3f s\n",

@@ -151,4 +151,15 @@ Status WriteReport(const std::string& path, const std::string& html) {
   return out ? Status::Ok() : Status::Unavailable("writing " + path + " failed");
 }
 
+Status WriteJsonFile(const std::string& path, const nlohmann::json& j, int indent) {
+  std::ofstream out(path);
+  if (!out)
+    return Status::InvalidArgument("cannot write " + path +
+                                   "; check that its folder exists and is writable");
+  out << j.dump(indent) << "\n";
+  out.close();
+  if (!out) return Status::Unavailable("writing " + path + " failed; is its disk full?");
+  return Status::Ok();
+}
+
 }  // namespace hangar::sim

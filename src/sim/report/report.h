@@ -16,5 +16,8 @@ std::string RenderReplayReport(const nlohmann::json& replay);
 // the published FGD reference (when present).
 std::string RenderFgdReport(const nlohmann::json& fgd);
 Status WriteReport(const std::string& path, const std::string& html);
+// Writes `j` as indented JSON to `path` (the `--json FILE` of every `hangar sim` command); the
+// error names the file and checks the write, not only the open (a full disk fails it too).
+Status WriteJsonFile(const std::string& path, const nlohmann::json& j, int indent = 2);
 
 }  // namespace hangar::sim

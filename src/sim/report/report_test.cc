@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 namespace hangar::sim {
 namespace {
 
@@ -36,6 +39,19 @@ TEST(ReportTest, FgdReport) {
 
 TEST(ReportTest, UnwritablePathIsAnError) {
   EXPECT_FALSE(WriteReport("/nonexistent/dir/r.html", "x").ok());
+}
+
+TEST(ReportTest, JsonFileIsWrittenWholeOrNamedInTheError) {
+  const std::string path = ::testing::TempDir() + "/report_test_figures.json";
+  ASSERT_TRUE(WriteJsonFile(path, {{"ettr", 0.94}, {"runs", {1, 2}}}).ok());
+  std::ifstream in(path);
+  EXPECT_EQ(nlohmann::json::parse(in), nlohmann::json({{"ettr", 0.94}, {"runs", {1, 2}}}));
+  std::remove(path.c_str());
+  Status s = WriteJsonFile("/nonexistent/dir/figures.json", {{"a", 1}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("/nonexistent/dir/figures.json"), std::string::npos) << s.message();
+  // /dev/full accepts the open and fails the write, as a full disk does.
+  EXPECT_FALSE(WriteJsonFile("/dev/full", {{"a", std::string(1 << 16, 'x')}}).ok());
 }
 
 }  // namespace

@@ -2,10 +2,10 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <thread>
 
+#include "sim/report/report.h"
 #include "sim/windows/windows_run.h"
 
 namespace hangar::sim {
@@ -98,13 +98,7 @@ Status Run(const WindowsArgs& a) {
     Print(j);
     out["runs"][std::string(WindowNoticeName(r->notice))] = std::move(j);
   }
-  if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    if (!f)
-      return Status::InvalidArgument("cannot write " + a.json +
-                                     "; check that its folder exists and is writable");
-    f << out.dump(2) << "\n";
-  }
+  if (!a.json.empty()) HANGAR_RETURN_IF_ERROR(WriteJsonFile(a.json, out));
   return Status::Ok();
 }
 
