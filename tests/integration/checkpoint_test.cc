@@ -79,36 +79,12 @@ class CheckpointTest : public ::testing::Test {
     cluster_ = std::make_unique<LocalCluster>(kCluster);
     cluster_->StartController();
     for (const auto& n : kNodes) cluster_->StartAgent(n);
-    ASSERT_TRUE(LocalCluster::WaitFor(
-        [&] {
-          for (const auto& n : kNodes) {
-            if (cluster_->Get("/v1/nodes/" + n).value("state", "") != "ready") return false;
-          }
-          return true;
-        },
-        15 * kSecond))
-        << cluster_->Get("/v1/nodes").dump(2);
+    ASSERT_TRUE(cluster_->WaitForNodesReady(kNodes)) << cluster_->Get("/v1/nodes").dump(2);
     fs::create_directories(Out());
   }
-  void TearDown() override {
-    if (HasFailure()) {
-      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n",
-                  cluster_->dir().c_str());
-    }
-  }
   std::string Out() { return cluster_->dir() + "/out"; }
-  std::string Node(uint64_t id) {
-    auto j = cluster_->Job(id);
-    if (!j.is_object() || !j.contains("task_list") || j["task_list"].empty()) return "";
-    return j["task_list"][0].value("node", "");
-  }
-  std::string Events(uint64_t id) {
-    std::string out;
-    auto e = cluster_->Get("/v1/events?subject=job/" + std::to_string(id) + "&limit=1000");
-    if (!e.is_object()) return out;
-    for (const auto& ev : e["events"]) out += ev.value("message", "") + "\n";
-    return out;
-  }
+  std::string Node(uint64_t id) { return cluster_->FirstTaskNode(id); }
+  std::string Events(uint64_t id) { return cluster_->JobEvents(id); }
   std::unique_ptr<LocalCluster> cluster_;
 };
 

@@ -49,11 +49,6 @@ class HealthFaultsTest : public ::testing::Test {
     cluster_->StartController();
     fs::create_directories(Out());
   }
-  void TearDown() override {
-    if (HasFailure())
-      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n",
-                  cluster_->dir().c_str());
-  }
 
   // Starts these agents and waits until every one has passed validation ("ready").
   void StartReady(const std::vector<std::string>& nodes) {
@@ -61,15 +56,7 @@ class HealthFaultsTest : public ::testing::Test {
     WaitReady(nodes);
   }
   void WaitReady(const std::vector<std::string>& nodes) {
-    ASSERT_TRUE(LocalCluster::WaitFor(
-        [&] {
-          for (const auto& n : nodes) {
-            if (Node(n).value("state", "") != "ready") return false;
-          }
-          return true;
-        },
-        15 * kSecond))
-        << cluster_->Get("/v1/nodes").dump(2);
+    ASSERT_TRUE(cluster_->WaitForNodesReady(nodes)) << cluster_->Get("/v1/nodes").dump(2);
   }
 
   nlohmann::json Node(const std::string& name) { return cluster_->Get("/v1/nodes/" + name); }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -47,6 +48,9 @@ LocalCluster::~LocalCluster() {
   RemoveContainersUnder(dir_ + "/agents");  // a container outlives its podman process
   UnmountPins(dir_ + "/agents");
   std::error_code ec;
+  if (::testing::Test::HasFailure()) {
+    std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n", dir_.c_str());
+  }
   if (!std::getenv("HANGAR_KEEP_TEST_DIRS")) fs::remove_all(dir_, ec);
 }
 
@@ -264,6 +268,31 @@ bool LocalCluster::WaitForAgents(size_t n, Duration timeout) {
         return h.is_object() && h.value("agents", 0u) == n;
       },
       timeout);
+}
+
+bool LocalCluster::WaitForNodesReady(const std::vector<std::string>& nodes, Duration timeout) {
+  return WaitFor(
+      [&] {
+        for (const auto& n : nodes) {
+          if (Get("/v1/nodes/" + n).value("state", "") != "ready") return false;
+        }
+        return true;
+      },
+      timeout);
+}
+
+std::string LocalCluster::FirstTaskNode(uint64_t id) {
+  auto j = Job(id);
+  if (!j.is_object() || !j.contains("task_list") || j["task_list"].empty()) return "";
+  return j["task_list"][0].value("node", "");
+}
+
+std::string LocalCluster::JobEvents(uint64_t id) {
+  std::string out;
+  auto e = Get("/v1/events?subject=job/" + std::to_string(id) + "&limit=1000");
+  if (!e.is_object()) return out;
+  for (const auto& ev : e["events"]) out += ev.value("message", "") + "\n";
+  return out;
 }
 
 bool LocalCluster::WaitForJobState(uint64_t id, const std::string& state, Duration timeout) {

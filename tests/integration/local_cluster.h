@@ -58,6 +58,12 @@ class LocalCluster {
   bool WaitForAgents(size_t n, Duration timeout = 10 * kSecond);
   nlohmann::json Job(uint64_t id) { return Get("/v1/jobs/" + std::to_string(id)); }
   bool WaitForJobState(uint64_t id, const std::string& state, Duration timeout);
+  // Whether every one of `nodes` reached "ready" (passed validation) within `timeout`.
+  bool WaitForNodesReady(const std::vector<std::string>& nodes, Duration timeout = 15 * kSecond);
+  // The node of a job's first task ("" before it has one).
+  std::string FirstTaskNode(uint64_t id);
+  // The messages of a job's events, oldest first, one per line.
+  std::string JobEvents(uint64_t id);
 
   const std::string& dir() const { return dir_; }
   int api_port() const { return api_port_; }

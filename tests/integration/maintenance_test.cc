@@ -9,7 +9,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -79,24 +78,9 @@ class MaintenanceTest : public ::testing::Test {
     cluster_ = std::make_unique<LocalCluster>(kCluster);
     cluster_->StartController();
     for (const auto& n : Nodes()) cluster_->StartAgent(n, {"--allow-maintenance-commands"});
-    ASSERT_TRUE(AllReady(Nodes(), 60 * kSecond)) << cluster_->Get("/v1/nodes").dump(2);
+    ASSERT_TRUE(cluster_->WaitForNodesReady(Nodes(), 60 * kSecond))
+        << cluster_->Get("/v1/nodes").dump(2);
     fs::create_directories(Out());
-  }
-  void TearDown() override {
-    if (HasFailure()) {
-      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n",
-                  cluster_->dir().c_str());
-    }
-  }
-  bool AllReady(const std::vector<std::string>& nodes, Duration timeout) {
-    return LocalCluster::WaitFor(
-        [&] {
-          for (const auto& n : nodes) {
-            if (cluster_->Get("/v1/nodes/" + n).value("state", "") != "ready") return false;
-          }
-          return true;
-        },
-        timeout);
   }
   std::string Out() { return cluster_->dir() + "/out"; }
   nlohmann::json Run() { return cluster_->Get("/v1/maintenance/1"); }
@@ -179,7 +163,8 @@ TEST_F(MaintenanceTest, SixteenNodesInBatchesOfFourAJobCheckpointsAndResumesARes
   EXPECT_EQ(cluster_->Get("/v1/nodes/node-11").value("state", ""), "drained");
   std::vector<std::string> back = Nodes();
   back.erase(std::find(back.begin(), back.end(), "node-11"));
-  EXPECT_TRUE(AllReady(back, 30 * kSecond)) << cluster_->Get("/v1/nodes").dump(2);
+  EXPECT_TRUE(cluster_->WaitForNodesReady(back, 30 * kSecond))
+      << cluster_->Get("/v1/nodes").dump(2);
 
   // The job was checkpointed when its node's batch drained, and resumed from it elsewhere: never
   // failed, never started from scratch again.
@@ -200,7 +185,7 @@ TEST_F(MaintenanceTest, SixteenNodesInBatchesOfFourAJobCheckpointsAndResumesARes
 TEST_F(MaintenanceTest, AnAgentWithoutTheOptionRefusesAndTheRunStopsThere) {
   cluster_->KillAgent("node-2", SIGTERM);
   cluster_->StartAgent("node-2");
-  ASSERT_TRUE(AllReady({"node-2"}, 30 * kSecond));
+  ASSERT_TRUE(cluster_->WaitForNodesReady({"node-2"}, 30 * kSecond));
   int status = 0;
   cluster_->Post("/v1/maintenance",
                  R"({"nodes": "node-[1-4]", "batch": 2, "run": "touch )" + Out() + R"(/ran"})",

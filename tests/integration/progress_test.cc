@@ -76,31 +76,11 @@ class ProgressTest : public ::testing::Test {
     cluster_ = std::make_unique<LocalCluster>(kCluster);
     cluster_->StartController();
     for (const auto& n : kNodes) cluster_->StartAgent(n);
-    ASSERT_TRUE(LocalCluster::WaitFor(
-        [&] {
-          for (const auto& n : kNodes) {
-            if (cluster_->Get("/v1/nodes/" + n).value("state", "") != "ready") return false;
-          }
-          return true;
-        },
-        15 * kSecond))
-        << cluster_->Get("/v1/nodes").dump(2);
+    ASSERT_TRUE(cluster_->WaitForNodesReady(kNodes)) << cluster_->Get("/v1/nodes").dump(2);
     fs::create_directories(Out());
   }
-  void TearDown() override {
-    if (HasFailure()) {
-      std::printf("cluster directory (set HANGAR_KEEP_TEST_DIRS=1 to keep it): %s\n",
-                  cluster_->dir().c_str());
-    }
-  }
   std::string Out() { return cluster_->dir() + "/out"; }
-  std::string Events(uint64_t id) {
-    std::string out;
-    auto e = cluster_->Get("/v1/events?subject=job/" + std::to_string(id) + "&limit=1000");
-    if (!e.is_object()) return out;
-    for (const auto& ev : e["events"]) out += ev.value("message", "") + "\n";
-    return out;
-  }
+  std::string Events(uint64_t id) { return cluster_->JobEvents(id); }
   std::string Cli(const std::string& args) {
     return RunCommand(std::string(HANGAR_BINARY) + " " + args +
                       " --server http://127.0.0.1:" + std::to_string(cluster_->api_port()))
