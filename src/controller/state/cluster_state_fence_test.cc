@@ -5,6 +5,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
@@ -12,15 +13,12 @@ namespace {
 class FenceStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto f = cluster::ParseClusterYaml(
-        "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-        "nodes: [{name: a}, {name: b}]\n",
-        "c.yaml");
-    ASSERT_TRUE(f.ok());
+    auto topology = testing::TwoNodeTopology();
+    ASSERT_TRUE(topology);
     ControllerOptions o;
     o.require_validation = false;
     o.node_lease = 10 * kSecond;
-    state_ = std::make_unique<ClusterState>(f->topology, o,
+    state_ = std::make_unique<ClusterState>(topology, o,
                                             std::move(sched::Scheduler::Create({})).value());
   }
   pb::Register Reg(const std::string& node) {

@@ -5,6 +5,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
@@ -12,12 +13,9 @@ namespace {
 class GoodputStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto f = cluster::ParseClusterYaml(
-        "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-        "nodes: [{name: a}, {name: b}]\n",
-        "c.yaml");
-    ASSERT_TRUE(f.ok());
-    topology_ = f->topology;
+    auto topology = testing::TwoNodeTopology();
+    ASSERT_TRUE(topology);
+    topology_ = topology;
     state_ = Make();
     for (const char* n : {"a", "b"}) {
       pb::Register r;

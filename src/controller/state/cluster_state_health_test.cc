@@ -3,6 +3,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
@@ -29,16 +30,7 @@ class HealthLoopTest : public ::testing::Test {
   }
 
   std::string Validation(double gemm_on_gpu3 = 700) {
-    nlohmann::json gpus = nlohmann::json::array();
-    for (int g = 0; g < 8; ++g) {
-      gpus.push_back({{"index", g},
-                      {"model", "H100"},
-                      {"gemm_tflops", g == 3 ? gemm_on_gpu3 : 700.0},
-                      {"mem_bw_gbs", 3000.0},
-                      {"h2d_gbs", 50.0},
-                      {"d2h_gbs", 50.0}});
-    }
-    return nlohmann::json{{"gpus", gpus}, {"nccl_busbw_gbs", 400.0}}.dump();
+    return testing::HealthyValidationJson(gemm_on_gpu3);
   }
 
   void Validate(const std::string& node, const std::string& json) {

@@ -5,6 +5,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
@@ -42,17 +43,8 @@ class MaintenanceStateTest : public ::testing::Test {
   }
 
   void Validate(const std::string& node) {
-    nlohmann::json gpus = nlohmann::json::array();
-    for (int g = 0; g < 8; ++g) {
-      gpus.push_back({{"index", g},
-                      {"model", "H100"},
-                      {"gemm_tflops", 700.0},
-                      {"mem_bw_gbs", 3000.0},
-                      {"h2d_gbs", 50.0},
-                      {"d2h_gbs", 50.0}});
-    }
     pb::ValidationResult v;
-    v.set_json(nlohmann::json{{"gpus", gpus}, {"nccl_busbw_gbs", 400.0}}.dump());
+    v.set_json(testing::HealthyValidationJson());
     v.set_ok(true);
     state_->OnValidation(node, v, now_);
   }

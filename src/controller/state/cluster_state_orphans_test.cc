@@ -4,6 +4,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 #include "controller/store/state_store.h"
 
 namespace hangar::controller {
@@ -12,14 +13,11 @@ namespace {
 class OrphansTest : public ::testing::Test {
  protected:
   std::unique_ptr<ClusterState> Make() {
-    auto f = cluster::ParseClusterYaml(
-        "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-        "nodes: [{name: a}, {name: b}]\n",
-        "c.yaml");
-    EXPECT_TRUE(f.ok());
+    auto topology = testing::TwoNodeTopology();
+    EXPECT_TRUE(topology);
     ControllerOptions o;
     o.require_validation = false;
-    return std::make_unique<ClusterState>(f->topology, o,
+    return std::make_unique<ClusterState>(topology, o,
                                           std::move(sched::Scheduler::Create({})).value());
   }
   static pb::Register Reg(const std::string& node, std::vector<std::string> running = {}) {

@@ -4,6 +4,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
@@ -11,14 +12,11 @@ namespace {
 class ProgressStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto f = cluster::ParseClusterYaml(
-        "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-        "nodes: [{name: a}, {name: b}]\n",
-        "c.yaml");
-    ASSERT_TRUE(f.ok());
+    auto topology = testing::TwoNodeTopology();
+    ASSERT_TRUE(topology);
     ControllerOptions o;
     o.require_validation = false;
-    state_ = std::make_unique<ClusterState>(f->topology, o,
+    state_ = std::make_unique<ClusterState>(topology, o,
                                             std::move(sched::Scheduler::Create({})).value());
     Effects fx;
     for (const char* n : {"a", "b"}) {

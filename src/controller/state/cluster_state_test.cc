@@ -3,18 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_yaml.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
 
-std::shared_ptr<const cluster::Topology> TwoNodes() {
-  auto f = cluster::ParseClusterYaml(
-      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}, {name: b}]\n",
-      "c.yaml");
-  EXPECT_TRUE(f.ok());
-  return f->topology;
-}
+std::shared_ptr<const cluster::Topology> TwoNodes() { return testing::TwoNodeTopology(); }
 
 job::JobSpec Spec(const std::string& yaml) {
   auto s = job::ParseJobSpec(yaml, "job.yaml");

@@ -1,21 +1,46 @@
-// What the controller state's unit tests share: the smallest cluster (one node "a" of 8 H100s).
+// What the controller state's unit tests share: small clusters of 8-H100 nodes named "a", "b", ...
+// and the validation report of a healthy 8-H100 node.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "cluster/cluster_yaml.h"
 
 namespace hangar::controller::testing {
 
-inline std::shared_ptr<const cluster::Topology> OneNodeTopology() {
+// `count` nodes, "a", "b", ... of 8 H100s each, on no fabric.
+inline std::shared_ptr<const cluster::Topology> H100Nodes(int count) {
+  std::string nodes;
+  for (int i = 0; i < count; ++i)
+    nodes += std::string(nodes.empty() ? "" : ", ") + "{name: " + char('a' + i) + "}";
   auto f = cluster::ParseClusterYaml(
       "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
-      "nodes: [{name: a}]\n",
+      "nodes: [" +
+          nodes + "]\n",
       "c.yaml");
   EXPECT_TRUE(f.ok());
   return f.ok() ? f->topology : nullptr;
+}
+inline std::shared_ptr<const cluster::Topology> OneNodeTopology() { return H100Nodes(1); }
+inline std::shared_ptr<const cluster::Topology> TwoNodeTopology() { return H100Nodes(2); }
+
+// What `hangar-validate` reports for a healthy 8-H100 node (ValidationResult.json); GPU 3's GEMM
+// figure may be given to make it slow against the fleet.
+inline std::string HealthyValidationJson(double gemm_on_gpu3 = 700) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (int g = 0; g < 8; ++g) {
+    gpus.push_back({{"index", g},
+                    {"model", "H100"},
+                    {"gemm_tflops", g == 3 ? gemm_on_gpu3 : 700.0},
+                    {"mem_bw_gbs", 3000.0},
+                    {"h2d_gbs", 50.0},
+                    {"d2h_gbs", 50.0}});
+  }
+  return nlohmann::json{{"gpus", gpus}, {"nccl_busbw_gbs", 400.0}}.dump();
 }
 
 }  // namespace hangar::controller::testing
