@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -33,12 +32,6 @@ std::vector<std::string> Split(const std::string& text, char sep) {
     from = at + 1;
   }
   return out;
-}
-
-// The Philly trace shipped in the repository, else the one beside the checkout.
-std::string DefaultTrace() {
-  const std::string local = "data/traces/philly/philly.csv";
-  return std::filesystem::exists(local) ? local : "../shared/traces/philly/philly.csv";
 }
 
 StatusOr<std::vector<Duration>> DurationList(const std::string& flag, const std::string& text) {
@@ -74,7 +67,8 @@ StatusOr<std::vector<RecoveryPolicy>> PolicyList(const std::string& text) {
 }
 
 Status FillScenario(const GoodputArgs& a, GoodputScenario* s) {
-  HANGAR_ASSIGN_OR_RETURN(s->trace, ReadPhillyTrace(a.trace.empty() ? DefaultTrace() : a.trace));
+  HANGAR_ASSIGN_OR_RETURN(s->trace,
+                          ReadPhillyTrace(a.trace.empty() ? DefaultPhillyTrace() : a.trace));
   HANGAR_ASSIGN_OR_RETURN(Time from, ParseUtcTimestamp(a.from));
   s->start = kNever;
   for (const auto& t : s->trace) {

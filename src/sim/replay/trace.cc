@@ -1,6 +1,7 @@
 #include "sim/replay/trace.h"
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -322,6 +323,11 @@ StatusOr<std::vector<uint64_t>> ParseSeedList(const std::string& text) {
   }
   if (out.empty()) return bad();
   return out;
+}
+
+std::string DefaultPhillyTrace() {
+  const std::string local = "data/traces/philly/philly.csv";
+  return std::filesystem::exists(local) ? local : "../shared/traces/philly/philly.csv";
 }
 
 }  // namespace hangar::sim

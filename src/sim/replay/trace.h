@@ -37,6 +37,9 @@ StatusOr<std::vector<TraceJob>> ReadHangarTrace(const std::string& path);
 // philly.csv: timestamp,duration,num_gpus,gpu_time,cluster. Jobs of more than 8 GPUs take whole
 // 8-GPU nodes (ceil(num_gpus / 8) replicas of 8).
 StatusOr<std::vector<TraceJob>> ReadPhillyTrace(const std::string& path);
+// The Philly trace shipped in the repository (run from the checkout), else the one beside it in
+// ../shared: what `hangar sim goodput|services|windows` replay when no --trace is given.
+std::string DefaultPhillyTrace();
 // openb_pod_list_*.csv (Alibaba, cluster-trace-gpu-v2023; shapes read as `hangar sim fgd` reads
 // them): one job per pod, submitted at creation_time and running deletion_time - scheduled_time
 // (seconds from the trace's zero). A pod that shares a GPU (gpu_milli < 1000) takes that share of

@@ -1,7 +1,6 @@
 #include "sim/services/services_command.h"
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -18,12 +17,6 @@ struct ServicesArgs {
   int nodes = 352;
 };
 
-// The Philly trace shipped in the repository, else the one beside the checkout.
-std::string DefaultTrace() {
-  const std::string local = "data/traces/philly/philly.csv";
-  return std::filesystem::exists(local) ? local : "../shared/traces/philly/philly.csv";
-}
-
 StatusOr<std::vector<FleetLayout>> Layouts(const std::string& text) {
   if (text == "shared,static" || text == "both")
     return {{FleetLayout::kShared, FleetLayout::kStatic}};
@@ -38,7 +31,8 @@ StatusOr<ServicesScenario> Scenario(const ServicesArgs& a) {
   if (a.services.empty())
     return Status::InvalidArgument("give the serving fleet with --services FILE");
   HANGAR_ASSIGN_OR_RETURN(s.fleet, LoadServingFleet(a.services));
-  HANGAR_ASSIGN_OR_RETURN(s.trace, ReadPhillyTrace(a.trace.empty() ? DefaultTrace() : a.trace));
+  HANGAR_ASSIGN_OR_RETURN(s.trace,
+                          ReadPhillyTrace(a.trace.empty() ? DefaultPhillyTrace() : a.trace));
   HANGAR_ASSIGN_OR_RETURN(s.from, ParseUtcTimestamp(a.from));
   HANGAR_ASSIGN_OR_RETURN(s.span, ParseDuration(a.span));
   HANGAR_ASSIGN_OR_RETURN(s.preemption_grace, ParseDuration(a.grace));

@@ -1,7 +1,6 @@
 #include "sim/windows/windows_command.h"
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -17,11 +16,6 @@ struct WindowsArgs {
   double load = 1.0;
   int nodes = 352;
 };
-
-std::string DefaultTrace() {
-  const std::string local = "data/traces/philly/philly.csv";
-  return std::filesystem::exists(local) ? local : "../shared/traces/philly/philly.csv";
-}
 
 StatusOr<Duration> PositiveDuration(const std::string& flag, const std::string& text) {
   auto d = ParseDuration(text);
@@ -41,7 +35,8 @@ StatusOr<WindowsScenario> Scenario(const WindowsArgs& a,
   s.policy = a.policy;
   *topo = WindowsCluster(s);
   HANGAR_ASSIGN_OR_RETURN(s.keeper.windows, LoadSimReservations(a.reservations, **topo));
-  HANGAR_ASSIGN_OR_RETURN(s.trace, ReadPhillyTrace(a.trace.empty() ? DefaultTrace() : a.trace));
+  HANGAR_ASSIGN_OR_RETURN(s.trace,
+                          ReadPhillyTrace(a.trace.empty() ? DefaultPhillyTrace() : a.trace));
   HANGAR_ASSIGN_OR_RETURN(s.from, ParseUtcTimestamp(a.from));
   HANGAR_ASSIGN_OR_RETURN(s.span, PositiveDuration("--span", a.span));
   HANGAR_ASSIGN_OR_RETURN(s.keeper.book_ahead, PositiveDuration("--book-ahead", a.book_ahead));
