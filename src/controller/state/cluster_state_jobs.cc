@@ -204,7 +204,7 @@ Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
   // Without this every cancel at 100,000 queued jobs waited behind a 100 ms cycle.
   const bool was_pending = pending_.erase(id) > 0;
   const bool matters = !was_pending || waiting_order_.reserved_start.count(id) ||
-                       jobs_with_deps_ > 0 || !j.awaiting_victims.empty() || planned_.count(id);
+                       jobs_with_deps_ > 0 || !j.awaiting_victims.empty() || planned_.planned(id);
   CloseAttempt(j, now, 0, "cancelled", fx);
   if (!j.tasks.empty())
     StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
@@ -379,7 +379,7 @@ void ClusterState::EndZombie(const std::unordered_map<std::string, Zombie>::iter
   auto p = for_job ? jobs_.find(for_job) : jobs_.end();
   if (p != jobs_.end() && p->second.state == JobState::kPending &&
       !p->second.awaiting_victims.empty()) {
-    held_[for_job].push_back(std::move(z->second.share));
+    planned_.Hold(for_job, std::move(z->second.share));
   } else {
     usage_.Release(z->second.share);
   }
@@ -388,15 +388,10 @@ void ClusterState::EndZombie(const std::unordered_map<std::string, Zombie>::iter
 }
 
 void ClusterState::ReleaseHolds() {
-  for (auto it = held_.begin(); it != held_.end();) {
-    const JobRecord& p = jobs_.at(it->first);
-    if (p.state == JobState::kPending && !p.awaiting_victims.empty()) {
-      ++it;
-      continue;
-    }
-    for (const auto& share : it->second) usage_.Release(share);
-    it = held_.erase(it);
-  }
+  planned_.ReleaseHolds(usage_, [&](sched::JobId id) {
+    const JobRecord& p = jobs_.at(id);
+    return p.state == JobState::kPending && !p.awaiting_victims.empty();
+  });
 }
 
 void ClusterState::ZombieEnded(const std::string& task_id) {

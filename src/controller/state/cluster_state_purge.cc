@@ -14,7 +14,7 @@ bool ClusterState::Purgeable(const JobRecord& j, Time now) const {
   // Nothing of it may be left anywhere: no task still stopping, no share held for it.
   return job::IsFinal(j.state) && j.ended > 0 && now - j.ended >= options_.keep_finished &&
          j.live_tasks == 0 && j.stopping_tasks == 0 && j.awaiting_victims.empty() &&
-         !held_.count(j.id) && !active_.count(j.id);
+         !planned_.holds(j.id) && !active_.count(j.id);
 }
 
 void ClusterState::PurgeFinished(Time now, Effects* fx) {

@@ -210,12 +210,11 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       // Hold the part of its placement that is free now, so that nobody (a victim requeued, a
       // smaller job backfilling) takes it while the victims stop; the victims' GPUs join the hold
       // as they are freed (EndZombie).
-      for (auto& share : cluster::HoldWhatIsFree(usage_, p.assignment))
-        held_[j.id].push_back(std::move(share));
+      planned_.HoldWhatIsFree(j.id, usage_, p.assignment);
       std::vector<uint32_t> nodes;
       for (const auto& t : p.assignment.tasks) nodes.push_back(t.node);
       PreStage(j, nodes, fx);  // its image is warm by the time the victims have stopped
-      planned_[j.id] = {p, next_plan_++};
+      planned_.Plan(j.id, p);
       j.reason = {};
       j.reason_detail = "waiting for " + std::to_string(p.preempted.size()) + " preempted job" +
                         (p.preempted.size() == 1 ? "" : "s") + " to checkpoint and stop";
@@ -231,7 +230,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       if (!d.preemptions.empty()) {
         // It waits, where it was placed, for this cycle's victims to stop (as a preemptor does).
         for (const auto& pre : d.preemptions) j.awaiting_victims.insert(pre.victim);
-        planned_[j.id] = {std::move(plan), next_plan_++};
+        planned_.Plan(j.id, std::move(plan));
       }
     }
   }
@@ -257,38 +256,30 @@ void ClusterState::Schedule(Time now, Effects* fx) {
 
 void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending,
                                 int32_t* cpu_only) {
-  // In the order the cycles placed them.
-  std::vector<std::pair<uint64_t, sched::JobId>> order;
-  for (const auto& [id, plan] : planned_) order.emplace_back(plan.order, id);
-  std::sort(order.begin(), order.end());
-  for (const auto& [ord, id] : order) {
-    auto it = planned_.find(id);
-    auto jt = jobs_.find(id);
-    if (jt == jobs_.end() || jt->second.state != JobState::kPending) {
-      planned_.erase(it);
-      continue;
-    }
-    JobRecord& j = jt->second;
-    if (!j.awaiting_victims.empty() || j.stopping_tasks > 0) continue;
-    sched::Placement p = std::move(it->second.placement);
-    planned_.erase(it);
-    if (auto h = held_.find(j.id); h != held_.end()) {
-      for (const auto& share : h->second) usage_.Release(share);
-      held_.erase(h);
-    }
-    bool usable = true;
-    for (const auto& t : p.assignment.tasks) {
-      const cluster::NodeCondition& c = usage_.node(t.node).condition;
-      usable &= nodes_[t.node].connected && c.schedulable &&
-                (c.gangs_allowed || p.assignment.tasks.size() == 1);
-    }
-    for (const auto& g : p.assignment.grants) usable &= usage_.gpu_available(g.gpu);
-    if (!usable) continue;
-    StartJob(j, p, now, fx);
-    if (j.state == JobState::kPending) continue;
-    std::erase_if(*pending, [&](const sched::PendingJob& q) { return q.id == j.id; });
-    *cpu_only -= j.request->total_milli_gpu == 0;
-  }
+  using Due = sched::owner::PlannedStarts::Due;
+  planned_.StartDue(
+      usage_,
+      [&](sched::JobId id) {
+        auto jt = jobs_.find(id);
+        if (jt == jobs_.end() || jt->second.state != JobState::kPending) return Due::kDrop;
+        const JobRecord& j = jt->second;
+        return !j.awaiting_victims.empty() || j.stopping_tasks > 0 ? Due::kWait : Due::kStart;
+      },
+      [&](sched::JobId id, sched::Placement& p) {
+        JobRecord& j = jobs_.at(id);
+        bool usable = true;
+        for (const auto& t : p.assignment.tasks) {
+          const cluster::NodeCondition& c = usage_.node(t.node).condition;
+          usable &= nodes_[t.node].connected && c.schedulable &&
+                    (c.gangs_allowed || p.assignment.tasks.size() == 1);
+        }
+        for (const auto& g : p.assignment.grants) usable &= usage_.gpu_available(g.gpu);
+        if (!usable) return;
+        StartJob(j, p, now, fx);
+        if (j.state == JobState::kPending) return;
+        std::erase_if(*pending, [&](const sched::PendingJob& q) { return q.id == j.id; });
+        *cpu_only -= j.request->total_milli_gpu == 0;
+      });
 }
 
 void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx) {

@@ -62,9 +62,7 @@ sched::owner::RankClass JobLearning::ClassOf(sched::JobId id,
   if (p == predecessor_.end()) return {shape, 0};
   auto ran = finished_ran_.find(p->second);
   if (ran == finished_ran_.end()) return {shape, 0};
-  const int octave =
-      std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran->second / kSecond, 1)));
-  return {shape * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(octave) + 1, shape};
+  return sched::owner::ClassByPredecessor(shape, ran->second);
 }
 
 int64_t JobLearning::RankOf(sched::JobId id, const sched::GangRequest& request, Duration age,

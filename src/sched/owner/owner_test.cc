@@ -47,6 +47,21 @@ TEST(RankBookTest, LearnsFromFinishedJobsAndCachesUntilTheNextStep) {
   EXPECT_TRUE(book.Holds(quick_rank, 0));
 }
 
+TEST(OwnerTest, ClassByPredecessorRefinesTheShapeByTheOctaveOfItsRunTime) {
+  const uint64_t shape = 42;
+  EXPECT_EQ(ClassByPredecessor(shape, -1).job_class, shape);  // no finished predecessor
+  EXPECT_EQ(ClassByPredecessor(shape, -1).parent, 0u);
+  const RankClass a = ClassByPredecessor(shape, 40 * kSecond);
+  EXPECT_EQ(a.parent, shape);
+  EXPECT_NE(a.job_class, shape);
+  // 40 s and 50 s share an octave (32-63 s); 70 s is the next one; another shape differs.
+  EXPECT_EQ(ClassByPredecessor(shape, 50 * kSecond).job_class, a.job_class);
+  EXPECT_NE(ClassByPredecessor(shape, 70 * kSecond).job_class, a.job_class);
+  EXPECT_NE(ClassByPredecessor(shape + 1, 40 * kSecond).job_class, a.job_class);
+  // Under a second counts as one second, not as no predecessor.
+  EXPECT_EQ(ClassByPredecessor(shape, 0).job_class, ClassByPredecessor(shape, 999).job_class);
+}
+
 TEST(OwnerTest, AttainedServiceCountsTheCurrentRun) {
   EXPECT_EQ(AttainedService(500, 2000, 10 * kSecond, 12 * kSecond), 500 + 4000);
   EXPECT_EQ(AttainedService(500, 2000, 12 * kSecond, 12 * kSecond), 500);

@@ -4,6 +4,8 @@
 // place that computes them, so both owners rank the same jobs alike.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <span>
 
@@ -16,6 +18,16 @@ namespace hangar::sched::owner {
 struct RankClass {
   uint64_t job_class = 0, parent = 0;
 };
+
+// The class of a job of `shape` (its request's fingerprint) whose predecessor of the same shape
+// ran `predecessor_ran` in all: the shape refined by the octave of that run time, falling back to
+// the shape. Without a finished predecessor (predecessor_ran < 0): the shape alone.
+inline RankClass ClassByPredecessor(uint64_t shape, Duration predecessor_ran) {
+  if (predecessor_ran < 0) return {shape, 0};
+  const int octave =
+      std::bit_width(static_cast<uint64_t>(std::max<Duration>(predecessor_ran / kSecond, 1)));
+  return {shape * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(octave) + 1, shape};
+}
 
 // One job's rank, valid for ages below until_age while the book's version holds.
 struct CachedRank {

@@ -285,9 +285,7 @@ Simulator::RankClass Simulator::ClassOf(size_t j) const {
   const uint64_t shape = jobs_[j].request->fingerprint;
   const size_t p = prev_.empty() ? SIZE_MAX : prev_[j];
   if (p == SIZE_MAX || results_[p].end == kNever) return {shape, 0};
-  const int octave =
-      std::bit_width(static_cast<uint64_t>(std::max<Duration>(ran_[p] / kSecond, 1)));
-  return {shape * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(octave) + 1, shape};
+  return sched::owner::ClassByPredecessor(shape, ran_[p]);
 }
 
 int64_t Simulator::RankOf(size_t j, Duration age, CachedRank* cache) {
@@ -402,9 +400,8 @@ bool Simulator::Cycle(Time now) {
         if (!stopping_for_.count(vj)) stopping_for_[vj] = j;
       }
       pending_[p.pending_index].may_preempt = false;
-      for (auto& share : cluster::HoldWhatIsFree(usage_, p.assignment))
-        held_[j].push_back(std::move(share));
-      planned_[j] = {p, next_plan_++};
+      planned_.HoldWhatIsFree(j, usage_, p.assignment);
+      planned_.Plan(j, p);
       continue;
     }
     // Placed on GPUs that this cycle's victims still hold: it starts there once they have stopped.
@@ -420,7 +417,7 @@ bool Simulator::Cycle(Time now) {
         awaiting_[j] = victims;
         pending_[p.pending_index].may_preempt = false;
       }
-      planned_[j] = {p, next_plan_++};
+      planned_.Plan(j, p);
     }
   }
   if (!started.empty()) {

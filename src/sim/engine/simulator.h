@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cluster/usage.h"
+#include "sched/owner/planned_starts.h"
 #include "sched/owner/ranks.h"
 #include "sched/owner/workload.h"
 #include "sched/queue/gittins.h"
@@ -149,13 +150,9 @@ class Simulator : public Engine {
   // each preemptor (and each job it placed on GPUs the victims still held), in the order placed,
   // started there once its victims have stopped; and per preemptor what it holds meanwhile (the
   // part of its placement that was free, then its victims' GPUs as they stop).
-  struct Planned {
-    sched::Placement placement;
-    uint64_t order = 0;
-  };
-  std::unordered_map<size_t, Planned> planned_;
-  uint64_t next_plan_ = 0;
-  std::unordered_map<size_t, std::vector<cluster::GangAssignment>> held_;
+  // Placements waiting for victims to stop and the GPUs held for them, by job index (shared with
+  // the controller: sched/owner/planned_starts.h).
+  sched::owner::PlannedStarts planned_;
   bool Waiting(size_t j) const {  // pending: neither running, stopping, ended nor held back
     return !running_slots_[j] && results_[j].end == kNever && !stopping_.count(j) && !held_back_[j];
   }

@@ -135,12 +135,8 @@ void Simulator::Unqueue(size_t j) {
     break;
   }
   // What waited for its victims' GPUs on its behalf goes back; the victims still stop.
-  planned_.erase(j);
+  planned_.Forget(j, usage_);
   awaiting_.erase(j);
-  if (auto h = held_.find(j); h != held_.end()) {
-    for (const auto& share : h->second) usage_.Release(share);
-    held_.erase(h);
-  }
   verdicts_.erase(j);
   if (staging_) staging_->Unpin(PrestageOwner(j));
 }

@@ -40,7 +40,7 @@ void Simulator::Stopped(size_t j) {
   // Its GPUs join what is held for the job it was preempted for, while that one still waits.
   auto f = stopping_for_.find(j);
   if (f != stopping_for_.end() && Waiting(f->second) && awaiting_.count(f->second)) {
-    held_[f->second].push_back(std::move(run.assignment));
+    planned_.Hold(f->second, std::move(run.assignment));
   } else {
     usage_.Release(run.assignment);
   }
@@ -73,45 +73,29 @@ void Simulator::Stopped(size_t j) {
 // it, and so does a job that cycle placed on GPUs its victims still held; should that be
 // impossible now, it waits for this cycle to place it afresh. In the order they were placed.
 void Simulator::StartPlanned(Time now) {
-  if (planned_.empty()) return;
-  std::vector<std::pair<uint64_t, size_t>> order;
-  for (const auto& [j, plan] : planned_) order.emplace_back(plan.order, j);
-  std::sort(order.begin(), order.end());
+  using Due = sched::owner::PlannedStarts::Due;
   std::vector<size_t> started;
-  for (const auto& [ord, j] : order) {
-    auto it = planned_.find(j);
-    if (!Waiting(j)) {
-      planned_.erase(it);
-      continue;
-    }
-    if (awaiting_.count(j)) continue;
-    sched::Placement p = std::move(it->second.placement);
-    planned_.erase(it);
-    if (auto h = held_.find(j); h != held_.end()) {
-      for (const auto& share : h->second) usage_.Release(share);
-      held_.erase(h);
-    }
-    size_t pos = 0;
-    while (pos < pending_.size() && pending_[pos].id != p.job) ++pos;
-    if (pos == pending_.size()) continue;
-    p.pending_index = static_cast<uint32_t>(pos);
-    started.clear();
-    if (!Start(now, p, &started)) continue;
-    pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(pos));
-    pending_keys_.erase(pending_keys_.begin() + static_cast<ptrdiff_t>(pos));
-  }
+  planned_.StartDue(
+      usage_,
+      [&](size_t j) {
+        if (!Waiting(j)) return Due::kDrop;
+        return awaiting_.count(j) ? Due::kWait : Due::kStart;
+      },
+      [&](size_t, sched::Placement& p) {
+        size_t pos = 0;
+        while (pos < pending_.size() && pending_[pos].id != p.job) ++pos;
+        if (pos == pending_.size()) return;
+        p.pending_index = static_cast<uint32_t>(pos);
+        started.clear();
+        if (!Start(now, p, &started)) return;
+        pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(pos));
+        pending_keys_.erase(pending_keys_.begin() + static_cast<ptrdiff_t>(pos));
+      });
 }
 
 // What is held for a job that is no longer waiting for victims goes back.
 void Simulator::ReleaseHolds() {
-  for (auto it = held_.begin(); it != held_.end();) {
-    if (Waiting(it->first) && awaiting_.count(it->first)) {
-      ++it;
-      continue;
-    }
-    for (const auto& share : it->second) usage_.Release(share);
-    it = held_.erase(it);
-  }
+  planned_.ReleaseHolds(usage_, [&](size_t j) { return Waiting(j) && awaiting_.count(j) > 0; });
 }
 
 }  // namespace hangar::sim
