@@ -747,7 +747,7 @@ Status Run(const Flags& f) {
   http.set_dcgm_metrics(f.metrics_labels == "dcgm");
   HANGAR_ASSIGN_OR_RETURN(std::unique_ptr<SessionServer> session_server,
                           ServeSessions(f, tls, api_addr, &sessions));
-  if (session_server) http.set_session_port(session_server->port());
+  if (session_server) http.set_sessions(session_server->port(), &sessions);
   http.set_request_guard(std::move(guard));
   if (lease) http.set_leader_info([&lease] { return lease->Me().ToJson(); });
   HANGAR_ASSIGN_OR_RETURN(int api_port, http.Start(api_addr.first, api_addr.second));

@@ -300,6 +300,7 @@ void HttpApi::Routes() {
   ServiceRoutes();      // services and their endpoints: service/service_api.cc
   ReservationRoutes();  // reservations and maintenance windows: http_api_reservations.cc
   StepRoutes();         // steps inside allocations (srun): http_api_steps.cc
+  SessionRoutes();      // who is attached to a session, and its idleness: http_api_sessions.cc
   MaintenanceRoutes();  // rolling maintenance (`hangar maintain`): http_api_maintenance.cc
   GoodputRoutes();      // where jobs' wall time went: http_api_goodput.cc
   // Who leads; a standby answers it too. "single": one controller, no lease.
@@ -311,11 +312,11 @@ void HttpApi::Routes() {
   // Interactive sessions are gRPC streams on a port of their own (docs/interactive.md): where.
   s.Get("/v1/sessions/endpoint", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, std::nullopt)) return;
-    if (session_port_ <= 0) {
+    if (sessions_.port <= 0) {
       return Reply(res, Status::Unavailable(
                             "this controller serves no interactive sessions (--sessions off)"));
     }
-    Reply(res, 200, {{"port", session_port_}});
+    Reply(res, 200, {{"port", sessions_.port}});
   });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});

@@ -69,9 +69,9 @@ class HttpApi {
   void set_history_options(const HistoryOptions& o) { history_ = o; }
   // Services (docs/services.md): null when the controller has no load balancer. Call before Start.
   void set_services(service::ServiceController* s) { services_ = s; }
-  // Where interactive sessions are served (session_service.h), for GET /v1/sessions/endpoint.
-  // Call before Start; 0: not served.
-  void set_session_port(int port) { session_port_ = port; }
+  // Where interactive sessions are served (session_service.h), for GET /v1/sessions/endpoint, and
+  // who has them open, for GET /v1/jobs/ID/sessions. Call before Start; port 0: not served.
+  void set_sessions(int port, const SessionService* sessions) { sessions_ = {port, sessions}; }
   // Steps inside allocations (step_relay.h), for GET /v1/jobs/ID/steps. Call before Start.
   void set_steps(const StepRelay* steps) { steps_ = steps; }
 
@@ -86,6 +86,7 @@ class HttpApi {
   service::ServiceController* services_ = nullptr;
   void ReservationRoutes();  // http_api_reservations.cc: /v1/reservations
   void StepRoutes();         // http_api_steps.cc: GET /v1/jobs/ID/steps
+  void SessionRoutes();      // http_api_sessions.cc: GET /v1/jobs/ID/sessions
   void MaintenanceRoutes();  // http_api_maintenance.cc: /v1/maintenance
   void GoodputRoutes();      // http_api_goodput.cc: /v1/jobs/ID/goodput, /v1/goodput
   const StepRelay* steps_ = nullptr;
@@ -108,7 +109,10 @@ class HttpApi {
   ControllerMetrics* metrics_;
   TokenBook* tokens_;
   bool dcgm_metrics_ = false;
-  int session_port_ = 0;
+  struct Sessions {
+    int port = 0;
+    const SessionService* service = nullptr;
+  } sessions_;
   RequestGuard guard_;  // set before Start; read-only while serving
   std::function<nlohmann::json()> leader_info_;
   std::mutex export_mu_;

@@ -212,7 +212,7 @@ class SessionService::Call final
     if (!where.status.ok()) return FinishWith(where.status);
     node_ = where.node;
     std::string why;
-    const uint64_t id = svc_->Register(self_, who_.user, &why);
+    const uint64_t id = svc_->Register(self_, About(), &why);
     if (id == 0) return FinishWith(Status::ResourceExhausted(why));
     pb::ControllerMessage m;
     pb::SessionOpen* open = m.mutable_session_open();
@@ -229,6 +229,21 @@ class SessionService::Call final
     id_ = id;
     svc_->hub_->Send(node_, std::move(m));
     StartRead(&in_);
+  }
+
+  OpenSession About() const {
+    OpenSession a;
+    a.job = start_.job_id();
+    a.task = start_.task_index();
+    a.user = who_.user;
+    a.kind = start_.attach() ? "attach" : start_.port() > 0 ? "port-forward" : "exec";
+    if (start_.port() > 0) {
+      a.program = std::to_string(start_.port());
+    } else if (!start_.attach() && start_.argv_size() > 0) {
+      a.program = start_.argv(0);
+    }
+    a.since = svc_->owner_->clock()->Now();
+    return a;
   }
 
   // Every opening is recorded, refusals with their reason; so is an admin's on another's job.
@@ -324,8 +339,9 @@ grpc::ServerBidiReactor<pb::SessionClientFrame, pb::SessionOutput>* SessionServi
   return Call::Make(this, context);
 }
 
-uint64_t SessionService::Register(const std::shared_ptr<Call>& call, const std::string& user,
+uint64_t SessionService::Register(const std::shared_ptr<Call>& call, OpenSession about,
                                   std::string* why) {
+  const std::string& user = about.user;
   std::lock_guard lock(mu_);
   if (calls_.size() >= static_cast<size_t>(kMaxSessions)) {
     *why = "the controller holds " + std::to_string(kMaxSessions) +
@@ -340,12 +356,15 @@ uint64_t SessionService::Register(const std::shared_ptr<Call>& call, const std::
   ++per_user_[user];
   const uint64_t id = next_id_++;
   calls_[id] = call;
+  about.id = id;
+  about_[id] = std::move(about);
   return id;
 }
 
 void SessionService::Forget(uint64_t id, const std::string& user) {
   std::lock_guard lock(mu_);
   if (id == 0 || !calls_.erase(id)) return;
+  about_.erase(id);
   if (--per_user_[user] <= 0) per_user_.erase(user);
 }
 
@@ -386,6 +405,15 @@ void SessionService::NodeGone(const std::string& node) {
 size_t SessionService::open() const {
   std::lock_guard lock(mu_);
   return calls_.size();
+}
+
+std::vector<SessionService::OpenSession> SessionService::OpenOn(uint64_t job) const {
+  std::vector<OpenSession> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, a] : about_) {  // ids grow with time: oldest first
+    if (a.job == job) out.push_back(a);
+  }
+  return out;
 }
 
 }  // namespace hangar::controller

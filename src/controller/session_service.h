@@ -20,7 +20,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "common/time.h"
 #include "controller/state/auth.h"
 #include "proto/agent.grpc.pb.h"
 
@@ -60,11 +62,24 @@ class SessionService final : public pb::Sessions::CallbackService, public Sessio
 
   size_t open() const;
 
+  // One open session, as GET /v1/jobs/ID/sessions and the dashboard's job page show it.
+  struct OpenSession {
+    uint64_t id = 0;
+    uint64_t job = 0;
+    uint32_t task = 0;
+    std::string user;
+    std::string kind;     // "attach" (the task's terminal), "exec" or "port-forward"
+    std::string program;  // exec: its program; port-forward: the port
+    Time since = 0;
+  };
+  // The sessions open on `job` now, oldest first.
+  std::vector<OpenSession> OpenOn(uint64_t job) const;
+
  private:
   class Call;
   friend class Call;
   // Registers a located call under a new id; 0 when over a cap (then `why` says which).
-  uint64_t Register(const std::shared_ptr<Call>& call, const std::string& user, std::string* why);
+  uint64_t Register(const std::shared_ptr<Call>& call, OpenSession about, std::string* why);
   void Forget(uint64_t id, const std::string& user);
 
   StateOwner* const owner_;
@@ -73,6 +88,7 @@ class SessionService final : public pb::Sessions::CallbackService, public Sessio
   mutable std::mutex mu_;
   uint64_t next_id_ = 1;                             // guarded by mu_, like the maps
   std::map<uint64_t, std::shared_ptr<Call>> calls_;  // by session id
+  std::map<uint64_t, OpenSession> about_;            // by session id, as calls_
   std::map<std::string, int> per_user_;
 };
 

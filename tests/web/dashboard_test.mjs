@@ -354,6 +354,35 @@ async function run(dir) {
       assert.ok(job.includes('requeued by'), job);
       await shot(page, 'goodput-job');
     });
+    await check('a session: who has it open, its last input and its idleness', async () => {
+      // `hangar run` on a CPU task for 2 minutes (it fits beside the blocked jobs' hold), and a
+      // program beside it with `hangar exec`: a session open on it.
+      const env = { HANGAR_TOKEN: token };
+      const cli = start(HANGAR, ['run', '--server', base, '--gpus', '0', '--time', '2m', '--name', 'notebook', '--', 'sleep', '120'],
+        path.join(dir, 'run.log'), env);
+      let exec = null;
+      try {
+        const id = await waitFor('the session running', async () => {
+          const j = (await a.get('/v1/jobs?name=notebook&limit=5')).jobs.find((x) => x.interactive && x.state === 'running');
+          return j ? j.id : 0;
+        }, 60000);
+        exec = start(HANGAR, ['exec', '--server', base, String(id), '--', 'sleep', '100'], path.join(dir, 'exec.log'), env);
+        await waitFor('the exec open', async () => (await a.get(`/v1/jobs/${id}/sessions`)).sessions.length > 0, 30000);
+        await open(page, base, `#/job/${id}`, 'job');
+        const title = await page.$eval('main h2', (e) => e.innerText);
+        assert.match(title, /notebook .* interactive session/, title);
+        const who = await page.$eval('#job-session', (e) => e.innerText);
+        assert.match(who, /^Attached: \S+ \(exec sleep, task 0, since \d{4}-/, who);
+        const idle = await page.$eval('#job-idleness', (e) => e.innerText);
+        assert.match(idle, /no GPUs; its queue has no idle policy\./, idle);
+        await shot(page, 'job-session');
+        await open(page, base, '#/', 'overview');
+        assert.match(await page.$eval('#running-list', (e) => e.innerText), /notebook \(#\d+\) — \S+, interactive, /);
+      } finally {
+        if (exec) await stop(exec);
+        await stop(cli);
+      }
+    });
     await check('no console errors', async () => {
       assert.deepEqual(errors, []);
     });

@@ -40,10 +40,10 @@ function freePort(port) {
   });
 }
 
-// Starts `args` in its own process group, output to `log`.
-export function start(cmd, args, log) {
+// Starts `args` in its own process group, output to `log`, with `env` added to ours.
+export function start(cmd, args, log, env = {}) {
   const out = fs.openSync(log, 'a');
-  const child = spawn(cmd, args, { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn(cmd, args, { detached: true, stdio: ['ignore', out, out], env: { ...process.env, ...env } });
   children.add(child);
   child.on('exit', () => children.delete(child));
   return child;

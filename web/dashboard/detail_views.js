@@ -48,9 +48,34 @@ export async function nodeView(main, ctx, name) {
 
 const LABEL = { pending: 'Waits: ', starting: 'Runs: ', running: 'Runs: ', preempting: 'Stops: ' };
 
+// A session's people and idleness (GET /v1/jobs/ID/sessions): who is attached and how, when
+// someone last typed, since when its GPUs are idle, and what its queue's idle policy will do.
+const SESSION_KIND = { attach: () => 'attached', exec: (o) => `exec ${o.program}`, 'port-forward': (o) => `port forward to ${o.program}` };
+
+function ago(ms) {
+  if (!ms) return null;
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  return s < 90 ? `${s} s ago` : s < 5400 ? `${Math.round(s / 60)} min ago` : `${(s / 3600).toFixed(1)} h ago`;
+}
+
+function sessionSection(s, job) {
+  if (!s) return null;
+  const people = s.sessions.map((o, i) => [i ? ', ' : '', h('strong', {}, o.user),
+    ` (${(SESSION_KIND[o.kind] || (() => o.kind))(o)}, task ${o.task}, since ${when(o.since_ms)})`]);
+  const p = s.idle_policy;
+  const policy = p ? `its queue will ${p.action === 'stop' ? 'end' : p.action === 'notify' ? 'only report' : 'checkpoint and requeue'} it after ${Math.round(p.for_s / 60)} min with its GPUs below ${p.gpu_util_below} %${s.terminal ? ' and nothing typed' : ''}`
+    : 'its queue has no idle policy';
+  return h('section', { 'aria-labelledby': 'session-h' }, h('h3', { id: 'session-h' }, 'Session'),
+    h('p', { id: 'job-session' }, people.length ? ['Attached: ', ...people.flat(), '.'] : 'Nobody is attached.'),
+    h('p', { id: 'job-idleness' }, s.terminal ? `Last input ${ago(s.input_at_ms) || 'none yet'}; ` : '',
+      !job.gpus ? 'no GPUs; ' : s.gpus_idle_since_ms ? `GPUs idle since ${when(s.gpus_idle_since_ms)} (${ago(s.gpus_idle_since_ms)}); ` : 'GPUs busy; ',
+      policy, s.idle_warned ? '; those attached were warned.' : '.'));
+}
+
 export async function jobView(main, ctx, id) {
   const [job, ev] = await Promise.all([get(`/v1/jobs/${id}`), get(`/v1/events?subject=job/${id}&limit=200`).catch(() => ({ events: [] }))]);
   const rows = await mapRows();
+  const session = job.interactive ? await get(`/v1/jobs/${id}/sessions`).catch(() => null) : null;
   const samples = new Map();  // "node/gpu" -> utilisation samples while the view is open
   const util = h('div', { id: 'job-util' });
   const sample = () => {
@@ -67,11 +92,12 @@ export async function jobView(main, ctx, id) {
   };
   sample();
   const logs = h('pre', { id: 'job-logs', tabindex: '0', 'aria-label': 'Logs of task 0' }, job.task_list.length ? '' : 'No task has run yet.');
-  fill(main, h('h2', {}, `Job ${job.name} (#${job.id})`),
+  fill(main, h('h2', {}, `Job ${job.name} (#${job.id})${job.interactive ? ' — interactive session' : ''}`),
     h('p', { id: 'job-state' }, `${job.state} — ${job.user}, queue ${job.queue}, ${gpuCount(job.gpus)} GPUs in ${job.tasks} tasks, `,
       `attempt ${job.attempt}, ${job.restarts} restarts; submitted ${when(job.submitted_ms)}, started ${when(job.started_ms)}, ended ${when(job.ended_ms)}`),
     job.reason ? h('p', { class: 'blocker', id: 'job-reason' }, LABEL[job.state] || 'Ended: ', job.reason, job.reason_rule && job.reason_rule !== 'none' ? ` [${job.reason_rule}]` : '') : null,
     job.message ? h('p', {}, job.message) : null,
+    sessionSection(session, job),
     table('Tasks', ['Task', 'Group', 'Node', 'GPUs', 'State', 'Exit'],
       job.task_list.map((t) => [String(t.index), t.group, t.node ? nodeLink(t.node) : '—', t.gpus.join(', '), t.state,
         // As `hangar job` shows it: an exit only once the task has ended.

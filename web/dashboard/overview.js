@@ -72,7 +72,7 @@ function pendingSection(queue) {
 
 function runningSection(jobs) {
   const items = jobs.map((j) => h('li', {}, jobLink(j.id, j.name),
-    ` — ${j.user}, ${gpuCount(j.gpus)} GPUs on `, nodesOf(j)));
+    ` — ${j.user}, ${j.interactive ? 'interactive, ' : ''}${gpuCount(j.gpus)} GPUs on `, nodesOf(j)));
   return h('section', { 'aria-labelledby': 'running-h' },
     h('h3', { id: 'running-h' }, `Running jobs (${jobs.length}${jobs.length >= LIST_CAP ? '+' : ''})`),
     items.length ? h('ul', { id: 'running-list' }, items) : h('p', {}, 'No job is running.'));

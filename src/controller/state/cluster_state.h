@@ -44,6 +44,7 @@
 #include "job/job_state.h"
 #include "job/queue_spec.h"
 #include "proto/agent.pb.h"
+#include "sched/owner/planned_starts.h"
 #include "sched/owner/ranks.h"
 #include "sched/owner/workload.h"
 #include "sched/queue/quota.h"
@@ -492,6 +493,8 @@ class ClusterState {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? nullptr : &it->second;
   }
+  // The idle policy of `j`'s queue (docs/queues.md); null when its queue reclaims nothing.
+  const job::IdlePolicy* IdlePolicyOf(const JobRecord& j) const;
   std::vector<api::JobView> ListJobs(const std::string& state_filter, size_t limit) const;
   std::vector<api::NodeView> ListNodes() const;
   StatusOr<api::NodeView> GetNode(const std::string& name) const;
@@ -612,14 +615,14 @@ class ClusterState {
   // jobs placed on GPUs the victims still hold. Once the victims have stopped, StartPlanned
   // starts each where it was placed (in the order placed) and takes it out of this cycle's
   // `pending`, as the simulator starts them in the cycle that preempted.
-  struct Planned {
-    sched::Placement placement;
-    uint64_t order = 0;
-  };
   void StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending,
                     int32_t* cpu_only);
-  std::unordered_map<sched::JobId, Planned> planned_;
-  uint64_t next_plan_ = 0;
+  // Those placements, and the GPUs held for them (sched/owner/planned_starts.h), by job id: what
+  // victims freed is kept for the job that preempted them until all its victims have stopped
+  // (then released at the start of the next cycle, where it comes first). Without the hold, a
+  // victim that stopped early was placed straight back on its GPUs while the preemptor waited for
+  // the others, and preempted again: a loop.
+  sched::owner::PlannedStarts planned_;
   void SendLaunch(const JobRecord& j, const TaskRun& t,
                   const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
@@ -767,11 +770,6 @@ class ClusterState {
     // (FenceEnd); -1: when its agent reports its end.
     Time fence_ends = -1;
   };
-  // What victims freed, kept for the job that preempted them until all its victims have stopped
-  // (then released at the start of the next cycle, where it comes first). Without this, a victim
-  // that stopped early was placed straight back on its GPUs while the preemptor waited for the
-  // others, and preempted again: a loop.
-  std::unordered_map<sched::JobId, std::vector<cluster::GangAssignment>> held_;
   void EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z);
   void ReleaseHolds();
   std::unordered_map<std::string, Zombie> zombies_;

@@ -377,6 +377,13 @@ void ClusterState::ObserveTerminals(const pb::Heartbeat& hb, Time now) {
   }
 }
 
+const job::IdlePolicy* ClusterState::IdlePolicyOf(const JobRecord& j) const {
+  if (j.queue >= queues_.tree().nodes().size()) return nullptr;
+  const job::IdlePolicy& policy = queues_.access(j.queue).idle;
+  if (policy.gpu_util_below < 0 || policy.action == job::IdlePolicy::Action::kNone) return nullptr;
+  return &policy;
+}
+
 void ClusterState::WarnIdleSession(const JobRecord& j, const job::IdlePolicy& policy, Duration idle,
                                    Duration left, Time now, Effects* fx) {
   if (j.tasks.empty()) return;
