@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -136,6 +137,7 @@ StatusOr<std::string> WaitForStart(ApiClient& api, uint64_t id) {
   sa.sa_handler = [](int) { g_interrupted = true; };
   sigaction(SIGINT, &sa, &old);
   std::string said;
+  auto explained = std::chrono::steady_clock::time_point{};
   for (int round = 0;; ++round) {
     if (g_interrupted) {
       (void)api.Delete(path);
@@ -148,7 +150,8 @@ StatusOr<std::string> WaitForStart(ApiClient& api, uint64_t id) {
       sigaction(SIGINT, &old, nullptr);
       return state;
     }
-    if (round % 5 == 0) {  // the reason, once a second
+    if (std::chrono::steady_clock::now() - explained >= std::chrono::seconds(1)) {
+      explained = std::chrono::steady_clock::now();  // the reason, once a second
       auto why = api.Get(path + "/explain");
       const std::string reason = why.ok() ? why->value("reason", "") : "";
       if (!reason.empty() && reason != said) {
@@ -157,7 +160,9 @@ StatusOr<std::string> WaitForStart(ApiClient& api, uint64_t id) {
         said = reason;
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // Quickly at first -- on an idle cluster a job starts within tens of milliseconds, and a
+    // fixed 200 ms poll was half of `hangar run`'s latency there -- then every 200 ms.
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200, 10 << std::min(round, 5))));
   }
 }
 
@@ -207,19 +212,28 @@ Status Run(const RunOptions& o, int* rc) {
   const uint64_t id = r.value("id", uint64_t{0});
   std::fprintf(stderr, "submitted interactive job %llu (%s)\n", static_cast<unsigned long long>(id),
                spec.name.c_str());
+  SessionIo io;
+  io.tty = o.tty;
+  io.stdin_open = o.stdin_open;
+  return FollowSubmittedSession(o.c.server, id, io, rc);
+}
+
+}  // namespace
+
+Status FollowSubmittedSession(const std::string& server, uint64_t id, SessionIo io, int* rc) {
+  ApiClient api(server);
   HANGAR_ASSIGN_OR_RETURN(const std::string state, WaitForStart(api, id));
-  if (!o.tty && !o.stdin_open) return FollowToEnd(api, id, rc);
-  if (!o.tty) {  // stdin goes up through an attach session while the output is followed
-    std::thread feed([&] { FeedStdin(o.c.server, id); });
+  if (!io.started.empty()) std::fprintf(stderr, "%s\n", io.started.c_str());
+  if (!io.tty && !io.stdin_open) return FollowToEnd(api, id, rc);
+  if (!io.tty) {  // stdin goes up through an attach session while the output is followed
+    std::thread feed([&] { FeedStdin(server, id); });
     const Status followed = FollowToEnd(api, id, rc);
     feed.join();
     return followed;
   }
   (void)state;  // an ended job's terminal is kept a minute on its node: the attach shows its end
-  return Attach(o.c.server, id, 0, rc);
+  return Attach(server, id, 0, rc);
 }
-
-}  // namespace
 
 void RegisterInteractiveCommands(CLI::App& app, int* rc) {
   auto e = std::make_shared<ExecOptions>();

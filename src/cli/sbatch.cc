@@ -259,7 +259,7 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   AddTiming(o, &j, &d);
   AddNodeRules(o, shape.nodes, &j, &d);
   const bool append = o.open_mode == "append" || shape.nodes > 1;  // several writers share the file
-  const std::string redirect = Redirect(o, name, append, &d);
+  const std::string redirect = s.output_to_task ? "" : Redirect(o, name, append, &d);
   const int sig = o.signal ? o.signal->signal : SIGTERM;
   WrapperInputs w{sig == SIGTERM ? "TERM" : "TERM " + TrapName(sig), shape.tasks_per_node,
                   redirect};

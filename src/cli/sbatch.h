@@ -30,6 +30,9 @@ struct Submission {
   SiteFacts site;                         // GPU type names, a whole node's GPUs (sbatch_site.h)
   // The submitter's environment, for --export=NAME (only the names asked are read).
   std::map<std::string, std::string> environment;
+  // salloc: the script's output goes to the task's own stdout and stderr (the terminal attached
+  // to it), not to --output/--error files.
+  bool output_to_task = false;
 };
 
 struct BatchJob {

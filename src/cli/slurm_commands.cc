@@ -29,8 +29,8 @@ std::string SlurmCommandHint(std::string_view word) {
        "Slurm's srun runs inside a batch script here: submit the script with 'hangar sbatch "
        "SCRIPT'"},
       {"salloc",
-       "Slurm's salloc (an interactive allocation) has no Hangar command: submit the work with "
-       "'hangar sbatch SCRIPT' or 'hangar submit JOB.yaml' and follow it with 'hangar logs -f ID'"},
+       "Slurm's salloc is 'hangar slurm salloc' here, with salloc's own options (its shell runs "
+       "on the allocation's first node), or 'hangar run -it -- bash' for one task"},
   };
   for (const auto& h : kHints) {
     if (word == h.slurm) return h.hangar;

@@ -15,7 +15,7 @@ TEST(SlurmCommandHintTest, SlurmsClientCommandsPointToTheHangarCommandThatDoesTh
       SlurmCommandHint("scontrol").rfind("Slurm's scontrol is 'hangar slurm scontrol' here", 0),
       0u);
   EXPECT_EQ(SlurmCommandHint("sacct").rfind("Slurm's sacct is 'hangar history' here", 0), 0u);
-  EXPECT_NE(SlurmCommandHint("salloc").find("'hangar sbatch SCRIPT'"), std::string::npos);
+  EXPECT_NE(SlurmCommandHint("salloc").find("'hangar slurm salloc'"), std::string::npos);
   for (const char* other : {"requeue", "jobs", "squeu", ""}) EXPECT_EQ(SlurmCommandHint(other), "");
 }
 

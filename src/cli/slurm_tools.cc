@@ -16,6 +16,7 @@
 #include "cli/client.h"
 #include "cli/slurm_common.h"
 #include "cli/slurm_format.h"
+#include "cli/slurm_salloc.h"
 #include "cli/slurm_srun.h"
 #include "cli/squeue.h"
 #include "common/time.h"
@@ -304,11 +305,7 @@ int RunSlurmTool(const std::string& tool, const std::vector<std::string>& args,
   if (tool == "sinfo") return Sinfo(&api, args);
   if (tool == "sacctmgr") return Sacctmgr(&api, args);
   if (tool == "srun") return RunSrunInJob(args);
-  if (tool == "salloc") {
-    return Fail("salloc", Status::FailedPrecondition(
-                              "interactive allocations are not in this Hangar yet: submit a "
-                              "batch script with sbatch (hangar sbatch) instead"));
-  }
+  if (tool == "salloc") return RunSalloc(args, server);
   return Fail(tool, Status::InvalidArgument(
                         "not a Slurm command hangar has: squeue, sacct, scontrol, scancel, sinfo, "
                         "sacctmgr (and sbatch: hangar sbatch)"));

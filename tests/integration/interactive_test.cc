@@ -328,6 +328,78 @@ TEST_F(InteractiveTest, RunGivesAShellThatTypesResizesTakesCtrlCAndExitsWithItsS
   EXPECT_NE(table.output.find("interactive"), std::string::npos) << table.output;
 }
 
+// Slurm's salloc as a person types it: a shell on the allocation with its variables, `srun`
+// inside it running a step there, and salloc's exit status the shell's.
+TEST_F(InteractiveTest, SallocGivesAShellOnTheAllocationWhereSrunRunsSteps) {
+  // Slurm's commands take no --server: they find the controller as scripts do, by HANGAR_URL.
+  setenv("HANGAR_URL", ("http://127.0.0.1:" + std::to_string(cluster_->api_port())).c_str(), 1);
+  Terminal t({"slurm", "salloc", "-N1", "--gres=gpu:2", "-t", "10"}, alice_, 30, 100);
+  ASSERT_TRUE(t.Expect("salloc: Pending job allocation ")) << t.seen();
+  ASSERT_TRUE(t.Expect("salloc: Granted job allocation ")) << t.seen();
+  t.Type("echo alloc-$SLURM_JOB_NUM_NODES-$SLURM_NTASKS-uid$(id -u)\r");
+  ASSERT_TRUE(t.Expect("alloc-1-1-uid61001")) << t.seen();
+  t.Type("srun sh -c 'echo step-$SLURM_STEP_ID-on-$SLURM_NODEID'\r");
+  ASSERT_TRUE(t.Expect("step-0-on-0")) << "srun runs a step on the allocation: " << t.seen();
+  t.Type("exit 4\r");
+  EXPECT_EQ(t.Wait(), 4) << "salloc's exit status is its shell's: " << t.seen();
+  const auto jobs = Get(alice_, "/v1/jobs?name=salloc");
+  ASSERT_EQ(jobs["jobs"].size(), 1u) << jobs.dump();
+  EXPECT_EQ(jobs["jobs"][0].value("interactive", false), true) << jobs.dump();
+}
+
+// Who has a session open on a job, and how idle it is (GET /v1/jobs/ID/sessions, which the
+// dashboard's job page shows): a terminal and an exec beside it, both alice's; the last input once
+// she types; GPUs idle once the fake backend says so; the queue's idle policy. Bob may not look.
+TEST_F(InteractiveTest, ItsSessionsShowWhoIsAttachedAndHowIdleItIs) {
+  const auto applied = Post(admin_, "/v1/queues",
+                            "queues:\n  - name: default\n"
+                            "    idle: {gpu_util_below: 10, for: 1h, action: stop}\n");
+  ASSERT_TRUE(applied.contains("changed") || applied.contains("created")) << applied.dump();
+  Terminal t(WithServer({"run", "-it", "--gpus", "1", "--", "sh"}), alice_, 30, 100);
+  ASSERT_TRUE(t.Expect("submitted interactive job")) << t.seen();
+  t.Type("echo 0 > \"$HANGAR_FAKE_GPU_UTIL_FILE\"; echo typed-$((40+2))\r");
+  ASSERT_TRUE(t.Expect("typed-42")) << t.seen();
+  const auto running = Get(alice_, "/v1/jobs?state=running");
+  ASSERT_EQ(running["jobs"].size(), 1u) << running.dump();
+  const std::string id = std::to_string(running["jobs"][0].value("id", 0));
+  Background exec({"exec", id, "--server",
+                   "http://127.0.0.1:" + std::to_string(cluster_->api_port()), "--", "sleep", "60"},
+                  alice_, cluster_->dir() + "/exec.out");
+  nlohmann::json s;
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        s = Get(alice_, "/v1/jobs/" + id + "/sessions");
+        return s.contains("sessions") && s["sessions"].size() == 2 && !s["input_at_ms"].is_null() &&
+               !s["gpus_idle_since_ms"].is_null();
+      },
+      20 * kSecond))
+      << s.dump(2);
+  EXPECT_EQ(s["sessions"][0].value("kind", ""), "attach") << s.dump(2);
+  EXPECT_EQ(s["sessions"][0].value("user", ""), "alice") << s.dump(2);
+  EXPECT_EQ(s["sessions"][1].value("kind", ""), "exec") << s.dump(2);
+  EXPECT_EQ(s["sessions"][1].value("program", ""), "sleep") << s.dump(2);
+  EXPECT_TRUE(s.value("interactive", false) && s.value("terminal", false)) << s.dump(2);
+  EXPECT_EQ(s["idle_policy"].value("for_s", 0), 3600) << s.dump(2);
+  EXPECT_EQ(s["idle_policy"].value("action", ""), "stop") << s.dump(2);
+  EXPECT_EQ(s.value("idle_warned", true), false) << s.dump(2);
+
+  httplib::Client c("127.0.0.1", cluster_->api_port());
+  auto refused = c.Get("/v1/jobs/" + id + "/sessions", {{"Authorization", "Bearer " + bob_}});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403) << refused->body;
+
+  exec.Stop();  // the exec's session ends with its client
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        s = Get(alice_, "/v1/jobs/" + id + "/sessions");
+        return s.contains("sessions") && s["sessions"].size() == 1;
+      },
+      10 * kSecond))
+      << s.dump(2);
+  t.Type("exit\r");
+  t.Wait();
+}
+
 // The idle policy on a session: its GPUs are idle (the shell tells the fake backend they are at
 // 0%), and once nobody types for the policy's `for` it is reclaimed -- the attached terminal hears
 // of it first. Typing resets the clock, so a session in use is never taken.
