@@ -53,4 +53,33 @@ PY
 cd "$here/.."
 "$here/peers/slurm/stop.sh" "$dir/slurm" >/dev/null
 echo "Hangar ($build/src/hangar), 2 agents on loopback:"
-"$here/step_latency.sh" "$build" "$runs"
+mkdir -p "$dir/hangar"
+STEP_LATENCY_KEEP=$dir/hangar "$here/step_latency.sh" "$build" "$runs"
+
+# Where Hangar's time goes: the controller's record of each timed step (laid out -> every task's
+# exit reported) against srun's wall time, and the start of each client binary alone.
+python3 - "$dir/hangar" "$build/src/hangar" <<'PY'
+import json, subprocess, sys, time
+d, hangar = sys.argv[1], sys.argv[2]
+wall = [int(l) / 1000 for l in open(f"{d}/times.us")]
+steps = sorted(json.load(open(f"{d}/steps.json"))["steps"], key=lambda s: s["step_id"])[1:]
+inside = [s["end"] - s["start"] for s in steps]
+rest = [w - i for w, i in zip(wall, inside)]
+def q(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+def line(name, xs):
+    print(f"  {name:58s} p50 {q(xs, .5):6.1f} ms   p99 {q(xs, .99):6.1f} ms")
+print("Where Hangar's step time goes:")
+line("srun's wall time", wall)
+line("controller: step laid out -> its task's exit recorded", inside)
+line("the rest: srun's start, agent socket, the reply", rest)
+for name, cmd in (("`hangar --version` (the binary's start)", [hangar, "--version"]),
+                  ("Slurm's `srun --version` (the binary's start)", ["srun", "--version"])):
+    ts = []
+    for _ in range(100):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ts.append((time.perf_counter() - t0) * 1000)
+    line(name, ts)
+PY
