@@ -46,6 +46,11 @@ for _ in $(seq 1200); do
 done
 [ "$state" = succeeded ] || { echo "the job ended $state:"; cat steps.out; exit 1; }
 if grep -q failed steps.out; then cat steps.out; exit 1; fi
+# STEP_LATENCY_KEEP=DIR keeps the times and the controller's step records (bench/step_latency_vs_slurm.sh).
+if [ -n "${STEP_LATENCY_KEEP:-}" ]; then
+  cp times.us "$STEP_LATENCY_KEEP/"
+  curl -sf "$url/v1/jobs/$id/steps" > "$STEP_LATENCY_KEEP/steps.json"
+fi
 python3 - "$runs" times.us <<'PY'
 import sys
 runs = int(sys.argv[1])

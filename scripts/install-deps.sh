@@ -14,8 +14,10 @@ build_pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-d
 # clang-format-14: scripts/check-format.sh. clang-14 and libclang-rt-14-dev (libFuzzer and the
 # sanitizers' runtimes): scripts/fuzz.sh and
 # scripts/sanitize.sh. snakemake: a real client of Slurm's commands (tests/journeys/snakemake.t).
+# slurm-wlm and munge: the real Slurm the differential test runs beside `hangar dev`
+# (tests/slurm/slurm_diff_test.sh, bench/peers/slurm/; its daemons run under a folder of its own).
 test_pkgs=(python3 python3-cram sqlite3 jq curl python3-torch prometheus postgresql iproute2 systemd dpkg-dev adduser util-linux chromium haproxy
-  clang-14 clang-format-14 libclang-rt-14-dev snakemake)
+  clang-14 clang-format-14 libclang-rt-14-dev snakemake slurm-wlm munge)
 # Container tasks (docs/containers.md): podman with runc (crun refuses this host's cgroup hybrid),
 # catatonit (podman --init), skopeo (pins tags to digests), docker-registry (`hangar dev
 # --registry`, tests) and busybox-static (the tests' images). With --test, or alone with --containers.
@@ -39,5 +41,17 @@ echo "installing: ${missing[*]}"
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+# Package scripts must not start system-wide daemons (munge, slurmctld, slurmd, postgresql,
+# haproxy): tests start their own under their own folders. While installing, invoke-rc.d asks
+# policy-rc.d whether to start a service; 101 means no. Removed afterwards when we created it.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
+  created_policy=1
+fi
+remove_policy() { if [[ $created_policy -eq 1 ]]; then $SUDO rm -f "$policy"; fi; }
+trap remove_policy EXIT
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

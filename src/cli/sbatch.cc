@@ -126,6 +126,9 @@ nlohmann::ordered_json StaticEnv(const SbatchOptions& o, const Shape& s, const s
   env["SLURM_JOB_NUM_NODES"] = env["SLURM_NNODES"] = std::to_string(s.nodes);
   env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = std::to_string(s.nodes * s.tasks_per_node);
   env["SLURM_NTASKS_PER_NODE"] = std::to_string(s.tasks_per_node);
+  // Slurm's compressed form: "2(x3)" is 2 tasks on each of 3 nodes (Hangar's nodes are equal).
+  env["SLURM_TASKS_PER_NODE"] =
+      std::to_string(s.tasks_per_node) + (s.nodes > 1 ? "(x" + std::to_string(s.nodes) + ")" : "");
   if (o.cpus_per_task) env["SLURM_CPUS_PER_TASK"] = std::to_string(*o.cpus_per_task);
   if (s.gpus) env["SLURM_GPUS_ON_NODE"] = std::to_string(s.gpus);
   env["SLURM_JOB_PARTITION"] = o.partition.value_or("default");

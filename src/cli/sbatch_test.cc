@@ -388,9 +388,11 @@ TEST(SbatchTest, AnyScriptTextReachesTheJobFileExactly) {
 
 // Runs a converted job's command as an agent would (in its workdir, with the job's environment and
 // what the agent adds); returns its exit code.
-int RunTask(const BatchJob& b, const std::string& dir, int rank) {
+int RunTask(const BatchJob& b, const std::string& dir, int rank,
+            const std::vector<std::string>& agent_env = {}) {
   std::vector<std::string> env = {"HANGAR_JOB_ID=41", "RANK=" + std::to_string(rank),
                                   "PATH=/usr/bin:/bin", "TMPDIR=" + dir};
+  env.insert(env.end(), agent_env.begin(), agent_env.end());
   for (const auto& [k, v] : Group(b)["env"].items()) env.push_back(k + "=" + v.get<std::string>());
   std::vector<std::string> argv;
   for (const auto& a : Group(b)["command"]) argv.push_back(a.get<std::string>());
@@ -431,6 +433,27 @@ TEST(SbatchWrapperTest, RunsTheScriptWithSlurmsVariablesSrunAndItsOutputFile) {
   for (const auto& e : fs::directory_iterator(dir))
     left += e.path().filename().string().rfind("hangar-sbatch.", 0) == 0;
   EXPECT_EQ(left, 0u);
+  fs::remove_all(dir);
+}
+
+// The batch step is a task of the allocation's first node, as in Slurm: SLURMD_NODENAME is that
+// node's name (the agent's HANGAR_NODE, which the steps' tasks get too), not the host's, and
+// SLURM_TASKS_PER_NODE is in Slurm's compressed form. Found by tests/slurm/slurm_diff.py.
+TEST(SbatchWrapperTest, TheBatchStepSeesItsNodesNameAndTasksPerNode) {
+  const std::string dir =
+      (fs::temp_directory_path() / ("sbatch_test3." + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  BatchJob b = Convert(
+      "#!/bin/sh\n#SBATCH -N 3 --ntasks-per-node=2 -o out.txt\n"
+      "echo \"$SLURMD_NODENAME $SLURM_TASKS_PER_NODE\"\n"
+      "scontrol() { echo node-7; }\n"
+      "[ \"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)\" = \"$SLURMD_NODENAME\" "
+      "] "
+      "&& echo first\n");
+  EXPECT_EQ(RunTask(b, dir, 0, {"HANGAR_NODE=node-7", "HANGAR_JOB_NODES=node-[7-9]"}), 0);
+  EXPECT_EQ(ReadFile(dir + "/out.txt"), "node-7 2(x3)\nfirst\n");
+  EXPECT_EQ(Group(Convert("#!/bin/sh\n#SBATCH -n 1\n"))["env"]["SLURM_TASKS_PER_NODE"], "1");
   fs::remove_all(dir);
 }
 

@@ -80,8 +80,10 @@ std::string Wrapper(const WrapperInputs& w) {
        "  export SLURM_ARRAY_JOB_ID=\"$HANGAR_ARRAY_JOB_ID\" "
        "SLURM_ARRAY_TASK_ID=\"$HANGAR_ARRAY_INDEX\"\n"
        "fi\n";
-  s += "hangar_node=$(uname -n); hangar_node=${hangar_node%%.*}; hangar_user=$(id -un "
-       "2>/dev/null)\n";
+  // Slurm's node name, as the steps' tasks get it (the agent's HANGAR_NODE), not the host's.
+  s += "if [ -n \"${HANGAR_NODE:-}\" ]; then hangar_node=$HANGAR_NODE; else "
+       "hangar_node=$(uname -n); hangar_node=${hangar_node%%.*}; fi\n";
+  s += "hangar_user=$(id -un 2>/dev/null)\n";
   s += "export SLURMD_NODENAME=\"$hangar_node\"\n";
   // The job's nodes in Slurm's host list form (the agent's HANGAR_JOB_NODES), which scripts read
   // with `scontrol show hostnames`.

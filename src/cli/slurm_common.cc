@@ -94,6 +94,13 @@ StatusOr<std::vector<api::JobView>> SelectJobs(ApiClient* api, const Args& a, bo
       if (!j.ok() && j.status().code() == StatusCode::kNotFound)
         continue;  // as Slurm: nothing printed
       if (!j.ok()) return j.status();
+      // An array's id alone is the whole array, as in Slurm (its first element has that id).
+      if (id.find('_') == std::string::npos && j->array_id == j->id) {
+        HANGAR_ASSIGN_OR_RETURN(auto elements,
+                                ListJobs(api, "&array=" + std::to_string(j->id), {}));
+        jobs.insert(jobs.end(), elements.begin(), elements.end());
+        continue;
+      }
       jobs.push_back(std::move(*j));
     }
   } else {

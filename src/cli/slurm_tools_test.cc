@@ -54,6 +54,7 @@ class SlurmToolsTest : public ::testing::Test {
                         const std::string id = req.matches[1];
                         if (id == "7") return res.set_content(kDone, "application/json");
                         if (id == "8") return res.set_content(kPending, "application/json");
+                        if (id == "20") return res.set_content(kElement0, "application/json");
                         res.status = 404;
                         res.set_content(R"({"error": {"code": ")" +
                                             std::string(StatusCodeName(StatusCode::kNotFound)) +
@@ -62,6 +63,9 @@ class SlurmToolsTest : public ::testing::Test {
                       });
     api_.server().Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
       api_.Record(req);
+      if (req.get_param_value("array") == "20")
+        return res.set_content("{\"jobs\": [" + std::string(kElement0) + "," + kElement1 + "]}",
+                               "application/json");
       const std::string state = req.has_param("state") ? req.get_param_value("state") : "";
       std::string jobs = state == "pending" ? kPending : state == "running" ? kRunning : "";
       if (state.empty()) jobs = std::string(kDone) + "," + kPending + "," + kRunning;
@@ -108,9 +112,32 @@ class SlurmToolsTest : public ::testing::Test {
       R"({"id": 9, "name": "serve", "queue": "prod", "user": "bob", "state": "running", "tasks": 1, "gpus": 1,
           "submitted_ms": 1796500000000, "started_ms": 1796500001000,
           "task_list": [{"index": 0, "node": "node-3", "state": "running", "exit_code": 0}], "spec": {}})";
+  // Job 20 is an array of two elements, 20_0 (job 20) and 20_1 (job 21).
+  static constexpr const char* kElement0 =
+      R"({"id": 20, "array_id": 20, "array_index": 0, "name": "sweep", "queue": "research", "user": "ada",
+          "state": "failed", "tasks": 1, "gpus": 1, "submitted_ms": 1796500000000,
+          "started_ms": 1796500001000, "ended_ms": 1796500002000,
+          "task_list": [{"index": 0, "node": "node-1", "state": "ended", "exit_code": 2}], "spec": {}})";
+  static constexpr const char* kElement1 =
+      R"({"id": 21, "array_id": 20, "array_index": 1, "name": "sweep", "queue": "research", "user": "ada",
+          "state": "succeeded", "tasks": 1, "gpus": 1, "submitted_ms": 1796500000000,
+          "started_ms": 1796500001000, "ended_ms": 1796500002000,
+          "task_list": [{"index": 0, "node": "node-2", "state": "ended", "exit_code": 0}], "spec": {}})";
   FakeApi api_;
   std::string cancelled_;
 };
+
+// As in Slurm, an array's id names the whole array: every element, each as ARRAYID_INDEX; an
+// element is named by ARRAYID_INDEX. Found by tests/slurm/slurm_diff.py (sacct -j ARRAYID listed
+// only the first element).
+TEST_F(SlurmToolsTest, AnArraysIdSelectsEveryElement) {
+  EXPECT_EQ(Run("sacct", {"-P", "-n", "-X", "--format=JobID,State", "-j", "20"}),
+            "20_0|FAILED\n20_1|COMPLETED\n");
+  EXPECT_EQ(Run("sacct", {"-P", "-n", "-X", "--format=JobID,State", "-j", "20_1"}),
+            "20_1|COMPLETED\n");
+  EXPECT_EQ(Run("squeue", {"-h", "-t", "all", "-o", "%i %T", "-j", "20"}),
+            "20_0 FAILED\n20_1 COMPLETED\n");
+}
 
 // What Snakemake's Slurm executor runs to follow its jobs.
 TEST_F(SlurmToolsTest, SacctParsableAnswersIdAndStateAsSnakemakeReadsThem) {

@@ -15,8 +15,8 @@ array example.
   $ hangar sbatch -J sleepy -t 1 hello.sbatch
   Submitted batch job 2
   $ wait_job 1 succeeded && wait_job 2 succeeded
-  $ sed "s/ on $(hostname)$/ on HOST/" hello-1.out
-  job 1 (hello) on HOST
+  $ cat hello-1.out
+  job 1 (hello) on node-? (glob)
   task 0 of 2
   task 1 of 2
   $ hangar jobs -o slurm

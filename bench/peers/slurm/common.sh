@@ -6,7 +6,7 @@
 
 SLURM_NODES=${SLURM_NODES:-64}          # nodes n001..nNNN, 8 GPUs each
 SLURM_GPUS_PER_NODE=8
-SLURM_LEAVES=4                          # leaf switches under one spine
+SLURM_LEAVES=4                          # leaf switches under one spine (fewer for fewer nodes)
 
 # Sets SLURM_BENCH_DIR (absolute) and SLURM_CONF from the first argument.
 slurm_bench_dir() {
@@ -57,6 +57,18 @@ self_and_ancestors() {
   done
 }
 
+# True when process $1 is a descendant of this script ($$): the subshells of its own pipelines are
+# forks that carry its environment, marker included, when start.sh's failure path runs stop.sh.
+descends_from_self() {
+  local pid=$1
+  while [[ $pid -gt 1 ]]; do
+    pid=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || return 1
+    [[ -n $pid ]] || return 1
+    [[ $pid -eq $$ ]] && return 0
+  done
+  return 1
+}
+
 # PIDs of the processes this folder's Slurm started that are not in pids/: slurmstepd (slurmd's
 # children inherit HANGAR_SLURM_BENCH_DIR from it, which start.sh sets) and job processes (they
 # carry SLURM_JOB_ID and this SLURM_CONF in their environment).
@@ -71,7 +83,7 @@ pids_under_this_slurm() {
   } | while read -r f; do
     pid=${f#/proc/}
     pid=${pid%/environ}
-    [[ $keep == *" $pid "* ]] || echo "$pid"
+    [[ $keep == *" $pid "* ]] || descends_from_self "$pid" || echo "$pid"
   done | sort -un
   return 0
 }

@@ -43,6 +43,8 @@ for ((g = 0; g < SLURM_GPUS_PER_NODE; ++g)); do ln -sf /dev/null "$d/dev/nvidia$
 chmod 600 "$d/munge/munge.key"
 
 last=$(node_name "$SLURM_NODES")
+# A small Slurm (the differential test's 2 to 4 nodes) has as many leaves as fit: one node at least.
+((SLURM_NODES >= SLURM_LEAVES)) || SLURM_LEAVES=$SLURM_NODES
 per_leaf=$((SLURM_NODES / SLURM_LEAVES))
 cat >"$d/etc/slurm.conf" <<CONF
 # Written by bench/peers/slurm/configure.sh: Slurm's defaults except where a fake node on one
@@ -86,6 +88,7 @@ CONF
   for ((l = 0; l < SLURM_LEAVES; ++l)); do
     first=$(node_name $((l * per_leaf + 1)))
     lastn=$(node_name $(((l + 1) * per_leaf)))
+    ((l < SLURM_LEAVES - 1)) || lastn=$last   # the last leaf takes what the division leaves
     echo "SwitchName=leaf-$l Nodes=n[${first#n}-${lastn#n}]"
     leaves+=("leaf-$l")
   done
