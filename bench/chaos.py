@@ -21,7 +21,11 @@ tasks ever ran at once (overlapping_attempts, from each task's start and end tim
 attempt ever resumed from a step older than the last checkpoint made durable before the fault
 (checkpoints_lost), and the job's goodput as the controller accounts it.
 
-Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--json]
+With --spares N the cluster keeps N hot spares (cluster.yaml `spares: {per: leaf, count: N}`, the
+highest-numbered nodes): a fault on a node of the gang then replaces that node in place (the gang
+keeps its other node and restarts on a spare, docs/goodput.md) instead of requeueing it whole.
+
+Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--spares N] [--json]
 Prints one line per fault and a JSON object last (only the JSON with --json).
 """
 import argparse
@@ -82,12 +86,13 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self, hangar, root):
+    def __init__(self, hangar, root, spares=0):
         self.hangar, self.root = hangar, root
         self.api, self.agents = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.api}"
         self.procs = {}
-        (root / "cluster.yaml").write_text(CLUSTER)
+        spares_block = f"spares: {{per: leaf, count: {spares}}}\n" if spares else ""
+        (root / "cluster.yaml").write_text(CLUSTER + spares_block)
 
     def spawn(self, name, args):
         log = open(self.root / f"{name}.log", "a")
@@ -203,6 +208,8 @@ class Chaos:
         t1 = wait_for(lambda: self.recovered(attempt + 1), 180, f"the gang to recover from {kind}")
         f = {"kind": kind, "node": node, "attempt": attempt, "at_ms": t0,
              "recover_s": (t1 - t0) / 1000}
+        if node:  # the gang runs on its other node again (in place, with spares)
+            f["kept_other_node"] = bool(set(nodes) - {node} <= set(self.nodes_of_gang()))
         if kind == "hang":
             f["detect_s"] = (self.event_ms("hung: ", t0) - t0) / 1000
         self.repair(kind, node)
@@ -260,6 +267,8 @@ def main():
     ap.add_argument("--every", type=int, default=25, help="steps between checkpoints")
     ap.add_argument("--hang-timeout", default="5s")
     ap.add_argument("--settle", type=float, default=8, help="seconds of running between faults")
+    ap.add_argument("--spares", type=int, default=0,
+                    help="hot spares in the leaf (replace a failed node in place)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args()
     hangar = str(pathlib.Path(args.build, "src", "hangar").resolve())
@@ -268,7 +277,7 @@ def main():
     out.mkdir()
     env_path = str(pathlib.Path(hangar).parent) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PATH"] = env_path  # the tasks call `hangar progress` and `checkpoint-done`
-    c = Cluster(hangar, root)
+    c = Cluster(hangar, root, args.spares)
     say = (lambda *a: None) if args.json else print
     try:
         c.start()
@@ -312,7 +321,8 @@ def main():
             "by_cause": g["by_cause"],
             "fault_list": chaos.faults,
             "settings": {"step_s": args.step, "checkpoint_every_steps": args.every,
-                         "settle_s": args.settle},
+                         "settle_s": args.settle, "spares": args.spares},
+            "kept_other_node": sum(1 for f in chaos.faults if f.get("kept_other_node")),
         }
         say(f"ETTR {100 * g['ettr']:.1f}% over {g['wall_ms'] / 1000:.0f} s; lost work "
             f"{g['parts']['lost_work']['ms'] / 1000:.1f} s, restart "

@@ -265,6 +265,7 @@ void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::Pendin
     auto it = planned_.find(id);
     auto jt = jobs_.find(id);
     if (jt == jobs_.end() || jt->second.state != JobState::kPending) {
+      if (HoldsForReplacement(id)) continue;  // replaced in place: its old tasks still stop
       planned_.erase(it);
       continue;
     }

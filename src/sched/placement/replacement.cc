@@ -1,8 +1,8 @@
-#include "sim/goodput_spares.h"
+#include "sched/placement/replacement.h"
 
 #include <algorithm>
 
-namespace hangar::sim {
+namespace hangar::sched {
 
 std::optional<uint32_t> PickReplacement(const cluster::Topology& topo, uint32_t failed,
                                         const job::TopologyConstraint& rule,
@@ -86,4 +86,4 @@ cluster::GangAssignment WithoutTasks(const cluster::GangAssignment& a,
   return out;
 }
 
-}  // namespace hangar::sim
+}  // namespace hangar::sched
