@@ -60,9 +60,8 @@ class SparesTest : public ::testing::Test {
   // The node of each task of the job's current attempt, by task index.
   std::map<int, std::string> Tasks(uint64_t id) {
     std::map<int, std::string> out;
-    for (const auto& t : cluster_->Job(id)["task_list"]) {
-      out[t.value("index", -1)] = t.value("node", "");
-    }
+    const auto job = cluster_->Job(id);  // not in the loop's header: that would dangle
+    for (const auto& t : job["task_list"]) out[t.value("index", -1)] = t.value("node", "");
     return out;
   }
   std::unique_ptr<LocalCluster> cluster_;
@@ -84,7 +83,7 @@ TEST_F(SparesTest, AnXidUnderAGangTakesTheSpareAndKeepsTheHealthyNodes) {
   ASSERT_TRUE(cluster_->WaitForJobState(gang, "running", 20 * kSecond))
       << cluster_->Job(gang).dump(2);
   const auto first = Tasks(gang);
-  ASSERT_EQ(first.size(), 3u);
+  ASSERT_EQ(first.size(), 3u) << cluster_->Job(gang).dump(2);
   for (const auto& [index, node] : first) EXPECT_NE(node, "node-4") << "the spare took work";
   // A guaranteed job that fits one node waits: the only free node is the spare.
   const uint64_t waiting = Submit("name: one\ntasks: [{gpus: 8, command: [sleep, '1000']}]\n");
