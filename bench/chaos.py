@@ -25,7 +25,8 @@ With --spares N the cluster keeps N hot spares (cluster.yaml `spares: {per: leaf
 highest-numbered nodes): a fault on a node of the gang then replaces that node in place (the gang
 keeps its other node and restarts on a spare, docs/goodput.md) instead of requeueing it whole.
 
-Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--spares N] [--json]
+Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--spares N]
+                      [--remedy repair|reboot] [--json]
 Prints one line per fault and a JSON object last (only the JSON with --json).
 """
 import argparse
@@ -174,6 +175,7 @@ class Chaos:
     def __init__(self, c, job, out, args):
         self.c, self.job, self.out, self.args = c, job, out, args
         self.faults = []
+        self.failed_nodes = 0  # Xid faults that failed their node for good
 
     def view(self):
         return self.c.get(f"/v1/jobs/{self.job}")
@@ -226,9 +228,14 @@ class Chaos:
         if kind == "agent":
             self.c.start_agent(node)
         elif kind == "xid":
-            wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") == "quarantined", 60,
-                     f"{node} quarantined")
-            subprocess.run([self.c.hangar, "remediate", node, "--remedy", "repair",
+            state = wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") in
+                             ("quarantined", "failed") and self.c.get(f"/v1/nodes/{node}")["state"],
+                             60, f"{node} quarantined")
+            # A node failed for good (the same Xid after two reboots) needs a repair.
+            remedy = "repair" if state == "failed" else self.args.remedy
+            if state == "failed":
+                self.failed_nodes += 1
+            subprocess.run([self.c.hangar, "remediate", node, "--remedy", remedy,
                             "--server", self.c.url], check=True, capture_output=True)
         if node:
             wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") == "ready", 120,
@@ -267,6 +274,9 @@ def main():
     ap.add_argument("--every", type=int, default=25, help="steps between checkpoints")
     ap.add_argument("--hang-timeout", default="5s")
     ap.add_argument("--settle", type=float, default=8, help="seconds of running between faults")
+    ap.add_argument("--remedy", default="repair", choices=["repair", "reboot"],
+                    help="how an Xid's node is remediated (reboot: the third Xid 79 on one node "
+                         "fails it for good; it is then repaired)")
     ap.add_argument("--spares", type=int, default=0,
                     help="hot spares in the leaf (replace a failed node in place)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
@@ -321,7 +331,8 @@ def main():
             "by_cause": g["by_cause"],
             "fault_list": chaos.faults,
             "settings": {"step_s": args.step, "checkpoint_every_steps": args.every,
-                         "settle_s": args.settle, "spares": args.spares},
+                         "settle_s": args.settle, "spares": args.spares, "remedy": args.remedy},
+            "nodes_failed": chaos.failed_nodes,
             "kept_other_node": sum(1 for f in chaos.faults if f.get("kept_other_node")),
         }
         say(f"ETTR {100 * g['ettr']:.1f}% over {g['wall_ms'] / 1000:.0f} s; lost work "
