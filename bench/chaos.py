@@ -24,9 +24,11 @@ attempt ever resumed from a step older than the last checkpoint made durable bef
 With --spares N the cluster keeps N hot spares (cluster.yaml `spares: {per: leaf, count: N}`, the
 highest-numbered nodes): a fault on a node of the gang then replaces that node in place (the gang
 keeps its other node and restarts on a spare, docs/goodput.md) instead of requeueing it whole.
+With --fill, a guaranteed job of its own (sleep) fills each node that is neither the gang's nor a
+spare, so that a gang requeued whole finds no free node.
 
 Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--spares N]
-                      [--remedy repair|reboot] [--json]
+                      [--remedy repair|reboot] [--fill] [--json]
 Prints one line per fault and a JSON object last (only the JSON with --json).
 """
 import argparse
@@ -279,6 +281,8 @@ def main():
                          "fails it for good; it is then repaired)")
     ap.add_argument("--spares", type=int, default=0,
                     help="hot spares in the leaf (replace a failed node in place)")
+    ap.add_argument("--fill", action="store_true",
+                    help="fill every node that is neither the gang's nor a spare with other work")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args()
     hangar = str(pathlib.Path(args.build, "src", "hangar").resolve())
@@ -298,6 +302,11 @@ def main():
         job = c.post("/v1/jobs", spec)["id"]
         chaos = Chaos(c, job, out, args)
         wait_for(lambda: chaos.recovered(0), 60, "the gang's first progress report")
+        if args.fill:
+            fillers = [c.post("/v1/jobs", "name: filler\ntasks: [{gpus: 1, command: [sleep, "
+                              "'100000']}]\n")["id"] for _ in range(len(NODES) - 2 - args.spares)]
+            wait_for(lambda: all(c.get(f"/v1/jobs/{f}").get("state") == "running"
+                                 for f in fillers), 60, "the other work running")
         kinds = args.kinds.split(",")
         for i in range(args.faults):
             time.sleep(args.settle)
@@ -331,7 +340,8 @@ def main():
             "by_cause": g["by_cause"],
             "fault_list": chaos.faults,
             "settings": {"step_s": args.step, "checkpoint_every_steps": args.every,
-                         "settle_s": args.settle, "spares": args.spares, "remedy": args.remedy},
+                         "settle_s": args.settle, "spares": args.spares, "remedy": args.remedy,
+                         "fill": args.fill},
             "nodes_failed": chaos.failed_nodes,
             "kept_other_node": sum(1 for f in chaos.faults if f.get("kept_other_node")),
         }
