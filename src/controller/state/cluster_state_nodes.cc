@@ -732,6 +732,8 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
   v.name = info.name;
   v.state = NodeState(n);
   v.reason = r.drained ? r.drain_reason : "";
+  if (v.reason.empty() && spares_.IsSpare(n))
+    v.reason = "hot spare: takes no work until it replaces a failed node of a gang";
   v.model = info.num_gpus ? topology_->models()[info.model] : "";
   v.leaf = topology_->leaves()[info.leaf].name;
   v.spine = topology_->spines()[info.spine].name;

@@ -98,6 +98,8 @@ TEST_F(SparesStateTest, SparesTakeNoGuaranteedWork) {
   }
   EXPECT_EQ(running, 4);
   EXPECT_EQ(state_->spares().PoolJson()["spares"], (nlohmann::json{"a-2", "b-2"}));
+  EXPECT_NE(state_->GetNode("a-2")->reason.find("hot spare"), std::string::npos);
+  EXPECT_EQ(state_->GetNode("a-1")->reason, "");
 }
 
 TEST_F(SparesStateTest, AGangKeepsItsHealthyNodeAndRestartsOnItsLeafsSpare) {
