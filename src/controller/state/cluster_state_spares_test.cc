@@ -162,6 +162,40 @@ TEST_F(SparesStateTest, AGangKeepsItsHealthyNodeAndRestartsOnItsLeafsSpare) {
   EXPECT_EQ(g->interruptions[0].cause, "health");
 }
 
+TEST_F(SparesStateTest, AGangWhoseNodeIsLostRestartsOnTheSpare) {
+  const sched::JobId gang = Submit(kGang);
+  state_->Schedule(now_, &fx_);
+  const std::string leaf = NodesOf(gang).count("a-0") ? "a" : "b";
+  const std::string healthy = NodeOf(gang, 0), lost = NodeOf(gang, 1);
+  Report(healthy, "1.0.0", pb::TaskStatus::RUNNING);
+  Report(lost, "1.0.1", pb::TaskStatus::RUNNING);
+  // Every other node beats for 4 s; `lost` is silent past the 3 s heartbeat timeout.
+  pb::Heartbeat hb;
+  for (Time t = now_; t <= now_ + 4000; t += 100) {
+    hb.set_time_ms(t);
+    for (const char* n : {"a-0", "a-1", "a-2", "b-0", "b-1", "b-2"}) {
+      if (n != lost) state_->OnHeartbeat(n, hb, t);
+    }
+  }
+  now_ += 4000;
+  state_->CheckHeartbeats(now_, &fx_);
+  ASSERT_EQ(state_->GetNode(lost)->state, "lost");
+  EXPECT_TRUE(Said("node " + lost + " replaced in place by spare " + leaf + "-2"));
+  // The lost node's task counts as ended (no lease here); the healthy one stops, then the gang
+  // runs on its healthy node and the spare.
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(gang)->state, "preempting");
+  Report(healthy, "1.0.0", pb::TaskStatus::EXITED);
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(gang)->state, "starting");
+  EXPECT_EQ(NodeOf(gang, 0), healthy);
+  EXPECT_EQ(NodeOf(gang, 1), leaf + "-2");
+  const GoodputLedger::Job* g = state_->goodput().Find(gang);
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(g->interruptions.size(), 1u);
+  EXPECT_EQ(g->interruptions[0].cause, "node_lost");
+}
+
 TEST_F(SparesStateTest, WithoutAFittingReplacementTheGangIsRequeuedWhole) {
   const sched::JobId gang = Submit(kGang);
   state_->Schedule(now_, &fx_);
