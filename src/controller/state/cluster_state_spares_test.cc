@@ -160,6 +160,15 @@ TEST_F(SparesStateTest, AGangKeepsItsHealthyNodeAndRestartsOnItsLeafsSpare) {
   ASSERT_NE(g, nullptr);
   ASSERT_EQ(g->interruptions.size(), 1u);
   EXPECT_EQ(g->interruptions[0].cause, "health");
+  // Repaired and idle, the failed node brings its leaf back to its count of spares.
+  ASSERT_TRUE(state_->Remediate(failed, "repair", -1, "RMA", now_, &fx_).ok());
+  now_ += 1000;
+  state_->EvaluateHealth(now_, &fx_);
+  state_->Tick(now_, &fx_);
+  EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(failed)))
+      << state_->GetNode(failed)->state;
+  EXPECT_TRUE(Said("a spare again"));
+  EXPECT_EQ(state_->spares().missing(), 0u);
 }
 
 TEST_F(SparesStateTest, AGangWhoseNodeIsLostRestartsOnTheSpare) {
