@@ -21,7 +21,14 @@ tasks ever ran at once (overlapping_attempts, from each task's start and end tim
 attempt ever resumed from a step older than the last checkpoint made durable before the fault
 (checkpoints_lost), and the job's goodput as the controller accounts it.
 
-Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--json]
+With --spares N the cluster keeps N hot spares (cluster.yaml `spares: {per: leaf, count: N}`, the
+highest-numbered nodes): a fault on a node of the gang then replaces that node in place (the gang
+keeps its other node and restarts on a spare, docs/goodput.md) instead of requeueing it whole.
+With --fill, a guaranteed job of its own (sleep) fills each node that is neither the gang's nor a
+spare, so that a gang requeued whole finds no free node.
+
+Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--spares N]
+                      [--remedy repair|reboot] [--fill] [--json]
 Prints one line per fault and a JSON object last (only the JSON with --json).
 """
 import argparse
@@ -82,12 +89,13 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self, hangar, root):
+    def __init__(self, hangar, root, spares=0):
         self.hangar, self.root = hangar, root
         self.api, self.agents = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.api}"
         self.procs = {}
-        (root / "cluster.yaml").write_text(CLUSTER)
+        spares_block = f"spares: {{per: leaf, count: {spares}}}\n" if spares else ""
+        (root / "cluster.yaml").write_text(CLUSTER + spares_block)
 
     def spawn(self, name, args):
         log = open(self.root / f"{name}.log", "a")
@@ -169,6 +177,7 @@ class Chaos:
     def __init__(self, c, job, out, args):
         self.c, self.job, self.out, self.args = c, job, out, args
         self.faults = []
+        self.failed_nodes = 0  # Xid faults that failed their node for good
 
     def view(self):
         return self.c.get(f"/v1/jobs/{self.job}")
@@ -203,6 +212,8 @@ class Chaos:
         t1 = wait_for(lambda: self.recovered(attempt + 1), 180, f"the gang to recover from {kind}")
         f = {"kind": kind, "node": node, "attempt": attempt, "at_ms": t0,
              "recover_s": (t1 - t0) / 1000}
+        if node:  # the gang runs on its other node again (in place, with spares)
+            f["kept_other_node"] = bool(set(nodes) - {node} <= set(self.nodes_of_gang()))
         if kind == "hang":
             f["detect_s"] = (self.event_ms("hung: ", t0) - t0) / 1000
         self.repair(kind, node)
@@ -219,9 +230,14 @@ class Chaos:
         if kind == "agent":
             self.c.start_agent(node)
         elif kind == "xid":
-            wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") == "quarantined", 60,
-                     f"{node} quarantined")
-            subprocess.run([self.c.hangar, "remediate", node, "--remedy", "repair",
+            state = wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") in
+                             ("quarantined", "failed") and self.c.get(f"/v1/nodes/{node}")["state"],
+                             60, f"{node} quarantined")
+            # A node failed for good (the same Xid after two reboots) needs a repair.
+            remedy = "repair" if state == "failed" else self.args.remedy
+            if state == "failed":
+                self.failed_nodes += 1
+            subprocess.run([self.c.hangar, "remediate", node, "--remedy", remedy,
                             "--server", self.c.url], check=True, capture_output=True)
         if node:
             wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") == "ready", 120,
@@ -260,6 +276,13 @@ def main():
     ap.add_argument("--every", type=int, default=25, help="steps between checkpoints")
     ap.add_argument("--hang-timeout", default="5s")
     ap.add_argument("--settle", type=float, default=8, help="seconds of running between faults")
+    ap.add_argument("--remedy", default="repair", choices=["repair", "reboot"],
+                    help="how an Xid's node is remediated (reboot: the third Xid 79 on one node "
+                         "fails it for good; it is then repaired)")
+    ap.add_argument("--spares", type=int, default=0,
+                    help="hot spares in the leaf (replace a failed node in place)")
+    ap.add_argument("--fill", action="store_true",
+                    help="fill every node that is neither the gang's nor a spare with other work")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args()
     hangar = str(pathlib.Path(args.build, "src", "hangar").resolve())
@@ -268,7 +291,7 @@ def main():
     out.mkdir()
     env_path = str(pathlib.Path(hangar).parent) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PATH"] = env_path  # the tasks call `hangar progress` and `checkpoint-done`
-    c = Cluster(hangar, root)
+    c = Cluster(hangar, root, args.spares)
     say = (lambda *a: None) if args.json else print
     try:
         c.start()
@@ -279,6 +302,11 @@ def main():
         job = c.post("/v1/jobs", spec)["id"]
         chaos = Chaos(c, job, out, args)
         wait_for(lambda: chaos.recovered(0), 60, "the gang's first progress report")
+        if args.fill:
+            fillers = [c.post("/v1/jobs", "name: filler\ntasks: [{gpus: 1, command: [sleep, "
+                              "'100000']}]\n")["id"] for _ in range(len(NODES) - 2 - args.spares)]
+            wait_for(lambda: all(c.get(f"/v1/jobs/{f}").get("state") == "running"
+                                 for f in fillers), 60, "the other work running")
         kinds = args.kinds.split(",")
         for i in range(args.faults):
             time.sleep(args.settle)
@@ -312,7 +340,10 @@ def main():
             "by_cause": g["by_cause"],
             "fault_list": chaos.faults,
             "settings": {"step_s": args.step, "checkpoint_every_steps": args.every,
-                         "settle_s": args.settle},
+                         "settle_s": args.settle, "spares": args.spares, "remedy": args.remedy,
+                         "fill": args.fill},
+            "nodes_failed": chaos.failed_nodes,
+            "kept_other_node": sum(1 for f in chaos.faults if f.get("kept_other_node")),
         }
         say(f"ETTR {100 * g['ettr']:.1f}% over {g['wall_ms'] / 1000:.0f} s; lost work "
             f"{g['parts']['lost_work']['ms'] / 1000:.1f} s, restart "

@@ -182,6 +182,19 @@ Status ShowJob(const Common& c, const std::string& id) {
   return Status::Ok();
 }
 
+// `hangar explain`'s lines on the nodes a gang replaced in place (docs/goodput.md).
+void PrintReplacements(const nlohmann::json& r) {
+  for (const auto& x : r.value("replacements", nlohmann::json::array())) {
+    std::printf("  attempt %u: node %s replaced by %s %s at %s (%s)\n", x.value("attempt", 0u),
+                x.value("failed", "").c_str(), x.value("spare", false) ? "spare" : "free node",
+                x.value("with", "").c_str(),
+                FormatUtcTimestamp(x.value("at_ms", int64_t{0})).c_str(),
+                x.value("why", "").c_str());
+  }
+  if (r.value("waiting", false))
+    std::printf("  restarts in place once the previous attempt's tasks have stopped\n");
+}
+
 Status Explain(const Common& c, const std::string& id) {
   // A service's name (service names start with a letter; job ids are numbers).
   if (!id.empty() && std::islower(static_cast<unsigned char>(id[0]))) return ExplainService(c, id);
@@ -199,6 +212,7 @@ Status Explain(const Common& c, const std::string& id) {
   }
   std::printf("\n");
   if (r.contains("progress")) PrintProgress(r["progress"]);
+  if (r.contains("replaced")) PrintReplacements(r["replaced"]);
   if (r.contains("service")) return ExplainService(c, r["service"].get<std::string>());
   return Status::Ok();
 }

@@ -151,5 +151,24 @@ TEST(CliCommandsTest, ExplainTakesAServicesNameOrAReplicasJobAndSaysWhyItHasItsR
   EXPECT_NE(out.find("job 8 (web-2) is pending: no room\n"), std::string::npos) << out;
 }
 
+TEST(CliCommandsTest, ExplainNamesTheNodeAGangReplacedAndTheSpareItTook) {
+  FakeApi api;
+  api.server().Get("/v1/jobs/5/explain", [&](const httplib::Request& req, httplib::Response& res) {
+    api.Record(req);
+    res.set_content(R"({"id": 5, "name": "gang", "state": "running", "reason": "", "rule": "none",
+                        "replaced": {"waiting": false, "replacements": [{"attempt": 1,
+                        "at_ms": 0, "failed": "node-2", "with": "node-4", "spare": true,
+                        "why": "node node-2 draining: Xid 79"}]}})",
+                    "application/json");
+  });
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunCli(api, {"explain", "5"}), 0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("  attempt 1: node node-2 replaced by spare node-4 at 1970-01-01T00:00:00Z "
+                     "(node node-2 draining: Xid 79)\n"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace hangar::cli

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cluster/spares_yaml.h"
 #include "common/units.h"
 #include "common/yaml_util.h"
 
@@ -33,10 +34,10 @@ class ClusterParser {
   explicit ClusterParser(const YamlSource& src) : src_(src) {}
 
   StatusOr<ClusterFile> Parse(const YAML::Node& root) {
-    HANGAR_RETURN_IF_ERROR(
-        src_.CheckKeys(root, "the cluster file",
-                       {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines",
-                        "containers", "data", "gpu_models", "mig", "networks", "gpu_types"}));
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
+        root, "the cluster file",
+        {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data",
+         "gpu_models", "mig", "networks", "gpu_types", "spares"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -70,6 +71,11 @@ class ClusterParser {
     if (root["gpu_models"]) HANGAR_RETURN_IF_ERROR(ParseGpuModels(root["gpu_models"], &out));
     if (root["gpu_types"]) {
       HANGAR_ASSIGN_OR_RETURN(out.gpu_types, ParseGpuTypes(src_, root["gpu_types"], *out.topology));
+    }
+    // Checked here so that a mistake fails the file wherever it is loaded; the controller reads
+    // the block itself (LoadSpares).
+    if (root["spares"]) {
+      HANGAR_RETURN_IF_ERROR(ParseSpares(src_, root["spares"], *out.topology).status());
     }
     return out;
   }

@@ -528,11 +528,13 @@ void HttpApi::Routes() {
     auto id = IdOf(req);
     if (!id.ok()) return Reply(res, id.status());
     Time estimated_start = kNever;  // the head job's reservation, when the scheduler made one
+    nlohmann::json replaced;        // its nodes replaced in place from spares (spare_pool.h)
     auto job = owner_->Call<StatusOr<api::JobView>>(
         [&](ClusterState& st, Effects*) -> StatusOr<api::JobView> {
           HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, *id, false));
           const auto& reserved = st.waiting_order().reserved_start;
           if (auto r = reserved.find(*id); r != reserved.end()) estimated_start = r->second;
+          replaced = st.spares().Json(*id);
           return st.GetJob(*id);
         });
     if (!job.ok()) return Reply(res, job.status());
@@ -547,6 +549,7 @@ void HttpApi::Routes() {
     if (job->state == "pending" && estimated_start != kNever)
       out["estimated_start_ms"] = estimated_start;
     if (!job->progress.is_null()) out["progress"] = job->progress;
+    if (!replaced.is_null()) out["replaced"] = std::move(replaced);
     if (services_) {  // a service's replica: `hangar explain` says why the service has its count
       if (auto svc = services_->OwnerOf(job->id)) out["service"] = *svc;
     }

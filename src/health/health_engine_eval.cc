@@ -47,7 +47,11 @@ void HealthEngine::Note(uint32_t node, int gpu, const Subject::Step& step, Time 
   nodes_[node].transitions.push_back(t);
   ev->transitions.push_back(std::move(t));
   if (step.to == HealthState::kPendingValidation) nodes_[node].validate = true;
-  if (step.to != HealthState::kDraining) return;
+  // A subject that fails straight from the pool (a reboot-level Xid again after too many reboots)
+  // still has work on it: that work is drained as when it goes draining, or it runs on for ever.
+  const bool leaves_pool = step.to == HealthState::kDraining ||
+                           (step.to == HealthState::kFailed && IsSchedulable(step.from));
+  if (!leaves_pool) return;
   if (gpu < 0) {
     ev->drain_nodes.push_back(node);
   } else if (IsSchedulable(nodes_[node].subject.state())) {

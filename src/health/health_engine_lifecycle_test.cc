@@ -163,6 +163,27 @@ TEST(HealthLifecycleTest, Xid79AfterTwoRebootsFailsTheNode) {
             "Xid 79 again after 2 reboots: the hardware needs inspection");
 }
 
+// The node fails straight from the pool, with work on it: that work is drained, or the gang on it
+// runs on a failed node and never restarts.
+TEST(HealthLifecycleTest, ANodeThatFailsStraightFromThePoolHasItsWorkDrained) {
+  HealthEngine e(Fleet(1), InPool(), 0);
+  Time t = 0;
+  for (int reboot = 0; reboot < 2; ++reboot) {
+    ASSERT_TRUE(e.ObserveGpuEvent(0, Xid(2, 79, t)).ok());
+    EXPECT_EQ(e.Evaluate(t).drain_nodes, std::vector<uint32_t>{0});
+    t += kHour;
+    ASSERT_TRUE(e.Apply(Act(Kind::kRemediated, 0, -1, t, Remedy::kNodeReboot)).ok());
+    e.Evaluate(t);
+    t += kHour;
+  }
+  ASSERT_TRUE(e.ObserveGpuEvent(0, Xid(2, 79, t)).ok());
+  Evaluation ev = e.Evaluate(t);
+  ASSERT_EQ(e.node_state(0), HealthState::kFailed);
+  EXPECT_EQ(ev.drain_nodes, std::vector<uint32_t>{0});
+  // Once failed, nothing is drained again.
+  EXPECT_TRUE(e.Evaluate(t + kMinute).drain_nodes.empty());
+}
+
 TEST(HealthLifecycleTest, LostNodeIsDrainedWithoutTheValveAndValidatedWhenItReturns) {
   HealthEngine e(Fleet(2), HealthOptions{}, 0);
   for (uint32_t n = 0; n < 2; ++n) ASSERT_TRUE(e.ObserveValidation(n, Passing(10)).ok());

@@ -35,6 +35,7 @@
 #include "controller/state/progress_book.h"
 #include "controller/state/queue_book.h"
 #include "controller/state/secret_sealer.h"
+#include "controller/state/spare_pool.h"
 #include "controller/state/spec_book.h"
 #include "controller/state/spec_interner.h"
 #include "controller/state/submission_digest.h"
@@ -132,6 +133,9 @@ struct ControllerOptions {
   // The base of each cycle's random seed (sched::owner::CycleSeed); `hangar sim` passes its own.
   uint64_t seed = 1;
   Time seed_epoch = 0;  // cycles draw by time since this (the simulator's clock runs ahead)
+  // cluster.yaml's spares: (docs/goodput.md): nodes kept free of work to replace a gang's failed
+  // node in place (spare_pool.h); none by default.
+  cluster::SparesConfig spares;
 };
 
 // The last telemetry of one GPU, as much as /metrics exposes (dcgm-exporter's series).
@@ -364,6 +368,8 @@ class ClusterState {
   const ProgressBook& progress() const { return progress_; }
   // Where each started job's wall time went (goodput_ledger.h; docs/goodput.md).
   const GoodputLedger& goodput() const { return goodput_; }
+  // The hot spares and the replacements made from them (spare_pool.h).
+  const SparePool& spares() const { return spares_; }
   // A task reported a checkpoint: the job's lost-work figure restarts from now.
   Status OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now,
                           Effects* fx);
@@ -411,6 +417,7 @@ class ClusterState {
     AdvanceReservations(now, fx);
     CheckProgress(now, fx);
     AdvanceMaintenance(now, fx);
+    RefillSpares(now, fx);
   }
   // Forgets the finished jobs that ended at least options().keep_finished ago (none when it is 0)
   // and have no task left anywhere (cluster_state_purge.cc). Looks at most kPurgeScan jobs a call,
@@ -813,6 +820,20 @@ class ClusterState {
   void ApplyMaintenance(const maintenance::Run& r, const maintenance::Actions& a, Time now,
                         Effects* fx);
   void RestoreMaintenance(const KeyValueRow& row);
+  // Hot spares (cluster_state_spares.cc). A gang that loses node `failed` (drained or lost) keeps
+  // its healthy nodes and restarts in place on a spare or free node, ahead of the queue, once its
+  // tasks have stopped; without one it is requeued whole (Requeue).
+  void RequeueOrReplace(JobRecord& j, uint32_t failed, const std::string& why, Time now,
+                        Effects* fx);
+  // Whether node `m` can take the tasks `moved` of `was` (healthy, registered, free enough).
+  bool TakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
+                          const std::vector<size_t>& moved) const;
+  // Whether what job `id`'s stopping tasks free stays held for its replacement (EndZombie,
+  // ReleaseHolds).
+  bool HoldsForReplacement(sched::JobId id) const;
+  // Once a second (Tick): idle healthy nodes bring short domains back to their count of spares.
+  void RefillSpares(Time now, Effects* fx);
+  SparePool spares_{*topology_, options_.spares};
 };
 
 }  // namespace hangar::controller

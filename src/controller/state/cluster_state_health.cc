@@ -173,7 +173,7 @@ void ClusterState::DrainWork(uint32_t n, const std::vector<uint32_t>& gpus, cons
   for (sched::JobId id : hit) {
     JobRecord& j = jobs_.at(id);
     if (job::IsFinal(j.state)) continue;
-    Requeue(j, why, now, fx);  // with the checkpoint signal first
+    RequeueOrReplace(j, n, why, now, fx);  // with the checkpoint signal first
   }
 }
 

@@ -377,8 +377,9 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
 void ClusterState::EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z) {
   const sched::JobId for_job = z->second.held_for;
   auto p = for_job ? jobs_.find(for_job) : jobs_.end();
-  if (p != jobs_.end() && p->second.state == JobState::kPending &&
-      !p->second.awaiting_victims.empty()) {
+  if (p != jobs_.end() &&
+      ((p->second.state == JobState::kPending && !p->second.awaiting_victims.empty()) ||
+       HoldsForReplacement(for_job))) {
     planned_.Hold(for_job, std::move(z->second.share));
   } else {
     usage_.Release(z->second.share);
@@ -390,7 +391,8 @@ void ClusterState::EndZombie(const std::unordered_map<std::string, Zombie>::iter
 void ClusterState::ReleaseHolds() {
   planned_.ReleaseHolds(usage_, [&](sched::JobId id) {
     const JobRecord& p = jobs_.at(id);
-    return p.state == JobState::kPending && !p.awaiting_victims.empty();
+    return (p.state == JobState::kPending && !p.awaiting_victims.empty()) ||
+           HoldsForReplacement(id);
   });
 }
 

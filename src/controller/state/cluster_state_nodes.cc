@@ -14,7 +14,7 @@ void ClusterState::UpdateCondition(uint32_t n) {
   // controller adds what it knows about the node's agent and the operator.
   cluster::NodeCondition c = health_.node_condition(n);
   c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained &&
-                  r.orphans.empty() && r.held.empty();
+                  r.orphans.empty() && r.held.empty() && !spares_.IsSpare(n);
   if (!(c == usage_.node(n).condition)) {
     usage_.SetNodeCondition(n, c);
     dirty_ = true;
@@ -521,7 +521,7 @@ void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effect
       }
       Persist(j, fx);
     } else {
-      Requeue(j, "node " + name + " lost (" + why + ")", now, fx);
+      RequeueOrReplace(j, n, "node " + name + " lost (" + why + ")", now, fx);
       if (const Time fence = FenceEnd(n); fence > now) {
         fx->Event(now, "job", "job/" + std::to_string(id),
                   "attempt " + std::to_string(j.attempt) + " starts only after node " + name +
@@ -732,6 +732,8 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
   v.name = info.name;
   v.state = NodeState(n);
   v.reason = r.drained ? r.drain_reason : "";
+  if (v.reason.empty() && spares_.IsSpare(n))
+    v.reason = "hot spare: takes no work until it replaces a failed node of a gang";
   v.model = info.num_gpus ? topology_->models()[info.model] : "";
   v.leaf = topology_->leaves()[info.leaf].name;
   v.spine = topology_->spines()[info.spine].name;

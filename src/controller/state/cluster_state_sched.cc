@@ -261,7 +261,10 @@ void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::Pendin
       usage_,
       [&](sched::JobId id) {
         auto jt = jobs_.find(id);
-        if (jt == jobs_.end() || jt->second.state != JobState::kPending) return Due::kDrop;
+        if (jt == jobs_.end() || jt->second.state != JobState::kPending) {
+          // Replaced in place: its old tasks still stop, and its plan waits for them.
+          return HoldsForReplacement(id) ? Due::kWait : Due::kDrop;
+        }
         const JobRecord& j = jt->second;
         return !j.awaiting_victims.empty() || j.stopping_tasks > 0 ? Due::kWait : Due::kStart;
       },

@@ -1,0 +1,139 @@
+// ClusterState: replacing the failed node of a running gang in place, from the hot spares
+// (spare_pool.h) or a free node, and keeping the spares' counts (docs/goodput.md).
+#include "controller/state/cluster_state.h"
+#include "controller/state/job_lifecycle.h"
+#include "sched/placement/replacement.h"
+
+namespace hangar::controller {
+
+using job::JobState;
+
+namespace {
+
+// The smallest level whose one domain holds every node of `a`.
+cluster::Level LocalityOf(const cluster::Topology& topo, const cluster::GangAssignment& a) {
+  using cluster::Level;
+  for (Level level : {Level::kNode, Level::kLeaf, Level::kSpine}) {
+    bool one = true;
+    for (const auto& t : a.tasks) {
+      one = one && topo.DomainOf(t.node, level) == topo.DomainOf(a.tasks[0].node, level);
+    }
+    if (one) return level;
+  }
+  return Level::kCluster;
+}
+
+}  // namespace
+
+bool ClusterState::HoldsForReplacement(sched::JobId id) const {
+  if (!spares_.Waiting(id) || !planned_.planned(id)) return false;
+  auto it = jobs_.find(id);
+  return it != jobs_.end() &&
+         (it->second.state == JobState::kPending || it->second.state == JobState::kPreempting);
+}
+
+bool ClusterState::TakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
+                                      const std::vector<size_t>& moved) const {
+  const NodeRecord& r = nodes_[m];
+  if (!r.registered || !r.connected || r.lost || r.drained || !r.orphans.empty() ||
+      !r.held.empty()) {
+    return false;
+  }
+  const cluster::NodeCondition c = health_.node_condition(m);
+  if (!c.schedulable || !c.gangs_allowed) return false;
+  for (const auto& t : was.tasks) {
+    if (t.node == m) return false;  // a node of the gang itself
+  }
+  for (size_t k : moved) {
+    if (!sched::NodeTakesTask(usage_, m, was, k)) return false;
+  }
+  return true;
+}
+
+void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::string& why, Time now,
+                                    Effects* fx) {
+  const cluster::GangAssignment was = j.assignment;
+  std::vector<size_t> moved;
+  bool other_node = false;
+  for (size_t k = 0; k < was.tasks.size(); ++k) {
+    if (was.tasks[k].node == failed) {
+      moved.push_back(k);
+    } else {
+      other_node = true;
+    }
+  }
+  // Only a gang that keeps healthy nodes is replaced in place; a job on one node requeues.
+  if (!spares_.enabled() || moved.empty() || !other_node || !job::HoldsResources(j.state)) {
+    Requeue(j, why, now, fx);
+    return;
+  }
+  const std::string& failed_name = topology_->nodes()[failed].name;
+  const auto pick = spares_.PickFor(
+      failed, j.spec->spec.topology, [&](uint32_t m) { return TakesReplacedTasks(m, was, moved); },
+      [&](uint32_t m) {
+        return usage_.node(m).condition.schedulable && TakesReplacedTasks(m, was, moved);
+      });
+  Requeue(j, why, now, fx);  // its tasks checkpoint and stop; their GPUs stay held meanwhile
+  const std::string subject = "job/" + std::to_string(j.id);
+  if (!pick) {
+    fx->Event(now, "job", subject,
+              "no spare or free node can replace node " + failed_name +
+                  " within the job's topology rule: requeued whole, its healthy nodes released");
+    return;
+  }
+  // Its healthy nodes' GPUs are held for it as its tasks stop (EndZombie), and so is what is free
+  // on the replacement, so that no cycle gives either away meanwhile.
+  const std::string prefix = std::to_string(j.id) + ".";
+  for (auto& [task, z] : zombies_) {
+    if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0) z.held_for = j.id;
+  }
+  std::vector<std::pair<size_t, uint32_t>> moves;
+  for (size_t k : moved) moves.emplace_back(k, pick->node);
+  sched::Placement p;
+  p.job = j.id;
+  p.assignment = sched::MoveTasks(*topology_, was, moves);
+  p.locality = LocalityOf(*topology_, p.assignment);
+  if (pick->spare) {
+    spares_.Take(pick->node);
+    UpdateCondition(pick->node);
+  }
+  for (size_t k : moved) planned_.HoldWhatIsFree(j.id, usage_, cluster::TaskShare(p.assignment, k));
+  planned_.Plan(j.id, std::move(p));
+  spares_.Record(j.id, {j.attempt, failed, pick->node, pick->spare, now, why});
+  const std::string& with = topology_->nodes()[pick->node].name;
+  fx->Event(
+      now, "job", subject,
+      "node " + failed_name + " replaced in place by " + (pick->spare ? "spare " : "free node ") +
+          with + " (leaf " +
+          topology_->DomainName(cluster::Level::kLeaf,
+                                topology_->DomainOf(pick->node, cluster::Level::kLeaf)) +
+          "): attempt " + std::to_string(j.attempt) + " keeps the gang's other nodes and " +
+          "restarts from its last checkpoint, ahead of the queue, once its tasks have stopped");
+  if (pick->spare) {
+    fx->Event(now, "node", "node/" + with,
+              "spare taken by job " + std::to_string(j.id) + " to replace node " + failed_name);
+  }
+}
+
+void ClusterState::RefillSpares(Time now, Effects* fx) {
+  if (!spares_.enabled()) return;
+  for (auto it = spares_.waiting().begin(); it != spares_.waiting().end();) {
+    const sched::JobId id = *it++;
+    if (!planned_.planned(id)) spares_.Started(id);
+  }
+  spares_.Sweep([&](sched::JobId id) { return !jobs_.count(id); });
+  for (uint32_t n : spares_.RefillCandidates()) {
+    const NodeRecord& r = nodes_[n];
+    const cluster::NodeInfo& info = topology_->nodes()[n];
+    const cluster::NodeUsage& u = usage_.node(n);
+    const bool idle = u.free_whole == info.num_gpus && u.free_cpu == info.milli_cpu;
+    if (!idle || !r.registered || !r.connected || r.lost || r.drained ||
+        !usage_.node(n).condition.schedulable || !spares_.Refill(n)) {
+      continue;
+    }
+    UpdateCondition(n);
+    fx->Event(now, "node", "node/" + info.name, "a spare again (its domain was short of spares)");
+  }
+}
+
+}  // namespace hangar::controller

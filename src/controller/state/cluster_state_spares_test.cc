@@ -1,0 +1,227 @@
+// Hot spares in the controller (docs/goodput.md): a gang that loses a node keeps its healthy nodes
+// and restarts in place on its leaf's spare, ahead of the queue; spares take no guaranteed work.
+#include <gtest/gtest.h>
+
+#include "cluster/cluster_yaml.h"
+#include "cluster/spares_yaml.h"
+#include "controller/state/cluster_state.h"
+
+namespace hangar::controller {
+namespace {
+
+// Two leaves of three nodes, one spare in each (a-2 and b-2).
+constexpr const char* kCluster =
+    "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+    "fabric:\n"
+    "  spines:\n"
+    "    - name: s0\n"
+    "      leaves:\n"
+    "        - {name: l0, nodes: [{name: \"a-[0-2]\"}]}\n"
+    "        - {name: l1, nodes: [{name: \"b-[0-2]\"}]}\n"
+    "spares: {per: leaf, count: 1}\n";
+
+constexpr const char* kGang =
+    "name: gang\ntopology: {same: leaf, mode: required}\n"
+    "checkpoint: {signal: SIGUSR1, grace: 30s}\n"
+    "tasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n";
+
+class SparesStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = cluster::ParseClusterYaml(kCluster, "c.yaml");
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    YamlSource src("c.yaml");
+    auto root = src.Parse(kCluster);
+    ASSERT_TRUE(root.ok());
+    auto spares = cluster::ParseSpares(src, (*root)["spares"], *f->topology);
+    ASSERT_TRUE(spares.ok()) << spares.status().message();
+    ControllerOptions o;
+    o.require_validation = false;
+    o.spares = *spares;
+    state_ = std::make_unique<ClusterState>(f->topology, o,
+                                            std::move(sched::Scheduler::Create({})).value());
+    for (const char* n : {"a-0", "a-1", "a-2", "b-0", "b-1", "b-2"}) {
+      pb::Register r;
+      r.mutable_inventory()->set_node(n);
+      for (int i = 0; i < 8; ++i) r.mutable_inventory()->add_gpus()->set_index(i);
+      ASSERT_TRUE(state_->OnRegister(r, now_, &fx_).ok());
+    }
+  }
+  sched::JobId Submit(const std::string& text) {
+    auto spec = job::ParseJobSpec(text, "job.yaml");
+    EXPECT_TRUE(spec.ok()) << spec.status().message();
+    auto id = state_->Submit(*spec, now_, &fx_);
+    EXPECT_TRUE(id.ok());
+    return id.ok() ? *id : 0;
+  }
+  void Report(const std::string& node, const std::string& task, pb::TaskStatus::State st) {
+    pb::TaskStatus s;
+    s.set_task_id(task);
+    s.set_state(st);
+    s.set_stopped(st == pb::TaskStatus::EXITED);
+    ASSERT_TRUE(state_->OnTaskStatus(node, s, now_, &fx_).ok());
+  }
+  // The node of task `index` of job `id`'s current attempt.
+  std::string NodeOf(sched::JobId id, uint32_t index) {
+    const auto job = state_->GetJob(id);  // not in the loop's header: that would dangle
+    for (const auto& t : job->task_views) {
+      if (t.index == index) return t.node;
+    }
+    return "";
+  }
+  std::set<std::string> NodesOf(sched::JobId id) {
+    std::set<std::string> out;
+    const auto job = state_->GetJob(id);
+    for (const auto& t : job->task_views) out.insert(t.node);
+    return out;
+  }
+  bool Said(const std::string& words) const {
+    for (const auto& e : fx_.batch.events) {
+      if (e.message.find(words) != std::string::npos) return true;
+    }
+    return false;
+  }
+  std::unique_ptr<ClusterState> state_;
+  Effects fx_;
+  Time now_ = 1'000'000;
+};
+
+TEST_F(SparesStateTest, SparesTakeNoGuaranteedWork) {
+  for (int i = 0; i < 5; ++i) Submit("name: one\ntasks: [{gpus: 8, command: [x]}]\n");
+  state_->Schedule(now_, &fx_);
+  int running = 0;
+  for (sched::JobId id = 1; id <= 5; ++id) {
+    const auto job = state_->GetJob(id);
+    if (job->state == "pending") continue;
+    ++running;
+    EXPECT_FALSE(NodesOf(id).count("a-2") || NodesOf(id).count("b-2")) << id;
+  }
+  EXPECT_EQ(running, 4);
+  EXPECT_EQ(state_->spares().PoolJson()["spares"], (nlohmann::json{"a-2", "b-2"}));
+  EXPECT_NE(state_->GetNode("a-2")->reason.find("hot spare"), std::string::npos);
+  EXPECT_EQ(state_->GetNode("a-1")->reason, "");
+}
+
+TEST_F(SparesStateTest, AGangKeepsItsHealthyNodeAndRestartsOnItsLeafsSpare) {
+  const sched::JobId gang = Submit(kGang);
+  state_->Schedule(now_, &fx_);
+  const std::set<std::string> first = NodesOf(gang);
+  ASSERT_EQ(first.size(), 2u);
+  const std::string leaf = first.count("a-0") ? "a" : "b";
+  ASSERT_EQ(first, (std::set<std::string>{leaf + "-0", leaf + "-1"}));
+  const std::string healthy = NodeOf(gang, 0), failed = NodeOf(gang, 1);
+  Report(healthy, "1.0.0", pb::TaskStatus::RUNNING);
+  Report(failed, "1.0.1", pb::TaskStatus::RUNNING);
+  // Two guaranteed jobs fill the other leaf's two nodes; a third waits.
+  const sched::JobId other = Submit("name: one\ntasks: [{gpus: 8, command: [x]}]\n");
+  Submit("name: one\ntasks: [{gpus: 8, command: [x]}]\n");
+  const sched::JobId waiting = Submit("name: one\ntasks: [{gpus: 8, command: [x]}]\n");
+  state_->Schedule(now_, &fx_);
+  ASSERT_EQ(state_->GetJob(other)->state, "starting");
+  ASSERT_EQ(state_->GetJob(waiting)->state, "pending");
+
+  // Xid 79 on the gang's second node: it drains, the gang stops to restart in place.
+  pb::GpuEvent xid;
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  state_->OnGpuEvent(failed, xid, now_);
+  now_ += 1000;
+  state_->EvaluateHealth(now_, &fx_);
+  ASSERT_EQ(state_->GetJob(gang)->state, "preempting");
+  EXPECT_TRUE(Said("node " + failed + " replaced in place by spare " + leaf + "-2 (leaf l" +
+                   (leaf == "a" ? "0" : "1") + ")"));
+  // The healthy node's task stops first: nobody else may take that node meanwhile.
+  now_ += 1000;
+  Report(healthy, "1.0.0", pb::TaskStatus::EXITED);
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(waiting)->state, "pending");
+  EXPECT_EQ(state_->GetJob(gang)->state, "preempting");
+  // Once the failed node's task has stopped too, the gang runs again on its healthy node and the
+  // spare, before the job that waited longer in the queue.
+  now_ += 1000;
+  Report(failed, "1.0.1", pb::TaskStatus::EXITED);
+  state_->Schedule(now_, &fx_);
+  const auto job = state_->GetJob(gang);
+  EXPECT_EQ(job->state, "starting");
+  EXPECT_EQ(job->attempt, 1u);
+  EXPECT_EQ(NodeOf(gang, 0), healthy);
+  EXPECT_EQ(NodeOf(gang, 1), leaf + "-2");
+  EXPECT_EQ(state_->GetJob(waiting)->state, "pending");
+  // Explained: the node replaced and the spare taken; the spare is no longer one.
+  const nlohmann::json r = state_->spares().Json(gang);
+  ASSERT_EQ(r["replacements"].size(), 1u);
+  EXPECT_EQ(r["replacements"][0]["failed"], failed);
+  EXPECT_EQ(r["replacements"][0]["with"], leaf + "-2");
+  EXPECT_EQ(r["replacements"][0]["spare"], true);
+  EXPECT_FALSE(state_->spares().IsSpare(*state_->topology().FindNode(leaf + "-2")));
+  // The goodput ledger counts it under its cause.
+  const GoodputLedger::Job* g = state_->goodput().Find(gang);
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(g->interruptions.size(), 1u);
+  EXPECT_EQ(g->interruptions[0].cause, "health");
+  // Repaired and idle, the failed node brings its leaf back to its count of spares.
+  ASSERT_TRUE(state_->Remediate(failed, "repair", -1, "RMA", now_, &fx_).ok());
+  now_ += 1000;
+  state_->EvaluateHealth(now_, &fx_);
+  state_->Tick(now_, &fx_);
+  EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(failed)))
+      << state_->GetNode(failed)->state;
+  EXPECT_TRUE(Said("a spare again"));
+  EXPECT_EQ(state_->spares().missing(), 0u);
+}
+
+TEST_F(SparesStateTest, AGangWhoseNodeIsLostRestartsOnTheSpare) {
+  const sched::JobId gang = Submit(kGang);
+  state_->Schedule(now_, &fx_);
+  const std::string leaf = NodesOf(gang).count("a-0") ? "a" : "b";
+  const std::string healthy = NodeOf(gang, 0), lost = NodeOf(gang, 1);
+  Report(healthy, "1.0.0", pb::TaskStatus::RUNNING);
+  Report(lost, "1.0.1", pb::TaskStatus::RUNNING);
+  // Every other node beats for 4 s; `lost` is silent past the 3 s heartbeat timeout.
+  pb::Heartbeat hb;
+  for (Time t = now_; t <= now_ + 4000; t += 100) {
+    hb.set_time_ms(t);
+    for (const char* n : {"a-0", "a-1", "a-2", "b-0", "b-1", "b-2"}) {
+      if (n != lost) state_->OnHeartbeat(n, hb, t);
+    }
+  }
+  now_ += 4000;
+  state_->CheckHeartbeats(now_, &fx_);
+  ASSERT_EQ(state_->GetNode(lost)->state, "lost");
+  EXPECT_TRUE(Said("node " + lost + " replaced in place by spare " + leaf + "-2"));
+  // The lost node's task counts as ended (no lease here); the healthy one stops, then the gang
+  // runs on its healthy node and the spare.
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(gang)->state, "preempting");
+  Report(healthy, "1.0.0", pb::TaskStatus::EXITED);
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(gang)->state, "starting");
+  EXPECT_EQ(NodeOf(gang, 0), healthy);
+  EXPECT_EQ(NodeOf(gang, 1), leaf + "-2");
+  const GoodputLedger::Job* g = state_->goodput().Find(gang);
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(g->interruptions.size(), 1u);
+  EXPECT_EQ(g->interruptions[0].cause, "node_lost");
+}
+
+TEST_F(SparesStateTest, WithoutAFittingReplacementTheGangIsRequeuedWhole) {
+  const sched::JobId gang = Submit(kGang);
+  state_->Schedule(now_, &fx_);
+  const std::string leaf = NodesOf(gang).count("a-0") ? "a" : "b";
+  const std::string failed = NodeOf(gang, 1);
+  Report(NodeOf(gang, 0), "1.0.0", pb::TaskStatus::RUNNING);
+  Report(failed, "1.0.1", pb::TaskStatus::RUNNING);
+  // The operator drains the leaf's spare, then a node of the gang: its rule keeps it in its leaf,
+  // where nothing is left.
+  ASSERT_TRUE(state_->Drain(leaf + "-2", "maintenance", now_, &fx_).ok());
+  ASSERT_TRUE(state_->Drain(failed, "maintenance", now_, &fx_).ok());
+  now_ += 1000;
+  state_->EvaluateHealth(now_, &fx_);
+  ASSERT_EQ(state_->GetJob(gang)->state, "preempting");
+  EXPECT_TRUE(Said("no spare or free node can replace node " + failed));
+  EXPECT_TRUE(state_->spares().Json(gang).is_null());
+}
+
+}  // namespace
+}  // namespace hangar::controller
