@@ -158,9 +158,11 @@ Status HaCluster::StartAgents() {
   for (size_t i = 0; i < agent_ports_.size(); ++i)
     list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(agent_ports_[i]);
   for (const auto& n : o_.nodes) {
-    agents_.push_back(Spawn({"hangar", "agent", "--controller", list, "--node", n, "--cluster",
-                             cluster_path_, "--state-dir", dir_ + "/agents/" + n, "--insecure"},
-                            dir_ + "/agent-" + n + ".log"));
+    std::vector<std::string> args = {
+        "hangar",      "agent",       "--controller",        list,        "--node", n, "--cluster",
+        cluster_path_, "--state-dir", dir_ + "/agents/" + n, "--insecure"};
+    args.insert(args.end(), o_.agent_args.begin(), o_.agent_args.end());
+    agents_.push_back(Spawn(args, dir_ + "/agent-" + n + ".log"));
   }
   for (int t = 0; t < 400; ++t) {
     auto h = Get("/healthz");

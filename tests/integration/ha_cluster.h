@@ -28,6 +28,8 @@ struct HaOptions {
   bool proxy_first = false;
   // How often standbys follow the store (--standby-follow; "0": cold standbys).
   std::string follow = "250ms";
+  // Added to every agent's command line (e.g. --allow-maintenance-commands).
+  std::vector<std::string> agent_args;
   // Runs once the store's server is up, before any controller starts (e.g. to fill the store).
   std::function<Status(const std::string& url)> before_controllers;
 };
