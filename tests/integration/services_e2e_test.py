@@ -40,6 +40,7 @@ import http.client
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -225,6 +226,14 @@ def write_versions(folder):
     assert "gpus: 8" in big and "max: 4" in big
     (folder / "big.yaml").write_text(big)
     shutil.copy(SRC / "examples/services/watched.yaml", folder)
+    # The same watched from outside: readiness a TCP connection to its port, liveness an HTTP GET of
+    # /livez, both made by the controller.
+    watched = (SRC / "examples/services/watched.yaml").read_text()
+    probes = ("  readiness: {tcp: HANGAR_PORT, interval: 1s, timeout: 2s}\n"
+              "  liveness: {http: /livez, interval: 1s, timeout: 2s, failure_threshold: 2, initial_delay: 3s}\n")
+    http_watched = re.sub(r"  readiness: .*\n  liveness: .*\n", probes, watched).replace("name: watched", "name: watched-http")
+    assert "{http: /livez" in http_watched and "command: [python3, echo_model.py, --check" not in http_watched
+    (folder / "watched-http.yaml").write_text(http_watched)
     (folder / "train.yaml").write_text("name: train\ntasks:\n  - {name: w, gpus: 8, cpu: 1, command: [sleep, '4']}\n")
 
 
@@ -238,9 +247,9 @@ def replies_after(load, t):
     return [r for r in load.snapshot() if r[0] > t]
 
 
-def wedge_one(dev):
-    """Wedges the first replica of `watched` (its /livez answers 500 from now on); its id."""
-    r = dev.service("watched")["replicas"][0]
+def wedge_one(dev, name="watched"):
+    """Wedges the first replica of `name` (its /livez answers 500 from now on); its id."""
+    r = dev.service(name)["replicas"][0]
     host, port = r["address"].rsplit(":", 1)
     c = http.client.HTTPConnection(host, int(port), timeout=5)
     c.request("GET", "/wedge")
@@ -249,31 +258,33 @@ def wedge_one(dev):
     return r["id"]
 
 
-def check_watched(dev, folder):
-    print(dev.cli("service", "create", "-f", str(folder / "watched.yaml")), end="")
-    wait(lambda: ready(dev, 2, name="watched"), 60, "watched's replicas, ready by their command probe")
-    load = Load(dev.service("watched")["endpoint"], rate=20)
+def check_watched(dev, folder, name="watched", why="the command exited with 1: GET /livez"):
+    """One replica of service `name` wedged: restarted for failing its liveness probe (the event
+    says `why`), while a load through the endpoint sees no request fail."""
+    print(dev.cli("service", "create", "-f", str(folder / f"{name}.yaml")), end="")
+    wait(lambda: ready(dev, 2, name=name), 60, f"{name}'s replicas, ready by their readiness probe")
+    load = Load(dev.service(name)["endpoint"], rate=20)
     load.start()
     try:
         time.sleep(1)
-        victim = wedge_one(dev)
-        pids = replica_pids("watched")[victim]
-        print(f"wedged replica {victim} of watched")
+        victim = wedge_one(dev, name)
+        pids = replica_pids(name)[victim]
+        print(f"wedged replica {victim} of {name}")
         wait(lambda: any(r["id"] == victim and r["restarts"] == 1 and r["state"] == "ready"
-                         for r in dev.service("watched")["replicas"]) and dev.service("watched")["ready"] == 2,
+                         for r in dev.service(name)["replicas"]) and dev.service(name)["ready"] == 2,
              60, f"replica {victim} to be restarted for failing liveness, and ready again")
-        assert replica_pids("watched")[victim] != pids
-        events = json.loads(dev.cli("events", "service/watched", "-o", "json"))["events"]
+        assert replica_pids(name)[victim] != pids
+        events = json.loads(dev.cli("events", f"service/{name}", "-o", "json"))["events"]
         said = [e["message"] for e in events if "liveness" in e["message"]]
-        assert said and "liveness failed 2 times in a row (the command exited with 1: GET /livez" in said[0], said or events[:5]
+        assert said and f"liveness failed 2 times in a row ({why}" in said[0], said or events[:5]
         print("liveness:", said[0])
         time.sleep(1)
     finally:
         load.stop()
     failed = [r for r in load.snapshot() if not r[1]]
     assert not failed, failed[:10]
-    dev.cli("service", "delete", "watched")
-    wait(lambda: not replica_pids("watched"), 60, "watched's processes to end")
+    dev.cli("service", "delete", name)
+    wait(lambda: not replica_pids(name), 60, f"{name}'s processes to end")
 
 
 def runtime_api(sock, command):
@@ -404,8 +415,10 @@ def main():
         assert not busy_failed, busy_failed[:10]
         dev.cli("service", "delete", "busy")
 
-        # 5. Command probes and liveness: one replica of `watched` wedged.
+        # 5. Command probes and liveness: one replica of `watched` wedged; then the same with the
+        # controller's own probes (tcp readiness, http liveness).
         check_watched(dev, folder)
+        check_watched(dev, folder, "watched-http", "HTTP 500 on /livez")
 
         load.stop()
         results = load.snapshot()
