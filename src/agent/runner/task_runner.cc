@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "agent/runner/exit_watcher.h"
 #include "agent/runner/os_error.h"
 #include "agent/runner/process_spawn.h"
 #include "agent/runner/task_cgroups.h"
@@ -389,6 +391,14 @@ std::optional<TaskExit> TaskRunner::CheckEnded(const std::string& task_id, const
   }
   // ECHILD: not our child (adopted), or reaped behind our back (SIGCHLD ignored): poll.
   if (OtherProcessAlive(task.pid, task.start_ticks)) return std::nullopt;
+  // The kernel reported an adopted leader's exit as it happened; the report may still be on its
+  // way to the watcher's thread.
+  if (task.adopted && exits_) {
+    if (std::optional<int> s = exits_->TakeStatus(task.pid, 300)) {
+      if (WIFEXITED(*s)) exit.exit_code = WEXITSTATUS(*s);
+      if (WIFSIGNALED(*s)) exit.signal = WTERMSIG(*s);
+    }
+  }
   return exit;
 }
 
@@ -419,6 +429,16 @@ Status TaskRunner::Adopt(const std::string& task_id, pid_t pid, bool signal_prox
   task->start_ticks = StartTicks(pid);
   task->adopted = true;
   task->signal_proxy = signal_proxy;
+  if (!exits_tried_) {
+    exits_tried_ = true;
+    auto watcher = ExitWatcher::Start();
+    if (watcher.ok())
+      exits_ = std::move(*watcher);
+    else
+      std::fprintf(stderr, "adopted tasks' exit statuses will be unknown: %s\n",
+                   watcher.status().message().c_str());
+  }
+  if (exits_) exits_->Watch(pid);
   // A task that an earlier agent started under the same parent has its cgroup there.
   if (!cgroup_parent_.empty()) {
     std::string cgroup_dir = cgroup_parent_ + "/task-" + task_id;

@@ -24,6 +24,8 @@
 
 namespace hangar::agent {
 
+class ExitWatcher;
+
 struct TaskLaunch {
   std::string task_id;  // unique on this node, e.g. "42.0" (job 42, task 0); safe as a file name
   std::vector<std::string> argv;
@@ -102,7 +104,8 @@ class TaskRunner {
   // Non-blocking: the tasks that ended since the last call; also sends overdue SIGKILLs.
   // A task has ended when its process group leader has exited, even if other members of the
   // group live on (those of a stopped task are then killed at once). An adopted task's exit
-  // code is unknown: it is reported as exit_code -1 with signal 0.
+  // status comes from the kernel's taskstats reports (exit_watcher.h); where none came (it ended
+  // while no agent ran, or taskstats is not to be had) it is reported as exit_code -1, signal 0.
   std::vector<TaskExit> Reap();
   // Takes charge of a task started by an earlier agent process (pid of its process group leader),
   // so that it can be signalled and its end noticed (by polling, since it is not our child).
@@ -143,6 +146,10 @@ class TaskRunner {
   std::map<std::string, std::unique_ptr<Task>> tasks_;
   std::set<std::string> launching_;  // ids between the duplicate check and the record in tasks_
   std::vector<std::string> ended_cgroups_;  // cgroups of ended tasks that still hold processes
+  // Adopted tasks' exit statuses (exit_watcher.h), started with the first adoption; null before,
+  // or where the kernel's taskstats cannot be had (then their exits stay unknown).
+  std::unique_ptr<ExitWatcher> exits_;
+  bool exits_tried_ = false;
 };
 
 }  // namespace hangar::agent

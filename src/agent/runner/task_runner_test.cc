@@ -240,10 +240,33 @@ TEST_F(TaskRunnerTest, AdoptsATaskStartedByAnEarlierAgent) {
   ASSERT_TRUE(runner.Stop("7.1", 60 * kSecond).ok());
   TaskExit exit = WaitForExit(runner, "7.1");
   EXPECT_TRUE(exit.stopped);
-  EXPECT_EQ(exit.exit_code, -1);  // not our child: how it ended is unknown
-  EXPECT_EQ(exit.signal, 0);
+  // Not our child, yet how it ended is known: the kernel's taskstats report (exit_watcher.h).
+  EXPECT_EQ(exit.exit_code, -1);
+  EXPECT_EQ(exit.signal, SIGTERM);
   EXPECT_TRUE(ProcessGone(pid));
   EXPECT_EQ(runner.Signal("7.1", SIGTERM).code(), StatusCode::kNotFound);
+}
+
+// An adopted task that ends by itself ends with its own status, not "unknown" (which the
+// controller counts as a failure: after an agent restart, a job that succeeded failed).
+TEST_F(TaskRunnerTest, AnAdoptedTaskThatEndsByItselfReportsItsOwnStatus) {
+  pid_t pid = StartOrphanedShell("sleep 1; exit 3");
+  ASSERT_GT(pid, 0);
+  strays_.push_back(pid);
+  ASSERT_TRUE(Eventually([&] { return getpgid(pid) == pid; }));
+  TaskRunner& runner = NewRunner();
+  ASSERT_TRUE(runner.Adopt("8.1", pid).ok());
+  TaskExit exit = WaitForExit(runner, "8.1");
+  EXPECT_FALSE(exit.stopped);
+  EXPECT_EQ(exit.exit_code, 3);
+  EXPECT_EQ(exit.signal, 0);
+
+  pid_t ok = StartOrphanedShell("sleep 1");
+  ASSERT_GT(ok, 0);
+  strays_.push_back(ok);
+  ASSERT_TRUE(Eventually([&] { return getpgid(ok) == ok; }));
+  ASSERT_TRUE(runner.Adopt("9.1", ok).ok());
+  EXPECT_EQ(WaitForExit(runner, "9.1").exit_code, 0) << "a success stays a success";
 }
 
 TEST_F(TaskRunnerTest, AdoptRefusesWhatIsNotATaskLeader) {
