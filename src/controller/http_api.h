@@ -88,6 +88,7 @@ class HttpApi {
   void StepRoutes();         // http_api_steps.cc: GET /v1/jobs/ID/steps
   void MaintenanceRoutes();  // http_api_maintenance.cc: /v1/maintenance
   void GoodputRoutes();      // http_api_goodput.cc: /v1/jobs/ID/goodput, /v1/goodput
+  void TopologyRoutes();     // http_api_topology.cc: /v1/topology/discovered, /v1/topology/diff
   const StepRelay* steps_ = nullptr;
   HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;

@@ -26,6 +26,7 @@
 #include "controller/reservation/reservation_book.h"
 #include "controller/state/attempt_usage.h"
 #include "controller/state/auth.h"
+#include "controller/state/discovered_fabric.h"
 #include "controller/state/fleet_hearing.h"
 #include "controller/state/goodput_ledger.h"
 #include "controller/state/idempotency_book.h"
@@ -363,6 +364,8 @@ class ClusterState {
   const ProgressBook& progress() const { return progress_; }
   // Where each started job's wall time went (goodput_ledger.h; docs/goodput.md).
   const GoodputLedger& goodput() const { return goodput_; }
+  // What the agents discovered of the fabric, and where it disagrees with cluster.yaml.
+  const DiscoveredFabric& discovered_fabric() const { return discovered_fabric_; }
   // A task reported a checkpoint: the job's lost-work figure restarts from now.
   Status OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now,
                           Effects* fx);
@@ -815,6 +818,7 @@ class ClusterState {
   void ApplyMaintenance(const maintenance::Run& r, const maintenance::Actions& a, Time now,
                         Effects* fx);
   void RestoreMaintenance(const KeyValueRow& row);
+  DiscoveredFabric discovered_fabric_{*topology_};
 };
 
 }  // namespace hangar::controller
