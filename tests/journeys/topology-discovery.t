@@ -52,4 +52,13 @@ The controller restarted on the written file; the agents register again and it a
   $ hangar topology diff
   cluster.yaml agrees with what the agents discovered (4 of 4 nodes told)
   $ kill -INT $(jobs -p); wait
+
+With fake GPUs, the agent's flags say what NVLink they answer; nonsense is refused:
+
+  $ hangar agent --node gpu-001 --fake-gpus 2 --fake-fabric nonsense --insecure --state-dir $PWD/x 2>&1 | grep -o 'hangar agent: .*'; echo "exit ${PIPESTATUS[0]}"
+  hangar agent: --fake-fabric 'nonsense': give the NVLink fabric's cluster UUID and clique as UUID/CLIQUE, e.g. 6f1c0e2a-0000-4000-8000-000000000001/1
+  exit 2
+  $ hangar agent --node gpu-001 --fake-gpus 2 --fake-nvlink rings --insecure --state-dir $PWD/x 2>&1 | grep -o 'hangar agent: .*'; echo "exit ${PIPESTATUS[0]}"
+  hangar agent: --fake-nvlink must be switch, pairs or none, not 'rings'
+  exit 2
   $ cleanup
