@@ -27,6 +27,7 @@ on rack-1 with gpu-001 and gpu-002, but its HCA is cabled to leaf-a2 with gpu-00
   $ hangar topology diff
   gpu-005: declared on rack-1, but its IB port mlx5_0/1 reports switch 0xb8599f0300aa0001 (leaf-a2), which rack-2's other nodes report; move it under rack-2 in cluster.yaml or fix its cabling
   [1]
+  $ wait_for 10 'hangar events node/gpu-005 | grep -q "which rack-2"'
   $ hangar events node/gpu-005 | grep -c "which rack-2's other nodes report"
   1
   $ hangar topology discover --write cluster.new.yaml --cluster cluster.yaml

@@ -413,6 +413,8 @@ class ClusterState {
     AdvanceReservations(now, fx);
     CheckProgress(now, fx);
     AdvanceMaintenance(now, fx);
+    for (const auto& d : discovered_fabric_.TakeChanges())
+      fx->Event(now, "topology", "node/" + d.node, d.message);
   }
   // Forgets the finished jobs that ended at least options().keep_finished ago (none when it is 0)
   // and have no task left anywhere (cluster_state_purge.cc). Looks at most kPurgeScan jobs a call,

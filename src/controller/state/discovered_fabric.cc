@@ -6,10 +6,21 @@ namespace hangar::controller {
 
 namespace pb = ::hangar::agent::v1;
 
-std::vector<cluster::Disagreement> DiscoveredFabric::Observe(uint32_t n,
-                                                             const pb::DiscoveredTopology& report) {
-  if (n >= declared_.nodes().size()) return {};
+void DiscoveredFabric::Observe(uint32_t n, const pb::DiscoveredTopology& report) {
+  if (n >= declared_.nodes().size()) return;
+  const bool known = reports_.count(n) > 0;
+  const cluster::DiscoveredPlace before = Place(n);
   reports_[n] = report;
+  const cluster::DiscoveredPlace after = Place(n);
+  if (!known || before.switch_guid != after.switch_guid || before.port != after.port ||
+      before.switch_name != after.switch_name || before.nvlink_fabric != after.nvlink_fabric) {
+    dirty_ = true;
+  }
+}
+
+std::vector<cluster::Disagreement> DiscoveredFabric::TakeChanges() {
+  if (!dirty_) return {};
+  dirty_ = false;
   std::vector<cluster::Disagreement> changed;
   std::map<std::string, std::string> now;
   for (auto& d : Diff()) {

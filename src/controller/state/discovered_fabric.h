@@ -21,11 +21,15 @@ class DiscoveredFabric {
   // `declared` must outlive this.
   explicit DiscoveredFabric(const cluster::Topology& declared) : declared_(declared) {}
 
-  // Keeps what node n's agent reported (replacing its earlier report). Returns the disagreements
-  // with cluster.yaml that are new or changed since the last call, for an event each: one node's
-  // report can change the verdict on others (a leaf's switch is the one most of its nodes report).
-  std::vector<cluster::Disagreement> Observe(uint32_t n,
-                                             const ::hangar::agent::v1::DiscoveredTopology& report);
+  // Keeps what node n's agent reported (replacing its earlier report). Cheap: the verdicts are
+  // recomputed by TakeChanges, and only when some node's place changed.
+  void Observe(uint32_t n, const ::hangar::agent::v1::DiscoveredTopology& report);
+  // The disagreements with cluster.yaml that are new or changed since the last call, for an event
+  // each: one node's report can change the verdict on others (a leaf's switch is the one most of
+  // its nodes report). One Diff when a place changed since the last call, else nothing: the
+  // state calls it once a second, so that a thousand agents registering at once cost a thousand
+  // Diffs' worth of work no more than once a second, not one Diff each.
+  std::vector<cluster::Disagreement> TakeChanges();
 
   // The place node n's report gives (its first InfiniBand port with a known switch; its GPUs'
   // NVLink fabric), or an empty place when it has told nothing.
@@ -42,7 +46,8 @@ class DiscoveredFabric {
 
   const cluster::Topology& declared_;
   std::map<uint32_t, ::hangar::agent::v1::DiscoveredTopology> reports_;
-  std::map<std::string, std::string> told_;  // node -> the disagreement last returned by Observe
+  std::map<std::string, std::string> told_;  // node -> the disagreement last returned
+  bool dirty_ = false;                       // a node's place changed since TakeChanges ran
 };
 
 }  // namespace hangar::controller

@@ -49,30 +49,47 @@ pb::DiscoveredTopology Report(const std::string& guid, const std::string& name, 
 TEST(DiscoveredFabricTest, AnEventPerNodeWhoseVerdictIsNewOrChanged) {
   auto t = TwoLeaves();
   DiscoveredFabric f(*t);
-  EXPECT_TRUE(f.Observe(0, Report("0xb8599f0300cc000a", "sw-a")).empty());
-  EXPECT_TRUE(f.Observe(1, Report("0xb8599f0300cc000a", "sw-a")).empty());
-  auto told =
-      f.Observe(2, Report("0xb8599f0300cc000b", "sw-b"));  // node-3: no declared leaf has sw-b yet
+  const std::string a = "0xb8599f0300cc000a", b = "0xb8599f0300cc000b";
+  f.Observe(0, Report(a, "sw-a"));
+  f.Observe(1, Report(a, "sw-a"));
+  EXPECT_TRUE(f.TakeChanges().empty());
+  f.Observe(2, Report(b, "sw-b"));  // node-3: no declared leaf has sw-b yet
+  auto told = f.TakeChanges();
   ASSERT_EQ(told.size(), 1u);
   EXPECT_EQ(told[0].node, "node-3");
   EXPECT_NE(told[0].message.find("no declared leaf is on that switch"), std::string::npos);
-  told = f.Observe(
-      3, Report("0xb8599f0300cc000b", "sw-b"));  // node-4 makes sw-b leaf-2's: the verdict changes
+  f.Observe(3, Report(b, "sw-b"));  // node-4 makes sw-b leaf-2's: the verdict changes
+  told = f.TakeChanges();
   ASSERT_EQ(told.size(), 1u);
   EXPECT_EQ(told[0].message,
             "node-3: declared on leaf-1, but its IB port mlx5_1/1 reports switch "
-            "0xb8599f0300cc000b (sw-b), "
-            "which leaf-2's other nodes report; move it under leaf-2 in cluster.yaml or fix its "
-            "cabling");
-  EXPECT_TRUE(f.Observe(4, Report("0xb8599f0300cc000b", "sw-b")).empty());
-  EXPECT_TRUE(f.Observe(2, Report("0xb8599f0300cc000b", "sw-b")).empty())
-      << "told once, not at every register";
+            "0xb8599f0300cc000b (sw-b), which leaf-2's other nodes report; move it under leaf-2 "
+            "in cluster.yaml or fix its cabling");
+  f.Observe(4, Report(b, "sw-b"));
+  EXPECT_TRUE(f.TakeChanges().empty());
+  f.Observe(2, Report(b, "sw-b"));
+  EXPECT_TRUE(f.TakeChanges().empty()) << "told once, not at every register";
   EXPECT_EQ(f.Diff().size(), 1u);
   EXPECT_EQ(f.Place(2).port, "mlx5_1/1");
   EXPECT_EQ(f.Place(2).switch_guid, "b8599f0300cc000b");
   // Fixed cabling: node-3 registers again on sw-a; nothing more to say.
-  EXPECT_TRUE(f.Observe(2, Report("0xb8599f0300cc000a", "sw-a")).empty());
+  f.Observe(2, Report(a, "sw-a"));
+  EXPECT_TRUE(f.TakeChanges().empty());
   EXPECT_TRUE(f.Diff().empty());
+}
+
+// A storm of registrations costs one Diff per TakeChanges, whatever the number of reports in
+// between: the verdicts come out the same as if each had been judged at once.
+TEST(DiscoveredFabricTest, ReportsBetweenTwoTakesAreJudgedTogether) {
+  auto t = TwoLeaves();
+  DiscoveredFabric f(*t);
+  const std::string a = "0xb8599f0300cc000a", b = "0xb8599f0300cc000b";
+  for (uint32_t n : {2u, 3u, 0u, 4u, 1u}) f.Observe(n, Report(n == 0 || n == 1 ? a : b, "sw"));
+  const auto told = f.TakeChanges();
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].node, "node-3");
+  EXPECT_NE(told[0].message.find("which leaf-2's other nodes report"), std::string::npos);
+  EXPECT_TRUE(f.TakeChanges().empty());
 }
 
 TEST(DiscoveredFabricTest, TheTreeAndTheReportsAsJson) {
