@@ -19,6 +19,7 @@
 #include "agent/gpu/mig_profiles.h"
 #include "agent/runner/process_spawn.h"
 #include "agent/task_journal.h"
+#include "agent/topology_discovery.h"
 #include "common/version.h"
 
 namespace hangar::agent {
@@ -153,6 +154,10 @@ Status Agent::Init() {
   HANGAR_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
   HANGAR_ASSIGN_OR_RETURN(nics_, ReadIbPorts(options_.ib_root));
   LogNicAffinity();
+  discovered_ = DiscoverTopology({options_.ib_root, options_.pci_root, options_.ibnetdiscover},
+                                 gpus_, backend_->DiscoverNvlinks());
+  for (const auto& note : discovered_.notes())
+    spdlog::info("agent {}: topology: {}", options_.node, note);
   cgroup_status_ = runner_.CgroupStatus();
   fence_ = std::make_unique<fence::NodeFence>(options_.state_dir, options_.hangar_binary);
   HANGAR_RETURN_IF_ERROR(fence_->Open());
@@ -360,6 +365,7 @@ pb::Register Agent::RegisterMessage() {
   inv->set_agent_version("hangar " + std::string(Version()));
   inv->set_gpu_backend(backend_->name());
   for (const auto& n : nics_) *inv->add_nics() = n;
+  *reg.mutable_discovered_topology() = discovered_;
   reg.set_token(options_.token);
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [id, r] : records_) {

@@ -116,6 +116,8 @@ struct AgentOptions {
   // Run the operator's commands of `hangar maintain` (--allow-maintenance-commands); off: they are
   // refused (maintenance_commands.h).
   bool allow_maintenance_commands = false;
+  // An `ibnetdiscover` dump in which the agent finds its HCAs' switches (topology_discovery.h).
+  std::string ibnetdiscover;
 };
 
 // What the agent remembers of a task, across its own restarts.
@@ -294,6 +296,7 @@ class Agent {
   std::string cgroup_status_;
   GpuSystemInfo gpus_;
   std::vector<pb::IbPortSample> nics_;  // the ports found at Init, for the inventory
+  pb::DiscoveredTopology discovered_;   // at Init (topology_discovery.h), sent with Register
 
   std::mutex validation_mu_;  // validation_
   std::thread validation_;

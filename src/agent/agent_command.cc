@@ -68,6 +68,11 @@ struct Flags {
   std::string mps = "auto";
   std::string mps_control;
   std::string mig_layout;  // --mig-layout "0:3g.40gb,3g.40gb;1:7g.80gb"
+  // Topology discovery (docs/topology-discovery.md).
+  std::string sysfs_root;     // "": /sys, with --ib-root for the RDMA devices
+  std::string ibnetdiscover;  // a dump naming this node's HCAs
+  std::string fake_nvlink = "switch";
+  std::string fake_fabric;  // UUID/CLIQUE
 };
 
 std::atomic<bool> g_stop{false};
@@ -98,6 +103,25 @@ Status ApplyClusterFile(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt)
       layout += (i ? "," : "") + fixed->second.profiles[i];
     HANGAR_ASSIGN_OR_RETURN(opt.mig_layout, ParseStaticMigLayout(layout));
   }
+  return Status::Ok();
+}
+
+// --fake-nvlink and --fake-fabric UUID/CLIQUE.
+Status FakeTopologyFlags(const Flags& f, FakeGpuOptions& fake) {
+  fake.nvlink = f.fake_nvlink;
+  if (f.fake_fabric.empty()) return Status::Ok();
+  const size_t slash = f.fake_fabric.rfind('/');
+  char* end = nullptr;
+  const unsigned long clique =
+      slash == std::string::npos ? 0 : std::strtoul(f.fake_fabric.c_str() + slash + 1, &end, 10);
+  if (slash == std::string::npos || slash == 0 || !end || *end ||
+      end == f.fake_fabric.c_str() + slash + 1) {
+    return Status::InvalidArgument("--fake-fabric '" + f.fake_fabric +
+                                   "': give the NVLink fabric's cluster UUID and clique as "
+                                   "UUID/CLIQUE, e.g. 6f1c0e2a-0000-4000-8000-000000000001/1");
+  }
+  fake.fabric_cluster_uuid = f.fake_fabric.substr(0, slash);
+  fake.fabric_clique_id = static_cast<uint32_t>(clique);
   return Status::Ok();
 }
 
@@ -220,6 +244,12 @@ Status BuildOptions(const Flags& f, FakeGpuOptions& fake, AgentOptions& opt) {
   opt.forget_store = f.forget_store;
   opt.allow_maintenance_commands = f.allow_maintenance_commands;
   opt.ib_root = f.ib_root;
+  if (!f.sysfs_root.empty()) {
+    opt.ib_root = f.sysfs_root + "/class/infiniband";
+    opt.pci_root = f.sysfs_root + "/bus/pci/devices";
+  }
+  opt.ibnetdiscover = f.ibnetdiscover;
+  HANGAR_RETURN_IF_ERROR(FakeTopologyFlags(f, fake));
   if (!f.scratch_dir.empty()) {
     opt.scratch_dir = std::filesystem::absolute(f.scratch_dir, ec).lexically_normal().string();
     if (ec) return Status::InvalidArgument("--scratch-dir " + f.scratch_dir + ": " + ec.message());
@@ -418,6 +448,17 @@ void RegisterAgentCommand(CLI::App& app, int* rc) {
       ->capture_default_str();
   c->add_option("--ib-root", f->ib_root, "InfiniBand/RoCE devices (absent: no ports)")
       ->capture_default_str();
+  c->add_option("--sysfs-root", f->sysfs_root,
+                "Where sysfs is (default /sys): RDMA devices under class/infiniband and PCI "
+                "functions under bus/pci/devices, for topology discovery");
+  c->add_option("--ibnetdiscover", f->ibnetdiscover,
+                "An ibnetdiscover dump of the fabric: the agent finds its HCAs' switches in it and "
+                "tells the controller (hangar topology diff)");
+  c->add_option("--fake-nvlink", f->fake_nvlink,
+                "NVLink between the simulated GPUs: switch (HGX), pairs or none")
+      ->capture_default_str();
+  c->add_option("--fake-fabric", f->fake_fabric,
+                "The simulated GPUs' multi-node NVLink fabric as UUID/CLIQUE (NVL72-class racks)");
   c->add_flag("--no-cgroups", f->no_cgroups, "Run tasks without cgroups");
   c->add_option(
       "--scratch-dir", f->scratch_dir,

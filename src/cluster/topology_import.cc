@@ -2,6 +2,8 @@
 #include "cluster/topology_import.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -309,6 +311,47 @@ StatusOr<ImportedFabric> ImportFabric(std::string_view format, std::string_view 
   if (format == "csv") return ImportHostCsv(text, source);
   return Status::InvalidArgument("unknown topology format '" + std::string(format) +
                                  "'; use slurm (topology.conf), ibnetdiscover or csv");
+}
+
+std::string NormalizeGuid(std::string_view text) {
+  std::string hex;
+  if (text.substr(0, 2) == "0x" || text.substr(0, 2) == "0X") text.remove_prefix(2);
+  for (char c : text) {
+    if (c == ':') continue;
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return "";
+    hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (hex.empty() || hex.size() > 16) return "";
+  return std::string(16 - hex.size(), '0') + hex;
+}
+
+// A switch block's port line with an HCA at the other end:
+// `[3]  "H-0002c90300a1000c"[1](2c90300a1000d)  # "gpu-003 HCA-1" lid 14 4xHDR`.
+std::vector<IbHcaLink> IbnetdiscoverHcaLinks(std::string_view text) {
+  static const std::regex block_re(
+      R"re(^\s*(Switch|Ca)\s+\d+\s+"[SH]-([0-9a-fA-F]+)"[^#]*#\s*"([^"]*)")re");
+  static const std::regex hca_re(
+      R"re(^\s*\[(\d+)\](?:\([0-9a-fA-F]+\))?\s+"H-([0-9a-fA-F]+)"\[(\d+)\](?:\(([0-9a-fA-F]+)\))?)re");
+  std::vector<IbHcaLink> out;
+  std::string guid, name;  // the switch whose ports follow ("" inside a Ca block)
+  for (const std::string& line : Lines(text)) {
+    std::smatch m;
+    if (std::regex_search(line, m, block_re)) {
+      guid = m[1] == "Switch" ? NormalizeGuid(m[2].str()) : "";
+      name = IbSwitchName(m[3]);
+      continue;
+    }
+    if (guid.empty() || !std::regex_search(line, m, hca_re)) continue;
+    IbHcaLink l;
+    l.switch_port = static_cast<uint32_t>(std::strtoul(m[1].str().c_str(), nullptr, 10));
+    l.hca_guid = NormalizeGuid(m[2].str());
+    l.hca_port = static_cast<uint32_t>(std::strtoul(m[3].str().c_str(), nullptr, 10));
+    l.port_guid = m[4].matched ? NormalizeGuid(m[4].str()) : "";
+    l.switch_guid = guid;
+    l.switch_name = name;
+    out.push_back(std::move(l));
+  }
+  return out;
 }
 
 }  // namespace hangar::cluster

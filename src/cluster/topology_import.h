@@ -8,6 +8,7 @@
 // not kept. Where the input is not a tree, the importer decides and says so in `notes`.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -54,5 +55,21 @@ StatusOr<std::string> FabricYaml(const ImportedFabric& f, std::string_view clust
 // node under another leaf or spine block (leaves and blocks are matched by the nodes they share,
 // whatever their names), a node only one of them has. Empty: they agree.
 std::vector<std::string> DiffFabric(const Topology& declared, const ImportedFabric& found);
+
+// One HCA port of an ibnetdiscover dump and the switch port it is cabled to, as the switch
+// blocks' port lines tell it. GUIDs are 16 lower-case hex digits.
+struct IbHcaLink {
+  std::string hca_guid;  // the HCA's node GUID
+  uint32_t hca_port = 0;
+  std::string port_guid;  // "" when the line does not give it
+  std::string switch_guid;
+  std::string switch_name;  // from its description ("MF0;leaf-01:MQM8700/U1" -> leaf-01)
+  uint32_t switch_port = 0;
+};
+std::vector<IbHcaLink> IbnetdiscoverHcaLinks(std::string_view text);
+
+// A GUID as 16 lower-case hex digits ("0x2C90300A1000B", "0002:c903:00a1:000b" ->
+// "0002c90300a1000b"); "" when it is not one.
+std::string NormalizeGuid(std::string_view text);
 
 }  // namespace hangar::cluster

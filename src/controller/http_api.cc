@@ -303,6 +303,7 @@ void HttpApi::Routes() {
   SessionRoutes();      // who is attached to a session, and its idleness: http_api_sessions.cc
   MaintenanceRoutes();  // rolling maintenance (`hangar maintain`): http_api_maintenance.cc
   GoodputRoutes();      // where jobs' wall time went: http_api_goodput.cc
+  TopologyRoutes();     // the fabric the agents discovered: http_api_topology.cc
   // Who leads; a standby answers it too. "single": one controller, no lease.
   s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
     if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});

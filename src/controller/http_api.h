@@ -89,6 +89,7 @@ class HttpApi {
   void SessionRoutes();      // http_api_sessions.cc: GET /v1/jobs/ID/sessions
   void MaintenanceRoutes();  // http_api_maintenance.cc: /v1/maintenance
   void GoodputRoutes();      // http_api_goodput.cc: /v1/jobs/ID/goodput, /v1/goodput
+  void TopologyRoutes();     // http_api_topology.cc: /v1/topology/discovered, /v1/topology/diff
   const StepRelay* steps_ = nullptr;
   HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;

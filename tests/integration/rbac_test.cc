@@ -129,6 +129,9 @@ TEST_F(RbacTest, EveryRoleAgainstEveryEndpoint) {
       // command: the admin's call passes RBAC and is refused for that); anyone may follow them.
       {"POST", "/v1/maintenance", R"({"nodes": "node-1", "batch": 1})", {"admin"}},
       {"GET", "/v1/maintenance", "", everyone},
+      // What the agents discovered of the fabric (docs/topology-discovery.md): cluster:read.
+      {"GET", "/v1/topology/discovered", "", everyone},
+      {"GET", "/v1/topology/diff", "", everyone},
   };
   struct Made {
     std::string role, method, path;

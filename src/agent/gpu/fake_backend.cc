@@ -64,6 +64,7 @@ class FakeBackend final : public GpuBackend {
   StatusOr<std::vector<pb::GpuTelemetry>> Sample(Time now) override;
   std::vector<pb::GpuEvent> PollEvents(Time now) override;
   StatusOr<std::string> Validate() override;
+  std::vector<pb::DiscoveredGpu> DiscoverNvlinks() override;
 
   Status InjectFaultFile(const std::string& path, Time now) override {
     HANGAR_ASSIGN_OR_RETURN(auto faults, LoadFaultScript(path, o_.count));
@@ -116,6 +117,7 @@ class FakeBackend final : public GpuBackend {
   Status CreateMig(uint32_t gpu, pb::MigGpuInstance mi);  // REQUIRES(mu_)
   void LoadMigState();
   void SaveMigState() const;  // REQUIRES(mu_)
+  std::vector<uint32_t> NvlinkPeers(int i) const;
 
   const FakeGpuOptions o_;
   const std::string node_;
@@ -243,9 +245,8 @@ StatusOr<GpuSystemInfo> FakeBackend::Discover() {
       std::lock_guard<std::mutex> l(mu_);
       for (const auto& mi : mig_[static_cast<size_t>(i)]) *g.add_mig_layout() = mi;
     }
-    // An HGX board: every GPU reaches every other over NVSwitch.
+    for (uint32_t peer : NvlinkPeers(i)) g.add_nvlink_peers(peer);
     for (int j = 0; j < o_.count; ++j) {
-      if (j != i) g.add_nvlink_peers(static_cast<uint32_t>(j));
       const bool same_numa =
           g.numa_node() == (o_.numa_nodes > 0 ? j * o_.numa_nodes / o_.count : -1);
       g.add_topology_level(j == i      ? nvml::kTopologyInternal
@@ -255,6 +256,38 @@ StatusOr<GpuSystemInfo> FakeBackend::Discover() {
     info.gpus.push_back(g);
   }
   return info;
+}
+
+std::vector<uint32_t> FakeBackend::NvlinkPeers(int i) const {
+  std::vector<uint32_t> peers;
+  for (int j = 0; j < o_.count; ++j) {
+    const bool linked = o_.nvlink == "switch" ? j != i : o_.nvlink == "pairs" && (j ^ 1) == i;
+    if (linked) peers.push_back(static_cast<uint32_t>(j));
+  }
+  return peers;
+}
+
+// As NVML answers on the board `nvlink` describes: an HGX H100 GPU has 18 links, all to the
+// NVSwitches; a bridged pair, 4 links to its partner.
+std::vector<pb::DiscoveredGpu> FakeBackend::DiscoverNvlinks() {
+  std::vector<pb::DiscoveredGpu> out;
+  for (int i = 0; i < o_.count; ++i) {
+    pb::DiscoveredGpu g;
+    g.set_index(static_cast<uint32_t>(i));
+    for (uint32_t peer : NvlinkPeers(i)) g.add_nvlink_peers(peer);
+    const bool sw = o_.nvlink == "switch", paired = g.nvlink_peers_size() > 0;
+    g.set_nvlinks_active(sw ? 18 : paired ? 4 : 0);
+    g.set_nvlinks_to_switch(sw ? 18 : 0);
+    if (o_.fabric_cluster_uuid.empty()) {
+      g.set_fabric_state("not_supported");
+    } else {
+      g.set_fabric_state("completed");
+      g.set_fabric_cluster_uuid(o_.fabric_cluster_uuid);
+      g.set_fabric_clique_id(o_.fabric_clique_id);
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 pb::GpuTelemetry FakeBackend::Healthy(int i, Duration since_last) {
@@ -432,6 +465,10 @@ StatusOr<std::unique_ptr<GpuBackend>> MakeFakeBackend(const FakeGpuOptions& opti
                                                       const std::string& node, Clock* clock) {
   if (options.count < 0 || options.count > 64) {
     return Status::InvalidArgument("--fake-gpus must be 0 to 64");
+  }
+  if (options.nvlink != "switch" && options.nvlink != "pairs" && options.nvlink != "none") {
+    return Status::InvalidArgument("--fake-nvlink must be switch, pairs or none, not '" +
+                                   options.nvlink + "'");
   }
   auto backend = std::make_unique<FakeBackend>(options, node, clock);
   if (!options.faults_file.empty()) {

@@ -12,6 +12,7 @@
 //   nvlink_down      nvlink_down = 1
 //   fall_off_bus     the GPU reports lost = true (and nothing else) and sends Xid 79
 //   slow             Validate() reports the GPU's figures times `factor`
+// NVLink peers and the NVLink fabric follow `nvlink` and `fabric_*` (DiscoverNvlinks).
 // MIG-mode GPUs keep a layout of GPU instances that ReshapeMig changes (see FakeGpuOptions).
 // Telemetry is a function of the faults and the time, so a ManualClock makes it exact.
 #pragma once
@@ -35,6 +36,13 @@ struct FakeGpuOptions {
   // ones do. A MIG GPU starts with no instances (the agent creates a static layout, if given).
   std::string mig_state_file;
   std::string faults_file;  // fault script, `at` counted from the backend's creation
+  // NVLink between the node's GPUs: "switch" (each reaches every other through NVSwitch, as on
+  // HGX boards), "pairs" (bridged pairs 0-1, 2-3, ...) or "none" (PCIe cards).
+  std::string nvlink = "switch";
+  // A multi-node NVLink fabric (NVL72-class): the cluster UUID and clique every GPU reports, as
+  // NVML's GPU fabric info does once the fabric manager has registered it; "" reports none.
+  std::string fabric_cluster_uuid;
+  uint32_t fabric_clique_id = 0;
 };
 
 // Healthy validation figures of one simulated GPU (H100-class, bf16 dense GEMM).

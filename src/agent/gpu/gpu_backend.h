@@ -44,6 +44,11 @@ class GpuBackend {
   // fake backend reads it; NVML measures it).
   virtual void SetBusy(uint32_t /*gpu*/, const std::string& /*util_file*/) {}
   virtual void SetIdle(uint32_t /*gpu*/) {}
+  // NVLink as the hardware reports it, one entry per GPU in index order (topology discovery,
+  // docs/topology-discovery.md): the GPUs of this node each reaches over NVLink, its active links
+  // and those whose other end is an NVSwitch, and the multi-node NVLink fabric it belongs to
+  // (cluster UUID and clique of NVL72-class systems). Only those fields are filled.
+  virtual std::vector<pb::DiscoveredGpu> DiscoverNvlinks() { return {}; }
   // Runs the validation benchmarks (tools/validate/: GEMM, memory and PCIe bandwidth, NCCL) and
   // returns their JSON. Takes up to minutes: never call it on the heartbeat thread.
   virtual StatusOr<std::string> Validate() = 0;

@@ -11,6 +11,7 @@
 
 #include "agent/gpu/kernel_log_xid.h"
 #include "agent/gpu/mig_profiles.h"
+#include "agent/gpu/nvml_fabric.h"
 #include "agent/gpu/nvml_library.h"
 #include "agent/gpu/nvml_mig.h"
 #include "agent/gpu/pci_address.h"
@@ -79,6 +80,13 @@ class NvmlBackend final : public GpuBackend {
   std::vector<pb::GpuEvent> PollEvents(Time now) override;
   StatusOr<std::string> Validate() override;
   void CancelValidation() override { cancel_validation_ = true; }
+  std::vector<pb::DiscoveredGpu> DiscoverNvlinks() override {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<nvmlDevice_t> handles;
+    std::vector<std::optional<PciAddress>> pci;
+    for (const NvmlGpu& g : gpus_) handles.push_back(g.handle), pci.push_back(g.pci);
+    return DiscoverNvmlNvlinks(*lib_, handles, pci);
+  }
   StatusOr<std::vector<pb::MigGpuInstance>> MigLayout(uint32_t gpu) override;
   MigReshapeResult ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
                               const std::vector<pb::MigGpuInstance>& create) override;

@@ -411,5 +411,51 @@ TEST_F(NvmlBackendTest, ValidateKillsAHungProgram) {
   EXPECT_EQ(v.status().code(), StatusCode::kAborted);
 }
 
+// Topology discovery through NVML: GPUs 0-1 bridged to each other, 2-3 on NVSwitches, all four
+// in one NVL72-class fabric clique except GPU 3, whose registration is still in progress.
+TEST_F(NvmlBackendTest, DiscoversNvlinkPeersAndTheFabricClique) {
+  Double d(NVML_DOUBLE);
+  const std::string fabric =
+      R"("fabric": {"uuid": "6f1c0e2a-0000-4000-8000-000000000001", "clique": 3, "state": 3})";
+  d.Configure(R"({"gpus": [
+    {"nvlinks": 4, "nvlink_remote": ["gpu:1", "gpu:1", "gpu:1", "gpu:1"], )" +
+              fabric + R"(},
+    {"nvlinks": 4, "nvlink_remote": ["gpu:0", "gpu:0", "gpu:0", "gpu:0"], )" +
+              fabric + R"(},
+    {"nvlinks": 18, "nvlinks_down": 2, )" +
+              fabric + R"(},
+    {"nvlinks": 18, "fabric": {"uuid": "6f1c0e2a-0000-4000-8000-000000000001", "state": 2}}]})");
+  auto b = Make(NVML_DOUBLE);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(b->Discover().ok());
+  const std::vector<pb::DiscoveredGpu> g = b->DiscoverNvlinks();
+  ASSERT_EQ(g.size(), 4u);
+  EXPECT_EQ(std::vector<uint32_t>(g[0].nvlink_peers().begin(), g[0].nvlink_peers().end()),
+            std::vector<uint32_t>{1});
+  EXPECT_EQ(g[0].nvlinks_active(), 4u);
+  EXPECT_EQ(g[0].nvlinks_to_switch(), 0u);
+  EXPECT_EQ(std::vector<uint32_t>(g[2].nvlink_peers().begin(), g[2].nvlink_peers().end()),
+            std::vector<uint32_t>{3});
+  EXPECT_EQ(g[2].nvlinks_active(), 16u);  // the first two links are down
+  EXPECT_EQ(g[2].nvlinks_to_switch(), 16u);
+  EXPECT_EQ(g[0].fabric_state(), "completed");
+  EXPECT_EQ(g[0].fabric_cluster_uuid(), "6f1c0e2a-0000-4000-8000-000000000001");
+  EXPECT_EQ(g[0].fabric_clique_id(), 3u);
+  EXPECT_EQ(g[3].fabric_state(), "in_progress");
+  EXPECT_EQ(g[3].fabric_cluster_uuid(), "");  // not registered yet: no clique to count
+  EXPECT_GE(d.calls("nvmlDeviceGetGpuFabricInfoV"), 4);
+
+  // An old NVML has none of these calls: links by state only, and no fabric.
+  Double legacy(NVML_DOUBLE_LEGACY);
+  legacy.Configure(R"({"gpus": 2})");
+  auto old = Make(NVML_DOUBLE_LEGACY);
+  ASSERT_NE(old, nullptr);
+  ASSERT_TRUE(old->Discover().ok());
+  const auto l = old->DiscoverNvlinks();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].nvlinks_active(), 18u);
+  EXPECT_EQ(l[0].fabric_state(), "not_supported");
+}
+
 }  // namespace
 }  // namespace hangar::agent

@@ -107,6 +107,11 @@ Status NvmlLibrary::Bind() {
   BindFirst(h, fn_.device_get_remapped_rows, {"nvmlDeviceGetRemappedRows"});
   BindFirst(h, fn_.device_get_nvlink_state, {"nvmlDeviceGetNvLinkState"});
   BindFirst(h, fn_.device_get_nvlink_error_counter, {"nvmlDeviceGetNvLinkErrorCounter"});
+  BindFirst(h, fn_.device_get_nvlink_remote_pci_info,
+            {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"});
+  BindFirst(h, fn_.device_get_nvlink_remote_device_type, {"nvmlDeviceGetNvLinkRemoteDeviceType"});
+  BindFirst(h, fn_.device_get_gpu_fabric_info_v, {"nvmlDeviceGetGpuFabricInfoV"});
+  BindFirst(h, fn_.device_get_gpu_fabric_info, {"nvmlDeviceGetGpuFabricInfo"});
   BindFirst(h, fn_.device_get_violation_status, {"nvmlDeviceGetViolationStatus"});
   if (!BindFirst(h, fn_.device_get_retired_pages_v2, {"nvmlDeviceGetRetiredPages_v2"})) {
     BindFirst(h, fn_.device_get_retired_pages_v1, {"nvmlDeviceGetRetiredPages"});

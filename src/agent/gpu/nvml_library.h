@@ -78,6 +78,14 @@ struct NvmlFunctions {
   nvmlReturn_t (*device_get_remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
                                            unsigned*) = nullptr;
   nvmlReturn_t (*device_get_nvlink_state)(nvmlDevice_t, unsigned, int*) = nullptr;
+  // The PCI function at the other end of an NVLink (_v2: the current nvmlPciInfo_t; the v1 call
+  // fills the older layout, whose domain, bus and device sit at the same places) and its type.
+  nvmlReturn_t (*device_get_nvlink_remote_pci_info)(nvmlDevice_t, unsigned,
+                                                    nvmlPciInfo_t*) = nullptr;
+  nvmlReturn_t (*device_get_nvlink_remote_device_type)(nvmlDevice_t, unsigned, int*) = nullptr;
+  // The multi-node NVLink fabric: the versioned call, else the unversioned one.
+  nvmlReturn_t (*device_get_gpu_fabric_info_v)(nvmlDevice_t, nvmlGpuFabricInfoV_t*) = nullptr;
+  nvmlReturn_t (*device_get_gpu_fabric_info)(nvmlDevice_t, nvmlGpuFabricInfo_t*) = nullptr;
   nvmlReturn_t (*device_get_nvlink_error_counter)(nvmlDevice_t, unsigned, int,
                                                   unsigned long long*) = nullptr;
   nvmlReturn_t (*device_get_violation_status)(nvmlDevice_t, int, nvmlViolationTime_t*) = nullptr;

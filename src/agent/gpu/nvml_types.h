@@ -104,7 +104,31 @@ typedef struct {
   nvmlGpuInstancePlacement_t placement;  // nvmlComputeInstancePlacement_t: compute slices
 } nvmlComputeInstanceInfo_t;
 
+// nvmlDeviceGetGpuFabricInfoV: the multi-node NVLink fabric a GPU belongs to. The layout of
+// nvmlGpuFabricInfo_v3_t; a v2 caller sets version to v2 and NVML fills all but healthSummary.
+// `state` is nvmlGpuFabricState_t (an unsigned char); `status` is read only once it is COMPLETED.
+typedef struct {
+  unsigned int version;
+  unsigned char clusterUuid[16];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  unsigned char state;
+  unsigned int healthMask;
+  unsigned char healthSummary;
+} nvmlGpuFabricInfoV_t;
+
+// nvmlDeviceGetGpuFabricInfo (drivers before the versioned call): the unversioned struct.
+typedef struct {
+  unsigned char clusterUuid[16];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  unsigned char state;
+} nvmlGpuFabricInfo_t;
+
 }  // extern "C"
+
+static_assert(sizeof(nvmlGpuFabricInfoV_t) == 40, "nvmlGpuFabricInfo_v3_t is 40 bytes");
+static_assert(sizeof(nvmlGpuFabricInfo_t) == 28, "nvmlGpuFabricInfo_t is 28 bytes");
 
 namespace hangar::agent::nvml {
 
@@ -124,6 +148,7 @@ inline constexpr nvmlReturn_t kErrorResetRequired = 16;
 inline constexpr nvmlReturn_t kErrorLibRmVersionMismatch = 18;
 inline constexpr nvmlReturn_t kErrorInUse = 19;
 inline constexpr nvmlReturn_t kErrorInsufficientResources = 23;
+inline constexpr nvmlReturn_t kErrorArgumentVersionMismatch = 25;
 inline constexpr nvmlReturn_t kErrorUnknown = 999;
 
 // NVML_GPU_INSTANCE_PROFILE_*: the index nvmlDeviceGetGpuInstanceProfileInfo takes.
@@ -180,6 +205,19 @@ inline constexpr int kTopologySystem = 50;
 // nvmlNvLinkErrorCounter_t: replay, recovery, CRC flit, CRC data. NVML's link count ceiling.
 inline constexpr int kNvLinkErrorCounters = 4;
 inline constexpr unsigned kNvLinkMaxLinks = 36;
+
+// nvmlIntNvLinkDeviceType_t: what is at the other end of an NVLink.
+inline constexpr int kNvLinkDeviceTypeGpu = 0;
+inline constexpr int kNvLinkDeviceTypeSwitch = 2;
+
+// NVML_GPU_FABRIC_STATE_*, and the versions of nvmlGpuFabricInfo_v2/_v3 (NVML_STRUCT_VERSION:
+// the struct's size | version << 24).
+inline constexpr unsigned char kGpuFabricStateNotSupported = 0;
+inline constexpr unsigned char kGpuFabricStateNotStarted = 1;
+inline constexpr unsigned char kGpuFabricStateInProgress = 2;
+inline constexpr unsigned char kGpuFabricStateCompleted = 3;
+inline constexpr unsigned kGpuFabricInfoV2 = 36u | 2u << 24;
+inline constexpr unsigned kGpuFabricInfoV3 = 40u | 3u << 24;
 
 // Event type bits (nvmlEventType*).
 inline constexpr unsigned long long kEventSingleBitEcc = 0x1;

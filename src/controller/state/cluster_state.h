@@ -26,6 +26,7 @@
 #include "controller/reservation/reservation_book.h"
 #include "controller/state/attempt_usage.h"
 #include "controller/state/auth.h"
+#include "controller/state/discovered_fabric.h"
 #include "controller/state/fleet_hearing.h"
 #include "controller/state/goodput_ledger.h"
 #include "controller/state/idempotency_book.h"
@@ -370,6 +371,8 @@ class ClusterState {
   const GoodputLedger& goodput() const { return goodput_; }
   // The hot spares and the replacements made from them (spare_pool.h).
   const SparePool& spares() const { return spares_; }
+  // What the agents discovered of the fabric, and where it disagrees with cluster.yaml.
+  const DiscoveredFabric& discovered_fabric() const { return discovered_fabric_; }
   // A task reported a checkpoint: the job's lost-work figure restarts from now.
   Status OnCheckpointDone(const std::string& node, const pb::CheckpointDone& c, Time now,
                           Effects* fx);
@@ -418,6 +421,8 @@ class ClusterState {
     CheckProgress(now, fx);
     AdvanceMaintenance(now, fx);
     RefillSpares(now, fx);
+    for (const auto& d : discovered_fabric_.TakeChanges())
+      fx->Event(now, "topology", "node/" + d.node, d.message);
   }
   // Forgets the finished jobs that ended at least options().keep_finished ago (none when it is 0)
   // and have no task left anywhere (cluster_state_purge.cc). Looks at most kPurgeScan jobs a call,
@@ -834,6 +839,7 @@ class ClusterState {
   // Once a second (Tick): idle healthy nodes bring short domains back to their count of spares.
   void RefillSpares(Time now, Effects* fx);
   SparePool spares_{*topology_, options_.spares};
+  DiscoveredFabric discovered_fabric_{*topology_};
 };
 
 }  // namespace hangar::controller

@@ -131,6 +131,7 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
             std::string(was_lost ? "came back" : "registered") + " (" +
                 std::to_string(inv.gpus_size()) + " GPUs, " + inv.gpu_backend() + " backend, " +
                 std::to_string(reg.running_size()) + " running tasks)");
+  discovered_fabric_.Observe(n, reg.discovered_topology());  // events from Tick
   UpdateCondition(n);
   return Status::Ok();
 }
