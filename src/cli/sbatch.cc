@@ -1,5 +1,6 @@
 #include "cli/sbatch.h"
 
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -348,6 +349,16 @@ std::string ToYaml(const nlohmann::ordered_json& j) {
   YAML::Emitter e;
   Emit(e, j);
   return std::string(e.c_str()) + "\n";
+}
+
+std::map<std::string, std::string> SubmitterEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
 }
 
 }  // namespace hangar::cli::sbatch

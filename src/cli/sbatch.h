@@ -55,6 +55,9 @@ struct QosMapping {
 };
 StatusOr<QosMapping> MapQos(const std::string& qos);
 
+// This process's environment, as Submission::environment takes it (sbatch and salloc).
+std::map<std::string, std::string> SubmitterEnvironment();
+
 // A job file as YAML text: block style, multi-line strings (the script) as literal blocks.
 std::string ToYaml(const nlohmann::ordered_json& j);
 

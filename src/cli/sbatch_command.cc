@@ -98,16 +98,6 @@ Status PrintAllButLast(const Status& s) {
   return Status::InvalidArgument(m.substr(last + 1));
 }
 
-std::map<std::string, std::string> Environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv = *e;
-    const size_t eq = kv.find('=');
-    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return env;
-}
-
 Status Sbatch(const Common& c, const SbatchCommandOptions& o) {
   std::stringstream text;
   std::string name = o.script;
@@ -122,7 +112,7 @@ Status Sbatch(const Common& c, const SbatchCommandOptions& o) {
   sbatch::Submission s{text.str(), name, o.words, std::filesystem::current_path().string()};
   HANGAR_ASSIGN_OR_RETURN(s.site, sbatch::ParseSiteFacts(std::getenv("HANGAR_SBATCH_GPU_TYPES"),
                                                          std::getenv("HANGAR_SBATCH_NODE_GPUS")));
-  s.environment = Environment();
+  s.environment = sbatch::SubmitterEnvironment();
   s.site.controller_maps_types = !o.dry_run;
   auto converted = sbatch::ConvertBatchScript(s);
   if (!converted.ok()) return PrintAllButLast(converted.status());

@@ -12,8 +12,6 @@
 #include "cli/sbatch_site.h"
 #include "cli/slurm_common.h"
 
-extern char** environ;
-
 namespace hangar::cli {
 
 namespace {
@@ -22,16 +20,6 @@ std::string ShellWord(const std::string& w) {
   std::string out = "'";
   for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-std::map<std::string, std::string> Environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv = *e;
-    const size_t eq = kv.find('=');
-    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return env;
 }
 
 }  // namespace
@@ -68,7 +56,7 @@ StatusOr<sbatch::BatchJob> SallocJob(const SallocLine& line, const std::string& 
   HANGAR_ASSIGN_OR_RETURN(s.site, sbatch::ParseSiteFacts(std::getenv("HANGAR_SBATCH_GPU_TYPES"),
                                                          std::getenv("HANGAR_SBATCH_NODE_GPUS")));
   s.site.controller_maps_types = true;
-  s.environment = Environment();
+  s.environment = sbatch::SubmitterEnvironment();
   s.output_to_task = true;  // to the terminal (or the followed output), not to slurm-%j.out
   HANGAR_ASSIGN_OR_RETURN(sbatch::BatchJob job, sbatch::ConvertBatchScript(s));
   job.spec["interactive"] = true;

@@ -69,11 +69,8 @@ inline std::string WritableCgroup2Mount() {
   return "";
 }
 
-// Starts `sleep 1000` as the leader of a new session whose parent has already exited, as a task
-// of an earlier agent would be. Returns its pid, or -1.
-inline pid_t StartOrphanedSleep();
-// The same, running `script` under /bin/sh (a task that ends by itself while no agent is its
-// parent).
+// Starts `script` under /bin/sh as the leader of a new session whose parent has already exited,
+// as a task of an earlier agent would be (not this process's child). Returns its pid, or -1.
 inline pid_t StartOrphanedShell(const char* script) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
@@ -98,29 +95,8 @@ inline pid_t StartOrphanedShell(const char* script) {
   return leader;
 }
 
-inline pid_t StartOrphanedSleep() {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  pid_t middle = fork();
-  if (middle == 0) {
-    pid_t leader = fork();
-    if (leader == 0) {
-      setsid();
-      close(fds[0]);
-      close(fds[1]);
-      execl("/bin/sleep", "sleep", "1000", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    ssize_t written = write(fds[1], &leader, sizeof leader);
-    _exit(written == sizeof leader ? 0 : 1);
-  }
-  close(fds[1]);
-  pid_t leader = -1;
-  if (read(fds[0], &leader, sizeof leader) != sizeof leader) leader = -1;
-  close(fds[0]);
-  waitpid(middle, nullptr, 0);
-  return leader;
-}
+// The same for `sleep 1000`: a task that runs until it is stopped.
+inline pid_t StartOrphanedSleep() { return StartOrphanedShell("exec /bin/sleep 1000"); }
 
 class TaskRunnerTest : public ::testing::Test {
  protected:
