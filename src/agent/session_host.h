@@ -35,8 +35,6 @@
 
 namespace hangar::agent {
 
-namespace v1 = ::hangar::agent::v1;
-
 class SessionHost {
  public:
   static constexpr uint64_t kWindow = 256 * 1024;      // unacknowledged output bytes per session

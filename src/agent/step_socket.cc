@@ -16,8 +16,6 @@
 
 namespace hangar::agent {
 
-namespace v1 = ::hangar::agent::v1;
-
 namespace {
 
 constexpr size_t kMaxRequest = 1 << 20;  // the caller's environment travels in it

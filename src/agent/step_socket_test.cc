@@ -15,8 +15,6 @@
 namespace hangar::agent {
 namespace {
 
-namespace v1 = ::hangar::agent::v1;
-
 // What the socket handed to the "controller", as the agent's stream would take it.
 struct Sent {
   std::mutex mu;
