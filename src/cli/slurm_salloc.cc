@@ -60,7 +60,9 @@ StatusOr<sbatch::BatchJob> SallocJob(const SallocLine& line, const std::string& 
   s.output_to_task = true;  // to the terminal (or the followed output), not to slurm-%j.out
   HANGAR_ASSIGN_OR_RETURN(sbatch::BatchJob job, sbatch::ConvertBatchScript(s));
   job.spec["interactive"] = true;
-  if (tty) job.spec["terminal"] = true;
+  // On a terminal, the shell gets the task's; without one, salloc's stdin (a here-document or a
+  // file of commands reaches the shell as it would Slurm's).
+  job.spec[tty ? "terminal" : "stdin"] = true;
   job.yaml = sbatch::ToYaml(job.spec);
   return job;
 }
@@ -79,7 +81,8 @@ int RunSalloc(const std::vector<std::string>& args, const std::string& server) {
                static_cast<unsigned long long>(id));
   int rc = 0;
   SessionIo io;
-  io.tty = tty;  // without one, the command's output is followed (its stdin is empty)
+  io.tty = tty;
+  io.stdin_open = !tty;  // without one, salloc's stdin passes to it and its output comes back
   io.started = "salloc: Granted job allocation " + std::to_string(id);
   const Status s = FollowSubmittedSession(server, id, io, &rc);
   if (!s.ok()) return slurm::Fail("salloc", s);

@@ -22,7 +22,8 @@ struct SallocLine {
 };
 SallocLine SplitSallocLine(const std::vector<std::string>& args);
 
-// The allocation as a job file (interactive, with a terminal when `tty`), from salloc's line.
+// The allocation as a job file (interactive; with a terminal when `tty`, else with salloc's
+// stdin passed to it), from salloc's line.
 StatusOr<sbatch::BatchJob> SallocJob(const SallocLine& line, const std::string& submit_dir,
                                      bool tty);
 

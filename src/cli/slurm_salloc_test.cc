@@ -31,13 +31,14 @@ TEST(SallocTest, TheAllocationIsAnInteractiveJobRunningTheShellOnce) {
   EXPECT_NE(job->yaml.find("gpus: 1"), std::string::npos) << job->yaml;
 }
 
-TEST(SallocTest, ACommandIsQuotedAndWithoutATerminalNoneIsAsked) {
+TEST(SallocTest, ACommandIsQuotedAndWithoutATerminalStdinIsPassed) {
   auto job =
       SallocJob(SplitSallocLine({"-N1", "sh", "-c", "echo it's $SLURM_JOB_ID"}), "/tmp", false);
   ASSERT_TRUE(job.ok()) << job.status().message();
   EXPECT_NE(job->yaml.find("exec 'sh' '-c' 'echo it'\\''s $SLURM_JOB_ID'"), std::string::npos)
       << job->yaml;
   EXPECT_FALSE(job->spec.contains("terminal")) << job->yaml;
+  EXPECT_EQ(job->spec.value("stdin", false), true) << job->yaml;
 }
 
 TEST(SallocTest, EveryProblemIsNamedAtOnce) {
