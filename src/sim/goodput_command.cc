@@ -168,6 +168,7 @@ void PrintInterval(Duration interval, double bound, const nlohmann::json& polici
 }
 
 Status Run(const GoodputArgs& a) {
+  HANGAR_RETURN_IF_ERROR(CheckWritableFolder(a.json));  // before the run, not after it
   const int64_t t0 = MonotonicNanos();
   GoodputScenario base;
   HANGAR_RETURN_IF_ERROR(FillScenario(a, &base));

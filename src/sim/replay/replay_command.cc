@@ -153,6 +153,7 @@ StatusOr<std::vector<ClusterPartition>> Partitions(const ReplayArgs& a) {
 }
 
 Status Run(const ReplayArgs& a, const std::map<std::string, EngineFactory>& engines) {
+  HANGAR_RETURN_IF_ERROR(CheckWritableFolder(a.json));  // before the run, not after it
   ReplayOptions opt;
   if (a.engine != "lean") {
     auto it = engines.find(a.engine);

@@ -1,5 +1,9 @@
 #include "sim/report/report.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
 #include <fstream>
 
 namespace hangar::sim {
@@ -149,6 +153,18 @@ Status WriteReport(const std::string& path, const std::string& html) {
   if (!out) return Status::InvalidArgument("cannot write the report to " + path);
   out << html;
   return out ? Status::Ok() : Status::Unavailable("writing " + path + " failed");
+}
+
+Status CheckWritableFolder(const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  std::string folder = std::filesystem::path(path).parent_path().string();
+  if (folder.empty()) folder = ".";
+  if (access(folder.c_str(), W_OK) != 0) {
+    return Status::InvalidArgument("cannot write " + path + ": its folder " + folder +
+                                   (errno == ENOENT ? " does not exist" : " is not writable") +
+                                   "; create it or name another file");
+  }
+  return Status::Ok();
 }
 
 Status WriteJsonFile(const std::string& path, const nlohmann::json& j, int indent) {

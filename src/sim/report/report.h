@@ -19,5 +19,8 @@ Status WriteReport(const std::string& path, const std::string& html);
 // Writes `j` as indented JSON to `path` (the `--json FILE` of every `hangar sim` command); the
 // error names the file and checks the write, not only the open (a full disk fails it too).
 Status WriteJsonFile(const std::string& path, const nlohmann::json& j, int indent = 2);
+// Whether `path`'s folder exists and may be written, said before a long run rather than after it
+// ("" passes: no file asked).
+Status CheckWritableFolder(const std::string& path);
 
 }  // namespace hangar::sim

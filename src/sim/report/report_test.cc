@@ -50,6 +50,12 @@ TEST(ReportTest, JsonFileIsWrittenWholeOrNamedInTheError) {
   Status s = WriteJsonFile("/nonexistent/dir/figures.json", {{"a", 1}});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("/nonexistent/dir/figures.json"), std::string::npos) << s.message();
+  EXPECT_TRUE(CheckWritableFolder("").ok());
+  EXPECT_TRUE(CheckWritableFolder(path).ok());
+  const Status early = CheckWritableFolder("/nonexistent/dir/figures.json");
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.message().find("/nonexistent/dir does not exist"), std::string::npos)
+      << early.message();
   // /dev/full accepts the open and fails the write, as a full disk does.
   EXPECT_FALSE(WriteJsonFile("/dev/full", {{"a", std::string(1 << 16, 'x')}}).ok());
 }

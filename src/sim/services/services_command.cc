@@ -59,6 +59,7 @@ void Print(const ServicesOutcome& o) {
 }
 
 Status Run(const ServicesArgs& a) {
+  HANGAR_RETURN_IF_ERROR(CheckWritableFolder(a.json));  // before the run, not after it
   HANGAR_ASSIGN_OR_RETURN(ServicesScenario s, Scenario(a));
   HANGAR_ASSIGN_OR_RETURN(std::vector<FleetLayout> layouts, Layouts(a.layouts));
   // The layouts are independent: one thread each.

@@ -66,6 +66,7 @@ void Print(const nlohmann::json& r) {
 }
 
 Status Run(const WindowsArgs& a) {
+  HANGAR_RETURN_IF_ERROR(CheckWritableFolder(a.json));  // before the run, not after it
   std::shared_ptr<const cluster::Topology> topo;
   HANGAR_ASSIGN_OR_RETURN(WindowsScenario s, Scenario(a, &topo));
   const WindowNotice notices[] = {WindowNotice::kNone, WindowNotice::kBooked,
