@@ -45,10 +45,12 @@ bool ParseNumber(std::string_view s, T* out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-// Seconds as a decimal number to milliseconds.
+// Seconds as a decimal number to milliseconds: from 0 up to a million years (NaN, infinities and
+// what would not fit a Duration are not times).
 bool ParseSeconds(std::string_view s, Duration* out) {
+  constexpr double kMaxSeconds = 3.2e13;
   double v = 0;
-  if (!ParseNumber(s, &v) || v < 0) return false;
+  if (!ParseNumber(s, &v) || !(v >= 0 && v <= kMaxSeconds)) return false;
   *out = static_cast<Duration>(v * 1000 + 0.5);
   return true;
 }

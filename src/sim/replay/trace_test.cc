@@ -54,6 +54,11 @@ TEST(TraceTest, MalformedRowsNameTheLine) {
       {"0,5,1,1,1000,,,,,,gold,\n", "bad.csv:2: tier 'gold'"},
       {"0,5,1,1,1000,,,lots,,,,\n", "bad.csv:2: memory:"},
       {"0,5,1,1,1000,,,,,,,\n0,5,1,1,1000,,,,,,,soon\n", "bad.csv:3: time_limit 'soon'"},
+      // Found by fuzzing: a number of seconds no Duration holds was converted anyway (UB).
+      {"0333333333333333333333333333333333333333333333333333333333333333333,5,1,1,1000,,,,,,,\n",
+       "bad.csv:2: submit '0333"},
+      {"0,1e300,1,1,1000,,,,,,,\n", "bad.csv:2: duration '1e300'"},
+      {"0,nan,1,1,1000,,,,,,,\n", "bad.csv:2: duration 'nan'"},
   };
   for (const auto& c : cases) {
     auto r = ReadHangarTrace(Write("bad.csv", std::string(kHeader) + c.rows));
