@@ -86,6 +86,12 @@ void ServiceBook::Reconcile(Service& s, Time now) {
 }
 
 void ServiceBook::Restart(Service& s, Replica& r, Time now) {
+  // The stopped incarnation may hold its port a moment longer (its job reads cancelled while its
+  // process ends within its stop grace): the new one then takes another, rather than failing to
+  // bind and crashing once more. The load balancer learns the port when it is ready.
+  if (options_.port_usable && !options_.port_usable(r.port)) {
+    if (const int port = PickPort()) r.port = port;
+  }
   plan_.starts.push_back({s.name, r.id, r.revision, r.port, !r.guaranteed});
   (void)Move(s, r, ReplicaState::kPending, now, "restarted after back-off");
 }

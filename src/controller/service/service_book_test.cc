@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "job/job_spec.h"
 
@@ -26,6 +27,7 @@ ServiceSpec Spec(
 class World {
  public:
   World() : book_(BookOptions{2, 30000, 30099, nullptr}) {}
+  explicit World(BookOptions options) : book_(std::move(options)) {}
 
   ServiceBook& book() { return book_; }
   Time now() const { return now_; }
@@ -177,6 +179,25 @@ TEST(ServiceBookTest, ACrashedReplicaLeavesRotationAndRestartsAfterABackOffThatD
   w.Round();
   const Time backoff = w.Find("echo", first.id)->restart_at - w.now() + 100;
   EXPECT_EQ(backoff, 2000);
+}
+
+// Found in services_e2e: a replica restarted for failing its liveness probe was started on its
+// old port while the stopped process still held it, failed to bind and crashed again.
+TEST(ServiceBookTest, AReplicaRestartedWhileItsOldProcessHoldsItsPortTakesAnother) {
+  std::set<int> held;
+  World w(BookOptions{2, 30000, 30099, [&](int port) { return !held.count(port); }});
+  const auto spec = Spec("echo", 1, "v1");
+  ASSERT_TRUE(w.book().Create(spec, Json(spec), "alice", 0).ok());
+  w.RunFor(1000);
+  const Replica first = w.book().Find("echo")->replicas[0];
+  ASSERT_EQ(first.state, ReplicaState::kReady);
+  held.insert(first.port);  // its process has not let go of it yet
+  w.Kill(first.job);
+  w.RunFor(1500);
+  const Replica* again = w.Find("echo", first.id);
+  ASSERT_EQ(again->state, ReplicaState::kReady);
+  EXPECT_NE(again->port, first.port);
+  EXPECT_EQ(again->restarts, 1u);
 }
 
 TEST(ServiceBookTest, ARollingUpdateStaysWithinSurgeAndUnavailabilityAndDrainsBeforeStopping) {
