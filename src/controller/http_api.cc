@@ -23,6 +23,16 @@ namespace hangar::controller {
 
 namespace http {
 
+StatusOr<const JobRecord*> ReadableJob(const ClusterState& st, const Principal& who, uint64_t id) {
+  HANGAR_RETURN_IF_ERROR(st.MayAccessJob(who, id, false));
+  const JobRecord* j = st.FindJob(id);
+  if (!j) {
+    return Status::NotFound("job " + std::to_string(id) +
+                            " does not exist; `hangar jobs` lists them");
+  }
+  return j;
+}
+
 void Reply(httplib::Response& res, const Status& s) {
   res.status = api::HttpStatusFor(s);
   res.set_content(api::SafeDump(api::ErrorJson(s)) + "\n", "application/json");

@@ -48,9 +48,7 @@ void HttpApi::GoodputRoutes() {
     if (!id.ok()) return Reply(res, id.status());
     auto out = owner_->Call<StatusOr<nlohmann::json>>(
         [&](ClusterState& st, Effects*) -> StatusOr<nlohmann::json> {
-          HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, *id, false));
-          const JobRecord* j = st.FindJob(*id);
-          if (!j) return Status::NotFound("job " + std::to_string(*id) + " does not exist");
+          HANGAR_ASSIGN_OR_RETURN(const JobRecord* j, ReadableJob(st, *who, *id));
           return nlohmann::json{{"id", *id},
                                 {"name", j->spec->spec.name},
                                 {"state", std::string(job::JobStateName(j->state))},

@@ -48,12 +48,7 @@ void HttpApi::SessionRoutes() {
     if (!id.ok()) return Reply(res, id.status());
     auto out = owner_->Call<StatusOr<nlohmann::json>>(
         [&](ClusterState& st, Effects*) -> StatusOr<nlohmann::json> {
-          HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, *id, false));
-          const JobRecord* j = st.FindJob(*id);
-          if (!j) {
-            return Status::NotFound("job " + std::to_string(*id) +
-                                    " does not exist; `hangar jobs` lists them");
-          }
+          HANGAR_ASSIGN_OR_RETURN(const JobRecord* j, ReadableJob(st, *who, *id));
           return Idleness(st, *j);
         });
     if (!out.ok()) return Reply(res, out.status());

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "local_cluster.h"
+#include "train_script.h"
 
 namespace hangar::testing {
 namespace {
@@ -37,39 +38,6 @@ std::vector<std::string> Nodes() {
   std::vector<std::string> out;
   for (int i = 1; i <= 16; ++i) out.push_back("node-" + std::to_string(i));
   return out;
-}
-
-// A training job that never ends by itself: each run appends "start R NODE" to $OUT/runs and
-// resumes from the step in its checkpoint (recorded in $OUT/resumed.R); SIGUSR1 writes the
-// checkpoint and reports it with `hangar checkpoint-done`, and the agent then stops the task.
-std::string TrainScript(const std::string& out) {
-  return R"SH(#!/bin/sh
-OUT=')SH" +
-         out + R"SH('
-R="$HANGAR_RESTART_COUNT"
-CK="$HANGAR_CHECKPOINT_DIR/ckpt"
-echo "start $R $HANGAR_NODE" >> "$OUT/runs"
-step=0
-if [ -f "$CK" ]; then
-  step=$(cat "$CK")
-  echo "$step" > "$OUT/resumed.$R"
-fi
-checkpoint() {
-  mkdir -p "$HANGAR_CHECKPOINT_DIR"
-  echo "$step" > "$CK.tmp" && mv "$CK.tmp" "$CK"
-  echo "checkpoint $R $step" >> "$OUT/checkpoints"
-  hangar checkpoint-done --path "$CK" --step "$step" > /dev/null 2>&1
-  checkpointed=1
-}
-trap checkpoint USR1
-trap 'exit 143' TERM
-checkpointed=0
-while :; do
-  if [ "$checkpointed" = 0 ]; then step=$((step + 1)); fi
-  echo "$step" > "$OUT/step"
-  sleep 0.2 & wait $!
-done
-)SH";
 }
 
 class MaintenanceTest : public ::testing::Test {
