@@ -242,6 +242,41 @@ say "3/4: the old leader (ctl-0) to $new_version, as the standby"
 start_controller 0 "$new"
 restarts=$((restarts + 1))
 [ "$(role 0)" = standby ] || fail "the upgraded ctl-0 is $(role 0), not a standby"
+# --- between 3/4 and 4/4: new controllers, old agents; capabilities negotiated ---------------------
+# The old agents name no features: a session into their tasks is refused with the sentence, and a
+# job that needs a terminal waits (agent-version) until an upgraded agent has room for it.
+say "mixed: controllers at $new_version, agents at $old_version"
+problems=()
+capabilities=0
+exec_out=$(HANGAR_URL="$(api "$(leader)")" "$new" exec "${held[2]}" -- true 2>&1 || true)
+if [[ "$exec_out" == *"which cannot open sessions into tasks"*"upgrade its agent"* ]]; then
+  capabilities=$((capabilities + 1))
+  say "exec into an old agent's task refused: ${exec_out##*: node-}"
+else
+  problems+=("exec into a task of an old agent was not refused with the capability sentence (saw: $exec_out)")
+fi
+terminal_job=""
+for _ in $(seq 100); do
+  terminal_job=$(curl -s -m 5 -X POST -H 'Content-Type: application/yaml' \
+    --data-binary $'name: shell\nterminal: true\ntasks:\n  - {gpus: 1, command: ["/bin/sh", "-c", "exit 0"]}\n' \
+    "$(api "$(leader)")/v1/jobs" | json 'd.get("id", "")' 2> /dev/null || true)
+  [ -n "$terminal_job" ] && break
+  sleep 0.2
+done
+[ -n "$terminal_job" ] || fail "no controller accepted the terminal job"
+rule=""
+for _ in $(seq 100); do
+  rule=$(get "/v1/jobs/$terminal_job" | json 'd.get("reason_rule", "")' 2> /dev/null || true)
+  [ "$rule" = agent-version ] && break
+  sleep 0.1
+done
+if [ "$rule" = agent-version ] && [ "$(state "$terminal_job")" = pending ]; then
+  capabilities=$((capabilities + 1))
+  say "the terminal job waits: $(get "/v1/jobs/$terminal_job" | json 'd.get("reason", "")')"
+else
+  problems+=("the terminal job is $(state "$terminal_job") ($rule), not pending for agent-version while every agent is old")
+fi
+flow+=("$terminal_job")
 say "4/4: the agents one by one"
 adopted=0
 for n in "${nodes[@]}"; do
@@ -265,7 +300,6 @@ for _ in $(seq 600); do
   [ "$(sql "SELECT count(*) FROM jobs WHERE id IN ($ids) AND state IN ('succeeded','failed','cancelled','timed_out')")" = "${#all[@]}" ] && break
   sleep 0.2
 done
-problems=()
 lost=$(sql "SELECT ${#all[@]} - count(*) FROM jobs WHERE id IN ($ids) AND state = 'succeeded'")
 # A job that did not succeed, with the last word of its events (why it ended).
 # An adopted task's exit status is unknown to the agent that adopted it (it is not its child): it
@@ -347,7 +381,7 @@ cat << EOF
  "tasks_interrupted": $interrupted,
  "jobs_failed_exit_status_unknown": $unknown_exit, "restarts": $restarts, "tasks_adopted": $adopted,
  "handover_ms": $handover_ms, "upgrade_ms": $(((upgrade_end - upgrade_start) / 1000000)),
- "skew_refused": $skew_refused, "setup_and_upgrade_s": $took_s}
+ "skew_refused": $skew_refused, "capability_checks_passed": $capabilities, "setup_and_upgrade_s": $took_s}
 EOF
 if [ ${#problems[@]} -gt 0 ]; then
   for p in "${problems[@]}"; do say "problem: $p"; done

@@ -363,6 +363,7 @@ pb::Register Agent::RegisterMessage() {
   inv->set_kernel_version(KernelVersion());
   inv->set_boot_id(BootId());
   inv->set_agent_version("hangar " + std::string(Version()));
+  for (auto& f : AgentFeatureNames(kEveryAgentFeature)) inv->add_features(std::move(f));
   inv->set_gpu_backend(backend_->name());
   for (const auto& n : nics_) *inv->add_nics() = n;
   *reg.mutable_discovered_topology() = discovered_;

@@ -1,5 +1,6 @@
 // `hangar maintain` (docs/maintenance.md): rolling maintenance, a thin client of /v1/maintenance.
-//   hangar maintain --nodes SELECTOR --batch N --run 'COMMAND' [--timeout 1h] [--wait]
+//   hangar maintain --nodes SELECTOR --batch N --run 'COMMAND' [--timeout 1h]
+//                   [--return-timeout 30m] [--wait]
 //   hangar maintain status [ID] [--show-output]
 //   hangar maintain list
 //   hangar maintain cancel ID
@@ -17,7 +18,7 @@ namespace {
 
 struct StartOptions {
   Common common;
-  std::string nodes, run, timeout;
+  std::string nodes, run, timeout, return_timeout;
   int batch = 0;
   bool wait = false;
 };
@@ -82,6 +83,7 @@ Status Show(const Common& c, const std::string& id, bool show_output, nlohmann::
 Status Start(const StartOptions& o) {
   nlohmann::json body = {{"nodes", o.nodes}, {"batch", o.batch}, {"run", o.run}};
   if (!o.timeout.empty()) body["timeout"] = o.timeout;
+  if (!o.return_timeout.empty()) body["return_timeout"] = o.return_timeout;
   HANGAR_ASSIGN_OR_RETURN(auto r, ApiClient(o.common.server).Post("/v1/maintenance", body.dump()));
   const std::string id = r["id"].dump();
   if (!o.wait) {
@@ -150,6 +152,9 @@ void RegisterMaintainCommands(CLI::App& app, int* rc) {
                 "The command each node's agent runs (/bin/sh -c, as the agent's user; agents "
                 "need --allow-maintenance-commands)");
   m->add_option("--timeout", o->timeout, "How long the command may run on a node (default 1h)");
+  m->add_option("--return-timeout", o->return_timeout,
+                "How long a node may then take to answer and to come back validated and ready "
+                "before it fails the run (default 30m)");
   m->add_flag("--wait", o->wait, "Wait until the run is over; exit 1 unless it succeeded");
   AddCommon(m, &o->common);
 

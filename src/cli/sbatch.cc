@@ -125,8 +125,11 @@ nlohmann::ordered_json StaticEnv(const SbatchOptions& o, const Shape& s, const s
   nlohmann::ordered_json env = nlohmann::ordered_json::object();
   env["SLURM_JOB_NAME"] = name;
   env["SLURM_JOB_NUM_NODES"] = env["SLURM_NNODES"] = std::to_string(s.nodes);
-  env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = std::to_string(s.nodes * s.tasks_per_node);
-  env["SLURM_NTASKS_PER_NODE"] = std::to_string(s.tasks_per_node);
+  // As Slurm: the task count only when the script asked tasks, the count per node only when it
+  // asked that (srun reads SLURM_TASKS_PER_NODE otherwise).
+  if (o.ntasks || o.ntasks_per_node || o.ntasks_per_gpu)
+    env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = std::to_string(s.nodes * s.tasks_per_node);
+  if (o.ntasks_per_node) env["SLURM_NTASKS_PER_NODE"] = std::to_string(s.tasks_per_node);
   // Slurm's compressed form: "2(x3)" is 2 tasks on each of 3 nodes (Hangar's nodes are equal).
   env["SLURM_TASKS_PER_NODE"] =
       std::to_string(s.tasks_per_node) + (s.nodes > 1 ? "(x" + std::to_string(s.nodes) + ")" : "");

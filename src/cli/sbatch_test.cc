@@ -213,8 +213,14 @@ TEST(SbatchTest, TasksNodesAndResources) {
   BatchJob b = Convert("#!/bin/sh\n#SBATCH -n 4\n");
   EXPECT_EQ(Group(b)["replicas"], 1);
   EXPECT_EQ(Group(b)["cpu"], "4");
-  EXPECT_EQ(Group(b)["env"]["SLURM_NTASKS_PER_NODE"], "4");
+  // As Slurm: the task count, and the count per node only in SLURM_TASKS_PER_NODE (no
+  // --ntasks-per-node was given), which srun reads.
+  EXPECT_EQ(Group(b)["env"]["SLURM_NTASKS"], "4");
+  EXPECT_FALSE(Group(b)["env"].contains("SLURM_NTASKS_PER_NODE"));
+  EXPECT_EQ(Group(b)["env"]["SLURM_TASKS_PER_NODE"], "4");
   EXPECT_TRUE(Contains(WrapperOf(b), "SLURM_PROCID=$((${RANK:-0} * 4))"));
+  // Neither -n nor --ntasks-per-node: no task count at all, as in Slurm.
+  EXPECT_FALSE(Group(Convert("#!/bin/sh\n#SBATCH -N 2\n"))["env"].contains("SLURM_NTASKS"));
   // --ntasks over --nodes, --gpus-per-task, --cpus-per-task, --mem.
   b = ConvertAt(Site(),
                 "#!/bin/sh\n#SBATCH -N 2 --ntasks=8 --gpus-per-task=a100:2 -c 6 --mem=200G\n");

@@ -10,8 +10,9 @@ namespace {
 Status Err(const std::string& what) { return Status::InvalidArgument(what); }
 
 // srun inside a Hangar task: the task is one Slurm node of the job, so srun runs its command here,
-// once per task of this node (-n/--ntasks caps the job's tasks, counted in blocks of
-// SLURM_NTASKS_PER_NODE by node, as Slurm's block distribution does); its other options are read
+// once per task of this node (-n/--ntasks caps the job's tasks, counted in blocks of the tasks per
+// node -- SLURM_NTASKS_PER_NODE, else SLURM_TASKS_PER_NODE's count -- by node, as Slurm's block
+// distribution does); its other options are read
 // and set aside.
 constexpr const char* kSrunShim = R"SH(#!/bin/sh
 # srun as hangar sbatch provides it (docs/slurm.md): a step across the job's nodes, through the
@@ -19,7 +20,8 @@ constexpr const char* kSrunShim = R"SH(#!/bin/sh
 if [ -n "${HANGAR_AGENT_SOCKET:-}" ] && [ -n "${HANGAR_TASK_ID:-}" ]; then
   exec "${HANGAR_BIN:-hangar}" slurm srun "$@"
 fi
-per_node=${SLURM_NTASKS_PER_NODE:-1}; node=${SLURM_NODEID:-0}; total=
+tpn=${SLURM_TASKS_PER_NODE:-1}; per_node=${SLURM_NTASKS_PER_NODE:-${tpn%%[(,]*}}
+node=${SLURM_NODEID:-0}; total=
 while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; break ;;

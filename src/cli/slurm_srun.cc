@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -78,6 +79,18 @@ int EnvInt(const char* name, int fallback) {
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
   return *end == '\0' && n >= 0 && n < 1000000 ? static_cast<int>(n) : fallback;
+}
+
+// The job's tasks on each node, as srun defaults to: SLURM_NTASKS_PER_NODE when the script asked
+// it, else the count SLURM_TASKS_PER_NODE starts with ("4(x2)": 4; Hangar's nodes are equal), as
+// Slurm's srun reads the allocation's layout; 1 without either.
+int JobTasksPerNode() {
+  if (int n = EnvInt("SLURM_NTASKS_PER_NODE", 0); n > 0) return n;
+  const char* v = std::getenv("SLURM_TASKS_PER_NODE");
+  if (v == nullptr) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != v && n > 0 && n < 1000000 ? static_cast<int>(n) : 1;
 }
 
 volatile sig_atomic_t g_forward = 0;
@@ -202,9 +215,10 @@ pid_t StartTask(char* const* argv, int t, int tasks, int node_id, int node_tasks
   setenv("SLURM_STEP_NUM_NODES", "1", 1);
   if (const char* node = std::getenv("HANGAR_NODE")) setenv("SLURM_STEP_NODELIST", node, 1);
   execvp(argv[0], argv);
-  std::fprintf(stderr, "srun: error: %s: %s\n", argv[0],
-               errno == ENOENT ? "command not found" : "cannot run it");
-  _exit(errno == ENOENT ? 127 : 126);
+  // As Slurm's step daemon: the task exits with the error number (2: not found, 13: not allowed).
+  const int error = errno;
+  std::fprintf(stderr, "slurmstepd: error: execve(): %s: %s\n", argv[0], std::strerror(error));
+  _exit(error > 0 && error < 126 ? error : 1);
 }
 
 // Waits for every child, passing srun's signals on to them; the worst status (128+N: signal N).
@@ -236,8 +250,8 @@ int RunLocal(const std::vector<std::string>& args, const Step& parsed) {
   const Step* step = &parsed;
   const int tasks = step->ntasks > 0     ? step->ntasks
                     : step->per_node > 0 ? step->per_node
-                                         : EnvInt("SLURM_NTASKS_PER_NODE", 1);
-  const int node_id = EnvInt("SLURM_NODEID", 0), node_tasks = EnvInt("SLURM_NTASKS_PER_NODE", 1);
+                                         : JobTasksPerNode();
+  const int node_id = EnvInt("SLURM_NODEID", 0), node_tasks = JobTasksPerNode();
   std::vector<char*> argv;
   for (size_t k = step->command; k < args.size(); ++k)
     argv.push_back(const_cast<char*>(args[k].c_str()));
@@ -301,7 +315,7 @@ std::string StepRequestJson(const std::vector<std::string>& args, const Step& st
   if (step.nodes > 0) r["nodes"] = step.nodes;
   if (step.ntasks > 0) r["ntasks"] = step.ntasks;
   if (step.per_node > 0) r["ntasks_per_node"] = step.per_node;
-  r["default_ntasks_per_node"] = EnvInt("SLURM_NTASKS_PER_NODE", 1);
+  r["default_ntasks_per_node"] = JobTasksPerNode();
   r["nodelist"] = step.nodelist;
   r["exclude"] = step.exclude;
   r["kill_on_bad_exit"] = step.kill_on_bad_exit;

@@ -257,13 +257,28 @@ TEST(SlurmSrunTest, RunsTheStepsTasksOnThisNodeWithTheirRanks) {
   EXPECT_EQ(read("one"), "2/0");
   EXPECT_EQ(read("t0"), "2/0");
   EXPECT_EQ(read("t1"), "3/1") << "without -n, the node's share of the job's tasks";
+  // A script that asked no --ntasks-per-node has no SLURM_NTASKS_PER_NODE (as in Slurm): srun
+  // takes the node's share from SLURM_TASKS_PER_NODE.
+  ::unsetenv("SLURM_NTASKS_PER_NODE");
+  ::setenv("SLURM_TASKS_PER_NODE", "2(x2)", 1);
+  std::filesystem::remove(dir + "/t1");
+  EXPECT_EQ(
+      RunSlurmTool("srun",
+                   {"sh", "-c", "echo $SLURM_PROCID/$SLURM_LOCALID > " + dir + "/t$SLURM_LOCALID"},
+                   ""),
+      0);
+  EXPECT_EQ(read("t1"), "3/1") << "the share from SLURM_TASKS_PER_NODE";
+  ::setenv("SLURM_NTASKS_PER_NODE", "2", 1);
   EXPECT_EQ(RunSlurmTool("srun", {"--ntasks", "3", "sh", "-c", "exit $SLURM_LOCALID"}, ""), 2);
   EXPECT_EQ(RunSlurmTool("srun", {"-n", "1", "sh", "-c", "kill -9 $$"}, ""), 137);
   EXPECT_EQ(RunSlurmTool("srun", {"-N2", "true"}, ""), 1)
       << "a step over several nodes is refused, not run here";
   EXPECT_EQ(RunSlurmTool("srun", {"-w", "node-2", "true"}, ""), 1);
-  EXPECT_EQ(RunSlurmTool("srun", {"-n1", "/no/such/program"}, ""), 127);
-  for (const char* v : {"HANGAR_JOB_ID", "SLURM_NODEID", "SLURM_NTASKS_PER_NODE"}) ::unsetenv(v);
+  EXPECT_EQ(RunSlurmTool("srun", {"-n1", "/no/such/program"}, ""), 2)
+      << "as Slurm: the task exits with ENOENT";
+  for (const char* v :
+       {"HANGAR_JOB_ID", "SLURM_NODEID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"})
+    ::unsetenv(v);
   std::filesystem::remove_all(dir);
 }
 

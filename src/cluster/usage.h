@@ -68,6 +68,9 @@ struct NodeCondition {
   bool gangs_allowed = true;  // false: degraded -- no new multi-task gangs
   int8_t penalty = 0;         // > 0: suspect, ranked after clean nodes
   int8_t band = 0;            // performance band from validation (0 = best)
+  // AgentFeature bits (common/version.h) its agent lacks: a job that needs one is not placed
+  // here (0 for simulated nodes and agents of this version).
+  uint8_t agent_lacks = 0;
   bool operator==(const NodeCondition&) const = default;
 };
 

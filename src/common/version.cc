@@ -54,4 +54,61 @@ Status CheckAgentSkew(std::string_view controller, std::string_view agent) {
   return Status::Ok();
 }
 
+std::string_view AgentFeatureName(AgentFeature f) {
+  switch (f) {
+    case AgentFeature::kTerminals:
+      return "terminals";
+    case AgentFeature::kSessions:
+      return "sessions";
+    case AgentFeature::kMaintenance:
+      return "maintenance";
+  }
+  return "";
+}
+
+namespace {
+constexpr AgentFeature kFeatures[] = {AgentFeature::kTerminals, AgentFeature::kSessions,
+                                      AgentFeature::kMaintenance};
+
+// What the feature lets an agent do, for a sentence: "cannot <this>".
+std::string_view FeatureWork(AgentFeature f) {
+  switch (f) {
+    case AgentFeature::kTerminals:
+      return "run a task under a terminal or with an open stdin (`hangar run -i/-t`, salloc)";
+    case AgentFeature::kSessions:
+      return "open sessions into tasks (exec, attach, port-forward, srun steps)";
+    case AgentFeature::kMaintenance:
+      return "run maintenance commands (`hangar maintain`)";
+  }
+  return "";
+}
+}  // namespace
+
+std::vector<std::string> AgentFeatureNames(AgentFeatures features) {
+  std::vector<std::string> out;
+  for (AgentFeature f : kFeatures) {
+    if (features & Bit(f)) out.emplace_back(AgentFeatureName(f));
+  }
+  return out;
+}
+
+AgentFeatures AgentFeaturesOf(std::string_view agent_version,
+                              const std::vector<std::string>& names) {
+  if (agent_version.empty()) return kEveryAgentFeature;
+  AgentFeatures out = 0;
+  for (const std::string& name : names) {
+    for (AgentFeature f : kFeatures) {
+      if (name == AgentFeatureName(f)) out |= Bit(f);
+    }
+  }
+  return out;
+}
+
+std::string AgentLacks(std::string_view node, std::string_view agent_version, AgentFeature f) {
+  return std::string(node) + "'s agent runs " +
+         (agent_version.empty() ? std::string("an unnamed version") : std::string(agent_version)) +
+         ", which cannot " + std::string(FeatureWork(f)) + "; upgrade its agent to hangar " +
+         std::string(Version()) + " (docs/operations.md, \"Versions and upgrades\")";
+}
+
 }  // namespace hangar

@@ -44,5 +44,25 @@ TEST(VersionTest, AControllerMayBeOneMinorAheadOfItsAgentsNeverBehind) {
             std::string::npos);
 }
 
+TEST(VersionTest, AnAgentHasTheFeaturesItNamesAndAnUnnamedOneHasAll) {
+  EXPECT_EQ(AgentFeatureNames(kEveryAgentFeature),
+            (std::vector<std::string>{"terminals", "sessions", "maintenance"}));
+  // A simulated agent names no version: it can do everything.
+  EXPECT_EQ(AgentFeaturesOf("", {}), kEveryAgentFeature);
+  // A 0.1.0 agent names a version and no features: none of them.
+  EXPECT_EQ(AgentFeaturesOf("hangar 0.1.0", {}), 0);
+  // A newer agent's names this controller does not know are ignored.
+  EXPECT_EQ(AgentFeaturesOf("hangar 0.2.0", {"sessions", "gpudirect-storage"}),
+            Bit(AgentFeature::kSessions));
+  EXPECT_EQ(AgentFeaturesOf("hangar 0.2.0", AgentFeatureNames(kEveryAgentFeature)),
+            kEveryAgentFeature);
+  const std::string why = AgentLacks("node-3", "hangar 0.1.0", AgentFeature::kSessions);
+  EXPECT_NE(why.find("node-3's agent runs hangar 0.1.0, which cannot open sessions"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("upgrade its agent to hangar " + std::string(Version())), std::string::npos)
+      << why;
+}
+
 }  // namespace
 }  // namespace hangar

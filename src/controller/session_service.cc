@@ -196,6 +196,7 @@ class SessionService::Call final
     if (!where.ok()) return {where.status()};
     out.node = where->first;
     out.task_id = where->second;
+    if (Status can = st.AgentCan(out.node, AgentFeature::kSessions); !can.ok()) return {can};
     return out;
   }
 

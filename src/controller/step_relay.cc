@@ -59,12 +59,20 @@ StepRelay::Allocation Resolve(const ClusterState& st, const std::string& node,
     auto at = st.LocateTask(caller.job, t.index);
     if (!at.ok()) return {at.status()};
     a.nodes.push_back({at->first, at->second});
+    if (Status can = st.AgentCan(at->first, AgentFeature::kSessions); !can.ok())
+      a.unable[at->first] = can.message();
   }
   return a;
 }
 
+// Runs "$@" as Slurm's step daemon would: a program that is not there ends the task with status
+// 2 (ENOENT) and slurmstepd's line, not the shell's 127.
+constexpr const char* kExecAsSlurm =
+    "command -v \"$1\" >/dev/null 2>&1 || { echo \"slurmstepd: error: execve(): $1: No such file "
+    "or directory\" >&2; exit 2; }; exec \"$@\"";
+
 // The exec session's program: env(1) sets the caller's variables, then the task's Slurm ones,
-// in the caller's working directory, and runs the command.
+// in the caller's working directory, and runs the command (through kExecAsSlurm).
 std::vector<std::string> TaskArgv(const pb::StepRequest& r,
                                   const std::map<std::string, std::string>& slurm) {
   std::vector<std::string> argv = {"/usr/bin/env"};
@@ -76,6 +84,7 @@ std::vector<std::string> TaskArgv(const pb::StepRequest& r,
     argv.push_back(kv);
   }
   for (const auto& [k, v] : slurm) argv.push_back(k + "=" + v);
+  for (const char* a : {"/bin/sh", "-c", kExecAsSlurm, "srun"}) argv.emplace_back(a);
   argv.insert(argv.end(), r.argv().begin(), r.argv().end());
   return argv;
 }
@@ -144,6 +153,10 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
   ask.exclude = req.exclude();
   auto layout = PlanStep(alloc.nodes, ask);
   if (!layout.ok()) return Refuse(origin, req.request_id(), layout.status().message());
+  for (size_t i : layout->nodes) {
+    auto unable = alloc.unable.find(alloc.nodes[i].node);
+    if (unable != alloc.unable.end()) return Refuse(origin, req.request_id(), unable->second);
+  }
   StepEnvInputs in{alloc.job_id, 0, alloc.nodes, *layout};
   std::vector<pb::ControllerMessage> opens;
   pb::StepOutput started;

@@ -53,6 +53,9 @@ class StepRelay final : public StepSink {
     uint64_t job_id = 0;
     uint32_t caller_index = 0;
     std::vector<AllocationNode> nodes;  // by task index
+    // Why a node's agent cannot run a step's task (an older agent, common/version.h), by node
+    // name; absent when it can.
+    std::map<std::string, std::string> unable;
   };
 
  private:

@@ -75,6 +75,8 @@ std::string_view Reason::RuleName() const {
       return "reservation-not-open";
     case Rule::kNotNowInsideWindow:
       return "reservation-full";
+    case Rule::kNotNowAgentFeature:
+      return "agent-version";
   }
   return "unknown";
 }
@@ -172,6 +174,12 @@ std::string Reason::ToString(const cluster::Topology& topo) const {
       return "runs inside a reservation window that opens at " + FormatUtcTimestamp(at);
     case Rule::kNotNowInsideWindow:
       return "runs inside a reservation window whose nodes have not the room for it now";
+    case Rule::kNotNowAgentFeature:
+      return "needs a terminal or an open stdin, which the agents of " +
+             Plural(static_cast<int64_t>(other), "node") +
+             " with room for it cannot give (they run an older hangar: upgrade them, "
+             "docs/operations.md); the other nodes fit " +
+             N(have) + " of its " + N(need) + " replicas";
   }
   return "";
 }

@@ -49,6 +49,9 @@ enum class Rule : uint8_t {
   kNotNowWindow,        // fits only on nodes a window holds, or would hold them past its start
   kNotNowWindowClosed,  // runs inside a window that has not opened yet
   kNotNowInsideWindow,  // runs inside a window whose nodes have not the room for it now
+  // Agents (common/version.h): need: replicas, have: how many fit now on nodes whose agents can
+  // run it, other: nodes with room for one whose agents cannot (too old for a terminal task).
+  kNotNowAgentFeature,
 };
 
 struct Reason {

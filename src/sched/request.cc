@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "common/version.h"
+
 namespace hangar::sched {
 
 int64_t TaskShape::MilliGpu() const {
@@ -63,6 +65,7 @@ void Fingerprint(GangRequest* r) {
     }
     for (uint32_t n : g.excluded_nodes) h = Mix(h, n);
     h = Mix(h, static_cast<uint64_t>(g.max_per_node));
+    h = Mix(h, g.agent_needs);
   }
   for (uint32_t n : r->nodes.required) h = Mix(h, uint64_t{n} + (uint64_t{1} << 32));
   h = Mix(h, r->nodes.required_missing);
@@ -95,7 +98,7 @@ bool SamePlacement(const GangRequest& a, const GangRequest& b) {
     const GroupRequest &x = a.groups[i], &y = b.groups[i];
     if (x.replicas != y.replicas || x.selector != y.selector ||
         x.excluded_nodes != y.excluded_nodes || x.max_per_node != y.max_per_node ||
-        !SameShape(x.shape, y.shape)) {
+        x.agent_needs != y.agent_needs || !SameShape(x.shape, y.shape)) {
       return false;
     }
   }
@@ -122,6 +125,7 @@ StatusOr<GangRequest> CompileGang(const job::JobSpec& spec, const cluster::Topol
     g.selector = t.node_selector;
     g.excluded_nodes = r.nodes.excluded;
     g.max_per_node = t.max_per_node;
+    if (spec.terminal || spec.stdin_open) g.agent_needs = Bit(AgentFeature::kTerminals);
     TaskShape& s = g.shape;
     s.kind = t.gpu.kind;
     s.gpus = t.gpu.kind == job::GpuKind::kNone ? 0 : t.gpu.count;

@@ -55,6 +55,8 @@ struct GroupRequest {
   // At most this many of the group's replicas on one node (0: no limit; the job file's
   // max_per_node, which sbatch sets to 1 for --nodes).
   int32_t max_per_node = 0;
+  // AgentFeature bits (common/version.h) the node's agent must have: a terminal or an open stdin.
+  uint8_t agent_needs = 0;
 
   // Whether `placed` replicas of this group on one node leave room for another.
   bool NodeTakesAnother(int32_t placed) const { return max_per_node == 0 || placed < max_per_node; }

@@ -68,6 +68,7 @@ c=$!
 for i in $(seq 200); do [ -f cut-started ] && break; sleep 0.05; done
 kill $c; wait $c; echo "srun cut rc $?"
 srun -N 3 true || echo "three nodes refused rc $?"
+srun -N1 -n1 no-such-program-x 2>&1; echo "missing rc $?"
 echo end
 )";
 
@@ -103,7 +104,12 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndItsStepsRunOnTheAllocationsNodesAndAr
   EXPECT_TRUE(Contains(
       out, "srun: error: the step asks for 3 nodes; the job's allocation (node-[1-2]) has 2"))
       << out;
-  EXPECT_TRUE(Contains(out, "three nodes refused rc 1\nend\n")) << out;
+  EXPECT_TRUE(Contains(out, "three nodes refused rc 1\n")) << out;
+  // A program that is not there: slurmstepd's line and status 2 (ENOENT), as Slurm's srun.
+  EXPECT_TRUE(Contains(out,
+                       "slurmstepd: error: execve(): no-such-program-x: No such file or "
+                       "directory\nmissing rc 2\nend\n"))
+      << out;
 
   DevCluster::Ran acct = Hangar({"slurm", "sacct", "-j", std::to_string(id), "-P", "-n",
                                  "--format=JobID,JobName,State,ExitCode,NodeList,NTasks"});
@@ -119,8 +125,10 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndItsStepsRunOnTheAllocationsNodesAndAr
   EXPECT_TRUE(Contains(acct.output, ids + ".3|bash|FAILED|4:0|node-[1-2]|2\n")) << acct.output;
   // srun killed once its step runs: the step is ended at once and recorded cancelled.
   EXPECT_TRUE(Contains(acct.output, ids + ".4|bash|CANCELLED|0:0|node-1|1\n")) << acct.output;
-  EXPECT_FALSE(Contains(acct.output, ids + ".5|")) << "a refused step is not a step\n"
-                                                   << acct.output;
+  // The refused three-node step is not a step; the missing program's is, and failed with 2.
+  EXPECT_TRUE(Contains(acct.output, ids + ".5|no-such-program-x|FAILED|2:0|node-1|1\n"))
+      << acct.output;
+  EXPECT_FALSE(Contains(acct.output, ids + ".6|")) << acct.output;
 }
 
 // `sacct` is history: the steps of a finished job are still listed after `hangar dev` (its

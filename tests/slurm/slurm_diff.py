@@ -59,13 +59,7 @@ STUBBED = ["python", "python3", "torchrun", "accelerate", "deepspeed", "ray", "j
 # Intended differences: (script file name or "*", recorded field) -> (Slurm's value it applies to,
 # or None for any; the reason, as docs/slurm.md states it). A field is a variable above, or one
 # of: exit, outcome, processes, node, args.
-_TASK_VARS = ("Hangar's batch step always carries the task count it derived (its srun reads it); "
-              "Slurm sets SLURM_NTASKS/SLURM_NPROCS only when the script asks tasks (-n, "
-              "--ntasks-per-node), SLURM_NTASKS_PER_NODE only with --ntasks-per-node")
 ALLOWED = {
-    ("*", "SLURM_NTASKS"): ("-", _TASK_VARS),
-    ("*", "SLURM_NPROCS"): ("-", _TASK_VARS),
-    ("*", "SLURM_NTASKS_PER_NODE"): ("-", _TASK_VARS),
     # Of the whole corpus (bench/slurm_diff_corpus.sh); docs/slurm.md lists them.
     ("accelerate-fsdp.sbatch", "SLURM_TASKS_PER_NODE"): (None, "no task count: Slurm's batch "
         "step reports the node's allocated CPUs as its tasks; Hangar the one task it runs"),

@@ -161,6 +161,13 @@ StatusOr<Run> ParseRequest(const nlohmann::json& body, const cluster::Topology& 
     if (!t.ok() || *t <= 0) return Bad("timeout must be a duration such as 30m or 2h");
     r.timeout = *t;
   }
+  if (body.contains("return_timeout")) {
+    auto t = body["return_timeout"].is_string()
+                 ? ParseDuration(body["return_timeout"].get<std::string>())
+                 : StatusOr<Duration>(Status::InvalidArgument(""));
+    if (!t.ok() || *t <= 0) return Bad("return_timeout must be a duration such as 30m or 2h");
+    r.return_timeout = *t;
+  }
   HANGAR_ASSIGN_OR_RETURN(auto names, SelectNodes(r.selector, topology));
   if (names.empty()) return Bad("nodes '" + r.selector + "' names no node");
   for (size_t i = 0; i < names.size(); ++i) {
@@ -194,6 +201,7 @@ nlohmann::json ToJson(const Run& r) {
           {"created_by", r.created_by},
           {"batch_size", r.batch_size},
           {"timeout_ms", r.timeout},
+          {"return_timeout_ms", r.return_timeout},
           {"created_ms", r.created},
           {"ended_ms", r.ended},
           {"created", FormatUtcTimestamp(r.created)},
@@ -213,6 +221,7 @@ StatusOr<Run> FromJson(const nlohmann::json& j) {
     r.created_by = j.value("created_by", "");
     r.batch_size = j.value("batch_size", 1);
     r.timeout = j.value("timeout_ms", kHour);
+    r.return_timeout = j.value("return_timeout_ms", Duration{30 * kMinute});
     r.created = j.value("created_ms", Time{0});
     r.ended = j.value("ended_ms", Time{0});
     const std::string state = j.value("state", "running");
@@ -373,6 +382,16 @@ void RollingMaintenance::AdvanceNode(Run& r, NodeRun& n, const NodeFacts& f, Tim
       }
       return;
     case Step::kRunning: {
+      if (now - n.since >= r.timeout + r.return_timeout) {
+        Fail(r, n,
+             std::string("its agent did not answer within ") +
+                 FormatDuration(r.timeout + r.return_timeout) +
+                 " of the command's start (its timeout and the return timeout" +
+                 (f.connected ? ")" : "; the agent is not connected)") +
+                 "; look at the node, then `hangar undrain` it",
+             now, a);
+        return;
+      }
       auto it = sent_.find(r.CommandId(n.node));
       if (f.connected && (it == sent_.end() || now - it->second >= kResend)) {
         a->send.push_back(n.node);
@@ -388,6 +407,14 @@ void RollingMaintenance::AdvanceNode(Run& r, NodeRun& n, const NodeFacts& f, Tim
         a->changed = true;
       } else if (n.validated && !f.unfit.empty()) {
         Fail(r, n, "its validation after the command failed: " + f.unfit, now, a);
+      } else if (now - n.since >= r.return_timeout) {
+        Fail(r, n,
+             "it did not come back validated and ready within " + FormatDuration(r.return_timeout) +
+                 " of its command's end (" +
+                 (f.connected ? std::string("its validation has not passed")
+                              : std::string("its agent has not reconnected")) +
+                 "); look at the node: it takes no work until it passes validation",
+             now, a);
       }
       return;
     default:

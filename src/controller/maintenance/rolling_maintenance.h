@@ -62,6 +62,10 @@ struct Run {
   std::string selector, command, created_by;
   int batch_size = 1;
   Duration timeout = kHour;
+  // How long a node may take, after its command's timeout, to answer, and after its command, to
+  // come back validated and ready; past it the node fails the run (a node that never reconnects,
+  // or whose validation never ends, does not hold the run for ever).
+  Duration return_timeout = 30 * kMinute;
   Time created = 0, ended = 0;
   RunState state = RunState::kRunning;
   std::string failure;  // the first failure: "node-7: its command exited with status 3 (...)"
@@ -75,8 +79,9 @@ struct Run {
 bool ParseCommandId(const std::string& id, uint64_t* run, std::string* node);
 
 // What `hangar maintain` sends (POST /v1/maintenance): {"nodes": SELECTOR, "batch": N, "run":
-// COMMAND, "timeout": "1h"}. SELECTOR is a host list ("node-[1-16]", "node-1,node-3"), the name of
-// a leaf or spine switch (its nodes), or "all"; the nodes go in the cluster's order.
+// COMMAND, "timeout": "1h", "return_timeout": "30m"}. SELECTOR is a host list ("node-[1-16]",
+// "node-1,node-3"), the name of a leaf or spine switch (its nodes), or "all"; the nodes go in the
+// cluster's order.
 StatusOr<Run> ParseRequest(const nlohmann::json& body, const cluster::Topology& topology);
 nlohmann::json ToJson(const Run& r);
 StatusOr<Run> FromJson(const nlohmann::json& j);

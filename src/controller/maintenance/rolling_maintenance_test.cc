@@ -174,6 +174,51 @@ TEST_F(RollingMaintenanceTest, AValidationThatFailsAfterTheCommandFailsTheRun) {
             "n-1: its validation after the command failed: it is quarantined for a slow GPU");
 }
 
+// A node whose agent never answers (it went away while its command ran) fails the run once the
+// command's timeout and the return timeout have passed, instead of holding it for ever.
+TEST_F(RollingMaintenanceTest, ANodeWhoseAgentNeverAnswersFailsAfterTheTimeouts) {
+  Start(R"({"nodes": "n-1", "batch": 1, "run": "fw", "timeout": "10m", "return_timeout": "5m"})");
+  Advance();
+  ASSERT_EQ(StepOf("n-1"), Step::kRunning);
+  facts_["n-1"].connected = false;
+  now_ += 15 * kMinute - kSecond;
+  Advance();
+  EXPECT_EQ(StepOf("n-1"), Step::kRunning);
+  now_ += kSecond;
+  Advance();
+  EXPECT_EQ(book_.Latest()->state, RunState::kFailed);
+  EXPECT_EQ(book_.Latest()->failure.rfind("n-1: its agent did not answer within 15m", 0), 0u)
+      << book_.Latest()->failure;
+  EXPECT_NE(book_.Latest()->failure.find("the agent is not connected"), std::string::npos);
+}
+
+// A node that never comes back after its command (it rebooted into a broken firmware) fails the
+// run after the return timeout; the stored run keeps the setting.
+TEST_F(RollingMaintenanceTest, ANodeThatNeverComesBackAfterItsCommandFailsTheRun) {
+  const maintenance::Run& r =
+      Start(R"({"nodes": "n-[1-2]", "batch": 1, "run": "fw", "return_timeout": "20m"})");
+  EXPECT_EQ(FromJson(ToJson(r))->return_timeout, 20 * kMinute);
+  Advance();
+  ASSERT_TRUE(book_.OnOutcome("n-1", r.CommandId("n-1"), {}, now_).ok());
+  facts_["n-1"].connected = facts_["n-1"].ready = false;
+  now_ += 20 * kMinute - kSecond;
+  Advance();
+  EXPECT_EQ(StepOf("n-1"), Step::kValidating);
+  now_ += kSecond;
+  Advance();
+  EXPECT_EQ(book_.Latest()->state, RunState::kFailed);
+  EXPECT_EQ(book_.Latest()->failure,
+            "n-1: it did not come back validated and ready within 20m of its command's end (its "
+            "agent has not reconnected); look at the node: it takes no work until it passes "
+            "validation");
+  EXPECT_EQ(StepOf("n-2"), Step::kWaiting);  // the next batch never started
+  EXPECT_FALSE(
+      ParseRequest(nlohmann::json::parse(
+                       R"({"nodes": "n-1", "batch": 1, "run": "x", "return_timeout": "0s"})"),
+                   *topo_)
+          .ok());
+}
+
 TEST_F(RollingMaintenanceTest, OnlyTheNodeAskedMayAnswerAndOnlyOnce) {
   const maintenance::Run& r = Start(R"({"nodes": "n-[1-2]", "batch": 2, "run": "true"})");
   Advance();

@@ -22,6 +22,7 @@
 #include "api/views.h"
 #include "cluster/cluster_yaml.h"
 #include "cluster/usage.h"
+#include "common/version.h"
 #include "controller/maintenance/rolling_maintenance.h"
 #include "controller/reservation/reservation_book.h"
 #include "controller/state/attempt_usage.h"
@@ -267,6 +268,8 @@ struct NodeRecord {
   struct Software {
     std::string driver, cuda, kernel, ofed, agent, backend;
   } software;
+  // What its agent can do (common/version.h; every feature until an agent registers).
+  AgentFeatures agent_features = kEveryAgentFeature;
   std::vector<GpuTelemetry> gpus;  // per GPU, from the inventory and the last heartbeat
   bool validation_asked = false;   // a Validate is out and no result came back yet
   std::set<std::string> orphans;   // tasks it runs that no attempt wants; stopping
@@ -515,6 +518,9 @@ class ClusterState {
   StatusOr<std::pair<std::string, std::string>> LocateTask(
       sched::JobId id, uint32_t index, std::optional<uint32_t> attempt = std::nullopt) const;
   bool IsTaskLive(const std::string& task_id) const;
+  // Ok when node `node`'s agent can do `f`; else FailedPrecondition saying which version it runs
+  // and to upgrade it (the capabilities negotiated at registration, common/version.h).
+  Status AgentCan(const std::string& node, AgentFeature f) const;
 
   struct Counts {
     std::map<std::string, int64_t> jobs_by_state;

@@ -57,7 +57,15 @@ void ClusterState::ApplyMaintenance(const maintenance::Run& r, const maintenance
     Status s = Drain(node, maintenance::RollingMaintenance::DrainReason(r), now, fx);
     if (!s.ok()) fx->Event(now, "maintenance", Subject(r), node + ": " + s.message());
   }
+  std::vector<pb::MaintenanceResult> unable;  // sends to agents that would drop the command
   for (const std::string& node : a.send) {
+    if (Status can = AgentCan(node, AgentFeature::kMaintenance); !can.ok()) {
+      pb::MaintenanceResult& res = unable.emplace_back();
+      res.set_id(r.CommandId(node));
+      res.set_refused(true);
+      res.set_error(can.message());
+      continue;
+    }
     pb::ControllerMessage m;
     pb::MaintenanceCommand* c = m.mutable_maintenance_command();
     c->set_id(r.CommandId(node));
@@ -85,12 +93,25 @@ void ClusterState::ApplyMaintenance(const maintenance::Run& r, const maintenance
     health_dirty_ = true;
     dirty_ = true;
   }
+  // An agent that re-registered older since the run began: refused, as its agent would have.
+  for (const pb::MaintenanceResult& res : unable) {
+    uint64_t id = 0;
+    std::string node;
+    if (maintenance::ParseCommandId(res.id(), &id, &node)) {
+      (void)OnMaintenanceResult(node, res, now, fx);
+    }
+  }
 }
 
 StatusOr<nlohmann::json> ClusterState::StartMaintenance(const Principal& p,
                                                         const nlohmann::json& body, Time now,
                                                         Effects* fx) {
   HANGAR_ASSIGN_OR_RETURN(maintenance::Run r, maintenance::ParseRequest(body, *topology_));
+  for (const auto& n : r.nodes) {
+    if (Status can = AgentCan(n.node, AgentFeature::kMaintenance); !can.ok()) {
+      return Status::FailedPrecondition(can.message() + "; or leave " + n.node + " out of --nodes");
+    }
+  }
   r.created_by = p.user;
   HANGAR_ASSIGN_OR_RETURN(const maintenance::Run* started, maintenance_.Start(std::move(r), now));
   fx->Event(now, "maintenance", Subject(*started),

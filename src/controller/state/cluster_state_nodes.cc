@@ -15,6 +15,7 @@ void ClusterState::UpdateCondition(uint32_t n) {
   cluster::NodeCondition c = health_.node_condition(n);
   c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained &&
                   r.orphans.empty() && r.held.empty() && !spares_.IsSpare(n);
+  c.agent_lacks = kEveryAgentFeature & ~r.agent_features;
   if (!(c == usage_.node(n).condition)) {
     usage_.SetNodeCondition(n, c);
     dirty_ = true;
@@ -102,6 +103,8 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
   r.validation_asked = false;
   r.software = {inv.driver_version(), inv.cuda_version(),  inv.kernel_version(),
                 inv.ofed_version(),   inv.agent_version(), inv.gpu_backend()};
+  r.agent_features = AgentFeaturesOf(
+      inv.agent_version(), std::vector<std::string>(inv.features().begin(), inv.features().end()));
   r.gpus.assign(static_cast<size_t>(inv.gpus_size()), GpuTelemetry{});
   for (int i = 0; i < inv.gpus_size(); ++i) {
     r.gpus[static_cast<size_t>(i)].uuid = inv.gpus(i).uuid();
@@ -725,6 +728,14 @@ StatusOr<api::NodeView> ClusterState::GetNode(const std::string& name) const {
   return NodeViewOf(*found, std::move(JobsByNode(*found)[0]));
 }
 
+Status ClusterState::AgentCan(const std::string& node, AgentFeature f) const {
+  auto n = topology_->FindNode(node);
+  if (!n) return Status::NotFound("node '" + node + "' is not in this cluster");
+  const NodeRecord& r = nodes_[*n];
+  if (r.agent_features & Bit(f)) return Status::Ok();
+  return Status::FailedPrecondition(AgentLacks(node, r.software.agent, f));
+}
+
 api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) const {
   const auto& info = topology_->nodes()[n];
   const NodeRecord& r = nodes_[n];
@@ -759,6 +770,15 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
       v.conditions.push_back("GPU " + std::to_string(g.index) + " " +
                              std::string(health::StateName(g.state)) +
                              (g.conditions.empty() ? "" : ": " + g.conditions.front().reason));
+    }
+  }
+  if (const std::string* d = discovered_fabric_.DisagreementOf(info.name)) {
+    v.conditions.push_back("TopologyMismatch: " + *d);
+  }
+  for (AgentFeature f :
+       {AgentFeature::kTerminals, AgentFeature::kSessions, AgentFeature::kMaintenance}) {
+    if (!(r.agent_features & Bit(f))) {
+      v.conditions.push_back("AgentOutdated: " + AgentLacks(info.name, r.software.agent, f));
     }
   }
   if (r.image_cache_full) {

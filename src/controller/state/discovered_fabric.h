@@ -37,6 +37,13 @@ class DiscoveredFabric {
   cluster::DiscoveredTree Tree() const;
   std::vector<cluster::Disagreement> Diff() const;
   size_t reported() const { return reports_.size(); }
+  // The disagreement with cluster.yaml last found for node `name` (as of the last TakeChanges),
+  // or null when its place agrees or is unknown: the node's condition in `hangar nodes` and on
+  // the dashboard.
+  const std::string* DisagreementOf(const std::string& name) const {
+    auto it = told_.find(name);
+    return it == told_.end() ? nullptr : &it->second;
+  }
 
   // GET /v1/topology/discovered: {"nodes": {NAME: report}, "tree": {...}, "disagreements": [...]}.
   nlohmann::json Json() const;

@@ -72,10 +72,15 @@ TEST(DiscoveredFabricTest, AnEventPerNodeWhoseVerdictIsNewOrChanged) {
   EXPECT_EQ(f.Diff().size(), 1u);
   EXPECT_EQ(f.Place(2).port, "mlx5_1/1");
   EXPECT_EQ(f.Place(2).switch_guid, "b8599f0300cc000b");
+  // The node's mark (its condition in `hangar nodes` and on the dashboard) is the verdict.
+  ASSERT_NE(f.DisagreementOf("node-3"), nullptr);
+  EXPECT_EQ(*f.DisagreementOf("node-3"), told[0].message);
+  EXPECT_EQ(f.DisagreementOf("node-4"), nullptr);
   // Fixed cabling: node-3 registers again on sw-a; nothing more to say.
   f.Observe(2, Report(a, "sw-a"));
   EXPECT_TRUE(f.TakeChanges().empty());
   EXPECT_TRUE(f.Diff().empty());
+  EXPECT_EQ(f.DisagreementOf("node-3"), nullptr);  // the mark goes with it
 }
 
 // A storm of registrations costs one Diff per TakeChanges, whatever the number of reports in

@@ -187,7 +187,8 @@ namespace {
 // What the nodes whose hardware could take a replica of group `g` have free now.
 struct GroupScan {
   int64_t fit_now = 0, blocked_health = 0, blocked_reserved = 0;
-  int64_t blocked_rule = 0;  // nodes of exclude_nodes that have room for a replica now
+  int64_t blocked_rule = 0;   // nodes of exclude_nodes that have room for a replica now
+  int64_t blocked_agent = 0;  // nodes with room now whose agents lack a feature it needs
   int64_t max_whole = 0, max_share = 0, max_cpu = -1, max_mem = -1, free_total = 0;
 };
 
@@ -201,6 +202,11 @@ GroupScan ScanGroup(const ClusterUsage& u, const GroupRequest& g, const FitOptio
     unruled = g;
     unruled.excluded_nodes.clear();
   }
+  GroupRequest unneeding;  // g without the agent features it needs, to tell what they keep it off
+  if (g.agent_needs != 0) {
+    unneeding = g;
+    unneeding.agent_needs = 0;
+  }
   for (uint32_t n = 0; n < t.nodes().size(); ++n) {
     const FitFailure st = CheckNodeStatic(t, n, g);
     if (st == FitFailure::kNodeRule) {
@@ -212,6 +218,10 @@ GroupScan ScanGroup(const ClusterUsage& u, const GroupRequest& g, const FitOptio
     FitFailure f = CheckNode(u, n, g, fit);
     if (f == FitFailure::kUnschedulable || f == FitFailure::kNoGangs) {
       ++c.blocked_health;
+      continue;
+    }
+    if (f == FitFailure::kAgent) {
+      c.blocked_agent += CheckNode(u, n, unneeding, fit) == FitFailure::kFits;
       continue;
     }
     c.max_whole = std::max<int64_t>(c.max_whole, nu.free_whole);
@@ -244,6 +254,9 @@ Reason GroupReason(const GangRequest& req, const GroupRequest& g, const GroupSca
   if (c.blocked_rule > 0) {
     r = {Rule::kNotNowExcludedNodes, Level::kNode, g.replicas, c.fit_now};
     r.other = static_cast<uint64_t>(c.blocked_rule);
+  } else if (c.blocked_agent > 0) {
+    r = {Rule::kNotNowAgentFeature, Level::kNode, g.replicas, c.fit_now};
+    r.other = static_cast<uint64_t>(c.blocked_agent);
   } else if (c.blocked_reserved > 0) {
     r.rule = Rule::kNotNowReserved;
   } else if (s.kind == job::GpuKind::kShared && c.max_share < s.milli) {

@@ -115,6 +115,7 @@ FitFailure CheckNode(const ClusterUsage& u, uint32_t n, const GroupRequest& g,
   if (opts.gang && !nu.condition.gangs_allowed) return FitFailure::kNoGangs;
   if (opts.excluded && (*opts.excluded)[n]) return FitFailure::kExcluded;
   if (Excluded(n, g)) return FitFailure::kNodeRule;
+  if (g.agent_needs & nu.condition.agent_lacks) return FitFailure::kAgent;
   if (s.NeedsGpu()) {
     if (!ModelAllowed(node, s)) return FitFailure::kModel;
     if (node.gpu_memory_mib < s.min_gpu_memory_mib) return FitFailure::kGpuMemorySize;

@@ -18,6 +18,7 @@ enum class FitFailure : uint8_t {
   kModel,
   kSelector,
   kNodeRule,       // in the job's exclude_nodes
+  kAgent,          // its agent lacks a feature the job needs (GroupRequest::agent_needs)
   kGpuMemorySize,  // its GPUs are smaller than min_gpu_memory
   kWholeGpus,
   kSharedGpu,

@@ -29,12 +29,17 @@ Time WindowKeeper::BookedAt(size_t w) const {
   return std::max(config_.windows[w].start - config_.book_ahead, config_.not_before);
 }
 
+Time WindowKeeper::BackAt(size_t w) const {
+  const SimReservation& r = config_.windows[w];
+  return r.maintenance ? r.end + config_.validation : r.end;
+}
+
 Time WindowKeeper::NextEvent() const {
   Time t = kNever;
   for (size_t w = 0; w < config_.windows.size(); ++w) {
     const SimReservation& r = config_.windows[w];
     // The book-ahead span opens too: the idle count starts there.
-    for (Time e : {BookedAt(w), r.start, r.end}) {
+    for (Time e : {BookedAt(w), r.start, BackAt(w)}) {
       if ((last_ == kNever || e > last_) && e < t) t = e;
     }
   }
@@ -45,7 +50,7 @@ void WindowKeeper::AccountIdle(Time from, Time to, const SimControl& sim) {
   for (size_t w = 0; w < config_.windows.size(); ++w) {
     const SimReservation& r = config_.windows[w];
     const Time a = std::max(from, BookedAt(w)), b = std::min(to, r.start);
-    const Time da = std::max(from, r.start), db = std::min(to, r.end);
+    const Time da = std::max(from, r.start), db = std::min(to, BackAt(w));
     int64_t free_milli = 0, all_milli = 0;
     for (uint32_t n : r.nodes) {
       free_milli += sim.usage().node(n).free_milli;
@@ -102,7 +107,7 @@ void WindowKeeper::Act(Time now, SimControl& sim) {
       rebook = true;
     }
     if (!opened_[w] && now >= r.start) Open(now, w, sim);
-    if (!closed_[w] && now >= r.end) Close(w, sim);
+    if (!closed_[w] && now >= BackAt(w)) Close(w, sim);
   }
   if (!rebook) return;
   std::vector<sched::NodeWindow> windows;

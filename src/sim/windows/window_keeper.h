@@ -12,7 +12,8 @@
 // trace jobs never run inside one.
 //
 // It books, in every mode: the GPU-hours idle on each window's nodes over [start - book_ahead,
-// start), the jobs requeued at its start and the GPU-hours of work they lost.
+// start), the jobs requeued at its start and the GPU-hours of work they lost. A maintenance
+// window's nodes come back `validation` after its end (validated before they take work).
 #pragma once
 
 #include <cstdint>
@@ -35,13 +36,17 @@ struct WindowKeeperConfig {
   // kUnannounced: jobs checkpoint this often from their start; a killed job loses the rest.
   Duration checkpoint_interval = kHour;
   Duration restore = 30 * kSecond;  // what a requeued job pays on its next start
+  // After a maintenance window ends, its nodes are validated this long before they take work
+  // again (the controller validates a node back from a drain; docs/health.md): out of service
+  // from the window's start to its end plus this, in both ways a window is taken.
+  Duration validation = 0;
   // The simulation's start: a window is booked (and its idle counted) from here at the earliest.
   Time not_before = 0;
 };
 
 struct WindowLedger {
   double idle_gpu_s_before = 0;  // free GPU-seconds on its nodes in the book-ahead span
-  double out_gpu_s = 0;          // its nodes' GPU-seconds drained (maintenance)
+  double out_gpu_s = 0;          // its nodes' GPU-seconds drained (maintenance), validation too
   int64_t requeued = 0;          // jobs stopped on its nodes at its start
   double lost_gpu_s = 0;         // their work since their last checkpoint (kUnannounced)
 };
@@ -61,6 +66,7 @@ class WindowKeeper : public Disruptor {
   void Open(Time now, size_t w, SimControl& sim);
   void Close(size_t w, SimControl& sim);
   Time BookedAt(size_t w) const;  // when window w is booked, and its idle count begins
+  Time BackAt(size_t w) const;    // when window w's nodes take work again (after validation)
 
   WindowKeeperConfig config_;
   const cluster::Topology* topology_;

@@ -86,5 +86,18 @@ TEST(WindowKeeperTest, ShortNoticeCheckpointsTheJobsThatCrossTheWindow) {
   EXPECT_EQ(t.booked.ledgers[0].idle_gpu_s_before, 0);
 }
 
+// Validated for 30 minutes after the window, as the controller validates a node back from a
+// drain: node-1 takes work again at 12:30, and the half hour counts as out of service.
+TEST(WindowKeeperTest, AWindowsNodesAreValidatedBeforeTheyTakeWorkAgain) {
+  WindowsScenario s = TwoJobs(kDay);
+  s.keeper.validation = 30 * kMinute;
+  const Three t = RunAll(s);
+  EXPECT_EQ(t.booked.ends, (std::vector<Time>{20 * kHour, 32 * kHour + 30 * kMinute}));
+  EXPECT_DOUBLE_EQ(t.booked.ledgers[0].out_gpu_s, 8.0 * 2.5 * 3600);
+  EXPECT_EQ(t.unannounced.ends,
+            (std::vector<Time>{20 * kHour, 23 * kHour + 30 * kMinute + 30 * kSecond}));
+  EXPECT_EQ(t.none.ends, (std::vector<Time>{20 * kHour, 20 * kHour}));  // no window: nothing
+}
+
 }  // namespace
 }  // namespace hangar::sim

@@ -12,7 +12,8 @@ namespace {
 
 struct WindowsArgs {
   std::string reservations, trace, from = "2017-10-10", span = "24h", policy = "fifo-backfill";
-  std::string book_ahead = "24h", checkpoint_interval = "1h", restore = "30s", json;
+  std::string book_ahead = "24h", checkpoint_interval = "1h", restore = "30s", validation = "10m";
+  std::string json;
   double load = 1.0;
   int nodes = 352;
 };
@@ -43,6 +44,7 @@ StatusOr<WindowsScenario> Scenario(const WindowsArgs& a,
   HANGAR_ASSIGN_OR_RETURN(s.keeper.checkpoint_interval,
                           PositiveDuration("--checkpoint-interval", a.checkpoint_interval));
   HANGAR_ASSIGN_OR_RETURN(s.keeper.restore, PositiveDuration("--restore", a.restore));
+  HANGAR_ASSIGN_OR_RETURN(s.keeper.validation, PositiveDuration("--validation", a.validation));
   return s;
 }
 
@@ -125,6 +127,10 @@ void RegisterWindowsCommand(CLI::App& sim, int* rc) {
                 "Without notice, a killed job loses its work since its last checkpoint")
       ->capture_default_str();
   c->add_option("--restore", a->restore, "A requeued job's restore on its next start")
+      ->capture_default_str();
+  c->add_option("--validation", a->validation,
+                "A maintenance window's nodes are validated this long after it before they take "
+                "work (0s: back at its end)")
       ->capture_default_str();
   c->add_option("--json", a->json, "Write the figures here");
   c->callback([a, rc] {
