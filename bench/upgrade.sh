@@ -251,7 +251,7 @@ capabilities=0
 exec_out=$(HANGAR_URL="$(api "$(leader)")" "$new" exec "${held[2]}" -- true 2>&1 || true)
 if [[ "$exec_out" == *"which cannot open sessions into tasks"*"upgrade its agent"* ]]; then
   capabilities=$((capabilities + 1))
-  say "exec into an old agent's task refused: ${exec_out##*: node-}"
+  say "exec into an old agent's task refused: $exec_out"
 else
   problems+=("exec into a task of an old agent was not refused with the capability sentence (saw: $exec_out)")
 fi

@@ -269,7 +269,7 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   const std::string redirect = s.output_to_task ? "" : Redirect(o, name, append, &d);
   const int sig = o.signal ? o.signal->signal : SIGTERM;
   WrapperInputs w{sig == SIGTERM ? "TERM" : "TERM " + TrapName(sig), shape.tasks_per_node,
-                  redirect};
+                  redirect, LoginBashScript(s.script_text)};
   nlohmann::ordered_json group;
   group["name"] = "batch";
   group["replicas"] = shape.nodes;

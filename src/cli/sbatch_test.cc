@@ -463,6 +463,43 @@ TEST(SbatchWrapperTest, TheBatchStepSeesItsNodesNameAndTasksPerNode) {
   fs::remove_all(dir);
 }
 
+// `#!/bin/bash -l`: the login shell's /etc/profile resets PATH, which would drop the wrapper's
+// srun and scontrol (to Slurm's own in /usr/bin, where one is installed, or to nothing); bash
+// finds them as exported functions first. Found by the whole-corpus comparison with Slurm
+// (cpu-multinode-exclusive).
+TEST(SbatchWrapperTest, ALoginShellScriptStillRunsHangarsSrun) {
+  const std::string dir =
+      (fs::temp_directory_path() / ("sbatch_test4." + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  BatchJob b = Convert(
+      "#!/bin/bash -l\n#SBATCH -o out.txt\n"
+      "PATH=/usr/bin:/bin  # as /etc/profile sets it\n"
+      "echo \"srun is a $(type -t srun)\"\n"
+      "srun -n1 sh -c 'echo \"only $SLURM_PROCID\"'\n"
+      "bash -c 'type -t scontrol'\n");
+  // HOME: a folder without the machine's own ~/.profile (the system's /etc/profile still runs).
+  EXPECT_EQ(RunTask(b, dir, 0, {"HOME=" + dir}), 0);
+  const std::string out = ReadFile(dir + "/out.txt");
+  const std::string want = "srun is a function\nonly 0\nfunction\n";
+  EXPECT_TRUE(out.size() >= want.size() && out.substr(out.size() - want.size()) == want) << out;
+  // Not a login shell: PATH is enough, and the environment carries no functions.
+  EXPECT_FALSE(Contains(Group(Convert("#!/bin/bash\n"))["command"][2].get<std::string>(),
+                        "BASH_FUNC_srun"));
+  fs::remove_all(dir);
+}
+
+TEST(SbatchWrapperTest, TellsALoginShellFromItsInterpreterLine) {
+  for (const char* yes : {"#!/bin/bash -l\n", "#!/bin/bash --login\necho\n", "#!/bin/bash -leo pipefail",
+                          "#!/usr/bin/env -S bash -l\n", "#! /bin/bash -l"}) {
+    EXPECT_TRUE(LoginBashScript(yes)) << yes;
+  }
+  for (const char* no : {"#!/bin/bash\n#SBATCH -l\n", "#!/bin/sh -l\n", "#!/bin/bash -e\n",
+                         "echo -l\n", "#!/usr/bin/env python3 -l\n", ""}) {
+    EXPECT_FALSE(LoginBashScript(no)) << no;
+  }
+}
+
 // The child of `parent` running `comm`, or 0.
 pid_t ChildNamed(pid_t parent, const std::string& comm) {
   for (const auto& e : fs::directory_iterator("/proc")) {

@@ -63,6 +63,33 @@ exit $rc
 // this process does), so it traps them and only waits.
 }  // namespace
 
+bool LoginBashScript(std::string_view script) {
+  if (script.substr(0, 2) != "#!") return false;
+  std::string_view line = script.substr(2, script.find('\n') == std::string_view::npos
+                                                ? std::string_view::npos
+                                                : script.find('\n') - 2);
+  bool bash = false;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
+    const std::string_view word = line.substr(i, j - i);
+    i = j;
+    if (word.empty()) break;
+    const size_t slash = word.rfind('/');
+    const std::string_view base = slash == std::string_view::npos ? word : word.substr(slash + 1);
+    if (!bash) {
+      bash = base == "bash";
+      continue;
+    }
+    if (word == "--login") return true;
+    if (word.size() > 1 && word[0] == '-' && word[1] != '-' && word.find('l') != std::string_view::npos)
+      return true;
+  }
+  return false;
+}
+
 std::string Wrapper(const WrapperInputs& w) {
   std::string s =
       "# hangar sbatch: runs the batch script ($1) as Slurm's batch step would (docs/slurm.md)\n";
@@ -102,6 +129,17 @@ std::string Wrapper(const WrapperInputs& w) {
       "done\n";
   s += "chmod 700 \"$hangar_dir/slurm_script\" \"$hangar_dir/srun\"\n";
   s += "PATH=\"$hangar_dir:$PATH\"; export PATH\n";
+  if (w.login_bash) {
+    // A login shell's /etc/profile resets PATH: bash finds Slurm's commands as functions first,
+    // which the environment carries through /etc/profile to the script and the bash under it.
+    s += "HANGAR_SLURM_COMMANDS=\"$hangar_dir\"; export HANGAR_SLURM_COMMANDS\n";
+    s += "env";
+    for (const char* tool : {"srun", "scontrol", "squeue", "sacct", "scancel", "sinfo"}) {
+      s += std::string(" 'BASH_FUNC_") + tool + "%%=() { \"$HANGAR_SLURM_COMMANDS/" + tool +
+           "\" \"$@\"; }'";
+    }
+    s += " ";
+  }
   s += "\"$hangar_dir/slurm_script\" " + w.redirect + "\n";
   s += "hangar_rc=$?\nrm -rf \"$hangar_dir\"\n";
   // The held nodes go, and the steps still running end, as the script's end ends them in Slurm.

@@ -14,7 +14,14 @@ struct WrapperInputs {
   std::string trap_signals;  // "TERM USR1"
   int tasks_per_node = 1;
   std::string redirect;  // "> \"out\" 2>&1"
+  // The script's #! line starts bash as a login shell (LoginBashScript): its /etc/profile resets
+  // PATH, so Slurm's commands reach it as exported bash functions too.
+  bool login_bash = false;
 };
+
+// Whether `script`'s #! line runs bash as a login shell: `#!/bin/bash -l`, `--login`, `-leo
+// pipefail`, `#!/usr/bin/env -S bash -l`.
+bool LoginBashScript(std::string_view script);
 
 // The wrapper's text: the task runs /bin/sh -c WRAPPER NAME SCRIPT.
 std::string Wrapper(const WrapperInputs& w);

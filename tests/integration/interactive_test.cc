@@ -336,8 +336,9 @@ TEST_F(InteractiveTest, SallocGivesAShellOnTheAllocationWhereSrunRunsSteps) {
   Terminal t({"slurm", "salloc", "-N1", "--gres=gpu:2", "-t", "10"}, alice_, 30, 100);
   ASSERT_TRUE(t.Expect("salloc: Pending job allocation ")) << t.seen();
   ASSERT_TRUE(t.Expect("salloc: Granted job allocation ")) << t.seen();
-  t.Type("echo alloc-$SLURM_JOB_NUM_NODES-$SLURM_NTASKS-uid$(id -u)\r");
-  ASSERT_TRUE(t.Expect("alloc-1-1-uid61001")) << t.seen();
+  // As Slurm's: SLURM_NTASKS only with -n (or --ntasks-per-node/--ntasks-per-gpu).
+  t.Type("echo alloc-$SLURM_JOB_NUM_NODES-${SLURM_NTASKS:-none}-uid$(id -u)\r");
+  ASSERT_TRUE(t.Expect("alloc-1-none-uid61001")) << t.seen();
   t.Type("srun sh -c 'echo step-$SLURM_STEP_ID-on-$SLURM_NODEID'\r");
   ASSERT_TRUE(t.Expect("step-0-on-0")) << "srun runs a step on the allocation: " << t.seen();
   t.Type("exit 4\r");
