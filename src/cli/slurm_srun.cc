@@ -304,10 +304,19 @@ std::string StepRequestJson(const std::vector<std::string>& args, const Step& st
   nlohmann::json r = {{"op", "srun"}, {"task_id", std::getenv("HANGAR_TASK_ID")}};
   r["argv"] = std::vector<std::string>(args.begin() + static_cast<long>(step.command), args.end());
   std::vector<std::string> env;
+  // A login shell's /etc/profile took the batch step's Slurm commands out of PATH (the script
+  // reached srun as a bash function: sbatch_wrapper.cc); its steps get them back in front, as
+  // any other script's steps have them.
+  const char* commands = std::getenv("HANGAR_SLURM_COMMANDS");
   for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
+    std::string kv = *e;
     const size_t eq = kv.find('=');
-    if (eq != std::string::npos && !NodeOwn(kv.substr(0, eq))) env.push_back(kv);
+    if (eq == std::string::npos || NodeOwn(kv.substr(0, eq))) continue;
+    if (commands != nullptr && *commands != '\0' && kv.rfind("PATH=", 0) == 0 &&
+        (":" + kv.substr(5) + ":").find(std::string(":") + commands + ":") == std::string::npos) {
+      kv = "PATH=" + std::string(commands) + ":" + kv.substr(5);
+    }
+    env.push_back(std::move(kv));
   }
   r["env"] = env;
   char cwd[4096];

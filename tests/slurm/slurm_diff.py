@@ -33,7 +33,8 @@ import threading
 import time
 
 # The sample the ctest runs: single GPU, multi-node srun fan-out, setup run once, an array, a head
-# step and worker steps at once then `wait`, exit statuses.
+# step and worker steps at once then `wait`, exit statuses, a `#!/bin/bash -l` script whose login
+# shell resets PATH, a step of a program that is not there.
 SAMPLE = [
     "tests/data/slurm-corpus/single-gpu-basic.sbatch",
     "tests/data/slurm-corpus/deepspeed-hostfile.sbatch",
@@ -43,6 +44,8 @@ SAMPLE = [
     "tests/data/slurm-corpus/torchrun-2node-exclusive.sbatch",
     "tests/slurm/scripts/head-and-workers-wait.sbatch",
     "tests/slurm/scripts/exit-status.sbatch",
+    "tests/data/slurm-corpus/cpu-multinode-exclusive.sbatch",
+    "tests/data/slurm-corpus/lumi-tasks-per-node.sbatch",
 ]
 
 # What the stub records besides the program and its arguments. "-" is an unset variable.
