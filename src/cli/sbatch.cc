@@ -268,8 +268,8 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   const bool append = o.open_mode == "append" || shape.nodes > 1;  // several writers share the file
   const std::string redirect = s.output_to_task ? "" : Redirect(o, name, append, &d);
   const int sig = o.signal ? o.signal->signal : SIGTERM;
-  WrapperInputs w{sig == SIGTERM ? "TERM" : "TERM " + TrapName(sig), shape.tasks_per_node,
-                  redirect, LoginBashScript(s.script_text)};
+  WrapperInputs w{sig == SIGTERM ? "TERM" : "TERM " + TrapName(sig), shape.tasks_per_node, redirect,
+                  LoginBashScript(s.script_text)};
   nlohmann::ordered_json group;
   group["name"] = "batch";
   group["replicas"] = shape.nodes;

@@ -484,14 +484,15 @@ TEST(SbatchWrapperTest, ALoginShellScriptStillRunsHangarsSrun) {
   const std::string want = "srun is a function\nonly 0\nfunction\n";
   EXPECT_TRUE(out.size() >= want.size() && out.substr(out.size() - want.size()) == want) << out;
   // Not a login shell: PATH is enough, and the environment carries no functions.
-  EXPECT_FALSE(Contains(Group(Convert("#!/bin/bash\n"))["command"][2].get<std::string>(),
-                        "BASH_FUNC_srun"));
+  EXPECT_FALSE(
+      Contains(Group(Convert("#!/bin/bash\n"))["command"][2].get<std::string>(), "BASH_FUNC_srun"));
   fs::remove_all(dir);
 }
 
 TEST(SbatchWrapperTest, TellsALoginShellFromItsInterpreterLine) {
-  for (const char* yes : {"#!/bin/bash -l\n", "#!/bin/bash --login\necho\n", "#!/bin/bash -leo pipefail",
-                          "#!/usr/bin/env -S bash -l\n", "#! /bin/bash -l"}) {
+  for (const char* yes :
+       {"#!/bin/bash -l\n", "#!/bin/bash --login\necho\n", "#!/bin/bash -leo pipefail",
+        "#!/usr/bin/env -S bash -l\n", "#! /bin/bash -l"}) {
     EXPECT_TRUE(LoginBashScript(yes)) << yes;
   }
   for (const char* no : {"#!/bin/bash\n#SBATCH -l\n", "#!/bin/sh -l\n", "#!/bin/bash -e\n",

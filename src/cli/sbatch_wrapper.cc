@@ -65,9 +65,9 @@ exit $rc
 
 bool LoginBashScript(std::string_view script) {
   if (script.substr(0, 2) != "#!") return false;
-  std::string_view line = script.substr(2, script.find('\n') == std::string_view::npos
-                                                ? std::string_view::npos
-                                                : script.find('\n') - 2);
+  std::string_view line =
+      script.substr(2, script.find('\n') == std::string_view::npos ? std::string_view::npos
+                                                                   : script.find('\n') - 2);
   bool bash = false;
   size_t i = 0;
   while (i < line.size()) {
@@ -84,7 +84,8 @@ bool LoginBashScript(std::string_view script) {
       continue;
     }
     if (word == "--login") return true;
-    if (word.size() > 1 && word[0] == '-' && word[1] != '-' && word.find('l') != std::string_view::npos)
+    if (word.size() > 1 && word[0] == '-' && word[1] != '-' &&
+        word.find('l') != std::string_view::npos)
       return true;
   }
   return false;

@@ -28,8 +28,7 @@ class AgentFeaturesTest : public ::testing::Test {
                                             sched::Scheduler::Create({}).value());
   }
   // Registers `node` as an agent of `version` naming `features` (a 0.1.0 agent names none).
-  Status Register(const std::string& node, const std::string& version,
-                  AgentFeatures features) {
+  Status Register(const std::string& node, const std::string& version, AgentFeatures features) {
     pb::Register r;
     r.mutable_inventory()->set_node(node);
     r.mutable_inventory()->set_agent_version(version);
