@@ -394,6 +394,15 @@ TEST(SbatchTest, AnyScriptTextReachesTheJobFileExactly) {
 
 // Runs a converted job's command as an agent would (in its workdir, with the job's environment and
 // what the agent adds); returns its exit code.
+// An empty folder of its own under the temporary directory, for one test's task.
+std::string FreshDir(const std::string& tag) {
+  const std::string dir =
+      (fs::temp_directory_path() / (tag + "." + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
 int RunTask(const BatchJob& b, const std::string& dir, int rank,
             const std::vector<std::string>& agent_env = {}) {
   std::vector<std::string> env = {"HANGAR_JOB_ID=41", "RANK=" + std::to_string(rank),
@@ -419,10 +428,7 @@ int RunTask(const BatchJob& b, const std::string& dir, int rank,
 }
 
 TEST(SbatchWrapperTest, RunsTheScriptWithSlurmsVariablesSrunAndItsOutputFile) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("sbatch_test." + std::to_string(getpid()))).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const std::string dir = FreshDir("sbatch_test");
   BatchJob b = Convert(
       "#!/bin/sh\n"
       "#SBATCH -J run --ntasks-per-node=2 -o out-%j-%x.txt\n"
@@ -446,10 +452,7 @@ TEST(SbatchWrapperTest, RunsTheScriptWithSlurmsVariablesSrunAndItsOutputFile) {
 // node's name (the agent's HANGAR_NODE, which the steps' tasks get too), not the host's, and
 // SLURM_TASKS_PER_NODE is in Slurm's compressed form. Found by tests/slurm/slurm_diff.py.
 TEST(SbatchWrapperTest, TheBatchStepSeesItsNodesNameAndTasksPerNode) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("sbatch_test3." + std::to_string(getpid()))).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const std::string dir = FreshDir("sbatch_test3");
   BatchJob b = Convert(
       "#!/bin/sh\n#SBATCH -N 3 --ntasks-per-node=2 -o out.txt\n"
       "echo \"$SLURMD_NODENAME $SLURM_TASKS_PER_NODE\"\n"
@@ -468,10 +471,7 @@ TEST(SbatchWrapperTest, TheBatchStepSeesItsNodesNameAndTasksPerNode) {
 // finds them as exported functions first. Found by the whole-corpus comparison with Slurm
 // (cpu-multinode-exclusive).
 TEST(SbatchWrapperTest, ALoginShellScriptStillRunsHangarsSrun) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("sbatch_test4." + std::to_string(getpid()))).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const std::string dir = FreshDir("sbatch_test4");
   BatchJob b = Convert(
       "#!/bin/bash -l\n#SBATCH -o out.txt\n"
       "PATH=/usr/bin:/bin  # as /etc/profile sets it\n"
@@ -518,10 +518,7 @@ pid_t ChildNamed(pid_t parent, const std::string& comm) {
 // Slurm runs a batch script once, on the allocation's first node: another node's task runs no
 // line of it and is held (for srun's steps) until the controller stops it, then exits 0.
 TEST(SbatchWrapperTest, TheOtherNodesRunNoLineOfTheScriptAndEndWhenStopped) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("sbatch_test2." + std::to_string(getpid()))).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const std::string dir = FreshDir("sbatch_test2");
   BatchJob b = Convert("#!/bin/sh\n#SBATCH -N 2 -o out.txt\necho ran >> ran.txt\n");
   std::vector<std::string> env = {"HANGAR_JOB_ID=41", "RANK=1", "PATH=/usr/bin:/bin",
                                   "TMPDIR=" + dir};

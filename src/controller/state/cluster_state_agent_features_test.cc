@@ -13,11 +13,7 @@ namespace {
 
 constexpr const char* kOldAgent = "hangar 0.1.0";  // the previous release: no features
 
-job::JobSpec Spec(const std::string& yaml) {
-  auto s = job::ParseJobSpec(yaml, "job.yaml");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return *s;
-}
+using testing::Spec;
 
 class AgentFeaturesTest : public ::testing::Test {
  protected:

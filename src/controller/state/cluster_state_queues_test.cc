@@ -9,11 +9,7 @@
 namespace hangar::controller {
 namespace {
 
-job::JobSpec Spec(const std::string& yaml) {
-  auto s = job::ParseJobSpec(yaml, "job.yaml");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return *s;
-}
+using testing::Spec;
 
 std::vector<job::QueueSpec> Queues(const std::string& yaml) {
   auto q = job::ParseQueues(yaml, "queues.yaml");

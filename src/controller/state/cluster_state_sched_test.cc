@@ -6,16 +6,13 @@
 
 #include "cluster/cluster_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 #include "sim/engine/simulator.h"
 
 namespace hangar::controller {
 namespace {
 
-job::JobSpec Spec(const std::string& yaml) {
-  auto s = job::ParseJobSpec(yaml, "job.yaml");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return *s;
-}
+using testing::Spec;
 
 class SchedOwnerTest : public ::testing::Test {
  protected:

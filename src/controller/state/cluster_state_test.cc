@@ -10,11 +10,7 @@ namespace {
 
 std::shared_ptr<const cluster::Topology> TwoNodes() { return testing::TwoNodeTopology(); }
 
-job::JobSpec Spec(const std::string& yaml) {
-  auto s = job::ParseJobSpec(yaml, "job.yaml");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return *s;
-}
+using testing::Spec;
 
 constexpr const char* kGang = "name: gang\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n";
 

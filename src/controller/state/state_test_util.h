@@ -9,8 +9,16 @@
 #include <string>
 
 #include "cluster/cluster_yaml.h"
+#include "job/job_spec.h"
 
 namespace hangar::controller::testing {
+
+// A job file's spec; the test fails when it does not parse.
+inline job::JobSpec Spec(const std::string& yaml) {
+  auto s = job::ParseJobSpec(yaml, "job.yaml");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? *s : job::JobSpec{};
+}
 
 // `count` nodes, "a", "b", ... of 8 H100s each, on no fabric.
 inline std::shared_ptr<const cluster::Topology> H100Nodes(int count) {
