@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 
 #include "agent/fabric/ib_counters.h"
 #include "agent/fabric/nic_affinity.h"
+#include "agent/fence/fence_dir.h"
 #include "agent/gpu/mig_profiles.h"
 #include "agent/runner/process_spawn.h"
 #include "agent/task_journal.h"
@@ -167,6 +169,7 @@ Status Agent::Init() {
     TaskRecord r = FromJson(e);
     if (!r.task_id.empty()) loaded[r.task_id] = std::move(r);  // the latest line of a task wins
   }
+  const fence::FenceDir kept(options_.state_dir);
   for (auto& [id, r] : loaded) {
     if (!r.ended) {
       if (r.pid > 0 &&
@@ -175,10 +178,20 @@ Status Agent::Init() {
         spdlog::info("agent: adopted task {} (pid {}) from an earlier run", r.task_id, r.pid);
       } else {
         r.ended = true;
-        r.exit_code = -1;
-        r.message = "ended while the agent was down; its exit status is unknown";
         r.ended_at = clock_->Now();
+        // The fence keeper outlives the agent and keeps how its tasks ended (fence_keeper.h).
+        if (auto status = kept.KeptExit(r.task_id, static_cast<pid_t>(r.pid))) {
+          r.exit_code = WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+          r.signal = WIFSIGNALED(*status) ? WTERMSIG(*status) : 0;
+          r.message =
+              "ended while the agent was down; its exit status kept by the node's fence "
+              "keeper";
+        } else {
+          r.exit_code = -1;
+          r.message = "ended while the agent was down; its exit status is unknown";
+        }
         NoteFenced(&r);
+        kept.ForgetKeptExit(r.task_id);
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "local_cluster.h"
 
@@ -145,6 +146,36 @@ TEST_F(ControlPlaneTest, AnAgentRestartedUnderARunningGangAdoptsItsTaskAndTheJob
   EXPECT_EQ(ReadFile(Out() + "/runs.0"), "run\n");
   EXPECT_EQ(ReadFile(Out() + "/runs.1"), "run\n");
   EXPECT_EQ(cluster_->Job(id)["attempt"], 0);
+}
+
+// A task that ends while no agent runs on its node (an agent crashed, or stopped for an upgrade):
+// the node's fence keeper outlives the agent and keeps how the task ended, and the next agent
+// reports that. Before, such a task was reported "ended while the agent was down; its exit status
+// is unknown" (-1) and its job failed although the task succeeded.
+TEST_F(ControlPlaneTest, ATaskThatEndsWhileItsAgentIsDownKeepsItsExitStatus) {
+  fs::create_directories(Out());
+  const std::string go = Out() + "/go";
+  auto job = [&](const std::string& name, int code, const std::string& on) {
+    return Submit("name: " + name + (on.empty() ? "" : "\ninclude_nodes: [" + on + "]") +
+                  "\ntasks:\n  - gpus: 1\n    command: [\"/bin/sh\", \"-c\", " + "\"while [ ! -f " +
+                  go + " ]; do sleep 0.05; done; exit " + std::to_string(code) + "\"]\n");
+  };
+  const uint64_t ok = job("ends-well", 0, "");
+  ASSERT_TRUE(cluster_->WaitForJobState(ok, "running", 20 * kSecond));
+  const std::string node = cluster_->FirstTaskNode(ok);
+  const uint64_t bad = job("ends-badly", 3, node);
+  ASSERT_TRUE(cluster_->WaitForJobState(bad, "running", 20 * kSecond));
+  cluster_->KillAgent(node, SIGKILL);
+  std::ofstream(go) << "go\n";
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // both end while no agent runs
+  cluster_->StartAgent(node);
+  ASSERT_TRUE(cluster_->WaitForJobState(ok, "succeeded", 30 * kSecond))
+      << cluster_->Job(ok).dump(2) << "\n"
+      << cluster_->JobEvents(ok);
+  ASSERT_TRUE(cluster_->WaitForJobState(bad, "failed", 30 * kSecond)) << cluster_->JobEvents(bad);
+  EXPECT_NE(cluster_->JobEvents(bad).find("exited with code 3"), std::string::npos)
+      << cluster_->JobEvents(bad);
+  EXPECT_EQ(cluster_->Job(ok)["attempt"], 0);
 }
 
 TEST_F(ControlPlaneTest, KilledAgentMarksItsNodeLostAndTheGangRunsAgainWhole) {

@@ -26,7 +26,7 @@ FenceDir::FenceDir(const std::string& state_dir)
 
 Status FenceDir::Create() const {
   std::error_code ec;
-  for (const char* sub : {"tasks", "fenced"}) {
+  for (const char* sub : {"tasks", "fenced", "exits"}) {
     fs::create_directories(root_ + "/" + sub, ec);
     if (ec)
       return Status::Unavailable("cannot create the node fence's folder " + root_ + "/" + sub +
@@ -119,6 +119,23 @@ std::optional<std::string> FenceDir::FencedBecause(const std::string& task_id) c
 
 void FenceDir::ForgetFenced(const std::string& task_id) const {
   unlink(Path("fenced/" + task_id).c_str());
+}
+
+Status FenceDir::KeepExit(const std::string& task_id, pid_t pid, int status) const {
+  return Replace(Path("exits/" + task_id),
+                 std::to_string(pid) + " " + std::to_string(status) + "\n");
+}
+
+std::optional<int> FenceDir::KeptExit(const std::string& task_id, pid_t pid) const {
+  std::ifstream in(Path("exits/" + task_id));
+  long long kept_pid = 0;
+  int status = 0;
+  if (!(in >> kept_pid >> status) || kept_pid != pid) return std::nullopt;
+  return status;
+}
+
+void FenceDir::ForgetKeptExit(const std::string& task_id) const {
+  unlink(Path("exits/" + task_id).c_str());
 }
 
 void FenceDir::AppendLog(const std::string& json_line) const {

@@ -74,6 +74,13 @@ class FenceDir {
   // Why the keeper stopped the task, if it did.
   std::optional<std::string> FencedBecause(const std::string& task_id) const;
   void ForgetFenced(const std::string& task_id) const;
+  // How task `task_id`'s process `pid` ended (waitpid's status), as the keeper saw it from the
+  // kernel's exit reports (exit_watcher.h): kept for an agent that was not running then (a
+  // restart, an upgrade), which reads it instead of "ended while the agent was down; its exit
+  // status is unknown". KeptExit answers only for the same pid.
+  Status KeepExit(const std::string& task_id, pid_t pid, int status) const;
+  std::optional<int> KeptExit(const std::string& task_id, pid_t pid) const;
+  void ForgetKeptExit(const std::string& task_id) const;
   void AppendLog(const std::string& json_line) const;
 
  private:

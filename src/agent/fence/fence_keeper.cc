@@ -115,10 +115,34 @@ int SignalTask(const GuardedTask& t, int sig) {
   return found;
 }
 
+void FenceKeeper::KeepExits(const std::vector<GuardedTask>& tasks) {
+  if (!exits_) return;
+  std::map<pid_t, std::string> guarded;
+  for (const GuardedTask& t : tasks) {
+    if (t.pid > 0) guarded[t.pid] = t.task_id;
+  }
+  for (const auto& [pid, task_id] : guarded) {
+    if (watched_.emplace(pid, task_id).second) exits_->Watch(pid);
+  }
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    const pid_t pid = it->first;
+    if (std::optional<int> status = exits_->TakeStatus(pid, 0)) {
+      // Kept only while the task is still guarded: a running agent saw the end and released it.
+      if (guarded.count(pid)) (void)dir_.KeepExit(it->second, pid, *status);
+      it = watched_.erase(it);
+    } else if (!guarded.count(pid) && kill(pid, 0) != 0) {
+      it = watched_.erase(it);  // released, and gone without a report
+    } else {
+      ++it;
+    }
+  }
+}
+
 size_t FenceKeeper::Step(int64_t now_ms, bool agent_alive) {
   Reap();
   if (auto read = dir_.ReadLease()) lease_ = *read;
   const std::vector<GuardedTask> tasks = dir_.GuardedTasks();
+  KeepExits(tasks);
   std::map<std::string, Stopping> still;
   for (const GuardedTask& t : tasks) {
     auto it = stopping_.find(t.task_id);
@@ -240,7 +264,12 @@ int RunFenceKeeper(const std::string& state_dir) {
   std::optional<HeldLock> mine = HeldLock::TryTake(dir.Path("keeper.lock"));
   if (!mine) return 0;  // another keeper guards this node
   spdlog::info("fence keeper (pid {}) guards the tasks under {}", getpid(), dir.root());
-  FenceKeeper keeper(state_dir);
+  auto exits = ExitWatcher::Start();
+  if (!exits.ok()) {
+    spdlog::warn("fence keeper: tasks that end while no agent runs will have no exit status: {}",
+                 exits.status().message());
+  }
+  FenceKeeper keeper(state_dir, exits.ok() ? std::move(*exits) : nullptr);
   bool agent_alive = true;
   for (int64_t round = 0;; ++round) {
     std::error_code ec;

@@ -8,15 +8,21 @@
 // starts the next attempt of a lost node's jobs only after that deadline, so no attempt overlaps
 // the one before it. A renewed lease stops the escalation.
 //
+// It also keeps how each guarded task ended (the kernel's exit reports, exit_watcher.h), so that an
+// agent that was not running when a task ended (a restart, an upgrade) learns its exit status.
+//
 // It exits when it guards no task and no agent holds agent.lock, or when the fence folder is gone.
 #pragma once
 
 #include <sys/types.h>
 
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "agent/fence/exit_watcher.h"
 #include "agent/fence/fence_dir.h"
 #include "common/status.h"
 
@@ -24,7 +30,9 @@ namespace hangar::agent::fence {
 
 class FenceKeeper {
  public:
-  explicit FenceKeeper(const std::string& state_dir) : dir_(state_dir) {}
+  // `exits`: the kernel's exit reports (null where they cannot be had: no exit statuses kept).
+  explicit FenceKeeper(const std::string& state_dir, std::unique_ptr<ExitWatcher> exits = nullptr)
+      : dir_(state_dir), exits_(std::move(exits)) {}
 
   // One look at the lease and the tasks at lease-clock time `now_ms`: signals what is due and
   // forgets tasks that were stopped and have gone (and, with no agent alive, the records of tasks
@@ -52,11 +60,15 @@ class FenceKeeper {
   // commands that have ended, logs how each went, and starts a failed one again (three tries).
   void StartCleanup(Cleanup c);
   void Reap();
+  // Watches the guarded tasks' processes and keeps the exit statuses that came (KeepExit).
+  void KeepExits(const std::vector<GuardedTask>& tasks);
 
   FenceDir dir_;
   Lease lease_;  // the last one read (a file that cannot be read keeps it)
   std::map<std::string, Stopping> stopping_;
   std::map<pid_t, Cleanup> cleaning_;  // cleanup commands running, by pid
+  std::unique_ptr<ExitWatcher> exits_;
+  std::map<pid_t, std::string> watched_;  // pid -> task id, watched by exits_
 };
 
 // Signals every live process of the task: its group (when its leader is still the process that

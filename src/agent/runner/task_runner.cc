@@ -13,7 +13,7 @@
 #include <limits>
 #include <sstream>
 
-#include "agent/runner/exit_watcher.h"
+#include "agent/fence/exit_watcher.h"
 #include "agent/runner/os_error.h"
 #include "agent/runner/process_spawn.h"
 #include "agent/runner/task_cgroups.h"
@@ -362,7 +362,10 @@ std::vector<TaskExit> TaskRunner::Reap() {
       continue;
     }
     if (!task.cgroup_dir.empty()) ended_cgroups_.push_back(task.cgroup_dir);
-    if (fence_) fence_->ReleaseTask(it->first);
+    if (fence_) {
+      fence_->ReleaseTask(it->first);
+      fence_->ForgetKeptExit(it->first);  // seen by this agent: the keeper's copy is not needed
+    }
     exits.push_back(std::move(*exit));
     it = tasks_.erase(it);
   }
@@ -393,11 +396,13 @@ std::optional<TaskExit> TaskRunner::CheckEnded(const std::string& task_id, const
   if (OtherProcessAlive(task.pid, task.start_ticks)) return std::nullopt;
   // The kernel reported an adopted leader's exit as it happened; the report may still be on its
   // way to the watcher's thread.
-  if (task.adopted && exits_) {
-    if (std::optional<int> s = exits_->TakeStatus(task.pid, 300)) {
-      if (WIFEXITED(*s)) exit.exit_code = WEXITSTATUS(*s);
-      if (WIFSIGNALED(*s)) exit.signal = WTERMSIG(*s);
-    }
+  std::optional<int> s;
+  if (task.adopted && exits_) s = exits_->TakeStatus(task.pid, 300);
+  // Or it ended before this agent watched it: the node's fence keeper saw it (fence_keeper.h).
+  if (!s && task.adopted && fence_) s = fence_->KeptExit(task_id, task.pid);
+  if (s) {
+    if (WIFEXITED(*s)) exit.exit_code = WEXITSTATUS(*s);
+    if (WIFSIGNALED(*s)) exit.signal = WTERMSIG(*s);
   }
   return exit;
 }
@@ -415,6 +420,10 @@ Status TaskRunner::Adopt(const std::string& task_id, pid_t pid, bool signal_prox
   if (tasks_.count(task_id) != 0 || launching_.count(task_id) != 0) {
     return Status::AlreadyExists("task '" + task_id + "' is already running here");
   }
+  // A zombie has a process group still, but its task has ended: not adopted (its status is found
+  // elsewhere: the fence keeper's, fence_keeper.h). Its parent died with the agent, and this
+  // system's init had not reaped it yet.
+  if (!OtherProcessAlive(pid, 0)) return Status::NotFound(what + ": it has ended");
   pid_t pgid = getpgid(pid);
   if (pgid < 0) return ErrnoStatus(errno, what);
   if (pgid != pid) {

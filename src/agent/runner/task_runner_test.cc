@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "agent/runner/task_runner_fixture.h"
 
 namespace hangar::agent {
@@ -278,6 +280,22 @@ TEST_F(TaskRunnerTest, AdoptRefusesWhatIsNotATaskLeader) {
   ASSERT_GT(gone, 0);
   waitpid(gone, nullptr, 0);
   EXPECT_EQ(runner.Adopt("gone", gone).code(), StatusCode::kNotFound);
+  // A zombie (ended, not yet reaped: its parent, the agent before, died with it unreaped) has a
+  // process group still, and is refused all the same.
+  pid_t zombie = fork();
+  if (zombie == 0) {
+    setpgid(0, 0);
+    _exit(0);
+  }
+  ASSERT_GT(zombie, 0);
+  for (int i = 0; i < 200 && kill(zombie, 0) == 0; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(zombie) + "/stat");
+    std::string pid, comm, state;
+    if (stat >> pid >> comm >> state && state == "Z") break;
+    usleep(5000);
+  }
+  EXPECT_EQ(runner.Adopt("zombie", zombie).code(), StatusCode::kNotFound);
+  waitpid(zombie, nullptr, 0);
   EXPECT_TRUE(runner.Running().empty());
 }
 

@@ -1,4 +1,4 @@
-#include "agent/runner/exit_watcher.h"
+#include "agent/fence/exit_watcher.h"
 
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
