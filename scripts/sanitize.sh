@@ -86,7 +86,11 @@ fi
 if [[ $mode == --all ]]; then
   configure build-asan address,undefined
   ninja -C build-asan -j"$jobs"
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 "$@" || status=1
+  # Not the two flood tests that exhaust the controller's descriptors on purpose: there UBSan's
+  # vptr check cannot open the pipe it probes memory with and reports every object it looks at
+  # as having an invalid vptr (docs/security.md, "Sanitizers"); they run in the plain suite.
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 \
+    -E 'AgentFloodTest\.(AgentsRegisterAgain|AStandbyAnswersAgentsAgain)' "$@" || status=1
 fi
 configure build-tsan thread
 ninja -C build-tsan -j"$jobs" "${tsan_tests[@]}"

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "agent/runner/os_error.h"
+#include "common/sanitizer.h"
 
 namespace hangar::agent {
 namespace {
@@ -149,6 +150,7 @@ StatusOr<ChildResult> OpenInChild(const std::string& path, int flags,
   pid_t pid = -1;
   int clone_errno = ENOMEM;
   if (stack != MAP_FAILED) {
+    UnpoisonChildStack(stack, kStack);
     // No CLONE_VM: the child has a copy of the agent's memory, not the memory itself, so nothing
     // it does as the user can touch the agent. A raw clone, not fork(): no atfork handlers run.
     pid = clone(OpenChild, static_cast<char*>(stack) + kStack, SIGCHLD, &plan);

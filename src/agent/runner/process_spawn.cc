@@ -17,20 +17,10 @@
 #include <utility>
 
 #include "agent/runner/os_error.h"
+#include "common/sanitizer.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
-
-#if defined(__SANITIZE_THREAD__)
-#define HANGAR_THREAD_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HANGAR_THREAD_SANITIZER 1
-#endif
-#endif
-#ifndef HANGAR_THREAD_SANITIZER
-#define HANGAR_THREAD_SANITIZER 0
 #endif
 
 namespace hangar::agent {
@@ -289,6 +279,7 @@ pid_t ForkChild(const ChildPlan& plan) {
   if (stack == MAP_FAILED) {
     clone_errno = errno;
   } else {
+    UnpoisonChildStack(stack, kStack);
     pid = clone(ChildEntry, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
                 const_cast<ChildPlan*>(&plan));
     clone_errno = errno;
