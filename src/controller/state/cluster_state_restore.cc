@@ -89,6 +89,12 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
   for (const auto& row : c.jobs) HANGAR_RETURN_IF_ERROR(RestoreJob(row));
   jobs_by_user_.clear();
   for (const auto& [id, j] : jobs_) IndexByUser(j);
+  // The spare pool starts from cluster.yaml's designation: a designated spare that holds work was
+  // taken before the restart (a gang runs on it), so it is a node like any other, and its domain
+  // is short one until RefillSpares makes an idle node a spare again.
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    if (spares_.IsSpare(n) && HasWork(n)) spares_.Take(n);
+  }
   for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
   interned_.DropWarm();
   dirty_ = true;

@@ -35,17 +35,19 @@ class SparesStateTest : public ::testing::Test {
     ASSERT_TRUE(root.ok());
     auto spares = cluster::ParseSpares(src, (*root)["spares"], *f->topology);
     ASSERT_TRUE(spares.ok()) << spares.status().message();
-    ControllerOptions o;
-    o.require_validation = false;
-    o.spares = *spares;
-    state_ = std::make_unique<ClusterState>(f->topology, o,
+    options_.require_validation = false;
+    options_.spares = *spares;
+    topology_ = f->topology;
+    state_ = std::make_unique<ClusterState>(topology_, options_,
                                             std::move(sched::Scheduler::Create({})).value());
-    for (const char* n : {"a-0", "a-1", "a-2", "b-0", "b-1", "b-2"}) {
-      pb::Register r;
-      r.mutable_inventory()->set_node(n);
-      for (int i = 0; i < 8; ++i) r.mutable_inventory()->add_gpus()->set_index(i);
-      ASSERT_TRUE(state_->OnRegister(r, now_, &fx_).ok());
-    }
+    for (const char* n : {"a-0", "a-1", "a-2", "b-0", "b-1", "b-2"}) Register(n, {});
+  }
+  void Register(const std::string& node, const std::vector<std::string>& running) {
+    pb::Register r;
+    r.mutable_inventory()->set_node(node);
+    for (int i = 0; i < 8; ++i) r.mutable_inventory()->add_gpus()->set_index(i);
+    for (const auto& id : running) r.add_running()->set_task_id(id);
+    ASSERT_TRUE(state_->OnRegister(r, now_, &fx_).ok());
   }
   sched::JobId Submit(const std::string& text) {
     auto spec = job::ParseJobSpec(text, "job.yaml");
@@ -81,6 +83,8 @@ class SparesStateTest : public ::testing::Test {
     }
     return false;
   }
+  std::shared_ptr<const cluster::Topology> topology_;
+  ControllerOptions options_;
   std::unique_ptr<ClusterState> state_;
   Effects fx_;
   Time now_ = 1'000'000;
@@ -168,6 +172,56 @@ TEST_F(SparesStateTest, AGangKeepsItsHealthyNodeAndRestartsOnItsLeafsSpare) {
   EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(failed)))
       << state_->GetNode(failed)->state;
   EXPECT_TRUE(Said("a spare again"));
+  EXPECT_EQ(state_->spares().missing(), 0u);
+}
+
+// A controller restarted after a spare was taken: the pool starts from cluster.yaml, where the
+// taken node is a spare again; it holds the gang's task, so it is taken again (not a spare the
+// scheduler must keep empty, with its domain short of a real one), and the repaired node becomes
+// the leaf's spare as before the restart.
+TEST_F(SparesStateTest, ASpareTakenBeforeARestartStaysTaken) {
+  const sched::JobId gang = Submit(kGang);
+  state_->Schedule(now_, &fx_);
+  const std::string healthy = NodeOf(gang, 0), failed = NodeOf(gang, 1);
+  const std::string leaf = healthy.substr(0, 1);
+  Report(healthy, "1.0.0", pb::TaskStatus::RUNNING);
+  Report(failed, "1.0.1", pb::TaskStatus::RUNNING);
+  pb::GpuEvent xid;
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  state_->OnGpuEvent(failed, xid, now_);
+  now_ += 1000;
+  state_->EvaluateHealth(now_, &fx_);
+  now_ += 1000;
+  Report(healthy, "1.0.0", pb::TaskStatus::EXITED);
+  Report(failed, "1.0.1", pb::TaskStatus::EXITED);
+  state_->Schedule(now_, &fx_);
+  ASSERT_EQ(NodeOf(gang, 1), leaf + "-2");
+  Report(leaf + "-2", "1.1.1", pb::TaskStatus::RUNNING);
+
+  auto store = NewMemoryStore();
+  ASSERT_TRUE(store->Commit(fx_.batch).ok());
+  // A new controller on the same cluster.yaml and store; its agents come back with their tasks.
+  state_ = std::make_unique<ClusterState>(topology_, options_,
+                                          std::move(sched::Scheduler::Create({})).value());
+  ASSERT_TRUE(state_->Restore(*store->Load(), now_).ok());
+  for (const char* n : {"a-0", "a-1", "a-2", "b-0", "b-1", "b-2"}) {
+    const std::string node = n;
+    Register(node, node == healthy       ? std::vector<std::string>{"1.1.0"}
+                   : node == leaf + "-2" ? std::vector<std::string>{"1.1.1"}
+                                         : std::vector<std::string>{});
+  }
+  const uint32_t taken = *state_->topology().FindNode(leaf + "-2");
+  EXPECT_FALSE(state_->spares().IsSpare(taken));
+  EXPECT_EQ(state_->spares().missing(), 1u);
+  EXPECT_EQ(state_->GetJob(gang)->attempt, 1u);
+  ASSERT_TRUE(state_->Remediate(failed, "repair", -1, "RMA", now_, &fx_).ok());
+  now_ += 1000;
+  state_->EvaluateHealth(now_, &fx_);
+  state_->Tick(now_, &fx_);
+  EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(failed)))
+      << state_->GetNode(failed)->state;
   EXPECT_EQ(state_->spares().missing(), 0u);
 }
 
