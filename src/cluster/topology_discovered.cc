@@ -186,6 +186,13 @@ ImportedFabric DiscoveredTree::AsFabric() const {
     if (fresh) f.spines.push_back({l.spine, {}});
     f.spines[it->second].leaves.push_back({l.name, l.nodes});
   }
+  // Each multi-node NVLink domain a rack of its own ("nvl-1", ...), in the order found.
+  int rack = 0;
+  for (const NvlinkDomain& d : nvlink_domains) {
+    if (d.nodes.size() < 2) continue;
+    const std::string name = "nvl-" + std::to_string(++rack);
+    for (const auto& n : d.nodes) f.nvlink_racks[n] = name;
+  }
   return f;
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster/cluster_yaml.h"
+
 namespace hangar::cluster {
 namespace {
 
@@ -100,7 +102,34 @@ TEST(TopologyDiscoveredTest, TheTreeGroupsNodesBySwitchAndKeepsTheUntoldWhereDec
   auto yaml = FabricYaml(tree.AsFabric());
   ASSERT_TRUE(yaml.ok());
   EXPECT_NE(yaml->find("- name: \"sw-b\""), std::string::npos) << *yaml;
-  EXPECT_NE(yaml->find("\"node-[3-5]\""), std::string::npos) << *yaml;
+  // node-4 and node-5 share an NVLink clique: written as one rack with `nvlink: rack`.
+  EXPECT_NE(yaml->find("{name: \"node-3\"}, {name: \"node-[4-5]\", rack: nvl-1, nvlink: rack}"),
+            std::string::npos)
+      << *yaml;
+}
+
+// The written cluster.yaml loads, and its NVLink domain is the clique the agents found.
+TEST(TopologyDiscoveredTest, AWrittenClusterFileKeepsTheNvlinkCliquesAsRacks) {
+  auto t = TwoLeaves();
+  const auto tree = AssembleDiscovered(
+      *t, {On("node-1", "0a", "sw-a"), On("node-2", "0a", "sw-a"), On("node-3", "0a", "sw-a"),
+           On("node-4", "0b", "sw-b", "u/7"), On("node-5", "0b", "sw-b", "u/7")});
+  auto yaml = FabricYaml(tree.AsFabric(),
+                         "name: lab\nnode_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, "
+                         "cpu: 64, memory: 512Gi}\nnodes: [{name: "
+                         "\"node-[1-3]\"}, {name: \"node-[4-5]\", rack: r2, nvlink: node}]\n");
+  ASSERT_TRUE(yaml.ok()) << yaml.status().message();
+  auto loaded = ParseClusterYaml(*yaml, "discovered.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message() << "\n" << *yaml;
+  const Topology& found = *loaded->topology;
+  const NvlinkDomainInfo* rack = nullptr;
+  for (const auto& d : found.nvlink_domains()) {
+    if (d.name == "nvl-1/nvlink") rack = &d;
+  }
+  ASSERT_NE(rack, nullptr) << *yaml;
+  EXPECT_EQ(rack->end_node - rack->first_node, 2u);
+  EXPECT_EQ(found.nodes()[rack->first_node].name, "node-4");
+  EXPECT_TRUE(found.has_multi_node_nvlink());
 }
 
 TEST(TopologyDiscoveredTest, HcaLinksFromAnIbnetdiscoverDump) {

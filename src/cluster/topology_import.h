@@ -30,6 +30,9 @@ struct ImportedFabric {
   };
   std::vector<Spine> spines;
   std::vector<std::string> notes;  // decisions the importer made, one sentence each
+  // Multi-node NVLink domains found (an NVL72 rack's clique): host -> the domain's rack name.
+  // FabricYaml gives such hosts `rack: NAME, nvlink: rack` (docs/cluster-format.md).
+  std::map<std::string, std::string> nvlink_racks;
 
   size_t NumHosts() const;
   // Host -> {leaf, spine}.

@@ -73,6 +73,19 @@ std::string NodeEntries(const std::vector<std::string>& hosts,
   return "[" + out + "]";
 }
 
+// `fields` (a node entry's fields, as DeclaredFields writes them) with `rack` and `nvlink: rack`
+// set for a host of a multi-node NVLink domain.
+std::string WithNvlinkRack(const std::string& fields, const std::string& rack) {
+  YAML::Node node =
+      fields.empty() ? YAML::Node(YAML::NodeType::Map) : YAML::Load("{" + fields + "}");
+  node["rack"] = rack;
+  node["nvlink"] = "rack";
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  std::string text = e.c_str();
+  return text.size() >= 2 && text.front() == '{' ? text.substr(1, text.size() - 2) : text;
+}
+
 }  // namespace
 
 StatusOr<std::string> FabricYaml(const ImportedFabric& f, std::string_view cluster_yaml,
@@ -96,6 +109,8 @@ StatusOr<std::string> FabricYaml(const ImportedFabric& f, std::string_view clust
       out += std::string(e.c_str()) + "\n";
     }
   }
+  std::map<std::string, std::string> declared = fields;  // for `missing`: as the file has them
+  for (const auto& [host, rack] : f.nvlink_racks) fields[host] = WithNvlinkRack(fields[host], rack);
   out += "fabric:\n  spines:\n";
   for (const auto& s : f.spines) {
     out += "    - name: " + Quoted(s.name) + "\n      leaves:\n";
@@ -104,7 +119,7 @@ StatusOr<std::string> FabricYaml(const ImportedFabric& f, std::string_view clust
              "\n          nodes: " + NodeEntries(l.hosts, fields) + "\n";
       if (missing && !cluster_yaml.empty()) {
         for (const auto& h : l.hosts) {
-          if (!fields.count(h)) missing->push_back(h);
+          if (!declared.count(h)) missing->push_back(h);
         }
       }
     }
