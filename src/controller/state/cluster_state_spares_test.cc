@@ -63,6 +63,17 @@ class SparesStateTest : public ::testing::Test {
     s.set_stopped(st == pb::TaskStatus::EXITED);
     ASSERT_TRUE(state_->OnTaskStatus(node, s, now_, &fx_).ok());
   }
+  // Xid 79 (GPU fallen off the bus) on GPU 2 of `node`, and the health pass a second later: the
+  // node drains.
+  void Xid79(const std::string& node) {
+    pb::GpuEvent xid;
+    xid.set_index(2);
+    xid.set_kind("xid");
+    xid.set_code(79);
+    state_->OnGpuEvent(node, xid, now_);
+    now_ += 1000;
+    state_->EvaluateHealth(now_, &fx_);
+  }
   // The node of task `index` of job `id`'s current attempt.
   std::string NodeOf(sched::JobId id, uint32_t index) {
     const auto job = state_->GetJob(id);  // not in the loop's header: that would dangle
@@ -125,13 +136,7 @@ TEST_F(SparesStateTest, AGangKeepsItsHealthyNodeAndRestartsOnItsLeafsSpare) {
   ASSERT_EQ(state_->GetJob(waiting)->state, "pending");
 
   // Xid 79 on the gang's second node: it drains, the gang stops to restart in place.
-  pb::GpuEvent xid;
-  xid.set_index(2);
-  xid.set_kind("xid");
-  xid.set_code(79);
-  state_->OnGpuEvent(failed, xid, now_);
-  now_ += 1000;
-  state_->EvaluateHealth(now_, &fx_);
+  Xid79(failed);
   ASSERT_EQ(state_->GetJob(gang)->state, "preempting");
   EXPECT_TRUE(Said("node " + failed + " replaced in place by spare " + leaf + "-2 (leaf l" +
                    (leaf == "a" ? "0" : "1") + ")"));
@@ -186,13 +191,7 @@ TEST_F(SparesStateTest, ASpareTakenBeforeARestartStaysTaken) {
   const std::string leaf = healthy.substr(0, 1);
   Report(healthy, "1.0.0", pb::TaskStatus::RUNNING);
   Report(failed, "1.0.1", pb::TaskStatus::RUNNING);
-  pb::GpuEvent xid;
-  xid.set_index(2);
-  xid.set_kind("xid");
-  xid.set_code(79);
-  state_->OnGpuEvent(failed, xid, now_);
-  now_ += 1000;
-  state_->EvaluateHealth(now_, &fx_);
+  Xid79(failed);
   now_ += 1000;
   Report(healthy, "1.0.0", pb::TaskStatus::EXITED);
   Report(failed, "1.0.1", pb::TaskStatus::EXITED);
