@@ -74,6 +74,15 @@ class SparesStateTest : public ::testing::Test {
     now_ += 1000;
     state_->EvaluateHealth(now_, &fx_);
   }
+  // `node` repaired (RMA) and idle: the next tick makes it its leaf's spare again.
+  void RepairAndExpectSpare(const std::string& node) {
+    ASSERT_TRUE(state_->Remediate(node, "repair", -1, "RMA", now_, &fx_).ok());
+    now_ += 1000;
+    state_->EvaluateHealth(now_, &fx_);
+    state_->Tick(now_, &fx_);
+    EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(node)))
+        << state_->GetNode(node)->state;
+  }
   // The node of task `index` of job `id`'s current attempt.
   std::string NodeOf(sched::JobId id, uint32_t index) {
     const auto job = state_->GetJob(id);  // not in the loop's header: that would dangle
@@ -170,12 +179,7 @@ TEST_F(SparesStateTest, AGangKeepsItsHealthyNodeAndRestartsOnItsLeafsSpare) {
   ASSERT_EQ(g->interruptions.size(), 1u);
   EXPECT_EQ(g->interruptions[0].cause, "health");
   // Repaired and idle, the failed node brings its leaf back to its count of spares.
-  ASSERT_TRUE(state_->Remediate(failed, "repair", -1, "RMA", now_, &fx_).ok());
-  now_ += 1000;
-  state_->EvaluateHealth(now_, &fx_);
-  state_->Tick(now_, &fx_);
-  EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(failed)))
-      << state_->GetNode(failed)->state;
+  RepairAndExpectSpare(failed);
   EXPECT_TRUE(Said("a spare again"));
   EXPECT_EQ(state_->spares().missing(), 0u);
 }
@@ -215,12 +219,7 @@ TEST_F(SparesStateTest, ASpareTakenBeforeARestartStaysTaken) {
   EXPECT_FALSE(state_->spares().IsSpare(taken));
   EXPECT_EQ(state_->spares().missing(), 1u);
   EXPECT_EQ(state_->GetJob(gang)->attempt, 1u);
-  ASSERT_TRUE(state_->Remediate(failed, "repair", -1, "RMA", now_, &fx_).ok());
-  now_ += 1000;
-  state_->EvaluateHealth(now_, &fx_);
-  state_->Tick(now_, &fx_);
-  EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(failed)))
-      << state_->GetNode(failed)->state;
+  RepairAndExpectSpare(failed);
   EXPECT_EQ(state_->spares().missing(), 0u);
 }
 
