@@ -450,11 +450,12 @@ def main():
         heavy = Load(dev.service("big")["endpoint"], rate=25)
         heavy.start()
         try:
-            # Full: every node holds a replica (or what else runs there), so the training job can
-            # start only on a replica's node.
-            wait(lambda: dev.service("big")["desired"] == 4 and dev.service("big")["ready"] >= 3 and
-                 all(n["gpus_free"] < 8 for n in json.loads(dev.cli("nodes", "-o", "json"))["nodes"]),
-                 60, "big to fill the cluster")
+            # Full: every node holds one of big's four replicas and nothing else (echo's ended jobs
+            # have given their GPUs back), so the training job can start only on a replica's node.
+            # With a node partly free the training job could take it unopposed (a CI run saw that).
+            wait(lambda: dev.service("big")["desired"] == 4 and dev.service("big")["ready"] == 4 and
+                 all(n["gpus_free"] == 0 for n in json.loads(dev.cli("nodes", "-o", "json"))["nodes"]),
+                 90, "big to fill the cluster")
             train = dev.cli("submit", str(folder / "train.yaml")).split()[2]
             seen = set()
 
