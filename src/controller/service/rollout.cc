@@ -52,6 +52,7 @@ Plan ServiceBook::Round(Time now) {
     Service& s = it->second;
     std::erase_if(s.replicas, [](const Replica& r) { return r.state == ReplicaState::kGone; });
     if (s.deleting && s.replicas.empty()) {
+      released_[s.slot] = now;
       plan_.erased.insert(it->first);
       plan_.changed.erase(it->first);
       it = services_.erase(it);
@@ -120,6 +121,12 @@ int ServiceBook::AddReplica(Service& s, int revision, Time now) {
 void ServiceBook::Autoscale(Service& s, Time now) {
   const AutoscaleSpec& a = s.Target().options.autoscale;
   if (!a.on) return;
+  // A slot a deleted service gave back: its figures (a rate over the last second, read every
+  // round) are that service's until they have been read again after it left.
+  if (auto freed = released_.find(s.slot); freed != released_.end()) {
+    if (now < freed->second + kReadingsSettle) return;
+    released_.erase(freed);
+  }
   // Each target's count, from what the load balancer said; both must have been read.
   int want = a.min;
   std::string why;

@@ -45,13 +45,18 @@ Status NoSuchService(const std::string& name) {
 
 }  // namespace
 
+// A free slot: one no service has used yet, else the one given back longest ago.
 std::optional<int> ServiceBook::PickSlot() const {
   std::set<int> used;
   for (const auto& [name, s] : services_) used.insert(s.slot);
+  std::optional<int> best;
   for (int slot = 0; slot < options_.slots; ++slot) {
-    if (!used.count(slot)) return slot;
+    if (used.count(slot)) continue;
+    auto freed = released_.find(slot);
+    if (freed == released_.end()) return slot;
+    if (!best || freed->second < released_.at(*best)) best = slot;
   }
-  return std::nullopt;
+  return best;
 }
 
 Status ServiceBook::Create(const ServiceSpec& spec, const nlohmann::json& replica_json,

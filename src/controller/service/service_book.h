@@ -23,6 +23,9 @@ namespace hangar::controller::service {
 
 // Servers in each service's backend: the most replicas plus the most surge.
 inline constexpr int kServersPerSlot = kMaxReplicas + kMaxSurge;
+// How long after a deleted service gave its slot back the load balancer's figures for that slot
+// are still its: HAProxy's rate counts the last second, and a round reads it up to a tick later.
+inline constexpr Duration kReadingsSettle = 2 * kSecond;
 
 struct Revision {
   int number = 0;
@@ -174,6 +177,10 @@ class ServiceBook {
   std::map<std::pair<int, int>, int> sessions_;
   std::map<int, long> in_flight_;
   std::map<int, long> rps_;
+  // When each slot was last given back by a deleted service (the book's clock): the load
+  // balancer's figures for a slot are that service's until they have been read afresh, so a new
+  // service there does not scale by its predecessor's traffic (kReadingsSettle).
+  std::map<int, Time> released_;
   Plan plan_;  // what this round has asked so far
 };
 

@@ -523,5 +523,41 @@ TEST(ServiceBookTest, AutoscalingOnBothTargetsTakesTheLargerCount) {
   EXPECT_NE(w.book().Find("web")->scale_note.find("21 requests per second"), std::string::npos);
 }
 
+
+// A CI-like run of bench/services_bench.py showed it: a service created on the slot a deleted one
+// had just given back scaled to its max at once, on the deleted service's request rate, which
+// HAProxy still reported for that slot.
+TEST(ServiceBookTest, AServiceOnAFreedSlotDoesNotScaleByItsPredecessorsTraffic) {
+  World w;
+  const auto busy = ByRate("rps_per_replica: 10");
+  ASSERT_TRUE(w.book().Create(busy, Json(busy), "alice", 0).ok());
+  const int slot = w.book().Find("web")->slot;
+  w.rps_by_slot_[slot] = 100;
+  w.RunFor(300);
+  ASSERT_EQ(w.book().Find("web")->desired, 4);
+  ASSERT_TRUE(w.book().Delete("web").ok());
+  for (int i = 0; i < 1000 && w.book().Find("web"); ++i) w.RunFor(10);
+  ASSERT_EQ(w.book().Find("web"), nullptr) << "deleted";
+  // The book has two slots: the one never used goes first, then the freed one.
+  auto other = ParseServiceSpec(
+      "name: other\nservice: {replicas: 1, readiness: {tcp: HANGAR_PORT}}\n"
+      "tasks: [{cpu: 1, command: [serve]}]\n",
+      "test");
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(w.book().Create(*other, Json(*other), "alice", 0).ok());
+  ASSERT_NE(w.book().Find("other")->slot, slot);
+  const auto quiet = ByRate("rps_per_replica: 10");
+  ASSERT_TRUE(w.book().Create(quiet, Json(quiet), "bob", 0).ok());
+  ASSERT_EQ(w.book().Find("web")->slot, slot);
+  w.RunFor(500);  // the load balancer still says 100/s for the slot: the deleted service's
+  EXPECT_EQ(w.book().Find("web")->desired, 1) << w.book().Find("web")->scale_note;
+  w.rps_by_slot_[slot] = 0;
+  w.RunFor(2000);
+  EXPECT_EQ(w.book().Find("web")->desired, 1) << w.book().Find("web")->scale_note;
+  w.rps_by_slot_[slot] = 25;  // its own traffic counts
+  w.RunFor(300);
+  EXPECT_EQ(w.book().Find("web")->desired, 3);
+}
+
 }  // namespace
 }  // namespace hangar::controller::service

@@ -8,6 +8,100 @@ namespace hangar::controller {
 
 using job::JobState;
 
+namespace {
+
+// Whether an agent's registration may be taken: its node is in cluster.yaml, its version within
+// the skew this controller works with, and its GPU count the one declared. The node's index.
+StatusOr<uint32_t> AdmitAgent(const cluster::Topology& topology, const pb::Inventory& inv) {
+  auto found = topology.FindNode(inv.node());
+  if (!found) {
+    return Status::NotFound("node '" + inv.node() +
+                            "' is not in this cluster; add it to cluster.yaml or start the agent "
+                            "with --node set to one of its nodes");
+  }
+  if (Status skew = CheckAgentSkew(Version(), inv.agent_version()); !skew.ok()) {
+    return Status::FailedPrecondition("node '" + inv.node() + "' refused: " + skew.message());
+  }
+  const auto& declared = topology.nodes()[*found];
+  if (static_cast<int>(inv.gpus_size()) != declared.num_gpus) {
+    return Status::FailedPrecondition(
+        "node '" + inv.node() + "' reports " + std::to_string(inv.gpus_size()) +
+        " GPUs but cluster.yaml declares " + std::to_string(declared.num_gpus) +
+        "; fix cluster.yaml or the agent's GPUs");
+  }
+  return *found;
+}
+
+// What a registration tells about the node: connected now, its software and the features its
+// agent has, its GPUs' identities (their telemetry starts afresh).
+void TakeInventory(const pb::Inventory& inv, Time now, NodeRecord* r) {
+  r->connected = true;
+  r->registered = true;
+  r->lost = false;
+  r->last_heartbeat = now;
+  r->address = inv.address();
+  r->validation_asked = false;
+  r->software = {inv.driver_version(), inv.cuda_version(),  inv.kernel_version(),
+                 inv.ofed_version(),   inv.agent_version(), inv.gpu_backend()};
+  r->agent_features = AgentFeaturesOf(
+      inv.agent_version(), std::vector<std::string>(inv.features().begin(), inv.features().end()));
+  r->gpus.assign(static_cast<size_t>(inv.gpus_size()), GpuTelemetry{});
+  for (int i = 0; i < inv.gpus_size(); ++i) {
+    r->gpus[static_cast<size_t>(i)].uuid = inv.gpus(i).uuid();
+    r->gpus[static_cast<size_t>(i)].pci_bus_id = inv.gpus(i).pci_bus_id();
+  }
+}
+
+// The conditions a node view lists from what the controller knows of the node itself, beyond its
+// health: an agent too old for some features, caches too small, tasks the store does not know.
+// Sets `reason` from the held tasks when it has none.
+void AddRecordConditions(const NodeRecord& r, const std::string& node, api::NodeView* v) {
+  for (AgentFeature f :
+       {AgentFeature::kTerminals, AgentFeature::kSessions, AgentFeature::kMaintenance}) {
+    if (!(r.agent_features & Bit(f))) {
+      v->conditions.push_back("AgentOutdated: " + AgentLacks(node, r.software.agent, f));
+    }
+  }
+  if (r.image_cache_full) {
+    v->conditions.push_back(
+        "ImageCacheFull: the images its jobs need (" + std::to_string(r.image_bytes >> 20) +
+        " MiB) do not fit its room (" + std::to_string(r.image_budget >> 20) +
+        " MiB: the --image-cache-budget, or the disk's free space above --image-cache-min-free, "
+        "whichever is less); raise the budget or free disk");
+  }
+  if (r.artifact_cache_full) {
+    v->conditions.push_back("ArtifactCacheFull: the artifacts its jobs need (" +
+                            std::to_string(r.artifact_bytes >> 20) +
+                            " MiB) do not fit its cache budget (" +
+                            std::to_string(r.artifact_budget >> 20) +
+                            " MiB); raise --cache-budget or give --cache-dir a bigger disk");
+  }
+  if (!r.held.empty()) {
+    std::string ids;
+    for (const std::string& id : r.held) ids += (ids.empty() ? "" : ", ") + id;
+    v->conditions.push_back(
+        "OrphansHeld: it runs " + std::to_string(r.held.size()) +
+        " task(s) the store does not know (" + ids + "), held running; `hangar orphans " + node +
+        " --stop` stops them, `--release` lets them run on and the node take work");
+    if (v->reason.empty()) v->reason = "runs tasks the store does not know: " + ids;
+  }
+}
+
+// The health report's conditions as a node view lists them: the node's, then each GPU's that is
+// not healthy.
+void AddHealthConditions(const health::NodeReport& report, api::NodeView* v) {
+  for (const auto& c : report.conditions) v->conditions.push_back(c.ToString());
+  for (const auto& g : report.gpus) {
+    if (g.state != health::HealthState::kHealthy) {
+      v->conditions.push_back("GPU " + std::to_string(g.index) + " " +
+                              std::string(health::StateName(g.state)) +
+                              (g.conditions.empty() ? "" : ": " + g.conditions.front().reason));
+    }
+  }
+}
+
+}  // namespace
+
 void ClusterState::UpdateCondition(uint32_t n) {
   const NodeRecord& r = nodes_[n];
   // Health says what the hardware allows (suspect ranks last, degraded takes no gangs); the
@@ -76,40 +170,12 @@ void ClusterState::PersistNode(uint32_t n, Effects* fx) const {
 
 Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) {
   const pb::Inventory& inv = reg.inventory();
-  auto found = topology_->FindNode(inv.node());
-  if (!found) {
-    return Status::NotFound("node '" + inv.node() +
-                            "' is not in this cluster; add it to cluster.yaml or start the agent "
-                            "with --node set to one of its nodes");
-  }
-  if (Status skew = CheckAgentSkew(Version(), inv.agent_version()); !skew.ok()) {
-    return Status::FailedPrecondition("node '" + inv.node() + "' refused: " + skew.message());
-  }
+  auto found = AdmitAgent(*topology_, inv);
+  if (!found.ok()) return found.status();
   const uint32_t n = *found;
-  const auto& declared = topology_->nodes()[n];
-  if (static_cast<int>(inv.gpus_size()) != declared.num_gpus) {
-    return Status::FailedPrecondition(
-        "node '" + inv.node() + "' reports " + std::to_string(inv.gpus_size()) +
-        " GPUs but cluster.yaml declares " + std::to_string(declared.num_gpus) +
-        "; fix cluster.yaml or the agent's GPUs");
-  }
   NodeRecord& r = nodes_[n];
   const bool was_lost = r.lost;
-  r.connected = true;
-  r.registered = true;
-  r.lost = false;
-  r.last_heartbeat = now;
-  r.address = inv.address();
-  r.validation_asked = false;
-  r.software = {inv.driver_version(), inv.cuda_version(),  inv.kernel_version(),
-                inv.ofed_version(),   inv.agent_version(), inv.gpu_backend()};
-  r.agent_features = AgentFeaturesOf(
-      inv.agent_version(), std::vector<std::string>(inv.features().begin(), inv.features().end()));
-  r.gpus.assign(static_cast<size_t>(inv.gpus_size()), GpuTelemetry{});
-  for (int i = 0; i < inv.gpus_size(); ++i) {
-    r.gpus[static_cast<size_t>(i)].uuid = inv.gpus(i).uuid();
-    r.gpus[static_cast<size_t>(i)].pci_bus_id = inv.gpus(i).pci_bus_id();
-  }
+  TakeInventory(inv, now, &r);
   ApplyMigInventory(n, inv, now, fx);
   (void)health_.ObserveConfig(
       n, {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version()}, now);
@@ -764,46 +830,11 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
   v.last_heartbeat = r.last_heartbeat;
   v.address = r.address;
   const health::NodeReport report = health_.Report(n);
-  for (const auto& c : report.conditions) v.conditions.push_back(c.ToString());
-  for (const auto& g : report.gpus) {
-    if (g.state != health::HealthState::kHealthy) {
-      v.conditions.push_back("GPU " + std::to_string(g.index) + " " +
-                             std::string(health::StateName(g.state)) +
-                             (g.conditions.empty() ? "" : ": " + g.conditions.front().reason));
-    }
-  }
+  AddHealthConditions(report, &v);
   if (const std::string* d = discovered_fabric_.DisagreementOf(info.name)) {
     v.conditions.push_back("TopologyMismatch: " + *d);
   }
-  for (AgentFeature f :
-       {AgentFeature::kTerminals, AgentFeature::kSessions, AgentFeature::kMaintenance}) {
-    if (!(r.agent_features & Bit(f))) {
-      v.conditions.push_back("AgentOutdated: " + AgentLacks(info.name, r.software.agent, f));
-    }
-  }
-  if (r.image_cache_full) {
-    v.conditions.push_back(
-        "ImageCacheFull: the images its jobs need (" + std::to_string(r.image_bytes >> 20) +
-        " MiB) do not fit its room (" + std::to_string(r.image_budget >> 20) +
-        " MiB: the --image-cache-budget, or the disk's free space above --image-cache-min-free, "
-        "whichever is less); raise the budget or free disk");
-  }
-  if (r.artifact_cache_full) {
-    v.conditions.push_back("ArtifactCacheFull: the artifacts its jobs need (" +
-                           std::to_string(r.artifact_bytes >> 20) +
-                           " MiB) do not fit its cache budget (" +
-                           std::to_string(r.artifact_budget >> 20) +
-                           " MiB); raise --cache-budget or give --cache-dir a bigger disk");
-  }
-  if (!r.held.empty()) {
-    std::string ids;
-    for (const std::string& id : r.held) ids += (ids.empty() ? "" : ", ") + id;
-    v.conditions.push_back(
-        "OrphansHeld: it runs " + std::to_string(r.held.size()) +
-        " task(s) the store does not know (" + ids + "), held running; `hangar orphans " +
-        info.name + " --stop` stops them, `--release` lets them run on and the node take work");
-    if (v.reason.empty()) v.reason = "runs tasks the store does not know: " + ids;
-  }
+  AddRecordConditions(r, info.name, &v);
   v.artifacts = static_cast<int64_t>(r.artifacts.size());
   v.artifact_bytes = r.artifact_bytes;
   v.artifact_budget = r.artifact_budget;
