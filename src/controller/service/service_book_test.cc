@@ -523,7 +523,6 @@ TEST(ServiceBookTest, AutoscalingOnBothTargetsTakesTheLargerCount) {
   EXPECT_NE(w.book().Find("web")->scale_note.find("21 requests per second"), std::string::npos);
 }
 
-
 // A CI-like run of bench/services_bench.py showed it: a service created on the slot a deleted one
 // had just given back scaled to its max at once, on the deleted service's request rate, which
 // HAProxy still reported for that slot.
