@@ -135,6 +135,8 @@ nlohmann::ordered_json StaticEnv(const SbatchOptions& o, const Shape& s, const s
       std::to_string(s.tasks_per_node) + (s.nodes > 1 ? "(x" + std::to_string(s.nodes) + ")" : "");
   if (o.cpus_per_task) env["SLURM_CPUS_PER_TASK"] = std::to_string(*o.cpus_per_task);
   if (s.gpus) env["SLURM_GPUS_ON_NODE"] = std::to_string(s.gpus);
+  // srun binds each step task to this many of its node's GPUs (docs/slurm.md), as Slurm does.
+  if (o.gpus_per_task) env["SLURM_GPUS_PER_TASK"] = std::to_string(*o.gpus_per_task);
   env["SLURM_JOB_PARTITION"] = o.partition.value_or("default");
   env["SLURM_SUBMIT_DIR"] = submit_dir;
   if (o.account) env["SLURM_JOB_ACCOUNT"] = *o.account;

@@ -101,8 +101,17 @@ struct Step {
   int ntasks = -1, nodes = -1, per_node = -1;
   std::string nodelist, exclude;
   bool label = false, kill_on_bad_exit = false;
-  size_t command = 0;  // index of the command in the arguments
+  int gpus_per_task = 0;       // --gpus-per-task (or --gpu-bind=per_task:N); 0: not given
+  bool gpu_bind_none = false;  // --gpu-bind=none: every task sees all of its node's GPUs
+  size_t command = 0;          // index of the command in the arguments
 };
+
+// GPUs each task gets of its node's, as Slurm binds them since 21.08: --gpus-per-task, else the
+// job's (SLURM_GPUS_PER_TASK, from sbatch --gpus-per-task); none with --gpu-bind=none.
+int GpusPerTask(const Step& step) {
+  if (step.gpu_bind_none) return 0;
+  return step.gpus_per_task > 0 ? step.gpus_per_task : EnvInt("SLURM_GPUS_PER_TASK", 0);
+}
 
 // One option (args[*i], and its value where it takes one): its long name and value.
 Status ReadOption(const std::vector<std::string>& args, size_t* i, std::string* name,
@@ -167,6 +176,19 @@ StatusOr<Step> ParseStep(const std::vector<std::string>& args) {
           " is not honoured by Hangar's srun yet (docs/slurm.md, \"What still "
           "differs\"); leave it out");
     }
+    if (name == "gpus-per-task" &&
+        !Count(value.substr(value.rfind(':') + 1), &step.gpus_per_task)) {
+      return Status::InvalidArgument("--gpus-per-task=" + value +
+                                     " is not a count of GPUs ([TYPE:]N, N from 1 to 4096)");
+    }
+    if (name == "gpu-bind") {
+      // verbose,none / none / per_task:N; the other forms (closest, map_gpu, ...) bind nothing.
+      const std::string bind = value.rfind("verbose,", 0) == 0 ? value.substr(8) : value;
+      step.gpu_bind_none = bind == "none";
+      if (bind.rfind("per_task:", 0) == 0 && !Count(bind.substr(9), &step.gpus_per_task)) {
+        return Status::InvalidArgument("--gpu-bind=" + value + " is not per_task:N (N GPUs)");
+      }
+    }
     if (name == "nodelist") step.nodelist = value;
     if (name == "exclude") step.exclude = value;
     if (name == "label") step.label = true;
@@ -202,10 +224,13 @@ Status CheckLocal(const Step& step) {
   return Status::Ok();
 }
 
-// Starts task `t` of `tasks` (its rank from this node's place in the job) running argv.
-pid_t StartTask(char* const* argv, int t, int tasks, int node_id, int node_tasks) {
+// Starts task `t` of `tasks` (its rank from this node's place in the job) running argv; with
+// `gpus` set, as its CUDA_VISIBLE_DEVICES.
+pid_t StartTask(char* const* argv, int t, int tasks, int node_id, int node_tasks,
+                const std::string* gpus) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
+  if (gpus != nullptr) setenv("CUDA_VISIBLE_DEVICES", gpus->c_str(), 1);
   for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP}) signal(sig, SIG_DFL);
   const std::string procid = std::to_string(node_id * node_tasks + t), localid = std::to_string(t),
                     count = std::to_string(tasks);
@@ -260,9 +285,36 @@ int RunLocal(const std::vector<std::string>& args, const Step& parsed) {
   forward.sa_handler = Remember;
   sigemptyset(&forward.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP}) sigaction(sig, &forward, nullptr);
+  // With GPUs per task: this node's (CUDA_VISIBLE_DEVICES), each task its own in turn.
+  const int per_task = GpusPerTask(*step);
+  std::vector<std::string> own(static_cast<size_t>(tasks));
+  if (per_task > 0) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    std::vector<std::string> devices;
+    for (size_t at = 0; visible != nullptr && *visible != '\0';) {
+      const std::string all = visible;
+      const size_t comma = all.find(',', at);
+      devices.push_back(
+          all.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    if (static_cast<size_t>(tasks) * static_cast<size_t>(per_task) > devices.size()) {
+      return Error(std::to_string(tasks) + " task(s) of --gpus-per-task=" +
+                   std::to_string(per_task) + " need " + std::to_string(tasks * per_task) +
+                   " GPUs; this task has " + std::to_string(devices.size()) +
+                   " (CUDA_VISIBLE_DEVICES): run fewer tasks, or --gpu-bind=none");
+    }
+    for (size_t t = 0; t < own.size(); ++t) {
+      for (size_t g = t * static_cast<size_t>(per_task);
+           g < (t + 1) * static_cast<size_t>(per_task); ++g)
+        own[t] += (own[t].empty() ? "" : ",") + devices[g];
+    }
+  }
   std::vector<pid_t> children;
   for (int t = 0; t < tasks; ++t) {
-    const pid_t pid = StartTask(argv.data(), t, tasks, node_id, node_tasks);
+    const pid_t pid = StartTask(argv.data(), t, tasks, node_id, node_tasks,
+                                per_task > 0 ? &own[static_cast<size_t>(t)] : nullptr);
     if (pid < 0) return Error("cannot start task " + std::to_string(t) + ": out of processes");
     children.push_back(pid);
   }
@@ -297,7 +349,8 @@ bool NodeOwn(const std::string& name) {
                                              "HANGAR_MIG_PROFILE",
                                              "HANGAR_MIG_PLACEMENT"};
   return kOwn.count(name) > 0 || name.rfind("NCCL_IB_", 0) == 0 || name == "NCCL_SOCKET_IFNAME" ||
-         name == "UCX_NET_DEVICES";
+         name == "GLOO_SOCKET_IFNAME" || name == "UCX_NET_DEVICES" ||
+         name.rfind("CUDA_MPS_", 0) == 0;
 }
 
 std::string StepRequestJson(const std::vector<std::string>& args, const Step& step) {
@@ -312,12 +365,15 @@ std::string StepRequestJson(const std::vector<std::string>& args, const Step& st
     std::string kv = *e;
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || NodeOwn(kv.substr(0, eq))) continue;
+    if (kv.rfind("SLURM_GPUS_PER_TASK=", 0) == 0) continue;  // the step's, below
     if (commands != nullptr && *commands != '\0' && kv.rfind("PATH=", 0) == 0 &&
         (":" + kv.substr(5) + ":").find(std::string(":") + commands + ":") == std::string::npos) {
       kv = "PATH=" + std::string(commands) + ":" + kv.substr(5);
     }
     env.push_back(std::move(kv));
   }
+  if (const int per_task = GpusPerTask(step); per_task > 0)
+    env.push_back("SLURM_GPUS_PER_TASK=" + std::to_string(per_task));
   r["env"] = env;
   char cwd[4096];
   if (getcwd(cwd, sizeof cwd) != nullptr) r["workdir"] = cwd;

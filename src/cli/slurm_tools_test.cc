@@ -282,6 +282,36 @@ TEST(SlurmSrunTest, RunsTheStepsTasksOnThisNodeWithTheirRanks) {
   std::filesystem::remove_all(dir);
 }
 
+// Without the agent (a container task), srun binds GPUs per task from this task's own
+// CUDA_VISIBLE_DEVICES, as the controller does across nodes.
+TEST(SlurmSrunTest, LocalTasksGetTheirOwnGpusPerTask) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("srun-gpus-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  ::setenv("HANGAR_JOB_ID", "5", 1);
+  ::setenv("CUDA_VISIBLE_DEVICES", "GPU-a,GPU-b,GPU-c,GPU-d", 1);
+  const std::string write = "echo $CUDA_VISIBLE_DEVICES > " + dir + "/g$SLURM_LOCALID";
+  auto read = [&](const std::string& f) {
+    std::ifstream in(dir + "/" + f);
+    std::string s;
+    std::getline(in, s);
+    return s;
+  };
+  EXPECT_EQ(RunSlurmTool("srun", {"-n2", "--gpus-per-task=h100:2", "sh", "-c", write}, ""), 0);
+  EXPECT_EQ(read("g0"), "GPU-a,GPU-b");
+  EXPECT_EQ(read("g1"), "GPU-c,GPU-d");
+  ::setenv("SLURM_GPUS_PER_TASK", "1", 1);  // the job's (sbatch --gpus-per-task=1)
+  EXPECT_EQ(RunSlurmTool("srun", {"-n2", "sh", "-c", write}, ""), 0);
+  EXPECT_EQ(read("g1"), "GPU-b");
+  EXPECT_EQ(RunSlurmTool("srun", {"-n2", "--gpu-bind=none", "sh", "-c", write}, ""), 0);
+  EXPECT_EQ(read("g1"), "GPU-a,GPU-b,GPU-c,GPU-d");
+  EXPECT_EQ(RunSlurmTool("srun", {"-n5", "true"}, ""), 1) << "5 tasks of 1 GPU: this task has 4";
+  EXPECT_EQ(RunSlurmTool("srun", {"-n1", "--gpus-per-task=x", "true"}, ""), 1);
+  for (const char* v : {"HANGAR_JOB_ID", "CUDA_VISIBLE_DEVICES", "SLURM_GPUS_PER_TASK"})
+    ::unsetenv(v);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SlurmInstallTest, WritesRegularExecutablesThatRunHangar) {
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("slurm-bin-" + std::to_string(getpid()))).string();

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 
 #include "controller/agent_hub.h"
 #include "controller/state/cluster_state.h"
@@ -58,7 +60,7 @@ StepRelay::Allocation Resolve(const ClusterState& st, const std::string& node,
   for (const auto& t : tasks) {
     auto at = st.LocateTask(caller.job, t.index);
     if (!at.ok()) return {at.status()};
-    a.nodes.push_back({at->first, at->second});
+    a.nodes.push_back({at->first, at->second, t.gpus, !t.mig_starts.empty()});
     if (Status can = st.AgentCan(at->first, AgentFeature::kSessions); !can.ok())
       a.unable[at->first] = can.message();
   }
@@ -87,6 +89,21 @@ std::vector<std::string> TaskArgv(const pb::StepRequest& r,
   for (const char* a : {"/bin/sh", "-c", kExecAsSlurm, "srun"}) argv.emplace_back(a);
   argv.insert(argv.end(), r.argv().begin(), r.argv().end());
   return argv;
+}
+
+// GPUs per task the step asks: SLURM_GPUS_PER_TASK in the caller's environment, which srun sets
+// from --gpus-per-task (or keeps from the job's), and leaves out for --gpu-bind=none; 0 when not
+// set or not a count.
+int GpusPerTask(const pb::StepRequest& r) {
+  constexpr std::string_view kName = "SLURM_GPUS_PER_TASK=";
+  for (const auto& kv : r.env()) {
+    if (kv.rfind(kName, 0) != 0) continue;
+    const std::string value = kv.substr(kName.size());
+    char* end = nullptr;
+    const long n = std::strtol(value.c_str(), &end, 10);
+    return !value.empty() && *end == '\0' && n > 0 && n <= 1024 ? static_cast<int>(n) : 0;
+  }
+  return 0;
 }
 
 std::string BaseName(const std::string& path) {
@@ -151,13 +168,14 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
   ask.default_ntasks_per_node = std::max(1, req.default_ntasks_per_node());
   ask.nodelist = req.nodelist();
   ask.exclude = req.exclude();
+  ask.gpus_per_task = GpusPerTask(req);
   auto layout = PlanStep(alloc.nodes, ask);
   if (!layout.ok()) return Refuse(origin, req.request_id(), layout.status().message());
   for (size_t i : layout->nodes) {
     auto unable = alloc.unable.find(alloc.nodes[i].node);
     if (unable != alloc.unable.end()) return Refuse(origin, req.request_id(), unable->second);
   }
-  StepEnvInputs in{alloc.job_id, 0, alloc.nodes, *layout};
+  StepEnvInputs in{alloc.job_id, 0, alloc.nodes, *layout, ask.gpus_per_task};
   std::vector<pb::ControllerMessage> opens;
   pb::StepOutput started;
   {

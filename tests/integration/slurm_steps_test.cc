@@ -160,5 +160,43 @@ TEST_F(SlurmStepsTest, StepsOutliveAControllerRestart) {
   EXPECT_TRUE(Contains(after.output, want)) << after.output;
 }
 
+// GPUs per task, as Slurm binds them since 21.08: the job asks one GPU per task, two tasks on each
+// of the two nodes, so each node's job task holds both of its node's GPUs; each step task gets its
+// own of its node's, unless --gpu-bind=none; a step that needs more than the job has on a node is
+// refused with the counts.
+TEST_F(SlurmStepsTest, EachStepTaskGetsItsOwnGpusOfItsNode) {
+  std::ofstream(dev_.work() + "/bind.sbatch")
+      << "#!/bin/bash\n"
+         "#SBATCH -J bind -N 2 --ntasks-per-node=2 --gpus-per-task=1 -c 1 --mem=1G -t 5 -o "
+         "bind.out\n"
+         "echo \"job SLURM_GPUS_PER_TASK=$SLURM_GPUS_PER_TASK\"\n"
+         "srun bash -c 'echo \"bound $SLURM_PROCID $SLURMD_NODENAME [$CUDA_VISIBLE_DEVICES]\"' | "
+         "sort\n"
+         "srun --gpu-bind=none bash -c 'echo \"all $SLURM_PROCID [$CUDA_VISIBLE_DEVICES]\"' | "
+         "sort\n"
+         "srun -N1 -n1 --gpus-per-task=2 bash -c 'echo \"two [$CUDA_VISIBLE_DEVICES]\"'\n"
+         "srun --ntasks-per-node=3 true || echo \"three refused rc $?\"\n"
+         "echo end\n";
+  DevCluster::Ran sub = Hangar({"sbatch", "--parsable", "bind.sbatch"});
+  ASSERT_EQ(sub.rc, 0) << sub.output;
+  const uint64_t id = DevCluster::LastLineId(sub.output);
+  ASSERT_GT(id, 0u) << sub.output;
+  ASSERT_TRUE(dev_.WaitForState(id, "succeeded", 90 * kSecond)) << JobState(id) << "\n"
+                                                                << Work("bind.out") << dev_.log();
+  const std::string out = Work("bind.out");
+  EXPECT_TRUE(Contains(out, "job SLURM_GPUS_PER_TASK=1\n")) << out;
+  EXPECT_TRUE(Contains(out,
+                       "bound 0 node-1 [0]\nbound 1 node-1 [1]\nbound 2 node-2 [0]\n"
+                       "bound 3 node-2 [1]\n"))
+      << out;
+  EXPECT_TRUE(Contains(out, "all 0 [0,1]\nall 1 [0,1]\nall 2 [0,1]\nall 3 [0,1]\n")) << out;
+  EXPECT_TRUE(Contains(out, "two [0,1]\n")) << out;
+  EXPECT_TRUE(Contains(out,
+                       "srun: error: 3 task(s) of --gpus-per-task=1 need 3 GPUs on node-1; the "
+                       "job has 2 there"))
+      << out;
+  EXPECT_TRUE(Contains(out, "three refused rc 1\nend\n")) << out;
+}
+
 }  // namespace
 }  // namespace hangar::testing

@@ -75,6 +75,23 @@ StatusOr<std::vector<int>> TasksPerNode(const StepAsk& ask, size_t nodes, int nt
   return per;
 }
 
+// Whether `tasks` tasks of `gpus_per_task` GPUs each fit the job's GPUs on `node`.
+Status CheckGpusPerTask(const AllocationNode& node, int tasks, int gpus_per_task) {
+  if (node.mig) {
+    return Status::InvalidArgument("the job's GPUs on " + node.node +
+                                   " are MIG instances, which --gpus-per-task cannot share out "
+                                   "per task; leave it out (--gpu-bind=none)");
+  }
+  const size_t need = static_cast<size_t>(tasks) * static_cast<size_t>(gpus_per_task);
+  if (need <= node.gpus.size()) return Status::Ok();
+  return Status::InvalidArgument(
+      std::to_string(tasks) + " task(s) of --gpus-per-task=" + std::to_string(gpus_per_task) +
+      " need " + std::to_string(need) + " GPUs on " + node.node + "; the job has " +
+      std::to_string(node.gpus.size()) +
+      " there: run fewer tasks per node, ask fewer GPUs per task, or --gpu-bind=none to let "
+      "every task see them all");
+}
+
 }  // namespace
 
 std::string AllocationHostList(const std::vector<AllocationNode>& allocation) {
@@ -127,6 +144,9 @@ StatusOr<StepLayout> PlanStep(const std::vector<AllocationNode>& allocation, con
     n = chosen.size();
   }
   HANGAR_ASSIGN_OR_RETURN(std::vector<int> per, TasksPerNode(ask, n, ntasks));
+  for (size_t k = 0; k < n && ask.gpus_per_task > 0; ++k) {
+    HANGAR_RETURN_IF_ERROR(CheckGpusPerTask(allocation[chosen[k]], per[k], ask.gpus_per_task));
+  }
   StepLayout layout;
   int procid = 0;
   for (size_t k = 0; k < n; ++k) {
@@ -191,6 +211,17 @@ std::vector<std::map<std::string, std::string>> StepTaskEnvironments(const StepE
         {"SLURM_NODELIST", job_nodes},
         {"SLURMD_NODENAME", in.allocation[t.allocation].node},
     };
+    if (in.gpus_per_task > 0) {
+      const auto& gpus = in.allocation[t.allocation].gpus;
+      const size_t each = static_cast<size_t>(in.gpus_per_task);
+      const size_t first = static_cast<size_t>(t.localid) * each;
+      std::string mine;
+      for (size_t g = first; g < gpus.size() && g < first + each; ++g) {
+        mine += (mine.empty() ? "" : ",") + std::to_string(gpus[g]);
+      }
+      env["CUDA_VISIBLE_DEVICES"] = mine;
+      env["SLURM_GPUS_PER_TASK"] = std::to_string(in.gpus_per_task);
+    }
     out.push_back(std::move(env));
   }
   return out;

@@ -104,5 +104,45 @@ TEST(StepPlanTest, EachTaskGetsSlurmsVariables) {
   EXPECT_EQ(env[0]["SLURM_TASKS_PER_NODE"], "1(x2)");
 }
 
+// The job has GPUs 4-7 on node-1 and 0-3 on node-2: with --gpus-per-task each task gets its own,
+// in SLURM_LOCALID order, from its own node's (as Slurm binds them since 21.08); without, it sees
+// them all (its node's task's CUDA_VISIBLE_DEVICES, left alone).
+TEST(StepPlanTest, GpusPerTaskGiveEachTaskItsOwnGpusOfItsNode) {
+  std::vector<AllocationNode> alloc = {{"node-1", "7.0.0", {4, 5, 6, 7}},
+                                       {"node-2", "7.0.1", {0, 1, 2, 3}}};
+  StepAsk ask;
+  ask.ntasks_per_node = 2;
+  ask.gpus_per_task = 2;
+  auto l = PlanStep(alloc, ask);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  StepEnvInputs in{42, 1, alloc, *l};
+  in.gpus_per_task = 2;
+  auto env = StepTaskEnvironments(in);
+  ASSERT_EQ(env.size(), 4u);
+  EXPECT_EQ(env[0]["CUDA_VISIBLE_DEVICES"], "4,5");
+  EXPECT_EQ(env[1]["CUDA_VISIBLE_DEVICES"], "6,7");
+  EXPECT_EQ(env[2]["CUDA_VISIBLE_DEVICES"], "0,1");
+  EXPECT_EQ(env[3]["CUDA_VISIBLE_DEVICES"], "2,3");
+  EXPECT_EQ(env[3]["SLURM_GPUS_PER_TASK"], "2");
+
+  in.gpus_per_task = 0;
+  EXPECT_EQ(StepTaskEnvironments(in)[0].count("CUDA_VISIBLE_DEVICES"), 0u);
+
+  // Three tasks of two GPUs do not fit the job's four on a node: refused, with what would.
+  ask.ntasks_per_node = 3;
+  auto refused = PlanStep(alloc, ask);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "3 task(s) of --gpus-per-task=2 need 6 GPUs on node-1; the job has 4 there: run fewer "
+            "tasks per node, ask fewer GPUs per task, or --gpu-bind=none to let every task see "
+            "them all");
+  // MIG instances are not shared out per task.
+  alloc[1].mig = true;
+  ask.ntasks_per_node = 1;
+  auto mig = PlanStep(alloc, ask);
+  ASSERT_FALSE(mig.ok());
+  EXPECT_NE(mig.status().message().find("node-2 are MIG instances"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hangar::controller
