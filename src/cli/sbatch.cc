@@ -260,6 +260,16 @@ void SortByLine(std::vector<std::string>* lines, const std::string& file) {
 StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   Diagnostics d;
   HANGAR_ASSIGN_OR_RETURN(SbatchOptions o, ReadOptions(s, &d));
+  // An account chooses the queue where the site maps accounts to queues and no partition is given
+  // (the partition, when given, is the queue; the account stays the accounting label).
+  if (o.account && !o.partition) {
+    auto queue = QueueOfAccount(s.site, *o.account);
+    if (!queue.ok()) {
+      d.errors.push_back(WhereSet(o, "account") + ": " + queue.status().message());
+    } else if (*queue) {
+      o.partition = **queue;
+    }
+  }
   const Shape shape = ResolveShape(o, s.site, &d);
   const std::string name = JobName(o, s.script_name, &d);
   nlohmann::ordered_json j;

@@ -110,8 +110,10 @@ Status Sbatch(const Common& c, const SbatchCommandOptions& o) {
     text << in.rdbuf();
   }
   sbatch::Submission s{text.str(), name, o.words, std::filesystem::current_path().string()};
-  HANGAR_ASSIGN_OR_RETURN(s.site, sbatch::ParseSiteFacts(std::getenv("HANGAR_SBATCH_GPU_TYPES"),
-                                                         std::getenv("HANGAR_SBATCH_NODE_GPUS")));
+  HANGAR_ASSIGN_OR_RETURN(s.site,
+                          sbatch::ParseSiteFacts(std::getenv("HANGAR_SBATCH_GPU_TYPES"),
+                                                 std::getenv("HANGAR_SBATCH_NODE_GPUS"),
+                                                 std::getenv("HANGAR_SBATCH_ACCOUNT_QUEUES")));
   s.environment = sbatch::SubmitterEnvironment();
   s.site.controller_maps_types = !o.dry_run;
   auto converted = sbatch::ConvertBatchScript(s);
@@ -152,7 +154,9 @@ void RegisterSbatchCommand(CLI::App& app, int* rc) {
       "HANGAR_SBATCH_GPU_TYPES=TYPE=MODEL[|MODEL],...\n"
       "maps Slurm's GPU type names to Hangar's models; HANGAR_SBATCH_NODE_GPUS=N is a whole "
       "node's\n"
-      "GPUs (--exclusive, --gpus). docs/slurm.md lists what is honoured, warned and refused.");
+      "GPUs (--exclusive, --gpus); HANGAR_SBATCH_ACCOUNT_QUEUES=ACCOUNT=QUEUE,... (or same) lets\n"
+      "-A choose the queue when no -p is given. docs/slurm.md lists what is honoured, warned and "
+      "refused.");
   cmd->callback([cmd, rc] {
     Guard(rc, [&] {
       Common c;

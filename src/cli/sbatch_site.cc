@@ -71,8 +71,46 @@ void Narrow(std::vector<std::string>* models, const std::vector<std::string>& mo
 
 }  // namespace
 
-StatusOr<SiteFacts> ParseSiteFacts(const char* gpu_types, const char* node_gpus) {
+namespace {
+
+Status ParseAccountQueues(std::string_view text, SiteFacts* site) {
+  if (text == "same") {
+    site->account_is_queue = true;
+    return Status::Ok();
+  }
+  for (std::string_view entry : Split(text, ',')) {
+    const size_t eq = entry.find('=');
+    if (eq == 0 || eq == std::string_view::npos || eq + 1 == entry.size()) {
+      return Status::InvalidArgument(
+          "HANGAR_SBATCH_ACCOUNT_QUEUES: '" + std::string(entry) +
+          "' is not ACCOUNT=QUEUE; write e.g. vision=team-vision,nlp=team-nlp, or same (an "
+          "account is the queue of its name)");
+    }
+    site->account_queues[std::string(entry.substr(0, eq))] = std::string(entry.substr(eq + 1));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::optional<std::string>> QueueOfAccount(const SiteFacts& site,
+                                                    const std::string& account) {
+  if (site.account_is_queue) return std::optional<std::string>(account);
+  if (site.account_queues.empty()) return std::optional<std::string>();
+  if (auto it = site.account_queues.find(account); it != site.account_queues.end())
+    return std::optional<std::string>(it->second);
+  std::string known;
+  for (const auto& [a, q] : site.account_queues) known += (known.empty() ? "" : ", ") + a;
+  return Status::NotFound("account " + account +
+                          " is not one this site maps to a queue (HANGAR_SBATCH_ACCOUNT_QUEUES: " +
+                          known + "); give one of those, or the queue with --partition");
+}
+
+StatusOr<SiteFacts> ParseSiteFacts(const char* gpu_types, const char* node_gpus,
+                                   const char* account_queues) {
   SiteFacts site;
+  if (account_queues && *account_queues)
+    HANGAR_RETURN_IF_ERROR(ParseAccountQueues(account_queues, &site));
   if (node_gpus && *node_gpus) {
     const std::string_view v(node_gpus);
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), site.node_gpus);

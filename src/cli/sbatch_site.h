@@ -23,11 +23,24 @@ struct SiteFacts {
   // The job goes to a controller, which maps a GPU type this mapping lacks through its
   // cluster.yaml's gpu_types (or refuses it, naming the types it knows): no warning is due.
   bool controller_maps_types = false;
+  // A Slurm account -> the queue a job of that account goes to when its script names no
+  // partition; with account_is_queue every account is the queue of the same name.
+  std::map<std::string, std::string> account_queues;
+  bool account_is_queue = false;
 };
 
-// The site facts from $HANGAR_SBATCH_GPU_TYPES ("a100=A100-SXM-80GB|A100-PCIE-40GB,l40s=L40S-48GB")
-// and $HANGAR_SBATCH_NODE_GPUS ("8"); either may be null or empty. Fails naming the variable.
-StatusOr<SiteFacts> ParseSiteFacts(const char* gpu_types, const char* node_gpus);
+// The site facts from $HANGAR_SBATCH_GPU_TYPES
+// ("a100=A100-SXM-80GB|A100-PCIE-40GB,l40s=L40S-48GB"), $HANGAR_SBATCH_NODE_GPUS ("8") and
+// $HANGAR_SBATCH_ACCOUNT_QUEUES ("same", or "ACCOUNT=QUEUE,..."); each may be null or empty. Fails
+// naming the variable.
+StatusOr<SiteFacts> ParseSiteFacts(const char* gpu_types, const char* node_gpus,
+                                   const char* account_queues = nullptr);
+
+// The queue a job of `account` goes to when it names no partition: nullopt when the site maps no
+// accounts (the job goes to the default queue); NotFound, naming the mapped accounts, when the
+// site maps accounts but not this one.
+StatusOr<std::optional<std::string>> QueueOfAccount(const SiteFacts& site,
+                                                    const std::string& account);
 
 // The models a Slurm GPU type means at this site, or nullopt when the site maps no such type.
 // Matching ignores case; a type that is itself one of the mapped model names stands for itself.

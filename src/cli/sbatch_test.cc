@@ -552,5 +552,42 @@ TEST(SbatchWrapperTest, TheOtherNodesRunNoLineOfTheScriptAndEndWhenStopped) {
   fs::remove_all(dir);
 }
 
+// A site whose queues are its teams may let Slurm's --account choose the queue
+// (HANGAR_SBATCH_ACCOUNT_QUEUES): a partition, when given, still is the queue; the account stays
+// the accounting label either way; an account the site does not map is refused with the ones it
+// does.
+TEST(SbatchAccountTest, AnAccountChoosesTheQueueWhereTheSiteMapsAccounts) {
+  const std::string script = "#!/bin/sh\n#SBATCH -A vision\n#SBATCH -t 10\nhostname\n";
+  auto mapped = ParseSiteFacts(nullptr, nullptr, "vision=team-vision,nlp=team-nlp");
+  ASSERT_TRUE(mapped.ok()) << mapped.status().message();
+  BatchJob b = ConvertAt(*mapped, script);
+  EXPECT_EQ(b.spec["queue"], "team-vision");
+  EXPECT_EQ(b.spec["account"], "vision");
+  EXPECT_EQ(Group(b)["env"]["SLURM_JOB_PARTITION"], "team-vision");
+
+  EXPECT_EQ(ConvertAt(*mapped, "#!/bin/sh\n#SBATCH -A nlp -p gpu\ntrue\n").spec["queue"], "gpu");
+
+  Submission other{"#!/bin/sh\n#SBATCH -t 10\n#SBATCH --account=robotics\ntrue\n",
+                   "job.sbatch",
+                   {},
+                   kSubmitDir,
+                   *mapped};
+  auto refused = ConvertBatchScript(other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "job.sbatch:3: account robotics is not one this site maps to a queue "
+            "(HANGAR_SBATCH_ACCOUNT_QUEUES: nlp, vision); give one of those, or the queue with "
+            "--partition");
+
+  auto same = ParseSiteFacts(nullptr, nullptr, "same");
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(ConvertAt(*same, script).spec["queue"], "vision");
+  // Without the mapping the account is a label only (docs/slurm.md), as before.
+  EXPECT_FALSE(Convert(script).spec.contains("queue"));
+  EXPECT_EQ(ParseSiteFacts(nullptr, nullptr, "vision").status().message(),
+            "HANGAR_SBATCH_ACCOUNT_QUEUES: 'vision' is not ACCOUNT=QUEUE; write e.g. "
+            "vision=team-vision,nlp=team-nlp, or same (an account is the queue of its name)");
+}
+
 }  // namespace
 }  // namespace hangar::cli::sbatch

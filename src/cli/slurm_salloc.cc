@@ -53,8 +53,10 @@ StatusOr<sbatch::BatchJob> SallocJob(const SallocLine& line, const std::string& 
   sbatch::Submission s{
       "#!/bin/sh\n# salloc: the allocation's shell, on its first node\n" + run + "\n", "salloc",
       line.options, submit_dir};
-  HANGAR_ASSIGN_OR_RETURN(s.site, sbatch::ParseSiteFacts(std::getenv("HANGAR_SBATCH_GPU_TYPES"),
-                                                         std::getenv("HANGAR_SBATCH_NODE_GPUS")));
+  HANGAR_ASSIGN_OR_RETURN(s.site,
+                          sbatch::ParseSiteFacts(std::getenv("HANGAR_SBATCH_GPU_TYPES"),
+                                                 std::getenv("HANGAR_SBATCH_NODE_GPUS"),
+                                                 std::getenv("HANGAR_SBATCH_ACCOUNT_QUEUES")));
   s.site.controller_maps_types = true;
   s.environment = sbatch::SubmitterEnvironment();
   s.output_to_task = true;  // to the terminal (or the followed output), not to slurm-%j.out
