@@ -13,6 +13,12 @@ has run --settle seconds since it last recovered:
   xid      Xid 79 on the GPU of a node the gang runs on (fake GPU fault script); the node is
            reported repaired (`hangar remediate --remedy repair`) once the gang has moved (a third
            reboot for the same Xid would fail the node for good)
+  slow     the GPU of a node the gang runs on slowed to 0.7x (fake GPU fault script, `kind: slow`,
+           for 60 s); the rank there takes 1/0.7 of its step time, as its work would on that GPU
+           (the task reads the factor from a file the bench writes beside the fault: nothing runs
+           on a fake GPU). The job asks straggler detection (straggler_factor 1.2, 5 reports), so
+           the rank is named a straggler (straggler_named_s: from the fault to the controller's
+           event) and, with --spares, its node is replaced at the gang's next checkpoint
 
 Per fault: seconds from the fault to the restarted attempt's first progress report (recover),
 for a hang the seconds from SIGSTOP to the controller's `hung` event, the work the controller says
@@ -27,7 +33,10 @@ keeps its other node and restarts on a spare, docs/goodput.md) instead of requeu
 With --fill, a guaranteed job of its own (sleep) fills each node that is neither the gang's nor a
 spare, so that a gang requeued whole finds no free node.
 
-Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid] [--spares N]
+Defaults: 20 faults, the four kinds in turn, one spare: `chaos --json` alone (build/bench/chaos, the
+default build's wrapper) is the issue's run, about 7 minutes here.
+
+Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid,slow] [--spares N]
                       [--remedy repair|reboot] [--fill] [--json]
 Prints one line per fault and a JSON object last (only the JSON with --json).
 """
@@ -73,10 +82,12 @@ checkpoint() {{
 if [ "$RANK" = 0 ]; then trap 'checkpoint' USR1; else trap ':' USR1; fi
 trap 'echo "end $(now) $A $RANK $step" >> "$OUT/runs"; exit 143' TERM
 while :; do
-  sleep {step_s} & wait $!
+  f=1; [ -f "$OUT/slow.$HANGAR_NODE" ] && f=$(cat "$OUT/slow.$HANGAR_NODE")
+  st=$(awk -v s={step_s} -v f="$f" 'BEGIN {{ printf "%.3f", s / f }}')
+  sleep "$st" & wait $!
   step=$((step + 1))
   echo "step $(now) $A $RANK $step" >> "$OUT/runs"
-  hangar progress "$step" --step-time {step_s} > /dev/null 2>&1
+  hangar progress "$step" --step-time "$st" > /dev/null 2>&1
   [ "$RANK" = 0 ] && [ $((step % {every})) = 0 ] && checkpoint
 done
 """
@@ -208,10 +219,25 @@ class Chaos:
             d = self.c.root / "agents" / node
             (d / "xid.tmp").write_text("- {gpu: 0, kind: xid, code: 79}\n")
             os.rename(d / "xid.tmp", d / "inject-faults.yaml")
+        elif kind == "slow":
+            d = self.c.root / "agents" / node
+            (d / "slow.tmp").write_text("- {gpu: 0, kind: slow, factor: 0.7, duration: 60s}\n")
+            os.rename(d / "slow.tmp", d / "inject-faults.yaml")
+            (self.out / f"slow.{node}").write_text("0.7\n")
+        f = {"kind": kind, "node": node, "attempt": attempt, "at_ms": t0}
+        if kind == "slow":
+            named = wait_for(lambda: self.event_ms("straggler: ", t0, None), 120,
+                             f"{node} to be named a straggler")
+            f["named_s"] = (named - t0) / 1000
+        if kind == "slow" and not self.args.spares:
+            # Named, not replaced (no spare): it runs on, slow, until its GPU recovers.
+            time.sleep(2)
+            (self.out / f"slow.{node}").unlink()
+            self.faults.append(f)
+            return f
         # The gang runs again: its next attempt's first progress report.
         t1 = wait_for(lambda: self.recovered(attempt + 1), 180, f"the gang to recover from {kind}")
-        f = {"kind": kind, "node": node, "attempt": attempt, "at_ms": t0,
-             "recover_s": (t1 - t0) / 1000}
+        f["recover_s"] = (t1 - t0) / 1000
         if node:  # the gang runs on its other node again (in place, with spares)
             f["kept_other_node"] = bool(set(nodes) - {node} <= set(self.nodes_of_gang()))
         if kind == "hang":
@@ -220,13 +246,15 @@ class Chaos:
         self.faults.append(f)
         return f
 
-    def event_ms(self, text, after):
+    def event_ms(self, text, after, otherwise=-1):
         ev = self.c.get(f"/v1/events?subject=job/{self.job}&limit=200").get("events", [])
         times = [e["time_ms"] for e in ev if e.get("message", "").startswith(text)
                  and e["time_ms"] >= after - 1000]
-        return min(times) if times else after
+        return min(times) if times else (after if otherwise == -1 else otherwise)
 
     def repair(self, kind, node):
+        if kind == "slow":  # its GPU is back to speed once the gang has left it
+            (self.out / f"slow.{node}").unlink()
         if kind == "agent":
             self.c.start_agent(node)
         elif kind == "xid":
@@ -239,7 +267,7 @@ class Chaos:
                 self.failed_nodes += 1
             subprocess.run([self.c.hangar, "remediate", node, "--remedy", remedy,
                             "--server", self.c.url], check=True, capture_output=True)
-        if node:
+        if node and kind != "slow":  # a straggler's node stays suspect a while (docs/progress.md)
             wait_for(lambda: self.c.get(f"/v1/nodes/{node}").get("state") == "ready", 120,
                      f"{node} ready again")
 
@@ -270,8 +298,8 @@ def lost_checkpoints(rows, faults):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build", nargs="?", default="build")
-    ap.add_argument("--faults", type=int, default=6)
-    ap.add_argument("--kinds", default="agent,hang,xid")
+    ap.add_argument("--faults", type=int, default=20)
+    ap.add_argument("--kinds", default="agent,hang,xid,slow")
     ap.add_argument("--step", type=float, default=0.2, help="seconds a training step takes")
     ap.add_argument("--every", type=int, default=25, help="steps between checkpoints")
     ap.add_argument("--hang-timeout", default="5s")
@@ -279,8 +307,8 @@ def main():
     ap.add_argument("--remedy", default="repair", choices=["repair", "reboot"],
                     help="how an Xid's node is remediated (reboot: the third Xid 79 on one node "
                          "fails it for good; it is then repaired)")
-    ap.add_argument("--spares", type=int, default=0,
-                    help="hot spares in the leaf (replace a failed node in place)")
+    ap.add_argument("--spares", type=int, default=1,
+                    help="hot spares in the leaf (replace a failed node in place; 0: none)")
     ap.add_argument("--fill", action="store_true",
                     help="fill every node that is neither the gang's nor a spare with other work")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
@@ -296,7 +324,8 @@ def main():
     try:
         c.start()
         (root / "task.sh").write_text(TASK.format(out=out, step_s=args.step, every=args.every))
-        spec = (f"name: chaos-train\nprogress: {{hang_timeout: {args.hang_timeout}, on_hang: restart}}\n"
+        spec = (f"name: chaos-train\nprogress: {{hang_timeout: {args.hang_timeout}, on_hang: restart, "
+                "straggler_factor: 1.2, straggler_reports: 5}\n"
                 "checkpoint: {signal: SIGUSR1, grace: 3s}\n"
                 f"tasks:\n  - replicas: 2\n    gpus: 1\n    command: [/bin/sh, \"{root}/task.sh\"]\n")
         job = c.post("/v1/jobs", spec)["id"]
@@ -311,29 +340,35 @@ def main():
         for i in range(args.faults):
             time.sleep(args.settle)
             f = chaos.inject(kinds[i % len(kinds)])
-            say(f"fault {i + 1}: {f['kind']:5} on {f['node'] or 'rank 0'}: running again from its "
-                f"checkpoint after {f['recover_s']:.1f} s"
-                + (f" (hang found after {f['detect_s']:.1f} s)" if "detect_s" in f else ""))
+            say(f"fault {i + 1}: {f['kind']:5} on {f['node'] or 'rank 0'}: "
+                + (f"running again from its checkpoint after {f['recover_s']:.1f} s"
+                   if "recover_s" in f else "not replaced (no spare): it ran on")
+                + (f" (hang found after {f['detect_s']:.1f} s)" if "detect_s" in f else "")
+                + (f" (named a straggler after {f['named_s']:.1f} s)" if "named_s" in f else ""))
         time.sleep(args.settle)
         g = c.get(f"/v1/jobs/{job}/goodput")["goodput"]
         # The controller keeps the latest 20 interruptions: matched from the end.
-        recent = g["recent"][-len(chaos.faults):]
-        for f, i in zip(chaos.faults[len(chaos.faults) - len(recent):], recent):
+        # A straggler not replaced (no spare) is no interruption.
+        stops = [f for f in chaos.faults if "recover_s" in f]
+        recent = g["recent"][-len(stops):] if stops else []
+        for f, i in zip(stops[len(stops) - len(recent):], recent):
             f["lost_work_s"], f["lost_basis"], f["cause"] = (i["lost_work_ms"] / 1000,
                                                               i["lost_basis"], i["cause"])
         rows = runs(out)
-        rec = sorted(f["recover_s"] for f in chaos.faults)
+        rec = sorted(f["recover_s"] for f in chaos.faults if "recover_s" in f)
         hangs = [f["detect_s"] for f in chaos.faults if "detect_s" in f]
+        named = [f["named_s"] for f in chaos.faults if "named_s" in f]
         result = {
             "faults": len(chaos.faults),
             "recover_p50_s": rec[len(rec) // 2] if rec else None,
             "recover_p99_s": rec[min(len(rec) - 1, int(len(rec) * 0.99))] if rec else None,
-            "recover_s_by_kind": {k: [f["recover_s"] for f in chaos.faults if f["kind"] == k]
-                                  for k in kinds},
+            "recover_s_by_kind": {k: [f["recover_s"] for f in chaos.faults
+                                      if f["kind"] == k and "recover_s" in f] for k in kinds},
             "hang_detect_s": max(hangs) if hangs else None,
+            "straggler_named_s": max(named) if named else None,
             "hang_timeout": args.hang_timeout,
             "overlapping_attempts": overlaps(rows),
-            "checkpoints_lost": lost_checkpoints(rows, chaos.faults),
+            "checkpoints_lost": lost_checkpoints(rows, stops),
             "ettr": g["ettr"],
             "wall_s": g["wall_ms"] / 1000,
             "parts_s": {k: v["ms"] / 1000 for k, v in g["parts"].items()},

@@ -836,6 +836,9 @@ class ClusterState {
   // tasks have stopped; without one it is requeued whole (Requeue).
   void RequeueOrReplace(JobRecord& j, uint32_t failed, const std::string& why, Time now,
                         Effects* fx);
+  // At a durable checkpoint of `j`: a rank named a straggler in this attempt and still slow has its
+  // node replaced in place, when a spare or free node can take its tasks (else it runs on).
+  void ReplaceStragglerAtCheckpoint(JobRecord& j, Time now, Effects* fx);
   // Whether node `m` can take the tasks `moved` of `was` (healthy, registered, free enough).
   bool TakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
                           const std::vector<size_t>& moved) const;

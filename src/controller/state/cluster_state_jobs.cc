@@ -444,6 +444,7 @@ Status ClusterState::OnCheckpointDone(const std::string& node, const pb::Checkpo
           (c.drained() ? ", drained to the shared store in " + std::to_string(c.drain_ms()) + " ms"
                        : ""));
   Persist(j, fx);
+  ReplaceStragglerAtCheckpoint(j, now, fx);
   return Status::Ok();
 }
 

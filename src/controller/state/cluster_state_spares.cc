@@ -1,5 +1,9 @@
 // ClusterState: replacing the failed node of a running gang in place, from the hot spares
-// (spare_pool.h) or a free node, and keeping the spares' counts (docs/goodput.md).
+// (spare_pool.h) or a free node -- and a straggler's node at the gang's checkpoint -- and keeping
+// the spares' counts (docs/goodput.md).
+#include <cstdio>
+#include <optional>
+
 #include "controller/state/cluster_state.h"
 #include "controller/state/job_lifecycle.h"
 #include "sched/placement/replacement.h"
@@ -21,6 +25,24 @@ cluster::Level LocalityOf(const cluster::Topology& topo, const cluster::GangAssi
     if (one) return level;
   }
   return Level::kCluster;
+}
+
+// A rank of `job`'s current attempt that was named a straggler and is still slow, if any.
+std::optional<ProgressBook::Straggler> StillSlowRank(const ProgressBook& book, sched::JobId job,
+                                                     const job::ProgressSpec& spec) {
+  const ProgressBook::Job* j = book.Find(job);
+  if (j == nullptr) return std::nullopt;
+  for (const auto& [rank, r] : j->ranks) {
+    if (!r.straggler) continue;
+    if (auto s = book.StillStraggling(job, rank, spec)) return s;
+  }
+  return std::nullopt;
+}
+
+std::string Millis(int64_t us) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.3f s", static_cast<double>(us) / 1e6);
+  return out;
 }
 
 }  // namespace
@@ -113,6 +135,35 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
     fx->Event(now, "node", "node/" + with,
               "spare taken by job " + std::to_string(j.id) + " to replace node " + failed_name);
   }
+}
+
+// A straggler named in this attempt and still slow is replaced at its job's checkpoint, where a
+// restart loses the least work (docs/progress.md): its node gives way in place to a spare or a
+// free node of the job's domain, the gang keeping its other nodes, when the cluster keeps spares
+// and such a node is there. Otherwise the job runs on, on the suspect node: a whole requeue would
+// cost more than the slow rank does.
+void ClusterState::ReplaceStragglerAtCheckpoint(JobRecord& j, Time now, Effects* fx) {
+  if (!spares_.enabled() || j.state != JobState::kRunning) return;
+  const auto slow = StillSlowRank(progress_, j.id, j.spec->spec.progress);
+  if (!slow || slow->rank >= j.tasks.size()) return;
+  const uint32_t n = j.tasks[slow->rank].node;
+  std::vector<size_t> moved;
+  for (size_t k = 0; k < j.assignment.tasks.size(); ++k) {
+    if (j.assignment.tasks[k].node == n) moved.push_back(k);
+  }
+  if (moved.empty() || moved.size() == j.assignment.tasks.size()) return;
+  const cluster::GangAssignment& was = j.assignment;
+  const auto fits = [&](uint32_t m) { return TakesReplacedTasks(m, was, moved); };
+  if (!spares_.PickFor(n, j.spec->spec.topology, fits, [&](uint32_t m) {
+        return usage_.node(m).condition.schedulable && fits(m);
+      })) {
+    return;
+  }
+  RequeueOrReplace(j, n,
+                   "straggler: rank " + std::to_string(slow->rank) + " on node " + slow->node +
+                       " takes " + Millis(slow->step_time_us) + " a step, against the gang's " +
+                       "median " + Millis(slow->median_us) + "; replaced at its checkpoint",
+                   now, fx);
 }
 
 void ClusterState::RefillSpares(Time now, Effects* fx) {

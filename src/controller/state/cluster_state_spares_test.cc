@@ -103,6 +103,21 @@ class SparesStateTest : public ::testing::Test {
     }
     return false;
   }
+  // Task `task` (JOB.ATTEMPT.INDEX) on `node` reports step `step`, each step taking `step_s`.
+  void Progress(const std::string& node, const std::string& task, uint64_t step, double step_s) {
+    pb::Progress p;
+    p.set_task_id(task);
+    p.set_step(step);
+    p.set_step_time_us(static_cast<uint64_t>(step_s * 1e6));
+    ASSERT_TRUE(state_->OnProgress(node, p, now_, &fx_).ok());
+  }
+  void CheckpointDone(const std::string& node, const std::string& task, uint64_t step) {
+    pb::CheckpointDone c;
+    c.set_task_id(task);
+    c.set_step(step);
+    c.set_path("/ckpt/" + std::to_string(step));
+    ASSERT_TRUE(state_->OnCheckpointDone(node, c, now_, &fx_).ok());
+  }
   std::shared_ptr<const cluster::Topology> topology_;
   ControllerOptions options_;
   std::unique_ptr<ClusterState> state_;
@@ -273,6 +288,61 @@ TEST_F(SparesStateTest, WithoutAFittingReplacementTheGangIsRequeuedWhole) {
   ASSERT_EQ(state_->GetJob(gang)->state, "preempting");
   EXPECT_TRUE(Said("no spare or free node can replace node " + failed));
   EXPECT_TRUE(state_->spares().Json(gang).is_null());
+}
+
+// A rank named a straggler (its GPU slowed to 0.7x: 0.286 s a step against 0.2 s) is not stopped
+// at once: at the gang's next checkpoint its node gives way to the leaf's spare in place, the gang
+// keeping its other node; the goodput ledger counts it under "straggler". A rank that is no
+// longer slow by then is left where it is.
+TEST_F(SparesStateTest, AStragglersNodeIsReplacedAtTheGangsNextCheckpoint) {
+  const sched::JobId gang = Submit(
+      "name: gang\ntopology: {same: leaf, mode: required}\n"
+      "checkpoint: {signal: SIGUSR1, grace: 30s}\n"
+      "progress: {straggler_factor: 1.2, straggler_reports: 3}\n"
+      "tasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n");
+  state_->Schedule(now_, &fx_);
+  const std::string fast = NodeOf(gang, 0), slow = NodeOf(gang, 1);
+  const std::string leaf = fast.substr(0, 1);
+  Report(fast, "1.0.0", pb::TaskStatus::RUNNING);
+  Report(slow, "1.0.1", pb::TaskStatus::RUNNING);
+  for (uint64_t step = 1; step <= 4; ++step) {
+    now_ += 300;
+    Progress(fast, "1.0.0", step, 0.2);
+    Progress(slow, "1.0.1", step, 0.286);
+  }
+  ASSERT_TRUE(Said("straggler: rank 1 on node " + slow + " takes 0.286 s a step"));
+  EXPECT_EQ(state_->GetJob(gang)->state, "running") << "named, not stopped";
+  // The next checkpoint: the straggler's node is replaced in place by the leaf's spare.
+  now_ += 300;
+  CheckpointDone(fast, "1.0.0", 4);
+  ASSERT_EQ(state_->GetJob(gang)->state, "preempting");
+  EXPECT_TRUE(Said("node " + slow + " replaced in place by spare " + leaf + "-2"));
+  now_ += 1000;
+  Report(fast, "1.0.0", pb::TaskStatus::EXITED);
+  Report(slow, "1.0.1", pb::TaskStatus::EXITED);
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(gang)->attempt, 1u);
+  EXPECT_EQ(NodeOf(gang, 0), fast);
+  EXPECT_EQ(NodeOf(gang, 1), leaf + "-2");
+  const GoodputLedger::Job* g = state_->goodput().Find(gang);
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(g->interruptions.size(), 1u);
+  EXPECT_EQ(g->interruptions[0].cause, "straggler");
+
+  // In the new attempt the rank on the spare is named a straggler too, then is fast again before
+  // the checkpoint: nothing is replaced.
+  Report(fast, "1.1.0", pb::TaskStatus::RUNNING);
+  Report(leaf + "-2", "1.1.1", pb::TaskStatus::RUNNING);
+  for (uint64_t step = 5; step <= 8; ++step) {
+    now_ += 300;
+    Progress(fast, "1.1.0", step, 0.2);
+    Progress(leaf + "-2", "1.1.1", step, step < 8 ? 0.3 : 0.2);
+  }
+  ASSERT_TRUE(Said("straggler: rank 1 on node " + leaf + "-2 takes 0.300 s a step"));
+  now_ += 300;
+  CheckpointDone(fast, "1.1.0", 8);
+  EXPECT_EQ(state_->GetJob(gang)->state, "running");
+  EXPECT_EQ(state_->GetJob(gang)->attempt, 1u);
 }
 
 }  // namespace

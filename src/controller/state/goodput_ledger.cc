@@ -22,6 +22,7 @@ std::string_view GoodputLedger::PartName(Part p) {
 // preemptions, maintenance windows, idle reclamation, `hangar requeue`).
 std::string GoodputLedger::InterruptionCause(std::string_view why) {
   if (why.rfind("hung:", 0) == 0) return "hang";
+  if (why.rfind("straggler:", 0) == 0) return "straggler";
   if (why.rfind("preempted for job", 0) == 0) return "preemption";
   if (why.rfind("maintenance window", 0) == 0) return "maintenance";
   if (why.rfind("reclaimed:", 0) == 0) return "idle_reclaim";

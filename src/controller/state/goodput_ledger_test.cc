@@ -156,6 +156,7 @@ TEST(GoodputLedgerTest, StoredFiguresRestoreTheSameAndTheClusterSumsThem) {
 
 TEST(GoodputLedgerTest, CausesComeFromTheRequeuesWords) {
   EXPECT_EQ(L::InterruptionCause("hung: rank 1 on b"), "hang");
+  EXPECT_EQ(L::InterruptionCause("straggler: rank 1 on node b takes 0.286 s a step"), "straggler");
   EXPECT_EQ(L::InterruptionCause("preempted for job 4: x"), "preemption");
   EXPECT_EQ(L::InterruptionCause("node n1 lost (no heartbeat)"), "node_lost");
   EXPECT_EQ(L::InterruptionCause("node n1 draining: Xid 79"), "health");
