@@ -247,9 +247,21 @@ void RegisterServiceCommands(CLI::App& app, int* rc) {
     auto o = std::make_shared<ScaleOptions>();
     CLI::App* cmd = svc->add_subcommand("scale", "Change how many replicas a service keeps");
     cmd->add_option("name", o->name, "The service")->required();
-    cmd->add_option("--replicas", o->replicas, "The count")->required()->check(CLI::Range(0, 24));
+    auto* count = cmd->add_option("count", o->replicas, "The count (or --replicas N)")
+                      ->check(CLI::Range(0, 24));
+    cmd->add_option("--replicas", o->replicas, "The count")
+        ->check(CLI::Range(0, 24))
+        ->excludes(count);
     AddCommon(cmd, c.get());
-    cmd->callback([=] { Guard(rc, [&] { return Scale(*c, *o); }); });
+    cmd->callback([=] {
+      Guard(rc, [&] {
+        if (o->replicas < 0) {
+          return Status::InvalidArgument("give the count: hangar service scale " + o->name +
+                                         " N (or --replicas N), N from 0 to 24");
+        }
+        return Scale(*c, *o);
+      });
+    });
   }
   {
     auto c = std::make_shared<Common>();

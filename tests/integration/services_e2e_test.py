@@ -399,7 +399,7 @@ def main():
             wait(lambda: dev.service("busy")["desired"] == 3 and dev.service("busy")["ready"] == 3, 60, "busy to scale out")
             print("busy scaled out:", dev.service("busy")["scale"])
             tiers = sorted(r["tier"] for r in dev.service("busy")["replicas"])
-            assert tiers == ["opportunistic", "opportunistic", "template"], tiers
+            assert tiers == ["guaranteed", "opportunistic", "opportunistic"], tiers
         finally:
             heavy.stop()
         light = Load(dev.service("busy")["endpoint"], rate=2)

@@ -207,13 +207,20 @@ void ServiceBook::CheckProgress(Service& s, Time now) {
             FormatDuration(t.options.update.progress_deadline) + " after it started (" + r.why +
             ")";
     } else if (r.crashes >= kCrashesBeforeFailed) {
+      // The last crash's words, without the back-off that follows them.
+      const std::string last = r.why.substr(0, r.why.find("; restarts in"));
       why = "replica " + std::to_string(r.id) + " ended " + std::to_string(r.crashes) +
-            " times before it was ever ready";
+            " times before it was ever ready (" + last + ")";
     }
     if (why.empty()) continue;
     t.state = "failed";
-    t.note = why + "; the rollout stopped (`hangar service rollback " + s.name +
-             "` restores revision " + std::to_string(s.last_good) + ")";
+    t.note = why + "; the rollout stopped (" +
+             (s.last_good ? "`hangar service rollback " + s.name + "` restores revision " +
+                                std::to_string(s.last_good)
+                          : "no revision of it was ever ready: fix the file and `hangar service "
+                            "update " +
+                                s.name + " -f FILE`, or delete it") +
+             ")";
     plan_.changed.insert(s.name);
     return;
   }

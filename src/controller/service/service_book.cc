@@ -38,6 +38,12 @@ Service* ServiceBook::Mutable(const std::string& name) {
 
 namespace {
 
+// A job's message as a replica's "why" carries it: its first line, at most 200 characters.
+std::string Clip(const std::string& message) {
+  std::string line = message.substr(0, message.find('\n'));
+  return line.size() > 200 ? line.substr(0, 197) + "..." : line;
+}
+
 Status NoSuchService(const std::string& name) {
   return Status::NotFound("service '" + name +
                           "' does not exist; `hangar service list` lists them");
@@ -216,9 +222,10 @@ void ServiceBook::SeeJob(const std::string& service, int replica, const JobSeen&
         return;
       }
       Crashed(s, r,
-              r.relaunch ? "stopped after its liveness probe failed"
-                         : "its job ended (" +
-                               (seen.state.empty() ? std::string("gone") : seen.state) + ")",
+              r.relaunch
+                  ? "stopped after its liveness probe failed"
+                  : "its job ended (" + (seen.state.empty() ? std::string("gone") : seen.state) +
+                        (seen.message.empty() ? "" : ": " + Clip(seen.message)) + ")",
               now);
       return;
     }

@@ -64,6 +64,10 @@ struct Service {
   const ServiceOptions& OptionsOf(const Replica& r) const;
 };
 
+// The tier replica `r` runs in, as the API shows it: its revision's template's (guaranteed unless
+// the service file says otherwise), or opportunistic for a replica above an autoscaled min.
+std::string ReplicaTier(const Service& s, const Replica& r);
+
 // What a round asks of the daemon.
 struct ReplicaStart {
   std::string service;
@@ -88,6 +92,7 @@ struct JobSeen {
   std::string address;  // the node's address, once placed
   std::string node;     // the node's name and the task's id, once placed
   std::string task_id;
+  std::string message;  // the job's own words on how it ended (a task that could not start, ...)
 };
 
 struct ProbeTarget {

@@ -36,7 +36,8 @@ class World {
   // then carry out the plan.
   Plan Round(const std::function<bool(int revision)>& ready = [](int) { return true; }) {
     for (const auto& [service, replica, job] : book_.Jobs())
-      book_.SeeJob(service, replica, {jobs_[job], "10.0.0.1", "n1", TaskOf(job)}, now_);
+      book_.SeeJob(service, replica, {jobs_[job], "10.0.0.1", "n1", TaskOf(job), messages_[job]},
+                   now_);
     for (const auto& p : book_.DueProbes(now_)) {
       const Replica* r = Find(p.service, p.replica);
       probed_.push_back(p);
@@ -75,7 +76,8 @@ class World {
       ++starts_;
       if (s.opportunistic) ++opportunistic_starts_;
       const uint64_t job = next_job_++;
-      jobs_[job] = "pending";
+      jobs_[job] = start_as_.empty() ? "pending" : start_as_;
+      messages_[job] = start_message_;
       book_.Started(s.service, s.replica, job);
     }
     for (auto& [job, state] : jobs_) {
@@ -125,12 +127,16 @@ class World {
   int opportunistic_starts_ = 0;
   std::map<std::pair<int, int>, int> in_flight_;
   std::map<int, long> in_flight_by_slot_;
+  // Set: every job started from now on is seen in this state, with this message (a replica
+  // whose task cannot start at all).
+  std::string start_as_, start_message_;
 
  private:
   ServiceBook book_;
   Time now_ = 1'000'000;
   uint64_t next_job_ = 1;
   std::map<uint64_t, std::string> jobs_;
+  std::map<uint64_t, std::string> messages_;  // each job's message (JobSeen::message)
   std::map<std::pair<int, int>, LbChange::Op> lb_;
   std::vector<std::string> log_;
 };
@@ -556,6 +562,27 @@ TEST(ServiceBookTest, AServiceOnAFreedSlotDoesNotScaleByItsPredecessorsTraffic) 
   w.rps_by_slot_[slot] = 25;  // its own traffic counts
   w.RunFor(300);
   EXPECT_EQ(w.book().Find("web")->desired, 3);
+}
+
+// A walk found it: replicas whose task could not start (the token's user had no Unix account on
+// the node) said only "its job ended (failed)", and the stopped rollout offered a rollback to
+// "revision 0". Now the replica says why its job ended, and the rollout says there is nothing to
+// roll back to.
+TEST(ServiceBookTest, AReplicaThatCannotStartSaysWhyAndTheFirstRolloutHasNothingToRollBackTo) {
+  World w;
+  const auto spec = Spec("echo", 1, "serve");
+  ASSERT_TRUE(w.book().Create(spec, Json(spec), "alice", 0).ok());
+  w.start_as_ = "failed";
+  w.start_message_ =
+      "task 0 could not start on n1: this node has no Unix account 'alice' (getpwnam)\nmore";
+  w.RunFor(20000);
+  const Service* s = w.book().Find("echo");
+  ASSERT_EQ(s->Target().state, "failed");
+  EXPECT_EQ(s->Target().note,
+            "replica 1 ended 3 times before it was ever ready (its job ended (failed: task 0 could "
+            "not start on n1: this node has no Unix account 'alice' (getpwnam))); the rollout "
+            "stopped (no revision of it was ever ready: fix the file and `hangar service update "
+            "echo -f FILE`, or delete it)");
 }
 
 }  // namespace

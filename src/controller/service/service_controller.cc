@@ -167,6 +167,7 @@ void ServiceController::ObserveJobs() {
       JobSeen s;
       if (j.ok()) {
         s.state = j->state;
+        s.message = j->message;
         const std::string node = j->task_views.empty() ? "" : j->task_views[0].node;
         auto n = node.empty() ? StatusOr<api::NodeView>(Status::NotFound("")) : st.GetNode(node);
         s.address = n.ok() && !n->address.empty() ? n->address : node;

@@ -96,7 +96,7 @@ nlohmann::json ExplainService(const Service& s, const std::optional<SlotTraffic>
     nlohmann::json row = {{"replica", r.id},
                           {"job", r.job},
                           {"state", ReplicaStateName(r.state)},
-                          {"tier", r.guaranteed ? "template" : "opportunistic"}};
+                          {"tier", ReplicaTier(s, r)}};
     const std::string why = WhyNotReady(r, jobs, now, &row);
     if (why.empty()) continue;
     row["why"] = why;

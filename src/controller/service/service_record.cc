@@ -103,6 +103,13 @@ Status ServiceBook::Restore(const nlohmann::json& j, Time now) {
   return Status::Ok();
 }
 
+std::string ReplicaTier(const Service& s, const Replica& r) {
+  if (!r.guaranteed) return "opportunistic";
+  const Revision* rev = s.Find(r.revision);
+  const std::string tier = rev ? rev->replica.value("tier", "") : "";
+  return tier.empty() ? "guaranteed" : tier;
+}
+
 nlohmann::json ServiceBook::View(const Service& s, const std::string& endpoint, Time now) {
   nlohmann::json revisions = nlohmann::json::array(), replicas = nlohmann::json::array();
   for (const auto& r : s.revisions) {
@@ -124,7 +131,7 @@ nlohmann::json ServiceBook::View(const Service& s, const std::string& endpoint, 
          {"restarts", r.restarts},
          {"why", r.why},
          {"for_ms", now - r.since},
-         {"tier", r.guaranteed ? "template" : "opportunistic"}});
+         {"tier", ReplicaTier(s, r)}});
   }
   const Revision& t = s.Target();
   std::string rollout = t.state;
