@@ -346,7 +346,12 @@ void FakeBackend::ApplyFaults(int i, Time now, pb::GpuTelemetry& t) const {
       case FaultKind::kNvlinkDown:
         if (active) t.set_nvlink_down(1);
         break;
-      default:  // xid and fall_off_bus are events (and Lost); slow shows in Validate
+      case FaultKind::kSlow:  // its clock is what makes it slow (and Validate measures it)
+        if (active) {
+          t.set_sm_clock_mhz(static_cast<uint32_t>(t.sm_clock_mhz() * f.factor));
+        }
+        break;
+      default:  // xid and fall_off_bus are events (and Lost)
         break;
     }
   }

@@ -160,6 +160,10 @@ TEST_F(FakeBackendTest, SlowScalesValidationWhileActive) {
   EXPECT_EQ(v["driver"], "fake-570.00");
   EXPECT_DOUBLE_EQ(Validation(*b, 20 * kMinute)["gpus"][2]["gemm_tflops"].get<double>(),
                    kFakeGemmTflops);
+  // Its telemetry shows why: the slow GPU's SM clock is the factor of the others' while it lasts.
+  const uint32_t normal = At(*b, 2 * kMinute, 1).sm_clock_mhz();
+  EXPECT_EQ(At(*b, 2 * kMinute, 2).sm_clock_mhz(), static_cast<uint32_t>(normal * 0.7));
+  EXPECT_EQ(At(*b, 20 * kMinute, 2).sm_clock_mhz(), At(*b, 20 * kMinute, 1).sm_clock_mhz());
 }
 
 TEST_F(FakeBackendTest, InjectedFaultsCountFromWhenTheyArrive) {

@@ -1,6 +1,7 @@
 // Progress the tasks report (`hangar progress`), and what the controller does with it: hung jobs
 // are restarted, failed or noted as their spec says; stragglers are named with their node
 // (progress_book.h has the rules; docs/progress.md).
+#include <algorithm>
 #include <cstdio>
 
 #include "controller/state/cluster_state.h"
@@ -22,6 +23,61 @@ std::string Factor(int64_t milli) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2fx", static_cast<double>(milli) / 1000);
   return buf;
+}
+
+// The telemetry of rank `slow`'s GPUs (task `slow` of `a`) beside the rest of its gang's: an SM
+// clock, a PCIe link or a temperature that sets them apart, in words; or that nothing does (then
+// the cause is outside its GPUs: its CPU, network or data). Empty when no GPU reported yet.
+std::string TelemetryEvidence(const cluster::Topology& topo, const std::vector<NodeRecord>& nodes,
+                              const cluster::GangAssignment& a, size_t slow) {
+  struct Seen {
+    std::string where;
+    const GpuTelemetry* t;
+  };
+  std::vector<Seen> mine, others;
+  for (size_t k = 0; k < a.tasks.size(); ++k) {
+    for (const cluster::GpuGrant& g : a.GrantsOf(a.tasks[k])) {
+      const cluster::GpuInfo& info = topo.gpus()[g.gpu];
+      const NodeRecord& r = nodes[info.node];
+      if (info.index >= r.gpus.size() || r.gpus[info.index].sm_clock_mhz == 0) continue;
+      (k == slow ? mine : others)
+          .push_back({"GPU " + std::to_string(info.index) + " of " + topo.nodes()[info.node].name,
+                      &r.gpus[info.index]});
+    }
+  }
+  if (mine.empty() || others.empty()) return "";
+  auto median = [&](uint32_t GpuTelemetry::*field) {
+    std::vector<uint32_t> v;
+    for (const Seen& s : others) v.push_back(s.t->*field);
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const uint32_t clock = median(&GpuTelemetry::sm_clock_mhz);
+  const uint32_t temp = median(&GpuTelemetry::temperature_c);
+  const uint32_t link = median(&GpuTelemetry::pcie_gen) * 100 + median(&GpuTelemetry::pcie_width);
+  std::vector<std::string> found;
+  for (const Seen& s : mine) {
+    if (s.t->sm_clock_mhz * 10 < clock * 9) {
+      found.push_back(s.where + " runs at " + std::to_string(s.t->sm_clock_mhz) + " MHz against " +
+                      std::to_string(clock) + " MHz on the gang's others");
+    }
+    if (s.t->pcie_gen && s.t->pcie_gen * 100 + s.t->pcie_width < link) {
+      found.push_back(s.where + " is on a PCIe gen" + std::to_string(s.t->pcie_gen) + " x" +
+                      std::to_string(s.t->pcie_width) + " link against gen" +
+                      std::to_string(link / 100) + " x" + std::to_string(link % 100));
+    }
+    if (s.t->temperature_c >= temp + 15) {
+      found.push_back(s.where + " is at " + std::to_string(s.t->temperature_c) + " C against " +
+                      std::to_string(temp) + " C");
+    }
+  }
+  if (found.empty()) {
+    return "its GPUs' clocks, PCIe links and temperatures match the gang's others (look outside "
+           "the GPU: its CPU, network or data)";
+  }
+  std::string out;
+  for (size_t i = 0; i < found.size() && i < 3; ++i) out += (i ? "; " : "") + found[i];
+  return out;
 }
 
 // "rank 1 on node-2 (step 10) reported no progress for 12s" and the like, for events and messages.
@@ -65,11 +121,14 @@ Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, 
   if (goodput_.Progress(id, attempt, p.step(), static_cast<int64_t>(p.step_time_us()), now))
     Persist(j, fx);
   if (straggler) {
+    const std::string telemetry =
+        TelemetryEvidence(*topology_, nodes_, j.assignment, straggler->rank);
     const std::string why = "straggler: rank " + std::to_string(straggler->rank) + " on node " +
                             straggler->node + " takes " + Seconds(straggler->step_time_us) +
                             " a step, against the gang's median " + Seconds(straggler->median_us) +
                             " (over " + Factor(spec.straggler_factor_milli) + " for " +
-                            std::to_string(spec.straggler_reports) + " reports in a row)";
+                            std::to_string(spec.straggler_reports) + " reports in a row)" +
+                            (telemetry.empty() ? "" : "; telemetry: " + telemetry);
     fx->Event(now, "job", "job/" + std::to_string(id), why);
     fx->Event(now, "node", "node/" + straggler->node,
               "suspect: " + why + " in job " + std::to_string(id));

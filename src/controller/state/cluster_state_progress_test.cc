@@ -125,6 +125,59 @@ TEST_F(ProgressStateTest, OnlyTheNodeThatRunsATaskMayReportItsProgress) {
   EXPECT_EQ(state_->GetJob(1)->progress["ranks"][0]["step"], 5);
 }
 
+// The straggler's event joins its GPUs' telemetry to the step times: here its node's GPUs run at
+// 70% of the clock of the gang's others (a slow GPU, as the fake backend's `kind: slow` shows it).
+// With telemetry that sets nothing apart, the event says to look outside the GPU.
+TEST_F(ProgressStateTest, AStragglersEventSaysWhatItsGpusTelemetryShows) {
+  RunGang("{straggler_factor: 1.5, straggler_reports: 2}");
+  Effects fx;
+  auto beat = [&](const std::string& node, uint32_t clock, Time now) {
+    pb::Heartbeat hb;
+    for (uint32_t i = 0; i < 8; ++i) {
+      pb::GpuTelemetry* t = hb.add_gpus();
+      t->set_index(i);
+      t->set_sm_clock_mhz(clock);
+      t->set_temperature_c(60);
+      t->set_pcie_gen(5);
+      t->set_pcie_width(16);
+    }
+    ASSERT_TRUE(state_->OnHeartbeat(node, hb, now, &fx));
+  };
+  beat("a", 1980, 1500);
+  beat("b", 1386, 1500);
+  for (Time t = 2000; t < 5000; t += 1000) {
+    ASSERT_TRUE(Report("a", "1.0.0", static_cast<uint64_t>(t), 100'000, t, &fx).ok());
+    ASSERT_TRUE(Report("b", "1.0.1", static_cast<uint64_t>(t), 160'000, t, &fx).ok());
+  }
+  EXPECT_TRUE(HasEvent(fx, "job/1",
+                       "reports in a row); telemetry: GPU 0 of b runs at 1386 MHz against 1980 "
+                       "MHz on the gang's others; GPU 1 of b runs at 1386 MHz"));
+  EXPECT_TRUE(HasEvent(fx, "node/b", "telemetry: GPU 0 of b runs at 1386 MHz"));
+}
+
+TEST_F(ProgressStateTest, AStragglerWithOrdinaryTelemetryIsToldToLookOutsideTheGpu) {
+  RunGang("{straggler_factor: 1.5, straggler_reports: 2}");
+  Effects fx;
+  for (const char* node : {"a", "b"}) {
+    pb::Heartbeat hb;
+    for (uint32_t i = 0; i < 8; ++i) {
+      pb::GpuTelemetry* t = hb.add_gpus();
+      t->set_index(i);
+      t->set_sm_clock_mhz(1980);
+      t->set_pcie_gen(5);
+      t->set_pcie_width(16);
+    }
+    ASSERT_TRUE(state_->OnHeartbeat(node, hb, 1500, &fx));
+  }
+  for (Time t = 2000; t < 5000; t += 1000) {
+    ASSERT_TRUE(Report("a", "1.0.0", static_cast<uint64_t>(t), 100'000, t, &fx).ok());
+    ASSERT_TRUE(Report("b", "1.0.1", static_cast<uint64_t>(t), 400'000, t, &fx).ok());
+  }
+  EXPECT_TRUE(HasEvent(fx, "job/1",
+                       "telemetry: its GPUs' clocks, PCIe links and temperatures match the gang's "
+                       "others (look outside the GPU: its CPU, network or data)"));
+}
+
 TEST_F(ProgressStateTest, AStragglerIsNamedWithItsNode) {
   RunGang("{straggler_factor: 1.5, straggler_reports: 2}");
   Effects fx;
