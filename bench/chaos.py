@@ -31,7 +31,10 @@ With --spares N the cluster keeps N hot spares (cluster.yaml `spares: {per: leaf
 highest-numbered nodes): a fault on a node of the gang then replaces that node in place (the gang
 keeps its other node and restarts on a spare, docs/goodput.md) instead of requeueing it whole.
 With --fill, a guaranteed job of its own (sleep) fills each node that is neither the gang's nor a
-spare, so that a gang requeued whole finds no free node.
+spare, so that a gang requeued whole finds no free node. With --spare-work, opportunistic jobs
+(sleep, 2 s grace) run on the spares, which take opportunistic work only: each replacement evicts
+the one on the spare it takes (spare_work_evicted counts them), and it runs again on the next
+spare once the pool refills.
 
 Defaults: 20 faults, the four kinds in turn, one spare: `chaos --json` alone (build/bench/chaos, the
 default build's wrapper) is the issue's run, about 7 minutes here.
@@ -311,6 +314,8 @@ def main():
                     help="hot spares in the leaf (replace a failed node in place; 0: none)")
     ap.add_argument("--fill", action="store_true",
                     help="fill every node that is neither the gang's nor a spare with other work")
+    ap.add_argument("--spare-work", action="store_true",
+                    help="run opportunistic work on the spares (a replacement evicts it)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     args = ap.parse_args()
     hangar = str(pathlib.Path(args.build, "src", "hangar").resolve())
@@ -336,6 +341,14 @@ def main():
                               "'100000']}]\n")["id"] for _ in range(len(NODES) - 2 - args.spares)]
             wait_for(lambda: all(c.get(f"/v1/jobs/{f}").get("state") == "running"
                                  for f in fillers), 60, "the other work running")
+        spare_work = []
+        if args.spare_work:  # opportunistic work, which only the spares (and free nodes) take
+            spare_work = [c.post("/v1/jobs", "name: spare-work\ntier: opportunistic\n"
+                                 "checkpoint: {signal: SIGTERM, grace: 2s}\n"
+                                 "tasks: [{gpus: 1, command: [sleep, '100000']}]\n")["id"]
+                          for _ in range(args.spares)]
+            wait_for(lambda: all(c.get(f"/v1/jobs/{w}").get("state") == "running"
+                                 for w in spare_work), 60, "the work on the spares running")
         kinds = args.kinds.split(",")
         for i in range(args.faults):
             time.sleep(args.settle)
@@ -376,8 +389,11 @@ def main():
             "fault_list": chaos.faults,
             "settings": {"step_s": args.step, "checkpoint_every_steps": args.every,
                          "settle_s": args.settle, "spares": args.spares, "remedy": args.remedy,
-                         "fill": args.fill},
+                         "fill": args.fill, "spare_work": args.spare_work},
             "nodes_failed": chaos.failed_nodes,
+            "spare_work_evicted": sum(
+                1 for w in spare_work for e in c.get(f"/v1/events?subject=job/{w}&limit=200")
+                .get("events", []) if "its hot spare" in e.get("message", "")),
             "kept_other_node": sum(1 for f in chaos.faults if f.get("kept_other_node")),
         }
         say(f"ETTR {100 * g['ettr']:.1f}% over {g['wall_ms'] / 1000:.0f} s; lost work "

@@ -75,6 +75,9 @@ struct NodeWindow {
   Time start = 0;
   Time end = kNever;
   std::vector<uint32_t> nodes;  // node indices, sorted
+  // The hot spares (docs/goodput.md): a window that never closes and that opportunistic jobs may
+  // use, so that only they run on spares, and a replacement evicts them.
+  bool opportunistic_may_use = false;
 };
 
 struct Snapshot {

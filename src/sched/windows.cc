@@ -17,9 +17,10 @@ WindowGate::Key WindowGate::KeyOf(const PendingJob& job) const {
   Key k;
   if (by_start_.empty() && job.window < 0) return k;
   k.member = job.window >= 0 && static_cast<size_t>(job.window) < windows_.size() ? job.window : -1;
+  k.opportunistic = job.tier == job::Tier::kOpportunistic;
   // Windows open now start at or before now, so they are always within the prefix a job crosses.
   for (uint32_t w : by_start_) {
-    if (static_cast<int32_t>(w) == k.member) continue;
+    if (static_cast<int32_t>(w) == k.member || Passes(k, w)) continue;
     if (job.time_limit > 0 && windows_[w].start >= now_ + job.time_limit) break;
     ++k.crossed;
   }
@@ -51,7 +52,7 @@ const std::vector<uint8_t>* WindowGate::Mask(const Key& k, const std::vector<uin
   int32_t left = k.crossed;
   for (uint32_t w : by_start_) {
     if (left == 0) break;
-    if (static_cast<int32_t>(w) == k.member) continue;
+    if (static_cast<int32_t>(w) == k.member || Passes(k, w)) continue;
     for (uint32_t n : windows_[w].nodes) m[n] = 1;
     --left;
   }
@@ -83,6 +84,10 @@ std::string WindowGate::Detail(const Reason& r) const {
                            r.rule == Rule::kNotNowInsideWindow;
   if (!window_rule || r.other >= windows_.size()) return "";
   const NodeWindow& w = windows_[r.other];
+  if (w.opportunistic_may_use) {
+    return "fits only on the hot spares, which take opportunistic work only (they are kept for "
+           "replacing a gang's failed node; docs/goodput.md)";
+  }
   const std::string name = "reservation " + w.name;
   const std::string span = FormatUtcTimestamp(w.start) + " to " + FormatUtcTimestamp(w.end);
   switch (r.rule) {

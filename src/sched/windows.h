@@ -27,6 +27,7 @@ class WindowGate {
   struct Key {
     int32_t member = -1;
     int32_t crossed = 0;
+    bool opportunistic = false;  // passes over windows opportunistic jobs may use (the spares)
     auto operator<=>(const Key&) const = default;
   };
   Key KeyOf(const PendingJob& job) const;
@@ -45,6 +46,10 @@ class WindowGate {
   std::string Detail(const Reason& r) const;
 
  private:
+  // Whether a job of key `k` may use window `w`'s nodes anyway (an opportunistic job, the spares).
+  bool Passes(const Key& k, uint32_t w) const {
+    return k.opportunistic && windows_[w].opportunistic_may_use;
+  }
   std::span<const NodeWindow> windows_;
   uint32_t num_nodes_;
   Time now_;

@@ -839,6 +839,11 @@ class ClusterState {
   // At a durable checkpoint of `j`: a rank named a straggler in this attempt and still slow has its
   // node replaced in place, when a spare or free node can take its tasks (else it runs on).
   void ReplaceStragglerAtCheckpoint(JobRecord& j, Time now, Effects* fx);
+  // Whether spare `m` can take the tasks `moved` of `was` once the opportunistic work running
+  // there is evicted (those jobs in `evict`); false when anything else runs or stops there. Leaves
+  // the usage as it found it.
+  bool SpareTakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
+                               const std::vector<size_t>& moved, std::vector<sched::JobId>* evict);
   // Whether node `m` can take the tasks `moved` of `was` (healthy, registered, free enough).
   bool TakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
                           const std::vector<size_t>& moved) const;

@@ -107,8 +107,10 @@ void ClusterState::UpdateCondition(uint32_t n) {
   // Health says what the hardware allows (suspect ranks last, degraded takes no gangs); the
   // controller adds what it knows about the node's agent and the operator.
   cluster::NodeCondition c = health_.node_condition(n);
+  // A hot spare is schedulable: only opportunistic work lands there (the scheduler's spares
+  // window), and a replacement that takes it evicts that work.
   c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained &&
-                  r.orphans.empty() && r.held.empty() && !spares_.IsSpare(n);
+                  r.orphans.empty() && r.held.empty();
   c.agent_lacks = kEveryAgentFeature & ~r.agent_features;
   if (!(c == usage_.node(n).condition)) {
     usage_.SetNodeCondition(n, c);
@@ -811,7 +813,9 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
   v.state = NodeState(n);
   v.reason = r.drained ? r.drain_reason : "";
   if (v.reason.empty() && spares_.IsSpare(n))
-    v.reason = "hot spare: takes no work until it replaces a failed node of a gang";
+    v.reason =
+        "hot spare: takes only opportunistic work until it replaces a failed node of a "
+        "gang (which evicts that work)";
   v.model = info.num_gpus ? topology_->models()[info.model] : "";
   v.leaf = topology_->leaves()[info.leaf].name;
   v.spine = topology_->spines()[info.spine].name;

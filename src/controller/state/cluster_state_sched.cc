@@ -177,6 +177,17 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   snap.random_seed = sched::owner::CycleSeed(options_.seed, now - options_.seed_epoch);
   snap.cpu_only_pending = cpu_only;
   snap.windows = reservations_.windows();
+  // The hot spares as one more window, for ever open, that only opportunistic jobs may use.
+  std::vector<sched::NodeWindow> with_spares;
+  if (spares_.count() > 0) {
+    with_spares.assign(snap.windows.begin(), snap.windows.end());
+    sched::NodeWindow spares{"hot spares", 0, kNever, {}, true};
+    for (uint32_t n = 0; n < nodes_.size(); ++n) {
+      if (spares_.IsSpare(n)) spares.nodes.push_back(n);
+    }
+    with_spares.push_back(std::move(spares));
+    snap.windows = with_spares;
+  }
   if (options_.learn_profile) snap.profile = learning_.workload().profile();
   if (!queues_.trivial()) {
     snap.queues = &queues_.tree();

@@ -72,6 +72,33 @@ bool ClusterState::TakesReplacedTasks(uint32_t m, const cluster::GangAssignment&
   return true;
 }
 
+bool ClusterState::SpareTakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
+                                           const std::vector<size_t>& moved,
+                                           std::vector<sched::JobId>* evict) {
+  evict->clear();
+  for (const auto& [task, z] : zombies_) {
+    if (z.node == m) return false;  // still stopping there: not now
+  }
+  std::vector<cluster::GangAssignment> shares;
+  for (sched::JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    bool here = false;
+    for (const auto& t : j.tasks) {
+      if (t.node != m || t.phase == TaskRun::Phase::kEnded) continue;
+      if (j.spec->spec.tier != job::Tier::kOpportunistic) return false;
+      here = true;
+      shares.push_back(cluster::TaskShare(j.assignment, t.index));
+    }
+    if (here) evict->push_back(id);
+  }
+  if (shares.empty()) return TakesReplacedTasks(m, was, moved);
+  // As if the opportunistic work were gone: would the moved tasks fit then?
+  for (const auto& a : shares) usage_.Release(a);
+  const bool fits = TakesReplacedTasks(m, was, moved);
+  for (const auto& a : shares) (void)usage_.Allocate(a);
+  return fits;
+}
+
 void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::string& why, Time now,
                                     Effects* fx) {
   const cluster::GangAssignment was = j.assignment;
@@ -90,11 +117,17 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
     return;
   }
   const std::string& failed_name = topology_->nodes()[failed].name;
+  std::vector<sched::JobId> evict;
   const auto pick = spares_.PickFor(
-      failed, j.spec->spec.topology, [&](uint32_t m) { return TakesReplacedTasks(m, was, moved); },
+      failed, j.spec->spec.topology,
+      [&](uint32_t m) { return SpareTakesReplacedTasks(m, was, moved, &evict); },
       [&](uint32_t m) {
-        return usage_.node(m).condition.schedulable && TakesReplacedTasks(m, was, moved);
+        return usage_.node(m).condition.schedulable && !spares_.IsSpare(m) &&
+               TakesReplacedTasks(m, was, moved);
       });
+  // The opportunistic work on the spare picked (PickFor may have tried others since).
+  if (pick && pick->spare) (void)SpareTakesReplacedTasks(pick->node, was, moved, &evict);
+  if (!pick || !pick->spare) evict.clear();
   Requeue(j, why, now, fx);  // its tasks checkpoint and stop; their GPUs stay held meanwhile
   const std::string subject = "job/" + std::to_string(j.id);
   if (!pick) {
@@ -108,6 +141,21 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
   const std::string prefix = std::to_string(j.id) + ".";
   for (auto& [task, z] : zombies_) {
     if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0) z.held_for = j.id;
+  }
+  // The spare's opportunistic work makes way, as for a preemption: asked to checkpoint and stop,
+  // its GPUs held for this job as they are freed.
+  const std::string& spare_name = topology_->nodes()[pick->node].name;
+  for (sched::JobId victim : evict) {
+    JobRecord& v = jobs_.at(victim);
+    const std::string why = "preempted for job " + std::to_string(j.id) + ": its hot spare " +
+                            spare_name + " replaces node " + failed_name;
+    fx->Event(now, "job", "job/" + std::to_string(victim), why);
+    Requeue(v, why, now, fx);
+    const std::string mine = std::to_string(victim) + ".";
+    for (auto& [task, z] : zombies_) {
+      if (task.compare(0, mine.size(), mine) == 0 && z.held_for == 0) z.held_for = j.id;
+    }
+    j.awaiting_victims.insert(victim);  // its plan waits for them as for its own tasks
   }
   std::vector<std::pair<size_t, uint32_t>> moves;
   for (size_t k : moved) moves.emplace_back(k, pick->node);
@@ -153,10 +201,14 @@ void ClusterState::ReplaceStragglerAtCheckpoint(JobRecord& j, Time now, Effects*
   }
   if (moved.empty() || moved.size() == j.assignment.tasks.size()) return;
   const cluster::GangAssignment& was = j.assignment;
-  const auto fits = [&](uint32_t m) { return TakesReplacedTasks(m, was, moved); };
-  if (!spares_.PickFor(n, j.spec->spec.topology, fits, [&](uint32_t m) {
-        return usage_.node(m).condition.schedulable && fits(m);
-      })) {
+  std::vector<sched::JobId> evict;
+  if (!spares_.PickFor(
+          n, j.spec->spec.topology,
+          [&](uint32_t m) { return SpareTakesReplacedTasks(m, was, moved, &evict); },
+          [&](uint32_t m) {
+            return usage_.node(m).condition.schedulable && !spares_.IsSpare(m) &&
+                   TakesReplacedTasks(m, was, moved);
+          })) {
     return;
   }
   RequeueOrReplace(j, n,

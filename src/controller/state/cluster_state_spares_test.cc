@@ -345,5 +345,69 @@ TEST_F(SparesStateTest, AStragglersNodeIsReplacedAtTheGangsNextCheckpoint) {
   EXPECT_EQ(state_->GetJob(gang)->attempt, 1u);
 }
 
+// Spares are not idle: opportunistic work runs there (guaranteed work never does), and the gang
+// that takes a spare evicts it -- checkpoint signal first, its GPUs held for the gang as they are
+// freed -- then restarts there in place.
+TEST_F(SparesStateTest, OpportunisticWorkRunsOnSparesUntilAReplacementEvictsIt) {
+  const sched::JobId gang = Submit(kGang);
+  state_->Schedule(now_, &fx_);
+  const std::string healthy = NodeOf(gang, 0), failed = NodeOf(gang, 1);
+  const std::string leaf = healthy.substr(0, 1), other = leaf == "a" ? "b" : "a";
+  Report(healthy, "1.0.0", pb::TaskStatus::RUNNING);
+  Report(failed, "1.0.1", pb::TaskStatus::RUNNING);
+  // Guaranteed work fills the other leaf's two nodes; opportunistic work then runs on the spares.
+  const sched::JobId g2 = Submit("name: g\ntasks: [{gpus: 8, command: [x]}]\n");
+  const sched::JobId g3 = Submit("name: g\ntasks: [{gpus: 8, command: [x]}]\n");
+  const std::string opp =
+      "name: scavenger\ntier: opportunistic\ncheckpoint: {signal: SIGUSR1, grace: 30s}\n"
+      "tasks: [{gpus: 8, command: [x]}]\n";
+  state_->Schedule(now_, &fx_);
+  // A guaranteed job does not take a spare, even an idle one; it says why it waits.
+  const sched::JobId g4 = Submit("name: g\ntasks: [{gpus: 8, command: [x]}]\n");
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(g4)->state, "pending");
+  EXPECT_NE(state_->GetJob(g4)->reason.find("hot spares"), std::string::npos)
+      << state_->GetJob(g4)->reason;
+  const sched::JobId o1 = Submit(opp);
+  const sched::JobId o2 = Submit(opp);
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(NodesOf(g2).count(other + "-2") + NodesOf(g3).count(other + "-2"), 0u);
+  std::set<std::string> on;
+  for (sched::JobId o : {o1, o2}) {
+    ASSERT_EQ(state_->GetJob(o)->state, "starting") << o;
+    on.insert(NodeOf(o, 0));
+  }
+  EXPECT_EQ(on, (std::set<std::string>{"a-2", "b-2"})) << "opportunistic work on both spares";
+  const sched::JobId on_ours = NodeOf(o1, 0) == leaf + "-2" ? o1 : o2;
+  Report(leaf + "-2", std::to_string(on_ours) + ".0.0", pb::TaskStatus::RUNNING);
+  EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(leaf + "-2")));
+  EXPECT_EQ(state_->GetJob(g4)->state, "pending");
+
+  // The gang's node fails: the leaf's spare replaces it, and the scavenger there makes way.
+  Xid79(failed);
+  ASSERT_EQ(state_->GetJob(gang)->state, "preempting");
+  EXPECT_TRUE(Said("node " + failed + " replaced in place by spare " + leaf + "-2"));
+  EXPECT_TRUE(Said("preempted for job 1: its hot spare " + leaf + "-2 replaces node " + failed));
+  EXPECT_EQ(state_->GetJob(on_ours)->state, "preempting");
+  now_ += 1000;
+  Report(healthy, "1.0.0", pb::TaskStatus::EXITED);
+  Report(failed, "1.0.1", pb::TaskStatus::EXITED);
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(gang)->state, "pending") << "its own tasks stopped; the scavenger not";
+  EXPECT_EQ(state_->GetJob(g4)->state, "pending") << "nobody takes the gang's held node";
+  now_ += 1000;
+  Report(leaf + "-2", std::to_string(on_ours) + ".0.0", pb::TaskStatus::EXITED);
+  state_->Schedule(now_, &fx_);
+  const auto job = state_->GetJob(gang);
+  EXPECT_EQ(job->state, "starting");
+  EXPECT_EQ(NodeOf(gang, 0), healthy);
+  EXPECT_EQ(NodeOf(gang, 1), leaf + "-2");
+  EXPECT_NE(state_->GetJob(on_ours)->state, "starting") << "not back on the gang's node";
+  const GoodputLedger::Job* g = state_->goodput().Find(on_ours);
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(g->interruptions.size(), 1u);
+  EXPECT_EQ(g->interruptions[0].cause, "preemption");
+}
+
 }  // namespace
 }  // namespace hangar::controller

@@ -1,12 +1,12 @@
 // SparePool: the hot spares cluster.yaml keeps (`spares:`, docs/goodput.md), and the replacements
 // made from them.
 //
-// A spare takes no work from the scheduler (the owner keeps it unschedulable) until a running
-// gang loses a node: then the gang keeps its healthy nodes and takes the spare, or else any free
-// node, from the smallest topology domain around the failed node that keeps its rule
-// (sched::PickReplacement, which the simulator uses too). A taken spare is a node like any other
-// from then on and its domain is short one, until an idle healthy node of that domain (for a
-// named pool: one of its nodes) becomes a spare again (Refill).
+// A spare takes only opportunistic work from the scheduler (the owner gives it a window only
+// opportunistic jobs may use) until a running gang loses a node: then the gang keeps its healthy
+// nodes and takes the spare, or else any free node, from the smallest topology domain around the
+// failed node that keeps its rule (sched::PickReplacement, which the simulator uses too). A taken
+// spare is a node like any other from then on and its domain is short one, until an idle healthy
+// node of that domain (for a named pool: one of its nodes) becomes a spare again (Refill).
 //
 // Not thread-safe: the state thread owns it.
 #pragma once
