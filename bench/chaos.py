@@ -14,7 +14,7 @@ has run --settle seconds since it last recovered:
            reported repaired (`hangar remediate --remedy repair`) once the gang has moved (a third
            reboot for the same Xid would fail the node for good)
   slow     the GPU of a node the gang runs on slowed to 0.7x (fake GPU fault script, `kind: slow`,
-           for 60 s); the rank there takes 1/0.7 of its step time, as its work would on that GPU
+           for 20 s); the rank there takes 1/0.7 of its step time, as its work would on that GPU
            (the task reads the factor from a file the bench writes beside the fault: nothing runs
            on a fake GPU). The job asks straggler detection (straggler_factor 1.2, 5 reports), so
            the rank is named a straggler (straggler_named_s: from the fault to the controller's
@@ -224,7 +224,9 @@ class Chaos:
             os.rename(d / "xid.tmp", d / "inject-faults.yaml")
         elif kind == "slow":
             d = self.c.root / "agents" / node
-            (d / "slow.tmp").write_text("- {gpu: 0, kind: slow, factor: 0.7, duration: 60s}\n")
+            # Long enough for the naming and the next checkpoint, short enough to be over before
+            # the node is validated again (a slow GPU fails validation: degraded, no gangs).
+            (d / "slow.tmp").write_text("- {gpu: 0, kind: slow, factor: 0.7, duration: 20s}\n")
             os.rename(d / "slow.tmp", d / "inject-faults.yaml")
             (self.out / f"slow.{node}").write_text("0.7\n")
         f = {"kind": kind, "node": node, "attempt": attempt, "at_ms": t0}
@@ -238,8 +240,18 @@ class Chaos:
             (self.out / f"slow.{node}").unlink()
             self.faults.append(f)
             return f
-        # The gang runs again: its next attempt's first progress report.
-        t1 = wait_for(lambda: self.recovered(attempt + 1), 180, f"the gang to recover from {kind}")
+        # The gang runs again: its next attempt's first progress report. A straggler is replaced
+        # only where a spare or free node can take its tasks; else it runs on (not an error).
+        try:
+            t1 = wait_for(lambda: self.recovered(attempt + 1), 40 if kind == "slow" else 180,
+                          f"the gang to recover from {kind}")
+        except RuntimeError:
+            if kind != "slow":
+                raise
+            f["replaced"] = False
+            self.repair(kind, node)
+            self.faults.append(f)
+            return f
         f["recover_s"] = (t1 - t0) / 1000
         if node:  # the gang runs on its other node again (in place, with spares)
             f["kept_other_node"] = bool(set(nodes) - {node} <= set(self.nodes_of_gang()))
@@ -317,6 +329,7 @@ def main():
     ap.add_argument("--spare-work", action="store_true",
                     help="run opportunistic work on the spares (a replacement evicts it)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
+    ap.add_argument("--keep", action="store_true", help="keep the run's folder (logs, store)")
     args = ap.parse_args()
     hangar = str(pathlib.Path(args.build, "src", "hangar").resolve())
     root = pathlib.Path(tempfile.mkdtemp(prefix="hangar-chaos-"))
@@ -355,7 +368,7 @@ def main():
             f = chaos.inject(kinds[i % len(kinds)])
             say(f"fault {i + 1}: {f['kind']:5} on {f['node'] or 'rank 0'}: "
                 + (f"running again from its checkpoint after {f['recover_s']:.1f} s"
-                   if "recover_s" in f else "not replaced (no spare): it ran on")
+                   if "recover_s" in f else "not replaced (no spare, or none that could take it): it ran on")
                 + (f" (hang found after {f['detect_s']:.1f} s)" if "detect_s" in f else "")
                 + (f" (named a straggler after {f['named_s']:.1f} s)" if "named_s" in f else ""))
         time.sleep(args.settle)
@@ -393,8 +406,11 @@ def main():
             "nodes_failed": chaos.failed_nodes,
             "spare_work_evicted": sum(
                 1 for w in spare_work for e in c.get(f"/v1/events?subject=job/{w}&limit=200")
-                .get("events", []) if "its hot spare" in e.get("message", "")),
+                .get("events", []) if e.get("message", "").startswith("preempted for job")
+                and "its hot spare" in e.get("message", "")),
             "kept_other_node": sum(1 for f in chaos.faults if f.get("kept_other_node")),
+            "stragglers_not_replaced": sum(1 for f in chaos.faults
+                                           if f["kind"] == "slow" and "recover_s" not in f),
         }
         say(f"ETTR {100 * g['ettr']:.1f}% over {g['wall_ms'] / 1000:.0f} s; lost work "
             f"{g['parts']['lost_work']['ms'] / 1000:.1f} s, restart "
@@ -404,7 +420,10 @@ def main():
         print(json.dumps(result, indent=None if args.json else 2))
     finally:
         c.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep:
+            print(f"kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

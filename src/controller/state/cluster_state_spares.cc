@@ -225,13 +225,38 @@ void ClusterState::RefillSpares(Time now, Effects* fx) {
     if (!planned_.planned(id)) spares_.Started(id);
   }
   spares_.Sweep([&](sched::JobId id) { return !jobs_.count(id); });
-  for (uint32_t n : spares_.RefillCandidates()) {
+  const auto candidates = spares_.RefillCandidates();
+  if (candidates.empty()) return;
+  // What runs on each node, when any: a node whose work is all opportunistic may be a spare as it
+  // is (a spare takes such work anyway, and a replacement evicts it); a node with other work, or
+  // with tasks still stopping, may not.
+  std::vector<uint8_t> other_work(nodes_.size(), 0);
+  std::vector<int64_t> opp_milli_gpu(nodes_.size(), 0), opp_milli_cpu(nodes_.size(), 0);
+  for (sched::JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    const bool opportunistic = j.spec->spec.tier == job::Tier::kOpportunistic;
+    for (const auto& t : j.tasks) {
+      if (t.phase == TaskRun::Phase::kEnded) continue;
+      if (!opportunistic) {
+        other_work[t.node] = 1;
+        continue;
+      }
+      const cluster::TaskPlacement& p = j.assignment.tasks[t.index];
+      opp_milli_cpu[t.node] += p.milli_cpu;
+      for (const auto& g : j.assignment.GrantsOf(p)) opp_milli_gpu[t.node] += g.milli;
+    }
+  }
+  for (const auto& [task, z] : zombies_) other_work[z.node] = 1;
+  for (uint32_t n : candidates) {
     const NodeRecord& r = nodes_[n];
     const cluster::NodeInfo& info = topology_->nodes()[n];
     const cluster::NodeUsage& u = usage_.node(n);
-    const bool idle = u.free_whole == info.num_gpus && u.free_cpu == info.milli_cpu;
-    if (!idle || !r.registered || !r.connected || r.lost || r.drained ||
-        !usage_.node(n).condition.schedulable || !spares_.Refill(n)) {
+    // Nothing else holds any of it (a plan's hold, say): idle once its opportunistic work is gone.
+    const bool idle_but_opportunistic =
+        u.free_milli + opp_milli_gpu[n] == int64_t{info.num_gpus} * 1000 &&
+        u.free_cpu + opp_milli_cpu[n] == info.milli_cpu;
+    if (other_work[n] || !idle_but_opportunistic || !r.registered || !r.connected || r.lost ||
+        r.drained || !u.condition.schedulable || !spares_.Refill(n)) {
       continue;
     }
     UpdateCondition(n);

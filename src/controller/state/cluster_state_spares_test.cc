@@ -407,6 +407,20 @@ TEST_F(SparesStateTest, OpportunisticWorkRunsOnSparesUntilAReplacementEvictsIt) 
   ASSERT_NE(g, nullptr);
   ASSERT_EQ(g->interruptions.size(), 1u);
   EXPECT_EQ(g->interruptions[0].cause, "preemption");
+
+  // The failed node, repaired, takes the evicted work at once (the guaranteed job that waited is
+  // gone); it still becomes the leaf's spare (a chaos run found a pool that never refilled because
+  // such work got there first).
+  ASSERT_TRUE(state_->Cancel(g4, now_, &fx_).ok());
+  ASSERT_TRUE(state_->Remediate(failed, "repair", -1, "RMA", now_, &fx_).ok());
+  now_ += 1000;
+  state_->EvaluateHealth(now_, &fx_);
+  state_->Schedule(now_, &fx_);
+  ASSERT_EQ(NodeOf(on_ours, 0), failed);
+  Report(failed, std::to_string(on_ours) + ".1.0", pb::TaskStatus::RUNNING);
+  state_->Tick(now_, &fx_);
+  EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(failed)));
+  EXPECT_EQ(state_->GetJob(on_ours)->state, "running") << "its work runs on";
 }
 
 }  // namespace
