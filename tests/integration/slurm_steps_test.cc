@@ -40,6 +40,19 @@ class SlurmStepsTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(dev_.Start()) << dev_.log(); }
 
   DevCluster::Ran Hangar(std::vector<std::string> args) { return dev_.Hangar(std::move(args)); }
+  // Writes `script` as FILE in the work folder and submits it with `hangar sbatch --parsable`;
+  // the job's id, once it has succeeded within `within` (0 when it did not).
+  uint64_t RunScript(const std::string& file, const std::string& script, Duration within) {
+    std::ofstream(dev_.work() + "/" + file) << script;
+    DevCluster::Ran sub = Hangar({"sbatch", "--parsable", file});
+    EXPECT_EQ(sub.rc, 0) << sub.output;
+    const uint64_t id = DevCluster::LastLineId(sub.output);
+    EXPECT_GT(id, 0u) << sub.output;
+    if (id == 0) return 0;
+    const bool done = dev_.WaitForState(id, "succeeded", within);
+    EXPECT_TRUE(done) << JobState(id) << "\n" << dev_.log();
+    return done ? id : 0;
+  }
   std::string JobState(uint64_t id) { return dev_.JobState(id); }
   std::string Work(const std::string& file) { return dev_.Work(file); }
 
@@ -134,14 +147,11 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndItsStepsRunOnTheAllocationsNodesAndAr
 // `sacct` is history: the steps of a finished job are still listed after `hangar dev` (its
 // controller) restarts on the same store.
 TEST_F(SlurmStepsTest, StepsOutliveAControllerRestart) {
-  std::ofstream(dev_.work() + "/two.sbatch") << "#!/bin/bash\n"
-                                                "#SBATCH -J two -N 1 -c 1 --mem=1G -t 5\n"
-                                                "srun true\n"
-                                                "srun bash -c 'exit 5' || true\n";
-  DevCluster::Ran sub = Hangar({"sbatch", "--parsable", "two.sbatch"});
-  ASSERT_EQ(sub.rc, 0) << sub.output;
-  const uint64_t id = DevCluster::LastLineId(sub.output);
-  ASSERT_TRUE(dev_.WaitForState(id, "succeeded", 60 * kSecond)) << JobState(id) << dev_.log();
+  const uint64_t id = RunScript("two.sbatch",
+                                "#!/bin/bash\n#SBATCH -J two -N 1 -c 1 --mem=1G -t 5\nsrun true\n"
+                                "srun bash -c 'exit 5' || true\n",
+                                60 * kSecond);
+  ASSERT_GT(id, 0u);
   const std::vector<std::string> sacct = {"slurm",
                                           "sacct",
                                           "-j",
@@ -165,24 +175,21 @@ TEST_F(SlurmStepsTest, StepsOutliveAControllerRestart) {
 // own of its node's, unless --gpu-bind=none; a step that needs more than the job has on a node is
 // refused with the counts.
 TEST_F(SlurmStepsTest, EachStepTaskGetsItsOwnGpusOfItsNode) {
-  std::ofstream(dev_.work() + "/bind.sbatch")
-      << "#!/bin/bash\n"
-         "#SBATCH -J bind -N 2 --ntasks-per-node=2 --gpus-per-task=1 -c 1 --mem=1G -t 5 -o "
-         "bind.out\n"
-         "echo \"job SLURM_GPUS_PER_TASK=$SLURM_GPUS_PER_TASK\"\n"
-         "srun bash -c 'echo \"bound $SLURM_PROCID $SLURMD_NODENAME [$CUDA_VISIBLE_DEVICES]\"' | "
-         "sort\n"
-         "srun --gpu-bind=none bash -c 'echo \"all $SLURM_PROCID [$CUDA_VISIBLE_DEVICES]\"' | "
-         "sort\n"
-         "srun -N1 -n1 --gpus-per-task=2 bash -c 'echo \"two [$CUDA_VISIBLE_DEVICES]\"'\n"
-         "srun --ntasks-per-node=3 true || echo \"three refused rc $?\"\n"
-         "echo end\n";
-  DevCluster::Ran sub = Hangar({"sbatch", "--parsable", "bind.sbatch"});
-  ASSERT_EQ(sub.rc, 0) << sub.output;
-  const uint64_t id = DevCluster::LastLineId(sub.output);
-  ASSERT_GT(id, 0u) << sub.output;
-  ASSERT_TRUE(dev_.WaitForState(id, "succeeded", 90 * kSecond)) << JobState(id) << "\n"
-                                                                << Work("bind.out") << dev_.log();
+  const uint64_t id = RunScript(
+      "bind.sbatch",
+      "#!/bin/bash\n"
+      "#SBATCH -J bind -N 2 --ntasks-per-node=2 --gpus-per-task=1 -c 1 --mem=1G -t 5 -o "
+      "bind.out\n"
+      "echo \"job SLURM_GPUS_PER_TASK=$SLURM_GPUS_PER_TASK\"\n"
+      "srun bash -c 'echo \"bound $SLURM_PROCID $SLURMD_NODENAME [$CUDA_VISIBLE_DEVICES]\"' | "
+      "sort\n"
+      "srun --gpu-bind=none bash -c 'echo \"all $SLURM_PROCID [$CUDA_VISIBLE_DEVICES]\"' | "
+      "sort\n"
+      "srun -N1 -n1 --gpus-per-task=2 bash -c 'echo \"two [$CUDA_VISIBLE_DEVICES]\"'\n"
+      "srun --ntasks-per-node=3 true || echo \"three refused rc $?\"\n"
+      "echo end\n",
+      90 * kSecond);
+  ASSERT_GT(id, 0u) << Work("bind.out");
   const std::string out = Work("bind.out");
   EXPECT_TRUE(Contains(out, "job SLURM_GPUS_PER_TASK=1\n")) << out;
   EXPECT_TRUE(Contains(out,

@@ -45,6 +45,27 @@ class ProgressStateTest : public ::testing::Test {
     }
     ASSERT_EQ(state_->GetJob(1)->state, "running");
   }
+  // A heartbeat from `node` whose 8 GPUs run at `clock` MHz (60 C, PCIe gen5 x16).
+  void Beat(const std::string& node, uint32_t clock, Time now, Effects* fx) {
+    pb::Heartbeat hb;
+    for (uint32_t i = 0; i < 8; ++i) {
+      pb::GpuTelemetry* t = hb.add_gpus();
+      t->set_index(i);
+      t->set_sm_clock_mhz(clock);
+      t->set_temperature_c(60);
+      t->set_pcie_gen(5);
+      t->set_pcie_width(16);
+    }
+    ASSERT_TRUE(state_->OnHeartbeat(node, hb, now, fx));
+  }
+  // Three reports of each rank, a second apart from 2000: rank 0 on a takes 0.1 s a step, rank 1
+  // on b `slow_us`.
+  void ReportSteps(uint64_t slow_us, Effects* fx) {
+    for (Time t = 2000; t < 5000; t += 1000) {
+      ASSERT_TRUE(Report("a", "1.0.0", static_cast<uint64_t>(t), 100'000, t, fx).ok());
+      ASSERT_TRUE(Report("b", "1.0.1", static_cast<uint64_t>(t), slow_us, t, fx).ok());
+    }
+  }
   ::hangar::Status Report(const std::string& node, const std::string& task, uint64_t step,
                           uint64_t step_us, Time now, Effects* fx) {
     pb::Progress p;
@@ -131,24 +152,9 @@ TEST_F(ProgressStateTest, OnlyTheNodeThatRunsATaskMayReportItsProgress) {
 TEST_F(ProgressStateTest, AStragglersEventSaysWhatItsGpusTelemetryShows) {
   RunGang("{straggler_factor: 1.5, straggler_reports: 2}");
   Effects fx;
-  auto beat = [&](const std::string& node, uint32_t clock, Time now) {
-    pb::Heartbeat hb;
-    for (uint32_t i = 0; i < 8; ++i) {
-      pb::GpuTelemetry* t = hb.add_gpus();
-      t->set_index(i);
-      t->set_sm_clock_mhz(clock);
-      t->set_temperature_c(60);
-      t->set_pcie_gen(5);
-      t->set_pcie_width(16);
-    }
-    ASSERT_TRUE(state_->OnHeartbeat(node, hb, now, &fx));
-  };
-  beat("a", 1980, 1500);
-  beat("b", 1386, 1500);
-  for (Time t = 2000; t < 5000; t += 1000) {
-    ASSERT_TRUE(Report("a", "1.0.0", static_cast<uint64_t>(t), 100'000, t, &fx).ok());
-    ASSERT_TRUE(Report("b", "1.0.1", static_cast<uint64_t>(t), 160'000, t, &fx).ok());
-  }
+  Beat("a", 1980, 1500, &fx);
+  Beat("b", 1386, 1500, &fx);
+  ReportSteps(160'000, &fx);
   EXPECT_TRUE(HasEvent(fx, "job/1",
                        "reports in a row); telemetry: GPU 0 of b runs at 1386 MHz against 1980 "
                        "MHz on the gang's others; GPU 1 of b runs at 1386 MHz"));
@@ -158,21 +164,8 @@ TEST_F(ProgressStateTest, AStragglersEventSaysWhatItsGpusTelemetryShows) {
 TEST_F(ProgressStateTest, AStragglerWithOrdinaryTelemetryIsToldToLookOutsideTheGpu) {
   RunGang("{straggler_factor: 1.5, straggler_reports: 2}");
   Effects fx;
-  for (const char* node : {"a", "b"}) {
-    pb::Heartbeat hb;
-    for (uint32_t i = 0; i < 8; ++i) {
-      pb::GpuTelemetry* t = hb.add_gpus();
-      t->set_index(i);
-      t->set_sm_clock_mhz(1980);
-      t->set_pcie_gen(5);
-      t->set_pcie_width(16);
-    }
-    ASSERT_TRUE(state_->OnHeartbeat(node, hb, 1500, &fx));
-  }
-  for (Time t = 2000; t < 5000; t += 1000) {
-    ASSERT_TRUE(Report("a", "1.0.0", static_cast<uint64_t>(t), 100'000, t, &fx).ok());
-    ASSERT_TRUE(Report("b", "1.0.1", static_cast<uint64_t>(t), 400'000, t, &fx).ok());
-  }
+  for (const char* node : {"a", "b"}) Beat(node, 1980, 1500, &fx);
+  ReportSteps(400'000, &fx);
   EXPECT_TRUE(HasEvent(fx, "job/1",
                        "telemetry: its GPUs' clocks, PCIe links and temperatures match the gang's "
                        "others (look outside the GPU: its CPU, network or data)"));
@@ -181,10 +174,7 @@ TEST_F(ProgressStateTest, AStragglerWithOrdinaryTelemetryIsToldToLookOutsideTheG
 TEST_F(ProgressStateTest, AStragglerIsNamedWithItsNode) {
   RunGang("{straggler_factor: 1.5, straggler_reports: 2}");
   Effects fx;
-  for (Time t = 2000; t < 5000; t += 1000) {
-    ASSERT_TRUE(Report("a", "1.0.0", static_cast<uint64_t>(t), 100'000, t, &fx).ok());
-    ASSERT_TRUE(Report("b", "1.0.1", static_cast<uint64_t>(t), 400'000, t, &fx).ok());
-  }
+  ReportSteps(400'000, &fx);
   EXPECT_TRUE(
       HasEvent(fx, "job/1",
                "straggler: rank 1 on node b takes 0.400 s a step, against the gang's median "
