@@ -139,6 +139,16 @@ void StopGroup(const std::vector<pid_t>& pids, Duration grace) {
   for (pid_t p : left) waitpid(p, nullptr, 0);
 }
 
+// Stops the services' HAProxy and removes its runtime API socket, which for a deep folder is a
+// file of its own under /tmp (dev_load_balancer.cc) that would otherwise stay behind.
+void StopLoadBalancer(const service::DevLoadBalancer& lb) {
+  StopGroup({lb.pid}, 2 * kSecond);
+  if (lb.layout.admin.rfind("unix:", 0) == 0) {
+    std::error_code ec;
+    fs::remove(lb.layout.admin.substr(5), ec);
+  }
+}
+
 // Agents first (they stop their tasks: SIGTERM, SIGKILL after 2 s), then the controller, so that
 // it still hears how the tasks ended.
 void StopAll(pid_t controller, const std::vector<pid_t>& agents) {
@@ -491,7 +501,7 @@ Status Run(const Flags& flags) {
       !up.ok() || g_stop) {
     StopAll(procs.controller, procs.agents);
     if (registry) StopGroup({registry}, 2 * kSecond);
-    if (lb.pid) StopGroup({lb.pid}, 2 * kSecond);
+    if (lb.pid) StopLoadBalancer(lb);
     return up;
   }
   const std::string on_path = CliNotOnPath();
@@ -573,7 +583,7 @@ Status Run(const Flags& flags) {
   std::fflush(stdout);
   StopAll(procs.controller, procs.agents);
   if (registry) StopGroup({registry}, 2 * kSecond);
-  if (lb.pid) StopGroup({lb.pid}, 2 * kSecond);
+  if (lb.pid) StopLoadBalancer(lb);
   if (f.exit_when_done && (submitted.refused > 0 || tally.not_succeeded > 0)) {
     return Status::FailedPrecondition(
         std::to_string(submitted.refused) + " example(s) refused and " +

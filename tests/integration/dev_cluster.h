@@ -46,6 +46,7 @@ class DevCluster {
   std::string Work(const std::string& file) const;  // a file of work/, "" when absent
   std::string log() const;                          // what `hangar dev` printed
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }  // the `hangar dev` process (0 when it is not running)
 
  private:
   std::string dir_;

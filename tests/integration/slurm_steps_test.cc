@@ -205,5 +205,19 @@ TEST_F(SlurmStepsTest, EachStepTaskGetsItsOwnGpusOfItsNode) {
   EXPECT_TRUE(Contains(out, "three refused rc 1\nend\n")) << out;
 }
 
+// A folder too deep for a Unix socket's path puts the services' HAProxy runtime socket under /tmp
+// (dev_load_balancer.cc); it goes with `hangar dev` (547 such files had piled up in /tmp from the
+// test runs before).
+TEST(DevLoadBalancerTest, ItsSocketUnderTmpGoesWithHangarDev) {
+  std::string socket;
+  {
+    DevCluster dev(std::string(90, 'd'), kTwoNodes);
+    ASSERT_TRUE(dev.Start()) << dev.log();
+    socket = "/tmp/hangar-dev-lb-" + std::to_string(dev.pid()) + ".sock";
+    ASSERT_TRUE(fs::exists(socket)) << "the deep folder's socket is under /tmp: " << dev.log();
+  }
+  EXPECT_FALSE(fs::exists(socket)) << socket << " stayed behind";
+}
+
 }  // namespace
 }  // namespace hangar::testing
