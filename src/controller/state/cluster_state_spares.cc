@@ -39,6 +39,16 @@ std::optional<ProgressBook::Straggler> StillSlowRank(const ProgressBook& book, s
   return std::nullopt;
 }
 
+// Marks the stopping tasks of job `of` (zombies, by task id "JOB.ATTEMPT.INDEX") as held for job
+// `for_job`: what they free is kept for it (EndZombie), not given back to the pool.
+template <typename Zombies>
+void HoldStoppingTasks(Zombies& zombies, sched::JobId of, sched::JobId for_job) {
+  const std::string prefix = std::to_string(of) + ".";
+  for (auto& [task, z] : zombies) {
+    if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0) z.held_for = for_job;
+  }
+}
+
 std::string Millis(int64_t us) {
   char out[32];
   std::snprintf(out, sizeof out, "%.3f s", static_cast<double>(us) / 1e6);
@@ -138,10 +148,7 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
   }
   // Its healthy nodes' GPUs are held for it as its tasks stop (EndZombie), and so is what is free
   // on the replacement, so that no cycle gives either away meanwhile.
-  const std::string prefix = std::to_string(j.id) + ".";
-  for (auto& [task, z] : zombies_) {
-    if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0) z.held_for = j.id;
-  }
+  HoldStoppingTasks(zombies_, j.id, j.id);
   // The spare's opportunistic work makes way, as for a preemption: asked to checkpoint and stop,
   // its GPUs held for this job as they are freed.
   const std::string& spare_name = topology_->nodes()[pick->node].name;
@@ -151,10 +158,7 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
                             spare_name + " replaces node " + failed_name;
     fx->Event(now, "job", "job/" + std::to_string(victim), why);
     Requeue(v, why, now, fx);
-    const std::string mine = std::to_string(victim) + ".";
-    for (auto& [task, z] : zombies_) {
-      if (task.compare(0, mine.size(), mine) == 0 && z.held_for == 0) z.held_for = j.id;
-    }
+    HoldStoppingTasks(zombies_, victim, j.id);
     j.awaiting_victims.insert(victim);  // its plan waits for them as for its own tasks
   }
   std::vector<std::pair<size_t, uint32_t>> moves;
