@@ -36,11 +36,24 @@ spare, so that a gang requeued whole finds no free node. With --spare-work, oppo
 the one on the spare it takes (spare_work_evicted counts them), and it runs again on the next
 spare once the pool refills.
 
+With --hold DURATION the gang's policy holds its healthy nodes when nothing can replace a failed
+one (`on_node_failure: {wait_for_node: DURATION}`, docs/goodput.md): no spares, every other node
+filled (--fill), and one more guaranteed job waiting for any GPU (the taker). Each fault (agent or
+xid) takes a node out for --out seconds; then the node is brought back (agent restarted, Xid
+repaired) and the gang restarts on it in place. healthy_released_while_holding counts the faults
+after which the taker was seen running: it could only have run on a healthy node the gang was
+holding (0 in a correct run).
+
+With --swarm N, N more nodes (sw-1..sw-N, in leaves of 32) are played by one `hangar swarm`
+process and kept busy by a stream of 20 s jobs (never on the four real nodes, which the gang
+keeps to by exclude_nodes): the same faults on the real nodes, with the controller scheduling and
+hearing a fleet of N + 4 nodes. --swarm 1020 is the 1,024-node run.
+
 Defaults: 20 faults, the four kinds in turn, one spare: `chaos --json` alone (build/bench/chaos, the
 default build's wrapper) is the issue's run, about 7 minutes here.
 
 Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid,slow] [--spares N]
-                      [--remedy repair|reboot] [--fill] [--json]
+                      [--remedy repair|reboot] [--fill] [--hold DURATION [--out S]] [--swarm N] [--json]
 Prints one line per fault and a JSON object last (only the JSON with --json).
 """
 import argparse
@@ -53,6 +66,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -65,6 +79,20 @@ fabric:
         - {name: leaf-0, nodes: [{name: "node-[1-4]"}]}
 """
 NODES = ["node-1", "node-2", "node-3", "node-4"]
+SWARM_HEAD = """name: chaos-swarm
+node_defaults: {gpus: 1, gpu_model: H100-SXM-80GB, gpu_memory: 80Gi, cpu: 8, memory: 32Gi}
+fabric:
+  spines:
+"""
+
+
+def swarm_spine(count):
+    """The swarm's nodes sw-1..sw-COUNT as a spine of leaves of 32, in cluster.yaml's form."""
+    lines = ["    - name: spine-swarm", "      leaves:"]
+    for k, first in enumerate(range(1, count + 1, 32)):
+        last = min(count, first + 31)
+        lines.append(f'        - {{name: leaf-sw-{k}, nodes: [{{name: "sw-[{first}-{last}]"}}]}}')
+    return "\n".join(lines) + "\n"
 
 # Each task: its pid to $OUT/pid.TASK_ID; "start|step|ckpt|end MS ATTEMPT RANK STEP" lines to
 # $OUT/runs (a step line at every step: the last sign of life of a task killed without warning).
@@ -103,13 +131,17 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self, hangar, root, spares=0):
+    def __init__(self, hangar, root, spares=0, swarm=0):
         self.hangar, self.root = hangar, root
         self.api, self.agents = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.api}"
         self.procs = {}
+        self.swarm = swarm  # nodes played by `hangar swarm` beside the four real agents
         spares_block = f"spares: {{per: leaf, count: {spares}}}\n" if spares else ""
-        (root / "cluster.yaml").write_text(CLUSTER + spares_block)
+        (root / "cluster.yaml").write_text(CLUSTER + (swarm_spine(swarm) if swarm else "")
+                                           + spares_block)
+        if swarm:
+            (root / "swarm.yaml").write_text(SWARM_HEAD + swarm_spine(swarm))
 
     def spawn(self, name, args):
         log = open(self.root / f"{name}.log", "a")
@@ -126,8 +158,19 @@ class Cluster:
         time.sleep(1)
         for n in NODES:
             self.start_agent(n)
+        if self.swarm:
+            self.spawn("swarm", ["swarm", "--controller", f"127.0.0.1:{self.agents}",
+                                 "--cluster", str(self.root / "swarm.yaml")])
         wait_for(lambda: all(self.get(f"/v1/nodes/{n}").get("state") == "ready" for n in NODES),
                  60, "four ready nodes")
+        if self.swarm:
+            wait_for(lambda: self.ready_nodes() >= len(NODES) + self.swarm, 300,
+                     f"{len(NODES) + self.swarm} ready nodes")
+
+    def ready_nodes(self):
+        nodes = self.get("/v1/nodes")
+        nodes = nodes.get("nodes", []) if isinstance(nodes, dict) else nodes
+        return sum(1 for n in nodes if n.get("state") == "ready")
 
     def start_agent(self, node):
         self.spawn(node, ["agent", "--controller", f"127.0.0.1:{self.agents}", "--node", node,
@@ -191,6 +234,7 @@ class Chaos:
     def __init__(self, c, job, out, args):
         self.c, self.job, self.out, self.args = c, job, out, args
         self.faults = []
+        self.taker = None  # --hold: the job that would take a healthy node the gang released
         self.failed_nodes = 0  # Xid faults that failed their node for good
 
     def view(self):
@@ -230,6 +274,8 @@ class Chaos:
             os.rename(d / "slow.tmp", d / "inject-faults.yaml")
             (self.out / f"slow.{node}").write_text("0.7\n")
         f = {"kind": kind, "node": node, "attempt": attempt, "at_ms": t0}
+        if self.args.hold:
+            return self.hold(f, nodes)
         if kind == "slow":
             named = wait_for(lambda: self.event_ms("straggler: ", t0, None), 120,
                              f"{node} to be named a straggler")
@@ -258,6 +304,27 @@ class Chaos:
         if kind == "hang":
             f["detect_s"] = (self.event_ms("hung: ", t0) - t0) / 1000
         self.repair(kind, node)
+        self.faults.append(f)
+        return f
+
+    def taker_running(self):
+        return self.taker is not None and self.c.get(f"/v1/jobs/{self.taker}")["state"] != "pending"
+
+    def hold(self, f, nodes):
+        """--hold: the node is out for --out seconds while the gang holds its healthy node; then it
+        is back and the gang restarts on it."""
+        kind, node, attempt, t0 = f["kind"], f["node"], f["attempt"], f["at_ms"]
+        wait_for(lambda: self.event_ms("no spare or free node can replace node", t0, None), 60,
+                 f"the gang to hold its healthy nodes after {kind}")
+        time.sleep(self.args.out)
+        f["taker_ran"] = self.taker_running()
+        self.repair(kind, node)
+        t1 = wait_for(lambda: self.recovered(attempt + 1), 180,
+                      f"the gang to restart on {node} back in service")
+        f["recover_s"] = (t1 - t0) / 1000
+        f["kept_other_node"] = bool(set(nodes) - {node} <= set(self.nodes_of_gang()))
+        f["back_on_failed_node"] = node in self.nodes_of_gang()
+        f["taker_ran"] = f["taker_ran"] or self.taker_running()
         self.faults.append(f)
         return f
 
@@ -310,6 +377,16 @@ def lost_checkpoints(rows, faults):
     return lost
 
 
+def churn(c, swarm, stop):
+    """--swarm: half the swarm's GPUs' worth of 20 s jobs every 10 s (about all of them busy),
+    never on the four real nodes."""
+    spec = ("name: background\nexclude_nodes: \"node-[1-4]\"\n"
+            "tasks: [{gpus: 1, command: [sleep, '20']}]\n")
+    while not stop.is_set():
+        c.post(f"/v1/jobs?count={max(1, swarm // 2)}", spec)
+        stop.wait(10)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build", nargs="?", default="build")
@@ -328,16 +405,33 @@ def main():
                     help="fill every node that is neither the gang's nor a spare with other work")
     ap.add_argument("--spare-work", action="store_true",
                     help="run opportunistic work on the spares (a replacement evicts it)")
+    ap.add_argument("--hold", default="",
+                    help="the gang holds its healthy nodes this long for a replacement "
+                         "(on_node_failure.wait_for_node, such as 2m); implies --spares 0 --fill "
+                         "and agent,xid faults")
+    ap.add_argument("--out", type=float, default=5,
+                    help="with --hold: seconds a failed node stays out before it is back")
+    ap.add_argument("--swarm", type=int, default=0,
+                    help="add this many nodes played by `hangar swarm` (in leaves of 32), kept "
+                         "busy by a stream of 20 s jobs, so that recovery runs on a controller "
+                         "of that size: --swarm 1020 is the 1,024-node run")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     ap.add_argument("--keep", action="store_true", help="keep the run's folder (logs, store)")
     args = ap.parse_args()
+    if args.hold:
+        args.spares, args.fill = 0, True
+        if args.kinds == ap.get_default("kinds"):
+            args.kinds = "agent,xid"
+        if set(args.kinds.split(",")) - {"agent", "xid"}:
+            ap.error("--hold takes agent and xid faults only (a hang or straggler frees no node)")
     hangar = str(pathlib.Path(args.build, "src", "hangar").resolve())
     root = pathlib.Path(tempfile.mkdtemp(prefix="hangar-chaos-"))
     out = root / "out"
     out.mkdir()
     env_path = str(pathlib.Path(hangar).parent) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PATH"] = env_path  # the tasks call `hangar progress` and `checkpoint-done`
-    c = Cluster(hangar, root, args.spares)
+    c = Cluster(hangar, root, args.spares, args.swarm)
+    stop_churn = threading.Event()
     say = (lambda *a: None) if args.json else print
     try:
         c.start()
@@ -345,6 +439,8 @@ def main():
         spec = (f"name: chaos-train\nprogress: {{hang_timeout: {args.hang_timeout}, on_hang: restart, "
                 "straggler_factor: 1.2, straggler_reports: 5}\n"
                 "checkpoint: {signal: SIGUSR1, grace: 3s}\n"
+                + (f"on_node_failure: {{wait_for_node: {args.hold}}}\n" if args.hold else "")
+                + (f"exclude_nodes: \"sw-[1-{args.swarm}]\"\n" if args.swarm else "") +
                 f"tasks:\n  - replicas: 2\n    gpus: 1\n    command: [/bin/sh, \"{root}/task.sh\"]\n")
         job = c.post("/v1/jobs", spec)["id"]
         chaos = Chaos(c, job, out, args)
@@ -354,6 +450,11 @@ def main():
                               "'100000']}]\n")["id"] for _ in range(len(NODES) - 2 - args.spares)]
             wait_for(lambda: all(c.get(f"/v1/jobs/{f}").get("state") == "running"
                                  for f in fillers), 60, "the other work running")
+        if args.swarm:  # the swarm's nodes busy with short jobs, arriving all along
+            threading.Thread(target=churn, args=(c, args.swarm, stop_churn), daemon=True).start()
+        if args.hold:  # waits for any GPU: it can only get one the gang should be holding
+            chaos.taker = c.post("/v1/jobs", "name: taker\ntasks: [{gpus: 1, command: [sleep, "
+                                 "'100000']}]\n")["id"]
         spare_work = []
         if args.spare_work:  # opportunistic work, which only the spares (and free nodes) take
             spare_work = [c.post("/v1/jobs", "name: spare-work\ntier: opportunistic\n"
@@ -402,13 +503,16 @@ def main():
             "fault_list": chaos.faults,
             "settings": {"step_s": args.step, "checkpoint_every_steps": args.every,
                          "settle_s": args.settle, "spares": args.spares, "remedy": args.remedy,
-                         "fill": args.fill, "spare_work": args.spare_work},
+                         "fill": args.fill, "spare_work": args.spare_work,
+                         "hold": args.hold or None, "swarm_nodes": args.swarm, "out_s": args.out if args.hold else None},
             "nodes_failed": chaos.failed_nodes,
             "spare_work_evicted": sum(
                 1 for w in spare_work for e in c.get(f"/v1/events?subject=job/{w}&limit=200")
                 .get("events", []) if e.get("message", "").startswith("preempted for job")
                 and "its hot spare" in e.get("message", "")),
             "kept_other_node": sum(1 for f in chaos.faults if f.get("kept_other_node")),
+            "healthy_released_while_holding": sum(1 for f in chaos.faults if f.get("taker_ran")),
+            "back_on_failed_node": sum(1 for f in chaos.faults if f.get("back_on_failed_node")),
             "stragglers_not_replaced": sum(1 for f in chaos.faults
                                            if f["kind"] == "slow" and "recover_s" not in f),
         }
@@ -419,6 +523,7 @@ def main():
             f"{result['overlapping_attempts']}, checkpoints lost {result['checkpoints_lost']}")
         print(json.dumps(result, indent=None if args.json else 2))
     finally:
+        stop_churn.set()
         c.stop()
         if args.keep:
             print(f"kept {root}", file=sys.stderr)

@@ -185,14 +185,28 @@ Status ShowJob(const Common& c, const std::string& id) {
 // `hangar explain`'s lines on the nodes a gang replaced in place (docs/goodput.md).
 void PrintReplacements(const nlohmann::json& r) {
   for (const auto& x : r.value("replacements", nlohmann::json::array())) {
-    std::printf("  attempt %u: node %s replaced by %s %s at %s (%s)\n", x.value("attempt", 0u),
-                x.value("failed", "").c_str(), x.value("spare", false) ? "spare" : "free node",
-                x.value("with", "").c_str(),
+    const std::string failed = x.value("failed", ""), with = x.value("with", "");
+    const std::string by = with == failed            ? "itself, back in service"
+                           : x.value("spare", false) ? "spare " + with
+                                                     : "free node " + with;
+    std::printf("  attempt %u: node %s replaced by %s at %s (%s)\n", x.value("attempt", 0u),
+                failed.c_str(), by.c_str(),
                 FormatUtcTimestamp(x.value("at_ms", int64_t{0})).c_str(),
                 x.value("why", "").c_str());
   }
   if (r.value("waiting", false))
     std::printf("  restarts in place once the previous attempt's tasks have stopped\n");
+  if (r.contains("holding")) {
+    const auto& h = r["holding"];
+    std::string nodes;
+    for (const auto& n : h.value("nodes", nlohmann::json::array()))
+      nodes += (nodes.empty() ? "" : ", ") + n.get<std::string>();
+    std::printf(
+        "  holds its healthy nodes (%s) until %s for a node to replace %s "
+        "(on_node_failure.wait_for_node); then it restarts there, or is placed whole\n",
+        nodes.c_str(), FormatUtcTimestamp(h.value("until_ms", int64_t{0})).c_str(),
+        h.value("failed", "").c_str());
+  }
 }
 
 Status Explain(const Common& c, const std::string& id) {

@@ -170,5 +170,28 @@ TEST(CliCommandsTest, ExplainNamesTheNodeAGangReplacedAndTheSpareItTook) {
       << out;
 }
 
+// A gang holding its healthy nodes for a replacement (on_node_failure.wait_for_node): explain says
+// which, until when and for which failed node (docs/goodput.md's example).
+TEST(CliCommandsTest, ExplainSaysAGangHoldsItsHealthyNodes) {
+  FakeApi api;
+  api.server().Get("/v1/jobs/1/explain", [&](const httplib::Request& req, httplib::Response& res) {
+    api.Record(req);
+    res.set_content(R"({"id": 1, "name": "gang", "state": "pending", "rule": "none",
+                        "reason": "holding its healthy nodes until 2026-12-07T03:10:00Z for a node to replace node-2 (on_node_failure.wait_for_node); then it restarts there, or is placed whole",
+                        "replaced": {"waiting": false, "replacements": [],
+                        "holding": {"failed": "node-2", "since_ms": 1796612400000,
+                        "until_ms": 1796613000000, "nodes": ["node-1"], "why": "lost"}}})",
+                    "application/json");
+  });
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunCli(api, {"explain", "1"}), 0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("  holds its healthy nodes (node-1) until 2026-12-07T03:10:00Z for a node to "
+                     "replace node-2 (on_node_failure.wait_for_node); then it restarts there, or "
+                     "is placed whole\n"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace hangar::cli

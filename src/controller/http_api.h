@@ -79,6 +79,10 @@ class HttpApi {
   void Routes();
   void AuthRoutes();       // http_api_auth.cc
   void JobRoutes();        // lists, bulk operations and accounting: http_api_jobs.cc
+  void OneJobRoutes();     // http_api_job.cc: submit, read, cancel, explain, logs
+  void NodeRoutes();       // http_api_nodes.cc: /v1/nodes, /v1/health/safety-valve/reset
+  void QueueRoutes();      // http_api_queues.cc: /v1/queues, /v1/share, /v1/usage
+  void EventRoutes();      // http_api_events.cc: /v1/events
   void DashboardRoutes();  // web_ui.cc: the dashboard's files, reads and live feed
   void StopDashboard();    // web_ui.cc: ends the open live feeds
   void HistoryRoutes();    // history_api.cc: GET /v1/history

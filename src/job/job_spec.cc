@@ -265,6 +265,8 @@ class JobParser {
     spec.stdin_open = stdin_open.value_or(false);
     if (const YAML::Node cp = root["checkpoint"])
       HANGAR_RETURN_IF_ERROR(ParseCheckpoint(cp, &spec));
+    if (const YAML::Node nf = root["on_node_failure"])
+      HANGAR_RETURN_IF_ERROR(ParseNodeFailure(nf, &spec));
     if (const YAML::Node pr = root["progress"]) {
       auto p = ProgressSpecFromJson(YamlToJson(pr));
       if (!p.ok()) return src_.Error(pr, p.status().message());
@@ -323,14 +325,16 @@ class JobParser {
   }
 
   static constexpr std::string_view kJobKeys[] = {
-      "name",     "queue",      "user",         "priority",      "tier",          "tasks",
-      "topology", "time_limit", "min_run_time", "checkpoint",    "workdir",       "run_as",
-      "array",    "after",      "image",        "artifacts",     "reservation",   "interactive",
-      "terminal", "stdin",      "progress",     "include_nodes", "exclude_nodes", "account"};
+      "name",      "queue",         "user",          "priority",     "tier",
+      "tasks",     "topology",      "time_limit",    "min_run_time", "checkpoint",
+      "workdir",   "run_as",        "array",         "after",        "image",
+      "artifacts", "reservation",   "interactive",   "terminal",     "stdin",
+      "progress",  "include_nodes", "exclude_nodes", "account",      "on_node_failure"};
   static constexpr std::string_view kArtifactKeys[] = {"source", "sha256",   "size",
                                                        "path",   "shard_by", "shards"};
   static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
   static constexpr std::string_view kCheckpointKeys[] = {"signal", "grace"};
+  static constexpr std::string_view kNodeFailureKeys[] = {"wait_for_node"};
   static constexpr std::string_view kTopologyKeys[] = {"same", "mode"};
   static constexpr std::string_view kTaskKeys[] = {
       "name",          "replicas",       "gpus",        "gpu_fraction",   "gpu_memory", "mig",
@@ -382,6 +386,24 @@ class JobParser {
     }
     HANGAR_ASSIGN_OR_RETURN(auto grace, DurationField(cp, "grace"));
     if (cp["grace"]) spec->checkpoint.grace = grace;
+    return Status::Ok();
+  }
+
+  // on_node_failure: {wait_for_node: 10m} (NodeFailureSpec).
+  Status ParseNodeFailure(const YAML::Node& nf, JobSpec* spec) {
+    if (!nf.IsMap()) {
+      return src_.Error(nf,
+                        "on_node_failure must be a map, such as {wait_for_node: 10m}: how long a "
+                        "gang holds its healthy nodes for a replacement of a failed one");
+    }
+    HANGAR_RETURN_IF_ERROR(src_.CheckKeys(nf, "on_node_failure", kNodeFailureKeys));
+    HANGAR_ASSIGN_OR_RETURN(auto wait, DurationField(nf, "wait_for_node"));
+    if (wait < 0 || wait > NodeFailureSpec::kMaxWait) {
+      return src_.Error(nf["wait_for_node"],
+                        "on_node_failure.wait_for_node must be from 0 (release the healthy nodes "
+                        "and requeue at once) to 24h, such as 10m");
+    }
+    spec->on_node_failure.wait_for_node = wait;
     return Status::Ok();
   }
 
@@ -769,6 +791,10 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (spec.topology.same != cluster::Level::kCluster) {
     j["topology"] = {{"same", std::string(cluster::LevelName(spec.topology.same))},
                      {"mode", spec.topology.required ? "required" : "preferred"}};
+  }
+  if (spec.on_node_failure.wait_for_node) {
+    j["on_node_failure"] = {
+        {"wait_for_node", std::to_string(spec.on_node_failure.wait_for_node) + "ms"}};
   }
   if (!spec.progress.empty()) j["progress"] = ProgressSpecToJson(spec.progress);
   if (!spec.array.empty()) j["array"] = spec.array.text;

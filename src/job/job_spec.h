@@ -82,6 +82,15 @@ struct CheckpointSpec {
   Duration grace = 5 * kMinute;
 };
 
+// What a running gang does when one of its nodes fails or is drained and no spare or free node can
+// replace it in place (docs/goodput.md): `on_node_failure: {wait_for_node: 10m}` holds its healthy
+// nodes for it up to that long, until a node (the failed one repaired, a freed one, a spare) can
+// take the failed node's tasks; 0, the default, releases them and requeues the job whole.
+struct NodeFailureSpec {
+  static constexpr Duration kMaxWait = 24 * 60 * kMinute;
+  Duration wait_for_node = 0;
+};
+
 // The Unix account a job's tasks run as (docs/rbac.md). Set by the controller from the
 // submitting token (never from what a job file says); empty with `--auth none`, where tasks run
 // as the agent's own user.
@@ -117,6 +126,7 @@ struct JobSpec {
   Duration time_limit = 0;    // 0: none
   Duration min_run_time = 0;  // not preempted before this much run time
   CheckpointSpec checkpoint;
+  NodeFailureSpec on_node_failure;
   ProgressSpec progress;  // hang and straggler detection from the tasks' reports (progress_spec.h)
   ArraySpec array;        // empty: one job (batch_spec.h)
   Dependencies after;     // jobs that must end (a certain way) before this one starts

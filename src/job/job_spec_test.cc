@@ -86,6 +86,12 @@ TEST(JobSpecTest, ErrorsSayWhereAndWhatToWrite) {
        "topology.same must be nvlink_domain"},
       {"name: x\ntime_limit: soon\ntasks:\n  - gpus: 1\n", "job.yaml:2: time_limit:"},
       {"name: x\ncheckpoint: {signal: SIGKILL}\ntasks:\n  - gpus: 1\n", "cannot be SIGKILL"},
+      {"name: x\non_node_failure: {wait_for_node: 2d}\ntasks:\n  - gpus: 1\n",
+       "job.yaml:2: on_node_failure.wait_for_node must be from 0 (release the healthy nodes and "
+       "requeue at once) to 24h"},
+      {"name: x\non_node_failure: {wait: 5m}\ntasks:\n  - gpus: 1\n", "wait_for_node"},
+      {"name: x\non_node_failure: 5m\ntasks:\n  - gpus: 1\n",
+       "on_node_failure must be a map, such as {wait_for_node: 10m}"},
       {"name: x\ntasks:\n  - mig: 5g.50gb\n", "no 5-slice profile"},
       {"name: x\ntasks:\n  - mig: 3g.50gb\n",
        "job.yaml:3: '3g.50gb' is not a MIG profile of any GPU Hangar knows; use one of A100-40GB: "
@@ -105,6 +111,23 @@ TEST(JobSpecTest, ErrorsSayWhereAndWhatToWrite) {
     EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
         << "got: " << r.status().message() << "\nwant: " << c.expect;
   }
+}
+
+// on_node_failure.wait_for_node: how long a gang holds its healthy nodes for a replacement; kept
+// through the store's JSON round trip; absent by default (release and requeue).
+TEST(JobSpecTest, NodeFailurePolicyRoundTrips) {
+  auto s = ParseJobSpec(
+      "name: x\non_node_failure: {wait_for_node: 10m}\ntasks:\n  - {replicas: 2, gpus: 1}\n",
+      "job.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->on_node_failure.wait_for_node, 10 * kMinute);
+  auto back = JobSpecFromJson(JobSpecToJson(*s));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->on_node_failure.wait_for_node, 10 * kMinute);
+  auto plain = ParseJobSpec("name: x\ntasks:\n  - gpus: 1\n", "job.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->on_node_failure.wait_for_node, 0);
+  EXPECT_FALSE(JobSpecToJson(*plain).contains("on_node_failure"));
 }
 
 TEST(JobSpecTest, EveryUnknownKeyInOneErrorWithTheClosestKnownOne) {

@@ -423,6 +423,7 @@ class ClusterState {
     AdvanceReservations(now, fx);
     CheckProgress(now, fx);
     AdvanceMaintenance(now, fx);
+    RetryNodeWaits(now, fx);
     RefillSpares(now, fx);
     for (const auto& d : discovered_fabric_.TakeChanges())
       fx->Event(now, "topology", "node/" + d.node, d.message);
@@ -843,10 +844,32 @@ class ClusterState {
   // there is evicted (those jobs in `evict`); false when anything else runs or stops there. Leaves
   // the usage as it found it.
   bool SpareTakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
-                               const std::vector<size_t>& moved, std::vector<sched::JobId>* evict);
-  // Whether node `m` can take the tasks `moved` of `was` (healthy, registered, free enough).
+                               const std::vector<size_t>& moved, std::vector<sched::JobId>* evict,
+                               uint32_t returning = UINT32_MAX);
+  // Whether node `m` can take the tasks `moved` of `was` (healthy, registered, free enough, not
+  // a node of the gang -- but for `returning`, the failed node itself, back and idle).
   bool TakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
-                          const std::vector<size_t>& moved) const;
+                          const std::vector<size_t>& moved, uint32_t returning = UINT32_MAX) const;
+  // The replacement for `failed` in `was`, job `j`'s, under its topology rule and node rules (no
+  // excluded node; none but the failed node itself for an included one): a spare (the
+  // opportunistic jobs it must evict in `evict`), else a free node; with `failed_may_return`, the
+  // failed node itself when it is healthy and idle again. nullopt when none fits now.
+  std::optional<SparePool::Pick> PickReplacementFor(const JobRecord& j, uint32_t failed,
+                                                    const cluster::GangAssignment& was,
+                                                    const std::vector<size_t>& moved,
+                                                    bool failed_may_return,
+                                                    std::vector<sched::JobId>* evict);
+  // Restarts requeued `j` in place: tasks `moved` of `was` on `pick`, the others where they ran,
+  // once its stopping tasks (and the spare's evicted work) have stopped. `held_since`: when its
+  // healthy nodes began to wait for the pick (on_node_failure.wait_for_node), else -1.
+  void ReplaceInPlace(JobRecord& j, const cluster::GangAssignment& was,
+                      const std::vector<size_t>& moved, uint32_t failed, SparePool::Pick pick,
+                      const std::vector<sched::JobId>& evict, const std::string& why,
+                      Time held_since, Time now, Effects* fx);
+  // Gangs holding their healthy nodes for a replacement (SparePool::NodeWait): each restarts in
+  // place once a node can take its failed node's tasks, or releases them when its wait is over.
+  // On every scheduling cycle and once a second.
+  void RetryNodeWaits(Time now, Effects* fx);
   // Whether what job `id`'s stopping tasks free stays held for its replacement (EndZombie,
   // ReleaseHolds).
   bool HoldsForReplacement(sched::JobId id) const;

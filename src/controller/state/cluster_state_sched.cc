@@ -32,6 +32,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     return;
   }
   UpdateShareHistory(now);
+  RetryNodeWaits(now, fx);  // before the cycle, which could give a returning node away
   const sched::SchedulerConfig& cfg = scheduler_->config();
   const bool ranked =
       cfg.queue_policy == "gittins" || cfg.preemption.mode == sched::PreemptionMode::kGittins;
@@ -84,6 +85,13 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     }
     if (j.stopping_tasks > 0) {
       j.reason_detail = StoppingReason(j.stopping_tasks);
+      continue;
+    }
+    if (const SparePool::NodeWait* w = spares_.WaitingForNode(id)) {
+      j.reason_detail = "holding its healthy nodes until " + FormatUtcTimestamp(w->until) +
+                        " for a node to replace " + topology_->nodes()[w->failed].name +
+                        " (on_node_failure.wait_for_node); then it restarts there, or is placed "
+                        "whole";
       continue;
     }
     // Victims preempted for it that have stopped no longer hold it back.

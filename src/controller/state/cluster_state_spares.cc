@@ -1,12 +1,16 @@
 // ClusterState: replacing the failed node of a running gang in place, from the hot spares
 // (spare_pool.h) or a free node -- and a straggler's node at the gang's checkpoint -- and keeping
 // the spares' counts (docs/goodput.md).
+#include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "controller/state/cluster_state.h"
 #include "controller/state/job_lifecycle.h"
 #include "sched/placement/replacement.h"
+#include "sched/request.h"
 
 namespace hangar::controller {
 
@@ -40,13 +44,24 @@ std::optional<ProgressBook::Straggler> StillSlowRank(const ProgressBook& book, s
 }
 
 // Marks the stopping tasks of job `of` (zombies, by task id "JOB.ATTEMPT.INDEX") as held for job
-// `for_job`: what they free is kept for it (EndZombie), not given back to the pool.
+// `for_job`: what they free is kept for it (EndZombie), not given back to the pool. Those on node
+// `except` are not.
 template <typename Zombies>
-void HoldStoppingTasks(Zombies& zombies, sched::JobId of, sched::JobId for_job) {
+void HoldStoppingTasks(Zombies& zombies, sched::JobId of, sched::JobId for_job,
+                       uint32_t except = UINT32_MAX) {
   const std::string prefix = std::to_string(of) + ".";
   for (auto& [task, z] : zombies) {
-    if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0) z.held_for = for_job;
+    if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0 && z.node != except)
+      z.held_for = for_job;
   }
+}
+
+// "1m30s", "45 s": a wait as a person reads it.
+std::string Took(Duration d) {
+  const int64_t s = (d + 500) / 1000;
+  if (s < 60) return std::to_string(s) + " s";
+  if (s % 60 == 0) return std::to_string(s / 60) + " min";
+  return std::to_string(s / 60) + " min " + std::to_string(s % 60) + " s";
 }
 
 std::string Millis(int64_t us) {
@@ -58,14 +73,15 @@ std::string Millis(int64_t us) {
 }  // namespace
 
 bool ClusterState::HoldsForReplacement(sched::JobId id) const {
-  if (!spares_.Waiting(id) || !planned_.planned(id)) return false;
+  const bool planned = spares_.Waiting(id) && planned_.planned(id);
+  if (!planned && spares_.WaitingForNode(id) == nullptr) return false;
   auto it = jobs_.find(id);
   return it != jobs_.end() &&
          (it->second.state == JobState::kPending || it->second.state == JobState::kPreempting);
 }
 
 bool ClusterState::TakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
-                                      const std::vector<size_t>& moved) const {
+                                      const std::vector<size_t>& moved, uint32_t returning) const {
   const NodeRecord& r = nodes_[m];
   if (!r.registered || !r.connected || r.lost || r.drained || !r.orphans.empty() ||
       !r.held.empty()) {
@@ -74,7 +90,12 @@ bool ClusterState::TakesReplacedTasks(uint32_t m, const cluster::GangAssignment&
   const cluster::NodeCondition c = health_.node_condition(m);
   if (!c.schedulable || !c.gangs_allowed) return false;
   for (const auto& t : was.tasks) {
-    if (t.node == m) return false;  // a node of the gang itself
+    if (t.node == m && m != returning) return false;  // a node of the gang itself
+  }
+  if (m == returning) {
+    for (const auto& [task, z] : zombies_) {
+      if (z.node == m) return false;  // its old tasks still stop there
+    }
   }
   for (size_t k : moved) {
     if (!sched::NodeTakesTask(usage_, m, was, k)) return false;
@@ -84,7 +105,7 @@ bool ClusterState::TakesReplacedTasks(uint32_t m, const cluster::GangAssignment&
 
 bool ClusterState::SpareTakesReplacedTasks(uint32_t m, const cluster::GangAssignment& was,
                                            const std::vector<size_t>& moved,
-                                           std::vector<sched::JobId>* evict) {
+                                           std::vector<sched::JobId>* evict, uint32_t returning) {
   evict->clear();
   for (const auto& [task, z] : zombies_) {
     if (z.node == m) return false;  // still stopping there: not now
@@ -101,12 +122,42 @@ bool ClusterState::SpareTakesReplacedTasks(uint32_t m, const cluster::GangAssign
     }
     if (here) evict->push_back(id);
   }
-  if (shares.empty()) return TakesReplacedTasks(m, was, moved);
+  if (shares.empty()) return TakesReplacedTasks(m, was, moved, returning);
   // As if the opportunistic work were gone: would the moved tasks fit then?
   for (const auto& a : shares) usage_.Release(a);
-  const bool fits = TakesReplacedTasks(m, was, moved);
+  const bool fits = TakesReplacedTasks(m, was, moved, returning);
   for (const auto& a : shares) (void)usage_.Allocate(a);
   return fits;
+}
+
+std::optional<SparePool::Pick> ClusterState::PickReplacementFor(const JobRecord& j, uint32_t failed,
+                                                                const cluster::GangAssignment& was,
+                                                                const std::vector<size_t>& moved,
+                                                                bool failed_may_return,
+                                                                std::vector<sched::JobId>* evict) {
+  // The job's node rules: never an excluded node; an included node that failed only comes back
+  // itself (its replicas must run there).
+  const sched::NodeRule* nodes = j.request ? &j.request->nodes : nullptr;
+  const bool included = nodes != nullptr &&
+                        std::binary_search(nodes->required.begin(), nodes->required.end(), failed);
+  const auto allowed = [&](uint32_t m) {
+    return nodes == nullptr || ((!included || m == failed) && !nodes->Excludes(m));
+  };
+  // The failed node itself, back in service (it may have become a spare again meanwhile).
+  const uint32_t returning = failed_may_return ? failed : UINT32_MAX;
+  const auto pick = spares_.PickFor(
+      failed, j.spec->spec.topology,
+      [&](uint32_t m) {
+        return allowed(m) && SpareTakesReplacedTasks(m, was, moved, evict, returning);
+      },
+      [&](uint32_t m) {
+        return allowed(m) && usage_.node(m).condition.schedulable && !spares_.IsSpare(m) &&
+               TakesReplacedTasks(m, was, moved, returning);
+      });
+  // The opportunistic work on the spare picked (PickFor may have tried others since).
+  if (pick && pick->spare) (void)SpareTakesReplacedTasks(pick->node, was, moved, evict, returning);
+  if (!pick || !pick->spare) evict->clear();
+  return pick;
 }
 
 void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::string& why, Time now,
@@ -121,71 +172,129 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
       other_node = true;
     }
   }
-  // Only a gang that keeps healthy nodes is replaced in place; a job on one node requeues.
-  if (!spares_.enabled() || moved.empty() || !other_node || !job::HoldsResources(j.state)) {
+  // Only a gang that keeps healthy nodes is replaced in place; a job on one node requeues. Without
+  // spares, so is a gang whose policy holds its healthy nodes for a replacement.
+  const Duration wait = j.spec->spec.on_node_failure.wait_for_node;
+  if ((!spares_.enabled() && wait == 0) || moved.empty() || !other_node ||
+      !job::HoldsResources(j.state)) {
     Requeue(j, why, now, fx);
     return;
   }
   const std::string& failed_name = topology_->nodes()[failed].name;
   std::vector<sched::JobId> evict;
-  const auto pick = spares_.PickFor(
-      failed, j.spec->spec.topology,
-      [&](uint32_t m) { return SpareTakesReplacedTasks(m, was, moved, &evict); },
-      [&](uint32_t m) {
-        return usage_.node(m).condition.schedulable && !spares_.IsSpare(m) &&
-               TakesReplacedTasks(m, was, moved);
-      });
-  // The opportunistic work on the spare picked (PickFor may have tried others since).
-  if (pick && pick->spare) (void)SpareTakesReplacedTasks(pick->node, was, moved, &evict);
-  if (!pick || !pick->spare) evict.clear();
+  const auto pick = PickReplacementFor(j, failed, was, moved, false, &evict);
   Requeue(j, why, now, fx);  // its tasks checkpoint and stop; their GPUs stay held meanwhile
   const std::string subject = "job/" + std::to_string(j.id);
-  if (!pick) {
+  if (!pick && wait == 0) {
     fx->Event(now, "job", subject,
               "no spare or free node can replace node " + failed_name +
                   " within the job's topology rule: requeued whole, its healthy nodes released");
     return;
   }
+  if (!pick) {
+    // Its policy holds its healthy nodes (what its tasks there free as they stop) for a node that
+    // can take the failed node's tasks: RetryNodeWaits looks on every cycle and once a second.
+    HoldStoppingTasks(zombies_, j.id, j.id, failed);
+    spares_.WaitForNode(j.id, {failed, moved, was, now, now + wait, why});
+    std::set<std::string> kept;
+    for (const auto& t : was.tasks) {
+      if (t.node != failed) kept.insert(topology_->nodes()[t.node].name);
+    }
+    std::string names;
+    for (const auto& n : kept) names += (names.empty() ? "" : ", ") + n;
+    fx->Event(now, "job", subject,
+              "no spare or free node can replace node " + failed_name +
+                  " within the job's topology rule now: its healthy nodes (" + names +
+                  ") are held for it up to " + Took(wait) +
+                  " (on_node_failure.wait_for_node) until a node can take the failed node's "
+                  "tasks; then it restarts there from its last checkpoint");
+    return;
+  }
   // Its healthy nodes' GPUs are held for it as its tasks stop (EndZombie), and so is what is free
   // on the replacement, so that no cycle gives either away meanwhile.
   HoldStoppingTasks(zombies_, j.id, j.id);
+  ReplaceInPlace(j, was, moved, failed, *pick, evict, why, -1, now, fx);
+}
+
+void ClusterState::ReplaceInPlace(JobRecord& j, const cluster::GangAssignment& was,
+                                  const std::vector<size_t>& moved, uint32_t failed,
+                                  SparePool::Pick pick, const std::vector<sched::JobId>& evict,
+                                  const std::string& why, Time held_since, Time now, Effects* fx) {
+  const std::string& failed_name = topology_->nodes()[failed].name;
   // The spare's opportunistic work makes way, as for a preemption: asked to checkpoint and stop,
   // its GPUs held for this job as they are freed.
-  const std::string& spare_name = topology_->nodes()[pick->node].name;
+  const std::string& with = topology_->nodes()[pick.node].name;
   for (sched::JobId victim : evict) {
     JobRecord& v = jobs_.at(victim);
-    const std::string why = "preempted for job " + std::to_string(j.id) + ": its hot spare " +
-                            spare_name + " replaces node " + failed_name;
-    fx->Event(now, "job", "job/" + std::to_string(victim), why);
-    Requeue(v, why, now, fx);
+    const std::string because = "preempted for job " + std::to_string(j.id) + ": its hot spare " +
+                                with + " replaces node " + failed_name;
+    fx->Event(now, "job", "job/" + std::to_string(victim), because);
+    Requeue(v, because, now, fx);
     HoldStoppingTasks(zombies_, victim, j.id);
     j.awaiting_victims.insert(victim);  // its plan waits for them as for its own tasks
   }
   std::vector<std::pair<size_t, uint32_t>> moves;
-  for (size_t k : moved) moves.emplace_back(k, pick->node);
+  for (size_t k : moved) moves.emplace_back(k, pick.node);
   sched::Placement p;
   p.job = j.id;
   p.assignment = sched::MoveTasks(*topology_, was, moves);
   p.locality = LocalityOf(*topology_, p.assignment);
-  if (pick->spare) {
-    spares_.Take(pick->node);
-    UpdateCondition(pick->node);
+  if (pick.spare) {
+    spares_.Take(pick.node);
+    UpdateCondition(pick.node);
   }
   for (size_t k : moved) planned_.HoldWhatIsFree(j.id, usage_, cluster::TaskShare(p.assignment, k));
   planned_.Plan(j.id, std::move(p));
-  spares_.Record(j.id, {j.attempt, failed, pick->node, pick->spare, now, why});
-  const std::string& with = topology_->nodes()[pick->node].name;
+  spares_.Record(j.id, {j.attempt, failed, pick.node, pick.spare, now, why});
+  const std::string by = pick.node == failed ? "itself, back in service"
+                         : pick.spare        ? "spare " + with
+                                             : "free node " + with;
   fx->Event(
-      now, "job", subject,
-      "node " + failed_name + " replaced in place by " + (pick->spare ? "spare " : "free node ") +
-          with + " (leaf " +
+      now, "job", "job/" + std::to_string(j.id),
+      "node " + failed_name + " replaced in place by " + by + " (leaf " +
           topology_->DomainName(cluster::Level::kLeaf,
-                                topology_->DomainOf(pick->node, cluster::Level::kLeaf)) +
-          "): attempt " + std::to_string(j.attempt) + " keeps the gang's other nodes and " +
-          "restarts from its last checkpoint, ahead of the queue, once its tasks have stopped");
-  if (pick->spare) {
+                                topology_->DomainOf(pick.node, cluster::Level::kLeaf)) +
+          ")" +
+          (held_since >= 0 ? " after its healthy nodes were held " + Took(now - held_since) : "") +
+          ": attempt " + std::to_string(j.attempt) + " keeps the gang's other nodes and " +
+          "restarts from its last checkpoint, ahead of the queue, once its tasks have "
+          "stopped");
+  if (pick.spare) {
     fx->Event(now, "node", "node/" + with,
               "spare taken by job " + std::to_string(j.id) + " to replace node " + failed_name);
+  }
+  dirty_ = true;
+}
+
+void ClusterState::RetryNodeWaits(Time now, Effects* fx) {
+  if (spares_.node_waits().empty()) return;
+  std::vector<sched::JobId> ids;
+  for (const auto& [id, w] : spares_.node_waits()) ids.push_back(id);
+  for (sched::JobId id : ids) {
+    auto jt = jobs_.find(id);
+    if (jt == jobs_.end() ||
+        (jt->second.state != JobState::kPending && jt->second.state != JobState::kPreempting)) {
+      spares_.StopWaitingForNode(id);  // cancelled or ended: ReleaseHolds gives its nodes back
+      dirty_ = true;
+      continue;
+    }
+    JobRecord& j = jt->second;
+    const SparePool::NodeWait w = *spares_.WaitingForNode(id);  // a copy: it is erased below
+    std::vector<sched::JobId> evict;
+    const auto pick = PickReplacementFor(j, w.failed, w.was, w.moved, true, &evict);
+    if (pick) {
+      spares_.StopWaitingForNode(id);
+      ReplaceInPlace(j, w.was, w.moved, w.failed, *pick, evict, w.why, w.since, now, fx);
+      continue;
+    }
+    if (now < w.until) continue;
+    spares_.StopWaitingForNode(id);
+    dirty_ = true;
+    fx->Event(now, "job", "job/" + std::to_string(id),
+              "held its healthy nodes " + Took(now - w.since) + " for a node to replace node " +
+                  topology_->nodes()[w.failed].name +
+                  " (on_node_failure.wait_for_node): none could take its tasks; they are "
+                  "released and the job waits in the queue to be placed whole");
   }
 }
 
@@ -204,17 +313,8 @@ void ClusterState::ReplaceStragglerAtCheckpoint(JobRecord& j, Time now, Effects*
     if (j.assignment.tasks[k].node == n) moved.push_back(k);
   }
   if (moved.empty() || moved.size() == j.assignment.tasks.size()) return;
-  const cluster::GangAssignment& was = j.assignment;
   std::vector<sched::JobId> evict;
-  if (!spares_.PickFor(
-          n, j.spec->spec.topology,
-          [&](uint32_t m) { return SpareTakesReplacedTasks(m, was, moved, &evict); },
-          [&](uint32_t m) {
-            return usage_.node(m).condition.schedulable && !spares_.IsSpare(m) &&
-                   TakesReplacedTasks(m, was, moved);
-          })) {
-    return;
-  }
+  if (!PickReplacementFor(j, n, j.assignment, moved, false, &evict)) return;
   RequeueOrReplace(j, n,
                    "straggler: rank " + std::to_string(slow->rank) + " on node " + slow->node +
                        " takes " + Millis(slow->step_time_us) + " a step, against the gang's " +
@@ -223,12 +323,14 @@ void ClusterState::ReplaceStragglerAtCheckpoint(JobRecord& j, Time now, Effects*
 }
 
 void ClusterState::RefillSpares(Time now, Effects* fx) {
-  if (!spares_.enabled()) return;
+  // Replacements that have started (with or without spares: a gang that held its nodes may have
+  // restarted on a free node or its own, back).
   for (auto it = spares_.waiting().begin(); it != spares_.waiting().end();) {
     const sched::JobId id = *it++;
     if (!planned_.planned(id)) spares_.Started(id);
   }
   spares_.Sweep([&](sched::JobId id) { return !jobs_.count(id); });
+  if (!spares_.enabled()) return;
   const auto candidates = spares_.RefillCandidates();
   if (candidates.empty()) return;
   // What runs on each node, when any: a node whose work is all opportunistic may be a spare as it

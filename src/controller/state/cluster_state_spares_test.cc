@@ -2,6 +2,8 @@
 // and restarts in place on its leaf's spare, ahead of the queue; spares take no guaranteed work.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "cluster/cluster_yaml.h"
 #include "cluster/spares_yaml.h"
 #include "controller/state/cluster_state.h"
@@ -290,6 +292,23 @@ TEST_F(SparesStateTest, WithoutAFittingReplacementTheGangIsRequeuedWhole) {
   EXPECT_TRUE(state_->spares().Json(gang).is_null());
 }
 
+// A replacement keeps the job's node rules: a spare the job excludes is not taken (it was, before
+// the node rules were checked here), and nothing else in its leaf can take the tasks.
+TEST_F(SparesStateTest, AReplacementNeverTakesANodeTheJobExcludes) {
+  const sched::JobId gang = Submit(
+      "name: gang\ntopology: {same: leaf, mode: required}\nexclude_nodes: [a-2, b-2]\n"
+      "checkpoint: {signal: SIGUSR1, grace: 30s}\n"
+      "tasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n");
+  state_->Schedule(now_, &fx_);
+  const std::string healthy = NodeOf(gang, 0), failed = NodeOf(gang, 1);
+  Report(healthy, "1.0.0", pb::TaskStatus::RUNNING);
+  Report(failed, "1.0.1", pb::TaskStatus::RUNNING);
+  Xid79(failed);
+  ASSERT_EQ(state_->GetJob(gang)->state, "preempting");
+  EXPECT_TRUE(Said("no spare or free node can replace node " + failed));
+  EXPECT_FALSE(Said("replaced in place by spare"));
+}
+
 // A rank named a straggler (its GPU slowed to 0.7x: 0.286 s a step against 0.2 s) is not stopped
 // at once: at the gang's next checkpoint its node gives way to the leaf's spare in place, the gang
 // keeping its other node; the goodput ledger counts it under "straggler". A rank that is no
@@ -421,6 +440,188 @@ TEST_F(SparesStateTest, OpportunisticWorkRunsOnSparesUntilAReplacementEvictsIt) 
   state_->Tick(now_, &fx_);
   EXPECT_TRUE(state_->spares().IsSpare(*state_->topology().FindNode(failed)));
   EXPECT_EQ(state_->GetJob(on_ours)->state, "running") << "its work runs on";
+}
+
+// A gang whose policy holds its healthy nodes (on_node_failure.wait_for_node) when nothing can
+// replace a failed node: nobody takes them while it waits -- not the job that waited longer in the
+// queue -- and once a node can take the failed node's tasks (here the failed node itself,
+// repaired after its Xid) the gang restarts there in place, keeping its healthy node.
+class HoldingGangTest : public SparesStateTest {
+ protected:
+  // The gang on leaf X's two nodes, the other leaf's two filled by guaranteed work and a third
+  // such job waiting; X's spare drained, then an Xid 79 on the gang's node `failed_`.
+  void StartAndFail(const std::string& wait) {
+    gang_ = Submit(
+        "name: gang\ntopology: {same: leaf, mode: required}\n"
+        "checkpoint: {signal: SIGUSR1, grace: 30s}\n"
+        "on_node_failure: {wait_for_node: " +
+        wait + "}\ntasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n");
+    state_->Schedule(now_, &fx_);
+    healthy_ = NodeOf(gang_, 0);
+    failed_ = NodeOf(gang_, 1);
+    leaf_ = healthy_.substr(0, 1);
+    Report(healthy_, "1.0.0", pb::TaskStatus::RUNNING);
+    Report(failed_, "1.0.1", pb::TaskStatus::RUNNING);
+    Submit("name: one\ntasks: [{gpus: 8, command: [x]}]\n");
+    Submit("name: one\ntasks: [{gpus: 8, command: [x]}]\n");
+    waiting_ = Submit("name: one\ntasks: [{gpus: 8, command: [x]}]\n");
+    state_->Schedule(now_, &fx_);
+    ASSERT_EQ(state_->GetJob(waiting_)->state, "pending");
+    ASSERT_TRUE(state_->Drain(leaf_ + "-2", "maintenance", now_, &fx_).ok());
+    Xid79(failed_);
+    ASSERT_EQ(state_->GetJob(gang_)->state, "preempting");
+    ASSERT_TRUE(Said("no spare or free node can replace node " + failed_ +
+                     " within the job's topology rule now: its healthy nodes (" + healthy_ +
+                     ") are held for it up to "))
+        << "said instead: " << fx_.batch.events.back().message;
+    // Its tasks stop; the healthy node's GPUs stay with the gang.
+    now_ += 1000;
+    Report(healthy_, "1.0.0", pb::TaskStatus::EXITED);
+    Report(failed_, "1.0.1", pb::TaskStatus::EXITED);
+    state_->Schedule(now_, &fx_);
+    state_->Tick(now_, &fx_);
+    state_->Schedule(now_, &fx_);
+  }
+  sched::JobId gang_ = 0, waiting_ = 0;
+  std::string healthy_, failed_, leaf_;
+};
+
+TEST_F(HoldingGangTest, TheGangRestartsInPlaceOnceTheFailedNodeIsBack) {
+  StartAndFail("10m");
+  EXPECT_EQ(state_->GetJob(gang_)->state, "pending");
+  EXPECT_EQ(state_->GetJob(waiting_)->state, "pending") << "it must not take the held node";
+  EXPECT_NE(state_->GetJob(gang_)->reason.find("holding its healthy nodes until"),
+            std::string::npos)
+      << state_->GetJob(gang_)->reason;
+  const nlohmann::json r = state_->spares().Json(gang_);
+  ASSERT_TRUE(r.contains("holding")) << r.dump();
+  EXPECT_EQ(r["holding"]["failed"], failed_);
+  EXPECT_EQ(r["holding"]["nodes"], nlohmann::json::array({healthy_}));
+  EXPECT_EQ(r["holding"]["until_ms"], r["holding"]["since_ms"].get<int64_t>() + 600'000);
+  // Minutes go by: still held.
+  for (int i = 0; i < 5; ++i) {
+    now_ += 60'000;
+    state_->Tick(now_, &fx_);
+    state_->Schedule(now_, &fx_);
+  }
+  EXPECT_EQ(state_->GetJob(waiting_)->state, "pending");
+  // The failed node is repaired: the gang takes it back before the waiting job can.
+  ASSERT_TRUE(state_->Remediate(failed_, "repair", -1, "RMA", now_, &fx_).ok());
+  now_ += 1000;
+  state_->EvaluateHealth(now_, &fx_);
+  state_->Schedule(now_, &fx_);
+  const auto job = state_->GetJob(gang_);
+  EXPECT_EQ(job->state, "starting");
+  EXPECT_EQ(job->attempt, 1u);
+  EXPECT_EQ(NodeOf(gang_, 0), healthy_);
+  EXPECT_EQ(NodeOf(gang_, 1), failed_);
+  EXPECT_EQ(state_->GetJob(waiting_)->state, "pending");
+  EXPECT_TRUE(Said("node " + failed_ + " replaced in place by itself, back in service (leaf l"));
+  EXPECT_TRUE(Said("after its healthy nodes were held 5 min"));
+  EXPECT_FALSE(state_->spares().Json(gang_).contains("holding"));
+}
+
+TEST_F(HoldingGangTest, TheHealthyNodesAreReleasedWhenTheWaitIsOver) {
+  StartAndFail("30s");
+  EXPECT_EQ(state_->GetJob(waiting_)->state, "pending");
+  now_ += 20'000;
+  state_->Tick(now_, &fx_);
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(waiting_)->state, "pending") << "held for 30 s";
+  now_ += 11'000;
+  state_->Tick(now_, &fx_);
+  state_->Schedule(now_, &fx_);
+  EXPECT_TRUE(Said("held its healthy nodes 32 s for a node to replace node " + failed_ +
+                   " (on_node_failure.wait_for_node): none could take its tasks"));
+  // Released: the job that waited takes the healthy node; the gang waits in the queue, whole.
+  EXPECT_EQ(state_->GetJob(waiting_)->state, "starting");
+  EXPECT_EQ(NodeOf(waiting_, 0), healthy_);
+  EXPECT_EQ(state_->GetJob(gang_)->state, "pending");
+  EXPECT_FALSE(state_->spares().Json(gang_).contains("holding"));
+}
+
+TEST_F(HoldingGangTest, ACancelledGangGivesItsHeldNodesBack) {
+  StartAndFail("10m");
+  ASSERT_TRUE(state_->Cancel(gang_, now_, &fx_).ok());
+  state_->Schedule(now_, &fx_);
+  EXPECT_EQ(state_->GetJob(waiting_)->state, "starting");
+  EXPECT_EQ(NodeOf(waiting_, 0), healthy_);
+}
+
+// The same policy on a cluster that keeps no spares (walking it found the restarted gang still
+// said it would "restart in place once the previous attempt's tasks have stopped").
+TEST(HoldingWithoutSparesTest, AGangHoldsItsNodeAndRestartsOnTheFailedOneBack) {
+  constexpr const char* kPlain =
+      "node_defaults: {gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n"
+      "fabric:\n  spines:\n    - name: s0\n      leaves:\n"
+      "        - {name: l0, nodes: [{name: \"n-[0-2]\"}]}\n";
+  auto f = cluster::ParseClusterYaml(kPlain, "c.yaml");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ControllerOptions options;
+  options.require_validation = false;
+  ClusterState state(f->topology, options, std::move(sched::Scheduler::Create({})).value());
+  Effects fx;
+  Time now = 1'000'000;
+  for (const char* n : {"n-0", "n-1", "n-2"}) {
+    pb::Register r;
+    r.mutable_inventory()->set_node(n);
+    for (int i = 0; i < 8; ++i) r.mutable_inventory()->add_gpus()->set_index(i);
+    ASSERT_TRUE(state.OnRegister(r, now, &fx).ok());
+  }
+  auto submit = [&](const std::string& text) {
+    auto spec = job::ParseJobSpec(text, "job.yaml");
+    EXPECT_TRUE(spec.ok()) << spec.status().message();
+    return *state.Submit(*spec, now, &fx);
+  };
+  auto report = [&](const std::string& node, const std::string& task, bool ended) {
+    pb::TaskStatus st;
+    st.set_task_id(task);
+    st.set_state(ended ? pb::TaskStatus::EXITED : pb::TaskStatus::RUNNING);
+    st.set_stopped(ended);
+    ASSERT_TRUE(state.OnTaskStatus(node, st, now, &fx).ok());
+  };
+  const sched::JobId gang = submit(
+      "name: gang\non_node_failure: {wait_for_node: 5m}\n"
+      "tasks:\n  - {replicas: 2, gpus: 8, command: [train]}\n");
+  state.Schedule(now, &fx);
+  auto nodes_of = [&](sched::JobId id) {
+    std::map<uint32_t, std::string> out;
+    const auto job = state.GetJob(id);  // not in the loop's header: that would dangle
+    for (const auto& t : job->task_views) out[t.index] = t.node;
+    return out;
+  };
+  const std::map<uint32_t, std::string> on = nodes_of(gang);
+  const sched::JobId filler = submit("name: f\ntasks: [{gpus: 8, command: [x]}]\n");
+  state.Schedule(now, &fx);
+  const sched::JobId taker = submit("name: t\ntasks: [{gpus: 8, command: [x]}]\n");
+  state.Schedule(now, &fx);
+  ASSERT_EQ(state.GetJob(filler)->state, "starting");
+  report(on.at(0), "1.0.0", false);
+  report(on.at(1), "1.0.1", false);
+  pb::GpuEvent xid;  // GPU 2 fell off the bus: the node drains
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  state.OnGpuEvent(on.at(1), xid, now);
+  now += 1000;
+  state.EvaluateHealth(now, &fx);
+  ASSERT_EQ(state.GetJob(gang)->state, "preempting");
+  report(on.at(0), "1.0.0", true);
+  report(on.at(1), "1.0.1", true);
+  state.Schedule(now, &fx);
+  EXPECT_EQ(state.GetJob(taker)->state, "pending") << "the held node is the gang's";
+  ASSERT_TRUE(state.Remediate(on.at(1), "repair", -1, "RMA", now, &fx).ok());
+  now += 1000;
+  state.EvaluateHealth(now, &fx);
+  state.Schedule(now, &fx);
+  ASSERT_EQ(state.GetJob(gang)->state, "starting");
+  EXPECT_EQ(nodes_of(gang), on);
+  EXPECT_EQ(state.GetJob(taker)->state, "pending");
+  state.Tick(now, &fx);
+  const nlohmann::json r = state.spares().Json(gang);
+  ASSERT_EQ(r["replacements"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["replacements"][0]["with"], on.at(1));
+  EXPECT_EQ(r["waiting"], false) << "it has restarted";
 }
 
 }  // namespace

@@ -107,21 +107,37 @@ void SparePool::Sweep(const std::function<bool(JobId)>& gone) {
       ++it;
     }
   }
+  std::erase_if(node_waits_, [&](const auto& w) { return gone(w.first); });
 }
 
 nlohmann::json SparePool::Json(JobId job) const {
   auto it = replaced_.find(job);
-  if (it == replaced_.end()) return nullptr;
+  const NodeWait* w = WaitingForNode(job);
+  if (it == replaced_.end() && w == nullptr) return nullptr;
   nlohmann::json list = nlohmann::json::array();
-  for (const Replacement& r : it->second) {
-    list.push_back({{"attempt", r.attempt},
-                    {"at_ms", r.at},
-                    {"failed", topo_.nodes()[r.failed].name},
-                    {"with", topo_.nodes()[r.with].name},
-                    {"spare", r.spare},
-                    {"why", r.why}});
+  if (it != replaced_.end()) {
+    for (const Replacement& r : it->second) {
+      list.push_back({{"attempt", r.attempt},
+                      {"at_ms", r.at},
+                      {"failed", topo_.nodes()[r.failed].name},
+                      {"with", topo_.nodes()[r.with].name},
+                      {"spare", r.spare},
+                      {"why", r.why}});
+    }
   }
-  return {{"replacements", std::move(list)}, {"waiting", Waiting(job)}};
+  nlohmann::json out = {{"replacements", std::move(list)}, {"waiting", Waiting(job)}};
+  if (w != nullptr) {
+    std::set<std::string> kept;
+    for (const auto& t : w->was.tasks) {
+      if (t.node != w->failed) kept.insert(topo_.nodes()[t.node].name);
+    }
+    out["holding"] = {{"failed", topo_.nodes()[w->failed].name},
+                      {"since_ms", w->since},
+                      {"until_ms", w->until},
+                      {"nodes", kept},
+                      {"why", w->why}};
+  }
+  return out;
 }
 
 nlohmann::json SparePool::PoolJson() const {

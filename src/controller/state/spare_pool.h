@@ -22,6 +22,7 @@
 
 #include "cluster/spares_yaml.h"
 #include "cluster/topology.h"
+#include "cluster/usage.h"
 #include "common/time.h"
 #include "job/job_spec.h"
 
@@ -75,10 +76,30 @@ class SparePool {
   bool Waiting(JobId job) const { return waiting_.count(job) > 0; }
   void Started(JobId job) { waiting_.erase(job); }
   const std::set<JobId>& waiting() const { return waiting_; }
+
+  // A gang that lost node `failed` when no spare or free node could replace it, and whose policy
+  // (on_node_failure.wait_for_node) holds its healthy nodes for it meanwhile: the tasks `moved` of
+  // `was` wait for a node to take them until `until`; then its healthy nodes go back to the pool.
+  struct NodeWait {
+    uint32_t failed = 0;
+    std::vector<size_t> moved;
+    cluster::GangAssignment was;
+    Time since = 0, until = 0;
+    std::string why;  // why `failed` was left
+  };
+  void WaitForNode(JobId job, NodeWait w) { node_waits_[job] = std::move(w); }
+  const NodeWait* WaitingForNode(JobId job) const {
+    auto it = node_waits_.find(job);
+    return it == node_waits_.end() ? nullptr : &it->second;
+  }
+  void StopWaitingForNode(JobId job) { node_waits_.erase(job); }
+  const std::map<JobId, NodeWait>& node_waits() const { return node_waits_; }
+
   // Forgets every job for which `gone` holds (ended and purged).
   void Sweep(const std::function<bool(JobId)>& gone);
-  // {"replacements": [{"attempt", "at_ms", "failed", "with", "spare", "why"}], "waiting"}: the
-  // latest kKeptPerJob of `job`, oldest first; null when it had none.
+  // {"replacements": [{"attempt", "at_ms", "failed", "with", "spare", "why"}], "waiting",
+  // "holding": {"failed", "since_ms", "until_ms", "nodes", "why"} while it waits for a node}: the
+  // latest kKeptPerJob of `job`, oldest first; null when it had none and waits for none.
   nlohmann::json Json(JobId job) const;
   // {"spares": [names], "missing"}.
   nlohmann::json PoolJson() const;
@@ -96,6 +117,7 @@ class SparePool {
   size_t count_ = 0, missing_ = 0;
   std::map<JobId, std::vector<Replacement>> replaced_;
   std::set<JobId> waiting_;
+  std::map<JobId, NodeWait> node_waits_;
 };
 
 }  // namespace hangar::controller
