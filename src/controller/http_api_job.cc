@@ -3,6 +3,8 @@
 // operations and accounting are http_api_jobs.cc's.
 #include <httplib.h>
 
+#include <algorithm>
+
 #include "api/body.h"
 #include "api/views.h"
 #include "controller/http_api.h"
@@ -17,62 +19,82 @@ namespace hangar::controller {
 
 using namespace http;  // NOLINT: the handlers' own helpers
 
+namespace {
+
+// A job a submission asks for, once it passed AdmitJob.
+struct Admitted {
+  job::JobSpec spec;
+  long count = 1;  // ?count=N copies
+  Status pin;      // not ok (Unavailable): its registry is down; accepted, it waits to be pinned
+};
+
+// Every rule a submitted job must pass before the state thread sees it, in one place: readable
+// text, the job language (job::ParseJobSpec: fields, values, the rules any cluster keeps),
+// absolute workdirs, the mounts and file roots this cluster allows, a command in every group, its
+// images pinned to digests (off the state thread: it asks the registry) and ?count=. The submitter
+// and the Unix account its tasks run as come from `who`, never from the file. What needs the
+// cluster's state (the queue and who may use it, the per-user caps, the node names) is checked
+// on the state thread (ClusterState::MaySubmit, MayQueue, Submit).
+StatusOr<Admitted> AdmitJob(StateOwner& owner, const httplib::Request& req, const Principal& who) {
+  Status readable = api::CheckUtf8(req.body, "the job spec");
+  if (readable.ok()) readable = api::CheckNesting(req.body, "the job spec");
+  HANGAR_RETURN_IF_ERROR(readable);
+  HANGAR_ASSIGN_OR_RETURN(job::JobSpec spec, job::ParseJobSpec(req.body, "request body"));
+  HANGAR_RETURN_IF_ERROR(job::RequireAbsoluteWorkdirs(spec));
+  const bool mounts =
+      std::any_of(spec.tasks.begin(), spec.tasks.end(),
+                  [](const job::TaskGroupSpec& g) { return !g.container.mounts.empty(); });
+  if (mounts) {
+    auto allowed = owner.Call<std::vector<std::string>>(
+        [](ClusterState& st, Effects*) { return st.options().mounts_allowed; });
+    HANGAR_RETURN_IF_ERROR(CheckMounts(spec, allowed));
+  }
+  if (HasFileSources(spec)) {  // file:// artifacts: only under the cluster's data.file_roots
+    auto roots = owner.Call<std::vector<std::string>>(
+        [](ClusterState& st, Effects*) { return st.options().data.file_roots; });
+    HANGAR_RETURN_IF_ERROR(CheckFileSources(spec, roots));
+  }
+  // A registry that is down does not lose the submission: the job is accepted with its tags and
+  // waits, unplaced, until the pinner has pinned them (ClusterState::OnPinned).
+  Status pin = PinImages(&spec, ImageResolverOptions{});
+  if (!pin.ok() && pin.code() != StatusCode::kUnavailable) return pin;
+  for (const auto& t : spec.tasks) {
+    if (t.command.empty()) {
+      return Status::InvalidArgument("task group '" + t.name +
+                                     "' has no command; give it command: [program, args...]");
+    }
+  }
+  spec.user = who.user;            // who submits, never what the spec says
+  spec.run_as = TaskAccount(who);  // and the Unix account its tasks run as
+  // A job array: `?count=N` submits N copies in one commit (a sweep, a benchmark's queue).
+  // Bounded, so that one request cannot hold the state thread (and every other caller) for
+  // seconds: larger arrays are several requests.
+  long count = 1;
+  if (req.has_param("count")) {
+    auto n = api::ParseCount(req.get_param_value("count"), "count", 1, HttpApi::kMaxSubmitCount);
+    if (!n.ok()) {
+      return Status::InvalidArgument(n.status().message() +
+                                     "; submit larger arrays in several requests");
+    }
+    count = static_cast<long>(*n);
+    if (count > 1 && !spec.array.empty()) {
+      return Status::InvalidArgument(
+          "a job with array: is submitted once (it becomes one job per element); drop ?count=");
+    }
+  }
+  return Admitted{std::move(spec), count, pin};
+}
+
+}  // namespace
+
 void HttpApi::OneJobRoutes() {
   httplib::Server& s = *server_;
   BoundedPost(s, "/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
     auto who = Authorize(req, res, Permission::kJobsSubmit);
     if (!who) return;
-    Status readable = api::CheckUtf8(req.body, "the job spec");
-    if (readable.ok()) readable = api::CheckNesting(req.body, "the job spec");
-    if (!readable.ok()) return Reply(res, readable);
-    auto spec = job::ParseJobSpec(req.body, "request body");
-    if (!spec.ok()) return Reply(res, spec.status());
-    if (Status abs = job::RequireAbsoluteWorkdirs(*spec); !abs.ok()) return Reply(res, abs);
-    // Container jobs: mounts the cluster allows, and every image pinned to its digest now (off the
-    // state thread: it asks the registry).
-    const bool mounts =
-        std::any_of(spec->tasks.begin(), spec->tasks.end(),
-                    [](const job::TaskGroupSpec& g) { return !g.container.mounts.empty(); });
-    if (mounts) {
-      auto allowed = owner_->Call<std::vector<std::string>>(
-          [](ClusterState& st, Effects*) { return st.options().mounts_allowed; });
-      if (Status m = CheckMounts(*spec, allowed); !m.ok()) return Reply(res, m);
-    }
-    if (HasFileSources(*spec)) {  // file:// artifacts: only under the cluster's data.file_roots
-      auto roots = owner_->Call<std::vector<std::string>>(
-          [](ClusterState& st, Effects*) { return st.options().data.file_roots; });
-      if (Status f = CheckFileSources(*spec, roots); !f.ok()) return Reply(res, f);
-    }
-    // A registry that is down does not lose the submission: the job is accepted with its tags and
-    // waits, unplaced, until the pinner has pinned them (ClusterState::OnPinned).
-    Status pin = PinImages(&*spec, ImageResolverOptions{});
-    if (!pin.ok() && pin.code() != StatusCode::kUnavailable) return Reply(res, pin);
-    for (const auto& t : spec->tasks) {
-      if (t.command.empty()) {
-        return Reply(
-            res, Status::InvalidArgument("task group '" + t.name +
-                                         "' has no command; give it command: [program, args...]"));
-      }
-    }
-    spec->user = who->user;            // who submits, never what the spec says
-    spec->run_as = TaskAccount(*who);  // and the Unix account its tasks run as
-    // A job array: `?count=N` submits N copies in one commit (a sweep, a benchmark's queue).
-    // Bounded, so that one request cannot hold the state thread (and every other caller) for
-    // seconds: larger arrays are several requests.
-    long count = 1;
-    if (req.has_param("count")) {
-      auto n = api::ParseCount(req.get_param_value("count"), "count", 1, kMaxSubmitCount);
-      if (!n.ok()) {
-        return Reply(res, Status::InvalidArgument(n.status().message() +
-                                                  "; submit larger arrays in several requests"));
-      }
-      count = static_cast<long>(*n);
-      if (count > 1 && !spec->array.empty()) {
-        return Reply(res, Status::InvalidArgument(
-                              "a job with array: is submitted once (it becomes one job per "
-                              "element); drop ?count="));
-      }
-    }
+    auto admitted = AdmitJob(*owner_, req, *who);
+    if (!admitted.ok()) return Reply(res, admitted.status());
+    auto& [spec, count, pin] = *admitted;
     // Idempotency-Key: a retry of a submission whose answer was lost gets that answer again
     // (marked by the Idempotent-Replayed header), not a second job; the key is remembered in the
     // same commit as the jobs.
@@ -90,7 +112,7 @@ void HttpApi::OneJobRoutes() {
       std::optional<Status> over_cap;  // --max-queued-per-user: answered 429
     };
     auto done = owner_->Call<StatusOr<Submitted>>(
-        [spec = std::move(*spec), count, this, p = *who, &key, &digest](
+        [spec = std::move(spec), count = count, this, p = *who, &key, &digest](
             ClusterState& st, Effects* fx) -> StatusOr<Submitted> {
           const Time now = owner_->clock()->Now();
           if (!key.empty()) {
