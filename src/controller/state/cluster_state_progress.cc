@@ -80,6 +80,16 @@ std::string TelemetryEvidence(const cluster::Topology& topo, const std::vector<N
   return out;
 }
 
+// The open InfiniBand findings of a node (the health rules on its ports' state and error
+// counters: a port down, symbol errors, link recoveries), in words; empty when it has none.
+std::string InfiniBandEvidence(const health::NodeReport& report) {
+  std::string out;
+  for (const auto& c : report.conditions) {
+    if (c.type.rfind("ib_", 0) == 0) out += (out.empty() ? "" : "; ") + c.reason;
+  }
+  return out;
+}
+
 // "rank 1 on node-2 (step 10) reported no progress for 12s" and the like, for events and messages.
 std::string HangText(const ProgressBook::Hang& h, Duration timeout) {
   if (h.ranks.empty()) {
@@ -123,12 +133,17 @@ Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, 
   if (straggler) {
     const std::string telemetry =
         TelemetryEvidence(*topology_, nodes_, j.assignment, straggler->rank);
+    const std::string fabric =
+        straggler->rank < j.tasks.size()
+            ? InfiniBandEvidence(health_.Report(j.tasks[straggler->rank].node))
+            : std::string();
     const std::string why = "straggler: rank " + std::to_string(straggler->rank) + " on node " +
                             straggler->node + " takes " + Seconds(straggler->step_time_us) +
                             " a step, against the gang's median " + Seconds(straggler->median_us) +
                             " (over " + Factor(spec.straggler_factor_milli) + " for " +
                             std::to_string(spec.straggler_reports) + " reports in a row)" +
-                            (telemetry.empty() ? "" : "; telemetry: " + telemetry);
+                            (telemetry.empty() ? "" : "; telemetry: " + telemetry) +
+                            (fabric.empty() ? "" : "; its node's fabric: " + fabric);
     fx->Event(now, "job", "job/" + std::to_string(id), why);
     fx->Event(now, "node", "node/" + straggler->node,
               "suspect: " + why + " in job " + std::to_string(id));

@@ -171,6 +171,27 @@ TEST_F(ProgressStateTest, AStragglerWithOrdinaryTelemetryIsToldToLookOutsideTheG
                        "others (look outside the GPU: its CPU, network or data)"));
 }
 
+// Link telemetry: the straggler's node reports InfiniBand symbol errors over the health rule's
+// limit; the event names them beside the GPUs' verdict.
+TEST_F(ProgressStateTest, AStragglersEventNamesItsNodesInfiniBandErrors) {
+  RunGang("{straggler_factor: 1.5, straggler_reports: 2}");
+  Effects fx;
+  for (const char* node : {"a", "b"}) Beat(node, 1980, 1000, &fx);
+  for (Time t : {1000, 1500}) {
+    pb::Heartbeat hb;
+    pb::IbPortSample* port = hb.add_ib_ports();
+    port->set_device("mlx5_0");
+    port->set_port(1);
+    port->set_state("4: ACTIVE");
+    (*port->mutable_counters())["symbol_error"] = t == 1000 ? 0 : 50;
+    ASSERT_TRUE(state_->OnHeartbeat("b", hb, t, &fx));
+  }
+  ReportSteps(400'000, &fx);
+  EXPECT_TRUE(HasEvent(fx, "job/1",
+                       "(look outside the GPU: its CPU, network or data); its node's fabric: "
+                       "InfiniBand mlx5_0 port 1: 50 symbol_error in the last 1s (limit 10/s)"));
+}
+
 TEST_F(ProgressStateTest, AStragglerIsNamedWithItsNode) {
   RunGang("{straggler_factor: 1.5, straggler_reports: 2}");
   Effects fx;
