@@ -54,6 +54,7 @@ StatusOr<std::unique_ptr<HaCluster>> HaCluster::Start(const HaOptions& o) {
   for (int i = 0; i < o.controllers; ++i) {
     c->api_ports_.push_back(PickFreePort("127.0.0.1"));
     c->agent_ports_.push_back(PickFreePort("127.0.0.1"));
+    c->session_ports_.push_back(PickFreePort("127.0.0.1"));
     c->pids_.push_back(0);
     c->exit_status_.push_back(-1);
   }
@@ -122,6 +123,8 @@ Status HaCluster::StartController(int i) {
                     "127.0.0.1:" + std::to_string(api_ports_[i]),
                     "--agents",
                     "127.0.0.1:" + std::to_string(agent_ports_[i]),
+                    "--sessions",
+                    "127.0.0.1:" + std::to_string(session_ports_[i]),
                     "--port-file",
                     port_file,
                     "--auth",

@@ -93,7 +93,9 @@ class HaCluster {
   std::unique_ptr<controller::testing::PostgresServer> pg_;
   std::unique_ptr<TcpProxy> proxy_;
   std::string url_, dir_, cluster_path_;
-  std::vector<int> api_ports_, agent_ports_;
+  // Every port a controller listens on is picked here, before any starts: a controller left to
+  // choose one (its sessions' port) could take a port picked for the next one's API.
+  std::vector<int> api_ports_, agent_ports_, session_ports_;
   std::vector<pid_t> pids_;
   std::vector<int> exit_status_;
   std::vector<pid_t> agents_;
