@@ -31,11 +31,15 @@ still run; `hangar queues` and `hangar share` in people's units.
   ops       1       0                     0       0         0     0.0%   0.0%    0        -
   default   1       0                     1       1         0     3.1%   3.1%    0        -
   GPUs are whole GPUs; SHARE is the dominant share of the cluster over the weight, RECENT the same over usage remembered with a 1800 s half-life.
+
+IDLE (WASTE) is 0, or 0.0 when the notebook's GPU was counted idle for a moment (a slow machine):
+a CI run saw that.
+
   $ hangar usage
   GPU-hours over the last 7d
   QUEUE    GPU-HOURS  GUARANTEED  OPPORTUNISTIC  IDLE (WASTE)  LOST TO PREEMPTION  JOBS
-  default  0.0        0           0.0            0             0                   1
-  total    0.0                                   0             0
+  default  0\.0        0           0\.0            0(\.0)? +0                   1 (re)
+  total    0\.0                                   0(\.0)? +0 (re)
 
 docs/job-format.md: its gang of 4 x 8 GPUs in one leaf is refused by the default cluster, whose
 leaves have 16 GPUs, with a sentence that says so; the errors for a bad spec, as the document
