@@ -299,6 +299,7 @@ void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::Pendin
         if (!usable) return;
         StartJob(j, p, now, fx);
         if (j.state == JobState::kPending) return;
+        spares_.Started(j.id);  // a replacement in place, if it was one, has started
         std::erase_if(*pending, [&](const sched::PendingJob& q) { return q.id == j.id; });
         *cpu_only -= j.request->total_milli_gpu == 0;
       });
