@@ -49,11 +49,15 @@ process and kept busy by a stream of 20 s jobs (never on the four real nodes, wh
 keeps to by exclude_nodes): the same faults on the real nodes, with the controller scheduling and
 hearing a fleet of N + 4 nodes. --swarm 1020 is the 1,024-node run.
 
+With --preflight every start and restart of the gang first runs the gang preflight (cluster.yaml
+`preflight: {min_nodes: 2, budget: 30s, allreduce_mib: 16}`, docs/goodput.md): the recover times
+then include it, and `preflight` in the JSON counts the passes and failures and gives their seconds.
 Defaults: 20 faults, the four kinds in turn, one spare: `chaos --json` alone (build/bench/chaos, the
 default build's wrapper) is the issue's run, about 7 minutes here.
 
 Usage: bench/chaos.py [BUILD_DIR] [--faults N] [--kinds agent,hang,xid,slow] [--spares N]
-                      [--remedy repair|reboot] [--fill] [--hold DURATION [--out S]] [--swarm N] [--json]
+                      [--remedy repair|reboot] [--fill] [--hold DURATION [--out S]] [--swarm N]
+                      [--preflight] [--json]
 Prints one line per fault and a JSON object last (only the JSON with --json).
 """
 import argparse
@@ -131,15 +135,17 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self, hangar, root, spares=0, swarm=0):
+    def __init__(self, hangar, root, spares=0, swarm=0, preflight=False):
         self.hangar, self.root = hangar, root
         self.api, self.agents = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.api}"
         self.procs = {}
         self.swarm = swarm  # nodes played by `hangar swarm` beside the four real agents
         spares_block = f"spares: {{per: leaf, count: {spares}}}\n" if spares else ""
+        preflight_block = ("preflight: {min_nodes: 2, budget: 30s, allreduce_mib: 16}\n"
+                           if preflight else "")
         (root / "cluster.yaml").write_text(CLUSTER + (swarm_spine(swarm) if swarm else "")
-                                           + spares_block)
+                                           + spares_block + preflight_block)
         if swarm:
             (root / "swarm.yaml").write_text(SWARM_HEAD + swarm_spine(swarm))
 
@@ -203,6 +209,22 @@ class Cluster:
 
     def post(self, path, body):
         return self.request("POST", path, body) or {}
+
+
+def preflight_figures(c, job):
+    """The gang preflights of the job, from its events: passes (with their seconds) and nodes
+    failed."""
+    ev = c.get(f"/v1/events?subject=job/{job}&limit=1000").get("events", [])
+    secs = []
+    for e in ev:
+        m = e.get("message", "")
+        if m.startswith("gang preflight passed on "):
+            secs.append(float(m.split(" in ", 1)[1].split(" s ", 1)[0]))
+    secs.sort()
+    return {"passed": len(secs),
+            "failed": sum(1 for e in ev if " failed the gang preflight " in e.get("message", "")),
+            "seconds_p50": secs[len(secs) // 2] if secs else None,
+            "seconds_max": secs[-1] if secs else None}
 
 
 def wait_for(pred, timeout, what):
@@ -415,6 +437,8 @@ def main():
                     help="add this many nodes played by `hangar swarm` (in leaves of 32), kept "
                          "busy by a stream of 20 s jobs, so that recovery runs on a controller "
                          "of that size: --swarm 1020 is the 1,024-node run")
+    ap.add_argument("--preflight", action="store_true",
+                    help="check the gang's nodes together before each start (docs/goodput.md)")
     ap.add_argument("--json", action="store_true", help="print the JSON object only")
     ap.add_argument("--keep", action="store_true", help="keep the run's folder (logs, store)")
     args = ap.parse_args()
@@ -430,7 +454,7 @@ def main():
     out.mkdir()
     env_path = str(pathlib.Path(hangar).parent) + os.pathsep + os.environ.get("PATH", "")
     os.environ["PATH"] = env_path  # the tasks call `hangar progress` and `checkpoint-done`
-    c = Cluster(hangar, root, args.spares, args.swarm)
+    c = Cluster(hangar, root, args.spares, args.swarm, args.preflight)
     stop_churn = threading.Event()
     say = (lambda *a: None) if args.json else print
     try:
@@ -504,7 +528,7 @@ def main():
             "settings": {"step_s": args.step, "checkpoint_every_steps": args.every,
                          "settle_s": args.settle, "spares": args.spares, "remedy": args.remedy,
                          "fill": args.fill, "spare_work": args.spare_work,
-                         "hold": args.hold or None, "swarm_nodes": args.swarm, "out_s": args.out if args.hold else None},
+                         "hold": args.hold or None, "swarm_nodes": args.swarm, "preflight": args.preflight, "out_s": args.out if args.hold else None},
             "nodes_failed": chaos.failed_nodes,
             "spare_work_evicted": sum(
                 1 for w in spare_work for e in c.get(f"/v1/events?subject=job/{w}&limit=200")
@@ -516,6 +540,8 @@ def main():
             "stragglers_not_replaced": sum(1 for f in chaos.faults
                                            if f["kind"] == "slow" and "recover_s" not in f),
         }
+        if args.preflight:
+            result["preflight"] = preflight_figures(c, job)
         say(f"ETTR {100 * g['ettr']:.1f}% over {g['wall_ms'] / 1000:.0f} s; lost work "
             f"{g['parts']['lost_work']['ms'] / 1000:.1f} s, restart "
             f"{g['parts']['restart']['ms'] / 1000:.1f} s, waiting "

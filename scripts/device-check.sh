@@ -5,7 +5,10 @@
 #      (the variable alone does nothing);
 #   3. `hangar mps-check`: MPS through the agent's own code -- the per-GPU control daemon started,
 #      the probe run as a half-GPU client with an 8 GiB pinned memory limit (it allocates 4 GiB,
-#      which must work, and 9 GiB, which must be refused), the daemon stopped afterwards.
+#      which must work, and 9 GiB, which must be refused), the daemon stopped afterwards;
+#   4. hangar-validate's benchmarks on the GPUs, then the gang preflight (issue 44) as the agent
+#      runs it on GPU nodes: `hangar preflight` with that validation as its node check and its
+#      all-reduce through hangar-validate's NCCL gang form (--nccl-id, --nccl-gang) over every GPU.
 #
 #   scripts/device-check.sh                               # builds hangar and the probe here
 #   HANGAR_BIN=build/src/hangar scripts/device-check.sh   # a hangar built elsewhere (carried)
@@ -43,7 +46,9 @@ if [[ -n $hangar ]] && ! "$hangar" --version >/dev/null 2>&1; then
 fi
 if [[ -z $hangar ]]; then
   if ! timeout 200 bash -c "cmake -S . -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release -DHANGAR_BUILD_TESTS=OFF \
-        -DHANGAR_BUILD_BENCH=OFF && ninja -C '$build' -j$(nproc) hangar" >"$out/build.log" 2>&1; then
+        -DHANGAR_BUILD_BENCH=OFF && ninja -C '$build' -j$(nproc) hangar && \
+        { ninja -C '$build' -t targets all | grep -q '^hangar-validate:' && ninja -C '$build' hangar-validate || true; }" \
+        >"$out/build.log" 2>&1; then
     record build false "building hangar failed or took over 200 s; see build.log"
     exit 1
   fi
@@ -92,6 +97,24 @@ else
   done
   # Whatever was left (it should be nothing): ended, so the machine goes back clean.
   [[ $stopped == true ]] || { echo quit | CUDA_MPS_PIPE_DIRECTORY=$(dirname "$pid_file") timeout 10 nvidia-cuda-mps-control; }
+fi
+
+# 4. hangar-validate, and the gang preflight through it (NCCL across every GPU here).
+validate=${HANGAR_VALIDATE_BIN:-$(dirname "$hangar")/../tools/validate/hangar-validate}
+if [[ ! -x $validate ]]; then
+  record validate false "no hangar-validate at $validate (built where nvcc and NCCL are)"
+else
+  timeout 180 "$validate" --iterations 5 >"$out/validate.json" 2>"$out/validate.err"
+  rc=$?
+  record validate "$([[ $rc == 0 ]] && echo true || echo false)" "exit $rc: $(head -c 600 "$out/validate.json")"
+  gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd, -)
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  timeout 150 "$hangar" preflight --rank 0 --world 1 --store "127.0.0.1:$port" --budget 120s \
+    --allreduce-mib 256 --node-check "$out/validate.json" --nccl-program "$validate" --gpus "$gpus" \
+    --scratch "$work" >"$out/preflight.json" 2>"$out/preflight.err"
+  rc=$?
+  ok=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("true" if j.get("ok") and "NCCL all-reduce" in j.get("summary","") else "false")' "$out/preflight.json" 2>/dev/null || echo false)
+  record gang-preflight-nccl "$ok" "exit $rc on GPUs $gpus: $(cat "$out/preflight.json") $(tail -2 "$out/preflight.err")"
 fi
 
 say "done in $SECONDS s; $([[ $failed == 0 ]] && echo 'every check passed' || echo 'a check FAILED')"

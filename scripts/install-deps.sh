@@ -3,11 +3,12 @@
 # Idempotent: when everything is present it does nothing. Uses sudo when not root.
 set -euo pipefail
 
+# libgloo-dev: the gang preflight's all-reduce across a gang's nodes (docs/goodput.md).
 # ccache: scripts/build.sh uses it, so that a clone in another folder (CI's) rebuilds from the cache.
 build_pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libabsl-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler nlohmann-json3-dev
   libyaml-cpp-dev libcpp-httplib-dev libspdlog-dev libcli11-dev prometheus-cpp-dev libsqlite3-dev
-  libpq-dev libssl-dev curl procps ccache)
+  libpq-dev libssl-dev libgloo-dev curl procps ccache)
 # systemd (systemd-analyze), dpkg-dev (dpkg-shlibdeps, for cpack), adduser and util-linux (unshare,
 # setpriv): tests/packaging/deb_test.sh. chromium: the dashboard's browser tests (tests/web/).
 # haproxy: the services' load balancer (`hangar dev` starts one; tests/integration/services_e2e_test.py).

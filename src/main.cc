@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   hangar::cli::RegisterGoodputCommand(app, &rc);
   hangar::sim::RegisterSimCommand(app, &rc);
   hangar::agent::RegisterProgressCommand(app, &rc);
+  hangar::agent::RegisterPreflightCommand(app, &rc);
   hangar::swarm::RegisterSwarmCommand(app, &rc);
   if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {
     std::fprintf(stderr, "error: %s\n", problem.c_str());

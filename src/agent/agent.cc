@@ -126,6 +126,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
 }
 
 Agent::~Agent() {
+  StopAllPreflights();   // their threads launch tasks and write to the stream
   maintenance_.reset();  // its commands' answers stop before the stream goes
   socket_.reset();       // stops its thread before anything it uses goes
   drainer_.reset();      // likewise (after the drain in progress)
@@ -415,6 +416,7 @@ void Agent::SendStatus(const TaskRecord& r) {
   s->set_stopped(r.stopped);
   s->set_agent_exiting(r.agent_exiting);
   s->set_message(r.message);
+  if (r.preflight) *s->mutable_preflight() = *r.preflight;
   Write(m);
 }
 
@@ -629,6 +631,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
 }
 
 void Agent::HandleStop(const pb::Stop& s) {
+  if (StopPreflight(s.task_id())) return;
   Status st;
   if (s.checkpoint_signal() != 0) {
     const Duration kill_grace = s.kill_grace_ms() > 0 ? s.kill_grace_ms() : 10 * kSecond;

@@ -156,6 +156,8 @@ struct TaskRecord {
   // devices' UUIDs, for the launch (not kept across restarts).
   std::vector<std::array<uint32_t, 3>> mig;
   std::vector<std::string> mig_devices;
+  // How its gang preflight went, when its launch asked for one (not kept across restarts).
+  std::optional<pb::PreflightReport> preflight;
 };
 
 class Agent {
@@ -181,6 +183,14 @@ class Agent {
   bool Accept(const pb::ControllerMessage& in, const std::string& controller);
   void Handle(const pb::ControllerMessage& m);
   void HandleLaunch(const pb::Launch& l);  // agent_launch.cc, as are the next three
+  // A launch with a gang preflight (agent_preflight.cc): `hangar preflight` runs first, on its own
+  // thread; the task starts after it passed, and fails to start, with the report, when it did not.
+  void StartPreflight(const pb::Launch& l);
+  void RunPreflight(const pb::Launch& l, const std::shared_ptr<std::atomic<bool>>& cancel);
+  void AfterPreflight(const pb::Launch& l, const pb::PreflightReport& report, bool stopped);
+  // A Stop for a task still in its preflight: the preflight ends, and the task never starts.
+  bool StopPreflight(const std::string& task_id);
+  void StopAllPreflights();
   // The launch's argv, environment (Hangar's additions too), folders and limits.
   TaskLaunch BaseLaunch(const pb::Launch& l, const std::string& dir) const;
   void HandleStop(const pb::Stop& s);
@@ -297,6 +307,16 @@ class Agent {
   GpuSystemInfo gpus_;
   std::vector<pb::IbPortSample> nics_;  // the ports found at Init, for the inventory
   pb::DiscoveredTopology discovered_;   // at Init (topology_discovery.h), sent with Register
+
+  std::mutex preflight_mu_;  // preflights_, passed_preflights_
+  struct PreflightThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+    std::shared_ptr<std::atomic<bool>> cancel;
+  };
+  std::map<std::string, PreflightThread> preflights_;             // by task, running or not joined
+  std::map<std::string, pb::PreflightReport> passed_preflights_;  // by task, until its launch
+  std::atomic<bool> cancel_preflights_{false};
 
   std::mutex validation_mu_;  // validation_
   std::thread validation_;

@@ -113,9 +113,20 @@ void Agent::HandleLaunch(const pb::Launch& l) {
         options_.node, l.task_id());
     return;
   }
+  if (l.has_preflight()) {  // the gang preflight first (agent_preflight.cc); it launches after
+    StartPreflight(l);
+    return;
+  }
   const std::string dir = TaskDir(l.task_id());
   TaskLaunch launch = BaseLaunch(l, dir);
   TaskRecord r;
+  {
+    std::lock_guard<std::mutex> lock(preflight_mu_);
+    if (auto it = passed_preflights_.find(l.task_id()); it != passed_preflights_.end()) {
+      r.preflight = it->second;
+      passed_preflights_.erase(it);
+    }
+  }
   r.task_id = l.task_id();
   r.job_id = l.job_id();
   r.attempt = l.attempt();

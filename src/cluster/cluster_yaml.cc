@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cluster/preflight_yaml.h"
 #include "cluster/spares_yaml.h"
 #include "common/units.h"
 #include "common/yaml_util.h"
@@ -37,7 +38,7 @@ class ClusterParser {
     HANGAR_RETURN_IF_ERROR(src_.CheckKeys(
         root, "the cluster file",
         {"name", "node_defaults", "nodes", "fabric", "fat_tree", "baselines", "containers", "data",
-         "gpu_models", "mig", "networks", "gpu_types", "spares"}));
+         "gpu_models", "mig", "networks", "gpu_types", "spares", "preflight"}));
     HANGAR_ASSIGN_OR_RETURN(auto name, src_.OptString(root, "name"));
     NodeSpec defaults;
     defaults.nvlink = NvlinkLayout::kNode;
@@ -77,6 +78,7 @@ class ClusterParser {
     if (root["spares"]) {
       HANGAR_RETURN_IF_ERROR(ParseSpares(src_, root["spares"], *out.topology).status());
     }
+    if (root["preflight"]) HANGAR_RETURN_IF_ERROR(ParsePreflight(src_, root["preflight"]).status());
     return out;
   }
 

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cluster/cluster_yaml.h"
+#include "cluster/preflight_yaml.h"
 #include "cluster/spares_yaml.h"
 #include "common/dev_token.h"
 #include "common/tls_files.h"
@@ -398,6 +399,7 @@ StatusOr<ControllerOptions> OptionsFrom(const Flags& f, const cluster::ClusterFi
   opt.gpu_types = cluster_file.gpu_types;    // Slurm's GPU type names (docs/cluster-format.md)
   // Hot spares (docs/goodput.md); LoadClusterFile checked the block already.
   HANGAR_ASSIGN_OR_RETURN(opt.spares, cluster::LoadSpares(f.cluster, *cluster_file.topology));
+  HANGAR_ASSIGN_OR_RETURN(opt.preflight, cluster::LoadPreflight(f.cluster));  // the gang preflight
   HANGAR_ASSIGN_OR_RETURN(opt.share_half_life, ParseDuration(f.share_half_life));
   HANGAR_ASSIGN_OR_RETURN(opt.stop_grace, ParseDuration(f.stop_grace));
   opt.gittins_by_predecessor = f.gittins_by_predecessor;

@@ -226,12 +226,13 @@ std::string MeasureGpu(int index, const MeasureOptions& o, GpuFigures* out) {
   return error;
 }
 
-std::string MeasureAllReduce(int count, const MeasureOptions& o, double* busbw_gbs) {
 #ifdef HANGAR_HAVE_NCCL
-  std::vector<ncclComm_t> comms(static_cast<size_t>(count));
-  if (ncclResult_t r = ncclCommInitAll(comms.data(), count, nullptr); r != ncclSuccess) {
-    return std::string("ncclCommInitAll: ") + ncclGetErrorString(r);
-  }
+namespace {
+
+// Times o.iterations all-reduces (after five warm-ups) over `comms`, one per local GPU
+// 0..count-1, in a communicator of `nranks` GPUs; destroys the communicators.
+std::string TimeAllReduce(std::vector<ncclComm_t>& comms, int count, int nranks,
+                          const MeasureOptions& o, double* busbw_gbs) {
   const size_t elements = o.nccl_bytes / sizeof(float);
   std::vector<DeviceBuffer> buffers(static_cast<size_t>(count));
   std::vector<cudaStream_t> streams(static_cast<size_t>(count));
@@ -264,15 +265,74 @@ std::string MeasureAllReduce(int count, const MeasureOptions& o, double* busbw_g
   if (error.empty()) {
     // nccl-tests' definition: the algorithm bandwidth times 2(n-1)/n, comparable across sizes.
     const double algbw = static_cast<double>(o.nccl_bytes) * o.iterations / seconds / 1e9;
-    *busbw_gbs = algbw * 2.0 * (count - 1) / count;
+    *busbw_gbs = algbw * 2.0 * (nranks - 1) / nranks;
   }
   for (int i = 0; i < count; ++i) {
     if (streams[i]) cudaStreamDestroy(streams[i]);
-    ncclCommDestroy(comms[i]);
+    if (comms[i]) ncclCommDestroy(comms[i]);
   }
   return error;
+}
+
+}  // namespace
+#endif
+
+std::string MeasureAllReduce(int count, const MeasureOptions& o, double* busbw_gbs) {
+#ifdef HANGAR_HAVE_NCCL
+  std::vector<ncclComm_t> comms(static_cast<size_t>(count));
+  if (ncclResult_t r = ncclCommInitAll(comms.data(), count, nullptr); r != ncclSuccess) {
+    return std::string("ncclCommInitAll: ") + ncclGetErrorString(r);
+  }
+  return TimeAllReduce(comms, count, count, o, busbw_gbs);
 #else
   (void)count, (void)o, (void)busbw_gbs;
+  return "NCCL was not found when hangar-validate was built";
+#endif
+}
+
+std::string NcclUniqueId(std::string* hex) {
+#ifdef HANGAR_HAVE_NCCL
+  ncclUniqueId id;
+  if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+    return std::string("ncclGetUniqueId: ") + ncclGetErrorString(r);
+  static const char* kDigits = "0123456789abcdef";
+  hex->clear();
+  for (unsigned char c : id.internal) {
+    hex->push_back(kDigits[c >> 4]);
+    hex->push_back(kDigits[c & 15]);
+  }
+  return "";
+#else
+  (void)hex;
+  return "NCCL was not found when hangar-validate was built";
+#endif
+}
+
+std::string MeasureGangAllReduce(const std::string& id_hex, int nranks, int first_rank, int count,
+                                 const MeasureOptions& o, double* busbw_gbs) {
+#ifdef HANGAR_HAVE_NCCL
+  ncclUniqueId id;
+  if (id_hex.size() != 2 * sizeof id.internal)
+    return "the NCCL id must be " + std::to_string(2 * sizeof id.internal) + " hex digits";
+  auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  for (size_t i = 0; i < sizeof id.internal; ++i)
+    id.internal[i] = static_cast<char>(digit(id_hex[2 * i]) * 16 + digit(id_hex[2 * i + 1]));
+  if (first_rank < 0 || count < 1 || first_rank + count > nranks)
+    return "ranks " + std::to_string(first_rank) + ".." + std::to_string(first_rank + count - 1) +
+           " do not fit a gang of " + std::to_string(nranks) + " GPUs";
+  // One communicator rank per local GPU, all joined in one group (NCCL's one-process-many-GPUs
+  // form of ncclCommInitRank).
+  std::vector<ncclComm_t> comms(static_cast<size_t>(count), nullptr);
+  ncclGroupStart();
+  for (int i = 0; i < count; ++i) {
+    cudaSetDevice(i);
+    ncclCommInitRank(&comms[i], nranks, id, first_rank + i);
+  }
+  if (ncclResult_t r = ncclGroupEnd(); r != ncclSuccess)
+    return std::string("ncclCommInitRank: ") + ncclGetErrorString(r);
+  return TimeAllReduce(comms, count, nranks, o, busbw_gbs);
+#else
+  (void)id_hex, (void)nranks, (void)first_rank, (void)count, (void)o, (void)busbw_gbs;
   return "NCCL was not found when hangar-validate was built";
 #endif
 }

@@ -36,4 +36,11 @@ std::string MeasureGpu(int index, const MeasureOptions& options, GpuFigures* out
 // NCCL all-reduce bus bandwidth across GPUs 0..count-1 in this process, GB/s.
 std::string MeasureAllReduce(int count, const MeasureOptions& options, double* busbw_gbs);
 
+// The gang preflight's NCCL all-reduce (docs/goodput.md): rank 0's process makes the id
+// (NcclUniqueId, as hex) and the gang shares it; each process then joins its GPUs 0..count-1 as
+// ranks first_rank.. of a communicator of nranks GPUs and times the all-reduce across all of them.
+std::string NcclUniqueId(std::string* hex);
+std::string MeasureGangAllReduce(const std::string& id_hex, int nranks, int first_rank, int count,
+                                 const MeasureOptions& options, double* busbw_gbs);
+
 }  // namespace hangar::validate

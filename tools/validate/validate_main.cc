@@ -5,6 +5,13 @@
 //    "driver": "570.86.15", "cuda": "12.8"}
 // Exits 0 when it measured (even a GPU that failed: that is a result); with no usable GPU it
 // prints {"error": "..."} and exits 1. The agent runs it when the controller asks to validate.
+//
+// The gang preflight (docs/goodput.md) runs two more forms, one process per task of a gang:
+//   hangar-validate --nccl-id                  -> {"nccl_id": "<hex>"}            (rank 0)
+//   hangar-validate --nccl-gang HEX --nranks N --first-rank R [--nccl-mib M]
+//                                              -> {"nccl_gang_busbw_gbs": .., "gpus": .., "nranks":
+//                                              ..}
+// the second joining this process's GPUs (CUDA_VISIBLE_DEVICES) to an all-reduce across the gang.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,7 +39,16 @@ std::string KernelDriverVersion() {
   return version;
 }
 
-bool ParseArgs(int argc, char** argv, MeasureOptions& o) {
+struct Args {
+  MeasureOptions measure;
+  bool nccl_id = false;
+  std::string nccl_gang;  // the id, hex
+  int nranks = 0;
+  int first_rank = -1;
+};
+
+bool ParseArgs(int argc, char** argv, Args& a) {
+  MeasureOptions& o = a.measure;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -40,10 +56,27 @@ bool ParseArgs(int argc, char** argv, MeasureOptions& o) {
       o.gemm_n = std::atoi(argv[++i]);
     } else if (arg == "--iterations" && has_value) {
       o.iterations = std::atoi(argv[++i]);
+    } else if (arg == "--nccl-id") {
+      a.nccl_id = true;
+    } else if (arg == "--nccl-gang" && has_value) {
+      a.nccl_gang = argv[++i];
+    } else if (arg == "--nranks" && has_value) {
+      a.nranks = std::atoi(argv[++i]);
+    } else if (arg == "--first-rank" && has_value) {
+      a.first_rank = std::atoi(argv[++i]);
+    } else if (arg == "--nccl-mib" && has_value) {
+      o.nccl_bytes = static_cast<size_t>(std::atoi(argv[++i])) << 20;
     } else {
-      std::cerr << "usage: hangar-validate [--gemm-size N (8192)] [--iterations N (20)]\n";
+      std::cerr << "usage: hangar-validate [--gemm-size N (8192)] [--iterations N (20)]\n"
+                   "       hangar-validate --nccl-id\n"
+                   "       hangar-validate --nccl-gang HEX --nranks N --first-rank R "
+                   "[--nccl-mib M (256)] [--iterations N]\n";
       return false;
     }
+  }
+  if (!a.nccl_gang.empty() && (a.nranks < 1 || a.first_rank < 0 || o.nccl_bytes == 0)) {
+    std::cerr << "hangar-validate: --nccl-gang needs --nranks and --first-rank\n";
+    return false;
   }
   return o.gemm_n >= 256 && o.iterations >= 1;
 }
@@ -86,13 +119,33 @@ nlohmann::json MeasureAll(int count, const MeasureOptions& o) {
 }  // namespace hangar::validate
 
 int main(int argc, char** argv) {
-  hangar::validate::MeasureOptions options;
-  if (!hangar::validate::ParseArgs(argc, argv, options)) return 2;
+  using nlohmann::json;
+  hangar::validate::Args args;
+  if (!hangar::validate::ParseArgs(argc, argv, args)) return 2;
+  const hangar::validate::MeasureOptions& options = args.measure;
+  if (args.nccl_id) {
+    std::string hex;
+    const std::string error = hangar::validate::NcclUniqueId(&hex);
+    std::cout << (error.empty() ? json{{"nccl_id", hex}} : json{{"error", error}}).dump() << "\n";
+    return error.empty() ? 0 : 1;
+  }
   int count = 0;
   std::string cuda;
   if (std::string error = hangar::validate::CountGpus(&count, &cuda); !error.empty()) {
-    std::cout << nlohmann::json{{"error", "no usable GPU: " + error}}.dump() << "\n";
+    std::cout << json{{"error", "no usable GPU: " + error}}.dump() << "\n";
     return 1;
+  }
+  if (!args.nccl_gang.empty()) {
+    double busbw = 0;
+    const std::string error = hangar::validate::MeasureGangAllReduce(
+        args.nccl_gang, args.nranks, args.first_rank, count, options, &busbw);
+    std::cout << (error.empty() ? json{{"nccl_gang_busbw_gbs", busbw},
+                                       {"gpus", count},
+                                       {"nranks", args.nranks}}
+                                : json{{"error", error}})
+                     .dump()
+              << "\n";
+    return error.empty() ? 0 : 1;
   }
   nlohmann::json out = hangar::validate::MeasureAll(count, options);
   out["driver"] = hangar::validate::KernelDriverVersion();

@@ -90,7 +90,14 @@ StatusOr<std::string> FindValidateProgram() {
 StatusOr<std::string> RunValidateProgram(const ValidateRun& run, const std::atomic<bool>* cancel) {
   SpawnRequest req;
   req.argv = run.argv;
-  for (char** e = environ; e && *e; ++e) req.env.emplace_back(*e);
+  for (char** e = environ; e && *e; ++e) {
+    const std::string var = *e;
+    const std::string name = var.substr(0, var.find('='));
+    bool replaced = false;
+    for (const auto& [k, v] : run.env) replaced = replaced || k == name;
+    if (!replaced) req.env.push_back(var);
+  }
+  for (const auto& [k, v] : run.env) req.env.push_back(k + "=" + v);
   req.stdout_path = run.scratch_dir + "/validate.stdout";
   req.stderr_path = run.scratch_dir + "/validate.stderr";
   HANGAR_ASSIGN_OR_RETURN(SpawnedProcess p, SpawnProcess(req));

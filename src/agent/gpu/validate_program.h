@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -19,6 +20,8 @@ struct ValidateRun {
   std::vector<std::string> argv;  // argv[0]: the program's path
   std::string scratch_dir;        // where its output files go (created if missing)
   Duration timeout = 10 * kMinute;
+  // Set in its environment (the agent's otherwise), replacing what is there.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 // Runs the program and returns its standard output. Kills its whole process group when the

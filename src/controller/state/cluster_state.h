@@ -21,6 +21,7 @@
 
 #include "api/views.h"
 #include "cluster/cluster_yaml.h"
+#include "cluster/preflight_yaml.h"
 #include "cluster/usage.h"
 #include "common/version.h"
 #include "controller/maintenance/rolling_maintenance.h"
@@ -138,6 +139,9 @@ struct ControllerOptions {
   // cluster.yaml's spares: (docs/goodput.md): nodes kept free of work to replace a gang's failed
   // node in place (spare_pool.h); none by default.
   cluster::SparesConfig spares;
+  // cluster.yaml's preflight: (docs/goodput.md): a gang over this many nodes checks its nodes
+  // together before it starts; off by default.
+  cluster::PreflightConfig preflight;
 };
 
 // The last telemetry of one GPU, as much as /metrics exposes (dcgm-exporter's series).
@@ -198,6 +202,9 @@ struct JobRecord {
   // directory) at once.
   uint32_t stopping_tasks = 0;
   uint32_t queue = 0;  // its leaf's index in the queue tree
+  // Gang preflights in a row that failed without naming a node (docs/goodput.md): after
+  // kMaxBlindPreflights the gang starts without one. Not stored: a restart counts afresh.
+  uint32_t blind_preflights = 0;
   // Idle reclamation and accounting of the current attempt.
   Time idle_since = 0;  // all its GPUs below the queue's idle threshold since then
   bool idle_notified = false;
@@ -701,6 +708,15 @@ class ClusterState {
   // OnTaskStatus's parts (cluster_state_nodes.cc).
   void MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* fx);
   void EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatus& st, Time now, Effects* fx);
+  // The gang preflight (cluster_state_preflight.cc): whether task t's launch runs one, what it
+  // asks, and what a report of it does -- a failed node drained and replaced before the job
+  // starts, a pass told in the job's events.
+  bool RunsPreflight(const JobRecord& j) const;
+  void AskPreflight(const JobRecord& j, const TaskRun& t, const std::string& store_host,
+                    pb::Launch* l) const;
+  void PreflightPassed(const JobRecord& j, const TaskRun& t, const pb::PreflightReport& r, Time now,
+                       Effects* fx);
+  void PreflightFailed(JobRecord& j, const pb::PreflightReport& r, Time now, Effects* fx);
   cluster::MigLayout LayoutFromReport(
       uint32_t g, const google::protobuf::RepeatedPtrField<pb::MigGpuInstance>& instances,
       std::string* problems) const;

@@ -465,6 +465,7 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   TaskRun& t = j.tasks[index];
   if (t.phase == TaskRun::Phase::kEnded) return Status::Ok();  // old news
   if (!ended) {
+    if (st.has_preflight() && st.preflight().ok()) PreflightPassed(j, t, st.preflight(), now, fx);
     MarkTaskRunning(j, t, now, fx);
     return Status::Ok();
   }
@@ -513,6 +514,12 @@ void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatu
   t.stopped = st.stopped();
   t.message = st.message();
   EndTask(j, t, now, fx);
+  if (st.has_preflight() && !st.preflight().ok() && !st.stopped()) {
+    // Its gang's preflight failed: the job did not fail; the node named is replaced.
+    PreflightFailed(j, st.preflight(), now, fx);
+    Persist(j, fx);
+    return;
+  }
   if (never_started)
     fx->Event(now, "job", "job/" + std::to_string(j.id),
               task + " failed to start: " + st.message());

@@ -392,6 +392,11 @@ void ClusterState::SendLaunch(const JobRecord& j, const TaskRun& t,
   l->set_checkpoint_signal(j.spec->spec.checkpoint.signal);
   l->set_tty(j.spec->spec.terminal);  // an interactive job's terminal (docs/interactive.md)
   l->set_stdin_pipe(j.spec->spec.stdin_open && !j.spec->spec.terminal);
+  if (RunsPreflight(j)) {  // docs/goodput.md, "Gang preflight"
+    auto master = env.find("MASTER_ADDR");
+    AskPreflight(j, t, master == env.end() ? topology_->nodes()[task.node].name : master->second,
+                 l);
+  }
   const job::TaskGroupSpec& group = j.spec->spec.tasks[task.group];
   l->set_workdir(group.workdir);
   for (const auto& v : TaskArtifacts(j, t.index)) {

@@ -30,6 +30,7 @@ std::string GoodputLedger::InterruptionCause(std::string_view why) {
   if (Contains(why, "agent exited")) return "agent_exit";
   if (why.rfind("node ", 0) == 0 && Contains(why, " lost (")) return "node_lost";
   if (Contains(why, " draining")) return "health";
+  if (Contains(why, " failed the gang preflight")) return "health";  // a node found bad
   return "other";
 }
 

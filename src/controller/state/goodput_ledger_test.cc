@@ -161,6 +161,8 @@ TEST(GoodputLedgerTest, CausesComeFromTheRequeuesWords) {
   EXPECT_EQ(L::InterruptionCause("node n1 lost (no heartbeat)"), "node_lost");
   EXPECT_EQ(L::InterruptionCause("node n1 draining: Xid 79"), "health");
   EXPECT_EQ(L::InterruptionCause("GPU 3 of n1 draining"), "health");
+  EXPECT_EQ(L::InterruptionCause("node n1 failed the gang preflight before attempt 0 started: x"),
+            "health");
   EXPECT_EQ(L::InterruptionCause("task 0 was stopped when node n1's agent exited"), "agent_exit");
   EXPECT_EQ(L::InterruptionCause("maintenance window m opens at ..."), "maintenance");
   EXPECT_EQ(L::InterruptionCause("requeued by alice"), "user");

@@ -1,0 +1,589 @@
+#include "agent/preflight/gang_preflight.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gloo/allreduce_ring.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "agent/gpu/validate_program.h"
+
+namespace hangar::agent::preflight {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A frame is op (1 byte), key length and key, value length and value; an answer is found (1
+// byte), value length and value. Lengths are 32-bit, network order.
+constexpr uint32_t kMaxFrame = 16u << 20;
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t r = recv(fd, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool WriteString(int fd, const std::string& s) {
+  const uint32_t n = htonl(static_cast<uint32_t>(s.size()));
+  return WriteAll(fd, &n, sizeof n) && WriteAll(fd, s.data(), s.size());
+}
+
+bool ReadString(int fd, std::string* s) {
+  uint32_t n = 0;
+  if (!ReadAll(fd, &n, sizeof n)) return false;
+  n = ntohl(n);
+  if (n > kMaxFrame) return false;
+  s->resize(n);
+  return n == 0 || ReadAll(fd, s->data(), n);
+}
+
+// The addresses of host:port, IPv4 or IPv6.
+StatusOr<addrinfo*> Resolve(const std::string& host, int port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if (passive) hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), std::to_string(port).c_str(),
+                             &hints, &res);
+  if (rc != 0) return Status::Unavailable("cannot resolve '" + host + "': " + gai_strerror(rc));
+  return res;
+}
+
+std::string Where(const std::string& host, int port) {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// Gloo's rendezvous over ours: its keys under the gang's store, its waits bounded by the budget.
+class GlooStore final : public gloo::rendezvous::Store {
+ public:
+  GlooStore(RendezvousClient* c, Clock::time_point deadline) : c_(c), deadline_(deadline) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    Status s = c_->Set("gloo/" + key, std::string(data.begin(), data.end()));
+    if (!s.ok()) throw gloo::IoException("rendezvous: " + s.message());
+  }
+  std::vector<char> get(const std::string& key) override {
+    auto v = c_->Get("gloo/" + key, deadline_);
+    if (!v.ok()) throw gloo::IoException("rendezvous: " + v.status().message());
+    return {v->begin(), v->end()};
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, kDefaultTimeout); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override {
+    for (const auto& k : keys) (void)get(k);
+  }
+
+ private:
+  RendezvousClient* c_;
+  Clock::time_point deadline_;
+};
+
+// The all-reduce: a warm-up, then up to five timed rounds within `until`; the sum is checked on
+// every element (each rank adds rank + 1).
+struct AllreduceFigure {
+  double busbw_gbs = 0;
+  std::string what;  // how it was measured, in words
+};
+
+StatusOr<AllreduceFigure> Allreduce(const PreflightOptions& o, RendezvousClient* client,
+                                    Clock::time_point until) {
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = o.host;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(static_cast<int>(o.rank),
+                                                               static_cast<int>(o.world));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    context->setTimeout(std::max(left, std::chrono::milliseconds(1000)));
+    GlooStore store(client, until);
+    context->connectFullMesh(store, device);
+    const size_t count = std::max<size_t>(1, o.allreduce_bytes / sizeof(float));
+    std::vector<float> data(count);
+    const float expect = static_cast<float>(o.world) * static_cast<float>(o.world + 1) / 2;
+    AllreduceFigure f;
+    double total = 0;
+    int rounds = 0;
+    for (int round = 0; round <= 5; ++round) {
+      std::fill(data.begin(), data.end(), static_cast<float>(o.rank + 1));
+      gloo::AllreduceRing<float> ring(context, {data.data()}, static_cast<int>(count));
+      const auto t0 = Clock::now();
+      ring.run();
+      const double took = SecondsSince(t0);
+      for (size_t i = 0; i < count; ++i) {
+        if (data[i] != expect) {
+          return Status::Internal("the all-reduce's sum is wrong at element " + std::to_string(i) +
+                                  ": " + Fixed(data[i], 1) + " instead of " + Fixed(expect, 1));
+        }
+      }
+      if (round == 0) continue;  // the warm-up
+      total += took;
+      ++rounds;
+      // Every rank must run the same number of rounds: stop by the first round's time alone.
+      if (round == 1 && Clock::now() + std::chrono::duration<double>(took * 5) > until) break;
+    }
+    const double round_s = total / rounds;
+    const double n = o.world;
+    f.busbw_gbs =
+        round_s > 0 ? 2 * (n - 1) / n * static_cast<double>(o.allreduce_bytes) / round_s / 1e9 : 0;
+    const double mib = static_cast<double>(o.allreduce_bytes) / (1 << 20);
+    f.what = "all-reduce of " + Fixed(mib, mib < 10 ? 1 : 0) + " MiB across " +
+             std::to_string(o.world) + " ranks: " + Fixed(f.busbw_gbs, 2) +
+             " GB/s bus bandwidth (" + Fixed(round_s * 1000, 1) + " ms a round, " +
+             std::to_string(rounds) + " rounds, sum checked)";
+    return f;
+  } catch (const std::exception& e) {
+    return Status::Unavailable(std::string("the all-reduce failed: ") + e.what());
+  }
+}
+
+// hangar-validate's JSON answer to `args`, run with this task's GPUs, within `until`.
+StatusOr<nlohmann::json> RunValidate(const PreflightOptions& o, std::vector<std::string> args,
+                                     Clock::time_point until, bool with_gpus) {
+  ValidateRun run;
+  // NVML's ordinals, as the task has them.
+  if (with_gpus) run.env = {{"CUDA_VISIBLE_DEVICES", o.gpus}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}};
+  run.argv = {o.nccl_program};
+  run.argv.insert(run.argv.end(), args.begin(), args.end());
+  run.scratch_dir = o.scratch_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(run.scratch_dir, ec);
+  run.timeout = std::max<Duration>(
+      kSecond, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count());
+  HANGAR_ASSIGN_OR_RETURN(std::string out, RunValidateProgram(run, nullptr));
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  if (!j.is_object()) return Status::Unavailable("hangar-validate printed no JSON object");
+  if (j.contains("error")) return Status::Unavailable(j["error"].dump());
+  return j;
+}
+
+// The all-reduce with NCCL across every GPU of the gang (hangar-validate --nccl-gang): rank 0
+// makes the communicator's id, each rank says how many GPUs it brings, and each joins its own as
+// the ranks after those of the ranks before it.
+StatusOr<AllreduceFigure> NcclAllreduce(const PreflightOptions& o, RendezvousClient* c,
+                                        Clock::time_point until) {
+  const int mine =
+      o.gpus.empty() ? 0 : 1 + static_cast<int>(std::count(o.gpus.begin(), o.gpus.end(), ','));
+  HANGAR_RETURN_IF_ERROR(c->Set("nccl/gpus/" + std::to_string(o.rank), std::to_string(mine)));
+  if (o.rank == 0) {
+    auto id = RunValidate(o, {"--nccl-id"}, until, /*with_gpus=*/false);
+    HANGAR_RETURN_IF_ERROR(c->Set("nccl/id", id.ok() ? id->value("nccl_id", std::string())
+                                                     : "error: " + id.status().message()));
+  }
+  HANGAR_ASSIGN_OR_RETURN(std::string id, c->Get("nccl/id", until));
+  if (id.empty() || id.rfind("error: ", 0) == 0)
+    return Status::Unavailable("rank 0 could not make the NCCL id: " +
+                               id.substr(std::min<size_t>(7, id.size())));
+  int first = 0, total = 0;
+  for (uint32_t r = 0; r < o.world; ++r) {
+    HANGAR_ASSIGN_OR_RETURN(std::string n, c->Get("nccl/gpus/" + std::to_string(r), until));
+    const int count = std::atoi(n.c_str());
+    if (r < o.rank) first += count;
+    total += count;
+  }
+  const uint64_t mib = std::max<uint64_t>(1, o.allreduce_bytes >> 20);
+  auto r =
+      RunValidate(o,
+                  {"--nccl-gang", id, "--nranks", std::to_string(total), "--first-rank",
+                   std::to_string(first), "--nccl-mib", std::to_string(mib), "--iterations", "5"},
+                  until, /*with_gpus=*/true);
+  if (!r.ok()) return Status::Unavailable("the NCCL all-reduce failed: " + r.status().message());
+  AllreduceFigure f;
+  f.busbw_gbs = r->value("nccl_gang_busbw_gbs", 0.0);
+  f.what = "NCCL all-reduce of " + std::to_string(mib) + " MiB across " + std::to_string(total) +
+           " GPUs (" + std::to_string(o.world) + " ranks): " + Fixed(f.busbw_gbs, 2) +
+           " GB/s bus bandwidth";
+  return f;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+}  // namespace
+
+nlohmann::json PreflightResult::ToJson() const {
+  return {{"ok", ok},
+          {"failed_ranks", failed_ranks},
+          {"summary", summary},
+          {"allreduce_busbw_gbs", allreduce_busbw_gbs},
+          {"seconds", seconds}};
+}
+
+std::vector<std::string> JudgeNodeChecks(const std::vector<nlohmann::json>& checks,
+                                         double slow_fraction) {
+  std::vector<std::string> why(checks.size());
+  static const char* kMetrics[] = {"gemm_tflops", "mem_bw_gbs"};
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& c : checks) {
+    if (!c.is_object() || !c.contains("gpus") || !c["gpus"].is_array()) continue;
+    for (const auto& g : c["gpus"]) {
+      for (const char* m : kMetrics) {
+        if (g.is_object() && g.contains(m) && g[m].is_number())
+          values[m].push_back(g[m].get<double>());
+      }
+    }
+  }
+  std::map<std::string, double> median;
+  for (const auto& [m, v] : values) median[m] = Median(v);
+  for (size_t r = 0; r < checks.size(); ++r) {
+    const nlohmann::json& c = checks[r];
+    if (c.is_null()) continue;
+    auto fail = [&](const std::string& w) { why[r] += (why[r].empty() ? "" : "; ") + w; };
+    if (!c.is_object()) {
+      fail("its node check printed no JSON object");
+      continue;
+    }
+    if (c.contains("error")) fail("its node check failed: " + c["error"].dump());
+    if (c.contains("nccl") && c["nccl"].is_string() &&
+        c["nccl"].get<std::string>().rfind("failed", 0) == 0)
+      fail("its node's NCCL check " + c["nccl"].get<std::string>());
+    if (!c.contains("gpus") || !c["gpus"].is_array()) continue;
+    for (const auto& g : c["gpus"]) {
+      if (!g.is_object()) continue;
+      const std::string gpu = "GPU " + (g.contains("index") ? g["index"].dump() : std::string("?"));
+      if (g.contains("error")) fail(gpu + ": " + g["error"].get<std::string>());
+      for (const char* m : kMetrics) {
+        if (!g.contains(m) || !g[m].is_number() || median[m] <= 0) continue;
+        const double v = g[m].get<double>();
+        if (v < slow_fraction * median[m]) {
+          fail(gpu + "'s " + m + " " + Fixed(v, 1) + " is " + Fixed(100 * v / median[m], 0) +
+               "% of the gang's median " + Fixed(median[m], 1) + " (below " +
+               Fixed(100 * slow_fraction, 0) + "%)");
+        }
+      }
+    }
+  }
+  return why;
+}
+
+PreflightResult RunPreflight(const PreflightOptions& o) {
+  const auto start = Clock::now();
+  const auto budget = std::chrono::milliseconds(o.budget);
+  const auto deadline = start + budget;
+  PreflightResult out;
+  auto finish = [&](PreflightResult r) {
+    r.seconds = SecondsSince(start);
+    return r;
+  };
+  if (o.world == 0 || o.rank >= o.world) {
+    out.summary =
+        "rank " + std::to_string(o.rank) + " is outside a gang of " + std::to_string(o.world);
+    return finish(out);
+  }
+  // Rank 0 serves the rendezvous: its node is the one that cannot host it when it cannot listen.
+  std::unique_ptr<RendezvousServer> server;
+  if (o.rank == 0) {
+    auto s = RendezvousServer::Listen(o.store_host, o.store_port);
+    if (!s.ok()) {
+      out.failed_ranks = {0};
+      out.summary = "rank 0 cannot serve the gang's rendezvous: " + s.status().message();
+      return finish(out);
+    }
+    server = std::move(*s);
+  }
+  auto client = RendezvousClient::Connect(o.store_host, o.store_port, deadline);
+  if (!client.ok()) {
+    out.summary = "rank " + std::to_string(o.rank) + " could not reach the gang's rendezvous at " +
+                  Where(o.store_host, o.store_port) + " (rank 0's node) within " +
+                  std::to_string(o.budget / kSecond) + " s: " + client.status().message();
+    return finish(out);
+  }
+  RendezvousClient& c = **client;
+  Status s = c.Set("check/" + std::to_string(o.rank), o.node_check.dump());
+  // Rank 0 judges, by 60% of the budget; the others wait for its verdict until 75%.
+  const auto judge_by = start + budget * 6 / 10;
+  if (s.ok() && o.rank == 0) {
+    std::vector<nlohmann::json> checks(o.world);
+    std::vector<uint32_t> absent;
+    for (uint32_t r = 0; r < o.world; ++r) {
+      auto v = c.Get("check/" + std::to_string(r), judge_by);
+      if (!v.ok()) {
+        absent.push_back(r);
+        continue;
+      }
+      checks[r] = nlohmann::json::parse(*v, nullptr, false);
+    }
+    std::vector<std::string> why = JudgeNodeChecks(checks, o.slow_fraction);
+    nlohmann::json verdict = {{"failed", nlohmann::json::array()}};
+    // When no other rank came at all, the fault is more likely rank 0's own (its address or port
+    // unreachable) than every other node's.
+    if (o.world >= 3 && absent.size() == o.world - 1) {
+      verdict["failed"].push_back({{"rank", 0},
+                                   {"why", "no other rank of the gang reached its rendezvous at " +
+                                               Where(o.store_host, o.store_port)}});
+    } else {
+      for (uint32_t r : absent) {
+        verdict["failed"].push_back(
+            {{"rank", r},
+             {"why", "it did not join the gang's rendezvous within " +
+                         Fixed(std::chrono::duration<double>(judge_by - start).count(), 0) +
+                         " s"}});
+      }
+    }
+    for (uint32_t r = 0; r < o.world; ++r) {
+      if (!why[r].empty()) verdict["failed"].push_back({{"rank", r}, {"why", why[r]}});
+    }
+    int nodes = 0;
+    for (const auto& ch : checks) nodes += !ch.is_null();
+    verdict["nodes_checked"] = nodes;
+    s = c.Set("verdict", verdict.dump());
+  }
+  StatusOr<std::string> verdict_text =
+      s.ok() ? c.Get("verdict", start + budget * 3 / 4) : StatusOr<std::string>(s);
+  if (!verdict_text.ok()) {
+    out.summary = "rank " + std::to_string(o.rank) + " had no verdict from rank 0 within " +
+                  Fixed(0.75 * static_cast<double>(o.budget) / kSecond, 0) +
+                  " s: " + verdict_text.status().message();
+    return finish(out);
+  }
+  const nlohmann::json verdict = nlohmann::json::parse(*verdict_text, nullptr, false);
+  std::string nodes_text;
+  if (verdict.is_object()) {
+    nodes_text = std::to_string(verdict.value("nodes_checked", 0)) + " node check(s) passed";
+    std::set<uint32_t> failed;
+    std::string reasons;
+    for (const auto& f : verdict.value("failed", nlohmann::json::array())) {
+      const uint32_t r = f.value("rank", 0u);
+      failed.insert(r);
+      reasons += (reasons.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " +
+                 f.value("why", std::string());
+    }
+    if (!failed.empty()) {
+      out.failed_ranks.assign(failed.begin(), failed.end());
+      out.summary = reasons;
+      // Rank 0 keeps the rendezvous up a moment for the others to read the verdict.
+      if (server) (void)c.Get("never", std::min(deadline, Clock::now() + std::chrono::seconds(2)));
+      return finish(out);
+    }
+  }
+  // On GPU nodes, NCCL across the gang's GPUs; elsewhere Gloo across its tasks.
+  auto figure = o.nccl_program.empty() || o.gpus.empty() ? Allreduce(o, &c, deadline)
+                                                         : NcclAllreduce(o, &c, deadline);
+  // Everyone says it is done; rank 0 keeps serving until all are (or the budget ends).
+  (void)c.Set("done/" + std::to_string(o.rank), "1");
+  if (server) {
+    for (uint32_t r = 0; r < o.world; ++r) (void)c.Get("done/" + std::to_string(r), deadline);
+  }
+  if (!figure.ok()) {
+    out.summary = figure.status().message();
+    return finish(out);
+  }
+  out.ok = true;
+  out.allreduce_busbw_gbs = figure->busbw_gbs;
+  out.summary = nodes_text + "; " + figure->what;
+  return finish(out);
+}
+
+// --- the rendezvous ------------------------------------------------------------------------
+
+struct RendezvousServer::Impl {
+  std::map<std::string, std::string> kv;
+  std::vector<int> clients;
+  std::thread thread;
+};
+
+StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(const std::string& host,
+                                                                     int port) {
+  HANGAR_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host, port, true));
+  int fd = -1;
+  std::string why = "no address";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 1024) == 0) break;
+    why = std::strerror(errno);
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd < 0) return Status::Unavailable("cannot listen on " + Where(host, port) + ": " + why);
+  std::unique_ptr<RendezvousServer> s(new RendezvousServer());
+  s->listen_fd_ = fd;
+  s->port_ = port;
+  if (pipe2(s->wake_, O_CLOEXEC) != 0)
+    return Status::Internal("pipe: " + std::string(std::strerror(errno)));
+  s->impl_ = std::make_unique<Impl>();
+  s->impl_->thread = std::thread([p = s.get()] { p->Serve(); });
+  return s;
+}
+
+RendezvousServer::~RendezvousServer() {
+  if (wake_[1] >= 0) (void)!write(wake_[1], "x", 1);
+  if (impl_ && impl_->thread.joinable()) impl_->thread.join();
+  if (impl_) {
+    for (int fd : impl_->clients) close(fd);
+  }
+  for (int fd : {listen_fd_, wake_[0], wake_[1]}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void RendezvousServer::Serve() {
+  for (;;) {
+    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    for (int fd : impl_->clients) fds.push_back({fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents) return;
+    if (fds[0].revents & POLLIN) {
+      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        const int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        timeval tv{5, 0};  // a client that stops mid-frame does not stall the others for long
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        impl_->clients.push_back(fd);
+      }
+    }
+    std::vector<int> gone;
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      const int fd = fds[i].fd;
+      char op = 0;
+      std::string key, value;
+      if (!ReadAll(fd, &op, 1) || !ReadString(fd, &key) || !ReadString(fd, &value)) {
+        gone.push_back(fd);
+        continue;
+      }
+      char found = 1;
+      std::string answer;
+      if (op == 'S') {
+        impl_->kv.emplace(key, std::move(value));  // set once: the first value stays
+      } else if (op == 'G') {
+        auto it = impl_->kv.find(key);
+        found = it != impl_->kv.end();
+        if (found) answer = it->second;
+      } else {
+        gone.push_back(fd);
+        continue;
+      }
+      if (!WriteAll(fd, &found, 1) || !WriteString(fd, answer)) gone.push_back(fd);
+    }
+    for (int fd : gone) {
+      close(fd);
+      impl_->clients.erase(std::find(impl_->clients.begin(), impl_->clients.end(), fd));
+    }
+  }
+}
+
+StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std::string& host,
+                                                                      int port,
+                                                                      Clock::time_point deadline) {
+  std::string why;
+  do {
+    auto res = Resolve(host, port, false);
+    if (!res.ok()) {
+      why = res.status().message();
+    } else {
+      for (addrinfo* a = *res; a; a = a->ai_next) {
+        const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+          freeaddrinfo(*res);
+          const int one = 1;
+          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          timeval tv{10, 0};
+          setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+          return std::unique_ptr<RendezvousClient>(new RendezvousClient(fd));
+        }
+        why = std::strerror(errno);
+        close(fd);
+      }
+      freeaddrinfo(*res);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (Clock::now() < deadline);
+  return Status::Unavailable(why.empty() ? "timed out" : why);
+}
+
+RendezvousClient::~RendezvousClient() {
+  if (fd_ >= 0) close(fd_);
+}
+
+StatusOr<std::string> RendezvousClient::Ask(char op, const std::string& key,
+                                            const std::string& value) {
+  if (!WriteAll(fd_, &op, 1) || !WriteString(fd_, key) || !WriteString(fd_, value))
+    return Status::Unavailable("the rendezvous closed the connection");
+  char found = 0;
+  std::string answer;
+  if (!ReadAll(fd_, &found, 1) || !ReadString(fd_, &answer))
+    return Status::Unavailable("the rendezvous did not answer");
+  if (!found) return Status::NotFound(key);
+  return answer;
+}
+
+Status RendezvousClient::Set(const std::string& key, const std::string& value) {
+  return Ask('S', key, value).status();
+}
+
+StatusOr<bool> RendezvousClient::Has(const std::string& key) {
+  auto v = Ask('G', key, "");
+  if (v.ok()) return true;
+  if (v.status().code() == StatusCode::kNotFound) return false;
+  return v.status();
+}
+
+StatusOr<std::string> RendezvousClient::Get(const std::string& key, Clock::time_point deadline) {
+  for (int wait_ms = 2;; wait_ms = std::min(wait_ms * 2, 50)) {
+    auto v = Ask('G', key, "");
+    if (v.ok() || v.status().code() != StatusCode::kNotFound) return v;
+    if (Clock::now() >= deadline) return Status::NotFound("'" + key + "' was not set in time");
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+  }
+}
+
+}  // namespace hangar::agent::preflight
