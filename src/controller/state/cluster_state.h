@@ -601,9 +601,13 @@ class ClusterState {
   void FailHung(JobRecord& j, const std::string& why, Time now, Effects* fx);
   ProgressBook progress_;
   GoodputLedger goodput_;
+  // What follows a requeue, for its event's words: placed whole by the queue, restarted in place
+  // on a replacement (RequeueOrReplace), or held for one (on_node_failure.wait_for_node).
+  enum class Then : uint8_t { kWhole, kInPlace, kHolding };
   // Stops the current attempt (with the checkpoint protocol when `checkpoint`) and queues the
-  // job again, whole; its resources stay held until its tasks have ended.
-  void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint = true);
+  // job again; its resources stay held until its tasks have ended.
+  void Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx, bool checkpoint = true,
+               Then then = Then::kWhole);
   // A task of an earlier attempt (a zombie) has ended or is gone with its node.
   void ZombieEnded(const std::string& task_id);
   // cluster_state_batch.cc

@@ -310,7 +310,7 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
 }
 
 void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx,
-                           bool checkpoint) {
+                           bool checkpoint, Then then) {
   const Duration grace = checkpoint ? j.spec->spec.checkpoint.grace : options_.stop_grace;
   // The work since its last checkpoint is lost (as far as anyone knows now).
   const int64_t lost =
@@ -369,7 +369,11 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   j.staging_ms = j.staging_gpu_ms = 0;
   j.staging_waiting.clear();
   pending_.insert(j.id);
-  fx->Event(now, "job", "job/" + std::to_string(j.id), "requeued whole: " + why);
+  fx->Event(now, "job", "job/" + std::to_string(j.id),
+            (then == Then::kInPlace   ? "stopped to restart in place: "
+             : then == Then::kHolding ? "stopped, its healthy nodes held: "
+                                      : "requeued whole: ") +
+                why);
   Persist(j, fx);
   dirty_ = true;
 }

@@ -5,9 +5,8 @@
 
 #include <set>
 
-#include "cluster/cluster_yaml.h"
-#include "cluster/spares_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
@@ -25,19 +24,13 @@ constexpr const char* kGang =
 class PreflightStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto f = cluster::ParseClusterYaml(kCluster, "c.yaml");
-    ASSERT_TRUE(f.ok()) << f.status().message();
-    YamlSource src("c.yaml");
-    auto root = src.Parse(kCluster);
-    ASSERT_TRUE(root.ok());
-    auto spares = cluster::ParseSpares(src, (*root)["spares"], *f->topology);
-    ASSERT_TRUE(spares.ok()) << spares.status().message();
+    auto topology = testing::TopologyWithSpares(kCluster, &options_.spares);
+    ASSERT_NE(topology, nullptr);
     options_.require_validation = false;
-    options_.spares = *spares;
     options_.preflight.min_nodes = 2;
     options_.preflight.budget = 30 * kSecond;
     options_.preflight.allreduce_mib = 8;
-    state_ = std::make_unique<ClusterState>(f->topology, options_,
+    state_ = std::make_unique<ClusterState>(topology, options_,
                                             std::move(sched::Scheduler::Create({})).value());
     for (const char* n : {"n-0", "n-1", "n-2", "n-3"}) {
       pb::Register r;

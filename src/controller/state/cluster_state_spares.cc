@@ -183,7 +183,11 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
   const std::string& failed_name = topology_->nodes()[failed].name;
   std::vector<sched::JobId> evict;
   const auto pick = PickReplacementFor(j, failed, was, moved, false, &evict);
-  Requeue(j, why, now, fx);  // its tasks checkpoint and stop; their GPUs stay held meanwhile
+  // Its tasks checkpoint and stop; their GPUs stay held meanwhile.
+  Requeue(j, why, now, fx, /*checkpoint=*/true,
+          pick       ? Then::kInPlace
+          : wait > 0 ? Then::kHolding
+                     : Then::kWhole);
   const std::string subject = "job/" + std::to_string(j.id);
   if (!pick && wait == 0) {
     fx->Event(now, "job", subject,

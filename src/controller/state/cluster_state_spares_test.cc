@@ -4,9 +4,8 @@
 
 #include <map>
 
-#include "cluster/cluster_yaml.h"
-#include "cluster/spares_yaml.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/state_test_util.h"
 
 namespace hangar::controller {
 namespace {
@@ -30,16 +29,9 @@ constexpr const char* kGang =
 class SparesStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto f = cluster::ParseClusterYaml(kCluster, "c.yaml");
-    ASSERT_TRUE(f.ok()) << f.status().message();
-    YamlSource src("c.yaml");
-    auto root = src.Parse(kCluster);
-    ASSERT_TRUE(root.ok());
-    auto spares = cluster::ParseSpares(src, (*root)["spares"], *f->topology);
-    ASSERT_TRUE(spares.ok()) << spares.status().message();
+    topology_ = testing::TopologyWithSpares(kCluster, &options_.spares);
+    ASSERT_NE(topology_, nullptr);
     options_.require_validation = false;
-    options_.spares = *spares;
-    topology_ = f->topology;
     state_ = std::make_unique<ClusterState>(topology_, options_,
                                             std::move(sched::Scheduler::Create({})).value());
     for (const char* n : {"a-0", "a-1", "a-2", "b-0", "b-1", "b-2"}) Register(n, {});

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cluster/cluster_yaml.h"
+#include "cluster/spares_yaml.h"
 #include "job/job_spec.h"
 
 namespace hangar::controller::testing {
@@ -32,6 +33,23 @@ inline std::shared_ptr<const cluster::Topology> H100Nodes(int count) {
       "c.yaml");
   EXPECT_TRUE(f.ok());
   return f.ok() ? f->topology : nullptr;
+}
+// A cluster file's topology and its `spares:` block (none kept without one); the test fails when
+// either does not parse.
+inline std::shared_ptr<const cluster::Topology> TopologyWithSpares(const std::string& yaml,
+                                                                   cluster::SparesConfig* spares) {
+  auto f = cluster::ParseClusterYaml(yaml, "c.yaml");
+  EXPECT_TRUE(f.ok()) << f.status().message();
+  if (!f.ok()) return nullptr;
+  YamlSource src("c.yaml");
+  auto root = src.Parse(yaml);
+  EXPECT_TRUE(root.ok());
+  if (root.ok() && (*root)["spares"]) {
+    auto parsed = cluster::ParseSpares(src, (*root)["spares"], *f->topology);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    if (parsed.ok()) *spares = *parsed;
+  }
+  return f->topology;
 }
 inline std::shared_ptr<const cluster::Topology> OneNodeTopology() { return H100Nodes(1); }
 inline std::shared_ptr<const cluster::Topology> TwoNodeTopology() { return H100Nodes(2); }
