@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "cluster/cluster_yaml.h"
 
 namespace hangar::cluster {
@@ -53,6 +56,19 @@ TEST(PreflightYamlTest, MistakesNameTheLineAndWhatToWrite) {
   ASSERT_FALSE(typo.ok());
   EXPECT_NE(typo.status().message().find("min_nodes"), std::string::npos)
       << typo.status().message();
+}
+
+// docs/cluster-format.md's example block, as a cluster file would carry it.
+TEST(PreflightYamlTest, TheDocumentsExampleLoads) {
+  std::ifstream in(std::string(HANGAR_SOURCE_DIR) + "/docs/cluster-format.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), {});
+  const size_t at = doc.find("```yaml\npreflight:");
+  ASSERT_NE(at, std::string::npos);
+  const std::string block = doc.substr(at + 8, doc.find("```", at + 8) - at - 8);
+  auto c = Preflight(block);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->min_nodes, 2u);
+  EXPECT_EQ(c->budget, 60 * kSecond);
 }
 
 }  // namespace
