@@ -92,6 +92,13 @@ std::string Where(const std::string& host, int port) {
          std::to_string(port);
 }
 
+// GB/s with two decimals, or three significant digits below 1 (a loaded loopback's 0.00371).
+std::string Bandwidth(double gbs) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, gbs >= 1 ? "%.2f" : "%.3g", gbs);
+  return buf;
+}
+
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -147,10 +154,8 @@ StatusOr<AllreduceFigure> Allreduce(const PreflightOptions& o, RendezvousClient*
     const size_t count = std::max<size_t>(1, o.allreduce_bytes / sizeof(float));
     std::vector<float> data(count);
     const float expect = static_cast<float>(o.world) * static_cast<float>(o.world + 1) / 2;
-    AllreduceFigure f;
-    double total = 0;
-    int rounds = 0;
-    for (int round = 0; round <= 5; ++round) {
+    // One all-reduce, its sum checked on every element; its seconds.
+    auto one = [&]() -> StatusOr<double> {
       std::fill(data.begin(), data.end(), static_cast<float>(o.rank + 1));
       gloo::AllreduceRing<float> ring(context, {data.data()}, static_cast<int>(count));
       const auto t0 = Clock::now();
@@ -162,21 +167,35 @@ StatusOr<AllreduceFigure> Allreduce(const PreflightOptions& o, RendezvousClient*
                                   ": " + Fixed(data[i], 1) + " instead of " + Fixed(expect, 1));
         }
       }
-      if (round == 0) continue;  // the warm-up
-      total += took;
-      ++rounds;
-      // Every rank must run the same number of rounds: stop by the first round's time alone.
-      if (round == 1 && Clock::now() + std::chrono::duration<double>(took * 5) > until) break;
+      return took;
+    };
+    AllreduceFigure f;
+    HANGAR_ASSIGN_OR_RETURN(const double warm, one());
+    // How many timed rounds fit what is left of the budget (up to five) is rank 0's to say: every
+    // rank must run the same number, or the ones that run more wait for the others to time out.
+    // None fit: the warm-up is the figure.
+    if (o.rank == 0) {
+      const double left_s = std::chrono::duration<double>(until - Clock::now()).count();
+      const int fit = warm > 0 ? static_cast<int>(left_s / (warm * 1.5)) : 5;
+      HANGAR_RETURN_IF_ERROR(client->Set("gloo-rounds", std::to_string(std::clamp(fit, 0, 5))));
     }
-    const double round_s = total / rounds;
+    HANGAR_ASSIGN_OR_RETURN(const std::string fit, client->Get("gloo-rounds", until));
+    const int rounds = std::atoi(fit.c_str());
+    double total = 0;
+    for (int round = 0; round < rounds; ++round) {
+      HANGAR_ASSIGN_OR_RETURN(const double took, one());
+      total += took;
+    }
+    const double round_s = rounds > 0 ? total / rounds : warm;
     const double n = o.world;
     f.busbw_gbs =
         round_s > 0 ? 2 * (n - 1) / n * static_cast<double>(o.allreduce_bytes) / round_s / 1e9 : 0;
     const double mib = static_cast<double>(o.allreduce_bytes) / (1 << 20);
     f.what = "all-reduce of " + Fixed(mib, mib < 10 ? 1 : 0) + " MiB across " +
-             std::to_string(o.world) + " ranks: " + Fixed(f.busbw_gbs, 2) +
+             std::to_string(o.world) + " ranks: " + Bandwidth(f.busbw_gbs) +
              " GB/s bus bandwidth (" + Fixed(round_s * 1000, 1) + " ms a round, " +
-             std::to_string(rounds) + " rounds, sum checked)";
+             (rounds > 0 ? std::to_string(rounds) + " rounds" : std::string("the warm-up alone")) +
+             ", sum checked)";
     return f;
   } catch (const std::exception& e) {
     return Status::Unavailable(std::string("the all-reduce failed: ") + e.what());
@@ -237,7 +256,7 @@ StatusOr<AllreduceFigure> NcclAllreduce(const PreflightOptions& o, RendezvousCli
   AllreduceFigure f;
   f.busbw_gbs = r->value("nccl_gang_busbw_gbs", 0.0);
   f.what = "NCCL all-reduce of " + std::to_string(mib) + " MiB across " + std::to_string(total) +
-           " GPUs (" + std::to_string(o.world) + " ranks): " + Fixed(f.busbw_gbs, 2) +
+           " GPUs (" + std::to_string(o.world) + " ranks): " + Bandwidth(f.busbw_gbs) +
            " GB/s bus bandwidth";
   return f;
 }
