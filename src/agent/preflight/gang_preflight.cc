@@ -342,7 +342,13 @@ PreflightResult RunPreflight(const PreflightOptions& o) {
   // Rank 0 serves the rendezvous: its node is the one that cannot host it when it cannot listen.
   std::unique_ptr<RendezvousServer> server;
   if (o.rank == 0) {
+    // The port may still be held a moment by what used it last (an earlier preflight of the same
+    // attempt, orphaned by an agent restart, ends within its budget): tried for 30% of ours.
     auto s = RendezvousServer::Listen(o.store_host, o.store_port);
+    while (!s.ok() && Clock::now() < start + budget * 3 / 10) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      s = RendezvousServer::Listen(o.store_host, o.store_port);
+    }
     if (!s.ok()) {
       out.failed_ranks = {0};
       out.summary = "rank 0 cannot serve the gang's rendezvous: " + s.status().message();
@@ -539,9 +545,8 @@ void RendezvousServer::Serve() {
   }
 }
 
-StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std::string& host,
-                                                                      int port,
-                                                                      Clock::time_point deadline) {
+StatusOr<int> RendezvousClient::Dial(const std::string& host, int port,
+                                     Clock::time_point deadline) {
   std::string why;
   do {
     auto res = Resolve(host, port, false);
@@ -557,7 +562,7 @@ StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std:
           setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
           timeval tv{10, 0};
           setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-          return std::unique_ptr<RendezvousClient>(new RendezvousClient(fd));
+          return fd;
         }
         why = std::strerror(errno);
         close(fd);
@@ -569,12 +574,19 @@ StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std:
   return Status::Unavailable(why.empty() ? "timed out" : why);
 }
 
+StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std::string& host,
+                                                                      int port,
+                                                                      Clock::time_point deadline) {
+  HANGAR_ASSIGN_OR_RETURN(const int fd, Dial(host, port, deadline));
+  return std::unique_ptr<RendezvousClient>(new RendezvousClient(fd, host, port, deadline));
+}
+
 RendezvousClient::~RendezvousClient() {
   if (fd_ >= 0) close(fd_);
 }
 
-StatusOr<std::string> RendezvousClient::Ask(char op, const std::string& key,
-                                            const std::string& value) {
+StatusOr<std::string> RendezvousClient::AskOnce(char op, const std::string& key,
+                                                const std::string& value) {
   if (!WriteAll(fd_, &op, 1) || !WriteString(fd_, key) || !WriteString(fd_, value))
     return Status::Unavailable("the rendezvous closed the connection");
   char found = 0;
@@ -585,7 +597,30 @@ StatusOr<std::string> RendezvousClient::Ask(char op, const std::string& key,
   return answer;
 }
 
+StatusOr<std::string> RendezvousClient::Ask(char op, const std::string& key,
+                                            const std::string& value) {
+  auto answer = AskOnce(op, key, value);
+  while (answer.status().code() == StatusCode::kUnavailable && Clock::now() < deadline_) {
+    // The server went (an earlier one, giving way to rank 0's own): to the one there now, with
+    // what this rank had set.
+    close(fd_);
+    fd_ = -1;
+    auto fd = Dial(host_, port_, deadline_);
+    if (!fd.ok())
+      return Status::Unavailable("the rendezvous went and did not come back: " +
+                                 fd.status().message());
+    fd_ = *fd;
+    Status replayed = Status::Ok();
+    for (const auto& [k, v] : sets_) {
+      if (replayed.ok()) replayed = AskOnce('S', k, v).status();
+    }
+    answer = replayed.ok() ? AskOnce(op, key, value) : StatusOr<std::string>(replayed);
+  }
+  return answer;
+}
+
 Status RendezvousClient::Set(const std::string& key, const std::string& value) {
+  sets_.emplace_back(key, value);
   return Ask('S', key, value).status();
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -84,6 +85,8 @@ class RendezvousServer {
 class RendezvousClient {
  public:
   // Connects, retrying until `deadline` (rank 0 may start its server after the others start).
+  // When the connection breaks later (the server it reached was an earlier one, going), it
+  // connects again until `deadline` and sets again what it had set.
   static StatusOr<std::unique_ptr<RendezvousClient>> Connect(
       const std::string& host, int port, std::chrono::steady_clock::time_point deadline);
   ~RendezvousClient();
@@ -94,9 +97,18 @@ class RendezvousClient {
   StatusOr<bool> Has(const std::string& key);
 
  private:
-  explicit RendezvousClient(int fd) : fd_(fd) {}
+  RendezvousClient(int fd, std::string host, int port,
+                   std::chrono::steady_clock::time_point deadline)
+      : fd_(fd), host_(std::move(host)), port_(port), deadline_(deadline) {}
+  static StatusOr<int> Dial(const std::string& host, int port,
+                            std::chrono::steady_clock::time_point deadline);
   StatusOr<std::string> Ask(char op, const std::string& key, const std::string& value);
+  StatusOr<std::string> AskOnce(char op, const std::string& key, const std::string& value);
   int fd_ = -1;
+  std::string host_;
+  int port_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+  std::vector<std::pair<std::string, std::string>> sets_;  // replayed after a reconnect
 };
 
 }  // namespace hangar::agent::preflight

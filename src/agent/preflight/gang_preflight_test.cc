@@ -41,8 +41,8 @@ nlohmann::json Check(int gpus, int slow = -1, double factor = 1.0) {
 std::vector<PreflightResult> Gang(uint32_t world, const std::vector<uint32_t>& ranks,
                                   const std::vector<nlohmann::json>& checks, Duration budget,
                                   const std::string& nccl = "",
-                                  const std::vector<std::string>& gpus = {}) {
-  const int port = FreePort();
+                                  const std::vector<std::string>& gpus = {}, int port = 0) {
+  if (port == 0) port = FreePort();
   std::vector<PreflightResult> out(world);
   std::vector<std::thread> threads;
   for (uint32_t r : ranks) {
@@ -173,6 +173,20 @@ TEST(GangPreflightTest, OnGpusEveryRankJoinsItsGpusToOneNcclAllReduce) {
                        "--iterations 5",
                        "4,5,6 PCI_BUS_ID --nccl-gang 00ff --nranks 6 --first-rank 3 --nccl-mib 1 "
                        "--iterations 5"}));
+}
+
+TEST(GangPreflightTest, Rank0WaitsAMomentForItsPortHeldByAnEarlierPreflight) {
+  // An earlier preflight of the same attempt (orphaned by an agent restart) still serves there.
+  const int port = FreePort();
+  auto earlier = RendezvousServer::Listen("127.0.0.1", port);
+  ASSERT_TRUE(earlier.ok()) << earlier.status().message();
+  std::thread ends([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    earlier->reset();
+  });
+  auto out = Gang(2, {0, 1}, {Check(1), Check(1)}, 10 * kSecond, "", {}, port);
+  ends.join();
+  for (uint32_t r = 0; r < 2; ++r) EXPECT_TRUE(out[r].ok) << out[r].summary;
 }
 
 TEST(GangPreflightTest, TheRendezvousKeepsTheFirstValueAndAnswersAbsentKeys) {
