@@ -10,6 +10,7 @@
 
 #include "agent/agent.h"
 #include "agent/gpu/validate_program.h"
+#include "agent/preflight/rendezvous.h"
 
 namespace hangar::agent {
 
@@ -58,33 +59,61 @@ void Agent::StopAllPreflights() {
   for (auto& [id, t] : all) t.thread.join();
 }
 
+namespace {
+
+// `hangar preflight`'s command line for the launch's preflight, its files in `dir`.
+std::vector<std::string> PreflightArgv(const pb::Preflight& p, const std::string& hangar,
+                                       const std::string& dir) {
+  std::vector<std::string> argv = {hangar.empty() ? std::string("/proc/self/exe") : hangar,
+                                   "preflight",
+                                   "--rank",
+                                   std::to_string(p.rank()),
+                                   "--world",
+                                   std::to_string(p.world()),
+                                   "--store",
+                                   preflight::HostPort(p.store_host(), p.store_port()),
+                                   "--budget",
+                                   std::to_string(p.budget_ms()) + "ms",
+                                   "--allreduce-mib",
+                                   std::to_string(std::max<uint64_t>(1, p.allreduce_bytes() >> 20)),
+                                   "--slow-fraction",
+                                   std::to_string(p.slow_fraction() > 0 ? p.slow_fraction() : 0.85),
+                                   "--scratch",
+                                   dir + "/nccl"};  // not this run's own output files
+  if (!p.host().empty()) argv.insert(argv.end(), {"--host", p.host()});
+  return argv;
+}
+
+// The report of what `hangar preflight` printed (its JSON object), or of why it printed none.
+pb::PreflightReport ReportOf(const StatusOr<std::string>& out, bool stopped) {
+  pb::PreflightReport report;
+  nlohmann::json j = out.ok() ? nlohmann::json::parse(*out, nullptr, false) : nlohmann::json();
+  if (!j.is_object()) {
+    report.set_summary(stopped ? "stopped during the gang preflight"
+                               : "hangar preflight did not finish: " +
+                                     (out.ok() ? "it printed no JSON object: " + out->substr(0, 200)
+                                               : out.status().message()));
+    return report;
+  }
+  report.set_ok(j.value("ok", false));
+  for (const auto& r : j.value("failed_ranks", nlohmann::json::array()))
+    if (r.is_number_unsigned()) report.add_failed_ranks(r.get<uint32_t>());
+  report.set_summary(j.value("summary", std::string()));
+  report.set_allreduce_busbw_gbs(j.value("allreduce_busbw_gbs", 0.0));
+  report.set_seconds(j.value("seconds", 0.0));
+  return report;
+}
+
+}  // namespace
+
 void Agent::RunPreflight(const pb::Launch& l, const std::shared_ptr<std::atomic<bool>>& cancel) {
   const pb::Preflight& p = l.preflight();
   const std::string dir = TaskDir(l.task_id()) + "/preflight";
   std::error_code ec;
   fs::create_directories(dir, ec);
-  pb::PreflightReport report;
   spdlog::info("agent {}: task {}: gang preflight, rank {} of {}{}", options_.node, l.task_id(),
                p.rank(), p.world(), p.node_check() ? ", with this node's validation" : "");
-  std::vector<std::string> argv = {
-      options_.hangar_binary.empty() ? std::string("/proc/self/exe") : options_.hangar_binary,
-      "preflight",
-      "--rank",
-      std::to_string(p.rank()),
-      "--world",
-      std::to_string(p.world()),
-      "--store",
-      (p.store_host().find(':') != std::string::npos ? "[" + p.store_host() + "]"
-                                                     : p.store_host()) +
-          ":" + std::to_string(p.store_port()),
-      "--budget",
-      std::to_string(p.budget_ms()) + "ms",
-      "--allreduce-mib",
-      std::to_string(std::max<uint64_t>(1, p.allreduce_bytes() >> 20)),
-      "--slow-fraction",
-      std::to_string(p.slow_fraction() > 0 ? p.slow_fraction() : 0.85)};
-  if (!p.host().empty()) argv.insert(argv.end(), {"--host", p.host()});
-  argv.insert(argv.end(), {"--scratch", dir + "/nccl"});  // not this run's own output files
+  std::vector<std::string> argv = PreflightArgv(p, options_.hangar_binary, dir);
   // On GPUs the gang's all-reduce runs with NCCL (hangar-validate); the fake backend's GPUs have
   // nothing to run it on, so there it is Gloo across the tasks.
   auto gpus = l.env().find("CUDA_VISIBLE_DEVICES");
@@ -113,20 +142,7 @@ void Agent::RunPreflight(const pb::Launch& l, const std::shared_ptr<std::atomic<
   auto out = cancel->load() ? StatusOr<std::string>(Status::Aborted("stopped"))
                             : RunValidateProgram(run, cancel.get());
   const bool stopped = cancel->load();
-  nlohmann::json j = out.ok() ? nlohmann::json::parse(*out, nullptr, false) : nlohmann::json();
-  if (j.is_object()) {
-    report.set_ok(j.value("ok", false));
-    for (const auto& r : j.value("failed_ranks", nlohmann::json::array()))
-      if (r.is_number_unsigned()) report.add_failed_ranks(r.get<uint32_t>());
-    report.set_summary(j.value("summary", std::string()));
-    report.set_allreduce_busbw_gbs(j.value("allreduce_busbw_gbs", 0.0));
-    report.set_seconds(j.value("seconds", 0.0));
-  } else {
-    report.set_summary(stopped ? "stopped during the gang preflight"
-                               : "hangar preflight did not finish: " +
-                                     (out.ok() ? "it printed no JSON object: " + out->substr(0, 200)
-                                               : out.status().message()));
-  }
+  const pb::PreflightReport report = ReportOf(out, stopped);
   spdlog::info("agent {}: task {}: gang preflight {}: {}", options_.node, l.task_id(),
                report.ok() ? "passed" : "failed", report.summary());
   AfterPreflight(l, report, stopped);

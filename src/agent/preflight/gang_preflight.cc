@@ -1,24 +1,14 @@
 #include "agent/preflight/gang_preflight.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gloo/allreduce_ring.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -31,66 +21,6 @@ namespace hangar::agent::preflight {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A frame is op (1 byte), key length and key, value length and value; an answer is found (1
-// byte), value length and value. Lengths are 32-bit, network order.
-constexpr uint32_t kMaxFrame = 16u << 20;
-
-bool WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool ReadAll(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t r = recv(fd, p, n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-bool WriteString(int fd, const std::string& s) {
-  const uint32_t n = htonl(static_cast<uint32_t>(s.size()));
-  return WriteAll(fd, &n, sizeof n) && WriteAll(fd, s.data(), s.size());
-}
-
-bool ReadString(int fd, std::string* s) {
-  uint32_t n = 0;
-  if (!ReadAll(fd, &n, sizeof n)) return false;
-  n = ntohl(n);
-  if (n > kMaxFrame) return false;
-  s->resize(n);
-  return n == 0 || ReadAll(fd, s->data(), n);
-}
-
-// The addresses of host:port, IPv4 or IPv6.
-StatusOr<addrinfo*> Resolve(const std::string& host, int port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  if (passive) hints.ai_flags = AI_PASSIVE;
-  addrinfo* res = nullptr;
-  const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), std::to_string(port).c_str(),
-                             &hints, &res);
-  if (rc != 0) return Status::Unavailable("cannot resolve '" + host + "': " + gai_strerror(rc));
-  return res;
-}
-
-std::string Where(const std::string& host, int port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-         std::to_string(port);
-}
 
 // GB/s with two decimals, or three significant digits below 1 (a loaded loopback's 0.00371).
 std::string Bandwidth(double gbs) {
@@ -325,6 +255,70 @@ std::vector<std::string> JudgeNodeChecks(const std::vector<nlohmann::json>& chec
   return why;
 }
 
+namespace {
+
+// Rank 0's server. The port may still be held a moment by what used it last (an earlier
+// preflight of the same attempt, orphaned by an agent restart, ends within its budget): it is
+// tried until `until`.
+StatusOr<std::unique_ptr<RendezvousServer>> Serve(const PreflightOptions& o,
+                                                  Clock::time_point until) {
+  auto s = RendezvousServer::Listen(o.store_host, o.store_port);
+  while (!s.ok() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    s = RendezvousServer::Listen(o.store_host, o.store_port);
+  }
+  return s;
+}
+
+// Rank 0's verdict from every rank's node check, read until `judge_by`: {"failed": [{"rank",
+// "why"}], "nodes_checked"}.
+nlohmann::json Judge(const PreflightOptions& o, RendezvousClient& c, Clock::time_point start,
+                     Clock::time_point judge_by) {
+  std::vector<nlohmann::json> checks(o.world);
+  std::vector<uint32_t> absent;
+  for (uint32_t r = 0; r < o.world; ++r) {
+    auto v = c.Get("check/" + std::to_string(r), judge_by);
+    if (!v.ok()) {
+      absent.push_back(r);
+      continue;
+    }
+    checks[r] = nlohmann::json::parse(*v, nullptr, false);
+  }
+  nlohmann::json failed = nlohmann::json::array();
+  // When no other rank came at all, the fault is more likely rank 0's own (its address or port
+  // unreachable) than every other node's.
+  if (o.world >= 3 && absent.size() == o.world - 1) {
+    failed.push_back({{"rank", 0},
+                      {"why", "no other rank of the gang reached its rendezvous at " +
+                                  HostPort(o.store_host, o.store_port)}});
+  } else {
+    const std::string within =
+        Fixed(std::chrono::duration<double>(judge_by - start).count(), 0) + " s";
+    for (uint32_t r : absent) {
+      failed.push_back(
+          {{"rank", r}, {"why", "it did not join the gang's rendezvous within " + within}});
+    }
+  }
+  const std::vector<std::string> why = JudgeNodeChecks(checks, o.slow_fraction);
+  for (uint32_t r = 0; r < o.world; ++r) {
+    if (!why[r].empty()) failed.push_back({{"rank", r}, {"why", why[r]}});
+  }
+  int nodes = 0;
+  for (const auto& ch : checks) nodes += !ch.is_null();
+  return {{"failed", failed}, {"nodes_checked", nodes}};
+}
+
+// Says this rank is done with the rendezvous; rank 0 (`server` set) keeps serving until every rank
+// has said so, or `until`.
+void LeaveRendezvous(const PreflightOptions& o, RendezvousClient& c, bool server,
+                     Clock::time_point until) {
+  (void)c.Set("done/" + std::to_string(o.rank), "1");
+  if (!server) return;
+  for (uint32_t r = 0; r < o.world; ++r) (void)c.Get("done/" + std::to_string(r), until);
+}
+
+}  // namespace
+
 PreflightResult RunPreflight(const PreflightOptions& o) {
   const auto start = Clock::now();
   const auto budget = std::chrono::milliseconds(o.budget);
@@ -339,16 +333,11 @@ PreflightResult RunPreflight(const PreflightOptions& o) {
         "rank " + std::to_string(o.rank) + " is outside a gang of " + std::to_string(o.world);
     return finish(out);
   }
-  // Rank 0 serves the rendezvous: its node is the one that cannot host it when it cannot listen.
+  // Rank 0 serves the rendezvous (for up to 30% of the budget): its node is the one that cannot
+  // host it when it cannot listen.
   std::unique_ptr<RendezvousServer> server;
   if (o.rank == 0) {
-    // The port may still be held a moment by what used it last (an earlier preflight of the same
-    // attempt, orphaned by an agent restart, ends within its budget): tried for 30% of ours.
-    auto s = RendezvousServer::Listen(o.store_host, o.store_port);
-    while (!s.ok() && Clock::now() < start + budget * 3 / 10) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      s = RendezvousServer::Listen(o.store_host, o.store_port);
-    }
+    auto s = Serve(o, start + budget * 3 / 10);
     if (!s.ok()) {
       out.failed_ranks = {0};
       out.summary = "rank 0 cannot serve the gang's rendezvous: " + s.status().message();
@@ -359,50 +348,14 @@ PreflightResult RunPreflight(const PreflightOptions& o) {
   auto client = RendezvousClient::Connect(o.store_host, o.store_port, deadline);
   if (!client.ok()) {
     out.summary = "rank " + std::to_string(o.rank) + " could not reach the gang's rendezvous at " +
-                  Where(o.store_host, o.store_port) + " (rank 0's node) within " +
+                  HostPort(o.store_host, o.store_port) + " (rank 0's node) within " +
                   std::to_string(o.budget / kSecond) + " s: " + client.status().message();
     return finish(out);
   }
   RendezvousClient& c = **client;
   Status s = c.Set("check/" + std::to_string(o.rank), o.node_check.dump());
   // Rank 0 judges, by 60% of the budget; the others wait for its verdict until 75%.
-  const auto judge_by = start + budget * 6 / 10;
-  if (s.ok() && o.rank == 0) {
-    std::vector<nlohmann::json> checks(o.world);
-    std::vector<uint32_t> absent;
-    for (uint32_t r = 0; r < o.world; ++r) {
-      auto v = c.Get("check/" + std::to_string(r), judge_by);
-      if (!v.ok()) {
-        absent.push_back(r);
-        continue;
-      }
-      checks[r] = nlohmann::json::parse(*v, nullptr, false);
-    }
-    std::vector<std::string> why = JudgeNodeChecks(checks, o.slow_fraction);
-    nlohmann::json verdict = {{"failed", nlohmann::json::array()}};
-    // When no other rank came at all, the fault is more likely rank 0's own (its address or port
-    // unreachable) than every other node's.
-    if (o.world >= 3 && absent.size() == o.world - 1) {
-      verdict["failed"].push_back({{"rank", 0},
-                                   {"why", "no other rank of the gang reached its rendezvous at " +
-                                               Where(o.store_host, o.store_port)}});
-    } else {
-      for (uint32_t r : absent) {
-        verdict["failed"].push_back(
-            {{"rank", r},
-             {"why", "it did not join the gang's rendezvous within " +
-                         Fixed(std::chrono::duration<double>(judge_by - start).count(), 0) +
-                         " s"}});
-      }
-    }
-    for (uint32_t r = 0; r < o.world; ++r) {
-      if (!why[r].empty()) verdict["failed"].push_back({{"rank", r}, {"why", why[r]}});
-    }
-    int nodes = 0;
-    for (const auto& ch : checks) nodes += !ch.is_null();
-    verdict["nodes_checked"] = nodes;
-    s = c.Set("verdict", verdict.dump());
-  }
+  if (s.ok() && server) s = c.Set("verdict", Judge(o, c, start, start + budget * 6 / 10).dump());
   StatusOr<std::string> verdict_text =
       s.ok() ? c.Get("verdict", start + budget * 3 / 4) : StatusOr<std::string>(s);
   if (!verdict_text.ok()) {
@@ -412,232 +365,36 @@ PreflightResult RunPreflight(const PreflightOptions& o) {
     return finish(out);
   }
   const nlohmann::json verdict = nlohmann::json::parse(*verdict_text, nullptr, false);
-  std::string nodes_text;
-  if (verdict.is_object()) {
-    nodes_text = std::to_string(verdict.value("nodes_checked", 0)) + " node check(s) passed";
-    std::set<uint32_t> failed;
-    std::string reasons;
-    for (const auto& f : verdict.value("failed", nlohmann::json::array())) {
-      const uint32_t r = f.value("rank", 0u);
-      failed.insert(r);
-      reasons += (reasons.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " +
-                 f.value("why", std::string());
-    }
-    if (!failed.empty()) {
-      out.failed_ranks.assign(failed.begin(), failed.end());
-      out.summary = reasons;
-      // Rank 0 keeps the rendezvous up a moment for the others to read the verdict.
-      if (server) (void)c.Get("never", std::min(deadline, Clock::now() + std::chrono::seconds(2)));
-      return finish(out);
-    }
+  std::set<uint32_t> failed;
+  std::string reasons;
+  for (const auto& f : verdict.is_object() ? verdict.value("failed", nlohmann::json::array())
+                                           : nlohmann::json::array()) {
+    const uint32_t r = f.value("rank", 0u);
+    failed.insert(r);
+    reasons += (reasons.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " +
+               f.value("why", std::string());
+  }
+  if (!failed.empty()) {
+    out.failed_ranks.assign(failed.begin(), failed.end());
+    out.summary = reasons;
+    // Rank 0 keeps the rendezvous up a moment for the others to read the verdict.
+    LeaveRendezvous(o, c, server != nullptr,
+                    std::min(deadline, Clock::now() + std::chrono::seconds(2)));
+    return finish(out);
   }
   // On GPU nodes, NCCL across the gang's GPUs; elsewhere Gloo across its tasks.
   auto figure = o.nccl_program.empty() || o.gpus.empty() ? Allreduce(o, &c, deadline)
                                                          : NcclAllreduce(o, &c, deadline);
-  // Everyone says it is done; rank 0 keeps serving until all are (or the budget ends).
-  (void)c.Set("done/" + std::to_string(o.rank), "1");
-  if (server) {
-    for (uint32_t r = 0; r < o.world; ++r) (void)c.Get("done/" + std::to_string(r), deadline);
-  }
+  LeaveRendezvous(o, c, server != nullptr, deadline);
   if (!figure.ok()) {
     out.summary = figure.status().message();
     return finish(out);
   }
   out.ok = true;
   out.allreduce_busbw_gbs = figure->busbw_gbs;
-  out.summary = nodes_text + "; " + figure->what;
+  out.summary = std::to_string(verdict.is_object() ? verdict.value("nodes_checked", 0) : 0) +
+                " node check(s) passed; " + figure->what;
   return finish(out);
-}
-
-// --- the rendezvous ------------------------------------------------------------------------
-
-struct RendezvousServer::Impl {
-  std::map<std::string, std::string> kv;
-  std::vector<int> clients;
-  std::thread thread;
-};
-
-StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Listen(const std::string& host,
-                                                                     int port) {
-  HANGAR_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host, port, true));
-  int fd = -1;
-  std::string why = "no address";
-  for (addrinfo* a = res; a; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 1024) == 0) break;
-    why = std::strerror(errno);
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(res);
-  if (fd < 0) return Status::Unavailable("cannot listen on " + Where(host, port) + ": " + why);
-  std::unique_ptr<RendezvousServer> s(new RendezvousServer());
-  s->listen_fd_ = fd;
-  s->port_ = port;
-  if (pipe2(s->wake_, O_CLOEXEC) != 0)
-    return Status::Internal("pipe: " + std::string(std::strerror(errno)));
-  s->impl_ = std::make_unique<Impl>();
-  s->impl_->thread = std::thread([p = s.get()] { p->Serve(); });
-  return s;
-}
-
-RendezvousServer::~RendezvousServer() {
-  if (wake_[1] >= 0) (void)!write(wake_[1], "x", 1);
-  if (impl_ && impl_->thread.joinable()) impl_->thread.join();
-  if (impl_) {
-    for (int fd : impl_->clients) close(fd);
-  }
-  for (int fd : {listen_fd_, wake_[0], wake_[1]}) {
-    if (fd >= 0) close(fd);
-  }
-}
-
-void RendezvousServer::Serve() {
-  for (;;) {
-    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    for (int fd : impl_->clients) fds.push_back({fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[1].revents) return;
-    if (fds[0].revents & POLLIN) {
-      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        const int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        timeval tv{5, 0};  // a client that stops mid-frame does not stall the others for long
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        impl_->clients.push_back(fd);
-      }
-    }
-    std::vector<int> gone;
-    for (size_t i = 2; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      const int fd = fds[i].fd;
-      char op = 0;
-      std::string key, value;
-      if (!ReadAll(fd, &op, 1) || !ReadString(fd, &key) || !ReadString(fd, &value)) {
-        gone.push_back(fd);
-        continue;
-      }
-      char found = 1;
-      std::string answer;
-      if (op == 'S') {
-        impl_->kv.emplace(key, std::move(value));  // set once: the first value stays
-      } else if (op == 'G') {
-        auto it = impl_->kv.find(key);
-        found = it != impl_->kv.end();
-        if (found) answer = it->second;
-      } else {
-        gone.push_back(fd);
-        continue;
-      }
-      if (!WriteAll(fd, &found, 1) || !WriteString(fd, answer)) gone.push_back(fd);
-    }
-    for (int fd : gone) {
-      close(fd);
-      impl_->clients.erase(std::find(impl_->clients.begin(), impl_->clients.end(), fd));
-    }
-  }
-}
-
-StatusOr<int> RendezvousClient::Dial(const std::string& host, int port,
-                                     Clock::time_point deadline) {
-  std::string why;
-  do {
-    auto res = Resolve(host, port, false);
-    if (!res.ok()) {
-      why = res.status().message();
-    } else {
-      for (addrinfo* a = *res; a; a = a->ai_next) {
-        const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-          freeaddrinfo(*res);
-          const int one = 1;
-          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          timeval tv{10, 0};
-          setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-          return fd;
-        }
-        why = std::strerror(errno);
-        close(fd);
-      }
-      freeaddrinfo(*res);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  } while (Clock::now() < deadline);
-  return Status::Unavailable(why.empty() ? "timed out" : why);
-}
-
-StatusOr<std::unique_ptr<RendezvousClient>> RendezvousClient::Connect(const std::string& host,
-                                                                      int port,
-                                                                      Clock::time_point deadline) {
-  HANGAR_ASSIGN_OR_RETURN(const int fd, Dial(host, port, deadline));
-  return std::unique_ptr<RendezvousClient>(new RendezvousClient(fd, host, port, deadline));
-}
-
-RendezvousClient::~RendezvousClient() {
-  if (fd_ >= 0) close(fd_);
-}
-
-StatusOr<std::string> RendezvousClient::AskOnce(char op, const std::string& key,
-                                                const std::string& value) {
-  if (!WriteAll(fd_, &op, 1) || !WriteString(fd_, key) || !WriteString(fd_, value))
-    return Status::Unavailable("the rendezvous closed the connection");
-  char found = 0;
-  std::string answer;
-  if (!ReadAll(fd_, &found, 1) || !ReadString(fd_, &answer))
-    return Status::Unavailable("the rendezvous did not answer");
-  if (!found) return Status::NotFound(key);
-  return answer;
-}
-
-StatusOr<std::string> RendezvousClient::Ask(char op, const std::string& key,
-                                            const std::string& value) {
-  auto answer = AskOnce(op, key, value);
-  while (answer.status().code() == StatusCode::kUnavailable && Clock::now() < deadline_) {
-    // The server went (an earlier one, giving way to rank 0's own): to the one there now, with
-    // what this rank had set.
-    close(fd_);
-    fd_ = -1;
-    auto fd = Dial(host_, port_, deadline_);
-    if (!fd.ok())
-      return Status::Unavailable("the rendezvous went and did not come back: " +
-                                 fd.status().message());
-    fd_ = *fd;
-    Status replayed = Status::Ok();
-    for (const auto& [k, v] : sets_) {
-      if (replayed.ok()) replayed = AskOnce('S', k, v).status();
-    }
-    answer = replayed.ok() ? AskOnce(op, key, value) : StatusOr<std::string>(replayed);
-  }
-  return answer;
-}
-
-Status RendezvousClient::Set(const std::string& key, const std::string& value) {
-  sets_.emplace_back(key, value);
-  return Ask('S', key, value).status();
-}
-
-StatusOr<bool> RendezvousClient::Has(const std::string& key) {
-  auto v = Ask('G', key, "");
-  if (v.ok()) return true;
-  if (v.status().code() == StatusCode::kNotFound) return false;
-  return v.status();
-}
-
-StatusOr<std::string> RendezvousClient::Get(const std::string& key, Clock::time_point deadline) {
-  for (int wait_ms = 2;; wait_ms = std::min(wait_ms * 2, 50)) {
-    auto v = Ask('G', key, "");
-    if (v.ok() || v.status().code() != StatusCode::kNotFound) return v;
-    if (Clock::now() >= deadline) return Status::NotFound("'" + key + "' was not set in time");
-    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
-  }
 }
 
 }  // namespace hangar::agent::preflight

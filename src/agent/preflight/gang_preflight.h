@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/preflight/rendezvous.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -62,53 +63,5 @@ PreflightResult RunPreflight(const PreflightOptions& o);
 // `checks` holds one entry per rank (null: the rank checked no node).
 std::vector<std::string> JudgeNodeChecks(const std::vector<nlohmann::json>& checks,
                                          double slow_fraction);
-
-// The rendezvous: a key-value store rank 0 serves to the gang over TCP. Keys are set once; a get
-// waits for its key. The server runs on its own thread until destroyed.
-class RendezvousServer {
- public:
-  // Listens on host:port (SO_REUSEADDR). Unavailable when it cannot.
-  static StatusOr<std::unique_ptr<RendezvousServer>> Listen(const std::string& host, int port);
-  ~RendezvousServer();
-  int port() const { return port_; }
-
- private:
-  RendezvousServer() = default;
-  void Serve();
-  int listen_fd_ = -1;
-  int wake_[2] = {-1, -1};
-  int port_ = 0;
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-class RendezvousClient {
- public:
-  // Connects, retrying until `deadline` (rank 0 may start its server after the others start).
-  // When the connection breaks later (the server it reached was an earlier one, going), it
-  // connects again until `deadline` and sets again what it had set.
-  static StatusOr<std::unique_ptr<RendezvousClient>> Connect(
-      const std::string& host, int port, std::chrono::steady_clock::time_point deadline);
-  ~RendezvousClient();
-  Status Set(const std::string& key, const std::string& value);
-  // The value, or NotFound once `deadline` passes without it.
-  StatusOr<std::string> Get(const std::string& key, std::chrono::steady_clock::time_point deadline);
-  // Whether the key is set now.
-  StatusOr<bool> Has(const std::string& key);
-
- private:
-  RendezvousClient(int fd, std::string host, int port,
-                   std::chrono::steady_clock::time_point deadline)
-      : fd_(fd), host_(std::move(host)), port_(port), deadline_(deadline) {}
-  static StatusOr<int> Dial(const std::string& host, int port,
-                            std::chrono::steady_clock::time_point deadline);
-  StatusOr<std::string> Ask(char op, const std::string& key, const std::string& value);
-  StatusOr<std::string> AskOnce(char op, const std::string& key, const std::string& value);
-  int fd_ = -1;
-  std::string host_;
-  int port_ = 0;
-  std::chrono::steady_clock::time_point deadline_;
-  std::vector<std::pair<std::string, std::string>> sets_;  // replayed after a reconnect
-};
 
 }  // namespace hangar::agent::preflight
