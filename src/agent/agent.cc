@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agent/container/step_container.h"
 #include "agent/fabric/ib_counters.h"
 #include "agent/fabric/nic_affinity.h"
 #include "agent/fence/fence_dir.h"
@@ -791,6 +792,9 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
     r = it->second;
   }
   if (!r.container.empty()) ReleaseContainer(&r);  // gone before its GPUs are free
+  if (r.step_containers)
+    ReleaseStepContainers(podman_ ? &*podman_ : nullptr, options_.node, options_.state_dir,
+                          r.task_id);
   {
     std::lock_guard<std::mutex> l(mu_);
     TaskRecord& kept = records_[r.task_id];

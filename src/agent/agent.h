@@ -158,6 +158,9 @@ struct TaskRecord {
   std::vector<std::string> mig_devices;
   // How its gang preflight went, when its launch asked for one (not kept across restarts).
   std::optional<pb::PreflightReport> preflight;
+  // A step beside it ran in a container (srun --container-image): removed, with its mounts' pins,
+  // when the task ends (not kept across restarts: the agent's start sweeps them).
+  bool step_containers = false;
 };
 
 class Agent {
@@ -197,6 +200,8 @@ class Agent {
   void HandleLog(const pb::LogRequest& r);
   // Interactive sessions (session_open.cc): an exec beside a task, or an attach to its terminal.
   void HandleSessionOpen(const pb::SessionOpen& o);
+  // An exec session's program for a step in a container (srun --container-image).
+  StatusOr<SpawnRequest> StepContainerSpawn(const pb::SessionOpen& o, const TaskRecord& task);
   // An interactive launch (Launch.tty): the task's terminal, its follower in launch->terminal_fd.
   Status PrepareTerminal(const pb::Launch& l, const std::string& dir, TaskLaunch* launch);
   // An interactive launch without a terminal (Launch.stdin_pipe): the read end of the task's stdin

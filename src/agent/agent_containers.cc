@@ -4,12 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <list>
 #include <set>
 
 #include "agent/agent.h"
 #include "agent/container/mount_source.h"
+#include "agent/container/podman_env.h"
 
 namespace hangar::agent {
 namespace fs = std::filesystem;
@@ -156,11 +158,16 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   launch->cleanup_argv = podman_->RemoveCommand(run.name);
   run.image = c.image();
   run.argv = launch->argv;
-  for (const auto& [k, v] : launch->env) {
-    if (k != "PATH" && k != "HANGAR_BIN" && k != "CUDA_VISIBLE_DEVICES") run.env_names.push_back(k);
-  }
   run.env_set = {{"PATH", l.env().count("PATH") ? l.env().at("PATH") : kContainerPath},
                  {"HANGAR_BIN", kToolInContainer}};
+  for (const auto& [k, v] : launch->env) {
+    if (k == "PATH" || k == "HANGAR_BIN" || k == "CUDA_VISIBLE_DEVICES") continue;
+    // What podman itself would act on goes on its command line, not in its environment.
+    if (PodmanMustNotInherit(k))
+      run.env_set.emplace_back(k, v);
+    else
+      run.env_names.push_back(k);
+  }
   std::string uuids;
   for (uint32_t g : l.gpu_indices()) {
     const std::string uuid = g < gpus_.gpus.size() ? gpus_.gpus[g].uuid() : "";
@@ -197,6 +204,12 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
                 {"hangar.task", l.task_id()},
                 {"hangar.job", std::to_string(l.job_id())}};
   launch->argv = podman_->RunArgv(run);
+  // podman runs as the agent: with the agent's PATH and HOME, none of what it would act on from
+  // the task's environment (podman_env.h), and its own configuration.
+  std::erase_if(launch->env, [](const auto& kv) { return PodmanMustNotInherit(kv.first); });
+  for (const char* name : {"PATH", "HOME"}) {
+    if (const char* value = std::getenv(name)) launch->env.emplace_back(name, value);
+  }
   for (auto& kv : podman_->Environment()) launch->env.push_back(kv);
   launch->signal_proxy = true;  // podman forwards the stop's signals to the container
   launch->run_as.reset();       // podman runs as the agent; --user switches inside the container

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/container/step_container.h"
 #include "agent/port_target.h"
 #include "agent/session_target.h"
 
@@ -101,6 +102,10 @@ void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
     spawn.argv = podman_->ExecArgv(task->container, argv, start.tty(), env);
     spawn.env = AgentBaseEnvironment();
     for (const auto& [k, v] : podman_->Environment()) SetEnv(&spawn.env, k, v);
+  } else if (start.has_container()) {
+    auto step = StepContainerSpawn(o, *task);
+    if (!step.ok()) return refuse("task " + o.task_id() + ": " + step.status().message());
+    spawn = std::move(*step);
   } else {
     StatusOr<TaskSurroundings> around = ReadTaskSurroundings(task->pid);
     if (!around.ok()) return refuse("task " + o.task_id() + ": " + around.status().message());
@@ -118,6 +123,78 @@ void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
   spdlog::info("agent {}: session {} runs '{}' beside task {}{}", options_.node, id, argv[0],
                o.task_id(), start.tty() ? " on a terminal" : "");
   sessions_->OpenExec(id, std::move(spawn), start.tty(), start.rows(), start.cols());
+}
+
+// A step's task in its own container (srun --container-image; container/step_container.h): a
+// `podman run` as the agent, the container as the task's user with the step task's GPUs (its
+// CUDA_VISIBLE_DEVICES from the controller, else the task's), in the task's cgroup.
+StatusOr<SpawnRequest> Agent::StepContainerSpawn(const pb::SessionOpen& o, const TaskRecord& task) {
+  const pb::SessionStart& start = o.start();
+  if (!podman_) {
+    return Status::FailedPrecondition("srun --container-image: containers do not run on node " +
+                                      options_.node + ": " + podman_error_);
+  }
+  HANGAR_ASSIGN_OR_RETURN(TaskSurroundings around, ReadTaskSurroundings(task.pid));
+  HANGAR_ASSIGN_OR_RETURN(auto user, SwitchFrom(geteuid(), getegid(), around.credentials));
+  const pb::StepContainer& c = start.container();
+  StepContainerAsk ask{c.image(),
+                       {c.mounts().begin(), c.mounts().end()},
+                       c.workdir(),
+                       {c.env().begin(), c.env().end()},
+                       {c.mounts_allowed().begin(), c.mounts_allowed().end()}};
+  StepContainerPlace at{options_.node,
+                        task.task_id,
+                        options_.state_dir,
+                        task.job_id,
+                        o.session_id(),
+                        user.has_value() ? user : around.credentials,
+                        {}};
+  std::vector<uint32_t> gpus = task.gpus;
+  for (const std::string& kv : ask.env) {
+    if (kv.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) continue;
+    gpus.clear();
+    std::string list = kv.substr(21);
+    for (size_t p = 0; !list.empty();) {
+      const size_t comma = list.find(',', p);
+      const std::string one = list.substr(p, comma == std::string::npos ? comma : comma - p);
+      char* end = nullptr;
+      const unsigned long g = std::strtoul(one.c_str(), &end, 10);
+      if (!one.empty() && *end == '\0') gpus.push_back(static_cast<uint32_t>(g));
+      if (comma == std::string::npos) break;
+      p = comma + 1;
+    }
+  }
+  for (uint32_t g : gpus) {
+    at.gpus.push_back({g, g < gpus_.gpus.size() ? gpus_.gpus[g].uuid() : ""});
+  }
+  std::vector<std::pair<std::string, std::string>> values;
+  HANGAR_ASSIGN_OR_RETURN(
+      ContainerRun run,
+      StepContainerRun(ask, at, {start.argv().begin(), start.argv().end()}, &values));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = records_.find(task.task_id); it != records_.end())
+      it->second.step_containers = true;
+  }
+  SpawnRequest spawn;
+  spawn.argv = podman_->RunArgv(run);
+  // A task's image was staged before it started; a step's is pulled by its run when the node
+  // lacks it, quietly (srun's stderr is the step's own).
+  if (auto pull = std::find(spawn.argv.begin(), spawn.argv.end(), "--pull=never");
+      pull != spawn.argv.end())
+    *pull = "--pull=missing";
+  if (auto verb = std::find(spawn.argv.begin(), spawn.argv.end(), "run"); verb != spawn.argv.end())
+    spawn.argv.insert(verb + 1, "--quiet");
+  // The values passed by name (none that podman would act on: podman_env.h), then the agent's
+  // PATH and HOME and podman's configuration.
+  for (const auto& [k, v] : values) SetEnv(&spawn.env, k, v);
+  for (const std::string& kv : AgentBaseEnvironment())
+    SetEnv(&spawn.env, kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
+  for (const auto& [k, v] : podman_->Environment()) SetEnv(&spawn.env, k, v);
+  spawn.cgroup_dir = around.cgroup_dir;
+  spdlog::info("agent {}: session {} runs '{}' in image {} beside task {}", options_.node,
+               o.session_id(), start.argv(0), c.image(), task.task_id);
+  return spawn;
 }
 
 Status Agent::PrepareTerminal(const pb::Launch& l, const std::string& dir, TaskLaunch* launch) {

@@ -66,6 +66,17 @@ StatusOr<v1::StepRequest> ToRequest(const nlohmann::json& j) {
     r.set_nodelist(j.value("nodelist", ""));
     r.set_exclude(j.value("exclude", ""));
     r.set_kill_on_bad_exit(j.value("kill_on_bad_exit", false));
+    for (const auto& g : j.value("het_groups", nlohmann::json::array()))
+      r.add_het_groups(g.get<int32_t>());
+    if (j.contains("container")) {
+      const nlohmann::json& c = j.at("container");
+      v1::StepContainer* to = r.mutable_container();
+      to->set_image(c.value("image", ""));
+      for (const auto& m : c.value("mounts", nlohmann::json::array()))
+        to->add_mounts(m.get<std::string>());
+      to->set_workdir(c.value("workdir", ""));
+      if (to->image().empty()) return Status::InvalidArgument("--container-image names no image");
+    }
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(std::string("the request's fields are of the wrong types: ") +
                                    e.what());

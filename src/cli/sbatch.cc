@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "cli/sbatch_nodes.h"
 #include "cli/sbatch_shape.h"
@@ -192,9 +194,34 @@ Status CheckScriptText(const std::string& text, const std::string& name) {
   return Status::Ok();
 }
 
-// The script's and the command line's options; what cannot be read or applied goes to `d`, and
-// reading goes on, so that every problem is reported at once.
-StatusOr<SbatchOptions> ReadOptions(const Submission& s, Diagnostics* d) {
+// What a heterogeneous job's component resets rather than takes from the one before it (Slurm's
+// heterogeneous_jobs.html: the resources; the job-wide options propagate).
+const std::set<std::string> kPerComponent = {"nodes",         "ntasks",        "ntasks-per-node",
+                                             "gpus-per-node", "gpus-per-task", "cpus-per-task",
+                                             "cpus-per-gpu",  "gpus",          "ntasks-per-gpu",
+                                             "gpu-type",      "mem",           "mem-per-gpu",
+                                             "mem-per-cpu",   "exclusive",     "constraint",
+                                             "nodelist",      "gres"};
+
+// The next component's start: the one before it, less its resources.
+SbatchOptions Propagated(const SbatchOptions& before) {
+  SbatchOptions o = before;
+  o.nodes = o.ntasks = o.ntasks_per_node = o.gpus_per_node = o.gpus_per_task = o.cpus_per_task =
+      o.cpus_per_gpu = o.gpus_total = o.ntasks_per_gpu = std::nullopt;
+  o.gpu_type.clear();
+  o.mem_mib = o.mem_per_gpu_mib = o.mem_per_cpu_mib = std::nullopt;
+  o.mem_whole_node = o.exclusive = false;
+  o.constraint = o.nodelist = std::nullopt;
+  o.warnings.clear();
+  for (const auto& name : kPerComponent) o.where.erase(name);
+  return o;
+}
+
+// The script's and the command line's options, one SbatchOptions per component of a
+// heterogeneous job (one without `#SBATCH hetjob`; the command line's go to the first); what
+// cannot be read or applied goes to `d`, and reading goes on, so that every problem is reported
+// at once.
+StatusOr<std::vector<SbatchOptions>> ReadOptions(const Submission& s, Diagnostics* d) {
   if (s.script_text.rfind("#!", 0) != 0) {
     return Err(
         s.script_name +
@@ -207,17 +234,46 @@ StatusOr<SbatchOptions> ReadOptions(const Submission& s, Diagnostics* d) {
                " in the job: move the work into a file the script runs");
   }
   HANGAR_RETURN_IF_ERROR(CheckScriptText(s.script_text, s.script_name));
-  std::vector<Directive> lines = ReadDirectives(s.script_text, s.script_name, d);
+  std::vector<std::vector<Directive>> parts(1);
+  for (Directive& line : ReadDirectives(s.script_text, s.script_name, d)) {
+    if (line.name == kHetjob) {
+      parts.emplace_back();
+      continue;
+    }
+    parts.back().push_back(std::move(line));
+  }
   auto command_line = ReadCommandLine(s.command_line);
   if (!command_line.ok()) return command_line.status();
-  lines.insert(lines.end(), command_line->begin(), command_line->end());  // the command line wins
-  SbatchOptions o;
-  for (const auto& line : lines) {
-    if (Status st = ApplyDirective(line, s.script_name, &o); !st.ok())
-      d->errors.push_back(st.message());
+  // The command line wins, over the first component's lines.
+  parts[0].insert(parts[0].end(), command_line->begin(), command_line->end());
+  std::vector<SbatchOptions> components;
+  std::map<std::string, std::string> first_values;  // the first component's job-wide values
+  for (const auto& line : parts[0]) first_values[line.name] = line.value.value_or("");
+  for (size_t c = 0; c < parts.size(); ++c) {
+    SbatchOptions o = c == 0 ? SbatchOptions{} : Propagated(components.back());
+    for (const auto& line : parts[c]) {
+      if (Status st = ApplyDirective(line, s.script_name, &o); !st.ok()) {
+        d->errors.push_back(st.message());
+        continue;
+      }
+      // One job here: its time, name, output, queue, ... are the first component's.
+      auto first = first_values.find(line.name);
+      if (c > 0 && !kPerComponent.count(line.name) &&
+          (first == first_values.end() || first->second != line.value.value_or(""))) {
+        d->warnings.push_back(WhereOf(line, s.script_name) + ": " + line.text +
+                              " is set aside: Hangar runs a heterogeneous job's components as "
+                              "one job, whose job-wide options are the first component's");
+      }
+    }
+    d->warnings.insert(d->warnings.end(), o.warnings.begin(), o.warnings.end());
+    components.push_back(std::move(o));
   }
-  d->warnings.insert(d->warnings.end(), o.warnings.begin(), o.warnings.end());
-  return o;
+  if (components.size() > 1 && components[0].array) {
+    d->errors.push_back(WhereSet(components[0], "array") +
+                        ": --array with #SBATCH hetjob: a heterogeneous job cannot be an array "
+                        "(Slurm refuses it too); submit the components as one job per index");
+  }
+  return components;
 }
 
 std::string Workdir(const SbatchOptions& o, const std::string& submit_dir) {
@@ -257,9 +313,26 @@ void SortByLine(std::vector<std::string>* lines, const std::string& file) {
   });
 }
 
+namespace {
+
+// Slurm's variables a heterogeneous job's script sees for each component n, with the suffix
+// _HET_GROUP_n (its own, unsuffixed, are the first component's).
+const char* const kPerComponentEnv[] = {
+    "SLURM_NNODES",          "SLURM_JOB_NUM_NODES",  "SLURM_NTASKS",        "SLURM_NPROCS",
+    "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_GPUS_ON_NODE",
+    "SLURM_GPUS_PER_TASK",   "SLURM_JOB_PARTITION"};
+
+// The task groups of a heterogeneous job: "batch" (the script's) and het-1, het-2, ...
+std::string GroupName(size_t component) {
+  return component == 0 ? "batch" : "het-" + std::to_string(component);
+}
+
+}  // namespace
+
 StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   Diagnostics d;
-  HANGAR_ASSIGN_OR_RETURN(SbatchOptions o, ReadOptions(s, &d));
+  HANGAR_ASSIGN_OR_RETURN(std::vector<SbatchOptions> components, ReadOptions(s, &d));
+  SbatchOptions& o = components[0];
   // An account chooses the queue where the site maps accounts to queues and no partition is given
   // (the partition, when given, is the queue; the account stays the accounting label).
   if (o.account && !o.partition) {
@@ -270,29 +343,59 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
       o.partition = **queue;
     }
   }
-  const Shape shape = ResolveShape(o, s.site, &d);
+  std::vector<Shape> shapes;
+  for (const SbatchOptions& c : components) shapes.push_back(ResolveShape(c, s.site, &d));
+  const Shape& shape = shapes[0];
+  int all_nodes = 0;
+  for (const Shape& sh : shapes) all_nodes += sh.nodes;
   const std::string name = JobName(o, s.script_name, &d);
   nlohmann::ordered_json j;
   j["name"] = name;
   AddPolicy(o, &j, &d);
   AddTiming(o, &j, &d);
-  AddNodeRules(o, shape.nodes, &j, &d);
-  const bool append = o.open_mode == "append" || shape.nodes > 1;  // several writers share the file
+  AddNodeRules(o, all_nodes, &j, &d);
+  for (size_t c = 1; c < components.size(); ++c) {
+    if (components[c].nodelist) {
+      d.errors.push_back(WhereSet(components[c], "nodelist") +
+                         ": --nodelist in a later component of a heterogeneous job: Hangar "
+                         "places the job's nodes as one gang; give --nodelist in the first "
+                         "component, for the whole job");
+    }
+  }
+  // Several writers share the file.
+  const bool append = o.open_mode == "append" || all_nodes > 1;
   const std::string redirect = s.output_to_task ? "" : Redirect(o, name, append, &d);
   const int sig = o.signal ? o.signal->signal : SIGTERM;
   WrapperInputs w{sig == SIGTERM ? "TERM" : "TERM " + TrapName(sig), shape.tasks_per_node, redirect,
-                  LoginBashScript(s.script_text)};
-  nlohmann::ordered_json group;
-  group["name"] = "batch";
-  group["replicas"] = shape.nodes;
-  // Slurm's nodes are distinct hosts: one replica (one node's tasks) per node.
-  if (shape.nodes > 1) group["max_per_node"] = 1;
-  AddResources(o, shape, s.site, &group, &d);
-  group["workdir"] = Workdir(o, s.submit_dir);
-  group["env"] = StaticEnv(o, shape, name, s);
+                  LoginBashScript(s.script_text), static_cast<int>(components.size())};
   const std::string base = std::filesystem::path(s.script_name).filename().string();
-  group["command"] = {"/bin/sh", "-c", Wrapper(w), base, s.script_text};
-  j["tasks"] = nlohmann::ordered_json::array({group});
+  const std::string wrapper = Wrapper(w);
+  std::vector<nlohmann::ordered_json> envs;
+  for (size_t c = 0; c < components.size(); ++c)
+    envs.push_back(StaticEnv(components[c], shapes[c], name, s));
+  j["tasks"] = nlohmann::ordered_json::array();
+  for (size_t c = 0; c < components.size(); ++c) {
+    nlohmann::ordered_json group;
+    group["name"] = GroupName(c);
+    group["replicas"] = shapes[c].nodes;
+    // Slurm's nodes are distinct hosts: one replica (one node's tasks) per node.
+    if (shapes[c].nodes > 1) group["max_per_node"] = 1;
+    AddResources(components[c], shapes[c], s.site, &group, &d);
+    group["workdir"] = Workdir(o, s.submit_dir);
+    nlohmann::ordered_json env = envs[c];
+    if (components.size() > 1) {
+      env["SLURM_HET_SIZE"] = std::to_string(components.size());
+      for (size_t k = 0; k < components.size(); ++k) {
+        for (const char* var : kPerComponentEnv) {
+          if (envs[k].contains(var))
+            env[std::string(var) + "_HET_GROUP_" + std::to_string(k)] = envs[k][var];
+        }
+      }
+    }
+    group["env"] = env;
+    group["command"] = {"/bin/sh", "-c", wrapper, base, s.script_text};
+    j["tasks"].push_back(std::move(group));
+  }
   SortByLine(&d.errors, s.script_name);
   SortByLine(&d.warnings, s.script_name);
   HANGAR_RETURN_IF_ERROR(d.ToStatus());

@@ -52,9 +52,8 @@ TEST(SbatchCorpusTest, NearlyEveryScriptIsAcceptedAndEachRefusalNamesItsLines) {
   std::printf("slurm corpus: %zu of %zu scripts accepted (%.1f%%), %zu of them with warnings\n",
               accepted, scripts.size(), 100.0 * accepted / scripts.size(), warned);
   EXPECT_GE(accepted * 100, scripts.size() * 95);
-  // What is refused, and why it must be: a component job of several shapes, and a deferred start.
-  EXPECT_EQ(refused,
-            (std::vector<std::string>{"begin-tonight.sbatch", "hetjob-server-and-clients.sbatch"}));
+  // What is refused, and why it must be: a deferred start.
+  EXPECT_EQ(refused, (std::vector<std::string>{"begin-tonight.sbatch"}));
 }
 
 }  // namespace

@@ -328,11 +328,8 @@ void ReadWords(const std::vector<std::string>& words, int line, const std::strin
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     const bool is_long = w.rfind("--", 0) == 0 && w.size() > 2;
-    if (w == "hetjob" || w == "packjob") {
-      errors->push_back(where + ": " + prefix + w +
-                        ": a heterogeneous job (components of different shapes) is not read by "
-                        "hangar sbatch; write a job file with one task group per component "
-                        "(docs/job-format.md): they are placed as one gang");
+    if (w == "hetjob" || w == "packjob") {  // the next component of a heterogeneous job
+      out->push_back(Directive{line, std::string(kHetjob), std::nullopt, prefix + w});
       continue;
     }
     if (!is_long && (w.size() < 2 || w[0] != '-')) {

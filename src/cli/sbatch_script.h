@@ -25,6 +25,10 @@ struct Directive {
   std::string text;  // how it was written, for messages
 };
 
+// `#SBATCH hetjob` (or packjob): a Directive of this name separates a heterogeneous job's
+// components, as sbatch reads them; it has no value.
+inline constexpr std::string_view kHetjob = "hetjob";
+
 // afterok / afterany / afternotok job ids.
 struct Dependencies {
   std::vector<uint64_t> ok, any, notok;

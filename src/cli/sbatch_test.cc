@@ -556,6 +556,84 @@ TEST(SbatchWrapperTest, TheOtherNodesRunNoLineOfTheScriptAndEndWhenStopped) {
 // (HANGAR_SBATCH_ACCOUNT_QUEUES): a partition, when given, still is the queue; the account stays
 // the accounting label either way; an account the site does not map is refused with the ones it
 // does.
+// #SBATCH hetjob: one job whose task groups are the components, placed as one gang; the script
+// runs once, on the first component's first node; each group has its own shape, and every group
+// sees each component's variables with Slurm's _HET_GROUP_n suffix.
+TEST(SbatchHetjobTest, EachComponentIsATaskGroupOfOneGang) {
+  const BatchJob b = Convert(R"(#!/bin/bash
+#SBATCH --job-name=param-server --time=30 -A research
+#SBATCH --nodes=1 --cpus-per-task=16 --mem=64G
+#SBATCH hetjob
+#SBATCH --nodes=2 --gres=gpu:8 --ntasks-per-node=8
+srun --het-group=0 python server.py &
+srun --het-group=1 python worker.py
+wait
+)");
+  ASSERT_EQ(b.spec["tasks"].size(), 2u) << b.yaml;
+  const ordered_json& server = b.spec["tasks"][0];
+  const ordered_json& workers = b.spec["tasks"][1];
+  EXPECT_EQ(server["name"], "batch");
+  EXPECT_EQ(server["replicas"], 1);
+  EXPECT_FALSE(server.contains("gpus"));
+  EXPECT_EQ(workers["name"], "het-1");
+  EXPECT_EQ(workers["replicas"], 2);
+  EXPECT_EQ(workers["max_per_node"], 1);
+  EXPECT_EQ(workers["gpus"], 8);
+  // Job-wide options propagate: one name, time and account for the whole job.
+  EXPECT_EQ(b.spec["name"], "param-server");
+  EXPECT_EQ(b.spec["account"], "research");
+  EXPECT_EQ(b.spec["time_limit"], "30m");
+  for (const ordered_json& g : b.spec["tasks"]) {
+    EXPECT_EQ(g["env"]["SLURM_HET_SIZE"], "2");
+    EXPECT_EQ(g["env"]["SLURM_NNODES_HET_GROUP_0"], "1");
+    EXPECT_EQ(g["env"]["SLURM_NNODES_HET_GROUP_1"], "2");
+    EXPECT_EQ(g["env"]["SLURM_TASKS_PER_NODE_HET_GROUP_1"], "8(x2)");
+    EXPECT_EQ(g["env"]["SLURM_NTASKS_HET_GROUP_1"], "16");
+    EXPECT_EQ(g["env"]["SLURM_CPUS_PER_TASK_HET_GROUP_0"], "16");
+    EXPECT_EQ(g["env"]["SLURM_GPUS_ON_NODE_HET_GROUP_1"], "8");
+    EXPECT_EQ(g["command"], server["command"]) << "one script, run once by the wrapper";
+  }
+  EXPECT_EQ(server["env"]["SLURM_NNODES"], "1");
+  EXPECT_EQ(workers["env"]["SLURM_NNODES"], "2");
+  // The script sees each component's nodes.
+  const std::string wrapper = server["command"][2];
+  EXPECT_TRUE(Contains(wrapper, "SLURM_JOB_NODELIST_HET_GROUP_1=\"${HANGAR_GROUP_NODES_1:-}\""))
+      << wrapper;
+  EXPECT_TRUE(b.warnings.empty()) << b.warnings[0];
+  // It is a job Hangar's parser reads: two groups, 1 + 16 GPUs in all.
+  const job::JobSpec spec = ParseAsHangar(b);
+  ASSERT_EQ(spec.tasks.size(), 2u);
+  EXPECT_EQ(spec.tasks[1].GpusPerReplica() * spec.tasks[1].replicas, 16);
+}
+
+TEST(SbatchHetjobTest, ALaterComponentsJobWideOptionIsNamedAndTheImpossibleAreRefusedAtOnce) {
+  const BatchJob b = Convert(R"(#!/bin/bash
+#SBATCH -N1 -t 10
+#SBATCH packjob
+#SBATCH -N1 -t 20 --gres=gpu:1
+srun hostname
+)");
+  ASSERT_EQ(b.warnings.size(), 1u) << b.yaml;
+  EXPECT_EQ(b.warnings[0],
+            "job.sbatch:4: #SBATCH -t 20 is set aside: Hangar runs a heterogeneous job's "
+            "components as one job, whose job-wide options are the first component's");
+  EXPECT_EQ(b.spec["time_limit"], "10m");
+  const std::string err = ErrorOf(R"(#!/bin/bash
+#SBATCH -N1 --array=0-3
+#SBATCH hetjob
+#SBATCH -N1 --nodelist=node-4
+srun hostname
+)");
+  EXPECT_TRUE(Contains(err,
+                       "job.sbatch:2: --array with #SBATCH hetjob: a heterogeneous job "
+                       "cannot be an array"))
+      << err;
+  EXPECT_TRUE(Contains(err,
+                       "job.sbatch:4: --nodelist in a later component of a heterogeneous "
+                       "job"))
+      << err;
+}
+
 TEST(SbatchAccountTest, AnAccountChoosesTheQueueWhereTheSiteMapsAccounts) {
   const std::string script = "#!/bin/sh\n#SBATCH -A vision\n#SBATCH -t 10\nhostname\n";
   auto mapped = ParseSiteFacts(nullptr, nullptr, "vision=team-vision,nlp=team-nlp");

@@ -25,6 +25,8 @@ node=${SLURM_NODEID:-0}; total=
 while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; break ;;
+    --container-image|--container-image=*)
+      echo "srun: error: --container-image: this task cannot reach its node's agent, which runs a step in a container" >&2; exit 1 ;;
     -n|--ntasks) total=$2; shift 2 ;;
     -n*) total=${1#-n}; shift ;;
     --ntasks=*) total=${1#--ntasks=}; shift ;;
@@ -119,6 +121,11 @@ std::string Wrapper(const WrapperInputs& w) {
   // with `scontrol show hostnames`.
   s += "export SLURM_JOB_NODELIST=\"${HANGAR_JOB_NODES:-$hangar_node}\" "
        "SLURM_NODELIST=\"${HANGAR_JOB_NODES:-$hangar_node}\"\n";
+  for (int c = 0; w.components > 1 && c < w.components; ++c) {
+    const std::string n = std::to_string(c);
+    s += "export SLURM_JOB_NODELIST_HET_GROUP_" + n + "=\"${HANGAR_GROUP_NODES_" + n +
+         ":-}\" SLURM_NODELIST_HET_GROUP_" + n + "=\"${HANGAR_GROUP_NODES_" + n + ":-}\"\n";
+  }
   s += "hangar_dir=$(mktemp -d \"${TMPDIR:-/tmp}/hangar-sbatch.XXXXXX\") || exit 1\n";
   s += "printf '%s' \"$1\" > \"$hangar_dir/slurm_script\" || exit 1\n";
   s += "cat > \"$hangar_dir/srun\" <<'HANGAR_SRUN'\n" + std::string(kSrunShim) + "HANGAR_SRUN\n";

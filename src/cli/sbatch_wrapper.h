@@ -17,6 +17,9 @@ struct WrapperInputs {
   // The script's #! line starts bash as a login shell (LoginBashScript): its /etc/profile resets
   // PATH, so Slurm's commands reach it as exported bash functions too.
   bool login_bash = false;
+  // A heterogeneous job's components (1: none): the script sees each one's nodes as
+  // SLURM_JOB_NODELIST_HET_GROUP_<n> (from the controller's HANGAR_GROUP_NODES_<n>).
+  int components = 1;
 };
 
 // Whether `script`'s #! line runs bash as a login shell: `#!/bin/bash -l`, `--login`, `-leo

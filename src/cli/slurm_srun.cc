@@ -51,6 +51,9 @@ const std::set<std::string> kValued = {"ntasks",
                                        "container-image",
                                        "container-mounts",
                                        "container-workdir",
+                                       "container-name",
+                                       "container-env",
+                                       "container-save",
                                        "chdir",
                                        "constraint",
                                        "gpu-bind",
@@ -65,16 +68,21 @@ const std::set<std::string> kValued = {"ntasks",
 const std::set<char> kValuedShort = {'n', 'N', 'c', 'J', 'w', 'x', 't', 'o',
                                      'e', 'i', 'p', 'A', 'm', 'C', 'D', 'W'};
 // Options whose meaning a step cannot honour here: refused with the reason, never ignored.
-const std::set<std::string> kRefused = {"het-group", "container-image", "jobid",
-                                        "output",    "error",           "input"};
+const std::set<std::string> kRefused = {"jobid", "output", "error", "input"};
+// pyxis's options that only tune what Hangar does anyway, or that have no effect here: a warning.
+const std::set<std::string> kPyxisSetAside = {
+    "container-name",          "container-env",           "container-save",
+    "container-mount-home",    "no-container-mount-home", "container-remap-root",
+    "no-container-remap-root", "container-writable",      "container-readonly",
+    "container-entrypoint",    "no-container-entrypoint"};
 
 int Error(const std::string& what) {
   std::fprintf(stderr, "srun: error: %s\n", what.c_str());
   return 1;
 }
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
+int EnvInt(const std::string& name, int fallback) {
+  const char* v = std::getenv(name.c_str());
   if (v == nullptr || *v == '\0') return fallback;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
@@ -84,9 +92,12 @@ int EnvInt(const char* name, int fallback) {
 // The job's tasks on each node, as srun defaults to: SLURM_NTASKS_PER_NODE when the script asked
 // it, else the count SLURM_TASKS_PER_NODE starts with ("4(x2)": 4; Hangar's nodes are equal), as
 // Slurm's srun reads the allocation's layout; 1 without either.
-int JobTasksPerNode() {
-  if (int n = EnvInt("SLURM_NTASKS_PER_NODE", 0); n > 0) return n;
-  const char* v = std::getenv("SLURM_TASKS_PER_NODE");
+// In a heterogeneous job, `suffix` ("_HET_GROUP_1") names the component's own variables.
+int JobTasksPerNode(const std::string& suffix = "") {
+  if (!suffix.empty() && std::getenv(("SLURM_TASKS_PER_NODE" + suffix).c_str()) == nullptr)
+    return JobTasksPerNode();
+  if (int n = EnvInt("SLURM_NTASKS_PER_NODE" + suffix, 0); n > 0) return n;
+  const char* v = std::getenv(("SLURM_TASKS_PER_NODE" + suffix).c_str());
   if (v == nullptr) return 1;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
@@ -104,13 +115,51 @@ struct Step {
   int gpus_per_task = 0;       // --gpus-per-task (or --gpu-bind=per_task:N); 0: not given
   bool gpu_bind_none = false;  // --gpu-bind=none: every task sees all of its node's GPUs
   size_t command = 0;          // index of the command in the arguments
+  // --het-group: a heterogeneous job's components; in one, srun defaults to component 0.
+  std::vector<int> het_groups;
+  std::string container_image, container_workdir;  // pyxis's --container-*
+  std::vector<std::string> container_mounts;
+  std::vector<std::string> set_aside;  // options accepted without effect, for the warning
+  // The variables' suffix of the step's first component ("_HET_GROUP_1"); empty outside one.
+  std::string HetSuffix() const {
+    return het_groups.empty() ? "" : "_HET_GROUP_" + std::to_string(het_groups.front());
+  }
 };
+
+// --het-group=0,2-3: the components, in order, each once; false on anything else.
+bool ParseHetGroups(const std::string& value, std::vector<int>* out) {
+  out->clear();
+  for (size_t at = 0; at <= value.size();) {
+    const size_t comma = value.find(',', at);
+    const std::string part =
+        value.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const size_t dash = part.find('-');
+    char* end = nullptr;
+    const long lo = std::strtol(part.c_str(), &end, 10);
+    if (part.empty() || end == part.c_str() || (*end != '\0' && *end != '-')) return false;
+    long hi = lo;
+    if (dash != std::string::npos) {
+      const std::string rest = part.substr(dash + 1);
+      hi = std::strtol(rest.c_str(), &end, 10);
+      if (rest.empty() || *end != '\0') return false;
+    }
+    if (lo < 0 || hi < lo || hi > 127) return false;
+    for (long g = lo; g <= hi; ++g) {
+      if (std::find(out->begin(), out->end(), g) == out->end()) out->push_back(static_cast<int>(g));
+    }
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return !out->empty();
+}
 
 // GPUs each task gets of its node's, as Slurm binds them since 21.08: --gpus-per-task, else the
 // job's (SLURM_GPUS_PER_TASK, from sbatch --gpus-per-task); none with --gpu-bind=none.
 int GpusPerTask(const Step& step) {
   if (step.gpu_bind_none) return 0;
-  return step.gpus_per_task > 0 ? step.gpus_per_task : EnvInt("SLURM_GPUS_PER_TASK", 0);
+  if (step.gpus_per_task > 0) return step.gpus_per_task;
+  const std::string het = "SLURM_GPUS_PER_TASK" + step.HetSuffix();
+  return EnvInt(std::getenv(het.c_str()) ? het : "SLURM_GPUS_PER_TASK", 0);
 }
 
 // One option (args[*i], and its value where it takes one): its long name and value.
@@ -189,6 +238,23 @@ StatusOr<Step> ParseStep(const std::vector<std::string>& args) {
         return Status::InvalidArgument("--gpu-bind=" + value + " is not per_task:N (N GPUs)");
       }
     }
+    if (name == "het-group" && !ParseHetGroups(value, &step.het_groups)) {
+      return Status::InvalidArgument("--het-group=" + value +
+                                     " is not a list of components (e.g. 0, 1 or 0-1)");
+    }
+    if (name == "container-image") step.container_image = value;
+    if (name == "container-workdir") step.container_workdir = value;
+    if (name == "container-mounts") {
+      for (size_t at = 0; at < value.size();) {
+        const size_t comma = value.find(',', at);
+        const std::string m =
+            value.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        if (!m.empty()) step.container_mounts.push_back(m);
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+    }
+    if (kPyxisSetAside.count(name)) step.set_aside.push_back("--" + name);
     if (name == "nodelist") step.nodelist = value;
     if (name == "exclude") step.exclude = value;
     if (name == "label") step.label = true;
@@ -209,12 +275,26 @@ StatusOr<Step> ParseStep(const std::vector<std::string>& args) {
   }
   if (i >= args.size())
     return Status::InvalidArgument("no command to run (srun [OPTIONS] COMMAND [ARGS...])");
+  if (step.container_image.empty() &&
+      (!step.container_mounts.empty() || !step.container_workdir.empty())) {
+    return Status::InvalidArgument(
+        "--container-mounts and --container-workdir apply to a step in a container: give "
+        "--container-image too");
+  }
+  // In a heterogeneous job srun runs on its first component unless told (as Slurm's does).
+  if (step.het_groups.empty() && std::getenv("SLURM_HET_SIZE") != nullptr)
+    step.het_groups.push_back(0);
   step.command = i;
   return step;
 }
 
 // Without the agent's step socket (a container task): the step runs on this node only.
 Status CheckLocal(const Step& step) {
+  if (!step.container_image.empty()) {
+    return Status::InvalidArgument(
+        "this srun cannot reach its node's agent (HANGAR_AGENT_SOCKET), which runs a step in a "
+        "container (--container-image)");
+  }
   if (step.nodes > 1 || !step.nodelist.empty() || !step.exclude.empty()) {
     return Status::InvalidArgument(
         "this srun cannot reach its node's agent (HANGAR_AGENT_SOCKET), so it runs steps on this "
@@ -380,10 +460,16 @@ std::string StepRequestJson(const std::vector<std::string>& args, const Step& st
   if (step.nodes > 0) r["nodes"] = step.nodes;
   if (step.ntasks > 0) r["ntasks"] = step.ntasks;
   if (step.per_node > 0) r["ntasks_per_node"] = step.per_node;
-  r["default_ntasks_per_node"] = JobTasksPerNode();
+  r["default_ntasks_per_node"] = JobTasksPerNode(step.HetSuffix());
   r["nodelist"] = step.nodelist;
   r["exclude"] = step.exclude;
   r["kill_on_bad_exit"] = step.kill_on_bad_exit;
+  if (!step.het_groups.empty()) r["het_groups"] = step.het_groups;
+  if (!step.container_image.empty()) {
+    r["container"] = {{"image", step.container_image},
+                      {"mounts", step.container_mounts},
+                      {"workdir", step.container_workdir}};
+  }
   return r.dump();
 }
 
@@ -443,6 +529,12 @@ int RunSrunInJob(const std::vector<std::string>& args) {
   }
   StatusOr<Step> step = ParseStep(args);
   if (!step.ok()) return Error(step.status().message());
+  for (const std::string& o : step->set_aside) {
+    std::fprintf(stderr,
+                 "srun: warning: %s has no effect here (Hangar runs each step in a fresh "
+                 "container of --container-image, as the task's user)\n",
+                 o.c_str());
+  }
   const char* socket = std::getenv("HANGAR_AGENT_SOCKET");
   const char* task = std::getenv("HANGAR_TASK_ID");
   if (socket == nullptr || task == nullptr) return RunLocal(args, *step);

@@ -57,10 +57,20 @@ StepRelay::Allocation Resolve(const ClusterState& st, const std::string& node,
   auto tasks = job->task_views;
   std::sort(tasks.begin(), tasks.end(),
             [](const auto& x, const auto& y) { return x.index < y.index; });
+  std::map<std::string, int> group_of;  // a task group's place in the spec: its component
+  if (job->spec.contains("tasks") && job->spec["tasks"].is_array()) {
+    for (const auto& g : job->spec["tasks"]) {
+      if (g.is_object() && g.contains("name") && g["name"].is_string())
+        group_of.emplace(g["name"].get<std::string>(), static_cast<int>(group_of.size()));
+    }
+  }
+  a.mounts_allowed = st.options().mounts_allowed;
   for (const auto& t : tasks) {
     auto at = st.LocateTask(caller.job, t.index);
     if (!at.ok()) return {at.status()};
-    a.nodes.push_back({at->first, at->second, t.gpus, !t.mig_starts.empty()});
+    auto g = group_of.find(t.group);
+    a.nodes.push_back({at->first, at->second, t.gpus, !t.mig_starts.empty(), t.index,
+                       g == group_of.end() ? 0 : g->second});
     if (Status can = st.AgentCan(at->first, AgentFeature::kSessions); !can.ok())
       a.unable[at->first] = can.message();
   }
@@ -89,6 +99,52 @@ std::vector<std::string> TaskArgv(const pb::StepRequest& r,
   for (const char* a : {"/bin/sh", "-c", kExecAsSlurm, "srun"}) argv.emplace_back(a);
   argv.insert(argv.end(), r.argv().begin(), r.argv().end());
   return argv;
+}
+
+// A step in a container (srun --container-image): the program runs through kExecAsSlurm in the
+// image; its environment (the caller's, then the task's Slurm variables) travels beside it, as
+// env(1) on the host cannot set it inside.
+std::vector<std::string> ContainerTaskArgv(const pb::StepRequest& r) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", kExecAsSlurm, "srun"};
+  argv.insert(argv.end(), r.argv().begin(), r.argv().end());
+  return argv;
+}
+
+pb::StepContainer ContainerOfTask(const pb::StepRequest& r,
+                                  const std::map<std::string, std::string>& slurm,
+                                  const std::vector<std::string>& mounts_allowed) {
+  pb::StepContainer c = r.container();
+  c.clear_env();
+  for (const auto& kv : r.env()) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || slurm.count(kv.substr(0, eq))) continue;
+    c.add_env(kv);
+  }
+  for (const auto& [k, v] : slurm) c.add_env(k + "=" + v);
+  c.clear_mounts_allowed();
+  for (const auto& a : mounts_allowed) c.add_mounts_allowed(a);
+  return c;
+}
+
+// The allocation's nodes a step may use: with --het-group, those of the components named (the
+// job's task groups, in order); InvalidArgument naming the job's components when one is not.
+StatusOr<std::vector<AllocationNode>> HetGroupNodes(const std::vector<AllocationNode>& nodes,
+                                                    const pb::StepRequest& r) {
+  if (r.het_groups_size() == 0) return nodes;
+  int components = 0;
+  for (const auto& n : nodes) components = std::max(components, n.group + 1);
+  std::vector<AllocationNode> out;
+  for (int g : r.het_groups()) {
+    if (g < 0 || g >= components) {
+      return Status::InvalidArgument(
+          "--het-group=" + std::to_string(g) + ": the job has " + std::to_string(components) +
+          (components == 1 ? " component (0)"
+                           : " components (0-" + std::to_string(components - 1) + ")"));
+    }
+    for (const auto& n : nodes)
+      if (n.group == g) out.push_back(n);
+  }
+  return out;
 }
 
 // GPUs per task the step asks: SLURM_GPUS_PER_TASK in the caller's environment, which srun sets
@@ -169,13 +225,15 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
   ask.nodelist = req.nodelist();
   ask.exclude = req.exclude();
   ask.gpus_per_task = GpusPerTask(req);
-  auto layout = PlanStep(alloc.nodes, ask);
+  auto nodes = HetGroupNodes(alloc.nodes, req);
+  if (!nodes.ok()) return Refuse(origin, req.request_id(), nodes.status().message());
+  auto layout = PlanStep(*nodes, ask);
   if (!layout.ok()) return Refuse(origin, req.request_id(), layout.status().message());
   for (size_t i : layout->nodes) {
-    auto unable = alloc.unable.find(alloc.nodes[i].node);
+    auto unable = alloc.unable.find((*nodes)[i].node);
     if (unable != alloc.unable.end()) return Refuse(origin, req.request_id(), unable->second);
   }
-  StepEnvInputs in{alloc.job_id, 0, alloc.nodes, *layout, ask.gpus_per_task};
+  StepEnvInputs in{alloc.job_id, 0, *nodes, *layout, ask.gpus_per_task};
   std::vector<pb::ControllerMessage> opens;
   pb::StepOutput started;
   {
@@ -189,7 +247,7 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
     }
     const std::string nodelist = AllocationHostList([&] {
       std::vector<AllocationNode> v;
-      for (size_t i : layout->nodes) v.push_back(alloc.nodes[i]);
+      for (size_t i : layout->nodes) v.push_back((*nodes)[i]);
       return v;
     }());
     in.step_id = book_.Begin(alloc.job_id, BaseName(req.argv(0)), nodelist,
@@ -200,7 +258,7 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
     Running r{alloc.job_id, in.step_id, origin, req.request_id(), req.kill_on_bad_exit(), {}};
     for (size_t k = 0; k < layout->tasks.size(); ++k) {
       const StepTaskPlace& t = layout->tasks[k];
-      const AllocationNode& where = alloc.nodes[t.allocation];
+      const AllocationNode& where = (*nodes)[t.allocation];
       const uint64_t session = kStepSessionBit | next_session_++;
       by_session_[session] = key;
       r.tasks.push_back({session, where.node, t.procid, false, 0});
@@ -208,9 +266,15 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
       pb::SessionOpen* open = m.mutable_session_open();
       open->set_session_id(session);
       open->set_task_id(where.task_id);
-      open->mutable_start()->set_job_id(alloc.job_id);
-      open->mutable_start()->set_task_index(static_cast<uint32_t>(t.allocation));
-      for (auto& a : TaskArgv(req, envs[k])) open->mutable_start()->add_argv(std::move(a));
+      pb::SessionStart* start = open->mutable_start();
+      start->set_job_id(alloc.job_id);
+      start->set_task_index(where.task_index);
+      if (req.has_container()) {
+        for (auto& a : ContainerTaskArgv(req)) start->add_argv(std::move(a));
+        *start->mutable_container() = ContainerOfTask(req, envs[k], alloc.mounts_allowed);
+      } else {
+        for (auto& a : TaskArgv(req, envs[k])) start->add_argv(std::move(a));
+      }
       opens.push_back(std::move(m));
     }
     running_.emplace(key, std::move(r));
@@ -225,7 +289,7 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
                req.argv(0), layout->tasks.size(), started.nodelist());
   Answer(origin, std::move(started));  // before any output: one stream to the origin keeps order
   for (size_t k = 0; k < opens.size(); ++k) {
-    const std::string& node = alloc.nodes[layout->tasks[k].allocation].node;
+    const std::string& node = (*nodes)[layout->tasks[k].allocation].node;
     const uint64_t session = opens[k].session_open().session_id();
     hub_->Send(node, std::move(opens[k]));
     // Steps read no input here (srun forwards none): a task that reads stdin sees its end.

@@ -56,6 +56,8 @@ class StepRelay final : public StepSink {
     // Why a node's agent cannot run a step's task (an older agent, common/version.h), by node
     // name; absent when it can.
     std::map<std::string, std::string> unable;
+    // cluster.yaml containers.mounts_allowed: where a container step's mounts may come from.
+    std::vector<std::string> mounts_allowed;
   };
 
  private:

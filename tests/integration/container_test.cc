@@ -140,6 +140,30 @@ TEST_F(ContainerTest, ATaskSeesItsGpusEnvironmentMountsAndLimits) {
 
 // `hangar exec` into a running container task (docs/interactive.md): the program runs inside the
 // task's container (its filesystem, its environment), through the agent's own podman store.
+// podman runs as the agent (root on a node): a job's environment must not choose which podman
+// runs, its configuration or what the loader preloads into it. Before, the job's PATH was the one
+// the agent looked `podman` up in: a job could have root run a program of its own.
+TEST_F(ContainerTest, AJobsEnvironmentDoesNotChooseWhatPodmanIs) {
+  StartCluster(1);
+  fs::create_directories(out_ + "/fakebin");
+  std::ofstream(out_ + "/fakebin/podman") << "#!/bin/sh\ntouch " << out_ << "/hijacked\nexit 1\n";
+  fs::permissions(out_ + "/fakebin/podman",
+                  fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+  const uint64_t id = Submit(
+      "name: env-check\nimage: " + *image_ + "\ntasks:\n  - cpu: 100m\n    env: {PATH: '" + out_ +
+      "/fakebin:/usr/local/bin:/usr/bin:/bin', LD_PRELOAD: /nonexistent/evil.so, TMPDIR: "
+      "/nonexistent, CONTAINERS_CONF: /nonexistent/containers.conf}\n"
+      "    mounts: ['" +
+      out_ + ":/out:rw']\n    command: ['/bin/sh', '-c', 'env > /out/env']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 60 * kSecond)) << cluster_->Job(id).dump();
+  EXPECT_FALSE(fs::exists(out_ + "/hijacked")) << "the agent ran the job's own podman";
+  const std::string env = ReadFile(out_ + "/env");
+  // They reach the container, as the job asked.
+  EXPECT_TRUE(Contains(env, "PATH=" + out_ + "/fakebin:")) << env;
+  EXPECT_TRUE(Contains(env, "CONTAINERS_CONF=/nonexistent/containers.conf\n")) << env;
+  EXPECT_TRUE(Contains(env, "TMPDIR=/nonexistent\n")) << env;
+}
+
 TEST_F(ContainerTest, ExecRunsAProgramInsideARunningTasksContainer) {
   StartCluster(1);
   const uint64_t id =
@@ -169,6 +193,51 @@ TEST_F(ContainerTest, ExecRunsAProgramInsideARunningTasksContainer) {
   EXPECT_TRUE(Contains(last.out, "LR=0.1")) << "the container's environment: " << last.out;
   EXPECT_FALSE(fs::exists("/tmp/marker") && ReadFile("/tmp/marker") == "inside\n")
       << "not the node's /tmp";
+}
+
+// pyxis's `srun --container-image`: from a task that runs on the host, a step's task runs in the
+// image (its own mount namespace), as the task's user, with the task's GPUs by UUID, Slurm's
+// variables, the mounts asked and the working folder asked; a mount from outside
+// containers.mounts_allowed is refused before podman sees it; nothing of the step's is left once
+// the job ends.
+TEST_F(ContainerTest, ASrunStepWithContainerImageRunsInTheImage) {
+  StartCluster(1);
+  std::ofstream(out_ + "/step.sh")
+      << "readlink /proc/self/ns/mnt > ns; env > env; ls /dev | grep nvidia > gpus; pwd > pwd; "
+         "id -u > uid\n";
+  std::ofstream(out_ + "/job.sh") << "\"$HANGAR_BIN\" slurm srun --container-image=" << *image_
+                                  << " --container-mounts=" << out_
+                                  << ":/out --container-workdir=/out /bin/sh /out/step.sh\n"
+                                  << "echo \"rc=$?\" > " << out_ << "/rc\n"
+                                  << "\"$HANGAR_BIN\" slurm srun --container-image=" << *image_
+                                  << " --container-mounts=/etc:/host-etc cat /host-etc/hostname 2> "
+                                  << out_ << "/refused.err\necho \"rc=$?\" > " << out_
+                                  << "/refused.rc\n";
+  const uint64_t id =
+      Submit("name: pyxis\ntasks:\n  - gpus: 2\n    command: ['/bin/sh', '" + out_ + "/job.sh']\n");
+  ASSERT_TRUE(cluster_->WaitForJobState(id, "succeeded", 90 * kSecond)) << cluster_->Job(id).dump();
+  EXPECT_EQ(ReadFile(out_ + "/rc"), "rc=0\n") << ReadFile(out_ + "/refused.err");
+  std::error_code ec;
+  const std::string own_ns = fs::read_symlink("/proc/self/ns/mnt", ec).string();
+  EXPECT_NE(ReadFile(out_ + "/ns"), own_ns + "\n") << "it ran in a container of its own";
+  EXPECT_EQ(ReadFile(out_ + "/pwd"), "/out\n");
+  EXPECT_EQ(ReadFile(out_ + "/uid"), std::to_string(geteuid()) + "\n") << "the task's user";
+  EXPECT_EQ(Lines(ReadFile(out_ + "/gpus")).size(), 2u) << ReadFile(out_ + "/gpus");
+  const std::string env = ReadFile(out_ + "/env");
+  EXPECT_TRUE(Contains(env, "SLURM_PROCID=0\n")) << env;
+  EXPECT_TRUE(Contains(env, "SLURM_STEP_ID=0\n")) << env;
+  EXPECT_TRUE(Contains(env, "CUDA_VISIBLE_DEVICES=GPU-")) << env;
+  EXPECT_TRUE(Contains(env, "HANGAR_JOB_ID=" + std::to_string(id) + "\n")) << env;
+  EXPECT_FALSE(Contains(env, "PATH=" + std::string(std::getenv("PATH")) + "\n"))
+      << "the image's PATH, not the host's: " << env;
+  EXPECT_EQ(ReadFile(out_ + "/refused.rc"), "rc=1\n");
+  const std::string refused = ReadFile(out_ + "/refused.err");
+  EXPECT_TRUE(Contains(refused, "/etc")) << refused;
+  EXPECT_TRUE(Contains(refused, "containers.mounts_allowed")) << refused;
+  EXPECT_FALSE(Contains(PodmanPs("node-1"), "-step-")) << PodmanPs("node-1");
+  // The step's pins went with the task (named <task>.step-<session>).
+  for (const auto& e : fs::directory_iterator(cluster_->dir() + "/agents/node-1/mounts", ec))
+    EXPECT_FALSE(Contains(e.path().filename().string(), ".step-")) << e.path();
 }
 
 TEST_F(ContainerTest, ATwoNodeGangInContainersGetsTheTorchrunVariables) {

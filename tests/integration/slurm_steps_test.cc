@@ -205,6 +205,42 @@ TEST_F(SlurmStepsTest, EachStepTaskGetsItsOwnGpusOfItsNode) {
   EXPECT_TRUE(Contains(out, "three refused rc 1\nend\n")) << out;
 }
 
+// A heterogeneous job (`#SBATCH hetjob`): its components are one gang of two task groups; the
+// script runs once, on the first component's node, and sees each component's nodes; srun runs on
+// the first component unless --het-group names others; a component the job lacks is refused.
+TEST_F(SlurmStepsTest, AHetjobsStepsRunOnTheComponentsTheyName) {
+  const uint64_t id =
+      RunScript("het.sbatch",
+                "#!/bin/bash\n"
+                "#SBATCH -J het -N 1 --gres=gpu:1 -c 1 --mem=1G -t 5 -o het.out\n"
+                "#SBATCH hetjob\n"
+                "#SBATCH -N 1 --ntasks-per-node=2 --gres=gpu:2 -c 1 --mem=1G\n"
+                "echo \"size $SLURM_HET_SIZE g0 $SLURM_JOB_NODELIST_HET_GROUP_0 g1 "
+                "$SLURM_JOB_NODELIST_HET_GROUP_1 tpn $SLURM_TASKS_PER_NODE_HET_GROUP_1\"\n"
+                "srun bash -c 'echo \"first $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME\"'\n"
+                "srun --het-group=1 bash -c 'echo \"second $SLURM_PROCID of $SLURM_NTASKS on "
+                "$SLURMD_NODENAME\"' | sort\n"
+                "srun --het-group=0-1 --ntasks-per-node=1 bash -c 'echo \"both $SLURM_PROCID on "
+                "$SLURMD_NODENAME\"' | sort\n"
+                "srun --het-group=2 true || echo \"third refused rc $?\"\n"
+                "echo end\n",
+                90 * kSecond);
+  ASSERT_GT(id, 0u) << Work("het.out");
+  const std::string out = Work("het.out");
+  // Component 0 asks 1 GPU and component 1 both of a node's 2: they lie on distinct nodes.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("size 2 g0 (node-[12]) g1 (node-[12]) tpn 2\n")))
+      << out;
+  const std::string first = m[1], second = m[2];
+  EXPECT_NE(first, second) << out;
+  EXPECT_TRUE(Contains(out, "first 0 of 1 on " + first + "\n")) << out;
+  EXPECT_TRUE(Contains(out, "second 0 of 2 on " + second + "\nsecond 1 of 2 on " + second + "\n"))
+      << out;
+  EXPECT_TRUE(Contains(out, "both 0 on " + first + "\nboth 1 on " + second + "\n")) << out;
+  EXPECT_TRUE(Contains(out, "srun: error: --het-group=2: the job has 2 components (0-1)")) << out;
+  EXPECT_TRUE(Contains(out, "third refused rc 1\nend\n")) << out;
+}
+
 // A folder too deep for a Unix socket's path puts the services' HAProxy runtime socket under /tmp
 // (dev_load_balancer.cc); it goes with `hangar dev` (547 such files had piled up in /tmp from the
 // test runs before).

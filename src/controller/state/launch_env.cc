@@ -53,6 +53,20 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
   std::vector<std::string> node_names;
   for (uint32_t n : node_order) node_names.push_back(ctx.topology->nodes()[n].name);
   const std::string job_nodes = cluster::CompressHostList(node_names);
+  // With several task groups, each group's nodes too (HANGAR_GROUP_NODES_<group's place>): a
+  // heterogeneous batch job's SLURM_JOB_NODELIST_HET_GROUP_<n>.
+  std::map<std::string, std::string> group_nodes;
+  if (ctx.spec->tasks.size() > 1) {
+    for (size_t g = 0; g < ctx.spec->tasks.size(); ++g) {
+      std::vector<std::string> names;
+      for (const auto& t : tasks) {
+        const std::string& n = ctx.topology->nodes()[t.node].name;
+        if (t.group == g && std::find(names.begin(), names.end(), n) == names.end())
+          names.push_back(n);
+      }
+      group_nodes["HANGAR_GROUP_NODES_" + std::to_string(g)] = cluster::CompressHostList(names);
+    }
+  }
   std::vector<std::map<std::string, std::string>> out;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto& task = tasks[i];
@@ -77,6 +91,7 @@ std::vector<std::map<std::string, std::string>> TaskEnvironments(const LaunchCon
     env["HANGAR_CHECKPOINT_DIR"] = ctx.checkpoint_dir;
     env["HANGAR_NODE"] = ctx.topology->nodes()[task.node].name;
     env["HANGAR_JOB_NODES"] = job_nodes;
+    for (const auto& [k, v] : group_nodes) env[k] = v;
     if (ctx.array_id) {
       env["HANGAR_ARRAY_JOB_ID"] = std::to_string(ctx.array_id);
       env["HANGAR_ARRAY_INDEX"] = std::to_string(ctx.array_index);

@@ -20,6 +20,9 @@ struct AllocationNode {
   // them), and whether they are MIG instances (which a step cannot share out per task).
   std::vector<uint32_t> gpus;
   bool mig = false;
+  uint32_t task_index = 0;  // the job's task (HANGAR_TASK_INDEX)
+  // Its task group's place in the job spec: a heterogeneous job's component (srun --het-group).
+  int group = 0;
 };
 
 // What srun asked; 0 / empty: not given.
