@@ -352,6 +352,15 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   nlohmann::ordered_json j;
   j["name"] = name;
   AddPolicy(o, &j, &d);
+  if (o.begin) {  // an absolute time in the job file, so that --dry-run shows when
+    auto at = ParseSlurmBegin(*o.begin, s.now);
+    if (at.ok())
+      j["begin"] = FormatUtcTimestamp(std::max<Time>(*at, 0));
+    else
+      d.errors.push_back(WhereSet(o, "begin") + ": --begin=" + *o.begin + ": " +
+                         at.status().message());
+  }
+  if (o.hold) j["hold"] = true;  // held from the start: `hangar release ID` (scontrol release)
   AddTiming(o, &j, &d);
   AddNodeRules(o, all_nodes, &j, &d);
   for (size_t c = 1; c < components.size(); ++c) {

@@ -18,6 +18,7 @@
 #include "cli/sbatch_script.h"
 #include "cli/sbatch_site.h"
 #include "common/status.h"
+#include "common/time.h"
 
 namespace hangar::cli::sbatch {
 
@@ -33,6 +34,8 @@ struct Submission {
   // salloc: the script's output goes to the task's own stdout and stderr (the terminal attached
   // to it), not to --output/--error files.
   bool output_to_task = false;
+  // When it is submitted (Unix ms): what --begin=now+1hour or 22:00 count from.
+  Time now = 0;
 };
 
 struct BatchJob {

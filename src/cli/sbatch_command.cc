@@ -115,6 +115,7 @@ Status Sbatch(const Common& c, const SbatchCommandOptions& o) {
                                                  std::getenv("HANGAR_SBATCH_NODE_GPUS"),
                                                  std::getenv("HANGAR_SBATCH_ACCOUNT_QUEUES")));
   s.environment = sbatch::SubmitterEnvironment();
+  s.now = SystemClock::Default()->Now();
   s.site.controller_maps_types = !o.dry_run;
   auto converted = sbatch::ConvertBatchScript(s);
   if (!converted.ok()) return PrintAllButLast(converted.status());

@@ -245,6 +245,13 @@ constexpr Known kKnown[] = {
     {"exclusive", 0, ArgKind::kOptionalValue,
      [](const std::string&, SbatchOptions* o) { return o->exclusive = true, Status::Ok(); }},
     {"account", 'A', ArgKind::kValue, SetString<&SbatchOptions::account>},
+    {"begin", 'b', ArgKind::kValue,
+     [](const std::string& v, SbatchOptions* o) {
+       HANGAR_RETURN_IF_ERROR(ParseSlurmBegin(v, 0).status());
+       return SetString<&SbatchOptions::begin>(v, o);
+     }},
+    {"hold", 'H', ArgKind::kFlag,
+     [](const std::string&, SbatchOptions* o) { return o->hold = true, Status::Ok(); }},
     {"nodelist", 'w', ArgKind::kValue,
      [](const std::string& v, SbatchOptions* o) {
        HANGAR_RETURN_IF_ERROR(CheckHostListOption(v));

@@ -44,7 +44,9 @@ struct SignalRequest {
 // What the script and the command line ask, in Slurm's terms. Unset: not asked.
 struct SbatchOptions {
   std::optional<std::string> job_name, partition, qos, array, output, error, chdir, open_mode,
-      account, constraint, reservation, nodelist, exclude;
+      account, constraint, reservation, nodelist, exclude,
+      begin;          // --begin as written: resolved against the submission's time
+  bool hold = false;  // --hold
   std::optional<int> nodes, ntasks, ntasks_per_node, gpus_per_node, gpus_per_task, cpus_per_task,
       cpus_per_gpu, nice, gpus_total, ntasks_per_gpu;
   std::string gpu_type;  // gpu:TYPE:N, --gpus-per-node=TYPE:N, --gpus=TYPE:N (where: "gpu-type")
@@ -106,6 +108,10 @@ StatusOr<int64_t> ParseSlurmMemoryMiB(std::string_view text);
 // is left out, with `*singleton` set).
 StatusOr<Dependencies> ParseDependency(std::string_view text, bool* singleton = nullptr);
 StatusOr<SignalRequest> ParseSignalRequest(std::string_view text);
+// --begin, as sbatch reads it against `now` (Unix ms) in this machine's time zone: now[+N[units]],
+// HH:MM[:SS][am|pm] (today, or tomorrow once passed), midnight, noon, elevenses, fika, teatime,
+// today, tomorrow, YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], MM.DD[.YY], MMDD[YY].
+StatusOr<Time> ParseSlurmBegin(std::string_view text, Time now);
 
 // An --array spec: 0-49, 0-49:2, 1,3,5-7, each with an optional %N cap.
 struct ArraySpec {

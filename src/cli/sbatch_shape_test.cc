@@ -176,22 +176,23 @@ TEST(SbatchShapeTest, MemoryPerCpuAccountAndExportedNames) {
 // Every problem at once, each naming its line, in the order of the script's lines.
 TEST(SbatchShapeTest, EveryProblemOfAScriptIsReportedAtOnce) {
   auto b =
-      Try("#SBATCH --begin=now+1hour\n"
+      Try("#SBATCH --begin=whenever\n"
           "#SBATCH --mail-type=ALL\n"
           "#SBATCH --time=soon\n"
           "#SBATCH -N 2 -n 5\n"
-          "#SBATCH --hold\n"
+          "#SBATCH --test-only\n"
           "#SBATCH -o out-%y\n");
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().message(),
-            "job.sbatch:2: #SBATCH --begin=now+1hour cannot be honoured by hangar sbatch; Hangar "
-            "starts a job as soon as it can and cannot defer it; submit it later (e.g. with at)\n"
+            "job.sbatch:2: #SBATCH --begin=whenever: 'whenever' is not a time sbatch reads: write "
+            "now+30minutes, 22:00, 10:00pm, tomorrow, midnight, 2026-12-24 or "
+            "2026-12-24T18:00:00\n"
             "job.sbatch:4: #SBATCH --time=soon: 'soon' is not a Slurm time; write minutes, MM:SS, "
             "HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS\n"
             "job.sbatch:5: --ntasks=5 does not divide evenly among 2 nodes; Hangar runs the same "
             "tasks on every node: give --ntasks-per-node\n"
-            "job.sbatch:6: #SBATCH --hold cannot be honoured by hangar sbatch; submit it, then "
-            "hold it with `hangar hold ID`\n"
+            "job.sbatch:6: #SBATCH --test-only cannot be honoured by hangar sbatch; use `hangar "
+            "sbatch --dry-run`\n"
             "job.sbatch:7: --output=out-%y: '%y' in 'out-%y' is not a pattern sbatch fills (%j %A "
             "%a %x %N %n %u %t %s %J and %%); write %% for a percent sign");
 }

@@ -634,6 +634,52 @@ srun hostname
       << err;
 }
 
+// --begin as sbatch reads it (in this machine's zone; the test's is UTC), resolved against the
+// submission's time into the job file's `begin:`; --hold submits it held (`hold: true`).
+TEST(SbatchBeginTest, BeginIsReadAsSbatchReadsItAndHoldSubmitsHeld) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  const Time now = 1'800'000'000'000;  // 2027-01-15T08:00:00Z
+  const std::pair<const char*, Time> cases[] = {
+      {"now", now},
+      {"now+90", now + 90 * kSecond},
+      {"now+1hour", now + kHour},
+      {"now+30minutes", now + 30 * kMinute},
+      {"NOW+2days", now + 2 * kDay},
+      {"22:00", now + 14 * kHour},
+      {"07:30", now + 23 * kHour + 30 * kMinute},  // passed today: tomorrow's
+      {"10:00pm", now + 14 * kHour},
+      {"10:00 PM", now + 14 * kHour},
+      {"midnight", now + 16 * kHour},
+      {"teatime", now + 8 * kHour},
+      {"tomorrow", now + 16 * kHour},
+      {"2027-01-20T18:00:00", now + 5 * kDay + 10 * kHour},
+      {"2027-01-20", now + 4 * kDay + 16 * kHour},
+      {"01/20/27", now + 4 * kDay + 16 * kHour},
+      {"0120", now + 4 * kDay + 16 * kHour},
+  };
+  for (const auto& [text, want] : cases) {
+    auto got = ParseSlurmBegin(text, now);
+    ASSERT_TRUE(got.ok()) << text << ": " << got.status().message();
+    EXPECT_EQ(*got, want) << text << " read as " << FormatUtcTimestamp(*got);
+  }
+  for (const char* bad : {"soon", "now-1", "now+1fortnight", "25:00", "13:00pm", "2027-13-01"})
+    EXPECT_FALSE(ParseSlurmBegin(bad, now).ok()) << bad;
+  Submission s{"#!/bin/bash\n#SBATCH --job-name=nightly --begin=22:00 -H\nsrun build\n",
+               "job.sbatch",
+               {},
+               kSubmitDir};
+  s.now = now;
+  auto job = ConvertBatchScript(s);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  EXPECT_EQ(job->spec["begin"], "2027-01-15T22:00:00Z");
+  EXPECT_EQ(job->spec["hold"], true);
+  EXPECT_TRUE(job->warnings.empty());
+  const job::JobSpec spec = ParseAsHangar(*job);
+  EXPECT_EQ(spec.begin, now + 14 * kHour);
+  EXPECT_TRUE(spec.hold);
+}
+
 TEST(SbatchAccountTest, AnAccountChoosesTheQueueWhereTheSiteMapsAccounts) {
   const std::string script = "#!/bin/sh\n#SBATCH -A vision\n#SBATCH -t 10\nhostname\n";
   auto mapped = ParseSiteFacts(nullptr, nullptr, "vision=team-vision,nlp=team-nlp");

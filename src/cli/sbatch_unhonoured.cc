@@ -87,9 +87,6 @@ constexpr UnhonouredDirective kUnhonoured[] = {
     {"ignore-pbs", 0, A::kFlag, false, kNothingHere},
     {"batch", 0, A::kValue, false, "the script runs on the job's first node"},
     // Refused: the job would do something else than the script asks.
-    {"begin", 'b', A::kValue, true,
-     "Hangar starts a job as soon as it can and cannot defer it; submit it later (e.g. with at)"},
-    {"hold", 'H', A::kFlag, true, "submit it, then hold it with `hangar hold ID`"},
     {"wrap", 0, A::kValue, true,
      "--wrap is a command-line option (hangar sbatch --wrap=COMMAND); in a script, write the "
      "command "

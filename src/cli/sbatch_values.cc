@@ -1,8 +1,11 @@
 // Slurm's value syntaxes (times, sizes, dependencies, signals, arrays), as sbatch_script.h
 // declares them.
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <csignal>
+#include <cstdio>
+#include <ctime>
 #include <set>
 
 #include "cli/sbatch_script.h"
@@ -214,6 +217,129 @@ StatusOr<ArraySpec> ParseArraySpec(std::string_view text) {
   }
   spec.indices.assign(seen.begin(), seen.end());
   return spec;
+}
+
+namespace {
+
+// The local time `t` (Unix ms) broken down, and back: --begin is read in this machine's zone, as
+// sbatch reads it.
+std::tm Local(Time t) {
+  const std::time_t secs = static_cast<std::time_t>(t / kSecond);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  return tm;
+}
+
+StatusOr<Time> FromLocal(std::tm tm) {
+  tm.tm_isdst = -1;
+  const std::time_t secs = std::mktime(&tm);
+  if (secs == static_cast<std::time_t>(-1)) return Err("not a time this machine can represent");
+  return static_cast<Time>(secs) * kSecond;
+}
+
+// Today's date (of `now`) at h:m:s, or tomorrow's when that has passed.
+StatusOr<Time> NextAt(Time now, int h, int m, int s) {
+  std::tm tm = Local(now);
+  tm.tm_hour = h, tm.tm_min = m, tm.tm_sec = s;
+  HANGAR_ASSIGN_OR_RETURN(Time at, FromLocal(tm));
+  if (at > now) return at;
+  tm.tm_mday += 1;
+  return FromLocal(tm);
+}
+
+}  // namespace
+
+StatusOr<Time> ParseSlurmBegin(std::string_view written, Time now) {
+  std::string t(written);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  const Status bad =
+      Err("'" + std::string(written) +
+          "' is not a time sbatch reads: write now+30minutes, 22:00, 10:00pm, tomorrow, midnight, "
+          "2026-12-24 or 2026-12-24T18:00:00");
+  if (t.rfind("now", 0) == 0) {
+    if (t.size() == 3) return now;
+    if (t[3] != '+') return bad;
+    size_t i = 4;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+    const std::optional<int64_t> n = Digits(std::string_view(t).substr(4, i - 4));
+    if (!n || *n > 100000000) return bad;
+    const std::string unit = t.substr(i);
+    static const std::pair<const char*, Duration> kUnits[] = {
+        {"", kSecond},       {"s", kSecond},       {"sec", kSecond},     {"secs", kSecond},
+        {"second", kSecond}, {"seconds", kSecond}, {"m", kMinute},       {"min", kMinute},
+        {"mins", kMinute},   {"minute", kMinute},  {"minutes", kMinute}, {"h", kHour},
+        {"hour", kHour},     {"hours", kHour},     {"d", kDay},          {"day", kDay},
+        {"days", kDay},      {"w", 7 * kDay},      {"week", 7 * kDay},   {"weeks", 7 * kDay}};
+    for (const auto& [name, size] : kUnits) {
+      if (unit == name) return now + *n * size;
+    }
+    return bad;
+  }
+  static const std::pair<const char*, int> kNamed[] = {
+      {"midnight", 0}, {"elevenses", 11}, {"noon", 12}, {"fika", 15}, {"teatime", 16}};
+  for (const auto& [name, hour] : kNamed) {
+    if (t == name) return NextAt(now, hour, 0, 0);
+  }
+  if (t == "today") return now;
+  if (t == "tomorrow") {
+    std::tm tm = Local(now);
+    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+    tm.tm_mday += 1;
+    return FromLocal(tm);
+  }
+  int f[6] = {0, 0, 0, 0, 0, 0};
+  // YYYY-MM-DD[THH:MM[:SS]]
+  if (t.size() >= 10 && t[4] == '-' && t[7] == '-') {
+    const int n =
+        std::sscanf(t.c_str(), "%4d-%2d-%2dt%2d:%2d:%2d", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5]);
+    const size_t want = n == 3 ? 10 : n == 5 ? 16 : n == 6 ? 19 : 0;
+    if (want == 0 || t.size() != want || f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 ||
+        f[3] > 23 || f[4] > 59 || f[5] > 59)
+      return bad;
+    std::tm tm{};
+    tm.tm_year = f[0] - 1900, tm.tm_mon = f[1] - 1, tm.tm_mday = f[2];
+    tm.tm_hour = f[3], tm.tm_min = f[4], tm.tm_sec = f[5];
+    return FromLocal(tm);
+  }
+  // HH:MM[:SS][am|pm]
+  if (t.find(':') != std::string::npos) {
+    std::string clock = t;
+    int add = -1;  // 12-hour clock: 0 for am, 12 for pm
+    for (const auto& [suffix, plus] : {std::pair{"am", 0}, std::pair{"pm", 12}}) {
+      if (clock.size() > 2 && clock.compare(clock.size() - 2, 2, suffix) == 0) {
+        clock = clock.substr(0, clock.size() - 2);
+        while (!clock.empty() && clock.back() == ' ') clock.pop_back();
+        add = plus;
+      }
+    }
+    char extra = 0;
+    const int n = std::sscanf(clock.c_str(), "%2d:%2d:%2d%c", &f[0], &f[1], &f[2], &extra);
+    if (n != 2 && n != 3) return bad;
+    if (add >= 0) {
+      if (f[0] < 1 || f[0] > 12) return bad;
+      f[0] = f[0] % 12 + add;
+    }
+    if (f[0] > 23 || f[1] > 59 || f[2] > 59) return bad;
+    return NextAt(now, f[0], f[1], f[2]);
+  }
+  // MM/DD[/YY], MM.DD[.YY], MMDD[YY]: that day's midnight.
+  std::string digits;
+  for (char c : t) {
+    if (c != '/' && c != '.') digits += c;
+  }
+  if ((digits.size() == 4 || digits.size() == 6) &&
+      digits.find_first_not_of("0123456789") == std::string::npos &&
+      (t.find_first_of("/.") == std::string::npos || t.size() == digits.size() + 1 ||
+       t.size() == digits.size() + 2)) {
+    std::tm tm = Local(now);
+    tm.tm_mon = std::stoi(digits.substr(0, 2)) - 1;
+    tm.tm_mday = std::stoi(digits.substr(2, 2));
+    if (digits.size() == 6) tm.tm_year = 100 + std::stoi(digits.substr(4, 2));
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31) return bad;
+    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+    return FromLocal(tm);
+  }
+  return bad;
 }
 
 }  // namespace hangar::cli::sbatch

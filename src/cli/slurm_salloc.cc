@@ -59,6 +59,7 @@ StatusOr<sbatch::BatchJob> SallocJob(const SallocLine& line, const std::string& 
                                                  std::getenv("HANGAR_SBATCH_ACCOUNT_QUEUES")));
   s.site.controller_maps_types = true;
   s.environment = sbatch::SubmitterEnvironment();
+  s.now = SystemClock::Default()->Now();
   s.output_to_task = true;  // to the terminal (or the followed output), not to slurm-%j.out
   HANGAR_ASSIGN_OR_RETURN(sbatch::BatchJob job, sbatch::ConvertBatchScript(s));
   job.spec["interactive"] = true;

@@ -452,6 +452,19 @@ std::string StepRequestJson(const std::vector<std::string>& args, const Step& st
     }
     env.push_back(std::move(kv));
   }
+  // A step on a heterogeneous job's component sees that component's variables without their
+  // suffix, as Slurm's srun sets them (the batch step's are the first component's).
+  if (const std::string suffix = step.HetSuffix(); !suffix.empty()) {
+    for (const char* var : {"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_NPROCS",
+                            "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK",
+                            "SLURM_GPUS_ON_NODE", "SLURM_JOB_PARTITION"}) {
+      const std::string name = var;
+      env.erase(std::remove_if(env.begin(), env.end(),
+                               [&](const std::string& kv) { return kv.rfind(name + "=", 0) == 0; }),
+                env.end());
+      if (const char* own = std::getenv((name + suffix).c_str())) env.push_back(name + "=" + own);
+    }
+  }
   if (const int per_task = GpusPerTask(step); per_task > 0)
     env.push_back("SLURM_GPUS_PER_TASK=" + std::to_string(per_task));
   r["env"] = env;

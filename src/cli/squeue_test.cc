@@ -188,18 +188,18 @@ TEST_F(SbatchCliTest, EveryRefusedDirectiveIsNamedAndNothingIsSent) {
   api.server().set_logger(
       [&](const httplib::Request& req, const httplib::Response&) { api.Record(req); });
   const std::string path =
-      Script("#!/bin/bash\n#SBATCH -J x\n#SBATCH --begin=now+1hour\n#SBATCH --hold\necho hi\n");
+      Script("#!/bin/bash\n#SBATCH -J x\n#SBATCH --begin=whenever\n#SBATCH --test-only\necho hi\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", path}), 1);
-  EXPECT_EQ(
-      ::testing::internal::GetCapturedStderr(),
-      "error: " + path +
-          ":3: #SBATCH --begin=now+1hour cannot be honoured by hangar sbatch; Hangar starts a "
-          "job as soon as it can and cannot defer it; submit it later (e.g. with at)\n"
-          "error: " +
-          path +
-          ":4: #SBATCH --hold cannot be honoured by hangar sbatch; submit it, then hold it "
-          "with `hangar hold ID`\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "error: " + path +
+                ":3: #SBATCH --begin=whenever: 'whenever' is not a time sbatch reads: write "
+                "now+30minutes, 22:00, 10:00pm, tomorrow, midnight, 2026-12-24 or "
+                "2026-12-24T18:00:00\n"
+                "error: " +
+                path +
+                ":4: #SBATCH --test-only cannot be honoured by hangar sbatch; use `hangar sbatch "
+                "--dry-run`\n");
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunCli(api, {"sbatch", dir_ + "/missing.sbatch"}), 1);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(),

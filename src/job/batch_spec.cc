@@ -227,4 +227,19 @@ StatusOr<Dependencies> ParseDependencyFlag(std::string_view text) {
   return DependenciesFromJson(j);
 }
 
+StatusOr<Time> ParseBeginTime(std::string_view text) {
+  std::string_view t = text;
+  if (!t.empty() && (t.back() == 'Z' || t.back() == 'z')) t.remove_suffix(1);
+  const bool plain = !t.empty() && t.size() <= 19 &&
+                     t.find_first_not_of("0123456789-: T") == std::string_view::npos &&
+                     (t.size() <= 10 || t.find_first_of("-", 10) == std::string_view::npos);
+  auto when = plain ? ParseUtcTimestamp(t) : StatusOr<Time>(Status::InvalidArgument(""));
+  if (!when.ok() || (t.size() > 10 && t.size() != 19)) {
+    return Status::InvalidArgument("begin: '" + std::string(text) +
+                                   "' is not a UTC time; write 2026-12-08T22:00:00Z (UTC) or a "
+                                   "date, 2026-12-08");
+  }
+  return *when;
+}
+
 }  // namespace hangar::job

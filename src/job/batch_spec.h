@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/time.h"
 
 namespace hangar::job {
 
@@ -53,5 +54,10 @@ struct Dependencies {
 StatusOr<Dependencies> DependenciesFromJson(const nlohmann::json& j);
 // The command line's form, after Slurm's --dependency: "ok:12:13,any:14" (also afterok:12 ...).
 StatusOr<Dependencies> ParseDependencyFlag(std::string_view text);
+
+// `begin:` as a job file writes it: a time in UTC, "2026-12-08T22:00:00Z" (the Z, or a space for
+// the T, may be left out), or a date alone (its midnight, UTC). InvalidArgument naming the form
+// otherwise, an offset from UTC included.
+StatusOr<Time> ParseBeginTime(std::string_view text);
 
 }  // namespace hangar::job

@@ -118,5 +118,33 @@ tasks: [{replicas: 1, gpus: 1, command: [/bin/true]}]
   EXPECT_NE(bad.status().message().find("x.yaml:2"), std::string::npos) << bad.status().message();
 }
 
+TEST(BeginAndHoldTest, TheJobFileCarriesThemBothWaysAndABadTimeNamesItsLine) {
+  auto spec = ParseJobSpec(R"(name: later
+begin: 2027-01-15T08:00:00Z
+hold: true
+tasks: [{gpus: 1, command: [/bin/true]}]
+)",
+                           "later.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->begin, Time{1'800'000'000'000});
+  EXPECT_TRUE(spec->hold);
+  auto again = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->begin, spec->begin);
+  EXPECT_TRUE(again->hold);
+  EXPECT_EQ(ParseBeginTime("2027-01-15").value(), Time{1'800'000'000'000} - 8 * kHour);
+  EXPECT_EQ(ParseBeginTime("2027-01-15 08:00:00").value(), Time{1'800'000'000'000});
+  for (const char* bad : {"2027-01-15T08:00:00+02:00", "tomorrow", "2027-01-15T08:00", "08:00"}) {
+    EXPECT_FALSE(ParseBeginTime(bad).ok()) << bad;
+  }
+  auto refused = ParseJobSpec("name: x\nbegin: soon\ntasks: [{gpus: 1, command: [a]}]\n", "x.yaml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("x.yaml:2"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("is not a UTC time; write 2026-12-08T22:00:00Z"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 }  // namespace
 }  // namespace hangar::job

@@ -329,7 +329,8 @@ class JobParser {
       "tasks",     "topology",      "time_limit",    "min_run_time", "checkpoint",
       "workdir",   "run_as",        "array",         "after",        "image",
       "artifacts", "reservation",   "interactive",   "terminal",     "stdin",
-      "progress",  "include_nodes", "exclude_nodes", "account",      "on_node_failure"};
+      "progress",  "include_nodes", "exclude_nodes", "account",      "on_node_failure",
+      "begin",     "hold"};
   static constexpr std::string_view kArtifactKeys[] = {"source", "sha256",   "size",
                                                        "path",   "shard_by", "shards"};
   static constexpr std::string_view kShardKeys[] = {"source", "sha256", "size"};
@@ -420,6 +421,14 @@ class JobParser {
       if (!d.ok()) return src_.Error(after, d.status().message());
       spec->after = std::move(*d);
     }
+    HANGAR_ASSIGN_OR_RETURN(auto begin, src_.OptString(root, "begin"));
+    if (begin) {
+      auto t = ParseBeginTime(*begin);
+      if (!t.ok()) return src_.Error(root["begin"], t.status().message());
+      spec->begin = *t;
+    }
+    HANGAR_ASSIGN_OR_RETURN(auto hold, src_.OptBool(root, "hold"));
+    spec->hold = hold.value_or(false);
     return Status::Ok();
   }
 
@@ -799,6 +808,8 @@ nlohmann::json JobSpecToJson(const JobSpec& spec) {
   if (!spec.progress.empty()) j["progress"] = ProgressSpecToJson(spec.progress);
   if (!spec.array.empty()) j["array"] = spec.array.text;
   if (!spec.after.empty()) j["after"] = spec.after.ToJson();
+  if (spec.begin > 0) j["begin"] = FormatUtcTimestamp(spec.begin);
+  if (spec.hold) j["hold"] = true;
   if (!spec.reservation.empty()) j["reservation"] = spec.reservation;
   if (!spec.nodes.include.empty()) j["include_nodes"] = NodeNamesText(spec.nodes.include);
   if (!spec.nodes.exclude.empty()) j["exclude_nodes"] = NodeNamesText(spec.nodes.exclude);

@@ -130,6 +130,10 @@ struct JobSpec {
   ProgressSpec progress;  // hang and straggler detection from the tasks' reports (progress_spec.h)
   ArraySpec array;        // empty: one job (batch_spec.h)
   Dependencies after;     // jobs that must end (a certain way) before this one starts
+  // `begin:` not started before this time (Unix ms; 0: as soon as it can), as sbatch --begin.
+  Time begin = 0;
+  // `hold: true`: submitted held, started once `hangar release ID` (sbatch --hold).
+  bool hold = false;
   std::string reservation;  // runs inside this reservation's window, on its nodes ("": none)
   NodeListSpec nodes;       // include_nodes / exclude_nodes (node_list_spec.h)
   // A label the job is accounted under (`hangar history`, sacct's Account), as Slurm's

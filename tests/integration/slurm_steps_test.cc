@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -239,6 +240,34 @@ TEST_F(SlurmStepsTest, AHetjobsStepsRunOnTheComponentsTheyName) {
   EXPECT_TRUE(Contains(out, "both 0 on " + first + "\nboth 1 on " + second + "\n")) << out;
   EXPECT_TRUE(Contains(out, "srun: error: --het-group=2: the job has 2 components (0-1)")) << out;
   EXPECT_TRUE(Contains(out, "third refused rc 1\nend\n")) << out;
+}
+
+// sbatch --begin and --hold through `hangar dev`: the job is held from the start and, once
+// released, still waits for its begin time, which the controller's tick notices without any other
+// event; then it runs.
+TEST_F(SlurmStepsTest, BeginAndHoldDeferTheStart) {
+  std::ofstream(dev_.work() + "/later.sbatch")
+      << "#!/bin/bash\n#SBATCH -J later -N1 -c1 --mem=1G -t 5 --begin=now+5 -H -o later.out\n"
+         "date +%s > started\n";
+  const auto t0 = std::chrono::system_clock::now();
+  DevCluster::Ran sub = Hangar({"sbatch", "--parsable", "later.sbatch"});
+  ASSERT_EQ(sub.rc, 0) << sub.output;
+  const uint64_t id = DevCluster::LastLineId(sub.output);
+  ASSERT_GT(id, 0u) << sub.output;
+  const std::string ids = std::to_string(id);
+  DevCluster::Ran show = Hangar({"slurm", "scontrol", "show", "job", ids});
+  EXPECT_TRUE(Contains(show.output, "JobState=PENDING")) << show.output;
+  DevCluster::Ran why = Hangar({"explain", ids});
+  EXPECT_TRUE(Contains(why.output, "held by")) << why.output;
+  DevCluster::Ran release = Hangar({"slurm", "scontrol", "release", ids});
+  ASSERT_EQ(release.rc, 0) << release.output;
+  why = Hangar({"explain", ids});
+  EXPECT_TRUE(Contains(why.output, "begins at ")) << why.output;
+  ASSERT_TRUE(dev_.WaitForState(id, "succeeded", 30 * kSecond)) << JobState(id) << dev_.log();
+  const long started = std::stol(Work("started"));
+  const long submitted =
+      std::chrono::duration_cast<std::chrono::seconds>(t0.time_since_epoch()).count();
+  EXPECT_GE(started, submitted + 4) << "not before its --begin=now+5";
 }
 
 // A folder too deep for a Unix socket's path puts the services' HAProxy runtime socket under /tmp

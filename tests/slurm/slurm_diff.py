@@ -69,9 +69,11 @@ ALLOWED = {
     ("checkpoint-signal-batch.sbatch", "SLURM_TASKS_PER_NODE"): (None, "as accelerate-fsdp"),
     ("elastic-node-range.sbatch", "args"): (None, "Hangar sets MASTER_ADDR for torchrun itself"),
     ("jupyter-on-gpu.sbatch", "args"): (None, "the script draws a random port"),
-    ("begin-tonight.sbatch", "outcome"): (None, "--begin is refused: submit it later"),
-    ("hetjob-server-and-clients.sbatch", "outcome"): (None, "hetjobs are refused: one task "
-        "group per component in a job file"),
+    ("hetjob-server-and-clients.sbatch", "exit"): (None, "Slurm accounts each component as a "
+        "job of its own (ID+0, ID+1); Hangar runs the components as one job"),
+    ("hetjob-server-and-clients.sbatch", "SLURM_CPUS_PER_TASK"): (None, "Slurm leaves "
+        "SLURM_CPUS_PER_TASK out of a heterogeneous job's first component's steps; Hangar sets "
+        "the component's"),
     ("constraint-choice.sbatch", "outcome"): (None, "a --constraint choice of features is "
         "dropped (warning); the peer Slurm's nodes have no features"),
     ("dependency-after-train.sbatch", "outcome"): (None, "Hangar refuses a dependency on a job "
@@ -85,7 +87,8 @@ ALLOWED = {
         "Hangar's srun accepts --mpi"),
     ("mpi-style-ntasks.sbatch", "processes"): (None, "as its exit"),
     ("megatron-pyxis-2node.sbatch", "exit"): (None, "srun --container-image: no pyxis on the "
-        "peer Slurm; refused by Hangar's srun"),
+        "peer Slurm; Hangar runs the step through podman, which cannot mount /data (not under "
+        "containers.mounts_allowed) nor reach nvcr.io here"),
     ("megatron-one-line-directives.sbatch", "exit"): (None, "srun --output is refused by "
         "Hangar's srun"),
     ("megatron-one-line-directives.sbatch", "processes"): (None, "as its exit"),

@@ -432,6 +432,10 @@ class ClusterState {
     AdvanceMaintenance(now, fx);
     RetryNodeWaits(now, fx);
     RefillSpares(now, fx);
+    if (next_begin_ > 0 && now >= next_begin_) {  // a job's `begin:` has come
+      next_begin_ = 0;
+      dirty_ = true;
+    }
     for (const auto& d : discovered_fabric_.TakeChanges())
       fx->Event(now, "topology", "node/" + d.node, d.message);
   }
@@ -836,6 +840,8 @@ class ClusterState {
   uint64_t next_job_id_ = 1;
   uint64_t placements_total_ = 0;
   bool dirty_ = false;
+  // The earliest `begin:` of a pending job gated by it (0: none): Tick runs a cycle then.
+  Time next_begin_ = 0;
   bool health_dirty_ = false;
   Time last_health_ = 0;
   Time started_at_ = 0;

@@ -180,6 +180,32 @@ TEST_F(BatchTest, AHeldJobWaitsUntilReleasedAndHoldIsIdempotent) {
                 " is starting; only pending jobs can be held (requeue it to hold it)");
 }
 
+// `begin:` (sbatch --begin): the job waits, saying until when, and the once-a-second tick runs a
+// cycle when that time comes; `hold: true` (sbatch --hold) submits it held by its user.
+TEST_F(BatchTest, AJobWaitsForItsBeginTimeAndAHoldAtSubmissionHoldsIt) {
+  const Time begin = 1'800'000'000'000;  // 2027-01-15T08:00:00Z
+  const sched::JobId later =
+      Submit("name: later\nbegin: 2027-01-15T08:00:00Z\ntasks: [{gpus: 1, command: [x]}]\n");
+  const sched::JobId held = Submit("name: held\nhold: true\ntasks: [{gpus: 1, command: [x]}]\n");
+  EXPECT_TRUE(state_->GetJob(held)->held);
+  EXPECT_TRUE(Cycle(begin - kMinute).empty());
+  EXPECT_EQ(Reason(later), "begins at 2027-01-15T08:00:00Z (its begin: time)");
+  EXPECT_EQ(Reason(held),
+            "held by alice: `hangar release " + std::to_string(held) + "` lets it start");
+  Effects fx;
+  state_->Tick(begin - kSecond, &fx);
+  EXPECT_FALSE(state_->NeedsCycle()) << "not yet";
+  state_->Tick(begin, &fx);
+  EXPECT_TRUE(state_->NeedsCycle()) << "its begin has come";
+  const auto launched = Cycle(begin);
+  ASSERT_EQ(launched.size(), 1u);
+  EXPECT_EQ(launched[0].job_id(), later);
+  JobFilter f;
+  f.ids = {held};
+  EXPECT_EQ(Bulk(User("alice"), f, BulkAction::kRelease)["changed"], 1);
+  EXPECT_EQ(Cycle(begin + kSecond).size(), 1u);
+}
+
 TEST_F(BatchTest, BulkCancelTakesOneUsersPendingJobsAndOnlyThose) {
   for (int i = 0; i < 9; ++i)
     Submit("name: big\ntasks: [{gpus: 8, command: [x]}]\n", 0, i < 4 ? "alice" : "bob");

@@ -147,6 +147,12 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec,
                 (array_id ? " as element " + std::to_string(array_index) + " of array " +
                                 std::to_string(array_id)
                           : ""));
+  if (j.spec->spec.hold) {  // `hold: true` (sbatch --hold): held from the start
+    j.held = true;
+    j.held_by = j.spec->spec.user;
+    fx->Event(now, "job", "job/" + std::to_string(j.id),
+              "held by " + j.held_by + " at submission (hold: true)");
+  }
   const sched::JobId id = j.id;
   Specs().Ref(j.spec->key, j.spec->spec.user, static_cast<int64_t>(j.spec->stored->size()));
   pending_.insert(id);

@@ -64,10 +64,18 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       arrays_.empty() ? std::unordered_map<uint64_t, int>{} : RunningArrayElements();
   std::vector<std::pair<sched::JobId, std::string>> unmet;
   jobs_with_deps_ = 0;
+  next_begin_ = 0;
   for (sched::JobId id : pending_) {
     JobRecord& j = jobs_.at(id);
     const job::JobSpec& s = j.spec->spec;
     jobs_with_deps_ += !s.after.empty();
+    if (s.begin > now && !j.held) {  // `begin:` (sbatch --begin): not before then
+      j.reason = {};
+      j.reason_detail = "begins at " + FormatUtcTimestamp(s.begin) + " (its begin: time)";
+      j.gated = true;
+      next_begin_ = next_begin_ == 0 ? s.begin : std::min(next_begin_, s.begin);
+      continue;
+    }
     if (j.held || j.gated || !s.after.empty() || j.array_id) {
       std::string never;
       if (!PassesGates(j, &array_running, &never)) {
