@@ -204,7 +204,7 @@ TEST_F(ContainerTest, ASrunStepWithContainerImageRunsInTheImage) {
   StartCluster(1);
   std::ofstream(out_ + "/step.sh")
       << "readlink /proc/self/ns/mnt > ns; env > env; ls /dev | grep nvidia > gpus; pwd > pwd; "
-         "id -u > uid\n";
+         "id -u > uid; grep NoNewPrivs /proc/self/status > nnp\n";
   std::ofstream(out_ + "/job.sh") << "\"$HANGAR_BIN\" slurm srun --container-image=" << *image_
                                   << " --container-mounts=" << out_
                                   << ":/out --container-workdir=/out /bin/sh /out/step.sh\n"
@@ -222,6 +222,7 @@ TEST_F(ContainerTest, ASrunStepWithContainerImageRunsInTheImage) {
   EXPECT_NE(ReadFile(out_ + "/ns"), own_ns + "\n") << "it ran in a container of its own";
   EXPECT_EQ(ReadFile(out_ + "/pwd"), "/out\n");
   EXPECT_EQ(ReadFile(out_ + "/uid"), std::to_string(geteuid()) + "\n") << "the task's user";
+  EXPECT_EQ(ReadFile(out_ + "/nnp"), "NoNewPrivs:\t1\n") << "a setuid program gains nothing";
   EXPECT_EQ(Lines(ReadFile(out_ + "/gpus")).size(), 2u) << ReadFile(out_ + "/gpus");
   const std::string env = ReadFile(out_ + "/env");
   EXPECT_TRUE(Contains(env, "SLURM_PROCID=0\n")) << env;

@@ -177,9 +177,13 @@ std::vector<std::string> Podman::RunArgv(const ContainerRun& r) const {
   }
   if (r.memory_mib > 0) a.insert(a.end(), {"--memory", std::to_string(r.memory_mib) + "m"});
   if (r.shm_size_mib > 0) a.insert(a.end(), {"--shm-size", std::to_string(r.shm_size_mib) + "m"});
-  if (r.user)
+  if (r.user) {
+    // The task's user, who gains nothing by a setuid program of the image (a user's image run by
+    // a rootful podman on the node's network must not make it root).
     a.insert(a.end(),
-             {"--user", std::to_string(r.user->first) + ":" + std::to_string(r.user->second)});
+             {"--user", std::to_string(r.user->first) + ":" + std::to_string(r.user->second),
+              "--security-opt", "no-new-privileges"});
+  }
   a.push_back(r.image);
   a.insert(a.end(), r.argv.begin(), r.argv.end());
   return a;

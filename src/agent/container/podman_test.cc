@@ -111,6 +111,7 @@ TEST_F(RunArgvTest, AnArgumentListWithDevicesMountsLimitsAndNoSecretValues) {
   EXPECT_TRUE(has("--memory", "4096m"));
   EXPECT_TRUE(has("--shm-size", "1024m"));
   EXPECT_TRUE(has("--user", "61001:61001"));
+  EXPECT_TRUE(has("--security-opt", "no-new-privileges"));
   EXPECT_TRUE(has("-e", "HF_TOKEN"))
       << "the value comes from podman's environment, not its command line";
   EXPECT_TRUE(has("--root", dir_ + "/storage"));
