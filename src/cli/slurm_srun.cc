@@ -551,6 +551,11 @@ int RunSrunInJob(const std::vector<std::string>& args) {
   const char* socket = std::getenv("HANGAR_AGENT_SOCKET");
   const char* task = std::getenv("HANGAR_TASK_ID");
   if (socket == nullptr || task == nullptr) return RunLocal(args, *step);
+  // The job's checkpoint signal reaches the whole task's process group, this srun too: the
+  // controller gives it to the step's tasks itself (step_relay.h), so srun stays to relay their
+  // output and status rather than dying of it. (TERM, INT and HUP still end srun, and with it
+  // the step, as Slurm's srun ends its step.)
+  for (int sig : {SIGUSR1, SIGUSR2}) signal(sig, SIG_IGN);  // srun runs no program of its own
   Output out(step->label);
   auto ended = RunStepRequest(unix_socket::StepSocketPath(socket), StepRequestJson(args, *step),
                               [&](const StepFrame& f) {

@@ -62,13 +62,15 @@ std::string_view AgentFeatureName(AgentFeature f) {
       return "sessions";
     case AgentFeature::kMaintenance:
       return "maintenance";
+    case AgentFeature::kContainerSteps:
+      return "container-steps";
   }
   return "";
 }
 
 namespace {
 constexpr AgentFeature kFeatures[] = {AgentFeature::kTerminals, AgentFeature::kSessions,
-                                      AgentFeature::kMaintenance};
+                                      AgentFeature::kMaintenance, AgentFeature::kContainerSteps};
 
 // What the feature lets an agent do, for a sentence: "cannot <this>".
 std::string_view FeatureWork(AgentFeature f) {
@@ -79,6 +81,8 @@ std::string_view FeatureWork(AgentFeature f) {
       return "open sessions into tasks (exec, attach, port-forward, srun steps)";
     case AgentFeature::kMaintenance:
       return "run maintenance commands (`hangar maintain`)";
+    case AgentFeature::kContainerSteps:
+      return "run a step in a container (srun --container-image)";
   }
   return "";
 }

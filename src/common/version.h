@@ -35,15 +35,16 @@ Status CheckAgentSkew(std::string_view controller, std::string_view agent);
 // controller keeps the set per node, places a job that needs one only on nodes whose agents
 // have it, and refuses a session, a step or a maintenance command to an agent without it.
 enum class AgentFeature : uint8_t {
-  kTerminals = 1 << 0,    // tasks under a pseudo-terminal or with an open stdin (`hangar run`)
-  kSessions = 1 << 1,     // exec, attach and port-forward into a task; srun's steps
-  kMaintenance = 1 << 2,  // `hangar maintain`'s commands (which the agent may still refuse)
+  kTerminals = 1 << 0,       // tasks under a pseudo-terminal or with an open stdin (`hangar run`)
+  kSessions = 1 << 1,        // exec, attach and port-forward into a task; srun's steps
+  kMaintenance = 1 << 2,     // `hangar maintain`'s commands (which the agent may still refuse)
+  kContainerSteps = 1 << 3,  // srun --container-image: a step's task in an image of its own
 };
 using AgentFeatures = uint8_t;  // a set of AgentFeature bits
-inline constexpr AgentFeatures kEveryAgentFeature = 0b111;
+inline constexpr AgentFeatures kEveryAgentFeature = 0b1111;
 inline constexpr AgentFeatures Bit(AgentFeature f) { return static_cast<AgentFeatures>(f); }
 
-// "terminals", "sessions", "maintenance": the names agents send.
+// "terminals", "sessions", "maintenance", "container-steps": the names agents send.
 std::string_view AgentFeatureName(AgentFeature f);
 // The names of the features in `features`, in bit order (what this agent sends: all of them).
 std::vector<std::string> AgentFeatureNames(AgentFeatures features);

@@ -46,7 +46,7 @@ TEST(VersionTest, AControllerMayBeOneMinorAheadOfItsAgentsNeverBehind) {
 
 TEST(VersionTest, AnAgentHasTheFeaturesItNamesAndAnUnnamedOneHasAll) {
   EXPECT_EQ(AgentFeatureNames(kEveryAgentFeature),
-            (std::vector<std::string>{"terminals", "sessions", "maintenance"}));
+            (std::vector<std::string>{"terminals", "sessions", "maintenance", "container-steps"}));
   // A simulated agent names no version: it can do everything.
   EXPECT_EQ(AgentFeaturesOf("", {}), kEveryAgentFeature);
   // A 0.1.0 agent names a version and no features: none of them.

@@ -543,7 +543,12 @@ void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
     if (it == streams_.end()) return;
     s = it->second;
   }
+  // A job's checkpoint signal reaches its srun steps too: they run in sessions of their own.
+  const bool checkpoint = message.has_stop() && message.stop().checkpoint_signal() != 0;
+  const std::string task = checkpoint ? message.stop().task_id() : "";
+  const int signal = checkpoint ? message.stop().checkpoint_signal() : 0;
   s->Enqueue(std::move(message));
+  if (checkpoint && steps_) steps_->TaskSignalled(task, signal);
 }
 
 size_t AgentHub::connected() const {

@@ -73,6 +73,8 @@ StepRelay::Allocation Resolve(const ClusterState& st, const std::string& node,
                        g == group_of.end() ? 0 : g->second});
     if (Status can = st.AgentCan(at->first, AgentFeature::kSessions); !can.ok())
       a.unable[at->first] = can.message();
+    if (Status can = st.AgentCan(at->first, AgentFeature::kContainerSteps); !can.ok())
+      a.unable_containers[at->first] = can.message();
   }
   return a;
 }
@@ -232,6 +234,9 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
   for (size_t i : layout->nodes) {
     auto unable = alloc.unable.find((*nodes)[i].node);
     if (unable != alloc.unable.end()) return Refuse(origin, req.request_id(), unable->second);
+    auto no_image = alloc.unable_containers.find((*nodes)[i].node);
+    if (req.has_container() && no_image != alloc.unable_containers.end())
+      return Refuse(origin, req.request_id(), no_image->second);
   }
   StepEnvInputs in{alloc.job_id, 0, *nodes, *layout, ask.gpus_per_task};
   std::vector<pb::ControllerMessage> opens;
@@ -328,6 +333,31 @@ void StepRelay::Release(const Allocation& alloc) {
     m.mutable_stop()->set_task_id(alloc.nodes[i].task_id);
     m.mutable_stop()->set_grace_ms(kReleaseStopGraceMs);
     hub_->Send(alloc.nodes[i].node, std::move(m));
+  }
+}
+
+void StepRelay::TaskSignalled(const std::string& task_id, int signal) {
+  CallerTask task;
+  // Each of the job's tasks is signalled; its steps once, with its first task's.
+  if (!ParseTaskId(task_id, &task) || task.index != 0) return;
+  std::vector<std::pair<std::string, uint64_t>> to;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, r] : running_) {
+      if (r.job_id != task.job) continue;
+      for (const Task& t : r.tasks)
+        if (!t.ended) to.emplace_back(t.node, t.session);
+    }
+  }
+  if (!to.empty()) {
+    spdlog::info("controller: job {}: signal {} to its {} running step task(s)", task.job, signal,
+                 to.size());
+  }
+  for (const auto& [node, session] : to) {
+    pb::ControllerMessage m;
+    m.mutable_session_input()->set_session_id(session);
+    m.mutable_session_input()->set_signal(signal);
+    hub_->Send(node, std::move(m));
   }
 }
 

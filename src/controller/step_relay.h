@@ -41,6 +41,7 @@ class StepRelay final : public StepSink {
   void FromAgent(const std::string& node, ::hangar::agent::v1::StepRequest request) override;
   void FromSession(const std::string& node, ::hangar::agent::v1::SessionOutput out) override;
   void NodeGone(const std::string& node) override;
+  void TaskSignalled(const std::string& task_id, int signal) override;
 
   // The job's steps, in id order, for GET /v1/jobs/ID/steps.
   std::vector<StepRecord> Steps(uint64_t job) const;
@@ -56,6 +57,9 @@ class StepRelay final : public StepSink {
     // Why a node's agent cannot run a step's task (an older agent, common/version.h), by node
     // name; absent when it can.
     std::map<std::string, std::string> unable;
+    // Likewise for a step in a container (srun --container-image): an older agent would run it
+    // on the host.
+    std::map<std::string, std::string> unable_containers;
     // cluster.yaml containers.mounts_allowed: where a container step's mounts may come from.
     std::vector<std::string> mounts_allowed;
   };

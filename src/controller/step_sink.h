@@ -20,6 +20,9 @@ class StepSink {
   virtual void FromAgent(const std::string& node, ::hangar::agent::v1::StepRequest request) = 0;
   virtual void FromSession(const std::string& node, ::hangar::agent::v1::SessionOutput out) = 0;
   virtual void NodeGone(const std::string& node) = 0;
+  // The controller sent task `task_id` its job's checkpoint signal (a preemption, a requeue, the
+  // time limit): the job's steps get it too, as Slurm signals a job's steps.
+  virtual void TaskSignalled(const std::string& task_id, int signal) = 0;
 };
 
 }  // namespace hangar::controller

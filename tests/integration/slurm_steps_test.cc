@@ -270,6 +270,31 @@ TEST_F(SlurmStepsTest, BeginAndHoldDeferTheStart) {
   EXPECT_GE(started, submitted + 4) << "not before its --begin=now+5";
 }
 
+// The job's checkpoint signal reaches its running steps too, as Slurm signals a job's steps:
+// --signal=USR1@55 with -t 1 sends USR1 five seconds in; the step, in a session of its own, traps
+// it and ends cleanly.
+TEST_F(SlurmStepsTest, TheCheckpointSignalReachesTheSteps) {
+  std::ofstream(dev_.work() + "/sig.sbatch")
+      << "#!/bin/bash\n#SBATCH -J sig -N1 -c1 --mem=1G -t 1 --signal=USR1@55 -o sig.out\n"
+         "trap 'echo script got USR1' USR1\n"
+         "srun bash -c 'trap \"echo step got USR1 > step-signalled; exit 0\" USR1; touch "
+         "step-started; while :; do sleep 0.1; done' &\n"
+         "s=$!\nwait $s; wait $s; echo \"step rc $?\"\n";
+  DevCluster::Ran sub = Hangar({"sbatch", "--parsable", "sig.sbatch"});
+  ASSERT_EQ(sub.rc, 0) << sub.output;
+  const uint64_t id = DevCluster::LastLineId(sub.output);
+  ASSERT_GT(id, 0u) << sub.output;
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return fs::exists(dev_.work() + "/step-signalled"); },
+                                    40 * kSecond))
+      << JobState(id) << "\n"
+      << Work("sig.out") << dev_.log();
+  EXPECT_EQ(Work("step-signalled"), "step got USR1\n");
+  ASSERT_TRUE(dev_.WaitForState(id, "timed_out", 30 * kSecond)) << JobState(id);
+  const std::string out = Work("sig.out");
+  EXPECT_TRUE(Contains(out, "script got USR1\n")) << out;
+  EXPECT_TRUE(Contains(out, "step rc 0\n")) << out;
+}
+
 // A folder too deep for a Unix socket's path puts the services' HAProxy runtime socket under /tmp
 // (dev_load_balancer.cc); it goes with `hangar dev` (547 such files had piled up in /tmp from the
 // test runs before).

@@ -124,13 +124,29 @@ TEST_F(AgentFeaturesTest, SessionsAndMaintenanceCommandsAreRefusedForAnOlderAgen
 
   // The node says so where operators look (`hangar nodes`, the dashboard).
   const auto conditions = state_->GetNode("a")->conditions;
-  ASSERT_EQ(conditions.size(), 3u);
+  ASSERT_EQ(conditions.size(), 4u);
   EXPECT_EQ(conditions[0].rfind("AgentOutdated: a's agent runs hangar 0.1.0, which cannot run a "
                                 "task under a terminal",
                                 0),
             0u)
       << conditions[0];
   EXPECT_TRUE(state_->GetNode("b")->conditions.empty());
+}
+
+// An agent of the round before steps in containers opens sessions but would run a step of
+// `srun --container-image` on the host: such a step is refused on its node, naming it.
+TEST_F(AgentFeaturesTest, AStepInAContainerNeedsAnAgentThatCanRunOne) {
+  const AgentFeatures before = Bit(AgentFeature::kTerminals) | Bit(AgentFeature::kSessions) |
+                               Bit(AgentFeature::kMaintenance);
+  ASSERT_TRUE(Register("a", "hangar 0.2.0", before).ok());
+  EXPECT_TRUE(state_->AgentCan("a", AgentFeature::kSessions).ok());
+  Status s = state_->AgentCan("a", AgentFeature::kContainerSteps);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message().rfind("a's agent runs hangar 0.2.0, which cannot run a step in a "
+                              "container (srun --container-image); upgrade its agent",
+                              0),
+            0u)
+      << s.message();
 }
 
 TEST_F(AgentFeaturesTest, AnAgentThatNamesNoVersionCanDoEverything) {

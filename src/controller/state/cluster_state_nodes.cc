@@ -56,8 +56,8 @@ void TakeInventory(const pb::Inventory& inv, Time now, NodeRecord* r) {
 // health: an agent too old for some features, caches too small, tasks the store does not know.
 // Sets `reason` from the held tasks when it has none.
 void AddRecordConditions(const NodeRecord& r, const std::string& node, api::NodeView* v) {
-  for (AgentFeature f :
-       {AgentFeature::kTerminals, AgentFeature::kSessions, AgentFeature::kMaintenance}) {
+  for (AgentFeature f : {AgentFeature::kTerminals, AgentFeature::kSessions,
+                         AgentFeature::kMaintenance, AgentFeature::kContainerSteps}) {
     if (!(r.agent_features & Bit(f))) {
       v->conditions.push_back("AgentOutdated: " + AgentLacks(node, r.software.agent, f));
     }
