@@ -606,6 +606,21 @@ wait
   EXPECT_EQ(spec.tasks[1].GpusPerReplica() * spec.tasks[1].replicas, 16);
 }
 
+// docs/slurm.md's heterogeneous job ("Heterogeneous jobs") converts as the page says.
+TEST(SbatchHetjobTest, TheDocsExampleIsOneJobOfTwoGroups) {
+  const std::string doc = ReadFile(std::string(HANGAR_SOURCE_DIR) + "/docs/slurm.md");
+  const size_t at = doc.find("```\n#SBATCH --job-name=param-server");
+  ASSERT_NE(at, std::string::npos) << "docs/slurm.md lost its hetjob example";
+  const size_t start = doc.find('\n', at) + 1;
+  const std::string block = doc.substr(start, doc.find("```", start) - start);
+  const BatchJob b = Convert("#!/bin/bash\n" + block);
+  ASSERT_EQ(b.spec["tasks"].size(), 2u) << b.yaml;
+  EXPECT_EQ(b.spec["tasks"][0]["replicas"], 1);
+  EXPECT_EQ(b.spec["tasks"][1]["replicas"], 2);
+  EXPECT_EQ(b.spec["tasks"][1]["gpus"], 8);
+  EXPECT_EQ(b.spec["name"], "param-server");
+}
+
 TEST(SbatchHetjobTest, ALaterComponentsJobWideOptionIsNamedAndTheImpossibleAreRefusedAtOnce) {
   const BatchJob b = Convert(R"(#!/bin/bash
 #SBATCH -N1 -t 10

@@ -121,13 +121,13 @@ TEST_F(SbatchEndToEndTest, AFailingScriptFailsTheJobAndARefusedOneIsNeverSent) {
   EXPECT_EQ(Work("fails.out"), "before\n");
 
   std::ofstream(dir_ + "/work/refused.sbatch")
-      << "#!/bin/sh\n#SBATCH -c 1\n#SBATCH --begin=now+1hour\ntrue\n";
+      << "#!/bin/sh\n#SBATCH -c 1\n#SBATCH --begin=tonight\ntrue\n";
   Ran r = Hangar({"sbatch", "refused.sbatch"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.output,
-            "error: refused.sbatch:3: #SBATCH --begin=now+1hour cannot be honoured by hangar "
-            "sbatch; Hangar starts a job as soon as it can and cannot defer it; submit it later "
-            "(e.g. with at)\n");
+            "error: refused.sbatch:3: #SBATCH --begin=tonight: 'tonight' is not a time sbatch "
+            "reads: write now+30minutes, 22:00, 10:00pm, tomorrow, midnight, 2026-12-24 or "
+            "2026-12-24T18:00:00\n");
   Ran jobs = Hangar({"jobs", "-o", "json"});
   EXPECT_EQ(nlohmann::json::parse(jobs.output, nullptr, false)["jobs"].size(), 1u) << jobs.output;
 }

@@ -5,7 +5,7 @@ array example.
   $ . "$TESTDIR/journey.sh"
   $ cp -r "$HANGAR_SRC/examples" .
   $ dev_start
-  $ doc_block docs/slurm.md 4 | sed -n '/^\$ cat hello.sbatch$/,/^\$ /p' | sed '1d;$d' > hello.sbatch
+  $ doc_block docs/slurm.md 6 | sed -n '/^\$ cat hello.sbatch$/,/^\$ /p' | sed '1d;$d' > hello.sbatch
   $ head -3 hello.sbatch
   #!/bin/bash
   #SBATCH --job-name=hello
@@ -23,8 +23,8 @@ array example.
   JOBID  PARTITION  NAME    USER       ST  TIME  NODES  NODELIST(REASON)
   2      default    sleepy  anonymous  CD  ?:??  1      node-? (glob)
   1      default    hello   anonymous  CD  ?:??  1      node-? (glob)
-  $ doc_block docs/slurm.md 4 | sed -n 's/^\$ \(printf .*bad.sbatch\)$/\1/p' > make-bad.sh; . ./make-bad.sh; hangar sbatch bad.sbatch
-  error: bad.sbatch:3: #SBATCH --begin=22:00 cannot be honoured by hangar sbatch; Hangar starts a job as soon as it can and cannot defer it; submit it later (e.g. with at)
+  $ doc_block docs/slurm.md 6 | sed -n 's/^\$ \(printf .*bad.sbatch\)$/\1/p' > make-bad.sh; . ./make-bad.sh; hangar sbatch bad.sbatch
+  error: bad.sbatch:3: #SBATCH --begin=tonight: 'tonight' is not a time sbatch reads: write now+30minutes, 22:00, 10:00pm, tomorrow, midnight, 2026-12-24 or 2026-12-24T18:00:00
   error: bad.sbatch:4: #SBATCH -t soon: 'soon' is not a Slurm time; write minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS
   [1]
   $ hangar squeue
@@ -43,7 +43,7 @@ array example.
 The shipped examples, as block 4 of the document runs them (the sweep cut to 6 elements here;
 the counting and the output are checked once the jobs are done):
 
-  $ DOC_SED='s/hangar sbatch sweep-array.sbatch/hangar sbatch --array=0-5%8 sweep-array.sbatch/' doc_run docs/slurm.md 5 '^cat |^hangar jobs'
+  $ DOC_SED='s/hangar sbatch sweep-array.sbatch/hangar sbatch --array=0-5%8 sweep-array.sbatch/' doc_run docs/slurm.md 7 '^cat |^hangar jobs'
   [doc] $ cd examples/slurm
   [doc] $ hangar sbatch torchrun-2node.sbatch; hangar sbatch checkpoint-usr1.sbatch; hangar sbatch --array=0-5%8 sweep-array.sbatch
   Submitted batch job 3
