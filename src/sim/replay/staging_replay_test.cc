@@ -1,7 +1,9 @@
 // `hangar sim replay --staging`: the artifact rule (artifacts.h), the replay's staging figures
 // and the command's flags.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "sim/replay/artifacts.h"
@@ -128,7 +130,11 @@ TEST(StagingReplayTest, StagingNeedsTheLeanEngine) {
 class StagingCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir();
+    // A folder of this process's own: ctest runs this suite's tests at once, and a shared
+    // /tmp/staging_trace.csv was read empty while the other test wrote it.
+    dir_ = ::testing::TempDir() + "staging_" + std::to_string(getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
     std::ofstream t(dir_ + "/staging_trace.csv");
     t << "submit,duration,replicas,gpus_per_replica,milli_gpu,gpu_models,cpu,memory,queue,priority,"
          "tier,time_limit\n";
@@ -142,6 +148,10 @@ class StagingCommandTest : public ::testing::Test {
       c << "  - {name: n" << i
         << ", gpus: 8, gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n";
     }
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
   }
   int Replay(const std::string& flags) {
     CLI::App app;
