@@ -62,32 +62,21 @@ std::string PinsDir(const std::string& state_dir, const std::string& task_id) {
 
 // The job's mount sources, each opened as the task's user, checked against the cluster's
 // containers.mounts_allowed and pinned, then given to podman by their pins.
-Status PinMounts(const pb::Launch& l, const TaskLaunch& launch, const std::string& state_dir,
-                 ContainerRun* run) {
+Status PinJobMounts(const pb::Launch& l, const TaskLaunch& launch, const std::string& state_dir,
+                    ContainerRun* run) {
   const pb::Container& c = l.container();
   if (c.mounts_size() == 0) return Status::Ok();
   if (l.task_id().empty() || l.task_id().find('/') != std::string::npos ||
       l.task_id().front() == '.') {
     return Status::InvalidArgument("task id '" + l.task_id() + "' cannot name a folder");
   }
-  const std::string pins = PinsDir(state_dir, l.task_id());
-  UnpinMounts(pins);  // an earlier try's
-  std::error_code ec;
-  std::filesystem::create_directories(pins, ec);
-  std::filesystem::permissions(state_dir + "/mounts", std::filesystem::perms::owner_all, ec);
-  std::filesystem::permissions(pins, std::filesystem::perms::owner_all, ec);
-  if (ec) return Status::Internal("cannot create " + pins + ": " + ec.message());
-  const std::vector<std::string> allowed(c.mounts_allowed().begin(), c.mounts_allowed().end());
-  for (int i = 0; i < c.mounts_size(); ++i) {
-    const pb::Mount& m = c.mounts(i);
-    auto pinned = PinMountSource(m.host(), launch.run_as, allowed, pins + "/" + std::to_string(i),
-                                 "mount " + m.host() + ":" + m.path());
-    if (!pinned.ok()) {
-      UnpinMounts(pins);
-      return pinned.status();
-    }
-    run->mounts.push_back({*pinned, m.path(), m.read_only()});
-  }
+  std::vector<ContainerMount> mounts;
+  for (const pb::Mount& m : c.mounts()) mounts.push_back({m.host(), m.path(), m.read_only()});
+  HANGAR_ASSIGN_OR_RETURN(
+      std::vector<ContainerMount> pinned,
+      PinMounts(mounts, launch.run_as, {c.mounts_allowed().begin(), c.mounts_allowed().end()},
+                PinsDir(state_dir, l.task_id())));
+  run->mounts.insert(run->mounts.end(), pinned.begin(), pinned.end());
   return Status::Ok();
 }
 
@@ -180,7 +169,7 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   run.mig_devices = r->mig_devices;
   if (!run.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
   run.workdir = l.workdir();
-  HANGAR_RETURN_IF_ERROR(PinMounts(l, *launch, options_.state_dir, &run));
+  HANGAR_RETURN_IF_ERROR(PinJobMounts(l, *launch, options_.state_dir, &run));
   for (const auto& a : l.artifacts())
     run.mounts.push_back({objects_->PathOf(a.digest()), a.path(), true});
   run.mounts.push_back({dir, dir, false});  // the fake GPU load file, and nothing the task lacks

@@ -149,21 +149,7 @@ StatusOr<SpawnRequest> Agent::StepContainerSpawn(const pb::SessionOpen& o, const
                         o.session_id(),
                         user.has_value() ? user : around.credentials,
                         {}};
-  std::vector<uint32_t> gpus = task.gpus;
-  for (const std::string& kv : ask.env) {
-    if (kv.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) continue;
-    gpus.clear();
-    std::string list = kv.substr(21);
-    for (size_t p = 0; !list.empty();) {
-      const size_t comma = list.find(',', p);
-      const std::string one = list.substr(p, comma == std::string::npos ? comma : comma - p);
-      char* end = nullptr;
-      const unsigned long g = std::strtoul(one.c_str(), &end, 10);
-      if (!one.empty() && *end == '\0') gpus.push_back(static_cast<uint32_t>(g));
-      if (comma == std::string::npos) break;
-      p = comma + 1;
-    }
-  }
+  const std::vector<uint32_t> gpus = StepGpus(ask.env, task.gpus);
   for (uint32_t g : gpus) {
     at.gpus.push_back({g, g < gpus_.gpus.size() ? gpus_.gpus[g].uuid() : ""});
   }

@@ -329,6 +329,72 @@ std::string GroupName(size_t component) {
 
 }  // namespace
 
+namespace {
+
+// `begin:` (an absolute time in the job file, so that --dry-run shows when) and `hold:` (held
+// from the start: `hangar release ID`, scontrol release).
+void AddBeginAndHold(const SbatchOptions& o, Time now, nlohmann::ordered_json* j, Diagnostics* d) {
+  if (o.begin) {
+    auto at = ParseSlurmBegin(*o.begin, now);
+    if (at.ok())
+      (*j)["begin"] = FormatUtcTimestamp(std::max<Time>(*at, 0));
+    else
+      d->errors.push_back(WhereSet(o, "begin") + ": --begin=" + *o.begin + ": " +
+                          at.status().message());
+  }
+  if (o.hold) (*j)["hold"] = true;
+}
+
+// A later component's --nodelist is refused: the job's nodes are placed as one gang.
+void RefuseLaterNodelists(const std::vector<SbatchOptions>& components, Diagnostics* d) {
+  for (size_t c = 1; c < components.size(); ++c) {
+    if (components[c].nodelist) {
+      d->errors.push_back(WhereSet(components[c], "nodelist") +
+                          ": --nodelist in a later component of a heterogeneous job: Hangar "
+                          "places the job's nodes as one gang; give --nodelist in the first "
+                          "component, for the whole job");
+    }
+  }
+}
+
+// The components of a script (one unless it is a heterogeneous job), each with its shape and
+// its Slurm variables.
+struct Components {
+  const std::vector<SbatchOptions>& options;
+  const std::vector<Shape>& shapes;
+  const std::vector<nlohmann::ordered_json>& envs;
+};
+
+// Component `c`'s task group: one replica per node, its resources, the first component's
+// workdir, its variables (and, in a heterogeneous job, every component's under _HET_GROUP_n),
+// running `command`.
+nlohmann::ordered_json GroupOf(size_t c, const Components& all, const Submission& s,
+                               const nlohmann::ordered_json& command, Diagnostics* d) {
+  const size_t n = all.options.size();
+  nlohmann::ordered_json group;
+  group["name"] = GroupName(c);
+  group["replicas"] = all.shapes[c].nodes;
+  // Slurm's nodes are distinct hosts: one replica (one node's tasks) per node.
+  if (all.shapes[c].nodes > 1) group["max_per_node"] = 1;
+  AddResources(all.options[c], all.shapes[c], s.site, &group, d);
+  group["workdir"] = Workdir(all.options[0], s.submit_dir);
+  nlohmann::ordered_json env = all.envs[c];
+  if (n > 1) {
+    env["SLURM_HET_SIZE"] = std::to_string(n);
+    for (size_t k = 0; k < n; ++k) {
+      for (const char* var : kPerComponentEnv) {
+        if (all.envs[k].contains(var))
+          env[std::string(var) + "_HET_GROUP_" + std::to_string(k)] = all.envs[k][var];
+      }
+    }
+  }
+  group["env"] = env;
+  group["command"] = command;
+  return group;
+}
+
+}  // namespace
+
 StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   Diagnostics d;
   HANGAR_ASSIGN_OR_RETURN(std::vector<SbatchOptions> components, ReadOptions(s, &d));
@@ -352,25 +418,10 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   nlohmann::ordered_json j;
   j["name"] = name;
   AddPolicy(o, &j, &d);
-  if (o.begin) {  // an absolute time in the job file, so that --dry-run shows when
-    auto at = ParseSlurmBegin(*o.begin, s.now);
-    if (at.ok())
-      j["begin"] = FormatUtcTimestamp(std::max<Time>(*at, 0));
-    else
-      d.errors.push_back(WhereSet(o, "begin") + ": --begin=" + *o.begin + ": " +
-                         at.status().message());
-  }
-  if (o.hold) j["hold"] = true;  // held from the start: `hangar release ID` (scontrol release)
+  AddBeginAndHold(o, s.now, &j, &d);
   AddTiming(o, &j, &d);
   AddNodeRules(o, all_nodes, &j, &d);
-  for (size_t c = 1; c < components.size(); ++c) {
-    if (components[c].nodelist) {
-      d.errors.push_back(WhereSet(components[c], "nodelist") +
-                         ": --nodelist in a later component of a heterogeneous job: Hangar "
-                         "places the job's nodes as one gang; give --nodelist in the first "
-                         "component, for the whole job");
-    }
-  }
+  RefuseLaterNodelists(components, &d);
   // Several writers share the file.
   const bool append = o.open_mode == "append" || all_nodes > 1;
   const std::string redirect = s.output_to_task ? "" : Redirect(o, name, append, &d);
@@ -383,28 +434,9 @@ StatusOr<BatchJob> ConvertBatchScript(const Submission& s) {
   for (size_t c = 0; c < components.size(); ++c)
     envs.push_back(StaticEnv(components[c], shapes[c], name, s));
   j["tasks"] = nlohmann::ordered_json::array();
-  for (size_t c = 0; c < components.size(); ++c) {
-    nlohmann::ordered_json group;
-    group["name"] = GroupName(c);
-    group["replicas"] = shapes[c].nodes;
-    // Slurm's nodes are distinct hosts: one replica (one node's tasks) per node.
-    if (shapes[c].nodes > 1) group["max_per_node"] = 1;
-    AddResources(components[c], shapes[c], s.site, &group, &d);
-    group["workdir"] = Workdir(o, s.submit_dir);
-    nlohmann::ordered_json env = envs[c];
-    if (components.size() > 1) {
-      env["SLURM_HET_SIZE"] = std::to_string(components.size());
-      for (size_t k = 0; k < components.size(); ++k) {
-        for (const char* var : kPerComponentEnv) {
-          if (envs[k].contains(var))
-            env[std::string(var) + "_HET_GROUP_" + std::to_string(k)] = envs[k][var];
-        }
-      }
-    }
-    group["env"] = env;
-    group["command"] = {"/bin/sh", "-c", wrapper, base, s.script_text};
-    j["tasks"].push_back(std::move(group));
-  }
+  const nlohmann::ordered_json command = {"/bin/sh", "-c", wrapper, base, s.script_text};
+  for (size_t c = 0; c < components.size(); ++c)
+    j["tasks"].push_back(GroupOf(c, {components, shapes, envs}, s, command, &d));
   SortByLine(&d.errors, s.script_name);
   SortByLine(&d.warnings, s.script_name);
   HANGAR_RETURN_IF_ERROR(d.ToStatus());

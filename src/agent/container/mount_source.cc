@@ -58,4 +58,30 @@ void UnpinMounts(const std::string& dir) {
   std::filesystem::remove(dir, ec);
 }
 
+StatusOr<std::vector<ContainerMount>> PinMounts(const std::vector<ContainerMount>& mounts,
+                                                const std::optional<TaskCredentials>& who,
+                                                const std::vector<std::string>& allowed,
+                                                const std::string& pins) {
+  std::vector<ContainerMount> pinned;
+  if (mounts.empty()) return pinned;
+  UnpinMounts(pins);
+  std::error_code ec;
+  std::filesystem::create_directories(pins, ec);
+  std::filesystem::permissions(std::filesystem::path(pins).parent_path(),
+                               std::filesystem::perms::owner_all, ec);
+  std::filesystem::permissions(pins, std::filesystem::perms::owner_all, ec);
+  if (ec) return Status::Internal("cannot create " + pins + ": " + ec.message());
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    const ContainerMount& m = mounts[i];
+    auto at = PinMountSource(m.host, who, allowed, pins + "/" + std::to_string(i),
+                             "mount " + m.host + ":" + m.path);
+    if (!at.ok()) {
+      UnpinMounts(pins);
+      return at.status();
+    }
+    pinned.push_back({*at, m.path, m.read_only});
+  }
+  return pinned;
+}
+
 }  // namespace hangar::agent

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/container/podman.h"
 #include "agent/runner/task_credentials.h"
 #include "common/status.h"
 
@@ -30,5 +31,13 @@ StatusOr<std::string> PinMountSource(const std::string& host,
 
 // Unmounts every pin in `dir` (a task's folder of pins) and removes the folder.
 void UnpinMounts(const std::string& dir);
+
+// `mounts` (host path -> container path) each opened as `who`, checked against `allowed` and
+// pinned under the folder `pins` (an earlier try's pins dropped first; it and its parent made the
+// agent's only): the same mounts by their pins, in order. On a refusal nothing stays pinned.
+StatusOr<std::vector<ContainerMount>> PinMounts(const std::vector<ContainerMount>& mounts,
+                                                const std::optional<TaskCredentials>& who,
+                                                const std::vector<std::string>& allowed,
+                                                const std::string& pins);
 
 }  // namespace hangar::agent

@@ -2,9 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <sstream>
+#include <string_view>
 
 #include "agent/container/mount_source.h"
 #include "agent/container/podman_env.h"
@@ -70,6 +74,22 @@ std::string StepPinsDir(const std::string& state_dir, const std::string& task_id
   return state_dir + "/mounts/" + task_id + ".step-" + std::to_string(session);
 }
 
+std::vector<uint32_t> StepGpus(const std::vector<std::string>& env,
+                               const std::vector<uint32_t>& task_gpus) {
+  constexpr std::string_view kKey = "CUDA_VISIBLE_DEVICES=";
+  auto it = std::find_if(env.begin(), env.end(),
+                         [&](const std::string& kv) { return kv.rfind(kKey, 0) == 0; });
+  if (it == env.end()) return task_gpus;
+  std::vector<uint32_t> gpus;
+  std::stringstream list(it->substr(kKey.size()));
+  for (std::string one; std::getline(list, one, ',');) {
+    char* end = nullptr;
+    const unsigned long g = std::strtoul(one.c_str(), &end, 10);
+    if (!one.empty() && *end == '\0') gpus.push_back(static_cast<uint32_t>(g));
+  }
+  return gpus;
+}
+
 StatusOr<ContainerRun> StepContainerRun(const StepContainerAsk& ask, const StepContainerPlace& at,
                                         const std::vector<std::string>& argv,
                                         std::vector<std::pair<std::string, std::string>>* values) {
@@ -111,24 +131,8 @@ StatusOr<ContainerRun> StepContainerRun(const StepContainerAsk& ask, const StepC
   std::string uuids;
   for (const auto& g : at.gpus) uuids += (uuids.empty() ? "" : ",") + g.uuid;
   if (!at.gpus.empty()) run.env_set.emplace_back("CUDA_VISIBLE_DEVICES", uuids);
-  if (mounts.empty()) return run;
-  const std::string pins = StepPinsDir(at.state_dir, at.task_id, at.session);
-  UnpinMounts(pins);
-  std::error_code ec;
-  fs::create_directories(pins, ec);
-  fs::permissions(at.state_dir + "/mounts", fs::perms::owner_all, ec);
-  fs::permissions(pins, fs::perms::owner_all, ec);
-  if (ec) return Status::Internal("cannot create " + pins + ": " + ec.message());
-  for (size_t i = 0; i < mounts.size(); ++i) {
-    const ContainerMount& m = mounts[i];
-    auto pinned = PinMountSource(m.host, at.user, ask.mounts_allowed,
-                                 pins + "/" + std::to_string(i), "mount " + m.host + ":" + m.path);
-    if (!pinned.ok()) {
-      UnpinMounts(pins);
-      return pinned.status();
-    }
-    run.mounts.push_back({*pinned, m.path, m.read_only});
-  }
+  HANGAR_ASSIGN_OR_RETURN(run.mounts, PinMounts(mounts, at.user, ask.mounts_allowed,
+                                                StepPinsDir(at.state_dir, at.task_id, at.session)));
   return run;
 }
 

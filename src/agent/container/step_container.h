@@ -39,6 +39,12 @@ struct StepContainerPlace {
 // default, as pyxis); a single path mounts it at the same place. InvalidArgument naming the entry.
 StatusOr<std::vector<ContainerMount>> ParseStepMounts(const std::vector<std::string>& entries);
 
+// The node's GPU indexes a step's task uses: those of its CUDA_VISIBLE_DEVICES among `env` (the
+// controller's layout of the step, "KEY=VALUE" entries), else the task's own `task_gpus`. An
+// entry that is not an index is left out.
+std::vector<uint32_t> StepGpus(const std::vector<std::string>& env,
+                               const std::vector<uint32_t>& task_gpus);
+
 // The container's run: its name (unique per session), the image, argv, the environment passed by
 // name (its values go in the podman process's own environment: `values` gets them), the mounts
 // pinned under StepPinsDir. PATH, HOME and LD_LIBRARY_PATH stay the image's.

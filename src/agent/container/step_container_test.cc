@@ -54,6 +54,16 @@ StepContainerPlace Place(const std::string& state_dir) {
   return at;
 }
 
+TEST(StepContainerTest, TheStepsGpusAreItsLayoutsElseTheTasks) {
+  EXPECT_EQ(StepGpus({"A=1", "CUDA_VISIBLE_DEVICES=2,3"}, {0, 1, 2, 3}),
+            (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(StepGpus({"A=1"}, {0, 1}), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(StepGpus({"CUDA_VISIBLE_DEVICES="}, {0, 1}), std::vector<uint32_t>{})
+      << "an empty list: no GPU, not the task's";
+  EXPECT_EQ(StepGpus({"CUDA_VISIBLE_DEVICES=4,x,,5"}, {}), (std::vector<uint32_t>{4, 5}))
+      << "what is not an index is left out";
+}
+
 TEST(StepContainerTest, TheRunIsTheTasksUserWithTheStepTasksGpusAndEnvironment) {
   data::TempDir dir{0755};
   StepContainerAsk ask;
