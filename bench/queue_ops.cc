@@ -7,7 +7,7 @@
 //   by state) cancel_p99_ms         POST /v1/jobs/ID/cancel of single pending jobs
 //   bulk_cancel_10000_s   POST /v1/jobs/bulk/cancel {"array": ...} of the 10,000-element array
 //   controller_rss_mib    the controller's RSS at the end
-// Usage: queue_ops [--queued N] [--samples N] [--json] [-- controller flags]
+// Usage: queue_ops [--hangar PATH] [--queued N] [--samples N] [--json] [-- controller flags]
 #include <fcntl.h>
 #include <httplib.h>
 #include <unistd.h>
@@ -40,8 +40,10 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+std::string binary = HANGAR_BINARY;  // --hangar: another build's, to compare one after the other
+
 Proc Spawn(const std::vector<std::string>& args, const std::string& log) {
-  return ::Spawn(HANGAR_BINARY, args, log);
+  return ::Spawn(binary, args, log);
 }
 
 double RssMiB(pid_t pid) {
@@ -63,7 +65,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> extra;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--queued" && i + 1 < argc)
+    if (a == "--hangar" && i + 1 < argc)
+      binary = argv[++i];
+    else if (a == "--queued" && i + 1 < argc)
       queued = std::atol(argv[++i]);
     else if (a == "--samples" && i + 1 < argc)
       samples = std::atoi(argv[++i]);
@@ -73,7 +77,8 @@ int main(int argc, char** argv) {
       for (++i; i < argc; ++i) extra.push_back(argv[i]);
     } else {
       std::fprintf(stderr,
-                   "usage: queue_ops [--queued N] [--samples N] [--json] [-- controller flags]\n");
+                   "usage: queue_ops [--hangar PATH] [--queued N] [--samples N] [--json] [-- "
+                   "controller flags]\n");
       return 2;
     }
   }

@@ -136,17 +136,18 @@ class AgentHub::Stream final
         hub_->DeliverLog(node_, m.log_chunk());
         break;
       case pb::AgentMessage::kSessionOutput:
-        if (hub_->probes_ && hub_->is_probe_(m.session_output().session_id())) {
-          hub_->probes_->FromAgent(node_, std::move(*m.mutable_session_output()));
+        if (hub_->wiring_.probes && hub_->wiring_.is_probe(m.session_output().session_id())) {
+          hub_->wiring_.probes->FromAgent(node_, std::move(*m.mutable_session_output()));
         } else if (StepSink::IsStepSession(m.session_output().session_id())) {
-          if (hub_->steps_)
-            hub_->steps_->FromSession(node_, std::move(*m.mutable_session_output()));
-        } else if (hub_->sessions_) {
-          hub_->sessions_->FromAgent(node_, std::move(*m.mutable_session_output()));
+          if (hub_->wiring_.steps)
+            hub_->wiring_.steps->FromSession(node_, std::move(*m.mutable_session_output()));
+        } else if (hub_->wiring_.sessions) {
+          hub_->wiring_.sessions->FromAgent(node_, std::move(*m.mutable_session_output()));
         }
         break;
       case pb::AgentMessage::kStepRequest:
-        if (hub_->steps_) hub_->steps_->FromAgent(node_, std::move(*m.mutable_step_request()));
+        if (hub_->wiring_.steps)
+          hub_->wiring_.steps->FromAgent(node_, std::move(*m.mutable_step_request()));
         break;
       case pb::AgentMessage::kGpuEvent: {
         auto e = std::make_shared<pb::GpuEvent>(m.gpu_event());
@@ -385,12 +386,12 @@ bool AgentHub::FirstForeignStoreRefusal(const std::string& node) {
 }
 
 size_t AgentHub::CloseUnregistered(Time now) {
-  if (register_timeout_ <= 0) return 0;
+  if (wiring_.register_timeout <= 0) return 0;
   std::vector<std::shared_ptr<Stream>> closing;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (auto it = unregistered_.begin(); it != unregistered_.end();) {
-      if (now - it->second.second < register_timeout_) {
+      if (now - it->second.second < wiring_.register_timeout) {
         ++it;
         continue;
       }
@@ -399,7 +400,7 @@ size_t AgentHub::CloseUnregistered(Time now) {
     }
   }
   for (const auto& s : closing) {
-    s->Reject("no Register within " + std::to_string(register_timeout_) +
+    s->Reject("no Register within " + std::to_string(wiring_.register_timeout) +
               " ms of opening the stream: an agent registers first (with its node's token)");
   }
   if (!closing.empty())
@@ -426,16 +427,16 @@ size_t AgentHub::CloseStreamsOf(const std::string& token_id) {
 grpc::ServerBidiReactor<pb::AgentMessage, pb::ControllerMessage>* AgentHub::Connect(
     grpc::CallbackServerContext* context) {
   std::optional<StatusOr<Principal>> who;
-  if (tokens_) {
+  if (wiring_.tokens) {
     const auto& md = context->client_metadata();
     auto it = md.find("authorization");
-    who = tokens_->Authenticate(it == md.end()
-                                    ? std::string_view()
-                                    : std::string_view(it->second.data(), it->second.size()),
-                                owner_->clock()->Now());
+    who = wiring_.tokens->Authenticate(it == md.end()
+                                           ? std::string_view()
+                                           : std::string_view(it->second.data(), it->second.size()),
+                                       owner_->clock()->Now());
   }
   std::optional<std::string> cert_node;
-  if (require_certs_) {
+  if (wiring_.require_certs) {
     // gRPC has verified the chain against the cluster CA; the name is the certificate's CN.
     cert_node = std::string();
     auto auth = context->auth_context();
@@ -502,9 +503,10 @@ void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
     streams_[node] = s;
   }
   if (old) old->Reject("a newer stream from node " + node + " replaced this one");
-  if (old && sessions_) sessions_->NodeGone(node);  // the agent ended them with its old stream
-  if (old && steps_) steps_->NodeGone(node);
-  if (old && probes_) probes_->NodeGone(node);
+  if (old && wiring_.sessions)
+    wiring_.sessions->NodeGone(node);  // the agent ended them with its old stream
+  if (old && wiring_.steps) wiring_.steps->NodeGone(node);
+  if (old && wiring_.probes) wiring_.probes->NodeGone(node);
 }
 
 void AgentHub::RejectStream(const std::string& node, const Stream* stream, const std::string& why) {
@@ -528,9 +530,9 @@ void AgentHub::Detach(const std::string& node, Stream* s) {
     }
   }
   // Outside mu_: a session relays to the hub (Send) while holding its own lock.
-  if (gone && sessions_) sessions_->NodeGone(node);
-  if (gone && steps_) steps_->NodeGone(node);
-  if (gone && probes_) probes_->NodeGone(node);
+  if (gone && wiring_.sessions) wiring_.sessions->NodeGone(node);
+  if (gone && wiring_.steps) wiring_.steps->NodeGone(node);
+  if (gone && wiring_.probes) wiring_.probes->NodeGone(node);
 }
 
 void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
@@ -548,7 +550,7 @@ void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
   const std::string task = checkpoint ? message.stop().task_id() : "";
   const int signal = checkpoint ? message.stop().checkpoint_signal() : 0;
   s->Enqueue(std::move(message));
-  if (checkpoint && steps_) steps_->TaskSignalled(task, signal);
+  if (checkpoint && wiring_.steps) wiring_.steps->TaskSignalled(task, signal);
 }
 
 size_t AgentHub::connected() const {

@@ -29,21 +29,21 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   explicit AgentHub(StateOwner* owner) : owner_(owner) {}
   // With tokens, an agent must present a node token for the node it registers as (gRPC metadata
   // "authorization: Bearer hgr_..."); without, any agent may connect.
-  void set_tokens(const TokenBook* tokens) { tokens_ = tokens; }
+  void set_tokens(const TokenBook* tokens) { wiring_.tokens = tokens; }
   // With mutual TLS, an agent's certificate names its node (its common name): it may register as
   // that node only.
-  void set_require_client_certs(bool on) { require_certs_ = on; }
+  void set_require_client_certs(bool on) { wiring_.require_certs = on; }
   // Where agents' session output goes (session_service.h), and who hears of a node's stream
   // ending. Set before the server starts; null: sessions are not served.
-  void set_session_relay(SessionRelay* relay) { sessions_ = relay; }
+  void set_session_relay(SessionRelay* relay) { wiring_.sessions = relay; }
   // Where agents' step requests and their steps' session output go (step_relay.h). Set before the
   // server starts; null: srun inside allocations is not served.
-  void set_step_sink(StepSink* steps) { steps_ = steps; }
+  void set_step_sink(StepSink* steps) { wiring_.steps = steps; }
   // Where the output of the services' command probes goes: sessions whose id `is_probe` says is
   // one of theirs (service/command_probe.h). Set before the server starts; null: none.
   void set_probe_relay(SessionRelay* probes, bool (*is_probe)(uint64_t)) {
-    probes_ = probes;
-    is_probe_ = is_probe;
+    wiring_.probes = probes;
+    wiring_.is_probe = is_probe;
   }
   // The leadership epoch stamped on every message to agents; 0: no lease.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
@@ -98,7 +98,7 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   static const char* RefusalName(Refusal r);
   int64_t refused(Refusal r) const { return refused_[static_cast<size_t>(r)].load(); }
   // A stream must send Register within this of opening (set before the server starts); 0: no limit.
-  void set_register_timeout(Duration d) { register_timeout_ = d; }
+  void set_register_timeout(Duration d) { wiring_.register_timeout = d; }
   // Closes the streams that opened more than the register timeout before `now` and have not
   // registered (a client that holds one open without a word). Returns how many. Thread-safe.
   size_t CloseUnregistered(Time now);
@@ -119,19 +119,22 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   bool FirstForeignStoreRefusal(const std::string& node);
 
   StateOwner* owner_;
-  SessionRelay* sessions_ = nullptr;
-  StepSink* steps_ = nullptr;
-  SessionRelay* probes_ = nullptr;
-  bool (*is_probe_)(uint64_t) = nullptr;
-  const TokenBook* tokens_ = nullptr;
-  bool require_certs_ = false;
+  // What the controller wires in before the server starts (the set_... calls above).
+  struct Wiring {
+    SessionRelay* sessions = nullptr;
+    StepSink* steps = nullptr;
+    SessionRelay* probes = nullptr;
+    bool (*is_probe)(uint64_t) = nullptr;
+    const TokenBook* tokens = nullptr;
+    bool require_certs = false;
+    Duration register_timeout = 0;
+  } wiring_;
   std::atomic<int64_t> epoch_{0};
   std::string store_id_;
   std::map<std::string, std::string> management_;  // node -> canonical address
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;
   std::set<std::string> foreign_store_nodes_;
-  Duration register_timeout_ = 0;
   // Streams not registered yet, with when they opened.
   std::map<const Stream*, std::pair<std::weak_ptr<Stream>, Time>> unregistered_;
   std::atomic<int64_t> heartbeats_{0};

@@ -25,28 +25,31 @@ StatusOr<Duration> DurationParam(const httplib::Request& req, const char* name, 
 }  // namespace
 
 void HttpApi::HistoryRoutes() {
-  server_->Get("/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    auto range = DurationParam(req, "since", 6 * kHour, "6h, 24h or 7d (back from now)");
-    if (!range.ok()) return http::Reply(res, range.status());
-    auto step = DurationParam(req, "step", DefaultStep(history_, *range), "5m or 1h");
-    if (!step.ok()) return http::Reply(res, step.status());
-    if (*step < kSecond || *range / *step > 10'000) {
-      return http::Reply(
-          res, Status::InvalidArgument(
-                   "step " + req.get_param_value("step") +
-                   " makes over 10,000 points of that range; ask for a step of at least " +
-                   std::to_string((*range / 10'000 + kSecond - 1) / kSecond) + "s"));
-    }
-    const Time now = owner_->clock()->Now();
-    const Time since = now - *range;
-    auto hourly = owner_->History(true, since);
-    if (!hourly.ok()) return http::Reply(res, hourly.status());
-    auto samples = owner_->History(false, since);
-    if (!samples.ok()) return http::Reply(res, samples.status());
-    http::Reply(res, 200,
-                HistoryJson(history_, since, now, *step, Bucket(*hourly, *samples, since, *step)));
-  });
+  server_->Get(
+      "/v1/history",
+      Handle(Permission::kClusterRead, [this](const Principal&, const httplib::Request& req,
+                                              httplib::Response& res) {
+        auto range = DurationParam(req, "since", 6 * kHour, "6h, 24h or 7d (back from now)");
+        if (!range.ok()) return http::Reply(res, range.status());
+        auto step = DurationParam(req, "step", DefaultStep(wiring_.history, *range), "5m or 1h");
+        if (!step.ok()) return http::Reply(res, step.status());
+        if (*step < kSecond || *range / *step > 10'000) {
+          return http::Reply(
+              res, Status::InvalidArgument(
+                       "step " + req.get_param_value("step") +
+                       " makes over 10,000 points of that range; ask for a step of at least " +
+                       std::to_string((*range / 10'000 + kSecond - 1) / kSecond) + "s"));
+        }
+        const Time now = owner_->clock()->Now();
+        const Time since = now - *range;
+        auto hourly = owner_->History(true, since);
+        if (!hourly.ok()) return http::Reply(res, hourly.status());
+        auto samples = owner_->History(false, since);
+        if (!samples.ok()) return http::Reply(res, samples.status());
+        http::Reply(res, 200,
+                    HistoryJson(wiring_.history, since, now, *step,
+                                Bucket(*hourly, *samples, since, *step)));
+      }));
 }
 
 }  // namespace hangar::controller

@@ -24,7 +24,7 @@ namespace hangar::controller {
 namespace http {
 
 StatusOr<const JobRecord*> ReadableJob(const ClusterState& st, const Principal& who, uint64_t id) {
-  HANGAR_RETURN_IF_ERROR(st.MayAccessJob(who, id, false));
+  HANGAR_RETURN_IF_ERROR(st.MayAccessJob(who, id, Permission::kJobsRead));
   const JobRecord* j = st.FindJob(id);
   if (!j) {
     return Status::NotFound("job " + std::to_string(id) +
@@ -204,6 +204,12 @@ void HttpApi::ExportConnStats() {
 
 bool HttpApi::valid() const { return server_->is_valid(); }
 
+httplib::Server::Handler HttpApi::Handle(std::optional<Permission> perm, RouteFn fn) {
+  return [this, perm, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+    if (auto who = Authorize(req, res, perm)) fn(*who, req, res);
+  };
+}
+
 std::optional<Principal> HttpApi::Authorize(const httplib::Request& req, httplib::Response& res,
                                             std::optional<Permission> perm) {
   Principal p;
@@ -240,7 +246,7 @@ StatusOr<int> HttpApi::Start(const std::string& host, int port) {
         "cannot listen on " + host + ":" + std::to_string(port) +
         " for the API; is another process using it? Choose another with --api");
   }
-  guard_.Bind(bound);
+  wiring_.guard.Bind(bound);
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   pinner_ = std::make_unique<ImagePinner>(owner_, ImageResolverOptions{});
   // Until it runs, httplib's stop() would not end it: a Stop right after Start (a SIGTERM during
@@ -265,7 +271,7 @@ void HttpApi::Routes() {
   s.set_payload_max_length(kMaxBody);
   // Before routing, so before any body is read: a refused request costs no more than its headers.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    auto refused = guard_.Check(req);
+    auto refused = wiring_.guard.Check(req);
     if (!refused) return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("Connection", "close");  // its body, if any, is never read
     Reply(res, refused->http_status, api::ErrorJson(refused->why));
@@ -316,66 +322,70 @@ void HttpApi::Routes() {
   TopologyRoutes();     // the fabric the agents discovered: http_api_topology.cc
   // Who leads; a standby answers it too. "single": one controller, no lease.
   s.Get("/v1/leader", [this](const httplib::Request&, httplib::Response& res) {
-    if (!leader_info_) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});
-    nlohmann::json me = leader_info_();
+    if (!wiring_.leader_info) return Reply(res, 200, {{"role", "single"}, {"leader", nullptr}});
+    nlohmann::json me = wiring_.leader_info();
     Reply(res, 200, {{"role", "leader"}, {"name", me.value("name", "")}, {"leader", me}});
   });
   // Interactive sessions are gRPC streams on a port of their own (docs/interactive.md): where.
-  s.Get("/v1/sessions/endpoint", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, std::nullopt)) return;
-    if (sessions_.port <= 0) {
-      return Reply(res, Status::Unavailable(
-                            "this controller serves no interactive sessions (--sessions off)"));
-    }
-    Reply(res, 200, {{"port", sessions_.port}});
-  });
+  s.Get("/v1/sessions/endpoint",
+        Handle(std::nullopt,
+               [this](const Principal&, const httplib::Request&, httplib::Response& res) {
+                 if (wiring_.sessions.port <= 0) {
+                   return Reply(
+                       res, Status::Unavailable(
+                                "this controller serves no interactive sessions (--sessions off)"));
+                 }
+                 Reply(res, 200, {{"port", wiring_.sessions.port}});
+               }));
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}, {"agents", hub_->connected()}});
   });
-  s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kMetricsRead)) return;
-    const std::string form =
-        req.has_param("labels") ? req.get_param_value("labels") : (dcgm_metrics_ ? "dcgm" : "");
-    if (!form.empty() && form != "dcgm" && form != "clean") {
-      return Reply(res,
-                   Status::InvalidArgument(
-                       "labels must be dcgm (dcgm-exporter's names, types and labels) or clean "
-                       "(promtool-clean)"));
-    }
-    const bool dcgm = form == "dcgm";
-    ExportConnStats();
-    metrics_->SetAgents(static_cast<double>(hub_->connected()),
-                        static_cast<double>(hub_->heartbeats()));
-    std::vector<std::pair<std::string, int64_t>> refused;
-    for (size_t r = 0; r < static_cast<size_t>(AgentHub::Refusal::kCount); ++r) {
-      const auto why = static_cast<AgentHub::Refusal>(r);
-      refused.emplace_back(AgentHub::RefusalName(why), hub_->refused(why));
-    }
-    metrics_->SetAgentRefusals(refused);
-    metrics_->SetCounts(owner_->Call<ClusterState::Counts>(
-        [](ClusterState& st, Effects*) { return st.GetCounts(); }));
-    // ?gpus=0: the controller's own series only. Per-GPU series cost ~15 lines per GPU (1.2M
-    // at 10,240 nodes x 8): a fleet that large scrapes them from dcgm-exporter on each node.
-    // ?nodes=0: without the one hangar_node_state series per node.
-    std::string text = metrics_->Render();
-    if (services_) text += services_->RenderMetrics();  // hangar_service_*: docs/services.md
-    text += owner_->Call<std::string>([this](ClusterState& st, Effects*) {  // docs/goodput.md
-      return st.goodput().RenderMetrics(owner_->clock()->Now());
-    });
-    if (!(req.has_param("nodes") && req.get_param_value("nodes") == "0")) {
-      text += ControllerMetrics::RenderNodeStates(
-          owner_->Call<std::vector<std::pair<std::string, std::string>>>(
-              [](ClusterState& st, Effects*) { return st.NodeStates(); }));
-    }
-    if (req.has_param("gpus") && req.get_param_value("gpus") == "0") {
-      res.set_content(text, "text/plain; version=0.0.4");
-      return;
-    }
-    auto gpus = owner_->Call<std::vector<ClusterState::GpuSeries>>(
-        [](ClusterState& st, Effects*) { return st.GpuMetrics(); });
-    res.set_content(text + ControllerMetrics::RenderGpuSeries(gpus, dcgm),
-                    "text/plain; version=0.0.4");
-  });
+  s.Get("/metrics",
+        Handle(Permission::kMetricsRead, [this](const Principal&, const httplib::Request& req,
+                                                httplib::Response& res) {
+          const std::string form = req.has_param("labels") ? req.get_param_value("labels")
+                                                           : (wiring_.dcgm_metrics ? "dcgm" : "");
+          if (!form.empty() && form != "dcgm" && form != "clean") {
+            return Reply(
+                res, Status::InvalidArgument(
+                         "labels must be dcgm (dcgm-exporter's names, types and labels) or clean "
+                         "(promtool-clean)"));
+          }
+          const bool dcgm = form == "dcgm";
+          ExportConnStats();
+          metrics_->SetAgents(static_cast<double>(hub_->connected()),
+                              static_cast<double>(hub_->heartbeats()));
+          std::vector<std::pair<std::string, int64_t>> refused;
+          for (size_t r = 0; r < static_cast<size_t>(AgentHub::Refusal::kCount); ++r) {
+            const auto why = static_cast<AgentHub::Refusal>(r);
+            refused.emplace_back(AgentHub::RefusalName(why), hub_->refused(why));
+          }
+          metrics_->SetAgentRefusals(refused);
+          metrics_->SetCounts(owner_->Call<ClusterState::Counts>(
+              [](ClusterState& st, Effects*) { return st.GetCounts(); }));
+          // ?gpus=0: the controller's own series only. Per-GPU series cost ~15 lines per GPU (1.2M
+          // at 10,240 nodes x 8): a fleet that large scrapes them from dcgm-exporter on each node.
+          // ?nodes=0: without the one hangar_node_state series per node.
+          std::string text = metrics_->Render();
+          if (wiring_.services)
+            text += wiring_.services->RenderMetrics();  // hangar_service_*: docs/services.md
+          text += owner_->Call<std::string>([this](ClusterState& st, Effects*) {  // docs/goodput.md
+            return st.goodput().RenderMetrics(owner_->clock()->Now());
+          });
+          if (!(req.has_param("nodes") && req.get_param_value("nodes") == "0")) {
+            text += ControllerMetrics::RenderNodeStates(
+                owner_->Call<std::vector<std::pair<std::string, std::string>>>(
+                    [](ClusterState& st, Effects*) { return st.NodeStates(); }));
+          }
+          if (req.has_param("gpus") && req.get_param_value("gpus") == "0") {
+            res.set_content(text, "text/plain; version=0.0.4");
+            return;
+          }
+          auto gpus = owner_->Call<std::vector<ClusterState::GpuSeries>>(
+              [](ClusterState& st, Effects*) { return st.GpuMetrics(); });
+          res.set_content(text + ControllerMetrics::RenderGpuSeries(gpus, dcgm),
+                          "text/plain; version=0.0.4");
+        }));
 
   OneJobRoutes();  // submit, read, cancel, explain, logs: http_api_job.cc
   NodeRoutes();    // nodes, drain, remediation: http_api_nodes.cc

@@ -59,48 +59,60 @@ class HttpApi {
   StatusOr<int> Start(const std::string& host, int port);
   void Stop();
   // `--metrics-labels dcgm`: /metrics speaks dcgm-exporter's form unless ?labels=clean.
-  void set_dcgm_metrics(bool on) { dcgm_metrics_ = on; }
+  void set_dcgm_metrics(bool on) { wiring_.dcgm_metrics = on; }
   // What every request passes before routing (request_guard.h): Host, Origin, Content-Type and,
   // with `--auth dev`, the dev token. Call before Start.
-  void set_request_guard(RequestGuardOptions options) { guard_ = RequestGuard(std::move(options)); }
+  void set_request_guard(RequestGuardOptions options) {
+    wiring_.guard = RequestGuard(std::move(options));
+  }
   // With leader election: who this leader is, for GET /v1/leader (LeaderInfo::ToJson).
-  void set_leader_info(std::function<nlohmann::json()> info) { leader_info_ = std::move(info); }
+  void set_leader_info(std::function<nlohmann::json()> info) {
+    wiring_.leader_info = std::move(info);
+  }
   // What the history keeps, for GET /v1/history (history.h). Call before Start.
-  void set_history_options(const HistoryOptions& o) { history_ = o; }
+  void set_history_options(const HistoryOptions& o) { wiring_.history = o; }
   // Services (docs/services.md): null when the controller has no load balancer. Call before Start.
-  void set_services(service::ServiceController* s) { services_ = s; }
+  void set_services(service::ServiceController* s) { wiring_.services = s; }
   // Where interactive sessions are served (session_service.h), for GET /v1/sessions/endpoint, and
   // who has them open, for GET /v1/jobs/ID/sessions. Call before Start; port 0: not served.
-  void set_sessions(int port, const SessionService* sessions) { sessions_ = {port, sessions}; }
+  void set_sessions(int port, const SessionService* sessions) {
+    wiring_.sessions = {port, sessions};
+  }
   // Steps inside allocations (step_relay.h), for GET /v1/jobs/ID/steps. Call before Start.
-  void set_steps(const StepRelay* steps) { steps_ = steps; }
+  void set_steps(const StepRelay* steps) { wiring_.steps = steps; }
 
  private:
   void Routes();
-  void AuthRoutes();       // http_api_auth.cc
-  void JobRoutes();        // lists, bulk operations and accounting: http_api_jobs.cc
-  void OneJobRoutes();     // http_api_job.cc: submit, read, cancel, explain, logs
-  void NodeRoutes();       // http_api_nodes.cc: /v1/nodes, /v1/health/safety-valve/reset
-  void QueueRoutes();      // http_api_queues.cc: /v1/queues, /v1/share, /v1/usage
-  void EventRoutes();      // http_api_events.cc: /v1/events
-  void DashboardRoutes();  // web_ui.cc: the dashboard's files, reads and live feed
-  void StopDashboard();    // web_ui.cc: ends the open live feeds
-  void HistoryRoutes();    // history_api.cc: GET /v1/history
-  void ServiceRoutes();    // service/service_api.cc: /v1/services
-  service::ServiceController* services_ = nullptr;
+  void AuthRoutes();    // http_api_auth.cc
+  void JobRoutes();     // lists, bulk operations and accounting: http_api_jobs.cc
+  void OneJobRoutes();  // http_api_job.cc: submit, read, cancel, explain, logs
+  // GET /v1/jobs/ID from the published read model: false when the state must answer (a queue
+  // admin's access, another's job whose environment is hidden).
+  bool ReplyFromReadModel(const Principal& who, uint64_t id, httplib::Response& res);
+  void NodeRoutes();         // http_api_nodes.cc: /v1/nodes, /v1/health/safety-valve/reset
+  void QueueRoutes();        // http_api_queues.cc: /v1/queues, /v1/share, /v1/usage
+  void EventRoutes();        // http_api_events.cc: /v1/events
+  void DashboardRoutes();    // web_ui.cc: the dashboard's files, reads and live feed
+  void StopDashboard();      // web_ui.cc: ends the open live feeds
+  void HistoryRoutes();      // history_api.cc: GET /v1/history
+  void ServiceRoutes();      // service/service_api.cc: /v1/services
   void ReservationRoutes();  // http_api_reservations.cc: /v1/reservations
   void StepRoutes();         // http_api_steps.cc: GET /v1/jobs/ID/steps
   void SessionRoutes();      // http_api_sessions.cc: GET /v1/jobs/ID/sessions
   void MaintenanceRoutes();  // http_api_maintenance.cc: /v1/maintenance
   void GoodputRoutes();      // http_api_goodput.cc: /v1/jobs/ID/goodput, /v1/goodput
   void TopologyRoutes();     // http_api_topology.cc: /v1/topology/discovered, /v1/topology/diff
-  const StepRelay* steps_ = nullptr;
-  HistoryOptions history_;
   std::shared_ptr<LiveFeed> feed_;
   std::unique_ptr<LogFollows> follows_;  // `logs -f`: log_follow.h
   // Who calls, and whether they hold `perm` (replies 401/403 and returns nullopt when not).
   std::optional<Principal> Authorize(const httplib::Request& req, httplib::Response& res,
                                      std::optional<Permission> perm);
+  // Every route's door: a handler that authorizes the caller for `perm` (nullopt: any caller the
+  // API knows) and then runs `fn` with who they are; a caller who may not is answered 401 or 403
+  // with what to do, and `fn` never runs.
+  using RouteFn =
+      std::function<void(const Principal&, const httplib::Request&, httplib::Response&)>;
+  httplib::Server::Handler Handle(std::optional<Permission> perm, RouteFn fn);
   // The connection layer's counts into /metrics (hangar_http_*).
   void ExportConnStats();
   struct ConnMetrics;
@@ -113,13 +125,19 @@ class HttpApi {
   AgentHub* hub_;
   ControllerMetrics* metrics_;
   TokenBook* tokens_;
-  bool dcgm_metrics_ = false;
-  struct Sessions {
-    int port = 0;
-    const SessionService* service = nullptr;
-  } sessions_;
-  RequestGuard guard_;  // set before Start; read-only while serving
-  std::function<nlohmann::json()> leader_info_;
+  // What the controller wires in before Start (the set_... calls above); read-only while serving.
+  struct Wiring {
+    bool dcgm_metrics = false;
+    RequestGuard guard;
+    std::function<nlohmann::json()> leader_info;
+    HistoryOptions history;
+    service::ServiceController* services = nullptr;
+    struct Sessions {
+      int port = 0;
+      const SessionService* service = nullptr;
+    } sessions;
+    const StepRelay* steps = nullptr;
+  } wiring_;
   std::mutex export_mu_;
 };
 

@@ -41,38 +41,39 @@ nlohmann::json WorstJobs(const ClusterState& st, const Principal& p, size_t n, T
 
 void HttpApi::GoodputRoutes() {
   httplib::Server& s = *server_;
-  s.Get(R"(/v1/jobs/(\d+)/goodput)", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kJobsRead);
-    if (!who) return;
-    auto id = IdOf(req);
-    if (!id.ok()) return Reply(res, id.status());
-    auto out = owner_->Call<StatusOr<nlohmann::json>>(
-        [&](ClusterState& st, Effects*) -> StatusOr<nlohmann::json> {
-          HANGAR_ASSIGN_OR_RETURN(const JobRecord* j, ReadableJob(st, *who, *id));
-          return nlohmann::json{{"id", *id},
-                                {"name", j->spec->spec.name},
-                                {"state", std::string(job::JobStateName(j->state))},
-                                {"goodput", st.goodput().Json(*id, owner_->clock()->Now())}};
-        });
-    if (!out.ok()) return Reply(res, out.status());
-    Reply(res, 200, *out);
-  });
-  s.Get("/v1/goodput", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kClusterRead);
-    if (!who) return;
-    int64_t jobs = 0;
-    if (req.has_param("jobs")) {
-      auto n = api::ParseCount(req.get_param_value("jobs"), "jobs", 0, 1000);
-      if (!n.ok()) return Reply(res, n.status());
-      jobs = *n;
-    }
-    Reply(res, 200, owner_->Call<nlohmann::json>([&](ClusterState& st, Effects*) {
-      const Time now = owner_->clock()->Now();
-      nlohmann::json out = st.goodput().ClusterJson(now);
-      if (jobs > 0) out["job_list"] = WorstJobs(st, *who, static_cast<size_t>(jobs), now);
-      return out;
-    }));
-  });
+  s.Get(R"(/v1/jobs/(\d+)/goodput)",
+        Handle(Permission::kJobsRead, [this](const Principal& who, const httplib::Request& req,
+                                             httplib::Response& res) {
+          auto id = IdOf(req);
+          if (!id.ok()) return Reply(res, id.status());
+          auto out = owner_->Call<StatusOr<nlohmann::json>>(
+              [&](ClusterState& st, Effects*) -> StatusOr<nlohmann::json> {
+                HANGAR_ASSIGN_OR_RETURN(const JobRecord* j, ReadableJob(st, who, *id));
+                return nlohmann::json{{"id", *id},
+                                      {"name", j->spec->spec.name},
+                                      {"state", std::string(job::JobStateName(j->state))},
+                                      {"goodput", st.goodput().Json(*id, owner_->clock()->Now())}};
+              });
+          if (!out.ok()) return Reply(res, out.status());
+          Reply(res, 200, *out);
+        }));
+  s.Get("/v1/goodput",
+        Handle(Permission::kClusterRead,
+               [this](const Principal& who, const httplib::Request& req, httplib::Response& res) {
+                 int64_t jobs = 0;
+                 if (req.has_param("jobs")) {
+                   auto n = api::ParseCount(req.get_param_value("jobs"), "jobs", 0, 1000);
+                   if (!n.ok()) return Reply(res, n.status());
+                   jobs = *n;
+                 }
+                 Reply(res, 200, owner_->Call<nlohmann::json>([&](ClusterState& st, Effects*) {
+                   const Time now = owner_->clock()->Now();
+                   nlohmann::json out = st.goodput().ClusterJson(now);
+                   if (jobs > 0)
+                     out["job_list"] = WorstJobs(st, who, static_cast<size_t>(jobs), now);
+                   return out;
+                 }));
+               }));
 }
 
 }  // namespace hangar::controller

@@ -182,26 +182,37 @@ const std::set<std::string> kListParams = {"user",  "queue", "name",  "state", "
 
 void HttpApi::JobRoutes() {
   httplib::Server& s = *server_;
-  s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kJobsRead);
-    if (!who) return;
-    if (Status known = CheckParams(req, kListParams); !known.ok()) return Reply(res, known);
-    auto f = FilterFromQuery(req, owner_->clock()->Now(), 1000);
-    if (!f.ok()) return Reply(res, f.status());
-    JobPage page = owner_->Call<JobPage>(
-        [&](ClusterState& st, Effects*) { return st.ListJobsPage(*who, *f); });
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& j : page.jobs) out.push_back(api::ToJson(j));
-    nlohmann::json body = {
-        {"jobs", out}, {"more", page.more}, {"more_at_least", page.more_at_least}};
-    body["next_cursor"] =
-        page.next ? nlohmann::json(std::to_string(page.next)) : nlohmann::json(nullptr);
-    Reply(res, 200, body);
-  });
+  s.Get("/v1/jobs",
+        Handle(Permission::kJobsRead, [this](const Principal& who, const httplib::Request& req,
+                                             httplib::Response& res) {
+          if (Status known = CheckParams(req, kListParams); !known.ok()) return Reply(res, known);
+          auto f = FilterFromQuery(req, owner_->clock()->Now(), 1000);
+          if (!f.ok()) return Reply(res, f.status());
+          // From the published read model, without queuing behind the state thread's writes; a
+          // queue admin's list (which also holds the jobs of the queues they administer) asks the
+          // state.
+          JobPage page;
+          if (who.role != Role::kQueueAdmin) {
+            const bool sees_all = who.role == Role::kAdmin || who.role == Role::kViewer;
+            page = ListPage(
+                *owner_->PublishedJobs(), *f, sees_all ? nullptr : &who.user,
+                [&](const PublishedJob& j) { return MaySeeByRole(who, j.user()).value_or(false); });
+          } else {
+            page = owner_->Call<JobPage>(
+                [&](ClusterState& st, Effects*) { return st.ListJobsPage(who, *f); });
+          }
+          nlohmann::json out = nlohmann::json::array();
+          for (const auto& j : page.jobs) out.push_back(api::ToJson(j));
+          nlohmann::json body = {
+              {"jobs", out}, {"more", page.more}, {"more_at_least", page.more_at_least}};
+          body["next_cursor"] =
+              page.next ? nlohmann::json(std::to_string(page.next)) : nlohmann::json(nullptr);
+          Reply(res, 200, body);
+        }));
   auto bulk = [this](BulkAction action, bool one) {
-    return [this, action, one](const httplib::Request& req, httplib::Response& res) {
-      auto who = Authorize(req, res, Permission::kJobsCancel);
-      if (!who) return;
+    return Handle(Permission::kJobsCancel, [this, action, one](const Principal& who,
+                                                               const httplib::Request& req,
+                                                               httplib::Response& res) {
       JobFilter f;
       if (one) {
         auto id = IdOf(req);
@@ -214,12 +225,13 @@ void HttpApi::JobRoutes() {
       }
       auto out = owner_->Call<StatusOr<nlohmann::json>>(
           [&](ClusterState& st, Effects* fx) -> StatusOr<nlohmann::json> {
-            if (one) HANGAR_RETURN_IF_ERROR(st.MayAccessJob(*who, f.ids[0], true));
+            if (one)
+              HANGAR_RETURN_IF_ERROR(st.MayAccessJob(who, f.ids[0], Permission::kJobsCancel));
             if (one && !st.FindJob(f.ids[0])) {
               return Status::NotFound("job " + std::to_string(f.ids[0]) +
                                       " does not exist; `hangar jobs` lists them");
             }
-            return st.Bulk(*who, f, action, owner_->clock()->Now(), fx);
+            return st.Bulk(who, f, action, owner_->clock()->Now(), fx);
           });
       if (!out.ok()) return Reply(res, out.status());
       // One job that could not be changed answers as an error, with its reason.
@@ -228,7 +240,7 @@ void HttpApi::JobRoutes() {
                      Status::FailedPrecondition((*out)["skipped"][0]["why"].get<std::string>()));
       }
       Reply(res, 200, *out);
-    };
+    });
   };
   const std::pair<const char*, BulkAction> actions[] = {{"cancel", BulkAction::kCancel},
                                                         {"hold", BulkAction::kHold},
@@ -239,37 +251,39 @@ void HttpApi::JobRoutes() {
     if (action != BulkAction::kCancel)
       BoundedPost(s, std::string(R"(/v1/jobs/(\d+)/)") + name, bulk(action, true));
   }
-  s.Get("/v1/accounting/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kJobsRead);
-    if (!who) return;
-    std::set<std::string> known = kListParams;
-    known.insert("format");
-    if (Status k = CheckParams(req, known); !k.ok()) return Reply(res, k);
-    const std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
-    if (format != "json" && format != "csv")
-      return Reply(res, Status::InvalidArgument("format must be json or csv"));
-    auto f = FilterFromQuery(req, owner_->clock()->Now(), 1000);
-    if (!f.ok()) return Reply(res, f.status());
-    struct Out {
-      nlohmann::json rows;
-      sched::JobId next = 0;
-      size_t more = 0;
-    };
-    Out o = owner_->Call<Out>([&](ClusterState& st, Effects*) {
-      Out r;
-      r.rows = st.AccountingJobs(*who, *f, owner_->clock()->Now(), &r.next, &r.more);
-      return r;
-    });
-    if (format == "csv") {
-      if (o.next) res.set_header("X-Next-Cursor", std::to_string(o.next));
-      res.set_header("X-More", std::to_string(o.more));
-      res.set_content(ToCsv(o.rows), "text/csv");
-      return;
-    }
-    nlohmann::json body = {{"jobs", o.rows}, {"more", o.more}};
-    body["next_cursor"] = o.next ? nlohmann::json(std::to_string(o.next)) : nlohmann::json(nullptr);
-    Reply(res, 200, body);
-  });
+  s.Get("/v1/accounting/jobs",
+        Handle(Permission::kJobsRead,
+               [this](const Principal& who, const httplib::Request& req, httplib::Response& res) {
+                 std::set<std::string> known = kListParams;
+                 known.insert("format");
+                 if (Status k = CheckParams(req, known); !k.ok()) return Reply(res, k);
+                 const std::string format =
+                     req.has_param("format") ? req.get_param_value("format") : "json";
+                 if (format != "json" && format != "csv")
+                   return Reply(res, Status::InvalidArgument("format must be json or csv"));
+                 auto f = FilterFromQuery(req, owner_->clock()->Now(), 1000);
+                 if (!f.ok()) return Reply(res, f.status());
+                 struct Out {
+                   nlohmann::json rows;
+                   sched::JobId next = 0;
+                   size_t more = 0;
+                 };
+                 Out o = owner_->Call<Out>([&](ClusterState& st, Effects*) {
+                   Out r;
+                   r.rows = st.AccountingJobs(who, *f, owner_->clock()->Now(), &r.next, &r.more);
+                   return r;
+                 });
+                 if (format == "csv") {
+                   if (o.next) res.set_header("X-Next-Cursor", std::to_string(o.next));
+                   res.set_header("X-More", std::to_string(o.more));
+                   res.set_content(ToCsv(o.rows), "text/csv");
+                   return;
+                 }
+                 nlohmann::json body = {{"jobs", o.rows}, {"more", o.more}};
+                 body["next_cursor"] =
+                     o.next ? nlohmann::json(std::to_string(o.next)) : nlohmann::json(nullptr);
+                 Reply(res, 200, body);
+               }));
 }
 
 }  // namespace hangar::controller

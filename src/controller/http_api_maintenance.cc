@@ -25,44 +25,47 @@ StatusOr<uint64_t> RunId(const std::string& text) {
 
 void HttpApi::MaintenanceRoutes() {
   httplib::Server& s = *server_;
-  BoundedPost(s, "/v1/maintenance", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kNodesDrain);
-    if (!who) return;
-    auto body = api::ParseObject(req.body, kExample);
-    if (!body.ok()) return Reply(res, body.status());
-    auto made = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects* fx) {
-      return st.StartMaintenance(*who, *body, owner_->clock()->Now(), fx);
-    });
-    if (!made.ok()) return Reply(res, made.status());
-    Reply(res, 201, *made);
-  });
-  s.Get("/v1/maintenance", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) {
-      return st.MaintenanceListJson();
-    }));
-  });
-  s.Get(R"(/v1/maintenance/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    auto id = RunId(req.matches[1].str());
-    if (!id.ok()) return Reply(res, id.status());
-    auto run = owner_->Call<StatusOr<nlohmann::json>>(
-        [&](ClusterState& st, Effects*) { return st.MaintenanceJson(*id); });
-    if (!run.ok()) return Reply(res, run.status());
-    Reply(res, 200, *run);
-  });
-  BoundedPost(s, R"(/v1/maintenance/([^/]+)/cancel)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                auto who = Authorize(req, res, Permission::kNodesDrain);
-                if (!who) return;
-                auto id = RunId(req.matches[1].str());
-                if (!id.ok()) return Reply(res, id.status());
-                Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
-                  return s.CancelMaintenance(*id, *who, owner_->clock()->Now(), fx);
-                });
-                if (!st.ok()) return Reply(res, st);
-                Reply(res, 200, {{"id", *id}, {"cancelled", true}});
-              });
+  BoundedPost(
+      s, "/v1/maintenance",
+      Handle(Permission::kNodesDrain, [this](const Principal& who, const httplib::Request& req,
+                                             httplib::Response& res) {
+        auto body = api::ParseObject(req.body, kExample);
+        if (!body.ok()) return Reply(res, body.status());
+        auto made = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects* fx) {
+          return st.StartMaintenance(who, *body, owner_->clock()->Now(), fx);
+        });
+        if (!made.ok()) return Reply(res, made.status());
+        Reply(res, 201, *made);
+      }));
+  s.Get("/v1/maintenance",
+        Handle(Permission::kClusterRead,
+               [this](const Principal&, const httplib::Request&, httplib::Response& res) {
+                 Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) {
+                   return st.MaintenanceListJson();
+                 }));
+               }));
+  s.Get(R"(/v1/maintenance/([^/]+))",
+        Handle(Permission::kClusterRead,
+               [this](const Principal&, const httplib::Request& req, httplib::Response& res) {
+                 auto id = RunId(req.matches[1].str());
+                 if (!id.ok()) return Reply(res, id.status());
+                 auto run = owner_->Call<StatusOr<nlohmann::json>>(
+                     [&](ClusterState& st, Effects*) { return st.MaintenanceJson(*id); });
+                 if (!run.ok()) return Reply(res, run.status());
+                 Reply(res, 200, *run);
+               }));
+  BoundedPost(
+      s, R"(/v1/maintenance/([^/]+)/cancel)",
+      Handle(Permission::kNodesDrain,
+             [this](const Principal& who, const httplib::Request& req, httplib::Response& res) {
+               auto id = RunId(req.matches[1].str());
+               if (!id.ok()) return Reply(res, id.status());
+               Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
+                 return s.CancelMaintenance(*id, who, owner_->clock()->Now(), fx);
+               });
+               if (!st.ok()) return Reply(res, st);
+               Reply(res, 200, {{"id", *id}, {"cancelled", true}});
+             }));
 }
 
 }  // namespace hangar::controller

@@ -15,34 +15,35 @@ using namespace http;  // NOLINT: the handlers' own helpers
 
 void HttpApi::NodeRoutes() {
   httplib::Server& s = *server_;
-  s.Get("/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    auto nodes = owner_->Call<std::vector<api::NodeView>>(
-        [](ClusterState& st, Effects*) { return st.ListNodes(); });
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& n : nodes) out.push_back(api::ToJson(n));
-    Reply(res, 200, {{"nodes", out}});
-  });
-  s.Get(R"(/v1/nodes/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kClusterRead);
-    if (!who) return;
-    std::string name = req.matches[1].str();
-    auto node = owner_->Call<StatusOr<api::NodeView>>(
-        [&](ClusterState& st, Effects*) { return st.GetNode(name); });
-    if (!node.ok()) return Reply(res, node.status());
-    nlohmann::json j = api::ToJson(*node);
-    auto events = owner_->Events("node/" + name, 50);
-    if (events.ok() && Allow(*who, Permission::kEventsRead).ok()) {
-      nlohmann::json ev = nlohmann::json::array();
-      for (const auto& e : *events)
-        ev.push_back({{"time_ms", e.time}, {"kind", e.kind}, {"message", e.message}});
-      j["events"] = ev;
-    }
-    Reply(res, 200, j);
-  });
+  s.Get("/v1/nodes",
+        Handle(Permission::kClusterRead,
+               [this](const Principal&, const httplib::Request&, httplib::Response& res) {
+                 auto nodes = owner_->Call<std::vector<api::NodeView>>(
+                     [](ClusterState& st, Effects*) { return st.ListNodes(); });
+                 nlohmann::json out = nlohmann::json::array();
+                 for (const auto& n : nodes) out.push_back(api::ToJson(n));
+                 Reply(res, 200, {{"nodes", out}});
+               }));
+  s.Get(R"(/v1/nodes/([^/]+))",
+        Handle(Permission::kClusterRead,
+               [this](const Principal& who, const httplib::Request& req, httplib::Response& res) {
+                 std::string name = req.matches[1].str();
+                 auto node = owner_->Call<StatusOr<api::NodeView>>(
+                     [&](ClusterState& st, Effects*) { return st.GetNode(name); });
+                 if (!node.ok()) return Reply(res, node.status());
+                 nlohmann::json j = api::ToJson(*node);
+                 auto events = owner_->Events("node/" + name, 50);
+                 if (events.ok() && Allow(who, Permission::kEventsRead).ok()) {
+                   nlohmann::json ev = nlohmann::json::array();
+                   for (const auto& e : *events)
+                     ev.push_back({{"time_ms", e.time}, {"kind", e.kind}, {"message", e.message}});
+                   j["events"] = ev;
+                 }
+                 Reply(res, 200, j);
+               }));
   auto drain = [this](bool on) {
-    return [this, on](const httplib::Request& req, httplib::Response& res) {
-      if (!Authorize(req, res, Permission::kNodesDrain)) return;
+    return Handle(Permission::kNodesDrain, [this, on](const Principal&, const httplib::Request& req,
+                                                      httplib::Response& res) {
       std::string name = req.matches[1].str(), reason;
       if (on) {
         auto body = api::ParseObject(req.body, "{\"reason\": \"bad fan\"}");
@@ -59,15 +60,15 @@ void HttpApi::NodeRoutes() {
       });
       if (!st.ok()) return Reply(res, st);
       Reply(res, 200, {{"node", name}, {"drained", on}});
-    };
+    });
   };
   BoundedPost(s, R"(/v1/nodes/([^/]+)/drain)", drain(true));
   BoundedPost(s, R"(/v1/nodes/([^/]+)/undrain)", drain(false));
   // Tasks a node runs that the store does not know (held since its agent registered).
   BoundedPost(
       s, R"(/v1/nodes/([^/]+)/orphans)",
-      [this](const httplib::Request& req, httplib::Response& res) {
-        if (!Authorize(req, res, Permission::kNodesDrain)) return;
+      Handle(Permission::kNodesDrain, [this](const Principal&, const httplib::Request& req,
+                                             httplib::Response& res) {
         const std::string name = req.matches[1].str();
         constexpr const char* kExample = "{\"decision\": \"stop\"} (decision: stop or release)";
         auto body = api::ParseObject(req.body, kExample);
@@ -79,17 +80,18 @@ void HttpApi::NodeRoutes() {
                        Status::InvalidArgument(
                            std::string("the body needs \"decision\": send JSON like ") + kExample));
         }
-        const bool stop = *decision == "stop";
+        const auto chosen = *decision == "stop" ? ClusterState::OrphanDecision::kStop
+                                                : ClusterState::OrphanDecision::kRelease;
         Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
-          return s.DecideHeldOrphans(name, stop, owner_->clock()->Now(), fx);
+          return s.DecideHeldOrphans(name, chosen, owner_->clock()->Now(), fx);
         });
         if (!st.ok()) return Reply(res, st);
         Reply(res, 200, {{"node", name}, {"decision", **decision}});
-      });
+      }));
   BoundedPost(
       s, R"(/v1/nodes/([^/]+)/remediate)",
-      [this](const httplib::Request& req, httplib::Response& res) {
-        if (!Authorize(req, res, Permission::kNodesDrain)) return;
+      Handle(Permission::kNodesDrain, [this](const Principal&, const httplib::Request& req,
+                                             httplib::Response& res) {
         const std::string name = req.matches[1].str();
         constexpr const char* kExample =
             "{\"remedy\": \"gpu-reset\", \"gpu\": 3, \"note\": \"nvidia-smi -r\"} (remedy: "
@@ -117,16 +119,16 @@ void HttpApi::NodeRoutes() {
         });
         if (!st.ok()) return Reply(res, st);
         Reply(res, 200, {{"node", name}, {"remedy", remedy}, {"gpu", gpu}});
-      });
+      }));
   BoundedPost(s, "/v1/health/safety-valve/reset",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                if (!Authorize(req, res, Permission::kNodesDrain)) return;
-                owner_->Call<bool>([&](ClusterState& s, Effects* fx) {
-                  s.ResetSafetyValve(owner_->clock()->Now(), fx);
-                  return true;
-                });
-                Reply(res, 200, {{"safety_valve", "reset"}});
-              });
+              Handle(Permission::kNodesDrain,
+                     [this](const Principal&, const httplib::Request&, httplib::Response& res) {
+                       owner_->Call<bool>([&](ClusterState& s, Effects* fx) {
+                         s.ResetSafetyValve(owner_->clock()->Now(), fx);
+                         return true;
+                       });
+                       Reply(res, 200, {{"safety_valve", "reset"}});
+                     }));
 }
 
 }  // namespace hangar::controller

@@ -10,37 +10,38 @@ using namespace http;  // NOLINT: the handlers' own helpers
 
 void HttpApi::ReservationRoutes() {
   httplib::Server& s = *server_;
-  BoundedPost(s, "/v1/reservations", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kNodesDrain);
-    if (!who) return;
-    auto body =
-        api::ParseObject(req.body,
-                         "{\"name\": \"maint1\", \"nodes\": \"node-[1-2]\", \"start\": "
-                         "\"2027-01-04T10:00:00Z\", \"duration\": \"1h\", \"maintenance\": true}");
-    if (!body.ok()) return Reply(res, body.status());
-    auto made = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects* fx) {
-      return st.CreateReservation(*who, *body, owner_->clock()->Now(), fx);
-    });
-    if (!made.ok()) return Reply(res, made.status());
-    Reply(res, 200, *made);
-  });
-  s.Get("/v1/reservations", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    Reply(res, 200, owner_->Call<nlohmann::json>([this](ClusterState& st, Effects*) {
-      return st.ReservationsJson(owner_->clock()->Now());
-    }));
-  });
+  BoundedPost(
+      s, "/v1/reservations",
+      Handle(Permission::kNodesDrain, [this](const Principal& who, const httplib::Request& req,
+                                             httplib::Response& res) {
+        auto body = api::ParseObject(
+            req.body,
+            "{\"name\": \"maint1\", \"nodes\": \"node-[1-2]\", \"start\": "
+            "\"2027-01-04T10:00:00Z\", \"duration\": \"1h\", \"maintenance\": true}");
+        if (!body.ok()) return Reply(res, body.status());
+        auto made = owner_->Call<StatusOr<nlohmann::json>>([&](ClusterState& st, Effects* fx) {
+          return st.CreateReservation(who, *body, owner_->clock()->Now(), fx);
+        });
+        if (!made.ok()) return Reply(res, made.status());
+        Reply(res, 200, *made);
+      }));
+  s.Get("/v1/reservations",
+        Handle(Permission::kClusterRead,
+               [this](const Principal&, const httplib::Request&, httplib::Response& res) {
+                 Reply(res, 200, owner_->Call<nlohmann::json>([this](ClusterState& st, Effects*) {
+                   return st.ReservationsJson(owner_->clock()->Now());
+                 }));
+               }));
   s.Delete(R"(/v1/reservations/([^/]+))",
-           [this](const httplib::Request& req, httplib::Response& res) {
-             auto who = Authorize(req, res, Permission::kNodesDrain);
-             if (!who) return;
+           Handle(Permission::kNodesDrain, [this](const Principal& who, const httplib::Request& req,
+                                                  httplib::Response& res) {
              const std::string name = req.matches[1].str();
              Status st = owner_->Call<Status>([&](ClusterState& s, Effects* fx) {
-               return s.DeleteReservation(name, *who, owner_->clock()->Now(), fx);
+               return s.DeleteReservation(name, who, owner_->clock()->Now(), fx);
              });
              if (!st.ok()) return Reply(res, st);
              Reply(res, 200, {{"name", name}, {"deleted", true}});
-           });
+           }));
 }
 
 }  // namespace hangar::controller

@@ -41,31 +41,31 @@ nlohmann::json Idleness(const ClusterState& st, const JobRecord& j) {
 
 void HttpApi::SessionRoutes() {
   httplib::Server& s = *server_;
-  s.Get(R"(/v1/jobs/(\d+)/sessions)", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kJobsRead);
-    if (!who) return;
-    auto id = IdOf(req);
-    if (!id.ok()) return Reply(res, id.status());
-    auto out = owner_->Call<StatusOr<nlohmann::json>>(
-        [&](ClusterState& st, Effects*) -> StatusOr<nlohmann::json> {
-          HANGAR_ASSIGN_OR_RETURN(const JobRecord* j, ReadableJob(st, *who, *id));
-          return Idleness(st, *j);
-        });
-    if (!out.ok()) return Reply(res, out.status());
-    nlohmann::json open = nlohmann::json::array();
-    if (sessions_.service) {
-      for (const auto& o : sessions_.service->OpenOn(*id)) {
-        open.push_back({{"id", o.id},
-                        {"task", o.task},
-                        {"user", o.user},
-                        {"kind", o.kind},
-                        {"program", o.program},
-                        {"since_ms", o.since}});
-      }
-    }
-    (*out)["sessions"] = std::move(open);
-    Reply(res, 200, *out);
-  });
+  s.Get(R"(/v1/jobs/(\d+)/sessions)",
+        Handle(Permission::kJobsRead,
+               [this](const Principal& who, const httplib::Request& req, httplib::Response& res) {
+                 auto id = IdOf(req);
+                 if (!id.ok()) return Reply(res, id.status());
+                 auto out = owner_->Call<StatusOr<nlohmann::json>>(
+                     [&](ClusterState& st, Effects*) -> StatusOr<nlohmann::json> {
+                       HANGAR_ASSIGN_OR_RETURN(const JobRecord* j, ReadableJob(st, who, *id));
+                       return Idleness(st, *j);
+                     });
+                 if (!out.ok()) return Reply(res, out.status());
+                 nlohmann::json open = nlohmann::json::array();
+                 if (wiring_.sessions.service) {
+                   for (const auto& o : wiring_.sessions.service->OpenOn(*id)) {
+                     open.push_back({{"id", o.id},
+                                     {"task", o.task},
+                                     {"user", o.user},
+                                     {"kind", o.kind},
+                                     {"program", o.program},
+                                     {"since_ms", o.since}});
+                   }
+                 }
+                 (*out)["sessions"] = std::move(open);
+                 Reply(res, 200, *out);
+               }));
 }
 
 }  // namespace hangar::controller

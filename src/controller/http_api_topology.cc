@@ -12,23 +12,26 @@ using namespace http;  // NOLINT: the handlers' own helpers
 
 void HttpApi::TopologyRoutes() {
   httplib::Server& s = *server_;
-  s.Get("/v1/topology/discovered", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) {
-      return st.discovered_fabric().Json();
-    }));
-  });
-  s.Get("/v1/topology/diff", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) {
-      const DiscoveredFabric& d = st.discovered_fabric();
-      nlohmann::json diff = nlohmann::json::array();
-      for (const auto& x : d.Diff()) diff.push_back({{"node", x.node}, {"message", x.message}});
-      return nlohmann::json{{"reported", d.reported()},
-                            {"declared", st.topology().nodes().size()},
-                            {"disagreements", std::move(diff)}};
-    }));
-  });
+  s.Get("/v1/topology/discovered",
+        Handle(Permission::kClusterRead,
+               [this](const Principal&, const httplib::Request&, httplib::Response& res) {
+                 Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) {
+                   return st.discovered_fabric().Json();
+                 }));
+               }));
+  s.Get("/v1/topology/diff",
+        Handle(Permission::kClusterRead,
+               [this](const Principal&, const httplib::Request&, httplib::Response& res) {
+                 Reply(res, 200, owner_->Call<nlohmann::json>([](ClusterState& st, Effects*) {
+                   const DiscoveredFabric& d = st.discovered_fabric();
+                   nlohmann::json diff = nlohmann::json::array();
+                   for (const auto& x : d.Diff())
+                     diff.push_back({{"node", x.node}, {"message", x.message}});
+                   return nlohmann::json{{"reported", d.reported()},
+                                         {"declared", st.topology().nodes().size()},
+                                         {"disagreements", std::move(diff)}};
+                 }));
+               }));
 }
 
 }  // namespace hangar::controller

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace hangar::controller {
 
@@ -11,7 +13,11 @@ StateOwner::StateOwner(std::unique_ptr<ClusterState> state, std::unique_ptr<Stat
     : state_(std::move(state)),
       store_(std::move(store)),
       clock_(clock),
-      min_cycle_interval_(min_cycle_interval) {}
+      min_cycle_interval_(min_cycle_interval),
+      check_read_model_(std::getenv("HANGAR_CHECK_READ_MODEL") != nullptr &&
+                        std::string(std::getenv("HANGAR_CHECK_READ_MODEL")) == "1") {
+  state_->TrackViewChanges();
+}
 
 StateOwner::~StateOwner() { Stop(); }
 
@@ -38,6 +44,10 @@ void Append(std::vector<T>& to, std::vector<T>& from) {
 }  // namespace
 
 void StateOwner::Start() {
+  // What the store held (a restart, a takeover): published before the first request.
+  for (sched::JobId id : state_->JobIds()) read_model_.Put(*state_->ListViewOf(id));
+  state_->TakeViewChanges();
+  read_model_.Publish(read_model_.Build());
   committer_ = std::thread([this] { CommitLoop(); });
   thread_ = std::thread([this] { Loop(); });
 }
@@ -144,6 +154,7 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
     cycle_s = (MonotonicNanos() - t0) / 1e9;
     last_cycle_ = now;
   }
+  PublishJobsAfterCommit(fx.batch, &after);
   // A decision counts only once it is durable: the committer commits, then answers and sends.
   Hand(std::move(fx), std::move(after));
   if (cycle_s >= 0 && on_cycle_) on_cycle_(cycle_s, *state_);
@@ -153,6 +164,60 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
     stats_.cycles++;
     stats_.last_cycle_s = cycle_s;
   }
+}
+
+void StateOwner::PublishJobsAfterCommit(const StoreBatch& batch, AfterCommit* after) {
+  std::vector<sched::JobId> ids = state_->TakeViewChanges();
+  if (batch.erase_all) {
+    read_model_.Clear();
+    ids = state_->JobIds();
+  }
+  for (const JobRow& r : batch.jobs) ids.push_back(r.id);
+  ids.insert(ids.end(), batch.erased_jobs.begin(), batch.erased_jobs.end());
+  if (ids.empty()) return;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (sched::JobId id : ids) {
+    if (auto job = state_->ListViewOf(id)) {
+      read_model_.Put(std::move(*job));
+    } else {
+      read_model_.Erase(id);
+    }
+  }
+  std::shared_ptr<const JobsSnapshot> snapshot = read_model_.Build();
+  if (check_read_model_) CheckPublished(*snapshot);
+  // First among the batch's callbacks: its callers find what they were answered in the next
+  // list they ask for. Nothing is published of a batch that was not committed.
+  after->insert(after->begin(), [this, snapshot] {
+    if (commit_failure_.ok()) read_model_.Publish(snapshot);
+  });
+}
+
+void StateOwner::CheckPublished(const JobsSnapshot& snapshot) {
+  const std::vector<sched::JobId> ids = state_->JobIds();
+  std::string wrong;
+  if (ids.size() != snapshot.size()) {
+    wrong = "it holds " + std::to_string(snapshot.size()) + " jobs, the state " +
+            std::to_string(ids.size());
+  }
+  // Every job while there are few; past that a window that moves on each batch, so that a test
+  // of thousands of jobs is not slowed by it.
+  constexpr size_t kWindow = 2'000;
+  const size_t n = std::min(ids.size(), kWindow);
+  for (size_t k = 0; k < n && wrong.empty(); ++k) {
+    const sched::JobId id = ids[(check_from_ + k) % ids.size()];
+    const PublishedJob* published = snapshot.Find(id);
+    const std::string live = JobJsonWithSpec(*state_->ListViewOf(id));
+    if (!published) {
+      wrong = "job " + std::to_string(id) + " is missing";
+    } else if (const std::string shown = JobJsonWithSpec(*published); shown != live) {
+      wrong = "job " + std::to_string(id) + " shows " + shown + " but is " + live;
+    }
+  }
+  check_from_ += n;
+  if (wrong.empty()) return;
+  spdlog::critical("HANGAR_CHECK_READ_MODEL: the published read model is stale: {}", wrong);
+  std::abort();
 }
 
 void StateOwner::Hand(Effects fx, AfterCommit after) {

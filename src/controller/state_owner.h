@@ -25,6 +25,7 @@
 #include "common/mutex.h"
 #include "common/time.h"
 #include "controller/state/cluster_state.h"
+#include "controller/state/job_read_model.h"
 #include "controller/store/state_store.h"
 
 namespace hangar::controller {
@@ -112,6 +113,8 @@ class StateOwner {
   // the owner).
   void RecordAudit(AuditRow row);
   OwnerStats stats() const HANGAR_EXCLUDES(mu_);
+  // The jobs as of the last durable commit, for GET handlers on any thread (job_read_model.h).
+  std::shared_ptr<const JobsSnapshot> PublishedJobs() const { return read_model_.Current(); }
   // Stop() was called: the owner commits what was posted until then, and stops.
   bool stopping() const HANGAR_EXCLUDES(mu_);
   Clock* clock() const { return clock_; }
@@ -135,6 +138,12 @@ class StateOwner {
   }
   void Loop();
   void RunBatch(std::deque<Command>& batch);
+  // Builds the next read-model snapshot from what `batch` wrote and the views the state says
+  // changed, and has `after` publish it first, once the batch is committed.
+  void PublishJobsAfterCommit(const StoreBatch& batch, AfterCommit* after);
+  // HANGAR_CHECK_READ_MODEL=1 (the tests): every job's published view is the state's, or the
+  // controller stops naming the first that is not -- a change the read model missed.
+  void CheckPublished(const JobsSnapshot& snapshot);
   // What a batch made, waiting to be committed and then published.
   struct Made {
     StoreBatch batch;
@@ -173,6 +182,9 @@ class StateOwner {
   Status commit_failure_;
   Status failure_ HANGAR_GUARDED_BY(mu_);  // the first failed commit, for failure()
   std::thread committer_;
+  JobReadModel read_model_;
+  const bool check_read_model_;
+  size_t check_from_ = 0;  // CheckPublished's window
   Time last_cycle_ = 0;
   Time last_tick_ = 0;
   Time last_heartbeat_check_ = 0;

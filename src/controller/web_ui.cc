@@ -129,38 +129,43 @@ void HttpApi::DashboardRoutes() {
   s.Get(R"(/ui/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
     ServeAsset(req, req.matches[1].str(), res);
   });
-  s.Get("/v1/dashboard/map", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    const auto snap = feed_->Map();
-    if (!snap) return http::Reply(res, Status::Unavailable("the controller is stopping"));
-    res.set_header("Server-Timing", ServerTiming(*snap));
-    res.status = 200;
-    Send(req, res, snap->body, snap->gzip, "application/json", snap);
-  });
-  s.Get("/v1/dashboard/queue", [this](const httplib::Request& req, httplib::Response& res) {
-    auto who = Authorize(req, res, Permission::kJobsRead);
-    if (!who) return;
-    auto offset = CountParam(req, "offset", 0, 100'000'000);
-    auto limit = CountParam(req, "limit", 500, 100'000);
-    if (!offset.ok()) return http::Reply(res, offset.status());
-    if (!limit.ok()) return http::Reply(res, limit.status());
-    ReplyJson(req, res, owner_->Call<nlohmann::json>([&](ClusterState& st, Effects*) {
-      return web::QueueJson(st, *who, *offset, *limit);
-    }));
-  });
-  s.Get("/v1/dashboard/feed", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kClusterRead)) return;
-    std::optional<uint64_t> since;
-    if (req.has_param("since")) {
-      auto n = api::ParseCount(req.get_param_value("since"), "since", 0, INT64_MAX);
-      if (!n.ok()) return http::Reply(res, n.status());
-      since = static_cast<uint64_t>(*n);
-    }
-    auto sink = control_->TakeStream(StreamHead{
-        "text/event-stream", true, {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}}});
-    if (!sink.ok()) return http::Reply(res, sink.status());
-    feed_->Open(*std::move(sink), since);
-  });
+  s.Get("/v1/dashboard/map",
+        Handle(Permission::kClusterRead,
+               [this](const Principal&, const httplib::Request& req, httplib::Response& res) {
+                 const auto snap = feed_->Map();
+                 if (!snap)
+                   return http::Reply(res, Status::Unavailable("the controller is stopping"));
+                 res.set_header("Server-Timing", ServerTiming(*snap));
+                 res.status = 200;
+                 Send(req, res, snap->body, snap->gzip, "application/json", snap);
+               }));
+  s.Get("/v1/dashboard/queue",
+        Handle(Permission::kJobsRead,
+               [this](const Principal& who, const httplib::Request& req, httplib::Response& res) {
+                 auto offset = CountParam(req, "offset", 0, 100'000'000);
+                 auto limit = CountParam(req, "limit", 500, 100'000);
+                 if (!offset.ok()) return http::Reply(res, offset.status());
+                 if (!limit.ok()) return http::Reply(res, limit.status());
+                 ReplyJson(req, res, owner_->Call<nlohmann::json>([&](ClusterState& st, Effects*) {
+                   return web::QueueJson(st, who, *offset, *limit);
+                 }));
+               }));
+  s.Get("/v1/dashboard/feed",
+        Handle(Permission::kClusterRead,
+               [this](const Principal&, const httplib::Request& req, httplib::Response& res) {
+                 std::optional<uint64_t> since;
+                 if (req.has_param("since")) {
+                   auto n = api::ParseCount(req.get_param_value("since"), "since", 0, INT64_MAX);
+                   if (!n.ok()) return http::Reply(res, n.status());
+                   since = static_cast<uint64_t>(*n);
+                 }
+                 auto sink = control_->TakeStream(
+                     StreamHead{"text/event-stream",
+                                true,
+                                {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"}}});
+                 if (!sink.ok()) return http::Reply(res, sink.status());
+                 feed_->Open(*std::move(sink), since);
+               }));
 }
 
 void HttpApi::StopDashboard() {

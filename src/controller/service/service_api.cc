@@ -60,103 +60,105 @@ void HttpApi::ServiceRoutes() {
   httplib::Server& s = *server_;
   // Create and update: the caller's identity and account go into the replica's job, as for a job.
   auto write = [this](bool create) {
-    return [this, create](const httplib::Request& req, httplib::Response& res) {
-      auto who = Authorize(req, res, Permission::kJobsSubmit);
-      if (!who) return;
-      if (!services_) return Reply(res, NoServices());
-      auto spec = SpecFromBody(req);
-      if (!spec.ok()) return Reply(res, spec.status());
-      if (!create && spec->name != req.matches[1].str()) {
-        return Reply(res, Status::InvalidArgument("the file names service '" + spec->name +
-                                                  "', not '" + req.matches[1].str() + "'"));
-      }
-      spec->replica.user = who->user;
-      spec->replica.run_as = TaskAccount(*who);
-      Status may = owner_->Call<Status>(
-          [&](ClusterState& st, Effects*) { return st.MaySubmit(*who, spec->replica.queue); });
-      if (!may.ok()) return Reply(res, may);
-      const bool admin = who->open || who->role == Role::kAdmin;
-      if (create) {
-        Status made = services_->Create(*spec, who->user);
-        if (!made.ok()) return Reply(res, made);
-        return Reply(res, 201, *services_->Get(spec->name));
-      }
-      auto rev = services_->Update(*spec, who->user, admin);
-      if (!rev.ok()) return Reply(res, rev.status());
-      Reply(res, 200, {{"name", spec->name}, {"revision", *rev}});
-    };
+    return Handle(
+        Permission::kJobsSubmit,
+        [this, create](const Principal& who, const httplib::Request& req, httplib::Response& res) {
+          if (!wiring_.services) return Reply(res, NoServices());
+          auto spec = SpecFromBody(req);
+          if (!spec.ok()) return Reply(res, spec.status());
+          if (!create && spec->name != req.matches[1].str()) {
+            return Reply(res, Status::InvalidArgument("the file names service '" + spec->name +
+                                                      "', not '" + req.matches[1].str() + "'"));
+          }
+          spec->replica.user = who.user;
+          spec->replica.run_as = TaskAccount(who);
+          Status may = owner_->Call<Status>(
+              [&](ClusterState& st, Effects*) { return st.MaySubmit(who, spec->replica.queue); });
+          if (!may.ok()) return Reply(res, may);
+          const bool admin = who.open || who.role == Role::kAdmin;
+          if (create) {
+            Status made = wiring_.services->Create(*spec, who.user);
+            if (!made.ok()) return Reply(res, made);
+            return Reply(res, 201, *wiring_.services->Get(spec->name));
+          }
+          auto rev = wiring_.services->Update(*spec, who.user, admin);
+          if (!rev.ok()) return Reply(res, rev.status());
+          Reply(res, 200, {{"name", spec->name}, {"revision", *rev}});
+        });
   };
   BoundedPost(s, "/v1/services", write(true));
   BoundedPost(s, std::string("/v1/services/") + kName + "/update", write(false));
-  s.Get("/v1/services", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, Permission::kJobsRead)) return;
-    if (!services_) return Reply(res, 200, {{"services", nlohmann::json::array()}});
-    Reply(res, 200, {{"services", services_->List()}});
-  });
+  s.Get("/v1/services",
+        Handle(Permission::kJobsRead,
+               [this](const Principal&, const httplib::Request&, httplib::Response& res) {
+                 if (!wiring_.services)
+                   return Reply(res, 200, {{"services", nlohmann::json::array()}});
+                 Reply(res, 200, {{"services", wiring_.services->List()}});
+               }));
   s.Get(std::string("/v1/services/") + kName,
-        [this](const httplib::Request& req, httplib::Response& res) {
-          if (!Authorize(req, res, Permission::kJobsRead)) return;
-          if (!services_) return Reply(res, NoServices());
-          auto v = services_->Get(req.matches[1].str());
-          if (!v.ok()) return Reply(res, v.status());
-          Reply(res, 200, *v);
-        });
+        Handle(Permission::kJobsRead,
+               [this](const Principal&, const httplib::Request& req, httplib::Response& res) {
+                 if (!wiring_.services) return Reply(res, NoServices());
+                 auto v = wiring_.services->Get(req.matches[1].str());
+                 if (!v.ok()) return Reply(res, v.status());
+                 Reply(res, 200, *v);
+               }));
   s.Get(std::string("/v1/services/") + kName + "/explain",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          if (!Authorize(req, res, Permission::kJobsRead)) return;
-          if (!services_) return Reply(res, NoServices());
-          auto v = services_->Explain(req.matches[1].str());
-          if (!v.ok()) return Reply(res, v.status());
-          Reply(res, 200, *v);
-        });
+        Handle(Permission::kJobsRead,
+               [this](const Principal&, const httplib::Request& req, httplib::Response& res) {
+                 if (!wiring_.services) return Reply(res, NoServices());
+                 auto v = wiring_.services->Explain(req.matches[1].str());
+                 if (!v.ok()) return Reply(res, v.status());
+                 Reply(res, 200, *v);
+               }));
   s.Get(std::string("/v1/services/") + kName + "/endpoints",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          if (!Authorize(req, res, Permission::kJobsRead)) return;
-          if (!services_) return Reply(res, NoServices());
-          auto v = services_->Endpoints(req.matches[1].str());
-          if (!v.ok()) return Reply(res, v.status());
-          Reply(res, 200, *v);
-        });
-  BoundedPost(s, std::string("/v1/services/") + kName + "/scale",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                auto who = Authorize(req, res, Permission::kJobsSubmit);
-                if (!who) return;
-                if (!services_) return Reply(res, NoServices());
-                const int n = Count(req.body, "replicas", -1);
-                if (n < 0)
-                  return Reply(res, Status::InvalidArgument("give the count as {\"replicas\": 3}"));
-                const std::string name = req.matches[1].str();
-                Status st =
-                    services_->Scale(name, n, who->user, who->open || who->role == Role::kAdmin);
-                if (!st.ok()) return Reply(res, st);
-                Reply(res, 200, {{"name", name}, {"replicas", n}});
-              });
+        Handle(Permission::kJobsRead,
+               [this](const Principal&, const httplib::Request& req, httplib::Response& res) {
+                 if (!wiring_.services) return Reply(res, NoServices());
+                 auto v = wiring_.services->Endpoints(req.matches[1].str());
+                 if (!v.ok()) return Reply(res, v.status());
+                 Reply(res, 200, *v);
+               }));
+  BoundedPost(
+      s, std::string("/v1/services/") + kName + "/scale",
+      Handle(Permission::kJobsSubmit,
+             [this](const Principal& who, const httplib::Request& req, httplib::Response& res) {
+               if (!wiring_.services) return Reply(res, NoServices());
+               const int n = Count(req.body, "replicas", -1);
+               if (n < 0)
+                 return Reply(res, Status::InvalidArgument("give the count as {\"replicas\": 3}"));
+               const std::string name = req.matches[1].str();
+               Status st =
+                   wiring_.services->Scale(name, n, who.user, who.open || who.role == Role::kAdmin);
+               if (!st.ok()) return Reply(res, st);
+               Reply(res, 200, {{"name", name}, {"replicas", n}});
+             }));
   BoundedPost(
       s, std::string("/v1/services/") + kName + "/rollback",
-      [this](const httplib::Request& req, httplib::Response& res) {
-        auto who = Authorize(req, res, Permission::kJobsSubmit);
-        if (!who) return;
-        if (!services_) return Reply(res, NoServices());
+      Handle(Permission::kJobsSubmit, [this](const Principal& who, const httplib::Request& req,
+                                             httplib::Response& res) {
+        if (!wiring_.services) return Reply(res, NoServices());
         const int to = req.body.empty() ? 0 : Count(req.body, "revision", 0);
         if (to < 0)
           return Reply(
               res, Status::InvalidArgument(
                        "give the revision as {\"revision\": 2}, or nothing for the last good one"));
         const std::string name = req.matches[1].str();
-        auto rev = services_->Rollback(name, to, who->user, who->open || who->role == Role::kAdmin);
+        auto rev =
+            wiring_.services->Rollback(name, to, who.user, who.open || who.role == Role::kAdmin);
         if (!rev.ok()) return Reply(res, rev.status());
         Reply(res, 200, {{"name", name}, {"revision", *rev}});
-      });
+      }));
   s.Delete(std::string("/v1/services/") + kName,
-           [this](const httplib::Request& req, httplib::Response& res) {
-             auto who = Authorize(req, res, Permission::kJobsCancel);
-             if (!who) return;
-             if (!services_) return Reply(res, NoServices());
+           Handle(Permission::kJobsCancel, [this](const Principal& who, const httplib::Request& req,
+                                                  httplib::Response& res) {
+             if (!wiring_.services) return Reply(res, NoServices());
              const std::string name = req.matches[1].str();
-             Status st = services_->Delete(name, who->user, who->open || who->role == Role::kAdmin);
+             Status st =
+                 wiring_.services->Delete(name, who.user, who.open || who.role == Role::kAdmin);
              if (!st.ok()) return Reply(res, st);
              Reply(res, 200, {{"name", name}, {"state", "deleting"}});
-           });
+           }));
 }
 
 }  // namespace hangar::controller

@@ -65,6 +65,24 @@ std::string_view PermissionName(Permission p) {
   return "?";
 }
 
+std::optional<bool> MaySeeByRole(const Principal& p, const std::string& owner) {
+  if (p.role == Role::kAdmin || p.role == Role::kViewer) return true;
+  if (p.role == Role::kNode) return false;
+  if (p.role == Role::kQueueAdmin && owner != p.user) return std::nullopt;
+  return owner == p.user;
+}
+
+Status JobAccessRefused(const Principal& p, Permission perm, uint64_t id, const std::string& owner,
+                        const std::string& queue) {
+  const bool cancel = perm == Permission::kJobsCancel;
+  return Status::PermissionDenied(
+      "permission " + std::string(PermissionName(perm)) + " on job " + std::to_string(id) +
+      " is missing: " + p.Describe() + " may " + (cancel ? "cancel" : "see") +
+      " only their own jobs" +
+      (p.role == Role::kQueueAdmin ? " and those of the queues they administer" : "") +
+      "; it belongs to " + owner + " in queue " + queue);
+}
+
 Status Allow(const Principal& p, Permission perm) {
   bool ok = false;
   switch (p.role) {

@@ -70,6 +70,16 @@ Status CheckUserName(const std::string& user);
 // PermissionDenied naming the missing permission, or Ok.
 Status Allow(const Principal& p, Permission perm);
 
+// Whether `p` may see a job of `owner` by its role alone: admins and viewers see every job, nodes
+// none, users their own. Nullopt for a queue admin, who also sees the jobs of the queues they
+// administer (ClusterState::MaySeeJob asks the queue tree).
+std::optional<bool> MaySeeByRole(const Principal& p, const std::string& owner);
+
+// PermissionDenied for `p`, who may not `perm` (jobs:read or jobs:cancel) job `id` of `owner` in
+// `queue`: what is missing, what they may do instead, and whose job it is.
+Status JobAccessRefused(const Principal& p, Permission perm, uint64_t id, const std::string& owner,
+                        const std::string& queue);
+
 struct TokenRecord {
   std::string id, user, node, salt, hash;
   Role role = Role::kUser;

@@ -33,7 +33,9 @@
 #include "controller/state/goodput_ledger.h"
 #include "controller/state/idempotency_book.h"
 #include "controller/state/ingest_lag.h"
+#include "controller/state/job_filter.h"
 #include "controller/state/job_learning.h"
+#include "controller/state/job_read_model.h"
 #include "controller/state/mig_reshape_book.h"
 #include "controller/state/progress_book.h"
 #include "controller/state/queue_book.h"
@@ -184,6 +186,7 @@ struct JobRecord {
   uint32_t restarts = 0;
   sched::Reason reason;       // why it waits, as of the last cycle
   std::string reason_detail;  // the quota's words, when its queue is what holds it
+  uint64_t shown_reason = 0;  // a digest of reason and reason_detail as last published
   std::string message;        // how it ended, or why it was requeued
   int master_port = 0;
   cluster::GangAssignment assignment;  // the current attempt's resources; empty while pending
@@ -231,29 +234,6 @@ struct JobRecord {
   std::set<uint32_t> stage_asked;
   Duration staging_ms = 0;
   int64_t staging_gpu_ms = 0;
-};
-
-// Which jobs a list or a bulk operation is about (GET /v1/jobs, POST /v1/jobs/bulk/...). Empty
-// fields match every job; `state` "held" matches pending jobs on hold.
-struct JobFilter {
-  std::vector<sched::JobId> ids;
-  uint64_t array = 0;
-  std::string user, queue, name;  // name: exact, or a prefix ending in '*'
-  std::string state;
-  Time since = 0, until = 0;  // submitted within [since, until); 0: unbounded
-  sched::JobId before =
-      0;  // the cursor: ids below it (the list runs newest first); 0: from the newest
-  size_t limit = 100;
-};
-
-struct JobPage {
-  // Past the page, a list looks at this many more candidates to count what is left, so that a
-  // page costs the same at 100,000 queued jobs as at 100 (beyond it, "at least" that many).
-  static constexpr size_t kCountScan = 5'000;
-  std::vector<api::JobView> jobs;
-  sched::JobId next = 0;  // the cursor for the next page; 0: this is the last
-  size_t more = 0;        // matching jobs after this page (at least this many when more_at_least)
-  bool more_at_least = false;  // counting stopped after kCountScan candidates past the page
 };
 
 enum class BulkAction : uint8_t { kCancel, kHold, kRelease, kRequeue };
@@ -342,10 +322,11 @@ class ClusterState {
                           Effects* fx);
   Status Drain(const std::string& node, const std::string& reason, Time now, Effects* fx);
   Status Undrain(const std::string& node, Time now, Effects* fx);
-  // The operator's decision on the tasks a node runs that the store does not know: `stop` them
+  // The operator's decision on the tasks a node runs that the store does not know: stop them
   // (as orphans are stopped), or release them (they run on, and the node takes work again).
   // FailedPrecondition when the node holds none.
-  Status DecideHeldOrphans(const std::string& node, bool stop, Time now, Effects* fx);
+  enum class OrphanDecision : uint8_t { kStop, kRelease };
+  Status DecideHeldOrphans(const std::string& node, OrphanDecision decision, Time now, Effects* fx);
   // The operator did `remedy` ("gpu-reset" with a GPU index, "reboot" or "repair" of the node):
   // latched faults close and the node or GPU goes on to validation (a repair also brings back a
   // failed one). Without it, hardware quarantined for a fault that waits for remediation (Xid 79,
@@ -408,8 +389,9 @@ class ClusterState {
   // Whether `user` may queue `count` more jobs under options().max_queued_per_user: a
   // ResourceExhausted status with the cap and what to do when not.
   Status MayQueue(const std::string& user, long count) const;
-  // `write`: cancel; else read (the job, its logs, its explanation).
-  Status MayAccessJob(const Principal& p, sched::JobId id, bool write) const;
+  // `perm`: Permission::kJobsCancel (cancel, hold, requeue) or kJobsRead (the job, its logs, its
+  // explanation).
+  Status MayAccessJob(const Principal& p, sched::JobId id, Permission perm) const;
   bool MaySeeJob(const Principal& p, const JobRecord& j) const;
   // The jobs `p` may see, newest first.
   std::vector<api::JobView> ListJobsFor(const Principal& p, const std::string& state_filter,
@@ -514,6 +496,18 @@ class ClusterState {
 
   // ---- reads ----
   StatusOr<api::JobView> GetJob(sched::JobId id) const;
+  // ---- the published read model (job_read_model.h) ----
+  // Job `id` as the read model holds it (its list view and its spec's text); null when there is
+  // no such job.
+  std::optional<PublishedJob> ListViewOf(sched::JobId id) const;
+  // Every job's id, ascending.
+  std::vector<sched::JobId> JobIds() const;
+  // The jobs whose list view changed since the last call without a row of theirs being written
+  // (a pending job's reason, a task's phase, staging, progress), in no order, maybe repeated.
+  // Jobs written to the store (Effects::batch.jobs) or erased from it are not in it. Kept only
+  // once TrackViewChanges was called (the controller; the simulator reads no views).
+  void TrackViewChanges() { view_changes_.emplace(); }
+  std::vector<sched::JobId> TakeViewChanges();
   // The job's record itself (null when there is none), for owners that read decisions back
   // without the API's views (the simulator's controller engine).
   const JobRecord* FindJob(sched::JobId id) const {
@@ -592,7 +586,17 @@ class ClusterState {
   void Persist(const JobRecord& j, Effects* fx) const;
   JobRow ToRow(const JobRecord& j) const;
   std::string PlacementJson(const JobRecord& j) const;
+  // A job as the API shows it: ListView without its spec (lists), View with it.
+  api::JobView ListView(const JobRecord& j) const;
+  PublishedJob Published(const JobRecord& j) const;  // what ListView shows, compactly
   api::JobView View(const JobRecord& j) const;
+  // Job `id`'s list view changed without a row of it written (TakeViewChanges).
+  // At the end of a cycle: those of `jobs` (the pending ones it began with) whose reason changed
+  // (a reason is not stored) are touched.
+  void TouchChangedReasons(const std::vector<JobRecord*>& jobs);
+  void TouchView(sched::JobId id) {
+    if (view_changes_) view_changes_->push_back(id);
+  }
   void EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx);
   void FinishIfDone(JobRecord& j, Time now, Effects* fx);
   void StopTasks(JobRecord& j, Duration grace, Effects* fx);
@@ -840,6 +844,7 @@ class ClusterState {
   uint64_t next_job_id_ = 1;
   uint64_t placements_total_ = 0;
   bool dirty_ = false;
+  std::optional<std::vector<sched::JobId>> view_changes_;  // TakeViewChanges; null: not kept
   // The earliest `begin:` of a pending job gated by it (0: none): Tick runs a cycle then.
   Time next_begin_ = 0;
   bool health_dirty_ = false;

@@ -136,6 +136,7 @@ bool ClusterState::PassesGates(JobRecord& j, std::unordered_map<uint64_t, int>* 
 }
 
 void ClusterState::EndUnmet(JobRecord& j, const std::string& why, Time now, Effects* fx) {
+  TouchView(j.id);
   pending_.erase(j.id);
   JobLifecycle::Transition(j, JobState::kCancelled, "cancel an array element");
   j.ended = now;
@@ -161,13 +162,7 @@ bool ClusterState::MatchesFilter(const JobRecord& j, const JobFilter& f) const {
   if (f.array && j.array_id != f.array) return false;
   if (!f.user.empty() && s.user != f.user) return false;
   if (!f.queue.empty() && s.queue != f.queue) return false;
-  if (!f.name.empty()) {
-    if (f.name.back() == '*') {
-      if (s.name.compare(0, f.name.size() - 1, f.name, 0, f.name.size() - 1) != 0) return false;
-    } else if (s.name != f.name) {
-      return false;
-    }
-  }
+  if (!NameMatches(s.name, f.name)) return false;
   if (!f.state.empty()) {
     if (f.state == "held") {
       if (!j.held || j.state != JobState::kPending) return false;
@@ -239,9 +234,7 @@ JobPage ClusterState::ListJobsPage(const Principal& p, const JobFilter& f) const
     if (!j) j = FindJob(id);
     if (!j || !MatchesFilter(*j, f) || !MaySeeJob(p, *j)) return true;
     if (page.jobs.size() < f.limit) {
-      api::JobView v = View(*j);
-      v.spec = nullptr;
-      page.jobs.push_back(std::move(v));
+      page.jobs.push_back(ListView(*j));
       page.next = id;
     } else {
       ++page.more;
@@ -254,6 +247,7 @@ JobPage ClusterState::ListJobsPage(const Principal& p, const JobFilter& f) const
 
 Status ClusterState::ApplyBulk(JobRecord& j, const Principal& p, BulkAction action, Time now,
                                Effects* fx, bool* changed) {
+  TouchView(j.id);
   *changed = false;
   const std::string subject = "job/" + std::to_string(j.id);
   const std::string state(job::JobStateName(j.state));
@@ -331,7 +325,7 @@ StatusOr<nlohmann::json> ClusterState::Bulk(const Principal& p, const JobFilter&
     }
     if (!MatchesFilter(it->second, f)) continue;
     ++matched;
-    if (Status may = MayAccessJob(p, id, true); !may.ok()) {
+    if (Status may = MayAccessJob(p, id, Permission::kJobsCancel); !may.ok()) {
       ++denied;
       if (!f.ids.empty()) skip(id, may.message());
       continue;

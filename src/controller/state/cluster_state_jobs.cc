@@ -277,6 +277,7 @@ void ClusterState::StopTasks(JobRecord& j, Duration grace, Effects* fx) {
 }
 
 void ClusterState::EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx) {
+  TouchView(j.id);
   (void)now;
   (void)fx;
   if (t.phase == TaskRun::Phase::kEnded) return;
@@ -317,6 +318,7 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
 
 void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx,
                            bool checkpoint, Then then) {
+  TouchView(j.id);
   const Duration grace = checkpoint ? j.spec->spec.checkpoint.grace : options_.stop_grace;
   // The work since its last checkpoint is lost (as far as anyone knows now).
   const int64_t lost =

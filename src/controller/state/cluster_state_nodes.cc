@@ -323,7 +323,9 @@ void ClusterState::HoldUnknownTasks(uint32_t n, const std::vector<std::string>& 
                 " --release` lets them run on and the node take work");
 }
 
-Status ClusterState::DecideHeldOrphans(const std::string& node, bool stop, Time now, Effects* fx) {
+Status ClusterState::DecideHeldOrphans(const std::string& node, OrphanDecision decision, Time now,
+                                       Effects* fx) {
+  const bool stop = decision == OrphanDecision::kStop;
   auto n = topology_->FindNode(node);
   if (!n) return Status::NotFound("node '" + node + "' does not exist; `hangar nodes` lists them");
   NodeRecord& r = nodes_[*n];
@@ -475,6 +477,7 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
 
 // A task's RUNNING report: the job runs once none of its tasks is still launching.
 void ClusterState::MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* fx) {
+  TouchView(j.id);
   t.phase = TaskRun::Phase::kRunning;
   if (j.state != JobState::kStarting) return;
   for (const auto& other : j.tasks) {
@@ -491,6 +494,7 @@ void ClusterState::MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* 
 // A task's end (it exited, or never started), as its agent reported it.
 void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatus& st, Time now,
                                    Effects* fx) {
+  TouchView(j.id);
   const std::string task = "task " + std::to_string(t.index);
   if (st.agent_exiting() && !job::IsFinal(j.state)) {
     // Its agent was stopped and took the task with it (`hangar dev` stopped with Ctrl-C): the

@@ -87,7 +87,7 @@ TEST_F(OrphansTest, TheOperatorStopsThem) {
   Effects rec;
   auto state = RestoredWithoutTheJob(&rec);
   Effects fx;
-  ASSERT_TRUE(state->DecideHeldOrphans("a", /*stop=*/true, 200, &fx).ok());
+  ASSERT_TRUE(state->DecideHeldOrphans("a", ClusterState::OrphanDecision::kStop, 200, &fx).ok());
   EXPECT_EQ(Stopped(fx), std::vector<std::string>{"1.0.0"});
   EXPECT_NE(Events(fx).find("the operator stopped the tasks unknown to the store (1.0.0)"),
             std::string::npos);
@@ -97,14 +97,15 @@ TEST_F(OrphansTest, TheOperatorStopsThem) {
   ended.set_state(pb::TaskStatus::EXITED);
   ASSERT_TRUE(state->OnTaskStatus("a", ended, 201, &fx).ok());
   EXPECT_EQ(state->GetNode("a")->state, "ready");
-  EXPECT_EQ(state->DecideHeldOrphans("a", true, 202, &fx).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state->DecideHeldOrphans("a", ClusterState::OrphanDecision::kStop, 202, &fx).code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST_F(OrphansTest, TheOperatorReleasesThem) {
   Effects rec;
   auto state = RestoredWithoutTheJob(&rec);
   Effects fx;
-  ASSERT_TRUE(state->DecideHeldOrphans("a", /*stop=*/false, 200, &fx).ok());
+  ASSERT_TRUE(state->DecideHeldOrphans("a", ClusterState::OrphanDecision::kRelease, 200, &fx).ok());
   EXPECT_TRUE(Stopped(fx).empty());
   EXPECT_EQ(state->GetNode("a")->state, "ready");
   EXPECT_NE(Events(fx).find("released the tasks unknown to the store (1.0.0): they run on"),

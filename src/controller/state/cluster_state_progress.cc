@@ -124,6 +124,7 @@ Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, 
   if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size())
     return Status::Ok();
   JobRecord& j = it->second;
+  TouchView(j.id);
   const job::ProgressSpec& spec = j.spec->spec.progress;
   auto straggler = progress_.Record(id, attempt, index, node, p.step(),
                                     static_cast<int64_t>(p.step_time_us()), now, spec);

@@ -411,13 +411,13 @@ Status ClusterState::MaySubmit(const Principal& p, const std::string& queue) con
 }
 
 bool ClusterState::MaySeeJob(const Principal& p, const JobRecord& j) const {
-  if (p.role == Role::kAdmin || p.role == Role::kViewer) return true;
-  if (p.role == Role::kNode) return false;
-  return j.spec->spec.user == p.user || queues_.AdministeredBy(p, j.spec->spec.queue);
+  if (auto by_role = MaySeeByRole(p, j.spec->spec.user)) return *by_role;
+  return queues_.AdministeredBy(p, j.spec->spec.queue);
 }
 
-Status ClusterState::MayAccessJob(const Principal& p, sched::JobId id, bool write) const {
-  HANGAR_RETURN_IF_ERROR(Allow(p, write ? Permission::kJobsCancel : Permission::kJobsRead));
+Status ClusterState::MayAccessJob(const Principal& p, sched::JobId id, Permission perm) const {
+  HANGAR_RETURN_IF_ERROR(Allow(p, perm));
+  const bool write = perm != Permission::kJobsRead;
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return Status::Ok();  // the handler says it does not exist
   const JobRecord& j = it->second;
@@ -426,12 +426,7 @@ Status ClusterState::MayAccessJob(const Principal& p, sched::JobId id, bool writ
       (!write && p.role == Role::kViewer)) {
     return Status::Ok();
   }
-  return Status::PermissionDenied(
-      "permission " + std::string(write ? "jobs:cancel" : "jobs:read") + " on job " +
-      std::to_string(id) + " is missing: " + p.Describe() + " may " + (write ? "cancel" : "see") +
-      " only their own jobs" +
-      (p.role == Role::kQueueAdmin ? " and those of the queues they administer" : "") +
-      "; it belongs to " + j.spec->spec.user + " in queue " + j.spec->spec.queue);
+  return JobAccessRefused(p, perm, id, j.spec->spec.user, j.spec->spec.queue);
 }
 
 std::vector<api::JobView> ClusterState::ListJobsFor(const Principal& p,

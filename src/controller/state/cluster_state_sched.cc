@@ -65,8 +65,11 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   std::vector<std::pair<sched::JobId, std::string>> unmet;
   jobs_with_deps_ = 0;
   next_begin_ = 0;
+  std::vector<JobRecord*> shown;  // whose reasons this cycle may change (TouchChangedReasons)
+  shown.reserve(pending_.size());
   for (sched::JobId id : pending_) {
     JobRecord& j = jobs_.at(id);
+    shown.push_back(&j);
     const job::JobSpec& s = j.spec->spec;
     jobs_with_deps_ += !s.after.empty();
     if (s.begin > now && !j.held) {  // `begin:` (sbatch --begin): not before then
@@ -279,6 +282,7 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     JobRecord& j = jobs_.at(id);
     if (j.reason.rule == sched::Rule::kNone) j.reason = d.not_examined;
   }
+  TouchChangedReasons(shown);
 }
 
 void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending,

@@ -285,6 +285,7 @@ void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node, Effects*
 }
 
 bool ClusterState::StartStaging(JobRecord& j, Time now, Effects* fx) {
+  TouchView(j.id);
   j.staging_waiting.clear();
   const std::map<uint32_t, StageNeeds> missing = MissingOn(j, {}, /*by_task=*/true);
   if (missing.empty()) return false;
@@ -386,6 +387,7 @@ void ClusterState::OnStageResult(const std::string& node, const pb::StageResult&
   auto it = jobs_.find(r.job_id());
   if (it == jobs_.end()) return;
   JobRecord& j = it->second;
+  TouchView(j.id);
   if (j.attempt != r.attempt() || j.state != JobState::kStarting) return;
   auto waiting = j.staging_waiting.find(*n);
   if (waiting == j.staging_waiting.end() || !waiting->second.count(key)) return;
@@ -419,6 +421,7 @@ void ClusterState::FinishStaging(JobRecord& j, Time now, Effects* fx) {
 }
 
 void ClusterState::FailStaging(JobRecord& j, const std::string& why, Time now, Effects* fx) {
+  TouchView(j.id);
   const Duration took = std::max<Time>(0, now - j.staging_since);
   j.staging_ms += took;
   j.staging_gpu_ms += j.assignment.TotalMilliGpu(*topology_) * took / 1000;
@@ -458,6 +461,7 @@ void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinne
   if (it == jobs_.end() || it->second.state != JobState::kPending || !it->second.spec->unpinned)
     return;
   JobRecord& j = it->second;
+  TouchView(j.id);
   const std::string subject = "job/" + std::to_string(id);
   if (pinned.ok()) {
     ReplaceSpec(

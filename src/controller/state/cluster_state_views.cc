@@ -9,18 +9,18 @@ namespace hangar::controller {
 using job::JobState;
 
 api::JobView ClusterState::View(const JobRecord& j) const {
-  api::JobView v;
+  api::JobView v = ListView(j);
+  v.spec = nlohmann::json::parse(j.spec->json, nullptr, false);
+  return v;
+}
+
+api::JobView ClusterState::ListView(const JobRecord& j) const { return Published(j).View(); }
+
+PublishedJob ClusterState::Published(const JobRecord& j) const {
+  PublishedJob v;
+  v.spec = j.spec;
   v.id = j.id;
-  const job::JobSpec& s = j.spec->spec;
-  v.name = s.name;
-  v.queue = s.queue;
-  v.account = s.account;
-  v.user = s.user;
-  v.state = std::string(job::JobStateName(j.state));
-  v.tier = std::string(job::TierName(s.tier));
-  v.priority = s.priority;
-  v.gpus = static_cast<double>(s.TotalMilliGpu()) / 1000.0;
-  v.tasks = s.TotalReplicas();
+  v.state = j.state;
   v.submitted = j.submitted;
   v.started = j.started;
   v.ended = j.ended;
@@ -32,11 +32,12 @@ api::JobView ClusterState::View(const JobRecord& j) const {
   v.held = j.held;
   v.staging_ms = j.staging_ms;
   v.staging_gpu_ms = j.staging_gpu_ms;
+  std::string reason;
   if (j.state == JobState::kPending || j.state == JobState::kPreempting) {
-    v.reason = !j.reason_detail.empty()              ? j.reason_detail
-               : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
-                                                     : j.reason.ToString(*topology_);
-    v.reason_rule = std::string(j.reason.RuleName());
+    reason = !j.reason_detail.empty()              ? j.reason_detail
+             : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
+                                                   : j.reason.ToString(*topology_);
+    v.reason_rule = j.reason.RuleName();
     // The scheduler sees a node no agent has registered for as one it may not use, like a
     // draining one; say which it is, since the fix differs (start its agent, not wait or
     // remediate).
@@ -56,9 +57,9 @@ api::JobView ClusterState::View(const JobRecord& j) const {
       if (unregistered.size() > 5)
         list += " and " + std::to_string(unregistered.size() - 5) + " more";
       if (!unregistered.empty()) {
-        v.reason =
+        reason =
             others
-                ? v.reason + "; of them, " + list + " have not registered (no agent has connected)"
+                ? reason + "; of them, " + list + " have not registered (no agent has connected)"
                 : "fits only on nodes that have not registered: no agent has connected for " +
                       list + "; start `hangar agent` there (`hangar nodes` shows them as unknown)";
       }
@@ -77,17 +78,21 @@ api::JobView ClusterState::View(const JobRecord& j) const {
       on += (i == 0 ? "" : i + 1 == where.size() ? " and " : ", ") + where[i];
     }
     if (!j.staging_waiting.empty()) {
-      v.reason = j.reason_detail + " (waiting for " + std::to_string(j.staging_waiting.size()) +
-                 " node(s))";
+      reason = j.reason_detail + " (waiting for " + std::to_string(j.staging_waiting.size()) +
+               " node(s))";
     } else
-      v.reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
-                 (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
-                 (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
+      reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
+               (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
+               (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
   } else {
-    v.reason = j.message;
+    reason = j.message;
   }
-  v.interactive = j.spec->spec.interactive;
-  v.progress = progress_.Json(j.id);
+  v.reason = std::make_shared<const std::string>(std::move(reason));
+  nlohmann::json progress = progress_.Json(j.id);
+  if (j.tasks.empty() && progress.is_null()) return v;
+  auto running = std::make_shared<PublishedJob::Running>();
+  running->progress = std::move(progress);
+  const job::JobSpec& s = j.spec->spec;
   static const char* kPhase[] = {"launching", "running", "ended"};
   for (const auto& t : j.tasks) {
     api::TaskView tv;
@@ -102,10 +107,74 @@ api::JobView ClusterState::View(const JobRecord& j) const {
     tv.state = t.lost ? "lost" : kPhase[static_cast<int>(t.phase)];
     tv.exit_code = t.exit_code;
     tv.signal = t.signal;
-    v.task_views.push_back(std::move(tv));
+    running->tasks.push_back(std::move(tv));
   }
-  v.spec = nlohmann::json::parse(j.spec->json, nullptr, false);
+  v.running = std::move(running);
   return v;
+}
+
+std::optional<PublishedJob> ClusterState::ListViewOf(sched::JobId id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  return Published(it->second);
+}
+
+std::vector<sched::JobId> ClusterState::JobIds() const {
+  std::vector<sched::JobId> ids;
+  ids.reserve(jobs_.size());
+  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  return ids;
+}
+
+std::vector<sched::JobId> ClusterState::TakeViewChanges() {
+  std::vector<sched::JobId> out;
+  if (view_changes_) out.swap(*view_changes_);
+  return out;
+}
+
+namespace {
+
+// A digest of what a pending job's reason shows, so that a cycle finds the reasons that changed
+// without keeping a copy of each: a word at a time, since every pending job's is taken each cycle.
+uint64_t ReasonDigest(const sched::Reason& r, const std::string& detail) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t x) { h = (h ^ x) * 0x9E3779B97F4A7C15ull; };
+  mix(static_cast<uint64_t>(r.rule) | static_cast<uint64_t>(r.level) << 8);
+  mix(static_cast<uint64_t>(r.need));
+  mix(static_cast<uint64_t>(r.have));
+  mix(r.other);
+  mix(static_cast<uint64_t>(r.at));
+  mix(static_cast<uint64_t>(r.models));
+  if (!detail.empty()) mix(std::hash<std::string>()(detail));
+  return h ? h : 1;
+}
+
+}  // namespace
+
+void ClusterState::TouchChangedReasons(const std::vector<JobRecord*>& jobs) {
+  if (!view_changes_) return;
+  // A reason of unhealthy nodes names the nodes not registered yet (View), which change without
+  // the reason: their digest joins such a reason's, computed once.
+  std::optional<uint64_t> nodes;
+  auto nodes_digest = [&] {
+    if (!nodes) {
+      std::string seen;
+      for (uint32_t n = 0; n < nodes_.size(); ++n) {
+        seen += !nodes_[n].registered ? 'u' : !usage_.node(n).condition.schedulable ? 'x' : '.';
+      }
+      nodes = ReasonDigest({}, seen);
+    }
+    return *nodes;
+  };
+  for (JobRecord* p : jobs) {
+    JobRecord& j = *p;
+    uint64_t digest = ReasonDigest(j.reason, j.reason_detail);
+    if (j.reason_detail.empty() && j.reason.rule == sched::Rule::kNotNowUnhealthy)
+      digest ^= nodes_digest() * 31;
+    if (digest == j.shown_reason) continue;
+    j.shown_reason = digest;
+    TouchView(j.id);
+  }
 }
 
 StatusOr<api::JobView> ClusterState::GetJob(sched::JobId id) const {
@@ -121,9 +190,7 @@ std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter
   std::vector<api::JobView> out;
   for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
     if (!state_filter.empty() && job::JobStateName(it->second.state) != state_filter) continue;
-    api::JobView v = View(it->second);
-    v.spec = nullptr;
-    out.push_back(std::move(v));
+    out.push_back(ListView(it->second));
   }
   return out;
 }

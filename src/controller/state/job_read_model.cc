@@ -1,0 +1,228 @@
+#include "controller/state/job_read_model.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "api/body.h"
+
+namespace hangar::controller {
+
+api::JobView PublishedJob::View() const {
+  api::JobView v;
+  const job::JobSpec& s = spec->spec;
+  v.id = id;
+  v.name = s.name;
+  v.queue = s.queue;
+  v.account = s.account;
+  v.user = s.user;
+  v.state = std::string(job::JobStateName(state));
+  v.tier = std::string(job::TierName(s.tier));
+  v.priority = s.priority;
+  v.gpus = static_cast<double>(s.TotalMilliGpu()) / 1000.0;
+  v.tasks = s.TotalReplicas();
+  v.submitted = submitted;
+  v.started = started;
+  v.ended = ended;
+  v.attempt = attempt;
+  v.restarts = restarts;
+  v.message = message;
+  v.array_id = array_id;
+  v.array_index = array_index;
+  v.held = held;
+  v.staging_ms = staging_ms;
+  v.staging_gpu_ms = staging_gpu_ms;
+  if (reason) v.reason = *reason;
+  v.reason_rule = std::string(reason_rule);
+  v.interactive = s.interactive;
+  if (running) {
+    v.progress = running->progress;
+    v.task_views = running->tasks;
+  }
+  return v;
+}
+
+std::string JobJsonWithSpec(const PublishedJob& job) {
+  nlohmann::json out = api::ToJson(job.View());
+  out.erase("spec");
+  std::string text = api::SafeDump(out);
+  text.pop_back();  // its closing brace
+  text += ",\"spec\":";
+  text += job.spec && !job.spec->json.empty() ? job.spec->json : std::string("null");
+  text += "}";
+  return text;
+}
+
+bool MatchesFilter(const PublishedJob& j, const JobFilter& f) {
+  const job::JobSpec& s = j.spec->spec;
+  if (f.array && j.array_id != f.array) return false;
+  if (!f.user.empty() && s.user != f.user) return false;
+  if (!f.queue.empty() && s.queue != f.queue) return false;
+  if (!NameMatches(s.name, f.name)) return false;
+  if (!f.state.empty()) {
+    if (f.state == "held") {
+      if (!j.held || j.state != job::JobState::kPending) return false;
+    } else if (job::JobStateName(j.state) != f.state) {
+      return false;
+    }
+  }
+  if (f.since && j.submitted < f.since) return false;
+  if (f.until && j.submitted >= f.until) return false;
+  return true;
+}
+
+const PublishedJob* JobsSnapshot::Find(sched::JobId id) const {
+  if (id < base_) return nullptr;
+  const sched::JobId c = (id - base_) / kChunk;
+  if (c >= chunks_.size() || !chunks_[c]) return nullptr;
+  return chunks_[c]->jobs[(id - base_) % kChunk].get();
+}
+
+uint64_t JobsSnapshot::UserDigest(const std::string& user) {
+  return std::hash<std::string>()(user);
+}
+
+void JobsSnapshot::ForEachNewest(sched::JobId below, const Candidates& which,
+                                 const std::function<bool(const PublishedJob&)>& fn) const {
+  const uint64_t user = which.user ? UserDigest(*which.user) : 0;
+  for (size_t c = chunks_.size(); c-- > 0;) {
+    if (!chunks_[c]) continue;
+    const Chunk& chunk = *chunks_[c];
+    const sched::JobId first = base_ + c * kChunk;
+    if (below && first >= below) continue;
+    for (sched::JobId i = kChunk; i-- > 0;) {
+      if (!chunk.jobs[i] || (below && first + i >= below)) continue;
+      if (which.pending_only && !chunk.pending[i]) continue;
+      if (which.user && chunk.user[i] != user) continue;
+      if (!fn(*chunk.jobs[i])) return;
+    }
+  }
+}
+
+JobPage ListPage(const JobsSnapshot& snapshot, const JobFilter& f, const std::string* own,
+                 const std::function<bool(const PublishedJob&)>& may_see) {
+  JobPage page;
+  size_t scanned_past = 0;
+  auto visit = [&](const PublishedJob& v) {
+    if (page.jobs.size() >= f.limit && ++scanned_past > JobPage::kCountScan) {
+      page.more_at_least = true;
+      return false;
+    }
+    if (!MatchesFilter(v, f) || !may_see(v)) return true;
+    if (page.jobs.size() < f.limit) {
+      page.jobs.push_back(v.View());
+      page.next = v.id;
+    } else {
+      ++page.more;
+    }
+    return true;
+  };
+  if (!f.ids.empty()) {
+    std::vector<sched::JobId> ids;
+    for (sched::JobId id : f.ids) {
+      if (!f.before || id < f.before) ids.push_back(id);
+    }
+    std::sort(ids.rbegin(), ids.rend());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (sched::JobId id : ids) {
+      const PublishedJob* j = snapshot.Find(id);
+      if (j && !visit(*j)) break;
+    }
+  } else {
+    JobsSnapshot::Candidates which;
+    which.user = !f.user.empty() ? &f.user : own;
+    which.pending_only = f.state == "pending" || f.state == "held";
+    snapshot.ForEachNewest(f.before, which, visit);
+  }
+  if (page.more == 0 && !page.more_at_least) page.next = 0;
+  return page;
+}
+
+JobReadModel::JobReadModel() : built_(std::make_shared<JobsSnapshot>()), published_(built_) {}
+
+void JobReadModel::Put(PublishedJob j) {
+  if (j.reason) {
+    auto same = std::find_if(recent_reasons_.begin(), recent_reasons_.end(),
+                             [&](const auto& r) { return r && *r == *j.reason; });
+    if (same != recent_reasons_.end()) {
+      j.reason = *same;
+    } else {
+      recent_reasons_[next_reason_++ % recent_reasons_.size()] = j.reason;
+    }
+  }
+  const sched::JobId id = j.id;
+  changes_[id] = std::make_shared<const PublishedJob>(std::move(j));
+}
+
+void JobReadModel::Erase(sched::JobId id) { changes_[id] = nullptr; }
+
+void JobReadModel::Clear() {
+  changes_.clear();
+  cleared_ = true;
+}
+
+std::shared_ptr<const JobsSnapshot> JobReadModel::Build() {
+  if (!changed()) return built_;
+  auto next = std::make_shared<JobsSnapshot>(cleared_ ? JobsSnapshot() : *built_);
+  cleared_ = false;
+  if (changes_.empty()) return built_ = std::move(next);  // cleared, nothing put since
+  constexpr sched::JobId kChunk = JobsSnapshot::kChunk;
+  auto& chunks = next->chunks_;
+  // Room for the lowest and the highest id changed (ids only grow, so the front rarely moves).
+  const sched::JobId lowest = changes_.begin()->first / kChunk * kChunk;
+  if (chunks.empty()) next->base_ = lowest;
+  if (lowest < next->base_) {
+    chunks.insert(chunks.begin(), (next->base_ - lowest) / kChunk, nullptr);
+    next->base_ = lowest;
+  }
+  const sched::JobId highest = changes_.rbegin()->first;
+  if (highest >= next->base_ + chunks.size() * kChunk)
+    chunks.resize((highest - next->base_) / kChunk + 1);
+  // Each chunk a change falls in is copied once, then changed in place before it is shared.
+  std::shared_ptr<JobsSnapshot::Chunk> open;
+  size_t open_index = 0;
+  auto close = [&] {
+    if (!open) return;
+    chunks[open_index] =
+        open->count ? std::shared_ptr<const JobsSnapshot::Chunk>(std::move(open)) : nullptr;
+    open.reset();
+  };
+  for (auto& [id, view] : changes_) {
+    const size_t c = (id - next->base_) / kChunk;
+    if (!open || c != open_index) {
+      close();
+      open = chunks[c] ? std::make_shared<JobsSnapshot::Chunk>(*chunks[c])
+                       : std::make_shared<JobsSnapshot::Chunk>();
+      open_index = c;
+    }
+    const size_t i = (id - next->base_) % kChunk;
+    auto& slot = open->jobs[i];
+    if (slot) --open->count, --next->size_;
+    slot = std::move(view);
+    open->pending[i] = slot && slot->state == job::JobState::kPending;
+    open->user[i] = slot ? JobsSnapshot::UserDigest(slot->user()) : 0;
+    if (slot) ++open->count, ++next->size_;
+  }
+  close();
+  changes_.clear();
+  // Chunks emptied at either end (purged jobs) are dropped.
+  size_t empty_front = 0;
+  while (empty_front < chunks.size() && !chunks[empty_front]) ++empty_front;
+  chunks.erase(chunks.begin(), chunks.begin() + static_cast<std::ptrdiff_t>(empty_front));
+  next->base_ += empty_front * kChunk;
+  while (!chunks.empty() && !chunks.back()) chunks.pop_back();
+  if (chunks.empty()) next->base_ = 0;
+  built_ = std::move(next);
+  return built_;
+}
+
+void JobReadModel::Publish(std::shared_ptr<const JobsSnapshot> snapshot) {
+  MutexLock l(mu_);
+  published_ = std::move(snapshot);
+}
+
+std::shared_ptr<const JobsSnapshot> JobReadModel::Current() const {
+  MutexLock l(mu_);
+  return published_;
+}
+
+}  // namespace hangar::controller
