@@ -62,18 +62,18 @@ class Connections {
         process_(std::move(process)),
         pump_(limits.streams, &stats->streams,
               [this](const std::string& client) { Forget(client); }) {
-    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    park_.epoll = ::epoll_create1(EPOLL_CLOEXEC);
+    park_.wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = nullptr;  // the wake-up
-    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
-    parker_ = std::thread([this] { ParkerLoop(); });
+    ::epoll_ctl(park_.epoll, EPOLL_CTL_ADD, park_.wake, &ev);
+    park_.thread = std::thread([this] { ParkerLoop(); });
   }
   ~Connections() {
     Shutdown();
-    ::close(epoll_);
-    ::close(wake_);
+    ::close(park_.epoll);
+    ::close(park_.wake);
   }
 
   // On the listener thread, for each accepted socket.
@@ -87,13 +87,13 @@ class Connections {
     std::string client = SocketAddress(fd, true, nullptr);
     std::string refusal;
     {
-      std::lock_guard<std::mutex> l(count_mu_);
-      int& mine = per_client_[client];
+      std::lock_guard<std::mutex> l(counts_.mu);
+      int& mine = counts_.per_client[client];
       if (stop_) {
         refusal = "the controller is stopping";
-      } else if (open_ >= limits_.max_connections) {
+      } else if (counts_.open >= limits_.max_connections) {
         stats_->refused_total_cap++;
-        refusal = "the controller already holds " + std::to_string(open_) +
+        refusal = "the controller already holds " + std::to_string(counts_.open) +
                   " connections, its cap (--http-max-connections); try again shortly, and reuse "
                   "one keep-alive "
                   "connection rather than opening many";
@@ -105,9 +105,9 @@ class Connections {
                   "or reuse a keep-alive connection";
       } else {
         ++mine;
-        stats_->open = ++open_;
+        stats_->open = ++counts_.open;
       }
-      if (!refusal.empty() && mine == 0) per_client_.erase(client);
+      if (!refusal.empty() && mine == 0) counts_.per_client.erase(client);
     }
     if (!refusal.empty()) return Refuse(fd, refusal);
     Conn* c = new Conn;
@@ -140,9 +140,9 @@ class Connections {
       work_cv_.notify_all();
     }
     const uint64_t one = 1;
-    if (::write(wake_, &one, sizeof one) < 0) {
+    if (::write(park_.wake, &one, sizeof one) < 0) {
     }
-    if (parker_.joinable()) parker_.join();
+    if (park_.thread.joinable()) park_.thread.join();
     std::unique_lock<std::mutex> l(work_mu_);
     done_cv_.wait(l, [&] { return workers_ == 0; });
     while (!ready_.empty()) {
@@ -192,15 +192,15 @@ class Connections {
       c->in_off = 0;
     }
     {
-      std::lock_guard<std::mutex> l(park_mu_);
+      std::lock_guard<std::mutex> l(park_.mu);
       if (!stop_) {
-        c->parked_at = parked_.emplace(c->deadline, c);
+        c->parked_at = park_.parked.emplace(c->deadline, c);
         c->parked = true;
         epoll_event ev{};
         ev.events = (wait == ConnStep::kWaitWrite ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP | EPOLLONESHOT;
         ev.data.ptr = c;
-        if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev) == 0) return;
-        parked_.erase(c->parked_at);
+        if (::epoll_ctl(park_.epoll, EPOLL_CTL_ADD, c->fd, &ev) == 0) return;
+        park_.parked.erase(c->parked_at);
         c->parked = false;
       }
     }
@@ -213,22 +213,23 @@ class Connections {
     while (!stop_) {
       int timeout = 500;  // deadlines are kept to within this
       {
-        std::lock_guard<std::mutex> l(park_mu_);
-        if (!parked_.empty()) {
-          timeout =
-              static_cast<int>(std::clamp<int64_t>(parked_.begin()->first - MonotonicMs(), 0, 500));
+        std::lock_guard<std::mutex> l(park_.mu);
+        if (!park_.parked.empty()) {
+          timeout = static_cast<int>(
+              std::clamp<int64_t>(park_.parked.begin()->first - MonotonicMs(), 0, 500));
         }
       }
-      const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), timeout);
+      const int n =
+          ::epoll_wait(park_.epoll, events.data(), static_cast<int>(events.size()), timeout);
       woke.clear();
       expired.clear();
       {
-        std::lock_guard<std::mutex> l(park_mu_);
+        std::lock_guard<std::mutex> l(park_.mu);
         for (int i = 0; i < n; ++i) {
           auto* c = static_cast<Conn*>(events[i].data.ptr);
           if (c == nullptr) {
             uint64_t v;
-            if (::read(wake_, &v, sizeof v) < 0) {
+            if (::read(park_.wake, &v, sizeof v) < 0) {
             }
             continue;
           }
@@ -237,8 +238,8 @@ class Connections {
           woke.push_back(c);
         }
         const int64_t now = MonotonicMs();
-        while (!parked_.empty() && parked_.begin()->first <= now) {
-          Conn* c = parked_.begin()->second;
+        while (!park_.parked.empty() && park_.parked.begin()->first <= now) {
+          Conn* c = park_.parked.begin()->second;
           Unpark(c);
           expired.push_back(c);
         }
@@ -248,9 +249,9 @@ class Connections {
     }
     std::vector<Conn*> left;
     {
-      std::lock_guard<std::mutex> l(park_mu_);
-      while (!parked_.empty()) {
-        left.push_back(parked_.begin()->second);
+      std::lock_guard<std::mutex> l(park_.mu);
+      while (!park_.parked.empty()) {
+        left.push_back(park_.parked.begin()->second);
         Unpark(left.back());
       }
     }
@@ -272,10 +273,10 @@ class Connections {
     Close(c, c->phase == Conn::Phase::kIdle);
   }
 
-  void Unpark(Conn* c) {  // park_mu_ held
-    parked_.erase(c->parked_at);
+  void Unpark(Conn* c) {  // park_.mu held
+    park_.parked.erase(c->parked_at);
     c->parked = false;
-    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::epoll_ctl(park_.epoll, EPOLL_CTL_DEL, c->fd, nullptr);
   }
 
   // A request head is in hand: to an idle worker, or a new one.
@@ -430,10 +431,10 @@ class Connections {
 
   // A connection of `client` was closed (here, or by the stream pump).
   void Forget(const std::string& client) {
-    std::lock_guard<std::mutex> l(count_mu_);
-    auto it = per_client_.find(client);
-    if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
-    stats_->open = --open_;
+    std::lock_guard<std::mutex> l(counts_.mu);
+    auto it = counts_.per_client.find(client);
+    if (it != counts_.per_client.end() && --it->second <= 0) counts_.per_client.erase(it);
+    stats_->open = --counts_.open;
   }
 
   const HttpLimits limits_;
@@ -443,14 +444,20 @@ class Connections {
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> last_refusal_log_{-kMinute};
 
-  std::mutex count_mu_;
-  std::unordered_map<std::string, int> per_client_;
-  int open_ = 0;
+  // The connections open, in all and per client (the limits' counts).
+  struct Counts {
+    std::mutex mu;
+    std::unordered_map<std::string, int> per_client;
+    int open = 0;
+  } counts_;
 
-  std::mutex park_mu_;
-  int epoll_ = -1, wake_ = -1;
-  std::multimap<int64_t, Conn*> parked_;  // by deadline
-  std::thread parker_;
+  // Connections waiting for input in epoll until their deadline, and the thread that wakes them.
+  struct Parking {
+    std::mutex mu;
+    int epoll = -1, wake = -1;
+    std::multimap<int64_t, Conn*> parked;  // by deadline
+    std::thread thread;
+  } park_;
 
   std::mutex work_mu_;
   std::condition_variable work_cv_, done_cv_;

@@ -591,8 +591,9 @@ class ClusterState {
   PublishedJob Published(const JobRecord& j) const;  // what ListView shows, compactly
   api::JobView View(const JobRecord& j) const;
   // Job `id`'s list view changed without a row of it written (TakeViewChanges).
-  // At the end of a cycle: those of `jobs` (the pending ones it began with) whose reason changed
-  // (a reason is not stored) are touched.
+  // At the end of a cycle: notes the nodes its reasons name (nodes_in_reasons_), and touches
+  // those of `jobs` (the pending ones it began with) whose reason changed (a reason is not
+  // stored).
   void TouchChangedReasons(const std::vector<JobRecord*>& jobs);
   void TouchView(sched::JobId id) {
     if (view_changes_) view_changes_->push_back(id);
@@ -845,6 +846,13 @@ class ClusterState {
   uint64_t placements_total_ = 0;
   bool dirty_ = false;
   std::optional<std::vector<sched::JobId>> view_changes_;  // TakeViewChanges; null: not kept
+  // The nodes a reason of unhealthy nodes names, as of the last cycle (TouchChangedReasons): the
+  // first five of those no agent has registered for ("" when none), and whether a registered
+  // node may not take work either.
+  struct NodesInReasons {
+    std::string unregistered;
+    bool others = false;
+  } nodes_in_reasons_;
   // The earliest `begin:` of a pending job gated by it (0: none): Tick runs a cycle then.
   Time next_begin_ = 0;
   bool health_dirty_ = false;

@@ -167,8 +167,10 @@ void ClusterState::CheckProgress(Time now, Effects* fx) {
   for (sched::JobId id : progress_.Jobs()) {
     auto it = jobs_.find(id);
     // A finished job's reports stay an hour, for `hangar job` and `explain` on how it ended.
-    if (it == jobs_.end() || (job::IsFinal(it->second.state) && now - it->second.ended > kHour))
+    if (it == jobs_.end() || (job::IsFinal(it->second.state) && now - it->second.ended > kHour)) {
       progress_.Forget(id);
+      TouchView(id);  // its progress leaves its view
+    }
   }
   std::vector<std::pair<sched::JobId, ProgressBook::Hang>> hung;
   for (sched::JobId id : active_) {
@@ -184,7 +186,10 @@ void ClusterState::CheckProgress(Time now, Effects* fx) {
     if (auto h = progress_.CheckHang(id, j.attempt, since, timeout, live, now))
       hung.emplace_back(id, std::move(*h));
   }
-  for (const auto& [id, h] : hung) ActOnHang(jobs_.at(id), h, now, fx);
+  for (const auto& [id, h] : hung) {
+    TouchView(id);  // its view shows when it hung
+    ActOnHang(jobs_.at(id), h, now, fx);
+  }
 }
 
 void ClusterState::ActOnHang(JobRecord& j, const ProgressBook::Hang& h, Time now, Effects* fx) {

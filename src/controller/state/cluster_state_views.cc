@@ -41,28 +41,14 @@ PublishedJob ClusterState::Published(const JobRecord& j) const {
     // The scheduler sees a node no agent has registered for as one it may not use, like a
     // draining one; say which it is, since the fix differs (start its agent, not wait or
     // remediate).
-    if (j.reason_detail.empty() && j.reason.rule == sched::Rule::kNotNowUnhealthy) {
-      std::vector<std::string> unregistered;
-      bool others = false;
-      for (uint32_t n = 0; n < nodes_.size(); ++n) {
-        if (!nodes_[n].registered) {
-          unregistered.push_back(topology_->nodes()[n].name);
-        } else if (!usage_.node(n).condition.schedulable) {
-          others = true;
-        }
-      }
-      std::string list;
-      for (size_t i = 0; i < unregistered.size() && i < 5; ++i)
-        list += (i ? ", " : "") + unregistered[i];
-      if (unregistered.size() > 5)
-        list += " and " + std::to_string(unregistered.size() - 5) + " more";
-      if (!unregistered.empty()) {
-        reason =
-            others
-                ? reason + "; of them, " + list + " have not registered (no agent has connected)"
-                : "fits only on nodes that have not registered: no agent has connected for " +
-                      list + "; start `hangar agent` there (`hangar nodes` shows them as unknown)";
-      }
+    if (j.reason_detail.empty() && j.reason.rule == sched::Rule::kNotNowUnhealthy &&
+        !nodes_in_reasons_.unregistered.empty()) {
+      const std::string& list = nodes_in_reasons_.unregistered;
+      reason = nodes_in_reasons_.others
+                   ? reason + "; of them, " + list + " have not registered (no agent has connected)"
+                   : "fits only on nodes that have not registered: no agent has connected for " +
+                         list +
+                         "; start `hangar agent` there (`hangar nodes` shows them as unknown)";
     }
   } else if (j.state == JobState::kStarting || j.state == JobState::kRunning) {
     // Where it runs, not the message of an earlier attempt (a preemption's "preempted for job 4"
@@ -152,25 +138,29 @@ uint64_t ReasonDigest(const sched::Reason& r, const std::string& detail) {
 }  // namespace
 
 void ClusterState::TouchChangedReasons(const std::vector<JobRecord*>& jobs) {
-  if (!view_changes_) return;
-  // A reason of unhealthy nodes names the nodes not registered yet (View), which change without
-  // the reason: their digest joins such a reason's, computed once.
-  std::optional<uint64_t> nodes;
-  auto nodes_digest = [&] {
-    if (!nodes) {
-      std::string seen;
-      for (uint32_t n = 0; n < nodes_.size(); ++n) {
-        seen += !nodes_[n].registered ? 'u' : !usage_.node(n).condition.schedulable ? 'x' : '.';
-      }
-      nodes = ReasonDigest({}, seen);
+  // The nodes a reason of unhealthy nodes names (Published), as of this cycle, which gave the
+  // reasons: those no agent has registered for, and whether a registered one may not take work.
+  std::vector<std::string> unregistered;
+  bool others = false;
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    if (!nodes_[n].registered) {
+      unregistered.push_back(topology_->nodes()[n].name);
+    } else if (!usage_.node(n).condition.schedulable) {
+      others = true;
     }
-    return *nodes;
-  };
+  }
+  std::string list;
+  for (size_t i = 0; i < unregistered.size() && i < 5; ++i)
+    list += (i ? ", " : "") + unregistered[i];
+  if (unregistered.size() > 5) list += " and " + std::to_string(unregistered.size() - 5) + " more";
+  const uint64_t nodes = ReasonDigest({}, list + (others ? "+" : ""));
+  nodes_in_reasons_ = {std::move(list), others};
+  if (!view_changes_) return;
   for (JobRecord* p : jobs) {
     JobRecord& j = *p;
     uint64_t digest = ReasonDigest(j.reason, j.reason_detail);
     if (j.reason_detail.empty() && j.reason.rule == sched::Rule::kNotNowUnhealthy)
-      digest ^= nodes_digest() * 31;
+      digest ^= nodes * 31;
     if (digest == j.shown_reason) continue;
     j.shown_reason = digest;
     TouchView(j.id);

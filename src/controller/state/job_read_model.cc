@@ -150,10 +150,10 @@ void JobReadModel::Put(PublishedJob j) {
     }
   }
   const sched::JobId id = j.id;
-  changes_[id] = std::make_shared<const PublishedJob>(std::move(j));
+  changes_.emplace_back(id, std::make_shared<const PublishedJob>(std::move(j)));
 }
 
-void JobReadModel::Erase(sched::JobId id) { changes_[id] = nullptr; }
+void JobReadModel::Erase(sched::JobId id) { changes_.emplace_back(id, nullptr); }
 
 void JobReadModel::Clear() {
   changes_.clear();
@@ -165,16 +165,22 @@ std::shared_ptr<const JobsSnapshot> JobReadModel::Build() {
   auto next = std::make_shared<JobsSnapshot>(cleared_ ? JobsSnapshot() : *built_);
   cleared_ = false;
   if (changes_.empty()) return built_ = std::move(next);  // cleared, nothing put since
+  // By id, the last change of each id kept (stable: changes of one id keep their order).
+  std::stable_sort(changes_.begin(), changes_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto last_of_each = std::unique(changes_.rbegin(), changes_.rend(),
+                                  [](const auto& a, const auto& b) { return a.first == b.first; });
+  changes_.erase(changes_.begin(), last_of_each.base());
   constexpr sched::JobId kChunk = JobsSnapshot::kChunk;
   auto& chunks = next->chunks_;
   // Room for the lowest and the highest id changed (ids only grow, so the front rarely moves).
-  const sched::JobId lowest = changes_.begin()->first / kChunk * kChunk;
+  const sched::JobId lowest = changes_.front().first / kChunk * kChunk;
   if (chunks.empty()) next->base_ = lowest;
   if (lowest < next->base_) {
     chunks.insert(chunks.begin(), (next->base_ - lowest) / kChunk, nullptr);
     next->base_ = lowest;
   }
-  const sched::JobId highest = changes_.rbegin()->first;
+  const sched::JobId highest = changes_.back().first;
   if (highest >= next->base_ + chunks.size() * kChunk)
     chunks.resize((highest - next->base_) / kChunk + 1);
   // Each chunk a change falls in is copied once, then changed in place before it is shared.

@@ -16,11 +16,11 @@
 #include <bitset>
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/views.h"
@@ -125,7 +125,8 @@ class JobReadModel {
 
  private:
   std::shared_ptr<const JobsSnapshot> built_;
-  std::map<sched::JobId, std::shared_ptr<const PublishedJob>> changes_;  // null: erased
+  // Since the last Build, in the order made (an id may repeat: the last counts); null: erased.
+  std::vector<std::pair<sched::JobId, std::shared_ptr<const PublishedJob>>> changes_;
   bool cleared_ = false;
   std::array<std::shared_ptr<const std::string>, 8> recent_reasons_;  // Put's, round robin
   size_t next_reason_ = 0;

@@ -54,6 +54,20 @@ TEST(JobReadModelTest, ASnapshotNeverChangesOnceBuilt) {
   EXPECT_EQ(m.Build(), second) << "no change: the same snapshot";
 }
 
+TEST(JobReadModelTest, TheLastChangeOfAJobInABatchCounts) {
+  JobReadModel m;
+  m.Put(Job(5));
+  m.Erase(5);
+  m.Put(Job(5, "alice", job::JobState::kRunning));
+  m.Put(Job(9));
+  m.Erase(9);
+  auto s = m.Build();
+  EXPECT_EQ(s->size(), 1u);
+  ASSERT_NE(s->Find(5), nullptr);
+  EXPECT_EQ(s->Find(5)->state, job::JobState::kRunning);
+  EXPECT_EQ(s->Find(9), nullptr);
+}
+
 TEST(JobReadModelTest, PublishedIsWhatWasPublishedNotWhatWasBuilt) {
   JobReadModel m;
   EXPECT_EQ(m.Current()->size(), 0u);

@@ -93,8 +93,8 @@ class ControllerEngine final : public Engine {
   const std::vector<SimJob>& jobs() const override { return jobs_; }
   const std::vector<SimJobResult>& results() const override { return results_; }
   int64_t cycles() const override { return cycles_; }
-  int64_t busy_gpu_ms() const override { return busy_gpu_ms_; }
-  const std::vector<int64_t>& queue_gpu_ms() const override { return queue_gpu_ms_; }
+  int64_t busy_gpu_ms() const override { return gpu_use_.busy_gpu_ms; }
+  const std::vector<int64_t>& queue_gpu_ms() const override { return gpu_use_.queue_gpu_ms; }
 
  private:
   // What a simulated agent will report, and when.
@@ -154,16 +154,22 @@ class ControllerEngine final : public Engine {
   std::vector<std::string> queue_name_;  // by tree index
   std::priority_queue<AgentEvent, std::vector<AgentEvent>, std::greater<>> events_;
   uint64_t seq_ = 0;
-  int64_t cycles_ = 0, busy_gpu_ms_ = 0, allocated_milli_ = 0;
+  int64_t cycles_ = 0;
   size_t pending_ = 0;
   // For the observer's waits (scenarios): jobs waiting now, the last rule each was reported with,
   // and refusals at submission (the controller's "never") to report after this instant's cycles.
-  std::set<size_t> waiting_;
-  std::vector<sched::Rule> last_rule_;
-  std::vector<std::pair<size_t, sched::Reason>> refused_;
+  struct Waits {
+    std::set<size_t> waiting;
+    std::vector<sched::Rule> last_rule;
+    std::vector<std::pair<size_t, sched::Reason>> refused;
+  } waits_;
   void ReportWaits(Time now);
-  Time last_account_ = 0;
-  std::vector<int64_t> queue_gpu_ms_, queue_milli_;
+  // GPU time used, in all and by queue, accounted up to `last`; the GPUs allocated now.
+  struct GpuUse {
+    Time last = 0;
+    int64_t busy_gpu_ms = 0, allocated_milli = 0;
+    std::vector<int64_t> queue_gpu_ms, queue_milli;
+  } gpu_use_;
 };
 
 Status ControllerEngine::Setup() {
@@ -200,8 +206,8 @@ Status ControllerEngine::Setup() {
     HANGAR_RETURN_IF_ERROR(state_->ApplyQueues(config_.queue_specs, Ctl(0), &fx, &summary));
     HANGAR_RETURN_IF_ERROR(Apply(fx, 0));
     const auto& nodes = config_.queues->nodes();
-    queue_gpu_ms_.assign(nodes.size(), 0);
-    queue_milli_.assign(nodes.size(), 0);
+    gpu_use_.queue_gpu_ms.assign(nodes.size(), 0);
+    gpu_use_.queue_milli.assign(nodes.size(), 0);
     for (const auto& q : nodes) queue_name_.push_back(q.name);
   }
   return Status::Ok();
@@ -212,7 +218,7 @@ Status ControllerEngine::Run() {
   results_.assign(n, {});
   remaining_.resize(n);
   live_.assign(n, {});
-  last_rule_.assign(n, sched::Rule::kNone);
+  waits_.last_rule.assign(n, sched::Rule::kNone);
   ctl_id_.assign(n, 0);
   queue_leaf_.assign(n, 0);
   index_of_id_.assign(1, SIZE_MAX);
@@ -228,7 +234,7 @@ Status ControllerEngine::Run() {
     return jobs_[a].submit != jobs_[b].submit ? jobs_[a].submit < jobs_[b].submit
                                               : jobs_[a].seq < jobs_[b].seq;
   });
-  last_account_ = n ? jobs_[arrivals[0]].submit : 0;
+  gpu_use_.last = n ? jobs_[arrivals[0]].submit : 0;
   size_t next = 0;
   while (next < n || !events_.empty()) {
     Time t = kNever;
@@ -253,7 +259,7 @@ Status ControllerEngine::Run() {
       state_->Schedule(Ctl(t), &fx);
       cycles_ += any;
       HANGAR_RETURN_IF_ERROR(Apply(fx, t));
-      if (any && observer_.on_cycle) observer_.on_cycle(t, allocated_milli_, pending_);
+      if (any && observer_.on_cycle) observer_.on_cycle(t, gpu_use_.allocated_milli, pending_);
       while (!events_.empty() && events_.top().t <= t) {
         const AgentEvent e = events_.top();
         events_.pop();
@@ -284,7 +290,7 @@ Status ControllerEngine::Submit(size_t j, Time now) {
     if (id.status().code() == StatusCode::kOutOfRange) {
       results_[j].never = true;
       if (observer_.on_wait)
-        refused_.emplace_back(j, sched::placement::CheckNever(*topology_, *jobs_[j].request));
+        waits_.refused.emplace_back(j, sched::placement::CheckNever(*topology_, *jobs_[j].request));
       return Status::Ok();
     }
     return id.status();
@@ -295,16 +301,17 @@ Status ControllerEngine::Submit(size_t j, Time now) {
   ctl_id_[j] = *id;
   queue_leaf_[j] = static_cast<int>(jobs_[j].queue);
   ++pending_;
-  waiting_.insert(j);
+  waits_.waiting.insert(j);
   return Apply(fx, now);
 }
 
 void ControllerEngine::Account(Time now) {
-  if (now <= last_account_) return;
-  const Duration dt = now - last_account_;
-  busy_gpu_ms_ += allocated_milli_ * dt / 1000;
-  for (size_t q = 0; q < queue_milli_.size(); ++q) queue_gpu_ms_[q] += queue_milli_[q] * dt / 1000;
-  last_account_ = now;
+  if (now <= gpu_use_.last) return;
+  const Duration dt = now - gpu_use_.last;
+  gpu_use_.busy_gpu_ms += gpu_use_.allocated_milli * dt / 1000;
+  for (size_t q = 0; q < gpu_use_.queue_milli.size(); ++q)
+    gpu_use_.queue_gpu_ms[q] += gpu_use_.queue_milli[q] * dt / 1000;
+  gpu_use_.last = now;
 }
 
 void ControllerEngine::Charge(size_t j, const std::vector<int64_t>& charge, Charging how) {
@@ -312,7 +319,7 @@ void ControllerEngine::Charge(size_t j, const std::vector<int64_t>& charge, Char
   if (!config_.queues || charge.empty()) return;
   const auto& nodes = config_.queues->nodes();
   for (int q = queue_leaf_[j]; q >= 0; q = nodes[q].parent)
-    queue_milli_[q] += sign * charge[sched::queue::kGpu];
+    gpu_use_.queue_milli[q] += sign * charge[sched::queue::kGpu];
 }
 
 Status ControllerEngine::Apply(Effects& fx, Time now) {
@@ -342,13 +349,13 @@ Status ControllerEngine::OnLaunch(const std::string& node, const pb::Launch& l, 
     live.attempt = l.attempt();
     live.end = now + remaining_[j];
     live.milli = jobs_[j].request->total_milli_gpu;
-    allocated_milli_ += live.milli;
+    gpu_use_.allocated_milli += live.milli;
     if (config_.queues) {
       live.charge = config_.queues->Charge(*jobs_[j].request, nullptr, *topology_);
       Charge(j, live.charge, Charging::kAdd);
     }
     --pending_;
-    waiting_.erase(j);
+    waits_.waiting.erase(j);
     results_[j].first_start = std::min(results_[j].first_start, now);
     events_.push({live.end, AgentEvent::kExit, seq_++, j, live.attempt, "", ""});
     if (observer_.on_start) {
@@ -380,7 +387,7 @@ void ControllerEngine::OnStop(const std::string& node, const pb::Stop& s, Time n
     remaining_[j] = std::max<Duration>(0, live.end - now) + config_.restore_cost;
     results_[j].preemptions++;
     ++pending_;
-    waiting_.insert(j);
+    waits_.waiting.insert(j);
     if (observer_.on_preempt) {
       // The controller's words: "preempted for job N: why".
       sched::Preemption p;
@@ -405,19 +412,19 @@ void ControllerEngine::OnStop(const std::string& node, const pb::Stop& s, Time n
 }
 
 void ControllerEngine::ReportWaits(Time now) {
-  for (const auto& [j, reason] : refused_) {
+  for (const auto& [j, reason] : waits_.refused) {
     sched::Verdict v;
     v.job = jobs_[j].id;
     v.reason = reason;
     observer_.on_wait(now, jobs_[j], v);
   }
-  refused_.clear();
-  for (size_t j : waiting_) {
+  waits_.refused.clear();
+  for (size_t j : waits_.waiting) {
     const controller::JobRecord* rec = state_->FindJob(ctl_id_[j]);
-    if (!rec || rec->state != job::JobState::kPending || rec->reason.rule == last_rule_[j])
+    if (!rec || rec->state != job::JobState::kPending || rec->reason.rule == waits_.last_rule[j])
       continue;
     if (rec->reason.rule == sched::Rule::kNone) continue;
-    last_rule_[j] = rec->reason.rule;
+    waits_.last_rule[j] = rec->reason.rule;
     sched::Verdict v;
     v.job = jobs_[j].id;
     v.reason = rec->reason;
@@ -433,7 +440,7 @@ Status ControllerEngine::Deliver(const AgentEvent& e, Time now) {
     if (live.stopping || live.attempt != e.attempt || live.tasks.empty())
       return Status::Ok();  // preempted meanwhile
     const auto tasks = live.tasks;
-    allocated_milli_ -= live.milli;
+    gpu_use_.allocated_milli -= live.milli;
     Charge(e.job, live.charge, Charging::kRemove);
     live = {};
     remaining_[e.job] = 0;
@@ -450,7 +457,7 @@ Status ControllerEngine::Deliver(const AgentEvent& e, Time now) {
                            [&](const auto& t) { return t.second == e.task; });
     if (it != live.tasks.end()) live.tasks.erase(it);
     if (live.tasks.empty()) {
-      allocated_milli_ -= live.milli;
+      gpu_use_.allocated_milli -= live.milli;
       Charge(e.job, live.charge, Charging::kRemove);
       live = {};
     }
