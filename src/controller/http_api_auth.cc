@@ -68,8 +68,8 @@ void HttpApi::AuthRoutes() {
                  Reply(res, 200, {{"audit", out}});
                }));
   s.Get(
-      "/v1/whoami", Handle(std::nullopt, [this](const Principal& who, const httplib::Request&,
-                                                httplib::Response& res) {
+      "/v1/whoami", Handle(std::nullopt, [](const Principal& who, const httplib::Request&,
+                                            httplib::Response& res) {
         nlohmann::json out = {
             {"user", who.user}, {"role", std::string(RoleName(who.role))}, {"open", who.open}};
         // Who this caller's tasks would run as (none with --auth none: the agents' own user).
