@@ -24,30 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "child_process.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-double Pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1,
-                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double RssMiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
-  }
-  return 0;
-}
 
 const char* kJob = "name: queued\ntasks: [{gpus: 1, command: [/bin/true]}]\n";
 

@@ -158,21 +158,8 @@ std::unordered_map<uint64_t, int> ClusterState::RunningArrayElements() const {
 }
 
 bool ClusterState::MatchesFilter(const JobRecord& j, const JobFilter& f) const {
-  const job::JobSpec& s = j.spec->spec;
-  if (f.array && j.array_id != f.array) return false;
-  if (!f.user.empty() && s.user != f.user) return false;
-  if (!f.queue.empty() && s.queue != f.queue) return false;
-  if (!NameMatches(s.name, f.name)) return false;
-  if (!f.state.empty()) {
-    if (f.state == "held") {
-      if (!j.held || j.state != JobState::kPending) return false;
-    } else if (job::JobStateName(j.state) != f.state) {
-      return false;
-    }
-  }
-  if (f.since && j.submitted < f.since) return false;
-  if (f.until && j.submitted >= f.until) return false;
-  return true;
+  return controller::MatchesFilter(
+      FilterFacts{j.spec->spec, j.array_id, j.state, j.held, j.submitted}, f);
 }
 
 // Calls fn(id, record or null) for the candidates of `f`, newest first, below the cursor, until fn

@@ -9,6 +9,8 @@
 
 #include "api/views.h"
 #include "common/time.h"
+#include "job/job_spec.h"
+#include "job/job_state.h"
 #include "sched/snapshot.h"
 
 namespace hangar::controller {
@@ -34,6 +36,18 @@ struct JobPage {
   size_t more = 0;        // matching jobs after this page (at least this many when more_at_least)
   bool more_at_least = false;  // counting stopped after kCountScan candidates past the page
 };
+
+// What a filter looks at of a job: the state's record and the read model's entry alike.
+struct FilterFacts {
+  const job::JobSpec& spec;
+  uint64_t array_id;
+  job::JobState state;
+  bool held;
+  Time submitted;
+};
+
+// Whether a job with `facts` matches `f`, the ids and the cursor aside.
+bool MatchesFilter(const FilterFacts& facts, const JobFilter& f);
 
 // Whether `name` matches the filter's name: exact, or a prefix ending in '*'.
 bool NameMatches(const std::string& name, const std::string& pattern);
