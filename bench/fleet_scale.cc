@@ -11,6 +11,7 @@
 //     counted.
 //
 //   fleet_scale [--nodes N] [--json] [--no-million]   (N: 1024, 2560, 5120 or 10240)
+//   (each form also takes --hangar PATH: another build's binary, to compare one after the other)
 //   fleet_scale --store postgres[://URL] [--rounds N] [--nodes N] [--json]
 //   fleet_scale --compare-tls [--nodes N] [--rounds N] [--json]
 // With --compare-tls (issue 16), the same fleet over plaintext and over mutual TLS, each agent on a
@@ -53,8 +54,10 @@ namespace fs = std::filesystem;
 using hangar::kSecond;
 using hangar::Status;
 
+std::string binary = HANGAR_BINARY;  // --hangar: another build's, to compare one after the other
+
 Proc Spawn(const std::vector<std::string>& args, const std::string& log) {
-  return ::Spawn(HANGAR_BINARY, args, log);
+  return ::Spawn(binary, args, log);
 }
 
 double CpuSeconds(pid_t pid) {
@@ -508,10 +511,12 @@ int main(int argc, char** argv) {
       million = false;
     else if (!std::strcmp(argv[i], "--compare-tls"))
       compare_tls = true;
+    else if (!std::strcmp(argv[i], "--hangar") && i + 1 < argc)
+      binary = argv[++i];
     else {
       std::fprintf(stderr,
-                   "usage: fleet_scale [--nodes N] [--json] [--no-million] [--store "
-                   "postgres[://URL] [--rounds N]]\n"
+                   "usage: fleet_scale [--hangar PATH] [--nodes N] [--json] [--no-million] "
+                   "[--store postgres[://URL] [--rounds N]]\n"
                    "       fleet_scale --compare-tls [--nodes N] [--rounds N] [--json]\n");
       return 2;
     }

@@ -26,18 +26,15 @@ PublishedJob ClusterState::Published(const JobRecord& j) const {
   v.ended = j.ended;
   v.attempt = j.attempt;
   v.restarts = j.restarts;
-  v.message = j.message;
   v.array_id = j.array_id;
   v.array_index = j.array_index;
   v.held = j.held;
-  v.staging_ms = j.staging_ms;
-  v.staging_gpu_ms = j.staging_gpu_ms;
   std::string reason;
   if (j.state == JobState::kPending || j.state == JobState::kPreempting) {
     reason = !j.reason_detail.empty()              ? j.reason_detail
              : j.reason.rule == sched::Rule::kNone ? "waiting for the next scheduling cycle"
                                                    : j.reason.ToString(*topology_);
-    v.reason_rule = j.reason.RuleName();
+    v.rule = j.reason.rule;
     // The scheduler sees a node no agent has registered for as one it may not use, like a
     // draining one; say which it is, since the fix differs (start its agent, not wait or
     // remediate).
@@ -75,9 +72,14 @@ PublishedJob ClusterState::Published(const JobRecord& j) const {
   }
   v.reason = std::make_shared<const std::string>(std::move(reason));
   nlohmann::json progress = progress_.Json(j.id);
-  if (j.tasks.empty() && progress.is_null()) return v;
-  auto running = std::make_shared<PublishedJob::Running>();
-  running->progress = std::move(progress);
+  if (j.tasks.empty() && progress.is_null() && j.message.empty() && !j.staging_ms &&
+      !j.staging_gpu_ms)
+    return v;
+  auto details = std::make_shared<PublishedJob::Details>();
+  details->progress = std::move(progress);
+  details->message = j.message;
+  details->staging_ms = j.staging_ms;
+  details->staging_gpu_ms = j.staging_gpu_ms;
   const job::JobSpec& s = j.spec->spec;
   static const char* kPhase[] = {"launching", "running", "ended"};
   for (const auto& t : j.tasks) {
@@ -93,9 +95,9 @@ PublishedJob ClusterState::Published(const JobRecord& j) const {
     tv.state = t.lost ? "lost" : kPhase[static_cast<int>(t.phase)];
     tv.exit_code = t.exit_code;
     tv.signal = t.signal;
-    running->tasks.push_back(std::move(tv));
+    details->tasks.push_back(std::move(tv));
   }
-  v.running = std::move(running);
+  v.details = std::move(details);
   return v;
 }
 

@@ -25,18 +25,18 @@ api::JobView PublishedJob::View() const {
   v.ended = ended;
   v.attempt = attempt;
   v.restarts = restarts;
-  v.message = message;
   v.array_id = array_id;
   v.array_index = array_index;
   v.held = held;
-  v.staging_ms = staging_ms;
-  v.staging_gpu_ms = staging_gpu_ms;
   if (reason) v.reason = *reason;
-  v.reason_rule = std::string(reason_rule);
+  if (rule) v.reason_rule = std::string(sched::Reason{.rule = *rule}.RuleName());
   v.interactive = s.interactive;
-  if (running) {
-    v.progress = running->progress;
-    v.task_views = running->tasks;
+  if (details) {
+    v.message = details->message;
+    v.staging_ms = details->staging_ms;
+    v.staging_gpu_ms = details->staging_gpu_ms;
+    v.progress = details->progress;
+    v.task_views = details->tasks;
   }
   return v;
 }
@@ -61,7 +61,8 @@ const PublishedJob* JobsSnapshot::Find(sched::JobId id) const {
   if (id < base_) return nullptr;
   const sched::JobId c = (id - base_) / kChunk;
   if (c >= chunks_.size() || !chunks_[c]) return nullptr;
-  return chunks_[c]->jobs[(id - base_) % kChunk].get();
+  const PublishedJob& j = chunks_[c]->jobs[(id - base_) % kChunk];
+  return j.spec ? &j : nullptr;
 }
 
 uint64_t JobsSnapshot::UserDigest(const std::string& user) {
@@ -77,10 +78,10 @@ void JobsSnapshot::ForEachNewest(sched::JobId below, const Candidates& which,
     const sched::JobId first = base_ + c * kChunk;
     if (below && first >= below) continue;
     for (sched::JobId i = kChunk; i-- > 0;) {
-      if (!chunk.jobs[i] || (below && first + i >= below)) continue;
+      if (!chunk.jobs[i].spec || (below && first + i >= below)) continue;
       if (which.pending_only && !chunk.pending[i]) continue;
       if (which.user && chunk.user[i] != user) continue;
-      if (!fn(*chunk.jobs[i])) return;
+      if (!fn(chunk.jobs[i])) return;
     }
   }
 }
@@ -136,11 +137,14 @@ void JobReadModel::Put(PublishedJob j) {
       recent_reasons_[next_reason_++ % recent_reasons_.size()] = j.reason;
     }
   }
-  const sched::JobId id = j.id;
-  changes_.emplace_back(id, std::make_shared<const PublishedJob>(std::move(j)));
+  changes_.push_back(std::move(j));
 }
 
-void JobReadModel::Erase(sched::JobId id) { changes_.emplace_back(id, nullptr); }
+void JobReadModel::Erase(sched::JobId id) {
+  PublishedJob gone;
+  gone.id = id;
+  changes_.push_back(std::move(gone));
+}
 
 void JobReadModel::Clear() {
   changes_.clear();
@@ -154,20 +158,20 @@ std::shared_ptr<const JobsSnapshot> JobReadModel::Build() {
   if (changes_.empty()) return built_ = std::move(next);  // cleared, nothing put since
   // By id, the last change of each id kept (stable: changes of one id keep their order).
   std::stable_sort(changes_.begin(), changes_.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+                   [](const auto& a, const auto& b) { return a.id < b.id; });
   auto last_of_each = std::unique(changes_.rbegin(), changes_.rend(),
-                                  [](const auto& a, const auto& b) { return a.first == b.first; });
+                                  [](const auto& a, const auto& b) { return a.id == b.id; });
   changes_.erase(changes_.begin(), last_of_each.base());
   constexpr sched::JobId kChunk = JobsSnapshot::kChunk;
   auto& chunks = next->chunks_;
   // Room for the lowest and the highest id changed (ids only grow, so the front rarely moves).
-  const sched::JobId lowest = changes_.front().first / kChunk * kChunk;
+  const sched::JobId lowest = changes_.front().id / kChunk * kChunk;
   if (chunks.empty()) next->base_ = lowest;
   if (lowest < next->base_) {
     chunks.insert(chunks.begin(), (next->base_ - lowest) / kChunk, nullptr);
     next->base_ = lowest;
   }
-  const sched::JobId highest = changes_.back().first;
+  const sched::JobId highest = changes_.back().id;
   if (highest >= next->base_ + chunks.size() * kChunk)
     chunks.resize((highest - next->base_) / kChunk + 1);
   // Each chunk a change falls in is copied once, then changed in place before it is shared.
@@ -179,7 +183,8 @@ std::shared_ptr<const JobsSnapshot> JobReadModel::Build() {
         open->count ? std::shared_ptr<const JobsSnapshot::Chunk>(std::move(open)) : nullptr;
     open.reset();
   };
-  for (auto& [id, view] : changes_) {
+  for (PublishedJob& view : changes_) {
+    const sched::JobId id = view.id;
     const size_t c = (id - next->base_) / kChunk;
     if (!open || c != open_index) {
       close();
@@ -188,12 +193,12 @@ std::shared_ptr<const JobsSnapshot> JobReadModel::Build() {
       open_index = c;
     }
     const size_t i = (id - next->base_) % kChunk;
-    auto& slot = open->jobs[i];
-    if (slot) --open->count, --next->size_;
+    PublishedJob& slot = open->jobs[i];
+    if (slot.spec) --open->count, --next->size_;
     slot = std::move(view);
-    open->pending[i] = slot && slot->state == job::JobState::kPending;
-    open->user[i] = slot ? JobsSnapshot::UserDigest(slot->user()) : 0;
-    if (slot) ++open->count, ++next->size_;
+    open->pending[i] = slot.spec && slot.state == job::JobState::kPending;
+    open->user[i] = slot.spec ? JobsSnapshot::UserDigest(slot.user()) : 0;
+    if (slot.spec) ++open->count, ++next->size_;
   }
   close();
   changes_.clear();

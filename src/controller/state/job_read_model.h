@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -32,28 +33,29 @@
 
 namespace hangar::controller {
 
-// One job as the read model holds it, compactly (a million queued jobs are published too):
-// what its spec says is its interned spec entry, shared with every job of the same spec; its
-// reason's text is shared with the jobs published before it that read the same; its tasks and
-// progress only when it has them.
+// One job as the read model holds it, compactly (a million queued jobs are published too), by
+// value in its chunk: what its spec says is its interned spec entry, shared with every job of the
+// same spec; its reason's text is shared with the jobs published before it that read the same;
+// what few jobs have (tasks, progress, a message, staging time) sits behind one pointer that a
+// queued job leaves null. About 112 bytes a job.
 struct PublishedJob {
-  struct Running {
+  struct Details {
     std::vector<api::TaskView> tasks;
     nlohmann::json progress;  // null: none reported
+    std::string message;
+    int64_t staging_ms = 0, staging_gpu_ms = 0;
   };
-  std::shared_ptr<const SpecEntry> spec;
+  std::shared_ptr<const SpecEntry> spec;  // null: an empty slot
+  std::shared_ptr<const std::string> reason;
+  std::shared_ptr<const Details> details;  // null: none of them
   uint64_t id = 0;
-  job::JobState state = job::JobState::kPending;
-  bool held = false;
   Time submitted = 0, started = 0, ended = 0;
-  uint32_t attempt = 0, restarts = 0;
   uint64_t array_id = 0;
   int64_t array_index = -1;
-  int64_t staging_ms = 0, staging_gpu_ms = 0;
-  std::shared_ptr<const std::string> reason;
-  std::string_view reason_rule;  // a scheduler rule's name (static); empty unless it waits
-  std::string message;
-  std::shared_ptr<const Running> running;  // null: no task and no progress
+  uint32_t attempt = 0, restarts = 0;
+  job::JobState state = job::JobState::kPending;
+  bool held = false;
+  std::optional<sched::Rule> rule;  // the scheduler's rule, while it waits
   // The job as a list shows it (api::JobView, its spec null).
   api::JobView View() const;
   const std::string& user() const { return spec->spec.user; }
@@ -83,7 +85,7 @@ class JobsSnapshot {
   friend class JobReadModel;
   static constexpr sched::JobId kChunk = 256;
   struct Chunk {
-    std::array<std::shared_ptr<const PublishedJob>, kChunk> jobs;
+    std::array<PublishedJob, kChunk> jobs;  // spec null: no job
     std::array<uint64_t, kChunk> user{};  // UserDigest of each job's user
     std::bitset<kChunk> pending;
     size_t count = 0;
@@ -125,8 +127,9 @@ class JobReadModel {
 
  private:
   std::shared_ptr<const JobsSnapshot> built_;
-  // Since the last Build, in the order made (an id may repeat: the last counts); null: erased.
-  std::vector<std::pair<sched::JobId, std::shared_ptr<const PublishedJob>>> changes_;
+  // Since the last Build, in the order made (an id may repeat: the last counts); spec null:
+  // erased.
+  std::vector<PublishedJob> changes_;
   bool cleared_ = false;
   std::array<std::shared_ptr<const std::string>, 8> recent_reasons_;  // Put's, round robin
   size_t next_reason_ = 0;

@@ -38,19 +38,22 @@ auto kAll = [](const PublishedJob&) { return true; };
 TEST(JobReadModelTest, ASnapshotNeverChangesOnceBuilt) {
   JobReadModel m;
   for (sched::JobId id = 1; id <= 3; ++id) m.Put(Job(id));
+  m.Put(Job(1000));  // in a chunk of its own
   auto first = m.Build();
   m.Put(Job(2, "alice", job::JobState::kRunning));
   m.Erase(3);
   m.Put(Job(4));
   auto second = m.Build();
-  ASSERT_EQ(first->size(), 3u);
+  ASSERT_EQ(first->size(), 4u);
   EXPECT_EQ(first->Find(2)->state, job::JobState::kPending);
   ASSERT_NE(first->Find(3), nullptr);
   EXPECT_EQ(first->Find(4), nullptr);
-  EXPECT_EQ(second->size(), 3u);
+  EXPECT_EQ(second->size(), 4u);
   EXPECT_EQ(second->Find(2)->state, job::JobState::kRunning);
   EXPECT_EQ(second->Find(3), nullptr);
-  EXPECT_EQ(second->Find(1), first->Find(1)) << "an unchanged job's view is shared, not copied";
+  EXPECT_EQ(second->Find(1000), first->Find(1000)) << "a chunk no change fell in is shared";
+  EXPECT_NE(second->Find(1), first->Find(1)) << "a chunk a change fell in is copied";
+  EXPECT_EQ(second->Find(1)->spec, first->Find(1)->spec) << "its jobs' specs are shared";
   EXPECT_EQ(m.Build(), second) << "no change: the same snapshot";
 }
 
@@ -208,6 +211,47 @@ TEST(JobReadModelTest, JobsThatReadTheSameReasonShareItsText) {
   auto s = m.Build();
   EXPECT_EQ(s->Find(1)->reason, s->Find(2)->reason) << "one text for both";
   EXPECT_EQ(*s->Find(3)->reason, "needs 16 GPUs under one leaf");
+}
+
+TEST(JobReadModelTest, WhatFewJobsHaveSitsBehindOnePointer) {
+  JobReadModel m;
+  PublishedJob waiting = Job(1);
+  waiting.rule = sched::Rule::kNotNowDomain;
+  PublishedJob ran = Job(2, "alice", job::JobState::kRunning);
+  auto details = std::make_shared<PublishedJob::Details>();
+  details->message = "preempted for job 4";
+  details->staging_ms = 1500;
+  details->staging_gpu_ms = 12000;
+  api::TaskView task;
+  task.node = "n-1";
+  task.gpus = {0, 1};
+  task.state = "running";
+  details->tasks.push_back(task);
+  details->progress = {{"step", 10}};
+  ran.details = details;
+  m.Put(waiting);
+  m.Put(ran);
+  m.Erase(3);  // never put: nothing to erase
+  auto s = m.Build();
+  EXPECT_EQ(s->size(), 2u);
+  EXPECT_EQ(s->Find(3), nullptr) << "an empty slot of a chunk is no job";
+  api::JobView w = s->Find(1)->View();
+  EXPECT_EQ(w.reason_rule, "topology-domain");
+  EXPECT_TRUE(w.message.empty());
+  EXPECT_TRUE(w.task_views.empty());
+  EXPECT_TRUE(w.progress.is_null());
+  api::JobView r = s->Find(2)->View();
+  EXPECT_EQ(r.reason_rule, "") << "only a waiting job names a rule";
+  EXPECT_EQ(r.message, "preempted for job 4");
+  EXPECT_EQ(r.staging_ms, 1500);
+  EXPECT_EQ(r.staging_gpu_ms, 12000);
+  ASSERT_EQ(r.task_views.size(), 1u);
+  EXPECT_EQ(r.task_views[0].node, "n-1");
+  EXPECT_EQ(r.progress["step"], 10);
+  m.Erase(2);
+  auto after = m.Build();
+  EXPECT_EQ(after->Find(2), nullptr);
+  EXPECT_NE(s->Find(2), nullptr) << "the snapshot before the erase still holds it";
 }
 
 }  // namespace
