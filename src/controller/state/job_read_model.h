@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,7 +86,7 @@ class JobsSnapshot {
   static constexpr sched::JobId kChunk = 256;
   struct Chunk {
     std::array<PublishedJob, kChunk> jobs;  // spec null: no job
-    std::array<uint64_t, kChunk> user{};  // UserDigest of each job's user
+    std::array<uint64_t, kChunk> user{};    // UserDigest of each job's user
     std::bitset<kChunk> pending;
     size_t count = 0;
   };
