@@ -127,10 +127,10 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuBackend> backend, Clock* c
 }
 
 Agent::~Agent() {
-  StopAllPreflights();   // their threads launch tasks and write to the stream
-  maintenance_.reset();  // its commands' answers stop before the stream goes
-  socket_.reset();       // stops its thread before anything it uses goes
-  drainer_.reset();      // likewise (after the drain in progress)
+  preflights_.StopAll();  // their threads launch tasks and write to the stream
+  maintenance_.reset();   // its commands' answers stop before the stream goes
+  socket_.reset();        // stops its thread before anything it uses goes
+  drainer_.reset();       // likewise (after the drain in progress)
   std::lock_guard<std::mutex> l(validation_mu_);
   if (validation_.joinable()) validation_.join();
 }
@@ -147,6 +147,17 @@ bool Agent::SafeTaskId(const std::string& task_id) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' ||
            c == '-' || c == '_';
   });
+}
+
+void Agent::InitMig() {
+  std::map<std::string, std::vector<MigSlot>> claims;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, rec] : records_) {
+      if (!rec.ended && !rec.mig.empty()) claims[id] = rec.mig;
+    }
+  }
+  mig_.Init(options_.mig_layout, &gpus_.gpus, std::move(claims));
 }
 
 Status Agent::Init() {
@@ -360,15 +371,11 @@ pb::Register Agent::RegisterMessage() {
   pb::Inventory* inv = reg.mutable_inventory();
   inv->set_node(options_.node);
   inv->set_address(options_.address);
-  {
-    std::lock_guard<std::mutex> l(mig_mu_);
-    for (const auto& g : gpus_.gpus) {
-      pb::GpuInfo* out = inv->add_gpus();
-      *out = g;
-      auto it = mig_layouts_.find(g.index());
-      if (it != mig_layouts_.end()) {
-        for (const auto& mi : it->second) *out->add_mig_layout() = mi;
-      }
+  for (const auto& g : gpus_.gpus) {
+    pb::GpuInfo* out = inv->add_gpus();
+    *out = g;
+    if (g.mig()) {
+      for (const auto& mi : mig_.LayoutOf(g.index())) *out->add_mig_layout() = mi;
     }
   }
   inv->set_milli_cpu(options_.milli_cpu);
@@ -425,7 +432,13 @@ void Agent::Run(const std::atomic<bool>* stop) {
   std::thread reaper([this, stop] { ReaperLoop(stop); });
   std::thread heartbeat([this, stop] { HeartbeatLoop(stop); });
   std::thread stager([this, stop] { StageLoop(stop); });
-  std::thread mig([this, stop] { MigLoop(stop); });
+  std::thread mig([this, stop] {
+    mig_.Loop(stop, [this](const pb::MigReshaped& done) {
+      pb::AgentMessage m;
+      *m.mutable_mig_reshaped() = done;
+      Write(m);
+    });
+  });
   Duration backoff = 100;
   while (!*stop) {
     const Time started = clock_->Now();
@@ -618,7 +631,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
       HandleStage(m.stage());
       break;
     case pb::ControllerMessage::kMigReshape:
-      HandleMigReshape(m.mig_reshape());
+      mig_.Enqueue(m.mig_reshape());
       break;
     case pb::ControllerMessage::kMaintenanceCommand:
       maintenance_->Handle(m.maintenance_command());
@@ -632,7 +645,10 @@ void Agent::Handle(const pb::ControllerMessage& m) {
 }
 
 void Agent::HandleStop(const pb::Stop& s) {
-  if (StopPreflight(s.task_id())) return;
+  if (preflights_.Stop(s.task_id())) {
+    spdlog::info("agent {}: task {} stopped during its gang preflight", options_.node, s.task_id());
+    return;
+  }
   Status st;
   if (s.checkpoint_signal() != 0) {
     const Duration kill_grace = s.kill_grace_ms() > 0 ? s.kill_grace_ms() : 10 * kSecond;
@@ -804,7 +820,7 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);
   ReleaseMps(r);
-  ReleaseMigInstances(r.task_id);
+  mig_.Release(r.task_id);
   spdlog::info("agent {}: task {} ended (exit {}, signal {}{})", options_.node, r.task_id,
                r.exit_code, r.signal, r.stopped ? ", stopped" : "");
   return r;

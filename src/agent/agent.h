@@ -51,6 +51,8 @@
 #include "agent/gpu/mig_layout.h"
 #include "agent/gpu/mps.h"
 #include "agent/maintenance_commands.h"
+#include "agent/mig_instances.h"
+#include "agent/preflight_threads.h"
 #include "agent/runner/task_runner.h"
 #include "agent/session_host.h"
 #include "agent/step_socket.h"
@@ -187,13 +189,10 @@ class Agent {
   void Handle(const pb::ControllerMessage& m);
   void HandleLaunch(const pb::Launch& l);  // agent_launch.cc, as are the next three
   // A launch with a gang preflight (agent_preflight.cc): `hangar preflight` runs first, on its own
-  // thread; the task starts after it passed, and fails to start, with the report, when it did not.
-  void StartPreflight(const pb::Launch& l);
-  void RunPreflight(const pb::Launch& l, const std::shared_ptr<std::atomic<bool>>& cancel);
+  // thread (preflights_); the task starts after it passed, and fails to start, with the report,
+  // when it did not. A Stop for a task still in its preflight ends it; the task never starts.
+  void RunPreflight(const pb::Launch& l, const std::atomic<bool>& cancel);
   void AfterPreflight(const pb::Launch& l, const pb::PreflightReport& report, bool stopped);
-  // A Stop for a task still in its preflight: the preflight ends, and the task never starts.
-  bool StopPreflight(const std::string& task_id);
-  void StopAllPreflights();
   // The launch's argv, environment (Hangar's additions too), folders and limits.
   TaskLaunch BaseLaunch(const pb::Launch& l, const std::string& dir) const;
   void HandleStop(const pb::Stop& s);
@@ -263,17 +262,9 @@ class Agent {
   // After a container task's podman process ended: the container is gone before its GPUs are
   // free; the message says what podman's exit codes mean.
   void ReleaseContainer(TaskRecord* r);
-  // MIG (agent_mig.cc): static layout at start, reshapes on a thread of their own, and the
-  // instances tasks run in.
+  // MIG (mig_instances.h): the static layout at start, with the instances the tasks kept from
+  // before a restart hold.
   void InitMig();
-  void HandleMigReshape(const pb::MigReshape& r);
-  void MigLoop(const std::atomic<bool>* stop);
-  pb::MigReshaped ApplyMigReshape(const pb::MigReshape& r);
-  Status RefuseBusyMig(const pb::MigReshape& r, const MigLayout& destroy);  // caller holds mig_mu_
-  // Checks the launch's MIG instances exist, claims them for the task and puts their MIG UUIDs
-  // in CUDA_VISIBLE_DEVICES.
-  Status ClaimMigInstances(const pb::Launch& l, TaskLaunch* launch, TaskRecord* r);
-  void ReleaseMigInstances(const std::string& task_id);
   void HandleStage(const pb::Stage& s);
   void StageLoop(const std::atomic<bool>* stop);
   void StageImage(const pb::Stage& s, const std::string& image, const std::atomic<bool>* stop);
@@ -313,15 +304,7 @@ class Agent {
   std::vector<pb::IbPortSample> nics_;  // the ports found at Init, for the inventory
   pb::DiscoveredTopology discovered_;   // at Init (topology_discovery.h), sent with Register
 
-  std::mutex preflight_mu_;  // preflights_, passed_preflights_
-  struct PreflightThread {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-    std::shared_ptr<std::atomic<bool>> cancel;
-  };
-  std::map<std::string, PreflightThread> preflights_;             // by task, running or not joined
-  std::map<std::string, pb::PreflightReport> passed_preflights_;  // by task, until its launch
-  std::atomic<bool> cancel_preflights_{false};
+  PreflightThreads preflights_;  // the gang preflights in flight, and those that passed
 
   std::mutex validation_mu_;  // validation_
   std::thread validation_;
@@ -368,13 +351,8 @@ class Agent {
   mutable std::mutex data_mu_;  // data_token_
   std::string data_token_;
 
-  std::unique_ptr<MpsDaemons> mps_;            // null: MPS off
-  std::mutex mig_mu_;                          // everything below until the next blank line
-  std::map<uint32_t, MigLayout> mig_layouts_;  // by MIG-mode GPU: its instances now
-  std::map<std::string, std::vector<std::array<uint32_t, 3>>> mig_claims_;  // by running task
-  std::map<uint32_t, MigLayout> mig_reshaping_;  // by GPU: instances a reshape in progress destroys
-  std::condition_variable mig_cv_;
-  std::deque<pb::MigReshape> mig_queue_;
+  std::unique_ptr<MpsDaemons> mps_;                          // null: MPS off
+  MigInstances mig_{backend_.get(), clock_, options_.node};  // layouts, reshapes, claims
 
   // Last: their threads call into the members above, so they must go first.
   std::unique_ptr<SessionHost> sessions_;  // made by the constructor

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -63,6 +64,22 @@ Status GiveTo(const std::string& path, bool dir, const TaskCredentials& who) {
   return s;
 }
 
+// A launch's MIG instances, claimed (MigInstances::ClaimFor): their MIG UUIDs are the task's
+// CUDA_VISIBLE_DEVICES, and its record keeps them (released when it ends).
+Status UseMigInstances(StatusOr<MigInstances::Claim> claim, TaskLaunch* launch, TaskRecord* r) {
+  if (!claim.ok()) return claim.status();
+  if (claim->slots.empty()) return Status::Ok();
+  auto it = std::find_if(launch->env.begin(), launch->env.end(),
+                         [](const auto& kv) { return kv.first == "CUDA_VISIBLE_DEVICES"; });
+  if (it != launch->env.end())
+    it->second = claim->devices;
+  else
+    launch->env.emplace_back("CUDA_VISIBLE_DEVICES", claim->devices);
+  r->mig = std::move(claim->slots);
+  r->mig_devices = std::move(claim->uuids);
+  return Status::Ok();
+}
+
 }  // namespace
 
 TaskLaunch Agent::BaseLaunch(const pb::Launch& l, const std::string& dir) const {
@@ -114,19 +131,16 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     return;
   }
   if (l.has_preflight()) {  // the gang preflight first (agent_preflight.cc); it launches after
-    StartPreflight(l);
+    // A launch sent again while its preflight runs (the controller relaunches what a heartbeat
+    // does not list) is answered when the preflight ends.
+    preflights_.Start(l.task_id(),
+                      [this, l](const std::atomic<bool>& cancel) { RunPreflight(l, cancel); });
     return;
   }
   const std::string dir = TaskDir(l.task_id());
   TaskLaunch launch = BaseLaunch(l, dir);
   TaskRecord r;
-  {
-    std::lock_guard<std::mutex> lock(preflight_mu_);
-    if (auto it = passed_preflights_.find(l.task_id()); it != passed_preflights_.end()) {
-      r.preflight = it->second;
-      passed_preflights_.erase(it);
-    }
-  }
+  r.preflight = preflights_.TakePassed(l.task_id());
   r.task_id = l.task_id();
   r.job_id = l.job_id();
   r.attempt = l.attempt();
@@ -140,7 +154,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     ready = options_.scratch_dir.empty() ? PrepareCheckpointDir(l, *run_as)
                                          : PrepareScratchCheckpoint(l, *run_as, &launch, &r);
   }
-  if (ready.ok()) ready = ClaimMigInstances(l, &launch, &r);
+  if (ready.ok()) ready = UseMigInstances(mig_.ClaimFor(l), &launch, &r);
   if (ready.ok()) ready = PrepareArtifacts(l, dir, &launch, &r);
   if (ready.ok() && l.has_container()) ready = ToContainer(l, dir, &launch, &r);
   if (ready.ok() && !l.has_container() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
@@ -178,7 +192,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
     r.exit_code = 127;
     r.message = pid.status().message();
     r.ended_at = clock_->Now();
-    ReleaseMigInstances(r.task_id);
+    mig_.Release(r.task_id);
     spdlog::warn("agent {}: task {} failed to start: {}", options_.node, r.task_id, r.message);
   }
   std::optional<TaskExit> early;

@@ -16,49 +16,6 @@ namespace hangar::agent {
 
 namespace fs = std::filesystem;
 
-void Agent::StartPreflight(const pb::Launch& l) {
-  std::lock_guard<std::mutex> lock(preflight_mu_);
-  for (auto it = preflights_.begin(); it != preflights_.end();) {
-    if (it->second.done->load()) {
-      it->second.thread.join();
-      it = preflights_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  // A launch sent again while its preflight runs (the controller relaunches what a heartbeat does
-  // not list) is answered when the preflight ends.
-  if (preflights_.count(l.task_id()) || cancel_preflights_) return;
-  PreflightThread t;
-  t.done = std::make_shared<std::atomic<bool>>(false);
-  t.cancel = std::make_shared<std::atomic<bool>>(false);
-  t.thread = std::thread([this, l, done = t.done, cancel = t.cancel] {
-    RunPreflight(l, cancel);
-    done->store(true);
-  });
-  preflights_.emplace(l.task_id(), std::move(t));
-}
-
-bool Agent::StopPreflight(const std::string& task_id) {
-  std::lock_guard<std::mutex> lock(preflight_mu_);
-  auto it = preflights_.find(task_id);
-  if (it == preflights_.end() || it->second.done->load()) return false;
-  spdlog::info("agent {}: task {} stopped during its gang preflight", options_.node, task_id);
-  it->second.cancel->store(true);
-  return true;
-}
-
-void Agent::StopAllPreflights() {
-  std::map<std::string, PreflightThread> all;
-  {
-    std::lock_guard<std::mutex> lock(preflight_mu_);
-    cancel_preflights_ = true;
-    for (auto& [id, t] : preflights_) t.cancel->store(true);
-    all.swap(preflights_);
-  }
-  for (auto& [id, t] : all) t.thread.join();
-}
-
 namespace {
 
 // `hangar preflight`'s command line for the launch's preflight, its files in `dir`.
@@ -106,7 +63,7 @@ pb::PreflightReport ReportOf(const StatusOr<std::string>& out, bool stopped) {
 
 }  // namespace
 
-void Agent::RunPreflight(const pb::Launch& l, const std::shared_ptr<std::atomic<bool>>& cancel) {
+void Agent::RunPreflight(const pb::Launch& l, const std::atomic<bool>& cancel) {
   const pb::Preflight& p = l.preflight();
   const std::string dir = TaskDir(l.task_id()) + "/preflight";
   std::error_code ec;
@@ -139,9 +96,9 @@ void Agent::RunPreflight(const pb::Launch& l, const std::shared_ptr<std::atomic<
   run.argv = argv;
   run.scratch_dir = dir;
   run.timeout = p.budget_ms() + 10 * kSecond;
-  auto out = cancel->load() ? StatusOr<std::string>(Status::Aborted("stopped"))
-                            : RunValidateProgram(run, cancel.get());
-  const bool stopped = cancel->load();
+  auto out = cancel.load() ? StatusOr<std::string>(Status::Aborted("stopped"))
+                           : RunValidateProgram(run, &cancel);
+  const bool stopped = cancel.load();
   const pb::PreflightReport report = ReportOf(out, stopped);
   spdlog::info("agent {}: task {}: gang preflight {}: {}", options_.node, l.task_id(),
                report.ok() ? "passed" : "failed", report.summary());
@@ -150,10 +107,7 @@ void Agent::RunPreflight(const pb::Launch& l, const std::shared_ptr<std::atomic<
 
 void Agent::AfterPreflight(const pb::Launch& l, const pb::PreflightReport& report, bool stopped) {
   if (report.ok() && !stopped) {
-    {
-      std::lock_guard<std::mutex> lock(preflight_mu_);
-      passed_preflights_[l.task_id()] = report;
-    }
+    preflights_.Passed(l.task_id(), report);
     pb::Launch launch = l;
     launch.clear_preflight();
     HandleLaunch(launch);
