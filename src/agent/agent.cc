@@ -131,8 +131,7 @@ Agent::~Agent() {
   maintenance_.reset();   // its commands' answers stop before the stream goes
   socket_.reset();        // stops its thread before anything it uses goes
   drainer_.reset();       // likewise (after the drain in progress)
-  std::lock_guard<std::mutex> l(validation_mu_);
-  if (validation_.joinable()) validation_.join();
+  validation_.Join();
 }
 
 std::string Agent::TaskDir(const std::string& task_id) const {
@@ -456,14 +455,13 @@ void Agent::Run(const std::atomic<bool>* stop) {
   }
   reaper.join();
   heartbeat.join();
-  stage_cv_.notify_all();
+  stage_queue_.WakeAll();
   stager.join();
   mig.join();
   if (options_.stop_tasks_on_exit) StopTasksOnExit();
   if (mps_) mps_->StopUnused();  // those of tasks that outlive the agent stay, for them
   backend_->CancelValidation();
-  std::lock_guard<std::mutex> l(validation_mu_);
-  if (validation_.joinable()) validation_.join();
+  validation_.Join();
 }
 
 // The next address of a comma-separated list of controllers, round robin.
@@ -721,15 +719,10 @@ void Agent::HandleLog(const pb::LogRequest& r) {
 }
 
 void Agent::HandleValidate(const pb::Validate& v) {
-  std::lock_guard<std::mutex> l(validation_mu_);
-  if (validating_) {
+  if (!validation_.Start([this, reason = v.reason()] { RunValidation(reason); })) {
     spdlog::info("agent {}: validation already running; its result will answer this request too",
                  options_.node);
-    return;
   }
-  if (validation_.joinable()) validation_.join();
-  validating_ = true;
-  validation_ = std::thread([this, reason = v.reason()] { RunValidation(reason); });
 }
 
 void Agent::RunValidation(const std::string& reason) {
@@ -750,7 +743,6 @@ void Agent::RunValidation(const std::string& reason) {
     v->set_json(nlohmann::json{{"error", why}}.dump());
   }
   Write(m);
-  validating_ = false;
 }
 
 void Agent::InjectFaultsIfAsked(Time now) {

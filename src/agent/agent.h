@@ -57,7 +57,9 @@
 #include "agent/session_host.h"
 #include "agent/step_socket.h"
 #include "agent/task_journal.h"
+#include "common/sole_thread.h"
 #include "common/time.h"
+#include "common/work_queue.h"
 #include "proto/agent.grpc.pb.h"
 
 namespace hangar::agent {
@@ -306,9 +308,7 @@ class Agent {
 
   PreflightThreads preflights_;  // the gang preflights in flight, and those that passed
 
-  std::mutex validation_mu_;  // validation_
-  std::thread validation_;
-  std::atomic<bool> validating_{false};
+  SoleThread validation_;  // RunValidation's
 
   std::mutex mu_;  // records_, early_exits_, unsent_checkpoints_, drains_
   std::map<std::string, TaskRecord> records_;
@@ -342,9 +342,7 @@ class Agent {
   std::optional<Podman> podman_;
   std::string podman_error_;  // why containers do not run here, when they do not
   std::unique_ptr<ImageCache> images_;
-  std::mutex stage_mu_;  // stage_queue_
-  std::condition_variable stage_cv_;
-  std::deque<pb::Stage> stage_queue_;
+  WorkQueue<pb::Stage> stage_queue_;  // HandleStage's, for StageLoop
   std::unique_ptr<data::ObjectCache> objects_;
   std::unique_ptr<data::DataServer> data_server_;
   std::unique_ptr<data::Stager> stager_;

@@ -235,13 +235,7 @@ void Agent::ReleaseContainer(TaskRecord* r) {
   if (images_) images_->Touch(r->image, clock_->Now());
 }
 
-void Agent::HandleStage(const pb::Stage& s) {
-  {
-    std::lock_guard<std::mutex> l(stage_mu_);
-    stage_queue_.push_back(s);
-  }
-  stage_cv_.notify_one();
-}
+void Agent::HandleStage(const pb::Stage& s) { stage_queue_.Push(s); }
 
 std::set<std::string> Agent::ImagesInUse() {
   std::set<std::string> out;
@@ -255,15 +249,9 @@ std::set<std::string> Agent::ImagesInUse() {
 void Agent::StageLoop(const std::atomic<bool>* stop) {
   std::list<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> artifact_threads;
   while (!*stop) {
-    pb::Stage s;
-    {
-      std::unique_lock<std::mutex> l(stage_mu_);
-      stage_cv_.wait_for(l, std::chrono::milliseconds(200),
-                         [&] { return !stage_queue_.empty() || *stop; });
-      if (stage_queue_.empty()) continue;
-      s = std::move(stage_queue_.front());
-      stage_queue_.pop_front();
-    }
+    std::optional<pb::Stage> next = stage_queue_.PopFor(std::chrono::milliseconds(200), stop);
+    if (!next) continue;
+    const pb::Stage s = std::move(*next);
     if (images_) images_->SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
     objects_->SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
     // Artifacts stage side by side (each reads its own origin or peers); images one by one.

@@ -57,26 +57,15 @@ MigLayout MigInstances::LayoutOf(uint32_t gpu) const {
   return it == layouts_.end() ? MigLayout() : it->second;
 }
 
-void MigInstances::Enqueue(const pb::MigReshape& r) {
-  MutexLock l(mu_);
-  queue_.push_back(r);
-  queued_.notify_all();
-}
+void MigInstances::Enqueue(const pb::MigReshape& r) { queue_.Push(r); }
 
 void MigInstances::Loop(const std::atomic<bool>* stop,
                         const std::function<void(const pb::MigReshaped&)>& answer) {
   while (true) {
-    pb::MigReshape r;
-    {
-      MutexLock l(mu_);
-      l.WaitFor(queued_, std::chrono::milliseconds(100),
-                [&]() HANGAR_REQUIRES(mu_) { return !queue_.empty() || *stop; });
-      if (*stop) return;
-      if (queue_.empty()) continue;
-      r = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    const pb::MigReshaped done = Apply(r);
+    std::optional<pb::MigReshape> r = queue_.PopFor(std::chrono::milliseconds(100), stop);
+    if (*stop) return;
+    if (!r) continue;
+    const pb::MigReshaped done = Apply(*r);
     if (done.ok()) {
       spdlog::info("agent {}: GPU {} re-cut in {} ms: {}", node_, done.gpu_index(),
                    done.duration_ms(),

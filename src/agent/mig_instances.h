@@ -10,9 +10,7 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -23,6 +21,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
+#include "common/work_queue.h"
 #include "proto/agent.pb.h"
 
 namespace hangar::agent {
@@ -78,8 +77,7 @@ class MigInstances {
   std::map<std::string, std::vector<MigSlot>> claims_ HANGAR_GUARDED_BY(mu_);  // by running task
   // By GPU: the instances a reshape in progress destroys (launches into them are refused).
   std::map<uint32_t, MigLayout> reshaping_ HANGAR_GUARDED_BY(mu_);
-  std::condition_variable queued_;
-  std::deque<pb::MigReshape> queue_ HANGAR_GUARDED_BY(mu_);
+  WorkQueue<pb::MigReshape> queue_;
 };
 
 }  // namespace hangar::agent
