@@ -590,7 +590,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
       if (m.registered().heartbeat_interval_ms() > 0)
         heartbeat_ms_ = m.registered().heartbeat_interval_ms();
       if (fence_) fence_->Grant(m.registered().lease_clock_ms(), m.registered().lease_ms());
-      SetDataToken(m.registered().data_token());
+      data_.SetToken(m.registered().data_token());
       for (const auto& id : m.registered().stop_tasks()) {
         pb::Stop s;
         s.set_task_id(id);
@@ -842,8 +842,8 @@ void Agent::AfterExit(const TaskRecord& r) {
   sessions_->TaskEnded(r.task_id, r.exit_code, r.signal);
   if (!HoldStatus(r.task_id)) SendStatus(r);
   // What it used may go now, if the budget needs room (and the cache may be within it again).
-  if (!r.artifacts.empty() && objects_) {
-    for (const auto& gone : objects_->Evict(ArtifactsInUse())) {
+  if (!r.artifacts.empty() && data_.ready()) {
+    for (const auto& gone : data_.objects().Evict(ArtifactsInUse())) {
       spdlog::info("agent {}: evicted artifact {} (cache budget)", options_.node, gone);
     }
     SendImages();

@@ -43,9 +43,7 @@
 #include "agent/checkpoint_socket.h"
 #include "agent/container/image_cache.h"
 #include "agent/container/podman.h"
-#include "agent/data/data_server.h"
-#include "agent/data/object_cache.h"
-#include "agent/data/stager.h"
+#include "agent/data/data_plane.h"
 #include "agent/fence/node_fence.h"
 #include "agent/gpu/gpu_backend.h"
 #include "agent/gpu/mig_layout.h"
@@ -273,7 +271,6 @@ class Agent {
   void SendImages();
   // Artifacts (agent_data.cc).
   Status InitData();
-  void SetDataToken(const std::string& token);
   void StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a, const std::atomic<bool>* stop);
   std::set<std::string> ArtifactsInUse();
   // Checks that the launch's artifacts are here and shows them to the task: for a process,
@@ -342,12 +339,8 @@ class Agent {
   std::optional<Podman> podman_;
   std::string podman_error_;  // why containers do not run here, when they do not
   std::unique_ptr<ImageCache> images_;
-  WorkQueue<pb::Stage> stage_queue_;  // HandleStage's, for StageLoop
-  std::unique_ptr<data::ObjectCache> objects_;
-  std::unique_ptr<data::DataServer> data_server_;
-  std::unique_ptr<data::Stager> stager_;
-  mutable std::mutex data_mu_;  // data_token_
-  std::string data_token_;
+  WorkQueue<pb::Stage> stage_queue_;             // HandleStage's, for StageLoop
+  data::DataPlane data_{clock_, options_.node};  // the artifact cache, its stager and data port
 
   std::unique_ptr<MpsDaemons> mps_;                          // null: MPS off
   MigInstances mig_{backend_.get(), clock_, options_.node};  // layouts, reshapes, claims

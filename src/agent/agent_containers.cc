@@ -171,7 +171,7 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   run.workdir = l.workdir();
   HANGAR_RETURN_IF_ERROR(PinJobMounts(l, *launch, options_.state_dir, &run));
   for (const auto& a : l.artifacts())
-    run.mounts.push_back({objects_->PathOf(a.digest()), a.path(), true});
+    run.mounts.push_back({data_.objects().PathOf(a.digest()), a.path(), true});
   run.mounts.push_back({dir, dir, false});  // the fake GPU load file, and nothing the task lacks
   if (socket_) run.mounts.push_back({socket_->path(), socket_->path(), false});
   const std::string tool =
@@ -253,7 +253,7 @@ void Agent::StageLoop(const std::atomic<bool>* stop) {
     if (!next) continue;
     const pb::Stage s = std::move(*next);
     if (images_) images_->SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
-    objects_->SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
+    data_.objects().SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
     // Artifacts stage side by side (each reads its own origin or peers); images one by one.
     for (const auto& a : s.artifacts()) {
       auto done = std::make_shared<std::atomic<bool>>(false);
@@ -334,8 +334,8 @@ void Agent::SendImages() {
   pb::AgentMessage m;
   pb::ImageInventory* inv = m.mutable_images();
   if (images_) *inv = images_->Inventory();
-  if (objects_) objects_->FillInventory(inv);
-  if (data_server_) inv->set_data_url(data_server_->url());
+  if (data_.ready()) data_.objects().FillInventory(inv);
+  inv->set_data_url(data_.url());
   Write(m);
 }
 

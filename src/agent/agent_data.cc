@@ -14,10 +14,6 @@ namespace fs = std::filesystem;
 
 Status Agent::InitData() {
   const DataOptions& d = options_.data;
-  objects_ = std::make_unique<data::ObjectCache>(
-      d.cache_dir.empty() ? options_.state_dir + "/cache" : d.cache_dir, d.cache_budget_bytes);
-  HANGAR_RETURN_IF_ERROR(objects_->Init(clock_->Now()));
-  // Views of tasks that are not running any more (the records are loaded; nothing launches yet).
   std::set<std::string> running;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -25,33 +21,8 @@ Status Agent::InitData() {
       if (!r.ended) running.insert(id);
     }
   }
-  for (const auto& task : data::TaskViews(objects_->views_dir())) {
-    if (!running.count(task)) data::RemoveTaskView(objects_->views_dir(), task);
-  }
-  stager_ = std::make_unique<data::Stager>(
-      objects_.get(),
-      [this] {
-        std::lock_guard<std::mutex> l(data_mu_);
-        return data_token_;
-      },
-      clock_);
-  if (!d.address.empty()) {
-    data_server_ = std::make_unique<data::DataServer>(objects_.get());
-    if (Status s = data_server_->Start(d.address); !s.ok()) {
-      return Status(s.code(), "node " + options_.node + ": --data-address: " + s.message());
-    }
-    spdlog::info("agent {}: serves its artifact cache ({}) to peers at {}", options_.node,
-                 objects_->dir(), data_server_->url());
-  }
-  return Status::Ok();
-}
-
-void Agent::SetDataToken(const std::string& token) {
-  {
-    std::lock_guard<std::mutex> l(data_mu_);
-    data_token_ = token;
-  }
-  if (data_server_) data_server_->SetToken(token);
+  return data_.Init(d.cache_dir.empty() ? options_.state_dir + "/cache" : d.cache_dir,
+                    d.cache_budget_bytes, d.address, running);
 }
 
 std::set<std::string> Agent::ArtifactsInUse() {
@@ -68,7 +39,7 @@ void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a,
   data::StageOutcome o;
   auto who = ResolveRunAs(a.has_run_as() ? &a.run_as() : nullptr, options_.node);
   if (who.ok()) {
-    o = stager_->Stage(a, *who, stop);
+    o = data_.stager().Stage(a, *who, stop);
   } else {
     o.message = "artifact " + a.digest() + ": " + who.status().message();
   }
@@ -98,8 +69,8 @@ void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a,
       if (r.ended) ended.push_back(id);
     }
   }
-  for (const auto& task : ended) data::RemoveTaskView(objects_->views_dir(), task);
-  for (const auto& gone : objects_->Evict(ArtifactsInUse())) {
+  for (const auto& task : ended) data::RemoveTaskView(data_.objects().views_dir(), task);
+  for (const auto& gone : data_.objects().Evict(ArtifactsInUse())) {
     spdlog::info("agent {}: evicted artifact {} (cache budget)", options_.node, gone);
   }
   SendImages();
@@ -110,14 +81,14 @@ Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& /*task_di
   if (l.artifacts_size() == 0) return Status::Ok();
   std::vector<data::ViewEntry> view;
   for (const auto& a : l.artifacts()) {
-    const std::string path = objects_->PathOf(a.digest());
+    const std::string path = data_.objects().PathOf(a.digest());
     if (path.empty()) {
       return Status::FailedPrecondition(
           "artifact " + a.digest() + " (" + a.path() + ") is not in node " + options_.node +
           "'s cache: it was evicted or never staged; the job is started again elsewhere");
     }
     r->artifacts.push_back(a.digest());
-    objects_->Touch(a.digest(), clock_->Now());
+    data_.objects().Touch(a.digest(), clock_->Now());
     std::string rel = a.path();
     while (!rel.empty() && rel.front() == '/') rel.erase(rel.begin());
     view.push_back({path, rel});
@@ -125,7 +96,7 @@ Status Agent::PrepareArtifacts(const pb::Launch& l, const std::string& /*task_di
   if (l.has_container()) return Status::Ok();  // mounted read-only by ToContainer
   std::optional<std::pair<uid_t, gid_t>> owner;
   if (launch->run_as) owner = std::make_pair(launch->run_as->uid, launch->run_as->gid);
-  auto made = data::MakeTaskView(objects_->views_dir(), l.task_id(), view, owner);
+  auto made = data::MakeTaskView(data_.objects().views_dir(), l.task_id(), view, owner);
   if (!made.ok()) {
     return Status::FailedPrecondition("node " + options_.node +
                                       ": cannot show the artifacts to task " + l.task_id() + ": " +

@@ -14,7 +14,7 @@ bool PreflightThreads::Start(const std::string& task_id,
     }
   }
   if (runs_.count(task_id) || stopped_) return false;
-  Run r;
+  Flight r;
   r.done = std::make_shared<std::atomic<bool>>(false);
   r.cancel = std::make_shared<std::atomic<bool>>(false);
   r.thread = std::thread([run = std::move(run), done = r.done, cancel = r.cancel] {
@@ -34,7 +34,7 @@ bool PreflightThreads::Stop(const std::string& task_id) {
 }
 
 void PreflightThreads::StopAll() {
-  std::map<std::string, Run> all;
+  std::map<std::string, Flight> all;
   {
     MutexLock l(mu_);
     stopped_ = true;

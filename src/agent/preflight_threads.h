@@ -41,13 +41,13 @@ class PreflightThreads {
   std::optional<pb::PreflightReport> TakePassed(const std::string& task_id) HANGAR_EXCLUDES(mu_);
 
  private:
-  struct Run {
+  struct Flight {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
     std::shared_ptr<std::atomic<bool>> cancel;
   };
   Mutex mu_;
-  std::map<std::string, Run> runs_ HANGAR_GUARDED_BY(mu_);  // by task, running or not joined
+  std::map<std::string, Flight> runs_ HANGAR_GUARDED_BY(mu_);  // by task, running or not joined
   std::map<std::string, pb::PreflightReport> passed_ HANGAR_GUARDED_BY(mu_);  // until launched
   bool stopped_ HANGAR_GUARDED_BY(mu_) = false;
 };
