@@ -125,6 +125,19 @@ JobPage ListPage(const JobsSnapshot& snapshot, const JobFilter& f, const std::st
   return page;
 }
 
+namespace {
+
+// `changes` by id, the last change of each id kept (stable: changes of one id keep their order).
+void KeepTheLastOfEach(std::vector<PublishedJob>* changes) {
+  std::stable_sort(changes->begin(), changes->end(),
+                   [](const auto& a, const auto& b) { return a.id < b.id; });
+  auto last_of_each = std::unique(changes->rbegin(), changes->rend(),
+                                  [](const auto& a, const auto& b) { return a.id == b.id; });
+  changes->erase(changes->begin(), last_of_each.base());
+}
+
+}  // namespace
+
 JobReadModel::JobReadModel() : built_(std::make_shared<JobsSnapshot>()), published_(built_) {}
 
 void JobReadModel::Put(PublishedJob j) {
@@ -156,12 +169,7 @@ std::shared_ptr<const JobsSnapshot> JobReadModel::Build() {
   auto next = std::make_shared<JobsSnapshot>(cleared_ ? JobsSnapshot() : *built_);
   cleared_ = false;
   if (changes_.empty()) return built_ = std::move(next);  // cleared, nothing put since
-  // By id, the last change of each id kept (stable: changes of one id keep their order).
-  std::stable_sort(changes_.begin(), changes_.end(),
-                   [](const auto& a, const auto& b) { return a.id < b.id; });
-  auto last_of_each = std::unique(changes_.rbegin(), changes_.rend(),
-                                  [](const auto& a, const auto& b) { return a.id == b.id; });
-  changes_.erase(changes_.begin(), last_of_each.base());
+  KeepTheLastOfEach(&changes_);
   constexpr sched::JobId kChunk = JobsSnapshot::kChunk;
   auto& chunks = next->chunks_;
   // Room for the lowest and the highest id changed (ids only grow, so the front rarely moves).
