@@ -11,9 +11,9 @@ namespace hangar::controller {
 StateOwner::StateOwner(std::unique_ptr<ClusterState> state, std::unique_ptr<StateStore> store,
                        Clock* clock, Duration min_cycle_interval)
     : state_(std::move(state)),
-      store_(std::move(store)),
       clock_(clock),
       min_cycle_interval_(min_cycle_interval),
+      committer_(std::move(store)),
       check_read_model_(std::getenv("HANGAR_CHECK_READ_MODEL") != nullptr &&
                         std::string(std::getenv("HANGAR_CHECK_READ_MODEL")) == "1") {
   state_->TrackViewChanges();
@@ -21,34 +21,12 @@ StateOwner::StateOwner(std::unique_ptr<ClusterState> state, std::unique_ptr<Stat
 
 StateOwner::~StateOwner() { Stop(); }
 
-namespace {
-
-// The owner thread waits for the committer while this many rows wait to be committed: a store
-// that falls behind slows decisions down instead of letting them pile up in memory.
-constexpr size_t kMaxWaitingRows = 200'000;
-
-size_t Rows(const StoreBatch& b) {
-  return b.jobs.size() + b.nodes.size() + b.events.size() + b.values.size() + b.audit.size() +
-         b.history.size();
-}
-
-template <typename T>
-void Append(std::vector<T>& to, std::vector<T>& from) {
-  if (to.empty()) {
-    to.swap(from);
-  } else {
-    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-  }
-}
-
-}  // namespace
-
 void StateOwner::Start() {
   // What the store held (a restart, a takeover): published before the first request.
   for (sched::JobId id : state_->JobIds()) read_model_.Put(*state_->ListViewOf(id));
   state_->TakeViewChanges();
   read_model_.Publish(read_model_.Build());
-  committer_ = std::thread([this] { CommitLoop(); });
+  committer_.Start();
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -59,12 +37,7 @@ void StateOwner::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  {
-    MutexLock l(commit_mu_);
-    committer_stopping_ = true;  // after the owner's last batch: the committer drains, then ends
-  }
-  commit_cv_.notify_all();
-  if (committer_.joinable()) committer_.join();
+  committer_.Stop();  // after the owner's last batch: the committer drains, then ends
 }
 
 bool StateOwner::stopping() const {
@@ -99,8 +72,13 @@ void StateOwner::RecordAudit(AuditRow row) {
 }
 
 OwnerStats StateOwner::stats() const {
-  MutexLock l(mu_);
-  return stats_;
+  OwnerStats stats;
+  {
+    MutexLock l(mu_);
+    stats = stats_;
+  }
+  stats.commits = committer_.commits();
+  return stats;
 }
 
 StatusOr<std::vector<EventRow>> StateOwner::Events(const std::string& prefix, int limit) {
@@ -156,7 +134,7 @@ void StateOwner::RunBatch(std::deque<Command>& batch) {
   }
   PublishJobsAfterCommit(fx.batch, &after);
   // A decision counts only once it is durable: the committer commits, then answers and sends.
-  Hand(std::move(fx), std::move(after));
+  committer_.Hand(std::move(fx.batch), std::move(after), std::move(fx.messages));
   if (cycle_s >= 0 && on_cycle_) on_cycle_(cycle_s, *state_);
   MutexLock l(mu_);
   stats_.commands += static_cast<int64_t>(batch.size());
@@ -189,7 +167,7 @@ void StateOwner::PublishJobsAfterCommit(const StoreBatch& batch, AfterCommit* af
   // First among the batch's callbacks: its callers find what they were answered in the next
   // list they ask for. Nothing is published of a batch that was not committed.
   after->insert(after->begin(), [this, snapshot] {
-    if (commit_failure_.ok()) read_model_.Publish(snapshot);
+    if (committer_.batch_failure().ok()) read_model_.Publish(snapshot);
   });
 }
 
@@ -218,86 +196,6 @@ void StateOwner::CheckPublished(const JobsSnapshot& snapshot) {
   if (wrong.empty()) return;
   spdlog::critical("HANGAR_CHECK_READ_MODEL: the published read model is stale: {}", wrong);
   std::abort();
-}
-
-void StateOwner::Hand(Effects fx, AfterCommit after) {
-  MutexLock l(commit_mu_);
-  l.Wait(commit_cv_, [&]() HANGAR_REQUIRES(commit_mu_) { return made_rows_ < kMaxWaitingRows; });
-  made_rows_ += Rows(fx.batch);
-  // Merged into the batch waiting before it, unless either empties the store first (a restore):
-  // rows of the same job or key keep their order, and the store keeps the last.
-  if (!made_.empty() && !made_.back().batch.erase_all && !fx.batch.erase_all) {
-    Made& m = made_.back();
-    Append(m.batch.jobs, fx.batch.jobs);
-    Append(m.batch.nodes, fx.batch.nodes);
-    Append(m.batch.events, fx.batch.events);
-    Append(m.batch.values, fx.batch.values);
-    Append(m.batch.audit, fx.batch.audit);
-    Append(m.batch.history, fx.batch.history);
-    if (!fx.batch.history_upkeep.empty())
-      m.batch.history_upkeep = fx.batch.history_upkeep;  // the later one
-    Append(m.after, after);
-    Append(m.messages, fx.messages);
-  } else {
-    made_.push_back(Made{std::move(fx.batch), std::move(after), std::move(fx.messages)});
-  }
-  l.Unlock();
-  commit_cv_.notify_all();
-}
-
-void StateOwner::CommitLoop() {
-  while (true) {
-    Made m;
-    {
-      MutexLock l(commit_mu_);
-      l.Wait(commit_cv_,
-             [&]() HANGAR_REQUIRES(commit_mu_) { return committer_stopping_ || !made_.empty(); });
-      if (made_.empty()) return;  // stopping, and everything made was committed
-      m = std::move(made_.front());
-      made_.pop_front();
-      made_rows_ -= Rows(m.batch);
-    }
-    commit_cv_.notify_all();  // the owner may wait for room
-    commit_failure_ = CommitOrRefuse(m.batch);
-    for (auto& a : m.after) a();
-    if (!commit_failure_.ok()) continue;  // agents are told nothing that was not committed
-    if (sink_) {
-      for (auto& msg : m.messages) sink_->Send(msg.node, std::move(msg.message));
-    }
-    if (!m.batch.empty()) {
-      MutexLock l(mu_);
-      stats_.commits++;
-    }
-  }
-}
-
-Status StateOwner::failure() const {
-  MutexLock l(mu_);
-  return failure_;
-}
-
-Status StateOwner::CommitOrRefuse(const StoreBatch& batch) {
-  if (Status earlier = failure(); !earlier.ok())
-    return earlier;  // built on the failed batch's state
-  Status s;
-  {
-    MutexLock store(store_mu_);
-    s = store_->Commit(batch);
-  }
-  if (IsFenced(s)) {  // another controller took the lease; this one must not act
-    spdlog::critical("the store refused this leader's commit: {}; exiting", s.message());
-    std::_Exit(75);
-  }
-  if (s.ok()) return s;
-  // The in-memory state is now ahead of the store, and every batch after this one builds on it:
-  // none of them may count. Their callers are answered with this failure (a full disk: 503, and
-  // nothing was accepted) and the controller stops; restarted, it rebuilds from the store.
-  spdlog::critical(
-      "cannot commit to the store: {}; refusing every change from now on, and stopping",
-      s.message());
-  MutexLock l(mu_);
-  failure_ = s;
-  return s;
 }
 
 }  // namespace hangar::controller

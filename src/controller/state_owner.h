@@ -24,6 +24,7 @@
 
 #include "common/mutex.h"
 #include "common/time.h"
+#include "controller/committer.h"
 #include "controller/state/cluster_state.h"
 #include "controller/state/job_read_model.h"
 #include "controller/store/state_store.h"
@@ -42,12 +43,6 @@ struct IsStatusOr : std::false_type {};
 template <typename T>
 struct IsStatusOr<StatusOr<T>> : std::true_type {};
 
-class MessageSink {
- public:
-  virtual ~MessageSink() = default;
-  virtual void Send(const std::string& node, pb::ControllerMessage message) = 0;
-};
-
 struct OwnerStats {
   int64_t commands = 0;
   int64_t commits = 0;
@@ -58,14 +53,14 @@ struct OwnerStats {
 
 class StateOwner {
  public:
-  using AfterCommit = std::vector<std::function<void()>>;
+  using AfterCommit = Committer::AfterCommit;
   using Command = std::function<void(ClusterState&, Effects*, AfterCommit*)>;
 
   StateOwner(std::unique_ptr<ClusterState> state, std::unique_ptr<StateStore> store, Clock* clock,
              Duration min_cycle_interval = 5);
   ~StateOwner();
 
-  void set_sink(MessageSink* sink) { sink_ = sink; }
+  void set_sink(MessageSink* sink) { committer_.set_sink(sink); }
   // Called after every scheduling cycle with its wall time (for metrics); owner thread.
   void set_cycle_observer(std::function<void(double seconds, const ClusterState&)> f) {
     on_cycle_ = std::move(f);
@@ -90,8 +85,9 @@ class StateOwner {
     Post([this, fn = std::move(fn), promise](ClusterState& s, Effects* fx, AfterCommit* after) {
       auto result = std::make_shared<R>(fn(s, fx));
       after->push_back([this, promise, result] {
-        if (commit_failure_.ok()) return promise->set_value(std::move(*result));
-        const Status refused(StatusCode::kUnavailable, commit_failure_.message());
+        const Status& failed = committer_.batch_failure();
+        if (failed.ok()) return promise->set_value(std::move(*result));
+        const Status refused(StatusCode::kUnavailable, failed.message());
         if constexpr (std::is_same_v<R, Status> || IsStatusOr<R>::value) {
           promise->set_value(R(refused));
         } else {
@@ -103,7 +99,7 @@ class StateOwner {
   }
   // Not OK once a commit failed for a reason other than fencing: the owner commits nothing more
   // (every later batch is answered with the same failure), and the controller should stop.
-  Status failure() const HANGAR_EXCLUDES(mu_);
+  Status failure() const { return committer_.failure(); }
   // Events from the store (read on the owner thread, the store taken from the committer while
   // it reads).
   StatusOr<std::vector<EventRow>> Events(const std::string& prefix, int limit);
@@ -127,11 +123,7 @@ class StateOwner {
     auto promise = std::make_shared<std::promise<R>>();
     auto future = promise->get_future();
     Post([this, &read, promise](ClusterState&, Effects*, AfterCommit* after) {
-      std::shared_ptr<R> r;
-      {
-        MutexLock store(store_mu_);
-        r = std::make_shared<R>(read(*store_));
-      }
+      auto r = std::make_shared<R>(committer_.Read<R>(read));
       after->push_back([promise, r] { promise->set_value(std::move(*r)); });
     });
     return future.get();
@@ -144,23 +136,9 @@ class StateOwner {
   // HANGAR_CHECK_READ_MODEL=1 (the tests): every job's published view is the state's, or the
   // controller stops naming the first that is not -- a change the read model missed.
   void CheckPublished(const JobsSnapshot& snapshot);
-  // What a batch made, waiting to be committed and then published.
-  struct Made {
-    StoreBatch batch;
-    AfterCommit after;
-    std::vector<Outgoing> messages;
-  };
-  // Hands a batch to the committer, merged into the one waiting there when it can be.
-  void Hand(Effects fx, AfterCommit after) HANGAR_EXCLUDES(commit_mu_);
-  void CommitLoop();
-  // Commits one batch, or refuses it once an earlier one failed; returns how it ended.
-  Status CommitOrRefuse(const StoreBatch& batch);
-
   std::unique_ptr<ClusterState> state_;
-  std::unique_ptr<StateStore> store_ HANGAR_PT_GUARDED_BY(store_mu_);
   Clock* clock_;
   Duration min_cycle_interval_;
-  MessageSink* sink_ = nullptr;
   std::function<void(double, const ClusterState&)> on_cycle_;
 
   mutable Mutex mu_;
@@ -169,19 +147,7 @@ class StateOwner {
   bool stopping_ HANGAR_GUARDED_BY(mu_) = false;
   OwnerStats stats_ HANGAR_GUARDED_BY(mu_);
   std::thread thread_;
-  // The committer's side: batches made, in order, not yet taken for a commit.
-  Mutex store_mu_;  // the store: the committer's commits, the owner thread's reads
-  Mutex commit_mu_;
-  std::condition_variable commit_cv_;
-  std::deque<Made> made_ HANGAR_GUARDED_BY(commit_mu_);
-  size_t made_rows_ HANGAR_GUARDED_BY(commit_mu_) =
-      0;  // rows waiting in made_ (the owner waits past kMaxWaitingRows)
-  bool committer_stopping_ HANGAR_GUARDED_BY(commit_mu_) = false;
-  // The committer's: why the batch whose answers it is giving was not committed (OK when it was).
-  // Read by those answers, on the committer thread.
-  Status commit_failure_;
-  Status failure_ HANGAR_GUARDED_BY(mu_);  // the first failed commit, for failure()
-  std::thread committer_;
+  Committer committer_;  // commits each batch, then answers and sends (committer.h)
   JobReadModel read_model_;
   const bool check_read_model_;
   size_t check_from_ = 0;  // CheckPublished's window
