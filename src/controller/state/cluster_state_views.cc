@@ -8,6 +8,50 @@ namespace hangar::controller {
 
 using job::JobState;
 
+namespace {
+
+// "on n-1 and n-2 since 2026-12-07T10:00:00Z (attempt 1)": the nodes of its live tasks.
+std::string WhereItRuns(const JobRecord& j, const cluster::Topology& topology) {
+  std::vector<std::string> where;
+  for (const auto& t : j.tasks) {
+    if (t.phase == TaskRun::Phase::kEnded) continue;
+    const std::string& node = topology.nodes()[t.node].name;
+    if (std::find(where.begin(), where.end(), node) == where.end()) where.push_back(node);
+  }
+  std::string on;
+  for (size_t i = 0; i < where.size(); ++i) {
+    on += (i == 0 ? "" : i + 1 == where.size() ? " and " : ", ") + where[i];
+  }
+  return (where.empty() ? std::string("its tasks are ending") : "on " + on) +
+         (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
+         (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
+}
+
+// Each task of the job's attempt: its group, node, GPUs (MIG starts) and phase.
+std::vector<api::TaskView> TaskViews(const JobRecord& j, const cluster::Topology& topology) {
+  const job::JobSpec& s = j.spec->spec;
+  static const char* kPhase[] = {"launching", "running", "ended"};
+  std::vector<api::TaskView> out;
+  for (const auto& t : j.tasks) {
+    api::TaskView tv;
+    tv.index = t.index;
+    const auto& task = j.assignment.tasks[t.index];
+    tv.group = s.tasks[task.group].name;
+    tv.node = topology.nodes()[t.node].name;
+    for (const auto& g : j.assignment.GrantsOf(task)) {
+      tv.gpus.push_back(topology.gpus()[g.gpu].index);
+      if (g.mig_start >= 0) tv.mig_starts.push_back(g.mig_start);
+    }
+    tv.state = t.lost ? "lost" : kPhase[static_cast<int>(t.phase)];
+    tv.exit_code = t.exit_code;
+    tv.signal = t.signal;
+    out.push_back(std::move(tv));
+  }
+  return out;
+}
+
+}  // namespace
+
 api::JobView ClusterState::View(const JobRecord& j) const {
   api::JobView v = ListView(j);
   v.spec = nlohmann::json::parse(j.spec->json, nullptr, false);
@@ -50,23 +94,9 @@ PublishedJob ClusterState::Published(const JobRecord& j) const {
   } else if (j.state == JobState::kStarting || j.state == JobState::kRunning) {
     // Where it runs, not the message of an earlier attempt (a preemption's "preempted for job 4"
     // stays in `message` and the events).
-    std::vector<std::string> where;
-    for (const auto& t : j.tasks) {
-      if (t.phase == TaskRun::Phase::kEnded) continue;
-      const std::string& node = topology_->nodes()[t.node].name;
-      if (std::find(where.begin(), where.end(), node) == where.end()) where.push_back(node);
-    }
-    std::string on;
-    for (size_t i = 0; i < where.size(); ++i) {
-      on += (i == 0 ? "" : i + 1 == where.size() ? " and " : ", ") + where[i];
-    }
-    if (!j.staging_waiting.empty()) {
-      reason = j.reason_detail + " (waiting for " + std::to_string(j.staging_waiting.size()) +
-               " node(s))";
-    } else
-      reason = (where.empty() ? std::string("its tasks are ending") : "on " + on) +
-               (j.started ? " since " + FormatUtcTimestamp(j.started) : std::string()) +
-               (j.attempt > 0 ? " (attempt " + std::to_string(j.attempt) + ")" : std::string());
+    reason = !j.staging_waiting.empty() ? j.reason_detail + " (waiting for " +
+                                              std::to_string(j.staging_waiting.size()) + " node(s))"
+                                        : WhereItRuns(j, *topology_);
   } else {
     reason = j.message;
   }
@@ -80,23 +110,7 @@ PublishedJob ClusterState::Published(const JobRecord& j) const {
   details->message = j.message;
   details->staging_ms = j.staging_ms;
   details->staging_gpu_ms = j.staging_gpu_ms;
-  const job::JobSpec& s = j.spec->spec;
-  static const char* kPhase[] = {"launching", "running", "ended"};
-  for (const auto& t : j.tasks) {
-    api::TaskView tv;
-    tv.index = t.index;
-    const auto& task = j.assignment.tasks[t.index];
-    tv.group = s.tasks[task.group].name;
-    tv.node = topology_->nodes()[t.node].name;
-    for (const auto& g : j.assignment.GrantsOf(task)) {
-      tv.gpus.push_back(topology_->gpus()[g.gpu].index);
-      if (g.mig_start >= 0) tv.mig_starts.push_back(g.mig_start);
-    }
-    tv.state = t.lost ? "lost" : kPhase[static_cast<int>(t.phase)];
-    tv.exit_code = t.exit_code;
-    tv.signal = t.signal;
-    details->tasks.push_back(std::move(tv));
-  }
+  details->tasks = TaskViews(j, *topology_);
   v.details = std::move(details);
   return v;
 }
