@@ -23,8 +23,9 @@ def sizes(root: pathlib.Path):
              and not p.name.endswith("_test.cc") and not p.name.endswith("_test.h")]
     # The thread-safety annotations (common/mutex.h) read as nothing: without this, ctags takes
     # `T x_ HANGAR_GUARDED_BY(mu_);` for a method named HANGAR_GUARDED_BY and misses the member.
-    annotations = sorted(set(re.findall(r"#define (HANGAR_[A-Z_]+)\(",
-                                        (root / "src/common/mutex.h").read_text())))
+    mutex_h = root / "src/common/mutex.h"
+    annotations = sorted(set(re.findall(r"#define (HANGAR_[A-Z_]+)\(", mutex_h.read_text()))
+                         if mutex_h.exists() else [])
     defines = [f"-D{a}(...)=" for a in annotations]
     out = subprocess.run(
         ["ctags"] + defines + ["--output-format=json", "--languages=C++", "--kinds-C++=+p-l",
@@ -37,13 +38,21 @@ def sizes(root: pathlib.Path):
         scope, kind = t.get("scope"), t.get("kind")
         if not scope or t.get("scopeKind") not in ("class", "struct"):
             continue
-        cls = scope.split("::")[-1]
+        # The whole scope, namespaces included: two classes of one name (maintenance::Run and
+        # Scheduler::Run) are two classes.
+        cls = scope
         if kind == "member":
             members[cls].add(t["name"])
         elif kind in ("function", "prototype"):
-            if t["name"] not in (cls, "~" + cls):
+            short = cls.split("::")[-1]
+            if t["name"] not in (short, "~" + short):
                 methods[cls].add(t["name"])
-    return {c: (len(members[c]), len(methods[c])) for c in set(members) | set(methods)}
+    full = {c: (len(members[c]), len(methods[c])) for c in set(members) | set(methods)}
+    # Shown by its own name, or by the scope within hangar:: where two classes share one.
+    names = collections.Counter(c.split("::")[-1] for c in full)
+    return {(c.split("::")[-1] if names[c.split("::")[-1]] == 1
+             else re.sub(r"__anon[0-9a-f]+", "(anonymous)", c.removeprefix("hangar::"))): v
+            for c, v in full.items()}
 
 
 def main():
@@ -54,7 +63,7 @@ def main():
     s = sizes(pathlib.Path(__file__).resolve().parent.parent)
     rows = sorted(s.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
     if a.cls:
-        rows = [r for r in rows if r[0] == a.cls]
+        rows = [r for r in rows if r[0] == a.cls or r[0].endswith("::" + a.cls)]
     elif a.all:
         rows = rows[: a.all]
     else:

@@ -1,45 +1,73 @@
-// Admission: what runs is charged to its queue, and whether a job's queue may start it now. A stage
-// of Scheduler::Run (cycle.h).
+// Admission (QuotaAdmission): what runs is charged to its queue, and whether a job's queue may
+// start it now. A stage of one cycle (cycle.h).
 #include "sched/cycle.h"
 
 namespace hangar::sched {
 
-// Admission: charge what runs to its queue.
-void Scheduler::Run::ChargeRunning() {
-  ledger_.emplace(tree_);
-  running_charge_.assign(snap_.running.size(), nullptr);
-  charge_store_.reserve(snap_.running.size());
-  for (size_t i = 0; i < snap_.running.size(); ++i) {
-    const RunningJob& r = snap_.running[i];
-    if (!ValidLeaf(tree_, r.queue) || !r.assignment) continue;
+namespace cycle {
+
+// Charges what runs to its queue.
+QuotaAdmission::QuotaAdmission(const Context& c) : c_(c), ledger_(c.tree) {
+  const std::span<const RunningJob> running = c.snap.running;
+  running_charge_.assign(running.size(), nullptr);
+  charge_store_.reserve(running.size());
+  for (size_t i = 0; i < running.size(); ++i) {
+    const RunningJob& r = running[i];
+    if (!ValidLeaf(c.tree, r.queue) || !r.assignment) continue;
     if (r.charge) {
       running_charge_[i] = r.charge;
     } else {
-      charge_store_.push_back(tree_->Charge(*r.request, r.assignment, topo_));
+      charge_store_.push_back(c.tree->Charge(*r.request, r.assignment, c.topo));
       running_charge_[i] = &charge_store_.back();
     }
-    ledger_->Add(static_cast<int>(r.queue), *running_charge_[i]);
+    ledger_.Add(static_cast<int>(r.queue), *running_charge_[i]);
   }
-  if (!cfg_.preemption.reclaim_quota) return;
-  for (size_t i = 0; i < snap_.running.size() && !reclaim_possible_; ++i) {
-    const RunningJob& r = snap_.running[i];
+  if (!c.cfg.preemption.reclaim_quota) return;
+  for (size_t i = 0; i < running.size() && !reclaim_possible_; ++i) {
+    const RunningJob& r = running[i];
     reclaim_possible_ = r.tier == job::Tier::kOpportunistic ||
-                        (ValidLeaf(tree_, r.queue) &&
-                         ledger_->Borrowed(static_cast<int>(r.queue), queue::kGpu) > 0);
+                        (ValidLeaf(c.tree, r.queue) &&
+                         ledger_.Borrowed(static_cast<int>(r.queue), queue::kGpu) > 0);
   }
 }
 
-// Admission: false when the job's queue may not start it now (its verdict is recorded).
-bool Scheduler::Run::Admit(const PendingJob& job, uint32_t idx, int leaf, Kind* quota) {
-  const ShapeKey key{job.request->fingerprint, 0, leaf, false, Kind::kWithin, job.tier};
-  auto [it, fresh] = quota_answers_.try_emplace(key);
-  QuotaAnswer& a = it->second;
+QuotaAdmission::Answer& QuotaAdmission::Check(const PendingJob& job, int leaf) {
+  const ShapeKey key{job.request->fingerprint,          0,       leaf, false,
+                     queue::QuotaLedger::Kind::kWithin, job.tier};
+  auto [it, fresh] = answers_.try_emplace(key);
+  Answer& a = it->second;
   if (fresh) {
     std::vector<int64_t> computed;
-    if (!job.charge) computed = tree_->Charge(*job.request, nullptr, topo_);
-    a.verdict = ledger_->Check(leaf, job.charge ? *job.charge : computed,
-                               job.tier == job::Tier::kGuaranteed);
+    if (!job.charge) computed = c_.tree->Charge(*job.request, nullptr, c_.topo);
+    a.verdict = ledger_.Check(leaf, job.charge ? *job.charge : computed,
+                              job.tier == job::Tier::kGuaranteed);
   }
+  return a;
+}
+
+const std::string& QuotaAdmission::Detail(Answer& a, int leaf) const {
+  if (a.detail.empty()) a.detail = ledger_.Explain(a.verdict, leaf);
+  return a.detail;
+}
+
+void QuotaAdmission::Charge(int leaf, const GangRequest& req, const cluster::GangAssignment& a) {
+  ledger_.Add(leaf, c_.tree->Charge(req, &a, c_.topo));
+  answers_.clear();
+}
+
+bool QuotaAdmission::Release(size_t running) {
+  const std::vector<int64_t>* charge = running_charge_[running];
+  if (!charge || charge->empty()) return false;
+  ledger_.Remove(static_cast<int>(c_.snap.running[running].queue), *charge);
+  answers_.clear();
+  return true;
+}
+
+}  // namespace cycle
+
+// Admission: false when the job's queue may not start it now (its verdict is recorded).
+bool Scheduler::Run::Admit(const PendingJob& job, uint32_t idx, int leaf, Kind* quota) {
+  cycle::QuotaAdmission::Answer& a = admission_->Check(job, leaf);
   const queue::QuotaLedger::Verdict& qv = a.verdict;
   *quota = qv.kind;
   if (qv.kind != Kind::kDenied) return true;
@@ -49,11 +77,8 @@ bool Scheduler::Run::Admit(const PendingJob& job, uint32_t idx, int leaf, Kind* 
     v.reason.rule = Rule::kNotNowQuota;
     v.reason.need = qv.need;
     v.reason.have = qv.have;
-    if (snap_.record_waiting) {  // the words only for an owner that reads them, once per (queue,
-                                 // shape)
-      if (a.detail.empty()) a.detail = ledger_->Explain(qv, leaf);
-      v.detail = a.detail;
-    }
+    // The words only for an owner that reads them, once per (queue, shape).
+    if (c_.snap.record_waiting) v.detail = admission_->Detail(a, leaf);
   }
   out_.waiting.push_back(std::move(v));
   return false;

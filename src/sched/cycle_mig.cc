@@ -26,20 +26,20 @@ bool ReshapeCannotHelp(const Reason& r) {
 }  // namespace
 
 void Scheduler::Run::PlanReshapes() {
-  if (!topo_.has_mig()) return;  // no GPU to re-cut
+  if (!c_.topo.has_mig()) return;  // no GPU to re-cut
   const MigReshapeLimits limits;
-  std::vector<uint8_t> skip(snap_.pending.size(), 0);
+  std::vector<uint8_t> skip(c_.snap.pending.size(), 0);
   for (const Placement& p : out_.placements) skip[p.pending_index] = 1;
   for (const Verdict& v : out_.waiting) {
     if (ReshapeCannotHelp(v.reason)) skip[v.pending_index] = 1;
   }
   std::vector<uint32_t> wanting;
-  for (uint32_t idx : order_) {
-    if (skip[idx] || !WantsMig(*snap_.pending[idx].request)) continue;
+  for (uint32_t idx : c_.order) {
+    if (skip[idx] || !WantsMig(*c_.snap.pending[idx].request)) continue;
     wanting.push_back(idx);
     if (static_cast<int>(wanting.size()) >= limits.max_jobs) break;
   }
-  if (!wanting.empty()) PlanMigReshapes(work_, snap_, wanting, limits, &out_.mig_reshapes);
+  if (!wanting.empty()) PlanMigReshapes(c_.work, c_.snap, wanting, limits, &out_.mig_reshapes);
 }
 
 }  // namespace hangar::sched

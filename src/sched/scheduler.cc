@@ -42,35 +42,20 @@ cluster::ClusterUsage& Scheduler::CopyOfUsage(const cluster::ClusterUsage& usage
 
 Scheduler::Run::Run(Scheduler& s, const Snapshot& snap, Time now)
     : scheduler_(s),
-      cfg_(s.config_),
-      placer_(s.placer_),
-      order_(s.order_),
-      snap_(snap),
-      now_(now),
-      tree_(snap.queues),
-      work_(s.CopyOfUsage(*snap.usage)),
-      topo_(work_.topology()),
+      c_([&]() -> cycle::Context {
+        cluster::ClusterUsage& work = s.CopyOfUsage(*snap.usage);
+        return {s.config_, snap, now, s.order_, snap.queues, work, work.topology(), s.placer_};
+      }()),
       opts_{s.scorer_.get(), snap.profile, nullptr, snap.random_seed},
-      windows_(snap.windows, static_cast<uint32_t>(topo_.nodes().size()), now) {
-  reserved_nodes_.assign(topo_.nodes().size(), 0);
-  preempted_.assign(snap.running.size(), 0);
-  if (tree_) {
-    ChargeRunning();
-    SortIntoQueues();
-  }
-  // Under Gittins preemption a full cluster is the common case in overload, with thousands
-  // waiting: once no GPU is free and no job left in the queue outranks a running one, the
-  // rest of the queue cannot start, so it is not examined.
-  if (cfg_.preemption.mode == PreemptionMode::kGittins) {
-    for (const RunningJob& r : snap.running) {
-      if (r.preemptible) top_rank_ = std::max(top_rank_, r.rank);
-    }
-    least_rank_from_.assign(order_.size() + 1, INT64_MAX);
-    for (size_t i = order_.size(); i-- > 0;) {
-      least_rank_from_[i] = std::min(least_rank_from_[i + 1], snap.pending[order_[i]].rank);
-    }
-  }
-  if (cfg_.preemption.mode == PreemptionMode::kGittins || tree_) gpus_exhausted_ = NoGpuLeft(work_);
+      windows_(snap.windows, static_cast<uint32_t>(c_.topo.nodes().size()), now),
+      admission_(c_.tree ? std::optional<cycle::QuotaAdmission>(std::in_place, c_) : std::nullopt),
+      by_share_(c_.tree
+                    ? std::optional<cycle::FairShareOrder>(std::in_place, c_, admission_->ledger())
+                    : std::nullopt),
+      backfill_(c_),
+      preemptor_(c_, admission_ ? &*admission_ : nullptr, by_share_ ? &*by_share_ : nullptr) {
+  if (c_.cfg.preemption.mode == PreemptionMode::kGittins || c_.tree)
+    gpus_exhausted_ = NoGpuLeft(c_.work);
 }
 
 Decisions Scheduler::Cycle(const Snapshot& snap, Time now) {
