@@ -144,9 +144,10 @@ StatusOr<Time> ParseUtcTimestamp(std::string_view text) {
                                    "' is not a date; write YYYY-MM-DD or YYYY-MM-DD HH:MM:SS");
   }
   int y = f[0], mo = f[1], d = f[2], h = f[3], mi = f[4], s = f[5];
-  // Four-digit years: beyond them the milliseconds overflow int64 (and no record is that old or
-  // new).
-  if (y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) {
+  // Years 0 to 9999: beyond them the milliseconds overflow int64 (and no record is that old or
+  // new). Each field reads a sign: none may be negative.
+  if (y < 0 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
+      mi > 59 || s < 0 || s > 60) {
     return Status::InvalidArgument("'" + std::string(text) + "' is not a valid date and time");
   }
   // Days from civil (Howard Hinnant's algorithm), UTC.

@@ -52,6 +52,20 @@ TEST(TimestampTest, RefusesYearsPastFourDigits) {
       << r.status().message();
 }
 
+// Found by fuzz/rest_query_fuzz.cc again (UBSan: signed overflow): a from_chars field takes a
+// sign, so a year of -766666666 overflowed too, and a negative hour, minute or second went
+// through as a time before the day began.
+TEST(TimestampTest, RefusesNegativeFields) {
+  EXPECT_TRUE(ParseUtcTimestamp("0000-01-01").ok());
+  for (const char* bad : {"-766666666-1-1", "-1-01-01", "2020-01-01 -5:00:00",
+                          "2020-01-01 05:-1:00", "2020-01-01 05:00:-7"}) {
+    auto r = ParseUtcTimestamp(bad);
+    ASSERT_FALSE(r.ok()) << bad << " -> " << *r;
+    EXPECT_NE(r.status().message().find("is not a valid date and time"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(DurationTest, Formats) {
   EXPECT_EQ(FormatDuration(250), "250ms");
   EXPECT_EQ(FormatDuration(42 * kSecond), "42s");
