@@ -5,37 +5,14 @@
 #include "cluster/cluster_yaml.h"
 #include "common/random.h"
 #include "job/queue_spec.h"
+#include "sim/engine/sim_test_util.h"
 
 namespace hangar::sim {
 namespace {
 
-std::shared_ptr<const cluster::Topology> OneNode(int gpus) {
-  auto f = cluster::ParseClusterYaml(
-      "nodes:\n  - {name: n, gpus: " + std::to_string(gpus) +
-          ", gpu_model: H100, gpu_memory: 80Gi, cpu: 64, memory: 512Gi}\n",
-      "t.yaml");
-  EXPECT_TRUE(f.ok());
-  return f->topology;
-}
-
-std::shared_ptr<const sched::GangRequest> Gpus(int n) {
-  sched::TaskShape s;
-  s.kind = job::GpuKind::kWhole;
-  s.gpus = n;
-  s.milli = 1000;
-  return std::make_shared<sched::GangRequest>(sched::MakeSingleTaskRequest(s));
-}
-
-SimJob Job(uint64_t id, Time submit, Duration runtime, int gpus) {
-  SimJob j;
-  j.id = id;
-  j.name = "j" + std::to_string(id);
-  j.request = Gpus(gpus);
-  j.submit = submit;
-  j.runtime = runtime;
-  j.seq = id;
-  return j;
-}
+using testing::Gpus;
+using testing::Job;
+using testing::OneNode;
 
 // Worked by hand: one node of 4 GPUs, FIFO without backfill.
 //   j1: 4 GPUs, t=0, runs 10  -> starts 0, ends 10
