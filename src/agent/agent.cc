@@ -208,7 +208,7 @@ Status Agent::Init() {
     }
   }
   runner_.ForgetUnguarded();
-  store_id_ = ReadStoreId(options_.state_dir);
+  link_.LoadStoreId();
   {
     std::lock_guard<std::mutex> l(mu_);
     records_ = std::move(loaded);
@@ -226,7 +226,7 @@ Status Agent::Init() {
         options_.drain_lock_timeout);
     ResumeDrains();
   }
-  if (options_.forget_store && !store_id_.empty()) ForgetStore();
+  if (options_.forget_store && !link_.store_id().empty()) ForgetStore();
   StartSocket();
   StartStepSocket();
   return Status::Ok();
@@ -288,16 +288,7 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
                  record.checkpoint_local, record.checkpoint_store);
     return reply;
   }
-  bool sent = false;
-  {
-    // Under write_mu_, so that Session() either has the stream up or collects it afterwards.
-    std::lock_guard<std::mutex> w(write_mu_);
-    sent = stream_ && stream_->Write(m);
-    if (!sent) {
-      std::lock_guard<std::mutex> l(mu_);
-      unsent_checkpoints_[c.task_id] = *done;
-    }
-  }
+  const bool sent = link_.WriteOrHold(*done);
   spdlog::info("agent {}: task {} wrote a checkpoint{}{}{}{}", options_.node, c.task_id,
                c.path.empty() ? "" : " at " + c.path,
                c.step ? " (step " + std::to_string(c.step) + ")" : "",
@@ -343,7 +334,7 @@ void Agent::ForgetStore() {
   const auto running = runner_.Running();
   spdlog::warn(
       "agent {}: --forget-store: forgetting store {} and its {} task record(s){}", options_.node,
-      store_id_, records_.size(),
+      link_.store_id(), records_.size(),
       running.empty() ? "" : "; stopping its " + std::to_string(running.size()) + " task(s)");
   for (const auto& [id, pid] : running) (void)runner_.Stop(id, options_.stop_tasks_grace);
   const Time deadline = clock_->Now() + options_.stop_tasks_grace + kSecond;
@@ -352,20 +343,18 @@ void Agent::ForgetStore() {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   for (const TaskExit& e : runner_.Reap()) (void)RecordExit(e);
-  std::lock_guard<std::mutex> l(mu_);
-  records_.clear();
-  early_exits_.clear();
-  unsent_checkpoints_.clear();
-  SaveRecords();
-  store_id_.clear();
-  if (!WriteStoreId(options_.state_dir, "")) {
-    spdlog::error("agent {}: cannot remove {}/store_id", options_.node, options_.state_dir);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    records_.clear();
+    early_exits_.clear();
+    SaveRecords();
   }
+  link_.ForgetStore();
 }
 
 pb::Register Agent::RegisterMessage() {
   pb::Register reg;
-  reg.set_store_id(store_id_);
+  reg.set_store_id(link_.store_id());
   reg.set_lease_clock_ms(fence::LeaseClockMs());
   pb::Inventory* inv = reg.mutable_inventory();
   inv->set_node(options_.node);
@@ -403,10 +392,7 @@ pb::Register Agent::RegisterMessage() {
   return reg;
 }
 
-bool Agent::Write(const pb::AgentMessage& m) {
-  std::lock_guard<std::mutex> l(write_mu_);
-  return stream_ && stream_->Write(m);
-}
+bool Agent::Write(const pb::AgentMessage& m) { return link_.Write(m); }
 
 void Agent::SendStatus(const TaskRecord& r) {
   pb::AgentMessage m;
@@ -449,10 +435,7 @@ void Agent::Run(const std::atomic<bool>* stop) {
     const bool several = options_.controller.find(',') != std::string::npos;
     backoff = std::min<Duration>(backoff * 2, several ? 300 : 2 * kSecond);
   }
-  {
-    std::lock_guard<std::mutex> l(write_mu_);
-    if (context_) context_->TryCancel();
-  }
+  link_.Cancel();
   reaper.join();
   heartbeat.join();
   stage_queue_.WakeAll();
@@ -462,17 +445,6 @@ void Agent::Run(const std::atomic<bool>* stop) {
   if (mps_) mps_->StopUnused();  // those of tasks that outlive the agent stay, for them
   backend_->CancelValidation();
   validation_.Join();
-}
-
-// The next address of a comma-separated list of controllers, round robin.
-static std::string NextController(const std::string& list, size_t* next) {
-  std::vector<std::string> all;
-  std::stringstream in(list);
-  for (std::string a; std::getline(in, a, ',');) {
-    if (!a.empty()) all.push_back(a);
-  }
-  if (all.empty()) return list;
-  return all[(*next)++ % all.size()];
 }
 
 // A channel to one controller: mutual TLS when configured; with several controllers, keepalive
@@ -515,34 +487,8 @@ void Agent::RetellAfterRegistering(const std::map<std::string, pb::CheckpointDon
   SendImages();
 }
 
-// Whether to act on a message from `controller`: not from a deposed leader (an epoch older than
-// the newest seen), nor from a controller on another store than the one this agent serves (the
-// first it hears of is recorded).
-bool Agent::Accept(const pb::ControllerMessage& in, const std::string& controller) {
-  if (in.epoch() < newest_epoch_) {
-    spdlog::warn("agent {}: refused a message of epoch {} from {}: epoch {} leads now",
-                 options_.node, in.epoch(), controller, newest_epoch_);
-    return false;
-  }
-  newest_epoch_ = in.epoch();
-  if (in.store_id().empty() || in.store_id() == store_id_) return true;
-  if (!store_id_.empty()) {  // the controller let us in, so it runs on another store than it did
-    spdlog::error(
-        "agent {}: refused a message from {}: it serves store {}, this agent store {} (its tasks "
-        "belong to that one); restart the agent with --forget-store to serve the new one",
-        options_.node, controller, in.store_id(), store_id_);
-    return false;
-  }
-  store_id_ = in.store_id();  // the first controller this agent serves
-  if (!WriteStoreId(options_.state_dir, store_id_)) {
-    spdlog::error("agent {}: cannot write {}/store_id", options_.node, options_.state_dir);
-  }
-  spdlog::info("agent {}: serves the controller store {}", options_.node, store_id_);
-  return true;
-}
-
 void Agent::Session(const std::atomic<bool>* stop) {
-  const std::string controller = NextController(options_.controller, &next_controller_);
+  const std::string controller = link_.NextController();
   auto stub = pb::AgentChannel::NewStub(ChannelTo(controller));
   grpc::ClientContext ctx;
   // With `--auth tokens` the controller admits only this node's own node token.
@@ -554,25 +500,13 @@ void Agent::Session(const std::atomic<bool>* stop) {
     stream->Finish();
     return;
   }
-  std::map<std::string, pb::CheckpointDone> unsent;
-  {
-    std::lock_guard<std::mutex> l(write_mu_);
-    stream_ = stream.get();
-    context_ = &ctx;
-    std::lock_guard<std::mutex> r(mu_);
-    unsent.swap(unsent_checkpoints_);
-  }
-  RetellAfterRegistering(unsent);
+  RetellAfterRegistering(link_.Attach(stream.get(), &ctx));
   pb::ControllerMessage in;
   while (!*stop && stream->Read(&in)) {
-    if (!Accept(in, controller)) break;
+    if (!link_.Accept(in, controller)) break;
     Handle(in);
   }
-  {
-    std::lock_guard<std::mutex> l(write_mu_);
-    stream_ = nullptr;
-    context_ = nullptr;
-  }
+  link_.Detach();
   sessions_->CloseSessions();  // their far ends went with the stream
   if (steps_) steps_->ControllerGone();
   // The controller ended the stream (a refusal says why in its status) or we are stopping (then
@@ -588,7 +522,7 @@ void Agent::Handle(const pb::ControllerMessage& m) {
   switch (m.body_case()) {
     case pb::ControllerMessage::kRegistered:
       if (m.registered().heartbeat_interval_ms() > 0)
-        heartbeat_ms_ = m.registered().heartbeat_interval_ms();
+        link_.set_heartbeat_ms(m.registered().heartbeat_interval_ms());
       if (fence_) fence_->Grant(m.registered().lease_clock_ms(), m.registered().lease_ms());
       data_.SetToken(m.registered().data_token());
       for (const auto& id : m.registered().stop_tasks()) {
@@ -882,7 +816,7 @@ void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
     const Time now = clock_->Now();
     pb::AgentMessage m;
     pb::Heartbeat* hb = m.mutable_heartbeat();
-    hb->set_seq(++heartbeat_seq_);
+    hb->set_seq(link_.NextHeartbeatSeq());
     hb->set_time_ms(now);
     hb->set_lease_clock_ms(fence::LeaseClockMs());
     InjectFaultsIfAsked(now);
@@ -907,14 +841,13 @@ void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
       *ev.mutable_gpu_event() = std::move(e);
       Write(ev);
     }
-    const Time until = now + heartbeat_ms_.load();
+    const Time until = now + link_.heartbeat_ms();
     for (Time t = clock_->Now(); !*stop && t < until; t = clock_->Now()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min<Duration>(until - t, 100)));
     }
   }
   // Session() may be blocked reading a silent stream: wake it so Run() can return.
-  std::lock_guard<std::mutex> l(write_mu_);
-  if (context_) context_->TryCancel();
+  link_.Cancel();
 }
 
 }  // namespace hangar::agent

@@ -43,6 +43,7 @@
 #include "agent/checkpoint_socket.h"
 #include "agent/container/image_cache.h"
 #include "agent/container/podman.h"
+#include "agent/controller_link.h"
 #include "agent/data/data_plane.h"
 #include "agent/fence/node_fence.h"
 #include "agent/gpu/gpu_backend.h"
@@ -185,7 +186,6 @@ class Agent {
   void Session(const std::atomic<bool>* stop);
   std::shared_ptr<grpc::Channel> ChannelTo(const std::string& controller) const;  // Session's parts
   void RetellAfterRegistering(const std::map<std::string, pb::CheckpointDone>& unsent);
-  bool Accept(const pb::ControllerMessage& in, const std::string& controller);
   void Handle(const pb::ControllerMessage& m);
   void HandleLaunch(const pb::Launch& l);  // agent_launch.cc, as are the next three
   // A launch with a gang preflight (agent_preflight.cc): `hangar preflight` runs first, on its own
@@ -307,7 +307,7 @@ class Agent {
 
   SoleThread validation_;  // RunValidation's
 
-  std::mutex mu_;  // records_, early_exits_, unsent_checkpoints_, drains_
+  std::mutex mu_;  // records_, early_exits_, drains_
   std::map<std::string, TaskRecord> records_;
   std::unique_ptr<TaskJournal> journal_;  // records_ on disk (made by Init)
   // The node's fence (docs/operations.md, "The node lease"): the lease the controller grants and
@@ -316,25 +316,10 @@ class Agent {
   // Exits the reaper saw before the launch had recorded its task (a `true` can end before
   // Launch() has returned): the launch handles them once its record is in.
   std::map<std::string, TaskExit> early_exits_;
-  // Checkpoint reports made while no stream was up, by task: the latest of each goes out on the
-  // next connect.
-  std::map<std::string, pb::CheckpointDone> unsent_checkpoints_;
-  std::map<std::string, int64_t>
-      progress_sent_;               // by task: when its last report was forwarded (monotonic ns)
   std::map<uint64_t, int> drains_;  // by job: drains asked for and not over
 
-  std::mutex write_mu_;  // the stream in use, if any
-  grpc::ClientReaderWriter<pb::AgentMessage, pb::ControllerMessage>* stream_ = nullptr;
-  grpc::ClientContext* context_ = nullptr;
-  std::atomic<int64_t> heartbeat_ms_{1000};
-  std::atomic<uint64_t> heartbeat_seq_{0};
-  // The next address of options_.controller's list (a,b,c) to try, and the newest
-  // leadership epoch seen on any stream (orders of an older one are refused). Session's only.
-  size_t next_controller_ = 0;
-  int64_t newest_epoch_ = 0;
-  // The controller store this agent serves (<state dir>/store_id); "" until a
-  // controller names its own. Init's, then Session's only.
-  std::string store_id_;
+  // The stream to the controller, the reports held while it is down, epochs and the store.
+  ControllerLink link_{options_.node, options_.state_dir, options_.controller};
 
   std::optional<Podman> podman_;
   std::string podman_error_;  // why containers do not run here, when they do not

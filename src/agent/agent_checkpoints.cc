@@ -118,14 +118,7 @@ void Agent::OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainR
     spdlog::error("agent {}: task {}: its checkpoint is NOT durable: {}", options_.node, q.task_id,
                   result.status().message());
   }
-  {
-    // As OnCheckpointReport: either on the stream now, or kept for the next connect.
-    std::lock_guard<std::mutex> w(write_mu_);
-    if (!(stream_ && stream_->Write(m))) {
-      std::lock_guard<std::mutex> l(mu_);
-      unsent_checkpoints_[q.task_id] = *done;
-    }
-  }
+  (void)link_.WriteOrHold(*done);  // as OnCheckpointReport: on the stream now, or held
   std::vector<TaskRecord> release;
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -11,43 +11,40 @@ namespace {
 
 // A loop may report every step; the controller needs far fewer, and a hang is measured in minutes.
 constexpr int64_t kForwardEveryNs = 1'000'000'000;
-// Ended tasks' entries go when the table grows past this (tasks per node are few).
-constexpr size_t kMaxTracked = 4096;
 
 }  // namespace
 
 Status Agent::OnProgressReport(const ProgressReport& p) {
   pb::AgentMessage m;
   pb::Progress* out = m.mutable_progress();
+  bool runs = true;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = records_.find(p.task_id);
-    if (it == records_.end() || it->second.ended || !runner_.IsRunning(p.task_id)) {
-      progress_sent_.erase(p.task_id);
-      return Status::NotFound("task '" + p.task_id + "' does not run on node " + options_.node);
+    runs = it != records_.end() && !it->second.ended && runner_.IsRunning(p.task_id);
+    if (runs) {
+      // As for checkpoints: a task's reports come from its own uid (or root).
+      const int64_t owner = it->second.uid >= 0 ? it->second.uid : static_cast<int64_t>(geteuid());
+      if (p.peer_uid >= 0 && p.peer_uid != 0 && p.peer_uid != owner) {
+        return Status::PermissionDenied(
+            "task '" + p.task_id + "' runs as uid " + std::to_string(owner) + "; uid " +
+            std::to_string(p.peer_uid) + " may not report its progress");
+      }
+      out->set_job_id(it->second.job_id);
     }
-    // As for checkpoints: a task's reports come from its own uid (or root).
-    const int64_t owner = it->second.uid >= 0 ? it->second.uid : static_cast<int64_t>(geteuid());
-    if (p.peer_uid >= 0 && p.peer_uid != 0 && p.peer_uid != owner) {
-      return Status::PermissionDenied("task '" + p.task_id + "' runs as uid " +
-                                      std::to_string(owner) + "; uid " +
-                                      std::to_string(p.peer_uid) + " may not report its progress");
-    }
-    const int64_t now_ns = MonotonicNanos();
-    auto [sent, fresh] = progress_sent_.try_emplace(p.task_id, now_ns);
-    if (!fresh && now_ns - sent->second < kForwardEveryNs)
-      return Status::Ok();  // taken, not forwarded
-    sent->second = now_ns;
-    if (progress_sent_.size() > kMaxTracked) progress_sent_.clear();
-    out->set_job_id(it->second.job_id);
   }
+  if (!runs) {
+    link_.ForgetProgress(p.task_id);
+    return Status::NotFound("task '" + p.task_id + "' does not run on node " + options_.node);
+  }
+  if (!link_.ProgressDue(p.task_id, MonotonicNanos(), kForwardEveryNs))
+    return Status::Ok();  // taken, not forwarded
   out->set_task_id(p.task_id);
   out->set_time_ms(clock_->Now());
   out->set_step(p.step);
   out->set_step_time_us(p.step_time_us);
   // Not kept while the controller is away: the next report says more than this one.
-  std::lock_guard<std::mutex> w(write_mu_);
-  if (stream_) stream_->Write(m);
+  (void)link_.Write(m);
   return Status::Ok();
 }
 
