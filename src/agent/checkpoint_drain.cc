@@ -615,7 +615,7 @@ CheckpointDrainer::CheckpointDrainer(Done done, Duration lock_timeout)
 
 CheckpointDrainer::~CheckpointDrainer() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -624,7 +624,7 @@ CheckpointDrainer::~CheckpointDrainer() {
 
 void CheckpointDrainer::Enqueue(Request r) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     queue_.push_back(std::move(r));
   }
   cv_.notify_all();
@@ -634,8 +634,8 @@ void CheckpointDrainer::Loop() {
   for (;;) {
     Request r;
     {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+      MutexLock l(mu_);
+      l.Wait(cv_, [this]() HANGAR_REQUIRES(mu_) { return stop_ || !queue_.empty(); });
       if (stop_) return;
       r = std::move(queue_.front());
       queue_.pop_front();

@@ -37,12 +37,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -116,17 +116,17 @@ class CheckpointDrainer {
   CheckpointDrainer(const CheckpointDrainer&) = delete;
   CheckpointDrainer& operator=(const CheckpointDrainer&) = delete;
 
-  void Enqueue(Request r);
+  void Enqueue(Request r) HANGAR_EXCLUDES(mu_);
 
  private:
-  void Loop();
+  void Loop() HANGAR_EXCLUDES(mu_);
 
   Done done_;
   Duration lock_timeout_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Request> queue_;
-  bool stop_ = false;
+  std::deque<Request> queue_ HANGAR_GUARDED_BY(mu_);
+  bool stop_ HANGAR_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

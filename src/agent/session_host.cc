@@ -33,7 +33,7 @@ SessionHost::SessionHost(Send send) : send_(std::move(send)) {
 
 SessionHost::~SessionHost() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   uint64_t one = 1;
@@ -59,7 +59,7 @@ SessionHost::~SessionHost() {
 
 void SessionHost::Post(std::function<void()> work) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(std::move(work));
   }
   uint64_t one = 1;
@@ -171,7 +171,7 @@ void SessionHost::Loop() {
     }
     RunQueued();
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) return;
     }
     const int64_t now = MonotonicNanos();
@@ -191,7 +191,7 @@ void SessionHost::Loop() {
 void SessionHost::RunQueued() {
   std::deque<std::function<void()>> work;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     work.swap(queue_);
   }
   for (auto& w : work) w();

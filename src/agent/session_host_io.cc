@@ -334,7 +334,7 @@ void SessionHost::EndTerminal(Terminal& t) {
 }
 
 void SessionHost::PublishActivity(const Terminal& t) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (t.ended || t.input_only) {
     activity_.erase(t.task_id);
     return;
@@ -344,7 +344,7 @@ void SessionHost::PublishActivity(const Terminal& t) {
 
 std::vector<SessionHost::Activity> SessionHost::TerminalActivity() const {
   const int64_t now = MonotonicNanos();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Activity> out;
   out.reserve(activity_.size());
   for (const auto& [task, a] : activity_)

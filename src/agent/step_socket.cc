@@ -97,9 +97,9 @@ struct StepSocket::Conn {
   }
   int fd = -1;
   int wake[2] = {-1, -1};  // closed with the last reference: Push may still hold one
-  std::mutex mu;
-  std::deque<std::string> frames;  // guarded by mu
-  bool last_queued = false;        // guarded by mu
+  Mutex mu;
+  std::deque<std::string> frames HANGAR_GUARDED_BY(mu);
+  bool last_queued HANGAR_GUARDED_BY(mu) = false;
 };
 
 StatusOr<std::unique_ptr<StepSocket>> StepSocket::Listen(const std::string& path, Check check,
@@ -134,7 +134,7 @@ StepSocket::StepSocket(std::string path, int fd, int wake_read, int wake_write, 
 
 StepSocket::~StepSocket() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   ControllerGone();  // wakes every connection's thread with its last frame
@@ -161,7 +161,7 @@ void StepSocket::Serve() {
     if (!(p[0].revents & POLLIN)) continue;
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || connections_ >= kMaxConnections) {
       (void)WriteAll(fd, Ended(1, "the node's agent serves " + std::to_string(kMaxConnections) +
                                       " sruns at once; wait for some to end"));
@@ -191,7 +191,7 @@ void StepSocket::Handle(int fd) {
   auto finish = [&](const std::string& last) {
     if (!last.empty()) (void)WriteAll(fd, last);
     close(fd);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     --connections_;
   };
   auto j = ReadRequest(fd);
@@ -214,7 +214,7 @@ void StepSocket::Handle(int fd) {
   uint64_t id = 0;
   bool stopping = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     id = next_request_++;
     conns_[id] = c;
     stopping = stopping_;
@@ -235,7 +235,7 @@ void StepSocket::Pump(const std::shared_ptr<Conn>& c, uint64_t id) {
     std::deque<std::string> frames;
     bool last = false;
     {
-      std::lock_guard lock(c->mu);
+      MutexLock lock(c->mu);
       frames.swap(c->frames);
       last = c->last_queued;
     }
@@ -257,7 +257,7 @@ void StepSocket::Pump(const std::shared_ptr<Conn>& c, uint64_t id) {
   }
   bool forget = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     forget = conns_.erase(id) > 0;
   }
   if (caller_left && forget) {
@@ -271,13 +271,13 @@ void StepSocket::Pump(const std::shared_ptr<Conn>& c, uint64_t id) {
 void StepSocket::Push(uint64_t request_id, std::string frame, bool last) {
   std::shared_ptr<Conn> c;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = conns_.find(request_id);
     if (it == conns_.end()) return;
     c = it->second;
   }
   {
-    std::lock_guard lock(c->mu);
+    MutexLock lock(c->mu);
     if (c->last_queued) return;
     c->frames.push_back(std::move(frame));
     c->last_queued = last;
@@ -311,7 +311,7 @@ void StepSocket::Deliver(const v1::StepOutput& out) {
 void StepSocket::ControllerGone() {
   std::vector<uint64_t> ids;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, c] : conns_) ids.push_back(id);
   }
   for (uint64_t id : ids)

@@ -24,11 +24,11 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "proto/agent.pb.h"
 
@@ -51,33 +51,34 @@ class StepSocket {
   StepSocket& operator=(const StepSocket&) = delete;
 
   // A frame from the controller for the srun of its request_id (any thread; never blocks on srun).
-  void Deliver(const ::hangar::agent::v1::StepOutput& out);
+  void Deliver(const ::hangar::agent::v1::StepOutput& out) HANGAR_EXCLUDES(mu_);
   // The controller's stream ended: every waiting srun ends with an error.
-  void ControllerGone();
+  void ControllerGone() HANGAR_EXCLUDES(mu_);
   const std::string& path() const { return path_; }
 
  private:
   struct Conn;
   StepSocket(std::string path, int fd, int wake_read, int wake_write, Check check, Send send);
-  void Serve();
-  void Handle(int fd);
-  void Pump(const std::shared_ptr<Conn>& c, uint64_t request_id);
-  void Push(uint64_t request_id, std::string frame, bool last);
+  void Serve() HANGAR_EXCLUDES(mu_);
+  void Handle(int fd) HANGAR_EXCLUDES(mu_);
+  void Pump(const std::shared_ptr<Conn>& c, uint64_t request_id) HANGAR_EXCLUDES(mu_);
+  void Push(uint64_t request_id, std::string frame, bool last) HANGAR_EXCLUDES(mu_);
 
   const std::string path_;
   const int listen_fd_, wake_read_fd_, wake_write_fd_;
   const Check check_;
   const Send send_;
-  std::mutex mu_;
-  uint64_t next_request_ = 1;                        // guarded by mu_, like what follows
-  std::map<uint64_t, std::shared_ptr<Conn>> conns_;  // by request id
-  int connections_ = 0;
-  bool stopping_ = false;
+  Mutex mu_;
+  uint64_t next_request_ HANGAR_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::shared_ptr<Conn>> conns_ HANGAR_GUARDED_BY(mu_);  // by request id
+  int connections_ HANGAR_GUARDED_BY(mu_) = 0;
+  bool stopping_ HANGAR_GUARDED_BY(mu_) = false;
   struct Worker {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
-  std::list<Worker> threads_;  // the acceptor's, joined at destruction
+  // The acceptor's (it touches them with mu_ held), joined at destruction.
+  std::list<Worker> threads_ HANGAR_GUARDED_BY(mu_);
   std::thread acceptor_;
 };
 

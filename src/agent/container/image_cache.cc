@@ -94,7 +94,7 @@ void ImageCache::SetDiskFloor(std::string path, int64_t min_free_bytes,
 
 Status ImageCache::Refresh(Time now) {
   HANGAR_ASSIGN_OR_RETURN(std::vector<LocalImage> found, podman_->Images());
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   images_.clear();
   for (auto& i : found) {
     Time t = LastUse(i.digests, last_used_);
@@ -112,7 +112,7 @@ bool ImageCache::Holds(const std::string& ref) const { return BytesOf(ref) >= 0;
 
 int64_t ImageCache::BytesOf(const std::string& ref) const {
   const std::string d = DigestOf(ref);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (const auto& s : images_) {
     const auto& ds = s.image.digests;
     const auto& ns = s.image.names;
@@ -127,7 +127,7 @@ int64_t ImageCache::BytesOf(const std::string& ref) const {
 void ImageCache::Touch(const std::string& ref, Time now) {
   const std::string d = DigestOf(ref);
   if (d.empty()) return;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   last_used_[d] = now;
   for (auto& s : images_) {
     if (std::find(s.image.digests.begin(), s.image.digests.end(), d) != s.image.digests.end())
@@ -141,7 +141,7 @@ void ImageCache::SetWanted(std::set<std::string> refs) {
   for (const auto& r : refs) {
     if (std::string d = DigestOf(r); !d.empty()) digests.insert(d);
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   wanted_ = std::move(digests);
 }
 
@@ -151,7 +151,7 @@ std::vector<std::string> ImageCache::Evict(const std::set<std::string>& in_use, 
   // Read outside the lock: a slow disk must not hold up Holds() and Touch().
   const int64_t free_bytes = min_free_bytes_ > 0 && free_bytes_ ? free_bytes_() : -1;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     std::set<std::string> keep = wanted_;
     for (const auto& r : in_use) {
       if (std::string d = DigestOf(r); !d.empty()) keep.insert(d);
@@ -177,7 +177,7 @@ std::vector<std::string> ImageCache::Evict(const std::set<std::string>& in_use, 
       spdlog::warn("image cache: cannot evict {}: {}", id, s.message());
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   images_.erase(std::remove_if(images_.begin(), images_.end(),
                                [&](const CachedImageState& s) {
                                  return std::find(removed.begin(), removed.end(), s.image.id) !=
@@ -192,7 +192,7 @@ std::vector<std::string> ImageCache::Evict(const std::set<std::string>& in_use, 
 
 pb::ImageInventory ImageCache::Inventory() const {
   pb::ImageInventory inv;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   int64_t used = 0;
   for (const auto& s : images_) {
     for (const auto& d : s.image.digests) {

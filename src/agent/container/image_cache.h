@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent/container/podman.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "proto/agent.pb.h"
@@ -54,19 +54,20 @@ class ImageCache {
   void SetDiskFloor(std::string path, int64_t min_free_bytes,
                     std::function<int64_t()> free_bytes = {});
   // Reads podman's images and the saved last-use times.
-  Status Refresh(Time now);
-  bool Holds(const std::string& ref) const;
-  int64_t BytesOf(const std::string& ref) const;
-  void Touch(const std::string& ref, Time now);
+  Status Refresh(Time now) HANGAR_EXCLUDES(mu_);
+  bool Holds(const std::string& ref) const HANGAR_EXCLUDES(mu_);
+  int64_t BytesOf(const std::string& ref) const HANGAR_EXCLUDES(mu_);
+  void Touch(const std::string& ref, Time now) HANGAR_EXCLUDES(mu_);
   // The images the controller says jobs here will need (replaces the previous list).
-  void SetWanted(std::set<std::string> refs);
+  void SetWanted(std::set<std::string> refs) HANGAR_EXCLUDES(mu_);
   // Evicts what the budget needs, sparing `in_use` (refs of running tasks) and the wanted ones.
   // Returns what it removed.
-  std::vector<std::string> Evict(const std::set<std::string>& in_use, Time now);
-  pb::ImageInventory Inventory() const;
+  std::vector<std::string> Evict(const std::set<std::string>& in_use, Time now)
+      HANGAR_EXCLUDES(mu_);
+  pb::ImageInventory Inventory() const HANGAR_EXCLUDES(mu_);
 
  private:
-  void SaveLocked() const;
+  void SaveLocked() const HANGAR_REQUIRES(mu_);
   const Podman* podman_;
   std::string state_file_;
   int64_t budget_bytes_;
@@ -74,13 +75,13 @@ class ImageCache {
   std::string disk_path_;
   int64_t min_free_bytes_ = 0;
   std::function<int64_t()> free_bytes_;
-  // The room Evict() last found (CacheRoom), reported as the inventory's budget. Guarded by mu_.
-  int64_t room_bytes_ = -1;
-  mutable std::mutex mu_;
-  std::vector<CachedImageState> images_;
-  std::map<std::string, Time> last_used_;  // by digest
-  std::set<std::string> wanted_;           // digests
-  bool over_budget_ = false;
+  mutable Mutex mu_;
+  // The room Evict() last found (CacheRoom), reported as the inventory's budget.
+  int64_t room_bytes_ HANGAR_GUARDED_BY(mu_) = -1;
+  std::vector<CachedImageState> images_ HANGAR_GUARDED_BY(mu_);
+  std::map<std::string, Time> last_used_ HANGAR_GUARDED_BY(mu_);  // by digest
+  std::set<std::string> wanted_ HANGAR_GUARDED_BY(mu_);           // digests
+  bool over_budget_ HANGAR_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace hangar::agent

@@ -77,12 +77,12 @@ DataServer::DataServer(ObjectCache* cache) : cache_(cache) {}
 DataServer::~DataServer() { Stop(); }
 
 void DataServer::SetToken(std::string token) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   token_ = std::move(token);
 }
 
 bool DataServer::Authorized(const std::string& header) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (token_.empty() || header.size() != token_.size() + 7 || header.rfind("Bearer ", 0) != 0)
     return false;
   unsigned char diff = 0;  // in constant time

@@ -13,11 +13,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "agent/data/object_cache.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace httplib {
@@ -37,18 +37,18 @@ class DataServer {
   void Stop();
   // http://HOST:PORT, once started.
   std::string url() const { return url_; }
-  void SetToken(std::string token);
+  void SetToken(std::string token) HANGAR_EXCLUDES(mu_);
   int64_t bytes_served() const { return bytes_served_; }
 
  private:
-  bool Authorized(const std::string& header) const;
-  void Serve(const httplib::Request& req, httplib::Response& res);
+  bool Authorized(const std::string& header) const HANGAR_EXCLUDES(mu_);
+  void Serve(const httplib::Request& req, httplib::Response& res) HANGAR_EXCLUDES(mu_);
   ObjectCache* cache_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::string url_;
-  mutable std::mutex mu_;
-  std::string token_;
+  mutable Mutex mu_;
+  std::string token_ HANGAR_GUARDED_BY(mu_);
   std::atomic<int64_t> bytes_served_{0};
 };
 

@@ -64,7 +64,7 @@ Status Partial::Write(int64_t i, const std::string& data) {
     done += static_cast<size_t>(w);
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!have_[i]) {
       have_[i] = true;
       ++have_count_;
@@ -75,25 +75,25 @@ Status Partial::Write(int64_t i, const std::string& data) {
 }
 
 bool Partial::Has(int64_t i) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return i >= 0 && i < chunks_ && have_[i];
 }
 
 bool Partial::Complete() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return have_count_ == chunks_;
 }
 
 bool Partial::WaitFor(int64_t first, int64_t last, Duration timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  auto all = [&] {
+  MutexLock l(mu_);
+  auto all = [&]() HANGAR_REQUIRES(mu_) {
     if (abandoned_) return true;
     for (int64_t i = std::max<int64_t>(0, first); i <= last && i < chunks_; ++i) {
       if (!have_[i]) return false;
     }
     return true;
   };
-  cv_.wait_for(l, std::chrono::milliseconds(timeout), all);
+  l.WaitFor(cv_, std::chrono::milliseconds(timeout), all);
   return !abandoned_ && all();
 }
 
@@ -117,7 +117,7 @@ StatusOr<std::string> Partial::Read(int64_t offset, int64_t length) const {
 
 void Partial::Abandon() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     abandoned_ = true;
   }
   cv_.notify_all();
@@ -191,7 +191,7 @@ Status ObjectCache::Init(Time now) {
       }
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   objects_.clear();
   for (const auto& e : fs::directory_iterator(dir_ + "/objects", ec)) {
     const std::string digest = "sha256:" + e.path().filename().string();
@@ -205,18 +205,18 @@ Status ObjectCache::Init(Time now) {
 }
 
 std::string ObjectCache::PathOf(const std::string& digest) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return objects_.count(digest) ? dir_ + "/objects/" + HexOf(digest) : "";
 }
 
 int64_t ObjectCache::BytesOf(const std::string& digest) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = objects_.find(digest);
   return it == objects_.end() ? -1 : it->second.bytes;
 }
 
 void ObjectCache::Touch(const std::string& digest, Time now) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = objects_.find(digest);
   if (it == objects_.end()) return;
   it->second.last_used = now;
@@ -224,7 +224,7 @@ void ObjectCache::Touch(const std::string& digest, Time now) {
 }
 
 void ObjectCache::SetWanted(std::set<std::string> digests) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   wanted_ = std::move(digests);
 }
 
@@ -232,7 +232,7 @@ StatusOr<std::shared_ptr<Partial>> ObjectCache::Begin(const std::string& digest,
                                                       int64_t chunk_bytes) {
   const std::string hex = HexOf(digest);
   if (hex.empty()) return Status::InvalidArgument("'" + digest + "' is not a sha256 digest");
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (staging_.count(digest)) return Status::AlreadyExists(digest + " is being staged already");
   const std::string path = dir_ + "/partial/" + hex;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -249,7 +249,7 @@ StatusOr<std::shared_ptr<Partial>> ObjectCache::Begin(const std::string& digest,
 }
 
 std::shared_ptr<Partial> ObjectCache::Staging(const std::string& digest) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = staging_.find(digest);
   return it == staging_.end() ? nullptr : it->second;
 }
@@ -272,7 +272,7 @@ Status ObjectCache::Commit(const std::shared_ptr<Partial>& p, Time now) {
     Drop(p);
     return result;
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   staging_.erase(p->digest());
   objects_[p->digest()] = {p->digest(), p->bytes(), now};
   SaveLocked();
@@ -282,7 +282,7 @@ Status ObjectCache::Commit(const std::shared_ptr<Partial>& p, Time now) {
 void ObjectCache::Drop(const std::shared_ptr<Partial>& p) {
   p->Abandon();
   ::unlink(p->path().c_str());
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (auto it = staging_.find(p->digest()); it != staging_.end() && it->second == p)
     staging_.erase(it);
 }
@@ -290,7 +290,7 @@ void ObjectCache::Drop(const std::shared_ptr<Partial>& p) {
 std::vector<std::string> ObjectCache::Evict(const std::set<std::string>& in_use) {
   std::vector<std::string> plan;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     std::vector<CachedImageState> states;
     for (const auto& [d, o] : objects_)
       states.push_back({LocalImage{d, {d}, {}, o.bytes}, o.last_used});
@@ -308,7 +308,7 @@ std::vector<std::string> ObjectCache::Evict(const std::set<std::string>& in_use)
     }
     removed.push_back(d);
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (const auto& d : removed) objects_.erase(d);
   int64_t used = 0;
   for (const auto& [d, o] : objects_) used += o.bytes;
@@ -318,7 +318,7 @@ std::vector<std::string> ObjectCache::Evict(const std::set<std::string>& in_use)
 }
 
 void ObjectCache::FillInventory(pb::ImageInventory* inv) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   int64_t used = 0;
   for (const auto& [d, o] : objects_) {
     pb::CachedImage* c = inv->add_artifacts();
@@ -333,7 +333,7 @@ void ObjectCache::FillInventory(pb::ImageInventory* inv) const {
 }
 
 std::vector<CachedObject> ObjectCache::Objects() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<CachedObject> out;
   for (const auto& [d, o] : objects_) out.push_back(o);
   return out;

@@ -14,11 +14,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "proto/agent.pb.h"
@@ -41,15 +41,15 @@ class Partial {
   int64_t chunks() const { return chunks_; }
   // [offset, offset+length) of chunk i.
   std::pair<int64_t, int64_t> ChunkRange(int64_t i) const;
-  Status Write(int64_t i, const std::string& data);
-  bool Has(int64_t i) const;
-  bool Complete() const;
+  Status Write(int64_t i, const std::string& data) HANGAR_EXCLUDES(mu_);
+  bool Has(int64_t i) const HANGAR_EXCLUDES(mu_);
+  bool Complete() const HANGAR_EXCLUDES(mu_);
   // Waits until chunks [first, last] are all written (true), or `timeout` passes or the staging
   // is abandoned (false).
-  bool WaitFor(int64_t first, int64_t last, Duration timeout);
+  bool WaitFor(int64_t first, int64_t last, Duration timeout) HANGAR_EXCLUDES(mu_);
   // Reads bytes that are written (callers wait first).
   StatusOr<std::string> Read(int64_t offset, int64_t length) const;
-  void Abandon();
+  void Abandon() HANGAR_EXCLUDES(mu_);
   bool abandoned() const { return abandoned_; }
   const std::string& path() const { return path_; }
   int fd() const { return fd_; }
@@ -59,10 +59,10 @@ class Partial {
   int64_t bytes_, chunk_bytes_, chunks_;
   int fd_;
   std::string path_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::vector<bool> have_;
-  int64_t have_count_ = 0;
+  std::vector<bool> have_ HANGAR_GUARDED_BY(mu_);
+  int64_t have_count_ HANGAR_GUARDED_BY(mu_) = 0;
   std::atomic<bool> abandoned_{false};
 };
 
@@ -77,40 +77,42 @@ class ObjectCache {
   ObjectCache(std::string dir, int64_t budget_bytes);
   // Makes the folders, reads the objects there and their last-use times, and removes what a
   // previous run left half-staged.
-  Status Init(Time now);
+  Status Init(Time now) HANGAR_EXCLUDES(mu_);
   const std::string& dir() const { return dir_; }
   // Where tasks' views of their objects live (task_view.h); objects/ itself admits only the agent.
   std::string views_dir() const { return dir_ + "/views"; }
   // The verified object's file, or "" when this node does not hold it.
-  std::string PathOf(const std::string& digest) const;
-  bool Holds(const std::string& digest) const { return !PathOf(digest).empty(); }
-  int64_t BytesOf(const std::string& digest) const;
-  void Touch(const std::string& digest, Time now);
-  void SetWanted(std::set<std::string> digests);
+  std::string PathOf(const std::string& digest) const HANGAR_EXCLUDES(mu_);
+  bool Holds(const std::string& digest) const HANGAR_EXCLUDES(mu_) {
+    return !PathOf(digest).empty();
+  }
+  int64_t BytesOf(const std::string& digest) const HANGAR_EXCLUDES(mu_);
+  void Touch(const std::string& digest, Time now) HANGAR_EXCLUDES(mu_);
+  void SetWanted(std::set<std::string> digests) HANGAR_EXCLUDES(mu_);
   // Starts staging an object (a fresh sparse file); refused while it is being staged already.
   StatusOr<std::shared_ptr<Partial>> Begin(const std::string& digest, int64_t bytes,
-                                           int64_t chunk_bytes);
+                                           int64_t chunk_bytes) HANGAR_EXCLUDES(mu_);
   // The object being staged, if any (for peers that read chunks as they arrive).
-  std::shared_ptr<Partial> Staging(const std::string& digest) const;
+  std::shared_ptr<Partial> Staging(const std::string& digest) const HANGAR_EXCLUDES(mu_);
   // Verifies the staged content against its digest; on success the object is in the cache. Either
   // way the partial is gone afterwards. The error says what the content hashed to.
-  Status Commit(const std::shared_ptr<Partial>& p, Time now);
+  Status Commit(const std::shared_ptr<Partial>& p, Time now) HANGAR_EXCLUDES(mu_);
   // Abandons a staging: peers waiting on it are answered at once, and its file is removed.
-  void Drop(const std::shared_ptr<Partial>& p);
+  void Drop(const std::shared_ptr<Partial>& p) HANGAR_EXCLUDES(mu_);
   // Evicts what the budget needs, sparing `in_use` and the wanted ones; returns what it removed.
-  std::vector<std::string> Evict(const std::set<std::string>& in_use);
-  void FillInventory(pb::ImageInventory* inv) const;
-  std::vector<CachedObject> Objects() const;
+  std::vector<std::string> Evict(const std::set<std::string>& in_use) HANGAR_EXCLUDES(mu_);
+  void FillInventory(pb::ImageInventory* inv) const HANGAR_EXCLUDES(mu_);
+  std::vector<CachedObject> Objects() const HANGAR_EXCLUDES(mu_);
 
  private:
-  void SaveLocked() const;
+  void SaveLocked() const HANGAR_REQUIRES(mu_);
   std::string dir_;
   int64_t budget_bytes_;
-  mutable std::mutex mu_;
-  std::map<std::string, CachedObject> objects_;  // by digest
-  std::map<std::string, std::shared_ptr<Partial>> staging_;
-  std::set<std::string> wanted_;
-  bool over_budget_ = false;
+  mutable Mutex mu_;
+  std::map<std::string, CachedObject> objects_ HANGAR_GUARDED_BY(mu_);  // by digest
+  std::map<std::string, std::shared_ptr<Partial>> staging_ HANGAR_GUARDED_BY(mu_);
+  std::set<std::string> wanted_ HANGAR_GUARDED_BY(mu_);
+  bool over_budget_ HANGAR_GUARDED_BY(mu_) = false;
 };
 
 // `length` bytes at `offset` of a file (all of them, or an error).

@@ -122,14 +122,14 @@ ExitWatcher::~ExitWatcher() {
 }
 
 void ExitWatcher::Watch(pid_t pid) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   watched_.insert(pid);
 }
 
 std::optional<int> ExitWatcher::TakeStatus(pid_t pid, Duration timeout) {
-  std::unique_lock lock(mu_);
-  exited_cv_.wait_for(lock, std::chrono::milliseconds(timeout),
-                      [&] { return exited_.count(pid) > 0; });
+  MutexLock lock(mu_);
+  lock.WaitFor(exited_cv_, std::chrono::milliseconds(timeout),
+               [&]() HANGAR_REQUIRES(mu_) { return exited_.count(pid) > 0; });
   auto it = exited_.find(pid);
   if (it == exited_.end()) return std::nullopt;
   const int status = it->second;
@@ -173,7 +173,7 @@ void ExitWatcher::Handle(const char* data, size_t len) {
                       }
                     });
                     if (pid == 0 || !code) return;
-                    std::lock_guard lock(mu_);
+                    MutexLock lock(mu_);
                     if (!watched_.count(static_cast<pid_t>(pid))) return;
                     exited_[static_cast<pid_t>(pid)] = static_cast<int>(*code);
                     exited_cv_.notify_all();

@@ -17,11 +17,11 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -33,24 +33,24 @@ class ExitWatcher {
   ~ExitWatcher();  // stops listening
 
   // Keeps `pid`'s exit status when it comes (a task's leader: its pid is its thread group's).
-  void Watch(pid_t pid);
+  void Watch(pid_t pid) HANGAR_EXCLUDES(mu_);
   // `pid`'s status, as waitpid() gives it (WIFEXITED, WEXITSTATUS, WTERMSIG apply), once it has
   // exited, waiting up to `timeout` for the kernel's report; then it is forgotten. nullopt: no
   // report came (it exited before it was watched, or the report was lost).
-  std::optional<int> TakeStatus(pid_t pid, Duration timeout);
+  std::optional<int> TakeStatus(pid_t pid, Duration timeout) HANGAR_EXCLUDES(mu_);
 
  private:
   explicit ExitWatcher(int fd) : fd_(fd) {}
   void Listen();
-  void Handle(const char* data, size_t len);
+  void Handle(const char* data, size_t len) HANGAR_EXCLUDES(mu_);
 
   const int fd_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable exited_cv_;
-  std::set<pid_t> watched_;      // guarded by mu_
-  std::map<pid_t, int> exited_;  // guarded by mu_
+  std::set<pid_t> watched_ HANGAR_GUARDED_BY(mu_);
+  std::map<pid_t, int> exited_ HANGAR_GUARDED_BY(mu_);
 };
 
 }  // namespace hangar::agent

@@ -24,14 +24,14 @@ Status NodeFence::Open() {
         "another agent runs with this state directory (" + dir_.Path("agent.lock") +
         " is locked); stop it first, or give this one another --state-dir");
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (auto left = dir_.ReadLease()) lease_ = *left;
   if (lease_.armed()) EnsureKeeper();
   return Status::Ok();
 }
 
 void NodeFence::Grant(int64_t clock_ms, int64_t lease_ms) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (lease_ms <= 0) {
     if (!lease_.armed()) return;
     lease_ = Lease{};
@@ -53,7 +53,7 @@ void NodeFence::Grant(int64_t clock_ms, int64_t lease_ms) {
 }
 
 int64_t NodeFence::deadline() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return lease_.deadline_ms;
 }
 

@@ -6,12 +6,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/fence/fence_dir.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace hangar::agent::fence {
@@ -23,13 +23,13 @@ class NodeFence {
   // Takes agent.lock, waiting up to 2 s for a keeper that is exiting to let it go; fails with a
   // sentence when another agent holds it. Reads the lease an earlier agent left, and makes sure a
   // keeper guards it.
-  Status Open();
+  Status Open() HANGAR_EXCLUDES(mu_);
   // The controller granted a lease: tasks may run until clock_ms (the lease clock when the agent
   // asked, never later than now) + lease_ms. Only ever extends; lease_ms 0 disarms the fence (that
   // controller fences no node). Starts a keeper when none runs.
-  void Grant(int64_t clock_ms, int64_t lease_ms);
+  void Grant(int64_t clock_ms, int64_t lease_ms) HANGAR_EXCLUDES(mu_);
   // The deadline on the lease clock (Lease::kNone when unarmed).
-  int64_t deadline() const;
+  int64_t deadline() const HANGAR_EXCLUDES(mu_);
   // Why the keeper stopped this task, if it did; Forget drops that record.
   std::optional<std::string> FencedBecause(const std::string& task_id) const {
     return dir_.FencedBecause(task_id);
@@ -37,16 +37,17 @@ class NodeFence {
   void ForgetFenced(const std::string& task_id) const { dir_.ForgetFenced(task_id); }
 
  private:
-  void EnsureKeeper();  // requires mu_
+  void EnsureKeeper() HANGAR_REQUIRES(mu_);
 
   std::string state_dir_;
   FenceDir dir_;
   std::string binary_;
   std::optional<HeldLock> agent_lock_;
-  mutable std::mutex mu_;  // everything below
-  Lease lease_;
-  std::vector<pid_t> keepers_;  // keepers this process started (reaped when they exit)
-  std::string keeper_error_;    // the last failure to start one (logged once)
+  mutable Mutex mu_;  // everything below
+  Lease lease_ HANGAR_GUARDED_BY(mu_);
+  // Keepers this process started (reaped when they exit).
+  std::vector<pid_t> keepers_ HANGAR_GUARDED_BY(mu_);
+  std::string keeper_error_ HANGAR_GUARDED_BY(mu_);  // the last failure to start one (logged once)
 };
 
 }  // namespace hangar::agent::fence

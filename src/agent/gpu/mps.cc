@@ -194,7 +194,7 @@ StatusOr<MpsDaemon> MpsDaemons::Acquire(const std::string& task_id, uint32_t gpu
   d.uuid = uuid;
   d.pipe_dir = o_.root + "/" + d.key + "/pipe";
   d.log_dir = o_.root + "/" + d.key + "/log";
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto& holders = tasks_[d.key];
   if (holders.empty()) {
     Status s = Start(d, who);
@@ -261,7 +261,7 @@ void MpsDaemons::Stop(const MpsDaemon& d) {
 }
 
 void MpsDaemons::Release(const std::string& task_id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
     if (!it->second.erase(task_id) || !it->second.empty()) continue;
     Stop(daemons_[it->first]);
@@ -272,7 +272,7 @@ void MpsDaemons::Release(const std::string& task_id) {
 }
 
 void MpsDaemons::StopUnused() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(o_.root, ec)) {
     const std::string key = e.path().filename().string();
@@ -286,7 +286,7 @@ void MpsDaemons::StopUnused() {
 }
 
 std::vector<std::string> MpsDaemons::Running() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<std::string> out;
   for (const auto& [key, holders] : tasks_) out.push_back(key);
   return out;

@@ -16,7 +16,6 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -92,23 +92,25 @@ class MpsDaemons {
   // The daemon of (gpu, uid), started for this task if it is the first; a daemon already
   // running there (from before an agent restart) is taken over. `uid` < 0: the agent's own user.
   StatusOr<MpsDaemon> Acquire(const std::string& task_id, uint32_t gpu, const std::string& uuid,
-                              int64_t uid);
+                              int64_t uid) HANGAR_EXCLUDES(mu_);
   // The task is gone; its daemon quits with its last task.
-  void Release(const std::string& task_id);
+  void Release(const std::string& task_id) HANGAR_EXCLUDES(mu_);
   // Quits every daemon no task holds, also those under root that no one holds any more (an agent
   // that crashed).
-  void StopUnused();
-  std::vector<std::string> Running() const;  // keys of the daemons held now
+  void StopUnused() HANGAR_EXCLUDES(mu_);
+  std::vector<std::string> Running() const HANGAR_EXCLUDES(mu_);  // keys of the daemons held now
 
  private:
-  Status Start(const MpsDaemon& d, int64_t uid);
-  void Stop(const MpsDaemon& d);
+  // Run with mu_ held, so that a daemon's start and its stop never overlap.
+  Status Start(const MpsDaemon& d, int64_t uid) HANGAR_REQUIRES(mu_);
+  void Stop(const MpsDaemon& d) HANGAR_REQUIRES(mu_);
   std::vector<std::string> Env(const MpsDaemon& d) const;
 
   const MpsOptions o_;
-  mutable std::mutex mu_;
-  std::map<std::string, MpsDaemon> daemons_;            // by key
-  std::map<std::string, std::set<std::string>> tasks_;  // key -> tasks that hold it
+  mutable Mutex mu_;
+  std::map<std::string, MpsDaemon> daemons_ HANGAR_GUARDED_BY(mu_);  // by key
+  // Key -> tasks that hold it.
+  std::map<std::string, std::set<std::string>> tasks_ HANGAR_GUARDED_BY(mu_);
 };
 
 // `hangar fake-mps-control [-d]`: with -d, the stand-in control daemon in the background (files

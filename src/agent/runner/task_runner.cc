@@ -160,7 +160,7 @@ TaskRunner::TaskRunner(RunnerOptions options) : options_(std::move(options)) {
 }
 
 TaskRunner::~TaskRunner() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   RemoveEndedCgroups();
   // Fails, as it should, while tasks still run under the parent: they outlive the agent.
   if (cgroup_parent_created_) RemoveCgroup(cgroup_parent_);
@@ -169,7 +169,7 @@ TaskRunner::~TaskRunner() {
 StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& launch) {
   HANGAR_RETURN_IF_ERROR(ValidateLaunch(launch));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (tasks_.count(launch.task_id) != 0 || launching_.count(launch.task_id) != 0) {
       return Status::AlreadyExists("task '" + launch.task_id + "' is already running here");
     }
@@ -177,7 +177,7 @@ StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& launch) {
   }
   // Not under mu_: Reap() and Signal() must not wait for a fork and an exec.
   StatusOr<std::unique_ptr<Task>> task = Start(launch);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   launching_.erase(launch.task_id);
   if (!task.ok()) return task.status();
   pid_t pid = (*task)->pid;
@@ -255,7 +255,7 @@ StatusOr<std::unique_ptr<TaskRunner::Task>> TaskRunner::Start(const TaskLaunch& 
 }
 
 void TaskRunner::NoteTaskWithoutCgroup(const std::string& task_id, const Status& why) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   task_cgroup_note_ = "task " + task_id + " runs without a cgroup: " + why.message();
 }
 
@@ -271,7 +271,7 @@ StatusOr<TaskRunner::Task*> TaskRunner::FindRunning(const std::string& task_id) 
 }
 
 Status TaskRunner::Signal(const std::string& task_id, int sig) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_ASSIGN_OR_RETURN(Task * task, FindRunning(task_id));
   if (kill(-task->pid, sig) == 0) return Status::Ok();
   if (errno == ESRCH) return Status::NotFound("task '" + task_id + "' has ended");
@@ -279,7 +279,7 @@ Status TaskRunner::Signal(const std::string& task_id, int sig) {
 }
 
 Status TaskRunner::Stop(const std::string& task_id, Duration grace) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_ASSIGN_OR_RETURN(Task * task, FindRunning(task_id));
   return Terminate(task_id, *task, grace);
 }
@@ -303,7 +303,7 @@ Status TaskRunner::StopWithCheckpoint(const std::string& task_id, int checkpoint
     return Status::InvalidArgument("checkpoint signal " + std::to_string(checkpoint_signal) +
                                    " is not a signal (1 to " + std::to_string(NSIG - 1) + ")");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_ASSIGN_OR_RETURN(Task * task, FindRunning(task_id));
   grace = std::max<Duration>(grace, 0);
   kill_grace = std::max<Duration>(kill_grace, 0);
@@ -330,7 +330,7 @@ Status TaskRunner::StopWithCheckpoint(const std::string& task_id, int checkpoint
 }
 
 StatusOr<bool> TaskRunner::CheckpointDone(const std::string& task_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_ASSIGN_OR_RETURN(Task * task, FindRunning(task_id));
   if (!task->checkpointing) return false;
   HANGAR_RETURN_IF_ERROR(Terminate(task_id, *task, task->kill_grace));
@@ -338,13 +338,13 @@ StatusOr<bool> TaskRunner::CheckpointDone(const std::string& task_id) {
 }
 
 bool TaskRunner::InCheckpointPhase(const std::string& task_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = tasks_.find(task_id);
   return it != tasks_.end() && it->second->checkpointing;
 }
 
 std::vector<TaskExit> TaskRunner::Reap() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = MonotonicNanos();
   std::vector<TaskExit> exits;
   for (auto it = tasks_.begin(); it != tasks_.end();) {
@@ -416,7 +416,7 @@ Status TaskRunner::Adopt(const std::string& task_id, pid_t pid, bool signal_prox
   HANGAR_RETURN_IF_ERROR(ValidateTaskId(task_id));
   const std::string what = "cannot adopt task '" + task_id + "' (pid " + std::to_string(pid) + ")";
   if (pid <= 0) return Status::InvalidArgument(what + ": not a process id");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (tasks_.count(task_id) != 0 || launching_.count(task_id) != 0) {
     return Status::AlreadyExists("task '" + task_id + "' is already running here");
   }
@@ -466,26 +466,26 @@ Status TaskRunner::Adopt(const std::string& task_id, pid_t pid, bool signal_prox
 
 void TaskRunner::ForgetUnguarded() {
   if (!fence_) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const fence::GuardedTask& t : fence_->GuardedTasks()) {
     if (!tasks_.count(t.task_id) && !launching_.count(t.task_id)) fence_->ReleaseTask(t.task_id);
   }
 }
 
 bool TaskRunner::IsRunning(const std::string& task_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return tasks_.count(task_id) != 0;
 }
 
 std::vector<std::pair<std::string, pid_t>> TaskRunner::Running() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::pair<std::string, pid_t>> out;
   for (const auto& [task_id, task] : tasks_) out.emplace_back(task_id, task->pid);
   return out;
 }
 
 std::string TaskRunner::CgroupStatus() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (cgroup_parent_.empty()) return "no cgroup: " + cgroup_why_;
   std::string line = "cgroup v2 under " + cgroup_parent_ + " (" + cgroup_why_ + ")";
   if (!task_cgroup_note_.empty()) line += "; " + task_cgroup_note_;

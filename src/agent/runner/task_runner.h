@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +18,7 @@
 
 #include "agent/fence/fence_dir.h"
 #include "agent/runner/task_credentials.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 
@@ -80,11 +80,11 @@ class TaskRunner {
 
   // Starts the task. Fails (and starts nothing) when the task id is already running, argv is
   // empty, or the program cannot be executed (the error names the program and errno's text).
-  StatusOr<pid_t> Launch(const TaskLaunch& launch);
+  StatusOr<pid_t> Launch(const TaskLaunch& launch) HANGAR_EXCLUDES(mu_);
   // Sends `sig` to the task's whole process group. NotFound for an unknown or ended task.
-  Status Signal(const std::string& task_id, int sig);
+  Status Signal(const std::string& task_id, int sig) HANGAR_EXCLUDES(mu_);
   // SIGTERM to the process group now, SIGKILL once `grace` has passed (checked by Reap()).
-  Status Stop(const std::string& task_id, Duration grace);
+  Status Stop(const std::string& task_id, Duration grace) HANGAR_EXCLUDES(mu_);
   // A stop with a checkpoint phase first (a preemption, a drain): `checkpoint_signal` (and
   // SIGCONT) to the process group now; SIGTERM (and SIGCONT) when CheckpointDone() is called
   // for the task or `grace` has passed, whichever is first (the deadline is checked by Reap());
@@ -94,62 +94,67 @@ class TaskRunner {
   // deadlines forward, and sends the checkpoint signal only once. InvalidArgument for a signal
   // out of range, NotFound for an unknown or ended task.
   Status StopWithCheckpoint(const std::string& task_id, int checkpoint_signal, Duration grace,
-                            Duration kill_grace);
+                            Duration kill_grace) HANGAR_EXCLUDES(mu_);
   // The task says its checkpoint is written. In the checkpoint phase of a stop: SIGTERM now
   // (the early release), and true. Otherwise (a checkpoint it took on its own): nothing, and
   // false. NotFound for an unknown or ended task.
-  StatusOr<bool> CheckpointDone(const std::string& task_id);
+  StatusOr<bool> CheckpointDone(const std::string& task_id) HANGAR_EXCLUDES(mu_);
   // Whether the task is in the checkpoint phase of a stop (signalled, not yet sent SIGTERM).
-  bool InCheckpointPhase(const std::string& task_id) const;
+  bool InCheckpointPhase(const std::string& task_id) const HANGAR_EXCLUDES(mu_);
   // Non-blocking: the tasks that ended since the last call; also sends overdue SIGKILLs.
   // A task has ended when its process group leader has exited, even if other members of the
   // group live on (those of a stopped task are then killed at once). An adopted task's exit
   // status comes from the kernel's taskstats reports (exit_watcher.h); where none came (it ended
   // while no agent ran, or taskstats is not to be had) it is reported as exit_code -1, signal 0.
-  std::vector<TaskExit> Reap();
+  std::vector<TaskExit> Reap() HANGAR_EXCLUDES(mu_);
   // Takes charge of a task started by an earlier agent process (pid of its process group leader),
   // so that it can be signalled and its end noticed (by polling, since it is not our child).
-  Status Adopt(const std::string& task_id, pid_t pid, bool signal_proxy = false);
+  Status Adopt(const std::string& task_id, pid_t pid, bool signal_proxy = false)
+      HANGAR_EXCLUDES(mu_);
 
   // Drops the fence records of tasks this runner does not run (those that ended while no agent
   // was there to see it); call after adopting.
-  void ForgetUnguarded();
+  void ForgetUnguarded() HANGAR_EXCLUDES(mu_);
 
-  bool IsRunning(const std::string& task_id) const;
-  std::vector<std::pair<std::string, pid_t>> Running() const;
+  bool IsRunning(const std::string& task_id) const HANGAR_EXCLUDES(mu_);
+  std::vector<std::pair<std::string, pid_t>> Running() const HANGAR_EXCLUDES(mu_);
   // One line for the log: "cgroup v2 under /sys/fs/cgroup/..." or "no cgroup: <why>".
-  std::string CgroupStatus() const;
+  std::string CgroupStatus() const HANGAR_EXCLUDES(mu_);
 
  private:
   struct Task;
   // Forks and execs outside the lock; Launch() has reserved the id in launching_.
-  StatusOr<std::unique_ptr<Task>> Start(const TaskLaunch& launch);
-  // The exit of a task whose leader has ended, or nullopt while it runs. Requires mu_.
-  std::optional<TaskExit> CheckEnded(const std::string& task_id, const Task& task);
-  // The task, if it is still running. Requires mu_.
-  StatusOr<Task*> FindRunning(const std::string& task_id);
-  void NoteTaskWithoutCgroup(const std::string& task_id, const Status& why);
+  StatusOr<std::unique_ptr<Task>> Start(const TaskLaunch& launch) HANGAR_EXCLUDES(mu_);
+  // The exit of a task whose leader has ended, or nullopt while it runs.
+  std::optional<TaskExit> CheckEnded(const std::string& task_id, const Task& task)
+      HANGAR_REQUIRES(mu_);
+  // The task, if it is still running.
+  StatusOr<Task*> FindRunning(const std::string& task_id) HANGAR_REQUIRES(mu_);
+  void NoteTaskWithoutCgroup(const std::string& task_id, const Status& why) HANGAR_EXCLUDES(mu_);
   // SIGTERM and SIGCONT to the group; ends a checkpoint phase; SIGKILL due `grace` from now
-  // (or earlier, if it already was). Requires mu_.
-  Status Terminate(const std::string& task_id, Task& task, Duration grace);
-  void RemoveEndedCgroups();  // requires mu_
+  // (or earlier, if it already was).
+  Status Terminate(const std::string& task_id, Task& task, Duration grace) HANGAR_REQUIRES(mu_);
+  void RemoveEndedCgroups() HANGAR_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   RunnerOptions options_;
   // Set by the constructor, read-only afterwards (so read without mu_).
   std::string cgroup_parent_;             // empty when cgroups are not in use
   std::optional<fence::FenceDir> fence_;  // where tasks are recorded for the fence keeper
   bool cgroup_parent_created_ = false;
-  // Guarded by mu_.
-  std::string cgroup_why_;        // no cgroup: why; else which limits the parent can enforce
-  std::string task_cgroup_note_;  // the latest task that had to run without its cgroup, and why
-  std::map<std::string, std::unique_ptr<Task>> tasks_;
-  std::set<std::string> launching_;  // ids between the duplicate check and the record in tasks_
-  std::vector<std::string> ended_cgroups_;  // cgroups of ended tasks that still hold processes
+  // No cgroup: why; else which limits the parent can enforce.
+  std::string cgroup_why_ HANGAR_GUARDED_BY(mu_);
+  // The latest task that had to run without its cgroup, and why.
+  std::string task_cgroup_note_ HANGAR_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Task>> tasks_ HANGAR_GUARDED_BY(mu_);
+  // Ids between the duplicate check and the record in tasks_.
+  std::set<std::string> launching_ HANGAR_GUARDED_BY(mu_);
+  // Cgroups of ended tasks that still hold processes.
+  std::vector<std::string> ended_cgroups_ HANGAR_GUARDED_BY(mu_);
   // Adopted tasks' exit statuses (exit_watcher.h), started with the first adoption; null before,
   // or where the kernel's taskstats cannot be had (then their exits stay unknown).
-  std::unique_ptr<ExitWatcher> exits_;
-  bool exits_tried_ = false;
+  std::unique_ptr<ExitWatcher> exits_ HANGAR_GUARDED_BY(mu_);
+  bool exits_tried_ HANGAR_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace hangar::agent
