@@ -5,12 +5,12 @@
 #include <httplib.h>
 
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/cli_commands.h"
+#include "common/mutex.h"
 
 namespace hangar::cli::testing {
 
@@ -28,14 +28,14 @@ class FakeApi {
   httplib::Server& server() { return server_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   // Remembers a request's path and query, for tests that check what a command asked for.
-  void Record(const httplib::Request& req) {
+  void Record(const httplib::Request& req) HANGAR_EXCLUDES(mu_) {
     std::string params;
     for (const auto& [k, v] : req.params) params += (params.empty() ? "" : "&") + k + "=" + v;
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     requests_.push_back(req.path + (params.empty() ? "" : "?") + params);
   }
-  std::vector<std::string> requests() {
-    std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> requests() HANGAR_EXCLUDES(mu_) {
+    MutexLock l(mu_);
     return requests_;
   }
 
@@ -43,8 +43,8 @@ class FakeApi {
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::string> requests_;
+  Mutex mu_;
+  std::vector<std::string> requests_ HANGAR_GUARDED_BY(mu_);
 };
 
 // Runs `hangar ARGS --server FAKE` with every user command registered; returns the exit code.

@@ -23,7 +23,7 @@ class AgentHub::Stream final
     s->who_ = std::move(who);
     s->cert_node_ = std::move(cert_node);
     {
-      std::lock_guard<std::mutex> l(hub->mu_);
+      MutexLock l(hub->mu_);
       hub->unregistered_[s.get()] = {s, hub->owner_->clock()->Now()};
     }
     s->StartRead(&s->in_);
@@ -32,10 +32,10 @@ class AgentHub::Stream final
 
   // gRPC may run a reaction inline, so nothing here calls into gRPC with mu_ held. References to
   // list elements stay valid across push_back, so the message being written does not move.
-  void Enqueue(pb::ControllerMessage m) {
+  void Enqueue(pb::ControllerMessage m) HANGAR_EXCLUDES(mu_) {
     const pb::ControllerMessage* first = nullptr;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       if (finished_) return;
       out_.push_back(std::move(m));
       if (writing_) return;
@@ -45,9 +45,9 @@ class AgentHub::Stream final
     StartWrite(first);
   }
 
-  void Reject(const std::string& why) {
+  void Reject(const std::string& why) HANGAR_EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       if (finished_) return;
       finished_ = true;
     }
@@ -57,7 +57,7 @@ class AgentHub::Stream final
   void OnReadDone(bool ok) override {
     if (!ok) {
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(mu_);
         if (finished_) return;
         finished_ = true;
       }
@@ -75,7 +75,7 @@ class AgentHub::Stream final
   void OnWriteDone(bool ok) override {
     const pb::ControllerMessage* next = nullptr;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       out_.pop_front();
       if (!ok || finished_ || out_.empty()) {
         writing_ = false;
@@ -88,7 +88,7 @@ class AgentHub::Stream final
 
   void OnDone() override {
     {
-      std::lock_guard<std::mutex> l(hub_->mu_);
+      MutexLock l(hub_->mu_);
       hub_->unregistered_.erase(this);
     }
     if (!node_.empty()) {
@@ -285,7 +285,7 @@ class AgentHub::Stream final
     }
     node_ = node;
     {
-      std::lock_guard<std::mutex> l(hub_->mu_);
+      MutexLock l(hub_->mu_);
       hub_->unregistered_.erase(this);
     }
     hub_->Attach(node_, self_);
@@ -346,11 +346,11 @@ class AgentHub::Stream final
   std::string peer_;                        // where the connection comes from (gRPC peer string)
   pb::AgentMessage in_;
   std::string node_;
-  std::mutex mu_;
+  Mutex mu_;
   // A list, not a deque: an empty deque already holds a ~500-byte block, per connected agent.
-  std::list<pb::ControllerMessage> out_;
-  bool writing_ = false;
-  bool finished_ = false;
+  std::list<pb::ControllerMessage> out_ HANGAR_GUARDED_BY(mu_);
+  bool writing_ HANGAR_GUARDED_BY(mu_) = false;
+  bool finished_ HANGAR_GUARDED_BY(mu_) = false;
 };
 
 AgentHub::~AgentHub() = default;
@@ -381,7 +381,7 @@ void AgentHub::Refuse(Refusal r, const std::string& who, const std::string& why)
 }
 
 bool AgentHub::FirstForeignStoreRefusal(const std::string& node) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return foreign_store_nodes_.insert(node).second;
 }
 
@@ -389,7 +389,7 @@ size_t AgentHub::CloseUnregistered(Time now) {
   if (wiring_.register_timeout <= 0) return 0;
   std::vector<std::shared_ptr<Stream>> closing;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (auto it = unregistered_.begin(); it != unregistered_.end();) {
       if (now - it->second.second < wiring_.register_timeout) {
         ++it;
@@ -413,7 +413,7 @@ size_t AgentHub::CloseStreamsOf(const std::string& token_id) {
   if (token_id.empty()) return 0;
   std::vector<std::shared_ptr<Stream>> closing;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (const auto& [node, s] : streams_) {
       if (s->token_id() == token_id) closing.push_back(s);
     }
@@ -497,7 +497,7 @@ std::string AgentHub::PeerAddress(const std::string& peer) {
 void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
   std::shared_ptr<Stream> old;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = streams_.find(node);
     if (it != streams_.end() && it->second != s) old = it->second;
     streams_[node] = s;
@@ -512,7 +512,7 @@ void AgentHub::Attach(const std::string& node, std::shared_ptr<Stream> s) {
 void AgentHub::RejectStream(const std::string& node, const Stream* stream, const std::string& why) {
   std::shared_ptr<Stream> s;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = streams_.find(node);
     if (it != streams_.end() && it->second.get() == stream) s = it->second;
   }
@@ -522,7 +522,7 @@ void AgentHub::RejectStream(const std::string& node, const Stream* stream, const
 void AgentHub::Detach(const std::string& node, Stream* s) {
   std::shared_ptr<Stream> gone;  // released after the lock
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = streams_.find(node);
     if (it != streams_.end() && it->second.get() == s) {
       gone = std::move(it->second);
@@ -540,7 +540,7 @@ void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
   if (!store_id_.empty()) message.set_store_id(store_id_);
   std::shared_ptr<Stream> s;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = streams_.find(node);
     if (it == streams_.end()) return;
     s = it->second;
@@ -554,7 +554,7 @@ void AgentHub::Send(const std::string& node, pb::ControllerMessage message) {
 }
 
 size_t AgentHub::connected() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return streams_.size();
 }
 
@@ -562,7 +562,7 @@ StatusOr<pb::LogChunk> AgentHub::ReadLog(const std::string& node, const std::str
                                          uint64_t offset, bool stderr_stream, Duration timeout) {
   uint64_t id;
   {
-    std::lock_guard<std::mutex> l(log_mu_);
+    MutexLock l(log_mu_);
     id = next_request_++;
     log_waiting_[id] = LogWait{node, std::nullopt, nullptr};
   }
@@ -574,9 +574,10 @@ StatusOr<pb::LogChunk> AgentHub::ReadLog(const std::string& node, const std::str
   r->set_stderr(stderr_stream);
   r->set_max_bytes(256 * 1024);
   Send(node, std::move(m));
-  std::unique_lock<std::mutex> l(log_mu_);
-  const bool got = log_cv_.wait_for(l, std::chrono::milliseconds(timeout),
-                                    [&] { return log_waiting_[id].chunk.has_value(); });
+  MutexLock l(log_mu_);
+  const bool got =
+      l.WaitFor(log_cv_, std::chrono::milliseconds(timeout),
+                [&]() HANGAR_REQUIRES(log_mu_) { return log_waiting_[id].chunk.has_value(); });
   auto chunk = std::move(log_waiting_[id].chunk);
   log_waiting_.erase(id);
   if (!got)
@@ -589,7 +590,7 @@ uint64_t AgentHub::RequestLog(const std::string& node, const std::string& task_i
                               bool stderr_stream, std::function<void(pb::LogChunk)> done) {
   uint64_t id;
   {
-    std::lock_guard<std::mutex> l(log_mu_);
+    MutexLock l(log_mu_);
     id = next_request_++;
     log_waiting_[id] = LogWait{node, std::nullopt, std::move(done)};
   }
@@ -605,14 +606,14 @@ uint64_t AgentHub::RequestLog(const std::string& node, const std::string& task_i
 }
 
 void AgentHub::CancelLogRead(uint64_t id) {
-  std::lock_guard<std::mutex> l(log_mu_);
+  MutexLock l(log_mu_);
   log_waiting_.erase(id);
 }
 
 void AgentHub::DeliverLog(const std::string& node, const pb::LogChunk& chunk) {
   std::function<void(pb::LogChunk)> done;
   {
-    std::lock_guard<std::mutex> l(log_mu_);
+    MutexLock l(log_mu_);
     auto it = log_waiting_.find(chunk.request_id());
     if (it == log_waiting_.end()) return;  // answered too late: the reader gave up
     if (it->second.node != node) {

@@ -11,11 +11,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "common/mutex.h"
 #include "controller/session_service.h"
 #include "controller/state/auth.h"
 #include "controller/state_owner.h"
@@ -59,19 +59,21 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
       grpc::CallbackServerContext* context) override;
 
   // Thread-safe; dropped when the node has no stream (reconciliation resends what matters).
-  void Send(const std::string& node, pb::ControllerMessage message) override;
+  void Send(const std::string& node, pb::ControllerMessage message) override HANGAR_EXCLUDES(mu_);
 
   // Asks the node's agent for log bytes of a task and waits up to `timeout` for the answer.
   StatusOr<pb::LogChunk> ReadLog(const std::string& node, const std::string& task_id,
-                                 uint64_t offset, bool stderr_stream, Duration timeout);
+                                 uint64_t offset, bool stderr_stream, Duration timeout)
+      HANGAR_EXCLUDES(mu_, log_mu_);
   // Asks as ReadLog does, without waiting: `done` runs once with the answer, on the thread that
   // received it (keep it short), unless CancelLogRead came first. Returns the request's id.
   uint64_t RequestLog(const std::string& node, const std::string& task_id, uint64_t offset,
-                      bool stderr_stream, std::function<void(pb::LogChunk)> done);
+                      bool stderr_stream, std::function<void(pb::LogChunk)> done)
+      HANGAR_EXCLUDES(mu_, log_mu_);
   // Gives up on a RequestLog: an answer that comes later is dropped.
-  void CancelLogRead(uint64_t id);
+  void CancelLogRead(uint64_t id) HANGAR_EXCLUDES(log_mu_);
 
-  size_t connected() const;
+  size_t connected() const HANGAR_EXCLUDES(mu_);
   int64_t heartbeats() const { return heartbeats_.load(); }
   int64_t messages_in() const { return messages_in_.load(); }
 
@@ -101,22 +103,23 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   void set_register_timeout(Duration d) { wiring_.register_timeout = d; }
   // Closes the streams that opened more than the register timeout before `now` and have not
   // registered (a client that holds one open without a word). Returns how many. Thread-safe.
-  size_t CloseUnregistered(Time now);
+  size_t CloseUnregistered(Time now) HANGAR_EXCLUDES(mu_);
   // A token was revoked: every stream that authenticated with it is closed now (its agent's
   // reconnection is refused, since the token is gone). Returns how many were closed.
-  size_t CloseStreamsOf(const std::string& token_id);
+  size_t CloseStreamsOf(const std::string& token_id) HANGAR_EXCLUDES(mu_);
 
  private:
   class Stream;
   friend class Stream;
-  void Attach(const std::string& node, std::shared_ptr<Stream> s);
-  void Detach(const std::string& node, Stream* s);
+  void Attach(const std::string& node, std::shared_ptr<Stream> s) HANGAR_EXCLUDES(mu_);
+  void Detach(const std::string& node, Stream* s) HANGAR_EXCLUDES(mu_);
   // Closes `stream` with `why` if it is still the node's current stream.
-  void RejectStream(const std::string& node, const Stream* stream, const std::string& why);
-  void DeliverLog(const std::string& node, const pb::LogChunk& chunk);
+  void RejectStream(const std::string& node, const Stream* stream, const std::string& why)
+      HANGAR_EXCLUDES(mu_);
+  void DeliverLog(const std::string& node, const pb::LogChunk& chunk) HANGAR_EXCLUDES(log_mu_);
   void Refuse(Refusal r, const std::string& who, const std::string& why);
   // True the first time a node's agent is refused for serving another store.
-  bool FirstForeignStoreRefusal(const std::string& node);
+  bool FirstForeignStoreRefusal(const std::string& node) HANGAR_EXCLUDES(mu_);
 
   StateOwner* owner_;
   // What the controller wires in before the server starts (the set_... calls above).
@@ -132,24 +135,25 @@ class AgentHub final : public pb::AgentChannel::CallbackService, public MessageS
   std::atomic<int64_t> epoch_{0};
   std::string store_id_;
   std::map<std::string, std::string> management_;  // node -> canonical address
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Stream>> streams_;
-  std::set<std::string> foreign_store_nodes_;
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<Stream>> streams_ HANGAR_GUARDED_BY(mu_);
+  std::set<std::string> foreign_store_nodes_ HANGAR_GUARDED_BY(mu_);
   // Streams not registered yet, with when they opened.
-  std::map<const Stream*, std::pair<std::weak_ptr<Stream>, Time>> unregistered_;
+  std::map<const Stream*, std::pair<std::weak_ptr<Stream>, Time>> unregistered_
+      HANGAR_GUARDED_BY(mu_);
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> messages_in_{0};
   std::array<std::atomic<int64_t>, static_cast<size_t>(Refusal::kCount)> refused_{};
   // Log requests waiting for their chunk.
-  std::mutex log_mu_;
+  Mutex log_mu_;
   std::condition_variable log_cv_;
-  uint64_t next_request_ = 1;
+  uint64_t next_request_ HANGAR_GUARDED_BY(log_mu_) = 1;
   struct LogWait {
     std::string node;  // the only node whose answer is taken
     std::optional<pb::LogChunk> chunk;
     std::function<void(pb::LogChunk)> done;  // RequestLog's: called instead of filling `chunk`
   };
-  std::map<uint64_t, LogWait> log_waiting_;
+  std::map<uint64_t, LogWait> log_waiting_ HANGAR_GUARDED_BY(log_mu_);
 };
 
 }  // namespace hangar::controller

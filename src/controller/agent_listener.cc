@@ -108,7 +108,7 @@ void AgentListener::Stop() {
 }
 
 AgentListener::Counts AgentListener::counts() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return counts_;
 }
 
@@ -158,7 +158,7 @@ bool AgentListener::DropOneWithReserve() {
   if (fd >= 0) close(fd);
   reserve_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   counts_.exhausted++;
   return true;
 }
@@ -178,7 +178,7 @@ void AgentListener::Hand(int fd) {
           "until some end",
           handed_.size());
     }
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     counts_.shed++;
     return;
   }
@@ -187,7 +187,7 @@ void AgentListener::Hand(int fd) {
   p.listener_fd = fd_;
   p.fd = fd;
   acceptor_->HandleNewConnection(&p);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   counts_.accepted++;
   counts_.open = static_cast<int64_t>(handed_.size());
 }
@@ -196,7 +196,7 @@ void AgentListener::Sweep() {
   std::erase_if(handed_,
                 [](const auto& e) { return e.second == 0 || SocketInode(e.first) != e.second; });
   last_sweep_ns_ = MonotonicNanos();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   counts_.open = static_cast<int64_t>(handed_.size());
 }
 

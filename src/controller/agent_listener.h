@@ -16,10 +16,10 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace hangar::controller {
@@ -48,7 +48,7 @@ class AgentListener {
   // Stops accepting (before the server shuts down: gRPC drops what it is handed afterwards without
   // closing it). Connections already handed over stay gRPC's.
   void Stop();
-  Counts counts() const;
+  Counts counts() const HANGAR_EXCLUDES(mu_);
 
   // The default cap for a process whose descriptors are limited to `nofile`: what is left after
   // `reserved` for everything else (the API's connections, the store, logs), at least 64.
@@ -59,10 +59,10 @@ class AgentListener {
   void Loop();
   // Takes and drops one waiting connection with the reserve descriptor; false when even that
   // failed.
-  bool DropOneWithReserve();
-  void Hand(int fd);
+  bool DropOneWithReserve() HANGAR_EXCLUDES(mu_);
+  void Hand(int fd) HANGAR_EXCLUDES(mu_);
   // Forgets connections gRPC has closed (their descriptor gone, or now another file).
-  void Sweep();
+  void Sweep() HANGAR_EXCLUDES(mu_);
 
   const int fd_;
   const int port_;
@@ -75,8 +75,8 @@ class AgentListener {
   std::map<int, uint64_t> handed_;  // descriptor -> socket inode; the accept thread's only
   int64_t last_sweep_ns_ = 0;
   int64_t last_shed_warning_ns_ = 0;
-  mutable std::mutex mu_;  // counts_
-  Counts counts_;
+  mutable Mutex mu_;
+  Counts counts_ HANGAR_GUARDED_BY(mu_);
 };
 
 }  // namespace hangar::controller

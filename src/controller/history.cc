@@ -79,19 +79,20 @@ HistoryUpkeep UpkeepAt(const HistoryOptions& o, Time now) {
 
 void HistorySampler::Start() {
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(mu_);
     while (!stop_) {
-      l.unlock();
+      l.Unlock();
       SampleNow();
-      l.lock();
-      cv_.wait_for(l, std::chrono::milliseconds(options_.interval), [&] { return stop_; });
+      l.Lock();
+      l.WaitFor(cv_, std::chrono::milliseconds(options_.interval),
+                [&]() HANGAR_REQUIRES(mu_) { return stop_; });
     }
   });
 }
 
 void HistorySampler::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
   }
   cv_.notify_all();

@@ -7,12 +7,12 @@
 #pragma once
 
 #include <condition_variable>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "controller/state/cluster_state.h"
@@ -47,8 +47,8 @@ class HistorySampler {
   ~HistorySampler() { Stop(); }
   HistorySampler(const HistorySampler&) = delete;
   HistorySampler& operator=(const HistorySampler&) = delete;
-  void Start();
-  void Stop();
+  void Start() HANGAR_EXCLUDES(mu_);
+  void Stop() HANGAR_EXCLUDES(mu_);
   // One sample now, committed with the state owner's next batch (the thread's work; tests call it).
   void SampleNow();
 
@@ -56,9 +56,9 @@ class HistorySampler {
   StateOwner* owner_;
   HistoryOptions options_;
   Time upkept_hour_ = -1;  // the hour of the last upkeep; the sampler thread's (or the caller's)
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  bool stop_ HANGAR_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

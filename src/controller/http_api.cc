@@ -181,8 +181,8 @@ struct HttpApi::ConnMetrics {
 void HttpApi::ExportConnStats() {
   if (!conn_metrics_ || !control_) return;
   const HttpConnStats& st = control_->stats();
+  MutexLock l(export_mu_);
   ConnMetrics& m = *conn_metrics_;
-  std::lock_guard<std::mutex> l(export_mu_);
   m.open.Set(static_cast<double>(st.open.load()));
   m.in_flight.Set(static_cast<double>(st.in_flight.load()));
   m.streams.Set(static_cast<double>(st.streams.open.load()));

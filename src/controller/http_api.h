@@ -8,11 +8,11 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/tls_files.h"
 #include "controller/agent_hub.h"
 #include "controller/history.h"
@@ -114,9 +114,10 @@ class HttpApi {
       std::function<void(const Principal&, const httplib::Request&, httplib::Response&)>;
   httplib::Server::Handler Handle(std::optional<Permission> perm, RouteFn fn);
   // The connection layer's counts into /metrics (hangar_http_*).
-  void ExportConnStats();
+  void ExportConnStats() HANGAR_EXCLUDES(export_mu_);
   struct ConnMetrics;
-  std::unique_ptr<ConnMetrics> conn_metrics_;
+  // Made by the constructor; scrapes raise its counters under export_mu_.
+  std::unique_ptr<ConnMetrics> conn_metrics_ HANGAR_PT_GUARDED_BY(export_mu_);
   std::unique_ptr<httplib::Server> server_;
   HttpServerControl* control_ = nullptr;  // server_'s connection layer
   std::thread thread_;
@@ -138,7 +139,7 @@ class HttpApi {
     } sessions;
     const StepRelay* steps = nullptr;
   } wiring_;
-  std::mutex export_mu_;
+  Mutex export_mu_;
 };
 
 }  // namespace hangar::controller

@@ -72,7 +72,7 @@ ImagePinner::ImagePinner(StateOwner* owner, ImageResolverOptions options)
 
 ImagePinner::~ImagePinner() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -81,7 +81,7 @@ ImagePinner::~ImagePinner() {
 
 void ImagePinner::Wake() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     woken_ = true;
   }
   cv_.notify_all();
@@ -98,8 +98,9 @@ void ImagePinner::PinWhileRunning() {
   Duration backoff = kSecond;
   for (;;) {
     {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_for(l, std::chrono::milliseconds(backoff), [&] { return stop_ || woken_; });
+      MutexLock l(mu_);
+      l.WaitFor(cv_, std::chrono::milliseconds(backoff),
+                [&]() HANGAR_REQUIRES(mu_) { return stop_ || woken_; });
       if (stop_) return;
       woken_ = false;
     }
@@ -108,7 +109,7 @@ void ImagePinner::PinWhileRunning() {
     bool down = false;
     for (auto& [id, spec] : work) {
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(mu_);
         if (stop_) return;
       }
       Status s = PinImages(&spec, options_);

@@ -6,11 +6,11 @@
 #pragma once
 
 #include <condition_variable>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "job/job_spec.h"
@@ -37,17 +37,18 @@ Status PinImages(job::JobSpec* spec, const ImageResolverOptions& options);
 class ImagePinner {
  public:
   ImagePinner(StateOwner* owner, ImageResolverOptions options);
-  ~ImagePinner();  // stops and joins
-  void Wake();     // a submission was accepted unpinned: try now
+  ~ImagePinner();                    // stops and joins
+  void Wake() HANGAR_EXCLUDES(mu_);  // a submission was accepted unpinned: try now
 
  private:
-  void Loop();
-  void PinWhileRunning();  // Loop's work, until stopped
+  void Loop() HANGAR_EXCLUDES(mu_);
+  void PinWhileRunning() HANGAR_EXCLUDES(mu_);  // Loop's work, until stopped
   StateOwner* owner_;
   ImageResolverOptions options_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false, woken_ = false;
+  bool stop_ HANGAR_GUARDED_BY(mu_) = false;
+  bool woken_ HANGAR_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

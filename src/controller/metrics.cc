@@ -122,7 +122,7 @@ static void ClusterMetricsCounts(const ClusterState::Counts& c,
 }
 
 void ControllerMetrics::OnCycle(double seconds, const ClusterState& state, Time now) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   cycle_seconds_->Observe(seconds);
   RaiseTo(placements_, static_cast<double>(state.placements_total()));  // O(1): kept fresh
   const ClusterState::MigReshapeStats mig = state.mig_reshape_stats();
@@ -137,12 +137,12 @@ void ControllerMetrics::OnCycle(double seconds, const ClusterState& state, Time 
 }
 
 void ControllerMetrics::SetCounts(const ClusterState::Counts& counts) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   ClusterMetricsCounts(counts, jobs_, nodes_, gpus_, heartbeat_lag_, nodes_lost_);
 }
 
 void ControllerMetrics::SetAgents(double connected, double heartbeats_total) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   agents_->Set(connected);
   RaiseTo(heartbeats_, heartbeats_total);
   RaiseTo(integrity_failures_,
@@ -151,7 +151,7 @@ void ControllerMetrics::SetAgents(double connected, double heartbeats_total) {
 
 void ControllerMetrics::SetAgentRefusals(
     const std::vector<std::pair<std::string, int64_t>>& by_reason) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (const auto& [reason, n] : by_reason) {
     prometheus::Counter& c = refused_->Add({{"reason", reason}});
     if (static_cast<double>(n) > c.Value()) c.Increment(static_cast<double>(n) - c.Value());
@@ -290,7 +290,7 @@ std::string ControllerMetrics::RenderNodeStates(
 }
 
 std::string ControllerMetrics::Render() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

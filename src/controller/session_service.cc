@@ -94,48 +94,51 @@ class SessionService::Call final
       start_ = in_.start();
       return Locate();
     }
+    MutexLock lock(mu_);
     if (in_.body_case() == pb::SessionClientFrame::kInput) {
       pb::SessionInput input = std::move(*in_.mutable_input());
-      input.set_session_id(id_);
       input.set_ack(0);  // credit comes from what this side delivered, never from the client
       Relay(std::move(input));
     }
-    std::lock_guard lock(mu_);
     if (!finished_) StartRead(&in_);  // never after Finish
   }
 
   void OnWriteDone(bool ok) override {
-    uint64_t ack = 0;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       writing_ = false;
       if (ok) {
+        uint64_t ack = 0;
         delivered_ += OutputBytes(current_);
         queued_bytes_ -= std::min<size_t>(queued_bytes_, OutputBytes(current_));
         if (delivered_ - acked_ >= kAckEvery || (queue_.empty() && delivered_ > acked_))
           ack = acked_ = delivered_;
         WriteNext();
+        if (ack > 0) {
+          pb::SessionInput in;
+          in.set_ack(ack);
+          Relay(std::move(in));
+        }
       }
     }
     if (!ok) return ClientGone(/*finish=*/true);
-    if (ack > 0) {
-      pb::SessionInput in;
-      in.set_session_id(id_);
-      in.set_ack(ack);
-      Relay(std::move(in));
-    }
   }
 
   void OnCancel() override { ClientGone(); }
 
   void OnDone() override {
-    svc_->Forget(id_, who_.user);
+    uint64_t id = 0;
+    {
+      MutexLock lock(mu_);
+      id = id_;
+    }
+    svc_->Forget(id, who_.user);
     self_.reset();  // may delete this: nothing after
   }
 
   // From the agent (any thread).
-  void Deliver(pb::SessionOutput out) {
-    std::lock_guard lock(mu_);
+  void Deliver(pb::SessionOutput out) HANGAR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     if (finished_) return;
     queued_bytes_ += OutputBytes(out);
     if (queued_bytes_ > kMaxQueuedBytes) {  // the agent stopped honouring its window
@@ -160,7 +163,7 @@ class SessionService::Call final
     if (!who.ok()) return FinishWith(who.status());
     who_ = *who;
     peer_ = AgentHub::PeerAddress(ctx_->peer());  // the context is gone once the call is
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!finished_) StartRead(&in_);
   }
 
@@ -204,16 +207,17 @@ class SessionService::Call final
     auto self = self_;
     svc_->owner_->Post([self](ClusterState& st, Effects*, StateOwner::AfterCommit* after) {
       auto found = std::make_shared<Located>(Decide(st, self->who_, self->start_));
-      after->push_back([self, found] { self->Open(*found); });
+      after->push_back([self, found] { self->Open(self, *found); });
     });
   }
 
-  void Open(const Located& where) {
+  // `self`, not self_: the call may have finished, and OnDone dropped self_, meanwhile.
+  void Open(const std::shared_ptr<Call>& self, const Located& where) HANGAR_EXCLUDES(mu_) {
     Audit(where);
     if (!where.status.ok()) return FinishWith(where.status);
     node_ = where.node;
     std::string why;
-    const uint64_t id = svc_->Register(self_, About(), &why);
+    const uint64_t id = svc_->Register(self, About(), &why);
     if (id == 0) return FinishWith(Status::ResourceExhausted(why));
     pb::ControllerMessage m;
     pb::SessionOpen* open = m.mutable_session_open();
@@ -222,7 +226,7 @@ class SessionService::Call final
     *open->mutable_start() = start_;
     // Under mu_: the agent's answer may finish the call at once (a task that has ended), and no
     // read may start after Finish; the client's input goes to the agent only after the opening.
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (finished_) {  // the client left while the task was looked for
       svc_->Forget(id, who_.user);
       return;
@@ -270,33 +274,35 @@ class SessionService::Call final
     svc_->owner_->RecordAudit(std::move(row));
   }
 
-  void Relay(pb::SessionInput in) {
+  // To the agent, as session id_ (nothing before the session is opened). Under mu_, as the opening
+  // is: a client that leaves while it is opened has its close sent after the opening.
+  void Relay(pb::SessionInput in) HANGAR_REQUIRES(mu_) {
     if (id_ == 0) return;
+    in.set_session_id(id_);
     pb::ControllerMessage m;
     *m.mutable_session_input() = std::move(in);
     svc_->hub_->Send(node_, std::move(m));
   }
 
-  void ClientGone(bool finish = true) {
+  void ClientGone(bool finish = true) HANGAR_EXCLUDES(mu_) {
     pb::SessionInput close;
-    close.set_session_id(id_);
     close.set_close(true);
+    MutexLock lock(mu_);
     Relay(std::move(close));
-    std::lock_guard lock(mu_);
     if (finished_ || !finish) return;
     finished_ = true;
     queue_.clear();
     Finish(grpc::Status::CANCELLED);
   }
 
-  void FinishWith(const Status& s) {
-    std::lock_guard lock(mu_);
+  void FinishWith(const Status& s) HANGAR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     if (finished_) return;
     finished_ = true;
     Finish(grpc::Status(GrpcCode(s.code()), s.message()));
   }
 
-  void WriteNext() {  // requires mu_
+  void WriteNext() HANGAR_REQUIRES(mu_) {
     if (queue_.empty() || finished_) return;
     current_ = std::move(queue_.front());
     queue_.pop_front();
@@ -317,16 +323,17 @@ class SessionService::Call final
   pb::SessionClientFrame in_;  // the read in flight (reads are one at a time)
   bool started_ = false;       // reads' own
   pb::SessionStart start_;
-  // Set once the call is located, before anything reads them from other threads.
-  uint64_t id_ = 0;
+  // Set once the call is located, before anything reads it from other threads (FromAgent and
+  // NodeGone find the call only once it is registered).
   std::string node_;
-  std::mutex mu_;
-  std::deque<pb::SessionOutput> queue_;  // guarded by mu_, like the fields below
-  size_t queued_bytes_ = 0;
-  pb::SessionOutput current_;  // the write in flight
-  bool writing_ = false;
-  bool finished_ = false;
-  uint64_t delivered_ = 0, acked_ = 0;
+  Mutex mu_;
+  uint64_t id_ HANGAR_GUARDED_BY(mu_) = 0;  // set once the session is opened on the agent
+  std::deque<pb::SessionOutput> queue_ HANGAR_GUARDED_BY(mu_);
+  size_t queued_bytes_ HANGAR_GUARDED_BY(mu_) = 0;
+  pb::SessionOutput current_ HANGAR_GUARDED_BY(mu_);  // the write in flight
+  bool writing_ HANGAR_GUARDED_BY(mu_) = false;
+  bool finished_ HANGAR_GUARDED_BY(mu_) = false;
+  uint64_t delivered_ HANGAR_GUARDED_BY(mu_) = 0, acked_ HANGAR_GUARDED_BY(mu_) = 0;
   std::shared_ptr<Call> self_;  // the call keeps itself until OnDone
 };
 
@@ -343,7 +350,7 @@ grpc::ServerBidiReactor<pb::SessionClientFrame, pb::SessionOutput>* SessionServi
 uint64_t SessionService::Register(const std::shared_ptr<Call>& call, OpenSession about,
                                   std::string* why) {
   const std::string& user = about.user;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (calls_.size() >= static_cast<size_t>(kMaxSessions)) {
     *why = "the controller holds " + std::to_string(kMaxSessions) +
            " sessions, its most; try again when some end";
@@ -363,7 +370,7 @@ uint64_t SessionService::Register(const std::shared_ptr<Call>& call, OpenSession
 }
 
 void SessionService::Forget(uint64_t id, const std::string& user) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (id == 0 || !calls_.erase(id)) return;
   about_.erase(id);
   if (--per_user_[user] <= 0) per_user_.erase(user);
@@ -372,7 +379,7 @@ void SessionService::Forget(uint64_t id, const std::string& user) {
 void SessionService::FromAgent(const std::string& node, pb::SessionOutput out) {
   std::shared_ptr<Call> call;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = calls_.find(out.session_id());
     if (it == calls_.end()) return;  // ended meanwhile
     call = it->second;
@@ -389,7 +396,7 @@ void SessionService::FromAgent(const std::string& node, pb::SessionOutput out) {
 void SessionService::NodeGone(const std::string& node) {
   std::vector<std::shared_ptr<Call>> lost;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, call] : calls_) {
       if (call->node() == node) lost.push_back(call);
     }
@@ -404,13 +411,13 @@ void SessionService::NodeGone(const std::string& node) {
 }
 
 size_t SessionService::open() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return calls_.size();
 }
 
 std::vector<SessionService::OpenSession> SessionService::OpenOn(uint64_t job) const {
   std::vector<OpenSession> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [id, a] : about_) {  // ids grow with time: oldest first
     if (a.job == job) out.push_back(a);
   }

@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/time.h"
 #include "controller/state/auth.h"
 #include "proto/agent.grpc.pb.h"
@@ -57,10 +57,10 @@ class SessionService final : public pb::Sessions::CallbackService, public Sessio
 
   grpc::ServerBidiReactor<pb::SessionClientFrame, pb::SessionOutput>* Open(
       grpc::CallbackServerContext* context) override;
-  void FromAgent(const std::string& node, pb::SessionOutput out) override;
-  void NodeGone(const std::string& node) override;
+  void FromAgent(const std::string& node, pb::SessionOutput out) override HANGAR_EXCLUDES(mu_);
+  void NodeGone(const std::string& node) override HANGAR_EXCLUDES(mu_);
 
-  size_t open() const;
+  size_t open() const HANGAR_EXCLUDES(mu_);
 
   // One open session, as GET /v1/jobs/ID/sessions and the dashboard's job page show it.
   struct OpenSession {
@@ -73,23 +73,24 @@ class SessionService final : public pb::Sessions::CallbackService, public Sessio
     Time since = 0;
   };
   // The sessions open on `job` now, oldest first.
-  std::vector<OpenSession> OpenOn(uint64_t job) const;
+  std::vector<OpenSession> OpenOn(uint64_t job) const HANGAR_EXCLUDES(mu_);
 
  private:
   class Call;
   friend class Call;
   // Registers a located call under a new id; 0 when over a cap (then `why` says which).
-  uint64_t Register(const std::shared_ptr<Call>& call, OpenSession about, std::string* why);
-  void Forget(uint64_t id, const std::string& user);
+  uint64_t Register(const std::shared_ptr<Call>& call, OpenSession about, std::string* why)
+      HANGAR_EXCLUDES(mu_);
+  void Forget(uint64_t id, const std::string& user) HANGAR_EXCLUDES(mu_);
 
   StateOwner* const owner_;
   AgentHub* const hub_;
   const SessionAuth auth_;
-  mutable std::mutex mu_;
-  uint64_t next_id_ = 1;                             // guarded by mu_, like the maps
-  std::map<uint64_t, std::shared_ptr<Call>> calls_;  // by session id
-  std::map<uint64_t, OpenSession> about_;            // by session id, as calls_
-  std::map<std::string, int> per_user_;
+  mutable Mutex mu_;
+  uint64_t next_id_ HANGAR_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::shared_ptr<Call>> calls_ HANGAR_GUARDED_BY(mu_);  // by session id
+  std::map<uint64_t, OpenSession> about_ HANGAR_GUARDED_BY(mu_);  // by session id, as calls_
+  std::map<std::string, int> per_user_ HANGAR_GUARDED_BY(mu_);
 };
 
 }  // namespace hangar::controller

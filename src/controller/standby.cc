@@ -90,17 +90,17 @@ StatusOr<std::pair<int, int>> StandbyServers::Start(
 }
 
 void StandbyServers::SetLeader(const LeaderInfo& l) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   leader_ = l;
 }
 
 void StandbyServers::SetName(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   name_ = name;
 }
 
 std::pair<std::string, LeaderInfo> StandbyServers::NameAndLeader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return {name_, leader_};
 }
 

@@ -9,11 +9,11 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 
+#include "common/mutex.h"
 #include "common/tls_files.h"
 #include "controller/agent_listener.h"
 #include "controller/http_server.h"
@@ -35,8 +35,8 @@ class StandbyServers final : public pb::AgentChannel::CallbackService {
   StatusOr<std::pair<int, int>> Start(const std::pair<std::string, int>& api,
                                       const std::pair<std::string, int>& agents,
                                       std::shared_ptr<grpc::ServerCredentials> creds);
-  void SetLeader(const LeaderInfo& l);
-  void SetName(const std::string& name);
+  void SetLeader(const LeaderInfo& l) HANGAR_EXCLUDES(mu_);
+  void SetName(const std::string& name) HANGAR_EXCLUDES(mu_);
   // What `GET /v1/leader` says of the standby's copy of the store ("following"); set before Start.
   void SetFollowing(std::function<nlohmann::json()> following) {
     following_ = std::move(following);
@@ -47,18 +47,18 @@ class StandbyServers final : public pb::AgentChannel::CallbackService {
       grpc::CallbackServerContext* context) override;
 
  private:
-  std::pair<std::string, LeaderInfo> NameAndLeader() const;
+  std::pair<std::string, LeaderInfo> NameAndLeader() const HANGAR_EXCLUDES(mu_);
   void Answer(const httplib::Request& req, httplib::Response& res) const;
 
-  std::string name_;
+  mutable Mutex mu_;
+  std::string name_ HANGAR_GUARDED_BY(mu_);
   HttpServer http_;
   std::thread http_thread_;
   // The agent port is accepted as the leader's is (agent_listener.h): a flood that used up the
   // standby's descriptors must not leave it deaf to agents once it has ended.
   std::unique_ptr<AgentListener> listener_;
   std::unique_ptr<grpc::Server> grpc_;
-  mutable std::mutex mu_;
-  LeaderInfo leader_;
+  LeaderInfo leader_ HANGAR_GUARDED_BY(mu_);
   std::function<nlohmann::json()> following_;
 };
 

@@ -180,7 +180,7 @@ void StepRelay::FromAgent(const std::string& node, pb::StepRequest request) {
   if (request.cancel()) {
     std::vector<std::pair<std::string, uint64_t>> hang_up;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       const Key key{node, request.request_id()};
       auto it = running_.find(key);
       if (it == running_.end()) {
@@ -242,7 +242,7 @@ void StepRelay::Start(const std::string& origin, const pb::StepRequest& req,
   std::vector<pb::ControllerMessage> opens;
   pb::StepOutput started;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Key key{origin, req.request_id()};
     if (left_early_.erase(key)) return;  // no one waits for it
     if (running_.size() >= kMaxRunningSteps || running_.count(key)) {
@@ -310,7 +310,7 @@ void StepRelay::Release(const Allocation& alloc) {
   std::vector<std::pair<std::string, uint64_t>> hang_up;
   std::vector<std::pair<std::string, pb::StepOutput>> frames;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::vector<Key> keys;
     for (const auto& [key, r] : running_) {
       if (r.job_id == alloc.job_id) keys.push_back(key);
@@ -342,7 +342,7 @@ void StepRelay::TaskSignalled(const std::string& task_id, int signal) {
   if (!ParseTaskId(task_id, &task) || task.index != 0) return;
   std::vector<std::pair<std::string, uint64_t>> to;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [key, r] : running_) {
       if (r.job_id != task.job) continue;
       for (const Task& t : r.tasks)
@@ -367,7 +367,7 @@ void StepRelay::FromSession(const std::string& node, pb::SessionOutput out) {
   std::string origin;
   uint64_t ack = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto s = by_session_.find(out.session_id());
     if (s == by_session_.end()) return;
     const Key key = s->second;
@@ -447,7 +447,7 @@ void StepRelay::Save(uint64_t job) {
 void StepRelay::FlushSaves() {
   std::vector<KeyValueRow> rows;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     rows.swap(unsaved_);
   }
   if (rows.empty()) return;
@@ -457,7 +457,7 @@ void StepRelay::FlushSaves() {
 }
 
 void StepRelay::Restore(const std::vector<KeyValueRow>& values, Time now) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const KeyValueRow& v : values) {
     if (v.table == StepBook::kTable) book_.Restore(v.key, v.value, now);
   }
@@ -499,7 +499,7 @@ void StepRelay::NodeGone(const std::string& node) {
   std::vector<std::pair<std::string, pb::StepOutput>> frames;
   std::vector<std::pair<std::string, uint64_t>> hang_up;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     // A new agent of the node counts its requests from 1 again.
     std::erase_if(left_early_, [&](const Key& k) { return k.first == node; });
     std::vector<Key> keys;
@@ -534,7 +534,7 @@ void StepRelay::NodeGone(const std::string& node) {
 }
 
 std::vector<StepRecord> StepRelay::Steps(uint64_t job) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return book_.Steps(job);
 }
 

@@ -15,13 +15,13 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/state/step_book.h"
 #include "controller/state/step_plan.h"
 #include "controller/step_sink.h"
@@ -38,15 +38,17 @@ class StepRelay final : public StepSink {
 
   StepRelay(StateOwner* owner, AgentHub* hub);
 
-  void FromAgent(const std::string& node, ::hangar::agent::v1::StepRequest request) override;
-  void FromSession(const std::string& node, ::hangar::agent::v1::SessionOutput out) override;
-  void NodeGone(const std::string& node) override;
-  void TaskSignalled(const std::string& task_id, int signal) override;
+  void FromAgent(const std::string& node, ::hangar::agent::v1::StepRequest request) override
+      HANGAR_EXCLUDES(mu_);
+  void FromSession(const std::string& node, ::hangar::agent::v1::SessionOutput out) override
+      HANGAR_EXCLUDES(mu_);
+  void NodeGone(const std::string& node) override HANGAR_EXCLUDES(mu_);
+  void TaskSignalled(const std::string& task_id, int signal) override HANGAR_EXCLUDES(mu_);
 
   // The job's steps, in id order, for GET /v1/jobs/ID/steps.
-  std::vector<StepRecord> Steps(uint64_t job) const;
+  std::vector<StepRecord> Steps(uint64_t job) const HANGAR_EXCLUDES(mu_);
   // The steps the store holds (its StepBook::kTable rows), read by a controller starting at `now`.
-  void Restore(const std::vector<KeyValueRow>& values, Time now);
+  void Restore(const std::vector<KeyValueRow>& values, Time now) HANGAR_EXCLUDES(mu_);
 
   // What the state thread finds for a request: the job's nodes, or why not.
   struct Allocation {
@@ -83,32 +85,32 @@ class StepRelay final : public StepSink {
   using Key = std::pair<std::string, uint64_t>;  // (origin node, request id)
 
   void Start(const std::string& origin, const ::hangar::agent::v1::StepRequest& request,
-             const Allocation& allocation);
-  void Release(const Allocation& allocation);
+             const Allocation& allocation) HANGAR_EXCLUDES(mu_);
+  void Release(const Allocation& allocation) HANGAR_EXCLUDES(mu_);
   void Answer(const std::string& origin, ::hangar::agent::v1::StepOutput out);
   void Refuse(const std::string& origin, uint64_t request_id, const std::string& why);
   // Hangs up every task of `r` still running, counting it ended (under mu_; the caller sends the
   // returned hang-ups after, and Finish()es the step).
-  std::vector<std::pair<std::string, uint64_t>> HangUp(Running& r);
+  std::vector<std::pair<std::string, uint64_t>> HangUp(Running& r) HANGAR_REQUIRES(mu_);
   void SendHangUps(const std::vector<std::pair<std::string, uint64_t>>& sessions);
   // The last frame of the step of `key` when every task of it ended (it is forgotten then).
-  std::optional<::hangar::agent::v1::StepOutput> Finish(const Key& key);
+  std::optional<::hangar::agent::v1::StepOutput> Finish(const Key& key) HANGAR_REQUIRES(mu_);
   void TaskEnded(Running& r, Task& t, int exit_code, int signal,
-                 std::vector<std::pair<std::string, uint64_t>>* hang_up);
+                 std::vector<std::pair<std::string, uint64_t>>* hang_up) HANGAR_REQUIRES(mu_);
   // The job's steps changed (one began or ended): its row is to be written (under mu_).
-  void Save(uint64_t job);
+  void Save(uint64_t job) HANGAR_REQUIRES(mu_);
   // Writes the rows Save named, through the state owner, in order (not under mu_).
-  void FlushSaves();
+  void FlushSaves() HANGAR_EXCLUDES(mu_);
 
   StateOwner* const owner_;
   AgentHub* const hub_;
-  mutable std::mutex mu_;
-  StepBook book_;  // guarded by mu_, like what follows
-  std::map<Key, Running> running_;
-  std::map<uint64_t, Key> by_session_;
-  std::set<Key> left_early_;  // cancelled before their step started
-  uint64_t next_session_ = 1;
-  std::vector<KeyValueRow> unsaved_;
+  mutable Mutex mu_;
+  StepBook book_ HANGAR_GUARDED_BY(mu_);
+  std::map<Key, Running> running_ HANGAR_GUARDED_BY(mu_);
+  std::map<uint64_t, Key> by_session_ HANGAR_GUARDED_BY(mu_);
+  std::set<Key> left_early_ HANGAR_GUARDED_BY(mu_);  // cancelled before their step started
+  uint64_t next_session_ HANGAR_GUARDED_BY(mu_) = 1;
+  std::vector<KeyValueRow> unsaved_ HANGAR_GUARDED_BY(mu_);
 };
 
 }  // namespace hangar::controller

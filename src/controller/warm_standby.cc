@@ -17,7 +17,7 @@ WarmStandby::~WarmStandby() { StopFollowing(); }
 void WarmStandby::StopFollowing() {
   stopping_ = true;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -28,9 +28,9 @@ void WarmStandby::Follow() {
   bool failing = false;  // logged once per outage
   bool warm_failed = false;
   std::vector<const JobRow*> changed;
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   while (!stop_) {
-    l.unlock();
+    l.Unlock();
     Status s = Status::Ok();
     if (!follower_) {
       auto store = OpenStore(url_);
@@ -68,8 +68,9 @@ void WarmStandby::Follow() {
     if (s.ok() && failing)
       spdlog::info("standby {}: follows the store again (revision {})", name_, rev_.load());
     failing = !s.ok();
-    l.lock();
-    cv_.wait_for(l, std::chrono::milliseconds(every_), [this] { return stop_; });
+    l.Lock();
+    l.WaitFor(cv_, std::chrono::milliseconds(every_),
+              [this]() HANGAR_REQUIRES(mu_) { return stop_; });
   }
 }
 

@@ -7,11 +7,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/time.h"
 #include "controller/state/cluster_state.h"
 #include "controller/store/state_store.h"
@@ -46,8 +46,8 @@ class WarmStandby {
   bool following() const { return every_ > 0; }
 
  private:
-  void Follow();
-  void StopFollowing();
+  void Follow() HANGAR_EXCLUDES(mu_);
+  void StopFollowing() HANGAR_EXCLUDES(mu_);
 
   const std::string url_;
   const Duration every_;
@@ -56,13 +56,12 @@ class WarmStandby {
   std::unique_ptr<StoreFollower> follower_;  // the thread's until it stops
   std::atomic<int64_t> rev_{0};
   std::atomic<size_t> jobs_{0};
-  std::atomic<int64_t> caught_up_ns_{0};
+  std::atomic<int64_t> caught_up_ns_{0};  // MonotonicNanos of the last catch-up; 0: none yet
   std::atomic<bool> ready_{false};
-  std::atomic<bool> stopping_{false};  // Take(): the thread's warm-up stops at the next job  //
-                                       // MonotonicNanos of the last catch-up; 0: none yet
-  std::mutex mu_;
+  std::atomic<bool> stopping_{false};  // Take(): the thread's warm-up stops at the next job
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ HANGAR_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

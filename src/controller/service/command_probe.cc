@@ -28,7 +28,7 @@ ProbeResult CommandProber::Run(const std::string& node, const std::string& task_
                                const std::vector<std::string>& argv, Duration timeout) {
   uint64_t id = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     id = kSessionBit | next_++;
     waiting_[id].node = node;
   }
@@ -46,9 +46,9 @@ ProbeResult CommandProber::Run(const std::string& node, const std::string& task_
   eof.mutable_session_input()->set_eof(true);
   send_(node, std::move(eof));
 
-  std::unique_lock lock(mu_);
-  const bool done =
-      ended_.wait_for(lock, std::chrono::milliseconds(timeout), [&] { return waiting_[id].done; });
+  MutexLock lock(mu_);
+  const bool done = lock.WaitFor(ended_, std::chrono::milliseconds(timeout),
+                                 [&]() HANGAR_REQUIRES(mu_) { return waiting_[id].done; });
   ProbeResult result = waiting_[id].result;
   if (!done && waiting_[id].answered) {
     result = {false, "the command did not end within " + FormatDuration(timeout)};
@@ -57,7 +57,7 @@ ProbeResult CommandProber::Run(const std::string& node, const std::string& task_
               true};
   }
   waiting_.erase(id);
-  lock.unlock();
+  lock.Unlock();
   if (!done) {  // hung up: the agent ends the program (SIGHUP to its process group)
     pb::ControllerMessage close;
     close.mutable_session_input()->set_session_id(id);
@@ -70,7 +70,7 @@ ProbeResult CommandProber::Run(const std::string& node, const std::string& task_
 void CommandProber::FromAgent(const std::string& node, pb::SessionOutput out) {
   uint64_t ack = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = waiting_.find(out.session_id());
     if (it == waiting_.end() || it->second.node != node || it->second.done) return;
     Waiting& w = it->second;
@@ -96,7 +96,7 @@ void CommandProber::FromAgent(const std::string& node, pb::SessionOutput out) {
 }
 
 void CommandProber::NodeGone(const std::string& node) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [id, w] : waiting_) {
     if (w.node != node || w.done) continue;
     w.done = true;

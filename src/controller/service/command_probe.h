@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/service/readiness_probe.h"
 #include "controller/session_service.h"
 
@@ -38,10 +38,10 @@ class CommandProber final : public SessionRelay {
 
   // Runs `argv` beside task `task_id` (task 0 of job `job`) on `node`; waits at most `timeout`.
   ProbeResult Run(const std::string& node, const std::string& task_id, uint64_t job,
-                  const std::vector<std::string>& argv, Duration timeout);
+                  const std::vector<std::string>& argv, Duration timeout) HANGAR_EXCLUDES(mu_);
 
-  void FromAgent(const std::string& node, pb::SessionOutput out) override;
-  void NodeGone(const std::string& node) override;
+  void FromAgent(const std::string& node, pb::SessionOutput out) override HANGAR_EXCLUDES(mu_);
+  void NodeGone(const std::string& node) override HANGAR_EXCLUDES(mu_);
 
  private:
   struct Waiting {
@@ -54,10 +54,10 @@ class CommandProber final : public SessionRelay {
   };
 
   Send send_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable ended_;
-  std::map<uint64_t, Waiting> waiting_;  // guarded by mu_, like next_
-  uint64_t next_ = 1;
+  std::map<uint64_t, Waiting> waiting_ HANGAR_GUARDED_BY(mu_);
+  uint64_t next_ HANGAR_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace hangar::controller::service

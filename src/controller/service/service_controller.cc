@@ -71,7 +71,7 @@ ServiceController::~ServiceController() { Stop(); }
 Time ServiceController::Now() const { return MonotonicNanos() / 1'000'000; }
 
 Status ServiceController::Restore(const std::vector<KeyValueRow>& values) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& v : values) {
     if (v.table != kTable) continue;
     auto j = nlohmann::json::parse(v.value, nullptr, false);
@@ -90,7 +90,7 @@ void ServiceController::Start() {
 
 void ServiceController::Stop() {
   {
-    std::lock_guard<std::mutex> lock(wake_mu_);
+    MutexLock lock(wake_mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -99,12 +99,13 @@ void ServiceController::Stop() {
 }
 
 void ServiceController::Loop() {
-  std::unique_lock<std::mutex> lock(wake_mu_);
+  MutexLock lock(wake_mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     Tick();
-    lock.lock();
-    wake_.wait_for(lock, std::chrono::milliseconds(options_.tick), [this] { return stopping_; });
+    lock.Lock();
+    lock.WaitFor(wake_, std::chrono::milliseconds(options_.tick),
+                 [this]() HANGAR_REQUIRES(wake_mu_) { return stopping_; });
   }
 }
 
@@ -115,7 +116,7 @@ void ServiceController::Tick() {
   ObserveJobs();
   auto probed = RunDueProbes();
   auto stat = ReadLoadBalancer();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [target, result] : probed) {
     if (result.unknown) {
       spdlog::debug("services: replica {} of {}: probe not run: {}", target.replica, target.service,
@@ -156,7 +157,7 @@ void ServiceController::Tick() {
 void ServiceController::ObserveJobs() {
   std::vector<std::tuple<std::string, int, uint64_t>> jobs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     jobs = book_.Jobs();
   }
   if (jobs.empty()) return;
@@ -180,7 +181,7 @@ void ServiceController::ObserveJobs() {
     }
     return out;
   });
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (size_t i = 0; i < jobs.size(); ++i)
     book_.SeeJob(std::get<0>(jobs[i]), std::get<1>(jobs[i]), seen[i], Now());
 }
@@ -188,7 +189,7 @@ void ServiceController::ObserveJobs() {
 std::vector<std::pair<ProbeTarget, ProbeResult>> ServiceController::RunDueProbes() {
   std::vector<ProbeTarget> due;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     due = book_.DueProbes(Now());
   }
   // In parallel, off the lock: each is bounded by its own timeout.
@@ -242,7 +243,8 @@ void ServiceController::Execute(const Plan& plan) {
       plan.events.empty())
     return;
   std::set<std::string> changed = plan.changed;
-  Status stored = owner_->Call<Status>([&](ClusterState& st, Effects* fx) {
+  // Call waits for the owner thread to run this: it runs while this thread holds mu_.
+  Status stored = owner_->Call<Status>([&](ClusterState& st, Effects* fx) HANGAR_REQUIRES(mu_) {
     const Time wall = owner_->clock()->Now();
     for (const auto& stop : plan.stops) {
       if (Status s = st.Cancel(stop.job, wall, fx); !s.ok()) {
@@ -288,7 +290,8 @@ void ServiceController::ApplyLb(const std::vector<LbChange>& changes) {
 
 Status ServiceController::Store(const std::set<std::string>& changed,
                                 const std::set<std::string>& erased) {
-  return owner_->Call<Status>([&](ClusterState&, Effects* fx) {
+  // Call waits for the owner thread to run this: it runs while this thread holds mu_.
+  return owner_->Call<Status>([&](ClusterState&, Effects* fx) HANGAR_REQUIRES(mu_) {
     for (const auto& name : changed)
       fx->batch.values.push_back({kTable, name, book_.Record(name).dump(), false});
     for (const auto& name : erased) fx->batch.values.push_back({kTable, name, "", true});
@@ -310,18 +313,18 @@ Status ServiceController::MayChange(const std::string& name, const std::string& 
 }
 
 Status ServiceController::Create(const ServiceSpec& spec, const std::string& user) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_RETURN_IF_ERROR(
       book_.Create(spec, job::JobSpecToJson(spec.replica), user, owner_->clock()->Now()));
   Status s = Store({spec.name}, {});
-  lock.unlock();
+  lock.Unlock();
   wake_.notify_all();
   return s;
 }
 
 StatusOr<int> ServiceController::Update(const ServiceSpec& spec, const std::string& user,
                                         bool admin) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_RETURN_IF_ERROR(MayChange(spec.name, user, admin));
   HANGAR_ASSIGN_OR_RETURN(
       int rev, book_.Update(spec, job::JobSpecToJson(spec.replica), owner_->clock()->Now()));
@@ -331,7 +334,7 @@ StatusOr<int> ServiceController::Update(const ServiceSpec& spec, const std::stri
 
 Status ServiceController::Scale(const std::string& name, int replicas, const std::string& user,
                                 bool admin) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_RETURN_IF_ERROR(MayChange(name, user, admin));
   HANGAR_RETURN_IF_ERROR(book_.Scale(name, replicas));
   return Store({name}, {});
@@ -339,7 +342,7 @@ Status ServiceController::Scale(const std::string& name, int replicas, const std
 
 StatusOr<int> ServiceController::Rollback(const std::string& name, int revision,
                                           const std::string& user, bool admin) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_RETURN_IF_ERROR(MayChange(name, user, admin));
   HANGAR_ASSIGN_OR_RETURN(int rev, book_.Rollback(name, revision, owner_->clock()->Now()));
   HANGAR_RETURN_IF_ERROR(Store({name}, {}));
@@ -347,14 +350,14 @@ StatusOr<int> ServiceController::Rollback(const std::string& name, int revision,
 }
 
 Status ServiceController::Delete(const std::string& name, const std::string& user, bool admin) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   HANGAR_RETURN_IF_ERROR(MayChange(name, user, admin));
   HANGAR_RETURN_IF_ERROR(book_.Delete(name));
   return Store({name}, {});
 }
 
 nlohmann::json ServiceController::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   nlohmann::json out = nlohmann::json::array();
   const Time now = Now();
   for (const auto& [name, s] : book_.services()) {
@@ -368,7 +371,7 @@ nlohmann::json ServiceController::List() const {
 }
 
 StatusOr<nlohmann::json> ServiceController::Get(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const Service* s = book_.Find(name);
   if (!s)
     return Status::NotFound("service '" + name +
@@ -388,7 +391,7 @@ void ServiceController::AddTraffic(int slot, nlohmann::json* view) const {
 }
 
 std::string ServiceController::RenderMetrics() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (book_.services().empty()) return "";
   std::string replicas, requests, errors, in_flight;
   for (const auto& [name, s] : book_.services()) {
@@ -434,7 +437,7 @@ StatusOr<nlohmann::json> ServiceController::Explain(const std::string& name) con
   std::optional<Service> copy;
   std::optional<SlotTraffic> traffic;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (const Service* s = book_.Find(name)) copy = *s;
     if (copy) {
       if (auto t = traffic_.find(copy->slot); t != traffic_.end()) traffic = t->second;
@@ -463,7 +466,7 @@ StatusOr<nlohmann::json> ServiceController::Explain(const std::string& name) con
 }
 
 std::optional<std::string> ServiceController::OwnerOf(uint64_t job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [name, s] : book_.services()) {
     for (const Replica& r : s.replicas) {
       if (r.job == job) return name;
@@ -473,7 +476,7 @@ std::optional<std::string> ServiceController::OwnerOf(uint64_t job) const {
 }
 
 StatusOr<nlohmann::json> ServiceController::Endpoints(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const Service* s = book_.Find(name);
   if (!s)
     return Status::NotFound("service '" + name +

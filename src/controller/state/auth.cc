@@ -212,7 +212,7 @@ std::optional<TokenRecord> TokenRecord::FromJson(const nlohmann::json& j) {
 }
 
 void TokenBook::Load(const std::vector<KeyValueRow>& values) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (const auto& v : values) {
     if (v.table != "token") continue;
     auto r = TokenRecord::FromJson(nlohmann::json::parse(v.value, nullptr, false));
@@ -237,18 +237,18 @@ std::pair<TokenRecord, std::string> TokenBook::Mint(const std::string& user, Rol
 }
 
 void TokenBook::Put(const TokenRecord& r) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   by_id_[r.id] = r;
 }
 
 bool TokenBook::Erase(const std::string& id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return by_id_.erase(id) > 0;
 }
 
 std::optional<TokenRecord> TokenBook::Revoke(const std::string& id, Time now,
                                              const std::string& replaced_by) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end() || it->second.revoked) return std::nullopt;
   it->second.revoked = std::max<Time>(now, 1);
@@ -257,7 +257,7 @@ std::optional<TokenRecord> TokenBook::Revoke(const std::string& id, Time now,
 }
 
 std::optional<TokenRecord> TokenBook::Find(const std::string& id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return std::nullopt;
   return it->second;
@@ -281,7 +281,7 @@ StatusOr<Principal> TokenBook::Authenticate(std::string_view header, Time now) c
   if (sep == std::string_view::npos) return need("that token is malformed");
   const std::string id(token.substr(0, sep));
   const std::string_view secret = token.substr(sep + 1);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return need("that token is unknown");
   const std::string got = Sha256Hex(it->second.salt, secret);
@@ -312,14 +312,14 @@ StatusOr<Principal> TokenBook::Authenticate(std::string_view header, Time now) c
 }
 
 std::vector<TokenRecord> TokenBook::List() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<TokenRecord> out;
   for (const auto& [id, r] : by_id_) out.push_back(r);
   return out;
 }
 
 size_t TokenBook::size() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return by_id_.size();
 }
 

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -20,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "controller/store/state_store.h"
@@ -97,28 +97,30 @@ struct TokenRecord {
 // owner adds and revokes.
 class TokenBook {
  public:
-  void Load(const std::vector<KeyValueRow>& values);  // rows of table "token"
+  // Rows of table "token".
+  void Load(const std::vector<KeyValueRow>& values) HANGAR_EXCLUDES(mu_);
   // A new token: the record to store and the text to hand out (once).
   // `ttl` 0: it never expires.
   static std::pair<TokenRecord, std::string> Mint(const std::string& user, Role role,
                                                   const std::string& node, Time now,
                                                   Duration ttl = 0);
-  void Put(const TokenRecord& r);
-  bool Erase(const std::string& id);  // forgets it entirely (Revoke keeps it, marked)
+  void Put(const TokenRecord& r) HANGAR_EXCLUDES(mu_);
+  // Forgets it entirely (Revoke keeps it, marked).
+  bool Erase(const std::string& id) HANGAR_EXCLUDES(mu_);
   // Marks the token revoked as of `now`; the record to store, or nullopt when there is no live
   // token `id`.
   std::optional<TokenRecord> Revoke(const std::string& id, Time now,
-                                    const std::string& replaced_by = "");
-  std::optional<TokenRecord> Find(const std::string& id) const;
+                                    const std::string& replaced_by = "") HANGAR_EXCLUDES(mu_);
+  std::optional<TokenRecord> Find(const std::string& id) const HANGAR_EXCLUDES(mu_);
   // From "Bearer hgr_..." or the bare token, as of `now` (Unix ms). Unauthenticated with what to
   // do when it fails: a wrong, unknown, revoked or expired token each says which it is.
-  StatusOr<Principal> Authenticate(std::string_view header, Time now) const;
-  std::vector<TokenRecord> List() const;
-  size_t size() const;
+  StatusOr<Principal> Authenticate(std::string_view header, Time now) const HANGAR_EXCLUDES(mu_);
+  std::vector<TokenRecord> List() const HANGAR_EXCLUDES(mu_);
+  size_t size() const HANGAR_EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, TokenRecord> by_id_;
+  mutable Mutex mu_;
+  std::map<std::string, TokenRecord> by_id_ HANGAR_GUARDED_BY(mu_);
 };
 
 // A fresh random secret (64 hex digits): what agents show each other on their data ports.
