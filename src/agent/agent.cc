@@ -151,7 +151,7 @@ bool Agent::SafeTaskId(const std::string& task_id) {
 void Agent::InitMig() {
   std::map<std::string, std::vector<MigSlot>> claims;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (const auto& [id, rec] : records_) {
       if (!rec.ended && !rec.mig.empty()) claims[id] = rec.mig;
     }
@@ -175,9 +175,9 @@ Status Agent::Init() {
   cgroup_status_ = runner_.CgroupStatus();
   fence_ = std::make_unique<fence::NodeFence>(options_.state_dir, options_.hangar_binary);
   HANGAR_RETURN_IF_ERROR(fence_->Open());
-  journal_ = std::make_unique<TaskJournal>(options_.state_dir);
+  auto journal = std::make_unique<TaskJournal>(options_.state_dir);
   std::map<std::string, TaskRecord> loaded;
-  for (const auto& e : journal_->Load()) {
+  for (const auto& e : journal->Load()) {
     TaskRecord r = FromJson(e);
     if (!r.task_id.empty()) loaded[r.task_id] = std::move(r);  // the latest line of a task wins
   }
@@ -210,7 +210,8 @@ Status Agent::Init() {
   runner_.ForgetUnguarded();
   link_.LoadStoreId();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
+    journal_ = std::move(journal);
     records_ = std::move(loaded);
     SaveRecords();
   }
@@ -253,7 +254,7 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
   pb::CheckpointDone* done = m.mutable_checkpoint_done();
   TaskRecord record;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = records_.find(c.task_id);
     if (it == records_.end() || it->second.ended || !runner_.IsRunning(c.task_id)) {
       return Status::NotFound("task '" + c.task_id + "' does not run on node " + options_.node);
@@ -332,9 +333,16 @@ void Agent::SaveRecord(const std::string& task_id) {
 
 void Agent::ForgetStore() {
   const auto running = runner_.Running();
+  size_t recorded = 0;
+  {
+    // Not alone even in Init: ResumeDrains has started the drainer, whose OnDrained changes
+    // records_ (SaveRecords drops old ones) under mu_.
+    MutexLock l(mu_);
+    recorded = records_.size();
+  }
   spdlog::warn(
       "agent {}: --forget-store: forgetting store {} and its {} task record(s){}", options_.node,
-      link_.store_id(), records_.size(),
+      link_.store_id(), recorded,
       running.empty() ? "" : "; stopping its " + std::to_string(running.size()) + " task(s)");
   for (const auto& [id, pid] : running) (void)runner_.Stop(id, options_.stop_tasks_grace);
   const Time deadline = clock_->Now() + options_.stop_tasks_grace + kSecond;
@@ -344,7 +352,7 @@ void Agent::ForgetStore() {
   }
   for (const TaskExit& e : runner_.Reap()) (void)RecordExit(e);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     records_.clear();
     early_exits_.clear();
     SaveRecords();
@@ -378,7 +386,7 @@ pb::Register Agent::RegisterMessage() {
   for (const auto& n : nics_) *inv->add_nics() = n;
   *reg.mutable_discovered_topology() = discovered_;
   reg.set_token(options_.token);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (const auto& [id, r] : records_) {
     // A task whose end waits for its job's drain is still running, as far as the controller knows.
     if (r.ended && !drains_.count(r.job_id)) continue;
@@ -473,7 +481,7 @@ std::shared_ptr<grpc::Channel> Agent::ChannelTo(const std::string& controller) c
 void Agent::RetellAfterRegistering(const std::map<std::string, pb::CheckpointDone>& unsent) {
   std::vector<TaskRecord> ended;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     // Not those whose job's checkpoint is still draining: they go out when it is durable.
     for (const auto& [id, r] : records_)
       if (r.ended && !drains_.count(r.job_id)) ended.push_back(r);
@@ -603,7 +611,7 @@ void Agent::HandleStop(const pb::Stop& s) {
   // Not running here: if we know how it ended, say so again.
   std::optional<TaskRecord> known;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = records_.find(s.task_id());
     if (it != records_.end() && it->second.ended) known = it->second;
     if (it == records_.end()) {
@@ -719,7 +727,7 @@ void Agent::LogNicAffinity() const {
 std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
   TaskRecord r;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = records_.find(e.task_id);
     if (it == records_.end()) {
       early_exits_[e.task_id] = e;  // its launch is still recording it: it takes it from here
@@ -738,7 +746,7 @@ std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
     ReleaseStepContainers(podman_ ? &*podman_ : nullptr, options_.node, options_.state_dir,
                           r.task_id);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     TaskRecord& kept = records_[r.task_id];
     r.drain_pending = kept.drain_pending;  // a drain may have ended meanwhile
     kept = r;
@@ -794,7 +802,7 @@ void Agent::StopTasksOnExit() {
   auto record = [this](TaskExit e) {
     e.stopped = false;
     if (!RecordExit(e)) return;
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     records_[e.task_id].message = "stopped when its agent exited (--stop-tasks-on-exit)";
     records_[e.task_id].agent_exiting = true;
     SaveRecord(e.task_id);

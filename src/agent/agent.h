@@ -56,6 +56,7 @@
 #include "agent/session_host.h"
 #include "agent/step_socket.h"
 #include "agent/task_journal.h"
+#include "common/mutex.h"
 #include "common/sole_thread.h"
 #include "common/time.h"
 #include "common/work_queue.h"
@@ -231,7 +232,9 @@ class Agent {
   // After RecordExit: the end to the controller (unless a checkpoint drain holds it), and what
   // the task's artifacts may free.
   void AfterExit(const TaskRecord& r);
-  // Marks a task the node's fence keeper stopped as such (caller holds mu_ or owns the record).
+  // Marks a task the node's fence keeper stopped as such. It touches only *r (and fence_): the
+  // caller holds mu_ when r is in records_ (RecordExit), or owns the record (Init, before records_
+  // has it).
   void NoteFenced(TaskRecord* r);
   void StopTasksOnExit();
   // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts,
@@ -246,8 +249,8 @@ class Agent {
   void QueueDrain(const TaskRecord& r, const std::string& path, uint64_t step);
   void OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainResult>& result);
   // Whether the end of task `r` waits for a drain of its job (then it is sent when that is over).
-  bool HoldStatus(const std::string& task_id);  // caller does not hold mu_
-  void ResumeDrains();  // Init: drains a restart interrupted; caller does not hold mu_
+  bool HoldStatus(const std::string& task_id) HANGAR_EXCLUDES(mu_);
+  void ResumeDrains() HANGAR_EXCLUDES(mu_);  // Init: drains a restart interrupted
   // Who a launch runs as: nullopt for the agent's own user (no run_as: `--auth none`); refused
   // for an account the node lacks, and for root unless the launch allows it.
   StatusOr<std::optional<TaskCredentials>> RunAsOf(const pb::Launch& l) const;
@@ -284,12 +287,12 @@ class Agent {
   void ReleaseMps(const TaskRecord& r);
   void InitMps();  // Init: the daemons of adopted tasks held again, the others stopped
   // Fake GPUs: a task that reports more GPU memory than its limit is ended, as the allocation
-  // fails on a GPU. Caller does not hold mu_.
-  void CheckMpsLimits();
-  void SaveRecords();  // every record as a new snapshot (ended ones over an hour old dropped);
-                       // caller holds mu_
-  void SaveRecord(
-      const std::string& task_id);  // one changed record, to the journal; caller holds mu_
+  // fails on a GPU.
+  void CheckMpsLimits() HANGAR_EXCLUDES(mu_);
+  // Every record as a new snapshot (ended ones over an hour old dropped).
+  void SaveRecords() HANGAR_REQUIRES(mu_);
+  // One changed record, to the journal.
+  void SaveRecord(const std::string& task_id) HANGAR_REQUIRES(mu_);
   // --forget-store at Init: stops the tasks of the store this agent served and forgets them.
   void ForgetStore();
   std::string TaskDir(const std::string& task_id) const;
@@ -307,16 +310,16 @@ class Agent {
 
   SoleThread validation_;  // RunValidation's
 
-  std::mutex mu_;  // records_, early_exits_, drains_
-  std::map<std::string, TaskRecord> records_;
-  std::unique_ptr<TaskJournal> journal_;  // records_ on disk (made by Init)
+  Mutex mu_;
+  std::map<std::string, TaskRecord> records_ HANGAR_GUARDED_BY(mu_);
+  std::unique_ptr<TaskJournal> journal_ HANGAR_GUARDED_BY(mu_);  // records_ on disk (made by Init)
   // The node's fence (docs/operations.md, "The node lease"): the lease the controller grants and
   // the keeper that stops the tasks when it runs out, even with this agent gone. Made by Init.
   std::unique_ptr<fence::NodeFence> fence_;
   // Exits the reaper saw before the launch had recorded its task (a `true` can end before
   // Launch() has returned): the launch handles them once its record is in.
-  std::map<std::string, TaskExit> early_exits_;
-  std::map<uint64_t, int> drains_;  // by job: drains asked for and not over
+  std::map<std::string, TaskExit> early_exits_ HANGAR_GUARDED_BY(mu_);
+  std::map<uint64_t, int> drains_ HANGAR_GUARDED_BY(mu_);  // by job: drains asked for and not over
 
   // The stream to the controller, the reports held while it is down, epochs and the store.
   ControllerLink link_{options_.node, options_.state_dir, options_.controller};

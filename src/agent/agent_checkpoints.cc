@@ -83,7 +83,7 @@ Status Agent::PrepareScratchCheckpoint(const pb::Launch& l,
 
 void Agent::QueueDrain(const TaskRecord& r, const std::string& path, uint64_t step) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     drains_[r.job_id]++;
     auto it = records_.find(r.task_id);
     if (it != records_.end()) {
@@ -121,7 +121,7 @@ void Agent::OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainR
   (void)link_.WriteOrHold(*done);  // as OnCheckpointReport: on the stream now, or held
   std::vector<TaskRecord> release;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto d = drains_.find(q.job_id);
     if (d != drains_.end() && --d->second > 0) return;  // another drain of the job is asked for
     drains_.erase(q.job_id);
@@ -144,7 +144,7 @@ void Agent::OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainR
 }
 
 bool Agent::HoldStatus(const std::string& task_id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = records_.find(task_id);
   if (it == records_.end()) return false;
   auto d = drains_.find(it->second.job_id);
@@ -162,7 +162,7 @@ bool Agent::HoldStatus(const std::string& task_id) {
 void Agent::ResumeDrains() {
   std::vector<CheckpointDrainer::Request> again;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     std::set<uint64_t> jobs;
     for (const auto& [id, r] : records_) {
       if (!r.drain_pending || r.checkpoint_local.empty() || !jobs.insert(r.job_id).second) continue;

@@ -116,7 +116,7 @@ void Agent::SweepContainers() {
   }
   std::set<std::string> owned;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (const auto& [id, r] : records_) {
       if (!r.ended && !r.container.empty() && runner_.IsRunning(id)) owned.insert(r.container);
     }
@@ -239,7 +239,7 @@ void Agent::HandleStage(const pb::Stage& s) { stage_queue_.Push(s); }
 
 std::set<std::string> Agent::ImagesInUse() {
   std::set<std::string> out;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (const auto& [id, r] : records_) {
     if (!r.ended && !r.image.empty()) out.insert(r.image);
   }

@@ -16,7 +16,7 @@ Status Agent::InitData() {
   const DataOptions& d = options_.data;
   std::set<std::string> running;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (const auto& [id, r] : records_) {
       if (!r.ended) running.insert(id);
     }
@@ -27,7 +27,7 @@ Status Agent::InitData() {
 
 std::set<std::string> Agent::ArtifactsInUse() {
   std::set<std::string> out;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (const auto& [id, r] : records_) {
     if (!r.ended) out.insert(r.artifacts.begin(), r.artifacts.end());
   }
@@ -64,7 +64,7 @@ void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a,
   // Views of ended tasks go before eviction: their links would keep evicted bytes on the disk.
   std::vector<std::string> ended;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (const auto& [id, r] : records_) {
       if (r.ended) ended.push_back(id);
     }

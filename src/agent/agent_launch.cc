@@ -114,7 +114,7 @@ TaskLaunch Agent::BaseLaunch(const pb::Launch& l, const std::string& dir) const 
 void Agent::HandleLaunch(const pb::Launch& l) {
   std::optional<TaskRecord> known;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = records_.find(l.task_id());
     if (it != records_.end()) known = it->second;
   }
@@ -197,7 +197,7 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   }
   std::optional<TaskExit> early;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     records_[r.task_id] = r;
     SaveRecord(r.task_id);
     if (auto e = early_exits_.find(r.task_id); e != early_exits_.end()) {

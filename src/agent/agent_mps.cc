@@ -72,7 +72,7 @@ void Agent::InitMps() {
   mps_ = std::make_unique<MpsDaemons>(options_.mps);
   std::vector<TaskRecord> clients;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (const auto& [id, r] : records_) {
       if (!r.ended && !r.mps.empty() && r.gpus.size() == 1) clients.push_back(r);
     }
@@ -95,7 +95,7 @@ void Agent::CheckMpsLimits() {
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>>
       over;  // task, (daemon, why)
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (auto& [id, r] : records_) {
       if (r.ended || r.mps.empty() || r.mps_memory_mib <= 0 || !r.message.empty()) continue;
       const int64_t used = ReportedMemoryMiB(TaskDir(id) + "/gpu_util");

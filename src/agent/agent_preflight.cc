@@ -126,7 +126,7 @@ void Agent::AfterPreflight(const pb::Launch& l, const pb::PreflightReport& repor
   r.ended_at = clock_->Now();
   r.preflight = report;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     records_[r.task_id] = r;
     SaveRecord(r.task_id);
   }

@@ -19,7 +19,7 @@ Status Agent::OnProgressReport(const ProgressReport& p) {
   pb::Progress* out = m.mutable_progress();
   bool runs = true;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = records_.find(p.task_id);
     runs = it != records_.end() && !it->second.ended && runner_.IsRunning(p.task_id);
     if (runs) {

@@ -29,7 +29,7 @@ void Agent::StartStepSocket() {
 }
 
 Status Agent::CheckStepCaller(const std::string& task_id, int64_t peer_uid) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = records_.find(task_id);
   if (it == records_.end() || it->second.ended || !runner_.IsRunning(task_id)) {
     return Status::NotFound("task '" + task_id + "' does not run on node " + options_.node +

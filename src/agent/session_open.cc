@@ -61,7 +61,7 @@ void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
   const pb::SessionStart& start = o.start();
   std::optional<TaskRecord> task;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = records_.find(o.task_id()); it != records_.end() && !it->second.ended)
       task = it->second;
   }
@@ -158,7 +158,7 @@ StatusOr<SpawnRequest> Agent::StepContainerSpawn(const pb::SessionOpen& o, const
       ContainerRun run,
       StepContainerRun(ask, at, {start.argv().begin(), start.argv().end()}, &values));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = records_.find(task.task_id); it != records_.end())
       it->second.step_containers = true;
   }
