@@ -6,12 +6,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/subprocess.h"
 #include "common/time.h"
 #include "common/utf8.h"
@@ -21,10 +21,10 @@ namespace hangar::agent {
 namespace fs = std::filesystem;
 
 struct MaintenanceCommands::Shared {
-  std::mutex mu;
-  bool closed = false;  // the agent is going: answers are dropped
-  Send send;
-  std::set<std::string> running;  // ids
+  Mutex mu;
+  bool closed HANGAR_GUARDED_BY(mu) = false;  // the agent is going: answers are dropped
+  Send send HANGAR_GUARDED_BY(mu);
+  std::set<std::string> running HANGAR_GUARDED_BY(mu);  // ids
 };
 
 namespace {
@@ -116,12 +116,12 @@ MaintenanceCommands::MaintenanceCommands(std::string node, std::string dir, bool
 }
 
 MaintenanceCommands::~MaintenanceCommands() {
-  std::lock_guard<std::mutex> l(shared_->mu);
+  MutexLock l(shared_->mu);
   shared_->closed = true;
 }
 
 void MaintenanceCommands::Answer(const pb::MaintenanceResult& r) {
-  std::lock_guard<std::mutex> l(shared_->mu);
+  MutexLock l(shared_->mu);
   if (!shared_->closed) shared_->send(r);
 }
 
@@ -146,7 +146,7 @@ void MaintenanceCommands::Handle(const pb::MaintenanceCommand& c) {
   }
   const std::string record = dir_ + "/" + name + ".json";
   {
-    std::lock_guard<std::mutex> l(shared_->mu);
+    MutexLock l(shared_->mu);
     if (shared_->running.count(c.id())) return;  // it answers when it ends
   }
   std::error_code ec;
@@ -171,7 +171,7 @@ void MaintenanceCommands::Handle(const pb::MaintenanceCommand& c) {
                                          {"started_ms", SystemClock::Default()->Now()}}
                               .dump());
   {
-    std::lock_guard<std::mutex> l(shared_->mu);
+    MutexLock l(shared_->mu);
     shared_->running.insert(c.id());
   }
   spdlog::info("agent {}: maintenance command {} starts: {}", node_, c.id(), c.command());
@@ -184,7 +184,7 @@ void MaintenanceCommands::Handle(const pb::MaintenanceCommand& c) {
             .dump());
     spdlog::info("agent {}: maintenance command {} ended: exit {} signal {}{}", node, c.id(),
                  r.exit_code(), r.signal(), r.timed_out() ? " (timed out)" : "");
-    std::lock_guard<std::mutex> l(shared->mu);
+    MutexLock l(shared->mu);
     shared->running.erase(c.id());
     if (!shared->closed) shared->send(r);
   }).detach();

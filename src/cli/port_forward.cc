@@ -14,10 +14,10 @@
 #include <cstring>
 #include <list>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "cli/session_client.h"
+#include "common/mutex.h"
 #include "proto/agent.grpc.pb.h"
 
 namespace hangar::cli {
@@ -87,21 +87,21 @@ class Forwarder {
     return Status::Ok();
   }
 
-  void Accept(int fd) {
-    std::lock_guard lock(mu_);
+  void Accept(int fd) HANGAR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     const uint64_t id = next_++;
     threads_[id] = std::thread([this, fd, id] {
       Carry(fd);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       finished_.push_back(id);
     });
   }
 
   // Joins the connections that have ended.
-  void Reap() {
+  void Reap() HANGAR_EXCLUDES(mu_) {
     std::vector<std::thread> done;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (uint64_t id : finished_) {
         done.push_back(std::move(threads_[id]));
         threads_.erase(id);
@@ -112,9 +112,9 @@ class Forwarder {
   }
 
   // Ends every connection (their sessions and local sockets) and waits for them.
-  void StopAll() {
+  void StopAll() HANGAR_EXCLUDES(mu_) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
       for (const auto& [ctx, fd] : live_) {
         ctx->TryCancel();
@@ -123,7 +123,7 @@ class Forwarder {
     }
     std::map<uint64_t, std::thread> all;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       all.swap(threads_);
       finished_.clear();
     }
@@ -142,11 +142,11 @@ class Forwarder {
 
   // One local connection as one session: what the client sends goes up (its half-close as eof),
   // what the server sends comes down; the session's end closes the local socket.
-  void Carry(int fd) {
+  void Carry(int fd) HANGAR_EXCLUDES(mu_) {
     grpc::ClientContext ctx;
     AddSessionCredentials(o_.server, &ctx);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) {
         close(fd);
         return;
@@ -188,7 +188,7 @@ class Forwarder {
     stream->WritesDone();
     const grpc::Status st = stream->Finish();
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       live_.erase(&ctx);
       if (!stopping_ && !ended && !st.ok()) error = FromSessionStatus(st).message();
     }
@@ -200,12 +200,14 @@ class Forwarder {
 
   const PortForwardOptions o_;
   std::unique_ptr<pb::Sessions::Stub> stub_;
-  std::mutex mu_;
-  uint64_t next_ = 1;                         // guarded by mu_, like the rest
-  std::map<uint64_t, std::thread> threads_;   // connections by number
-  std::vector<uint64_t> finished_;            // connections whose thread has returned
-  std::map<grpc::ClientContext*, int> live_;  // open sessions and their local sockets
-  bool stopping_ = false;
+  Mutex mu_;
+  uint64_t next_ HANGAR_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::thread> threads_ HANGAR_GUARDED_BY(mu_);  // connections by number
+  // Connections whose thread has returned.
+  std::vector<uint64_t> finished_ HANGAR_GUARDED_BY(mu_);
+  // Open sessions and their local sockets.
+  std::map<grpc::ClientContext*, int> live_ HANGAR_GUARDED_BY(mu_);
+  bool stopping_ HANGAR_GUARDED_BY(mu_) = false;
 };
 
 StatusOr<int> Listen(const std::string& address, uint16_t port, uint16_t* bound) {

@@ -12,11 +12,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "cli/client.h"
+#include "common/mutex.h"
 #include "proto/agent.grpc.pb.h"
 
 namespace hangar::cli {
@@ -125,14 +125,14 @@ void WriteAll(int fd, const std::string& data) {
 using Stream = grpc::ClientReaderWriter<pb::SessionClientFrame, pb::SessionOutput>;
 
 // Reads stdin and forwarded signals and sends them, until `done` or the escape.
-bool PumpInput(Stream* stream, std::mutex* write_mu, const SessionOptions& o, int wake,
+bool PumpInput(Stream* stream, Mutex* write_mu, const SessionOptions& o, int wake,
                const std::atomic<bool>& done) {
   EscapeDetector escape;
   bool stdin_open = o.forward_stdin;
   auto send = [&](pb::SessionInput in) {
     pb::SessionClientFrame f;
     *f.mutable_input() = std::move(in);
-    std::lock_guard lock(*write_mu);
+    MutexLock lock(*write_mu);
     return stream->Write(f);
   };
   if (!stdin_open) {
@@ -256,7 +256,7 @@ StatusOr<SessionEnd> RunSession(const SessionOptions& options) {
   }
   if (const char* term = std::getenv("TERM"); term && options.start.tty())
     first.mutable_start()->set_term(term);
-  std::mutex write_mu;
+  Mutex write_mu;  // the stream's writes
   stream->Write(first);
 
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -292,7 +292,7 @@ StatusOr<SessionEnd> RunSession(const SessionOptions& options) {
   end.detached = PumpInput(stream.get(), &write_mu, options, wake[0], done);
   if (end.detached) ctx.TryCancel();
   {
-    std::lock_guard lock(write_mu);
+    MutexLock lock(write_mu);
     stream->WritesDone();
   }
   reader.join();

@@ -24,7 +24,6 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -33,6 +32,7 @@
 
 #include "api/body.h"
 #include "api/views.h"
+#include "common/mutex.h"
 #include "controller/http_conn.h"
 
 namespace hangar::controller {
@@ -77,7 +77,7 @@ class Connections {
   }
 
   // On the listener thread, for each accepted socket.
-  void Adopt(int fd) {
+  void Adopt(int fd) HANGAR_EXCLUDES(counts_.mu, park_.mu) {
     stats_->accepted++;
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
@@ -87,7 +87,7 @@ class Connections {
     std::string client = SocketAddress(fd, true, nullptr);
     std::string refusal;
     {
-      std::lock_guard<std::mutex> l(counts_.mu);
+      MutexLock l(counts_.mu);
       int& mine = counts_.per_client[client];
       if (stop_) {
         refusal = "the controller is stopping";
@@ -132,10 +132,10 @@ class Connections {
 
   // From the task queue's shutdown(), once the listener has stopped: closes idle connections,
   // cuts those in a request, waits for every worker to end and closes the streams.
-  void Shutdown() {
+  void Shutdown() HANGAR_EXCLUDES(work_mu_) {
     if (stop_.exchange(true)) return;
     {
-      std::lock_guard<std::mutex> l(work_mu_);
+      MutexLock l(work_mu_);
       for (Conn* c : active_) ::shutdown(c->fd, SHUT_RDWR);
       work_cv_.notify_all();
     }
@@ -143,16 +143,16 @@ class Connections {
     if (::write(park_.wake, &one, sizeof one) < 0) {
     }
     if (park_.thread.joinable()) park_.thread.join();
-    std::unique_lock<std::mutex> l(work_mu_);
-    done_cv_.wait(l, [&] { return workers_ == 0; });
+    MutexLock l(work_mu_);
+    l.Wait(done_cv_, [&]() HANGAR_REQUIRES(work_mu_) { return workers_ == 0; });
     while (!ready_.empty()) {
       Conn* c = ready_.front();
       ready_.pop_front();
-      l.unlock();
+      l.Unlock();
       Close(c, false);
-      l.lock();
+      l.Lock();
     }
-    l.unlock();
+    l.Unlock();
     pump_.Stop();
   }
 
@@ -186,13 +186,13 @@ class Connections {
   }
 
   // Waits in the epoll set, until c->deadline, for what `wait` says.
-  void Park(Conn* c, ConnStep wait) {
+  void Park(Conn* c, ConnStep wait) HANGAR_EXCLUDES(park_.mu) {
     if (c->phase == Conn::Phase::kIdle && c->in_off == c->in.size()) {
       std::string().swap(c->in);  // an idle connection holds no buffer
       c->in_off = 0;
     }
     {
-      std::lock_guard<std::mutex> l(park_.mu);
+      MutexLock l(park_.mu);
       if (!stop_) {
         c->parked_at = park_.parked.emplace(c->deadline, c);
         c->parked = true;
@@ -207,13 +207,13 @@ class Connections {
     Close(c, true);
   }
 
-  void ParkerLoop() {
+  void ParkerLoop() HANGAR_EXCLUDES(park_.mu) {
     std::vector<epoll_event> events(512);
     std::vector<Conn*> woke, expired;
     while (!stop_) {
       int timeout = 500;  // deadlines are kept to within this
       {
-        std::lock_guard<std::mutex> l(park_.mu);
+        MutexLock l(park_.mu);
         if (!park_.parked.empty()) {
           timeout = static_cast<int>(
               std::clamp<int64_t>(park_.parked.begin()->first - MonotonicMs(), 0, 500));
@@ -224,7 +224,7 @@ class Connections {
       woke.clear();
       expired.clear();
       {
-        std::lock_guard<std::mutex> l(park_.mu);
+        MutexLock l(park_.mu);
         for (int i = 0; i < n; ++i) {
           auto* c = static_cast<Conn*>(events[i].data.ptr);
           if (c == nullptr) {
@@ -249,7 +249,7 @@ class Connections {
     }
     std::vector<Conn*> left;
     {
-      std::lock_guard<std::mutex> l(park_.mu);
+      MutexLock l(park_.mu);
       while (!park_.parked.empty()) {
         left.push_back(park_.parked.begin()->second);
         Unpark(left.back());
@@ -273,17 +273,17 @@ class Connections {
     Close(c, c->phase == Conn::Phase::kIdle);
   }
 
-  void Unpark(Conn* c) {  // park_.mu held
+  void Unpark(Conn* c) HANGAR_REQUIRES(park_.mu) {
     park_.parked.erase(c->parked_at);
     c->parked = false;
     ::epoll_ctl(park_.epoll, EPOLL_CTL_DEL, c->fd, nullptr);
   }
 
   // A request head is in hand: to an idle worker, or a new one.
-  void Dispatch(Conn* c) {
-    std::unique_lock<std::mutex> l(work_mu_);
+  void Dispatch(Conn* c) HANGAR_EXCLUDES(work_mu_) {
+    MutexLock l(work_mu_);
     if (stop_) {
-      l.unlock();
+      l.Unlock();
       return Close(c, false);
     }
     ready_.push_back(c);
@@ -295,12 +295,12 @@ class Connections {
     if (StartWorker()) return;
     if (workers_ > 0) return;
     ready_.pop_back();
-    l.unlock();
+    l.Unlock();
     stats_->refused_no_thread++;
     Close(c, false);
   }
 
-  bool StartWorker() {  // work_mu_ held
+  bool StartWorker() HANGAR_REQUIRES(work_mu_) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, limits_.worker_stack_bytes);
@@ -327,15 +327,16 @@ class Connections {
     return true;
   }
 
-  void WorkerLoop() {
+  void WorkerLoop() HANGAR_EXCLUDES(work_mu_) {
     constexpr int kWarm = 4;  // workers kept however long they idle
-    std::unique_lock<std::mutex> l(work_mu_);
+    MutexLock l(work_mu_);
     while (true) {
       if (ready_.empty()) {
         if (stop_) break;
         ++idle_workers_;
-        const bool got = work_cv_.wait_for(l, std::chrono::seconds(30),
-                                           [&] { return !ready_.empty() || stop_; });
+        const bool got =
+            l.WaitFor(work_cv_, std::chrono::seconds(30),
+                      [&]() HANGAR_REQUIRES(work_mu_) { return !ready_.empty() || stop_; });
         --idle_workers_;
         if (!got && workers_ > kWarm) break;
         continue;
@@ -343,15 +344,15 @@ class Connections {
       Conn* c = ready_.front();
       ready_.pop_front();
       if (stop_) {
-        l.unlock();
+        l.Unlock();
         Close(c, false);
-        l.lock();
+        l.Lock();
         continue;
       }
       active_.insert(c);
-      l.unlock();
+      l.Unlock();
       Serve(c);
-      l.lock();
+      l.Lock();
     }
     stats_->workers = --workers_;
     done_cv_.notify_all();
@@ -409,8 +410,8 @@ class Connections {
     delete c;
   }
 
-  void Untrack(Conn* c) {
-    std::lock_guard<std::mutex> l(work_mu_);
+  void Untrack(Conn* c) HANGAR_EXCLUDES(work_mu_) {
+    MutexLock l(work_mu_);
     active_.erase(c);
   }
 
@@ -430,8 +431,8 @@ class Connections {
   }
 
   // A connection of `client` was closed (here, or by the stream pump).
-  void Forget(const std::string& client) {
-    std::lock_guard<std::mutex> l(counts_.mu);
+  void Forget(const std::string& client) HANGAR_EXCLUDES(counts_.mu) {
+    MutexLock l(counts_.mu);
     auto it = counts_.per_client.find(client);
     if (it != counts_.per_client.end() && --it->second <= 0) counts_.per_client.erase(it);
     stats_->open = --counts_.open;
@@ -446,24 +447,24 @@ class Connections {
 
   // The connections open, in all and per client (the limits' counts).
   struct Counts {
-    std::mutex mu;
-    std::unordered_map<std::string, int> per_client;
-    int open = 0;
+    Mutex mu;
+    std::unordered_map<std::string, int> per_client HANGAR_GUARDED_BY(mu);
+    int open HANGAR_GUARDED_BY(mu) = 0;
   } counts_;
 
   // Connections waiting for input in epoll until their deadline, and the thread that wakes them.
   struct Parking {
-    std::mutex mu;
-    int epoll = -1, wake = -1;
-    std::multimap<int64_t, Conn*> parked;  // by deadline
+    Mutex mu;
+    int epoll = -1, wake = -1;  // set in the constructor, closed in the destructor
+    std::multimap<int64_t, Conn*> parked HANGAR_GUARDED_BY(mu);  // by deadline
     std::thread thread;
   } park_;
 
-  std::mutex work_mu_;
+  Mutex work_mu_;
   std::condition_variable work_cv_, done_cv_;
-  std::deque<Conn*> ready_;
-  std::unordered_set<Conn*> active_;
-  int workers_ = 0, idle_workers_ = 0;
+  std::deque<Conn*> ready_ HANGAR_GUARDED_BY(work_mu_);
+  std::unordered_set<Conn*> active_ HANGAR_GUARDED_BY(work_mu_);
+  int workers_ HANGAR_GUARDED_BY(work_mu_) = 0, idle_workers_ HANGAR_GUARDED_BY(work_mu_) = 0;
 
   StreamPump pump_;  // last: its thread calls Forget() until it stops
 };

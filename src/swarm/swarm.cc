@@ -5,11 +5,11 @@
 
 #include <cstdlib>
 #include <deque>
-#include <mutex>
 #include <queue>
 #include <sstream>
 #include <thread>
 
+#include "common/mutex.h"
 #include "proto/agent.grpc.pb.h"
 
 namespace hangar::swarm {
@@ -34,16 +34,18 @@ Duration TaskDuration(const std::vector<std::string>& argv, Duration fallback) {
 // What every simulated agent shares: the stubs, the task timers, the counters.
 struct Swarm::Shared {
   std::vector<std::unique_ptr<pb::AgentChannel::Stub>> stubs;
-  std::mutex mu;
+  Mutex mu;
   struct Due {
     Time at;
     Agent* agent;
     pb::TaskStatus status;
     bool operator>(const Due& o) const { return at > o.at; }
   };
-  std::priority_queue<Due, std::vector<Due>, std::greater<>> due;
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> due HANGAR_GUARDED_BY(mu);
   std::atomic<int64_t> registered{0}, heartbeats{0}, launches{0}, ended{0}, errors{0};
   Duration default_duration = 10 * kSecond;
+  Time silenced_at HANGAR_GUARDED_BY(mu) = 0;  // the latest of the silent agents' last heartbeats
+  size_t silent HANGAR_GUARDED_BY(mu) = 0;     // agents silenced
 };
 
 // One simulated agent: a bidirectional stream with a write queue (one write in flight).
@@ -75,10 +77,10 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
     StartCall();
   }
 
-  void Send(pb::AgentMessage m) {
+  void Send(pb::AgentMessage m) HANGAR_EXCLUDES(mu_) {
     const pb::AgentMessage* first = nullptr;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       if (done_) return;
       out_.push_back(std::move(m));
       if (writing_) return;
@@ -110,10 +112,10 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
     Send(std::move(m));
   }
 
-  void OnWriteDone(bool ok) override {
+  void OnWriteDone(bool ok) override HANGAR_EXCLUDES(mu_) {
     const pb::AgentMessage* next = nullptr;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       out_.pop_front();
       if (!ok || out_.empty()) {
         writing_ = false;
@@ -131,8 +133,8 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
     StartRead(&in_);
   }
 
-  void OnDone(const grpc::Status& s) override {
-    std::lock_guard<std::mutex> l(mu_);
+  void OnDone(const grpc::Status& s) override HANGAR_EXCLUDES(mu_) {
+    MutexLock l(mu_);
     done_ = true;
     if (!s.ok()) shared_->errors++;
   }
@@ -180,7 +182,7 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
     Send(std::move(running));
     const std::vector<std::string> argv(l.argv().begin(), l.argv().end());
     const Duration d = TaskDuration(argv, shared_->default_duration);
-    std::lock_guard<std::mutex> lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     shared_->due.push({SystemClock::Default()->Now() + d, this, std::move(ended)});
   }
 
@@ -191,10 +193,10 @@ class Swarm::Agent final : public grpc::ClientBidiReactor<pb::AgentMessage, pb::
   int64_t gpu_mem_;
   grpc::ClientContext ctx_;
   pb::ControllerMessage in_;
-  std::mutex mu_;
-  std::deque<pb::AgentMessage> out_;
-  bool writing_ = false;
-  bool done_ = false;
+  Mutex mu_;
+  std::deque<pb::AgentMessage> out_ HANGAR_GUARDED_BY(mu_);
+  bool writing_ HANGAR_GUARDED_BY(mu_) = false;
+  bool done_ HANGAR_GUARDED_BY(mu_) = false;
   std::atomic<bool> registered_{false};
   std::atomic<bool> silent_{false};
   std::atomic<Time> last_beat_{0};  // when its last heartbeat was sent
@@ -241,7 +243,7 @@ Swarm::~Swarm() {
   for (int i = 0; i < 200; ++i) {
     bool all = true;
     for (auto& a : agents_) {
-      std::lock_guard<std::mutex> l(a->mu_);
+      MutexLock l(a->mu_);
       all = all && a->done_;
     }
     if (all) break;
@@ -287,9 +289,9 @@ void Swarm::Run(const std::atomic<bool>* stop) {
       Time last = 0;
       for (size_t k = 0; k < silent_count; ++k)
         last = std::max(last, agents_[k * step]->last_beat_.load());
-      std::lock_guard<std::mutex> l(shared_->mu);
-      silenced_at_ = last;  // the latest of their last heartbeats went out then
-      silent_ = silent_count;
+      MutexLock l(shared_->mu);
+      shared_->silenced_at = last;  // the latest of their last heartbeats went out then
+      shared_->silent = silent_count;
     }
     // A swarm that fell behind sends each agent one heartbeat, not the backlog.
     const int64_t beats_due = n > 0 ? (now - start) * n / interval + 1 : 0;
@@ -298,7 +300,7 @@ void Swarm::Run(const std::atomic<bool>* stop) {
       agents_[static_cast<size_t>(beats % n)]->Heartbeat(static_cast<uint64_t>(beats / n + 1), now);
     std::vector<Shared::Due> ready;
     {
-      std::lock_guard<std::mutex> l(shared_->mu);
+      MutexLock l(shared_->mu);
       while (!shared_->due.empty() && shared_->due.top().at <= now) {
         ready.push_back(shared_->due.top());
         shared_->due.pop();
@@ -329,9 +331,9 @@ SwarmStats Swarm::stats() const {
   s.launches = shared_->launches.load();
   s.tasks_ended = shared_->ended.load();
   s.stream_errors = shared_->errors.load();
-  std::lock_guard<std::mutex> l(shared_->mu);
-  s.silenced = static_cast<int64_t>(silent_);
-  s.silenced_at = silenced_at_;
+  MutexLock l(shared_->mu);
+  s.silenced = static_cast<int64_t>(shared_->silent);
+  s.silenced_at = shared_->silenced_at;
   return s;
 }
 

@@ -69,8 +69,6 @@ class Swarm {
   std::vector<std::unique_ptr<Agent>> agents_;
   struct Shared;
   std::unique_ptr<Shared> shared_;
-  Time silenced_at_ = 0;  // guarded by shared_->mu
-  size_t silent_ = 0;
 };
 
 // The duration of a task from its argv: the number after `sleep` (e.g. ["sleep","2"] or

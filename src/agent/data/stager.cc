@@ -12,9 +12,10 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace hangar::agent::data {
 namespace {
@@ -133,21 +134,21 @@ struct Work {
   std::string auth;    // "Bearer <data token>"
   int origin_fd = -1;  // a file:// origin, opened as the job's user
   Time begun_at = 0;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  std::deque<int64_t> origin;                // chunks to read from the origin
-  std::deque<std::pair<int64_t, int>> peer;  // chunk, peer index
-  int peer_busy = 0;
-  Status failure = Status::Ok();
+  std::deque<int64_t> origin HANGAR_GUARDED_BY(mu);                // chunks to read from the origin
+  std::deque<std::pair<int64_t, int>> peer HANGAR_GUARDED_BY(mu);  // chunk, peer index
+  int peer_busy HANGAR_GUARDED_BY(mu) = 0;
+  Status failure HANGAR_GUARDED_BY(mu) = Status::Ok();
   std::atomic<int64_t> origin_bytes{0}, peer_bytes{0};
 
-  void Fail(Status st) {
-    std::lock_guard<std::mutex> l(mu);
+  void Fail(Status st) HANGAR_EXCLUDES(mu) {
+    MutexLock l(mu);
     if (failure.ok()) failure = std::move(st);
     cv.notify_all();
   }
-  bool Failed() {
-    std::lock_guard<std::mutex> l(mu);
+  bool Failed() HANGAR_EXCLUDES(mu) {
+    MutexLock l(mu);
     return !failure.ok();
   }
 };
@@ -158,8 +159,8 @@ void ReadOriginChunks(Work& w) {
   while (!*w.stop) {
     int64_t c;
     {
-      std::unique_lock<std::mutex> l(w.mu);
-      w.cv.wait_for(l, std::chrono::milliseconds(200), [&] {
+      MutexLock l(w.mu);
+      l.WaitFor(w.cv, std::chrono::milliseconds(200), [&]() HANGAR_REQUIRES(w.mu) {
         return !w.origin.empty() || (w.peer.empty() && w.peer_busy == 0) || !w.failure.ok();
       });
       if (!w.failure.ok()) return;
@@ -218,7 +219,7 @@ void ReadPeerChunks(Work& w) {
   while (!*w.stop) {
     std::pair<int64_t, int> item;
     {
-      std::lock_guard<std::mutex> l(w.mu);
+      MutexLock l(w.mu);
       if (w.peer.empty() || !w.failure.ok()) return;
       item = w.peer.front();
       w.peer.pop_front();
@@ -228,7 +229,7 @@ void ReadPeerChunks(Work& w) {
     auto& client = clients[src];
     if (!client) client = MakeClient(w.s.peers(src), w.o.peer_wait + 5 * kSecond);
     const bool got = ReadFromPeer(w, *client, c);
-    std::lock_guard<std::mutex> l(w.mu);
+    MutexLock l(w.mu);
     --w.peer_busy;
     if (!got && !*w.stop) {
       spdlog::info("artifact {}: chunk {} not from peer {}; reading the origin", w.s.digest(), c,
@@ -263,12 +264,15 @@ StageOutcome Stager::Attempt(const pb::ArtifactStage& s, const std::optional<Tas
   }
   std::shared_ptr<Partial> p = *begun;
   Work w{s, *p, o_, clock_, stop, "Bearer " + token_(), file.fd(), clock_->Now()};
-  for (int64_t c = 0; c < p->chunks(); ++c) {
-    const int src = c < s.chunk_source_size() ? s.chunk_source(static_cast<int>(c)) : -1;
-    if (origin_only || src < 0 || src >= s.peers_size()) {
-      w.origin.push_back(c);
-    } else {
-      w.peer.emplace_back(c, src);
+  {
+    MutexLock l(w.mu);  // no worker yet; held for the analysis
+    for (int64_t c = 0; c < p->chunks(); ++c) {
+      const int src = c < s.chunk_source_size() ? s.chunk_source(static_cast<int>(c)) : -1;
+      if (origin_only || src < 0 || src >= s.peers_size()) {
+        w.origin.push_back(c);
+      } else {
+        w.peer.emplace_back(c, src);
+      }
     }
   }
   std::vector<std::thread> threads;
@@ -277,15 +281,20 @@ StageOutcome Stager::Attempt(const pb::ArtifactStage& s, const std::optional<Tas
   for (auto& t : threads) t.join();
   out.origin_bytes = w.origin_bytes;
   out.peer_bytes = w.peer_bytes;
+  Status failure = Status::Ok();
+  {
+    MutexLock l(w.mu);  // the workers have been joined; held for the analysis
+    failure = w.failure;
+  }
   if (*stop) {
     cache_->Drop(p);
     out.message = "artifact " + s.digest() + ": the agent stopped";
     return out;
   }
-  if (!w.failure.ok() || !p->Complete()) {
+  if (!failure.ok() || !p->Complete()) {
     cache_->Drop(p);
     out.message = "artifact " + s.digest() + " from " + s.source() + ": " +
-                  (w.failure.ok() ? std::string("not every chunk arrived") : w.failure.message());
+                  (failure.ok() ? std::string("not every chunk arrived") : failure.message());
     return out;
   }
   if (Status c = cache_->Commit(p, clock_->Now()); !c.ok()) {

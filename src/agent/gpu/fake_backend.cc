@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "agent/gpu/fault_script.h"
 #include "agent/gpu/mig_layout.h"
 #include "agent/gpu/mig_profiles.h"
 #include "agent/gpu/nvml_types.h"
+#include "common/mutex.h"
 
 namespace hangar::agent {
 namespace {
@@ -60,10 +60,10 @@ class FakeBackend final : public GpuBackend {
 
   std::string name() const override { return "fake"; }
 
-  StatusOr<GpuSystemInfo> Discover() override;
-  StatusOr<std::vector<pb::GpuTelemetry>> Sample(Time now) override;
-  std::vector<pb::GpuEvent> PollEvents(Time now) override;
-  StatusOr<std::string> Validate() override;
+  StatusOr<GpuSystemInfo> Discover() override HANGAR_EXCLUDES(mu_);
+  StatusOr<std::vector<pb::GpuTelemetry>> Sample(Time now) override HANGAR_EXCLUDES(mu_);
+  std::vector<pb::GpuEvent> PollEvents(Time now) override HANGAR_EXCLUDES(mu_);
+  StatusOr<std::string> Validate() override HANGAR_EXCLUDES(mu_);
   std::vector<pb::DiscoveredGpu> DiscoverNvlinks() override;
 
   Status InjectFaultFile(const std::string& path, Time now) override {
@@ -72,28 +72,29 @@ class FakeBackend final : public GpuBackend {
     return Status::Ok();
   }
 
-  void AddFaults(const std::vector<Fault>& faults, Time base) {
-    std::lock_guard<std::mutex> l(mu_);
+  void AddFaults(const std::vector<Fault>& faults, Time base) HANGAR_EXCLUDES(mu_) {
+    MutexLock l(mu_);
     for (const Fault& f : faults) {
       ScheduledFault s{f, base + f.at, f.duration > 0 ? base + f.at + f.duration : kNever};
       faults_.push_back(s);
     }
   }
 
-  StatusOr<std::vector<pb::MigGpuInstance>> MigLayout(uint32_t gpu) override {
-    std::lock_guard<std::mutex> l(mu_);
+  StatusOr<std::vector<pb::MigGpuInstance>> MigLayout(uint32_t gpu) override HANGAR_EXCLUDES(mu_) {
+    MutexLock l(mu_);
     HANGAR_RETURN_IF_ERROR(CheckMigGpu(gpu));
     return mig_[gpu];
   }
   MigReshapeResult ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
-                              const std::vector<pb::MigGpuInstance>& create) override;
+                              const std::vector<pb::MigGpuInstance>& create) override
+      HANGAR_EXCLUDES(mu_);
 
-  void SetBusy(uint32_t gpu, const std::string& util_file) override {
-    std::lock_guard<std::mutex> l(mu_);
+  void SetBusy(uint32_t gpu, const std::string& util_file) override HANGAR_EXCLUDES(mu_) {
+    MutexLock l(mu_);
     busy_[gpu] = util_file;
   }
-  void SetIdle(uint32_t gpu) override {
-    std::lock_guard<std::mutex> l(mu_);
+  void SetIdle(uint32_t gpu) override HANGAR_EXCLUDES(mu_) {
+    MutexLock l(mu_);
     busy_.erase(gpu);
   }
 
@@ -108,26 +109,27 @@ class FakeBackend final : public GpuBackend {
     return s.fault.gpu < 0 || s.fault.gpu == gpu;
   }
 
-  pb::GpuTelemetry Healthy(int i, Duration since_last);          // REQUIRES(mu_)
-  void ApplyFaults(int i, Time now, pb::GpuTelemetry& t) const;  // REQUIRES(mu_)
-  bool Lost(int i, Time now) const;                              // REQUIRES(mu_)
-  double SlowFactor(int i, Time now) const;                      // REQUIRES(mu_)
+  pb::GpuTelemetry Healthy(int i, Duration since_last) HANGAR_REQUIRES(mu_);
+  void ApplyFaults(int i, Time now, pb::GpuTelemetry& t) const HANGAR_REQUIRES(mu_);
+  bool Lost(int i, Time now) const HANGAR_REQUIRES(mu_);
+  double SlowFactor(int i, Time now) const HANGAR_REQUIRES(mu_);
   void FireEvents(const ScheduledFault& s, std::vector<pb::GpuEvent>& out) const;
   Status CheckMigGpu(uint32_t gpu) const;
-  Status CreateMig(uint32_t gpu, pb::MigGpuInstance mi);  // REQUIRES(mu_)
-  void LoadMigState();
-  void SaveMigState() const;  // REQUIRES(mu_)
+  Status CreateMig(uint32_t gpu, pb::MigGpuInstance mi) HANGAR_REQUIRES(mu_);
+  void LoadMigState() HANGAR_EXCLUDES(mu_);
+  void SaveMigState() const HANGAR_REQUIRES(mu_);
   std::vector<uint32_t> NvlinkPeers(int i) const;
 
   const FakeGpuOptions o_;
   const std::string node_;
   Clock* const clock_;
-  std::mutex mu_;  // everything below
-  std::map<uint32_t, std::string> busy_;
-  std::vector<ScheduledFault> faults_;
-  Time last_sample_;
-  std::vector<uint64_t> energy_mj_;
-  std::vector<std::vector<pb::MigGpuInstance>> mig_;  // by GPU: its instances
+  Mutex mu_;  // everything below
+  std::map<uint32_t, std::string> busy_ HANGAR_GUARDED_BY(mu_);
+  std::vector<ScheduledFault> faults_ HANGAR_GUARDED_BY(mu_);
+  Time last_sample_ HANGAR_GUARDED_BY(mu_);
+  std::vector<uint64_t> energy_mj_ HANGAR_GUARDED_BY(mu_);
+  std::vector<std::vector<pb::MigGpuInstance>> mig_
+      HANGAR_GUARDED_BY(mu_);  // by GPU: its instances
 };
 
 Status FakeBackend::CheckMigGpu(uint32_t gpu) const {
@@ -155,7 +157,7 @@ Status FakeBackend::CreateMig(uint32_t gpu, pb::MigGpuInstance mi) {
 MigReshapeResult FakeBackend::ReshapeMig(uint32_t gpu,
                                          const std::vector<pb::MigGpuInstance>& destroy,
                                          const std::vector<pb::MigGpuInstance>& create) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   MigReshapeResult out;
   out.status = CheckMigGpu(gpu);
   if (!out.status.ok()) return out;
@@ -186,6 +188,7 @@ MigReshapeResult FakeBackend::ReshapeMig(uint32_t gpu,
 
 void FakeBackend::LoadMigState() {
   if (o_.mig_state_file.empty() || !o_.mig) return;
+  MutexLock l(mu_);  // from the constructor: not yet shared; held for the analysis
   std::ifstream in(o_.mig_state_file);
   if (!in) return;
   auto j = nlohmann::json::parse(in, nullptr, false);
@@ -242,7 +245,7 @@ StatusOr<GpuSystemInfo> FakeBackend::Discover() {
     g.set_mig_mode(o_.mig ? "enabled" : "disabled");
     if (o_.mig) AddTableMigProfiles(&g);
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       for (const auto& mi : mig_[static_cast<size_t>(i)]) *g.add_mig_layout() = mi;
     }
     for (uint32_t peer : NvlinkPeers(i)) g.add_nvlink_peers(peer);
@@ -375,7 +378,7 @@ double FakeBackend::SlowFactor(int i, Time now) const {
 }
 
 StatusOr<std::vector<pb::GpuTelemetry>> FakeBackend::Sample(Time now) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   const Duration since_last = now - last_sample_;
   last_sample_ = now;
   std::vector<pb::GpuTelemetry> out;
@@ -422,7 +425,7 @@ void FakeBackend::FireEvents(const ScheduledFault& s, std::vector<pb::GpuEvent>&
 }
 
 std::vector<pb::GpuEvent> FakeBackend::PollEvents(Time now) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<pb::GpuEvent> out;
   for (ScheduledFault& s : faults_) {
     if (s.fired || now < s.start) continue;
@@ -434,7 +437,7 @@ std::vector<pb::GpuEvent> FakeBackend::PollEvents(Time now) {
 
 StatusOr<std::string> FakeBackend::Validate() {
   const Time now = clock_->Now();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   nlohmann::json gpus = nlohmann::json::array();
   double slowest = 1.0;
   int lost = -1;

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
-#include <mutex>
 
 #include "agent/gpu/kernel_log_xid.h"
 #include "agent/gpu/mig_profiles.h"
@@ -16,6 +15,7 @@
 #include "agent/gpu/nvml_mig.h"
 #include "agent/gpu/pci_address.h"
 #include "agent/gpu/validate_program.h"
+#include "common/mutex.h"
 
 namespace hangar::agent {
 namespace {
@@ -73,76 +73,85 @@ class NvmlBackend final : public GpuBackend {
     if (initialized_ && f().shutdown) f().shutdown();
   }
 
-  Status Start();
+  Status Start() HANGAR_EXCLUDES(mu_);
   std::string name() const override { return "nvml"; }
-  StatusOr<GpuSystemInfo> Discover() override;
-  StatusOr<std::vector<pb::GpuTelemetry>> Sample(Time now) override;
-  std::vector<pb::GpuEvent> PollEvents(Time now) override;
+  StatusOr<GpuSystemInfo> Discover() override HANGAR_EXCLUDES(mu_);
+  StatusOr<std::vector<pb::GpuTelemetry>> Sample(Time now) override HANGAR_EXCLUDES(mu_);
+  std::vector<pb::GpuEvent> PollEvents(Time now) override HANGAR_EXCLUDES(mu_);
   StatusOr<std::string> Validate() override;
   void CancelValidation() override { cancel_validation_ = true; }
-  std::vector<pb::DiscoveredGpu> DiscoverNvlinks() override {
-    std::lock_guard<std::mutex> l(mu_);
+  std::vector<pb::DiscoveredGpu> DiscoverNvlinks() override HANGAR_EXCLUDES(mu_) {
+    MutexLock l(mu_);
     std::vector<nvmlDevice_t> handles;
     std::vector<std::optional<PciAddress>> pci;
     for (const NvmlGpu& g : gpus_) handles.push_back(g.handle), pci.push_back(g.pci);
     return DiscoverNvmlNvlinks(*lib_, handles, pci);
   }
-  StatusOr<std::vector<pb::MigGpuInstance>> MigLayout(uint32_t gpu) override;
+  StatusOr<std::vector<pb::MigGpuInstance>> MigLayout(uint32_t gpu) override
+      HANGAR_EXCLUDES(mig_mu_);
   MigReshapeResult ReshapeMig(uint32_t gpu, const std::vector<pb::MigGpuInstance>& destroy,
-                              const std::vector<pb::MigGpuInstance>& create) override;
+                              const std::vector<pb::MigGpuInstance>& create) override
+      HANGAR_EXCLUDES(mig_mu_);
 
  private:
   const NvmlFunctions& f() const { return lib_->fn(); }
-  void StartEvents();
-  pb::GpuInfo Identify(uint32_t index);
+  void StartEvents() HANGAR_REQUIRES(mu_);
+  pb::GpuInfo Identify(uint32_t index) HANGAR_REQUIRES(mu_) HANGAR_EXCLUDES(mig_mu_);
   void ReadMigProfiles(GpuQuery& q, pb::GpuInfo* g);
   std::string PciBusId(GpuQuery& q, NvmlGpu& gpu);
   int32_t NumaNode(GpuQuery& q, const NvmlGpu& gpu);
-  void AddTopology(std::vector<pb::GpuInfo>& gpus);
+  void AddTopology(std::vector<pb::GpuInfo>& gpus) HANGAR_REQUIRES(mu_);
   void SampleLoad(GpuQuery& q, pb::GpuTelemetry& t);
   void SampleClockEvents(GpuQuery& q, NvmlGpu& gpu, pb::GpuTelemetry& t);
   void SamplePcie(GpuQuery& q, pb::GpuTelemetry& t);
   void SampleMemoryErrors(GpuQuery& q, pb::GpuTelemetry& t);
   void SampleNvlink(GpuQuery& q, const NvmlGpu& gpu, pb::GpuTelemetry& t);
-  void Emit(pb::GpuEvent e, bool from_kernel_log, std::vector<pb::GpuEvent>& out);
+  void Emit(pb::GpuEvent e, bool from_kernel_log, std::vector<pb::GpuEvent>& out)
+      HANGAR_REQUIRES(mu_);
 
   const NvmlOptions o_;
   std::unique_ptr<NvmlLibrary> lib_;
   bool initialized_ = false;
   std::atomic<bool> cancel_validation_{false};
-  std::mutex mu_;  // everything below, after Start
-  std::vector<NvmlGpu> gpus_;
-  nvmlEventSet_t events_ = nullptr;
-  std::unique_ptr<KernelLogXidReader> kernel_log_;
-  std::deque<RecentXid> recent_xids_;
+  Mutex mu_;  // everything below, after Start
+  std::vector<NvmlGpu> gpus_ HANGAR_GUARDED_BY(mu_);
+  nvmlEventSet_t events_ HANGAR_GUARDED_BY(mu_) = nullptr;
+  std::unique_ptr<KernelLogXidReader> kernel_log_ HANGAR_GUARDED_BY(mu_);
+  std::deque<RecentXid> recent_xids_ HANGAR_GUARDED_BY(mu_);
   // MIG instance calls, apart from mu_ (a reshape takes seconds; telemetry goes on meanwhile).
-  std::mutex mig_mu_;
-  NvmlMig mig_;
-  std::vector<int64_t> mig_memory_mib_;  // by GPU: its memory, for profile names; 0: not MIG
+  // Taken inside mu_ (Identify), never the other way round.
+  Mutex mig_mu_;
+  NvmlMig mig_ HANGAR_GUARDED_BY(mig_mu_);
+  // By GPU: its memory, for profile names; 0: not MIG.
+  std::vector<int64_t> mig_memory_mib_ HANGAR_GUARDED_BY(mig_mu_);
+  // By GPU: its handle (gpus_[i].handle, set in Start and never changed), for the MIG calls,
+  // which do not take mu_; set where mig_memory_mib_ is.
+  std::vector<nvmlDevice_t> mig_handles_ HANGAR_GUARDED_BY(mig_mu_);
 };
 
 StatusOr<std::vector<pb::MigGpuInstance>> NvmlBackend::MigLayout(uint32_t gpu) {
-  std::lock_guard<std::mutex> l(mig_mu_);
-  if (gpu >= mig_memory_mib_.size() || !mig_memory_mib_[gpu] || !gpus_[gpu].handle) {
+  MutexLock l(mig_mu_);
+  if (gpu >= mig_memory_mib_.size() || !mig_memory_mib_[gpu] || !mig_handles_[gpu]) {
     return Status::FailedPrecondition("GPU " + std::to_string(gpu) +
                                       " is not a MIG-mode GPU of this node");
   }
-  return mig_.Read(gpus_[gpu].handle, gpu, mig_memory_mib_[gpu]);
+  return mig_.Read(mig_handles_[gpu], gpu, mig_memory_mib_[gpu]);
 }
 
 MigReshapeResult NvmlBackend::ReshapeMig(uint32_t gpu,
                                          const std::vector<pb::MigGpuInstance>& destroy,
                                          const std::vector<pb::MigGpuInstance>& create) {
-  std::lock_guard<std::mutex> l(mig_mu_);
-  if (gpu >= mig_memory_mib_.size() || !mig_memory_mib_[gpu] || !gpus_[gpu].handle) {
+  MutexLock l(mig_mu_);
+  if (gpu >= mig_memory_mib_.size() || !mig_memory_mib_[gpu] || !mig_handles_[gpu]) {
     return {Status::FailedPrecondition("GPU " + std::to_string(gpu) +
                                        " is not a MIG-mode GPU of this node"),
             {}};
   }
-  return mig_.Reshape(gpus_[gpu].handle, gpu, mig_memory_mib_[gpu], destroy, create);
+  return mig_.Reshape(mig_handles_[gpu], gpu, mig_memory_mib_[gpu], destroy, create);
 }
 
 Status NvmlBackend::Start() {
+  MutexLock l(mu_);  // before the backend is shared; held for the analysis
   const nvmlReturn_t r = f().init();
   if (r != nvml::kSuccess) {
     return Status::Unavailable("NVML in " + lib_->path() + " did not start: " + lib_->ErrorText(r) +
@@ -261,9 +270,11 @@ pb::GpuInfo NvmlBackend::Identify(uint32_t index) {
   }
   if (g.mig()) ReadMigProfiles(q, &g);
   if (g.mig() && !q.lost()) {
-    std::lock_guard<std::mutex> l(mig_mu_);
+    MutexLock l(mig_mu_);
     mig_memory_mib_.resize(gpus_.size(), 0);
     mig_memory_mib_[index] = static_cast<int64_t>(g.memory_mib());
+    mig_handles_.resize(gpus_.size(), nullptr);
+    mig_handles_[index] = gpu.handle;
     auto layout = mig_.Read(gpu.handle, index, mig_memory_mib_[index]);
     if (layout.ok()) {
       for (auto& mi : *layout) *g.add_mig_layout() = std::move(mi);
@@ -307,7 +318,7 @@ void NvmlBackend::AddTopology(std::vector<pb::GpuInfo>& gpus) {
 }
 
 StatusOr<GpuSystemInfo> NvmlBackend::Discover() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   GpuSystemInfo info;
   char buf[nvml::kDriverVersionBufferSize] = {0};
   if (f().system_get_driver_version &&
@@ -417,7 +428,7 @@ void NvmlBackend::SampleNvlink(GpuQuery& q, const NvmlGpu& gpu, pb::GpuTelemetry
 }
 
 StatusOr<std::vector<pb::GpuTelemetry>> NvmlBackend::Sample(Time) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<pb::GpuTelemetry> out;
   for (uint32_t i = 0; i < gpus_.size(); ++i) {
     NvmlGpu& gpu = gpus_[i];
@@ -457,7 +468,7 @@ void NvmlBackend::Emit(pb::GpuEvent e, bool from_kernel_log, std::vector<pb::Gpu
 }
 
 std::vector<pb::GpuEvent> NvmlBackend::PollEvents(Time now) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<pb::GpuEvent> out;
   for (int n = 0; events_ && n < kMaxEventsPerPoll; ++n) {
     nvmlEventData_t d{};

@@ -12,12 +12,12 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/store/state_store.h"
 #include "controller/store/store_disk.h"
 #include "controller/store/store_integrity.h"
@@ -510,7 +510,7 @@ class SqliteStore final : public StateStore {
     if (pages >= kInlinePages) {
       sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
     } else if (pages >= kWakePages) {
-      std::lock_guard<std::mutex> l(store->ck_mu_);
+      MutexLock l(store->ck_mu_);
       store->ck_wake_ = true;
       store->ck_cv_.notify_one();
     }
@@ -533,21 +533,22 @@ class SqliteStore final : public StateStore {
     }
     sqlite3_wal_hook(db_, &SqliteStore::OnWalCommit, this);
     checkpointer_ = std::thread([this] {
-      std::unique_lock<std::mutex> l(ck_mu_);
+      MutexLock l(ck_mu_);
       while (!ck_stop_) {
-        ck_cv_.wait_for(l, std::chrono::seconds(1), [&] { return ck_stop_ || ck_wake_; });
+        l.WaitFor(ck_cv_, std::chrono::seconds(1),
+                  [&]() HANGAR_REQUIRES(ck_mu_) { return ck_stop_ || ck_wake_; });
         if (ck_stop_) break;
         ck_wake_ = false;
-        l.unlock();
+        l.Unlock();
         sqlite3_wal_checkpoint_v2(ck_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-        l.lock();
+        l.Lock();
       }
     });
   }
-  void StopCheckpointer() {
+  void StopCheckpointer() HANGAR_EXCLUDES(ck_mu_) {
     if (checkpointer_.joinable()) {
       {
-        std::lock_guard<std::mutex> l(ck_mu_);
+        MutexLock l(ck_mu_);
         ck_stop_ = true;
         ck_cv_.notify_one();
       }
@@ -563,9 +564,9 @@ class SqliteStore final : public StateStore {
   std::vector<std::pair<const char*, Stmt>> stmts_;
   sqlite3* ck_db_ = nullptr;
   std::thread checkpointer_;
-  std::mutex ck_mu_;
+  Mutex ck_mu_;
   std::condition_variable ck_cv_;
-  bool ck_stop_ = false, ck_wake_ = false;
+  bool ck_stop_ HANGAR_GUARDED_BY(ck_mu_) = false, ck_wake_ HANGAR_GUARDED_BY(ck_mu_) = false;
 };
 
 }  // namespace

@@ -11,11 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "controller/store/store_disk.h"
 #include "controller/store/store_lock.h"
 
@@ -249,16 +249,16 @@ class CheckedStore final : public StateStore {
   }
   ~CheckedStore() override {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       stop_ = true;
     }
     cv_.notify_all();
     if (watch_.joinable()) watch_.join();
   }
 
-  Status Commit(const StoreBatch& b) override {
+  Status Commit(const StoreBatch& b) override HANGAR_EXCLUDES(mu_) {
     if (damaged_) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       return damage_;
     }
     if (!loaded_ && (!b.jobs.empty() || !b.nodes.empty())) {
@@ -346,14 +346,15 @@ class CheckedStore final : public StateStore {
   }
 
   // The scheduled check: once the file fails it, every commit is refused with its sentence.
-  void Watch() {
-    std::unique_lock<std::mutex> l(mu_);
+  void Watch() HANGAR_EXCLUDES(mu_) {
+    MutexLock l(mu_);
     while (!stop_) {
-      cv_.wait_for(l, std::chrono::milliseconds(options_.integrity_every), [&] { return stop_; });
+      l.WaitFor(cv_, std::chrono::milliseconds(options_.integrity_every),
+                [&]() HANGAR_REQUIRES(mu_) { return stop_; });
       if (stop_) return;
-      l.unlock();
+      l.Unlock();
       const Status s = CheckSqliteFile(path_, /*thorough=*/false);
-      l.lock();
+      l.Lock();
       if (s.ok()) continue;
       if (s.code() != StatusCode::kFailedPrecondition) {  // not damage: could not check this time
         spdlog::warn("the scheduled integrity check of the store did not run: {}", s.message());
@@ -377,10 +378,10 @@ class CheckedStore final : public StateStore {
   HighWater record_;
   bool loaded_ = false;
   bool unwritten_ = false;  // the store holds rows but no record yet
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
-  Status damage_;      // GUARDED_BY(mu_)
+  bool stop_ HANGAR_GUARDED_BY(mu_) = false;
+  Status damage_ HANGAR_GUARDED_BY(mu_);
   std::atomic<bool> damaged_{false};
   std::thread watch_;
 };
