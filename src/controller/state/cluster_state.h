@@ -648,7 +648,27 @@ class ClusterState {
   // Pending jobs with `after:`, as of the last cycle (plus those submitted since): while there
   // are none, cancelling a pending job cannot change what a cycle decides.
   size_t jobs_with_deps_ = 0;
-  // cluster_state_sched.cc
+  // cluster_state_sched.cc: the cycle's stages, in Schedule's order.
+  // What a cycle reads of the jobs: those that may start now and those that run (`partial` holds
+  // the live tasks of gangs partly ended, which `running` points into), and every waiting job
+  // whose reason the cycle may change.
+  struct CycleInput {
+    std::vector<sched::PendingJob> pending;
+    int32_t cpu_only = 0;
+    std::vector<sched::RunningJob> running;
+    std::vector<cluster::GangAssignment> partial;
+    std::vector<sched::NodeWindow> windows;  // the reservations' and the hot spares'
+    std::vector<JobRecord*> shown;
+  };
+  void ReestimateRanks(Time now);
+  // The waiting jobs that pass their gates (begin time, holds, dependencies, arrays, images,
+  // stopping tasks, a node waited for, their reservation); those that never can end.
+  void GatherPending(Time now, bool ranked, CycleInput* in, Effects* fx);
+  void GatherRunning(Time now, bool ranked, CycleInput* in);
+  sched::Snapshot SnapshotOf(CycleInput& in, Time now);
+  // The cycle's decisions applied: victims requeued, placements started (or planned, behind their
+  // victims), images pre-staged for reservations, each waiting job's reason.
+  void Apply(sched::Decisions& d, Time now, Effects* fx);
   void StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx);
   // Placements a cycle made that wait for preempted jobs to stop: a preemptor's, and those of
   // jobs placed on GPUs the victims still hold. Once the victims have stopped, StartPlanned

@@ -25,6 +25,7 @@ void ClusterState::LearnFromHistory(bool ranked) {
                   [&](sched::JobId id) { return !pending_.count(id) && !active_.count(id); });
 }
 
+// One cycle: its inputs gathered from the owners, the scheduler's decisions, and those applied.
 void ClusterState::Schedule(Time now, Effects* fx) {
   dirty_ = false;
   if (pending_.empty()) {
@@ -37,35 +38,50 @@ void ClusterState::Schedule(Time now, Effects* fx) {
   const bool ranked =
       cfg.queue_policy == "gittins" || cfg.preemption.mode == sched::PreemptionMode::kGittins;
   LearnFromHistory(ranked);
-  if (ranked && learning_.ranks().due()) {
-    // Jobs that have run and not finished are evidence too: they run at least this long.
-    std::vector<sched::queue::GittinsRanker::AliveJob> alive;
-    for (const auto& [id, s] : learning_.services()) {
-      auto it = jobs_.find(id);
-      if (it == jobs_.end() || !it->second.request) continue;
-      const JobRecord& j = it->second;
-      const Duration ran =
-          s.ran + (active_.count(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
-      const sched::owner::RankClass c = learning_.ClassOf(id, *j.request);
-      if (ran > 0) alive.push_back({c.job_class, ran, c.parent});
-    }
-    for (sched::JobId id : active_) {
-      const JobRecord& j = jobs_.at(id);
-      const sched::owner::RankClass c = learning_.ClassOf(id, *j.request);
-      if (!learning_.services().count(id) && j.started)
-        alive.push_back({c.job_class, std::max<Time>(0, now - j.started), c.parent});
-    }
-    learning_.ranks().Reestimate(alive);
+  if (ranked && learning_.ranks().due()) ReestimateRanks(now);
+  CycleInput in;
+  GatherPending(now, ranked, &in, fx);
+  // A preemptor whose victims have all stopped starts where the cycle that preempted for it placed
+  // it, and so does a job that cycle placed on GPUs its victims still held; should that be
+  // impossible now, what it held goes back to the pool and this cycle places it afresh.
+  StartPlanned(now, fx, &in.pending, &in.cpu_only);
+  ReleaseHolds();
+  GatherRunning(now, ranked, &in);
+  sched::Decisions d = scheduler_->Cycle(SnapshotOf(in, now), now);
+  Apply(d, now, fx);
+  TouchChangedReasons(in.shown);
+}
+
+void ClusterState::ReestimateRanks(Time now) {
+  // Jobs that have run and not finished are evidence too: they run at least this long.
+  std::vector<sched::queue::GittinsRanker::AliveJob> alive;
+  for (const auto& [id, s] : learning_.services()) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !it->second.request) continue;
+    const JobRecord& j = it->second;
+    const Duration ran =
+        s.ran + (active_.count(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
+    const sched::owner::RankClass c = learning_.ClassOf(id, *j.request);
+    if (ran > 0) alive.push_back({c.job_class, ran, c.parent});
   }
-  int32_t cpu_only = 0;
-  std::vector<sched::PendingJob> pending;
+  for (sched::JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    const sched::owner::RankClass c = learning_.ClassOf(id, *j.request);
+    if (!learning_.services().count(id) && j.started)
+      alive.push_back({c.job_class, std::max<Time>(0, now - j.started), c.parent});
+  }
+  learning_.ranks().Reestimate(alive);
+}
+
+void ClusterState::GatherPending(Time now, bool ranked, CycleInput* in, Effects* fx) {
+  std::vector<sched::PendingJob>& pending = in->pending;
   pending.reserve(pending_.size());
   std::unordered_map<uint64_t, int> array_running =
       arrays_.empty() ? std::unordered_map<uint64_t, int>{} : RunningArrayElements();
   std::vector<std::pair<sched::JobId, std::string>> unmet;
   jobs_with_deps_ = 0;
   next_begin_ = 0;
-  std::vector<JobRecord*> shown;  // whose reasons this cycle may change (TouchChangedReasons)
+  std::vector<JobRecord*>& shown = in->shown;  // whose reasons this cycle may change
   shown.reserve(pending_.size());
   for (sched::JobId id : pending_) {
     JobRecord& j = jobs_.at(id);
@@ -138,19 +154,17 @@ void ClusterState::Schedule(Time now, Effects* fx) {
       p.rank = learning_.RankOf(id, *j.request, 0, &learning_.Of(id));
     }
     p.staging_s = StagingSeconds(j);
-    cpu_only += j.request->total_milli_gpu == 0;
+    in->cpu_only += j.request->total_milli_gpu == 0;
     pending.push_back(p);
   }
   for (const auto& [id, why] : unmet) EndUnmet(jobs_.at(id), why, now, fx);
-  // A preemptor whose victims have all stopped starts where the cycle that preempted for it placed
-  // it, and so does a job that cycle placed on GPUs its victims still held; should that be
-  // impossible now, what it held goes back to the pool and this cycle places it afresh.
-  StartPlanned(now, fx, &pending, &cpu_only);
-  ReleaseHolds();
-  // Running gangs, for backfill reservations (and preemption).
-  std::vector<cluster::GangAssignment> partial;  // live tasks of partly ended gangs
+}
+
+// Running gangs, for backfill reservations (and preemption).
+void ClusterState::GatherRunning(Time now, bool ranked, CycleInput* in) {
+  std::vector<cluster::GangAssignment>& partial = in->partial;  // live tasks of partly ended gangs
   partial.reserve(active_.size());
-  std::vector<sched::RunningJob> running;
+  std::vector<sched::RunningJob>& running = in->running;
   running.reserve(active_.size());
   for (sched::JobId id : active_) {
     const JobRecord& j = jobs_.at(id);
@@ -189,15 +203,18 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     }
     running.push_back(r);
   }
+}
+
+sched::Snapshot ClusterState::SnapshotOf(CycleInput& in, Time now) {
   sched::Snapshot snap;
   snap.usage = &usage_;
-  snap.pending = pending;
-  snap.running = running;
+  snap.pending = in.pending;
+  snap.running = in.running;
   snap.random_seed = sched::owner::CycleSeed(options_.seed, now - options_.seed_epoch);
-  snap.cpu_only_pending = cpu_only;
+  snap.cpu_only_pending = in.cpu_only;
   snap.windows = reservations_.windows();
   // The hot spares as one more window, for ever open, that only opportunistic jobs may use.
-  std::vector<sched::NodeWindow> with_spares;
+  std::vector<sched::NodeWindow>& with_spares = in.windows;
   if (spares_.count() > 0) {
     with_spares.assign(snap.windows.begin(), snap.windows.end());
     sched::NodeWindow spares{"hot spares", 0, kNever, {}, true};
@@ -212,7 +229,10 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     snap.queues = &queues_.tree();
     snap.queue_history = queues_.history();
   }
-  sched::Decisions d = scheduler_->Cycle(snap, now);
+  return snap;
+}
+
+void ClusterState::Apply(sched::Decisions& d, Time now, Effects* fx) {
   SendMigReshapes(d.mig_reshapes, now, fx);
   waiting_order_.jobs.clear();
   waiting_order_.reserved_start.clear();
@@ -282,7 +302,6 @@ void ClusterState::Schedule(Time now, Effects* fx) {
     JobRecord& j = jobs_.at(id);
     if (j.reason.rule == sched::Rule::kNone) j.reason = d.not_examined;
   }
-  TouchChangedReasons(shown);
 }
 
 void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending,
