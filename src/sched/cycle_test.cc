@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "job/queue_spec.h"
 #include "sched/test_util.h"
 
@@ -11,15 +13,6 @@ namespace hangar::sched::cycle {
 namespace {
 
 using namespace sched::testing;
-
-// Holds `gpus` GPUs of node `n` (8 GPUs per node).
-cluster::GangAssignment Hold(cluster::ClusterUsage& u, uint32_t n, uint32_t gpus) {
-  cluster::GangAssignment a;
-  for (uint32_t g = 0; g < gpus; ++g) a.grants.push_back({n * 8 + g, 1000, 0});
-  a.tasks = {{n, 0, 0, 0, 0, 0, gpus}};
-  EXPECT_TRUE(u.Allocate(a).ok());
-  return a;
-}
 
 std::shared_ptr<const queue::QueueTree> Queues(const cluster::Topology& t,
                                                const std::string& yaml) {
@@ -41,11 +34,21 @@ struct Inputs {
     snap.queues = tree;
     return {cfg, snap, now, order, tree, work, *topo, placer};
   }
+  // Job `id` of `req` runs on all `gpus` GPUs of node `node`.
+  RunningJob& Runs(JobId id, const GangRequest* req, uint32_t node, uint32_t gpus) {
+    held.push_back(Hold(work, node, gpus));
+    RunningJob& r = running.emplace_back();
+    r.id = id;
+    r.request = req;
+    r.assignment = &held.back();
+    return r;
+  }
   std::shared_ptr<const cluster::Topology> topo;
   cluster::ClusterUsage work;
   SchedulerConfig cfg;
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
+  std::deque<cluster::GangAssignment> held;  // what `running` points to
   std::vector<uint32_t> order;
   Snapshot snap;
   placement::GangPlacer placer;
@@ -60,13 +63,7 @@ TEST(QuotaAdmissionTest, ChargesWhatRunsAndForgetsVerdictsWhenTheLedgerMoves) {
   auto tree = Queues(*in.topo, kTwoQueues);
   const uint32_t a = static_cast<uint32_t>(tree->FindLeaf("a"));
   const GangRequest two = Whole(*in.topo, 1, 2);
-  const cluster::GangAssignment held = Hold(in.work, 0, 2);
-  RunningJob r;
-  r.id = 1;
-  r.request = &two;
-  r.assignment = &held;
-  r.queue = a;
-  in.running = {r};
+  in.Runs(1, &two, 0, 2).queue = a;
   PendingJob p;
   p.id = 2;
   p.request = &two;
@@ -126,13 +123,7 @@ TEST(FairShareOrderTest, TheQueueUsingLeastGoesFirstAndAChargeMovesIt) {
 TEST(BackfillTest, TheFirstBlockedJobReservesAndLaterOnesMustEndBeforeIt) {
   Inputs in(2);
   const GangRequest eight = Whole(*in.topo, 1, 8), both = Whole(*in.topo, 2, 8);
-  const cluster::GangAssignment held = Hold(in.work, 0, 8);
-  RunningJob r;
-  r.id = 1;
-  r.request = &eight;
-  r.assignment = &held;
-  r.expected_end = 100;
-  in.running = {r};
+  in.Runs(1, &eight, 0, 8).expected_end = 100;
   in.pending.resize(1);
   in.pending[0] = {2, &both};
   in.order = {0};
@@ -172,13 +163,7 @@ TEST(BackfillTest, TheFirstBlockedJobReservesAndLaterOnesMustEndBeforeIt) {
 TEST(PreemptorTest, TakesAVictimItOutranksOnceAndSaysWhy) {
   Inputs in(1);
   const GangRequest eight = Whole(*in.topo, 1, 8);
-  const cluster::GangAssignment held = Hold(in.work, 0, 8);
-  RunningJob r;
-  r.id = 1;
-  r.request = &eight;
-  r.assignment = &held;
-  r.priority = 1;
-  in.running = {r};
+  in.Runs(1, &eight, 0, 8).priority = 1;
   in.pending.resize(2);
   in.pending[0] = {2, &eight, 5};
   in.pending[1] = {3, &eight, 5};
@@ -215,13 +200,7 @@ TEST(PreemptorTest, TakesAVictimItOutranksOnceAndSaysWhy) {
 TEST(PreemptorTest, UnderGittinsNoJobFromAPositionOnOutranksWhatRuns) {
   Inputs in(1);
   const GangRequest eight = Whole(*in.topo, 1, 8);
-  const cluster::GangAssignment held = Hold(in.work, 0, 8);
-  RunningJob r;
-  r.id = 1;
-  r.request = &eight;
-  r.assignment = &held;
-  r.rank = 500;
-  in.running = {r};
+  in.Runs(1, &eight, 0, 8).rank = 500;
   in.pending.resize(3);
   in.pending[0] = {2, &eight};
   in.pending[0].rank = 100;  // outranks the running job

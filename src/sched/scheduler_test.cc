@@ -134,15 +134,6 @@ TEST(SchedulerTest, StopsEarlyWhenNoGpuIsLeft) {
   EXPECT_EQ(d.not_examined.rule, Rule::kNotNowNotExamined);
 }
 
-// Holds `gpus` GPUs of node `n` (8 GPUs per node) for a running job.
-cluster::GangAssignment Hold(cluster::ClusterUsage& u, uint32_t n, uint32_t gpus) {
-  cluster::GangAssignment a;
-  for (uint32_t g = 0; g < gpus; ++g) a.grants.push_back({n * 8 + g, 1000, 0});
-  a.tasks = {{n, 0, 0, 0, 0, 0, gpus}};
-  EXPECT_TRUE(u.Allocate(a).ok());
-  return a;
-}
-
 std::vector<uint32_t> NodesOf(const Decisions& d) {
   std::vector<uint32_t> nodes;
   for (const auto& p : d.placements) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cluster/cluster_yaml.h"
+#include "cluster/usage.h"
 #include "job/job_spec.h"
 #include "sched/request.h"
 
@@ -46,6 +47,15 @@ inline GangRequest Whole(const cluster::Topology& t, int replicas, int gpus,
        "\n";
   if (!models.empty()) y += "    gpu_models: [" + models + "]\n";
   return Gang(t, y);
+}
+
+// Holds `gpus` GPUs of node `n` (8 GPUs per node) in `u`, as a running job does.
+inline cluster::GangAssignment Hold(cluster::ClusterUsage& u, uint32_t n, uint32_t gpus) {
+  cluster::GangAssignment a;
+  for (uint32_t g = 0; g < gpus; ++g) a.grants.push_back({n * 8 + g, 1000, 0});
+  a.tasks = {{n, 0, 0, 0, 0, 0, gpus}};
+  EXPECT_TRUE(u.Allocate(a).ok());
+  return a;
 }
 
 inline GangRequest Shared(const cluster::Topology& t, int milli, const std::string& mem = "8Gi") {
