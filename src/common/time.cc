@@ -148,7 +148,9 @@ StatusOr<Time> ParseUtcTimestamp(std::string_view text) {
   // new). Each field reads a sign: none may be negative.
   if (y < 0 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
       mi > 59 || s < 0 || s > 60) {
-    return Status::InvalidArgument("'" + std::string(text) + "' is not a valid date and time");
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is not a valid date and time; write YYYY-MM-DD or "
+                                   "YYYY-MM-DD HH:MM:SS (UTC, years 0000 to 9999)");
   }
   // Days from civil (Howard Hinnant's algorithm), UTC.
   y -= mo <= 2;
