@@ -17,12 +17,10 @@
 
 #include "agent/container/step_container.h"
 #include "agent/fabric/ib_counters.h"
-#include "agent/fabric/nic_affinity.h"
 #include "agent/fence/fence_dir.h"
 #include "agent/gpu/mig_profiles.h"
 #include "agent/runner/process_spawn.h"
 #include "agent/task_journal.h"
-#include "agent/topology_discovery.h"
 #include "common/version.h"
 
 namespace hangar::agent {
@@ -30,68 +28,6 @@ namespace hangar::agent {
 namespace fs = std::filesystem;
 
 namespace {
-
-nlohmann::json ToJson(const TaskRecord& r) {
-  return {{"task_id", r.task_id},
-          {"job_id", r.job_id},
-          {"attempt", r.attempt},
-          {"index", r.index},
-          {"pid", r.pid},
-          {"ended", r.ended},
-          {"exit_code", r.exit_code},
-          {"signal", r.signal},
-          {"stopped", r.stopped},
-          {"agent_exiting", r.agent_exiting},
-          {"failed_to_start", r.failed_to_start},
-          {"message", r.message},
-          {"gpus", r.gpus},
-          {"ended_at", r.ended_at},
-          {"uid", r.uid},
-          {"container", r.container},
-          {"image", r.image},
-          {"checkpoint_local", r.checkpoint_local},
-          {"checkpoint_store", r.checkpoint_store},
-          {"gid", r.gid},
-          {"drain_pending", r.drain_pending},
-          {"drain_path", r.drain_path},
-          {"drain_step", r.drain_step},
-          {"artifacts", r.artifacts},
-          {"mps", r.mps},
-          {"mps_memory_mib", r.mps_memory_mib},
-          {"mig", r.mig}};
-}
-
-TaskRecord FromJson(const nlohmann::json& j) {
-  TaskRecord r;
-  r.task_id = j.value("task_id", "");
-  r.job_id = j.value("job_id", uint64_t{0});
-  r.attempt = j.value("attempt", 0u);
-  r.index = j.value("index", 0u);
-  r.pid = j.value("pid", 0);
-  r.ended = j.value("ended", false);
-  r.exit_code = j.value("exit_code", 0);
-  r.signal = j.value("signal", 0);
-  r.stopped = j.value("stopped", false);
-  r.agent_exiting = j.value("agent_exiting", false);
-  r.failed_to_start = j.value("failed_to_start", false);
-  r.message = j.value("message", "");
-  r.gpus = j.value("gpus", std::vector<uint32_t>{});
-  r.ended_at = j.value("ended_at", int64_t{0});
-  r.uid = j.value("uid", int64_t{-1});
-  r.container = j.value("container", "");
-  r.image = j.value("image", "");
-  r.artifacts = j.value("artifacts", std::vector<std::string>{});
-  r.checkpoint_local = j.value("checkpoint_local", "");
-  r.checkpoint_store = j.value("checkpoint_store", "");
-  r.gid = j.value("gid", int64_t{-1});
-  r.drain_pending = j.value("drain_pending", false);
-  r.drain_path = j.value("drain_path", "");
-  r.drain_step = j.value("drain_step", uint64_t{0});
-  r.mps = j.value("mps", "");
-  r.mps_memory_mib = j.value("mps_memory_mib", int64_t{0});
-  r.mig = j.value("mig", std::vector<std::array<uint32_t, 3>>{});
-  return r;
-}
 
 std::string KernelVersion() {
   utsname u{};
@@ -151,12 +87,12 @@ bool Agent::SafeTaskId(const std::string& task_id) {
 void Agent::InitMig() {
   std::map<std::string, std::vector<MigSlot>> claims;
   {
-    MutexLock l(mu_);
-    for (const auto& [id, rec] : records_) {
+    MutexLock l(tasks_.mu());
+    for (const auto& [id, rec] : tasks_.records()) {
       if (!rec.ended && !rec.mig.empty()) claims[id] = rec.mig;
     }
   }
-  mig_.Init(options_.mig_layout, &gpus_.gpus, std::move(claims));
+  mig_.Init(options_.mig_layout, facts_.mutable_gpus(), std::move(claims));
 }
 
 Status Agent::Init() {
@@ -165,22 +101,17 @@ Status Agent::Init() {
   if (ec)
     return Status::Unavailable("cannot create the state directory " + options_.state_dir + ": " +
                                ec.message());
-  HANGAR_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
-  HANGAR_ASSIGN_OR_RETURN(nics_, ReadIbPorts(options_.ib_root));
-  LogNicAffinity();
-  discovered_ = DiscoverTopology({options_.ib_root, options_.pci_root, options_.ibnetdiscover},
-                                 gpus_, backend_->DiscoverNvlinks());
-  for (const auto& note : discovered_.notes())
+  HANGAR_RETURN_IF_ERROR(
+      facts_.Discover(backend_.get(), {options_.ib_root, options_.pci_root, options_.ibnetdiscover},
+                      runner_.CgroupStatus()));
+  if (const std::string nics = facts_.NicsForGpus(options_.pci_root); !nics.empty())
+    spdlog::info("agent {}: NICs for GPUs: {}", options_.node, nics);
+  for (const auto& note : facts_.discovered().notes())
     spdlog::info("agent {}: topology: {}", options_.node, note);
-  cgroup_status_ = runner_.CgroupStatus();
   fence_ = std::make_unique<fence::NodeFence>(options_.state_dir, options_.hangar_binary);
   HANGAR_RETURN_IF_ERROR(fence_->Open());
   auto journal = std::make_unique<TaskJournal>(options_.state_dir);
-  std::map<std::string, TaskRecord> loaded;
-  for (const auto& e : journal->Load()) {
-    TaskRecord r = FromJson(e);
-    if (!r.task_id.empty()) loaded[r.task_id] = std::move(r);  // the latest line of a task wins
-  }
+  std::map<std::string, TaskRecord> loaded = LoadTaskRecords(*journal);
   const fence::FenceDir kept(options_.state_dir);
   for (auto& [id, r] : loaded) {
     if (!r.ended) {
@@ -210,10 +141,8 @@ Status Agent::Init() {
   runner_.ForgetUnguarded();
   link_.LoadStoreId();
   {
-    MutexLock l(mu_);
-    journal_ = std::move(journal);
-    records_ = std::move(loaded);
-    SaveRecords();
+    MutexLock l(tasks_.mu());
+    tasks_.Open(std::move(journal), std::move(loaded));
   }
   InitMps();
   InitMig();
@@ -254,13 +183,13 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
   pb::CheckpointDone* done = m.mutable_checkpoint_done();
   TaskRecord record;
   {
-    MutexLock l(mu_);
-    auto it = records_.find(c.task_id);
-    if (it == records_.end() || it->second.ended || !runner_.IsRunning(c.task_id)) {
+    MutexLock l(tasks_.mu());
+    const TaskRecord* it = tasks_.Find(c.task_id);
+    if (!it || it->ended || !runner_.IsRunning(c.task_id)) {
       return Status::NotFound("task '" + c.task_id + "' does not run on node " + options_.node);
     }
     // The socket is open to every local user: a task's reports come from its own uid (or root).
-    const int64_t owner = it->second.uid >= 0 ? it->second.uid : static_cast<int64_t>(geteuid());
+    const int64_t owner = it->uid >= 0 ? it->uid : static_cast<int64_t>(geteuid());
     if (c.peer_uid >= 0 && c.peer_uid != 0 && c.peer_uid != owner) {
       spdlog::warn(
           "agent {}: refused a checkpoint report for task {} from uid {} (the task runs as uid {})",
@@ -269,8 +198,8 @@ StatusOr<CheckpointReply> Agent::OnCheckpointReport(const CheckpointReport& c) {
           "task '" + c.task_id + "' runs as uid " + std::to_string(owner) + "; uid " +
           std::to_string(c.peer_uid) + " may not report its checkpoints");
     }
-    done->set_job_id(it->second.job_id);
-    record = it->second;
+    done->set_job_id(it->job_id);
+    record = *it;
   }
   done->set_task_id(c.task_id);
   done->set_time_ms(clock_->Now());
@@ -306,39 +235,14 @@ void Agent::AfterCheckpointReply(const CheckpointReport& c, const CheckpointRepl
   }
 }
 
-void Agent::SaveRecords() {
-  // Forget ended tasks after an hour: the controller has heard of them many times by then.
-  const Time now = clock_->Now();
-  std::vector<nlohmann::json> all;
-  all.reserve(records_.size());
-  for (auto it = records_.begin(); it != records_.end();) {
-    if (it->second.ended && now - it->second.ended_at > kHour) {
-      it = records_.erase(it);
-    } else {
-      all.push_back(ToJson(it->second));
-      ++it;
-    }
-  }
-  if (journal_) journal_->Compact(all);
-}
-
-void Agent::SaveRecord(const std::string& task_id) {
-  auto it = records_.find(task_id);
-  if (!journal_ || it == records_.end()) return;
-  journal_->Append(ToJson(it->second));
-  // Folded into a snapshot once the journal is longer than the records: each line is written
-  // about twice in all, however many records the agent keeps.
-  if (journal_->appended() > std::max<size_t>(1024, 2 * records_.size())) SaveRecords();
-}
-
 void Agent::ForgetStore() {
   const auto running = runner_.Running();
   size_t recorded = 0;
   {
     // Not alone even in Init: ResumeDrains has started the drainer, whose OnDrained changes
-    // records_ (SaveRecords drops old ones) under mu_.
-    MutexLock l(mu_);
-    recorded = records_.size();
+    // the records (SaveAll drops old ones) under the table's lock.
+    MutexLock l(tasks_.mu());
+    recorded = tasks_.records().size();
   }
   spdlog::warn(
       "agent {}: --forget-store: forgetting store {} and its {} task record(s){}", options_.node,
@@ -352,10 +256,8 @@ void Agent::ForgetStore() {
   }
   for (const TaskExit& e : runner_.Reap()) (void)RecordExit(e);
   {
-    MutexLock l(mu_);
-    records_.clear();
-    early_exits_.clear();
-    SaveRecords();
+    MutexLock l(tasks_.mu());
+    tasks_.Clear();
   }
   link_.ForgetStore();
 }
@@ -367,29 +269,25 @@ pb::Register Agent::RegisterMessage() {
   pb::Inventory* inv = reg.mutable_inventory();
   inv->set_node(options_.node);
   inv->set_address(options_.address);
-  for (const auto& g : gpus_.gpus) {
-    pb::GpuInfo* out = inv->add_gpus();
-    *out = g;
+  facts_.Describe(inv);  // the GPUs as found, the driver, the ports
+  for (pb::GpuInfo& g : *inv->mutable_gpus()) {
     if (g.mig()) {
-      for (const auto& mi : mig_.LayoutOf(g.index())) *out->add_mig_layout() = mi;
+      for (const auto& mi : mig_.LayoutOf(g.index())) *g.add_mig_layout() = mi;
     }
   }
   inv->set_milli_cpu(options_.milli_cpu);
   inv->set_memory_mib(options_.memory_mib);
-  inv->set_driver_version(gpus_.driver_version);
-  inv->set_cuda_version(gpus_.cuda_version);
   inv->set_kernel_version(KernelVersion());
   inv->set_boot_id(BootId());
   inv->set_agent_version("hangar " + std::string(Version()));
   for (auto& f : AgentFeatureNames(kEveryAgentFeature)) inv->add_features(std::move(f));
   inv->set_gpu_backend(backend_->name());
-  for (const auto& n : nics_) *inv->add_nics() = n;
-  *reg.mutable_discovered_topology() = discovered_;
+  *reg.mutable_discovered_topology() = facts_.discovered();
   reg.set_token(options_.token);
-  MutexLock l(mu_);
-  for (const auto& [id, r] : records_) {
+  MutexLock l(tasks_.mu());
+  for (const auto& [id, r] : tasks_.records()) {
     // A task whose end waits for its job's drain is still running, as far as the controller knows.
-    if (r.ended && !drains_.count(r.job_id)) continue;
+    if (r.ended && !tasks_.Draining(r.job_id)) continue;
     pb::TaskRef* t = reg.add_running();
     t->set_task_id(r.task_id);
     t->set_job_id(r.job_id);
@@ -481,10 +379,10 @@ std::shared_ptr<grpc::Channel> Agent::ChannelTo(const std::string& controller) c
 void Agent::RetellAfterRegistering(const std::map<std::string, pb::CheckpointDone>& unsent) {
   std::vector<TaskRecord> ended;
   {
-    MutexLock l(mu_);
+    MutexLock l(tasks_.mu());
     // Not those whose job's checkpoint is still draining: they go out when it is durable.
-    for (const auto& [id, r] : records_)
-      if (r.ended && !drains_.count(r.job_id)) ended.push_back(r);
+    for (const auto& [id, r] : tasks_.records())
+      if (r.ended && !tasks_.Draining(r.job_id)) ended.push_back(r);
   }
   for (const auto& [id, c] : unsent) {
     pb::AgentMessage m;
@@ -611,10 +509,10 @@ void Agent::HandleStop(const pb::Stop& s) {
   // Not running here: if we know how it ended, say so again.
   std::optional<TaskRecord> known;
   {
-    MutexLock l(mu_);
-    auto it = records_.find(s.task_id());
-    if (it != records_.end() && it->second.ended) known = it->second;
-    if (it == records_.end()) {
+    MutexLock l(tasks_.mu());
+    const TaskRecord* it = tasks_.Find(s.task_id());
+    if (it && it->ended) known = *it;
+    if (!it) {
       // Never launched here (its gang was still staging its image): it has ended, stopped, and a
       // late Launch of it finds this record and starts nothing.
       TaskRecord r;
@@ -627,8 +525,7 @@ void Agent::HandleStop(const pb::Stop& s) {
       r.ended = r.stopped = true;
       r.message = "stopped before it started on node " + options_.node;
       r.ended_at = clock_->Now();
-      records_[r.task_id] = r;
-      SaveRecord(r.task_id);
+      tasks_.Put(r);
       known = r;
     }
   }
@@ -700,57 +597,32 @@ void Agent::InjectFaultsIfAsked(Time now) {
   fs::rename(path, path + (s.ok() ? ".applied" : ".rejected"), ec);
 }
 
-void Agent::LogNicAffinity() const {
-  if (gpus_.gpus.empty() || nics_.empty()) return;
-  std::vector<PciEndpoint> gpus, nics;
-  for (const auto& g : gpus_.gpus) {
-    auto a = ParsePciAddress(g.pci_bus_id());
-    gpus.push_back({"GPU " + std::to_string(g.index()),
-                    a ? ResolvePciPath(options_.pci_root, *a) : "", g.numa_node()});
-  }
-  for (const auto& p : nics_) {
-    if (!nics.empty() && nics.back().name == p.device())
-      continue;  // one entry per device, not port
-    auto a = ParsePciAddress(p.pci_bus_id());
-    nics.push_back({p.device(), a ? ResolvePciPath(options_.pci_root, *a) : "", p.numa_node()});
-  }
-  const auto choice = BestNicPerGpu(gpus, nics);
-  std::string line;
-  for (size_t i = 0; i < choice.size(); ++i) {
-    line += (i ? ", " : "") + gpus[i].name + " -> " +
-            (choice[i].nic < 0 ? "none" : nics[static_cast<size_t>(choice[i].nic)].name) + " (" +
-            NicAffinityName(choice[i].affinity) + ")";
-  }
-  spdlog::info("agent {}: NICs for GPUs: {}", options_.node, line);
-}
-
 std::optional<TaskRecord> Agent::RecordExit(const TaskExit& e) {
   TaskRecord r;
   {
-    MutexLock l(mu_);
-    auto it = records_.find(e.task_id);
-    if (it == records_.end()) {
-      early_exits_[e.task_id] = e;  // its launch is still recording it: it takes it from here
+    MutexLock l(tasks_.mu());
+    TaskRecord* it = tasks_.Find(e.task_id);
+    if (!it) {
+      tasks_.KeepEarlyExit(e);  // its launch is still recording it: it takes it from here
       return std::nullopt;
     }
-    it->second.ended = true;
-    it->second.exit_code = e.exit_code;
-    it->second.signal = e.signal;
-    it->second.stopped = e.stopped;
-    it->second.ended_at = clock_->Now();
-    NoteFenced(&it->second);
-    r = it->second;
+    it->ended = true;
+    it->exit_code = e.exit_code;
+    it->signal = e.signal;
+    it->stopped = e.stopped;
+    it->ended_at = clock_->Now();
+    NoteFenced(it);
+    r = *it;
   }
   if (!r.container.empty()) ReleaseContainer(&r);  // gone before its GPUs are free
   if (r.step_containers)
-    ReleaseStepContainers(podman_ ? &*podman_ : nullptr, options_.node, options_.state_dir,
-                          r.task_id);
+    ReleaseStepContainers(containers_.podman(), options_.node, options_.state_dir, r.task_id);
   {
-    MutexLock l(mu_);
-    TaskRecord& kept = records_[r.task_id];
+    MutexLock l(tasks_.mu());
+    TaskRecord& kept = tasks_.records()[r.task_id];
     r.drain_pending = kept.drain_pending;  // a drain may have ended meanwhile
     kept = r;
-    SaveRecord(r.task_id);
+    tasks_.Save(r.task_id);
   }
   for (uint32_t g : r.gpus) backend_->SetIdle(g);
   ReleaseMps(r);
@@ -802,10 +674,10 @@ void Agent::StopTasksOnExit() {
   auto record = [this](TaskExit e) {
     e.stopped = false;
     if (!RecordExit(e)) return;
-    MutexLock l(mu_);
-    records_[e.task_id].message = "stopped when its agent exited (--stop-tasks-on-exit)";
-    records_[e.task_id].agent_exiting = true;
-    SaveRecord(e.task_id);
+    MutexLock l(tasks_.mu());
+    tasks_.records()[e.task_id].message = "stopped when its agent exited (--stop-tasks-on-exit)";
+    tasks_.records()[e.task_id].agent_exiting = true;
+    tasks_.Save(e.task_id);
   };
   // Reap() sends the SIGKILLs once the grace has passed; a little longer for them to land.
   const Time deadline = clock_->Now() + options_.stop_tasks_grace + kSecond;

@@ -41,8 +41,7 @@
 
 #include "agent/checkpoint_drain.h"
 #include "agent/checkpoint_socket.h"
-#include "agent/container/image_cache.h"
-#include "agent/container/podman.h"
+#include "agent/container_runtime.h"
 #include "agent/controller_link.h"
 #include "agent/data/data_plane.h"
 #include "agent/fence/node_fence.h"
@@ -51,11 +50,12 @@
 #include "agent/gpu/mps.h"
 #include "agent/maintenance_commands.h"
 #include "agent/mig_instances.h"
+#include "agent/node_facts.h"
 #include "agent/preflight_threads.h"
 #include "agent/runner/task_runner.h"
 #include "agent/session_host.h"
 #include "agent/step_socket.h"
-#include "agent/task_journal.h"
+#include "agent/task_table.h"
 #include "common/mutex.h"
 #include "common/sole_thread.h"
 #include "common/time.h"
@@ -63,17 +63,6 @@
 #include "proto/agent.grpc.pb.h"
 
 namespace hangar::agent {
-
-// Container tasks (docs/containers.md).
-struct ContainerOptions {
-  bool enabled = true;                   // off: a task with an image fails to start, saying so
-  PodmanOptions podman;                  // podman.dir empty: <state dir>/podman
-  int64_t image_cache_budget_bytes = 0;  // 0: no budget
-  // The free space the image cache leaves on the disk under podman's storage (0: no floor).
-  int64_t image_cache_min_free_bytes = int64_t{1} << 30;
-  // The static `hangar` for inside containers; empty: hangar-in-container beside hangar_binary.
-  std::string in_container_tool;
-};
 
 // The node's artifact cache and data port (docs/data.md).
 struct DataOptions {
@@ -124,49 +113,6 @@ struct AgentOptions {
   std::string ibnetdiscover;
 };
 
-// What the agent remembers of a task, across its own restarts.
-struct TaskRecord {
-  std::string task_id;
-  uint64_t job_id = 0;
-  uint32_t attempt = 0;
-  uint32_t index = 0;
-  int pid = 0;
-  bool ended = false;
-  int exit_code = 0;
-  int signal = 0;
-  bool stopped = false;
-  bool agent_exiting = false;  // stopped because the agent exited (--stop-tasks-on-exit)
-  bool failed_to_start = false;
-  std::string message;
-  std::vector<uint32_t> gpus;
-  Time ended_at = 0;
-  int64_t uid = -1;       // who it runs as; -1: the agent's own user (records of older agents)
-  std::string container;  // the podman container it runs in; empty: a process
-  std::string image;
-  std::vector<std::string> artifacts;  // digests of the cached objects it sees
-  // With a scratch dir: the job's node-local checkpoint folder and its shared store (else empty),
-  // the task's group, and whether a drain of one of its reports has not finished (again after a
-  // restart of the agent) with what it reported.
-  std::string checkpoint_local, checkpoint_store;
-  int64_t gid = -1;
-  bool drain_pending = false;
-  std::string drain_path;
-  uint64_t drain_step = 0;
-  bool status_held = false;  // its end waits for the job's drains (not kept across restarts)
-  // A fractional task under MPS: its control daemon (MpsDaemon::key) and memory limit; else empty.
-  std::string mps;
-  int64_t mps_memory_mib = 0;
-  // The MIG instances it runs in: GPU index, start and memory slices of each; and their MIG
-  // devices' UUIDs, for the launch (not kept across restarts).
-  std::vector<std::array<uint32_t, 3>> mig;
-  std::vector<std::string> mig_devices;
-  // How its gang preflight went, when its launch asked for one (not kept across restarts).
-  std::optional<pb::PreflightReport> preflight;
-  // A step beside it ran in a container (srun --container-image): removed, with its mounts' pins,
-  // when the task ends (not kept across restarts: the agent's start sweeps them).
-  bool step_containers = false;
-};
-
 class Agent {
  public:
   // Whether a task id can name a folder of the state dir (JOB.ATTEMPT.INDEX; never "..", never a
@@ -179,7 +125,7 @@ class Agent {
   // Connects, and reconnects with backoff, until *stop; then, with stop_tasks_on_exit, stops
   // every task and waits for them (at most stop_tasks_grace and a little).
   void Run(const std::atomic<bool>* stop);
-  const std::string& cgroup_status() const { return cgroup_status_; }
+  const std::string& cgroup_status() const { return facts_.cgroup_status(); }
   // Where tasks reach this agent (HANGAR_AGENT_SOCKET); empty when it could not listen.
   std::string socket_path() const { return socket_ ? socket_->path() : ""; }
 
@@ -189,6 +135,17 @@ class Agent {
   void RetellAfterRegistering(const std::map<std::string, pb::CheckpointDone>& unsent);
   void Handle(const pb::ControllerMessage& m);
   void HandleLaunch(const pb::Launch& l);  // agent_launch.cc, as are the next three
+  // A launch's steps, in order, until one fails: who it runs as, its checkpoint folder (on scratch
+  // with a scratch dir), its MIG instances, its artifacts, its container, its workdir and folder,
+  // its terminal or stdin pipe, and MPS last (only the spawn itself may fail after it).
+  Status PrepareLaunch(const pb::Launch& l, const std::string& dir, TaskLaunch* launch,
+                       TaskRecord* r);
+  // After the spawn: the record of a started task (its GPUs busy), or of one that failed to start
+  // (what it held released).
+  void AfterSpawn(const StatusOr<pid_t>& pid, const TaskLaunch& launch, const std::string& dir,
+                  TaskRecord* r);
+  // The launch's record kept and reported, and its end too when the reaper saw it first.
+  void RecordLaunch(const TaskRecord& r);
   // A launch with a gang preflight (agent_preflight.cc): `hangar preflight` runs first, on its own
   // thread (preflights_); the task starts after it passed, and fails to start, with the report,
   // when it did not. A Stop for a task still in its preflight ends it; the task never starts.
@@ -221,20 +178,19 @@ class Agent {
   Status CheckStepCaller(const std::string& task_id, int64_t peer_uid);
   void RunValidation(const std::string& reason);
   void InjectFaultsIfAsked(Time now);
-  void LogNicAffinity() const;
   bool Write(const pb::AgentMessage& m);
   void SendStatus(const TaskRecord& r);
   pb::Register RegisterMessage();
   void ReaperLoop(const std::atomic<bool>* stop);
   // Records how a task ended (and frees its GPUs); the record, or nullopt for a task not recorded
-  // yet (its exit waits in early_exits_ for its launch).
+  // yet (its exit waits in the table's early exits for its launch).
   std::optional<TaskRecord> RecordExit(const TaskExit& e);
   // After RecordExit: the end to the controller (unless a checkpoint drain holds it), and what
   // the task's artifacts may free.
   void AfterExit(const TaskRecord& r);
   // Marks a task the node's fence keeper stopped as such. It touches only *r (and fence_): the
-  // caller holds mu_ when r is in records_ (RecordExit), or owns the record (Init, before records_
-  // has it).
+  // caller holds tasks_.mu() when r is in the table (RecordExit), or owns the record (Init, before
+  // the table has it).
   void NoteFenced(TaskRecord* r);
   void StopTasksOnExit();
   // Creates the job's HANGAR_CHECKPOINT_DIR (if the launch has one) before the task starts,
@@ -249,8 +205,8 @@ class Agent {
   void QueueDrain(const TaskRecord& r, const std::string& path, uint64_t step);
   void OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainResult>& result);
   // Whether the end of task `r` waits for a drain of its job (then it is sent when that is over).
-  bool HoldStatus(const std::string& task_id) HANGAR_EXCLUDES(mu_);
-  void ResumeDrains() HANGAR_EXCLUDES(mu_);  // Init: drains a restart interrupted
+  bool HoldStatus(const std::string& task_id) HANGAR_EXCLUDES(tasks_.mu());
+  void ResumeDrains() HANGAR_EXCLUDES(tasks_.mu());  // Init: drains a restart interrupted
   // Who a launch runs as: nullopt for the agent's own user (no run_as: `--auth none`); refused
   // for an account the node lacks, and for root unless the launch allows it.
   StatusOr<std::optional<TaskCredentials>> RunAsOf(const pb::Launch& l) const;
@@ -288,11 +244,7 @@ class Agent {
   void InitMps();  // Init: the daemons of adopted tasks held again, the others stopped
   // Fake GPUs: a task that reports more GPU memory than its limit is ended, as the allocation
   // fails on a GPU.
-  void CheckMpsLimits() HANGAR_EXCLUDES(mu_);
-  // Every record as a new snapshot (ended ones over an hour old dropped).
-  void SaveRecords() HANGAR_REQUIRES(mu_);
-  // One changed record, to the journal.
-  void SaveRecord(const std::string& task_id) HANGAR_REQUIRES(mu_);
+  void CheckMpsLimits() HANGAR_EXCLUDES(tasks_.mu());
   // --forget-store at Init: stops the tasks of the store this agent served and forgets them.
   void ForgetStore();
   std::string TaskDir(const std::string& task_id) const;
@@ -301,32 +253,22 @@ class Agent {
   std::unique_ptr<GpuBackend> backend_;
   Clock* clock_;
   TaskRunner runner_;
-  std::string cgroup_status_;
-  GpuSystemInfo gpus_;
-  std::vector<pb::IbPortSample> nics_;  // the ports found at Init, for the inventory
-  pb::DiscoveredTopology discovered_;   // at Init (topology_discovery.h), sent with Register
+  NodeFacts facts_;  // what Init found of the node: GPUs, ports, topology, cgroups
 
   PreflightThreads preflights_;  // the gang preflights in flight, and those that passed
 
   SoleThread validation_;  // RunValidation's
 
-  Mutex mu_;
-  std::map<std::string, TaskRecord> records_ HANGAR_GUARDED_BY(mu_);
-  std::unique_ptr<TaskJournal> journal_ HANGAR_GUARDED_BY(mu_);  // records_ on disk (made by Init)
+  // The task records and their journal (opened by Init), early exits and checkpoint drains.
+  TaskTable tasks_{clock_};
   // The node's fence (docs/operations.md, "The node lease"): the lease the controller grants and
   // the keeper that stops the tasks when it runs out, even with this agent gone. Made by Init.
   std::unique_ptr<fence::NodeFence> fence_;
-  // Exits the reaper saw before the launch had recorded its task (a `true` can end before
-  // Launch() has returned): the launch handles them once its record is in.
-  std::map<std::string, TaskExit> early_exits_ HANGAR_GUARDED_BY(mu_);
-  std::map<uint64_t, int> drains_ HANGAR_GUARDED_BY(mu_);  // by job: drains asked for and not over
 
   // The stream to the controller, the reports held while it is down, epochs and the store.
   ControllerLink link_{options_.node, options_.state_dir, options_.controller};
 
-  std::optional<Podman> podman_;
-  std::string podman_error_;  // why containers do not run here, when they do not
-  std::unique_ptr<ImageCache> images_;
+  ContainerRuntime containers_;  // podman and the image cache, or why containers do not run here
   WorkQueue<pb::Stage> stage_queue_;             // HandleStage's, for StageLoop
   data::DataPlane data_{clock_, options_.node};  // the artifact cache, its stager and data port
 

@@ -83,14 +83,13 @@ Status Agent::PrepareScratchCheckpoint(const pb::Launch& l,
 
 void Agent::QueueDrain(const TaskRecord& r, const std::string& path, uint64_t step) {
   {
-    MutexLock l(mu_);
-    drains_[r.job_id]++;
-    auto it = records_.find(r.task_id);
-    if (it != records_.end()) {
-      it->second.drain_pending = true;
-      it->second.drain_path = path;
-      it->second.drain_step = step;
-      SaveRecord(r.task_id);
+    MutexLock l(tasks_.mu());
+    tasks_.AddDrain(r.job_id);
+    if (TaskRecord* it = tasks_.Find(r.task_id)) {
+      it->drain_pending = true;
+      it->drain_path = path;
+      it->drain_step = step;
+      tasks_.Save(r.task_id);
     }
   }
   drainer_->Enqueue(RequestOf(r, path, step));
@@ -121,11 +120,9 @@ void Agent::OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainR
   (void)link_.WriteOrHold(*done);  // as OnCheckpointReport: on the stream now, or held
   std::vector<TaskRecord> release;
   {
-    MutexLock l(mu_);
-    auto d = drains_.find(q.job_id);
-    if (d != drains_.end() && --d->second > 0) return;  // another drain of the job is asked for
-    drains_.erase(q.job_id);
-    for (auto& [id, r] : records_) {
+    MutexLock l(tasks_.mu());
+    if (!tasks_.EndDrain(q.job_id)) return;  // another drain of the job is asked for
+    for (auto& [id, r] : tasks_.records()) {
       if (r.job_id != q.job_id) continue;
       r.drain_pending = false;
       if (r.ended && r.status_held) {
@@ -133,7 +130,7 @@ void Agent::OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainR
         release.push_back(r);
       }
     }
-    SaveRecords();
+    tasks_.SaveAll();
   }
   for (const auto& r : release) {
     spdlog::info(
@@ -144,33 +141,31 @@ void Agent::OnDrained(const CheckpointDrainer::Request& q, const StatusOr<DrainR
 }
 
 bool Agent::HoldStatus(const std::string& task_id) {
-  MutexLock l(mu_);
-  auto it = records_.find(task_id);
-  if (it == records_.end()) return false;
-  auto d = drains_.find(it->second.job_id);
-  if (d == drains_.end() || d->second <= 0) return false;
-  if (!it->second.status_held) {
+  MutexLock l(tasks_.mu());
+  TaskRecord* it = tasks_.Find(task_id);
+  if (!it) return false;
+  if (!tasks_.Draining(it->job_id)) return false;
+  if (!it->status_held) {
     spdlog::info(
         "agent {}: task {} ended; its end is reported once its job's checkpoint is durable in {}",
-        options_.node, task_id,
-        it->second.checkpoint_store.empty() ? "the store" : it->second.checkpoint_store);
+        options_.node, task_id, it->checkpoint_store.empty() ? "the store" : it->checkpoint_store);
   }
-  it->second.status_held = true;
+  it->status_held = true;
   return true;
 }
 
 void Agent::ResumeDrains() {
   std::vector<CheckpointDrainer::Request> again;
   {
-    MutexLock l(mu_);
+    MutexLock l(tasks_.mu());
     std::set<uint64_t> jobs;
-    for (const auto& [id, r] : records_) {
+    for (const auto& [id, r] : tasks_.records()) {
       if (!r.drain_pending || r.checkpoint_local.empty() || !jobs.insert(r.job_id).second) continue;
-      drains_[r.job_id]++;
+      tasks_.AddDrain(r.job_id);
       again.push_back(RequestOf(r, r.drain_path, r.drain_step));
     }
-    for (auto& [id, r] : records_) {
-      if (r.ended && drains_.count(r.job_id)) r.status_held = true;
+    for (auto& [id, r] : tasks_.records()) {
+      if (r.ended && tasks_.Draining(r.job_id)) r.status_held = true;
     }
   }
   for (auto& q : again) {

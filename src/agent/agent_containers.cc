@@ -83,32 +83,22 @@ Status PinJobMounts(const pb::Launch& l, const TaskLaunch& launch, const std::st
 }  // namespace
 
 void Agent::InitContainers() {
-  const ContainerOptions& c = options_.containers;
-  if (!c.enabled) {
-    podman_error_ = "containers are off on this node (hangar agent --containers off)";
+  if (!containers_.Open(options_.containers, options_.state_dir)) {
+    if (options_.containers.enabled)
+      spdlog::warn("agent {}: container tasks cannot run here: {}", options_.node,
+                   containers_.why_not());
     return;
   }
-  PodmanOptions o = c.podman;
-  if (o.dir.empty()) o.dir = options_.state_dir + "/podman";
-  auto p = Podman::Open(o);
-  if (!p.ok()) {
-    podman_error_ = p.status().message();
-    spdlog::warn("agent {}: container tasks cannot run here: {}", options_.node, podman_error_);
-    return;
-  }
-  podman_.emplace(std::move(*p));
-  images_ = std::make_unique<ImageCache>(&*podman_, options_.state_dir + "/images.json",
-                                         c.image_cache_budget_bytes);
-  images_->SetDiskFloor(podman_->options().root, c.image_cache_min_free_bytes);
-  if (Status s = images_->Refresh(clock_->Now()); !s.ok())
+  if (Status s = containers_.images()->Refresh(clock_->Now()); !s.ok())
     spdlog::warn("agent {}: image cache: {}", options_.node, s.message());
   SweepContainers();
   spdlog::info("agent {}: container tasks run with podman (storage {}, GPUs by {})", options_.node,
-               podman_->options().root, podman_->options().gpu_devices);
+               containers_.podman()->options().root, containers_.podman()->options().gpu_devices);
 }
 
 void Agent::SweepContainers() {
-  auto found = podman_->Containers("hangar.node=" + options_.node);
+  const Podman* podman = containers_.podman();
+  auto found = podman->Containers("hangar.node=" + options_.node);
   if (!found.ok()) {
     spdlog::warn("agent {}: cannot list its containers: {}", options_.node,
                  found.status().message());
@@ -116,8 +106,8 @@ void Agent::SweepContainers() {
   }
   std::set<std::string> owned;
   {
-    MutexLock l(mu_);
-    for (const auto& [id, r] : records_) {
+    MutexLock l(tasks_.mu());
+    for (const auto& [id, r] : tasks_.records()) {
       if (!r.ended && !r.container.empty() && runner_.IsRunning(id)) owned.insert(r.container);
     }
   }
@@ -131,20 +121,19 @@ void Agent::SweepContainers() {
     if (owned.count(c.name)) continue;
     spdlog::warn("agent {}: removing container {} ({}): no running task of this agent owns it",
                  options_.node, c.name, c.state);
-    if (Status s = podman_->RemoveContainer(c.name); !s.ok())
+    if (Status s = podman->RemoveContainer(c.name); !s.ok())
       spdlog::warn("agent {}: {}", options_.node, s.message());
   }
 }
 
 Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunch* launch,
                           TaskRecord* r) const {
-  if (!podman_)
-    return Status::FailedPrecondition("node " + options_.node +
-                                      " cannot run container tasks: " + podman_error_);
+  HANGAR_RETURN_IF_ERROR(containers_.Usable(options_.node));
+  const Podman* podman = containers_.podman();
   const pb::Container& c = l.container();
   ContainerRun run;
   run.name = ContainerName(options_.node, l.task_id());
-  launch->cleanup_argv = podman_->RemoveCommand(run.name);
+  launch->cleanup_argv = podman->RemoveCommand(run.name);
   run.image = c.image();
   run.argv = launch->argv;
   run.env_set = {{"PATH", l.env().count("PATH") ? l.env().at("PATH") : kContainerPath},
@@ -159,7 +148,7 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   }
   std::string uuids;
   for (uint32_t g : l.gpu_indices()) {
-    const std::string uuid = g < gpus_.gpus.size() ? gpus_.gpus[g].uuid() : "";
+    const std::string uuid = facts_.UuidAt(g);
     run.gpus.push_back({g, uuid});
     uuids += (uuids.empty() ? "" : ",") + uuid;
   }
@@ -192,25 +181,25 @@ Status Agent::ToContainer(const pb::Launch& l, const std::string& dir, TaskLaunc
   run.labels = {{"hangar.node", options_.node},
                 {"hangar.task", l.task_id()},
                 {"hangar.job", std::to_string(l.job_id())}};
-  launch->argv = podman_->RunArgv(run);
+  launch->argv = podman->RunArgv(run);
   // podman runs as the agent: with the agent's PATH and HOME, none of what it would act on from
   // the task's environment (podman_env.h), and its own configuration.
   std::erase_if(launch->env, [](const auto& kv) { return PodmanMustNotInherit(kv.first); });
   for (const char* name : {"PATH", "HOME"}) {
     if (const char* value = std::getenv(name)) launch->env.emplace_back(name, value);
   }
-  for (auto& kv : podman_->Environment()) launch->env.push_back(kv);
+  for (auto& kv : podman->Environment()) launch->env.push_back(kv);
   launch->signal_proxy = true;  // podman forwards the stop's signals to the container
   launch->run_as.reset();       // podman runs as the agent; --user switches inside the container
   launch->milli_cpu = launch->memory_mib = 0;  // the container has the limits, not podman
   r->container = run.name;
   r->image = run.image;
-  if (images_) images_->Touch(run.image, clock_->Now());
+  containers_.Touch(run.image, clock_->Now());
   return Status::Ok();
 }
 
 void Agent::ReleaseContainer(TaskRecord* r) {
-  if (podman_) {
+  if (const Podman* podman = containers_.podman()) {
     // podman itself died of SIGTERM: it could not forward it (podman 4.3 then kills itself with
     // the signal), so the container may be running without having had it. It gets it now, and
     // the stop's usual grace to act on it, rather than SIGKILL at once.
@@ -222,7 +211,7 @@ void Agent::ReleaseContainer(TaskRecord* r) {
           "with SIGTERM and up to {} s before SIGKILL",
           options_.node, r->task_id, grace / kSecond);
     }
-    if (Status s = podman_->RemoveContainer(r->container, grace); !s.ok()) {
+    if (Status s = podman->RemoveContainer(r->container, grace); !s.ok()) {
       spdlog::warn("agent {}: task {}: {}", options_.node, r->task_id, s.message());
     }
   }
@@ -232,15 +221,15 @@ void Agent::ReleaseContainer(TaskRecord* r) {
     if (!meaning.empty())
       r->message = "container exited " + std::to_string(r->exit_code) + ": " + meaning;
   }
-  if (images_) images_->Touch(r->image, clock_->Now());
+  containers_.Touch(r->image, clock_->Now());
 }
 
 void Agent::HandleStage(const pb::Stage& s) { stage_queue_.Push(s); }
 
 std::set<std::string> Agent::ImagesInUse() {
   std::set<std::string> out;
-  MutexLock l(mu_);
-  for (const auto& [id, r] : records_) {
+  MutexLock l(tasks_.mu());
+  for (const auto& [id, r] : tasks_.records()) {
     if (!r.ended && !r.image.empty()) out.insert(r.image);
   }
   return out;
@@ -252,7 +241,7 @@ void Agent::StageLoop(const std::atomic<bool>* stop) {
     std::optional<pb::Stage> next = stage_queue_.PopFor(std::chrono::milliseconds(200), stop);
     if (!next) continue;
     const pb::Stage s = std::move(*next);
-    if (images_) images_->SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
+    containers_.SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
     data_.objects().SetWanted(std::set<std::string>(s.keep().begin(), s.keep().end()));
     // Artifacts stage side by side (each reads its own origin or peers); images one by one.
     for (const auto& a : s.artifacts()) {
@@ -283,26 +272,27 @@ void Agent::StageImage(const pb::Stage& s, const std::string& image,
   res->set_job_id(s.job_id());
   res->set_attempt(s.attempt());
   res->set_image(image);
-  if (!podman_) {
-    res->set_message("node " + options_.node + " cannot run container tasks: " + podman_error_);
+  if (Status usable = containers_.Usable(options_.node); !usable.ok()) {
+    res->set_message(usable.message());
     Write(m);
     return;
   }
-  if (images_->Holds(image)) {
+  ImageCache* images = containers_.images();
+  if (images->Holds(image)) {
     res->set_ok(true);
-    res->set_bytes(images_->BytesOf(image));
+    res->set_bytes(images->BytesOf(image));
     Write(m);
     return;
   }
   // Room first, where the budget or the disk floor needs it: a pull onto a full disk fails.
-  for (const auto& gone : images_->Evict(ImagesInUse(), clock_->Now())) {
+  for (const auto& gone : images->Evict(ImagesInUse(), clock_->Now())) {
     spdlog::info("agent {}: evicted image {} to make room for {}", options_.node, gone, image);
   }
   // A registry that is down: say so, and try again with backoff (1 s doubling to 30 s) until the
   // pull works or fails for good, or the agent stops.
   for (Duration backoff = kSecond; !*stop;
        backoff = std::min<Duration>(backoff * 2, 30 * kSecond)) {
-    PullOutcome p = podman_->Pull(image, 30 * kMinute);
+    PullOutcome p = containers_.podman()->Pull(image, 30 * kMinute);
     res->set_duration_ms(p.took);
     if (p.failure != PullFailure::kUnreachable) {
       res->set_ok(p.failure == PullFailure::kNone);
@@ -318,13 +308,13 @@ void Agent::StageImage(const pb::Stage& s, const std::string& image,
     }
   }
   if (*stop) return;
-  (void)images_->Refresh(clock_->Now());
-  images_->Touch(image, clock_->Now());
-  res->set_bytes(std::max<int64_t>(0, images_->BytesOf(image)));
+  (void)images->Refresh(clock_->Now());
+  images->Touch(image, clock_->Now());
+  res->set_bytes(std::max<int64_t>(0, images->BytesOf(image)));
   spdlog::info("agent {}: staged {} for job {}: {}", options_.node, image, s.job_id(),
                res->ok() ? "ok in " + std::to_string(res->duration_ms()) + " ms" : res->message());
   Write(m);
-  for (const auto& gone : images_->Evict(ImagesInUse(), clock_->Now())) {
+  for (const auto& gone : images->Evict(ImagesInUse(), clock_->Now())) {
     spdlog::info("agent {}: evicted image {} (cache budget or disk floor)", options_.node, gone);
   }
   SendImages();
@@ -333,7 +323,7 @@ void Agent::StageImage(const pb::Stage& s, const std::string& image,
 void Agent::SendImages() {
   pb::AgentMessage m;
   pb::ImageInventory* inv = m.mutable_images();
-  if (images_) *inv = images_->Inventory();
+  *inv = containers_.Inventory();
   if (data_.ready()) data_.objects().FillInventory(inv);
   inv->set_data_url(data_.url());
   Write(m);

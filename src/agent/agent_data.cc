@@ -16,8 +16,8 @@ Status Agent::InitData() {
   const DataOptions& d = options_.data;
   std::set<std::string> running;
   {
-    MutexLock l(mu_);
-    for (const auto& [id, r] : records_) {
+    MutexLock l(tasks_.mu());
+    for (const auto& [id, r] : tasks_.records()) {
       if (!r.ended) running.insert(id);
     }
   }
@@ -27,8 +27,8 @@ Status Agent::InitData() {
 
 std::set<std::string> Agent::ArtifactsInUse() {
   std::set<std::string> out;
-  MutexLock l(mu_);
-  for (const auto& [id, r] : records_) {
+  MutexLock l(tasks_.mu());
+  for (const auto& [id, r] : tasks_.records()) {
     if (!r.ended) out.insert(r.artifacts.begin(), r.artifacts.end());
   }
   return out;
@@ -64,8 +64,8 @@ void Agent::StageArtifact(const pb::Stage& s, const pb::ArtifactStage& a,
   // Views of ended tasks go before eviction: their links would keep evicted bytes on the disk.
   std::vector<std::string> ended;
   {
-    MutexLock l(mu_);
-    for (const auto& [id, r] : records_) {
+    MutexLock l(tasks_.mu());
+    for (const auto& [id, r] : tasks_.records()) {
       if (r.ended) ended.push_back(id);
     }
   }

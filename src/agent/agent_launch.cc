@@ -80,6 +80,24 @@ Status UseMigInstances(StatusOr<MigInstances::Claim> claim, TaskLaunch* launch, 
   return Status::Ok();
 }
 
+// A process task's workdir, when the job names one, must be there (shared storage, or the same
+// checkout on every node).
+Status CheckWorkdir(const pb::Launch& l, const std::string& node) {
+  if (l.workdir().empty() || fs::is_directory(l.workdir())) return Status::Ok();
+  return Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + node +
+                          "; put the job's files on storage every node mounts at that path");
+}
+
+// The task's folder stays the agent's (so no one can put a link where it reads logs from); what
+// the task writes in it is the user's: its output (the runner), its fresh workdir (the runner)
+// and its fake GPU load.
+Status GiveTaskFolder(const std::string& dir, const TaskCredentials& who) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return ec ? Status::FailedPrecondition("cannot create " + dir + ": " + ec.message())
+            : GiveTo(dir + "/gpu_util", /*dir=*/false, who);
+}
+
 }  // namespace
 
 TaskLaunch Agent::BaseLaunch(const pb::Launch& l, const std::string& dir) const {
@@ -114,9 +132,8 @@ TaskLaunch Agent::BaseLaunch(const pb::Launch& l, const std::string& dir) const 
 void Agent::HandleLaunch(const pb::Launch& l) {
   std::optional<TaskRecord> known;
   {
-    MutexLock lock(mu_);
-    auto it = records_.find(l.task_id());
-    if (it != records_.end()) known = it->second;
+    MutexLock lock(tasks_.mu());
+    if (const TaskRecord* it = tasks_.Find(l.task_id())) known = *it;
   }
   if (known) {  // launched before: say how it is, never start it twice
     SendStatus(*known);
@@ -146,64 +163,63 @@ void Agent::HandleLaunch(const pb::Launch& l) {
   r.attempt = l.attempt();
   r.index = l.task_index();
   r.gpus.assign(l.gpu_indices().begin(), l.gpu_indices().end());
+  const Status ready = PrepareLaunch(l, dir, &launch, &r);
+  StatusOr<pid_t> pid = ready.ok() ? runner_.Launch(launch) : StatusOr<pid_t>(ready);
+  if (l.tty() || l.stdin_pipe()) AfterTerminalLaunch(launch, pid.ok());
+  AfterSpawn(pid, launch, dir, &r);
+  RecordLaunch(r);
+}
+
+Status Agent::PrepareLaunch(const pb::Launch& l, const std::string& dir, TaskLaunch* launch,
+                            TaskRecord* r) {
   StatusOr<std::optional<TaskCredentials>> run_as = RunAsOf(l);
   Status ready = run_as.status();
   if (ready.ok()) {
-    launch.run_as = *run_as;
-    r.uid = *run_as ? (*run_as)->uid : geteuid();
+    launch->run_as = *run_as;
+    r->uid = *run_as ? (*run_as)->uid : geteuid();
     ready = options_.scratch_dir.empty() ? PrepareCheckpointDir(l, *run_as)
-                                         : PrepareScratchCheckpoint(l, *run_as, &launch, &r);
+                                         : PrepareScratchCheckpoint(l, *run_as, launch, r);
   }
-  if (ready.ok()) ready = UseMigInstances(mig_.ClaimFor(l), &launch, &r);
-  if (ready.ok()) ready = PrepareArtifacts(l, dir, &launch, &r);
-  if (ready.ok() && l.has_container()) ready = ToContainer(l, dir, &launch, &r);
-  if (ready.ok() && !l.has_container() && !l.workdir().empty() && !fs::is_directory(l.workdir())) {
-    ready =
-        Status::NotFound("workdir " + l.workdir() + " is not a directory on node " + options_.node +
-                         "; put the job's files on storage every node mounts at that path");
-  }
-  if (ready.ok() && *run_as) {
-    // The task's folder stays the agent's (so no one can put a link where it reads logs from);
-    // what the task writes in it is the user's: its output (the runner), its fresh workdir (the
-    // runner) and its fake GPU load.
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    ready = ec ? Status::FailedPrecondition("cannot create " + dir + ": " + ec.message())
-               : GiveTo(dir + "/gpu_util", /*dir=*/false, **run_as);
-  }
-  if (ready.ok() && l.tty()) ready = PrepareTerminal(l, dir, &launch);
-  if (ready.ok() && l.stdin_pipe() && !l.tty()) ready = PrepareStdinPipe(l, &launch);
+  if (ready.ok()) ready = UseMigInstances(mig_.ClaimFor(l), launch, r);
+  if (ready.ok()) ready = PrepareArtifacts(l, dir, launch, r);
+  if (ready.ok() && l.has_container()) ready = ToContainer(l, dir, launch, r);
+  if (ready.ok() && !l.has_container()) ready = CheckWorkdir(l, options_.node);
+  if (ready.ok() && *run_as) ready = GiveTaskFolder(dir, **run_as);
+  if (ready.ok() && l.tty()) ready = PrepareTerminal(l, dir, launch);
+  if (ready.ok() && l.stdin_pipe() && !l.tty()) ready = PrepareStdinPipe(l, launch);
   if (ready.ok())
-    ready = PrepareMps(l, &launch, &r);  // last: only the launch itself may fail after it
-  StatusOr<pid_t> pid = ready.ok() ? runner_.Launch(launch) : StatusOr<pid_t>(ready);
-  if (l.tty() || l.stdin_pipe()) AfterTerminalLaunch(launch, pid.ok());
+    ready = PrepareMps(l, launch, r);  // last: only the launch itself may fail after it
+  return ready;
+}
+
+void Agent::AfterSpawn(const StatusOr<pid_t>& pid, const TaskLaunch& launch, const std::string& dir,
+                       TaskRecord* r) {
   if (pid.ok()) {
-    r.pid = *pid;
-    for (uint32_t g : r.gpus) backend_->SetBusy(g, dir + "/gpu_util");
+    r->pid = *pid;
+    for (uint32_t g : r->gpus) backend_->SetBusy(g, dir + "/gpu_util");
     std::string devices;
     for (const auto& [k, v] : launch.env)
       if (k == "CUDA_VISIBLE_DEVICES") devices = v;
-    spdlog::info("agent {}: started task {} (pid {}) on GPUs [{}]", options_.node, r.task_id, r.pid,
-                 devices);
+    spdlog::info("agent {}: started task {} (pid {}) on GPUs [{}]", options_.node, r->task_id,
+                 r->pid, devices);
   } else {
-    ReleaseMps(r);
-    r.ended = true;
-    r.failed_to_start = true;
-    r.exit_code = 127;
-    r.message = pid.status().message();
-    r.ended_at = clock_->Now();
-    mig_.Release(r.task_id);
-    spdlog::warn("agent {}: task {} failed to start: {}", options_.node, r.task_id, r.message);
+    ReleaseMps(*r);
+    r->ended = true;
+    r->failed_to_start = true;
+    r->exit_code = 127;
+    r->message = pid.status().message();
+    r->ended_at = clock_->Now();
+    mig_.Release(r->task_id);
+    spdlog::warn("agent {}: task {} failed to start: {}", options_.node, r->task_id, r->message);
   }
+}
+
+void Agent::RecordLaunch(const TaskRecord& r) {
   std::optional<TaskExit> early;
   {
-    MutexLock lock(mu_);
-    records_[r.task_id] = r;
-    SaveRecord(r.task_id);
-    if (auto e = early_exits_.find(r.task_id); e != early_exits_.end()) {
-      early = e->second;
-      early_exits_.erase(e);
-    }
+    MutexLock lock(tasks_.mu());
+    tasks_.Put(r);
+    early = tasks_.TakeEarlyExit(r.task_id);
   }
   SendStatus(r);
   // It ended before it was recorded (the reaper left its exit here): its end goes out now.

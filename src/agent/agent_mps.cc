@@ -39,10 +39,7 @@ Status Agent::PrepareMps(const pb::Launch& l, TaskLaunch* launch, TaskRecord* r)
   if (!mps_ || l.has_container()) return Status::Ok();  // containers: not under MPS (yet)
   const std::map<std::string, std::string> env(l.env().begin(), l.env().end());
   const uint32_t gpu = l.gpu_indices_size() == 1 ? l.gpu_indices(0) : 0;
-  const pb::GpuInfo* info = nullptr;
-  for (const auto& g : gpus_.gpus) {
-    if (g.index() == gpu) info = &g;
-  }
+  const pb::GpuInfo* info = facts_.GpuWithIndex(gpu);
   StatusOr<std::optional<MpsShare>> share =
       FractionalShare(env, static_cast<size_t>(l.gpu_indices_size()), l.mig_instances_size() > 0,
                       info ? static_cast<int64_t>(info->memory_mib()) : 0);
@@ -72,16 +69,14 @@ void Agent::InitMps() {
   mps_ = std::make_unique<MpsDaemons>(options_.mps);
   std::vector<TaskRecord> clients;
   {
-    MutexLock l(mu_);
-    for (const auto& [id, r] : records_) {
+    MutexLock l(tasks_.mu());
+    for (const auto& [id, r] : tasks_.records()) {
       if (!r.ended && !r.mps.empty() && r.gpus.size() == 1) clients.push_back(r);
     }
   }
   for (const TaskRecord& r : clients) {
-    std::string uuid;
-    for (const auto& g : gpus_.gpus) {
-      if (g.index() == r.gpus[0]) uuid = g.uuid();
-    }
+    const pb::GpuInfo* gpu = facts_.GpuWithIndex(r.gpus[0]);
+    const std::string uuid = gpu ? gpu->uuid() : "";
     auto d = mps_->Acquire(r.task_id, r.gpus[0], uuid, r.uid);
     if (!d.ok())
       spdlog::error("agent {}: adopted task {}: {}", options_.node, r.task_id,
@@ -95,8 +90,8 @@ void Agent::CheckMpsLimits() {
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>>
       over;  // task, (daemon, why)
   {
-    MutexLock l(mu_);
-    for (auto& [id, r] : records_) {
+    MutexLock l(tasks_.mu());
+    for (auto& [id, r] : tasks_.records()) {
       if (r.ended || r.mps.empty() || r.mps_memory_mib <= 0 || !r.message.empty()) continue;
       const int64_t used = ReportedMemoryMiB(TaskDir(id) + "/gpu_util");
       if (used <= r.mps_memory_mib) continue;
@@ -107,7 +102,7 @@ void Agent::CheckMpsLimits() {
           " MiB (on a GPU the allocation fails with out of memory); ask for more gpu_memory";
       over.push_back({id, {r.mps, r.message}});
     }
-    if (!over.empty()) SaveRecords();
+    if (!over.empty()) tasks_.SaveAll();
   }
   for (const auto& [id, why] : over) {
     {

@@ -126,9 +126,8 @@ void Agent::AfterPreflight(const pb::Launch& l, const pb::PreflightReport& repor
   r.ended_at = clock_->Now();
   r.preflight = report;
   {
-    MutexLock lock(mu_);
-    records_[r.task_id] = r;
-    SaveRecord(r.task_id);
+    MutexLock lock(tasks_.mu());
+    tasks_.Put(r);
   }
   SendStatus(r);
 }

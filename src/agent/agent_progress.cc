@@ -19,18 +19,18 @@ Status Agent::OnProgressReport(const ProgressReport& p) {
   pb::Progress* out = m.mutable_progress();
   bool runs = true;
   {
-    MutexLock l(mu_);
-    auto it = records_.find(p.task_id);
-    runs = it != records_.end() && !it->second.ended && runner_.IsRunning(p.task_id);
+    MutexLock l(tasks_.mu());
+    const TaskRecord* it = tasks_.Find(p.task_id);
+    runs = it && !it->ended && runner_.IsRunning(p.task_id);
     if (runs) {
       // As for checkpoints: a task's reports come from its own uid (or root).
-      const int64_t owner = it->second.uid >= 0 ? it->second.uid : static_cast<int64_t>(geteuid());
+      const int64_t owner = it->uid >= 0 ? it->uid : static_cast<int64_t>(geteuid());
       if (p.peer_uid >= 0 && p.peer_uid != 0 && p.peer_uid != owner) {
         return Status::PermissionDenied(
             "task '" + p.task_id + "' runs as uid " + std::to_string(owner) + "; uid " +
             std::to_string(p.peer_uid) + " may not report its progress");
       }
-      out->set_job_id(it->second.job_id);
+      out->set_job_id(it->job_id);
     }
   }
   if (!runs) {

@@ -29,14 +29,14 @@ void Agent::StartStepSocket() {
 }
 
 Status Agent::CheckStepCaller(const std::string& task_id, int64_t peer_uid) {
-  MutexLock l(mu_);
-  auto it = records_.find(task_id);
-  if (it == records_.end() || it->second.ended || !runner_.IsRunning(task_id)) {
+  MutexLock l(tasks_.mu());
+  const TaskRecord* it = tasks_.Find(task_id);
+  if (!it || it->ended || !runner_.IsRunning(task_id)) {
     return Status::NotFound("task '" + task_id + "' does not run on node " + options_.node +
                             "; srun starts steps from inside a running job's task");
   }
   // The socket is open to every local user: a task's steps come from its own uid (or root).
-  const int64_t owner = it->second.uid >= 0 ? it->second.uid : static_cast<int64_t>(geteuid());
+  const int64_t owner = it->uid >= 0 ? it->uid : static_cast<int64_t>(geteuid());
   if (peer_uid >= 0 && peer_uid != 0 && peer_uid != owner) {
     spdlog::warn("agent {}: refused a step for task {} from uid {} (the task runs as uid {})",
                  options_.node, task_id, peer_uid, owner);

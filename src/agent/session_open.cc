@@ -61,9 +61,8 @@ void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
   const pb::SessionStart& start = o.start();
   std::optional<TaskRecord> task;
   {
-    MutexLock lock(mu_);
-    if (auto it = records_.find(o.task_id()); it != records_.end() && !it->second.ended)
-      task = it->second;
+    MutexLock lock(tasks_.mu());
+    if (const TaskRecord* it = tasks_.Find(o.task_id()); it && !it->ended) task = *it;
   }
   auto refuse = [&](const std::string& why) {
     pb::AgentMessage m;
@@ -75,7 +74,7 @@ void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
   }
   if (start.attach()) return sessions_->OpenAttach(id, o.task_id(), start.rows(), start.cols());
   if (start.port() > 0) {
-    auto socket = ConnectToTaskPort(*task, podman_ ? &*podman_ : nullptr, start);
+    auto socket = ConnectToTaskPort(*task, containers_.podman(), start);
     if (!socket.ok()) return refuse("task " + o.task_id() + ": " + socket.status().message());
     if (start.probe()) {
       pb::AgentMessage m;
@@ -95,13 +94,15 @@ void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
   const std::string term = start.term().empty() ? "xterm" : start.term();
   SpawnRequest spawn;
   if (!task->container.empty()) {
-    if (!podman_)
-      return refuse("containers do not run on node " + options_.node + ": " + podman_error_);
+    const Podman* podman = containers_.podman();
+    if (!podman)
+      return refuse("containers do not run on node " + options_.node + ": " +
+                    containers_.why_not());
     std::vector<std::pair<std::string, std::string>> env;
     if (start.tty()) env.emplace_back("TERM", term);
-    spawn.argv = podman_->ExecArgv(task->container, argv, start.tty(), env);
+    spawn.argv = podman->ExecArgv(task->container, argv, start.tty(), env);
     spawn.env = AgentBaseEnvironment();
-    for (const auto& [k, v] : podman_->Environment()) SetEnv(&spawn.env, k, v);
+    for (const auto& [k, v] : podman->Environment()) SetEnv(&spawn.env, k, v);
   } else if (start.has_container()) {
     auto step = StepContainerSpawn(o, *task);
     if (!step.ok()) return refuse("task " + o.task_id() + ": " + step.status().message());
@@ -130,9 +131,10 @@ void Agent::HandleSessionOpen(const pb::SessionOpen& o) {
 // CUDA_VISIBLE_DEVICES from the controller, else the task's), in the task's cgroup.
 StatusOr<SpawnRequest> Agent::StepContainerSpawn(const pb::SessionOpen& o, const TaskRecord& task) {
   const pb::SessionStart& start = o.start();
-  if (!podman_) {
+  const Podman* podman = containers_.podman();
+  if (!podman) {
     return Status::FailedPrecondition("srun --container-image: containers do not run on node " +
-                                      options_.node + ": " + podman_error_);
+                                      options_.node + ": " + containers_.why_not());
   }
   HANGAR_ASSIGN_OR_RETURN(TaskSurroundings around, ReadTaskSurroundings(task.pid));
   HANGAR_ASSIGN_OR_RETURN(auto user, SwitchFrom(geteuid(), getegid(), around.credentials));
@@ -151,19 +153,18 @@ StatusOr<SpawnRequest> Agent::StepContainerSpawn(const pb::SessionOpen& o, const
                         {}};
   const std::vector<uint32_t> gpus = StepGpus(ask.env, task.gpus);
   for (uint32_t g : gpus) {
-    at.gpus.push_back({g, g < gpus_.gpus.size() ? gpus_.gpus[g].uuid() : ""});
+    at.gpus.push_back({g, facts_.UuidAt(g)});
   }
   std::vector<std::pair<std::string, std::string>> values;
   HANGAR_ASSIGN_OR_RETURN(
       ContainerRun run,
       StepContainerRun(ask, at, {start.argv().begin(), start.argv().end()}, &values));
   {
-    MutexLock lock(mu_);
-    if (auto it = records_.find(task.task_id); it != records_.end())
-      it->second.step_containers = true;
+    MutexLock lock(tasks_.mu());
+    if (TaskRecord* it = tasks_.Find(task.task_id)) it->step_containers = true;
   }
   SpawnRequest spawn;
-  spawn.argv = podman_->RunArgv(run);
+  spawn.argv = podman->RunArgv(run);
   // A task's image was staged before it started; a step's is pulled by its run when the node
   // lacks it, quietly (srun's stderr is the step's own).
   if (auto pull = std::find(spawn.argv.begin(), spawn.argv.end(), "--pull=never");
@@ -176,7 +177,7 @@ StatusOr<SpawnRequest> Agent::StepContainerSpawn(const pb::SessionOpen& o, const
   for (const auto& [k, v] : values) SetEnv(&spawn.env, k, v);
   for (const std::string& kv : AgentBaseEnvironment())
     SetEnv(&spawn.env, kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
-  for (const auto& [k, v] : podman_->Environment()) SetEnv(&spawn.env, k, v);
+  for (const auto& [k, v] : podman->Environment()) SetEnv(&spawn.env, k, v);
   spawn.cgroup_dir = around.cgroup_dir;
   spdlog::info("agent {}: session {} runs '{}' in image {} beside task {}", options_.node,
                o.session_id(), start.argv(0), c.image(), task.task_id);

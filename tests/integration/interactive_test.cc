@@ -360,8 +360,16 @@ TEST_F(InteractiveTest, ItsSessionsShowWhoIsAttachedAndHowIdleItIs) {
   ASSERT_TRUE(t.Expect("submitted interactive job")) << t.seen();
   t.Type("echo 0 > \"$HANGAR_FAKE_GPU_UTIL_FILE\"; echo typed-$((40+2))\r");
   ASSERT_TRUE(t.Expect("typed-42")) << t.seen();
-  const auto running = Get(alice_, "/v1/jobs?state=running");
-  ASSERT_EQ(running["jobs"].size(), 1u) << running.dump();
+  // The shell can answer before the controller has committed its task's report that it runs (the
+  // terminal goes to the agent, the report through the state thread and the store): wait for it.
+  nlohmann::json running;
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        running = Get(alice_, "/v1/jobs?state=running");
+        return running["jobs"].size() == 1;
+      },
+      10 * kSecond))
+      << running.dump();
   const std::string id = std::to_string(running["jobs"][0].value("id", 0));
   Background exec({"exec", id, "--server",
                    "http://127.0.0.1:" + std::to_string(cluster_->api_port()), "--", "sleep", "60"},

@@ -26,23 +26,31 @@
 #include "common/version.h"
 #include "controller/maintenance/rolling_maintenance.h"
 #include "controller/reservation/reservation_book.h"
+#include "controller/state/allocations.h"
 #include "controller/state/attempt_usage.h"
 #include "controller/state/auth.h"
+#include "controller/state/batch_gates.h"
 #include "controller/state/discovered_fabric.h"
 #include "controller/state/fleet_hearing.h"
 #include "controller/state/goodput_ledger.h"
+#include "controller/state/health_pass.h"
 #include "controller/state/idempotency_book.h"
 #include "controller/state/ingest_lag.h"
 #include "controller/state/job_filter.h"
 #include "controller/state/job_learning.h"
 #include "controller/state/job_read_model.h"
+#include "controller/state/job_record.h"
+#include "controller/state/job_table.h"
 #include "controller/state/mig_reshape_book.h"
+#include "controller/state/node_table.h"
 #include "controller/state/progress_book.h"
 #include "controller/state/queue_book.h"
+#include "controller/state/reused_result.h"
 #include "controller/state/secret_sealer.h"
 #include "controller/state/spare_pool.h"
 #include "controller/state/spec_book.h"
 #include "controller/state/spec_interner.h"
+#include "controller/state/staging_book.h"
 #include "controller/state/submission_digest.h"
 #include "controller/store/state_store.h"
 #include "health/health_engine.h"
@@ -146,137 +154,7 @@ struct ControllerOptions {
   cluster::PreflightConfig preflight;
 };
 
-// The last telemetry of one GPU, as much as /metrics exposes (dcgm-exporter's series).
-struct GpuTelemetry {
-  std::string uuid;
-  std::string pci_bus_id;
-  uint32_t util_pct = 0, mem_util_pct = 0, temperature_c = 0, memory_temperature_c = 0;
-  uint32_t power_mw = 0, sm_clock_mhz = 0, mem_clock_mhz = 0, pcie_gen = 0, pcie_width = 0;
-  uint64_t energy_mj = 0, fb_used_mib = 0, fb_free_mib = 0, pcie_replays = 0, ecc_sbe = 0,
-           ecc_dbe = 0;
-  uint32_t remapped_corr = 0, remapped_unc = 0, last_xid = 0;
-  bool remap_failure = false;
-};
-
-// One task of a job's current attempt; its resources are task `index` of the job's assignment.
-struct TaskRun {
-  enum class Phase : uint8_t { kLaunching, kRunning, kEnded };
-  uint32_t index = 0;
-  uint32_t node = 0;
-  Phase phase = Phase::kLaunching;
-  int exit_code = 0;
-  int signal = 0;
-  bool stopped = false;  // ended because Hangar stopped it
-  bool lost = false;     // its node was lost
-  std::string
-      message;  // the agent's words on how it ended ("over its GPU memory limit ..."), if any
-};
-
-// How a task's message begins when its gang failed staging (its image or artifacts) and it never
-// ran: `hangar logs` gives the reason instead of asking a node for logs there are none of.
-inline constexpr const char* kNeverStarted = "never started: ";
-
-struct JobRecord {
-  sched::JobId id = 0;
-  std::shared_ptr<const SpecEntry> spec;
-  std::shared_ptr<const sched::GangRequest> request;
-  job::JobState state = job::JobState::kPending;
-  Time submitted = 0, started = 0, ended = 0;
-  uint32_t attempt = 0;
-  uint32_t restarts = 0;
-  sched::Reason reason;       // why it waits, as of the last cycle
-  std::string reason_detail;  // the quota's words, when its queue is what holds it
-  uint64_t shown_reason = 0;  // a digest of reason and reason_detail as last published
-  std::string message;        // how it ended, or why it was requeued
-  int master_port = 0;
-  cluster::GangAssignment assignment;  // the current attempt's resources; empty while pending
-  // How the current attempt was placed (sched::Placement's flags).
-  cluster::Level locality = cluster::Level::kCluster;
-  bool backfilled = false, borrowing = false;
-  std::vector<TaskRun> tasks;  // the current attempt; empty while pending
-  size_t live_tasks = 0;       // tasks of `tasks` not yet ended
-  Time last_checkpoint = 0;    // the latest checkpoint a task reported (any attempt)
-  std::string checkpoint_path;
-  // Preemption: victims of this pending job still stopping (it waits for their GPUs rather than
-  // preempting more).
-  std::set<sched::JobId> awaiting_victims;
-  // Tasks of its previous attempt still stopping (checkpointing, or in their grace): it is not
-  // placed again until they have ended, so two attempts never run (or write its checkpoint
-  // directory) at once.
-  uint32_t stopping_tasks = 0;
-  uint32_t queue = 0;  // its leaf's index in the queue tree
-  // Gang preflights in a row that failed without naming a node (docs/goodput.md): after
-  // kMaxBlindPreflights the gang starts without one. Not stored: a restart counts afresh.
-  uint32_t blind_preflights = 0;
-  // Idle reclamation and accounting of the current attempt.
-  Time idle_since = 0;  // all its GPUs below the queue's idle threshold since then
-  bool idle_notified = false;
-  // A session with a terminal (`hangar run -t`): when someone last typed into it, as its agent
-  // reports (0: not yet reported), how many sessions are attached, and whether they were warned
-  // that the idle policy is about to reclaim it.
-  Time input_at = 0;
-  uint32_t attached = 0;
-  bool idle_warned = false;
-  int64_t idle_gpu_ms = 0;  // allocated-but-idle GPU time of this attempt
-  // Batch (cluster_state_batch.cc): the array it belongs to (its first element's id) and its
-  // index there; a hold (`hangar hold`) keeps a pending job from starting until released.
-  uint64_t array_id = 0;
-  int64_t array_index = -1;
-  bool held = false;
-  std::string held_by;
-  bool gated = false;  // reason_detail was set by a batch gate (hold, dependency, array cap)
-  // Staging (cluster_state_staging.cc): the placed gang's nodes still pulling its images or
-  // artifacts, with what each still lacks (its tasks start when none is left), since when; the
-  // nodes asked to pre-stage it while it was reserved or nominated; and what staging has cost
-  // this attempt.
-  std::map<uint32_t, std::set<std::string>> staging_waiting;
-  Time staging_since = 0;
-  std::set<uint32_t> stage_asked;
-  Duration staging_ms = 0;
-  int64_t staging_gpu_ms = 0;
-};
-
 enum class BulkAction : uint8_t { kCancel, kHold, kRelease, kRequeue };
-
-struct NodeRecord {
-  bool connected = false;
-  bool registered = false;  // has registered since the controller started
-  bool lost = false;
-  bool drained = false;
-  std::string drain_reason;
-  std::string boot_id;  // the last one its agent reported (persisted)
-  Time last_heartbeat = 0;
-  Time lease_until =
-      -1;  // the end of the last lease granted to its agent (-1: none since the start)
-  IngestLag::NodeClock clock;  // for the heartbeat lag (ingest_lag.h)
-  std::string address;
-  // What the agent said about its software (for config drift), kept small: the controller holds
-  // one of these per node, and fleets have ten thousand nodes.
-  struct Software {
-    std::string driver, cuda, kernel, ofed, agent, backend;
-  } software;
-  // What its agent can do (common/version.h; every feature until an agent registers).
-  AgentFeatures agent_features = kEveryAgentFeature;
-  std::vector<GpuTelemetry> gpus;  // per GPU, from the inventory and the last heartbeat
-  bool validation_asked = false;   // a Validate is out and no result came back yet
-  std::set<std::string> orphans;   // tasks it runs that no attempt wants; stopping
-  // Tasks it runs that the store does not know (a store restored from an older backup, or one that
-  // lost rows): kept running, and the node takes no work, until they end or an operator decides
-  // (DecideHeldOrphans).
-  std::set<std::string> held;
-  // Its image cache, as the agent last reported it: digests held, and whether what it must keep
-  // does not fit its budget.
-  std::set<std::string> images;
-  int64_t image_bytes = 0, image_budget = 0;
-  bool image_cache_full = false;
-  // Its artifact cache: digests held, use, and where it serves peers ("": it does not,
-  // or its address is not on the cluster's data network).
-  std::set<std::string> artifacts;
-  int64_t artifact_bytes = 0, artifact_budget = 0;
-  bool artifact_cache_full = false;
-  std::string data_url;
-  bool data_url_refused = false;
-};
 
 class ClusterState {
  public:
@@ -292,7 +170,7 @@ class ClusterState {
   // with what it parsed kept, once `cancel` is set (a takeover: Restore parses the rest).
   Status WarmSpecs(const std::vector<const JobRow*>& rows,
                    const std::atomic<bool>* cancel = nullptr);
-  size_t warm_specs() const { return interned_.warm_count(); }
+  size_t warm_specs() const { return jobs_.interned().warm_count(); }
 
   // ---- commands from the API ----
   StatusOr<sched::JobId> Submit(job::JobSpec spec, Time now, Effects* fx);
@@ -414,10 +292,7 @@ class ClusterState {
     AdvanceMaintenance(now, fx);
     RetryNodeWaits(now, fx);
     RefillSpares(now, fx);
-    if (next_begin_ > 0 && now >= next_begin_) {  // a job's `begin:` has come
-      next_begin_ = 0;
-      dirty_ = true;
-    }
+    if (gates_.BeginCame(now)) dirty_ = true;  // a job's `begin:` has come
     for (const auto& d : discovered_fabric_.TakeChanges())
       fx->Event(now, "topology", "node/" + d.node, d.message);
   }
@@ -490,9 +365,7 @@ class ClusterState {
   void Schedule(Time now, Effects* fx);
   bool NeedsCycle() const { return dirty_; }
   // Whether EvaluateHealth has something to do (a new observation, or time passing).
-  bool NeedsHealth(Time now) const {
-    return health_dirty_ || now - last_health_ >= options_.health_interval;
-  }
+  bool NeedsHealth(Time now) const { return health_pass_.Due(now, options_.health_interval); }
 
   // ---- reads ----
   StatusOr<api::JobView> GetJob(sched::JobId id) const;
@@ -506,14 +379,11 @@ class ClusterState {
   // (a pending job's reason, a task's phase, staging, progress), in no order, maybe repeated.
   // Jobs written to the store (Effects::batch.jobs) or erased from it are not in it. Kept only
   // once TrackViewChanges was called (the controller; the simulator reads no views).
-  void TrackViewChanges() { view_changes_.emplace(); }
-  std::vector<sched::JobId> TakeViewChanges();
+  void TrackViewChanges() { jobs_.TrackViewChanges(); }
+  std::vector<sched::JobId> TakeViewChanges() { return jobs_.TakeViewChanges(); }
   // The job's record itself (null when there is none), for owners that read decisions back
   // without the API's views (the simulator's controller engine).
-  const JobRecord* FindJob(sched::JobId id) const {
-    auto it = jobs_.find(id);
-    return it == jobs_.end() ? nullptr : &it->second;
-  }
+  const JobRecord* FindJob(sched::JobId id) const { return jobs_.Find(id); }
   // The idle policy of `j`'s queue (docs/queues.md); null when its queue reclaims nothing.
   const job::IdlePolicy* IdlePolicyOf(const JobRecord& j) const;
   std::vector<api::JobView> ListJobs(const std::string& state_filter, size_t limit) const;
@@ -562,24 +432,18 @@ class ClusterState {
   const NodeRecord& node_record(uint32_t n) const { return nodes_[n]; }
   // Every job by id, and the ids of the pending ones, read-only: the dashboard's queue walks the
   // two side by side instead of looking up 100,000 pending jobs one by one.
-  const std::map<sched::JobId, JobRecord>& jobs() const { return jobs_; }
-  const std::set<sched::JobId>& pending_ids() const { return pending_; }
+  const std::map<sched::JobId, JobRecord>& jobs() const { return jobs_.records(); }
+  const std::set<sched::JobId>& pending_ids() const { return jobs_.waiting(); }
   // Every node's state as `hangar nodes` shows it (ready, quarantined, lost, ...), for /metrics.
   std::vector<std::pair<std::string, std::string>> NodeStates() const;
   const health::HealthEngine& health() const { return health_; }
   const cluster::Topology& topology() const { return *topology_; }
   const ControllerOptions& options() const { return options_; }
-  uint64_t next_job_id() const { return next_job_id_; }
+  uint64_t next_job_id() const { return jobs_.next_id(); }
   uint64_t placements_total() const { return placements_total_; }
-  // The last scheduling cycle's order of the jobs it left waiting (those it examined, in its
-  // order, then those it stopped before) and the expected start of each backfill reservation:
-  // the dashboard's queue positions and estimated starts (controller/web_ui.cc). Replaced by
-  // every cycle; it may name jobs that have since started or ended.
-  struct WaitingOrder {
-    std::vector<sched::JobId> jobs;
-    std::unordered_map<sched::JobId, Time> reserved_start;  // kNever: no estimate
-  };
-  const WaitingOrder& waiting_order() const { return waiting_order_; }
+  // The last cycle's order of the jobs it left waiting, and the backfill reservations' starts.
+  using WaitingOrder = JobTable::WaitingOrder;
+  const WaitingOrder& waiting_order() const { return jobs_.waiting_order(); }
 
  private:
   // cluster_state_jobs.cc
@@ -591,13 +455,10 @@ class ClusterState {
   PublishedJob Published(const JobRecord& j) const;  // what ListView shows, compactly
   api::JobView View(const JobRecord& j) const;
   // Job `id`'s list view changed without a row of it written (TakeViewChanges).
-  // At the end of a cycle: notes the nodes its reasons name (nodes_in_reasons_), and touches
+  // At the end of a cycle: notes the nodes its reasons name (nodes_.in_reasons()), and touches
   // those of `jobs` (the pending ones it began with) whose reason changed (a reason is not
   // stored).
   void TouchChangedReasons(const std::vector<JobRecord*>& jobs);
-  void TouchView(sched::JobId id) {
-    if (view_changes_) view_changes_->push_back(id);
-  }
   void EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx);
   void FinishIfDone(JobRecord& j, Time now, Effects* fx);
   void StopTasks(JobRecord& j, Duration grace, Effects* fx);
@@ -640,14 +501,8 @@ class ClusterState {
   void ForEachSelected(const JobFilter& f, Fn&& fn) const;
   Status ApplyBulk(JobRecord& j, const Principal& p, BulkAction action, Time now, Effects* fx,
                    bool* changed);
-  struct ArrayRecord {
-    std::vector<sched::JobId> elements;
-    int max_running = 0;
-  };
-  std::unordered_map<uint64_t, ArrayRecord> arrays_;
-  // Pending jobs with `after:`, as of the last cycle (plus those submitted since): while there
-  // are none, cancelling a pending job cannot change what a cycle decides.
-  size_t jobs_with_deps_ = 0;
+  // Arrays, jobs with dependencies, the next `begin:` time (batch_gates.h).
+  BatchGates gates_;
   // cluster_state_sched.cc: the cycle's stages, in Schedule's order.
   // What a cycle reads of the jobs: those that may start now and those that run (`partial` holds
   // the live tasks of gangs partly ended, which `running` points into), and every waiting job
@@ -664,6 +519,9 @@ class ClusterState {
   // The waiting jobs that pass their gates (begin time, holds, dependencies, arrays, images,
   // stopping tasks, a node waited for, their reservation); those that never can end.
   void GatherPending(Time now, bool ranked, CycleInput* in, Effects* fx);
+  // Whether waiting job `j` is held back this cycle (images not pinned, its previous attempt still
+  // stopping, its healthy nodes held for a replacement), with why in its reason.
+  bool HeldBack(JobRecord& j) const;
   void GatherRunning(Time now, bool ranked, CycleInput* in);
   sched::Snapshot SnapshotOf(CycleInput& in, Time now);
   // The cycle's decisions applied: victims requeued, placements started (or planned, behind their
@@ -676,12 +534,11 @@ class ClusterState {
   // `pending`, as the simulator starts them in the cycle that preempted.
   void StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending,
                     int32_t* cpu_only);
-  // Those placements, and the GPUs held for them (sched/owner/planned_starts.h), by job id: what
-  // victims freed is kept for the job that preempted them until all its victims have stopped
-  // (then released at the start of the next cycle, where it comes first). Without the hold, a
-  // victim that stopped early was placed straight back on its GPUs while the preemptor waited for
-  // the others, and preempted again: a loop.
-  sched::owner::PlannedStarts planned_;
+  // Those placements, and the GPUs held for them (alloc_.planned(), sched/owner/planned_starts.h),
+  // by job id: what victims freed is kept for the job that preempted them until all its victims
+  // have stopped (then released at the start of the next cycle, where it comes first). Without the
+  // hold, a victim that stopped early was placed straight back on its GPUs while the preemptor
+  // waited for the others, and preempted again: a loop.
   void SendLaunch(const JobRecord& j, const TaskRun& t,
                   const std::map<std::string, std::string>& env, Effects* fx) const;
   void LaunchAll(const JobRecord& j, Effects* fx) const;
@@ -698,8 +555,8 @@ class ClusterState {
   static std::set<std::string> JobImages(const JobRecord& j);
   // Every image a job placed, starting, reserved or nominated on `node` needs (kept from eviction).
   std::vector<std::string> KeepOn(uint32_t node) const;
-  std::map<std::string, std::vector<uint16_t>> staging_s_;  // by the job's images, joined
-  std::map<std::string, int64_t> image_bytes_;              // by digest, as nodes report them
+  // Image sizes, cached staging estimates and the artifact swarms (staging_book.h).
+  StagingBook staging_;
   // What a node lacks of a job's images and artifacts: pinned image refs, and artifact objects.
   struct StageNeeds {
     std::set<std::string> images;
@@ -715,17 +572,6 @@ class ClusterState {
   // The artifact views (object, path) of the job's task `index`.
   static std::vector<job::ArtifactView> TaskArtifacts(const JobRecord& j, uint32_t index);
   static std::set<std::string> JobArtifactDigests(const JobRecord& j);
-  // The tracker (chunk_plan.h): per artifact digest, the nodes holding or staging it.
-  struct Swarm {
-    std::vector<uint32_t> members;  // holders first, then stagers as they joined
-    int holders = 0, roots = 1;
-    std::set<uint32_t> staging;  // members still staging
-    // With no member that serves peers, nodes read the origin, at most origin_readers at once;
-    // the rest wait here (job, attempt, node) for a reader to finish.
-    std::set<uint32_t> origin_readers;
-    std::deque<std::tuple<sched::JobId, uint32_t, uint32_t>> waiting;
-  };
-  std::map<std::string, Swarm> swarms_;
   // MIG (cluster_state_mig.cc): the GPUs' layouts from the agents' reports, reshapes in flight
   // by id, and what they did.
   void ApplyMigInventory(uint32_t n, const pb::Inventory& inv, Time now, Effects* fx);
@@ -813,71 +659,33 @@ class ClusterState {
   std::shared_ptr<const cluster::Topology> topology_;
   ControllerOptions options_;
   std::unique_ptr<sched::Scheduler> scheduler_;
-  cluster::ClusterUsage usage_;
+  // Node and GPU usage, stopping tasks' shares, planned starts and their holds (allocations.h).
+  Allocations alloc_;
   health::HealthEngine health_;
-  std::map<sched::JobId, JobRecord> jobs_;
-  WaitingOrder waiting_order_;      // the dashboard's (waiting_order())
-  std::set<sched::JobId> pending_;  // jobs in state pending
-  // Every job's id under its user, ascending: a list or bulk operation by user walks that user's
-  // jobs, not the whole queue.
-  std::unordered_map<std::string, std::vector<sched::JobId>> jobs_by_user_;
-  void IndexByUser(const JobRecord& j);
-  std::set<sched::JobId>
-      unpinned_;  // pending jobs whose images wait for the pinner (may hold ended ones)
-  std::set<sched::JobId> active_;  // jobs holding resources (tasks not all ended)
-  std::vector<NodeRecord> nodes_;
-  FleetHearing hearing_;   // heartbeats' lateness, held losses (fleet_hearing.h)
-  Time restored_at_ = -1;  // when Restore ran: the reconnect grace counts from it
-  // Tasks of earlier attempts still running somewhere: their resources stay allocated until
-  // they end.
-  struct Zombie {
-    uint32_t node;
-    cluster::GangAssignment share;
-    sched::JobId held_for = 0;  // preempted for this job: its share is kept for it when it ends
-    // On a lost node: it counts as stopped at this time, when the node's fence has stopped it
-    // (FenceEnd); -1: when its agent reports its end.
-    Time fence_ends = -1;
-  };
-  void EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z);
+  HealthPass health_pass_;  // when the rules run next, GPUs draining (health_pass.h)
+  // Every job, its indices and the next id (job_table.h); a job's state moves through its Move.
+  JobTable jobs_;
+  // Every node, the fleet's hearing, the nodes the last reasons name (node_table.h).
+  NodeTable nodes_;
+  // A stopping task of an earlier attempt (a zombie) has ended: what it held goes to the job it
+  // was held for while that job still waits for it, else back to the pool.
+  void EndZombie(Allocations::StoppingTasks::iterator z);
   void ReleaseHolds();
-  std::unordered_map<std::string, Zombie> zombies_;
   // The specs the store holds and each user's bytes of them, counted from the jobs on first use
   // (after a restore); Admit refers to them, MayStoreSpec checks the per-user limit.
-  SpecBook& Specs();
+  SpecBook& Specs() { return jobs_.Specs(options_.max_spec_bytes_per_user); }
   Status MayStoreSpec(const SpecEntry& entry);
   // Gives a job another spec (its images pinned): the new one is referred to, the old one let go.
   void ReplaceSpec(JobRecord& j, std::shared_ptr<const SpecEntry> entry, Effects* fx);
-  SpecBook spec_book_;
-  bool spec_book_counted_ = false;
-  // Purging (cluster_state_purge.cc): where the next pass starts, and jobs forgotten since the
-  // heap was last handed back.
+  // Purging (cluster_state_purge.cc): which finished jobs may go, and what else forgets them (the
+  // job table keeps where the pass goes on from, and how many it forgot since the last trim).
   bool Purgeable(const JobRecord& j, Time now) const;
   void Forget(const std::vector<sched::JobId>& ids, Effects* fx);
-  sched::JobId purge_from_ = 0;
-  int64_t purged_since_trim_ = 0;
-  SpecInterner interned_;  // one copy of each spec and request (spec_interner.h)
-  QueueBook queues_;       // specs, tree, access lists, fair-share history (queue_book.h)
-  std::set<uint32_t> draining_gpus_;  // GPUs the health engine put in draining (global index)
-  mutable Counts counts_cache_;
-  mutable int64_t counts_valid_until_ns_ = 0;
-  std::vector<AttemptUsage> usage_log_;  // the accounting of ended attempts
-  Time idle_checked_at_ = 0;
-  uint64_t next_job_id_ = 1;
+  // Specs, tree, access lists, fair-share history, accounting (queue_book.h).
+  QueueBook queues_;
+  mutable ReusedResult<Counts> counts_;  // GetCounts' last walk (reused_result.h)
   uint64_t placements_total_ = 0;
   bool dirty_ = false;
-  std::optional<std::vector<sched::JobId>> view_changes_;  // TakeViewChanges; null: not kept
-  // The nodes a reason of unhealthy nodes names, as of the last cycle (TouchChangedReasons): the
-  // first five of those no agent has registered for ("" when none), and whether a registered
-  // node may not take work either.
-  struct NodesInReasons {
-    std::string unregistered;
-    bool others = false;
-  } nodes_in_reasons_;
-  // The earliest `begin:` of a pending job gated by it (0: none): Tick runs a cycle then.
-  Time next_begin_ = 0;
-  bool health_dirty_ = false;
-  Time last_health_ = 0;
-  Time started_at_ = 0;
   // Reservations and maintenance windows (cluster_state_reservations.cc).
   reservation::ReservationBook reservations_{*topology_};
   void PersistReservation(const reservation::Reservation& r, Effects* fx) const;

@@ -21,22 +21,20 @@ StatusOr<std::vector<sched::JobId>> ClusterState::SubmitArray(job::JobSpec spec,
   const std::vector<int64_t> indices = spec.array.indices;
   const int cap = spec.array.max_running;
   std::string json = job::JobSpecToJson(spec).dump();
-  auto entry = interned_.Spec(std::move(json), std::move(spec), options_.sealer.get());
+  auto entry = jobs_.interned().Spec(std::move(json), std::move(spec), options_.sealer.get());
   HANGAR_RETURN_IF_ERROR(MayStoreSpec(*entry));  // before any element exists
   auto shared =
-      interned_.Request(std::move(request));  // one spec and one request for every element
-  const uint64_t array_id = next_job_id_;
-  ArrayRecord& a = arrays_[array_id];
-  a.max_running = cap;
-  a.elements.reserve(indices.size());
+      jobs_.interned().Request(std::move(request));  // one spec and one request for every element
+  const uint64_t array_id = jobs_.next_id();
+  gates_.NewArray(array_id, cap, indices.size());
   std::vector<sched::JobId> ids;
   ids.reserve(indices.size());
   for (int64_t index : indices) {
     const sched::JobId id = Admit(entry, shared, leaf, now, fx, array_id, index);
-    a.elements.push_back(id);
+    gates_.Add(array_id, id, cap);
     ids.push_back(id);
   }
-  fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
+  fx->batch.values.push_back({"meta", "next_job_id", std::to_string(jobs_.next_id()), false});
   return ids;
 }
 
@@ -46,16 +44,16 @@ std::string ClusterState::DependencyWait(const job::Dependencies& after, bool* n
   for (auto kind :
        {job::DependencyKind::kOk, job::DependencyKind::kAny, job::DependencyKind::kNotOk}) {
     for (uint64_t dep : after.of(kind)) {
-      auto a = arrays_.find(dep);
+      const BatchGates::Array* a = gates_.FindArray(dep);
       const std::vector<sched::JobId> one{dep};
-      const std::vector<sched::JobId>& members = a != arrays_.end() ? a->second.elements : one;
+      const std::vector<sched::JobId>& members = a ? a->elements : one;
       for (sched::JobId e : members) {
-        auto it = jobs_.find(e);
-        if (it == jobs_.end()) continue;  // checked at submission; a store restored without it
+        auto it = jobs_.records().find(e);
+        if (it == jobs_.records().end())
+          continue;  // checked at submission; a store restored without it
         const JobState s = it->second.state;
         const std::string which =
-            "job " + std::to_string(e) +
-            (a != arrays_.end() ? " (of array " + std::to_string(dep) + ")" : "");
+            "job " + std::to_string(e) + (a ? " (of array " + std::to_string(dep) + ")" : "");
         if (!job::IsFinal(s)) {
           if (wait.empty()) {
             wait = "waiting for " + which +
@@ -82,7 +80,7 @@ Status ClusterState::CheckDependenciesAtSubmit(const job::Dependencies& after) c
   for (auto kind :
        {job::DependencyKind::kOk, job::DependencyKind::kAny, job::DependencyKind::kNotOk}) {
     for (uint64_t dep : after.of(kind)) {
-      if (!jobs_.count(dep)) {
+      if (!jobs_.records().count(dep)) {
         return Status::InvalidArgument("after." + std::string(job::DependencyKindName(kind)) +
                                        ": job " + std::to_string(dep) +
                                        " does not exist; `hangar jobs` lists them");
@@ -136,9 +134,8 @@ bool ClusterState::PassesGates(JobRecord& j, std::unordered_map<uint64_t, int>* 
 }
 
 void ClusterState::EndUnmet(JobRecord& j, const std::string& why, Time now, Effects* fx) {
-  TouchView(j.id);
-  pending_.erase(j.id);
-  JobLifecycle::Transition(j, JobState::kCancelled, "cancel an array element");
+  jobs_.TouchView(j.id);
+  jobs_.Move(j, JobState::kCancelled, "cancel an array element");
   j.ended = now;
   j.message = "dependency can never be met: " + why;
   j.reason = {};
@@ -150,7 +147,7 @@ void ClusterState::EndUnmet(JobRecord& j, const std::string& why, Time now, Effe
 
 std::unordered_map<uint64_t, int> ClusterState::RunningArrayElements() const {
   std::unordered_map<uint64_t, int> running;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     if (j.array_id && j.spec->spec.array.max_running > 0) running[j.array_id]++;
   }
@@ -183,31 +180,28 @@ void ClusterState::ForEachSelected(const JobFilter& f, Fn&& fn) const {
     return walk(ids.begin(), ids.end());
   }
   if (f.array) {
-    auto a = arrays_.find(f.array);
-    if (a == arrays_.end()) return;
-    const auto& e = a->second.elements;  // ascending
+    const BatchGates::Array* a = gates_.FindArray(f.array);
+    if (!a) return;
+    const auto& e = a->elements;  // ascending
     return walk(std::make_reverse_iterator(std::lower_bound(e.begin(), e.end(), below)), e.rend());
   }
   const bool pending = f.state == "pending" || f.state == "held";
   if (!f.user.empty()) {  // that user's jobs, unless the pending set is smaller
-    auto u = jobs_by_user_.find(f.user);
-    if (u == jobs_by_user_.end()) return;
-    const auto& mine = u->second;  // ascending
-    if (!pending || mine.size() <= pending_.size()) {
+    const std::vector<sched::JobId>* of_user = jobs_.OfUser(f.user);
+    if (!of_user) return;
+    const auto& mine = *of_user;  // ascending
+    if (!pending || mine.size() <= jobs_.waiting().size()) {
       return walk(std::make_reverse_iterator(std::lower_bound(mine.begin(), mine.end(), below)),
                   mine.rend());
     }
   }
   if (pending)
-    return walk(std::make_reverse_iterator(pending_.lower_bound(below)), pending_.rend());
-  for (auto it = std::make_reverse_iterator(jobs_.lower_bound(below)); it != jobs_.rend(); ++it) {
+    return walk(std::make_reverse_iterator(jobs_.waiting().lower_bound(below)),
+                jobs_.waiting().rend());
+  for (auto it = std::make_reverse_iterator(jobs_.records().lower_bound(below));
+       it != jobs_.records().rend(); ++it) {
     if (!fn(it->first, &it->second)) return;
   }
-}
-
-void ClusterState::IndexByUser(const JobRecord& j) {
-  auto& mine = jobs_by_user_[j.spec->spec.user];  // ids come in ascending order: this appends
-  mine.insert(std::upper_bound(mine.begin(), mine.end(), j.id), j.id);
 }
 
 JobPage ClusterState::ListJobsPage(const Principal& p, const JobFilter& f) const {
@@ -234,7 +228,7 @@ JobPage ClusterState::ListJobsPage(const Principal& p, const JobFilter& f) const
 
 Status ClusterState::ApplyBulk(JobRecord& j, const Principal& p, BulkAction action, Time now,
                                Effects* fx, bool* changed) {
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   *changed = false;
   const std::string subject = "job/" + std::to_string(j.id);
   const std::string state(job::JobStateName(j.state));
@@ -305,8 +299,8 @@ StatusOr<nlohmann::json> ClusterState::Bulk(const Principal& p, const JobFilter&
     if (skipped.size() < 20) skipped.push_back({{"id", id}, {"why", why}});
   };
   for (sched::JobId id : selected) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) {
+    auto it = jobs_.records().find(id);
+    if (it == jobs_.records().end()) {
       skip(id, "job " + std::to_string(id) + " does not exist");
       continue;
     }
@@ -341,7 +335,7 @@ StatusOr<nlohmann::json> ClusterState::Bulk(const Principal& p, const JobFilter&
 nlohmann::json ClusterState::AccountingJobs(const Principal& p, const JobFilter& f, Time now,
                                             sched::JobId* next, size_t* more) const {
   std::unordered_map<sched::JobId, std::vector<const AttemptUsage*>> attempts;
-  for (const auto& u : usage_log_) attempts[u.job].push_back(&u);
+  for (const auto& u : queues_.attempts()) attempts[u.job].push_back(&u);
   nlohmann::json rows = nlohmann::json::array();
   *next = 0;
   *more = 0;

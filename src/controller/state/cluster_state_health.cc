@@ -111,7 +111,7 @@ void ClusterState::OnGpuEvent(const std::string& node, const pb::GpuEvent& e, Ti
   if (ev.kind == health::GpuEvent::Kind::kXid && e.index() < nodes_[*n].gpus.size()) {
     nodes_[*n].gpus[e.index()].last_xid = static_cast<uint32_t>(e.code());
   }
-  health_dirty_ = true;
+  health_pass_.Touch();
 }
 
 void ClusterState::OnValidation(const std::string& node, const pb::ValidationResult& r, Time now) {
@@ -120,7 +120,7 @@ void ClusterState::OnValidation(const std::string& node, const pb::ValidationRes
   nodes_[*n].validation_asked = false;
   (void)health_.ObserveValidation(*n, ParseValidation(r, now));
   maintenance_.NoteValidation(node);  // a node back from its maintenance command may now return
-  health_dirty_ = true;
+  health_pass_.Touch();
 }
 
 void ClusterState::ObserveTelemetry(uint32_t n, const pb::Heartbeat& hb, Time now) {
@@ -142,12 +142,12 @@ void ClusterState::ObserveTelemetry(uint32_t n, const pb::Heartbeat& hb, Time no
 }
 
 bool ClusterState::HasWork(uint32_t n) const {
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     for (const auto& t : jobs_.at(id).tasks) {
       if (t.node == n && t.phase != TaskRun::Phase::kEnded) return true;
     }
   }
-  for (const auto& [task, z] : zombies_) {
+  for (const auto& [task, z] : alloc_.stopping()) {
     if (z.node == n) return true;
   }
   return false;
@@ -158,7 +158,7 @@ bool ClusterState::HasWork(uint32_t n) const {
 void ClusterState::DrainWork(uint32_t n, const std::vector<uint32_t>& gpus, const std::string& why,
                              Time now, Effects* fx) {
   std::vector<sched::JobId> hit;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     bool uses = false;
     for (const auto& t : j.tasks) {
@@ -188,6 +188,7 @@ void ClusterState::RequestValidation(uint32_t n, Time now, Effects* fx) {
 }
 
 void ClusterState::EvaluateHealth(Time now, Effects* fx) {
+  health_pass_.Begin(now);
   health::Evaluation ev = health_.Evaluate(now);
   for (const auto& t : ev.transitions) {
     fx->Event(now, "health", "node/" + topology_->nodes()[t.node].name,
@@ -213,7 +214,7 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
   std::map<uint32_t, std::vector<uint32_t>> gpus_by_node;
   for (uint32_t g : ev.drain_gpus) {
     gpus_by_node[topology_->gpus()[g].node].push_back(g);
-    draining_gpus_.insert(g);
+    health_pass_.draining_gpus().insert(g);
   }
   for (const auto& [n, gpus] : gpus_by_node) {
     DrainWork(n, gpus,
@@ -223,7 +224,7 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
   }
   for (uint32_t n : ev.validate_nodes) RequestValidation(n, now, fx);
   for (const auto& report : ev.changed) {
-    for (const auto& g : report.gpus) usage_.SetGpuAvailable(g.gpu, g.available);
+    for (const auto& g : report.gpus) alloc_.usage().SetGpuAvailable(g.gpu, g.available);
     UpdateCondition(report.node);
     PersistHealth(report.node, fx);
   }
@@ -235,7 +236,7 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
     const health::HealthState s = health_.node_state(n);
     if (s == health::HealthState::kDraining && !nodes_[n].lost && !HasWork(n)) {
       (void)health_.Apply({health::OperatorAction::Kind::kWorkDrained, n, -1, now});
-      health_dirty_ = true;
+      health_pass_.Touch();
     }
     if (s == health::HealthState::kPendingValidation && nodes_[n].connected &&
         !nodes_[n].validation_asked && !ValidationCouldNotRun(health_, n)) {
@@ -244,21 +245,20 @@ void ClusterState::EvaluateHealth(Time now, Effects* fx) {
   }
   // The same for a draining GPU of a node still in the pool: once nothing holds it (its gangs
   // were requeued and their tasks have ended), it moves on to quarantine.
-  for (auto it = draining_gpus_.begin(); it != draining_gpus_.end();) {
+  for (auto it = health_pass_.draining_gpus().begin(); it != health_pass_.draining_gpus().end();) {
     const uint32_t g = *it;
     const uint32_t n = topology_->gpus()[g].node;
     if (health_.gpu_state(g) != health::HealthState::kDraining) {
-      it = draining_gpus_.erase(it);
+      it = health_pass_.draining_gpus().erase(it);
       continue;
     }
-    if (!nodes_[n].lost && usage_.gpu_free_milli(g) == usage_.gpu_capacity(g)) {
+    if (!nodes_[n].lost && alloc_.usage().gpu_free_milli(g) == alloc_.usage().gpu_capacity(g)) {
       (void)health_.Apply({health::OperatorAction::Kind::kWorkDrained, n,
                            static_cast<int>(topology_->gpus()[g].index), now});
-      health_dirty_ = true;
+      health_pass_.Touch();
     }
     ++it;
   }
-  last_health_ = now;
 }
 
 void ClusterState::PersistHealth(uint32_t n, Effects* fx) const { PersistNode(n, fx); }
@@ -275,7 +275,7 @@ std::vector<ClusterState::GpuSeries> ClusterState::GpuMetrics() const {
     else if (("," + list + ",").find("," + v + ",") == std::string::npos)
       list += "," + v;
   };
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     for (const auto& g : j.assignment.grants) {
       Holder& h = held[g.gpu];

@@ -81,6 +81,24 @@ TEST_F(HealthLoopTest, NoWorkUntilValidationPasses) {
   EXPECT_EQ(state_->GetJob(id)->state, "starting");
 }
 
+// An evaluation takes every observation before it: the state thread does not run the rules again
+// until something changes or the health interval passes. (Once anything had been observed, every
+// pass of the state thread ran them again: the flag that asked for it was never cleared.)
+TEST_F(HealthLoopTest, RulesRunAgainOnlyAfterAChangeOrTheInterval) {
+  ValidateAll();
+  EXPECT_FALSE(state_->NeedsHealth(now_)) << "the evaluation at this time took every observation";
+  pb::GpuEvent xid;
+  xid.set_index(2);
+  xid.set_kind("xid");
+  xid.set_code(79);
+  state_->OnGpuEvent("n-1", xid, now_);
+  EXPECT_TRUE(state_->NeedsHealth(now_));
+  Tick();
+  Tick();  // the drain's own follow-up (its work off) has run too
+  EXPECT_FALSE(state_->NeedsHealth(now_));
+  EXPECT_TRUE(state_->NeedsHealth(now_ + state_->options().health_interval));
+}
+
 TEST_F(HealthLoopTest, Xid79DrainsTheNodeAndRequeuesTheGangWhole) {
   ValidateAll();
   sched::JobId id = RunGang();

@@ -17,7 +17,7 @@ ClusterState::ClusterState(std::shared_ptr<const cluster::Topology> topology,
     : topology_(std::move(topology)),
       options_(std::move(options)),
       scheduler_(std::move(scheduler)),
-      usage_(topology_),
+      alloc_(topology_),
       health_(
           topology_,
           [&] {
@@ -56,17 +56,6 @@ bool ClusterState::ParseTaskId(const std::string& id, sched::JobId* job, uint32_
   return true;
 }
 
-SpecBook& ClusterState::Specs() {
-  if (!spec_book_counted_) {
-    spec_book_ = SpecBook(options_.max_spec_bytes_per_user);
-    for (const auto& [id, j] : jobs_) {
-      spec_book_.Ref(j.spec->key, j.spec->spec.user, static_cast<int64_t>(j.spec->stored->size()));
-    }
-    spec_book_counted_ = true;
-  }
-  return spec_book_;
-}
-
 void ClusterState::ReplaceSpec(JobRecord& j, std::shared_ptr<const SpecEntry> entry, Effects* fx) {
   Specs().Ref(entry->key, entry->spec.user, static_cast<int64_t>(entry->stored->size()));
   if (Specs().Unref(j.spec->key)) fx->batch.erased_specs.push_back(j.spec->key);
@@ -80,11 +69,11 @@ Status ClusterState::MayStoreSpec(const SpecEntry& entry) {
 Status ClusterState::MayQueue(const std::string& user, long count) const {
   const long cap = options_.max_queued_per_user;
   // Every pending job at most is this user's: counting them is needed only past the cap.
-  if (static_cast<long>(pending_.size()) + count <= cap) return Status::Ok();
+  if (static_cast<long>(jobs_.waiting().size()) + count <= cap) return Status::Ok();
   long mine = 0;
-  for (sched::JobId id : pending_) {
-    auto it = jobs_.find(id);
-    if (it != jobs_.end() && it->second.spec->spec.user == user) ++mine;
+  for (sched::JobId id : jobs_.waiting()) {
+    auto it = jobs_.records().find(id);
+    if (it != jobs_.records().end() && it->second.spec->spec.user == user) ++mine;
   }
   if (mine + count <= cap) return Status::Ok();
   return Status::ResourceExhausted(
@@ -133,7 +122,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec,
                                  std::shared_ptr<const sched::GangRequest> request, int leaf,
                                  Time now, Effects* fx, uint64_t array_id, int64_t array_index) {
   JobRecord j;
-  j.id = next_job_id_++;
+  j.id = jobs_.TakeId();
   j.spec = std::move(spec);
   j.request = std::move(request);
   j.submitted = now;
@@ -141,7 +130,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec,
   j.queue = static_cast<uint32_t>(leaf);
   j.array_id = array_id;
   j.array_index = array_index;
-  jobs_with_deps_ += !j.spec->spec.after.empty();
+  if (!j.spec->spec.after.empty()) gates_.AddDependent();
   fx->Event(now, "job", "job/" + std::to_string(j.id),
             "submitted '" + j.spec->spec.name + "' to queue " + j.spec->spec.queue +
                 (array_id ? " as element " + std::to_string(array_index) + " of array " +
@@ -155,10 +144,7 @@ sched::JobId ClusterState::Admit(std::shared_ptr<const SpecEntry> spec,
   }
   const sched::JobId id = j.id;
   Specs().Ref(j.spec->key, j.spec->spec.user, static_cast<int64_t>(j.spec->stored->size()));
-  pending_.insert(id);
-  if (j.spec->unpinned) unpinned_.insert(id);
-  auto& stored = jobs_.emplace(id, std::move(j)).first->second;
-  IndexByUser(stored);
+  auto& stored = jobs_.Add(std::move(j));
   Persist(stored, fx);
   dirty_ = true;
   return id;
@@ -174,11 +160,11 @@ StatusOr<sched::JobId> ClusterState::Submit(job::JobSpec spec, Time now, Effects
   int leaf = 0;
   HANGAR_ASSIGN_OR_RETURN(sched::GangRequest request, Admissible(spec, &leaf));
   std::string json = job::JobSpecToJson(spec).dump();
-  auto entry = interned_.Spec(std::move(json), std::move(spec), options_.sealer.get());
+  auto entry = jobs_.interned().Spec(std::move(json), std::move(spec), options_.sealer.get());
   HANGAR_RETURN_IF_ERROR(MayStoreSpec(*entry));
   const sched::JobId id =
-      Admit(std::move(entry), interned_.Request(std::move(request)), leaf, now, fx);
-  fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
+      Admit(std::move(entry), jobs_.interned().Request(std::move(request)), leaf, now, fx);
+  fx->batch.values.push_back({"meta", "next_job_id", std::to_string(jobs_.next_id()), false});
   return id;
 }
 
@@ -195,8 +181,8 @@ void ClusterState::RememberSubmission(const std::string& user, const std::string
 }
 
 Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end())
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end())
     return Status::NotFound("job " + std::to_string(id) +
                             " does not exist; `hangar jobs` lists them");
   JobRecord& j = it->second;
@@ -208,13 +194,14 @@ Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
   // A pending job's cancel frees nothing: it needs a cycle only when the last one reserved nodes
   // for it (EASY backfill), when jobs may depend on it, or when it waited for preemption victims.
   // Without this every cancel at 100,000 queued jobs waited behind a 100 ms cycle.
-  const bool was_pending = pending_.erase(id) > 0;
-  const bool matters = !was_pending || waiting_order_.reserved_start.count(id) ||
-                       jobs_with_deps_ > 0 || !j.awaiting_victims.empty() || planned_.planned(id);
+  const bool was_pending = jobs_.IsWaiting(id);
+  const bool matters = !was_pending || jobs_.waiting_order().reserved_start.count(id) ||
+                       gates_.with_dependencies() > 0 || !j.awaiting_victims.empty() ||
+                       alloc_.planned().planned(id);
   CloseAttempt(j, now, 0, "cancelled", fx);
   if (!j.tasks.empty())
     StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
-  JobLifecycle::Transition(j, JobState::kCancelled, "cancel");
+  jobs_.Move(j, JobState::kCancelled, "cancel");
   j.ended = now;
   j.message = "cancelled";
   fx->Event(now, "job", "job/" + std::to_string(id), "cancelled");
@@ -225,7 +212,7 @@ Status ClusterState::Cancel(sched::JobId id, Time now, Effects* fx) {
 
 void ClusterState::EnforceTimeLimits(Time now, Effects* fx) {
   std::vector<sched::JobId> over;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     const Duration limit = j.spec->spec.time_limit;
     if (limit <= 0 || !j.started ||
@@ -240,7 +227,7 @@ void ClusterState::TimeOut(JobRecord& j, Time now, Effects* fx) {
   const job::CheckpointSpec& ckpt = j.spec->spec.checkpoint;
   StopWithCheckpointSignal(j, fx);
   CloseAttempt(j, now, 0, "timed_out", fx);
-  JobLifecycle::Transition(j, JobState::kTimedOut, "time limit");
+  jobs_.Move(j, JobState::kTimedOut, "time limit");
   j.ended = now;
   j.message = "time limit " + FormatDuration(j.spec->spec.time_limit) + " reached: sent " +
               job::SignalName(ckpt.signal) + ", then SIGTERM after at most " +
@@ -277,13 +264,13 @@ void ClusterState::StopTasks(JobRecord& j, Duration grace, Effects* fx) {
 }
 
 void ClusterState::EndTask(JobRecord& j, TaskRun& t, Time now, Effects* fx) {
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   (void)now;
   (void)fx;
   if (t.phase == TaskRun::Phase::kEnded) return;
   t.phase = TaskRun::Phase::kEnded;
-  usage_.Release(cluster::TaskShare(j.assignment, t.index));
-  if (j.live_tasks > 0 && --j.live_tasks == 0) active_.erase(j.id);
+  alloc_.usage().Release(cluster::TaskShare(j.assignment, t.index));
+  if (j.live_tasks > 0 && --j.live_tasks == 0) jobs_.Deactivate(j.id);
   dirty_ = true;
 }
 
@@ -294,7 +281,7 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
   for (const auto& t : j.tasks) {
     if (t.phase != TaskRun::Phase::kEnded || t.lost || t.stopped) continue;
     if (t.exit_code != 0 || t.signal != 0) {
-      JobLifecycle::Transition(j, JobState::kFailed, "a task failed");
+      jobs_.Move(j, JobState::kFailed, "a task failed");
       j.ended = now;
       j.message = "task " + std::to_string(t.index) +
                   (t.signal ? " was killed by signal " + std::to_string(t.signal)
@@ -308,7 +295,7 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
     }
   }
   if (j.live_tasks > 0) return;
-  JobLifecycle::Transition(j, JobState::kSucceeded, "every task succeeded");
+  jobs_.Move(j, JobState::kSucceeded, "every task succeeded");
   j.ended = now;
   j.message = "all " + std::to_string(j.tasks.size()) + " tasks exited 0";
   CloseAttempt(j, now, 0, "succeeded", fx);
@@ -318,7 +305,7 @@ void ClusterState::FinishIfDone(JobRecord& j, Time now, Effects* fx) {
 
 void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effects* fx,
                            bool checkpoint, Then then) {
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   const Duration grace = checkpoint ? j.spec->spec.checkpoint.grace : options_.stop_grace;
   // The work since its last checkpoint is lost (as far as anyone knows now).
   const int64_t lost =
@@ -333,9 +320,8 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
       // It may still run there, until the node's lease runs out and its fence stops it: the next
       // attempt waits for that, as for a task being stopped.
       if (const Time fence = FenceEnd(t.node); fence > now) {
-        Zombie z{t.node, cluster::TaskShare(j.assignment, t.index)};
-        z.fence_ends = fence;
-        zombies_[TaskId(j.id, j.attempt, t.index)] = std::move(z);
+        alloc_.Stop(TaskId(j.id, j.attempt, t.index), t.node,
+                    cluster::TaskShare(j.assignment, t.index), fence);
         j.stopping_tasks++;
         continue;
       }
@@ -353,10 +339,10 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
       m.mutable_stop()->set_kill_grace_ms(options_.stop_grace);
     }
     fx->messages.push_back({topology_->nodes()[t.node].name, std::move(m)});
-    zombies_[id] = {t.node, cluster::TaskShare(j.assignment, t.index)};
+    alloc_.Stop(id, t.node, cluster::TaskShare(j.assignment, t.index));
     j.stopping_tasks++;
   }
-  active_.erase(j.id);
+  jobs_.Deactivate(j.id);
   j.tasks.clear();
   j.assignment = {};
   j.live_tasks = 0;
@@ -364,7 +350,7 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   // preempting: it holds those GPUs and is not placed again; it is pending once the last one has
   // ended (ZombieEnded).
   const bool stopping = j.stopping_tasks > 0 && job::HoldsResources(j.state);
-  JobLifecycle::Transition(j, stopping ? JobState::kPreempting : JobState::kPending, "requeue");
+  jobs_.Move(j, stopping ? JobState::kPreempting : JobState::kPending, "requeue");
   j.attempt++;
   j.restarts++;
   j.started = 0;
@@ -376,7 +362,6 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   j.idle_gpu_ms = 0;
   j.staging_ms = j.staging_gpu_ms = 0;
   j.staging_waiting.clear();
-  pending_.insert(j.id);
   fx->Event(now, "job", "job/" + std::to_string(j.id),
             (then == Then::kInPlace   ? "stopped to restart in place: "
              : then == Then::kHolding ? "stopped, its healthy nodes held: "
@@ -386,22 +371,17 @@ void ClusterState::Requeue(JobRecord& j, const std::string& why, Time now, Effec
   dirty_ = true;
 }
 
-void ClusterState::EndZombie(const std::unordered_map<std::string, Zombie>::iterator& z) {
+void ClusterState::EndZombie(Allocations::StoppingTasks::iterator z) {
   const sched::JobId for_job = z->second.held_for;
-  auto p = for_job ? jobs_.find(for_job) : jobs_.end();
-  if (p != jobs_.end() &&
-      ((p->second.state == JobState::kPending && !p->second.awaiting_victims.empty()) ||
-       HoldsForReplacement(for_job))) {
-    planned_.Hold(for_job, std::move(z->second.share));
-  } else {
-    usage_.Release(z->second.share);
-  }
-  ZombieEnded(z->first);
-  zombies_.erase(z);
+  const JobRecord* p = for_job ? jobs_.Find(for_job) : nullptr;
+  const bool keep = p && ((p->state == JobState::kPending && !p->awaiting_victims.empty()) ||
+                          HoldsForReplacement(for_job));
+  ZombieEnded(
+      alloc_.EndStopping(z, keep ? Allocations::ShareTo::kHolder : Allocations::ShareTo::kPool));
 }
 
 void ClusterState::ReleaseHolds() {
-  planned_.ReleaseHolds(usage_, [&](sched::JobId id) {
+  alloc_.ReleaseHolds([&](sched::JobId id) {
     const JobRecord& p = jobs_.at(id);
     return (p.state == JobState::kPending && !p.awaiting_victims.empty()) ||
            HoldsForReplacement(id);
@@ -412,13 +392,13 @@ void ClusterState::ZombieEnded(const std::string& task_id) {
   sched::JobId id;
   uint32_t attempt, index;
   if (!ParseTaskId(task_id, &id, &attempt, &index)) return;
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.stopping_tasks == 0) return;
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end() || it->second.stopping_tasks == 0) return;
   JobRecord& j = it->second;
   // The last task of a requeued attempt has stopped: the job may be placed again. (Its stored row
   // still says preempting until it is next written; a restore reads that as pending.)
   if (--j.stopping_tasks == 0 && j.state == JobState::kPreempting) {
-    JobLifecycle::Transition(j, JobState::kPending, "previous attempt stopped");
+    jobs_.Move(j, JobState::kPending, "previous attempt stopped");
     j.reason_detail.clear();
   }
 }
@@ -431,9 +411,9 @@ Status ClusterState::OnCheckpointDone(const std::string& node, const pb::Checkpo
   sched::JobId id;
   uint32_t attempt, index;
   if (!ParseTaskId(c.task_id(), &id, &attempt, &index)) return Status::Ok();
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return Status::Ok();
-  if (it->second.attempt != attempt && !zombies_.count(c.task_id()))
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end()) return Status::Ok();
+  if (it->second.attempt != attempt && !alloc_.stopping().count(c.task_id()))
     return Status::Ok();  // an old attempt's news
   JobRecord& j = it->second;
   const std::string step = c.step() ? " (step " + std::to_string(c.step()) + ")" : "";
@@ -525,8 +505,9 @@ std::string ClusterState::PlacementJson(const JobRecord& j) const {
 
 StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(
     sched::JobId id, uint32_t index, std::optional<uint32_t> attempt) const {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return Status::NotFound("job " + std::to_string(id) + " does not exist");
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end())
+    return Status::NotFound("job " + std::to_string(id) + " does not exist");
   const JobRecord& j = it->second;
   if (!attempt || *attempt == j.attempt) {
     // No task process has run: the reason, not a node's "no logs for task" (the sentence says
@@ -548,7 +529,7 @@ StatusOr<std::pair<std::string, std::string>> ClusterState::LocateTask(
   }
   // An ended attempt: its logs stay on the nodes it ran on (the agents keep them).
   if (attempt || j.tasks.empty()) {
-    for (auto u = usage_log_.rbegin(); u != usage_log_.rend(); ++u) {
+    for (auto u = queues_.attempts().rbegin(); u != queues_.attempts().rend(); ++u) {
       if (u->job != id || (attempt && u->attempt != *attempt) || u->task_nodes.empty()) continue;
       if (index >= u->task_nodes.size()) {
         return Status::NotFound("attempt " + std::to_string(u->attempt) + " of job " +
@@ -574,9 +555,9 @@ bool ClusterState::IsTaskLive(const std::string& task_id) const {
   sched::JobId id;
   uint32_t attempt, index;
   if (!ParseTaskId(task_id, &id, &attempt, &index)) return false;
-  if (zombies_.count(task_id)) return true;
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.attempt != attempt) return false;
+  if (alloc_.stopping().count(task_id)) return true;
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end() || it->second.attempt != attempt) return false;
   for (const auto& t : it->second.tasks) {
     if (t.index == index) return t.phase != TaskRun::Phase::kEnded;
   }
@@ -585,53 +566,51 @@ bool ClusterState::IsTaskLive(const std::string& task_id) const {
 
 ClusterState::Counts ClusterState::GetCounts() const {
   const int64_t start = MonotonicNanos();
-  if (start < counts_valid_until_ns_) {
-    counts_cache_.placements_total = static_cast<int64_t>(placements_total_);
-    counts_cache_.heartbeat_lag = hearing_.last_lag();
-    counts_cache_.nodes_lost_total = hearing_.nodes_lost_total();
-    return counts_cache_;
+  if (Counts* kept = counts_.Fresh(start)) {
+    kept->placements_total = static_cast<int64_t>(placements_total_);
+    kept->heartbeat_lag = nodes_.hearing().last_lag();
+    kept->nodes_lost_total = nodes_.hearing().nodes_lost_total();
+    return *kept;
   }
   Counts c;
   constexpr int kJobStates = static_cast<int>(JobState::kTimedOut) + 1;
   int64_t jobs[kJobStates] = {};
-  for (const auto& [id, j] : jobs_) jobs[static_cast<int>(j.state)]++;
+  for (const auto& [id, j] : jobs_.records()) jobs[static_cast<int>(j.state)]++;
   for (int s = 0; s < kJobStates; ++s)
     c.jobs_by_state[std::string(job::JobStateName(static_cast<JobState>(s)))] = jobs[s];
   for (uint32_t n = 0; n < nodes_.size(); ++n) c.nodes_by_state[NodeState(n)]++;
   c.gpus_total = topology_->total_gpus();
-  c.gpus_allocated_milli = usage_.AllocatedMilliGpu();
+  c.gpus_allocated_milli = alloc_.usage().AllocatedMilliGpu();
   enum { kAllocated, kIdle, kFragmented, kDraining, kFailed, kUnavailable, kStranded, kGpuStates };
   int64_t gpus[kGpuStates] = {};
   for (uint32_t g = 0; g < topology_->gpus().size(); ++g) {
     const uint32_t n = topology_->gpus()[g].node;
     const int64_t cap = cluster::kMilliPerGpu;
     const int64_t used =
-        cap - (topology_->gpus()[g].mig
-                   ? usage_.gpu_free_milli(g) * cluster::kMilliPerGpu / cluster::kMigSlicesPerGpu
-                   : usage_.gpu_free_milli(g));
+        cap - (topology_->gpus()[g].mig ? alloc_.usage().gpu_free_milli(g) * cluster::kMilliPerGpu /
+                                              cluster::kMigSlicesPerGpu
+                                        : alloc_.usage().gpu_free_milli(g));
     const health::HealthState hs = std::max(health_.gpu_state(g), health_.node_state(n));
     gpus[kAllocated] += used;
     if (hs == health::HealthState::kFailed) {
       gpus[kFailed] += cap - used;
     } else if (hs == health::HealthState::kDraining || hs == health::HealthState::kQuarantined) {
       gpus[kDraining] += cap - used;
-    } else if (!usage_.node(n).condition.schedulable || !usage_.gpu_available(g)) {
+    } else if (!alloc_.usage().node(n).condition.schedulable || !alloc_.usage().gpu_available(g)) {
       gpus[kUnavailable] += cap - used;
     } else {
-      gpus[used > 0                               ? kFragmented
-           : cluster::StrandsGpus(usage_.node(n)) ? kStranded
-                                                  : kIdle] += cap - used;
+      gpus[used > 0                                       ? kFragmented
+           : cluster::StrandsGpus(alloc_.usage().node(n)) ? kStranded
+                                                          : kIdle] += cap - used;
     }
   }
   const char* names[kGpuStates] = {"allocated", "idle",        "fragmented", "draining",
                                    "failed",    "unavailable", "stranded"};
   for (int s = 0; s < kGpuStates; ++s) c.gpus_by_state[names[s]] = gpus[s];
   c.placements_total = static_cast<int64_t>(placements_total_);
-  c.heartbeat_lag = hearing_.last_lag();
-  c.nodes_lost_total = hearing_.nodes_lost_total();
-  const int64_t took = MonotonicNanos() - start;
-  counts_valid_until_ns_ = start + std::min<int64_t>(20 * took, 2'000'000'000);
-  counts_cache_ = c;
+  c.heartbeat_lag = nodes_.hearing().last_lag();
+  c.nodes_lost_total = nodes_.hearing().nodes_lost_total();
+  counts_.Keep(c, start, MonotonicNanos());
   return c;
 }
 

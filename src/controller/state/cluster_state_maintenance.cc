@@ -90,7 +90,7 @@ void ClusterState::ApplyMaintenance(const maintenance::Run& r, const maintenance
   for (uint64_t id : maintenance_.Forgotten())
     fx->batch.values.push_back({"maintenance", std::to_string(id), "", true});
   if (!a.drain.empty() || !a.undrain.empty()) {
-    health_dirty_ = true;
+    health_pass_.Touch();
     dirty_ = true;
   }
   // An agent that re-registered older since the run began: refused, as its agent would have.

@@ -69,13 +69,13 @@ void ClusterState::ApplyMigInventory(uint32_t n, const pb::Inventory& inv, Time 
     if (!topology_->gpus()[g].mig || !inv.gpus(i).mig()) continue;
     EndReshape(
         g);  // a reshape in flight when the agent went away: what it reports now is the truth
-    usage_.SetMigLayout(g, LayoutFromReport(g, inv.gpus(i).mig_layout(), &problems), fixed);
+    alloc_.usage().SetMigLayout(g, LayoutFromReport(g, inv.gpus(i).mig_layout(), &problems), fixed);
   }
   if (!problems.empty()) fx->Event(now, "node", "node/" + node.name, "MIG layout: " + problems);
 }
 
 void ClusterState::EndReshape(uint32_t g) {
-  usage_.SetMigReshaping(g, false);
+  alloc_.usage().SetMigReshaping(g, false);
   mig_reshapes_.ForgetGpu(g);
 }
 
@@ -95,14 +95,14 @@ void ClusterState::SendMigReshapes(const std::vector<sched::MigReshapePlan>& pla
     AddInstances(plan.after, sched::MigStartsToCreate(plan.before, plan.after), gi.mig_part,
                  r->mutable_create());
     fx->messages.push_back({node.name, std::move(m)});
-    usage_.SetMigLayout(plan.gpu, plan.after);
-    usage_.SetMigReshaping(plan.gpu, true);
+    alloc_.usage().SetMigLayout(plan.gpu, plan.after);
+    alloc_.usage().SetMigReshaping(plan.gpu, true);
     fx->Event(now, "node", "node/" + node.name,
               "MIG reshape of GPU " + std::to_string(gi.index) + " for job " +
                   std::to_string(plan.for_job) + ": " +
                   cluster::MigLayoutText(plan.before, gi.mig_part) + " -> " +
                   cluster::MigLayoutText(plan.after, gi.mig_part));
-    if (auto j = jobs_.find(plan.for_job); j != jobs_.end()) {
+    if (auto j = jobs_.records().find(plan.for_job); j != jobs_.records().end()) {
       j->second.reason_detail =
           "waiting for a MIG reshape of GPU " + std::to_string(gi.index) + " on " + node.name;
     }
@@ -120,12 +120,12 @@ void ClusterState::OnMigReshaped(const std::string& node, const pb::MigReshaped&
   const Duration took = now - sent->sent;
   mig_reshapes_.Finish(r.id(), r.ok(), now);
   std::string problems;
-  usage_.SetMigReshaping(g, false);
-  usage_.SetMigLayout(g, LayoutFromReport(g, r.layout(), &problems));
+  alloc_.usage().SetMigReshaping(g, false);
+  alloc_.usage().SetMigLayout(g, LayoutFromReport(g, r.layout(), &problems));
   fx->Event(now, "node", "node/" + node,
             std::string(r.ok() ? "MIG reshape of GPU " : "MIG reshape failed on GPU ") +
                 std::to_string(gi.index) + (r.ok() ? "" : ": " + r.message()) + " (now " +
-                cluster::MigLayoutText(*usage_.gpu_mig_layout(g), gi.mig_part) + ", " +
+                cluster::MigLayoutText(*alloc_.usage().gpu_mig_layout(g), gi.mig_part) + ", " +
                 std::to_string(took) + " ms)" + (problems.empty() ? "" : "; " + problems));
   dirty_ = true;
 }

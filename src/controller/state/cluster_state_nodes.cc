@@ -112,8 +112,8 @@ void ClusterState::UpdateCondition(uint32_t n) {
   c.schedulable = c.schedulable && r.registered && r.connected && !r.lost && !r.drained &&
                   r.orphans.empty() && r.held.empty();
   c.agent_lacks = kEveryAgentFeature & ~r.agent_features;
-  if (!(c == usage_.node(n).condition)) {
-    usage_.SetNodeCondition(n, c);
+  if (!(c == alloc_.usage().node(n).condition)) {
+    alloc_.usage().SetNodeCondition(n, c);
     dirty_ = true;
   }
 }
@@ -132,7 +132,7 @@ std::string ClusterState::NodeState(uint32_t n) const {
     return std::string(health::StateName(h));
   }
   if (r.drained) {
-    for (sched::JobId id : active_) {
+    for (sched::JobId id : jobs_.active()) {
       for (const auto& t : jobs_.at(id).tasks) {
         if (t.node == n && t.phase != TaskRun::Phase::kEnded) return "draining";
       }
@@ -183,7 +183,7 @@ Status ClusterState::OnRegister(const pb::Register& reg, Time now, Effects* fx) 
       n, {inv.driver_version(), inv.cuda_version(), inv.kernel_version(), inv.ofed_version()}, now);
   if (was_lost) (void)health_.Apply({health::OperatorAction::Kind::kNodeReturned, n, -1, now});
   ObserveBoot(n, inv, now, fx);
-  health_dirty_ = true;
+  health_pass_.Touch();
   pb::ControllerMessage reply;
   pb::Registered* ok = reply.mutable_registered();
   ok->set_heartbeat_interval_ms(options_.heartbeat_interval);
@@ -249,7 +249,8 @@ std::set<std::string> ClusterState::ReconcileReportedTasks(uint32_t n, const pb:
   std::set<std::string> reported;
   for (const auto& ref : reg.running()) {
     reported.insert(ref.task_id());
-    if (auto z = zombies_.find(ref.task_id()); z != zombies_.end() && z->second.node == n) {
+    if (auto z = alloc_.stopping().find(ref.task_id());
+        z != alloc_.stopping().end() && z->second.node == n) {
       ok->add_stop_tasks(ref.task_id());  // still to be stopped; keep its resources until it ends
       continue;
     }
@@ -257,8 +258,9 @@ std::set<std::string> ClusterState::ReconcileReportedTasks(uint32_t n, const pb:
     uint32_t attempt, index;
     bool wanted = false;
     if (ParseTaskId(ref.task_id(), &id, &attempt, &index)) {
-      auto it = jobs_.find(id);
-      if (it != jobs_.end() && it->second.attempt == attempt && index < it->second.tasks.size()) {
+      auto it = jobs_.records().find(id);
+      if (it != jobs_.records().end() && it->second.attempt == attempt &&
+          index < it->second.tasks.size()) {
         TaskRun& t = it->second.tasks[index];
         if (t.node == n && t.phase != TaskRun::Phase::kEnded && !job::IsFinal(it->second.state)) {
           wanted = true;
@@ -287,8 +289,8 @@ bool ClusterState::StoreKnowsTask(const std::string& id) const {
   sched::JobId job;
   uint32_t attempt, index;
   if (!ParseTaskId(id, &job, &attempt, &index)) return false;
-  auto it = jobs_.find(job);
-  if (it == jobs_.end()) return false;
+  auto it = jobs_.records().find(job);
+  if (it == jobs_.records().end()) return false;
   const JobRecord& j = it->second;
   // An earlier attempt, or the current one of a job that ended: the store knows it is over.
   return attempt < j.attempt ||
@@ -302,14 +304,14 @@ void ClusterState::HoldUnknownTasks(uint32_t n, const std::vector<std::string>& 
   r.held.insert(unknown.begin(), unknown.end());
   // Their job ids are taken, whatever the store says: a new job must not get one (its tasks would
   // share their ids with tasks already running).
-  const uint64_t before = next_job_id_;
+  bool moved = false;
   for (const std::string& id : unknown) {
     sched::JobId job;
     uint32_t attempt, index;
-    if (ParseTaskId(id, &job, &attempt, &index) && job >= next_job_id_) next_job_id_ = job + 1;
+    if (ParseTaskId(id, &job, &attempt, &index)) moved |= jobs_.KeepAbove(job);
   }
-  if (next_job_id_ != before)
-    fx->batch.values.push_back({"meta", "next_job_id", std::to_string(next_job_id_), false});
+  if (moved)
+    fx->batch.values.push_back({"meta", "next_job_id", std::to_string(jobs_.next_id()), false});
   const std::string& name = topology_->nodes()[n].name;
   std::string ids;
   for (size_t i = 0; i < unknown.size() && i < 8; ++i) ids += (i ? ", " : "") + unknown[i];
@@ -356,7 +358,7 @@ Status ClusterState::DecideHeldOrphans(const std::string& node, OrphanDecision d
 // idempotent on the agent, which answers with the task's end if it ran already.
 void ClusterState::RelaunchUnreported(uint32_t n, const std::set<std::string>& reported,
                                       Effects* fx) const {
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     if (job::IsFinal(j.state)) continue;
     bool missing = false;
@@ -383,7 +385,7 @@ bool ClusterState::OnHeartbeat(const std::string& node, const pb::Heartbeat& hb,
   NodeRecord& r = nodes_[*n];
   if (!r.registered || r.lost) return false;  // it must register (again) first
   r.last_heartbeat = std::max(r.last_heartbeat, now);
-  hearing_.Observe(&r.clock, hb.time_ms(), now);
+  nodes_.hearing().Observe(&r.clock, hb.time_ms(), now);
   ObserveTelemetry(*n, hb, now);
   if (hb.terminals_size() > 0) ObserveTerminals(hb, now);
   // `now` is when the heartbeat was taken in, after the agent sent it: the lease the agent counts
@@ -408,8 +410,8 @@ Status ClusterState::CheckTaskOwner(const std::string& node, const std::string& 
     return Status::PermissionDenied("a report on task " + task_id + " from '" + node +
                                     "', which is not a registered node of this cluster");
   }
-  auto z = zombies_.find(task_id);
-  if (z != zombies_.end()) {
+  auto z = alloc_.stopping().find(task_id);
+  if (z != alloc_.stopping().end()) {
     if (z->second.node == *n) return Status::Ok();
     return Status::PermissionDenied("node " + node + " reported task " + task_id +
                                     ", which runs on " + topology_->nodes()[z->second.node].name);
@@ -417,9 +419,10 @@ Status ClusterState::CheckTaskOwner(const std::string& node, const std::string& 
   sched::JobId id;
   uint32_t attempt, index;
   if (!ParseTaskId(task_id, &id, &attempt, &index)) return Status::Ok();  // nobody's: ignored
-  auto it = jobs_.find(id);
+  auto it = jobs_.records().find(id);
   // Another attempt's task, or a job that is gone: old news from a node that was away, ignored.
-  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size())
+  if (it == jobs_.records().end() || it->second.attempt != attempt ||
+      index >= it->second.tasks.size())
     return Status::Ok();
   const TaskRun& t = it->second.tasks[index];
   if (t.node == *n) return Status::Ok();
@@ -449,8 +452,8 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   // A node reports only on the tasks placed on it: a forged "exited 0" for a task elsewhere
   // would free GPUs whose processes still run, and the next job would share them.
   HANGAR_RETURN_IF_ERROR(CheckTaskOwner(node, st.task_id()));
-  auto z = zombies_.find(st.task_id());
-  if (z != zombies_.end()) {
+  auto z = alloc_.stopping().find(st.task_id());
+  if (z != alloc_.stopping().end()) {
     if (ended) {
       EndZombie(z);
       dirty_ = true;
@@ -460,8 +463,9 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
   sched::JobId id;
   uint32_t attempt, index;
   if (!ParseTaskId(st.task_id(), &id, &attempt, &index)) return Status::Ok();
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size())
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end() || it->second.attempt != attempt ||
+      index >= it->second.tasks.size())
     return Status::Ok();
   JobRecord& j = it->second;
   TaskRun& t = j.tasks[index];
@@ -477,13 +481,13 @@ Status ClusterState::OnTaskStatus(const std::string& node, const pb::TaskStatus&
 
 // A task's RUNNING report: the job runs once none of its tasks is still launching.
 void ClusterState::MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* fx) {
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   t.phase = TaskRun::Phase::kRunning;
   if (j.state != JobState::kStarting) return;
   for (const auto& other : j.tasks) {
     if (other.phase == TaskRun::Phase::kLaunching) return;
   }
-  JobLifecycle::Transition(j, JobState::kRunning, "every task running");
+  jobs_.Move(j, JobState::kRunning, "every task running");
   if (!j.started) j.started = now;
   goodput_.Running(j.id, j.attempt, now);
   fx->Event(now, "job", "job/" + std::to_string(j.id),
@@ -494,7 +498,7 @@ void ClusterState::MarkTaskRunning(JobRecord& j, TaskRun& t, Time now, Effects* 
 // A task's end (it exited, or never started), as its agent reported it.
 void ClusterState::EndReportedTask(JobRecord& j, TaskRun& t, const pb::TaskStatus& st, Time now,
                                    Effects* fx) {
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   const std::string task = "task " + std::to_string(t.index);
   if (st.agent_exiting() && !job::IsFinal(j.state)) {
     // Its agent was stopped and took the task with it (`hangar dev` stopped with Ctrl-C): the
@@ -540,12 +544,12 @@ Duration ClusterState::ReconnectGrace() const {
 
 void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
   EndFencedZombies(now, fx);
-  hearing_.ReadLag(now);
-  const Duration timeout = options_.heartbeat_timeout + hearing_.last_lag();
+  nodes_.hearing().ReadLag(now);
+  const Duration timeout = options_.heartbeat_timeout + nodes_.hearing().last_lag();
   // Whether the controller may believe silent nodes are gone (fleet_hearing.h).
   int64_t connected = 0, overdue = 0;
   std::vector<uint32_t> silent;  // overdue, registered or not
-  const bool reconnecting = restored_at_ >= 0 && now - restored_at_ <= ReconnectGrace();
+  const bool reconnecting = nodes_.hearing().Reconnecting(now, ReconnectGrace());
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     const NodeRecord& r = nodes_[n];
     // Restarted: a node that has not come back yet has the reconnect grace, not the timeout.
@@ -557,8 +561,8 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
     if (r.registered) ++connected, ++overdue;
   }
   const Duration max_hold = std::max(30 * kSecond, 10 * options_.heartbeat_timeout);
-  const FleetHearing::Check check =
-      hearing_.Judge(overdue, connected - overdue, options_.heartbeat_interval, max_hold, now);
+  const FleetHearing::Check check = nodes_.hearing().Judge(
+      overdue, connected - overdue, options_.heartbeat_interval, max_hold, now);
   if (!check.event.empty()) fx->Event(now, "controller", "controller", check.event);
   if (check.hold) return;
   for (uint32_t n : silent) {
@@ -566,9 +570,10 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
     if (!r.registered && !HasWork(n)) continue;  // never came: nothing to requeue
     LoseNode(n,
              "no heartbeat for " + FormatDuration(now - r.last_heartbeat) +
-                 (hearing_.last_lag() > 0 ? " (heartbeats arrive up to " +
-                                                FormatDuration(hearing_.last_lag()) + " late)"
-                                          : ""),
+                 (nodes_.hearing().last_lag() > 0
+                      ? " (heartbeats arrive up to " + FormatDuration(nodes_.hearing().last_lag()) +
+                            " late)"
+                      : ""),
              now, fx);
   }
 }
@@ -576,16 +581,16 @@ void ClusterState::CheckHeartbeats(Time now, Effects* fx) {
 void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effects* fx) {
   NodeRecord& r = nodes_[n];
   r.lost = true;
-  hearing_.CountLoss();
+  nodes_.hearing().CountLoss();
   r.connected = false;
   r.orphans.clear();
   (void)health_.Apply(
       {health::OperatorAction::Kind::kNodeLost, n, -1, now, health::Remedy::kGpuReset, why});
-  health_dirty_ = true;
+  health_pass_.Touch();
   const std::string& name = topology_->nodes()[n].name;
   fx->Event(now, "node", "node/" + name, "lost: " + why);
   std::vector<sched::JobId> hit;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     for (const auto& t : jobs_.at(id).tasks) {
       if (t.node == n && t.phase != TaskRun::Phase::kEnded) {
         hit.push_back(id);
@@ -615,14 +620,12 @@ void ClusterState::LoseNode(uint32_t n, const std::string& why, Time now, Effect
   }
   // Tasks it was stopping may still run too: they count as stopped when its fence has ended.
   const Time fence = FenceEnd(n);
-  for (auto it = zombies_.begin(); it != zombies_.end();) {
+  for (auto it = alloc_.stopping().begin(); it != alloc_.stopping().end();) {
     if (it->second.node == n && fence > now) {
       it->second.fence_ends = std::max(it->second.fence_ends, fence);
       ++it;
     } else if (it->second.node == n) {
-      usage_.Release(it->second.share);
-      ZombieEnded(it->first);
-      it = zombies_.erase(it);
+      ZombieEnded(alloc_.EndStopping(it++, Allocations::ShareTo::kPool));
     } else {
       ++it;
     }
@@ -637,17 +640,18 @@ Time ClusterState::FenceEnd(uint32_t n) const {
   Time end = nodes_[n].lease_until;
   // A predecessor (before a restart or failover) may have granted up to a lease before this one
   // took over.
-  if (restored_at_ >= 0) end = std::max(end, restored_at_ + options_.node_lease);
+  if (nodes_.hearing().restored_at() >= 0)
+    end = std::max(end, nodes_.hearing().restored_at() + options_.node_lease);
   return end < 0 ? -1 : end + kFenceMargin;
 }
 
 void ClusterState::EndFencedZombies(Time now, Effects* fx) {
   std::vector<std::string> ended;
-  for (const auto& [task, z] : zombies_) {
+  for (const auto& [task, z] : alloc_.stopping()) {
     if (z.fence_ends >= 0 && now >= z.fence_ends) ended.push_back(task);
   }
   for (const std::string& task : ended) {
-    auto z = zombies_.find(task);
+    auto z = alloc_.stopping().find(task);
     const std::string node = topology_->nodes()[z->second.node].name;
     sched::JobId id;
     uint32_t attempt, index;
@@ -666,7 +670,7 @@ void ClusterState::SettleFencedZombies(uint32_t n, const pb::Register& reg) {
   std::set<std::string> running;
   for (const auto& t : reg.running()) running.insert(t.task_id());
   std::vector<std::string> ended;
-  for (auto& [task, z] : zombies_) {
+  for (auto& [task, z] : alloc_.stopping()) {
     if (z.node != n || z.fence_ends < 0) continue;
     if (running.count(task)) {
       z.fence_ends = -1;  // its lease is renewed: it ends when its agent has stopped it
@@ -675,7 +679,7 @@ void ClusterState::SettleFencedZombies(uint32_t n, const pb::Register& reg) {
     }
   }
   for (const std::string& task : ended) {
-    EndZombie(zombies_.find(task));
+    EndZombie(alloc_.stopping().find(task));
     dirty_ = true;
   }
 }
@@ -732,7 +736,7 @@ Status ClusterState::Undrain(const std::string& node, Time now, Effects* fx) {
   nodes_[*n].drained = false;
   nodes_[*n].drain_reason.clear();
   (void)health_.Apply({health::OperatorAction::Kind::kUndrain, *n, -1, now});
-  health_dirty_ = true;
+  health_pass_.Touch();
   UpdateCondition(*n);
   PersistNode(*n, fx);
   fx->Event(now, "node", "node/" + node, "undrained by the operator");
@@ -763,7 +767,7 @@ Status ClusterState::Remediate(const std::string& node, const std::string& remed
   }
   HANGAR_RETURN_IF_ERROR(health_.Apply({health::OperatorAction::Kind::kRemediated, *n, gpu, now, r,
                                         note.empty() ? "by the operator" : note}));
-  health_dirty_ = true;
+  health_pass_.Touch();
   fx->Event(now, "node", "node/" + node,
             std::string("remediated: ") + remedy +
                 (gpu >= 0 ? " of GPU " + std::to_string(gpu) : "") +
@@ -773,13 +777,13 @@ Status ClusterState::Remediate(const std::string& node, const std::string& remed
 
 void ClusterState::ResetSafetyValve(Time now, Effects* fx) {
   (void)health_.Apply({health::OperatorAction::Kind::kResetSafetyValve, 0, -1, now});
-  health_dirty_ = true;
+  health_pass_.Touch();
   fx->Event(now, "health", "cluster", "safety valve reset by the operator: drains may proceed");
 }
 
 std::vector<std::vector<uint64_t>> ClusterState::JobsByNode(std::optional<uint32_t> only) const {
   std::vector<std::vector<uint64_t>> by_node(only ? 1 : nodes_.size());
-  for (sched::JobId id : active_) {  // ascending: each node's list comes out in id order
+  for (sched::JobId id : jobs_.active()) {  // ascending: each node's list comes out in id order
     const JobRecord& j = jobs_.at(id);
     for (const auto& t : j.tasks) {
       if (t.phase == TaskRun::Phase::kEnded || (only && t.node != *only)) continue;
@@ -818,7 +822,7 @@ Status ClusterState::AgentCan(const std::string& node, AgentFeature f) const {
 api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) const {
   const auto& info = topology_->nodes()[n];
   const NodeRecord& r = nodes_[n];
-  const auto& u = usage_.node(n);
+  const auto& u = alloc_.usage().node(n);
   api::NodeView v;
   v.name = info.name;
   v.state = NodeState(n);
@@ -833,8 +837,8 @@ api::NodeView ClusterState::NodeViewOf(uint32_t n, std::vector<uint64_t> jobs) c
   v.gpus = info.num_gpus;
   int64_t free_milli = 0;
   for (uint32_t g = info.first_gpu; g < info.first_gpu + info.num_gpus; ++g) {
-    if (usage_.gpu_available(g) && !topology_->gpus()[g].mig)
-      free_milli += usage_.gpu_free_milli(g);
+    if (alloc_.usage().gpu_available(g) && !topology_->gpus()[g].mig)
+      free_milli += alloc_.usage().gpu_free_milli(g);
   }
   v.gpus_free = static_cast<double>(free_milli) / 1000.0;
   v.milli_cpu = info.milli_cpu;

@@ -104,7 +104,7 @@ void ClusterState::PreflightFailed(JobRecord& j, const pb::PreflightReport& r, T
       nodes_[n].drain_reason = reason;
       (void)health_.Apply(
           {health::OperatorAction::Kind::kDrain, n, -1, now, health::Remedy::kGpuReset, reason});
-      health_dirty_ = true;
+      health_pass_.Touch();
       UpdateCondition(n);
       PersistNode(n, fx);
       fx->Event(now, "node", "node/" + name,

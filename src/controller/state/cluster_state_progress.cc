@@ -28,7 +28,7 @@ std::string Factor(int64_t milli) {
 // The telemetry of rank `slow`'s GPUs (task `slow` of `a`) beside the rest of its gang's: an SM
 // clock, a PCIe link or a temperature that sets them apart, in words; or that nothing does (then
 // the cause is outside its GPUs: its CPU, network or data). Empty when no GPU reported yet.
-std::string TelemetryEvidence(const cluster::Topology& topo, const std::vector<NodeRecord>& nodes,
+std::string TelemetryEvidence(const cluster::Topology& topo, const NodeTable& nodes,
                               const cluster::GangAssignment& a, size_t slow) {
   struct Seen {
     std::string where;
@@ -120,11 +120,12 @@ Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, 
   sched::JobId id;
   uint32_t attempt, index;
   if (!ParseTaskId(p.task_id(), &id, &attempt, &index)) return Status::Ok();
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.attempt != attempt || index >= it->second.tasks.size())
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end() || it->second.attempt != attempt ||
+      index >= it->second.tasks.size())
     return Status::Ok();
   JobRecord& j = it->second;
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   const job::ProgressSpec& spec = j.spec->spec.progress;
   auto straggler = progress_.Record(id, attempt, index, node, p.step(),
                                     static_cast<int64_t>(p.step_time_us()), now, spec);
@@ -157,7 +158,7 @@ Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, 
                                  std::to_string(id) + " takes " + Seconds(straggler->step_time_us) +
                                  " a step, against its gang's median " +
                                  Seconds(straggler->median_us);
-    if (health_.ObserveStraggler(j.tasks[index].node, {now, evidence}).ok()) health_dirty_ = true;
+    if (health_.ObserveStraggler(j.tasks[index].node, {now, evidence}).ok()) health_pass_.Touch();
   }
   return Status::Ok();
 }
@@ -165,15 +166,16 @@ Status ClusterState::OnProgress(const std::string& node, const pb::Progress& p, 
 void ClusterState::CheckProgress(Time now, Effects* fx) {
   if (!progress_.CheckDue(now)) return;
   for (sched::JobId id : progress_.Jobs()) {
-    auto it = jobs_.find(id);
+    auto it = jobs_.records().find(id);
     // A finished job's reports stay an hour, for `hangar job` and `explain` on how it ended.
-    if (it == jobs_.end() || (job::IsFinal(it->second.state) && now - it->second.ended > kHour)) {
+    if (it == jobs_.records().end() ||
+        (job::IsFinal(it->second.state) && now - it->second.ended > kHour)) {
       progress_.Forget(id);
-      TouchView(id);  // its progress leaves its view
+      jobs_.TouchView(id);  // its progress leaves its view
     }
   }
   std::vector<std::pair<sched::JobId, ProgressBook::Hang>> hung;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     const Duration timeout = j.spec->spec.progress.hang_timeout;
     if (timeout <= 0 || j.state != JobState::kRunning || !j.started) continue;
@@ -182,12 +184,12 @@ void ClusterState::CheckProgress(Time now, Effects* fx) {
       if (t.phase == TaskRun::Phase::kRunning) live.push_back(t.index);
     }
     // After a restart of the controller, reports start again only once agents are back.
-    const Time since = std::max(j.started, restored_at_);
+    const Time since = std::max(j.started, nodes_.hearing().restored_at());
     if (auto h = progress_.CheckHang(id, j.attempt, since, timeout, live, now))
       hung.emplace_back(id, std::move(*h));
   }
   for (const auto& [id, h] : hung) {
-    TouchView(id);  // its view shows when it hung
+    jobs_.TouchView(id);  // its view shows when it hung
     ActOnHang(jobs_.at(id), h, now, fx);
   }
 }
@@ -217,7 +219,7 @@ void ClusterState::FailHung(JobRecord& j, const std::string& why, Time now, Effe
   // As a time limit's end; its GPUs stay held until its tasks have ended.
   StopWithCheckpointSignal(j, fx);
   CloseAttempt(j, now, 0, "failed", fx);
-  JobLifecycle::Transition(j, JobState::kFailed, "hung");
+  jobs_.Move(j, JobState::kFailed, "hung");
   j.ended = now;
   j.message = why;
   fx->Event(now, "job", "job/" + std::to_string(j.id), "failed: " + why);

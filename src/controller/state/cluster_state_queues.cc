@@ -16,7 +16,7 @@ namespace q = sched::queue;
 void ClusterState::UseQueues(std::vector<job::QueueSpec> specs,
                              std::shared_ptr<const q::QueueTree> tree) {
   queues_.Use(std::move(specs), std::move(tree));
-  for (auto& [id, j] : jobs_) {
+  for (auto& [id, j] : jobs_.records()) {
     const int leaf = queues_.tree().FindLeaf(j.spec->spec.queue);
     j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
   }
@@ -31,7 +31,7 @@ Status ClusterState::ApplyQueues(std::vector<job::QueueSpec> specs, Time now, Ef
   HANGAR_ASSIGN_OR_RETURN(auto tree, q::QueueTree::Build(specs, *topology_));
   // A queue that still has unfinished jobs must stay a leaf queue.
   std::map<std::string, int> unfinished;
-  for (const auto& [id, j] : jobs_) {
+  for (const auto& [id, j] : jobs_.records()) {
     if (!job::IsFinal(j.state)) unfinished[j.spec->spec.queue]++;
   }
   for (const auto& [name, n] : unfinished) {
@@ -58,7 +58,7 @@ nlohmann::json ClusterState::QueuesJson() const { return job::QueuesToJson(queue
 
 std::vector<std::vector<int64_t>> ClusterState::RunningCharges(std::vector<int>* leaf_of) const {
   std::vector<std::vector<int64_t>> out;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     if (j.tasks.empty() || j.queue >= queues_.tree().nodes().size()) continue;
     out.push_back(queues_.tree().Charge(*j.request, &j.assignment, *topology_));
@@ -91,7 +91,7 @@ nlohmann::json ClusterState::ShareJson(Time now) const {
   for (size_t k = 0; k < charges.size(); ++k) ledger.Add(leaf_of[k], charges[k]);
   // Each leaf's head job: the first pending job in the queue policy's order.
   std::vector<sched::PendingJob> pending;
-  for (sched::JobId id : pending_) {
+  for (sched::JobId id : jobs_.waiting()) {
     const JobRecord& j = jobs_.at(id);
     sched::PendingJob p;
     p.id = id;
@@ -189,7 +189,7 @@ void ClusterState::CloseAttempt(const JobRecord& j, Time now, int64_t lost_gpu_m
   u.how = how;
   fx->batch.values.push_back(
       {"usage", std::to_string(j.id) + "." + std::to_string(j.attempt), u.ToJson().dump(), false});
-  usage_log_.push_back(std::move(u));
+  queues_.Account(std::move(u));
 }
 
 StatusOr<nlohmann::json> ClusterState::UsageJson(
@@ -220,10 +220,10 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(
     r.staging_ms += static_cast<double>(u.staging_gpu_ms);
     r.jobs.insert(u.job);
   };
-  for (const auto& u : usage_log_) {
+  for (const auto& u : queues_.attempts()) {
     if (u.end >= since) add(u);
   }
-  for (sched::JobId id : active_) {  // attempts still running count up to now
+  for (sched::JobId id : jobs_.active()) {  // attempts still running count up to now
     const JobRecord& j = jobs_.at(id);
     if (!j.tasks.empty()) add(AttemptSoFar(j, now));
   }
@@ -243,52 +243,83 @@ StatusOr<nlohmann::json> ClusterState::UsageJson(
                         {"since_ms", since},
                         {"until_ms", now},
                         {"rows", out},
-                        {"stranded_gpus", usage_.StrandedGpus()}};
+                        {"stranded_gpus", alloc_.usage().StrandedGpus()}};
 }
 
-void ClusterState::ReclaimIdle(Time now, Effects* fx) {
-  const Duration dt = idle_checked_at_ ? std::max<Duration>(0, now - idle_checked_at_) : 0;
-  idle_checked_at_ = now;
-  std::vector<std::pair<sched::JobId, std::string>> requeue, stop;
-  // A checkpoint-requeue frees GPUs for someone else; with nobody waiting for GPUs it would only
-  // restart the job where it was (killing a notebook's kernel every `for`), so it waits for one.
-  bool someone_waits = false;
-  for (sched::JobId p : pending_) {
-    const JobRecord& w = jobs_.at(p);
-    if (w.stopping_tasks == 0 && w.request->total_milli_gpu > 0) {
-      someone_waits = true;
-      break;
+namespace {
+
+// A checkpoint-requeue frees GPUs for someone else; with nobody waiting for GPUs it would only
+// restart the job where it was (killing a notebook's kernel every `for`), so it waits for one.
+bool SomeoneWaitsForGpus(const JobTable& jobs) {
+  for (sched::JobId p : jobs.waiting()) {
+    const JobRecord& w = jobs.at(p);
+    if (w.stopping_tasks == 0 && w.request->total_milli_gpu > 0) return true;
+  }
+  return false;
+}
+
+// How idle a running job's GPUs were at the last heartbeats: the GPU share below `idle_util_pct`,
+// the busiest GPU's utilisation, whether it has GPUs, and whether every one of them reported
+// (unknown telemetry counts as busy).
+struct GpuIdleness {
+  int64_t idle_milli = 0;
+  uint32_t busiest = 0;
+  bool any_gpu = false, known = true;
+};
+
+GpuIdleness IdlenessOf(const JobRecord& j, const NodeTable& nodes, const cluster::Topology& topo,
+                       int idle_util_pct) {
+  GpuIdleness out;
+  for (const auto& t : j.tasks) {
+    if (t.phase == TaskRun::Phase::kEnded) continue;
+    const NodeRecord& n = nodes[t.node];
+    for (const auto& g : j.assignment.GrantsOf(j.assignment.tasks[t.index])) {
+      const uint32_t index = topo.gpus()[g.gpu].index;
+      out.any_gpu = true;
+      if (!n.connected || index >= n.gpus.size()) {
+        out.known = false;
+        continue;
+      }
+      const uint32_t util = n.gpus[index].util_pct;
+      out.busiest = std::max(out.busiest, util);
+      if (static_cast<int>(util) < idle_util_pct) out.idle_milli += g.milli;
     }
   }
-  for (sched::JobId id : active_) {
+  return out;
+}
+
+// Why the idle policy reclaims `j`, idle for `idle`.
+std::string ReclaimedWhy(const JobRecord& j, const job::IdlePolicy& policy, bool terminal,
+                         Duration idle) {
+  return "reclaimed: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
+         "% utilisation" + (terminal ? " and its terminal had no input" : "") + " for " +
+         FormatDuration(idle) + " (queue " + j.spec->spec.queue + ": its idle policy, " +
+         std::string(job::IdleActionName(policy.action)) + ")";
+}
+
+// The first words of an idle job's event.
+std::string IdleNote(const JobRecord& j, const job::IdlePolicy& policy, Time now) {
+  return "idle: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
+         "% utilisation for " + FormatDuration(now - j.idle_since);
+}
+
+}  // namespace
+
+void ClusterState::ReclaimIdle(Time now, Effects* fx) {
+  const Duration dt = queues_.IdleCheckStep(now);
+  std::vector<std::pair<sched::JobId, std::string>> requeue, stop;
+  const bool someone_waits = SomeoneWaitsForGpus(jobs_);
+  for (sched::JobId id : jobs_.active()) {
     JobRecord& j = jobs_.at(id);
     if (j.tasks.empty() || (j.state != JobState::kRunning && j.state != JobState::kStarting))
       continue;
-    // The busiest of its GPUs, as the last heartbeats said; unknown telemetry counts as busy.
-    int64_t idle_milli = 0;
-    uint32_t busiest = 0;
-    bool any_gpu = false, known = true;
-    for (const auto& t : j.tasks) {
-      if (t.phase == TaskRun::Phase::kEnded) continue;
-      const NodeRecord& n = nodes_[t.node];
-      for (const auto& g : j.assignment.GrantsOf(j.assignment.tasks[t.index])) {
-        const uint32_t index = topology_->gpus()[g.gpu].index;
-        any_gpu = true;
-        if (!n.connected || index >= n.gpus.size()) {
-          known = false;
-          continue;
-        }
-        const uint32_t util = n.gpus[index].util_pct;
-        busiest = std::max(busiest, util);
-        if (static_cast<int>(util) < options_.idle_util_pct) idle_milli += g.milli;
-      }
-    }
-    if (!any_gpu) continue;
-    if (known) j.idle_gpu_ms += idle_milli * dt / 1000;
+    const GpuIdleness busy = IdlenessOf(j, nodes_, *topology_, options_.idle_util_pct);
+    if (!busy.any_gpu) continue;
+    if (busy.known) j.idle_gpu_ms += busy.idle_milli * dt / 1000;
     if (j.queue >= queues_.tree().nodes().size()) continue;
     const job::IdlePolicy& policy = queues_.access(j.queue).idle;
     if (policy.gpu_util_below < 0 || policy.action == job::IdlePolicy::Action::kNone) continue;
-    if (!known || static_cast<int>(busiest) >= policy.gpu_util_below ||
+    if (!busy.known || static_cast<int>(busy.busiest) >= policy.gpu_util_below ||
         j.state != JobState::kRunning) {
       j.idle_since = 0;
       j.idle_notified = false;
@@ -314,19 +345,13 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
       }
     }
     if (now - idle_from < policy.for_duration) continue;
-    const std::string why =
-        "reclaimed: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
-        "% utilisation" + (terminal ? " and its terminal had no input" : "") + " for " +
-        FormatDuration(now - idle_from) + " (queue " + j.spec->spec.queue + ": its idle policy, " +
-        std::string(job::IdleActionName(policy.action)) + ")";
+    const std::string why = ReclaimedWhy(j, policy, terminal, now - idle_from);
     switch (policy.action) {
       case job::IdlePolicy::Action::kNotify:
         if (!j.idle_notified) {
           j.idle_notified = true;
           fx->Event(now, "job", "job/" + std::to_string(id),
-                    "idle: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
-                        "% utilisation for " + FormatDuration(now - j.idle_since) + " (queue " +
-                        j.spec->spec.queue + " notifies only)");
+                    IdleNote(j, policy, now) + " (queue " + j.spec->spec.queue + " notifies only)");
         }
         break;
       case job::IdlePolicy::Action::kCheckpointRequeue:
@@ -335,8 +360,7 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
         } else if (!j.idle_notified) {
           j.idle_notified = true;
           fx->Event(now, "job", "job/" + std::to_string(id),
-                    "idle: its GPUs stayed below " + std::to_string(policy.gpu_util_below) +
-                        "% utilisation for " + FormatDuration(now - j.idle_since) +
+                    IdleNote(j, policy, now) +
                         "; kept running, since no job waits for GPUs (queue " + j.spec->spec.queue +
                         " checkpoints and requeues it once one does)");
         }
@@ -352,9 +376,8 @@ void ClusterState::ReclaimIdle(Time now, Effects* fx) {
   for (const auto& [id, why] : stop) {
     JobRecord& j = jobs_.at(id);
     CloseAttempt(j, now, 0, "reclaimed", fx);
-    pending_.erase(id);
     StopTasks(j, std::max(options_.stop_grace, j.spec->spec.checkpoint.grace), fx);
-    JobLifecycle::Transition(j, JobState::kCancelled, "idle reclaim");
+    jobs_.Move(j, JobState::kCancelled, "idle reclaim");
     j.ended = now;
     j.message = why;
     fx->Event(now, "job", "job/" + std::to_string(id), why);
@@ -368,8 +391,9 @@ void ClusterState::ObserveTerminals(const pb::Heartbeat& hb, Time now) {
     sched::JobId id;
     uint32_t attempt, index;
     if (!ParseTaskId(t.task_id(), &id, &attempt, &index)) continue;
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second.attempt != attempt || !it->second.spec->spec.terminal)
+    auto it = jobs_.records().find(id);
+    if (it == jobs_.records().end() || it->second.attempt != attempt ||
+        !it->second.spec->spec.terminal)
       continue;
     JobRecord& j = it->second;
     j.input_at = std::max(j.input_at, now - std::max<int64_t>(0, t.input_idle_ms()));
@@ -418,8 +442,8 @@ bool ClusterState::MaySeeJob(const Principal& p, const JobRecord& j) const {
 Status ClusterState::MayAccessJob(const Principal& p, sched::JobId id, Permission perm) const {
   HANGAR_RETURN_IF_ERROR(Allow(p, perm));
   const bool write = perm != Permission::kJobsRead;
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return Status::Ok();  // the handler says it does not exist
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end()) return Status::Ok();  // the handler says it does not exist
   const JobRecord& j = it->second;
   const bool own = j.spec->spec.user == p.user;
   if (p.role == Role::kAdmin || own || queues_.AdministeredBy(p, j.spec->spec.queue) ||
@@ -433,7 +457,8 @@ std::vector<api::JobView> ClusterState::ListJobsFor(const Principal& p,
                                                     const std::string& state_filter,
                                                     size_t limit) const {
   std::vector<api::JobView> out;
-  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
+  for (auto it = jobs_.records().rbegin(); it != jobs_.records().rend() && out.size() < limit;
+       ++it) {
     if (!state_filter.empty() && job::JobStateName(it->second.state) != state_filter) continue;
     if (!MaySeeJob(p, it->second)) continue;
     api::JobView v = View(it->second);

@@ -101,7 +101,7 @@ void ClusterState::CheckpointBeforeWindow(const reservation::Reservation& r, Tim
   std::vector<uint8_t> in(topology_->nodes().size(), 0);
   for (uint32_t n : r.nodes) in[n] = 1;
   std::vector<sched::JobId> due;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     const job::JobSpec& s = j.spec->spec;
     const Time start = j.started ? j.started : now;
@@ -131,7 +131,7 @@ void ClusterState::OpenMaintenance(reservation::Reservation& r, Time now, Effect
     if (Drain(topology_->nodes()[n].name, DrainReason(r), now, fx).ok()) r.drained.push_back(n);
   }
   r.opened = true;
-  health_dirty_ = true;
+  health_pass_.Touch();
   fx->Event(now, "reservation", "reservation/" + r.name,
             "maintenance window opened: " + std::to_string(r.drained.size()) +
                 " node(s) drained until " + FormatUtcTimestamp(r.end));

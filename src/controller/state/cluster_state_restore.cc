@@ -68,7 +68,8 @@ void ClusterState::RestoreHealth(uint32_t n, const nlohmann::json& h) {
       (void)health_.Restore(n, gpu, state, s.value("since", Time{0}), s.value("reason", ""));
       if (gpu >= 0 && gpu < static_cast<int>(topology_->nodes()[n].num_gpus) &&
           state == health::HealthState::kDraining) {
-        draining_gpus_.insert(topology_->nodes()[n].first_gpu + static_cast<uint32_t>(gpu));
+        health_pass_.draining_gpus().insert(topology_->nodes()[n].first_gpu +
+                                            static_cast<uint32_t>(gpu));
       }
     }
   };
@@ -79,16 +80,14 @@ void ClusterState::RestoreHealth(uint32_t n, const nlohmann::json& h) {
 }
 
 Status ClusterState::Restore(const StoreContents& c, Time now) {
-  started_at_ = now;
   HANGAR_RETURN_IF_ERROR(RestoreValues(c.values));
   RestoreNodes(c.nodes);
   // Every agent gets the reconnect grace to come back (ReconnectGrace: the fleet reconnects at
   // once), then the heartbeat timeout as usual.
   for (auto& r : nodes_) r.last_heartbeat = now;
-  restored_at_ = now;
+  nodes_.hearing().OpenReconnectGrace(now);
   for (const auto& row : c.jobs) HANGAR_RETURN_IF_ERROR(RestoreJob(row));
-  jobs_by_user_.clear();
-  for (const auto& [id, j] : jobs_) IndexByUser(j);
+  jobs_.ReindexUsers();
   // The spare pool starts from cluster.yaml's designation: a designated spare that holds work was
   // taken before the restart (a gang runs on it), so it is a node like any other, and its domain
   // is short one until RefillSpares makes an idle node a spare again.
@@ -96,7 +95,7 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
     if (spares_.IsSpare(n) && HasWork(n)) spares_.Take(n);
   }
   for (uint32_t n = 0; n < nodes_.size(); ++n) UpdateCondition(n);
-  interned_.DropWarm();
+  jobs_.interned().DropWarm();
   dirty_ = true;
   return Status::Ok();
 }
@@ -104,7 +103,7 @@ Status ClusterState::Restore(const StoreContents& c, Time now) {
 // The key-value rows: the next job id, the applied queues, idempotency keys, usage.
 Status ClusterState::RestoreValues(const std::vector<KeyValueRow>& values) {
   for (const auto& v : values) {
-    if (v.table == "meta" && v.key == "next_job_id") next_job_id_ = std::stoull(v.value);
+    if (v.table == "meta" && v.key == "next_job_id") jobs_.set_next_id(std::stoull(v.value));
     if (v.table == "queue" && v.key == "tree") {
       // The queues last applied; a tree the cluster can no longer honour (nodes left
       // cluster.yaml) is reported and the previous default kept, so the controller still starts.
@@ -123,7 +122,7 @@ Status ClusterState::RestoreValues(const std::vector<KeyValueRow>& values) {
     if (v.table == "maintenance") RestoreMaintenance(v);
     if (v.table == "usage") {
       auto j = nlohmann::json::parse(v.value, nullptr, false);
-      if (!j.is_discarded()) usage_log_.push_back(AttemptUsage::FromJson(j));
+      if (!j.is_discarded()) queues_.Account(AttemptUsage::FromJson(j));
     }
   }
   return Status::Ok();
@@ -159,8 +158,9 @@ void ClusterState::RestoreNodes(const std::vector<NodeRow>& rows) {
 // One job row, in id order: its record, its array, the resources its live tasks hold.
 Status ClusterState::RestoreJob(const JobRow& row) {
   // Parsed once per distinct stored text (the jobs of a sweep share one), or by a standby ahead.
-  HANGAR_ASSIGN_OR_RETURN(const SpecInterner::Warmed* warm,
-                          interned_.Warm(row.spec, row.id, options_.sealer.get(), *topology_));
+  HANGAR_ASSIGN_OR_RETURN(
+      const SpecInterner::Warmed* warm,
+      jobs_.interned().Warm(row.spec, row.id, options_.sealer.get(), *topology_));
   auto state = job::ParseJobState(row.state);
   if (!state)
     return Status::Internal("job " + std::to_string(row.id) + " has unknown state '" + row.state +
@@ -191,11 +191,7 @@ Status ClusterState::RestoreJob(const JobRow& row) {
       if (extra.contains("goodput")) goodput_.Restore(j.id, extra["goodput"]);
     }
   }
-  if (j.array_id) {
-    ArrayRecord& a = arrays_[j.array_id];
-    a.elements.push_back(j.id);
-    a.max_running = j.spec->spec.array.max_running;
-  }
+  if (j.array_id) gates_.Add(j.array_id, j.id, j.spec->spec.array.max_running);
   const int leaf = queues_.tree().FindLeaf(j.spec->spec.queue);
   if (leaf < 0 && !job::IsFinal(j.state)) {
     return Status::FailedPrecondition("job " + std::to_string(row.id) + " is in queue '" +
@@ -204,18 +200,15 @@ Status ClusterState::RestoreJob(const JobRow& row) {
                                       "queue (--queues) or apply a queues file that has it");
   }
   j.queue = leaf >= 0 ? static_cast<uint32_t>(leaf) : UINT32_MAX;
-  next_job_id_ = std::max<uint64_t>(next_job_id_, row.id + 1);
+  jobs_.KeepAbove(row.id);
   if (!row.placement_json.empty())
     HANGAR_RETURN_IF_ERROR(ParsePlacement(row.placement_json, *topology_, &j));
   for (auto& t : j.tasks) {
     if (t.phase == TaskRun::Phase::kEnded) continue;
-    HANGAR_RETURN_IF_ERROR(usage_.Allocate(cluster::TaskShare(j.assignment, t.index)));
+    HANGAR_RETURN_IF_ERROR(alloc_.usage().Allocate(cluster::TaskShare(j.assignment, t.index)));
     j.live_tasks++;
   }
-  if (j.state == JobState::kPending) pending_.insert(j.id);
-  if (j.state == JobState::kPending && j.spec->unpinned) unpinned_.insert(j.id);
-  if (j.live_tasks > 0) active_.insert(j.id);
-  jobs_.emplace(j.id, std::move(j));
+  jobs_.Restore(std::move(j));
   return Status::Ok();
 }
 
@@ -223,7 +216,7 @@ void ClusterState::OpenReconnectGrace(Time now) {
   for (auto& r : nodes_) {
     if (!r.registered) r.last_heartbeat = now;
   }
-  restored_at_ = now;
+  nodes_.hearing().OpenReconnectGrace(now);
 }
 
 Status ClusterState::WarmSpecs(const std::vector<const JobRow*>& rows,
@@ -232,7 +225,7 @@ Status ClusterState::WarmSpecs(const std::vector<const JobRow*>& rows,
     if (cancel && cancel->load(std::memory_order_relaxed))
       return Status::Aborted("a takeover began");
     HANGAR_RETURN_IF_ERROR(
-        interned_.Warm(row->spec, row->id, options_.sealer.get(), *topology_).status());
+        jobs_.interned().Warm(row->spec, row->id, options_.sealer.get(), *topology_).status());
   }
   return Status::Ok();
 }

@@ -12,23 +12,44 @@ namespace hangar::controller {
 
 using job::JobState;
 
+namespace {
+
+// What the cycle sees of waiting job `j` (its window, rank and staging are the caller's).
+sched::PendingJob PendingOf(const JobRecord& j) {
+  sched::PendingJob p;
+  const job::JobSpec& s = j.spec->spec;
+  p.id = j.id;
+  p.request = j.request.get();
+  p.priority = s.priority;
+  p.tier = s.tier;
+  p.submit = j.submitted;
+  p.time_limit = s.time_limit;
+  p.seq = j.id;
+  p.queue = j.queue;
+  p.may_preempt = j.awaiting_victims.empty();
+  return p;
+}
+
+}  // namespace
+
 void ClusterState::LearnFromHistory(bool ranked) {
   const bool link = ranked && options_.gittins_by_predecessor;
-  for (auto it = jobs_.upper_bound(learning_.submitted_upto()); it != jobs_.end(); ++it)
+  for (auto it = jobs_.records().upper_bound(learning_.submitted_upto());
+       it != jobs_.records().end(); ++it)
     learning_.Submitted(it->first, it->second.request.get(), link);
-  learning_.Ended(usage_log_, ranked, options_.gittins_by_predecessor,
+  learning_.Ended(queues_.attempts(), ranked, options_.gittins_by_predecessor,
                   [&](sched::JobId id) -> const sched::GangRequest* {
-                    auto j = jobs_.find(id);
-                    return j == jobs_.end() ? nullptr : j->second.request.get();
+                    auto j = jobs_.records().find(id);
+                    return j == jobs_.records().end() ? nullptr : j->second.request.get();
                   });
-  learning_.Sweep(pending_.size() + active_.size(),
-                  [&](sched::JobId id) { return !pending_.count(id) && !active_.count(id); });
+  learning_.Sweep(jobs_.waiting().size() + jobs_.active().size(),
+                  [&](sched::JobId id) { return !jobs_.IsWaiting(id) && !jobs_.IsActive(id); });
 }
 
 // One cycle: its inputs gathered from the owners, the scheduler's decisions, and those applied.
 void ClusterState::Schedule(Time now, Effects* fx) {
   dirty_ = false;
-  if (pending_.empty()) {
+  if (jobs_.waiting().empty()) {
     ReleaseHolds();
     return;
   }
@@ -56,15 +77,15 @@ void ClusterState::ReestimateRanks(Time now) {
   // Jobs that have run and not finished are evidence too: they run at least this long.
   std::vector<sched::queue::GittinsRanker::AliveJob> alive;
   for (const auto& [id, s] : learning_.services()) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || !it->second.request) continue;
+    auto it = jobs_.records().find(id);
+    if (it == jobs_.records().end() || !it->second.request) continue;
     const JobRecord& j = it->second;
     const Duration ran =
-        s.ran + (active_.count(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
+        s.ran + (jobs_.IsActive(id) && j.started ? std::max<Time>(0, now - j.started) : 0);
     const sched::owner::RankClass c = learning_.ClassOf(id, *j.request);
     if (ran > 0) alive.push_back({c.job_class, ran, c.parent});
   }
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     const sched::owner::RankClass c = learning_.ClassOf(id, *j.request);
     if (!learning_.services().count(id) && j.started)
@@ -73,26 +94,49 @@ void ClusterState::ReestimateRanks(Time now) {
   learning_.ranks().Reestimate(alive);
 }
 
+bool ClusterState::HeldBack(JobRecord& j) const {
+  if (j.spec->unpinned) {  // its registry was down at submission: not placed until its tags are
+                           // pinned
+    if (j.reason_detail.empty())
+      j.reason_detail =
+          "staging: registry unreachable at submission; retrying to pin its image tags to "
+          "digests";
+    return true;
+  }
+  if (j.stopping_tasks > 0) {
+    j.reason_detail = StoppingReason(j.stopping_tasks);
+    return true;
+  }
+  if (const SparePool::NodeWait* w = spares_.WaitingForNode(j.id)) {
+    j.reason_detail = "holding its healthy nodes until " + FormatUtcTimestamp(w->until) +
+                      " for a node to replace " + topology_->nodes()[w->failed].name +
+                      " (on_node_failure.wait_for_node); then it restarts there, or is placed "
+                      "whole";
+    return true;
+  }
+  return false;
+}
+
 void ClusterState::GatherPending(Time now, bool ranked, CycleInput* in, Effects* fx) {
   std::vector<sched::PendingJob>& pending = in->pending;
-  pending.reserve(pending_.size());
+  pending.reserve(jobs_.waiting().size());
   std::unordered_map<uint64_t, int> array_running =
-      arrays_.empty() ? std::unordered_map<uint64_t, int>{} : RunningArrayElements();
+      !gates_.has_arrays() ? std::unordered_map<uint64_t, int>{} : RunningArrayElements();
   std::vector<std::pair<sched::JobId, std::string>> unmet;
-  jobs_with_deps_ = 0;
-  next_begin_ = 0;
+  gates_.StartCount();
   std::vector<JobRecord*>& shown = in->shown;  // whose reasons this cycle may change
-  shown.reserve(pending_.size());
-  for (sched::JobId id : pending_) {
+  shown.reserve(jobs_.waiting().size());
+  for (sched::JobId id : jobs_.waiting()) {
     JobRecord& j = jobs_.at(id);
     shown.push_back(&j);
     const job::JobSpec& s = j.spec->spec;
-    jobs_with_deps_ += !s.after.empty();
-    if (s.begin > now && !j.held) {  // `begin:` (sbatch --begin): not before then
+    const bool begins_later = s.begin > now && !j.held;  // `begin:` (sbatch --begin)
+    if (!s.after.empty()) gates_.AddDependent();
+    if (begins_later) {  // not before then
+      gates_.GatedUntil(s.begin);
       j.reason = {};
       j.reason_detail = "begins at " + FormatUtcTimestamp(s.begin) + " (its begin: time)";
       j.gated = true;
-      next_begin_ = next_begin_ == 0 ? s.begin : std::min(next_begin_, s.begin);
       continue;
     }
     if (j.held || j.gated || !s.after.empty() || j.array_id) {
@@ -102,51 +146,17 @@ void ClusterState::GatherPending(Time now, bool ranked, CycleInput* in, Effects*
         continue;
       }
     }
-    if (j.spec->unpinned) {  // its registry was down at submission: not placed until its tags are
-                             // pinned
-      if (j.reason_detail.empty())
-        j.reason_detail =
-            "staging: registry unreachable at submission; retrying to pin its image tags to "
-            "digests";
-      continue;
-    }
-    if (j.stopping_tasks > 0) {
-      j.reason_detail = StoppingReason(j.stopping_tasks);
-      continue;
-    }
-    if (const SparePool::NodeWait* w = spares_.WaitingForNode(id)) {
-      j.reason_detail = "holding its healthy nodes until " + FormatUtcTimestamp(w->until) +
-                        " for a node to replace " + topology_->nodes()[w->failed].name +
-                        " (on_node_failure.wait_for_node); then it restarts there, or is placed "
-                        "whole";
-      continue;
-    }
+    if (HeldBack(j)) continue;
     // Victims preempted for it that have stopped no longer hold it back.
-    std::erase_if(j.awaiting_victims, [&](sched::JobId v) {
-      const std::string prefix = std::to_string(v) + ".";
-      if (active_.count(v)) return false;
-      for (const auto& [task, z] : zombies_) {
-        if (task.compare(0, prefix.size(), prefix) == 0) return false;
-      }
-      return true;
-    });
-    sched::PendingJob p;
+    std::erase_if(j.awaiting_victims,
+                  [&](sched::JobId v) { return !jobs_.IsActive(v) && !alloc_.StoppingOf(v); });
+    sched::PendingJob p = PendingOf(j);
     if (!s.reservation.empty() && (p.window = reservations_.WindowOf(s.reservation)) < 0) {
       j.reason_detail = "runs inside reservation " + s.reservation +
                         ", which does not exist (it ended or was deleted): cancel the job, or "
-                        "submit it again without "
-                        "`reservation`";
+                        "submit it again without `reservation`";
       continue;
     }
-    p.id = id;
-    p.request = j.request.get();
-    p.priority = s.priority;
-    p.tier = s.tier;
-    p.submit = j.submitted;
-    p.time_limit = s.time_limit;
-    p.seq = id;
-    p.queue = j.queue;
-    p.may_preempt = j.awaiting_victims.empty();
     if (JobLearning::Service* sv = learning_.Find(id)) {
       p.attained_service = sv->attained_gpu_ms;
       if (ranked) p.rank = learning_.RankOf(id, *j.request, sv->ran, sv);
@@ -163,10 +173,10 @@ void ClusterState::GatherPending(Time now, bool ranked, CycleInput* in, Effects*
 // Running gangs, for backfill reservations (and preemption).
 void ClusterState::GatherRunning(Time now, bool ranked, CycleInput* in) {
   std::vector<cluster::GangAssignment>& partial = in->partial;  // live tasks of partly ended gangs
-  partial.reserve(active_.size());
+  partial.reserve(jobs_.active().size());
   std::vector<sched::RunningJob>& running = in->running;
-  running.reserve(active_.size());
-  for (sched::JobId id : active_) {
+  running.reserve(jobs_.active().size());
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     if (j.tasks.empty()) continue;
     sched::RunningJob r;
@@ -207,7 +217,7 @@ void ClusterState::GatherRunning(Time now, bool ranked, CycleInput* in) {
 
 sched::Snapshot ClusterState::SnapshotOf(CycleInput& in, Time now) {
   sched::Snapshot snap;
-  snap.usage = &usage_;
+  snap.usage = &alloc_.usage();
   snap.pending = in.pending;
   snap.running = in.running;
   snap.random_seed = sched::owner::CycleSeed(options_.seed, now - options_.seed_epoch);
@@ -234,11 +244,12 @@ sched::Snapshot ClusterState::SnapshotOf(CycleInput& in, Time now) {
 
 void ClusterState::Apply(sched::Decisions& d, Time now, Effects* fx) {
   SendMigReshapes(d.mig_reshapes, now, fx);
-  waiting_order_.jobs.clear();
-  waiting_order_.reserved_start.clear();
-  for (const auto& v : d.waiting) waiting_order_.jobs.push_back(v.job);
-  waiting_order_.jobs.insert(waiting_order_.jobs.end(), d.unexamined.begin(), d.unexamined.end());
-  for (const auto& r : d.reservations) waiting_order_.reserved_start[r.job] = r.start;
+  jobs_.waiting_order().jobs.clear();
+  jobs_.waiting_order().reserved_start.clear();
+  for (const auto& v : d.waiting) jobs_.waiting_order().jobs.push_back(v.job);
+  jobs_.waiting_order().jobs.insert(jobs_.waiting_order().jobs.end(), d.unexamined.begin(),
+                                    d.unexamined.end());
+  for (const auto& r : d.reservations) jobs_.waiting_order().reserved_start[r.job] = r.start;
 
   // Preemptions first: a victim is asked to checkpoint and stop, and keeps its GPUs until it has;
   // the job it made room for starts in a later cycle, once they are free, and preempts no more
@@ -249,7 +260,7 @@ void ClusterState::Apply(sched::Decisions& d, Time now, Effects* fx) {
               "preempted for job " + std::to_string(pre.for_job) + ": " + pre.why);
     Requeue(victim, "preempted for job " + std::to_string(pre.for_job) + ": " + pre.why, now, fx);
     const std::string prefix = std::to_string(pre.victim) + ".";
-    for (auto& [task, z] : zombies_) {
+    for (auto& [task, z] : alloc_.stopping()) {
       if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0) z.held_for = pre.for_job;
     }
   }
@@ -260,11 +271,11 @@ void ClusterState::Apply(sched::Decisions& d, Time now, Effects* fx) {
       // Hold the part of its placement that is free now, so that nobody (a victim requeued, a
       // smaller job backfilling) takes it while the victims stop; the victims' GPUs join the hold
       // as they are freed (EndZombie).
-      planned_.HoldWhatIsFree(j.id, usage_, p.assignment);
+      alloc_.planned().HoldWhatIsFree(j.id, alloc_.usage(), p.assignment);
       std::vector<uint32_t> nodes;
       for (const auto& t : p.assignment.tasks) nodes.push_back(t.node);
       PreStage(j, nodes, fx);  // its image is warm by the time the victims have stopped
-      planned_.Plan(j.id, p);
+      alloc_.planned().Plan(j.id, p);
       j.reason = {};
       j.reason_detail = "waiting for " + std::to_string(p.preempted.size()) + " preempted job" +
                         (p.preempted.size() == 1 ? "" : "s") + " to checkpoint and stop";
@@ -280,12 +291,13 @@ void ClusterState::Apply(sched::Decisions& d, Time now, Effects* fx) {
       if (!d.preemptions.empty()) {
         // It waits, where it was placed, for this cycle's victims to stop (as a preemptor does).
         for (const auto& pre : d.preemptions) j.awaiting_victims.insert(pre.victim);
-        planned_.Plan(j.id, std::move(plan));
+        alloc_.planned().Plan(j.id, std::move(plan));
       }
     }
   }
   for (const auto& r : d.reservations) {
-    if (auto it = jobs_.find(r.job); it != jobs_.end()) PreStage(it->second, r.nodes, fx);
+    if (auto it = jobs_.records().find(r.job); it != jobs_.records().end())
+      PreStage(it->second, r.nodes, fx);
   }
   for (auto& v : d.waiting) {
     JobRecord& j = jobs_.at(v.job);
@@ -307,11 +319,11 @@ void ClusterState::Apply(sched::Decisions& d, Time now, Effects* fx) {
 void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::PendingJob>* pending,
                                 int32_t* cpu_only) {
   using Due = sched::owner::PlannedStarts::Due;
-  planned_.StartDue(
-      usage_,
+  alloc_.planned().StartDue(
+      alloc_.usage(),
       [&](sched::JobId id) {
-        auto jt = jobs_.find(id);
-        if (jt == jobs_.end() || jt->second.state != JobState::kPending) {
+        auto jt = jobs_.records().find(id);
+        if (jt == jobs_.records().end() || jt->second.state != JobState::kPending) {
           // Replaced in place: its old tasks still stop, and its plan waits for them.
           return HoldsForReplacement(id) ? Due::kWait : Due::kDrop;
         }
@@ -322,11 +334,11 @@ void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::Pendin
         JobRecord& j = jobs_.at(id);
         bool usable = true;
         for (const auto& t : p.assignment.tasks) {
-          const cluster::NodeCondition& c = usage_.node(t.node).condition;
+          const cluster::NodeCondition& c = alloc_.usage().node(t.node).condition;
           usable &= nodes_[t.node].connected && c.schedulable &&
                     (c.gangs_allowed || p.assignment.tasks.size() == 1);
         }
-        for (const auto& g : p.assignment.grants) usable &= usage_.gpu_available(g.gpu);
+        for (const auto& g : p.assignment.grants) usable &= alloc_.usage().gpu_available(g.gpu);
         if (!usable) return;
         StartJob(j, p, now, fx);
         if (j.state == JobState::kPending) return;
@@ -337,9 +349,9 @@ void ClusterState::StartPlanned(Time now, Effects* fx, std::vector<sched::Pendin
 }
 
 void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects* fx) {
-  if (!usage_.Allocate(p.assignment).ok()) return;  // cannot happen: the cycle planned on usage_
-  pending_.erase(j.id);
-  active_.insert(j.id);
+  if (!alloc_.usage().Allocate(p.assignment).ok())
+    return;  // cannot happen: the cycle planned on alloc_.usage()
+  jobs_.Activate(j.id);
   j.assignment = std::move(p.assignment);
   j.locality = p.locality;
   j.backfilled = p.backfilled;
@@ -352,7 +364,7 @@ void ClusterState::StartJob(JobRecord& j, sched::Placement& p, Time now, Effects
     j.tasks.push_back(t);
   }
   j.live_tasks = j.tasks.size();
-  JobLifecycle::Transition(j, JobState::kStarting, "placement");
+  jobs_.Move(j, JobState::kStarting, "placement");
   j.reason = {};
   j.reason_detail.clear();
   j.awaiting_victims.clear();

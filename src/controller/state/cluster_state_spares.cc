@@ -43,19 +43,6 @@ std::optional<ProgressBook::Straggler> StillSlowRank(const ProgressBook& book, s
   return std::nullopt;
 }
 
-// Marks the stopping tasks of job `of` (zombies, by task id "JOB.ATTEMPT.INDEX") as held for job
-// `for_job`: what they free is kept for it (EndZombie), not given back to the pool. Those on node
-// `except` are not.
-template <typename Zombies>
-void HoldStoppingTasks(Zombies& zombies, sched::JobId of, sched::JobId for_job,
-                       uint32_t except = UINT32_MAX) {
-  const std::string prefix = std::to_string(of) + ".";
-  for (auto& [task, z] : zombies) {
-    if (task.compare(0, prefix.size(), prefix) == 0 && z.held_for == 0 && z.node != except)
-      z.held_for = for_job;
-  }
-}
-
 // "1m30s", "45 s": a wait as a person reads it.
 std::string Took(Duration d) {
   const int64_t s = (d + 500) / 1000;
@@ -73,10 +60,10 @@ std::string Millis(int64_t us) {
 }  // namespace
 
 bool ClusterState::HoldsForReplacement(sched::JobId id) const {
-  const bool planned = spares_.Waiting(id) && planned_.planned(id);
+  const bool planned = spares_.Waiting(id) && alloc_.planned().planned(id);
   if (!planned && spares_.WaitingForNode(id) == nullptr) return false;
-  auto it = jobs_.find(id);
-  return it != jobs_.end() &&
+  auto it = jobs_.records().find(id);
+  return it != jobs_.records().end() &&
          (it->second.state == JobState::kPending || it->second.state == JobState::kPreempting);
 }
 
@@ -93,12 +80,10 @@ bool ClusterState::TakesReplacedTasks(uint32_t m, const cluster::GangAssignment&
     if (t.node == m && m != returning) return false;  // a node of the gang itself
   }
   if (m == returning) {
-    for (const auto& [task, z] : zombies_) {
-      if (z.node == m) return false;  // its old tasks still stop there
-    }
+    if (alloc_.StoppingOn(m)) return false;  // its old tasks still stop there
   }
   for (size_t k : moved) {
-    if (!sched::NodeTakesTask(usage_, m, was, k)) return false;
+    if (!sched::NodeTakesTask(alloc_.usage(), m, was, k)) return false;
   }
   return true;
 }
@@ -107,11 +92,9 @@ bool ClusterState::SpareTakesReplacedTasks(uint32_t m, const cluster::GangAssign
                                            const std::vector<size_t>& moved,
                                            std::vector<sched::JobId>* evict, uint32_t returning) {
   evict->clear();
-  for (const auto& [task, z] : zombies_) {
-    if (z.node == m) return false;  // still stopping there: not now
-  }
+  if (alloc_.StoppingOn(m)) return false;  // still stopping there: not now
   std::vector<cluster::GangAssignment> shares;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     bool here = false;
     for (const auto& t : j.tasks) {
@@ -124,9 +107,9 @@ bool ClusterState::SpareTakesReplacedTasks(uint32_t m, const cluster::GangAssign
   }
   if (shares.empty()) return TakesReplacedTasks(m, was, moved, returning);
   // As if the opportunistic work were gone: would the moved tasks fit then?
-  for (const auto& a : shares) usage_.Release(a);
+  for (const auto& a : shares) alloc_.usage().Release(a);
   const bool fits = TakesReplacedTasks(m, was, moved, returning);
-  for (const auto& a : shares) (void)usage_.Allocate(a);
+  for (const auto& a : shares) (void)alloc_.usage().Allocate(a);
   return fits;
 }
 
@@ -151,7 +134,7 @@ std::optional<SparePool::Pick> ClusterState::PickReplacementFor(const JobRecord&
         return allowed(m) && SpareTakesReplacedTasks(m, was, moved, evict, returning);
       },
       [&](uint32_t m) {
-        return allowed(m) && usage_.node(m).condition.schedulable && !spares_.IsSpare(m) &&
+        return allowed(m) && alloc_.usage().node(m).condition.schedulable && !spares_.IsSpare(m) &&
                TakesReplacedTasks(m, was, moved, returning);
       });
   // The opportunistic work on the spare picked (PickFor may have tried others since).
@@ -198,7 +181,7 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
   if (!pick) {
     // Its policy holds its healthy nodes (what its tasks there free as they stop) for a node that
     // can take the failed node's tasks: RetryNodeWaits looks on every cycle and once a second.
-    HoldStoppingTasks(zombies_, j.id, j.id, failed);
+    alloc_.HoldStopping(j.id, j.id, failed);
     spares_.WaitForNode(j.id, {failed, moved, was, now, now + wait, why});
     std::set<std::string> kept;
     for (const auto& t : was.tasks) {
@@ -216,7 +199,7 @@ void ClusterState::RequeueOrReplace(JobRecord& j, uint32_t failed, const std::st
   }
   // Its healthy nodes' GPUs are held for it as its tasks stop (EndZombie), and so is what is free
   // on the replacement, so that no cycle gives either away meanwhile.
-  HoldStoppingTasks(zombies_, j.id, j.id);
+  alloc_.HoldStopping(j.id, j.id);
   ReplaceInPlace(j, was, moved, failed, *pick, evict, why, -1, now, fx);
 }
 
@@ -234,7 +217,7 @@ void ClusterState::ReplaceInPlace(JobRecord& j, const cluster::GangAssignment& w
                                 with + " replaces node " + failed_name;
     fx->Event(now, "job", "job/" + std::to_string(victim), because);
     Requeue(v, because, now, fx);
-    HoldStoppingTasks(zombies_, victim, j.id);
+    alloc_.HoldStopping(victim, j.id);
     j.awaiting_victims.insert(victim);  // its plan waits for them as for its own tasks
   }
   std::vector<std::pair<size_t, uint32_t>> moves;
@@ -247,8 +230,9 @@ void ClusterState::ReplaceInPlace(JobRecord& j, const cluster::GangAssignment& w
     spares_.Take(pick.node);
     UpdateCondition(pick.node);
   }
-  for (size_t k : moved) planned_.HoldWhatIsFree(j.id, usage_, cluster::TaskShare(p.assignment, k));
-  planned_.Plan(j.id, std::move(p));
+  for (size_t k : moved)
+    alloc_.planned().HoldWhatIsFree(j.id, alloc_.usage(), cluster::TaskShare(p.assignment, k));
+  alloc_.planned().Plan(j.id, std::move(p));
   spares_.Record(j.id, {j.attempt, failed, pick.node, pick.spare, now, why});
   const std::string by = pick.node == failed ? "itself, back in service"
                          : pick.spare        ? "spare " + with
@@ -275,8 +259,8 @@ void ClusterState::RetryNodeWaits(Time now, Effects* fx) {
   std::vector<sched::JobId> ids;
   for (const auto& [id, w] : spares_.node_waits()) ids.push_back(id);
   for (sched::JobId id : ids) {
-    auto jt = jobs_.find(id);
-    if (jt == jobs_.end() ||
+    auto jt = jobs_.records().find(id);
+    if (jt == jobs_.records().end() ||
         (jt->second.state != JobState::kPending && jt->second.state != JobState::kPreempting)) {
       spares_.StopWaitingForNode(id);  // cancelled or ended: ReleaseHolds gives its nodes back
       dirty_ = true;
@@ -331,9 +315,9 @@ void ClusterState::RefillSpares(Time now, Effects* fx) {
   // restarted on a free node or its own, back).
   for (auto it = spares_.waiting().begin(); it != spares_.waiting().end();) {
     const sched::JobId id = *it++;
-    if (!planned_.planned(id)) spares_.Started(id);
+    if (!alloc_.planned().planned(id)) spares_.Started(id);
   }
-  spares_.Sweep([&](sched::JobId id) { return !jobs_.count(id); });
+  spares_.Sweep([&](sched::JobId id) { return !jobs_.records().count(id); });
   if (!spares_.enabled()) return;
   const auto candidates = spares_.RefillCandidates();
   if (candidates.empty()) return;
@@ -342,7 +326,7 @@ void ClusterState::RefillSpares(Time now, Effects* fx) {
   // with tasks still stopping, may not.
   std::vector<uint8_t> other_work(nodes_.size(), 0);
   std::vector<int64_t> opp_milli_gpu(nodes_.size(), 0), opp_milli_cpu(nodes_.size(), 0);
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     const bool opportunistic = j.spec->spec.tier == job::Tier::kOpportunistic;
     for (const auto& t : j.tasks) {
@@ -356,11 +340,11 @@ void ClusterState::RefillSpares(Time now, Effects* fx) {
       for (const auto& g : j.assignment.GrantsOf(p)) opp_milli_gpu[t.node] += g.milli;
     }
   }
-  for (const auto& [task, z] : zombies_) other_work[z.node] = 1;
+  for (const auto& [task, z] : alloc_.stopping()) other_work[z.node] = 1;
   for (uint32_t n : candidates) {
     const NodeRecord& r = nodes_[n];
     const cluster::NodeInfo& info = topology_->nodes()[n];
-    const cluster::NodeUsage& u = usage_.node(n);
+    const cluster::NodeUsage& u = alloc_.usage().node(n);
     // Nothing else holds any of it (a plan's hold, say): idle once its opportunistic work is gone.
     const bool idle_but_opportunistic =
         u.free_milli + opp_milli_gpu[n] == int64_t{info.num_gpus} * 1000 &&

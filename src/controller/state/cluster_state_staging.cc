@@ -75,13 +75,12 @@ const std::vector<uint16_t>* ClusterState::StagingSeconds(const JobRecord& j) {
   std::string key;
   for (const auto& i : images) key += i + "\n";
   for (const auto& a : artifacts) key += a + "\n";
-  auto [it, fresh] = staging_s_.try_emplace(key);
-  if (!fresh) return &it->second;
+  auto [seconds, fresh] = staging_.SecondsFor(key);
+  if (!fresh) return seconds;
   std::vector<int64_t> ms(nodes_.size(), 0);  // per node, milliseconds of staging
   for (const auto& ref : images) {
     const std::string d = Digest(ref);
-    const auto size = image_bytes_.find(d);
-    const int64_t bytes = size != image_bytes_.end() ? size->second : kUnknownImageBytes;
+    const int64_t bytes = staging_.ImageBytes(d, kUnknownImageBytes);
     for (uint32_t n = 0; n < nodes_.size(); ++n) {
       if (!nodes_[n].images.count(d)) ms[n] += bytes * 1000 / kStageBytesPerSecond;
     }
@@ -92,7 +91,7 @@ const std::vector<uint16_t>* ClusterState::StagingSeconds(const JobRecord& j) {
   for (const auto& g : j.spec->spec.tasks) {
     for (const auto& a : g.artifacts) {
       for (const auto& o : a.objects) {
-        const bool served = swarms_.count(o.digest) ||
+        const bool served = staging_.HasSwarm(o.digest) ||
                             std::any_of(nodes_.begin(), nodes_.end(), [&](const NodeRecord& r) {
                               return !r.data_url.empty() && r.artifacts.count(o.digest);
                             });
@@ -106,17 +105,17 @@ const std::vector<uint16_t>* ClusterState::StagingSeconds(const JobRecord& j) {
       }
     }
   }
-  it->second.assign(nodes_.size(), 0);
+  seconds->assign(nodes_.size(), 0);
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     if (ms[n] > 0)
-      it->second[n] = static_cast<uint16_t>(std::clamp<int64_t>((ms[n] + 999) / 1000, 1, 65535));
+      (*seconds)[n] = static_cast<uint16_t>(std::clamp<int64_t>((ms[n] + 999) / 1000, 1, 65535));
   }
-  return &it->second;
+  return seconds;
 }
 
 std::vector<std::string> ClusterState::KeepOn(uint32_t node) const {
   std::set<std::string> keep;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     const JobRecord& j = jobs_.at(id);
     for (const auto& t : j.tasks) {
       if (t.node != node || t.phase == TaskRun::Phase::kEnded) continue;
@@ -125,7 +124,7 @@ std::vector<std::string> ClusterState::KeepOn(uint32_t node) const {
       for (const auto& v : TaskArtifacts(j, t.index)) keep.insert(v.object->digest);
     }
   }
-  for (sched::JobId id : pending_) {
+  for (sched::JobId id : jobs_.waiting()) {
     const JobRecord& j = jobs_.at(id);
     if (j.stage_asked.count(node)) {
       for (const auto& i : JobImages(j)) keep.insert(i);
@@ -191,8 +190,8 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
   const cluster::DataConfig& cfg = options_.data;
   for (const auto& [digest, entry] : by_object) {
     const job::ArtifactObject* o = entry.first;
-    auto [it, fresh] = swarms_.try_emplace(digest);
-    Swarm& w = it->second;
+    bool fresh = false;
+    StagingBook::Swarm& w = staging_.Join(digest, &fresh);
     std::vector<uint32_t> joining, leaves;  // leaves: nodes that serve no peers
     for (uint32_t n : entry.second) (nodes_[n].data_url.empty() ? leaves : joining).push_back(n);
     if (fresh) {
@@ -236,8 +235,7 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
       fill(n, messages[n].mutable_stage()->add_artifacts());
     }
     for (uint32_t n : leaves) {
-      if (w.members.empty() && !w.origin_readers.count(n) &&
-          static_cast<int>(w.origin_readers.size()) >= std::max(1, cfg.origin_readers)) {
+      if (!w.MayReadOrigin(n, cfg.origin_readers)) {
         w.waiting.emplace_back(j.id, j.attempt, n);  // the origin has its readers: next in line
         continue;
       }
@@ -251,18 +249,18 @@ void ClusterState::SendStages(const JobRecord& j, const std::map<uint32_t, Stage
 }
 
 void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node, Effects* fx) {
-  auto it = swarms_.find(digest);
-  if (it == swarms_.end()) return;
-  Swarm& w = it->second;
-  w.staging.erase(node);
-  w.origin_readers.erase(node);
+  StagingBook::Swarm* found = staging_.FindSwarm(digest);
+  if (!found) return;
+  StagingBook::Swarm& w = *found;
+  w.Leave(node);
   // A reader of the origin is done: the next node waiting for it may start.
   while (!w.waiting.empty() &&
          static_cast<int>(w.origin_readers.size()) < std::max(1, options_.data.origin_readers)) {
     auto [job, attempt, n] = w.waiting.front();
     w.waiting.pop_front();
-    auto j = jobs_.find(job);
-    if (j == jobs_.end() || j->second.attempt != attempt || nodes_[n].artifacts.count(digest) ||
+    auto j = jobs_.records().find(job);
+    if (j == jobs_.records().end() || j->second.attempt != attempt ||
+        nodes_[n].artifacts.count(digest) ||
         (j->second.state != JobState::kStarting && j->second.state != JobState::kPending)) {
       continue;
     }
@@ -280,12 +278,11 @@ void ClusterState::LeaveSwarm(const std::string& digest, uint32_t node, Effects*
     SendStages(j->second, {{n, need}}, fx);
     return;  // SendStages took it (w may be gone or changed)
   }
-  if (w.staging.empty() && w.waiting.empty())
-    swarms_.erase(it);  // the next one starts from the holders
+  staging_.EndIfIdle(digest);  // the next one starts from the holders
 }
 
 bool ClusterState::StartStaging(JobRecord& j, Time now, Effects* fx) {
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   j.staging_waiting.clear();
   const std::map<uint32_t, StageNeeds> missing = MissingOn(j, {}, /*by_task=*/true);
   if (missing.empty()) return false;
@@ -328,11 +325,11 @@ void ClusterState::OnImages(const std::string& node, const pb::ImageInventory& i
   r.images.clear();
   for (const auto& i : inv.images()) {
     r.images.insert(i.digest());
-    image_bytes_[i.digest()] = i.bytes();
+    staging_.NoteImageBytes(i.digest(), i.bytes());
   }
   r.artifacts.clear();
   for (const auto& a : inv.artifacts()) r.artifacts.insert(a.digest());
-  staging_s_.clear();
+  staging_.ForgetSeconds();
   r.image_bytes = inv.used_bytes();
   r.image_budget = inv.budget_bytes();
   r.artifact_bytes = inv.artifact_used_bytes();
@@ -379,15 +376,15 @@ void ClusterState::OnStageResult(const std::string& node, const pb::StageResult&
   const std::string key = artifact ? r.artifact() : Digest(r.image());
   if (artifact) {
     if (!r.retrying()) LeaveSwarm(key, *n, fx);
-    if (r.ok() && nodes_[*n].artifacts.insert(key).second) staging_s_.clear();
+    if (r.ok() && nodes_[*n].artifacts.insert(key).second) staging_.ForgetSeconds();
   } else if (r.ok() && nodes_[*n].images.insert(key).second) {
-    if (r.bytes() > 0) image_bytes_[key] = r.bytes();
-    staging_s_.clear();
+    if (r.bytes() > 0) staging_.NoteImageBytes(key, r.bytes());
+    staging_.ForgetSeconds();
   }
-  auto it = jobs_.find(r.job_id());
-  if (it == jobs_.end()) return;
+  auto it = jobs_.records().find(r.job_id());
+  if (it == jobs_.records().end()) return;
   JobRecord& j = it->second;
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   if (j.attempt != r.attempt() || j.state != JobState::kStarting) return;
   auto waiting = j.staging_waiting.find(*n);
   if (waiting == j.staging_waiting.end() || !waiting->second.count(key)) return;
@@ -421,7 +418,7 @@ void ClusterState::FinishStaging(JobRecord& j, Time now, Effects* fx) {
 }
 
 void ClusterState::FailStaging(JobRecord& j, const std::string& why, Time now, Effects* fx) {
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   const Duration took = std::max<Time>(0, now - j.staging_since);
   j.staging_ms += took;
   j.staging_gpu_ms += j.assignment.TotalMilliGpu(*topology_) * took / 1000;
@@ -433,7 +430,7 @@ void ClusterState::FailStaging(JobRecord& j, const std::string& why, Time now, E
     EndTask(j, t, now, fx);
   }
   CloseAttempt(j, now, 0, "failed", fx);
-  JobLifecycle::Transition(j, JobState::kFailed, "failed staging");
+  jobs_.Move(j, JobState::kFailed, "failed staging");
   j.ended = now;
   j.message = why;
   j.reason_detail.clear();
@@ -443,10 +440,12 @@ void ClusterState::FailStaging(JobRecord& j, const std::string& why, Time now, E
 
 std::vector<std::pair<sched::JobId, job::JobSpec>> ClusterState::UnpinnedJobs(size_t limit) {
   std::vector<std::pair<sched::JobId, job::JobSpec>> out;
-  for (auto it = unpinned_.begin(); it != unpinned_.end() && out.size() < limit;) {  // oldest first
-    auto j = jobs_.find(*it);
-    if (j == jobs_.end() || j->second.state != JobState::kPending || !j->second.spec->unpinned) {
-      it = unpinned_.erase(it);  // pinned, cancelled or gone since
+  for (auto it = jobs_.unpinned().begin();
+       it != jobs_.unpinned().end() && out.size() < limit;) {  // oldest first
+    auto j = jobs_.records().find(*it);
+    if (j == jobs_.records().end() || j->second.state != JobState::kPending ||
+        !j->second.spec->unpinned) {
+      it = jobs_.unpinned().erase(it);  // pinned, cancelled or gone since
       continue;
     }
     out.emplace_back(*it, j->second.spec->spec);
@@ -457,15 +456,18 @@ std::vector<std::pair<sched::JobId, job::JobSpec>> ClusterState::UnpinnedJobs(si
 
 void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinned, Time now,
                             Effects* fx) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.state != JobState::kPending || !it->second.spec->unpinned)
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end() || it->second.state != JobState::kPending ||
+      !it->second.spec->unpinned)
     return;
   JobRecord& j = it->second;
-  TouchView(j.id);
+  jobs_.TouchView(j.id);
   const std::string subject = "job/" + std::to_string(id);
   if (pinned.ok()) {
     ReplaceSpec(
-        j, interned_.Spec(job::JobSpecToJson(*pinned).dump(), *pinned, options_.sealer.get()), fx);
+        j,
+        jobs_.interned().Spec(job::JobSpecToJson(*pinned).dump(), *pinned, options_.sealer.get()),
+        fx);
     std::string images;
     for (const auto& g : pinned->tasks) {
       if (!g.container.empty() && images.find(g.container.image) == std::string::npos) {
@@ -490,8 +492,7 @@ void ClusterState::OnPinned(sched::JobId id, const StatusOr<job::JobSpec>& pinne
     }
     return;
   }
-  pending_.erase(id);
-  JobLifecycle::Transition(j, JobState::kFailed, "image pinning");
+  jobs_.Move(j, JobState::kFailed, "image pinning");
   j.ended = now;
   j.message = "its image could not be pinned: " + pinned.status().message();
   j.reason = {};

@@ -83,9 +83,9 @@ PublishedJob ClusterState::Published(const JobRecord& j) const {
     // draining one; say which it is, since the fix differs (start its agent, not wait or
     // remediate).
     if (j.reason_detail.empty() && j.reason.rule == sched::Rule::kNotNowUnhealthy &&
-        !nodes_in_reasons_.unregistered.empty()) {
-      const std::string& list = nodes_in_reasons_.unregistered;
-      reason = nodes_in_reasons_.others
+        !nodes_.in_reasons().unregistered.empty()) {
+      const std::string& list = nodes_.in_reasons().unregistered;
+      reason = nodes_.in_reasons().others
                    ? reason + "; of them, " + list + " have not registered (no agent has connected)"
                    : "fits only on nodes that have not registered: no agent has connected for " +
                          list +
@@ -116,22 +116,16 @@ PublishedJob ClusterState::Published(const JobRecord& j) const {
 }
 
 std::optional<PublishedJob> ClusterState::ListViewOf(sched::JobId id) const {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return std::nullopt;
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end()) return std::nullopt;
   return Published(it->second);
 }
 
 std::vector<sched::JobId> ClusterState::JobIds() const {
   std::vector<sched::JobId> ids;
-  ids.reserve(jobs_.size());
-  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  ids.reserve(jobs_.records().size());
+  for (const auto& [id, j] : jobs_.records()) ids.push_back(id);
   return ids;
-}
-
-std::vector<sched::JobId> ClusterState::TakeViewChanges() {
-  std::vector<sched::JobId> out;
-  if (view_changes_) out.swap(*view_changes_);
-  return out;
 }
 
 namespace {
@@ -161,17 +155,13 @@ void ClusterState::TouchChangedReasons(const std::vector<JobRecord*>& jobs) {
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     if (!nodes_[n].registered) {
       unregistered.push_back(topology_->nodes()[n].name);
-    } else if (!usage_.node(n).condition.schedulable) {
+    } else if (!alloc_.usage().node(n).condition.schedulable) {
       others = true;
     }
   }
-  std::string list;
-  for (size_t i = 0; i < unregistered.size() && i < 5; ++i)
-    list += (i ? ", " : "") + unregistered[i];
-  if (unregistered.size() > 5) list += " and " + std::to_string(unregistered.size() - 5) + " more";
-  const uint64_t nodes = ReasonDigest({}, list + (others ? "+" : ""));
-  nodes_in_reasons_ = {std::move(list), others};
-  if (!view_changes_) return;
+  nodes_.NoteInReasons(unregistered, {.others = others});
+  const uint64_t nodes = ReasonDigest({}, nodes_.in_reasons().unregistered + (others ? "+" : ""));
+  if (!jobs_.tracks_view_changes()) return;
   for (JobRecord* p : jobs) {
     JobRecord& j = *p;
     uint64_t digest = ReasonDigest(j.reason, j.reason_detail);
@@ -179,13 +169,13 @@ void ClusterState::TouchChangedReasons(const std::vector<JobRecord*>& jobs) {
       digest ^= nodes * 31;
     if (digest == j.shown_reason) continue;
     j.shown_reason = digest;
-    TouchView(j.id);
+    jobs_.TouchView(j.id);
   }
 }
 
 StatusOr<api::JobView> ClusterState::GetJob(sched::JobId id) const {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end())
+  auto it = jobs_.records().find(id);
+  if (it == jobs_.records().end())
     return Status::NotFound("job " + std::to_string(id) +
                             " does not exist; `hangar jobs` lists them");
   return View(it->second);
@@ -194,7 +184,8 @@ StatusOr<api::JobView> ClusterState::GetJob(sched::JobId id) const {
 std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter,
                                                  size_t limit) const {
   std::vector<api::JobView> out;
-  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
+  for (auto it = jobs_.records().rbegin(); it != jobs_.records().rend() && out.size() < limit;
+       ++it) {
     if (!state_filter.empty() && job::JobStateName(it->second.state) != state_filter) continue;
     out.push_back(ListView(it->second));
   }
@@ -203,12 +194,12 @@ std::vector<api::JobView> ClusterState::ListJobs(const std::string& state_filter
 
 std::vector<std::pair<sched::JobId, cluster::GpuGrant>> ClusterState::GpuGrants() const {
   std::vector<std::pair<sched::JobId, cluster::GpuGrant>> out;
-  for (sched::JobId id : active_) {
+  for (sched::JobId id : jobs_.active()) {
     for (const cluster::GpuGrant& g : jobs_.at(id).assignment.grants) out.emplace_back(id, g);
   }
   // A requeued or preempted job's tasks still stopping hold their GPUs (the scheduler counts them
   // held) though the job is no longer active: the map drew them free.
-  for (const auto& entry : zombies_) {
+  for (const auto& entry : alloc_.stopping()) {
     sched::JobId job;
     uint32_t attempt, index;
     if (!ParseTaskId(entry.first, &job, &attempt, &index)) continue;

@@ -37,6 +37,16 @@ class FleetHearing {
   Duration last_lag() const { return last_lag_; }
 
   void CountLoss() { ++nodes_lost_total_; }
+
+  // After a restore: every node has the reconnect grace to come back, counted from `now` (when the
+  // controller listens again).
+  void OpenReconnectGrace(Time now) { restored_at_ = now; }
+  // When the reconnect grace opened (-1: the controller did not restore).
+  Time restored_at() const { return restored_at_; }
+  // Whether `now` is within `grace` of the restore.
+  bool Reconnecting(Time now, Duration grace) const {
+    return restored_at_ >= 0 && now - restored_at_ <= grace;
+  }
   int64_t nodes_lost_total() const { return nodes_lost_total_; }
 
  private:
@@ -46,6 +56,7 @@ class FleetHearing {
   bool holding_ = false;  // losses are held: the controller hears no heartbeats
   Time hold_since_ = -1;
   int64_t nodes_lost_total_ = 0;
+  Time restored_at_ = -1;
 };
 
 }  // namespace hangar::controller

@@ -58,5 +58,16 @@ TEST(FleetHearingTest, FewHeartbeatsFromTheNodesOnTimeHoldAndTheirReturnResumesL
   EXPECT_EQ(c.event, "heartbeats arrive again: node losses resume");
 }
 
+// After a restore every node has the reconnect grace, counted from when the controller listens.
+TEST(FleetHearingTest, TheReconnectGraceOpensAtTheRestore) {
+  FleetHearing h;
+  EXPECT_EQ(h.restored_at(), -1);
+  EXPECT_FALSE(h.Reconnecting(0, 10 * kSecond)) << "no restore, no grace";
+  h.OpenReconnectGrace(5 * kSecond);
+  EXPECT_TRUE(h.Reconnecting(15 * kSecond, 10 * kSecond));
+  EXPECT_FALSE(h.Reconnecting(15 * kSecond + 1, 10 * kSecond));
+  EXPECT_EQ(h.restored_at(), 5 * kSecond);
+}
+
 }  // namespace
 }  // namespace hangar::controller

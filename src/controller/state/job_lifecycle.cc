@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cassert>
 
-#include "controller/state/cluster_state.h"
+#include "controller/state/job_record.h"
 
 namespace hangar::controller {
 namespace {

@@ -1,7 +1,8 @@
 // The one door through which a job's state changes. Nothing else in the controller assigns
 // JobRecord::state: the flows that move a job (placement, start, requeue, preemption, the end of
-// its tasks, cancel, the time limit, a failed staging) call Transition, which checks the move
-// against the state machine (job/job_state.h) first. A move the machine refuses is a bug in a
+// its tasks, cancel, the time limit, a failed staging) call the job table's Move (job_table.h),
+// which calls Transition -- it checks the move against the state machine (job/job_state.h)
+// first -- and keeps the table's waiting index in step. A move the machine refuses is a bug in a
 // flow: the job keeps its state (so the store never records an impossible history), the refusal
 // is logged with the job, both states and the flow, and counted; builds with assertions (the
 // sanitizer builds) stop on it.

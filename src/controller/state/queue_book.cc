@@ -77,6 +77,12 @@ nlohmann::json QueueBook::Diff(const std::vector<job::QueueSpec>& specs) const {
       {"created", created}, {"changed", changed}, {"unchanged", unchanged}, {"removed", removed}};
 }
 
+Duration QueueBook::IdleCheckStep(Time now) {
+  const Duration dt = idle_checked_at_ ? std::max<Duration>(0, now - idle_checked_at_) : 0;
+  idle_checked_at_ = now;
+  return dt;
+}
+
 Duration QueueBook::HistoryStep(Time now) {
   if (trivial_ || history_at_ == 0 || now <= history_at_) {
     history_at_ = std::max(history_at_, now);

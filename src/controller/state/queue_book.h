@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "controller/state/attempt_usage.h"
 #include "controller/state/auth.h"
 #include "job/queue_spec.h"
 #include "sched/queue/quota.h"
@@ -47,6 +48,14 @@ class QueueBook {
                     Duration half_life);
   const std::vector<std::vector<double>>& history() const { return history_; }
 
+  // Accounting: the usage of every ended attempt, in the order they ended (`hangar usage`, the
+  // ranks learned from history, sacct).
+  void Account(AttemptUsage u) { attempts_.push_back(std::move(u)); }
+  const std::vector<AttemptUsage>& attempts() const { return attempts_; }
+  // Idle reclamation: the time since its last check (0 the first time); `now` is the last from
+  // then on.
+  Duration IdleCheckStep(Time now);
+
   // RBAC: admins and queue admins named in the queue or an ancestor administer it.
   bool AdministeredBy(const Principal& p, const std::string& queue) const;
   // Whether the queue's users (or an ancestor's) admit `p`; PermissionDenied naming the queues
@@ -63,6 +72,8 @@ class QueueBook {
   bool trivial_ = true;
   std::vector<std::vector<double>> history_;  // by tree node and dimension
   Time history_at_ = 0;
+  std::vector<AttemptUsage> attempts_;
+  Time idle_checked_at_ = 0;
 };
 
 }  // namespace hangar::controller

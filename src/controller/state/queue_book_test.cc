@@ -93,5 +93,21 @@ TEST(QueueBookTest, ADiffNamesWhatChangesAndHistoryFollowsQueuesByName) {
   EXPECT_DOUBLE_EQ(book.history()[book.tree().Find("batch")][sched::queue::kGpu], 0.0);
 }
 
+// Accounting keeps every ended attempt in the order it ended; idle reclamation steps its clock.
+TEST(QueueBookTest, AccountsAttemptsAndStepsTheIdleClock) {
+  QueueBook b;
+  AttemptUsage first, second;
+  first.job = 4;
+  second.job = 2;
+  b.Account(first);
+  b.Account(second);
+  ASSERT_EQ(b.attempts().size(), 2u);
+  EXPECT_EQ(b.attempts()[0].job, 4u);
+  EXPECT_EQ(b.attempts()[1].job, 2u);
+  EXPECT_EQ(b.IdleCheckStep(1'000), 0) << "the first check only starts the clock";
+  EXPECT_EQ(b.IdleCheckStep(1'600), 600);
+  EXPECT_EQ(b.IdleCheckStep(1'500), 0) << "never negative";
+}
+
 }  // namespace
 }  // namespace hangar::controller
