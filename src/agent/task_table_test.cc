@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "agent/data/test_dir.h"
@@ -33,6 +34,12 @@ void OpenOn(TaskTable& t, const std::string& dir) {
   t.Open(std::move(journal), std::move(loaded));
 }
 
+// What a table left in `dir`, as the next agent reads it.
+std::map<std::string, TaskRecord> OnDisk(const std::string& dir) {
+  TaskJournal journal(dir);
+  return LoadTaskRecords(journal);
+}
+
 TEST(TaskTableTest, RecordsAreReadBackFromTheJournalByTheNextTable) {
   TempDir dir;
   ManualClock clock(1000);
@@ -53,8 +60,7 @@ TEST(TaskTableTest, RecordsAreReadBackFromTheJournalByTheNextTable) {
     t.Save("7.0.0");
     EXPECT_EQ(t.Find("8.0.0"), nullptr);
   }
-  TaskJournal journal(dir.path());
-  const auto again = LoadTaskRecords(journal);
+  const auto again = OnDisk(dir.path());
   ASSERT_EQ(again.size(), 2u);
   const TaskRecord& a = again.at("7.0.0");
   EXPECT_TRUE(a.ended);
@@ -91,8 +97,7 @@ TEST(TaskTableTest, ASnapshotForgetsTasksThatEndedOverAnHourAgo) {
     EXPECT_NE(t.Find("2.0.0"), nullptr);
     EXPECT_EQ(t.records().size(), 2u);
   }
-  TaskJournal journal(dir.path());
-  const auto again = LoadTaskRecords(journal);
+  const auto again = OnDisk(dir.path());
   EXPECT_EQ(again.count("1.0.0"), 0u);
   EXPECT_EQ(again.count("2.0.0"), 1u);
   EXPECT_EQ(again.count("3.0.0"), 1u);
@@ -115,8 +120,7 @@ TEST(TaskTableTest, TheJournalIsFoldedIntoASnapshotOnceItOutgrowsTheRecords) {
   size_t lines = 0;
   for (std::string line; std::getline(in, line);) ++lines;
   EXPECT_LE(lines, 1025u) << "folded once it passed 1024 lines";
-  TaskJournal journal(dir.path());
-  EXPECT_EQ(LoadTaskRecords(journal).at("1.0.0").exit_code, 1499);
+  EXPECT_EQ(OnDisk(dir.path()).at("1.0.0").exit_code, 1499);
 }
 
 TEST(TaskTableTest, AnEarlyExitIsKeptUntilItsLaunchTakesIt) {
@@ -165,8 +169,7 @@ TEST(TaskTableTest, ClearForgetsRecordsAndEarlyExitsButNotDrains) {
     EXPECT_FALSE(t.TakeEarlyExit("2.0.0"));
     EXPECT_TRUE(t.Draining(1));
   }
-  TaskJournal journal(dir.path());
-  EXPECT_TRUE(LoadTaskRecords(journal).empty());
+  EXPECT_TRUE(OnDisk(dir.path()).empty());
 }
 
 TEST(TaskTableTest, WithoutAJournalRecordsStayInMemory) {
